@@ -1,0 +1,34 @@
+# Two entry points: `make demo` and `make test`. Each one creates or updates
+# the project's virtualenv (.venv) first, so a fresh clone needs nothing else.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.fincon-installed
+
+.PHONY: demo test install bench clean
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# torch is pinned to the CPU build that pip finds on these machines;
+	# anything that pulls torch later must accept this version.
+	$(BIN)/python -m pip install --quiet "torch==2.13.0"
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/fincon backtest --tickers TSLA,MSFT,PFE \
+	    --strategy buy-and-hold,markowitz,equal-weight \
+	    --start 2022-10-05 --end 2023-06-09 --out runs/demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python bench/engine.py
+	$(BIN)/python bench/optimizer.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,66 @@
+"""Entry point of the ``fincon`` console script.
+
+Sub-command modules are listed in :data:`COMMANDS`; each one exposes
+``register(subparsers)`` and sets ``func`` on its parser. User errors
+(:class:`fincon.errors.FinconError`) become one line on stderr and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from fincon import __version__
+from fincon.errors import FinconError
+
+COMMANDS = ("fincon.cli.backtest", "fincon.cli.plot")
+
+EPILOG = """\
+examples:
+  fincon backtest --ticker TSLA --strategy buy-and-hold --start 2022-10-05 --end 2023-06-09
+  fincon backtest --tickers TSLA,MSFT,PFE --strategy markowitz --start 2022-10-05 --end 2023-06-09
+  fincon plot runs/demo/markowitz runs/demo/buy-and-hold --out compare.png
+
+Run `fincon COMMAND --help` for the options of one command.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fincon",
+        description="Backtest trading strategies and LLM agent teams on point-in-time data.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"fincon {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug details to stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except FinconError as exc:
+        print(f"fincon: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("fincon: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

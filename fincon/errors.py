@@ -1,0 +1,27 @@
+"""User-facing errors.
+
+Anything the user can fix (a bad flag, a bad CSV, an unreachable source)
+raises :class:`FinconError`. The CLI prints its message as one line and exits
+with status 2; it never shows a traceback for bad input. Programming errors
+stay ordinary exceptions so they are not mistaken for bad input.
+"""
+
+from __future__ import annotations
+
+
+class FinconError(Exception):
+    """An error the user can act on; its message is one self-contained line."""
+
+    exit_code = 2
+
+
+class DataError(FinconError):
+    """Market or event data is missing, malformed or out of range."""
+
+
+class ConfigError(FinconError):
+    """A config file or flag names an unknown key or holds a bad value."""
+
+
+class SourceUnavailable(FinconError):
+    """An online source could not be reached and nothing usable was cached."""
