@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.fincon-installed
 
-.PHONY: demo test install bench clean
+.PHONY: demo test install bench clean install-llm-extras install-info-extras
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,8 +13,18 @@ $(STAMP): pyproject.toml Makefile
 	# torch is pinned to the CPU build that pip finds on these machines;
 	# anything that pulls torch later must accept this version.
 	$(BIN)/python -m pip install --quiet "torch==2.13.0"
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,llm,info]"
+	$(MAKE) --no-print-directory install-llm-extras install-info-extras
 	touch $(STAMP)
+
+# Steps pip cannot express in pyproject.toml (builds with special flags,
+# packages that must be installed without their dependencies, Debian
+# packages). Each layer owns its own target.
+install-llm-extras:
+	@true
+
+install-info-extras:
+	@true
 
 install: $(STAMP)
 

@@ -1,0 +1,103 @@
+"""The one decision interface every strategy and agent team implements.
+
+A strategy sees the market only through a :class:`~fincon.data.view.MarketView`
+(data up to and including the decision day) and answers with a
+:class:`Decision`: target weights for the tickers it wants to change. The
+engine turns weights into orders; strategies never talk to the broker, so an
+LLM agent team plugs in exactly like a moving-average crossover.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Mapping
+
+if TYPE_CHECKING:  # pragma: no cover
+    from fincon.data.view import MarketView
+
+Action = Literal["buy", "sell", "hold"]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Target portfolio weights chosen on one day.
+
+    ``weights`` maps ticker -> target fraction of portfolio value (negative =
+    short). Tickers left out keep their current position untouched (a
+    "hold"). ``rationale`` and ``evidence`` (ids of the memories, events or
+    LLM calls the decision relied on) go to the run's ``decisions.jsonl``.
+    """
+
+    weights: Mapping[str, float] = field(default_factory=dict)
+    rationale: str = ""
+    evidence: tuple[str, ...] = ()
+    actions: Mapping[str, Action] = field(default_factory=dict)
+
+    @classmethod
+    def from_action(
+        cls,
+        ticker: str,
+        action: Action,
+        size: float = 1.0,
+        rationale: str = "",
+        evidence: tuple[str, ...] = (),
+    ) -> "Decision":
+        """Single-ticker trading: buy = long ``size``, sell = short ``size``,
+        hold = keep whatever is held now."""
+        if action not in ("buy", "sell", "hold"):
+            raise ValueError(f"action must be buy, sell or hold, not {action!r}")
+        if not 0.0 <= size <= 1.0:
+            raise ValueError(f"size must be within [0, 1], not {size}")
+        weights = {} if action == "hold" else {ticker: size if action == "buy" else -size}
+        return cls(weights=weights, rationale=rationale, evidence=tuple(evidence),
+                   actions={ticker: action})
+
+
+@dataclass
+class RunContext:
+    """What a strategy may know about the run it is part of (not the market).
+
+    ``run_dir`` is the (still temporary) run directory: a strategy that keeps
+    artifacts of its own (LLM usage, audit logs) writes them there in
+    :meth:`Strategy.finish`.
+    """
+
+    run_dir: Path
+    tickers: tuple[str, ...]
+    config: Mapping[str, Any]
+
+
+class Strategy:
+    """Base class: subclasses set ``name`` and implement :meth:`decide`.
+
+    ``warmup`` is the number of trading days of history the strategy wants
+    *before* the first decision day; the engine loads them so day one of the
+    backtest already has a full lookback window.
+    """
+
+    name: str = "strategy"
+    warmup: int = 0
+
+    def start(self, ctx: RunContext) -> None:
+        """Called once before the first day."""
+
+    def decide(self, view: "MarketView") -> Decision | None:
+        """Return the day's decision, or ``None`` to keep every position."""
+        raise NotImplementedError
+
+    def finish(self, ctx: RunContext) -> Mapping[str, Any]:
+        """Called once after the last day (also after an early stop). The
+        returned mapping is merged into the run summary (``summary.json``)."""
+        return {}
+
+
+class StopRun(Exception):
+    """Raised by a strategy's ``decide`` to end the run cleanly before the
+    current day (e.g. an exhausted token budget). Everything up to the last
+    finished day is saved and the run is marked as stopped early with
+    ``reason``."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
