@@ -1,0 +1,1 @@
+"""Point-in-time data: price sources, validation and the market view."""

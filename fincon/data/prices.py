@@ -1,0 +1,161 @@
+"""Daily price bars: one validated frame per ticker, from any source.
+
+Every source (bundled sample, a directory of CSVs, yfinance) produces raw
+frames in the Yahoo column layout ``Date,Open,High,Low,Close,Adj Close,Volume``.
+:func:`validate_bars` turns a raw frame into the engine's form, or raises a
+:class:`~fincon.errors.DataError` whose one line names the ticker, the file
+and the problem. Prices are adjusted by ``Adj Close / Close`` so that every
+return and metric is computed from Adj Close (dividends and splits included).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Protocol
+
+import numpy as np
+import pandas as pd
+
+from fincon.errors import DataError
+
+RAW_COLUMNS = ("Date", "Open", "High", "Low", "Close", "Adj Close", "Volume")
+
+
+class PriceSource(Protocol):
+    """Anything that returns raw daily bars for a ticker.
+
+    ``load`` returns the full history the source holds for the ticker (the
+    caller cuts the window) and raises :class:`DataError` for an unknown
+    ticker or :class:`~fincon.errors.SourceUnavailable` when offline.
+    """
+
+    name: str
+
+    def load(self, ticker: str, start: pd.Timestamp, end: pd.Timestamp) -> pd.DataFrame: ...
+
+    def describe(self, ticker: str) -> str:
+        """Where the ticker's bars come from (a path or URL), for messages."""
+        ...
+
+
+def validate_bars(raw: pd.DataFrame, ticker: str, origin: str) -> pd.DataFrame:
+    """Check a raw Yahoo-layout frame and return adjusted bars.
+
+    Returns a frame indexed by date with columns open/high/low/close/volume
+    where ``close`` is Adj Close and open/high/low are scaled by the same
+    factor. Raises DataError (one line) on missing columns, unparsable or
+    duplicate or unsorted dates, NaNs, or non-positive prices.
+    """
+    where = f"{ticker} ({origin})"
+    missing = [c for c in RAW_COLUMNS if c not in raw.columns]
+    if missing:
+        raise DataError(
+            f"{where}: missing column(s) {', '.join(missing)}; expected {','.join(RAW_COLUMNS)}"
+        )
+    if raw.empty:
+        raise DataError(f"{where}: no rows")
+    dates = pd.to_datetime(raw["Date"], errors="coerce", format="mixed")
+    if dates.isna().any():
+        row = int(np.flatnonzero(dates.isna().to_numpy())[0])
+        raise DataError(f"{where}: unparsable date {raw['Date'].iloc[row]!r} at data row {row + 1}")
+    if getattr(dates.dt, "tz", None) is not None:
+        dates = dates.dt.tz_localize(None)
+    dates = dates.dt.normalize()
+    dup = dates.duplicated()
+    if dup.any():
+        raise DataError(f"{where}: duplicate date {dates[dup].iloc[0].date()}; keep one bar per day")
+    if not dates.is_monotonic_increasing:
+        bad = int(np.flatnonzero(np.diff(dates.to_numpy()) < np.timedelta64(0))[0])
+        raise DataError(
+            f"{where}: dates not sorted ascending ({dates.iloc[bad].date()} is followed by "
+            f"{dates.iloc[bad + 1].date()}); sort the file by Date"
+        )
+    values = raw[list(RAW_COLUMNS[1:])].apply(pd.to_numeric, errors="coerce")
+    nan_mask = values.isna().to_numpy()
+    if nan_mask.any():
+        r, c = np.argwhere(nan_mask)[0]
+        raise DataError(
+            f"{where}: missing or non-numeric {RAW_COLUMNS[1 + c]} on {dates.iloc[r].date()}; "
+            "fill or drop that row"
+        )
+    prices = values[["Open", "High", "Low", "Close", "Adj Close"]].to_numpy()
+    if (prices <= 0).any():
+        r, c = np.argwhere(prices <= 0)[0]
+        raise DataError(
+            f"{where}: non-positive {['Open', 'High', 'Low', 'Close', 'Adj Close'][c]} "
+            f"({prices[r, c]}) on {dates.iloc[r].date()}"
+        )
+    factor = values["Adj Close"].to_numpy() / values["Close"].to_numpy()
+    out = pd.DataFrame(
+        {
+            "open": values["Open"].to_numpy() * factor,
+            "high": values["High"].to_numpy() * factor,
+            "low": values["Low"].to_numpy() * factor,
+            "close": values["Adj Close"].to_numpy(),
+            "volume": values["Volume"].to_numpy(dtype=float),
+        },
+        index=pd.DatetimeIndex(dates.to_numpy(), name="date"),
+    )
+    return out
+
+
+@dataclass(frozen=True)
+class LoadedPrices:
+    """Aligned bars for a run: ``frames`` share one calendar; ``first_index``
+    is the row of the first backtest day (earlier rows are warm-up)."""
+
+    frames: Mapping[str, pd.DataFrame]
+    first_index: int
+    dropped_dates: int = 0
+
+
+def load_prices(
+    source: PriceSource,
+    tickers: tuple[str, ...],
+    start: pd.Timestamp,
+    end: pd.Timestamp,
+    warmup: int = 0,
+) -> LoadedPrices:
+    """Load, validate and align ``tickers`` on the window [start, end].
+
+    ``warmup`` trading days before ``start`` are kept for lookbacks. Tickers
+    are aligned on the dates they all share; the window must hold at least
+    two common trading days and every ticker must cover the whole window.
+    """
+    if start > end:
+        raise DataError(f"start {start.date()} is after end {end.date()}")
+    frames: dict[str, pd.DataFrame] = {}
+    for ticker in tickers:
+        bars = validate_bars(source.load(ticker, start, end), ticker, source.describe(ticker))
+        first, last = bars.index[0], bars.index[-1]
+        if start < first or end > last:
+            if end < first or start > last:
+                raise DataError(
+                    f"{ticker}: no data in {start.date()}..{end.date()}; "
+                    f"{source.name} has {first.date()}..{last.date()}"
+                )
+            # A window that starts on a weekend/holiday before the first bar is
+            # fine only if no trading day is missing; be strict at the edges.
+            if start < first - pd.Timedelta(days=4) or end > last + pd.Timedelta(days=4):
+                raise DataError(
+                    f"{ticker}: {start.date()}..{end.date()} is outside the data "
+                    f"({source.name} has {first.date()}..{last.date()}); pick dates inside it"
+                )
+        frames[ticker] = bars
+    common = frames[tickers[0]].index
+    for t in tickers[1:]:
+        common = common.intersection(frames[t].index)
+    in_window = common[(common >= start) & (common <= end)]
+    if len(in_window) < 2:
+        raise DataError(
+            f"fewer than two trading days common to {','.join(tickers)} in {start.date()}..{end.date()}"
+        )
+    union_in_window = set()
+    for f in frames.values():
+        union_in_window.update(f.index[(f.index >= start) & (f.index <= end)])
+    dropped = len(union_in_window) - len(in_window)
+    first_pos = int(common.get_loc(in_window[0]))
+    lo = max(0, first_pos - warmup)
+    keep = common[lo : int(common.get_loc(in_window[-1])) + 1]
+    aligned = {t: f.loc[keep] for t, f in frames.items()}
+    return LoadedPrices(frames=aligned, first_index=first_pos - lo, dropped_dates=dropped)

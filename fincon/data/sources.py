@@ -1,0 +1,156 @@
+"""The price sources behind one interface: ``sample``, ``csv`` and ``yfinance``.
+
+* ``sample`` - the 42 tickers bundled with the package (offline, default).
+* ``csv``    - a directory of ``TICKER.csv`` (or ``.csv.gz``) files in the same
+  Yahoo column layout as the sample.
+* ``yfinance`` - Yahoo Finance through yfinance (online), cached on disk as
+  CSVs in the same layout; a cached ticker never touches the network again.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from contextlib import redirect_stderr, redirect_stdout
+from importlib import resources
+from pathlib import Path
+
+import pandas as pd
+
+from fincon.errors import ConfigError, DataError, SourceUnavailable
+
+log = logging.getLogger(__name__)
+
+
+def _read_csv(path: Path, ticker: str) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"{ticker} ({path}): cannot read CSV: {first}") from None
+
+
+class CsvDirSource:
+    """``TICKER.csv`` / ``TICKER.csv.gz`` files in one directory."""
+
+    name = "csv"
+
+    def __init__(self, directory: Path | str):
+        self.directory = Path(directory)
+        if not self.directory.is_dir():
+            raise DataError(f"--data {self.directory}: not a directory")
+
+    def _path(self, ticker: str) -> Path | None:
+        for suffix in (".csv", ".csv.gz"):
+            p = self.directory / f"{ticker}{suffix}"
+            if p.exists():
+                return p
+        return None
+
+    def tickers(self) -> list[str]:
+        names = {p.name.split(".")[0] for p in self.directory.glob("*.csv*")}
+        return sorted(names)
+
+    def describe(self, ticker: str) -> str:
+        p = self._path(ticker)
+        return str(p) if p else str(self.directory / f"{ticker}.csv")
+
+    def load(self, ticker: str, start: pd.Timestamp, end: pd.Timestamp) -> pd.DataFrame:
+        p = self._path(ticker)
+        if p is None:
+            known = self.tickers()
+            hint = f"; available: {', '.join(known[:12])}{' ...' if len(known) > 12 else ''}" if known else ""
+            raise DataError(f"unknown ticker {ticker!r}: no {ticker}.csv in {self.directory}{hint}")
+        return _read_csv(p, ticker)
+
+
+class SampleSource(CsvDirSource):
+    """The bundled sample: real daily bars for 42 US stocks, 2018-01-02..2024-03-08."""
+
+    name = "sample"
+
+    def __init__(self) -> None:
+        root = resources.files("fincon.data") / "sample" / "prices"
+        super().__init__(Path(str(root)))
+
+
+class YFinanceSource:
+    """Yahoo Finance via yfinance, cached as CSV under ``cache_dir``.
+
+    The whole available daily history of a ticker is downloaded once and
+    kept; later runs read the cache and never go online. Offline, yfinance
+    does not raise (it prints a curl error and returns an empty frame), so
+    an empty answer is treated as "unreachable".
+    """
+
+    name = "yfinance"
+
+    def __init__(self, cache_dir: Path | str, timeout: float = 10.0):
+        self.cache_dir = Path(cache_dir)
+        self.timeout = timeout
+
+    def _cache_path(self, ticker: str) -> Path:
+        return self.cache_dir / f"{ticker}.csv"
+
+    def describe(self, ticker: str) -> str:
+        return str(self._cache_path(ticker))
+
+    def load(self, ticker: str, start: pd.Timestamp, end: pd.Timestamp) -> pd.DataFrame:
+        path = self._cache_path(ticker)
+        if path.exists():
+            cached = _read_csv(path, ticker)
+            dates = pd.to_datetime(cached.get("Date"), errors="coerce")
+            if len(cached) and dates.min() <= start and dates.max() >= end - pd.Timedelta(days=4):
+                return cached
+        raw = self._download(ticker, start, end)
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".csv.tmp")
+        raw.to_csv(tmp, index=False, float_format="%.6f")
+        tmp.replace(path)
+        return raw
+
+    def _download(self, ticker: str, start: pd.Timestamp, end: pd.Timestamp) -> pd.DataFrame:
+        import yfinance as yf
+
+        sink = io.StringIO()
+        try:
+            with redirect_stdout(sink), redirect_stderr(sink):
+                frame = yf.download(
+                    ticker,
+                    start=(start - pd.Timedelta(days=400)).strftime("%Y-%m-%d"),
+                    end=(end + pd.Timedelta(days=1)).strftime("%Y-%m-%d"),
+                    auto_adjust=False,
+                    actions=False,
+                    progress=False,
+                    timeout=self.timeout,
+                    multi_level_index=False,
+                )
+        except Exception as exc:  # yfinance raises many types; all mean "no data"
+            log.debug("yfinance raised %r", exc)
+            frame = None
+        if frame is None or frame.empty:
+            log.debug("yfinance said: %s", sink.getvalue().strip())
+            raise SourceUnavailable(
+                f"yfinance returned no data for {ticker} (offline or unknown ticker); nothing cached at "
+                f"{self._cache_path(ticker)}. Use --data DIR with CSVs, or the bundled --source sample"
+            )
+        frame = frame.reset_index()
+        frame = frame.rename(columns={"index": "Date", "Datetime": "Date"})
+        frame["Date"] = pd.to_datetime(frame["Date"]).dt.strftime("%Y-%m-%d")
+        return frame[["Date", "Open", "High", "Low", "Close", "Adj Close", "Volume"]]
+
+
+SOURCES = ("sample", "csv", "yfinance")
+
+
+def make_source(name: str, data_dir: str | Path | None = None, cache_dir: str | Path | None = None):
+    """Build the named price source (``csv`` needs ``data_dir``)."""
+    if name == "sample":
+        return SampleSource()
+    if name == "csv":
+        if not data_dir:
+            raise ConfigError("source 'csv' needs a directory: pass --data DIR")
+        return CsvDirSource(data_dir)
+    if name == "yfinance":
+        return YFinanceSource(cache_dir or Path.home() / ".cache" / "fincon" / "yfinance")
+    raise ConfigError(f"unknown data source {name!r}; choose one of {', '.join(SOURCES)}")

@@ -1,0 +1,312 @@
+"""The daily loop: a backtrader ``Cerebro`` run that asks a strategy once a day.
+
+One data feed per ticker (adjusted bars, so every return is an Adj Close
+return), a broker with commission and percentage slippage, long and short
+allowed, fractional shares. ``BrokerSettings.fill`` sets execution timing:
+
+* ``close`` (default, as in the FinCon paper): decide at the close of day t
+  and fill at that same close (backtrader's cheat-on-close);
+* ``next_open``: decide at the close of t, fill at the open of t+1. The
+  orders are sized at that open (backtrader's cheat-on-open hook
+  ``next_open``), so a gap cannot turn a fully invested target into a
+  margin rejection.
+
+The one place a day happens is :meth:`_Loop.on_bar`: snapshot the book, hand
+the strategy a point-in-time :class:`~fincon.data.view.MarketView`, size and
+submit the orders of its :class:`~fincon.strategies.base.Decision`. No
+decision is asked on the last day: nothing after it could fill.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import backtrader as bt
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from fincon.data.view import MarketData, PortfolioSnapshot
+from fincon.engine.broker import BrokerSettings, size_orders
+from fincon.risk.metrics import Metrics, compute_metrics
+from fincon.strategies.base import Decision, RunContext, StopRun, Strategy
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class BacktestResult:
+    """Everything a run produced, in memory (the run directory is written
+    from this by :mod:`fincon.engine.rundir`)."""
+
+    strategy: str
+    tickers: tuple[str, ...]
+    dates: pd.DatetimeIndex
+    values: np.ndarray
+    positions: pd.DataFrame  # date, ticker, shares, weight (held at the close)
+    trades: pd.DataFrame  # date, ticker, side, size, price, value, commission
+    decisions: list[dict[str, Any]]
+    metrics: Metrics
+    stopped: str | None = None
+    rejected_orders: int = 0
+    scaled_days: int = 0
+    strategy_summary: dict[str, Any] = field(default_factory=dict)
+    analyzers: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def equity(self) -> pd.Series:
+        return pd.Series(self.values, index=self.dates, name="value")
+
+
+class _Bridge(bt.Strategy):
+    """backtrader strategy that forwards every event to a :class:`_Loop`."""
+
+    params = (("loop", None),)
+
+    def next(self):
+        self.p.loop.on_bar(self)
+
+    def next_open(self):
+        self.p.loop.on_open(self)
+
+    def notify_order(self, order):
+        self.p.loop.on_order(order)
+
+    def notify_trade(self, trade):
+        self.p.loop.on_trade(trade)
+
+
+class _Loop:
+    """State of one run: the records the bridge fills in bar by bar."""
+
+    def __init__(self, market: MarketData, strategy: Strategy, settings: BrokerSettings, progress: bool):
+        self.market = market
+        self.strategy = strategy
+        self.settings = settings
+        n = market.n_days
+        self.values = np.full(n, np.nan)
+        self.observed_shares = np.zeros((n, len(market.tickers)))
+        self.decisions: list[dict[str, Any]] = []
+        self.fills: list[dict[str, Any]] = []
+        self.trades: dict[str, bt.Trade] = {}
+        self.closed_pnls: list[float] = []
+        self.rejected = 0
+        self.scaled_days = 0
+        self.stopped: str | None = None
+        self.pending: Decision | None = None  # next_open mode: sized at the next open
+        self.days_done = 0
+        self.bar = tqdm(
+            total=n, unit="day", delay=2.0, disable=not progress, file=sys.stderr,
+            desc=strategy.name, leave=False, dynamic_ncols=True,
+        )
+
+    # -- one trading day -------------------------------------------------
+    def on_bar(self, bts: _Bridge) -> None:
+        if self.stopped:
+            return
+        i = len(bts) - 1
+        datas = bts.datas
+        broker = bts.broker
+        value = broker.getvalue()
+        cash = broker.getcash()
+        shares = {d._name: bts.getposition(d).size for d in datas}
+        self.values[i] = value
+        self.observed_shares[i] = [shares[t] for t in self.market.tickers]
+        if i == self.market.n_days - 1:
+            self.days_done = i + 1
+            self.bar.update(1)
+            return
+        t = self.market.first_index + i
+        prices = {d._name: d.close[0] for d in datas}
+        weights = {k: shares[k] * prices[k] / value for k in shares} if value else {}
+        view = self.market.view_at(t, PortfolioSnapshot(value, cash, shares, weights))
+        try:
+            decision = self.strategy.decide(view)
+        except StopRun as stop:
+            self.stopped = stop.reason
+            self.values[i] = np.nan
+            bts.env.runstop()
+            return
+        self._record_decision(view.date, decision)
+        if decision is not None and decision.weights:
+            self._check_tickers(decision, shares)
+            if self.settings.fill == "close":
+                self._submit(bts, decision, shares, prices, value, cash)
+            else:
+                self.pending = decision
+        self.days_done = i + 1
+        self.bar.update(1)
+
+    def _record_decision(self, date: pd.Timestamp, decision: Decision | None) -> None:
+        entry: dict[str, Any] = {"date": date.strftime("%Y-%m-%d")}
+        if decision is None:
+            entry["decision"] = None
+        else:
+            entry["weights"] = {k: float(v) for k, v in sorted(decision.weights.items())}
+            if decision.actions:
+                entry["actions"] = dict(sorted(decision.actions.items()))
+            entry["rationale"] = decision.rationale
+            entry["evidence"] = list(decision.evidence)
+        self.decisions.append(entry)
+
+    def on_open(self, bts: _Bridge) -> None:
+        """next_open mode: size yesterday's decision at today's open prices."""
+        if self.pending is None or self.stopped:
+            return
+        decision, self.pending = self.pending, None
+        shares = {d._name: bts.getposition(d).size for d in bts.datas}
+        prices = {d._name: d.open[0] for d in bts.datas}
+        cash = bts.broker.getcash()
+        value = cash + sum(shares[k] * prices[k] for k in shares)
+        self._submit(bts, decision, shares, prices, value, cash)
+
+    def _check_tickers(self, decision: Decision, shares) -> None:
+        unknown = set(decision.weights) - set(shares)
+        if unknown:
+            raise ValueError(f"{self.strategy.name} returned weights for unknown tickers {sorted(unknown)}")
+
+    def _submit(self, bts, decision: Decision, shares, prices, value, cash) -> None:
+        sized = size_orders(decision.weights, shares, prices, value, cash, self.settings)
+        if sized.buy_scale < 0.999:
+            self.scaled_days += 1
+            log.info("buys scaled by %.4f to fit cash on %s", sized.buy_scale, bts.datas[0].datetime.date(0))
+        by_name = {d._name: d for d in bts.datas}
+        for order in sized.orders:
+            data = by_name[order.ticker]
+            if order.size > 0:
+                bts.buy(data=data, size=order.size)
+            else:
+                bts.sell(data=data, size=-order.size)
+
+    # -- broker events ---------------------------------------------------
+    def on_order(self, order: bt.Order) -> None:
+        if order.status == order.Completed:
+            ex = order.executed
+            self.fills.append(
+                {
+                    "date": bt.num2date(ex.dt).strftime("%Y-%m-%d"),
+                    "ticker": order.data._name,
+                    "side": "buy" if ex.size > 0 else "sell",
+                    "size": float(ex.size),
+                    "price": float(ex.price),
+                    "value": float(abs(ex.size) * ex.price),
+                    "commission": float(ex.comm),
+                }
+            )
+        elif order.status in (order.Margin, order.Rejected, order.Canceled, order.Expired):
+            self.rejected += 1
+            log.warning(
+                "%s order for %.4f %s was %s (not enough cash at the fill price?)",
+                "buy" if order.isbuy() else "sell", order.created.size, order.data._name,
+                order.getstatusname().lower(),
+            )
+
+    def on_trade(self, trade: bt.Trade) -> None:
+        if trade.isclosed:
+            self.closed_pnls.append(float(trade.pnlcomm))
+            self.trades.pop(trade.data._name, None)
+        else:
+            self.trades[trade.data._name] = trade
+
+
+def _held_at_close(loop: _Loop, settings: BrokerSettings, n: int) -> np.ndarray:
+    """Shares held at the close of each day, after that day's trades.
+
+    With close fills, the orders of day t fill at t's close but backtrader
+    books them when it processes day t+1, so the book seen on t+1 is the
+    book held at the close of t."""
+    obs = loop.observed_shares[:n]
+    if settings.fill == "close":
+        held = np.vstack([obs[1:], obs[-1:]])
+        return held
+    return obs
+
+
+def run_backtest(
+    market: MarketData,
+    strategy: Strategy,
+    settings: BrokerSettings,
+    ctx: RunContext,
+    *,
+    alpha: float = 0.05,
+    risk_free: float = 0.0,
+    progress: bool = True,
+) -> BacktestResult:
+    """Run ``strategy`` over the backtest window of ``market``."""
+    next_open = settings.fill == "next_open"
+    cerebro = bt.Cerebro(stdstats=False, runonce=False, preload=True, cheat_on_open=next_open)
+    for ticker in market.tickers:
+        cerebro.adddata(bt.feeds.PandasData(dataname=market.frame(ticker), openinterest=None), name=ticker)
+    broker = cerebro.broker
+    broker.setcash(settings.cash)
+    broker.setcommission(commission=settings.commission)
+    if settings.slippage:
+        broker.set_slippage_perc(settings.slippage, slip_open=True, slip_match=True, slip_out=True)
+    broker.set_coc(not next_open)
+    broker.set_coo(next_open)
+    broker.set_shortcash(True)
+    cerebro.addanalyzer(bt.analyzers.TimeReturn, _name="timereturn", timeframe=bt.TimeFrame.Days)
+    cerebro.addanalyzer(bt.analyzers.DrawDown, _name="drawdown")
+    loop = _Loop(market, strategy, settings, progress)
+    cerebro.addstrategy(_Bridge, loop=loop)
+    strategy.start(ctx)
+    try:
+        (bts,) = cerebro.run()
+    finally:
+        loop.bar.close()
+    strategy_summary = dict(strategy.finish(ctx) or {})
+
+    n = loop.days_done
+    dates = market.dates[market.first_index : market.first_index + n]
+    values = loop.values[:n]
+    held = _held_at_close(loop, settings, n)
+    closes = market._arrays["close"][market.first_index : market.first_index + n]
+    rows = []
+    for i, d in enumerate(dates):
+        for j, tk in enumerate(market.tickers):
+            rows.append((d.strftime("%Y-%m-%d"), tk, held[i, j], held[i, j] * closes[i, j] / values[i]))
+    positions = pd.DataFrame(rows, columns=["date", "ticker", "shares", "weight"])
+    fills = [f for f in loop.fills if f["date"] <= dates[-1].strftime("%Y-%m-%d")] if n else []
+    trades = pd.DataFrame(fills, columns=["date", "ticker", "side", "size", "price", "value", "commission"])
+    traded = trades.groupby("date")["value"].sum() if len(trades) else pd.Series(dtype=float)
+    traded_value = np.array([traded.get(d.strftime("%Y-%m-%d"), 0.0) for d in dates])
+    last_close = {tk: closes[-1, j] for j, tk in enumerate(market.tickers)} if n else {}
+    open_pnls = [
+        tr.size * (last_close[name] - tr.price) - tr.commission for name, tr in sorted(loop.trades.items())
+    ]
+    single = len(market.tickers) == 1
+    metrics = compute_metrics(
+        values,
+        alpha=alpha,
+        risk_free=risk_free,
+        initial=settings.cash,
+        prices=closes[:, 0] if single else None,
+        directions=np.sign(held[:, 0]) if single else None,
+        traded_value=traded_value,
+        n_trades=len(trades),
+        trade_pnls=np.array(loop.closed_pnls + open_pnls),
+    )
+    analyzers = {
+        "timereturn": dict(bts.analyzers.timereturn.get_analysis()),
+        "drawdown_max_pct": float(bts.analyzers.drawdown.get_analysis()["max"]["drawdown"]),
+    }
+    if loop.stopped:
+        log.warning("run stopped early after %s: %s", dates[-1].date() if n else "no day", loop.stopped)
+    return BacktestResult(
+        strategy=strategy.name,
+        tickers=market.tickers,
+        dates=dates,
+        values=values,
+        positions=positions,
+        trades=trades,
+        decisions=loop.decisions[:n],
+        metrics=metrics,
+        stopped=loop.stopped,
+        rejected_orders=loop.rejected,
+        scaled_days=loop.scaled_days,
+        strategy_summary=strategy_summary,
+        analyzers=analyzers,
+    )

@@ -1,0 +1,205 @@
+"""Performance and risk metrics with the FinCon paper's formulas (A.10).
+
+All functions take plain numpy/pandas inputs so the same code scores a
+backtest, an agent episode, or a hand-made series in a test.
+
+Conventions (documented once, used everywhere):
+
+* ``values`` is the portfolio value at each day's close, first day included.
+* daily log return r_t = ln(v_t / v_{t-1}); CR% = 100 * sum r_t (eq. 5
+  applied to the portfolio value).
+* ``cr_paper_pct`` (single ticker) = 100 * sum ln(p_{t+1}/p_t) * a_t with
+  a_t in {-1, 0, 1} the direction held at the close of day t.
+* Sharpe = (mean(r) - r_f_daily) / std(r, ddof=1) * sqrt(252) on daily log
+  returns; r_f is an annual rate, converted as r_f/252.
+* max drawdown (eq. 9) = max over t of (peak_t - v_t) / peak_t, in %.
+* VaR_alpha / CVaR_alpha of the daily PnL (eq. 3, 4) on daily simple returns
+  in %: VaR = the smallest l with P(PnL <= l) >= alpha (empirical), CVaR =
+  mean of the PnL at or below VaR. Both are returns (negative = a loss).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+TRADING_DAYS = 252
+INITIAL_VALUE = 1_000_000.0
+
+
+def log_returns(values: np.ndarray) -> np.ndarray:
+    v = np.asarray(values, dtype=float)
+    return np.log(v[1:] / v[:-1])
+
+
+def simple_returns(values: np.ndarray) -> np.ndarray:
+    v = np.asarray(values, dtype=float)
+    return v[1:] / v[:-1] - 1.0
+
+
+def cumulative_return_pct(values: np.ndarray) -> float:
+    """CR% = 100 * sum of daily log returns of the portfolio value."""
+    return float(100.0 * log_returns(values).sum())
+
+
+def paper_cumulative_return_pct(prices: np.ndarray, directions: np.ndarray) -> float:
+    """FinCon eq. 5: 100 * sum_t ln(p_{t+1}/p_t) * a_t, a_t = direction held at close t.
+
+    ``directions`` has one entry per day (the last one is unused)."""
+    p = np.asarray(prices, dtype=float)
+    a = np.sign(np.asarray(directions, dtype=float))[:-1]
+    return float(100.0 * (np.log(p[1:] / p[:-1]) * a).sum())
+
+
+def cumulative_simple_return(values: np.ndarray) -> np.ndarray:
+    """Eq. 6: prod(1 + daily simple return) - 1, for every day (0 on day one)."""
+    v = np.asarray(values, dtype=float)
+    return v / v[0] - 1.0
+
+
+def portfolio_value(values: np.ndarray, initial: float = INITIAL_VALUE) -> np.ndarray:
+    """Eq. 7: initial * (1 + cumulative simple return)."""
+    return initial * (1.0 + cumulative_simple_return(values))
+
+
+def sharpe_ratio(values: np.ndarray, risk_free: float = 0.0) -> float:
+    r = log_returns(values)
+    if len(r) < 2:
+        return float("nan")
+    sd = r.std(ddof=1)
+    if sd == 0:
+        return float("nan")
+    return float((r.mean() - risk_free / TRADING_DAYS) / sd * math.sqrt(TRADING_DAYS))
+
+
+def sortino_ratio(values: np.ndarray, risk_free: float = 0.0) -> float:
+    """Mean excess log return over downside deviation sqrt(mean(min(r,0)^2)), annualised."""
+    r = log_returns(values) - risk_free / TRADING_DAYS
+    if len(r) < 2:
+        return float("nan")
+    dd = math.sqrt(float(np.mean(np.minimum(r, 0.0) ** 2)))
+    if dd == 0:
+        return float("nan")
+    return float(r.mean() / dd * math.sqrt(TRADING_DAYS))
+
+
+def annual_volatility_pct(values: np.ndarray) -> float:
+    r = log_returns(values)
+    if len(r) < 2:
+        return float("nan")
+    return float(100.0 * r.std(ddof=1) * math.sqrt(TRADING_DAYS))
+
+
+def drawdown_series(values: np.ndarray) -> np.ndarray:
+    """(peak_t - v_t) / peak_t for every day, as a fraction."""
+    v = np.asarray(values, dtype=float)
+    peak = np.maximum.accumulate(v)
+    return (peak - v) / peak
+
+
+def max_drawdown_pct(values: np.ndarray) -> float:
+    """Eq. 9 in %."""
+    return float(100.0 * drawdown_series(values).max())
+
+
+def value_at_risk(pnl: np.ndarray, alpha: float = 0.05) -> float:
+    """Eq. 3: inf{l : P(PnL <= l) >= alpha} on the empirical distribution."""
+    x = np.sort(np.asarray(pnl, dtype=float))
+    if len(x) == 0:
+        return float("nan")
+    k = max(1, math.ceil(alpha * len(x) - 1e-12))
+    return float(x[k - 1])
+
+
+def conditional_value_at_risk(pnl: np.ndarray, alpha: float = 0.05) -> float:
+    """Eq. 4: E[PnL | PnL <= VaR_alpha]."""
+    x = np.asarray(pnl, dtype=float)
+    if len(x) == 0:
+        return float("nan")
+    var = value_at_risk(x, alpha)
+    return float(x[x <= var].mean())
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """The metrics of one run, as written to ``metrics.json``."""
+
+    cr_pct: float
+    cr_paper_pct: float | None
+    cum_simple_return_pct: float
+    final_value: float
+    sharpe: float
+    sortino: float
+    ann_vol_pct: float
+    mdd_pct: float
+    var_pct: float
+    cvar_pct: float
+    alpha: float
+    turnover: float
+    n_trades: int
+    win_rate: float | None
+    n_days: int
+
+    def as_dict(self) -> dict:
+        return {k: _clean(v) for k, v in asdict(self).items()}
+
+
+def _clean(v):
+    if isinstance(v, float):
+        if math.isnan(v) or math.isinf(v):
+            return None
+        return round(v, 10)
+    return v
+
+
+def compute_metrics(
+    values: np.ndarray,
+    *,
+    alpha: float = 0.05,
+    risk_free: float = 0.0,
+    initial: float = INITIAL_VALUE,
+    prices: np.ndarray | None = None,
+    directions: np.ndarray | None = None,
+    traded_value: np.ndarray | None = None,
+    n_trades: int = 0,
+    trade_pnls: np.ndarray | None = None,
+) -> Metrics:
+    """Score a value series.
+
+    ``prices``/``directions`` (single ticker) add ``cr_paper_pct``.
+    ``traded_value`` is the absolute value traded each day; turnover is
+    sum_t traded_t / v_t (one-way; buying in once = 1.0). ``trade_pnls`` are
+    the PnLs of round trips (open ones marked at the last close); the win
+    rate is the share that made money.
+    """
+    v = np.asarray(values, dtype=float)
+    daily = simple_returns(v) * 100.0
+    turnover = 0.0
+    if traded_value is not None:
+        turnover = float(np.sum(np.asarray(traded_value, dtype=float) / v))
+    win_rate = None
+    if trade_pnls is not None and len(trade_pnls):
+        win_rate = float(np.mean(np.asarray(trade_pnls) > 0))
+    return Metrics(
+        cr_pct=cumulative_return_pct(v),
+        cr_paper_pct=(
+            paper_cumulative_return_pct(prices, directions)
+            if prices is not None and directions is not None
+            else None
+        ),
+        cum_simple_return_pct=float(100.0 * cumulative_simple_return(v)[-1]),
+        final_value=float(portfolio_value(v, initial)[-1]),
+        sharpe=sharpe_ratio(v, risk_free),
+        sortino=sortino_ratio(v, risk_free),
+        ann_vol_pct=annual_volatility_pct(v),
+        mdd_pct=max_drawdown_pct(v),
+        var_pct=value_at_risk(daily, alpha),
+        cvar_pct=conditional_value_at_risk(daily, alpha),
+        alpha=alpha,
+        turnover=turnover,
+        n_trades=int(n_trades),
+        win_rate=win_rate,
+        n_days=len(v),
+    )

@@ -1,0 +1,56 @@
+"""Strategy factory: a name and a params mapping in, a strategy out.
+
+Each strategy class carries a pydantic ``Params`` model; unknown or bad
+params are reported with the strategy's and the key's names.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from pydantic import ValidationError
+
+from fincon.errors import ConfigError
+from fincon.strategies.base import Strategy
+from fincon.strategies.buy_and_hold import BuyAndHold
+from fincon.strategies.equal_weight import EqualWeight
+from fincon.strategies.markowitz import Markowitz
+from fincon.strategies.sma_cross import SmaCross
+
+STRATEGIES: dict[str, type] = {
+    cls.name: cls for cls in (BuyAndHold, EqualWeight, Markowitz, SmaCross)
+}
+
+# Strategies whose construction needs more than a Params model (e.g. the LLM
+# trader, which needs an LLM client) register a factory here instead.
+FACTORIES: dict[str, Callable[[Mapping[str, Any]], Strategy]] = {}
+
+
+def strategy_names() -> list[str]:
+    return sorted(set(STRATEGIES) | set(FACTORIES))
+
+
+def format_validation_error(prefix: str, exc: ValidationError) -> str:
+    """One line naming every bad key: 'prefix.key: message; ...'."""
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"])
+        key = f"{prefix}.{loc}" if loc else prefix
+        if err["type"] == "extra_forbidden":
+            parts.append(f"unknown key {key!r}")
+        else:
+            parts.append(f"{key}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def make_strategy(name: str, params: Mapping[str, Any] | None = None) -> Strategy:
+    params = dict(params or {})
+    if name in FACTORIES:
+        return FACTORIES[name](params)
+    cls = STRATEGIES.get(name)
+    if cls is None:
+        raise ConfigError(f"unknown strategy {name!r}; choose one of {', '.join(strategy_names())}")
+    try:
+        return cls(cls.Params(**params))
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(f"strategy_params.{name}", exc)) from None
