@@ -21,7 +21,9 @@ $(STAMP): pyproject.toml Makefile
 # packages that must be installed without their dependencies, Debian
 # packages). Each layer owns its own target.
 install-llm-extras:
-	@true
+	# llama.cpp compiles from source (no wheel for 0.3.36, ~6 min on 2 cores);
+	# GGML_NATIVE=OFF keeps the built wheel portable between machines.
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install --quiet "llama-cpp-python[server]==0.3.36"
 
 install-info-extras:
 	@true

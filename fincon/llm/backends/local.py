@@ -1,0 +1,89 @@
+"""In-process llama.cpp backend (``llama-cpp-python``).
+
+The answer is grammar-constrained by the output schema:
+``response_format={"type": "json_object", "schema": schema}`` makes llama.cpp
+compile the JSON schema into a GBNF grammar, so even a 0.5B model emits one
+well-formed object and stops (without the schema it may ramble past
+``max_tokens`` and return cut-off JSON). The client still validates the
+values (ranges, enums) and re-asks if needed.
+
+A ``Llama`` object is not thread-safe, so calls are serialised with a lock;
+the concurrency helper still works, it just gains nothing here.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any, Sequence
+
+from fincon.llm.bundled import BUNDLED, file_sha256, resolve_model_path
+from fincon.llm.errors import LLMError
+from fincon.llm.types import Completion, Message, SamplingParams
+
+
+def _import_llama():
+    try:
+        from llama_cpp import Llama
+    except ImportError:
+        raise LLMError(
+            "the local backend needs llama-cpp-python; run `make install-llm-extras` "
+            "(it compiles llama.cpp, ~6 min on 2 cores)"
+        ) from None
+    return Llama
+
+
+class LocalLlamaBackend:
+    name = "local"
+    price_model = "local"
+
+    def __init__(self, model: str | Path | None = None, *, n_ctx: int = 2048, n_threads: int | None = None,
+                 seed: int = 0, cache_dir: Path | None = None):
+        self.path = resolve_model_path(model, cache_dir)
+        bundled = next((m for m in BUNDLED.values() if m.filename == self.path.name), None)
+        # the model's identity in cache keys is its content hash, not its path
+        self.model_id = bundled.sha256 if bundled else file_sha256(self.path)
+        self.model_name = bundled.name if bundled else self.path.name
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or max(1, min(2, os.cpu_count() or 1))
+        self.seed = seed
+        self._llm = None
+        self._lock = threading.Lock()
+
+    def load(self):
+        """Load the model now (otherwise on the first live call: a run that
+        is answered entirely from the cache never loads it)."""
+        if self._llm is None:
+            Llama = _import_llama()
+            self._llm = Llama(model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.n_threads,
+                              n_threads_batch=self.n_threads, seed=self.seed, verbose=False)
+        return self._llm
+
+    def complete(self, messages: Sequence[Message], schema: dict[str, Any], params: SamplingParams) -> Completion:
+        with self._lock:
+            out = self.load().create_chat_completion(
+                messages=[m.model_dump() for m in messages],
+                response_format={"type": "json_object", "schema": schema},
+                temperature=params.temperature,
+                top_p=params.top_p,
+                max_tokens=params.max_tokens,
+                seed=params.seed,
+            )
+        choice = out["choices"][0]
+        usage = out.get("usage") or {}
+        return Completion(
+            text=choice["message"]["content"] or "",
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            finish_reason=str(choice.get("finish_reason") or ""),
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            llm, self._llm = self._llm, None
+        if llm is not None:
+            try:
+                llm.close()
+            except Exception:  # pragma: no cover - best effort on shutdown
+                pass

@@ -1,0 +1,179 @@
+"""Content-addressed call cache in SQLite: replay, sharing and audit trail.
+
+A call is keyed by the SHA-256 of the canonical JSON of (backend, model,
+messages, output schema, sampling parameters). The same key always means the
+same question to the same model, so the cache can be shared by every run and
+training episode that uses one file, and a second identical run answers every
+call from it (zero model calls, byte-identical outputs).
+
+Each row keeps the prompt, the raw answer (also the invalid ones, so a replay
+re-walks the same re-asks), token counts, the live latency and when the call
+was made: the cache *is* the audit trail of what the model was asked and said.
+The wall-clock time stored here never reaches a run's outputs.
+
+Modes: ``off`` (no reads, no writes), ``read-write`` (default) and ``replay``
+(reads only; a miss raises :class:`~fincon.llm.errors.CacheMiss` naming the
+call, so a replay can never silently go live).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import Path
+from typing import Any, Sequence
+
+from fincon.llm.errors import CacheMiss, LLMError
+from fincon.llm.schema import canonical_json
+from fincon.llm.types import Message, SamplingParams
+
+DEFAULT_CACHE_PATH = Path("runs/.cache/llm.sqlite")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+    key TEXT PRIMARY KEY,
+    backend TEXT NOT NULL,
+    model TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    messages TEXT NOT NULL,
+    schema TEXT NOT NULL,
+    params TEXT NOT NULL,
+    answer TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    latency_s REAL NOT NULL,
+    created_at TEXT NOT NULL
+)
+"""
+
+
+class CacheMode(str, Enum):
+    OFF = "off"
+    READ_WRITE = "read-write"
+    REPLAY = "replay"
+
+
+def call_key(
+    backend: str,
+    model: str,
+    messages: Sequence[Message],
+    schema: dict[str, Any],
+    params: SamplingParams,
+) -> str:
+    """SHA-256 hex digest identifying one call (see module docstring)."""
+    payload = {
+        "backend": backend,
+        "model": model,
+        "messages": [m.model_dump() for m in messages],
+        "schema": schema,
+        "params": params.model_dump(),
+    }
+    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class CachedCall:
+    key: str
+    answer: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    created_at: str
+
+
+class CallCache:
+    """Thread-safe SQLite store of calls. ``path=None`` with mode ``off``
+    creates nothing on disk."""
+
+    def __init__(self, path: Path | str | None = DEFAULT_CACHE_PATH, mode: CacheMode | str = CacheMode.READ_WRITE):
+        self.mode = CacheMode(mode)
+        self.path = Path(path) if path is not None else None
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        if self.mode is CacheMode.OFF:
+            return
+        if self.path is None:
+            raise LLMError("an LLM cache path is required unless the cache mode is 'off'")
+        if self.mode is CacheMode.REPLAY and not self.path.exists():
+            raise CacheMiss(f"replay needs a recorded cache, but {self.path} does not exist; record a run in read-write mode first")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA busy_timeout=30000")
+            conn.execute(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise LLMError(f"LLM cache {self.path} is not a usable SQLite file ({exc}); move it away or pass another --llm-cache-path") from None
+        self._conn = conn
+
+    @property
+    def reads(self) -> bool:
+        return self.mode in (CacheMode.READ_WRITE, CacheMode.REPLAY)
+
+    @property
+    def writes(self) -> bool:
+        return self.mode is CacheMode.READ_WRITE
+
+    def get(self, key: str) -> CachedCall | None:
+        if not self.reads or self._conn is None:
+            return None
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT key, answer, prompt_tokens, completion_tokens, latency_s, created_at FROM calls WHERE key = ?",
+                (key,),
+            ).fetchone()
+        return CachedCall(*row) if row else None
+
+    def put(
+        self,
+        key: str,
+        *,
+        backend: str,
+        model: str,
+        agent: str,
+        messages: Sequence[Message],
+        schema: dict[str, Any],
+        params: SamplingParams,
+        answer: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        latency_s: float,
+    ) -> None:
+        if not self.writes or self._conn is None:
+            return
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR IGNORE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    key, backend, model, agent,
+                    canonical_json([m.model_dump() for m in messages]),
+                    canonical_json(schema), canonical_json(params.model_dump()),
+                    answer, int(prompt_tokens), int(completion_tokens), float(latency_s), now,
+                ),
+            )
+
+    def __len__(self) -> int:
+        if self._conn is None:
+            return 0
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every stored call (for audits and tests), oldest first."""
+        if self._conn is None:
+            return []
+        with self._lock:
+            cur = self._conn.execute("SELECT * FROM calls ORDER BY created_at, key")
+            cols = [c[0] for c in cur.description]
+            return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None

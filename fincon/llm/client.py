@@ -1,0 +1,128 @@
+"""The one way agents talk to a model.
+
+:meth:`LLMClient.ask` takes chat messages and a pydantic output model and
+returns an :class:`~fincon.llm.types.LLMResult` holding a *validated* object
+plus usage. In between it
+
+1. appends the output schema to the prompt (same text for every backend),
+2. looks the call up in the content-addressed cache (or fails in replay mode),
+3. otherwise asks the backend and stores the raw answer,
+4. validates the answer; an invalid one gets exactly one re-ask that quotes the
+   validation error; a second invalid answer raises
+   :class:`~fincon.llm.errors.LLMInvalidAnswer`, which the agent must handle,
+5. books calls, tokens, latency, cache hits, re-asks and failures in the
+   ledger under the calling agent and simulated day.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+from pydantic import BaseModel
+
+from fincon.llm.backends.base import Backend
+from fincon.llm.cache import CacheMode, CallCache, call_key
+from fincon.llm.errors import CacheMiss, LLMInvalidAnswer
+from fincon.llm.ledger import UsageLedger
+from fincon.llm.schema import AnswerInvalid, parse_answer, reask_message, schema_for, schema_instruction
+from fincon.llm.types import LLMResult, Message, SamplingParams, T, Usage, as_messages
+
+
+def with_schema_instruction(messages: Sequence[Message], schema: dict) -> tuple[Message, ...]:
+    """Put the schema instruction at the end of the system message (adding one
+    if the conversation has none)."""
+    instruction = schema_instruction(schema)
+    msgs = list(messages)
+    if msgs and msgs[0].role == "system":
+        msgs[0] = Message(role="system", content=f"{msgs[0].content.rstrip()}\n\n{instruction}")
+    else:
+        msgs.insert(0, Message(role="system", content=instruction))
+    return tuple(msgs)
+
+
+class LLMClient:
+    """Cache + ledger + guardrails around one backend. Thread-safe."""
+
+    def __init__(self, backend: Backend, cache: CallCache | None = None, ledger: UsageLedger | None = None,
+                 params: SamplingParams | None = None):
+        self.backend = backend
+        self.cache = cache or CallCache(None, CacheMode.OFF)
+        self.ledger = ledger or UsageLedger()
+        self.params = params or SamplingParams()
+
+    # -- the interface ---------------------------------------------------
+    def ask(self, messages, output: type[T], *, agent: str = "default", day: str | None = None,
+            params: SamplingParams | None = None) -> LLMResult[T]:
+        """Ask for one ``output`` object; see the module docstring."""
+        params = params or self.params
+        schema = schema_for(output)
+        msgs = with_schema_instruction(as_messages(messages), schema)
+        first = self._call(msgs, schema, params, agent, day)
+        try:
+            value = parse_answer(first[0], output)
+            return LLMResult(value=value, usage=first[1], keys=(first[2],))
+        except AnswerInvalid as exc:
+            err1 = str(exc)
+        self.ledger.record_reask(agent, day, first[2], err1)
+        retry_msgs = msgs + (
+            Message(role="assistant", content=first[0]),
+            Message(role="user", content=reask_message(err1, schema)),
+        )
+        second = self._call(retry_msgs, schema, params, agent, day)
+        keys = (first[2], second[2])
+        usage = _combine(first[1], second[1])
+        try:
+            value = parse_answer(second[0], output)
+            return LLMResult(value=value, usage=usage, keys=keys)
+        except AnswerInvalid as exc:
+            err2 = str(exc)
+        self.ledger.record_failure(agent, day, keys, (err1, err2))
+        raise LLMInvalidAnswer(agent, keys, (err1, err2))
+
+    def check_budget(self) -> None:
+        self.ledger.check_budget()
+
+    def close(self) -> None:
+        self.backend.close()
+        self.cache.close()
+
+    # -- one raw call ----------------------------------------------------
+    def _call(self, msgs: tuple[Message, ...], schema: dict, params: SamplingParams, agent: str,
+              day: str | None) -> tuple[str, Usage, str]:
+        b = self.backend
+        key = call_key(b.name, b.model_id, msgs, schema, params)
+        t0 = time.perf_counter()
+        hit = self.cache.get(key)
+        if hit is not None:
+            latency = time.perf_counter() - t0
+            self.ledger.record_call(agent, day, b.price_model, hit.prompt_tokens, hit.completion_tokens, latency, True)
+            return hit.answer, Usage(hit.prompt_tokens, hit.completion_tokens, latency, cache_hit=True), key
+        if self.cache.mode is CacheMode.REPLAY:
+            last_user = next((m.content for m in reversed(msgs) if m.role == "user"), "")
+            snippet = " ".join(last_user.split())[:80]
+            raise CacheMiss(
+                f"replay: call {key[:16]} (agent {agent!r}, day {day or '-'}, backend {b.name}, "
+                f"model {b.price_model}) is not in {self.cache.path}; prompt starts {snippet!r}. "
+                "Re-record with --llm-cache read-write"
+            )
+        completion = b.complete(msgs, schema, params)
+        latency = time.perf_counter() - t0
+        self.cache.put(key, backend=b.name, model=b.model_id, agent=agent, messages=msgs, schema=schema,
+                       params=params, answer=completion.text, prompt_tokens=completion.prompt_tokens,
+                       completion_tokens=completion.completion_tokens, latency_s=latency)
+        self.ledger.record_call(agent, day, b.price_model, completion.prompt_tokens,
+                                completion.completion_tokens, latency, False)
+        usage = Usage(completion.prompt_tokens, completion.completion_tokens, latency, cache_hit=False)
+        return completion.text, usage, key
+
+
+def _combine(a: Usage, b: Usage) -> Usage:
+    return Usage(
+        prompt_tokens=a.prompt_tokens + b.prompt_tokens,
+        completion_tokens=a.completion_tokens + b.completion_tokens,
+        latency_s=a.latency_s + b.latency_s,
+        cache_hit=a.cache_hit and b.cache_hit,
+        calls=a.calls + b.calls,
+        reasks=1,
+    )

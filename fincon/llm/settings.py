@@ -1,0 +1,95 @@
+"""Settings of the LLM layer and the factory that turns them into a client.
+
+The API key is deliberately *not* a setting: only the name of the environment
+variable holding it is (``api_key_env``). A config file that carries a key is
+refused with a message saying where the key belongs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from fincon.errors import ConfigError
+from fincon.llm.backends.openai_compat import DEFAULT_BASE_URL
+from fincon.llm.cache import DEFAULT_CACHE_PATH, CacheMode, CallCache
+from fincon.llm.client import LLMClient
+from fincon.llm.ledger import ModelPrice, UsageLedger
+from fincon.llm.types import SamplingParams
+
+
+class LLMSettings(BaseModel):
+    """Everything needed to build an :class:`LLMClient` (see docs/llm.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    backend: Literal["local", "openai"] = "local"
+    #: local: a bundled model name (default qwen2.5-coder-1.5b) or a GGUF path; openai: the model name
+    model: str | None = None
+    base_url: str = DEFAULT_BASE_URL
+    api_key_env: str = "OPENAI_API_KEY"
+    cache: CacheMode = CacheMode.READ_WRITE
+    cache_path: Path = DEFAULT_CACHE_PATH
+    #: run-wide token budget (prompt + completion, cached calls included); None = unlimited
+    max_tokens: int | None = Field(None, ge=1)
+    #: cap on the tokens of one answer
+    answer_max_tokens: int = Field(200, ge=16, le=8192)
+    concurrency: int = Field(4, ge=1, le=64)
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    seed: int = 0
+    timeout_s: float = Field(60.0, gt=0)
+    max_retries: int = Field(3, ge=0, le=10)
+    structured: Literal["auto", "json_schema", "json_object"] = "auto"
+    n_threads: int | None = Field(None, ge=1)
+    n_ctx: int = Field(2048, ge=256)
+    model_dir: Path | None = None
+    #: USD per million tokens by model name; models not listed (all local ones) cost 0
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_keys_in_config(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for k in data:
+                if "key" in str(k).lower() and k != "api_key_env":
+                    raise ConfigError(
+                        f"LLM setting {k!r} is not allowed: API keys are read only from the environment "
+                        "(set api_key_env to the variable's name, default OPENAI_API_KEY)"
+                    )
+        return data
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        if not v.startswith(("http://", "https://")):
+            raise ConfigError(f"--llm-base-url must start with http:// or https://, not {v!r}")
+        return v.rstrip("/")
+
+    def sampling(self) -> SamplingParams:
+        return SamplingParams(temperature=self.temperature, max_tokens=self.answer_max_tokens, seed=self.seed)
+
+
+def build_backend(settings: LLMSettings):
+    """The configured backend (the local model is only loaded on its first live call)."""
+    if settings.backend == "openai":
+        if not settings.model:
+            raise ConfigError("the openai backend needs a model name: pass --llm-model (e.g. gpt-4o-mini, qwen2.5:1.5b)")
+        from fincon.llm.backends.openai_compat import OpenAICompatBackend
+
+        return OpenAICompatBackend(
+            settings.model, base_url=settings.base_url, api_key_env=settings.api_key_env,
+            timeout_s=settings.timeout_s, max_retries=settings.max_retries, structured=settings.structured,
+        )
+    from fincon.llm.backends.local import LocalLlamaBackend
+
+    return LocalLlamaBackend(settings.model, n_ctx=settings.n_ctx, n_threads=settings.n_threads,
+                             seed=settings.seed, cache_dir=settings.model_dir)
+
+
+def build_client(settings: LLMSettings, ledger: UsageLedger | None = None) -> LLMClient:
+    backend = build_backend(settings)
+    cache = CallCache(settings.cache_path, settings.cache)
+    ledger = ledger or UsageLedger(prices=settings.prices, max_tokens=settings.max_tokens)
+    return LLMClient(backend, cache=cache, ledger=ledger, params=settings.sampling())
