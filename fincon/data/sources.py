@@ -113,6 +113,9 @@ class YFinanceSource:
         import yfinance as yf
 
         sink = io.StringIO()
+        yf_log = logging.getLogger("yfinance")
+        level = yf_log.level
+        yf_log.setLevel(logging.CRITICAL + 1)  # its curl errors would print several lines
         try:
             with redirect_stdout(sink), redirect_stderr(sink):
                 frame = yf.download(
@@ -128,6 +131,8 @@ class YFinanceSource:
         except Exception as exc:  # yfinance raises many types; all mean "no data"
             log.debug("yfinance raised %r", exc)
             frame = None
+        finally:
+            yf_log.setLevel(level)
         if frame is None or frame.empty:
             log.debug("yfinance said: %s", sink.getvalue().strip())
             raise SourceUnavailable(

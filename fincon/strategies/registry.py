@@ -35,11 +35,14 @@ def format_validation_error(prefix: str, exc: ValidationError) -> str:
     parts = []
     for err in exc.errors():
         loc = ".".join(str(x) for x in err["loc"])
-        key = f"{prefix}.{loc}" if loc else prefix
+        key = ".".join(x for x in (prefix, loc) if x)
+        msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             parts.append(f"unknown key {key!r}")
+        elif key:
+            parts.append(f"{key}: {msg}")
         else:
-            parts.append(f"{key}: {err['msg']}")
+            parts.append(msg)
     return "; ".join(parts)
 
 

@@ -1,0 +1,190 @@
+"""``fincon backtest``: run strategies on a window and write run directories."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fincon.config import load_config
+from fincon.errors import ConfigError
+from fincon.strategies.registry import strategy_names
+
+HELP = """\
+Run one or more strategies over a window of daily bars and compare them with
+buy-and-hold on the same window. Decisions are taken at each day's close with
+data up to that day only; fills happen at that close (default) or at the
+next open (--fill next-open).
+
+Every run writes a directory (default under runs/) holding config.yaml (the
+resolved config: rerun it with --config), equity.csv, positions.csv,
+trades.csv, decisions.jsonl, metrics.json, summary.json and equity.png.
+With several strategies, each gets a sub-directory and the top one holds
+the comparison plot and metrics.
+
+Flags override the config file; strategy parameters go through --param:
+  --param markowitz.lookback=60 --param equal-weight.rebalance_every=5
+"""
+
+EXAMPLES = """\
+examples:
+  fincon backtest --ticker TSLA --strategy buy-and-hold --start 2022-10-05 --end 2023-06-09
+  fincon backtest --tickers TSLA,MSFT,PFE --strategy markowitz,equal-weight --json
+  fincon backtest --config my_run.yaml --commission 0.001 --fill next-open
+  fincon backtest --ticker AAPL --data ./my_csvs --strategy sma-cross --param sma-cross.fast=5
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "backtest", help="run strategies on a window and compare them with buy-and-hold",
+        description=HELP, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    g = p.add_argument_group("what to run")
+    g.add_argument("--config", type=Path, help="YAML run config (see README); flags override it")
+    g.add_argument("--ticker", "--tickers", dest="tickers", metavar="T[,T...]",
+                   help="ticker or comma-separated tickers (default TSLA)")
+    g.add_argument("--strategy", "--strategies", dest="strategies", metavar="NAME[,NAME...]",
+                   help=f"one or more of: {', '.join(strategy_names())} (default buy-and-hold)")
+    g.add_argument("--start", help="first trading day, YYYY-MM-DD (default 2022-10-05)")
+    g.add_argument("--end", help="last trading day, YYYY-MM-DD (default 2023-06-09)")
+    g.add_argument("--param", action="append", default=[], metavar="STRATEGY.KEY=VALUE",
+                   help="strategy parameter, repeatable (value parsed as YAML)")
+    g.add_argument("--no-benchmark", action="store_true", help="do not add buy-and-hold")
+    d = p.add_argument_group("data")
+    d.add_argument("--source", choices=["sample", "csv", "yfinance"],
+                   help="price source (default sample: bundled, offline; csv implied by --data)")
+    d.add_argument("--data", type=Path, metavar="DIR",
+                   help="directory of TICKER.csv files with Date,Open,High,Low,Close,Adj Close,Volume")
+    d.add_argument("--cache-dir", type=Path, help="yfinance download cache (default ~/.cache/fincon/yfinance)")
+    b = p.add_argument_group("broker")
+    b.add_argument("--cash", type=float, help="starting cash (default 1,000,000)")
+    b.add_argument("--commission", type=float, help="fraction of traded value, e.g. 0.001 (default 0)")
+    b.add_argument("--slippage", type=float, help="fraction of price, e.g. 0.0005 (default 0)")
+    b.add_argument("--fill", choices=["close", "next-open"], help="fill at the decision close (default) or next open")
+    m = p.add_argument_group("metrics and output")
+    m.add_argument("--alpha", type=float, help="VaR/CVaR tail probability (default 0.05)")
+    m.add_argument("--risk-free", type=float, help="annual risk-free rate for Sharpe (default 0)")
+    m.add_argument("--out", type=Path, metavar="DIR", help="run directory (default runs/<strategies>_<tickers>_<window>)")
+    m.add_argument("--json", action="store_true", help="print the metrics as one JSON object instead of a table")
+    m.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.set_defaults(func=run)
+
+
+def _parse_params(items: list[str]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        name, dot, field = key.rpartition(".")
+        if not sep or not dot or not name or not field:
+            raise ConfigError(f"--param {item!r}: expected STRATEGY.KEY=VALUE, e.g. markowitz.lookback=60")
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError:
+            value = raw
+        out.setdefault(name, {})[field] = value
+    return out
+
+
+def _split(text: str | None) -> list[str] | None:
+    return [x.strip() for x in text.split(",") if x.strip()] if text else None
+
+
+def build_config(args: argparse.Namespace):
+    overrides: dict[str, Any] = {
+        "tickers": _split(args.tickers),
+        "strategies": _split(args.strategies),
+        "start": args.start,
+        "end": args.end,
+        "data.source": args.source or ("csv" if args.data else None),
+        "data.dir": str(args.data) if args.data else None,
+        "data.cache_dir": str(args.cache_dir) if args.cache_dir else None,
+        "broker.cash": args.cash,
+        "broker.commission": args.commission,
+        "broker.slippage": args.slippage,
+        "broker.fill": args.fill.replace("-", "_") if args.fill else None,
+        "metrics.alpha": args.alpha,
+        "metrics.risk_free": args.risk_free,
+        "benchmark": False if args.no_benchmark else None,
+    }
+    for name, params in _parse_params(args.param).items():
+        for key, value in params.items():
+            overrides[f"strategy_params.{name}.{key}"] = value
+    return load_config(args.config, overrides)
+
+
+ROWS = [
+    ("cr_pct", "CR % (sum of log returns)", "{:.3f}"),
+    ("cr_paper_pct", "CR % paper eq.5 (direction)", "{:.3f}"),
+    ("cum_simple_return_pct", "cumulative simple return %", "{:.3f}"),
+    ("final_value", "final value ($)", "{:,.0f}"),
+    ("sharpe", "Sharpe (ann., log returns)", "{:.3f}"),
+    ("sortino", "Sortino", "{:.3f}"),
+    ("ann_vol_pct", "annual volatility %", "{:.2f}"),
+    ("mdd_pct", "max drawdown %", "{:.3f}"),
+    ("var_pct", "VaR % (daily, alpha)", "{:.3f}"),
+    ("cvar_pct", "CVaR % (daily, alpha)", "{:.3f}"),
+    ("turnover", "turnover (x value)", "{:.2f}"),
+    ("n_trades", "trades", "{:d}"),
+    ("win_rate", "win rate", "{:.2f}"),
+    ("n_days", "days", "{:d}"),
+]
+
+
+def format_table(columns: dict[str, dict[str, Any]]) -> str:
+    names = list(columns)
+    labels = [label for _, label, _ in ROWS]
+    width0 = max(len(x) for x in labels)
+    cells = []
+    for key, _label, fmt in ROWS:
+        row = []
+        for n in names:
+            v = columns[n].get(key)
+            row.append("n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else fmt.format(v))
+        cells.append(row)
+    widths = [max(len(n), *(len(r[i]) for r in cells)) for i, n in enumerate(names)]
+    lines = ["  ".join([" " * width0] + [n.rjust(w) for n, w in zip(names, widths)])]
+    for (_, label, _), row in zip(ROWS, cells):
+        lines.append("  ".join([label.ljust(width0)] + [c.rjust(w) for c, w in zip(row, widths)]))
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from fincon.engine.runner import BENCHMARK, run_config
+
+    cfg = build_config(args)
+    progress = not args.no_progress and not args.json
+    report = run_config(cfg, args.out, progress=progress)
+    columns = {n: r.metrics.as_dict() for n, r in report.results.items()}
+    if report.benchmark is not None:
+        columns[f"{BENCHMARK} (benchmark)"] = report.benchmark.metrics.as_dict()
+    stopped = {n: r.stopped for n, r in report.results.items() if r.stopped}
+    if args.json:
+        if len(report.results) == 1:
+            (name, result), = report.results.items()
+            obj = {"strategy": name, "run_dir": str(report.out), **columns[name],
+                   "status": "stopped_early" if result.stopped else "complete"}
+            if report.benchmark is not None:
+                obj["benchmark"] = report.benchmark.metrics.as_dict()
+        else:
+            obj = {"run_dir": str(report.out), "strategies": columns}
+        print(json.dumps(obj, sort_keys=True))
+    else:
+        print(f"{', '.join(cfg.tickers)}  {cfg.start} .. {cfg.end}  (alpha={cfg.metrics.alpha}, "
+              f"fill={cfg.broker.fill}, source={cfg.data.source})")
+        print(format_table(columns))
+        print(f"\nrun directory: {report.out}")
+        print(f"equity plot:   {report.out / 'equity.png'}")
+    for name, reason in stopped.items():
+        print(f"fincon: {name} stopped early ({reason}); results saved up to the last finished day",
+              file=sys.stderr)
+    rejected = sum(r.rejected_orders for r in report.results.values())
+    if rejected:
+        print(f"fincon: warning: {rejected} order(s) were rejected by the broker; see the log (-v)",
+              file=sys.stderr)
+    return 0

@@ -1,0 +1,48 @@
+"""``fincon plot``: equity curves and drawdowns of several runs in one PNG."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from fincon.errors import FinconError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "plot", help="draw several runs' equity curves and drawdowns in one PNG",
+        description="Plot the equity curve (top) and drawdown (bottom) of each RUN in one headless PNG. "
+        "A RUN is a run directory holding equity.csv; a comparison directory (several strategies) "
+        "expands into its runs.",
+        epilog="example:\n  fincon plot runs/demo/markowitz runs/demo/equal-weight --out compare.png",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("runs", nargs="+", type=Path, metavar="RUN")
+    p.add_argument("--out", type=Path, default=Path("equity_comparison.png"), help="PNG to write (default %(default)s)")
+    p.add_argument("--title", default="", help="plot title")
+    p.set_defaults(func=run)
+
+
+def _expand(run: Path) -> list[Path]:
+    if (run / "equity.csv").is_file():
+        return [run]
+    if run.is_dir():
+        subs = sorted(p.parent for p in run.glob("*/equity.csv"))
+        if subs:
+            return subs
+    raise FinconError(f"{run}: not a run directory (no equity.csv); pass directories written by fincon backtest")
+
+
+def run(args: argparse.Namespace) -> int:
+    from fincon.engine.plotting import plot_equity, read_equity
+
+    curves = {}
+    for run_dir in args.runs:
+        for path in _expand(run_dir):
+            label = str(path)
+            curves[label] = read_equity(path)
+    if args.out.suffix.lower() != ".png":
+        raise FinconError(f"--out {args.out}: give a .png file name")
+    plot_equity(curves, args.out, args.title)
+    print(f"wrote {args.out} ({len(curves)} run{'s' if len(curves) != 1 else ''})")
+    return 0

@@ -1,0 +1,125 @@
+"""Run configuration: a YAML file validated with pydantic, overridden by flags.
+
+Every section forbids unknown keys, so a typo (``brokr:``, ``comission``)
+fails with a message that names the key instead of being ignored. The
+resolved config (defaults filled in, flags applied) is written into every
+run directory as ``config.yaml``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from fincon.errors import ConfigError
+from fincon.strategies.registry import format_validation_error
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DataConfig(_Section):
+    source: Literal["sample", "csv", "yfinance"] = "sample"
+    dir: Path | None = Field(None, description="directory of TICKER.csv files (source: csv)")
+    cache_dir: Path | None = Field(None, description="yfinance cache (default ~/.cache/fincon/yfinance)")
+
+    @model_validator(mode="after")
+    def _csv_needs_dir(self):
+        if self.source == "csv" and self.dir is None:
+            raise ValueError("source 'csv' needs data.dir (or --data DIR)")
+        return self
+
+
+class BrokerConfig(_Section):
+    cash: float = Field(1_000_000.0, gt=0)
+    commission: float = Field(0.0, ge=0, lt=0.1, description="fraction of traded value")
+    slippage: float = Field(0.0, ge=0, lt=0.1, description="fraction of price, against the trader")
+    fill: Literal["close", "next_open"] = "close"
+    cash_buffer: float = Field(0.0, ge=0, lt=1)
+
+
+class MetricsConfig(_Section):
+    alpha: float = Field(0.05, gt=0, lt=0.5, description="tail probability of VaR/CVaR")
+    risk_free: float = Field(0.0, ge=-0.1, lt=0.5, description="annual risk-free rate for Sharpe/Sortino")
+
+
+class RunConfig(_Section):
+    tickers: list[str] = Field(default_factory=lambda: ["TSLA"])
+    start: dt.date = dt.date(2022, 10, 5)
+    end: dt.date = dt.date(2023, 6, 9)
+    strategies: list[str] = Field(default_factory=lambda: ["buy-and-hold"])
+    strategy_params: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    benchmark: bool = Field(True, description="also run buy-and-hold on the same window")
+    data: DataConfig = Field(default_factory=DataConfig)
+    broker: BrokerConfig = Field(default_factory=BrokerConfig)
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+
+    @field_validator("tickers")
+    @classmethod
+    def _tickers(cls, v: list[str]) -> list[str]:
+        out = [t.strip().upper() for t in v if t.strip()]
+        if not out:
+            raise ValueError("at least one ticker is needed")
+        if len(set(out)) != len(out):
+            raise ValueError("tickers repeat")
+        return out
+
+    @field_validator("strategies")
+    @classmethod
+    def _strategies(cls, v: list[str]) -> list[str]:
+        out = [s.strip() for s in v if s.strip()]
+        if not out:
+            raise ValueError("at least one strategy is needed")
+        return list(dict.fromkeys(out))
+
+    @model_validator(mode="after")
+    def _window(self):
+        if self.start > self.end:
+            raise ValueError(f"start {self.start} is after end {self.end}")
+        return self
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=True)
+
+
+def _set_path(tree: dict, dotted: str, value: Any) -> None:
+    node = tree
+    parts = dotted.split(".")
+    for p in parts[:-1]:
+        node = node.setdefault(p, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"cannot set {dotted}: {p} is not a section")
+    node[parts[-1]] = value
+
+
+def load_config(path: Path | None = None, overrides: dict[str, Any] | None = None) -> RunConfig:
+    """Read ``path`` (YAML), apply dotted ``overrides`` and validate."""
+    tree: dict[str, Any] = {}
+    if path is not None:
+        try:
+            text = Path(path).read_text()
+        except OSError as exc:
+            raise ConfigError(f"cannot read config {path}: {exc.strerror}") from None
+        try:
+            loaded = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" line {mark.line + 1}" if mark else ""
+            raise ConfigError(f"config {path}{where}: not valid YAML") from None
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"config {path}: the top level must be a mapping of keys")
+        tree = loaded
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            _set_path(tree, key, value)
+    try:
+        return RunConfig(**tree)
+    except ValidationError as exc:
+        raise ConfigError("config: " + format_validation_error("", exc)) from None

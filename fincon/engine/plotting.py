@@ -1,0 +1,51 @@
+"""Equity and drawdown plots drawn with matplotlib directly (headless Agg).
+
+backtrader's own ``cerebro.plot()`` forces a Tk backend and loses date
+labels with current matplotlib, so plots are made from the run's
+``equity.csv`` instead; the same function serves one run or a comparison.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.dates as mdates  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from fincon.risk.metrics import drawdown_series  # noqa: E402
+
+
+def plot_equity(curves: Mapping[str, pd.Series], out: Path, title: str = "") -> Path:
+    """Portfolio value (top) and drawdown (bottom) of each named curve."""
+    fig, (ax_v, ax_d) = plt.subplots(
+        2, 1, figsize=(10, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 1.3]}
+    )
+    for name, series in curves.items():
+        style = "--" if name.startswith("buy-and-hold") and len(curves) > 1 else "-"
+        ax_v.plot(series.index, series.values, style, lw=1.4, label=name)
+        ax_d.plot(series.index, -100 * drawdown_series(series.values), style, lw=1.0, label=name)
+    ax_v.set_ylabel("portfolio value ($)")
+    ax_v.yaxis.set_major_formatter(matplotlib.ticker.StrMethodFormatter("{x:,.0f}"))
+    ax_v.grid(alpha=0.3)
+    ax_v.legend(loc="best", fontsize=9)
+    ax_v.set_title(title or "Equity curves")
+    ax_d.set_ylabel("drawdown (%)")
+    ax_d.grid(alpha=0.3)
+    locator = mdates.AutoDateLocator()
+    ax_d.xaxis.set_major_locator(locator)
+    ax_d.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    return out
+
+
+def read_equity(run: Path) -> pd.Series:
+    frame = pd.read_csv(run / "equity.csv", parse_dates=["date"], index_col="date")
+    return frame["value"]

@@ -1,0 +1,158 @@
+"""From a validated :class:`~fincon.config.RunConfig` to run directories.
+
+One code path for every strategy: load and validate the data once (with the
+largest warm-up any strategy asks for), run each strategy on the same
+bars, add buy-and-hold as the benchmark, then write everything through a
+staging directory that is renamed only when complete.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from fincon import __version__
+from fincon.config import RunConfig
+from fincon.data.prices import load_prices
+from fincon.data.sources import make_source
+from fincon.data.view import MarketData
+from fincon.engine.backtest import BacktestResult, run_backtest
+from fincon.engine.broker import BrokerSettings
+from fincon.engine.plotting import plot_equity
+from fincon.engine.rundir import RunDir, free_path, write_json
+from fincon.strategies.base import RunContext, Strategy
+from fincon.strategies.registry import make_strategy
+
+log = logging.getLogger(__name__)
+BENCHMARK = "buy-and-hold"
+
+
+@dataclass
+class RunReport:
+    """What the CLI shows: results by strategy name, and where they went."""
+
+    out: Path
+    results: dict[str, BacktestResult]
+    benchmark: BacktestResult | None
+    run_dirs: dict[str, Path] = field(default_factory=dict)
+    dropped_dates: int = 0
+
+
+def default_out(cfg: RunConfig, root: Path = Path("runs")) -> Path:
+    name = "+".join(cfg.strategies) + "_" + "-".join(cfg.tickers) + f"_{cfg.start}_{cfg.end}"
+    return root / name
+
+
+def _market(cfg: RunConfig, warmup: int) -> tuple[MarketData, int]:
+    source = make_source(cfg.data.source, cfg.data.dir, cfg.data.cache_dir)
+    loaded = load_prices(
+        source, tuple(cfg.tickers), pd.Timestamp(cfg.start), pd.Timestamp(cfg.end), warmup=warmup
+    )
+    if loaded.dropped_dates:
+        log.warning("%d dates not shared by all tickers were dropped", loaded.dropped_dates)
+    return MarketData(loaded.frames, loaded.first_index), loaded.dropped_dates
+
+
+def _single_config(cfg: RunConfig, name: str) -> RunConfig:
+    params = {name: cfg.strategy_params[name]} if name in cfg.strategy_params else {}
+    return cfg.model_copy(update={"strategies": [name], "strategy_params": params})
+
+
+def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True) -> RunReport:
+    """Run every strategy of ``cfg`` (plus the benchmark) and write the runs."""
+    strategies: dict[str, Strategy] = {
+        name: make_strategy(name, cfg.strategy_params.get(name)) for name in cfg.strategies
+    }
+    unused = set(cfg.strategy_params) - set(cfg.strategies)
+    if unused:
+        log.warning("strategy_params given for strategies not run: %s", ", ".join(sorted(unused)))
+    want_benchmark = cfg.benchmark and BENCHMARK not in strategies
+    warmup = max(s.warmup for s in strategies.values())
+    market, dropped = _market(cfg, warmup)
+    settings = BrokerSettings(**cfg.broker.model_dump())
+    final = free_path(out if out is not None else default_out(cfg))
+    multi = len(strategies) > 1
+
+    with RunDir(final) as staging:
+        results: dict[str, BacktestResult] = {}
+        run_dirs: dict[str, Path] = {}
+        benchmark = None
+        if want_benchmark:
+            benchmark = run_backtest(
+                market, make_strategy(BENCHMARK), settings,
+                RunContext(staging.path, market.tickers, {}),
+                alpha=cfg.metrics.alpha, risk_free=cfg.metrics.risk_free, progress=progress,
+            )
+        for name, strategy in strategies.items():
+            run_path = staging.path / name if multi else staging.path
+            run_path.mkdir(parents=True, exist_ok=True)
+            single_cfg = _single_config(cfg, name)
+            ctx = RunContext(run_path, market.tickers, single_cfg.model_dump(mode="json"))
+            result = run_backtest(
+                market, strategy, settings, ctx,
+                alpha=cfg.metrics.alpha, risk_free=cfg.metrics.risk_free, progress=progress,
+            )
+            results[name] = result
+            bench = benchmark if name != BENCHMARK else None
+            write_run(run_path, single_cfg, result, bench, dropped)
+            run_dirs[name] = final / name if multi else final
+        if multi:
+            (staging.path / "config.yaml").write_text(cfg.to_yaml())
+            table = {n: r.metrics.as_dict() for n, r in results.items()}
+            if benchmark is not None:
+                table[f"{BENCHMARK} (benchmark)"] = benchmark.metrics.as_dict()
+            write_json(staging.path / "metrics.json", table)
+            curves = {n: r.equity for n, r in results.items()}
+            if benchmark is not None:
+                curves[BENCHMARK] = benchmark.equity
+            plot_equity(curves, staging.path / "equity.png", _title(cfg))
+        staging.commit()
+    return RunReport(out=final, results=results, benchmark=benchmark, run_dirs=run_dirs, dropped_dates=dropped)
+
+
+def _title(cfg: RunConfig) -> str:
+    return f"{', '.join(cfg.tickers)}  {cfg.start} .. {cfg.end}"
+
+
+def write_run(
+    path: Path, cfg: RunConfig, result: BacktestResult, benchmark: BacktestResult | None, dropped: int
+) -> None:
+    """Write one strategy's run directory (every file named in the README)."""
+    (path / "config.yaml").write_text(cfg.to_yaml())
+    equity = pd.DataFrame({"date": result.dates.strftime("%Y-%m-%d"), "value": result.values})
+    equity.to_csv(path / "equity.csv", index=False, float_format="%.6f")
+    result.positions.to_csv(path / "positions.csv", index=False, float_format="%.10g")
+    result.trades.to_csv(path / "trades.csv", index=False, float_format="%.10g")
+    with open(path / "decisions.jsonl", "w") as fh:
+        for entry in result.decisions:
+            fh.write(json.dumps(entry, sort_keys=True) + "\n")
+    status = "stopped_early" if result.stopped else "complete"
+    metrics = {"strategy": result.strategy, "status": status, **result.metrics.as_dict()}
+    write_json(path / "metrics.json", metrics)
+    summary: dict[str, Any] = {
+        "fincon_version": __version__,
+        "strategy": result.strategy,
+        "tickers": list(result.tickers),
+        "first_day": result.dates[0].strftime("%Y-%m-%d") if len(result.dates) else None,
+        "last_day": result.dates[-1].strftime("%Y-%m-%d") if len(result.dates) else None,
+        "status": status,
+        "stop_reason": result.stopped,
+        "rejected_orders": result.rejected_orders,
+        "days_buys_scaled_to_cash": result.scaled_days,
+        "dropped_dates": dropped,
+        "backtrader_drawdown_max_pct": round(result.analyzers["drawdown_max_pct"], 10),
+        "strategy_summary": result.strategy_summary,
+        "benchmark": (
+            {"strategy": benchmark.strategy, **benchmark.metrics.as_dict()} if benchmark is not None else None
+        ),
+    }
+    write_json(path / "summary.json", summary)
+    curves = {result.strategy: result.equity}
+    if benchmark is not None:
+        curves[f"{benchmark.strategy} (benchmark)"] = benchmark.equity
+    plot_equity(curves, path / "equity.png", _title(cfg))
