@@ -1,0 +1,83 @@
+"""Events from a directory of JSONL / CSV files plus audio files.
+
+Format (see docs/information.md): every ``*.jsonl``, ``*.jsonl.gz`` or
+``*.csv`` file under the directory holds one event per line/row with the
+fields ``id, ticker, source, published_at, text, audio, metadata``.
+``published_at`` is ISO 8601 (no offset = New York local time); ``audio`` is
+a path relative to the directory; ``metadata`` is a JSON object (a JSON
+string in CSV). Audio files may live anywhere under the directory.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from fincon.data.events.loaders import in_window
+from fincon.data.events.model import Event
+from fincon.errors import DataError
+
+
+class DirectoryLoader:
+    """Reads an event directory (the bundled sample corpus uses this format)."""
+
+    name = "directory"
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+
+    def files(self) -> list[Path]:
+        if not self.root.is_dir():
+            raise DataError(f"event directory {self.root} does not exist; create it or run `fincon data sample --out {self.root}`")
+        pats = ("*.jsonl", "*.jsonl.gz", "*.csv")
+        return sorted({p for pat in pats for p in self.root.rglob(pat)})
+
+    def load(self, tickers: Sequence[str] | None = None, start: Any = None, end: Any = None) -> list[Event]:
+        want = {t.upper() for t in tickers} if tickers else None
+        out: list[Event] = []
+        for path in self.files():
+            for rec in _records(path):
+                e = Event.from_dict(rec)
+                if want is not None and e.ticker not in want:
+                    continue
+                if e.audio and not (self.root / e.audio).exists() and not Path(e.audio).is_absolute():
+                    raise DataError(f"{path.name}: event {e.id} names audio {e.audio} which is not in {self.root}")
+                if in_window(e, start, end):
+                    out.append(e)
+        return out
+
+
+def _records(path: Path):
+    name = path.name
+    try:
+        if name.endswith(".csv"):
+            with open(path, newline="", encoding="utf-8") as fh:
+                yield from csv.DictReader(fh)
+            return
+        raw = path.read_bytes()
+        if name.endswith(".gz"):
+            raw = gzip.decompress(raw)
+        for n, line in enumerate(io.StringIO(raw.decode("utf-8")), 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}:{n}: not a JSON object ({exc.msg})") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"cannot read event file {path}: {exc}") from exc
+
+
+def write_jsonl_gz(path: Path, events: Sequence[Event]) -> None:
+    """Byte-reproducible gzip JSONL (no mtime, no file name in the header)."""
+    body = "".join(e.to_json() + "\n" for e in events).encode("utf-8")
+    buf = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=9) as gz:
+        gz.write(body)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(buf.getvalue())

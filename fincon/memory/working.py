@@ -1,0 +1,144 @@
+"""Working memory: the per-day step that turns raw events into memory entries.
+
+Each decision day the analyst takes the events that became visible since the
+previous decision day, condenses them through a :class:`Summariser` and
+stores the results in its procedural memory, stamped with the decision day.
+Two summarisers are provided:
+
+* :class:`LexiconSummariser`: deterministic, no model (rules brain, tests):
+  title + lead sentence + Loughran–McDonald tone.
+* :class:`LLMSummariser`: prompts any object with ``complete(prompt) -> str``
+  (the :class:`TextCompleter` protocol) with ``prompts/summarise_event.txt``.
+  It does not depend on fincon.llm internals; the LLM layer only has to be
+  adapted to this one method. A failed call falls back to the lexicon
+  summary for that event; fallbacks are counted and logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
+
+import pandas as pd
+
+from fincon.data.events.model import MARKET_TZ, Event, visible_day
+from fincon.data.lexicon import LoughranMcDonald
+from fincon.memory.procedural import MemoryEntry
+
+log = logging.getLogger(__name__)
+PROMPT = Path(__file__).with_name("prompts") / "summarise_event.txt"
+_SENT = re.compile(r"(?<=[.!?])\s+")
+
+
+@runtime_checkable
+class Summariser(Protocol):
+    def summarise(self, ticker: str, day: pd.Timestamp, events: Sequence[Event]) -> list[MemoryEntry]: ...
+
+
+@runtime_checkable
+class TextCompleter(Protocol):
+    """The one thing the working memory needs from an LLM client."""
+
+    def complete(self, prompt: str) -> str: ...
+
+
+def _body(event: Event, transcribe: Callable[[Path], str] | None, resolve: Callable[[Event], Path | None] | None) -> str:
+    if event.text:
+        return event.text
+    if event.audio and transcribe is not None:
+        path = resolve(event) if resolve else Path(event.audio)
+        return transcribe(path)
+    return ""
+
+
+class LexiconSummariser:
+    """Deterministic summary: title, lead sentences and the LM tone."""
+
+    def __init__(self, lexicon: LoughranMcDonald | None = None, sentences: int = 2,
+                 transcribe: Callable[[Path], str] | None = None, resolve: Callable[[Event], Path | None] | None = None):
+        self.lm = lexicon or LoughranMcDonald()
+        self.sentences = sentences
+        self.transcribe = transcribe
+        self.resolve = resolve
+
+    def summary(self, event: Event) -> tuple[str, dict]:
+        body = _body(event, self.transcribe, self.resolve)
+        lines = [ln for ln in body.splitlines() if ln.strip() and not ln.startswith("SYNTHETIC SAMPLE")]
+        title = event.metadata.get("title") or (lines[0] if lines else event.id)
+        rest = " ".join(ln for ln in lines if ln != title)
+        lead = " ".join(_SENT.split(rest)[: self.sentences]).strip()
+        sc = self.lm.score(body)
+        label = "positive" if sc.tone > 0.2 else "negative" if sc.tone < -0.2 else "neutral"
+        date = pd.Timestamp(event.published_at).tz_convert(MARKET_TZ).strftime("%Y-%m-%d %H:%M")
+        syn = " [synthetic]" if event.synthetic else ""
+        text = f"[{event.source} {date}{syn}] {title}. {lead} Tone: {label} (LM {sc.tone:+.2f}, uncertainty {sc.uncertainty:.1%})."
+        return text, {"lm_tone": round(sc.tone, 4), "lm_uncertainty": round(sc.uncertainty, 4),
+                      "lm_litigious": round(sc.litigious, 4), "synthetic": event.synthetic}
+
+    def summarise(self, ticker: str, day: pd.Timestamp, events: Sequence[Event]) -> list[MemoryEntry]:
+        out = []
+        for e in events:
+            text, meta = self.summary(e)
+            out.append(MemoryEntry(id=f"mem-{e.id}", ticker=ticker, source=e.source, day=_mem_day(e, day),
+                                   text=text, event_ids=(e.id,), metadata=meta))
+        return out
+
+
+def _mem_day(e: Event, day: pd.Timestamp) -> pd.Timestamp:
+    """Memory timestamp: the day the event became visible (never after ``day``)."""
+    return min(visible_day(e.published_at), pd.Timestamp(day).normalize())
+
+
+class LLMSummariser:
+    """One LLM call per event through any :class:`TextCompleter`."""
+
+    def __init__(self, completer: TextCompleter, role: str = "analyst", max_chars: int = 6000,
+                 fallback: LexiconSummariser | None = None, template: str | None = None):
+        self.completer = completer
+        self.role = role
+        self.max_chars = max_chars
+        self.fallback = fallback or LexiconSummariser()
+        self.template = template or PROMPT.read_text(encoding="utf-8")
+        self.fallbacks = 0
+
+    def summarise(self, ticker: str, day: pd.Timestamp, events: Sequence[Event]) -> list[MemoryEntry]:
+        out = []
+        for e in events:
+            base_text, meta = self.fallback.summary(e)
+            body = _body(e, self.fallback.transcribe, self.fallback.resolve)[: self.max_chars]
+            prompt = self.template.format(role=self.role, ticker=ticker, date=pd.Timestamp(day).date(), source=e.source,
+                                          published_at=e.published_at.isoformat(), text=body)
+            try:
+                text = self.completer.complete(prompt).strip()
+                if not text:
+                    raise ValueError("empty completion")
+                meta = {**meta, "summariser": "llm"}
+                if e.synthetic:
+                    text = f"[synthetic] {text}"
+            except Exception as exc:  # noqa: BLE001 - any LLM failure falls back, counted
+                self.fallbacks += 1
+                log.warning("LLM summary of %s failed (%s); using the lexicon summary (%d fallbacks so far)",
+                            e.id, exc, self.fallbacks)
+                text, meta = base_text, {**meta, "summariser": "lexicon-fallback"}
+            out.append(MemoryEntry(id=f"mem-{e.id}", ticker=ticker, source=e.source, day=_mem_day(e, day),
+                                   text=text, event_ids=(e.id,), metadata=meta))
+        return out
+
+
+class WorkingMemory:
+    """Per-day step: new events since the last decision day -> procedural memory."""
+
+    def __init__(self, summariser: Summariser, memory: Any):
+        self.summariser = summariser
+        self.memory = memory
+        self._last: pd.Timestamp | None = None
+
+    def step(self, view, ticker: str) -> list[MemoryEntry]:
+        """``view`` is an :class:`~fincon.data.events.store.EventView` for today."""
+        events = view.events(ticker, since=self._last)
+        entries = self.summariser.summarise(ticker, view.date, events)
+        self.memory.add(entries)
+        self._last = view.date
+        return entries

@@ -1,0 +1,214 @@
+"""Event model, point-in-time store, directory loader and the sample generator."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fincon.data.events import Event, EventStore, decision_cutoff, sample_store
+from fincon.data.events.generator import (DEFAULT_TICKERS, PRICES_DIR, SAMPLE_DIR, GeneratorConfig, Planted,
+                                          generate)
+from fincon.data.events.loaders.directory import DirectoryLoader
+from fincon.data.events.model import visible_day
+from fincon.errors import ConfigError, DataError
+
+NY = "America/New_York"
+
+
+def ev(i, when, source="news", ticker="TSLA", text="x"):
+    return Event(id=f"e{i}", ticker=ticker, source=source, published_at=when, text=text)
+
+
+def test_decision_time_is_16_new_york_and_strict():
+    cut = decision_cutoff("2022-11-01")
+    assert cut == dt.datetime(2022, 11, 1, 20, 0, tzinfo=dt.timezone.utc)  # EDT = UTC-4
+    assert decision_cutoff("2022-12-01") == dt.datetime(2022, 12, 1, 21, 0, tzinfo=dt.timezone.utc)  # EST
+    before = ev(1, "2022-11-01T15:59:59-04:00")
+    at = ev(2, "2022-11-01T16:00:00-04:00")
+    naive = ev(3, "2022-11-01 15:30")  # no offset = New York time
+    assert before.visible_on("2022-11-01") and not at.visible_on("2022-11-01")
+    assert at.visible_on("2022-11-02") and naive.visible_on("2022-11-01")
+    assert visible_day(at.published_at) == pd.Timestamp("2022-11-02")
+
+
+def test_event_validation_one_line_errors():
+    with pytest.raises(DataError, match="unknown source"):
+        ev(1, "2022-11-01", source="tweet")
+    with pytest.raises(DataError, match="text or an audio"):
+        Event(id="a", ticker="TSLA", source="news", published_at="2022-11-01")
+    with pytest.raises(DataError, match="duplicate event id"):
+        EventStore([ev(1, "2022-11-01"), ev(1, "2022-11-02")])
+
+
+def test_view_only_returns_events_before_cutoff():
+    evs = [ev(i, f"2022-11-0{1 + i // 3}T{9 + 3 * (i % 3)}:00:00-04:00") for i in range(9)]
+    store = EventStore(evs)
+    v = store.view_at("2022-11-02")
+    ids = [e.id for e in v.events()]
+    # 09:00, 12:00 and 15:00 of Nov 1 and Nov 2 are visible; 18:00 of Nov 2 is not (hours 9, 12, 15)
+    assert ids == ["e0", "e1", "e2", "e3", "e4", "e5"]
+    assert [e.id for e in v.events(since="2022-11-01")] == ["e3", "e4", "e5"]
+    assert all(e.published_at < v.cutoff for e in v.events())
+
+
+def _pipeline(store: EventStore, days, tmp_path: Path, tag: str):
+    """Everything a rules analyst sees and decides per day: new events,
+    working-memory entries, top-5 memories with scores and a decision."""
+    from fincon.memory import MemoryStore
+    from fincon.memory.embedders import HashingEmbedder
+    from fincon.memory.working import LexiconSummariser, WorkingMemory
+
+    mem = MemoryStore(tmp_path / tag, HashingEmbedder()).procedural("analyst", "TSLA")
+    wm = WorkingMemory(LexiconSummariser(), mem)
+    trace = []
+    for d in days:
+        view = store.view_at(d)
+        entries = wm.step(view, "TSLA")
+        top = mem.retrieve("Tesla stock trading outlook: demand, margins, guidance", d, k=5)
+        tone = sum(t.metadata.get("lm_tone", 0.0) * t.score for t in top)
+        decision = "buy" if tone > 0.2 else "sell" if tone < -0.2 else "hold"
+        trace.append((str(d.date()), [e.id for e in view.events("TSLA")], [(e.id, e.text) for e in entries],
+                      [(t.id, round(t.score, 12)) for t in top], decision))
+    return trace
+
+
+def test_perturbing_or_deleting_the_future_changes_nothing_up_to_t(tmp_path):
+    store = sample_store(["TSLA"])
+    t = pd.Timestamp("2022-11-01")
+    days = pd.bdate_range("2022-09-20", t)
+    cut = decision_cutoff(t)
+    past = [e for e in store.all_events() if e.published_at < cut]
+    future = [e for e in store.all_events() if e.published_at >= cut]
+    assert len(future) > 100 and len(past) > 100
+    perturbed = past + [
+        Event(id=e.id, ticker=e.ticker, source=e.source, published_at=e.published_at,
+              text="Catastrophic losses, fraud investigation and bankruptcy. " * 3, metadata={"tone": -1})
+        for e in future[::2]
+    ] + [ev(f"new{i}", cut + dt.timedelta(seconds=i), source="10-K", text="record profits") for i in range(5)]
+    a = _pipeline(store, days, tmp_path, "orig")
+    b = _pipeline(EventStore(past), days, tmp_path, "deleted")
+    c = _pipeline(EventStore(perturbed), days, tmp_path, "perturbed")
+    assert a == b == c
+    assert {x[-1] for x in a} - {"hold"}, "the pipeline should make some non-trivial decisions"
+    # and the check can fail: leaking one future event into day t changes what is seen
+    leak = EventStore(past + [ev("leak", cut - dt.timedelta(seconds=1), text="leak")])
+    assert _pipeline(leak, days[-1:], tmp_path, "leak")[0][1] != a[-1][1]
+
+
+def test_generator_uses_only_prices_known_at_publication(tmp_path):
+    """Rewrite every price after t: nothing visible at t may change."""
+    t = pd.Timestamp("2022-11-01")
+    fake = tmp_path / "prices"
+    fake.mkdir()
+    for tk in ("TSLA", "NIO"):
+        df = pd.read_csv(PRICES_DIR / f"{tk}.csv.gz", parse_dates=["Date"])
+        rng = np.random.default_rng(7)
+        after = df["Date"] > t
+        df.loc[after, "Adj Close"] = df.loc[after, "Adj Close"] * np.exp(np.cumsum(rng.normal(0, 0.08, after.sum())))
+        df.to_csv(fake / f"{tk}.csv.gz", index=False)
+
+    def visible(events, cfg_prices, planted=None):
+        cfg = GeneratorConfig(tickers=("TSLA", "NIO"), prices_dir=cfg_prices, planted=planted)
+        out = generate(cfg)
+        cut = decision_cutoff(t)
+        return [e.to_json() for tk in sorted(out) for e in out[tk] if e.published_at < cut]
+
+    real, moved = visible(None, PRICES_DIR), visible(None, fake)
+    assert len(real) > 500 and real == moved
+    # the planted variant looks ahead on purpose, so the same check must catch it
+    p = Planted("news", 0.5)
+    assert visible(None, PRICES_DIR, p) != visible(None, fake, p)
+
+
+def test_generator_is_deterministic_and_bundled_corpus_is_current():
+    cfg = GeneratorConfig(tickers=("PFE",))
+    a, b = generate(cfg), generate(cfg)
+    assert [e.to_json() for e in a["PFE"]] == [e.to_json() for e in b["PFE"]]
+    bundled = DirectoryLoader(SAMPLE_DIR).load(["PFE"])
+    assert [e.to_json() for e in sorted(bundled, key=lambda e: (e.published_at, e.id))] == [e.to_json() for e in a["PFE"]]
+
+
+def test_bundled_corpus_covers_the_issue():
+    store = sample_store()
+    assert set(DEFAULT_TICKERS) <= set(store.tickers)
+    evs = store.all_events()
+    assert all(e.synthetic for e in evs)
+    by = {}
+    for e in evs:
+        by.setdefault((e.ticker, e.source), []).append(e)
+    for tk in DEFAULT_TICKERS:
+        assert len(by[(tk, "news")]) > 360
+        assert len(by[(tk, "10-Q")]) == 4 and len(by[(tk, "10-K")]) == 2
+        calls = by[(tk, "earnings_call")]
+        assert len(calls) == 6 and all(store.audio_path(c).is_file() for c in calls)
+        assert len(by[(tk, "analyst_note")]) > 60
+    first, last = min(e.published_at for e in evs), max(e.published_at for e in evs)
+    assert first.date() >= dt.date(2022, 1, 3) and last.date() <= dt.date(2023, 6, 10)
+    tenq = by[("MSFT", "10-Q")][0]
+    assert "Part I, Item 2" in tenq.text and "$" in tenq.text and tenq.metadata["revenue_bn"] > 0
+    size = sum(p.stat().st_size for p in SAMPLE_DIR.rglob("*") if p.is_file())
+    assert size < 6_000_000
+
+
+def _tone_vs_next_return(events, ticker):
+    closes = pd.read_csv(PRICES_DIR / f"{ticker}.csv.gz", parse_dates=["Date"]).set_index("Date")["Adj Close"]
+    nxt = closes.shift(-1) / closes - 1
+    xs, ys = [], []
+    for e in events:
+        if e.source != "news":
+            continue
+        d = visible_day(e.published_at)
+        i = closes.index.searchsorted(d)
+        xs.append(e.metadata["tone"])
+        ys.append(nxt.iloc[i])
+    return float(np.corrcoef(xs, ys)[0, 1])
+
+
+def test_planted_variant_carries_a_hint_and_default_does_not():
+    tickers = ("TSLA", "AAPL", "PFE")
+    plain = generate(GeneratorConfig(tickers=tickers))
+    planted = generate(GeneratorConfig(tickers=tickers, planted=Planted.parse("news:0.3")))
+    c_plain = np.mean([_tone_vs_next_return(plain[t], t) for t in tickers])
+    c_planted = np.mean([_tone_vs_next_return(planted[t], t) for t in tickers])
+    assert abs(c_plain) < 0.08
+    assert c_planted > 0.2
+    assert all(e.metadata.get("planted") == "news:0.3" for e in planted["TSLA"])
+    # only the chosen source changes
+    other = lambda evs: [e.to_json() for e in evs if e.source == "analyst_note"]  # noqa: E731
+    assert [json.loads(x)["text"] for x in other(plain["TSLA"])] == [json.loads(x)["text"] for x in other(planted["TSLA"])]
+
+
+def test_planted_spec_is_validated():
+    with pytest.raises(ConfigError):
+        Planted.parse("tweets:0.3")
+    with pytest.raises(ConfigError):
+        Planted.parse("news:2")
+    assert Planted.parse(None) is None
+
+
+def test_directory_loader_jsonl_csv_and_audio(tmp_path):
+    (tmp_path / "audio").mkdir()
+    shutil.copy(next((SAMPLE_DIR / "audio").glob("*.ogg")), tmp_path / "audio" / "call.ogg")
+    (tmp_path / "news.jsonl").write_text(
+        json.dumps({"id": "n1", "ticker": "tsla", "source": "news", "published_at": "2022-11-01T09:00:00-04:00",
+                    "text": "Tesla deliveries rose", "metadata": {"title": "Deliveries"}}) + "\n", encoding="utf-8")
+    (tmp_path / "calls.csv").write_text(
+        "id,ticker,source,published_at,text,audio,metadata\n"
+        'c1,TSLA,earnings_call,2022-10-19 17:30,,audio/call.ogg,"{""fiscal_quarter"": 3}"\n', encoding="utf-8")
+    evs = DirectoryLoader(tmp_path).load(["TSLA"])
+    assert [e.id for e in sorted(evs, key=lambda e: e.id)] == ["c1", "n1"]
+    c1 = [e for e in evs if e.id == "c1"][0]
+    assert c1.text is None and c1.audio == "audio/call.ogg" and c1.metadata == {"fiscal_quarter": 3}
+    assert c1.published_at == dt.datetime(2022, 10, 19, 21, 30, tzinfo=dt.timezone.utc)
+    assert DirectoryLoader(tmp_path).load(["TSLA"], start="2022-11-01") == [e for e in evs if e.id == "n1"]
+    (tmp_path / "bad.jsonl").write_text("{not json\n", encoding="utf-8")
+    with pytest.raises(DataError, match="bad.jsonl:1"):
+        DirectoryLoader(tmp_path).load()
+    with pytest.raises(DataError, match="does not exist"):
+        DirectoryLoader(tmp_path / "nope").load()
