@@ -47,8 +47,8 @@ class LLMClient:
     def __init__(self, backend: Backend, cache: CallCache | None = None, ledger: UsageLedger | None = None,
                  params: SamplingParams | None = None):
         self.backend = backend
-        self.cache = cache or CallCache(None, CacheMode.OFF)
-        self.ledger = ledger or UsageLedger()
+        self.cache = cache if cache is not None else CallCache(None, CacheMode.OFF)
+        self.ledger = ledger if ledger is not None else UsageLedger()
         self.params = params or SamplingParams()
 
     # -- the interface ---------------------------------------------------

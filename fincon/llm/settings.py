@@ -41,7 +41,7 @@ class LLMSettings(BaseModel):
     seed: int = 0
     timeout_s: float = Field(60.0, gt=0)
     max_retries: int = Field(3, ge=0, le=10)
-    structured: Literal["auto", "json_schema", "json_object"] = "auto"
+    structured: Literal["auto", "json_schema", "json_object_schema", "json_object"] = "auto"
     n_threads: int | None = Field(None, ge=1)
     n_ctx: int = Field(2048, ge=256)
     model_dir: Path | None = None
@@ -91,5 +91,5 @@ def build_backend(settings: LLMSettings):
 def build_client(settings: LLMSettings, ledger: UsageLedger | None = None) -> LLMClient:
     backend = build_backend(settings)
     cache = CallCache(settings.cache_path, settings.cache)
-    ledger = ledger or UsageLedger(prices=settings.prices, max_tokens=settings.max_tokens)
+    ledger = ledger if ledger is not None else UsageLedger(prices=settings.prices, max_tokens=settings.max_tokens)
     return LLMClient(backend, cache=cache, ledger=ledger, params=settings.sampling())

@@ -7,10 +7,13 @@ vendor SDK decides retries or logging for us.
 * The API key is read from an environment variable (``OPENAI_API_KEY`` unless
   told otherwise) when the backend is built. It is never taken from a config
   file, never part of a cache key, and scrubbed from every error message.
-* Structured output: first ``response_format={"type": "json_schema", ...}``;
-  a server that rejects it (HTTP 400/422) is switched to JSON mode
-  (``{"type": "json_object"}``) for the rest of the run. The schema is in the
-  prompt either way and the client validates every answer.
+* Structured output: first ``response_format={"type": "json_schema", ...}``
+  (OpenAI, vLLM, Ollama, LM Studio); a server that rejects it with HTTP
+  400/422 is stepped down, for the rest of the run, to
+  ``{"type": "json_object", "schema": ...}`` (llama.cpp's server: grammar
+  from the schema) and then to plain JSON mode ``{"type": "json_object"}``.
+  The schema is in the prompt either way and the client validates every
+  answer.
 * Timeouts; retries with exponential backoff and full jitter on 429, 5xx,
   timeouts, connection errors and malformed 200 bodies (``Retry-After`` is
   honoured up to a cap); 401/403 and 404 fail at once with an error that says
@@ -39,6 +42,7 @@ from fincon.llm.types import Completion, Message, SamplingParams
 
 log = logging.getLogger(__name__)
 
+MODES = ("json_schema", "json_object_schema", "json_object")
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -67,8 +71,8 @@ class OpenAICompatBackend:
         structured: str = "auto",
         rng: random.Random | None = None,
     ):
-        if structured not in ("auto", "json_schema", "json_object"):
-            raise ValueError(f"structured must be auto, json_schema or json_object, not {structured!r}")
+        if structured not in ("auto",) + MODES:
+            raise ValueError(f"structured must be auto or one of {MODES}, not {structured!r}")
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env
@@ -80,7 +84,7 @@ class OpenAICompatBackend:
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
-        self._mode = "json_schema" if structured in ("auto", "json_schema") else "json_object"
+        self._mode = "json_schema" if structured == "auto" else structured
         self._may_downgrade = structured == "auto"
         self._rng = rng or random.Random()
         self._lock = threading.Lock()
@@ -93,7 +97,7 @@ class OpenAICompatBackend:
 
     @property
     def structured_mode(self) -> str:
-        """``json_schema`` until the server proved it lacks it, then ``json_object``."""
+        """The response format in use: one of :data:`MODES`."""
         return self._mode
 
     # -- helpers ----------------------------------------------------------
@@ -104,6 +108,8 @@ class OpenAICompatBackend:
         if mode == "json_schema":
             name = str(schema.get("title") or "answer")[:64]
             return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": False}}
+        if mode == "json_object_schema":
+            return {"type": "json_object", "schema": schema}
         return {"type": "json_object"}
 
     def _payload(self, messages: Sequence[Message], schema: dict[str, Any], params: SamplingParams, mode: str) -> dict:
@@ -154,11 +160,12 @@ class OpenAICompatBackend:
             raise _Retryable(self._scrub(f"connection error ({type(exc).__name__}: {exc})")) from None
         status = resp.status_code
         body = self._scrub(resp.text[:300]).replace("\n", " ")
-        if status in (400, 422) and mode == "json_schema" and self._may_downgrade:
+        if status in (400, 422) and self._may_downgrade and mode != MODES[-1]:
+            nxt = MODES[MODES.index(mode) + 1]
             with self._lock:
-                self._mode = "json_object"
-            log.warning("%s rejected response_format json_schema (HTTP %d); using JSON mode + validation",
-                        self.base_url, status)
+                if self._mode == mode:
+                    self._mode = nxt
+            log.warning("%s rejected response format %s (HTTP %d); trying %s", self.base_url, mode, status, nxt)
             return self._attempt(url, messages, schema, params)
         if status in (401, 403):
             raise LLMAuthError(
