@@ -8,6 +8,7 @@ a different embedder is a configuration error, reported as one line.
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -28,11 +29,16 @@ def open_client(path: str | Path):
 def open_collection(client, name: str, embedder):
     if embedder is None:
         raise ConfigError("memory collections need an explicit embedder (hashing or minilm); chromadb's default downloads a model")
+    sig = json.dumps({"name": embedder.name(), "config": embedder.get_config()}, sort_keys=True)
     try:
-        return client.get_or_create_collection(name=name, embedding_function=embedder,
-                                               configuration={"hnsw": {"space": "cosine"}})
+        col = client.get_or_create_collection(name=name, embedding_function=embedder, metadata={"fincon_embedder": sig},
+                                              configuration={"hnsw": {"space": "cosine"}})
     except ValueError as exc:
         raise ConfigError(f"memory collection {name} was built with another embedder ({exc}); reopen it with the same embedder or start a new run store") from exc
+    old = (col.metadata or {}).get("fincon_embedder")
+    if old != sig:
+        raise ConfigError(f"memory collection {name} was built with another embedder ({old}, not {sig}); reopen it with the same embedder or start a new run store")
+    return col
 
 
 class MemoryStore:

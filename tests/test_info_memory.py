@@ -1,0 +1,191 @@
+"""Procedural / episodic / working memory on chromadb, embedders, lexicon."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fincon.data.events import Event, EventStore, sample_store
+from fincon.data.lexicon import LoughranMcDonald
+from fincon.errors import ConfigError
+from fincon.memory import DEFAULT_DECAY, MemoryEntry, MemoryStore
+from fincon.memory.embedders import HashingEmbedder, MiniLMEmbedder
+from fincon.memory.working import LexiconSummariser, LLMSummariser, WorkingMemory
+
+
+@pytest.fixture()
+def store(tmp_path):
+    return MemoryStore(tmp_path / "mem", HashingEmbedder())
+
+
+def entry(i, day, source="news", text="tesla deliveries demand", **meta):
+    return MemoryEntry(id=f"m{i}", ticker="TSLA", source=source, day=pd.Timestamp(day), text=text, metadata=meta)
+
+
+def test_a13_score_is_scaled_relevancy_plus_decayed_importance(store):
+    pm = store.procedural("news-analyst", "TSLA")
+    pm.add([entry(1, "2022-10-01", "news", "tesla cuts prices on model y"),
+            entry(2, "2022-10-01", "10-K", "annual report risk factors and liquidity"),
+            entry(3, "2022-10-31", "10-Q", "quarterly revenue rose on deliveries")])
+    q = "tesla prices model y"
+    top = pm.retrieve(q, "2022-11-01", k=3)
+    emb = HashingEmbedder()
+    qv = np.asarray(emb([q])[0])
+    for s in top:
+        dec = DEFAULT_DECAY[s.source]
+        dt = (pd.Timestamp("2022-11-01") - s.day).days
+        v = np.asarray(emb([s.text])[0])
+        cos = float(v @ qv / np.linalg.norm(v) / np.linalg.norm(qv))
+        imp = dec.value * dec.theta ** dt
+        assert s.age_days == dt
+        assert s.relevancy == pytest.approx(cos, abs=1e-5)
+        assert s.importance == pytest.approx(imp)
+        assert s.score == pytest.approx((cos + 1) / 2 + min(imp / 100, 1), abs=1e-5)
+    assert [s.id for s in top][0] == "m3"  # fresh 10-Q beats a month-old relevant news item
+    scores = [s.score for s in top]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_news_fades_faster_than_filings():
+    d = DEFAULT_DECAY
+    assert d["news"].theta < d["analyst_note"].theta < d["10-Q"].theta == d["earnings_call"].theta < d["10-K"].theta
+    for age in (5, 30, 90):
+        assert d["news"].importance(age) < d["10-Q"].importance(age) < d["10-K"].importance(age)
+
+
+def test_retrieval_is_point_in_time_and_top_k(store):
+    pm = store.procedural("a", "TSLA")
+    pm.add([entry(i, pd.Timestamp("2022-10-01") + pd.Timedelta(days=i), text=f"item {i} tesla") for i in range(30)])
+    top = pm.retrieve("tesla", "2022-10-10", k=5)
+    assert len(top) == 5 and all(s.day <= pd.Timestamp("2022-10-10") for s in top)
+    assert pm.retrieve("tesla", "2022-09-30") == []
+    assert len(pm.retrieve("tesla", "2022-12-01")) == 5  # default k
+
+
+def test_access_counter_adds_five_and_persists(tmp_path):
+    ms = MemoryStore(tmp_path / "m", HashingEmbedder())
+    pm = ms.procedural("a", "TSLA")
+    pm.add([entry(1, "2022-06-01", text="old news about tesla"), entry(2, "2022-10-30", text="fresh news about tesla")])
+    before = {s.id: s for s in pm.retrieve("tesla", "2022-11-01", k=2)}
+    assert pm.mark_critical(["m1", "m1-missing"]) == 1
+    pm.mark_critical(["m1"])
+    # reopen from disk with the embedder passed explicitly again
+    pm2 = MemoryStore(tmp_path / "m", HashingEmbedder()).procedural("a", "TSLA")
+    after = {s.id: s for s in pm2.retrieve("tesla", "2022-11-01", k=2)}
+    assert after["m1"].access == 2
+    assert after["m1"].importance == pytest.approx(before["m1"].importance + 10.0)
+    assert after["m2"].importance == pytest.approx(before["m2"].importance)
+
+
+def test_ranking_matches_brute_force_over_all_entries(store):
+    rng = np.random.default_rng(0)
+    words = "tesla demand margin price cut delivery china battery factory recall lawsuit growth guidance".split()
+    srcs = list(DEFAULT_DECAY)[:5]
+    es = [entry(i, pd.Timestamp("2022-01-03") + pd.Timedelta(days=int(rng.integers(0, 300))), srcs[i % 5],
+                " ".join(rng.choice(words, 6))) for i in range(600)]
+    pm = store.procedural("a", "TSLA", pool=20)
+    pm.add(es)
+    day = pd.Timestamp("2022-10-31")
+    emb = HashingEmbedder()
+    for q in ("tesla recall lawsuit", "battery factory china growth"):
+        qv = np.asarray(emb([q])[0])
+        brute = []
+        for e in es:
+            if e.day > day:
+                continue
+            v = np.asarray(emb([e.text])[0])
+            cos = float(v @ qv / np.linalg.norm(v) / np.linalg.norm(qv))
+            imp = DEFAULT_DECAY[e.source].importance((day - e.day).days)
+            brute.append(((cos + 1) / 2 + min(imp / 100, 1), e.id))
+        brute.sort(key=lambda x: (-round(x[0], 6), x[1]))
+        got = pm.retrieve(q, day, k=5)
+        assert [round(s.score, 5) for s in got] == [round(b[0], 5) for b in brute[:5]]
+
+
+def test_batches_above_chroma_max_are_split(store):
+    pm = store.procedural("bulk", "TSLA")
+    maxb = pm.client.get_max_batch_size()
+    n = maxb + 40
+    assert pm.add([entry(i, "2022-01-03", text=f"t{i}") for i in range(n)]) == n
+    assert len(pm) == n
+    assert pm.add([entry(0, "2022-01-03")]) == 0  # re-adding is a no-op
+
+
+def test_reopening_with_another_embedder_is_a_config_error(tmp_path):
+    MemoryStore(tmp_path / "m", HashingEmbedder()).procedural("a", "TSLA").add([entry(1, "2022-01-03")])
+    with pytest.raises(ConfigError, match="another embedder"):
+        MemoryStore(tmp_path / "m", HashingEmbedder(n_features=64)).procedural("a", "TSLA")
+
+
+def test_episodic_memory_is_point_in_time(store):
+    ep = store.episodic("manager")
+    ep.add("2022-10-03", "reflection", "momentum worked in a rising market")
+    ep.add("2022-10-10", "belief", "trust filings over news", {"version": 1})
+    ep.add("2022-12-01", "belief", "future belief")
+    assert [e.text for e in ep.recent("2022-11-01")] == ["momentum worked in a rising market", "trust filings over news"]
+    assert ep.latest_belief("2022-11-01").metadata == {"version": 1}
+    assert all(e.day <= pd.Timestamp("2022-11-01") for e in ep.search("belief", "2022-11-01", k=5))
+
+
+def test_working_memory_summarises_new_events_once(store):
+    st = sample_store(["NIO"])
+    pm = store.procedural("analyst", "NIO")
+    wm = WorkingMemory(LexiconSummariser(), pm)
+    n = []
+    for d in pd.bdate_range("2022-10-24", "2022-10-28"):
+        n.append(len(wm.step(st.view_at(d), "NIO")))
+    assert n[0] > 50 and all(1 <= x <= 6 for x in n[1:])
+    assert len(pm) == sum(n)
+    top = pm.retrieve("Nio electric vehicles outlook", "2022-10-28")
+    assert all("[synthetic]" in s.text and "Tone:" in s.text for s in top)
+
+
+class FakeLLM:
+    def __init__(self, fail_on=()):
+        self.prompts, self.fail_on = [], fail_on
+
+    def complete(self, prompt: str) -> str:
+        self.prompts.append(prompt)
+        if any(f in prompt for f in self.fail_on):
+            raise RuntimeError("backend down")
+        return "Summary: " + prompt.split("---", 1)[1].strip().splitlines()[1][:40]
+
+
+def test_llm_summariser_uses_template_and_counts_fallbacks():
+    evs = [Event(id="a", ticker="TSLA", source="news", published_at="2022-11-01 09:00", text="Line0\nTesla profits rose"),
+           Event(id="b", ticker="TSLA", source="news", published_at="2022-11-01 10:00", text="Line0\nBOOM losses")]
+    llm = FakeLLM(fail_on=("BOOM",))
+    s = LLMSummariser(llm, role="news analyst")
+    out = s.summarise("TSLA", pd.Timestamp("2022-11-01"), evs)
+    assert "news analyst" in llm.prompts[0] and "Source: news" in llm.prompts[0]
+    assert out[0].text == "Summary: Tesla profits rose" and out[0].metadata["summariser"] == "llm"
+    assert out[1].metadata["summariser"] == "lexicon-fallback" and s.fallbacks == 1
+
+
+def test_lexicon_lists_and_scores():
+    lm = LoughranMcDonald()
+    assert len(lm.words("Negative")) > 2000 and len(lm.words("Positive")) > 300
+    assert "UNCERTAIN" in lm.words("Uncertainty") and "LITIGATION" in lm.words("Litigious")
+    s = lm.score("Strong gains and improved margins amid litigation.")
+    assert s.counts["Positive"] == 3 and s.counts["Litigious"] == 1 and s.tone == pytest.approx(0.5)
+    with pytest.raises(ConfigError):
+        lm.words("Happy")
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    return MiniLMEmbedder()
+
+
+def test_minilm_loads_offline_from_the_wheel(minilm, tmp_path):
+    v = np.asarray(minilm(["Revenue rose sharply this quarter", "Sales increased strongly", "The cat sleeps on the sofa"]))
+    assert v.shape == (3, 384)
+    assert os.environ.get("HF_HUB_OFFLINE") == "1"  # loading never tried the hub
+    assert np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-4)
+    assert v[0] @ v[1] > v[0] @ v[2] + 0.3
+    pm = MemoryStore(tmp_path / "m", minilm).procedural("a", "TSLA")
+    pm.add([entry(1, "2022-10-31", text="Sales increased strongly"), entry(2, "2022-10-31", text="The cat sleeps")])
+    assert pm.retrieve("revenue growth", "2022-11-01", k=1)[0].id == "m1"
