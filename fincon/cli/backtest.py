@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import math
 import sys
 from pathlib import Path
@@ -154,12 +156,31 @@ def format_table(columns: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+@contextlib.contextmanager
+def _stdout_to_stderr(active: bool):
+    """Send file descriptor 1 to stderr while active: native solvers (OSQP)
+    sometimes print to the C-level stdout, which would corrupt --json."""
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def run(args: argparse.Namespace) -> int:
     from fincon.engine.runner import BENCHMARK, run_config
 
     cfg = build_config(args)
     progress = not args.no_progress and not args.json
-    report = run_config(cfg, args.out, progress=progress)
+    with _stdout_to_stderr(args.json):
+        report = run_config(cfg, args.out, progress=progress)
     columns = {n: r.metrics.as_dict() for n, r in report.results.items()}
     if report.benchmark is not None:
         columns[f"{BENCHMARK} (benchmark)"] = report.benchmark.metrics.as_dict()

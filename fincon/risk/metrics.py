@@ -30,8 +30,11 @@ INITIAL_VALUE = 1_000_000.0
 
 
 def log_returns(values: np.ndarray) -> np.ndarray:
+    """Daily log returns; NaN where the value is not positive (a ruined book)."""
     v = np.asarray(values, dtype=float)
-    return np.log(v[1:] / v[:-1])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = v[1:] / v[:-1]
+        return np.where(ratio > 0, np.log(np.where(ratio > 0, ratio, 1.0)), np.nan)
 
 
 def simple_returns(values: np.ndarray) -> np.ndarray:

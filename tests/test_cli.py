@@ -1,0 +1,96 @@
+"""The CLI as a user runs it: tables, --json, run directories, plots, reruns."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fincon.cli.main import main
+
+RUN_FILES = {"config.yaml", "equity.csv", "positions.csv", "trades.csv", "decisions.jsonl",
+             "metrics.json", "summary.json", "equity.png"}
+
+
+def test_json_single_ticker_buy_and_hold(tmp_path, capsys):
+    out = tmp_path / "bh"
+    code = main(["backtest", "--ticker", "TSLA", "--strategy", "buy-and-hold", "--start", "2022-10-05",
+                 "--end", "2023-06-09", "--json", "--out", str(out)])
+    assert code == 0
+    obj = json.loads(capsys.readouterr().out)
+    for key in ("cr_pct", "sharpe", "mdd_pct", "cvar_pct", "cr_paper_pct", "var_pct", "win_rate"):
+        assert key in obj
+    eq = pd.read_csv(out / "equity.csv")
+    assert obj["cr_pct"] == pytest.approx(100 * np.log(eq.value.iloc[-1] / eq.value.iloc[0]), abs=1e-6)
+    assert set(p.name for p in out.iterdir()) == RUN_FILES
+    assert obj["status"] == "complete" and obj["run_dir"] == str(out)
+
+
+def test_table_shows_strategy_next_to_buy_and_hold(tmp_path, capsys):
+    out = tmp_path / "mk"
+    assert main(["backtest", "--tickers", "TSLA,MSFT,PFE", "--strategy", "markowitz", "--out", str(out),
+                 "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    header = next(line for line in text.splitlines() if "markowitz" in line)
+    assert "buy-and-hold (benchmark)" in header
+    assert "CVaR %" in text and "max drawdown %" in text
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["benchmark"]["strategy"] == "buy-and-hold"
+    positions = pd.read_csv(out / "positions.csv")
+    assert set(positions.columns) == {"date", "ticker", "shares", "weight"}
+    assert positions.groupby("date").weight.sum().iloc[1:-1].between(0.999, 1.0 + 1e-9).all()
+
+
+def test_several_strategies_make_a_comparison_directory(tmp_path, capsys):
+    out = tmp_path / "cmp"
+    assert main(["backtest", "--tickers", "TSLA,MSFT,PFE", "--strategy", "buy-and-hold,markowitz,equal-weight",
+                 "--json", "--out", str(out)]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert set(obj["strategies"]) == {"buy-and-hold", "markowitz", "equal-weight"}
+    for name in obj["strategies"]:
+        assert set(p.name for p in (out / name).iterdir()) == RUN_FILES
+    assert (out / "equity.png").stat().st_size > 10_000
+
+
+def test_same_config_gives_byte_identical_run(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    args = ["backtest", "--tickers", "TSLA,MSFT", "--strategy", "markowitz", "--param", "markowitz.lookback=40",
+            "--commission", "0.001", "--no-progress"]
+    assert main([*args, "--out", str(a)]) == 0
+    # rerun from the resolved config the first run wrote
+    assert main(["backtest", "--config", str(a / "config.yaml"), "--no-progress", "--out", str(b)]) == 0
+    for name in sorted(RUN_FILES):
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+def test_existing_run_directory_is_never_overwritten(tmp_path, capsys):
+    out = tmp_path / "r"
+    out.mkdir()
+    (out / "precious.txt").write_text("keep me")
+    assert main(["backtest", "--ticker", "TSLA", "--out", str(out), "--no-progress"]) == 0
+    assert (out / "precious.txt").read_text() == "keep me"
+    assert (tmp_path / "r-2" / "metrics.json").exists()
+    assert "r-2" in capsys.readouterr().out
+
+
+def test_plot_command_draws_several_runs(tmp_path, capsys):
+    runs = []
+    for s in ("buy-and-hold", "sma-cross"):
+        runs.append(tmp_path / s)
+        assert main(["backtest", "--ticker", "NVDA", "--strategy", s, "--out", str(runs[-1]),
+                     "--no-progress", "--no-benchmark"]) == 0
+    png = tmp_path / "cmp.png"
+    assert main(["plot", *map(str, runs), "--out", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    assert main(["plot", str(tmp_path / "nothing")]) == 2
+    assert "not a run directory" in capsys.readouterr().err
+
+
+def test_console_script_help_teaches():
+    proc = subprocess.run([sys.executable, "-m", "fincon.cli.main", "backtest", "--help"],
+                          capture_output=True, text=True, check=True)
+    for word in ("--ticker", "--strategy", "--fill", "--param", "examples:", "markowitz", "decisions.jsonl"):
+        assert word in proc.stdout

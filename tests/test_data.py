@@ -1,0 +1,173 @@
+"""Price sources and bad input: one-line errors, exit 2, nothing half-written."""
+
+import gzip
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fincon.cli.main import main
+from fincon.data.prices import validate_bars
+from fincon.data.sources import CsvDirSource, YFinanceSource, make_source
+from fincon.errors import DataError, SourceUnavailable
+
+SAMPLE = Path(make_source("sample").describe("TSLA")).parent
+
+
+def good_frame(n=60) -> pd.DataFrame:
+    raw = pd.read_csv(SAMPLE / "TSLA.csv.gz")
+    return raw[(raw.Date >= "2022-10-05")].head(n).reset_index(drop=True)
+
+
+BAD_CASES = {
+    "missing column": (lambda f: f.drop(columns=["Adj Close"]), "missing column(s) Adj Close"),
+    "nan": (lambda f: f.assign(Close=f.Close.where(f.index != 3)), "missing or non-numeric Close on 2022-10-10"),
+    "duplicate": (lambda f: pd.concat([f.iloc[:5], f.iloc[4:]]), "duplicate date 2022-10-11"),
+    "unsorted": (lambda f: f.iloc[[0, 2, 1] + list(range(3, len(f)))], "not sorted ascending"),
+    "non-positive": (lambda f: f.assign(Open=f.Open.where(f.index != 2, -1.0)), "non-positive Open (-1.0) on 2022-10-07"),
+    "bad date": (lambda f: f.assign(Date=f.Date.where(f.index != 1, "yesterday")), "unparsable date 'yesterday'"),
+    "text price": (lambda f: f.astype({"High": object}).assign(High=lambda g: g.High.where(g.index != 0, "n/a")), "non-numeric High"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CASES))
+def test_validate_bars_names_the_problem(case):
+    mutate, expected = BAD_CASES[case]
+    with pytest.raises(DataError) as err:
+        validate_bars(mutate(good_frame()), "TSLA", "x.csv")
+    assert expected in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CASES))
+def test_cli_bad_csv_exits_2_with_one_line_and_no_run_dir(case, tmp_path, capsys):
+    mutate, expected = BAD_CASES[case]
+    data = tmp_path / "data"
+    data.mkdir()
+    mutate(good_frame()).to_csv(data / "TSLA.csv", index=False)
+    out = tmp_path / "runs" / "r"
+    code = main(["backtest", "--ticker", "TSLA", "--data", str(data), "--start", "2022-10-05",
+                 "--end", "2022-11-30", "--out", str(out), "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(err) == 1 and err[0].startswith("fincon: error:") and expected in err[0]
+    assert not out.exists()
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_unreadable_csv_is_one_line(tmp_path):
+    (tmp_path / "TSLA.csv").write_bytes(b"\x00\xff\xfe garbage \x00")
+    with pytest.raises(DataError, match="TSLA"):
+        validate_bars(CsvDirSource(tmp_path).load("TSLA", None, None), "TSLA", "x")
+
+
+BAD_ARGS = [
+    (["--ticker", "NOPE"], "unknown ticker 'NOPE'"),
+    (["--ticker", "TSLA", "--start", "2010-01-04", "--end", "2010-06-01"], "no data in 2010-01-04..2010-06-01"),
+    (["--ticker", "TSLA", "--start", "2023-01-01", "--end", "2022-01-01"], "start 2023-01-01 is after end 2022-01-01"),
+    (["--ticker", "COIN", "--start", "2021-01-04", "--end", "2021-12-31"], "outside the data"),
+    (["--ticker", "TSLA", "--end", "2030-01-01"], "outside the data"),
+    (["--strategy", "nope"], "unknown strategy 'nope'"),
+    (["--strategy", "markowitz", "--param", "markowitz.lookbak=5"], "unknown key 'strategy_params.markowitz.lookbak'"),
+    (["--strategy", "sma-cross", "--param", "sma-cross.fast=50"], "fast (50) must be smaller than slow (30)"),
+    (["--commission", "-1"], "broker.commission"),
+    (["--start", "2022-02-30"], "start:"),
+    (["--param", "oops"], "expected STRATEGY.KEY=VALUE"),
+]
+
+
+@pytest.mark.parametrize("args,expected", BAD_ARGS, ids=[" ".join(a) for a, _ in BAD_ARGS])
+def test_cli_bad_arguments(args, expected, tmp_path, capsys):
+    out = tmp_path / "r"
+    code = main(["backtest", *args, "--out", str(out), "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(err) == 1 and expected in err[0], err
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_bad_config_file_names_the_key(tmp_path, capsys):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("tickers: [TSLA]\nbroker:\n  comission: 0.01\n")
+    assert main(["backtest", "--config", str(cfg)]) == 2
+    assert "unknown key 'broker.comission'" in capsys.readouterr().err
+    cfg.write_text("tickers: [TSLA\n")
+    assert main(["backtest", "--config", str(cfg)]) == 2
+    assert "not valid YAML" in capsys.readouterr().err
+
+
+def test_csv_dir_source_matches_sample(tmp_path):
+    for t in ("TSLA", "MSFT"):
+        with gzip.open(SAMPLE / f"{t}.csv.gz") as src, open(tmp_path / f"{t}.csv", "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    rows = {}
+    for label, extra in (("csv", ["--data", str(tmp_path)]), ("sample", [])):
+        out = tmp_path / f"out-{label}"
+        assert main(["backtest", "--tickers", "TSLA,MSFT", "--strategy", "equal-weight", "--out", str(out),
+                     "--no-progress", *extra]) == 0
+        rows[label] = (out / "equity.csv").read_bytes()
+    assert rows["csv"] == rows["sample"]
+
+
+def test_yfinance_empty_answer_is_a_clear_failure(tmp_path, monkeypatch):
+    import yfinance
+
+    monkeypatch.setattr(yfinance, "download", lambda *a, **k: pd.DataFrame())
+    src = YFinanceSource(tmp_path / "cache")
+    with pytest.raises(SourceUnavailable) as err:
+        src.load("TSLA", pd.Timestamp("2022-10-05"), pd.Timestamp("2023-06-09"))
+    msg = str(err.value)
+    assert str(tmp_path / "cache" / "TSLA.csv") in msg and "--data" in msg
+
+
+def test_yfinance_cache_is_used_without_network(tmp_path, monkeypatch):
+    import yfinance
+
+    def no_network(*a, **k):
+        raise AssertionError("network used although the cache covers the window")
+
+    monkeypatch.setattr(yfinance, "download", no_network)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    with gzip.open(SAMPLE / "TSLA.csv.gz") as src, open(cache / "TSLA.csv", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    out = tmp_path / "run"
+    assert main(["backtest", "--ticker", "TSLA", "--source", "yfinance", "--cache-dir", str(cache),
+                 "--out", str(out), "--no-progress"]) == 0
+    assert (out / "metrics.json").exists()
+
+
+def test_yfinance_download_is_written_to_cache(tmp_path, monkeypatch):
+    import yfinance
+
+    frame = good_frame(300).set_index("Date")
+    frame.index = pd.to_datetime(frame.index)
+    frame.index.name = "Date"
+    monkeypatch.setattr(yfinance, "download", lambda *a, **k: frame)
+    src = YFinanceSource(tmp_path)
+    got = src.load("TSLA", pd.Timestamp("2022-10-05"), pd.Timestamp("2022-12-01"))
+    assert (tmp_path / "TSLA.csv").exists()
+    assert list(got.columns) == ["Date", "Open", "High", "Low", "Close", "Adj Close", "Volume"]
+
+
+def test_real_yfinance_offline_fails_fast(tmp_path):
+    """On a machine without Yahoo access the real call fails in seconds with
+    one line; with access it downloads (then this only checks it is quick)."""
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "fincon.cli.main", "backtest", "--ticker", "TSLA", "--source", "yfinance",
+         "--cache-dir", str(tmp_path / "c"), "--out", str(tmp_path / "r"), "--no-progress", "--json"],
+        capture_output=True, text=True, timeout=120,
+    )
+    elapsed = time.monotonic() - t0
+    if proc.returncode != 0:
+        assert proc.returncode == 2
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and "yfinance returned no data" in lines[0] and "--data" in lines[0], proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert elapsed < 30
+        assert not (tmp_path / "r").exists()

@@ -1,0 +1,137 @@
+"""The backtrader loop: exact values by hand and against backtrader's analyzers."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import END, START, backtest, market_for
+from fincon.data.view import MarketData
+from fincon.strategies import Decision, StopRun, Strategy, make_strategy
+
+
+@pytest.mark.parametrize("ticker", ["TSLA", "PFE", "MSFT"])
+def test_buy_and_hold_cr_equals_log_price_ratio(ticker, raw_tsla):
+    market = market_for([ticker])
+    res = backtest(market, make_strategy("buy-and-hold"))
+    raw = market.frame(ticker)["close"]  # Adj Close in the window
+    expected = 100 * math.log(raw.iloc[-1] / raw.iloc[0])
+    assert round(res.metrics.cr_pct, 3) == round(expected, 3)
+    assert res.metrics.cr_paper_pct == pytest.approx(expected, abs=1e-9)
+    assert res.metrics.n_trades == 1 and res.metrics.turnover == pytest.approx(1.0, abs=1e-6)
+
+
+def test_adj_close_is_used_not_close():
+    # PFE pays dividends: Adj Close and Close ratios differ over the window
+    from fincon.data.sources import make_source
+
+    raw = make_source("sample").load("PFE", START, END)
+    raw = raw[(pd.to_datetime(raw.Date) >= START) & (pd.to_datetime(raw.Date) <= END)]
+    adj = 100 * math.log(raw["Adj Close"].iloc[-1] / raw["Adj Close"].iloc[0])
+    close = 100 * math.log(raw["Close"].iloc[-1] / raw["Close"].iloc[0])
+    assert abs(adj - close) > 0.5
+    res = backtest(market_for(["PFE"]), make_strategy("buy-and-hold"))
+    assert res.metrics.cr_pct == pytest.approx(adj, abs=1e-3)
+
+
+@pytest.mark.parametrize("name", ["buy-and-hold", "equal-weight", "markowitz", "sma-cross"])
+def test_equity_matches_backtrader_analyzers(name):
+    strategy = make_strategy(name)
+    market = market_for(["TSLA", "MSFT", "PFE"], warmup=strategy.warmup)
+    res = backtest(market, strategy)
+    ours = res.values[1:] / res.values[:-1] - 1
+    theirs = np.array(list(res.analyzers["timereturn"].values()))
+    assert len(theirs) == len(res.values)
+    assert theirs[0] == pytest.approx(0.0)
+    np.testing.assert_allclose(ours, theirs[1:], rtol=0, atol=1e-12)
+    assert res.metrics.mdd_pct == pytest.approx(res.analyzers["drawdown_max_pct"], abs=1e-9)
+
+
+def test_commission_and_slippage_cost_exactly_what_they_should():
+    market = market_for(["MSFT"])
+    p = market.frame("MSFT")["close"]
+    c = 0.001
+    res = backtest(market, make_strategy("buy-and-hold"), commission=c)
+    v0 = 1_000_000.0
+    shares = v0 * (1 - 1e-9) / (p.iloc[0] * (1 + c))
+    expected_final = shares * p.iloc[-1] + v0 * 1e-9
+    assert res.values[-1] == pytest.approx(expected_final, rel=1e-9)
+    assert res.trades["commission"].iloc[0] == pytest.approx(shares * p.iloc[0] * c, rel=1e-9)
+    # slippage fills worse than the close
+    slipped = backtest(market, make_strategy("buy-and-hold"), slippage=0.002)
+    assert slipped.trades["price"].iloc[0] == pytest.approx(p.iloc[0] * 1.002, rel=1e-9)
+    assert slipped.values[-1] < backtest(market, make_strategy("buy-and-hold")).values[-1]
+
+
+class _ShortOnce(Strategy):
+    name = "short-once"
+
+    def decide(self, view):
+        return Decision.from_action(view.tickers[0], "sell") if view.day == 0 else None
+
+
+def test_short_position_value_and_paper_cr():
+    market = market_for(["TSLA"])
+    p = market.frame("TSLA")["close"]
+    res = backtest(market, _ShortOnce())
+    ratio = p.iloc[-1] / p.iloc[0]
+    assert res.values[-1] == pytest.approx(1_000_000.0 * (2 - ratio), rel=1e-9)
+    assert res.metrics.cr_paper_pct == pytest.approx(-100 * math.log(ratio), abs=1e-9)
+    assert (res.positions["weight"].iloc[:-1] < 0).all()
+
+
+def test_next_open_fills_at_the_following_open():
+    market = market_for(["TSLA"])
+    bars = market.frame("TSLA")
+    res = backtest(market, make_strategy("buy-and-hold"), fill="next_open")
+    fill = res.trades.iloc[0]
+    assert fill["date"] == bars.index[1].strftime("%Y-%m-%d")
+    assert fill["price"] == pytest.approx(bars["open"].iloc[1])
+    assert res.rejected_orders == 0
+    # value on the last day: all cash went in at day-1 open
+    expected = 1_000_000.0 * (1 - 1e-9) / bars["open"].iloc[1] * bars["close"].iloc[-1]
+    assert res.values[-1] == pytest.approx(expected, rel=1e-8)
+    # day 0 held nothing at its close, so paper CR skips the first day's move
+    close = bars["close"]
+    assert res.metrics.cr_paper_pct == pytest.approx(100 * math.log(close.iloc[-1] / close.iloc[1]), abs=1e-9)
+
+
+def test_close_fill_positions_weight_one_from_day_zero():
+    res = backtest(market_for(["TSLA"]), make_strategy("buy-and-hold"))
+    w = res.positions["weight"].to_numpy()
+    assert w == pytest.approx(np.ones_like(w), abs=1e-6)
+
+
+class _StopAfter(Strategy):
+    name = "stop-after"
+
+    def __init__(self, n):
+        self.n = n
+
+    def decide(self, view):
+        if view.day == self.n:
+            raise StopRun("budget exhausted")
+        return Decision(weights={view.tickers[0]: 1.0}) if view.day == 0 else None
+
+
+def test_stop_run_keeps_finished_days_only():
+    res = backtest(market_for(["TSLA"]), _StopAfter(5))
+    assert res.stopped == "budget exhausted"
+    assert len(res.values) == 5 and len(res.decisions) == 5
+    assert not np.isnan(res.values).any()
+
+
+def test_multi_ticker_rebalance_reaches_target_weights():
+    strategy = make_strategy("equal-weight", {"rebalance_every": 1})
+    res = backtest(market_for(["TSLA", "MSFT", "PFE"]), strategy)
+    w = res.positions.pivot(index="date", columns="ticker", values="weight")
+    assert w.to_numpy()[:-1] == pytest.approx(np.full((len(w) - 1, 3), 1 / 3), abs=1e-6)
+    assert res.rejected_orders == 0
+
+
+def test_decision_from_action_validates():
+    with pytest.raises(ValueError):
+        Decision.from_action("TSLA", "short")
+    assert Decision.from_action("TSLA", "hold").weights == {}
+    assert Decision.from_action("TSLA", "buy", 0.5).weights == {"TSLA": 0.5}

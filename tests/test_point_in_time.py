@@ -1,0 +1,93 @@
+"""Point in time: perturbing every price after day t changes nothing up to t.
+
+For every strategy, the prices (all fields) of every day after t are
+scrambled; every decision taken up to t, and the equity up to t, must be
+identical. A spy strategy also hashes everything a view exposes each day.
+"""
+
+import hashlib
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import backtest, market_for
+from fincon.data.view import FIELDS, MarketData
+from fincon.strategies import Strategy, make_strategy
+from fincon.strategies.registry import STRATEGIES
+
+TICKERS = ["TSLA", "MSFT", "PFE"]
+CUT = 60  # decision day t (index within the backtest window)
+
+
+def perturbed(market: MarketData, cut_day: int, seed: int = 7) -> MarketData:
+    """Same market, but every row after backtest day ``cut_day`` scrambled."""
+    rng = np.random.default_rng(seed)
+    frames = {}
+    absolute_cut = market.first_index + cut_day
+    for j, t in enumerate(market.tickers):
+        frame = pd.DataFrame({f: market._arrays[f][:, j].copy() for f in FIELDS}, index=market.dates)
+        n_after = len(frame) - absolute_cut - 1
+        shock = rng.uniform(0.3, 3.0, size=(n_after, 1))
+        frame.iloc[absolute_cut + 1 :, :4] = frame.iloc[absolute_cut + 1 :, :4].to_numpy() * shock
+        frame.iloc[absolute_cut + 1 :, 4] = rng.integers(1, 10**9, size=n_after)
+        frames[t] = frame
+    return MarketData(frames, market.first_index)
+
+
+CONFIGS = [(name, {}) for name in sorted(STRATEGIES)] + [
+    ("markowitz", {"form": "signed", "rebalance_every": 1, "lookback": 30}),
+    ("equal-weight", {"rebalance_every": 1}),
+    ("sma-cross", {"fast": 3, "slow": 8, "allow_short": True}),
+]
+
+
+@pytest.mark.parametrize("name,params", CONFIGS, ids=[f"{n}{'-' + str(p) if p else ''}" for n, p in CONFIGS])
+def test_future_prices_do_not_change_decisions(name, params):
+    strategy = make_strategy(name, params)
+    base = market_for(TICKERS, warmup=strategy.warmup)
+    a = backtest(base, make_strategy(name, params))
+    b = backtest(perturbed(base, CUT), make_strategy(name, params))
+    assert a.decisions[: CUT + 1] == b.decisions[: CUT + 1]
+    np.testing.assert_array_equal(a.values[: CUT + 1], b.values[: CUT + 1])
+    # the perturbation is real: something after the cut differs
+    assert not np.array_equal(a.values, b.values)
+
+
+class Spy(Strategy):
+    """Hashes every array a view exposes, each day."""
+
+    name = "spy"
+
+    def __init__(self):
+        self.seen = []
+
+    def decide(self, view):
+        h = hashlib.sha256()
+        for f in FIELDS:
+            h.update(view.matrix(f).tobytes())
+            for t in view.tickers:
+                h.update(view.history(t, f).tobytes())
+        h.update(view.closes().to_numpy().tobytes())
+        h.update(view.returns().to_numpy().tobytes())
+        h.update(json.dumps(dict(view.portfolio.shares), sort_keys=True).encode())
+        self.seen.append((str(view.date.date()), view.available, h.hexdigest()))
+        return None
+
+
+def test_view_exposes_nothing_after_its_day():
+    base = market_for(TICKERS, warmup=20)
+    spy_a, spy_b = Spy(), Spy()
+    backtest(base, spy_a)
+    backtest(perturbed(base, CUT), spy_b)
+    assert spy_a.seen[: CUT + 1] == spy_b.seen[: CUT + 1]
+    assert spy_a.seen[CUT + 1] != spy_b.seen[CUT + 1]
+    # the view of day k shows exactly warm-up + k + 1 rows
+    assert [s[1] for s in spy_a.seen[:3]] == [21, 22, 23]
+
+
+def test_view_arrays_are_read_only():
+    view = market_for(["TSLA"]).view_at(5)
+    with pytest.raises(ValueError):
+        view.history("TSLA")[0] = 1.0
