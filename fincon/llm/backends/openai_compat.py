@@ -8,8 +8,8 @@ vendor SDK decides retries or logging for us.
   told otherwise) when the backend is built. It is never taken from a config
   file, never part of a cache key, and scrubbed from every error message.
 * Structured output: first ``response_format={"type": "json_schema", ...}``
-  (OpenAI, vLLM, Ollama, LM Studio); a server that rejects it with HTTP
-  400/422 is stepped down, for the rest of the run, to
+  (OpenAI, vLLM, Ollama, LM Studio); a server that rejects it (HTTP 400/422,
+  or llama.cpp's server: a 500 naming ``response_format``) is stepped down, for the rest of the run, to
   ``{"type": "json_object", "schema": ...}`` (llama.cpp's server: grammar
   from the schema) and then to plain JSON mode ``{"type": "json_object"}``.
   The schema is in the prompt either way and the client validates every
@@ -160,7 +160,8 @@ class OpenAICompatBackend:
             raise _Retryable(self._scrub(f"connection error ({type(exc).__name__}: {exc})")) from None
         status = resp.status_code
         body = self._scrub(resp.text[:300]).replace("\n", " ")
-        if status in (400, 422) and self._may_downgrade and mode != MODES[-1]:
+        rejects_format = status in (400, 422) or (status == 500 and "response_format" in body)
+        if rejects_format and self._may_downgrade and mode != MODES[-1]:
             nxt = MODES[MODES.index(mode) + 1]
             with self._lock:
                 if self._mode == mode:

@@ -1,0 +1,339 @@
+"""The ``openai`` backend against a real OpenAI-compatible server.
+
+A session fixture starts llama.cpp's server (``python -m llama_cpp.server``,
+from llama-cpp-python[server]) on localhost with the bundled 0.5B model and
+an API key; a small stdlib HTTP proxy in front of it injects the faults a
+real deployment meets: 429 and 500 responses, a hang (client timeout), a
+malformed body, a schema-invalid answer and a 404.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+import pytest
+from pydantic import BaseModel, Field
+
+pytest.importorskip("llama_cpp.server", reason="llama-cpp-python[server] is built by make install-llm-extras")
+
+from fincon.agents.simple_trader import LLMTrader  # noqa: E402
+from fincon.data.view import MarketData  # noqa: E402
+from fincon.llm import (  # noqa: E402
+    CallCache,
+    LLMAuthError,
+    LLMClient,
+    LLMInvalidAnswer,
+    LLMModelNotFound,
+    LLMSettings,
+    LLMUnavailable,
+    UsageLedger,
+)
+from fincon.llm.backends.openai_compat import OpenAICompatBackend  # noqa: E402
+from fincon.llm.bundled import assemble  # noqa: E402
+from fincon.strategies.base import RunContext, StopRun  # noqa: E402
+
+SECRET = "sk-fincon-test-SECRET-4242-do-not-leak"
+KEY_ENV = "FINCON_TEST_LLM_KEY"
+
+
+class Answer(BaseModel):
+    action: Literal["buy", "sell", "hold"]
+    confidence: float = Field(ge=0, le=1)
+
+
+MSGS = [
+    {"role": "system", "content": "You are a stock trader."},
+    {"role": "user", "content": "TSLA rose five days in a row, +9% in total. Buy, sell or hold?"},
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _completion(content: str) -> bytes:
+    return json.dumps({
+        "id": "fault", "object": "chat.completion", "model": "fault",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+    }).encode()
+
+
+class FaultProxy:
+    """Forwards to the real server unless a fault is queued for the next request."""
+
+    def __init__(self, upstream: str):
+        self.upstream = upstream
+        self.faults: list[str] = []
+        self.log: list[dict] = []  # one entry per request: fault, response_format, status
+        self.headers_seen: list[str] = []
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep pytest output clean
+                pass
+
+            def _send(self, status: int, body: bytes, headers: dict | None = None):
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                try:
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up first (the timeout test)
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                req = json.loads(body)
+                fault = proxy.faults.pop(0) if proxy.faults else "pass"
+                rf = req.get("response_format", {})
+                entry = {"fault": fault, "format": rf.get("type"),
+                         "has_schema": "schema" in rf or "schema" in rf.get("json_schema", {}),
+                         "messages": req["messages"]}
+                proxy.log.append(entry)
+                proxy.headers_seen.append(self.headers.get("Authorization", ""))
+                if fault == "429":
+                    return self._send(429, b'{"error": "rate limited"}', {"Retry-After": "0"})
+                if fault == "500":
+                    return self._send(500, b'{"error": "boom"}')
+                if fault == "404":
+                    return self._send(404, b'{"error": {"message": "model not found"}}')
+                if fault == "hang":
+                    time.sleep(3.0)
+                    return self._send(200, _completion('{"action": "hold", "confidence": 0.5}'))
+                if fault == "malformed":
+                    return self._send(200, b'{"choices": [{"message": ')
+                if fault == "invalid":
+                    return self._send(200, _completion('{"action": "strong buy", "confidence": 0.9}'))
+                if fault == "canned":
+                    return self._send(200, _completion('{"action": "hold", "confidence": 0.5}'))
+                upstream = urllib.request.Request(
+                    proxy.upstream + self.path, data=body, method="POST",
+                    headers={"Content-Type": "application/json",
+                             "Authorization": self.headers.get("Authorization", "")},
+                )
+                try:
+                    with urllib.request.urlopen(upstream, timeout=120) as r:
+                        status, data = r.status, r.read()
+                except urllib.error.HTTPError as e:
+                    status, data = e.code, e.read()
+                entry["status"] = status
+                self._send(status, data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(scope="session")
+def llama_server():
+    model = assemble("qwen2.5-coder-0.5b")
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
+         "--port", str(port), "--n_ctx", "2048", "--n_threads", "2", "--api_key", SECRET,
+         "--model_alias", "qwen-test"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while True:
+        try:
+            urllib.request.urlopen(urllib.request.Request(url + "/v1/models", headers={"Authorization": f"Bearer {SECRET}"}), timeout=2)
+            break
+        except OSError:
+            if proc.poll() is not None or time.time() > deadline:
+                proc.kill()
+                pytest.fail("llama_cpp.server did not start")
+            time.sleep(0.3)
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture
+def proxy(llama_server):
+    p = FaultProxy(llama_server)
+    yield p
+    p.close()
+
+
+@pytest.fixture
+def key_env(monkeypatch):
+    monkeypatch.setenv(KEY_ENV, SECRET)
+
+
+def _backend(proxy, **kw) -> OpenAICompatBackend:
+    kw.setdefault("timeout_s", 60.0)
+    kw.setdefault("backoff_s", 0.05)
+    return OpenAICompatBackend("qwen-test", base_url=proxy.url, api_key_env=KEY_ENV, **kw)
+
+
+def _client(proxy, **kw) -> LLMClient:
+    from fincon.llm.types import SamplingParams
+
+    return LLMClient(_backend(proxy, **kw), ledger=UsageLedger(), params=SamplingParams(max_tokens=40))
+
+
+def test_real_server_answers_schema_valid_json_after_format_stepdown(proxy, key_env):
+    client = _client(proxy)
+    res = client.ask(MSGS, Answer, agent="a", day="2023-01-03")
+    assert res.value.action in ("buy", "sell", "hold") and 0 <= res.value.confidence <= 1
+    assert res.usage.prompt_tokens > 50 and res.usage.completion_tokens > 0 and not res.usage.cache_hit
+    # llama.cpp's server has no json_schema response format: the backend stepped down to
+    # json_object + schema (grammar-constrained) and remembers it
+    assert [(e["format"], e["has_schema"], e.get("status")) for e in proxy.log] == [
+        ("json_schema", True, 500), ("json_object", True, 200)]
+    assert client.backend.structured_mode == "json_object_schema"
+    assert all(h == f"Bearer {SECRET}" for h in proxy.headers_seen)
+
+
+def test_plain_json_mode_plus_validation_also_works(proxy, key_env):
+    res = _client(proxy, structured="json_object").ask(MSGS, Answer)
+    assert isinstance(res.value, Answer)
+    assert [(e["format"], e["has_schema"]) for e in proxy.log] == [("json_object", False)]
+
+
+def test_429_and_500_are_retried_with_backoff(proxy, key_env):
+    proxy.faults += ["429", "500"]
+    client = _client(proxy, structured="json_object_schema")
+    res = client.ask(MSGS, Answer)
+    assert isinstance(res.value, Answer)
+    assert [e["fault"] for e in proxy.log] == ["429", "500", "pass"]
+    assert client.ledger.summary()["llm_calls"] == 1  # one logical call, three HTTP attempts
+
+
+def test_timeout_is_retried(proxy, key_env):
+    proxy.faults += ["hang", "canned"]
+    client = _client(proxy, structured="json_object_schema", timeout_s=1.0)
+    t0 = time.perf_counter()
+    res = client.ask(MSGS, Answer)
+    assert res.value == Answer(action="hold", confidence=0.5)
+    assert time.perf_counter() - t0 < 2.9  # did not wait for the hung response
+    assert [e["fault"] for e in proxy.log] == ["hang", "canned"]
+
+
+def test_malformed_body_is_retried_then_reported(proxy, key_env):
+    proxy.faults += ["malformed"]
+    res = _client(proxy, structured="json_object_schema").ask(MSGS, Answer)
+    assert isinstance(res.value, Answer) and [e["fault"] for e in proxy.log] == ["malformed", "pass"]
+    proxy.faults += ["malformed"] * 2
+    with pytest.raises(LLMUnavailable, match="failed 2 attempts.*malformed response body"):
+        _client(proxy, structured="json_object_schema", max_retries=1).ask(MSGS, Answer)
+
+
+def test_invalid_schema_answer_gets_reasked_against_the_real_model(proxy, key_env):
+    proxy.faults += ["invalid"]
+    client = _client(proxy, structured="json_object_schema")
+    res = client.ask(MSGS, Answer, agent="analyst", day="2023-01-05")
+    assert isinstance(res.value, Answer) and res.usage.reasks == 1 and len(res.keys) == 2
+    reask = proxy.log[1]["messages"]
+    assert reask[-2] == {"role": "assistant", "content": '{"action": "strong buy", "confidence": 0.9}'}
+    assert "Validation error: action: Input should be 'buy', 'sell' or 'hold'" in reask[-1]["content"]
+    s = client.ledger.summary()
+    assert (s["llm_calls"], s["llm_reasks"], s["llm_failures"]) == (2, 1, 0)
+
+
+def test_invalid_twice_is_a_typed_failure(proxy, key_env):
+    proxy.faults += ["invalid", "invalid"]
+    client = _client(proxy, structured="json_object_schema")
+    with pytest.raises(LLMInvalidAnswer) as info:
+        client.ask(MSGS, Answer, agent="analyst", day="2023-01-05")
+    assert len(info.value.keys) == 2 and client.ledger.summary()["llm_failures"] == 1
+
+
+def test_bad_key_is_reported_as_bad_key(proxy, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, "sk-wrong")
+    with pytest.raises(LLMAuthError, match=rf"refused the API key from \${KEY_ENV} \(HTTP 401: bad or missing key\)") as info:
+        _client(proxy).ask(MSGS, Answer)
+    assert "sk-wrong" not in str(info.value)
+    assert len(proxy.log) == 1  # no pointless retries
+
+
+def test_unknown_model_is_reported_as_unknown_model(proxy, key_env):
+    proxy.faults += ["404"]
+    with pytest.raises(LLMModelNotFound, match="does not know model 'qwen-test' \\(HTTP 404: unknown model"):
+        _client(proxy).ask(MSGS, Answer)
+    assert len(proxy.log) == 1
+
+
+def test_unreachable_server_fails_within_seconds(key_env):
+    port = _free_port()
+    backend = OpenAICompatBackend("m", base_url=f"http://127.0.0.1:{port}/v1", api_key_env=KEY_ENV,
+                                  max_retries=2, backoff_s=0.05, connect_timeout_s=1.0)
+    t0 = time.perf_counter()
+    with pytest.raises(LLMUnavailable, match="failed 3 attempts.*connection error"):
+        LLMClient(backend).ask(MSGS, Answer)
+    assert time.perf_counter() - t0 < 5
+
+
+def test_openai_needs_a_key_from_the_environment(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(LLMAuthError, match="set the environment variable OPENAI_API_KEY"):
+        OpenAICompatBackend("gpt-4o-mini")
+
+
+def _market(n_days: int = 14, tickers=("TSLA",)) -> MarketData:
+    dates = pd.bdate_range("2023-01-02", periods=n_days)
+    frames = {}
+    for j, t in enumerate(tickers):
+        rng = np.random.default_rng(7 + j)
+        close = 100 * np.cumprod(1 + rng.normal(0.002, 0.02, n_days))
+        frames[t] = pd.DataFrame({"open": close, "high": close, "low": close, "close": close,
+                                  "volume": np.full(n_days, 1e6)}, index=dates)
+    return MarketData(frames, first_index=n_days - 2)
+
+
+def test_api_key_never_appears_in_anything_the_run_writes(proxy, key_env, tmp_path, caplog):
+    caplog.set_level(logging.DEBUG)
+    settings = LLMSettings(backend="openai", model="qwen-test", base_url=proxy.url, api_key_env=KEY_ENV,
+                           structured="json_object_schema", cache_path=tmp_path / "cache" / "llm.sqlite",
+                           answer_max_tokens=60)
+    strat = LLMTrader(settings)
+    data = _market()
+    ctx = RunContext(run_dir=tmp_path / "run", tickers=data.tickers, config={})
+    strat.start(ctx)
+    proxy.faults += ["invalid", "invalid", "500"]  # day 1: typed failure -> fallback; day 2: a retry
+    decisions = []
+    for t in range(data.first_index, len(data)):
+        d = strat.decide(data.view_at(t))
+        decisions.append(d)
+    summary = strat.finish(ctx)
+    assert decisions[0].rationale.startswith("TSLA: fallback: 5-day momentum")
+    assert summary["llm_fallbacks"] == 1 and summary["llm_failures"] == 1 and summary["llm_reasks"] == 1
+    audit = [json.loads(l) for l in (ctx.run_dir / "llm_audit.jsonl").read_text().splitlines()]
+    assert {e["event"] for e in audit} == {"reask", "failure", "fallback"}
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert {p.name for p in files} >= {"llm.sqlite", "llm_usage.csv", "llm_runtime.csv", "llm_audit.jsonl"}
+    assert len(CallCache(tmp_path / "cache" / "llm.sqlite", "read-write")) == 3
+    for p in files:
+        assert SECRET.encode() not in p.read_bytes(), p
+    assert SECRET not in caplog.text
+    assert all(h == f"Bearer {SECRET}" for h in proxy.headers_seen)  # it was really sent, to the server only
