@@ -31,6 +31,7 @@ from tqdm import tqdm
 
 from fincon.data.view import MarketData, PortfolioSnapshot
 from fincon.engine.broker import BrokerSettings, size_orders
+from fincon.engine.feed import make_feed
 from fincon.risk.metrics import Metrics, compute_metrics
 from fincon.strategies.base import Decision, RunContext, StopRun, Strategy
 
@@ -237,9 +238,9 @@ def run_backtest(
 ) -> BacktestResult:
     """Run ``strategy`` over the backtest window of ``market``."""
     next_open = settings.fill == "next_open"
-    cerebro = bt.Cerebro(stdstats=False, runonce=False, preload=True, cheat_on_open=next_open)
+    cerebro = bt.Cerebro(stdstats=False, preload=True, cheat_on_open=next_open)
     for ticker in market.tickers:
-        cerebro.adddata(bt.feeds.PandasData(dataname=market.frame(ticker), openinterest=None), name=ticker)
+        cerebro.adddata(make_feed(market.frame(ticker), ticker), name=ticker)
     broker = cerebro.broker
     broker.setcash(settings.cash)
     broker.setcommission(commission=settings.commission)

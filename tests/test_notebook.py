@@ -1,0 +1,18 @@
+"""The quickstart notebook runs top to bottom and shows the plot."""
+
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "quickstart.ipynb"
+
+
+def test_quickstart_notebook_executes(tmp_path):
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    assert any("image/png" in o.get("data", {}) for o in outputs)
+    tables = [o["data"]["text/plain"] for o in outputs if "text/plain" in o.get("data", {})]
+    assert any("cr_pct" in t and "markowitz" in t for t in tables)
