@@ -43,7 +43,8 @@ class TradeCall(BaseModel):
 
     action: Literal["buy", "sell", "hold"]
     confidence: float = Field(ge=0.0, le=1.0)
-    reasoning: str = Field(max_length=400)
+    # bounded so the grammar closes the string well before max_tokens
+    reasoning: str = Field(max_length=200)
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,7 @@ class LLMTrader(Strategy):
     def __init__(self, settings: LLMSettings, client: LLMClient | None = None):
         self.settings = settings
         self._client = client
+        self._owns_client = client is None  # a client handed in (shared model) is not closed here
         self.stopped: str | None = None
 
     @property
@@ -151,8 +153,9 @@ class LLMTrader(Strategy):
         rt = ledger.runtime_summary()
         log.info("LLM usage: %d calls, %d live, %d cache hits, %d tokens", summary["llm_calls"],
                  rt["llm_live_calls"], rt["llm_cache_hits"], summary["llm_tokens"])
-        self._client.close()
-        self._client = None
+        if self._owns_client:
+            self._client.close()
+            self._client = None
         return summary
 
 

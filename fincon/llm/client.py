@@ -103,7 +103,7 @@ class LLMClient:
             snippet = " ".join(last_user.split())[:80]
             raise CacheMiss(
                 f"replay: call {key[:16]} (agent {agent!r}, day {day or '-'}, backend {b.name}, "
-                f"model {b.price_model}) is not in {self.cache.path}; prompt starts {snippet!r}. "
+                f"model {getattr(b, 'model_name', b.price_model)}) is not in {self.cache.path}; prompt starts {snippet!r}. "
                 "Re-record with --llm-cache read-write"
             )
         completion = b.complete(msgs, schema, params)

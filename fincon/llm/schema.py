@@ -61,7 +61,9 @@ def parse_answer(text: str, model: type[BaseModel]) -> BaseModel:
         data = json.loads(body)
     except json.JSONDecodeError as exc:
         snippet = body[:80].replace("\n", " ")
-        raise AnswerInvalid(f"not valid JSON ({exc.msg} at char {exc.pos}): {snippet!r}") from None
+        raise AnswerInvalid(
+            f"not valid JSON ({exc.msg} at char {exc.pos} of {len(body)}; was it cut off by max_tokens?): {snippet!r}"
+        ) from None
     if not isinstance(data, dict):
         raise AnswerInvalid(f"expected a JSON object, got {type(data).__name__}")
     try:
