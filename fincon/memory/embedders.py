@@ -91,7 +91,11 @@ class MiniLMEmbedder(EmbeddingFunction[Documents]):
             if m is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
                 from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()
 
                 log.info("loading sentence-transformers model from %s", self.model_dir)
                 m = SentenceTransformer(self.model_dir, device="cpu")

