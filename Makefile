@@ -25,8 +25,15 @@ install-llm-extras:
 	# GGML_NATIVE=OFF keeps the built wheel portable between machines.
 	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install --quiet "llama-cpp-python[server]==0.3.36"
 
+# openai-whisper: --no-deps keeps pip from pulling triton (1 GB, CPU-useless);
+# its real deps (torch pinned above, numba, tiktoken, more-itertools) come from
+# the info extras. ffmpeg (whisper file input, call audio) and espeak-ng (the
+# sample corpus' speech) are Debian packages, installed only when missing.
 install-info-extras:
-	@true
+	@command -v ffmpeg >/dev/null && command -v espeak-ng >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq ffmpeg espeak-ng; }
+	$(BIN)/python -m pip install --quiet --no-deps "openai-whisper==20250625"
 
 install: $(STAMP)
 
