@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any, Literal, Mapping
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
+
+from fincon.errors import ConfigError
 
 from fincon.llm.client import LLMClient
 from fincon.llm.concurrency import run_concurrently
@@ -160,9 +162,23 @@ class LLMTrader(Strategy):
 
 
 def make_llm_trader(settings: LLMSettings | Mapping[str, Any] | None = None) -> LLMTrader:
-    """Factory the engine's strategy registry calls (``--strategy llm-trader``)."""
+    """Factory the engine's strategy registry calls (``--strategy llm-trader``).
+
+    Takes an :class:`LLMSettings` or a plain mapping of its fields (e.g. the
+    ``strategy_params.llm-trader`` section of a run config); a bad key or
+    value is a :class:`~fincon.errors.ConfigError` naming it. Nothing is
+    loaded or contacted until the run starts.
+    """
     if settings is None:
         settings = LLMSettings()
     elif not isinstance(settings, LLMSettings):
-        settings = LLMSettings.model_validate(dict(settings))
+        try:
+            settings = LLMSettings.model_validate(dict(settings))
+        except ValidationError as exc:
+            parts = []
+            for err in exc.errors():
+                key = ".".join(str(x) for x in err["loc"])
+                msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+                parts.append(f"strategy_params.llm-trader.{key}: {msg}")
+            raise ConfigError("; ".join(parts)) from None
     return LLMTrader(settings)

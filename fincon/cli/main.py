@@ -15,7 +15,7 @@ import sys
 from fincon import __version__
 from fincon.errors import FinconError
 
-COMMANDS = ("fincon.cli.backtest", "fincon.cli.plot", "fincon.cli.data", "fincon.cli.transcribe")
+COMMANDS = ("fincon.cli.backtest", "fincon.cli.plot", "fincon.cli.data", "fincon.cli.transcribe", "fincon.cli.llm")
 
 EPILOG = """\
 examples:

@@ -1,0 +1,165 @@
+"""``fincon llm``: the bundled model and a smoke call through the LLM layer.
+
+* ``fincon llm model``   assemble (once) and hash-check a bundled GGUF; print its path
+* ``fincon llm ask``     one schema-checked call through any backend, with usage
+* ``fincon llm cache``   what a call cache holds (calls, tokens, per agent)
+
+:func:`add_llm_arguments` and :func:`settings_from_args` are shared with
+``fincon backtest`` so both commands spell the LLM flags the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError
+
+from fincon.errors import ConfigError
+
+
+def add_llm_arguments(parser: argparse.ArgumentParser, *, with_budget: bool = True) -> None:
+    """The LLM flags (a group of their own) for any command that calls a model."""
+    g = parser.add_argument_group("LLM (see docs/llm.md)")
+    g.add_argument("--llm-backend", choices=["local", "openai"],
+                   help="local = in-process llama.cpp (default, offline); openai = any OpenAI-compatible server")
+    g.add_argument("--llm-model", metavar="NAME|GGUF",
+                   help="local: qwen2.5-coder-1.5b (default), qwen2.5-coder-0.5b or a GGUF path; openai: model name")
+    g.add_argument("--llm-base-url", metavar="URL",
+                   help="OpenAI-compatible base URL, e.g. http://localhost:11434/v1 (default api.openai.com)")
+    g.add_argument("--llm-api-key-env", metavar="VAR",
+                   help="environment variable holding the API key (default OPENAI_API_KEY)")
+    g.add_argument("--llm-cache", choices=["off", "read-write", "replay"],
+                   help="call cache mode (default read-write; replay fails on any call not recorded)")
+    g.add_argument("--llm-cache-path", type=Path, metavar="FILE", help="SQLite call cache (default runs/.cache/llm.sqlite)")
+    if with_budget:
+        g.add_argument("--max-tokens", type=int, metavar="N", help="token budget of the run; the run stops cleanly when spent")
+    g.add_argument("--llm-concurrency", type=int, metavar="N", help="parallel calls within one day (default 4)")
+    g.add_argument("--llm-temperature", type=float, metavar="T", help="sampling temperature (default 0)")
+    g.add_argument("--llm-seed", type=int, metavar="N", help="sampling seed (default 0)")
+    g.add_argument("--llm-timeout", type=float, metavar="SEC", help="HTTP timeout of one attempt (default 60)")
+    g.add_argument("--llm-prices", type=Path, metavar="FILE",
+                   help="YAML/JSON price table: {model: {input_per_million: USD, output_per_million: USD}}")
+
+
+_FLAG_TO_FIELD = {
+    "llm_backend": "backend", "llm_model": "model", "llm_base_url": "base_url", "llm_api_key_env": "api_key_env",
+    "llm_cache": "cache", "llm_cache_path": "cache_path", "max_tokens": "max_tokens",
+    "llm_concurrency": "concurrency", "llm_temperature": "temperature", "llm_seed": "seed", "llm_timeout": "timeout_s",
+}
+
+
+def load_prices(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read the LLM price table {path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"LLM price table {path} must map model names to {{input_per_million, output_per_million}}")
+    return data
+
+
+def llm_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The LLM settings given on the command line (unset flags left out)."""
+    out = {field: getattr(args, flag) for flag, field in _FLAG_TO_FIELD.items()
+           if getattr(args, flag, None) is not None}
+    if getattr(args, "llm_prices", None) is not None:
+        out["prices"] = load_prices(args.llm_prices)
+    return out
+
+
+def settings_from_args(args: argparse.Namespace, base: dict[str, Any] | None = None):
+    """``base`` (e.g. a config file section) overridden by the flags, validated."""
+    from fincon.llm.settings import LLMSettings
+
+    data = {**(base or {}), **llm_overrides(args)}
+    try:
+        return LLMSettings.model_validate(data)
+    except ValidationError as exc:
+        msg = "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'llm'}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"bad LLM settings: {msg}") from None
+
+
+class SmokeAnswer(BaseModel):
+    """The output schema of ``fincon llm ask``."""
+
+    answer: str = Field(max_length=400)
+    confidence: float = Field(ge=0, le=1)
+
+
+def _cmd_model(args: argparse.Namespace) -> int:
+    from fincon.llm.bundled import BUNDLED, DEFAULT_MODEL, assemble
+
+    names = list(BUNDLED) if args.all else [args.name]
+    for name in names:
+        m = BUNDLED.get(name)
+        if m is None:
+            raise ConfigError(f"unknown bundled model {name!r}; choose one of {', '.join(BUNDLED)}")
+        t0 = time.perf_counter()
+        path = assemble(m, args.model_dir, verify=args.verify)
+        took = time.perf_counter() - t0
+        tag = " (default)" if name == DEFAULT_MODEL else ""
+        print(f"{name}{tag}: {path}")
+        print(f"  {m.description}")
+        print(f"  {m.parts} parts {m.dist_prefix}1..{m.parts}=={m.version}; sha256 {m.sha256} "
+              f"{'verified' if args.verify else 'ok'} ({path.stat().st_size / 1e6:.0f} MB, {took:.1f}s)")
+    return 0
+
+
+def _cmd_ask(args: argparse.Namespace) -> int:
+    from fincon.llm.settings import build_client
+
+    base = {"cache": "off"} if args.llm_cache is None else {}
+    settings = settings_from_args(args, base)
+    client = build_client(settings)
+    try:
+        res = client.ask([{"role": "user", "content": args.prompt}], SmokeAnswer, agent="cli")
+    finally:
+        client.close()
+    u = res.usage
+    print(json.dumps(res.value.model_dump(), indent=1))
+    print(f"backend {settings.backend}; {u.prompt_tokens} prompt + {u.completion_tokens} completion tokens; "
+          f"{u.latency_s:.2f}s; cache {'hit' if u.cache_hit else 'miss'}; re-asks {u.reasks}; key {res.keys[-1][:16]}")
+    return 0
+
+
+def _cmd_cache(args: argparse.Namespace) -> int:
+    path = args.path
+    if not path.exists():
+        raise ConfigError(f"no LLM cache at {path}; runs create it in read-write mode")
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        rows = conn.execute(
+            "SELECT backend, agent, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(latency_s) "
+            "FROM calls GROUP BY backend, agent ORDER BY backend, agent").fetchall()
+    finally:
+        conn.close()
+    print(f"{path}: {sum(r[2] for r in rows)} calls")
+    for b, a, n, p, c, lat in rows:
+        print(f"  {b:8s} {a:20s} {n:6d} calls {p:9d} prompt {c:8d} completion tokens  {lat:8.1f}s live")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("llm", help="bundled model, smoke call and cache of the LLM layer",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    s = p.add_subparsers(dest="llm_command", metavar="SUBCOMMAND")
+    m = s.add_parser("model", help="assemble and hash-check a bundled GGUF; print its path")
+    m.add_argument("name", nargs="?", default="qwen2.5-coder-1.5b", help="bundled model (default qwen2.5-coder-1.5b)")
+    m.add_argument("--all", action="store_true", help="every bundled model")
+    m.add_argument("--verify", action="store_true", help="re-hash the assembled file instead of trusting its stamp")
+    m.add_argument("--model-dir", type=Path, help="where assembled models live (default ~/.cache/fincon/models)")
+    m.set_defaults(func=_cmd_model)
+    a = s.add_parser("ask", help="one schema-checked call through the configured backend")
+    a.add_argument("prompt")
+    add_llm_arguments(a, with_budget=False)
+    a.set_defaults(func=_cmd_ask)
+    c = s.add_parser("cache", help="summarise an LLM call cache")
+    c.add_argument("--path", type=Path, default=Path("runs/.cache/llm.sqlite"))
+    c.set_defaults(func=_cmd_cache)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])

@@ -1,0 +1,40 @@
+"""``fincon llm`` sub-commands and the shared LLM flags."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from fincon.cli.llm import add_llm_arguments, settings_from_args
+from fincon.cli.main import main
+from fincon.errors import ConfigError
+from fincon.llm.bundled import QWEN_0_5B
+
+
+def test_model_command_prints_the_verified_path(capsys):
+    assert main(["llm", "model", QWEN_0_5B.name, "--verify"]) == 0
+    out = capsys.readouterr().out
+    assert QWEN_0_5B.filename in out and f"sha256 {QWEN_0_5B.sha256} verified" in out
+
+
+def test_replay_without_a_recording_is_a_one_line_error(capsys, tmp_path):
+    rc = main(["llm", "ask", "hi", "--llm-cache", "replay", "--llm-cache-path", str(tmp_path / "none.sqlite")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "record a run in read-write mode first" in err
+
+
+def test_flags_become_settings(tmp_path):
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("gpt-4o-mini: {input_per_million: 0.15, output_per_million: 0.6}\n")
+    p = argparse.ArgumentParser()
+    add_llm_arguments(p)
+    args = p.parse_args(["--llm-backend", "openai", "--llm-model", "gpt-4o-mini", "--llm-base-url",
+                         "http://localhost:11434/v1/", "--llm-cache", "replay", "--max-tokens", "5000",
+                         "--llm-concurrency", "2", "--llm-prices", str(prices)])
+    s = settings_from_args(args, {"temperature": 0.2})
+    assert (s.backend, s.model, s.base_url, s.cache.value, s.max_tokens, s.concurrency, s.temperature) == (
+        "openai", "gpt-4o-mini", "http://localhost:11434/v1", "replay", 5000, 2, 0.2)
+    assert s.prices["gpt-4o-mini"].output_per_million == 0.6
+    with pytest.raises(ConfigError, match="max_tokens: Input should be greater than or equal to 1"):
+        settings_from_args(p.parse_args(["--max-tokens", "0"]))
