@@ -189,3 +189,18 @@ def test_minilm_loads_offline_from_the_wheel(minilm, tmp_path):
     pm = MemoryStore(tmp_path / "m", minilm).procedural("a", "TSLA")
     pm.add([entry(1, "2022-10-31", text="Sales increased strongly"), entry(2, "2022-10-31", text="The cat sleeps")])
     assert pm.retrieve("revenue growth", "2022-11-01", k=1)[0].id == "m1"
+
+
+def test_summariser_can_listen_to_calls_instead_of_reading_scripts():
+    st = sample_store(["GM"])
+    call = [e for e in st.all_events() if e.source == "earnings_call"][0]
+    heard = []
+
+    def fake_whisper(path):
+        heard.append(path)
+        return "Heard on the call. Strong gains and improved margins."
+
+    s = LexiconSummariser(transcribe=fake_whisper, resolve=st.audio_path, prefer_audio=True)
+    text, meta = s.summary(call)
+    assert heard == [st.audio_path(call)] and "Heard on the call" in text and meta["lm_tone"] == 1.0
+    assert "Heard" not in LexiconSummariser(transcribe=fake_whisper, resolve=st.audio_path).summary(call)[0]

@@ -44,8 +44,11 @@ class TextCompleter(Protocol):
     def complete(self, prompt: str) -> str: ...
 
 
-def _body(event: Event, transcribe: Callable[[Path], str] | None, resolve: Callable[[Event], Path | None] | None) -> str:
-    if event.text:
+def _body(event: Event, transcribe: Callable[[Path], str] | None, resolve: Callable[[Event], Path | None] | None,
+          prefer_audio: bool = False) -> str:
+    """The event's words: its text, or (no text, or ``prefer_audio``) the
+    transcript of its audio through ``transcribe``."""
+    if event.text and not (prefer_audio and event.audio and transcribe is not None):
         return event.text
     if event.audio and transcribe is not None:
         path = resolve(event) if resolve else Path(event.audio)
@@ -57,14 +60,20 @@ class LexiconSummariser:
     """Deterministic summary: title, lead sentences and the LM tone."""
 
     def __init__(self, lexicon: LoughranMcDonald | None = None, sentences: int = 2,
-                 transcribe: Callable[[Path], str] | None = None, resolve: Callable[[Event], Path | None] | None = None):
+                 transcribe: Callable[[Path], str] | None = None, resolve: Callable[[Event], Path | None] | None = None,
+                 prefer_audio: bool = False):
+        """``transcribe`` (e.g. ``lambda p: Transcriber().transcribe(p).text``)
+        and ``resolve`` (e.g. ``EventStore.audio_path``) let audio-only calls
+        be read; ``prefer_audio`` uses the audio even when a transcript exists
+        (so the earnings-call analyst really listens through Whisper)."""
         self.lm = lexicon or LoughranMcDonald()
         self.sentences = sentences
         self.transcribe = transcribe
         self.resolve = resolve
+        self.prefer_audio = prefer_audio
 
     def summary(self, event: Event) -> tuple[str, dict]:
-        body = _body(event, self.transcribe, self.resolve)
+        body = _body(event, self.transcribe, self.resolve, self.prefer_audio)
         lines = [ln for ln in body.splitlines() if ln.strip() and not ln.startswith("SYNTHETIC SAMPLE")]
         title = event.metadata.get("title") or (lines[0] if lines else event.id)
         rest = " ".join(ln for ln in lines if ln != title)
@@ -108,7 +117,7 @@ class LLMSummariser:
         out = []
         for e in events:
             base_text, meta = self.fallback.summary(e)
-            body = _body(e, self.fallback.transcribe, self.fallback.resolve)[: self.max_chars]
+            body = _body(e, self.fallback.transcribe, self.fallback.resolve, self.fallback.prefer_audio)[: self.max_chars]
             prompt = self.template.format(role=self.role, ticker=ticker, date=pd.Timestamp(day).date(), source=e.source,
                                           published_at=e.published_at.isoformat(), text=body)
             try:
