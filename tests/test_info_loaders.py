@@ -162,3 +162,21 @@ def test_loaders_combine_into_one_store(tmp_path):
                            transport=httpx.MockTransport(lambda r: httpx.Response(200, json=alpaca_page([1], None))))
     store = EventStore(DirectoryLoader(d).load(["TSLA"]) + alp.load(["TSLA"], "2022-11-01", "2022-11-30"))
     assert [e.id for e in store.view_at("2022-11-01").events()] == ["x1", "TSLA-alpaca-1"]
+
+
+def test_build_store_from_specs(tmp_path):
+    from fincon.data.events.sources import build_store
+
+    d = tmp_path / "dir"
+    d.mkdir()
+    (d / "e.jsonl").write_text(json.dumps({"id": "x1", "ticker": "TSLA", "source": "news",
+                                           "published_at": "2022-11-01T06:30:00-04:00", "text": "own note"}) + "\n")
+    store = build_store([{"type": "sample"}, {"type": "directory", "path": str(d)}], ["TSLA"], "2022-10-01", "2022-11-30")
+    evs = store.view_at("2022-11-01").events("TSLA")
+    assert "x1" in {e.id for e in evs} and all(e.published_at.date() >= dt.date(2022, 10, 1) for e in evs)
+    call = next(e for e in store.all_events() if e.source == "earnings_call")
+    assert store.audio_path(call).is_absolute() and store.audio_path(call).is_file()
+    with pytest.raises(ConfigError, match="unknown event source"):
+        build_store([{"type": "twitter"}], ["TSLA"])
+    with pytest.raises(ConfigError, match="needs a path"):
+        build_store([{"type": "directory"}], ["TSLA"])
