@@ -242,3 +242,21 @@ def test_missing_part_package_says_how_to_install(tmp_path):
     ghost = BundledModel(**{**QWEN_0_5B.__dict__, "module_prefix": "fincon_no_such_part", "dist_prefix": "no-such-part"})
     with pytest.raises(ModelFileError, match="no-such-part1==0.9.0 is not installed"):
         assemble(ghost, tmp_path)
+
+
+def test_replay_with_a_bundled_model_needs_no_model_file(tmp_path):
+    """The bundled model's identity is its pinned hash: a replay neither
+    assembles nor loads it (and needs no llama.cpp)."""
+    from fincon.llm.backends.local import LocalLlamaBackend
+    from fincon.llm.bundled import QWEN_1_5B
+
+    model_dir = tmp_path / "models"
+    backend = LocalLlamaBackend(None, cache_dir=model_dir)
+    assert backend.model_id == QWEN_1_5B.sha256 and backend.model_name == QWEN_1_5B.name
+    db = tmp_path / "llm.sqlite"
+    key_backend = Scripted(['{"action": "buy", "confidence": 0.6}'])
+    key_backend.name, key_backend.model_id = backend.name, backend.model_id  # record as if the 1.5B answered
+    LLMClient(key_backend, cache=CallCache(db, "read-write")).ask(MSGS, Verdict)
+    res = LLMClient(backend, cache=CallCache(db, "replay")).ask(MSGS, Verdict)
+    assert res.value.action == "buy" and res.usage.cache_hit
+    assert not model_dir.exists() and backend._llm is None

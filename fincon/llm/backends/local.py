@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any, Sequence
 
-from fincon.llm.bundled import BUNDLED, file_sha256, resolve_model_path
+from fincon.llm.bundled import BUNDLED, DEFAULT_MODEL, assemble, file_sha256, resolve_model_path
 from fincon.llm.errors import LLMError
 from fincon.llm.types import Completion, Message, SamplingParams
 
@@ -40,16 +40,32 @@ class LocalLlamaBackend:
 
     def __init__(self, model: str | Path | None = None, *, n_ctx: int = 2048, n_threads: int | None = None,
                  seed: int = 0, cache_dir: Path | None = None):
-        self.path = resolve_model_path(model, cache_dir)
-        bundled = next((m for m in BUNDLED.values() if m.filename == self.path.name), None)
-        # the model's identity in cache keys is its content hash, not its path
-        self.model_id = bundled.sha256 if bundled else file_sha256(self.path)
-        self.model_name = bundled.name if bundled else self.path.name
+        # The model's identity in cache keys is its content hash, not its path. A
+        # bundled model's hash is pinned, so a replay needs no model file at all:
+        # it is assembled on the first live call.
+        if model is None or str(model) in BUNDLED:
+            self._bundled = BUNDLED[str(model or DEFAULT_MODEL)]
+            self._path: Path | None = None
+            self.model_id = self._bundled.sha256
+            self.model_name = self._bundled.name
+        else:
+            self._bundled = None
+            self._path = resolve_model_path(model)
+            self.model_id = file_sha256(self._path)
+            self.model_name = self._path.name
+        self._cache_dir = cache_dir
         self.n_ctx = n_ctx
         self.n_threads = n_threads or max(1, min(2, os.cpu_count() or 1))
         self.seed = seed
         self._llm = None
         self._lock = threading.Lock()
+
+    @property
+    def path(self) -> Path:
+        """The GGUF file (a bundled one is assembled and hash-checked here)."""
+        if self._path is None:
+            self._path = assemble(self._bundled, self._cache_dir)
+        return self._path
 
     def load(self):
         """Load the model now (otherwise on the first live call: a run that
