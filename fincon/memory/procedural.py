@@ -14,11 +14,10 @@ were critical to a profitable decision and each mark adds +5 (the bonus does
 not decay). ``(v, theta)`` depend on the source: news fades fast, 10-Q and
 earnings calls at a medium rate, 10-K slowly.
 
-Candidates are the ``pool`` nearest neighbours by cosine (HNSW) plus, per
-source, every entry recent enough that its scaled importance is still above
-``min_importance``, plus every entry with a non-zero access counter; all are
-rescored exactly. Entries outside that set can only win on relevancy, which
-the nearest-neighbour pool already covers.
+Candidates are the ``pool`` nearest neighbours by cosine (HNSW) plus every
+entry whose importance alone could lift it into the top-k (see
+:meth:`ProceduralMemory.retrieve`); all are rescored exactly, so the ranking
+equals brute force up to the recall of the HNSW index.
 """
 
 from __future__ import annotations
@@ -148,9 +147,11 @@ class ProceduralMemory:
         ids = [e.id for e in entries]
         if len(set(ids)) != len(ids):
             raise ValueError("duplicate memory ids in one add() call")
-        existing = set(self.collection.get(ids=ids, include=[])["ids"])
+        step = max(1, min(int(self.client.get_max_batch_size()), 5000))  # 5000: SQLite variable limit on get(ids)
+        existing: set[str] = set()
+        for lo in range(0, len(ids), step):
+            existing |= set(self.collection.get(ids=ids[lo : lo + step], include=[])["ids"])
         fresh = [e for e in entries if e.id not in existing]
-        step = max(1, int(self.client.get_max_batch_size()))
         for lo in range(0, len(fresh), step):
             chunk = fresh[lo : lo + step]
             for e in chunk:
@@ -184,8 +185,27 @@ class ProceduralMemory:
             log.warning("mark_critical: %d of %d ids are not in %s", missing, len(ids), self.collection.name)
         return len(got["ids"])
 
+    def _score(self, mid: str, emb, doc: str, m: Mapping[str, Any], qn: np.ndarray, d_ord: int) -> ScoredMemory:
+        rel = float(np.dot(emb, qn) / (np.linalg.norm(emb) or 1.0))
+        age = d_ord - int(m["ordinal"])
+        acc = int(m.get("access", 0))
+        imp = self._decay_for(m["source"]).importance(age) + ACCESS_BONUS * acc
+        rs, is_ = (rel + 1.0) / 2.0, min(imp / IMPORTANCE_SCALE, 1.0)
+        return ScoredMemory(
+            id=mid, source=m["source"], day=pd.Timestamp(dt.date.fromordinal(int(m["ordinal"]))), text=doc,
+            relevancy=rel, importance=imp, relevancy_scaled=rs, importance_scaled=is_, score=rs + is_,
+            access=acc, age_days=age, metadata={k_[2:]: v for k_, v in m.items() if k_.startswith("m_")},
+        )
+
     def retrieve(self, query: str, day: Any, k: int = 5, sources: Sequence[str] | None = None) -> list[ScoredMemory]:
-        """Top-``k`` memories visible on ``day`` (entries with day <= ``day``)."""
+        """Top-``k`` memories visible on ``day`` (entries with day <= ``day``).
+
+        Stage 1 takes the ``pool`` nearest neighbours by cosine. Any entry
+        outside the pool has a scaled relevancy <= the pool's lowest, so it
+        can only enter the top-k if its scaled importance exceeds
+        ``kth_best_score - lowest_pool_relevancy``; stage 2 fetches exactly
+        the entries that can (per source: young enough; plus every entry the
+        manager marked) and everything is rescored exactly."""
         n = self.collection.count()
         if n == 0 or k <= 0:
             return []
@@ -194,37 +214,32 @@ class ProceduralMemory:
         if sources:
             base = {"$and": [base, {"source": {"$in": list(sources)}}]}
         qv = np.asarray(self.embedder([query])[0], dtype=np.float32)
-        cands: dict[str, tuple[np.ndarray, str, dict]] = {}
-        res = self.collection.query(query_embeddings=[qv], n_results=min(n, max(self.pool, 4 * k)), where=base,
-                                    include=["embeddings", "documents", "metadatas"])
-        for i, e, doc, m in zip(res["ids"][0], res["embeddings"][0], res["documents"][0], res["metadatas"][0]):
-            cands[i] = (np.asarray(e, dtype=np.float32), doc, m)
-        recent = []
-        for src, dec in sorted(self.decay.items()):
-            if sources and src not in sources:
-                continue
-            h = dec.horizon(self.min_importance)
-            if h <= 0:
-                continue
-            lo = day_int(pd.Timestamp(day) - pd.Timedelta(days=h))
-            recent.append({"$and": [{"source": src}, {"day": {"$gte": lo}}]})
-        recent.append({"access": {"$gt": 0}})
-        extra = self.collection.get(where={"$and": [base, {"$or": recent}]} if len(recent) > 1 else {"$and": [base, recent[0]]},
-                                    include=["embeddings", "documents", "metadatas"])
-        for i, e, doc, m in zip(extra["ids"], extra["embeddings"], extra["documents"], extra["metadatas"]):
-            cands.setdefault(i, (np.asarray(e, dtype=np.float32), doc, m))
         qn = qv / (np.linalg.norm(qv) or 1.0)
-        out = []
-        for mid, (emb, doc, m) in cands.items():
-            rel = float(np.dot(emb, qn) / (np.linalg.norm(emb) or 1.0))
-            age = d_ord - int(m["ordinal"])
-            acc = int(m.get("access", 0))
-            imp = self._decay_for(m["source"]).importance(age) + ACCESS_BONUS * acc
-            rs, is_ = (rel + 1.0) / 2.0, min(imp / IMPORTANCE_SCALE, 1.0)
-            out.append(ScoredMemory(
-                id=mid, source=m["source"], day=pd.Timestamp(dt.date.fromordinal(int(m["ordinal"]))), text=doc,
-                relevancy=rel, importance=imp, relevancy_scaled=rs, importance_scaled=is_, score=rs + is_,
-                access=acc, age_days=age, metadata={k_[2:]: v for k_, v in m.items() if k_.startswith("m_")},
-            ))
-        out.sort(key=lambda s: (-round(s.score, 9), s.id))
+        want = min(n, max(self.pool, 4 * k))
+        res = self.collection.query(query_embeddings=[qv], n_results=want, where=base,
+                                    include=["embeddings", "documents", "metadatas"])
+        scored: dict[str, ScoredMemory] = {}
+        for i, e, doc, m in zip(res["ids"][0], res["embeddings"][0], res["documents"][0], res["metadatas"][0]):
+            scored[i] = self._score(i, np.asarray(e, dtype=np.float32), doc, m, qn, d_ord)
+        if len(scored) >= want:  # the pool did not exhaust the visible entries
+            ranked = sorted(scored.values(), key=lambda s: -s.score)
+            kth = ranked[k - 1].score if len(ranked) >= k else 0.0
+            floor = min(s.relevancy_scaled for s in ranked)
+            thr = max(kth - floor, self.min_importance)
+            clauses: list[dict] = [{"access": {"$gt": 0}}]
+            for src, dec in sorted(self.decay.items()):
+                if sources and src not in sources:
+                    continue
+                h = dec.horizon(thr)
+                if h > 0:
+                    lo = day_int(pd.Timestamp(day) - pd.Timedelta(days=h))
+                    clauses.append({"$and": [{"source": src}, {"day": {"$gte": lo}}]})
+            where = {"$and": [base, {"$or": clauses} if len(clauses) > 1 else clauses[0]]}
+            extra = self.collection.get(where=where, include=["metadatas"])
+            missing = [i for i in extra["ids"] if i not in scored]
+            for lo in range(0, len(missing), 5000):
+                got = self.collection.get(ids=missing[lo : lo + 5000], include=["embeddings", "documents", "metadatas"])
+                for i, e, doc, m in zip(got["ids"], got["embeddings"], got["documents"], got["metadatas"]):
+                    scored[i] = self._score(i, np.asarray(e, dtype=np.float32), doc, m, qn, d_ord)
+        out = sorted(scored.values(), key=lambda s: (-round(s.score, 9), s.id))
         return out[:k]
