@@ -38,3 +38,20 @@ def test_flags_become_settings(tmp_path):
     assert s.prices["gpt-4o-mini"].output_per_million == 0.6
     with pytest.raises(ConfigError, match="max_tokens: Input should be greater than or equal to 1"):
         settings_from_args(p.parse_args(["--max-tokens", "0"]))
+
+
+def test_cache_command_summarises_a_cache(capsys, tmp_path):
+    from fincon.llm import CallCache, SamplingParams
+    from fincon.llm.types import Message
+
+    db = tmp_path / "llm.sqlite"
+    cache = CallCache(db, "read-write")
+    for i, agent in enumerate(("analyst", "analyst", "manager")):
+        cache.put(f"k{i}", backend="local", model="m", agent=agent, messages=[Message(role="user", content=str(i))],
+                  schema={}, params=SamplingParams(), answer="{}", prompt_tokens=100, completion_tokens=10,
+                  latency_s=1.5)
+    cache.close()
+    assert main(["llm", "cache", "--path", str(db)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].endswith(": 3 calls")
+    assert out[1].split()[:5] == ["local", "analyst", "2", "calls", "200"]

@@ -84,6 +84,10 @@ class FaultProxy:
         self.faults: list[str] = []
         self.log: list[dict] = []  # one entry per request: fault, response_format, status
         self.headers_seen: list[str] = []
+        self.script: dict[str, str] = {}
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self._count = threading.Lock()
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -127,6 +131,17 @@ class FaultProxy:
                     return self._send(200, _completion('{"action": "strong buy", "confidence": 0.9}'))
                 if fault == "canned":
                     return self._send(200, _completion('{"action": "hold", "confidence": 0.5}'))
+                if fault == "slow":  # a slow server answering from proxy.script by ticker after 0.4 s
+                    with proxy._count:
+                        proxy.in_flight += 1
+                        proxy.peak_in_flight = max(proxy.peak_in_flight, proxy.in_flight)
+                    time.sleep(0.4)
+                    with proxy._count:
+                        proxy.in_flight -= 1
+                    ticker = req["messages"][-1]["content"].split("Stock: ", 1)[1].split()[0]
+                    action = proxy.script[ticker]
+                    return self._send(200, _completion(
+                        json.dumps({"action": action, "confidence": 0.5, "reasoning": "scripted"})))
                 upstream = urllib.request.Request(
                     proxy.upstream + self.path, data=body, method="POST",
                     headers={"Content-Type": "application/json",
@@ -338,3 +353,27 @@ def test_api_key_never_appears_in_anything_the_run_writes(proxy, key_env, tmp_pa
         assert SECRET.encode() not in p.read_bytes(), p
     assert SECRET not in caplog.text
     assert all(h == f"Bearer {SECRET}" for h in proxy.headers_seen)  # it was really sent, to the server only
+
+
+def test_calls_of_one_day_run_concurrently_up_to_the_limit(proxy, key_env, tmp_path):
+    """Four tickers, limit 2: two requests in flight at a time, results in ticker order
+    whatever order the server finishes in."""
+    tickers = ("AAA", "BBB", "CCC", "DDD")
+    data = _market(n_days=12, tickers=tickers)
+    data.first_index = len(data) - 1  # one decision day
+    settings = LLMSettings(backend="openai", model="qwen-test", base_url=proxy.url, api_key_env=KEY_ENV,
+                           structured="json_object_schema", cache="off", concurrency=2)
+    strat = LLMTrader(settings)
+    ctx = RunContext(run_dir=tmp_path / "run", tickers=tickers, config={})
+    strat.start(ctx)
+    proxy.script = {"AAA": "buy", "BBB": "sell", "CCC": "hold", "DDD": "buy"}
+    proxy.faults += ["slow"] * 4
+    t0 = time.perf_counter()
+    d = strat.decide(data.view_at(len(data) - 1))
+    took = time.perf_counter() - t0
+    strat.finish(ctx)
+    assert proxy.peak_in_flight == 2
+    assert 0.75 < took < 1.6  # two waves of 0.4 s, not four
+    assert list(d.actions.items()) == list(proxy.script.items())
+    assert d.weights == {"AAA": 0.25, "BBB": -0.25, "DDD": 0.25}
+    assert [r.split(":")[0] for r in d.rationale.split(" | ")] == list(tickers)
