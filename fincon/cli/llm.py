@@ -65,9 +65,11 @@ def load_prices(path: Path) -> dict[str, Any]:
 
 
 def llm_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The LLM settings given on the command line (unset flags left out)."""
+    """The LLM settings given on the command line (unset flags left out), as
+    plain YAML-safe values, ready to merge into ``strategy_params.<strategy>``."""
     out = {field: getattr(args, flag) for flag, field in _FLAG_TO_FIELD.items()
            if getattr(args, flag, None) is not None}
+    out = {k: str(v) if isinstance(v, Path) else v for k, v in out.items()}
     if getattr(args, "llm_prices", None) is not None:
         out["prices"] = load_prices(args.llm_prices)
     return out
