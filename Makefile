@@ -21,8 +21,8 @@ $(STAMP): pyproject.toml Makefile
 # packages that must be installed without their dependencies, Debian
 # packages). Each layer owns its own target.
 install-llm-extras:
-	# llama.cpp compiles from source (no wheel for 0.3.36, ~6 min on 2 cores);
-	# GGML_NATIVE=OFF keeps the built wheel portable between machines.
+	@# llama.cpp compiles from source (no wheel for 0.3.36, ~6 min on 2 cores);
+	@# GGML_NATIVE=OFF keeps the built wheel portable between machines.
 	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install --quiet "llama-cpp-python[server]==0.3.36"
 
 # openai-whisper: --no-deps keeps pip from pulling triton (1 GB, CPU-useless);
