@@ -88,9 +88,12 @@ def test_ranking_matches_brute_force_over_all_entries(store):
                 " ".join(rng.choice(words, 6))) for i in range(600)]
     pm = store.procedural("a", "TSLA", pool=20)
     pm.add(es)
+    marked = {e.id: 3 for e in es[:40:4]}  # old-ish entries the manager marked three times
+    for _ in range(3):
+        pm.mark_critical(list(marked))
     day = pd.Timestamp("2022-10-31")
     emb = HashingEmbedder()
-    for q in ("tesla recall lawsuit", "battery factory china growth"):
+    for q in ("tesla recall lawsuit", "battery factory china growth", "guidance margin", "zebra"):
         qv = np.asarray(emb([q])[0])
         brute = []
         for e in es:
@@ -98,7 +101,7 @@ def test_ranking_matches_brute_force_over_all_entries(store):
                 continue
             v = np.asarray(emb([e.text])[0])
             cos = float(v @ qv / np.linalg.norm(v) / np.linalg.norm(qv))
-            imp = DEFAULT_DECAY[e.source].importance((day - e.day).days)
+            imp = DEFAULT_DECAY[e.source].importance((day - e.day).days) + 5 * marked.get(e.id, 0)
             brute.append(((cos + 1) / 2 + min(imp / 100, 1), e.id))
         brute.sort(key=lambda x: (-round(x[0], 6), x[1]))
         got = pm.retrieve(q, day, k=5)

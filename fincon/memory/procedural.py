@@ -222,24 +222,37 @@ class ProceduralMemory:
         for i, e, doc, m in zip(res["ids"][0], res["embeddings"][0], res["documents"][0], res["metadatas"][0]):
             scored[i] = self._score(i, np.asarray(e, dtype=np.float32), doc, m, qn, d_ord)
         if len(scored) >= want:  # the pool did not exhaust the visible entries
-            ranked = sorted(scored.values(), key=lambda s: -s.score)
-            kth = ranked[k - 1].score if len(ranked) >= k else 0.0
-            floor = min(s.relevancy_scaled for s in ranked)
-            thr = max(kth - floor, self.min_importance)
-            clauses: list[dict] = [{"access": {"$gt": 0}}]
-            for src, dec in sorted(self.decay.items()):
-                if sources and src not in sources:
-                    continue
-                h = dec.horizon(thr)
-                if h > 0:
-                    lo = day_int(pd.Timestamp(day) - pd.Timedelta(days=h))
-                    clauses.append({"$and": [{"source": src}, {"day": {"$gte": lo}}]})
-            where = {"$and": [base, {"$or": clauses} if len(clauses) > 1 else clauses[0]]}
-            extra = self.collection.get(where=where, include=["metadatas"])
-            missing = [i for i in extra["ids"] if i not in scored]
-            for lo in range(0, len(missing), 5000):
-                got = self.collection.get(ids=missing[lo : lo + 5000], include=["embeddings", "documents", "metadatas"])
-                for i, e, doc, m in zip(got["ids"], got["embeddings"], got["documents"], got["metadatas"]):
-                    scored[i] = self._score(i, np.asarray(e, dtype=np.float32), doc, m, qn, d_ord)
+            floor = min(s.relevancy_scaled for s in scored.values())
+            fetched_thr = math.inf
+            # pass 1 looks at young entries (scaled importance >= 0.5) to raise
+            # the k-th best score cheaply; pass 2 fetches whatever could still beat it
+            for first in (True, False):
+                ranked = sorted((x.score for x in scored.values()), reverse=True)
+                kth = ranked[k - 1] if len(ranked) >= k else 0.0
+                thr = max(kth - floor, self.min_importance)
+                if first:
+                    thr = max(thr, 0.5)
+                if thr >= fetched_thr:
+                    break
+                self._fetch_important(base, day, thr, sources, scored, qn, d_ord)
+                fetched_thr = thr
         out = sorted(scored.values(), key=lambda s: (-round(s.score, 9), s.id))
         return out[:k]
+
+    def _fetch_important(self, base: dict, day: Any, thr: float, sources: Sequence[str] | None,
+                         scored: dict[str, ScoredMemory], qn: np.ndarray, d_ord: int) -> None:
+        """Score every visible entry whose scaled importance can exceed ``thr``."""
+        clauses: list[dict] = [{"access": {"$gt": 0}}]
+        for src, dec in sorted(self.decay.items()):
+            if sources and src not in sources:
+                continue
+            h = dec.horizon(thr)
+            if h > 0:
+                lo = day_int(pd.Timestamp(day) - pd.Timedelta(days=h))
+                clauses.append({"$and": [{"source": src}, {"day": {"$gte": lo}}]})
+        where = {"$and": [base, {"$or": clauses} if len(clauses) > 1 else clauses[0]]}
+        ids = [i for i in self.collection.get(where=where, include=[])["ids"] if i not in scored]
+        for lo in range(0, len(ids), 5000):
+            got = self.collection.get(ids=ids[lo : lo + 5000], include=["embeddings", "documents", "metadatas"])
+            for i, e, doc, m in zip(got["ids"], got["embeddings"], got["documents"], got["metadatas"]):
+                scored[i] = self._score(i, np.asarray(e, dtype=np.float32), doc, m, qn, d_ord)
