@@ -55,6 +55,10 @@ class RunConfig(_Section):
     strategies: list[str] = Field(default_factory=lambda: ["buy-and-hold"])
     strategy_params: dict[str, dict[str, Any]] = Field(default_factory=dict)
     benchmark: bool = Field(True, description="also run buy-and-hold on the same window")
+    llm: dict[str, Any] = Field(
+        default_factory=dict,
+        description="LLM settings for strategies that call a model (fincon.llm.settings.LLMSettings)",
+    )
     data: DataConfig = Field(default_factory=DataConfig)
     broker: BrokerConfig = Field(default_factory=BrokerConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
@@ -120,6 +124,19 @@ def load_config(path: Path | None = None, overrides: dict[str, Any] | None = Non
         if value is not None:
             _set_path(tree, key, value)
     try:
-        return RunConfig(**tree)
+        cfg = RunConfig(**tree)
     except ValidationError as exc:
         raise ConfigError("config: " + format_validation_error("", exc)) from None
+    if cfg.llm:
+        _check_llm(cfg.llm)
+    return cfg
+
+
+def _check_llm(section: dict[str, Any]) -> None:
+    """Validate the ``llm`` section now, so a typo fails before any run starts."""
+    from fincon.llm.settings import LLMSettings
+
+    try:
+        LLMSettings.model_validate(section)
+    except ValidationError as exc:
+        raise ConfigError("config: " + format_validation_error("llm", exc)) from None

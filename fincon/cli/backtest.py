@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from fincon.cli.llm import add_llm_arguments, llm_overrides
 from fincon.config import load_config
 from fincon.errors import ConfigError
 from fincon.strategies.registry import strategy_names
@@ -39,6 +40,9 @@ examples:
   fincon backtest --tickers TSLA,MSFT,PFE --strategy markowitz,equal-weight --json
   fincon backtest --config my_run.yaml --commission 0.001 --fill next-open
   fincon backtest --ticker AAPL --data ./my_csvs --strategy sma-cross --param sma-cross.fast=5
+  fincon backtest --ticker TSLA --strategy llm-trader --max-tokens 20000        # bundled local model
+  fincon backtest --ticker TSLA --strategy llm-trader --llm-backend openai \
+      --llm-base-url http://localhost:11434/v1 --llm-model qwen2.5:1.5b          # Ollama
 """
 
 
@@ -69,6 +73,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--commission", type=float, help="fraction of traded value, e.g. 0.001 (default 0)")
     b.add_argument("--slippage", type=float, help="fraction of price, e.g. 0.0005 (default 0)")
     b.add_argument("--fill", choices=["close", "next-open"], help="fill at the decision close (default) or next open")
+    add_llm_arguments(p)
     m = p.add_argument_group("metrics and output")
     m.add_argument("--alpha", type=float, help="VaR/CVaR tail probability (default 0.05)")
     m.add_argument("--risk-free", type=float, help="annual risk-free rate for Sharpe (default 0)")
@@ -114,6 +119,8 @@ def build_config(args: argparse.Namespace):
         "metrics.risk_free": args.risk_free,
         "benchmark": False if args.no_benchmark else None,
     }
+    for key, value in llm_overrides(args).items():
+        overrides[f"llm.{key}"] = str(value) if isinstance(value, Path) else value
     for name, params in _parse_params(args.param).items():
         for key, value in params.items():
             overrides[f"strategy_params.{name}.{key}"] = value

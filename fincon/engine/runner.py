@@ -66,7 +66,7 @@ def _single_config(cfg: RunConfig, name: str) -> RunConfig:
 def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True) -> RunReport:
     """Run every strategy of ``cfg`` (plus the benchmark) and write the runs."""
     strategies: dict[str, Strategy] = {
-        name: make_strategy(name, cfg.strategy_params.get(name)) for name in cfg.strategies
+        name: make_strategy(name, cfg.strategy_params.get(name), cfg.llm) for name in cfg.strategies
     }
     unused = set(cfg.strategy_params) - set(cfg.strategies)
     if unused:

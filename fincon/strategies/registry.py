@@ -21,9 +21,22 @@ STRATEGIES: dict[str, type] = {
     cls.name: cls for cls in (BuyAndHold, EqualWeight, Markowitz, SmaCross)
 }
 
-# Strategies whose construction needs more than a Params model (e.g. the LLM
-# trader, which needs an LLM client) register a factory here instead.
-FACTORIES: dict[str, Callable[[Mapping[str, Any]], Strategy]] = {}
+
+
+def _llm_trader(params: Mapping[str, Any], llm: Mapping[str, Any]) -> Strategy:
+    # imported lazily: the agent imports fincon.strategies.base (a cycle at
+    # import time) and pulls in the LLM layer, which baselines never need
+    from fincon.agents.simple_trader import make_llm_trader
+
+    return make_llm_trader({**llm, **params})
+
+
+# Strategies that talk to a model get the run's ``llm`` settings as well as
+# their own params; strategy params win where both set a key.
+FACTORIES: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], Strategy]] = {
+    "llm-trader": _llm_trader,
+}
+LLM_STRATEGIES = frozenset(FACTORIES)
 
 
 def strategy_names() -> list[str]:
@@ -46,10 +59,13 @@ def format_validation_error(prefix: str, exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def make_strategy(name: str, params: Mapping[str, Any] | None = None) -> Strategy:
+def make_strategy(
+    name: str, params: Mapping[str, Any] | None = None, llm: Mapping[str, Any] | None = None
+) -> Strategy:
+    """Build strategy ``name``; ``llm`` is the run's LLM section (LLM strategies only)."""
     params = dict(params or {})
     if name in FACTORIES:
-        return FACTORIES[name](params)
+        return FACTORIES[name](params, dict(llm or {}))
     cls = STRATEGIES.get(name)
     if cls is None:
         raise ConfigError(f"unknown strategy {name!r}; choose one of {', '.join(strategy_names())}")
