@@ -48,6 +48,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/optimizer.py
+	$(BIN)/python bench/llm.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache
