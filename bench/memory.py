@@ -9,7 +9,9 @@
 The collections are filled with 384-dim hashing embeddings (MiniLM's width)
 so the 100k build takes minutes, not an hour; the retrieval latency below
 therefore excludes the query's embedding, which is reported separately
-(MiniLM, one query). Run: ``python bench/memory.py [--sizes 1000,10000]``.
+(MiniLM, one query). Memory events are spread over 500 simulated days and
+queried at the end of that span, as a backtest does (nothing after the query
+day is stored). Run: ``python bench/memory.py [--sizes 1000,10000]``.
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ def bench_retrieval(sizes, queries: int) -> list[dict]:
             lat = []
             rng = np.random.default_rng(0)
             for j in range(queries):
-                day = day0 + pd.Timedelta(days=int(rng.integers(30, span)))
+                # as in a backtest: the memory holds entries up to the query day only
+                day = day0 + pd.Timedelta(days=span + int(rng.integers(0, 5)))
                 t0 = time.perf_counter()
                 top = pm.retrieve(qtexts[j % len(qtexts)], day, k=5)
                 lat.append(time.perf_counter() - t0)
