@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fincon.data.events import Event, EventStore, sample_store
+from fincon.data.events import Event, sample_store
 from fincon.data.lexicon import LoughranMcDonald
 from fincon.errors import ConfigError
 from fincon.memory import DEFAULT_DECAY, MemoryEntry, MemoryStore

@@ -11,7 +11,6 @@ are tested on fixture pages in Alpaca's format.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from pathlib import Path
