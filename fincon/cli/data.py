@@ -101,16 +101,6 @@ def cmd_sample(args: argparse.Namespace) -> int:
     return 0
 
 
-def profile_query(agent: str, ticker: str, day: pd.Timestamp) -> str:
-    """The retrieval query: the agent's profile plus its task (FinCon A.13)."""
-    from fincon.data.events.generator import NAMES
-
-    name, sector = NAMES.get(ticker, (ticker, "its industry"))
-    return (f"Profile: {agent} covering {name} ({ticker}), {sector}. "
-            f"Task: decide whether to buy, sell or hold {ticker} at the close of {day.date()}; "
-            f"focus on demand, revenue, margins, guidance and risks.")
-
-
 def trading_days(ticker: str, first: pd.Timestamp, last: pd.Timestamp) -> pd.DatetimeIndex:
     from fincon.data.events.generator import PRICES_DIR, load_closes
 
@@ -151,6 +141,8 @@ def build_view(ticker: str, date: pd.Timestamp, events_dir: Path | None, embedde
     prev = days[-2] if len(days) > 1 else None
     new = view.events(ticker, since=prev)
     latest = {s: view.latest(ticker, s) for s in ("10-K", "10-Q", "earnings_call", "analyst_note")}
+    from fincon.memory.analyst import profile_query
+
     query = profile_query(agent, ticker, date)
     top = mem.retrieve(query, date, k=k)
 

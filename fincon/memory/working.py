@@ -140,14 +140,18 @@ class LLMSummariser:
 class WorkingMemory:
     """Per-day step: new events since the last decision day -> procedural memory."""
 
-    def __init__(self, summariser: Summariser, memory: Any):
+    def __init__(self, summariser: Summariser, memory: Any, sources: Sequence[str] | None = None):
         self.summariser = summariser
         self.memory = memory
+        self.sources = tuple(sources) if sources else None
         self._last: pd.Timestamp | None = None
 
     def step(self, view, ticker: str) -> list[MemoryEntry]:
-        """``view`` is an :class:`~fincon.data.events.store.EventView` for today."""
-        events = view.events(ticker, since=self._last)
+        """``view`` is an :class:`~fincon.data.events.store.EventView` for today.
+        Days must not go backwards (memory cannot be un-seen)."""
+        if self._last is not None and view.date < self._last:
+            raise ValueError(f"working memory is at {self._last.date()}; cannot step back to {view.date.date()}")
+        events = view.events(ticker, sources=self.sources, since=self._last)
         entries = self.summariser.summarise(ticker, view.date, events)
         self.memory.add(entries)
         self._last = view.date
