@@ -295,7 +295,7 @@ def run_backtest(
         "drawdown_max_pct": float(bts.analyzers.drawdown.get_analysis()["max"]["drawdown"]),
     }
     if loop.stopped:
-        log.warning("run stopped early after %s: %s", dates[-1].date() if n else "no day", loop.stopped)
+        log.info("run stopped early after %s: %s", dates[-1].date() if n else "no day", loop.stopped)
     return BacktestResult(
         strategy=strategy.name,
         tickers=market.tickers,
