@@ -148,10 +148,11 @@ def test_working_memory_summarises_new_events_once(store):
 
 class FakeLLM:
     def __init__(self, fail_on=()):
-        self.prompts, self.fail_on = [], fail_on
+        self.prompts, self.days, self.fail_on = [], [], fail_on
 
-    def complete(self, prompt: str) -> str:
+    def complete(self, prompt: str, day: str | None = None) -> str:
         self.prompts.append(prompt)
+        self.days.append(day)
         if any(f in prompt for f in self.fail_on):
             raise RuntimeError("backend down")
         return "Summary: " + prompt.split("---", 1)[1].strip().splitlines()[1][:40]
@@ -166,6 +167,27 @@ def test_llm_summariser_uses_template_and_counts_fallbacks():
     assert "news analyst" in llm.prompts[0] and "Source: news" in llm.prompts[0]
     assert out[0].text == "Summary: Tesla profits rose" and out[0].metadata["summariser"] == "llm"
     assert out[1].metadata["summariser"] == "lexicon-fallback" and s.fallbacks == 1
+    assert llm.days == ["2022-11-01", "2022-11-01"]
+
+
+def test_ask_completer_adapts_an_ask_style_client():
+    from types import SimpleNamespace
+
+    from fincon.memory.working import AskCompleter, SummaryAnswer
+
+    calls = []
+
+    class Client:
+        def ask(self, messages, output, *, agent="default", day=None):
+            calls.append((messages, output, agent, day))
+            return SimpleNamespace(value=output(summary="Tesla raised prices."))
+
+    s = LLMSummariser(AskCompleter(Client(), agent="news-analyst"))
+    ev = Event(id="a", ticker="TSLA", source="news", published_at="2022-11-01 09:00", text="t\nTesla raised prices")
+    out = s.summarise("TSLA", pd.Timestamp("2022-11-01"), [ev])
+    assert out[0].text == "Tesla raised prices." and calls[0][1] is SummaryAnswer
+    assert calls[0][0][0]["role"] == "user" and "Tesla raised prices" in calls[0][0][0]["content"]
+    assert calls[0][2:] == ("news-analyst", "2022-11-01")
 
 
 def test_lexicon_lists_and_scores():

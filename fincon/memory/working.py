@@ -9,8 +9,9 @@ Two summarisers are provided:
   title + lead sentence + Loughran–McDonald tone.
 * :class:`LLMSummariser`: prompts any object with ``complete(prompt) -> str``
   (the :class:`TextCompleter` protocol) with ``prompts/summarise_event.txt``.
-  It does not depend on fincon.llm internals; the LLM layer only has to be
-  adapted to this one method. A failed call falls back to the lexicon
+  It does not depend on fincon.llm internals; :class:`AskCompleter` adapts
+  any client with the LLM layer's public ``ask(messages, model, agent=,
+  day=)`` method. A failed call falls back to the lexicon
   summary for that event; fallbacks are counted and logged.
 """
 
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 import pandas as pd
+from pydantic import BaseModel, Field
 
 from fincon.data.events.model import MARKET_TZ, Event, visible_day
 from fincon.data.lexicon import LoughranMcDonald
@@ -39,9 +41,30 @@ class Summariser(Protocol):
 
 @runtime_checkable
 class TextCompleter(Protocol):
-    """The one thing the working memory needs from an LLM client."""
+    """The one thing the working memory needs from an LLM client. ``day``
+    (simulated, YYYY-MM-DD) is passed for usage ledgers and caches."""
 
-    def complete(self, prompt: str) -> str: ...
+    def complete(self, prompt: str, day: str | None = None) -> str: ...
+
+
+class SummaryAnswer(BaseModel):
+    """Schema of the summary an ``ask``-style client returns."""
+
+    summary: str = Field(min_length=1, max_length=1200)
+
+
+class AskCompleter:
+    """Adapts a client with ``ask(messages, output_model, agent=, day=)``
+    returning an object with ``.value`` (the fincon LLM layer's public
+    interface) to :class:`TextCompleter`, without importing that layer."""
+
+    def __init__(self, client: Any, agent: str = "analyst"):
+        self.client = client
+        self.agent = agent
+
+    def complete(self, prompt: str, day: str | None = None) -> str:
+        messages = [{"role": "user", "content": prompt}]
+        return self.client.ask(messages, SummaryAnswer, agent=self.agent, day=day).value.summary
 
 
 def _body(event: Event, transcribe: Callable[[Path], str] | None, resolve: Callable[[Event], Path | None] | None,
@@ -121,7 +144,7 @@ class LLMSummariser:
             prompt = self.template.format(role=self.role, ticker=ticker, date=pd.Timestamp(day).date(), source=e.source,
                                           published_at=e.published_at.isoformat(), text=body)
             try:
-                text = self.completer.complete(prompt).strip()
+                text = self.completer.complete(prompt, day=str(pd.Timestamp(day).date())).strip()
                 if not text:
                     raise ValueError("empty completion")
                 meta = {**meta, "summariser": "llm"}
