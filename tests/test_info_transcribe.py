@@ -94,3 +94,18 @@ def test_bad_input(cache, tmp_path):
     junk.write_bytes(b"not audio at all")
     with pytest.raises(DataError, match="cannot transcribe"):
         Transcriber(backend="faster-whisper", cache_dir=cache).transcribe(junk)
+
+
+def test_auto_falls_back_to_faster_whisper_and_counts_it(call, tmp_path, monkeypatch, caplog):
+    import fincon.data.transcription.transcriber as T
+
+    ev, path = call
+    real_which = shutil.which
+    monkeypatch.setattr(T.shutil, "which", lambda name: None if name == "ffmpeg" else real_which(name))
+    tr = Transcriber(backend="auto", cache_dir=tmp_path)
+    out = tr.transcribe(path)
+    assert out.backend == "faster-whisper" and tr.fallbacks == 1
+    assert "falling back to faster-whisper" in caplog.text
+    assert word_error_rate(ev.text, out.text) <= 0.15
+    with pytest.raises(ConfigError, match="ffmpeg"):
+        Transcriber(backend="openai-whisper", cache_dir=tmp_path / "x").transcribe(path)
