@@ -49,6 +49,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/optimizer.py
 	$(BIN)/python bench/llm.py
+	$(BIN)/python bench/memory.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache
