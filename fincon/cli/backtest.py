@@ -181,6 +181,16 @@ def _stdout_to_stderr(active: bool):
         os.close(saved)
 
 
+def _llm_line(summary: dict[str, Any]) -> str:
+    """One line of LLM usage for strategies that called a model ('' otherwise)."""
+    if "llm_calls" not in summary:
+        return ""
+    return (f"LLM usage: {summary['llm_calls']} calls, {summary.get('llm_tokens', 0):,} tokens, "
+            f"${summary.get('llm_cost_usd', 0.0):.4f}; re-asks {summary.get('llm_reasks', 0)}, "
+            f"fallbacks {summary.get('llm_fallbacks', 0)}, failures {summary.get('llm_failures', 0)} "
+            "(per day and agent: llm_usage.csv, llm_audit.jsonl)")
+
+
 def run(args: argparse.Namespace) -> int:
     from fincon.engine.runner import BENCHMARK, run_config
 
@@ -206,6 +216,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"{', '.join(cfg.tickers)}  {cfg.start} .. {cfg.end}  (alpha={cfg.metrics.alpha}, "
               f"fill={cfg.broker.fill}, source={cfg.data.source})")
         print(format_table(columns))
+        for name, result in report.results.items():
+            line = _llm_line(result.strategy_summary)
+            if line:
+                print(f"\n{name} {line}")
         print(f"\nrun directory: {report.out}")
         print(f"equity plot:   {report.out / 'equity.png'}")
     for name, reason in stopped.items():
