@@ -87,14 +87,16 @@ class UsageLedger:
             row.calls += 1
             row.prompt_tokens += int(prompt_tokens)
             row.completion_tokens += int(completion_tokens)
-            row.latency_s += float(latency_s)
             t = row.tokens_by_model[model]
             t[0] += int(prompt_tokens)
             t[1] += int(completion_tokens)
             if cache_hit:
                 row.cache_hits += 1
             else:
+                # only live calls count: a cache hit's sub-millisecond lookup
+                # time would make two replays differ in their last digit
                 row.live_calls += 1
+                row.latency_s += float(latency_s)
                 lt = row.live_tokens_by_model[model]
                 lt[0] += int(prompt_tokens)
                 lt[1] += int(completion_tokens)
