@@ -135,3 +135,14 @@ def test_decision_from_action_validates():
         Decision.from_action("TSLA", "short")
     assert Decision.from_action("TSLA", "hold").weights == {}
     assert Decision.from_action("TSLA", "buy", 0.5).weights == {"TSLA": 0.5}
+
+
+@pytest.mark.parametrize("fill", ["close", "next_open"])
+def test_full_investment_with_costs_is_never_rejected(fill):
+    """Commission and slippage compound in backtrader; sizing must fit the
+    cash exactly or the broker rejects the order (margin)."""
+    strategy = make_strategy("equal-weight", {"rebalance_every": 1})
+    res = backtest(market_for(["TSLA", "MSFT", "PFE"]), strategy, commission=0.001, slippage=0.0005, fill=fill)
+    assert res.rejected_orders == 0
+    res = backtest(market_for(["TSLA"]), make_strategy("buy-and-hold"), commission=0.001, slippage=0.0005, fill=fill)
+    assert res.rejected_orders == 0 and res.metrics.n_trades == 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 
 from fincon import __version__
@@ -60,6 +61,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("fincon: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # stdout closed early (e.g. piped into `head`): not an error of ours
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

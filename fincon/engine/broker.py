@@ -55,7 +55,10 @@ def size_orders(
     scaled by a common factor when their cost would exceed the cash left
     after the sells (the factor is reported so the engine can log it).
     """
-    cost_rate = settings.commission + settings.slippage
+    # backtrader slips the price first and charges commission on the slipped
+    # value, so the costs compound: buy at p(1+s)(1+c), sell at p(1-s)(1-c)
+    buy_factor = (1.0 + settings.slippage) * (1.0 + settings.commission)
+    sell_factor = (1.0 - settings.slippage) * (1.0 - settings.commission)
     investable = value * (1.0 - settings.cash_buffer)
     sells: list[Order] = []
     buys: list[Order] = []
@@ -66,8 +69,8 @@ def size_orders(
         if abs(delta) * price < 1e-6 * max(value, 1.0):
             continue
         (buys if delta > 0 else sells).append(Order(ticker, delta))
-    freed = sum(-o.size * prices[o.ticker] * (1.0 - cost_rate) for o in sells)
-    need = sum(o.size * prices[o.ticker] * (1.0 + cost_rate) for o in buys)
+    freed = sum(-o.size * prices[o.ticker] * sell_factor for o in sells)
+    need = sum(o.size * prices[o.ticker] * buy_factor for o in buys)
     budget = cash + freed - ROUNDING_SLACK * value
     scale = 1.0
     if need > 0 and need > budget:
