@@ -175,10 +175,7 @@ def make_llm_trader(settings: LLMSettings | Mapping[str, Any] | None = None) -> 
         try:
             settings = LLMSettings.model_validate(dict(settings))
         except ValidationError as exc:
-            parts = []
-            for err in exc.errors():
-                key = ".".join(str(x) for x in err["loc"])
-                msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-                parts.append(f"strategy_params.llm-trader.{key}: {msg}")
-            raise ConfigError("; ".join(parts)) from None
+            from fincon.strategies.registry import format_validation_error
+
+            raise ConfigError(format_validation_error("strategy_params.llm-trader", exc)) from None
     return LLMTrader(settings)
