@@ -7,7 +7,6 @@ import pandas as pd
 import pytest
 
 from conftest import END, START, backtest, market_for
-from fincon.data.view import MarketData
 from fincon.strategies import Decision, StopRun, Strategy, make_strategy
 
 

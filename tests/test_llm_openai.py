@@ -20,7 +20,6 @@ import time
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -45,7 +44,7 @@ from fincon.llm import (  # noqa: E402
 )
 from fincon.llm.backends.openai_compat import OpenAICompatBackend  # noqa: E402
 from fincon.llm.bundled import assemble  # noqa: E402
-from fincon.strategies.base import RunContext, StopRun  # noqa: E402
+from fincon.strategies.base import RunContext  # noqa: E402
 
 SECRET = "sk-fincon-test-SECRET-4242-do-not-leak"
 KEY_ENV = "FINCON_TEST_LLM_KEY"

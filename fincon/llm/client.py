@@ -19,7 +19,6 @@ from __future__ import annotations
 import time
 from typing import Sequence
 
-from pydantic import BaseModel
 
 from fincon.llm.backends.base import Backend
 from fincon.llm.cache import CacheMode, CallCache, call_key

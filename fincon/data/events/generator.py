@@ -371,7 +371,7 @@ def generate(cfg: GeneratorConfig) -> dict[str, list[Event]]:
             raise DataError(f"{t} has no bundled prices between {cfg.start} and {cfg.end}")
         evs: list[Event] = []
         first_row = c.pos(window[0])
-        for n, day in enumerate(window):
+        for day in window:
             i = c.pos(day)
             if i < 2:
                 continue

@@ -22,7 +22,6 @@ vendor SDK decides retries or logging for us.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import random
