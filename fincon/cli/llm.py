@@ -83,8 +83,9 @@ def settings_from_args(args: argparse.Namespace, base: dict[str, Any] | None = N
     try:
         return LLMSettings.model_validate(data)
     except ValidationError as exc:
-        msg = "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'llm'}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"bad LLM settings: {msg}") from None
+        from fincon.strategies.registry import format_validation_error
+
+        raise ConfigError(f"bad LLM settings: {format_validation_error('llm', exc)}") from None
 
 
 class SmokeAnswer(BaseModel):

@@ -128,19 +128,19 @@ def load_prices(
     for ticker in tickers:
         bars = validate_bars(source.load(ticker, start, end), ticker, source.describe(ticker))
         first, last = bars.index[0], bars.index[-1]
-        if start < first or end > last:
-            if end < first or start > last:
-                raise DataError(
-                    f"{ticker}: no data in {start.date()}..{end.date()}; "
-                    f"{source.name} has {first.date()}..{last.date()}"
-                )
-            # A window that starts on a weekend/holiday before the first bar is
-            # fine only if no trading day is missing; be strict at the edges.
-            if start < first - pd.Timedelta(days=4) or end > last + pd.Timedelta(days=4):
-                raise DataError(
-                    f"{ticker}: {start.date()}..{end.date()} is outside the data "
-                    f"({source.name} has {first.date()}..{last.date()}); pick dates inside it"
-                )
+        if end < first or start > last:
+            raise DataError(
+                f"{ticker}: no data in {start.date()}..{end.date()}; "
+                f"{source.name} has {first.date()}..{last.date()}"
+            )
+        # A few days of slack lets a window start or end on a weekend or
+        # holiday next to the data; more than that means days are missing.
+        slack = pd.Timedelta(days=4)
+        if start < first - slack or end > last + slack:
+            raise DataError(
+                f"{ticker}: {start.date()}..{end.date()} is outside the data "
+                f"({source.name} has {first.date()}..{last.date()}); pick dates inside it"
+            )
         frames[ticker] = bars
     common = frames[tickers[0]].index
     for t in tickers[1:]:
