@@ -16,11 +16,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from fincon.errors import ConfigError
-from fincon.strategies.registry import format_validation_error
+from fincon.validation import format_validation_error
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # inf/nan are never meaningful settings (``--cash inf`` ran with NaN values)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class DataConfig(_Section):
@@ -106,9 +107,14 @@ def load_config(path: Path | None = None, overrides: dict[str, Any] | None = Non
     tree: dict[str, Any] = {}
     if path is not None:
         try:
-            text = Path(path).read_text()
+            text = Path(path).read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise ConfigError(f"config {path} is not UTF-8 text (a binary file, or another encoding such as "
+                              "Latin-1); save it as UTF-8 YAML") from None
         except OSError as exc:
             raise ConfigError(f"cannot read config {path}: {exc.strerror}") from None
+        if "\x00" in text:
+            raise ConfigError(f"config {path} is a binary file, not YAML text")
         try:
             loaded = yaml.safe_load(text)
         except yaml.YAMLError as exc:

@@ -23,6 +23,7 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
 from fincon.errors import ConfigError
+from fincon.validation import format_validation_error
 
 from fincon.llm.client import LLMClient
 from fincon.llm.concurrency import run_concurrently
@@ -175,7 +176,11 @@ def make_llm_trader(settings: LLMSettings | Mapping[str, Any] | None = None) -> 
         try:
             settings = LLMSettings.model_validate(dict(settings))
         except ValidationError as exc:
-            from fincon.strategies.registry import format_validation_error
-
             raise ConfigError(format_validation_error("strategy_params.llm-trader", exc)) from None
     return LLMTrader(settings)
+
+
+def make_llm_trader_from_run(params: Mapping[str, Any], llm: Mapping[str, Any]) -> LLMTrader:
+    """Registry entry: the run's ``llm`` section overridden by the strategy's
+    own params (strategy params win where both set a key)."""
+    return make_llm_trader({**llm, **params})

@@ -1,62 +1,55 @@
 """Strategy factory: a name and a params mapping in, a strategy out.
 
-Each strategy class carries a pydantic ``Params`` model; unknown or bad
-params are reported with the strategy's and the key's names.
+Strategies are named here by module path and imported only when built, so
+listing them (``fincon --help``) costs no numerical import, and the agents
+(which build on :mod:`fincon.strategies.base`) never import this module
+back. Each baseline class carries a pydantic ``Params`` model; unknown or
+bad params are reported with the strategy's and the key's names.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Callable, Mapping
 
 from pydantic import ValidationError
 
 from fincon.errors import ConfigError
 from fincon.strategies.base import Strategy
-from fincon.strategies.buy_and_hold import BuyAndHold
-from fincon.strategies.equal_weight import EqualWeight
-from fincon.strategies.markowitz import Markowitz
-from fincon.strategies.sma_cross import SmaCross
+from fincon.validation import format_validation_error
 
-STRATEGIES: dict[str, type] = {
-    cls.name: cls for cls in (BuyAndHold, EqualWeight, Markowitz, SmaCross)
+#: baselines: name -> "module:Class" (the class takes its Params model)
+STRATEGIES: dict[str, str] = {
+    "buy-and-hold": "fincon.strategies.buy_and_hold:BuyAndHold",
+    "equal-weight": "fincon.strategies.equal_weight:EqualWeight",
+    "markowitz": "fincon.strategies.markowitz:Markowitz",
+    "sma-cross": "fincon.strategies.sma_cross:SmaCross",
 }
 
-
-
-def _llm_trader(params: Mapping[str, Any], llm: Mapping[str, Any]) -> Strategy:
-    # imported lazily: the agent imports fincon.strategies.base (a cycle at
-    # import time) and pulls in the LLM layer, which baselines never need
-    from fincon.agents.simple_trader import make_llm_trader
-
-    return make_llm_trader({**llm, **params})
-
-
-# Strategies that talk to a model get the run's ``llm`` settings as well as
-# their own params; strategy params win where both set a key.
-FACTORIES: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], Strategy]] = {
-    "llm-trader": _llm_trader,
+#: strategies that talk to a model: name -> "module:factory"; the factory
+#: gets (params, the run's llm section) and returns a Strategy
+FACTORIES: dict[str, str] = {
+    "llm-trader": "fincon.agents.simple_trader:make_llm_trader_from_run",
+    "fincon": "fincon.agents.team:make_fincon_team",
 }
 LLM_STRATEGIES = frozenset(FACTORIES)
+
+__all__ = ["STRATEGIES", "FACTORIES", "LLM_STRATEGIES", "format_validation_error", "make_strategy",
+           "strategy_class", "strategy_names"]
+
+
+def _load(target: str) -> Any:
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 def strategy_names() -> list[str]:
     return sorted(set(STRATEGIES) | set(FACTORIES))
 
 
-def format_validation_error(prefix: str, exc: ValidationError) -> str:
-    """One line naming every bad key: 'prefix.key: message; ...'."""
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(x) for x in err["loc"])
-        key = ".".join(x for x in (prefix, loc) if x)
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            parts.append(f"unknown key {key!r}")
-        elif key:
-            parts.append(f"{key}: {msg}")
-        else:
-            parts.append(msg)
-    return "; ".join(parts)
+def strategy_class(name: str) -> type:
+    """The class of baseline ``name`` (imports its module)."""
+    return _load(STRATEGIES[name])
 
 
 def make_strategy(
@@ -65,10 +58,11 @@ def make_strategy(
     """Build strategy ``name``; ``llm`` is the run's LLM section (LLM strategies only)."""
     params = dict(params or {})
     if name in FACTORIES:
-        return FACTORIES[name](params, dict(llm or {}))
-    cls = STRATEGIES.get(name)
-    if cls is None:
+        factory: Callable[[Mapping[str, Any], Mapping[str, Any]], Strategy] = _load(FACTORIES[name])
+        return factory(params, dict(llm or {}))
+    if name not in STRATEGIES:
         raise ConfigError(f"unknown strategy {name!r}; choose one of {', '.join(strategy_names())}")
+    cls = strategy_class(name)
     try:
         return cls(cls.Params(**params))
     except ValidationError as exc:
