@@ -32,6 +32,12 @@ the comparison plot and metrics.
 
 Flags override the config file; strategy parameters go through --param:
   --param markowitz.lookback=60 --param equal-weight.rebalance_every=5
+
+Exit status: 0 every strategy completed; 2 bad input, or no strategy
+finished a single day (one line on stderr, nothing written); 3 a strategy
+stopped early (LLM server gone, token budget spent): results are saved up
+to its last finished day, marked stopped_early in metrics.json and in the
+table's status row; 143 terminated by SIGTERM (partial output removed).
 """
 
 EXAMPLES = """\
@@ -77,7 +83,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     m = p.add_argument_group("metrics and output")
     m.add_argument("--alpha", type=float, help="VaR/CVaR tail probability (default 0.05)")
     m.add_argument("--risk-free", type=float, help="annual risk-free rate for Sharpe (default 0)")
-    m.add_argument("--out", type=Path, metavar="DIR", help="run directory (default runs/<strategies>_<tickers>_<window>)")
+    m.add_argument("--out", metavar="DIR",
+                   help="run directory (default runs/<strategies>_<tickers>_<window>); an existing one is kept "
+                        "and the run goes to DIR-2, DIR-3...")
+    m.add_argument("--replace", action="store_true",
+                   help="replace --out if it is an earlier fincon run (swapped in only when the new run is complete)")
     m.add_argument("--json", action="store_true", help="print the metrics as one JSON object instead of a table")
     m.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=run)
@@ -109,8 +119,9 @@ def build_config(args: argparse.Namespace):
         "start": args.start,
         "end": args.end,
         "data.source": args.source or ("csv" if args.data else None),
-        "data.dir": str(args.data) if args.data else None,
-        "data.cache_dir": str(args.cache_dir) if args.cache_dir else None,
+        # saved absolute, so the run's config.yaml works from any directory
+        "data.dir": str(args.data.expanduser().absolute()) if args.data else None,
+        "data.cache_dir": str(args.cache_dir.expanduser().absolute()) if args.cache_dir else None,
         "broker.cash": args.cash,
         "broker.commission": args.commission,
         "broker.slippage": args.slippage,
@@ -128,6 +139,7 @@ def build_config(args: argparse.Namespace):
 
 
 ROWS = [
+    ("status", "status", "{}"),
     ("cr_pct", "CR % (sum of log returns)", "{:.3f}"),
     ("cr_paper_pct", "CR % paper eq.5 (direction)", "{:.3f}"),
     ("cum_simple_return_pct", "cumulative simple return %", "{:.3f}"),
@@ -146,11 +158,15 @@ ROWS = [
 
 
 def format_table(columns: dict[str, dict[str, Any]]) -> str:
+    """The metrics side by side; a status row appears when a column did not
+    complete its window (so a stopped run is never read as a full one)."""
     names = list(columns)
-    labels = [label for _, label, _ in ROWS]
+    rows = [r for r in ROWS if r[0] != "status"
+            or any(c.get("status", "complete") != "complete" for c in columns.values())]
+    labels = [label for _, label, _ in rows]
     width0 = max(len(x) for x in labels)
     cells = []
-    for key, _label, fmt in ROWS:
+    for key, _label, fmt in rows:
         row = []
         for n in names:
             v = columns[n].get(key)
@@ -158,7 +174,7 @@ def format_table(columns: dict[str, dict[str, Any]]) -> str:
         cells.append(row)
     widths = [max(len(n), *(len(r[i]) for r in cells)) for i, n in enumerate(names)]
     lines = ["  ".join([" " * width0] + [n.rjust(w) for n, w in zip(names, widths)])]
-    for (_, label, _), row in zip(ROWS, cells):
+    for (_, label, _), row in zip(rows, cells):
         lines.append("  ".join([label.ljust(width0)] + [c.rjust(w) for c, w in zip(row, widths)]))
     return "\n".join(lines)
 
@@ -191,26 +207,43 @@ def _llm_line(summary: dict[str, Any]) -> str:
             "(per day and agent: llm_usage.csv, llm_audit.jsonl)")
 
 
+def _status(result) -> str:
+    """'complete', or where a stopped run ended (its window is shorter than the benchmark's)."""
+    if not result.stopped:
+        return "complete"
+    return f"stopped {result.dates[-1]:%Y-%m-%d}" if len(result.dates) else "stopped"
+
+
 def run(args: argparse.Namespace) -> int:
+    from fincon.cli.main import EXIT_STOPPED
+    from fincon.engine.rundir import check_out_path
     from fincon.engine.runner import BENCHMARK, run_config
 
     cfg = build_config(args)
     progress = not args.no_progress and not args.json
     with _stdout_to_stderr(args.json):
-        report = run_config(cfg, args.out, progress=progress)
-    columns = {n: r.metrics.as_dict() for n, r in report.results.items()}
+        report = run_config(cfg, None if args.out is None else check_out_path(args.out), progress=progress,
+                            replace=args.replace)
+    columns = {n: {"status": _status(r), **r.metrics.as_dict()} for n, r in report.results.items()}
+    for name in report.failed:
+        columns[name] = {"status": "failed"}
     if report.benchmark is not None:
-        columns[f"{BENCHMARK} (benchmark)"] = report.benchmark.metrics.as_dict()
+        columns[f"{BENCHMARK} (benchmark)"] = {"status": "complete", **report.benchmark.metrics.as_dict()}
     stopped = {n: r.stopped for n, r in report.results.items() if r.stopped}
     if args.json:
         if len(report.results) == 1:
             (name, result), = report.results.items()
             obj = {"strategy": name, "run_dir": str(report.out), **columns[name],
                    "status": "stopped_early" if result.stopped else "complete"}
+            if result.stopped:
+                obj["stop_reason"] = result.stopped
             if report.benchmark is not None:
                 obj["benchmark"] = report.benchmark.metrics.as_dict()
         else:
-            obj = {"run_dir": str(report.out), "strategies": columns}
+            strategies = {n: {**c, "status": "failed" if n in report.failed else
+                              "stopped_early" if c["status"] != "complete" else "complete"}
+                          for n, c in columns.items()}
+            obj = {"run_dir": str(report.out), "strategies": strategies}
         print(json.dumps(obj, sort_keys=True))
     else:
         print(f"{', '.join(cfg.tickers)}  {cfg.start} .. {cfg.end}  (alpha={cfg.metrics.alpha}, "
@@ -223,10 +256,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"\nrun directory: {report.out}")
         print(f"equity plot:   {report.out / 'equity.png'}")
     for name, reason in stopped.items():
-        print(f"fincon: {name} stopped early ({reason}); results saved up to the last finished day",
-              file=sys.stderr)
+        print(f"fincon: {name} stopped early ({' '.join(reason.split())}); results saved up to the last "
+              "finished day; the benchmark covers the full window", file=sys.stderr)
+    for name, reason in report.failed.items():
+        print(f"fincon: {name} finished no day and was not written: {' '.join(reason.split())}", file=sys.stderr)
     rejected = sum(r.rejected_orders for r in report.results.values())
     if rejected:
         print(f"fincon: warning: {rejected} order(s) were rejected by the broker; see the log (-v)",
               file=sys.stderr)
-    return 0
+    return 0 if report.complete else EXIT_STOPPED

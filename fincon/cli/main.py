@@ -2,7 +2,9 @@
 
 Sub-command modules are listed in :data:`COMMANDS`; each one exposes
 ``register(subparsers)`` and sets ``func`` on its parser. User errors
-(:class:`fincon.errors.FinconError`) become one line on stderr and exit 2.
+(:class:`fincon.errors.FinconError`, bad flags) become one line on stderr
+and exit 2. Building the parser imports no numerical library (each command
+imports its work lazily), so ``fincon --help`` answers at once.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import argparse
 import importlib
 import logging
 import os
+import signal
 import sys
 
 from fincon import __version__
@@ -25,11 +28,38 @@ examples:
   fincon plot runs/demo/markowitz runs/demo/buy-and-hold --out compare.png
 
 Run `fincon COMMAND --help` for the options of one command.
+
+exit status:
+  0    every run completed
+  2    bad input or a failure before anything finished (one line on stderr,
+       nothing written)
+  3    a run stopped early (LLM server gone, token budget spent): its
+       results are saved up to the last finished day and marked stopped_early
+  130  interrupted (Ctrl-C); 143 terminated (SIGTERM): partial output removed
 """
+
+EXIT_STOPPED = 3
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so every ``with`` block (staging
+    run directories, caches) cleans up on the way out."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error: the usage block is noise when one
+    flag value is wrong; ``--help`` shows it."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"fincon: error: {message} (see `{self.prog} --help`)\n")
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="fincon",
         description="Backtest trading strategies and LLM agent teams on point-in-time data.",
         epilog=EPILOG,
@@ -53,19 +83,30 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread (embedded use): leave signals alone
+        previous = None
     try:
         return int(args.func(args) or 0)
     except FinconError as exc:
-        print(f"fincon: error: {exc}", file=sys.stderr)
+        print(f"fincon: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("fincon: interrupted", file=sys.stderr)
+        print("fincon: interrupted; partial output removed", file=sys.stderr)
         return 130
+    except Terminated:
+        print("fincon: terminated; partial output removed", file=sys.stderr)
+        return 143
     except BrokenPipeError:
         # stdout closed early (e.g. piped into `head`): not an error of ours
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -31,6 +31,7 @@ from tqdm import tqdm
 
 from fincon.data.view import MarketData, PortfolioSnapshot
 from fincon.engine.broker import BrokerSettings, size_orders
+from fincon.errors import FinconError
 from fincon.engine.feed import make_feed
 from fincon.risk.metrics import Metrics, compute_metrics
 from fincon.strategies.base import Decision, RunContext, StopRun, Strategy
@@ -126,8 +127,11 @@ class _Loop:
         view = self.market.view_at(t, PortfolioSnapshot(value, cash, shares, weights))
         try:
             decision = self.strategy.decide(view)
-        except StopRun as stop:
-            self.stopped = stop.reason
+        except (StopRun, FinconError) as stop:
+            # A user-actionable failure mid-run (a dead LLM server, a spent
+            # budget) ends the run cleanly: everything up to the previous
+            # day is kept and the run is marked stopped_early.
+            self.stopped = stop.reason if isinstance(stop, StopRun) else str(stop)
             self.values[i] = np.nan
             bts.env.runstop()
             return
@@ -151,6 +155,8 @@ class _Loop:
                 entry["actions"] = dict(sorted(decision.actions.items()))
             entry["rationale"] = decision.rationale
             entry["evidence"] = list(decision.evidence)
+            if decision.record:
+                entry["record"] = dict(decision.record)
         self.decisions.append(entry)
 
     def on_open(self, bts: _Bridge) -> None:

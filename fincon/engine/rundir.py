@@ -3,57 +3,158 @@
 A run is written into a hidden sibling ``.NAME.partial-PID`` and renamed to
 its final name only after every file is written, so an interrupted or failed
 run never leaves a directory that looks complete. An existing directory is
-never overwritten: the next free name (``NAME-2``, ``NAME-3``...) is used.
+never overwritten: the next free name (``NAME-2``, ``NAME-3``...) is taken
+when the run commits (so two identical runs started together both keep their
+result), unless ``replace`` is asked for and the existing directory is a
+fincon run.
+
+Staging directories of processes that died (SIGKILL, a power cut) are swept
+at the next run in the same parent directory, with one line saying so.
+SIGTERM is turned into an exception by the CLI, so the staging directory of a
+terminated run is removed on the way out.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
-from fincon.errors import FinconError
+from fincon.errors import ConfigError, FinconError
+
+log = logging.getLogger(__name__)
+
+_PARTIAL = re.compile(r"^\.(?P<name>.+)\.partial-(?P<pid>\d+)$")
+#: files that mark a directory as a fincon run (safe to replace)
+RUN_MARKERS = ("config.yaml", "metrics.json")
+
+
+def check_out_path(out: Path | str) -> Path:
+    """Validate a user-given ``--out``: it must name a directory that can be
+    created (or an existing run directory, which gets a free ``-N`` name)."""
+    text = str(out)
+    path = Path(text)
+    if not text.strip() or path.name in ("", ".", "..") or text.rstrip().endswith(("/.", "/..")):
+        raise ConfigError(f"--out {text!r} does not name a new run directory; give a path such as runs/my-run")
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"--out {text} exists and is not a directory; choose another path")
+    if path.is_symlink():
+        raise ConfigError(f"--out {text} is a symbolic link; give a plain directory path")
+    return path
 
 
 def free_path(path: Path) -> Path:
     """``path`` if unused, else the first unused ``path-N``."""
-    if not path.exists():
+    if not os.path.lexists(path):
         return path
     n = 2
     while True:
         candidate = path.with_name(f"{path.name}-{n}")
-        if not candidate.exists():
+        if not os.path.lexists(candidate):
             return candidate
         n += 1
 
 
-class RunDir:
-    """A staging directory that becomes ``final`` on :meth:`commit`."""
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
-    def __init__(self, final: Path):
+
+def sweep_stale_partials(parent: Path) -> list[Path]:
+    """Remove ``.NAME.partial-PID`` directories in ``parent`` whose process is
+    gone; each removal is reported on stderr."""
+    removed: list[Path] = []
+    try:
+        entries = list(parent.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        m = _PARTIAL.match(entry.name)
+        if not m or not entry.is_dir() or _pid_alive(int(m.group("pid"))):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        if not entry.exists():
+            removed.append(entry)
+            print(f"fincon: removed {entry}, left by an interrupted run (process {m.group('pid')} is gone)",
+                  file=sys.stderr)
+    return removed
+
+
+class RunDir:
+    """A staging directory that becomes ``final`` (or a free ``final-N``) on
+    :meth:`commit`."""
+
+    def __init__(self, final: Path, *, replace: bool = False):
         self.final = final
+        self.replace = replace
+        if replace and final.exists() and not any((final / m).exists() for m in RUN_MARKERS):
+            raise ConfigError(f"--replace: {final} exists but is not a fincon run directory; refusing to replace it")
         self.staging = final.with_name(f".{final.name}.partial-{os.getpid()}")
+        self._made_parents = [p for p in reversed(final.parents) if not p.exists()]
         try:
+            final.parent.mkdir(parents=True, exist_ok=True)
+            sweep_stale_partials(final.parent)
             if self.staging.exists():
                 shutil.rmtree(self.staging)
-            self.staging.mkdir(parents=True)
+            self.staging.mkdir()
         except OSError as exc:
-            raise FinconError(f"cannot create run directory under {final.parent}: {exc.strerror}") from None
+            self._remove_made_parents()
+            raise FinconError(
+                f"cannot create run directory under {final.parent}: {exc.strerror or exc}"
+            ) from None
 
     @property
     def path(self) -> Path:
         return self.staging
 
     def commit(self) -> Path:
-        if self.final.exists():
-            raise FinconError(f"{self.final} appeared while the run was going; result kept in {self.staging}")
-        self.staging.rename(self.final)
-        return self.final
+        """Rename the staging directory to its final name and return it."""
+        if self.replace and self.final.exists():
+            old = self.final.with_name(f".{self.final.name}.replaced-{os.getpid()}")
+            self.final.rename(old)
+            self.staging.rename(self.final)
+            shutil.rmtree(old, ignore_errors=True)
+            return self.final
+        for _ in range(1000):
+            target = free_path(self.final)
+            try:
+                # rename(2) onto an existing non-empty directory fails, so a
+                # concurrent run that took the name first is detected here
+                os.rename(self.staging, target)
+            except OSError:
+                if os.path.lexists(target):
+                    continue
+                raise
+            if target != self.final:
+                print(f"fincon: {self.final} already exists; this run was written to {target}", file=sys.stderr)
+            self.final = target
+            return target
+        raise FinconError(f"could not find a free name next to {self.final}; result kept in {self.staging}")
 
     def abort(self) -> None:
         shutil.rmtree(self.staging, ignore_errors=True)
+        self._remove_made_parents()
+
+    def _remove_made_parents(self) -> None:
+        """Remove the (empty) parent directories this run created, so a run
+        that failed leaves no empty ``runs/`` behind."""
+        for parent in reversed(self._made_parents):
+            try:
+                parent.rmdir()
+            except OSError:
+                break
 
     def __enter__(self) -> "RunDir":
         return self

@@ -8,8 +8,11 @@ staging directory that is renamed only when complete.
 
 from __future__ import annotations
 
+import difflib
+import hashlib
 import json
 import logging
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,9 +27,10 @@ from fincon.data.view import MarketData
 from fincon.engine.backtest import BacktestResult, run_backtest
 from fincon.engine.broker import BrokerSettings
 from fincon.engine.plotting import plot_equity
-from fincon.engine.rundir import RunDir, free_path, write_json
+from fincon.engine.rundir import RunDir, check_out_path, write_json
+from fincon.errors import ConfigError, FinconError
 from fincon.strategies.base import RunContext, Strategy
-from fincon.strategies.registry import make_strategy
+from fincon.strategies.registry import make_strategy, strategy_names
 
 log = logging.getLogger(__name__)
 BENCHMARK = "buy-and-hold"
@@ -41,10 +45,29 @@ class RunReport:
     benchmark: BacktestResult | None
     run_dirs: dict[str, Path] = field(default_factory=dict)
     dropped_dates: int = 0
+    failed: dict[str, str] = field(default_factory=dict)  # strategy -> why it finished no day
+
+    @property
+    def complete(self) -> bool:
+        return not self.failed and not any(r.stopped for r in self.results.values())
+
+
+MAX_NAME = 100  # well under the 255 bytes of a file name, leaving room for -N and .partial-PID
 
 
 def default_out(cfg: RunConfig, root: Path = Path("runs")) -> Path:
-    name = "+".join(cfg.strategies) + "_" + "-".join(cfg.tickers) + f"_{cfg.start}_{cfg.end}"
+    """runs/<strategies>_<tickers>_<start>_<end>; long lists are shortened to
+    a count and a hash of the list, so 42 tickers still make a valid name."""
+    strategies = "+".join(cfg.strategies)
+    tickers = "-".join(cfg.tickers)
+    name = f"{strategies}_{tickers}_{cfg.start}_{cfg.end}"
+    if len(name) > MAX_NAME:
+        digest = hashlib.sha256(f"{strategies}|{tickers}".encode()).hexdigest()[:8]
+        if len(strategies) > 40:
+            strategies = f"{len(cfg.strategies)}strategies"
+        if len(tickers) > 40:
+            tickers = f"{len(cfg.tickers)}tickers"
+        name = f"{strategies}_{tickers}_{cfg.start}_{cfg.end}_{digest}"
     return root / name
 
 
@@ -63,24 +86,30 @@ def _single_config(cfg: RunConfig, name: str) -> RunConfig:
     return cfg.model_copy(update={"strategies": [name], "strategy_params": params})
 
 
-def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True) -> RunReport:
-    """Run every strategy of ``cfg`` (plus the benchmark) and write the runs."""
+def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True,
+               replace: bool = False) -> RunReport:
+    """Run every strategy of ``cfg`` (plus the benchmark) and write the runs.
+
+    A strategy that stops before finishing its first day (a dead LLM server,
+    a spent budget) has no result to write: in a multi-strategy run it is
+    listed as ``failed`` in the top ``metrics.json`` and the others are
+    written as usual; if no strategy finished a day, the run fails with one
+    line and nothing is written.
+    """
     strategies: dict[str, Strategy] = {
         name: make_strategy(name, cfg.strategy_params.get(name), cfg.llm) for name in cfg.strategies
     }
-    unused = set(cfg.strategy_params) - set(cfg.strategies)
-    if unused:
-        log.warning("strategy_params given for strategies not run: %s", ", ".join(sorted(unused)))
+    cfg = _resolved(cfg, strategies)
     want_benchmark = cfg.benchmark and BENCHMARK not in strategies
     warmup = max(s.warmup for s in strategies.values())
     market, dropped = _market(cfg, warmup)
     settings = BrokerSettings(**cfg.broker.model_dump())
-    final = free_path(out if out is not None else default_out(cfg))
+    target = check_out_path(out) if out is not None else default_out(cfg)
     multi = len(strategies) > 1
 
-    with RunDir(final) as staging:
+    with RunDir(target, replace=replace) as staging:
         results: dict[str, BacktestResult] = {}
-        run_dirs: dict[str, Path] = {}
+        failed: dict[str, str] = {}
         benchmark = None
         if want_benchmark:
             benchmark = run_backtest(
@@ -97,13 +126,21 @@ def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True
                 market, strategy, settings, ctx,
                 alpha=cfg.metrics.alpha, risk_free=cfg.metrics.risk_free, progress=progress,
             )
+            if len(result.dates) == 0:
+                failed[name] = result.stopped or "stopped before its first day"
+                if multi:
+                    shutil.rmtree(run_path, ignore_errors=True)
+                continue
             results[name] = result
             bench = benchmark if name != BENCHMARK else None
             write_run(run_path, single_cfg, result, bench, dropped)
-            run_dirs[name] = final / name if multi else final
+        if not results:
+            raise FinconError("; ".join(f"{n} stopped before finishing its first day: {r}" for n, r in failed.items()))
         if multi:
             (staging.path / "config.yaml").write_text(cfg.to_yaml())
-            table = {n: r.metrics.as_dict() for n, r in results.items()}
+            table: dict[str, Any] = {n: {"status": _status(r), **r.metrics.as_dict()} for n, r in results.items()}
+            for n, reason in failed.items():
+                table[n] = {"status": "failed", "stop_reason": reason}
             if benchmark is not None:
                 table[f"{BENCHMARK} (benchmark)"] = benchmark.metrics.as_dict()
             write_json(staging.path / "metrics.json", table)
@@ -111,8 +148,34 @@ def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True
             if benchmark is not None:
                 curves[BENCHMARK] = benchmark.equity
             plot_equity(curves, staging.path / "equity.png", _title(cfg))
-        staging.commit()
-    return RunReport(out=final, results=results, benchmark=benchmark, run_dirs=run_dirs, dropped_dates=dropped)
+        final = staging.commit()
+    run_dirs = {n: (final / n if multi else final) for n in results}
+    return RunReport(out=final, results=results, benchmark=benchmark, run_dirs=run_dirs,
+                     dropped_dates=dropped, failed=failed)
+
+
+def _status(result: BacktestResult) -> str:
+    return "stopped_early" if result.stopped else "complete"
+
+
+def _resolved(cfg: RunConfig, strategies: dict[str, Strategy]) -> RunConfig:
+    """``cfg`` with every strategy's parameters filled in with their defaults,
+    so the saved ``config.yaml`` really is the resolved config."""
+    unused = sorted(set(cfg.strategy_params) - set(cfg.strategies))
+    if unused:
+        hints = []
+        for name in unused:
+            close = difflib.get_close_matches(name, list(cfg.strategies) + strategy_names(), n=1)
+            hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise ConfigError(
+            f"strategy_params given for {', '.join(hints)}, which this run does not run "
+            f"(running: {', '.join(cfg.strategies)}); drop them or add the strategy to --strategy"
+        )
+    params = {name: dict(cfg.strategy_params.get(name, {})) for name in cfg.strategies}
+    for name, strategy in strategies.items():
+        params[name] = strategy.resolved_params() or params[name]
+    params = {k: v for k, v in params.items() if v}
+    return cfg.model_copy(update={"strategy_params": params})
 
 
 def _title(cfg: RunConfig) -> str:
@@ -131,7 +194,7 @@ def write_run(
     with open(path / "decisions.jsonl", "w") as fh:
         for entry in result.decisions:
             fh.write(json.dumps(entry, sort_keys=True) + "\n")
-    status = "stopped_early" if result.stopped else "complete"
+    status = _status(result)
     metrics = {"strategy": result.strategy, "status": status, **result.metrics.as_dict()}
     write_json(path / "metrics.json", metrics)
     summary: dict[str, Any] = {

@@ -57,8 +57,11 @@ def paper_cumulative_return_pct(prices: np.ndarray, directions: np.ndarray) -> f
 
 
 def cumulative_simple_return(values: np.ndarray) -> np.ndarray:
-    """Eq. 6: prod(1 + daily simple return) - 1, for every day (0 on day one)."""
+    """Eq. 6: prod(1 + daily simple return) - 1, for every day (0 on day one;
+    empty for an empty series)."""
     v = np.asarray(values, dtype=float)
+    if len(v) == 0:
+        return v.copy()
     return v / v[0] - 1.0
 
 
@@ -98,13 +101,16 @@ def annual_volatility_pct(values: np.ndarray) -> float:
 def drawdown_series(values: np.ndarray) -> np.ndarray:
     """(peak_t - v_t) / peak_t for every day, as a fraction."""
     v = np.asarray(values, dtype=float)
+    if len(v) == 0:
+        return v.copy()
     peak = np.maximum.accumulate(v)
     return (peak - v) / peak
 
 
 def max_drawdown_pct(values: np.ndarray) -> float:
-    """Eq. 9 in %."""
-    return float(100.0 * drawdown_series(values).max())
+    """Eq. 9 in %; NaN for an empty series (0 for a single day)."""
+    dd = drawdown_series(values)
+    return float(100.0 * dd.max()) if len(dd) else float("nan")
 
 
 def value_at_risk(pnl: np.ndarray, alpha: float = 0.05) -> float:
@@ -176,6 +182,10 @@ def compute_metrics(
     sum_t traded_t / v_t (one-way; buying in once = 1.0). ``trade_pnls`` are
     the PnLs of round trips (open ones marked at the last close); the win
     rate is the share that made money.
+
+    Zero or one finished day (a run stopped before or on its first day) is
+    valid input: every return-based metric is then NaN (``null`` in
+    ``metrics.json``), CR is 0 and the final value is the initial one.
     """
     v = np.asarray(values, dtype=float)
     daily = simple_returns(v) * 100.0
@@ -192,8 +202,8 @@ def compute_metrics(
             if prices is not None and directions is not None
             else None
         ),
-        cum_simple_return_pct=float(100.0 * cumulative_simple_return(v)[-1]),
-        final_value=float(portfolio_value(v, initial)[-1]),
+        cum_simple_return_pct=float(100.0 * cumulative_simple_return(v)[-1]) if len(v) else 0.0,
+        final_value=float(portfolio_value(v, initial)[-1]) if len(v) else float(initial),
         sharpe=sharpe_ratio(v, risk_free),
         sortino=sortino_ratio(v, risk_free),
         ann_vol_pct=annual_volatility_pct(v),

@@ -33,6 +33,9 @@ class Decision:
     rationale: str = ""
     evidence: tuple[str, ...] = ()
     actions: Mapping[str, Action] = field(default_factory=dict)
+    #: optional per-day record of how the decision was reached (an agent
+    #: team's reports, citations and calls); written to decisions.jsonl as is
+    record: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_action(
@@ -81,6 +84,14 @@ class Strategy:
 
     def start(self, ctx: RunContext) -> None:
         """Called once before the first day."""
+
+    def resolved_params(self) -> dict[str, Any]:
+        """The strategy's parameters with defaults filled in, as YAML-safe
+        values, for the run's resolved ``config.yaml``. Strategies with a
+        pydantic ``params`` attribute get this for free."""
+        params = getattr(self, "params", None)
+        dump = getattr(params, "model_dump", None)
+        return dict(dump(mode="json")) if callable(dump) else {}
 
     def decide(self, view: "MarketView") -> Decision | None:
         """Return the day's decision, or ``None`` to keep every position."""
