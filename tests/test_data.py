@@ -29,7 +29,7 @@ BAD_CASES = {
     "duplicate": (lambda f: pd.concat([f.iloc[:5], f.iloc[4:]]), "duplicate date 2022-10-11"),
     "unsorted": (lambda f: f.iloc[[0, 2, 1] + list(range(3, len(f)))], "not sorted ascending"),
     "non-positive": (lambda f: f.assign(Open=f.Open.where(f.index != 2, -1.0)), "non-positive Open (-1.0) on 2022-10-07"),
-    "bad date": (lambda f: f.assign(Date=f.Date.where(f.index != 1, "yesterday")), "unparsable date 'yesterday'"),
+    "bad date": (lambda f: f.assign(Date=f.Date.where(f.index != 1, "yesterday")), "date 'yesterday' at data row 2 is not YYYY-MM-DD"),
     "text price": (lambda f: f.astype({"High": object}).assign(High=lambda g: g.High.where(g.index != 0, "n/a")), "non-numeric High"),
 }
 

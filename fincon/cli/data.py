@@ -6,9 +6,10 @@ import argparse
 import json
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported by the commands, not by `fincon --help`
+    import pandas as pd
 
 from fincon.errors import ConfigError, DataError
 
@@ -81,6 +82,8 @@ def _tickers(arg: str | None):
 
 
 def _date(s: str, flag: str) -> pd.Timestamp:
+    import pandas as pd
+
     try:
         return pd.Timestamp(s).normalize()
     except (ValueError, TypeError) as exc:
@@ -90,6 +93,8 @@ def _date(s: str, flag: str) -> pd.Timestamp:
 def cmd_sample(args: argparse.Namespace) -> int:
     from fincon.data.events.generator import DEFAULT_END, DEFAULT_START, GeneratorConfig, Planted, generate, write_corpus
 
+    if args.out.exists() and not args.out.is_dir():
+        raise ConfigError(f"--out {args.out} exists and is not a directory; choose another path")
     start = str(_date(args.start, "--start").date()) if args.start else DEFAULT_START
     end = str(_date(args.end, "--end").date()) if args.end else DEFAULT_END
     cfg = GeneratorConfig(tickers=_tickers(args.tickers), start=start, end=end, planted=Planted.parse(args.planted),
@@ -102,6 +107,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 
 def trading_days(ticker: str, first: pd.Timestamp, last: pd.Timestamp) -> pd.DatetimeIndex:
+    import pandas as pd
+
     from fincon.data.events.generator import PRICES_DIR, load_closes
 
     if (PRICES_DIR / f"{ticker}.csv.gz").is_file():
@@ -112,6 +119,8 @@ def trading_days(ticker: str, first: pd.Timestamp, last: pd.Timestamp) -> pd.Dat
 
 def build_view(ticker: str, date: pd.Timestamp, events_dir: Path | None, embedder: str, agent: str, k: int,
                memory_dir: Path) -> dict[str, Any]:
+    import pandas as pd
+
     from fincon.data.events import sample_store
     from fincon.data.events.model import MARKET_TZ, decision_cutoff
     from fincon.memory import MemoryStore
@@ -127,7 +136,13 @@ def build_view(ticker: str, date: pd.Timestamp, events_dir: Path | None, embedde
     if date < first:
         raise DataError(f"{date.date()} is before the first {ticker} event ({first.date()}); pick a later --date")
     days = trading_days(ticker, first, date)
+    last_event = pd.Timestamp(evs[-1].published_at.astimezone(MARKET_TZ).date())
+    if date > last_event + pd.Timedelta(days=7):
+        raise DataError(f"{date.date()} is after the {ticker} event corpus ends ({last_event.date()}); "
+                        "pick an earlier --date")
     if len(days) == 0 or days[-1] != date:
+        if len(days) and date > days[-1] + pd.Timedelta(days=7):
+            raise DataError(f"{date.date()} is after the last {ticker} price ({days[-1].date()}); pick an earlier --date")
         raise DataError(f"{date.date()} is not a trading day for {ticker}; pick a weekday with a session")
     mem = MemoryStore(memory_dir, make_embedder(embedder)).procedural(agent, ticker)
     # the working-memory step of every day, stored in one batch (same entries

@@ -43,6 +43,11 @@ def run(args: argparse.Namespace) -> int:
             curves[label] = read_equity(path)
     if args.out.suffix.lower() != ".png":
         raise FinconError(f"--out {args.out}: give a .png file name")
-    plot_equity(curves, args.out, args.title)
+    if args.out.is_dir():
+        raise FinconError(f"--out {args.out} is a directory; give a .png file name")
+    try:
+        plot_equity(curves, args.out, args.title)
+    except OSError as exc:
+        raise FinconError(f"cannot write {args.out}: {exc.strerror or exc}") from None
     print(f"wrote {args.out} ({len(curves)} run{'s' if len(curves) != 1 else ''})")
     return 0

@@ -8,6 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from fincon.errors import DataError
+from fincon.data.transcription.checks import check_audio_file
 
 HELP = """\
 Transcribe an audio file with Whisper. The default backend tries
@@ -35,13 +36,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_transcribe(args: argparse.Namespace) -> int:
     from fincon.data.transcription import Transcriber, word_error_rate
 
-    if not args.file.is_file():
-        raise DataError(f"audio file {args.file} does not exist")
+    check_audio_file(args.file)
     ref = None
     if args.reference:
         if not args.reference.is_file():
-            raise DataError(f"reference file {args.reference} does not exist")
-        ref = args.reference.read_text(encoding="utf-8")
+            what = "is a directory" if args.reference.is_dir() else "does not exist"
+            raise DataError(f"reference file {args.reference} {what}; pass the script as a text file")
+        try:
+            ref = args.reference.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise DataError(f"reference file {args.reference} is not UTF-8 text") from None
     tr = Transcriber(backend=args.backend, model=args.model, cache_dir=args.cache_dir).transcribe(args.file)
     out = asdict(tr)
     if ref is not None:

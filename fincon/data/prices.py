@@ -54,6 +54,7 @@ def validate_bars(raw: pd.DataFrame, ticker: str, origin: str) -> pd.DataFrame:
         )
     if raw.empty:
         raise DataError(f"{where}: no rows")
+    _check_date_format(raw["Date"], where)
     dates = pd.to_datetime(raw["Date"], errors="coerce", format="mixed")
     if dates.isna().any():
         row = int(np.flatnonzero(dates.isna().to_numpy())[0])
@@ -78,6 +79,12 @@ def validate_bars(raw: pd.DataFrame, ticker: str, origin: str) -> pd.DataFrame:
             f"{where}: missing or non-numeric {RAW_COLUMNS[1 + c]} on {dates.iloc[r].date()}; "
             "fill or drop that row"
         )
+    inf_mask = np.isinf(values.to_numpy(dtype=float))
+    if inf_mask.any():
+        r, c = np.argwhere(inf_mask)[0]
+        raise DataError(
+            f"{where}: infinite {RAW_COLUMNS[1 + c]} on {dates.iloc[r].date()}; fix or drop that row"
+        )
     prices = values[["Open", "High", "Low", "Close", "Adj Close"]].to_numpy()
     if (prices <= 0).any():
         r, c = np.argwhere(prices <= 0)[0]
@@ -97,6 +104,25 @@ def validate_bars(raw: pd.DataFrame, ticker: str, origin: str) -> pd.DataFrame:
         index=pd.DatetimeIndex(dates.to_numpy(), name="date"),
     )
     return out
+
+
+_ISO_DATE = r"^\s*\d{4}-\d{2}-\d{2}([ T].*)?\s*$"
+
+
+def _check_date_format(col: pd.Series, where: str) -> None:
+    """Dates must be YYYY-MM-DD (a time part is tolerated): day-first or
+    month-first text would otherwise be parsed ambiguously and show up later
+    as "dates not sorted"."""
+    if pd.api.types.is_datetime64_any_dtype(col):
+        return
+    text = col.astype(str)
+    bad = ~text.str.match(_ISO_DATE)
+    if bad.any():
+        row = int(np.flatnonzero(bad.to_numpy())[0])
+        raise DataError(
+            f"{where}: date {text.iloc[row]!r} at data row {row + 1} is not YYYY-MM-DD; "
+            "write dates as e.g. 2023-01-31"
+        )
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import io
+import zlib
 import logging
 from contextlib import redirect_stderr, redirect_stdout
 from importlib import resources
@@ -25,7 +26,8 @@ log = logging.getLogger(__name__)
 def _read_csv(path: Path, ticker: str) -> pd.DataFrame:
     try:
         return pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError, EOFError,
+            zlib.error) as exc:  # EOFError / zlib.error: a truncated or corrupt .csv.gz
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DataError(f"{ticker} ({path}): cannot read CSV: {first}") from None
 
@@ -97,19 +99,23 @@ class YFinanceSource:
 
     def load(self, ticker: str, start: pd.Timestamp, end: pd.Timestamp) -> pd.DataFrame:
         path = self._cache_path(ticker)
+        stale = None
         if path.exists():
             cached = _read_csv(path, ticker)
             dates = pd.to_datetime(cached.get("Date"), errors="coerce")
             if len(cached) and dates.min() <= start and dates.max() >= end - pd.Timedelta(days=4):
                 return cached
-        raw = self._download(ticker, start, end)
+            if len(cached) and dates.notna().any():
+                stale = f"{dates.min():%Y-%m-%d}..{dates.max():%Y-%m-%d}"
+        raw = self._download(ticker, start, end, stale)
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".csv.tmp")
         raw.to_csv(tmp, index=False, float_format="%.6f")
         tmp.replace(path)
         return raw
 
-    def _download(self, ticker: str, start: pd.Timestamp, end: pd.Timestamp) -> pd.DataFrame:
+    def _download(self, ticker: str, start: pd.Timestamp, end: pd.Timestamp,
+                  stale: str | None = None) -> pd.DataFrame:
         import yfinance as yf
 
         sink = io.StringIO()
@@ -135,9 +141,12 @@ class YFinanceSource:
             yf_log.setLevel(level)
         if frame is None or frame.empty:
             log.debug("yfinance said: %s", sink.getvalue().strip())
+            cached = (f"the cache {self._cache_path(ticker)} holds only {stale}, not "
+                      f"{start:%Y-%m-%d}..{end:%Y-%m-%d}" if stale else
+                      f"nothing cached at {self._cache_path(ticker)}")
             raise SourceUnavailable(
-                f"yfinance returned no data for {ticker} (offline or unknown ticker); nothing cached at "
-                f"{self._cache_path(ticker)}. Use --data DIR with CSVs, or the bundled --source sample"
+                f"yfinance returned no data for {ticker} (offline or unknown ticker); {cached}. "
+                "Use --data DIR with CSVs, or the bundled --source sample"
             )
         frame = frame.reset_index()
         frame = frame.rename(columns={"index": "Date", "Datetime": "Date"})

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from fincon.data.transcription.checks import check_audio_file
 from fincon.errors import ConfigError, DataError, SourceUnavailable
 
 log = logging.getLogger(__name__)
@@ -156,8 +157,7 @@ class Transcriber:
 
     def transcribe(self, path: str | Path) -> Transcript:
         path = Path(path)
-        if not path.is_file():
-            raise DataError(f"audio file {path} does not exist")
+        check_audio_file(path)
         digest = sha256_file(path)
         # a transcript cached by either backend of the configured preference is reused
         order = ["openai-whisper", "faster-whisper"] if self.backend == "auto" else [self.backend]

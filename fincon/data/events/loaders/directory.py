@@ -40,8 +40,13 @@ class DirectoryLoader:
         want = {t.upper() for t in tickers} if tickers else None
         out: list[Event] = []
         for path in self.files():
-            for rec in _records(path):
-                e = Event.from_dict(rec)
+            for n, rec in _records(path):
+                if not isinstance(rec, dict):
+                    raise DataError(f"{path}:{n}: expected a JSON object with id, ticker, source, published_at")
+                try:
+                    e = Event.from_dict(rec)
+                except DataError as exc:
+                    raise DataError(f"{path}:{n}: {exc}") from None
                 if want is not None and e.ticker not in want:
                     continue
                 if e.audio and not (self.root / e.audio).exists() and not Path(e.audio).is_absolute():
@@ -56,7 +61,9 @@ def _records(path: Path):
     try:
         if name.endswith(".csv"):
             with open(path, newline="", encoding="utf-8") as fh:
-                yield from csv.DictReader(fh)
+                reader = csv.DictReader(fh)
+                for rec in reader:
+                    yield reader.line_num, rec
             return
         raw = path.read_bytes()
         if name.endswith(".gz"):
@@ -66,10 +73,10 @@ def _records(path: Path):
             if not line:
                 continue
             try:
-                yield json.loads(line)
+                yield n, json.loads(line)
             except json.JSONDecodeError as exc:
                 raise DataError(f"{path}:{n}: not a JSON object ({exc.msg})") from exc
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise DataError(f"cannot read event file {path}: {exc}") from exc
 
 
