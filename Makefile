@@ -40,7 +40,7 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/fincon backtest --tickers TSLA,MSFT,PFE \
 	    --strategy buy-and-hold,markowitz,equal-weight \
-	    --start 2022-10-05 --end 2023-06-09 --out runs/demo
+	    --start 2022-10-05 --end 2023-06-09 --out runs/demo --replace
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
