@@ -1,0 +1,204 @@
+"""Runs as users break them: stops before and after day one, signals, two
+runs at once, long names, configs moved between directories."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fincon.engine.runner as runner
+from fincon.cli.main import main
+from fincon.errors import SourceUnavailable
+from fincon.risk.metrics import compute_metrics
+from fincon.strategies.base import Decision, Strategy
+from fincon.strategies.registry import make_strategy
+
+FINCON = [sys.executable, "-m", "fincon.cli.main"]
+LONG_RUN = ["backtest", "--tickers", "TSLA,MSFT,PFE,AAPL,AMZN", "--strategy", "markowitz", "--param",
+            "markowitz.rebalance_every=1", "--start", "2018-08-01", "--end", "2024-03-01", "--no-progress"]
+
+
+@pytest.mark.parametrize("values", [[], [1_000_000.0]])
+def test_metrics_accept_zero_or_one_day(values):
+    m = compute_metrics(np.array(values), prices=np.array(values), directions=np.zeros(len(values)),
+                        traded_value=np.zeros(len(values)))
+    d = m.as_dict()
+    assert d["n_days"] == len(values)
+    assert d["cr_pct"] == 0.0 and d["cum_simple_return_pct"] == 0.0
+    assert d["final_value"] == 1_000_000.0
+    assert d["sharpe"] is None and d["cvar_pct"] is None
+
+
+class _Flaky(Strategy):
+    """Holds TSLA, then its 'server' dies on day ``die_on`` (0 = the first day)."""
+
+    name = "flaky"
+
+    def __init__(self, die_on: int):
+        self.die_on = die_on
+        self.day = 0
+
+    def decide(self, view):
+        if self.day == self.die_on:
+            raise SourceUnavailable("LLM server http://127.0.0.1:9/v1 failed 2 attempts (last: connection refused)")
+        self.day += 1
+        return Decision(weights={"TSLA": 1.0})
+
+
+@pytest.fixture
+def flaky(monkeypatch):
+    def make(name, params=None, llm=None):
+        if name.startswith("flaky"):
+            return _Flaky(int(name.removeprefix("flaky")))
+        return make_strategy(name, params, llm)
+
+    monkeypatch.setattr(runner, "make_strategy", make)
+
+
+def test_first_day_failure_keeps_the_other_strategies(tmp_path, flaky, capsys):
+    out = tmp_path / "r"
+    code = main(["backtest", "--ticker", "TSLA", "--strategy", "flaky0,markowitz", "--start", "2022-10-05",
+                 "--end", "2022-12-30", "--no-progress", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 3
+    assert "flaky0 finished no day" in err and "failed 2 attempts" in err
+    table = json.loads((out / "metrics.json").read_text())
+    assert table["flaky0"]["status"] == "failed"
+    assert table["markowitz"]["status"] == "complete"
+    assert (out / "markowitz" / "equity.csv").is_file() and not (out / "flaky0").exists()
+
+
+def test_only_strategy_failing_on_day_one_writes_nothing(tmp_path, flaky, capsys):
+    out = tmp_path / "r"
+    code = main(["backtest", "--ticker", "TSLA", "--strategy", "flaky0", "--start", "2022-10-05",
+                 "--end", "2022-12-30", "--no-progress", "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith("fincon: error: flaky0 stopped before finishing its first day: LLM server")
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_stop_mid_run_exits_3_and_marks_the_table(tmp_path, flaky, capsys):
+    out = tmp_path / "r"
+    code = main(["backtest", "--ticker", "TSLA", "--strategy", "flaky5", "--start", "2022-10-05",
+                 "--end", "2022-12-30", "--no-progress", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 3
+    status = next(line for line in captured.out.splitlines() if line.startswith("status"))
+    assert "stopped 2022-10-11" in status and "complete" in status  # the benchmark column
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["status"] == "stopped_early" and metrics["n_days"] == 5
+    assert "full window" in captured.err
+
+
+def _partials(parent: Path) -> list[str]:
+    return sorted(p.name for p in parent.iterdir() if ".partial-" in p.name) if parent.exists() else []
+
+
+def _wait_for_partial(parent: Path, proc: subprocess.Popen, timeout: float = 120.0) -> None:
+    t0 = time.monotonic()
+    while not _partials(parent):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() - t0 < timeout
+        time.sleep(0.2)
+    time.sleep(0.5)
+
+
+def test_sigterm_removes_the_partial_run_and_sigkill_leftovers_are_swept(tmp_path):
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen(FINCON + LONG_RUN + ["--out", str(runs / "long")], stderr=subprocess.PIPE, text=True)
+    _wait_for_partial(runs, proc)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "terminated" in err
+    assert _partials(runs) == [] and not (runs / "long").exists()
+
+    proc = subprocess.Popen(FINCON + LONG_RUN + ["--out", str(runs / "long")], stderr=subprocess.DEVNULL)
+    _wait_for_partial(runs, proc)
+    proc.kill()
+    proc.wait(timeout=30)
+    assert len(_partials(runs)) == 1
+    res = subprocess.run(FINCON + ["backtest", "--no-progress", "--start", "2022-10-05", "--end", "2022-10-20",
+                                   "--out", str(runs / "short")], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert f"(process {proc.pid} is gone)" in res.stderr
+    assert _partials(runs) == []
+
+
+def test_two_identical_runs_at_once_both_keep_their_result(tmp_path):
+    args = FINCON + ["backtest", "--tickers", "TSLA,MSFT", "--strategy", "markowitz", "--no-progress",
+                     "--out", str(tmp_path / "same")]
+    procs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], results
+    a, b = tmp_path / "same", tmp_path / "same-2"
+    assert (a / "equity.csv").read_bytes() == (b / "equity.csv").read_bytes()
+    printed = sorted(line.split(": ", 1)[1] for out, _ in results for line in out.splitlines()
+                     if line.startswith("run directory"))
+    assert printed == [str(a), str(b)]
+
+
+def test_long_default_names_are_shortened(tmp_path, monkeypatch):
+    from fincon.config import load_config
+    from fincon.data.sources import SampleSource
+
+    tickers = SampleSource().tickers()
+    cfg = load_config(None, {"tickers": tickers, "strategies": ["buy-and-hold", "markowitz", "equal-weight",
+                                                                  "sma-cross", "llm-trader"]})
+    name = runner.default_out(cfg).name
+    assert len(name) <= runner.MAX_NAME + 20 and f"{len(tickers)}tickers" in name
+    short = load_config(None, {"tickers": ["TSLA"], "strategies": ["markowitz"]})
+    assert runner.default_out(short).name == "markowitz_TSLA_2022-10-05_2023-06-09"
+
+
+def test_saved_config_is_resolved_and_works_from_another_directory(tmp_path, monkeypatch):
+    import gzip
+
+    data = tmp_path / "proj" / "csvs"
+    data.mkdir(parents=True)
+    src = Path(__file__).resolve().parents[1] / "fincon" / "data" / "sample" / "prices" / "TSLA.csv.gz"
+    (data / "TSLA.csv").write_bytes(gzip.decompress(src.read_bytes()))
+    monkeypatch.chdir(tmp_path / "proj")
+    assert main(["backtest", "--ticker", "TSLA", "--data", "csvs", "--strategy", "sma-cross", "--no-progress",
+                 "--out", "first"]) == 0
+    saved = (tmp_path / "proj" / "first" / "config.yaml").read_text()
+    assert f"dir: {data}" in saved
+    assert "fast: 10" in saved and "slow: 30" in saved  # defaults are in the resolved config
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    monkeypatch.chdir(other)
+    assert main(["backtest", "--config", str(tmp_path / "proj" / "first" / "config.yaml"), "--no-progress",
+                 "--out", "again"]) == 0
+    for f in ("config.yaml", "equity.csv", "decisions.jsonl", "metrics.json"):
+        assert (other / "again" / f).read_bytes() == (tmp_path / "proj" / "first" / f).read_bytes(), f
+
+
+def test_help_imports_no_numerical_library():
+    code = ("import sys; from fincon.cli.main import build_parser; build_parser(); "
+            "heavy = [m for m in ('sklearn', 'cvxpy', 'pandas', 'backtrader', 'chromadb', 'torch') if m in sys.modules]; "
+            "print(','.join(heavy))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == ""
+
+
+def test_replace_swaps_in_a_new_run_only_over_a_fincon_run(tmp_path):
+    out = tmp_path / "demo"
+    args = ["backtest", "--ticker", "TSLA", "--start", "2022-10-05", "--end", "2022-10-20", "--no-progress",
+            "--out", str(out), "--replace"]
+    assert main(args) == 0 and main(args) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo"]
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep me")
+    assert main(args[:-3] + ["--out", str(tmp_path / "mine"), "--replace"]) == 2
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
