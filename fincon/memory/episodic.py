@@ -12,6 +12,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from fincon.data.events.model import day_int
+from fincon.memory.collections import open_collection
 from fincon.memory.procedural import _flat, collection_name
 
 KINDS = ("reflection", "belief", "action")
@@ -28,8 +29,6 @@ class Episode:
 
 class EpisodicMemory:
     def __init__(self, client, agent: str, embedder):
-        from fincon.memory.store import open_collection
-
         self.client = client
         self.agent = agent
         self.collection = open_collection(client, collection_name("epi", agent), embedder)

@@ -34,6 +34,7 @@ import pandas as pd
 
 from fincon.data.events.model import day_int
 from fincon.errors import ConfigError
+from fincon.memory.collections import open_collection
 
 log = logging.getLogger(__name__)
 
@@ -121,8 +122,6 @@ class ProceduralMemory:
 
     def __init__(self, client, agent: str, ticker: str, embedder, decay: Mapping[str, Decay] | None = None,
                  pool: int = 50, min_importance: float = 0.02):
-        from fincon.memory.store import open_collection
-
         self.client = client
         self.agent, self.ticker = agent, ticker
         self.embedder = embedder
