@@ -17,7 +17,7 @@ import pandas as pd
 
 from fincon.data.events.model import Event
 from fincon.data.events.store import EventStore
-from fincon.memory.procedural import ScoredMemory
+from fincon.memory.procedural import MemoryEntry, ScoredMemory
 from fincon.memory.working import LexiconSummariser, Summariser, WorkingMemory
 
 
@@ -37,6 +37,9 @@ class DayMemory:
     new_events: tuple[Event, ...]
     query: str
     top: tuple[ScoredMemory, ...]
+    #: the memory entries written today (what became visible since the last
+    #: step), so an agent can read today's news even if older memories outrank it
+    new_entries: tuple[MemoryEntry, ...] = ()
 
     @property
     def evidence(self) -> tuple[str, ...]:
@@ -65,7 +68,7 @@ class AnalystMemory:
         new = tuple(e for e in view.events(self.ticker, sources=self.sources, last=len(stored) or None) if e.id in stored)
         q = profile_query(self.profile, self.ticker, view.date, self.task)
         top = tuple(self.procedural.retrieve(q, view.date, k=self.k, sources=self.sources))
-        return DayMemory(view.date, new, q, top)
+        return DayMemory(view.date, new, q, top, tuple(entries))
 
     def reward(self, memory_ids: Sequence[str]) -> int:
         """Manager feedback: these memories were critical to a profitable decision (+5 each)."""
