@@ -157,6 +157,8 @@ class _Loop:
             entry["evidence"] = list(decision.evidence)
             if decision.record:
                 entry["record"] = dict(decision.record)
+            if decision.record:
+                entry["record"] = dict(decision.record)
         self.decisions.append(entry)
 
     def on_open(self, bts: _Bridge) -> None:
