@@ -157,8 +157,6 @@ class _Loop:
             entry["evidence"] = list(decision.evidence)
             if decision.record:
                 entry["record"] = dict(decision.record)
-            if decision.record:
-                entry["record"] = dict(decision.record)
         self.decisions.append(entry)
 
     def on_open(self, bts: _Bridge) -> None:

@@ -36,9 +36,6 @@ class Decision:
     #: optional per-day record of how the decision was reached (an agent
     #: team's reports, citations and calls); written to decisions.jsonl as is
     record: Mapping[str, Any] = field(default_factory=dict)
-    #: optional per-day record of how the decision was reached (an agent
-    #: team's reports, citations and calls); written to decisions.jsonl as is
-    record: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_action(
