@@ -1,0 +1,217 @@
+"""Two brains behind one call: a question in, a validated report out.
+
+A :class:`Question` is what a role (or the manager) asks on one day: the
+chat messages for a model, the answer schema a model fills, the ids it may
+cite, how to turn a model answer into the role's report, and the role's
+deterministic answer. A brain answers it:
+
+* :class:`RulesBrain` returns the deterministic answer (Loughran-McDonald
+  tone of the cited memories, scaled momentum, a CVaR penalty; a fixed
+  weighting of the analysts in the manager: see :func:`rules_analyst` and
+  :func:`rules_manager`). It is a real baseline and runs in milliseconds.
+* :class:`LLMBrain` asks the model through :meth:`LLMClient.ask` with the
+  schema plus the citation check (:func:`fincon.agents.reports.checked`),
+  so an invalid or badly cited answer is re-asked once quoting the error;
+  a second failure takes the rules answer, counted with
+  ``ledger.record_fallback`` (``llm_audit.jsonl``, run summary).
+
+This is the only module of the team that touches the LLM client.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+from pydantic import BaseModel
+
+from fincon.agents.reports import AnalystAnswer, AnalystReport, Citation, Insight, ManagerReport, checked, citations_for
+from fincon.agents.roles.base import Item, RoleInputs
+
+if TYPE_CHECKING:  # pragma: no cover
+    from fincon.agents.roles.base import Role
+    from fincon.llm.client import LLMClient
+
+log = logging.getLogger(__name__)
+
+#: |score| below this is neutral (analysts) or hold (manager)
+NEUTRAL_BAND = 0.05
+#: |score| at or above this trades full size; between the bands, half size
+FULL_SIZE = 0.15
+
+
+@dataclass(frozen=True)
+class Question:
+    agent: str
+    day: str
+    messages: Callable[[], list[dict[str, str]]]
+    model: type[BaseModel]
+    allowed: frozenset[str]
+    to_report: Callable[[Any], BaseModel]
+    rules: Callable[[], BaseModel]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A report plus how it was obtained: ``via`` is llm, rules or fallback;
+    ``calls`` counts model calls (a re-ask is a second call)."""
+
+    report: Any
+    via: str
+    calls: int = 0
+    keys: tuple[str, ...] = ()
+    errors: tuple[str, ...] = field(default_factory=tuple)
+
+
+# -- the rules -----------------------------------------------------------------
+
+def _label(x: float) -> str:
+    return "bullish" if x > NEUTRAL_BAND else "bearish" if x < -NEUTRAL_BAND else "neutral"
+
+
+def _cite(item: Item) -> Citation:
+    return Citation(id=item.id, date=item.date, source=item.source)
+
+
+def rules_analyst(inputs: RoleInputs) -> AnalystReport:
+    """Weighted mean of the items' signals (LM tone of memories, scaled
+    momentum), weights = recency/importance; confidence = |mean| lowered by
+    the role's risk penalty (data analysis: CVaR). Insights: the items that
+    moved the score most, each citing itself."""
+    scored = [i for i in inputs.items if i.signal is not None and i.weight > 0]
+    wsum = sum(i.weight for i in scored)
+    score = sum(i.weight * float(i.signal) for i in scored) / wsum if wsum > 0 else 0.0
+    penalty = float(inputs.extra.get("risk_penalty", 0.0))
+    direction = _label(score)
+    confidence = 0.0 if direction == "neutral" else round(min(1.0, abs(score)) * (1.0 - penalty), 4)
+    top = sorted(scored, key=lambda i: (-i.weight * abs(float(i.signal)), i.id))[:4]
+    insights = [Insight(text=f"{i.text[:300]} -> reads {_label(float(i.signal))} ({float(i.signal):+.2f})",
+                        citations=[_cite(i)]) for i in top]
+    risk = [i for i in inputs.items if i.signal is None]
+    if risk and len(insights) < 5:
+        insights.append(Insight(text="; ".join(i.text for i in risk)[:300] +
+                                (f" -> confidence cut by {penalty:.0%}" if penalty else ""),
+                                citations=[_cite(i) for i in risk[:3]]))
+    return AnalystReport(role=inputs.role, ticker=inputs.ticker, insights=insights, direction=direction,
+                         confidence=confidence)
+
+
+def llm_to_report(inputs: RoleInputs, answer: AnalystAnswer) -> AnalystReport:
+    items = inputs.by_id()
+    return AnalystReport(
+        role=inputs.role, ticker=inputs.ticker, direction=answer.direction, confidence=answer.confidence,
+        insights=[Insight(text=i.text, citations=citations_for(i.cites, items)) for i in answer.insights],
+    )
+
+
+@dataclass(frozen=True)
+class ManagerTask:
+    """What the manager decides from (filled by the protocol)."""
+
+    day: str
+    tickers: tuple[str, ...]
+    reports: Mapping[str, Sequence[AnalystReport]]  # ticker -> analyst reports
+    weights: Mapping[str, float]  # role -> weight in the rules manager
+    reflections: tuple[str, ...] = ()
+    stance: str = ""
+    beliefs: str = ""
+    position: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def portfolio(self) -> bool:
+        return len(self.tickers) > 1
+
+    def cited(self) -> list[str]:
+        return list(dict.fromkeys(c for t in self.tickers for r in self.reports.get(t, ()) for c in r.cited_ids()))
+
+
+def consensus(task: ManagerTask, ticker: str) -> tuple[float, list[str]]:
+    """Fixed weighting: sum of role weight x signed confidence over the
+    analysts that had something to read, normalised by their weights."""
+    num = den = 0.0
+    parts = []
+    for r in task.reports.get(ticker, ()):
+        if not r.insights:
+            continue
+        w = float(task.weights.get(r.role, 0.0))
+        if w <= 0:
+            continue
+        num += w * r.signed
+        den += w
+        parts.append(f"{r.role} {r.direction} {r.confidence:.2f}")
+    return (num / den if den > 0 else 0.0), parts
+
+
+def rules_manager(task: ManagerTask) -> ManagerReport:
+    actions: dict[str, str] = {}
+    notes, relied = [], []
+    sizes = []
+    for t in task.tickers:
+        score, parts = consensus(task, t)
+        a = "buy" if score > NEUTRAL_BAND else "sell" if score < -NEUTRAL_BAND else "hold"
+        actions[t] = a
+        sizes.append(1.0 if abs(score) >= FULL_SIZE else 0.5)
+        notes.append(f"{t}: weighted view {score:+.2f} ({', '.join(parts) or 'no evidence'}) -> {a}")
+        if a != "hold":
+            want = "bullish" if a == "buy" else "bearish"
+            agree = sorted((r for r in task.reports.get(t, ()) if r.direction == want),
+                           key=lambda r: (-task.weights.get(r.role, 0.0) * r.confidence, r.role))
+            relied += [c for r in agree for c in r.cited_ids()[:2]]
+    size = sizes[0] if len(task.tickers) == 1 and actions[task.tickers[0]] != "hold" else 1.0
+    return ManagerReport(actions=actions, size=size, rationale="; ".join(notes)[:600],
+                         relied_on=list(dict.fromkeys(relied))[:5])
+
+
+# -- the brains ----------------------------------------------------------------
+
+class RulesBrain:
+    name = "rules"
+
+    def answer(self, q: Question) -> Answer:
+        return Answer(q.rules(), "rules")
+
+
+class Reuse:
+    """Answers with a report given in advance: an agent whose inputs hash
+    like its previous call's gets that call's report back, no model call."""
+
+    name = "reuse"
+
+    def __init__(self, report: Any):
+        self.report = report
+
+    def answer(self, q: Question) -> Answer:
+        return Answer(self.report, "reuse")
+
+
+class LLMBrain:
+    """Model answers with the citation check; the rules brain as the counted fallback."""
+
+    name = "llm"
+
+    def __init__(self, client: "LLMClient"):
+        self.client = client
+
+    def answer(self, q: Question) -> Answer:
+        from fincon.llm.errors import LLMInvalidAnswer
+
+        model = checked(q.model, q.allowed)
+        try:
+            res = self.client.ask(q.messages(), model, agent=q.agent, day=q.day)
+        except LLMInvalidAnswer as exc:
+            self.client.ledger.record_fallback(
+                q.agent, q.day, reason="invalid or badly cited answer after one re-ask; rules brain used",
+                keys=exc.keys, detail={"errors": list(exc.errors)},
+            )
+            log.warning("%s %s: model answer invalid twice; rules brain used", q.day, q.agent)
+            return Answer(q.rules(), "fallback", len(exc.keys), exc.keys, tuple(exc.errors))
+        return Answer(q.to_report(res.value), "llm", res.usage.calls, res.keys)
+
+
+def analyst_question(role: "Role", inputs: RoleInputs) -> Question:
+    return Question(
+        agent=inputs.agent, day=inputs.day, messages=lambda: role.messages(inputs), model=AnalystAnswer,
+        allowed=frozenset(i.id for i in inputs.items), to_report=lambda a: llm_to_report(inputs, a),
+        rules=lambda: rules_analyst(inputs),
+    )

@@ -1,0 +1,132 @@
+"""The FinCon manager: consolidates the analysts' reports into a decision.
+
+Inputs (a :class:`~fincon.agents.brains.ManagerTask`): every analyst's
+report per traded ticker, the manager's recent reflections (episodic
+memory, written the day after each decision once its P&L is known), a risk
+stance and the investment beliefs (both empty until the risk-control issue
+fills them; they already travel through the same prompt sections).
+
+* One ticker: buy (long), sell (short) or hold (keep the position) with a
+  size in [0, 1].
+* Portfolio: a direction per asset, then weights from the sign-constrained
+  mean-variance optimizer (:func:`fincon.risk.optimizer.mean_variance_weights`,
+  FinCon's signed form) on mu and Sigma estimated from the visible history
+  exactly as the ``markowitz`` baseline does (:func:`estimate_moments`).
+  The manager's direction is the view: mu keeps its historical magnitude
+  (floored at a tenth of the daily volatility) but takes the direction's
+  sign, so a "buy" on a stock that fell last quarter still gets weight
+  instead of being silently zeroed by a negative sample mean.
+
+The decision keeps the rationale and the memory ids relied on; the team
+rewards those ids (+5 importance) when the decision turns out profitable.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from fincon.agents.brains import Answer, ManagerTask, Question, rules_manager
+from fincon.agents.reports import ManagerReport, TickerAnswer, portfolio_answer_model
+from fincon.agents.roles.base import load_template
+from fincon.risk.optimizer import mean_variance_weights
+from fincon.strategies.base import Decision
+from fincon.strategies.markowitz import estimate_moments
+
+TEMPLATE = Path(__file__).with_name("fincon.txt")
+REPORT_CHARS = 150
+
+SINGLE_TASK = ("Decide today's action on the one stock: buy (hold a long position), sell (hold a short position) "
+               "or hold (keep the current position), and a size between 0 and 1 (fraction of the portfolio).")
+PORTFOLIO_TASK = ("Decide a direction for each stock: buy (long), sell (short) or hold (no position). "
+                  "An optimizer then sizes the positions from the stocks' risk.")
+
+
+def format_reports(task: ManagerTask) -> str:
+    lines = []
+    per_report = 1 if task.portfolio else 2
+    for t in task.tickers:
+        for r in task.reports.get(t, ()):
+            if not r.insights:
+                lines.append(f"- {t} {r.role}: nothing to read today")
+                continue
+            head = f"- {t} {r.role}: {r.direction} (confidence {r.confidence:.2f})."
+            body = " ".join(
+                f"{i.text[:REPORT_CHARS]} [{', '.join(c.id for c in i.citations)}]" for i in r.insights[:per_report])
+            lines.append(f"{head} {body}")
+    return "\n".join(lines) or "(no reports)"
+
+
+def manager_messages(task: ManagerTask) -> list[dict[str, str]]:
+    system, user = load_template(str(TEMPLATE))
+    position = ", ".join(f"{t} {task.position.get(t, 0.0):+.2f}" for t in task.tickers)
+    question = (f"What do you do with {task.tickers[0]} today?" if not task.portfolio
+                else f"Give a direction for each of {', '.join(task.tickers)}.")
+    values = {
+        "task": PORTFOLIO_TASK if task.portfolio else SINGLE_TASK,
+        "date": task.day, "position": position, "reports": format_reports(task),
+        "reflections": "\n".join(f"- {r}" for r in task.reflections) or "(none yet)",
+        "stance": task.stance or "(none yet)", "beliefs": task.beliefs or "(none yet)", "question": question,
+    }
+    return [{"role": "system", "content": system.format(**values)}, {"role": "user", "content": user.format(**values)}]
+
+
+class FinConManager:
+    name = "fincon"
+    agent = "manager"
+
+    def __init__(self, lookback: int = 60, mu_shrinkage: float = 0.5, risk_aversion: float = 1.0):
+        self.lookback = lookback
+        self.mu_shrinkage = mu_shrinkage
+        self.risk_aversion = risk_aversion
+
+    def question(self, task: ManagerTask) -> Question:
+        if task.portfolio:
+            model = portfolio_answer_model(task.tickers)
+
+            def to_report(a) -> ManagerReport:
+                return ManagerReport(actions=a.directions(), size=1.0, rationale=a.rationale, relied_on=a.relied_on)
+        else:
+            model = TickerAnswer
+
+            def to_report(a) -> ManagerReport:
+                return ManagerReport(actions={task.tickers[0]: a.action}, size=a.size, rationale=a.rationale,
+                                     relied_on=a.relied_on)
+        return Question(agent=self.agent, day=task.day, messages=lambda: manager_messages(task), model=model,
+                        allowed=frozenset(task.cited()), to_report=to_report, rules=lambda: rules_manager(task))
+
+    def weights(self, view, tickers: tuple[str, ...], actions: Mapping[str, str]) -> dict[str, float]:
+        """Signed mean-variance weights for the manager's directions."""
+        closes = view.closes(self.lookback + 1)[list(tickers)].to_numpy(dtype=float)
+        rets = closes[1:] / closes[:-1] - 1.0
+        rets = rets[np.all(np.isfinite(rets), axis=1)]
+        directions = [actions[t] for t in tickers]
+        if len(rets) < 3 or all(d == "hold" for d in directions):
+            return {t: 0.0 for t in tickers}
+        mu, sigma = estimate_moments(rets, self.mu_shrinkage)
+        floor = 0.1 * np.sqrt(np.clip(np.diag(sigma), 0.0, None))
+        sign = np.array([{"buy": 1.0, "sell": -1.0, "hold": 0.0}[d] for d in directions])
+        mu_view = sign * np.maximum(np.abs(mu), floor)
+        w = mean_variance_weights(mu_view, sigma, directions=directions, risk_aversion=self.risk_aversion)
+        return {t: float(x) for t, x in zip(tickers, w)}
+
+    def decide(self, brain, task: ManagerTask, view, universe: tuple[str, ...]) -> tuple[Decision, Answer, dict[str, Any]]:
+        """The day's decision; ``universe`` is every ticker of the run (those
+        outside the traded pool are kept flat)."""
+        ans = brain.answer(self.question(task))
+        mr: ManagerReport = ans.report
+        relied = tuple(mr.relied_on)
+        if not task.portfolio:
+            t = task.tickers[0]
+            decision = Decision.from_action(t, mr.actions[t], mr.size, rationale=mr.rationale, evidence=relied)
+            flat = {u: 0.0 for u in universe if u != t}
+            if flat:
+                decision = Decision(weights={**decision.weights, **flat}, rationale=decision.rationale,
+                                    evidence=decision.evidence, actions=decision.actions)
+        else:
+            w = self.weights(view, task.tickers, mr.actions)
+            w.update({u: 0.0 for u in universe if u not in w})
+            decision = Decision(weights=w, rationale=mr.rationale, evidence=relied, actions=dict(mr.actions))
+        return decision, ans, mr.model_dump()

@@ -1,0 +1,18 @@
+"""The team's roles, one module each, with their prompt templates beside them.
+
+``ANALYSTS`` lists the per-ticker analysts in the order they report;
+stock selection is separate (it runs once over the candidates, not per
+ticker).
+"""
+
+from __future__ import annotations
+
+from fincon.agents.roles import analyst_notes, annual_report, data_analysis, earnings_call, news, quarterly_report
+from fincon.agents.roles import stock_selection
+from fincon.agents.roles.base import EventRole, Item, Profile, Role, RoleInputs
+
+ANALYSTS: dict[str, Role] = {m.ROLE.name: m.ROLE for m in (
+    news, quarterly_report, annual_report, analyst_notes, earnings_call, data_analysis)}
+STOCK_SELECTION = stock_selection.ROLE
+
+__all__ = ["ANALYSTS", "STOCK_SELECTION", "EventRole", "Item", "Profile", "Role", "RoleInputs"]

@@ -1,0 +1,214 @@
+"""What every role shares: its profile, the items it may cite, its prompt.
+
+A role turns what it may see on day t (its procedural memory, the market
+view) into :class:`RoleInputs`: a short list of citable :class:`Item` s plus
+a few facts. Both brains answer from exactly these inputs, so the citation
+check, the reuse hash and the point-in-time guarantee are defined once here:
+
+* every item has an id, a date and a source; an answer may cite only them;
+* :meth:`RoleInputs.digest` hashes everything a brain reads (not the date:
+  an unchanged input on a new day is reused without a model call);
+* items come from ``AnalystMemory.step(t)`` (events visible at t's close)
+  and ``MarketView`` (rows up to t), never from anything later.
+
+Prompts are templates beside the role's module (``news.txt`` ...), with a
+``[system]`` and a ``[user]`` part, formatted with :meth:`RoleInputs.fields`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import pandas as pd
+
+from fincon.data.events.model import MARKET_TZ
+from fincon.memory.analyst import AnalystMemory, DayMemory
+from fincon.memory.procedural import DEFAULT_DECAY
+
+HERE = Path(__file__).parent
+TEXT_CHARS = 200  # memory texts in prompts are cut here (the 1.5B model has a 2k context)
+_HEADER = re.compile(r"^\[[^\[\]]*(?:\[[^\]]*\][^\]]*)?\]\s*")  # the summariser's "[news 2022-10-05 08:12 [synthetic]]" prefix
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Who the agent is: its role, what it is responsible for, what it aims at."""
+
+    role: str
+    responsibilities: str
+    target: str
+
+    def text(self) -> str:
+        return f"You are the {self.role}. Responsibilities: {self.responsibilities} Target: {self.target}"
+
+
+@dataclass(frozen=True)
+class Item:
+    """One citable input: a memory, or an indicator computed from prices.
+
+    ``signal`` in [-1, 1] is what the rules brain reads (Loughran-McDonald
+    tone for texts, a scaled indicator for numbers; None = informational);
+    ``weight`` is its recency/importance weight in the rules brain.
+    """
+
+    id: str
+    date: str
+    source: str
+    text: str
+    signal: float | None = None
+    weight: float = 1.0
+    new: bool = False
+
+    def line(self) -> str:
+        return f"[{self.id}] {self.date} {self.source}: {self.text}"
+
+    def key(self) -> list[Any]:
+        return [self.id, self.source, self.text, None if self.signal is None else round(self.signal, 4)]
+
+
+@dataclass(frozen=True)
+class RoleInputs:
+    """Everything one agent reads on one day."""
+
+    role: str
+    agent: str
+    ticker: str
+    day: str
+    items: tuple[Item, ...] = ()
+    facts: tuple[str, ...] = ()
+    stance: str = ""
+    beliefs: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def digest(self) -> str:
+        """Hash of what a brain reads, without the date: the reuse key."""
+        payload = {"role": self.role, "ticker": self.ticker, "items": [i.key() for i in self.items],
+                   "facts": list(self.facts), "stance": self.stance, "beliefs": self.beliefs}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+    def by_id(self) -> dict[str, Item]:
+        return {i.id: i for i in self.items}
+
+    def fields(self) -> dict[str, str]:
+        return {
+            "ticker": self.ticker,
+            "date": self.day,
+            "items": "\n".join(i.line() for i in self.items) or "(nothing)",
+            "facts": "\n".join(f"- {f}" for f in self.facts) or "- (none)",
+            "stance": self.stance or "(none yet)",
+            "beliefs": self.beliefs or "(none yet)",
+        }
+
+
+@lru_cache(maxsize=None)
+def load_template(path: str) -> tuple[str, str]:
+    """(system, user) parts of a ``[system]`` / ``[user]`` template file."""
+    text = Path(path).read_text(encoding="utf-8")
+    m = re.match(r"\s*\[system\]\s*\n(.*?)\n\[user\]\s*\n(.*)\Z", text, re.S)
+    if not m:
+        raise ValueError(f"{path}: a prompt template needs a [system] and a [user] part")
+    return m.group(1).strip(), m.group(2).strip()
+
+
+def render(template: Path, profile: Profile, values: dict[str, str]) -> list[dict[str, str]]:
+    system, user = load_template(str(template))
+    values = {"profile": profile.text(), **values}
+    return [{"role": "system", "content": system.format(**values)},
+            {"role": "user", "content": user.format(**values)}]
+
+
+def memory_text(text: str, tone: float | None) -> str:
+    """A memory's words for a prompt: header dropped, cut to TEXT_CHARS, tone appended."""
+    body = _HEADER.sub("", text).split(" Tone: ")[0].strip()
+    title, sep, rest = body.partition(". ")
+    if sep and len(title) > 80:  # a filing's long title: id, date and source already say it
+        body = rest.removeprefix("Overview ").strip()
+    if len(body) > TEXT_CHARS:
+        body = body[: TEXT_CHARS - 3].rstrip() + "..."
+    return body if tone is None else f"{body} (tone {tone:+.2f})"
+
+
+class Role:
+    """Base of every role: a name, a profile, a template, a ``gather``."""
+
+    name: str = "role"
+    profile: Profile
+    template: Path
+    #: weight of this role's view in the rules manager
+    weight: float = 0.1
+    #: event sources it reads (None: reads the market view, not events)
+    sources: tuple[str, ...] | None = None
+
+    def agent(self, ticker: str) -> str:
+        return f"{self.name}/{ticker}"
+
+    def messages(self, inputs: RoleInputs) -> list[dict[str, str]]:
+        return render(self.template, self.profile, inputs.fields())
+
+
+class EventRole(Role):
+    """An analyst of published events (news, filings, notes, calls).
+
+    Its inputs are today's new memories first (what became visible since the
+    previous decision), then the top memories by the A.13 score, at most
+    ``k`` in all. The summariser (deterministic lexicon summary, or Whisper
+    for calls) runs inside ``AnalystMemory.step``.
+    """
+
+    def summariser(self, events, options: dict[str, Any]):
+        from fincon.memory.working import LexiconSummariser
+
+        return LexiconSummariser(resolve=events.audio_path)
+
+    def open(self, memory_store, events, ticker: str, k: int, options: dict[str, Any]) -> AnalystMemory:
+        return AnalystMemory(memory_store, events, self.name, ticker, profile=self.profile.role,
+                             summariser=self.summariser(events, options), sources=self.sources, k=k)
+
+    def gather(self, mem: AnalystMemory, ticker: str, day: pd.Timestamp, k: int, stance: str = "",
+               beliefs: str = "") -> tuple[RoleInputs, DayMemory]:
+        dm = mem.step(day)
+        items: list[Item] = []
+        for e in sorted(dm.new_entries, key=lambda e: e.id)[-k:]:
+            tone = e.metadata.get("lm_tone")
+            items.append(Item(e.id, str(pd.Timestamp(e.day).date()), e.source, memory_text(e.text, tone),
+                              tone, DEFAULT_DECAY[e.source].importance(0) / 100.0, True))
+        seen = {i.id for i in items}
+        for m in dm.top:
+            if len(items) >= k:
+                break
+            if m.id in seen:
+                continue
+            tone = m.metadata.get("lm_tone")
+            items.append(Item(m.id, str(m.day.date()), m.source, memory_text(m.text, tone), tone,
+                              m.importance_scaled))
+        d = str(pd.Timestamp(day).date())
+        return RoleInputs(self.name, self.agent(ticker), ticker, d, tuple(items), stance=stance,
+                          beliefs=beliefs), dm
+
+
+def local_date(ts) -> str:
+    return pd.Timestamp(ts).tz_convert(MARKET_TZ).strftime("%Y-%m-%d")
+
+
+def make_transcriber(options: dict[str, Any]) -> Callable[[Path], str]:
+    """Whisper through the information layer; transcripts cached by audio hash."""
+    holder: list[Any] = []
+
+    def transcribe(path: Path) -> str:
+        if not holder:
+            from fincon.data.transcription import Transcriber
+
+            holder.append(Transcriber(backend=options.get("whisper_backend", "auto")))
+        return holder[0].transcribe(path).text
+
+    return transcribe
+
+
+def role_names(roles: Sequence[Role]) -> list[str]:
+    return [r.name for r in roles]

@@ -1,0 +1,86 @@
+"""Data-analysis analyst: indicators computed in code, then interpreted.
+
+Momentum (5, 20 and 60 days), a moving-average trend, annualised
+volatility, drawdown from the lookback high and the daily CVaR (FinCon
+eq. 4, :mod:`fincon.risk.metrics`) are computed from the ``MarketView``
+(rows up to the decision day only). Each indicator is a citable item with a
+signal for the rules brain; risk indicators carry no direction and instead
+lower the confidence. Values are rounded (0.5 percentage points) so that a
+quiet day hashes like the day before and reuses its report.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from fincon.agents.roles.base import HERE, Item, Profile, Role, RoleInputs
+from fincon.risk.metrics import conditional_value_at_risk
+
+
+def _r(x: float, step: float = 0.5) -> float:
+    """Round a percentage to ``step`` points (keeps the reuse hash quiet)."""
+    return round(round(x / step) * step, 2)
+
+
+class DataAnalyst(Role):
+    name = "data-analysis"
+    sources = None
+    weight = 0.25
+    template = HERE / "data_analysis.txt"
+    profile = Profile(
+        role="quantitative data analyst of an equity trading team",
+        responsibilities="interpret price indicators computed from the stock's history: momentum, trend, volatility, drawdown and tail risk (CVaR).",
+        target="tell the manager whether the price action is bullish, bearish or neutral and how risky it is, citing the indicators.",
+    )
+
+    def indicators(self, closes: np.ndarray, day: str, alpha: float = 0.05) -> tuple[list[Item], float]:
+        """(items, risk penalty in [0, 1)) from closes up to today."""
+        c = np.asarray(closes, dtype=float)
+        rets = c[1:] / c[:-1] - 1.0
+        vol_d = float(np.std(rets[-20:], ddof=1)) if len(rets) >= 3 else 0.02
+        vol_d = max(vol_d, 1e-4)
+        items: list[Item] = []
+
+        def mom(n: int, w: float) -> None:
+            if len(c) > n:
+                m = _r(100.0 * (c[-1] / c[-1 - n] - 1.0))
+                z = m / 100.0 / (vol_d * math.sqrt(n))
+                items.append(Item(f"ind-momentum-{n}d", day, "prices", f"{n}-day return {m:+.1f}%",
+                                  round(math.tanh(z), 2), w))
+
+        mom(5, 0.3)
+        mom(20, 0.4)
+        mom(60, 0.2)
+        if len(c) >= 30:
+            fast, slow = float(np.mean(c[-10:])), float(np.mean(c[-30:]))
+            up = fast > slow
+            gap = _r(100.0 * (fast / slow - 1.0))
+            items.append(Item("ind-trend-sma10-30", day, "prices",
+                              f"10-day average {'above' if up else 'below'} 30-day average by {abs(gap):.1f}%",
+                              0.5 if up else -0.5, 0.3))
+        vol_a = _r(100.0 * vol_d * math.sqrt(252), 5.0)
+        items.append(Item("ind-volatility-20d", day, "prices", f"annualised volatility {vol_a:.0f}%", None, 0.0))
+        dd = _r(100.0 * (1.0 - c[-1] / float(np.max(c))))
+        items.append(Item(f"ind-drawdown-{len(c)}d", day, "prices", f"{dd:.1f}% below the {len(c)}-day high", None, 0.0))
+        penalty = 0.0
+        if len(rets) >= 20:
+            cvar = _r(100.0 * conditional_value_at_risk(rets, alpha))
+            items.append(Item("ind-cvar-5pct", day, "prices",
+                              f"daily CVaR at {alpha:.0%}: {cvar:+.1f}% (mean of the worst days)", None, 0.0))
+            # a tail beyond -5% a day halves the conviction, beyond -10% cuts it to a third
+            penalty = float(min(0.9, max(0.0, (-cvar - 2.0) / 6.0)))
+        return items, penalty
+
+    def gather(self, view, ticker: str, lookback: int, stance: str = "", beliefs: str = "") -> RoleInputs:
+        closes = view.history(ticker, "close", lookback + 1)
+        closes = closes[np.isfinite(closes)]
+        day = str(pd.Timestamp(view.date).date())
+        items, penalty = self.indicators(closes, day) if len(closes) >= 6 else ([], 0.0)
+        return RoleInputs(self.name, self.agent(ticker), ticker, day, tuple(items), stance=stance, beliefs=beliefs,
+                          extra={"risk_penalty": penalty})
+
+
+ROLE = DataAnalyst()
