@@ -14,6 +14,16 @@ The wall-clock time stored here never reaches a run's outputs.
 Modes: ``off`` (no reads, no writes), ``read-write`` (default) and ``replay``
 (reads only; a miss raises :class:`~fincon.llm.errors.CacheMiss` naming the
 call, so a replay can never silently go live).
+
+First writer wins. Two runs sharing one file may ask the same question at the
+same time and, since servers are not deterministic even at temperature 0, get
+different answers. :meth:`CallCache.put` therefore returns the row the cache
+*holds* after the write (the other run's, if it stored first), and the client
+acts on that: every run acts on exactly what its replay will read.
+
+Each row also records the structured-output mode (``response_format``) that
+produced the answer, so a run summary can say which mode its answers came
+from, identically in a recording and its replay.
 """
 
 from __future__ import annotations
@@ -46,9 +56,13 @@ CREATE TABLE IF NOT EXISTS calls (
     prompt_tokens INTEGER NOT NULL,
     completion_tokens INTEGER NOT NULL,
     latency_s REAL NOT NULL,
-    created_at TEXT NOT NULL
+    created_at TEXT NOT NULL,
+    structured_mode TEXT NOT NULL DEFAULT ''
 )
 """
+_COLUMNS = ("key", "backend", "model", "agent", "messages", "schema", "params", "answer", "prompt_tokens",
+            "completion_tokens", "latency_s", "created_at", "structured_mode")
+_READ = "key, answer, prompt_tokens, completion_tokens, latency_s, created_at"
 
 
 class CacheMode(str, Enum):
@@ -83,6 +97,8 @@ class CachedCall:
     completion_tokens: int
     latency_s: float
     created_at: str
+    #: response format that produced the answer ("" when the backend did not say, or an old cache)
+    structured_mode: str = ""
 
 
 class CallCache:
@@ -94,6 +110,7 @@ class CallCache:
         self.path = Path(path) if path is not None else None
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
+        self._read = _READ
         if self.mode is CacheMode.OFF:
             return
         if self.path is None:
@@ -106,9 +123,20 @@ class CallCache:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA busy_timeout=30000")
             conn.execute(_SCHEMA)
+            columns = {r[1] for r in conn.execute("PRAGMA table_info(calls)")}
+            if "structured_mode" not in columns and self.mode is CacheMode.READ_WRITE:
+                # a cache written before the column existed: add it (old rows read as "")
+                try:
+                    conn.execute("ALTER TABLE calls ADD COLUMN structured_mode TEXT NOT NULL DEFAULT ''")
+                except sqlite3.OperationalError as exc:
+                    if "duplicate column" not in str(exc):  # another run added it just now
+                        raise
+                columns.add("structured_mode")
         except sqlite3.DatabaseError as exc:
             raise LLMError(f"LLM cache {self.path} is not a usable SQLite file ({exc}); move it away or pass another --llm-cache-path") from None
         self._conn = conn
+        # a replay never alters the file, so an old cache is read without the column
+        self._read = _READ + (", structured_mode" if "structured_mode" in columns else "")
 
     @property
     def reads(self) -> bool:
@@ -122,10 +150,7 @@ class CallCache:
         if not self.reads or self._conn is None:
             return None
         with self._lock:
-            row = self._conn.execute(
-                "SELECT key, answer, prompt_tokens, completion_tokens, latency_s, created_at FROM calls WHERE key = ?",
-                (key,),
-            ).fetchone()
+            row = self._conn.execute(f"SELECT {self._read} FROM calls WHERE key = ?", (key,)).fetchone()
         return CachedCall(*row) if row else None
 
     def put(
@@ -142,20 +167,39 @@ class CallCache:
         prompt_tokens: int,
         completion_tokens: int,
         latency_s: float,
-    ) -> None:
-        if not self.writes or self._conn is None:
-            return
+        structured_mode: str = "",
+    ) -> CachedCall:
+        """Store a call unless its key is already stored, and return what the
+        cache holds for the key afterwards: this answer, or the one another
+        run (or thread) stored first. Callers must act on the returned
+        answer, never on their own, or a replay would not reproduce them.
+        Without writes (mode ``off`` or ``replay``) the given answer comes back."""
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        mine = CachedCall(key, answer, int(prompt_tokens), int(completion_tokens), float(latency_s), now,
+                          structured_mode)
+        if not self.writes or self._conn is None:
+            return mine
+        values = (
+            key, backend, model, agent,
+            canonical_json([m.model_dump() for m in messages]),
+            canonical_json(schema), canonical_json(params.model_dump()),
+            answer, int(prompt_tokens), int(completion_tokens), float(latency_s), now, structured_mode,
+        )
         with self._lock:
-            self._conn.execute(
-                "INSERT OR IGNORE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    key, backend, model, agent,
-                    canonical_json([m.model_dump() for m in messages]),
-                    canonical_json(schema), canonical_json(params.model_dump()),
-                    answer, int(prompt_tokens), int(completion_tokens), float(latency_s), now,
-                ),
-            )
+            conn = self._conn
+            # one write transaction: the row read back is the row that won
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute(
+                    f"INSERT OR IGNORE INTO calls ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})",
+                    values,
+                )
+                row = conn.execute(f"SELECT {self._read} FROM calls WHERE key = ?", (key,)).fetchone()
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return CachedCall(*row)
 
     def __len__(self) -> int:
         if self._conn is None:

@@ -6,7 +6,10 @@ plus usage. In between it
 
 1. appends the output schema to the prompt (same text for every backend),
 2. looks the call up in the content-addressed cache (or fails in replay mode),
-3. otherwise asks the backend and stores the raw answer,
+3. otherwise asks the backend, stores the raw answer and continues with what
+   the cache holds for the call afterwards (another run sharing the cache may
+   have stored a different answer first; acting on the stored one is what
+   makes every run's replay faithful),
 4. validates the answer; an invalid one gets exactly one re-ask that quotes the
    validation error; a second invalid answer raises
    :class:`~fincon.llm.errors.LLMInvalidAnswer`, which the agent must handle,
@@ -16,9 +19,9 @@ plus usage. In between it
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Sequence
-
 
 from fincon.llm.backends.base import Backend
 from fincon.llm.cache import CacheMode, CallCache, call_key
@@ -26,6 +29,8 @@ from fincon.llm.errors import CacheMiss, LLMInvalidAnswer
 from fincon.llm.ledger import UsageLedger
 from fincon.llm.schema import AnswerInvalid, parse_answer, reask_message, schema_for, schema_instruction
 from fincon.llm.types import LLMResult, Message, SamplingParams, T, Usage, as_messages
+
+log = logging.getLogger(__name__)
 
 
 def with_schema_instruction(messages: Sequence[Message], schema: dict) -> tuple[Message, ...]:
@@ -95,7 +100,8 @@ class LLMClient:
         hit = self.cache.get(key)
         if hit is not None:
             latency = time.perf_counter() - t0
-            self.ledger.record_call(agent, day, b.price_model, hit.prompt_tokens, hit.completion_tokens, latency, True)
+            self.ledger.record_call(agent, day, b.price_model, hit.prompt_tokens, hit.completion_tokens, latency, True,
+                                    structured_mode=hit.structured_mode)
             return hit.answer, Usage(hit.prompt_tokens, hit.completion_tokens, latency, cache_hit=True), key
         if self.cache.mode is CacheMode.REPLAY:
             last_user = next((m.content for m in reversed(msgs) if m.role == "user"), "")
@@ -107,14 +113,19 @@ class LLMClient:
             )
         completion = b.complete(msgs, schema, params)
         latency = time.perf_counter() - t0
-        self.cache.put(key, backend=b.name, model=b.model_id, agent=agent, messages=msgs, schema=schema,
-                       params=params, answer=completion.text, prompt_tokens=completion.prompt_tokens,
-                       completion_tokens=completion.completion_tokens, latency_s=latency)
-        self.ledger.record_call(agent, day, b.price_model, completion.prompt_tokens,
-                                completion.completion_tokens, latency, False)
-        usage = Usage(completion.prompt_tokens, completion.completion_tokens, latency, cache_hit=False)
-        return completion.text, usage, key
-
+        mode = completion.structured_mode or str(getattr(b, "structured_mode", "") or "")
+        stored = self.cache.put(key, backend=b.name, model=b.model_id, agent=agent, messages=msgs, schema=schema,
+                                params=params, answer=completion.text, prompt_tokens=completion.prompt_tokens,
+                                completion_tokens=completion.completion_tokens, latency_s=latency,
+                                structured_mode=mode)
+        if stored.answer != completion.text:
+            log.info("call %s: another run stored its answer first; acting on the stored answer so that a replay "
+                     "reproduces this run", key[:16])
+        # the stored row, not this completion: a replay reads exactly these values
+        self.ledger.record_call(agent, day, b.price_model, stored.prompt_tokens, stored.completion_tokens,
+                                latency, False, structured_mode=stored.structured_mode)
+        usage = Usage(stored.prompt_tokens, stored.completion_tokens, latency, cache_hit=False)
+        return stored.answer, usage, key
 
 def _combine(a: Usage, b: Usage) -> Usage:
     return Usage(

@@ -14,6 +14,12 @@ the server.
 
 The token budget counts the tokens of every call, cached or live, so a replay
 stops on the same day as the recording did.
+
+``llm_structured_mode`` in the summary names the response format(s) that
+produced the answers the run acted on (e.g. ``json_object_schema`` after a
+llama.cpp server refused ``json_schema``). It comes from the cache row of each
+answer, not from the backend's current state, so a replay reports the same
+mode as its recording without calling the server.
 """
 
 from __future__ import annotations
@@ -77,12 +83,15 @@ class UsageLedger:
         self.max_tokens = max_tokens
         self._rows: dict[tuple[str, str], _Row] = defaultdict(_Row)
         self._events: list[dict[str, Any]] = []
+        self._modes: set[str] = set()
         self._lock = threading.Lock()
 
     # -- recording -------------------------------------------------------
     def record_call(self, agent: str, day: str | None, model: str, prompt_tokens: int,
-                    completion_tokens: int, latency_s: float, cache_hit: bool) -> None:
+                    completion_tokens: int, latency_s: float, cache_hit: bool, structured_mode: str = "") -> None:
         with self._lock:
+            if structured_mode:
+                self._modes.add(structured_mode)
             row = self._rows[(day or NO_DAY, agent)]
             row.calls += 1
             row.prompt_tokens += int(prompt_tokens)
@@ -187,6 +196,7 @@ class UsageLedger:
                 for m, (p, c) in r.tokens_by_model.items():
                     by_model[m][0] += p
                     by_model[m][1] += c
+            modes = "+".join(sorted(self._modes)) or "unknown"
         return {
             "llm_calls": total("calls"),
             "llm_prompt_tokens": total("prompt_tokens"),
@@ -196,6 +206,7 @@ class UsageLedger:
             "llm_reasks": total("reasks"),
             "llm_fallbacks": total("fallbacks"),
             "llm_failures": total("failures"),
+            "llm_structured_mode": modes,
         }
 
     def runtime_summary(self) -> dict[str, Any]:

@@ -53,6 +53,9 @@ class Completion:
     prompt_tokens: int
     completion_tokens: int
     finish_reason: str = ""
+    #: the response format that produced the text (openai backend: json_schema, json_object_schema or
+    #: json_object); "" when the backend does not say. Stored in the cache, summed up in the ledger.
+    structured_mode: str = ""
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,8 @@ def _import_llama():
 class LocalLlamaBackend:
     name = "local"
     price_model = "local"
+    #: always grammar from the schema (see the module docstring); recorded with each answer
+    structured_mode = "json_object_schema"
 
     def __init__(self, model: str | Path | None = None, *, n_ctx: int = 2048, n_threads: int | None = None,
                  seed: int = 0, cache_dir: Path | None = None):
