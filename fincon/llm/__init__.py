@@ -16,6 +16,7 @@ from fincon.llm.errors import (
     LLMError,
     LLMInvalidAnswer,
     LLMModelNotFound,
+    LLMRequestRejected,
     LLMUnavailable,
     ModelFileError,
 )
@@ -25,7 +26,7 @@ from fincon.llm.types import LLMResult, Message, SamplingParams, Usage
 
 __all__ = [
     "BudgetExhausted", "CacheMiss", "CacheMode", "CallCache", "LLMAuthError", "LLMClient", "LLMError",
-    "LLMInvalidAnswer", "LLMModelNotFound", "LLMResult", "LLMSettings", "LLMUnavailable", "Message",
+    "LLMInvalidAnswer", "LLMModelNotFound", "LLMRequestRejected", "LLMResult", "LLMSettings", "LLMUnavailable", "Message",
     "ModelFileError", "ModelPrice", "SamplingParams", "Usage", "UsageLedger", "build_backend",
     "build_client", "call_key", "run_concurrently",
 ]

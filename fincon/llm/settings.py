@@ -2,7 +2,9 @@
 
 The API key is deliberately *not* a setting: only the name of the environment
 variable holding it is (``api_key_env``). A config file that carries a key is
-refused with a message saying where the key belongs.
+refused with a message saying where the key belongs, and so is a key pasted
+into ``api_key_env`` itself (it must look like a variable name); neither
+message repeats the value.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fincon.errors import ConfigError
-from fincon.llm.backends.openai_compat import DEFAULT_BASE_URL
+from fincon.llm.backends.openai_compat import DEFAULT_BASE_URL, check_api_key_env
 from fincon.llm.cache import DEFAULT_CACHE_PATH, CacheMode, CallCache
 from fincon.llm.client import LLMClient
 from fincon.llm.ledger import ModelPrice, UsageLedger
@@ -39,7 +41,8 @@ class LLMSettings(BaseModel):
     concurrency: int = Field(4, ge=1, le=64)
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     seed: int = 0
-    timeout_s: float = Field(60.0, gt=0)
+    #: seconds per HTTP attempt; None = 600 for a server on this machine (one-slot llama.cpp), 60 otherwise
+    timeout_s: float | None = Field(None, gt=0)
     max_retries: int = Field(3, ge=0, le=10)
     structured: Literal["auto", "json_schema", "json_object_schema", "json_object"] = "auto"
     n_threads: int | None = Field(None, ge=1)
@@ -59,6 +62,12 @@ class LLMSettings(BaseModel):
                         "(set api_key_env to the variable's name, default OPENAI_API_KEY)"
                     )
         return data
+
+    @field_validator("api_key_env", mode="before")
+    @classmethod
+    def _env_name(cls, v: Any) -> str:
+        # raised directly, not as a ValidationError: pydantic's would quote the input (the key)
+        return check_api_key_env(v)
 
     @field_validator("base_url")
     @classmethod

@@ -6,28 +6,43 @@ vendor SDK decides retries or logging for us.
 
 * The API key is read from an environment variable (``OPENAI_API_KEY`` unless
   told otherwise) when the backend is built. It is never taken from a config
-  file, never part of a cache key, and scrubbed from every error message.
+  file, never part of a cache key, and scrubbed from every error message. The
+  variable's *name* must look like one, so a key pasted in its place is
+  refused without being echoed.
 * Structured output: first ``response_format={"type": "json_schema", ...}``
-  (OpenAI, vLLM, Ollama, LM Studio); a server that rejects it (HTTP 400/422,
-  or llama.cpp's server: a 500 naming ``response_format``) is stepped down, for the rest of the run, to
+  (OpenAI, vLLM, Ollama, LM Studio). Only a server that rejects the *format*
+  (an HTTP 400/422/500 whose body names ``response_format``, ``json_schema``
+  or a grammar) is stepped down, for the rest of the run, to
   ``{"type": "json_object", "schema": ...}`` (llama.cpp's server: grammar
   from the schema) and then to plain JSON mode ``{"type": "json_object"}``.
+  Any other 400/422 (e.g. ``context_length_exceeded``) is the request's fault,
+  not the format's: it raises :class:`LLMRequestRejected` and keeps the mode.
   The schema is in the prompt either way and the client validates every
-  answer.
-* Timeouts; retries with exponential backoff and full jitter on 429, 5xx,
-  timeouts, connection errors and malformed 200 bodies (``Retry-After`` is
-  honoured up to a cap); 401/403 and 404 fail at once with an error that says
-  "bad key" or "unknown model".
+  answer; each completion says which mode produced it (stored in the cache).
+* Timeouts. A server on this machine (localhost, 127.x, ::1) is typically
+  llama.cpp with one slot: it keeps computing a request the client abandoned,
+  so a retry only queues behind it and times out too. Such servers get a long
+  default timeout (600 s) and no retry after a timeout; remote servers 60 s
+  and at most one retry after a timeout. The final error says so and what to
+  change (``--llm-timeout``, the server's slots, ``--llm-concurrency``).
+* Retries with exponential backoff and full jitter on 429, 5xx, malformed 200
+  bodies and dropped connections (``Retry-After`` is honoured up to a cap); a
+  refused connection is retried once, quickly. Errors that will not go away
+  are not retried: 401/403 ("bad key"), 404 ("unknown model"), 405/501 and
+  HTML pages ("not an OpenAI-compatible endpoint"). Every message is one line.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import random
+import re
 import threading
 import time
 from typing import Any, Sequence
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -43,15 +58,59 @@ log = logging.getLogger(__name__)
 
 MODES = ("json_schema", "json_object_schema", "json_object")
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+#: the server does not implement POST /chat/completions at this URL: retrying cannot help
+NOT_OPENAI_STATUS = frozenset({405, 501})
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+LOCAL_TIMEOUT_S = 600.0
+REMOTE_TIMEOUT_S = 60.0
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+# words in an error body that blame the response format itself (OpenAI: param "response_format";
+# vLLM/FastAPI 422: loc [..., "response_format", ...]; llama.cpp: json_schema / grammar errors)
+_FORMAT_WORDS = ("response_format", "json_schema", "json schema", "grammar")
+# words that blame the prompt's length (OpenAI, llama-cpp-python: context_length_exceeded;
+# llama.cpp's llama-server: exceed_context_size_error; vLLM: "maximum context length")
+_CONTEXT_WORDS = ("context_length_exceeded", "maximum context length", "context length", "context size",
+                  "exceed_context", "context window")
+
+
+def check_api_key_env(name: str) -> str:
+    """``name`` if it looks like an environment variable name; a pasted key is
+    refused without being repeated (it would end up in logs)."""
+    if not isinstance(name, str) or not ENV_NAME.fullmatch(name):
+        raise LLMAuthError(
+            "api_key_env (--llm-api-key-env) must be the NAME of the environment variable that holds the API key "
+            "(letters, digits and _, e.g. OPENAI_API_KEY), not the key itself; the value given is not shown. "
+            "Put the key in the environment (export OPENAI_API_KEY=...) and name that variable"
+        )
+    return name
+
+
+def is_local_url(base_url: str) -> bool:
+    """True for a server on this machine (localhost, 127.0.0.0/8, ::1, 0.0.0.0)."""
+    host = (urlsplit(base_url).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return ip.is_loopback or ip.is_unspecified
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
 
 
 class _Retryable(Exception):
-    """One attempt failed in a way worth retrying."""
+    """One attempt failed in a way worth retrying. ``kind`` (timeout, connect,
+    status, malformed, transport) decides how often and what to advise."""
 
-    def __init__(self, message: str, retry_after: float | None = None):
+    def __init__(self, message: str, kind: str, retry_after: float | None = None, status: int | None = None):
         super().__init__(message)
+        self.kind = kind
         self.retry_after = retry_after
+        self.status = status
 
 
 class OpenAICompatBackend:
@@ -62,28 +121,38 @@ class OpenAICompatBackend:
         model: str,
         base_url: str = DEFAULT_BASE_URL,
         api_key_env: str = "OPENAI_API_KEY",
-        timeout_s: float = 60.0,
+        timeout_s: float | None = None,
         connect_timeout_s: float = 5.0,
         max_retries: int = 3,
         backoff_s: float = 0.5,
         max_backoff_s: float = 20.0,
         structured: str = "auto",
         rng: random.Random | None = None,
+        local: bool | None = None,
     ):
+        """``timeout_s`` None: 600 s for a server on this machine, 60 s otherwise.
+        ``local`` None: decided from ``base_url`` (see :func:`is_local_url`)."""
         if structured not in ("auto",) + MODES:
             raise ValueError(f"structured must be auto or one of {MODES}, not {structured!r}")
         self.model = model
         self.base_url = base_url.rstrip("/")
-        self.api_key_env = api_key_env
+        self.api_key_env = check_api_key_env(api_key_env)
         self._key = os.environ.get(api_key_env) or None
         if self._key is None and "api.openai.com" in self.base_url:
             raise LLMAuthError(f"no API key: set the environment variable {api_key_env} to use {self.base_url}")
         self.model_id = f"{model}@{self.base_url}"
         self.price_model = model
+        self.local = is_local_url(self.base_url) if local is None else bool(local)
+        self.timeout_s = float(timeout_s) if timeout_s else (LOCAL_TIMEOUT_S if self.local else REMOTE_TIMEOUT_S)
         self.max_retries = max_retries
+        #: retries after a timed-out attempt: none on a local (typically one-slot) server, one on a remote one
+        self.timeout_retries = 0 if self.local else 1
+        #: a refused connection is retried once (a server restarting), then reported
+        self.connect_retries = 1
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
         self._mode = "json_schema" if structured == "auto" else structured
+        self.structured_start = self._mode
         self._may_downgrade = structured == "auto"
         self._rng = rng or random.Random()
         self._lock = threading.Lock()
@@ -91,12 +160,13 @@ class OpenAICompatBackend:
         if self._key:
             headers["Authorization"] = f"Bearer {self._key}"
         self._http = httpx.Client(
-            timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s), headers=headers
+            timeout=httpx.Timeout(self.timeout_s, connect=connect_timeout_s), headers=headers
         )
 
     @property
     def structured_mode(self) -> str:
-        """The response format in use: one of :data:`MODES`."""
+        """The response format in use now: one of :data:`MODES` (it starts at
+        :attr:`structured_start` and only steps down)."""
         return self._mode
 
     # -- helpers ----------------------------------------------------------
@@ -132,21 +202,57 @@ class OpenAICompatBackend:
     # -- the call -----------------------------------------------------------
     def complete(self, messages: Sequence[Message], schema: dict[str, Any], params: SamplingParams) -> Completion:
         url = f"{self.base_url}/chat/completions"
-        last = "no attempt made"
-        retry_after: float | None = None
+        last: _Retryable | None = None
+        attempts = 0
+        kinds: dict[str, int] = {}
         for attempt in range(self.max_retries + 1):
             if attempt:
-                self._sleep_before_retry(attempt - 1, retry_after)
+                self._sleep_before_retry(attempt - 1, last.retry_after if last else None)
+            attempts += 1
             try:
                 return self._attempt(url, messages, schema, params)
             except _Retryable as exc:
-                last = str(exc)
-                retry_after = exc.retry_after
+                last = exc
+                kinds[exc.kind] = kinds.get(exc.kind, 0) + 1
                 log.warning("LLM call to %s failed (attempt %d of %d): %s", self.base_url, attempt + 1,
-                            self.max_retries + 1, last)
-        raise LLMUnavailable(
-            f"LLM server {self.base_url} failed {self.max_retries + 1} attempts (last: {last}); "
-            "check that it is running and reachable, or raise the timeout"
+                            self.max_retries + 1, exc)
+                if exc.kind == "timeout" and kinds["timeout"] > self.timeout_retries:
+                    break
+                if exc.kind == "connect" and kinds["connect"] > self.connect_retries:
+                    break
+        raise LLMUnavailable(self._give_up(attempts, last))
+
+    def _give_up(self, attempts: int, last: _Retryable | None) -> str:
+        """One line: what failed, how often, and what to do about it."""
+        what = _one_line(str(last)) if last else "no attempt made"
+        kind = last.kind if last else ""
+        if kind == "timeout":
+            advice = (
+                f"no answer within {self.timeout_s:g} s; a server with one slot (llama.cpp) keeps computing an "
+                "abandoned request and queues retries behind it, so raise --llm-timeout, lower "
+                "--llm-concurrency, or give the server more slots (llama.cpp server: --n_parallel / -np N)"
+            )
+        elif kind == "connect":
+            advice = (f"nothing is listening at {self.base_url}: start the server or fix --llm-base-url"
+                      if "refused" in what.lower() else
+                      f"cannot connect to {self.base_url}: check --llm-base-url, the network and that the server is up")
+        elif kind == "status" and last is not None and last.status == 429:
+            advice = "the server keeps rate-limiting: lower --llm-concurrency or raise the account's rate limit"
+        elif kind == "malformed":
+            advice = ("its answers are not OpenAI chat completions: check --llm-base-url "
+                      "(it usually ends in /v1) and the server's log")
+        else:
+            advice = "check that it is running and reachable (and its log)"
+        noun = "attempt" if attempts == 1 else "attempts"
+        return f"LLM server {self.base_url} failed {attempts} {noun} (last: {what}); {advice}"
+
+    def _not_openai(self, status: int, html: bool) -> LLMUnavailable:
+        """Not retried: the same URL will answer the same way next time."""
+        what = "an HTML page" if html else f"HTTP {status}"
+        return LLMUnavailable(
+            f"LLM server {self.base_url} failed 1 attempt (last: HTTP {status}{', an HTML page' if html else ''}); "
+            f"{self.base_url} is not an OpenAI-compatible endpoint (it answered with {what}); "
+            "check --llm-base-url (it usually ends in /v1)"
         )
 
     def _attempt(self, url: str, messages, schema, params) -> Completion:
@@ -154,12 +260,25 @@ class OpenAICompatBackend:
         try:
             resp = self._http.post(url, json=self._payload(messages, schema, params, mode))
         except httpx.TimeoutException as exc:
-            raise _Retryable(f"timeout ({type(exc).__name__})") from None
+            if isinstance(exc, httpx.ConnectTimeout):
+                raise _Retryable(f"connect timeout ({type(exc).__name__})", "connect") from None
+            raise _Retryable(f"timeout after {self.timeout_s:g} s ({type(exc).__name__})", "timeout") from None
+        except httpx.ConnectError as exc:
+            raise _Retryable(self._scrub(f"connection error ({type(exc).__name__}: {exc})"), "connect") from None
         except httpx.TransportError as exc:
-            raise _Retryable(self._scrub(f"connection error ({type(exc).__name__}: {exc})")) from None
+            raise _Retryable(self._scrub(f"connection error ({type(exc).__name__}: {exc})"), "transport") from None
         status = resp.status_code
-        body = self._scrub(resp.text[:300]).replace("\n", " ")
-        rejects_format = status in (400, 422) or (status == 500 and "response_format" in body)
+        raw = resp.text
+        body = _one_line(self._scrub(raw[:300]))
+        lowered = body.lower()
+        if "text/html" in resp.headers.get("content-type", "").lower() or \
+                raw.lstrip()[:15].lower().startswith(("<!doctype", "<html")):
+            raise self._not_openai(status, html=True)
+        if status in NOT_OPENAI_STATUS:
+            raise self._not_openai(status, html=False)
+        blames_context = status in (400, 413, 422) and any(w in lowered for w in _CONTEXT_WORDS)
+        rejects_format = (status in (400, 422, 500) and not blames_context
+                          and any(w in lowered for w in _FORMAT_WORDS))
         if rejects_format and self._may_downgrade and mode != MODES[-1]:
             nxt = MODES[MODES.index(mode) + 1]
             with self._lock:
@@ -177,8 +296,14 @@ class OpenAICompatBackend:
                 f"LLM server {self.base_url} does not know model {self.model!r} (HTTP 404: unknown model, or the "
                 "base URL lacks its /v1 suffix); check --llm-model and --llm-base-url"
             )
+        if blames_context:
+            raise LLMRequestRejected(
+                f"LLM server {self.base_url} rejected the request: the prompt does not fit the model's context "
+                f"window (HTTP {status}: {body[:200]}); start the server with a larger context (llama.cpp: "
+                "--n_ctx N) or use a model with a longer one, or shorten the prompt"
+            )
         if status in RETRY_STATUS or status >= 500:
-            raise _Retryable(f"HTTP {status}: {body[:120]}", _retry_after(resp))
+            raise _Retryable(f"HTTP {status}: {body[:120]}", "status", _retry_after(resp), status)
         if status != 200:
             raise LLMRequestRejected(f"LLM server {self.base_url} rejected the request (HTTP {status}): {body}")
         try:
@@ -187,14 +312,17 @@ class OpenAICompatBackend:
             text = choice["message"]["content"]
             if not isinstance(text, str):
                 raise TypeError("message content is not a string")
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise _Retryable(f"malformed response body ({type(exc).__name__}): {body[:80]!r}") from None
-        usage = data.get("usage") or {}
+            usage = data.get("usage") or {}
+            prompt_tokens = int(usage.get("prompt_tokens") or 0)
+            completion_tokens = int(usage.get("completion_tokens") or 0)
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise _Retryable(f"malformed response body ({type(exc).__name__}): {body[:80]!r}", "malformed") from None
         return Completion(
             text=text,
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
             finish_reason=str(choice.get("finish_reason") or ""),
+            structured_mode=mode,
         )
 
     def close(self) -> None:
