@@ -22,9 +22,23 @@ from pydantic import BaseModel, Field, ValidationError
 
 from fincon.errors import ConfigError
 
+#: ``fincon llm --help`` text: plain, unlike the module docstring (argparse prints it verbatim)
+DESCRIPTION = """\
+The bundled offline model, a smoke call and the call cache of the LLM layer.
 
-def add_llm_arguments(parser: argparse.ArgumentParser, *, with_budget: bool = True) -> None:
-    """The LLM flags (a group of their own) for any command that calls a model."""
+  fincon llm model   assemble (once) and hash-check a bundled GGUF; print its path
+  fincon llm ask     one schema-checked call through any backend, with usage
+  fincon llm cache   what a call cache holds (calls, tokens, per agent)
+
+The LLM flags of `fincon llm ask` are the same as those of `fincon backtest`.
+See docs/llm.md.
+"""
+
+
+def add_llm_arguments(parser: argparse.ArgumentParser, *, with_budget: bool = True,
+                      cache_default: str = "read-write") -> None:
+    """The LLM flags (a group of their own) for any command that calls a model.
+    ``cache_default`` only changes the help text: the command applies it."""
     g = parser.add_argument_group("LLM (see docs/llm.md)")
     g.add_argument("--llm-backend", choices=["local", "openai"],
                    help="local = in-process llama.cpp (default, offline); openai = any OpenAI-compatible server")
@@ -35,14 +49,15 @@ def add_llm_arguments(parser: argparse.ArgumentParser, *, with_budget: bool = Tr
     g.add_argument("--llm-api-key-env", metavar="VAR",
                    help="environment variable holding the API key (default OPENAI_API_KEY)")
     g.add_argument("--llm-cache", choices=["off", "read-write", "replay"],
-                   help="call cache mode (default read-write; replay fails on any call not recorded)")
+                   help=f"call cache mode (default {cache_default}; replay fails on any call not recorded)")
     g.add_argument("--llm-cache-path", type=Path, metavar="FILE", help="SQLite call cache (default runs/.cache/llm.sqlite)")
     if with_budget:
         g.add_argument("--max-tokens", type=int, metavar="N", help="token budget of the run; the run stops cleanly when spent")
     g.add_argument("--llm-concurrency", type=int, metavar="N", help="parallel calls within one day (default 4)")
     g.add_argument("--llm-temperature", type=float, metavar="T", help="sampling temperature (default 0)")
     g.add_argument("--llm-seed", type=int, metavar="N", help="sampling seed (default 0)")
-    g.add_argument("--llm-timeout", type=float, metavar="SEC", help="HTTP timeout of one attempt (default 60)")
+    g.add_argument("--llm-timeout", type=float, metavar="SEC",
+                   help="HTTP timeout of one attempt (default 600 for a server on this machine, 60 otherwise)")
     g.add_argument("--llm-prices", type=Path, metavar="FILE",
                    help="YAML/JSON price table: {model: {input_per_million: USD, output_per_million: USD}}")
 
@@ -83,7 +98,7 @@ def settings_from_args(args: argparse.Namespace, base: dict[str, Any] | None = N
     try:
         return LLMSettings.model_validate(data)
     except ValidationError as exc:
-        from fincon.strategies.registry import format_validation_error
+        from fincon.validation import format_validation_error
 
         raise ConfigError(f"bad LLM settings: {format_validation_error('llm', exc)}") from None
 
@@ -104,7 +119,12 @@ def _cmd_model(args: argparse.Namespace) -> int:
         if m is None:
             raise ConfigError(f"unknown bundled model {name!r}; choose one of {', '.join(BUNDLED)}")
         t0 = time.perf_counter()
-        path = assemble(m, args.model_dir, verify=args.verify)
+        try:
+            path = assemble(m, args.model_dir, verify=args.verify)
+        except OSError as exc:
+            where = args.model_dir or "the model directory"
+            raise ConfigError(f"cannot assemble {name} in {where}: {exc.strerror or exc}; "
+                              "pass a writable --model-dir (or set FINCON_MODEL_DIR)") from None
         took = time.perf_counter() - t0
         tag = " (default)" if name == DEFAULT_MODEL else ""
         print(f"{name}{tag}: {path}")
@@ -114,10 +134,14 @@ def _cmd_model(args: argparse.Namespace) -> int:
     return 0
 
 
+#: a smoke call should reach the model, not an old answer: ``ask`` does not use the cache unless told
+ASK_CACHE_DEFAULT = "off"
+
+
 def _cmd_ask(args: argparse.Namespace) -> int:
     from fincon.llm.settings import build_client
 
-    base = {"cache": "off"} if args.llm_cache is None else {}
+    base = {"cache": ASK_CACHE_DEFAULT} if args.llm_cache is None else {}
     settings = settings_from_args(args, base)
     client = build_client(settings)
     try:
@@ -135,22 +159,32 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     path = args.path
     if not path.exists():
         raise ConfigError(f"no LLM cache at {path}; runs create it in read-write mode")
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    if not path.is_file():
+        raise ConfigError(f"{path} is not a file; pass the LLM cache file with --path")
     try:
-        rows = conn.execute(
-            "SELECT backend, agent, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(latency_s) "
-            "FROM calls GROUP BY backend, agent ORDER BY backend, agent").fetchall()
-    finally:
-        conn.close()
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            rows = conn.execute(
+                "SELECT backend, agent, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(latency_s) "
+                "FROM calls GROUP BY backend, agent ORDER BY backend, agent").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise ConfigError(f"{path} is not an LLM call cache ({_one_line(exc)}); "
+                          "pass the SQLite file a run wrote (default runs/.cache/llm.sqlite)") from None
     print(f"{path}: {sum(r[2] for r in rows)} calls")
     for b, a, n, p, c, lat in rows:
         print(f"  {b:8s} {a:20s} {n:6d} calls {p:9d} prompt {c:8d} completion tokens  {lat:8.1f}s live")
     return 0
 
 
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("llm", help="bundled model, smoke call and cache of the LLM layer",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     s = p.add_subparsers(dest="llm_command", metavar="SUBCOMMAND")
     m = s.add_parser("model", help="assemble and hash-check a bundled GGUF; print its path")
     m.add_argument("name", nargs="?", default="qwen2.5-coder-1.5b", help="bundled model (default qwen2.5-coder-1.5b)")
@@ -160,7 +194,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.set_defaults(func=_cmd_model)
     a = s.add_parser("ask", help="one schema-checked call through the configured backend")
     a.add_argument("prompt")
-    add_llm_arguments(a, with_budget=False)
+    add_llm_arguments(a, with_budget=False, cache_default=ASK_CACHE_DEFAULT)
     a.set_defaults(func=_cmd_ask)
     c = s.add_parser("cache", help="summarise an LLM call cache")
     c.add_argument("--path", type=Path, default=Path("runs/.cache/llm.sqlite"))
