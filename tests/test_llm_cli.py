@@ -55,3 +55,61 @@ def test_cache_command_summarises_a_cache(capsys, tmp_path):
     out = capsys.readouterr().out.splitlines()
     assert out[0].endswith(": 3 calls")
     assert out[1].split()[:5] == ["local", "analyst", "2", "calls", "200"]
+
+
+def _one_line_error(capsys) -> str:
+    cap = capsys.readouterr()
+    assert cap.out == "" and cap.err.count("\n") == 1 and cap.err.startswith("fincon: error: "), cap.err
+    return cap.err
+
+
+@pytest.mark.parametrize("content", [b"this is not a database\n" * 10, b""])
+def test_cache_command_on_a_file_that_is_not_a_cache_is_a_one_line_error(capsys, tmp_path, content):
+    bad = tmp_path / "notsqlite"
+    bad.write_bytes(content)
+    assert main(["llm", "cache", "--path", str(bad)]) == 2
+    assert "is not an LLM call cache" in _one_line_error(capsys)
+    assert bad.read_bytes() == content and [p.name for p in tmp_path.iterdir()] == ["notsqlite"]  # nothing written
+
+
+def test_cache_command_on_a_directory_is_a_one_line_error(capsys, tmp_path):
+    assert main(["llm", "cache", "--path", str(tmp_path)]) == 2
+    assert "is not a file" in _one_line_error(capsys)
+
+
+def test_model_command_with_an_unwritable_model_dir_is_a_one_line_error(capsys, tmp_path):
+    assert main(["llm", "model", QWEN_0_5B.name, "--model-dir", "/proc/xx"]) == 2
+    assert "pass a writable --model-dir" in _one_line_error(capsys)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["llm", "model", QWEN_0_5B.name, "--model-dir", str(blocker / "models")]) == 2
+    _one_line_error(capsys)
+    assert [p.name for p in tmp_path.iterdir()] == ["file"]
+
+
+def test_an_api_key_passed_as_the_variable_name_is_refused_and_not_echoed(capsys, tmp_path):
+    secret = "sk-proj-Zz9PASTEDkeyXYZ"
+    rc = main(["llm", "ask", "hi", "--llm-backend", "openai", "--llm-model", "gpt-4o-mini",
+               "--llm-api-key-env", secret, "--llm-cache-path", str(tmp_path / "c.sqlite")])
+    assert rc == 2
+    err = _one_line_error(capsys)
+    assert "must be the NAME of the environment variable" in err and secret not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_ask_help_tells_the_cache_default_it_uses(capsys):
+    with pytest.raises(SystemExit):
+        main(["llm", "ask", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "call cache mode (default off;" in out and "default read-write" not in out
+    p = argparse.ArgumentParser()
+    add_llm_arguments(p)  # backtest keeps its read-write default
+    assert "default read-write" in " ".join(p.format_help().split())
+
+
+def test_llm_help_is_plain_text(capsys):
+    with pytest.raises(SystemExit):
+        main(["llm", "--help"])
+    out = capsys.readouterr().out
+    assert "fincon llm model" in out and "fincon llm cache" in out
+    assert "``" not in out and ":func:" not in out and ":meth:" not in out

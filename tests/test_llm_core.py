@@ -260,3 +260,178 @@ def test_replay_with_a_bundled_model_needs_no_model_file(tmp_path):
     res = LLMClient(backend, cache=CallCache(db, "replay")).ask(MSGS, Verdict)
     assert res.value.action == "buy" and res.usage.cache_hit
     assert not model_dir.exists() and backend._llm is None
+
+
+# -- runs sharing one cache at the same time (hardening item 3) ---------------
+
+class Racing(Scripted):
+    """A backend whose answer arrives only after ``before_answer`` ran: there
+    another run asks the same question and stores its (different) answer first,
+    as when two live runs share a cache and the server is not deterministic."""
+
+    def __init__(self, answers, before_answer, tokens=(50, 5), mode=""):
+        super().__init__(answers)
+        self.before_answer = before_answer
+        self.tokens = tokens
+        self.mode = mode
+
+    def complete(self, messages, schema, params):
+        self.before_answer()
+        self.seen.append(list(messages))
+        return Completion(self.answers.pop(0), *self.tokens, structured_mode=self.mode)
+
+
+def test_a_run_acts_on_the_answer_the_shared_cache_holds_and_replays_faithfully(tmp_path):
+    db = tmp_path / "llm.sqlite"
+    first = {}
+
+    def other_run_answers_first():
+        backend = Scripted(['{"action": "buy", "confidence": 0.9}'])
+        first["res"] = LLMClient(backend, cache=CallCache(db, "read-write")).ask(MSGS, Verdict, agent="a", day="d1")
+
+    ledger = UsageLedger()
+    racing = Racing(['{"action": "sell", "confidence": 0.2}'], other_run_answers_first)
+    second = LLMClient(racing, cache=CallCache(db, "read-write"), ledger=ledger).ask(MSGS, Verdict, agent="a", day="d1")
+    assert len(racing.seen) == 1  # it really went to its model, and got "sell"
+    # ...but acts on what the cache holds for the key it cites, with the stored token counts
+    assert second.value == first["res"].value == Verdict(action="buy", confidence=0.9)
+    assert second.keys == first["res"].keys and not second.usage.cache_hit
+    assert (second.usage.prompt_tokens, second.usage.completion_tokens) == (100, 10)
+    assert ledger.summary()["llm_tokens"] == 110
+    [row] = CallCache(db, "read-write").rows()
+    assert row["answer"] == '{"action": "buy", "confidence": 0.9}'
+    # a replay of either run reproduces it, usage included
+    replay_ledger = UsageLedger()
+    replay = LLMClient(Scripted([]), cache=CallCache(db, "replay"), ledger=replay_ledger).ask(
+        MSGS, Verdict, agent="a", day="d1")
+    assert replay.value == second.value and replay.keys == second.keys
+    assert replay_ledger.usage_rows() == ledger.usage_rows()
+    assert replay_ledger.summary() == ledger.summary()
+
+
+def test_put_returns_the_stored_row(tmp_path):
+    cache = CallCache(tmp_path / "llm.sqlite", "read-write")
+    kw = dict(backend="b", model="m", agent="a", messages=[Message(role="user", content="q")], schema={},
+              params=SamplingParams(), latency_s=1.0)
+    won = cache.put("k", answer="first", prompt_tokens=1, completion_tokens=2, structured_mode="json_schema", **kw)
+    lost = cache.put("k", answer="second", prompt_tokens=3, completion_tokens=4, structured_mode="json_object", **kw)
+    assert (won.answer, won.prompt_tokens, won.structured_mode) == ("first", 1, "json_schema")
+    assert (lost.answer, lost.prompt_tokens, lost.completion_tokens, lost.structured_mode) == (
+        "first", 1, 2, "json_schema")
+    assert CallCache(None, "off").put("k", answer="x", prompt_tokens=0, completion_tokens=0, **kw).answer == "x"
+
+
+_RACER = r"""
+import json, sys, time
+from pathlib import Path
+from typing import Literal
+from pydantic import BaseModel
+from fincon.llm import CallCache, LLMClient
+from fincon.llm.types import Completion
+
+me, db, gate, mode = sys.argv[1], sys.argv[2], Path(sys.argv[3]), sys.argv[4]
+
+class Verdict(BaseModel):
+    action: Literal["buy", "sell", "hold"]
+
+class Fake:
+    name, model_id, price_model = "fake", "fake-1", "fake-1"
+    def complete(self, messages, schema, params):
+        # both processes are inside a live call before either answers
+        (gate / me).touch()
+        deadline = time.time() + 20
+        while len(list(gate.iterdir())) < 2 and time.time() < deadline:
+            time.sleep(0.01)
+        action = "buy" if me == "p1" else "sell"
+        return Completion(json.dumps({"action": action}), 10 if me == "p1" else 20, 1)
+    def close(self):
+        pass
+
+res = LLMClient(Fake(), cache=CallCache(db, mode)).ask(
+    [{"role": "user", "content": "same question"}], Verdict, agent="a", day="d")
+print(json.dumps({"action": res.value.action, "key": res.keys[0], "tokens": res.usage.prompt_tokens}))
+"""
+
+
+def test_two_processes_sharing_a_cache_act_on_the_same_stored_answer(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "racer.py"
+    script.write_text(_RACER)
+    db, gate = tmp_path / "llm.sqlite", tmp_path / "gate"
+    gate.mkdir()
+    CallCache(db, "read-write").close()  # the file exists before the race, as in a long-used cache
+    procs = [subprocess.Popen([sys.executable, str(script), me, str(db), str(gate), "read-write"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for me in ("p1", "p2")]
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        outs.append(json.loads(out))
+    assert len(list(gate.iterdir())) == 2  # both really called their model
+    assert outs[0] == outs[1]  # one of them won; both acted on the winner's answer
+    replay = subprocess.run([sys.executable, str(script), "p3", str(db), str(gate), "replay"],
+                            capture_output=True, text=True, timeout=60)
+    assert replay.returncode == 0, replay.stderr
+    assert json.loads(replay.stdout) == outs[0]
+
+
+def test_summary_names_the_structured_mode_of_the_answers_also_in_a_replay(tmp_path):
+    db = tmp_path / "llm.sqlite"
+    live = UsageLedger()
+    backend = Racing(['{"action": "sell", "confidence": 0.7}'], lambda: None, mode="json_object_schema")
+    LLMClient(backend, cache=CallCache(db, "read-write"), ledger=live).ask(MSGS, Verdict, agent="a", day="d1")
+    replayed = UsageLedger()
+    LLMClient(Scripted([]), cache=CallCache(db, "replay"), ledger=replayed).ask(MSGS, Verdict, agent="a", day="d1")
+    assert live.summary()["llm_structured_mode"] == "json_object_schema"
+    assert replayed.summary() == live.summary()
+    assert UsageLedger().summary()["llm_structured_mode"] == "unknown"
+
+
+def test_a_cache_from_before_the_mode_column_still_replays_and_records(tmp_path):
+    import sqlite3
+
+    db = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE calls (key TEXT PRIMARY KEY, backend TEXT NOT NULL, model TEXT NOT NULL, "
+                 "agent TEXT NOT NULL, messages TEXT NOT NULL, schema TEXT NOT NULL, params TEXT NOT NULL, "
+                 "answer TEXT NOT NULL, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, "
+                 "latency_s REAL NOT NULL, created_at TEXT NOT NULL)")
+    conn.execute("INSERT INTO calls VALUES ('k','b','m','a','[]','{}','{}','old',1,2,0.5,'2024')")
+    conn.commit()
+    conn.close()
+    assert CallCache(db, "replay").get("k").answer == "old"  # a replay does not alter the file
+    assert "structured_mode" not in {r[1] for r in sqlite3.connect(db).execute("PRAGMA table_info(calls)")}
+    rw = CallCache(db, "read-write")
+    assert rw.get("k").structured_mode == ""
+    stored = rw.put("k2", backend="b", model="m", agent="a", messages=[], schema={}, params=SamplingParams(),
+                    answer="new", prompt_tokens=1, completion_tokens=1, latency_s=0.1, structured_mode="json_object")
+    assert stored.structured_mode == "json_object"
+
+
+def test_an_api_key_pasted_as_api_key_env_is_refused_without_echoing_it():
+    from fincon.agents.simple_trader import make_llm_trader
+
+    secret = "sk-proj-AbC123pasted-by-mistake"
+    for build in (lambda: LLMSettings.model_validate({"backend": "openai", "model": "m", "api_key_env": secret}),
+                  lambda: make_llm_trader({"backend": "openai", "model": "m", "api_key_env": secret})):
+        with pytest.raises(ConfigError, match="must be the NAME of the environment variable") as info:
+            build()
+        assert secret not in str(info.value) and "\n" not in str(info.value)
+    assert LLMSettings(api_key_env="MY_KEY_2").api_key_env == "MY_KEY_2"
+
+
+def test_timeouts_default_long_for_a_server_on_this_machine():
+    from fincon.llm.backends.openai_compat import OpenAICompatBackend, is_local_url
+
+    assert all(is_local_url(u) for u in ("http://localhost:8000/v1", "http://127.0.0.1:8080/v1",
+                                          "http://127.1.2.3/v1", "http://[::1]:8000/v1", "http://0.0.0.0:1/v1"))
+    assert not any(is_local_url(u) for u in ("https://api.openai.com/v1", "http://10.0.0.5:8000/v1",
+                                              "http://gpu-box:8000/v1"))
+    local = OpenAICompatBackend("m", base_url="http://localhost:8000/v1")
+    remote = OpenAICompatBackend("m", base_url="http://gpu-box:8000/v1")
+    assert (local.timeout_s, local.timeout_retries) == (600.0, 0)
+    assert (remote.timeout_s, remote.timeout_retries) == (60.0, 1)
+    assert OpenAICompatBackend("m", base_url="http://localhost:8000/v1", timeout_s=5).timeout_s == 5.0
+    assert LLMSettings().timeout_s is None

@@ -4,7 +4,8 @@ A session fixture starts llama.cpp's server (``python -m llama_cpp.server``,
 from llama-cpp-python[server]) on localhost with the bundled 0.5B model and
 an API key; a small stdlib HTTP proxy in front of it injects the faults a
 real deployment meets: 429 and 500 responses, a hang (client timeout), a
-malformed body, a schema-invalid answer and a 404.
+malformed body, a schema-invalid answer, a 404, HTML pages and a 501 (a URL
+that is not an OpenAI-compatible endpoint).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from fincon.llm import (  # noqa: E402
     LLMClient,
     LLMInvalidAnswer,
     LLMModelNotFound,
+    LLMRequestRejected,
     LLMSettings,
     LLMUnavailable,
     UsageLedger,
@@ -93,9 +95,9 @@ class FaultProxy:
             def log_message(self, *args):  # keep pytest output clean
                 pass
 
-            def _send(self, status: int, body: bytes, headers: dict | None = None):
+            def _send(self, status: int, body: bytes, headers: dict | None = None, ctype: str = "application/json"):
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))
                 for k, v in (headers or {}).items():
                     self.send_header(k, v)
@@ -124,6 +126,11 @@ class FaultProxy:
                 if fault == "hang":
                     time.sleep(3.0)
                     return self._send(200, _completion('{"action": "hold", "confidence": 0.5}'))
+                if fault in ("html200", "html404"):  # a web server's page, not an API
+                    return self._send(int(fault[4:]), b"<!DOCTYPE html><html><body>\n<h1>Welcome</h1>\n</body></html>",
+                                      ctype="text/html; charset=utf-8")
+                if fault == "501":  # e.g. python -m http.server answering a POST
+                    return self._send(501, b'{"error": "Unsupported method (POST)"}')
                 if fault == "malformed":
                     return self._send(200, b'{"choices": [{"message": ')
                 if fault == "invalid":
@@ -227,7 +234,24 @@ def test_real_server_answers_schema_valid_json_after_format_stepdown(proxy, key_
     assert [(e["format"], e["has_schema"], e.get("status")) for e in proxy.log] == [
         ("json_schema", True, 500), ("json_object", True, 200)]
     assert client.backend.structured_mode == "json_object_schema"
+    assert client.backend.structured_start == "json_schema"
+    assert client.ledger.summary()["llm_structured_mode"] == "json_object_schema"  # what the run records
     assert all(h == f"Bearer {SECRET}" for h in proxy.headers_seen)
+
+
+def test_a_prompt_too_long_for_the_context_is_rejected_without_dropping_structured_output(proxy, key_env):
+    """llama.cpp answers a prompt longer than n_ctx with HTTP 400 context_length_exceeded: the
+    request's fault, not the format's. It must not step the run down to plain JSON mode."""
+    client = _client(proxy)
+    too_long = [{"role": "user", "content": "TSLA rose. " * 1200}]
+    with pytest.raises(LLMRequestRejected, match=r"does not fit the model's context window \(HTTP 400.*--n_ctx") as info:
+        client.ask(too_long, Answer)
+    assert "\n" not in str(info.value)
+    assert [(e["format"], e["has_schema"], e.get("status")) for e in proxy.log] == [
+        ("json_schema", True, 500), ("json_object", True, 400)]  # one step down (json_schema is unknown), no more
+    assert client.backend.structured_mode == "json_object_schema"
+    res = client.ask(MSGS, Answer)  # the next call still gets the grammar from the schema
+    assert isinstance(res.value, Answer) and proxy.log[-1]["has_schema"]
 
 
 def test_plain_json_mode_plus_validation_also_works(proxy, key_env):
@@ -245,14 +269,57 @@ def test_429_and_500_are_retried_with_backoff(proxy, key_env):
     assert client.ledger.summary()["llm_calls"] == 1  # one logical call, three HTTP attempts
 
 
-def test_timeout_is_retried(proxy, key_env):
+def test_timeout_is_retried_once_on_a_remote_server(proxy, key_env):
     proxy.faults += ["hang", "canned"]
-    client = _client(proxy, structured="json_object_schema", timeout_s=1.0)
+    client = _client(proxy, structured="json_object_schema", timeout_s=1.0, local=False)
     t0 = time.perf_counter()
     res = client.ask(MSGS, Answer)
     assert res.value == Answer(action="hold", confidence=0.5)
     assert time.perf_counter() - t0 < 2.9  # did not wait for the hung response
     assert [e["fault"] for e in proxy.log] == ["hang", "canned"]
+    proxy.faults += ["hang", "hang", "canned"]
+    with pytest.raises(LLMUnavailable, match=r"failed 2 attempts \(last: timeout after 1 s"):
+        _client(proxy, structured="json_object_schema", timeout_s=1.0, local=False).ask(MSGS, Answer)
+    assert [e["fault"] for e in proxy.log][2:] == ["hang", "hang"]  # at most one retry after a timeout
+    proxy.faults.clear()
+
+
+def test_a_local_server_is_not_retried_after_a_timeout(proxy, key_env):
+    """A one-slot llama.cpp server keeps computing an abandoned request; a retry would only
+    queue behind it. So: one attempt, and an error that says what to change."""
+    proxy.faults += ["hang", "canned"]
+    client = _client(proxy, structured="json_object_schema", timeout_s=1.0, max_retries=3)
+    assert client.backend.local and client.backend.timeout_retries == 0
+    with pytest.raises(LLMUnavailable) as info:
+        client.ask(MSGS, Answer)
+    msg = str(info.value)
+    assert msg.startswith(f"LLM server {proxy.url} failed 1 attempt (last: timeout after 1 s")
+    assert "--llm-timeout" in msg and "--n_parallel" in msg and "\n" not in msg
+    assert [e["fault"] for e in proxy.log] == ["hang"]
+    proxy.faults.clear()
+
+
+@pytest.mark.parametrize("fault, answered", [("html200", "an HTML page"), ("html404", "an HTML page"),
+                                             ("501", "HTTP 501")])
+def test_a_url_that_is_not_an_openai_endpoint_fails_at_once(proxy, key_env, fault, answered):
+    proxy.faults += [fault] * 4
+    with pytest.raises(LLMUnavailable) as info:
+        _client(proxy).ask(MSGS, Answer)
+    msg = str(info.value)
+    assert msg.startswith(f"LLM server {proxy.url} failed 1 attempt (last: HTTP ")
+    assert f"is not an OpenAI-compatible endpoint (it answered with {answered}); check --llm-base-url " \
+           "(it usually ends in /v1)" in msg
+    assert "\n" not in msg and len(proxy.log) == 1  # not retried
+    proxy.faults.clear()
+
+
+def test_rate_limited_forever_is_one_line_with_advice(proxy, key_env):
+    proxy.faults += ["429"] * 3
+    with pytest.raises(LLMUnavailable) as info:
+        _client(proxy, max_retries=2).ask(MSGS, Answer)
+    msg = str(info.value)
+    assert msg.startswith(f"LLM server {proxy.url} failed 3 attempts (last: HTTP 429: ")
+    assert "keeps rate-limiting: lower --llm-concurrency" in msg and "\n" not in msg
 
 
 def test_malformed_body_is_retried_then_reported(proxy, key_env):
@@ -304,9 +371,13 @@ def test_unreachable_server_fails_within_seconds(key_env):
     backend = OpenAICompatBackend("m", base_url=f"http://127.0.0.1:{port}/v1", api_key_env=KEY_ENV,
                                   max_retries=2, backoff_s=0.05, connect_timeout_s=1.0)
     t0 = time.perf_counter()
-    with pytest.raises(LLMUnavailable, match="failed 3 attempts.*connection error"):
+    with pytest.raises(LLMUnavailable) as info:
         LLMClient(backend).ask(MSGS, Answer)
     assert time.perf_counter() - t0 < 5
+    msg = str(info.value)  # one quick retry (a restarting server), then a clear verdict
+    assert msg.startswith(f"LLM server http://127.0.0.1:{port}/v1 failed 2 attempts (last: connection error")
+    assert msg.endswith(f"nothing is listening at http://127.0.0.1:{port}/v1: start the server or fix --llm-base-url")
+    assert "\n" not in msg
 
 
 def test_openai_needs_a_key_from_the_environment(monkeypatch):
