@@ -1,9 +1,18 @@
-"""The cvxpy mean-variance solver against closed-form solutions."""
+"""The cvxpy mean-variance solver against closed-form solutions, its
+invariants over random problems, and the Markowitz strategy around it."""
+
+import json
+import subprocess
+import sys
 
 import numpy as np
+import pandas as pd
 import pytest
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra.numpy import arrays
 
-from fincon.risk.optimizer import MeanVarianceProblem, mean_variance_weights
+from fincon.cli.main import main
+from fincon.risk.optimizer import _BOUNDS, MeanVarianceProblem, mean_variance_weights
 
 
 def test_signed_form_matches_closed_form_with_diagonal_sigma():
@@ -43,3 +52,136 @@ def test_highs_is_refused_and_bad_direction_named():
         MeanVarianceProblem(np.eye(2), solver="HIGHS")
     with pytest.raises(ValueError, match="short"):
         mean_variance_weights(np.zeros(2), np.eye(2), directions=["buy", "short"])
+
+
+# -- the signed form stays inside its directions (issue: weights against directions) --
+
+
+def _objective(w, mu, sigma, gamma):
+    return float(mu @ w - gamma * w @ sigma @ w)
+
+
+def test_buy_with_negative_mu_and_holds_give_all_cash():
+    # the optimum of mu w - gamma w'Sigma w on w in [0, 1] with mu < 0 is w = 0:
+    # nothing can be bought, so all cash, not round-off scaled up to gross 1
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        a = rng.normal(0, 0.02, (3, 3))
+        sigma = a @ a.T + 1e-5 * np.eye(3)
+        mu = rng.normal(0, 0.002, 3)
+        mu[0] = -abs(mu[0]) - 1e-5
+        w = mean_variance_weights(mu, sigma, directions=["buy", "hold", "hold"])
+        assert (w == 0).all(), (mu, w)
+    for _ in range(200):
+        a = rng.normal(0, 0.02, (3, 3))
+        w = mean_variance_weights(rng.normal(0, 0.002, 3), a @ a.T + 1e-5 * np.eye(3),
+                                  directions=["hold", "hold", "hold"])
+        assert (w == 0).all() and not np.signbit(w).any()
+
+
+def test_resolve_after_a_position_goes_back_to_cash():
+    # warm-started re-solve from a non-zero point must not leave residue
+    p = MeanVarianceProblem(np.array([[4e-4, 1e-4], [1e-4, 2e-4]]), form="signed")
+    assert np.abs(p.solve(np.array([2e-3, 1e-3]), ["buy", "buy"])).sum() == pytest.approx(1.0)
+    assert (p.solve(np.array([-2e-3, -1e-3]), ["buy", "buy"]) == 0).all()
+    assert (p.solve(np.array([2e-3, 1e-3]), ["sell", "hold"]) == 0).all()
+
+
+@st.composite
+def _problems(draw):
+    n = draw(st.integers(1, 8))
+    a = draw(arrays(np.float64, (n, n), elements=st.floats(-0.05, 0.05)))
+    eps = draw(st.floats(1e-6, 1e-3))
+    sigma = a @ a.T + eps * np.eye(n)
+    mu = draw(arrays(np.float64, n, elements=st.floats(-0.01, 0.01)))
+    directions = draw(st.lists(st.sampled_from(["buy", "sell", "hold"]), min_size=n, max_size=n))
+    gamma = draw(st.sampled_from([0.0, 0.1, 1.0, 10.0]))
+    seed = draw(st.integers(0, 2**32 - 1))
+    return mu, sigma, directions, gamma, seed
+
+
+@settings(max_examples=150, deadline=None)
+@given(_problems())
+def test_signed_form_property(problem):
+    mu, sigma, directions, gamma, seed = problem
+    p = MeanVarianceProblem(sigma, form="signed", risk_aversion=gamma)
+    w = p.solve(mu, directions)
+    lb = np.array([_BOUNDS[d][0] for d in directions])
+    ub = np.array([_BOUNDS[d][1] for d in directions])
+    assert (w >= lb - 1e-9).all() and (w <= ub + 1e-9).all()
+    holds = np.array(directions) == "hold"
+    assert (w[holds] == 0).all()
+    gross = np.abs(w).sum()
+    assert gross == 0 or gross == pytest.approx(1.0, abs=1e-6)
+    if holds.all():
+        assert gross == 0
+    # (near-)optimal before the scaling: no worse than cash or random feasible points
+    raw = p.last_solution
+    assert (raw >= lb).all() and (raw <= ub).all()
+    best = _objective(raw, mu, sigma, gamma)
+    tol = 1e-9 + 1e-6 * (np.abs(mu).sum() + gamma * np.abs(sigma).sum())
+    assert best >= _objective(np.zeros(len(mu)), mu, sigma, gamma) - tol
+    rng = np.random.default_rng(seed)
+    for _ in range(5):
+        assert best >= _objective(rng.uniform(lb, ub), mu, sigma, gamma) - tol
+    for i in range(len(mu)):  # corners along each axis too
+        for x in (lb[i], ub[i]):
+            e = raw.copy()
+            e[i] = x
+            assert best >= _objective(e, mu, sigma, gamma) - tol
+
+
+@settings(max_examples=60, deadline=None)
+@given(_problems())
+def test_long_only_property(problem):
+    mu, sigma, _, gamma, seed = problem
+    p = MeanVarianceProblem(sigma, risk_aversion=gamma)
+    w = p.solve(mu)
+    assert (w >= 0).all() and w.sum() == pytest.approx(1.0, abs=1e-9)
+    best = _objective(w, mu, sigma, gamma)
+    tol = 1e-9 + 1e-6 * (np.abs(mu).sum() + gamma * np.abs(sigma).sum())
+    rng = np.random.default_rng(seed)
+    for _ in range(5):
+        x = rng.dirichlet(np.ones(len(mu)))
+        assert best >= _objective(x, mu, sigma, gamma) - tol
+
+
+def test_solver_prints_nothing():
+    # OSQP's C code printed "Polishing not needed ..." above the CLI table; C
+    # stdio is flushed only at exit, so look at a whole process's output
+    code = """
+import numpy as np
+from fincon.risk.optimizer import MeanVarianceProblem
+rng = np.random.default_rng(3)
+for _ in range(20):
+    a = rng.normal(0, 0.02, (3, 3))
+    p = MeanVarianceProblem(a @ a.T + 1e-4 * np.eye(3), form="signed")
+    p.solve(rng.normal(0, 0.01, 3), ["buy", "sell", "buy"])
+    p.solve(rng.normal(0, 0.01, 3), ["buy", "buy", "buy"])
+    p = MeanVarianceProblem(a @ a.T + 1e-2 * np.eye(3), form="signed")  # interior optimum
+    p.solve(np.full(3, 1e-4), ["buy", "buy", "buy"])
+    MeanVarianceProblem(a @ a.T + 1e-4 * np.eye(3)).solve(rng.normal(0, 0.01, 3))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+
+
+SIGNED = ["--param", "markowitz.form=signed",
+          "--param", "markowitz.directions={TSLA: buy, MSFT: hold, PFE: hold}"]
+
+
+def test_issue_reproduction_through_the_cli(tmp_path):
+    out = tmp_path / "signed"
+    assert main(["backtest", "--tickers", "TSLA,MSFT,PFE", "--strategy", "markowitz", *SIGNED,
+                 "--start", "2022-10-05", "--end", "2023-06-09", "--no-progress",
+                 "--out", str(out)]) == 0
+    decisions = [json.loads(line) for line in (out / "decisions.jsonl").read_text().splitlines()]
+    weights = [d["weights"] for d in decisions if d.get("weights")]
+    assert weights, decisions[:2]
+    for w in weights:
+        assert w.get("MSFT", 0.0) == 0.0 and w.get("PFE", 0.0) == 0.0
+        assert w.get("TSLA", 0.0) >= 0.0
+    positions = pd.read_csv(out / "positions.csv")
+    assert (positions[positions.ticker != "TSLA"].shares == 0).all()
+    assert (positions[positions.ticker == "TSLA"].shares >= 0).all()
