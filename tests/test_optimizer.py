@@ -185,3 +185,15 @@ def test_issue_reproduction_through_the_cli(tmp_path):
     positions = pd.read_csv(out / "positions.csv")
     assert (positions[positions.ticker != "TSLA"].shares == 0).all()
     assert (positions[positions.ticker == "TSLA"].shares >= 0).all()
+
+
+def test_directions_for_a_ticker_not_in_the_run_is_an_error(tmp_path, capsys):
+    out = tmp_path / "bad"
+    code = main(["backtest", "--tickers", "TSLA,MSFT,PFE", "--strategy", "markowitz",
+                 "--param", "markowitz.form=signed", "--param", "markowitz.directions={AAPL: buy, TSLA: sell}",
+                 "--no-progress", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2
+    line = next(x for x in err.splitlines() if x.startswith("fincon: error:"))
+    assert "AAPL" in line and "TSLA, MSFT, PFE" in line
+    assert not out.exists()

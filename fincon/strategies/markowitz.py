@@ -13,8 +13,9 @@ decision day:
 
 Then solves :func:`fincon.risk.optimizer.MeanVarianceProblem` in the
 long-only form (default) or the FinCon signed form, where each asset's
-direction is given in ``directions`` or, with ``auto``, is buy when the
-shrunk mu is positive and sell otherwise.
+direction is given in ``directions`` (tickers left out are "hold"; a ticker
+not in the run is a :class:`~fincon.errors.ConfigError` when the run starts)
+or, with ``auto``, is buy when the shrunk mu is positive and sell otherwise.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 from sklearn.covariance import LedoitWolf
 
+from fincon.errors import ConfigError
 from fincon.risk.optimizer import MeanVarianceProblem
-from fincon.strategies.base import Decision, Strategy
+from fincon.strategies.base import Decision, RunContext, Strategy
 
 
 class MarkowitzParams(BaseModel):
@@ -55,6 +57,16 @@ class Markowitz(Strategy):
     def __init__(self, params: MarkowitzParams | None = None):
         self.params = params or MarkowitzParams()
         self.warmup = self.params.lookback
+
+    def start(self, ctx: RunContext) -> None:
+        directions = self.params.directions
+        if isinstance(directions, dict):
+            unknown = [t for t in directions if t not in ctx.tickers]
+            if unknown:
+                raise ConfigError(
+                    f"strategy_params.markowitz.directions names {', '.join(unknown)}, "
+                    f"not among this run's tickers ({', '.join(ctx.tickers)})"
+                )
 
     def decide(self, view):
         p = self.params
