@@ -2,6 +2,7 @@
 invariants over random problems, and the Markowitz strategy around it."""
 
 import json
+import logging
 import subprocess
 import sys
 
@@ -11,8 +12,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
+from conftest import backtest, market_for
 from fincon.cli.main import main
 from fincon.risk.optimizer import _BOUNDS, MeanVarianceProblem, mean_variance_weights
+from fincon.strategies import make_strategy
 
 
 def test_signed_form_matches_closed_form_with_diagonal_sigma():
@@ -197,3 +200,13 @@ def test_directions_for_a_ticker_not_in_the_run_is_an_error(tmp_path, capsys):
     line = next(x for x in err.splitlines() if x.startswith("fincon: error:"))
     assert "AAPL" in line and "TSLA, MSFT, PFE" in line
     assert not out.exists()
+
+
+def test_short_history_warns_once(caplog):
+    strategy = make_strategy("markowitz", {"lookback": 60, "rebalance_every": 1})
+    market = market_for(["TSLA", "MSFT"], warmup=20)  # 20 days of warm-up, lookback 60
+    with caplog.at_level(logging.WARNING, logger="fincon.strategies.markowitz"):
+        backtest(market, strategy)
+    msgs = [r.getMessage() for r in caplog.records if r.name == "fincon.strategies.markowitz"]
+    assert len(msgs) == 1, msgs
+    assert "only 20 days" in msgs[0] and "lookback=60" in msgs[0]

@@ -16,10 +16,13 @@ long-only form (default) or the FinCon signed form, where each asset's
 direction is given in ``directions`` (tickers left out are "hold"; a ticker
 not in the run is a :class:`~fincon.errors.ConfigError` when the run starts)
 or, with ``auto``, is buy when the shrunk mu is positive and sell otherwise.
+With fewer than ``lookback`` days of history (the data start too late for
+the warm-up) it estimates from the days it has and warns once per run.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Literal
 
 import numpy as np
@@ -29,6 +32,8 @@ from sklearn.covariance import LedoitWolf
 from fincon.errors import ConfigError
 from fincon.risk.optimizer import MeanVarianceProblem
 from fincon.strategies.base import Decision, RunContext, Strategy
+
+log = logging.getLogger(__name__)
 
 
 class MarkowitzParams(BaseModel):
@@ -57,8 +62,10 @@ class Markowitz(Strategy):
     def __init__(self, params: MarkowitzParams | None = None):
         self.params = params or MarkowitzParams()
         self.warmup = self.params.lookback
+        self._warned_short = False
 
     def start(self, ctx: RunContext) -> None:
+        self._warned_short = False
         directions = self.params.directions
         if isinstance(directions, dict):
             unknown = [t for t in directions if t not in ctx.tickers]
@@ -76,6 +83,13 @@ class Markowitz(Strategy):
         if len(closes) < 3:
             return None
         returns = closes[1:] / closes[:-1] - 1.0
+        if len(returns) < p.lookback and not self._warned_short:
+            self._warned_short = True
+            log.warning(
+                "only %d days of returns up to %s for lookback=%d; estimating mu and Sigma "
+                "from those (start later or use a shorter lookback)",
+                len(returns), view.date.date(), p.lookback,
+            )
         mu, sigma = estimate_moments(returns, p.mu_shrinkage)
         tickers = view.tickers
         directions = None
