@@ -28,7 +28,7 @@ from fincon.llm import (
     run_concurrently,
 )
 from fincon.llm.bundled import QWEN_0_5B, BundledModel, assemble
-from fincon.llm.errors import ModelFileError
+from fincon.llm.errors import LLMError, ModelFileError
 from fincon.llm.types import Completion, Message
 
 
@@ -122,9 +122,15 @@ def test_cache_read_write_then_replay(tmp_path):
     assert json.loads(row["messages"])[-1]["content"] == MSGS[0]["content"]
 
 
+def _recorded_cache(db):
+    """A cache file holding one unrelated call (a read-write cache is created by its first write)."""
+    LLMClient(Scripted(['{"action": "hold", "confidence": 0.5}']), cache=CallCache(db, "read-write")).ask(
+        [{"role": "user", "content": "unrelated"}], Verdict)
+
+
 def test_replay_miss_names_the_call(tmp_path):
     db = tmp_path / "llm.sqlite"
-    CallCache(db, "read-write").close()
+    _recorded_cache(db)
     client = LLMClient(Scripted([]), cache=CallCache(db, "replay"))
     with pytest.raises(CacheMiss, match=r"agent 'pm', day 2023-02-01.*TSLA fell 3 days"):
         client.ask(MSGS, Verdict, agent="pm", day="2023-02-01")
@@ -139,6 +145,29 @@ def test_cache_off_writes_nothing(tmp_path):
     db = tmp_path / "llm.sqlite"
     LLMClient(Scripted(['{"action": "sell", "confidence": 0.7}']), cache=CallCache(db, "off")).ask(MSGS, Verdict)
     assert not db.exists()
+
+
+def test_a_read_write_cache_is_created_by_its_first_write_only(tmp_path):
+    """A run that fails before its first answer (server down, bad URL) leaves no cache behind,
+    but a run that starts before another one creates the file still reads what it stores."""
+    from fincon.llm.errors import LLMUnavailable
+
+    class Down(Scripted):
+        def complete(self, messages, schema, params):
+            raise LLMUnavailable("LLM server http://x failed 1 attempt (last: down); start it")
+
+    db = tmp_path / "cache" / "llm.sqlite"
+    early = CallCache(db, "read-write")
+    with pytest.raises(LLMUnavailable):
+        LLMClient(Down([]), cache=early).ask(MSGS, Verdict)
+    assert list(tmp_path.iterdir()) == [] and len(early) == 0
+    LLMClient(Scripted(['{"action": "sell", "confidence": 0.7}']), cache=CallCache(db, "read-write")).ask(MSGS, Verdict)
+    res = LLMClient(Scripted([]), cache=early).ask(MSGS, Verdict)  # created by the other run meanwhile
+    assert res.usage.cache_hit and res.value.action == "sell"
+    bad = tmp_path / "not.sqlite"
+    bad.write_text("no database here\n" * 20)
+    with pytest.raises(LLMError, match="is not a usable SQLite file"):
+        CallCache(bad, "read-write")  # refused at once, before day one
 
 
 def test_key_depends_on_every_part():
@@ -361,7 +390,7 @@ def test_two_processes_sharing_a_cache_act_on_the_same_stored_answer(tmp_path):
     script.write_text(_RACER)
     db, gate = tmp_path / "llm.sqlite", tmp_path / "gate"
     gate.mkdir()
-    CallCache(db, "read-write").close()  # the file exists before the race, as in a long-used cache
+    _recorded_cache(db)  # the file exists before the race, as in a long-used cache
     procs = [subprocess.Popen([sys.executable, str(script), me, str(db), str(gate), "read-write"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for me in ("p1", "p2")]
     outs = []

@@ -21,6 +21,11 @@ different answers. :meth:`CallCache.put` therefore returns the row the cache
 *holds* after the write (the other run's, if it stored first), and the client
 acts on that: every run acts on exactly what its replay will read.
 
+A read-write cache file is created by its first write, not when the cache is
+opened: a run that fails before its first answer (server down, wrong URL)
+leaves nothing behind. An existing file is checked when opened, so a file
+that is not a cache fails before day one.
+
 Each row also records the structured-output mode (``response_format``) that
 produced the answer, so a run summary can say which mode its answers came
 from, identically in a recording and its replay.
@@ -63,6 +68,10 @@ CREATE TABLE IF NOT EXISTS calls (
 _COLUMNS = ("key", "backend", "model", "agent", "messages", "schema", "params", "answer", "prompt_tokens",
             "completion_tokens", "latency_s", "created_at", "structured_mode")
 _READ = "key, answer, prompt_tokens, completion_tokens, latency_s, created_at"
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
 
 
 class CacheMode(str, Enum):
@@ -110,6 +119,7 @@ class CallCache:
         self.path = Path(path) if path is not None else None
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
+        self._closed = False
         self._read = _READ
         if self.mode is CacheMode.OFF:
             return
@@ -117,11 +127,24 @@ class CallCache:
             raise LLMError("an LLM cache path is required unless the cache mode is 'off'")
         if self.mode is CacheMode.REPLAY and not self.path.exists():
             raise CacheMiss(f"replay needs a recorded cache, but {self.path} does not exist; record a run in read-write mode first")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists():
+            self._open()  # a file that is not a usable cache fails here, before day one
+        # otherwise the file is created on the first write: a run that fails before
+        # its first answer (bad URL, server down) leaves nothing behind
+
+    def _open(self) -> sqlite3.Connection:
+        """Open (creating if needed) the SQLite file; callers hold the lock or are ``__init__``."""
+        if self._conn is not None:
+            return self._conn
+        assert self.path is not None
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
+        except (OSError, sqlite3.Error) as exc:
+            raise LLMError(f"cannot open the LLM cache {self.path} ({_one_line(exc)}); pass another --llm-cache-path") from None
+        try:
             conn.execute("PRAGMA busy_timeout=30000")
+            conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(_SCHEMA)
             columns = {r[1] for r in conn.execute("PRAGMA table_info(calls)")}
             if "structured_mode" not in columns and self.mode is CacheMode.READ_WRITE:
@@ -133,10 +156,21 @@ class CallCache:
                         raise
                 columns.add("structured_mode")
         except sqlite3.DatabaseError as exc:
-            raise LLMError(f"LLM cache {self.path} is not a usable SQLite file ({exc}); move it away or pass another --llm-cache-path") from None
-        self._conn = conn
+            conn.close()
+            raise LLMError(f"LLM cache {self.path} is not a usable SQLite file ({_one_line(exc)}); move it away or "
+                           "pass another --llm-cache-path") from None
         # a replay never alters the file, so an old cache is read without the column
         self._read = _READ + (", structured_mode" if "structured_mode" in columns else "")
+        self._conn = conn
+        return conn
+
+    def _connection(self, create: bool) -> sqlite3.Connection | None:
+        """The connection; an existing file is opened (another run may have
+        created it since we started), a missing one only created for a write."""
+        if self._conn is None and not self._closed and self.mode is not CacheMode.OFF and (
+                create or self.path.exists()):
+            self._open()
+        return self._conn
 
     @property
     def reads(self) -> bool:
@@ -147,10 +181,13 @@ class CallCache:
         return self.mode is CacheMode.READ_WRITE
 
     def get(self, key: str) -> CachedCall | None:
-        if not self.reads or self._conn is None:
+        if not self.reads:
             return None
         with self._lock:
-            row = self._conn.execute(f"SELECT {self._read} FROM calls WHERE key = ?", (key,)).fetchone()
+            conn = self._connection(create=False)
+            if conn is None:
+                return None
+            row = conn.execute(f"SELECT {self._read} FROM calls WHERE key = ?", (key,)).fetchone()
         return CachedCall(*row) if row else None
 
     def put(
@@ -177,7 +214,7 @@ class CallCache:
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         mine = CachedCall(key, answer, int(prompt_tokens), int(completion_tokens), float(latency_s), now,
                           structured_mode)
-        if not self.writes or self._conn is None:
+        if not self.writes:
             return mine
         values = (
             key, backend, model, agent,
@@ -186,7 +223,9 @@ class CallCache:
             answer, int(prompt_tokens), int(completion_tokens), float(latency_s), now, structured_mode,
         )
         with self._lock:
-            conn = self._conn
+            conn = self._connection(create=True)
+            if conn is None:  # closed
+                return mine
             # one write transaction: the row read back is the row that won
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -202,22 +241,23 @@ class CallCache:
         return CachedCall(*row)
 
     def __len__(self) -> int:
-        if self._conn is None:
-            return 0
         with self._lock:
-            return int(self._conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+            conn = self._connection(create=False)
+            return 0 if conn is None else int(conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
 
     def rows(self) -> list[dict[str, Any]]:
         """Every stored call (for audits and tests), oldest first."""
-        if self._conn is None:
-            return []
         with self._lock:
-            cur = self._conn.execute("SELECT * FROM calls ORDER BY created_at, key")
+            conn = self._connection(create=False)
+            if conn is None:
+                return []
+            cur = conn.execute("SELECT * FROM calls ORDER BY created_at, key")
             cols = [c[0] for c in cur.description]
             return [dict(zip(cols, r)) for r in cur.fetchall()]
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
