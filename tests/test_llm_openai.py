@@ -294,7 +294,7 @@ def test_a_local_server_is_not_retried_after_a_timeout(proxy, key_env):
         client.ask(MSGS, Answer)
     msg = str(info.value)
     assert msg.startswith(f"LLM server {proxy.url} failed 1 attempt (last: timeout after 1 s")
-    assert "--llm-timeout" in msg and "--n_parallel" in msg and "\n" not in msg
+    assert "--llm-timeout" in msg and "llama-server -np N" in msg and "\n" not in msg
     assert [e["fault"] for e in proxy.log] == ["hang"]
     proxy.faults.clear()
 

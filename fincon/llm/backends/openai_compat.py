@@ -230,7 +230,7 @@ class OpenAICompatBackend:
             advice = (
                 f"no answer within {self.timeout_s:g} s; a server with one slot (llama.cpp) keeps computing an "
                 "abandoned request and queues retries behind it, so raise --llm-timeout, lower "
-                "--llm-concurrency, or give the server more slots (llama.cpp server: --n_parallel / -np N)"
+                "--llm-concurrency, or give the server more slots (llama-server -np N, i.e. --parallel N)"
             )
         elif kind == "connect":
             advice = (f"nothing is listening at {self.base_url}: start the server or fix --llm-base-url"
