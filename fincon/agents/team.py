@@ -3,9 +3,9 @@
 One day, in order:
 
 1. refuse a day the event corpus does not cover; check the token budget;
-2. settle yesterday: its P&L from today's closes becomes a reflection in the
-   manager's episodic memory, and if it was profitable the memory ids the
-   manager relied on get the access bonus (``AnalystMemory.reward``, +5);
+2. settle yesterday: its P&L from today's closes; a loss becomes a
+   reflection in the manager's episodic memory, a profit gives the memory
+   ids the manager relied on the access bonus (``AnalystMemory.reward``, +5);
 3. portfolios with ``candidates``: on the first day the stock-selection
    analyst picks the traded pool;
 4. every analyst, for every traded ticker: ``AnalystMemory.step(t)`` (or the
@@ -42,7 +42,7 @@ from fincon.agents.brains import Answer, LLMBrain, ManagerTask, Reuse, RulesBrai
 from fincon.agents.protocols import make_protocol
 from fincon.agents.reports import AnalystReport
 from fincon.agents.roles import ANALYSTS, STOCK_SELECTION
-from fincon.agents.roles.base import EventRole, RoleInputs
+from fincon.agents.roles.base import EventRole, RoleInputs, ToneBaseline
 from fincon.errors import ConfigError
 from fincon.strategies.base import Decision, RunContext, StopRun, Strategy
 
@@ -183,6 +183,7 @@ class FinConTeam(Strategy):
         self.pool: tuple[str, ...] | None = None if p.candidates else self.universe
         self.selection: AnalystReport | None = None
         self._mems: dict[str, Any] = {}
+        self._tones: dict[str, ToneBaseline] = {}
         self._last: dict[str, tuple[str, Answer]] = {}
         self._prev: _Previous | None = None
         self.counts = {"days": 0, "model_calls": 0, "reused": 0, "skipped": 0, "fallbacks": 0, "rewarded": 0}
@@ -230,6 +231,15 @@ class FinConTeam(Strategy):
             if self._owns_client:
                 self._client.close()
                 self._client = None
+        return out
+
+    def progress(self) -> Mapping[str, Any]:
+        c = getattr(self, "counts", None)
+        if not c or not c["days"]:
+            return {}
+        out: dict[str, Any] = {"calls/day": f"{c['model_calls'] / c['days']:.1f}", "reused": c["reused"]}
+        if self.params.brain == "llm":
+            out["tokens"] = f"{self.ledger.tokens_used():,}"
         return out
 
     # -- the day ---------------------------------------------------------------
@@ -299,7 +309,9 @@ class FinConTeam(Strategy):
 
     def _gather(self, role, ticker: str, view) -> RoleInputs:
         if isinstance(role, EventRole):
-            inputs, _ = role.gather(self._memory(role, ticker), ticker, view.date, self.params.memory_k)
+            baseline = self._tones.setdefault(role.agent(ticker), ToneBaseline())
+            inputs, _ = role.gather(self._memory(role, ticker), ticker, view.date, self.params.memory_k,
+                                    baseline=baseline)
             return inputs
         return role.gather(view, ticker, self.params.lookback)
 
@@ -404,7 +416,10 @@ class FinConTeam(Strategy):
         gross = sum(abs(w) for w in prev.weights.values())
         text = (f"{prev.day}: {prev.summary or 'no trade'} (gross exposure {gross:.2f}); by {day} this was "
                 f"{verdict} ({pnl:+.2%}). Relied on: {', '.join(sorted(prev.relied)) or 'no memory'}.")
-        if self.params.reflections:
+        # only losing days become reflections: they are what the manager must
+        # learn from, and a reflection every day would change the manager's
+        # input daily and cost it a model call every day
+        if self.params.reflections and pnl < 0:
             self.reflections.add(view.date, "reflection", text, {"pnl": round(pnl, 6), "decision_day": prev.day})
         return {"day": prev.day, "pnl": round(pnl, 6), "rewarded": sorted(rewarded)}
 

@@ -152,6 +152,33 @@ class Role:
         return render(self.template, self.profile, inputs.fields())
 
 
+@dataclass
+class ToneBaseline:
+    """Running mean of the lexicon tone of everything one analyst has read so
+    far (point in time: only entries already stored).
+
+    Filings and analyst notes have a house style (risk sections and hedged
+    language read negative under Loughran-McDonald), so an absolute tone makes
+    the rules brain bearish on every filing. The rules signal of an item is
+    its tone *relative* to this baseline: what is unusual for the source.
+    """
+
+    n: int = 0
+    total: float = 0.0
+
+    def add(self, tones) -> None:
+        for t in tones:
+            if t is not None:
+                self.n += 1
+                self.total += float(t)
+
+    def relative(self, tone: float | None) -> float | None:
+        if tone is None:
+            return None
+        base = self.total / self.n if self.n else 0.0
+        return max(-1.0, min(1.0, float(tone) - base))
+
+
 class EventRole(Role):
     """An analyst of published events (news, filings, notes, calls).
 
@@ -171,13 +198,15 @@ class EventRole(Role):
                              summariser=self.summariser(events, options), sources=self.sources, k=k)
 
     def gather(self, mem: AnalystMemory, ticker: str, day: pd.Timestamp, k: int, stance: str = "",
-               beliefs: str = "") -> tuple[RoleInputs, DayMemory]:
+               beliefs: str = "", baseline: ToneBaseline | None = None) -> tuple[RoleInputs, DayMemory]:
         dm = mem.step(day)
+        baseline = baseline if baseline is not None else ToneBaseline()
+        baseline.add(e.metadata.get("lm_tone") for e in dm.new_entries)
         items: list[Item] = []
         for e in sorted(dm.new_entries, key=lambda e: e.id)[-k:]:
             tone = e.metadata.get("lm_tone")
             items.append(Item(e.id, str(pd.Timestamp(e.day).date()), e.source, memory_text(e.text, tone),
-                              tone, DEFAULT_DECAY[e.source].importance(0) / 100.0, True))
+                              baseline.relative(tone), DEFAULT_DECAY[e.source].importance(0) / 100.0, True))
         seen = {i.id for i in items}
         for m in dm.top:
             if len(items) >= k:
@@ -185,9 +214,12 @@ class EventRole(Role):
             if m.id in seen:
                 continue
             tone = m.metadata.get("lm_tone")
-            items.append(Item(m.id, str(m.day.date()), m.source, memory_text(m.text, tone), tone,
-                              m.importance_scaled))
+            items.append(Item(m.id, str(m.day.date()), m.source, memory_text(m.text, tone),
+                              baseline.relative(tone), m.importance_scaled))
         d = str(pd.Timestamp(day).date())
+        # chronological, so the prompt reads like a file of notes and a day that
+        # selected the same memories (in whatever rank order) hashes the same
+        items.sort(key=lambda i: (i.date, i.id))
         return RoleInputs(self.name, self.agent(ticker), ticker, d, tuple(items), stance=stance,
                           beliefs=beliefs), dm
 

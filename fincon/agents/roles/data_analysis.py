@@ -5,8 +5,11 @@ volatility, drawdown from the lookback high and the daily CVaR (FinCon
 eq. 4, :mod:`fincon.risk.metrics`) are computed from the ``MarketView``
 (rows up to the decision day only). Each indicator is a citable item with a
 signal for the rules brain; risk indicators carry no direction and instead
-lower the confidence. Values are rounded (0.5 percentage points) so that a
-quiet day hashes like the day before and reuses its report.
+lower the confidence. Indicators are stated as regimes (momentum as a
+z-score band, volatility to 20 points, drawdown to 10, CVaR to 2) rather than
+raw decimals: what the analyst interprets is the regime, and a day whose
+regimes did not change hashes like the day before and reuses its report
+with no model call.
 """
 
 from __future__ import annotations
@@ -20,9 +23,22 @@ from fincon.agents.roles.base import HERE, Item, Profile, Role, RoleInputs
 from fincon.risk.metrics import conditional_value_at_risk
 
 
-def _r(x: float, step: float = 0.5) -> float:
-    """Round a percentage to ``step`` points (keeps the reuse hash quiet)."""
+def _r(x: float, step: float) -> float:
+    """Round to ``step`` (keeps the reuse hash quiet on ordinary days)."""
     return round(round(x / step) * step, 2)
+
+
+#: momentum regimes by z-score (return over its typical size sqrt(n) * daily vol)
+_REGIMES = ((-1.5, "sharply down", -1.0), (-0.5, "down", -0.5), (0.5, "flat", 0.0), (1.5, "up", 0.5),
+            (math.inf, "sharply up", 1.0))
+
+
+def regime(z: float) -> tuple[str, float]:
+    """(label, signal) of a momentum z-score."""
+    for bound, label, signal in _REGIMES:
+        if z <= bound:
+            return label, signal
+    return _REGIMES[-1][1], _REGIMES[-1][2]
 
 
 class DataAnalyst(Role):
@@ -46,30 +62,28 @@ class DataAnalyst(Role):
 
         def mom(n: int, w: float) -> None:
             if len(c) > n:
-                m = _r(100.0 * (c[-1] / c[-1 - n] - 1.0))
-                z = m / 100.0 / (vol_d * math.sqrt(n))
-                items.append(Item(f"ind-momentum-{n}d", day, "prices", f"{n}-day return {m:+.1f}%",
-                                  round(math.tanh(z), 2), w))
+                z = (c[-1] / c[-1 - n] - 1.0) / (vol_d * math.sqrt(n))
+                label, signal = regime(z)
+                items.append(Item(f"ind-momentum-{n}d", day, "prices",
+                                  f"{n}-day momentum: {label} against its usual range", signal, w))
 
-        mom(5, 0.3)
-        mom(20, 0.4)
-        mom(60, 0.2)
+        mom(20, 0.5)
+        mom(60, 0.3)
         if len(c) >= 30:
-            fast, slow = float(np.mean(c[-10:])), float(np.mean(c[-30:]))
-            up = fast > slow
-            gap = _r(100.0 * (fast / slow - 1.0))
+            up = float(np.mean(c[-10:])) > float(np.mean(c[-30:]))
             items.append(Item("ind-trend-sma10-30", day, "prices",
-                              f"10-day average {'above' if up else 'below'} 30-day average by {abs(gap):.1f}%",
+                              f"10-day average {'above' if up else 'below'} the 30-day average",
                               0.5 if up else -0.5, 0.3))
-        vol_a = _r(100.0 * vol_d * math.sqrt(252), 5.0)
-        items.append(Item("ind-volatility-20d", day, "prices", f"annualised volatility {vol_a:.0f}%", None, 0.0))
-        dd = _r(100.0 * (1.0 - c[-1] / float(np.max(c))))
-        items.append(Item(f"ind-drawdown-{len(c)}d", day, "prices", f"{dd:.1f}% below the {len(c)}-day high", None, 0.0))
+        vol_a = _r(100.0 * vol_d * math.sqrt(252), 20.0)
+        items.append(Item("ind-volatility-20d", day, "prices", f"annualised volatility about {vol_a:.0f}%", None, 0.0))
+        dd = _r(100.0 * (1.0 - c[-1] / float(np.max(c))), 10.0)
+        items.append(Item(f"ind-drawdown-{len(c)}d", day, "prices", f"about {dd:.0f}% below the {len(c)}-day high",
+                          None, 0.0))
         penalty = 0.0
         if len(rets) >= 20:
-            cvar = _r(100.0 * conditional_value_at_risk(rets, alpha))
+            cvar = _r(100.0 * conditional_value_at_risk(rets, alpha), 2.0)
             items.append(Item("ind-cvar-5pct", day, "prices",
-                              f"daily CVaR at {alpha:.0%}: {cvar:+.1f}% (mean of the worst days)", None, 0.0))
+                              f"daily CVaR at {alpha:.0%}: about {cvar:+.0f}% (mean of the worst days)", None, 0.0))
             # a tail beyond -5% a day halves the conviction, beyond -10% cuts it to a third
             penalty = float(min(0.9, max(0.0, (-cvar - 2.0) / 6.0)))
         return items, penalty
