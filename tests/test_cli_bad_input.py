@@ -101,7 +101,7 @@ CASES: dict[str, tuple[list[str], str]] = {
     "config binary": (["backtest", "--config", "{binary}"], "not UTF-8"),
     "param for a strategy not run": ([*BT, "--param", "sma_cross.fast=5"], "did you mean 'sma-cross'"),
     "directions for a ticker not run": ([*BT, "--strategy", "markowitz", "--param", "markowitz.form=signed",
-                                         "--param", "markowitz.directions={AAPL: buy}"], "AAPL"),
+                                         "--param", "markowitz.directions={{AAPL: buy}}"], "AAPL"),
     "api key pasted as api_key_env": (["backtest", "--config", "{key_cfg}"], "api_key_env"),
     "unknown ticker": (["backtest", "--ticker", "NOPE", *WINDOW], "NOPE"),
     "start after end": (["backtest", "--start", "2023-01-10", "--end", "2023-01-01"], "after"),

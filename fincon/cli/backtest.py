@@ -46,6 +46,9 @@ examples:
   fincon backtest --tickers TSLA,MSFT,PFE --strategy markowitz,equal-weight --json
   fincon backtest --config my_run.yaml --commission 0.001 --fill next-open
   fincon backtest --ticker AAPL --data ./my_csvs --strategy sma-cross --param sma-cross.fast=5
+  fincon backtest --ticker TSLA --strategy fincon --brain rules                 # the agent team, rules brain
+  fincon backtest --tickers TSLA,MSFT,PFE --strategy fincon,markowitz          # the team (bundled LLM) on a portfolio
+  fincon backtest --candidates TSLA,MSFT,PFE,AAPL,NFLX --strategy fincon --brain rules --events runs/events-planted
   fincon backtest --ticker TSLA --strategy llm-trader --max-tokens 20000        # bundled local model
   fincon backtest --ticker TSLA --strategy llm-trader --llm-backend openai \
       --llm-base-url http://localhost:11434/v1 --llm-model qwen2.5:1.5b          # Ollama
@@ -79,6 +82,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--commission", type=float, help="fraction of traded value, e.g. 0.001 (default 0)")
     b.add_argument("--slippage", type=float, help="fraction of price, e.g. 0.0005 (default 0)")
     b.add_argument("--fill", choices=["close", "next-open"], help="fill at the decision close (default) or next open")
+    t = p.add_argument_group("agent team (--strategy fincon; see README)")
+    t.add_argument("--brain", choices=["llm", "rules"],
+                   help="llm: every agent asks the model (default); rules: deterministic baseline, runs in seconds")
+    t.add_argument("--events", metavar="sample|DIR",
+                   help="event corpus the analysts read: the bundled synthetic sample (default) or a directory "
+                        "written by `fincon data sample` / in the event format of docs/information.md")
+    t.add_argument("--candidates", metavar="T[,T...]",
+                   help="portfolio: tickers the stock-selection analyst picks the traded pool from "
+                        "(sets --tickers when that is not given)")
     add_llm_arguments(p)
     m = p.add_argument_group("metrics and output")
     m.add_argument("--alpha", type=float, help="VaR/CVaR tail probability (default 0.05)")
@@ -132,10 +144,23 @@ def build_config(args: argparse.Namespace):
     }
     for key, value in llm_overrides(args).items():
         overrides[f"llm.{key}"] = str(value) if isinstance(value, Path) else value
+    team = {"brain": args.brain, "events": args.events, "candidates": _split(args.candidates)}
+    if args.events and args.events != "sample":
+        team["events"] = str(Path(args.events).expanduser().absolute())
+    team = {k: v for k, v in team.items() if v is not None}
+    if team:
+        if "candidates" in team and not overrides["tickers"]:
+            overrides["tickers"] = team["candidates"]
+        for key, value in team.items():
+            overrides[f"strategy_params.fincon.{key}"] = value
     for name, params in _parse_params(args.param).items():
         for key, value in params.items():
             overrides[f"strategy_params.{name}.{key}"] = value
-    return load_config(args.config, overrides)
+    cfg = load_config(args.config, overrides)
+    if team and "fincon" not in cfg.strategies:
+        flags = ", ".join(f"--{k}" for k in team)
+        raise ConfigError(f"{flags} apply to the agent team; add fincon to --strategy")
+    return cfg
 
 
 ROWS = [
@@ -203,8 +228,10 @@ def _llm_line(summary: dict[str, Any]) -> str:
         return ""
     return (f"LLM usage: {summary['llm_calls']} calls, {summary.get('llm_tokens', 0):,} tokens, "
             f"${summary.get('llm_cost_usd', 0.0):.4f}; re-asks {summary.get('llm_reasks', 0)}, "
-            f"fallbacks {summary.get('llm_fallbacks', 0)}, failures {summary.get('llm_failures', 0)} "
-            "(per day and agent: llm_usage.csv, llm_audit.jsonl)")
+            f"fallbacks {summary.get('llm_fallbacks', 0)}, failures {summary.get('llm_failures', 0)}"
+            + (f", reused {summary['team_reused']} (no call)" if "team_reused" in summary else "")
+            + (f"; structured output {summary['llm_structured_mode']}" if summary.get("llm_structured_mode") else "")
+            + " (per day and agent: llm_usage.csv, llm_audit.jsonl)")
 
 
 def _status(result) -> str:

@@ -33,8 +33,22 @@ def _expand(run: Path) -> list[Path]:
     raise FinconError(f"{run}: not a run directory (no equity.csv); pass directories written by fincon backtest")
 
 
+def _check_writable(out: Path) -> None:
+    """Fail before drawing (and before matplotlib writes its caches) when the
+    PNG cannot be written; a probe file is removed again."""
+    existed = out.exists()
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with open(out, "ab"):
+            pass
+    except OSError as exc:
+        raise FinconError(f"cannot write {out}: {exc.strerror or exc}") from None
+    if not existed:
+        out.unlink()
+
+
 def run(args: argparse.Namespace) -> int:
-    from fincon.engine.plotting import plot_equity, read_equity
+    from fincon.engine.rundir import read_equity
 
     curves = {}
     for run_dir in args.runs:
@@ -45,6 +59,9 @@ def run(args: argparse.Namespace) -> int:
         raise FinconError(f"--out {args.out}: give a .png file name")
     if args.out.is_dir():
         raise FinconError(f"--out {args.out} is a directory; give a .png file name")
+    _check_writable(args.out)
+    from fincon.engine.plotting import plot_equity  # matplotlib only once the inputs are good
+
     try:
         plot_equity(curves, args.out, args.title)
     except OSError as exc:

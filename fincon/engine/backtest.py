@@ -143,6 +143,9 @@ class _Loop:
             else:
                 self.pending = decision
         self.days_done = i + 1
+        postfix = self.strategy.progress()
+        if postfix:
+            self.bar.set_postfix(postfix, refresh=False)
         self.bar.update(1)
 
     def _record_decision(self, date: pd.Timestamp, decision: Decision | None) -> None:

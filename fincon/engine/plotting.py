@@ -15,10 +15,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from fincon.errors import DataError  # noqa: E402
 from fincon.risk.metrics import drawdown_series  # noqa: E402
 
 
@@ -48,20 +46,3 @@ def plot_equity(curves: Mapping[str, pd.Series], out: Path, title: str = "") -> 
     finally:
         plt.close(fig)
     return out
-
-
-def read_equity(run: Path) -> pd.Series:
-    """A run's ``equity.csv`` as a value series; a file that is empty or not
-    in the ``date,value`` layout is a :class:`DataError` naming it."""
-    path = run / "equity.csv"
-    try:
-        frame = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
-        raise DataError(f"{path}: cannot read ({type(exc).__name__}); is this a fincon run directory?") from None
-    if list(frame.columns) != ["date", "value"]:
-        raise DataError(f"{path}: expected the columns date,value, found {','.join(map(str, frame.columns))[:60]}")
-    dates = pd.to_datetime(frame["date"], errors="coerce", format="%Y-%m-%d")
-    values = pd.to_numeric(frame["value"], errors="coerce")
-    if frame.empty or dates.isna().any() or values.isna().any() or not np.isfinite(values).all():
-        raise DataError(f"{path}: no rows, or rows that are not YYYY-MM-DD,number; rerun the backtest")
-    return pd.Series(values.to_numpy(dtype=float), index=pd.DatetimeIndex(dates, name="date"), name="value")

@@ -26,7 +26,6 @@ from fincon.data.sources import make_source
 from fincon.data.view import MarketData
 from fincon.engine.backtest import BacktestResult, run_backtest
 from fincon.engine.broker import BrokerSettings
-from fincon.engine.plotting import plot_equity
 from fincon.engine.rundir import RunDir, check_out_path, write_json
 from fincon.errors import ConfigError, FinconError
 from fincon.strategies.base import RunContext, Strategy
@@ -147,7 +146,7 @@ def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True
             curves = {n: r.equity for n, r in results.items()}
             if benchmark is not None:
                 curves[BENCHMARK] = benchmark.equity
-            plot_equity(curves, staging.path / "equity.png", _title(cfg))
+            _plot(curves, staging.path / "equity.png", _title(cfg))
         final = staging.commit()
     run_dirs = {n: (final / n if multi else final) for n in results}
     return RunReport(out=final, results=results, benchmark=benchmark, run_dirs=run_dirs,
@@ -166,7 +165,8 @@ def _resolved(cfg: RunConfig, strategies: dict[str, Strategy]) -> RunConfig:
         hints = []
         for name in unused:
             close = difflib.get_close_matches(name, list(cfg.strategies) + strategy_names(), n=1)
-            hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+            hint = f" (did you mean {close[0]!r}?)" if close and close[0] != name else ""
+            hints.append(f"{name!r}{hint}")
         raise ConfigError(
             f"strategy_params given for {', '.join(hints)}, which this run does not run "
             f"(running: {', '.join(cfg.strategies)}); drop them or add the strategy to --strategy"
@@ -176,6 +176,14 @@ def _resolved(cfg: RunConfig, strategies: dict[str, Strategy]) -> RunConfig:
         params[name] = strategy.resolved_params() or params[name]
     params = {k: v for k, v in params.items() if v}
     return cfg.model_copy(update={"strategy_params": params})
+
+
+def _plot(curves, out: Path, title: str) -> None:
+    # matplotlib is imported only when a run is written: a run that fails
+    # earlier (bad input) must not even create matplotlib's font cache
+    from fincon.engine.plotting import plot_equity
+
+    plot_equity(curves, out, title)
 
 
 def _title(cfg: RunConfig) -> str:
@@ -218,4 +226,4 @@ def write_run(
     curves = {result.strategy: result.equity}
     if benchmark is not None:
         curves[f"{benchmark.strategy} (benchmark)"] = benchmark.equity
-    plot_equity(curves, path / "equity.png", _title(cfg))
+    _plot(curves, path / "equity.png", _title(cfg))

@@ -97,6 +97,11 @@ class Strategy:
         """Return the day's decision, or ``None`` to keep every position."""
         raise NotImplementedError
 
+    def progress(self) -> Mapping[str, Any]:
+        """A few running figures for the progress bar (e.g. tokens, calls per
+        day); asked after every day, so keep it cheap."""
+        return {}
+
     def finish(self, ctx: RunContext) -> Mapping[str, Any]:
         """Called once after the last day (also after an early stop). The
         returned mapping is merged into the run summary (``summary.json``)."""
