@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.fincon-installed
 
-.PHONY: demo test install bench clean install-llm-extras install-info-extras
+.PHONY: demo record-demo test install bench clean install-llm-extras install-info-extras
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,10 +37,16 @@ install-info-extras:
 
 install: $(STAMP)
 
+# The agent team (bundled 1.5B model, replayed from the cache shipped in
+# fincon/data/demo) beside Markowitz and buy-and-hold: offline, about a minute.
 demo: $(STAMP)
-	$(BIN)/fincon backtest --tickers TSLA,MSFT,PFE \
-	    --strategy buy-and-hold,markowitz,equal-weight \
-	    --start 2022-10-05 --end 2023-06-09 --out runs/demo --replace
+	$(BIN)/fincon demo --out runs/demo
+
+# Re-record the demo's model calls and Whisper transcripts (about 45 minutes on
+# 2 cores): needed after any change to a prompt, an answer schema or what an
+# agent reads; tests/test_demo.py fails with a cache miss until then.
+record-demo: $(STAMP)
+	$(BIN)/fincon demo --record --out runs/demo
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
@@ -50,6 +56,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/optimizer.py
 	$(BIN)/python bench/llm.py
 	$(BIN)/python bench/memory.py
+	$(BIN)/python bench/team.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

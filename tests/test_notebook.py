@@ -16,3 +16,17 @@ def test_quickstart_notebook_executes(tmp_path):
     assert any("image/png" in o.get("data", {}) for o in outputs)
     tables = [o["data"]["text/plain"] for o in outputs if "text/plain" in o.get("data", {})]
     assert any("cr_pct" in t and "markowitz" in t for t in tables)
+
+
+TEAM_NOTEBOOK = NOTEBOOK.parent / "team_backtest.ipynb"
+
+
+def test_team_notebook_executes_on_the_replayed_demo(tmp_path):
+    nb = nbformat.read(TEAM_NOTEBOOK, as_version=4)
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    assert any("image/png" in o.get("data", {}) for o in outputs)
+    text = "\n".join(o.get("text", "") + o.get("data", {}).get("text/plain", "") for o in outputs)
+    assert "WHAT THE TEAM SAW AND SAID" in text and "relied on" in text.lower()
+    assert "cr_pct" in text and "team_model_calls" in text

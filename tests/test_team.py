@@ -249,7 +249,7 @@ def test_prompt_injection_in_a_headline_breaks_neither_schema_nor_citations(tmp_
         for a in x["record"]["agents"]:
             AnalystReport(role="r", ticker="T", insights=a["insights"], direction=a["direction"],
                           confidence=a["confidence"])
-            assert {c["id"] for i in a["insights"] for c in i["citations"]} <= set(a["inputs"])
+            assert {c["id"] for i in a["insights"] for c in i["citations"]} <= {inp["id"] for inp in a["inputs"]}
         assert x["actions"]["TSLA"] in ("buy", "sell", "hold")
     s = client.ledger.summary()
     assert s["llm_fallbacks"] >= 2 and s["llm_reasks"] >= 2

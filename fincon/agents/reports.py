@@ -84,15 +84,22 @@ class ManagerReport(BaseModel):
 
 # -- what the model fills ----------------------------------------------------
 
+#: what a model may write per answer: fewer and shorter than a report may
+#: hold, so an answer ends well inside the token cap of a small local model
+MODEL_INSIGHTS = 3
+MODEL_CITES = 2
+
+
 class InsightAnswer(BaseModel):
-    text: str = Field(min_length=1, max_length=200)
-    cites: list[str] = Field(min_length=1, max_length=MAX_CITES)
+    text: str = Field(min_length=1, max_length=120)
+    cites: list[str] = Field(min_length=1, max_length=MODEL_CITES)
 
 
 class AnalystAnswer(BaseModel):
-    insights: list[InsightAnswer] = Field(min_length=1, max_length=MAX_INSIGHTS)
+    # direction first: the model commits to a view, then supports it
     direction: Direction
     confidence: float = Field(ge=0.0, le=1.0)
+    insights: list[InsightAnswer] = Field(min_length=1, max_length=MODEL_INSIGHTS)
 
     def cited(self) -> Iterable[str]:
         return (c for i in self.insights for c in i.cites)
@@ -103,8 +110,8 @@ class TickerAnswer(BaseModel):
 
     action: Action
     size: float = Field(ge=0.0, le=1.0)
-    rationale: str = Field(min_length=1, max_length=300)
-    relied_on: list[str] = Field(max_length=5)
+    rationale: str = Field(min_length=1, max_length=200)
+    relied_on: list[str] = Field(max_length=3)
 
     def cited(self) -> Iterable[str]:
         return iter(self.relied_on)
@@ -115,8 +122,8 @@ def _field(ticker: str) -> str:
 
 
 class _PortfolioBase(BaseModel):
-    rationale: str = Field(min_length=1, max_length=300)
-    relied_on: list[str] = Field(max_length=5)
+    rationale: str = Field(min_length=1, max_length=200)
+    relied_on: list[str] = Field(max_length=3)
 
     def cited(self) -> Iterable[str]:
         return iter(self.relied_on)

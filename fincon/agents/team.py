@@ -71,6 +71,8 @@ class FinConParams(BaseModel):
     selection_lookback: int = Field(126, ge=20, description="days of returns the stock selection clusters")
     #: whisper: calls are heard through Whisper (cached by audio hash); text: read the event text (tests)
     transcripts: Literal["whisper", "text"] = "whisper"
+    #: where Whisper transcripts are cached by audio hash (default ~/.cache/fincon); the demo ships its own
+    transcript_cache: str | None = None
     protocol: Literal["fincon"] = "fincon"
     reflections: int = Field(3, ge=0, le=10, description="recent reflections the manager reads")
     #: LLM settings for this strategy, over the run's llm section
@@ -239,7 +241,7 @@ class FinConTeam(Strategy):
             return {}
         out: dict[str, Any] = {"calls/day": f"{c['model_calls'] / c['days']:.1f}", "reused": c["reused"]}
         if self.params.brain == "llm":
-            out["tokens"] = f"{self.ledger.tokens_used():,}"
+            out["tokens"] = f"{self.ledger.tokens_used:,}"
         return out
 
     # -- the day ---------------------------------------------------------------
@@ -304,7 +306,8 @@ class FinConTeam(Strategy):
         key = role.agent(ticker)
         if key not in self._mems:
             self._mems[key] = role.open(self.memory, self.events, ticker, self.params.memory_k,
-                                        {"transcripts": self.params.transcripts})
+                                        {"transcripts": self.params.transcripts,
+                                         "cache_dir": self.params.transcript_cache})
         return self._mems[key]
 
     def _gather(self, role, ticker: str, view) -> RoleInputs:
@@ -377,7 +380,10 @@ class FinConTeam(Strategy):
         r = ans.report
         return {"agent": inp.agent, "via": ans.via, "calls": ans.calls, "keys": [k[:16] for k in ans.keys],
                 "direction": r.direction, "confidence": r.confidence,
-                "insights": [i.model_dump() for i in r.insights], "inputs": [i.id for i in inp.items]}
+                "insights": [i.model_dump() for i in r.insights],
+                # what the agent read, enough for `fincon explain` to quote each cited item
+                "inputs": [{"id": i.id, "date": i.date, "source": i.source, "text": i.text[:160]}
+                           for i in inp.items]}
 
     # -- learning from yesterday -------------------------------------------------
     def _remember(self, view, day: str, decision: Decision, inputs: list[RoleInputs], answers: list[Answer]) -> None:
@@ -438,7 +444,9 @@ def make_fincon_team(params: Mapping[str, Any], llm: Mapping[str, Any]) -> FinCo
         from fincon.llm.settings import LLMSettings
 
         try:
-            settings = LLMSettings.model_validate({**dict(llm), **p.llm})
+            # answers are short but structured: 320 tokens leave room for the
+            # longest valid one (the layer's default cap is 200)
+            settings = LLMSettings.model_validate({"answer_max_tokens": 320, **dict(llm), **p.llm})
         except ValidationError as exc:
             raise ConfigError(format_validation_error("strategy_params.fincon.llm", exc)) from None
     return FinConTeam(p, settings)

@@ -242,22 +242,27 @@ def _status(result) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    cfg = build_config(args)
+    return run_and_report(cfg, args.out, as_json=args.json, progress=not args.no_progress, replace=args.replace)
+
+
+def run_and_report(cfg, out: str | None, *, as_json: bool = False, progress: bool = True,
+                   replace: bool = False) -> int:
+    """Run a resolved config, print the table (or JSON) and the notes; the exit status."""
     from fincon.cli.main import EXIT_STOPPED
     from fincon.engine.rundir import check_out_path
     from fincon.engine.runner import BENCHMARK, run_config
 
-    cfg = build_config(args)
-    progress = not args.no_progress and not args.json
-    with _stdout_to_stderr(args.json):
-        report = run_config(cfg, None if args.out is None else check_out_path(args.out), progress=progress,
-                            replace=args.replace)
+    progress = progress and not as_json
+    with _stdout_to_stderr(as_json):
+        report = run_config(cfg, None if out is None else check_out_path(out), progress=progress, replace=replace)
     columns = {n: {"status": _status(r), **r.metrics.as_dict()} for n, r in report.results.items()}
     for name in report.failed:
         columns[name] = {"status": "failed"}
     if report.benchmark is not None:
         columns[f"{BENCHMARK} (benchmark)"] = {"status": "complete", **report.benchmark.metrics.as_dict()}
     stopped = {n: r.stopped for n, r in report.results.items() if r.stopped}
-    if args.json:
+    if as_json:
         if len(report.results) == 1:
             (name, result), = report.results.items()
             obj = {"strategy": name, "run_dir": str(report.out), **columns[name],

@@ -19,7 +19,8 @@ import sys
 from fincon import __version__
 from fincon.errors import FinconError
 
-COMMANDS = ("fincon.cli.backtest", "fincon.cli.plot", "fincon.cli.data", "fincon.cli.transcribe", "fincon.cli.llm")
+COMMANDS = ("fincon.cli.backtest", "fincon.cli.demo", "fincon.cli.explain", "fincon.cli.plot", "fincon.cli.data", "fincon.cli.transcribe",
+            "fincon.cli.llm")
 
 EPILOG = """\
 examples:

@@ -138,14 +138,23 @@ class CallCache:
             return self._conn
         assert self.path is not None
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False, isolation_level=None)
+            if self.mode is CacheMode.REPLAY:
+                # read only, no -wal/-shm files: a replay may read a cache shipped
+                # inside an installed (read-only) package, like the demo's
+                uri = f"{self.path.resolve().as_uri()}?mode=ro"
+                conn = sqlite3.connect(uri, uri=True, timeout=30.0, check_same_thread=False, isolation_level=None)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                conn = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False, isolation_level=None)
         except (OSError, sqlite3.Error) as exc:
             raise LLMError(f"cannot open the LLM cache {self.path} ({_one_line(exc)}); pass another --llm-cache-path") from None
         try:
             conn.execute("PRAGMA busy_timeout=30000")
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(_SCHEMA)
+            if self.mode is not CacheMode.REPLAY:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute(_SCHEMA)
+            else:
+                conn.execute("SELECT COUNT(*) FROM calls").fetchone()
             columns = {r[1] for r in conn.execute("PRAGMA table_info(calls)")}
             if "structured_mode" not in columns and self.mode is CacheMode.READ_WRITE:
                 # a cache written before the column existed: add it (old rows read as "")

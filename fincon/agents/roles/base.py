@@ -11,8 +11,10 @@ check, the reuse hash and the point-in-time guarantee are defined once here:
 * items come from ``AnalystMemory.step(t)`` (events visible at t's close)
   and ``MarketView`` (rows up to t), never from anything later.
 
-Prompts are templates beside the role's module (``news.txt`` ...), with a
-``[system]`` and a ``[user]`` part, formatted with :meth:`RoleInputs.fields`.
+Prompts: one system prompt shared by every analyst (``analyst.system.txt``,
+so a local model reuses its KV cache across analysts) and, per role, a
+readable template beside its module (``news.txt`` ...) for the user message,
+formatted with :meth:`RoleInputs.fields`.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from fincon.memory.analyst import AnalystMemory, DayMemory
 from fincon.memory.procedural import DEFAULT_DECAY
 
 HERE = Path(__file__).parent
-TEXT_CHARS = 200  # memory texts in prompts are cut here (the 1.5B model has a 2k context)
+TEXT_CHARS = 120  # memory texts in prompts are cut here (short prompts: ~7 s a call on 2 cores)
 _HEADER = re.compile(r"^\[[^\[\]]*(?:\[[^\]]*\][^\]]*)?\]\s*")  # the summariser's "[news 2022-10-05 08:12 [synthetic]]" prefix
 
 
@@ -116,11 +118,23 @@ def load_template(path: str) -> tuple[str, str]:
     return m.group(1).strip(), m.group(2).strip()
 
 
+#: one system prompt for every analyst: with the schema the client appends,
+#: every analyst call starts with the same tokens, so a local model keeps
+#: them in its KV cache and only reads the role's own message
+ANALYST_SYSTEM = HERE / "analyst.system.txt"
+
+
+@lru_cache(maxsize=None)
+def _read(path: str) -> str:
+    return Path(path).read_text(encoding="utf-8").strip()
+
+
 def render(template: Path, profile: Profile, values: dict[str, str]) -> list[dict[str, str]]:
-    system, user = load_template(str(template))
+    """Chat messages of an analyst: the shared system prompt, then the
+    role's template (its profile, its items, its question)."""
     values = {"profile": profile.text(), **values}
-    return [{"role": "system", "content": system.format(**values)},
-            {"role": "user", "content": user.format(**values)}]
+    return [{"role": "system", "content": _read(str(ANALYST_SYSTEM))},
+            {"role": "user", "content": _read(str(template)).format(**values)}]
 
 
 def memory_text(text: str, tone: float | None) -> str:
@@ -236,7 +250,8 @@ def make_transcriber(options: dict[str, Any]) -> Callable[[Path], str]:
         if not holder:
             from fincon.data.transcription import Transcriber
 
-            holder.append(Transcriber(backend=options.get("whisper_backend", "auto")))
+            holder.append(Transcriber(backend=options.get("whisper_backend", "auto"),
+                                      cache_dir=options.get("cache_dir")))
         return holder[0].transcribe(path).text
 
     return transcribe

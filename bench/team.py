@@ -1,0 +1,96 @@
+"""Agent-team benchmark: model calls, wall time per simulated day and the
+reuse rate, for each brain, live and replayed, measured side by side.
+
+    .venv/bin/python bench/team.py                 # TSLA; 5 live LLM days (~10 min on 2 cores)
+    .venv/bin/python bench/team.py --llm-days 20 --model qwen2.5-coder-0.5b
+
+Rows:
+* rules: the deterministic brain over the whole window (no model);
+* llm live: the bundled model (1.5B by default) over the first --llm-days
+  days, on a fresh cache; wall time includes loading the model once;
+* llm replay: the same run answered from the cache just recorded.
+
+Goals (issue 8): replay >= 100x faster than live; live <= 20 s per simulated
+day for one ticker with the 1.5B model on 2 cores; <= 3 model calls per day
+on average (the rules row shows how many asks the team makes, since both
+brains reuse on the same input hashes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from fincon.config import load_config
+from fincon.engine.runner import run_config
+
+START = "2022-10-05"
+END = "2023-06-09"
+
+
+def trading_days_after(start: str, n: int) -> str:
+    from fincon.data.sources import make_source
+    import pandas as pd
+
+    idx = make_source("sample").load("TSLA", pd.Timestamp(start), pd.Timestamp(END))["Date"]
+    days = [d for d in pd.to_datetime(idx) if d >= pd.Timestamp(start)]
+    return str(days[min(n, len(days) - 1)].date())  # n decision days + the last (no decision)
+
+
+def run(ticker: str, start: str, end: str, brain: str, out: Path, llm: dict | None = None) -> dict:
+    overrides = {"tickers": [ticker], "start": start, "end": end, "strategies": ["fincon"], "benchmark": False,
+                 "strategy_params.fincon.brain": brain, "strategy_params.fincon.embedder": "hashing"}
+    cfg = load_config(None, overrides)
+    if llm:
+        cfg = cfg.model_copy(update={"llm": llm})
+    t0 = time.perf_counter()
+    report = run_config(cfg, out, progress=False)
+    wall = time.perf_counter() - t0
+    s = report.results["fincon"].strategy_summary
+    days = s["team_days"]
+    asks = 0
+    agents = 0
+    for line in (report.out / "decisions.jsonl").read_text().splitlines():
+        rec = json.loads(line).get("record")
+        if rec:
+            for a in rec["agents"] + [rec["manager"]]:
+                agents += 1
+                asks += a["via"] not in ("reuse", "empty")
+    return {"days": days, "wall_s": wall, "s_per_day": wall / days, "asks_per_day": asks / days,
+            "model_calls_per_day": s.get("llm_calls", 0) / days if brain == "llm" else 0.0,
+            "reuse_rate": s["team_reused"] / agents if agents else 0.0, "fallbacks": s["team_fallbacks"],
+            "live_calls": s.get("llm_live_calls")}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ticker", default="TSLA")
+    ap.add_argument("--llm-days", type=int, default=5)
+    ap.add_argument("--model", default="qwen2.5-coder-1.5b")
+    args = ap.parse_args()
+    rows = {}
+    with tempfile.TemporaryDirectory(prefix="bench-team-") as tmp:
+        tmp = Path(tmp)
+        rows["rules"] = run(args.ticker, START, END, "rules", tmp / "rules")
+        end = trading_days_after(START, args.llm_days)
+        cache = str(tmp / "llm.sqlite")
+        llm = {"model": args.model, "cache_path": cache, "concurrency": 1}
+        rows["llm live"] = run(args.ticker, START, end, "llm", tmp / "live", {**llm, "cache": "read-write"})
+        rows["llm replay"] = run(args.ticker, START, end, "llm", tmp / "replay", {**llm, "cache": "replay"})
+    print(f"{args.ticker}: rules {START}..{END}; llm ({args.model}) {START}..{end}")
+    print(f"{'':12} {'days':>5} {'s/day':>9} {'asks/day':>9} {'calls/day':>10} {'reuse':>6} {'fallbacks':>9}")
+    for name, r in rows.items():
+        print(f"{name:12} {r['days']:5d} {r['s_per_day']:9.3f} {r['asks_per_day']:9.2f} "
+              f"{r['model_calls_per_day']:10.2f} {r['reuse_rate']:6.1%} {r['fallbacks']:9d}")
+    live, replay = rows["llm live"], rows["llm replay"]
+    print(f"\nreplay is {live['s_per_day'] / replay['s_per_day']:.0f}x faster than live (goal >= 100x)")
+    print(f"live: {live['s_per_day']:.1f} s per simulated day (goal <= 20 s with the 1.5B model on 2 cores)")
+    print(f"team asks per day on the full window (rules brain, same reuse): {rows['rules']['asks_per_day']:.2f} "
+          "(goal <= 3)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""fincon explain prints what the team saw, said and did, with its evidence."""
+
+import json
+
+import pytest
+
+from fincon.cli.main import main
+
+
+@pytest.fixture(scope="module")
+def team_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("explain") / "run"
+    code = main(["backtest", "--tickers", "TSLA,MSFT", "--strategy", "fincon,buy-and-hold", "--brain", "rules",
+                 "--start", "2022-10-24", "--end", "2022-11-04", "--no-progress", "--out", str(out)])
+    assert code == 0
+    return out
+
+
+def test_explain_quotes_every_citation(team_run, capsys):
+    assert main(["explain", str(team_run), "--date", "2022-11-01"]) == 0
+    text = capsys.readouterr().out
+    day = next(json.loads(line) for line in (team_run / "fincon" / "decisions.jsonl").read_text().splitlines()
+               if json.loads(line)["date"] == "2022-11-01")
+    assert text.startswith("2022-11-01  brain=rules")
+    for agent in day["record"]["agents"]:
+        assert agent["agent"] in text
+        inputs = {x["id"]: x for x in agent["inputs"]}
+        for ins in agent["insights"]:
+            for c in ins["citations"]:
+                ev = inputs[c["id"]]
+                # id, source, date and the first words of what the agent read
+                assert f"[{c['id']}] {ev['source']} {ev['date']}: {' '.join(ev['text'].split())[:30]}" in text
+    assert "WHAT THE TEAM DID" in text and "actions: MSFT" in text
+    assert "model calls: 0 made" in text
+
+
+def test_explain_json_and_errors(team_run, capsys):
+    assert main(["explain", str(team_run / "fincon"), "--date", "2022-10-25", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["date"] == "2022-10-25"
+    assert main(["explain", str(team_run), "--date", "2022-10-22"]) == 2  # a Saturday
+    assert "not a decision day" in capsys.readouterr().err
+    assert main(["explain", str(team_run / "buy-and-hold"), "--date", "2022-10-25"]) == 2
+    assert "no team record" in capsys.readouterr().err

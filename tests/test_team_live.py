@@ -1,0 +1,42 @@
+"""One short live run of the team with a bundled model (the 0.5B one, for
+speed): every decision is schema-valid and every citation is one of the
+citing agent's inputs that day; fallbacks, if any, are counted."""
+
+import json
+import os
+
+import pytest
+
+from fincon.agents.reports import AnalystReport
+from fincon.cli.main import main
+
+if not os.environ.get("CI"):  # in CI a missing build must fail, not skip
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is built by make install-llm-extras")
+
+
+def test_live_team_gives_valid_decisions_with_valid_citations(tmp_path, capsys):
+    out = tmp_path / "live"
+    code = main(["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--start", "2022-10-05",
+                 "--end", "2022-10-07", "--llm-model", "qwen2.5-coder-0.5b", "--llm-cache-path",
+                 str(tmp_path / "cache.sqlite"), "--param", "fincon.embedder=hashing", "--no-benchmark",
+                 "--no-progress", "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    days = [json.loads(line) for line in (out / "decisions.jsonl").read_text().splitlines()]
+    assert len(days) == 2  # the last day makes no decision
+    vias = []
+    for day in days:
+        assert day["actions"]["TSLA"] in ("buy", "sell", "hold")
+        rec = day["record"]
+        for a in rec["agents"]:
+            AnalystReport(role="r", ticker="TSLA", insights=a["insights"], direction=a["direction"],
+                          confidence=a["confidence"])
+            allowed = {x["id"] for x in a["inputs"]}
+            assert {c["id"] for i in a["insights"] for c in i["citations"]} <= allowed
+            vias.append(a["via"])
+        assert set(rec["manager"]["relied_on"]) <= {c["id"] for a in rec["agents"] for i in a["insights"]
+                                                    for c in i["citations"]} | {x["id"] for a in rec["agents"]
+                                                                                for x in a["inputs"]}
+    assert "llm" in vias or "fallback" in vias
+    summary = json.loads((out / "summary.json").read_text())["strategy_summary"]
+    assert summary["llm_calls"] >= summary["team_model_calls"] > 0
+    assert summary["llm_fallbacks"] == summary["team_fallbacks"]  # counted in both places
