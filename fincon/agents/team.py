@@ -446,7 +446,9 @@ def make_fincon_team(params: Mapping[str, Any], llm: Mapping[str, Any]) -> FinCo
         try:
             # answers are short but structured: 320 tokens leave room for the
             # longest valid one (the layer's default cap is 200)
-            settings = LLMSettings.model_validate({"answer_max_tokens": 320, **dict(llm), **p.llm})
+            # and a portfolio manager's prompt with a re-ask needs more than the
+            # layer's 2048-token context (the bundled Qwen models take 32k)
+            settings = LLMSettings.model_validate({"answer_max_tokens": 320, "n_ctx": 4096, **dict(llm), **p.llm})
         except ValidationError as exc:
             raise ConfigError(format_validation_error("strategy_params.fincon.llm", exc)) from None
     return FinConTeam(p, settings)

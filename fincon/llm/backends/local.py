@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from fincon.llm.bundled import BUNDLED, DEFAULT_MODEL, assemble, file_sha256, resolve_model_path
-from fincon.llm.errors import LLMError
+from fincon.llm.errors import LLMError, LLMRequestRejected
 from fincon.llm.types import Completion, Message, SamplingParams
 
 
@@ -80,14 +80,22 @@ class LocalLlamaBackend:
 
     def complete(self, messages: Sequence[Message], schema: dict[str, Any], params: SamplingParams) -> Completion:
         with self._lock:
-            out = self.load().create_chat_completion(
-                messages=[m.model_dump() for m in messages],
-                response_format={"type": "json_object", "schema": schema},
-                temperature=params.temperature,
-                top_p=params.top_p,
-                max_tokens=params.max_tokens,
-                seed=params.seed,
-            )
+            try:
+                out = self.load().create_chat_completion(
+                    messages=[m.model_dump() for m in messages],
+                    response_format={"type": "json_object", "schema": schema},
+                    temperature=params.temperature,
+                    top_p=params.top_p,
+                    max_tokens=params.max_tokens,
+                    seed=params.seed,
+                )
+            except ValueError as exc:
+                if "context window" not in str(exc):
+                    raise
+                # the same failure the openai path reports for a context_length_exceeded 400
+                raise LLMRequestRejected(
+                    f"local model: {exc}; raise the context with n_ctx in the llm settings "
+                    f"(now {self.n_ctx}; e.g. llm: {{n_ctx: 4096}}) or shorten the prompt") from None
         choice = out["choices"][0]
         usage = out.get("usage") or {}
         return Completion(
