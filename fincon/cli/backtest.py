@@ -44,7 +44,7 @@ EXAMPLES = """\
 examples:
   fincon backtest --ticker TSLA --strategy buy-and-hold --start 2022-10-05 --end 2023-06-09
   fincon backtest --tickers TSLA,MSFT,PFE --strategy markowitz,equal-weight --json
-  fincon backtest --config my_run.yaml --commission 0.001 --fill next-open
+  fincon backtest --config examples/run.yaml --commission 0.001 --fill next-open
   fincon backtest --ticker AAPL --data ./my_csvs --strategy sma-cross --param sma-cross.fast=5
   fincon backtest --ticker TSLA --strategy fincon --brain rules                 # the agent team, rules brain
   fincon backtest --tickers TSLA,MSFT,PFE --strategy fincon,markowitz          # the team (bundled LLM) on a portfolio

@@ -22,8 +22,10 @@ SHA-256 under $FINCON_CACHE_DIR (default ~/.cache/fincon).
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("transcribe", help="Whisper transcript of an audio file", description=HELP,
                        formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog="examples:\n  fincon transcribe call.ogg\n"
-                              "  fincon transcribe call.ogg --backend faster-whisper --reference script.txt --json\n")
+                       epilog="examples (a bundled call and its script, shipped in examples/):\n"
+                              "  fincon transcribe fincon/data/sample/events/audio/TSLA-2022Q4.ogg\n"
+                              "  fincon transcribe fincon/data/sample/events/audio/TSLA-2022Q4.ogg --backend faster-whisper \\\n"
+                              "      --reference examples/TSLA-2022Q4.script.txt --json\n")
     p.add_argument("file", type=Path, help="audio file (ogg, opus, wav, mp3, ...)")
     p.add_argument("--backend", choices=("auto", "openai-whisper", "faster-whisper"), default="auto")
     p.add_argument("--model", default="tiny.en", help="tiny.en (embedded, offline) or an openai-whisper model name (downloads)")
