@@ -42,7 +42,7 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/fincon demo --out runs/demo
 
-# Re-record the demo's model calls and Whisper transcripts (about 45 minutes on
+# Re-record the demo's model calls and Whisper transcripts (about 30 minutes on
 # 2 cores): needed after any change to a prompt, an answer schema or what an
 # agent reads; tests/test_demo.py fails with a cache miss until then.
 record-demo: $(STAMP)

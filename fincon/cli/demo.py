@@ -10,7 +10,7 @@ model is loaded, nothing is downloaded, and it finishes in about a minute.
 ``fincon demo --record`` (``make record-demo``) runs the same config live
 and rewrites the shipped cache: needed whenever a prompt, an answer schema
 or anything else an agent reads changes (the replay test then fails with a
-cache miss naming the call). It takes about 45 minutes on 2 cores.
+cache miss naming the call). It takes about 30 minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ REPRODUCED = ("decisions.jsonl", "equity.csv", "metrics.json", "positions.csv", 
 DEMO = {
     "tickers": ["TSLA", "MSFT", "PFE"],
     "start": "2022-10-05",
-    "end": "2022-10-25",
+    "end": "2022-10-17",
     "strategies": ["fincon", "markowitz"],
     "strategy_params": {
         "fincon": {
@@ -52,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=__doc__.split("\n\n", 1)[1].replace("``", "`"),
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog="examples:\n  fincon demo\n  fincon demo --out runs/my-demo\n"
-                              "  fincon demo --record        # re-record the shipped cache (~45 min)\n")
+                              "  fincon demo --record        # re-record the shipped cache (~30 min)\n")
     p.add_argument("--out", default="runs/demo", help="run directory, replaced if it holds an earlier run "
                                                       "(default runs/demo)")
     p.add_argument("--record", action="store_true", help="run the model live and rewrite the shipped cache")

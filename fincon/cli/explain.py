@@ -93,7 +93,8 @@ def _quote(ev: dict[str, Any] | None, cid: str) -> str:
 
 
 def _wrap(text: str, indent: str) -> str:
-    return textwrap.fill(" ".join(str(text).split()), WIDTH, initial_indent=indent, subsequent_indent=indent)
+    rest = " " * len(indent)
+    return textwrap.fill(" ".join(str(text).split()), WIDTH, initial_indent=indent, subsequent_indent=rest)
 
 
 def format_day(entry: dict[str, Any]) -> str:
