@@ -67,7 +67,6 @@ def _refine(h: np.ndarray, q: np.ndarray, lb: np.ndarray, ub: np.ndarray, w0: np
     ``sum_one``) by a primal-dual active-set iteration started at the solver's
     point ``w0``. Returns None unless the result satisfies the KKT
     conditions to round-off (the caller then keeps the solver's answer)."""
-    n = len(q)
     fixed = lb == ub
     w = np.clip(w0, lb, ub)
     g = q - h @ w
