@@ -234,7 +234,7 @@ def _llm_line(summary: dict[str, Any]) -> str:
             + " (per day and agent: llm_usage.csv, llm_audit.jsonl)")
 
 
-def _status(result) -> str:
+def _status_label(result) -> str:
     """'complete', or where a stopped run ended (its window is shorter than the benchmark's)."""
     if not result.stopped:
         return "complete"
@@ -251,12 +251,13 @@ def run_and_report(cfg, out: str | None, *, as_json: bool = False, progress: boo
     """Run a resolved config, print the table (or JSON) and the notes; the exit status."""
     from fincon.cli.main import EXIT_STOPPED
     from fincon.engine.rundir import check_out_path
-    from fincon.engine.runner import BENCHMARK, run_config
+    from fincon.engine.runner import BENCHMARK, run_config, run_status
 
     progress = progress and not as_json
     with _stdout_to_stderr(as_json):
         report = run_config(cfg, None if out is None else check_out_path(out), progress=progress, replace=replace)
-    columns = {n: {"status": _status(r), **r.metrics.as_dict()} for n, r in report.results.items()}
+    # status as in metrics.json (complete / stopped_early / failed); the table shows where a stop happened
+    columns = {n: {"status": run_status(r), **r.metrics.as_dict()} for n, r in report.results.items()}
     for name in report.failed:
         columns[name] = {"status": "failed"}
     if report.benchmark is not None:
@@ -265,22 +266,19 @@ def run_and_report(cfg, out: str | None, *, as_json: bool = False, progress: boo
     if as_json:
         if len(report.results) == 1:
             (name, result), = report.results.items()
-            obj = {"strategy": name, "run_dir": str(report.out), **columns[name],
-                   "status": "stopped_early" if result.stopped else "complete"}
+            obj = {"strategy": name, "run_dir": str(report.out), **columns[name]}
             if result.stopped:
                 obj["stop_reason"] = result.stopped
             if report.benchmark is not None:
                 obj["benchmark"] = report.benchmark.metrics.as_dict()
         else:
-            strategies = {n: {**c, "status": "failed" if n in report.failed else
-                              "stopped_early" if c["status"] != "complete" else "complete"}
-                          for n, c in columns.items()}
-            obj = {"run_dir": str(report.out), "strategies": strategies}
+            obj = {"run_dir": str(report.out), "strategies": columns}
         print(json.dumps(obj, sort_keys=True))
     else:
         print(f"{', '.join(cfg.tickers)}  {cfg.start} .. {cfg.end}  (alpha={cfg.metrics.alpha}, "
               f"fill={cfg.broker.fill}, source={cfg.data.source})")
-        print(format_table(columns))
+        print(format_table({n: {**c, "status": _status_label(report.results[n]) if n in report.results
+                                 else c["status"]} for n, c in columns.items()}))
         for name, result in report.results.items():
             line = _llm_line(result.strategy_summary)
             if line:

@@ -137,7 +137,7 @@ def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True
             raise FinconError("; ".join(f"{n} stopped before finishing its first day: {r}" for n, r in failed.items()))
         if multi:
             (staging.path / "config.yaml").write_text(cfg.to_yaml())
-            table: dict[str, Any] = {n: {"status": _status(r), **r.metrics.as_dict()} for n, r in results.items()}
+            table: dict[str, Any] = {n: {"status": run_status(r), **r.metrics.as_dict()} for n, r in results.items()}
             for n, reason in failed.items():
                 table[n] = {"status": "failed", "stop_reason": reason}
             if benchmark is not None:
@@ -153,7 +153,8 @@ def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True
                      dropped_dates=dropped, failed=failed)
 
 
-def _status(result: BacktestResult) -> str:
+def run_status(result: BacktestResult) -> str:
+    """``complete`` or ``stopped_early``, as in metrics.json."""
     return "stopped_early" if result.stopped else "complete"
 
 
@@ -202,7 +203,7 @@ def write_run(
     with open(path / "decisions.jsonl", "w") as fh:
         for entry in result.decisions:
             fh.write(json.dumps(entry, sort_keys=True) + "\n")
-    status = _status(result)
+    status = run_status(result)
     metrics = {"strategy": result.strategy, "status": status, **result.metrics.as_dict()}
     write_json(path / "metrics.json", metrics)
     summary: dict[str, Any] = {
