@@ -127,6 +127,7 @@ class LLMClient:
         usage = Usage(stored.prompt_tokens, stored.completion_tokens, latency, cache_hit=False)
         return stored.answer, usage, key
 
+
 def _combine(a: Usage, b: Usage) -> Usage:
     return Usage(
         prompt_tokens=a.prompt_tokens + b.prompt_tokens,
