@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.fincon-installed
 
-.PHONY: demo record-demo test install bench clean install-llm-extras install-info-extras
+.PHONY: demo record-demo test install bench clean install-llm-extras install-info-extras install-report-extras
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,8 +13,8 @@ $(STAMP): pyproject.toml Makefile
 	# torch is pinned to the CPU build that pip finds on these machines;
 	# anything that pulls torch later must accept this version.
 	$(BIN)/python -m pip install --quiet "torch==2.13.0"
-	$(BIN)/python -m pip install --quiet -e ".[dev,llm,info]"
-	$(MAKE) --no-print-directory install-llm-extras install-info-extras
+	$(BIN)/python -m pip install --quiet -e ".[dev,llm,info,ray]"
+	$(MAKE) --no-print-directory install-llm-extras install-info-extras install-report-extras
 	touch $(STAMP)
 
 # Steps pip cannot express in pyproject.toml (builds with special flags,
@@ -34,6 +34,12 @@ install-info-extras:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq ffmpeg espeak-ng; }
 	$(BIN)/python -m pip install --quiet --no-deps "openai-whisper==20250625"
+
+# Chromium (Debian package) renders the HTML report in tests/test_report_browser.py.
+install-report-extras:
+	@command -v chromium >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; }
 
 install: $(STAMP)
 
