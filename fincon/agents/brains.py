@@ -117,6 +117,8 @@ class ManagerTask:
     stance: str = ""
     beliefs: str = ""
     position: Mapping[str, float] = field(default_factory=dict)
+    #: share of its usual exposure the rules manager keeps (below 1 on a CVaR alert day)
+    exposure: float = 1.0
 
     @property
     def portfolio(self) -> bool:
@@ -159,6 +161,16 @@ def rules_manager(task: ManagerTask) -> ManagerReport:
                            key=lambda r: (-task.weights.get(r.role, 0.0) * r.confidence, r.role))
             relied += [c for r in agree for c in r.cited_ids()[:2]]
     size = sizes[0] if len(task.tickers) == 1 and actions[task.tickers[0]] != "hold" else 1.0
+    if task.exposure < 1.0:
+        # risk-averse stance (CVaR alert): keep only part of the usual exposure;
+        # a single stock held through a "hold" is cut too
+        if len(task.tickers) == 1 and actions[task.tickers[0]] == "hold":
+            held = float(task.position.get(task.tickers[0], 0.0))
+            if held:
+                actions[task.tickers[0]] = "buy" if held > 0 else "sell"
+                size = min(1.0, abs(held))
+        size = round(size * task.exposure, 6)
+        notes.append(f"risk alert: exposure cut to {task.exposure:.0%}")
     return ManagerReport(actions=actions, size=size, rationale="; ".join(notes)[:600],
                          relied_on=list(dict.fromkeys(relied))[:5])
 

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from fincon.agents.beliefs import RISK, Beliefs, Reflection
 from fincon.agents.brains import Answer, LLMBrain, ManagerTask, Reuse, RulesBrain, analyst_question
 from fincon.agents.protocols import make_protocol
 from fincon.agents.reports import AnalystReport
@@ -75,6 +76,17 @@ class FinConParams(BaseModel):
     transcript_cache: str | None = None
     protocol: Literal["fincon"] = "fincon"
     reflections: int = Field(3, ge=0, le=10, description="recent reflections the manager reads")
+    #: within-episode risk control: a CVaR alert makes the manager risk-averse for the day (off: the ablation)
+    cvar: bool = True
+    #: CVaR tail level of the alert (the paper: 1 %)
+    cvar_alpha: float = Field(0.01, gt=0.0, lt=0.5)
+    #: daily PnLs needed before an alert can fire
+    cvar_min_obs: int = Field(2, ge=1)
+    #: learned beliefs (and reflections) to start from: a beliefs.json or a `fincon train` run dir
+    beliefs: str | None = None
+    #: training only: log-normal noise on the rules weights of this episode (exploration), and its seed
+    explore: float = Field(0.0, ge=0.0, le=2.0)
+    explore_seed: int = 0
     #: LLM settings for this strategy, over the run's llm section
     llm: dict[str, Any] = Field(default_factory=dict)
 
@@ -172,6 +184,11 @@ class FinConTeam(Strategy):
 
         self.memory = MemoryStore(Path(ctx.run_dir) / "memory", self._embedder())
         self.reflections = self.memory.episodic(self.protocol.agent)
+        self._load_beliefs(ctx)
+        from fincon.risk.cvar_alert import CvarAlert
+
+        self.alerts = CvarAlert(p.cvar_alpha, p.cvar_min_obs) if p.cvar else None
+        self.written: list[Reflection] = []
         if p.brain == "llm":
             self.brain: Any = LLMBrain(self.client)
             self.ledger = self.client.ledger
@@ -188,7 +205,35 @@ class FinConTeam(Strategy):
         self._tones: dict[str, ToneBaseline] = {}
         self._last: dict[str, tuple[str, Answer]] = {}
         self._prev: _Previous | None = None
-        self.counts = {"days": 0, "model_calls": 0, "reused": 0, "skipped": 0, "fallbacks": 0, "rewarded": 0}
+        self.counts = {"days": 0, "model_calls": 0, "reused": 0, "skipped": 0, "fallbacks": 0, "rewarded": 0,
+                       "alerts": 0}
+
+    def _load_beliefs(self, ctx: RunContext) -> None:
+        """Beliefs in force for the run: learned ones (``beliefs``) or the
+        untrained defaults; in training, this episode's exploration noise on
+        the rules weights. Learned reflections go into episodic memory, dated
+        when they were written (all before a test window)."""
+        from fincon.agents.beliefs import as_params
+
+        p = self.params
+        base = Beliefs.initial({r.name: r.weight for r in self.roles})
+        learned = as_params(p.beliefs)
+        if learned is not None:
+            base = base.model_copy(update={"version": learned.version, "reflections": learned.reflections,
+                                           "perspectives": {**base.perspectives, **learned.perspectives}})
+        weights = base.weights()
+        if p.explore > 0:
+            rng = np.random.default_rng([p.explore_seed, 20240707])
+            names = sorted(r.name for r in self.roles)
+            z = rng.standard_normal(len(names))
+            weights.update({n: round(weights[n] * float(np.exp(p.explore * x)), 6) for n, x in zip(names, z)})
+        self.beliefs = base
+        self.role_weights = {r.name: weights.get(r.name, r.weight) for r in self.roles}
+        self.risk_exposure = min(1.0, weights.get(RISK, 0.5))
+        start = pd.Timestamp((ctx.config or {}).get("start") or "1900-01-01")
+        for r in base.reflections:
+            if pd.Timestamp(r.day) < start:
+                self.reflections.add(pd.Timestamp(r.day), "reflection", r.text, {"learned": True})
 
     @property
     def client(self):
@@ -224,7 +269,12 @@ class FinConTeam(Strategy):
             "team_skipped": c["skipped"], "team_fallbacks": c["fallbacks"], "team_rewarded_ids": c["rewarded"],
             "team_calls_per_day": round(c["model_calls"] / c["days"], 3) if c["days"] else 0.0,
             "team_pool": list(self.pool or ()),
+            "team_cvar": self.params.cvar, "team_alerts": c["alerts"],
+            "team_beliefs_version": self.beliefs.version,
+            "team_weights": {k: round(v, 6) for k, v in sorted(self.role_weights.items())},
         }
+        (Path(ctx.run_dir) / "reflections.json").write_text(
+            json.dumps([r.model_dump() for r in self.written], indent=1) + "\n", encoding="utf-8")
         if self.params.brain == "llm" and self._client is not None:
             self.ledger.write(ctx.run_dir)
             out.update(self.ledger.summary())
@@ -250,8 +300,14 @@ class FinConTeam(Strategy):
         self._check_window(view.date, view.date)
         if self.params.brain == "llm":
             self._check_budget(day)
-        settled = self._settle(view, day)
+        risk = self.alerts.update(view.portfolio.value) if self.alerts is not None else None
+        settled = self._settle(view, day, risk)
         record: dict[str, Any] = {"brain": self.params.brain, "protocol": self.params.protocol}
+        stance = ""
+        if risk is not None:
+            stance = risk_stance(risk)
+            self.counts["alerts"] += risk.alert
+            record["risk"] = {**risk.as_dict(), "stance": stance}
         if self.pool is None:
             self._select(view, day)
             record["selection"] = self.selection.model_dump()
@@ -266,8 +322,9 @@ class FinConTeam(Strategy):
         reflections = tuple(e.text for e in self.reflections.recent(view.date, self.params.reflections,
                                                                         ["reflection"])) if self.params.reflections else ()
         task = ManagerTask(day=day, tickers=self.pool, reports=reports,
-                           weights={r.name: r.weight for r in self.roles}, reflections=reflections,
-                           stance="", beliefs="",
+                           weights=self.role_weights, reflections=reflections,
+                           stance=stance, beliefs=self.beliefs.for_manager(),
+                           exposure=self.risk_exposure if stance else 1.0,
                            position={t: round(float(view.portfolio.weights.get(t, 0.0)), 1) for t in self.pool})
         decision, m_ans, m_rec = self._manage(task, view, day)
         made = sum(a.calls for a in answers) + m_ans.calls
@@ -314,9 +371,9 @@ class FinConTeam(Strategy):
         if isinstance(role, EventRole):
             baseline = self._tones.setdefault(role.agent(ticker), ToneBaseline())
             inputs, _ = role.gather(self._memory(role, ticker), ticker, view.date, self.params.memory_k,
-                                    baseline=baseline)
+                                    beliefs=self.beliefs.for_agent(role.name), baseline=baseline)
             return inputs
-        return role.gather(view, ticker, self.params.lookback)
+        return role.gather(view, ticker, self.params.lookback, beliefs=self.beliefs.for_agent(role.name))
 
     def _answer_all(self, inputs: list[RoleInputs], day: str) -> list[Answer]:
         from fincon.llm.concurrency import run_concurrently
@@ -358,7 +415,7 @@ class FinConTeam(Strategy):
         agent = self.protocol.agent
         digest = _digest({"reports": {t: [r.model_dump() for r in rs] for t, rs in task.reports.items()},
                           "reflections": task.reflections, "stance": task.stance, "beliefs": task.beliefs,
-                          "position": task.position})
+                          "position": task.position, "weights": dict(task.weights), "exposure": task.exposure})
         prev = self._last.get(agent)
         if prev is not None and prev[0] == digest:
             self.ledger.record_event("reuse", agent, day, digest=digest[:16])
@@ -399,8 +456,9 @@ class FinConTeam(Strategy):
         acts = ", ".join(f"{t} {a}" for t, a in sorted(decision.actions.items()))
         self._prev = _Previous(day, held, closes, relied, acts)
 
-    def _settle(self, view, day: str) -> dict[str, Any] | None:
-        """Yesterday's P&L -> a reflection; a profitable day rewards the memories relied on."""
+    def _settle(self, view, day: str, risk=None) -> dict[str, Any] | None:
+        """Yesterday's P&L -> a reflection on a losing or CVaR-alert day; a
+        profitable day rewards the memories relied on."""
         prev, self._prev = self._prev, None
         if prev is None:
             return None
@@ -422,12 +480,28 @@ class FinConTeam(Strategy):
         gross = sum(abs(w) for w in prev.weights.values())
         text = (f"{prev.day}: {prev.summary or 'no trade'} (gross exposure {gross:.2f}); by {day} this was "
                 f"{verdict} ({pnl:+.2%}). Relied on: {', '.join(sorted(prev.relied)) or 'no memory'}.")
-        # only losing days become reflections: they are what the manager must
-        # learn from, and a reflection every day would change the manager's
-        # input daily and cost it a model call every day
-        if self.params.reflections and pnl < 0:
+        alert = risk is not None and risk.alert
+        if alert:
+            text += f" CVaR alert: {risk.reason}; be more careful with exposure."
+        # only losing or alert days become reflections (the paper's self-
+        # reflection on an alert): they are what the manager must learn from,
+        # and a reflection every day would change the manager's input daily
+        # and cost it a model call every day
+        out = {"day": prev.day, "pnl": round(pnl, 6), "rewarded": sorted(rewarded)}
+        if self.params.reflections and (pnl < 0 or alert):
             self.reflections.add(view.date, "reflection", text, {"pnl": round(pnl, 6), "decision_day": prev.day})
-        return {"day": prev.day, "pnl": round(pnl, 6), "rewarded": sorted(rewarded)}
+            self.written.append(Reflection(day=day, text=text))
+            out["reflection"] = text
+        return out
+
+
+def risk_stance(risk) -> str:
+    """The manager's risk stance for today (a prompt section; the rules
+    manager cuts its exposure to the ``risk`` belief weight)."""
+    if not risk.alert:
+        return ""
+    return (f"RISK ALERT ({risk.reason}). Be risk-averse today: cut or avoid exposure unless the evidence is "
+            f"strong and consistent; prefer a smaller size.")
 
 
 def make_fincon_team(params: Mapping[str, Any], llm: Mapping[str, Any]) -> FinConTeam:

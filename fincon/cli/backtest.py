@@ -91,6 +91,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--candidates", metavar="T[,T...]",
                    help="portfolio: tickers the stock-selection analyst picks the traded pool from "
                         "(sets --tickers when that is not given)")
+    t.add_argument("--beliefs", metavar="FILE|RUN",
+                   help="start from learned investment beliefs and reflections: a beliefs.json or the run dir of "
+                        "`fincon train` (test stage: no belief learning, CVaR alerts stay on)")
+    t.add_argument("--no-cvar", action="store_true",
+                   help="turn off the within-episode CVaR alert (the paper's ablation)")
     add_llm_arguments(p)
     m = p.add_argument_group("metrics and output")
     m.add_argument("--alpha", type=float, help="VaR/CVaR tail probability (default 0.05)")
@@ -144,7 +149,9 @@ def build_config(args: argparse.Namespace):
     }
     for key, value in llm_overrides(args).items():
         overrides[f"llm.{key}"] = str(value) if isinstance(value, Path) else value
-    team = {"brain": args.brain, "events": args.events, "candidates": _split(args.candidates)}
+    team = {"brain": args.brain, "events": args.events, "candidates": _split(args.candidates),
+            "beliefs": str(Path(args.beliefs).expanduser().absolute()) if args.beliefs else None,
+            "cvar": False if args.no_cvar else None}
     if args.events and args.events != "sample":
         team["events"] = str(Path(args.events).expanduser().absolute())
     team = {k: v for k, v in team.items() if v is not None}
@@ -158,7 +165,7 @@ def build_config(args: argparse.Namespace):
             overrides[f"strategy_params.{name}.{key}"] = value
     cfg = load_config(args.config, overrides)
     if team and "fincon" not in cfg.strategies:
-        flags = ", ".join(f"--{k}" for k in team)
+        flags = ", ".join("--no-cvar" if k == "cvar" else f"--{k}" for k in team)
         raise ConfigError(f"{flags} apply to the agent team; add fincon to --strategy")
     return cfg
 

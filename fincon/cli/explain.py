@@ -152,9 +152,15 @@ def format_day(entry: dict[str, Any]) -> str:
     if st:
         out.append(f"settled {st['day']}: P&L {st['pnl']:+.2%}" +
                    (f"; rewarded {len(st.get('rewarded', []))} memories (+5)" if st.get("rewarded") else ""))
+    if st and st.get("reflection"):
+        out.append(_wrap(f"reflection written: {st['reflection']}", "  "))
     alert = rec.get("risk")
     if alert:
-        out.append(f"risk: {'ALERT ' + alert.get('reason', '') if alert.get('alert') else 'no alert'}")
+        rho = alert.get("rho")
+        level = f" (CVaR of the PnL so far {rho:.3f}%)" if isinstance(rho, (int, float)) else ""
+        out.append(f"risk: {'ALERT ' + alert.get('reason', '') if alert.get('alert') else 'no alert'}{level}")
+        if alert.get("stance"):
+            out.append(_wrap(f"stance given to the manager: {alert['stance']}", "  "))
     return "\n".join(out)
 
 

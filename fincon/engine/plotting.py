@@ -20,8 +20,21 @@ import pandas as pd  # noqa: E402
 from fincon.risk.metrics import drawdown_series  # noqa: E402
 
 
-def plot_equity(curves: Mapping[str, pd.Series], out: Path, title: str = "") -> Path:
-    """Portfolio value (top) and drawdown (bottom) of each named curve."""
+def alert_days(decisions) -> list[str]:
+    """Days on which the team's CVaR alert fired (``record.risk.alert`` in
+    the decision entries of ``decisions.jsonl``)."""
+    out = []
+    for d in decisions:
+        risk = (d.get("record") or {}).get("risk") or {}
+        if risk.get("alert"):
+            out.append(d["date"])
+    return out
+
+
+def plot_equity(curves: Mapping[str, pd.Series], out: Path, title: str = "",
+                alerts: Mapping[str, list[str]] | None = None) -> Path:
+    """Portfolio value (top) and drawdown (bottom) of each named curve;
+    ``alerts`` (curve name -> days) are drawn as red markers on that curve."""
     fig, (ax_v, ax_d) = plt.subplots(
         2, 1, figsize=(10, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 1.3]}
     )
@@ -29,6 +42,10 @@ def plot_equity(curves: Mapping[str, pd.Series], out: Path, title: str = "") -> 
         style = "--" if name.startswith("buy-and-hold") and len(curves) > 1 else "-"
         ax_v.plot(series.index, series.values, style, lw=1.4, label=name)
         ax_d.plot(series.index, -100 * drawdown_series(series.values), style, lw=1.0, label=name)
+        days = pd.DatetimeIndex(pd.to_datetime((alerts or {}).get(name, []))).intersection(series.index)
+        if len(days):
+            ax_v.plot(days, series.loc[days].values, "v", color="tab:red", ms=5, alpha=0.8,
+                      label=f"{name}: CVaR alert ({len(days)})")
     ax_v.set_ylabel("portfolio value ($)")
     ax_v.yaxis.set_major_formatter(matplotlib.ticker.StrMethodFormatter("{x:,.0f}"))
     ax_v.grid(alpha=0.3)

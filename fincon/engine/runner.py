@@ -15,7 +15,7 @@ import logging
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import pandas as pd
 
@@ -146,7 +146,7 @@ def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True
             curves = {n: r.equity for n, r in results.items()}
             if benchmark is not None:
                 curves[BENCHMARK] = benchmark.equity
-            _plot(curves, staging.path / "equity.png", _title(cfg))
+            _plot(curves, staging.path / "equity.png", _title(cfg), results)
         final = staging.commit()
     run_dirs = {n: (final / n if multi else final) for n in results}
     return RunReport(out=final, results=results, benchmark=benchmark, run_dirs=run_dirs,
@@ -179,12 +179,13 @@ def _resolved(cfg: RunConfig, strategies: dict[str, Strategy]) -> RunConfig:
     return cfg.model_copy(update={"strategy_params": params})
 
 
-def _plot(curves, out: Path, title: str) -> None:
+def _plot(curves, out: Path, title: str, results: Mapping[str, BacktestResult] | None = None) -> None:
     # matplotlib is imported only when a run is written: a run that fails
     # earlier (bad input) must not even create matplotlib's font cache
-    from fincon.engine.plotting import plot_equity
+    from fincon.engine.plotting import alert_days, plot_equity
 
-    plot_equity(curves, out, title)
+    alerts = {n: alert_days(r.decisions) for n, r in (results or {}).items()}
+    plot_equity(curves, out, title, alerts={n: d for n, d in alerts.items() if d})
 
 
 def _title(cfg: RunConfig) -> str:
@@ -227,4 +228,4 @@ def write_run(
     curves = {result.strategy: result.equity}
     if benchmark is not None:
         curves[f"{benchmark.strategy} (benchmark)"] = benchmark.equity
-    _plot(curves, path / "equity.png", _title(cfg))
+    _plot(curves, path / "equity.png", _title(cfg), {result.strategy: result})

@@ -127,6 +127,8 @@ class FinConManager:
                                     evidence=decision.evidence, actions=decision.actions)
         else:
             w = self.weights(view, task.tickers, mr.actions)
+            if mr.size < 1.0:  # the rules manager's risk-averse stance: part of the book in cash
+                w = {t: x * mr.size for t, x in w.items()}
             w.update({u: 0.0 for u in universe if u not in w})
             decision = Decision(weights=w, rationale=mr.rationale, evidence=relied, actions=dict(mr.actions))
         return decision, ans, mr.model_dump()

@@ -1,0 +1,141 @@
+"""Investment beliefs: the team's learned, versioned prompt state (FinCon's θ).
+
+Beliefs are one structured document (``beliefs.json``): per *perspective*
+(each analyst's source, plus the manager's risk stance) a short text that
+the agents of that perspective read in their prompt, and an explicit weight
+that the rules brain uses (the analyst weights of the rules manager; the
+``risk`` weight is the exposure the rules manager keeps on a CVaR alert day).
+
+Who reads what: an analyst reads only its own perspective's text; the
+manager reads all of them. So a CVRF update that edits one perspective
+reaches exactly the agents of that perspective (and the manager): the others'
+inputs hash the same as before and reuse their reports without a model call.
+
+The document also carries the reflections the manager wrote in the last
+training episode, so the test stage starts from them (``--beliefs``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from fincon.errors import ConfigError
+
+#: the manager's own perspective: how much risk to keep when a CVaR alert fires
+RISK = "risk"
+#: the rules manager keeps this share of its exposure on an alert day (initial belief)
+DEFAULT_RISK_EXPOSURE = 0.5
+#: beliefs.json format version (bump on an incompatible change)
+FORMAT = 1
+
+
+class Perspective(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = ""
+    weight: float = Field(ge=0.0)
+
+
+class Reflection(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    day: str
+    text: str
+
+
+class Beliefs(BaseModel):
+    """The team's investment beliefs; ``version`` counts the updates applied."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: int = FORMAT
+    version: int = 0
+    perspectives: dict[str, Perspective]
+    reflections: list[Reflection] = Field(default_factory=list)
+
+    # -- construction ------------------------------------------------------------
+    @classmethod
+    def initial(cls, role_weights: Mapping[str, float]) -> "Beliefs":
+        """Untrained beliefs: empty texts, the roles' default rules weights."""
+        ps = {name: Perspective(weight=float(w)) for name, w in role_weights.items()}
+        ps[RISK] = Perspective(weight=DEFAULT_RISK_EXPOSURE)
+        return cls(perspectives=ps)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Beliefs":
+        p = Path(path).expanduser()
+        if p.is_dir():
+            p = p / "beliefs.json"
+        try:
+            raw = json.loads(p.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"--beliefs: {p} does not exist (give a beliefs.json or a `fincon train` run dir)") from None
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"--beliefs: cannot read {p}: {exc}") from None
+        try:
+            b = cls.model_validate(raw)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(x) for x in first["loc"])
+            raise ConfigError(f"--beliefs: {p} is not a beliefs file ({where}: {first['msg']})") from None
+        if b.format != FORMAT:
+            raise ConfigError(f"--beliefs: {p} has format {b.format}; this fincon reads format {FORMAT}")
+        return b
+
+    def dump(self) -> str:
+        return json.dumps(self.model_dump(), indent=2, sort_keys=True) + "\n"
+
+    # -- reading -----------------------------------------------------------------
+    def weight(self, perspective: str, default: float = 0.0) -> float:
+        p = self.perspectives.get(perspective)
+        return float(p.weight) if p is not None else default
+
+    def weights(self) -> dict[str, float]:
+        return {k: float(p.weight) for k, p in self.perspectives.items()}
+
+    def for_agent(self, perspective: str) -> str:
+        """What an analyst of ``perspective`` reads (its own text only)."""
+        p = self.perspectives.get(perspective)
+        return p.text if p is not None else ""
+
+    def for_manager(self) -> str:
+        """Every non-empty perspective, one line each (the manager reads all)."""
+        return "\n".join(f"- {k}: {p.text}" for k, p in sorted(self.perspectives.items()) if p.text)
+
+    def with_updates(self, texts: Mapping[str, str] | None = None, weights: Mapping[str, float] | None = None,
+                     reflections: list[Reflection] | None = None) -> "Beliefs":
+        """A new version with some perspectives edited (unknown names are ignored)."""
+        ps = {k: p.model_copy() for k, p in self.perspectives.items()}
+        for k, t in (texts or {}).items():
+            if k in ps:
+                ps[k] = ps[k].model_copy(update={"text": t.strip()})
+        for k, w in (weights or {}).items():
+            if k in ps:
+                ps[k] = ps[k].model_copy(update={"weight": round(max(0.0, float(w)), 6)})
+        return Beliefs(version=self.version + 1, perspectives=ps,
+                       reflections=list(self.reflections if reflections is None else reflections))
+
+
+def touched(before: Beliefs, after: Beliefs) -> list[str]:
+    """Perspectives whose text or weight changed."""
+    out = []
+    for k, p in after.perspectives.items():
+        q = before.perspectives.get(k)
+        if q is None or q.text != p.text or abs(q.weight - p.weight) > 1e-12:
+            out.append(k)
+    return sorted(out)
+
+
+def as_params(value: Any) -> Beliefs | None:
+    """``strategy_params.fincon.beliefs``: a path (str) or an inline mapping."""
+    if value is None:
+        return None
+    if isinstance(value, Beliefs):
+        return value
+    if isinstance(value, Mapping):
+        return Beliefs.model_validate(dict(value))
+    return Beliefs.load(str(value))
