@@ -1,4 +1,5 @@
-"""Performance and risk metrics with the FinCon paper's formulas (A.10).
+"""Performance and risk metrics with the FinCon paper's formulas (A.10),
+and the industry (empyrical) convention beside them where the two differ.
 
 All functions take plain numpy/pandas inputs so the same code scores a
 backtest, an agent episode, or a hand-made series in a test.
@@ -16,6 +17,20 @@ Conventions (documented once, used everywhere):
 * VaR_alpha / CVaR_alpha of the daily PnL (eq. 3, 4) on daily simple returns
   in %: VaR = the smallest l with P(PnL <= l) >= alpha (empirical), CVaR =
   mean of the PnL at or below VaR. Both are returns (negative = a loss).
+
+Industry convention (``*_empyrical`` fields): the paper takes Sharpe,
+Sortino and volatility on daily *log* returns; empyrical, quantstats and
+pyfolio take them on daily *simple* returns v_t/v_{t-1} - 1, with the same
+formulas otherwise (ddof=1, sqrt(252), downside deviation
+sqrt(mean(min(r - r_f, 0)^2)); their ``risk_free``/``required_return`` is a
+daily rate, r_f/252 here). The two differ by about sigma^2/2 a day in the
+mean, which matters for volatile books. They are computed here in numpy
+(same guards as the paper's: NaN, not +-inf, for fewer than two returns, a
+zero deviation or no losing day) and cross-checked against empyrical in
+tests/test_metrics.py. Max drawdown, the cumulative simple return and (at
+alpha = 1/k, e.g. 0.05, without a tie at the cutoff) CVaR are the same in
+both conventions up to sign and units; VaR differs (empyrical interpolates
+between order statistics), see the README's Metrics section.
 """
 
 from __future__ import annotations
@@ -40,6 +55,22 @@ def log_returns(values: np.ndarray) -> np.ndarray:
 def simple_returns(values: np.ndarray) -> np.ndarray:
     v = np.asarray(values, dtype=float)
     return v[1:] / v[:-1] - 1.0
+
+
+RETURNS = ("log", "simple")
+
+
+def _returns(values: np.ndarray, kind: str) -> np.ndarray:
+    """Daily returns of ``kind``: ``log`` (the paper's) or ``simple`` (empyrical's).
+
+    Simple returns after a non-positive value are NaN, as the log ones are."""
+    if kind == "log":
+        return log_returns(values)
+    if kind != "simple":
+        raise ValueError(f"returns must be one of {RETURNS}, not {kind!r}")
+    v = np.asarray(values, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(v[:-1] > 0, v[1:] / np.where(v[:-1] > 0, v[:-1], 1.0) - 1.0, np.nan)
 
 
 def cumulative_return_pct(values: np.ndarray) -> float:
@@ -70,8 +101,10 @@ def portfolio_value(values: np.ndarray, initial: float = INITIAL_VALUE) -> np.nd
     return initial * (1.0 + cumulative_simple_return(values))
 
 
-def sharpe_ratio(values: np.ndarray, risk_free: float = 0.0) -> float:
-    r = log_returns(values)
+def sharpe_ratio(values: np.ndarray, risk_free: float = 0.0, *, returns: str = "log") -> float:
+    """(mean(r) - r_f/252) / std(r, ddof=1) * sqrt(252); ``returns="simple"``
+    is empyrical's ``sharpe_ratio(simple returns, risk_free=r_f/252)``."""
+    r = _returns(values, returns)
     if len(r) < 2:
         return float("nan")
     sd = r.std(ddof=1)
@@ -80,9 +113,10 @@ def sharpe_ratio(values: np.ndarray, risk_free: float = 0.0) -> float:
     return float((r.mean() - risk_free / TRADING_DAYS) / sd * math.sqrt(TRADING_DAYS))
 
 
-def sortino_ratio(values: np.ndarray, risk_free: float = 0.0) -> float:
-    """Mean excess log return over downside deviation sqrt(mean(min(r,0)^2)), annualised."""
-    r = log_returns(values) - risk_free / TRADING_DAYS
+def sortino_ratio(values: np.ndarray, risk_free: float = 0.0, *, returns: str = "log") -> float:
+    """Mean excess return over downside deviation sqrt(mean(min(r,0)^2)), annualised,
+    on log returns (the paper's); ``returns="simple"`` is empyrical's ``sortino_ratio(simple returns, required_return=r_f/252)``."""
+    r = _returns(values, returns) - risk_free / TRADING_DAYS
     if len(r) < 2:
         return float("nan")
     dd = math.sqrt(float(np.mean(np.minimum(r, 0.0) ** 2)))
@@ -91,8 +125,10 @@ def sortino_ratio(values: np.ndarray, risk_free: float = 0.0) -> float:
     return float(r.mean() / dd * math.sqrt(TRADING_DAYS))
 
 
-def annual_volatility_pct(values: np.ndarray) -> float:
-    r = log_returns(values)
+def annual_volatility_pct(values: np.ndarray, *, returns: str = "log") -> float:
+    """100 * std(r, ddof=1) * sqrt(252); ``returns="simple"`` is 100 * empyrical's
+    ``annual_volatility``."""
+    r = _returns(values, returns)
     if len(r) < 2:
         return float("nan")
     return float(100.0 * r.std(ddof=1) * math.sqrt(TRADING_DAYS))
@@ -139,9 +175,12 @@ class Metrics:
     cr_paper_pct: float | None
     cum_simple_return_pct: float
     final_value: float
-    sharpe: float
+    sharpe: float  # paper: daily log returns
+    sharpe_empyrical: float  # industry: daily simple returns (empyrical, quantstats)
     sortino: float
+    sortino_empyrical: float
     ann_vol_pct: float
+    ann_vol_empyrical_pct: float
     mdd_pct: float
     var_pct: float
     cvar_pct: float
@@ -205,8 +244,11 @@ def compute_metrics(
         cum_simple_return_pct=float(100.0 * cumulative_simple_return(v)[-1]) if len(v) else 0.0,
         final_value=float(portfolio_value(v, initial)[-1]) if len(v) else float(initial),
         sharpe=sharpe_ratio(v, risk_free),
+        sharpe_empyrical=sharpe_ratio(v, risk_free, returns="simple"),
         sortino=sortino_ratio(v, risk_free),
+        sortino_empyrical=sortino_ratio(v, risk_free, returns="simple"),
         ann_vol_pct=annual_volatility_pct(v),
+        ann_vol_empyrical_pct=annual_volatility_pct(v, returns="simple"),
         mdd_pct=max_drawdown_pct(v),
         var_pct=value_at_risk(daily, alpha),
         cvar_pct=conditional_value_at_risk(daily, alpha),
