@@ -176,9 +176,15 @@ ROWS = [
     ("cr_paper_pct", "CR % paper eq.5 (direction)", "{:.3f}"),
     ("cum_simple_return_pct", "cumulative simple return %", "{:.3f}"),
     ("final_value", "final value ($)", "{:,.0f}"),
-    ("sharpe", "Sharpe (ann., log returns)", "{:.3f}"),
-    ("sortino", "Sortino", "{:.3f}"),
-    ("ann_vol_pct", "annual volatility %", "{:.2f}"),
+    # paper (FinCon A.10) on daily log returns, then the industry convention (empyrical,
+    # quantstats) on daily simple returns; max drawdown and CVaR (alpha = 1/k) are the
+    # same in both, VaR is eq. 3's order statistic (README, Metrics)
+    ("sharpe", "Sharpe (paper: log returns)", "{:.3f}"),
+    ("sharpe_empyrical", "Sharpe (empyrical: simple returns)", "{:.3f}"),
+    ("sortino", "Sortino (paper: log returns)", "{:.3f}"),
+    ("sortino_empyrical", "Sortino (empyrical: simple returns)", "{:.3f}"),
+    ("ann_vol_pct", "annual volatility % (paper: log)", "{:.2f}"),
+    ("ann_vol_empyrical_pct", "annual volatility % (empyrical: simple)", "{:.2f}"),
     ("mdd_pct", "max drawdown %", "{:.3f}"),
     ("var_pct", "VaR % (daily, alpha)", "{:.3f}"),
     ("cvar_pct", "CVaR % (daily, alpha)", "{:.3f}"),
