@@ -115,7 +115,8 @@ def sharpe_ratio(values: np.ndarray, risk_free: float = 0.0, *, returns: str = "
 
 def sortino_ratio(values: np.ndarray, risk_free: float = 0.0, *, returns: str = "log") -> float:
     """Mean excess return over downside deviation sqrt(mean(min(r,0)^2)), annualised,
-    on log returns (the paper's); ``returns="simple"`` is empyrical's ``sortino_ratio(simple returns, required_return=r_f/252)``."""
+    on log returns (the paper's); ``returns="simple"`` is empyrical's
+    ``sortino_ratio(simple returns, required_return=r_f/252)``."""
     r = _returns(values, returns) - risk_free / TRADING_DAYS
     if len(r) < 2:
         return float("nan")
