@@ -338,6 +338,8 @@ class FinConTeam(Strategy):
                            "fallbacks": sum(a.via == "fallback" for a in answers) + (m_ans.via == "fallback")}
         if settled:
             record["settled"] = settled
+        # today's closes: what the risk-control component attributes tomorrow's PnL with
+        record["closes"] = {t: round(float(view.price(t)), 6) for t in self.universe}
         self._remember(view, day, decision, inputs, answers)
         return Decision(weights=decision.weights, rationale=decision.rationale, evidence=decision.evidence,
                         actions=decision.actions, record=record)

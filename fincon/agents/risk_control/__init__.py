@@ -1,0 +1,229 @@
+"""The risk-control agent: CVRF's conceptual verbal reinforcement (FinCon
+3.1.2, Algorithm 1), one belief update between two training episodes.
+
+Three steps, each with the two brains of the team:
+
+1. **summarise** each episode's sustained profitable and losing stretches
+   into conceptual insights, one perspective each (``summarise.txt``);
+2. **compare** the better and the worse episode's insights into the
+   meta-prompt, why the better one did better (``compare.txt``);
+3. **update** the beliefs from the meta-prompt with the learning rate
+   ``1 - tau`` (``update.txt``): the more the two episodes agreed, the
+   smaller the edit. Only the perspectives the meta-prompt names change, so
+   the update reaches only the agents of those perspectives.
+
+The rules brain does the same in code: its "insights" are the stretches
+with the views behind them, its meta-prompt is the per-source attribution
+of the better episode, and its update moves the rules weights
+(:func:`fincon.risk.cvrf.rules_step`). The weights move with the same
+attribution and tau under the llm brain too (they drive its fallback).
+
+Belief generation runs at temperature 0 (the paper, A.7.2). An invalid
+model answer is re-asked once, then replaced by the rules step, counted as
+a fallback in the ledger.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from fincon.agents.beliefs import RISK, Beliefs
+from fincon.agents.roles.base import load_template
+from fincon.risk.cvrf import RULES_LR, Trajectory, attribution, rules_step, stretches, text_edit_size
+
+HERE = Path(__file__).parent
+
+
+def _models(perspectives: tuple[str, ...]):
+    P = Literal[perspectives]  # type: ignore[valid-type]
+    cfg = ConfigDict(extra="forbid")
+    concept = create_model("ConceptInsight", __config__=cfg, perspective=(P, ...),
+                           text=(str, Field(min_length=1, max_length=240)))
+    insights = create_model("EpisodeInsights", __config__=cfg,
+                            insights=(list[concept], Field(min_length=1, max_length=6)))  # type: ignore[valid-type]
+    meta = create_model("MetaPrompt", __config__=cfg, text=(str, Field(min_length=1, max_length=700)),
+                        perspectives=(list[P], Field(min_length=1, max_length=len(perspectives))))  # type: ignore[valid-type]
+    edit = create_model("BeliefEdit", __config__=cfg, perspective=(P, ...),
+                        text=(str, Field(min_length=1, max_length=300)))
+    edits = create_model("BeliefEdits", __config__=cfg,
+                         updates=(list[edit], Field(max_length=len(perspectives))))  # type: ignore[valid-type]
+    return insights, meta, edits
+
+
+@dataclass
+class Episode:
+    """A finished episode, with what the risk-control agent said about it."""
+
+    number: int
+    traj: Trajectory
+    insights: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class Update:
+    """One CVRF step: what a training row of ``episodes.jsonl`` records."""
+
+    better: int
+    worse: int
+    tau: float
+    rate: float  # 1 - tau
+    meta: str
+    touched: list[str]
+    edits: dict[str, dict[str, Any]]  # perspective -> before, after, size
+    weights: dict[str, Any]
+    beliefs: Beliefs
+    via: str  # llm, rules or fallback
+    calls: int = 0
+
+    def row(self) -> dict[str, Any]:
+        return {"better": self.better, "worse": self.worse, "tau": round(self.tau, 6), "rate": round(self.rate, 6),
+                "meta": self.meta, "touched": self.touched, "edits": self.edits, "weights": self.weights,
+                "beliefs_version": self.beliefs.version, "via": self.via, "calls": self.calls}
+
+
+def describe_stretches(ep: Episode, limit: int = 6) -> str:
+    """The stretches of an episode as text: dates, PnL, actions, the views behind them."""
+    t = ep.traj
+    idx = {d: i for i, d in enumerate(t.dates)}
+    lines = []
+    for s in stretches(t)[:limit]:
+        # the decisions that produced the stretch's PnL: the day before its first PnL day
+        days = [d for d in t.dates if s.start <= d <= s.end]
+        first = t.dates[max(0, idx.get(days[0], 0) - 1)] if days else s.start
+        i = idx.get(first, 0)
+        acts: dict[str, int] = {}
+        for d in [first] + days[:-1]:
+            for tk, a in t.actions[idx[d]].items():
+                acts[f"{tk} {a}"] = acts.get(f"{tk} {a}", 0) + 1
+        act = ", ".join(f"{k} x{v}" for k, v in sorted(acts.items(), key=lambda kv: (-kv[1], kv[0]))[:4])
+        views = "; ".join(f"{role}: {v}" for role, per in sorted(t.views[i].items()) for v in list(per.values())[:1])
+        lines.append(f"- {s.kind} {s.start}..{s.end} ({s.days} days, {s.pnl_pct:+.2f}%): {act or 'no trade'}. "
+                     f"Views at its start: {views[:600] or 'none'}")
+    return "\n".join(lines) or "- no sustained stretch (no 3 days in a row of one sign)"
+
+
+class RiskControl:
+    """One agent, two brains; ``client`` is None for the rules brain."""
+
+    agent = "risk-control"
+
+    def __init__(self, perspectives: tuple[str, ...], client=None, lr: float = RULES_LR, max_tokens: int = 400):
+        self.perspectives = tuple(sorted(set(perspectives) | {RISK}))
+        self.client = client
+        self.lr = lr
+        self.max_tokens = max_tokens
+        self.models = _models(self.perspectives)
+
+    # -- the model path --------------------------------------------------------
+    def _ask(self, template: str, values: dict[str, Any], model, day: str):
+        from fincon.llm.types import SamplingParams
+
+        system, user = load_template(str(HERE / template))
+        values = {"perspectives": ", ".join(self.perspectives), **values}
+        msgs = [{"role": "system", "content": system.format(**values)},
+                {"role": "user", "content": user.format(**values)}]
+        # temperature 0 for belief generation (the paper, A.7.2)
+        params = SamplingParams(temperature=0.0, max_tokens=self.max_tokens, seed=0)
+        return self.client.ask(msgs, model, agent=self.agent, day=day, params=params)
+
+    def summarise(self, ep: Episode) -> tuple[list[dict[str, str]], int]:
+        """Conceptual insights of one episode (rules: the stretches themselves)."""
+        if self.client is None:
+            return self._rules_insights(ep), 0
+        from fincon.llm.errors import LLMInvalidAnswer
+
+        t = ep.traj
+        tickers = sorted({k for a in t.actions for k in a})
+        values = {"episode": ep.number, "tickers": ", ".join(tickers), "start": t.dates[0], "end": t.dates[-1],
+                  "objective": t.objective, "stretches": describe_stretches(ep)}
+        try:
+            res = self._ask("summarise.txt", values, self.models[0], f"episode-{ep.number}")
+        except LLMInvalidAnswer as exc:
+            self._fallback(f"episode-{ep.number}", exc)
+            return self._rules_insights(ep), len(exc.keys)
+        return [{"perspective": i.perspective, "text": i.text} for i in res.value.insights], res.usage.calls
+
+    def update(self, beliefs: Beliefs, a: Episode, b: Episode, tau: float) -> Update:
+        """The belief step after episodes ``a`` (earlier) and ``b`` (later)."""
+        better, worse = (b, a) if b.traj.objective > a.traj.objective else (a, b)
+        rate = max(0.0, 1.0 - tau)
+        analysts = {k: v for k, v in beliefs.weights().items() if k != RISK}
+        # the rules weights in force in the better episode (with its exploration) are what earned
+        attr = attribution(better.traj, {**analysts, **better.traj.weights})
+        step = rules_step(analysts, attr, tau, self.lr)
+        weights = {"attribution_better": attr, **step.as_dict()}
+        calls = 0
+        via = "rules"
+        texts: dict[str, str] = {}
+        meta = self._rules_meta(better, worse, attr)
+        if self.client is not None and rate > 0:
+            from fincon.llm.errors import LLMInvalidAnswer
+
+            via = "llm"
+            day = f"episodes-{worse.number}-{better.number}"
+            try:
+                m = self._ask("compare.txt", {
+                    "better": better.number, "worse": worse.number, "better_objective": better.traj.objective,
+                    "worse_objective": worse.traj.objective, "tau": tau,
+                    "better_insights": _bullets(better.insights), "worse_insights": _bullets(worse.insights)},
+                    self.models[1], day)
+                calls += m.usage.calls
+                meta = m.value.text
+                focus = list(dict.fromkeys(m.value.perspectives))
+                current = "\n".join(f"- {k}: {beliefs.perspectives[k].text or '(none yet)'}" for k in focus)
+                e = self._ask("update.txt", {"beliefs": current, "meta": meta, "rate": rate}, self.models[2], day)
+                calls += e.usage.calls
+                texts = {u.perspective: u.text for u in e.value.updates if u.perspective in focus}
+            except LLMInvalidAnswer as exc:
+                self._fallback(day, exc)
+                calls += len(exc.keys)
+                via = "fallback"
+                texts = {}
+        if via != "llm":
+            texts = self._rules_texts(beliefs, step, attr) if rate > 0 else {}
+        new = beliefs.with_updates(texts=texts, weights=step.after if rate > 0 else None)
+        from fincon.agents.beliefs import touched
+
+        changed = touched(beliefs, new)
+        edits = {k: {"before": beliefs.perspectives[k].text, "after": new.perspectives[k].text,
+                     "size": text_edit_size(beliefs.perspectives[k].text, new.perspectives[k].text),
+                     "weight_before": beliefs.perspectives[k].weight, "weight_after": new.perspectives[k].weight}
+                 for k in changed}
+        return Update(better.number, worse.number, tau, rate, meta, changed, edits, weights, new, via, calls)
+
+    def _fallback(self, day: str, exc) -> None:
+        self.client.ledger.record_fallback(self.agent, day, reason="invalid belief answer after one re-ask; "
+                                           "rules step used", keys=exc.keys, detail={"errors": list(exc.errors)})
+
+    # -- the rules path --------------------------------------------------------
+    @staticmethod
+    def _rules_insights(ep: Episode) -> list[dict[str, str]]:
+        return [{"perspective": "risk", "text": line[2:300]} for line in describe_stretches(ep).splitlines()]
+
+    @staticmethod
+    def _rules_meta(better: Episode, worse: Episode, attr: dict[str, float]) -> str:
+        ranked = sorted(attr.items(), key=lambda kv: (-kv[1], kv[0]))
+        parts = ", ".join(f"{k} {v:+.2f}" for k, v in ranked)
+        return (f"Episode {better.number} ({better.traj.objective:+.2f}%) beat episode {worse.number} "
+                f"({worse.traj.objective:+.2f}%). Share of its view-weighted next-day PnL each source earned: "
+                f"{parts or 'none'}.")
+
+    @staticmethod
+    def _rules_texts(beliefs: Beliefs, step, attr: dict[str, float]) -> dict[str, str]:
+        out = {}
+        for k, after in step.after.items():
+            before = step.before[k]
+            if abs(after - before) < 1e-9:
+                continue
+            verb = "earned" if attr.get(k, 0.0) >= 0 else "lost"
+            out[k] = (f"weight {after:.3f} (was {before:.3f}): this source's view {verb} "
+                      f"{abs(attr.get(k, 0.0)):.0%} of the better episode's view-weighted PnL.")
+        return out
+
+
+def _bullets(insights: list[dict[str, str]]) -> str:
+    return "\n".join(f"- {i['perspective']}: {i['text']}" for i in insights) or "- (none)"

@@ -1,0 +1,121 @@
+"""``fincon train``: learn the team's investment beliefs over K episodes (CVRF)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from fincon.cli.llm import add_llm_arguments
+
+TRAIN_START, TRAIN_END = "2022-01-03", "2022-10-04"
+
+HELP = f"""\
+Train the agent team's investment beliefs (FinCon's CVRF, Algorithm 1): run
+the team K times over the training window; after each episode from the
+second on, the risk-control agent compares it with the previous one (the
+objective, their sustained profitable and losing stretches, conceptual
+insights), tau = the share of days both took the same action, and the
+beliefs take one step with learning rate 1 - tau (the more the episodes
+agree, the smaller the edit). Only the perspectives an update touches reach
+their agents. CVaR alerts work inside every episode (--no-cvar: off).
+
+Writes a training directory: episodes/ep-NN (normal run dirs), episodes.jsonl
+(objective, tau, insights, meta-prompt, edits per episode), beliefs.json (the
+learned beliefs + the last episode's reflections) and beliefs.png. Test them
+on the next window with `fincon backtest ... --beliefs RUN`.
+
+Interrupted? Run the same command again: it resumes after the last finished
+episode and ends with the same files. Window default: {TRAIN_START} .. {TRAIN_END}
+(the paper's training window; the sample corpus covers 2022-01-03 .. 2023-06-09).
+
+Exit status: 0 done; 2 bad input; 3 an episode stopped early (LLM gone,
+budget spent: rerun to resume); 143 terminated by SIGTERM.
+"""
+
+EXAMPLES = """\
+examples:
+  fincon train --ticker TSLA --brain rules --episodes 4
+  fincon train --ticker TSLA --start 2022-01-03 --end 2022-10-04 --episodes 4          # bundled LLM
+  fincon train --ticker TSLA --brain rules --events runs/events-planted --out runs/train-planted
+  fincon backtest --ticker TSLA --strategy fincon --brain rules --beliefs runs/train-planted
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("train", help="learn the team's investment beliefs over training episodes (CVRF)",
+                       description=HELP, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    g = p.add_argument_group("what to train")
+    g.add_argument("--config", type=Path, help="YAML run config (strategies: [fincon]); flags override it")
+    g.add_argument("--ticker", "--tickers", dest="tickers", metavar="T[,T...]",
+                   help="ticker, or comma-separated tickers for a portfolio (default TSLA)")
+    g.add_argument("--start", help=f"first training day (default {TRAIN_START})")
+    g.add_argument("--end", help=f"last training day (default {TRAIN_END})")
+    g.add_argument("--param", action="append", default=[], metavar="fincon.KEY=VALUE",
+                   help="team parameter, repeatable (value parsed as YAML)")
+    d = p.add_argument_group("data")
+    d.add_argument("--source", choices=["sample", "csv", "yfinance"], help="price source (default sample)")
+    d.add_argument("--data", type=Path, metavar="DIR", help="directory of TICKER.csv files")
+    d.add_argument("--cache-dir", type=Path, help="yfinance download cache")
+    t = p.add_argument_group("agent team")
+    t.add_argument("--brain", choices=["llm", "rules"], help="llm (default, bundled model) or rules")
+    t.add_argument("--events", metavar="sample|DIR", help="event corpus (default: the bundled sample)")
+    t.add_argument("--candidates", metavar="T[,T...]", help="portfolio: candidates for the stock-selection analyst")
+    t.add_argument("--no-cvar", action="store_true", help="turn off the within-episode CVaR alert")
+    r = p.add_argument_group("training")
+    r.add_argument("--episodes", type=int, default=4, help="training episodes K (default 4, as in the paper)")
+    r.add_argument("--no-beliefs", action="store_true",
+                   help="the ablation: run the episodes but never update the beliefs")
+    r.add_argument("--explore", type=float, default=0.3,
+                   help="rules brain: log-normal noise on the rules weights in episodes 2..K (default 0.3)")
+    r.add_argument("--lr", type=float, default=4.0,
+                   help="rules brain: weight step size, multiplied by 1 - tau (default 4.0)")
+    add_llm_arguments(p)
+    o = p.add_argument_group("output")
+    o.add_argument("--out", metavar="DIR",
+                   help="training directory (default runs/train_<tickers>_<window>_<hash>); the same command "
+                        "resumes it")
+    o.add_argument("--json", action="store_true", help="print the episodes as JSON instead of a table")
+    o.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    p.set_defaults(func=run, strategies="fincon", no_benchmark=True, cash=None, commission=None, slippage=None,
+                   fill=None, alpha=None, risk_free=None, beliefs=None)
+
+
+def run(args: argparse.Namespace) -> int:
+    from fincon.cli.backtest import build_config
+    from fincon.engine.training import TrainOptions, train
+
+    if args.config is None:
+        args.start = args.start or TRAIN_START
+        args.end = args.end or TRAIN_END
+    cfg = build_config(args)
+    opts = TrainOptions(episodes=args.episodes, learn=not args.no_beliefs, explore=args.explore, lr=args.lr)
+    report = train(cfg, Path(args.out) if args.out else None, opts, progress=not args.no_progress)
+    if args.json:
+        print(json.dumps({"train_dir": str(report.out), "episodes": report.rows,
+                          "beliefs": report.beliefs.model_dump()}, sort_keys=True))
+        return 0
+    print(format_episodes(report.rows))
+    if report.resumed_from:
+        print(f"\nresumed: episodes 1..{report.resumed_from} were already finished")
+    print(f"\ntraining directory: {report.out}")
+    print(f"learned beliefs:    {report.out / 'beliefs.json'}  (version {report.beliefs.version})")
+    print(f"belief evolution:   {report.out / 'beliefs.png'}")
+    print(f"test them:          fincon backtest --ticker {','.join(cfg.tickers)} --strategy fincon "
+          f"--beliefs {report.out}")
+    return 0
+
+
+def format_episodes(rows: list[dict]) -> str:
+    head = f"{'episode':>7}  {'objective %':>11}  {'Sharpe':>7}  {'MDD %':>7}  {'alerts':>6}  {'tau':>5}  " \
+           f"{'edit':>6}  touched"
+    lines = [head]
+    for r in rows:
+        upd = r.get("update") or {}
+        size = (upd.get("weights") or {}).get("size")
+        tau = r.get("tau")
+        lines.append(f"{r['episode']:>7}  {r['objective']:>11.3f}  {r.get('sharpe') or 0:>7.3f}  "
+                     f"{r.get('mdd_pct') or 0:>7.3f}  {r.get('alerts', 0):>6}  "
+                     f"{'-' if tau is None else f'{tau:.2f}':>5}  {'-' if size is None else f'{size:.3f}':>6}  "
+                     f"{', '.join(upd.get('touched', [])) or '-'}")
+    return "\n".join(lines)

@@ -1,0 +1,276 @@
+"""``fincon train``: K episodes of the team on one window, CVRF between them.
+
+The training run directory::
+
+    train.json           status (running / complete), the config and options
+    config.yaml          the episodes' run config (before per-episode beliefs)
+    episodes/ep-01/ ...  each episode: a normal fincon run directory
+    beliefs/v0.json      the beliefs each episode started from (v0 untrained)
+    episodes.jsonl       one row per finished episode: objective, tau, the
+                         risk-control agent's insights, meta-prompt, edits
+    beliefs.json         the learned beliefs + the last episode's reflections
+    beliefs.png          belief evolution: weights, tau and objective per episode
+
+Algorithm 1 of the paper: episode k runs the team with the current beliefs;
+from the second episode on, the risk-control agent compares episodes k-1 and
+k (objective, sustained stretches, conceptual insights), tau is the share of
+days with the same action, and the beliefs take one step with learning rate
+``1 - tau``. The rules brain is deterministic, so its episodes k >= 2 explore:
+their rules weights carry seeded log-normal noise (``explore``); the step
+starts from the untrained weights, not from the noise.
+
+Resumable: an episode is finished once its run directory is committed and
+its row is in ``episodes.jsonl`` (written atomically). Running the same
+command again skips finished episodes, re-does the belief step of an episode
+whose run finished but whose row is missing, and ends with the same files.
+With the LLM cache, a rerun to a fresh directory makes no live model call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fincon.agents.beliefs import Beliefs, Reflection
+from fincon.config import RunConfig
+from fincon.errors import ConfigError, FinconError
+from fincon.risk.cvrf import RULES_LR, Trajectory, overlap
+
+TEAM = "fincon"
+#: reflections of the last episode that travel with the learned beliefs
+KEEP_REFLECTIONS = 20
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    episodes: int = 4
+    learn: bool = True  # False: --no-beliefs (the ablation: beliefs stay untrained)
+    explore: float = 0.3  # rules brain: weight noise of episodes 2..K
+    lr: float = RULES_LR  # rules brain: weight step, times 1 - tau
+
+    def __post_init__(self):
+        if self.episodes < 1:
+            raise ConfigError("--episodes must be at least 1")
+        if not 0 <= self.explore <= 2:
+            raise ConfigError("--explore must be within [0, 2]")
+        if self.lr < 0:
+            raise ConfigError("--lr must be >= 0")
+
+
+@dataclass
+class TrainReport:
+    out: Path
+    rows: list[dict[str, Any]]
+    beliefs: Beliefs
+    resumed_from: int = 0  # episodes found finished when the command started
+    ran: list[int] = field(default_factory=list)
+
+
+def default_train_out(cfg: RunConfig, opts: TrainOptions, root: Path = Path("runs")) -> Path:
+    key = json.dumps({"config": cfg.model_dump(mode="json"), "options": asdict(opts)}, sort_keys=True)
+    return root / f"train_{'-'.join(cfg.tickers)[:60]}_{cfg.start}_{cfg.end}_{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+
+
+def _team_params(cfg: RunConfig) -> dict[str, Any]:
+    return dict(cfg.strategy_params.get(TEAM, {}))
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _read_rows(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def _check_config(cfg: RunConfig) -> RunConfig:
+    if list(cfg.strategies) != [TEAM]:
+        raise ConfigError(f"fincon train trains the agent team: strategies must be [{TEAM}], not {cfg.strategies}")
+    return cfg.model_copy(update={"benchmark": False})
+
+
+def _risk_control(cfg: RunConfig, opts: TrainOptions, perspectives: tuple[str, ...]):
+    from fincon.agents.risk_control import RiskControl
+    from fincon.agents.team import make_fincon_team
+
+    team = make_fincon_team(_team_params(cfg), dict(cfg.llm))
+    if team.params.brain != "llm":
+        return RiskControl(perspectives, None, opts.lr)
+    from fincon.llm.settings import build_client
+
+    return RiskControl(perspectives, build_client(team.settings), opts.lr)
+
+
+def _episode_config(cfg: RunConfig, beliefs_path: Path, k: int, opts: TrainOptions, brain: str) -> RunConfig:
+    params = _team_params(cfg)
+    params.update({"beliefs": str(beliefs_path.absolute()),
+                   "explore": opts.explore if (k >= 2 and brain == "rules" and opts.learn) else 0.0,
+                   "explore_seed": k})
+    return cfg.model_copy(update={"strategy_params": {**cfg.strategy_params, TEAM: params}})
+
+
+def _episode_row(k: int, run: Path, traj: Trajectory, insights, calls: int) -> dict[str, Any]:
+    metrics = json.loads((run / "metrics.json").read_text())
+    summary = json.loads((run / "summary.json").read_text()).get("strategy_summary", {})
+    return {
+        "episode": k, "objective": round(traj.objective, 6), "cr_pct": metrics.get("cr_pct"),
+        "sharpe": metrics.get("sharpe"), "mdd_pct": metrics.get("mdd_pct"), "days": metrics.get("n_days"),
+        "alerts": summary.get("team_alerts", 0), "team_model_calls": summary.get("team_model_calls", 0),
+        "llm_tokens": summary.get("llm_tokens", 0), "llm_cost_usd": summary.get("llm_cost_usd", 0.0),
+        "weights_in_force": summary.get("team_weights", {}), "beliefs_version": summary.get("team_beliefs_version"),
+        "insights": insights, "risk_control_calls": calls,
+    }
+
+
+def train(cfg: RunConfig, out: Path | None, opts: TrainOptions, progress: bool = True) -> TrainReport:
+    """Run (or resume) a training; see the module docstring."""
+    from tqdm import tqdm
+
+    from fincon.agents.risk_control import Episode
+    from fincon.agents.roles import ANALYSTS
+    from fincon.agents.team import make_fincon_team
+    from fincon.engine.rundir import check_out_path
+    from fincon.engine.runner import run_config
+
+    cfg = _check_config(cfg)
+    team = make_fincon_team(_team_params(cfg), dict(cfg.llm))  # validates the team's params now
+    brain = team.params.brain
+    out = check_out_path(out) if out is not None else default_train_out(cfg, opts)
+    state = {"config": cfg.model_dump(mode="json"), "options": asdict(opts)}
+    marker = out / "train.json"
+    if out.exists():
+        if not marker.is_file():
+            raise FinconError(f"{out} exists and is not a fincon training; pick another --out")
+        old = json.loads(marker.read_text())
+        if {"config": old.get("config"), "options": old.get("options")} != json.loads(json.dumps(state)):
+            raise FinconError(f"{out} holds a training with another config or options; pick another --out "
+                              "(or delete it to start over)")
+    else:
+        out.mkdir(parents=True)
+    _write_atomic(marker, json.dumps({**state, "status": "running"}, indent=1, sort_keys=True) + "\n")
+    (out / "config.yaml").write_text(cfg.to_yaml())
+    (out / "episodes").mkdir(exist_ok=True)
+    (out / "beliefs").mkdir(exist_ok=True)
+
+    names = tuple(r.name for r in (ANALYSTS[a] for a in (team.params.analysts or list(ANALYSTS))))
+    initial = Beliefs.initial({ANALYSTS[n].name: ANALYSTS[n].weight for n in (team.params.analysts or list(ANALYSTS))})
+    if team.params.beliefs:
+        from fincon.agents.beliefs import as_params
+
+        learned = as_params(team.params.beliefs)
+        initial = initial.model_copy(update={"version": learned.version,
+                                             "perspectives": {**initial.perspectives, **learned.perspectives}})
+    v0 = out / "beliefs" / "v0.json"
+    if not v0.is_file():
+        _write_atomic(v0, initial.dump())
+
+    rows_path = out / "episodes.jsonl"
+    rows = _read_rows(rows_path)[: opts.episodes]
+    resumed = len(rows)
+    rc = _risk_control(cfg, opts, names)
+    beliefs = Beliefs.model_validate_json((out / "beliefs" / f"v{rows[-1]['beliefs_after']}.json").read_text()) \
+        if rows else initial
+    episodes: dict[int, Episode] = {}
+    ran: list[int] = []
+
+    def episode(k: int) -> Episode:
+        if k not in episodes:
+            row = rows[k - 1] if k <= len(rows) else None
+            traj = Trajectory.load(out / "episodes" / f"ep-{k:02d}")
+            episodes[k] = Episode(k, traj, row["insights"] if row else [])
+        return episodes[k]
+
+    bar = tqdm(total=opts.episodes, initial=len(rows), unit="episode", desc="training", disable=not progress,
+               dynamic_ncols=True, position=0)
+    try:
+        for k in range(len(rows) + 1, opts.episodes + 1):
+            run_dir = out / "episodes" / f"ep-{k:02d}"
+            start_path = out / "beliefs" / f"v{beliefs.version}.json"
+            if not (run_dir / "metrics.json").is_file():
+                ecfg = _episode_config(cfg, start_path, k, opts, brain)
+                report = run_config(ecfg, run_dir, progress=progress, replace=True)
+                if not report.complete:
+                    raise FinconError(f"episode {k} stopped early ({report.results[TEAM].stopped}); "
+                                      f"rerun the same command to resume from episode {k}")
+                ran.append(k)
+            ep = episode(k)
+            insights, calls = rc.summarise(ep)
+            ep.insights = insights
+            row = _episode_row(k, run_dir, ep.traj, insights, calls)
+            row["beliefs_before"] = beliefs.version
+            if k >= 2:
+                prev = episode(k - 1)
+                tau = overlap(prev.traj, ep.traj)
+                row["tau"] = round(tau, 6)
+                if opts.learn:
+                    upd = rc.update(beliefs, prev, ep, tau)
+                    row["update"] = upd.row()
+                    beliefs = upd.beliefs
+            path = out / "beliefs" / f"v{beliefs.version}.json"
+            if not path.is_file():
+                _write_atomic(path, beliefs.dump())
+            row["beliefs_after"] = beliefs.version
+            rows.append(row)
+            _write_atomic(rows_path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+            _write_atomic(out / "beliefs.json", _with_reflections(beliefs, run_dir).dump())
+            if rc.client is not None:
+                rc.client.ledger.write(out)
+            bar.update(1)
+            tokens = sum(int(r.get("llm_tokens") or 0) for r in rows)
+            cost = sum(float(r.get("llm_cost_usd") or 0.0) for r in rows)
+            bar.set_postfix({"objective": f"{row['objective']:+.2f}%", "tau": row.get("tau", "-"),
+                             "tokens": f"{tokens:,}", "cost": f"${cost:.4f}"})
+    finally:
+        bar.close()
+        if rc.client is not None:
+            rc.client.close()
+    plot_beliefs(rows, out / "beliefs.png")
+    _write_atomic(marker, json.dumps({**state, "status": "complete"}, indent=1, sort_keys=True) + "\n")
+    return TrainReport(out, rows, beliefs, resumed, ran)
+
+
+def plot_beliefs(rows: list[dict[str, Any]], path: Path) -> Path:
+    """Belief evolution: rules weights in force, objective and tau per episode."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ks = [r["episode"] for r in rows]
+    fig, (ax_w, ax_o) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    names = sorted({n for r in rows for n in r.get("weights_in_force", {})})
+    for n in names:
+        ax_w.plot(ks, [r.get("weights_in_force", {}).get(n, float("nan")) for r in rows], "o-", label=n)
+    ax_w.set_ylabel("rules weight in force")
+    ax_w.legend(fontsize=8, ncol=2)
+    ax_w.grid(alpha=0.3)
+    ax_o.plot(ks, [r["objective"] for r in rows], "o-", color="tab:blue", label="objective (CR %)")
+    ax_o.set_ylabel("objective (CR %)")
+    ax_o.grid(alpha=0.3)
+    ax_t = ax_o.twinx()
+    ax_t.plot([r["episode"] for r in rows if "tau" in r], [r["tau"] for r in rows if "tau" in r], "s--",
+              color="tab:orange", label="tau")
+    ax_t.set_ylim(0, 1.05)
+    ax_t.set_ylabel("tau (same action share)")
+    ax_o.set_xlabel("episode")
+    ax_o.set_xticks(ks)
+    fig.suptitle("Belief evolution over training episodes")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    plt.close(fig)
+    return path
+
+
+def _with_reflections(beliefs: Beliefs, run_dir: Path) -> Beliefs:
+    """The learned beliefs plus the last episode's reflections, for the test stage."""
+    path = run_dir / "reflections.json"
+    refl = json.loads(path.read_text()) if path.is_file() else []
+    return beliefs.model_copy(update={"reflections": [Reflection(**r) for r in refl[-KEEP_REFLECTIONS:]]})
