@@ -17,7 +17,9 @@ k (objective, sustained stretches, conceptual insights), tau is the share of
 days with the same action, and the beliefs take one step with learning rate
 ``1 - tau``. The rules brain is deterministic, so its episodes k >= 2 explore:
 their rules weights carry seeded log-normal noise (``explore``); the step
-starts from the untrained weights, not from the noise.
+starts from the untrained weights, not from the noise. The llm brain
+explores through sampling: each episode gets its own seed and, unless the
+config sets one, temperature 0.7 (belief generation runs at temperature 0).
 
 Resumable: an episode is finished once its run directory is committed and
 its row is in ``episodes.jsonl`` (written atomically). Running the same
@@ -51,6 +53,7 @@ class TrainOptions:
     learn: bool = True  # False: --no-beliefs (the ablation: beliefs stay untrained)
     explore: float = 0.3  # rules brain: weight noise of episodes 2..K
     lr: float = RULES_LR  # rules brain: weight step, times 1 - tau
+    temperature: float = 0.7  # llm brain: the agents' sampling temperature in episodes (unless configured)
 
     def __post_init__(self):
         if self.episodes < 1:
@@ -114,6 +117,15 @@ def _episode_config(cfg: RunConfig, beliefs_path: Path, k: int, opts: TrainOptio
     params.update({"beliefs": str(beliefs_path.absolute()),
                    "explore": opts.explore if (k >= 2 and brain == "rules" and opts.learn) else 0.0,
                    "explore_seed": k})
+    if brain == "llm":
+        # the model explores through sampling: one seed per episode, and a
+        # temperature above 0 unless the config sets one (belief generation
+        # itself always runs at temperature 0)
+        llm = dict(params.get("llm") or {})
+        if "temperature" not in llm and "temperature" not in cfg.llm:
+            llm["temperature"] = opts.temperature
+        llm["seed"] = int(llm.get("seed", cfg.llm.get("seed", 0))) + k
+        params["llm"] = llm
     return cfg.model_copy(update={"strategy_params": {**cfg.strategy_params, TEAM: params}})
 
 
@@ -234,7 +246,8 @@ def train(cfg: RunConfig, out: Path | None, opts: TrainOptions, progress: bool =
             rc.client.close()
     plot_beliefs(rows, out / "beliefs.png")
     _write_atomic(marker, json.dumps({**state, "status": "complete"}, indent=1, sort_keys=True) + "\n")
-    return TrainReport(out, rows, beliefs, resumed, ran)
+    learned = Beliefs.model_validate_json((out / "beliefs.json").read_text())
+    return TrainReport(out, rows, learned, resumed, ran)
 
 
 def plot_beliefs(rows: list[dict[str, Any]], path: Path) -> Path:
