@@ -30,3 +30,11 @@ def test_team_notebook_executes_on_the_replayed_demo(tmp_path):
     text = "\n".join(o.get("text", "") + o.get("data", {}).get("text/plain", "") for o in outputs)
     assert "WHAT THE TEAM SAW AND SAID" in text and "relied on" in text.lower()
     assert "cr_pct" in text and "team_model_calls" in text
+
+
+TRAIN_NOTEBOOK = NOTEBOOK.parent / "train_beliefs.ipynb"
+
+
+def test_train_beliefs_notebook_executes(tmp_path):
+    nb = nbformat.read(TRAIN_NOTEBOOK, as_version=4)
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
