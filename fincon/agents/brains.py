@@ -50,6 +50,8 @@ class Question:
     allowed: frozenset[str]
     to_report: Callable[[Any], BaseModel]
     rules: Callable[[], BaseModel]
+    #: sampling for this question (None: the client's); training lets the manager explore
+    params: Any = None
 
 
 @dataclass(frozen=True)
@@ -210,7 +212,7 @@ class LLMBrain:
 
         model = checked(q.model, q.allowed)
         try:
-            res = self.client.ask(q.messages(), model, agent=q.agent, day=q.day)
+            res = self.client.ask(q.messages(), model, agent=q.agent, day=q.day, params=q.params)
         except LLMInvalidAnswer as exc:
             self.client.ledger.record_fallback(
                 q.agent, q.day, reason="invalid or badly cited answer after one re-ask; rules brain used",

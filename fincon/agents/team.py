@@ -87,6 +87,10 @@ class FinConParams(BaseModel):
     #: training only: log-normal noise on the rules weights of this episode (exploration), and its seed
     explore: float = Field(0.0, ge=0.0, le=2.0)
     explore_seed: int = 0
+    #: training only (llm brain): the manager samples at this temperature with this seed, so episodes
+    #: differ while the analysts stay at the run's sampling and hit the cache when their inputs repeat
+    manager_temperature: float | None = Field(None, ge=0.0, le=2.0)
+    manager_seed: int | None = None
     #: LLM settings for this strategy, over the run's llm section
     llm: dict[str, Any] = Field(default_factory=dict)
 
@@ -191,6 +195,11 @@ class FinConTeam(Strategy):
         self.written: list[Reflection] = []
         if p.brain == "llm":
             self.brain: Any = LLMBrain(self.client)
+            if p.manager_temperature is not None or p.manager_seed is not None:
+                base = self.client.params
+                self.protocol.sampling = base.model_copy(update={
+                    k: v for k, v in {"temperature": p.manager_temperature, "seed": p.manager_seed}.items()
+                    if v is not None})
             self.ledger = self.client.ledger
             self.concurrency = self.settings.concurrency if self.settings else 1
         else:

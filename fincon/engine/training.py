@@ -17,9 +17,11 @@ k (objective, sustained stretches, conceptual insights), tau is the share of
 days with the same action, and the beliefs take one step with learning rate
 ``1 - tau``. The rules brain is deterministic, so its episodes k >= 2 explore:
 their rules weights carry seeded log-normal noise (``explore``); the step
-starts from the untrained weights, not from the noise. The llm brain
-explores through sampling: each episode gets its own seed and, unless the
-config sets one, temperature 0.7 (belief generation runs at temperature 0).
+starts from the untrained weights, not from the noise. With the llm brain
+the manager explores through sampling in episodes 2..K (its own seed per
+episode; temperature 0.7 unless the config sets one above 0), while the
+analysts keep the run's sampling so the cache answers every analyst whose
+inputs and beliefs did not change (belief generation runs at temperature 0).
 
 Resumable: an episode is finished once its run directory is committed and
 its row is in ``episodes.jsonl`` (written atomically). Running the same
@@ -45,6 +47,8 @@ from fincon.risk.cvrf import RULES_LR, Trajectory, overlap
 TEAM = "fincon"
 #: reflections of the last episode that travel with the learned beliefs
 KEEP_REFLECTIONS = 20
+#: TrainOptions.seed moves every episode's seed by this much (a repeat of an experiment)
+SEED_STRIDE = 1000
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,8 @@ class TrainOptions:
     learn: bool = True  # False: --no-beliefs (the ablation: beliefs stay untrained)
     explore: float = 0.3  # rules brain: weight noise of episodes 2..K
     lr: float = RULES_LR  # rules brain: weight step, times 1 - tau
-    temperature: float = 0.7  # llm brain: the agents' sampling temperature in episodes (unless configured)
+    temperature: float = 0.7  # llm brain: the manager's temperature in episodes 2..K (unless configured)
+    seed: int = 0  # offsets every episode's seed (explore_seed, llm seed) by 1000 * seed: one per repeat
 
     def __post_init__(self):
         if self.episodes < 1:
@@ -62,6 +67,16 @@ class TrainOptions:
             raise ConfigError("--explore must be within [0, 2]")
         if self.lr < 0:
             raise ConfigError("--lr must be >= 0")
+        if self.seed < 0:
+            raise ConfigError("the training seed must be >= 0")
+
+    def state(self) -> dict[str, Any]:
+        """The options as saved in train.json and hashed into the default dir;
+        ``seed`` only when set, so trainings from before it existed resume."""
+        out = asdict(self)
+        if not out["seed"]:
+            del out["seed"]
+        return out
 
 
 @dataclass
@@ -74,7 +89,7 @@ class TrainReport:
 
 
 def default_train_out(cfg: RunConfig, opts: TrainOptions, root: Path = Path("runs")) -> Path:
-    key = json.dumps({"config": cfg.model_dump(mode="json"), "options": asdict(opts)}, sort_keys=True)
+    key = json.dumps({"config": cfg.model_dump(mode="json"), "options": opts.state()}, sort_keys=True)
     return root / f"train_{'-'.join(cfg.tickers)[:60]}_{cfg.start}_{cfg.end}_{hashlib.sha256(key.encode()).hexdigest()[:8]}"
 
 
@@ -116,16 +131,15 @@ def _episode_config(cfg: RunConfig, beliefs_path: Path, k: int, opts: TrainOptio
     params = _team_params(cfg)
     params.update({"beliefs": str(beliefs_path.absolute()),
                    "explore": opts.explore if (k >= 2 and brain == "rules" and opts.learn) else 0.0,
-                   "explore_seed": k})
-    if brain == "llm":
-        # the model explores through sampling: one seed per episode, and a
-        # temperature above 0 unless the config sets one (belief generation
-        # itself always runs at temperature 0)
-        llm = dict(params.get("llm") or {})
-        if "temperature" not in llm and "temperature" not in cfg.llm:
-            llm["temperature"] = opts.temperature
-        llm["seed"] = int(llm.get("seed", cfg.llm.get("seed", 0))) + k
-        params["llm"] = llm
+                   "explore_seed": k + SEED_STRIDE * opts.seed})
+    if brain == "llm" and k >= 2 and opts.learn:
+        # the manager explores through sampling: a temperature above 0 (unless
+        # the config sets one) and one seed per episode; the analysts keep the
+        # run's sampling, so an analyst whose inputs and beliefs did not change
+        # is answered by the cache (belief generation runs at temperature 0)
+        llm = {**cfg.llm, **(params.get("llm") or {})}
+        params["manager_temperature"] = float(llm.get("temperature") or opts.temperature)
+        params["manager_seed"] = int(llm.get("seed", 0)) + k + SEED_STRIDE * opts.seed
     return cfg.model_copy(update={"strategy_params": {**cfg.strategy_params, TEAM: params}})
 
 
@@ -156,7 +170,7 @@ def train(cfg: RunConfig, out: Path | None, opts: TrainOptions, progress: bool =
     team = make_fincon_team(_team_params(cfg), dict(cfg.llm))  # validates the team's params now
     brain = team.params.brain
     out = check_out_path(out) if out is not None else default_train_out(cfg, opts)
-    state = {"config": cfg.model_dump(mode="json"), "options": asdict(opts)}
+    state = {"config": cfg.model_dump(mode="json"), "options": opts.state()}
     marker = out / "train.json"
     if out.exists():
         if not marker.is_file():

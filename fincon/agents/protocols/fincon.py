@@ -78,6 +78,8 @@ class FinConManager:
     agent = "manager"
 
     def __init__(self, lookback: int = 60, mu_shrinkage: float = 0.5, risk_aversion: float = 1.0):
+        #: the manager's own sampling (training: a temperature and a seed per episode), None = the client's
+        self.sampling = None
         self.lookback = lookback
         self.mu_shrinkage = mu_shrinkage
         self.risk_aversion = risk_aversion
@@ -95,7 +97,8 @@ class FinConManager:
                 return ManagerReport(actions={task.tickers[0]: a.action}, size=a.size, rationale=a.rationale,
                                      relied_on=a.relied_on)
         return Question(agent=self.agent, day=task.day, messages=lambda: manager_messages(task), model=model,
-                        allowed=frozenset(task.cited()), to_report=to_report, rules=lambda: rules_manager(task))
+                        allowed=frozenset(task.cited()), to_report=to_report, rules=lambda: rules_manager(task),
+                        params=self.sampling)
 
     def weights(self, view, tickers: tuple[str, ...], actions: Mapping[str, str]) -> dict[str, float]:
         """Signed mean-variance weights for the manager's directions."""
