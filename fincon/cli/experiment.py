@@ -1,0 +1,177 @@
+"""``fincon experiment``: train, test, ablations and baselines in one command (the paper's protocol)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from fincon.cli.llm import add_llm_arguments, llm_overrides
+
+HELP = """\
+Run the FinCon paper's protocol for one ticker (or a portfolio):
+
+  for each repeat r = 1..R and each ablation (full, no-cvar, no-beliefs):
+    train the team's beliefs over K episodes on the training window
+      (`fincon train`; no-beliefs: the episodes run, the beliefs never move;
+      no-cvar: the within-episode CVaR alert is off in training and test)
+    test the learned beliefs on the test window (`fincon backtest --beliefs`)
+  run the baselines once on the test window (they are deterministic)
+
+Repeats differ by their seed: the rules brain's exploration noise; for the
+llm brain, the sampling seed of every episode and test run, at --temperature
+(above 0). Each ablation is reported by its median run (by CR on the test
+window; with an even R, the lower of the two middle runs), as the paper
+does. The table shows CR %, Sharpe and MDD % on the test window, and the
+p-value of a two-sided Wilcoxon signed-rank test of the median run's daily
+log returns against the best baseline (by Sharpe; marked *).
+
+Writes an experiment directory: experiment.json (config, status),
+results.json (every run's metrics, the medians, the tests), equity.png (the
+median runs and the baselines), beliefs.png and beliefs.md (beliefs, tau and
+objective per episode of the full ablation's median repeat), and the units:
+train/<ablation>-r<k>, test/<ablation>-r<k>, baselines/.
+
+Interrupted? Run the same command again: finished units are skipped, a
+half-finished training resumes after its last episode, and the results are
+the same. A YAML config (--config) describes the whole experiment; flags
+override it (see examples/experiment.yaml). Windows default to the paper's:
+train 2022-01-03 .. 2022-10-04, test 2022-10-05 .. 2023-06-09.
+
+Cost: R x (number of ablations) trainings of K episodes plus as many test
+runs; with the llm brain and the defaults (5 x 3 x (4 + 1) = 75 runs of the
+team) this takes long on a CPU: try --brain rules or --repeats 1 first.
+
+Exit status: 0 done; 2 bad input; 3 a unit stopped early (LLM gone, budget
+spent: rerun to resume); 143 terminated by SIGTERM.
+"""
+
+EXAMPLES = """\
+examples:
+  fincon experiment --ticker TSLA --brain rules                       # minutes
+  fincon experiment --ticker TSLA --repeats 5 --episodes 4           # the paper's protocol, bundled LLM
+  fincon experiment --tickers TSLA,MSFT,PFE --brain rules --ablations full,no-cvar
+  fincon experiment --config examples/experiment.yaml --repeats 3
+  fincon experiment --ticker TSLA --brain rules --train-start 2022-03-01 --train-end 2022-05-31 \\
+      --test-start 2022-06-01 --test-end 2022-08-31 --repeats 2 --episodes 2
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("experiment", help="the paper's protocol: repeats x ablations, baselines, Wilcoxon test",
+                       description=HELP, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    g = p.add_argument_group("what to run")
+    g.add_argument("--config", type=Path, help="YAML experiment config (examples/experiment.yaml); flags override it")
+    g.add_argument("--ticker", "--tickers", dest="tickers", metavar="T[,T...]",
+                   help="ticker, or comma-separated tickers for a portfolio (default TSLA)")
+    g.add_argument("--train-start", help="first training day (default 2022-01-03)")
+    g.add_argument("--train-end", help="last training day (default 2022-10-04)")
+    g.add_argument("--test-start", help="first test day (default 2022-10-05)")
+    g.add_argument("--test-end", help="last test day (default 2023-06-09)")
+    g.add_argument("--repeats", type=int, help="repeats R; each ablation reports its median run (default 5)")
+    g.add_argument("--episodes", type=int, help="training episodes K (default 4, as in the paper)")
+    g.add_argument("--ablations", metavar="A[,A...]", help="of full, no-cvar, no-beliefs (default all three)")
+    g.add_argument("--baselines", metavar="S[,S...]",
+                   help="baseline strategies on the test window (default buy-and-hold,markowitz,equal-weight,"
+                        "sma-cross)")
+    g.add_argument("--param", action="append", default=[], metavar="STRATEGY.KEY=VALUE",
+                   help="fincon.KEY=VALUE: a team parameter; markowitz.KEY=VALUE etc.: a baseline's; repeatable")
+    t = p.add_argument_group("agent team")
+    t.add_argument("--brain", choices=["llm", "rules"], help="llm (default, bundled model) or rules")
+    t.add_argument("--events", metavar="sample|DIR", help="event corpus (default: the bundled sample)")
+    t.add_argument("--seed", type=int, help="base seed; repeat r uses seed + r - 1 (default 0)")
+    t.add_argument("--temperature", type=float,
+                   help="llm brain: sampling temperature of every run, above 0 (default 0.7)")
+    t.add_argument("--explore", type=float, help="rules brain: weight noise of episodes 2..K (default 0.3)")
+    t.add_argument("--lr", type=float, help="rules brain: weight step size, times 1 - tau (default 4.0)")
+    d = p.add_argument_group("data")
+    d.add_argument("--source", choices=["sample", "csv", "yfinance"], help="price source (default sample)")
+    d.add_argument("--data", type=Path, metavar="DIR", help="directory of TICKER.csv files")
+    d.add_argument("--cache-dir", type=Path, help="yfinance download cache")
+    add_llm_arguments(p)
+    o = p.add_argument_group("output")
+    o.add_argument("--out", metavar="DIR", help="experiment directory (default runs/experiment_<tickers>_<hash>); "
+                                                "the same command resumes it")
+    o.add_argument("--json", action="store_true", help="print results.json instead of the table")
+    o.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.set_defaults(func=run)
+
+
+def _split(text: str | None) -> list[str] | None:
+    return [x.strip() for x in text.split(",") if x.strip()] if text else None
+
+
+def build_experiment(args: argparse.Namespace):
+    from fincon.cli.backtest import _parse_params
+    from fincon.engine.experiment import load_experiment
+
+    events = args.events
+    if events and events != "sample":
+        events = str(Path(events).expanduser().absolute())
+    over: dict[str, Any] = {
+        "tickers": _split(args.tickers), "train.start": args.train_start, "train.end": args.train_end,
+        "test.start": args.test_start, "test.end": args.test_end, "repeats": args.repeats,
+        "episodes": args.episodes, "ablations": _split(args.ablations), "baselines": _split(args.baselines),
+        "team.brain": args.brain, "team.events": events, "seed": args.seed, "temperature": args.temperature,
+        "explore": args.explore, "lr": args.lr,
+        "data.source": args.source or ("csv" if args.data else None),
+        "data.dir": str(args.data.expanduser().absolute()) if args.data else None,
+        "data.cache_dir": str(args.cache_dir.expanduser().absolute()) if args.cache_dir else None,
+    }
+    for key, value in llm_overrides(args).items():
+        over[f"llm.{key}"] = value
+    for name, params in _parse_params(args.param).items():
+        for key, value in params.items():
+            over[f"team.{key}" if name == "fincon" else f"strategy_params.{name}.{key}"] = value
+    return load_experiment(args.config, over)
+
+
+def run(args: argparse.Namespace) -> int:
+    from fincon.engine.experiment import run_experiment
+
+    exp = build_experiment(args)
+    report = run_experiment(exp, Path(args.out) if args.out else None, progress=not args.no_progress)
+    if args.json:
+        print(json.dumps({"experiment_dir": str(report.out), "ran": report.ran, **report.results}, sort_keys=True))
+        return 0
+    print(format_results(report.results))
+    if report.skipped:
+        print(f"\nresumed: {len(report.skipped)} unit(s) were already finished, {len(report.ran)} run now")
+    print(f"\nexperiment directory: {report.out}")
+    print(f"results:              {report.out / 'results.json'}")
+    print(f"equity curves:        {report.out / 'equity.png'}")
+    print(f"belief evolution:     {report.out / 'beliefs.png'}, {report.out / 'beliefs.md'}")
+    sys.stdout.flush()
+    return 0
+
+
+def _f(v: Any, fmt: str) -> str:
+    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else fmt.format(v)
+
+
+def format_results(res: dict[str, Any]) -> str:
+    """One table: the median run of each ablation and each baseline."""
+    best = res["best_baseline"]
+    head = (f"{', '.join(res['tickers'])}  train {res['train']['start']} .. {res['train']['end']}, "
+            f"test {res['test']['start']} .. {res['test']['end']}  "
+            f"({res['brain']} brain, {res['repeats']} repeats x {res['episodes']} episodes)")
+    rows = [("run", "CR %", "Sharpe", "MDD %", f"p vs {best or '-'}", "CR % over repeats")]
+    for a, m in res["median"].items():
+        w = m.get("wilcoxon") or {}
+        p = _f(w.get("p_value"), "{:.4f}") if w.get("p_value") is not None else (w.get("note") and "equal" or "n/a")
+        rows.append((f"fincon {a} (median: r{m['repeat']})", _f(m["cr_pct"], "{:.3f}"), _f(m["sharpe"], "{:.3f}"),
+                     _f(m["mdd_pct"], "{:.3f}"), p,
+                     f"{_f(m['cr_pct_min'], '{:.2f}')} .. {_f(m['cr_pct_max'], '{:.2f}')}"))
+    for b, m in res["baselines"].items():
+        rows.append((f"{b}{' *' if b == best else ''}", _f(m["cr_pct"], "{:.3f}"), _f(m["sharpe"], "{:.3f}"),
+                     _f(m["mdd_pct"], "{:.3f}"), "", ""))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = [head]
+    for r in rows:
+        lines.append("  ".join([r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]).rstrip())
+    lines.append(f"* best baseline by Sharpe on the test window; p: two-sided Wilcoxon signed-rank test of the "
+                 f"median run's daily log returns against it")
+    return "\n".join(lines)
