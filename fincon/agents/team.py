@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from fincon.agents.beliefs import RISK, Beliefs, Reflection
 from fincon.agents.brains import Answer, LLMBrain, ManagerTask, Reuse, RulesBrain, analyst_question
+from fincon.agents.policies import Policies, enforce
 from fincon.agents.protocols import make_protocol
 from fincon.agents.reports import AnalystReport
 from fincon.agents.roles import ANALYSTS, STOCK_SELECTION
@@ -74,7 +75,14 @@ class FinConParams(BaseModel):
     transcripts: Literal["whisper", "text"] = "whisper"
     #: where Whisper transcripts are cached by audio hash (default ~/.cache/fincon); the demo ships its own
     transcript_cache: str | None = None
-    protocol: Literal["fincon"] = "fincon"
+    #: the decision step after the analysts (fincon/agents/protocols: fincon, ...)
+    protocol: str = "fincon"
+    #: scm: Strategist samples per day (self-consistency)
+    samples: int = Field(3, ge=1, le=9)
+    #: numeric critics on the analysts' claims about filings and calls before the protocol sees them
+    critics: bool = False
+    #: trading policies enforced in code after every protocol
+    policies: Policies = Field(default_factory=Policies)
     reflections: int = Field(3, ge=0, le=10, description="recent reflections the manager reads")
     #: within-episode risk control: a CVaR alert makes the manager risk-averse for the day (off: the ablation)
     cvar: bool = True
@@ -105,6 +113,15 @@ class FinConParams(BaseModel):
         if not v:
             raise ValueError("at least one analyst is needed")
         return list(dict.fromkeys(v))
+
+    @field_validator("protocol")
+    @classmethod
+    def _protocol(cls, v):
+        from fincon.agents.protocols import PROTOCOLS, protocol_names
+
+        if v not in PROTOCOLS:
+            raise ValueError(f"unknown protocol {v!r}; choose from {', '.join(protocol_names())}")
+        return v
 
     @field_validator("candidates")
     @classmethod
@@ -164,7 +181,7 @@ class FinConTeam(Strategy):
         self._owns_client = client is None
         self.roles = [ANALYSTS[a] for a in (p.analysts or list(ANALYSTS))]
         self.warmup = max(p.lookback, p.selection_lookback if p.candidates else 0) + 1
-        self.protocol = make_protocol(p.protocol, lookback=p.lookback)
+        self.protocol = make_protocol(p.protocol, p)
         self.stopped: str | None = None
 
     # -- run lifecycle ---------------------------------------------------------
@@ -192,6 +209,8 @@ class FinConTeam(Strategy):
         from fincon.risk.cvar_alert import CvarAlert
 
         self.alerts = CvarAlert(p.cvar_alpha, p.cvar_min_obs) if p.cvar else None
+        if hasattr(self.protocol, "bind"):
+            self.protocol.bind(self)
         self.written: list[Reflection] = []
         if p.brain == "llm":
             self.brain: Any = LLMBrain(self.client)
@@ -278,6 +297,7 @@ class FinConTeam(Strategy):
             "team_skipped": c["skipped"], "team_fallbacks": c["fallbacks"], "team_rewarded_ids": c["rewarded"],
             "team_calls_per_day": round(c["model_calls"] / c["days"], 3) if c["days"] else 0.0,
             "team_pool": list(self.pool or ()),
+            **(self.protocol.summary() if hasattr(self.protocol, "summary") else {}),
             "team_cvar": self.params.cvar, "team_alerts": c["alerts"],
             "team_beliefs_version": self.beliefs.version,
             "team_weights": {k: round(v, 6) for k, v in sorted(self.role_weights.items())},
@@ -336,6 +356,9 @@ class FinConTeam(Strategy):
                            exposure=self.risk_exposure if stance else 1.0,
                            position={t: round(float(view.portfolio.weights.get(t, 0.0)), 1) for t in self.pool})
         decision, m_ans, m_rec = self._manage(task, view, day)
+        decision, policy_notes = enforce(decision, self.params.policies, any(a.report.insights for a in answers))
+        if policy_notes:
+            m_rec = {**m_rec, "policy": policy_notes}
         made = sum(a.calls for a in answers) + m_ans.calls
         reused = sum(a.via == "reuse" for a in answers) + (m_ans.via == "reuse")
         self.counts["days"] += 1

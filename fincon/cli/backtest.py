@@ -96,6 +96,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "`fincon train` (test stage: no belief learning, CVaR alerts stay on)")
     t.add_argument("--no-cvar", action="store_true",
                    help="turn off the within-episode CVaR alert (the paper's ablation)")
+    t.add_argument("--protocol", metavar="NAME",
+                   help="decision step after the analysts: fincon (the paper's manager, default); see "
+                        "docs/protocols.md for the others")
+    t.add_argument("--samples", type=int, metavar="N",
+                   help="protocols that sample several proposals (scm): how many per day (default 3)")
+    t.add_argument("--critics", choices=["on", "off"],
+                   help="numeric critics check the analysts' figures about filings and calls (default off)")
     add_llm_arguments(p)
     m = p.add_argument_group("metrics and output")
     m.add_argument("--alpha", type=float, help="VaR/CVaR tail probability (default 0.05)")
@@ -149,9 +156,12 @@ def build_config(args: argparse.Namespace):
     }
     for key, value in llm_overrides(args).items():
         overrides[f"llm.{key}"] = str(value) if isinstance(value, Path) else value
+    # commands that share this builder (train, experiment) may lack some team flags
+    opt = lambda name: getattr(args, name, None)  # noqa: E731
     team = {"brain": args.brain, "events": args.events, "candidates": _split(args.candidates),
-            "beliefs": str(Path(args.beliefs).expanduser().absolute()) if args.beliefs else None,
-            "cvar": False if args.no_cvar else None}
+            "beliefs": str(Path(args.beliefs).expanduser().absolute()) if opt("beliefs") else None,
+            "cvar": False if opt("no_cvar") else None, "protocol": opt("protocol"), "samples": opt("samples"),
+            "critics": None if opt("critics") is None else opt("critics") == "on"}
     if args.events and args.events != "sample":
         team["events"] = str(Path(args.events).expanduser().absolute())
     team = {k: v for k, v in team.items() if v is not None}
@@ -165,7 +175,7 @@ def build_config(args: argparse.Namespace):
             overrides[f"strategy_params.{name}.{key}"] = value
     cfg = load_config(args.config, overrides)
     if team and "fincon" not in cfg.strategies:
-        flags = ", ".join("--no-cvar" if k == "cvar" else f"--{k}" for k in team)
+        flags = ", ".join({"cvar": "--no-cvar"}.get(k, f"--{k}") for k in team)
         raise ConfigError(f"{flags} apply to the agent team; add fincon to --strategy")
     return cfg
 

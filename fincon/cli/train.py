@@ -78,7 +78,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     o.add_argument("--json", action="store_true", help="print the episodes as JSON instead of a table")
     o.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     p.set_defaults(func=run, strategies="fincon", no_benchmark=True, cash=None, commission=None, slippage=None,
-                   fill=None, alpha=None, risk_free=None, beliefs=None)
+                   fill=None, alpha=None, risk_free=None, beliefs=None, protocol=None, samples=None,
+                   critics=None)
 
 
 def run(args: argparse.Namespace) -> int:
