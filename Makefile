@@ -5,15 +5,19 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.fincon-installed
 
-.PHONY: demo record-demo test install bench clean install-llm-extras install-info-extras install-report-extras
+.PHONY: demo record-demo test install lock bench clean install-llm-extras install-info-extras install-report-extras
 
-$(STAMP): pyproject.toml Makefile
+# constraints.txt pins every tested version (refresh it with `make lock`);
+# pyproject.toml keeps lower bounds, so `pip install fincon` still resolves.
+CONSTRAINTS := constraints.txt
+
+$(STAMP): pyproject.toml Makefile $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# torch is pinned to the CPU build that pip finds on these machines;
 	# anything that pulls torch later must accept this version.
 	$(BIN)/python -m pip install --quiet "torch==2.13.0"
-	$(BIN)/python -m pip install --quiet -e ".[dev,llm,info,ray]"
+	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -e ".[dev,llm,info,ray]"
 	$(MAKE) --no-print-directory install-llm-extras install-info-extras install-report-extras
 	touch $(STAMP)
 
@@ -23,7 +27,7 @@ $(STAMP): pyproject.toml Makefile
 install-llm-extras:
 	@# llama.cpp compiles from source (no wheel for 0.3.36, ~6 min on 2 cores);
 	@# GGML_NATIVE=OFF keeps the built wheel portable between machines.
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install --quiet "llama-cpp-python[server]==0.3.36"
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) "llama-cpp-python[server]==0.3.36"
 
 # openai-whisper: --no-deps keeps pip from pulling triton (1 GB, CPU-useless);
 # its real deps (torch pinned above, numba, tiktoken, more-itertools) come from
@@ -42,6 +46,13 @@ install-report-extras:
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; }
 
 install: $(STAMP)
+
+# Refresh constraints.txt from the project's virtualenv after a dependency
+# change has passed `make test` (torch's local +cpu tag is dropped so the pin
+# also matches the CPU wheel elsewhere). Commit the result.
+lock: $(STAMP)
+	$(BIN)/python -m pip freeze --exclude-editable --all | grep -v '^fincon' \
+	  | sed -E 's/^(torch==[^+]+)\+.*/\1/' | LC_ALL=C sort -f > $(CONSTRAINTS)
 
 # The agent team (bundled 1.5B model, replayed from the cache shipped in
 # fincon/data/demo) beside Markowitz and buy-and-hold: offline, about a minute.
@@ -63,6 +74,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/llm.py
 	$(BIN)/python bench/memory.py
 	$(BIN)/python bench/team.py
+	$(BIN)/python bench/train.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache
