@@ -81,7 +81,10 @@ class Update:
 
     def row(self) -> dict[str, Any]:
         return {"better": self.better, "worse": self.worse, "tau": round(self.tau, 6), "rate": round(self.rate, 6),
-                "meta": self.meta, "touched": self.touched, "edits": self.edits, "weights": self.weights,
+                "meta": self.meta, "touched": self.touched,
+                # who reads the edit: the analysts of each touched perspective, and the manager (reads all)
+                "reached": [f"{p} analysts" for p in self.touched if p != RISK] + (["manager"] if self.touched else []),
+                "edits": self.edits, "weights": self.weights,
                 "beliefs_version": self.beliefs.version, "via": self.via, "calls": self.calls}
 
 
