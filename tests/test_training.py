@@ -4,7 +4,6 @@ belief training across episodes, the test stage, resume and replay."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
