@@ -21,9 +21,10 @@ Run the FinCon paper's protocol for one ticker (or a portfolio):
     test the learned beliefs on the test window (`fincon backtest --beliefs`)
   run the baselines once on the test window (they are deterministic)
 
-Repeats differ by their seed: the rules brain's exploration noise; for the
-llm brain, the sampling seed of every episode and test run, at --temperature
-(above 0). Each ablation is reported by its median run (by CR on the test
+Repeats differ by their seed: the rules brain's exploration noise; with the
+llm brain, the manager's sampling seed in training episodes 2..K and in the
+test run, at --temperature (above 0; the analysts keep the run's sampling,
+so unchanged inputs are LLM cache hits). Each ablation is reported by its median run (by CR on the test
 window; with an even R, the lower of the two middle runs), as the paper
 does. The table shows CR %, Sharpe and MDD % on the test window, and the
 p-value of a two-sided Wilcoxon signed-rank test of the median run's daily
@@ -84,7 +85,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--events", metavar="sample|DIR", help="event corpus (default: the bundled sample)")
     t.add_argument("--seed", type=int, help="base seed; repeat r uses seed + r - 1 (default 0)")
     t.add_argument("--temperature", type=float,
-                   help="llm brain: sampling temperature of every run, above 0 (default 0.7)")
+                   help="llm brain: the manager's sampling temperature, above 0 (default 0.7)")
     t.add_argument("--explore", type=float, help="rules brain: weight noise of episodes 2..K (default 0.3)")
     t.add_argument("--lr", type=float, help="rules brain: weight step size, times 1 - tau (default 4.0)")
     d = p.add_argument_group("data")

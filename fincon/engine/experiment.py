@@ -5,9 +5,10 @@ For every repeat r = 1..R and every ablation (``full``, ``no-cvar``,
 train``: K episodes with CVRF between them) and then tested on the test
 window with the learned beliefs. The baselines run once on the test window
 (they are deterministic). Repeats differ by their seed: the rules brain's
-exploration noise (``TrainOptions.seed``), and for the llm brain the
-sampling seed of every episode and of the test run, at a temperature above
-0. As in the paper, each ablation is reported by its median run (by CR on
+exploration noise (``TrainOptions.seed``); with the llm brain, the manager's
+sampling seed in the exploring episodes and in the test run, at a
+temperature above 0 (the analysts keep the run's sampling, so their
+unchanged inputs are answered by the LLM cache). As in the paper, each ablation is reported by its median run (by CR on
 the test window; with an even number of repeats, the lower of the two
 middle runs), and the daily log returns of that run are compared with the
 best baseline (by Sharpe on the test window) with a two-sided Wilcoxon
@@ -56,7 +57,7 @@ BASELINES = ("buy-and-hold", "markowitz", "equal-weight", "sma-cross")
 #: the paper's windows (the sample corpus covers 2022-01-03 .. 2023-06-09)
 TRAIN_WINDOW = (dt.date(2022, 1, 3), dt.date(2022, 10, 4))
 TEST_WINDOW = (dt.date(2022, 10, 5), dt.date(2023, 6, 9))
-SEED_STRIDE = 1000  # llm test runs: seed of repeat r = base + 1000 * (r - 1)
+SEED_STRIDE = 1000  # llm test runs: the manager's seed of repeat r = base + 1000 * (seed + r - 1)
 
 
 class _Section(BaseModel):
@@ -88,7 +89,7 @@ class ExperimentConfig(_Section):
     team: dict[str, Any] = Field(default_factory=dict)
     #: parameters of the baselines, e.g. {markowitz: {lookback: 126}}
     strategy_params: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    #: llm brain: sampling temperature of every run (must be above 0: repeats differ by their seed)
+    #: llm brain: the manager's sampling temperature in training and test (above 0: repeats differ by seed)
     temperature: float = Field(0.7, gt=0.0, le=2.0)
     #: base seed; repeat r uses seed + (r - 1) (rules: exploration noise; llm: sampling)
     seed: int = Field(0, ge=0)
@@ -131,14 +132,15 @@ class ExperimentConfig(_Section):
     def _team(cls, v):
         from fincon.agents.team import FinConParams
 
-        for key in ("beliefs", "cvar", "explore", "explore_seed"):
+        for key in ("beliefs", "cvar", "explore", "explore_seed", "manager_temperature", "manager_seed"):
             if key in v:
                 raise ValueError(f"team.{key} is set by the experiment (ablations, repeats); leave it out")
         try:
-            FinConParams.model_validate(v)
+            params = FinConParams.model_validate(v)
         except ValidationError as exc:
             raise ValueError(format_validation_error("", exc)) from None
-        return v
+        # defaults left out: `--events sample` and no --events are the same experiment (and resume)
+        return params.model_dump(mode="json", exclude_defaults=True)
 
     @model_validator(mode="after")
     def _windows(self):
@@ -225,10 +227,12 @@ def train_options(exp: ExperimentConfig, ablation: str, repeat: int):
 def test_config(exp: ExperimentConfig, ablation: str, repeat: int, beliefs: Path) -> RunConfig:
     team = {**_team(exp, ablation), "beliefs": str(Path(beliefs).absolute())}
     if exp.brain == "llm":
-        llm = dict(team.get("llm") or {})
-        llm.setdefault("temperature", exp.llm.get("temperature", exp.temperature))
-        llm["seed"] = int(llm.get("seed", exp.llm.get("seed", 0))) + SEED_STRIDE * (exp.seed + repeat - 1)
-        team["llm"] = llm
+        # as in training's exploring episodes: the manager samples (a temperature
+        # above 0, one seed per repeat); the analysts keep the run's sampling, so
+        # their unchanged inputs are cache hits across repeats and ablations
+        llm = {**exp.llm, **(team.get("llm") or {})}
+        team["manager_temperature"] = float(llm.get("temperature") or exp.temperature)
+        team["manager_seed"] = int(llm.get("seed", 0)) + SEED_STRIDE * (exp.seed + repeat - 1)
     return _run_config(exp, exp.test, [TEAM], {TEAM: team})
 
 

@@ -1,0 +1,133 @@
+"""``fincon experiment`` (issue 9, item 7): repeats x ablations, baselines,
+median runs, the Wilcoxon test, the views, resume and the YAML config."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from scipy.stats import wilcoxon
+
+from fincon.cli.main import main
+from fincon.engine.experiment import ABLATIONS, BASELINES, load_experiment, median_repeat
+from fincon.errors import ConfigError
+
+# short windows keep the 2 x 3 trainings (2 episodes) and 6 test runs fast
+ARGS = ["experiment", "--ticker", "TSLA", "--brain", "rules", "--events", "sample",
+        "--param", "fincon.transcripts=text",
+        "--train-start", "2022-04-01", "--train-end", "2022-04-29",
+        "--test-start", "2022-05-02", "--test-end", "2022-05-31",
+        "--repeats", "2", "--episodes", "2", "--no-progress"]
+
+
+def log_returns(run: Path) -> pd.Series:
+    eq = pd.read_csv(run / "equity.csv", parse_dates=["date"]).set_index("date")["value"]
+    return np.log(eq / eq.shift(1)).dropna()
+
+
+def metrics(run: Path) -> dict:
+    return json.loads((run / "metrics.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def experiment(tmp_path_factory):
+    out = tmp_path_factory.mktemp("exp") / "tsla"
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        code = main(ARGS + ["--out", str(out)])
+    return out, code, buf.getvalue()
+
+
+def test_end_to_end_table_and_files(experiment):
+    out, code, text = experiment
+    assert code == 0, text
+    for a in ABLATIONS:
+        assert f"fincon {a} (median: r" in text
+    for b in BASELINES:
+        assert b in text
+    assert "p vs " in text and "Wilcoxon" in text
+    assert json.loads((out / "experiment.json").read_text())["status"] == "complete"
+    for name in ("results.json", "equity.png", "beliefs.png", "beliefs.md"):
+        assert (out / name).stat().st_size > 0, name
+    for a in ABLATIONS:
+        for r in (1, 2):
+            assert json.loads((out / "train" / f"{a}-r{r}" / "train.json").read_text())["status"] == "complete"
+            assert metrics(out / "test" / f"{a}-r{r}")["status"] == "complete"
+    for b in BASELINES:
+        assert metrics(out / "baselines" / b)["status"] == "complete"
+    # the ablations reach the runs: no CVaR alert in train and test, untrained beliefs
+    for stage in ("train/no-cvar-r1/config.yaml", "test/no-cvar-r1/config.yaml"):
+        assert yaml.safe_load((out / stage).read_text())["strategy_params"]["fincon"]["cvar"] is False
+    assert json.loads((out / "train/no-beliefs-r1/beliefs.json").read_text())["version"] == 0
+    assert json.loads((out / "train/full-r1/beliefs.json").read_text())["version"] >= 1
+    test_cfg = yaml.safe_load((out / "test/full-r2/config.yaml").read_text())
+    assert test_cfg["strategy_params"]["fincon"]["beliefs"] == str((out / "train/full-r2").absolute())
+    # repeats differ by their exploration seed
+    ep2 = [json.loads((out / f"train/full-r{r}/episodes.jsonl").read_text().splitlines()[1]) for r in (1, 2)]
+    assert ep2[0]["weights_in_force"] != ep2[1]["weights_in_force"]
+    assert "| episode | objective (CR %) | tau |" in (out / "beliefs.md").read_text()
+
+
+def test_median_and_wilcoxon_recomputed(experiment):
+    out, _, _ = experiment
+    res = json.loads((out / "results.json").read_text())
+    sharpe = {b: metrics(out / "baselines" / b)["sharpe"] for b in BASELINES}
+    sharpe = {b: s for b, s in sharpe.items() if s is not None}  # a flat curve has no Sharpe
+    best = max(sharpe, key=sharpe.get)
+    assert res["best_baseline"] == best
+    assert f"{best} *" in experiment[2]
+    for a in ABLATIONS:
+        crs = {r: metrics(out / "test" / f"{a}-r{r}")["cr_pct"] for r in (1, 2)}
+        med = res["median"][a]
+        assert med["cr_pct"] == sorted(crs.values())[0]  # two repeats: the lower middle run
+        assert med["repeat"] == median_repeat(crs)
+        assert med["run_dir"] == f"test/{a}-r{med['repeat']}"
+        a_ret, b_ret = log_returns(out / med["run_dir"]), log_returns(out / "baselines" / best)
+        assert list(a_ret.index) == list(b_ret.index)
+        expected = wilcoxon(a_ret.to_numpy(), b_ret.to_numpy())
+        assert med["wilcoxon"]["against"] == best
+        assert med["wilcoxon"]["p_value"] == pytest.approx(float(expected.pvalue), rel=1e-12)
+        assert med["wilcoxon"]["statistic"] == pytest.approx(float(expected.statistic))
+        assert f"{med['wilcoxon']['p_value']:.4f}" in experiment[2]
+
+
+def test_rerun_resumes_with_nothing_to_run(experiment, capsys):
+    out, _, _ = experiment
+    before = (out / "results.json").read_bytes()
+    capsys.readouterr()
+    assert main(ARGS + ["--out", str(out), "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["ran"] == []
+    assert (out / "results.json").read_bytes() == before
+    # another config into the same directory is refused
+    assert main(ARGS + ["--out", str(out), "--repeats", "3"]) == 2
+    assert "another config" in capsys.readouterr().err
+
+
+def test_median_repeat():
+    assert median_repeat({1: 3.0, 2: -1.0, 3: 7.0, 4: 0.5, 5: 2.0}) == 5
+    assert median_repeat({1: 3.0, 2: -1.0, 3: 7.0, 4: 0.5}) == 4  # even: the lower middle run
+    assert median_repeat({1: 1.0, 2: 1.0, 3: 1.0}) == 2
+
+
+def test_yaml_config(tmp_path, capsys):
+    exp = load_experiment(Path(__file__).parents[1] / "examples" / "experiment.yaml", {"repeats": 3})
+    assert exp.repeats == 3 and exp.brain == "rules" and str(exp.test.start) == "2022-10-05"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("tickers: [TSLA]\nrepeats: 2\nepisods: 3\n")
+    assert main(["experiment", "--config", str(bad), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("fincon: error:") and "'episods'" in err
+    assert not (tmp_path / "runs").exists()
+    for tree, word in [({"ablations": ["full", "no-risk"]}, "ablations"), ({"baselines": ["fincon"]}, "fincon"),
+                       ({"team": {"cvar": False}}, "team.cvar"), ({"team": {"brian": "rules"}}, "brian"),
+                       ({"train": {"start": "2022-01-03", "end": "2022-12-30"}}, "before the test window"),
+                       ({"temperature": 0}, "temperature")]:
+        with pytest.raises(ConfigError, match=word):
+            load_experiment(None, tree)
