@@ -80,13 +80,19 @@ def test_access_counter_adds_five_and_persists(tmp_path):
     assert after["m2"].importance == pytest.approx(before["m2"].importance)
 
 
-def test_ranking_matches_brute_force_over_all_entries(store):
+@pytest.mark.parametrize("pruned", [False, True], ids=["every-cosine", "importance-bound"])
+def test_ranking_matches_brute_force_over_all_entries(store, monkeypatch, pruned):
+    if pruned:  # 600 entries are below the size where the index starts pruning: force its bound
+        from fincon.memory import index
+
+        monkeypatch.setattr(index, "SMALL", 0)
+        monkeypatch.setattr(index, "SEED", 8)
     rng = np.random.default_rng(0)
     words = "tesla demand margin price cut delivery china battery factory recall lawsuit growth guidance".split()
     srcs = list(DEFAULT_DECAY)[:5]
     es = [entry(i, pd.Timestamp("2022-01-03") + pd.Timedelta(days=int(rng.integers(0, 300))), srcs[i % 5],
                 " ".join(rng.choice(words, 6))) for i in range(600)]
-    pm = store.procedural("a", "TSLA", pool=20)
+    pm = store.procedural("a", "TSLA")
     pm.add(es)
     marked = {e.id: 3 for e in es[:40:4]}  # old-ish entries the manager marked three times
     for _ in range(3):

@@ -14,10 +14,11 @@ were critical to a profitable decision and each mark adds +5 (the bonus does
 not decay). ``(v, theta)`` depend on the source: news fades fast, 10-Q and
 earnings calls at a medium rate, 10-K slowly.
 
-Candidates are the ``pool`` nearest neighbours by cosine (HNSW) plus every
-entry whose importance alone could lift it into the top-k (see
-:meth:`ProceduralMemory.retrieve`); all are rescored exactly, so the ranking
-equals brute force up to the recall of the HNSW index.
+The ranking is exact (equal to scoring every visible entry) and is computed
+in numpy from the collection's columns kept in the process by
+:mod:`fincon.memory.index`; chromadb holds the entries and returns the texts
+and metadata of the top-k. An entry whose importance can't lift it into the
+top-k even at cosine 1 is never compared with the query.
 """
 
 from __future__ import annotations
@@ -35,11 +36,12 @@ import pandas as pd
 from fincon.data.events.model import day_int
 from fincon.errors import ConfigError
 from fincon.memory.collections import open_collection
+from fincon.memory.index import ACCESS_BONUS, IMPORTANCE_SCALE, index_for
 
 log = logging.getLogger(__name__)
 
-IMPORTANCE_SCALE = 100.0
-ACCESS_BONUS = 5.0
+__all__ = ["ACCESS_BONUS", "DEFAULT_DECAY", "IMPORTANCE_SCALE", "Decay", "MemoryEntry", "ProceduralMemory",
+           "ScoredMemory", "collection_name"]
 
 
 @dataclass(frozen=True)
@@ -120,15 +122,13 @@ def _flat(meta: Mapping[str, Any]) -> dict[str, Any]:
 class ProceduralMemory:
     """One analyst's memory of one ticker."""
 
-    def __init__(self, client, agent: str, ticker: str, embedder, decay: Mapping[str, Decay] | None = None,
-                 pool: int = 50, min_importance: float = 0.02):
+    def __init__(self, client, agent: str, ticker: str, embedder, decay: Mapping[str, Decay] | None = None):
         self.client = client
         self.agent, self.ticker = agent, ticker
         self.embedder = embedder
         self.decay = dict(DEFAULT_DECAY if decay is None else decay)
-        self.pool = pool
-        self.min_importance = min_importance
         self.collection = open_collection(client, collection_name("proc", agent, ticker), embedder)
+        self.index = index_for(self.collection)
 
     def __len__(self) -> int:
         return self.collection.count()
@@ -146,6 +146,7 @@ class ProceduralMemory:
         ids = [e.id for e in entries]
         if len(set(ids)) != len(ids):
             raise ValueError("duplicate memory ids in one add() call")
+        self.index.load(self.collection)  # so the rows added below can be appended to it
         step = max(1, min(int(self.client.get_max_batch_size()), 5000))  # 5000: SQLite variable limit on get(ids)
         existing: set[str] = set()
         for lo in range(0, len(ids), step):
@@ -155,14 +156,20 @@ class ProceduralMemory:
             chunk = fresh[lo : lo + step]
             for e in chunk:
                 self._decay_for(e.source)
+            # embedded once here (what chromadb would do with the same function)
+            # so the index gets the same vectors without reading them back
+            embs = self.embedder([e.text for e in chunk])
+            ords = [_ordinal(e.day) for e in chunk]
             self.collection.add(
                 ids=[e.id for e in chunk],
                 documents=[e.text for e in chunk],
+                embeddings=embs,
                 metadatas=[{
-                    "ticker": e.ticker, "source": e.source, "day": day_int(e.day), "ordinal": _ordinal(e.day),
+                    "ticker": e.ticker, "source": e.source, "day": day_int(e.day), "ordinal": o,
                     "access": 0, "event_ids": ",".join(e.event_ids), **_flat(e.metadata),
-                } for e in chunk],
+                } for e, o in zip(chunk, ords)],
             )
+            self.index.append([e.id for e in chunk], embs, ords, [e.source for e in chunk], [0] * len(chunk))
         return len(fresh)
 
     def mark_critical(self, ids: Sequence[str]) -> int:
@@ -179,84 +186,39 @@ class ProceduralMemory:
             metas.append(m)
         if got["ids"]:
             self.collection.update(ids=got["ids"], metadatas=metas)
+            self.index.set_access(got["ids"], [m["access"] for m in metas])
         missing = len(ids) - len(got["ids"])
         if missing:
             log.warning("mark_critical: %d of %d ids are not in %s", missing, len(ids), self.collection.name)
         return len(got["ids"])
 
-    def _score(self, mid: str, emb, doc: str, m: Mapping[str, Any], qn: np.ndarray, d_ord: int) -> ScoredMemory:
-        rel = float(np.dot(emb, qn) / (np.linalg.norm(emb) or 1.0))
-        age = d_ord - int(m["ordinal"])
-        acc = int(m.get("access", 0))
-        imp = self._decay_for(m["source"]).importance(age) + ACCESS_BONUS * acc
-        rs, is_ = (rel + 1.0) / 2.0, min(imp / IMPORTANCE_SCALE, 1.0)
-        return ScoredMemory(
-            id=mid, source=m["source"], day=pd.Timestamp(dt.date.fromordinal(int(m["ordinal"]))), text=doc,
-            relevancy=rel, importance=imp, relevancy_scaled=rs, importance_scaled=is_, score=rs + is_,
-            access=acc, age_days=age, metadata={k_[2:]: v for k_, v in m.items() if k_.startswith("m_")},
-        )
-
     def retrieve(self, query: str, day: Any, k: int = 5, sources: Sequence[str] | None = None) -> list[ScoredMemory]:
-        """Top-``k`` memories visible on ``day`` (entries with day <= ``day``).
+        """Top-``k`` memories visible on ``day`` (entries with day <= ``day``),
+        optionally of the given ``sources`` only; best first, ties broken by id.
 
-        Stage 1 takes the ``pool`` nearest neighbours by cosine. Any entry
-        outside the pool has a scaled relevancy <= the pool's lowest, so it
-        can only enter the top-k if its scaled importance exceeds
-        ``kth_best_score - lowest_pool_relevancy``; stage 2 fetches exactly
-        the entries that can (per source: young enough; plus every entry the
-        manager marked) and everything is rescored exactly."""
-        n = self.collection.count()
-        if n == 0 or k <= 0:
+        Exact: the same ranking as scoring every visible entry (see
+        :meth:`fincon.memory.index.ScoreIndex.top`). Only the texts and
+        metadata of the k returned memories are read from chromadb."""
+        if k <= 0:
             return []
-        d_int, d_ord = day_int(day), _ordinal(day)
-        base: dict[str, Any] = {"day": {"$lte": d_int}}
-        if sources:
-            base = {"$and": [base, {"source": {"$in": list(sources)}}]}
+        self.index.load(self.collection)
+        d_ord = _ordinal(day)
         qv = np.asarray(self.embedder([query])[0], dtype=np.float32)
         qn = qv / (np.linalg.norm(qv) or 1.0)
-        want = min(n, max(self.pool, 4 * k))
-        inc = ["embeddings", "documents", "metadatas"]
-        # fast path: in a backtest the memory holds nothing after today, so the
-        # unfiltered HNSW search (several times faster than a filtered one) is
-        # tried first and only redone with the date filter if it saw the future
-        res = None if sources else self.collection.query(query_embeddings=[qv], n_results=want, include=inc)
-        if res is None or any(int(m["day"]) > d_int for m in res["metadatas"][0]):
-            res = self.collection.query(query_embeddings=[qv], n_results=want, where=base, include=inc)
-        scored: dict[str, ScoredMemory] = {}
-        for i, e, doc, m in zip(res["ids"][0], res["embeddings"][0], res["documents"][0], res["metadatas"][0]):
-            scored[i] = self._score(i, np.asarray(e, dtype=np.float32), doc, m, qn, d_ord)
-        if len(scored) >= want:  # the pool did not exhaust the visible entries
-            floor = min(s.relevancy_scaled for s in scored.values())
-            fetched_thr = math.inf
-            # pass 1 looks at young entries (scaled importance >= 0.5) to raise
-            # the k-th best score cheaply; pass 2 fetches whatever could still beat it
-            for first in (True, False):
-                ranked = sorted((x.score for x in scored.values()), reverse=True)
-                kth = ranked[k - 1] if len(ranked) >= k else 0.0
-                thr = max(kth - floor, self.min_importance)
-                if first:
-                    thr = max(thr, 0.5)
-                if thr >= fetched_thr:
-                    break
-                self._fetch_important(base, day, thr, sources, scored, qn, d_ord)
-                fetched_thr = thr
-        out = sorted(scored.values(), key=lambda s: (-round(s.score, 9), s.id))
-        return out[:k]
-
-    def _fetch_important(self, base: dict, day: Any, thr: float, sources: Sequence[str] | None,
-                         scored: dict[str, ScoredMemory], qn: np.ndarray, d_ord: int) -> None:
-        """Score every visible entry whose scaled importance can exceed ``thr``."""
-        clauses: list[dict] = [{"access": {"$gt": 0}}]
-        for src, dec in sorted(self.decay.items()):
-            if sources and src not in sources:
-                continue
-            h = dec.horizon(thr)
-            if h > 0:
-                lo = day_int(pd.Timestamp(day) - pd.Timedelta(days=h))
-                clauses.append({"$and": [{"source": src}, {"day": {"$gte": lo}}]})
-        where = {"$and": [base, {"$or": clauses} if len(clauses) > 1 else clauses[0]]}
-        ids = [i for i in self.collection.get(where=where, include=[])["ids"] if i not in scored]
-        for lo in range(0, len(ids), 5000):
-            got = self.collection.get(ids=ids[lo : lo + 5000], include=["embeddings", "documents", "metadatas"])
-            for i, e, doc, m in zip(got["ids"], got["embeddings"], got["documents"], got["metadatas"]):
-                scored[i] = self._score(i, np.asarray(e, dtype=np.float32), doc, m, qn, d_ord)
+        top = self.index.top(qn, d_ord, k, self.decay, list(sources) if sources else None)
+        if not top:
+            return []
+        got = self.collection.get(ids=[t[0] for t in top], include=["documents", "metadatas"])
+        docs = {i: (d, m) for i, d, m in zip(got["ids"], got["documents"], got["metadatas"])}
+        out = []
+        for mid, row, rel, imp, score in top:
+            doc, m = docs[mid]
+            o = int(m["ordinal"])
+            rs, is_ = (rel + 1.0) / 2.0, min(imp / IMPORTANCE_SCALE, 1.0)
+            out.append(ScoredMemory(
+                id=mid, source=m["source"], day=pd.Timestamp(dt.date.fromordinal(o)), text=doc,
+                relevancy=rel, importance=imp, relevancy_scaled=rs, importance_scaled=is_, score=score,
+                access=self.index.access(row), age_days=d_ord - o,
+                metadata={k_[2:]: v for k_, v in m.items() if k_.startswith("m_")},
+            ))
+        return out
