@@ -301,6 +301,7 @@ class FinConTeam(Strategy):
             "team_cvar": self.params.cvar, "team_alerts": c["alerts"],
             "team_beliefs_version": self.beliefs.version,
             "team_weights": {k: round(v, 6) for k, v in sorted(self.role_weights.items())},
+            **(self.critics.summary() if self.params.critics and getattr(self, "critics", None) else {}),
         }
         (Path(ctx.run_dir) / "reflections.json").write_text(
             json.dumps([r.model_dump() for r in self.written], indent=1) + "\n", encoding="utf-8")
@@ -344,6 +345,12 @@ class FinConTeam(Strategy):
 
         inputs = [self._gather(role, t, view) for t in self.pool for role in self.roles]
         answers = self._answer_all(inputs, day)
+        if self.params.critics:  # numeric critics on the filing and call analysts' claims (agents/critics)
+            from fincon.agents.critics import NumericCritics
+
+            if getattr(self, "critics", None) is None or self.critics.brain is not self.brain:
+                self.critics = NumericCritics.for_team(self)
+            answers, record["critics"] = self.critics.review(inputs, answers, day)
         reports: dict[str, list[AnalystReport]] = {t: [] for t in self.pool}
         for inp, ans in zip(inputs, answers):
             reports[inp.ticker].append(ans.report)

@@ -1,0 +1,281 @@
+"""The two numeric critics: data extraction, then calculation.
+
+Both are asked through a brain like any agent (:class:`Question`): the
+rules brain answers with the deterministic check below, the llm brain asks
+the model with the templates beside this module (``extraction.txt``,
+``calculation.txt``) and falls back to the rules check, counted, when the
+answer is invalid twice.
+
+* **extraction** (:func:`rules_extraction`): every figure a claim was taken
+  from (and a claim that is itself a stated figure) must match the figure
+  the cited source states for the same metric, up to the rounding of the
+  less precise of the two (``$21.5 billion`` matches ``$21.45 billion``).
+  A wrong figure is replaced by the source's; a figure whose metric the
+  source does not state, and that no formula derives from it, cannot be
+  verified: the claim is dropped.
+* **calculation** (:func:`rules_calculation`): a derived claim (a growth
+  rate, a margin, a difference: :data:`METRICS` with a formula) is
+  recomputed in Python from its inputs, as corrected by the extraction
+  critic, or from the source's stated figures when the claim names none;
+  a result off by more than the claim's rounding is replaced.
+
+:func:`critique` runs them in that order (the paper's three-agent setting:
+the calculation critic sees the extraction critic's verdict) and returns a
+:class:`Review` per claim: ok, corrected (with the new value) or dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Sequence
+
+from pydantic import BaseModel, Field
+
+from fincon.agents.brains import Answer, Question
+from fincon.agents.critics.claims import (METRICS, UNLABELLED, Claim, close, figures_in, format_value, rounded,
+                                          stated_values)
+from fincon.agents.roles.base import load_template
+
+HERE = Path(__file__).parent
+EXTRACTION_TEMPLATE = HERE / "extraction.txt"
+CALCULATION_TEMPLATE = HERE / "calculation.txt"
+SOURCE_CHARS = 1500  # a source in a critic prompt is cut here
+
+
+# -- what a critic says ----------------------------------------------------------
+
+@dataclass(frozen=True)
+class FigureVerdict:
+    metric: str
+    claimed: float
+    ok: bool
+    source_value: float | None = None  # what the source states (None: does not state it)
+
+
+@dataclass(frozen=True)
+class ExtractionVerdict:
+    """Per figure (the claim's inputs, then the claim itself when it is a stated figure)."""
+
+    figures: tuple[FigureVerdict, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(f.ok for f in self.figures)
+
+
+@dataclass(frozen=True)
+class CalculationVerdict:
+    ok: bool
+    value: float | None  # the critic's own result
+    checked: bool = True  # False: nothing to recompute (a stated figure, or inputs unknown)
+
+
+@dataclass
+class Review:
+    """One claim after the critics: ``status`` ok, corrected or dropped."""
+
+    claim: Claim
+    status: str = "ok"
+    value: float | None = None  # the final value (None: dropped)
+    decimals: int = 2
+    inputs: dict[str, float] = field(default_factory=dict)  # inputs after the extraction critic
+    extraction: ExtractionVerdict | None = None
+    calculation: CalculationVerdict | None = None
+    calls: int = 0
+    fallbacks: int = 0
+
+    @property
+    def extraction_failed(self) -> bool:
+        return self.extraction is not None and not self.extraction.ok
+
+    @property
+    def calculation_failed(self) -> bool:
+        return self.calculation is not None and self.calculation.checked and not self.calculation.ok
+
+    def show(self) -> str:
+        return "dropped" if self.value is None else format_value(self.value, self.claim.unit, self.decimals)
+
+
+# -- the rules checks -------------------------------------------------------------
+
+def _to_check(claim: Claim) -> list[tuple[str, float, int | None]]:
+    """(metric, value, decimals) of the figures the extraction critic checks:
+    the inputs, then the claim itself unless it is purely derived (its metric
+    is not stated by the sources)."""
+    facts = stated_values(claim.sources)
+    out: list[tuple[str, float, int | None]] = [(m, v, None) for m, v in claim.inputs.items()]
+    metric = METRICS[claim.metric]
+    derivable = bool(claim.inputs) or metric.compute({m: f.value for m, f in facts.items()}) is not None
+    if claim.metric in facts or not metric.derived or not derivable:
+        out.append((claim.metric, claim.value, claim.decimals))
+    return out
+
+
+def rules_extraction(claim: Claim) -> ExtractionVerdict:
+    facts = stated_values(claim.sources)
+    out = []
+    for metric, value, dec in _to_check(claim):
+        if metric == UNLABELLED:  # anywhere in the source, same unit, up to rounding
+            hit = next((g for s in claim.sources for g in figures_in(s)
+                        if g.unit == claim.unit and close(value, g.value, min(claim.decimals, g.decimals))), None)
+            out.append(FigureVerdict(metric, value, hit is not None, None if hit is None else hit.value))
+            continue
+        f = facts.get(metric)
+        if f is None:
+            out.append(FigureVerdict(metric, value, False, None))
+            continue
+        tol = f.decimals if dec is None else min(dec, f.decimals)
+        out.append(FigureVerdict(metric, value, close(value, f.value, tol), f.value))
+    return ExtractionVerdict(tuple(out))
+
+
+def _operands(claim: Claim, inputs: dict[str, float]) -> dict[str, float] | None:
+    """What the derived claim is computed from: its (corrected) inputs, else
+    the source's stated figures; None if it is not derived or a stated
+    figure with no inputs (the extraction critic's business)."""
+    metric = METRICS[claim.metric]
+    if not metric.derived:
+        return None
+    if inputs:
+        return inputs
+    facts = stated_values(claim.sources)
+    if claim.metric in facts:
+        return None
+    return {m: f.value for m, f in facts.items()}
+
+
+def rules_calculation(claim: Claim, inputs: dict[str, float]) -> CalculationVerdict:
+    ops = _operands(claim, inputs)
+    expected = METRICS[claim.metric].compute(ops) if ops is not None else None
+    if expected is None:
+        return CalculationVerdict(True, None, checked=False)
+    return CalculationVerdict(close(claim.value, expected, claim.decimals), expected)
+
+
+# -- the questions (both brains) -----------------------------------------------------
+
+class FigureCheck(BaseModel):
+    figure: str = Field(examples=["F1"])
+    ok: bool
+    source_value: float | None = None
+
+
+class ExtractionAnswer(BaseModel):
+    checks: list[FigureCheck] = Field(min_length=1, max_length=8)
+
+    def cited(self):
+        return (c.figure for c in self.checks)
+
+
+class CalculationAnswer(BaseModel):
+    ok: bool
+    value: float
+
+    def cited(self):
+        return iter(())
+
+
+def _source_block(sources: Sequence[str]) -> str:
+    return "\n".join(f"[S{n}] {' '.join(s.split())[:SOURCE_CHARS]}" for n, s in enumerate(sources, 1)) or "(none)"
+
+
+def _fig_line(label: str, metric: str, value: float, unit: str = "") -> str:
+    m = METRICS[metric]
+    return f"{label}: {m.label} = {value:g}" + (f" ({'$bn' if unit == 'bn' else unit})" if metric == UNLABELLED else "")
+
+
+def extraction_question(claim: Claim, agent: str, day: str) -> Question:
+    figs = _to_check(claim)
+    labels = [f"F{n}" for n in range(1, len(figs) + 1)]
+    system, user = load_template(str(EXTRACTION_TEMPLATE))
+
+    def messages():
+        lines = "\n".join(_fig_line(lb, m, v, claim.unit) for lb, (m, v, _) in zip(labels, figs))
+        return [{"role": "system", "content": system},
+                {"role": "user", "content": user.format(sources=_source_block(claim.sources), figures=lines)}]
+
+    def to_report(a: ExtractionAnswer) -> ExtractionVerdict:
+        said = {c.figure: c for c in a.checks}
+        out = []
+        for lb, (m, v, _) in zip(labels, figs):
+            c = said.get(lb)
+            if c is None:  # not judged: keep the analyst's figure
+                out.append(FigureVerdict(m, v, True, v))
+            else:
+                out.append(FigureVerdict(m, v, c.ok, c.source_value if not c.ok else v))
+        return ExtractionVerdict(tuple(out))
+
+    return Question(agent=agent, day=day, messages=messages, model=ExtractionAnswer, allowed=frozenset(labels),
+                    to_report=to_report, rules=lambda: rules_extraction(claim))
+
+
+def calculation_question(claim: Claim, inputs: dict[str, float], agent: str, day: str) -> Question | None:
+    """None when there is nothing to recompute (no question is asked)."""
+    ops = _operands(claim, inputs)
+    metric = METRICS[claim.metric]
+    if ops is None or metric.compute(ops) is None:
+        return None
+    system, user = load_template(str(CALCULATION_TEMPLATE))
+    used = {m: ops[m] for m in metric.inputs}
+
+    def messages():
+        lines = "\n".join(_fig_line(f"F{n}", m, v) for n, (m, v) in enumerate(used.items(), 1))
+        return [{"role": "system", "content": system},
+                {"role": "user", "content": user.format(
+                    figures=lines, metric=metric.label, claimed=f"{claim.value:.{claim.decimals}f}",
+                    formula=f"{metric.name} = {metric.how}")}]
+
+    def to_report(a: CalculationAnswer) -> CalculationVerdict:
+        return CalculationVerdict(a.ok, a.value)
+
+    return Question(agent=agent, day=day, messages=messages, model=CalculationAnswer, allowed=frozenset(),
+                    to_report=to_report, rules=lambda: rules_calculation(claim, inputs))
+
+
+# -- both, in order ---------------------------------------------------------------
+
+STAGES = ("extraction", "calculation")
+
+
+def critique(claim: Claim, brain: Any, stages: Sequence[str] = STAGES, agent: str = "critic",
+             day: str = "") -> Review:
+    """The claim through the critics in ``stages``; the final value is the
+    claim's, corrected by what failed (or None: dropped)."""
+    rv = Review(claim, value=claim.value, decimals=claim.decimals, inputs=dict(claim.inputs))
+
+    def ask(q: Question) -> Any:
+        ans: Answer = brain.answer(q)
+        rv.calls += ans.calls
+        rv.fallbacks += ans.via == "fallback"
+        return ans.report
+
+    if "extraction" in stages:
+        ev: ExtractionVerdict = (ask(extraction_question(claim, f"{agent}-extraction", day)) if _to_check(claim)
+                                 else ExtractionVerdict(()))
+        rv.extraction = ev
+        n_inputs = len(claim.inputs)
+        for k, fv in enumerate(ev.figures):
+            if fv.ok:
+                continue
+            if fv.source_value is None:  # not in the source, not derivable: cannot stand
+                rv.status, rv.value = "dropped", None
+                return rv
+            if k < n_inputs:
+                rv.inputs[fv.metric] = fv.source_value
+                rv.status = "corrected"
+            else:  # the claim itself is a stated figure
+                facts = stated_values(claim.sources)
+                dec = facts[fv.metric].decimals if fv.metric in facts else claim.decimals
+                rv.value, rv.decimals, rv.status = fv.source_value, dec, "corrected"
+    if "calculation" in stages:
+        checked = replace(claim, value=rv.value if rv.value is not None else claim.value)
+        q = calculation_question(checked, rv.inputs, f"{agent}-calculation", day)
+        if q is not None:
+            cv: CalculationVerdict = ask(q)
+            rv.calculation = cv
+            if not cv.ok and cv.value is not None:
+                rv.value, rv.status = rounded(cv.value, claim.decimals), "corrected"
+        else:
+            rv.calculation = CalculationVerdict(True, None, checked=False)
+    return rv
