@@ -127,30 +127,36 @@ def _decimals(num: str) -> int:
 
 
 def _metric_for(text: str, start: int, end: int, unit: str) -> str | None:
-    """The nearest keyword before the number whose metric has this unit (a
-    growth verb before a $ amount means "by $X" only if "by" precedes it);
-    else the first fitting keyword just after the number."""
+    """What a number refers to: the nearest fitting keyword before it in its
+    comma-clause; else the first fitting keyword after it (before any
+    punctuation: "$2.25 billion of cash"); else the nearest before it in its
+    sentence. A growth verb before a $ amount means a change only after
+    "by" ("grew by $1.2 billion"); a capex keyword before a % is a share."""
     lo = max(0, start - WINDOW)
-    # only the current clause: stop at the previous sentence end or semicolon
-    clause = max(text.rfind(". ", lo, start), text.rfind(";", lo, start), text.rfind("\n", lo, start))
-    lo = clause + 1 if clause >= 0 else lo
-    before = [(m.start(), _kw_metric(m)) for m in _KW.finditer(text, lo, start)]
+    sentence = max(text.rfind(". ", lo, start), text.rfind(";", lo, start), text.rfind("\n", lo, start))
+    lo = sentence + 1 if sentence >= 0 else lo
+    comma = text.rfind(",", lo, start)
     lead = text[max(lo, start - 4):start].lower()
-    for _, metric in reversed(before):
+    after = text[end:end + 40]
+    stop = re.search(r"[.;,()\n]", after)
+    later = [_kw_metric(m) for m in _KW.finditer(after[: stop.start() if stop else None])]
+    def before(a: int) -> str | None:
+        return _fit([_kw_metric(m) for m in _KW.finditer(text, a, start)], unit, lead, backwards=True)
+
+    return (before(comma + 1 if comma >= 0 else lo) or _fit(later, unit, lead, backwards=False)
+            or before(lo))
+
+
+def _fit(metrics: list[str], unit: str, lead: str, backwards: bool) -> str | None:
+    for metric in (reversed(metrics) if backwards else metrics):
         if metric == "revenue_growth" and unit == "bn":
-            if "by" in lead:
+            if backwards and "by" in lead:
                 return "revenue_change"
             continue
         if METRICS[metric].unit == unit:
             return metric
-        if metric == "capex" and unit == "%":
+        if metric == "capex" and unit == "%" and backwards:
             return "capex_share"
-    after = text[end:end + 40]
-    stop = re.search(r"[.;,\n]", after)
-    for m in _KW.finditer(after[: stop.start() if stop else None]):
-        metric = _kw_metric(m)
-        if METRICS[metric].unit == unit:
-            return metric
     return None
 
 
