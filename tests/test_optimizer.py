@@ -210,3 +210,151 @@ def test_short_history_warns_once(caplog):
     msgs = [r.getMessage() for r in caplog.records if r.name == "fincon.strategies.markowitz"]
     assert len(msgs) == 1, msgs
     assert "only 20 days" in msgs[0] and "lookback=60" in msgs[0]
+
+
+# -- the numpy path (interior point + exact active set) against the cvxpy path it replaced --
+
+
+def _baseline_class():
+    """BaselineProblem: the solver as it was before the numpy path (cvxpy +
+    OSQP + exact refinement), kept verbatim in bench/optimizer.py."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "optimizer.py"
+    spec = importlib.util.spec_from_file_location("bench_optimizer", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.BaselineProblem
+
+
+def _random_problem(rng, n):
+    """Sigma of one of the shapes the callers produce, with daily-sized mu."""
+    kind = rng.integers(3)
+    if kind == 0:  # factor model, sample covariance from more days than assets
+        days = 2 * n + 10
+        r = rng.normal(0, 0.01, (days, 3)) @ rng.normal(0, 1, (3, n)) + rng.normal(0, 0.015, (days, n))
+        sigma, mu = np.cov(r.T), r.mean(axis=0)
+    elif kind == 1:  # market factor, fewer days than assets, shrunk to the diagonal (Ledoit-Wolf-like)
+        days = max(10, n // 2)
+        r = np.outer(rng.normal(4e-4, 0.01, days), rng.normal(1, 0.3, n)) + rng.normal(0, 0.02, (days, n))
+        sample = np.cov(r.T)
+        sigma = 0.7 * sample + 0.3 * np.mean(np.diag(sample)) * np.eye(n)
+        mu = r.mean(axis=0)
+    else:  # dense random, as the hypothesis tests draw them
+        a = rng.uniform(-0.05, 0.05, (n, n))
+        sigma, mu = a @ a.T + rng.uniform(1e-6, 1e-3) * np.eye(n), rng.uniform(-0.01, 0.01, n)
+    return sigma, mu
+
+
+def _random_directions(rng, mu):
+    if rng.random() < 0.5:
+        return ["buy" if m > 0 else "sell" for m in mu]
+    return list(rng.choice(["buy", "sell", "hold"], len(mu), p=[0.45, 0.45, 0.1]))
+
+
+def test_numpy_path_matches_the_cvxpy_solver_it_replaced():
+    # same weights to 1e-6 as BaselineProblem (the pre-numpy solver) on a
+    # first solve and on a re-solve with new mu and directions (warm start),
+    # and as the library's own cvxpy path (method="cvxpy", the fallback)
+    Baseline = _baseline_class()
+    rng = np.random.default_rng(2024)
+    worst, paths = 0.0, set()
+    for case in range(42):
+        n = int(rng.choice([2, 5, 12, 30, 60])) if case < 40 else 200
+        sigma, mu = _random_problem(rng, n)
+        gamma = float(rng.choice([0.1, 1.0, 10.0]))
+        form = "signed" if case % 2 else "long_only"
+        new = MeanVarianceProblem(sigma, form=form, risk_aversion=gamma)
+        old = Baseline(sigma, form=form, risk_aversion=gamma)
+        via_cvxpy = MeanVarianceProblem(sigma, form=form, risk_aversion=gamma, method="cvxpy")
+        for mu_k in (mu, mu * rng.normal(1, 0.3, n)):
+            directions = _random_directions(rng, mu_k) if form == "signed" else None
+            w = new.solve(mu_k, directions)
+            paths.add(new.last_path)
+            assert new.last_path in ("interior_point", "warm_start"), (case, new.last_path)
+            w_old = old.solve(mu_k, directions)
+            assert np.abs(w - w_old).max() <= 1e-6, (case, form, n, np.abs(w - w_old).max())
+            if case % 4 < 2:  # (cvxpy's set-up dominates this test's time)
+                assert np.abs(w - via_cvxpy.solve(mu_k, directions)).max() <= 1e-6, (case, form, n)
+                assert via_cvxpy.last_path == "cvxpy"
+            worst = max(worst, float(np.abs(w - w_old).max()))
+    assert paths == {"interior_point", "warm_start"}
+    assert worst < 1e-9  # both end in the same exact step: they agree to round-off
+
+
+def test_numpy_path_matches_an_independent_clarabel_solve():
+    # a reference that shares no code with the active-set step: cvxpy +
+    # CLARABEL at tight tolerance on the unscaled problem, weights to 1e-5
+    import cvxpy as cp
+
+    rng = np.random.default_rng(99)
+    for case in range(30):
+        n = int(rng.choice([3, 10, 40]))
+        sigma, mu = _random_problem(rng, n)
+        gamma = float(rng.choice([0.5, 2.0]))
+        x = cp.Variable(n)
+        objective = cp.Maximize(mu @ x - gamma * cp.quad_form(x, cp.psd_wrap((sigma + sigma.T) / 2)))
+        if case % 2:
+            directions = _random_directions(rng, mu)
+            lb = np.array([_BOUNDS[d][0] for d in directions])
+            ub = np.array([_BOUNDS[d][1] for d in directions])
+            cp.Problem(objective, [x >= lb, x <= ub]).solve(solver="CLARABEL", tol_gap_abs=1e-12,
+                                                            tol_gap_rel=1e-12, tol_feas=1e-12)
+            ref = np.clip(x.value, lb, ub)
+            gross = np.abs(ref).sum()
+            p = MeanVarianceProblem(sigma, form="signed", risk_aversion=gamma)
+            w = p.solve(mu, directions)
+            assert np.abs(p.last_solution - ref).max() <= 1e-5, case
+            if gross > 1e-3:
+                assert np.abs(w - ref / gross).max() <= 1e-5, case
+        else:
+            cp.Problem(objective, [cp.sum(x) == 1, x >= 0]).solve(solver="CLARABEL", tol_gap_abs=1e-12,
+                                                                  tol_gap_rel=1e-12, tol_feas=1e-12)
+            w = mean_variance_weights(mu, sigma, risk_aversion=gamma)
+            assert np.abs(w - x.value).max() <= 1e-5, case
+
+
+def test_cvxpy_is_the_fallback_when_the_numpy_path_fails(monkeypatch):
+    import fincon.risk.optimizer as optimizer
+
+    rng = np.random.default_rng(5)
+    sigma, mu = _random_problem(rng, 8)
+    expected = MeanVarianceProblem(sigma, method="cvxpy").solve(mu)
+    monkeypatch.setattr(optimizer, "_interior_point", lambda *args, **kwargs: iter(()))
+    p = MeanVarianceProblem(sigma)
+    assert p.solve(mu) == pytest.approx(expected, abs=1e-9)
+    assert p.last_path == "cvxpy"
+    with pytest.raises(ValueError, match="method"):
+        MeanVarianceProblem(sigma, method="osqp")
+
+
+def test_singular_sigma_still_solves():
+    # fewer days than assets, no shrinkage: Sigma is singular; whichever path
+    # answers (numpy, or cvxpy when a free block is singular), it is feasible
+    # and no worse than the cvxpy path's answer
+    rng = np.random.default_rng(8)
+    r = rng.normal(0, 0.02, (6, 20))
+    sigma, mu = np.cov(r.T), r.mean(axis=0)
+    directions = ["buy" if m > 0 else "sell" for m in mu]
+    for form, d in (("long_only", None), ("signed", directions)):
+        p = MeanVarianceProblem(sigma, form=form)
+        ref = MeanVarianceProblem(sigma, form=form, method="cvxpy")
+        w = p.solve(mu, d)
+        ref.solve(mu, d)
+        if form == "long_only":
+            assert (w >= 0).all() and w.sum() == pytest.approx(1.0)
+        else:
+            assert (np.sign(w) * np.sign(mu) >= 0).all() and np.abs(w).sum() == pytest.approx(1.0)
+        best, best_ref = (_objective(x.last_solution, mu, sigma, 1.0) for x in (p, ref))
+        assert best >= best_ref - 1e-9
+
+
+def test_blas_threads_are_restored_after_a_solve():
+    from threadpoolctl import threadpool_info
+
+    before = [(i["filepath"], i["num_threads"]) for i in threadpool_info()]
+    rng = np.random.default_rng(1)
+    sigma, mu = _random_problem(rng, 30)
+    MeanVarianceProblem(sigma).solve(mu)
+    assert [(i["filepath"], i["num_threads"]) for i in threadpool_info()] == before
