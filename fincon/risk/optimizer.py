@@ -20,16 +20,17 @@ How the active set is found (``method="auto"``, the default): a re-solve
 first tries the previous solution's active set (warm start); otherwise, or
 if that does not pass the check, a primal-dual interior point in numpy
 (Mehrotra predictor-corrector, one dense Cholesky per iteration) runs until
-its point names the active set (5-10 iterations on the problems tried, at
+its point names the active set (3-8 iterations on the problems tried, at
 n = 8 as at n = 1000), which the exact step then solves. Should neither
 pass the KKT check (e.g. Sigma singular on the free assets), cvxpy solves
 the problem as it always did: OSQP at a loose tolerance then the exact step,
 a tight pass if that fails. ``method="cvxpy"`` goes straight to that path.
 Both paths end in the same exact step on the same active set, so their
 weights agree to round-off (tests/test_optimizer.py checks 1e-6 against the
-pre-numpy solver); at n = 500 the numpy path is 5-15x faster on a first
-solve and 10-100x on a re-solve (``bench/optimizer.py`` prints both). The
-numpy path keeps the BLAS to ``BLAS_THREADS`` threads while it runs: a
+pre-numpy solver); at n = 500 the numpy path is 4-40x faster on a first
+solve and 6-1000x on a re-solve, signed at the low end and long-only at the
+high one, where OSQP converges slowly (``bench/optimizer.py`` prints both).
+The numpy path keeps the BLAS to ``BLAS_THREADS`` threads while it runs: a
 500 x 500 Cholesky gains little from a second thread, and on a loaded
 2-core machine OpenBLAS's spinning threads made it ~10x slower.
 
