@@ -31,6 +31,7 @@ from typing import Any
 #: name -> "module:Class"
 PROTOCOLS: dict[str, str] = {
     "fincon": "fincon.agents.protocols.fincon:FinConManager",
+    "scm": "fincon.agents.protocols.scm:ScmProtocol",
     "debate": "fincon.agents.protocols.debate:DebateProtocol",
 }
 

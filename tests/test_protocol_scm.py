@@ -1,0 +1,335 @@
+"""The ``scm`` protocol (Strategist, Critic, Moderator): rules brain end to
+end (one ticker through the CLI, a portfolio under policies), constructed
+cases the Moderator must never let through, an llm run on a stub backend
+recorded and replayed byte for byte, and point in time."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import market_for
+from fincon.agents.brains import Answer, ManagerTask, Reuse
+from fincon.agents.policies import Policies
+from fincon.agents.protocols import make_protocol
+from fincon.agents.protocols.scm import (Alternative, Critique, Issue, Proposal, ScmProtocol, ScmReport, Verdict,
+                                         code_checks)
+from fincon.agents.reports import AnalystReport, Citation, Insight
+from fincon.cli.main import main
+from fincon.data.events.generator import SAMPLE_DIR
+from fincon.data.events.loaders.directory import DirectoryLoader
+from fincon.llm.types import Completion
+from test_point_in_time import perturbed
+from test_team import Stub, corpus, day_records, perturb_events, run
+
+PORTFOLIO = ["TSLA", "MSFT", "PFE"]
+
+
+# -- rules brain, end to end -----------------------------------------------------
+
+@pytest.fixture(scope="module")
+def cli_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("scm") / "run"
+    code = main(["backtest", "--tickers", "TSLA", "--strategy", "fincon", "--brain", "rules", "--protocol", "scm",
+                 "--start", "2022-10-24", "--end", "2022-11-04", "--no-progress", "--no-benchmark",
+                 "--param", "fincon.transcripts=text", "--param", "fincon.policies={max_position: 0.6}",
+                 "--out", str(out)])
+    assert code == 0
+    return out
+
+
+def _days(run_dir: Path):
+    return [json.loads(x) for x in (run_dir / "decisions.jsonl").read_text().splitlines()]
+
+
+def test_one_ticker_through_the_cli_keeps_the_whole_exchange(cli_run, capsys):
+    days = _days(cli_run)
+    assert days
+    for d in days:
+        m = d["record"]["manager"]
+        assert d["record"]["protocol"] == "scm" and m["via"] == "rules" and m["calls"] == 0
+        assert 2 <= len(m["alternatives"]) <= 3 or m["alternatives"][0]["weights"]["TSLA"] == 0
+        for a in m["alternatives"]:  # the five sections, citations with dates
+            assert a["rule"] and a["risks"] and a["p5"] <= a["p50"] <= a["p95"] and set(a["weights"]) == {"TSLA"}
+            assert all(re.fullmatch(r"\d{4}-\d{2}-\d{2}", c["date"]) for c in a["evidence"])
+        assert [e["step"] for e in m["log"]][:2] == ["T0", "T1"] and m["log"][-1]["action"] in ("chose", "hold")
+        chosen = [a for a in m["alternatives"] if a["status"] == "chosen"]
+        assert m["held"] or (len(chosen) == 1 and chosen[0]["weights"] == m["weights"])
+        assert all(abs(w) <= 0.6 + 1e-9 for w in d["weights"].values())
+        assert "policy" not in m  # the protocol's own choice needed no clipping by the team
+    # the policy made the full-size alternative fail a check; the fix clipped it
+    crit = [i for d in days for i in d["record"]["manager"]["critiques"]]
+    assert any(i["check"] == "max_position" and i["status"] == "fixed" for i in crit)
+    s = json.loads((cli_run / "summary.json").read_text())["strategy_summary"]
+    assert s["team_protocol"] == "scm" and s["scm_days"] == len(days) and s["scm_samples"] == 3
+    assert s["scm_citation_share"] == 1.0 and s["scm_complete_share"] == 1.0 and s["scm_stability"] == 1.0
+    assert s["scm_calibration_violations"] == 0 and s["scm_arithmetic_failures"] == 0
+    assert s["scm_policy_violations"] > 0 and s["scm_issues_unresolved"] == 0 and s["scm_fallbacks"] == 0
+    assert main(["explain", str(cli_run), "--date", days[2]["date"]]) == 0
+    assert "protocol=scm" in capsys.readouterr().out
+
+
+def test_a_portfolio_stays_inside_the_policies_by_the_protocol_itself(tmp_path):
+    res, team = run(PORTFOLIO, "2022-10-05", "2022-10-21", tmp_path, protocol="scm", samples=2,
+                    policies={"max_position": 0.3, "max_gross": 0.8})
+    acts = set()
+    for d in res.decisions:
+        m = d["record"]["manager"]
+        assert "policy" not in m  # nothing left for the team's enforce to clip
+        w = m["weights"]
+        assert all(abs(x) <= 0.3 + 1e-9 for x in w.values()) and sum(map(abs, w.values())) <= 0.8 + 1e-9
+        for t, a in d["actions"].items():
+            assert a == ("buy" if w.get(t, 0) > 0 else "sell" if w.get(t, 0) < 0 else "hold") or m["held"]
+        acts |= set(d["actions"].values())
+    assert {"buy", "sell"} & acts  # not vacuous
+    assert team.protocol.summary()["scm_issues_fixed"] > 0
+
+
+# -- constructed cases: what the Moderator must never let through ----------------
+
+@dataclass
+class _Portfolio:
+    weights: dict = field(default_factory=dict)
+
+
+class _View:
+    def __init__(self, tickers, n=80, seed=0):
+        rng = np.random.default_rng(seed)
+        self.tickers = tickers
+        self._closes = pd.DataFrame(100 * np.cumprod(1 + rng.normal(0, 0.02, (n, len(tickers))), axis=0),
+                                    columns=tickers)
+        self.portfolio = _Portfolio()
+
+    def closes(self, n=None):
+        return self._closes.tail(n) if n else self._closes
+
+
+def _task(tickers=("TSLA",), direction="bullish") -> ManagerTask:
+    reports = {t: [AnalystReport(role="news", ticker=t, direction=direction, confidence=0.8, insights=[
+        Insight(text="demand is strong", citations=[Citation(id=f"mem-{t}-1", date="2022-10-03", source="news")])])]
+        for t in tickers}
+    return ManagerTask(day="2022-10-05", tickers=tuple(tickers), reports=reports, weights={"news": 1.0})
+
+
+def _alt(name, w, ev=("mem-TSLA-1",), p=(-3.0, 0.2, 3.0), gross=None, invalid=(), risks=("drawdown",)):
+    return Alternative(name=name, weights=w, evidence=[Citation(id=i, date="2022-10-03", source="news") for i in ev],
+                       invalid=list(invalid), rule="follow the news", gross=sum(map(abs, w.values())) if gross is None
+                       else gross, p5=p[0], p50=p[1], p95=p[2], risks=list(risks))
+
+
+class Scripted:
+    """A brain answering each scm role with given reports (None: the role's rules answer)."""
+
+    name = "scripted"
+
+    def __init__(self, proposals, critique=None, fix=None, verdict=None):
+        self.proposals, self.critique, self.fix, self.verdict = list(proposals), critique, fix, verdict
+        self.asked = []
+
+    def answer(self, q):
+        role = q.agent.rsplit("scm-", 1)[1]
+        self.asked.append(role)
+        given = {"strategist": self.proposals.pop(0) if self.proposals else None, "critic": self.critique,
+                 "fix": self.fix, "moderator": self.verdict}[role]
+        return Answer(given if given is not None else q.rules(), "llm", 1)
+
+
+def _decide(brain, policies=None, tickers=("TSLA",), samples=1):
+    proto = ScmProtocol(samples=samples, policies=policies or Policies())
+    decision, ans, rec = proto.decide(brain, _task(tickers), _View(list(tickers)), tuple(tickers))
+    return proto, decision, ans, rec
+
+
+def test_an_unresolved_high_critique_or_a_policy_breach_never_gets_through():
+    bad_policy = _alt("A", {"TSLA": 0.9})
+    bad_cite = _alt("B", {"TSLA": 0.4}, ev=(), invalid=("mem-made-up",))
+    criticised = _alt("C", {"TSLA": 0.3})
+    critique = Critique(issues=[Issue(alternative="C", category="consistency", severity="high", issue="contradicts",
+                                      by="critic")])
+    same = Proposal(alternatives=[bad_policy, bad_cite, criticised])
+    # the revision changes nothing and the model moderator picks the policy breach
+    brain = Scripted([same], critique, fix=same, verdict=Verdict(choice="A", rationale="go big"))
+    proto, decision, ans, rec = _decide(brain, Policies(max_position=0.5))
+    assert rec["held"] and decision.weights == {} and decision.actions == {"TSLA": "hold"}
+    assert {a["name"]: a["status"] for a in rec["alternatives"]} == {"A": "discarded", "B": "discarded",
+                                                                      "C": "discarded"}
+    assert brain.asked == ["strategist", "critic", "fix"]  # no survivor: no moderator call
+    assert any(e["action"] == "hold" for e in rec["log"]) and proto.summary()["scm_holds"] == 1
+    # fixed: the breach is clipped, the citation replaced, C revised -> A survives, the breach cannot come back
+    fixed = Proposal(alternatives=[_alt("A", {"TSLA": 0.5}), _alt("B", {"TSLA": 0.4}, ev=(), risks=()),
+                                   _alt("C", {"TSLA": 0.3}, p=(-2.0, 0.1, 2.0))])
+    brain = Scripted([same], critique, fix=fixed, verdict=Verdict(choice="B", rationale="B"))
+    proto, decision, ans, rec = _decide(brain, Policies(max_position=0.5))
+    status = {a["name"]: a["status"] for a in rec["alternatives"]}
+    assert status["B"] == "discarded"  # a trade still without any valid citation
+    assert decision.weights["TSLA"] in (0.5, 0.3) and proto.summary()["scm_moderator_overrides"] == 1
+    assert all(i["status"] == "fixed" for i in rec["critiques"] if i["alternative"] != "B" and i["severity"] != "low")
+
+
+def test_the_moderator_may_discard_more_but_never_resurrect():
+    ok = [_alt("A", {"TSLA": 0.5}), _alt("B", {"TSLA": 0.25})]
+    brain = Scripted([Proposal(alternatives=ok)], Critique(),
+                     verdict=Verdict(discard=[{"alternative": "A", "reason": "too large"}], choice="A", rationale="x"))
+    proto, decision, ans, rec = _decide(brain)
+    assert decision.weights == {"TSLA": 0.25} and rec["chosen"] == "B"
+    assert any("too large" in e["details"] for e in rec["log"] if e["action"] == "discarded")
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_slates_only_ever_yield_a_checked_alternative(seed):
+    rng = np.random.default_rng(seed)
+    tickers = ("TSLA", "MSFT") if seed % 2 else ("TSLA",)
+
+    def rand_alt(name):
+        w = {t: float(np.round(rng.uniform(-1, 1), 2)) * rng.integers(0, 2) for t in tickers}
+        p = sorted(rng.normal(0, 3, 3)) if rng.random() < 0.7 else list(rng.normal(0, 3, 3))
+        return _alt(name, w, ev=[f"mem-{tickers[0]}-1"] if rng.random() < 0.7 else [],
+                    invalid=["nope"] if rng.random() < 0.2 else [], p=p,
+                    gross=None if rng.random() < 0.8 else 2.0, risks=["r"] if rng.random() < 0.8 else [])
+
+    def slate():
+        return Proposal(alternatives=[rand_alt(n) for n in "ABC"[: rng.integers(2, 4)]])
+
+    issues = [Issue(alternative=n, category="risks", severity=str(rng.choice(["high", "medium", "low"])), issue="x",
+                    by="critic") for n in "ABC" if rng.random() < 0.5]
+    pol = Policies(max_position=float(rng.choice([0.3, 0.6, 1.0])), max_gross=float(rng.choice([0.5, 1.0])))
+    brain = Scripted([slate(), slate(), slate()], Critique(issues=issues), fix=slate() if rng.random() < 0.5 else None,
+                     verdict=Verdict(choice=str(rng.choice(list("ABC") + ["none"])), rationale="pick"))
+    proto, decision, ans, rec = _decide(brain, pol, tickers, samples=3)
+    if rec["held"]:
+        assert decision.weights == {}
+        return
+    chosen = next(a for a in rec["alternatives"] if a["status"] == "chosen")
+    alt = Alternative(**{k: v for k, v in chosen.items() if k in Alternative.model_fields})
+    day = proto.context(_task(tickers), _View(list(tickers)))
+    assert not [i for i in code_checks(alt, day) if i.severity == "high"]
+    assert not [i for i in rec["critiques"] if i["alternative"] == alt.name and i["severity"] == "high"
+                and i["status"] != "fixed"]
+    w = decision.weights
+    assert all(abs(x) <= pol.max_position + 1e-9 for x in w.values()) and sum(map(abs, w.values())) <= pol.max_gross + 1e-9
+
+
+def test_a_reuse_brain_gets_the_stored_report_back_without_a_call():
+    proto, decision, ans, rec = _decide(Scripted([]))
+    again, a2, r2 = proto.decide(Reuse(ans.report), _task(), _View(["TSLA"]), ("TSLA",))
+    assert isinstance(ans.report, ScmReport) and a2.via == "reuse" and a2.calls == 0 and r2["reused"]
+    assert again.weights == decision.weights and proto.summary()["scm_reused_days"] == 1
+
+
+def test_registry_and_params():
+    from fincon.agents.team import FinConParams
+
+    proto = make_protocol("scm", FinConParams(protocol="scm", samples=5, policies={"max_gross": 0.5}))
+    assert isinstance(proto, ScmProtocol) and proto.samples == 5 and proto.policies.max_gross == 0.5
+
+
+# -- llm brain on a stub: record, replay byte for byte ---------------------------------
+
+class ScmStub(Stub):
+    """The team's stub plus the scm schemas: alternatives that depend on the
+    prompt and the sampling seed (so samples disagree), sometimes with
+    faults for the Critic and the fix round; a critic issue; a moderator
+    that always picks A."""
+
+    def complete(self, messages, schema, params):
+        props = schema.get("properties", {})
+        if not {"alternatives", "issues", "choice"} & set(props):
+            return super().complete(messages, schema, params)
+        self.calls += 1
+        user = messages[-1].content if messages[-1].role == "user" else messages[1].content
+        h = int(hashlib.sha256(f"{user}|{params.seed}".encode()).hexdigest()[:8], 16)
+        labels = re.findall(r"\b(E\d+) = ", user) or []
+        if "alternatives" in props:
+            tickers = list(schema["$defs"]["Weights"]["properties"])
+            fixing = "Issues to fix" in user
+            sign = 1 if h % 3 else -1
+            alts = []
+            for n, size in zip("ABC", (0.5 / len(tickers), 0.25 / len(tickers), 0.0)):
+                w = {t: round(sign * size * (1 if (h >> k) % 2 else -1), 4) for k, t in enumerate(tickers)}
+                gross = round(sum(map(abs, w.values())), 4)
+                bad = n == "A" and h % 4 == 0 and not fixing  # an arithmetic and a calibration fault
+                alts.append({"name": n, "evidence": labels[:1] if size else [], "rule": f"stub rule {n}",
+                             "weights": w, "gross": gross + (0.3 if bad else 0),
+                             "p5": 1.0 if bad else -2.0, "p50": 0.1, "p95": 2.0, "risks": ["stub risk"]})
+            ans = {"alternatives": alts[: 2 + h % 2]}
+        elif "issues" in props:
+            ans = {"issues": [{"alternative": "B", "category": "risks", "severity": "medium",
+                               "issue": "liquidity not covered", "question": "How liquid is it?"}]}
+        else:
+            ans = {"discard": [], "choice": "A", "rationale": "stub moderator", "relied_on": labels[:1]}
+        return Completion(json.dumps(ans), prompt_tokens=100, completion_tokens=20)
+
+
+class NoCalls(ScmStub):
+    def complete(self, messages, schema, params):
+        raise AssertionError("a replay must not call the model")
+
+
+LLM_ARGS = ["backtest", "--tickers", "TSLA", "--strategy", "fincon", "--brain", "llm", "--protocol", "scm",
+            "--start", "2022-10-24", "--end", "2022-11-02", "--no-progress", "--no-benchmark",
+            "--param", "fincon.transcripts=text", "--param", "fincon.embedder=hashing"]
+
+
+def test_an_llm_run_on_a_stub_replays_byte_for_byte(tmp_path, monkeypatch):
+    import fincon.llm.settings as settings
+
+    db = tmp_path / "llm.sqlite"
+    monkeypatch.setattr(settings, "build_backend", lambda s: ScmStub())
+    rec = ["--llm-cache", "read-write", "--llm-cache-path", str(db)]
+    assert main(LLM_ARGS + rec + ["--out", str(tmp_path / "a")]) == 0
+    monkeypatch.setattr(settings, "build_backend", lambda s: NoCalls())
+    assert main(LLM_ARGS + ["--llm-cache", "replay", "--llm-cache-path", str(db), "--out", str(tmp_path / "b")]) == 0
+    for name in ("decisions.jsonl", "metrics.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    days = _days(tmp_path / "a")
+    steps = [s for d in days for s in d["record"]["manager"]["steps"]]
+    assert {"strategist.s0", "strategist.s1", "strategist.s2", "critic", "fix", "moderator"} <= set(steps)
+    s = json.loads((tmp_path / "a" / "summary.json").read_text())["strategy_summary"]
+    assert s["scm_calls"] > 0 and s["scm_fallbacks"] == 0
+    assert s["scm_calibration_violations"] > 0 and s["scm_arithmetic_failures"] > 0  # the stub's faults are seen
+    assert s["scm_stability"] < 1.0  # samples at different seeds disagree on some days
+    for d in days:
+        m = d["record"]["manager"]
+        for a in m["alternatives"]:
+            if a["status"] == "chosen":
+                assert a["p5"] <= a["p50"] <= a["p95"] and abs(a["gross"] - sum(map(abs, a["weights"].values()))) < .01
+    # the samples ran at a temperature above 0 with different seeds
+    from fincon.llm.cache import CallCache
+
+    seeds = {json.loads(r["params"])["seed"] if isinstance(r["params"], str) else r["params"]["seed"]
+             for r in CallCache(db, "read-write").rows() if "scm-strategist" in r["agent"]}
+    assert len(seeds) == 3
+
+
+# -- point in time ------------------------------------------------------------------
+
+PIT_START, PIT_END, CUT = "2022-10-05", "2022-11-10", 12
+
+
+@pytest.mark.parametrize("brain", ["rules", "llm"])
+def test_future_prices_and_events_change_no_scm_decision_up_to_t(brain, tmp_path):
+    from fincon.llm import LLMClient, UsageLedger
+
+    tickers = ["TSLA"]
+    base = market_for(tickers, warmup=61, start=pd.Timestamp(PIT_START), end=pd.Timestamp(PIT_END))
+    cut_day = base.dates[base.first_index + CUT]
+    events = DirectoryLoader(SAMPLE_DIR).load(tickers)
+    clean = corpus(tmp_path / "clean", tickers, events)
+    dirty = corpus(tmp_path / "dirty", tickers, perturb_events(events, cut_day))
+    ca = cb = None
+    if brain == "llm":
+        ca, cb = LLMClient(ScmStub(), ledger=UsageLedger()), LLMClient(ScmStub(), ledger=UsageLedger())
+    a, _ = run(tickers, PIT_START, PIT_END, tmp_path / "a", market=base, events=str(clean), client=ca,
+               brain=brain, protocol="scm")
+    b, _ = run(tickers, PIT_START, PIT_END, tmp_path / "b", market=perturbed(base, CUT), events=str(dirty),
+               client=cb, brain=brain, protocol="scm")
+    assert day_records(a, CUT + 1) == day_records(b, CUT + 1)
+    assert day_records(a, len(a.decisions)) != day_records(b, len(b.decisions))
+    assert a.decisions[CUT]["record"]["manager"]["alternatives"]
