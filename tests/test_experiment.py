@@ -6,6 +6,9 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -105,6 +108,15 @@ def test_rerun_resumes_with_nothing_to_run(experiment, capsys):
     obj = json.loads(capsys.readouterr().out)
     assert obj["ran"] == []
     assert (out / "results.json").read_bytes() == before
+    # a unit lost (or never finished) is the only one run again; the results are the same
+    shutil.rmtree(out / "test" / "no-cvar-r2")
+    # a new process, as a user reruns it (chromadb caches a client per path for the
+    # life of a process, so the same run path cannot be rebuilt in-process)
+    proc = subprocess.run([sys.executable, "-m", "fincon.cli.main", *ARGS, "--out", str(out), "--json"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["ran"] == ["test/no-cvar-r2"]
+    assert (out / "results.json").read_bytes() == before
     # another config into the same directory is refused
     assert main(ARGS + ["--out", str(out), "--repeats", "3"]) == 2
     assert "another config" in capsys.readouterr().err
@@ -128,6 +140,8 @@ def test_yaml_config(tmp_path, capsys):
     for tree, word in [({"ablations": ["full", "no-risk"]}, "ablations"), ({"baselines": ["fincon"]}, "fincon"),
                        ({"team": {"cvar": False}}, "team.cvar"), ({"team": {"brian": "rules"}}, "brian"),
                        ({"train": {"start": "2022-01-03", "end": "2022-12-30"}}, "before the test window"),
-                       ({"temperature": 0}, "temperature")]:
+                       ({"temperature": 0}, "temperature"),
+                       ({"strategy_params": {"markowitz": {"lookbak": 60}}}, "lookbak"),
+                       ({"strategy_params": {"fincon": {"brain": "rules"}}}, "team:")]:
         with pytest.raises(ConfigError, match=word):
             load_experiment(None, tree)

@@ -242,7 +242,12 @@ def baseline_config(exp: ExperimentConfig) -> RunConfig:
     if unused:
         raise ConfigError(f"experiment config: strategy_params given for {', '.join(unused)}, which is not among "
                           f"the baselines ({', '.join(exp.baselines)}); team parameters go under team:")
-    return _run_config(exp, exp.test, list(exp.baselines), params)
+    cfg = _run_config(exp, exp.test, list(exp.baselines), params)
+    from fincon.strategies.registry import make_strategy
+
+    for name, p in params.items():  # a bad baseline parameter fails now, not after the trainings
+        make_strategy(name, p)
+    return cfg
 
 
 @dataclass(frozen=True)
