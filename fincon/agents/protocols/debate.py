@@ -556,17 +556,22 @@ class DebateProtocol:
         return chunks
 
     def retrieve(self, chunks: Sequence[Chunk], query: str) -> list[Chunk]:
-        """Top chunks of this call for ``query`` from the chromadb collection
-        (ties broken by the chunk's order in the call)."""
+        """Top chunks of this call for ``query`` from the chromadb collection.
+
+        chromadb ranks every chunk of the call (a call has tens of chunks);
+        the top k are taken here with ties broken by the chunk's order in
+        the call: a query many chunks match equally (the hashing embedder
+        often gives equal distances) must not pick among them at random, or
+        a replayed run would ask other questions than the recorded one."""
         if not chunks:
             return []
-        k = min(self.top_k, len(chunks))
-        res = self._col.query(query_texts=[query], n_results=k, where={"event_id": chunks[0].event_id},
+        res = self._col.query(query_texts=[query], n_results=len(chunks), where={"event_id": chunks[0].event_id},
                               include=["distances"])
         order = {c.id: n for n, c in enumerate(chunks)}
         by_id = {c.id: c for c in chunks}
-        got = sorted(zip(res["ids"][0], res["distances"][0]), key=lambda x: (round(float(x[1]), 6), order[x[0]]))
-        return [by_id[i] for i, _ in got if i in by_id]
+        got = sorted(((i, d) for i, d in zip(res["ids"][0], res["distances"][0]) if i in by_id),
+                     key=lambda x: (round(float(x[1]), 6), order[x[0]]))
+        return [by_id[i] for i, _ in got[: self.top_k]]
 
     # -- one debate ------------------------------------------------------------------
     def debate(self, brain, event, day: str) -> tuple[Debate, int, int, list[str]]:
