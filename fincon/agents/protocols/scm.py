@@ -40,7 +40,6 @@ chosen) and enforced again by the team after the protocol.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -852,7 +851,3 @@ class ScmProtocol:
 def code_checks_block(a: Alternative, day: Day) -> list[Issue]:
     """The checks no chosen alternative may fail: a policy, a citation, the quantiles, the weights."""
     return [i for i in code_checks(a, day, "final") if i.severity == "high"]
-
-
-def dumps(report: ScmReport) -> str:  # pragma: no cover - debugging aid
-    return json.dumps(report.model_dump(), indent=1, sort_keys=True)
