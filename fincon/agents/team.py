@@ -456,7 +456,9 @@ class FinConTeam(Strategy):
         agent = self.protocol.agent
         digest = _digest({"reports": {t: [r.model_dump() for r in rs] for t, rs in task.reports.items()},
                           "reflections": task.reflections, "stance": task.stance, "beliefs": task.beliefs,
-                          "position": task.position, "weights": dict(task.weights), "exposure": task.exposure})
+                          "position": task.position, "weights": dict(task.weights), "exposure": task.exposure,
+                          # what else the protocol's decision depends on (e.g. the debate: today's new calls)
+                          "protocol": self.protocol.digest(task, view) if hasattr(self.protocol, "digest") else None})
         prev = self._last.get(agent)
         if prev is not None and prev[0] == digest:
             self.ledger.record_event("reuse", agent, day, digest=digest[:16])

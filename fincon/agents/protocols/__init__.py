@@ -17,7 +17,10 @@ class is built with the team's params (``Class(params)``) and provides:
   :class:`~fincon.agents.brains.Reuse` holding the protocol's previous final
   report (the team's inputs hashed the same): answer with it, no call;
 * ``summary() -> dict``: the protocol's own per-run measures, merged into
-  ``summary.json`` (may be empty).
+  ``summary.json`` (may be empty);
+* optional ``digest(task, view)``: anything besides the reports, the stance
+  and the beliefs its decision depends on (JSON-able); the team adds it to
+  the hash that decides whether yesterday's decision can be reused.
 
 The team applies the run's policies (:mod:`fincon.agents.policies`) to every
 protocol's decision in code, after the protocol.

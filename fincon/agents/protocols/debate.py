@@ -525,6 +525,12 @@ class DebateProtocol:
         self.memory, self.events = team.memory, team.events
         self._col = open_collection(team.memory.client, COLLECTION, team.memory.embedder)
 
+    def digest(self, task, view) -> list[str]:
+        """What besides the reports this protocol's decision depends on (the
+        team adds it to its reuse hash): the ids of today's new calls, so a
+        call day is never answered with yesterday's stored decision."""
+        return sorted(e.id for t in task.tickers for e in self.new_calls(t, view))
+
     # -- reading the call ------------------------------------------------------------
     def new_calls(self, ticker: str, view) -> list:
         """Calls of ``ticker`` that became visible after the previous trading
