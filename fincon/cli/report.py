@@ -1,0 +1,50 @@
+"""``fincon report RUN [RUN ...] --out report.html``: one self-contained HTML page."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = """\
+Write one HTML page a person can read about a run, a comparison of runs, a
+training or an experiment: the metrics of every strategy beside the
+buy-and-hold benchmark; interactive equity and drawdown curves with the
+team's CVaR alerts marked; the decision timeline (click a day to see what the
+team saw, said and did, with the evidence it cites, as `fincon explain`
+prints it); LLM usage per agent (calls, tokens, cost, re-asks, fallbacks,
+reused reports); for a training, its beliefs, tau and objective per episode;
+for an experiment, its table of median runs and tests; and quantstats'
+performance statistics.
+
+The page is self-contained (plotly.js and the styles inlined; nothing is
+fetched when it is opened) and reproducible: the same run directories give
+the same bytes.
+
+RUN is a directory written by `fincon backtest` (one strategy or a
+comparison), `fincon train` or `fincon experiment`; several RUNs are shown
+side by side."""
+
+EXAMPLES = """\
+examples:
+  fincon report runs/demo --out demo.html
+  fincon report runs/demo/fincon runs/other/fincon --out compare.html
+  fincon report runs/experiment_TSLA --out experiment.html
+  fincon backtest --ticker TSLA --strategy fincon --brain rules --report   # report.html in the run directory
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="one self-contained HTML page for runs, a training or an experiment",
+                       description=HELP, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="run, comparison, training or experiment directory")
+    p.add_argument("--out", type=Path, default=Path("report.html"), metavar="FILE",
+                   help="HTML file to write (default report.html; replaced if it exists)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from fincon.report import write_report
+
+    out = write_report(args.runs, args.out)
+    print(f"report: {out} ({out.stat().st_size:,} bytes)")
+    return 0

@@ -1,0 +1,41 @@
+"""``fincon report``: one self-contained HTML page for runs, comparisons,
+trainings and experiments (see :mod:`fincon.report.html` for what it shows).
+
+>>> from fincon.report import write_report
+>>> write_report(["runs/demo"], "report.html")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Sequence
+
+from fincon.errors import FinconError
+
+
+def build_report(runs: Sequence[str | Path]) -> str:
+    """The HTML page for the given run directories (same inputs, same bytes)."""
+    from fincon.report.html import render
+    from fincon.report.load import load_report_data
+
+    return render(load_report_data([Path(r) for r in runs]))
+
+
+def write_report(runs: Sequence[str | Path], out: str | Path) -> Path:
+    """Write the page to ``out`` (through a temporary file renamed into place,
+    so a failed report never leaves half a page)."""
+    out = Path(out)
+    if out.is_dir():
+        raise FinconError(f"--out {out} is a directory; give a file name such as {out / 'report.html'}")
+    if not out.parent.is_dir():
+        raise FinconError(f"--out {out}: directory {out.parent} does not exist")
+    text = build_report(runs)
+    tmp = out.with_name(f".{out.name}.partial-{os.getpid()}")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, out)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise FinconError(f"cannot write {out}: {exc.strerror or exc}") from None
+    return out

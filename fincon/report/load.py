@@ -1,0 +1,386 @@
+"""Read run, comparison, training and experiment directories for a report.
+
+Everything here reads files a fincon command wrote; nothing calls a model or
+the network. The reader is defensive about what a directory holds (a run of
+a baseline has no team records, a rules-brain run no LLM ledger, a training
+has ``episodes.jsonl`` and ``beliefs.json``): a section whose files are
+absent is left out, a file that is present but unreadable is an error
+naming it. What is not a fincon directory at all is a :class:`DataError`.
+
+The buy-and-hold benchmark's equity curve is not saved in a single-strategy
+run directory (only its metrics, in ``summary.json``), so it is recomputed
+from the run's ``config.yaml`` with the engine, on the bundled sample or a
+CSV directory (never a download), and kept only if it ends on the benchmark
+value the run recorded.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from fincon.errors import DataError, FinconError
+
+BENCHMARK = "buy-and-hold"
+BENCHMARK_KEY = f"{BENCHMARK} (benchmark)"
+
+
+@dataclass
+class Run:
+    """One strategy's run directory."""
+
+    label: str
+    path: Path
+    strategy: str
+    metrics: dict[str, Any]
+    equity: pd.Series | None = None
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    usage: list[dict[str, str]] = field(default_factory=list)
+    audit: list[dict[str, Any]] = field(default_factory=list)
+    timeline: bool = True  # show this run's decision timeline (a team run)
+
+    @property
+    def team(self) -> bool:
+        return any("record" in d for d in self.decisions)
+
+    @property
+    def window(self) -> tuple[tuple[str, ...], str, str]:
+        """(tickers, first day, last day) of the market the run traded (the
+        benchmark's window, even for a run that stopped early)."""
+        tickers = tuple(self.config.get("tickers") or self.summary.get("tickers") or ())
+        start = str(self.config.get("start") or self.summary.get("first_day") or "")
+        end = str(self.config.get("end") or self.summary.get("last_day") or "")
+        return tickers, start, end
+
+
+@dataclass
+class Training:
+    """A ``fincon train`` directory (or a run dir holding its files)."""
+
+    label: str
+    path: Path
+    episodes: list[dict[str, Any]]
+    beliefs: dict[str, Any] | None
+    status: str | None = None
+
+
+@dataclass
+class Experiment:
+    label: str
+    path: Path
+    results: dict[str, Any]
+    status: str | None = None
+
+
+@dataclass
+class Benchmark:
+    """Buy-and-hold on a window: its metrics, and its curve when known."""
+
+    label: str
+    window: tuple[tuple[str, ...], str, str]
+    metrics: dict[str, Any] | None = None
+    equity: pd.Series | None = None
+    note: str = ""
+    run: Run | None = None  # a buy-and-hold run directory serving as the benchmark
+
+
+@dataclass
+class Source:
+    """One RUN argument of ``fincon report``."""
+
+    path: Path
+    kind: str  # run | comparison | training | experiment
+    runs: list[Run] = field(default_factory=list)
+    columns: dict[str, dict[str, Any]] = field(default_factory=dict)  # metrics-only columns (failed, benchmark)
+    trainings: list[Training] = field(default_factory=list)
+    experiment: Experiment | None = None
+
+
+@dataclass
+class ReportData:
+    sources: list[Source]
+    benchmarks: list[Benchmark]
+
+    @property
+    def runs(self) -> list[Run]:
+        return [r for s in self.sources for r in s.runs]
+
+
+# -- small readers ---------------------------------------------------------------
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot read ({type(exc).__name__})") from None
+    except json.JSONDecodeError:
+        raise DataError(f"{path}: not valid JSON; is this a fincon run directory?") from None
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                raise DataError(f"{path}:{n}: not a JSON line") from None
+            if isinstance(obj, dict):
+                out.append(obj)
+    return out
+
+
+def _csv(path: Path) -> list[dict[str, str]]:
+    if not path.is_file():
+        return []
+    with open(path, encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _yaml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        obj = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        raise DataError(f"{path}: not a readable YAML config") from None
+    return obj if isinstance(obj, dict) else {}
+
+
+def _is_run(path: Path) -> bool:
+    return (path / "metrics.json").is_file() and (path / "equity.csv").is_file()
+
+
+def load_run(path: Path, label: str | None = None, timeline: bool = True) -> Run:
+    """One strategy's run directory (``metrics.json`` + ``equity.csv``)."""
+    from fincon.engine.rundir import read_equity
+
+    metrics = _json(path / "metrics.json")
+    if not isinstance(metrics, dict):
+        raise DataError(f"{path / 'metrics.json'}: expected a JSON object")
+    summary = _json(path / "summary.json") if (path / "summary.json").is_file() else {}
+    strategy = str(metrics.get("strategy") or summary.get("strategy") or path.name)
+    return Run(
+        label=label or strategy, path=path, strategy=strategy, metrics=metrics,
+        equity=read_equity(path), decisions=_jsonl(path / "decisions.jsonl"),
+        summary=summary if isinstance(summary, dict) else {}, config=_yaml(path / "config.yaml"),
+        usage=_csv(path / "llm_usage.csv"), audit=_jsonl(path / "llm_audit.jsonl"), timeline=timeline,
+    )
+
+
+def load_training(path: Path, label: str) -> Training | None:
+    """``episodes.jsonl`` / ``beliefs.json`` of a training, if present."""
+    episodes = _jsonl(path / "episodes.jsonl")
+    beliefs = _json(path / "beliefs.json") if (path / "beliefs.json").is_file() else None
+    if not episodes and beliefs is None:
+        return None
+    status = None
+    if (path / "train.json").is_file():
+        state = _json(path / "train.json")
+        status = state.get("status") if isinstance(state, dict) else None
+    return Training(label, path, episodes, beliefs if isinstance(beliefs, dict) else None, status)
+
+
+# -- one RUN argument ------------------------------------------------------------
+
+def load_source(path: Path) -> Source:
+    """Classify and read one RUN argument."""
+    if not path.exists():
+        raise DataError(f"{path} does not exist; pass a directory written by fincon backtest, train or experiment")
+    if not path.is_dir():
+        raise DataError(f"{path} is not a directory; pass a directory written by fincon backtest, train or experiment")
+    if (path / "experiment.json").is_file():
+        return _experiment(path)
+    if (path / "train.json").is_file() or ((path / "episodes.jsonl").is_file() and (path / "episodes").is_dir()):
+        return _training(path)
+    if not (path / "metrics.json").is_file():
+        raise DataError(f"{path} is not a fincon run directory (no metrics.json, train.json or experiment.json)")
+    metrics = _json(path / "metrics.json")
+    if not isinstance(metrics, dict):
+        raise DataError(f"{path / 'metrics.json'}: expected a JSON object")
+    if _is_run(path):
+        src = Source(path, "run", runs=[load_run(path)])
+    else:
+        src = _comparison(path, metrics)
+    training = load_training(path, path.name)  # a run dir may carry a training's files
+    if training is not None:
+        src.trainings.append(training)
+    return src
+
+
+def _comparison(path: Path, metrics: dict[str, Any]) -> Source:
+    src = Source(path, "comparison")
+    for name, m in metrics.items():
+        if not isinstance(m, dict):
+            continue
+        sub = path / name
+        if _is_run(sub):
+            src.runs.append(load_run(sub, label=name))
+        else:  # the benchmark's metrics, or a strategy that failed before its first day
+            src.columns[name] = m
+    if not src.runs and not src.columns:
+        raise DataError(f"{path / 'metrics.json'} names no strategy; is this a fincon run directory?")
+    return src
+
+
+def _episode_dirs(path: Path) -> list[Path]:
+    return sorted(p for p in (path / "episodes").glob("ep-*") if _is_run(p))
+
+
+def _training(path: Path) -> Source:
+    src = Source(path, "training")
+    eps = _episode_dirs(path)
+    for i, ep in enumerate(eps):
+        src.runs.append(load_run(ep, label=f"{ep.name}", timeline=i == len(eps) - 1))
+    training = load_training(path, path.name)
+    if training is not None:
+        src.trainings.append(training)
+    if not src.runs and training is None:
+        raise DataError(f"{path} holds no finished episode yet (no episodes/ep-*/metrics.json, no episodes.jsonl)")
+    return src
+
+
+def _experiment(path: Path) -> Source:
+    state = _json(path / "experiment.json")
+    status = state.get("status") if isinstance(state, dict) else None
+    results = _json(path / "results.json") if (path / "results.json").is_file() else {}
+    if not isinstance(results, dict):
+        raise DataError(f"{path / 'results.json'}: expected a JSON object")
+    src = Source(path, "experiment", experiment=Experiment(path.name, path, results, status))
+    median = results.get("median") if isinstance(results.get("median"), dict) else {}
+    for ablation, m in median.items():
+        rel = m.get("run_dir") if isinstance(m, dict) else None
+        if rel and _is_run(path / rel):
+            label = f"fincon {ablation} (median r{m.get('repeat', '?')})"
+            src.runs.append(load_run(path / rel, label=label))
+    base = path / "baselines"
+    if (base / "metrics.json").is_file() and not _is_run(base):
+        sub = _comparison(base, _json(base / "metrics.json"))
+        src.runs.extend(sub.runs)
+    elif _is_run(base):
+        src.runs.append(load_run(base))
+    # the belief evolution of the full ablation's median repeat (as the experiment's beliefs.png)
+    full = median.get("full") if isinstance(median.get("full"), dict) else None
+    if full and (path / "train" / f"full-r{full.get('repeat')}").is_dir():
+        t = load_training(path / "train" / f"full-r{full.get('repeat')}", f"full-r{full.get('repeat')}")
+        if t is not None:
+            src.trainings.append(t)
+    if not src.runs and not results:
+        raise DataError(f"{path} holds no finished unit yet (no results.json, no test runs)")
+    return src
+
+
+# -- putting the sources together ------------------------------------------------
+
+def _unique_labels(sources: list[Source]) -> None:
+    """Labels are strategy names; runs of several RUN arguments that share one
+    get the directory's name in front (then a number if that still clashes)."""
+    runs = [r for s in sources for r in s.runs]
+    counts: dict[str, int] = {}
+    for r in runs:
+        counts[r.label] = counts.get(r.label, 0) + 1
+    for s in sources:
+        for r in s.runs:
+            if counts[r.label] > 1:
+                r.label = f"{s.path.name}/{r.label}"
+    seen: dict[str, int] = {}
+    for r in runs:
+        n = seen.get(r.label, 0) + 1
+        seen[r.label] = n
+        if n > 1:
+            r.label = f"{r.label} ({n})"
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-7, abs_tol=1e-4)
+
+
+def recompute_benchmark(config: dict[str, Any]) -> tuple[pd.Series | None, str]:
+    """Buy-and-hold's equity on a run's market and broker settings, or why not.
+
+    Only offline sources: the bundled sample, or the run's CSV directory; a
+    yfinance run is not re-downloaded for a report."""
+    source = (config.get("data") or {}).get("source", "sample")
+    if source not in ("sample", "csv"):
+        return None, f"not recomputed: the run's prices come from {source} (a report downloads nothing)"
+    try:
+        import tempfile
+
+        from fincon.config import RunConfig
+        from fincon.data.prices import load_prices
+        from fincon.data.sources import make_source
+        from fincon.data.view import MarketData
+        from fincon.engine.backtest import run_backtest
+        from fincon.engine.broker import BrokerSettings
+        from fincon.strategies.base import RunContext
+        from fincon.strategies.registry import make_strategy
+
+        cfg = RunConfig(**{k: config[k] for k in ("tickers", "start", "end", "data", "broker", "metrics")
+                           if k in config}, strategies=[BENCHMARK])
+        src = make_source(cfg.data.source, cfg.data.dir, cfg.data.cache_dir)
+        loaded = load_prices(src, tuple(cfg.tickers), pd.Timestamp(cfg.start), pd.Timestamp(cfg.end), warmup=0)
+        market = MarketData(loaded.frames, loaded.first_index)
+        with tempfile.TemporaryDirectory() as tmp:
+            result = run_backtest(market, make_strategy(BENCHMARK), BrokerSettings(**cfg.broker.model_dump()),
+                                  RunContext(Path(tmp), market.tickers, {}), alpha=cfg.metrics.alpha,
+                                  risk_free=cfg.metrics.risk_free, progress=False)
+    except (FinconError, ValueError, TypeError, KeyError, OSError) as exc:
+        return None, f"not recomputed: {' '.join(str(exc).split())[:200]}"
+    return pd.Series(result.values, index=result.dates, name=BENCHMARK), ""
+
+
+def _benchmarks(sources: list[Source]) -> list[Benchmark]:
+    """One benchmark per window traded: a buy-and-hold run directory on that
+    window if one was given, else the recorded benchmark metrics and the
+    recomputed curve."""
+    by_window: dict[tuple, Benchmark] = {}
+    for s in sources:
+        for r in s.runs:
+            if r.strategy == BENCHMARK and r.window not in by_window:
+                by_window[r.window] = Benchmark(r.label, r.window, r.metrics, r.equity, run=r)
+    for s in sources:
+        for r in s.runs:
+            if r.strategy == BENCHMARK or r.window in by_window:
+                continue
+            metrics = s.columns.get(BENCHMARK_KEY) or r.summary.get("benchmark")
+            b = Benchmark(BENCHMARK_KEY, r.window, metrics if isinstance(metrics, dict) else None)
+            if r.config:
+                curve, note = recompute_benchmark(r.config)
+                if curve is not None and isinstance(b.metrics, dict) and isinstance(b.metrics.get("final_value"), float):
+                    if not _close(float(curve.iloc[-1]), b.metrics["final_value"]):
+                        curve, note = None, (f"not shown: recomputed from config.yaml it ends at "
+                                             f"{curve.iloc[-1]:,.2f}, the run recorded {b.metrics['final_value']:,.2f}")
+                b.equity, b.note = curve, note
+            by_window[r.window] = b
+    out = list(by_window.values())
+    if len(out) > 1:
+        for b in out:
+            if b.run is None:
+                tickers, start, end = b.window
+                b.label = f"{BENCHMARK_KEY} {', '.join(tickers)} {start}..{end}"
+    return out
+
+
+def load_report_data(paths: list[Path]) -> ReportData:
+    if not paths:
+        raise DataError("no run directory given")
+    sources = [load_source(Path(p)) for p in paths]
+    _unique_labels(sources)
+    benchmarks = _benchmarks(sources)
+    for s in sources:  # a comparison's benchmark column is shown as its benchmark
+        if s.runs:
+            s.columns.pop(BENCHMARK_KEY, None)
+    return ReportData(sources, benchmarks)
