@@ -114,6 +114,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="replace --out if it is an earlier fincon run (swapped in only when the new run is complete)")
     m.add_argument("--json", action="store_true", help="print the metrics as one JSON object instead of a table")
     m.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    m.add_argument("--report", action="store_true",
+                   help="also write report.html into the run directory (the page of `fincon report`)")
     p.set_defaults(func=run)
 
 
@@ -266,11 +268,23 @@ def _status_label(result) -> str:
 
 def run(args: argparse.Namespace) -> int:
     cfg = build_config(args)
-    return run_and_report(cfg, args.out, as_json=args.json, progress=not args.no_progress, replace=args.replace)
+    return run_and_report(cfg, args.out, as_json=args.json, progress=not args.no_progress, replace=args.replace,
+                          html_report=args.report)
+
+
+def _write_html_report(run_dir: Path) -> Path:
+    """``report.html`` in a finished run directory (``--report``)."""
+    from fincon.errors import FinconError
+    from fincon.report import write_report
+
+    try:
+        return write_report([run_dir], run_dir / "report.html")
+    except FinconError as exc:
+        raise FinconError(f"the run was saved in {run_dir}, but its report was not written: {exc}") from None
 
 
 def run_and_report(cfg, out: str | None, *, as_json: bool = False, progress: bool = True,
-                   replace: bool = False) -> int:
+                   replace: bool = False, html_report: bool = False) -> int:
     """Run a resolved config, print the table (or JSON) and the notes; the exit status."""
     from fincon.cli.main import EXIT_STOPPED
     from fincon.engine.rundir import check_out_path
@@ -286,6 +300,7 @@ def run_and_report(cfg, out: str | None, *, as_json: bool = False, progress: boo
     if report.benchmark is not None:
         columns[f"{BENCHMARK} (benchmark)"] = {"status": "complete", **report.benchmark.metrics.as_dict()}
     stopped = {n: r.stopped for n, r in report.results.items() if r.stopped}
+    page = _write_html_report(report.out) if html_report else None
     if as_json:
         if len(report.results) == 1:
             (name, result), = report.results.items()
@@ -296,6 +311,8 @@ def run_and_report(cfg, out: str | None, *, as_json: bool = False, progress: boo
                 obj["benchmark"] = report.benchmark.metrics.as_dict()
         else:
             obj = {"run_dir": str(report.out), "strategies": columns}
+        if page is not None:
+            obj["report"] = str(page)
         print(json.dumps(obj, sort_keys=True))
     else:
         print(f"{', '.join(cfg.tickers)}  {cfg.start} .. {cfg.end}  (alpha={cfg.metrics.alpha}, "
@@ -308,6 +325,8 @@ def run_and_report(cfg, out: str | None, *, as_json: bool = False, progress: boo
                 print(f"\n{name} {line}")
         print(f"\nrun directory: {report.out}")
         print(f"equity plot:   {report.out / 'equity.png'}")
+        if page is not None:
+            print(f"report:        {page}")
     for name, reason in stopped.items():
         print(f"fincon: {name} stopped early ({' '.join(reason.split())}); results saved up to the last "
               "finished day; the benchmark covers the full window", file=sys.stderr)
