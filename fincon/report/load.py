@@ -223,7 +223,11 @@ def load_source(path: Path) -> Source:
 
 def _comparison(path: Path, metrics: dict[str, Any]) -> Source:
     src = Source(path, "comparison")
-    for name, m in metrics.items():
+    # in the order the run was asked for (metrics.json is written with sorted keys)
+    asked = [str(n) for n in (_yaml(path / "config.yaml").get("strategies") or [])]
+    names = sorted(metrics, key=lambda n: (asked.index(n) if n in asked else len(asked), n == BENCHMARK_KEY, n))
+    for name in names:
+        m = metrics[name]
         if not isinstance(m, dict):
             continue
         sub = path / name

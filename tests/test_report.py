@@ -1,0 +1,226 @@
+"""fincon report: one self-contained, reproducible HTML page per run,
+comparison, training or experiment (the browser test is test_report_browser.py).
+
+The run behind the page is the rules brain on TSLA, 2022-10-05..2022-10-20
+(earnings calls read as text, so no Whisper), made once with
+``fincon backtest --report``.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fincon.cli.explain import format_day
+from fincon.cli.main import main
+from fincon.llm.ledger import USAGE_COLUMNS
+
+TEAM_RUN = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", "--events", "sample",
+            "--start", "2022-10-05", "--end", "2022-10-20", "--param", "fincon.transcripts=text", "--no-progress"]
+
+
+@pytest.fixture(scope="session")
+def report_run(tmp_path_factory) -> Path:
+    """The team run with its report.html; made once per session (the browser
+    test imports this fixture and finds the directory already there)."""
+    out = tmp_path_factory.getbasetemp() / "report-run" / "fincon-tsla"
+    if not out.exists():
+        assert main([*TEAM_RUN, "--out", str(out), "--report"]) == 0
+    assert (out / "report.html").is_file(), "fincon backtest --report wrote no report.html"
+    return out
+
+
+def days_of(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "decisions.jsonl").read_text().splitlines()]
+
+
+def sections(page: str) -> list[str]:
+    return re.findall(r'<section id="([a-z]+)">', page)
+
+
+def test_backtest_report_holds_every_part(report_run, capsys):
+    page = (report_run / "report.html").read_text(encoding="utf-8")
+    assert sections(page) == ["metrics", "curves", "decisions", "llm", "performance"]  # no training, no experiment
+    # every key metrics.json holds, beside the benchmark's from summary.json
+    metrics = json.loads((report_run / "metrics.json").read_text())
+    for key in metrics:
+        if key != "strategy":
+            assert f"<code>{key}</code>" in page
+    assert "buy-and-hold (benchmark)" in page
+    assert f"{json.loads((report_run / 'summary.json').read_text())['benchmark']['final_value']:,.0f}" in page
+    # the curves: team, its alert markers, the benchmark (recomputed, matching its recorded value)
+    days = days_of(report_run)
+    alerts = [d["date"] for d in days if d["record"]["risk"]["alert"]]
+    assert alerts, "the window should hold CVaR alerts"
+    assert 'id="equity-chart"' in page and f"fincon: CVaR alert ({len(alerts)})" in page
+    assert html.escape("matching the benchmark's recorded final value") in page
+    # the timeline: one button and one hidden article per decision day, holding fincon explain's text
+    for d in days:
+        assert f'data-day="{d["date"]}" aria-pressed="false"' in page
+        assert html.escape(format_day(d)) in page
+    assert page.count("<article ") == len(days)
+    assert page.count('<span class="flag">CVaR alert</span>') == len(alerts)
+    # LLM usage of a rules-brain run: no ledger, the per-agent reuse counts from the records
+    reused = sum(d["record"]["calls"]["reused"] for d in days)
+    assert "no llm_usage.csv: no model was asked" in page
+    assert re.search(rf"<td>total</td>(<td>[0-9,]+</td>){{2}}<td>{reused}</td>", page)
+    # self-contained: plotly.js inline, no external script, stylesheet or font
+    assert "plotly.js v" in page
+    assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=", page)
+    assert "@import" not in page
+
+
+def test_report_is_reproducible(report_run, tmp_path, capsys):
+    """Same run directory, same bytes: from `fincon report`, from a copy
+    elsewhere, and as `backtest --report` wrote it."""
+    copy = tmp_path / "elsewhere" / report_run.name
+    shutil.copytree(report_run, copy)
+    a, b = tmp_path / "a.html", tmp_path / "b.html"
+    assert main(["report", str(report_run), "--out", str(a)]) == 0
+    assert f"report: {a} (" in capsys.readouterr().out
+    assert main(["report", str(copy), "--out", str(b)]) == 0
+    assert a.read_bytes() == b.read_bytes() == (report_run / "report.html").read_bytes()
+    assert str(report_run) not in a.read_text() and str(tmp_path) not in a.read_text()
+
+
+def _write_usage(run: Path) -> None:
+    """An llm_usage.csv / llm_audit.jsonl as the ledger writes them."""
+    with open(run / "llm_usage.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=USAGE_COLUMNS, lineterminator="\n")
+        w.writeheader()
+        w.writerow({"day": "2022-10-05", "agent": "news/TSLA", "calls": 2, "prompt_tokens": 900,
+                    "completion_tokens": 100, "total_tokens": 1000, "cost_usd": "0.001500", "reasks": 1,
+                    "fallbacks": 0, "failures": 0})
+        w.writerow({"day": "2022-10-06", "agent": "manager", "calls": 3, "prompt_tokens": 2000,
+                    "completion_tokens": 300, "total_tokens": 2300, "cost_usd": "0.002000", "reasks": 1,
+                    "fallbacks": 1, "failures": 1})
+    (run / "llm_audit.jsonl").write_text(json.dumps(
+        {"agent": "manager", "day": "2022-10-06", "event": "fallback",
+         "reason": "invalid or badly cited answer after one re-ask; rules brain used"}) + "\n")
+
+
+def test_comparison_of_runs_with_llm_usage(report_run, tmp_path, capsys):
+    """Several RUNs side by side: a comparison directory (whose buy-and-hold
+    run is the benchmark) and a team run with an LLM ledger."""
+    team = tmp_path / "team"
+    shutil.copytree(report_run, team)
+    (team / "report.html").unlink()
+    _write_usage(team)
+    comp = tmp_path / "baselines"
+    assert main(["backtest", "--ticker", "TSLA", "--strategy", "sma-cross,buy-and-hold", "--start", "2022-10-05",
+                 "--end", "2022-10-20", "--no-progress", "--out", str(comp)]) == 0
+    capsys.readouterr()
+    out = tmp_path / "compare.html"
+    assert main(["report", str(team), str(comp), "--out", str(out)]) == 0
+    page = out.read_text()
+    head = re.search(r"<thead><tr><th>metric</th>(.*?)</tr>", page).group(1)
+    assert re.findall(r"<th>([^<]+)</th>", head) == ["fincon", "sma-cross", "buy-and-hold"]  # as asked
+    # the comparison's buy-and-hold run is the benchmark: drawn once, not recomputed
+    assert "recomputed" not in page
+    assert page.count('"name":"buy-and-hold"') == 2  # equity and drawdown
+    # LLM usage from the ledger, with the audit trail
+    assert "llm_audit.jsonl: 1 event(s)" in page
+    assert re.search(r"<td>manager</td><td>3</td><td>2,000</td><td>300</td><td>0.0020</td><td>1</td><td>1</td>"
+                     r"<td>1</td>", page)
+    assert re.search(r"<td>total</td><td>5</td><td>2,900</td><td>400</td><td>0.0035</td>", page)
+    assert "3,300 tokens, $0.0035" in page
+    assert sections(page) == ["metrics", "curves", "decisions", "llm", "performance"]
+
+
+def test_training_beliefs_tau_objective(tmp_path, capsys):
+    """A `fincon train` directory: every episode's curve, the last one's
+    timeline, beliefs, tau and objective per episode."""
+    train = tmp_path / "train"
+    assert main(["train", "--ticker", "TSLA", "--brain", "rules", "--episodes", "2", "--start", "2022-04-01",
+                 "--end", "2022-04-08", "--param", "fincon.transcripts=text", "--no-progress",
+                 "--out", str(train)]) == 0
+    capsys.readouterr()
+    out = tmp_path / "train.html"
+    assert main(["report", str(train), "--out", str(out)]) == 0
+    page = out.read_text()
+    assert "training" in sections(page)
+    rows = [json.loads(line) for line in (train / "episodes.jsonl").read_text().splitlines()]
+    assert 'id="training-1"' in page and "tau (same action share)" in page
+    for r in rows:
+        assert f"<td>{r['episode']}</td><td>{r['objective']:.3f}</td>" in page
+    assert f"<td>{rows[1]['tau']:.3f}</td>" in page
+    beliefs = json.loads((train / "beliefs.json").read_text())
+    assert f"learned beliefs (beliefs.json, version {beliefs['version']})" in page
+    for name, p in beliefs["perspectives"].items():
+        assert f"<td>{name}</td><td>{p['weight']:.3f}</td>" in page
+    # the curves of both episodes; the timeline of the last only
+    assert '"name":"ep-01"' in page and '"name":"ep-02"' in page
+    assert page.count('<div class="timeline"') == 1 and "<h3>ep-02</h3>" in page
+
+
+def test_training_files_in_a_run_dir_and_absent(report_run, tmp_path, capsys):
+    """The reader is defensive: beliefs.json / episodes.jsonl in a run
+    directory add the training section; a run without them has none."""
+    run = tmp_path / "run"
+    shutil.copytree(report_run, run)
+    (run / "beliefs.json").write_text(json.dumps({"format": 1, "version": 2, "perspectives": {
+        "news": {"text": "Trust sustained news tone.", "weight": 0.4}, "risk": {"text": "", "weight": 0.5}},
+        "reflections": [{"day": "2022-10-06", "text": "a loss; be careful"}]}))
+    (run / "episodes.jsonl").write_text(json.dumps({"episode": 1, "objective": 1.5}) + "\n"
+                                        + json.dumps({"episode": 2, "objective": 2.5, "tau": 0.75}) + "\n")
+    out = tmp_path / "r.html"
+    assert main(["report", str(run), "--out", str(out)]) == 0
+    page = out.read_text()
+    assert "training" in sections(page)
+    assert "Trust sustained news tone." in page and "<td>0.750</td>" in page and "1 reflection(s)" in page
+    (run / "episodes.jsonl").unlink()
+    assert main(["report", str(run), "--out", str(out)]) == 0
+    assert "Trust sustained news tone." in out.read_text()  # beliefs alone still shown
+    (run / "beliefs.json").unlink()
+    assert main(["report", str(run), "--out", str(out)]) == 0
+    assert "training" not in sections(out.read_text())
+
+
+def test_experiment_directory(report_run, tmp_path, capsys):
+    """An experiment: its median runs, baselines and the Wilcoxon table (the
+    layout of fincon/engine/experiment.py, with one repeat)."""
+    exp = tmp_path / "exp"
+    shutil.copytree(report_run, exp / "test" / "full-r1")
+    (exp / "experiment.json").write_text(json.dumps({"config": {}, "status": "complete"}))
+    (exp / "results.json").write_text(json.dumps({
+        "tickers": ["TSLA"], "train": {"start": "2022-01-03", "end": "2022-10-04"},
+        "test": {"start": "2022-10-05", "end": "2022-10-20"}, "repeats": 1, "episodes": 2, "brain": "rules",
+        "best_baseline": "buy-and-hold", "returns": "daily log returns; Wilcoxon signed-rank, two-sided",
+        "median": {"full": {"run_dir": "test/full-r1", "repeat": 1, "cr_pct": 6.4456, "sharpe": 2.73,
+                            "mdd_pct": 7.57, "cr_pct_min": 6.4456, "cr_pct_max": 6.4456,
+                            "wilcoxon": {"against": "buy-and-hold", "p_value": 0.0421, "n": 11}}},
+        "baselines": {"buy-and-hold": {"cr_pct": -14.99, "sharpe": -4.94, "mdd_pct": 14.87}},
+        "runs": {"full-r1": {"ablation": "full", "repeat": 1, "cr_pct": 6.4456, "train_objectives": [1.0, 2.0]}}}))
+    out = tmp_path / "exp.html"
+    assert main(["report", str(exp), "--out", str(out)]) == 0
+    page = out.read_text()
+    assert "experiment" in sections(page)
+    assert "fincon full (median r1)" in page and "<td>0.0421</td>" in page and "buy-and-hold *" in page
+
+
+@pytest.mark.parametrize("case", ["missing", "a_file", "not_a_run", "bad_json", "out_is_dir", "out_parent_missing"])
+def test_report_bad_input(case, report_run, tmp_path, capsys):
+    """One line `fincon: error: ...`, status 2, nothing written."""
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "a_file").write_text("x\n")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "metrics.json").write_text("{not json")
+    out = tmp_path / "r.html"
+    args = {"missing": [str(tmp_path / "nope")], "a_file": [str(tmp_path / "a_file")],
+            "not_a_run": [str(tmp_path / "plain")], "bad_json": [str(bad)],
+            "out_is_dir": [str(report_run), "--out", str(tmp_path / "plain")],
+            "out_parent_missing": [str(report_run), "--out", str(tmp_path / "no" / "r.html")]}[case]
+    if "--out" not in args:
+        args += ["--out", str(out)]
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    assert main(["report", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("fincon: error: ") and err.count("\n") == 1, err
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
