@@ -145,3 +145,31 @@ def test_yaml_config(tmp_path, capsys):
                        ({"strategy_params": {"fincon": {"brain": "rules"}}}, "team:")]:
         with pytest.raises(ConfigError, match=word):
             load_experiment(None, tree)
+
+
+def test_protocols_compared_on_one_table(tmp_path):
+    """--protocols: every protocol trains and tests with the same team, data and
+    windows; one table with each median run, its usage columns and measures."""
+    out = tmp_path / "cmp"
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        code = main(["experiment", "--ticker", "TSLA", "--brain", "rules", "--protocols", "fincon,scm,debate",
+                     "--ablations", "full", "--repeats", "1", "--episodes", "1", "--train-start", "2022-10-03",
+                     "--train-end", "2022-10-14", "--test-start", "2022-10-17", "--test-end", "2022-11-08",
+                     "--baselines", "buy-and-hold", "--param", "fincon.transcripts=text", "--out", str(out),
+                     "--no-progress"])
+    text = buf.getvalue()
+    assert code == 0, text
+    res = json.loads((out / "results.json").read_text())
+    assert sorted(res["median"]) == ["debate-full", "full", "scm-full"]
+    for v, proto in [("full", "fincon"), ("scm-full", "scm"), ("debate-full", "debate")]:
+        m = res["median"][v]
+        assert m["protocol"] == proto and m["calls_per_day"] == 0.0  # rules brain: no model call
+        cfg = yaml.safe_load((out / m["run_dir"] / "config.yaml").read_text())
+        assert cfg["strategy_params"]["fincon"]["protocol"] == proto
+        assert metrics(out / m["run_dir"])["cr_pct"] == m["cr_pct"]
+        row = next(line for line in text.splitlines() if line.startswith(f"{proto} full (median: r1)"))
+        assert f"{m['cr_pct']:.3f}" in row
+    assert res["median"]["scm-full"]["protocol_measures"]["scm_citation_share"] == 1.0
+    assert res["median"]["debate-full"]["protocol_measures"]["debate_days"] >= 1  # a call (2022-10-20) in the window
+    assert "protocol measures (median runs):" in text

@@ -55,6 +55,7 @@ examples:
   fincon experiment --ticker TSLA --brain rules                       # minutes
   fincon experiment --ticker TSLA --repeats 5 --episodes 4           # the paper's protocol, bundled LLM
   fincon experiment --tickers TSLA,MSFT,PFE --brain rules --ablations full,no-cvar
+  fincon experiment --ticker TSLA --brain rules --protocols fincon,scm,debate --ablations full
   fincon experiment --config examples/experiment.yaml --repeats 3
   fincon experiment --ticker TSLA --brain rules --train-start 2022-03-01 --train-end 2022-05-31 \\
       --test-start 2022-06-01 --test-end 2022-08-31 --repeats 2 --episodes 2
@@ -75,6 +76,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--repeats", type=int, help="repeats R; each ablation reports its median run (default 5)")
     g.add_argument("--episodes", type=int, help="training episodes K (default 4, as in the paper)")
     g.add_argument("--ablations", metavar="A[,A...]", help="of full, no-cvar, no-beliefs (default all three)")
+    g.add_argument("--protocols", metavar="P[,P...]",
+                   help="decision protocols to compare on the same team, data and cache: fincon, scm, debate "
+                        "(default fincon); each gets every ablation and repeat")
     g.add_argument("--baselines", metavar="S[,S...]",
                    help="baseline strategies on the test window (default buy-and-hold,markowitz,equal-weight,"
                         "sma-cross)")
@@ -115,7 +119,7 @@ def build_experiment(args: argparse.Namespace):
     over: dict[str, Any] = {
         "tickers": _split(args.tickers), "train.start": args.train_start, "train.end": args.train_end,
         "test.start": args.test_start, "test.end": args.test_end, "repeats": args.repeats,
-        "episodes": args.episodes, "ablations": _split(args.ablations), "baselines": _split(args.baselines),
+        "episodes": args.episodes, "ablations": _split(args.ablations), "protocols": _split(args.protocols), "baselines": _split(args.baselines),
         "team.brain": args.brain, "team.events": events, "seed": args.seed, "temperature": args.temperature,
         "explore": args.explore, "lr": args.lr,
         "data.source": args.source or ("csv" if args.data else None),
@@ -159,20 +163,31 @@ def format_results(res: dict[str, Any]) -> str:
     head = (f"{', '.join(res['tickers'])}  train {res['train']['start']} .. {res['train']['end']}, "
             f"test {res['test']['start']} .. {res['test']['end']}  "
             f"({res['brain']} brain, {res['repeats']} repeats x {res['episodes']} episodes)")
-    rows = [("run", "CR %", "Sharpe", "MDD %", f"p vs {best or '-'}", "CR % over repeats")]
-    for a, m in res["median"].items():
+    rows = [("run", "CR %", "Sharpe", "MDD %", f"p vs {best or '-'}", "CR % over repeats", "calls/day",
+             "tokens/day", "cost $", "fallbacks")]
+    measures = []
+    for v, m in res["median"].items():
         w = m.get("wilcoxon") or {}
         p = _f(w.get("p_value"), "{:.4f}") if w.get("p_value") is not None else (w.get("note") and "equal" or "n/a")
-        rows.append((f"fincon {a} (median: r{m['repeat']})", _f(m["cr_pct"], "{:.3f}"), _f(m["sharpe"], "{:.3f}"),
+        label = f"{m.get('protocol', 'fincon')} {m.get('ablation', v)} (median: r{m['repeat']})"
+        rows.append((label, _f(m["cr_pct"], "{:.3f}"), _f(m["sharpe"], "{:.3f}"),
                      _f(m["mdd_pct"], "{:.3f}"), p,
-                     f"{_f(m['cr_pct_min'], '{:.2f}')} .. {_f(m['cr_pct_max'], '{:.2f}')}"))
+                     f"{_f(m['cr_pct_min'], '{:.2f}')} .. {_f(m['cr_pct_max'], '{:.2f}')}",
+                     _f(m.get("calls_per_day"), "{:.2f}"), _f(m.get("tokens_per_day"), "{:,.0f}"),
+                     _f(m.get("cost_usd"), "{:.4f}"), _f(m.get("fallbacks"), "{:d}")))
+        own = m.get("protocol_measures") or {}
+        if own:
+            measures.append(f"{label}: " + ", ".join(f"{k} {val}" for k, val in own.items()
+                                                       if isinstance(val, (int, float, str))))
     for b, m in res["baselines"].items():
         rows.append((f"{b}{' *' if b == best else ''}", _f(m["cr_pct"], "{:.3f}"), _f(m["sharpe"], "{:.3f}"),
-                     _f(m["mdd_pct"], "{:.3f}"), "", ""))
+                     _f(m["mdd_pct"], "{:.3f}"), "", "", "", "", "", ""))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = [head]
     for r in rows:
         lines.append("  ".join([r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]).rstrip())
     lines.append(f"* best baseline by Sharpe on the test window; p: two-sided Wilcoxon signed-rank test of the "
-                 f"median run's daily log returns against it")
+                 f"median run's daily log returns against it; calls/day: model calls (cache hits included)")
+    if measures:
+        lines += ["", "protocol measures (median runs):"] + [f"  {x}" for x in measures]
     return "\n".join(lines)

@@ -84,6 +84,8 @@ class ExperimentConfig(_Section):
     repeats: int = Field(5, ge=1, le=100)
     episodes: int = Field(4, ge=1, le=100)
     ablations: list[Literal["full", "no-cvar", "no-beliefs"]] = Field(default_factory=lambda: list(ABLATIONS))
+    #: decision protocols compared on the same team, data and cache (fincon, scm, debate)
+    protocols: list[str] = Field(default_factory=lambda: ["fincon"])
     baselines: list[str] = Field(default_factory=lambda: list(BASELINES))
     #: the team's parameters (strategy_params.fincon): brain, events, analysts, ...
     team: dict[str, Any] = Field(default_factory=dict)
@@ -116,6 +118,18 @@ class ExperimentConfig(_Section):
             raise ValueError("at least one ablation is needed")
         return list(dict.fromkeys(v))
 
+    @field_validator("protocols")
+    @classmethod
+    def _protocols(cls, v):
+        from fincon.agents.protocols import PROTOCOLS, protocol_names
+
+        bad = [x for x in v if x not in PROTOCOLS]
+        if bad:
+            raise ValueError(f"unknown protocol {bad[0]!r}; choose from {', '.join(protocol_names())}")
+        if not v:
+            raise ValueError("at least one protocol is needed")
+        return list(dict.fromkeys(v))
+
     @field_validator("baselines")
     @classmethod
     def _baselines(cls, v):
@@ -132,7 +146,8 @@ class ExperimentConfig(_Section):
     def _team(cls, v):
         from fincon.agents.team import FinConParams
 
-        for key in ("beliefs", "cvar", "explore", "explore_seed", "manager_temperature", "manager_seed"):
+        for key in ("beliefs", "cvar", "explore", "explore_seed", "manager_temperature", "manager_seed",
+                    "protocol"):
             if key in v:
                 raise ValueError(f"team.{key} is set by the experiment (ablations, repeats); leave it out")
         try:
@@ -206,15 +221,22 @@ def _run_config(exp: ExperimentConfig, window: Window, strategies: list[str],
     return load_config(None, tree)
 
 
-def _team(exp: ExperimentConfig, ablation: str) -> dict[str, Any]:
+def variant(protocol: str, ablation: str) -> str:
+    """A team variant's name: the ablation, prefixed by its protocol unless fincon."""
+    return ablation if protocol == "fincon" else f"{protocol}-{ablation}"
+
+
+def _team(exp: ExperimentConfig, ablation: str, protocol: str = "fincon") -> dict[str, Any]:
     team = dict(exp.team)
     if ablation == "no-cvar":
         team["cvar"] = False
+    if protocol != "fincon":
+        team["protocol"] = protocol
     return team
 
 
-def train_config(exp: ExperimentConfig, ablation: str, repeat: int) -> RunConfig:
-    return _run_config(exp, exp.train, [TEAM], {TEAM: _team(exp, ablation)})
+def train_config(exp: ExperimentConfig, ablation: str, repeat: int, protocol: str = "fincon") -> RunConfig:
+    return _run_config(exp, exp.train, [TEAM], {TEAM: _team(exp, ablation, protocol)})
 
 
 def train_options(exp: ExperimentConfig, ablation: str, repeat: int):
@@ -224,8 +246,9 @@ def train_options(exp: ExperimentConfig, ablation: str, repeat: int):
                         temperature=exp.temperature, seed=exp.seed + repeat - 1)
 
 
-def test_config(exp: ExperimentConfig, ablation: str, repeat: int, beliefs: Path) -> RunConfig:
-    team = {**_team(exp, ablation), "beliefs": str(Path(beliefs).absolute())}
+def test_config(exp: ExperimentConfig, ablation: str, repeat: int, beliefs: Path,
+                protocol: str = "fincon") -> RunConfig:
+    team = {**_team(exp, ablation, protocol), "beliefs": str(Path(beliefs).absolute())}
     if exp.brain == "llm":
         # as in training's exploring episodes: the manager samples (a temperature
         # above 0, one seed per repeat); the analysts keep the run's sampling, so
@@ -257,13 +280,22 @@ class Unit:
     kind: Literal["train", "test", "baselines"]
     ablation: str = ""
     repeat: int = 0
+    protocol: str = "fincon"
 
     @property
     def name(self) -> str:
-        return "baselines" if self.kind == "baselines" else f"{self.kind}/{self.ablation}-r{self.repeat}"
+        if self.kind == "baselines":
+            return "baselines"
+        return f"{self.kind}/{variant(self.protocol, self.ablation)}-r{self.repeat}"
 
     def path(self, root: Path) -> Path:
         return root / self.name
+
+
+def baseline_dir(root: Path, exp: ExperimentConfig, name: str) -> Path:
+    """A baseline's run dir: one sub-directory each, or baselines/ itself when
+    there is only one (a single-strategy run has no sub-directories)."""
+    return root / "baselines" if len(exp.baselines) == 1 else root / "baselines" / name
 
 
 def _status(path: Path, marker: str) -> str | None:
@@ -279,7 +311,7 @@ def unit_done(unit: Unit, exp: ExperimentConfig, root: Path) -> bool:
         return _status(path, "train.json") == "complete"
     if unit.kind == "test":
         return _status(path, "metrics.json") == "complete"
-    return all(_status(path / b, "metrics.json") == "complete" for b in exp.baselines)
+    return all(_status(baseline_dir(root, exp, b), "metrics.json") == "complete" for b in exp.baselines)
 
 
 def run_unit(unit: Unit, exp: ExperimentConfig, root: Path, progress: bool = False) -> str:
@@ -290,10 +322,11 @@ def run_unit(unit: Unit, exp: ExperimentConfig, root: Path, progress: bool = Fal
     if unit.kind == "train":
         from fincon.engine.training import train
 
-        train(train_config(exp, unit.ablation, unit.repeat), path,
+        train(train_config(exp, unit.ablation, unit.repeat, unit.protocol), path,
               train_options(exp, unit.ablation, unit.repeat), progress=progress)
         return str(path)
-    cfg = (test_config(exp, unit.ablation, unit.repeat, Unit("train", unit.ablation, unit.repeat).path(root))
+    cfg = (test_config(exp, unit.ablation, unit.repeat,
+                       Unit("train", unit.ablation, unit.repeat, unit.protocol).path(root), unit.protocol)
            if unit.kind == "test" else baseline_config(exp))
     path.parent.mkdir(parents=True, exist_ok=True)
     report = run_config(cfg, path, progress=progress, replace=True)
@@ -341,8 +374,9 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def units(exp: ExperimentConfig) -> tuple[list[Unit], list[Unit]]:
     """The two phases: (baselines and trainings), then the test runs."""
-    first = [Unit("baselines")] + [Unit("train", a, r) for r in range(1, exp.repeats + 1) for a in exp.ablations]
-    second = [Unit("test", a, r) for r in range(1, exp.repeats + 1) for a in exp.ablations]
+    combos = [(p, a) for p in exp.protocols for a in exp.ablations]
+    first = [Unit("baselines")] + [Unit("train", a, r, p) for r in range(1, exp.repeats + 1) for p, a in combos]
+    second = [Unit("test", a, r, p) for r in range(1, exp.repeats + 1) for p, a in combos]
     return first, second
 
 
@@ -433,6 +467,17 @@ def _metrics(run: Path) -> dict[str, Any]:
     return {k: m.get(k) for k in KEYS}
 
 
+def _usage(run: Path, protocol: str) -> dict[str, Any]:
+    """Cost of a team run per simulated day, and its protocol's own measures."""
+    s = json.loads((run / "summary.json").read_text()).get("strategy_summary") or {}
+    days = max(1, int(s.get("team_days") or 0))
+    own = {k: v for k, v in sorted(s.items()) if protocol != "fincon" and k.startswith(f"{protocol}_")}
+    return {"calls_per_day": round((s.get("llm_calls") or 0) / days, 3),
+            "asks_per_day": s.get("team_calls_per_day"), "tokens_per_day": round((s.get("llm_tokens") or 0) / days, 1),
+            "cost_usd": s.get("llm_cost_usd", 0.0), "fallbacks": s.get("team_fallbacks", 0),
+            "alerts": s.get("team_alerts", 0), "protocol_measures": own}
+
+
 def median_repeat(crs: dict[int, float]) -> int:
     """The repeat of the median run by CR (even count: the lower middle run; ties: the lower repeat)."""
     order = sorted(crs, key=lambda r: (crs[r], r))
@@ -459,24 +504,26 @@ def _num(v) -> float:
 
 def collect(exp: ExperimentConfig, root: Path) -> dict[str, Any]:
     """results.json: every unit's test metrics, the median runs and their tests."""
-    baselines = {b: _metrics(root / "baselines" / b) for b in exp.baselines}
+    baselines = {b: _metrics(baseline_dir(root, exp, b)) for b in exp.baselines}
     ranked = [b for b in exp.baselines if not math.isnan(_num(baselines[b]["sharpe"]))]
     best = max(ranked, key=lambda b: (_num(baselines[b]["sharpe"]), -exp.baselines.index(b))) if ranked else None
-    best_returns = daily_log_returns(load_equity(root / "baselines" / best)) if best else None
+    best_returns = daily_log_returns(load_equity(baseline_dir(root, exp, best))) if best else None
     runs: dict[str, dict[str, Any]] = {}
     medians: dict[str, Any] = {}
-    for a in exp.ablations:
-        by_repeat = {r: _metrics(Unit("test", a, r).path(root)) for r in range(1, exp.repeats + 1)}
+    for p, a in [(p, a) for p in exp.protocols for a in exp.ablations]:
+        v = variant(p, a)
+        by_repeat = {r: {**_metrics(Unit("test", a, r, p).path(root)), **_usage(Unit("test", a, r, p).path(root), p)}
+                     for r in range(1, exp.repeats + 1)}
         for r, m in by_repeat.items():
-            train_rows = _train_rows(Unit("train", a, r).path(root))
-            runs[f"{a}-r{r}"] = {**m, "ablation": a, "repeat": r,
+            train_rows = _train_rows(Unit("train", a, r, p).path(root))
+            runs[f"{v}-r{r}"] = {**m, "protocol": p, "ablation": a, "repeat": r,
                                  "train_objectives": [row["objective"] for row in train_rows]}
         rep = median_repeat({r: _num(m["cr_pct"]) for r, m in by_repeat.items()})
-        run = Unit("test", a, rep).path(root)
+        run = Unit("test", a, rep, p).path(root)
         test = wilcoxon_test(daily_log_returns(load_equity(run)), best_returns) if best else None
         crs = [_num(m["cr_pct"]) for m in by_repeat.values()]
-        medians[a] = {"repeat": rep, "run_dir": str(run.relative_to(root)), **by_repeat[rep],
-                      "cr_pct_min": min(crs), "cr_pct_max": max(crs),
+        medians[v] = {"protocol": p, "ablation": a, "repeat": rep, "run_dir": str(run.relative_to(root)),
+                      **by_repeat[rep], "cr_pct_min": min(crs), "cr_pct_max": max(crs),
                       "wilcoxon": {**(test or {}), "against": best}}
     return {"tickers": exp.tickers, "train": exp.train.model_dump(mode="json"),
             "test": exp.test.model_dump(mode="json"), "repeats": exp.repeats, "episodes": exp.episodes,
@@ -498,17 +545,19 @@ def plot_experiment(exp: ExperimentConfig, root: Path, results: dict[str, Any]) 
     from fincon.engine.training import plot_beliefs
 
     curves = {}
-    for a, m in results["median"].items():
-        curves[f"fincon {a} (median: r{m['repeat']})"] = load_equity(root / m["run_dir"])
+    for v, m in results["median"].items():
+        curves[f"{m.get('protocol', 'fincon')} {m.get('ablation', v)} (median: r{m['repeat']})"] = \
+            load_equity(root / m["run_dir"])
     for b in exp.baselines:
         label = f"{b} (best baseline)" if b == results["best_baseline"] else b
-        curves[label] = load_equity(root / "baselines" / b)
+        curves[label] = load_equity(baseline_dir(root, exp, b))
     plot_equity(curves, root / "equity.png",
                 f"{', '.join(exp.tickers)}  test {exp.test.start} .. {exp.test.end}  "
                 f"({exp.repeats} repeats, median runs)")
-    a = "full" if "full" in results["median"] else next(iter(results["median"]))
-    rep = results["median"][a]["repeat"]
-    train_dir = Unit("train", a, rep).path(root)
+    v = "full" if "full" in results["median"] else next(iter(results["median"]))
+    m = results["median"][v]
+    a, rep = m.get("ablation", v), m["repeat"]
+    train_dir = Unit("train", a, rep, m.get("protocol", "fincon")).path(root)
     rows = _train_rows(train_dir)
     if rows:
         plot_beliefs(rows, root / "beliefs.png")
