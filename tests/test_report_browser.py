@@ -106,3 +106,23 @@ def test_clicking_a_day_shows_its_decision(page, report_run):  # noqa: F811
     assert not detail.is_visible()
     assert page.locator(f'article.day-detail[data-day="{other["date"]}"] pre').inner_text() == format_day(other)
     assert page.problems == []
+
+
+def test_clicking_the_team_curve_opens_that_day(page, report_run):  # noqa: F811
+    """A point of the team's equity curve opens the same day in the timeline
+    (the mouse goes where Plotly drew the point)."""
+    page.locator("#equity-chart").scroll_into_view_if_needed()
+    point = page.evaluate("""() => {
+      const gd = document.getElementById('equity-chart');
+      const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, box = gd.getBoundingClientRect();
+      const i = 3, c = gd.calcdata[0][i];
+      return {day: gd._fullData[0].x[i], x: box.left + xa._offset + xa.c2p(c.x), y: box.top + ya._offset + ya.c2p(c.y)};
+    }""")
+    detail = page.locator(f'article.day-detail[data-day="{point["day"]}"]')
+    assert not detail.is_visible()
+    page.mouse.move(point["x"], point["y"])
+    page.mouse.click(point["x"], point["y"])
+    detail.wait_for(state="visible", timeout=5000)
+    day = next(d for d in days_of(report_run) if d["date"] == point["day"])
+    assert detail.locator("pre").inner_text() == format_day(day)
+    assert page.problems == []
