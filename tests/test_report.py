@@ -13,6 +13,8 @@ import html
 import json
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,6 +89,16 @@ def test_report_is_reproducible(report_run, tmp_path, capsys):
     assert main(["report", str(copy), "--out", str(b)]) == 0
     assert a.read_bytes() == b.read_bytes() == (report_run / "report.html").read_bytes()
     assert str(report_run) not in a.read_text() and str(tmp_path) not in a.read_text()
+
+
+def test_report_leaves_matplotlib_style_alone(report_run):
+    """Importing quantstats restyles matplotlib globally; a report must not,
+    or every equity.png drawn later in the same process would change. (A
+    fresh interpreter: in this one quantstats is already imported.)"""
+    code = ("import matplotlib; before = dict(matplotlib.rcParams); "
+            "from fincon.report import build_report; build_report([sys.argv[1]]); "
+            "assert dict(matplotlib.rcParams) == before")
+    subprocess.run([sys.executable, "-c", "import sys; " + code, str(report_run)], check=True)
 
 
 def _write_usage(run: Path) -> None:

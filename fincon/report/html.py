@@ -269,10 +269,19 @@ QS_RELATIVE = (
 )
 
 
-def qs_stats():
-    import quantstats
+def _quantstats():
+    """quantstats, imported without its side effects: importing it applies a
+    seaborn style to matplotlib's global rcParams (which would restyle every
+    equity.png drawn later in the same process) and adds warning filters."""
+    import matplotlib
 
-    return quantstats.stats
+    with matplotlib.rc_context(), warnings.catch_warnings():
+        import quantstats
+    return quantstats
+
+
+def qs_stats():
+    return _quantstats().stats
 
 
 def _fmt_stat(value: Any, fmt: str) -> str:
@@ -327,8 +336,7 @@ def section_performance(data: ReportData) -> str:
         columns[label] = _qs_column(values, rf, None if is_bench or b is None else b.equity)
     if not columns:
         return ""
-    import quantstats
-
+    quantstats = _quantstats()
     labels = [x[0] for x in QS_STATS] + [f"{x[0]} vs benchmark" for x in QS_RELATIVE]
     rows = [[label] + [c[i] for c in columns.values()] for i, label in enumerate(labels)]
     out = ['<section id="performance"><h2>Performance (quantstats)</h2>',
