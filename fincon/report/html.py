@@ -3,9 +3,12 @@
 * charts: Plotly figures, with plotly.js inlined once in the page's head
   (what ``include_plotlyjs=True`` inlines), fixed ``div_id`` s so the same
   inputs give the same bytes;
-* performance: quantstats' metrics table (``quantstats.reports.metrics``, the
-  table of its HTML tear sheet) on daily simple returns, with the benchmark
-  passed as a series, so quantstats never downloads one;
+* performance: ``quantstats.stats`` on each curve's daily simple returns,
+  the relative statistics against the benchmark series passed in (so
+  quantstats never downloads one). Not its tear sheet
+  (``quantstats.reports.html`` / ``metrics``): on windows of a few weeks its
+  drawdown table comes out empty (a drawdown from the first day has no
+  start) and the benchmark column depends on the strategy it sits beside;
 * decisions: each day of a team run as ``fincon explain`` prints it
   (:func:`fincon.cli.explain.format_day`), shown when its day is clicked.
 
@@ -247,7 +250,7 @@ QS_STATS = (
     ("skew", lambda r, v, rf: qs_stats().skew(r), NUM),
     ("kurtosis", lambda r, v, rf: qs_stats().kurtosis(r), NUM),
     ("daily VaR 95% (normal)", lambda r, v, rf: qs_stats().value_at_risk(r), PCT),
-    ("expected shortfall 95% (cVaR)", lambda r, v, rf: qs_stats().expected_shortfall(r), PCT),
+    ("expected shortfall 95% (cVaR, normal)", lambda r, v, rf: qs_stats().expected_shortfall(r), PCT),
     ("win days", lambda r, v, rf: qs_stats().win_rate(r), PCT),
     ("avg. win", lambda r, v, rf: qs_stats().avg_win(r), PCT),
     ("avg. loss", lambda r, v, rf: qs_stats().avg_loss(r), PCT),
@@ -325,7 +328,9 @@ def section_performance(data: ReportData) -> str:
     columns: dict[str, list[str]] = {}
     skipped = []
     curves = [(r.label, r.equity, r.config, r.window, r) for r in data.runs]
-    curves += [(b.label, b.equity, {}, b.window, None) for b in data.benchmarks if b.run is None]
+    configs = {r.window: r.config for r in reversed(data.runs)}  # a benchmark takes its window's risk-free rate
+    curves += [(b.label, b.equity, configs.get(b.window, {}), b.window, None) for b in data.benchmarks
+               if b.run is None]
     for label, values, config, window, run in curves:
         if values is None or len(values) < 3:
             skipped.append(label)
@@ -342,9 +347,10 @@ def section_performance(data: ReportData) -> str:
     out = ['<section id="performance"><h2>Performance (quantstats)</h2>',
            f'<p class="note">quantstats {esc(quantstats.__version__)} (<code>quantstats.stats</code>) on daily simple '
            'returns, annualised with 252 days, the run\'s risk-free rate; the last rows against the buy-and-hold '
-           'benchmark of the run\'s window, on the days both have. Its Sharpe is the table above\'s '
-           '<code>sharpe_empyrical</code>; its VaR and cVaR are parametric (normal), unlike the paper\'s. Annual '
-           'figures extrapolate short windows.</p>',
+           'benchmark of the run\'s window, on the days both have. With a zero risk-free rate its Sharpe is the '
+           'table above\'s <code>sharpe_empyrical</code> (quantstats turns an annual rate into a daily one by '
+           'compounding, fincon divides it by 252); its VaR and cVaR are parametric (normal), unlike the '
+           'paper\'s. Annual figures extrapolate short windows.</p>',
            _table(["statistic", *columns], rows)]
     if skipped:
         out.append(f'<p class="note">fewer than three days, not computed: {esc(", ".join(skipped))}</p>')
