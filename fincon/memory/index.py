@@ -21,18 +21,20 @@ so once the k-th best score of a seed (the entries with the highest
 importance) is known, an entry whose ``1 + imp_scaled`` is below it can't
 reach the top-k and needs no cosine. In a backtest the memory is queried
 each day, recent entries are important and the bound leaves a few percent of
-the rows; when it can't prune (every entry old, or a query nothing relevant
-matches), the cosine of every visible row is one float32 matrix-vector
-product.
+the rows; when it can't prune (every entry old, so nothing is important any
+more), the cosines of all rows are one float32 matrix-vector product.
 
-The columns are filled from chromadb once (paged ``get``; about 0.1 ms per
-entry, so a reopened store of 100k entries pays ~10 s on its first query) and
-then kept in step by :class:`~fincon.memory.procedural.ProceduralMemory`,
-which appends after each chromadb ``add`` and updates access counters after
-each ``update``. All instances opened on one collection in a process share
-one index (keyed by the collection's id), so a second instance never sees a
-stale copy. Writes to the same store from *another process* while this one
-holds it are not seen (a run store has one writer).
+The columns take 4 bytes per embedding dimension per entry (100k entries
+of 384 dims: 154 MB). They are filled from chromadb once (paged ``get``,
+about 0.15 ms per entry on 2 cores, so a *reopened* store of 100k entries
+pays ~15 s on its first query or add; a run's store is built in the process
+that queries it and pays nothing) and then kept in step by
+:class:`~fincon.memory.procedural.ProceduralMemory`, which appends after
+each chromadb ``add`` and updates access counters after each ``update``.
+All instances opened on one collection in a process share one index (keyed
+by the collection's id), so a second instance never sees a stale copy.
+Writes to the same store from *another process* while this one holds it are
+not seen (a run store has one writer).
 """
 
 from __future__ import annotations
@@ -57,6 +59,22 @@ PAGE = 5000  # rows per chromadb get when loading (SQLite variable limit)
 
 _INDEXES: "weakref.WeakValueDictionary[str, ScoreIndex]" = weakref.WeakValueDictionary()
 _REGISTRY_LOCK = threading.Lock()
+_BLAS: list = []  # the threadpoolctl controller, made on first use
+_BLAS_LOCK = threading.Lock()
+
+
+def matvec(X: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``X @ q`` on one BLAS thread. The product is memory-bound; OpenBLAS's
+    second thread gains little on an idle machine and, on a busy 2-core one,
+    its spinning workers slowed the whole query several-fold (bench/memory.py,
+    stale case at 10k: 15 ms with threads, 4 ms without)."""
+    with _BLAS_LOCK:
+        if not _BLAS:
+            from threadpoolctl import ThreadpoolController  # a scikit-learn dependency
+
+            _BLAS.append(ThreadpoolController())
+        with _BLAS[0].limit(limits=1, user_api="blas"):
+            return X @ q
 
 
 def index_for(collection) -> "ScoreIndex":
@@ -213,12 +231,12 @@ class ScoreIndex:
                 """Cosines of visible positions ``pos`` (None: all)."""
                 if pos is None or len(pos) > m // 2:  # one contiguous pass beats a large gather
                     self.last_compared += n
-                    allc = self._emb[:n] @ qn
+                    allc = matvec(self._emb[:n], qn)
                     c = allc if rows is None else allc[rows]
                     return (c if pos is None else c[pos]).astype(np.float64)
                 r = pos if rows is None else rows[pos]
                 self.last_compared += len(r)
-                return (self._emb[r] @ qn).astype(np.float64)
+                return matvec(self._emb[r], qn).astype(np.float64)
 
             if m <= SMALL:
                 cand = None
