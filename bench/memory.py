@@ -3,7 +3,7 @@
 * top-5 retrieval latency (p50, p95) at 1k, 10k and 100k memory events,
   embedded chromadb on disk: the library's ``ProceduralMemory.retrieve`` and
   the path it replaced (:class:`Baseline`, kept here verbatim) on the same
-  collection, queries interleaved, with the speed-up and how often each
+  collection, in alternating blocks of queries, with the speed-up and how often each
   returned exactly the brute-force top-5 (FinCon A.13 ranking); plus a stale
   case (queried long after the last entry) and a reopened store's first query;
 * embedding throughput of the offline embedders (MiniLM from its wheel,
@@ -159,26 +159,29 @@ def same_ranking(got, ref, tol: float = 1e-6) -> bool:
     return all(gi == ri or sum(abs(s - gs) <= tol for _, s in ref) > 1 for (gi, gs), (ri, _) in zip(got, ref))
 
 
-def _side_by_side(pm, entries, emb, qtexts, days) -> dict:
-    """Both paths on the same queries, interleaved (who goes first alternates)."""
+def _side_by_side(pm, entries, emb, qtexts, days, block: int = 5) -> dict:
+    """Both paths on the same queries, in alternating blocks of ``block``
+    queries (who goes first alternates), so that both see the same drift in
+    machine load but neither runs in caches the other just churned (a
+    baseline query does hundreds of ms of SQLite work)."""
     old = Baseline(pm)
     lat: dict[str, list[float]] = {"baseline": [], "new": []}
     agree = {"baseline": 0, "new": 0}
     compared = []
     rng = np.random.default_rng(0)
-    for j, day0 in enumerate(days):
-        day = day0 + pd.Timedelta(days=int(rng.integers(0, 5)))
-        q = qtexts[j % len(qtexts)]
-        ref = brute_force(pm, entries, emb, q, day)
+    work = [(qtexts[j % len(qtexts)], day0 + pd.Timedelta(days=int(rng.integers(0, 5)))) for j, day0 in enumerate(days)]
+    refs = [brute_force(pm, entries, emb, q, day) for q, day in work]
+    for b, lo in enumerate(range(0, len(work), block)):
         runs = [("baseline", old.retrieve), ("new", pm.retrieve)]
-        for name, fn in (runs if j % 2 == 0 else runs[::-1]):
-            t0 = time.perf_counter()
-            top = fn(q, day, k=5)
-            lat[name].append(time.perf_counter() - t0)
-            assert len(top) == 5
-            agree[name] += same_ranking([(s.id, s.score) for s in top], ref)
-            if name == "new":
-                compared.append(pm.index.last_compared / pm.index.last_visible)
+        for name, fn in (runs if b % 2 == 0 else runs[::-1]):
+            for (q, day), ref in zip(work[lo : lo + block], refs[lo : lo + block]):
+                t0 = time.perf_counter()
+                top = fn(q, day, k=5)
+                lat[name].append(time.perf_counter() - t0)
+                assert len(top) == 5
+                agree[name] += same_ranking([(s.id, s.score) for s in top], ref)
+                if name == "new":
+                    compared.append(pm.index.last_compared / pm.index.last_visible)
     row: dict = {}
     for name in ("baseline", "new"):
         ms_ = sorted(x * 1000 for x in lat[name])
@@ -191,7 +194,7 @@ def _side_by_side(pm, entries, emb, qtexts, days) -> dict:
 
 
 def bench_retrieval(sizes, queries: int, stale_days: int = 200) -> list[dict]:
-    """Per size, both paths on one collection, queries interleaved: the
+    """Per size, both paths on one collection (see :func:`_side_by_side`): the
     backtest case (memory spread over 500 days, queried on the last days), a
     stale case (queried ``stale_days`` after the last entry: nothing is
     important any more, so the new path's importance bound prunes nothing)
