@@ -17,7 +17,6 @@ from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from conftest import market_for
 from fincon.agents.brains import Answer, ManagerTask, RulesBrain

@@ -186,8 +186,8 @@ def format_results(res: dict[str, Any]) -> str:
     lines = [head]
     for r in rows:
         lines.append("  ".join([r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]).rstrip())
-    lines.append(f"* best baseline by Sharpe on the test window; p: two-sided Wilcoxon signed-rank test of the "
-                 f"median run's daily log returns against it; calls/day: model calls (cache hits included)")
+    lines.append("* best baseline by Sharpe on the test window; p: two-sided Wilcoxon signed-rank test of the "
+                 "median run's daily log returns against it; calls/day: model calls (cache hits included)")
     if measures:
         lines += ["", "protocol measures (median runs):"] + [f"  {x}" for x in measures]
     return "\n".join(lines)

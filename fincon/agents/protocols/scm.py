@@ -303,7 +303,7 @@ class Day:
 
     def default_risk(self, alt: Alternative) -> str:
         if not alt.trades:
-            return f"missing a move: the next day's P95 for the traded stocks is not captured"
+            return "missing a move: the next day's P95 for the traded stocks is not captured"
         return f"a one-day loss of {max(0.0, -alt.p5):.2f}% or worse with 5% probability"
 
 
