@@ -26,8 +26,8 @@ more), the cosines of all rows are one float32 matrix-vector product.
 
 The columns take 4 bytes per embedding dimension per entry (100k entries
 of 384 dims: 154 MB). They are filled from chromadb once (paged ``get``,
-about 0.15 ms per entry on 2 cores, so a *reopened* store of 100k entries
-pays ~15 s on its first query or add; a run's store is built in the process
+0.1-0.2 ms per entry on 2 cores, so a *reopened* store of 100k entries pays
+10-20 s on its first query or add; a run's store is built in the process
 that queries it and pays nothing) and then kept in step by
 :class:`~fincon.memory.procedural.ProceduralMemory`, which appends after
 each chromadb ``add`` and updates access counters after each ``update``.
