@@ -3,6 +3,12 @@ reuse rate, for each brain, live and replayed, measured side by side.
 
     .venv/bin/python bench/team.py                 # TSLA; 5 live LLM days (~10 min on 2 cores)
     .venv/bin/python bench/team.py --llm-days 20 --model qwen2.5-coder-0.5b
+    .venv/bin/python bench/team.py --llm-days 2 --no-rules --out /tmp/bench-team   # keep the runs
+
+Besides wall time it prints the mean prompt and completion tokens of one
+model call per agent kind (from the live run's ``llm_usage.csv``): unlike wall
+time they do not depend on what else the machine is doing, so they compare
+prompt versions on a shared machine.
 
 Rows:
 * rules: the deterministic brain over the whole window (no model);
@@ -19,6 +25,7 @@ brains reuse on the same input hashes).
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import tempfile
 import time
@@ -62,7 +69,28 @@ def run(ticker: str, start: str, end: str, brain: str, out: Path, llm: dict | No
     return {"days": days, "wall_s": wall, "s_per_day": wall / days, "asks_per_day": asks / days,
             "model_calls_per_day": s.get("llm_calls", 0) / days if brain == "llm" else 0.0,
             "reuse_rate": s["team_reused"] / agents if agents else 0.0, "fallbacks": s["team_fallbacks"],
-            "live_calls": s.get("llm_live_calls")}
+            "live_calls": s.get("llm_live_calls"), "tokens": tokens_by_kind(report.out)}
+
+
+def tokens_by_kind(out: Path) -> dict[str, list[int]]:
+    """agent kind (role, or manager) -> [calls, prompt tokens, completion tokens] from llm_usage.csv."""
+    path = out / "llm_usage.csv"
+    kinds: dict[str, list[int]] = {}
+    if path.is_file():
+        with path.open(newline="") as fh:
+            for row in csv.DictReader(fh):
+                k = kinds.setdefault(row["agent"].split("/")[0], [0, 0, 0])
+                for n, col in enumerate(("calls", "prompt_tokens", "completion_tokens")):
+                    k[n] += int(row[col])
+    return kinds
+
+
+def print_tokens(tokens: dict[str, list[int]], days: int) -> None:
+    total = [sum(v[n] for v in tokens.values()) for n in range(3)]
+    print(f"\n{'tokens per call':16} {'calls':>6} {'calls/day':>10} {'prompt':>8} {'completion':>11}")
+    for name, (calls, pt, ct) in sorted(tokens.items()) + [("all", total)]:
+        if calls:
+            print(f"{name:16} {calls:6d} {calls / days:10.2f} {pt / calls:8.0f} {ct / calls:11.0f}")
 
 
 def main() -> None:
@@ -70,11 +98,16 @@ def main() -> None:
     ap.add_argument("--ticker", default="TSLA")
     ap.add_argument("--llm-days", type=int, default=5)
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
+    ap.add_argument("--no-rules", action="store_true", help="skip the rules row (the full window)")
+    ap.add_argument("--out", type=Path, help="keep the runs (and the recorded cache) in this directory")
     args = ap.parse_args()
+    if args.out and args.out.exists():
+        ap.error(f"--out {args.out} exists (its cache would answer the live run); pick a new directory")
     rows = {}
     with tempfile.TemporaryDirectory(prefix="bench-team-") as tmp:
-        tmp = Path(tmp)
-        rows["rules"] = run(args.ticker, START, END, "rules", tmp / "rules")
+        tmp = args.out or Path(tmp)
+        if not args.no_rules:
+            rows["rules"] = run(args.ticker, START, END, "rules", tmp / "rules")
         end = trading_days_after(START, args.llm_days)
         cache = str(tmp / "llm.sqlite")
         llm = {"model": args.model, "cache_path": cache, "concurrency": 1}
@@ -88,8 +121,10 @@ def main() -> None:
     live, replay = rows["llm live"], rows["llm replay"]
     print(f"\nreplay is {live['s_per_day'] / replay['s_per_day']:.0f}x faster than live (goal >= 100x)")
     print(f"live: {live['s_per_day']:.1f} s per simulated day (goal <= 20 s with the 1.5B model on 2 cores)")
-    print(f"team asks per day on the full window (rules brain, same reuse): {rows['rules']['asks_per_day']:.2f} "
-          "(goal <= 3)")
+    if "rules" in rows:
+        print(f"team asks per day on the full window (rules brain, same reuse): {rows['rules']['asks_per_day']:.2f} "
+              "(goal <= 3)")
+    print_tokens(live["tokens"], live["days"])
 
 
 if __name__ == "__main__":

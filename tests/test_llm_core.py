@@ -74,6 +74,40 @@ def test_schema_is_sent_to_the_model():
     assert system.role == "system" and '"enum":["buy","sell","hold"]' in system.content
 
 
+class Grammar(Scripted):
+    """A backend that enforces the schema while decoding (llama.cpp)."""
+
+    enforces_schema = True
+
+
+class Nested(BaseModel):
+    class Point(BaseModel):
+        why: str = Field(max_length=50)
+        ids: list[str] = Field(max_length=2, examples=[["E1"]])
+
+    direction: Literal["up", "down"]
+    size: float = Field(ge=0, le=1)
+    points: list[Point] = Field(max_length=2)
+
+
+def test_a_backend_that_enforces_the_schema_gets_a_one_line_sketch_instead():
+    from fincon.llm.schema import schema_for, schema_sketch
+
+    assert schema_sketch(schema_for(Nested)) == (
+        '{"direction":"up|down","size":0-1,"points":[{"why":"text (max 50 chars)","ids":["E1"]},...]}')
+    backend = Grammar(['{"action": "moon", "confidence": 0.7}', '{"action": "buy", "confidence": 0.6}'])
+    res = LLMClient(backend).ask(MSGS, Verdict)
+    assert res.value.action == "buy"
+    system, reask = backend.seen[0][0].content, backend.seen[1][-1].content
+    assert system.endswith('shaped like this: {"action":"buy|sell|hold","confidence":0-1}')
+    assert '"enum"' not in system and '"enum"' not in reask  # no full schema, also not in the re-ask
+    assert "action: Input should be 'buy', 'sell' or 'hold'" in reask and '"action":"buy|sell|hold"' in reask
+    # the same question to a backend that does not enforce it: the full schema, another cache key
+    plain = Scripted(['{"action": "buy", "confidence": 0.6}'])
+    other = LLMClient(plain).ask(MSGS, Verdict)
+    assert '"enum":["buy","sell","hold"]' in plain.seen[0][0].content and other.keys != res.keys
+
+
 def test_invalid_answer_gets_one_reask_quoting_the_error():
     backend = Scripted(['{"action": "moon", "confidence": 0.7}', '{"action": "buy", "confidence": 0.6}'])
     ledger = UsageLedger()
@@ -283,7 +317,7 @@ def test_replay_with_a_bundled_model_needs_no_model_file(tmp_path):
     backend = LocalLlamaBackend(None, cache_dir=model_dir)
     assert backend.model_id == QWEN_1_5B.sha256 and backend.model_name == QWEN_1_5B.name
     db = tmp_path / "llm.sqlite"
-    key_backend = Scripted(['{"action": "buy", "confidence": 0.6}'])
+    key_backend = Grammar(['{"action": "buy", "confidence": 0.6}'])
     key_backend.name, key_backend.model_id = backend.name, backend.model_id  # record as if the 1.5B answered
     LLMClient(key_backend, cache=CallCache(db, "read-write")).ask(MSGS, Verdict)
     res = LLMClient(backend, cache=CallCache(db, "replay")).ask(MSGS, Verdict)

@@ -216,6 +216,25 @@ def test_a_citation_outside_the_input_is_reasked_then_accepted():
     assert "mem-zzz" in reask["error"] and "not in your input" in reask["error"]
 
 
+def test_the_prompt_shows_short_labels_and_the_report_keeps_the_real_ids():
+    from fincon.agents.reports import short_labels
+
+    q = analyst_question(ANALYSTS["news"], _inputs())
+    user = q.messages()[1]["content"]
+    assert "[E1] Nov 1: Shares rose" in user and "[E2] Oct 31: Costs" in user and "Today: Nov 1 2022." in user
+    assert "mem-a" not in user and "Team beliefs" not in user  # no ids; no empty section
+    labelled = '{"insights": [{"text": "costs", "cites": ["E2", "mem-b"]}], "direction": "bearish", "confidence": 0.4}'
+    ledger = UsageLedger()
+    ans = LLMBrain(LLMClient(Scripted([UNCITED, labelled]), ledger=ledger)).answer(q)
+    assert ans.via == "llm"
+    assert [c.model_dump() for c in ans.report.insights[0].citations] == [
+        {"id": "mem-b", "date": "2022-10-31", "source": "news"}]  # label and id of one item: one citation
+    reask = [e for e in ledger.events() if e["event"] == "reask"][0]
+    assert reask["error"].endswith("cite only these ids: E1, E2")
+    # a label that is also an item's id would be ambiguous: the prompt shows the ids then
+    assert short_labels(["E2", "x"]) == {} and short_labels(["a", "b", "a"]) == {"a": "E1", "b": "E2"}
+
+
 def test_a_citation_outside_the_input_twice_falls_back_to_rules_counted():
     ledger = UsageLedger()
     brain = LLMBrain(LLMClient(Scripted([UNCITED, UNCITED]), ledger=ledger))

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from pydantic import BaseModel
 
-from fincon.agents.reports import AnalystAnswer, AnalystReport, Citation, Insight, ManagerReport, checked, citations_for
+from fincon.agents.reports import (AnalystAnswer, AnalystReport, Citation, Insight, ManagerReport, checked,
+                                   citations_for, short_labels)
 from fincon.agents.roles.base import Item, RoleInputs
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -43,6 +44,12 @@ FULL_SIZE = 0.15
 
 @dataclass(frozen=True)
 class Question:
+    """``allowed``: the real ids the answer may cite. ``labels`` (label ->
+    real id): the short labels the prompt shows instead of the ids
+    (:func:`fincon.agents.reports.short_labels`); the model may cite them,
+    and :class:`LLMBrain` maps them back to the real ids before
+    ``to_report``, so reports only ever hold real ids."""
+
     agent: str
     day: str
     messages: Callable[[], list[dict[str, str]]]
@@ -52,6 +59,7 @@ class Question:
     rules: Callable[[], BaseModel]
     #: sampling for this question (None: the client's); training lets the manager explore
     params: Any = None
+    labels: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -210,7 +218,8 @@ class LLMBrain:
     def answer(self, q: Question) -> Answer:
         from fincon.llm.errors import LLMInvalidAnswer
 
-        model = checked(q.model, q.allowed)
+        labels = {k: v for k, v in q.labels.items() if v in q.allowed}
+        model = checked(q.model, set(q.allowed) | set(labels), sorted(labels, key=_natural) if labels else None)
         try:
             res = self.client.ask(q.messages(), model, agent=q.agent, day=q.day, params=q.params)
         except LLMInvalidAnswer as exc:
@@ -220,12 +229,22 @@ class LLMBrain:
             )
             log.warning("%s %s: model answer invalid twice; rules brain used", q.day, q.agent)
             return Answer(q.rules(), "fallback", len(exc.keys), exc.keys, tuple(exc.errors))
-        return Answer(q.to_report(res.value), "llm", res.usage.calls, res.keys)
+        value = res.value.relabeled(labels) if labels else res.value
+        return Answer(q.to_report(value), "llm", res.usage.calls, res.keys)
+
+
+def _natural(label: str) -> tuple[str, int]:
+    """E2 before E10."""
+    head = label.rstrip("0123456789")
+    return head, int(label[len(head):] or 0)
 
 
 def analyst_question(role: "Role", inputs: RoleInputs) -> Question:
+    """The prompt shows the items under short labels (E1, E2 ...), the answer
+    cites them, the report cites the real ids."""
+    labels = short_labels(i.id for i in inputs.items)
     return Question(
-        agent=inputs.agent, day=inputs.day, messages=lambda: role.messages(inputs), model=AnalystAnswer,
+        agent=inputs.agent, day=inputs.day, messages=lambda: role.messages(inputs, labels), model=AnalystAnswer,
         allowed=frozenset(i.id for i in inputs.items), to_report=lambda a: llm_to_report(inputs, a),
-        rules=lambda: rules_analyst(inputs),
+        rules=lambda: rules_analyst(inputs), labels={v: k for k, v in labels.items()},
     )

@@ -11,6 +11,14 @@ Two layers, on purpose:
   and the dates and sources are looked up from the agent's own input, so
   they cannot be wrong.
 
+Short labels: a prompt may show its items as ``[E1]``, ``[E2]`` ... instead
+of their ids (:func:`short_labels`). A memory id such as
+``mem-TSLA-news-20221005-1`` is 16 tokens for the Qwen tokenizer, paid once
+per item in the prompt and again, at ~6x the cost of a prompt token, for
+every citation the model writes; ``E1`` is 2. The answer's labels are mapped
+back to the real ids (``relabeled``) before anything is stored, so reports,
+``decisions.jsonl`` and ``fincon explain`` only ever hold real ids.
+
 The citation check runs *inside* pydantic validation (:func:`checked`
 builds a subclass with the day's allowed ids), so an answer citing an id that
 was not in the agent's input fails like any other schema error: the LLM
@@ -85,14 +93,31 @@ class ManagerReport(BaseModel):
 # -- what the model fills ----------------------------------------------------
 
 #: what a model may write per answer: fewer and shorter than a report may
-#: hold, so an answer ends well inside the token cap of a small local model
-MODEL_INSIGHTS = 3
+#: hold. Completion tokens are the slow part of a local call (~6x a prompt
+#: token on 2 cores), and the manager reads one or two insights per analyst
+MODEL_INSIGHTS = 2
 MODEL_CITES = 2
+INSIGHT_CHARS = 100
+#: the label prefix of :func:`short_labels`; the schema sketch shows it as the example
+LABEL = "E"
+
+
+def short_labels(ids: Iterable[str], prefix: str = LABEL) -> dict[str, str]:
+    """Real id -> short label (``E1``, ``E2`` ... in the given order). Empty
+    (so the prompt shows the real ids) if a label would equal one of the
+    ids, which would make an answer citing it ambiguous."""
+    ids = list(dict.fromkeys(ids))
+    labels = {i: f"{prefix}{n}" for n, i in enumerate(ids, 1)}
+    return {} if set(labels.values()) & set(ids) else labels
+
+
+def _real(ids: Iterable[str], back: Mapping[str, str]) -> list[str]:
+    return list(dict.fromkeys(back.get(i, i) for i in ids))
 
 
 class InsightAnswer(BaseModel):
-    text: str = Field(min_length=1, max_length=120)
-    cites: list[str] = Field(min_length=1, max_length=MODEL_CITES)
+    text: str = Field(min_length=1, max_length=INSIGHT_CHARS)
+    cites: list[str] = Field(min_length=1, max_length=MODEL_CITES, examples=[[f"{LABEL}1"]])
 
 
 class AnalystAnswer(BaseModel):
@@ -103,6 +128,11 @@ class AnalystAnswer(BaseModel):
 
     def cited(self) -> Iterable[str]:
         return (c for i in self.insights for c in i.cites)
+
+    def relabeled(self, back: Mapping[str, str]):
+        """A copy citing real ids (``back``: label -> id; other ids are kept)."""
+        return self.model_copy(update={"insights": [
+            i.model_copy(update={"cites": _real(i.cites, back)}) for i in self.insights]})
 
 
 class TickerAnswer(BaseModel):
@@ -116,6 +146,9 @@ class TickerAnswer(BaseModel):
     def cited(self) -> Iterable[str]:
         return iter(self.relied_on)
 
+    def relabeled(self, back: Mapping[str, str]):
+        return self.model_copy(update={"relied_on": _real(self.relied_on, back)})
+
 
 def _field(ticker: str) -> str:
     return "t_" + re.sub(r"[^A-Za-z0-9]", "_", ticker)
@@ -127,6 +160,9 @@ class _PortfolioBase(BaseModel):
 
     def cited(self) -> Iterable[str]:
         return iter(self.relied_on)
+
+    def relabeled(self, back: Mapping[str, str]):
+        return self.model_copy(update={"relied_on": _real(self.relied_on, back)})
 
     def directions(self) -> dict[str, Action]:
         return {f.alias: getattr(self, name) for name, f in type(self).model_fields.items() if f.alias}
@@ -141,11 +177,14 @@ def portfolio_answer_model(tickers: Sequence[str]) -> type[_PortfolioBase]:
     return create_model("PortfolioAnswer", __base__=_PortfolioBase, **fields)
 
 
-def checked(model: type[BaseModel], allowed: Iterable[str]) -> type[BaseModel]:
+def checked(model: type[BaseModel], allowed: Iterable[str], shown: Sequence[str] | None = None) -> type[BaseModel]:
     """``model`` plus the citation check: every id it cites (``cited()``)
-    must be in ``allowed``. Same name and JSON schema as ``model``."""
+    must be in ``allowed``. Same name and JSON schema as ``model``. The error
+    (quoted in the re-ask) lists ``shown``, default the allowed ids: the
+    labels, when the prompt showed labels."""
     allowed_set = frozenset(allowed)
-    shown = ", ".join(sorted(allowed_set)[:8]) + (" ..." if len(allowed_set) > 8 else "")
+    names = list(shown) if shown is not None else sorted(allowed_set)
+    shown = ", ".join(names[:8]) + (" ..." if len(names) > 8 else "")
 
     def _cites_only_inputs(self):
         bad = [c for c in self.cited() if c not in allowed_set]

@@ -4,7 +4,9 @@
 returns an :class:`~fincon.llm.types.LLMResult` holding a *validated* object
 plus usage. In between it
 
-1. appends the output schema to the prompt (same text for every backend),
+1. appends the output schema to the prompt: the full JSON schema, or one
+   line sketching it for a backend that enforces the schema while decoding
+   (``enforces_schema``; see :mod:`fincon.llm.schema`),
 2. looks the call up in the content-addressed cache (or fails in replay mode),
 3. otherwise asks the backend, stores the raw answer and continues with what
    the cache holds for the call afterwards (another run sharing the cache may
@@ -33,10 +35,11 @@ from fincon.llm.types import LLMResult, Message, SamplingParams, T, Usage, as_me
 log = logging.getLogger(__name__)
 
 
-def with_schema_instruction(messages: Sequence[Message], schema: dict) -> tuple[Message, ...]:
-    """Put the schema instruction at the end of the system message (adding one
-    if the conversation has none)."""
-    instruction = schema_instruction(schema)
+def with_schema_instruction(messages: Sequence[Message], schema: dict, sketch: bool = False) -> tuple[Message, ...]:
+    """Put the schema instruction (the full schema, or with ``sketch`` one
+    line) at the end of the system message (adding one if the conversation
+    has none)."""
+    instruction = schema_instruction(schema, sketch)
     msgs = list(messages)
     if msgs and msgs[0].role == "system":
         msgs[0] = Message(role="system", content=f"{msgs[0].content.rstrip()}\n\n{instruction}")
@@ -61,7 +64,8 @@ class LLMClient:
         """Ask for one ``output`` object; see the module docstring."""
         params = params or self.params
         schema = schema_for(output)
-        msgs = with_schema_instruction(as_messages(messages), schema)
+        sketch = bool(getattr(self.backend, "enforces_schema", False))
+        msgs = with_schema_instruction(as_messages(messages), schema, sketch)
         first = self._call(msgs, schema, params, agent, day)
         try:
             value = parse_answer(first[0], output)
@@ -71,7 +75,7 @@ class LLMClient:
         self.ledger.record_reask(agent, day, first[2], err1)
         retry_msgs = msgs + (
             Message(role="assistant", content=first[0]),
-            Message(role="user", content=reask_message(err1, schema)),
+            Message(role="user", content=reask_message(err1, schema, sketch)),
         )
         second = self._call(retry_msgs, schema, params, agent, day)
         keys = (first[2], second[2])

@@ -15,6 +15,13 @@ Prompts: one system prompt shared by every analyst (``analyst.system.txt``,
 so a local model reuses its KV cache across analysts) and, per role, a
 readable template beside its module (``news.txt`` ...) for the user message,
 formatted with :meth:`RoleInputs.fields`.
+
+Prompts are short because every token costs time on a small local model:
+items are shown under short labels (``[E1] Oct 4: ...``; the answer's labels
+are mapped back to the real ids in code, see
+:func:`fincon.agents.reports.short_labels`), dates without the year when it
+is today's, and a section with nothing in it (no beliefs yet, no risk
+stance) is left out rather than printed as "(none yet)".
 """
 
 from __future__ import annotations
@@ -49,6 +56,12 @@ class Profile:
     def text(self) -> str:
         return f"You are the {self.role}. Responsibilities: {self.responsibilities} Target: {self.target}"
 
+    def prompt(self) -> str:
+        """The line a prompt opens with: the role and what it reads (the
+        target, telling the manager a direction with citations, is the
+        shared system prompt's)."""
+        return f"You are the {self.role.removesuffix(' of an equity trading team')}. You {self.responsibilities}"
+
 
 @dataclass(frozen=True)
 class Item:
@@ -67,8 +80,14 @@ class Item:
     weight: float = 1.0
     new: bool = False
 
-    def line(self) -> str:
-        return f"[{self.id}] {self.date} {self.source}: {self.text}"
+    def line(self, label: str | None = None, today: str | None = None) -> str:
+        """``[id] date source: text``; with a ``label`` the prompt's short
+        form ``[E1] Oct 4: text`` (a role reads one source, named in its
+        template), without the date when ``today`` is None."""
+        if label is None:
+            return f"[{self.id}] {self.date} {self.source}: {self.text}"
+        when = f" {short_date(self.date, today)}" if today else ""
+        return f"[{label}]{when}: {self.text}"
 
     def key(self) -> list[Any]:
         return [self.id, self.source, self.text, None if self.signal is None else round(self.signal, 4)]
@@ -97,15 +116,38 @@ class RoleInputs:
     def by_id(self) -> dict[str, Item]:
         return {i.id: i for i in self.items}
 
-    def fields(self) -> dict[str, str]:
+    def fields(self, labels: dict[str, str] | None = None, dated: bool = True) -> dict[str, str]:
+        """Template values. With ``labels`` (id -> label) items are shown
+        under their labels; ``dated``: with each item's date. Empty optional
+        sections are :data:`EMPTY` (their line is dropped by :func:`render`)."""
+        if labels:
+            items = "\n".join(i.line(labels[i.id], self.day if dated else None) for i in self.items)
+        else:
+            items = "\n".join(i.line() for i in self.items)
         return {
             "ticker": self.ticker,
-            "date": self.day,
-            "items": "\n".join(i.line() for i in self.items) or "(nothing)",
-            "facts": "\n".join(f"- {f}" for f in self.facts) or "- (none)",
-            "stance": self.stance or "(none yet)",
-            "beliefs": self.beliefs or "(none yet)",
+            "date": short_date(self.day, None),
+            "items": items or "(nothing)",
+            "facts": "\n".join(f"- {f}" for f in self.facts) or EMPTY,
+            "stance": self.stance or EMPTY,
+            "beliefs": self.beliefs or EMPTY,
         }
+
+
+#: the value of an empty optional section: :func:`render` drops its line
+EMPTY = "\x00"
+
+
+def short_date(day: str, today: str | None) -> str:
+    """``2022-10-04`` as ``Oct 4`` (year left out when it is ``today``'s) or
+    ``Oct 4 2022``: 3 tokens instead of 10 (the Qwen tokenizer spells every
+    digit). Anything that is not an ISO date is returned unchanged."""
+    try:
+        d = pd.Timestamp(day)
+    except (ValueError, TypeError):
+        return day
+    md = f"{d.strftime('%b')} {d.day}"
+    return md if today is not None and str(today)[:4] == f"{d.year:04d}" else f"{md} {d.year}"
 
 
 @lru_cache(maxsize=None)
@@ -131,10 +173,11 @@ def _read(path: str) -> str:
 
 def render(template: Path, profile: Profile, values: dict[str, str]) -> list[dict[str, str]]:
     """Chat messages of an analyst: the shared system prompt, then the
-    role's template (its profile, its items, its question)."""
-    values = {"profile": profile.text(), **values}
-    return [{"role": "system", "content": _read(str(ANALYST_SYSTEM))},
-            {"role": "user", "content": _read(str(template)).format(**values)}]
+    role's template (its profile, its items, its question). A line whose
+    value is :data:`EMPTY` is left out."""
+    values = {"profile": profile.prompt(), **values}
+    user = "\n".join(ln for ln in _read(str(template)).format(**values).splitlines() if EMPTY not in ln)
+    return [{"role": "system", "content": _read(str(ANALYST_SYSTEM))}, {"role": "user", "content": user}]
 
 
 def memory_text(text: str, tone: float | None) -> str:
@@ -162,8 +205,13 @@ class Role:
     def agent(self, ticker: str) -> str:
         return f"{self.name}/{ticker}"
 
-    def messages(self, inputs: RoleInputs) -> list[dict[str, str]]:
-        return render(self.template, self.profile, inputs.fields())
+    #: items shown with their dates (indicators are all of today: no)
+    dated_items: bool = True
+
+    def messages(self, inputs: RoleInputs, labels: dict[str, str] | None = None) -> list[dict[str, str]]:
+        """The chat messages; ``labels`` (id -> short label) as made by
+        :func:`fincon.agents.reports.short_labels` for the same inputs."""
+        return render(self.template, self.profile, inputs.fields(labels, self.dated_items))
 
 
 @dataclass

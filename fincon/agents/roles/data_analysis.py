@@ -46,6 +46,7 @@ class DataAnalyst(Role):
     sources = None
     weight = 0.25
     template = HERE / "data_analysis.txt"
+    dated_items = False  # every indicator is of today
     profile = Profile(
         role="quantitative data analyst of an equity trading team",
         responsibilities="interpret price indicators computed from the stock's history: momentum, trend, volatility, drawdown and tail risk (CVaR).",

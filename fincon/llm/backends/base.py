@@ -4,6 +4,10 @@ A backend turns (messages, JSON schema, sampling parameters) into raw text and
 token counts. It does not validate, cache, count or re-ask: the
 :class:`~fincon.llm.client.LLMClient` does that identically for all of them,
 which is why agents never learn which backend answered.
+
+Optional attribute ``enforces_schema`` (default False): True when the
+backend constrains decoding to the schema on every call (llama.cpp's
+grammar), so the client states the schema in one line instead of in full.
 """
 
 from __future__ import annotations

@@ -5,7 +5,9 @@ The answer is grammar-constrained by the output schema:
 compile the JSON schema into a GBNF grammar, so even a 0.5B model emits one
 well-formed object and stops (without the schema it may ramble past
 ``max_tokens`` and return cut-off JSON). The client still validates the
-values (ranges, enums) and re-asks if needed.
+values (ranges, enums) and re-asks if needed. Since the grammar enforces the
+shape, the prompt only sketches it (``enforces_schema``): the full schema
+would cost ~200 prompt tokens on every call for nothing.
 
 A ``Llama`` object is not thread-safe, so calls are serialised with a lock;
 the concurrency helper still works, it just gains nothing here.
@@ -39,6 +41,8 @@ class LocalLlamaBackend:
     price_model = "local"
     #: always grammar from the schema (see the module docstring); recorded with each answer
     structured_mode = "json_object_schema"
+    #: the grammar enforces the schema, so the prompt sketches it in one line (fincon.llm.schema)
+    enforces_schema = True
 
     def __init__(self, model: str | Path | None = None, *, n_ctx: int = 2048, n_threads: int | None = None,
                  seed: int = 0, cache_dir: Path | None = None):
