@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -60,11 +61,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+#: a recording goes here first and replaces the shipped cache only when complete, so
+#: the shipped cache holds exactly the calls of one recording (no stale rows) and a
+#: failed recording loses nothing
+RECORDING = CACHE.with_name("llm-cache.recording.sqlite")
+
+
 def demo_config(record: bool = False):
     from fincon.config import load_config
 
     cfg = load_config(None, {k: v for k, v in DEMO.items() if k != "llm"})
-    llm = {**DEMO["llm"], "cache": "read-write" if record else "replay", "cache_path": str(CACHE)}
+    llm = {**DEMO["llm"], "cache": "read-write" if record else "replay",
+           "cache_path": str(RECORDING if record else CACHE)}
     return cfg.model_copy(update={"llm": llm})
 
 
@@ -88,9 +96,13 @@ def run(args: argparse.Namespace) -> int:
         raise FinconError(f"the demo's recorded cache {CACHE} is missing; run `fincon demo --record` "
                           "(or `make record-demo`) to record it")
     cfg = demo_config(args.record)
+    if args.record:
+        for leftover in RECORDING.parent.glob(RECORDING.name + "*"):
+            leftover.unlink()
     code = run_and_report(cfg, args.out, as_json=args.json, replace=True)
-    if args.record and CACHE.is_file():
-        seal()
+    if args.record and code == 0 and RECORDING.is_file():
+        seal(RECORDING)
+        os.replace(RECORDING, CACHE)
         RECORDED.write_text(json.dumps(fingerprint(Path(args.out) / "fincon"), indent=2, sort_keys=True) + "\n")
     return code
 
