@@ -221,7 +221,7 @@ def test_the_prompt_shows_short_labels_and_the_report_keeps_the_real_ids():
 
     q = analyst_question(ANALYSTS["news"], _inputs())
     user = q.messages()[1]["content"]
-    assert "[E1] Nov 1: Shares rose" in user and "[E2] Oct 31: Costs" in user and "Today: Nov 1 2022." in user
+    assert "[E1] Nov 1: Shares rose" in user and "[E2] Oct 31: Costs" in user and "Today is Nov 1 2022." in user
     assert "mem-a" not in user and "Team beliefs" not in user  # no ids; no empty section
     labelled = '{"insights": [{"text": "costs", "cites": ["E2", "mem-b"]}], "direction": "bearish", "confidence": 0.4}'
     ledger = UsageLedger()
@@ -233,6 +233,39 @@ def test_the_prompt_shows_short_labels_and_the_report_keeps_the_real_ids():
     assert reask["error"].endswith("cite only these ids: E1, E2")
     # a label that is also an item's id would be ambiguous: the prompt shows the ids then
     assert short_labels(["E2", "x"]) == {} and short_labels(["a", "b", "a"]) == {"a": "E1", "b": "E2"}
+
+
+def _task(**kw):
+    from fincon.agents.brains import ManagerTask
+    from fincon.agents.reports import Citation, Insight
+
+    def rep(role, cid, direction="bullish"):
+        return AnalystReport(role=role, ticker="TSLA", direction=direction, confidence=0.6, insights=[
+            Insight(text=f"{role} says so", citations=[Citation(id=cid, date="2022-11-01", source=role)])])
+
+    reports = {"TSLA": [rep("news", "mem-n"), rep("10-k", "mem-k"), rep("data-analysis", "ind-momentum-20d",
+                                                                        "bearish")]}
+    return ManagerTask(day="2022-11-01", tickers=("TSLA",), reports=reports, weights={}, **kw)
+
+
+def test_the_manager_prompt_shows_labels_stable_reports_first_and_no_empty_sections():
+    from fincon.agents.protocols.fincon import FinConManager
+
+    q = FinConManager().question(_task())
+    system, user = (m["content"] for m in q.messages())
+    # the 10-K (changes quarterly) before the news before the indicators (daily); labels in that order
+    assert user.index("TSLA 10-k") < user.index("TSLA news") < user.index("TSLA data-analysis")
+    assert "10-k says so [E1]" in user and "news says so [E2]" in user and "data-analysis says so [E3]" in user
+    assert "mem-" not in user and "ind-" not in user
+    # nothing learned yet: no beliefs, reflections or stance section; the date comes last, with the question
+    assert "beliefs" not in user and "reflections" not in user and "stance" not in user.lower()
+    assert user.splitlines()[-2].startswith("Today: 2022-11-01.") and user.endswith("What do you do with TSLA today?")
+    ans = LLMBrain(LLMClient(Scripted(['{"action": "sell", "size": 0.5, "rationale": "r", "relied_on": ["E3", "E1"]}']),
+                             ledger=UsageLedger())).answer(q)
+    assert ans.report.relied_on == ["ind-momentum-20d", "mem-k"]  # labels mapped back to the real ids
+    full = FinConManager().question(_task(reflections=("lost on a gap",), stance="RISK ALERT", beliefs="b"))
+    user = full.messages()[1]["content"]
+    assert "Investment beliefs of the team:\nb\n" in user and "- lost on a gap" in user and "RISK ALERT" in user
 
 
 def test_a_citation_outside_the_input_twice_falls_back_to_rules_counted():

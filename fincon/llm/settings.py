@@ -47,6 +47,8 @@ class LLMSettings(BaseModel):
     structured: Literal["auto", "json_schema", "json_object_schema", "json_object"] = "auto"
     n_threads: int | None = Field(None, ge=1)
     n_ctx: int = Field(2048, ge=256)
+    #: local backend: RAM for saved prompt states (prefix reuse across agents' calls); 0 = off
+    prompt_cache_mb: int = Field(1024, ge=0)
     model_dir: Path | None = None
     #: USD per million tokens by model name; models not listed (all local ones) cost 0
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
@@ -94,7 +96,8 @@ def build_backend(settings: LLMSettings):
     from fincon.llm.backends.local import LocalLlamaBackend
 
     return LocalLlamaBackend(settings.model, n_ctx=settings.n_ctx, n_threads=settings.n_threads,
-                             seed=settings.seed, cache_dir=settings.model_dir)
+                             seed=settings.seed, cache_dir=settings.model_dir,
+                             prompt_cache_bytes=settings.prompt_cache_mb << 20)
 
 
 def build_client(settings: LLMSettings, ledger: UsageLedger | None = None) -> LLMClient:

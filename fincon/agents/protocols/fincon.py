@@ -29,8 +29,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from fincon.agents.brains import Answer, ManagerTask, Question, rules_manager
-from fincon.agents.reports import ManagerReport, TickerAnswer, portfolio_answer_model
-from fincon.agents.roles.base import load_template
+from fincon.agents.reports import ManagerReport, TickerAnswer, portfolio_answer_model, short_labels
+from fincon.agents.roles.base import EMPTY, load_template
 from fincon.risk.optimizer import mean_variance_weights
 from fincon.strategies.base import Decision
 from fincon.strategies.markowitz import estimate_moments
@@ -44,33 +44,65 @@ PORTFOLIO_TASK = ("Decide a direction for each stock: buy (long), sell (short) o
                   "An optimizer then sizes the positions from the stocks' risk.")
 
 
-def format_reports(task: ManagerTask) -> str:
+#: the order reports are shown in: what changes least often first, so a local
+#: model's saved prompt state covers most of the next day's prompt
+#: (:mod:`fincon.llm.backends.local`); roles not listed keep their order after these
+REPORT_ORDER = ("10-k", "10-q", "analyst-notes", "earnings-call", "news", "data-analysis")
+
+
+def ordered_reports(task: ManagerTask) -> list[tuple[str, Any]]:
+    """(ticker, report) in prompt order: per ticker, stable sources first."""
+    rank = {r: n for n, r in enumerate(REPORT_ORDER)}
+    return [(t, r) for t in task.tickers
+            for r in sorted(task.reports.get(t, ()), key=lambda r: rank.get(r.role, len(rank)))]
+
+
+def manager_labels(task: ManagerTask) -> dict[str, str]:
+    """Real evidence id -> short label (E1, E2 ... in prompt order)."""
+    per_report = 1 if task.portfolio else 2
+    return short_labels(c.id for _, r in ordered_reports(task) for i in r.insights[:per_report]
+                        for c in i.citations)
+
+
+def format_reports(task: ManagerTask, labels: Mapping[str, str] | None = None) -> str:
+    labels = labels or {}
     lines = []
     per_report = 1 if task.portfolio else 2
-    for t in task.tickers:
-        for r in task.reports.get(t, ()):
-            if not r.insights:
-                lines.append(f"- {t} {r.role}: nothing to read today")
-                continue
-            head = f"- {t} {r.role}: {r.direction} (confidence {r.confidence:.2f})."
-            body = " ".join(
-                f"{i.text[:REPORT_CHARS]} [{', '.join(c.id for c in i.citations)}]" for i in r.insights[:per_report])
-            lines.append(f"{head} {body}")
+    for t, r in ordered_reports(task):
+        if not r.insights:
+            lines.append(f"- {t} {r.role}: nothing to read today")
+            continue
+        head = f"- {t} {r.role}: {r.direction} (confidence {r.confidence:.2f})."
+        body = " ".join(f"{i.text[:REPORT_CHARS]} [{', '.join(labels.get(c.id, c.id) for c in i.citations)}]"
+                        for i in r.insights[:per_report])
+        lines.append(f"{head} {body}")
     return "\n".join(lines) or "(no reports)"
 
 
-def manager_messages(task: ManagerTask) -> list[dict[str, str]]:
+def manager_messages(task: ManagerTask, labels: Mapping[str, str] | None = None) -> list[dict[str, str]]:
+    """The manager's chat messages; evidence shown under ``labels`` (real id
+    -> label, :func:`manager_labels`). Empty sections (no reflections yet,
+    no risk stance, no beliefs) are left out, as in the analysts' prompts."""
     system, user = load_template(str(TEMPLATE))
     position = ", ".join(f"{t} {task.position.get(t, 0.0):+.2f}" for t in task.tickers)
     question = (f"What do you do with {task.tickers[0]} today?" if not task.portfolio
                 else f"Give a direction for each of {', '.join(task.tickers)}.")
     values = {
         "task": PORTFOLIO_TASK if task.portfolio else SINGLE_TASK,
-        "date": task.day, "position": position, "reports": format_reports(task),
-        "reflections": "\n".join(f"- {r}" for r in task.reflections) or "(none yet)",
-        "stance": task.stance or "(none yet)", "beliefs": task.beliefs or "(none yet)", "question": question,
+        "date": task.day, "position": position, "reports": format_reports(task, labels),
+        "reflections": "\n".join(f"- {r}" for r in task.reflections) or EMPTY,
+        "stance": task.stance or EMPTY, "beliefs": task.beliefs or EMPTY, "question": question,
     }
-    return [{"role": "system", "content": system.format(**values)}, {"role": "user", "content": user.format(**values)}]
+    return [{"role": "system", "content": system.format(**values)},
+            {"role": "user", "content": _drop_empty(user.format(**values))}]
+
+
+def _drop_empty(text: str) -> str:
+    """Leave out an empty section: its value line and the heading above it."""
+    lines = text.splitlines()
+    keep = [ln for n, ln in enumerate(lines)
+            if EMPTY not in ln and not (n + 1 < len(lines) and lines[n + 1] == EMPTY and ln.endswith(":"))]
+    return "\n".join(keep)
 
 
 class FinConManager:
@@ -96,9 +128,10 @@ class FinConManager:
             def to_report(a) -> ManagerReport:
                 return ManagerReport(actions={task.tickers[0]: a.action}, size=a.size, rationale=a.rationale,
                                      relied_on=a.relied_on)
-        return Question(agent=self.agent, day=task.day, messages=lambda: manager_messages(task), model=model,
+        labels = manager_labels(task)
+        return Question(agent=self.agent, day=task.day, messages=lambda: manager_messages(task, labels), model=model,
                         allowed=frozenset(task.cited()), to_report=to_report, rules=lambda: rules_manager(task),
-                        params=self.sampling)
+                        params=self.sampling, labels={v: k for k, v in labels.items()})
 
     def weights(self, view, tickers: tuple[str, ...], actions: Mapping[str, str]) -> dict[str, float]:
         """Signed mean-variance weights for the manager's directions."""

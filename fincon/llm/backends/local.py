@@ -11,6 +11,19 @@ would cost ~200 prompt tokens on every call for nothing.
 
 A ``Llama`` object is not thread-safe, so calls are serialised with a lock;
 the concurrency helper still works, it just gains nothing here.
+
+Prompt states are kept in RAM (``LlamaRAMCache``, ``prompt_cache_bytes``,
+default 1 GiB; 0 turns it off): before a call, llama.cpp restores the saved
+state whose tokens share the longest prefix with the new prompt and reads
+only the rest. llama.cpp alone reuses only the previous call's prefix, and a
+team's calls alternate between agents, so without it the manager re-read its
+whole system prompt every day. Prompts are ordered to make this pay (stable
+text first, the date and today's items last). Measured on the bench/team.py
+prompts, 2 cores: manager 14.8 -> 13.0 s, news analyst 7.9 -> 6.4 s a call.
+The state cache changes no answer's *meaning* but, like any change of batch
+layout in llama.cpp, may change the exact floats and so a token now and
+then: live answers were never reproducible across processes; the call
+cache is what makes runs reproducible.
 """
 
 from __future__ import annotations
@@ -45,7 +58,7 @@ class LocalLlamaBackend:
     enforces_schema = True
 
     def __init__(self, model: str | Path | None = None, *, n_ctx: int = 2048, n_threads: int | None = None,
-                 seed: int = 0, cache_dir: Path | None = None):
+                 seed: int = 0, cache_dir: Path | None = None, prompt_cache_bytes: int = 1 << 30):
         # The model's identity in cache keys is its content hash, not its path. A
         # bundled model's hash is pinned, so a replay needs no model file at all:
         # it is assembled on the first live call.
@@ -63,6 +76,7 @@ class LocalLlamaBackend:
         self.n_ctx = n_ctx
         self.n_threads = n_threads or max(1, min(2, os.cpu_count() or 1))
         self.seed = seed
+        self.prompt_cache_bytes = prompt_cache_bytes
         self._llm = None
         self._lock = threading.Lock()
 
@@ -80,6 +94,10 @@ class LocalLlamaBackend:
             Llama = _import_llama()
             self._llm = Llama(model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.n_threads,
                               n_threads_batch=self.n_threads, seed=self.seed, verbose=False)
+            if self.prompt_cache_bytes > 0:
+                from llama_cpp import LlamaRAMCache
+
+                self._llm.set_cache(LlamaRAMCache(capacity_bytes=self.prompt_cache_bytes))
         return self._llm
 
     def complete(self, messages: Sequence[Message], schema: dict[str, Any], params: SamplingParams) -> Completion:
