@@ -49,6 +49,29 @@ def _import_llama():
     return Llama
 
 
+def _prompt_states(capacity_bytes: int):
+    """A ``LlamaRAMCache`` that stores states without their logits.
+
+    ``Llama.save_state`` copies the logits of up to ``n_batch`` positions
+    (512 x 151,936 floats = 311 MB for Qwen) into every state, and the RAM
+    cache counts only the llama.cpp part (~20 MB for a 600-token prompt)
+    against its capacity: a recording of the demo grew past 11 GB. The
+    logits are not needed: a restored state is always followed by the
+    evaluation of at least one token (``generate`` re-reads the last prompt
+    token), which recomputes them. So a state keeps one zero row, which
+    ``load_state`` broadcasts, and the capacity really bounds the memory.
+    """
+    import numpy as np
+    from llama_cpp import LlamaRAMCache
+
+    class PromptStates(LlamaRAMCache):
+        def __setitem__(self, key, value) -> None:
+            value.scores = np.zeros((1, value.scores.shape[1]), dtype=np.single)
+            super().__setitem__(key, value)
+
+    return PromptStates(capacity_bytes=capacity_bytes)
+
+
 class LocalLlamaBackend:
     name = "local"
     price_model = "local"
@@ -95,9 +118,7 @@ class LocalLlamaBackend:
             self._llm = Llama(model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.n_threads,
                               n_threads_batch=self.n_threads, seed=self.seed, verbose=False)
             if self.prompt_cache_bytes > 0:
-                from llama_cpp import LlamaRAMCache
-
-                self._llm.set_cache(LlamaRAMCache(capacity_bytes=self.prompt_cache_bytes))
+                self._llm.set_cache(_prompt_states(self.prompt_cache_bytes))
         return self._llm
 
     def complete(self, messages: Sequence[Message], schema: dict[str, Any], params: SamplingParams) -> Completion:
