@@ -59,7 +59,7 @@ lock: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/fincon demo --out runs/demo
 
-# Re-record the demo's model calls and Whisper transcripts (about 30 minutes on
+# Re-record the demo's model calls and Whisper transcripts (about 10 minutes on
 # 2 cores): needed after any change to a prompt, an answer schema or what an
 # agent reads; tests/test_demo.py fails with a cache miss until then.
 record-demo: $(STAMP)
@@ -75,6 +75,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/memory.py
 	$(BIN)/python bench/team.py
 	$(BIN)/python bench/train.py
+	$(BIN)/python bench/experiment.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

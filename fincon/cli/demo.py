@@ -10,7 +10,7 @@ model is loaded, nothing is downloaded, and it finishes in about a minute.
 ``fincon demo --record`` (``make record-demo``) runs the same config live
 and rewrites the shipped cache: needed whenever a prompt, an answer schema
 or anything else an agent reads changes (the replay test then fails with a
-cache miss naming the call). It takes about 30 minutes on 2 cores.
+cache miss naming the call). It takes about 10 minutes on 2 cores.
 """
 
 from __future__ import annotations
