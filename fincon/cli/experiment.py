@@ -46,8 +46,23 @@ Cost: R x (number of ablations) trainings of K episodes plus as many test
 runs; with the llm brain and the defaults (5 x 3 x (4 + 1) = 75 runs of the
 team) this takes long on a CPU: try --brain rules or --repeats 1 first.
 
+Scale-out: the units of a phase (the trainings and the baselines, then the
+test runs) are independent. --executor ray runs each one as a Ray task in a
+fresh worker process, N at a time on a local Ray cluster (--ray-cpus N,
+default every core; loopback only) or across an existing cluster
+(--ray-address auto: this machine must be one of its nodes, and the
+experiment directory and data must be on a filesystem every node mounts at
+the same path). The files are the same as with --executor local, and either
+executor resumes the other's experiment. The LLM cache stays on this
+machine: workers read and write it through a Ray actor here (SQLite is not
+safe on a network filesystem). A unit that fails does not stop the others:
+the phase ends, then one line names it. Each worker loads its own model (llm
+brain, local backend): mind the memory. The config's executor: key takes the
+same choice (executor: ray). Needs pip install 'fincon[ray]'.
+
 Exit status: 0 done; 2 bad input; 3 a unit stopped early (LLM gone, budget
-spent: rerun to resume); 143 terminated by SIGTERM.
+spent: rerun to resume); 1 a unit failed on a Ray worker (an error that is
+not bad input, or the worker died: rerun to resume); 143 terminated by SIGTERM.
 """
 
 EXAMPLES = """\
@@ -57,6 +72,8 @@ examples:
   fincon experiment --tickers TSLA,MSFT,PFE --brain rules --ablations full,no-cvar
   fincon experiment --ticker TSLA --brain rules --protocols fincon,scm,debate --ablations full
   fincon experiment --config examples/experiment.yaml --repeats 3
+  fincon experiment --ticker TSLA --brain rules --executor ray --ray-cpus 8   # 8 units at a time
+  fincon experiment --config examples/experiment.yaml --executor ray --ray-address auto   # a running cluster
   fincon experiment --ticker TSLA --brain rules --train-start 2022-03-01 --train-end 2022-05-31 \\
       --test-start 2022-06-01 --test-end 2022-08-31 --repeats 2 --episodes 2
 """
@@ -97,6 +114,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--data", type=Path, metavar="DIR", help="directory of TICKER.csv files")
     d.add_argument("--cache-dir", type=Path, help="yfinance download cache")
     add_llm_arguments(p)
+    x = p.add_argument_group("execution (see Scale-out above)")
+    x.add_argument("--executor", choices=["local", "ray"],
+                   help="local (default): the units one after the other in this process; ray: each unit as a Ray "
+                        "task in its own worker process, in parallel (pip install 'fincon[ray]')")
+    x.add_argument("--ray-address", metavar="ADDR",
+                   help="run on an existing Ray cluster: auto (the one this machine belongs to) or HEAD:PORT "
+                        "(default: start a local cluster for this command)")
+    x.add_argument("--ray-cpus", type=int, metavar="N",
+                   help="size of the local Ray cluster: units run N at a time (default: every core)")
     o = p.add_argument_group("output")
     o.add_argument("--out", metavar="DIR", help="experiment directory (default runs/experiment_<tickers>_<hash>); "
                                                 "the same command resumes it")
@@ -125,6 +151,7 @@ def build_experiment(args: argparse.Namespace):
         "data.source": args.source or ("csv" if args.data else None),
         "data.dir": str(args.data.expanduser().absolute()) if args.data else None,
         "data.cache_dir": str(args.cache_dir.expanduser().absolute()) if args.cache_dir else None,
+        "executor.kind": args.executor, "executor.address": args.ray_address, "executor.cpus": args.ray_cpus,
     }
     for key, value in llm_overrides(args).items():
         over[f"llm.{key}"] = value
@@ -135,10 +162,13 @@ def build_experiment(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    from fincon.engine.executors import open_executor
     from fincon.engine.experiment import run_experiment
 
     exp = build_experiment(args)
-    report = run_experiment(exp, Path(args.out) if args.out else None, progress=not args.no_progress)
+    with open_executor(exp.executor) as executor:
+        report = run_experiment(exp, Path(args.out) if args.out else None, progress=not args.no_progress,
+                                executor=executor)
     if args.json:
         print(json.dumps({"experiment_dir": str(report.out), "ran": report.ran, **report.results}, sort_keys=True))
         return 0

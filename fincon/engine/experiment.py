@@ -29,8 +29,10 @@ complete; a test or baseline run dir whose metrics say complete). Running
 the same command again skips done units, resumes a half-finished training
 after its last finished episode, and ends with the same results.json.
 
-Units of one phase are independent: :func:`serial` runs them one by one; an
-executor with the same signature (e.g. one on Ray) can run them in parallel.
+Units of one phase are independent: :func:`serial` runs them one by one,
+:class:`~fincon.engine.executors.RayExecutor` as Ray tasks in parallel
+(``--executor ray``; see :mod:`fincon.engine.executors`). Both write the
+same files.
 """
 
 from __future__ import annotations
@@ -42,12 +44,13 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from fincon.config import BrokerConfig, DataConfig, MetricsConfig, RunConfig, _set_path
+from fincon.engine.executors import Executor, ExecutorSpec, Task, serial  # noqa: F401 (Task: the public name)
 from fincon.errors import ConfigError, FinconError
 from fincon.validation import format_validation_error
 
@@ -102,6 +105,9 @@ class ExperimentConfig(_Section):
     data: DataConfig = Field(default_factory=DataConfig)
     broker: BrokerConfig = Field(default_factory=BrokerConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    #: how the units run (local or ray); not part of the experiment's identity (excluded
+    #: from experiment.json and the directory's hash: either executor resumes the other's run)
+    executor: ExecutorSpec = Field(default_factory=ExecutorSpec, exclude=True)
 
     @field_validator("tickers")
     @classmethod
@@ -191,6 +197,8 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 def load_experiment(path: Path | None = None, overrides: dict[str, Any] | None = None) -> ExperimentConfig:
     """Read ``path`` (YAML), apply dotted ``overrides`` (None: not given) and validate."""
     tree = _read_yaml(path) if path is not None else {}
+    if isinstance(tree.get("executor"), str):  # executor: ray is short for executor: {kind: ray}
+        tree["executor"] = {"kind": tree["executor"]}
     for key, value in (overrides or {}).items():
         if value is not None:
             _set_path(tree, key, value)
@@ -339,17 +347,6 @@ def run_unit(unit: Unit, exp: ExperimentConfig, root: Path, progress: bool = Fal
     return str(path)
 
 
-Task = Callable[[], Any]
-#: runs independent tasks, calling ``done(index, result)`` as each finishes
-Executor = Callable[[Sequence[Task], Callable[[int, Any], None]], None]
-
-
-def serial(tasks: Sequence[Task], done: Callable[[int, Any], None]) -> None:
-    """The default executor: one task after the other, in order."""
-    for i, task in enumerate(tasks):
-        done(i, task())
-
-
 # -- the experiment ---------------------------------------------------------------
 
 
@@ -438,6 +435,10 @@ class _Job:
     unit: Unit
     exp: ExperimentConfig
     root: Path
+
+    @property
+    def name(self) -> str:  # how an executor names the task in an error
+        return self.unit.name
 
     def __call__(self) -> str:
         return run_unit(self.unit, self.exp, self.root)

@@ -1,6 +1,6 @@
 """Run directories that are either complete or absent.
 
-A run is written into a hidden sibling ``.NAME.partial-PID`` and renamed to
+A run is written into a hidden sibling ``.NAME.partial-PID@HOST`` and renamed to
 its final name only after every file is written, so an interrupted or failed
 run never leaves a directory that looks complete. An existing directory is
 never overwritten: the next free name (``NAME-2``, ``NAME-3``...) is taken
@@ -9,7 +9,10 @@ result), unless ``replace`` is asked for and the existing directory is a
 fincon run.
 
 Staging directories of processes that died (SIGKILL, a power cut) are swept
-at the next run in the same parent directory, with one line saying so.
+at the next run in the same parent directory, with one line saying so. Only
+this machine's are swept: on a filesystem shared by several machines (a Ray
+cluster running one experiment) another machine's process cannot be seen from
+here, and its staging directory may be in use.
 SIGTERM is turned into an exception by the CLI, so the staging directory of a
 terminated run is removed on the way out.
 """
@@ -21,6 +24,7 @@ import logging
 import os
 import re
 import shutil
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,7 +33,7 @@ from fincon.errors import ConfigError, DataError, FinconError
 
 log = logging.getLogger(__name__)
 
-_PARTIAL = re.compile(r"^\.(?P<name>.+)\.partial-(?P<pid>\d+)$")
+_PARTIAL = re.compile(r"^\.(?P<name>.+)\.partial-(?P<pid>\d+)(?:@(?P<host>[^@/]+))?$")
 #: files that mark a directory as a fincon run (safe to replace)
 RUN_MARKERS = ("config.yaml", "metrics.json")
 
@@ -60,6 +64,11 @@ def free_path(path: Path) -> Path:
         n += 1
 
 
+def _host() -> str:
+    """This machine's name, as it appears in staging directory names."""
+    return re.sub(r"[^A-Za-z0-9.-]", "-", socket.gethostname())[:64] or "localhost"
+
+
 def _pid_alive(pid: int) -> bool:
     if pid == os.getpid():
         return True
@@ -73,8 +82,8 @@ def _pid_alive(pid: int) -> bool:
 
 
 def sweep_stale_partials(parent: Path) -> list[Path]:
-    """Remove ``.NAME.partial-PID`` directories in ``parent`` whose process is
-    gone; each removal is reported on stderr."""
+    """Remove ``.NAME.partial-PID[@HOST]`` directories in ``parent`` whose
+    process (on this machine) is gone; each removal is reported on stderr."""
     removed: list[Path] = []
     try:
         entries = list(parent.iterdir())
@@ -82,7 +91,8 @@ def sweep_stale_partials(parent: Path) -> list[Path]:
         return removed
     for entry in entries:
         m = _PARTIAL.match(entry.name)
-        if not m or not entry.is_dir() or _pid_alive(int(m.group("pid"))):
+        if not m or not entry.is_dir() or m.group("host") not in (None, _host()) \
+                or _pid_alive(int(m.group("pid"))):
             continue
         shutil.rmtree(entry, ignore_errors=True)
         if not entry.exists():
@@ -101,7 +111,7 @@ class RunDir:
         self.replace = replace
         if replace and final.exists() and not any((final / m).exists() for m in RUN_MARKERS):
             raise ConfigError(f"--replace: {final} exists but is not a fincon run directory; refusing to replace it")
-        self.staging = final.with_name(f".{final.name}.partial-{os.getpid()}")
+        self.staging = final.with_name(f".{final.name}.partial-{os.getpid()}@{_host()}")
         self._made_parents = [p for p in reversed(final.parents) if not p.exists()]
         try:
             final.parent.mkdir(parents=True, exist_ok=True)

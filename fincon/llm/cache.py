@@ -29,11 +29,19 @@ that is not a cache fails before day one.
 Each row also records the structured-output mode (``response_format``) that
 produced the answer, so a run summary can say which mode its answers came
 from, identically in a recording and its replay.
+
+In the worker processes of ``fincon experiment --executor ray`` the
+environment variable :data:`SERVER_ENV` names a Ray actor on the driver's
+machine that owns every cache file: each cache then reads and writes through
+it instead of opening the file (SQLite is not safe on a network filesystem,
+and one owner keeps "first writer wins" across machines; see
+:mod:`fincon.engine.executors`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
 import threading
 from dataclasses import dataclass
@@ -47,6 +55,8 @@ from fincon.llm.schema import canonical_json
 from fincon.llm.types import Message, SamplingParams
 
 DEFAULT_CACHE_PATH = Path("runs/.cache/llm.sqlite")
+#: set by the Ray executor in its workers: the actor that owns the cache files
+SERVER_ENV = "FINCON_LLM_CACHE_SERVER"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
@@ -121,10 +131,17 @@ class CallCache:
         self._conn: sqlite3.Connection | None = None
         self._closed = False
         self._read = _READ
+        self._server = None
         if self.mode is CacheMode.OFF:
             return
         if self.path is None:
             raise LLMError("an LLM cache path is required unless the cache mode is 'off'")
+        if os.environ.get(SERVER_ENV):
+            from fincon.engine.executors import RemoteCache
+
+            # the file is opened (and checked) on the driver's machine
+            self._server = RemoteCache(os.environ[SERVER_ENV], self.path, self.mode)
+            return
         if self.mode is CacheMode.REPLAY and not self.path.exists():
             raise CacheMiss(f"replay needs a recorded cache, but {self.path} does not exist; record a run in read-write mode first")
         if self.path.exists():
@@ -192,6 +209,8 @@ class CallCache:
     def get(self, key: str) -> CachedCall | None:
         if not self.reads:
             return None
+        if self._server is not None:
+            return self._server.get(key)
         with self._lock:
             conn = self._connection(create=False)
             if conn is None:
@@ -225,6 +244,11 @@ class CallCache:
                           structured_mode)
         if not self.writes:
             return mine
+        if self._server is not None:
+            return self._server.put(
+                key, backend=backend, model=model, agent=agent, messages=messages, schema=schema, params=params,
+                answer=answer, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                latency_s=latency_s, structured_mode=structured_mode)
         values = (
             key, backend, model, agent,
             canonical_json([m.model_dump() for m in messages]),
@@ -250,12 +274,16 @@ class CallCache:
         return CachedCall(*row)
 
     def __len__(self) -> int:
+        if self._server is not None:
+            return len(self._server)
         with self._lock:
             conn = self._connection(create=False)
             return 0 if conn is None else int(conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
 
     def rows(self) -> list[dict[str, Any]]:
         """Every stored call (for audits and tests), oldest first."""
+        if self._server is not None:
+            return self._server.rows()
         with self._lock:
             conn = self._connection(create=False)
             if conn is None:
@@ -267,6 +295,7 @@ class CallCache:
     def close(self) -> None:
         with self._lock:
             self._closed = True
+            self._server = None
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None

@@ -1,0 +1,83 @@
+"""Experiment benchmark (issue 11): the same small experiment with the local
+(serial) executor and with Ray on a local cluster, wall time side by side.
+
+    .venv/bin/python bench/experiment.py                  # rules brain, 2 repeats, Ray on 2 CPUs
+    .venv/bin/python bench/experiment.py --repeats 4 --cpus 4
+
+Each executor runs in a fresh `fincon experiment` process (as a user runs
+it), into its own directory; the results must be byte-identical. Ray's fixed
+costs are measured apart: starting and stopping the local cluster, and a
+fresh worker process per unit (max_calls=1; each one imports fincon's stack
+again). With units of a few seconds on 2 cores these costs can outweigh the
+parallelism: the ratio printed is what it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+WINDOWS = ["--train-start", "2022-04-01", "--train-end", "2022-04-29",
+           "--test-start", "2022-05-02", "--test-end", "2022-05-31"]
+
+
+def experiment(out: Path, repeats: int, episodes: int, extra: list[str]) -> float:
+    cmd = [sys.executable, "-m", "fincon.cli.main", "experiment", "--ticker", "TSLA", "--brain", "rules",
+           "--events", "sample", "--param", "fincon.transcripts=text", *WINDOWS, "--repeats", str(repeats),
+           "--episodes", str(episodes), "--no-progress", "--json", "--out", str(out), *extra]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        sys.exit(f"bench/experiment.py: {' '.join(extra) or 'local'} failed: {proc.stderr.strip()}")
+    return wall
+
+
+def ray_fixed_costs(cpus: int, units: int) -> tuple[float, float]:
+    """(cluster start + stop, seconds per unit that only imports what a unit
+    imports, in a fresh worker, ``cpus`` at a time)."""
+    from fincon.engine.executors import RayExecutor
+
+    imports = functools.partial(exec, "import chromadb, fincon.engine.training, fincon.agents.team")
+    t0 = time.perf_counter()
+    with RayExecutor(cpus=cpus) as ex:
+        ex([str], lambda i, r: None)  # starts the cluster
+        started = time.perf_counter()
+        ex([imports] * units, lambda i, r: None)
+        per_unit = (time.perf_counter() - started) / units
+    return time.perf_counter() - t0 - per_unit * units, per_unit
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--episodes", type=int, default=2)
+    ap.add_argument("--cpus", type=int, default=2, help="local Ray cluster size (default 2)")
+    args = ap.parse_args()
+    units = 1 + 2 * 3 * args.repeats  # baselines, then a training and a test per repeat and ablation
+    with tempfile.TemporaryDirectory(prefix="bench-experiment-") as tmp:
+        tmp = Path(tmp)
+        local = experiment(tmp / "local", args.repeats, args.episodes, [])
+        ray = experiment(tmp / "ray", args.repeats, args.episodes,
+                         ["--executor", "ray", "--ray-cpus", str(args.cpus)])
+        same = (tmp / "local" / "results.json").read_bytes() == (tmp / "ray" / "results.json").read_bytes()
+        start_stop, per_unit = ray_fixed_costs(args.cpus, units)
+    print(f"fincon experiment: TSLA, rules brain, {args.repeats} repeats x 3 ablations x {args.episodes} episodes "
+          f"({units} units), train 2022-04-01..04-29, test 2022-05-02..05-31")
+    print(f"  local (serial)         {local:7.1f} s")
+    print(f"  ray, {args.cpus} CPUs            {ray:7.1f} s")
+    verdict = "faster" if ray < local else "slower"
+    print(f"  ratio local / ray      {local / ray:7.2f}x  (ray is {verdict}; results.json identical: {same})")
+    print(f"  ray fixed costs: local cluster start + stop {start_stop:.1f} s; a fresh worker and fincon's imports "
+          f"{per_unit:.2f} s per unit ({args.cpus} at a time)")
+    if not same:
+        sys.exit("bench/experiment.py: the two executors wrote different results.json")
+
+
+if __name__ == "__main__":
+    main()

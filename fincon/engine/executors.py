@@ -1,0 +1,460 @@
+"""How ``fincon experiment`` runs the independent units of a phase.
+
+An executor is called once per phase with the phase's tasks (picklable,
+argument-free callables: :class:`fincon.engine.experiment._Job`) and a
+``done(index, result)`` callback that it calls as each task finishes. Units
+of one phase never read each other's outputs, so the order in which they run
+does not change a file.
+
+* :func:`serial` (``--executor local``, the default): one task after the other
+  in this process.
+* :class:`RayExecutor` (``--executor ray``): every task is a Ray task, run in
+  parallel on a local Ray cluster (``--ray-cpus``) or on an existing one
+  (``--ray-address``). Ray is an optional extra: ``pip install 'fincon[ray]'``.
+
+The Ray executor, and why
+-------------------------
+*A fresh worker process per task* (``max_calls=1``): chromadb keeps one client
+per path for the life of a process and the team has per-process state, so a
+unit must not inherit another unit's process.
+
+*Same files as a local run.* Each worker changes to the driver's working
+directory before it loads the task (relative paths in the config, such as
+``--out`` or the default LLM cache, resolve as they do locally) and gets the
+driver's ``OMP_NUM_THREADS`` back (Ray sets it to the task's CPUs when it is
+unset; a thread count can change the last bits of a float reduction, e.g. an
+embedding). tests/test_experiment_ray.py checks that results.json and every
+unit's outputs are byte-identical to a local run's.
+
+*The LLM cache has one owner: the driver's machine.* The cache is one SQLite
+file, safe for several processes on one machine (WAL journal, a busy
+timeout, and a write transaction that inserts only if the key is new and
+reads back the row that won: first writer wins, and every run acts on the
+answer its replay will read). SQLite on a network filesystem is not safe:
+its locks are not reliable there, and WAL needs shared memory. So the driver
+starts one Ray actor, pinned to its own node, that opens every cache file the
+units name; in the workers the environment variable
+:data:`fincon.llm.cache.SERVER_ENV` names the actor, and
+:class:`~fincon.llm.cache.CallCache` reads and writes through it
+(:class:`RemoteCache`). SQLite is then opened on one machine only, and
+"first writer wins" holds across every worker of the cluster exactly as it
+does for processes sharing the file on one machine: no shard, no merge, no
+conflict to resolve afterwards. (Per-task shards merged after the phase were
+the alternative; two units asking the same question at the same time would
+each act on their own answer, and the one whose answer loses the merge would
+no longer replay from the merged cache, so it would have to run again.) The
+price is one round trip to the actor per cache lookup (0.8 ms on one 2-core
+machine, against 0.006 ms for a local read), small next to a model call.
+
+*A failing unit* does not stop the others: the phase runs to its end (every
+other unit keeps its results, so a rerun redoes only what failed), then the
+first failure comes back as one line naming its unit (a :class:`FinconError`
+with the unit's exit code: 3 for a run that stopped early, 1 for an error
+that is not bad input), and how many others failed. No later phase starts.
+Running the same command again resumes, as after a local failure. (Skipping
+the units that had not started yet would fail sooner, but which ones had
+started is a race, and an error that hits every unit, such as a server that
+is down, makes them all fail quickly anyway.)
+
+*An existing cluster* (``--ray-address auto`` or ``HEAD:PORT``): this machine
+must be a node of the cluster (``ray start --address HEAD:PORT``; Ray Client
+``ray://`` addresses are refused: the driver would not run here), every node
+needs the same fincon installed, and the experiment directory, the data and
+the driver's working directory must be on a filesystem shared at the same path
+(run directories are written into staging directories named after their
+machine and renamed, which is safe there; the LLM cache stays on this
+machine, see above).
+
+*A local cluster* listens on the loopback interface only, with no dashboard
+and no usage statistics (``RAY_USAGE_STATS_ENABLED=0``): nothing leaves the
+machine. Its workers' output is not forwarded (``log_to_driver=False``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import pickle
+import re
+import signal
+import socket
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Iterator, Literal, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from fincon.errors import FinconError
+
+log = logging.getLogger(__name__)
+
+Task = Callable[[], Any]
+#: runs independent tasks, calling ``done(index, result)`` as each finishes
+Executor = Callable[[Sequence[Task], Callable[[int, Any], None]], None]
+
+RAY_MISSING = "the ray executor needs Ray, an optional extra: pip install 'fincon[ray]'"
+#: environment variables Ray changes in its workers that the units must see as the driver does
+_DRIVER_ENV = ("OMP_NUM_THREADS",)
+#: the local cluster's object store: tasks and results are small (a pickled unit, a path)
+_OBJECT_STORE_BYTES = 256 * 2**20
+
+
+def serial(tasks: Sequence[Task], done: Callable[[int, Any], None]) -> None:
+    """The default executor: one task after the other, in order."""
+    for i, task in enumerate(tasks):
+        done(i, task())
+
+
+class ExecutorSpec(BaseModel):
+    """How the units run (``executor:`` in the experiment config; ``--executor``,
+    ``--ray-address``, ``--ray-cpus``). Not part of the experiment's identity:
+    a local run and a Ray run of one config share their directory and resume
+    each other."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["local", "ray"] = "local"
+    #: an existing Ray cluster (auto, or HEAD:PORT); None: a local cluster on this machine
+    address: str | None = None
+    #: CPUs of the local Ray cluster, i.e. units run at once (None: every core)
+    cpus: int | None = Field(None, ge=1, le=4096)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short(cls, data: Any) -> Any:
+        return {"kind": data} if isinstance(data, str) else data  # executor: ray
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        v = v.strip()
+        if not v or any(c.isspace() for c in v):
+            raise ValueError("give a Ray cluster address such as auto or 10.0.0.5:6379")
+        if "://" in v:
+            raise ValueError(f"{v!r} is a Ray Client address; fincon's driver must run on a node of the cluster: "
+                             "join it (ray start --address HEAD:6379) and pass auto or HEAD:6379")
+        if v != "auto" and not re.fullmatch(r"(\[[0-9A-Fa-f:]+\]|[^\s:\[\]]+):\d{1,5}", v):
+            raise ValueError(f"{v!r} is not a Ray cluster address: give auto or HEAD:PORT (e.g. 10.0.0.5:6379)")
+        return v
+
+    @model_validator(mode="after")
+    def _ray_only(self):
+        if self.kind != "ray":
+            for key, flag in (("address", "--ray-address"), ("cpus", "--ray-cpus")):
+                if getattr(self, key) is not None:
+                    raise ValueError(f"{key} ({flag}) is for the ray executor; set kind: ray (--executor ray)")
+        if self.address is not None and self.cpus is not None:
+            raise ValueError("cpus (--ray-cpus) sizes a local Ray cluster; an existing cluster (--ray-address) "
+                             "has its own size")
+        return self
+
+
+@contextlib.contextmanager
+def open_executor(spec: ExecutorSpec) -> Iterator[Executor]:
+    """The executor ``spec`` asks for, for the length of a ``with`` block (a
+    Ray cluster started here is shut down at its end)."""
+    if spec.kind == "local":
+        yield serial
+        return
+    with RayExecutor(spec.address, spec.cpus) as executor:
+        yield executor
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise FinconError(RAY_MISSING) from None
+    return ray
+
+
+@contextlib.contextmanager
+def _environment(**values: str) -> Iterator[None]:
+    """Set environment variables for the length of a block (Ray reads them
+    while it starts; the processes it starts inherit them)."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+class RayExecutor:
+    """Run tasks as Ray tasks; see the module docstring. Use it as a context
+    manager: Ray starts (or connects) on the first non-empty phase and the
+    cluster it started stops when the block ends."""
+
+    def __init__(self, address: str | None = None, cpus: int | None = None):
+        self.address = address
+        self.cpus = cpus
+        self._ray = _import_ray()  # fails now, before any unit, when Ray is missing
+        if address is not None and not self._ray.is_initialized():
+            _check_reachable(address)  # and so does a cluster that is not there
+        self._coordinator = None
+        self._owns_session = False
+
+    def __enter__(self) -> "RayExecutor":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- the session ---------------------------------------------------------
+    def _start(self) -> None:
+        if self._coordinator is not None:
+            return
+        ray = self._ray
+        if not ray.is_initialized():  # else: a session the caller opened is used as it is
+            self._init()
+            self._owns_session = True
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        here = ray.get_runtime_context().get_node_id()
+        self._name = f"fincon-llm-cache-{uuid.uuid4().hex[:12]}"
+        self._coordinator = ray.remote(_Coordinator).options(
+            name=self._name, num_cpus=0, max_restarts=0,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False)).remote()
+        ray.get(self._coordinator.ping.remote())
+
+    def _init(self) -> None:
+        ray = self._ray
+        # ray.init replaces the SIGTERM handler; the CLI's (clean exit, status 143) is put back
+        handler = signal.getsignal(signal.SIGTERM)
+        common = {"log_to_driver": False, "logging_level": logging.ERROR, "include_dashboard": False}
+        try:
+            if self.address is None:
+                self._init_local(common)
+            else:
+                try:
+                    with _environment(RAY_USAGE_STATS_ENABLED="0"):
+                        ray.init(address=self.address, **common)
+                except (ConnectionError, RuntimeError, ValueError) as exc:
+                    raise FinconError(f"cannot connect to the Ray cluster at {self.address} "
+                                      f"({_one_line(exc)}); is this machine a node of it (ray start --address)?") \
+                        from None
+        finally:
+            if handler is not None and signal.getsignal(signal.SIGTERM) is not handler:
+                with contextlib.suppress(ValueError):  # not the main thread
+                    signal.signal(signal.SIGTERM, handler)
+
+    def _init_local(self, common: dict[str, Any]) -> None:
+        """A cluster on this machine that listens on the loopback interface only.
+        Ray binds to the address it would announce to other machines unless
+        its cluster mode is off (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, read when
+        ray is imported, and the same constant if it was imported before)."""
+        from ray._private import ray_constants
+
+        with _environment(RAY_USAGE_STATS_ENABLED="0", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0"):
+            cluster_mode = getattr(ray_constants, "ENABLE_RAY_CLUSTER", None)
+            ray_constants.ENABLE_RAY_CLUSTER = False
+            try:
+                self._ray.init(address="local", num_cpus=self.cpus or os.cpu_count() or 1,
+                               object_store_memory=_OBJECT_STORE_BYTES, **common)
+            except (OSError, RuntimeError, ValueError) as exc:
+                raise FinconError(f"cannot start a local Ray cluster ({_one_line(exc)})") from None
+            finally:
+                if cluster_mode is not None:
+                    ray_constants.ENABLE_RAY_CLUSTER = cluster_mode
+
+    def close(self) -> None:
+        ray = self._ray
+        if self._coordinator is not None:
+            with contextlib.suppress(Exception):
+                ray.get(self._coordinator.close.remote(), timeout=60)
+                ray.kill(self._coordinator)
+            self._coordinator = None
+        if self._owns_session:
+            ray.shutdown()
+            self._owns_session = False
+
+    # -- one phase -----------------------------------------------------------
+    def __call__(self, tasks: Sequence[Task], done: Callable[[int, Any], None]) -> None:
+        if not tasks:
+            return
+        self._start()
+        ray = self._ray
+        from ray import cloudpickle
+
+        names = [str(getattr(t, "name", None) or f"task {i + 1}") for i, t in enumerate(tasks)]
+        env = {k: os.environ.get(k) for k in _DRIVER_ENV}
+        work = ray.remote(num_cpus=1, max_calls=1, max_retries=0)(_work)
+        refs = {work.remote(cloudpickle.dumps(t), str(Path.cwd()), env, self._name): i for i, t in enumerate(tasks)}
+        pending = list(refs)
+        failures: list[tuple[str, _Failure]] = []
+        try:
+            while pending:
+                ready, pending = ray.wait(pending, num_returns=1)
+                for ref in ready:
+                    i = refs[ref]
+                    try:
+                        status, value = ray.get(ref)
+                    except ray.exceptions.RayError as exc:  # the worker died (killed, out of memory, node lost)
+                        status, value = "failed", _Failure(f"its Ray worker died ({type(exc).__name__}: "
+                                                           f"{_first_line(exc)})", 1, "")
+                    if status == "ok":
+                        done(i, value)
+                    else:
+                        failures.append((names[i], value))
+        except BaseException:
+            for ref in pending:  # interrupted: stop what is still running (its staging dirs are removed)
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref)
+            raise
+        if failures:
+            raise _error(failures)
+
+
+def _check_reachable(address: str) -> None:
+    """Fail in seconds, in one line, when the cluster's GCS does not answer
+    (ray.init would retry for minutes, logging every attempt)."""
+    from ray._private import services
+
+    try:
+        resolved = services.canonicalize_bootstrap_address_or_die(address)
+        host, port = resolved.rsplit(":", 1)
+        socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
+    except (OSError, ValueError) as exc:  # ConnectionError (no cluster found) is an OSError
+        raise FinconError(f"cannot reach the Ray cluster at {address} ({_one_line(exc) or type(exc).__name__}); "
+                          "start it (ray start --head) or join this machine to it (ray start --address HEAD:6379)") \
+            from None
+
+
+class _Failure:
+    """What a worker reports about a failed unit (picklable, no exception object:
+    a class that does not unpickle on the driver would hide the message)."""
+
+    def __init__(self, message: str, exit_code: int, traceback: str, fincon: bool = False):
+        self.message, self.exit_code, self.traceback, self.fincon = message, exit_code, traceback, fincon
+
+
+def _error(failures: list[tuple[str, _Failure]]) -> FinconError:
+    name, first = failures[0]
+    for n, f in failures:
+        if f.traceback:
+            log.debug("%s failed on a Ray worker:\n%s", n, f.traceback)
+    message = first.message if first.fincon and name in first.message else f"{name}: {first.message}"
+    if not first.fincon:
+        message += " (`fincon -v experiment ...` prints the worker's traceback)"
+    if len(failures) > 1:
+        message += f"; {len(failures) - 1} more failed: {', '.join(n for n, _ in failures[1:])}"
+    if "rerun" not in message:
+        message += "; the other units are kept, rerun the same command to resume"
+    err = FinconError(message)
+    err.exit_code = first.exit_code
+    return err
+
+
+def _work(blob: bytes, cwd: str, env: dict[str, str | None], server: str) -> tuple[str, Any]:
+    """One task in its own Ray worker process: ("ok", result) or ("failed", _Failure)."""
+    import traceback
+
+    from ray import cloudpickle
+
+    from fincon.llm.cache import SERVER_ENV
+
+    # before the task is unpickled (and imports its libraries): the driver's view
+    for key, value in env.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    os.environ[SERVER_ENV] = server
+    try:
+        os.chdir(cwd)
+    except OSError as exc:
+        return "failed", _Failure(f"the driver's working directory {cwd} is not on Ray node {socket.gethostname()} "
+                                  f"({exc.strerror}); the experiment needs a filesystem shared at the same path", 2, "")
+    try:
+        return "ok", cloudpickle.loads(blob)()
+    except FinconError as exc:
+        return "failed", _Failure(" ".join(str(exc).split()), exc.exit_code, traceback.format_exc(), fincon=True)
+    except Exception as exc:
+        return "failed", _Failure(f"{type(exc).__name__}: {_one_line(exc)}", 1, traceback.format_exc())
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:500]
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [x.strip() for x in str(exc).splitlines() if x.strip()]
+    return lines[0][:300] if lines else ""
+
+
+# -- the LLM cache, owned by the driver's machine ----------------------------------
+
+
+class _Coordinator:
+    """The driver's agent in the cluster (a Ray actor on the driver's node): it
+    owns the LLM cache files the units open."""
+
+    def __init__(self):
+        from fincon.llm.cache import SERVER_ENV
+
+        os.environ.pop(SERVER_ENV, None)  # its own caches are the real files
+        self._caches: dict[tuple[str, str], Any] = {}
+
+    def ping(self) -> bool:
+        return True
+
+    def cache(self, path: str, mode: str, method: str, *args, **kwargs) -> tuple[str, Any]:
+        """Call ``method`` of the cache at ``path`` opened in ``mode``; an error
+        comes back as a value, raised again in the worker (RemoteCache)."""
+        from fincon.llm.cache import CallCache
+
+        try:
+            cache = self._caches.get((path, mode))
+            if cache is None:
+                cache = self._caches[(path, mode)] = CallCache(path, mode)
+            return "ok", (getattr(cache, method)(*args, **kwargs) if method != "open" else None)
+        except Exception as exc:
+            try:  # the worker gets the exception itself (CacheMiss, LLMError) when it survives pickling
+                pickle.loads(pickle.dumps(exc))
+            except Exception:
+                exc = FinconError(f"LLM cache {path}: {type(exc).__name__}: {_one_line(exc)}")
+            return "error", exc
+
+    def close(self) -> None:
+        for cache in self._caches.values():
+            cache.close()
+        self._caches.clear()
+
+
+class RemoteCache:
+    """A worker's view of one cache file held by the driver's :class:`_Coordinator`;
+    :class:`~fincon.llm.cache.CallCache` delegates to it when
+    :data:`~fincon.llm.cache.SERVER_ENV` is set."""
+
+    def __init__(self, server: str, path: Path, mode: str):
+        import ray
+
+        self._ray = ray
+        self._actor = ray.get_actor(server)
+        self._where = (str(Path(path).absolute()), str(getattr(mode, "value", mode)))
+        self._call("open")  # a file that is not a usable cache fails now, as a local one does
+
+    def _call(self, method: str, *args, **kwargs) -> Any:
+        status, value = self._ray.get(self._actor.cache.remote(*self._where, method, *args, **kwargs))
+        if status == "error":
+            raise value
+        return value
+
+    def get(self, key: str):
+        return self._call("get", key)
+
+    def put(self, key: str, **fields: Any):
+        return self._call("put", key, **fields)
+
+    def __len__(self) -> int:
+        return self._call("__len__")
+
+    def rows(self) -> list[dict[str, Any]]:
+        return self._call("rows")
