@@ -439,8 +439,13 @@ def rules_skeptic(report: DebateReport, chunks: Sequence[Chunk]) -> tuple[list[I
 
 def combine(report: DebateReport, evidence: list[Insight], risks: list[Insight], hedge: str,
             direction: str, confidence: float, summary: str) -> DebateReport:
+    """The final report: the report's insights plus Trust's new evidence.
+    Evidence that repeats an insight already there (same text; a small model
+    often hands the report's own insights back as "support") is left out."""
+    seen = {i.text.strip().lower() for i in report.insights}
+    fresh = [e for e in evidence if e.text.strip().lower() not in seen and not seen.add(e.text.strip().lower())]
     return report.model_copy(update={
-        "direction": direction, "confidence": confidence, "insights": (report.insights + evidence)[:5],
+        "direction": direction, "confidence": confidence, "insights": (report.insights + fresh)[:5],
         "risks": risks[:3], "hedge": hedge[:200], "summary": summary[:400]})
 
 

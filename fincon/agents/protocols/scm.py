@@ -76,7 +76,11 @@ class _AltBase(BaseModel):
     name: Name
     evidence: list[str] = Field(default_factory=list, max_length=3, examples=[["E1"]])
     rule: str = Field(min_length=1, max_length=160)
-    gross: float = Field(ge=0.0, le=10.0, description="sum of the absolute weights")
+    #: no bounds in the answer schema: a model that states a negative gross for a short
+    #: (the bundled 1.5B did, live) makes an arithmetic error that the code check
+    #: ("stated gross ... but the weights sum to ...") flags and the fix round repairs,
+    #: as the protocol intends, instead of a schema error that throws the whole sample away
+    gross: float = Field(description="sum of the absolute weights")
     p5: float = Field(description="5th percentile of the next day's return, %")
     p50: float = Field(description="median of the next day's return, %")
     p95: float = Field(description="95th percentile of the next day's return, %")
@@ -109,12 +113,15 @@ class IssueAnswer(BaseModel):
     alternative: Name
     category: Category
     severity: Severity
-    issue: str = Field(min_length=1, max_length=140)
-    question: str = Field(min_length=1, max_length=140, description="a verification question the reports answer")
+    issue: str = Field(min_length=1, max_length=100)
+    question: str = Field(min_length=1, max_length=100, description="a verification question the reports answer")
 
 
 class CritiqueAnswer(BaseModel):
-    issues: list[IssueAnswer] = Field(default_factory=list, max_length=6)
+    #: three short issues fit the team's 320-token answer cap (six long ones were cut
+    #: off mid-string in a live 1.5B run: invalid JSON twice, a counted fallback);
+    #: the code checks add their own issues beside the Critic's
+    issues: list[IssueAnswer] = Field(default_factory=list, max_length=3)
 
     def cited(self) -> Iterable[str]:
         return iter(())

@@ -1,0 +1,39 @@
+"""The live 1.5B recordings of one scm day and one debate day
+(docs/recorded/) replay byte for byte, with no model loaded.
+
+A prompt or schema change of these protocols makes a recording stale: this
+fails with a cache miss naming the call; re-record with
+``python docs/recorded/record.py`` (docs/recorded/README.md)."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from fincon.cli.main import main
+
+HERE = Path(__file__).resolve().parents[1] / "docs" / "recorded"
+spec = importlib.util.spec_from_file_location("record", HERE / "record.py")
+record = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(record)
+
+
+@pytest.mark.parametrize("name", sorted(record.DAYS))
+def test_a_live_protocol_day_replays_byte_for_byte(name, tmp_path):
+    recorded = json.loads((HERE / "recorded.json").read_text())[name]
+    assert main(record.args(name, "replay", tmp_path / "a")) == 0
+    assert record.fingerprint(tmp_path / "a") == recorded  # the live run's decisions, byte for byte
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())["strategy_summary"]
+    assert summary["llm_calls"] > 0 and summary["llm_live_calls"] == 0
+    day = [json.loads(line) for line in (tmp_path / "a" / "decisions.jsonl").read_text().splitlines()][0]
+    m = day["record"]["manager"]
+    if name == "debate":
+        d = m["debate"][0]
+        assert d["debated"] and d["event_id"] == "TSLA-call-2022Q3"
+        assert d["final"]["direction"] == d["report"]["direction"]  # the safe debate never flips
+        assert set(d["via"]) == {"earnings", "market", "sentiment", "valuation", "risk", "synthesis", "trust",
+                                 "skeptic", "leader"}
+    else:
+        assert {"strategist.s0", "strategist.s1", "strategist.s2", "critic", "moderator"} <= set(m["steps"])
+        assert any(a["status"] == "chosen" for a in m["alternatives"])
