@@ -4,6 +4,12 @@
     .venv/bin/python bench/train.py                       # rules: 4 episodes on 2022-01-03..2022-06-30;
                                                           # llm: 3 episodes of 3 days with the 1.5B model
     .venv/bin/python bench/train.py --llm-days 5 --model qwen2.5-coder-0.5b
+    .venv/bin/python bench/train.py --skip-rules --llm-days 10 --out /tmp/bt   # keep the trainings and the cache
+
+Short episodes overstate the calls: an episode starts with fresh memories, so
+its first day asks every analyst, and an episode after a belief edit re-asks
+the analysts whose beliefs changed (their prompts changed) on every day they
+are asked; with 3-day episodes the first day is a third of the episode.
 
 Goal: at most 1.5 live model calls per simulated day in episodes 2..K (the
 cache answers what did not change and agents whose inputs hash the same
@@ -61,11 +67,15 @@ def main() -> None:
     ap.add_argument("--llm-days", type=int, default=3)
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
     ap.add_argument("--skip-llm", action="store_true")
+    ap.add_argument("--skip-rules", action="store_true")
+    ap.add_argument("--out", type=Path, help="keep the trainings (and the LLM cache) in this new directory")
     args = ap.parse_args()
+    if args.out and args.out.exists():
+        ap.error(f"--out {args.out} exists (its cache would answer the live run); pick a new directory")
     results = {}
     with tempfile.TemporaryDirectory(prefix="bench-train-") as tmp:
-        tmp = Path(tmp)
-        plans = [("rules", START, END, args.episodes, None)]
+        tmp = args.out or Path(tmp)
+        plans = [] if args.skip_rules else [("rules", START, END, args.episodes, None)]
         if not args.skip_llm:
             end = trading_days_after(START, args.llm_days)
             plans.append(("llm", START, end, args.llm_episodes,

@@ -5,6 +5,7 @@ A prompt or schema change of these protocols makes a recording stale: this
 fails with a cache miss naming the call; re-record with
 ``python docs/recorded/record.py`` (docs/recorded/README.md)."""
 
+import csv
 import importlib.util
 import json
 from pathlib import Path
@@ -25,7 +26,10 @@ def test_a_live_protocol_day_replays_byte_for_byte(name, tmp_path):
     assert main(record.args(name, "replay", tmp_path / "a")) == 0
     assert record.fingerprint(tmp_path / "a") == recorded  # the live run's decisions, byte for byte
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())["strategy_summary"]
-    assert summary["llm_calls"] > 0 and summary["llm_live_calls"] == 0
+    assert summary["llm_calls"] > 0 and summary["llm_fallbacks"] == (1 if name == "scm" else 0)
+    with (tmp_path / "a" / "llm_runtime.csv").open() as fh:  # every call answered by the recording
+        rows = list(csv.DictReader(fh))
+    assert rows and all(r["live_calls"] == "0" for r in rows)
     day = [json.loads(line) for line in (tmp_path / "a" / "decisions.jsonl").read_text().splitlines()][0]
     m = day["record"]["manager"]
     if name == "debate":

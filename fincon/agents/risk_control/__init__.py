@@ -9,8 +9,9 @@ Three steps, each with the two brains of the team:
    meta-prompt, why the better one did better (``compare.txt``);
 3. **update** the beliefs from the meta-prompt with the learning rate
    ``1 - tau`` (``update.txt``): the more the two episodes agreed, the
-   smaller the edit. Only the perspectives the meta-prompt names change, so
-   the update reaches only the agents of those perspectives.
+   smaller the edit. Only the perspectives the meta-prompt names change (at
+   most :data:`MAX_FOCUS`), so the update reaches only the agents of those
+   perspectives.
 
 The rules brain does the same in code: its "insights" are the stretches
 with the views behind them, its meta-prompt is the per-source attribution
@@ -38,6 +39,14 @@ from fincon.risk.cvrf import RULES_LR, Trajectory, attribution, rules_step, stre
 HERE = Path(__file__).parent
 
 
+#: perspectives one belief update may edit: a focused step (the one or two
+#: views that explain the better episode) that, like the paper's per-agent
+#: propagation, reaches only those analysts. An edit of every perspective would
+#: change every analyst's prompt, so the next episode re-asks them all (bench/train.py:
+#: 3.33 live calls per day in such an episode against 1.00 when only the manager explores)
+MAX_FOCUS = 2
+
+
 def _models(perspectives: tuple[str, ...]):
     P = Literal[perspectives]  # type: ignore[valid-type]
     cfg = ConfigDict(extra="forbid")
@@ -45,12 +54,14 @@ def _models(perspectives: tuple[str, ...]):
                            text=(str, Field(min_length=1, max_length=240)))
     insights = create_model("EpisodeInsights", __config__=cfg,
                             insights=(list[concept], Field(min_length=1, max_length=6)))  # type: ignore[valid-type]
-    meta = create_model("MetaPrompt", __config__=cfg, text=(str, Field(min_length=1, max_length=700)),
-                        perspectives=(list[P], Field(min_length=1, max_length=len(perspectives))))  # type: ignore[valid-type]
+    meta = create_model("MetaPrompt", __config__=cfg, text=(str, Field(min_length=1, max_length=400)),
+                        perspectives=(list[P], Field(min_length=1, max_length=min(MAX_FOCUS, len(perspectives)))))  # type: ignore[valid-type]
     edit = create_model("BeliefEdit", __config__=cfg, perspective=(P, ...),
-                        text=(str, Field(min_length=1, max_length=300)))
+                        text=(str, Field(min_length=1, max_length=240)))
+    # as many edits as the meta-prompt may name: six 300-char edits overran the
+    # 400-token answer cap in a live 1.5B training (cut-off JSON twice, a fallback)
     edits = create_model("BeliefEdits", __config__=cfg,
-                         updates=(list[edit], Field(max_length=len(perspectives))))  # type: ignore[valid-type]
+                         updates=(list[edit], Field(max_length=min(MAX_FOCUS, len(perspectives)))))  # type: ignore[valid-type]
     return insights, meta, edits
 
 
@@ -217,9 +228,14 @@ class RiskControl:
 
     @staticmethod
     def _rules_texts(beliefs: Beliefs, step, attr: dict[str, float]) -> dict[str, str]:
+        """Texts for the :data:`MAX_FOCUS` perspectives whose weight moved most
+        (every weight still moves): the same focused step as the model's, so
+        a fallback does not rewrite every analyst's beliefs (in a live 1.5B
+        training it did, and the next episode re-asked all six analysts)."""
         out = {}
-        for k, after in step.after.items():
-            before = step.before[k]
+        moved = sorted(step.after, key=lambda k: (-abs(step.after[k] - step.before[k]), k))[:MAX_FOCUS]
+        for k in sorted(moved):
+            after, before = step.after[k], step.before[k]
             if abs(after - before) < 1e-9:
                 continue
             verb = "earned" if attr.get(k, 0.0) >= 0 else "lost"
