@@ -51,7 +51,7 @@ class RunReport:
         return not self.failed and not any(r.stopped for r in self.results.values())
 
 
-MAX_NAME = 100  # well under the 255 bytes of a file name, leaving room for -N and .partial-PID
+MAX_NAME = 100  # well under the 255 bytes of a file name, leaving room for -N and .partial-PID@HOST
 
 
 def default_out(cfg: RunConfig, root: Path = Path("runs")) -> Path:
