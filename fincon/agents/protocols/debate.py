@@ -443,7 +443,12 @@ def combine(report: DebateReport, evidence: list[Insight], risks: list[Insight],
     Evidence that repeats an insight already there (same text; a small model
     often hands the report's own insights back as "support") is left out."""
     seen = {i.text.strip().lower() for i in report.insights}
-    fresh = [e for e in evidence if e.text.strip().lower() not in seen and not seen.add(e.text.strip().lower())]
+    fresh = []
+    for e in evidence:
+        key = e.text.strip().lower()
+        if key not in seen:
+            seen.add(key)
+            fresh.append(e)
     return report.model_copy(update={
         "direction": direction, "confidence": confidence, "insights": (report.insights + fresh)[:5],
         "risks": risks[:3], "hedge": hedge[:200], "summary": summary[:400]})

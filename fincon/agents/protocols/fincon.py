@@ -30,7 +30,7 @@ import numpy as np
 
 from fincon.agents.brains import Answer, ManagerTask, Question, rules_manager
 from fincon.agents.reports import ManagerReport, TickerAnswer, portfolio_answer_model, short_labels
-from fincon.agents.roles.base import EMPTY, load_template
+from fincon.agents.roles.base import EMPTY, drop_empty, load_template
 from fincon.risk.optimizer import mean_variance_weights
 from fincon.strategies.base import Decision
 from fincon.strategies.markowitz import estimate_moments
@@ -57,24 +57,27 @@ def ordered_reports(task: ManagerTask) -> list[tuple[str, Any]]:
             for r in sorted(task.reports.get(t, ()), key=lambda r: rank.get(r.role, len(rank)))]
 
 
+def shown(task: ManagerTask, report) -> list[Any]:
+    """The insights of a report the manager reads: two for one stock, the
+    leading one per stock in a portfolio (a longer prompt per ticker)."""
+    return report.insights[: 1 if task.portfolio else 2]
+
+
 def manager_labels(task: ManagerTask) -> dict[str, str]:
     """Real evidence id -> short label (E1, E2 ... in prompt order)."""
-    per_report = 1 if task.portfolio else 2
-    return short_labels(c.id for _, r in ordered_reports(task) for i in r.insights[:per_report]
-                        for c in i.citations)
+    return short_labels(c.id for _, r in ordered_reports(task) for i in shown(task, r) for c in i.citations)
 
 
 def format_reports(task: ManagerTask, labels: Mapping[str, str] | None = None) -> str:
     labels = labels or {}
     lines = []
-    per_report = 1 if task.portfolio else 2
     for t, r in ordered_reports(task):
         if not r.insights:
             lines.append(f"- {t} {r.role}: nothing to read today")
             continue
         head = f"- {t} {r.role}: {r.direction} (confidence {r.confidence:.2f})."
         body = " ".join(f"{i.text[:REPORT_CHARS]} [{', '.join(labels.get(c.id, c.id) for c in i.citations)}]"
-                        for i in r.insights[:per_report])
+                        for i in shown(task, r))
         lines.append(f"{head} {body}")
     return "\n".join(lines) or "(no reports)"
 
@@ -94,15 +97,8 @@ def manager_messages(task: ManagerTask, labels: Mapping[str, str] | None = None)
         "stance": task.stance or EMPTY, "beliefs": task.beliefs or EMPTY, "question": question,
     }
     return [{"role": "system", "content": system.format(**values)},
-            {"role": "user", "content": _drop_empty(user.format(**values))}]
+            {"role": "user", "content": drop_empty(user.format(**values))}]
 
-
-def _drop_empty(text: str) -> str:
-    """Leave out an empty section: its value line and the heading above it."""
-    lines = text.splitlines()
-    keep = [ln for n, ln in enumerate(lines)
-            if EMPTY not in ln and not (n + 1 < len(lines) and lines[n + 1] == EMPTY and ln.endswith(":"))]
-    return "\n".join(keep)
 
 
 class FinConManager:

@@ -171,12 +171,21 @@ def _read(path: str) -> str:
     return Path(path).read_text(encoding="utf-8").strip()
 
 
+def drop_empty(text: str) -> str:
+    """Leave out every empty section of a formatted prompt: a line holding
+    :data:`EMPTY` (``Team beliefs: {beliefs}``) and, when the value stood on
+    its own line, the heading just above it (``Risk stance of the team:``)."""
+    lines = text.splitlines()
+    return "\n".join(ln for n, ln in enumerate(lines)
+                     if EMPTY not in ln and not (ln.endswith(":") and n + 1 < len(lines) and lines[n + 1] == EMPTY))
+
+
 def render(template: Path, profile: Profile, values: dict[str, str]) -> list[dict[str, str]]:
     """Chat messages of an analyst: the shared system prompt, then the
-    role's template (its profile, its items, its question). A line whose
-    value is :data:`EMPTY` is left out."""
+    role's template (its profile, its items, its question), empty sections
+    left out (:func:`drop_empty`)."""
     values = {"profile": profile.prompt(), **values}
-    user = "\n".join(ln for ln in _read(str(template)).format(**values).splitlines() if EMPTY not in ln)
+    user = drop_empty(_read(str(template)).format(**values))
     return [{"role": "system", "content": _read(str(ANALYST_SYSTEM))}, {"role": "user", "content": user}]
 
 
