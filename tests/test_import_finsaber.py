@@ -311,3 +311,24 @@ def test_bad_source_and_out(tmp_path, capsys):
         assert rc == 2 and err.count("\n") == 1 and expect in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["busy", "fs"]
     assert [p.name for p in not_dataset.iterdir()] == ["notes.txt"]
+
+
+def test_other_column_types_text_dates_utc_times_and_a_year_column(tmp_path):
+    """Dates stored as text, news times in UTC, files repeating the year
+    partition as a column: the same items, window and timing."""
+    news = [news_row(dt.datetime(2020, 1, 6, 20, 59, tzinfo=dt.timezone.utc), "AAA", 0, "AAA 15:59 New York."),
+            news_row(dt.datetime(2020, 1, 6, 21, 1, tzinfo=dt.timezone.utc), "AAA", 1, "AAA 16:01 New York."),
+            news_row(dt.datetime(2020, 1, 2, 23, 0, tzinfo=dt.timezone.utc), "AAA", 0, "AAA out of the window.")]
+    root = hand_tree(tmp_path / "fs", news=news, news_type=pa.timestamp("us", tz="UTC"))
+    for f in root.rglob("*.parquet"):
+        tab = pq.read_table(f)
+        year = int(f.parent.name.split("=")[1])
+        if "price_daily" in str(f):
+            tab = tab.set_column(0, "date", pa.array([d.isoformat() for d in tab["date"].to_pylist()]))
+        pq.write_table(tab.append_column("year", pa.array([year] * len(tab), pa.int64())), f)
+    corpus = read([root], ImportOptions(start=dt.date(2020, 1, 3), end=dt.date(2020, 1, 8)))
+    assert corpus.prices["AAA"]["Date"].tolist() == ["2020-01-03", "2020-01-06", "2020-01-07", "2020-01-08"]
+    store = EventStore(corpus.events)
+    assert sorted(e.id for e in corpus.events if e.source == "news") == ["AAA-news-20200106-0", "AAA-news-20200106-1"]
+    assert first_seen(store, "AAA-news-20200106-0", DAYS) == dt.date(2020, 1, 6)
+    assert first_seen(store, "AAA-news-20200106-1", DAYS) == dt.date(2020, 1, 7)

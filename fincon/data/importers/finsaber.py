@@ -62,7 +62,6 @@ ITEM_TABLES = {
     "filingq": (FILING_COLUMNS, "10-Q", "filing_idx", "filing_text"),
 }
 _YEAR_DIR = re.compile(r"^year=(\d{4})$")
-_PARTITIONING = ds.partitioning(pa.schema([("year", pa.int32())]), flavor="hive")
 
 
 @dataclass(frozen=True)
@@ -73,12 +72,14 @@ class Table:
     folder: Path
     files: tuple[Path, ...]
     date_type: pa.DataType
+    year_type: pa.DataType = pa.int32()  # the files' own year column's type, if they repeat it
 
     def dataset(self) -> ds.Dataset:
+        partitioning = ds.partitioning(pa.schema([("year", self.year_type)]), flavor="hive")
         try:
-            return ds.dataset([str(f) for f in self.files], format="parquet", partitioning=_PARTITIONING,
+            return ds.dataset([str(f) for f in self.files], format="parquet", partitioning=partitioning,
                               partition_base_dir=str(self.folder))
-        except (pa.ArrowInvalid, OSError) as exc:
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as exc:
             raise DataError(f"{self.folder}: cannot open the parquet files ({_first_line(exc)})") from None
 
     def read(self, columns: list[str], expr: ds.Expression | None) -> tuple[pa.Table, list[Path]]:
@@ -111,6 +112,7 @@ def open_table(root: Path, name: str, columns: tuple[str, ...]) -> Table | None:
     if not files:
         raise DataError(f"{folder}: no year=YYYY/*.parquet files")
     date_type: pa.DataType | None = None
+    year_type: pa.DataType = pa.int32()
     for f in files:
         try:
             schema = pq.read_schema(f)
@@ -123,12 +125,16 @@ def open_table(root: Path, name: str, columns: tuple[str, ...]) -> Table | None:
         if not (pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_string(t)
                 or pa.types.is_large_string(t)):
             raise DataError(f"{f}: column 'date' is {t}; expected a date, a timestamp or YYYY-MM-DD text")
+        if "year" in schema.names:
+            year_type = schema.field("year").type
+            if not pa.types.is_integer(year_type):
+                raise DataError(f"{f}: column 'year' is {year_type}; expected the integer year of the partition")
         if date_type is None:
             date_type = t
         elif t != date_type:
             raise DataError(f"{f}: column 'date' is {t} but {files[0]} has {date_type}; one type per table")
     assert date_type is not None
-    return Table(name=name, folder=folder, files=tuple(files), date_type=date_type)
+    return Table(name=name, folder=folder, files=tuple(files), date_type=date_type, year_type=year_type)
 
 
 def window_filter(table: Table, options: ImportOptions, symbols: list[str] | None) -> ds.Expression | None:
