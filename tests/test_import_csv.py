@@ -250,3 +250,23 @@ def test_bad_out_and_missing_files(tmp_path, capsys):
         assert rc == 2 and err.count("\n") == 1 and expect in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["busy", "px", "t.csv"]
     assert [p.name for p in busy.iterdir()] == ["keep.txt"]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_streamed_in_blocks_same_items_and_row_numbers(suffix, tmp_path, monkeypatch):
+    """The table is read in blocks (FNSPID is millions of rows): blocks of 3
+    rows give the same items, and an error still names the file's row."""
+    import fincon.data.importers.table as table_mod
+
+    px = prices_folder(tmp_path / "px")
+    path = write_table(tmp_path / f"t{suffix}", GENERIC)
+    whole = read([path], ImportOptions(prices=px))
+    monkeypatch.setattr(table_mod, "CHUNK_ROWS", 3)
+    blocks = read([path], ImportOptions(prices=px))
+    assert [e.to_json() for e in blocks.events] == [e.to_json() for e in whole.events]
+    assert blocks.notes == whole.notes and blocks.duplicates == whole.duplicates == 1
+    only_bbb = read([path], ImportOptions(prices=px, tickers=("BBB",)))
+    assert sorted(e.id for e in only_bbb.events) == ["BBB-10-K-20200108-0", "BBB-news-20200107-0"]
+    bad = write_table(tmp_path / f"bad{suffix}", [*GENERIC, {**GENERIC[5], "published": "next week"}])
+    with pytest.raises(Exception, match=r"row 9: published 'next week' is not YYYY-MM-DD"):
+        read([bad], ImportOptions(prices=px))

@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pandas as pd
 
@@ -68,31 +68,51 @@ SOURCE_NAMES = {s.lower(): s for s in SOURCES} | {"10k": "10-K", "10q": "10-Q", 
 TABLE_SUFFIXES = (".csv", ".csv.gz", ".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
 
 
-def read_frame(path: Path) -> pd.DataFrame:
-    """The whole table as strings (CSV) or JSON values (JSONL); one-line errors."""
-    name = path.name.lower()
+CHUNK_ROWS = 100_000
+
+
+def _check_path(path: Path) -> None:
     if not path.is_file():
         raise DataError(f"{path}: no such file" if not path.exists() else f"{path}: is a folder; give the table file")
-    if not name.endswith(TABLE_SUFFIXES):
+    if not path.name.lower().endswith(TABLE_SUFFIXES):
         raise DataError(f"{path}: expected a .csv or .jsonl table (optionally .gz)")
+
+
+def _unreadable(path: Path, exc: BaseException) -> DataError:
+    first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+    return DataError(f"{path}: cannot read the table ({first})")
+
+
+def chunks(path: Path) -> Iterator[pd.DataFrame]:
+    """The table in blocks of rows: CSV as strings (only the columns a role
+    uses: FNSPID's summaries are never loaded), JSONL as JSON values (no type
+    or date guessing). One-line errors."""
+    _check_path(path)
+    csv = ".csv" in path.name.lower()
     try:
-        if ".csv" in name:
-            return pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
-        return pd.read_json(path, lines=True, dtype=False)  # dtype=False: no type or date guessing
+        if csv:
+            header = pd.read_csv(path, nrows=0)
+            cols = columns_of(list(header.columns), path)
+            reader = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False,
+                                 usecols=sorted(set(cols.values())), chunksize=CHUNK_ROWS)
+        else:
+            reader = pd.read_json(path, lines=True, dtype=False, chunksize=CHUNK_ROWS)
+        with reader:
+            yield from reader
     except pd.errors.EmptyDataError:
         raise DataError(f"{path}: empty file; no header and no rows") from None
     except (pd.errors.ParserError, ValueError, UnicodeDecodeError, OSError, EOFError) as exc:
-        raise DataError(f"{path}: cannot read the table ({str(exc).strip().splitlines()[0][:200]})") from None
+        raise _unreadable(path, exc) from None
 
 
-def columns_of(frame: pd.DataFrame, path: Path) -> dict[str, str]:
+def columns_of(columns: list[Any], path: Path) -> dict[str, str]:
     """role -> the table's column name; a table without ticker, date or text is an error."""
     by_lower: dict[str, str] = {}
-    for c in frame.columns:
+    for c in columns:
         by_lower.setdefault(str(c).strip().lower(), str(c))
     cols = {role: next(by_lower[n] for n in names if n in by_lower)
             for role, names in ROLES.items() if any(n in by_lower for n in names)}
-    found = ", ".join(map(str, frame.columns)) or "none"
+    found = ", ".join(map(str, columns)) or "none"
     for role, label in (("ticker", "ticker"), ("published", "date")):
         if role not in cols:
             raise DataError(f"{path}: no {label} column; name it {' or '.join(ROLES[role][:3])} (found: {found})")
@@ -105,36 +125,55 @@ def _strings(col: pd.Series) -> list[str]:
     return ["" if v is None or (isinstance(v, float) and v != v) else str(v).strip() for v in col.tolist()]
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class Rows:
-    """One table file's rows, by role (all strings; ``published`` as stored)."""
+    """The rows of one table file that can become items, by role (strings;
+    ``published`` as stored), with their 1-based row numbers for messages."""
 
     path: Path
     published_col: str
-    cols: dict[str, list[Any]]
+    numbers: list[int]
     tickers: list[str]
+    cols: dict[str, list[Any]]
+    seen: set[str]  # every ticker in the file
+    no_ticker: int  # rows without one
 
 
-def load_rows(path: Path) -> Rows:
-    frame = read_frame(path)
-    cols = columns_of(frame, path)
-    data: dict[str, list[Any]] = {}
-    for role, col in cols.items():
-        data[role] = frame[col].tolist() if role == "published" else _strings(frame[col])
-    return Rows(path=path, published_col=cols["published"], cols=data, tickers=[t.upper() for t in data["ticker"]])
+def load_rows(path: Path, wanted: set[str] | None) -> Rows:
+    """Stream ``path`` and keep the rows of ``wanted`` tickers (all when None)."""
+    rows: Rows | None = None
+    start = 0
+    for chunk in chunks(path):
+        if rows is None:
+            cols = columns_of(list(chunk.columns), path)
+            rows = Rows(path=path, published_col=cols["published"], numbers=[], tickers=[],
+                        cols={role: [] for role in cols}, seen=set(), no_ticker=0)
+        chunk = chunk.reindex(columns=list(dict.fromkeys(cols.values())))
+        tickers = [t.upper() for t in _strings(chunk[cols["ticker"]])]
+        keep = [i for i, t in enumerate(tickers) if t and (wanted is None or t in wanted)]
+        rows.seen.update(tickers)
+        rows.no_ticker += sum(1 for t in tickers if not t)
+        rows.numbers += [start + i + 1 for i in keep]
+        rows.tickers += [tickers[i] for i in keep]
+        part = chunk.iloc[keep]
+        for role, col in cols.items():
+            if role != "ticker":
+                rows.cols[role] += part[col].tolist() if role == "published" else _strings(part[col])
+        start += len(chunk)
+    if rows is None:  # a JSONL file without a single record
+        raise DataError(f"{path}: no rows")
+    rows.seen.discard("")
+    return rows
 
 
 def items_of(rows: Rows, wanted: set[str], options: ImportOptions) -> tuple[list[Event], dict[str, int]]:
     """Events of the wanted tickers' rows (provisional ids); counts of skipped rows."""
-    skipped = {"no_ticker": 0, "empty": 0, "title_as_text": 0}
+    skipped = {"no_ticker": rows.no_ticker, "empty": 0, "title_as_text": 0}
     timed: dict[Any, tuple[dt.date, dt.datetime, str]] = {}
     n = len(rows.tickers)
     get = {role: rows.cols.get(role, [""] * n) for role in ROLES}
     events: list[Event] = []
     for i, ticker in enumerate(rows.tickers):
-        if not ticker:
-            skipped["no_ticker"] += 1
-            continue
         if ticker not in wanted:
             continue
         raw = get["published"][i]
@@ -144,14 +183,14 @@ def items_of(rows: Rows, wanted: set[str], options: ImportOptions) -> tuple[list
             try:
                 when = timed[key] = item_time(raw, options.visibility)
             except BadTime as exc:
-                raise DataError(f"{rows.path}: row {i + 1}: {rows.published_col} {raw!r} is {exc}; "
+                raise DataError(f"{rows.path}: row {rows.numbers[i]}: {rows.published_col} {raw!r} is {exc}; "
                                 "use YYYY-MM-DD or an ISO timestamp (e.g. 2020-06-05 14:30:00-04:00)") from None
         day, published, clock = when
         if not options.in_window(day):
             continue
         source = SOURCE_NAMES.get(get["source"][i].lower())
         if source is None:
-            raise DataError(f"{rows.path}: row {i + 1}: source {get['source'][i]!r} is not one of "
+            raise DataError(f"{rows.path}: row {rows.numbers[i]}: source {get['source'][i]!r} is not one of "
                             f"{', '.join(SOURCES)}")
         text, title = get["text"][i], get["title"][i]
         if not text:
@@ -218,9 +257,9 @@ def to_close_only(raw: pd.DataFrame) -> pd.DataFrame:
 def read(sources: list[Path], options: ImportOptions) -> ImportedCorpus:
     if not sources:
         raise DataError("csv: give one or more news/filing tables (.csv or .jsonl)")
-    tables = [load_rows(p) for p in sources]
     files = price_files(options.prices)
-    in_tables = {t for r in tables for t in r.tickers if t}
+    tables = [load_rows(p, set(options.tickers) if options.tickers else None) for p in sources]
+    in_tables = {t for r in tables for t in r.seen}
     tickers = pick_tickers(sorted(in_tables | set(files)), options.tickers,
                            f"the tables and --prices {options.prices}")
     missing = [t for t in tickers if t not in files]
