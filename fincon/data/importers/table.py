@@ -1,7 +1,10 @@
 """The ``csv`` format: a news/filing table plus a folder of price files.
 
 The table is CSV or JSONL (``.csv``, ``.jsonl``, ``.ndjson``, each optionally
-``.gz``), one item a row, read with pandas. Columns are matched without
+``.gz``), one item a row, streamed with pandas' readers in blocks of rows
+(only the columns below are loaded and, with ``--tickers``, only those
+tickers' rows are kept, so FNSPID's multi-gigabyte file need not fit in
+memory). Columns are matched without
 regard to case, under the generic names or FNSPID's as published
 (``Date, Article_title, Stock_symbol, Url, Publisher, Author, Article, ...``):
 
