@@ -169,7 +169,8 @@ FNSPID_COLUMNS = ("Date", "Article_title", "Stock_symbol", "Url", "Publisher", "
 
 def table_rows(tickers: Sequence[str], start: str, end: str, rows: int, seed: int = 13) -> list[dict]:
     """Generic rows (ticker, published, source, title, text, url): news at
-    random New York times, plus a date-only 10-Q now and then."""
+    random times 06:00-21:59 at UTC-05:00 (some before the close, some
+    after), plus a date-only 10-Q every tenth row."""
     rng = np.random.default_rng(seed)
     days = pd.bdate_range(start, end)
     out = []
