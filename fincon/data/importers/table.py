@@ -72,6 +72,9 @@ TABLE_SUFFIXES = (".csv", ".csv.gz", ".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.
 
 
 CHUNK_ROWS = 100_000
+#: pandas 3 guesses no dates once dtype=False (and deprecates convert_dates);
+#: pandas 2 would still turn a "date" or "published_at" column into datetimes.
+_NO_DATE_GUESS = {} if int(pd.__version__.split(".")[0]) >= 3 else {"convert_dates": False}
 
 
 def _check_path(path: Path) -> None:
@@ -99,7 +102,7 @@ def chunks(path: Path) -> Iterator[pd.DataFrame]:
             reader = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False,
                                  usecols=sorted(set(cols.values())), chunksize=CHUNK_ROWS)
         else:
-            reader = pd.read_json(path, lines=True, dtype=False, chunksize=CHUNK_ROWS)
+            reader = pd.read_json(path, lines=True, dtype=False, chunksize=CHUNK_ROWS, **_NO_DATE_GUESS)
         with reader:
             yield from reader
     except pd.errors.EmptyDataError:
