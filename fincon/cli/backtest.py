@@ -288,7 +288,7 @@ def run_and_report(cfg, out: str | None, *, as_json: bool = False, progress: boo
     """Run a resolved config, print the table (or JSON) and the notes; the exit status."""
     from fincon.cli.main import EXIT_STOPPED
     from fincon.engine.rundir import check_out_path
-    from fincon.engine.runner import BENCHMARK, run_config, run_status
+    from fincon.workflow.runner import BENCHMARK, run_config, run_status
 
     progress = progress and not as_json
     with _stdout_to_stderr(as_json):
