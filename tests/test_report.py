@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from fincon.cli.explain import format_day
+from fincon.agents.records import format_day
 from fincon.cli.main import main
 from fincon.llm.ledger import USAGE_COLUMNS
 
