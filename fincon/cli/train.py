@@ -85,7 +85,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from fincon.cli.backtest import build_config
-    from fincon.engine.training import TrainOptions, train
+    from fincon.workflow.training import TrainOptions, train
 
     if args.config is None:
         args.start = args.start or TRAIN_START

@@ -164,7 +164,7 @@ def train(cfg: RunConfig, out: Path | None, opts: TrainOptions, progress: bool =
     from fincon.agents.roles import ANALYSTS
     from fincon.agents.team import make_fincon_team
     from fincon.engine.rundir import check_out_path
-    from fincon.engine.runner import run_config
+    from fincon.workflow.runner import run_config
 
     cfg = _check_config(cfg)
     team = make_fincon_team(_team_params(cfg), dict(cfg.llm))  # validates the team's params now
