@@ -2,7 +2,7 @@
 evidence each claim cites.
 
 The input is one line of a run's ``decisions.jsonl`` whose ``record`` the
-team wrote (:mod:`fincon.agents.team`: each analyst's inputs, direction and
+team wrote (:mod:`fincon.agents.team.strategy`: each analyst's inputs, direction and
 insights with their citations, the manager's decision and the evidence it
 relied on, the model calls, the settlement of the previous day, the risk
 alert). ``fincon explain`` prints it and the HTML report shows it when a day

@@ -2,9 +2,9 @@
 
 Inputs (a :class:`~fincon.agents.brains.ManagerTask`): every analyst's
 report per traded ticker, the manager's recent reflections (episodic
-memory, written the day after each decision once its P&L is known), a risk
-stance and the investment beliefs (both empty until the risk-control issue
-fills them; they already travel through the same prompt sections).
+memory, written the day after each decision once its P&L is known), the
+risk stance of the day (a CVaR alert, :mod:`fincon.risk.cvar_alert`) and the
+investment beliefs learned by CVRF training (``Beliefs.for_manager``).
 
 * One ticker: buy (long), sell (short) or hold (keep the position) with a
   size in [0, 1].

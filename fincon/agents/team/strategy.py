@@ -3,18 +3,17 @@
 One day, in order:
 
 1. refuse a day the event corpus does not cover; check the token budget;
-2. settle yesterday: its P&L from today's closes; a loss becomes a
-   reflection in the manager's episodic memory, a profit gives the memory
-   ids the manager relied on the access bonus (``AnalystMemory.reward``, +5);
+2. settle yesterday (:mod:`.learning`): its P&L from today's closes; a loss
+   becomes a reflection in the manager's episodic memory, a profit gives the
+   memory ids the manager relied on the access bonus (``AnalystMemory.reward``, +5);
 3. portfolios with ``candidates``: on the first day the stock-selection
    analyst picks the traded pool;
 4. every analyst, for every traded ticker: ``AnalystMemory.step(t)`` (or the
-   market view) -> inputs -> hash. An unchanged hash reuses the agent's
-   previous report with no model call (counted: ledger event ``reuse``);
-   inputs with nothing to read give an empty neutral report, no call;
-   the rest go to the brain, concurrently up to the LLM concurrency;
-5. the protocol (the manager) turns the reports, its reflections, the risk
-   stance and the beliefs (empty for now) into a ``Decision``.
+   market view) -> inputs -> the brain (:mod:`.calls`: reuse on an unchanged
+   hash, concurrent calls up to the LLM concurrency);
+5. the protocol (the manager) turns the reports, its reflections, the CVaR
+   risk stance and the learned investment beliefs (``Beliefs.for_manager``)
+   into a ``Decision``; trading policies are enforced in code after it.
 
 The ``Decision`` carries a per-day ``record`` (every report with its
 citations, the manager's rationale and relied-on ids, calls made and
@@ -23,153 +22,38 @@ reused) that the engine writes into ``decisions.jsonl``.
 Point in time: events come from ``EventStore.view_at`` (inside
 ``AnalystMemory.step``), prices from the ``MarketView``, reflections from
 episodic memory up to today; memory decay runs on the simulated date.
+May touch: everything the team owns (memory store, brain, beliefs); never
+the broker (the engine applies the ``Decision``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from fincon.agents.beliefs import RISK, Beliefs, Reflection
-from fincon.agents.brains import Answer, LLMBrain, ManagerTask, Reuse, RulesBrain, analyst_question
-from fincon.agents.policies import Policies, enforce
+from fincon.agents.brains import LLMBrain, ManagerTask, RulesBrain
+from fincon.agents.policies import enforce
 from fincon.agents.protocols import make_protocol
 from fincon.agents.reports import AnalystReport
 from fincon.agents.roles import ANALYSTS, STOCK_SELECTION
 from fincon.agents.roles.base import EventRole, RoleInputs, ToneBaseline
+from fincon.agents.team.calls import Answer, Calls
+from fincon.agents.team.corpus import coverage, load_events
+from fincon.agents.team.learning import Learning, _Previous, risk_stance
+from fincon.agents.team.params import FinConParams
 from fincon.errors import ConfigError
 from fincon.strategies.base import Decision, RunContext, StopRun, Strategy
 
 log = logging.getLogger(__name__)
 
-EmbedderName = Literal["auto", "hashing", "minilm"]
 
-
-class FinConParams(BaseModel):
-    """``strategy_params.fincon`` (``--param fincon.KEY=VALUE``)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    brain: Literal["llm", "rules"] = "llm"
-    #: "sample" (the bundled synthetic corpus) or a directory in the event format
-    events: str = "sample"
-    #: analysts that report (default: all); drop one for an ablation, e.g. without news
-    analysts: list[str] | None = None
-    #: portfolio: candidate tickers the stock-selection analyst picks the pool from
-    candidates: list[str] | None = None
-    pool_size: int = Field(3, ge=1)
-    #: auto = hashing for the rules brain (deterministic, no model), minilm for the llm brain
-    embedder: EmbedderName = "auto"
-    memory_k: int = Field(5, ge=1, le=5)
-    lookback: int = Field(60, ge=10, description="days of history for indicators and the optimizer")
-    selection_lookback: int = Field(126, ge=20, description="days of returns the stock selection clusters")
-    #: whisper: calls are heard through Whisper (cached by audio hash); text: read the event text (tests)
-    transcripts: Literal["whisper", "text"] = "whisper"
-    #: where Whisper transcripts are cached by audio hash (default ~/.cache/fincon); the demo ships its own
-    transcript_cache: str | None = None
-    #: the decision step after the analysts (fincon/agents/protocols: fincon, ...)
-    protocol: str = "fincon"
-    #: scm: Strategist samples per day (self-consistency)
-    samples: int = Field(3, ge=1, le=9)
-    #: numeric critics on the analysts' claims about filings and calls before the protocol sees them
-    critics: bool = False
-    #: trading policies enforced in code after every protocol
-    policies: Policies = Field(default_factory=Policies)
-    reflections: int = Field(3, ge=0, le=10, description="recent reflections the manager reads")
-    #: within-episode risk control: a CVaR alert makes the manager risk-averse for the day (off: the ablation)
-    cvar: bool = True
-    #: CVaR tail level of the alert (the paper: 1 %)
-    cvar_alpha: float = Field(0.01, gt=0.0, lt=0.5)
-    #: daily PnLs needed before an alert can fire
-    cvar_min_obs: int = Field(2, ge=1)
-    #: learned beliefs (and reflections) to start from: a beliefs.json or a `fincon train` run dir
-    beliefs: str | None = None
-    #: training only: log-normal noise on the rules weights of this episode (exploration), and its seed
-    explore: float = Field(0.0, ge=0.0, le=2.0)
-    explore_seed: int = 0
-    #: training only (llm brain): the manager samples at this temperature with this seed, so episodes
-    #: differ while the analysts stay at the run's sampling and hit the cache when their inputs repeat
-    manager_temperature: float | None = Field(None, ge=0.0, le=2.0)
-    manager_seed: int | None = None
-    #: LLM settings for this strategy, over the run's llm section
-    llm: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("analysts")
-    @classmethod
-    def _known(cls, v):
-        if v is None:
-            return v
-        bad = [a for a in v if a not in ANALYSTS]
-        if bad:
-            raise ValueError(f"unknown analyst {bad[0]!r}; choose from {', '.join(ANALYSTS)}")
-        if not v:
-            raise ValueError("at least one analyst is needed")
-        return list(dict.fromkeys(v))
-
-    @field_validator("protocol")
-    @classmethod
-    def _protocol(cls, v):
-        from fincon.agents.protocols import PROTOCOLS, protocol_names
-
-        if v not in PROTOCOLS:
-            raise ValueError(f"unknown protocol {v!r}; choose from {', '.join(protocol_names())}")
-        return v
-
-    @field_validator("candidates")
-    @classmethod
-    def _upper(cls, v):
-        return None if v is None else [t.upper() for t in v]
-
-
-@dataclass
-class _Previous:
-    """What yesterday's decision needs to be settled today."""
-
-    day: str
-    weights: dict[str, float]
-    closes: dict[str, float]
-    relied: dict[str, list[str]]  # memory id -> agents ("role/ticker") whose memory holds it
-    summary: str
-
-
-def load_events(spec: str, tickers):
-    """The run's event store: the bundled corpus or a directory corpus."""
-    from fincon.data.events.sources import build_store
-
-    if spec == "sample":
-        return build_store([{"type": "sample"}], tickers)
-    path = Path(spec).expanduser()
-    if not path.is_dir():
-        raise ConfigError(f"strategy_params.fincon.events: {spec!r} is neither 'sample' nor an event directory")
-    return build_store([{"type": "directory", "path": path}], tickers)
-
-
-def coverage(store, tickers) -> dict[str, tuple[pd.Timestamp, pd.Timestamp]]:
-    """Per ticker: first and last day on which one of its events became visible."""
-    from fincon.data.events.model import visible_day
-
-    out: dict[str, tuple[pd.Timestamp, pd.Timestamp]] = {}
-    for e in store.all_events():
-        if e.ticker in tickers:
-            d = visible_day(e.published_at)
-            lo, hi = out.get(e.ticker, (d, d))
-            out[e.ticker] = (min(lo, d), max(hi, d))
-    return out
-
-
-def _digest(obj: Any) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
-
-
-class FinConTeam(Strategy):
+class FinConTeam(Calls, Learning, Strategy):
     name = "fincon"
     Params = FinConParams
 
@@ -415,157 +299,3 @@ class FinConTeam(Strategy):
                                     beliefs=self.beliefs.for_agent(role.name), baseline=baseline)
             return inputs
         return role.gather(view, ticker, self.params.lookback, beliefs=self.beliefs.for_agent(role.name))
-
-    def _answer_all(self, inputs: list[RoleInputs], day: str) -> list[Answer]:
-        from fincon.llm.concurrency import run_concurrently
-        from fincon.llm.errors import LLMUnavailable
-
-        out: list[Answer | None] = [None] * len(inputs)
-        tasks, slots = [], []
-        for n, inp in enumerate(inputs):
-            digest = inp.digest()
-            prev = self._last.get(inp.agent)
-            if not inp.items:
-                out[n] = Answer(AnalystReport(role=inp.role, ticker=inp.ticker), "empty")
-            elif prev is not None and prev[0] == digest:
-                out[n] = Answer(prev[1].report, "reuse")
-                self.ledger.record_event("reuse", inp.agent, day, digest=digest[:16])
-            else:
-                role = next(r for r in self.roles if r.name == inp.role)
-                tasks.append(lambda role=role, inp=inp: self.brain.answer(analyst_question(role, inp)))
-                slots.append(n)
-        try:
-            got = run_concurrently(tasks, self.concurrency) if tasks else []
-        except LLMUnavailable as exc:
-            self.stopped = f"LLM unavailable on {day}: {exc}"
-            self.ledger.record_event("unavailable_stop", self.protocol.agent, day, reason=str(exc))
-            raise StopRun(self.stopped) from None
-        for n, ans in zip(slots, got):
-            out[n] = ans
-            self._last[inputs[n].agent] = (inputs[n].digest(), ans)
-        for a in out:
-            self.counts["model_calls"] += a.calls
-            self.counts["reused"] += a.via == "reuse"
-            self.counts["skipped"] += a.via == "empty"
-            self.counts["fallbacks"] += a.via == "fallback"
-        return out  # type: ignore[return-value]
-
-    def _manage(self, task: ManagerTask, view, day: str):
-        from fincon.llm.errors import LLMUnavailable
-
-        agent = self.protocol.agent
-        digest = _digest({"reports": {t: [r.model_dump() for r in rs] for t, rs in task.reports.items()},
-                          "reflections": task.reflections, "stance": task.stance, "beliefs": task.beliefs,
-                          "position": task.position, "weights": dict(task.weights), "exposure": task.exposure,
-                          # what else the protocol's decision depends on (e.g. the debate: today's new calls)
-                          "protocol": self.protocol.digest(task, view) if hasattr(self.protocol, "digest") else None})
-        prev = self._last.get(agent)
-        if prev is not None and prev[0] == digest:
-            self.ledger.record_event("reuse", agent, day, digest=digest[:16])
-            self.counts["reused"] += 1
-
-            return self.protocol.decide(Reuse(prev[1].report), task, view, self.universe)
-        try:
-            decision, ans, rec = self.protocol.decide(self.brain, task, view, self.universe)
-        except LLMUnavailable as exc:
-            self.stopped = f"LLM unavailable on {day}: {exc}"
-            raise StopRun(self.stopped) from None
-        self._last[agent] = (digest, ans)
-        self.counts["model_calls"] += ans.calls
-        self.counts["fallbacks"] += ans.via == "fallback"
-        return decision, ans, rec
-
-    @staticmethod
-    def _agent_record(inp: RoleInputs, ans: Answer) -> dict[str, Any]:
-        r = ans.report
-        return {"agent": inp.agent, "via": ans.via, "calls": ans.calls, "keys": [k[:16] for k in ans.keys],
-                "direction": r.direction, "confidence": r.confidence,
-                "insights": [i.model_dump() for i in r.insights],
-                # what the agent read, enough for `fincon explain` to quote each cited item
-                "inputs": [{"id": i.id, "date": i.date, "source": i.source, "text": i.text[:160]}
-                           for i in inp.items]}
-
-    # -- learning from yesterday -------------------------------------------------
-    def _remember(self, view, day: str, decision: Decision, inputs: list[RoleInputs], answers: list[Answer]) -> None:
-        held = {t: float(w) for t, w in view.portfolio.weights.items()}
-        held.update({t: float(w) for t, w in decision.weights.items()})
-        owners: dict[str, list[str]] = {}
-        for inp in inputs:
-            if inp.agent in self._mems:
-                for it in inp.items:
-                    owners.setdefault(it.id, []).append(inp.agent)
-        relied = {i: owners[i] for i in decision.evidence if i in owners}
-        closes = {t: view.price(t) for t in self.universe}
-        acts = ", ".join(f"{t} {a}" for t, a in sorted(decision.actions.items()))
-        self._prev = _Previous(day, held, closes, relied, acts)
-
-    def _settle(self, view, day: str, risk=None) -> dict[str, Any] | None:
-        """Yesterday's P&L -> a reflection on a losing or CVaR-alert day; a
-        profitable day rewards the memories relied on."""
-        prev, self._prev = self._prev, None
-        if prev is None:
-            return None
-        pnl = 0.0
-        for t, w in prev.weights.items():
-            if w and np.isfinite(prev.closes.get(t, np.nan)) and prev.closes[t] > 0:
-                pnl += w * (view.price(t) / prev.closes[t] - 1.0)
-        rewarded: list[str] = []
-        if pnl > 0:
-            by_agent: dict[str, list[str]] = {}
-            for mid, agents in prev.relied.items():
-                for a in agents:
-                    by_agent.setdefault(a, []).append(mid)
-            for agent, ids in sorted(by_agent.items()):
-                self._mems[agent].reward(ids)
-                rewarded += ids
-            self.counts["rewarded"] += len(rewarded)
-        verdict = "profitable" if pnl > 0 else "a loss" if pnl < 0 else "flat"
-        gross = sum(abs(w) for w in prev.weights.values())
-        text = (f"{prev.day}: {prev.summary or 'no trade'} (gross exposure {gross:.2f}); by {day} this was "
-                f"{verdict} ({pnl:+.2%}). Relied on: {', '.join(sorted(prev.relied)) or 'no memory'}.")
-        alert = risk is not None and risk.alert
-        if alert:
-            text += f" CVaR alert: {risk.reason}; be more careful with exposure."
-        # only losing or alert days become reflections (the paper's self-
-        # reflection on an alert): they are what the manager must learn from,
-        # and a reflection every day would change the manager's input daily
-        # and cost it a model call every day
-        out = {"day": prev.day, "pnl": round(pnl, 6), "rewarded": sorted(rewarded)}
-        if self.params.reflections and (pnl < 0 or alert):
-            self.reflections.add(view.date, "reflection", text, {"pnl": round(pnl, 6), "decision_day": prev.day})
-            self.written.append(Reflection(day=day, text=text))
-            out["reflection"] = text
-        return out
-
-
-def risk_stance(risk) -> str:
-    """The manager's risk stance for today (a prompt section; the rules
-    manager cuts its exposure to the ``risk`` belief weight)."""
-    if not risk.alert:
-        return ""
-    return (f"RISK ALERT ({risk.reason}). Be risk-averse today: cut or avoid exposure unless the evidence is "
-            f"strong and consistent; prefer a smaller size.")
-
-
-def make_fincon_team(params: Mapping[str, Any], llm: Mapping[str, Any]) -> FinConTeam:
-    """Registry entry: team params, LLM settings = the run's llm section
-    overridden by ``params['llm']``. Nothing is loaded before the run starts."""
-    from fincon.validation import format_validation_error
-
-    try:
-        p = FinConParams.model_validate(dict(params))
-    except ValidationError as exc:
-        raise ConfigError(format_validation_error("strategy_params.fincon", exc)) from None
-    settings = None
-    if p.brain == "llm":
-        from fincon.llm.settings import LLMSettings
-
-        try:
-            # answers are short but structured: 320 tokens leave room for the
-            # longest valid one (the layer's default cap is 200)
-            # and a portfolio manager's prompt with a re-ask needs more than the
-            # layer's 2048-token context (the bundled Qwen models take 32k)
-            settings = LLMSettings.model_validate({"answer_max_tokens": 320, "n_ctx": 4096, **dict(llm), **p.llm})
-        except ValidationError as exc:
-            raise ConfigError(format_validation_error("strategy_params.fincon.llm", exc)) from None
-    return FinConTeam(p, settings)

@@ -1,0 +1,102 @@
+"""Learning from yesterday: the P&L of the last decision, the manager's
+reflection on it, and the access reward for the memories it relied on.
+
+``remember`` is called at the end of a day with the decision; ``settle``
+at the start of the next day, once the closes that price the decision are
+visible (point in time: nothing here reads a price after the simulated day).
+May touch: the analysts' memories (``reward``), the manager's episodic
+memory (``add``), the team's counters; never the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fincon.agents.beliefs import Reflection
+from fincon.agents.brains import Answer
+from fincon.agents.roles.base import RoleInputs
+from fincon.strategies.base import Decision
+
+
+@dataclass
+class _Previous:
+    """What yesterday's decision needs to be settled today."""
+
+    day: str
+    weights: dict[str, float]
+    closes: dict[str, float]
+    relied: dict[str, list[str]]  # memory id -> agents ("role/ticker") whose memory holds it
+    summary: str
+
+
+
+class Learning:
+    """Mixin of :class:`~fincon.agents.team.strategy.FinConTeam`: needs
+    ``_mems``, ``reflections``, ``written``, ``counts``, ``universe``,
+    ``params`` and ``_prev`` on the team."""
+
+    _prev: _Previous | None
+
+    def _remember(self, view, day: str, decision: Decision, inputs: list[RoleInputs], answers: list[Answer]) -> None:
+        held = {t: float(w) for t, w in view.portfolio.weights.items()}
+        held.update({t: float(w) for t, w in decision.weights.items()})
+        owners: dict[str, list[str]] = {}
+        for inp in inputs:
+            if inp.agent in self._mems:
+                for it in inp.items:
+                    owners.setdefault(it.id, []).append(inp.agent)
+        relied = {i: owners[i] for i in decision.evidence if i in owners}
+        closes = {t: view.price(t) for t in self.universe}
+        acts = ", ".join(f"{t} {a}" for t, a in sorted(decision.actions.items()))
+        self._prev = _Previous(day, held, closes, relied, acts)
+
+    def _settle(self, view, day: str, risk=None) -> dict[str, Any] | None:
+        """Yesterday's P&L -> a reflection on a losing or CVaR-alert day; a
+        profitable day rewards the memories relied on."""
+        prev, self._prev = self._prev, None
+        if prev is None:
+            return None
+        pnl = 0.0
+        for t, w in prev.weights.items():
+            if w and np.isfinite(prev.closes.get(t, np.nan)) and prev.closes[t] > 0:
+                pnl += w * (view.price(t) / prev.closes[t] - 1.0)
+        rewarded: list[str] = []
+        if pnl > 0:
+            by_agent: dict[str, list[str]] = {}
+            for mid, agents in prev.relied.items():
+                for a in agents:
+                    by_agent.setdefault(a, []).append(mid)
+            for agent, ids in sorted(by_agent.items()):
+                self._mems[agent].reward(ids)
+                rewarded += ids
+            self.counts["rewarded"] += len(rewarded)
+        verdict = "profitable" if pnl > 0 else "a loss" if pnl < 0 else "flat"
+        gross = sum(abs(w) for w in prev.weights.values())
+        text = (f"{prev.day}: {prev.summary or 'no trade'} (gross exposure {gross:.2f}); by {day} this was "
+                f"{verdict} ({pnl:+.2%}). Relied on: {', '.join(sorted(prev.relied)) or 'no memory'}.")
+        alert = risk is not None and risk.alert
+        if alert:
+            text += f" CVaR alert: {risk.reason}; be more careful with exposure."
+        # only losing or alert days become reflections (the paper's self-
+        # reflection on an alert): they are what the manager must learn from,
+        # and a reflection every day would change the manager's input daily
+        # and cost it a model call every day
+        out = {"day": prev.day, "pnl": round(pnl, 6), "rewarded": sorted(rewarded)}
+        if self.params.reflections and (pnl < 0 or alert):
+            self.reflections.add(view.date, "reflection", text, {"pnl": round(pnl, 6), "decision_day": prev.day})
+            self.written.append(Reflection(day=day, text=text))
+            out["reflection"] = text
+        return out
+
+
+
+def risk_stance(risk) -> str:
+    """The manager's risk stance for today (a prompt section; the rules
+    manager cuts its exposure to the ``risk`` belief weight)."""
+    if not risk.alert:
+        return ""
+    return (f"RISK ALERT ({risk.reason}). Be risk-averse today: cut or avoid exposure unless the evidence is "
+            f"strong and consistent; prefer a smaller size.")

@@ -1,0 +1,93 @@
+"""What a user configures on the team: ``strategy_params.fincon`` as a typed model.
+
+Nothing here runs; :class:`FinConParams` is validated once when the run is
+built (``make_fincon_team``) so a typo fails before any data or model loads.
+May touch: the analyst and protocol registries (to name valid choices).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from fincon.agents.policies import Policies
+from fincon.agents.roles import ANALYSTS
+
+EmbedderName = Literal["auto", "hashing", "minilm"]
+
+
+class FinConParams(BaseModel):
+    """``strategy_params.fincon`` (``--param fincon.KEY=VALUE``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    brain: Literal["llm", "rules"] = "llm"
+    #: "sample" (the bundled synthetic corpus) or a directory in the event format
+    events: str = "sample"
+    #: analysts that report (default: all); drop one for an ablation, e.g. without news
+    analysts: list[str] | None = None
+    #: portfolio: candidate tickers the stock-selection analyst picks the pool from
+    candidates: list[str] | None = None
+    pool_size: int = Field(3, ge=1)
+    #: auto = hashing for the rules brain (deterministic, no model), minilm for the llm brain
+    embedder: EmbedderName = "auto"
+    memory_k: int = Field(5, ge=1, le=5)
+    lookback: int = Field(60, ge=10, description="days of history for indicators and the optimizer")
+    selection_lookback: int = Field(126, ge=20, description="days of returns the stock selection clusters")
+    #: whisper: calls are heard through Whisper (cached by audio hash); text: read the event text (tests)
+    transcripts: Literal["whisper", "text"] = "whisper"
+    #: where Whisper transcripts are cached by audio hash (default ~/.cache/fincon); the demo ships its own
+    transcript_cache: str | None = None
+    #: the decision step after the analysts (fincon/agents/protocols: fincon, ...)
+    protocol: str = "fincon"
+    #: scm: Strategist samples per day (self-consistency)
+    samples: int = Field(3, ge=1, le=9)
+    #: numeric critics on the analysts' claims about filings and calls before the protocol sees them
+    critics: bool = False
+    #: trading policies enforced in code after every protocol
+    policies: Policies = Field(default_factory=Policies)
+    reflections: int = Field(3, ge=0, le=10, description="recent reflections the manager reads")
+    #: within-episode risk control: a CVaR alert makes the manager risk-averse for the day (off: the ablation)
+    cvar: bool = True
+    #: CVaR tail level of the alert (the paper: 1 %)
+    cvar_alpha: float = Field(0.01, gt=0.0, lt=0.5)
+    #: daily PnLs needed before an alert can fire
+    cvar_min_obs: int = Field(2, ge=1)
+    #: learned beliefs (and reflections) to start from: a beliefs.json or a `fincon train` run dir
+    beliefs: str | None = None
+    #: training only: log-normal noise on the rules weights of this episode (exploration), and its seed
+    explore: float = Field(0.0, ge=0.0, le=2.0)
+    explore_seed: int = 0
+    #: training only (llm brain): the manager samples at this temperature with this seed, so episodes
+    #: differ while the analysts stay at the run's sampling and hit the cache when their inputs repeat
+    manager_temperature: float | None = Field(None, ge=0.0, le=2.0)
+    manager_seed: int | None = None
+    #: LLM settings for this strategy, over the run's llm section
+    llm: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("analysts")
+    @classmethod
+    def _known(cls, v):
+        if v is None:
+            return v
+        bad = [a for a in v if a not in ANALYSTS]
+        if bad:
+            raise ValueError(f"unknown analyst {bad[0]!r}; choose from {', '.join(ANALYSTS)}")
+        if not v:
+            raise ValueError("at least one analyst is needed")
+        return list(dict.fromkeys(v))
+
+    @field_validator("protocol")
+    @classmethod
+    def _protocol(cls, v):
+        from fincon.agents.protocols import PROTOCOLS, protocol_names
+
+        if v not in PROTOCOLS:
+            raise ValueError(f"unknown protocol {v!r}; choose from {', '.join(protocol_names())}")
+        return v
+
+    @field_validator("candidates")
+    @classmethod
+    def _upper(cls, v):
+        return None if v is None else [t.upper() for t in v]
