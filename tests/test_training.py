@@ -123,6 +123,29 @@ def test_bad_beliefs_file_is_one_line_exit_2(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_beliefs_trained_on_or_after_the_backtest_are_refused_in_one_line(tmp_path):
+    from fincon.agents.beliefs import TrainingWindow, check_window
+
+    b = Beliefs.initial({"news": 0.3}).model_copy(
+        update={"window": TrainingWindow(start="2022-01-03", end="2022-10-04", data_hash="x")})
+    assert check_window(b, "2022-10-05") is None  # strictly before: fine
+    with pytest.raises(ConfigError, match="2022-01-03..2022-10-04, which is not strictly before"):
+        check_window(b, "2022-10-04")
+    assert check_window(b, "2022-06-01", allow_overlap=True).startswith("WARNING")
+    (tmp_path / "b.json").write_text(b.dump())
+    base = FINCON + ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules",
+                     "--start", "2022-06-01", "--end", "2022-06-10", "--beliefs", str(tmp_path / "b.json"),
+                     "--events", "sample", "--param", "fincon.transcripts=text", "--no-progress"]
+    r = subprocess.run(base + ["--out", str(tmp_path / "o")], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "not strictly before" in r.stderr
+    assert not (tmp_path / "o").exists()
+    r = subprocess.run(base + ["--out", str(tmp_path / "o2"), "--allow-overlap", "--json"],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0 and "WARNING: --beliefs were trained on 2022-01-03..2022-10-04" in r.stderr
+    summary = json.loads((tmp_path / "o2" / "summary.json").read_text())["strategy_summary"]
+    assert "not strictly before" in summary["team_beliefs_overlap"]
+
+
 # -- 3./4. CVRF -----------------------------------------------------------------------
 
 def test_tau_stretches_and_weight_step_by_hand():
@@ -161,6 +184,8 @@ def test_planted_source_gains_weight_and_the_trained_team_tests_better(tmp_path,
     assert rep.beliefs.weight("news") == pytest.approx(news[-1])
     assert all(0 < r["tau"] < 1 for r in rep.rows[1:])
     assert rep.beliefs.reflections and (rep.out / "beliefs.png").stat().st_size > 10_000
+    assert rep.beliefs.window is not None and (rep.beliefs.window.start, rep.beliefs.window.end) == TRAIN
+    assert len(rep.beliefs.window.data_hash) == 64
     # test stage: same window, learned beliefs vs untrained
     trained = run_config(cfg_for(*TEST, events=str(planted), beliefs=str(rep.out)), tmp_path / "trained",
                          progress=False)

@@ -47,6 +47,18 @@ class Reflection(BaseModel):
     text: str
 
 
+class TrainingWindow(BaseModel):
+    """The window (and data) beliefs were learned on: a test run may use them
+    only when it starts strictly after ``end`` (point in time for learning)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    start: str
+    end: str
+    #: sha256 of what the training read (the dataset manifest or the data/events config)
+    data_hash: str = ""
+
+
 class Beliefs(BaseModel):
     """The team's investment beliefs; ``version`` counts the updates applied."""
 
@@ -56,6 +68,8 @@ class Beliefs(BaseModel):
     version: int = 0
     perspectives: dict[str, Perspective]
     reflections: list[Reflection] = Field(default_factory=list)
+    #: set on the beliefs.json a training writes; None: unknown (older files, episodes' intermediate versions)
+    window: TrainingWindow | None = None
 
     # -- construction ------------------------------------------------------------
     @classmethod
@@ -118,6 +132,20 @@ class Beliefs(BaseModel):
                 ps[k] = ps[k].model_copy(update={"weight": round(max(0.0, float(w)), 6)})
         return Beliefs(version=self.version + 1, perspectives=ps,
                        reflections=list(self.reflections if reflections is None else reflections))
+
+
+def check_window(beliefs: Beliefs, start: str, allow_overlap: bool = False) -> str | None:
+    """Refuse beliefs not learned strictly before ``start`` (ConfigError, one
+    line); with ``allow_overlap`` the overlap is returned as a warning to
+    print loudly. Beliefs without a recorded window pass (nothing to check)."""
+    w = beliefs.window
+    if w is None or w.end < start:
+        return None
+    msg = (f"--beliefs were trained on {w.start}..{w.end}, which is not strictly before the run's start {start}: "
+           f"testing on days the beliefs learned from is lookahead")
+    if not allow_overlap:
+        raise ConfigError(msg + " (pick a later window, or --allow-overlap to run it anyway, flagged)")
+    return "WARNING: " + msg + " (--allow-overlap: results are not a clean test)"
 
 
 def touched(before: Beliefs, after: Beliefs) -> list[str]:

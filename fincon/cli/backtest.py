@@ -95,6 +95,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--beliefs", metavar="FILE|RUN",
                    help="start from learned investment beliefs and reflections: a beliefs.json or the run dir of "
                         "`fincon train` (test stage: no belief learning, CVaR alerts stay on)")
+    t.add_argument("--allow-overlap", action="store_true",
+                   help="accept --beliefs trained on a window that does not end before --start "
+                        "(lookahead: flagged in the summary and on stderr)")
     t.add_argument("--no-cvar", action="store_true",
                    help="turn off the within-episode CVaR alert (the paper's ablation)")
     t.add_argument("--protocol", metavar="NAME",
@@ -163,6 +166,7 @@ def build_config(args: argparse.Namespace):
     opt = lambda name: getattr(args, name, None)  # noqa: E731
     team = {"brain": args.brain, "events": args.events, "candidates": _split(args.candidates),
             "beliefs": str(Path(args.beliefs).expanduser().absolute()) if opt("beliefs") else None,
+            "allow_overlap": True if opt("allow_overlap") else None,
             "cvar": False if opt("no_cvar") else None, "protocol": opt("protocol"), "samples": opt("samples"),
             "critics": None if opt("critics") is None else opt("critics") == "on"}
     if args.events and args.events != "sample":

@@ -246,7 +246,8 @@ def train(cfg: RunConfig, out: Path | None, opts: TrainOptions, progress: bool =
             row["beliefs_after"] = beliefs.version
             rows.append(row)
             _write_atomic(rows_path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
-            _write_atomic(out / "beliefs.json", _with_reflections(beliefs, run_dir).dump())
+            _write_atomic(out / "beliefs.json", _with_reflections(beliefs, run_dir)
+                          .model_copy(update={"window": training_window(cfg)}).dump())
             if rc.client is not None:
                 rc.client.ledger.write(out)
             bar.update(1)
@@ -294,6 +295,26 @@ def plot_beliefs(rows: list[dict[str, Any]], path: Path) -> Path:
     fig.savefig(path, dpi=100, metadata={"Software": None})
     plt.close(fig)
     return path
+
+
+def training_window(cfg: RunConfig):
+    """The window and a hash of the data the beliefs are learned on
+    (``--beliefs`` refuses them for a run that does not start after it)."""
+    import hashlib
+
+    from fincon.agents.beliefs import TrainingWindow
+    from fincon.data.dataset import resolve_dataset
+
+    events = str(_team_params(cfg).get("events") or "sample")
+    seen: dict[str, Any] = {"data": cfg.data.model_dump(mode="json", exclude={"cache_dir"}), "events": events}
+    ds = resolve_dataset(cfg.data.dir) if cfg.data.dir else None
+    if ds is not None:  # a dataset directory: its manifest (it hashes every file) stands for the data
+        seen["manifest"] = (ds.root / "dataset.json").read_text(encoding="utf-8")
+        seen["data"] = {k: v for k, v in seen["data"].items() if k != "dir"}
+        if events != "sample" and Path(events).resolve() == ds.events_dir.resolve():
+            seen["events"] = "dataset"  # the dataset's own events: no machine-specific path in the hash
+    digest = hashlib.sha256(json.dumps(seen, sort_keys=True).encode()).hexdigest()
+    return TrainingWindow(start=str(cfg.start), end=str(cfg.end), data_hash=digest)
 
 
 def _with_reflections(beliefs: Beliefs, run_dir: Path) -> Beliefs:

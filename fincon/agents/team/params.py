@@ -56,6 +56,8 @@ class FinConParams(BaseModel):
     cvar_min_obs: int = Field(2, ge=1)
     #: learned beliefs (and reflections) to start from: a beliefs.json or a `fincon train` run dir
     beliefs: str | None = None
+    #: accept beliefs trained on a window that overlaps or follows the run (loudly flagged; not a clean test)
+    allow_overlap: bool = False
     #: training only: log-normal noise on the rules weights of this episode (exploration), and its seed
     explore: float = Field(0.0, ge=0.0, le=2.0)
     explore_seed: int = 0

@@ -130,6 +130,14 @@ class FinConTeam(Calls, Learning, Strategy):
         p = self.params
         base = Beliefs.initial({r.name: r.weight for r in self.roles})
         learned = as_params(p.beliefs)
+        self.beliefs_warning: str | None = None
+        if learned is not None and (ctx.config or {}).get("start"):
+            from fincon.agents.beliefs import check_window
+
+            self.beliefs_warning = check_window(learned, str(pd.Timestamp(ctx.config["start"]).date()),
+                                                p.allow_overlap)
+            if self.beliefs_warning:
+                log.warning(self.beliefs_warning)
         if learned is not None:
             base = base.model_copy(update={"version": learned.version, "reflections": learned.reflections,
                                            "perspectives": {**base.perspectives, **learned.perspectives}})
@@ -184,6 +192,7 @@ class FinConTeam(Calls, Learning, Strategy):
             **(self.protocol.summary() if hasattr(self.protocol, "summary") else {}),
             "team_cvar": self.params.cvar, "team_alerts": c["alerts"],
             "team_beliefs_version": self.beliefs.version,
+            **({"team_beliefs_overlap": self.beliefs_warning} if getattr(self, "beliefs_warning", None) else {}),
             "team_weights": {k: round(v, 6) for k, v in sorted(self.role_weights.items())},
             **(self.critics.summary() if self.params.critics and getattr(self, "critics", None) else {}),
         }
