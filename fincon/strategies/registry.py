@@ -24,6 +24,8 @@ STRATEGIES: dict[str, str] = {
     "equal-weight": "fincon.strategies.equal_weight:EqualWeight",
     "markowitz": "fincon.strategies.markowitz:Markowitz",
     "sma-cross": "fincon.strategies.sma_cross:SmaCross",
+    "sentiment": "fincon.strategies.sentiment:SentimentBaseline",
+    "sentiment-same-day": "fincon.strategies.sentiment:SameDaySentiment",
 }
 
 #: strategies that talk to a model: name -> "module:factory"; the factory

@@ -1,0 +1,128 @@
+"""Sentiment baseline: trade the sign of the day's visible sentiment tags.
+
+The simplest strategy with the same information as the team: on each
+decision day, every news item that became visible since the previous
+decision counts +1 if tagged positive and -1 if tagged negative
+(``metadata["sentiment"]``, set by ``fincon data import investorbench``);
+the sign of the sum sets the position (long ``size``, short ``size`` or,
+with ``allow_short`` off, flat). A day without tagged news keeps the
+position: no tags is no new information.
+
+``timing`` says what "visible" means:
+
+* ``point-in-time`` (default): the project's rule (docs/data.md) -- an item
+  known only by its date is visible from the next trading day's decision;
+* ``same-day``: the benchmark's convention -- an item dated ``D`` counts at
+  ``D``'s decision, although it may have come out after that close. This is
+  a lookahead; it exists so a table can show what the convention is worth
+  (registered as ``sentiment-same-day``), never as a default.
+
+The events come from ``events`` (an event directory) or, when unset, from
+the run's dataset directory (``--data DIR`` with an ``events/`` folder).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from fincon.errors import ConfigError
+from fincon.strategies.base import Decision, RunContext, Strategy
+
+SCORE = {"positive": 1, "negative": -1}
+
+
+class SentimentParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    #: an event directory; default: the events/ folder of the run's --data dataset
+    events: str | None = None
+    timing: Literal["point-in-time", "same-day"] = "point-in-time"
+    size: float = Field(1.0, gt=0.0, le=1.0)
+    allow_short: bool = True
+
+
+def _events_dir(spec: str | None, config: Any) -> Path:
+    if spec:
+        return Path(spec).expanduser()
+    from fincon.data.dataset import resolve_dataset
+
+    data_dir = ((config or {}).get("data") or {}).get("dir")
+    ds = resolve_dataset(data_dir) if data_dir else None
+    if ds is None or not ds.has_events:
+        raise ConfigError("sentiment baseline: no events; run it on a dataset directory with events "
+                          "(--data DIR) or set strategy_params.sentiment.events")
+    return ds.events_dir
+
+
+class SentimentBaseline(Strategy):
+    name = "sentiment"
+    Params = SentimentParams
+    timing_default: str = "point-in-time"
+
+    def __init__(self, params: SentimentParams | None = None):
+        self.params = params or SentimentParams(timing=self.timing_default)  # type: ignore[arg-type]
+        self._prev: pd.Timestamp | None = None
+        self._signal: dict[str, int] = {}
+
+    def start(self, ctx: RunContext) -> None:
+        from fincon.data.events.sources import build_store
+
+        path = _events_dir(self.params.events, ctx.config)
+        if not path.is_dir():
+            raise ConfigError(f"sentiment baseline: {path} is not an event directory")
+        store = build_store([{"type": "directory", "path": path}], tuple(ctx.tickers))
+        # per ticker, (first decision day it counts on, score) of every tagged news item
+        self._items: dict[str, list[tuple[pd.Timestamp, int]]] = {}
+        for e in store.all_events():
+            score = SCORE.get(str(e.metadata.get("sentiment", "")).lower())
+            if e.source != "news" or score is None:
+                continue
+            self._items.setdefault(e.ticker, []).append((self._counts_on(e.published_at), score))
+        self._prev, self._signal = None, {}
+
+    def _counts_on(self, published_at: dt.datetime) -> pd.Timestamp:
+        """The first calendar day whose decision may use the item."""
+        from fincon.data.events.model import MARKET_TZ, visible_day
+
+        if self.params.timing == "same-day":
+            return pd.Timestamp(published_at.astimezone(MARKET_TZ).date())
+        return visible_day(published_at)
+
+    def score(self, ticker: str, day: pd.Timestamp) -> int:
+        """Sum of the tags that became usable after the previous decision, up to ``day``."""
+        # the first decision reads what came out since the previous business day
+        lo = self._prev if self._prev is not None else day - pd.offsets.BDay(1)
+        return sum(s for d, s in self._items.get(ticker, ()) if lo < d <= day)
+
+    def decide(self, view):
+        day = pd.Timestamp(view.date).normalize()
+        p = self.params
+        size = p.size / len(view.tickers)
+        weights, notes = {}, []
+        for t in view.tickers:
+            s = self.score(t, day)
+            if s == 0:
+                continue
+            signal = 1 if s > 0 else (-1 if p.allow_short else 0)
+            notes.append(f"{t} tags {s:+d}")
+            if self._signal.get(t) != signal:
+                self._signal[t] = signal
+                weights[t] = signal * size
+        self._prev = day
+        return Decision(weights=weights, rationale=f"sentiment ({p.timing}): " + ", ".join(notes)) if weights else None
+
+
+class SameDaySentiment(SentimentBaseline):
+    """The benchmark's same-day convention (a lookahead; see the module docstring)."""
+
+    name = "sentiment-same-day"
+    timing_default = "same-day"
+
+    def __init__(self, params: SentimentParams | None = None):
+        if params is not None and "timing" not in params.model_fields_set:
+            params = params.model_copy(update={"timing": "same-day"})
+        super().__init__(params)

@@ -1,0 +1,66 @@
+"""The sentiment baseline: the sign of the tags that became visible since the
+previous decision; point in time by default, the benchmark's same-day
+convention only under its own name (``sentiment-same-day``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from fincon.errors import ConfigError
+from fincon.strategies.base import RunContext
+from fincon.strategies.registry import make_strategy
+
+ITEMS = [  # (published_at, sentiment): date-only items are read as published at that day's close
+    ("2022-07-05", "positive"), ("2022-07-05", "positive"),
+    ("2022-07-06T10:00:00", "negative"),  # intraday, before the close: counts on 07-06 under both rules
+    ("2022-07-07", "negative"), ("2022-07-07", "negative"), ("2022-07-07", "neutral"),
+]
+
+
+@pytest.fixture
+def events(tmp_path: Path) -> Path:
+    lines = [json.dumps({"id": f"n{i}", "ticker": "TSLA", "source": "news", "published_at": ts,
+                         "text": f"item {i}", "metadata": {"sentiment": s}}) for i, (ts, s) in enumerate(ITEMS)]
+    (tmp_path / "TSLA.jsonl").write_text("\n".join(lines) + "\n")
+    return tmp_path
+
+
+def _days(strategy, days) -> list[dict]:
+    out = []
+    for d in days:
+        dec = strategy.decide(SimpleNamespace(date=pd.Timestamp(d), tickers=("TSLA",)))
+        out.append(dict(dec.weights) if dec else {})
+    return out
+
+
+def test_point_in_time_sees_a_date_only_item_the_next_day(events, tmp_path):
+    s = make_strategy("sentiment", {"events": str(events)})
+    s.start(RunContext(tmp_path, ("TSLA",), {}))
+    days = ["2022-07-05", "2022-07-06", "2022-07-07", "2022-07-08"]
+    assert [s.score("TSLA", pd.Timestamp(d)) for d in days[:1]] == [0]
+    # 07-05: nothing visible yet; 07-06: two positives (07-05's) and one intraday negative -> long;
+    # 07-07: nothing new -> keep; 07-08: two negatives of 07-07 -> short
+    assert _days(s, days) == [{}, {"TSLA": 1.0}, {}, {"TSLA": -1.0}]
+
+
+def test_same_day_convention_reads_each_date_on_its_own_day(events, tmp_path):
+    s = make_strategy("sentiment-same-day", {"events": str(events)})
+    assert s.params.timing == "same-day"
+    s.start(RunContext(tmp_path, ("TSLA",), {}))
+    # 07-05: its two positives at once (a lookahead for date-only items); 07-06: -1 -> short;
+    # 07-07: -2 -> stays short; 07-08: nothing new
+    assert _days(s, ["2022-07-05", "2022-07-06", "2022-07-07", "2022-07-08"]) == [
+        {"TSLA": 1.0}, {"TSLA": -1.0}, {}, {}]
+
+
+def test_flat_instead_of_short_and_a_missing_corpus_is_one_line(events, tmp_path):
+    s = make_strategy("sentiment", {"events": str(events), "allow_short": False, "size": 0.5})
+    s.start(RunContext(tmp_path, ("TSLA",), {}))
+    assert _days(s, ["2022-07-06", "2022-07-08"]) == [{"TSLA": 0.5}, {"TSLA": 0.0}]
+    with pytest.raises(ConfigError, match="no events"):
+        make_strategy("sentiment").start(RunContext(tmp_path, ("TSLA",), {"data": {"dir": None}}))
