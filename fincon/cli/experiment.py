@@ -72,6 +72,7 @@ examples:
   fincon experiment --tickers TSLA,MSFT,PFE --brain rules --ablations full,no-cvar
   fincon experiment --ticker TSLA --brain rules --protocols fincon,scm,debate --ablations full
   fincon experiment --config examples/experiment.yaml --repeats 3
+  fincon experiment --preset investorbench --data DIR                 # an imported InvestorBench asset
   fincon experiment --ticker TSLA --brain rules --executor ray --ray-cpus 8   # 8 units at a time
   fincon experiment --config examples/experiment.yaml --executor ray --ray-address auto   # a running cluster
   fincon experiment --ticker TSLA --brain rules --train-start 2022-03-01 --train-end 2022-05-31 \\
@@ -84,6 +85,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=HELP, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     g = p.add_argument_group("what to run")
     g.add_argument("--config", type=Path, help="YAML experiment config (examples/experiment.yaml); flags override it")
+    g.add_argument("--preset", choices=["investorbench"],
+                   help="a public benchmark's protocol: windows, repeats, rules brain and baselines (flags win); "
+                        "investorbench: warm-up 2020-07-02..09-30, test 2020-10-01..2021-05-06, 5 repeats, "
+                        "buy-and-hold and sentiment baselines")
     g.add_argument("--ticker", "--tickers", dest="tickers", metavar="T[,T...]",
                    help="ticker, or comma-separated tickers for a portfolio (default TSLA)")
     g.add_argument("--train-start", help="first training day (default 2022-01-03)")
@@ -165,7 +170,16 @@ def build_experiment(args: argparse.Namespace):
     for name, params in _parse_params(args.param).items():
         for key, value in params.items():
             over[f"team.{key}" if name == "fincon" else f"strategy_params.{name}.{key}"] = value
-    return load_experiment(args.config, over)
+    preset = getattr(args, "preset", None)
+    if preset and not over.get("tickers") and args.data is not None:  # a dataset names its tickers
+        from fincon.data.dataset import resolve_dataset
+
+        ds = resolve_dataset(args.data)
+        if ds is not None:
+            over["tickers"] = list(ds.manifest.tickers)
+    from fincon.workflow.presets import preset_overrides
+
+    return load_experiment(args.config, preset_overrides(preset, over))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -180,6 +194,10 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"experiment_dir": str(report.out), "ran": report.ran, **report.results}, sort_keys=True))
         return 0
     print(format_results(report.results))
+    if getattr(args, "preset", None):
+        from fincon.workflow.presets import NOTES
+
+        print(NOTES[args.preset])
     if report.skipped:
         print(f"\nresumed: {len(report.skipped)} unit(s) were already finished, {len(report.ran)} run now")
     print(f"\nexperiment directory: {report.out}")
@@ -200,15 +218,19 @@ def format_results(res: dict[str, Any]) -> str:
     head = (f"{', '.join(res['tickers'])}  train {res['train']['start']} .. {res['train']['end']}, "
             f"test {res['test']['start']} .. {res['test']['end']}  "
             f"({res['brain']} brain, {res['repeats']} repeats x {res['episodes']} episodes)")
-    rows = [("run", "CR %", "Sharpe", "MDD %", f"p vs {best or '-'}", "CR % over repeats", "calls/day",
-             "tokens/day", "cost $", "fallbacks")]
+    rows = [("run", "CR %", "Sharpe", "AV %", "MDD %", "turnover", "win rate", f"p vs {best or '-'}",
+             "CR % over repeats", "calls/day", "tokens/day", "cost $", "fallbacks")]
     measures = []
+
+    def common(m: dict[str, Any]) -> tuple[str, ...]:
+        return (_f(m["cr_pct"], "{:.3f}"), _f(m["sharpe"], "{:.3f}"), _f(m.get("ann_vol_pct"), "{:.2f}"),
+                _f(m["mdd_pct"], "{:.3f}"), _f(m.get("turnover"), "{:.1f}x"), _f(m.get("win_rate"), "{:.2f}"))
+
     for v, m in res["median"].items():
         w = m.get("wilcoxon") or {}
         p = _f(w.get("p_value"), "{:.4f}") if w.get("p_value") is not None else (w.get("note") and "equal" or "n/a")
         label = f"{m.get('protocol', 'fincon')} {m.get('ablation', v)} (median: r{m['repeat']})"
-        rows.append((label, _f(m["cr_pct"], "{:.3f}"), _f(m["sharpe"], "{:.3f}"),
-                     _f(m["mdd_pct"], "{:.3f}"), p,
+        rows.append((label, *common(m), p,
                      f"{_f(m['cr_pct_min'], '{:.2f}')} .. {_f(m['cr_pct_max'], '{:.2f}')}",
                      _f(m.get("calls_per_day"), "{:.2f}"), _f(m.get("tokens_per_day"), "{:,.0f}"),
                      _f(m.get("cost_usd"), "{:.4f}"), _f(m.get("fallbacks"), "{:d}")))
@@ -217,8 +239,7 @@ def format_results(res: dict[str, Any]) -> str:
             measures.append(f"{label}: " + ", ".join(f"{k} {val}" for k, val in own.items()
                                                        if isinstance(val, (int, float, str))))
     for b, m in res["baselines"].items():
-        rows.append((f"{b}{' *' if b == best else ''}", _f(m["cr_pct"], "{:.3f}"), _f(m["sharpe"], "{:.3f}"),
-                     _f(m["mdd_pct"], "{:.3f}"), "", "", "", "", "", ""))
+        rows.append((f"{b}{' *' if b == best else ''}", *common(m), "", "", "", "", "", ""))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = [head]
     for r in rows:

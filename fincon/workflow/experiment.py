@@ -460,7 +460,7 @@ def daily_log_returns(equity):
     return np.log(equity / equity.shift(1)).dropna()
 
 
-KEYS = ("cr_pct", "sharpe", "mdd_pct", "sortino", "ann_vol_pct", "n_trades", "n_days")
+KEYS = ("cr_pct", "sharpe", "mdd_pct", "sortino", "ann_vol_pct", "n_trades", "n_days", "turnover", "win_rate")
 
 
 def _metrics(run: Path) -> dict[str, Any]:
