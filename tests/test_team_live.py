@@ -1,6 +1,7 @@
 """One short live run of the team with a bundled model (the 0.5B one, for
 speed): every decision is schema-valid and every citation is one of the
-citing agent's inputs that day; fallbacks, if any, are counted."""
+citing agent's inputs that day; fallbacks, if any, are counted, and more
+than a quarter of the answers falling back fails the test."""
 
 import json
 import os
@@ -37,6 +38,10 @@ def test_live_team_gives_valid_decisions_with_valid_citations(tmp_path, capsys):
                                                     for c in i["citations"]} | {x["id"] for a in rec["agents"]
                                                                                 for x in a["inputs"]}
     assert "llm" in vias or "fallback" in vias
+    # a team that mostly fell back to the rules is not a live team: at most a quarter of the answers
+    manager_vias = [d["record"]["manager"]["via"] for d in days]
+    answered = [v for v in vias + manager_vias if v in ("llm", "fallback")]
+    assert answered and sum(v == "fallback" for v in answered) <= len(answered) / 4, answered
     summary = json.loads((out / "summary.json").read_text())["strategy_summary"]
     assert summary["llm_calls"] >= summary["team_model_calls"] > 0
     assert summary["llm_fallbacks"] == summary["team_fallbacks"]  # counted in both places
