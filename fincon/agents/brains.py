@@ -29,6 +29,7 @@ from pydantic import BaseModel
 from fincon.agents.reports import (AnalystAnswer, AnalystReport, Citation, Insight, ManagerReport, checked,
                                    citations_for, short_labels)
 from fincon.agents.roles.base import Item, RoleInputs
+from fincon.memory.distill import clip_sentences
 
 if TYPE_CHECKING:  # pragma: no cover
     from fincon.agents.roles.base import Role
@@ -96,11 +97,11 @@ def rules_analyst(inputs: RoleInputs) -> AnalystReport:
     direction = _label(score)
     confidence = 0.0 if direction == "neutral" else round(min(1.0, abs(score)) * (1.0 - penalty), 4)
     top = sorted(scored, key=lambda i: (-i.weight * abs(float(i.signal)), i.id))[:4]
-    insights = [Insight(text=f"{i.text[:300]} -> reads {_label(float(i.signal))} ({float(i.signal):+.2f})",
+    insights = [Insight(text=f"{clip_sentences(i.text, 300)} -> reads {_label(float(i.signal))} ({float(i.signal):+.2f})",
                         citations=[_cite(i)]) for i in top]
     risk = [i for i in inputs.items if i.signal is None]
     if risk and len(insights) < 5:
-        insights.append(Insight(text="; ".join(i.text for i in risk)[:300] +
+        insights.append(Insight(text=clip_sentences("; ".join(i.text for i in risk), 300) +
                                 (f" -> confidence cut by {penalty:.0%}" if penalty else ""),
                                 citations=[_cite(i) for i in risk[:3]]))
     return AnalystReport(role=inputs.role, ticker=inputs.ticker, insights=insights, direction=direction,

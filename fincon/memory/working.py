@@ -5,8 +5,10 @@ previous decision day, condenses them through a :class:`Summariser` and
 stores the results in its procedural memory, stamped with the decision day.
 Two summarisers are provided:
 
-* :class:`LexiconSummariser`: deterministic, no model (rules brain, tests):
-  title + lead sentence + Loughran–McDonald tone.
+* :class:`LexiconSummariser`: deterministic, no model (the default): title +
+  the body's best whole sentences within the source's budget
+  (:mod:`fincon.memory.distill`, extractive) + Loughran–McDonald tone of the
+  whole body.
 * :class:`LLMSummariser`: prompts any object with ``complete(prompt) -> str``
   (the :class:`TextCompleter` protocol) with ``prompts/summarise_event.txt``.
   It does not depend on fincon.llm internals; :class:`AskCompleter` adapts
@@ -27,6 +29,7 @@ from pydantic import BaseModel, Field
 
 from fincon.data.events.model import MARKET_TZ, Event, visible_day
 from fincon.data.lexicon import LoughranMcDonald
+from fincon.memory.distill import ITEM_BUDGET, Distiller
 from fincon.memory.procedural import MemoryEntry
 
 log = logging.getLogger(__name__)
@@ -80,17 +83,21 @@ def _body(event: Event, transcribe: Callable[[Path], str] | None, resolve: Calla
 
 
 class LexiconSummariser:
-    """Deterministic summary: title, lead sentences and the LM tone."""
+    """Deterministic summary: title, the distilled body (whole sentences
+    within the source's budget) and the LM tone of the whole body."""
 
-    def __init__(self, lexicon: LoughranMcDonald | None = None, sentences: int = 2,
+    def __init__(self, lexicon: LoughranMcDonald | None = None, distiller: Distiller | None = None,
                  transcribe: Callable[[Path], str] | None = None, resolve: Callable[[Event], Path | None] | None = None,
-                 prefer_audio: bool = False):
+                 prefer_audio: bool = False, budgets: dict[str, int] | None = None):
         """``transcribe`` (e.g. ``lambda p: Transcriber().transcribe(p).text``)
         and ``resolve`` (e.g. ``EventStore.audio_path``) let audio-only calls
         be read; ``prefer_audio`` uses the audio even when a transcript exists
-        (so the earnings-call analyst really listens through Whisper)."""
+        (so the earnings-call analyst really listens through Whisper).
+        ``distiller`` (shared by a team's analysts: one cache) and
+        ``budgets`` (estimated tokens per source) shape the distilled body."""
         self.lm = lexicon or LoughranMcDonald()
-        self.sentences = sentences
+        self.distiller = distiller or Distiller(self.lm)
+        self.budgets = {**ITEM_BUDGET, **(budgets or {})}
         self.transcribe = transcribe
         self.resolve = resolve
         self.prefer_audio = prefer_audio
@@ -100,8 +107,8 @@ class LexiconSummariser:
         lines = [ln for ln in body.splitlines() if ln.strip() and not ln.startswith("SYNTHETIC SAMPLE")]
         title = event.metadata.get("title") or (lines[0] if lines else event.id)
         rest = " ".join(ln for ln in lines if ln != title)
-        sents = [x for x in _SENT.split(rest) if "synthetic sample" not in x.lower()]
-        lead = " ".join(sents[: self.sentences]).strip()
+        rest = " ".join(x for x in _SENT.split(rest) if "synthetic sample" not in x.lower())
+        lead = self.distiller.distill(rest, self.budgets.get(event.source, 100)).strip()
         sc = self.lm.score(body)
         label = "positive" if sc.tone > 0.2 else "negative" if sc.tone < -0.2 else "neutral"
         date = pd.Timestamp(event.published_at).tz_convert(MARKET_TZ).strftime("%Y-%m-%d %H:%M")

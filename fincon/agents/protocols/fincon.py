@@ -31,6 +31,7 @@ import numpy as np
 from fincon.agents.brains import Answer, ManagerTask, Question, rules_manager
 from fincon.agents.reports import ManagerReport, TickerAnswer, portfolio_answer_model, short_labels
 from fincon.agents.roles.base import EMPTY, drop_empty, load_template
+from fincon.memory.distill import clip_sentences
 from fincon.risk.optimizer import mean_variance_weights
 from fincon.strategies.base import Decision
 from fincon.strategies.markowitz import estimate_moments
@@ -76,7 +77,7 @@ def format_reports(task: ManagerTask, labels: Mapping[str, str] | None = None) -
             lines.append(f"- {t} {r.role}: nothing to read today")
             continue
         head = f"- {t} {r.role}: {r.direction} (confidence {r.confidence:.2f})."
-        body = " ".join(f"{i.text[:REPORT_CHARS]} [{', '.join(labels.get(c.id, c.id) for c in i.citations)}]"
+        body = " ".join(f"{clip_sentences(i.text, REPORT_CHARS)} [{', '.join(labels.get(c.id, c.id) for c in i.citations)}]"
                         for i in shown(task, r))
         lines.append(f"{head} {body}")
     return "\n".join(lines) or "(no reports)"

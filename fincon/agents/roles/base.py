@@ -16,6 +16,13 @@ so a local model reuses its KV cache across analysts) and, per role, a
 readable template beside its module (``news.txt`` ...) for the user message,
 formatted with :meth:`RoleInputs.fields`.
 
+Whole evidence within a budget: every item is distilled once, when it
+enters the analyst's memory (:mod:`fincon.memory.distill`: whole sentences,
+cached by content hash; the LLM summariser when ``distill="llm"``), and a
+prompt carries whole distilled items, most relevant first (today's new
+items, then the A.13 ranking), until the analyst's token budget
+(``analyst_budget_tokens``) is spent -- never a text cut mid-sentence.
+
 Prompts are short because every token costs time on a small local model:
 items are shown under short labels (``[E1] Oct 4: ...``; the answer's labels
 are mapped back to the real ids in code, see
@@ -41,7 +48,11 @@ from fincon.memory.analyst import AnalystMemory, DayMemory
 from fincon.memory.procedural import DEFAULT_DECAY
 
 HERE = Path(__file__).parent
-TEXT_CHARS = 120  # memory texts in prompts are cut here (short prompts: ~7 s a call on 2 cores)
+#: an analyst's prompt carries whole distilled items up to this many estimated
+#: tokens (about 5 news items or 3 filing sections): on 2 cores a 1.5B model
+#: reads ~60 prompt tokens/s, so ~6 s of prompt per analyst call; raise it
+#: (e.g. 2000) on a GPU endpoint
+DEFAULT_BUDGET_TOKENS = 400
 _HEADER = re.compile(r"^\[[^\[\]]*(?:\[[^\]]*\][^\]]*)?\]\s*")  # the summariser's "[news 2022-10-05 08:12 [synthetic]]" prefix
 
 
@@ -108,8 +119,9 @@ class RoleInputs:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def digest(self) -> str:
-        """Hash of what a brain reads, without the date: the reuse key."""
-        payload = {"role": self.role, "ticker": self.ticker, "items": [i.key() for i in self.items],
+        """Hash of what a brain reads, without the date: the reuse key (the
+        items as a set: the same memories in another rank order are reused)."""
+        payload = {"role": self.role, "ticker": self.ticker, "items": sorted(i.key() for i in self.items),
                    "facts": list(self.facts), "stance": self.stance, "beliefs": self.beliefs}
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
@@ -190,13 +202,12 @@ def render(template: Path, profile: Profile, values: dict[str, str]) -> list[dic
 
 
 def memory_text(text: str, tone: float | None) -> str:
-    """A memory's words for a prompt: header dropped, cut to TEXT_CHARS, tone appended."""
+    """A memory's words for a prompt: header dropped, the whole distilled
+    body (never cut: the distillation already bounded it), tone appended."""
     body = _HEADER.sub("", text).split(" Tone: ")[0].strip()
     title, sep, rest = body.partition(". ")
     if sep and len(title) > 80:  # a filing's long title: id, date and source already say it
         body = rest.removeprefix("Overview ").strip()
-    if len(body) > TEXT_CHARS:
-        body = body[: TEXT_CHARS - 3].rstrip() + "..."
     return body if tone is None else f"{body} (tone {tone:+.2f})"
 
 
@@ -259,17 +270,30 @@ class EventRole(Role):
     for calls) runs inside ``AnalystMemory.step``.
     """
 
-    def summariser(self, events, options: dict[str, Any]):
+    def lexicon(self, events, options: dict[str, Any]):
+        """The deterministic summariser (its distiller shared by the team)."""
         from fincon.memory.working import LexiconSummariser
 
-        return LexiconSummariser(resolve=events.audio_path)
+        return LexiconSummariser(distiller=options.get("distiller"), resolve=events.audio_path)
+
+    def summariser(self, events, options: dict[str, Any]):
+        """Extractive distillation, or the LLM summariser when the team has
+        ``distill="llm"`` (``options["completer"]``; the extractive summary
+        is its counted fallback)."""
+        lexicon = self.lexicon(events, options)
+        if options.get("completer") is None:
+            return lexicon
+        from fincon.memory.working import LLMSummariser
+
+        return LLMSummariser(options["completer"], role=self.profile.role, fallback=lexicon)
 
     def open(self, memory_store, events, ticker: str, k: int, options: dict[str, Any]) -> AnalystMemory:
         return AnalystMemory(memory_store, events, self.name, ticker, profile=self.profile.role,
                              summariser=self.summariser(events, options), sources=self.sources, k=k)
 
     def gather(self, mem: AnalystMemory, ticker: str, day: pd.Timestamp, k: int, stance: str = "",
-               beliefs: str = "", baseline: ToneBaseline | None = None) -> tuple[RoleInputs, DayMemory]:
+               beliefs: str = "", baseline: ToneBaseline | None = None,
+               budget: int = DEFAULT_BUDGET_TOKENS) -> tuple[RoleInputs, DayMemory]:
         dm = mem.step(day)
         baseline = baseline if baseline is not None else ToneBaseline()
         baseline.add(e.metadata.get("lm_tone") for e in dm.new_entries)
@@ -288,11 +312,27 @@ class EventRole(Role):
             items.append(Item(m.id, str(m.day.date()), m.source, memory_text(m.text, tone),
                               baseline.relative(tone), m.importance_scaled))
         d = str(pd.Timestamp(day).date())
-        # chronological, so the prompt reads like a file of notes and a day that
-        # selected the same memories (in whatever rank order) hashes the same
-        items.sort(key=lambda i: (i.date, i.id))
+        # most relevant first (today's new items, then the A.13 ranking), whole
+        # items while the budget lasts; the first always goes in whole
+        items = within_budget(items, budget)
         return RoleInputs(self.name, self.agent(ticker), ticker, d, tuple(items), stance=stance,
                           beliefs=beliefs), dm
+
+
+def within_budget(items: Sequence[Item], budget: int) -> list[Item]:
+    """The leading whole items whose estimated tokens fit ``budget``
+    (the first item always: an analyst never reads nothing it was given)."""
+    from fincon.memory.distill import approx_tokens
+
+    out: list[Item] = []
+    used = 0
+    for it in items:
+        cost = approx_tokens(it.text) + 6  # label, date and separators
+        if out and used + cost > budget:
+            continue  # a shorter, less relevant item may still fit
+        out.append(it)
+        used += cost
+    return out
 
 
 def local_date(ts) -> str:

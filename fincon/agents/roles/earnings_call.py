@@ -28,12 +28,14 @@ class EarningsCallAnalyst(EventRole):
         target="tell the manager whether the latest call sounds bullish, bearish or neutral, citing the calls.",
     )
 
-    def summariser(self, events, options: dict[str, Any]):
+    def lexicon(self, events, options: dict[str, Any]):
+        """The distilled transcript (whole sentences within the call's budget), not the title."""
         from fincon.memory.working import LexiconSummariser
 
         if options.get("transcripts", "whisper") == "text":
-            return LexiconSummariser(resolve=events.audio_path)
-        return LexiconSummariser(transcribe=make_transcriber(options), resolve=events.audio_path, prefer_audio=True)
+            return LexiconSummariser(distiller=options.get("distiller"), resolve=events.audio_path)
+        return LexiconSummariser(distiller=options.get("distiller"), transcribe=make_transcriber(options),
+                                 resolve=events.audio_path, prefer_audio=True)
 
 
 ROLE = EarningsCallAnalyst()

@@ -33,6 +33,12 @@ class FinConParams(BaseModel):
     #: auto = hashing for the rules brain (deterministic, no model), minilm for the llm brain
     embedder: EmbedderName = "auto"
     memory_k: int = Field(5, ge=1, le=5)
+    #: estimated prompt tokens of whole distilled items per analyst call (default for 2 cores: ~6 s of
+    #: prompt on the bundled 1.5B model; on a GPU endpoint set e.g. 2000)
+    analyst_budget_tokens: int = Field(400, ge=50, le=32000)
+    #: how an item is distilled when it enters memory: extractive (whole sentences, in code) or llm
+    #: (the LLM summariser, one call per item, cached; llm brain only)
+    distill: Literal["extractive", "llm"] = "extractive"
     lookback: int = Field(60, ge=10, description="days of history for indicators and the optimizer")
     selection_lookback: int = Field(126, ge=20, description="days of returns the stock selection clusters")
     #: whisper: calls are heard through Whisper (cached by audio hash); text: read the event text (tests)

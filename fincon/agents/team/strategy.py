@@ -88,6 +88,11 @@ class FinConTeam(Calls, Learning, Strategy):
         from fincon.memory.store import MemoryStore
 
         self.memory = MemoryStore(Path(ctx.run_dir) / "memory", self._embedder())
+        from fincon.memory.distill import Distiller
+
+        self.distiller = Distiller()  # one cache of distilled items for all the team's analysts
+        if p.distill == "llm" and p.brain != "llm":
+            raise ConfigError("strategy_params.fincon.distill: llm needs the llm brain (the rules brain has no model)")
         self.reflections = self.memory.episodic(self.protocol.agent)
         self._load_beliefs(ctx)
         from fincon.risk.cvar_alert import CvarAlert
@@ -296,15 +301,22 @@ class FinConTeam(Calls, Learning, Strategy):
     def _memory(self, role: EventRole, ticker: str):
         key = role.agent(ticker)
         if key not in self._mems:
+            completer = None
+            if self.params.distill == "llm":
+                from fincon.memory.working import AskCompleter
+
+                completer = AskCompleter(self.client, agent=f"{key}/distill")
             self._mems[key] = role.open(self.memory, self.events, ticker, self.params.memory_k,
                                         {"transcripts": self.params.transcripts,
-                                         "cache_dir": self.params.transcript_cache})
+                                         "cache_dir": self.params.transcript_cache,
+                                         "distiller": self.distiller, "completer": completer})
         return self._mems[key]
 
     def _gather(self, role, ticker: str, view) -> RoleInputs:
         if isinstance(role, EventRole):
             baseline = self._tones.setdefault(role.agent(ticker), ToneBaseline())
             inputs, _ = role.gather(self._memory(role, ticker), ticker, view.date, self.params.memory_k,
-                                    beliefs=self.beliefs.for_agent(role.name), baseline=baseline)
+                                    beliefs=self.beliefs.for_agent(role.name), baseline=baseline,
+                                    budget=self.params.analyst_budget_tokens)
             return inputs
         return role.gather(view, ticker, self.params.lookback, beliefs=self.beliefs.for_agent(role.name))
