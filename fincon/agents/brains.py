@@ -130,6 +130,11 @@ class ManagerTask:
     position: Mapping[str, float] = field(default_factory=dict)
     #: share of its usual exposure the rules manager keeps (below 1 on a CVaR alert day)
     exposure: float = 1.0
+    #: consolidated-evidence margin (score units, [-1, 1]) beyond the neutral band a held
+    #: position needs against it before the rules manager reverses it (no whipsaw on every day's tone)
+    hold_band: float = 0.0
+    #: trading cost of one unit of the book (commission + slippage, a fraction of value traded)
+    unit_cost: float = 0.0
 
     @property
     def portfolio(self) -> bool:
@@ -156,16 +161,35 @@ def consensus(task: ManagerTask, ticker: str) -> tuple[float, list[str]]:
     return (num / den if den > 0 else 0.0), parts
 
 
+#: score units of extra evidence per unit of trading cost (a fraction of value): a flip of a full
+#: position trades 2 units, so 10 bps a side asks for 25 x 0.001 x 2 = 0.05 more evidence
+COST_WEIGHT = 25.0
+
+
 def rules_manager(task: ManagerTask) -> ManagerReport:
+    """Weighted consensus per ticker -> buy / sell / hold. Opening a position
+    needs the score beyond the neutral band plus the cost of the trade;
+    reversing a held one needs it beyond the band, ``hold_band`` and the
+    cost of the flip on the other side; anything less keeps the position
+    ("hold"), so a day's change of tone alone does not trade."""
     actions: dict[str, str] = {}
     notes, relied = [], []
     sizes = []
     for t in task.tickers:
         score, parts = consensus(task, t)
-        a = "buy" if score > NEUTRAL_BAND else "sell" if score < -NEUTRAL_BAND else "hold"
+        held = float(task.position.get(t, 0.0))
+        h = (held > 0) - (held < 0)
+        want = "buy" if score > 0 else "sell"
+        units = 1.0 if h == 0 else 2.0  # a reversal sells the held unit and buys the other side
+        need = NEUTRAL_BAND + (task.hold_band if h else 0.0) + COST_WEIGHT * task.unit_cost * units
+        # keeping: a single stock's "hold" keeps what is held; in a portfolio "hold" means no
+        # position, so a kept position is restated as its direction
+        keep = "hold" if not task.portfolio or h == 0 else ("buy" if h > 0 else "sell")
+        a = want if abs(score) > need and (h == 0 or h * score < 0) else keep
         actions[t] = a
         sizes.append(1.0 if abs(score) >= FULL_SIZE else 0.5)
-        notes.append(f"{t}: weighted view {score:+.2f} ({', '.join(parts) or 'no evidence'}) -> {a}")
+        why = f" (needs {need:.2f} against the held side)" if h and a == "hold" and h * score < 0 else ""
+        notes.append(f"{t}: weighted view {score:+.2f} ({', '.join(parts) or 'no evidence'}) -> {a}{why}")
         if a != "hold":
             want = "bullish" if a == "buy" else "bearish"
             agree = sorted((r for r in task.reports.get(t, ()) if r.direction == want),

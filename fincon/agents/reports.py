@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Literal, Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 Direction = Literal["bullish", "bearish", "neutral"]
 Action = Literal["buy", "sell", "hold"]
@@ -116,9 +116,34 @@ def _real(ids: Iterable[str], back: Mapping[str, str]) -> list[str]:
     return list(dict.fromkeys(back.get(i, i) for i in ids))
 
 
+#: markers the re-ask errors start with, so a run can count why it re-asked
+CONTRADICTION = "contradiction"
+LANGUAGE = "language"
+
+
+def foreign_script(text: str) -> str | None:
+    """The first letter of ``text`` outside the Latin script (the prompts are
+    English: a small model drifting into Chinese mid-answer is re-asked)."""
+    import unicodedata
+
+    for ch in text:
+        if ch.isalpha() and not ch.isascii() and not unicodedata.name(ch, "").startswith("LATIN"):
+            return ch
+    return None
+
+
+def _english(v: str) -> str:
+    ch = foreign_script(v)
+    if ch is not None:
+        raise ValueError(f"{LANGUAGE}: write in English, as the prompt is; found {ch!r}")
+    return v
+
+
 class InsightAnswer(BaseModel):
     text: str = Field(min_length=1, max_length=INSIGHT_CHARS)
     cites: list[str] = Field(min_length=1, max_length=MODEL_CITES, examples=[[f"{LABEL}1"]])
+
+    _text_english = field_validator("text")(classmethod(lambda cls, v: _english(v)))
 
 
 class AnalystAnswer(BaseModel):
@@ -144,6 +169,16 @@ class TickerAnswer(BaseModel):
     rationale: str = Field(min_length=1, max_length=200)
     relied_on: list[str] = Field(max_length=3, examples=[[f"{LABEL}1"]])
 
+    _rationale_english = field_validator("rationale")(classmethod(lambda cls, v: _english(v)))
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        # "buy" with size 0 says two things (the team would stay flat while its log says buy)
+        if self.action in ("buy", "sell") and self.size <= 0.0:
+            raise ValueError(f"{CONTRADICTION}: action {self.action!r} with size 0; give the size of the "
+                             f"position to hold (above 0), or answer hold")
+        return self
+
     def cited(self) -> Iterable[str]:
         return iter(self.relied_on)
 
@@ -158,6 +193,8 @@ def _field(ticker: str) -> str:
 class _PortfolioBase(BaseModel):
     rationale: str = Field(min_length=1, max_length=200)
     relied_on: list[str] = Field(max_length=3, examples=[[f"{LABEL}1"]])
+
+    _rationale_english = field_validator("rationale")(classmethod(lambda cls, v: _english(v)))
 
     def cited(self) -> Iterable[str]:
         return iter(self.relied_on)

@@ -53,6 +53,9 @@ class FinConParams(BaseModel):
     critics: bool = False
     #: trading policies enforced in code after every protocol
     policies: Policies = Field(default_factory=Policies)
+    #: rules manager: extra consolidated evidence (score in [-1, 1]) needed to reverse a held position,
+    #: on top of the neutral band (0.05) and the trading cost; 0 reverses on any change of sign
+    hold_band: float = Field(0.1, ge=0.0, le=1.0)
     reflections: int = Field(3, ge=0, le=10, description="recent reflections the manager reads")
     #: within-episode risk control: a CVaR alert makes the manager risk-averse for the day (off: the ablation)
     cvar: bool = True
@@ -62,6 +65,9 @@ class FinConParams(BaseModel):
     cvar_min_obs: int = Field(2, ge=1)
     #: learned beliefs (and reflections) to start from: a beliefs.json or a `fincon train` run dir
     beliefs: str | None = None
+    #: training only: the previous episode's reflections.json; its reflections enter the manager's
+    #: episodic memory before the first day (the paper's episodic memory carried across episodes)
+    carried_reflections: str | None = None
     #: accept beliefs trained on a window that overlaps or follows the run (loudly flagged; not a clean test)
     allow_overlap: bool = False
     #: training only: log-normal noise on the rules weights of this episode (exploration), and its seed

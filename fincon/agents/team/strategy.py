@@ -51,6 +51,8 @@ from fincon.errors import ConfigError
 from fincon.strategies.base import Decision, RunContext, StopRun, Strategy
 
 log = logging.getLogger(__name__)
+#: reflections carried from one training episode to the next (the most recent)
+CARRIED = 20
 
 
 class FinConTeam(Calls, Learning, Strategy):
@@ -67,6 +69,7 @@ class FinConTeam(Calls, Learning, Strategy):
         self.warmup = max(p.lookback, p.selection_lookback if p.candidates else 0) + 1
         self.protocol = make_protocol(p.protocol, p)
         self.stopped: str | None = None
+        self.unit_cost = 0.0
 
     # -- run lifecycle ---------------------------------------------------------
     def start(self, ctx: RunContext) -> None:
@@ -83,6 +86,9 @@ class FinConTeam(Calls, Learning, Strategy):
             if t not in self.coverage:
                 raise ConfigError(f"event corpus {p.events!r} has no events for {t}; fincon needs events for every ticker")
         cfg = ctx.config or {}
+        broker = cfg.get("broker") or {}
+        # what a unit of the book costs to trade: the rules manager asks for more evidence to pay it
+        self.unit_cost = float(broker.get("commission") or 0.0) + float(broker.get("slippage") or 0.0)
         if cfg.get("start") and cfg.get("end"):
             self._check_window(pd.Timestamp(cfg["start"]), pd.Timestamp(cfg["end"]))
         from fincon.memory.store import MemoryStore
@@ -100,7 +106,6 @@ class FinConTeam(Calls, Learning, Strategy):
         self.alerts = CvarAlert(p.cvar_alpha, p.cvar_min_obs) if p.cvar else None
         if hasattr(self.protocol, "bind"):
             self.protocol.bind(self)
-        self.written: list[Reflection] = []
         if p.brain == "llm":
             self.brain: Any = LLMBrain(self.client)
             if p.manager_temperature is not None or p.manager_seed is not None:
@@ -159,6 +164,16 @@ class FinConTeam(Calls, Learning, Strategy):
         for r in base.reflections:
             if pd.Timestamp(r.day) < start:
                 self.reflections.add(pd.Timestamp(r.day), "reflection", r.text, {"learned": True})
+        self.written: list[Reflection] = []  # what reflections.json keeps: carried, then new
+        if p.carried_reflections:
+            # training: the previous episode's reflections, dated the day before this episode
+            # starts so the manager reads them from its first decision, and carried on (capped)
+            raw = json.loads(Path(p.carried_reflections).read_text(encoding="utf-8"))
+            before = start - pd.Timedelta(days=1)
+            for r in [Reflection(**x) for x in raw][-CARRIED:]:
+                text = r.text if r.text.startswith("[earlier episode") else f"[earlier episode, {r.day}] {r.text}"
+                self.reflections.add(before, "reflection", text, {"carried": True, "day": r.day})
+                self.written.append(Reflection(day=r.day, text=text))
 
     @property
     def client(self):
@@ -206,6 +221,7 @@ class FinConTeam(Calls, Learning, Strategy):
         if self.params.brain == "llm" and self._client is not None:
             self.ledger.write(ctx.run_dir)
             out.update(self.ledger.summary())
+            out.update(reask_counts(self.ledger.events()))
             if self.stopped:
                 out["llm_stop_reason"] = self.stopped
             if self._owns_client:
@@ -259,6 +275,7 @@ class FinConTeam(Calls, Learning, Strategy):
                            weights=self.role_weights, reflections=reflections,
                            stance=stance, beliefs=self.beliefs.for_manager(),
                            exposure=self.risk_exposure if stance else 1.0,
+                           hold_band=self.params.hold_band, unit_cost=self.unit_cost,
                            position={t: round(float(view.portfolio.weights.get(t, 0.0)), 1) for t in self.pool})
         decision, m_ans, m_rec = self._manage(task, view, day)
         decision, policy_notes = enforce(decision, self.params.policies, any(a.report.insights for a in answers))
@@ -320,3 +337,20 @@ class FinConTeam(Calls, Learning, Strategy):
                                     budget=self.params.analyst_budget_tokens)
             return inputs
         return role.gather(view, ticker, self.params.lookback, beliefs=self.beliefs.for_agent(role.name))
+
+
+def reask_counts(events) -> dict[str, int]:
+    """How often an answer contradicted itself (buy/sell with size 0) or left
+    the prompt's language: re-asked once, and when the second answer failed
+    too, resolved by the stated rule (the rules brain's answer, a counted
+    fallback)."""
+    from fincon.agents.reports import CONTRADICTION, LANGUAGE
+
+    out = {}
+    for marker in (CONTRADICTION, LANGUAGE):
+        out[f"team_reasks_{marker}"] = sum(e["event"] == "reask" and f"{marker}:" in str(e.get("error", ""))
+                                           for e in events)
+        out[f"team_resolved_{marker}"] = sum(e["event"] == "failure" and f"{marker}:" in str(e.get("errors", ""))
+                                             for e in events)
+    return out
+
