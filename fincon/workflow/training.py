@@ -129,6 +129,9 @@ def _risk_control(cfg: RunConfig, opts: TrainOptions, perspectives: tuple[str, .
 
 def _episode_config(cfg: RunConfig, beliefs_path: Path, k: int, opts: TrainOptions, brain: str) -> RunConfig:
     params = _team_params(cfg)
+    previous = beliefs_path.parent.parent / "episodes" / f"ep-{k - 1:02d}" / "reflections.json"
+    if k >= 2 and previous.is_file():  # the manager's episodic memory carries across episodes
+        params["carried_reflections"] = str(previous.absolute())
     params.update({"beliefs": str(beliefs_path.absolute()),
                    "explore": opts.explore if (k >= 2 and brain == "rules" and opts.learn) else 0.0,
                    "explore_seed": k + SEED_STRIDE * opts.seed})

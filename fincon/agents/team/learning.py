@@ -75,7 +75,9 @@ class Learning:
             self.counts["rewarded"] += len(rewarded)
         verdict = "profitable" if pnl > 0 else "a loss" if pnl < 0 else "flat"
         gross = sum(abs(w) for w in prev.weights.values())
-        text = (f"{prev.day}: {prev.summary or 'no trade'} (gross exposure {gross:.2f}); by {day} this was "
+        # the rules brain's reflection is its own deterministic text, labelled as such
+        label = "[deterministic reflection] " if self.params.brain == "rules" else ""
+        text = (f"{label}{prev.day}: {prev.summary or 'no trade'} (gross exposure {gross:.2f}); by {day} this was "
                 f"{verdict} ({pnl:+.2%}). Relied on: {', '.join(sorted(prev.relied)) or 'no memory'}.")
         alert = risk is not None and risk.alert
         if alert:
