@@ -531,8 +531,12 @@ def section_training(data: ReportData) -> str:
                     lines.append(_table(["rules weight", "before", "after"],
                                         [[k, _num(before.get(k)), _num(after.get(k))]
                                          for k in sorted(set(before) | set(after))]))
-                if u.get("reached"):
-                    lines.append(f'<p class="note">reached: {esc(", ".join(map(str, u["reached"])))}</p>')
+                if u.get("prompts_changed") or u.get("reached"):
+                    lines.append(f'<p class="note">prompts changed: '
+                                 f'{esc(", ".join(map(str, u.get("prompts_changed", u.get("reached")))))}</p>')
+                if u.get("weight_changed"):
+                    lines.append(f'<p class="note">rules weights changed: '
+                                 f'{esc(", ".join(map(str, u["weight_changed"])))}</p>')
                 updates.append("\n".join(lines))
             if updates:
                 out.append(f"<details><summary>belief updates ({len(updates)})</summary>{''.join(updates)}</details>")

@@ -90,11 +90,21 @@ class Update:
     via: str  # llm, rules or fallback
     calls: int = 0
 
+    def reached(self) -> dict[str, list[str]]:
+        """Exactly whose prompt the update changed, text and weight apart: a
+        perspective's text is read by its analysts and by the manager (which
+        reads every text); a weight is read by no prompt, only by the rules
+        manager's weighting (and so by the llm brain's fallback)."""
+        text = sorted(k for k, e in self.edits.items() if e["before"] != e["after"])
+        weight = sorted(k for k, e in self.edits.items() if abs(e["weight_after"] - e["weight_before"]) > 1e-12)
+        return {"text_changed": text, "weight_changed": weight,
+                "prompts_changed": [f"{p} analysts" for p in text if p != RISK] + (["manager"] if text else []),
+                "weights_changed_for": ["rules manager"] if weight else []}
+
     def row(self) -> dict[str, Any]:
         return {"better": self.better, "worse": self.worse, "tau": round(self.tau, 6), "rate": round(self.rate, 6),
                 "meta": self.meta, "touched": self.touched,
-                # who reads the edit: the analysts of each touched perspective, and the manager (reads all)
-                "reached": [f"{p} analysts" for p in self.touched if p != RISK] + (["manager"] if self.touched else []),
+                **self.reached(),
                 "edits": self.edits, "weights": self.weights,
                 "beliefs_version": self.beliefs.version, "via": self.via, "calls": self.calls}
 
