@@ -4,6 +4,11 @@ reuse rate, for each brain, live and replayed, measured side by side.
     .venv/bin/python bench/team.py                 # TSLA; 5 live LLM days (~10 min on 2 cores)
     .venv/bin/python bench/team.py --llm-days 20 --model qwen2.5-coder-0.5b
     .venv/bin/python bench/team.py --llm-days 2 --no-rules --out /tmp/bench-team   # keep the runs
+    .venv/bin/python bench/team.py --data /tmp/ib-msft --llm-days 5   # a real corpus (dozens of news a day)
+
+``--data DIR`` runs on a dataset directory written by ``fincon data import``
+(its prices and events; the ticker is the dataset's, the window the
+InvestorBench test window unless --start/--end say otherwise).
 
 Besides wall time it prints the mean prompt and completion tokens of one
 model call per agent kind (from the live run's ``llm_usage.csv``): unlike wall
@@ -38,18 +43,27 @@ START = "2022-10-05"
 END = "2023-06-09"
 
 
-def trading_days_after(start: str, n: int) -> str:
+#: InvestorBench's test window (``--data``)
+IB_START, IB_END = "2020-10-01", "2021-05-06"
+
+
+def trading_days_after(start: str, n: int, end: str = END, ticker: str = "TSLA", data: Path | None = None) -> str:
     from fincon.data.sources import make_source
     import pandas as pd
 
-    idx = make_source("sample").load("TSLA", pd.Timestamp(start), pd.Timestamp(END))["Date"]
+    src = make_source("csv", data_dir=data) if data else make_source("sample")
+    idx = src.load(ticker, pd.Timestamp(start), pd.Timestamp(end))["Date"]
     days = [d for d in pd.to_datetime(idx) if d >= pd.Timestamp(start)]
     return str(days[min(n, len(days) - 1)].date())  # n decision days + the last (no decision)
 
 
-def run(ticker: str, start: str, end: str, brain: str, out: Path, llm: dict | None = None) -> dict:
+def run(ticker: str, start: str, end: str, brain: str, out: Path, llm: dict | None = None,
+        data: Path | None = None) -> dict:
     overrides = {"tickers": [ticker], "start": start, "end": end, "strategies": ["fincon"], "benchmark": False,
                  "strategy_params.fincon.brain": brain, "strategy_params.fincon.embedder": "hashing"}
+    if data is not None:  # a dataset directory: its prices and its events
+        overrides.update({"data.source": "csv", "data.dir": str(data.absolute()),
+                          "strategy_params.fincon.events": str((data / "events").absolute())})
     cfg = load_config(None, overrides)
     if llm:
         cfg = cfg.model_copy(update={"llm": llm})
@@ -100,20 +114,29 @@ def main() -> None:
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
     ap.add_argument("--no-rules", action="store_true", help="skip the rules row (the full window)")
     ap.add_argument("--out", type=Path, help="keep the runs (and the recorded cache) in this directory")
+    ap.add_argument("--data", type=Path, metavar="DIR", help="a dataset directory (fincon data import)")
+    ap.add_argument("--start", help="first day (default: the sample's 2022-10-05, or 2020-10-01 with --data)")
+    ap.add_argument("--end", help="last day of the rules row (default 2023-06-09, or 2021-05-06 with --data)")
     args = ap.parse_args()
     if args.out and args.out.exists():
         ap.error(f"--out {args.out} exists (its cache would answer the live run); pick a new directory")
+    start = args.start or (IB_START if args.data else START)
+    last = args.end or (IB_END if args.data else END)
+    ticker = args.ticker
+    if args.data:
+        ticker = json.loads((args.data / "dataset.json").read_text())["tickers"][0]
     rows = {}
     with tempfile.TemporaryDirectory(prefix="bench-team-") as tmp:
         tmp = args.out or Path(tmp)
         if not args.no_rules:
-            rows["rules"] = run(args.ticker, START, END, "rules", tmp / "rules")
-        end = trading_days_after(START, args.llm_days)
+            rows["rules"] = run(ticker, start, last, "rules", tmp / "rules", data=args.data)
+        end = trading_days_after(start, args.llm_days, last, ticker, args.data)
         cache = str(tmp / "llm.sqlite")
         llm = {"model": args.model, "cache_path": cache, "concurrency": 1}
-        rows["llm live"] = run(args.ticker, START, end, "llm", tmp / "live", {**llm, "cache": "read-write"})
-        rows["llm replay"] = run(args.ticker, START, end, "llm", tmp / "replay", {**llm, "cache": "replay"})
-    print(f"{args.ticker}: rules {START}..{END}; llm ({args.model}) {START}..{end}")
+        rows["llm live"] = run(ticker, start, end, "llm", tmp / "live", {**llm, "cache": "read-write"}, args.data)
+        rows["llm replay"] = run(ticker, start, end, "llm", tmp / "replay", {**llm, "cache": "replay"}, args.data)
+    print(f"{ticker}: rules {start}..{last}; llm ({args.model}) {start}..{end}"
+          + (f"; data {args.data}" if args.data else ""))
     print(f"{'':12} {'days':>5} {'s/day':>9} {'asks/day':>9} {'calls/day':>10} {'reuse':>6} {'fallbacks':>9}")
     for name, r in rows.items():
         print(f"{name:12} {r['days']:5d} {r['s_per_day']:9.3f} {r['asks_per_day']:9.2f} "

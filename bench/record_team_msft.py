@@ -1,0 +1,86 @@
+"""Record (once, on a quiet machine) the live run of the team with the bundled
+1.5B model on InvestorBench's MSFT test window, for issue 20 item 7.
+
+    .venv/bin/python bench/record_team_msft.py            # ~45 min on 2 cores: run it in the background
+    .venv/bin/python bench/record_team_msft.py --days 5   # a short recording (smoke)
+
+The dataset is imported from ../shared/data/investorbench/msft.json.gz (third
+party: never copied into the repository); the recording (the LLM cache) and
+its fingerprint go next to it, in ../shared/data/investorbench/recordings/,
+because the prompts quote the corpus. tests/test_team_live_msft.py replays it
+byte for byte. Prints calls, tokens, fallbacks and wall time per day: the
+row of docs/results.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+START, END = "2020-10-01", "2021-05-06"
+NAME = f"team-MSFT-{START}-{END}"
+
+
+def shared_dir() -> Path:
+    """../shared/data/investorbench relative to the main checkout (worktrees too)."""
+    common = subprocess.run(["git", "rev-parse", "--git-common-dir"], cwd=ROOT, capture_output=True, text=True)
+    main = Path(common.stdout.strip()).resolve().parent if common.returncode == 0 else ROOT
+    return main.parent / "shared" / "data" / "investorbench"
+
+
+def args_for(data: Path, cache: Path, mode: str, out: Path, end: str = END) -> list[str]:
+    return ["backtest", "--ticker", "MSFT", "--strategy", "fincon", "--brain", "llm", "--data", str(data),
+            "--start", START, "--end", end, "--llm-model", "qwen2.5-coder-1.5b", "--llm-cache", mode,
+            "--llm-cache-path", str(cache), "--param", "fincon.embedder=hashing", "--no-benchmark",
+            "--no-progress", "--out", str(out)]
+
+
+def fingerprint(run: Path) -> str:
+    return hashlib.sha256((run / "decisions.jsonl").read_bytes()).hexdigest()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--days", type=int, help="record only this many calendar days from the start")
+    ap.add_argument("--work", type=Path, default=Path("/tmp/fincon-record-msft"))
+    a = ap.parse_args()
+    from fincon.cli.main import main as fincon
+
+    shared = shared_dir()
+    data = a.work / "ib-msft"
+    if not data.is_dir():
+        assert fincon(["data", "import", "investorbench", str(shared / "msft.json.gz"), "--out", str(data)]) == 0
+    end = END
+    if a.days:
+        import pandas as pd
+
+        end = str((pd.Timestamp(START) + pd.Timedelta(days=a.days)).date())
+    rec = shared / "recordings"
+    rec.mkdir(exist_ok=True)
+    cache = rec / f"{NAME}.sqlite"
+    t0 = time.perf_counter()
+    code = fincon(args_for(data, cache, "read-write", a.work / "live", end))
+    wall = time.perf_counter() - t0
+    if code != 0:
+        return code
+    s = json.loads((a.work / "live" / "summary.json").read_text())["strategy_summary"]
+    days = max(1, s["team_days"])
+    row = {"end": end, "fingerprint": fingerprint(a.work / "live"), "days": s["team_days"],
+           "calls_per_day": round(s["llm_calls"] / days, 2), "tokens_per_day": round(s["llm_tokens"] / days),
+           "prompt_tokens_per_call": round(s["llm_prompt_tokens"] / max(1, s["llm_calls"])),
+           "fallbacks": s["team_fallbacks"], "wall_s_per_day": round(wall / days, 1),
+           "reasks_contradiction": s.get("team_reasks_contradiction"),
+           "reasks_language": s.get("team_reasks_language")}
+    (rec / f"{NAME}.json").write_text(json.dumps(row, indent=1, sort_keys=True) + "\n")
+    print(json.dumps(row, indent=1, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
