@@ -64,3 +64,15 @@ def test_flat_instead_of_short_and_a_missing_corpus_is_one_line(events, tmp_path
     assert _days(s, ["2022-07-06", "2022-07-08"]) == [{"TSLA": 0.5}, {"TSLA": 0.0}]
     with pytest.raises(ConfigError, match="no events"):
         make_strategy("sentiment").start(RunContext(tmp_path, ("TSLA",), {"data": {"dir": None}}))
+
+
+def test_investorbench_preset_fills_the_protocol_and_flags_win():
+    from fincon.workflow.presets import NOTES, preset_overrides
+
+    over = preset_overrides("investorbench", {"repeats": 2, "tickers": None})
+    assert over["train.start"] == "2020-07-02" and over["train.end"] == "2020-09-30"
+    assert over["test.start"] == "2020-10-01" and over["test.end"] == "2021-05-06"
+    assert over["repeats"] == 2 and over["team.brain"] == "rules"  # the flag wins, the preset fills the rest
+    assert over["baselines"] == ["buy-and-hold", "sentiment", "sentiment-same-day"]
+    assert "warm-up window only" in NOTES["investorbench"]
+    assert preset_overrides(None, {"repeats": 2}) == {"repeats": 2}

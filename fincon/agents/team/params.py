@@ -54,8 +54,8 @@ class FinConParams(BaseModel):
     #: trading policies enforced in code after every protocol
     policies: Policies = Field(default_factory=Policies)
     #: rules manager: extra consolidated evidence (score in [-1, 1]) needed to reverse a held position,
-    #: on top of the neutral band (0.05) and the trading cost; 0 reverses on any change of sign
-    hold_band: float = Field(0.1, ge=0.0, le=1.0)
+    #: on top of the neutral band (0.05) and the trading cost; 0 (default) reverses on any change of sign
+    hold_band: float = Field(0.0, ge=0.0, le=1.0)
     reflections: int = Field(3, ge=0, le=10, description="recent reflections the manager reads")
     #: within-episode risk control: a CVaR alert makes the manager risk-averse for the day (off: the ablation)
     cvar: bool = True
