@@ -34,14 +34,14 @@ FORMAT = 1
 
 
 class Perspective(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN/inf are never settings
 
     text: str = ""
     weight: float = Field(ge=0.0)
 
 
 class Reflection(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN/inf are never settings
 
     day: str
     text: str
@@ -50,7 +50,7 @@ class Reflection(BaseModel):
 class Beliefs(BaseModel):
     """The team's investment beliefs; ``version`` counts the updates applied."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN/inf are never settings
 
     format: int = FORMAT
     version: int = 0
@@ -74,8 +74,14 @@ class Beliefs(BaseModel):
             raw = json.loads(p.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise ConfigError(f"--beliefs: {p} does not exist (give a beliefs.json or a `fincon train` run dir)") from None
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"--beliefs: cannot read {p}: {exc}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"--beliefs: {p} is not UTF-8 text (a binary file?); give a beliefs.json "
+                              "or a `fincon train` run dir") from None
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"--beliefs: {p} is not JSON ({exc.msg}, line {exc.lineno}); give a beliefs.json "
+                              "written by `fincon train`") from None
+        except OSError as exc:
+            raise ConfigError(f"--beliefs: cannot read {p}: {exc.strerror or exc}") from None
         try:
             b = cls.model_validate(raw)
         except ValidationError as exc:
@@ -137,5 +143,10 @@ def as_params(value: Any) -> Beliefs | None:
     if isinstance(value, Beliefs):
         return value
     if isinstance(value, Mapping):
-        return Beliefs.model_validate(dict(value))
+        try:
+            return Beliefs.model_validate(dict(value))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(x) for x in first["loc"])
+            raise ConfigError(f"fincon.beliefs: not a beliefs mapping ({where}: {first['msg']})") from None
     return Beliefs.load(str(value))

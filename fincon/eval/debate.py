@@ -161,6 +161,10 @@ def report(res: dict[str, Any]) -> str:
 
 
 def _cmd(args: argparse.Namespace) -> int:
+    from fincon.cli.args import check_output_file, write_text_atomic
+
+    if args.json is not None:
+        check_output_file(args.json, "--json")
     client = None
     if args.brain == "llm":
         from fincon.cli.llm import settings_from_args
@@ -173,11 +177,16 @@ def _cmd(args: argparse.Namespace) -> int:
     finally:
         if client is not None:
             client.close()
+    if not res["calls_scored"]:
+        from fincon.errors import DataError
+
+        raise DataError(f"nothing to score: no earnings call of {', '.join(res['tickers'])} in the sample corpus "
+                        f"has a trading day after it; pick tickers of the corpus ({', '.join(sample_tickers())})")
     print(report(res))
     if args.json:
         data = {k: v for k, v in res.items() if k != "results"}
         data["calls"] = [r.__dict__ for r in res["results"]]
-        Path(args.json).write_text(json.dumps(data, indent=1, default=str) + "\n", encoding="utf-8")
+        write_text_atomic(args.json, json.dumps(data, indent=1, default=str) + "\n", "--json")
     return 0
 
 

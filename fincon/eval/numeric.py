@@ -442,6 +442,10 @@ def report(res: dict[str, Any]) -> str:
 
 
 def _cmd(args: argparse.Namespace) -> int:
+    from fincon.cli.args import check_output_file, write_text_atomic
+
+    if args.json is not None:
+        check_output_file(args.json, "--json")
     client = None
     if args.brain == "llm":
         from fincon.cli.llm import settings_from_args
@@ -453,22 +457,28 @@ def _cmd(args: argparse.Namespace) -> int:
     finally:
         if client is not None:
             client.close()
+    if not res["questions"]:
+        from fincon.errors import ConfigError
+
+        raise ConfigError(f"nothing to score: the {args.split} split has no question"
+                          f"{' within --limit' if args.limit is not None else ''}; use --split all or a larger --limit")
     print(report(res))
     if args.json:
         data = {k: v for k, v in res.items() if k != "outcomes"}
         data["answers"] = [{"id": o.item.id, "gold": o.item.gold, **o.answers} for o in res["outcomes"]]
-        Path(args.json).write_text(json.dumps(data, indent=1, default=str) + "\n", encoding="utf-8")
+        write_text_atomic(args.json, json.dumps(data, indent=1, default=str) + "\n", "--json")
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from fincon.cli.args import number
     from fincon.cli.llm import add_llm_arguments
 
     p = sub.add_parser("numeric", help="numeric critics: exact match of an analyst alone, with one critic, with both",
                        description=__doc__.split("\n\n")[0])
     p.add_argument("--brain", choices=["rules", "llm"], default="rules",
                    help="rules (deterministic baseline and critics, default) or llm (every agent a model call)")
-    p.add_argument("--limit", type=int, metavar="N", help="at most N questions (spread over the question kinds)")
+    p.add_argument("--limit", type=number(int, 1), metavar="N", help="at most N questions (spread over the question kinds)")
     p.add_argument("--split", choices=["test", "dev", "all"], default="test",
                    help="which documents to score (default test: never in a prompt's example)")
     p.add_argument("--json", type=Path, metavar="FILE", help="also write the table and every answer as JSON")
