@@ -75,10 +75,10 @@ class Beliefs(BaseModel):
         except FileNotFoundError:
             raise ConfigError(f"--beliefs: {p} does not exist (give a beliefs.json or a `fincon train` run dir)") from None
         except UnicodeDecodeError:
-            raise ConfigError(f"--beliefs: {p} is not UTF-8 text (a binary file?); give a beliefs.json "
+            raise ConfigError(f"--beliefs: cannot read {p}: not UTF-8 text (a binary file?); give a beliefs.json "
                               "or a `fincon train` run dir") from None
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"--beliefs: {p} is not JSON ({exc.msg}, line {exc.lineno}); give a beliefs.json "
+            raise ConfigError(f"--beliefs: cannot read {p}: not JSON ({exc.msg}, line {exc.lineno}); give a beliefs.json "
                               "written by `fincon train`") from None
         except OSError as exc:
             raise ConfigError(f"--beliefs: cannot read {p}: {exc.strerror or exc}") from None

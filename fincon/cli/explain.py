@@ -105,8 +105,11 @@ def load_day(run: Path, date: str) -> dict[str, Any]:
         if entry["date"] == date:
             if "record" not in entry:
                 raise DataError(f"{path}: {date} has no team record (is this a --strategy fincon run?)")
-            if not isinstance(entry["record"], dict):
-                raise DataError(f"{path}:{n}: the team record of {date} is not a JSON object as fincon writes")
+            from fincon.report.load import record_problem
+
+            why = record_problem(entry["record"])
+            if why:
+                raise DataError(f"{path}:{n}: {why}, not what fincon writes (the day's record cannot be laid out)")
             return entry
     if not days:
         raise DataError(f"{path} is empty")

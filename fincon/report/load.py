@@ -154,6 +154,8 @@ def _jsonl(path: Path, shape: dict[str, type | tuple[type, ...]] | None = None) 
         for key, want in (shape or {}).items():
             if key in obj and not isinstance(obj[key], want):
                 raise DataError(f"{path}:{n}: {key!r} is a {type(obj[key]).__name__}, not what fincon writes")
+        if shape is DECISION_SHAPE and "record" in obj and record_problem(obj["record"]):
+            raise DataError(f"{path}:{n}: {record_problem(obj['record'])}, not what fincon writes")
         out.append(obj)
     return out
 
@@ -162,6 +164,25 @@ def _jsonl(path: Path, shape: dict[str, type | tuple[type, ...]] | None = None) 
 DECISION_SHAPE: dict[str, type | tuple[type, ...]] = {"date": str, "record": dict, "actions": dict,
                                                       "weights": (dict, type(None)), "rationale": str,
                                                       "evidence": list}
+
+
+#: what the page (and `fincon explain`) reads from a team record; None allowed where the team may omit it
+RECORD_SHAPE: dict[str, type | tuple[type, ...]] = {
+    "agents": list, "manager": dict, "calls": dict, "pool": list, "selection": (dict, type(None)),
+    "settled": (dict, type(None)), "risk": (dict, type(None)), "closes": dict}
+
+
+def record_problem(rec: Any) -> str | None:
+    """Why a decisions.jsonl team record is not laid out as fincon writes it (None: it is)."""
+    if not isinstance(rec, dict):
+        return f"the team record is a {type(rec).__name__}, not a JSON object"
+    for key, want in RECORD_SHAPE.items():
+        if key in rec and not isinstance(rec[key], want):
+            return f"record.{key} is a {type(rec[key]).__name__}"
+    bad = [i for i, a in enumerate(rec.get("agents") or []) if not isinstance(a, dict)]
+    if bad:
+        return f"record.agents[{bad[0]}] is not a JSON object"
+    return None
 
 
 def _csv(path: Path) -> list[dict[str, str]]:

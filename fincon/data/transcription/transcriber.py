@@ -76,6 +76,22 @@ def decoder_complaint(message: str) -> str:
     return pick.removeprefix("Failed to load audio:").strip()[:200]
 
 
+def probe_audio(path: Path) -> None:
+    """Ask ffprobe (when installed) whether ``path`` decodes at all, before a
+    model is loaded or converted: an unreadable file gets ffmpeg's own
+    complaint in one line and leaves no model cache behind."""
+    import subprocess
+
+    ffprobe = shutil.which("ffprobe")
+    if not ffprobe:
+        return
+    r = subprocess.run([ffprobe, "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", str(path)],
+                       capture_output=True, text=True, errors="replace")
+    if r.returncode != 0:
+        raise DataError(f"cannot transcribe {path.name}: not audio ffmpeg can read "
+                        f"({decoder_complaint(r.stderr) or f'ffprobe exit {r.returncode}'})")
+
+
 def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -204,6 +220,7 @@ class Transcriber:
                     return Transcript(**{**d, "cached": True})
                 except (OSError, ValueError, TypeError):  # a damaged cache entry is recomputed, not trusted
                     log.warning("transcript cache entry %s is unreadable; transcribing again", f)
+        probe_audio(path)
         name, model = self._backend()
         t0 = time.perf_counter()
         try:
