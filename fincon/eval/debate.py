@@ -172,6 +172,12 @@ def _cmd(args: argparse.Namespace) -> int:
 
         client = build_client(settings_from_args(args, {"answer_max_tokens": 320, "n_ctx": 4096}))
     tickers = [t for x in (args.tickers or []) for t in x.split(",") if t] or None
+    missing = [t.upper() for t in (tickers or []) if t.upper() not in sample_tickers()]
+    if missing:
+        from fincon.errors import DataError
+
+        raise DataError(f"nothing to score for {', '.join(missing)}: the sample corpus has no earnings calls of "
+                        f"{'it' if len(missing) == 1 else 'them'}; pick from {', '.join(sample_tickers())}")
     try:
         res = run(args.brain, tickers, client, args.transcripts)
     finally:
@@ -181,7 +187,7 @@ def _cmd(args: argparse.Namespace) -> int:
         from fincon.errors import DataError
 
         raise DataError(f"nothing to score: no earnings call of {', '.join(res['tickers'])} in the sample corpus "
-                        f"has a trading day after it; pick tickers of the corpus ({', '.join(sample_tickers())})")
+                        f"is followed by a trading day; pick other tickers ({', '.join(sample_tickers())})")
     print(report(res))
     if args.json:
         data = {k: v for k, v in res.items() if k != "results"}

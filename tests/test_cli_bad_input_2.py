@@ -1,0 +1,223 @@
+"""Bad input, second round (issue 19): the commands after `backtest`.
+
+The same harness as ``test_cli_bad_input.py`` (its fixtures and tree
+snapshot are reused): each case is one command a user could type, and must
+exit 2 with exactly one ``fincon: error: ...`` line naming the cause, and
+leave every file as it was (no run directory, no model or transcript cache
+in the home folder). The cases stand for classes: damaged run-directory
+files, a file where a folder is expected, binary side files, output paths
+that cannot be written, non-finite or absurd numbers, non-ISO dates,
+unknown names, nothing to score, inputs that only a run would have found
+(a window outside the data or the corpus, an empty audio file).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fincon.cli.main import main
+from test_cli_bad_input import SAMPLE, _tree, fixtures as first_fixtures
+
+AUDIO = SAMPLE / "events" / "audio"
+TINY = ["--brain", "rules", "--start", "2022-03-01", "--end", "2022-03-10", "--no-progress"]
+
+
+def _run_dir(root: Path, name: str, decisions: bytes | None = None, metrics: bytes | None = None) -> str:
+    """A minimal run directory (what report and explain read), with one file replaced."""
+    d = root / name
+    d.mkdir(parents=True)
+    (d / "equity.csv").write_text("date,value\n2023-01-03,100.0\n2023-01-04,101.0\n")
+    (d / "metrics.json").write_bytes(metrics if metrics is not None else
+                                     b'{"strategy": "fincon", "status": "complete", "cr_pct": 1.0}\n')
+    good = {"date": "2023-01-03", "record": {"agents": [], "manager": {"via": "rules"}}, "actions": {"TSLA": "buy"}}
+    (d / "decisions.jsonl").write_bytes(decisions if decisions is not None else
+                                        (json.dumps(good) + "\n").encode())
+    return str(d)
+
+
+def _ogg_cut_at_a_page(data: bytes) -> bytes:
+    """The call cut exactly where its last Ogg page starts: every page whole, no end-of-stream page."""
+    return data[:data.rindex(b"OggS")]
+
+
+def fixtures(root: Path) -> dict[str, str]:
+    f = first_fixtures(root)
+    f["run_binary_decisions"] = _run_dir(root, "run_bin", bytes(range(256)) * 4)
+    f["run_truncated_decisions"] = _run_dir(root, "run_trunc", b'{"date": "2023-01-03", "record": {"age')
+    f["run_shape_decisions"] = _run_dir(root, "run_shape", b'{"date": "2023-01-03", "record": {"agents": 5}}\n')
+    f["run_list_decisions"] = _run_dir(root, "run_list", b"[1, 2, 3]\n")
+    f["run_binary_metrics"] = _run_dir(root, "run_bin_metrics", metrics=bytes(range(256)))
+    # an experiment that failed after two test runs, and a training with two episodes
+    exp = root / "exp_failed"
+    exp.mkdir()
+    (exp / "experiment.json").write_text(json.dumps({"config": {"tickers": ["TSLA"]}, "status": "failed",
+                                                     "error": "test/full-r2 stopped early"}))
+    for unit in ("full-r1", "full-r2"):
+        _run_dir(exp / "test", unit)
+    f["exp_failed"] = str(exp)
+    tr = root / "train_two"
+    tr.mkdir()
+    (tr / "train.json").write_text(json.dumps({"config": {}, "options": {}, "status": "complete"}))
+    for ep in ("ep-01", "ep-02"):
+        _run_dir(tr / "episodes", ep)
+    f["train_two"] = str(tr)
+    (root / "damaged_train").mkdir()
+    (root / "damaged_train" / "train.json").write_bytes(bytes(range(256)))
+    f["damaged_train"] = str(root / "damaged_train")
+    (root / "running_train").mkdir()
+    (root / "running_train" / "train.json").write_text(json.dumps({"config": {"tickers": ["MSFT"]}, "options": {},
+                                                                   "status": "running"}))
+    f["running_train"] = str(root / "running_train")
+    call = (AUDIO / "TSLA-2022Q4.ogg").read_bytes()
+    for name, data in (("call.ogg", call), ("half.ogg", call[:len(call) // 2]),
+                       ("page_cut.ogg", _ogg_cut_at_a_page(call)), ("junk.ogg", bytes(range(256)) * 20)):
+        (root / name).write_bytes(data)
+        f[name.split(".")[0] + "_ogg"] = str(root / name)
+    # a corpus whose TSLA call audio is an empty file (a failed render)
+    corpus = root / "corpus_empty_audio"
+    (corpus / "audio").mkdir(parents=True)
+    shutil.copy(SAMPLE / "events" / "TSLA.jsonl.gz", corpus)
+    for p in AUDIO.glob("TSLA-*.ogg"):
+        shutil.copy(p, corpus / "audio")
+    (corpus / "audio" / "TSLA-2022Q1.ogg").write_bytes(b"")
+    f["corpus_empty_audio"] = str(corpus)
+    for name, text in (("int_date.yaml", "start: 20221005\n"),
+                       ("us_date_exp.yaml", "test: {start: 5/10/2022}\n"),
+                       ("nan_team.yaml", "strategies: [fincon]\nstrategy_params: {fincon: {brain: rules, "
+                                         "cvar_alpha: .nan}}\n"),
+                       ("inf_lr_exp.yaml", "lr: .inf\n")):
+        (root / name).write_text(text)
+        f[name.split(".")[0]] = str(root / name)
+    f["missing_dir_json"] = str(root / "no" / "such" / "dir" / "out.json")
+    return f
+
+
+# id -> (argv with {fixture} placeholders, a fragment the one line must contain)
+CASES: dict[str, tuple[list[str], str]] = {
+    # 1. damaged run-directory files read by report and explain
+    "report binary decisions.jsonl": (["report", "{run_binary_decisions}"], "decisions.jsonl: cannot read"),
+    "report truncated decisions.jsonl": (["report", "{run_truncated_decisions}"], "not a JSON line"),
+    "report wrong-shape team record": (["report", "{run_shape_decisions}"], "record.agents is a int"),
+    "report decisions line not an object": (["report", "{run_list_decisions}"], "expected a JSON object"),
+    "report binary metrics.json": (["report", "{run_binary_metrics}"], "metrics.json: cannot read"),
+    "explain binary decisions.jsonl": (["explain", "{run_binary_decisions}", "--date", "2023-01-03"],
+                                       "cannot read"),
+    "explain truncated decisions.jsonl": (["explain", "{run_truncated_decisions}", "--date", "2023-01-03"],
+                                          "not a JSON line"),
+    "explain wrong-shape team record": (["explain", "{run_shape_decisions}", "--date", "2023-01-03"],
+                                        "record.agents"),
+    "explain decisions line not an object": (["explain", "{run_list_decisions}", "--date", "2023-01-03"],
+                                             "not a decision line"),
+    # 3. explain on an experiment or a training: its team runs are listed, one is asked for
+    "explain an experiment": (["explain", "{exp_failed}", "--date", "2023-01-03"], "test/full-r2: pass one of them"),
+    "explain a training": (["explain", "{train_two}", "--date", "2023-01-03"], "episodes/ep-02: pass one of them"),
+    # 4. readers honour a failure mark
+    "plot a failed experiment": (["plot", "{exp_failed}", "--out", "x.png"], "did not finish (status failed"),
+    # 1. a file where a folder is expected; binary side files
+    "transcribe --cache-dir onto a file": (["transcribe", "{call_ogg}", "--cache-dir", "{a_file}"],
+                                           "is a file, not a folder"),
+    "backtest --llm-prices binary": (["backtest", "--llm-prices", "{binary}", "--no-progress"], "--llm-prices"),
+    "train --llm-prices binary": (["train", "--llm-prices", "{binary}", *TINY], "--llm-prices"),
+    "experiment --llm-prices binary": (["experiment", "--llm-prices", "{binary}", "--brain", "rules"],
+                                       "--llm-prices"),
+    "llm ask --llm-prices binary": (["llm", "ask", "hi", "--llm-prices", "{binary}"], "--llm-prices"),
+    "eval numeric --llm-prices binary": (["eval", "numeric", "--brain", "llm", "--llm-prices", "{binary}"],
+                                         "--llm-prices"),
+    "backtest --beliefs binary": (["backtest", "--strategy", "fincon", "--beliefs", "{binary}", *TINY],
+                                  "not UTF-8"),
+    "train fincon.beliefs binary": (["train", "--param", "fincon.beliefs={binary}", *TINY], "not UTF-8"),
+    # 1. eval --json pointing at a folder or into a missing folder (checked before the evaluation runs)
+    "eval numeric --json a folder": (["eval", "numeric", "--json", "{audio_dir}"], "is a directory"),
+    "eval numeric --json a missing folder": (["eval", "numeric", "--json", "{missing_dir_json}"], "does not exist"),
+    "eval debate --json a folder": (["eval", "debate", "--json", "{audio_dir}"], "is a directory"),
+    "eval debate --json a missing folder": (["eval", "debate", "--json", "{missing_dir_json}"], "does not exist"),
+    # 2. nothing to score
+    "eval debate on a ticker without events": (["eval", "debate", "--tickers", "ABBV"], "nothing to score"),
+    "eval numeric --limit 0": (["eval", "numeric", "--limit", "0"], "out of range >= 1"),
+    # 2. non-finite and absurd numbers, with their range
+    "train --lr nan": (["train", "--lr", "nan", *TINY], "not a finite number (range [0, 100])"),
+    "train --lr inf": (["train", "--lr", "inf", *TINY], "not a finite number"),
+    "train --episodes absurd": (["train", "--episodes", "99999999999", *TINY], "out of range [1, 100]"),
+    "train --explore negative": (["train", "--explore", "-1", *TINY], "out of range [0, 2]"),
+    "experiment --repeats 0": (["experiment", "--repeats", "0"], "out of range [1, 100]"),
+    "experiment --temperature nan": (["experiment", "--temperature", "nan"], "range (0, 2]"),
+    "backtest --commission nan": (["backtest", "--commission", "nan"], "range [0, 0.1)"),
+    "backtest --alpha inf": (["backtest", "--alpha", "inf"], "range (0, 0.5)"),
+    "backtest --llm-timeout inf": (["backtest", "--llm-timeout", "inf"], "not a finite number"),
+    "backtest --llm-seed negative": (["backtest", "--llm-seed", "-1"], "out of range"),
+    "data show --k 0": (["data", "show", "--ticker", "TSLA", "--date", "2022-11-01", "--k", "0"],
+                        "out of range [1, 100]"),
+    "config NaN team parameter": (["train", "--config", "{nan_team}", "--no-progress"], "finite number"),
+    "experiment config lr inf": (["experiment", "--config", "{inf_lr_exp}"], "finite number"),
+    # 2. dates are ISO only, flags and config files
+    "backtest US date": (["backtest", "--start", "5/10/2022"], "YYYY-MM-DD"),
+    "backtest impossible date": (["backtest", "--end", "2022-13-01"], "not a calendar date"),
+    "train day-first date": (["train", "--start", "10/05/2022", "--brain", "rules"], "YYYY-MM-DD"),
+    "experiment dotted date": (["experiment", "--test-start", "2022.10.05"], "YYYY-MM-DD"),
+    "data sample slashed date": (["data", "sample", "--start", "2022/01/03", "--no-audio"], "YYYY-MM-DD"),
+    "data show US date": (["data", "show", "--ticker", "TSLA", "--date", "11/01/2022"], "YYYY-MM-DD"),
+    "explain short date": (["explain", "{run_ok}", "--date", "2022-1-5"], "YYYY-MM-DD"),
+    "config date as a number": (["backtest", "--config", "{int_date}"], "20221005 is not a date"),
+    "experiment config US date": (["experiment", "--config", "{us_date_exp}"], "YYYY-MM-DD"),
+    # 2. unknown names
+    "llm model unknown name with --all": (["llm", "model", "nope", "--all"], "unknown bundled model 'nope'"),
+    "llm model a name and --all": (["llm", "model", "qwen2.5-coder-0.5b", "--all"], "not both"),
+    "transcribe unknown Whisper model": (["transcribe", "{call_ogg}", "--model", "tiny.xx"],
+                                         "unknown Whisper model 'tiny.xx'"),
+    # 2./3. audio that is cut short or not audio at all
+    "transcribe a truncated call": (["transcribe", "{half_ogg}"], "is truncated"),
+    "transcribe a call cut at a page": (["transcribe", "{page_cut_ogg}"], "without the end-of-stream page"),
+    "transcribe a non-audio file": (["transcribe", "{junk_ogg}"], "not audio ffmpeg can read"),
+    # 4. checked before the first file: windows outside the data or the corpus, corpora, out dirs
+    "experiment test window after the data": (["experiment", "--brain", "rules", "--repeats", "1", "--episodes",
+                                               "1", "--train-start", "2022-03-01", "--train-end", "2022-03-10",
+                                               "--test-start", "2023-05-01", "--test-end", "2024-01-01",
+                                               "--no-progress", "--out", "exp"], "2023-05-01..2024-01-01"),
+    "train window before the corpus": (["train", "--brain", "rules", "--start", "2021-06-01", "--end",
+                                        "2021-06-30", "--no-progress", "--out", "t"], "covers TSLA from"),
+    "train --events onto a file": (["train", "--events", "{a_file}", *TINY, "--out", "t"], "event directory"),
+    "train on a corpus with an empty call": (["train", "--events", "{corpus_empty_audio}", *TINY, "--out", "t"],
+                                             "empty (0-byte) file"),
+    "data show on a corpus with an empty call": (["data", "show", "--ticker", "TSLA", "--date", "2022-11-01",
+                                                  "--embedder", "hashing", "--events", "{corpus_empty_audio}"],
+                                                 "empty (0-byte) file"),
+    "train into a damaged training": (["train", *TINY, "--out", "{damaged_train}"], "is damaged"),
+    "train into a running training of another config": (["train", *TINY, "--out", "{running_train}"],
+                                                         "status is running"),
+    "data sample bad --bitrate": (["data", "sample", "--tickers", "TSLA", "--bitrate", "12x", "--out", "ev"],
+                                  "not an Opus bitrate"),
+    # 3. data show suggests only what works for the case at hand
+    "data show --events onto a file": (["data", "show", "--ticker", "TSLA", "--date", "2022-11-01",
+                                        "--events", "{a_file}"], "is a file"),
+    "data show a ticker without prices": (["data", "show", "--ticker", "NOPE", "--date", "2022-11-01",
+                                           "--embedder", "hashing"], "NOPE has no bundled prices"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_input_gets_one_line_and_exit_2(case, tmp_path, monkeypatch, capfd):
+    fix = fixtures(tmp_path / "fx")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no model or transcript cache is written either
+    monkeypatch.delenv("FINCON_CACHE_DIR", raising=False)
+    argv, fragment = CASES[case]
+    argv = [a.format(**fix) for a in argv]
+    before = _tree(tmp_path)
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse errors
+        code = exc.code
+    out, err = capfd.readouterr()
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2, (code, err)
+    assert len(lines) == 1, err
+    assert lines[0].startswith("fincon: error: "), err
+    assert fragment in lines[0], lines[0]
+    after = _tree(tmp_path)
+    assert after == before, sorted(set(after) ^ set(before))
