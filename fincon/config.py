@@ -26,7 +26,8 @@ class _Section(BaseModel):
 
 class DataConfig(_Section):
     source: Literal["sample", "csv", "yfinance"] = "sample"
-    dir: Path | None = Field(None, description="directory of TICKER.csv files (source: csv)")
+    dir: Path | None = Field(None, description="directory of TICKER.csv files, or a dataset directory written by "
+                                               "`fincon data import` (source: csv)")
     cache_dir: Path | None = Field(None, description="yfinance cache (default ~/.cache/fincon/yfinance)")
 
     @model_validator(mode="after")
@@ -47,6 +48,10 @@ class BrokerConfig(_Section):
 class MetricsConfig(_Section):
     alpha: float = Field(0.05, gt=0, lt=0.5, description="tail probability of VaR/CVaR")
     risk_free: float = Field(0.0, ge=-0.1, lt=0.5, description="annual risk-free rate for Sharpe/Sortino")
+    days_per_year: int | None = Field(
+        None, ge=200, le=366,
+        description="sessions per year for annualising Sharpe, Sortino and volatility; default: the data's "
+                    "calendar (dataset.json, else 365 when the bars include weekends, else 252)")
 
 
 class RunConfig(_Section):

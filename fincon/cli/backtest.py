@@ -76,7 +76,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--source", choices=["sample", "csv", "yfinance"],
                    help="price source (default sample: bundled, offline; csv implied by --data)")
     d.add_argument("--data", type=Path, metavar="DIR",
-                   help="directory of TICKER.csv files with Date,Open,High,Low,Close,Adj Close,Volume")
+                   help="a dataset directory from `fincon data import` (its prices, events and calendar), or a "
+                        "directory of TICKER.csv files with Date,Open,High,Low,Close,Adj Close,Volume")
     d.add_argument("--cache-dir", type=Path, help="yfinance download cache (default ~/.cache/fincon/yfinance)")
     b = p.add_argument_group("broker")
     b.add_argument("--cash", type=number(float, 0, lo_open=True), help="starting cash (default 1,000,000)")
@@ -176,11 +177,29 @@ def build_config(args: argparse.Namespace):
     for name, params in _parse_params(args.param).items():
         for key, value in params.items():
             overrides[f"strategy_params.{name}.{key}"] = value
-    cfg = load_config(args.config, overrides)
+    cfg = _dataset_events(load_config(args.config, overrides))
     if team and "fincon" not in cfg.strategies:
         flags = ", ".join({"cvar": "--no-cvar"}.get(k, f"--{k}") for k in team)
         raise ConfigError(f"{flags} apply to the agent team; add fincon to --strategy")
     return cfg
+
+
+def _dataset_events(cfg):
+    """A dataset directory given as --data brings its own events: the agent
+    team reads them unless --events (or the config) names another corpus."""
+    if cfg.data.source != "csv" or cfg.data.dir is None or "fincon" not in cfg.strategies:
+        return cfg
+    from fincon.data.dataset import resolve_dataset
+
+    ds = resolve_dataset(cfg.data.dir)
+    if ds is None or "events" in cfg.strategy_params.get("fincon", {}):
+        return cfg
+    if not ds.has_events:
+        raise ConfigError(f"--data {cfg.data.dir} holds prices but no items for the agent team; "
+                          "give an event corpus with --events DIR")
+    params = {k: dict(v) for k, v in cfg.strategy_params.items()}
+    params.setdefault("fincon", {})["events"] = str(ds.events_dir.absolute())
+    return cfg.model_copy(update={"strategy_params": params})
 
 
 ROWS = [

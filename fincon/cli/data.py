@@ -1,9 +1,11 @@
-"""``fincon data``: regenerate the synthetic event sample, show a day's view."""
+"""``fincon data``: import public corpora, describe datasets, regenerate the
+synthetic event sample, show what an agent sees on one day."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,9 +42,72 @@ the corpus up to the date.
 """
 
 
+IMPORT_HELP = """\
+Import a public research corpus as it is published into one dataset
+directory: DIR/prices/TICKER.csv, DIR/events/TICKER.jsonl.gz and
+DIR/dataset.json (format, source files and their sha256, tickers, date span,
+item counts per source, calendar, close-only or OHLCV prices, and the
+point-in-time rule applied). Every command then takes --data DIR as it is.
+
+formats:
+  investorbench  InvestorBench's per-asset JSON (msft.json[.gz], btc.json...):
+                 close prices, news, 10-K and 10-Q summaries; the ticker is the
+                 file name; the "(Sentiment: ...)" tag goes into metadata
+  finsaber       the FINSABER-2 parquet layout: SOURCE is the folder holding
+                 price_daily/, news_items/, filingk/, filingq/
+  csv            a news/filing table (.csv or .jsonl: ticker, published or
+                 date, source, title, text, url; FNSPID's columns accepted)
+                 plus --prices DIR of TICKER.csv
+
+point in time: an item with a full timestamp is visible at the first
+decision (16:00 New York) after it; an item with a date only is visible from
+the NEXT trading day's decision. --same-day applies the benchmarks' own
+convention instead (a day's items visible at that day's close): one day of
+look-ahead for after-close items, labelled as such in dataset.json, for
+reproducing a published number. See docs/data.md.
+"""
+
+IMPORT_EXAMPLES = """\
+examples:
+  fincon data import investorbench ~/investorbench/msft.json.gz --out data/ib-msft
+  fincon data import investorbench msft.json jnj.json hon.json --out data/ib-stocks --start 2020-07-01
+  fincon data import investorbench msft.json --out data/ib-msft-sameday --same-day
+  fincon data import finsaber ~/finsaber-data --tickers AAPL,MSFT --start 2015-01-01 --out data/fs
+  fincon data import csv news.csv --prices my_prices/ --out data/mine
+  fincon data info data/ib-msft
+  fincon backtest --ticker MSFT --strategy fincon --brain rules --data data/ib-msft --start 2020-10-01 --end 2021-05-06
+"""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("data", help="sample event corpus and point-in-time event views")
+    p = sub.add_parser("data", help="import corpora, describe datasets, sample corpus, point-in-time views")
     dsub = p.add_subparsers(dest="data_command", metavar="ACTION")
+
+    i = dsub.add_parser("import", help="import a public corpus into a dataset directory", description=IMPORT_HELP,
+                        epilog=IMPORT_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    i.add_argument("format", choices=("investorbench", "finsaber", "csv"), help="the corpus' published format")
+    i.add_argument("sources", nargs="+", type=Path, metavar="SOURCE",
+                   help="input files (investorbench, csv) or the layout's root folder (finsaber)")
+    i.add_argument("--out", type=Path, required=True, metavar="DIR", help="dataset directory to write (must be new)")
+    i.add_argument("--tickers", "--ticker", dest="tickers", metavar="T[,T...]",
+                   help="import only these tickers (default: every ticker the source holds)")
+    i.add_argument("--start", help="first day to import, YYYY-MM-DD (default: the source's first)")
+    i.add_argument("--end", help="last day to import, YYYY-MM-DD (default: the source's last)")
+    i.add_argument("--same-day", action="store_true",
+                   help="BENCHMARK CONVENTION, one day of look-ahead: date-only items visible at that day's close "
+                        "(default: from the next trading day)")
+    i.add_argument("--keep-sentiment", action="store_true",
+                   help="investorbench: keep the '(Sentiment: ...)' tag in the news text (default: metadata only)")
+    i.add_argument("--prices", type=Path, metavar="DIR", help="csv: folder of TICKER.csv price files")
+    i.add_argument("--replace", action="store_true", help="overwrite --out if it holds an earlier dataset")
+    i.set_defaults(func=cmd_import)
+
+    n = dsub.add_parser("info", help="describe a dataset directory (its dataset.json)",
+                        epilog="examples:\n  fincon data info data/ib-msft\n  fincon data info data/ib-msft --json\n",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    n.add_argument("dir", type=Path, metavar="DIR", help="a directory written by `fincon data import`")
+    n.add_argument("--json", action="store_true", help="print dataset.json as it is")
+    n.set_defaults(func=cmd_info)
 
     s = dsub.add_parser("sample", help="regenerate the synthetic event corpus", description=SAMPLE_HELP,
                         epilog=SAMPLE_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -59,10 +124,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     v = dsub.add_parser("show", help="what an agent could see on one day", description=SHOW_HELP,
                         formatter_class=argparse.RawDescriptionHelpFormatter,
                         epilog="examples:\n  fincon data show --ticker TSLA --date 2022-11-01\n"
+                               "  fincon data show --data data/ib-msft --ticker MSFT --date 2021-01-27\n"
                                "  fincon data show --ticker NIO --date 2023-03-02 --embedder hashing --json\n")
     v.add_argument("--ticker", required=True)
     v.add_argument("--date", type=iso_date, required=True, help="decision day, YYYY-MM-DD")
-    v.add_argument("--events", type=Path, default=None, help="event directory (default: the bundled sample)")
+    v.add_argument("--data", type=Path, default=None, metavar="DIR",
+                   help="a dataset directory (`fincon data import`): its events and trading days")
+    v.add_argument("--events", type=Path, default=None,
+                   help="event directory (default: the dataset's events with --data, else the bundled sample)")
     v.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
     v.add_argument("--agent", default="analyst", help="agent profile used in the memory query (default analyst)")
     v.add_argument("--k", type=number(int, 1, 100), default=5, help="memories to show (default 5)")
@@ -105,6 +174,70 @@ def check_bitrate(text: str) -> int:
     return int(bits)
 
 
+def _iso_day(s: str | None, flag: str):
+    """An ISO date (YYYY-MM-DD) or None; nothing else is guessed at."""
+    import datetime as dt
+    import re
+
+    if s is None:
+        return None
+    try:
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", s.strip()):
+            raise ValueError
+        return dt.date.fromisoformat(s.strip())
+    except ValueError:
+        raise ConfigError(f"{flag} {s!r} is not a date; use YYYY-MM-DD, e.g. 2020-10-01") from None
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    import time
+
+    from fincon.data.dataset import summary_rows, write_dataset
+    from fincon.data.importers import ImportOptions, read_corpus
+
+    start, end = _iso_day(args.start, "--start"), _iso_day(args.end, "--end")
+    if start and end and start > end:
+        raise ConfigError(f"--start {start} is after --end {end}")
+    tickers = _tickers(args.tickers) if args.tickers else None
+    if args.format == "csv" and args.prices is None:
+        raise ConfigError("csv: give the price files with --prices DIR (TICKER.csv per ticker)")
+    if args.format != "csv" and args.prices is not None:
+        raise ConfigError(f"--prices is for the csv format; {args.format} brings its own prices")
+    if args.keep_sentiment and args.format != "investorbench":
+        raise ConfigError("--keep-sentiment is for the investorbench format (its news carry sentiment tags)")
+    from fincon.data.dataset import check_out
+
+    check_out(args.out, args.replace)  # before reading anything large
+    opts = ImportOptions(tickers=tickers, start=start, end=end,
+                         visibility="same-day" if args.same_day else "next-session",
+                         keep_sentiment=args.keep_sentiment, prices=args.prices)
+    t0 = time.perf_counter()
+    corpus = read_corpus(args.format, args.sources, opts)
+    manifest = write_dataset(corpus, args.out, replace=args.replace)
+    took = time.perf_counter() - t0
+    print(f"wrote dataset {args.out} ({args.format}, {took:.1f} s)")
+    for label, value in summary_rows(manifest):
+        print(f"  {label:<16} {value}")
+    if args.same_day:
+        print("WARNING: --same-day: date-only items are visible at that day's own close (the benchmarks' "
+              "convention, one day of look-ahead for after-close items); results on this dataset are not point in time",
+              file=sys.stderr)
+    return 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from fincon.data.dataset import manifest_dict, open_dataset, summary_rows
+
+    ds = open_dataset(args.dir)
+    if args.json:
+        print(json.dumps(manifest_dict(ds.manifest), indent=2, sort_keys=True, ensure_ascii=False))
+        return 0
+    print(f"dataset {ds.root}")
+    for label, value in summary_rows(ds.manifest):
+        print(f"  {label:<16} {value}")
+    return 0
+
+
 def cmd_sample(args: argparse.Namespace) -> int:
     from fincon.data.events.generator import DEFAULT_END, DEFAULT_START, GeneratorConfig, Planted, generate, write_corpus
 
@@ -127,11 +260,23 @@ def cmd_sample(args: argparse.Namespace) -> int:
     return 0
 
 
-def trading_days(ticker: str, first: pd.Timestamp, last: pd.Timestamp) -> pd.DatetimeIndex:
+def trading_days(ticker: str, first: pd.Timestamp, last: pd.Timestamp,
+                 prices_dir: Path | None = None) -> pd.DatetimeIndex:
+    """The ticker's sessions in [first, last]: from the dataset's prices when
+    given, else the bundled sample's, else weekdays."""
     import pandas as pd
 
     from fincon.data.events.generator import PRICES_DIR, load_closes
 
+    if prices_dir is not None:
+        from fincon.data.sources import CsvDirSource
+
+        src = CsvDirSource(prices_dir)
+        if ticker not in src.tickers():
+            raise DataError(f"{prices_dir} has no prices for {ticker}; it holds {', '.join(src.tickers()) or 'none'}")
+        raw = src.load(ticker, first, last)
+        idx = pd.DatetimeIndex(pd.to_datetime(raw["Date"]))
+        return idx[(idx >= first) & (idx <= last)]
     if (PRICES_DIR / f"{ticker}.csv.gz").is_file():
         idx = pd.DatetimeIndex(load_closes(ticker).index)
         return idx[(idx >= first) & (idx <= last)]
@@ -139,11 +284,11 @@ def trading_days(ticker: str, first: pd.Timestamp, last: pd.Timestamp) -> pd.Dat
 
 
 def build_view(ticker: str, date: pd.Timestamp, events_dir: Path | None, embedder: str, agent: str, k: int,
-               memory_dir: Path) -> dict[str, Any]:
+               memory_dir: Path, prices_dir: Path | None = None) -> dict[str, Any]:
     import pandas as pd
 
     from fincon.data.events import sample_store
-    from fincon.data.events.model import MARKET_TZ, decision_cutoff
+    from fincon.data.events.model import MARKET_TZ, SOURCES, decision_cutoff
     from fincon.memory import MemoryStore
     from fincon.memory.embedders import make_embedder
     from fincon.memory.working import LexiconSummariser
@@ -155,7 +300,7 @@ def build_view(ticker: str, date: pd.Timestamp, events_dir: Path | None, embedde
     first = pd.Timestamp(evs[0].published_at.astimezone(MARKET_TZ).date())
     if date < first:
         raise DataError(f"{date.date()} is before the first {ticker} event ({first.date()}); pick a later --date")
-    days = trading_days(ticker, first, date)
+    days = trading_days(ticker, first, date, prices_dir)
     last_event = pd.Timestamp(evs[-1].published_at.astimezone(MARKET_TZ).date())
     if date > last_event + pd.Timedelta(days=7):
         raise DataError(f"{date.date()} is after the {ticker} event corpus ends ({last_event.date()}); "
@@ -182,12 +327,21 @@ def build_view(ticker: str, date: pd.Timestamp, events_dir: Path | None, embedde
     top = mem.retrieve(query, date, k=k)
 
     def ev_row(e):
-        return {"id": e.id, "source": e.source, "published": e.published_at.astimezone(MARKET_TZ).strftime("%Y-%m-%d %H:%M %Z"),
-                "title": e.title, "synthetic": e.synthetic, "audio": e.audio}
+        row = {"id": e.id, "source": e.source, "published": e.published_at.astimezone(MARKET_TZ).strftime("%Y-%m-%d %H:%M %Z"),
+               "title": e.title, "synthetic": e.synthetic, "audio": e.audio}
+        if e.metadata.get("time") == "date only":
+            row["published"] = f"{e.metadata.get('date')} (date only)"
+        if "sentiment" in e.metadata:
+            row["sentiment"] = e.metadata["sentiment"]
+        return row
+
+    visible = view.events(ticker)
+    by_source = {s: sum(1 for e in visible if e.source == s) for s in SOURCES}
 
     return {
         "ticker": ticker, "date": str(date.date()), "decision_time": decision_cutoff(date).astimezone(MARKET_TZ).isoformat(),
-        "synthetic": all(e.synthetic for e in view.events(ticker)), "visible_events": len(view.events(ticker)),
+        "synthetic": all(e.synthetic for e in visible), "visible_events": len(visible),
+        "visible_by_source": {s: n for s, n in by_source.items() if n},
         "new_today": [ev_row(e) for e in new],
         "latest": {s: (ev_row(e) if e else None) for s, e in latest.items()},
         "query": query, "embedder": embedder,
@@ -223,16 +377,32 @@ def cmd_show(args: argparse.Namespace) -> int:
                           "`fincon data sample --out DIR`), or leave --events out for the bundled sample")
     if args.k < 1:
         raise ConfigError("--k must be at least 1")
+    events_dir, prices_dir = args.events, None
+    if args.data is not None:
+        from fincon.data.dataset import open_dataset
+
+        ds = open_dataset(args.data)
+        prices_dir = ds.prices_dir
+        if events_dir is None:
+            if not ds.has_events:
+                raise DataError(f"{args.data} holds prices but no items; give an event corpus with --events DIR")
+            events_dir = ds.events_dir
     with tempfile.TemporaryDirectory(prefix="fincon-show-") as tmp:
-        out = build_view(ticker, date, args.events, args.embedder, args.agent, args.k, Path(tmp) / "memory")
+        out = build_view(ticker, date, events_dir, args.embedder, args.agent, args.k, Path(tmp) / "memory",
+                         prices_dir)
     if args.json:
         print(json.dumps(out, indent=2, sort_keys=True))
         return 0
     label = "SYNTHETIC sample corpus" if out["synthetic"] else "event corpus"
     print(f"{ticker} on {out['date']}, decision time {out['decision_time']} ({label}; {out['visible_events']} events visible)")
-    print(f"\nnew since the previous close ({len(out['new_today'])}):")
-    for e in out["new_today"]:
-        print(f"  {e['published']}  {e['source']:<13} {e['title']}")
+    print("visible by source: " + ", ".join(f"{s} {n}" for s, n in out["visible_by_source"].items()))
+    print(f"\nnew since the previous decision ({len(out['new_today'])}), by source:")
+    for source in sorted({e["source"] for e in out["new_today"]}, key=lambda s: [e["source"] for e in out["new_today"]].index(s)):
+        rows = [e for e in out["new_today"] if e["source"] == source]
+        print(f"  {source} ({len(rows)}):")
+        for e in rows:
+            tag = f"  [{e['sentiment']}]" if e.get("sentiment") else ""
+            print(f"    {e['published']}  {e['title']}{tag}")
     print("\nlatest by source:")
     for s, e in out["latest"].items():
         print(f"  {s:<13} " + (f"{e['published']}  {e['title']}" + (f"  [audio {e['audio']}]" if e["audio"] else "") if e else "-"))

@@ -112,7 +112,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--lr", type=number(float, 0, 100), help="rules brain: weight step size, times 1 - tau (default 4.0)")
     d = p.add_argument_group("data")
     d.add_argument("--source", choices=["sample", "csv", "yfinance"], help="price source (default sample)")
-    d.add_argument("--data", type=Path, metavar="DIR", help="directory of TICKER.csv files")
+    d.add_argument("--data", type=Path, metavar="DIR",
+                   help="a dataset directory from `fincon data import` (prices, events, calendar) or a directory of TICKER.csv files")
     d.add_argument("--cache-dir", type=Path, help="yfinance download cache")
     add_llm_arguments(p)
     x = p.add_argument_group("execution (see Scale-out above)")
@@ -143,6 +144,12 @@ def build_experiment(args: argparse.Namespace):
     events = args.events
     if events and events != "sample":
         events = str(Path(events).expanduser().absolute())
+    if not events and args.data is not None:  # a dataset directory brings its own events
+        from fincon.data.dataset import resolve_dataset
+
+        ds = resolve_dataset(args.data)
+        if ds is not None and ds.has_events:
+            events = str(ds.events_dir.expanduser().absolute())
     over: dict[str, Any] = {
         "tickers": _split(args.tickers), "train.start": args.train_start, "train.end": args.train_end,
         "test.start": args.test_start, "test.end": args.test_end, "repeats": args.repeats,

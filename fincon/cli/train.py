@@ -58,7 +58,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="team parameter, repeatable (value parsed as YAML)")
     d = p.add_argument_group("data")
     d.add_argument("--source", choices=["sample", "csv", "yfinance"], help="price source (default sample)")
-    d.add_argument("--data", type=Path, metavar="DIR", help="directory of TICKER.csv files")
+    d.add_argument("--data", type=Path, metavar="DIR",
+                   help="a dataset directory from `fincon data import` (prices, events, calendar) or a directory of TICKER.csv files")
     d.add_argument("--cache-dir", type=Path, help="yfinance download cache")
     t = p.add_argument_group("agent team")
     t.add_argument("--brain", choices=["llm", "rules"], help="llm (default, bundled model) or rules")

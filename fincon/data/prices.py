@@ -19,6 +19,28 @@ import pandas as pd
 from fincon.errors import DataError
 
 RAW_COLUMNS = ("Date", "Open", "High", "Low", "Close", "Adj Close", "Volume")
+#: A close-only file (InvestorBench publishes one price a day) has these.
+CLOSE_ONLY_COLUMNS = ("Date", "Close")
+
+
+def is_close_only(raw: pd.DataFrame) -> bool:
+    """True for a ``Date,Close`` (optionally ``Adj Close``) frame: no open,
+    high, low or volume. Such bars can fill at the close only."""
+    cols = set(raw.columns)
+    return set(CLOSE_ONLY_COLUMNS) <= cols and not cols & {"Open", "High", "Low", "Volume"}
+
+
+def expand_close_only(raw: pd.DataFrame) -> pd.DataFrame:
+    """A close-only frame in the Yahoo layout: open = high = low = close,
+    volume 0. Only for the engine's bookkeeping; the run refuses anything
+    that would read the invented columns (``--fill next-open``)."""
+    out = raw.copy()
+    if "Adj Close" not in out.columns:
+        out["Adj Close"] = out["Close"]
+    for col in ("Open", "High", "Low"):
+        out[col] = out["Close"]
+    out["Volume"] = 0
+    return out[list(RAW_COLUMNS)]
 
 
 class PriceSource(Protocol):
@@ -47,10 +69,13 @@ def validate_bars(raw: pd.DataFrame, ticker: str, origin: str) -> pd.DataFrame:
     duplicate or unsorted dates, NaNs, or non-positive prices.
     """
     where = f"{ticker} ({origin})"
+    if is_close_only(raw):
+        raw = expand_close_only(raw)
     missing = [c for c in RAW_COLUMNS if c not in raw.columns]
     if missing:
         raise DataError(
-            f"{where}: missing column(s) {', '.join(missing)}; expected {','.join(RAW_COLUMNS)}"
+            f"{where}: missing column(s) {', '.join(missing)}; expected {','.join(RAW_COLUMNS)} "
+            "(or Date,Close for close-only prices)"
         )
     if raw.empty:
         raise DataError(f"{where}: no rows")
@@ -133,6 +158,7 @@ class LoadedPrices:
     frames: Mapping[str, pd.DataFrame]
     first_index: int
     dropped_dates: int = 0
+    close_only: tuple[str, ...] = ()  # tickers whose source has no open/high/low/volume
 
 
 def load_prices(
@@ -151,8 +177,12 @@ def load_prices(
     if start > end:
         raise DataError(f"start {start.date()} is after end {end.date()}")
     frames: dict[str, pd.DataFrame] = {}
+    close_only: list[str] = []
     for ticker in tickers:
-        bars = validate_bars(source.load(ticker, start, end), ticker, source.describe(ticker))
+        raw = source.load(ticker, start, end)
+        if is_close_only(raw):
+            close_only.append(ticker)
+        bars = validate_bars(raw, ticker, source.describe(ticker))
         first, last = bars.index[0], bars.index[-1]
         if end < first or start > last:
             raise DataError(
@@ -184,4 +214,5 @@ def load_prices(
     lo = max(0, first_pos - warmup)
     keep = common[lo : int(common.get_loc(in_window[-1])) + 1]
     aligned = {t: f.loc[keep] for t, f in frames.items()}
-    return LoadedPrices(frames=aligned, first_index=first_pos - lo, dropped_dates=dropped)
+    return LoadedPrices(frames=aligned, first_index=first_pos - lo, dropped_dates=dropped,
+                        close_only=tuple(close_only))

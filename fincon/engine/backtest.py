@@ -244,8 +244,10 @@ def run_backtest(
     alpha: float = 0.05,
     risk_free: float = 0.0,
     progress: bool = True,
+    days_per_year: int = 252,
 ) -> BacktestResult:
-    """Run ``strategy`` over the backtest window of ``market``."""
+    """Run ``strategy`` over the backtest window of ``market``; ``days_per_year``
+    annualises the metrics (the data's trading calendar: 252 or 365)."""
     next_open = settings.fill == "next_open"
     cerebro = bt.Cerebro(stdstats=False, preload=True, cheat_on_open=next_open)
     for ticker in market.tickers:
@@ -298,6 +300,7 @@ def run_backtest(
         traded_value=traded_value,
         n_trades=len(trades),
         trade_pnls=np.array(loop.closed_pnls + open_pnls),
+        days_per_year=days_per_year,
     )
     analyzers = {
         "timereturn": dict(bts.analyzers.timereturn.get_analysis()),

@@ -75,9 +75,30 @@ def _market(cfg: RunConfig, warmup: int) -> tuple[MarketData, int]:
     loaded = load_prices(
         source, tuple(cfg.tickers), pd.Timestamp(cfg.start), pd.Timestamp(cfg.end), warmup=warmup
     )
+    if loaded.close_only and cfg.broker.fill == "next_open":
+        t = loaded.close_only[0]
+        raise ConfigError(f"--fill next-open needs an Open column, and {t} ({source.describe(t)}) has close "
+                          "prices only; use --fill close")
     if loaded.dropped_dates:
         log.warning("%d dates not shared by all tickers were dropped", loaded.dropped_dates)
     return MarketData(loaded.frames, loaded.first_index), loaded.dropped_dates
+
+
+def calendar_days(cfg: RunConfig, market: MarketData) -> tuple[int, str]:
+    """Sessions per year for annualising, and where that number came from:
+    the config, the dataset's calendar, or the bars (weekend bars: 365)."""
+    if cfg.metrics.days_per_year:
+        return cfg.metrics.days_per_year, "set in the config (metrics.days_per_year)"
+    from fincon.data.dataset import resolve_dataset
+
+    ds = resolve_dataset(cfg.data.dir) if cfg.data.source == "csv" else None
+    if ds is not None:
+        cal = ds.manifest.calendar
+        return cal.days_per_year, f"dataset calendar {cal.name}: {cal.note}"
+    dates = market.frame(market.tickers[0]).index
+    if bool((dates.dayofweek >= 5).any()):
+        return 365, "bars on weekends: a 24/7 calendar, annualised with 365 days"
+    return 252, "exchange calendar (weekday sessions), annualised with 252 days"
 
 
 def _single_config(cfg: RunConfig, name: str) -> RunConfig:
@@ -117,6 +138,8 @@ def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True
     want_benchmark = cfg.benchmark and BENCHMARK not in strategies
     warmup = max(s.warmup for s in strategies.values())
     market, dropped = _market(cfg, warmup)
+    days_per_year, calendar = calendar_days(cfg, market)
+    cfg = cfg.model_copy(update={"metrics": cfg.metrics.model_copy(update={"days_per_year": days_per_year})})
     settings = BrokerSettings(**cfg.broker.model_dump())
     target = check_out_path(out) if out is not None else default_out(cfg)
     multi = len(strategies) > 1
@@ -130,6 +153,7 @@ def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True
                 market, make_strategy(BENCHMARK), settings,
                 RunContext(staging.path, market.tickers, {}),
                 alpha=cfg.metrics.alpha, risk_free=cfg.metrics.risk_free, progress=progress,
+                days_per_year=days_per_year,
             )
         for name, strategy in strategies.items():
             run_path = staging.path / name if multi else staging.path
@@ -139,6 +163,7 @@ def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True
             result = run_backtest(
                 market, strategy, settings, ctx,
                 alpha=cfg.metrics.alpha, risk_free=cfg.metrics.risk_free, progress=progress,
+                days_per_year=days_per_year,
             )
             if len(result.dates) == 0:
                 failed[name] = result.stopped or "stopped before its first day"
@@ -147,7 +172,7 @@ def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True
                 continue
             results[name] = result
             bench = benchmark if name != BENCHMARK else None
-            write_run(run_path, single_cfg, result, bench, dropped)
+            write_run(run_path, single_cfg, result, bench, dropped, calendar)
         if not results:
             raise FinconError("; ".join(f"{n} stopped before finishing its first day: {r}" for n, r in failed.items()))
         if multi:
@@ -208,7 +233,8 @@ def _title(cfg: RunConfig) -> str:
 
 
 def write_run(
-    path: Path, cfg: RunConfig, result: BacktestResult, benchmark: BacktestResult | None, dropped: int
+    path: Path, cfg: RunConfig, result: BacktestResult, benchmark: BacktestResult | None, dropped: int,
+    calendar: str | None = None,
 ) -> None:
     """Write one strategy's run directory (every file named in the README)."""
     (path / "config.yaml").write_text(cfg.to_yaml())
@@ -221,6 +247,8 @@ def write_run(
             fh.write(json.dumps(entry, sort_keys=True) + "\n")
     status = run_status(result)
     metrics = {"strategy": result.strategy, "status": status, **result.metrics.as_dict()}
+    if calendar:
+        metrics["annualisation"] = calendar
     write_json(path / "metrics.json", metrics)
     summary: dict[str, Any] = {
         "fincon_version": __version__,

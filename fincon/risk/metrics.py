@@ -101,38 +101,42 @@ def portfolio_value(values: np.ndarray, initial: float = INITIAL_VALUE) -> np.nd
     return initial * (1.0 + cumulative_simple_return(values))
 
 
-def sharpe_ratio(values: np.ndarray, risk_free: float = 0.0, *, returns: str = "log") -> float:
-    """(mean(r) - r_f/252) / std(r, ddof=1) * sqrt(252); ``returns="simple"``
-    is empyrical's ``sharpe_ratio(simple returns, risk_free=r_f/252)``."""
+def sharpe_ratio(values: np.ndarray, risk_free: float = 0.0, *, returns: str = "log",
+                 days_per_year: int = TRADING_DAYS) -> float:
+    """(mean(r) - r_f/N) / std(r, ddof=1) * sqrt(N), N = ``days_per_year``
+    (252 on an exchange calendar, 365 for a market open every day);
+    ``returns="simple"`` is empyrical's ``sharpe_ratio(simple returns,
+    risk_free=r_f/N, annualization=N)``."""
     r = _returns(values, returns)
     if len(r) < 2:
         return float("nan")
     sd = r.std(ddof=1)
     if sd == 0:
         return float("nan")
-    return float((r.mean() - risk_free / TRADING_DAYS) / sd * math.sqrt(TRADING_DAYS))
+    return float((r.mean() - risk_free / days_per_year) / sd * math.sqrt(days_per_year))
 
 
-def sortino_ratio(values: np.ndarray, risk_free: float = 0.0, *, returns: str = "log") -> float:
+def sortino_ratio(values: np.ndarray, risk_free: float = 0.0, *, returns: str = "log",
+                  days_per_year: int = TRADING_DAYS) -> float:
     """Mean excess return over downside deviation sqrt(mean(min(r,0)^2)), annualised,
     on log returns (the paper's); ``returns="simple"`` is empyrical's
     ``sortino_ratio(simple returns, required_return=r_f/252)``."""
-    r = _returns(values, returns) - risk_free / TRADING_DAYS
+    r = _returns(values, returns) - risk_free / days_per_year
     if len(r) < 2:
         return float("nan")
     dd = math.sqrt(float(np.mean(np.minimum(r, 0.0) ** 2)))
     if dd == 0:
         return float("nan")
-    return float(r.mean() / dd * math.sqrt(TRADING_DAYS))
+    return float(r.mean() / dd * math.sqrt(days_per_year))
 
 
-def annual_volatility_pct(values: np.ndarray, *, returns: str = "log") -> float:
-    """100 * std(r, ddof=1) * sqrt(252); ``returns="simple"`` is 100 * empyrical's
+def annual_volatility_pct(values: np.ndarray, *, returns: str = "log", days_per_year: int = TRADING_DAYS) -> float:
+    """100 * std(r, ddof=1) * sqrt(N); ``returns="simple"`` is 100 * empyrical's
     ``annual_volatility``."""
     r = _returns(values, returns)
     if len(r) < 2:
         return float("nan")
-    return float(100.0 * r.std(ddof=1) * math.sqrt(TRADING_DAYS))
+    return float(100.0 * r.std(ddof=1) * math.sqrt(days_per_year))
 
 
 def drawdown_series(values: np.ndarray) -> np.ndarray:
@@ -190,6 +194,7 @@ class Metrics:
     n_trades: int
     win_rate: float | None
     n_days: int
+    days_per_year: int = TRADING_DAYS  # annualisation: the trading calendar's sessions per year
 
     def as_dict(self) -> dict:
         return {k: _clean(v) for k, v in asdict(self).items()}
@@ -214,6 +219,7 @@ def compute_metrics(
     traded_value: np.ndarray | None = None,
     n_trades: int = 0,
     trade_pnls: np.ndarray | None = None,
+    days_per_year: int = TRADING_DAYS,
 ) -> Metrics:
     """Score a value series.
 
@@ -244,12 +250,12 @@ def compute_metrics(
         ),
         cum_simple_return_pct=float(100.0 * cumulative_simple_return(v)[-1]) if len(v) else 0.0,
         final_value=float(portfolio_value(v, initial)[-1]) if len(v) else float(initial),
-        sharpe=sharpe_ratio(v, risk_free),
-        sharpe_empyrical=sharpe_ratio(v, risk_free, returns="simple"),
-        sortino=sortino_ratio(v, risk_free),
-        sortino_empyrical=sortino_ratio(v, risk_free, returns="simple"),
-        ann_vol_pct=annual_volatility_pct(v),
-        ann_vol_empyrical_pct=annual_volatility_pct(v, returns="simple"),
+        sharpe=sharpe_ratio(v, risk_free, days_per_year=days_per_year),
+        sharpe_empyrical=sharpe_ratio(v, risk_free, returns="simple", days_per_year=days_per_year),
+        sortino=sortino_ratio(v, risk_free, days_per_year=days_per_year),
+        sortino_empyrical=sortino_ratio(v, risk_free, returns="simple", days_per_year=days_per_year),
+        ann_vol_pct=annual_volatility_pct(v, days_per_year=days_per_year),
+        ann_vol_empyrical_pct=annual_volatility_pct(v, returns="simple", days_per_year=days_per_year),
         mdd_pct=max_drawdown_pct(v),
         var_pct=value_at_risk(daily, alpha),
         cvar_pct=conditional_value_at_risk(daily, alpha),
@@ -258,4 +264,5 @@ def compute_metrics(
         n_trades=int(n_trades),
         win_rate=win_rate,
         n_days=len(v),
+        days_per_year=int(days_per_year),
     )

@@ -7,12 +7,21 @@ judged against one explicit decision time: the close of the US market,
 16:00 America/New_York. An event is visible on trading day ``t`` only if it
 was published strictly before ``t``'s decision time; an item published at
 16:00:00 or later belongs to the next trading day.
+
+An item known only by its date (``2021-01-27``, no time) may have been
+published after that day's close (an evening press release, a filing
+accepted at 17:30), so it is read as published *at* the close: visible from
+the next trading day's decision. A source that knows its dated items came
+out before the close says so with an explicit time; the benchmarks' own
+same-day convention is an explicit import option (``fincon data import
+--same-day``), never a default (docs/data.md).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 from zoneinfo import ZoneInfo
@@ -38,11 +47,21 @@ def parse_timestamp(value: Any) -> dt.datetime:
     """ISO-8601 (or datetime) -> aware UTC datetime.
 
     A timestamp without an offset is read as New York local time (that is
-    what US filings and news desks mean); a bare date is read as 00:00 New
-    York, i.e. visible at that day's close.
+    what US filings and news desks mean). A bare date (``YYYY-MM-DD``, or a
+    ``datetime.date``) is read as that day's close, 16:00 New York, so the
+    item is visible from the *next* trading day's decision: a date alone
+    cannot show that the item came out before the close.
     """
     if isinstance(value, dt.datetime):
         ts = value
+    elif isinstance(value, dt.date):
+        return dt.datetime.combine(value, DECISION_TIME, tzinfo=MARKET_TZ).astimezone(UTC)
+    elif isinstance(value, str) and is_bare_date(value):
+        try:
+            d = dt.date.fromisoformat(value.strip())
+        except ValueError:
+            raise DataError(f"bad published_at {value!r}: not a calendar date") from None
+        return dt.datetime.combine(d, DECISION_TIME, tzinfo=MARKET_TZ).astimezone(UTC)
     else:
         try:
             ts = pd.Timestamp(str(value)).to_pydatetime()
@@ -51,6 +70,14 @@ def parse_timestamp(value: Any) -> dt.datetime:
     if ts.tzinfo is None:
         ts = ts.replace(tzinfo=MARKET_TZ)
     return ts.astimezone(UTC)
+
+
+_BARE_DATE = re.compile(r"^\s*\d{4}-\d{2}-\d{2}\s*$")
+
+
+def is_bare_date(value: Any) -> bool:
+    """True for a date without a time (``2021-01-27``): see :func:`parse_timestamp`."""
+    return isinstance(value, str) and bool(_BARE_DATE.match(value))
 
 
 def visible_day(published_at: dt.datetime) -> pd.Timestamp:

@@ -1,0 +1,325 @@
+"""A dataset directory: the one shape every imported corpus takes.
+
+``fincon data import FORMAT SOURCE... --out DIR`` writes::
+
+    DIR/dataset.json        what is inside and the rules it was built by
+    DIR/prices/TICKER.csv   daily bars (Yahoo layout, or Date,Close only)
+    DIR/events/TICKER.jsonl.gz   items in the event-directory format
+
+and every command takes ``--data DIR`` as it is: prices come from
+``DIR/prices``, the agent team reads ``DIR/events`` (unless ``--events``
+points elsewhere), and the trading calendar of ``dataset.json`` sets the
+annualisation. ``dataset.json`` states the point-in-time rule that was
+applied to items known only by their date, so a reader of a result knows
+whether that day of look-ahead was in it.
+
+Nothing here knows a corpus format: the importers in
+:mod:`fincon.data.importers` hand over an :class:`ImportedCorpus`, and
+:func:`write_dataset` validates it, writes it into a staging directory and
+renames that into place only when complete (a failed import leaves nothing).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import shutil
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Mapping, Sequence
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from fincon import __version__
+from fincon.data.events.model import SOURCES, Event
+from fincon.errors import ConfigError, DataError
+
+MANIFEST = "dataset.json"
+FORMAT_VERSION = 1
+
+Visibility = Literal["next-session", "same-day"]
+PriceKind = Literal["ohlcv", "close"]
+
+#: What each visibility setting means, written into dataset.json.
+VISIBILITY_RULES: dict[str, str] = {
+    "next-session": (
+        "items with a full timestamp are visible at the first decision (16:00 New York) after it; "
+        "items known only by their date are read as published at that day's close and are visible "
+        "from the next trading day's decision"
+    ),
+    "same-day": (
+        "BENCHMARK CONVENTION (one day of look-ahead): items known only by their date are visible at "
+        "that day's own decision, as in the benchmark's published numbers; an after-close item "
+        "then reaches that day's trade"
+    ),
+}
+
+
+class Calendar(BaseModel):
+    """The trading calendar of the prices: which days have a session."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: Literal["exchange", "24/7"]
+    days_per_year: int
+    note: str
+
+
+EXCHANGE = Calendar(name="exchange", days_per_year=252,
+                    note="weekday sessions as in the price file (exchange holidays closed); annualised with 252 days")
+ALWAYS_OPEN = Calendar(name="24/7", days_per_year=365,
+                       note="a session every calendar day (crypto); annualised with 365 days")
+
+
+def infer_calendar(dates: Sequence[pd.Timestamp]) -> Calendar:
+    """24/7 if the bars include weekend days, else an exchange calendar."""
+    idx = pd.DatetimeIndex(dates)
+    return ALWAYS_OPEN if len(idx) and bool((idx.dayofweek >= 5).any()) else EXCHANGE
+
+
+class SourceFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str
+    sha256: str
+    bytes: int
+
+
+class Manifest(BaseModel):
+    """``dataset.json``: enough to know what a dataset is without opening it."""
+
+    model_config = ConfigDict(extra="forbid")
+    fincon_dataset: int = FORMAT_VERSION
+    format: str
+    created_by: str
+    sources: list[SourceFile]
+    tickers: list[str]
+    start: dt.date
+    end: dt.date
+    prices: PriceKind
+    calendar: Calendar
+    visibility: Visibility
+    visibility_rule: str
+    items: dict[str, dict[str, int]]  # ticker -> source -> count
+    items_total: int
+    duplicates_dropped: int
+    options: dict[str, Any]
+    notes: list[str] = []
+
+
+@dataclass
+class ImportedCorpus:
+    """What an importer hands to :func:`write_dataset`.
+
+    ``prices`` are raw frames in the Yahoo layout (``Date,Open,High,Low,
+    Close,Adj Close,Volume``) or close-only (``Date,Close``), one per ticker;
+    ``events`` are already deduplicated (``duplicates`` counts what was
+    dropped) and carry the visibility rule in their ``published_at``.
+    """
+
+    format: str
+    sources: list[Path]
+    prices: dict[str, pd.DataFrame]
+    price_kind: PriceKind
+    events: list[Event]
+    visibility: Visibility
+    duplicates: int = 0
+    options: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def is_dataset(path: Path) -> bool:
+    return (Path(path) / MANIFEST).is_file()
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """An opened dataset directory."""
+
+    root: Path
+    manifest: Manifest
+
+    @property
+    def prices_dir(self) -> Path:
+        return self.root / "prices"
+
+    @property
+    def events_dir(self) -> Path:
+        return self.root / "events"
+
+    @property
+    def has_events(self) -> bool:
+        return self.manifest.items_total > 0
+
+
+def open_dataset(path: str | Path) -> Dataset:
+    """Read ``DIR/dataset.json``; one-line errors for anything off."""
+    root = Path(path)
+    mf = root / MANIFEST
+    if not root.is_dir():
+        raise DataError(f"{root}: not a directory; import a corpus first with `fincon data import FORMAT FILE --out {root}`")
+    if not mf.is_file():
+        raise DataError(f"{root} has no {MANIFEST}: not a fincon dataset (write one with `fincon data import`)")
+    try:
+        raw = json.loads(mf.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(f"{mf}: not valid JSON ({type(exc).__name__}); re-run the import") from None
+    if not isinstance(raw, dict):
+        raise DataError(f"{mf}: expected a JSON object; re-run the import")
+    try:
+        manifest = Manifest.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"])
+        raise DataError(f"{mf}: {loc}: {first['msg']}; re-run the import") from None
+    if manifest.fincon_dataset > FORMAT_VERSION:
+        raise DataError(f"{mf}: dataset format {manifest.fincon_dataset} is newer than this fincon reads "
+                        f"({FORMAT_VERSION}); upgrade fincon")
+    return Dataset(root=root, manifest=manifest)
+
+
+def resolve_dataset(path: str | Path | None) -> Dataset | None:
+    """The dataset at ``path`` if it is one, else None (a plain CSV folder)."""
+    if path is None or not is_dataset(Path(path)):
+        return None
+    return open_dataset(path)
+
+
+def check_out(out: Path, replace: bool) -> None:
+    """``--out`` must be new, or an earlier dataset with ``--replace``."""
+    if not out.exists():
+        if not out.parent.exists():
+            raise ConfigError(f"--out {out}: the parent folder {out.parent} does not exist")
+        return
+    if not out.is_dir():
+        raise ConfigError(f"--out {out} exists and is a file; choose a new folder")
+    if not is_dataset(out):
+        if any(out.iterdir()):
+            raise ConfigError(f"--out {out} exists and is not a fincon dataset; choose a new folder "
+                              "(fincon never writes into a folder it did not make)")
+        return
+    if not replace:
+        raise ConfigError(f"--out {out} already holds a dataset; pass --replace to overwrite it")
+
+
+def _price_frame_out(raw: pd.DataFrame, kind: PriceKind) -> pd.DataFrame:
+    from fincon.data.prices import RAW_COLUMNS
+
+    cols = ["Date", "Close"] if kind == "close" else list(RAW_COLUMNS)
+    out = raw[cols].copy()
+    out["Date"] = pd.to_datetime(out["Date"]).dt.strftime("%Y-%m-%d")
+    return out
+
+
+def build_manifest(corpus: ImportedCorpus, source_files: list[SourceFile]) -> Manifest:
+    from fincon.data.prices import validate_bars
+
+    spans = []
+    for ticker, raw in corpus.prices.items():
+        bars = validate_bars(raw, ticker, f"{corpus.format} import")
+        spans.append(bars.index)
+    all_dates = spans[0]
+    for idx in spans[1:]:
+        all_dates = all_dates.union(idx)
+    items: dict[str, dict[str, int]] = {t: {} for t in sorted(corpus.prices)}
+    for e in corpus.events:
+        items.setdefault(e.ticker, {})
+        items[e.ticker][e.source] = items[e.ticker].get(e.source, 0) + 1
+    items = {t: {s: c[s] for s in SOURCES if s in c} for t, c in items.items()}
+    return Manifest(
+        format=corpus.format, created_by=f"fincon {__version__}", sources=source_files,
+        tickers=sorted(corpus.prices), start=all_dates[0].date(), end=all_dates[-1].date(),
+        prices=corpus.price_kind, calendar=infer_calendar(all_dates), visibility=corpus.visibility,
+        visibility_rule=VISIBILITY_RULES[corpus.visibility], items=items, items_total=len(corpus.events),
+        duplicates_dropped=corpus.duplicates, options=dict(sorted(corpus.options.items())),
+        notes=list(corpus.notes),
+    )
+
+
+def write_dataset(corpus: ImportedCorpus, out: Path, *, replace: bool = False) -> Manifest:
+    """Validate ``corpus`` and write it as a dataset directory at ``out``.
+
+    Everything is checked before the first byte is written; the files go to
+    a staging folder beside ``out`` that is renamed into place at the end,
+    so an interrupted or failed import leaves no half-written dataset.
+    Output is byte-identical for the same input (no timestamps, sorted keys,
+    gzip without mtime).
+    """
+    from fincon.data.events.loaders.directory import write_jsonl_gz
+
+    out = Path(out)
+    check_out(out, replace)
+    if not corpus.prices:
+        raise DataError("the import found no prices; nothing to write")
+    missing = sorted({e.ticker for e in corpus.events} - set(corpus.prices))
+    if missing:
+        raise DataError(f"items for {', '.join(missing)} but no prices for them; every ticker needs prices")
+    sources = [SourceFile(path=str(p), sha256=sha256_file(p), bytes=p.stat().st_size) for p in corpus.sources]
+    manifest = build_manifest(corpus, sources)
+    by_ticker: dict[str, list[Event]] = {t: [] for t in manifest.tickers}
+    for e in sorted(corpus.events, key=lambda e: (e.published_at, e.id)):
+        by_ticker[e.ticker].append(e)
+
+    staging = out.parent / f".{out.name}.partial-{os.getpid()}@{socket.gethostname()}"
+    if staging.exists():
+        shutil.rmtree(staging)
+    try:
+        (staging / "prices").mkdir(parents=True)
+        (staging / "events").mkdir()
+        for ticker, raw in sorted(corpus.prices.items()):
+            _price_frame_out(raw, corpus.price_kind).to_csv(
+                staging / "prices" / f"{ticker}.csv", index=False, float_format="%.10g", lineterminator="\n")
+        for ticker, evs in by_ticker.items():
+            if evs:
+                write_jsonl_gz(staging / "events" / f"{ticker}.jsonl.gz", evs)
+        (staging / MANIFEST).write_text(
+            json.dumps(manifest.model_dump(mode="json"), indent=2, sort_keys=True, ensure_ascii=False) + "\n",
+            encoding="utf-8")
+        if out.exists():
+            old = out.parent / f".{out.name}.replaced-{os.getpid()}"
+            out.rename(old)
+            staging.rename(out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return manifest
+
+
+def summary_rows(m: Manifest) -> list[tuple[str, str]]:
+    """``fincon data info``'s table: label, value."""
+    rows = [
+        ("format", m.format),
+        ("tickers", ", ".join(m.tickers)),
+        ("prices", f"{m.start} .. {m.end}, " + ("close only (fill at the close only)" if m.prices == "close"
+                                               else "open, high, low, close, volume")),
+        ("calendar", f"{m.calendar.name}: {m.calendar.note}"),
+        ("visibility", f"{m.visibility}: {m.visibility_rule}"),
+        ("items", f"{m.items_total:,} ({m.duplicates_dropped:,} duplicates dropped)"),
+    ]
+    for t in m.tickers:
+        counts = m.items.get(t, {})
+        rows.append((f"  {t}", ", ".join(f"{s} {n:,}" for s, n in counts.items()) or "no items"))
+    for s in m.sources:
+        rows.append(("source", f"{s.path}  sha256 {s.sha256[:16]}...  {s.bytes:,} bytes"))
+    for k, v in m.options.items():
+        rows.append((f"option {k}", json.dumps(v)))
+    for n in m.notes:
+        rows.append(("note", n))
+    return rows
+
+
+def manifest_dict(m: Manifest) -> Mapping[str, Any]:
+    return m.model_dump(mode="json")
