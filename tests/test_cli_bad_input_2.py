@@ -221,3 +221,118 @@ def test_bad_input_gets_one_line_and_exit_2(case, tmp_path, monkeypatch, capfd):
     assert fragment in lines[0], lines[0]
     after = _tree(tmp_path)
     assert after == before, sorted(set(after) ^ set(before))
+
+
+# -- what a failure leaves, and what the next command makes of it ---------------------------
+
+TRAIN = ["train", "--ticker", "TSLA", "--brain", "rules", "--episodes", "2", "--start", "2022-03-01",
+         "--end", "2022-03-15", "--param", "fincon.transcripts=text", "--no-progress"]
+
+
+def _stop_episode_early(out: Path, k: int, days: int) -> None:
+    """What a command whose episode k stopped on day ``days`` (LLM server gone) leaves: the
+    episode's run marked stopped_early, no row for it, the training marked stopped_early."""
+    ep = out / "episodes" / f"ep-{k:02d}"
+    metrics = json.loads((ep / "metrics.json").read_text())
+    (ep / "metrics.json").write_text(json.dumps({**metrics, "status": "stopped_early", "n_days": days}))
+    equity = (ep / "equity.csv").read_text().splitlines()
+    (ep / "equity.csv").write_text("\n".join(equity[:days + 1]) + "\n")
+    summary = json.loads((ep / "summary.json").read_text())
+    (ep / "summary.json").write_text(json.dumps({**summary, "status": "stopped_early",
+                                                 "stop_reason": "LLM server gone"}))
+    rows = (out / "episodes.jsonl").read_text().splitlines()[:k - 1]
+    (out / "episodes.jsonl").write_text("".join(r + "\n" for r in rows))
+    state = json.loads((out / "train.json").read_text())
+    (out / "train.json").write_text(json.dumps({**state, "status": "stopped_early",
+                                                "error": f"episode {k} stopped early"}))
+
+
+def test_resume_reruns_an_episode_that_stopped_early(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(TRAIN + ["--out", "whole"]) == 0
+    whole = [json.loads(x) for x in (tmp_path / "whole" / "episodes.jsonl").read_text().splitlines()]
+    shutil.copytree(tmp_path / "whole", tmp_path / "cut")
+    _stop_episode_early(tmp_path / "cut", 2, 3)
+    capsys.readouterr()
+    # every reader shows the mark instead of the leftovers as a result
+    assert main(["plot", "cut", "--out", "x.png"]) == 2
+    assert "did not finish (status stopped_early: episode 2 stopped early)" in capsys.readouterr().err
+    assert main(TRAIN + ["--out", "cut"]) == 0  # as its own message says: rerun the same command
+    out = capsys.readouterr().out
+    assert "rerun: episode 2 had stopped early after 3 days" in out and "from its first day" in out
+    cut = [json.loads(x) for x in (tmp_path / "cut" / "episodes.jsonl").read_text().splitlines()]
+    assert [r["days"] for r in cut] == [r["days"] for r in whole] == [11, 11]  # the whole window, not 3 days
+    assert cut == whole
+    assert json.loads((tmp_path / "cut" / "train.json").read_text())["status"] == "complete"
+
+
+def test_corrected_rerun_replaces_only_a_failed_runs_leftovers(tmp_path, monkeypatch, capfd):
+    monkeypatch.chdir(tmp_path)
+    left = tmp_path / "t"
+    (left / "episodes").mkdir(parents=True)
+    (left / "beliefs").mkdir()
+    (left / "beliefs" / "v0.json").write_text("{}")
+    (left / "train.json").write_text(json.dumps({"config": {"tickers": ["TSLA"], "start": "2022-03-01"},
+                                                 "options": {}, "status": "failed",
+                                                 "error": "no events for NOPE"}))
+    assert main(TRAIN[:6] + ["1"] + TRAIN[7:] + ["--out", "t"]) == 0
+    err = capfd.readouterr().err
+    assert "held only the leftovers of a training that failed before finishing anything" in err
+    assert json.loads((left / "train.json").read_text())["status"] == "complete"
+    # a training that finished episodes is never removed for another config: refused, naming the difference
+    code = main(TRAIN + ["--lr", "2", "--out", "t"])
+    err = capfd.readouterr().err.strip()
+    assert code == 2 and err.startswith("fincon: error: t holds a training with another config (options.episodes")
+    assert "1 finished episode)" in err and (left / "episodes" / "ep-01" / "metrics.json").is_file()
+
+
+def test_train_config_without_dates_trains_on_the_training_window(tmp_path, monkeypatch):
+    """The training window's defaults apply to what neither the config nor a flag gives."""
+    import fincon.engine.training as training
+
+    seen = []
+
+    def fake_train(cfg, out, opts, progress=True):
+        seen.append((str(cfg.start), str(cfg.end)))
+        raise training.FinconError("stop here")
+
+    monkeypatch.setattr(training, "train", fake_train)
+    (tmp_path / "empty.yaml").write_text("")
+    (tmp_path / "end.yaml").write_text("strategies: [fincon]\nend: 2022-06-30\n")
+    for cfg in ("empty.yaml", "end.yaml"):
+        assert main(["train", "--config", str(tmp_path / cfg), "--brain", "rules"]) == 2
+    assert main(["train", "--config", str(tmp_path / "end.yaml"), "--start", "2022-02-01", "--brain", "rules"]) == 2
+    assert seen == [("2022-01-03", "2022-10-04"), ("2022-01-03", "2022-06-30"), ("2022-02-01", "2022-06-30")]
+
+
+def _experiment(root: Path, status: str) -> Path:
+    exp = root / "exp"
+    cfg = {"tickers": ["TSLA"], "train": {"start": "2022-03-01", "end": "2022-03-10"},
+           "test": {"start": "2023-01-03", "end": "2023-01-04"}, "repeats": 1, "episodes": 1,
+           "team": {"brain": "rules"}}
+    (exp / "experiment.json").parent.mkdir(parents=True)
+    state = {"config": cfg, "status": status}
+    if status != "complete":
+        state["error"] = "train/full-r1 stopped early (fincon: LLM server gone); rerun the same command to resume"
+    (exp / "experiment.json").write_text(json.dumps(state))
+    _run_dir(exp / "test", "full-r1")
+    _run_dir(exp, "baselines")
+    (exp / "results.json").write_text(json.dumps({"median": {"full": {"run_dir": "test/full-r1", "repeat": 1}},
+                                                  "baselines": {}, "best_baseline": None}))
+    return exp
+
+
+def test_report_on_a_failed_experiment_says_so(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    _experiment(tmp_path, "failed")
+    assert main(["report", "exp", "--out", "r.html"]) == 0
+    page = (tmp_path / "r.html").read_text()
+    assert "Not a finished result.</strong> exp (experiment) status failed: train/full-r1 stopped early" in page
+    assert "train 2022-03-01..2022-03-10, test 2023-01-03..2023-01-04" in page  # not "train ?..?"
+
+
+def test_plot_on_an_experiment_draws_the_team_runs(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    _experiment(tmp_path, "complete")
+    assert main(["plot", "exp", "--out", "x.png"]) == 0
+    assert "wrote x.png (2 runs)" in capsys.readouterr().out  # the median team run and the baseline
