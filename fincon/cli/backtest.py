@@ -39,6 +39,12 @@ finished a single day (one line on stderr, nothing written); 3 a strategy
 stopped early (LLM server gone, token budget spent): results are saved up
 to its last finished day, marked stopped_early in metrics.json and in the
 table's status row; 143 terminated by SIGTERM (partial output removed).
+
+Transcripts: the team hears earnings calls through Whisper (rules brain
+too) and caches the transcripts outside the run directory, in
+$FINCON_CACHE_DIR/transcripts/ (default ~/.cache/fincon/transcripts/).
+Move it with FINCON_CACHE_DIR=DIR or --param fincon.transcript_cache=DIR;
+clear it with `rm -r ~/.cache/fincon/transcripts` (docs/information.md).
 """
 
 EXAMPLES = """\

@@ -39,7 +39,10 @@ train/<ablation>-r<k>, test/<ablation>-r<k>, baselines/.
 
 Interrupted? Run the same command again: finished units are skipped, a
 half-finished training resumes after its last episode, and the results are
-the same. A YAML config (--config) describes the whole experiment; flags
+the same. Both windows' prices, the event corpus over both windows and the
+baselines' parameters are checked before the directory is created; an
+experiment that fails later says why in experiment.json (status failed,
+stopped_early or interrupted), and report, plot and explain show it. A YAML config (--config) describes the whole experiment; flags
 override it (see examples/experiment.yaml). Windows default to the paper's:
 train 2022-01-03 .. 2022-10-04, test 2022-10-05 .. 2023-06-09.
 
@@ -64,6 +67,12 @@ same choice (executor: ray). Needs pip install 'fincon[ray]'.
 Exit status: 0 done; 2 bad input; 3 a unit stopped early (LLM gone, budget
 spent: rerun to resume); 1 a unit failed on a Ray worker (an error that is
 not bad input, or the worker died: rerun to resume); 143 terminated by SIGTERM.
+
+Transcripts: the team hears earnings calls through Whisper (rules brain
+too) and caches the transcripts outside --out, in
+$FINCON_CACHE_DIR/transcripts/ (default ~/.cache/fincon/transcripts/).
+Move it with FINCON_CACHE_DIR=DIR or --param fincon.transcript_cache=DIR;
+clear it with `rm -r ~/.cache/fincon/transcripts` (docs/information.md).
 """
 
 EXAMPLES = """\

@@ -27,11 +27,28 @@ learned beliefs + the last episode's reflections) and beliefs.png. Test them
 on the next window with `fincon backtest ... --beliefs RUN`.
 
 Interrupted? Run the same command again: it resumes after the last finished
-episode and ends with the same files. Window default: {TRAIN_START} .. {TRAIN_END}
-(the paper's training window; the sample corpus covers 2022-01-03 .. 2023-06-09).
+episode and ends with the same files. An episode counts as finished only
+when it covered its whole window: one that stopped early (LLM gone, budget
+spent) is run again from its first day, and the summary says so.
+
+Every input (window, prices, event corpus, beliefs, --out) is checked
+before the directory is created. A training that fails later says why in
+train.json (status failed, stopped_early or interrupted, and the error);
+report, plot and explain show that mark, and the same command resumes. A
+rerun with another config into the same --out is refused once an episode
+finished; leftovers of a training that finished nothing are replaced.
+
+Window default: {TRAIN_START} .. {TRAIN_END} (also under --config, for
+what the config leaves out; the paper's training window; the sample corpus covers 2022-01-03 .. 2023-06-09).
 
 Exit status: 0 done; 2 bad input; 3 an episode stopped early (LLM gone,
 budget spent: rerun to resume); 143 terminated by SIGTERM.
+
+Transcripts: the team hears earnings calls through Whisper (rules brain
+too) and caches the transcripts outside --out, in
+$FINCON_CACHE_DIR/transcripts/ (default ~/.cache/fincon/transcripts/).
+Move it with FINCON_CACHE_DIR=DIR or --param fincon.transcript_cache=DIR;
+clear it with `rm -r ~/.cache/fincon/transcripts` (docs/information.md).
 """
 
 EXAMPLES = """\
