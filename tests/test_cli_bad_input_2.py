@@ -93,6 +93,8 @@ def fixtures(root: Path) -> dict[str, str]:
         (root / name).write_text(text)
         f[name.split(".")[0]] = str(root / name)
     f["missing_dir_json"] = str(root / "no" / "such" / "dir" / "out.json")
+    (root / "msft.json").write_text('{"2020-10-01": {"prices": 210.5, "news": ["Micro')  # cut short
+    f["truncated_ib"] = str(root / "msft.json")
     return f
 
 
@@ -190,6 +192,21 @@ CASES: dict[str, tuple[list[str], str]] = {
                                                          "status is running"),
     "data sample bad --bitrate": (["data", "sample", "--tickers", "TSLA", "--bitrate", "12x", "--out", "ev"],
                                   "not an Opus bitrate"),
+    # the real-data commands of the import issue (as they land in main)
+    "data import a missing file": (["data", "import", "investorbench", "nope.json", "--out", "ds"], "no such file"),
+    "data import a binary file": (["data", "import", "investorbench", "{binary}", "--out", "ds"], "not UTF-8"),
+    "data import a truncated file": (["data", "import", "investorbench", "{truncated_ib}", "--out", "ds"],
+                                     "not valid JSON"),
+    "data import csv without prices": (["data", "import", "csv", "{a_file}", "--out", "ds"], "--prices DIR"),
+    "data import US date": (["data", "import", "investorbench", "{truncated_ib}", "--out", "ds", "--start",
+                             "5/10/2022"], "YYYY-MM-DD"),
+    "data import onto a file": (["data", "import", "investorbench", "{truncated_ib}", "--out", "{a_file}"],
+                                "is a file"),
+    "data info a file": (["data", "info", "{a_file}"], "not a directory"),
+    "data info a run directory": (["data", "info", "{run_ok}"], "no dataset.json"),
+    "backtest --data a file": (["backtest", "--data", "{a_file}"], "not a directory"),
+    "data show --data not a dataset": (["data", "show", "--data", "{run_ok}", "--ticker", "TSLA", "--date",
+                                       "2022-11-01"], "no dataset.json"),
     # 3. data show suggests only what works for the case at hand
     "data show --events onto a file": (["data", "show", "--ticker", "TSLA", "--date", "2022-11-01",
                                         "--events", "{a_file}"], "is a file"),
