@@ -155,7 +155,7 @@ def load_config(path: Path | None = None, overrides: dict[str, Any] | None = Non
     try:
         cfg = RunConfig(**tree)
     except ValidationError as exc:
-        raise ConfigError("config: " + format_validation_error("", exc)) from None
+        raise ConfigError("config: " + format_validation_error("", exc, RunConfig)) from None
     if cfg.llm:
         _check_llm(cfg.llm)
     return cfg
@@ -168,4 +168,4 @@ def _check_llm(section: dict[str, Any]) -> None:
     try:
         LLMSettings.model_validate(section)
     except ValidationError as exc:
-        raise ConfigError("config: " + format_validation_error("llm", exc)) from None
+        raise ConfigError("config: " + format_validation_error("llm", exc, LLMSettings)) from None

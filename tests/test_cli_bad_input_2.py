@@ -153,8 +153,12 @@ CASES: dict[str, tuple[list[str], str]] = {
     "backtest --llm-seed negative": (["backtest", "--llm-seed", "-1"], "out of range"),
     "data show --k 0": (["data", "show", "--ticker", "TSLA", "--date", "2022-11-01", "--k", "0"],
                         "out of range [1, 100]"),
-    "config NaN team parameter": (["train", "--config", "{nan_team}", "--no-progress"], "finite number"),
-    "experiment config lr inf": (["experiment", "--config", "{inf_lr_exp}"], "finite number"),
+    "config NaN team parameter": (["train", "--config", "{nan_team}", "--no-progress"],
+                                  "cvar_alpha: Input should be a finite number (range (0, 0.5))"),
+    "experiment config lr inf": (["experiment", "--config", "{inf_lr_exp}"], "lr: Input should be a finite number "
+                                                                             "(range [0, 100])"),
+    "config NaN baseline parameter": (["backtest", "--strategy", "markowitz", "--param",
+                                       "markowitz.risk_aversion=.nan"], "finite number (range >= 0)"),
     # 2. dates are ISO only, flags and config files
     "backtest US date": (["backtest", "--start", "5/10/2022"], "YYYY-MM-DD"),
     "backtest impossible date": (["backtest", "--end", "2022-13-01"], "not a calendar date"),

@@ -112,7 +112,7 @@ def settings_from_args(args: argparse.Namespace, base: dict[str, Any] | None = N
     except ValidationError as exc:
         from fincon.validation import format_validation_error
 
-        raise ConfigError(f"bad LLM settings: {format_validation_error('llm', exc)}") from None
+        raise ConfigError(f"bad LLM settings: {format_validation_error('llm', exc, LLMSettings)}") from None
 
 
 class SmokeAnswer(BaseModel):

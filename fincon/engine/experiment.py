@@ -217,7 +217,7 @@ def load_experiment(path: Path | None = None, overrides: dict[str, Any] | None =
     try:
         cfg = ExperimentConfig(**tree)
     except ValidationError as exc:
-        raise ConfigError("experiment config: " + format_validation_error("", exc)) from None
+        raise ConfigError("experiment config: " + format_validation_error("", exc, ExperimentConfig)) from None
     # the run-level checks (llm section, data) on the configs the units will run
     train_config(cfg, "full", 1)
     baseline_config(cfg)
