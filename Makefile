@@ -76,6 +76,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/team.py
 	$(BIN)/python bench/train.py
 	$(BIN)/python bench/experiment.py
+	$(BIN)/python bench/import.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -151,8 +151,8 @@ CASES: dict[str, tuple[list[str], str]] = {
     "backtest --alpha inf": (["backtest", "--alpha", "inf"], "range (0, 0.5)"),
     "backtest --llm-timeout inf": (["backtest", "--llm-timeout", "inf"], "not a finite number"),
     "backtest --llm-seed negative": (["backtest", "--llm-seed", "-1"], "out of range"),
-    "data show --k 0": (["data", "show", "--ticker", "TSLA", "--date", "2022-11-01", "--k", "0"],
-                        "out of range [1, 100]"),
+    "data show --k negative": (["data", "show", "--ticker", "TSLA", "--date", "2022-11-01", "--k", "-1"],
+                               "out of range [0, 100]"),
     "config NaN team parameter": (["train", "--config", "{nan_team}", "--no-progress"],
                                   "cvar_alpha: Input should be a finite number (range (0, 0.5))"),
     "experiment config lr inf": (["experiment", "--config", "{inf_lr_exp}"], "lr: Input should be a finite number "

@@ -212,3 +212,23 @@ def test_directory_loader_jsonl_csv_and_audio(tmp_path):
         DirectoryLoader(tmp_path).load()
     with pytest.raises(DataError, match="does not exist"):
         DirectoryLoader(tmp_path / "nope").load()
+
+
+def test_bare_date_in_a_user_directory_is_visible_from_the_next_session(tmp_path):
+    """A user event dated 2022-11-04 (a Friday) with no time may be an
+    after-close release: visible on Monday's decision, not Friday's; the same
+    instant written with a time before the close is visible on Friday."""
+    rows = [
+        {"id": "bare", "ticker": "TSLA", "source": "news", "published_at": "2022-11-04", "text": "dated only"},
+        {"id": "timed", "ticker": "TSLA", "source": "news", "published_at": "2022-11-04T15:59:00", "text": "timed"},
+        {"id": "late", "ticker": "TSLA", "source": "news", "published_at": "2022-11-04T16:00:00", "text": "late"},
+    ]
+    (tmp_path / "e.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    store = EventStore(DirectoryLoader(tmp_path).load())
+    seen = lambda day: [e.id for e in store.view_at(day).events("TSLA")]  # noqa: E731
+    assert seen("2022-11-04") == ["timed"]
+    assert sorted(seen("2022-11-07")) == ["bare", "late", "timed"]
+    bare = [e for e in store.all_events() if e.id == "bare"][0]
+    assert visible_day(bare.published_at) == pd.Timestamp("2022-11-05")  # Saturday: the first session is Monday
+    with pytest.raises(DataError, match="not a calendar date"):
+        Event.from_dict({**rows[0], "published_at": "2022-02-30"})

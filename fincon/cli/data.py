@@ -134,7 +134,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="event directory (default: the dataset's events with --data, else the bundled sample)")
     v.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
     v.add_argument("--agent", default="analyst", help="agent profile used in the memory query (default analyst)")
-    v.add_argument("--k", type=number(int, 1, 100), default=5, help="memories to show (default 5)")
+    v.add_argument("--k", type=number(int, 0, 100), default=5,
+                   help="memories to show (default 5; 0 skips rebuilding the memory, which on a large real corpus "
+                        "takes minutes with the minilm embedder)")
     v.add_argument("--json", action="store_true", help="print JSON instead of text")
     v.set_defaults(func=cmd_show)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
@@ -192,7 +194,7 @@ def _iso_day(s: str | None, flag: str):
 def cmd_import(args: argparse.Namespace) -> int:
     import time
 
-    from fincon.data.dataset import summary_rows, write_dataset
+    from fincon.data.dataset import item_table, summary_rows, write_dataset
     from fincon.data.importers import ImportOptions, read_corpus
 
     start, end = _iso_day(args.start, "--start"), _iso_day(args.end, "--end")
@@ -218,6 +220,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     print(f"wrote dataset {args.out} ({args.format}, {took:.1f} s)")
     for label, value in summary_rows(manifest):
         print(f"  {label:<16} {value}")
+    print()
+    for line in item_table(manifest):
+        print(f"  {line}")
     if args.same_day:
         print("WARNING: --same-day: date-only items are visible at that day's own close (the benchmarks' "
               "convention, one day of look-ahead for after-close items); results on this dataset are not point in time",
@@ -226,7 +231,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from fincon.data.dataset import manifest_dict, open_dataset, summary_rows
+    from fincon.data.dataset import item_table, manifest_dict, open_dataset, summary_rows
 
     ds = open_dataset(args.dir)
     if args.json:
@@ -235,6 +240,9 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"dataset {ds.root}")
     for label, value in summary_rows(ds.manifest):
         print(f"  {label:<16} {value}")
+    print()
+    for line in item_table(ds.manifest):
+        print(f"  {line}")
     return 0
 
 
@@ -309,22 +317,30 @@ def build_view(ticker: str, date: pd.Timestamp, events_dir: Path | None, embedde
         if len(days) and date > days[-1] + pd.Timedelta(days=7):
             raise DataError(f"{date.date()} is after the last {ticker} price ({days[-1].date()}); pick an earlier --date")
         raise DataError(f"{date.date()} is not a trading day for {ticker}; pick a weekday with a session")
-    mem = MemoryStore(memory_dir, make_embedder(embedder)).procedural(agent, ticker)
-    # the working-memory step of every day, stored in one batch (same entries
-    # and days as calling WorkingMemory.step daily, far fewer chromadb writes)
-    summ, entries, prev_d = LexiconSummariser(), [], None
-    for d in days:
-        entries += summ.summarise(ticker, d, store.view_at(d).events(ticker, since=prev_d))
-        prev_d = d
-    mem.add(entries)
+    top: list = []
+    query = None
+    if k > 0:
+        import sys
+
+        mem = MemoryStore(memory_dir, make_embedder(embedder)).procedural(agent, ticker)
+        # the working-memory step of every day, stored in one batch (same entries
+        # and days as calling WorkingMemory.step daily, far fewer chromadb writes)
+        summ, entries, prev_d = LexiconSummariser(), [], None
+        for d in days:
+            entries += summ.summarise(ticker, d, store.view_at(d).events(ticker, since=prev_d))
+            prev_d = d
+        if len(entries) > 500:
+            print(f"building the analyst's memory: {len(entries):,} items with the {embedder} embedder "
+                  "(--embedder hashing is faster, --k 0 skips the memories)...", file=sys.stderr, flush=True)
+        mem.add(entries)
+        from fincon.memory.analyst import profile_query
+
+        query = profile_query(agent, ticker, date)
+        top = mem.retrieve(query, date, k=k)
     view = store.view_at(date)
     prev = days[-2] if len(days) > 1 else None
     new = view.events(ticker, since=prev)
     latest = {s: view.latest(ticker, s) for s in ("10-K", "10-Q", "earnings_call", "analyst_note")}
-    from fincon.memory.analyst import profile_query
-
-    query = profile_query(agent, ticker, date)
-    top = mem.retrieve(query, date, k=k)
 
     def ev_row(e):
         row = {"id": e.id, "source": e.source, "published": e.published_at.astimezone(MARKET_TZ).strftime("%Y-%m-%d %H:%M %Z"),
@@ -375,8 +391,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         what = "is a file" if args.events.exists() else "does not exist"
         raise ConfigError(f"--events {args.events} {what}; pass the folder of an event corpus (one written by "
                           "`fincon data sample --out DIR`), or leave --events out for the bundled sample")
-    if args.k < 1:
-        raise ConfigError("--k must be at least 1")
+    if args.k < 0:
+        raise ConfigError("--k must be 0 (no memories) or more")
     events_dir, prices_dir = args.events, None
     if args.data is not None:
         from fincon.data.dataset import open_dataset
@@ -406,6 +422,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     print("\nlatest by source:")
     for s, e in out["latest"].items():
         print(f"  {s:<13} " + (f"{e['published']}  {e['title']}" + (f"  [audio {e['audio']}]" if e["audio"] else "") if e else "-"))
+    if out["query"] is None:
+        return 0
     print(f"\ntop {len(out['memories'])} memories (score = relevancy + importance, each in [0,1]; embedder {out['embedder']}):")
     print(f"  query: {out['query']}")
     for m in out["memories"]:

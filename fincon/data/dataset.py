@@ -77,7 +77,7 @@ ALWAYS_OPEN = Calendar(name="24/7", days_per_year=365,
 def infer_calendar(dates: Sequence[pd.Timestamp]) -> Calendar:
     """24/7 if the bars include weekend days, else an exchange calendar."""
     idx = pd.DatetimeIndex(dates)
-    return ALWAYS_OPEN if len(idx) and bool((idx.dayofweek >= 5).any()) else EXCHANGE
+    return ALWAYS_OPEN if len(idx) and bool((idx.day_of_week >= 5).any()) else EXCHANGE
 
 
 class SourceFile(BaseModel):
@@ -198,8 +198,11 @@ def resolve_dataset(path: str | Path | None) -> Dataset | None:
 def check_out(out: Path, replace: bool) -> None:
     """``--out`` must be new, or an earlier dataset with ``--replace``."""
     if not out.exists():
-        if not out.parent.exists():
-            raise ConfigError(f"--out {out}: the parent folder {out.parent} does not exist")
+        for parent in out.parents:
+            if parent.exists():
+                if not parent.is_dir():
+                    raise ConfigError(f"--out {out}: {parent} is a file, not a folder")
+                break
         return
     if not out.is_dir():
         raise ConfigError(f"--out {out} exists and is a file; choose a new folder")
@@ -270,6 +273,7 @@ def write_dataset(corpus: ImportedCorpus, out: Path, *, replace: bool = False) -
     for e in sorted(corpus.events, key=lambda e: (e.published_at, e.id)):
         by_ticker[e.ticker].append(e)
 
+    out.parent.mkdir(parents=True, exist_ok=True)
     staging = out.parent / f".{out.name}.partial-{os.getpid()}@{socket.gethostname()}"
     if staging.exists():
         shutil.rmtree(staging)
@@ -309,9 +313,6 @@ def summary_rows(m: Manifest) -> list[tuple[str, str]]:
         ("visibility", f"{m.visibility}: {m.visibility_rule}"),
         ("items", f"{m.items_total:,} ({m.duplicates_dropped:,} duplicates dropped)"),
     ]
-    for t in m.tickers:
-        counts = m.items.get(t, {})
-        rows.append((f"  {t}", ", ".join(f"{s} {n:,}" for s, n in counts.items()) or "no items"))
     for s in m.sources:
         rows.append(("source", f"{s.path}  sha256 {s.sha256[:16]}...  {s.bytes:,} bytes"))
     for k, v in m.options.items():
@@ -319,6 +320,20 @@ def summary_rows(m: Manifest) -> list[tuple[str, str]]:
     for n in m.notes:
         rows.append(("note", n))
     return rows
+
+
+def item_table(m: Manifest) -> list[str]:
+    """Items per ticker and source, as aligned text lines (sources in the
+    event model's order, only those present)."""
+    present = [s for s in SOURCES if any(s in m.items.get(t, {}) for t in m.tickers)]
+    head = ["ticker", *present, "total"]
+    body = []
+    for t in m.tickers:
+        c = m.items.get(t, {})
+        body.append([t, *(f"{c.get(s, 0):,}" for s in present), f"{sum(c.values()):,}"])
+    widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
+    fmt = lambda r: "  ".join(x.ljust(w) if i == 0 else x.rjust(w) for i, (x, w) in enumerate(zip(r, widths)))  # noqa: E731
+    return [fmt(head), *(fmt(r) for r in body)]
 
 
 def manifest_dict(m: Manifest) -> Mapping[str, Any]:

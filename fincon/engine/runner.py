@@ -96,7 +96,7 @@ def calendar_days(cfg: RunConfig, market: MarketData) -> tuple[int, str]:
         cal = ds.manifest.calendar
         return cal.days_per_year, f"dataset calendar {cal.name}: {cal.note}"
     dates = market.frame(market.tickers[0]).index
-    if bool((dates.dayofweek >= 5).any()):
+    if bool((dates.day_of_week >= 5).any()):
         return 365, "bars on weekends: a 24/7 calendar, annualised with 365 days"
     return 252, "exchange calendar (weekday sessions), annualised with 252 days"
 

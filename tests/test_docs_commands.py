@@ -1,0 +1,242 @@
+"""Every ``fincon`` command the docs show parses, and every local link resolves.
+
+Docs rot first where they are most read: a flag renamed in the CLI survives
+for months in a README example. This test reads every fenced code block of
+README.md, CONTRIBUTING.md and docs/*.md, takes each line that starts with
+``fincon `` (after an optional ``$ `` prompt and ``VAR=value`` environment
+assignments; ``\\``-continued lines joined, a trailing ``# comment`` dropped)
+and parses it with the real argparse parser of the console script
+(:func:`fincon.cli.main.build_parser`), so a stale sub-command, flag or
+choice fails here with the file, the line and argparse's own message.
+Nothing is executed: ``parse_args`` only, no command's ``func``.
+
+Blocks fenced as ``text`` are program output (the demo's table prints a line
+``fincon LLM usage: ...``), not commands, and are skipped; every other block
+(bash, console, none) is checked.
+
+``fincon eval NAME`` passes its arguments through a stub to the evaluation's
+own parser (built only when it runs, so ``fincon --help`` stays light); the
+test builds that parser the same way and parses the arguments with it.
+
+It also checks that every relative ``](path)`` link of those files names a
+file or directory that exists, and every ``#section`` a heading of that file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import io
+import re
+import shlex
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from fincon.cli.main import _Parser, build_parser
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = sorted([ROOT / "README.md", ROOT / "CONTRIBUTING.md", *(ROOT / "docs").glob("*.md")])
+FENCE = re.compile(r"^\s*(```+|~~~+)\s*([\w+-]*)")
+OUTPUT_LANGS = {"text"}
+ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=(\"[^\"]*\"|'[^']*'|\S*)\s+")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+@dataclass(frozen=True)
+class Command:
+    file: Path
+    line: int
+    text: str
+
+    def where(self) -> str:
+        return f"{self.file.relative_to(ROOT)}:{self.line}"
+
+
+def _strip_comment(text: str) -> str:
+    """The command without a trailing ``# comment`` (a ``#`` inside quotes stays)."""
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=False)
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    try:
+        return shlex.join(list(lexer))
+    except ValueError:  # unbalanced quotes: let parse() report it
+        return text
+
+
+def commands_in(path: Path) -> list[Command]:
+    """The ``fincon ...`` command lines of the fenced code blocks of ``path``."""
+    found: list[Command] = []
+    fence: str | None = None
+    lang = ""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    i = 0
+    while i < len(lines):
+        raw = lines[i]
+        m = FENCE.match(raw)
+        if fence is None and m:
+            fence, lang = m.group(1), m.group(2).lower()
+            i += 1
+            continue
+        if fence is not None and raw.strip().startswith(fence[0] * 3) and raw.strip().strip(fence[0]) == "":
+            fence = None
+            i += 1
+            continue
+        if fence is None or lang in OUTPUT_LANGS:
+            i += 1
+            continue
+        start = i
+        text = raw.strip()
+        while text.endswith("\\") and i + 1 < len(lines):
+            i += 1
+            text = text[:-1].rstrip() + " " + lines[i].strip()
+        i += 1
+        text = text.removeprefix("$ ").lstrip()
+        while ENV_ASSIGN.match(text):
+            text = ENV_ASSIGN.sub("", text, count=1)
+        if text.startswith("fincon "):
+            found.append(Command(path, start + 1, _strip_comment(text)))
+    return found
+
+
+def parse(parser: argparse.ArgumentParser, command: str) -> str | None:
+    """argparse's error for ``command`` (None if it parses); nothing runs."""
+    try:
+        argv = shlex.split(command)[1:]
+    except ValueError as exc:
+        return f"cannot split the command: {exc}"
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            ns = parser.parse_args(argv)
+            if getattr(ns, "command", None) == "eval":
+                _parse_eval(ns)
+    except SystemExit as exc:
+        if exc.code not in (0, None):  # 0: a documented `--help`
+            return err.getvalue().strip() or f"exit status {exc.code}"
+    return None
+
+
+def _parse_eval(ns: argparse.Namespace) -> None:
+    """``fincon eval NAME ARGS``: parse ARGS with the evaluation's real parser,
+    built as :mod:`fincon.cli.eval` builds it when the evaluation runs."""
+    from fincon.cli.eval import EVALS
+
+    real = _Parser(prog="fincon eval")
+    importlib.import_module(EVALS[ns.eval][0]).register(real.add_subparsers(parser_class=_Parser))
+    real.parse_args([ns.eval, *ns.args])
+
+
+def test_the_docs_show_commands():
+    """The extraction finds commands in every file that has them: a fence
+    the reader misses would pass everything silently."""
+    counts = {p.name: len(commands_in(p)) for p in DOCS}
+    assert counts["README.md"] >= 10, counts
+    assert counts["CONTRIBUTING.md"] >= 1, counts
+    assert sum(counts.values()) >= 60, counts
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_documented_command_parses(path):
+    parser = build_parser()
+    errors = [f"{c.where()}: {c.text}\n    {msg}" for c in commands_in(path) if (msg := parse(parser, c.text))]
+    assert not errors, "stale commands in the docs:\n" + "\n".join(errors)
+
+
+def test_a_made_up_flag_fails():
+    """The check can fail: an unknown flag, sub-command or choice is an error
+    that names it, also behind `fincon eval`'s pass-through stub."""
+    parser = build_parser()
+    assert "--no-such-flag" in parse(parser, "fincon backtest --ticker TSLA --no-such-flag")
+    assert "invalid choice" in parse(parser, "fincon simulate --ticker TSLA")
+    assert "invalid choice" in parse(parser, "fincon backtest --brain oracle")
+    assert "--no-such-flag" in parse(parser, "fincon eval numeric --brain rules --no-such-flag")
+    assert parse(parser, "fincon backtest --ticker TSLA --strategy markowitz --fill next-open") is None
+
+
+def test_extraction_rules(tmp_path):
+    doc = tmp_path / "x.md"
+    doc.write_text(
+        "fincon backtest --not-in-a-block\n"
+        "```bash\n"
+        "$ fincon backtest --ticker TSLA \\\n"
+        "    --strategy markowitz   # a comment with --fake\n"
+        "FINCON_CACHE_DIR=/tmp/c fincon transcribe a.ogg\n"
+        "make demo\n"
+        "```\n"
+        "```text\n"
+        "fincon LLM usage: 60 calls\n"
+        "```\n"
+        "  ```\n"
+        "  fincon plot runs/a --out 'a b.png'\n"
+        "  ```\n", encoding="utf-8")
+    assert [(c.line, c.text) for c in commands_in(doc)] == [
+        (3, "fincon backtest --ticker TSLA --strategy markowitz"),
+        (5, "fincon transcribe a.ogg"),
+        (12, "fincon plot runs/a --out 'a b.png'"),
+    ]
+
+
+def test_the_check_is_fast():
+    t0 = time.perf_counter()
+    parser = build_parser()
+    for path in DOCS:
+        for c in commands_in(path):
+            parse(parser, c.text)
+    assert time.perf_counter() - t0 < 5.0
+
+
+def anchors(path: Path) -> set[str]:
+    """The ``#anchors`` GitHub makes of the headings of a markdown file
+    (lower case, punctuation dropped, spaces to ``-``, repeats numbered)."""
+    seen: dict[str, int] = {}
+    fence = None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        m = FENCE.match(line)
+        if m:
+            fence = None if fence else m.group(1)
+            continue
+        if fence or not line.startswith("#"):
+            continue
+        title = line.lstrip("#").strip().lower()
+        slug = re.sub(r"[^\w\- ]", "", title).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        if n:
+            slug = f"{slug}-{n}"
+        seen.setdefault(slug, 1)
+    return set(seen)
+
+
+def broken_links(path: Path) -> list[str]:
+    """Relative links of ``path`` to a missing file, or to a ``#section``
+    that is not a heading of the markdown file they name."""
+    broken = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        for target in LINK.findall(line):
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target):
+                continue  # a URL
+            local, _, anchor = target.partition("#")
+            file = (path.parent / local) if local else path
+            if not file.exists():
+                broken.append(f"{path.name}:{n}: {target} (no such file)")
+            elif anchor and file.suffix == ".md" and anchor not in anchors(file):
+                broken.append(f"{path.name}:{n}: {target} (no such heading)")
+    return broken
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_local_link_exists(path):
+    broken = broken_links(path)
+    assert not broken, f"broken links in {path.relative_to(ROOT)}:\n" + "\n".join(broken)
+
+
+def test_a_broken_link_fails(tmp_path):
+    (tmp_path / "b.md").write_text("# Run directory\n\n## Settings reference (`LLMSettings`)\n", encoding="utf-8")
+    doc = tmp_path / "a.md"
+    doc.write_text("[ok](b.md#run-directory) [ok](b.md#settings-reference-llmsettings) [ok](#top)\n"
+                   "# Top\n[gone](c.md) [gone](b.md#no-such-part) [web](https://example.com/x)\n", encoding="utf-8")
+    assert broken_links(doc) == ["a.md:3: c.md (no such file)", "a.md:3: b.md#no-such-part (no such heading)"]
