@@ -174,6 +174,8 @@ CASES: dict[str, tuple[list[str], str]] = {
     "llm model a name and --all": (["llm", "model", "qwen2.5-coder-0.5b", "--all"], "not both"),
     "transcribe unknown Whisper model": (["transcribe", "{call_ogg}", "--model", "tiny.xx"],
                                          "unknown Whisper model 'tiny.xx'"),
+    "backtest --beliefs an unfinished training": (["backtest", "--strategy", "fincon", "--beliefs",
+                                                   "{running_train}", *TINY], "is a training that did not finish"),
     # 2./3. audio that is cut short or not audio at all
     "transcribe a truncated call": (["transcribe", "{half_ogg}"], "is truncated"),
     "transcribe a call cut at a page": (["transcribe", "{page_cut_ogg}"], "without the end-of-stream page"),

@@ -69,6 +69,7 @@ class Beliefs(BaseModel):
     def load(cls, path: str | Path) -> "Beliefs":
         p = Path(path).expanduser()
         if p.is_dir():
+            _check_training_finished(p)
             p = p / "beliefs.json"
         try:
             raw = json.loads(p.read_text(encoding="utf-8"))
@@ -124,6 +125,21 @@ class Beliefs(BaseModel):
                 ps[k] = ps[k].model_copy(update={"weight": round(max(0.0, float(w)), 6)})
         return Beliefs(version=self.version + 1, perspectives=ps,
                        reflections=list(self.reflections if reflections is None else reflections))
+
+
+def _check_training_finished(run: Path) -> None:
+    """A `fincon train` directory given as --beliefs must have finished: the
+    beliefs.json of a training that stopped after episode 2 of 4 are not its
+    learned beliefs (its file can still be passed on purpose)."""
+    marker = run / "train.json"
+    if not marker.is_file():
+        return
+    from fincon.engine.status import failure, read_state
+
+    why = failure(read_state(marker))
+    if why:
+        raise ConfigError(f"--beliefs: {run} is a training that did not finish ({why}); finish it with its "
+                          f"command, or pass {run / 'beliefs.json'} to test the beliefs it has so far")
 
 
 def touched(before: Beliefs, after: Beliefs) -> list[str]:
