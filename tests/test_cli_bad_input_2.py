@@ -122,6 +122,8 @@ CASES: dict[str, tuple[list[str], str]] = {
     # 1. a file where a folder is expected; binary side files
     "transcribe --cache-dir onto a file": (["transcribe", "{call_ogg}", "--cache-dir", "{a_file}"],
                                            "is a file, not a folder"),
+    "transcribe --cache-dir in /proc": (["transcribe", "{call_ogg}", "--cache-dir", "/proc/fincon-cache"],
+                                        "cannot write the transcript cache in /proc/fincon-cache"),
     "backtest --llm-prices binary": (["backtest", "--llm-prices", "{binary}", "--no-progress"], "--llm-prices"),
     "train --llm-prices binary": (["train", "--llm-prices", "{binary}", *TINY], "--llm-prices"),
     "experiment --llm-prices binary": (["experiment", "--llm-prices", "{binary}", "--brain", "rules"],

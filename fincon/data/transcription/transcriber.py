@@ -152,10 +152,16 @@ class Transcriber:
                 from fincon.data.transcription.ct2 import ct2_to_whisper_checkpoint
 
                 log.info("converting %s to an openai-whisper checkpoint at %s", src, target)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                tmp = target.with_suffix(".tmp")
-                torch.save(ct2_to_whisper_checkpoint(src), tmp)
-                tmp.replace(target)
+                tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+                try:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    torch.save(ct2_to_whisper_checkpoint(src), tmp)
+                    tmp.replace(target)
+                except OSError as exc:
+                    tmp.unlink(missing_ok=True)
+                    raise ConfigError(f"cannot write the converted model into {target.parent}: "
+                                      f"{exc.strerror or exc}; pass a writable --cache-dir (or set "
+                                      "FINCON_CACHE_DIR)") from None
             return str(target)
         whisper_cache = Path(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))) / "whisper"
         if (whisper_cache / f"{self.model}.pt").is_file() or Path(self.model).is_file():
@@ -221,6 +227,11 @@ class Transcriber:
                 except (OSError, ValueError, TypeError):  # a damaged cache entry is recomputed, not trusted
                     log.warning("transcript cache entry %s is unreadable; transcribing again", f)
         probe_audio(path)
+        try:  # the cache folder, before minutes of decoding: a path that cannot be written fails now
+            (self.cache_dir / "transcripts").mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"cannot write the transcript cache in {self.cache_dir}: {exc.strerror or exc}; pass "
+                              "a writable --cache-dir (or set FINCON_CACHE_DIR)") from None
         name, model = self._backend()
         t0 = time.perf_counter()
         try:
