@@ -361,3 +361,39 @@ def test_plot_on_an_experiment_draws_the_team_runs(tmp_path, monkeypatch, capsys
     _experiment(tmp_path, "complete")
     assert main(["plot", "exp", "--out", "x.png"]) == 0
     assert "wrote x.png (2 runs)" in capsys.readouterr().out  # the median team run and the baseline
+
+
+def test_terminated_experiment_is_marked_shown_and_resumed(tmp_path):
+    """SIGTERM in the middle of an experiment: exit 143, experiment.json says interrupted and
+    why, report and explain show it, and the same command finishes it."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    cmd = [sys.executable, "-m", "fincon.cli.main", "experiment", "--ticker", "TSLA", "--brain", "rules",
+           "--repeats", "1", "--episodes", "2", "--ablations", "full", "--baselines", "buy-and-hold",
+           "--train-start", "2022-03-01", "--train-end", "2022-03-15", "--test-start", "2022-03-16",
+           "--test-end", "2022-03-25", "--param", "fincon.transcripts=text", "--no-progress", "--out", "exp"]
+    p = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    rows = tmp_path / "exp" / "train" / "full-r1" / "episodes.jsonl"
+    deadline = time.time() + 300
+    while time.time() < deadline and not (rows.is_file() and rows.read_text().count("\n") >= 1):
+        time.sleep(0.2)
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(60) == 143
+    state = json.loads((tmp_path / "exp" / "experiment.json").read_text())
+    assert state["status"] == "interrupted" and "rerun the same command" in state["error"]
+    assert json.loads((tmp_path / "exp" / "train" / "full-r1" / "train.json").read_text())["status"] == "interrupted"
+    fincon = [sys.executable, "-m", "fincon.cli.main"]
+    r = subprocess.run(fincon + ["report", "exp", "--out", "r.html"], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 0 and "Not a finished result.</strong> exp (experiment) status interrupted" in \
+        (tmp_path / "r.html").read_text()
+    r = subprocess.run(fincon + ["explain", "exp", "--date", "2022-03-16"], cwd=tmp_path, capture_output=True,
+                       text=True)
+    assert r.returncode == 2 and "exp is an experiment with no team run yet (it did not finish: status " \
+                                 "interrupted" in r.stderr
+    again = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert json.loads((tmp_path / "exp" / "experiment.json").read_text())["status"] == "complete"
+    assert (tmp_path / "exp" / "results.json").is_file()

@@ -35,8 +35,9 @@ def _expand(run: Path) -> list[Path]:
         if (run / marker).is_file():
             why = failure(read_state(run / marker))
             if why:
-                raise FinconError(f"{run} is a {kind} that did not finish ({why}); rerun its command to finish it, "
-                                  f"or plot the finished runs inside it")
+                article = "an" if kind[0] in "aeiou" else "a"
+                raise FinconError(f"{run} is {article} {kind} that did not finish ({why}); rerun its command to "
+                                  "finish it, or plot the finished runs inside it")
             return _experiment_runs(run) if kind == "experiment" else _training_runs(run)
     if (run / "equity.csv").is_file():
         return [run]

@@ -121,7 +121,7 @@ def marking(marker: Path, state: dict[str, Any]) -> Iterator[None]:
         elif isinstance(exc, Exception):
             status, why = "failed", f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
         else:  # KeyboardInterrupt, SIGTERM
-            status, why = "interrupted", "interrupted (Ctrl-C or SIGTERM); rerun the same command to resume"
+            status, why = "interrupted", "Ctrl-C or SIGTERM; rerun the same command to resume"
         try:
             write_atomic(marker, json.dumps({**state, "status": status, "error": why}, indent=1,
                                             sort_keys=True) + "\n")
