@@ -139,6 +139,9 @@ CASES: dict[str, tuple[list[str], str]] = {
     "eval numeric --json a missing folder": (["eval", "numeric", "--json", "{missing_dir_json}"], "does not exist"),
     "eval debate --json a folder": (["eval", "debate", "--json", "{audio_dir}"], "is a directory"),
     "eval debate --json a missing folder": (["eval", "debate", "--json", "{missing_dir_json}"], "does not exist"),
+    "eval numeric --json into /proc": (["eval", "numeric", "--json", "/proc/fincon-eval.json"], "cannot write"),
+    "data sample --out under a file": (["data", "sample", "--tickers", "TSLA", "--no-audio", "--out", "{a_file}/ev"],
+                                       "is a file, not a folder"),
     # 2. nothing to score
     "eval debate on a ticker without events": (["eval", "debate", "--tickers", "ABBV"], "nothing to score"),
     "eval numeric --limit 0": (["eval", "numeric", "--limit", "0"], "out of range >= 1"),

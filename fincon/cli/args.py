@@ -68,6 +68,14 @@ def check_output_file(path, flag: str):
     if not parent.is_dir():
         what = "is not a directory" if parent.exists() else "does not exist"
         raise ConfigError(f"{flag} {path}: its folder {parent} {what}; create it or give another path")
+    existed = p.exists()
+    try:  # a probe, removed again: a folder that cannot be written fails now, not after the work
+        with open(p, "ab"):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"{flag} {path}: cannot write ({exc.strerror or exc})") from None
+    if not existed:
+        p.unlink()
     return p
 
 

@@ -251,6 +251,11 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
     if args.out.exists() and not args.out.is_dir():
         raise ConfigError(f"--out {args.out} exists and is not a directory; choose another path")
+    for parent in args.out.parents:  # the first existing ancestor must be a folder, or mkdir fails later
+        if parent.exists():
+            if not parent.is_dir():
+                raise ConfigError(f"--out {args.out}: {parent} is a file, not a folder; choose another path")
+            break
     if not args.no_audio:
         from fincon.data.events.audio import require_binary
 
