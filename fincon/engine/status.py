@@ -63,12 +63,20 @@ def failure(state: dict[str, Any] | None) -> str | None:
     return f"status {status}" + (f": {why}" if why else "")
 
 
+_ABSENT = object()
+
+
 def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """Dotted keys whose values differ. A key the old state lacks and the new
+    one sets to null is no difference: a setting added by a later fincon
+    version, left at its default (a training from before it still resumes)."""
     if isinstance(old, dict) and isinstance(new, dict):
         out: list[str] = []
         for k in sorted(set(old) | set(new), key=str):
-            out += _differences(old.get(k), new.get(k), f"{prefix}.{k}" if prefix else str(k))
+            out += _differences(old.get(k, _ABSENT), new.get(k, _ABSENT), f"{prefix}.{k}" if prefix else str(k))
         return out
+    if old is _ABSENT and new is None:
+        return []
     return [] if old == new else [prefix or "(all)"]
 
 
@@ -86,10 +94,9 @@ def claim(out: Path, marker: Path, state: dict[str, Any], kind: str,
         raise FinconError(f"{out} exists and is not a fincon {kind}; pick another --out")
     old = read_state(marker)
     new = json.loads(json.dumps(state))
-    same = {k: old.get(k) for k in new} == new
-    if same:
-        return True
     diff = _differences({k: old.get(k) for k in new}, new)
+    if not diff:
+        return True
     shown = ", ".join(diff[:3]) + (f" and {len(diff) - 3} more" if len(diff) > 3 else "")
     status = old.get("status")
     done = finished(out)

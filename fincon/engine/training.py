@@ -290,8 +290,7 @@ def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, stat
     rows = _read_rows(rows_path)[: opts.episodes]
     resumed = len(rows)
     rc = _risk_control(cfg, opts, names)
-    beliefs = Beliefs.model_validate_json((out / "beliefs" / f"v{rows[-1]['beliefs_after']}.json").read_text()) \
-        if rows else initial
+    beliefs = _saved_beliefs(out / "beliefs" / f"v{rows[-1].get('beliefs_after')}.json") if rows else initial
     episodes: dict[int, Episode] = {}
     ran: list[int] = []
     rerun: dict[int, str] = {}
@@ -299,7 +298,12 @@ def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, stat
     def episode(k: int) -> Episode:
         if k not in episodes:
             row = rows[k - 1] if k <= len(rows) else None
-            traj = Trajectory.load(out / "episodes" / f"ep-{k:02d}")
+            try:
+                traj = Trajectory.load(out / "episodes" / f"ep-{k:02d}")
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:  # files a former run left
+                raise DataError(f"{out / 'episodes' / f'ep-{k:02d}'} is damaged ({type(exc).__name__}); the "
+                                "training cannot resume from it (delete the training directory to start over, "
+                                "or pick another --out)") from None
             episodes[k] = Episode(k, traj, row["insights"] if row else [])
         return episodes[k]
 
@@ -358,6 +362,17 @@ def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, stat
     learned = Beliefs.model_validate_json((out / "beliefs.json").read_text())
     _write_atomic(marker, json.dumps({**state, "status": "complete"}, indent=1, sort_keys=True) + "\n")
     return TrainReport(out, rows, learned, resumed, ran, rerun)
+
+
+def _saved_beliefs(path: Path) -> Beliefs:
+    """A beliefs version a former command saved; a missing or damaged one is one line naming it."""
+    from pydantic import ValidationError
+
+    try:
+        return Beliefs.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValidationError):
+        raise DataError(f"{path} is missing or damaged; the training cannot resume from it (delete the training "
+                        "directory to start over, or pick another --out)") from None
 
 
 def plot_beliefs(rows: list[dict[str, Any]], path: Path) -> Path:
