@@ -400,3 +400,20 @@ def test_terminated_experiment_is_marked_shown_and_resumed(tmp_path):
     assert again.returncode == 0, again.stderr
     assert json.loads((tmp_path / "exp" / "experiment.json").read_text())["status"] == "complete"
     assert (tmp_path / "exp" / "results.json").is_file()
+
+
+def test_claim_names_what_differs_and_tolerates_settings_added_later(tmp_path):
+    from fincon.engine.status import claim
+    from fincon.errors import FinconError
+
+    out = tmp_path / "t"
+    out.mkdir()
+    (out / "train.json").write_text(json.dumps({"config": {"metrics": {"alpha": 0.05}, "start": "2022-03-01"},
+                                                "options": {"lr": 4.0}, "status": "complete"}))
+    new = {"config": {"metrics": {"alpha": 0.05, "days_per_year": None}, "start": "2022-03-01"},
+           "options": {"lr": 4.0}}
+    assert claim(out, out / "train.json", new, "training", lambda p: 1) is True  # resumes
+    other = {"config": {**new["config"], "start": "2022-03-02"}, "options": {"lr": 2.0}}
+    with pytest.raises(FinconError, match=r"another config \(config.start, options.lr; status complete, "
+                                          r"1 finished episode\)"):
+        claim(out, out / "train.json", other, "training", lambda p: 1)
