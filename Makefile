@@ -65,7 +65,10 @@ demo: $(STAMP)
 record-demo: $(STAMP)
 	$(BIN)/fincon demo --record --out runs/demo
 
+# lint-imports first: an import against the layers (docs/architecture.md) fails
+# in a second, before the suite runs.
 test: $(STAMP)
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)

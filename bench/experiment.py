@@ -41,9 +41,9 @@ def experiment(out: Path, repeats: int, episodes: int, extra: list[str]) -> floa
 def ray_fixed_costs(cpus: int, units: int) -> tuple[float, float]:
     """(cluster start + stop, seconds per unit that only imports what a unit
     imports, in a fresh worker, ``cpus`` at a time)."""
-    from fincon.engine.executors import RayExecutor
+    from fincon.workflow.executors import RayExecutor
 
-    imports = functools.partial(exec, "import chromadb, fincon.engine.training, fincon.agents.team")
+    imports = functools.partial(exec, "import chromadb, fincon.workflow.training, fincon.agents.team")
     t0 = time.perf_counter()
     with RayExecutor(cpus=cpus) as ex:
         ex([str], lambda i, r: None)  # starts the cluster

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from fincon.config import load_config
-from fincon.engine.runner import run_config
+from fincon.workflow.runner import run_config
 
 START = "2022-10-05"
 END = "2023-06-09"

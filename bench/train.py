@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 from fincon.config import load_config
-from fincon.engine.training import TrainOptions, train
+from fincon.workflow.training import TrainOptions, train
 
 START, END = "2022-01-03", "2022-06-30"
 

@@ -316,7 +316,7 @@ def test_corrected_rerun_replaces_only_a_failed_runs_leftovers(tmp_path, monkeyp
 
 def test_train_config_without_dates_trains_on_the_training_window(tmp_path, monkeypatch):
     """The training window's defaults apply to what neither the config nor a flag gives."""
-    import fincon.engine.training as training
+    import fincon.workflow.training as training
 
     seen = []
 
@@ -403,7 +403,7 @@ def test_terminated_experiment_is_marked_shown_and_resumed(tmp_path):
 
 
 def test_claim_names_what_differs_and_tolerates_settings_added_later(tmp_path):
-    from fincon.engine.status import claim
+    from fincon.workflow.status import claim
     from fincon.errors import FinconError
 
     out = tmp_path / "t"

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import fincon.engine.runner as runner
+import fincon.workflow.runner as runner
 from fincon.cli.main import main
 from fincon.errors import SourceUnavailable
 from fincon.risk.metrics import compute_metrics

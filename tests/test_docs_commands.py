@@ -14,9 +14,8 @@ Blocks fenced as ``text`` are program output (the demo's table prints a line
 ``fincon LLM usage: ...``), not commands, and are skipped; every other block
 (bash, console, none) is checked.
 
-``fincon eval NAME`` passes its arguments through a stub to the evaluation's
-own parser (built only when it runs, so ``fincon --help`` stays light); the
-test builds that parser the same way and parses the arguments with it.
+``fincon eval NAME``'s flags are parsed by the evaluation's own parser,
+which the CLI builds with the others.
 
 It also checks that every relative ``](path)`` link of those files names a
 file or directory that exists, and every ``#section`` a heading of that file.
@@ -26,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import io
 import re
 import shlex
@@ -36,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from fincon.cli.main import _Parser, build_parser
+from fincon.cli.main import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = sorted([ROOT / "README.md", ROOT / "CONTRIBUTING.md", *(ROOT / "docs").glob("*.md")])
@@ -111,23 +109,11 @@ def parse(parser: argparse.ArgumentParser, command: str) -> str | None:
     out, err = io.StringIO(), io.StringIO()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            ns = parser.parse_args(argv)
-            if getattr(ns, "command", None) == "eval":
-                _parse_eval(ns)
+            parser.parse_args(argv)
     except SystemExit as exc:
         if exc.code not in (0, None):  # 0: a documented `--help`
             return err.getvalue().strip() or f"exit status {exc.code}"
     return None
-
-
-def _parse_eval(ns: argparse.Namespace) -> None:
-    """``fincon eval NAME ARGS``: parse ARGS with the evaluation's real parser,
-    built as :mod:`fincon.cli.eval` builds it when the evaluation runs."""
-    from fincon.cli.eval import EVALS
-
-    real = _Parser(prog="fincon eval")
-    importlib.import_module(EVALS[ns.eval][0]).register(real.add_subparsers(parser_class=_Parser))
-    real.parse_args([ns.eval, *ns.args])
 
 
 def test_the_docs_show_commands():
@@ -148,7 +134,7 @@ def test_every_documented_command_parses(path):
 
 def test_a_made_up_flag_fails():
     """The check can fail: an unknown flag, sub-command or choice is an error
-    that names it, also behind `fincon eval`'s pass-through stub."""
+    that names it, also in an evaluation's own flags."""
     parser = build_parser()
     assert "--no-such-flag" in parse(parser, "fincon backtest --ticker TSLA --no-such-flag")
     assert "invalid choice" in parse(parser, "fincon simulate --ticker TSLA")

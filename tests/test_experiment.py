@@ -18,7 +18,7 @@ import yaml
 from scipy.stats import wilcoxon
 
 from fincon.cli.main import main
-from fincon.engine.experiment import ABLATIONS, BASELINES, load_experiment, median_repeat
+from fincon.workflow.experiment import ABLATIONS, BASELINES, load_experiment, median_repeat
 from fincon.errors import ConfigError
 
 # short windows keep the 2 x 3 trainings (2 episodes) and 6 test runs fast

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from fincon.cli.main import main
-from fincon.engine.executors import RAY_MISSING, RayExecutor
-from fincon.engine.experiment import default_out, load_experiment
+from fincon.workflow.executors import RAY_MISSING, RayExecutor
+from fincon.workflow.experiment import default_out, load_experiment
 from fincon.errors import ConfigError, FinconError
 
 if importlib.util.find_spec("ray") is None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from fincon.cli.explain import format_day
+from fincon.agents.records import format_day
 from fincon.cli.main import main
 from fincon.llm.ledger import USAGE_COLUMNS
 
@@ -196,7 +196,7 @@ def test_training_files_in_a_run_dir_and_absent(report_run, tmp_path, capsys):
 
 def test_experiment_directory(report_run, tmp_path, capsys):
     """An experiment: its median runs, baselines and the Wilcoxon table (the
-    layout of fincon/engine/experiment.py, with one repeat)."""
+    layout of fincon/workflow/experiment.py, with one repeat)."""
     exp = tmp_path / "exp"
     shutil.copytree(report_run, exp / "test" / "full-r1")
     (exp / "experiment.json").write_text(json.dumps({"config": {}, "status": "complete"}))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fincon.cli.explain import format_day
+from fincon.agents.records import format_day
 from test_report import days_of, report_run  # noqa: F401  (the session's team run and its report.html)
 
 CHROMIUM = os.environ.get("FINCON_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"

@@ -134,9 +134,14 @@ def _check_training_finished(run: Path) -> None:
     marker = run / "train.json"
     if not marker.is_file():
         return
-    from fincon.engine.status import failure, read_state
-
-    why = failure(read_state(marker))
+    # read here, not through fincon.workflow.status: the agents sit below the workflow
+    try:
+        state = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise ConfigError(f"--beliefs: {marker} is damaged; pass the training's beliefs.json itself") from None
+    status = state.get("status") if isinstance(state, dict) else None
+    why = None if status in (None, "complete") else f"status {status}" + (
+        f": {state['error']}" if isinstance(state, dict) and state.get("error") else "")
     if why:
         raise ConfigError(f"--beliefs: {run} is a training that did not finish ({why}); finish it with its "
                           f"command, or pass {run / 'beliefs.json'} to test the beliefs it has so far")

@@ -6,7 +6,6 @@ import argparse
 import contextlib
 import json
 import os
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from fincon.cli.args import iso_date, number
 from fincon.cli.llm import add_llm_arguments, llm_overrides
 from fincon.config import load_config
 from fincon.errors import ConfigError
+from fincon.report.table import format_table
 from fincon.strategies.registry import strategy_names
 
 HELP = """\
@@ -208,53 +208,6 @@ def _dataset_events(cfg):
     return cfg.model_copy(update={"strategy_params": params})
 
 
-ROWS = [
-    ("status", "status", "{}"),
-    ("cr_pct", "CR % (sum of log returns)", "{:.3f}"),
-    ("cr_paper_pct", "CR % paper eq.5 (direction)", "{:.3f}"),
-    ("cum_simple_return_pct", "cumulative simple return %", "{:.3f}"),
-    ("final_value", "final value ($)", "{:,.0f}"),
-    # paper (FinCon A.10) on daily log returns, then the industry convention (empyrical,
-    # quantstats) on daily simple returns; max drawdown and CVaR (alpha = 1/k) are the
-    # same in both, VaR is eq. 3's order statistic (README, Metrics)
-    ("sharpe", "Sharpe (paper: log returns)", "{:.3f}"),
-    ("sharpe_empyrical", "Sharpe (empyrical: simple returns)", "{:.3f}"),
-    ("sortino", "Sortino (paper: log returns)", "{:.3f}"),
-    ("sortino_empyrical", "Sortino (empyrical: simple returns)", "{:.3f}"),
-    ("ann_vol_pct", "annual volatility % (paper: log)", "{:.2f}"),
-    ("ann_vol_empyrical_pct", "annual volatility % (empyrical: simple)", "{:.2f}"),
-    ("mdd_pct", "max drawdown %", "{:.3f}"),
-    ("var_pct", "VaR % (daily, alpha)", "{:.3f}"),
-    ("cvar_pct", "CVaR % (daily, alpha)", "{:.3f}"),
-    ("turnover", "turnover (x value)", "{:.2f}"),
-    ("n_trades", "trades", "{:d}"),
-    ("win_rate", "win rate", "{:.2f}"),
-    ("n_days", "days", "{:d}"),
-]
-
-
-def format_table(columns: dict[str, dict[str, Any]]) -> str:
-    """The metrics side by side; a status row appears when a column did not
-    complete its window (so a stopped run is never read as a full one)."""
-    names = list(columns)
-    rows = [r for r in ROWS if r[0] != "status"
-            or any(c.get("status", "complete") != "complete" for c in columns.values())]
-    labels = [label for _, label, _ in rows]
-    width0 = max(len(x) for x in labels)
-    cells = []
-    for key, _label, fmt in rows:
-        row = []
-        for n in names:
-            v = columns[n].get(key)
-            row.append("n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else fmt.format(v))
-        cells.append(row)
-    widths = [max(len(n), *(len(r[i]) for r in cells)) for i, n in enumerate(names)]
-    lines = ["  ".join([" " * width0] + [n.rjust(w) for n, w in zip(names, widths)])]
-    for (_, label, _), row in zip(rows, cells):
-        lines.append("  ".join([label.ljust(width0)] + [c.rjust(w) for c, w in zip(row, widths)]))
-    return "\n".join(lines)
-
-
 @contextlib.contextmanager
 def _stdout_to_stderr(active: bool):
     """Send file descriptor 1 to stderr while active: native solvers (OSQP)
@@ -314,7 +267,7 @@ def run_and_report(cfg, out: str | None, *, as_json: bool = False, progress: boo
     """Run a resolved config, print the table (or JSON) and the notes; the exit status."""
     from fincon.cli.main import EXIT_STOPPED
     from fincon.engine.rundir import check_out_path
-    from fincon.engine.runner import BENCHMARK, run_config, run_status
+    from fincon.workflow.runner import BENCHMARK, run_config, run_status
 
     progress = progress and not as_json
     with _stdout_to_stderr(as_json):

@@ -1,45 +1,122 @@
 """``fincon eval``: evaluations that score a part of the team against known
-answers (not backtests). Each evaluation is one module exposing
-``register(subparsers)``; listed in :data:`EVALS`.
+answers (not backtests). The evaluations themselves are plain functions in
+:mod:`fincon.eval` (``run(...)`` returns the results, ``report(res)`` the
+table as text); this module builds their parsers and turns the LLM flags
+into a client.
 
 The evaluation modules import the team (pandas, numpy, ...), and
-``fincon --help`` must stay light, so each evaluation is registered here as a
-stub that takes its arguments unparsed; the module is imported, and its own
-parser built, only when that evaluation runs (``fincon eval numeric --help``
-shows its full help)."""
+``fincon --help`` must stay light, so each one is imported only when its
+command runs."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
+import json
+from pathlib import Path
+from typing import Any
 
-#: name -> (module with register(sub), one-line help)
-EVALS = {
-    "numeric": ("fincon.eval.numeric",
-                "numeric critics: exact match of an analyst alone, with one critic, with both"),
-    "debate": ("fincon.eval.debate",
-               "debate: direction accuracy of the call reports at 1/5/20 days, with and without the debate round"),
-}
+from fincon.cli.args import check_output_file, number, write_text_atomic
+from fincon.cli.llm import add_llm_arguments, settings_from_args
+from fincon.errors import ConfigError, DataError
+
+NUMERIC = """\
+The numeric critics scored as the paper scores them (exact match of an
+analyst alone, with the data-extraction critic, with both critics) on
+questions about the bundled synthetic filings and calls."""
+
+DEBATE = """\
+Direction accuracy of the debate protocol's call reports against the
+realised return, with and without the debate round."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="score parts of the team against known answers (numeric critics, debate)",
                        description=__doc__.split("\n\n")[0])
     inner = p.add_subparsers(dest="eval", metavar="EVAL", required=True)
-    for name, (module, text) in EVALS.items():
-        # "+" as the option prefix: every "-..." argument is passed through to the real parser
-        stub = inner.add_parser(name, help=text, add_help=False, prefix_chars="+")
-        stub.add_argument("args", nargs="*")
-        stub.set_defaults(func=_runner(name, module))
+
+    n = inner.add_parser("numeric", help="numeric critics: exact match of an analyst alone, with one critic, with both",
+                         description=NUMERIC)
+    n.add_argument("--brain", choices=["rules", "llm"], default="rules",
+                   help="rules (deterministic baseline and critics, default) or llm (every agent a model call)")
+    n.add_argument("--limit", type=number(int, 1), metavar="N", help="at most N questions (spread over the question kinds)")
+    n.add_argument("--split", choices=["test", "dev", "all"], default="test",
+                   help="which documents to score (default test: never in a prompt's example)")
+    n.add_argument("--json", type=Path, metavar="FILE", help="also write the table and every answer as JSON")
+    add_llm_arguments(n)
+    n.set_defaults(func=_numeric)
+
+    d = inner.add_parser("debate", help="debate: direction accuracy of the call reports at 1/5/20 days, "
+                                        "with and without the debate round", description=DEBATE)
+    d.add_argument("--brain", choices=["rules", "llm"], default="rules",
+                   help="rules (deterministic specialists and debate, default) or llm (every role a model call)")
+    d.add_argument("--tickers", nargs="+", metavar="T", help="tickers of the sample corpus (default all 11)")
+    d.add_argument("--transcripts", choices=["text", "whisper"], default="text",
+                   help="read the call's text (default, fast) or hear its audio through Whisper (cached)")
+    d.add_argument("--json", type=Path, metavar="FILE", help="also write the table and every call as JSON")
+    add_llm_arguments(d)
+    d.set_defaults(func=_debate)
 
 
-def _runner(name: str, module: str):
-    def run(args: argparse.Namespace) -> int:
-        from fincon.cli.main import _Parser
+def _client(args: argparse.Namespace, base: dict[str, Any]):
+    """The model client of ``--brain llm`` (None for the rules brain)."""
+    if args.brain != "llm":
+        return None
+    from fincon.llm.settings import build_client
 
-        real = _Parser(prog="fincon eval")
-        importlib.import_module(module).register(real.add_subparsers(parser_class=_Parser))
-        ns = real.parse_args([name, *args.args])
-        return ns.func(ns)
+    return build_client(settings_from_args(args, base))
 
-    return run
+
+def _write_json(path: Path | None, data: dict[str, Any]) -> None:
+    """Whole or not at all (the path was checked before the evaluation ran)."""
+    if path:
+        write_text_atomic(path, json.dumps(data, indent=1, default=str) + "\n", "--json")
+
+
+def _numeric(args: argparse.Namespace) -> int:
+    from fincon.eval import numeric
+
+    if args.json is not None:  # before minutes of work, not when writing its result
+        check_output_file(args.json, "--json")
+    client = _client(args, {"answer_max_tokens": 256, "n_ctx": 4096})
+    try:
+        res = numeric.run(args.brain, args.limit, args.split, client)
+    finally:
+        if client is not None:
+            client.close()
+    if not res["questions"]:
+        raise ConfigError(f"nothing to score: the {args.split} split has no question"
+                          f"{' within --limit' if args.limit is not None else ''}; use --split all or a larger --limit")
+    print(numeric.report(res))
+    if args.json:
+        data = {k: v for k, v in res.items() if k != "outcomes"}
+        data["answers"] = [{"id": o.item.id, "gold": o.item.gold, **o.answers} for o in res["outcomes"]]
+        _write_json(args.json, data)
+    return 0
+
+
+def _debate(args: argparse.Namespace) -> int:
+    from fincon.eval import debate
+
+    if args.json is not None:
+        check_output_file(args.json, "--json")
+    tickers = [t for x in (args.tickers or []) for t in x.split(",") if t] or None
+    corpus = debate.sample_tickers()
+    missing = [t.upper() for t in (tickers or []) if t.upper() not in corpus]
+    if missing:
+        raise DataError(f"nothing to score for {', '.join(missing)}: the sample corpus has no earnings calls of "
+                        f"{'it' if len(missing) == 1 else 'them'}; pick from {', '.join(corpus)}")
+    client = _client(args, {"answer_max_tokens": 320, "n_ctx": 4096})
+    try:
+        res = debate.run(args.brain, tickers, client, args.transcripts)
+    finally:
+        if client is not None:
+            client.close()
+    if not res["calls_scored"]:
+        raise DataError(f"nothing to score: no earnings call of {', '.join(res['tickers'])} in the sample corpus "
+                        f"is followed by a trading day; pick other tickers ({', '.join(corpus)})")
+    print(debate.report(res))
+    if args.json:
+        data = {k: v for k, v in res.items() if k != "results"}
+        data["calls"] = [r.__dict__ for r in res["results"]]
+        _write_json(args.json, data)
+    return 0

@@ -148,7 +148,7 @@ def _split(text: str | None) -> list[str] | None:
 
 def build_experiment(args: argparse.Namespace):
     from fincon.cli.backtest import _parse_params
-    from fincon.engine.experiment import load_experiment
+    from fincon.workflow.experiment import load_experiment
 
     events = args.events
     if events and events != "sample":
@@ -179,8 +179,8 @@ def build_experiment(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from fincon.engine.executors import open_executor
-    from fincon.engine.experiment import run_experiment
+    from fincon.workflow.executors import open_executor
+    from fincon.workflow.experiment import run_experiment
 
     exp = build_experiment(args)
     with open_executor(exp.executor) as executor:

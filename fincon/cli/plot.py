@@ -29,7 +29,7 @@ def _expand(run: Path) -> list[Path]:
     strategies, a training's episodes, an experiment's median team runs and
     baselines. An unfinished training or experiment is refused with its
     status: its curves would be shown as a result."""
-    from fincon.engine.status import failure, read_state
+    from fincon.workflow.status import failure, read_state
 
     for marker, kind in (("experiment.json", "experiment"), ("train.json", "training")):
         if (run / marker).is_file():

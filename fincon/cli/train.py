@@ -105,7 +105,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from fincon.cli.backtest import build_config
-    from fincon.engine.training import TrainOptions, train
+    from fincon.workflow.training import TrainOptions, train
 
     # the training window's defaults apply to whatever neither a flag nor the
     # config gives (a config without dates must not train on the test window)

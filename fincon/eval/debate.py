@@ -25,8 +25,6 @@ mean confidence of the directional calls.
 
 from __future__ import annotations
 
-import argparse
-import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,55 +156,3 @@ def report(res: dict[str, Any]) -> str:
     lines.append(f"scored calls per horizon: 1d {n['n_1d']}, 5d {n['n_5d']}, 20d {n['n_20d']} (directional); "
                  f"flips prevented {res['flips_prevented']}; model calls {res['model_calls']}")
     return "\n".join(lines)
-
-
-def _cmd(args: argparse.Namespace) -> int:
-    from fincon.cli.args import check_output_file, write_text_atomic
-
-    if args.json is not None:
-        check_output_file(args.json, "--json")
-    client = None
-    if args.brain == "llm":
-        from fincon.cli.llm import settings_from_args
-        from fincon.llm.settings import build_client
-
-        client = build_client(settings_from_args(args, {"answer_max_tokens": 320, "n_ctx": 4096}))
-    tickers = [t for x in (args.tickers or []) for t in x.split(",") if t] or None
-    missing = [t.upper() for t in (tickers or []) if t.upper() not in sample_tickers()]
-    if missing:
-        from fincon.errors import DataError
-
-        raise DataError(f"nothing to score for {', '.join(missing)}: the sample corpus has no earnings calls of "
-                        f"{'it' if len(missing) == 1 else 'them'}; pick from {', '.join(sample_tickers())}")
-    try:
-        res = run(args.brain, tickers, client, args.transcripts)
-    finally:
-        if client is not None:
-            client.close()
-    if not res["calls_scored"]:
-        from fincon.errors import DataError
-
-        raise DataError(f"nothing to score: no earnings call of {', '.join(res['tickers'])} in the sample corpus "
-                        f"is followed by a trading day; pick other tickers ({', '.join(sample_tickers())})")
-    print(report(res))
-    if args.json:
-        data = {k: v for k, v in res.items() if k != "results"}
-        data["calls"] = [r.__dict__ for r in res["results"]]
-        write_text_atomic(args.json, json.dumps(data, indent=1, default=str) + "\n", "--json")
-    return 0
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    from fincon.cli.llm import add_llm_arguments
-
-    p = sub.add_parser("debate", help="debate protocol: direction accuracy of call reports at 1/5/20 days, "
-                                      "with and without the debate round",
-                       description=__doc__.split("\n\n")[0])
-    p.add_argument("--brain", choices=["rules", "llm"], default="rules",
-                   help="rules (deterministic specialists and debate, default) or llm (every role a model call)")
-    p.add_argument("--tickers", nargs="+", metavar="T", help="tickers of the sample corpus (default all 11)")
-    p.add_argument("--transcripts", choices=["text", "whisper"], default="text",
-                   help="read the call's text (default, fast) or hear its audio through Whisper (cached)")
-    p.add_argument("--json", type=Path, metavar="FILE", help="also write the table and every call as JSON")
-    add_llm_arguments(p)
-    p.set_defaults(func=_cmd)

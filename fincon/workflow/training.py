@@ -43,7 +43,7 @@ from typing import Any
 
 from fincon.agents.beliefs import Beliefs, Reflection
 from fincon.config import RunConfig
-from fincon.engine.status import claim, marking
+from fincon.workflow.status import claim, marking
 from fincon.errors import ConfigError, DataError, FinconError
 from fincon.risk.cvrf import RULES_LR, Trajectory, overlap
 
@@ -187,7 +187,7 @@ def train(cfg: RunConfig, out: Path | None, opts: TrainOptions, progress: bool =
     """Run (or resume) a training; see the module docstring."""
     from fincon.agents.team import make_fincon_team
     from fincon.engine.rundir import check_out_path
-    from fincon.engine.runner import preflight
+    from fincon.workflow.runner import preflight
 
     cfg = _check_config(cfg)
     team = make_fincon_team(_team_params(cfg), dict(cfg.llm))  # validates the team's params now
@@ -268,7 +268,7 @@ def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, stat
 
     from fincon.agents.risk_control import Episode
     from fincon.agents.roles import ANALYSTS
-    from fincon.engine.runner import run_config
+    from fincon.workflow.runner import run_config
 
     (out / "config.yaml").write_text(cfg.to_yaml())
     (out / "episodes").mkdir(exist_ok=True)

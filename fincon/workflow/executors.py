@@ -1,7 +1,7 @@
 """How ``fincon experiment`` runs the independent units of a phase.
 
 An executor is called once per phase with the phase's tasks (picklable,
-argument-free callables: :class:`fincon.engine.experiment._Job`) and a
+argument-free callables: :class:`fincon.workflow.experiment._Job`) and a
 ``done(index, result)`` callback that it calls as each task finishes. Units
 of one phase never read each other's outputs, so the order in which they run
 does not change a file.
@@ -36,7 +36,7 @@ starts one Ray actor, pinned to its own node, that opens every cache file the
 units name; in the workers the environment variable
 :data:`fincon.llm.cache.SERVER_ENV` names the actor, and
 :class:`~fincon.llm.cache.CallCache` reads and writes through it
-(:class:`RemoteCache`). SQLite is then opened on one machine only, and
+(:class:`fincon.llm.remote_cache.RemoteCache`). SQLite is then opened on one machine only, and
 "first writer wins" holds across every worker of the cluster exactly as it
 does for processes sharing the file on one machine: no shard, no merge, no
 conflict to resolve afterwards. (Per-task shards merged after the phase were
@@ -407,7 +407,7 @@ class _Coordinator:
 
     def cache(self, path: str, mode: str, method: str, *args, **kwargs) -> tuple[str, Any]:
         """Call ``method`` of the cache at ``path`` opened in ``mode``; an error
-        comes back as a value, raised again in the worker (RemoteCache)."""
+        comes back as a value, raised again in the worker (:class:`~fincon.llm.remote_cache.RemoteCache`)."""
         from fincon.llm.cache import CallCache
 
         try:
@@ -426,35 +426,3 @@ class _Coordinator:
         for cache in self._caches.values():
             cache.close()
         self._caches.clear()
-
-
-class RemoteCache:
-    """A worker's view of one cache file held by the driver's :class:`_Coordinator`;
-    :class:`~fincon.llm.cache.CallCache` delegates to it when
-    :data:`~fincon.llm.cache.SERVER_ENV` is set."""
-
-    def __init__(self, server: str, path: Path, mode: str):
-        import ray
-
-        self._ray = ray
-        self._actor = ray.get_actor(server)
-        self._where = (str(Path(path).absolute()), str(getattr(mode, "value", mode)))
-        self._call("open")  # a file that is not a usable cache fails now, as a local one does
-
-    def _call(self, method: str, *args, **kwargs) -> Any:
-        status, value = self._ray.get(self._actor.cache.remote(*self._where, method, *args, **kwargs))
-        if status == "error":
-            raise value
-        return value
-
-    def get(self, key: str):
-        return self._call("get", key)
-
-    def put(self, key: str, **fields: Any):
-        return self._call("put", key, **fields)
-
-    def __len__(self) -> int:
-        return self._call("__len__")
-
-    def rows(self) -> list[dict[str, Any]]:
-        return self._call("rows")

@@ -30,8 +30,8 @@ the same command again skips done units, resumes a half-finished training
 after its last finished episode, and ends with the same results.json.
 
 Units of one phase are independent: :func:`serial` runs them one by one,
-:class:`~fincon.engine.executors.RayExecutor` as Ray tasks in parallel
-(``--executor ray``; see :mod:`fincon.engine.executors`). Both write the
+:class:`~fincon.workflow.executors.RayExecutor` as Ray tasks in parallel
+(``--executor ray``; see :mod:`fincon.workflow.executors`). Both write the
 same files.
 """
 
@@ -51,8 +51,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from fincon.config import BrokerConfig, DataConfig, MetricsConfig, RunConfig, _set_path
-from fincon.engine.executors import Executor, ExecutorSpec, Task, serial  # noqa: F401 (Task: the public name)
-from fincon.engine.status import claim, marking
+from fincon.workflow.executors import Executor, ExecutorSpec, Task, serial  # noqa: F401 (Task: the public name)
+from fincon.workflow.status import claim, marking
 from fincon.errors import ConfigError, FinconError
 from fincon.validation import format_validation_error
 
@@ -257,7 +257,7 @@ def train_config(exp: ExperimentConfig, ablation: str, repeat: int, protocol: st
 
 
 def train_options(exp: ExperimentConfig, ablation: str, repeat: int):
-    from fincon.engine.training import TrainOptions
+    from fincon.workflow.training import TrainOptions
 
     return TrainOptions(episodes=exp.episodes, learn=ablation != "no-beliefs", explore=exp.explore, lr=exp.lr,
                         temperature=exp.temperature, seed=exp.seed + repeat - 1)
@@ -333,11 +333,11 @@ def unit_done(unit: Unit, exp: ExperimentConfig, root: Path) -> bool:
 
 def run_unit(unit: Unit, exp: ExperimentConfig, root: Path, progress: bool = False) -> str:
     """Run one unit (resuming a training); returns its directory."""
-    from fincon.engine.runner import run_config
+    from fincon.workflow.runner import run_config
 
     path = unit.path(root)
     if unit.kind == "train":
-        from fincon.engine.training import train
+        from fincon.workflow.training import train
 
         train(train_config(exp, unit.ablation, unit.repeat, unit.protocol), path,
               train_options(exp, unit.ablation, unit.repeat), progress=progress)
@@ -420,7 +420,7 @@ def check_inputs(exp: ExperimentConfig) -> None:
     """What the units would refuse, checked before the experiment writes
     anything: each window's prices for every ticker, the team's corpus over
     both windows, the baselines' parameters."""
-    from fincon.engine.runner import preflight
+    from fincon.workflow.runner import preflight
 
     for p in exp.protocols:
         preflight(train_config(exp, "full", 1, p))
@@ -591,7 +591,7 @@ def plot_experiment(exp: ExperimentConfig, root: Path, results: dict[str, Any]) 
     """equity.png (median runs + baselines), beliefs.png and beliefs.md (the
     belief evolution of the full ablation's median repeat)."""
     from fincon.engine.plotting import plot_equity
-    from fincon.engine.training import plot_beliefs
+    from fincon.workflow.training import plot_beliefs
 
     curves = {}
     for v, m in results["median"].items():

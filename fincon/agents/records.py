@@ -1,0 +1,99 @@
+"""A day of the agent team as text: what it saw, said and did, with the
+evidence each claim cites.
+
+The input is one line of a run's ``decisions.jsonl`` whose ``record`` the
+team wrote (:mod:`fincon.agents.team`: each analyst's inputs, direction and
+insights with their citations, the manager's decision and the evidence it
+relied on, the model calls, the settlement of the previous day, the risk
+alert). ``fincon explain`` prints it and the HTML report shows it when a day
+is clicked, so it lives here, beside the team that writes the record, and
+reads nothing but the record (no model, memory store or event corpus).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+WIDTH = 100
+
+
+def _quote(ev: dict[str, Any] | None, cid: str) -> str:
+    if ev is None:
+        return f"[{cid}] (not among the agent's inputs)"
+    words = " ".join(str(ev.get("text", "")).split())
+    if len(words) > 70:
+        words = words[:67].rstrip() + "..."
+    return f"[{cid}] {ev.get('source', '?')} {ev.get('date', '?')}: {words}"
+
+
+def _wrap(text: str, indent: str) -> str:
+    rest = " " * len(indent)
+    return textwrap.fill(" ".join(str(text).split()), WIDTH, initial_indent=indent, subsequent_indent=rest)
+
+
+def format_day(entry: dict[str, Any]) -> str:
+    rec = entry["record"]
+    out = [f"{entry['date']}  brain={rec.get('brain')}  protocol={rec.get('protocol')}  "
+           f"pool={', '.join(rec.get('pool', []))}"]
+    evidence: dict[str, dict[str, Any]] = {}
+    sel = rec.get("selection")
+    if sel:
+        out.append(f"\nstock selection: {sel.get('direction', '')}")
+        for ins in sel.get("insights", []):
+            out.append(_wrap(ins.get("text", ""), "  - "))
+    out.append("\nWHAT THE TEAM SAW AND SAID")
+    for a in rec.get("agents", []):
+        inputs = {x["id"]: x for x in a.get("inputs", []) if isinstance(x, dict)}
+        evidence.update(inputs)
+        via = a.get("via")
+        calls = a.get("calls", 0)
+        how = {"reuse": "reused yesterday's report (inputs unchanged, no call)", "empty": "nothing to read",
+               "fallback": f"model answer invalid twice, rules brain used ({calls} calls)",
+               "llm": f"model, {calls} call{'s' if calls != 1 else ''}", "rules": "rules brain"}.get(via, via)
+        out.append(f"\n{a['agent']}: {a.get('direction')} ({a.get('confidence', 0):.2f})  [{how}]")
+        if inputs:
+            out.append(f"  read {len(inputs)} item(s): {', '.join(inputs)}")
+        for ins in a.get("insights", []):
+            out.append(_wrap(ins.get("text", ""), "  - "))
+            for c in ins.get("citations", []):
+                out.append("      " + _quote(inputs.get(c["id"]), c["id"]))
+    m = rec.get("manager", {})
+    out.append("\nWHAT THE TEAM DID")
+    acts = entry.get("actions") or m.get("actions") or {}
+    weights = entry.get("weights")
+    out.append(f"actions: {', '.join(f'{t} {a}' for t, a in sorted(acts.items())) or 'none'}"
+               + (f"  size {m['size']:.2f}" if isinstance(m.get("size"), (int, float)) and len(acts) == 1 else ""))
+    if weights:
+        out.append("target weights: " + ", ".join(f"{t} {w:+.3f}" for t, w in sorted(weights.items())))
+    elif weights is not None:
+        out.append("target weights: none (positions kept)")
+    out.append(f"manager ({m.get('via')}, {m.get('calls', 0)} call(s), "
+               f"{m.get('reflections_read', 0)} reflection(s) read):")
+    out.append(_wrap(m.get("rationale") or entry.get("rationale", ""), "  "))
+    relied = m.get("relied_on") or entry.get("evidence") or []
+    if relied:
+        out.append("  relied on:")
+        for cid in relied:
+            out.append("    " + _quote(evidence.get(cid), cid))
+    for key in ("stance", "beliefs"):
+        if m.get(key):
+            out.append(_wrap(f"{key}: {m[key]}", "  "))
+    calls = rec.get("calls", {})
+    if calls:
+        out.append(f"\nmodel calls: {calls.get('made', 0)} made, {calls.get('reused', 0)} reports reused, "
+                   f"{calls.get('skipped', 0)} agents had nothing to read, {calls.get('fallbacks', 0)} fallbacks")
+    st = rec.get("settled")
+    if st:
+        out.append(f"settled {st['day']}: P&L {st['pnl']:+.2%}" +
+                   (f"; rewarded {len(st.get('rewarded', []))} memories (+5)" if st.get("rewarded") else ""))
+    if st and st.get("reflection"):
+        out.append(_wrap(f"reflection written: {st['reflection']}", "  "))
+    alert = rec.get("risk")
+    if alert:
+        rho = alert.get("rho")
+        level = f" (CVaR of the PnL so far {rho:.3f}%)" if isinstance(rho, (int, float)) else ""
+        out.append(f"risk: {'ALERT ' + alert.get('reason', '') if alert.get('alert') else 'no alert'}{level}")
+        if alert.get("stance"):
+            out.append(_wrap(f"stance given to the manager: {alert['stance']}", "  "))
+    return "\n".join(out)

@@ -1,0 +1,61 @@
+"""The metrics table: which metrics a run is compared by, with their labels
+and formats, in the order ``fincon backtest`` prints them and the HTML
+report shows them.
+
+One list (:data:`ROWS`) for both, so the terminal and the page never
+disagree on a label or a rounding; the metrics themselves are computed in
+:mod:`fincon.risk.metrics`. Plain Python (no numerical import): the CLI
+imports it while it builds its parser.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+#: (metric key, label, format)
+ROWS = [
+    ("status", "status", "{}"),
+    ("cr_pct", "CR % (sum of log returns)", "{:.3f}"),
+    ("cr_paper_pct", "CR % paper eq.5 (direction)", "{:.3f}"),
+    ("cum_simple_return_pct", "cumulative simple return %", "{:.3f}"),
+    ("final_value", "final value ($)", "{:,.0f}"),
+    # paper (FinCon A.10) on daily log returns, then the industry convention (empyrical,
+    # quantstats) on daily simple returns; max drawdown and CVaR (alpha = 1/k) are the
+    # same in both, VaR is eq. 3's order statistic (README, Metrics)
+    ("sharpe", "Sharpe (paper: log returns)", "{:.3f}"),
+    ("sharpe_empyrical", "Sharpe (empyrical: simple returns)", "{:.3f}"),
+    ("sortino", "Sortino (paper: log returns)", "{:.3f}"),
+    ("sortino_empyrical", "Sortino (empyrical: simple returns)", "{:.3f}"),
+    ("ann_vol_pct", "annual volatility % (paper: log)", "{:.2f}"),
+    ("ann_vol_empyrical_pct", "annual volatility % (empyrical: simple)", "{:.2f}"),
+    ("mdd_pct", "max drawdown %", "{:.3f}"),
+    ("var_pct", "VaR % (daily, alpha)", "{:.3f}"),
+    ("cvar_pct", "CVaR % (daily, alpha)", "{:.3f}"),
+    ("turnover", "turnover (x value)", "{:.2f}"),
+    ("n_trades", "trades", "{:d}"),
+    ("win_rate", "win rate", "{:.2f}"),
+    ("n_days", "days", "{:d}"),
+]
+
+
+def format_table(columns: dict[str, dict[str, Any]]) -> str:
+    """The metrics side by side; a status row appears when a column did not
+    complete its window (so a stopped run is never read as a full one)."""
+    names = list(columns)
+    rows = [r for r in ROWS if r[0] != "status"
+            or any(c.get("status", "complete") != "complete" for c in columns.values())]
+    labels = [label for _, label, _ in rows]
+    width0 = max(len(x) for x in labels)
+    cells = []
+    for key, _label, fmt in rows:
+        row = []
+        for n in names:
+            v = columns[n].get(key)
+            row.append("n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else fmt.format(v))
+        cells.append(row)
+    widths = [max(len(n), *(len(r[i]) for r in cells)) for i, n in enumerate(names)]
+    lines = ["  ".join([" " * width0] + [n.rjust(w) for n, w in zip(names, widths)])]
+    for (_, label, _), row in zip(rows, cells):
+        lines.append("  ".join([label.ljust(width0)] + [c.rjust(w) for c, w in zip(row, widths)]))
+    return "\n".join(lines)
