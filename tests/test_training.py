@@ -210,7 +210,9 @@ def test_killed_training_resumes_to_the_same_files(tmp_path, unplanted):
     p.send_signal(signal.SIGTERM)
     assert p.wait(60) == 143
     done = rows.read_text().count("\n")
-    assert 1 <= done < 3 and json.loads((tmp_path / "cut" / "train.json").read_text())["status"] == "running"
+    # the status file says why the training is unfinished (readers show it; the same command resumes)
+    state = json.loads((tmp_path / "cut" / "train.json").read_text())
+    assert 1 <= done < 3 and state["status"] == "interrupted" and "rerun the same command" in state["error"]
     again = subprocess.run(FINCON + args + ["--out", str(tmp_path / "cut")], capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
     assert f"resumed: episodes 1..{done} were already finished" in again.stdout
