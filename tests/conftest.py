@@ -1,4 +1,11 @@
-"""Shared fixtures: bundled sample data loaded through the public API."""
+"""Shared fixtures. Helpers (doubles, markets, corpora) live in the test kit,
+``fincon.testing``; what is here is what pytest must own: fixtures, above
+all the session-scoped ones whose set-up is expensive.
+
+Under pytest-xdist every worker is its own session, so a session fixture is
+built once per worker that needs it (``tmp_path_factory`` gives each worker
+its own base directory: nothing here writes to a shared fixed path).
+"""
 
 from __future__ import annotations
 
@@ -7,25 +14,23 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fincon.data.prices import load_prices
 from fincon.data.sources import make_source
-from fincon.data.view import MarketData
-from fincon.engine import BrokerSettings, run_backtest
-from fincon.strategies import RunContext
-
-START, END = pd.Timestamp("2022-10-05"), pd.Timestamp("2023-06-09")
-
-
-def market_for(tickers, warmup=0, start=START, end=END) -> MarketData:
-    loaded = load_prices(make_source("sample"), tuple(tickers), start, end, warmup=warmup)
-    return MarketData(loaded.frames, loaded.first_index)
-
-
-def backtest(market: MarketData, strategy, tmp_path: Path | None = None, **broker):
-    ctx = RunContext(tmp_path or Path("."), market.tickers, {})
-    return run_backtest(market, strategy, BrokerSettings(**broker), ctx, progress=False)
+from fincon.testing import END, START, SMALL_TEAM_RUN, backtest, market_for  # noqa: F401  (for `from conftest import`)
 
 
 @pytest.fixture(scope="session")
 def raw_tsla() -> pd.DataFrame:
     return make_source("sample").load("TSLA", START, END)
+
+
+@pytest.fixture(scope="session")
+def report_run(tmp_path_factory) -> Path:
+    """The team run (``SMALL_TEAM_RUN``) with its report.html, made once per
+    session for test_report.py and test_report_browser.py."""
+    from fincon.cli.main import main
+
+    out = tmp_path_factory.getbasetemp() / "report-run" / "fincon-tsla"
+    if not out.exists():
+        assert main([*SMALL_TEAM_RUN, "--out", str(out), "--report"]) == 0
+    assert (out / "report.html").is_file(), "fincon backtest --report wrote no report.html"
+    return out

@@ -20,13 +20,10 @@ from scipy.stats import wilcoxon
 from fincon.cli.main import main
 from fincon.engine.experiment import ABLATIONS, BASELINES, load_experiment, median_repeat
 from fincon.errors import ConfigError
+from fincon.testing import SMALL_EXPERIMENT
 
 # short windows keep the 2 x 3 trainings (2 episodes) and 6 test runs fast
-ARGS = ["experiment", "--ticker", "TSLA", "--brain", "rules", "--events", "sample",
-        "--param", "fincon.transcripts=text",
-        "--train-start", "2022-04-01", "--train-end", "2022-04-29",
-        "--test-start", "2022-05-02", "--test-end", "2022-05-31",
-        "--repeats", "2", "--episodes", "2", "--no-progress"]
+ARGS = SMALL_EXPERIMENT
 
 
 def log_returns(run: Path) -> pd.Series:

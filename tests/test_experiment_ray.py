@@ -30,7 +30,7 @@ if importlib.util.find_spec("ray") is None:
         pytest.fail("ray is not installed: pip install 'fincon[ray]' (the CI runs these tests)", pytrace=False)
     pytest.skip("ray is not installed (pip install 'fincon[ray]')", allow_module_level=True)
 
-from test_experiment import ARGS  # noqa: E402  (the small experiment of tests/test_experiment.py)
+from fincon.testing import SMALL_EXPERIMENT as ARGS  # noqa: E402  (the small experiment of tests/test_experiment.py)
 
 RAY = ["--executor", "ray", "--ray-cpus", "2"]
 
