@@ -44,6 +44,7 @@ def experiment(tmp_path_factory):
     return out, code, buf.getvalue()
 
 
+@pytest.mark.slow
 def test_end_to_end_table_and_files(experiment):
     out, code, text = experiment
     assert code == 0, text
@@ -74,6 +75,7 @@ def test_end_to_end_table_and_files(experiment):
     assert "| episode | objective (CR %) | tau |" in (out / "beliefs.md").read_text()
 
 
+@pytest.mark.slow
 def test_median_and_wilcoxon_recomputed(experiment):
     out, _, _ = experiment
     res = json.loads((out / "results.json").read_text())
@@ -97,6 +99,7 @@ def test_median_and_wilcoxon_recomputed(experiment):
         assert f"{med['wilcoxon']['p_value']:.4f}" in experiment[2]
 
 
+@pytest.mark.slow
 def test_rerun_resumes_with_nothing_to_run(experiment, capsys):
     out, _, _ = experiment
     before = (out / "results.json").read_bytes()
@@ -125,6 +128,7 @@ def test_median_repeat():
     assert median_repeat({1: 1.0, 2: 1.0, 3: 1.0}) == 2
 
 
+@pytest.mark.slow
 def test_yaml_config(tmp_path, capsys):
     exp = load_experiment(Path(__file__).parents[1] / "examples" / "experiment.yaml", {"repeats": 3})
     assert exp.repeats == 3 and exp.brain == "rules" and str(exp.test.start) == "2022-10-05"
@@ -144,6 +148,7 @@ def test_yaml_config(tmp_path, capsys):
             load_experiment(None, tree)
 
 
+@pytest.mark.slow
 def test_protocols_compared_on_one_table(tmp_path):
     """--protocols: every protocol trains and tests with the same team, data and
     windows; one table with each median run, its usage columns and measures."""

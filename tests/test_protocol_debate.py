@@ -17,6 +17,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from fincon.agents.brains import Answer, ManagerTask, RulesBrain
 from fincon.agents.protocols import PROTOCOLS, make_protocol
@@ -238,6 +239,7 @@ def test_llm_run_recorded_then_replayed_byte_identically(tmp_path):
 PIT_START, PIT_END, CUT = "2022-10-05", "2022-11-30", 20
 
 
+@pytest.mark.slow
 def test_future_events_and_prices_change_no_decision_up_to_t(tmp_path):
     tickers = ["TSLA"]
     base = market_for(tickers, warmup=61, start=pd.Timestamp(PIT_START), end=pd.Timestamp(PIT_END))

@@ -311,6 +311,7 @@ def test_an_llm_run_on_a_stub_replays_byte_for_byte(tmp_path, monkeypatch):
 PIT_START, PIT_END, CUT = "2022-10-05", "2022-11-10", 12
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("brain", ["rules", "llm"])
 def test_future_prices_and_events_change_no_scm_decision_up_to_t(brain, tmp_path):
     from fincon.llm import LLMClient, UsageLedger

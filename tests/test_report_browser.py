@@ -19,6 +19,8 @@ from fincon.testing import decisions_of as days_of
 
 CHROMIUM = os.environ.get("FINCON_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 
+pytestmark = pytest.mark.browser
+
 
 def _unavailable(why: str):
     if os.environ.get("CI"):

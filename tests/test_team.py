@@ -35,6 +35,7 @@ from fincon.testing import (RULES, Scripted, backtest, corpus, day_records, gene
 PIT_START, PIT_END, CUT = "2022-10-05", "2022-11-30", 20
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("brain", ["rules", "llm"])
 def test_future_prices_and_events_change_nothing_up_to_t(brain, tmp_path):
     tickers = ["TSLA"]
@@ -65,6 +66,7 @@ def planted(tmp_path_factory) -> Path:
                             Planted("news", 0.3))
 
 
+@pytest.mark.slow
 def test_news_analyst_carries_the_planted_signal(planted, tmp_path):
     start, end = "2022-10-05", "2023-03-31"
     with_news, _ = run_team(["TSLA"], start, end, tmp_path / "with", events=str(planted))
@@ -225,6 +227,7 @@ def _check_bounds(decisions):
         assert sum(abs(v) for v in w.values()) <= 1 + 1e-6
 
 
+@pytest.mark.slow
 def test_portfolio_weights_stay_inside_the_direction_bounds(tmp_path):
     res, team = run_team(["TSLA", "MSFT", "PFE"], "2022-10-05", "2022-11-15", tmp_path)
     _check_bounds(res.decisions)
