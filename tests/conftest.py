@@ -9,6 +9,7 @@ its own base directory: nothing here writes to a shared fixed path).
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -34,3 +35,31 @@ def report_run(tmp_path_factory) -> Path:
         assert main([*SMALL_TEAM_RUN, "--out", str(out), "--report"]) == 0
     assert (out / "report.html").is_file(), "fincon backtest --report wrote no report.html"
     return out
+
+
+RECORDINGS = Path(__file__).resolve().parent / "recordings"
+
+
+class RecordedTranscripts:
+    """A private copy of tests/recordings/transcripts as a transcript cache
+    (``--param fincon.transcript_cache=<path>``): the team reads the recorded
+    Whisper transcripts instead of running Whisper. ``assert_all_replayed()``
+    fails if a run transcribed anything (the recording is stale)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        shutil.copytree(RECORDINGS / "transcripts", path / "transcripts")
+        self._recorded = self._names()
+
+    def _names(self) -> set[str]:
+        return {p.name for p in (self.path / "transcripts").iterdir()}
+
+    def assert_all_replayed(self) -> None:
+        new = sorted(self._names() - self._recorded)
+        assert not new, (f"the run transcribed {len(new)} call(s) live ({', '.join(new)}): the recording is stale; "
+                         "re-record with `python tests/recordings/record.py`")
+
+
+@pytest.fixture(scope="module")
+def recorded_transcripts(tmp_path_factory) -> RecordedTranscripts:
+    return RecordedTranscripts(tmp_path_factory.mktemp("transcripts"))
