@@ -19,6 +19,19 @@ from fincon.data.sources import make_source
 from fincon.testing import END, START, SMALL_TEAM_RUN, backtest, market_for  # noqa: F401  (for `from conftest import`)
 
 
+#: the tiers of pyproject.toml that `make test-fast` leaves out
+HEAVY_TIERS = ("slow", "live", "notebook", "browser")
+
+
+def pytest_collection_modifyitems(items):
+    """Files holding a heavy-tier test run first (files keep their order, tests
+    theirs). `make test` hands whole files to xdist workers in this order, so
+    the long ones (Ray, training, the live models) start at once and the many
+    short ones fill the end, instead of one worker finishing a long file alone."""
+    heavy = {item.path for item in items if any(item.get_closest_marker(t) for t in HEAVY_TIERS)}
+    items.sort(key=lambda item: item.path not in heavy)  # stable: within each group, collection order
+
+
 @pytest.fixture(scope="session")
 def raw_tsla() -> pd.DataFrame:
     return make_source("sample").load("TSLA", START, END)
