@@ -59,6 +59,7 @@ def test_bad_input_is_one_line_exit_2(argv, capsys):
     assert err.startswith("fincon: error:") and "\n" not in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_transcribe_cli_with_reference(tmp_path, capsys):
     store = sample_store(["PFE"])
     ev = [e for e in store.all_events() if e.source == "earnings_call"][0]
