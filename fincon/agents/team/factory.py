@@ -22,7 +22,7 @@ def make_fincon_team(params: Mapping[str, Any], llm: Mapping[str, Any]) -> FinCo
     try:
         p = FinConParams.model_validate(dict(params))
     except ValidationError as exc:
-        raise ConfigError(format_validation_error("strategy_params.fincon", exc)) from None
+        raise ConfigError(format_validation_error("strategy_params.fincon", exc, FinConParams)) from None
     settings = None
     if p.brain == "llm":
         from fincon.llm.settings import LLMSettings
@@ -34,5 +34,5 @@ def make_fincon_team(params: Mapping[str, Any], llm: Mapping[str, Any]) -> FinCo
             # layer's 2048-token context (the bundled Qwen models take 32k)
             settings = LLMSettings.model_validate({"answer_max_tokens": 320, "n_ctx": 4096, **dict(llm), **p.llm})
         except ValidationError as exc:
-            raise ConfigError(format_validation_error("strategy_params.fincon.llm", exc)) from None
+            raise ConfigError(format_validation_error("strategy_params.fincon.llm", exc, LLMSettings)) from None
     return FinConTeam(p, settings)

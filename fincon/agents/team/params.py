@@ -20,7 +20,7 @@ EmbedderName = Literal["auto", "hashing", "minilm"]
 class FinConParams(BaseModel):
     """``strategy_params.fincon`` (``--param fincon.KEY=VALUE``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN/inf are never settings
 
     brain: Literal["llm", "rules"] = "llm"
     #: "sample" (the bundled synthetic corpus) or a directory in the event format

@@ -191,6 +191,26 @@ class FinConTeam(Calls, Learning, Strategy):
             name = "hashing" if self.params.brain == "rules" else "minilm"
         return HashingEmbedder() if name == "hashing" else MiniLMEmbedder()
 
+    def check_inputs(self, tickers, first: pd.Timestamp, last: pd.Timestamp) -> None:
+        """What :meth:`start` would refuse, checked without writing anything:
+        candidates among the tickers, an event corpus covering the window for
+        every ticker, readable learned beliefs. Commands that create their own
+        directory first (train, experiment) call it before they do."""
+        from fincon.agents.beliefs import as_params
+
+        p = self.params
+        self.universe = tuple(tickers)
+        missing = [t for t in (p.candidates or ()) if t not in self.universe]
+        if missing:
+            raise ConfigError(f"strategy_params.fincon.candidates: {missing[0]} is not among the run's tickers "
+                              f"({', '.join(self.universe)})")
+        self.coverage = coverage(load_events(p.events, self.universe), self.universe)
+        for t in self.universe:
+            if t not in self.coverage:
+                raise ConfigError(f"event corpus {p.events!r} has no events for {t}; fincon needs events for every ticker")
+        self._check_window(first, last)
+        as_params(p.beliefs)
+
     def _check_window(self, first: pd.Timestamp, last: pd.Timestamp) -> None:
         for t in (getattr(self, "pool", None) or self.universe):
             lo, hi = self.coverage[t]
