@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.fincon-installed
 
-.PHONY: demo record-demo test install lock bench clean install-llm-extras install-info-extras install-report-extras
+.PHONY: demo record-demo test lint install lock bench clean install-llm-extras install-info-extras install-report-extras
 
 # constraints.txt pins every tested version (refresh it with `make lock`);
 # pyproject.toml keeps lower bounds, so `pip install fincon` still resolves.
@@ -65,10 +65,16 @@ demo: $(STAMP)
 record-demo: $(STAMP)
 	$(BIN)/fincon demo --record --out runs/demo
 
-# lint-imports first: an import against the layers (docs/architecture.md) fails
-# in a second, before the suite runs.
-test: $(STAMP)
+# Static checks, in seconds, before the suite: the layers (docs/architecture.md),
+# ruff's lint and format ([tool.ruff] in pyproject.toml) and mypy on the typed
+# layers ([tool.mypy]). CONTRIBUTING.md says how to fix what they report.
+lint: $(STAMP)
 	$(BIN)/lint-imports
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: lint
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)

@@ -18,8 +18,8 @@ import yaml
 from scipy.stats import wilcoxon
 
 from fincon.cli.main import main
-from fincon.workflow.experiment import ABLATIONS, BASELINES, load_experiment, median_repeat
 from fincon.errors import ConfigError
+from fincon.workflow.experiment import ABLATIONS, BASELINES, load_experiment, median_repeat
 
 # short windows keep the 2 x 3 trainings (2 episodes) and 6 test runs fast
 ARGS = ["experiment", "--ticker", "TSLA", "--brain", "rules", "--events", "sample",

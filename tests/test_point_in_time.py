@@ -11,8 +11,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import backtest, market_for
+
 from fincon.data.view import FIELDS, MarketData
 from fincon.strategies import Strategy, make_strategy
 from fincon.strategies.registry import STRATEGIES

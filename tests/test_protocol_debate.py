@@ -17,11 +17,13 @@ from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
-
 from conftest import market_for
+from test_point_in_time import perturbed
+from test_team import RULES, Stub, corpus, day_records, perturb_events, run
+
 from fincon.agents.brains import Answer, ManagerTask, RulesBrain
 from fincon.agents.protocols import PROTOCOLS, make_protocol
-from fincon.agents.protocols.debate import (SPECIALISTS, DebateProtocol, LeaderAnswer, Outcome, chunk_transcript)
+from fincon.agents.protocols.debate import SPECIALISTS, DebateProtocol, LeaderAnswer, Outcome, chunk_transcript
 from fincon.agents.team import FinConParams, load_events
 from fincon.cli.main import main
 from fincon.data.events.generator import SAMPLE_DIR
@@ -30,8 +32,6 @@ from fincon.llm import CallCache, LLMClient, UsageLedger
 from fincon.llm.types import Completion
 from fincon.memory.embedders import HashingEmbedder
 from fincon.memory.store import MemoryStore
-from test_point_in_time import perturbed
-from test_team import RULES, Stub, corpus, day_records, perturb_events, run
 
 CALL_DAY = "2022-11-01"
 CALL_ID = "TSLA-call-2022Q3"

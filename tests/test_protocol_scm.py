@@ -14,20 +14,28 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import market_for
+from test_point_in_time import perturbed
+from test_team import Stub, corpus, day_records, perturb_events, run
+
 from fincon.agents.brains import Answer, ManagerTask, Reuse
 from fincon.agents.policies import Policies
 from fincon.agents.protocols import make_protocol
-from fincon.agents.protocols.scm import (Alternative, Critique, Issue, Proposal, ScmProtocol, ScmReport, Verdict,
-                                         code_checks)
+from fincon.agents.protocols.scm import (
+    Alternative,
+    Critique,
+    Issue,
+    Proposal,
+    ScmProtocol,
+    ScmReport,
+    Verdict,
+    code_checks,
+)
 from fincon.agents.reports import AnalystReport, Citation, Insight
 from fincon.cli.main import main
 from fincon.data.events.generator import SAMPLE_DIR
 from fincon.data.events.loaders.directory import DirectoryLoader
 from fincon.llm.types import Completion
-from test_point_in_time import perturbed
-from test_team import Stub, corpus, day_records, perturb_events, run
 
 PORTFOLIO = ["TSLA", "MSFT", "PFE"]
 

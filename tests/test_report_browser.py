@@ -13,9 +13,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from test_report import days_of, report_run  # noqa: F401  (the session's team run and its report.html)
 
 from fincon.agents.records import format_day
-from test_report import days_of, report_run  # noqa: F401  (the session's team run and its report.html)
 
 CHROMIUM = os.environ.get("FINCON_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 

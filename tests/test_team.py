@@ -18,8 +18,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import backtest, market_for
+from test_point_in_time import perturbed
+
 from fincon.agents.brains import LLMBrain, analyst_question
 from fincon.agents.reports import AnalystReport
 from fincon.agents.roles import ANALYSTS, STOCK_SELECTION
@@ -32,7 +33,6 @@ from fincon.errors import ConfigError
 from fincon.llm import LLMClient, UsageLedger
 from fincon.llm.types import Completion
 from fincon.strategies import RunContext, make_strategy
-from test_point_in_time import perturbed
 
 RULES = {"brain": "rules", "embedder": "hashing", "transcripts": "text"}
 

@@ -31,8 +31,8 @@ from tqdm import tqdm
 
 from fincon.data.view import MarketData, PortfolioSnapshot
 from fincon.engine.broker import BrokerSettings, size_orders
-from fincon.errors import FinconError
 from fincon.engine.feed import make_feed
+from fincon.errors import FinconError
 from fincon.risk.metrics import Metrics, compute_metrics
 from fincon.strategies.base import Decision, RunContext, StopRun, Strategy
 

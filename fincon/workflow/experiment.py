@@ -50,9 +50,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from fincon.config import BrokerConfig, DataConfig, MetricsConfig, RunConfig, _set_path
-from fincon.workflow.executors import Executor, ExecutorSpec, Task, serial  # noqa: F401 (Task: the public name)
 from fincon.errors import ConfigError, FinconError
 from fincon.validation import format_validation_error
+from fincon.workflow.executors import Executor, ExecutorSpec, Task, serial  # noqa: F401 (Task: the public name)
 
 TEAM = "fincon"
 ABLATIONS = ("full", "no-cvar", "no-beliefs")
