@@ -122,12 +122,13 @@ class LLMClient:
                                 params=params, answer=completion.text, prompt_tokens=completion.prompt_tokens,
                                 completion_tokens=completion.completion_tokens, latency_s=latency,
                                 structured_mode=mode)
+        model_s = latency if completion.model_s is None else min(completion.model_s, latency)
         if stored.answer != completion.text:
             log.info("call %s: another run stored its answer first; acting on the stored answer so that a replay "
                      "reproduces this run", key[:16])
         # the stored row, not this completion: a replay reads exactly these values
         self.ledger.record_call(agent, day, b.price_model, stored.prompt_tokens, stored.completion_tokens,
-                                latency, False, structured_mode=stored.structured_mode)
+                                latency, False, structured_mode=stored.structured_mode, model_s=model_s)
         usage = Usage(stored.prompt_tokens, stored.completion_tokens, latency, cache_hit=False)
         return stored.answer, usage, key
 
