@@ -64,6 +64,7 @@ class _Row:
     latency_s: float = 0.0
     model_s: float = 0.0  # the part of latency_s the model worked; the rest was queued
     reasks: int = 0
+    resamples: int = 0
     fallbacks: int = 0
     failures: int = 0
     # model -> [prompt, completion] tokens (all calls / live calls only)
@@ -130,6 +131,13 @@ class UsageLedger:
         with self._lock:
             self._rows[(day or NO_DAY, agent)].reasks += 1
             self._event("reask", agent, day, keys=[key], error=error)
+
+    def record_resample(self, agent: str, day: str | None, key: str, error: str) -> None:
+        """A fresh sample after the re-ask's answer (``key``) was invalid too
+        (only at temperature > 0; see :mod:`fincon.llm.client`)."""
+        with self._lock:
+            self._rows[(day or NO_DAY, agent)].resamples += 1
+            self._event("resample", agent, day, keys=[key], error=error)
 
     def record_failure(self, agent: str, day: str | None, keys: tuple[str, ...], errors: tuple[str, ...]) -> None:
         with self._lock:
@@ -199,6 +207,8 @@ class UsageLedger:
         rows = self.usage_rows()
         total = lambda k: sum(int(r[k]) for r in rows)  # noqa: E731
         with self._lock:
+            # not a column of llm_usage.csv: that file's bytes are the demo's fingerprint
+            resamples = sum(r.resamples for r in self._rows.values())
             by_model: dict[str, list[int]] = defaultdict(lambda: [0, 0])
             for r in self._rows.values():
                 for m, (p, c) in r.tokens_by_model.items():
@@ -212,6 +222,7 @@ class UsageLedger:
             "llm_tokens": total("total_tokens"),
             "llm_cost_usd": round(self._cost(by_model), 6),
             "llm_reasks": total("reasks"),
+            "llm_resamples": resamples,
             "llm_fallbacks": total("fallbacks"),
             "llm_failures": total("failures"),
             "llm_structured_mode": modes,
