@@ -59,6 +59,7 @@ def short_tmp():
     shutil.rmtree(path)
 
 
+@pytest.mark.slow
 def test_a_local_cluster_leaves_nothing_behind(tmp_path, short_tmp):
     home, tmp = tmp_path / "home", short_tmp
     home.mkdir()
