@@ -58,7 +58,6 @@ def _two_calls_at_once(backend, tmp_path):
     return row, ledger.runtime_summary()
 
 
-@pytest.mark.slow  # two calls of 0.4 s each, twice
 def test_a_call_waiting_for_the_model_counts_as_queued(tmp_path):
     row, summary = _two_calls_at_once(OneAtATime(), tmp_path)
     latency, queued, model = float(row["latency_s"]), float(row["queued_s"]), float(row["model_s"])
