@@ -61,8 +61,11 @@ executor resumes the other's experiment. The LLM cache stays on this
 machine: workers read and write it through a Ray actor here (SQLite is not
 safe on a network filesystem). A unit that fails does not stop the others:
 the phase ends, then one line names it. Each worker loads its own model (llm
-brain, local backend): mind the memory. The config's executor: key takes the
-same choice (executor: ray). Needs pip install 'fincon[ray]'.
+brain, local backend): mind the memory. A local cluster keeps Ray's logs and
+sockets in a fincon-ray-* directory of the temp folder ($TMPDIR, else /tmp),
+deleted when it stops, and its auth token in the environment: nothing is left in
+/tmp/ray or ~/.ray. The config's executor: key takes the same choice
+(executor: ray). Needs pip install 'fincon[ray]'.
 
 Exit status: 0 done; 2 bad input; 3 a unit stopped early (LLM gone, budget
 spent: rerun to resume); 1 a unit failed on a Ray worker (an error that is
