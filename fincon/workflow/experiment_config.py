@@ -47,6 +47,41 @@ class Window(_Section):
         return self
 
 
+#: a rolling length: a number and a unit (y years, m months, w weeks, d days)
+PERIOD_PATTERN = r"^[1-9][0-9]*[ymwd]$"
+
+
+class RollingSpec(_Section):
+    """``--rolling WINDOW --step STEP --universe RULE``: successive test windows
+    over ``start..end``, each with a training window of the same length right
+    before it, and a universe picked by each rule at each window's start (see
+    :mod:`fincon.workflow.universe`)."""
+
+    window: str = Field("1y", pattern=PERIOD_PATTERN)
+    step: str = Field("6m", pattern=PERIOD_PATTERN)
+    #: the span the test windows lie in (a window must end by ``end`` and by the data's last day)
+    start: dt.date = dt.date(2019, 1, 1)
+    end: dt.date = dt.date(2024, 12, 31)
+    universes: list[str] = Field(default_factory=lambda: ["all"])
+
+    @field_validator("universes")
+    @classmethod
+    def _universes(cls, v: list[str]) -> list[str]:
+        from fincon.workflow.universe import parse_rule
+
+        if not v:
+            raise ValueError("at least one universe rule is needed")
+        for rule in v:
+            parse_rule(rule)
+        return list(dict.fromkeys(v))
+
+    @model_validator(mode="after")
+    def _span(self):
+        if self.start >= self.end:
+            raise ValueError(f"rolling start {self.start} is not before its end {self.end}")
+        return self
+
+
 class ExperimentConfig(_Section):
     """The whole experiment (``--config experiment.yaml``; see examples/experiment.yaml)."""
 
@@ -77,6 +112,9 @@ class ExperimentConfig(_Section):
     #: how the units run (local or ray); not part of the experiment's identity (excluded
     #: from experiment.json and the directory's hash: either executor resumes the other's run)
     executor: ExecutorSpec = Field(default_factory=ExecutorSpec, exclude=True)
+    #: a rolling evaluation (fincon.workflow.rolling) instead of one train/test split; kept out of
+    #: the dump so a one-split experiment's identity (experiment.json, its hash) is unchanged
+    rolling: RollingSpec | None = Field(None, exclude=True)
 
     @field_validator("tickers")
     @classmethod
