@@ -57,12 +57,21 @@ class RollingSpec(_Section):
     before it, and a universe picked by each rule at each window's start (see
     :mod:`fincon.workflow.universe`)."""
 
-    window: str = Field("1y", pattern=PERIOD_PATTERN)
-    step: str = Field("6m", pattern=PERIOD_PATTERN)
+    window: str = "1y"
+    step: str = "6m"
     #: the span the test windows lie in (a window must end by ``end`` and by the data's last day)
     start: dt.date = dt.date(2019, 1, 1)
     end: dt.date = dt.date(2024, 12, 31)
     universes: list[str] = Field(default_factory=lambda: ["all"])
+
+    @field_validator("window", "step")
+    @classmethod
+    def _period(cls, v: str) -> str:
+        import re
+
+        if not re.match(PERIOD_PATTERN, v.strip().lower()):
+            raise ValueError(f"{v!r} is not a length such as 1y, 6m, 2w or 90d")
+        return v.strip().lower()
 
     @field_validator("universes")
     @classmethod
