@@ -111,3 +111,14 @@ def test_small_rolling_run_matches_its_windows(tmp_path, capsys):
     assert main(argv) == 0  # resumes: every unit done, the same tables
     assert "resumed" in capsys.readouterr().out
     assert (out / "summary.csv").read_bytes() == first
+
+    from fincon.report import write_report
+
+    write_report([out], tmp_path / "a.html")
+    write_report([out], tmp_path / "b.html")
+    page = (tmp_path / "a.html").read_text(encoding="utf-8")
+    assert page == (tmp_path / "b.html").read_text(encoding="utf-8")
+    assert '<section id="rolling">' in page and "rolling-1-1-heat" in page and "rolling-1-1-lines" in page
+    team = df[df.strategy == "fincon"]
+    for e, c in zip(team.excess_cr_pct, team.cr_pct):  # each heatmap cell's text: excess and CR
+        assert f"{e:+.2f} pp (CR {c:.2f} %)" in page

@@ -8,6 +8,7 @@ built in its own module from the loaded data:
   (each day of a team run as ``fincon explain`` prints it);
 * :mod:`fincon.report.usage`: LLM calls, tokens and cost;
 * :mod:`fincon.report.studies`: trainings and experiments;
+* :mod:`fincon.report.rolling`: rolling evaluations (windows x strategies);
 * :mod:`fincon.report.performance`: quantstats statistics;
 * :mod:`fincon.report.parts`: the formatting they share.
 
@@ -21,6 +22,7 @@ from fincon.report import assets
 from fincon.report.load import ReportData
 from fincon.report.parts import esc
 from fincon.report.performance import section_performance
+from fincon.report.rolling import section_rolling
 from fincon.report.runs import section_curves, section_metrics, section_timeline
 from fincon.report.studies import section_experiment, section_training
 from fincon.report.usage import section_llm
@@ -35,7 +37,8 @@ def _title(data: ReportData) -> tuple[str, str]:
             windows.append(w)
     kinds = []
     for s in data.sources:
-        k = {"run": "run", "comparison": "comparison", "training": "training", "experiment": "experiment"}[s.kind]
+        k = {"run": "run", "comparison": "comparison", "training": "training", "experiment": "experiment",
+             "rolling": "rolling evaluation"}[s.kind]
         kinds.append(f"{s.path.name} ({k})")
     names = [r.label for r in data.runs]
     title = "fincon report: " + (" vs ".join(names[:4]) + (" ..." if len(names) > 4 else "") if names else
@@ -50,11 +53,11 @@ def render(data: ReportData) -> str:
 
     sections = [section_metrics(data), section_curves(data) if any(
         r.equity is not None for r in data.runs) else "", section_timeline(data), section_llm(data),
-        section_training(data), section_experiment(data), section_performance(data)]
+        section_training(data), section_experiment(data), section_rolling(data), section_performance(data)]
     sections = [s for s in sections if s]
     nav = []
     for sid, name in (("metrics", "Metrics"), ("curves", "Equity and drawdown"), ("decisions", "Decisions"),
-                      ("llm", "LLM usage"), ("training", "Training"), ("experiment", "Experiment"),
+                      ("llm", "LLM usage"), ("training", "Training"), ("experiment", "Experiment"), ("rolling", "Rolling"),
                       ("performance", "Performance")):
         if any(f'<section id="{sid}">' in s for s in sections):
             nav.append(f'<a href="#{sid}">{name}</a>')
