@@ -79,6 +79,14 @@ def _market(cfg: RunConfig, warmup: int) -> tuple[MarketData, int]:
         t = loaded.close_only[0]
         raise ConfigError(f"--fill next-open needs an Open column, and {t} ({source.describe(t)}) has close "
                           "prices only; use --fill close")
+    if loaded.close_only and cfg.broker.slippage_model == "range":
+        t = loaded.close_only[0]
+        raise ConfigError(f"--slippage-model range needs High and Low columns, and {t} ({source.describe(t)}) has "
+                          "close prices only; use --slippage-model bps")
+    if loaded.close_only and cfg.broker.participation is not None:
+        t = loaded.close_only[0]
+        raise ConfigError(f"--participation needs a Volume column, and {t} ({source.describe(t)}) has close "
+                          "prices only; leave the cap out")
     if loaded.dropped_dates:
         log.warning("%d dates not shared by all tickers were dropped", loaded.dropped_dates)
     return MarketData(loaded.frames, loaded.first_index), loaded.dropped_dates
@@ -217,6 +225,27 @@ def _title(cfg: RunConfig) -> str:
     return f"{', '.join(cfg.tickers)}  {cfg.start} .. {cfg.end}"
 
 
+def costs_summary(cfg: RunConfig, result: BacktestResult) -> dict[str, Any]:
+    """The cost and fill settings in force and what they cost (metrics.json ``costs``)."""
+    b = cfg.broker
+    out: dict[str, Any] = {"commission_model": b.commission_model, "slippage_model": b.slippage_model,
+                           "slippage": b.slippage, "participation": b.participation,
+                           "commission_paid": round(float(result.trades["commission"].sum()), 6)
+                           if len(result.trades) else 0.0}
+    if b.commission_model == "percent":
+        out["commission"] = b.commission
+    elif b.commission_model == "per-share":
+        out.update(commission_per_share=b.commission_per_share, commission_min=b.commission_min,
+                   commission_max=b.commission_max)
+    if b.participation is not None:
+        out["participation_rest"] = b.participation_rest
+    if result.orders is not None and len(result.orders):
+        counts = result.orders["status"].value_counts()
+        out.update(orders=int(len(result.orders)), orders_partial=int(counts.get("partial", 0)),
+                   orders_rejected=int(counts.get("rejected", 0)))
+    return out
+
+
 def write_run(
     path: Path, cfg: RunConfig, result: BacktestResult, benchmark: BacktestResult | None, dropped: int,
     calendar: str | None = None,
@@ -227,6 +256,8 @@ def write_run(
     equity.to_csv(path / "equity.csv", index=False, float_format="%.6f")
     result.positions.to_csv(path / "positions.csv", index=False, float_format="%.10g")
     result.trades.to_csv(path / "trades.csv", index=False, float_format="%.10g")
+    if result.orders is not None:
+        result.orders.to_csv(path / "orders.csv", index=False, float_format="%.10g")
     with open(path / "decisions.jsonl", "w") as fh:
         for entry in result.decisions:
             fh.write(json.dumps(entry, sort_keys=True) + "\n")
@@ -234,6 +265,7 @@ def write_run(
     metrics = {"strategy": result.strategy, "status": status, **result.metrics.as_dict()}
     if calendar:
         metrics["annualisation"] = calendar
+    metrics["costs"] = costs_summary(cfg, result)
     write_json(path / "metrics.json", metrics)
     summary: dict[str, Any] = {
         "fincon_version": __version__,
