@@ -168,6 +168,8 @@ def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True
             write_run(run_path, single_cfg, result, bench, dropped, calendar)
         if not results:
             raise FinconError("; ".join(f"{n} stopped before finishing its first day: {r}" for n, r in failed.items()))
+        write_standard(staging.path, cfg, market, {n: (staging.path / n if multi else staging.path)
+                                                   for n in results})
         if multi:
             (staging.path / "config.yaml").write_text(cfg.to_yaml())
             table: dict[str, Any] = {n: {"status": run_status(r), **r.metrics.as_dict()} for n, r in results.items()}
@@ -223,6 +225,34 @@ def _plot(curves, out: Path, title: str, results: Mapping[str, BacktestResult] |
 
 def _title(cfg: RunConfig) -> str:
     return f"{', '.join(cfg.tickers)}  {cfg.start} .. {cfg.end}"
+
+
+def write_standard(top: Path, cfg: RunConfig, market: MarketData, run_dirs: dict[str, Path]) -> None:
+    """round_trips.csv in each run dir; run_summary.csv and run_manifest.json at the top
+    (fincon.engine.artifacts: loadable with pandas alone)."""
+    from fincon.engine.artifacts import manifest, round_trips, summary_row
+
+    rows = []
+    for name, path in run_dirs.items():
+        equity = pd.read_csv(path / "equity.csv")
+        trades = pd.read_csv(path / "trades.csv")
+        last_day = str(equity["date"].iloc[-1])
+        closes = {t: float(market.frame(t)["close"].loc[pd.Timestamp(last_day)]) for t in market.tickers}
+        round_trips(trades, closes, last_day).to_csv(path / "round_trips.csv", index=False, float_format="%.10g",
+                                                     lineterminator="\n")
+        rows.append({"strategy": name, **summary_row(json.loads((path / "metrics.json").read_text()))})
+    pd.DataFrame(rows).drop_duplicates().to_csv(top / "run_summary.csv", index=False, float_format="%.10g",
+                                                lineterminator="\n")
+    corpus = None
+    if "fincon" in cfg.strategies:
+        events = (cfg.strategy_params.get("fincon") or {}).get("events")
+        corpus = (Path(__file__).resolve().parents[1] / "data" / "sample" / "events"
+                  if events in (None, "sample") else Path(str(events)))
+    seeds = {f"{n}.{k}": v for n, p in sorted(cfg.strategy_params.items()) for k, v in sorted((p or {}).items())
+             if "seed" in k}
+    seeds.update({f"llm.{k}": v for k, v in sorted(cfg.llm.items()) if "seed" in k})
+    write_json(top / "run_manifest.json", manifest(cfg.to_yaml(), {t: market.frame(t) for t in market.tickers},
+                                                   corpus, seeds))
 
 
 def costs_summary(cfg: RunConfig, result: BacktestResult) -> dict[str, Any]:
