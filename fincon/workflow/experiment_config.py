@@ -40,6 +40,13 @@ class Window(_Section):
     start: dt.date
     end: dt.date
 
+    @field_validator("start", "end", mode="before")
+    @classmethod
+    def _iso(cls, v: Any) -> Any:
+        from fincon.config import iso_date_value
+
+        return iso_date_value(v)
+
     @model_validator(mode="after")
     def _order(self):
         if self.start > self.end:
@@ -110,10 +117,10 @@ class ExperimentConfig(_Section):
     #: llm brain: the manager's sampling temperature in training and test (above 0: repeats differ by seed)
     temperature: float = Field(0.7, gt=0.0, le=2.0)
     #: base seed; repeat r uses seed + (r - 1) (rules: exploration noise; llm: sampling)
-    seed: int = Field(0, ge=0)
+    seed: int = Field(0, ge=0, le=1_000_000)
     #: rules brain: log-normal noise on the rules weights of episodes 2..K, and the weight step
     explore: float = Field(0.3, ge=0.0, le=2.0)
-    lr: float = Field(4.0, ge=0.0)
+    lr: float = Field(4.0, ge=0.0, le=100.0)
     llm: dict[str, Any] = Field(default_factory=dict)
     data: DataConfig = Field(default_factory=DataConfig)
     broker: BrokerConfig = Field(default_factory=BrokerConfig)

@@ -114,6 +114,21 @@ def _single_config(cfg: RunConfig, name: str) -> RunConfig:
     return cfg.model_copy(update={"strategies": [name], "strategy_params": params})
 
 
+def preflight(cfg: RunConfig) -> None:
+    """Every check :func:`run_config` makes before its first file, and what
+    its strategies would refuse when they start (the team: events, beliefs),
+    without writing anything. ``fincon train`` and ``fincon experiment``
+    create their own directory before any run: they call this first, so bad
+    input (a window outside the data, a missing corpus) leaves nothing behind."""
+    strategies = {name: make_strategy(name, cfg.strategy_params.get(name), cfg.llm) for name in cfg.strategies}
+    cfg = _resolved(cfg, strategies)
+    market, _ = _market(cfg, max(s.warmup for s in strategies.values()))
+    for strategy in strategies.values():
+        check = getattr(strategy, "check_inputs", None)
+        if check is not None:
+            check(market.tickers, pd.Timestamp(cfg.start), pd.Timestamp(cfg.end))
+
+
 def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True,
                replace: bool = False) -> RunReport:
     """Run every strategy of ``cfg`` (plus the benchmark) and write the runs.
