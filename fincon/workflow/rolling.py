@@ -145,12 +145,18 @@ def run_rolling(exp: ExperimentConfig, out: Path, *, progress: bool = True,
 
     from fincon.engine.rundir import check_out_path
     from fincon.workflow.rolling_results import tables
-    from fincon.workflow.experiment import units
+    from fincon.workflow.experiment import check_inputs, units
 
     if "buy-and-hold" not in exp.baselines:
         raise ConfigError("rolling: buy-and-hold must be among the baselines (every strategy is compared with it)")
     out = check_out_path(out)
     cells = plan(exp)
+    for c in cells:  # what a unit would refuse (data, corpus, parameters), before anything is written
+        try:
+            check_inputs(c.exp)
+        except FinconError as exc:
+            raise type(exc)(f"rolling window {c.window.test.start}..{c.window.test.end} ({c.universe}): "
+                            f"{exc}") from None
     state = {"config": identity(exp)}
     marker = out / "rolling.json"
     if out.exists():
