@@ -55,6 +55,9 @@ class BrokerConfig(_Section):
         None, gt=0, le=1, description="an order fills at most this fraction of the day's volume (e.g. 0.025)")
     participation_rest: Literal["cancel", "carry"] = Field(
         "cancel", description="the unfilled rest of a capped order: cancelled, or placed again the next day")
+    charge_llm: bool = Field(
+        False, description="take each day's LLM spend (the ledger's cost, priced by --llm-prices) from the cash: "
+                           "a trading cost, in equity.csv's llm_cost_usd column")
     fill: Literal["close", "next_open"] = "close"
     cash_buffer: float = Field(0.0, ge=0, lt=1)
 

@@ -93,3 +93,56 @@ def test_participation_cap_binds(tmp_path, rest):
             assert row["reason"].startswith("rest carried from")
             assert row["filled"] == pytest.approx(0.025 * bars.loc[d, "Volume"])
             assert row["requested"] == pytest.approx(first["requested"] - orders["filled"][orders["date"] < d].sum())
+
+
+class _Spender:
+    """A strategy whose model calls cost $100 a day; buys TSLA on its first day if asked."""
+
+    name = "spender"
+    warmup = 0
+
+    def __init__(self, buy: bool):
+        self.buy, self.days = buy, 0
+
+    def start(self, ctx):
+        pass
+
+    def decide(self, view):
+        from fincon.strategies.base import Decision
+
+        self.days += 1
+        return Decision(weights={"TSLA": 1.0}) if self.buy and self.days == 1 else None
+
+    def spent_usd(self) -> float:
+        return 100.0 * self.days
+
+    def progress(self):
+        return {}
+
+    def finish(self, ctx):
+        return {}
+
+
+@pytest.mark.parametrize("buy", [False, True])
+def test_llm_spend_is_charged_to_the_account(tmp_path, buy):
+    import numpy as np
+
+    from fincon.data.view import MarketData
+    from fincon.engine.backtest import run_backtest
+    from fincon.engine.broker import BrokerSettings
+    from fincon.strategies.base import RunContext
+
+    dates = pd.bdate_range("2023-01-02", periods=6)
+    close = np.array([100.0, 101.0, 99.0, 102.0, 103.0, 104.0])
+    frame = pd.DataFrame({"open": close, "high": close, "low": close, "close": close, "volume": 1e6}, index=dates)
+    market = MarketData({"TSLA": frame}, first_index=0)
+    res = run_backtest(market, _Spender(buy), BrokerSettings(cash=10_000.0, charge_llm=True),
+                       RunContext(tmp_path, ("TSLA",), {}), progress=False)
+    # $100 at each decision close (no decision on the last day), taken from the cash from the next day on
+    assert res.llm_cost.tolist() == [100.0] * 5 + [0.0]
+    assert res.rejected_orders == 0
+    if not buy:
+        assert res.values.tolist() == pytest.approx([10_000.0 - 100.0 * i for i in range(6)])
+    else:  # all in on day one, sized on the cash left after that day's charge: 9,900 / 100 = 99 shares
+        shares = 9_900.0 / 100.0
+        assert res.values[-1] == pytest.approx(shares * 104.0 - 400.0, abs=1e-4)

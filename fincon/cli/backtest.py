@@ -104,6 +104,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--participation", type=number(float, 0, 1, lo_open=True), metavar="FRAC",
                    help="an order fills at most this fraction of the day's volume, e.g. 0.025; every partial or "
                         "rejected order is in orders.csv with its reason")
+    b.add_argument("--charge-llm", action="store_true", default=None,
+                   help="take each day's LLM spend from the cash, a trading cost (priced by --llm-prices; "
+                        "equity.csv gets an llm_cost_usd column)")
     b.add_argument("--participation-rest", choices=["cancel", "carry"],
                    help="the unfilled rest of a capped order: cancel (default) or carry to the next day")
     b.add_argument("--fill", choices=["close", "next-open"], help="fill at the decision close (default) or next open")
@@ -183,6 +186,7 @@ def build_config(args: argparse.Namespace):
         "broker.slippage_model": getattr(args, "slippage_model", None),
         "broker.participation": getattr(args, "participation", None),
         "broker.participation_rest": getattr(args, "participation_rest", None),
+        "broker.charge_llm": getattr(args, "charge_llm", None),
         "broker.fill": args.fill.replace("-", "_") if args.fill else None,
         "metrics.alpha": args.alpha,
         "metrics.risk_free": args.risk_free,

@@ -57,6 +57,8 @@ class BacktestResult:
     rejected_orders: int = 0
     #: every order: date, ticker, side, requested, filled, price, commission, status, reason
     orders: pd.DataFrame | None = None
+    #: broker.charge_llm: the model spend charged on each day (None when not charged)
+    llm_cost: np.ndarray | None = None
     scaled_days: int = 0
     strategy_summary: dict[str, Any] = field(default_factory=dict)
     analyzers: dict[str, Any] = field(default_factory=dict)
@@ -108,6 +110,8 @@ class _Loop:
         self.carry: dict[str, tuple[float, str]] = {}  # participation carry: ticker -> (shares, from date)
         self.capped: set[int] = set()  # refs cancelled by the participation cap
         self.broker: Any = None  # the run's backtrader broker (to cancel a capped order's rest)
+        self.llm_cost = np.zeros(n)  # charge_llm: the model spend charged on each day
+        self.charged = 0.0
         self.days_done = 0
         self.bar = tqdm(
             total=n, unit="day", delay=2.0, disable=not progress, file=sys.stderr,
@@ -149,6 +153,15 @@ class _Loop:
             bts.env.runstop()
             return
         self._record_decision(view.date, decision)
+        if self.settings.charge_llm:
+            spent = float(self.strategy.spent_usd())
+            if spent > self.charged:  # charged at this close: the cash is lower from the next bar on
+                charge = spent - self.charged
+                broker.add_cash(-charge)
+                self.llm_cost[i] = charge
+                self.charged = spent
+                cash -= charge  # today's orders are sized on the cash left after the charge
+                value -= charge
         if self.carry:
             if decision is not None and decision.weights:
                 self.carry.clear()  # the new targets supersede the unfilled rest
@@ -429,6 +442,7 @@ def run_backtest(
                             columns=["date", "ticker", "side", "requested", "filled", "price", "commission",
                                      "status", "reason"]),
         scaled_days=loop.scaled_days,
+        llm_cost=loop.llm_cost[:n] if settings.charge_llm else None,
         strategy_summary=strategy_summary,
         analyzers=analyzers,
     )

@@ -48,6 +48,7 @@ class BrokerSettings:
     slippage_model: SlippageModel = "percent"  # percent: slippage is a fraction; bps: basis points; range: of high-low
     participation: float | None = None  # fraction of the day's volume an order may fill
     participation_rest: Literal["cancel", "carry"] = "cancel"
+    charge_llm: bool = False  # the strategy's model spend is taken from the cash each day
 
     @property
     def slip_fraction(self) -> float:

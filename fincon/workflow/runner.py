@@ -284,6 +284,8 @@ def costs_summary(cfg: RunConfig, result: BacktestResult) -> dict[str, Any]:
                    commission_max=b.commission_max)
     if b.participation is not None:
         out["participation_rest"] = b.participation_rest
+    if result.llm_cost is not None:
+        out["llm_charged_usd"] = round(float(result.llm_cost.sum()), 6)
     if result.orders is not None and len(result.orders):
         counts = result.orders["status"].value_counts()
         out.update(orders=int(len(result.orders)), orders_partial=int(counts.get("partial", 0)),
@@ -298,6 +300,8 @@ def write_run(
     """Write one strategy's run directory (every file named in the README)."""
     (path / "config.yaml").write_text(cfg.to_yaml())
     equity = pd.DataFrame({"date": result.dates.strftime("%Y-%m-%d"), "value": result.values})
+    if result.llm_cost is not None:
+        equity["llm_cost_usd"] = result.llm_cost
     equity.to_csv(path / "equity.csv", index=False, float_format="%.6f")
     result.positions.to_csv(path / "positions.csv", index=False, float_format="%.10g")
     result.trades.to_csv(path / "trades.csv", index=False, float_format="%.10g")
