@@ -93,20 +93,25 @@ def _market(cfg: RunConfig, warmup: int) -> tuple[MarketData, int]:
 
 
 def calendar_days(cfg: RunConfig, market: MarketData) -> tuple[int, str]:
-    """Sessions per year for annualising, and where that number came from:
-    the config, the dataset's calendar, or the bars (weekend bars: 365)."""
-    if cfg.metrics.days_per_year:
-        return cfg.metrics.days_per_year, "set in the config (metrics.days_per_year)"
+    """Sessions per year for annualising, and a line saying so for
+    metrics.json: the data's calendar (the dataset's, else 365 when the bars
+    include weekends, else 252), unless the config sets another number. The
+    line depends only on the data and the number, so a rerun from the saved
+    (resolved) config.yaml writes the same metrics.json."""
     from fincon.data.dataset import resolve_dataset
 
     ds = resolve_dataset(cfg.data.dir) if cfg.data.source == "csv" else None
     if ds is not None:
         cal = ds.manifest.calendar
-        return cal.days_per_year, f"dataset calendar {cal.name}: {cal.note}"
-    dates = market.frame(market.tickers[0]).index
-    if bool((dates.day_of_week >= 5).any()):
-        return 365, "bars on weekends: a 24/7 calendar, annualised with 365 days"
-    return 252, "exchange calendar (weekday sessions), annualised with 252 days"
+        days, label = cal.days_per_year, f"dataset calendar {cal.name}"
+    elif bool((market.frame(market.tickers[0]).index.day_of_week >= 5).any()):
+        days, label = 365, "bars on weekends: a 24/7 calendar"
+    else:
+        days, label = 252, "exchange calendar (weekday sessions)"
+    if cfg.metrics.days_per_year and cfg.metrics.days_per_year != days:
+        return cfg.metrics.days_per_year, (f"annualised with {cfg.metrics.days_per_year} days, set in the config "
+                                           f"(metrics.days_per_year; the data's {label} has {days})")
+    return days, f"annualised with {days} days: {label}"
 
 
 def _single_config(cfg: RunConfig, name: str) -> RunConfig:
