@@ -37,7 +37,8 @@ def test_round_trips_fifo_by_hand():
 def test_artifacts_of_a_run(tmp_path):
     out = tmp_path / "run"
     assert main(["backtest", "--tickers", "AAPL,MSFT", "--strategy", "sma-cross,markowitz", "--start", "2022-06-01",
-                 "--end", "2022-12-30", "--commission", "0.001", "--slippage", "0.0005", "--out", str(out)]) == 0
+                 "--end", "2022-12-30", "--commission-model", "per-share", "--slippage-model", "bps",
+                 "--slippage", "5", "--out", str(out)]) == 0
     summary = pd.read_csv(out / "run_summary.csv").set_index("strategy")
     for name in ("sma-cross", "markowitz"):
         m = json.loads((out / name / "metrics.json").read_text())

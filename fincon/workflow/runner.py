@@ -275,6 +275,13 @@ def write_standard(top: Path, cfg: RunConfig, market: MarketData, run_dirs: dict
                                                    corpus, seeds))
 
 
+def uses_new_costs(cfg: RunConfig) -> bool:
+    """A commission or slippage model, a participation cap or a charged LLM spend is set."""
+    b = cfg.broker
+    return (b.commission_model != "percent" or b.slippage_model != "percent" or b.participation is not None
+            or b.charge_llm)
+
+
 def costs_summary(cfg: RunConfig, result: BacktestResult) -> dict[str, Any]:
     """The cost and fill settings in force and what they cost (metrics.json ``costs``)."""
     b = cfg.broker
@@ -319,7 +326,8 @@ def write_run(
     metrics = {"strategy": result.strategy, "status": status, **result.metrics.as_dict()}
     if calendar:
         metrics["annualisation"] = calendar
-    metrics["costs"] = costs_summary(cfg, result)
+    if uses_new_costs(cfg):  # the default broker writes the metrics.json it always wrote (recorded replays)
+        metrics["costs"] = costs_summary(cfg, result)
     write_json(path / "metrics.json", metrics)
     summary: dict[str, Any] = {
         "fincon_version": __version__,
