@@ -1,7 +1,7 @@
 """How ``fincon experiment`` runs the independent units of a phase.
 
 An executor is called once per phase with the phase's tasks (picklable,
-argument-free callables: :class:`fincon.workflow.experiment._Job`) and a
+argument-free callables: :class:`fincon.workflow.experiment_units.Job`) and a
 ``done(index, result)`` callback that it calls as each task finishes. Units
 of one phase never read each other's outputs, so the order in which they run
 does not change a file.
