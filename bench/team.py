@@ -48,8 +48,9 @@ IB_START, IB_END = "2020-10-01", "2021-05-06"
 
 
 def trading_days_after(start: str, n: int, end: str = END, ticker: str = "TSLA", data: Path | None = None) -> str:
-    from fincon.data.sources import make_source
     import pandas as pd
+
+    from fincon.data.sources import make_source
 
     src = make_source("csv", data_dir=data) if data else make_source("sample")
     idx = src.load(ticker, pd.Timestamp(start), pd.Timestamp(end))["Date"]

@@ -18,9 +18,9 @@ import yaml
 from scipy.stats import wilcoxon
 
 from fincon.cli.main import main
-from fincon.workflow.experiment import ABLATIONS, BASELINES, load_experiment, median_repeat
 from fincon.errors import ConfigError
 from fincon.testing import SMALL_EXPERIMENT
+from fincon.workflow.experiment import ABLATIONS, BASELINES, load_experiment, median_repeat
 
 # short windows keep the 2 x 3 trainings (2 episodes) and 6 test runs fast
 ARGS = SMALL_EXPERIMENT
