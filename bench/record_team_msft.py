@@ -35,10 +35,33 @@ def shared_dir() -> Path:
 
 
 def args_for(data: Path, cache: Path, mode: str, out: Path, end: str = END) -> list[str]:
-    return ["backtest", "--ticker", "MSFT", "--strategy", "fincon", "--brain", "llm", "--data", str(data),
-            "--start", START, "--end", end, "--llm-model", "qwen2.5-coder-1.5b", "--llm-cache", mode,
-            "--llm-cache-path", str(cache), "--param", "fincon.embedder=hashing", "--no-benchmark",
-            "--no-progress", "--out", str(out)]
+    return [
+        "backtest",
+        "--ticker",
+        "MSFT",
+        "--strategy",
+        "fincon",
+        "--brain",
+        "llm",
+        "--data",
+        str(data),
+        "--start",
+        START,
+        "--end",
+        end,
+        "--llm-model",
+        "qwen2.5-coder-1.5b",
+        "--llm-cache",
+        mode,
+        "--llm-cache-path",
+        str(cache),
+        "--param",
+        "fincon.embedder=hashing",
+        "--no-benchmark",
+        "--no-progress",
+        "--out",
+        str(out),
+    ]
 
 
 def fingerprint(run: Path) -> str:
@@ -71,12 +94,18 @@ def main() -> int:
         return code
     s = json.loads((a.work / "live" / "summary.json").read_text())["strategy_summary"]
     days = max(1, s["team_days"])
-    row = {"end": end, "fingerprint": fingerprint(a.work / "live"), "days": s["team_days"],
-           "calls_per_day": round(s["llm_calls"] / days, 2), "tokens_per_day": round(s["llm_tokens"] / days),
-           "prompt_tokens_per_call": round(s["llm_prompt_tokens"] / max(1, s["llm_calls"])),
-           "fallbacks": s["team_fallbacks"], "wall_s_per_day": round(wall / days, 1),
-           "reasks_contradiction": s.get("team_reasks_contradiction"),
-           "reasks_language": s.get("team_reasks_language")}
+    row = {
+        "end": end,
+        "fingerprint": fingerprint(a.work / "live"),
+        "days": s["team_days"],
+        "calls_per_day": round(s["llm_calls"] / days, 2),
+        "tokens_per_day": round(s["llm_tokens"] / days),
+        "prompt_tokens_per_call": round(s["llm_prompt_tokens"] / max(1, s["llm_calls"])),
+        "fallbacks": s["team_fallbacks"],
+        "wall_s_per_day": round(wall / days, 1),
+        "reasks_contradiction": s.get("team_reasks_contradiction"),
+        "reasks_language": s.get("team_reasks_language"),
+    }
     (rec / f"{NAME}.json").write_text(json.dumps(row, indent=1, sort_keys=True) + "\n")
     print(json.dumps(row, indent=1, sort_keys=True))
     return 0

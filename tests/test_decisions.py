@@ -21,29 +21,46 @@ def test_buy_with_size_zero_and_foreign_script_are_invalid_answers():
     with pytest.raises(ValidationError, match="language: write in English"):
         InsightAnswer(text="indicating strong业绩", cites=["E1"])
     assert foreign_script("Nestlé's café, 5% up") is None and foreign_script("Umsatz стал") == "с"
-    events = [{"event": "reask", "error": "contradiction: action 'buy' with size 0"},
-              {"event": "reask", "error": "insights.0.text: language: write in English"},
-              {"event": "failure", "errors": ["contradiction: x", "contradiction: y"]}]
-    assert reask_counts(events) == {"team_reasks_contradiction": 1, "team_resolved_contradiction": 1,
-                                    "team_reasks_language": 1, "team_resolved_language": 0}
+    events = [
+        {"event": "reask", "error": "contradiction: action 'buy' with size 0"},
+        {"event": "reask", "error": "insights.0.text: language: write in English"},
+        {"event": "failure", "errors": ["contradiction: x", "contradiction: y"]},
+    ]
+    assert reask_counts(events) == {
+        "team_reasks_contradiction": 1,
+        "team_resolved_contradiction": 1,
+        "team_reasks_language": 1,
+        "team_resolved_language": 0,
+    }
 
 
 def _task(score: float, held: float, band: float = 0.1, cost: float = 0.0) -> ManagerTask:
     d = "bullish" if score > 0 else "bearish" if score < 0 else "neutral"
-    r = AnalystReport(role="news", ticker="T", direction=d, confidence=abs(score),
-                      insights=[Insight(text="x", citations=[])])
-    return ManagerTask(day="2022-10-05", tickers=("T",), reports={"T": [r]}, weights={"news": 1.0},
-                       position={"T": held}, hold_band=band, unit_cost=cost)
+    r = AnalystReport(
+        role="news", ticker="T", direction=d, confidence=abs(score), insights=[Insight(text="x", citations=[])]
+    )
+    return ManagerTask(
+        day="2022-10-05",
+        tickers=("T",),
+        reports={"T": [r]},
+        weights={"news": 1.0},
+        position={"T": held},
+        hold_band=band,
+        unit_cost=cost,
+    )
 
 
-@pytest.mark.parametrize("score,held,band,cost,action", [
-    (+0.10, 0.0, 0.1, 0.0, "buy"),     # flat: the neutral band (0.05) alone
-    (-0.10, 1.0, 0.1, 0.0, "hold"),    # long, evidence against by 0.10 < 0.05 + 0.10: keep
-    (-0.20, 1.0, 0.1, 0.0, "sell"),    # beyond 0.15: reverse
-    (+0.40, 1.0, 0.1, 0.0, "hold"),    # same side: keep, no re-sizing trade
-    (-0.20, 1.0, 0.1, 0.001, "hold"),  # a flip trades 2 units at 10 bps: 0.15 + 25 x 0.002 = 0.20 needed
-    (+0.06, 0.0, 0.1, 0.001, "hold"),  # opening one unit at 10 bps needs 0.05 + 0.025
-    (-0.10, 1.0, 0.0, 0.0, "sell"),    # hold_band 0: the old behaviour, any sign change beyond the band
-])
+@pytest.mark.parametrize(
+    "score,held,band,cost,action",
+    [
+        (+0.10, 0.0, 0.1, 0.0, "buy"),  # flat: the neutral band (0.05) alone
+        (-0.10, 1.0, 0.1, 0.0, "hold"),  # long, evidence against by 0.10 < 0.05 + 0.10: keep
+        (-0.20, 1.0, 0.1, 0.0, "sell"),  # beyond 0.15: reverse
+        (+0.40, 1.0, 0.1, 0.0, "hold"),  # same side: keep, no re-sizing trade
+        (-0.20, 1.0, 0.1, 0.001, "hold"),  # a flip trades 2 units at 10 bps: 0.15 + 25 x 0.002 = 0.20 needed
+        (+0.06, 0.0, 0.1, 0.001, "hold"),  # opening one unit at 10 bps needs 0.05 + 0.025
+        (-0.10, 1.0, 0.0, 0.0, "sell"),  # hold_band 0: the old behaviour, any sign change beyond the band
+    ],
+)
 def test_rules_manager_holds_until_the_evidence_changes_enough(score, held, band, cost, action):
     assert rules_manager(_task(score, held, band, cost)).actions["T"] == action

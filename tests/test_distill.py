@@ -13,11 +13,13 @@ from fincon.agents.roles.base import Item, memory_text, within_budget
 from fincon.data.events.model import Event
 from fincon.memory.distill import Distiller, approx_tokens, clip_sentences, sentences
 
-FILING = ("Microsoft Corporation is a technology company. The company has offices in many countries. "
-          "Revenue increased 12% to $37.2 billion, driven by cloud demand and strong margins. "
-          "The weather in Redmond was mild this year and the campus cafeteria added a new menu. "
-          "Management raised its guidance for the next quarter on higher Azure orders. "
-          "Employees enjoy a range of benefits.")
+FILING = (
+    "Microsoft Corporation is a technology company. The company has offices in many countries. "
+    "Revenue increased 12% to $37.2 billion, driven by cloud demand and strong margins. "
+    "The weather in Redmond was mild this year and the campus cafeteria added a new menu. "
+    "Management raised its guidance for the next quarter on higher Azure orders. "
+    "Employees enjoy a range of benefits."
+)
 
 
 def test_distilled_text_is_whole_sentences_within_budget_in_order():
@@ -46,13 +48,14 @@ def test_clip_keeps_whole_sentences_and_memory_text_never_cuts():
     clipped = clip_sentences("a, " * 100 + "end.", 40)
     assert clipped.endswith("…") and len(clipped) <= 40 and not clipped[:-1].endswith(" ")
     body = "Revenue rose. " * 30
-    assert memory_text(f"[news 2022-10-05 08:12] Title. {body} Tone: neutral (LM +0.00).", None) == \
-        f"Title. {body}".strip()
+    assert (
+        memory_text(f"[news 2022-10-05 08:12] Title. {body} Tone: neutral (LM +0.00).", None)
+        == f"Title. {body}".strip()
+    )
 
 
 def test_within_budget_keeps_whole_items_most_relevant_first():
-    items = [Item(f"m{n}", "2022-10-05", "news", " ".join(["word"] * w) + ".") for n, w in
-             enumerate([30, 30, 50, 5])]
+    items = [Item(f"m{n}", "2022-10-05", "news", " ".join(["word"] * w) + ".") for n, w in enumerate([30, 30, 50, 5])]
     kept = within_budget(items, 80)
     # m0 + m1 = 2 x (31 + 6) = 74; m2 (57) no longer fits, m3 (12) does not either (86): budget 80
     assert [i.id for i in kept] == ["m0", "m1"]
@@ -61,11 +64,18 @@ def test_within_budget_keeps_whole_items_most_relevant_first():
 
 
 def test_earnings_call_analyst_reads_the_distilled_transcript_not_the_title():
-    call = Event(id="c1", ticker="MSFT", source="earnings_call", published_at=dt.datetime(2021, 1, 26, 17, 0),
-                 text="Q2 2021 earnings call\n" + " ".join(["Thank you operator and welcome everyone."] * 20)
-                 + " Commercial cloud revenue grew 34% to $16.7 billion and we expect margins to expand."
-                 + " " + " ".join(["We appreciate your questions today."] * 20),
-                 metadata={"title": "Q2 2021 earnings call"})
+    call = Event(
+        id="c1",
+        ticker="MSFT",
+        source="earnings_call",
+        published_at=dt.datetime(2021, 1, 26, 17, 0),
+        text="Q2 2021 earnings call\n"
+        + " ".join(["Thank you operator and welcome everyone."] * 20)
+        + " Commercial cloud revenue grew 34% to $16.7 billion and we expect margins to expand."
+        + " "
+        + " ".join(["We appreciate your questions today."] * 20),
+        metadata={"title": "Q2 2021 earnings call"},
+    )
     events = SimpleNamespace(audio_path=lambda e: None)
     lex = ANALYSTS["earnings-call"].lexicon(events, {"transcripts": "text", "distiller": Distiller()})
     text, meta = lex.summary(call)

@@ -16,16 +16,30 @@ from fincon.strategies.base import RunContext
 from fincon.strategies.registry import make_strategy
 
 ITEMS = [  # (published_at, sentiment): date-only items are read as published at that day's close
-    ("2022-07-05", "positive"), ("2022-07-05", "positive"),
+    ("2022-07-05", "positive"),
+    ("2022-07-05", "positive"),
     ("2022-07-06T10:00:00", "negative"),  # intraday, before the close: counts on 07-06 under both rules
-    ("2022-07-07", "negative"), ("2022-07-07", "negative"), ("2022-07-07", "neutral"),
+    ("2022-07-07", "negative"),
+    ("2022-07-07", "negative"),
+    ("2022-07-07", "neutral"),
 ]
 
 
 @pytest.fixture
 def events(tmp_path: Path) -> Path:
-    lines = [json.dumps({"id": f"n{i}", "ticker": "TSLA", "source": "news", "published_at": ts,
-                         "text": f"item {i}", "metadata": {"sentiment": s}}) for i, (ts, s) in enumerate(ITEMS)]
+    lines = [
+        json.dumps(
+            {
+                "id": f"n{i}",
+                "ticker": "TSLA",
+                "source": "news",
+                "published_at": ts,
+                "text": f"item {i}",
+                "metadata": {"sentiment": s},
+            }
+        )
+        for i, (ts, s) in enumerate(ITEMS)
+    ]
     (tmp_path / "TSLA.jsonl").write_text("\n".join(lines) + "\n")
     return tmp_path
 
@@ -54,8 +68,7 @@ def test_same_day_convention_reads_each_date_on_its_own_day(events, tmp_path):
     s.start(RunContext(tmp_path, ("TSLA",), {}))
     # 07-05: its two positives at once (a lookahead for date-only items); 07-06: -1 -> short;
     # 07-07: -2 -> stays short; 07-08: nothing new
-    assert _days(s, ["2022-07-05", "2022-07-06", "2022-07-07", "2022-07-08"]) == [
-        {"TSLA": 1.0}, {"TSLA": -1.0}, {}, {}]
+    assert _days(s, ["2022-07-05", "2022-07-06", "2022-07-07", "2022-07-08"]) == [{"TSLA": 1.0}, {"TSLA": -1.0}, {}, {}]
 
 
 def test_flat_instead_of_short_and_a_missing_corpus_is_one_line(events, tmp_path):

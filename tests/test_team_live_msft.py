@@ -21,8 +21,9 @@ SHARED = record.shared_dir()
 CACHE = SHARED / "recordings" / f"{record.NAME}.sqlite"
 ROW = SHARED / "recordings" / f"{record.NAME}.json"
 
-pytestmark = pytest.mark.skipif(not (CACHE.is_file() and ROW.is_file()),
-                                reason=f"no recording at {CACHE} (bench/record_team_msft.py makes it)")
+pytestmark = pytest.mark.skipif(
+    not (CACHE.is_file() and ROW.is_file()), reason=f"no recording at {CACHE} (bench/record_team_msft.py makes it)"
+)
 
 
 def test_the_live_msft_run_replays_byte_for_byte(tmp_path):

@@ -157,8 +157,9 @@ class AnalystAnswer(BaseModel):
 
     def relabeled(self, back: Mapping[str, str]):
         """A copy citing real ids (``back``: label -> id; other ids are kept)."""
-        return self.model_copy(update={"insights": [
-            i.model_copy(update={"cites": _real(i.cites, back)}) for i in self.insights]})
+        return self.model_copy(
+            update={"insights": [i.model_copy(update={"cites": _real(i.cites, back)}) for i in self.insights]}
+        )
 
 
 class TickerAnswer(BaseModel):
@@ -175,8 +176,10 @@ class TickerAnswer(BaseModel):
     def _consistent(self):
         # "buy" with size 0 says two things (the team would stay flat while its log says buy)
         if self.action in ("buy", "sell") and self.size <= 0.0:
-            raise ValueError(f"{CONTRADICTION}: action {self.action!r} with size 0; give the size of the "
-                             f"position to hold (above 0), or answer hold")
+            raise ValueError(
+                f"{CONTRADICTION}: action {self.action!r} with size 0; give the size of the "
+                f"position to hold (above 0), or answer hold"
+            )
         return self
 
     def cited(self) -> Iterable[str]:
@@ -209,9 +212,7 @@ class _PortfolioBase(BaseModel):
 def portfolio_answer_model(tickers: Sequence[str]) -> type[_PortfolioBase]:
     """Portfolio manager: one buy/sell/hold per ticker, as an object with one
     property per ticker (the shape a small model fills most reliably)."""
-    fields: dict[str, Any] = {
-        _field(t): (Action, Field(alias=t)) for t in tickers
-    }
+    fields: dict[str, Any] = {_field(t): (Action, Field(alias=t)) for t in tickers}
     return create_model("PortfolioAnswer", __base__=_PortfolioBase, **fields)
 
 
@@ -231,7 +232,9 @@ def checked(model: type[BaseModel], allowed: Iterable[str], shown: Sequence[str]
         return self
 
     return create_model(
-        model.__name__, __base__=model, __module__=model.__module__,
+        model.__name__,
+        __base__=model,
+        __module__=model.__module__,
         __validators__={"cites_only_inputs": model_validator(mode="after")(_cites_only_inputs)},
     )
 

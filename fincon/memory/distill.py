@@ -34,7 +34,8 @@ FINANCE_TERMS = frozenset(
     "revenue revenues sales earnings eps profit profits margin margins guidance outlook forecast growth demand "
     "orders backlog cash debt dividend buyback repurchase acquisition merger lawsuit recall upgrade downgrade "
     "target estimate estimates beat miss missed raised cut lowered quarter annual income loss losses cloud "
-    "customers subscribers price prices shipments layoffs investigation fda approval contract".split())
+    "customers subscribers price prices shipments layoffs investigation fda approval contract".split()
+)
 
 #: per-item budgets by source (estimated tokens): a news item says one thing,
 #: a filing section or an earnings call several

@@ -53,8 +53,10 @@ def _events_dir(spec: str | None, config: Any) -> Path:
     data_dir = ((config or {}).get("data") or {}).get("dir")
     ds = resolve_dataset(data_dir) if data_dir else None
     if ds is None or not ds.has_events:
-        raise ConfigError("sentiment baseline: no events; run it on a dataset directory with events "
-                          "(--data DIR) or set strategy_params.sentiment.events")
+        raise ConfigError(
+            "sentiment baseline: no events; run it on a dataset directory with events "
+            "(--data DIR) or set strategy_params.sentiment.events"
+        )
     return ds.events_dir
 
 

@@ -17,9 +17,12 @@ from typing import Any
 #: under the benchmark's same-day convention (a lookahead, shown for its worth)
 PRESETS: dict[str, dict[str, Any]] = {
     "investorbench": {
-        "train.start": "2020-07-02", "train.end": "2020-09-30",
-        "test.start": "2020-10-01", "test.end": "2021-05-06",
-        "repeats": 5, "team.brain": "rules",
+        "train.start": "2020-07-02",
+        "train.end": "2020-09-30",
+        "test.start": "2020-10-01",
+        "test.end": "2021-05-06",
+        "repeats": 5,
+        "team.brain": "rules",
         # a daily news corpus changes tone every day: the manager keeps a position until the
         # evidence against it passes 0.1 more than the neutral band (fixed before any run, not tuned)
         "team.hold_band": 0.1,
@@ -33,7 +36,8 @@ NOTES: dict[str, str] = {
         "InvestorBench protocol: beliefs trained on the warm-up window only (2020-07-02..2020-09-30); every team "
         "parameter is its default, fixed a priori (hold_band 0.1) or learned there, none chosen on the test window. Items visible under the "
         "point-in-time rule (a date-only item counts from the next trading day); sentiment-same-day uses the "
-        "benchmark's same-day convention, a lookahead shown for what it is worth."),
+        "benchmark's same-day convention, a lookahead shown for what it is worth."
+    ),
 }
 
 

@@ -34,8 +34,12 @@ class EarningsCallAnalyst(EventRole):
 
         if options.get("transcripts", "whisper") == "text":
             return LexiconSummariser(distiller=options.get("distiller"), resolve=events.audio_path)
-        return LexiconSummariser(distiller=options.get("distiller"), transcribe=make_transcriber(options),
-                                 resolve=events.audio_path, prefer_audio=True)
+        return LexiconSummariser(
+            distiller=options.get("distiller"),
+            transcribe=make_transcriber(options),
+            resolve=events.audio_path,
+            prefer_audio=True,
+        )
 
 
 ROLE = EarningsCallAnalyst()

@@ -23,7 +23,6 @@ def _digest(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
 
 
-
 class Calls:
     """Mixin of :class:`~fincon.agents.team.strategy.FinConTeam`: needs
     ``brain``, ``ledger``, ``roles``, ``protocol``, ``universe``,
@@ -67,11 +66,19 @@ class Calls:
         from fincon.llm.errors import LLMUnavailable
 
         agent = self.protocol.agent
-        digest = _digest({"reports": {t: [r.model_dump() for r in rs] for t, rs in task.reports.items()},
-                          "reflections": task.reflections, "stance": task.stance, "beliefs": task.beliefs,
-                          "position": task.position, "weights": dict(task.weights), "exposure": task.exposure,
-                          # what else the protocol's decision depends on (e.g. the debate: today's new calls)
-                          "protocol": self.protocol.digest(task, view) if hasattr(self.protocol, "digest") else None})
+        digest = _digest(
+            {
+                "reports": {t: [r.model_dump() for r in rs] for t, rs in task.reports.items()},
+                "reflections": task.reflections,
+                "stance": task.stance,
+                "beliefs": task.beliefs,
+                "position": task.position,
+                "weights": dict(task.weights),
+                "exposure": task.exposure,
+                # what else the protocol's decision depends on (e.g. the debate: today's new calls)
+                "protocol": self.protocol.digest(task, view) if hasattr(self.protocol, "digest") else None,
+            }
+        )
         prev = self._last.get(agent)
         if prev is not None and prev[0] == digest:
             self.ledger.record_event("reuse", agent, day, digest=digest[:16])
@@ -91,9 +98,14 @@ class Calls:
     @staticmethod
     def _agent_record(inp: RoleInputs, ans: Answer) -> dict[str, Any]:
         r = ans.report
-        return {"agent": inp.agent, "via": ans.via, "calls": ans.calls, "keys": [k[:16] for k in ans.keys],
-                "direction": r.direction, "confidence": r.confidence,
-                "insights": [i.model_dump() for i in r.insights],
-                # what the agent read, enough for `fincon explain` to quote each cited item
-                "inputs": [{"id": i.id, "date": i.date, "source": i.source, "text": i.text[:160]}
-                           for i in inp.items]}
+        return {
+            "agent": inp.agent,
+            "via": ans.via,
+            "calls": ans.calls,
+            "keys": [k[:16] for k in ans.keys],
+            "direction": r.direction,
+            "confidence": r.confidence,
+            "insights": [i.model_dump() for i in r.insights],
+            # what the agent read, enough for `fincon explain` to quote each cited item
+            "inputs": [{"id": i.id, "date": i.date, "source": i.source, "text": i.text[:160]} for i in inp.items],
+        }

@@ -32,7 +32,6 @@ class _Previous:
     summary: str
 
 
-
 class Learning:
     """Mixin of :class:`~fincon.agents.team.strategy.FinConTeam`: needs
     ``_mems``, ``reflections``, ``written``, ``counts``, ``universe``,
@@ -77,8 +76,10 @@ class Learning:
         gross = sum(abs(w) for w in prev.weights.values())
         # the rules brain's reflection is its own deterministic text, labelled as such
         label = "[deterministic reflection] " if self.params.brain == "rules" else ""
-        text = (f"{label}{prev.day}: {prev.summary or 'no trade'} (gross exposure {gross:.2f}); by {day} this was "
-                f"{verdict} ({pnl:+.2%}). Relied on: {', '.join(sorted(prev.relied)) or 'no memory'}.")
+        text = (
+            f"{label}{prev.day}: {prev.summary or 'no trade'} (gross exposure {gross:.2f}); by {day} this was "
+            f"{verdict} ({pnl:+.2%}). Relied on: {', '.join(sorted(prev.relied)) or 'no memory'}."
+        )
         alert = risk is not None and risk.alert
         if alert:
             text += f" CVaR alert: {risk.reason}; be more careful with exposure."
@@ -94,11 +95,12 @@ class Learning:
         return out
 
 
-
 def risk_stance(risk) -> str:
     """The manager's risk stance for today (a prompt section; the rules
     manager cuts its exposure to the ``risk`` belief weight)."""
     if not risk.alert:
         return ""
-    return (f"RISK ALERT ({risk.reason}). Be risk-averse today: cut or avoid exposure unless the evidence is "
-            f"strong and consistent; prefer a smaller size.")
+    return (
+        f"RISK ALERT ({risk.reason}). Be risk-averse today: cut or avoid exposure unless the evidence is "
+        f"strong and consistent; prefer a smaller size."
+    )
