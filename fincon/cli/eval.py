@@ -30,28 +30,55 @@ realised return, with and without the debate round."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("eval", help="score parts of the team against known answers (numeric critics, debate)",
-                       description=__doc__.split("\n\n")[0])
+    p = sub.add_parser(
+        "eval",
+        help="score parts of the team against known answers (numeric critics, debate)",
+        description=__doc__.split("\n\n")[0],
+    )
     inner = p.add_subparsers(dest="eval", metavar="EVAL", required=True)
 
-    n = inner.add_parser("numeric", help="numeric critics: exact match of an analyst alone, with one critic, with both",
-                         description=NUMERIC)
-    n.add_argument("--brain", choices=["rules", "llm"], default="rules",
-                   help="rules (deterministic baseline and critics, default) or llm (every agent a model call)")
-    n.add_argument("--limit", type=number(int, 1), metavar="N", help="at most N questions (spread over the question kinds)")
-    n.add_argument("--split", choices=["test", "dev", "all"], default="test",
-                   help="which documents to score (default test: never in a prompt's example)")
+    n = inner.add_parser(
+        "numeric",
+        help="numeric critics: exact match of an analyst alone, with one critic, with both",
+        description=NUMERIC,
+    )
+    n.add_argument(
+        "--brain",
+        choices=["rules", "llm"],
+        default="rules",
+        help="rules (deterministic baseline and critics, default) or llm (every agent a model call)",
+    )
+    n.add_argument(
+        "--limit", type=number(int, 1), metavar="N", help="at most N questions (spread over the question kinds)"
+    )
+    n.add_argument(
+        "--split",
+        choices=["test", "dev", "all"],
+        default="test",
+        help="which documents to score (default test: never in a prompt's example)",
+    )
     n.add_argument("--json", type=Path, metavar="FILE", help="also write the table and every answer as JSON")
     add_llm_arguments(n)
     n.set_defaults(func=_numeric)
 
-    d = inner.add_parser("debate", help="debate: direction accuracy of the call reports at 1/5/20 days, "
-                                        "with and without the debate round", description=DEBATE)
-    d.add_argument("--brain", choices=["rules", "llm"], default="rules",
-                   help="rules (deterministic specialists and debate, default) or llm (every role a model call)")
+    d = inner.add_parser(
+        "debate",
+        help="debate: direction accuracy of the call reports at 1/5/20 days, with and without the debate round",
+        description=DEBATE,
+    )
+    d.add_argument(
+        "--brain",
+        choices=["rules", "llm"],
+        default="rules",
+        help="rules (deterministic specialists and debate, default) or llm (every role a model call)",
+    )
     d.add_argument("--tickers", nargs="+", metavar="T", help="tickers of the sample corpus (default all 11)")
-    d.add_argument("--transcripts", choices=["text", "whisper"], default="text",
-                   help="read the call's text (default, fast) or hear its audio through Whisper (cached)")
+    d.add_argument(
+        "--transcripts",
+        choices=["text", "whisper"],
+        default="text",
+        help="read the call's text (default, fast) or hear its audio through Whisper (cached)",
+    )
     d.add_argument("--json", type=Path, metavar="FILE", help="also write the table and every call as JSON")
     add_llm_arguments(d)
     d.set_defaults(func=_debate)
@@ -84,8 +111,10 @@ def _numeric(args: argparse.Namespace) -> int:
         if client is not None:
             client.close()
     if not res["questions"]:
-        raise ConfigError(f"nothing to score: the {args.split} split has no question"
-                          f"{' within --limit' if args.limit is not None else ''}; use --split all or a larger --limit")
+        raise ConfigError(
+            f"nothing to score: the {args.split} split has no question"
+            f"{' within --limit' if args.limit is not None else ''}; use --split all or a larger --limit"
+        )
     print(numeric.report(res))
     if args.json:
         data = {k: v for k, v in res.items() if k != "outcomes"}
@@ -103,8 +132,10 @@ def _debate(args: argparse.Namespace) -> int:
     corpus = debate.sample_tickers()
     missing = [t.upper() for t in (tickers or []) if t.upper() not in corpus]
     if missing:
-        raise DataError(f"nothing to score for {', '.join(missing)}: the sample corpus has no earnings calls of "
-                        f"{'it' if len(missing) == 1 else 'them'}; pick from {', '.join(corpus)}")
+        raise DataError(
+            f"nothing to score for {', '.join(missing)}: the sample corpus has no earnings calls of "
+            f"{'it' if len(missing) == 1 else 'them'}; pick from {', '.join(corpus)}"
+        )
     client = _client(args, {"answer_max_tokens": 320, "n_ctx": 4096})
     try:
         res = debate.run(args.brain, tickers, client, args.transcripts)
@@ -112,8 +143,10 @@ def _debate(args: argparse.Namespace) -> int:
         if client is not None:
             client.close()
     if not res["calls_scored"]:
-        raise DataError(f"nothing to score: no earnings call of {', '.join(res['tickers'])} in the sample corpus "
-                        f"is followed by a trading day; pick other tickers ({', '.join(corpus)})")
+        raise DataError(
+            f"nothing to score: no earnings call of {', '.join(res['tickers'])} in the sample corpus "
+            f"is followed by a trading day; pick other tickers ({', '.join(corpus)})"
+        )
     print(debate.report(res))
     if args.json:
         data = {k: v for k, v in res.items() if k != "results"}

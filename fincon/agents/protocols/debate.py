@@ -77,6 +77,7 @@ Horizon = Literal[1, 5, 20]
 
 # -- chunking ----------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Chunk:
     """One retrievable piece of a call: a whole speaker turn (or a part of a
@@ -93,18 +94,31 @@ class Chunk:
     text: str
 
     def metadata(self) -> dict[str, Any]:
-        return {"event_id": self.event_id, "ticker": self.ticker, "day": self.day, "section": self.section,
-                "speaker": self.speaker, "turn": self.turn, "part": self.part}
+        return {
+            "event_id": self.event_id,
+            "ticker": self.ticker,
+            "day": self.day,
+            "section": self.section,
+            "speaker": self.speaker,
+            "turn": self.turn,
+            "part": self.part,
+        }
 
 
 _SECTION = re.compile(
     r"^\s*(?:#+\s*)?(?P<name>prepared remarks|presentation|management discussion|opening remarks|"
-    r"questions?[- ]and[- ]answers?(?: session)?|q\s*&\s*a(?: session)?)\s*:?\s*$", re.I)
+    r"questions?[- ]and[- ]answers?(?: session)?|q\s*&\s*a(?: session)?)\s*:?\s*$",
+    re.I,
+)
 _SPEAKER = re.compile(
     r"^\s*(?P<speaker>(?:[A-Z][\w.'&]*)(?:\s+[A-Z][\w.'&]*){0,3})"
-    r"(?:\s*(?:--|\u2014|\u2013|,)\s*(?P<title>[^:\n]{1,80}))?\s*:\s+(?P<text>\S.*)$")
-_QA_CUE = re.compile(r"take (?:your |our first )?questions?|open (?:up )?the (?:line|floor)|question-and-answer session|"
-                     r"first question", re.I)
+    r"(?:\s*(?:--|\u2014|\u2013|,)\s*(?P<title>[^:\n]{1,80}))?\s*:\s+(?P<text>\S.*)$"
+)
+_QA_CUE = re.compile(
+    r"take (?:your |our first )?questions?|open (?:up )?the (?:line|floor)|question-and-answer session|"
+    r"first question",
+    re.I,
+)
 _SENT = re.compile(r"(?<=[.!?])\s+")
 _NOISE = re.compile(r"synthetic sample", re.I)
 
@@ -143,8 +157,9 @@ def _split_long(text: str, limit: int) -> list[str]:
     return out
 
 
-def chunk_transcript(text: str, event_id: str, ticker: str = "", day: str = "",
-                     max_chars: int = MAX_CHUNK_CHARS) -> list[Chunk]:
+def chunk_transcript(
+    text: str, event_id: str, ticker: str = "", day: str = "", max_chars: int = MAX_CHUNK_CHARS
+) -> list[Chunk]:
     """Structure-aware chunks of a call transcript (see the module doc)."""
     section = "prepared"
     turns: list[tuple[str, str, list[str]]] = []  # (section, speaker, lines)
@@ -210,6 +225,7 @@ def section_of(previous: list[tuple[str, str]], current: str) -> str:
 
 # -- specialists -----------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Specialist:
     name: str
@@ -218,16 +234,31 @@ class Specialist:
 
 
 SPECIALISTS: tuple[Specialist, ...] = (
-    Specialist("earnings", "revenue quality, profitability and the sustainability of earnings",
-               "revenue earnings operating margin profitability results quarter billion percent beat miss"),
-    Specialist("market", "the likely market reaction over the next day, week and month",
-               "outlook guidance next quarter expect growth demand environment looking ahead"),
-    Specialist("sentiment", "management's tone, confidence and credibility",
-               "management confident strong pleased record cautious weak disappointing results tone"),
-    Specialist("valuation", "whether growth and margins justify the valuation",
-               "growth margin cash flow pricing valuation capital expenditures competitive position"),
-    Specialist("risk", "risks, headwinds and uncertainty, and how much to size a position",
-               "risk challenge headwinds uncertainty difficult delays decline litigation pressure concerns"),
+    Specialist(
+        "earnings",
+        "revenue quality, profitability and the sustainability of earnings",
+        "revenue earnings operating margin profitability results quarter billion percent beat miss",
+    ),
+    Specialist(
+        "market",
+        "the likely market reaction over the next day, week and month",
+        "outlook guidance next quarter expect growth demand environment looking ahead",
+    ),
+    Specialist(
+        "sentiment",
+        "management's tone, confidence and credibility",
+        "management confident strong pleased record cautious weak disappointing results tone",
+    ),
+    Specialist(
+        "valuation",
+        "whether growth and margins justify the valuation",
+        "growth margin cash flow pricing valuation capital expenditures competitive position",
+    ),
+    Specialist(
+        "risk",
+        "risks, headwinds and uncertainty, and how much to size a position",
+        "risk challenge headwinds uncertainty difficult delays decline litigation pressure concerns",
+    ),
 )
 
 
@@ -295,6 +326,7 @@ class Outcome(BaseModel):
 
 # -- what the model fills --------------------------------------------------------------
 
+
 class ViewAnswer(BaseModel):
     direction: Direction
     confidence: float = Field(ge=0.0, le=1.0)
@@ -305,8 +337,14 @@ class ViewAnswer(BaseModel):
         return (c for i in self.insights for c in i.cites)
 
     def relabeled(self, back):
-        return self.model_copy(update={"insights": [
-            i.model_copy(update={"cites": list(dict.fromkeys(back.get(c, c) for c in i.cites))}) for i in self.insights]})
+        return self.model_copy(
+            update={
+                "insights": [
+                    i.model_copy(update={"cites": list(dict.fromkeys(back.get(c, c) for c in i.cites))})
+                    for i in self.insights
+                ]
+            }
+        )
 
 
 class TrustAnswer(BaseModel):
@@ -318,8 +356,14 @@ class TrustAnswer(BaseModel):
         return (c for i in self.evidence for c in i.cites)
 
     def relabeled(self, back):
-        return self.model_copy(update={"evidence": [
-            i.model_copy(update={"cites": list(dict.fromkeys(back.get(c, c) for c in i.cites))}) for i in self.evidence]})
+        return self.model_copy(
+            update={
+                "evidence": [
+                    i.model_copy(update={"cites": list(dict.fromkeys(back.get(c, c) for c in i.cites))})
+                    for i in self.evidence
+                ]
+            }
+        )
 
 
 class SkepticAnswer(BaseModel):
@@ -331,8 +375,14 @@ class SkepticAnswer(BaseModel):
         return (c for i in self.risks for c in i.cites)
 
     def relabeled(self, back):
-        return self.model_copy(update={"risks": [
-            i.model_copy(update={"cites": list(dict.fromkeys(back.get(c, c) for c in i.cites))}) for i in self.risks]})
+        return self.model_copy(
+            update={
+                "risks": [
+                    i.model_copy(update={"cites": list(dict.fromkeys(back.get(c, c) for c in i.cites))})
+                    for i in self.risks
+                ]
+            }
+        )
 
 
 class LeaderAnswer(BaseModel):
@@ -348,6 +398,7 @@ class LeaderAnswer(BaseModel):
 
 
 # -- the rules ------------------------------------------------------------------
+
 
 def _lm():
     from fincon.data.lexicon import LoughranMcDonald
@@ -392,8 +443,10 @@ def rules_view(spec: Specialist, chunks: Sequence[Chunk]) -> View:
         t -= risk_share(chunks)
     d = _label(t)
     conf = 0.0 if d == "neutral" else round(min(1.0, abs(t)), 4)
-    insights = [Insight(text=f"{c.text[:300]} -> reads {_label(tone([c]))} ({tone([c]):+.2f})", citations=[_cite(c)])
-                for c in chunks[:2]]
+    insights = [
+        Insight(text=f"{c.text[:300]} -> reads {_label(tone([c]))} ({tone([c]):+.2f})", citations=[_cite(c)])
+        for c in chunks[:2]
+    ]
     return View(role=spec.name, direction=d, confidence=conf, horizon=5, insights=insights)
 
 
@@ -413,9 +466,16 @@ def rules_report(views: Sequence[View], ticker: str, event_id: str, day: str) ->
                 seen.add(i.citations[0].id)
                 insights.append(Insight(text=f"{v.role}: {i.text}"[:400], citations=i.citations))
     summary = ", ".join(f"{v.role} {v.direction} {v.confidence:.2f}" for v in views)
-    return DebateReport(ticker=ticker, event_id=event_id, day=day, direction=d,
-                        confidence=0.0 if d == "neutral" else round(min(1.0, abs(score)), 4), horizon=horizon,
-                        insights=insights[:4], summary=f"specialists: {summary} -> {d} ({score:+.2f})"[:400])
+    return DebateReport(
+        ticker=ticker,
+        event_id=event_id,
+        day=day,
+        direction=d,
+        confidence=0.0 if d == "neutral" else round(min(1.0, abs(score)), 4),
+        horizon=horizon,
+        insights=insights[:4],
+        summary=f"specialists: {summary} -> {d} ({score:+.2f})"[:400],
+    )
 
 
 def rules_trust(report: DebateReport, chunks: Sequence[Chunk]) -> list[Insight]:
@@ -433,12 +493,19 @@ def rules_skeptic(report: DebateReport, chunks: Sequence[Chunk]) -> tuple[list[I
     cut = min(MAX_CUT, RISK_SCALE * share)
     risky = sorted((c for c in chunks if risk_share([c]) > 0), key=lambda c: (-risk_share([c]), c.id))[:2]
     risks = [Insight(text=f"risk: {c.text[:300]}", citations=[_cite(c)]) for c in risky]
-    hedge = (f"risk words are {share:.1%} of the evidence: size down by {cut:.0%}" if cut else "no hedge needed")
+    hedge = f"risk words are {share:.1%} of the evidence: size down by {cut:.0%}" if cut else "no hedge needed"
     return risks, hedge, round(report.confidence * (1.0 - cut), 4)
 
 
-def combine(report: DebateReport, evidence: list[Insight], risks: list[Insight], hedge: str,
-            direction: str, confidence: float, summary: str) -> DebateReport:
+def combine(
+    report: DebateReport,
+    evidence: list[Insight],
+    risks: list[Insight],
+    hedge: str,
+    direction: str,
+    confidence: float,
+    summary: str,
+) -> DebateReport:
     """The final report: the report's insights plus Trust's new evidence.
     Evidence that repeats an insight already there (same text; a small model
     often hands the report's own insights back as "support") is left out."""
@@ -449,31 +516,45 @@ def combine(report: DebateReport, evidence: list[Insight], risks: list[Insight],
         if key not in seen:
             seen.add(key)
             fresh.append(e)
-    return report.model_copy(update={
-        "direction": direction, "confidence": confidence, "insights": (report.insights + fresh)[:5],
-        "risks": risks[:3], "hedge": hedge[:200], "summary": summary[:400]})
+    return report.model_copy(
+        update={
+            "direction": direction,
+            "confidence": confidence,
+            "insights": (report.insights + fresh)[:5],
+            "risks": risks[:3],
+            "hedge": hedge[:200],
+            "summary": summary[:400],
+        }
+    )
 
 
 # -- prompts ---------------------------------------------------------------------
+
 
 def _template(name: str) -> tuple[str, str]:
     return load_template(str(HERE / f"debate_{name}.txt"))
 
 
 def _chunk_lines(chunks: Sequence[Chunk], labels: dict[str, str]) -> str:
-    return "\n".join(f"[{labels.get(c.id, c.id)}] ({'Q&A' if c.section == 'qa' else 'prepared remarks'}"
-                     f"{'' if c.speaker == 'unknown' else ', ' + c.speaker}): {c.text[:CHUNK_CHARS_IN_PROMPT]}"
-                     for c in chunks)
+    return "\n".join(
+        f"[{labels.get(c.id, c.id)}] ({'Q&A' if c.section == 'qa' else 'prepared remarks'}"
+        f"{'' if c.speaker == 'unknown' else ', ' + c.speaker}): {c.text[:CHUNK_CHARS_IN_PROMPT]}"
+        for c in chunks
+    )
 
 
 def _insight_lines(insights: Sequence[Insight], labels: dict[str, str]) -> str:
-    return "\n".join(f"- {i.text[:200]} [{', '.join(labels.get(c.id, c.id) for c in i.citations)}]"
-                     for i in insights) or "- (none)"
+    return (
+        "\n".join(f"- {i.text[:200]} [{', '.join(labels.get(c.id, c.id) for c in i.citations)}]" for i in insights)
+        or "- (none)"
+    )
 
 
 def _report_text(r: DebateReport, labels: dict[str, str]) -> str:
-    return (f"Direction: {r.direction} (confidence {r.confidence:.2f}), horizon {r.horizon} trading days.\n"
-            f"Evidence:\n{_insight_lines(r.insights, labels)}")
+    return (
+        f"Direction: {r.direction} (confidence {r.confidence:.2f}), horizon {r.horizon} trading days.\n"
+        f"Evidence:\n{_insight_lines(r.insights, labels)}"
+    )
 
 
 def _messages(name: str, **values: str) -> list[dict[str, str]]:
@@ -486,6 +567,7 @@ def _insights(answers: Sequence[InsightAnswer], by_id: dict[str, Chunk]) -> list
 
 
 # -- the protocol ------------------------------------------------------------------
+
 
 @dataclass
 class Counts:
@@ -505,8 +587,9 @@ class DebateProtocol:
     name = "debate"
     agent = "manager"
 
-    def __init__(self, lookback: int = 60, transcripts: str = "whisper", transcript_cache: str | None = None,
-                 top_k: int = TOP_K):
+    def __init__(
+        self, lookback: int = 60, transcripts: str = "whisper", transcript_cache: str | None = None, top_k: int = TOP_K
+    ):
         self.fincon = FinConManager(lookback=lookback)
         self.transcripts = transcripts
         self.transcript_cache = transcript_cache
@@ -567,8 +650,9 @@ class DebateProtocol:
         have = set(self._col.get(ids=[c.id for c in chunks], include=[])["ids"]) if chunks else set()
         new = [c for c in chunks if c.id not in have]
         if new:
-            self._col.add(ids=[c.id for c in new], documents=[c.text for c in new],
-                          metadatas=[c.metadata() for c in new])
+            self._col.add(
+                ids=[c.id for c in new], documents=[c.text for c in new], metadatas=[c.metadata() for c in new]
+            )
         return chunks
 
     def retrieve(self, chunks: Sequence[Chunk], query: str) -> list[Chunk]:
@@ -581,12 +665,15 @@ class DebateProtocol:
         a replayed run would ask other questions than the recorded one."""
         if not chunks:
             return []
-        res = self._col.query(query_texts=[query], n_results=len(chunks), where={"event_id": chunks[0].event_id},
-                              include=["distances"])
+        res = self._col.query(
+            query_texts=[query], n_results=len(chunks), where={"event_id": chunks[0].event_id}, include=["distances"]
+        )
         order = {c.id: n for n, c in enumerate(chunks)}
         by_id = {c.id: c for c in chunks}
-        got = sorted(((i, d) for i, d in zip(res["ids"][0], res["distances"][0]) if i in by_id),
-                     key=lambda x: (round(float(x[1]), 6), order[x[0]]))
+        got = sorted(
+            ((i, d) for i, d in zip(res["ids"][0], res["distances"][0]) if i in by_id),
+            key=lambda x: (round(float(x[1]), 6), order[x[0]]),
+        )
         return [by_id[i] for i, _ in got[: self.top_k]]
 
     # -- one debate ------------------------------------------------------------------
@@ -605,8 +692,17 @@ class DebateProtocol:
 
         def ask(role: str, messages, model, to_report, rules):
             nonlocal calls, fallbacks
-            q = Question(agent=f"debate-{role}/{ticker}", day=day, messages=messages, model=model, allowed=allowed,
-                         to_report=to_report, rules=rules, params=self.sampling, labels=back)
+            q = Question(
+                agent=f"debate-{role}/{ticker}",
+                day=day,
+                messages=messages,
+                model=model,
+                allowed=allowed,
+                to_report=to_report,
+                rules=rules,
+                params=self.sampling,
+                labels=back,
+            )
             a = brain.answer(q)
             calls += a.calls
             fallbacks += a.via == "fallback"
@@ -618,64 +714,148 @@ class DebateProtocol:
         for spec in SPECIALISTS:
             got = self.retrieve(chunks, spec.query)
             retrieved[spec.name] = got
-            views.append(ask(
-                spec.name,
-                lambda spec=spec, got=got: _messages("specialist", role=spec.name, focus=spec.focus, ticker=ticker,
-                                                     date=day, chunks=_chunk_lines(got, labels)),
-                ViewAnswer,
-                lambda a, spec=spec: View(role=spec.name, direction=a.direction, confidence=a.confidence,
-                                          horizon=a.horizon, insights=_insights(a.insights, by_id)),
-                lambda spec=spec, got=got: rules_view(spec, got)))
+            views.append(
+                ask(
+                    spec.name,
+                    lambda spec=spec, got=got: _messages(
+                        "specialist",
+                        role=spec.name,
+                        focus=spec.focus,
+                        ticker=ticker,
+                        date=day,
+                        chunks=_chunk_lines(got, labels),
+                    ),
+                    ViewAnswer,
+                    lambda a, spec=spec: View(
+                        role=spec.name,
+                        direction=a.direction,
+                        confidence=a.confidence,
+                        horizon=a.horizon,
+                        insights=_insights(a.insights, by_id),
+                    ),
+                    lambda spec=spec, got=got: rules_view(spec, got),
+                )
+            )
         seen = list(dict.fromkeys(c.id for s in SPECIALISTS for c in retrieved[s.name]))
         read = [by_id[i] for i in seen]
 
         def view_lines():
-            return "\n".join(f"- {v.role}: {v.direction} (confidence {v.confidence:.2f}, horizon {v.horizon}). "
-                             + " ".join(f"{i.text[:150]} [{', '.join(labels.get(c.id, c.id) for c in i.citations)}]"
-                                        for i in v.insights) for v in views)
+            return "\n".join(
+                f"- {v.role}: {v.direction} (confidence {v.confidence:.2f}, horizon {v.horizon}). "
+                + " ".join(
+                    f"{i.text[:150]} [{', '.join(labels.get(c.id, c.id) for c in i.citations)}]" for i in v.insights
+                )
+                for v in views
+            )
 
         report: DebateReport = ask(
             "synthesis",
-            lambda: _messages("synthesis", ticker=ticker, date=day, views=view_lines(), chunks=_chunk_lines(read, labels)),
+            lambda: _messages(
+                "synthesis", ticker=ticker, date=day, views=view_lines(), chunks=_chunk_lines(read, labels)
+            ),
             ViewAnswer,
-            lambda a: DebateReport(ticker=ticker, event_id=event.id, day=day, direction=a.direction,
-                                   confidence=a.confidence, horizon=a.horizon, insights=_insights(a.insights, by_id),
-                                   summary="synthesis of the five specialists"),
-            lambda: rules_report(views, ticker, event.id, day))
+            lambda a: DebateReport(
+                ticker=ticker,
+                event_id=event.id,
+                day=day,
+                direction=a.direction,
+                confidence=a.confidence,
+                horizon=a.horizon,
+                insights=_insights(a.insights, by_id),
+                summary="synthesis of the five specialists",
+            ),
+            lambda: rules_report(views, ticker, event.id, day),
+        )
 
         if report.direction == "neutral":  # nothing to refine: the report stands, no debate
-            return (Debate(ticker=ticker, event_id=event.id, chunks=len(chunks), views=views, report=report,
-                           final=report, leader_direction=report.direction, debated=False, via=via),
-                    calls, fallbacks, keys)
+            return (
+                Debate(
+                    ticker=ticker,
+                    event_id=event.id,
+                    chunks=len(chunks),
+                    views=views,
+                    report=report,
+                    final=report,
+                    leader_direction=report.direction,
+                    debated=False,
+                    via=via,
+                ),
+                calls,
+                fallbacks,
+                keys,
+            )
 
         evidence: list[Insight] = ask(
             "trust",
-            lambda: _messages("trust", ticker=ticker, date=day, report=_report_text(report, labels),
-                              chunks=_chunk_lines(read, labels)),
-            TrustAnswer, lambda a: _insights(a.evidence, by_id), lambda: rules_trust(report, read))
+            lambda: _messages(
+                "trust", ticker=ticker, date=day, report=_report_text(report, labels), chunks=_chunk_lines(read, labels)
+            ),
+            TrustAnswer,
+            lambda a: _insights(a.evidence, by_id),
+            lambda: rules_trust(report, read),
+        )
         risks, hedge, conf = ask(
             "skeptic",
-            lambda: _messages("skeptic", ticker=ticker, date=day, report=_report_text(report, labels),
-                              chunks=_chunk_lines(read, labels)),
-            SkepticAnswer, lambda a: (_insights(a.risks, by_id), a.hedge, a.confidence),
-            lambda: rules_skeptic(report, read))
+            lambda: _messages(
+                "skeptic",
+                ticker=ticker,
+                date=day,
+                report=_report_text(report, labels),
+                chunks=_chunk_lines(read, labels),
+            ),
+            SkepticAnswer,
+            lambda a: (_insights(a.risks, by_id), a.hedge, a.confidence),
+            lambda: rules_skeptic(report, read),
+        )
         lead: LeaderAnswer = ask(
             "leader",
-            lambda: _messages("leader", ticker=ticker, date=day, report=_report_text(report, labels),
-                              evidence=_insight_lines(evidence, labels), risks=_insight_lines(risks, labels),
-                              hedge=hedge, confidence=f"{conf:.2f}"),
-            LeaderAnswer, lambda a: a,
-            lambda: LeaderAnswer(direction=report.direction, confidence=conf,
-                                 summary=f"{report.direction} on the call, {len(evidence)} added evidence, "
-                                         f"{len(risks)} risks; {hedge}"[:200]))
+            lambda: _messages(
+                "leader",
+                ticker=ticker,
+                date=day,
+                report=_report_text(report, labels),
+                evidence=_insight_lines(evidence, labels),
+                risks=_insight_lines(risks, labels),
+                hedge=hedge,
+                confidence=f"{conf:.2f}",
+            ),
+            LeaderAnswer,
+            lambda a: a,
+            lambda: LeaderAnswer(
+                direction=report.direction,
+                confidence=conf,
+                summary=f"{report.direction} on the call, {len(evidence)} added evidence, {len(risks)} risks; {hedge}"[
+                    :200
+                ],
+            ),
+        )
         flipped = lead.direction != report.direction
-        final = report if flipped else combine(report, evidence, risks, hedge, lead.direction, lead.confidence,
-                                               lead.summary)
-        return (Debate(ticker=ticker, event_id=event.id, chunks=len(chunks), views=views, report=report, final=final,
-                       leader_direction=lead.direction, flip_prevented=flipped, via=via), calls, fallbacks, keys)
+        final = (
+            report
+            if flipped
+            else combine(report, evidence, risks, hedge, lead.direction, lead.confidence, lead.summary)
+        )
+        return (
+            Debate(
+                ticker=ticker,
+                event_id=event.id,
+                chunks=len(chunks),
+                views=views,
+                report=report,
+                final=final,
+                leader_direction=lead.direction,
+                flip_prevented=flipped,
+                via=via,
+            ),
+            calls,
+            fallbacks,
+            keys,
+        )
 
     # -- the day ---------------------------------------------------------------------
-    def decide(self, brain, task: ManagerTask, view, universe: tuple[str, ...]) -> tuple[Decision, Answer, dict[str, Any]]:
+    def decide(
+        self, brain, task: ManagerTask, view, universe: tuple[str, ...]
+    ) -> tuple[Decision, Answer, dict[str, Any]]:
         if isinstance(brain, Reuse):
             self.counts.reused_days += 1
             stored = brain.report
@@ -697,20 +877,34 @@ class DebateProtocol:
         final = {d.ticker: d.final for d in debates}
         action = {t: {"bullish": "buy", "bearish": "sell", "neutral": "hold"}[r.direction] for t, r in final.items()}
         relied = list(dict.fromkeys(i for r in final.values() for i in r.cited_ids()))[:5]
-        note = "; ".join(f"{t}: debated call {r.event_id} -> {r.direction} {r.confidence:.2f}, "
-                         f"{r.horizon}-day horizon" for t, r in final.items())
+        note = "; ".join(
+            f"{t}: debated call {r.event_id} -> {r.direction} {r.confidence:.2f}, {r.horizon}-day horizon"
+            for t, r in final.items()
+        )
         if not task.portfolio:
             t = task.tickers[0]
             r = final[t]
-            mr = ManagerReport(actions={t: action[t]}, size=1.0 if r.confidence >= FULL_SIZE else 0.5,
-                               rationale=f"{note}. {r.summary}"[:600], relied_on=relied)
+            mr = ManagerReport(
+                actions={t: action[t]},
+                size=1.0 if r.confidence >= FULL_SIZE else 0.5,
+                rationale=f"{note}. {r.summary}"[:600],
+                relied_on=relied,
+            )
         else:
             base = brain.answer(self.fincon.question(task))
-            n_calls, n_fallbacks, keys = n_calls + base.calls, n_fallbacks + (base.via == "fallback"), keys + list(base.keys)
+            n_calls, n_fallbacks, keys = (
+                n_calls + base.calls,
+                n_fallbacks + (base.via == "fallback"),
+                keys + list(base.keys),
+            )
             m: ManagerReport = base.report
-            mr = m.model_copy(update={"actions": {**m.actions, **action},
-                                      "rationale": f"{note}; others as the manager: {m.rationale}"[:600],
-                                      "relied_on": list(dict.fromkeys(relied + list(m.relied_on)))[:5]})
+            mr = m.model_copy(
+                update={
+                    "actions": {**m.actions, **action},
+                    "rationale": f"{note}; others as the manager: {m.rationale}"[:600],
+                    "relied_on": list(dict.fromkeys(relied + list(m.relied_on)))[:5],
+                }
+            )
         decision, _, rec = self.fincon.decide(Reuse(mr), task, view, universe)
         c = self.counts
         c.debate_days += 1
@@ -728,7 +922,15 @@ class DebateProtocol:
 
     def summary(self) -> dict[str, Any]:
         c = self.counts
-        return {"debate_days": c.debate_days, "debate_debates": c.debates, "debate_flips_prevented": c.flips_prevented,
-                "debate_neutral_skipped": c.neutral_skipped, "debate_fallback_days": c.fallback_days,
-                "debate_reused_days": c.reused_days, "debate_calls": c.calls, "debate_fallbacks": c.fallbacks,
-                "debate_chunks": c.chunks, "debate_events": list(c.events)}
+        return {
+            "debate_days": c.debate_days,
+            "debate_debates": c.debates,
+            "debate_flips_prevented": c.flips_prevented,
+            "debate_neutral_skipped": c.neutral_skipped,
+            "debate_fallback_days": c.fallback_days,
+            "debate_reused_days": c.reused_days,
+            "debate_calls": c.calls,
+            "debate_fallbacks": c.fallbacks,
+            "debate_chunks": c.chunks,
+            "debate_events": list(c.events),
+        }

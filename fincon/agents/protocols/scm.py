@@ -72,6 +72,7 @@ Severity = Literal["high", "medium", "low"]
 
 # -- what the model fills -------------------------------------------------------
 
+
 class _AltBase(BaseModel):
     name: Name
     evidence: list[str] = Field(default_factory=list, max_length=3, examples=[["E1"]])
@@ -96,8 +97,11 @@ class _ProposalBase(BaseModel):
         return (c for a in self.alternatives for c in a.evidence)
 
     def relabeled(self, back: Mapping[str, str]):
-        return self.model_copy(update={"alternatives": [
-            a.model_copy(update={"evidence": _real(a.evidence, back)}) for a in self.alternatives]})
+        return self.model_copy(
+            update={
+                "alternatives": [a.model_copy(update={"evidence": _real(a.evidence, back)}) for a in self.alternatives]
+            }
+        )
 
 
 @lru_cache(maxsize=64)
@@ -105,8 +109,7 @@ def proposal_model(tickers: tuple[str, ...]) -> type[_ProposalBase]:
     """Strategist (and fix) answer: 2-3 alternatives, one weight property per ticker."""
     weights = create_model("Weights", **{_field(t): (float, Field(alias=t, ge=-1.0, le=1.0)) for t in tickers})
     alt = create_model("Alternative", __base__=_AltBase, weights=(weights, ...))
-    return create_model("Proposal", __base__=_ProposalBase,
-                        alternatives=(list[alt], Field(min_length=2, max_length=3)))
+    return create_model("Proposal", __base__=_ProposalBase, alternatives=(list[alt], Field(min_length=2, max_length=3)))
 
 
 class IssueAnswer(BaseModel):
@@ -150,6 +153,7 @@ class ModeratorAnswer(BaseModel):
 
 # -- what the protocol keeps ---------------------------------------------------
 
+
 class Alternative(BaseModel):
     """One decision option, the five sections plus where it came from."""
 
@@ -177,18 +181,25 @@ class Alternative(BaseModel):
         return tuple(sorted((t, round(x, 3)) for t, x in self.weights.items()))
 
     def sections(self) -> dict[str, bool]:
-        return {"evidence": bool(self.evidence) or not self.trades, "rule": bool(self.rule.strip()),
-                "figures": bool(self.weights), "uncertainty": all(map(math.isfinite, (self.p5, self.p50, self.p95))),
-                "risks": bool(self.risks)}
+        return {
+            "evidence": bool(self.evidence) or not self.trades,
+            "rule": bool(self.rule.strip()),
+            "figures": bool(self.weights),
+            "uncertainty": all(map(math.isfinite, (self.p5, self.p50, self.p95))),
+            "risks": bool(self.risks),
+        }
 
     def brief(self, label: Mapping[str, str] | None = None) -> str:
         label = label or {}
         w = ", ".join(f"{t} {x:+.2f}" for t, x in self.weights.items())
         ev = ", ".join(label.get(c.id, c.id) for c in self.evidence) + (
-            (", " if self.evidence else "") + ", ".join(self.invalid) if self.invalid else "")
-        return (f"{self.name}: weights {w} (gross {self.gross:.2f}); P5 {self.p5:+.2f}% P50 {self.p50:+.2f}% "
-                f"P95 {self.p95:+.2f}%; evidence {ev or 'none'}; rule: {self.rule}; "
-                f"risks: {'; '.join(self.risks) or 'none'}")
+            (", " if self.evidence else "") + ", ".join(self.invalid) if self.invalid else ""
+        )
+        return (
+            f"{self.name}: weights {w} (gross {self.gross:.2f}); P5 {self.p5:+.2f}% P50 {self.p50:+.2f}% "
+            f"P95 {self.p95:+.2f}%; evidence {ev or 'none'}; rule: {self.rule}; "
+            f"risks: {'; '.join(self.risks) or 'none'}"
+        )
 
 
 class Proposal(BaseModel):
@@ -245,6 +256,7 @@ class ScmReport(BaseModel):
 
 # -- the day's context ---------------------------------------------------------
 
+
 @dataclass
 class Day:
     """What the roles and the code checks read on one day (point in time:
@@ -292,15 +304,18 @@ class Day:
             if abs(x) <= EPS:
                 continue
             want = "bullish" if x > 0 else "bearish"
-            agree = sorted((r for r in self.task.reports.get(t, ()) if r.direction == want and r.insights),
-                           key=lambda r: (-self.task.weights.get(r.role, 0.0) * r.confidence, r.role))
+            agree = sorted(
+                (r for r in self.task.reports.get(t, ()) if r.direction == want and r.insights),
+                key=lambda r: (-self.task.weights.get(r.role, 0.0) * r.confidence, r.role),
+            )
             out += [c for r in agree for c in r.cited_ids()[:2]]
         return list(dict.fromkeys(out))[:n]
 
     def read(self, n: int = 3) -> list[str]:
         """Ids of what the analysts read today (a neutral view's evidence)."""
-        return list(dict.fromkeys(c for t in self.tickers for r in self.task.reports.get(t, ())
-                                  for c in r.cited_ids()[:1]))[:n]
+        return list(
+            dict.fromkeys(c for t in self.tickers for r in self.task.reports.get(t, ()) for c in r.cited_ids()[:1])
+        )[:n]
 
     def cite(self, ids: Iterable[str]) -> tuple[list[Citation], list[str]]:
         good, bad = [], []
@@ -315,26 +330,43 @@ class Day:
 
 
 def _fmt_policies(p: Policies) -> str:
-    return (f"largest |weight| of one stock {p.max_position:.2f}, largest gross exposure {p.max_gross:.2f}"
-            + ("; no new trade on a day without evidence" if p.require_evidence else ""))
+    return f"largest |weight| of one stock {p.max_position:.2f}, largest gross exposure {p.max_gross:.2f}" + (
+        "; no new trade on a day without evidence" if p.require_evidence else ""
+    )
 
 
 # -- the code checks (the Critic's part that never trusts a model) -------------
+
 
 def code_checks(alt: Alternative, day: Day, stage: str = "proposal") -> list[Issue]:
     """Citations, policies, quantile order and the figures' arithmetic."""
     out: list[Issue] = []
 
     def add(category, severity, check, text, question=""):
-        out.append(Issue(alternative=alt.name, category=category, severity=severity, issue=text, by="code",
-                         check=check, stage=stage, question=question))
+        out.append(
+            Issue(
+                alternative=alt.name,
+                category=category,
+                severity=severity,
+                issue=text,
+                by="code",
+                check=check,
+                stage=stage,
+                question=question,
+            )
+        )
 
     w = alt.weights
     missing = [t for t in day.tickers if t not in w]
     unknown = [t for t in w if t not in day.tickers]
     if missing or unknown or not all(math.isfinite(x) and abs(x) <= 1.0 + EPS for x in w.values()):
-        add("consistency", "high", "arithmetic", f"weights must be finite, within [-1, 1], one per stock of "
-            f"{', '.join(day.tickers)} (missing {missing or '-'}, unknown {unknown or '-'})")
+        add(
+            "consistency",
+            "high",
+            "arithmetic",
+            f"weights must be finite, within [-1, 1], one per stock of "
+            f"{', '.join(day.tickers)} (missing {missing or '-'}, unknown {unknown or '-'})",
+        )
     gross = sum(abs(x) for x in w.values() if math.isfinite(x))
     if not math.isfinite(alt.gross) or abs(alt.gross - gross) > 0.01:
         add("consistency", "medium", "arithmetic", f"stated gross {alt.gross:.3f} but the weights sum to {gross:.3f}")
@@ -347,7 +379,9 @@ def code_checks(alt: Alternative, day: Day, stage: str = "proposal") -> list[Iss
         add("calibration", "medium", "spread", "a position with no uncertainty (P5 = P95)")
     big = [t for t, x in w.items() if abs(x) > day.policies.max_position + EPS]
     if big:
-        add("policy", "high", "max_position", f"{', '.join(big)} above the max position {day.policies.max_position:.2f}")
+        add(
+            "policy", "high", "max_position", f"{', '.join(big)} above the max position {day.policies.max_position:.2f}"
+        )
     if gross > day.policies.max_gross + EPS:
         add("policy", "high", "max_gross", f"gross {gross:.3f} above the max gross {day.policies.max_gross:.2f}")
     if day.policies.require_evidence and not day.has_evidence and alt.trades:
@@ -355,13 +389,17 @@ def code_checks(alt: Alternative, day: Day, stage: str = "proposal") -> list[Iss
     if alt.invalid:
         add("evidence", "high", "citation", f"cites {', '.join(alt.invalid)}, not in today's reports")
     if alt.trades and not alt.evidence:
-        add("evidence", "high", "citation", "a trade without a valid citation",
-            "Which report supports this position?")
+        add("evidence", "high", "citation", "a trade without a valid citation", "Which report supports this position?")
     for t, x in w.items():
         s = day.scores.get(t, 0.0)
         if abs(s) >= FULL_SIZE and x * s < -EPS:
-            add("consistency", "medium", "direction", f"{t} {x:+.2f} against the analysts' view {s:+.2f}",
-                f"What outweighs {'; '.join(day.parts.get(t, [])) or 'the reports'}?")
+            add(
+                "consistency",
+                "medium",
+                "direction",
+                f"{t} {x:+.2f} against the analysts' view {s:+.2f}",
+                f"What outweighs {'; '.join(day.parts.get(t, [])) or 'the reports'}?",
+            )
     if alt.trades and not alt.risks:
         add("risks", "medium", "risks", "no risk listed for a trade")
     return out
@@ -369,15 +407,21 @@ def code_checks(alt: Alternative, day: Day, stage: str = "proposal") -> list[Iss
 
 # -- the rules version of each role -------------------------------------------
 
+
 def _alt(day: Day, name: str, weights: dict[str, float], rule: str, evidence: list[str]) -> Alternative:
     weights = {t: round(float(weights.get(t, 0.0)), 6) for t in day.tickers}
     good, _ = day.cite(evidence)
-    a = Alternative(name=name, evidence=good, rule=rule, weights=weights,
-                    gross=round(sum(abs(x) for x in weights.values()), 6))
+    a = Alternative(
+        name=name, evidence=good, rule=rule, weights=weights, gross=round(sum(abs(x) for x in weights.values()), 6)
+    )
     a.p5, a.p50, a.p95 = day.uncertainty(weights)
     a.risks = [day.default_risk(a)]
-    dissent = [f"{t} {r.role} {r.direction}" for t in day.tickers for r in day.task.reports.get(t, ())
-               if weights[t] and r.direction == ("bearish" if weights[t] > 0 else "bullish")]
+    dissent = [
+        f"{t} {r.role} {r.direction}"
+        for t in day.tickers
+        for r in day.task.reports.get(t, ())
+        if weights[t] and r.direction == ("bearish" if weights[t] > 0 else "bullish")
+    ]
     if dissent:
         a.risks.append(("dissent: " + ", ".join(dissent))[:100])
     return a
@@ -386,8 +430,10 @@ def _alt(day: Day, name: str, weights: dict[str, float], rule: str, evidence: li
 def rules_strategist(day: Day) -> Proposal:
     """Consensus at full / half / zero size, the size the consensus supports first."""
     task, tk = day.task, day.tickers
-    actions = {t: "buy" if day.scores[t] > NEUTRAL_BAND else "sell" if day.scores[t] < -NEUTRAL_BAND else "hold"
-               for t in tk}
+    actions = {
+        t: "buy" if day.scores[t] > NEUTRAL_BAND else "sell" if day.scores[t] < -NEUTRAL_BAND else "hold" for t in tk
+    }
+
     def said(t):
         loud = [x for x in day.parts[t] if " neutral " not in x]
         quiet = len(day.parts[t]) - len(loud)
@@ -403,13 +449,19 @@ def rules_strategist(day: Day) -> Proposal:
     alts: list[tuple[str, dict[str, float], str]] = []
     if any(a != "hold" for a in actions.values()):
         strong = float(np.mean([abs(day.scores[t]) for t in tk])) >= FULL_SIZE
-        sized = [("full", full, f"weighted analyst view {view}: full size"),
-                 ("half", {t: x / 2 for t, x in full.items()}, f"weighted analyst view {view}: half size, "
-                  "the view is moderate")]
+        sized = [
+            ("full", full, f"weighted analyst view {view}: full size"),
+            (
+                "half",
+                {t: x / 2 for t, x in full.items()},
+                f"weighted analyst view {view}: half size, the view is moderate",
+            ),
+        ]
         alts += sized if strong else sized[::-1]
     else:
-        alts.append(("keep", {t: day.current.get(t, 0.0) for t in tk},
-                     f"no clear view ({view}): keep the current position"))
+        alts.append(
+            ("keep", {t: day.current.get(t, 0.0) for t in tk}, f"no clear view ({view}): keep the current position")
+        )
     alts.append(("flat", {t: 0.0 for t in tk}, "stay out of the market: no position until the evidence is stronger"))
     out, seen = [], set()
     for kind, w, rule in alts:
@@ -473,12 +525,16 @@ def rules_moderator(survivors: Sequence[Alternative]) -> Verdict:
         return Verdict(choice="none", rationale="no alternative survived the critique: hold")
     best = max(survivors, key=lambda a: a.concordance)  # the slate's order breaks ties
     others = ", ".join(f"{a.name} {a.concordance:.2f}" for a in survivors if a is not best)
-    return Verdict(choice=best.name, rationale=f"{best.name} has the samples' broadest agreement "
-                   f"({best.concordance:.2f}{'; ' + others if others else ''}) and passes every check",
-                   relied_on=[c.id for c in best.evidence][:3])
+    return Verdict(
+        choice=best.name,
+        rationale=f"{best.name} has the samples' broadest agreement "
+        f"({best.concordance:.2f}{'; ' + others if others else ''}) and passes every check",
+        relied_on=[c.id for c in best.evidence][:3],
+    )
 
 
 # -- the protocol --------------------------------------------------------------
+
 
 def _template(role: str, values: Mapping[str, str]) -> list[dict[str, str]]:
     system, user = load_template(str(TEMPLATES[role]))
@@ -493,8 +549,15 @@ class ScmProtocol:
     name = "scm"
     agent = "manager"
 
-    def __init__(self, samples: int = 3, policies: Policies | None = None, lookback: int = 60,
-                 temperature: float = SAMPLE_TEMPERATURE, mu_shrinkage: float = 0.5, risk_aversion: float = 1.0):
+    def __init__(
+        self,
+        samples: int = 3,
+        policies: Policies | None = None,
+        lookback: int = 60,
+        temperature: float = SAMPLE_TEMPERATURE,
+        mu_shrinkage: float = 0.5,
+        risk_aversion: float = 1.0,
+    ):
         from fincon.agents.protocols.fincon import FinConManager
 
         self.sampling = None
@@ -504,10 +567,32 @@ class ScmProtocol:
         self.temperature = temperature
         self._sizer = FinConManager(lookback, mu_shrinkage, risk_aversion)
         self.team = None
-        self.totals: dict[str, Any] = {k: 0 for k in (
-            "days", "reused", "proposed", "claims", "cited", "complete", "sections", "calibration", "arithmetic",
-            "policy", "high", "medium", "low", "fixed", "unresolved", "discarded", "holds", "stable",
-            "overrides", "fallbacks", "calls")}
+        self.totals: dict[str, Any] = {
+            k: 0
+            for k in (
+                "days",
+                "reused",
+                "proposed",
+                "claims",
+                "cited",
+                "complete",
+                "sections",
+                "calibration",
+                "arithmetic",
+                "policy",
+                "high",
+                "medium",
+                "low",
+                "fixed",
+                "unresolved",
+                "discarded",
+                "holds",
+                "stable",
+                "overrides",
+                "fallbacks",
+                "calls",
+            )
+        }
 
     @classmethod
     def from_params(cls, params) -> "ScmProtocol":
@@ -528,10 +613,18 @@ class ScmProtocol:
         rets = rets[np.all(np.isfinite(rets), axis=1)]
         held = getattr(getattr(view, "portfolio", None), "weights", {}) or {}
         current = {t: round(float(held.get(t, 0.0)), 6) for t in tk}
-        return Day(task=task, policies=self.policies, citations=cites, scores=scores, parts=parts, returns=rets,
-                   current=current, optimizer=lambda t, a: self._sizer.weights(view, t, a),
-                   has_evidence=any(r.insights for t in tk for r in task.reports.get(t, ())),
-                   labels=short_labels(task.cited()))
+        return Day(
+            task=task,
+            policies=self.policies,
+            citations=cites,
+            scores=scores,
+            parts=parts,
+            returns=rets,
+            current=current,
+            optimizer=lambda t, a: self._sizer.weights(view, t, a),
+            has_evidence=any(r.insights for t in tk for r in task.reports.get(t, ())),
+            labels=short_labels(task.cited()),
+        )
 
     def _prompt_values(self, day: Day) -> dict[str, str]:
         task, lab = day.task, day.labels
@@ -540,22 +633,31 @@ class ScmProtocol:
             for r in task.reports.get(t, ()):
                 if not r.insights:
                     continue
-                body = " ".join(f"{i.text[:REPORT_CHARS]} [{', '.join(lab.get(c.id, c.id) for c in i.citations)}]"
-                                for i in r.insights[: 1 if task.portfolio else 2])
+                body = " ".join(
+                    f"{i.text[:REPORT_CHARS]} [{', '.join(lab.get(c.id, c.id) for c in i.citations)}]"
+                    for i in r.insights[: 1 if task.portfolio else 2]
+                )
                 lines.append(f"- {t} {r.role}: {r.direction} (confidence {r.confidence:.2f}). {body}")
         evidence = "; ".join(f"{lab.get(c.id, c.id)} = {c.source} {c.date}" for c in day.citations.values())
         rets = []
         for j, t in enumerate(task.tickers):
             r = day.returns[:, j] if len(day.returns) else np.zeros(1)
-            rets.append(f"{t}: mean {100 * r.mean():+.2f}%, P5 {100 * np.quantile(r, 0.05):+.2f}%, "
-                        f"P95 {100 * np.quantile(r, 0.95):+.2f}%")
+            rets.append(
+                f"{t}: mean {100 * r.mean():+.2f}%, P5 {100 * np.quantile(r, 0.05):+.2f}%, "
+                f"P95 {100 * np.quantile(r, 0.95):+.2f}%"
+            )
         return {
-            "date": task.day, "tickers": ", ".join(task.tickers), "policies": _fmt_policies(self.policies),
+            "date": task.day,
+            "tickers": ", ".join(task.tickers),
+            "policies": _fmt_policies(self.policies),
             "position": ", ".join(f"{t} {day.current.get(t, 0.0):+.2f}" for t in task.tickers),
-            "reports": "\n".join(lines) or "(no reports)", "evidence": evidence or "(none)",
-            "returns": "\n".join(rets), "lookback": str(len(day.returns)),
+            "reports": "\n".join(lines) or "(no reports)",
+            "evidence": evidence or "(none)",
+            "returns": "\n".join(rets),
+            "lookback": str(len(day.returns)),
             "reflections": "\n".join(f"- {r}" for r in task.reflections) or "(none yet)",
-            "stance": task.stance or "(none)", "beliefs": task.beliefs or "(none yet)",
+            "stance": task.stance or "(none)",
+            "beliefs": task.beliefs or "(none yet)",
         }
 
     def _to_alts(self, ans, day: Day, sample: str | None) -> Proposal:
@@ -564,16 +666,37 @@ class ScmProtocol:
         for n, a in enumerate(ans.alternatives[:3]):
             good, bad = day.cite(a.evidence)
             name = NAMES[n] if sample else a.name
-            out.append(Alternative(name=name, evidence=good, invalid=bad, rule=a.rule, weights=a.target(),
-                                   gross=a.gross, p5=a.p5, p50=a.p50, p95=a.p95, risks=list(a.risks),
-                                   origin=[f"{sample}.{name}"] if sample else []))
+            out.append(
+                Alternative(
+                    name=name,
+                    evidence=good,
+                    invalid=bad,
+                    rule=a.rule,
+                    weights=a.target(),
+                    gross=a.gross,
+                    p5=a.p5,
+                    p50=a.p50,
+                    p95=a.p95,
+                    risks=list(a.risks),
+                    origin=[f"{sample}.{name}"] if sample else [],
+                )
+            )
         return Proposal(alternatives=out)
 
     def _q(self, role: str, day: Day, model, messages, to_report, rules, params=None, cites=False) -> Question:
         allowed = frozenset(day.citations) if cites else frozenset()
         labels = {v: k for k, v in day.labels.items()} if cites else {}
-        return Question(agent=f"{self.agent}/scm-{role}", day=day.task.day, messages=messages, model=model,
-                        allowed=allowed, to_report=to_report, rules=rules, params=params, labels=labels)
+        return Question(
+            agent=f"{self.agent}/scm-{role}",
+            day=day.task.day,
+            messages=messages,
+            model=model,
+            allowed=allowed,
+            to_report=to_report,
+            rules=rules,
+            params=params,
+            labels=labels,
+        )
 
     def _sample_params(self, brain, k: int):
         if self.samples <= 1:
@@ -586,7 +709,9 @@ class ScmProtocol:
         return base.model_copy(update={"temperature": max(base.temperature, self.temperature), "seed": base.seed + k})
 
     # -- the day -------------------------------------------------------------
-    def decide(self, brain, task: ManagerTask, view, universe: tuple[str, ...]) -> tuple[Decision, Answer, dict[str, Any]]:
+    def decide(
+        self, brain, task: ManagerTask, view, universe: tuple[str, ...]
+    ) -> tuple[Decision, Answer, dict[str, Any]]:
         from fincon.agents.brains import Reuse
 
         if isinstance(brain, Reuse):
@@ -605,66 +730,130 @@ class ScmProtocol:
             steps[step] = a.via
             self.totals["fallbacks"] += a.via == "fallback"
             if a.via == "fallback":
-                log.append({"step": step, "agent": q.agent, "action": "fallback",
-                            "details": "model answer invalid twice: the rules version answered"})
+                log.append(
+                    {
+                        "step": step,
+                        "agent": q.agent,
+                        "action": "fallback",
+                        "details": "model answer invalid twice: the rules version answered",
+                    }
+                )
             return a
 
         # T0: the Strategist, `samples` times
         pmodel = proposal_model(task.tickers)
         s_msgs = lambda: _template("strategist", values)  # noqa: E731
-        qs = [self._q("strategist", day, pmodel, s_msgs,
-                      lambda a, k=k: self._to_alts(a, day, f"s{k}"),
-                      lambda k=k: self._tag(rules_strategist(day), f"s{k}"),
-                      params=self._sample_params(brain, k), cites=True) for k in range(self.samples)]
+        qs = [
+            self._q(
+                "strategist",
+                day,
+                pmodel,
+                s_msgs,
+                lambda a, k=k: self._to_alts(a, day, f"s{k}"),
+                lambda k=k: self._tag(rules_strategist(day), f"s{k}"),
+                params=self._sample_params(brain, k),
+                cites=True,
+            )
+            for k in range(self.samples)
+        ]
         conc = getattr(self.team, "concurrency", 1) if self.team is not None else 1
         from fincon.llm.concurrency import run_concurrently
 
-        got = run_concurrently([lambda q=q: brain.answer(q) for q in qs], conc) if conc > 1 else [brain.answer(q) for q in qs]
+        got = (
+            run_concurrently([lambda q=q: brain.answer(q) for q in qs], conc)
+            if conc > 1
+            else [brain.answer(q) for q in qs]
+        )
         proposals = []
         for k, a in enumerate(got):
             answers.append(a)
             steps[f"strategist.s{k}"] = a.via
             self.totals["fallbacks"] += a.via == "fallback"
             if a.via == "fallback":
-                log.append({"step": "T0", "agent": "strategist", "action": "fallback",
-                            "details": f"sample {k}: model answer invalid twice, the rules strategist answered"})
+                log.append(
+                    {
+                        "step": "T0",
+                        "agent": "strategist",
+                        "action": "fallback",
+                        "details": f"sample {k}: model answer invalid twice, the rules strategist answered",
+                    }
+                )
             proposals.append(a.report.alternatives)
         slate, stable = self._slate(proposals, day)
         self._measure(proposals, day)
-        log.append({"step": "T0", "agent": "strategist", "action": "proposed",
-                    "details": f"{sum(map(len, proposals))} alternatives in {len(proposals)} sample(s); slate "
-                               + ", ".join(f"{a.name} (concordance {a.concordance:.2f}, from {'/'.join(a.origin)})"
-                                           for a in slate)
-                               + ("" if stable else "; the samples disagree on the direction")})
+        log.append(
+            {
+                "step": "T0",
+                "agent": "strategist",
+                "action": "proposed",
+                "details": f"{sum(map(len, proposals))} alternatives in {len(proposals)} sample(s); slate "
+                + ", ".join(f"{a.name} (concordance {a.concordance:.2f}, from {'/'.join(a.origin)})" for a in slate)
+                + ("" if stable else "; the samples disagree on the direction"),
+            }
+        )
 
         # T1: the Critic (the code checks always, the model's issues on top)
         slate_txt = "\n".join(a.brief(day.labels) for a in slate)
         names = {a.name for a in slate}
         code = [i for a in slate for i in code_checks(a, day)]
-        c_vals = {**values, "alternatives": slate_txt,
-                  "checks": "\n".join(f"- {i.alternative} {i.severity} {i.category}: {i.issue}" for i in code)
-                  or "(none)"}
-        crit = ask(self._q("critic", day, CritiqueAnswer, lambda: _template("critic", c_vals),
-                           lambda a: Critique(issues=[Issue(**i.model_dump(), by="critic") for i in a.issues]),
-                           lambda: rules_critic(slate, day), params=self.sampling), "critic")
+        c_vals = {
+            **values,
+            "alternatives": slate_txt,
+            "checks": "\n".join(f"- {i.alternative} {i.severity} {i.category}: {i.issue}" for i in code) or "(none)",
+        }
+        crit = ask(
+            self._q(
+                "critic",
+                day,
+                CritiqueAnswer,
+                lambda: _template("critic", c_vals),
+                lambda a: Critique(issues=[Issue(**i.model_dump(), by="critic") for i in a.issues]),
+                lambda: rules_critic(slate, day),
+                params=self.sampling,
+            ),
+            "critic",
+        )
         issues = code + [i for i in crit.report.issues if i.alternative in names]
         for i in issues:
             self.totals[i.severity] += 1
-        log.append({"step": "T1", "agent": "critic", "action": "reviewed",
-                    "details": f"{len(issues)} issue(s): " + ", ".join(
-                        f"{a}: " + "/".join(f"{i.severity} {i.category}" for i in issues if i.alternative == a)
-                        for a in sorted(names) if any(i.alternative == a for i in issues)) if issues else "no issue"})
+        log.append(
+            {
+                "step": "T1",
+                "agent": "critic",
+                "action": "reviewed",
+                "details": f"{len(issues)} issue(s): "
+                + ", ".join(
+                    f"{a}: " + "/".join(f"{i.severity} {i.category}" for i in issues if i.alternative == a)
+                    for a in sorted(names)
+                    if any(i.alternative == a for i in issues)
+                )
+                if issues
+                else "no issue",
+            }
+        )
 
         # T2: the Strategist fixes the high and medium issues (one round)
         todo = [i for i in issues if i.severity in ("high", "medium")]
         fixes: list[dict[str, Any]] = []
         revised = slate
         if todo:
-            f_vals = {**c_vals, "issues": "\n".join(
-                f"- {i.alternative} {i.severity} {i.category}: {i.issue}" for i in todo)}
-            fix = ask(self._q("fix", day, pmodel, lambda: _template("fix", f_vals),
-                              lambda a: self._to_alts(a, day, None), lambda: rules_fix(slate, todo, day),
-                              params=self.sampling, cites=True), "fix")
+            f_vals = {
+                **c_vals,
+                "issues": "\n".join(f"- {i.alternative} {i.severity} {i.category}: {i.issue}" for i in todo),
+            }
+            fix = ask(
+                self._q(
+                    "fix",
+                    day,
+                    pmodel,
+                    lambda: _template("fix", f_vals),
+                    lambda a: self._to_alts(a, day, None),
+                    lambda: rules_fix(slate, todo, day),
+                    params=self.sampling,
+                    cites=True,
+                ),
+                "fix",
+            )
             by_name = {a.name: a for a in fix.report.alternatives}
             revised = []
             for a in slate:
@@ -686,18 +875,28 @@ class ScmProtocol:
                 i.status = "unresolved" if still else "fixed"
             else:
                 i.status = "fixed" if i.alternative in changed else "unresolved"
-        new = [j for a in revised for j in recheck[a.name]
-               if not any(i.by == "code" and i.alternative == j.alternative and i.check == j.check for i in issues)]
+        new = [
+            j
+            for a in revised
+            for j in recheck[a.name]
+            if not any(i.by == "code" and i.alternative == j.alternative and i.check == j.check for i in issues)
+        ]
         for j in new:
             j.status = "unresolved" if j.severity != "low" else "noted"
         issues += new
         self.totals["fixed"] += sum(i.status == "fixed" for i in issues)
         self.totals["unresolved"] += sum(i.status == "unresolved" for i in issues)
         if todo:
-            log.append({"step": "T2", "agent": "strategist", "action": "revised",
-                        "details": f"{len(fixes)} alternative(s) revised; "
-                                   f"{sum(i.status == 'fixed' for i in issues)} issue(s) fixed, "
-                                   f"{sum(i.status == 'unresolved' for i in issues)} unresolved"})
+            log.append(
+                {
+                    "step": "T2",
+                    "agent": "strategist",
+                    "action": "revised",
+                    "details": f"{len(fixes)} alternative(s) revised; "
+                    f"{sum(i.status == 'fixed' for i in issues)} issue(s) fixed, "
+                    f"{sum(i.status == 'unresolved' for i in issues)} unresolved",
+                }
+            )
 
         # T3: the Moderator: discards in code, then the choice
         discarded: dict[str, str] = {}
@@ -712,15 +911,37 @@ class ScmProtocol:
         survivors = [a for a in revised if a.name not in discarded]
         verdict = Verdict(choice="none", rationale="no alternative survived the critique: hold")
         if survivors:
-            m_vals = {**values, "alternatives": "\n".join(
-                a.brief(day.labels) + f"; agreement across samples {a.concordance:.2f}" for a in survivors),
-                "issues": "\n".join(f"- {i.alternative} {i.severity} {i.category} ({i.status}): {i.issue}"
-                                    for i in issues if i.alternative in {a.name for a in survivors}) or "(none)",
-                "discarded": "; ".join(f"{k}: {v}" for k, v in discarded.items()) or "(none)"}
-            mod = ask(self._q("moderator", day, ModeratorAnswer, lambda: _template("moderator", m_vals),
-                              lambda a: Verdict(discard=[d.model_dump() for d in a.discard], choice=a.choice,
-                                                rationale=a.rationale, relied_on=list(a.relied_on)),
-                              lambda: rules_moderator(survivors), params=self.sampling, cites=True), "moderator")
+            m_vals = {
+                **values,
+                "alternatives": "\n".join(
+                    a.brief(day.labels) + f"; agreement across samples {a.concordance:.2f}" for a in survivors
+                ),
+                "issues": "\n".join(
+                    f"- {i.alternative} {i.severity} {i.category} ({i.status}): {i.issue}"
+                    for i in issues
+                    if i.alternative in {a.name for a in survivors}
+                )
+                or "(none)",
+                "discarded": "; ".join(f"{k}: {v}" for k, v in discarded.items()) or "(none)",
+            }
+            mod = ask(
+                self._q(
+                    "moderator",
+                    day,
+                    ModeratorAnswer,
+                    lambda: _template("moderator", m_vals),
+                    lambda a: Verdict(
+                        discard=[d.model_dump() for d in a.discard],
+                        choice=a.choice,
+                        rationale=a.rationale,
+                        relied_on=list(a.relied_on),
+                    ),
+                    lambda: rules_moderator(survivors),
+                    params=self.sampling,
+                    cites=True,
+                ),
+                "moderator",
+            )
             verdict = mod.report
             for d in verdict.discard:
                 if d.get("alternative") in {a.name for a in survivors}:
@@ -734,9 +955,15 @@ class ScmProtocol:
             chosen = rules_moderator(survivors).choice
             chosen = next(a for a in survivors if a.name == chosen)
             self.totals["overrides"] += 1
-            log.append({"step": "T3", "agent": "moderator", "action": "overridden",
-                        "details": f"choice {verdict.choice!r} is not a surviving alternative; "
-                                   f"{chosen.name}, the most concordant survivor, taken"})
+            log.append(
+                {
+                    "step": "T3",
+                    "agent": "moderator",
+                    "action": "overridden",
+                    "details": f"choice {verdict.choice!r} is not a surviving alternative; "
+                    f"{chosen.name}, the most concordant survivor, taken",
+                }
+            )
         self.totals["days"] += 1
         self.totals["stable"] += stable
         self.totals["calls"] += sum(a.calls for a in answers)
@@ -745,36 +972,78 @@ class ScmProtocol:
         tk = task.tickers
         if chosen is None:
             self.totals["holds"] += 1
-            log.append({"step": "T3", "agent": "moderator", "action": "hold",
-                        "details": "nothing survived: positions kept"})
-            report = ScmReport(actions={t: "hold" for t in tk}, held=True,
-                               rationale=("scm hold: " + "; ".join(f"{k} {v}" for k, v in discarded.items()))[:600])
+            log.append(
+                {"step": "T3", "agent": "moderator", "action": "hold", "details": "nothing survived: positions kept"}
+            )
+            report = ScmReport(
+                actions={t: "hold" for t in tk},
+                held=True,
+                rationale=("scm hold: " + "; ".join(f"{k} {v}" for k, v in discarded.items()))[:600],
+            )
         else:
             relied = [c.id for c in chosen.evidence] + [i for i in verdict.relied_on if i in day.citations]
             acts = {t: "buy" if x > EPS else "sell" if x < -EPS else "hold" for t, x in chosen.weights.items()}
-            log.append({"step": "T3", "agent": "moderator", "action": "chose",
-                        "details": f"{chosen.name}: {verdict.rationale}"[:400]})
-            report = ScmReport(actions=acts, weights=dict(chosen.weights), chosen=chosen.name,
-                               rationale=f"scm {chosen.name}: {chosen.rule} | moderator: {verdict.rationale}"[:600],
-                               relied_on=list(dict.fromkeys(relied))[:5], p5=chosen.p5, p50=chosen.p50, p95=chosen.p95)
+            log.append(
+                {
+                    "step": "T3",
+                    "agent": "moderator",
+                    "action": "chose",
+                    "details": f"{chosen.name}: {verdict.rationale}"[:400],
+                }
+            )
+            report = ScmReport(
+                actions=acts,
+                weights=dict(chosen.weights),
+                chosen=chosen.name,
+                rationale=f"scm {chosen.name}: {chosen.rule} | moderator: {verdict.rationale}"[:600],
+                relied_on=list(dict.fromkeys(relied))[:5],
+                p5=chosen.p5,
+                p50=chosen.p50,
+                p95=chosen.p95,
+            )
         report.proposals = []
         for k, p in enumerate(proposals):  # a sample identical to the first (the rules brain) is not repeated
             same = k > 0 and [a.key() + (a.rule, a.p50) for a in p] == [a.key() + (a.rule, a.p50) for a in proposals[0]]
-            report.proposals.append({"sample": k, "via": got[k].via, **(
-                {"same_as": 0} if same else {"alternatives": [a.model_dump(exclude={"concordance"}) for a in p]})})
-        report.alternatives = [{**a.model_dump(), "status": "chosen" if chosen is not None and a.name == chosen.name
-                                else "discarded" if a.name in discarded else "kept",
-                                **({"discarded_because": discarded[a.name]} if a.name in discarded else {})}
-                               for a in revised]
+            report.proposals.append(
+                {
+                    "sample": k,
+                    "via": got[k].via,
+                    **(
+                        {"same_as": 0} if same else {"alternatives": [a.model_dump(exclude={"concordance"}) for a in p]}
+                    ),
+                }
+            )
+        report.alternatives = [
+            {
+                **a.model_dump(),
+                "status": "chosen"
+                if chosen is not None and a.name == chosen.name
+                else "discarded"
+                if a.name in discarded
+                else "kept",
+                **({"discarded_because": discarded[a.name]} if a.name in discarded else {}),
+            }
+            for a in revised
+        ]
         report.critiques = [i.model_dump() for i in issues]
         report.fixes = fixes
         report.log = log
         report.stable = stable
         report.steps = steps
-        via = "rules" if all(a.via == "rules" for a in answers) else \
-            "fallback" if any(a.via == "fallback" for a in answers) else "llm"
-        ans = Answer(report, via, sum(a.calls for a in answers), tuple(k for a in answers for k in a.keys),
-                     tuple(e for a in answers for e in a.errors))
+        via = (
+            "rules"
+            if all(a.via == "rules" for a in answers)
+            else "fallback"
+            if any(a.via == "fallback" for a in answers)
+            else "llm"
+        )
+        ans = Answer(
+            report,
+            via,
+            sum(a.calls for a in answers),
+            tuple(k for a in answers for k in a.keys),
+            tuple(e for a in answers for e in a.errors),
+        )
         return self._decision(report, universe), ans, report.model_dump()
 
     @staticmethod
@@ -784,8 +1053,9 @@ class ScmProtocol:
     @staticmethod
     def _decision(rep: ScmReport, universe: Sequence[str]) -> Decision:
         if rep.held:
-            return Decision(weights={}, rationale=rep.rationale, evidence=tuple(rep.relied_on),
-                            actions=dict(rep.actions))
+            return Decision(
+                weights={}, rationale=rep.rationale, evidence=tuple(rep.relied_on), actions=dict(rep.actions)
+            )
         w = {**{u: 0.0 for u in universe}, **rep.weights}
         return Decision(weights=w, rationale=rep.rationale, evidence=tuple(rep.relied_on), actions=dict(rep.actions))
 
@@ -840,18 +1110,25 @@ class ScmProtocol:
         t = self.totals
         days, n = t["days"], t["proposed"]
         return {
-            "scm_samples": self.samples, "scm_days": days, "scm_reused_days": t["reused"],
+            "scm_samples": self.samples,
+            "scm_days": days,
+            "scm_reused_days": t["reused"],
             "scm_alternatives_proposed": n,
             "scm_citation_share": round(t["cited"] / t["claims"], 4) if t["claims"] else None,
             "scm_complete_share": round(t["complete"] / n, 4) if n else None,
             "scm_section_share": round(t["sections"] / (5 * n), 4) if n else None,
-            "scm_calibration_violations": t["calibration"], "scm_arithmetic_failures": t["arithmetic"],
+            "scm_calibration_violations": t["calibration"],
+            "scm_arithmetic_failures": t["arithmetic"],
             "scm_policy_violations": t["policy"],
             "scm_issues": {"high": t["high"], "medium": t["medium"], "low": t["low"]},
-            "scm_issues_fixed": t["fixed"], "scm_issues_unresolved": t["unresolved"],
-            "scm_discarded": t["discarded"], "scm_holds": t["holds"],
+            "scm_issues_fixed": t["fixed"],
+            "scm_issues_unresolved": t["unresolved"],
+            "scm_discarded": t["discarded"],
+            "scm_holds": t["holds"],
             "scm_stability": round(t["stable"] / days, 4) if days else None,
-            "scm_moderator_overrides": t["overrides"], "scm_fallbacks": t["fallbacks"], "scm_calls": t["calls"],
+            "scm_moderator_overrides": t["overrides"],
+            "scm_fallbacks": t["fallbacks"],
+            "scm_calls": t["calls"],
         }
 
 
