@@ -1,0 +1,48 @@
+"""``debate`` prompt building: the role templates (``debate_<role>.txt``
+beside this module) and the text blocks they are filled with (chunks with
+short labels, insights, the report). Everything a debate model reads is
+assembled here; no model call.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from fincon.agents.protocols.debate_chunks import Chunk
+from fincon.agents.protocols.debate_rules import _cite
+from fincon.agents.protocols.debate_schemas import DebateReport
+from fincon.agents.reports import Insight, InsightAnswer
+from fincon.agents.roles.base import load_template
+
+HERE = Path(__file__).parent
+CHUNK_CHARS_IN_PROMPT = 300
+
+
+def _template(name: str) -> tuple[str, str]:
+    return load_template(str(HERE / f"debate_{name}.txt"))
+
+
+def _chunk_lines(chunks: Sequence[Chunk], labels: dict[str, str]) -> str:
+    return "\n".join(f"[{labels.get(c.id, c.id)}] ({'Q&A' if c.section == 'qa' else 'prepared remarks'}"
+                     f"{'' if c.speaker == 'unknown' else ', ' + c.speaker}): {c.text[:CHUNK_CHARS_IN_PROMPT]}"
+                     for c in chunks)
+
+
+def _insight_lines(insights: Sequence[Insight], labels: dict[str, str]) -> str:
+    return "\n".join(f"- {i.text[:200]} [{', '.join(labels.get(c.id, c.id) for c in i.citations)}]"
+                     for i in insights) or "- (none)"
+
+
+def _report_text(r: DebateReport, labels: dict[str, str]) -> str:
+    return (f"Direction: {r.direction} (confidence {r.confidence:.2f}), horizon {r.horizon} trading days.\n"
+            f"Evidence:\n{_insight_lines(r.insights, labels)}")
+
+
+def _messages(name: str, **values: str) -> list[dict[str, str]]:
+    system, user = _template(name)
+    return [{"role": "system", "content": system.format(**values)}, {"role": "user", "content": user.format(**values)}]
+
+
+def _insights(answers: Sequence[InsightAnswer], by_id: dict[str, Chunk]) -> list[Insight]:
+    return [Insight(text=a.text, citations=[_cite(by_id[c]) for c in a.cites if c in by_id]) for a in answers]
