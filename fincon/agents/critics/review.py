@@ -33,8 +33,8 @@ from fincon.agents.roles.base import RoleInputs
 #: the analysts whose numbers the critics check
 ROLES = ("10-q", "10-k", "earnings-call")
 _SAME = object()  # a cached review that changed nothing
-COUNTS = ("claims", "extraction_failed", "calculation_failed", "corrected", "dropped", "calls", "fallbacks",
-          "reapplied")
+COUNTS = ("claims", "extraction_failed", "calculation_failed", "corrected", "dropped", "unverified", "calls",
+          "fallbacks", "reapplied")
 
 
 class NumericCritics:
@@ -123,6 +123,7 @@ class NumericCritics:
             today["calculation_failed"] += r.calculation_failed
             today["corrected"] += r.status == "corrected"
             today["dropped"] += r.status == "dropped"
+            today["unverified"] += r.status == "unverified"
             today["calls"] += r.calls
             today["fallbacks"] += r.fallbacks
         new = rewrite(ins, reviews)
