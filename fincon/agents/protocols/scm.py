@@ -53,11 +53,12 @@ import numpy as np
 
 from fincon.agents.brains import Answer, ManagerTask, Question, consensus
 from fincon.agents.policies import Policies
-from fincon.agents.protocols.scm_checks import Day, code_checks, code_checks_block
+from fincon.agents.protocols.scm_checks import Day, code_checks, code_checks_block, sections_said
 from fincon.agents.protocols.scm_prompts import prompt_values, render
-from fincon.agents.protocols.scm_rules import rules_critic, rules_fix, rules_moderator, rules_strategist
+from fincon.agents.protocols.scm_rules import rules_critic, rules_fix, rules_moderator, rules_strategist, rules_verify
 from fincon.agents.protocols.scm_schemas import (EPS, NAMES, Alternative, Critique, CritiqueAnswer, Issue,
-                                                 ModeratorAnswer, Proposal, ScmReport, Verdict, proposal_model)
+                                                 ModeratorAnswer, Proposal, ScmReport, Verdict, VerifyAnswer,
+                                                 proposal_model)
 from fincon.agents.reports import short_labels
 from fincon.strategies.base import Decision
 
@@ -91,7 +92,7 @@ class ScmProtocol:
         self.totals: dict[str, Any] = {k: 0 for k in (
             "days", "reused", "proposed", "claims", "cited", "complete", "sections", "calibration", "arithmetic",
             "policy", "high", "medium", "low", "fixed", "unresolved", "discarded", "holds", "stable",
-            "overrides", "fallbacks", "calls")}
+            "overrides", "fallbacks", "calls", "agreement", "verified", "verify_passed")}
 
     @classmethod
     def from_params(cls, params) -> "ScmProtocol":
@@ -161,10 +162,13 @@ class ScmProtocol:
         steps: dict[str, str] = {}
         log: list[dict[str, Any]] = []
 
+        role_keys: dict[str, list[str]] = {}
+
         def ask(q: Question, step: str) -> Answer:
             a = brain.answer(q)
             answers.append(a)
             steps[step] = a.via
+            role_keys.setdefault(step, []).extend(a.keys)
             self.totals["fallbacks"] += a.via == "fallback"
             if a.via == "fallback":
                 log.append({"step": step, "agent": q.agent, "action": "fallback",
@@ -186,18 +190,22 @@ class ScmProtocol:
         for k, a in enumerate(got):
             answers.append(a)
             steps[f"strategist.s{k}"] = a.via
+            role_keys.setdefault("strategist", []).extend(a.keys)
             self.totals["fallbacks"] += a.via == "fallback"
             if a.via == "fallback":
                 log.append({"step": "T0", "agent": "strategist", "action": "fallback",
                             "details": f"sample {k}: model answer invalid twice, the rules strategist answered"})
             proposals.append(a.report.alternatives)
         slate, stable = self._slate(proposals, day)
+        majority, agreement = self._majority, self._agreement
+        self.totals["agreement"] += agreement
         self._measure(proposals, day)
         log.append({"step": "T0", "agent": "strategist", "action": "proposed",
                     "details": f"{sum(map(len, proposals))} alternatives in {len(proposals)} sample(s); slate "
                                + ", ".join(f"{a.name} (concordance {a.concordance:.2f}, from {'/'.join(a.origin)})"
                                            for a in slate)
-                               + ("" if stable else "; the samples disagree on the direction")})
+                               + ("" if stable else "; the samples disagree on the direction")
+                               + f"; majority direction {majority}, agreement {agreement:.2f}"})
 
         # T1: the Critic (the code checks always, the model's issues on top)
         slate_txt = "\n".join(a.brief(day.labels) for a in slate)
@@ -236,18 +244,38 @@ class ScmProtocol:
                     fixes.append({"alternative": a.name, "before": a.brief(), "after": b.brief()})
             for b in revised:
                 b.concordance = self._concordance(b, self._consensus)
-        # the code checks again, on the revision; an issue is fixed when its check passes
-        # (a model critic's issue: when the alternative was revised)
+        # the code checks again, on the revision; a code issue is fixed when its check passes.
+        # A critic's issue is fixed only when its alternative was revised AND its verification
+        # question, answered against the evidence (the model; the rules re-check in code), passes
         recheck = {a.name: code_checks(a, day, "revision") for a in revised}
         changed = {f["alternative"] for f in fixes}
+        by_rev = {a.name: a for a in revised}
+        to_verify = [i for i in issues if i.by != "code" and i.severity != "low" and i.alternative in changed]
+        if to_verify:
+            v_vals = {**values, "alternatives": "\n".join(by_rev[n].brief(day.labels) for n in sorted(changed)),
+                      "questions": "\n".join(f"Q{n}: alternative {i.alternative}, {i.category}: {i.issue}. "
+                                             f"{i.question or 'Is this fixed?'}" for n, i in enumerate(to_verify, 1))}
+            ver = ask(self._q("verify", day, VerifyAnswer, lambda: render("verify", v_vals),
+                              lambda a: self._to_checks(a, len(to_verify)),
+                              lambda: [(ok, why, "rules", []) for ok, why in rules_verify(to_verify, by_rev, day)],
+                              params=self.sampling, cites=True), "verify")
+            for i, (ok, why, by, cites) in zip(to_verify, ver.report):
+                i.answer, i.answer_cites, i.rechecked_by = why, list(cites), by if ver.via != "fallback" else "rules"
+                i.status = "fixed" if ok else "unresolved"
+            self.totals["verified"] += len(to_verify)
+            self.totals["verify_passed"] += sum(i.status == "fixed" for i in to_verify)
+            log.append({"step": "T2", "agent": "verifier", "action": "verified",
+                        "details": "; ".join(f"{i.alternative} {i.category}: {'passes' if i.status == 'fixed' else 'fails'}"
+                                             f" ({i.answer})" for i in to_verify)[:400]})
         for i in issues:
             if i.severity == "low":
                 i.status = "noted"
             elif i.by == "code":
                 still = any(j.check == i.check and j.category == i.category for j in recheck[i.alternative])
                 i.status = "unresolved" if still else "fixed"
-            else:
-                i.status = "fixed" if i.alternative in changed else "unresolved"
+                i.rechecked_by = "code"
+            elif i not in to_verify:
+                i.status = "unresolved"  # not revised: the issue stands
         new = [j for a in revised for j in recheck[a.name]
                if not any(i.by == "code" and i.alternative == j.alternative and i.check == j.check for i in issues)]
         for j in new:
@@ -330,14 +358,43 @@ class ScmProtocol:
                                for a in revised]
         report.critiques = [i.model_dump() for i in issues]
         report.fixes = fixes
-        report.log = log
+        report.log = self._stamped(log, task.day, role_keys)
         report.stable = stable
+        report.majority, report.agreement = majority, agreement
         report.steps = steps
         via = "rules" if all(a.via == "rules" for a in answers) else \
             "fallback" if any(a.via == "fallback" for a in answers) else "llm"
         ans = Answer(report, via, sum(a.calls for a in answers), tuple(k for a in answers for k in a.keys),
                      tuple(e for a in answers for e in a.errors))
         return self._decision(report, universe), ans, report.model_dump()
+
+    @staticmethod
+    def _to_checks(a: VerifyAnswer, n: int) -> list[tuple[bool, str, str, list[str]]]:
+        """The verifier's answers in question order; a question it skipped does not pass."""
+        said = {x.issue.strip().upper(): x for x in a.checks}
+        out = []
+        for k in range(1, n + 1):
+            x = said.get(f"Q{k}")
+            out.append((False, "not answered by the verifier", "model", []) if x is None
+                       else (bool(x.passes), x.answer, "model", list(x.cites)))
+        return out
+
+    @staticmethod
+    def _stamped(log: list[dict[str, Any]], day: str, role_keys: Mapping[str, list[str]]) -> list[dict[str, Any]]:
+        """Every record with its UTC timestamp and the cache keys of the calls
+        behind it. The timestamp is the simulated decision time of the day
+        (16:00 New York, in UTC): what the protocol knew when, reproducible
+        on replay (a wall clock would make every replay differ)."""
+        from fincon.data.events.model import decision_cutoff
+
+        at = decision_cutoff(day).strftime("%Y-%m-%dT%H:%M:%SZ")
+        role = {("T0", "strategist"): "strategist", ("T1", "critic"): "critic", ("T2", "strategist"): "fix",
+                ("T2", "verifier"): "verify", ("T3", "moderator"): "moderator"}
+        out = []
+        for e in log:
+            r = role.get((e["step"], e["agent"]), e["step"] if e["step"] in role_keys else "")
+            out.append({"at": at, **e, "keys": list(role_keys.get(r, []))})
+        return out
 
     @staticmethod
     def _tag(p: Proposal, sample: str) -> Proposal:
@@ -359,12 +416,28 @@ class ScmProtocol:
 
     def _slate(self, proposals: Sequence[Sequence[Alternative]], day: Day) -> tuple[list[Alternative], bool]:
         """Pooled, deduplicated alternatives ranked by concordance with the
-        samples' consensus (the median of their preferred weights); the top
-        three, renamed A, B, C. ``stable``: every sample preferred the same
-        directions."""
+        samples' consensus: per ticker the majority direction of the samples'
+        preferred alternatives, sized by the median size among the samples
+        in that majority (no majority: flat). The top three, renamed A, B, C.
+        ``stable``: every sample preferred the same directions; the agreement
+        rate (share of samples whose preferred directions are the majority's)
+        is kept for the record and the summary."""
         firsts = [p[0] for p in proposals if p]
-        cons = {t: float(np.median([a.weights.get(t, 0.0) for a in firsts])) if firsts else 0.0 for t in day.tickers}
+        cons, majority = {}, {}
+        for t in day.tickers:  # the majority direction across samples, then the median size within it
+            signs = [int(np.sign(round(a.weights.get(t, 0.0), 6))) for a in firsts]
+            counts = {d: signs.count(d) for d in (1, -1, 0)}
+            top = max(counts.values()) if signs else 0
+            winners = [d for d in (1, -1, 0) if counts[d] == top]
+            d = winners[0] if len(winners) == 1 else 0  # no majority: no direction
+            majority[t] = d
+            sizes = [abs(a.weights.get(t, 0.0)) for a, s in zip(firsts, signs) if s == d]
+            cons[t] = float(d * np.median(sizes)) if d and sizes else 0.0
         self._consensus = cons
+        self._majority = majority
+        want = tuple(majority[t] for t in day.tickers)
+        self._agreement = round(sum(_sign(a.weights, day.tickers) == want for a in firsts) / len(firsts), 4) \
+            if firsts else 1.0
         stable = len({_sign(a.weights, day.tickers) for a in firsts}) <= 1
         pool: dict[tuple, Alternative] = {}
         for p in proposals:
@@ -390,7 +463,7 @@ class ScmProtocol:
                 if a.trades:
                     t["claims"] += 1
                     t["cited"] += bool(a.evidence) and not a.invalid
-                sec = a.sections()
+                sec = sections_said(a, day)
                 t["complete"] += all(sec.values())
                 t["sections"] += sum(sec.values())
                 checks = {i.check for i in code_checks(a, day)}
@@ -413,5 +486,7 @@ class ScmProtocol:
             "scm_issues_fixed": t["fixed"], "scm_issues_unresolved": t["unresolved"],
             "scm_discarded": t["discarded"], "scm_holds": t["holds"],
             "scm_stability": round(t["stable"] / days, 4) if days else None,
+            "scm_agreement": round(t["agreement"] / days, 4) if days else None,
+            "scm_verification_questions": t["verified"], "scm_verification_passed": t["verify_passed"],
             "scm_moderator_overrides": t["overrides"], "scm_fallbacks": t["fallbacks"], "scm_calls": t["calls"],
         }

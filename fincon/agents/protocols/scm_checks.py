@@ -141,3 +141,51 @@ def code_checks(alt: Alternative, day: Day, stage: str = "proposal") -> list[Iss
 def code_checks_block(a: Alternative, day: Day) -> list[Issue]:
     """The checks no chosen alternative may fail: a policy, a citation, the quantiles, the weights."""
     return [i for i in code_checks(a, day, "final") if i.severity == "high"]
+
+
+#: a section counts as said when it holds at least this many words (a rule, a risk)
+MIN_WORDS = 3
+_PLACEHOLDER = {"none", "n/a", "na", "-", "nothing", "no risk", "no risks", "tbd", "unknown"}
+
+
+def _words(text: str) -> int:
+    return sum(any(ch.isalpha() for ch in w) for w in (text or "").split())
+
+
+def sections_said(alt: Alternative, day: Day) -> dict[str, bool]:
+    """Which of the five sections the alternative actually states, checked
+    in code on what was said (the answer schema lets every one of them be
+    empty or trivial):
+
+    * evidence: a trade cites at least one id from today's reports and
+      nothing else (no view, no trade: nothing to cite);
+    * rule: at least :data:`MIN_WORDS` words;
+    * figures: one finite weight per ticker and a stated gross that matches them;
+    * uncertainty: finite P5 <= P50 <= P95, with a spread for a trade;
+    * risks: at least one risk of :data:`MIN_WORDS` words that is not a placeholder.
+    """
+    w = alt.weights
+    figures = (set(w) == set(day.tickers) and all(math.isfinite(x) for x in w.values())
+               and math.isfinite(alt.gross) and abs(alt.gross - sum(abs(x) for x in w.values())) <= 0.01)
+    qs = (alt.p5, alt.p50, alt.p95)
+    uncertainty = all(map(math.isfinite, qs)) and alt.p5 <= alt.p50 <= alt.p95 and (
+        not alt.trades or alt.p95 - alt.p5 > EPS)
+    risks = any(_words(r) >= MIN_WORDS and r.strip().lower().rstrip(".") not in _PLACEHOLDER for r in alt.risks)
+    return {"evidence": (bool(alt.evidence) and not alt.invalid) if alt.trades else not alt.invalid,
+            "rule": _words(alt.rule) >= MIN_WORDS, "figures": figures, "uncertainty": uncertainty, "risks": risks}
+
+
+def recheck(issue: Issue, revised: Alternative, day: Day) -> tuple[bool, str]:
+    """The rules re-check of a critic's issue on the revised alternative:
+    the code checks of the issue's category must pass and the section the
+    category is about must be said. Returns (passes, what was found)."""
+    found = [j for j in code_checks(revised, day, "revision") if j.category == issue.category]
+    said = sections_said(revised, day)
+    need = {"evidence": "evidence", "risks": "risks", "calibration": "uncertainty", "consistency": "figures",
+            "policy": "figures"}.get(issue.category, "rule")
+    if found:
+        return False, "still: " + "; ".join(j.issue for j in found)[:150]
+    if not said[need]:
+        return False, f"the revision states no usable {need}"
+    cites = ", ".join(c.id for c in revised.evidence[:2])
+    return True, (f"no {issue.category} fault found on the revision" + (f"; evidence {cites}" if cites else ""))[:160]

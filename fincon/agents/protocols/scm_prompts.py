@@ -19,7 +19,7 @@ from fincon.agents.protocols.scm_checks import Day
 from fincon.agents.roles.base import load_template
 
 HERE = Path(__file__).parent
-TEMPLATES = {role: HERE / f"scm.{role}.txt" for role in ("strategist", "critic", "fix", "moderator")}
+TEMPLATES = {role: HERE / f"scm.{role}.txt" for role in ("strategist", "critic", "fix", "verify", "moderator")}
 #: characters of each analyst insight shown to the Strategist
 REPORT_CHARS = 120
 
@@ -61,4 +61,19 @@ def prompt_values(day: Day, policies: Policies) -> dict[str, str]:
         "returns": "\n".join(rets), "lookback": str(len(day.returns)),
         "reflections": "\n".join(f"- {r}" for r in task.reflections) or "(none yet)",
         "stance": task.stance or "(none)", "beliefs": task.beliefs or "(none yet)",
+        "evidence_texts": evidence_texts(day),
     }
+
+
+def evidence_texts(day: Day, chars: int = 200) -> str:
+    """The retrieved evidence the verifier answers from: every id cited in
+    today's reports, with its source, date and what the analysts said citing it."""
+    said: dict[str, list[str]] = {}
+    for t in day.tickers:
+        for r in day.task.reports.get(t, ()):
+            for i in r.insights:
+                for c in i.citations:
+                    said.setdefault(c.id, []).append(f"{t} {r.role}: {i.text[:chars]}")
+    lab = day.labels
+    return "\n".join(f"- {lab.get(c.id, c.id)} = {c.source} {c.date}: " + " | ".join(dict.fromkeys(said.get(c.id, [])))
+                     for c in day.citations.values()) or "(none)"

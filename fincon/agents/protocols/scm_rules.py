@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from fincon.agents.brains import FULL_SIZE, NEUTRAL_BAND
-from fincon.agents.protocols.scm_checks import Day
+from fincon.agents.protocols.scm_checks import Day, recheck
 from fincon.agents.protocols.scm_schemas import NAMES, Alternative, Critique, Issue, Proposal, Verdict
 
 
@@ -125,3 +125,9 @@ def rules_moderator(survivors: Sequence[Alternative]) -> Verdict:
     return Verdict(choice=best.name, rationale=f"{best.name} has the samples' broadest agreement "
                    f"({best.concordance:.2f}{'; ' + others if others else ''}) and passes every check",
                    relied_on=[c.id for c in best.evidence][:3])
+
+
+def rules_verify(issues: Sequence[Issue], revised: dict[str, Alternative], day: Day) -> list[tuple[bool, str]]:
+    """The rules verifier: each critic issue re-checked in code on its
+    revised alternative (:func:`~fincon.agents.protocols.scm_checks.recheck`)."""
+    return [recheck(i, revised[i.alternative], day) for i in issues]

@@ -105,6 +105,26 @@ class ModeratorAnswer(BaseModel):
         return self.model_copy(update={"relied_on": _real(self.relied_on, back)})
 
 
+class CheckAnswer(BaseModel):
+    issue: str = Field(examples=["Q1"], description="the issue's label")
+    answer: str = Field(min_length=1, max_length=160, description="the question answered from the evidence")
+    passes: bool = Field(description="the revised alternative now passes this check")
+    cites: list[str] = Field(default_factory=list, max_length=2, examples=[["E1"]])
+
+
+class VerifyAnswer(BaseModel):
+    """The chain-of-verification round: each question answered against the evidence."""
+
+    checks: list[CheckAnswer] = Field(min_length=1, max_length=6)
+
+    def cited(self) -> Iterable[str]:
+        return (c for x in self.checks for c in x.cites)
+
+    def relabeled(self, back: Mapping[str, str]):
+        return self.model_copy(update={"checks": [x.model_copy(update={"cites": _real(x.cites, back)})
+                                                  for x in self.checks]})
+
+
 # -- what the protocol keeps ---------------------------------------------------
 
 class Alternative(BaseModel):
@@ -164,6 +184,10 @@ class Issue(BaseModel):
     check: str = ""  # the code check that found it
     stage: str = "proposal"  # proposal | revision
     status: str = "open"  # open | fixed | unresolved | noted
+    #: the verification question answered on the revised alternative (critic issues)
+    answer: str = ""
+    answer_cites: list[str] = Field(default_factory=list)
+    rechecked_by: str = ""  # code | model | rules (the verifier that answered)
 
 
 class Critique(BaseModel):
@@ -197,4 +221,7 @@ class ScmReport(BaseModel):
     fixes: list[dict[str, Any]] = Field(default_factory=list)
     log: list[dict[str, Any]] = Field(default_factory=list)
     stable: bool = True
+    #: self-consistency: the samples' majority direction per ticker, and the share of samples agreeing with it
+    majority: dict[str, int] = Field(default_factory=dict)
+    agreement: float = 1.0
     steps: dict[str, str] = Field(default_factory=dict)  # role -> via
