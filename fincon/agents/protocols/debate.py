@@ -25,15 +25,20 @@ trading day's decision time, at or before today's). That day:
    query and give a view (direction, confidence, horizon of 1, 5 or 20
    trading days, cited chunk ids). A **synthesis** writes the one report.
 4. **Safe debate, one round.** Trust adds supporting evidence (it has no
-   direction to give), Skeptic adds risks, a hedge and a lowered
-   confidence, Leader writes the final report. If the Leader's direction
+   direction to give), Skeptic reads the specialists' evidence (the chunks
+   they cited, each with who cited it, and the report's call, not its
+   prose) and adds risks, a hedge and a lowered confidence, Leader writes
+   the final report. If the Leader's direction
    differs from the report's, the original report stands (counted: flips
    prevented). A neutral report has no recommendation to refine: no debate
    (the paper's Algorithm 1, line 2).
 5. **Decision.** One ticker: bullish = buy, bearish = sell, neutral =
-   hold, size 1 at confidence >= FULL_SIZE, else 0.5. Portfolio: the FinCon
-   manager answers as usual, then each debated ticker's direction replaces
-   the manager's, and the optimizer sizes the book.
+   hold, sized by the conviction (the final confidence). The call stands
+   over its horizon: for that many decisions (the call day first) the ticker
+   follows it, then the FinCon manager decides again (a new call replaces
+   it). Portfolio: the FinCon manager answers as usual, then each debated
+   (or still standing) ticker's direction replaces the manager's, and the
+   optimizer sizes the book.
 
 Every role has a deterministic rules answer (Loughran-McDonald tone of its
 retrieved chunks; Trust = keep; Skeptic = cut confidence by the risk-word
@@ -50,14 +55,17 @@ message a model reads, :mod:`.debate_rules` the deterministic roles.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import pandas as pd
 
-from fincon.agents.brains import FULL_SIZE, Answer, ManagerTask, Question, Reuse
+from fincon.agents.brains import Answer, ManagerTask, Question, Reuse
 from fincon.agents.protocols.debate_chunks import MAX_CHUNK_CHARS, Chunk, chunk_transcript
-from fincon.agents.protocols.debate_prompts import _chunk_lines, _insight_lines, _insights, _messages, _report_text
+from fincon.agents.protocols.debate_prompts import (KINDS, _call_text, _chunk_lines, _evidence_lines, _insight_lines,
+                                                    _insights, _messages, _report_text)
 from fincon.agents.protocols.debate_rules import combine, rules_report, rules_skeptic, rules_trust, rules_view
 from fincon.agents.protocols.debate_schemas import (SPECIALISTS, Debate, DebateReport, LeaderAnswer, Outcome,
                                                     SkepticAnswer, TrustAnswer, View, ViewAnswer)
@@ -85,6 +93,7 @@ class Counts:
     calls: int = 0
     fallbacks: int = 0
     chunks: int = 0
+    held_days: int = 0
     events: list[str] = field(default_factory=list)
 
 
@@ -93,8 +102,18 @@ class DebateProtocol:
     agent = "manager"
 
     def __init__(self, lookback: int = 60, transcripts: str = "whisper", transcript_cache: str | None = None,
-                 top_k: int = TOP_K):
+                 top_k: int = TOP_K, sources: Sequence[str] = ("earnings_call",),
+                 retrieval_model: str | None = None):
+        """``sources``: the event sources a debate reads (earnings calls; the
+        filings evaluation: ``10-K``, ``10-Q``). ``retrieval_model``: the
+        sentence-transformers model (a local directory, or a hub name such as a
+        finance-tuned model, downloaded only when the user allows it) that
+        embeds the chunks; None: the team's embedder (offline by default)."""
         self.fincon = FinConManager(lookback=lookback)
+        self.sources = tuple(sources)
+        self.retrieval_model = retrieval_model
+        #: ticker -> [final report, decisions left]: a debated call stands over its horizon
+        self.standing: dict[str, list] = {}
         self.transcripts = transcripts
         self.transcript_cache = transcript_cache
         self.top_k = top_k
@@ -105,7 +124,9 @@ class DebateProtocol:
 
     @classmethod
     def from_params(cls, params) -> "DebateProtocol":
-        return cls(lookback=params.lookback, transcripts=params.transcripts, transcript_cache=params.transcript_cache)
+        return cls(lookback=params.lookback, transcripts=params.transcripts, transcript_cache=params.transcript_cache,
+                   sources=tuple(getattr(params, "debate_sources", None) or ("earnings_call",)),
+                   retrieval_model=getattr(params, "retrieval_model", None))
 
     # the FinCon manager's sampling is the protocol's (training sets it on the protocol)
     @property
@@ -120,13 +141,21 @@ class DebateProtocol:
         from fincon.memory.collections import open_collection
 
         self.memory, self.events = team.memory, team.events
-        self._col = open_collection(team.memory.client, COLLECTION, team.memory.embedder)
+        embedder, name = team.memory.embedder, COLLECTION
+        if self.retrieval_model:
+            from fincon.memory.embedders import MiniLMEmbedder
+
+            # any sentence-transformers model; its own collection (another vector space)
+            embedder = MiniLMEmbedder(self.retrieval_model)
+            name = f"{COLLECTION}-{re.sub(r'[^A-Za-z0-9_-]+', '-', self.retrieval_model.strip('/')).strip('-')[-40:]}"
+        self._col = open_collection(team.memory.client, name, embedder)
 
     def digest(self, task, view) -> list[str]:
         """What besides the reports this protocol's decision depends on (the
         team adds it to its reuse hash): the ids of today's new calls, so a
         call day is never answered with yesterday's stored decision."""
-        return sorted(e.id for t in task.tickers for e in self.new_calls(t, view))
+        return sorted(e.id for t in task.tickers for e in self.new_calls(t, view)) + sorted(
+            f"{t}:{r.event_id}:{left}" for t, (r, left) in self.standing.items() if t in task.tickers)
 
     # -- reading the call ------------------------------------------------------------
     def new_calls(self, ticker: str, view) -> list:
@@ -134,7 +163,7 @@ class DebateProtocol:
         day's decision time (the first day of data: today's calendar day)."""
         dates = view.dates(2)
         since = dates[0] if len(dates) > 1 else view.date - pd.Timedelta(days=1)
-        return self.events.view_at(view.date).events(ticker, sources=["earnings_call"], since=since)
+        return self.events.view_at(view.date).events(ticker, sources=list(self.sources), since=since)
 
     def transcript(self, event) -> str:
         audio = self.events.audio_path(event) if event.audio else None
@@ -186,6 +215,7 @@ class DebateProtocol:
         back = {v: k for k, v in labels.items()}
         allowed = frozenset(by_id)
         ticker = event.ticker
+        kind = KINDS.get(event.source, event.source)
         calls = fallbacks = 0
         keys: list[str] = []
         via: dict[str, str] = {}
@@ -207,7 +237,7 @@ class DebateProtocol:
             retrieved[spec.name] = got
             views.append(ask(
                 spec.name,
-                lambda spec=spec, got=got: _messages("specialist", role=spec.name, focus=spec.focus, ticker=ticker,
+                lambda spec=spec, got=got: _messages("specialist", kind=kind, role=spec.name, focus=spec.focus, ticker=ticker,
                                                      date=day, chunks=_chunk_lines(got, labels)),
                 ViewAnswer,
                 lambda a, spec=spec: View(role=spec.name, direction=a.direction, confidence=a.confidence,
@@ -223,7 +253,7 @@ class DebateProtocol:
 
         report: DebateReport = ask(
             "synthesis",
-            lambda: _messages("synthesis", ticker=ticker, date=day, views=view_lines(), chunks=_chunk_lines(read, labels)),
+            lambda: _messages("synthesis", kind=kind, ticker=ticker, date=day, views=view_lines(), chunks=_chunk_lines(read, labels)),
             ViewAnswer,
             lambda a: DebateReport(ticker=ticker, event_id=event.id, day=day, direction=a.direction,
                                    confidence=a.confidence, horizon=a.horizon, insights=_insights(a.insights, by_id),
@@ -237,18 +267,25 @@ class DebateProtocol:
 
         evidence: list[Insight] = ask(
             "trust",
-            lambda: _messages("trust", ticker=ticker, date=day, report=_report_text(report, labels),
+            lambda: _messages("trust", kind=kind, ticker=ticker, date=day, report=_report_text(report, labels),
                               chunks=_chunk_lines(read, labels)),
             TrustAnswer, lambda a: _insights(a.evidence, by_id), lambda: rules_trust(report, read))
+        # the Skeptic reads the specialists' evidence (the chunks they cited), not the report's prose
+        cited_by: dict[str, list[str]] = {}
+        for v in views:
+            for cid in v.cited_ids():
+                if cid in by_id:
+                    cited_by.setdefault(cid, []).append(v.role)
+        evidence_chunks = [c for c in chunks if c.id in cited_by] or read
         risks, hedge, conf = ask(
             "skeptic",
-            lambda: _messages("skeptic", ticker=ticker, date=day, report=_report_text(report, labels),
-                              chunks=_chunk_lines(read, labels)),
+            lambda: _messages("skeptic", kind=kind, ticker=ticker, date=day, call=_call_text(report),
+                              chunks=_evidence_lines(evidence_chunks, cited_by, labels)),
             SkepticAnswer, lambda a: (_insights(a.risks, by_id), a.hedge, a.confidence),
-            lambda: rules_skeptic(report, read))
+            lambda: rules_skeptic(report, evidence_chunks))
         lead: LeaderAnswer = ask(
             "leader",
-            lambda: _messages("leader", ticker=ticker, date=day, report=_report_text(report, labels),
+            lambda: _messages("leader", kind=kind, ticker=ticker, date=day, report=_report_text(report, labels),
                               evidence=_insight_lines(evidence, labels), risks=_insight_lines(risks, labels),
                               hedge=hedge, confidence=f"{conf:.2f}"),
             LeaderAnswer, lambda a: a,
@@ -272,7 +309,9 @@ class DebateProtocol:
             return self.fincon.decide(brain, task, view, universe)
 
         calls = [e for t in task.tickers for e in self.new_calls(t, view)]
-        if not calls:
+        # a debated call stands over its horizon: the ticker follows it for that many decisions
+        held = {t: r for t, (r, left) in self.standing.items() if t in task.tickers and left > 0}
+        if not calls and not held:
             self.counts.fallback_days += 1
             return self.fincon.decide(brain, task, view, universe)
 
@@ -281,16 +320,27 @@ class DebateProtocol:
             d, c, f, k = self.debate(brain, event, task.day)
             debates.append(d)
             n_calls, n_fallbacks, keys = n_calls + c, n_fallbacks + f, keys + k
-        final = {d.ticker: d.final for d in debates}
+        fresh = {d.ticker: d.final for d in debates}
+        for t, r in fresh.items():  # today's call counts as the first of its horizon's decisions
+            self.standing[t] = [r, r.horizon - 1] if r.direction != "neutral" else [r, 0]
+        for t in held:
+            if t not in fresh:
+                self.standing[t][1] -= 1
+        held = {t: r for t, r in held.items() if t not in fresh}
+        final = {**held, **fresh}
         action = {t: {"bullish": "buy", "bearish": "sell", "neutral": "hold"}[r.direction] for t, r in final.items()}
         relied = list(dict.fromkeys(i for r in final.values() for i in r.cited_ids()))[:5]
-        note = "; ".join(f"{t}: debated call {r.event_id} -> {r.direction} {r.confidence:.2f}, "
-                         f"{r.horizon}-day horizon" for t, r in final.items())
+        note = "; ".join([f"{t}: debated {r.event_id} -> {r.direction} {r.confidence:.2f}, {r.horizon}-day horizon"
+                          for t, r in fresh.items()] +
+                         [f"{t}: holding the call on {r.event_id} ({r.direction} {r.confidence:.2f}, "
+                          f"{self.standing[t][1]} of {r.horizon} days left)" for t, r in held.items()])
         if not task.portfolio:
             t = task.tickers[0]
             r = final[t]
-            mr = ManagerReport(actions={t: action[t]}, size=1.0 if r.confidence >= FULL_SIZE else 0.5,
-                               rationale=f"{note}. {r.summary}"[:600], relied_on=relied)
+            # the position size follows the conviction: the final confidence
+            size = round(min(1.0, max(0.0, r.confidence)), 4) if r.direction != "neutral" else 0.0
+            mr = ManagerReport(actions={t: action[t]}, size=size, rationale=f"{note}. {r.summary}"[:600],
+                               relied_on=relied)
         else:
             base = brain.answer(self.fincon.question(task))
             n_calls, n_fallbacks, keys = n_calls + base.calls, n_fallbacks + (base.via == "fallback"), keys + list(base.keys)
@@ -298,9 +348,10 @@ class DebateProtocol:
             mr = m.model_copy(update={"actions": {**m.actions, **action},
                                       "rationale": f"{note}; others as the manager: {m.rationale}"[:600],
                                       "relied_on": list(dict.fromkeys(relied + list(m.relied_on)))[:5]})
+        self.counts.held_days += bool(held) and not fresh
         decision, _, rec = self.fincon.decide(Reuse(mr), task, view, universe)
         c = self.counts
-        c.debate_days += 1
+        c.debate_days += bool(fresh)
         c.debates += sum(d.debated for d in debates)
         c.neutral_skipped += sum(not d.debated for d in debates)
         c.flips_prevented += sum(d.flip_prevented for d in debates)
@@ -318,4 +369,4 @@ class DebateProtocol:
         return {"debate_days": c.debate_days, "debate_debates": c.debates, "debate_flips_prevented": c.flips_prevented,
                 "debate_neutral_skipped": c.neutral_skipped, "debate_fallback_days": c.fallback_days,
                 "debate_reused_days": c.reused_days, "debate_calls": c.calls, "debate_fallbacks": c.fallbacks,
-                "debate_chunks": c.chunks, "debate_events": list(c.events)}
+                "debate_chunks": c.chunks, "debate_held_days": c.held_days, "debate_events": list(c.events)}

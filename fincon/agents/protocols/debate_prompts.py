@@ -39,10 +39,25 @@ def _report_text(r: DebateReport, labels: dict[str, str]) -> str:
             f"Evidence:\n{_insight_lines(r.insights, labels)}")
 
 
+#: how the prompts name the document a debate reads, by event source
+KINDS = {"earnings_call": "quarterly earnings call", "10-Q": "quarterly 10-Q filing", "10-K": "annual 10-K filing"}
+
+
 def _messages(name: str, **values: str) -> list[dict[str, str]]:
+    values.setdefault("kind", KINDS["earnings_call"])
     system, user = _template(name)
     return [{"role": "system", "content": system.format(**values)}, {"role": "user", "content": user.format(**values)}]
 
 
 def _insights(answers: Sequence[InsightAnswer], by_id: dict[str, Chunk]) -> list[Insight]:
     return [Insight(text=a.text, citations=[_cite(by_id[c]) for c in a.cites if c in by_id]) for a in answers]
+
+
+def _evidence_lines(chunks: Sequence[Chunk], cited_by: dict[str, list[str]], labels: dict[str, str]) -> str:
+    """The specialists' evidence for the Skeptic: each passage they cited, with who cited it."""
+    return "\n".join(f"[{labels.get(c.id, c.id)}] (cited by {', '.join(cited_by.get(c.id, [])) or 'nobody'}): "
+                     f"{c.text[:CHUNK_CHARS_IN_PROMPT]}" for c in chunks)
+
+
+def _call_text(r: DebateReport) -> str:
+    return f"{r.direction} (confidence {r.confidence:.2f}) over {r.horizon} trading days"

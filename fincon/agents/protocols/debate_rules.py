@@ -97,7 +97,8 @@ def rules_trust(report: DebateReport, chunks: Sequence[Chunk]) -> list[Insight]:
 
 def rules_skeptic(report: DebateReport, chunks: Sequence[Chunk]) -> tuple[list[Insight], str, float]:
     """The chunks with the highest risk-word share as risks; confidence cut by
-    RISK_SCALE x the risk-word share of everything retrieved (at most MAX_CUT)."""
+    RISK_SCALE x the risk-word share of ``chunks`` (at most MAX_CUT). The
+    protocol passes the specialists' evidence: the chunks they cited."""
     share = risk_share(chunks)
     cut = min(MAX_CUT, RISK_SCALE * share)
     risky = sorted((c for c in chunks if risk_share([c]) > 0), key=lambda c: (-risk_share([c]), c.id))[:2]
