@@ -50,6 +50,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--tickers", nargs="+", metavar="T", help="tickers of the sample corpus (default all 11)")
     d.add_argument("--transcripts", choices=["text", "whisper"], default="text",
                    help="read the call's text (default, fast) or hear its audio through Whisper (cached)")
+    d.add_argument("--dataset", nargs="+", type=Path, metavar="DIR",
+                   help="score the debate on the 10-Q/10-K filings of imported datasets (fincon data import "
+                        "investorbench ...) instead of the sample calls, beside always-bullish and the news "
+                        "sentiment tags")
+    d.add_argument("--retrieval-model", metavar="NAME",
+                   help="a sentence-transformers model (directory or hub name, e.g. a finance-tuned one) for the "
+                        "debate's retrieval (default: the offline embedder)")
     d.add_argument("--json", type=Path, metavar="FILE", help="also write the table and every call as JSON")
     add_llm_arguments(d)
     d.set_defaults(func=_debate)
@@ -91,6 +98,20 @@ def _debate(args: argparse.Namespace) -> int:
 
     client = _client(args, {"answer_max_tokens": 320, "n_ctx": 4096})
     tickers = [t for x in (args.tickers or []) for t in x.split(",") if t] or None
+    if args.dataset:
+        from fincon.eval import debate_filings
+
+        try:
+            res = debate_filings.run(args.dataset, args.brain, client, args.retrieval_model)
+        finally:
+            if client is not None:
+                client.close()
+        print(debate_filings.report(res))
+        if args.json:
+            data = {k: v for k, v in res.items() if k != "results"}
+            data["filings"] = [r.__dict__ for r in res["results"]]
+            _write_json(args.json, data)
+        return 0
     try:
         res = debate.run(args.brain, tickers, client, args.transcripts)
     finally:
