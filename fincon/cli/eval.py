@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     n.add_argument("--limit", type=int, metavar="N", help="at most N questions (spread over the question kinds)")
     n.add_argument("--split", choices=["test", "dev", "all"], default="test",
                    help="which documents to score (default test: never in a prompt's example)")
+    n.add_argument("--format", choices=["synthetic", "finqa"], default="synthetic",
+                   help="synthetic: questions over the bundled filings (default); finqa: FinQA's published JSON "
+                        "(--data; download from https://github.com/czyssrs/FinQA, dataset/test.json)")
+    n.add_argument("--data", type=Path, metavar="FILE.json", help="the FinQA file of --format finqa")
     n.add_argument("--json", type=Path, metavar="FILE", help="also write the table and every answer as JSON")
     add_llm_arguments(n)
     n.set_defaults(func=_numeric)
@@ -79,6 +84,8 @@ def _write_json(path: Path | None, data: dict[str, Any]) -> None:
 def _numeric(args: argparse.Namespace) -> int:
     from fincon.eval import numeric
 
+    if args.format == "finqa":
+        return _finqa(args)
     client = _client(args, {"answer_max_tokens": 256, "n_ctx": 4096})
     try:
         res = numeric.run(args.brain, args.limit, args.split, client)
@@ -89,6 +96,28 @@ def _numeric(args: argparse.Namespace) -> int:
     if args.json:
         data = {k: v for k, v in res.items() if k != "outcomes"}
         data["answers"] = [{"id": o.item.id, "gold": o.item.gold, **o.answers} for o in res["outcomes"]]
+        _write_json(args.json, data)
+    return 0
+
+
+def _finqa(args: argparse.Namespace) -> int:
+    from fincon.eval import finqa
+
+    if not args.data or not Path(args.data).is_file():
+        print(f"fincon eval numeric --format finqa needs --data FILE.json (FinQA's JSON; download: {finqa.DOWNLOAD})",
+              file=sys.stderr)
+        return 2
+    client = _client(args, {"answer_max_tokens": 256, "n_ctx": 4096})
+    try:
+        res = finqa.run(args.data, args.brain, args.limit, client)
+    finally:
+        if client is not None:
+            client.close()
+    print(finqa.report(res))
+    if args.json:
+        data = {k: v for k, v in res.items() if k != "outcomes"}
+        data["answers"] = [{"id": o.item.id, "gold": o.item.gold, "type": o.item.kind, **o.answers}
+                           for o in res["outcomes"]]
         _write_json(args.json, data)
     return 0
 
