@@ -65,6 +65,37 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--json", type=Path, metavar="FILE", help="also write the table and every call as JSON")
     add_llm_arguments(d)
     d.set_defaults(func=_debate)
+    _register_extraction(inner)
+
+
+def _register_extraction(inner) -> None:
+    x = inner.add_parser("extraction", help="the extraction critic on real filings: restated figures, half perturbed "
+                                            "in code; precision and recall of its flags")
+    x.add_argument("--dataset", nargs="+", type=Path, required=True, metavar="DIR",
+                   help="imported datasets (fincon data import investorbench ...): their 10-Q/10-K are the set")
+    x.add_argument("--brain", choices=["rules", "llm"], default="rules",
+                   help="rules (the filing's sentence restated, the rules critic) or llm (both model calls)")
+    x.add_argument("--per-filing", type=int, default=8, metavar="N", help="figures restated per filing (default 8)")
+    x.add_argument("--json", type=Path, metavar="FILE", help="also write the scores and every case as JSON")
+    add_llm_arguments(x)
+    x.set_defaults(func=_extraction)
+
+
+def _extraction(args: argparse.Namespace) -> int:
+    from fincon.eval import extraction
+
+    client = _client(args, {"answer_max_tokens": 256, "n_ctx": 4096})
+    try:
+        res = extraction.run(args.dataset, args.brain, client, args.per_filing)
+    finally:
+        if client is not None:
+            client.close()
+    print(extraction.report(res))
+    if args.json:
+        data = {k: v for k, v in res.items() if k != "cases"}
+        data["cases"] = [c.__dict__ for c in res["cases"]]
+        _write_json(args.json, data)
+    return 0
 
 
 def _client(args: argparse.Namespace, base: dict[str, Any]):
