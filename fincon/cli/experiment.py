@@ -200,31 +200,34 @@ def format_results(res: dict[str, Any]) -> str:
     head = (f"{', '.join(res['tickers'])}  train {res['train']['start']} .. {res['train']['end']}, "
             f"test {res['test']['start']} .. {res['test']['end']}  "
             f"({res['brain']} brain, {res['repeats']} repeats x {res['episodes']} episodes)")
-    rows = [("run", "CR %", "Sharpe", "MDD %", f"p vs {best or '-'}", "CR % over repeats", "calls/day",
-             "tokens/day", "cost $", "fallbacks")]
+    rows = [("run", "CR %", "Sharpe", "MDD %", "turnover", f"p vs {best or '-'}", "CR % over repeats", "calls/day",
+             "tokens/day", "cost $", "fallbacks", "differs %")]
     measures = []
     for v, m in res["median"].items():
         w = m.get("wilcoxon") or {}
         p = _f(w.get("p_value"), "{:.4f}") if w.get("p_value") is not None else (w.get("note") and "equal" or "n/a")
         label = f"{m.get('protocol', 'fincon')} {m.get('ablation', v)} (median: r{m['repeat']})"
         rows.append((label, _f(m["cr_pct"], "{:.3f}"), _f(m["sharpe"], "{:.3f}"),
-                     _f(m["mdd_pct"], "{:.3f}"), p,
+                     _f(m["mdd_pct"], "{:.3f}"), _f(m.get("turnover"), "{:.2f}"), p,
                      f"{_f(m['cr_pct_min'], '{:.2f}')} .. {_f(m['cr_pct_max'], '{:.2f}')}",
                      _f(m.get("calls_per_day"), "{:.2f}"), _f(m.get("tokens_per_day"), "{:,.0f}"),
-                     _f(m.get("cost_usd"), "{:.4f}"), _f(m.get("fallbacks"), "{:d}")))
+                     _f(m.get("cost_usd"), "{:.4f}"), _f(m.get("fallbacks"), "{:d}"),
+                     "-" if m.get("protocol", "fincon") == "fincon" else _f(
+                         None if m.get("differs_from_fincon") is None else 100 * m["differs_from_fincon"], "{:.1f}")))
         own = m.get("protocol_measures") or {}
         if own:
             measures.append(f"{label}: " + ", ".join(f"{k} {val}" for k, val in own.items()
                                                        if isinstance(val, (int, float, str))))
     for b, m in res["baselines"].items():
         rows.append((f"{b}{' *' if b == best else ''}", _f(m["cr_pct"], "{:.3f}"), _f(m["sharpe"], "{:.3f}"),
-                     _f(m["mdd_pct"], "{:.3f}"), "", "", "", "", "", ""))
+                     _f(m["mdd_pct"], "{:.3f}"), _f(m.get("turnover"), "{:.2f}"), "", "", "", "", "", "", ""))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = [head]
     for r in rows:
         lines.append("  ".join([r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]).rstrip())
     lines.append("* best baseline by Sharpe on the test window; p: two-sided Wilcoxon signed-rank test of the "
-                 "median run's daily log returns against it; calls/day: model calls (cache hits included)")
+                 "median run's daily log returns against it; calls/day: model calls (cache hits included); "
+                 "differs %: test days whose target weights differ from the plain fincon team's")
     if measures:
         lines += ["", "protocol measures (median runs):"] + [f"  {x}" for x in measures]
     return "\n".join(lines)

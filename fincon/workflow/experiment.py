@@ -460,7 +460,7 @@ def daily_log_returns(equity):
     return np.log(equity / equity.shift(1)).dropna()
 
 
-KEYS = ("cr_pct", "sharpe", "mdd_pct", "sortino", "ann_vol_pct", "n_trades", "n_days")
+KEYS = ("cr_pct", "sharpe", "mdd_pct", "sortino", "ann_vol_pct", "turnover", "n_trades", "n_days")
 
 
 def _metrics(run: Path) -> dict[str, Any]:
@@ -477,6 +477,28 @@ def _usage(run: Path, protocol: str) -> dict[str, Any]:
             "asks_per_day": s.get("team_calls_per_day"), "tokens_per_day": round((s.get("llm_tokens") or 0) / days, 1),
             "cost_usd": s.get("llm_cost_usd", 0.0), "fallbacks": s.get("team_fallbacks", 0),
             "alerts": s.get("team_alerts", 0), "protocol_measures": own}
+
+
+def day_decisions(run: Path) -> dict[str, Any]:
+    """date -> the day's target weights rounded to 0.01 (None: no new decision, positions kept)."""
+    out: dict[str, Any] = {}
+    path = run / "decisions.jsonl"
+    if not path.is_file():
+        return out
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        d = json.loads(line)
+        w = d.get("weights")
+        out[d["date"]] = None if w is None else tuple(sorted((t, round(float(x), 2)) for t, x in w.items()))
+    return out
+
+
+def differs_share(run: Path, plain: Path) -> float | None:
+    """How often a protocol's daily decision differed from the plain (fincon) team's on the same day."""
+    a, b = day_decisions(run), day_decisions(plain)
+    days = sorted(set(a) & set(b))
+    return round(sum(a[d] != b[d] for d in days) / len(days), 4) if days else None
 
 
 def median_repeat(crs: dict[int, float]) -> int:
@@ -526,6 +548,10 @@ def collect(exp: ExperimentConfig, root: Path) -> dict[str, Any]:
         medians[v] = {"protocol": p, "ablation": a, "repeat": rep, "run_dir": str(run.relative_to(root)),
                       **by_repeat[rep], "cr_pct_min": min(crs), "cr_pct_max": max(crs),
                       "wilcoxon": {**(test or {}), "against": best}}
+    for v, m in medians.items():  # how often each protocol decided otherwise than the plain team
+        plain = medians.get(variant("fincon", m["ablation"]))
+        if plain is not None and m["protocol"] != "fincon":
+            m["differs_from_fincon"] = differs_share(root / m["run_dir"], root / plain["run_dir"])
     return {"tickers": exp.tickers, "train": exp.train.model_dump(mode="json"),
             "test": exp.test.model_dump(mode="json"), "repeats": exp.repeats, "episodes": exp.episodes,
             "brain": exp.brain, "returns": "daily log returns; Wilcoxon signed-rank, two-sided",
