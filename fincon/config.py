@@ -16,7 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from fincon.errors import ConfigError
-from fincon.validation import format_validation_error
+from fincon.validation import format_validation_error, parse_iso_date
 
 
 class _Section(BaseModel):
@@ -69,6 +69,11 @@ class RunConfig(_Section):
     broker: BrokerConfig = Field(default_factory=BrokerConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
 
+    @field_validator("start", "end", mode="before")
+    @classmethod
+    def _iso(cls, v: Any) -> Any:
+        return iso_date_value(v)
+
     @field_validator("tickers")
     @classmethod
     def _tickers(cls, v: list[str]) -> list[str]:
@@ -95,6 +100,19 @@ class RunConfig(_Section):
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=True)
+
+
+def iso_date_value(v: Any) -> Any:
+    """A config date: a YAML date or a YYYY-MM-DD string, nothing guessed.
+    pydantic alone would read 20221005 as seconds since 1970 and a string
+    such as 5/10/2022 fails only by luck; here both are refused by name."""
+    if isinstance(v, dt.datetime):
+        raise ValueError(f"{v} has a time of day; give a date, YYYY-MM-DD")
+    if isinstance(v, dt.date):
+        return v
+    if isinstance(v, str):
+        return parse_iso_date(v)
+    raise ValueError(f"{v!r} is not a date; give YYYY-MM-DD (ISO 8601)")
 
 
 def _set_path(tree: dict, dotted: str, value: Any) -> None:
@@ -137,7 +155,7 @@ def load_config(path: Path | None = None, overrides: dict[str, Any] | None = Non
     try:
         cfg = RunConfig(**tree)
     except ValidationError as exc:
-        raise ConfigError("config: " + format_validation_error("", exc)) from None
+        raise ConfigError("config: " + format_validation_error("", exc, RunConfig)) from None
     if cfg.llm:
         _check_llm(cfg.llm)
     return cfg
@@ -150,4 +168,4 @@ def _check_llm(section: dict[str, Any]) -> None:
     try:
         LLMSettings.model_validate(section)
     except ValidationError as exc:
-        raise ConfigError("config: " + format_validation_error("llm", exc)) from None
+        raise ConfigError("config: " + format_validation_error("llm", exc, LLMSettings)) from None

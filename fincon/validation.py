@@ -6,16 +6,26 @@ agents; it lives on its own so none of them has to import another for it.
 
 from __future__ import annotations
 
+import datetime as dt
+import re
+
 from pydantic import ValidationError
 
+_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
-def format_validation_error(prefix: str, exc: ValidationError) -> str:
-    """One line naming every bad key: 'prefix.key: message; ...'."""
+
+def format_validation_error(prefix: str, exc: ValidationError, model: type | None = None) -> str:
+    """One line naming every bad key: 'prefix.key: message; ...'. With the
+    ``model`` that was validated, a non-finite number also gets the key's
+    range (pydantic only says "Input should be a finite number")."""
     parts = []
     for err in exc.errors():
         loc = ".".join(str(x) for x in err["loc"])
         key = ".".join(x for x in (prefix, loc) if x)
         msg = " ".join(str(err["msg"]).removeprefix("Value error, ").split())
+        if err["type"] == "finite_number" and model is not None:
+            rng = field_range(model, err["loc"])
+            msg += f" (range {rng})" if rng else " (NaN and infinities are not settings)"
         if err["type"] == "extra_forbidden":
             parts.append(f"unknown key {key!r}")
         elif key:
@@ -23,3 +33,50 @@ def format_validation_error(prefix: str, exc: ValidationError) -> str:
         else:
             parts.append(msg)
     return "; ".join(parts)
+
+
+def parse_iso_date(text: str, what: str = "") -> dt.date:
+    """``text`` as a calendar date in YYYY-MM-DD form, else ValueError
+    naming ``what``. Nothing else is guessed: ``5/10/2022`` is 10 May to
+    pandas and 5 October to most of the world."""
+    s = str(text).strip()
+    lead = f"{what} " if what else ""
+    if not _ISO.match(s):
+        raise ValueError(f"{lead}{text!r} is not a date in YYYY-MM-DD form (ISO 8601, e.g. 2022-10-05); "
+                         "other orders are not guessed")
+    try:
+        return dt.date.fromisoformat(s)
+    except ValueError:
+        raise ValueError(f"{lead}{text!r} is not a calendar date (YYYY-MM-DD)") from None
+
+
+def field_range(model: type, loc: tuple) -> str | None:
+    """The bounds of the field at ``loc`` in ``model`` (nested models
+    followed), as text such as ``(0, 0.5)`` or ``>= 0``; None when unbounded."""
+    from pydantic import BaseModel
+
+    field = None
+    for part in loc:
+        if not (isinstance(model, type) and issubclass(model, BaseModel)) or part not in model.model_fields:
+            return None
+        field = model.model_fields[part]
+        model = field.annotation
+    if field is None:
+        return None
+    lo = hi = None
+    lo_open = hi_open = False
+    for m in field.metadata:
+        for attr, is_lo, is_open in (("gt", True, True), ("ge", True, False), ("lt", False, True), ("le", False, False)):
+            v = getattr(m, attr, None)
+            if v is not None:
+                if is_lo:
+                    lo, lo_open = v, is_open
+                else:
+                    hi, hi_open = v, is_open
+    if lo is not None and hi is not None:
+        return f"{'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+    if lo is not None:
+        return f"{'>' if lo_open else '>='} {lo:g}"
+    if hi is not None:
+        return f"{'<' if hi_open else '<='} {hi:g}"
+    return None

@@ -112,6 +112,7 @@ def _wait_for_partial(parent: Path, proc: subprocess.Popen, timeout: float = 120
     time.sleep(0.5)
 
 
+@pytest.mark.slow
 def test_sigterm_removes_the_partial_run_and_sigkill_leftovers_are_swept(tmp_path):
     runs = tmp_path / "runs"
     proc = subprocess.Popen(FINCON + LONG_RUN + ["--out", str(runs / "long")], stderr=subprocess.PIPE, text=True)
@@ -134,6 +135,7 @@ def test_sigterm_removes_the_partial_run_and_sigkill_leftovers_are_swept(tmp_pat
     assert _partials(runs) == []
 
 
+@pytest.mark.slow
 def test_two_identical_runs_at_once_both_keep_their_result(tmp_path):
     args = FINCON + ["backtest", "--tickers", "TSLA,MSFT", "--strategy", "markowitz", "--no-progress",
                      "--out", str(tmp_path / "same")]

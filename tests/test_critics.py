@@ -10,7 +10,6 @@ import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -24,6 +23,7 @@ from fincon.data.events.loaders.directory import DirectoryLoader
 from fincon.eval import numeric
 from fincon.llm import LLMClient, UsageLedger
 from fincon.llm.types import Completion
+from fincon.testing import run_team
 
 RULES = RulesBrain()
 
@@ -172,10 +172,7 @@ def test_review_corrects_drops_counts_and_leaves_other_analysts_alone(q3):
 
 
 def _team_run(tmp_path, **kw):
-    sys.path.insert(0, str(Path(__file__).parent))
-    from test_team import run
-
-    return run(["TSLA"], "2022-10-25", "2022-11-08", tmp_path, **kw)
+    return run_team(["TSLA"], "2022-10-25", "2022-11-08", tmp_path, **kw)
 
 
 def test_a_team_run_with_critics_records_the_counts(tmp_path):

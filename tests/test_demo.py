@@ -6,10 +6,13 @@ here with a cache miss naming the call: re-record with `make record-demo`.
 
 import json
 
+import pytest
+
 from fincon.cli.demo import RECORDED, fingerprint
 from fincon.cli.main import main
 
 
+@pytest.mark.slow
 def test_demo_replays_the_recording_byte_for_byte(tmp_path, capsys):
     a, b = tmp_path / "a", tmp_path / "b"
     assert main(["demo", "--out", str(a)]) == 0, capsys.readouterr().err

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import END, START, backtest, market_for
+from fincon.testing import END, START, backtest, market_for
 from fincon.strategies import Decision, StopRun, Strategy, make_strategy
 
 

@@ -20,13 +20,10 @@ from scipy.stats import wilcoxon
 from fincon.cli.main import main
 from fincon.workflow.experiment import ABLATIONS, BASELINES, load_experiment, median_repeat
 from fincon.errors import ConfigError
+from fincon.testing import SMALL_EXPERIMENT
 
 # short windows keep the 2 x 3 trainings (2 episodes) and 6 test runs fast
-ARGS = ["experiment", "--ticker", "TSLA", "--brain", "rules", "--events", "sample",
-        "--param", "fincon.transcripts=text",
-        "--train-start", "2022-04-01", "--train-end", "2022-04-29",
-        "--test-start", "2022-05-02", "--test-end", "2022-05-31",
-        "--repeats", "2", "--episodes", "2", "--no-progress"]
+ARGS = SMALL_EXPERIMENT
 
 
 def log_returns(run: Path) -> pd.Series:
@@ -47,6 +44,7 @@ def experiment(tmp_path_factory):
     return out, code, buf.getvalue()
 
 
+@pytest.mark.slow
 def test_end_to_end_table_and_files(experiment):
     out, code, text = experiment
     assert code == 0, text
@@ -77,6 +75,7 @@ def test_end_to_end_table_and_files(experiment):
     assert "| episode | objective (CR %) | tau |" in (out / "beliefs.md").read_text()
 
 
+@pytest.mark.slow
 def test_median_and_wilcoxon_recomputed(experiment):
     out, _, _ = experiment
     res = json.loads((out / "results.json").read_text())
@@ -100,6 +99,7 @@ def test_median_and_wilcoxon_recomputed(experiment):
         assert f"{med['wilcoxon']['p_value']:.4f}" in experiment[2]
 
 
+@pytest.mark.slow
 def test_rerun_resumes_with_nothing_to_run(experiment, capsys):
     out, _, _ = experiment
     before = (out / "results.json").read_bytes()
@@ -128,6 +128,7 @@ def test_median_repeat():
     assert median_repeat({1: 1.0, 2: 1.0, 3: 1.0}) == 2
 
 
+@pytest.mark.slow
 def test_yaml_config(tmp_path, capsys):
     exp = load_experiment(Path(__file__).parents[1] / "examples" / "experiment.yaml", {"repeats": 3})
     assert exp.repeats == 3 and exp.brain == "rules" and str(exp.test.start) == "2022-10-05"
@@ -147,6 +148,7 @@ def test_yaml_config(tmp_path, capsys):
             load_experiment(None, tree)
 
 
+@pytest.mark.slow
 def test_protocols_compared_on_one_table(tmp_path):
     """--protocols: every protocol trains and tests with the same team, data and
     windows; one table with each median run, its usage columns and measures."""

@@ -30,7 +30,7 @@ if importlib.util.find_spec("ray") is None:
         pytest.fail("ray is not installed: pip install 'fincon[ray]' (the CI runs these tests)", pytrace=False)
     pytest.skip("ray is not installed (pip install 'fincon[ray]')", allow_module_level=True)
 
-from test_experiment import ARGS  # noqa: E402  (the small experiment of tests/test_experiment.py)
+from fincon.testing import SMALL_EXPERIMENT as ARGS  # noqa: E402  (the small experiment of tests/test_experiment.py)
 
 RAY = ["--executor", "ray", "--ray-cpus", "2"]
 
@@ -67,6 +67,7 @@ def both(tmp_path_factory):
     return local, ray, json.loads(text), json.loads(text_ray), err
 
 
+@pytest.mark.slow
 def test_ray_writes_the_same_files_as_local(both):
     local, ray, obj, obj_ray, err = both
     assert err == ""  # no Ray chatter on the terminal
@@ -82,6 +83,7 @@ def test_ray_writes_the_same_files_as_local(both):
     assert not ray_module.is_initialized()  # the local cluster is gone
 
 
+@pytest.mark.slow
 def test_resume_across_executors(both):
     local, ray, obj, _, _ = both
     before = (local / "results.json").read_bytes()
@@ -106,6 +108,7 @@ def test_resume_across_executors(both):
     assert a == b
 
 
+@pytest.mark.slow
 def test_failed_unit_is_one_line_and_the_others_keep_their_results(tmp_path):
     """The baselines unit fails (no price data in the test window) on a Ray worker;
     the training beside it finishes and keeps its results; no test runs."""
@@ -164,6 +167,7 @@ def _named(name: str, fn, *args):
     return task
 
 
+@pytest.mark.slow
 def test_llm_cache_is_owned_by_the_driver_first_writer_wins(cluster, tmp_path, monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     path = str(tmp_path / "cache" / "llm.sqlite")
@@ -190,6 +194,7 @@ def test_llm_cache_is_owned_by_the_driver_first_writer_wins(cluster, tmp_path, m
     assert info.value.exit_code == 2
 
 
+@pytest.mark.slow
 def test_a_bug_in_a_unit_is_reported_with_its_name(cluster):
     done: list[int] = []
     tasks = [_named("test/full-r1", int, "not a number"), _named("train/full-r1", str, "fine"),

@@ -8,11 +8,15 @@ from fincon.cli.main import main
 
 
 @pytest.fixture(scope="module")
-def team_run(tmp_path_factory):
+def team_run(tmp_path_factory, recorded_transcripts):
+    """The team with its defaults (MiniLM, Whisper transcripts), the calls'
+    transcripts replayed from tests/recordings (Whisper is not tested here)."""
     out = tmp_path_factory.mktemp("explain") / "run"
     code = main(["backtest", "--tickers", "TSLA,MSFT", "--strategy", "fincon,buy-and-hold", "--brain", "rules",
-                 "--start", "2022-10-24", "--end", "2022-11-04", "--no-progress", "--out", str(out)])
+                 "--start", "2022-10-24", "--end", "2022-11-04", "--no-progress", "--out", str(out),
+                 "--param", f"fincon.transcript_cache={recorded_transcripts.path}"])
     assert code == 0
+    recorded_transcripts.assert_all_replayed()
     return out
 
 

@@ -148,7 +148,7 @@ def test_close_only_refuses_next_open_fill(tmp_path, capsys):
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     import math
 
-    assert metrics["days_per_year"] == 252 and "252" in metrics["annualisation"]
+    assert metrics["days_per_year"] == 252 and "annualised with 252 days" in metrics["annualisation"]
     assert abs(metrics["cr_pct"] - 100 * math.log(111 / 100)) < 0.05  # all-in at the first close
 
 

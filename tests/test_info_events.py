@@ -78,6 +78,7 @@ def _pipeline(store: EventStore, days, tmp_path: Path, tag: str):
     return trace
 
 
+@pytest.mark.slow
 def test_perturbing_or_deleting_the_future_changes_nothing_up_to_t(tmp_path):
     store = sample_store(["TSLA"])
     t = pd.Timestamp("2022-11-01")

@@ -114,6 +114,7 @@ def test_ranking_matches_brute_force_over_all_entries(store, monkeypatch, pruned
         assert [round(s.score, 5) for s in got] == [round(b[0], 5) for b in brute[:5]]
 
 
+@pytest.mark.slow
 def test_batches_above_chroma_max_are_split(store):
     pm = store.procedural("bulk", "TSLA")
     maxb = pm.client.get_max_batch_size()
@@ -211,6 +212,7 @@ def minilm():
     return MiniLMEmbedder()
 
 
+@pytest.mark.slow
 def test_minilm_loads_offline_from_the_wheel(minilm, tmp_path):
     v = np.asarray(minilm(["Revenue rose sharply this quarter", "Sales increased strongly", "The cat sleeps on the sofa"]))
     assert v.shape == (3, 384)

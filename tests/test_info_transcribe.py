@@ -45,6 +45,7 @@ def faster_tr(cache):
     return Transcriber(backend="faster-whisper", cache_dir=cache)
 
 
+@pytest.mark.slow
 def test_openai_whisper_on_converted_embedded_model(openai_tr, call):
     ev, path = call
     tr = openai_tr.transcribe(path)
@@ -55,6 +56,7 @@ def test_openai_whisper_on_converted_embedded_model(openai_tr, call):
     assert (openai_tr.cache_dir / "models").glob("tiny.en-ct2-*.pt")
 
 
+@pytest.mark.slow
 def test_faster_whisper_matches(faster_tr, openai_tr, call):
     ev, path = call
     tr = faster_tr.transcribe(path)
@@ -63,6 +65,7 @@ def test_faster_whisper_matches(faster_tr, openai_tr, call):
     assert word_error_rate(openai_tr.transcribe(path).text, tr.text) <= 0.05  # same weights, same beam
 
 
+@pytest.mark.slow
 def test_transcripts_are_cached_by_audio_hash(faster_tr, call, tmp_path):
     _, path = call
     first = faster_tr.transcribe(path)
@@ -96,6 +99,7 @@ def test_bad_input(cache, tmp_path):
         Transcriber(backend="faster-whisper", cache_dir=cache).transcribe(junk)
 
 
+@pytest.mark.slow
 def test_auto_falls_back_to_faster_whisper_and_counts_it(call, tmp_path, monkeypatch, caplog):
     import fincon.data.transcription.transcriber as T
 

@@ -30,30 +30,12 @@ from fincon.llm import (
 from fincon.llm.bundled import QWEN_0_5B, BundledModel, assemble
 from fincon.llm.errors import LLMError, ModelFileError
 from fincon.llm.types import Completion, Message
+from fincon.testing import Scripted
 
 
 class Verdict(BaseModel):
     action: Literal["buy", "sell", "hold"]
     confidence: float = Field(ge=0, le=1)
-
-
-class Scripted:
-    """Answers from a list, in order; records what it was asked."""
-
-    name = "scripted"
-    model_id = "scripted-1"
-    price_model = "scripted-1"
-
-    def __init__(self, answers):
-        self.answers = list(answers)
-        self.seen: list[list[Message]] = []
-
-    def complete(self, messages, schema, params):
-        self.seen.append(list(messages))
-        return Completion(self.answers.pop(0), prompt_tokens=100, completion_tokens=10)
-
-    def close(self):
-        pass
 
 
 MSGS = [{"role": "user", "content": "TSLA fell 3 days in a row. Verdict?"}]

@@ -44,6 +44,7 @@ class Outlook(BaseModel):
     drivers: list[str] = Field(max_length=3)
 
 
+@pytest.mark.live
 def test_local_backend_generates_schema_valid_json(small_backend):
     msgs = [{"role": "user", "content": "MSFT rose 1%, 2% and 0.5% on the last three days. Give your outlook."}]
     client = LLMClient(small_backend, params=SamplingParams(max_tokens=120))
@@ -61,10 +62,12 @@ def test_local_backend_generates_schema_valid_json(small_backend):
     Outlook.model_validate(json.loads(raw.text))
 
 
+@pytest.mark.live
 def test_cache_key_of_local_model_is_its_content_hash(small_backend):
     assert small_backend.model_id == QWEN_0_5B.sha256 and small_backend.name == "local"
 
 
+@pytest.mark.live
 def test_default_model_is_the_verified_1_5b():
     path = assemble(QWEN_1_5B.name, verify=True)  # re-hashes the whole file
     settings = LLMSettings()
@@ -151,6 +154,7 @@ def recorded(small_backend, tmp_path_factory):
     return root, cache, rows, summary
 
 
+@pytest.mark.live
 def test_recorded_run_used_the_model_and_wrote_its_ledger(recorded):
     root, cache, rows, summary = recorded
     assert len(rows) == 3 and summary["stopped"] is None
@@ -167,6 +171,7 @@ def test_recorded_run_used_the_model_and_wrote_its_ledger(recorded):
     assert sum(int(line.split(",")[2]) for line in runtime[1:]) == summary["llm_calls"]  # all live
 
 
+@pytest.mark.live
 def test_replay_is_byte_identical_with_zero_model_calls(recorded, small_backend):
     root, cache, rows, summary = recorded
     # other completion order (concurrency 1 instead of 2), replay mode: a live call would be an error
@@ -183,6 +188,7 @@ def test_replay_is_byte_identical_with_zero_model_calls(recorded, small_backend)
     assert (root / "run3" / "decisions.jsonl").read_bytes() == (root / "run1" / "decisions.jsonl").read_bytes()
 
 
+@pytest.mark.live
 def test_replay_miss_is_an_error_naming_the_call(recorded, small_backend, tmp_path):
     root, cache, _, _ = recorded
     other = _market(bump=1.02)  # the last day's returns differ: days 1-2 replay, day 3 (2023-01-19) misses
@@ -190,6 +196,7 @@ def test_replay_miss_is_an_error_naming_the_call(recorded, small_backend, tmp_pa
         _run(_trader(small_backend, cache, "replay"), other, tmp_path / "miss")
 
 
+@pytest.mark.live
 def test_token_budget_stops_the_run_cleanly(recorded, small_backend):
     root, cache, rows, _ = recorded
     day1 = (root / "run1" / "llm_usage.csv").read_text().splitlines()[1].split(",")

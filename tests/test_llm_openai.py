@@ -51,6 +51,9 @@ from fincon.strategies.base import RunContext  # noqa: E402
 SECRET = "sk-fincon-test-SECRET-4242-do-not-leak"
 KEY_ENV = "FINCON_TEST_LLM_KEY"
 
+# the server loads the bundled 0.5B model: the file is live (the two tests without it take a second)
+pytestmark = pytest.mark.live
+
 
 class Answer(BaseModel):
     action: Literal["buy", "sell", "hold"]

@@ -91,7 +91,7 @@ def _random_book(seed: int, n: int = 250, vol: float = 0.04) -> np.ndarray:
 
 
 def _engine_book(strategy: str) -> np.ndarray:
-    from conftest import backtest, market_for
+    from fincon.testing import backtest, market_for
     from fincon.strategies import make_strategy
 
     s = make_strategy(strategy)

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
-from conftest import backtest, market_for
+from fincon.testing import backtest, market_for
 from fincon.cli.main import main
 from fincon.risk.optimizer import _BOUNDS, MeanVarianceProblem, mean_variance_weights
 from fincon.strategies import make_strategy

@@ -12,28 +12,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import backtest, market_for
-from fincon.data.view import FIELDS, MarketData
+from fincon.data.view import FIELDS
 from fincon.strategies import Strategy, make_strategy
 from fincon.strategies.registry import STRATEGIES
+from fincon.testing import backtest, market_for, perturbed
 
 TICKERS = ["TSLA", "MSFT", "PFE"]
 CUT = 60  # decision day t (index within the backtest window)
-
-
-def perturbed(market: MarketData, cut_day: int, seed: int = 7) -> MarketData:
-    """Same market, but every row after backtest day ``cut_day`` scrambled."""
-    rng = np.random.default_rng(seed)
-    frames = {}
-    absolute_cut = market.first_index + cut_day
-    for j, t in enumerate(market.tickers):
-        frame = pd.DataFrame({f: market._arrays[f][:, j].copy() for f in FIELDS}, index=market.dates)
-        n_after = len(frame) - absolute_cut - 1
-        shock = rng.uniform(0.3, 3.0, size=(n_after, 1))
-        frame.iloc[absolute_cut + 1 :, :4] = frame.iloc[absolute_cut + 1 :, :4].to_numpy() * shock
-        frame.iloc[absolute_cut + 1 :, 4] = rng.integers(1, 10**9, size=n_after)
-        frames[t] = frame
-    return MarketData(frames, market.first_index)
 
 
 CONFIGS = [(name, {}) for name in sorted(STRATEGIES)] + [

@@ -19,7 +19,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import market_for
 from fincon.agents.brains import Answer, ManagerTask, RulesBrain
 from fincon.agents.protocols import PROTOCOLS, make_protocol
 from fincon.agents.protocols.debate import (SPECIALISTS, DebateProtocol, LeaderAnswer, Outcome, chunk_transcript)
@@ -31,8 +30,8 @@ from fincon.llm import CallCache, LLMClient, UsageLedger
 from fincon.llm.types import Completion
 from fincon.memory.embedders import HashingEmbedder
 from fincon.memory.store import MemoryStore
-from test_point_in_time import perturbed
-from test_team import RULES, Stub, corpus, day_records, perturb_events, run
+from fincon.testing import (RULES, TeamStub, corpus, day_records, market_for, perturb_events, perturbed,
+                            run_team)
 
 CALL_DAY = "2022-11-01"
 CALL_ID = "TSLA-call-2022Q3"
@@ -187,7 +186,7 @@ def test_rules_backtest_through_the_cli_debates_the_call_day(tmp_path):
 
 
 def test_portfolio_debated_ticker_replaces_the_consensus(tmp_path):
-    res, team = run(["TSLA", "AAPL"], *WINDOW, tmp_path, protocol="debate")
+    res, team = run_team(["TSLA", "AAPL"], *WINDOW, tmp_path, protocol="debate")
     debated = _debate_records(res)
     assert debated, "TSLA's call falls in the window"
     rec = debated[0]["record"]["manager"]
@@ -197,7 +196,7 @@ def test_portfolio_debated_ticker_replaces_the_consensus(tmp_path):
     assert team.protocol.summary()["debate_days"] >= 1
 
 
-class DebateStub(Stub):
+class DebateStub(TeamStub):
     """Stub that also fills the debate's schemas (deterministic in the prompt)."""
 
     def complete(self, messages, schema, params):
@@ -225,17 +224,17 @@ def test_llm_run_recorded_then_replayed_byte_identically(tmp_path):
     db = tmp_path / "llm.sqlite"
     stub = DebateStub()
     rec_client = LLMClient(stub, cache=CallCache(db, "read-write"), ledger=UsageLedger())
-    a, team_a = run(["TSLA"], *WINDOW, tmp_path / "a", client=rec_client, brain="llm", protocol="debate")
+    a, team_a = run_team(["TSLA"], *WINDOW, tmp_path / "a", client=rec_client, brain="llm", protocol="debate")
     s = team_a.protocol.summary()
     assert s["debate_days"] == 1 and s["debate_calls"] >= 9 and stub.calls > 0
     assert s["debate_fallbacks"] == 0  # the stub's answers pass the schema and the citation check
 
-    class Dead(Stub):
+    class Dead(TeamStub):
         def complete(self, *a, **k):
             raise AssertionError("replay made a model call")
 
     rep_client = LLMClient(Dead(), cache=CallCache(db, "replay"), ledger=UsageLedger())
-    b, team_b = run(["TSLA"], *WINDOW, tmp_path / "b", client=rep_client, brain="llm", protocol="debate")
+    b, team_b = run_team(["TSLA"], *WINDOW, tmp_path / "b", client=rep_client, brain="llm", protocol="debate")
     # the engine's decisions.jsonl lines, serialised the same way: byte for byte
     assert "\n".join(day_records(a, len(a.decisions))).encode() == "\n".join(day_records(b, len(b.decisions))).encode()
     assert any(d["record"]["manager"]["via"] == "llm" for d in _debate_records(a))
@@ -248,6 +247,7 @@ def test_llm_run_recorded_then_replayed_byte_identically(tmp_path):
 PIT_START, PIT_END, CUT = "2022-10-05", "2022-11-30", 20
 
 
+@pytest.mark.slow
 def test_future_events_and_prices_change_no_decision_up_to_t(tmp_path):
     tickers = ["TSLA"]
     base = market_for(tickers, warmup=61, start=pd.Timestamp(PIT_START), end=pd.Timestamp(PIT_END))
@@ -256,8 +256,8 @@ def test_future_events_and_prices_change_no_decision_up_to_t(tmp_path):
     events = DirectoryLoader(SAMPLE_DIR).load(tickers)
     clean = corpus(tmp_path / "clean", tickers, events)
     dirty = corpus(tmp_path / "dirty", tickers, perturb_events(events, cut_day))
-    a, _ = run(tickers, PIT_START, PIT_END, tmp_path / "a", market=base, events=str(clean), protocol="debate")
-    b, _ = run(tickers, PIT_START, PIT_END, tmp_path / "b", market=perturbed(base, CUT), events=str(dirty),
+    a, _ = run_team(tickers, PIT_START, PIT_END, tmp_path / "a", market=base, events=str(clean), protocol="debate")
+    b, _ = run_team(tickers, PIT_START, PIT_END, tmp_path / "b", market=perturbed(base, CUT), events=str(dirty),
                protocol="debate")
     assert day_records(a, CUT + 1) == day_records(b, CUT + 1)
     np.testing.assert_array_equal(a.values[: CUT + 1], b.values[: CUT + 1])

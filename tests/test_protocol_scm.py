@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import market_for
 from fincon.agents.brains import Answer, ManagerTask, Reuse
 from fincon.agents.policies import Policies
 from fincon.agents.protocols import make_protocol
@@ -26,8 +25,7 @@ from fincon.cli.main import main
 from fincon.data.events.generator import SAMPLE_DIR
 from fincon.data.events.loaders.directory import DirectoryLoader
 from fincon.llm.types import Completion
-from test_point_in_time import perturbed
-from test_team import Stub, corpus, day_records, perturb_events, run
+from fincon.testing import TeamStub, corpus, day_records, market_for, perturb_events, perturbed, run_team
 
 PORTFOLIO = ["TSLA", "MSFT", "PFE"]
 
@@ -77,7 +75,7 @@ def test_one_ticker_through_the_cli_keeps_the_whole_exchange(cli_run, capsys):
 
 
 def test_a_portfolio_stays_inside_the_policies_by_the_protocol_itself(tmp_path):
-    res, team = run(PORTFOLIO, "2022-10-05", "2022-10-21", tmp_path, protocol="scm", samples=2,
+    res, team = run_team(PORTFOLIO, "2022-10-05", "2022-10-21", tmp_path, protocol="scm", samples=2,
                     policies={"max_position": 0.3, "max_gross": 0.8})
     acts = set()
     for d in res.decisions:
@@ -300,7 +298,7 @@ def test_registry_and_params():
 
 # -- llm brain on a stub: record, replay byte for byte ---------------------------------
 
-class ScmStub(Stub):
+class ScmStub(TeamStub):
     """The team's stub plus the scm schemas: alternatives that depend on the
     prompt and the sampling seed (so samples disagree), sometimes with
     faults for the Critic and the fix round; a critic issue; a moderator
@@ -391,6 +389,7 @@ def test_an_llm_run_on_a_stub_replays_byte_for_byte(tmp_path, monkeypatch):
 PIT_START, PIT_END, CUT = "2022-10-05", "2022-11-10", 12
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("brain", ["rules", "llm"])
 def test_future_prices_and_events_change_no_scm_decision_up_to_t(brain, tmp_path):
     from fincon.llm import LLMClient, UsageLedger
@@ -404,9 +403,9 @@ def test_future_prices_and_events_change_no_scm_decision_up_to_t(brain, tmp_path
     ca = cb = None
     if brain == "llm":
         ca, cb = LLMClient(ScmStub(), ledger=UsageLedger()), LLMClient(ScmStub(), ledger=UsageLedger())
-    a, _ = run(tickers, PIT_START, PIT_END, tmp_path / "a", market=base, events=str(clean), client=ca,
+    a, _ = run_team(tickers, PIT_START, PIT_END, tmp_path / "a", market=base, events=str(clean), client=ca,
                brain=brain, protocol="scm")
-    b, _ = run(tickers, PIT_START, PIT_END, tmp_path / "b", market=perturbed(base, CUT), events=str(dirty),
+    b, _ = run_team(tickers, PIT_START, PIT_END, tmp_path / "b", market=perturbed(base, CUT), events=str(dirty),
                client=cb, brain=brain, protocol="scm")
     assert day_records(a, CUT + 1) == day_records(b, CUT + 1)
     assert day_records(a, len(a.decisions)) != day_records(b, len(b.decisions))

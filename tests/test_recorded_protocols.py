@@ -20,6 +20,7 @@ record = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(record)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(record.DAYS))
 def test_a_live_protocol_day_replays_byte_for_byte(name, tmp_path):
     recorded = json.loads((HERE / "recorded.json").read_text())[name]

@@ -2,8 +2,8 @@
 comparison, training or experiment (the browser test is test_report_browser.py).
 
 The run behind the page is the rules brain on TSLA, 2022-10-05..2022-10-20
-(earnings calls read as text, so no Whisper), made once with
-``fincon backtest --report``.
+(earnings calls read as text, so no Whisper), made once per session with
+``fincon backtest --report`` (the ``report_run`` fixture of conftest.py).
 """
 
 from __future__ import annotations
@@ -22,25 +22,7 @@ import pytest
 from fincon.agents.records import format_day
 from fincon.cli.main import main
 from fincon.llm.ledger import USAGE_COLUMNS
-
-TEAM_RUN = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", "--events", "sample",
-            "--start", "2022-10-05", "--end", "2022-10-20", "--param", "fincon.transcripts=text", "--no-progress"]
-
-
-@pytest.fixture(scope="session")
-def report_run(tmp_path_factory) -> Path:
-    """The team run with its report.html; made once per session (the browser
-    test imports this fixture and finds the directory already there)."""
-    out = tmp_path_factory.getbasetemp() / "report-run" / "fincon-tsla"
-    if not out.exists():
-        assert main([*TEAM_RUN, "--out", str(out), "--report"]) == 0
-    assert (out / "report.html").is_file(), "fincon backtest --report wrote no report.html"
-    return out
-
-
-def days_of(run: Path) -> list[dict]:
-    return [json.loads(line) for line in (run / "decisions.jsonl").read_text().splitlines()]
-
+from fincon.testing import decisions_of as days_of
 
 def sections(page: str) -> list[str]:
     return re.findall(r'<section id="([a-z]+)">', page)

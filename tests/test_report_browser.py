@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 
 from fincon.agents.records import format_day
-from test_report import days_of, report_run  # noqa: F401  (the session's team run and its report.html)
+from fincon.testing import decisions_of as days_of
 
 CHROMIUM = os.environ.get("FINCON_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+
+pytestmark = pytest.mark.browser
 
 
 def _unavailable(why: str):
@@ -43,7 +45,7 @@ def browser():
 
 
 @pytest.fixture
-def page(browser, report_run):  # noqa: F811
+def page(browser, report_run):
     """The report opened from disk with every network request refused and
     counted, and the console's errors collected."""
     ctx = browser.new_context(viewport={"width": 1280, "height": 900})

@@ -14,13 +14,16 @@ if not os.environ.get("CI"):  # in CI a missing build must fail, not skip
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is built by make install-llm-extras")
 
 
-def test_live_team_gives_valid_decisions_with_valid_citations(tmp_path, capsys):
+@pytest.mark.live
+def test_live_team_gives_valid_decisions_with_valid_citations(tmp_path, capsys, recorded_transcripts):
     out = tmp_path / "live"
     code = main(["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--start", "2022-10-05",
                  "--end", "2022-10-07", "--llm-model", "qwen2.5-coder-0.5b", "--llm-cache-path",
                  str(tmp_path / "cache.sqlite"), "--param", "fincon.embedder=hashing", "--no-benchmark",
+                 "--param", f"fincon.transcript_cache={recorded_transcripts.path}",  # the model is live, Whisper replayed
                  "--no-progress", "--out", str(out)])
     assert code == 0, capsys.readouterr().err
+    recorded_transcripts.assert_all_replayed()
     days = [json.loads(line) for line in (out / "decisions.jsonl").read_text().splitlines()]
     assert len(days) == 2  # the last day makes no decision
     vias = []

@@ -34,14 +34,14 @@ FORMAT = 1
 
 
 class Perspective(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN/inf are never settings
 
     text: str = ""
     weight: float = Field(ge=0.0)
 
 
 class Reflection(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN/inf are never settings
 
     day: str
     text: str
@@ -50,7 +50,7 @@ class Reflection(BaseModel):
 class Beliefs(BaseModel):
     """The team's investment beliefs; ``version`` counts the updates applied."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN/inf are never settings
 
     format: int = FORMAT
     version: int = 0
@@ -69,13 +69,20 @@ class Beliefs(BaseModel):
     def load(cls, path: str | Path) -> "Beliefs":
         p = Path(path).expanduser()
         if p.is_dir():
+            _check_training_finished(p)
             p = p / "beliefs.json"
         try:
             raw = json.loads(p.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise ConfigError(f"--beliefs: {p} does not exist (give a beliefs.json or a `fincon train` run dir)") from None
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"--beliefs: cannot read {p}: {exc}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"--beliefs: cannot read {p}: not UTF-8 text (a binary file?); give a beliefs.json "
+                              "or a `fincon train` run dir") from None
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"--beliefs: cannot read {p}: not JSON ({exc.msg}, line {exc.lineno}); give a beliefs.json "
+                              "written by `fincon train`") from None
+        except OSError as exc:
+            raise ConfigError(f"--beliefs: cannot read {p}: {exc.strerror or exc}") from None
         try:
             b = cls.model_validate(raw)
         except ValidationError as exc:
@@ -120,6 +127,26 @@ class Beliefs(BaseModel):
                        reflections=list(self.reflections if reflections is None else reflections))
 
 
+def _check_training_finished(run: Path) -> None:
+    """A `fincon train` directory given as --beliefs must have finished: the
+    beliefs.json of a training that stopped after episode 2 of 4 are not its
+    learned beliefs (its file can still be passed on purpose)."""
+    marker = run / "train.json"
+    if not marker.is_file():
+        return
+    # read here, not through fincon.workflow.status: the agents sit below the workflow
+    try:
+        state = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise ConfigError(f"--beliefs: {marker} is damaged; pass the training's beliefs.json itself") from None
+    status = state.get("status") if isinstance(state, dict) else None
+    why = None if status in (None, "complete") else f"status {status}" + (
+        f": {state['error']}" if isinstance(state, dict) and state.get("error") else "")
+    if why:
+        raise ConfigError(f"--beliefs: {run} is a training that did not finish ({why}); finish it with its "
+                          f"command, or pass {run / 'beliefs.json'} to test the beliefs it has so far")
+
+
 def touched(before: Beliefs, after: Beliefs) -> list[str]:
     """Perspectives whose text or weight changed."""
     out = []
@@ -137,5 +164,10 @@ def as_params(value: Any) -> Beliefs | None:
     if isinstance(value, Beliefs):
         return value
     if isinstance(value, Mapping):
-        return Beliefs.model_validate(dict(value))
+        try:
+            return Beliefs.model_validate(dict(value))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(x) for x in first["loc"])
+            raise ConfigError(f"fincon.beliefs: not a beliefs mapping ({where}: {first['msg']})") from None
     return Beliefs.load(str(value))

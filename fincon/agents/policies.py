@@ -20,7 +20,7 @@ from fincon.strategies.base import Decision
 
 
 class Policies(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN/inf are never settings
 
     max_position: float = Field(1.0, gt=0.0, le=1.0)
     max_gross: float = Field(1.0, gt=0.0, le=1.0)

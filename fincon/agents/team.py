@@ -56,7 +56,7 @@ EmbedderName = Literal["auto", "hashing", "minilm"]
 class FinConParams(BaseModel):
     """``strategy_params.fincon`` (``--param fincon.KEY=VALUE``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN/inf are never settings
 
     brain: Literal["llm", "rules"] = "llm"
     #: "sample" (the bundled synthetic corpus) or a directory in the event format
@@ -283,6 +283,26 @@ class FinConTeam(Strategy):
         if name == "auto":
             name = "hashing" if self.params.brain == "rules" else "minilm"
         return HashingEmbedder() if name == "hashing" else MiniLMEmbedder()
+
+    def check_inputs(self, tickers, first: pd.Timestamp, last: pd.Timestamp) -> None:
+        """What :meth:`start` would refuse, checked without writing anything:
+        candidates among the tickers, an event corpus covering the window for
+        every ticker, readable learned beliefs. Commands that create their own
+        directory first (train, experiment) call it before they do."""
+        from fincon.agents.beliefs import as_params
+
+        p = self.params
+        self.universe = tuple(tickers)
+        missing = [t for t in (p.candidates or ()) if t not in self.universe]
+        if missing:
+            raise ConfigError(f"strategy_params.fincon.candidates: {missing[0]} is not among the run's tickers "
+                              f"({', '.join(self.universe)})")
+        self.coverage = coverage(load_events(p.events, self.universe), self.universe)
+        for t in self.universe:
+            if t not in self.coverage:
+                raise ConfigError(f"event corpus {p.events!r} has no events for {t}; fincon needs events for every ticker")
+        self._check_window(first, last)
+        as_params(p.beliefs)
 
     def _check_window(self, first: pd.Timestamp, last: pd.Timestamp) -> None:
         for t in (getattr(self, "pool", None) or self.universe):
@@ -560,7 +580,7 @@ def make_fincon_team(params: Mapping[str, Any], llm: Mapping[str, Any]) -> FinCo
     try:
         p = FinConParams.model_validate(dict(params))
     except ValidationError as exc:
-        raise ConfigError(format_validation_error("strategy_params.fincon", exc)) from None
+        raise ConfigError(format_validation_error("strategy_params.fincon", exc, FinConParams)) from None
     settings = None
     if p.brain == "llm":
         from fincon.llm.settings import LLMSettings
@@ -572,5 +592,5 @@ def make_fincon_team(params: Mapping[str, Any], llm: Mapping[str, Any]) -> FinCo
             # layer's 2048-token context (the bundled Qwen models take 32k)
             settings = LLMSettings.model_validate({"answer_max_tokens": 320, "n_ctx": 4096, **dict(llm), **p.llm})
         except ValidationError as exc:
-            raise ConfigError(format_validation_error("strategy_params.fincon.llm", exc)) from None
+            raise ConfigError(format_validation_error("strategy_params.fincon.llm", exc, LLMSettings)) from None
     return FinConTeam(p, settings)

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from fincon.cli.args import iso_date, number
 from fincon.cli.llm import add_llm_arguments, llm_overrides
 from fincon.config import load_config
 from fincon.errors import ConfigError
@@ -38,6 +39,12 @@ finished a single day (one line on stderr, nothing written); 3 a strategy
 stopped early (LLM server gone, token budget spent): results are saved up
 to its last finished day, marked stopped_early in metrics.json and in the
 table's status row; 143 terminated by SIGTERM (partial output removed).
+
+Transcripts: the team hears earnings calls through Whisper (rules brain
+too) and caches the transcripts outside the run directory, in
+$FINCON_CACHE_DIR/transcripts/ (default ~/.cache/fincon/transcripts/).
+Move it with FINCON_CACHE_DIR=DIR or --param fincon.transcript_cache=DIR;
+clear it with `rm -r ~/.cache/fincon/transcripts` (docs/information.md).
 """
 
 EXAMPLES = """\
@@ -66,8 +73,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="ticker or comma-separated tickers (default TSLA)")
     g.add_argument("--strategy", "--strategies", dest="strategies", metavar="NAME[,NAME...]",
                    help=f"one or more of: {', '.join(strategy_names())} (default buy-and-hold)")
-    g.add_argument("--start", help="first trading day, YYYY-MM-DD (default 2022-10-05)")
-    g.add_argument("--end", help="last trading day, YYYY-MM-DD (default 2023-06-09)")
+    g.add_argument("--start", type=iso_date, help="first trading day, YYYY-MM-DD (default 2022-10-05)")
+    g.add_argument("--end", type=iso_date, help="last trading day, YYYY-MM-DD (default 2023-06-09)")
     g.add_argument("--param", action="append", default=[], metavar="STRATEGY.KEY=VALUE",
                    help="strategy parameter, repeatable (value parsed as YAML)")
     g.add_argument("--no-benchmark", action="store_true", help="do not add buy-and-hold")
@@ -79,9 +86,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "directory of TICKER.csv files with Date,Open,High,Low,Close,Adj Close,Volume")
     d.add_argument("--cache-dir", type=Path, help="yfinance download cache (default ~/.cache/fincon/yfinance)")
     b = p.add_argument_group("broker")
-    b.add_argument("--cash", type=float, help="starting cash (default 1,000,000)")
-    b.add_argument("--commission", type=float, help="fraction of traded value, e.g. 0.001 (default 0)")
-    b.add_argument("--slippage", type=float, help="fraction of price, e.g. 0.0005 (default 0)")
+    b.add_argument("--cash", type=number(float, 0, lo_open=True), help="starting cash (default 1,000,000)")
+    b.add_argument("--commission", type=number(float, 0, 0.1, hi_open=True), help="fraction of traded value, e.g. 0.001 (default 0)")
+    b.add_argument("--slippage", type=number(float, 0, 0.1, hi_open=True), help="fraction of price, e.g. 0.0005 (default 0)")
     b.add_argument("--fill", choices=["close", "next-open"], help="fill at the decision close (default) or next open")
     t = p.add_argument_group("agent team (--strategy fincon; see README)")
     t.add_argument("--brain", choices=["llm", "rules"],
@@ -100,14 +107,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--protocol", metavar="NAME",
                    help="decision step after the analysts: fincon (the paper's manager, default); see "
                         "docs/protocols.md for the others")
-    t.add_argument("--samples", type=int, metavar="N",
+    t.add_argument("--samples", type=number(int, 1, 9), metavar="N",
                    help="protocols that sample several proposals (scm): how many per day (default 3)")
     t.add_argument("--critics", choices=["on", "off"],
                    help="numeric critics check the analysts' figures about filings and calls (default off)")
     add_llm_arguments(p)
     m = p.add_argument_group("metrics and output")
-    m.add_argument("--alpha", type=float, help="VaR/CVaR tail probability (default 0.05)")
-    m.add_argument("--risk-free", type=float, help="annual risk-free rate for Sharpe (default 0)")
+    m.add_argument("--alpha", type=number(float, 0, 0.5, lo_open=True, hi_open=True), help="VaR/CVaR tail probability (default 0.05)")
+    m.add_argument("--risk-free", type=number(float, -0.1, 0.5, hi_open=True), help="annual risk-free rate for Sharpe (default 0)")
     m.add_argument("--out", metavar="DIR",
                    help="run directory (default runs/<strategies>_<tickers>_<window>); an existing one is kept "
                         "and the run goes to DIR-2, DIR-3...")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pandas is imported by the commands, not by `fincon --help`
     import pandas as pd
 
+from fincon.cli.args import iso_date, number
 from fincon.errors import ConfigError, DataError
 
 SAMPLE_HELP = """\
@@ -112,8 +113,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         epilog=SAMPLE_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("--tickers", "--ticker", dest="tickers", metavar="T[,T...]",
                    help="comma-separated tickers with bundled prices (default: the 11 FinCon tickers)")
-    s.add_argument("--start", default=None, help="first day, YYYY-MM-DD (default 2022-01-03)")
-    s.add_argument("--end", default=None, help="last day, YYYY-MM-DD (default 2023-06-09)")
+    s.add_argument("--start", type=iso_date, default=None, help="first day, YYYY-MM-DD (default 2022-01-03)")
+    s.add_argument("--end", type=iso_date, default=None, help="last day, YYYY-MM-DD (default 2023-06-09)")
     s.add_argument("--planted", metavar="SOURCE:STRENGTH", help="e.g. news:0.3 (look-ahead test corpus; never the default)")
     s.add_argument("--out", type=Path, default=Path("events-sample"), help="output directory (default ./events-sample)")
     s.add_argument("--no-audio", action="store_true", help="skip rendering earnings-call audio (no espeak-ng/ffmpeg needed)")
@@ -126,14 +127,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                                "  fincon data show --data data/ib-msft --ticker MSFT --date 2021-01-27\n"
                                "  fincon data show --ticker NIO --date 2023-03-02 --embedder hashing --json\n")
     v.add_argument("--ticker", required=True)
-    v.add_argument("--date", required=True, help="decision day, YYYY-MM-DD")
+    v.add_argument("--date", type=iso_date, required=True, help="decision day, YYYY-MM-DD")
     v.add_argument("--data", type=Path, default=None, metavar="DIR",
                    help="a dataset directory (`fincon data import`): its events and trading days")
     v.add_argument("--events", type=Path, default=None,
                    help="event directory (default: the dataset's events with --data, else the bundled sample)")
     v.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
     v.add_argument("--agent", default="analyst", help="agent profile used in the memory query (default analyst)")
-    v.add_argument("--k", type=int, default=5,
+    v.add_argument("--k", type=number(int, 0, 100), default=5,
                    help="memories to show (default 5; 0 skips rebuilding the memory, which on a large real corpus "
                         "takes minutes with the minilm embedder)")
     v.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -159,6 +160,20 @@ def _date(s: str, flag: str) -> pd.Timestamp:
         return pd.Timestamp(s).normalize()
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"{flag} {s!r} is not a date; use YYYY-MM-DD") from exc
+
+
+def check_bitrate(text: str) -> int:
+    """``--bitrate`` as bits per second, within what libopus encodes (500 .. 512k).
+    Checked before anything is written: ffmpeg refusing it later left a
+    0-byte audio file that a corpus reader then took for a call."""
+    import re
+
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kK]?)", str(text).strip())
+    bits = float(m.group(1)) * (1000 if m.group(2) else 1) if m else None
+    if bits is None or not 500 <= bits <= 512_000:
+        raise ConfigError(f"--bitrate {text!r} is not an Opus bitrate: give bits per second from 500 to 512k, "
+                          "e.g. 12k")
+    return int(bits)
 
 
 def _iso_day(s: str | None, flag: str):
@@ -236,6 +251,17 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
     if args.out.exists() and not args.out.is_dir():
         raise ConfigError(f"--out {args.out} exists and is not a directory; choose another path")
+    for parent in args.out.parents:  # the first existing ancestor must be a folder, or mkdir fails later
+        if parent.exists():
+            if not parent.is_dir():
+                raise ConfigError(f"--out {args.out}: {parent} is a file, not a folder; choose another path")
+            break
+    if not args.no_audio:
+        from fincon.data.events.audio import require_binary
+
+        check_bitrate(args.bitrate)
+        require_binary("espeak-ng", "espeak-ng")  # now, not after the JSONL files are written
+        require_binary("ffmpeg", "ffmpeg")
     start = str(_date(args.start, "--start").date()) if args.start else DEFAULT_START
     end = str(_date(args.end, "--end").date()) if args.end else DEFAULT_END
     cfg = GeneratorConfig(tickers=_tickers(args.tickers), start=start, end=end, planted=Planted.parse(args.planted),
@@ -283,8 +309,7 @@ def build_view(ticker: str, date: pd.Timestamp, events_dir: Path | None, embedde
     store = sample_store([ticker], root=events_dir)
     evs = store.all_events()
     if not evs:
-        raise DataError(f"no events for {ticker} in {events_dir or 'the bundled sample'}; "
-                        f"pick one of its tickers or regenerate it with `fincon data sample --tickers {ticker}`")
+        raise DataError(no_events_hint(ticker, events_dir))
     first = pd.Timestamp(evs[0].published_at.astimezone(MARKET_TZ).date())
     if date < first:
         raise DataError(f"{date.date()} is before the first {ticker} event ({first.date()}); pick a later --date")
@@ -347,9 +372,30 @@ def build_view(ticker: str, date: pd.Timestamp, events_dir: Path | None, embedde
     }
 
 
+def no_events_hint(ticker: str, events_dir: Path | None) -> str:
+    """Why a corpus has nothing for ``ticker``, with a next step that works
+    for this case (``data sample`` only writes tickers with bundled prices)."""
+    from fincon.data.events.generator import PRICES_DIR, SAMPLE_DIR
+
+    root = Path(events_dir) if events_dir else SAMPLE_DIR
+    have = sorted({p.name.split(".")[0] for p in root.glob("*.jsonl*")} | {p.stem for p in root.glob("*.csv")})
+    where = events_dir or "the bundled sample"
+    pick = f"pick one of its tickers ({', '.join(have[:12])}{', ...' if len(have) > 12 else ''})" if have else \
+        "it holds no event file"
+    if (PRICES_DIR / f"{ticker}.csv.gz").is_file():
+        return (f"no events for {ticker} in {where}; {pick}, or write a corpus for it with `fincon data sample "
+                f"--tickers {ticker} --out events-{ticker.lower()}` and pass --events events-{ticker.lower()}")
+    return (f"no events for {ticker} in {where}; {pick} ({ticker} has no bundled prices, so `fincon data sample` "
+            "cannot write events for it either)")
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     ticker = args.ticker.strip().upper()
     date = _date(args.date, "--date")
+    if args.events is not None and not args.events.is_dir():
+        what = "is a file" if args.events.exists() else "does not exist"
+        raise ConfigError(f"--events {args.events} {what}; pass the folder of an event corpus (one written by "
+                          "`fincon data sample --out DIR`), or leave --events out for the bundled sample")
     if args.k < 0:
         raise ConfigError("--k must be 0 (no memories) or more")
     events_dir, prices_dir = args.events, None

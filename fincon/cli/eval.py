@@ -16,7 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fincon.cli.args import check_output_file, number, write_text_atomic
 from fincon.cli.llm import add_llm_arguments, settings_from_args
+from fincon.errors import ConfigError, DataError
 
 NUMERIC = """\
 The numeric critics scored as the paper scores them (exact match of an
@@ -37,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                          description=NUMERIC)
     n.add_argument("--brain", choices=["rules", "llm"], default="rules",
                    help="rules (deterministic baseline and critics, default) or llm (every agent a model call)")
-    n.add_argument("--limit", type=int, metavar="N", help="at most N questions (spread over the question kinds)")
+    n.add_argument("--limit", type=number(int, 1), metavar="N", help="at most N questions (spread over the question kinds)")
     n.add_argument("--split", choices=["test", "dev", "all"], default="test",
                    help="which documents to score (default test: never in a prompt's example)")
     n.add_argument("--format", choices=["synthetic", "finqa"], default="synthetic",
@@ -84,6 +86,8 @@ def _register_extraction(inner) -> None:
 def _extraction(args: argparse.Namespace) -> int:
     from fincon.eval import extraction
 
+    if args.json is not None:
+        check_output_file(args.json, "--json")
     client = _client(args, {"answer_max_tokens": 256, "n_ctx": 4096})
     try:
         res = extraction.run(args.dataset, args.brain, client, args.per_filing)
@@ -108,13 +112,16 @@ def _client(args: argparse.Namespace, base: dict[str, Any]):
 
 
 def _write_json(path: Path | None, data: dict[str, Any]) -> None:
+    """Whole or not at all (the path was checked before the evaluation ran)."""
     if path:
-        Path(path).write_text(json.dumps(data, indent=1, default=str) + "\n", encoding="utf-8")
+        write_text_atomic(path, json.dumps(data, indent=1, default=str) + "\n", "--json")
 
 
 def _numeric(args: argparse.Namespace) -> int:
     from fincon.eval import numeric
 
+    if args.json is not None:  # before minutes of work, not when writing its result
+        check_output_file(args.json, "--json")
     if args.format == "finqa":
         return _finqa(args)
     client = _client(args, {"answer_max_tokens": 256, "n_ctx": 4096})
@@ -123,6 +130,9 @@ def _numeric(args: argparse.Namespace) -> int:
     finally:
         if client is not None:
             client.close()
+    if not res["questions"]:
+        raise ConfigError(f"nothing to score: the {args.split} split has no question"
+                          f"{' within --limit' if args.limit is not None else ''}; use --split all or a larger --limit")
     print(numeric.report(res))
     if args.json:
         data = {k: v for k, v in res.items() if k != "outcomes"}
@@ -156,11 +166,13 @@ def _finqa(args: argparse.Namespace) -> int:
 def _debate(args: argparse.Namespace) -> int:
     from fincon.eval import debate
 
-    client = _client(args, {"answer_max_tokens": 320, "n_ctx": 4096})
+    if args.json is not None:
+        check_output_file(args.json, "--json")
     tickers = [t for x in (args.tickers or []) for t in x.split(",") if t] or None
     if args.dataset:
         from fincon.eval import debate_filings
 
+        client = _client(args, {"answer_max_tokens": 320, "n_ctx": 4096})
         try:
             res = debate_filings.run(args.dataset, args.brain, client, args.retrieval_model)
         finally:
@@ -172,11 +184,20 @@ def _debate(args: argparse.Namespace) -> int:
             data["filings"] = [r.__dict__ for r in res["results"]]
             _write_json(args.json, data)
         return 0
+    corpus = debate.sample_tickers()
+    missing = [t.upper() for t in (tickers or []) if t.upper() not in corpus]
+    if missing:
+        raise DataError(f"nothing to score for {', '.join(missing)}: the sample corpus has no earnings calls of "
+                        f"{'it' if len(missing) == 1 else 'them'}; pick from {', '.join(corpus)}")
+    client = _client(args, {"answer_max_tokens": 320, "n_ctx": 4096})
     try:
         res = debate.run(args.brain, tickers, client, args.transcripts)
     finally:
         if client is not None:
             client.close()
+    if not res["calls_scored"]:
+        raise DataError(f"nothing to score: no earnings call of {', '.join(res['tickers'])} in the sample corpus "
+                        f"is followed by a trading day; pick other tickers ({', '.join(corpus)})")
     print(debate.report(res))
     if args.json:
         data = {k: v for k, v in res.items() if k != "results"}

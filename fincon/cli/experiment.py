@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fincon.cli.args import iso_date, number
 from fincon.cli.llm import add_llm_arguments, llm_overrides
 
 HELP = """\
@@ -38,7 +39,10 @@ train/<ablation>-r<k>, test/<ablation>-r<k>, baselines/.
 
 Interrupted? Run the same command again: finished units are skipped, a
 half-finished training resumes after its last episode, and the results are
-the same. A YAML config (--config) describes the whole experiment; flags
+the same. Both windows' prices, the event corpus over both windows and the
+baselines' parameters are checked before the directory is created; an
+experiment that fails later says why in experiment.json (status failed,
+stopped_early or interrupted), and report, plot and explain show it. A YAML config (--config) describes the whole experiment; flags
 override it (see examples/experiment.yaml). Windows default to the paper's:
 train 2022-01-03 .. 2022-10-04, test 2022-10-05 .. 2023-06-09.
 
@@ -63,6 +67,12 @@ same choice (executor: ray). Needs pip install 'fincon[ray]'.
 Exit status: 0 done; 2 bad input; 3 a unit stopped early (LLM gone, budget
 spent: rerun to resume); 1 a unit failed on a Ray worker (an error that is
 not bad input, or the worker died: rerun to resume); 143 terminated by SIGTERM.
+
+Transcripts: the team hears earnings calls through Whisper (rules brain
+too) and caches the transcripts outside --out, in
+$FINCON_CACHE_DIR/transcripts/ (default ~/.cache/fincon/transcripts/).
+Move it with FINCON_CACHE_DIR=DIR or --param fincon.transcript_cache=DIR;
+clear it with `rm -r ~/.cache/fincon/transcripts` (docs/information.md).
 """
 
 EXAMPLES = """\
@@ -86,12 +96,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--config", type=Path, help="YAML experiment config (examples/experiment.yaml); flags override it")
     g.add_argument("--ticker", "--tickers", dest="tickers", metavar="T[,T...]",
                    help="ticker, or comma-separated tickers for a portfolio (default TSLA)")
-    g.add_argument("--train-start", help="first training day (default 2022-01-03)")
-    g.add_argument("--train-end", help="last training day (default 2022-10-04)")
-    g.add_argument("--test-start", help="first test day (default 2022-10-05)")
-    g.add_argument("--test-end", help="last test day (default 2023-06-09)")
-    g.add_argument("--repeats", type=int, help="repeats R; each ablation reports its median run (default 5)")
-    g.add_argument("--episodes", type=int, help="training episodes K (default 4, as in the paper)")
+    g.add_argument("--train-start", type=iso_date, help="first training day, YYYY-MM-DD (default 2022-01-03)")
+    g.add_argument("--train-end", type=iso_date, help="last training day, YYYY-MM-DD (default 2022-10-04)")
+    g.add_argument("--test-start", type=iso_date, help="first test day, YYYY-MM-DD (default 2022-10-05)")
+    g.add_argument("--test-end", type=iso_date, help="last test day, YYYY-MM-DD (default 2023-06-09)")
+    g.add_argument("--repeats", type=number(int, 1, 100), help="repeats R; each ablation reports its median run (default 5)")
+    g.add_argument("--episodes", type=number(int, 1, 100), help="training episodes K (default 4, as in the paper)")
     g.add_argument("--ablations", metavar="A[,A...]", help="of full, no-cvar, no-beliefs (default all three)")
     g.add_argument("--protocols", metavar="P[,P...]",
                    help="decision protocols to compare on the same team, data and cache: fincon, scm, debate "
@@ -104,11 +114,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     t = p.add_argument_group("agent team")
     t.add_argument("--brain", choices=["llm", "rules"], help="llm (default, bundled model) or rules")
     t.add_argument("--events", metavar="sample|DIR", help="event corpus (default: the bundled sample)")
-    t.add_argument("--seed", type=int, help="base seed; repeat r uses seed + r - 1 (default 0)")
-    t.add_argument("--temperature", type=float,
+    t.add_argument("--seed", type=number(int, 0, 1_000_000), help="base seed; repeat r uses seed + r - 1 (default 0)")
+    t.add_argument("--temperature", type=number(float, 0, 2, lo_open=True),
                    help="llm brain: the manager's sampling temperature, above 0 (default 0.7)")
-    t.add_argument("--explore", type=float, help="rules brain: weight noise of episodes 2..K (default 0.3)")
-    t.add_argument("--lr", type=float, help="rules brain: weight step size, times 1 - tau (default 4.0)")
+    t.add_argument("--explore", type=number(float, 0, 2), help="rules brain: weight noise of episodes 2..K (default 0.3)")
+    t.add_argument("--lr", type=number(float, 0, 100), help="rules brain: weight step size, times 1 - tau (default 4.0)")
     d = p.add_argument_group("data")
     d.add_argument("--source", choices=["sample", "csv", "yfinance"], help="price source (default sample)")
     d.add_argument("--data", type=Path, metavar="DIR",
@@ -122,7 +132,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     x.add_argument("--ray-address", metavar="ADDR",
                    help="run on an existing Ray cluster: auto (the one this machine belongs to) or HEAD:PORT "
                         "(default: start a local cluster for this command)")
-    x.add_argument("--ray-cpus", type=int, metavar="N",
+    x.add_argument("--ray-cpus", type=number(int, 1, 4096), metavar="N",
                    help="size of the local Ray cluster: units run N at a time (default: every core)")
     o = p.add_argument_group("output")
     o.add_argument("--out", metavar="DIR", help="experiment directory (default runs/experiment_<tickers>_<hash>); "

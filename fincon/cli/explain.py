@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fincon.agents.records import format_day
+from fincon.cli.args import iso_date
 from fincon.errors import DataError
 
 HELP = """\
@@ -36,17 +37,34 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("explain", help="what an agent team saw, said and did on one day, with its evidence",
                        description=HELP, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run", type=Path, metavar="RUN", help="run directory")
-    p.add_argument("--date", required=True, help="decision day, YYYY-MM-DD")
+    p.add_argument("--date", type=iso_date, required=True, help="decision day, YYYY-MM-DD")
     p.add_argument("--json", action="store_true", help="print the day's record as JSON")
     p.set_defaults(func=run)
 
 
 def find_team_run(run: Path) -> Path:
-    """The directory holding the team's ``decisions.jsonl`` (RUN or its one team sub-run)."""
+    """The directory holding the team's ``decisions.jsonl``: RUN, its one team
+    sub-run, or, for a training or an experiment, its one team run one level
+    further down (several: they are listed, and one is asked for)."""
     if not run.is_dir():
         raise DataError(f"{run} is not a run directory; pass a directory written by fincon backtest")
     if (run / "decisions.jsonl").is_file():
         return run
+    for marker, kind, pattern in (("experiment.json", "experiment", "test/*/decisions.jsonl"),
+                                  ("train.json", "training", "episodes/ep-*/decisions.jsonl")):
+        if (run / marker).is_file():
+            from fincon.workflow.status import failure, read_state
+
+            why = failure(read_state(run / marker))
+            subs = sorted(p.parent for p in run.glob(pattern) if _has_records(p))
+            note = f" (it did not finish: {why})" if why else ""
+            if len(subs) == 1:
+                return subs[0]
+            if not subs:
+                raise DataError(f"{run} is {'an' if kind[0] in 'aeiou' else 'a'} {kind} with no team run yet{note}")
+            shown = ", ".join(str(p) for p in subs[:6]) + (f" and {len(subs) - 6} more" if len(subs) > 6 else "")
+            raise DataError(f"{run} is {'an' if kind[0] in 'aeiou' else 'a'} {kind}{note}; its team runs are "
+                            f"{shown}: pass one of them")
     subs = sorted(p.parent for p in run.glob("*/decisions.jsonl") if _has_records(p))
     if len(subs) == 1:
         return subs[0]
@@ -56,25 +74,42 @@ def find_team_run(run: Path) -> Path:
 
 
 def _has_records(path: Path) -> bool:
-    with open(path, encoding="utf-8") as fh:
-        first = fh.readline()
+    try:
+        with open(path, encoding="utf-8") as fh:
+            first = fh.readline()
+    except (OSError, UnicodeDecodeError):
+        raise DataError(f"{path}: cannot read (not the text fincon wrote)") from None
     return '"record"' in first
 
 
 def load_day(run: Path, date: str) -> dict[str, Any]:
     path = find_team_run(run) / "decisions.jsonl"
     days = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError:
-                raise DataError(f"{path}:{n}: not a JSON line") from None
-            days.append(entry.get("date"))
-            if entry.get("date") == date:
-                if "record" not in entry:
-                    raise DataError(f"{path}: {date} has no team record (is this a --strategy fincon run?)")
-                return entry
+    try:
+        fh = open(path, encoding="utf-8")
+        lines = fh.read().splitlines()
+        fh.close()
+    except (OSError, UnicodeDecodeError):
+        raise DataError(f"{path}: cannot read (not the text fincon wrote)") from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            raise DataError(f"{path}:{n}: not a JSON line (a truncated or foreign file?)") from None
+        if not isinstance(entry, dict) or not isinstance(entry.get("date"), str):
+            raise DataError(f"{path}:{n}: not a decision line (a JSON object with a date) as fincon writes")
+        days.append(entry["date"])
+        if entry["date"] == date:
+            if "record" not in entry:
+                raise DataError(f"{path}: {date} has no team record (is this a --strategy fincon run?)")
+            from fincon.report.load import record_problem
+
+            why = record_problem(entry["record"])
+            if why:
+                raise DataError(f"{path}:{n}: {why}, not what fincon writes (the day's record cannot be laid out)")
+            return entry
     if not days:
         raise DataError(f"{path} is empty")
     raise DataError(f"{date} is not a decision day of this run ({days[0]}..{days[-1]}; "
@@ -85,6 +120,12 @@ def run(args: argparse.Namespace) -> int:
     entry = load_day(args.run, args.date)
     if args.json:
         print(json.dumps(entry, indent=2, sort_keys=True))
-    else:
-        print(format_day(entry))
+        return 0
+    try:
+        text = format_day(entry)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        # a record edited or written by another version: its layout, not the user's input, is at fault
+        raise DataError(f"{args.run}: the record of {args.date} is not laid out as this fincon writes it "
+                        f"({type(exc).__name__}: {exc}); `fincon explain ... --json` prints it as stored") from None
+    print(text)
     return 0

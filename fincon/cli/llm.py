@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field, ValidationError
 
+from fincon.cli.args import number
 from fincon.errors import ConfigError
 
 #: ``fincon llm --help`` text: plain, unlike the module docstring (argparse prints it verbatim)
@@ -52,11 +53,11 @@ def add_llm_arguments(parser: argparse.ArgumentParser, *, with_budget: bool = Tr
                    help=f"call cache mode (default {cache_default}; replay fails on any call not recorded)")
     g.add_argument("--llm-cache-path", type=Path, metavar="FILE", help="SQLite call cache (default runs/.cache/llm.sqlite)")
     if with_budget:
-        g.add_argument("--max-tokens", type=int, metavar="N", help="token budget of the run; the run stops cleanly when spent")
-    g.add_argument("--llm-concurrency", type=int, metavar="N", help="parallel calls within one day (default 4)")
-    g.add_argument("--llm-temperature", type=float, metavar="T", help="sampling temperature (default 0)")
-    g.add_argument("--llm-seed", type=int, metavar="N", help="sampling seed (default 0)")
-    g.add_argument("--llm-timeout", type=float, metavar="SEC",
+        g.add_argument("--max-tokens", type=number(int, 1), metavar="N", help="token budget of the run; the run stops cleanly when spent")
+    g.add_argument("--llm-concurrency", type=number(int, 1, 64), metavar="N", help="parallel calls within one day (default 4)")
+    g.add_argument("--llm-temperature", type=number(float, 0, 2), metavar="T", help="sampling temperature (default 0)")
+    g.add_argument("--llm-seed", type=number(int, 0, 2**32 - 1), metavar="N", help="sampling seed (default 0)")
+    g.add_argument("--llm-timeout", type=number(float, 0, 86400, lo_open=True), metavar="SEC",
                    help="HTTP timeout of one attempt (default 600 for a server on this machine, 60 otherwise)")
     g.add_argument("--llm-prices", type=Path, metavar="FILE",
                    help="YAML/JSON price table: {model: {input_per_million: USD, output_per_million: USD}}")
@@ -71,9 +72,20 @@ _FLAG_TO_FIELD = {
 
 def load_prices(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read the LLM price table {path}: {exc}") from None
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"--llm-prices {path} is not UTF-8 text (a binary file?); give a YAML/JSON price "
+                          "table") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the LLM price table {path}: {exc.strerror or exc}") from None
+    if "\x00" in text:
+        raise ConfigError(f"--llm-prices {path} is a binary file, not a YAML/JSON price table")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise ConfigError(f"LLM price table {path}{f' line {mark.line + 1}' if mark else ''}: not valid "
+                          "YAML/JSON") from None
     if not isinstance(data, dict):
         raise ConfigError(f"LLM price table {path} must map model names to {{input_per_million, output_per_million}}")
     return data
@@ -100,7 +112,7 @@ def settings_from_args(args: argparse.Namespace, base: dict[str, Any] | None = N
     except ValidationError as exc:
         from fincon.validation import format_validation_error
 
-        raise ConfigError(f"bad LLM settings: {format_validation_error('llm', exc)}") from None
+        raise ConfigError(f"bad LLM settings: {format_validation_error('llm', exc, LLMSettings)}") from None
 
 
 class SmokeAnswer(BaseModel):
@@ -113,7 +125,11 @@ class SmokeAnswer(BaseModel):
 def _cmd_model(args: argparse.Namespace) -> int:
     from fincon.llm.bundled import BUNDLED, DEFAULT_MODEL, assemble
 
-    names = list(BUNDLED) if args.all else [args.name]
+    if args.name is not None and args.name not in BUNDLED:
+        raise ConfigError(f"unknown bundled model {args.name!r}; choose one of {', '.join(BUNDLED)}")
+    if args.all and args.name is not None:
+        raise ConfigError(f"give a model name or --all, not both (--all already includes {args.name})")
+    names = list(BUNDLED) if args.all else [args.name or DEFAULT_MODEL]
     for name in names:
         m = BUNDLED.get(name)
         if m is None:
@@ -187,7 +203,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     s = p.add_subparsers(dest="llm_command", metavar="SUBCOMMAND")
     m = s.add_parser("model", help="assemble and hash-check a bundled GGUF; print its path")
-    m.add_argument("name", nargs="?", default="qwen2.5-coder-1.5b", help="bundled model (default qwen2.5-coder-1.5b)")
+    m.add_argument("name", nargs="?", default=None, help="bundled model (default qwen2.5-coder-1.5b)")
     m.add_argument("--all", action="store_true", help="every bundled model")
     m.add_argument("--verify", action="store_true", help="re-hash the assembled file instead of trusting its stamp")
     m.add_argument("--model-dir", type=Path, help="where assembled models live (default ~/.cache/fincon/models)")

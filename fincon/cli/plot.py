@@ -13,7 +13,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "plot", help="draw several runs' equity curves and drawdowns in one PNG",
         description="Plot the equity curve (top) and drawdown (bottom) of each RUN in one headless PNG. "
         "A RUN is a run directory holding equity.csv; a comparison directory (several strategies) "
-        "expands into its runs.",
+        "expands into its runs, a training into its episodes, an experiment into its median team runs and "
+        "baselines. A training or experiment that did not finish is refused with its status.",
         epilog="example:\n  fincon plot runs/demo/markowitz runs/demo/equal-weight --out compare.png",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -24,6 +25,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _expand(run: Path) -> list[Path]:
+    """The run directories behind one RUN argument: a run, a comparison's
+    strategies, a training's episodes, an experiment's median team runs and
+    baselines. An unfinished training or experiment is refused with its
+    status: its curves would be shown as a result."""
+    from fincon.workflow.status import failure, read_state
+
+    for marker, kind in (("experiment.json", "experiment"), ("train.json", "training")):
+        if (run / marker).is_file():
+            why = failure(read_state(run / marker))
+            if why:
+                article = "an" if kind[0] in "aeiou" else "a"
+                raise FinconError(f"{run} is {article} {kind} that did not finish ({why}); rerun its command to "
+                                  "finish it, or plot the finished runs inside it")
+            return _experiment_runs(run) if kind == "experiment" else _training_runs(run)
     if (run / "equity.csv").is_file():
         return [run]
     if run.is_dir():
@@ -31,6 +46,27 @@ def _expand(run: Path) -> list[Path]:
         if subs:
             return subs
     raise FinconError(f"{run}: not a run directory (no equity.csv); pass directories written by fincon backtest")
+
+
+def _training_runs(run: Path) -> list[Path]:
+    eps = sorted(p.parent for p in (run / "episodes").glob("ep-*/equity.csv"))
+    if not eps:
+        raise FinconError(f"{run}: a training without a finished episode; nothing to plot")
+    return eps
+
+
+def _experiment_runs(run: Path) -> list[Path]:
+    """The median team run of each variant (results.json) and the baselines."""
+    import json
+
+    try:
+        results = json.loads((run / "results.json").read_text(encoding="utf-8"))
+        medians = [run / m["run_dir"] for m in results["median"].values()]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        raise FinconError(f"{run}/results.json is missing or damaged; rerun the experiment's command") from None
+    base = run / "baselines"
+    baselines = [base] if (base / "equity.csv").is_file() else sorted(p.parent for p in base.glob("*/equity.csv"))
+    return medians + baselines
 
 
 def _check_writable(out: Path) -> None:
@@ -54,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
     for run_dir in args.runs:
         for path in _expand(run_dir):
             label = str(path)
+            if label in curves:
+                continue
             curves[label] = read_equity(path)
     if args.out.suffix.lower() != ".png":
         raise FinconError(f"--out {args.out}: give a .png file name")

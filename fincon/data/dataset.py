@@ -289,17 +289,35 @@ def write_dataset(corpus: ImportedCorpus, out: Path, *, replace: bool = False) -
         (staging / MANIFEST).write_text(
             json.dumps(manifest.model_dump(mode="json"), indent=2, sort_keys=True, ensure_ascii=False) + "\n",
             encoding="utf-8")
-        if out.exists():
-            old = out.parent / f".{out.name}.replaced-{os.getpid()}"
-            out.rename(old)
-            staging.rename(out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            staging.rename(out)
+        _swap_in(staging, out, replace)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return manifest
+
+
+def _swap_in(staging: Path, out: Path, replace: bool) -> None:
+    """Rename the finished staging folder to ``out``. Another import that
+    finished first into the same ``out`` wins; this one then fails with one
+    line instead of overwriting it (``--replace`` swaps the old one out)."""
+    if out.exists():
+        if not (replace and is_dataset(out)):
+            raise ConfigError(f"--out {out} was written by another import while this one ran; nothing was changed "
+                              "(pass --replace to overwrite it)")
+        old = out.parent / f".{out.name}.replaced-{os.getpid()}"
+        out.rename(old)
+        try:
+            staging.rename(out)
+        except OSError:
+            old.rename(out)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
+        return
+    try:
+        staging.rename(out)
+    except OSError:  # created meanwhile (rename onto a non-empty folder fails)
+        raise ConfigError(f"--out {out} was written by another import while this one ran; nothing was changed "
+                          "(pass --replace to overwrite it)") from None
 
 
 def summary_rows(m: Manifest) -> list[tuple[str, str]]:

@@ -42,7 +42,7 @@ NO_DAY = "-"
 class ModelPrice(BaseModel):
     """USD per million tokens."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     input_per_million: float = Field(0.0, ge=0.0)
     output_per_million: float = Field(0.0, ge=0.0)

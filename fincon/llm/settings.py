@@ -25,7 +25,7 @@ from fincon.llm.types import SamplingParams
 class LLMSettings(BaseModel):
     """Everything needed to build an :class:`LLMClient` (see docs/llm.md)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN/inf are never settings
 
     backend: Literal["local", "openai"] = "local"
     #: local: a bundled model name (default qwen2.5-coder-1.5b) or a GGUF path; openai: the model name

@@ -13,6 +13,7 @@ CSS = """
 body { font: 15px/1.5 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: var(--fg);
        margin: 0 auto; max-width: 1280px; padding: 0 24px 48px; }
 header { border-bottom: 1px solid var(--line); margin-bottom: 8px; }
+section.failed { border: 2px solid var(--alert); padding: 4px 14px; margin: 12px 0; color: var(--alert); }
 h1 { font-size: 26px; margin: 24px 0 4px; }
 h2 { font-size: 21px; margin: 36px 0 8px; border-bottom: 1px solid var(--line); padding-bottom: 4px; }
 h3 { font-size: 17px; margin: 24px 0 6px; }

@@ -651,6 +651,14 @@ def section_timeline(data: ReportData) -> str:
 
 # -- the page -----------------------------------------------------------------------
 
+def section_failures(data: ReportData) -> list[str]:
+    """A training or experiment that did not finish says so first: what is
+    shown below are its leftovers, not its result."""
+    return [f'<section class="failed"><p><strong>Not a finished result.</strong> {esc(s.path.name)} '
+            f'({esc(s.kind)}) {esc(s.failure)}. Below: only what it finished; rerun its command to resume.</p>'
+            "</section>" for s in data.sources if s.failure]
+
+
 def _title(data: ReportData) -> tuple[str, str]:
     windows = []
     for r in data.runs:
@@ -693,6 +701,7 @@ def render(data: ReportData) -> str:
         f'<script type="text/javascript">{get_plotlyjs()}</script>',
         "</head><body>",
         f'<header><h1>{esc(title)}</h1><p class="sub">{esc(sub)}</p><nav>{"".join(nav)}</nav></header>',
+        *section_failures(data),
         *sections,
         f"<footer>fincon {esc(__version__)}; plotly {esc(plotly_version)}; self-contained: no network needed to "
         "view this page.</footer>",

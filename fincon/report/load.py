@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from fincon.workflow.status import failure
 from fincon.errors import DataError, FinconError
 
 BENCHMARK = "buy-and-hold"
@@ -71,6 +72,7 @@ class Training:
     episodes: list[dict[str, Any]]
     beliefs: dict[str, Any] | None
     status: str | None = None
+    failure: str | None = None  # why it is not a finished training (workflow.status.failure)
 
 
 @dataclass
@@ -79,6 +81,7 @@ class Experiment:
     path: Path
     results: dict[str, Any]
     status: str | None = None
+    failure: str | None = None  # why it is not a finished experiment
 
 
 @dataclass
@@ -103,6 +106,7 @@ class Source:
     columns: dict[str, dict[str, Any]] = field(default_factory=dict)  # metrics-only columns (failed, benchmark)
     trainings: list[Training] = field(default_factory=list)
     experiment: Experiment | None = None
+    failure: str | None = None  # a training or experiment that did not finish: why (shown on top of the page)
 
 
 @dataclass
@@ -126,28 +130,69 @@ def _json(path: Path) -> Any:
         raise DataError(f"{path}: not valid JSON; is this a fincon run directory?") from None
 
 
-def _jsonl(path: Path) -> list[dict[str, Any]]:
+def _jsonl(path: Path, shape: dict[str, type | tuple[type, ...]] | None = None) -> list[dict[str, Any]]:
+    """A JSON-lines file fincon wrote; ``shape`` names keys whose values must
+    have a type when present (a line of another shape is an error naming the
+    line, not a traceback in the page's layout)."""
     if not path.is_file():
         return []
     out = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
-                raise DataError(f"{path}:{n}: not a JSON line") from None
-            if isinstance(obj, dict):
-                out.append(obj)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot read ({type(exc).__name__}; not the text fincon wrote)") from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            raise DataError(f"{path}:{n}: not a JSON line (a truncated or foreign file?)") from None
+        if not isinstance(obj, dict):
+            raise DataError(f"{path}:{n}: expected a JSON object, found {type(obj).__name__}")
+        for key, want in (shape or {}).items():
+            if key in obj and not isinstance(obj[key], want):
+                raise DataError(f"{path}:{n}: {key!r} is a {type(obj[key]).__name__}, not what fincon writes")
+        if shape is DECISION_SHAPE and "record" in obj and record_problem(obj["record"]):
+            raise DataError(f"{path}:{n}: {record_problem(obj['record'])}, not what fincon writes")
+        out.append(obj)
     return out
+
+
+#: what the page's layout reads from a decisions.jsonl line
+DECISION_SHAPE: dict[str, type | tuple[type, ...]] = {"date": str, "record": dict, "actions": dict,
+                                                      "weights": (dict, type(None)), "rationale": str,
+                                                      "evidence": list}
+
+
+#: what the page (and `fincon explain`) reads from a team record; None allowed where the team may omit it
+RECORD_SHAPE: dict[str, type | tuple[type, ...]] = {
+    "agents": list, "manager": dict, "calls": dict, "pool": list, "selection": (dict, type(None)),
+    "settled": (dict, type(None)), "risk": (dict, type(None)), "closes": dict}
+
+
+def record_problem(rec: Any) -> str | None:
+    """Why a decisions.jsonl team record is not laid out as fincon writes it (None: it is)."""
+    if not isinstance(rec, dict):
+        return f"the team record is a {type(rec).__name__}, not a JSON object"
+    for key, want in RECORD_SHAPE.items():
+        if key in rec and not isinstance(rec[key], want):
+            return f"record.{key} is a {type(rec[key]).__name__}"
+    bad = [i for i, a in enumerate(rec.get("agents") or []) if not isinstance(a, dict)]
+    if bad:
+        return f"record.agents[{bad[0]}] is not a JSON object"
+    return None
 
 
 def _csv(path: Path) -> list[dict[str, str]]:
     if not path.is_file():
         return []
-    with open(path, encoding="utf-8", newline="") as fh:
-        return list(csv.DictReader(fh))
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            return list(csv.DictReader(fh))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise DataError(f"{path}: cannot read ({type(exc).__name__}; not the CSV fincon wrote)") from None
 
 
 def _yaml(path: Path) -> dict[str, Any]:
@@ -175,7 +220,7 @@ def load_run(path: Path, label: str | None = None, timeline: bool = True) -> Run
     strategy = str(metrics.get("strategy") or summary.get("strategy") or path.name)
     return Run(
         label=label or strategy, path=path, strategy=strategy, metrics=metrics,
-        equity=read_equity(path), decisions=_jsonl(path / "decisions.jsonl"),
+        equity=read_equity(path), decisions=_jsonl(path / "decisions.jsonl", DECISION_SHAPE),
         summary=summary if isinstance(summary, dict) else {}, config=_yaml(path / "config.yaml"),
         usage=_csv(path / "llm_usage.csv"), audit=_jsonl(path / "llm_audit.jsonl"), timeline=timeline,
     )
@@ -183,15 +228,16 @@ def load_run(path: Path, label: str | None = None, timeline: bool = True) -> Run
 
 def load_training(path: Path, label: str) -> Training | None:
     """``episodes.jsonl`` / ``beliefs.json`` of a training, if present."""
-    episodes = _jsonl(path / "episodes.jsonl")
+    episodes = _jsonl(path / "episodes.jsonl", {"episode": int, "objective": (int, float)})
     beliefs = _json(path / "beliefs.json") if (path / "beliefs.json").is_file() else None
     if not episodes and beliefs is None:
         return None
-    status = None
+    status, why = None, None
     if (path / "train.json").is_file():
         state = _json(path / "train.json")
         status = state.get("status") if isinstance(state, dict) else None
-    return Training(label, path, episodes, beliefs if isinstance(beliefs, dict) else None, status)
+        why = failure(state if isinstance(state, dict) else None)
+    return Training(label, path, episodes, beliefs if isinstance(beliefs, dict) else None, status, why)
 
 
 # -- one RUN argument ------------------------------------------------------------
@@ -245,25 +291,39 @@ def _episode_dirs(path: Path) -> list[Path]:
 
 
 def _training(path: Path) -> Source:
-    src = Source(path, "training")
+    why = failure(_json(path / "train.json")) if (path / "train.json").is_file() else None
+    src = Source(path, "training", failure=why)
     eps = _episode_dirs(path)
     for i, ep in enumerate(eps):
         src.runs.append(load_run(ep, label=f"{ep.name}", timeline=i == len(eps) - 1))
     training = load_training(path, path.name)
     if training is not None:
         src.trainings.append(training)
-    if not src.runs and training is None:
+    if not src.runs and training is None and not why:
         raise DataError(f"{path} holds no finished episode yet (no episodes/ep-*/metrics.json, no episodes.jsonl)")
     return src
 
 
 def _experiment(path: Path) -> Source:
     state = _json(path / "experiment.json")
-    status = state.get("status") if isinstance(state, dict) else None
-    results = _json(path / "results.json") if (path / "results.json").is_file() else {}
+    if not isinstance(state, dict):
+        raise DataError(f"{path / 'experiment.json'}: expected a JSON object; is this a fincon experiment?")
+    status = state.get("status")
+    why = failure(state)
+    results = _json(path / "results.json") if (path / "results.json").is_file() and not why else {}
     if not isinstance(results, dict):
         raise DataError(f"{path / 'results.json'}: expected a JSON object")
-    src = Source(path, "experiment", experiment=Experiment(path.name, path, results, status))
+    if not results:  # an unfinished experiment: what it was asked to do, from its config
+        cfg = state.get("config") if isinstance(state.get("config"), dict) else {}
+        team = cfg.get("team") if isinstance(cfg.get("team"), dict) else {}
+        results = {k: cfg.get(k) for k in ("tickers", "train", "test", "repeats", "episodes")}
+        results["brain"] = team.get("brain", "llm")
+    src = Source(path, "experiment", experiment=Experiment(path.name, path, results, status, why), failure=why)
+    if why:
+        for unit in sorted((path / "test").glob("*")) if (path / "test").is_dir() else []:
+            m = _json(unit / "metrics.json") if _is_run(unit) else None
+            if isinstance(m, dict) and m.get("status") == "complete":
+                src.runs.append(load_run(unit, label=f"fincon {unit.name}"))
     median = results.get("median") if isinstance(results.get("median"), dict) else {}
     for ablation, m in median.items():
         rel = m.get("run_dir") if isinstance(m, dict) else None
@@ -282,7 +342,7 @@ def _experiment(path: Path) -> Source:
         t = load_training(path / "train" / f"full-r{full.get('repeat')}", f"full-r{full.get('repeat')}")
         if t is not None:
             src.trainings.append(t)
-    if not src.runs and not results:
+    if not src.runs and not why:
         raise DataError(f"{path} holds no finished unit yet (no results.json, no test runs)")
     return src
 

@@ -9,7 +9,7 @@ from fincon.strategies.base import Decision, Strategy
 
 
 class BuyAndHoldParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN/inf are never settings
 
 
 class BuyAndHold(Strategy):

@@ -9,7 +9,7 @@ from fincon.strategies.base import Decision, Strategy
 
 
 class EqualWeightParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN/inf are never settings
     rebalance_every: int = Field(21, ge=1, description="trading days between rebalances")
 
 

@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 
 class MarkowitzParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN/inf are never settings
     lookback: int = Field(126, ge=10, description="trading days of returns used for mu and Sigma")
     rebalance_every: int = Field(21, ge=1, description="trading days between rebalances")
     mu_shrinkage: float = Field(0.5, ge=0.0, le=1.0, description="delta of the mean shrinkage")

@@ -66,4 +66,4 @@ def make_strategy(
     try:
         return cls(cls.Params(**params))
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(f"strategy_params.{name}", exc)) from None
+        raise ConfigError(format_validation_error(f"strategy_params.{name}", exc, cls.Params)) from None

@@ -14,7 +14,7 @@ from fincon.strategies.base import Decision, Strategy
 
 
 class SmaCrossParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN/inf are never settings
     fast: int = Field(10, ge=1)
     slow: int = Field(30, ge=2)
     allow_short: bool = False

@@ -112,7 +112,7 @@ class ExecutorSpec(BaseModel):
     a local run and a Ray run of one config share their directory and resume
     each other."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN/inf are never settings
 
     kind: Literal["local", "ray"] = "local"
     #: an existing Ray cluster (auto, or HEAD:PORT); None: a local cluster on this machine

@@ -42,6 +42,7 @@ import hashlib
 import json
 import math
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -51,6 +52,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from fincon.config import BrokerConfig, DataConfig, MetricsConfig, RunConfig, _set_path
 from fincon.workflow.executors import Executor, ExecutorSpec, Task, serial  # noqa: F401 (Task: the public name)
+from fincon.workflow.status import claim, marking
 from fincon.errors import ConfigError, FinconError
 from fincon.validation import format_validation_error
 
@@ -70,6 +72,13 @@ class _Section(BaseModel):
 class Window(_Section):
     start: dt.date
     end: dt.date
+
+    @field_validator("start", "end", mode="before")
+    @classmethod
+    def _iso(cls, v: Any) -> Any:
+        from fincon.config import iso_date_value
+
+        return iso_date_value(v)
 
     @model_validator(mode="after")
     def _order(self):
@@ -97,10 +106,10 @@ class ExperimentConfig(_Section):
     #: llm brain: the manager's sampling temperature in training and test (above 0: repeats differ by seed)
     temperature: float = Field(0.7, gt=0.0, le=2.0)
     #: base seed; repeat r uses seed + (r - 1) (rules: exploration noise; llm: sampling)
-    seed: int = Field(0, ge=0)
+    seed: int = Field(0, ge=0, le=1_000_000)
     #: rules brain: log-normal noise on the rules weights of episodes 2..K, and the weight step
     explore: float = Field(0.3, ge=0.0, le=2.0)
-    lr: float = Field(4.0, ge=0.0)
+    lr: float = Field(4.0, ge=0.0, le=100.0)
     llm: dict[str, Any] = Field(default_factory=dict)
     data: DataConfig = Field(default_factory=DataConfig)
     broker: BrokerConfig = Field(default_factory=BrokerConfig)
@@ -208,7 +217,7 @@ def load_experiment(path: Path | None = None, overrides: dict[str, Any] | None =
     try:
         cfg = ExperimentConfig(**tree)
     except ValidationError as exc:
-        raise ConfigError("experiment config: " + format_validation_error("", exc)) from None
+        raise ConfigError("experiment config: " + format_validation_error("", exc, ExperimentConfig)) from None
     # the run-level checks (llm section, data) on the configs the units will run
     train_config(cfg, "full", 1)
     baseline_config(cfg)
@@ -380,23 +389,62 @@ def units(exp: ExperimentConfig) -> tuple[list[Unit], list[Unit]]:
 def run_experiment(exp: ExperimentConfig, out: Path | None = None, *, progress: bool = True,
                    executor: Executor = serial) -> ExperimentReport:
     """Run (or resume) the experiment; see the module docstring."""
-    from tqdm import tqdm
-
     from fincon.engine.rundir import check_out_path
 
     out = check_out_path(out) if out is not None else default_out(exp)
     state = {"config": exp.model_dump(mode="json")}
     marker = out / "experiment.json"
-    if out.exists():
-        if not marker.is_file():
-            raise FinconError(f"{out} exists and is not a fincon experiment; pick another --out")
-        old = json.loads(marker.read_text())
-        if old.get("config") != state["config"]:
-            raise FinconError(f"{out} holds an experiment with another config; pick another --out "
-                              "(or delete it to start over)")
-    else:
-        out.mkdir(parents=True)
-    _write_atomic(marker, json.dumps({**state, "status": "running"}, indent=1, sort_keys=True) + "\n")
+    # every check before the first file: the directory, both windows' data, the corpus, the baselines
+    claim(out, marker, state, "experiment", _finished_units)
+    check_inputs(exp)
+    made = [p for p in reversed([out, *out.parents]) if not p.exists()]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FinconError(f"cannot create the experiment directory {out}: {exc.strerror or exc}") from None
+    try:
+        with marking(marker, state):
+            return _run(exp, out, state, marker, progress, executor)
+    except BaseException:
+        if out in made and not _finished_units(out) and not any((out / d).exists() for d in ("train", "test")):
+            shutil.rmtree(out, ignore_errors=True)  # nothing finished, nothing started: leave nothing behind
+            for p in reversed(made[:-1]):
+                try:
+                    p.rmdir()
+                except OSError:
+                    break
+        raise
+
+
+def check_inputs(exp: ExperimentConfig) -> None:
+    """What the units would refuse, checked before the experiment writes
+    anything: each window's prices for every ticker, the team's corpus over
+    both windows, the baselines' parameters."""
+    from fincon.workflow.runner import preflight
+
+    for p in exp.protocols:
+        preflight(train_config(exp, "full", 1, p))
+        preflight(_run_config(exp, exp.test, [TEAM], {TEAM: _team(exp, "full", p)}))
+    preflight(baseline_config(exp))
+
+
+def _finished_units(root: Path) -> int:
+    """Units a former command finished in ``root`` (any config)."""
+    n = 0
+    for kind, marker in (("train", "train.json"), ("test", "metrics.json")):
+        d = root / kind
+        if d.is_dir():
+            n += sum(1 for u in d.iterdir() if _status(u, marker) == "complete")
+    base = root / "baselines"
+    if _status(base, "metrics.json") == "complete" or (
+            base.is_dir() and any(_status(u, "metrics.json") == "complete" for u in base.iterdir())):
+        n += 1
+    return n
+
+
+def _run(exp: ExperimentConfig, out: Path, state: dict[str, Any], marker: Path, progress: bool,
+         executor: Executor) -> ExperimentReport:
+    from tqdm import tqdm
 
     phases = units(exp)
     total = sum(len(p) for p in phases)

@@ -85,25 +85,45 @@ def _market(cfg: RunConfig, warmup: int) -> tuple[MarketData, int]:
 
 
 def calendar_days(cfg: RunConfig, market: MarketData) -> tuple[int, str]:
-    """Sessions per year for annualising, and where that number came from:
-    the config, the dataset's calendar, or the bars (weekend bars: 365)."""
-    if cfg.metrics.days_per_year:
-        return cfg.metrics.days_per_year, "set in the config (metrics.days_per_year)"
+    """Sessions per year for annualising, and a line saying so for
+    metrics.json: the data's calendar (the dataset's, else 365 when the bars
+    include weekends, else 252), unless the config sets another number. The
+    line depends only on the data and the number, so a rerun from the saved
+    (resolved) config.yaml writes the same metrics.json."""
     from fincon.data.dataset import resolve_dataset
 
     ds = resolve_dataset(cfg.data.dir) if cfg.data.source == "csv" else None
     if ds is not None:
         cal = ds.manifest.calendar
-        return cal.days_per_year, f"dataset calendar {cal.name}: {cal.note}"
-    dates = market.frame(market.tickers[0]).index
-    if bool((dates.day_of_week >= 5).any()):
-        return 365, "bars on weekends: a 24/7 calendar, annualised with 365 days"
-    return 252, "exchange calendar (weekday sessions), annualised with 252 days"
+        days, label = cal.days_per_year, f"dataset calendar {cal.name}"
+    elif bool((market.frame(market.tickers[0]).index.day_of_week >= 5).any()):
+        days, label = 365, "bars on weekends: a 24/7 calendar"
+    else:
+        days, label = 252, "exchange calendar (weekday sessions)"
+    if cfg.metrics.days_per_year and cfg.metrics.days_per_year != days:
+        return cfg.metrics.days_per_year, (f"annualised with {cfg.metrics.days_per_year} days, set in the config "
+                                           f"(metrics.days_per_year; the data's {label} has {days})")
+    return days, f"annualised with {days} days: {label}"
 
 
 def _single_config(cfg: RunConfig, name: str) -> RunConfig:
     params = {name: cfg.strategy_params[name]} if name in cfg.strategy_params else {}
     return cfg.model_copy(update={"strategies": [name], "strategy_params": params})
+
+
+def preflight(cfg: RunConfig) -> None:
+    """Every check :func:`run_config` makes before its first file, and what
+    its strategies would refuse when they start (the team: events, beliefs),
+    without writing anything. ``fincon train`` and ``fincon experiment``
+    create their own directory before any run: they call this first, so bad
+    input (a window outside the data, a missing corpus) leaves nothing behind."""
+    strategies = {name: make_strategy(name, cfg.strategy_params.get(name), cfg.llm) for name in cfg.strategies}
+    cfg = _resolved(cfg, strategies)
+    market, _ = _market(cfg, max(s.warmup for s in strategies.values()))
+    for strategy in strategies.values():
+        check = getattr(strategy, "check_inputs", None)
+        if check is not None:
+            check(market.tickers, pd.Timestamp(cfg.start), pd.Timestamp(cfg.end))
 
 
 def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True,

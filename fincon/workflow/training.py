@@ -34,14 +34,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fincon.agents.beliefs import Beliefs, Reflection
 from fincon.config import RunConfig
-from fincon.errors import ConfigError, FinconError
+from fincon.workflow.status import claim, marking
+from fincon.errors import ConfigError, DataError, FinconError
 from fincon.risk.cvrf import RULES_LR, Trajectory, overlap
 
 TEAM = "fincon"
@@ -49,6 +52,8 @@ TEAM = "fincon"
 KEEP_REFLECTIONS = 20
 #: TrainOptions.seed moves every episode's seed by this much (a repeat of an experiment)
 SEED_STRIDE = 1000
+#: the ranges of the training options (the experiment config uses the same)
+MAX_EPISODES, MAX_LR, MAX_SEED = 100, 100.0, 10_000_000
 
 
 @dataclass(frozen=True)
@@ -61,14 +66,17 @@ class TrainOptions:
     seed: int = 0  # offsets every episode's seed (explore_seed, llm seed) by 1000 * seed: one per repeat
 
     def __post_init__(self):
-        if self.episodes < 1:
-            raise ConfigError("--episodes must be at least 1")
-        if not 0 <= self.explore <= 2:
-            raise ConfigError("--explore must be within [0, 2]")
-        if self.lr < 0:
-            raise ConfigError("--lr must be >= 0")
-        if self.seed < 0:
-            raise ConfigError("the training seed must be >= 0")
+        # NaN compares false with everything, so each range is checked as "inside", never as "not outside"
+        if not 1 <= self.episodes <= MAX_EPISODES:
+            raise ConfigError(f"--episodes {self.episodes} is out of range [1, {MAX_EPISODES}]")
+        if not (math.isfinite(self.explore) and 0 <= self.explore <= 2):
+            raise ConfigError(f"--explore {self.explore} is out of range [0, 2]")
+        if not (math.isfinite(self.lr) and 0 <= self.lr <= MAX_LR):
+            raise ConfigError(f"--lr {self.lr} is out of range [0, {MAX_LR:g}]")
+        if not (math.isfinite(self.temperature) and 0 < self.temperature <= 2):
+            raise ConfigError(f"the training temperature {self.temperature} is out of range (0, 2]")
+        if not 0 <= self.seed <= MAX_SEED:
+            raise ConfigError(f"the training seed {self.seed} is out of range [0, {MAX_SEED}]")
 
     def state(self) -> dict[str, Any]:
         """The options as saved in train.json and hashed into the default dir;
@@ -86,6 +94,8 @@ class TrainReport:
     beliefs: Beliefs
     resumed_from: int = 0  # episodes found finished when the command started
     ran: list[int] = field(default_factory=list)
+    #: episodes a former command left unfinished (stopped early), run again from their first day: why
+    rerun: dict[int, str] = field(default_factory=dict)
 
 
 def default_train_out(cfg: RunConfig, opts: TrainOptions, root: Path = Path("runs")) -> Path:
@@ -106,7 +116,24 @@ def _write_atomic(path: Path, text: str) -> None:
 def _read_rows(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         return []
-    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    rows = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        raise DataError(f"{path} is damaged (not the text fincon wrote); delete the training directory or pick "
+                        "another --out") from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            row = None
+        if not isinstance(row, dict) or not isinstance(row.get("episode"), int):
+            raise DataError(f"{path}:{n}: not an episode row written by fincon train; delete the training "
+                            "directory or pick another --out")
+        rows.append(row)
+    return rows
 
 
 def _check_config(cfg: RunConfig) -> RunConfig:
@@ -158,13 +185,9 @@ def _episode_row(k: int, run: Path, traj: Trajectory, insights, calls: int) -> d
 
 def train(cfg: RunConfig, out: Path | None, opts: TrainOptions, progress: bool = True) -> TrainReport:
     """Run (or resume) a training; see the module docstring."""
-    from tqdm import tqdm
-
-    from fincon.agents.risk_control import Episode
-    from fincon.agents.roles import ANALYSTS
     from fincon.agents.team import make_fincon_team
     from fincon.engine.rundir import check_out_path
-    from fincon.workflow.runner import run_config
+    from fincon.workflow.runner import preflight
 
     cfg = _check_config(cfg)
     team = make_fincon_team(_team_params(cfg), dict(cfg.llm))  # validates the team's params now
@@ -172,16 +195,81 @@ def train(cfg: RunConfig, out: Path | None, opts: TrainOptions, progress: bool =
     out = check_out_path(out) if out is not None else default_train_out(cfg, opts)
     state = {"config": cfg.model_dump(mode="json"), "options": opts.state()}
     marker = out / "train.json"
-    if out.exists():
-        if not marker.is_file():
-            raise FinconError(f"{out} exists and is not a fincon training; pick another --out")
-        old = json.loads(marker.read_text())
-        if {"config": old.get("config"), "options": old.get("options")} != json.loads(json.dumps(state)):
-            raise FinconError(f"{out} holds a training with another config or options; pick another --out "
-                              "(or delete it to start over)")
-    else:
-        out.mkdir(parents=True)
-    _write_atomic(marker, json.dumps({**state, "status": "running"}, indent=1, sort_keys=True) + "\n")
+    # every check before the first file: the directory, the data, the corpus, the beliefs
+    claim(out, marker, state, "training", _finished_episodes)
+    preflight(cfg)
+    made = [p for p in reversed([out, *out.parents]) if not p.exists()]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FinconError(f"cannot create the training directory {out}: {exc.strerror or exc}") from None
+    try:
+        with marking(marker, state):
+            return _train(cfg, out, opts, team, brain, state, marker, progress)
+    except BaseException:
+        _remove_if_empty(out, made)
+        raise
+
+
+def _finished_episodes(out: Path) -> int:
+    return len([r for r in _read_rows_lenient(out / "episodes.jsonl")])
+
+
+def _read_rows_lenient(path: Path) -> list[dict[str, Any]]:
+    try:
+        return _read_rows(path)
+    except (OSError, ValueError):
+        return []
+
+
+def _remove_if_empty(out: Path, made: list[Path]) -> None:
+    """A training that failed before it wrote more than its status files
+    leaves nothing behind (the status file alone would block the corrected
+    rerun's --out for nothing)."""
+    if not made or out not in made:
+        return
+    leftovers = {p.name for p in out.iterdir()} if out.is_dir() else set()
+    if leftovers - {"train.json", "config.yaml", "episodes", "beliefs"} or any(
+            any((out / d).iterdir()) for d in ("episodes",) if (out / d).is_dir()):
+        return
+    shutil.rmtree(out, ignore_errors=True)
+    for p in reversed(made[:-1]):
+        try:
+            p.rmdir()
+        except OSError:
+            break
+
+
+def episode_state(run_dir: Path) -> tuple[str | None, str]:
+    """(status, detail) of an episode's run directory: ``complete`` only when
+    the run covered its whole window (metrics say complete); ``stopped_early``
+    with how far it got; None when there is no readable run."""
+    try:
+        metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None, "no finished run"
+    if not isinstance(metrics, dict):
+        return None, "metrics.json is damaged"
+    status = metrics.get("status")
+    try:
+        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        summary = {}
+    reason = summary.get("stop_reason") if isinstance(summary, dict) else None
+    days = metrics.get("n_days")
+    last = summary.get("last_day") if isinstance(summary, dict) else None
+    detail = f"stopped early after {days} days (last day {last}){f': {reason}' if reason else ''}"
+    return status, (detail if status != "complete" else "complete")
+
+
+def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, state: dict[str, Any], marker: Path,
+           progress: bool) -> TrainReport:
+    from tqdm import tqdm
+
+    from fincon.agents.risk_control import Episode
+    from fincon.agents.roles import ANALYSTS
+    from fincon.workflow.runner import run_config
+
     (out / "config.yaml").write_text(cfg.to_yaml())
     (out / "episodes").mkdir(exist_ok=True)
     (out / "beliefs").mkdir(exist_ok=True)
@@ -202,15 +290,20 @@ def train(cfg: RunConfig, out: Path | None, opts: TrainOptions, progress: bool =
     rows = _read_rows(rows_path)[: opts.episodes]
     resumed = len(rows)
     rc = _risk_control(cfg, opts, names)
-    beliefs = Beliefs.model_validate_json((out / "beliefs" / f"v{rows[-1]['beliefs_after']}.json").read_text()) \
-        if rows else initial
+    beliefs = _saved_beliefs(out / "beliefs" / f"v{rows[-1].get('beliefs_after')}.json") if rows else initial
     episodes: dict[int, Episode] = {}
     ran: list[int] = []
+    rerun: dict[int, str] = {}
 
     def episode(k: int) -> Episode:
         if k not in episodes:
             row = rows[k - 1] if k <= len(rows) else None
-            traj = Trajectory.load(out / "episodes" / f"ep-{k:02d}")
+            try:
+                traj = Trajectory.load(out / "episodes" / f"ep-{k:02d}")
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:  # files a former run left
+                raise DataError(f"{out / 'episodes' / f'ep-{k:02d}'} is damaged ({type(exc).__name__}); the "
+                                "training cannot resume from it (delete the training directory to start over, "
+                                "or pick another --out)") from None
             episodes[k] = Episode(k, traj, row["insights"] if row else [])
         return episodes[k]
 
@@ -220,12 +313,19 @@ def train(cfg: RunConfig, out: Path | None, opts: TrainOptions, progress: bool =
         for k in range(len(rows) + 1, opts.episodes + 1):
             run_dir = out / "episodes" / f"ep-{k:02d}"
             start_path = out / "beliefs" / f"v{beliefs.version}.json"
-            if not (run_dir / "metrics.json").is_file():
+            status, detail = episode_state(run_dir)
+            if status != "complete":
+                if status is not None:  # a former command's episode that did not cover its window
+                    rerun[k] = detail
                 ecfg = _episode_config(cfg, start_path, k, opts, brain)
                 report = run_config(ecfg, run_dir, progress=progress, replace=True)
                 if not report.complete:
-                    raise FinconError(f"episode {k} stopped early ({report.results[TEAM].stopped}); "
-                                      f"rerun the same command to resume from episode {k}")
+                    days = len(report.results[TEAM].dates) if TEAM in report.results else 0
+                    err = FinconError(f"episode {k} stopped early after {days} days "
+                                      f"({report.results[TEAM].stopped if TEAM in report.results else 'no day'}); "
+                                      f"rerun the same command to run episode {k} again from its first day")
+                    err.exit_code = 3
+                    raise err
                 ran.append(k)
             ep = episode(k)
             insights, calls = rc.summarise(ep)
@@ -259,9 +359,20 @@ def train(cfg: RunConfig, out: Path | None, opts: TrainOptions, progress: bool =
         if rc.client is not None:
             rc.client.close()
     plot_beliefs(rows, out / "beliefs.png")
-    _write_atomic(marker, json.dumps({**state, "status": "complete"}, indent=1, sort_keys=True) + "\n")
     learned = Beliefs.model_validate_json((out / "beliefs.json").read_text())
-    return TrainReport(out, rows, learned, resumed, ran)
+    _write_atomic(marker, json.dumps({**state, "status": "complete"}, indent=1, sort_keys=True) + "\n")
+    return TrainReport(out, rows, learned, resumed, ran, rerun)
+
+
+def _saved_beliefs(path: Path) -> Beliefs:
+    """A beliefs version a former command saved; a missing or damaged one is one line naming it."""
+    from pydantic import ValidationError
+
+    try:
+        return Beliefs.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValidationError):
+        raise DataError(f"{path} is missing or damaged; the training cannot resume from it (delete the training "
+                        "directory to start over, or pick another --out)") from None
 
 
 def plot_beliefs(rows: list[dict[str, Any]], path: Path) -> Path:

@@ -51,6 +51,46 @@ def embedded_model_dir() -> Path:
     return d
 
 
+def _whisper_models() -> list[str] | None:
+    """openai-whisper's model names (None when it is not installed): a name
+    outside them is a typo, not a network problem."""
+    try:
+        import whisper
+    except ImportError:
+        return None
+    return list(whisper.available_models())
+
+
+def decoder_complaint(message: str) -> str:
+    """The line of an ffmpeg error that says what is wrong, not its banner.
+
+    openai-whisper raises ``Failed to load audio: <ffmpeg's whole stderr>``,
+    whose first lines are ffmpeg's version and build configuration; the
+    complaint (``Invalid data found when processing input``) is the last one."""
+    noise = ("ffmpeg version", "built with", "configuration:", "lib", "Failed to load audio:",
+             "Input #", "Duration:", "Stream #", "Metadata:", "encoder", "Output #", "Press [q]")
+    lines = [ln.strip() for ln in str(message).splitlines() if ln.strip()]
+    useful = [ln for ln in lines if not ln.startswith(noise)]
+    pick = useful[-1] if useful else (lines[-1] if lines else "")
+    return pick.removeprefix("Failed to load audio:").strip()[:200]
+
+
+def probe_audio(path: Path) -> None:
+    """Ask ffprobe (when installed) whether ``path`` decodes at all, before a
+    model is loaded or converted: an unreadable file gets ffmpeg's own
+    complaint in one line and leaves no model cache behind."""
+    import subprocess
+
+    ffprobe = shutil.which("ffprobe")
+    if not ffprobe:
+        return
+    r = subprocess.run([ffprobe, "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", str(path)],
+                       capture_output=True, text=True, errors="replace")
+    if r.returncode != 0:
+        raise DataError(f"cannot transcribe {path.name}: not audio ffmpeg can read "
+                        f"({decoder_complaint(r.stderr) or f'ffprobe exit {r.returncode}'})")
+
+
 def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -81,7 +121,18 @@ class Transcriber:
             raise ConfigError(f"the faster-whisper backend only has the embedded {EMBEDDED} model offline; "
                               f"use --backend openai-whisper for {model}")
         self.backend, self.model = backend, model
-        self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+        self.cache_dir = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
+        for p in (self.cache_dir, *self.cache_dir.parents):
+            if p.exists():  # the first existing ancestor must be a folder, or every write fails later
+                if not p.is_dir():
+                    raise ConfigError(f"transcript cache {self.cache_dir}: {p} is a file, not a folder; pass a "
+                                      "folder with --cache-dir (or set FINCON_CACHE_DIR)")
+                break
+        if model != EMBEDDED and not Path(model).is_file():
+            known = _whisper_models()
+            if known is not None and model not in known:
+                raise ConfigError(f"unknown Whisper model {model!r}; use the embedded {EMBEDDED} (offline) or one "
+                                  f"of openai-whisper's: {', '.join(known)}")
         self.beam_size, self.compute_type = beam_size, compute_type
         self.fallbacks = 0
         self._impl: tuple[str, Any] | None = None
@@ -100,10 +151,16 @@ class Transcriber:
                 from fincon.data.transcription.ct2 import ct2_to_whisper_checkpoint
 
                 log.info("converting %s to an openai-whisper checkpoint at %s", src, target)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                tmp = target.with_suffix(".tmp")
-                torch.save(ct2_to_whisper_checkpoint(src), tmp)
-                tmp.replace(target)
+                tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+                try:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    torch.save(ct2_to_whisper_checkpoint(src), tmp)
+                    tmp.replace(target)
+                except OSError as exc:
+                    tmp.unlink(missing_ok=True)
+                    raise ConfigError(f"cannot write the converted model into {target.parent}: "
+                                      f"{exc.strerror or exc}; pass a writable --cache-dir (or set "
+                                      "FINCON_CACHE_DIR)") from None
             return str(target)
         whisper_cache = Path(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))) / "whisper"
         if (whisper_cache / f"{self.model}.pt").is_file() or Path(self.model).is_file():
@@ -163,8 +220,17 @@ class Transcriber:
         for b in order:
             f = self._key(digest, b)
             if f.is_file():
-                d = json.loads(f.read_text(encoding="utf-8"))
-                return Transcript(**{**d, "cached": True})
+                try:
+                    d = json.loads(f.read_text(encoding="utf-8"))
+                    return Transcript(**{**d, "cached": True})
+                except (OSError, ValueError, TypeError):  # a damaged cache entry is recomputed, not trusted
+                    log.warning("transcript cache entry %s is unreadable; transcribing again", f)
+        probe_audio(path)
+        try:  # the cache folder, before minutes of decoding: a path that cannot be written fails now
+            (self.cache_dir / "transcripts").mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"cannot write the transcript cache in {self.cache_dir}: {exc.strerror or exc}; pass "
+                              "a writable --cache-dir (or set FINCON_CACHE_DIR)") from None
         name, model = self._backend()
         t0 = time.perf_counter()
         try:
@@ -184,14 +250,18 @@ class Transcriber:
         except Exception as exc:  # noqa: BLE001 - decoder errors are bad input for the user
             if isinstance(exc, (ConfigError, SourceUnavailable)):
                 raise
-            raise DataError(f"cannot transcribe {path.name}: {str(exc).splitlines()[0][:160] if str(exc) else exc.__class__.__name__}") from exc
+            raise DataError(f"cannot transcribe {path.name}: {decoder_complaint(str(exc)) or exc.__class__.__name__}") from None
         tr = Transcript(text=text, backend=name, model=self.model, audio_sha256=digest, audio_seconds=round(seconds, 3),
                         compute_seconds=round(time.perf_counter() - t0, 3))
         f = self._key(digest, name)
-        f.parent.mkdir(parents=True, exist_ok=True)
-        tmp = f.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(tr), sort_keys=True), encoding="utf-8")
-        tmp.replace(f)
+        try:
+            f.parent.mkdir(parents=True, exist_ok=True)
+            tmp = f.with_name(f".{f.name}.tmp-{os.getpid()}")
+            tmp.write_text(json.dumps(asdict(tr), sort_keys=True), encoding="utf-8")
+            tmp.replace(f)
+        except OSError as exc:
+            raise ConfigError(f"cannot write the transcript cache in {self.cache_dir}: {exc.strerror or exc}; pass "
+                              "a writable --cache-dir (or set FINCON_CACHE_DIR)") from None
         return tr
 
 

@@ -34,18 +34,18 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from fincon.llm.bundled import BUNDLED, DEFAULT_MODEL, assemble, file_sha256, resolve_model_path
-from fincon.llm.errors import LLMError, LLMRequestRejected
+from fincon.llm.errors import LLMRequestRejected
 from fincon.llm.types import Completion, Message, SamplingParams
 
 
 def _import_llama():
-    try:
-        from llama_cpp import Llama
-    except ImportError:
-        raise LLMError(
-            "the local backend needs llama-cpp-python; run `make install-llm-extras` "
-            "(it compiles llama.cpp, ~6 min on 2 cores)"
-        ) from None
+    """``llama_cpp.Llama``, building llama-cpp-python first if it is missing
+    (fincon.llm.backends.runtime: ``make demo`` does not install it)."""
+    from fincon.llm.backends.runtime import ensure_llama_cpp
+
+    ensure_llama_cpp()
+    from llama_cpp import Llama
+
     return Llama
 
 

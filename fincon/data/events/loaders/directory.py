@@ -51,6 +51,10 @@ class DirectoryLoader:
                     continue
                 if e.audio and not (self.root / e.audio).exists() and not Path(e.audio).is_absolute():
                     raise DataError(f"{path.name}: event {e.id} names audio {e.audio} which is not in {self.root}")
+                audio = Path(e.audio) if e.audio and Path(e.audio).is_absolute() else self.root / (e.audio or "")
+                if e.audio and audio.is_file() and audio.stat().st_size == 0:
+                    raise DataError(f"{path.name}: event {e.id} names audio {e.audio}, an empty (0-byte) file; "
+                                    "render or copy it again")
                 if in_window(e, start, end):
                     out.append(e)
         return out

@@ -1,0 +1,54 @@
+"""Tiny event corpora written to a directory the team reads with
+``events=<dir>``: the bundled sample's events (optionally edited), their
+future perturbed, or a generated corpus with a planted signal."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pandas as pd
+
+from fincon.data.events.generator import SAMPLE_DIR, GeneratorConfig, Planted, generate, write_corpus
+from fincon.data.events.loaders.directory import DirectoryLoader, write_jsonl_gz
+from fincon.data.events.model import Event, decision_cutoff
+
+
+def corpus(tmp: Path, tickers, events: list[Event] | None = None) -> Path:
+    """A directory corpus: the bundled events of ``tickers`` (or ``events``).
+    Audio paths are made absolute so the directory can live anywhere."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    evs = events if events is not None else DirectoryLoader(SAMPLE_DIR).load(tickers)
+    evs = [dataclasses.replace(e, audio=str(SAMPLE_DIR / e.audio)) if e.audio and not Path(e.audio).is_absolute()
+           else e for e in evs]
+    write_jsonl_gz(tmp / "events.jsonl.gz", sorted(evs, key=lambda e: (e.published_at, e.id)))
+    return tmp
+
+
+def perturb_events(events: list[Event], cut: pd.Timestamp) -> list[Event]:
+    """Delete every other event after ``cut``'s decision time, rewrite the
+    rest, and insert new ones: the future of the corpus changes, its past
+    does not."""
+    cutoff = decision_cutoff(cut)
+    out, n = [], 0
+    for e in events:
+        if e.published_at < cutoff:
+            out.append(e)
+            continue
+        n += 1
+        if n % 2:
+            continue
+        out.append(dataclasses.replace(e, text=f"Rewritten: catastrophic losses and fraud. {e.text or ''}"))
+    for k in range(5):
+        out.append(Event(id=f"inserted-{k}", ticker=events[0].ticker, source="news",
+                         published_at=cutoff + pd.Timedelta(hours=2 + 24 * k),
+                         text="Inserted: record profits, strong demand, excellent results."))
+    return out
+
+
+def generated_corpus(out: Path, tickers, start: str, end: str, planted: Planted | None = None) -> Path:
+    """A corpus from the event generator (no audio), with ``planted`` (a
+    source whose tone predicts the next return) if given."""
+    cfg = GeneratorConfig(tickers=list(tickers), start=start, end=end, planted=planted, audio_dir=None)
+    write_corpus(generate(cfg), out, cfg, audio=False)
+    return out

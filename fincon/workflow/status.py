@@ -1,0 +1,137 @@
+"""The status file of a training or an experiment (``train.json``, ``experiment.json``).
+
+Why one module: a directory that days of compute went into must say what
+state it is in, and every command that reads it must agree. The status is
+``running`` while a command works on it, ``complete`` when it finished,
+``failed`` / ``stopped_early`` / ``interrupted`` (with the one-line reason
+under ``error``) when it did not. Readers (``report``, ``plot``,
+``explain``, the resume of the same command) show that mark instead of
+presenting leftovers as a result.
+
+Resuming: the same config resumes whatever state the directory is in. A
+different config is refused, except when the directory holds only the
+leftovers of a run that failed before finishing anything: those are
+removed (with one line saying so) so the corrected rerun can use the same
+``--out``. A ``running`` directory is never removed: another process may
+be working in it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from fincon.errors import DataError, FinconError
+
+#: states in which the directory's results are not to be presented as finished
+UNFINISHED = ("running", "failed", "stopped_early", "interrupted")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_state(marker: Path) -> dict[str, Any]:
+    """The status file as a mapping; a damaged one is a :class:`DataError` naming it."""
+    try:
+        state = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        raise DataError(f"{marker} is damaged (not the JSON fincon wrote); delete the directory or pick another "
+                        "--out") from None
+    if not isinstance(state, dict):
+        raise DataError(f"{marker} is damaged (not a JSON object); delete the directory or pick another --out")
+    return state
+
+
+def failure(state: dict[str, Any] | None) -> str | None:
+    """One line for a reader: why the directory is not a finished result, or None."""
+    if not isinstance(state, dict):
+        return None
+    status = state.get("status")
+    if status == "complete" or status is None:
+        return None
+    why = state.get("error")
+    if status == "running":
+        return "status running: still running, or killed before it could record why"
+    return f"status {status}" + (f": {why}" if why else "")
+
+
+_ABSENT = object()
+
+
+def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """Dotted keys whose values differ. A key the old state lacks and the new
+    one sets to null is no difference: a setting added by a later fincon
+    version, left at its default (a training from before it still resumes)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[str] = []
+        for k in sorted(set(old) | set(new), key=str):
+            out += _differences(old.get(k, _ABSENT), new.get(k, _ABSENT), f"{prefix}.{k}" if prefix else str(k))
+        return out
+    if old is _ABSENT and new is None:
+        return []
+    return [] if old == new else [prefix or "(all)"]
+
+
+def claim(out: Path, marker: Path, state: dict[str, Any], kind: str,
+          finished: Callable[[Path], int]) -> bool:
+    """May this command write ``state``'s run into ``out``? True: resume it
+    (same config), False: it is new. ``finished(out)`` counts what a former
+    run there finished; nothing is written or removed unless the directory
+    holds only a failed run's leftovers under another config."""
+    if not out.exists():
+        return False
+    if not marker.is_file():
+        if out.is_dir() and not any(out.iterdir()):
+            return False
+        raise FinconError(f"{out} exists and is not a fincon {kind}; pick another --out")
+    old = read_state(marker)
+    new = json.loads(json.dumps(state))
+    diff = _differences({k: old.get(k) for k in new}, new)
+    if not diff:
+        return True
+    shown = ", ".join(diff[:3]) + (f" and {len(diff) - 3} more" if len(diff) > 3 else "")
+    status = old.get("status")
+    done = finished(out)
+    if status in ("failed", "stopped_early", "interrupted") and done == 0:
+        shutil.rmtree(out)
+        print(f"fincon: {out} held only the leftovers of a {kind} that {status.replace('_', ' ')} before finishing "
+              f"anything (another config: {shown}); removed them", file=sys.stderr)
+        return False
+    if status == "running" and done == 0:
+        raise FinconError(f"{out} holds a {kind} with another config ({shown}) whose status is running (still "
+                          f"running, or killed); if no fincon command works in it, delete it, or pick another --out")
+    raise FinconError(f"{out} holds a {kind} with another config ({shown}; status {status}, {done} finished "
+                      f"{'episode' if kind == 'training' else 'unit'}{'' if done == 1 else 's'}); pick another "
+                      "--out (or delete it to start over)")
+
+
+@contextmanager
+def marking(marker: Path, state: dict[str, Any]) -> Iterator[None]:
+    """Mark the status file ``running`` now and, if the block raises,
+    ``failed`` / ``stopped_early`` / ``interrupted`` with the reason, so
+    leftovers never look like a result."""
+    write_atomic(marker, json.dumps({**state, "status": "running"}, indent=1, sort_keys=True) + "\n")
+    try:
+        yield
+    except BaseException as exc:
+        if isinstance(exc, FinconError):
+            status = "stopped_early" if exc.exit_code == 3 else "failed"
+            why = " ".join(str(exc).split())
+        elif isinstance(exc, Exception):
+            status, why = "failed", f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
+        else:  # KeyboardInterrupt, SIGTERM
+            status, why = "interrupted", "Ctrl-C or SIGTERM; rerun the same command to resume"
+        try:
+            write_atomic(marker, json.dumps({**state, "status": status, "error": why}, indent=1,
+                                            sort_keys=True) + "\n")
+        except OSError:
+            pass
+        raise
