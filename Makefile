@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.fincon-installed
 # pytest-xdist workers for `make test` (auto: one per core)
 WORKERS ?= auto
 
-.PHONY: demo record-demo test test-fast install lock bench clean install-llm-extras install-info-extras install-report-extras
+.PHONY: demo record-demo test test-fast lint install lock bench clean install-llm-extras install-info-extras install-report-extras
 
 # constraints.txt pins every tested version (refresh it with `make lock`);
 # pyproject.toml keeps lower bounds, so `pip install fincon` still resolves.
@@ -78,10 +78,18 @@ demo: $(DEMO_STAMP)
 record-demo: $(STAMP)
 	$(BIN)/fincon demo --record --out runs/demo
 
-# lint-imports first (the layers of docs/architecture.md), then the whole suite, every tier, on $(WORKERS) xdist workers; the 15 slowest
-# tests are listed at the end.
-test: $(STAMP)
+# Static checks, in seconds, before the suite: the layers (docs/architecture.md),
+# ruff's lint and format ([tool.ruff] in pyproject.toml) and mypy on the typed
+# layers ([tool.mypy]). CONTRIBUTING.md says how to fix what they report.
+lint: $(STAMP)
 	$(BIN)/lint-imports
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+# make lint first, then the whole suite, every tier, on $(WORKERS) xdist
+# workers; the 15 slowest tests are listed at the end.
+test: lint
 	$(BIN)/python -m pytest -q -n $(WORKERS) --dist loadfile --durations=15
 
 # The inner loop: everything but the slow, browser, live-model and notebook

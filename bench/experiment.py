@@ -3,6 +3,13 @@
 
     .venv/bin/python bench/experiment.py                  # rules brain, 2 repeats, Ray on 2 CPUs
     .venv/bin/python bench/experiment.py --repeats 4 --cpus 4
+    .venv/bin/python bench/experiment.py --rolling        # issue 22: rolling windows per minute, 1 and 2 workers
+
+With ``--rolling`` it times a small rolling evaluation (``fincon experiment
+--rolling 1m --step 1m`` over 2022-03..06 on TSLA and MSFT (the bundled corpus), one training
+episode) with the local executor (1 worker), Ray on 1 CPU and Ray on 2
+CPUs, prints windows per minute for each, and checks that the three
+``summary.csv`` are byte-identical.
 
 Each executor runs in a fresh `fincon experiment` process (as a user runs
 it), into its own directory; the results must be byte-identical. Ray's fixed
@@ -53,12 +60,49 @@ def ray_fixed_costs(cpus: int, units: int) -> tuple[float, float]:
     return time.perf_counter() - t0 - per_unit * units, per_unit
 
 
+ROLLING = ["--rolling", "1m", "--step", "1m", "--rolling-start", "2022-03-01", "--rolling-end", "2022-06-30",
+           "--universe", "TSLA,MSFT", "--repeats", "1", "--episodes", "1", "--ablations", "full"]
+ROLLING_WINDOWS = 4
+
+
+def rolling(out: Path, extra: list[str]) -> float:
+    cmd = [sys.executable, "-m", "fincon.cli.main", "experiment", "--brain", "rules", *ROLLING, "--no-progress",
+           "--out", str(out), *extra]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        sys.exit(f"bench/experiment.py --rolling: {' '.join(extra) or 'local'} failed: {proc.stderr.strip()}")
+    return wall
+
+
+def main_rolling() -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-rolling-") as tmp:
+        tmp = Path(tmp)
+        runs = {"local (1 worker)": ([], tmp / "local"), "ray, 1 CPU": (["--executor", "ray", "--ray-cpus", "1"],
+                                                                          tmp / "ray1"),
+                "ray, 2 CPUs": (["--executor", "ray", "--ray-cpus", "2"], tmp / "ray2")}
+        walls = {name: rolling(out, extra) for name, (extra, out) in runs.items()}
+        sums = {(out / "summary.csv").read_bytes() for _, out in runs.values()}
+    print(f"fincon experiment --rolling 1m --step 1m, 2022-03..06 ({ROLLING_WINDOWS} windows), TSLA,MSFT, rules "
+          "brain, 1 training episode, team + 4 baselines")
+    for name, wall in walls.items():
+        print(f"  {name:18s} {wall:7.1f} s  {ROLLING_WINDOWS / wall * 60:6.2f} windows/min")
+    base = walls["local (1 worker)"]
+    print(f"  ratio local / ray 2 CPUs {base / walls['ray, 2 CPUs']:.2f}x; summary.csv identical: {len(sums) == 1}")
+    if len(sums) != 1:
+        sys.exit("bench/experiment.py --rolling: the executors wrote different summary.csv")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--episodes", type=int, default=2)
     ap.add_argument("--cpus", type=int, default=2, help="local Ray cluster size (default 2)")
+    ap.add_argument("--rolling", action="store_true", help="time a small rolling evaluation instead (issue 22)")
     args = ap.parse_args()
+    if args.rolling:
+        return main_rolling()
     units = 1 + 2 * 3 * args.repeats  # baselines, then a training and a test per repeat and ablation
     with tempfile.TemporaryDirectory(prefix="bench-experiment-") as tmp:
         tmp = Path(tmp)

@@ -39,8 +39,9 @@ END = "2023-06-09"
 
 
 def trading_days_after(start: str, n: int) -> str:
-    from fincon.data.sources import make_source
     import pandas as pd
+
+    from fincon.data.sources import make_source
 
     idx = make_source("sample").load("TSLA", pd.Timestamp(start), pd.Timestamp(END))["Date"]
     days = [d for d in pd.to_datetime(idx) if d >= pd.Timestamp(start)]

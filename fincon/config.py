@@ -39,10 +39,35 @@ class DataConfig(_Section):
 
 class BrokerConfig(_Section):
     cash: float = Field(1_000_000.0, gt=0)
-    commission: float = Field(0.0, ge=0, lt=0.1, description="fraction of traded value")
-    slippage: float = Field(0.0, ge=0, lt=0.1, description="fraction of price, against the trader")
+    commission: float = Field(0.0, ge=0, lt=0.1, description="percent model: fraction of traded value")
+    commission_model: Literal["percent", "per-share", "zero"] = Field(
+        "percent", description="percent of value (commission), per share with a minimum and a maximum per "
+                               "order (Interactive Brokers' style), or zero")
+    commission_per_share: float = Field(0.005, ge=0, lt=10, description="per-share model: dollars a share")
+    commission_min: float = Field(1.0, ge=0, lt=1000, description="per-share model: dollars an order at least")
+    commission_max: float = Field(0.01, ge=0, lt=1,
+                                  description="per-share model: fraction of the order's value at most (0: none)")
+    slippage: float = Field(0.0, ge=0, lt=1000,
+                            description="percent model: fraction of price; bps: basis points; range: fraction "
+                                        "of the decision day's high-low range; against the trader")
+    slippage_model: Literal["percent", "bps", "range"] = "percent"
+    participation: float | None = Field(
+        None, gt=0, le=1, description="an order fills at most this fraction of the day's volume (e.g. 0.025)")
+    participation_rest: Literal["cancel", "carry"] = Field(
+        "cancel", description="the unfilled rest of a capped order: cancelled, or placed again the next day")
+    charge_llm: bool = Field(
+        False, description="take each day's LLM spend (the ledger's cost, priced by --llm-prices) from the cash: "
+                           "a trading cost, in equity.csv's llm_cost_usd column")
     fill: Literal["close", "next_open"] = "close"
     cash_buffer: float = Field(0.0, ge=0, lt=1)
+
+    @model_validator(mode="after")
+    def _slippage_bounds(self):
+        limit = {"percent": 0.1, "bps": 1000.0, "range": 1.0}[self.slippage_model]
+        if self.slippage >= limit:
+            raise ValueError(f"slippage {self.slippage} is too large for the {self.slippage_model} model "
+                             f"(below {limit:g})")
+        return self
 
 
 class MetricsConfig(_Section):

@@ -16,8 +16,7 @@ import pandas as pd
 import pytest
 
 from fincon.data.sources import make_source
-from fincon.testing import END, START, SMALL_TEAM_RUN, backtest, market_for  # noqa: F401  (for `from conftest import`)
-
+from fincon.testing import END, SMALL_TEAM_RUN, START, backtest, market_for  # noqa: F401  (for `from conftest import`)
 
 #: the tiers of pyproject.toml that `make test-fast` leaves out
 HEAVY_TIERS = ("slow", "live", "notebook", "browser")

@@ -11,7 +11,9 @@ import pytest
 from fincon.cli.main import main
 
 RUN_FILES = {"config.yaml", "equity.csv", "positions.csv", "trades.csv", "decisions.jsonl",
-             "metrics.json", "summary.json", "equity.png"}
+             "metrics.json", "summary.json", "equity.png", "orders.csv", "round_trips.csv"}
+#: at the top of a run directory (with the files of a single strategy's run, or beside a comparison's)
+TOP_FILES = {"run_summary.csv", "run_manifest.json"}
 
 
 def test_json_single_ticker_buy_and_hold(tmp_path, capsys):
@@ -24,7 +26,7 @@ def test_json_single_ticker_buy_and_hold(tmp_path, capsys):
         assert key in obj
     eq = pd.read_csv(out / "equity.csv")
     assert obj["cr_pct"] == pytest.approx(100 * np.log(eq.value.iloc[-1] / eq.value.iloc[0]), abs=1e-6)
-    assert set(p.name for p in out.iterdir()) == RUN_FILES
+    assert set(p.name for p in out.iterdir()) == RUN_FILES | TOP_FILES
     assert obj["status"] == "complete" and obj["run_dir"] == str(out)
 
 
@@ -51,6 +53,7 @@ def test_several_strategies_make_a_comparison_directory(tmp_path, capsys):
     assert set(obj["strategies"]) == {"buy-and-hold", "markowitz", "equal-weight"}
     for name in obj["strategies"]:
         assert set(p.name for p in (out / name).iterdir()) == RUN_FILES
+    assert TOP_FILES <= set(p.name for p in out.iterdir())
     assert (out / "equity.png").stat().st_size > 10_000
 
 
@@ -61,7 +64,7 @@ def test_same_config_gives_byte_identical_run(tmp_path):
     assert main([*args, "--out", str(a)]) == 0
     # rerun from the resolved config the first run wrote
     assert main(["backtest", "--config", str(a / "config.yaml"), "--no-progress", "--out", str(b)]) == 0
-    for name in sorted(RUN_FILES):
+    for name in sorted(RUN_FILES | TOP_FILES):
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
 
 

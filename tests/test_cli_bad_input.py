@@ -51,6 +51,7 @@ def fixtures(root: Path) -> dict[str, str]:
     f["inf_close"] = _csv_dir(root, "inf_close", lambda ls: _set_field(ls, 1200, 4, "inf"))
     f["inf_adj"] = _csv_dir(root, "inf_adj", lambda ls: _set_field(ls, 1200, 5, "inf"))
     f["day_first"] = _csv_dir(root, "day_first", _day_first)
+    f["close_only"] = _csv_dir(root, "close_only", lambda ls: [",".join(x.split(",")[i] for i in (0, 4)) for x in ls])
     gz = root / "corrupt_gz"
     gz.mkdir()
     (gz / "TSLA.csv.gz").write_bytes((SAMPLE / "prices" / "TSLA.csv.gz").read_bytes()[:400])
@@ -117,6 +118,26 @@ CASES: dict[str, tuple[list[str], str]] = {
                                 "is not a directory"),
     "data show after the corpus": (["data", "show", "--ticker", "TSLA", "--date", "2030-01-01",
                                     "--embedder", "hashing"], "after"),
+    "range slippage on close-only prices": (["backtest", "--ticker", "TSLA", "--data", "{close_only}", *WINDOW,
+                                             "--slippage-model", "range", "--slippage", "0.5"],
+                                            "--slippage-model range needs High and Low"),
+    "participation cap on close-only prices": (["backtest", "--ticker", "TSLA", "--data", "{close_only}", *WINDOW,
+                                                "--participation", "0.025"], "--participation needs a Volume"),
+    "percent slippage too large": ([*BT, "--slippage", "0.5"], "too large for the percent model"),
+    "participation above one": ([*BT, "--participation", "1.5"], "participation"),
+    "rolling length unknown": (["experiment", "--brain", "rules", "--rolling", "1q"], "not a length"),
+    "rolling step without rolling": (["experiment", "--brain", "rules", "--step", "6m"], "add --rolling"),
+    "rolling universe rule unknown": (["experiment", "--brain", "rules", "--rolling", "1y", "--universe", "best:5"],
+                                      "unknown universe rule"),
+    "rolling universe larger than the data": (["experiment", "--brain", "rules", "--rolling", "1y", "--universe",
+                                               "random:50:1"], "only 40 ticker(s)"),
+    "rolling span after the data": (["experiment", "--brain", "rules", "--rolling", "1y", "--rolling-start",
+                                     "2025-01-01", "--rolling-end", "2026-01-01"], "no 1y window fits"),
+    "rolling window outside the corpus": (["experiment", "--brain", "rules", "--rolling", "1y", "--rolling-start",
+                                           "2019-01-01", "--rolling-end", "2020-12-31", "--universe", "TSLA"],
+                                          "event corpus"),
+    "rolling without buy-and-hold": (["experiment", "--brain", "rules", "--rolling", "1y", "--baselines",
+                                      "markowitz"], "buy-and-hold must be among"),
     "transcribe a directory": (["transcribe", "{audio_dir}"], "is a directory"),
     "transcribe an empty file": (["transcribe", "{empty_ogg}"], "empty"),
 }

@@ -18,9 +18,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from test_cli_bad_input import SAMPLE, _tree
+from test_cli_bad_input import fixtures as first_fixtures
 
 from fincon.cli.main import main
-from test_cli_bad_input import SAMPLE, _tree, fixtures as first_fixtures
 
 AUDIO = SAMPLE / "events" / "audio"
 TINY = ["--brain", "rules", "--start", "2022-03-01", "--end", "2022-03-10", "--no-progress"]
@@ -403,8 +404,8 @@ def test_terminated_experiment_is_marked_shown_and_resumed(tmp_path):
 
 
 def test_claim_names_what_differs_and_tolerates_settings_added_later(tmp_path):
-    from fincon.workflow.status import claim
     from fincon.errors import FinconError
+    from fincon.workflow.status import claim
 
     out = tmp_path / "t"
     out.mkdir()

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fincon.testing import END, START, backtest, market_for
 from fincon.strategies import Decision, StopRun, Strategy, make_strategy
+from fincon.testing import END, START, backtest, market_for
 
 
 @pytest.mark.parametrize("ticker", ["TSLA", "PFE", "MSFT"])

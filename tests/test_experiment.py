@@ -18,9 +18,9 @@ import yaml
 from scipy.stats import wilcoxon
 
 from fincon.cli.main import main
-from fincon.workflow.experiment import ABLATIONS, BASELINES, load_experiment, median_repeat
 from fincon.errors import ConfigError
 from fincon.testing import SMALL_EXPERIMENT
+from fincon.workflow.experiment import ABLATIONS, BASELINES, load_experiment, median_repeat
 
 # short windows keep the 2 x 3 trainings (2 episodes) and 6 test runs fast
 ARGS = SMALL_EXPERIMENT
@@ -176,7 +176,7 @@ def test_protocols_compared_on_one_table(tmp_path):
     assert res["median"]["debate-full"]["protocol_measures"]["debate_days"] >= 1  # a call (2022-10-20) in the window
     assert "protocol measures (median runs):" in text
     # turnover, and how often each protocol decided otherwise than the plain team (issue 21, item 6)
-    from fincon.workflow.experiment import differs_share
+    from fincon.workflow.experiment_results import differs_share
 
     full = out / res["median"]["full"]["run_dir"]
     for v in ("scm-full", "debate-full"):

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from fincon.cli.main import main
+from fincon.errors import ConfigError, FinconError
 from fincon.workflow.executors import RAY_MISSING, RayExecutor
 from fincon.workflow.experiment import default_out, load_experiment
-from fincon.errors import ConfigError, FinconError
 
 if importlib.util.find_spec("ray") is None:
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):

@@ -12,8 +12,7 @@ import pandas as pd
 import pytest
 
 from fincon.data.events import Event, EventStore, decision_cutoff, sample_store
-from fincon.data.events.generator import (DEFAULT_TICKERS, PRICES_DIR, SAMPLE_DIR, GeneratorConfig, Planted,
-                                          generate)
+from fincon.data.events.generator import DEFAULT_TICKERS, PRICES_DIR, SAMPLE_DIR, GeneratorConfig, Planted, generate
 from fincon.data.events.loaders.directory import DirectoryLoader
 from fincon.data.events.model import visible_day
 from fincon.errors import ConfigError, DataError

@@ -91,8 +91,8 @@ def _random_book(seed: int, n: int = 250, vol: float = 0.04) -> np.ndarray:
 
 
 def _engine_book(strategy: str) -> np.ndarray:
-    from fincon.testing import backtest, market_for
     from fincon.strategies import make_strategy
+    from fincon.testing import backtest, market_for
 
     s = make_strategy(strategy)
     return backtest(market_for(["TSLA", "MSFT", "PFE"], warmup=s.warmup), s).values

@@ -9,13 +9,14 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from fincon.testing import backtest, market_for
 from fincon.cli.main import main
 from fincon.risk.optimizer import _BOUNDS, MeanVarianceProblem, mean_variance_weights
 from fincon.strategies import make_strategy
+from fincon.testing import backtest, market_for
 
 
 def test_signed_form_matches_closed_form_with_diagonal_sigma():

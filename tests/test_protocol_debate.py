@@ -21,7 +21,7 @@ import pytest
 
 from fincon.agents.brains import Answer, ManagerTask, RulesBrain
 from fincon.agents.protocols import PROTOCOLS, make_protocol
-from fincon.agents.protocols.debate import (SPECIALISTS, DebateProtocol, LeaderAnswer, Outcome, chunk_transcript)
+from fincon.agents.protocols.debate import SPECIALISTS, DebateProtocol, LeaderAnswer, Outcome, chunk_transcript
 from fincon.agents.team import FinConParams, load_events
 from fincon.cli.main import main
 from fincon.data.events.generator import SAMPLE_DIR
@@ -30,8 +30,7 @@ from fincon.llm import CallCache, LLMClient, UsageLedger
 from fincon.llm.types import Completion
 from fincon.memory.embedders import HashingEmbedder
 from fincon.memory.store import MemoryStore
-from fincon.testing import (RULES, TeamStub, corpus, day_records, market_for, perturb_events, perturbed,
-                            run_team)
+from fincon.testing import RULES, TeamStub, corpus, day_records, market_for, perturb_events, perturbed, run_team
 
 CALL_DAY = "2022-11-01"
 CALL_ID = "TSLA-call-2022Q3"

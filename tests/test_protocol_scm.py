@@ -18,8 +18,16 @@ import pytest
 from fincon.agents.brains import Answer, ManagerTask, Reuse
 from fincon.agents.policies import Policies
 from fincon.agents.protocols import make_protocol
-from fincon.agents.protocols.scm import (Alternative, Critique, Issue, Proposal, ScmProtocol, ScmReport, Verdict,
-                                         code_checks)
+from fincon.agents.protocols.scm import (
+    Alternative,
+    Critique,
+    Issue,
+    Proposal,
+    ScmProtocol,
+    ScmReport,
+    Verdict,
+    code_checks,
+)
 from fincon.agents.reports import AnalystReport, Citation, Insight
 from fincon.cli.main import main
 from fincon.data.events.generator import SAMPLE_DIR

@@ -24,6 +24,7 @@ from fincon.cli.main import main
 from fincon.llm.ledger import USAGE_COLUMNS
 from fincon.testing import decisions_of as days_of
 
+
 def sections(page: str) -> list[str]:
     return re.findall(r'<section id="([a-z]+)">', page)
 

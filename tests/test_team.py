@@ -27,8 +27,19 @@ from fincon.data.events.model import Event, decision_cutoff
 from fincon.errors import ConfigError
 from fincon.llm import LLMClient, UsageLedger
 from fincon.strategies import RunContext, make_strategy
-from fincon.testing import (RULES, Scripted, backtest, corpus, day_records, generated_corpus, market_for, perturb_events,
-                            perturbed, run_team, stub_client)
+from fincon.testing import (
+    RULES,
+    Scripted,
+    backtest,
+    corpus,
+    day_records,
+    generated_corpus,
+    market_for,
+    perturb_events,
+    perturbed,
+    run_team,
+    stub_client,
+)
 
 # -- 1. point in time ----------------------------------------------------------
 

@@ -16,11 +16,11 @@ import pytest
 from fincon.agents.beliefs import Beliefs
 from fincon.config import load_config
 from fincon.data.events.generator import GeneratorConfig, Planted, generate, write_corpus
-from fincon.workflow.runner import run_config
-from fincon.workflow.training import TrainOptions, train
 from fincon.errors import ConfigError
 from fincon.llm.types import Completion
 from fincon.risk.cvrf import Trajectory, overlap, rules_step, stretches
+from fincon.workflow.runner import run_config
+from fincon.workflow.training import TrainOptions, train
 
 FINCON = [sys.executable, "-m", "fincon.cli.main"]
 TEAM = {"brain": "rules", "embedder": "hashing", "transcripts": "text"}

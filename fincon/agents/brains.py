@@ -26,8 +26,16 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from pydantic import BaseModel
 
-from fincon.agents.reports import (AnalystAnswer, AnalystReport, Citation, Insight, ManagerReport, checked,
-                                   citations_for, short_labels)
+from fincon.agents.reports import (
+    AnalystAnswer,
+    AnalystReport,
+    Citation,
+    Insight,
+    ManagerReport,
+    checked,
+    citations_for,
+    short_labels,
+)
 from fincon.agents.roles.base import Item, RoleInputs
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -23,13 +23,12 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
 from fincon.errors import ConfigError
-from fincon.validation import format_validation_error
-
 from fincon.llm.client import LLMClient
 from fincon.llm.concurrency import run_concurrently
 from fincon.llm.errors import BudgetExhausted, LLMInvalidAnswer, LLMUnavailable
 from fincon.llm.settings import LLMSettings, build_client
-from fincon.strategies.base import Action, Decision, RunContext, Strategy, StopRun
+from fincon.strategies.base import Action, Decision, RunContext, StopRun, Strategy
+from fincon.validation import format_validation_error
 
 log = logging.getLogger(__name__)
 

@@ -340,6 +340,10 @@ class FinConTeam(Strategy):
                 self._client = None
         return out
 
+    def spent_usd(self) -> float:
+        ledger = getattr(self, "ledger", None)
+        return float(ledger.summary()["llm_cost_usd"]) if ledger is not None else 0.0
+
     def progress(self) -> Mapping[str, Any]:
         c = getattr(self, "counts", None)
         if not c or not c["days"]:

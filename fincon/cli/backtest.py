@@ -88,7 +88,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     b = p.add_argument_group("broker")
     b.add_argument("--cash", type=number(float, 0, lo_open=True), help="starting cash (default 1,000,000)")
     b.add_argument("--commission", type=number(float, 0, 0.1, hi_open=True), help="fraction of traded value, e.g. 0.001 (default 0)")
-    b.add_argument("--slippage", type=number(float, 0, 0.1, hi_open=True), help="fraction of price, e.g. 0.0005 (default 0)")
+    b.add_argument("--commission-model", choices=["percent", "per-share", "zero"],
+                   help="percent of value (default, --commission), per share with a minimum and a maximum per "
+                        "order (--commission-per-share, --commission-min, --commission-max), or zero")
+    b.add_argument("--commission-per-share", type=number(float, 0, 10, hi_open=True), metavar="USD",
+                   help="per-share: dollars a share (0.005)")
+    b.add_argument("--commission-min", type=number(float, 0, 1000, hi_open=True), metavar="USD",
+                   help="per-share: dollars an order at least (1.0)")
+    b.add_argument("--commission-max", type=number(float, 0, 1, hi_open=True), metavar="FRAC",
+                   help="per-share: fraction of the order's value at most (0.01; 0: no maximum)")
+    b.add_argument("--slippage", type=number(float, 0, 1000, hi_open=True),
+                   help="fraction of price, e.g. 0.0005 (default 0; below 0.1); basis points with --slippage-model "
+                        "bps; a fraction of the decision day's high-low range with --slippage-model range")
+    b.add_argument("--slippage-model", choices=["percent", "bps", "range"], help="how --slippage reads (percent)")
+    b.add_argument("--participation", type=number(float, 0, 1, lo_open=True), metavar="FRAC",
+                   help="an order fills at most this fraction of the day's volume, e.g. 0.025; every partial or "
+                        "rejected order is in orders.csv with its reason")
+    b.add_argument("--charge-llm", action="store_true", default=None,
+                   help="take each day's LLM spend from the cash, a trading cost (priced by --llm-prices; "
+                        "equity.csv gets an llm_cost_usd column)")
+    b.add_argument("--participation-rest", choices=["cancel", "carry"],
+                   help="the unfilled rest of a capped order: cancel (default) or carry to the next day")
     b.add_argument("--fill", choices=["close", "next-open"], help="fill at the decision close (default) or next open")
     t = p.add_argument_group("agent team (--strategy fincon; see README)")
     t.add_argument("--brain", choices=["llm", "rules"],
@@ -159,6 +179,14 @@ def build_config(args: argparse.Namespace):
         "broker.cash": args.cash,
         "broker.commission": args.commission,
         "broker.slippage": args.slippage,
+        "broker.commission_model": getattr(args, "commission_model", None),
+        "broker.commission_per_share": getattr(args, "commission_per_share", None),
+        "broker.commission_min": getattr(args, "commission_min", None),
+        "broker.commission_max": getattr(args, "commission_max", None),
+        "broker.slippage_model": getattr(args, "slippage_model", None),
+        "broker.participation": getattr(args, "participation", None),
+        "broker.participation_rest": getattr(args, "participation_rest", None),
+        "broker.charge_llm": getattr(args, "charge_llm", None),
         "broker.fill": args.fill.replace("-", "_") if args.fill else None,
         "metrics.alpha": args.alpha,
         "metrics.risk_free": args.risk_free,

@@ -247,7 +247,14 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
-    from fincon.data.events.generator import DEFAULT_END, DEFAULT_START, GeneratorConfig, Planted, generate, write_corpus
+    from fincon.data.events.generator import (
+        DEFAULT_END,
+        DEFAULT_START,
+        GeneratorConfig,
+        Planted,
+        generate,
+        write_corpus,
+    )
 
     if args.out.exists() and not args.out.is_dir():
         raise ConfigError(f"--out {args.out} exists and is not a directory; choose another path")

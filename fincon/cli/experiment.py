@@ -61,8 +61,11 @@ executor resumes the other's experiment. The LLM cache stays on this
 machine: workers read and write it through a Ray actor here (SQLite is not
 safe on a network filesystem). A unit that fails does not stop the others:
 the phase ends, then one line names it. Each worker loads its own model (llm
-brain, local backend): mind the memory. The config's executor: key takes the
-same choice (executor: ray). Needs pip install 'fincon[ray]'.
+brain, local backend): mind the memory. A local cluster keeps Ray's logs and
+sockets in a fincon-ray-* directory of the temp folder ($TMPDIR, else /tmp),
+deleted when it stops, and its auth token in the environment: nothing is left in
+/tmp/ray or ~/.ray. The config's executor: key takes the same choice
+(executor: ray). Needs pip install 'fincon[ray]'.
 
 Exit status: 0 done; 2 bad input; 3 a unit stopped early (LLM gone, budget
 spent: rerun to resume); 1 a unit failed on a Ray worker (an error that is
@@ -119,6 +122,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="llm brain: the manager's sampling temperature, above 0 (default 0.7)")
     t.add_argument("--explore", type=number(float, 0, 2), help="rules brain: weight noise of episodes 2..K (default 0.3)")
     t.add_argument("--lr", type=number(float, 0, 100), help="rules brain: weight step size, times 1 - tau (default 4.0)")
+    r = p.add_argument_group("rolling evaluation (instead of one train/test split; docs/experiments.md)")
+    r.add_argument("--rolling", metavar="WINDOW",
+                   help="test on successive windows of this length (1y, 6m, 2w, 90d), each after a training "
+                        "window of the same length")
+    r.add_argument("--step", metavar="STEP", help="how far each window starts after the last (default 6m)")
+    r.add_argument("--universe", action="append", metavar="RULE",
+                   help="tickers of each window, picked at its start from earlier bars: all, random:N:SEED, "
+                        "top-volume:N (60-day dollar volume), momentum:N (12-month return) or T1,T2,...; "
+                        "repeatable (default all)")
+    r.add_argument("--rolling-start", metavar="DAY", help="first day of the first test window (default 2019-01-01)")
+    r.add_argument("--rolling-end", metavar="DAY",
+                   help="test windows end by this day and by the data's last day (default 2024-12-31)")
     d = p.add_argument_group("data")
     d.add_argument("--source", choices=["sample", "csv", "yfinance"], help="price source (default sample)")
     d.add_argument("--data", type=Path, metavar="DIR",
@@ -168,6 +183,8 @@ def build_experiment(args: argparse.Namespace):
         "data.source": args.source or ("csv" if args.data else None),
         "data.dir": str(args.data.expanduser().absolute()) if args.data else None,
         "data.cache_dir": str(args.cache_dir.expanduser().absolute()) if args.cache_dir else None,
+        "rolling.window": args.rolling, "rolling.step": args.step, "rolling.universes": args.universe,
+        "rolling.start": args.rolling_start, "rolling.end": args.rolling_end,
         "executor.kind": args.executor, "executor.address": args.ray_address, "executor.cpus": args.ray_cpus,
     }
     for key, value in llm_overrides(args).items():
@@ -175,6 +192,15 @@ def build_experiment(args: argparse.Namespace):
     for name, params in _parse_params(args.param).items():
         for key, value in params.items():
             over[f"team.{key}" if name == "fincon" else f"strategy_params.{name}.{key}"] = value
+    rolling_only = {"--step": args.step, "--universe": args.universe, "--rolling-start": args.rolling_start,
+                    "--rolling-end": args.rolling_end}
+    given = [k for k, v in rolling_only.items() if v is not None]
+    if given and not args.rolling:
+        from fincon.errors import ConfigError
+        from fincon.workflow.experiment import read_yaml
+
+        if not (args.config and isinstance(read_yaml(args.config).get("rolling"), dict)):
+            raise ConfigError(f"{given[0]} is a setting of the rolling evaluation; add --rolling WINDOW (e.g. 1y)")
     return load_experiment(args.config, over)
 
 
@@ -183,6 +209,8 @@ def run(args: argparse.Namespace) -> int:
     from fincon.workflow.experiment import run_experiment
 
     exp = build_experiment(args)
+    if exp.rolling is not None:
+        return run_rolling_command(args, exp)
     with open_executor(exp.executor) as executor:
         report = run_experiment(exp, Path(args.out) if args.out else None, progress=not args.no_progress,
                                 executor=executor)
@@ -198,6 +226,51 @@ def run(args: argparse.Namespace) -> int:
     print(f"belief evolution:     {report.out / 'beliefs.png'}, {report.out / 'beliefs.md'}")
     sys.stdout.flush()
     return 0
+
+
+def run_rolling_command(args: argparse.Namespace, exp) -> int:
+    from fincon.workflow.executors import open_executor
+    from fincon.workflow.rolling import identity, run_rolling
+
+    import hashlib
+
+    out = Path(args.out) if args.out else Path("runs") / (
+        "rolling_" + hashlib.sha256(json.dumps(identity(exp), sort_keys=True).encode()).hexdigest()[:8])
+    with open_executor(exp.executor) as executor:
+        report = run_rolling(exp, out, progress=not args.no_progress, executor=executor)
+    if args.json:
+        print(json.dumps({"rolling_dir": str(report.out), "ran": report.ran, **report.results}, sort_keys=True))
+        return 0
+    print(format_rolling(report.results))
+    if report.skipped:
+        print(f"\nresumed: {len(report.skipped)} unit(s) were already finished, {len(report.ran)} run now")
+    print(f"\nrolling directory: {report.out}  (windows.csv, summary.csv, results.json; "
+          f"fincon report {report.out} --out rolling.html)")
+    sys.stdout.flush()
+    return 0
+
+
+def format_rolling(res: dict[str, Any]) -> str:
+    """Per universe and strategy: the medians over windows and the comparison with buy-and-hold."""
+    head = (f"rolling {res['window']} windows stepped by {res['step']} in {res['span'][0]}..{res['span'][1]} "
+            f"({res['brain']} brain, {res['episodes']} training episode(s))")
+    rows = [("universe", "strategy", "windows", "median CR %", "median SR", "median MDD %", "mean excess CR %",
+             "beats B&H", "p vs B&H", "median turnover", "LLM cost $")]
+    for s in res["summary"]:
+        rows.append((s["universe"], s["strategy"], str(s["windows"]), _f(s["median_cr_pct"], "{:.2f}"),
+                     _f(s["median_sharpe"], "{:.3f}"), _f(s["median_mdd_pct"], "{:.2f}"),
+                     _f(s["mean_excess_cr_pct"], "{:.2f}"),
+                     "" if s["share_beats_bh"] is None else f"{s['share_beats_bh']:.0%}",
+                     _f(s["wilcoxon_p"], "{:.4f}"), _f(s["median_turnover"], "{:.2f}"),
+                     _f(s["llm_cost_usd"], "{:.4f}")))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = [head]
+    for r in rows:
+        lines.append("  ".join([r[0].ljust(widths[0]), r[1].ljust(widths[1])]
+                               + [c.rjust(w) for c, w in zip(r[2:], widths[2:])]).rstrip())
+    lines.append("beats B&H: share of windows with a CR above buy-and-hold's on the same window and tickers; "
+                 "p: two-sided Wilcoxon signed-rank test of per-window CRs paired with buy-and-hold's")
+    return "\n".join(lines)
 
 
 def _f(v: Any, fmt: str) -> str:

@@ -7,8 +7,8 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from fincon.errors import DataError
 from fincon.data.transcription.checks import check_audio_file
+from fincon.errors import DataError
 
 HELP = """\
 Transcribe an audio file with Whisper. The default backend tries

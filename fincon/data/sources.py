@@ -10,8 +10,8 @@
 from __future__ import annotations
 
 import io
-import zlib
 import logging
+import zlib
 from contextlib import redirect_stderr, redirect_stdout
 from importlib import resources
 from pathlib import Path

@@ -30,9 +30,10 @@ import pandas as pd
 from tqdm import tqdm
 
 from fincon.data.view import MarketData, PortfolioSnapshot
-from fincon.engine.broker import BrokerSettings, size_orders
-from fincon.errors import FinconError
+from fincon.engine.broker import (BrokerSettings, DayVolumeCap, PerShareCommission, RangeSlippageBroker,
+                                  size_orders)
 from fincon.engine.feed import make_feed
+from fincon.errors import FinconError
 from fincon.risk.metrics import Metrics, compute_metrics
 from fincon.strategies.base import Decision, RunContext, StopRun, Strategy
 
@@ -54,6 +55,10 @@ class BacktestResult:
     metrics: Metrics
     stopped: str | None = None
     rejected_orders: int = 0
+    #: every order: date, ticker, side, requested, filled, price, commission, status, reason
+    orders: pd.DataFrame | None = None
+    #: broker.charge_llm: the model spend charged on each day (None when not charged)
+    llm_cost: np.ndarray | None = None
     scaled_days: int = 0
     strategy_summary: dict[str, Any] = field(default_factory=dict)
     analyzers: dict[str, Any] = field(default_factory=dict)
@@ -72,6 +77,7 @@ class _Bridge(bt.Strategy):
         self.p.loop.on_bar(self)
 
     def next_open(self):
+        self.p.loop.on_open_carry(self)
         self.p.loop.on_open(self)
 
     def notify_order(self, order):
@@ -99,6 +105,13 @@ class _Loop:
         self.scaled_days = 0
         self.stopped: str | None = None
         self.pending: Decision | None = None  # next_open mode: sized at the next open
+        self.orders: dict[int, dict[str, Any]] = {}  # order ref -> its orders.csv row
+        self.alive: dict[int, bt.Order] = {}  # orders not yet completed, cancelled or rejected
+        self.carry: dict[str, tuple[float, str]] = {}  # participation carry: ticker -> (shares, from date)
+        self.capped: set[int] = set()  # refs cancelled by the participation cap
+        self.broker: Any = None  # the run's backtrader broker (to cancel a capped order's rest)
+        self.llm_cost = np.zeros(n)  # charge_llm: the model spend charged on each day
+        self.charged = 0.0
         self.days_done = 0
         self.bar = tqdm(
             total=n, unit="day", delay=2.0, disable=not progress, file=sys.stderr,
@@ -112,6 +125,10 @@ class _Loop:
         i = len(bts) - 1
         datas = bts.datas
         broker = bts.broker
+        if self.settings.participation is not None:
+            for ref, order in list(self.alive.items()):  # a capped order that filled nothing (no volume)
+                self.capped.add(ref)
+                broker.cancel(order)
         value = broker.getvalue()
         cash = broker.getcash()
         shares = {d._name: bts.getposition(d).size for d in datas}
@@ -136,6 +153,20 @@ class _Loop:
             bts.env.runstop()
             return
         self._record_decision(view.date, decision)
+        if self.settings.charge_llm:
+            spent = float(self.strategy.spent_usd())
+            if spent > self.charged:  # charged at this close: the cash is lower from the next bar on
+                charge = spent - self.charged
+                broker.add_cash(-charge)
+                self.llm_cost[i] = charge
+                self.charged = spent
+                cash -= charge  # today's orders are sized on the cash left after the charge
+                value -= charge
+        if self.carry:
+            if decision is not None and decision.weights:
+                self.carry.clear()  # the new targets supersede the unfilled rest
+            elif self.settings.fill == "close":
+                self._submit_carry(bts, view.date)
         if decision is not None and decision.weights:
             self._check_tickers(decision, shares)
             if self.settings.fill == "close":
@@ -173,28 +204,92 @@ class _Loop:
         value = cash + sum(shares[k] * prices[k] for k in shares)
         self._submit(bts, decision, shares, prices, value, cash)
 
+    def on_open_carry(self, bts: _Bridge) -> None:
+        """next_open mode: a carried rest goes in at the open when no new decision supersedes it."""
+        if self.carry and self.pending is None and not self.stopped:
+            self._submit_carry(bts, bt.num2date(bts.datas[0].datetime[0]))
+
     def _check_tickers(self, decision: Decision, shares) -> None:
         unknown = set(decision.weights) - set(shares)
         if unknown:
             raise ValueError(f"{self.strategy.name} returned weights for unknown tickers {sorted(unknown)}")
 
     def _submit(self, bts, decision: Decision, shares, prices, value, cash) -> None:
-        sized = size_orders(decision.weights, shares, prices, value, cash, self.settings)
+        sized = size_orders(decision.weights, shares, prices, value, cash, self.settings, self._day_ranges(bts))
         if sized.buy_scale < 0.999:
             self.scaled_days += 1
             log.info("buys scaled by %.4f to fit cash on %s", sized.buy_scale, bts.datas[0].datetime.date(0))
         by_name = {d._name: d for d in bts.datas}
+        day = bt.num2date(bts.datas[0].datetime[0]).strftime("%Y-%m-%d")
         for order in sized.orders:
-            data = by_name[order.ticker]
-            if order.size > 0:
-                bts.buy(data=data, size=order.size)
-            else:
-                bts.sell(data=data, size=-order.size)
+            self._place(bts, by_name[order.ticker], order.size, day, "")
+
+    def _day_ranges(self, bts) -> dict[str, float] | None:
+        """Range slippage: each ticker's dollars a share, a fraction of the decision day's high-low."""
+        if self.settings.slippage_model != "range":
+            return None
+        ago = 0 if self.settings.fill == "close" else -1  # next_open sizes at t+1's open: day t is bar -1
+        return {d._name: self.settings.slippage * max(0.0, float(d.high[ago]) - float(d.low[ago]))
+                for d in bts.datas}
+
+    def _place(self, bts, data, size: float, day: str, note: str) -> None:
+        o = bts.buy(data=data, size=size) if size > 0 else bts.sell(data=data, size=-size)
+        if o is None:
+            return
+        self.alive[o.ref] = o
+        self.orders[o.ref] = {"date": day, "ticker": data._name, "side": "buy" if size > 0 else "sell",
+                              "requested": float(abs(size)), "filled": 0.0, "price": None, "commission": 0.0,
+                              "status": "submitted", "reason": note}
+
+    def _submit_carry(self, bts, date: pd.Timestamp) -> None:
+        by_name = {d._name: d for d in bts.datas}
+        carry, self.carry = self.carry, {}
+        for ticker, (size, since) in sorted(carry.items()):
+            self._place(bts, by_name[ticker], size, date.strftime("%Y-%m-%d"), f"rest carried from {since}")
 
     # -- broker events ---------------------------------------------------
     def on_order(self, order: bt.Order) -> None:
+        row = self.orders.get(order.ref)
+        ex = order.executed
+        if order.status == order.Partial and self.settings.participation is not None:
+            # the cap bound: the rest is cancelled now (and, with carry, placed again on this bar's decision)
+            self.capped.add(order.ref)
+            self._record_fill(order, row)
+            self._cap_note(order, row, abs(ex.size))
+            self.broker.cancel(order)
+            return
+        if order.status in (order.Submitted, order.Accepted, order.Partial):
+            return
+        self.alive.pop(order.ref, None)
+        if order.ref not in self.capped:
+            self._record_fill(order, row)
         if order.status == order.Completed:
-            ex = order.executed
+            if row is not None:
+                row["status"] = "filled"
+            return
+        capped = order.ref in self.capped and order.status == order.Canceled
+        if row is not None:
+            row["status"] = "partial" if ex.size else "rejected"
+            if capped:
+                if "participation cap" not in row["reason"]:  # nothing filled: no Partial came first
+                    self._cap_note(order, row, 0.0)
+            else:
+                row["reason"] = "; ".join(x for x in (row["reason"],
+                                                      f"{order.getstatusname().lower()}: not enough cash at the "
+                                                      "fill price" if order.status == order.Margin else
+                                                      order.getstatusname().lower()) if x)
+        if not capped:
+            self.rejected += 1
+            log.warning(
+                "%s order for %.4f %s was %s (not enough cash at the fill price?)",
+                "buy" if order.isbuy() else "sell", order.created.size, order.data._name,
+                order.getstatusname().lower(),
+            )
+
+    def _record_fill(self, order: bt.Order, row: dict[str, Any] | None) -> None:
+        """trades.csv gets what the order executed (a capped order: when the cap binds)."""
+        ex = order.executed
+        if ex.size:
             self.fills.append(
                 {
                     "date": bt.num2date(ex.dt).strftime("%Y-%m-%d"),
@@ -206,13 +301,22 @@ class _Loop:
                     "commission": float(ex.comm),
                 }
             )
-        elif order.status in (order.Margin, order.Rejected, order.Canceled, order.Expired):
-            self.rejected += 1
-            log.warning(
-                "%s order for %.4f %s was %s (not enough cash at the fill price?)",
-                "buy" if order.isbuy() else "sell", order.created.size, order.data._name,
-                order.getstatusname().lower(),
-            )
+        if row is not None:
+            row.update(filled=float(abs(ex.size)), price=float(ex.price) if ex.size else None,
+                       commission=float(ex.comm))
+
+    def _cap_note(self, order: bt.Order, row: dict[str, Any] | None, filled: float) -> None:
+        """Why a capped order stopped short, and its rest carried when the setting says so."""
+        if row is None:
+            return
+        rest = row["requested"] - filled
+        carry = self.settings.participation_rest == "carry" and rest > 1e-12
+        note = (f"participation cap {self.settings.participation:.2%} of the day's volume: {rest:.4f} shares not "
+                f"filled, {'carried to the next day' if carry else 'cancelled'}")
+        row["reason"] = "; ".join(x for x in (row["reason"], note) if x)
+        if carry:
+            prev = self.carry.get(order.data._name, (0.0, row["date"]))
+            self.carry[order.data._name] = (prev[0] + (rest if order.isbuy() else -rest), prev[1])
 
     def on_trade(self, trade: bt.Trade) -> None:
         if trade.isclosed:
@@ -252,17 +356,28 @@ def run_backtest(
     cerebro = bt.Cerebro(stdstats=False, preload=True, cheat_on_open=next_open)
     for ticker in market.tickers:
         cerebro.adddata(make_feed(market.frame(ticker), ticker), name=ticker)
+    if settings.slippage_model == "range":
+        cerebro.setbroker(RangeSlippageBroker(slip_range=settings.slippage, slip_open=True, slip_match=True,
+                                              slip_out=True))
     broker = cerebro.broker
     broker.setcash(settings.cash)
-    broker.setcommission(commission=settings.commission)
-    if settings.slippage:
-        broker.set_slippage_perc(settings.slippage, slip_open=True, slip_match=True, slip_out=True)
+    if settings.commission_model == "per-share":
+        broker.addcommissioninfo(PerShareCommission(per_share=settings.commission_per_share,
+                                                    minimum=settings.commission_min,
+                                                    maximum=settings.commission_max))
+    else:
+        broker.setcommission(commission=settings.commission if settings.commission_model == "percent" else 0.0)
+    if settings.slip_fraction:
+        broker.set_slippage_perc(settings.slip_fraction, slip_open=True, slip_match=True, slip_out=True)
+    if settings.participation is not None:
+        broker.set_filler(DayVolumeCap(settings.participation, close_fill=not next_open))
     broker.set_coc(not next_open)
     broker.set_coo(next_open)
     broker.set_shortcash(True)
     cerebro.addanalyzer(bt.analyzers.TimeReturn, _name="timereturn", timeframe=bt.TimeFrame.Days)
     cerebro.addanalyzer(bt.analyzers.DrawDown, _name="drawdown")
     loop = _Loop(market, strategy, settings, progress)
+    loop.broker = broker
     cerebro.addstrategy(_Bridge, loop=loop)
     strategy.start(ctx)
     try:
@@ -319,7 +434,15 @@ def run_backtest(
         metrics=metrics,
         stopped=loop.stopped,
         rejected_orders=loop.rejected,
+        orders=pd.DataFrame([{**r, "status": "unfilled", "reason": "; ".join(
+                                 x for x in (r["reason"], "the run ended before it filled") if x)}
+                             if r["status"] == "submitted" and not r["filled"] else
+                             {**r, "status": "partial"} if r["status"] == "submitted" else r
+                             for r in loop.orders.values()],
+                            columns=["date", "ticker", "side", "requested", "filled", "price", "commission",
+                                     "status", "reason"]),
         scaled_days=loop.scaled_days,
+        llm_cost=loop.llm_cost[:n] if settings.charge_llm else None,
         strategy_summary=strategy_summary,
         analyzers=analyzers,
     )

@@ -22,6 +22,8 @@ class ArrayFeed(bt.feed.DataBase):
     def start(self):
         super().start()
         f = self._frame
+        if f is None:
+            raise ValueError("ArrayFeed needs a frame of bars (ArrayFeed(frame=...))")
         # Bars are stamped at the end of the session, as backtrader's own
         # daily feeds do, so ``datetime.date(0)`` is the trading day.
         self._dt = [bt.date2num(d.to_pydatetime()) for d in f.index]

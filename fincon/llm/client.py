@@ -13,10 +13,18 @@ plus usage. In between it
    have stored a different answer first; acting on the stored one is what
    makes every run's replay faithful),
 4. validates the answer; an invalid one gets exactly one re-ask that quotes the
-   validation error; a second invalid answer raises
-   :class:`~fincon.llm.errors.LLMInvalidAnswer`, which the agent must handle,
-5. books calls, tokens, latency, cache hits, re-asks and failures in the
-   ledger under the calling agent and simulated day.
+   validation error; when that answer is invalid too and the call samples
+   (temperature > 0), one fresh sample of the original question follows
+   (:func:`resample_params`: another seed, so another cache key; a re-ask
+   only shows the model its own mistake, a new sample may avoid it); the
+   last invalid answer raises :class:`~fincon.llm.errors.LLMInvalidAnswer`,
+   which the agent must handle (its fallback),
+5. books calls, tokens, latency, cache hits, re-asks, re-samples and
+   failures in the ledger under the calling agent and simulated day.
+
+A recording made before re-samples existed replays as it was recorded: in
+replay mode a re-sample the cache does not hold is not asked for, and the
+call fails as it did then (the agent falls back, as in the recording).
 """
 
 from __future__ import annotations
@@ -85,8 +93,33 @@ class LLMClient:
             return LLMResult(value=value, usage=usage, keys=keys)
         except AnswerInvalid as exc:
             err2 = str(exc)
-        self.ledger.record_failure(agent, day, keys, (err1, err2))
-        raise LLMInvalidAnswer(agent, keys, (err1, err2))
+        errors = (err1, err2)
+        if params.temperature > 0:
+            third = self._resample(msgs, schema, params, agent, day, keys[-1], err2)
+            if third is not None:
+                keys += (third[2],)
+                usage = _combine(usage, third[1])
+                try:
+                    value = parse_answer(third[0], output)
+                    return LLMResult(value=value, usage=usage, keys=keys)
+                except AnswerInvalid as exc:
+                    errors += (str(exc),)
+        self.ledger.record_failure(agent, day, keys, errors)
+        raise LLMInvalidAnswer(agent, keys, errors)
+
+    def _resample(self, msgs: tuple[Message, ...], schema: dict, params: SamplingParams, agent: str,
+                  day: str | None, after: str, error: str) -> tuple[str, Usage, str] | None:
+        """One fresh sample of the original question, or None when a replay's
+        recording has none (it was made before re-samples existed)."""
+        fresh = resample_params(params)
+        if self.cache.mode is CacheMode.REPLAY:
+            b = self.backend
+            if self.cache.get(call_key(b.name, b.model_id, msgs, schema, fresh)) is None:
+                log.info("%s %s: the recording holds no re-sample after two invalid answers; failing as it did",
+                         day or "-", agent)
+                return None
+        self.ledger.record_resample(agent, day, after, error)
+        return self._call(msgs, schema, fresh, agent, day)
 
     def check_budget(self) -> None:
         self.ledger.check_budget()
@@ -122,14 +155,26 @@ class LLMClient:
                                 params=params, answer=completion.text, prompt_tokens=completion.prompt_tokens,
                                 completion_tokens=completion.completion_tokens, latency_s=latency,
                                 structured_mode=mode)
+        model_s = latency if completion.model_s is None else min(completion.model_s, latency)
         if stored.answer != completion.text:
             log.info("call %s: another run stored its answer first; acting on the stored answer so that a replay "
                      "reproduces this run", key[:16])
         # the stored row, not this completion: a replay reads exactly these values
         self.ledger.record_call(agent, day, b.price_model, stored.prompt_tokens, stored.completion_tokens,
-                                latency, False, structured_mode=stored.structured_mode)
+                                latency, False, structured_mode=stored.structured_mode, model_s=model_s)
         usage = Usage(stored.prompt_tokens, stored.completion_tokens, latency, cache_hit=False)
         return stored.answer, usage, key
+
+
+#: added to the seed of a re-sample: far from the small seeds that runs and
+#: training episodes use, so a re-sample is not another episode's first sample
+RESAMPLE_SEED_OFFSET = 1_000_003
+
+
+def resample_params(params: SamplingParams) -> SamplingParams:
+    """The sampling of a re-sample: the same but for the seed (a new cache key,
+    the same in a replay)."""
+    return params.model_copy(update={"seed": params.seed + RESAMPLE_SEED_OFFSET})
 
 
 def _combine(a: Usage, b: Usage) -> Usage:

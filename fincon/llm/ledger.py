@@ -62,7 +62,9 @@ class _Row:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    model_s: float = 0.0  # the part of latency_s the model worked; the rest was queued
     reasks: int = 0
+    resamples: int = 0
     fallbacks: int = 0
     failures: int = 0
     # model -> [prompt, completion] tokens (all calls / live calls only)
@@ -72,7 +74,9 @@ class _Row:
 
 USAGE_COLUMNS = ("day", "agent", "calls", "prompt_tokens", "completion_tokens", "total_tokens",
                  "cost_usd", "reasks", "fallbacks", "failures")
-RUNTIME_COLUMNS = ("day", "agent", "live_calls", "cache_hits", "latency_s", "spent_usd")
+#: latency_s = queued_s + model_s: seconds of live calls, split into waiting
+#: (for the model's lock, a connection, a retry) and the model working
+RUNTIME_COLUMNS = ("day", "agent", "live_calls", "cache_hits", "latency_s", "spent_usd", "queued_s", "model_s")
 
 
 class UsageLedger:
@@ -88,7 +92,10 @@ class UsageLedger:
 
     # -- recording -------------------------------------------------------
     def record_call(self, agent: str, day: str | None, model: str, prompt_tokens: int,
-                    completion_tokens: int, latency_s: float, cache_hit: bool, structured_mode: str = "") -> None:
+                    completion_tokens: int, latency_s: float, cache_hit: bool, structured_mode: str = "",
+                    model_s: float | None = None) -> None:
+        """One call. ``model_s``: the part of ``latency_s`` the model worked
+        (None: all of it)."""
         with self._lock:
             if structured_mode:
                 self._modes.add(structured_mode)
@@ -106,6 +113,7 @@ class UsageLedger:
                 # time would make two replays differ in their last digit
                 row.live_calls += 1
                 row.latency_s += float(latency_s)
+                row.model_s += float(latency_s if model_s is None else min(model_s, latency_s))
                 lt = row.live_tokens_by_model[model]
                 lt[0] += int(prompt_tokens)
                 lt[1] += int(completion_tokens)
@@ -123,6 +131,13 @@ class UsageLedger:
         with self._lock:
             self._rows[(day or NO_DAY, agent)].reasks += 1
             self._event("reask", agent, day, keys=[key], error=error)
+
+    def record_resample(self, agent: str, day: str | None, key: str, error: str) -> None:
+        """A fresh sample after the re-ask's answer (``key``) was invalid too
+        (only at temperature > 0; see :mod:`fincon.llm.client`)."""
+        with self._lock:
+            self._rows[(day or NO_DAY, agent)].resamples += 1
+            self._event("resample", agent, day, keys=[key], error=error)
 
     def record_failure(self, agent: str, day: str | None, keys: tuple[str, ...], errors: tuple[str, ...]) -> None:
         with self._lock:
@@ -183,6 +198,7 @@ class UsageLedger:
         return [{
             "day": day, "agent": agent, "live_calls": r.live_calls, "cache_hits": r.cache_hits,
             "latency_s": f"{r.latency_s:.4f}", "spent_usd": f"{self._cost(r.live_tokens_by_model):.6f}",
+            "queued_s": f"{r.latency_s - r.model_s:.4f}", "model_s": f"{r.model_s:.4f}",
         } for (day, agent), r in items]
 
     def summary(self) -> dict[str, Any]:
@@ -191,6 +207,8 @@ class UsageLedger:
         rows = self.usage_rows()
         total = lambda k: sum(int(r[k]) for r in rows)  # noqa: E731
         with self._lock:
+            # not a column of llm_usage.csv: that file's bytes are the demo's fingerprint
+            resamples = sum(r.resamples for r in self._rows.values())
             by_model: dict[str, list[int]] = defaultdict(lambda: [0, 0])
             for r in self._rows.values():
                 for m, (p, c) in r.tokens_by_model.items():
@@ -204,6 +222,7 @@ class UsageLedger:
             "llm_tokens": total("total_tokens"),
             "llm_cost_usd": round(self._cost(by_model), 6),
             "llm_reasks": total("reasks"),
+            "llm_resamples": resamples,
             "llm_fallbacks": total("fallbacks"),
             "llm_failures": total("failures"),
             "llm_structured_mode": modes,
@@ -215,6 +234,8 @@ class UsageLedger:
             "llm_live_calls": sum(r["live_calls"] for r in rows),
             "llm_cache_hits": sum(r["cache_hits"] for r in rows),
             "llm_latency_s": round(sum(float(r["latency_s"]) for r in rows), 3),
+            "llm_queued_s": round(sum(float(r["queued_s"]) for r in rows), 3),
+            "llm_model_s": round(sum(float(r["model_s"]) for r in rows), 3),
         }
 
     def write(self, run_dir: Path | str) -> dict[str, Path]:

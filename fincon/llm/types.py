@@ -56,6 +56,11 @@ class Completion:
     #: the response format that produced the text (openai backend: json_schema, json_object_schema or
     #: json_object); "" when the backend does not say. Stored in the cache, summed up in the ledger.
     structured_mode: str = ""
+    #: seconds the model worked on the request: from the moment the backend
+    #: had the model (its lock) or sent the request, to the answer. The rest of
+    #: a call's wall time was spent queued (waiting for the lock, for a retry).
+    #: None: the backend does not measure it (the whole call counts as model time).
+    model_s: float | None = None
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from fincon.workflow.status import failure
 from fincon.errors import DataError, FinconError
+from fincon.workflow.status import failure
 
 BENCHMARK = "buy-and-hold"
 BENCHMARK_KEY = f"{BENCHMARK} (benchmark)"
@@ -85,6 +85,18 @@ class Experiment:
 
 
 @dataclass
+class Rolling:
+    """A rolling evaluation's tables (windows.csv, summary.csv)."""
+
+    label: str
+    path: Path
+    windows: pd.DataFrame
+    summary: pd.DataFrame
+    results: dict[str, Any]
+    status: str | None = None
+
+
+@dataclass
 class Benchmark:
     """Buy-and-hold on a window: its metrics, and its curve when known."""
 
@@ -101,11 +113,12 @@ class Source:
     """One RUN argument of ``fincon report``."""
 
     path: Path
-    kind: str  # run | comparison | training | experiment
+    kind: str  # run | comparison | training | experiment | rolling
     runs: list[Run] = field(default_factory=list)
     columns: dict[str, dict[str, Any]] = field(default_factory=dict)  # metrics-only columns (failed, benchmark)
     trainings: list[Training] = field(default_factory=list)
     experiment: Experiment | None = None
+    rolling: Rolling | None = None
     failure: str | None = None  # a training or experiment that did not finish: why (shown on top of the page)
 
 
@@ -250,6 +263,8 @@ def load_source(path: Path) -> Source:
         raise DataError(f"{path} is not a directory; pass a directory written by fincon backtest, train or experiment")
     if (path / "experiment.json").is_file():
         return _experiment(path)
+    if (path / "rolling.json").is_file():
+        return _rolling(path)
     if (path / "train.json").is_file() or ((path / "episodes.jsonl").is_file() and (path / "episodes").is_dir()):
         return _training(path)
     if not (path / "metrics.json").is_file():
@@ -345,6 +360,22 @@ def _experiment(path: Path) -> Source:
     if not src.runs and not why:
         raise DataError(f"{path} holds no finished unit yet (no results.json, no test runs)")
     return src
+
+
+def _rolling(path: Path) -> Source:
+    state = _json(path / "rolling.json")
+    status = state.get("status") if isinstance(state, dict) else None
+    if not (path / "windows.csv").is_file() or not (path / "summary.csv").is_file():
+        raise DataError(f"{path} is a rolling evaluation without its tables yet (windows.csv, summary.csv); "
+                        "run the same fincon experiment command again to finish it")
+    try:
+        windows = pd.read_csv(path / "windows.csv")
+        summary = pd.read_csv(path / "summary.csv")
+    except (ValueError, OSError) as exc:
+        raise DataError(f"{path}: cannot read its tables ({type(exc).__name__})") from None
+    results = _json(path / "results.json") if (path / "results.json").is_file() else {}
+    return Source(path, "rolling", rolling=Rolling(path.name, path, windows, summary,
+                                                   results if isinstance(results, dict) else {}, status))
 
 
 # -- putting the sources together ------------------------------------------------

@@ -52,7 +52,7 @@ bound in the sign of mu, or the best mu for long-only.
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator, Literal, Mapping, Sequence
+from typing import Any, Iterator, Literal, Mapping, Sequence
 
 import numpy as np
 import scipy.linalg
@@ -84,7 +84,7 @@ def _solver_options(solver: str, eps: float) -> dict:
     return {"verbose": False, ("polish" if pre_v1 else "polishing"): False, "eps_abs": eps, "eps_rel": eps}
 
 
-_blas_controller = None
+_blas_controller: Any = None  # a threadpoolctl controller, or False without threadpoolctl
 
 
 @contextlib.contextmanager
@@ -229,9 +229,9 @@ def _interior_point(h: np.ndarray, q: np.ndarray, lb: np.ndarray, ub: np.ndarray
             c = scipy.linalg.cho_factor(m, overwrite_a=True, check_finite=False)
         except (np.linalg.LinAlgError, ValueError):
             return
-        e = None
+        e: Any = None  # M^-1 1, solved with the first direction
 
-        def direction(tz: np.ndarray, ty: np.ndarray) -> tuple[np.ndarray, ...]:
+        def direction(tz: np.ndarray, ty: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
             # targets tz, ty for the changes of a*z and s*y; Newton step of the KKT system
             nonlocal e
             rhs = -rd + tz / a - ty / s
@@ -308,7 +308,7 @@ class MeanVarianceProblem:
         self._lp = not self._scale > 0  # gamma = 0 or Sigma = 0: a linear program
         self._h = 2.0 * sym / diag if not self._lp else np.zeros((n, n))
         self._warm: np.ndarray | None = None  # the last exact solution, for the next solve
-        self._problem = None  # the cvxpy problem, compiled when first needed
+        self._problem: Any = None  # the cvxpy problem, compiled when first needed
 
     def _compile(self) -> None:
         import cvxpy as cp
@@ -400,12 +400,11 @@ class MeanVarianceProblem:
             self.last_path = "closed_form"
         else:
             q = mu / self._scale
-            w = None
+            fast: np.ndarray | None = None
             if self.method == "auto":
                 with _blas_threads():
-                    w = self._solve_numpy(q, lb, ub)
-            if w is None:
-                w = self._solve_cvxpy(q, lb, ub)
+                    fast = self._solve_numpy(q, lb, ub)
+            w = fast if fast is not None else self._solve_cvxpy(q, lb, ub)
             self._warm = w
         w = np.clip(w, lb, ub)
         w = np.where(np.abs(w) < ZERO_TOL, 0.0, w) + 0.0  # + 0.0 turns -0.0 into 0.0

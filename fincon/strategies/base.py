@@ -102,6 +102,12 @@ class Strategy:
         day); asked after every day, so keep it cheap."""
         return {}
 
+    def spent_usd(self) -> float:
+        """What the strategy's model calls have cost so far, in dollars (0 for a
+        strategy that calls no model); asked after every day when the broker
+        charges the LLM's spend (``broker.charge_llm``)."""
+        return 0.0
+
     def finish(self, ctx: RunContext) -> Mapping[str, Any]:
         """Called once after the last day (also after an early stop). The
         returned mapping is merged into the run summary (``summary.json``)."""

@@ -3,7 +3,9 @@
 * :mod:`fincon.workflow.runner`: a validated run config to run directories
   (builds each strategy by name, the agent team included, and runs the loop);
 * :mod:`fincon.workflow.training`: CVRF belief training (``fincon train``);
-* :mod:`fincon.workflow.experiment`: the experiment grid (``fincon experiment``);
+* :mod:`fincon.workflow.experiment`: the experiment grid (``fincon experiment``), with its
+  config model (``experiment_config``), units (``experiment_units``) and results
+  (``experiment_results``);
 * :mod:`fincon.workflow.executors`: how an experiment runs its units (serial
   or Ray tasks).
 

@@ -1,7 +1,7 @@
 """How ``fincon experiment`` runs the independent units of a phase.
 
 An executor is called once per phase with the phase's tasks (picklable,
-argument-free callables: :class:`fincon.workflow.experiment._Job`) and a
+argument-free callables: :class:`fincon.workflow.experiment_units.Job`) and a
 ``done(index, result)`` callback that it calls as each task finishes. Units
 of one phase never read each other's outputs, so the order in which they run
 does not change a file.
@@ -68,6 +68,18 @@ machine, see above).
 *A local cluster* listens on the loopback interface only, with no dashboard
 and no usage statistics (``RAY_USAGE_STATS_ENABLED=0``): nothing leaves the
 machine. Its workers' output is not forwarded (``log_to_driver=False``).
+
+*A local cluster leaves nothing behind.* Ray's session files (sockets, logs,
+spilled objects) go to a fresh directory ``fincon-ray-*`` in the system's temp
+folder (``RAY_TMPDIR``, Ray's documented variable), not to Ray's shared
+``/tmp/ray``, and that directory is deleted when the cluster stops. Ray 2.5x
+turns token authentication on for a new local cluster and saves the token in
+``~/.ray/auth_token``; fincon makes a random token for the process' lifetime
+and hands it over in the environment (``RAY_AUTH_TOKEN``), so nothing is
+written to the home folder.
+tests/test_experiment_ray.py lists the home folder, the temp folder and
+``/tmp/ray`` before and after a run. Only public Ray APIs and documented
+environment variables are used, so a Ray upgrade cannot silently break them.
 """
 
 from __future__ import annotations
@@ -77,8 +89,13 @@ import logging
 import os
 import pickle
 import re
+import secrets
+import shutil
 import signal
 import socket
+import sys
+import tempfile
+import time
 import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterator, Literal, Sequence
@@ -163,9 +180,17 @@ def open_executor(spec: ExecutorSpec) -> Iterator[Executor]:
         yield executor
 
 
-def _import_ray():
+def _import_ray(local: bool = False):
+    """``ray``, or the one-line error naming the extra. For a local cluster,
+    Ray's first import in this process happens with its cluster mode off
+    (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, read once at import): the
+    node then announces, and binds to, the loopback address only."""
     try:
-        import ray
+        if local and "ray" not in sys.modules:
+            with _environment(RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0"):
+                import ray
+        else:
+            import ray
     except ImportError:
         raise FinconError(RAY_MISSING) from None
     return ray
@@ -187,6 +212,21 @@ def _environment(**values: str) -> Iterator[None]:
                 os.environ[k] = v
 
 
+@contextlib.contextmanager
+def _restored(*names: str) -> Iterator[None]:
+    """Environment variables put back as they were at the start of the block,
+    whoever changed them inside it (ray.init sets RAY_AUTH_MODE)."""
+    old = {k: os.environ.get(k) for k in names}
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 class RayExecutor:
     """Run tasks as Ray tasks; see the module docstring. Use it as a context
     manager: Ray starts (or connects) on the first non-empty phase and the
@@ -195,11 +235,14 @@ class RayExecutor:
     def __init__(self, address: str | None = None, cpus: int | None = None):
         self.address = address
         self.cpus = cpus
-        self._ray = _import_ray()  # fails now, before any unit, when Ray is missing
+        self._ray = _import_ray(local=address is None)  # fails now, before any unit, when Ray is missing
         if address is not None and not self._ray.is_initialized():
             _check_reachable(address)  # and so does a cluster that is not there
         self._coordinator = None
         self._owns_session = False
+        #: the local cluster's environment (temp dir, auth token), set while it runs
+        self._session_env = contextlib.ExitStack()
+        self._ray_tmp: str | None = None
 
     def __enter__(self) -> "RayExecutor":
         return self
@@ -246,23 +289,51 @@ class RayExecutor:
                     signal.signal(signal.SIGTERM, handler)
 
     def _init_local(self, common: dict[str, Any]) -> None:
-        """A cluster on this machine that listens on the loopback interface only.
-        Ray binds to the address it would announce to other machines unless
-        its cluster mode is off (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, read when
-        ray is imported, and the same constant if it was imported before)."""
-        from ray._private import ray_constants
+        """A cluster on this machine that listens on the loopback interface only
+        (see :func:`_import_ray`) and keeps its files in a temp directory of its
+        own, with its auth token in the environment (module docstring). The
+        variables stay set while the cluster runs: the processes Ray starts
+        later (workers) inherit them."""
+        self._ray_tmp = tempfile.mkdtemp(prefix="fincon-ray-")
+        # RAY_AUTH_MODE stays unset: ray.init then turns token mode on itself
+        # (and sets it in this process), finding the token in RAY_AUTH_TOKEN.
+        # Ray reads the token once per process, so one token serves every
+        # cluster this process starts: it stays in this process' environment.
+        os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
+        self._session_env.enter_context(_environment(RAY_USAGE_STATS_ENABLED="0", RAY_TMPDIR=self._ray_tmp))
+        self._session_env.enter_context(_restored("RAY_AUTH_MODE"))
+        try:
+            self._ray.init(address="local", num_cpus=self.cpus or os.cpu_count() or 1,
+                           object_store_memory=_OBJECT_STORE_BYTES, **common)
+        except (OSError, RuntimeError, ValueError) as exc:
+            self._end_session()
+            raise FinconError(f"cannot start a local Ray cluster ({_one_line(exc)})") from None
+        ip = self._ray.util.get_node_ip_address()
+        if not ip.startswith("127.") and ip != "::1":
+            log.warning("the local Ray cluster listens on %s, not only on the loopback interface: Ray was imported "
+                        "before fincon started it (import it with RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 to avoid this)",
+                        ip)
 
-        with _environment(RAY_USAGE_STATS_ENABLED="0", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0"):
-            cluster_mode = getattr(ray_constants, "ENABLE_RAY_CLUSTER", None)
-            ray_constants.ENABLE_RAY_CLUSTER = False
+    def _end_session(self) -> None:
+        """Put the environment back and delete the local cluster's temp
+        directory (Ray's processes may take a moment to exit and stop
+        writing their logs: a few tries, then a warning naming it)."""
+        self._session_env.close()
+        path, self._ray_tmp = self._ray_tmp, None
+        if path is None:
+            return
+        error: OSError | None = None
+        for _ in range(20):
             try:
-                self._ray.init(address="local", num_cpus=self.cpus or os.cpu_count() or 1,
-                               object_store_memory=_OBJECT_STORE_BYTES, **common)
-            except (OSError, RuntimeError, ValueError) as exc:
-                raise FinconError(f"cannot start a local Ray cluster ({_one_line(exc)})") from None
-            finally:
-                if cluster_mode is not None:
-                    ray_constants.ENABLE_RAY_CLUSTER = cluster_mode
+                shutil.rmtree(path)
+                return
+            except FileNotFoundError:
+                return
+            except OSError as exc:
+                error = exc
+                time.sleep(0.25)
+        log.warning("could not delete the local Ray cluster's temp directory %s (%s); delete it by hand",
+                    path, _one_line(error))
 
     def close(self) -> None:
         ray = self._ray
@@ -274,6 +345,7 @@ class RayExecutor:
         if self._owns_session:
             ray.shutdown()
             self._owns_session = False
+            self._end_session()
 
     # -- one phase -----------------------------------------------------------
     def __call__(self, tasks: Sequence[Task], done: Callable[[int, Any], None]) -> None:
@@ -314,12 +386,12 @@ class RayExecutor:
 
 def _check_reachable(address: str) -> None:
     """Fail in seconds, in one line, when the cluster's GCS does not answer
-    (ray.init would retry for minutes, logging every attempt)."""
-    from ray._private import services
-
+    (ray.init would retry for minutes, logging every attempt). ``auto`` is
+    left to ray.init, which fails at once when it finds no cluster."""
+    if address == "auto":
+        return
     try:
-        resolved = services.canonicalize_bootstrap_address_or_die(address)
-        host, port = resolved.rsplit(":", 1)
+        host, port = address.rsplit(":", 1)
         socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
     except (OSError, ValueError) as exc:  # ConnectionError (no cluster found) is an OSError
         raise FinconError(f"cannot reach the Ray cluster at {address} ({_one_line(exc) or type(exc).__name__}); "

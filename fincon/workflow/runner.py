@@ -79,6 +79,14 @@ def _market(cfg: RunConfig, warmup: int) -> tuple[MarketData, int]:
         t = loaded.close_only[0]
         raise ConfigError(f"--fill next-open needs an Open column, and {t} ({source.describe(t)}) has close "
                           "prices only; use --fill close")
+    if loaded.close_only and cfg.broker.slippage_model == "range":
+        t = loaded.close_only[0]
+        raise ConfigError(f"--slippage-model range needs High and Low columns, and {t} ({source.describe(t)}) has "
+                          "close prices only; use --slippage-model bps")
+    if loaded.close_only and cfg.broker.participation is not None:
+        t = loaded.close_only[0]
+        raise ConfigError(f"--participation needs a Volume column, and {t} ({source.describe(t)}) has close "
+                          "prices only; leave the cap out")
     if loaded.dropped_dates:
         log.warning("%d dates not shared by all tickers were dropped", loaded.dropped_dates)
     return MarketData(loaded.frames, loaded.first_index), loaded.dropped_dates
@@ -180,6 +188,8 @@ def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True
             write_run(run_path, single_cfg, result, bench, dropped, calendar)
         if not results:
             raise FinconError("; ".join(f"{n} stopped before finishing its first day: {r}" for n, r in failed.items()))
+        write_standard(staging.path, cfg, market, {n: (staging.path / n if multi else staging.path)
+                                                   for n in results})
         if multi:
             (staging.path / "config.yaml").write_text(cfg.to_yaml())
             table: dict[str, Any] = {n: {"status": run_status(r), **r.metrics.as_dict()} for n, r in results.items()}
@@ -237,6 +247,64 @@ def _title(cfg: RunConfig) -> str:
     return f"{', '.join(cfg.tickers)}  {cfg.start} .. {cfg.end}"
 
 
+def write_standard(top: Path, cfg: RunConfig, market: MarketData, run_dirs: dict[str, Path]) -> None:
+    """round_trips.csv in each run dir; run_summary.csv and run_manifest.json at the top
+    (fincon.engine.artifacts: loadable with pandas alone)."""
+    from fincon.engine.artifacts import manifest, round_trips, summary_row
+
+    rows = []
+    for name, path in run_dirs.items():
+        equity = pd.read_csv(path / "equity.csv")
+        trades = pd.read_csv(path / "trades.csv")
+        last_day = str(equity["date"].iloc[-1])
+        closes = {t: float(market.frame(t)["close"].loc[pd.Timestamp(last_day)]) for t in market.tickers}
+        round_trips(trades, closes, last_day).to_csv(path / "round_trips.csv", index=False, float_format="%.10g",
+                                                     lineterminator="\n")
+        rows.append({"strategy": name, **summary_row(json.loads((path / "metrics.json").read_text()))})
+    pd.DataFrame(rows).drop_duplicates().to_csv(top / "run_summary.csv", index=False, float_format="%.10g",
+                                                lineterminator="\n")
+    corpus = None
+    if "fincon" in cfg.strategies:
+        events = (cfg.strategy_params.get("fincon") or {}).get("events")
+        corpus = (Path(__file__).resolve().parents[1] / "data" / "sample" / "events"
+                  if events in (None, "sample") else Path(str(events)))
+    seeds = {f"{n}.{k}": v for n, p in sorted(cfg.strategy_params.items()) for k, v in sorted((p or {}).items())
+             if "seed" in k}
+    seeds.update({f"llm.{k}": v for k, v in sorted(cfg.llm.items()) if "seed" in k})
+    write_json(top / "run_manifest.json", manifest(cfg.to_yaml(), {t: market.frame(t) for t in market.tickers},
+                                                   corpus, seeds))
+
+
+def uses_new_costs(cfg: RunConfig) -> bool:
+    """A commission or slippage model, a participation cap or a charged LLM spend is set."""
+    b = cfg.broker
+    return (b.commission_model != "percent" or b.slippage_model != "percent" or b.participation is not None
+            or b.charge_llm)
+
+
+def costs_summary(cfg: RunConfig, result: BacktestResult) -> dict[str, Any]:
+    """The cost and fill settings in force and what they cost (metrics.json ``costs``)."""
+    b = cfg.broker
+    out: dict[str, Any] = {"commission_model": b.commission_model, "slippage_model": b.slippage_model,
+                           "slippage": b.slippage, "participation": b.participation,
+                           "commission_paid": round(float(result.trades["commission"].sum()), 6)
+                           if len(result.trades) else 0.0}
+    if b.commission_model == "percent":
+        out["commission"] = b.commission
+    elif b.commission_model == "per-share":
+        out.update(commission_per_share=b.commission_per_share, commission_min=b.commission_min,
+                   commission_max=b.commission_max)
+    if b.participation is not None:
+        out["participation_rest"] = b.participation_rest
+    if result.llm_cost is not None:
+        out["llm_charged_usd"] = round(float(result.llm_cost.sum()), 6)
+    if result.orders is not None and len(result.orders):
+        counts = result.orders["status"].value_counts()
+        out.update(orders=int(len(result.orders)), orders_partial=int(counts.get("partial", 0)),
+                   orders_rejected=int(counts.get("rejected", 0)))
+    return out
+
+
 def write_run(
     path: Path, cfg: RunConfig, result: BacktestResult, benchmark: BacktestResult | None, dropped: int,
     calendar: str | None = None,
@@ -244,9 +312,13 @@ def write_run(
     """Write one strategy's run directory (every file named in the README)."""
     (path / "config.yaml").write_text(cfg.to_yaml())
     equity = pd.DataFrame({"date": result.dates.strftime("%Y-%m-%d"), "value": result.values})
+    if result.llm_cost is not None:
+        equity["llm_cost_usd"] = result.llm_cost
     equity.to_csv(path / "equity.csv", index=False, float_format="%.6f")
     result.positions.to_csv(path / "positions.csv", index=False, float_format="%.10g")
     result.trades.to_csv(path / "trades.csv", index=False, float_format="%.10g")
+    if result.orders is not None:
+        result.orders.to_csv(path / "orders.csv", index=False, float_format="%.10g")
     with open(path / "decisions.jsonl", "w") as fh:
         for entry in result.decisions:
             fh.write(json.dumps(entry, sort_keys=True) + "\n")
@@ -254,6 +326,8 @@ def write_run(
     metrics = {"strategy": result.strategy, "status": status, **result.metrics.as_dict()}
     if calendar:
         metrics["annualisation"] = calendar
+    if uses_new_costs(cfg):  # the default broker writes the metrics.json it always wrote (recorded replays)
+        metrics["costs"] = costs_summary(cfg, result)
     write_json(path / "metrics.json", metrics)
     summary: dict[str, Any] = {
         "fincon_version": __version__,

@@ -43,9 +43,9 @@ from typing import Any
 
 from fincon.agents.beliefs import Beliefs, Reflection
 from fincon.config import RunConfig
-from fincon.workflow.status import claim, marking
 from fincon.errors import ConfigError, DataError, FinconError
 from fincon.risk.cvrf import RULES_LR, Trajectory, overlap
+from fincon.workflow.status import claim, marking
 
 TEAM = "fincon"
 #: reflections of the last episode that travel with the learned beliefs

@@ -40,8 +40,16 @@ from typing import Any, Sequence
 from pydantic import BaseModel, Field
 
 from fincon.agents.brains import Answer, Question
-from fincon.agents.critics.claims import (METRICS, UNLABELLED, Claim, close, figures_in, format_value, rounded,
-                                          stated_values)
+from fincon.agents.critics.claims import (
+    METRICS,
+    UNLABELLED,
+    Claim,
+    close,
+    figures_in,
+    format_value,
+    rounded,
+    stated_values,
+)
 from fincon.agents.roles.base import load_template
 
 HERE = Path(__file__).parent

@@ -7,8 +7,15 @@ ticker).
 
 from __future__ import annotations
 
-from fincon.agents.roles import analyst_notes, annual_report, data_analysis, earnings_call, news, quarterly_report
-from fincon.agents.roles import stock_selection
+from fincon.agents.roles import (
+    analyst_notes,
+    annual_report,
+    data_analysis,
+    earnings_call,
+    news,
+    quarterly_report,
+    stock_selection,
+)
 from fincon.agents.roles.base import EventRole, Item, Profile, Role, RoleInputs
 
 ANALYSTS: dict[str, Role] = {m.ROLE.name: m.ROLE for m in (

@@ -20,7 +20,7 @@ import datetime as dt
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Literal, Sequence
 
 from fincon.data.events.model import DECISION_TIME, MARKET_TZ, Event
 from fincon.errors import ConfigError, DataError
@@ -35,7 +35,7 @@ class ImportOptions:
     tickers: tuple[str, ...] | None = None  # None: every ticker the source holds
     start: dt.date | None = None
     end: dt.date | None = None
-    visibility: str = "next-session"  # or "same-day" (the benchmarks' convention)
+    visibility: Literal["next-session", "same-day"] = "next-session"  # same-day: the benchmarks' convention
     keep_sentiment: bool = False  # investorbench: leave the "(Sentiment: ...)" tag in the text
     prices: Path | None = None  # csv: the folder of TICKER.csv
     extra: dict[str, Any] = field(default_factory=dict)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -123,6 +124,8 @@ class LocalLlamaBackend:
 
     def complete(self, messages: Sequence[Message], schema: dict[str, Any], params: SamplingParams) -> Completion:
         with self._lock:
+            # time in the model starts once the lock is ours (calls queue for it)
+            t0 = time.perf_counter()
             try:
                 out = self.load().create_chat_completion(
                     messages=[m.model_dump() for m in messages],
@@ -139,6 +142,7 @@ class LocalLlamaBackend:
                 raise LLMRequestRejected(
                     f"local model: {exc}; raise the context with n_ctx in the llm settings "
                     f"(now {self.n_ctx}; e.g. llm: {{n_ctx: 4096}}) or shorten the prompt") from None
+            model_s = time.perf_counter() - t0
         choice = out["choices"][0]
         usage = out.get("usage") or {}
         return Completion(
@@ -146,6 +150,7 @@ class LocalLlamaBackend:
             prompt_tokens=int(usage.get("prompt_tokens") or 0),
             completion_tokens=int(usage.get("completion_tokens") or 0),
             finish_reason=str(choice.get("finish_reason") or ""),
+            model_s=model_s,
         )
 
     def close(self) -> None:

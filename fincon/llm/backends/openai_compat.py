@@ -257,6 +257,7 @@ class OpenAICompatBackend:
 
     def _attempt(self, url: str, messages, schema, params) -> Completion:
         mode = self._mode
+        t0 = time.perf_counter()
         try:
             resp = self._http.post(url, json=self._payload(messages, schema, params, mode))
         except httpx.TimeoutException as exc:
@@ -323,6 +324,9 @@ class OpenAICompatBackend:
             completion_tokens=completion_tokens,
             finish_reason=str(choice.get("finish_reason") or ""),
             structured_mode=mode,
+            # the request that answered (earlier failed attempts and the waits
+            # between them count as queued)
+            model_s=time.perf_counter() - t0,
         )
 
     def close(self) -> None:

@@ -69,8 +69,10 @@ class AlpacaNewsLoader:
 
         if self.transport is None:
             require_reachable(ALPACA_HOST, "Alpaca News", f"nothing is cached for {ticker} {start}..{end}", self.timeout)
+        if self.keys is None:
+            raise SourceUnavailable("Alpaca News needs its API keys: set APCA_API_KEY_ID and APCA_API_SECRET_KEY")
         headers = {"APCA-API-KEY-ID": self.keys[0], "APCA-API-SECRET-KEY": self.keys[1]}
-        params = {"symbols": ticker, "start": f"{start}T00:00:00Z", "end": f"{end}T23:59:59Z", "limit": self.page_limit,
+        params: dict[str, Any] = {"symbols": ticker, "start": f"{start}T00:00:00Z", "end": f"{end}T23:59:59Z", "limit": self.page_limit,
                   "include_content": "true", "sort": "asc"}
         with httpx.Client(timeout=self.timeout, transport=self.transport, headers=headers) as client:
             token = None

@@ -36,7 +36,8 @@ def _ts(v: Any) -> dt.datetime | None:
 def parse_yahoo_news(ticker: str, items: Sequence[dict]) -> list[Event]:
     out = []
     for it in items:
-        c = it.get("content") if isinstance(it.get("content"), dict) else it
+        content = it.get("content")
+        c: dict = content if isinstance(content, dict) else it
         uid = str(it.get("id") or it.get("uuid") or c.get("id") or "")
         title = c.get("title") or ""
         published = _ts(c.get("pubDate") or c.get("displayTime") or c.get("providerPublishTime"))

@@ -1,0 +1,93 @@
+"""Shared pieces of the report page: number formatting, HTML tables, Plotly divs.
+
+Pure functions of their arguments (no I/O): every section module builds on
+these, so the same inputs give the same bytes (fixed ``div_id`` s, no
+timestamps). Also the day-level reading of a team run's records that more
+than one section needs (its CVaR alert state, which runs get a timeline).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from typing import Any, Iterable, Sequence
+
+import pandas as pd
+
+from fincon.report.load import ReportData, Run
+
+esc = html.escape
+PLOT_CONFIG = {"displaylogo": False, "responsive": True}
+BENCHMARK_STYLE = {"dash": "dash", "color": "#6e7781", "width": 1.6}
+ALERT_COLOR = "#cf222e"
+#: Plotly's default colour sequence without its red, which marks CVaR alerts here
+COLORS = ("#636EFA", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692", "#B6E880", "#FF97FF", "#FECB52")
+
+
+def num(v: Any, spec: str = "{:.3f}") -> str:
+    if v is None:
+        return "n/a"
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, int):
+        return spec.format(v) if spec.endswith("d}") else f"{v:,d}"
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "n/a"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        try:
+            return spec.format(v)
+        except ValueError:
+            return f"{v:.3f}"
+    if isinstance(v, (list, dict)):
+        return json.dumps(v, sort_keys=True)
+    return str(v)
+
+
+def table(head: Sequence[str], rows: Iterable[Sequence[Any]], *, text_cols: Sequence[int] = (),
+           row_classes: Sequence[str] | None = None, raw: bool = False) -> str:
+    """An HTML table; cells are escaped unless ``raw``."""
+    cell = (lambda x: str(x)) if raw else (lambda x: esc(str(x)))
+    out = ['<div class="scroll"><table><thead><tr>']
+    out += [f'<th{" class=text" if i in text_cols else ""}>{esc(h)}</th>' for i, h in enumerate(head)]
+    out.append("</tr></thead><tbody>")
+    for n, row in enumerate(rows):
+        cls = row_classes[n] if row_classes and n < len(row_classes) and row_classes[n] else ""
+        out.append(f'<tr{f" class={cls}" if cls else ""}>')
+        out += [f'<td{" class=text" if i in text_cols else ""}>{cell(x)}</td>' for i, x in enumerate(row)]
+        out.append("</tr>")
+    out.append("</tbody></table></div>")
+    return "".join(out)
+
+
+def day_strings(index: pd.DatetimeIndex) -> list[str]:
+    return [d.strftime("%Y-%m-%d") for d in index]
+
+
+def plot_div(fig, div_id: str, height: str) -> str:
+    import plotly.io as pio
+
+    return pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=div_id, config=PLOT_CONFIG,
+                       default_height=height, validate=True)
+
+
+def day_risk(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """The day's CVaR alert state: ``entry['risk']`` or the team's ``record['risk']``."""
+    risk = entry.get("risk")
+    if not isinstance(risk, dict):
+        risk = (entry.get("record") or {}).get("risk") if isinstance(entry.get("record"), dict) else None
+    return risk if isinstance(risk, dict) else None
+
+
+def alerts(run: Run) -> list[tuple[str, dict[str, Any]]]:
+    return [(str(d.get("date")), r) for d in run.decisions if (r := day_risk(d)) and r.get("alert")]
+
+
+def timeline_id(i: int) -> str:
+    return f"timeline-{i + 1}"
+
+
+def timeline_runs(data: ReportData) -> list[Run]:
+    return [r for r in data.runs if r.team and r.timeline]

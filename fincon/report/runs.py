@@ -1,0 +1,184 @@
+"""The run sections of the report: the metrics table, the equity and drawdown
+chart, and the decision timeline of each team run.
+
+Reads only the :class:`~fincon.report.load.ReportData` handed in (each run's
+metrics.json, equity curve, decisions) and returns HTML text.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+
+from fincon.report.load import ReportData
+from fincon.report.parts import (ALERT_COLOR, BENCHMARK_STYLE, COLORS, alerts, day_risk, day_strings, esc, num,
+                                 plot_div, table, timeline_id, timeline_runs)
+
+
+def _metric_rows() -> tuple[list[str], dict[str, tuple[str, str]]]:
+    from fincon.report.table import ROWS
+
+    order = [k for k, _, _ in ROWS]
+    return order, {k: (label, fmt) for k, label, fmt in ROWS}
+
+
+def _columns(data: ReportData) -> dict[str, dict[str, Any]]:
+    cols: dict[str, dict[str, Any]] = {}
+    for s in data.sources:
+        for r in s.runs:
+            cols[r.label] = r.metrics
+    for b in data.benchmarks:
+        if b.run is None and b.metrics is not None:
+            cols[b.label] = {"status": "complete", **b.metrics}
+    for s in data.sources:
+        for name, m in s.columns.items():
+            cols[name if name not in cols else f"{s.path.name}/{name}"] = m
+    return cols
+
+
+def section_metrics(data: ReportData) -> str:
+    cols = _columns(data)
+    order, known = _metric_rows()
+    keys: list[str] = [k for k in order if any(k in c for c in cols.values())]
+    extra = sorted({k for c in cols.values() for k in c} - set(keys) - {"strategy", "stop_reason"})  # reason: a note
+    keys += extra
+    rows = []
+    for k in keys:
+        label, fmt = known.get(k, (k, "{:.3f}"))
+        rows.append([f"{esc(label)} <code>{esc(k)}</code>" if label != k else f"<code>{esc(k)}</code>"]
+                    + [esc(num(c.get(k), fmt)) if k in c else "" for c in cols.values()])
+    out = ['<section id="metrics"><h2>Metrics</h2>',
+           '<p class="note">From each run\'s <code>metrics.json</code> (every key it holds; the README\'s '
+           'Metrics section defines them). The paper\'s Sharpe, Sortino and volatility use daily log returns, '
+           'the <code>*_empyrical</code> keys daily simple returns.</p>',
+           table(["metric", *cols], rows, raw=True)]
+    notes = []
+    for r in data.runs:
+        reason = r.summary.get("stop_reason") or r.metrics.get("stop_reason")
+        if reason:
+            notes.append(f"{r.label} stopped early on {r.summary.get('last_day', '?')}: {reason}")
+    for s in data.sources:
+        for name, m in s.columns.items():
+            if m.get("status") == "failed":
+                notes.append(f"{name} finished no day: {m.get('stop_reason', '')}")
+    out += [f'<p class="note">{esc(" ".join(n.split()))}</p>' for n in notes]
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def section_curves(data: ReportData) -> str:
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    from fincon.risk.metrics import drawdown_series
+
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.7, 0.3], vertical_spacing=0.05)
+    timelines = {id(r): timeline_id(i) for i, r in enumerate(timeline_runs(data))}
+    bench_runs = {id(b.run) for b in data.benchmarks if b.run is not None}
+
+    def add(name: str, series: pd.Series, line: dict[str, Any] | None, meta: str | None, group: str) -> None:
+        x = day_strings(series.index)
+        fig.add_trace(go.Scatter(x=x, y=series.to_numpy(dtype=float), name=name, mode="lines", line=line,
+                                 legendgroup=group, meta=meta,
+                                 hovertemplate="%{x}<br>%{y:,.0f}<extra>" + esc(name) + "</extra>"), row=1, col=1)
+        dd = -100.0 * drawdown_series(series.to_numpy(dtype=float))
+        fig.add_trace(go.Scatter(x=x, y=dd, name=name, mode="lines", line=line, legendgroup=group, meta=meta,
+                                 showlegend=False,
+                                 hovertemplate="%{x}<br>%{y:.2f}%<extra>" + esc(name) + "</extra>"), row=2, col=1)
+
+    alerts_html = []
+    for n, r in enumerate(data.runs):
+        if r.equity is None or id(r) in bench_runs:
+            continue
+        add(r.label, r.equity, {"width": 1.8, "color": COLORS[n % len(COLORS)]}, timelines.get(id(r)), f"run{n}")
+        days = alerts(r)
+        if days:
+            when = pd.DatetimeIndex(pd.to_datetime([d for d, _ in days]))
+            keep = [(d, a) for (d, a), t in zip(days, when) if t in r.equity.index]
+            text = [esc(f"CVaR alert: {a.get('reason', '')}"
+                        + (f" (rho {a['rho']:.3f}%)" if isinstance(a.get("rho"), (int, float)) else ""))
+                    for _, a in keep]
+            fig.add_trace(go.Scatter(
+                x=[d for d, _ in keep], y=[float(r.equity.loc[pd.Timestamp(d)]) for d, _ in keep],
+                name=f"{r.label}: CVaR alert ({len(keep)})", mode="markers", legendgroup=f"run{n}",
+                marker={"symbol": "triangle-down", "size": 11, "color": ALERT_COLOR}, meta=timelines.get(id(r)),
+                text=text, hovertemplate="%{x}<br>%{text}<extra></extra>"), row=1, col=1)
+            alerts_html.append(f"{esc(r.label)}: {len(keep)} CVaR alert day(s): "
+                               + ", ".join(esc(d) for d, _ in keep))
+    notes = []
+    for b in data.benchmarks:
+        if b.equity is not None:
+            add(b.label, b.equity, BENCHMARK_STYLE, None, f"bench-{b.label}")
+        if b.note:
+            notes.append(f"{b.label}: curve {b.note}")
+        elif b.run is None and b.equity is not None:
+            notes.append(f"{b.label}: curve recomputed from the run's config.yaml (buy-and-hold on the same "
+                         "prices and broker), matching the benchmark's recorded final value"
+                         if b.metrics else f"{b.label}: curve recomputed from the run's config.yaml")
+    fig.update_layout(template="plotly_white", hovermode="closest", margin={"l": 70, "r": 20, "t": 40, "b": 40},
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0})
+    fig.update_xaxes(rangebreaks=[{"bounds": ["sat", "mon"]}])  # no flat line over weekends
+    fig.update_yaxes(title_text="portfolio value ($)", tickformat=",.0f", row=1, col=1)
+    fig.update_yaxes(title_text="drawdown (%)", row=2, col=1)
+    out = ['<section id="curves"><h2>Equity and drawdown</h2>',
+           '<p class="note">Portfolio value at each close and its drawdown from the running peak; the benchmark '
+           'dashed. Red triangles: days the team\'s CVaR alert fired. Click a point of a team\'s curve to open '
+           'that day in the decision timeline.</p>',
+           f'<div class="chart">{plot_div(fig, "equity-chart", "640px")}</div>']
+    out += [f'<p class="note">{a}</p>' for a in alerts_html]
+    out += [f'<p class="note">{esc(n)}</p>' for n in notes]
+    out.append("</section>")
+    return "\n".join(out)
+
+
+# -- decision timeline ---------------------------------------------------------------
+
+def _day_text(entry: dict[str, Any]) -> str:
+    from fincon.agents.records import format_day
+
+    return format_day(entry)
+
+
+def _day_label(entry: dict[str, Any]) -> str:
+    acts = entry.get("actions") or ((entry.get("record") or {}).get("manager") or {}).get("actions") or {}
+    if isinstance(acts, dict) and acts:
+        return ", ".join(f"{t} {a}" for t, a in sorted(acts.items()))
+    return "keep" if entry.get("weights") is None else "rebalance"
+
+
+def section_timeline(data: ReportData) -> str:
+    runs = timeline_runs(data)
+    if not runs:
+        return ""
+    out = ['<section id="decisions"><h2>Decisions</h2>',
+           '<p class="note">Click a day: what the team saw, said and did, with the evidence each claim cites '
+           '(the text of <code>fincon explain RUN --date DAY</code>). Red: a CVaR alert made the manager '
+           'risk-averse that day.</p>']
+    for i, r in enumerate(runs):
+        days = [d for d in r.decisions if isinstance(d.get("record"), dict)]
+        items, details = [], []
+        for d in days:
+            day = esc(str(d.get("date")))
+            risk = day_risk(d) or {}
+            alert = bool(risk.get("alert"))
+            items.append(f'<li><button type="button" class="day{" alert" if alert else ""}" data-day="{day}" '
+                         f'aria-pressed="false"><span class="d">{day}</span> {esc(_day_label(d))}'
+                         + (' <span class="flag">CVaR alert</span>' if alert else "") + "</button></li>")
+            head = f'<h4>{day} <span class="muted">{esc(r.label)}</span></h4>'
+            if alert:
+                head += f'<p class="alert-line">CVaR alert: {esc(str(risk.get("reason", "")))}</p>'
+            try:
+                text = _day_text(d)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a record of another format
+                text = (f"(this day's record could not be laid out: {type(exc).__name__}; as stored)\n"
+                        + json.dumps(d, indent=1, sort_keys=True))
+            details.append(f'<article class="day-detail" data-day="{day}" hidden>{head}<pre>{esc(text)}</pre>'
+                           "</article>")
+        out.append(f'<div class="timeline" id="{timeline_id(i)}"><h3>{esc(r.label)}</h3><div class="tl-grid">'
+                   f'<ol class="days">{"".join(items)}</ol><div class="detail">'
+                   '<p class="placeholder muted">Click a day on the left (or a point of this run\'s equity curve) '
+                   'to see that day.</p>' + "".join(details) + "</div></div></div>")
+    out.append("</section>")
+    return "\n".join(out)

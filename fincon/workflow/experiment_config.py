@@ -1,0 +1,217 @@
+"""The experiment's config model: what ``experiment.yaml`` may say and how it is checked.
+
+:class:`ExperimentConfig` (pydantic, ``extra="forbid"``) holds the tickers,
+the training and test windows, repeats, episodes, ablations, protocols,
+baselines and the team's, data, broker and metrics sections;
+:func:`read_yaml` reads the file. Pure validation: nothing here runs a
+backtest or touches a directory. The run-level checks on the configs the
+units will run (llm section, data) are made by
+:func:`fincon.workflow.experiment.load_experiment`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from fincon.config import BrokerConfig, DataConfig, MetricsConfig
+from fincon.workflow.executors import ExecutorSpec
+from fincon.errors import ConfigError
+from fincon.validation import format_validation_error
+
+TEAM = "fincon"
+ABLATIONS = ("full", "no-cvar", "no-beliefs")
+BASELINES = ("buy-and-hold", "markowitz", "equal-weight", "sma-cross")
+#: the paper's windows (the sample corpus covers 2022-01-03 .. 2023-06-09)
+TRAIN_WINDOW = (dt.date(2022, 1, 3), dt.date(2022, 10, 4))
+TEST_WINDOW = (dt.date(2022, 10, 5), dt.date(2023, 6, 9))
+SEED_STRIDE = 1000  # llm test runs: the manager's seed of repeat r = base + 1000 * (seed + r - 1)
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class Window(_Section):
+    start: dt.date
+    end: dt.date
+
+    @field_validator("start", "end", mode="before")
+    @classmethod
+    def _iso(cls, v: Any) -> Any:
+        from fincon.config import iso_date_value
+
+        return iso_date_value(v)
+
+    @model_validator(mode="after")
+    def _order(self):
+        if self.start > self.end:
+            raise ValueError(f"start {self.start} is after end {self.end}")
+        return self
+
+
+#: a rolling length: a number and a unit (y years, m months, w weeks, d days)
+PERIOD_PATTERN = r"^[1-9][0-9]*[ymwd]$"
+
+
+class RollingSpec(_Section):
+    """``--rolling WINDOW --step STEP --universe RULE``: successive test windows
+    over ``start..end``, each with a training window of the same length right
+    before it, and a universe picked by each rule at each window's start (see
+    :mod:`fincon.workflow.universe`)."""
+
+    window: str = "1y"
+    step: str = "6m"
+    #: the span the test windows lie in (a window must end by ``end`` and by the data's last day)
+    start: dt.date = dt.date(2019, 1, 1)
+    end: dt.date = dt.date(2024, 12, 31)
+    universes: list[str] = Field(default_factory=lambda: ["all"])
+
+    @field_validator("window", "step")
+    @classmethod
+    def _period(cls, v: str) -> str:
+        import re
+
+        if not re.match(PERIOD_PATTERN, v.strip().lower()):
+            raise ValueError(f"{v!r} is not a length such as 1y, 6m, 2w or 90d")
+        return v.strip().lower()
+
+    @field_validator("universes")
+    @classmethod
+    def _universes(cls, v: list[str]) -> list[str]:
+        from fincon.workflow.universe import parse_rule
+
+        if not v:
+            raise ValueError("at least one universe rule is needed")
+        for rule in v:
+            parse_rule(rule)
+        return list(dict.fromkeys(v))
+
+    @model_validator(mode="after")
+    def _span(self):
+        if self.start >= self.end:
+            raise ValueError(f"rolling start {self.start} is not before its end {self.end}")
+        return self
+
+
+class ExperimentConfig(_Section):
+    """The whole experiment (``--config experiment.yaml``; see examples/experiment.yaml)."""
+
+    tickers: list[str] = Field(default_factory=lambda: ["TSLA"])
+    train: Window = Field(default_factory=lambda: Window(start=TRAIN_WINDOW[0], end=TRAIN_WINDOW[1]))
+    test: Window = Field(default_factory=lambda: Window(start=TEST_WINDOW[0], end=TEST_WINDOW[1]))
+    repeats: int = Field(5, ge=1, le=100)
+    episodes: int = Field(4, ge=1, le=100)
+    ablations: list[Literal["full", "no-cvar", "no-beliefs"]] = Field(default_factory=lambda: list(ABLATIONS))
+    #: decision protocols compared on the same team, data and cache (fincon, scm, debate)
+    protocols: list[str] = Field(default_factory=lambda: ["fincon"])
+    baselines: list[str] = Field(default_factory=lambda: list(BASELINES))
+    #: the team's parameters (strategy_params.fincon): brain, events, analysts, ...
+    team: dict[str, Any] = Field(default_factory=dict)
+    #: parameters of the baselines, e.g. {markowitz: {lookback: 126}}
+    strategy_params: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    #: llm brain: the manager's sampling temperature in training and test (above 0: repeats differ by seed)
+    temperature: float = Field(0.7, gt=0.0, le=2.0)
+    #: base seed; repeat r uses seed + (r - 1) (rules: exploration noise; llm: sampling)
+    seed: int = Field(0, ge=0, le=1_000_000)
+    #: rules brain: log-normal noise on the rules weights of episodes 2..K, and the weight step
+    explore: float = Field(0.3, ge=0.0, le=2.0)
+    lr: float = Field(4.0, ge=0.0, le=100.0)
+    llm: dict[str, Any] = Field(default_factory=dict)
+    data: DataConfig = Field(default_factory=DataConfig)
+    broker: BrokerConfig = Field(default_factory=BrokerConfig)
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    #: how the units run (local or ray); not part of the experiment's identity (excluded
+    #: from experiment.json and the directory's hash: either executor resumes the other's run)
+    executor: ExecutorSpec = Field(default_factory=ExecutorSpec, exclude=True)
+    #: a rolling evaluation (fincon.workflow.rolling) instead of one train/test split; kept out of
+    #: the dump so a one-split experiment's identity (experiment.json, its hash) is unchanged
+    rolling: RollingSpec | None = Field(None, exclude=True)
+
+    @field_validator("tickers")
+    @classmethod
+    def _tickers(cls, v: list[str]) -> list[str]:
+        out = [t.strip().upper() for t in v if t.strip()]
+        if not out:
+            raise ValueError("at least one ticker is needed")
+        return list(dict.fromkeys(out))
+
+    @field_validator("ablations")
+    @classmethod
+    def _ablations(cls, v):
+        if not v:
+            raise ValueError("at least one ablation is needed")
+        return list(dict.fromkeys(v))
+
+    @field_validator("protocols")
+    @classmethod
+    def _protocols(cls, v):
+        from fincon.agents.protocols import PROTOCOLS, protocol_names
+
+        bad = [x for x in v if x not in PROTOCOLS]
+        if bad:
+            raise ValueError(f"unknown protocol {bad[0]!r}; choose from {', '.join(protocol_names())}")
+        if not v:
+            raise ValueError("at least one protocol is needed")
+        return list(dict.fromkeys(v))
+
+    @field_validator("baselines")
+    @classmethod
+    def _baselines(cls, v):
+        from fincon.strategies.registry import strategy_names
+
+        known = [n for n in strategy_names() if n != TEAM]
+        bad = [b for b in v if b not in known]
+        if bad:
+            raise ValueError(f"unknown baseline {bad[0]!r}; choose from {', '.join(known)}")
+        return list(dict.fromkeys(v))
+
+    @field_validator("team")
+    @classmethod
+    def _team(cls, v):
+        from fincon.agents.team import FinConParams
+
+        for key in ("beliefs", "cvar", "explore", "explore_seed", "manager_temperature", "manager_seed",
+                    "protocol"):
+            if key in v:
+                raise ValueError(f"team.{key} is set by the experiment (ablations, repeats); leave it out")
+        try:
+            params = FinConParams.model_validate(v)
+        except ValidationError as exc:
+            raise ValueError(format_validation_error("", exc)) from None
+        # defaults left out: `--events sample` and no --events are the same experiment (and resume)
+        return params.model_dump(mode="json", exclude_defaults=True)
+
+    @model_validator(mode="after")
+    def _windows(self):
+        if self.train.end >= self.test.start:
+            raise ValueError(f"the training window must end before the test window starts "
+                             f"({self.train.end} >= {self.test.start})")
+        return self
+
+    @property
+    def brain(self) -> str:
+        return self.team.get("brain", "llm")
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"config {path} is not UTF-8 text; save it as UTF-8 YAML") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config {path}: {exc.strerror}") from None
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise ConfigError(f"config {path}{f' line {mark.line + 1}' if mark else ''}: not valid YAML") from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"config {path}: the top level must be a mapping of keys")
+    return loaded

@@ -1,0 +1,193 @@
+"""The experiment's results: metrics, median runs, tests and plots, from finished units.
+
+Reads the unit directories (metrics.json, summary.json, equity.csv,
+episodes.jsonl, beliefs.json) and writes nothing but what it is asked to:
+:func:`collect` builds results.json's content (each unit's test metrics,
+the median repeat by CR, a two-sided Wilcoxon signed-rank test of its daily
+log returns against the best baseline by Sharpe); :func:`plot_experiment`
+writes equity.png, beliefs.png and beliefs.md into the experiment directory.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from fincon.workflow.experiment_config import ExperimentConfig
+from fincon.workflow.experiment_units import Unit, baseline_dir, variant
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def load_equity(run: Path):
+    import pandas as pd
+
+    df = pd.read_csv(run / "equity.csv", parse_dates=["date"])
+    return df.set_index("date")["value"]
+
+
+def daily_log_returns(equity):
+    import numpy as np
+
+    return np.log(equity / equity.shift(1)).dropna()
+
+
+KEYS = ("cr_pct", "sharpe", "mdd_pct", "sortino", "ann_vol_pct", "n_trades", "n_days", "turnover", "win_rate")
+
+
+def _metrics(run: Path) -> dict[str, Any]:
+    m = json.loads((run / "metrics.json").read_text())
+    return {k: m.get(k) for k in KEYS}
+
+
+def _usage(run: Path, protocol: str) -> dict[str, Any]:
+    """Cost of a team run per simulated day, and its protocol's own measures."""
+    s = json.loads((run / "summary.json").read_text()).get("strategy_summary") or {}
+    days = max(1, int(s.get("team_days") or 0))
+    own = {k: v for k, v in sorted(s.items()) if protocol != "fincon" and k.startswith(f"{protocol}_")}
+    return {"calls_per_day": round((s.get("llm_calls") or 0) / days, 3),
+            "asks_per_day": s.get("team_calls_per_day"), "tokens_per_day": round((s.get("llm_tokens") or 0) / days, 1),
+            "cost_usd": s.get("llm_cost_usd", 0.0), "fallbacks": s.get("team_fallbacks", 0),
+            "alerts": s.get("team_alerts", 0), "protocol_measures": own}
+
+
+def day_decisions(run: Path) -> dict[str, Any]:
+    """date -> the day's target weights rounded to 0.01 (None: no new decision, positions kept)."""
+    out: dict[str, Any] = {}
+    path = run / "decisions.jsonl"
+    if not path.is_file():
+        return out
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        d = json.loads(line)
+        w = d.get("weights")
+        out[d["date"]] = None if w is None else tuple(sorted((t, round(float(x), 2)) for t, x in w.items()))
+    return out
+
+
+def differs_share(run: Path, plain: Path) -> float | None:
+    """How often a protocol's daily decision differed from the plain (fincon) team's on the same day."""
+    a, b = day_decisions(run), day_decisions(plain)
+    days = sorted(set(a) & set(b))
+    return round(sum(a[d] != b[d] for d in days) / len(days), 4) if days else None
+
+
+def median_repeat(crs: dict[int, float]) -> int:
+    """The repeat of the median run by CR (even count: the lower middle run; ties: the lower repeat)."""
+    order = sorted(crs, key=lambda r: (crs[r], r))
+    return order[(len(order) - 1) // 2]
+
+
+def wilcoxon_test(a, b) -> dict[str, Any]:
+    """Two-sided Wilcoxon signed-rank test of paired daily returns (aligned by date)."""
+    from scipy.stats import wilcoxon
+
+    pair = a.to_frame("a").join(b.to_frame("b"), how="inner").dropna()
+    out: dict[str, Any] = {"n": int(len(pair)), "statistic": None, "p_value": None}
+    if (pair["a"] - pair["b"]).abs().sum() == 0:
+        out["note"] = "identical daily returns"
+        return out
+    res = wilcoxon(pair["a"].to_numpy(), pair["b"].to_numpy())
+    out.update(statistic=float(res.statistic), p_value=float(res.pvalue))
+    return out
+
+
+def _num(v) -> float:
+    return float("nan") if v is None else float(v)
+
+
+def collect(exp: ExperimentConfig, root: Path) -> dict[str, Any]:
+    """results.json: every unit's test metrics, the median runs and their tests."""
+    baselines = {b: _metrics(baseline_dir(root, exp, b)) for b in exp.baselines}
+    ranked = [b for b in exp.baselines if not math.isnan(_num(baselines[b]["sharpe"]))]
+    best = max(ranked, key=lambda b: (_num(baselines[b]["sharpe"]), -exp.baselines.index(b))) if ranked else None
+    best_returns = daily_log_returns(load_equity(baseline_dir(root, exp, best))) if best else None
+    runs: dict[str, dict[str, Any]] = {}
+    medians: dict[str, Any] = {}
+    for p, a in [(p, a) for p in exp.protocols for a in exp.ablations]:
+        v = variant(p, a)
+        by_repeat = {r: {**_metrics(Unit("test", a, r, p).path(root)), **_usage(Unit("test", a, r, p).path(root), p)}
+                     for r in range(1, exp.repeats + 1)}
+        for r, m in by_repeat.items():
+            train_rows = _train_rows(Unit("train", a, r, p).path(root))
+            runs[f"{v}-r{r}"] = {**m, "protocol": p, "ablation": a, "repeat": r,
+                                 "train_objectives": [row["objective"] for row in train_rows]}
+        rep = median_repeat({r: _num(m["cr_pct"]) for r, m in by_repeat.items()})
+        run = Unit("test", a, rep, p).path(root)
+        test = wilcoxon_test(daily_log_returns(load_equity(run)), best_returns) if best else None
+        crs = [_num(m["cr_pct"]) for m in by_repeat.values()]
+        medians[v] = {"protocol": p, "ablation": a, "repeat": rep, "run_dir": str(run.relative_to(root)),
+                      **by_repeat[rep], "cr_pct_min": min(crs), "cr_pct_max": max(crs),
+                      "wilcoxon": {**(test or {}), "against": best}}
+    for v, m in medians.items():  # how often each protocol decided otherwise than the plain team
+        plain = medians.get(variant("fincon", m["ablation"]))
+        if plain is not None and m["protocol"] != "fincon":
+            m["differs_from_fincon"] = differs_share(root / m["run_dir"], root / plain["run_dir"])
+    return {"tickers": exp.tickers, "train": exp.train.model_dump(mode="json"),
+            "test": exp.test.model_dump(mode="json"), "repeats": exp.repeats, "episodes": exp.episodes,
+            "brain": exp.brain, "returns": "daily log returns; Wilcoxon signed-rank, two-sided",
+            "baselines": baselines, "best_baseline": best, "runs": runs, "median": medians}
+
+
+def _train_rows(path: Path) -> list[dict[str, Any]]:
+    rows_path = path / "episodes.jsonl"
+    if not rows_path.is_file():
+        return []
+    return [json.loads(x) for x in rows_path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def plot_experiment(exp: ExperimentConfig, root: Path, results: dict[str, Any]) -> None:
+    """equity.png (median runs + baselines), beliefs.png and beliefs.md (the
+    belief evolution of the full ablation's median repeat)."""
+    from fincon.engine.plotting import plot_equity
+    from fincon.workflow.training import plot_beliefs
+
+    curves = {}
+    for v, m in results["median"].items():
+        curves[f"{m.get('protocol', 'fincon')} {m.get('ablation', v)} (median: r{m['repeat']})"] = \
+            load_equity(root / m["run_dir"])
+    for b in exp.baselines:
+        label = f"{b} (best baseline)" if b == results["best_baseline"] else b
+        curves[label] = load_equity(baseline_dir(root, exp, b))
+    plot_equity(curves, root / "equity.png",
+                f"{', '.join(exp.tickers)}  test {exp.test.start} .. {exp.test.end}  "
+                f"({exp.repeats} repeats, median runs)")
+    v = "full" if "full" in results["median"] else next(iter(results["median"]))
+    m = results["median"][v]
+    a, rep = m.get("ablation", v), m["repeat"]
+    train_dir = Unit("train", a, rep, m.get("protocol", "fincon")).path(root)
+    rows = _train_rows(train_dir)
+    if rows:
+        plot_beliefs(rows, root / "beliefs.png")
+    write_atomic(root / "beliefs.md", belief_view(a, rep, train_dir, rows))
+
+
+def belief_view(ablation: str, repeat: int, train_dir: Path, rows: list[dict[str, Any]]) -> str:
+    """Markdown: objective, tau, the edit and the beliefs per episode, then the learned beliefs."""
+    from fincon.agents.beliefs import Beliefs
+
+    lines = [f"# Belief evolution: {ablation}, repeat {repeat} (the median run)", "",
+             f"Training directory: `{train_dir.name}`; the plot: beliefs.png.", "",
+             "| episode | objective (CR %) | tau | beliefs version | rules weights in force | touched |",
+             "|---:|---:|---:|---:|---|---|"]
+    for r in rows:
+        weights = ", ".join(f"{k} {v:.2f}" for k, v in sorted((r.get("weights_in_force") or {}).items()))
+        tau = r.get("tau")
+        touched = ", ".join((r.get("update") or {}).get("touched", [])) or "-"
+        lines.append(f"| {r['episode']} | {r['objective']:.3f} | {'-' if tau is None else f'{tau:.2f}'} | "
+                     f"{r.get('beliefs_before')} -> {r.get('beliefs_after')} | {weights or '-'} | {touched} |")
+    path = train_dir / "beliefs.json"
+    if path.is_file():
+        b = Beliefs.model_validate_json(path.read_text())
+        lines += ["", f"## Learned beliefs (version {b.version})", ""]
+        for name, p in sorted(b.perspectives.items()):
+            lines.append(f"- **{name}** (weight {p.weight:.3f}): {p.text or '(no text)'}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,167 @@
+"""The experiment's units: one training, one test run, or the baselines.
+
+From an :class:`~fincon.workflow.experiment_config.ExperimentConfig` this
+builds each unit's run config (:func:`train_config`, :func:`test_config`,
+:func:`baseline_config`), says where a unit lives and whether it is done
+(:func:`unit_done`, from the status in its train.json or metrics.json), and
+runs one unit (:func:`run_unit`), writing only inside that unit's directory.
+:class:`Job` binds a unit to its experiment as a picklable task for the
+executors. Nothing here reads another unit's results (see
+:mod:`fincon.workflow.experiment_results`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from fincon.config import RunConfig
+from fincon.errors import ConfigError, FinconError
+from fincon.workflow.experiment_config import SEED_STRIDE, TEAM, ExperimentConfig, Window
+
+
+def _run_config(exp: ExperimentConfig, window: Window, strategies: list[str],
+                params: dict[str, dict[str, Any]]) -> RunConfig:
+    from fincon.config import load_config
+
+    tree = {"tickers": exp.tickers, "start": window.start.isoformat(), "end": window.end.isoformat(),
+            "strategies": strategies, "strategy_params": params, "benchmark": False,
+            "llm": exp.llm, "data": exp.data.model_dump(mode="json"),
+            "broker": exp.broker.model_dump(mode="json"), "metrics": exp.metrics.model_dump(mode="json")}
+    return load_config(None, tree)
+
+
+def variant(protocol: str, ablation: str) -> str:
+    """A team variant's name: the ablation, prefixed by its protocol unless fincon."""
+    return ablation if protocol == "fincon" else f"{protocol}-{ablation}"
+
+
+def _team(exp: ExperimentConfig, ablation: str, protocol: str = "fincon") -> dict[str, Any]:
+    team = dict(exp.team)
+    if ablation == "no-cvar":
+        team["cvar"] = False
+    if protocol != "fincon":
+        team["protocol"] = protocol
+    return team
+
+
+def train_config(exp: ExperimentConfig, ablation: str, repeat: int, protocol: str = "fincon") -> RunConfig:
+    return _run_config(exp, exp.train, [TEAM], {TEAM: _team(exp, ablation, protocol)})
+
+
+def train_options(exp: ExperimentConfig, ablation: str, repeat: int):
+    from fincon.workflow.training import TrainOptions
+
+    return TrainOptions(episodes=exp.episodes, learn=ablation != "no-beliefs", explore=exp.explore, lr=exp.lr,
+                        temperature=exp.temperature, seed=exp.seed + repeat - 1)
+
+
+def test_config(exp: ExperimentConfig, ablation: str, repeat: int, beliefs: Path,
+                protocol: str = "fincon") -> RunConfig:
+    team = {**_team(exp, ablation, protocol), "beliefs": str(Path(beliefs).absolute())}
+    if exp.brain == "llm":
+        # as in training's exploring episodes: the manager samples (a temperature
+        # above 0, one seed per repeat); the analysts keep the run's sampling, so
+        # their unchanged inputs are cache hits across repeats and ablations
+        llm = {**exp.llm, **(team.get("llm") or {})}
+        team["manager_temperature"] = float(llm.get("temperature") or exp.temperature)
+        team["manager_seed"] = int(llm.get("seed", 0)) + SEED_STRIDE * (exp.seed + repeat - 1)
+    return _run_config(exp, exp.test, [TEAM], {TEAM: team})
+
+
+def baseline_config(exp: ExperimentConfig) -> RunConfig:
+    params = {k: v for k, v in exp.strategy_params.items() if k in exp.baselines}
+    unused = sorted(set(exp.strategy_params) - set(exp.baselines))
+    if unused:
+        raise ConfigError(f"experiment config: strategy_params given for {', '.join(unused)}, which is not among "
+                          f"the baselines ({', '.join(exp.baselines)}); team parameters go under team:")
+    cfg = _run_config(exp, exp.test, list(exp.baselines), params)
+    from fincon.strategies.registry import make_strategy
+
+    for name, p in params.items():  # a bad baseline parameter fails now, not after the trainings
+        make_strategy(name, p)
+    return cfg
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One independent piece of work: a training, a test run or the baselines."""
+
+    kind: Literal["train", "test", "baselines"]
+    ablation: str = ""
+    repeat: int = 0
+    protocol: str = "fincon"
+
+    @property
+    def name(self) -> str:
+        if self.kind == "baselines":
+            return "baselines"
+        return f"{self.kind}/{variant(self.protocol, self.ablation)}-r{self.repeat}"
+
+    def path(self, root: Path) -> Path:
+        return root / self.name
+
+
+def baseline_dir(root: Path, exp: ExperimentConfig, name: str) -> Path:
+    """A baseline's run dir: one sub-directory each, or baselines/ itself when
+    there is only one (a single-strategy run has no sub-directories)."""
+    return root / "baselines" if len(exp.baselines) == 1 else root / "baselines" / name
+
+
+def _status(path: Path, marker: str) -> str | None:
+    try:
+        return json.loads((path / marker).read_text()).get("status")
+    except (OSError, ValueError):
+        return None
+
+
+def unit_done(unit: Unit, exp: ExperimentConfig, root: Path) -> bool:
+    path = unit.path(root)
+    if unit.kind == "train":
+        return _status(path, "train.json") == "complete"
+    if unit.kind == "test":
+        return _status(path, "metrics.json") == "complete"
+    return all(_status(baseline_dir(root, exp, b), "metrics.json") == "complete" for b in exp.baselines)
+
+
+def run_unit(unit: Unit, exp: ExperimentConfig, root: Path, progress: bool = False) -> str:
+    """Run one unit (resuming a training); returns its directory."""
+    from fincon.workflow.runner import run_config
+
+    path = unit.path(root)
+    if unit.kind == "train":
+        from fincon.workflow.training import train
+
+        train(train_config(exp, unit.ablation, unit.repeat, unit.protocol), path,
+              train_options(exp, unit.ablation, unit.repeat), progress=progress)
+        return str(path)
+    cfg = (test_config(exp, unit.ablation, unit.repeat,
+                       Unit("train", unit.ablation, unit.repeat, unit.protocol).path(root), unit.protocol)
+           if unit.kind == "test" else baseline_config(exp))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    report = run_config(cfg, path, progress=progress, replace=True)
+    if not report.complete:
+        why = "; ".join([f"{n}: {r.stopped}" for n, r in report.results.items() if r.stopped]
+                        + [f"{n}: {r}" for n, r in report.failed.items()])
+        err = FinconError(f"{unit.name} stopped early ({why}); rerun the same command to resume")
+        err.exit_code = 3
+        raise err
+    return str(path)
+
+
+@dataclass(frozen=True)
+class Job:
+    """A unit bound to its experiment: a picklable, argument-free task."""
+
+    unit: Unit
+    exp: ExperimentConfig
+    root: Path
+
+    @property
+    def name(self) -> str:  # how an executor names the task in an error
+        return self.unit.name
+
+    def __call__(self) -> str:
+        return run_unit(self.unit, self.exp, self.root)

@@ -1,0 +1,211 @@
+"""``fincon experiment --rolling WINDOW --step STEP --universe RULE``: every
+strategy on successive windows, over universes chosen by stated rules.
+
+Test window k starts at ``rolling.start + k * STEP`` and lasts WINDOW; it is
+kept while it ends by ``rolling.end`` and by the data's last day. Its
+training window is the WINDOW right before it (the team learns its beliefs
+there, ``fincon train``, as in the one-split experiment). For each universe
+rule, each window's tickers are picked at the window's start from bars
+dated before it (:mod:`fincon.workflow.universe`).
+
+Each (universe, window) is a one-split experiment in its own directory,
+built from the same config with its tickers and windows set, so it reuses
+the experiment's units, resume and results (:mod:`fincon.workflow.experiment_units`,
+:mod:`fincon.workflow.experiment_results`)::
+
+    rolling.json                config (rolling section included), status
+    windows.json                every (universe, window): dates and tickers
+    windows.csv                 one row per universe, window and strategy
+    summary.csv                 per universe and strategy (and ``pooled``): medians, share beating buy-and-hold, paired test
+    results.json                both tables, and what the test is
+    <universe>/<kNN>/           a one-split experiment directory (train/, test/, baselines/, results.json)
+
+The units of all windows run in two batches (trainings and baselines, then
+test runs) on the executor given (serial, or Ray tasks), so windows run in
+parallel; a rerun skips finished units and ends with the same files.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from fincon.errors import ConfigError, FinconError
+from fincon.workflow.executors import Executor, serial
+from fincon.workflow.experiment_config import ExperimentConfig, Window
+from fincon.workflow.experiment_results import collect, write_atomic
+from fincon.workflow.experiment_units import Job, unit_done
+from fincon.workflow.universe import parse_rule, select
+
+
+def offset(period: str) -> pd.DateOffset:
+    """``1y``, ``6m``, ``2w``, ``90d`` as a calendar offset."""
+    n, unit = int(period[:-1]), period[-1]
+    return pd.DateOffset(**{{"y": "years", "m": "months", "w": "weeks", "d": "days"}[unit]: n})
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    index: int
+    train: Window
+    test: Window
+
+    @property
+    def name(self) -> str:
+        return f"k{self.index:02d}"
+
+
+def windows(exp: ExperimentConfig, last_day: dt.date) -> list[WindowSpec]:
+    """The test windows (and the training window before each) inside the span and the data."""
+    r = exp.rolling
+    assert r is not None
+    w, step = offset(r.window), offset(r.step)
+    end = min(r.end, last_day)
+    out: list[WindowSpec] = []
+    k = 0
+    while True:
+        start = (pd.Timestamp(r.start) + step * k).date()
+        stop = (pd.Timestamp(start) + w - pd.Timedelta(days=1)).date()
+        if stop > end:
+            break
+        train_start = (pd.Timestamp(start) - w).date()
+        out.append(WindowSpec(k + 1, Window(start=train_start, end=start - dt.timedelta(days=1)),
+                              Window(start=start, end=stop)))
+        k += 1
+    if not out:
+        raise ConfigError(f"rolling: no {r.window} window fits in {r.start}..{end} (the data ends {last_day})")
+    return out
+
+
+def _bars(exp: ExperimentConfig) -> dict[str, pd.DataFrame]:
+    from fincon.data.prices import validate_bars
+    from fincon.data.sources import make_source
+
+    source = make_source(exp.data.source, exp.data.dir, exp.data.cache_dir)
+    names = getattr(source, "tickers", None)
+    if names is None:
+        raise ConfigError(f"rolling: the {exp.data.source} source cannot list its tickers; use the bundled "
+                          "sample or a dataset directory (--data DIR)")
+    lo, hi = pd.Timestamp("1900-01-01"), pd.Timestamp("2200-01-01")
+    return {t: validate_bars(source.load(t, lo, hi), t, source.describe(t)) for t in names()}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One (universe, window): a one-split experiment."""
+
+    universe: str
+    slug: str
+    window: WindowSpec
+    tickers: tuple[str, ...]
+    exp: ExperimentConfig
+
+    def root(self, out: Path) -> Path:
+        return out / self.slug / self.window.name
+
+
+def plan(exp: ExperimentConfig) -> list[Cell]:
+    """Every (universe, window) with its tickers, picked at the window's start."""
+    bars = _bars(exp)
+    last = max(b.index[-1] for b in bars.values()).date()
+    cells = []
+    for rule_text in exp.rolling.universes:
+        rule = parse_rule(rule_text)
+        for w in windows(exp, last):
+            try:
+                tickers = select(rule, bars, w.train.start, w.test.start)
+            except ValueError as exc:
+                raise ConfigError(f"rolling window {w.test.start}..{w.test.end}: {exc}") from None
+            sub = exp.model_copy(update={"tickers": tickers, "train": w.train, "test": w.test, "rolling": None})
+            cells.append(Cell(rule_text, rule.slug, w, tuple(tickers), sub))
+    return cells
+
+
+def identity(exp: ExperimentConfig) -> dict[str, Any]:
+    return {**exp.model_dump(mode="json"), "rolling": exp.rolling.model_dump(mode="json")}
+
+
+@dataclass
+class RollingReport:
+    out: Path
+    results: dict[str, Any]
+    ran: list[str]
+    skipped: list[str]
+
+
+def run_rolling(exp: ExperimentConfig, out: Path, *, progress: bool = True,
+                executor: Executor = serial) -> RollingReport:
+    """Run (or resume) the rolling evaluation; see the module docstring."""
+    from tqdm import tqdm
+
+    from fincon.engine.rundir import check_out_path
+    from fincon.workflow.rolling_results import tables
+    from fincon.workflow.experiment import check_inputs, units
+
+    if "buy-and-hold" not in exp.baselines:
+        raise ConfigError("rolling: buy-and-hold must be among the baselines (every strategy is compared with it)")
+    out = check_out_path(out)
+    cells = plan(exp)
+    for c in cells:  # what a unit would refuse (data, corpus, parameters), before anything is written
+        try:
+            check_inputs(c.exp)
+        except FinconError as exc:
+            raise type(exc)(f"rolling window {c.window.test.start}..{c.window.test.end} ({c.universe}): "
+                            f"{exc}") from None
+    state = {"config": identity(exp)}
+    marker = out / "rolling.json"
+    if out.exists():
+        if not marker.is_file():
+            raise FinconError(f"{out} exists and is not a fincon rolling evaluation; pick another --out")
+        if json.loads(marker.read_text()).get("config") != state["config"]:
+            raise FinconError(f"{out} holds a rolling evaluation with another config; pick another --out")
+    else:
+        out.mkdir(parents=True)
+    write_atomic(marker, json.dumps({**state, "status": "running"}, indent=1, sort_keys=True) + "\n")
+    listing = [{"universe": c.universe, "window": c.window.name, "dir": str(c.root(out).relative_to(out)),
+                "train": c.window.train.model_dump(mode="json"), "test": c.window.test.model_dump(mode="json"),
+                "tickers": list(c.tickers)} for c in cells]
+    write_atomic(out / "windows.json", json.dumps(listing, indent=1, sort_keys=True) + "\n")
+
+    jobs_by_phase: list[list[tuple[str, Job]]] = [[], []]
+    for c in cells:
+        root = c.root(out)
+        root.mkdir(parents=True, exist_ok=True)
+        for i, phase in enumerate(units(c.exp)):
+            for u in phase:
+                jobs_by_phase[i].append((f"{c.slug}/{c.window.name}/{u.name}", Job(u, c.exp, root)))
+    total = sum(len(p) for p in jobs_by_phase)
+    ran: list[str] = []
+    skipped: list[str] = []
+    bar = tqdm(total=total, unit="unit", desc="rolling", disable=not progress, dynamic_ncols=True)
+    try:
+        for phase in jobs_by_phase:
+            todo = []
+            for name, job in phase:
+                if unit_done(job.unit, job.exp, job.root):
+                    skipped.append(name)
+                    bar.update(1)
+                else:
+                    todo.append((name, job))
+
+            def done(i: int, _result: Any, todo=todo) -> None:
+                ran.append(todo[i][0])
+                bar.update(1)
+
+            executor([j for _, j in todo], done)
+    finally:
+        bar.close()
+    for c in cells:
+        res = collect(c.exp, c.root(out))
+        write_atomic(c.root(out) / "results.json", json.dumps(res, indent=1, sort_keys=True) + "\n")
+    results = tables(exp, out, cells)
+    write_atomic(marker, json.dumps({**state, "status": "complete"}, indent=1, sort_keys=True) + "\n")
+    return RollingReport(out, results, ran, skipped)
+
+
+__all__ = ["Cell", "RollingReport", "WindowSpec", "offset", "plan", "run_rolling", "windows"]

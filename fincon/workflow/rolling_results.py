@@ -1,0 +1,126 @@
+"""The tables of a rolling evaluation, from its finished windows.
+
+Reads each window's strategy runs (metrics.json, summary.json) and writes
+windows.csv (one row per universe, window and strategy), summary.csv (per
+universe and strategy, plus ``pooled`` over every universe) and
+results.json (both, and how they were computed). Nothing else is touched.
+
+Across windows, for each strategy: the median CR, Sharpe and MDD, the mean
+excess CR over buy-and-hold on the same window and universe, the share of
+windows where its CR beats buy-and-hold's (strictly), and a two-sided
+Wilcoxon signed-rank test of its per-window CR paired with buy-and-hold's
+(``scipy.stats.wilcoxon``; none when every difference is zero).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from fincon.workflow.experiment_config import ExperimentConfig
+from fincon.workflow.experiment_results import write_atomic
+from fincon.workflow.experiment_units import baseline_dir
+
+BENCH = "buy-and-hold"
+COLUMNS = ("universe", "window", "test_start", "test_end", "tickers", "strategy", "cr_pct", "sharpe", "mdd_pct",
+           "turnover", "n_trades", "llm_calls", "llm_cost_usd", "excess_cr_pct")
+
+
+def _read(run: Path) -> dict[str, Any]:
+    m = json.loads((run / "metrics.json").read_text())
+    s = json.loads((run / "summary.json").read_text()).get("strategy_summary") or {}
+    return {"cr_pct": m.get("cr_pct"), "sharpe": m.get("sharpe"), "mdd_pct": m.get("mdd_pct"),
+            "turnover": m.get("turnover"), "n_trades": m.get("n_trades"),
+            "llm_calls": int(s.get("llm_calls") or 0), "llm_cost_usd": float(s.get("llm_cost_usd") or 0.0)}
+
+
+def window_rows(out: Path, cells) -> pd.DataFrame:
+    rows = []
+    for c in cells:
+        per = {name: _read(path) for name, path in unit_dirs(c, out).items()}
+        bench = per[BENCH]["cr_pct"]
+        for name, m in per.items():
+            rows.append({"universe": c.universe, "window": c.window.name,
+                         "test_start": c.window.test.start.isoformat(), "test_end": c.window.test.end.isoformat(),
+                         "tickers": " ".join(c.tickers), "strategy": name, **m,
+                         "excess_cr_pct": None if m["cr_pct"] is None or bench is None else m["cr_pct"] - bench})
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def unit_dirs(cell: Cell, out: Path) -> dict[str, Path]:
+    """Each strategy's test run directory in a cell: the team variants' median
+    repeats (from the cell's results.json) and the baselines."""
+    res = json.loads((cell.root(out) / "results.json").read_text())
+    dirs: dict[str, Path] = {}
+    for v, m in res["median"].items():
+        dirs[team_label(v, m.get("repeat"), cell.exp.repeats)] = cell.root(out) / m["run_dir"]
+    for b in cell.exp.baselines:
+        dirs[b] = baseline_dir(cell.root(out), cell.exp, b)
+    return dirs
+
+
+def team_label(variant: str, repeat: int | None, repeats: int) -> str:
+    name = "fincon" if variant == "full" else f"fincon {variant}"
+    return name if repeats == 1 else f"{name} (median of {repeats})"
+
+
+def paired_test(cr: pd.Series, bench: pd.Series) -> dict[str, Any]:
+    """Two-sided Wilcoxon signed-rank test of per-window CRs against buy-and-hold's."""
+    from scipy.stats import wilcoxon
+
+    d = (cr - bench).dropna()
+    out: dict[str, Any] = {"n": int(len(d)), "statistic": None, "p_value": None}
+    if len(d) == 0 or (d == 0).all():
+        out["note"] = "no window differs from buy-and-hold"
+        return out
+    res = wilcoxon(d.to_numpy())
+    out.update(statistic=float(res.statistic), p_value=float(res.pvalue))
+    return out
+
+
+def _finite(x: Any) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+
+def summarize(df: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    groups = [(u, df[df.universe == u]) for u in dict.fromkeys(df.universe)]
+    if len(groups) > 1:
+        groups.append(("pooled", df))
+    for universe, g in groups:
+        bench = g[g.strategy == BENCH].set_index(["universe", "window"])["cr_pct"]
+        for name in dict.fromkeys(g.strategy):
+            s = g[g.strategy == name].set_index(["universe", "window"])
+            cr, b = s["cr_pct"].astype(float), bench.reindex(s.index).astype(float)
+            test = paired_test(cr, b) if name != BENCH else {"n": int(len(cr)), "p_value": None}
+            rows.append({"universe": universe, "strategy": name, "windows": int(len(s)),
+                         "median_cr_pct": _finite(cr.median()), "median_sharpe": _finite(s["sharpe"].astype(float).median()),
+                         "median_mdd_pct": _finite(s["mdd_pct"].astype(float).median()),
+                         "mean_excess_cr_pct": _finite((cr - b).mean()),
+                         "share_beats_bh": None if name == BENCH else float((cr > b).mean()),
+                         "wilcoxon_p": test.get("p_value"),
+                         "median_turnover": _finite(s["turnover"].astype(float).median()),
+                         "llm_calls": int(s["llm_calls"].sum()), "llm_cost_usd": float(s["llm_cost_usd"].sum())})
+    return pd.DataFrame(rows)
+
+
+def tables(exp: ExperimentConfig, out: Path, cells) -> dict[str, Any]:
+    """windows.csv, summary.csv and results.json of a finished rolling evaluation."""
+    df = window_rows(out, cells)
+    summary = summarize(df)
+    df.to_csv(out / "windows.csv", index=False, float_format="%.6g", lineterminator="\n")
+    summary.to_csv(out / "summary.csv", index=False, float_format="%.6g", lineterminator="\n")
+    r = exp.rolling
+    results = {"window": r.window, "step": r.step, "span": [r.start.isoformat(), r.end.isoformat()],
+               "universes": r.universes, "brain": exp.brain, "episodes": exp.episodes, "repeats": exp.repeats,
+               "benchmark": BENCH,
+               "test": "two-sided Wilcoxon signed-rank test of per-window CR % paired with buy-and-hold's",
+               "beats": "share of windows whose CR % is strictly above buy-and-hold's on the same window",
+               "windows": json.loads(df.to_json(orient="records")),
+               "summary": json.loads(summary.to_json(orient="records"))}
+    write_atomic(out / "results.json", json.dumps(results, indent=1, sort_keys=True) + "\n")
+    return results

@@ -1,0 +1,54 @@
+"""Standard run artifacts: round trips by hand and against the equity curve,
+run_summary.csv against metrics.json, run_manifest.json's hashes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pandas as pd
+import pytest
+
+from fincon.cli.main import main
+from fincon.engine.artifacts import round_trips
+
+
+def test_round_trips_fifo_by_hand():
+    trades = pd.DataFrame([
+        ("2022-01-03", "A", "buy", 10.0, 100.0, 1.0),
+        ("2022-01-04", "A", "buy", 10.0, 110.0, 1.0),
+        ("2022-01-05", "A", "sell", -15.0, 120.0, 1.5),
+        ("2022-01-03", "B", "sell", -10.0, 50.0, 0.0),
+        ("2022-01-10", "B", "buy", 10.0, 40.0, 0.0),
+    ], columns=["date", "ticker", "side", "size", "price", "commission"])
+    rt = round_trips(trades, {"A": 130.0, "B": 45.0}, "2022-01-06")
+    a = rt[rt.ticker == "A"].reset_index(drop=True)
+    # first lot: 10 x (120 - 100) less 0.10 a share on each side
+    assert a.loc[0, ["shares", "pnl", "return_pct", "holding_days"]].tolist() == pytest.approx([10, 198.0, 19.8, 2])
+    # 5 of the second lot: 5 x 10 less 5 x 0.20
+    assert a.loc[1, ["shares", "pnl"]].tolist() == pytest.approx([5, 49.0])
+    assert a.loc[1, "return_pct"] == pytest.approx(100 * 49.0 / 550.0)
+    # its other 5 are open, marked at the last close 130: 5 x 20 less their entry fee
+    assert a.loc[2, "closed"] == False and a.loc[2, "pnl"] == pytest.approx(99.5)  # noqa: E712
+    b = rt[rt.ticker == "B"].iloc[0]
+    assert (b["direction"], b["pnl"], b["holding_days"]) == ("short", pytest.approx(100.0), 7)
+
+
+def test_artifacts_of_a_run(tmp_path):
+    out = tmp_path / "run"
+    assert main(["backtest", "--tickers", "AAPL,MSFT", "--strategy", "sma-cross,markowitz", "--start", "2022-06-01",
+                 "--end", "2022-12-30", "--commission-model", "per-share", "--slippage-model", "bps",
+                 "--slippage", "5", "--out", str(out)]) == 0
+    summary = pd.read_csv(out / "run_summary.csv").set_index("strategy")
+    for name in ("sma-cross", "markowitz"):
+        m = json.loads((out / name / "metrics.json").read_text())
+        assert summary.loc[name, "cr_pct"] == pytest.approx(m["cr_pct"])
+        assert summary.loc[name, "costs.commission_paid"] == pytest.approx(m["costs"]["commission_paid"])
+        # every dollar of P&L is in a round trip: realised, plus the open lots marked at the last close
+        rt = pd.read_csv(out / name / "round_trips.csv")
+        equity = pd.read_csv(out / name / "equity.csv")
+        assert rt["pnl"].sum() == pytest.approx(equity["value"].iloc[-1] - 1_000_000.0, abs=1e-3)
+    assert set(pd.read_csv(out / "sma-cross" / "round_trips.csv")["closed"]) >= {True}
+    man = json.loads((out / "run_manifest.json").read_text())
+    assert man["config_sha256"] == hashlib.sha256((out / "config.yaml").read_bytes()).hexdigest()
+    assert set(man["data_sha256"]) == {"AAPL", "MSFT"} and "backtrader" in man["packages"]

@@ -1,0 +1,124 @@
+"""Rolling evaluation: windows, universe rules (point in time), the tables
+across windows, and one small end-to-end run on the bundled data."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import wilcoxon
+
+from fincon.cli.main import main
+from fincon.workflow.experiment import load_experiment
+from fincon.workflow.rolling import windows
+from fincon.workflow.rolling_results import summarize
+from fincon.workflow.universe import eligible, parse_rule, select
+
+
+def _bars(closes: list[float], volume: float, start: str = "2020-01-01") -> pd.DataFrame:
+    idx = pd.bdate_range(start, periods=len(closes))
+    c = np.asarray(closes, dtype=float)
+    return pd.DataFrame({"open": c, "high": c, "low": c, "close": c, "volume": volume}, index=idx)
+
+
+def test_windows_of_the_bundled_span():
+    exp = load_experiment(None, {"team.brain": "rules", "rolling.window": "1y", "rolling.step": "6m",
+                                 "rolling.start": "2019-01-01", "rolling.end": "2024-12-31"})
+    ws = windows(exp, dt.date(2024, 3, 8))
+    # 2019-01, 2019-07, ..., 2023-01: nine full years end by the data's last day
+    assert [w.test.start.isoformat() for w in ws] == [f"{y}-{m:02d}-01" for y in range(2019, 2024)
+                                                      for m in (1, 7)][:9]
+    assert (ws[0].train.start, ws[0].train.end) == (dt.date(2018, 1, 1), dt.date(2018, 12, 31))
+    assert (ws[-1].test.start, ws[-1].test.end) == (dt.date(2023, 1, 1), dt.date(2023, 12, 31))
+
+
+def test_rules_parse_and_refuse():
+    assert parse_rule("random:5:3").slug == "random-5-s3"
+    assert parse_rule("momentum:5").n == 5
+    assert parse_rule("aapl, msft").tickers == ("AAPL", "MSFT")
+    for bad in ("random:5", "best:5", "momentum:0", "top-volume:x"):
+        with pytest.raises(ValueError):
+            parse_rule(bad)
+
+
+def test_rules_read_only_bars_before_the_window():
+    n = 300
+    up = [100 * 1.001 ** i for i in range(n)]  # +34.9 % over the last 300 days
+    flat = [100.0] * n
+    down = [100 * 0.999 ** i for i in range(n)]
+    bars = {"UP": _bars(up, 1e6), "FLAT": _bars(flat, 5e6), "DOWN": _bars(down, 2e6)}
+    start = (bars["UP"].index[-1] + pd.Timedelta(days=1)).date()
+    hist = bars["UP"].index[0].date()
+    assert select(parse_rule("momentum:1"), bars, hist, start) == ["UP"]
+    assert select(parse_rule("momentum:2"), bars, hist, start) == ["FLAT", "UP"]
+    # mean dollar volume of the last 60 days: FLAT 5e8, DOWN ~1.5e8, UP ~1.3e8
+    assert select(parse_rule("top-volume:1"), bars, hist, start) == ["FLAT"]
+    assert select(parse_rule("top-volume:2"), bars, hist, start) == ["DOWN", "FLAT"]
+    # a bar on or after the window's first day changes nothing (point in time)
+    later = pd.DataFrame({"open": 1e4, "high": 1e4, "low": 1e4, "close": 1e4, "volume": 1e12},
+                         index=[pd.Timestamp(start)])
+    bars2 = {**bars, "DOWN": pd.concat([bars["DOWN"], later])}
+    assert select(parse_rule("momentum:1"), bars2, hist, start) == ["UP"]
+    assert select(parse_rule("top-volume:1"), bars2, hist, start) == ["FLAT"]
+    # random: reproducible, and drawn anew per window
+    r = parse_rule("random:2:7")
+    assert select(r, bars, hist, start) == select(r, bars, hist, start)
+    # a ticker whose bars begin after the training window's start is not eligible
+    late = {**bars, "NEW": _bars(up[:100], 1e9, start="2021-01-01")}
+    assert "NEW" not in eligible(late, hist, start)
+    with pytest.raises(ValueError, match="NEW"):
+        select(parse_rule("NEW,UP"), late, hist, start)
+
+
+def test_summary_against_buy_and_hold_by_hand():
+    rows = []
+    team = [5.0, -2.0, 3.0, 1.0, -4.0, 6.0]
+    bh = [1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    for k, (a, b) in enumerate(zip(team, bh)):
+        for name, cr in (("fincon", a), ("buy-and-hold", b)):
+            rows.append({"universe": "u", "window": f"k{k}", "strategy": name, "cr_pct": cr, "sharpe": cr / 10,
+                         "mdd_pct": 1.0, "turnover": 2.0, "llm_calls": 0, "llm_cost_usd": 0.0})
+    s = summarize(pd.DataFrame(rows)).set_index("strategy")
+    assert s.loc["fincon", "share_beats_bh"] == pytest.approx(3 / 6)  # 5, 3 and 6 beat 1; 1 == 1 does not
+    assert s.loc["fincon", "median_cr_pct"] == pytest.approx(2.0)  # median of -4,-2,1,3,5,6
+    assert s.loc["fincon", "mean_excess_cr_pct"] == pytest.approx(np.mean(team) - 1.0)
+    assert s.loc["fincon", "wilcoxon_p"] == pytest.approx(wilcoxon(np.subtract(team, bh)).pvalue)
+    assert s.loc["buy-and-hold", "wilcoxon_p"] is None or np.isnan(s.loc["buy-and-hold", "wilcoxon_p"])
+
+
+def test_small_rolling_run_matches_its_windows(tmp_path, capsys):
+    out = tmp_path / "roll"
+    argv = ["experiment", "--brain", "rules", "--rolling", "2w", "--step", "2w", "--rolling-start", "2022-10-03",
+            "--rolling-end", "2022-10-30", "--universe", "TSLA", "--repeats", "1", "--episodes", "1",
+            "--ablations", "full", "--baselines", "buy-and-hold,sma-cross", "--out", str(out), "--no-progress"]
+    assert main(argv) == 0
+    listing = json.loads((out / "windows.json").read_text())
+    assert [(w["test"]["start"], w["test"]["end"]) for w in listing] == [("2022-10-03", "2022-10-16"),
+                                                                        ("2022-10-17", "2022-10-30")]
+    df = pd.read_csv(out / "windows.csv")
+    for w in listing:
+        bh_run = out / w["dir"] / "baselines" / "buy-and-hold"
+        cr = json.loads((bh_run / "metrics.json").read_text())["cr_pct"]
+        rows = df[df.window == w["window"]].set_index("strategy")
+        assert rows.loc["buy-and-hold", "cr_pct"] == pytest.approx(cr, rel=1e-5)
+        assert rows.loc["fincon", "excess_cr_pct"] == pytest.approx(
+            rows.loc["fincon", "cr_pct"] - rows.loc["buy-and-hold", "cr_pct"], abs=1e-4)
+    first = (out / "summary.csv").read_bytes()
+    capsys.readouterr()
+    assert main(argv) == 0  # resumes: every unit done, the same tables
+    assert "resumed" in capsys.readouterr().out
+    assert (out / "summary.csv").read_bytes() == first
+
+    from fincon.report import write_report
+
+    write_report([out], tmp_path / "a.html")
+    write_report([out], tmp_path / "b.html")
+    page = (tmp_path / "a.html").read_text(encoding="utf-8")
+    assert page == (tmp_path / "b.html").read_text(encoding="utf-8")
+    assert '<section id="rolling">' in page and "rolling-1-1-heat" in page and "rolling-1-1-lines" in page
+    team = df[df.strategy == "fincon"]
+    for e, c in zip(team.excess_cr_pct, team.cr_pct):  # each heatmap cell's text: excess and CR
+        assert f"{e:+.2f} pp (CR {c:.2f} %)" in page
