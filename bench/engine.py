@@ -32,8 +32,9 @@ def synthetic_bars(n: int, seed: int = 0) -> pd.DataFrame:
     high = np.maximum(open_, close) * 1.004
     low = np.minimum(open_, close) * 0.996
     dates = pd.bdate_range("1900-01-01", periods=n)
-    return pd.DataFrame({"open": open_, "high": high, "low": low, "close": close,
-                         "volume": np.full(n, 1e6)}, index=dates)
+    return pd.DataFrame(
+        {"open": open_, "high": high, "low": low, "close": close, "volume": np.full(n, 1e6)}, index=dates
+    )
 
 
 class PlainSma(bt.Strategy):

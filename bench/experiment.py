@@ -29,14 +29,43 @@ import tempfile
 import time
 from pathlib import Path
 
-WINDOWS = ["--train-start", "2022-04-01", "--train-end", "2022-04-29",
-           "--test-start", "2022-05-02", "--test-end", "2022-05-31"]
+WINDOWS = [
+    "--train-start",
+    "2022-04-01",
+    "--train-end",
+    "2022-04-29",
+    "--test-start",
+    "2022-05-02",
+    "--test-end",
+    "2022-05-31",
+]
 
 
 def experiment(out: Path, repeats: int, episodes: int, extra: list[str]) -> float:
-    cmd = [sys.executable, "-m", "fincon.cli.main", "experiment", "--ticker", "TSLA", "--brain", "rules",
-           "--events", "sample", "--param", "fincon.transcripts=text", *WINDOWS, "--repeats", str(repeats),
-           "--episodes", str(episodes), "--no-progress", "--json", "--out", str(out), *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "fincon.cli.main",
+        "experiment",
+        "--ticker",
+        "TSLA",
+        "--brain",
+        "rules",
+        "--events",
+        "sample",
+        "--param",
+        "fincon.transcripts=text",
+        *WINDOWS,
+        "--repeats",
+        str(repeats),
+        "--episodes",
+        str(episodes),
+        "--no-progress",
+        "--json",
+        "--out",
+        str(out),
+        *extra,
+    ]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - t0
@@ -60,14 +89,41 @@ def ray_fixed_costs(cpus: int, units: int) -> tuple[float, float]:
     return time.perf_counter() - t0 - per_unit * units, per_unit
 
 
-ROLLING = ["--rolling", "1m", "--step", "1m", "--rolling-start", "2022-03-01", "--rolling-end", "2022-06-30",
-           "--universe", "TSLA,MSFT", "--repeats", "1", "--episodes", "1", "--ablations", "full"]
+ROLLING = [
+    "--rolling",
+    "1m",
+    "--step",
+    "1m",
+    "--rolling-start",
+    "2022-03-01",
+    "--rolling-end",
+    "2022-06-30",
+    "--universe",
+    "TSLA,MSFT",
+    "--repeats",
+    "1",
+    "--episodes",
+    "1",
+    "--ablations",
+    "full",
+]
 ROLLING_WINDOWS = 4
 
 
 def rolling(out: Path, extra: list[str]) -> float:
-    cmd = [sys.executable, "-m", "fincon.cli.main", "experiment", "--brain", "rules", *ROLLING, "--no-progress",
-           "--out", str(out), *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "fincon.cli.main",
+        "experiment",
+        "--brain",
+        "rules",
+        *ROLLING,
+        "--no-progress",
+        "--out",
+        str(out),
+        *extra,
+    ]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - t0
@@ -79,13 +135,17 @@ def rolling(out: Path, extra: list[str]) -> float:
 def main_rolling() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-rolling-") as tmp:
         tmp = Path(tmp)
-        runs = {"local (1 worker)": ([], tmp / "local"), "ray, 1 CPU": (["--executor", "ray", "--ray-cpus", "1"],
-                                                                          tmp / "ray1"),
-                "ray, 2 CPUs": (["--executor", "ray", "--ray-cpus", "2"], tmp / "ray2")}
+        runs = {
+            "local (1 worker)": ([], tmp / "local"),
+            "ray, 1 CPU": (["--executor", "ray", "--ray-cpus", "1"], tmp / "ray1"),
+            "ray, 2 CPUs": (["--executor", "ray", "--ray-cpus", "2"], tmp / "ray2"),
+        }
         walls = {name: rolling(out, extra) for name, (extra, out) in runs.items()}
         sums = {(out / "summary.csv").read_bytes() for _, out in runs.values()}
-    print(f"fincon experiment --rolling 1m --step 1m, 2022-03..06 ({ROLLING_WINDOWS} windows), TSLA,MSFT, rules "
-          "brain, 1 training episode, team + 4 baselines")
+    print(
+        f"fincon experiment --rolling 1m --step 1m, 2022-03..06 ({ROLLING_WINDOWS} windows), TSLA,MSFT, rules "
+        "brain, 1 training episode, team + 4 baselines"
+    )
     for name, wall in walls.items():
         print(f"  {name:18s} {wall:7.1f} s  {ROLLING_WINDOWS / wall * 60:6.2f} windows/min")
     base = walls["local (1 worker)"]
@@ -107,18 +167,21 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-experiment-") as tmp:
         tmp = Path(tmp)
         local = experiment(tmp / "local", args.repeats, args.episodes, [])
-        ray = experiment(tmp / "ray", args.repeats, args.episodes,
-                         ["--executor", "ray", "--ray-cpus", str(args.cpus)])
+        ray = experiment(tmp / "ray", args.repeats, args.episodes, ["--executor", "ray", "--ray-cpus", str(args.cpus)])
         same = (tmp / "local" / "results.json").read_bytes() == (tmp / "ray" / "results.json").read_bytes()
         start_stop, per_unit = ray_fixed_costs(args.cpus, units)
-    print(f"fincon experiment: TSLA, rules brain, {args.repeats} repeats x 3 ablations x {args.episodes} episodes "
-          f"({units} units), train 2022-04-01..04-29, test 2022-05-02..05-31")
+    print(
+        f"fincon experiment: TSLA, rules brain, {args.repeats} repeats x 3 ablations x {args.episodes} episodes "
+        f"({units} units), train 2022-04-01..04-29, test 2022-05-02..05-31"
+    )
     print(f"  local (serial)         {local:7.1f} s")
     print(f"  ray, {args.cpus} CPUs            {ray:7.1f} s")
     verdict = "faster" if ray < local else "slower"
     print(f"  ratio local / ray      {local / ray:7.2f}x  (ray is {verdict}; results.json identical: {same})")
-    print(f"  ray fixed costs: local cluster start + stop {start_stop:.1f} s; a fresh worker and fincon's imports "
-          f"{per_unit:.2f} s per unit ({args.cpus} at a time)")
+    print(
+        f"  ray fixed costs: local cluster start + stop {start_stop:.1f} s; a fresh worker and fincon's imports "
+        f"{per_unit:.2f} s per unit ({args.cpus} at a time)"
+    )
     if not same:
         sys.exit("bench/experiment.py: the two executors wrote different results.json")
 

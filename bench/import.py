@@ -40,8 +40,13 @@ def peak_rss_mb(args: list[str]) -> tuple[dict, float]:
     """Run the import in a fresh grandchild and read its own max RSS with wait4."""
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "fincon.cli.main", "data", "import", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fincon.cli.main", "data", "import", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
+        text=True,
+    )
     out = proc.stdout.read()  # stderr merged: one pipe, no deadlock
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -51,8 +56,14 @@ def peak_rss_mb(args: list[str]) -> tuple[dict, float]:
     m = re.search(r"wrote dataset .* \(\w+, ([\d.]+) s\)", out)
     items = re.search(r"items\s+([\d,]+)", out)
     rss_mb = usage.ru_maxrss / 1024  # kilobytes on Linux
-    return ({"wall_s": wall, "import_s": float(m.group(1)) if m else float("nan"),
-             "items": int(items.group(1).replace(",", "")) if items else 0}, rss_mb)
+    return (
+        {
+            "wall_s": wall,
+            "import_s": float(m.group(1)) if m else float("nan"),
+            "items": int(items.group(1).replace(",", "")) if items else 0,
+        },
+        rss_mb,
+    )
 
 
 def default_investorbench() -> Path:
@@ -60,8 +71,13 @@ def default_investorbench() -> Path:
     worktree elsewhere, beside the main checkout."""
     candidates = [ROOT.parent / "shared" / "data" / "investorbench"]
     try:
-        common = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=ROOT,
-                                capture_output=True, text=True, check=True).stdout.strip()
+        common = subprocess.run(
+            ["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
         candidates.append(Path(common).parent.parent / "shared" / "data" / "investorbench")
     except (OSError, subprocess.CalledProcessError):
         pass
@@ -86,10 +102,16 @@ def bench_investorbench(folder: Path, work: Path) -> dict | None:
     print(f"  {'file':<14} {'items':>7} {'wall s':>8} {'import s':>9} {'peak RSS MB':>12}")
     for r in rows:
         print(f"  {r['file']:<14} {r['items']:>7,} {r['wall_s']:>8.2f} {r['import_s']:>9.2f} {r['rss_mb']:>12.0f}")
-    total = {"wall_s": sum(r["wall_s"] for r in rows), "import_s": sum(r["import_s"] for r in rows),
-             "rss_mb": max(r["rss_mb"] for r in rows), "items": sum(r["items"] for r in rows)}
-    print(f"  {'total':<14} {total['items']:>7,} {total['wall_s']:>8.2f} {total['import_s']:>9.2f} "
-          f"{total['rss_mb']:>12.0f}   (goal: under 15 s)")
+    total = {
+        "wall_s": sum(r["wall_s"] for r in rows),
+        "import_s": sum(r["import_s"] for r in rows),
+        "rss_mb": max(r["rss_mb"] for r in rows),
+        "items": sum(r["items"] for r in rows),
+    }
+    print(
+        f"  {'total':<14} {total['items']:>7,} {total['wall_s']:>8.2f} {total['import_s']:>9.2f} "
+        f"{total['rss_mb']:>12.0f}   (goal: under 15 s)"
+    )
     return {"files": rows, "total": total}
 
 
@@ -102,18 +124,26 @@ def bench_finsaber(work: Path, tickers: int, years: int, news: int) -> dict:
     counts = write_finsaber(tree, tickers, tuple(range(first, first + years)), news_rows=news)
     build = time.perf_counter() - t0
     r, rss = peak_rss_mb(["finsaber", str(tree), "--out", str(work / "fs-dataset")])
-    print(f"FINSABER fixture: {tickers} tickers x {years} years ({counts['price_rows']:,} price rows), "
-          f"{news:,} news rows, {counts['10-K'] + counts['10-Q']:,} filings; {du_mb(tree):.1f} MB of parquet, "
-          f"built in {build:.1f} s (not counted)")
-    print(f"  import: wall {r['wall_s']:.1f} s (command reports {r['import_s']:.1f} s), peak RSS {rss:.0f} MB, "
-          f"{r['items']:,} items, dataset {du_mb(work / 'fs-dataset'):.1f} MB   (goal: under 120 s, under 2048 MB)")
+    print(
+        f"FINSABER fixture: {tickers} tickers x {years} years ({counts['price_rows']:,} price rows), "
+        f"{news:,} news rows, {counts['10-K'] + counts['10-Q']:,} filings; {du_mb(tree):.1f} MB of parquet, "
+        f"built in {build:.1f} s (not counted)"
+    )
+    print(
+        f"  import: wall {r['wall_s']:.1f} s (command reports {r['import_s']:.1f} s), peak RSS {rss:.0f} MB, "
+        f"{r['items']:,} items, dataset {du_mb(work / 'fs-dataset'):.1f} MB   (goal: under 120 s, under 2048 MB)"
+    )
     return {"tickers": tickers, "years": years, "news_rows": news, "build_s": build, "rss_mb": rss, **r}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--investorbench", type=Path, default=None,
-                    help="folder of InvestorBench's *.json.gz (default ../shared/data/investorbench)")
+    ap.add_argument(
+        "--investorbench",
+        type=Path,
+        default=None,
+        help="folder of InvestorBench's *.json.gz (default ../shared/data/investorbench)",
+    )
     ap.add_argument("--tickers", type=int, default=50)
     ap.add_argument("--years", type=int, default=5)
     ap.add_argument("--news", type=int, default=200_000)

@@ -48,8 +48,12 @@ def raw_throughput(backend: LocalLlamaBackend) -> dict[str, float]:
     out = llm.create_completion("Write a short note about index funds:", max_tokens=64, temperature=0.0)
     gen_s = time.perf_counter() - t0
     n_gen = out["usage"]["completion_tokens"]
-    return {"prompt_tok_per_s": n_prompt / prompt_s, "gen_tok_per_s": n_gen / gen_s,
-            "prompt_tokens": n_prompt, "gen_tokens": n_gen}
+    return {
+        "prompt_tok_per_s": n_prompt / prompt_s,
+        "gen_tok_per_s": n_gen / gen_s,
+        "prompt_tokens": n_prompt,
+        "gen_tokens": n_gen,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,24 +98,33 @@ def main(argv: list[str] | None = None) -> int:
 
     live_med, hit_med = statistics.median(lat), statistics.median(hits)
     res = {
-        "model": backend.model_name, "threads": backend.n_threads, "load_s": round(load_s, 2),
-        "calls": args.calls, "reasks": reasks,
+        "model": backend.model_name,
+        "threads": backend.n_threads,
+        "load_s": round(load_s, 2),
+        "calls": args.calls,
+        "reasks": reasks,
         "calls_per_s": args.calls / live_s,
         "completion_tok_per_s": comp / live_s,
         "total_tok_per_s": total / live_s,
-        "raw_prompt_tok_per_s": raw["prompt_tok_per_s"], "raw_gen_tok_per_s": raw["gen_tok_per_s"],
-        "live_call_median_s": live_med, "cache_hit_median_s": hit_med,
+        "raw_prompt_tok_per_s": raw["prompt_tok_per_s"],
+        "raw_gen_tok_per_s": raw["gen_tok_per_s"],
+        "live_call_median_s": live_med,
+        "cache_hit_median_s": hit_med,
         "live_over_hit": live_med / hit_med,
     }
     if args.json:
         print(json.dumps(res, sort_keys=True))
         return 0
     print(f"local backend, {res['model']} on {res['threads']} threads (load {res['load_s']}s)")
-    print(f"  live calls       : {args.calls} calls, {res['calls_per_s']:.3f} calls/s, "
-          f"{res['completion_tok_per_s']:.1f} completion tok/s, {res['total_tok_per_s']:.1f} total tok/s "
-          f"({reasks} re-asks)")
-    print(f"  llama.cpp raw    : prompt {res['raw_prompt_tok_per_s']:.1f} tok/s ({raw['prompt_tokens']} tokens), "
-          f"generation {res['raw_gen_tok_per_s']:.1f} tok/s ({raw['gen_tokens']} tokens)")
+    print(
+        f"  live calls       : {args.calls} calls, {res['calls_per_s']:.3f} calls/s, "
+        f"{res['completion_tok_per_s']:.1f} completion tok/s, {res['total_tok_per_s']:.1f} total tok/s "
+        f"({reasks} re-asks)"
+    )
+    print(
+        f"  llama.cpp raw    : prompt {res['raw_prompt_tok_per_s']:.1f} tok/s ({raw['prompt_tokens']} tokens), "
+        f"generation {res['raw_gen_tok_per_s']:.1f} tok/s ({raw['gen_tokens']} tokens)"
+    )
     print(f"  latency (median) : live call {live_med * 1000:.0f} ms, cache hit {hit_med * 1000:.3f} ms")
     print(f"  ratio            : a cache hit is {res['live_over_hit']:,.0f}x faster than a live call")
     return 0

@@ -67,9 +67,18 @@ class Baseline:
         imp = self._decay_for(m["source"]).importance(age) + ACCESS_BONUS * acc
         rs, is_ = (rel + 1.0) / 2.0, min(imp / IMPORTANCE_SCALE, 1.0)
         return ScoredMemory(
-            id=mid, source=m["source"], day=pd.Timestamp(dt.date.fromordinal(int(m["ordinal"]))), text=doc,
-            relevancy=rel, importance=imp, relevancy_scaled=rs, importance_scaled=is_, score=rs + is_,
-            access=acc, age_days=age, metadata={k_[2:]: v for k_, v in m.items() if k_.startswith("m_")},
+            id=mid,
+            source=m["source"],
+            day=pd.Timestamp(dt.date.fromordinal(int(m["ordinal"]))),
+            text=doc,
+            relevancy=rel,
+            importance=imp,
+            relevancy_scaled=rs,
+            importance_scaled=is_,
+            score=rs + is_,
+            access=acc,
+            age_days=age,
+            metadata={k_[2:]: v for k_, v in m.items() if k_.startswith("m_")},
         )
 
     def retrieve(self, query, day, k=5, sources=None):
@@ -131,12 +140,20 @@ def brute_force(pm, entries, embedder, query: str, day, k: int = 5) -> list[tupl
     """Every entry scored in float64 from its text: the reference ranking."""
     key = id(entries)
     if _BRUTE.get("key") != key:
-        X = np.vstack([np.asarray(embedder([e.text for e in entries[lo : lo + 5000]]), dtype=np.float64)
-                       for lo in range(0, len(entries), 5000)])
+        X = np.vstack(
+            [
+                np.asarray(embedder([e.text for e in entries[lo : lo + 5000]]), dtype=np.float64)
+                for lo in range(0, len(entries), 5000)
+            ]
+        )
         X /= np.linalg.norm(X, axis=1, keepdims=True)
-        _BRUTE.update(key=key, X=X, ord=np.array([e.day.date().toordinal() for e in entries]),
-                      v=np.array([pm.decay[e.source].value for e in entries]),
-                      th=np.array([pm.decay[e.source].theta for e in entries]))
+        _BRUTE.update(
+            key=key,
+            X=X,
+            ord=np.array([e.day.date().toordinal() for e in entries]),
+            v=np.array([pm.decay[e.source].value for e in entries]),
+            th=np.array([pm.decay[e.source].theta for e in entries]),
+        )
     b = _BRUTE
     q = np.asarray(embedder([query])[0], dtype=np.float64)
     q /= np.linalg.norm(q)
@@ -173,7 +190,7 @@ def _side_by_side(pm, entries, emb, qtexts, days, block: int = 5) -> dict:
     refs = [brute_force(pm, entries, emb, q, day) for q, day in work]
     for b, lo in enumerate(range(0, len(work), block)):
         runs = [("baseline", old.retrieve), ("new", pm.retrieve)]
-        for name, fn in (runs if b % 2 == 0 else runs[::-1]):
+        for name, fn in runs if b % 2 == 0 else runs[::-1]:
             for (q, day), ref in zip(work[lo : lo + block], refs[lo : lo + block]):
                 t0 = time.perf_counter()
                 top = fn(q, day, k=5)
@@ -205,8 +222,10 @@ def bench_retrieval(sizes, queries: int, stale_days: int = 200) -> list[dict]:
     from fincon.memory.embedders import HashingEmbedder
 
     out = []
-    qtexts = [f"Profile: analyst. Task: trade {t} on demand, margins and guidance" for t in
-              ("Tesla", "Apple", "Pfizer", "Netflix", "Coinbase")]
+    qtexts = [
+        f"Profile: analyst. Task: trade {t} on demand, margins and guidance"
+        for t in ("Tesla", "Apple", "Pfizer", "Netflix", "Coinbase")
+    ]
     texts = corpus_texts(max(sizes))
     for n in sizes:
         with tempfile.TemporaryDirectory() as tmp:
@@ -215,15 +234,27 @@ def bench_retrieval(sizes, queries: int, stale_days: int = 200) -> list[dict]:
             pm = ms.procedural("bench", "TSLA")
             day0 = pd.Timestamp("2021-01-04")
             span = 500
-            entries = [MemoryEntry(id=f"m{i}", ticker="TSLA", source=texts[i][0],
-                                   day=day0 + pd.Timedelta(days=int(i * span / n)), text=f"{texts[i][1]} #{i}")
-                       for i in range(n)]
+            entries = [
+                MemoryEntry(
+                    id=f"m{i}",
+                    ticker="TSLA",
+                    source=texts[i][0],
+                    day=day0 + pd.Timedelta(days=int(i * span / n)),
+                    text=f"{texts[i][1]} #{i}",
+                )
+                for i in range(n)
+            ]
             t0 = time.perf_counter()
             pm.add(entries)
             build = time.perf_counter() - t0
             for case, offset in (("backtest", span), ("stale", span + stale_days)):
-                row = {"events": n, "case": case, "build_s": round(build, 1), "queries": queries,
-                       **_side_by_side(pm, entries, emb, qtexts, [day0 + pd.Timedelta(days=offset)] * queries)}
+                row = {
+                    "events": n,
+                    "case": case,
+                    "build_s": round(build, 1),
+                    "queries": queries,
+                    **_side_by_side(pm, entries, emb, qtexts, [day0 + pd.Timedelta(days=offset)] * queries),
+                }
                 print(json.dumps({"retrieval": row}), flush=True)
                 out.append(row)
             # a reopened store: the new path loads its columns from chromadb on the first query
@@ -265,8 +296,14 @@ def bench_embedding(n: int) -> list[dict]:
         t0 = time.perf_counter()
         MiniLMEmbedder()([f"Profile: analyst. Task: trade Tesla on day {i}"])
         one.append(time.perf_counter() - t0)
-    rows.append({"embedder": "minilm", "input": "one query (median of 20)", "n": 1,
-                 "ms": round(statistics.median(one) * 1000, 1)})
+    rows.append(
+        {
+            "embedder": "minilm",
+            "input": "one query (median of 20)",
+            "n": 1,
+            "ms": round(statistics.median(one) * 1000, 1),
+        }
+    )
     print(json.dumps({"embedding": rows[-1]}), flush=True)
     return rows
 
@@ -289,8 +326,13 @@ def bench_transcription(n_files: int) -> list[dict]:
                 audio += r.audio_seconds
                 comp += r.compute_seconds
                 wers.append(word_error_rate(e.text or "", r.text))
-            row = {"backend": backend, "files": len(calls) - 1, "audio_min": round(audio / 60, 2),
-                   "s_per_audio_min": round(comp / (audio / 60), 1), "mean_wer": round(float(np.mean(wers)), 4)}
+            row = {
+                "backend": backend,
+                "files": len(calls) - 1,
+                "audio_min": round(audio / 60, 2),
+                "s_per_audio_min": round(comp / (audio / 60), 1),
+                "mean_wer": round(float(np.mean(wers)), 4),
+            }
             print(json.dumps({"transcription": row}), flush=True)
             rows.append(row)
     return rows

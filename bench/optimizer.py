@@ -41,8 +41,9 @@ def _solver_options(solver: str, eps: float) -> dict:
     return {"verbose": False, ("polish" if pre_v1 else "polishing"): False, "eps_abs": eps, "eps_rel": eps}
 
 
-def _refine(h: np.ndarray, q: np.ndarray, lb: np.ndarray, ub: np.ndarray, w0: np.ndarray,
-            sum_one: bool, max_iter: int = 25) -> np.ndarray | None:
+def _refine(
+    h: np.ndarray, q: np.ndarray, lb: np.ndarray, ub: np.ndarray, w0: np.ndarray, sum_one: bool, max_iter: int = 25
+) -> np.ndarray | None:
     """Exact solution of max q'w - w'Hw/2, lb <= w <= ub (and sum w = 1 if
     ``sum_one``) by a primal-dual active-set iteration started at the solver's
     point ``w0``. Returns None unless the result satisfies the KKT
@@ -90,9 +91,11 @@ def _refine(h: np.ndarray, q: np.ndarray, lb: np.ndarray, ub: np.ndarray, w0: np
     free = ~(fixed | at_lb | at_ub)
     ok = (
         np.isfinite(w).all()
-        and (w >= lb - 1e-9).all() and (w <= ub + 1e-9).all()
+        and (w >= lb - 1e-9).all()
+        and (w <= ub + 1e-9).all()
         and (np.abs(g[free]) <= tol).all()
-        and (g[at_lb] <= tol).all() and (g[at_ub] >= -tol).all()
+        and (g[at_lb] <= tol).all()
+        and (g[at_ub] >= -tol).all()
         and (not sum_one or abs(w.sum() - 1.0) <= 1e-9)
     )
     return np.clip(w, lb, ub) if ok else None
@@ -251,21 +254,27 @@ def main() -> None:
     # import / first-call warm-up of both paths, not timed
     BaselineProblem(np.eye(3), solver=args.solver).solve(np.zeros(3))
     MeanVarianceProblem(np.eye(3), solver=args.solver).solve(np.ones(3))
-    print(f"N = {args.n} assets, Sigma from {args.days} days; baseline = cvxpy {args.solver} + refinement "
-          f"(before the numpy path), new = MeanVarianceProblem default; first solve median of {args.repeat}, "
-          f"re-solve median of 5")
+    print(
+        f"N = {args.n} assets, Sigma from {args.days} days; baseline = cvxpy {args.solver} + refinement "
+        f"(before the numpy path), new = MeanVarianceProblem default; first solve median of {args.repeat}, "
+        f"re-solve median of 5"
+    )
     print(f"{'form':9s}  {'measure':25s} {'baseline':>10s} {'new':>9s} {'ratio':>7s}  {'max |dw|':>8s}  new path")
     for form in ("long_only", "signed"):
         directions = ["buy" if m > 0 else "sell" for m in mu] if form == "signed" else None
-        old, old_w = _measure(lambda: BaselineProblem(sigma, form=form, solver=args.solver),
-                              mu, directions, args.repeat, resolves)
-        new, new_w = _measure(lambda: MeanVarianceProblem(sigma, form=form, solver=args.solver),
-                              mu, directions, args.repeat, resolves)
+        old, old_w = _measure(
+            lambda: BaselineProblem(sigma, form=form, solver=args.solver), mu, directions, args.repeat, resolves
+        )
+        new, new_w = _measure(
+            lambda: MeanVarianceProblem(sigma, form=form, solver=args.solver), mu, directions, args.repeat, resolves
+        )
         for name in old:
             diff = float(np.max(np.abs(old_w[name] - new_w[name])))
             (t_old, _), (t_new, path) = old[name], new[name]
-            print(f"{form:9s}  {name:25s} {t_old * 1e3:7.1f} ms {t_new * 1e3:6.1f} ms {t_old / t_new:6.1f}x  "
-                  f"{diff:8.1e}  {path}")
+            print(
+                f"{form:9s}  {name:25s} {t_old * 1e3:7.1f} ms {t_new * 1e3:6.1f} ms {t_old / t_new:6.1f}x  "
+                f"{diff:8.1e}  {path}"
+            )
         nonzero = int((np.abs(new_w["first solve"]) > 1e-6).sum())
         print(f"{'':9s}  ({nonzero} nonzero weights)")
 

@@ -49,8 +49,15 @@ def trading_days_after(start: str, n: int) -> str:
 
 
 def run(ticker: str, start: str, end: str, brain: str, out: Path, llm: dict | None = None) -> dict:
-    overrides = {"tickers": [ticker], "start": start, "end": end, "strategies": ["fincon"], "benchmark": False,
-                 "strategy_params.fincon.brain": brain, "strategy_params.fincon.embedder": "hashing"}
+    overrides = {
+        "tickers": [ticker],
+        "start": start,
+        "end": end,
+        "strategies": ["fincon"],
+        "benchmark": False,
+        "strategy_params.fincon.brain": brain,
+        "strategy_params.fincon.embedder": "hashing",
+    }
     cfg = load_config(None, overrides)
     if llm:
         cfg = cfg.model_copy(update={"llm": llm})
@@ -67,10 +74,17 @@ def run(ticker: str, start: str, end: str, brain: str, out: Path, llm: dict | No
             for a in rec["agents"] + [rec["manager"]]:
                 agents += 1
                 asks += a["via"] not in ("reuse", "empty")
-    return {"days": days, "wall_s": wall, "s_per_day": wall / days, "asks_per_day": asks / days,
-            "model_calls_per_day": s.get("llm_calls", 0) / days if brain == "llm" else 0.0,
-            "reuse_rate": s["team_reused"] / agents if agents else 0.0, "fallbacks": s["team_fallbacks"],
-            "live_calls": s.get("llm_live_calls"), "tokens": tokens_by_kind(report.out)}
+    return {
+        "days": days,
+        "wall_s": wall,
+        "s_per_day": wall / days,
+        "asks_per_day": asks / days,
+        "model_calls_per_day": s.get("llm_calls", 0) / days if brain == "llm" else 0.0,
+        "reuse_rate": s["team_reused"] / agents if agents else 0.0,
+        "fallbacks": s["team_fallbacks"],
+        "live_calls": s.get("llm_live_calls"),
+        "tokens": tokens_by_kind(report.out),
+    }
 
 
 def tokens_by_kind(out: Path) -> dict[str, list[int]]:
@@ -117,14 +131,18 @@ def main() -> None:
     print(f"{args.ticker}: rules {START}..{END}; llm ({args.model}) {START}..{end}")
     print(f"{'':12} {'days':>5} {'s/day':>9} {'asks/day':>9} {'calls/day':>10} {'reuse':>6} {'fallbacks':>9}")
     for name, r in rows.items():
-        print(f"{name:12} {r['days']:5d} {r['s_per_day']:9.3f} {r['asks_per_day']:9.2f} "
-              f"{r['model_calls_per_day']:10.2f} {r['reuse_rate']:6.1%} {r['fallbacks']:9d}")
+        print(
+            f"{name:12} {r['days']:5d} {r['s_per_day']:9.3f} {r['asks_per_day']:9.2f} "
+            f"{r['model_calls_per_day']:10.2f} {r['reuse_rate']:6.1%} {r['fallbacks']:9d}"
+        )
     live, replay = rows["llm live"], rows["llm replay"]
     print(f"\nreplay is {live['s_per_day'] / replay['s_per_day']:.0f}x faster than live (goal >= 100x)")
     print(f"live: {live['s_per_day']:.1f} s per simulated day (goal <= 20 s with the 1.5B model on 2 cores)")
     if "rules" in rows:
-        print(f"team asks per day on the full window (rules brain, same reuse): {rows['rules']['asks_per_day']:.2f} "
-              "(goal <= 3)")
+        print(
+            f"team asks per day on the full window (rules brain, same reuse): {rows['rules']['asks_per_day']:.2f} "
+            "(goal <= 3)"
+        )
     print_tokens(live["tokens"], live["days"])
 
 

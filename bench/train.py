@@ -78,11 +78,24 @@ def main() -> None:
         plans = [] if args.skip_rules else [("rules", START, END, args.episodes, None)]
         if not args.skip_llm:
             end = trading_days_after(START, args.llm_days)
-            plans.append(("llm", START, end, args.llm_episodes,
-                          {"model": args.model, "cache_path": str(tmp / "llm.sqlite"), "concurrency": 1}))
+            plans.append(
+                (
+                    "llm",
+                    START,
+                    end,
+                    args.llm_episodes,
+                    {"model": args.model, "cache_path": str(tmp / "llm.sqlite"), "concurrency": 1},
+                )
+            )
         for brain, start, end, k, llm in plans:
-            over = {"tickers": ["TSLA"], "start": start, "end": end, "strategies": ["fincon"],
-                    "strategy_params.fincon.brain": brain, "strategy_params.fincon.embedder": "hashing"}
+            over = {
+                "tickers": ["TSLA"],
+                "start": start,
+                "end": end,
+                "strategies": ["fincon"],
+                "strategy_params.fincon.brain": brain,
+                "strategy_params.fincon.embedder": "hashing",
+            }
             cfg = load_config(None, over)
             if llm:
                 cfg = cfg.model_copy(update={"llm": llm})
@@ -98,8 +111,10 @@ def main() -> None:
         if later:
             col = "live_per_day" if brain == "llm" else "asks_per_day"
             mean = sum(s[col] for s in later) / len(later)
-            print(f"episodes 2..K: {mean:.2f} {'live model calls' if brain == 'llm' else 'asks'} per day "
-                  f"against {stats[0][col]:.2f} in episode 1 (goal <= 1.5 live calls per day)")
+            print(
+                f"episodes 2..K: {mean:.2f} {'live model calls' if brain == 'llm' else 'asks'} per day "
+                f"against {stats[0][col]:.2f} in episode 1 (goal <= 1.5 live calls per day)"
+            )
 
 
 def _per_episode(out: Path) -> list[float]:

@@ -26,8 +26,11 @@ class _Section(BaseModel):
 
 class DataConfig(_Section):
     source: Literal["sample", "csv", "yfinance"] = "sample"
-    dir: Path | None = Field(None, description="directory of TICKER.csv files, or a dataset directory written by "
-                                               "`fincon data import` (source: csv)")
+    dir: Path | None = Field(
+        None,
+        description="directory of TICKER.csv files, or a dataset directory written by "
+        "`fincon data import` (source: csv)",
+    )
     cache_dir: Path | None = Field(None, description="yfinance cache (default ~/.cache/fincon/yfinance)")
 
     @model_validator(mode="after")
@@ -41,23 +44,34 @@ class BrokerConfig(_Section):
     cash: float = Field(1_000_000.0, gt=0)
     commission: float = Field(0.0, ge=0, lt=0.1, description="percent model: fraction of traded value")
     commission_model: Literal["percent", "per-share", "zero"] = Field(
-        "percent", description="percent of value (commission), per share with a minimum and a maximum per "
-                               "order (Interactive Brokers' style), or zero")
+        "percent",
+        description="percent of value (commission), per share with a minimum and a maximum per "
+        "order (Interactive Brokers' style), or zero",
+    )
     commission_per_share: float = Field(0.005, ge=0, lt=10, description="per-share model: dollars a share")
     commission_min: float = Field(1.0, ge=0, lt=1000, description="per-share model: dollars an order at least")
-    commission_max: float = Field(0.01, ge=0, lt=1,
-                                  description="per-share model: fraction of the order's value at most (0: none)")
-    slippage: float = Field(0.0, ge=0, lt=1000,
-                            description="percent model: fraction of price; bps: basis points; range: fraction "
-                                        "of the decision day's high-low range; against the trader")
+    commission_max: float = Field(
+        0.01, ge=0, lt=1, description="per-share model: fraction of the order's value at most (0: none)"
+    )
+    slippage: float = Field(
+        0.0,
+        ge=0,
+        lt=1000,
+        description="percent model: fraction of price; bps: basis points; range: fraction "
+        "of the decision day's high-low range; against the trader",
+    )
     slippage_model: Literal["percent", "bps", "range"] = "percent"
     participation: float | None = Field(
-        None, gt=0, le=1, description="an order fills at most this fraction of the day's volume (e.g. 0.025)")
+        None, gt=0, le=1, description="an order fills at most this fraction of the day's volume (e.g. 0.025)"
+    )
     participation_rest: Literal["cancel", "carry"] = Field(
-        "cancel", description="the unfilled rest of a capped order: cancelled, or placed again the next day")
+        "cancel", description="the unfilled rest of a capped order: cancelled, or placed again the next day"
+    )
     charge_llm: bool = Field(
-        False, description="take each day's LLM spend (the ledger's cost, priced by --llm-prices) from the cash: "
-                           "a trading cost, in equity.csv's llm_cost_usd column")
+        False,
+        description="take each day's LLM spend (the ledger's cost, priced by --llm-prices) from the cash: "
+        "a trading cost, in equity.csv's llm_cost_usd column",
+    )
     fill: Literal["close", "next_open"] = "close"
     cash_buffer: float = Field(0.0, ge=0, lt=1)
 
@@ -65,8 +79,9 @@ class BrokerConfig(_Section):
     def _slippage_bounds(self):
         limit = {"percent": 0.1, "bps": 1000.0, "range": 1.0}[self.slippage_model]
         if self.slippage >= limit:
-            raise ValueError(f"slippage {self.slippage} is too large for the {self.slippage_model} model "
-                             f"(below {limit:g})")
+            raise ValueError(
+                f"slippage {self.slippage} is too large for the {self.slippage_model} model (below {limit:g})"
+            )
         return self
 
 
@@ -74,9 +89,12 @@ class MetricsConfig(_Section):
     alpha: float = Field(0.05, gt=0, lt=0.5, description="tail probability of VaR/CVaR")
     risk_free: float = Field(0.0, ge=-0.1, lt=0.5, description="annual risk-free rate for Sharpe/Sortino")
     days_per_year: int | None = Field(
-        None, ge=200, le=366,
+        None,
+        ge=200,
+        le=366,
         description="sessions per year for annualising Sharpe, Sortino and volatility; default: the data's "
-                    "calendar (dataset.json, else 365 when the bars include weekends, else 252)")
+        "calendar (dataset.json, else 365 when the bars include weekends, else 252)",
+    )
 
 
 class RunConfig(_Section):
@@ -157,8 +175,10 @@ def load_config(path: Path | None = None, overrides: dict[str, Any] | None = Non
         try:
             text = Path(path).read_text(encoding="utf-8")
         except UnicodeDecodeError:
-            raise ConfigError(f"config {path} is not UTF-8 text (a binary file, or another encoding such as "
-                              "Latin-1); save it as UTF-8 YAML") from None
+            raise ConfigError(
+                f"config {path} is not UTF-8 text (a binary file, or another encoding such as "
+                "Latin-1); save it as UTF-8 YAML"
+            ) from None
         except OSError as exc:
             raise ConfigError(f"cannot read config {path}: {exc.strerror}") from None
         if "\x00" in text:

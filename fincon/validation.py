@@ -42,8 +42,9 @@ def parse_iso_date(text: str, what: str = "") -> dt.date:
     s = str(text).strip()
     lead = f"{what} " if what else ""
     if not _ISO.match(s):
-        raise ValueError(f"{lead}{text!r} is not a date in YYYY-MM-DD form (ISO 8601, e.g. 2022-10-05); "
-                         "other orders are not guessed")
+        raise ValueError(
+            f"{lead}{text!r} is not a date in YYYY-MM-DD form (ISO 8601, e.g. 2022-10-05); other orders are not guessed"
+        )
     try:
         return dt.date.fromisoformat(s)
     except ValueError:
@@ -66,7 +67,12 @@ def field_range(model: type, loc: tuple) -> str | None:
     lo = hi = None
     lo_open = hi_open = False
     for m in field.metadata:
-        for attr, is_lo, is_open in (("gt", True, True), ("ge", True, False), ("lt", False, True), ("le", False, False)):
+        for attr, is_lo, is_open in (
+            ("gt", True, True),
+            ("ge", True, False),
+            ("lt", False, True),
+            ("le", False, False),
+        ):
             v = getattr(m, attr, None)
             if v is not None:
                 if is_lo:

@@ -68,8 +68,10 @@ class RecordedTranscripts:
 
     def assert_all_replayed(self) -> None:
         new = sorted(self._names() - self._recorded)
-        assert not new, (f"the run transcribed {len(new)} call(s) live ({', '.join(new)}): the recording is stale; "
-                         "re-record with `python tests/recordings/record.py`")
+        assert not new, (
+            f"the run transcribed {len(new)} call(s) live ({', '.join(new)}): the recording is stale; "
+            "re-record with `python tests/recordings/record.py`"
+        )
 
 
 @pytest.fixture(scope="module")

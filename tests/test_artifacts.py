@@ -14,13 +14,16 @@ from fincon.engine.artifacts import round_trips
 
 
 def test_round_trips_fifo_by_hand():
-    trades = pd.DataFrame([
-        ("2022-01-03", "A", "buy", 10.0, 100.0, 1.0),
-        ("2022-01-04", "A", "buy", 10.0, 110.0, 1.0),
-        ("2022-01-05", "A", "sell", -15.0, 120.0, 1.5),
-        ("2022-01-03", "B", "sell", -10.0, 50.0, 0.0),
-        ("2022-01-10", "B", "buy", 10.0, 40.0, 0.0),
-    ], columns=["date", "ticker", "side", "size", "price", "commission"])
+    trades = pd.DataFrame(
+        [
+            ("2022-01-03", "A", "buy", 10.0, 100.0, 1.0),
+            ("2022-01-04", "A", "buy", 10.0, 110.0, 1.0),
+            ("2022-01-05", "A", "sell", -15.0, 120.0, 1.5),
+            ("2022-01-03", "B", "sell", -10.0, 50.0, 0.0),
+            ("2022-01-10", "B", "buy", 10.0, 40.0, 0.0),
+        ],
+        columns=["date", "ticker", "side", "size", "price", "commission"],
+    )
     rt = round_trips(trades, {"A": 130.0, "B": 45.0}, "2022-01-06")
     a = rt[rt.ticker == "A"].reset_index(drop=True)
     # first lot: 10 x (120 - 100) less 0.10 a share on each side
@@ -36,9 +39,30 @@ def test_round_trips_fifo_by_hand():
 
 def test_artifacts_of_a_run(tmp_path):
     out = tmp_path / "run"
-    assert main(["backtest", "--tickers", "AAPL,MSFT", "--strategy", "sma-cross,markowitz", "--start", "2022-06-01",
-                 "--end", "2022-12-30", "--commission-model", "per-share", "--slippage-model", "bps",
-                 "--slippage", "5", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "backtest",
+                "--tickers",
+                "AAPL,MSFT",
+                "--strategy",
+                "sma-cross,markowitz",
+                "--start",
+                "2022-06-01",
+                "--end",
+                "2022-12-30",
+                "--commission-model",
+                "per-share",
+                "--slippage-model",
+                "bps",
+                "--slippage",
+                "5",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     summary = pd.read_csv(out / "run_summary.csv").set_index("strategy")
     for name in ("sma-cross", "markowitz"):
         m = json.loads((out / name / "metrics.json").read_text())

@@ -10,16 +10,40 @@ import pytest
 
 from fincon.cli.main import main
 
-RUN_FILES = {"config.yaml", "equity.csv", "positions.csv", "trades.csv", "decisions.jsonl",
-             "metrics.json", "summary.json", "equity.png", "orders.csv", "round_trips.csv"}
+RUN_FILES = {
+    "config.yaml",
+    "equity.csv",
+    "positions.csv",
+    "trades.csv",
+    "decisions.jsonl",
+    "metrics.json",
+    "summary.json",
+    "equity.png",
+    "orders.csv",
+    "round_trips.csv",
+}
 #: at the top of a run directory (with the files of a single strategy's run, or beside a comparison's)
 TOP_FILES = {"run_summary.csv", "run_manifest.json"}
 
 
 def test_json_single_ticker_buy_and_hold(tmp_path, capsys):
     out = tmp_path / "bh"
-    code = main(["backtest", "--ticker", "TSLA", "--strategy", "buy-and-hold", "--start", "2022-10-05",
-                 "--end", "2023-06-09", "--json", "--out", str(out)])
+    code = main(
+        [
+            "backtest",
+            "--ticker",
+            "TSLA",
+            "--strategy",
+            "buy-and-hold",
+            "--start",
+            "2022-10-05",
+            "--end",
+            "2023-06-09",
+            "--json",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     obj = json.loads(capsys.readouterr().out)
     for key in ("cr_pct", "sharpe", "mdd_pct", "cvar_pct", "cr_paper_pct", "var_pct", "win_rate"):
@@ -32,8 +56,10 @@ def test_json_single_ticker_buy_and_hold(tmp_path, capsys):
 
 def test_table_shows_strategy_next_to_buy_and_hold(tmp_path, capsys):
     out = tmp_path / "mk"
-    assert main(["backtest", "--tickers", "TSLA,MSFT,PFE", "--strategy", "markowitz", "--out", str(out),
-                 "--no-progress"]) == 0
+    assert (
+        main(["backtest", "--tickers", "TSLA,MSFT,PFE", "--strategy", "markowitz", "--out", str(out), "--no-progress"])
+        == 0
+    )
     text = capsys.readouterr().out
     header = next(line for line in text.splitlines() if "markowitz" in line)
     assert "buy-and-hold (benchmark)" in header
@@ -47,8 +73,21 @@ def test_table_shows_strategy_next_to_buy_and_hold(tmp_path, capsys):
 
 def test_several_strategies_make_a_comparison_directory(tmp_path, capsys):
     out = tmp_path / "cmp"
-    assert main(["backtest", "--tickers", "TSLA,MSFT,PFE", "--strategy", "buy-and-hold,markowitz,equal-weight",
-                 "--json", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "backtest",
+                "--tickers",
+                "TSLA,MSFT,PFE",
+                "--strategy",
+                "buy-and-hold,markowitz,equal-weight",
+                "--json",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     obj = json.loads(capsys.readouterr().out)
     assert set(obj["strategies"]) == {"buy-and-hold", "markowitz", "equal-weight"}
     for name in obj["strategies"]:
@@ -59,8 +98,18 @@ def test_several_strategies_make_a_comparison_directory(tmp_path, capsys):
 
 def test_same_config_gives_byte_identical_run(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
-    args = ["backtest", "--tickers", "TSLA,MSFT", "--strategy", "markowitz", "--param", "markowitz.lookback=40",
-            "--commission", "0.001", "--no-progress"]
+    args = [
+        "backtest",
+        "--tickers",
+        "TSLA,MSFT",
+        "--strategy",
+        "markowitz",
+        "--param",
+        "markowitz.lookback=40",
+        "--commission",
+        "0.001",
+        "--no-progress",
+    ]
     assert main([*args, "--out", str(a)]) == 0
     # rerun from the resolved config the first run wrote
     assert main(["backtest", "--config", str(a / "config.yaml"), "--no-progress", "--out", str(b)]) == 0
@@ -82,8 +131,22 @@ def test_plot_command_draws_several_runs(tmp_path, capsys):
     runs = []
     for s in ("buy-and-hold", "sma-cross"):
         runs.append(tmp_path / s)
-        assert main(["backtest", "--ticker", "NVDA", "--strategy", s, "--out", str(runs[-1]),
-                     "--no-progress", "--no-benchmark"]) == 0
+        assert (
+            main(
+                [
+                    "backtest",
+                    "--ticker",
+                    "NVDA",
+                    "--strategy",
+                    s,
+                    "--out",
+                    str(runs[-1]),
+                    "--no-progress",
+                    "--no-benchmark",
+                ]
+            )
+            == 0
+        )
     png = tmp_path / "cmp.png"
     assert main(["plot", *map(str, runs), "--out", str(png)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
@@ -92,7 +155,8 @@ def test_plot_command_draws_several_runs(tmp_path, capsys):
 
 
 def test_console_script_help_teaches():
-    proc = subprocess.run([sys.executable, "-m", "fincon.cli.main", "backtest", "--help"],
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fincon.cli.main", "backtest", "--help"], capture_output=True, text=True, check=True
+    )
     for word in ("--ticker", "--strategy", "--fill", "--param", "examples:", "markowitz", "decisions.jsonl"):
         assert word in proc.stdout

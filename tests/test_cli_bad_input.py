@@ -62,8 +62,9 @@ def fixtures(root: Path) -> dict[str, str]:
     f["latin1"] = str(root / "latin1.yaml")
     (root / "binary.yaml").write_bytes(bytes(range(256)))
     f["binary"] = str(root / "binary.yaml")
-    (root / "key.yaml").write_text("strategies: [llm-trader]\nllm: {backend: openai, model: x, "
-                                   "api_key_env: sk-proj-abc123def456}\n")
+    (root / "key.yaml").write_text(
+        "strategies: [llm-trader]\nllm: {backend: openai, model: x, api_key_env: sk-proj-abc123def456}\n"
+    )
     f["key_cfg"] = str(root / "key.yaml")
     (root / "notsqlite").write_text("hello, I am not a database\n" * 50)
     f["notsqlite"] = str(root / "notsqlite")
@@ -85,10 +86,14 @@ BT = ["backtest", "--ticker", "TSLA", "--no-progress", *WINDOW]
 
 # id -> (argv with {fixture} placeholders, a fragment the one line must contain)
 CASES: dict[str, tuple[list[str], str]] = {
-    "inf close in csv": (["backtest", "--ticker", "TSLA", "--data", "{inf_close}", "--start", "2022-10-05",
-                          "--end", "2022-10-20"], "infinite"),
-    "inf adj close in csv": (["backtest", "--ticker", "TSLA", "--data", "{inf_adj}", "--start", "2022-10-05",
-                              "--end", "2022-10-20"], "infinite Adj Close"),
+    "inf close in csv": (
+        ["backtest", "--ticker", "TSLA", "--data", "{inf_close}", "--start", "2022-10-05", "--end", "2022-10-20"],
+        "infinite",
+    ),
+    "inf adj close in csv": (
+        ["backtest", "--ticker", "TSLA", "--data", "{inf_adj}", "--start", "2022-10-05", "--end", "2022-10-20"],
+        "infinite Adj Close",
+    ),
     "day-first dates": (["backtest", "--ticker", "TSLA", "--data", "{day_first}", *WINDOW], "not YYYY-MM-DD"),
     "corrupt csv.gz": (["backtest", "--ticker", "TSLA", "--data", "{corrupt_gz}", *WINDOW], "cannot read CSV"),
     "cash inf": ([*BT, "--cash", "inf"], "finite"),
@@ -101,43 +106,114 @@ CASES: dict[str, tuple[list[str], str]] = {
     "config latin-1": (["backtest", "--config", "{latin1}"], "not UTF-8"),
     "config binary": (["backtest", "--config", "{binary}"], "not UTF-8"),
     "param for a strategy not run": ([*BT, "--param", "sma_cross.fast=5"], "did you mean 'sma-cross'"),
-    "directions for a ticker not run": ([*BT, "--strategy", "markowitz", "--param", "markowitz.form=signed",
-                                         "--param", "markowitz.directions={{AAPL: buy}}"], "AAPL"),
+    "directions for a ticker not run": (
+        [
+            *BT,
+            "--strategy",
+            "markowitz",
+            "--param",
+            "markowitz.form=signed",
+            "--param",
+            "markowitz.directions={{AAPL: buy}}",
+        ],
+        "AAPL",
+    ),
     "api key pasted as api_key_env": (["backtest", "--config", "{key_cfg}"], "api_key_env"),
     "unknown ticker": (["backtest", "--ticker", "NOPE", *WINDOW], "NOPE"),
     "start after end": (["backtest", "--start", "2023-01-10", "--end", "2023-01-01"], "after"),
-    "llm server down on the first day": ([*BT, "--strategy", "llm-trader", "--no-benchmark", "--llm-backend",
-                                          "openai", "--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", "x"],
-                                         "LLM server http://127.0.0.1:9/v1"),
+    "llm server down on the first day": (
+        [
+            *BT,
+            "--strategy",
+            "llm-trader",
+            "--no-benchmark",
+            "--llm-backend",
+            "openai",
+            "--llm-base-url",
+            "http://127.0.0.1:9/v1",
+            "--llm-model",
+            "x",
+        ],
+        "LLM server http://127.0.0.1:9/v1",
+    ),
     "plot into /proc": (["plot", "{run_ok}", "--out", "/proc/x.png"], "cannot write"),
     "plot empty equity.csv": (["plot", "{run_empty}", "--out", "x.png"], "equity.csv"),
     "plot garbage equity.csv": (["plot", "{run_garbage}", "--out", "x.png"], "equity.csv"),
     "llm cache on a non-sqlite file": (["llm", "cache", "--path", "{notsqlite}"], "notsqlite"),
     "llm model dir in /proc": (["llm", "model", "--model-dir", "/proc/xx"], "/proc/xx"),
-    "data sample onto a file": (["data", "sample", "--tickers", "TSLA", "--no-audio", "--out", "{a_file}"],
-                                "is not a directory"),
-    "data show after the corpus": (["data", "show", "--ticker", "TSLA", "--date", "2030-01-01",
-                                    "--embedder", "hashing"], "after"),
-    "range slippage on close-only prices": (["backtest", "--ticker", "TSLA", "--data", "{close_only}", *WINDOW,
-                                             "--slippage-model", "range", "--slippage", "0.5"],
-                                            "--slippage-model range needs High and Low"),
-    "participation cap on close-only prices": (["backtest", "--ticker", "TSLA", "--data", "{close_only}", *WINDOW,
-                                                "--participation", "0.025"], "--participation needs a Volume"),
+    "data sample onto a file": (
+        ["data", "sample", "--tickers", "TSLA", "--no-audio", "--out", "{a_file}"],
+        "is not a directory",
+    ),
+    "data show after the corpus": (
+        ["data", "show", "--ticker", "TSLA", "--date", "2030-01-01", "--embedder", "hashing"],
+        "after",
+    ),
+    "range slippage on close-only prices": (
+        [
+            "backtest",
+            "--ticker",
+            "TSLA",
+            "--data",
+            "{close_only}",
+            *WINDOW,
+            "--slippage-model",
+            "range",
+            "--slippage",
+            "0.5",
+        ],
+        "--slippage-model range needs High and Low",
+    ),
+    "participation cap on close-only prices": (
+        ["backtest", "--ticker", "TSLA", "--data", "{close_only}", *WINDOW, "--participation", "0.025"],
+        "--participation needs a Volume",
+    ),
     "percent slippage too large": ([*BT, "--slippage", "0.5"], "too large for the percent model"),
     "participation above one": ([*BT, "--participation", "1.5"], "participation"),
     "rolling length unknown": (["experiment", "--brain", "rules", "--rolling", "1q"], "not a length"),
     "rolling step without rolling": (["experiment", "--brain", "rules", "--step", "6m"], "add --rolling"),
-    "rolling universe rule unknown": (["experiment", "--brain", "rules", "--rolling", "1y", "--universe", "best:5"],
-                                      "unknown universe rule"),
-    "rolling universe larger than the data": (["experiment", "--brain", "rules", "--rolling", "1y", "--universe",
-                                               "random:50:1"], "only 40 ticker(s)"),
-    "rolling span after the data": (["experiment", "--brain", "rules", "--rolling", "1y", "--rolling-start",
-                                     "2025-01-01", "--rolling-end", "2026-01-01"], "no 1y window fits"),
-    "rolling window outside the corpus": (["experiment", "--brain", "rules", "--rolling", "1y", "--rolling-start",
-                                           "2019-01-01", "--rolling-end", "2020-12-31", "--universe", "TSLA"],
-                                          "event corpus"),
-    "rolling without buy-and-hold": (["experiment", "--brain", "rules", "--rolling", "1y", "--baselines",
-                                      "markowitz"], "buy-and-hold must be among"),
+    "rolling universe rule unknown": (
+        ["experiment", "--brain", "rules", "--rolling", "1y", "--universe", "best:5"],
+        "unknown universe rule",
+    ),
+    "rolling universe larger than the data": (
+        ["experiment", "--brain", "rules", "--rolling", "1y", "--universe", "random:50:1"],
+        "only 40 ticker(s)",
+    ),
+    "rolling span after the data": (
+        [
+            "experiment",
+            "--brain",
+            "rules",
+            "--rolling",
+            "1y",
+            "--rolling-start",
+            "2025-01-01",
+            "--rolling-end",
+            "2026-01-01",
+        ],
+        "no 1y window fits",
+    ),
+    "rolling window outside the corpus": (
+        [
+            "experiment",
+            "--brain",
+            "rules",
+            "--rolling",
+            "1y",
+            "--rolling-start",
+            "2019-01-01",
+            "--rolling-end",
+            "2020-12-31",
+            "--universe",
+            "TSLA",
+        ],
+        "event corpus",
+    ),
+    "rolling without buy-and-hold": (
+        ["experiment", "--brain", "rules", "--rolling", "1y", "--baselines", "markowitz"],
+        "buy-and-hold must be among",
+    ),
     "transcribe a directory": (["transcribe", "{audio_dir}"], "is a directory"),
     "transcribe an empty file": (["transcribe", "{empty_ogg}"], "empty"),
 }

@@ -32,17 +32,17 @@ def _run_dir(root: Path, name: str, decisions: bytes | None = None, metrics: byt
     d = root / name
     d.mkdir(parents=True)
     (d / "equity.csv").write_text("date,value\n2023-01-03,100.0\n2023-01-04,101.0\n")
-    (d / "metrics.json").write_bytes(metrics if metrics is not None else
-                                     b'{"strategy": "fincon", "status": "complete", "cr_pct": 1.0}\n')
+    (d / "metrics.json").write_bytes(
+        metrics if metrics is not None else b'{"strategy": "fincon", "status": "complete", "cr_pct": 1.0}\n'
+    )
     good = {"date": "2023-01-03", "record": {"agents": [], "manager": {"via": "rules"}}, "actions": {"TSLA": "buy"}}
-    (d / "decisions.jsonl").write_bytes(decisions if decisions is not None else
-                                        (json.dumps(good) + "\n").encode())
+    (d / "decisions.jsonl").write_bytes(decisions if decisions is not None else (json.dumps(good) + "\n").encode())
     return str(d)
 
 
 def _ogg_cut_at_a_page(data: bytes) -> bytes:
     """The call cut exactly where its last Ogg page starts: every page whole, no end-of-stream page."""
-    return data[:data.rindex(b"OggS")]
+    return data[: data.rindex(b"OggS")]
 
 
 def fixtures(root: Path) -> dict[str, str]:
@@ -55,8 +55,9 @@ def fixtures(root: Path) -> dict[str, str]:
     # an experiment that failed after two test runs, and a training with two episodes
     exp = root / "exp_failed"
     exp.mkdir()
-    (exp / "experiment.json").write_text(json.dumps({"config": {"tickers": ["TSLA"]}, "status": "failed",
-                                                     "error": "test/full-r2 stopped early"}))
+    (exp / "experiment.json").write_text(
+        json.dumps({"config": {"tickers": ["TSLA"]}, "status": "failed", "error": "test/full-r2 stopped early"})
+    )
     for unit in ("full-r1", "full-r2"):
         _run_dir(exp / "test", unit)
     f["exp_failed"] = str(exp)
@@ -70,12 +71,17 @@ def fixtures(root: Path) -> dict[str, str]:
     (root / "damaged_train" / "train.json").write_bytes(bytes(range(256)))
     f["damaged_train"] = str(root / "damaged_train")
     (root / "running_train").mkdir()
-    (root / "running_train" / "train.json").write_text(json.dumps({"config": {"tickers": ["MSFT"]}, "options": {},
-                                                                   "status": "running"}))
+    (root / "running_train" / "train.json").write_text(
+        json.dumps({"config": {"tickers": ["MSFT"]}, "options": {}, "status": "running"})
+    )
     f["running_train"] = str(root / "running_train")
     call = (AUDIO / "TSLA-2022Q4.ogg").read_bytes()
-    for name, data in (("call.ogg", call), ("half.ogg", call[:len(call) // 2]),
-                       ("page_cut.ogg", _ogg_cut_at_a_page(call)), ("junk.ogg", bytes(range(256)) * 20)):
+    for name, data in (
+        ("call.ogg", call),
+        ("half.ogg", call[: len(call) // 2]),
+        ("page_cut.ogg", _ogg_cut_at_a_page(call)),
+        ("junk.ogg", bytes(range(256)) * 20),
+    ):
         (root / name).write_bytes(data)
         f[name.split(".")[0] + "_ogg"] = str(root / name)
     # a corpus whose TSLA call audio is an empty file (a failed render)
@@ -86,11 +92,12 @@ def fixtures(root: Path) -> dict[str, str]:
         shutil.copy(p, corpus / "audio")
     (corpus / "audio" / "TSLA-2022Q1.ogg").write_bytes(b"")
     f["corpus_empty_audio"] = str(corpus)
-    for name, text in (("int_date.yaml", "start: 20221005\n"),
-                       ("us_date_exp.yaml", "test: {start: 5/10/2022}\n"),
-                       ("nan_team.yaml", "strategies: [fincon]\nstrategy_params: {fincon: {brain: rules, "
-                                         "cvar_alpha: .nan}}\n"),
-                       ("inf_lr_exp.yaml", "lr: .inf\n")):
+    for name, text in (
+        ("int_date.yaml", "start: 20221005\n"),
+        ("us_date_exp.yaml", "test: {start: 5/10/2022}\n"),
+        ("nan_team.yaml", "strategies: [fincon]\nstrategy_params: {fincon: {brain: rules, cvar_alpha: .nan}}\n"),
+        ("inf_lr_exp.yaml", "lr: .inf\n"),
+    ):
         (root / name).write_text(text)
         f[name.split(".")[0]] = str(root / name)
     f["missing_dir_json"] = str(root / "no" / "such" / "dir" / "out.json")
@@ -107,33 +114,39 @@ CASES: dict[str, tuple[list[str], str]] = {
     "report wrong-shape team record": (["report", "{run_shape_decisions}"], "record.agents is a int"),
     "report decisions line not an object": (["report", "{run_list_decisions}"], "expected a JSON object"),
     "report binary metrics.json": (["report", "{run_binary_metrics}"], "metrics.json: cannot read"),
-    "explain binary decisions.jsonl": (["explain", "{run_binary_decisions}", "--date", "2023-01-03"],
-                                       "cannot read"),
-    "explain truncated decisions.jsonl": (["explain", "{run_truncated_decisions}", "--date", "2023-01-03"],
-                                          "not a JSON line"),
-    "explain wrong-shape team record": (["explain", "{run_shape_decisions}", "--date", "2023-01-03"],
-                                        "record.agents"),
-    "explain decisions line not an object": (["explain", "{run_list_decisions}", "--date", "2023-01-03"],
-                                             "not a decision line"),
+    "explain binary decisions.jsonl": (["explain", "{run_binary_decisions}", "--date", "2023-01-03"], "cannot read"),
+    "explain truncated decisions.jsonl": (
+        ["explain", "{run_truncated_decisions}", "--date", "2023-01-03"],
+        "not a JSON line",
+    ),
+    "explain wrong-shape team record": (["explain", "{run_shape_decisions}", "--date", "2023-01-03"], "record.agents"),
+    "explain decisions line not an object": (
+        ["explain", "{run_list_decisions}", "--date", "2023-01-03"],
+        "not a decision line",
+    ),
     # 3. explain on an experiment or a training: its team runs are listed, one is asked for
     "explain an experiment": (["explain", "{exp_failed}", "--date", "2023-01-03"], "test/full-r2: pass one of them"),
     "explain a training": (["explain", "{train_two}", "--date", "2023-01-03"], "episodes/ep-02: pass one of them"),
     # 4. readers honour a failure mark
     "plot a failed experiment": (["plot", "{exp_failed}", "--out", "x.png"], "did not finish (status failed"),
     # 1. a file where a folder is expected; binary side files
-    "transcribe --cache-dir onto a file": (["transcribe", "{call_ogg}", "--cache-dir", "{a_file}"],
-                                           "is a file, not a folder"),
-    "transcribe --cache-dir in /proc": (["transcribe", "{call_ogg}", "--cache-dir", "/proc/fincon-cache"],
-                                        "cannot write the transcript cache in /proc/fincon-cache"),
+    "transcribe --cache-dir onto a file": (
+        ["transcribe", "{call_ogg}", "--cache-dir", "{a_file}"],
+        "is a file, not a folder",
+    ),
+    "transcribe --cache-dir in /proc": (
+        ["transcribe", "{call_ogg}", "--cache-dir", "/proc/fincon-cache"],
+        "cannot write the transcript cache in /proc/fincon-cache",
+    ),
     "backtest --llm-prices binary": (["backtest", "--llm-prices", "{binary}", "--no-progress"], "--llm-prices"),
     "train --llm-prices binary": (["train", "--llm-prices", "{binary}", *TINY], "--llm-prices"),
-    "experiment --llm-prices binary": (["experiment", "--llm-prices", "{binary}", "--brain", "rules"],
-                                       "--llm-prices"),
+    "experiment --llm-prices binary": (["experiment", "--llm-prices", "{binary}", "--brain", "rules"], "--llm-prices"),
     "llm ask --llm-prices binary": (["llm", "ask", "hi", "--llm-prices", "{binary}"], "--llm-prices"),
-    "eval numeric --llm-prices binary": (["eval", "numeric", "--brain", "llm", "--llm-prices", "{binary}"],
-                                         "--llm-prices"),
-    "backtest --beliefs binary": (["backtest", "--strategy", "fincon", "--beliefs", "{binary}", *TINY],
-                                  "not UTF-8"),
+    "eval numeric --llm-prices binary": (
+        ["eval", "numeric", "--brain", "llm", "--llm-prices", "{binary}"],
+        "--llm-prices",
+    ),
+    "backtest --beliefs binary": (["backtest", "--strategy", "fincon", "--beliefs", "{binary}", *TINY], "not UTF-8"),
     "train fincon.beliefs binary": (["train", "--param", "fincon.beliefs={binary}", *TINY], "not UTF-8"),
     # 1. eval --json pointing at a folder or into a missing folder (checked before the evaluation runs)
     "eval numeric --json a folder": (["eval", "numeric", "--json", "{audio_dir}"], "is a directory"),
@@ -141,8 +154,10 @@ CASES: dict[str, tuple[list[str], str]] = {
     "eval debate --json a folder": (["eval", "debate", "--json", "{audio_dir}"], "is a directory"),
     "eval debate --json a missing folder": (["eval", "debate", "--json", "{missing_dir_json}"], "does not exist"),
     "eval numeric --json into /proc": (["eval", "numeric", "--json", "/proc/fincon-eval.json"], "cannot write"),
-    "data sample --out under a file": (["data", "sample", "--tickers", "TSLA", "--no-audio", "--out", "{a_file}/ev"],
-                                       "is a file, not a folder"),
+    "data sample --out under a file": (
+        ["data", "sample", "--tickers", "TSLA", "--no-audio", "--out", "{a_file}/ev"],
+        "is a file, not a folder",
+    ),
     # 2. nothing to score
     "eval debate on a ticker without events": (["eval", "debate", "--tickers", "ABBV"], "nothing to score"),
     "eval numeric --limit 0": (["eval", "numeric", "--limit", "0"], "out of range >= 1"),
@@ -157,14 +172,22 @@ CASES: dict[str, tuple[list[str], str]] = {
     "backtest --alpha inf": (["backtest", "--alpha", "inf"], "range (0, 0.5)"),
     "backtest --llm-timeout inf": (["backtest", "--llm-timeout", "inf"], "not a finite number"),
     "backtest --llm-seed negative": (["backtest", "--llm-seed", "-1"], "out of range"),
-    "data show --k negative": (["data", "show", "--ticker", "TSLA", "--date", "2022-11-01", "--k", "-1"],
-                               "out of range [0, 100]"),
-    "config NaN team parameter": (["train", "--config", "{nan_team}", "--no-progress"],
-                                  "cvar_alpha: Input should be a finite number (range (0, 0.5))"),
-    "experiment config lr inf": (["experiment", "--config", "{inf_lr_exp}"], "lr: Input should be a finite number "
-                                                                             "(range [0, 100])"),
-    "config NaN baseline parameter": (["backtest", "--strategy", "markowitz", "--param",
-                                       "markowitz.risk_aversion=.nan"], "finite number (range >= 0)"),
+    "data show --k negative": (
+        ["data", "show", "--ticker", "TSLA", "--date", "2022-11-01", "--k", "-1"],
+        "out of range [0, 100]",
+    ),
+    "config NaN team parameter": (
+        ["train", "--config", "{nan_team}", "--no-progress"],
+        "cvar_alpha: Input should be a finite number (range (0, 0.5))",
+    ),
+    "experiment config lr inf": (
+        ["experiment", "--config", "{inf_lr_exp}"],
+        "lr: Input should be a finite number (range [0, 100])",
+    ),
+    "config NaN baseline parameter": (
+        ["backtest", "--strategy", "markowitz", "--param", "markowitz.risk_aversion=.nan"],
+        "finite number (range >= 0)",
+    ),
     # 2. dates are ISO only, flags and config files
     "backtest US date": (["backtest", "--start", "5/10/2022"], "YYYY-MM-DD"),
     "backtest impossible date": (["backtest", "--end", "2022-13-01"], "not a calendar date"),
@@ -178,52 +201,107 @@ CASES: dict[str, tuple[list[str], str]] = {
     # 2. unknown names
     "llm model unknown name with --all": (["llm", "model", "nope", "--all"], "unknown bundled model 'nope'"),
     "llm model a name and --all": (["llm", "model", "qwen2.5-coder-0.5b", "--all"], "not both"),
-    "transcribe unknown Whisper model": (["transcribe", "{call_ogg}", "--model", "tiny.xx"],
-                                         "unknown Whisper model 'tiny.xx'"),
-    "backtest --beliefs an unfinished training": (["backtest", "--strategy", "fincon", "--beliefs",
-                                                   "{running_train}", *TINY], "is a training that did not finish"),
+    "transcribe unknown Whisper model": (
+        ["transcribe", "{call_ogg}", "--model", "tiny.xx"],
+        "unknown Whisper model 'tiny.xx'",
+    ),
+    "backtest --beliefs an unfinished training": (
+        ["backtest", "--strategy", "fincon", "--beliefs", "{running_train}", *TINY],
+        "is a training that did not finish",
+    ),
     # 2./3. audio that is cut short or not audio at all
     "transcribe a truncated call": (["transcribe", "{half_ogg}"], "is truncated"),
     "transcribe a call cut at a page": (["transcribe", "{page_cut_ogg}"], "without the end-of-stream page"),
     "transcribe a non-audio file": (["transcribe", "{junk_ogg}"], "not audio ffmpeg can read"),
     # 4. checked before the first file: windows outside the data or the corpus, corpora, out dirs
-    "experiment test window after the data": (["experiment", "--brain", "rules", "--repeats", "1", "--episodes",
-                                               "1", "--train-start", "2022-03-01", "--train-end", "2022-03-10",
-                                               "--test-start", "2023-05-01", "--test-end", "2024-01-01",
-                                               "--no-progress", "--out", "exp"], "2023-05-01..2024-01-01"),
-    "train window before the corpus": (["train", "--brain", "rules", "--start", "2021-06-01", "--end",
-                                        "2021-06-30", "--no-progress", "--out", "t"], "covers TSLA from"),
+    "experiment test window after the data": (
+        [
+            "experiment",
+            "--brain",
+            "rules",
+            "--repeats",
+            "1",
+            "--episodes",
+            "1",
+            "--train-start",
+            "2022-03-01",
+            "--train-end",
+            "2022-03-10",
+            "--test-start",
+            "2023-05-01",
+            "--test-end",
+            "2024-01-01",
+            "--no-progress",
+            "--out",
+            "exp",
+        ],
+        "2023-05-01..2024-01-01",
+    ),
+    "train window before the corpus": (
+        ["train", "--brain", "rules", "--start", "2021-06-01", "--end", "2021-06-30", "--no-progress", "--out", "t"],
+        "covers TSLA from",
+    ),
     "train --events onto a file": (["train", "--events", "{a_file}", *TINY, "--out", "t"], "event directory"),
-    "train on a corpus with an empty call": (["train", "--events", "{corpus_empty_audio}", *TINY, "--out", "t"],
-                                             "empty (0-byte) file"),
-    "data show on a corpus with an empty call": (["data", "show", "--ticker", "TSLA", "--date", "2022-11-01",
-                                                  "--embedder", "hashing", "--events", "{corpus_empty_audio}"],
-                                                 "empty (0-byte) file"),
+    "train on a corpus with an empty call": (
+        ["train", "--events", "{corpus_empty_audio}", *TINY, "--out", "t"],
+        "empty (0-byte) file",
+    ),
+    "data show on a corpus with an empty call": (
+        [
+            "data",
+            "show",
+            "--ticker",
+            "TSLA",
+            "--date",
+            "2022-11-01",
+            "--embedder",
+            "hashing",
+            "--events",
+            "{corpus_empty_audio}",
+        ],
+        "empty (0-byte) file",
+    ),
     "train into a damaged training": (["train", *TINY, "--out", "{damaged_train}"], "is damaged"),
-    "train into a running training of another config": (["train", *TINY, "--out", "{running_train}"],
-                                                         "status is running"),
-    "data sample bad --bitrate": (["data", "sample", "--tickers", "TSLA", "--bitrate", "12x", "--out", "ev"],
-                                  "not an Opus bitrate"),
+    "train into a running training of another config": (
+        ["train", *TINY, "--out", "{running_train}"],
+        "status is running",
+    ),
+    "data sample bad --bitrate": (
+        ["data", "sample", "--tickers", "TSLA", "--bitrate", "12x", "--out", "ev"],
+        "not an Opus bitrate",
+    ),
     # the real-data commands of the import issue (as they land in main)
     "data import a missing file": (["data", "import", "investorbench", "nope.json", "--out", "ds"], "no such file"),
     "data import a binary file": (["data", "import", "investorbench", "{binary}", "--out", "ds"], "not UTF-8"),
-    "data import a truncated file": (["data", "import", "investorbench", "{truncated_ib}", "--out", "ds"],
-                                     "not valid JSON"),
+    "data import a truncated file": (
+        ["data", "import", "investorbench", "{truncated_ib}", "--out", "ds"],
+        "not valid JSON",
+    ),
     "data import csv without prices": (["data", "import", "csv", "{a_file}", "--out", "ds"], "--prices DIR"),
-    "data import US date": (["data", "import", "investorbench", "{truncated_ib}", "--out", "ds", "--start",
-                             "5/10/2022"], "YYYY-MM-DD"),
-    "data import onto a file": (["data", "import", "investorbench", "{truncated_ib}", "--out", "{a_file}"],
-                                "is a file"),
+    "data import US date": (
+        ["data", "import", "investorbench", "{truncated_ib}", "--out", "ds", "--start", "5/10/2022"],
+        "YYYY-MM-DD",
+    ),
+    "data import onto a file": (
+        ["data", "import", "investorbench", "{truncated_ib}", "--out", "{a_file}"],
+        "is a file",
+    ),
     "data info a file": (["data", "info", "{a_file}"], "not a directory"),
     "data info a run directory": (["data", "info", "{run_ok}"], "no dataset.json"),
     "backtest --data a file": (["backtest", "--data", "{a_file}"], "not a directory"),
-    "data show --data not a dataset": (["data", "show", "--data", "{run_ok}", "--ticker", "TSLA", "--date",
-                                       "2022-11-01"], "no dataset.json"),
+    "data show --data not a dataset": (
+        ["data", "show", "--data", "{run_ok}", "--ticker", "TSLA", "--date", "2022-11-01"],
+        "no dataset.json",
+    ),
     # 3. data show suggests only what works for the case at hand
-    "data show --events onto a file": (["data", "show", "--ticker", "TSLA", "--date", "2022-11-01",
-                                        "--events", "{a_file}"], "is a file"),
-    "data show a ticker without prices": (["data", "show", "--ticker", "NOPE", "--date", "2022-11-01",
-                                           "--embedder", "hashing"], "NOPE has no bundled prices"),
+    "data show --events onto a file": (
+        ["data", "show", "--ticker", "TSLA", "--date", "2022-11-01", "--events", "{a_file}"],
+        "is a file",
+    ),
+    "data show a ticker without prices": (
+        ["data", "show", "--ticker", "NOPE", "--date", "2022-11-01", "--embedder", "hashing"],
+        "NOPE has no bundled prices",
+    ),
 }
 
 
@@ -254,8 +332,22 @@ def test_bad_input_gets_one_line_and_exit_2(case, tmp_path, monkeypatch, capfd):
 
 # -- what a failure leaves, and what the next command makes of it ---------------------------
 
-TRAIN = ["train", "--ticker", "TSLA", "--brain", "rules", "--episodes", "2", "--start", "2022-03-01",
-         "--end", "2022-03-15", "--param", "fincon.transcripts=text", "--no-progress"]
+TRAIN = [
+    "train",
+    "--ticker",
+    "TSLA",
+    "--brain",
+    "rules",
+    "--episodes",
+    "2",
+    "--start",
+    "2022-03-01",
+    "--end",
+    "2022-03-15",
+    "--param",
+    "fincon.transcripts=text",
+    "--no-progress",
+]
 
 
 def _stop_episode_early(out: Path, k: int, days: int) -> None:
@@ -265,15 +357,17 @@ def _stop_episode_early(out: Path, k: int, days: int) -> None:
     metrics = json.loads((ep / "metrics.json").read_text())
     (ep / "metrics.json").write_text(json.dumps({**metrics, "status": "stopped_early", "n_days": days}))
     equity = (ep / "equity.csv").read_text().splitlines()
-    (ep / "equity.csv").write_text("\n".join(equity[:days + 1]) + "\n")
+    (ep / "equity.csv").write_text("\n".join(equity[: days + 1]) + "\n")
     summary = json.loads((ep / "summary.json").read_text())
-    (ep / "summary.json").write_text(json.dumps({**summary, "status": "stopped_early",
-                                                 "stop_reason": "LLM server gone"}))
-    rows = (out / "episodes.jsonl").read_text().splitlines()[:k - 1]
+    (ep / "summary.json").write_text(
+        json.dumps({**summary, "status": "stopped_early", "stop_reason": "LLM server gone"})
+    )
+    rows = (out / "episodes.jsonl").read_text().splitlines()[: k - 1]
     (out / "episodes.jsonl").write_text("".join(r + "\n" for r in rows))
     state = json.loads((out / "train.json").read_text())
-    (out / "train.json").write_text(json.dumps({**state, "status": "stopped_early",
-                                                "error": f"episode {k} stopped early"}))
+    (out / "train.json").write_text(
+        json.dumps({**state, "status": "stopped_early", "error": f"episode {k} stopped early"})
+    )
 
 
 def test_resume_reruns_an_episode_that_stopped_early(tmp_path, monkeypatch, capsys):
@@ -301,9 +395,16 @@ def test_corrected_rerun_replaces_only_a_failed_runs_leftovers(tmp_path, monkeyp
     (left / "episodes").mkdir(parents=True)
     (left / "beliefs").mkdir()
     (left / "beliefs" / "v0.json").write_text("{}")
-    (left / "train.json").write_text(json.dumps({"config": {"tickers": ["TSLA"], "start": "2022-03-01"},
-                                                 "options": {}, "status": "failed",
-                                                 "error": "no events for NOPE"}))
+    (left / "train.json").write_text(
+        json.dumps(
+            {
+                "config": {"tickers": ["TSLA"], "start": "2022-03-01"},
+                "options": {},
+                "status": "failed",
+                "error": "no events for NOPE",
+            }
+        )
+    )
     assert main(TRAIN[:6] + ["1"] + TRAIN[7:] + ["--out", "t"]) == 0
     err = capfd.readouterr().err
     assert "held only the leftovers of a training that failed before finishing anything" in err
@@ -336,9 +437,14 @@ def test_train_config_without_dates_trains_on_the_training_window(tmp_path, monk
 
 def _experiment(root: Path, status: str) -> Path:
     exp = root / "exp"
-    cfg = {"tickers": ["TSLA"], "train": {"start": "2022-03-01", "end": "2022-03-10"},
-           "test": {"start": "2023-01-03", "end": "2023-01-04"}, "repeats": 1, "episodes": 1,
-           "team": {"brain": "rules"}}
+    cfg = {
+        "tickers": ["TSLA"],
+        "train": {"start": "2022-03-01", "end": "2022-03-10"},
+        "test": {"start": "2023-01-03", "end": "2023-01-04"},
+        "repeats": 1,
+        "episodes": 1,
+        "team": {"brain": "rules"},
+    }
     (exp / "experiment.json").parent.mkdir(parents=True)
     state = {"config": cfg, "status": status}
     if status != "complete":
@@ -346,8 +452,11 @@ def _experiment(root: Path, status: str) -> Path:
     (exp / "experiment.json").write_text(json.dumps(state))
     _run_dir(exp / "test", "full-r1")
     _run_dir(exp, "baselines")
-    (exp / "results.json").write_text(json.dumps({"median": {"full": {"run_dir": "test/full-r1", "repeat": 1}},
-                                                  "baselines": {}, "best_baseline": None}))
+    (exp / "results.json").write_text(
+        json.dumps(
+            {"median": {"full": {"run_dir": "test/full-r1", "repeat": 1}}, "baselines": {}, "best_baseline": None}
+        )
+    )
     return exp
 
 
@@ -375,10 +484,37 @@ def test_terminated_experiment_is_marked_shown_and_resumed(tmp_path):
     import sys
     import time
 
-    cmd = [sys.executable, "-m", "fincon.cli.main", "experiment", "--ticker", "TSLA", "--brain", "rules",
-           "--repeats", "1", "--episodes", "2", "--ablations", "full", "--baselines", "buy-and-hold",
-           "--train-start", "2022-03-01", "--train-end", "2022-03-15", "--test-start", "2022-03-16",
-           "--test-end", "2022-03-25", "--param", "fincon.transcripts=text", "--no-progress", "--out", "exp"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "fincon.cli.main",
+        "experiment",
+        "--ticker",
+        "TSLA",
+        "--brain",
+        "rules",
+        "--repeats",
+        "1",
+        "--episodes",
+        "2",
+        "--ablations",
+        "full",
+        "--baselines",
+        "buy-and-hold",
+        "--train-start",
+        "2022-03-01",
+        "--train-end",
+        "2022-03-15",
+        "--test-start",
+        "2022-03-16",
+        "--test-end",
+        "2022-03-25",
+        "--param",
+        "fincon.transcripts=text",
+        "--no-progress",
+        "--out",
+        "exp",
+    ]
     p = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     rows = tmp_path / "exp" / "train" / "full-r1" / "episodes.jsonl"
     deadline = time.time() + 300
@@ -391,12 +527,17 @@ def test_terminated_experiment_is_marked_shown_and_resumed(tmp_path):
     assert json.loads((tmp_path / "exp" / "train" / "full-r1" / "train.json").read_text())["status"] == "interrupted"
     fincon = [sys.executable, "-m", "fincon.cli.main"]
     r = subprocess.run(fincon + ["report", "exp", "--out", "r.html"], cwd=tmp_path, capture_output=True, text=True)
-    assert r.returncode == 0 and "Not a finished result.</strong> exp (experiment) status interrupted" in \
-        (tmp_path / "r.html").read_text()
-    r = subprocess.run(fincon + ["explain", "exp", "--date", "2022-03-16"], cwd=tmp_path, capture_output=True,
-                       text=True)
-    assert r.returncode == 2 and "exp is an experiment with no team run yet (it did not finish: status " \
-                                 "interrupted" in r.stderr
+    assert (
+        r.returncode == 0
+        and "Not a finished result.</strong> exp (experiment) status interrupted" in (tmp_path / "r.html").read_text()
+    )
+    r = subprocess.run(
+        fincon + ["explain", "exp", "--date", "2022-03-16"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert (
+        r.returncode == 2
+        and "exp is an experiment with no team run yet (it did not finish: status interrupted" in r.stderr
+    )
     again = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
     assert json.loads((tmp_path / "exp" / "experiment.json").read_text())["status"] == "complete"
@@ -409,12 +550,21 @@ def test_claim_names_what_differs_and_tolerates_settings_added_later(tmp_path):
 
     out = tmp_path / "t"
     out.mkdir()
-    (out / "train.json").write_text(json.dumps({"config": {"metrics": {"alpha": 0.05}, "start": "2022-03-01"},
-                                                "options": {"lr": 4.0}, "status": "complete"}))
-    new = {"config": {"metrics": {"alpha": 0.05, "days_per_year": None}, "start": "2022-03-01"},
-           "options": {"lr": 4.0}}
+    (out / "train.json").write_text(
+        json.dumps(
+            {
+                "config": {"metrics": {"alpha": 0.05}, "start": "2022-03-01"},
+                "options": {"lr": 4.0},
+                "status": "complete",
+            }
+        )
+    )
+    new = {"config": {"metrics": {"alpha": 0.05, "days_per_year": None}, "start": "2022-03-01"}, "options": {"lr": 4.0}}
     assert claim(out, out / "train.json", new, "training", lambda p: 1) is True  # resumes
     other = {"config": {**new["config"], "start": "2022-03-02"}, "options": {"lr": 2.0}}
-    with pytest.raises(FinconError, match=r"another config \(config.start, options.lr; status complete, "
-                                          r"1 finished episode\)"):
+    with pytest.raises(
+        FinconError,
+        match=r"another config \(config.start, options.lr; status complete, "
+        r"1 finished episode\)",
+    ):
         claim(out, out / "train.json", other, "training", lambda p: 1)

@@ -22,14 +22,27 @@ from fincon.strategies.base import Decision, Strategy
 from fincon.strategies.registry import make_strategy
 
 FINCON = [sys.executable, "-m", "fincon.cli.main"]
-LONG_RUN = ["backtest", "--tickers", "TSLA,MSFT,PFE,AAPL,AMZN", "--strategy", "markowitz", "--param",
-            "markowitz.rebalance_every=1", "--start", "2018-08-01", "--end", "2024-03-01", "--no-progress"]
+LONG_RUN = [
+    "backtest",
+    "--tickers",
+    "TSLA,MSFT,PFE,AAPL,AMZN",
+    "--strategy",
+    "markowitz",
+    "--param",
+    "markowitz.rebalance_every=1",
+    "--start",
+    "2018-08-01",
+    "--end",
+    "2024-03-01",
+    "--no-progress",
+]
 
 
 @pytest.mark.parametrize("values", [[], [1_000_000.0]])
 def test_metrics_accept_zero_or_one_day(values):
-    m = compute_metrics(np.array(values), prices=np.array(values), directions=np.zeros(len(values)),
-                        traded_value=np.zeros(len(values)))
+    m = compute_metrics(
+        np.array(values), prices=np.array(values), directions=np.zeros(len(values)), traded_value=np.zeros(len(values))
+    )
     d = m.as_dict()
     assert d["n_days"] == len(values)
     assert d["cr_pct"] == 0.0 and d["cum_simple_return_pct"] == 0.0
@@ -65,8 +78,22 @@ def flaky(monkeypatch):
 
 def test_first_day_failure_keeps_the_other_strategies(tmp_path, flaky, capsys):
     out = tmp_path / "r"
-    code = main(["backtest", "--ticker", "TSLA", "--strategy", "flaky0,markowitz", "--start", "2022-10-05",
-                 "--end", "2022-12-30", "--no-progress", "--out", str(out)])
+    code = main(
+        [
+            "backtest",
+            "--ticker",
+            "TSLA",
+            "--strategy",
+            "flaky0,markowitz",
+            "--start",
+            "2022-10-05",
+            "--end",
+            "2022-12-30",
+            "--no-progress",
+            "--out",
+            str(out),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 3
     assert "flaky0 finished no day" in err and "failed 2 attempts" in err
@@ -78,8 +105,22 @@ def test_first_day_failure_keeps_the_other_strategies(tmp_path, flaky, capsys):
 
 def test_only_strategy_failing_on_day_one_writes_nothing(tmp_path, flaky, capsys):
     out = tmp_path / "r"
-    code = main(["backtest", "--ticker", "TSLA", "--strategy", "flaky0", "--start", "2022-10-05",
-                 "--end", "2022-12-30", "--no-progress", "--out", str(out)])
+    code = main(
+        [
+            "backtest",
+            "--ticker",
+            "TSLA",
+            "--strategy",
+            "flaky0",
+            "--start",
+            "2022-10-05",
+            "--end",
+            "2022-12-30",
+            "--no-progress",
+            "--out",
+            str(out),
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1
     assert err[0].startswith("fincon: error: flaky0 stopped before finishing its first day: LLM server")
@@ -88,8 +129,22 @@ def test_only_strategy_failing_on_day_one_writes_nothing(tmp_path, flaky, capsys
 
 def test_stop_mid_run_exits_3_and_marks_the_table(tmp_path, flaky, capsys):
     out = tmp_path / "r"
-    code = main(["backtest", "--ticker", "TSLA", "--strategy", "flaky5", "--start", "2022-10-05",
-                 "--end", "2022-12-30", "--no-progress", "--out", str(out)])
+    code = main(
+        [
+            "backtest",
+            "--ticker",
+            "TSLA",
+            "--strategy",
+            "flaky5",
+            "--start",
+            "2022-10-05",
+            "--end",
+            "2022-12-30",
+            "--no-progress",
+            "--out",
+            str(out),
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 3
     status = next(line for line in captured.out.splitlines() if line.startswith("status"))
@@ -128,8 +183,13 @@ def test_sigterm_removes_the_partial_run_and_sigkill_leftovers_are_swept(tmp_pat
     proc.kill()
     proc.wait(timeout=30)
     assert len(_partials(runs)) == 1
-    res = subprocess.run(FINCON + ["backtest", "--no-progress", "--start", "2022-10-05", "--end", "2022-10-20",
-                                   "--out", str(runs / "short")], capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        FINCON
+        + ["backtest", "--no-progress", "--start", "2022-10-05", "--end", "2022-10-20", "--out", str(runs / "short")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     assert f"(process {proc.pid} is gone)" in res.stderr
     assert _partials(runs) == []
@@ -137,15 +197,24 @@ def test_sigterm_removes_the_partial_run_and_sigkill_leftovers_are_swept(tmp_pat
 
 @pytest.mark.slow
 def test_two_identical_runs_at_once_both_keep_their_result(tmp_path):
-    args = FINCON + ["backtest", "--tickers", "TSLA,MSFT", "--strategy", "markowitz", "--no-progress",
-                     "--out", str(tmp_path / "same")]
+    args = FINCON + [
+        "backtest",
+        "--tickers",
+        "TSLA,MSFT",
+        "--strategy",
+        "markowitz",
+        "--no-progress",
+        "--out",
+        str(tmp_path / "same"),
+    ]
     procs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     results = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], results
     a, b = tmp_path / "same", tmp_path / "same-2"
     assert (a / "equity.csv").read_bytes() == (b / "equity.csv").read_bytes()
-    printed = sorted(line.split(": ", 1)[1] for out, _ in results for line in out.splitlines()
-                     if line.startswith("run directory"))
+    printed = sorted(
+        line.split(": ", 1)[1] for out, _ in results for line in out.splitlines() if line.startswith("run directory")
+    )
     assert printed == [str(a), str(b)]
 
 
@@ -154,8 +223,10 @@ def test_long_default_names_are_shortened(tmp_path, monkeypatch):
     from fincon.data.sources import SampleSource
 
     tickers = SampleSource().tickers()
-    cfg = load_config(None, {"tickers": tickers, "strategies": ["buy-and-hold", "markowitz", "equal-weight",
-                                                                  "sma-cross", "llm-trader"]})
+    cfg = load_config(
+        None,
+        {"tickers": tickers, "strategies": ["buy-and-hold", "markowitz", "equal-weight", "sma-cross", "llm-trader"]},
+    )
     name = runner.default_out(cfg).name
     assert len(name) <= runner.MAX_NAME + 20 and f"{len(tickers)}tickers" in name
     short = load_config(None, {"tickers": ["TSLA"], "strategies": ["markowitz"]})
@@ -170,34 +241,78 @@ def test_saved_config_is_resolved_and_works_from_another_directory(tmp_path, mon
     src = Path(__file__).resolve().parents[1] / "fincon" / "data" / "sample" / "prices" / "TSLA.csv.gz"
     (data / "TSLA.csv").write_bytes(gzip.decompress(src.read_bytes()))
     monkeypatch.chdir(tmp_path / "proj")
-    assert main(["backtest", "--ticker", "TSLA", "--data", "csvs", "--strategy", "sma-cross", "--no-progress",
-                 "--out", "first"]) == 0
+    assert (
+        main(
+            [
+                "backtest",
+                "--ticker",
+                "TSLA",
+                "--data",
+                "csvs",
+                "--strategy",
+                "sma-cross",
+                "--no-progress",
+                "--out",
+                "first",
+            ]
+        )
+        == 0
+    )
     saved = (tmp_path / "proj" / "first" / "config.yaml").read_text()
     assert f"dir: {data}" in saved
     assert "fast: 10" in saved and "slow: 30" in saved  # defaults are in the resolved config
     other = tmp_path / "elsewhere"
     other.mkdir()
     monkeypatch.chdir(other)
-    assert main(["backtest", "--config", str(tmp_path / "proj" / "first" / "config.yaml"), "--no-progress",
-                 "--out", "again"]) == 0
+    assert (
+        main(
+            [
+                "backtest",
+                "--config",
+                str(tmp_path / "proj" / "first" / "config.yaml"),
+                "--no-progress",
+                "--out",
+                "again",
+            ]
+        )
+        == 0
+    )
     for f in ("config.yaml", "equity.csv", "decisions.jsonl", "metrics.json"):
         assert (other / "again" / f).read_bytes() == (tmp_path / "proj" / "first" / f).read_bytes(), f
 
 
 def test_help_imports_no_numerical_library():
-    code = ("import sys; from fincon.cli.main import build_parser; build_parser(); "
-            "heavy = [m for m in ('sklearn', 'cvxpy', 'pandas', 'backtrader', 'chromadb', 'torch') if m in sys.modules]; "
-            "print(','.join(heavy))")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    code = (
+        "import sys; from fincon.cli.main import build_parser; build_parser(); "
+        "heavy = [m for m in ('sklearn', 'cvxpy', 'pandas', 'backtrader', 'chromadb', 'torch') if m in sys.modules]; "
+        "print(','.join(heavy))"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == ""
 
 
 def test_replace_swaps_in_a_new_run_only_over_a_fincon_run(tmp_path):
     out = tmp_path / "demo"
-    args = ["backtest", "--ticker", "TSLA", "--start", "2022-10-05", "--end", "2022-10-20", "--no-progress",
-            "--out", str(out), "--replace"]
+    args = [
+        "backtest",
+        "--ticker",
+        "TSLA",
+        "--start",
+        "2022-10-05",
+        "--end",
+        "2022-10-20",
+        "--no-progress",
+        "--out",
+        str(out),
+        "--replace",
+    ]
     assert main(args) == 0 and main(args) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["demo"]
     (tmp_path / "mine").mkdir()

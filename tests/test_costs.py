@@ -15,8 +15,18 @@ from fincon.cli.main import main
 from fincon.engine.broker import per_share_commission
 
 SAMPLE = Path(__file__).resolve().parents[1] / "fincon" / "data" / "sample" / "prices" / "TSLA.csv.gz"
-RUN = ["backtest", "--tickers", "TSLA", "--strategy", "buy-and-hold", "--no-benchmark",
-       "--start", "2022-10-05", "--end", "2022-10-12"]
+RUN = [
+    "backtest",
+    "--tickers",
+    "TSLA",
+    "--strategy",
+    "buy-and-hold",
+    "--no-benchmark",
+    "--start",
+    "2022-10-05",
+    "--end",
+    "2022-10-12",
+]
 
 
 def _bars() -> pd.DataFrame:
@@ -136,8 +146,13 @@ def test_llm_spend_is_charged_to_the_account(tmp_path, buy):
     close = np.array([100.0, 101.0, 99.0, 102.0, 103.0, 104.0])
     frame = pd.DataFrame({"open": close, "high": close, "low": close, "close": close, "volume": 1e6}, index=dates)
     market = MarketData({"TSLA": frame}, first_index=0)
-    res = run_backtest(market, _Spender(buy), BrokerSettings(cash=10_000.0, charge_llm=True),
-                       RunContext(tmp_path, ("TSLA",), {}), progress=False)
+    res = run_backtest(
+        market,
+        _Spender(buy),
+        BrokerSettings(cash=10_000.0, charge_llm=True),
+        RunContext(tmp_path, ("TSLA",), {}),
+        progress=False,
+    )
     # $100 at each decision close (no decision on the last day), taken from the cash from the next day on
     assert res.llm_cost.tolist() == [100.0] * 5 + [0.0]
     assert res.rejected_orders == 0

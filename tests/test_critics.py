@@ -45,18 +45,29 @@ def review(text: str, source: str):
 
 # -- claims ------------------------------------------------------------------------
 
+
 def test_figures_are_found_with_their_metric_and_unit(q3):
     m = q3.metadata
     got = {f.metric: f.value for f in figures_in(q3.text)}
-    assert got == {"revenue": m["revenue_bn"], "revenue_growth": round(m["revenue_growth"] * 100, 1),
-                   "operating_income": m["operating_income_bn"], "operating_margin": round(m["operating_margin"] * 100, 1),
-                   "cash": m["cash_bn"], "capex": m["capex_bn"]}
+    assert got == {
+        "revenue": m["revenue_bn"],
+        "revenue_growth": round(m["revenue_growth"] * 100, 1),
+        "operating_income": m["operating_income_bn"],
+        "operating_margin": round(m["operating_margin"] * 100, 1),
+        "cash": m["cash_bn"],
+        "capex": m["capex_bn"],
+    }
     claim = "Revenue fell 6.6% to $4.32bn; capex was 3.9% of revenue, $2,250 million of cash (tone +0.12, Oct 4 2022)"
     assert [(f.metric, f.value, f.unit) for f in figures_in(claim)] == [
-        ("revenue_growth", -6.6, "%"), ("revenue", 4.32, "bn"), ("capex_share", 3.9, "%"), ("cash", 2.25, "bn")]
+        ("revenue_growth", -6.6, "%"),
+        ("revenue", 4.32, "bn"),
+        ("capex_share", 3.9, "%"),
+        ("cash", 2.25, "bn"),
+    ]
 
 
 # -- planted errors in constructed claims -------------------------------------------
+
 
 def test_a_wrong_figure_is_caught_by_the_extraction_critic_and_corrected(q3):
     rev = q3.metadata["revenue_bn"]
@@ -74,21 +85,30 @@ def test_a_figure_of_another_line_item_is_a_wrong_extraction(q3):
 
 def test_rounding_and_units_are_tolerated(q3):
     m = q3.metadata
-    text = (f"Revenue of ${m['revenue_bn']:.1f} billion (${m['revenue_bn'] * 1000:,.0f} million), "
-            f"an operating margin of {round(m['operating_margin'] * 100):.0f}%.")
+    text = (
+        f"Revenue of ${m['revenue_bn']:.1f} billion (${m['revenue_bn'] * 1000:,.0f} million), "
+        f"an operating margin of {round(m['operating_margin'] * 100):.0f}%."
+    )
     rs = review(text, q3.text)
     assert len(rs) == 3 and all(r.status == "ok" for r in rs), [(r.claim.metric, r.status) for r in rs]
 
 
-@pytest.mark.parametrize("metric,wrong", [
-    ("prior_revenue", lambda r, g, oi, c: r * (1 - g / 100)),  # the classic shortcut
-    ("revenue_change", lambda r, g, oi, c: r * g / 100),
-    ("capex_share", lambda r, g, oi, c: 100 * c / r + 1.0),
-    ("income_after_capex", lambda r, g, oi, c: oi + c),  # sign error
-])
+@pytest.mark.parametrize(
+    "metric,wrong",
+    [
+        ("prior_revenue", lambda r, g, oi, c: r * (1 - g / 100)),  # the classic shortcut
+        ("revenue_change", lambda r, g, oi, c: r * g / 100),
+        ("capex_share", lambda r, g, oi, c: 100 * c / r + 1.0),
+        ("income_after_capex", lambda r, g, oi, c: oi + c),  # sign error
+    ],
+)
 def test_planted_arithmetic_errors_are_caught_by_the_calculation_critic(filings, metric, wrong):
-    phrases = {"prior_revenue": "prior-year revenue was {}", "revenue_change": "revenue grew by {}",
-               "capex_share": "capex as a share of revenue was {}", "income_after_capex": "operating income less capex was {}"}
+    phrases = {
+        "prior_revenue": "prior-year revenue was {}",
+        "revenue_change": "revenue grew by {}",
+        "capex_share": "capex as a share of revenue was {}",
+        "income_after_capex": "operating income less capex was {}",
+    }
     caught = 0
     for e in (e for e in filings.values() if e.source != "earnings_call"):
         f = {x.metric: x.value for x in figures_in(e.text)}
@@ -136,15 +156,25 @@ def test_both_critics_on_a_claim_with_wrong_inputs_and_wrong_arithmetic(q3):
 
 # -- the team hook --------------------------------------------------------------------
 
+
 def _inputs(role: str, item_text: str, item_id: str = "mem-X") -> RoleInputs:
-    return RoleInputs(role, f"{role}/TSLA", "TSLA", "2022-11-03",
-                      (Item(item_id, "2022-11-02", "10-Q", item_text, 0.1),))
+    return RoleInputs(
+        role, f"{role}/TSLA", "TSLA", "2022-11-03", (Item(item_id, "2022-11-02", "10-Q", item_text, 0.1),)
+    )
 
 
 def _answer(role: str, *texts: str, item_id: str = "mem-X") -> Answer:
     cite = [Citation(id=item_id, date="2022-11-02", source="10-Q")]
-    return Answer(AnalystReport(role=role, ticker="TSLA", direction="bullish", confidence=0.4,
-                                insights=[Insight(text=t, citations=cite) for t in texts]), "rules")
+    return Answer(
+        AnalystReport(
+            role=role,
+            ticker="TSLA",
+            direction="bullish",
+            confidence=0.4,
+            insights=[Insight(text=t, citations=cite) for t in texts],
+        ),
+        "rules",
+    )
 
 
 def test_review_corrects_drops_counts_and_leaves_other_analysts_alone(q3):
@@ -152,8 +182,10 @@ def test_review_corrects_drops_counts_and_leaves_other_analysts_alone(q3):
     critics = NumericCritics(RULES, lambda i, d: q3.text if i == "mem-X" else None)
     inputs = [_inputs("10-q", "short memory"), _inputs("news", "short memory")]
     bad = f"Revenue was ${rev + 1:.2f} billion and operating income ${oi:.2f} billion."
-    answers = [_answer("10-q", bad, "Goodwill of $9.87 billion.", "Demand looks strong."),
-               _answer("news", "Revenue was $99.00 billion.")]
+    answers = [
+        _answer("10-q", bad, "Goodwill of $9.87 billion.", "Demand looks strong."),
+        _answer("news", "Revenue was $99.00 billion."),
+    ]
     out, rec = critics.review(inputs, answers, "2022-11-03")
     texts = [i.text for i in out[0].report.insights]
     assert len(texts) == 2 and texts[1] == "Demand looks strong."
@@ -190,6 +222,7 @@ def test_a_team_run_with_critics_records_the_counts(tmp_path):
 
 # -- llm path on stubs -----------------------------------------------------------------
 
+
 class CriticStub:
     """A fake model for the critics' schemas. The analyst misquotes revenue
     as $9.99 billion; the extraction critic answers ``extraction`` (a dict,
@@ -221,8 +254,11 @@ class CriticStub:
             ans = {"figures": [{"metric": "revenue", "value": 1.0}], "answer": self.qa_answer}
         elif "insights" in props:
             ids = re.findall(r"^\[([^\]]+)\]", user, re.M)
-            ans = {"insights": [{"text": "Revenue was $9.99 billion.", "cites": [ids[0]]}],
-                   "direction": "bullish", "confidence": 0.5}
+            ans = {
+                "insights": [{"text": "Revenue was $9.99 billion.", "cites": [ids[0]]}],
+                "direction": "bullish",
+                "confidence": 0.5,
+            }
         else:  # the manager
             cited = [x.strip() for grp in re.findall(r"\[([^\]]+)\]", user) for x in grp.split(",")]
             ans = {"action": "hold", "size": 1.0, "rationale": "stub", "relied_on": cited[:1]}
@@ -261,18 +297,28 @@ def test_llm_calculation_critic_verdict_is_applied(q3):
     [claim] = claims_in("Prior-year revenue was $1.00 billion.", [q3.text])
     r = critique(claim, LLMBrain(client_for(stub)))
     assert r.calculation_failed and r.value == 7.78 and r.calls == 1  # purely derived: no extraction question
-    assert f"revenue ($bn) = {f['revenue']:g}" in stub.prompts[0] and "Formula" not in stub.prompts[0] and "revenue /" not in stub.prompts[0]
+    assert (
+        f"revenue ($bn) = {f['revenue']:g}" in stub.prompts[0]
+        and "Formula" not in stub.prompts[0]
+        and "revenue /" not in stub.prompts[0]
+    )
 
 
 def test_team_with_llm_stub_and_critics_corrects_a_misquoted_figure(tmp_path):
     stub = CriticStub(extraction={"ok": False, "source_value": 4.5})
-    res, team = _team_run(tmp_path, critics=True, brain="llm", client=client_for(stub),
-                          analysts=["10-q", "earnings-call", "news"])
+    res, team = _team_run(
+        tmp_path, critics=True, brain="llm", client=client_for(stub), analysts=["10-q", "earnings-call", "news"]
+    )
     s = res.strategy_summary
     assert s["critic_claims"] >= 2 and s["critic_corrected"] >= 2 and s["critic_fallbacks"] == 0
     # the same run with a critic whose answers are invalid: nothing corrected, every claim unverified, counted
-    bad, _ = _team_run(tmp_path / "bad", critics=True, brain="llm", client=client_for(CriticStub(extraction="garbage")),
-                       analysts=["10-q", "earnings-call", "news"])
+    bad, _ = _team_run(
+        tmp_path / "bad",
+        critics=True,
+        brain="llm",
+        client=client_for(CriticStub(extraction="garbage")),
+        analysts=["10-q", "earnings-call", "news"],
+    )
     b = bad.strategy_summary
     assert b["critic_corrected"] == 0 and b["critic_unverified"] == b["critic_claims"] >= 2
     assert b["critic_fallbacks"] >= 2
@@ -283,6 +329,7 @@ def test_team_with_llm_stub_and_critics_corrects_a_misquoted_figure(tmp_path):
 
 
 # -- the evaluation ----------------------------------------------------------------------
+
 
 def test_the_qa_set_is_generated_from_the_corpus_and_holds_out_test_documents():
     items, skipped = numeric.build_set(["TSLA", "MSFT"])
@@ -302,13 +349,17 @@ def test_the_qa_set_is_generated_from_the_corpus_and_holds_out_test_documents():
 
 
 def test_eval_numeric_rules_prints_three_consistent_rows():
-    out = subprocess.run([sys.executable, "-m", "fincon.cli.main", "eval", "numeric", "--brain", "rules"],
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "fincon.cli.main", "eval", "numeric", "--brain", "rules"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     rows = {}
     for label in ("analyst alone", "+ extraction critic", "+ extraction + calculation critics"):
         line = next(ln for ln in out.stdout.splitlines() if ln.startswith(label))
-        em, right = re.search(r"\s(\d+\.\d)\s+(\d+)/(\d+)", line[len(label):]).group(1, 2)
+        em, right = re.search(r"\s(\d+\.\d)\s+(\d+)/(\d+)", line[len(label) :]).group(1, 2)
         rows[label] = (float(em), int(right))
     assert "deliberately imperfect baseline" in out.stdout
     alone, one, both = rows.values()
@@ -331,6 +382,7 @@ def test_eval_numeric_llm_path_on_a_stub():
 
 
 # -- no answer key in any prompt (issue 21, item 1) ---------------------------------------
+
 
 def test_no_prompt_of_the_numeric_eval_carries_the_answer_key(tmp_path):
     """Every prompt the evaluation sent, read back from the LLM cache it

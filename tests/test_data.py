@@ -28,9 +28,18 @@ BAD_CASES = {
     "nan": (lambda f: f.assign(Close=f.Close.where(f.index != 3)), "missing or non-numeric Close on 2022-10-10"),
     "duplicate": (lambda f: pd.concat([f.iloc[:5], f.iloc[4:]]), "duplicate date 2022-10-11"),
     "unsorted": (lambda f: f.iloc[[0, 2, 1] + list(range(3, len(f)))], "not sorted ascending"),
-    "non-positive": (lambda f: f.assign(Open=f.Open.where(f.index != 2, -1.0)), "non-positive Open (-1.0) on 2022-10-07"),
-    "bad date": (lambda f: f.assign(Date=f.Date.where(f.index != 1, "yesterday")), "date 'yesterday' at data row 2 is not YYYY-MM-DD"),
-    "text price": (lambda f: f.astype({"High": object}).assign(High=lambda g: g.High.where(g.index != 0, "n/a")), "non-numeric High"),
+    "non-positive": (
+        lambda f: f.assign(Open=f.Open.where(f.index != 2, -1.0)),
+        "non-positive Open (-1.0) on 2022-10-07",
+    ),
+    "bad date": (
+        lambda f: f.assign(Date=f.Date.where(f.index != 1, "yesterday")),
+        "date 'yesterday' at data row 2 is not YYYY-MM-DD",
+    ),
+    "text price": (
+        lambda f: f.astype({"High": object}).assign(High=lambda g: g.High.where(g.index != 0, "n/a")),
+        "non-numeric High",
+    ),
 }
 
 
@@ -50,8 +59,22 @@ def test_cli_bad_csv_exits_2_with_one_line_and_no_run_dir(case, tmp_path, capsys
     data.mkdir()
     mutate(good_frame()).to_csv(data / "TSLA.csv", index=False)
     out = tmp_path / "runs" / "r"
-    code = main(["backtest", "--ticker", "TSLA", "--data", str(data), "--start", "2022-10-05",
-                 "--end", "2022-11-30", "--out", str(out), "--no-progress"])
+    code = main(
+        [
+            "backtest",
+            "--ticker",
+            "TSLA",
+            "--data",
+            str(data),
+            "--start",
+            "2022-10-05",
+            "--end",
+            "2022-11-30",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
     assert len(err) == 1 and err[0].startswith("fincon: error:") and expected in err[0]
@@ -110,8 +133,22 @@ def test_csv_dir_source_matches_sample(tmp_path):
     rows = {}
     for label, extra in (("csv", ["--data", str(tmp_path)]), ("sample", [])):
         out = tmp_path / f"out-{label}"
-        assert main(["backtest", "--tickers", "TSLA,MSFT", "--strategy", "equal-weight", "--out", str(out),
-                     "--no-progress", *extra]) == 0
+        assert (
+            main(
+                [
+                    "backtest",
+                    "--tickers",
+                    "TSLA,MSFT",
+                    "--strategy",
+                    "equal-weight",
+                    "--out",
+                    str(out),
+                    "--no-progress",
+                    *extra,
+                ]
+            )
+            == 0
+        )
         rows[label] = (out / "equity.csv").read_bytes()
     assert rows["csv"] == rows["sample"]
 
@@ -139,8 +176,23 @@ def test_yfinance_cache_is_used_without_network(tmp_path, monkeypatch):
     with gzip.open(SAMPLE / "TSLA.csv.gz") as src, open(cache / "TSLA.csv", "wb") as dst:
         shutil.copyfileobj(src, dst)
     out = tmp_path / "run"
-    assert main(["backtest", "--ticker", "TSLA", "--source", "yfinance", "--cache-dir", str(cache),
-                 "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "backtest",
+                "--ticker",
+                "TSLA",
+                "--source",
+                "yfinance",
+                "--cache-dir",
+                str(cache),
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert (out / "metrics.json").exists()
 
 
@@ -162,9 +214,25 @@ def test_real_yfinance_offline_fails_fast(tmp_path):
     one line; with access it downloads (then this only checks it is quick)."""
     t0 = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "fincon.cli.main", "backtest", "--ticker", "TSLA", "--source", "yfinance",
-         "--cache-dir", str(tmp_path / "c"), "--out", str(tmp_path / "r"), "--no-progress", "--json"],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "fincon.cli.main",
+            "backtest",
+            "--ticker",
+            "TSLA",
+            "--source",
+            "yfinance",
+            "--cache-dir",
+            str(tmp_path / "c"),
+            "--out",
+            str(tmp_path / "r"),
+            "--no-progress",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     elapsed = time.monotonic() - t0
     if proc.returncode != 0:

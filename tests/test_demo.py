@@ -24,6 +24,14 @@ def test_demo_replays_the_recording_byte_for_byte(tmp_path, capsys):
     summary = json.loads((a / "fincon" / "summary.json").read_text())["strategy_summary"]
     assert summary["llm_calls"] > 0 and summary["team_model_calls"] > 0
     assert main(["demo", "--out", str(b)]) == 0
-    for name in ("decisions.jsonl", "equity.csv", "metrics.json", "summary.json", "llm_usage.csv", "llm_audit.jsonl",
-                 "llm_runtime.csv", "config.yaml"):
+    for name in (
+        "decisions.jsonl",
+        "equity.csv",
+        "metrics.json",
+        "summary.json",
+        "llm_usage.csv",
+        "llm_audit.jsonl",
+        "llm_runtime.csv",
+        "config.yaml",
+    ):
         assert (a / "fincon" / name).read_bytes() == (b / "fincon" / name).read_bytes(), name

@@ -158,7 +158,9 @@ def test_extraction_rules(tmp_path):
         "```\n"
         "  ```\n"
         "  fincon plot runs/a --out 'a b.png'\n"
-        "  ```\n", encoding="utf-8")
+        "  ```\n",
+        encoding="utf-8",
+    )
     assert [(c.line, c.text) for c in commands_in(doc)] == [
         (3, "fincon backtest --ticker TSLA --strategy markowitz"),
         (5, "fincon transcribe a.ogg"),
@@ -223,6 +225,9 @@ def test_every_local_link_exists(path):
 def test_a_broken_link_fails(tmp_path):
     (tmp_path / "b.md").write_text("# Run directory\n\n## Settings reference (`LLMSettings`)\n", encoding="utf-8")
     doc = tmp_path / "a.md"
-    doc.write_text("[ok](b.md#run-directory) [ok](b.md#settings-reference-llmsettings) [ok](#top)\n"
-                   "# Top\n[gone](c.md) [gone](b.md#no-such-part) [web](https://example.com/x)\n", encoding="utf-8")
+    doc.write_text(
+        "[ok](b.md#run-directory) [ok](b.md#settings-reference-llmsettings) [ok](#top)\n"
+        "# Top\n[gone](c.md) [gone](b.md#no-such-part) [web](https://example.com/x)\n",
+        encoding="utf-8",
+    )
     assert broken_links(doc) == ["a.md:3: c.md (no such file)", "a.md:3: b.md#no-such-part (no such heading)"]

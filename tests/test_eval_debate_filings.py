@@ -17,8 +17,9 @@ from fincon.eval import debate_filings
 def _shared() -> Path:
     root = Path(__file__).resolve().parents[1]
     try:
-        common = subprocess.run(["git", "rev-parse", "--git-common-dir"], cwd=root, capture_output=True, text=True,
-                                check=True).stdout.strip()
+        common = subprocess.run(
+            ["git", "rev-parse", "--git-common-dir"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
         base = (root / common).resolve().parent
     except (OSError, subprocess.CalledProcessError):
         base = root
@@ -26,7 +27,9 @@ def _shared() -> Path:
 
 
 SHARED = _shared()
-needs_shared = pytest.mark.skipif(not (SHARED / "msft.json.gz").is_file(), reason="../shared/data/investorbench is absent")
+needs_shared = pytest.mark.skipif(
+    not (SHARED / "msft.json.gz").is_file(), reason="../shared/data/investorbench is absent"
+)
 
 
 @pytest.fixture(scope="module")

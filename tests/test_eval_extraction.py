@@ -24,7 +24,9 @@ spec = importlib.util.spec_from_file_location("record_extraction", REC / "record
 record = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(record)
 SHARED = record.shared_dir()
-needs_shared = pytest.mark.skipif(not (SHARED / "msft.json.gz").is_file(), reason="../shared/data/investorbench is absent")
+needs_shared = pytest.mark.skipif(
+    not (SHARED / "msft.json.gz").is_file(), reason="../shared/data/investorbench is absent"
+)
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +57,9 @@ def test_rules_critic_on_the_real_filings(datasets):
     assert res["usage"]["critic_calls"] == 0
     # reproducible: the same cases are perturbed the same way
     again = extraction.run(datasets, "rules")
-    assert [(c.filing, c.index, c.kind, c.shown) for c in again["cases"]] == \
-        [(c.filing, c.index, c.kind, c.shown) for c in res["cases"]]
+    assert [(c.filing, c.index, c.kind, c.shown) for c in again["cases"]] == [
+        (c.filing, c.index, c.kind, c.shown) for c in res["cases"]
+    ]
 
 
 class RestateStub:
@@ -75,8 +78,11 @@ class RestateStub:
         if "sentence" in schema.get("properties", {}):
             ans = {"sentence": re.search(r'where the filing says: "(.*)"\)', user).group(1)[:240]}
         else:
-            ans = {"checks": [{"figure": lb, "ok": True, "source_value": None}
-                              for lb in re.findall(r"^(F\d+):", user, re.M)]}
+            ans = {
+                "checks": [
+                    {"figure": lb, "ok": True, "source_value": None} for lb in re.findall(r"^(F\d+):", user, re.M)
+                ]
+            }
         return Completion(json.dumps(ans), prompt_tokens=50, completion_tokens=10)
 
     def close(self):
@@ -87,8 +93,9 @@ class RestateStub:
 def test_llm_path_on_a_stub_and_no_prompt_names_the_perturbation(datasets, tmp_path):
     stub = RestateStub()
     cache = tmp_path / "x.sqlite"
-    res = extraction.run(datasets[:1], "llm", LLMClient(stub, cache=CallCache(cache, "read-write"),
-                                                        ledger=UsageLedger()), per_filing=4)
+    res = extraction.run(
+        datasets[:1], "llm", LLMClient(stub, cache=CallCache(cache, "read-write"), ledger=UsageLedger()), per_filing=4
+    )
     s, u = res["scores"], res["usage"]
     assert u["restate_calls"] == 20 and u["critic_calls"] == s["cases"] and s["flagged"] == 0  # a lenient critic
     assert s["recall"] == 0.0 and s["precision"] is None

@@ -41,14 +41,20 @@ class FinQAStub:
         if "checks" in props:
             if self.extraction_ok is None:
                 return Completion("not json", prompt_tokens=10, completion_tokens=2)
-            ans = {"checks": [{"figure": lb, "ok": self.extraction_ok, "source_value": None}
-                              for lb in re.findall(r"^(F\d+):", user, re.M)]}
+            ans = {
+                "checks": [
+                    {"figure": lb, "ok": self.extraction_ok, "source_value": None}
+                    for lb in re.findall(r"^(F\d+):", user, re.M)
+                ]
+            }
         elif "ok" in props:
             ans = {"ok": False, "value": self.calc}
         else:
             m = re.search(r"critic's own result is ([-\d.]+)", user)
-            ans = {"figures": [{"name": "first figure", "value": 1.0}],
-                   "answer": float(m.group(1)) if m else self.answer}
+            ans = {
+                "figures": [{"name": "first figure", "value": 1.0}],
+                "answer": float(m.group(1)) if m else self.answer,
+            }
         return Completion(json.dumps(ans), prompt_tokens=50, completion_tokens=10)
 
     def close(self):

@@ -112,8 +112,12 @@ def test_rerun_resumes_with_nothing_to_run(experiment, capsys):
     shutil.rmtree(out / "test" / "no-cvar-r2")
     # a new process, as a user reruns it (chromadb caches a client per path for the
     # life of a process, so the same run path cannot be rebuilt in-process)
-    proc = subprocess.run([sys.executable, "-m", "fincon.cli.main", *ARGS, "--out", str(out), "--json"],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fincon.cli.main", *ARGS, "--out", str(out), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["ran"] == ["test/no-cvar-r2"]
     assert (out / "results.json").read_bytes() == before
@@ -138,12 +142,16 @@ def test_yaml_config(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("fincon: error:") and "'episods'" in err
     assert not (tmp_path / "runs").exists()
-    for tree, word in [({"ablations": ["full", "no-risk"]}, "ablations"), ({"baselines": ["fincon"]}, "fincon"),
-                       ({"team": {"cvar": False}}, "team.cvar"), ({"team": {"brian": "rules"}}, "brian"),
-                       ({"train": {"start": "2022-01-03", "end": "2022-12-30"}}, "before the test window"),
-                       ({"temperature": 0}, "temperature"),
-                       ({"strategy_params": {"markowitz": {"lookbak": 60}}}, "lookbak"),
-                       ({"strategy_params": {"fincon": {"brain": "rules"}}}, "team:")]:
+    for tree, word in [
+        ({"ablations": ["full", "no-risk"]}, "ablations"),
+        ({"baselines": ["fincon"]}, "fincon"),
+        ({"team": {"cvar": False}}, "team.cvar"),
+        ({"team": {"brian": "rules"}}, "brian"),
+        ({"train": {"start": "2022-01-03", "end": "2022-12-30"}}, "before the test window"),
+        ({"temperature": 0}, "temperature"),
+        ({"strategy_params": {"markowitz": {"lookbak": 60}}}, "lookbak"),
+        ({"strategy_params": {"fincon": {"brain": "rules"}}}, "team:"),
+    ]:
         with pytest.raises(ConfigError, match=word):
             load_experiment(None, tree)
 
@@ -155,11 +163,38 @@ def test_protocols_compared_on_one_table(tmp_path):
     out = tmp_path / "cmp"
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        code = main(["experiment", "--ticker", "TSLA", "--brain", "rules", "--protocols", "fincon,scm,debate",
-                     "--ablations", "full", "--repeats", "1", "--episodes", "1", "--train-start", "2022-10-03",
-                     "--train-end", "2022-10-14", "--test-start", "2022-10-17", "--test-end", "2022-11-08",
-                     "--baselines", "buy-and-hold", "--param", "fincon.transcripts=text", "--out", str(out),
-                     "--no-progress"])
+        code = main(
+            [
+                "experiment",
+                "--ticker",
+                "TSLA",
+                "--brain",
+                "rules",
+                "--protocols",
+                "fincon,scm,debate",
+                "--ablations",
+                "full",
+                "--repeats",
+                "1",
+                "--episodes",
+                "1",
+                "--train-start",
+                "2022-10-03",
+                "--train-end",
+                "2022-10-14",
+                "--test-start",
+                "2022-10-17",
+                "--test-end",
+                "2022-11-08",
+                "--baselines",
+                "buy-and-hold",
+                "--param",
+                "fincon.transcripts=text",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
     text = buf.getvalue()
     assert code == 0, text
     res = json.loads((out / "results.json").read_text())
@@ -182,6 +217,8 @@ def test_protocols_compared_on_one_table(tmp_path):
     for v in ("scm-full", "debate-full"):
         m = res["median"][v]
         assert m["turnover"] == metrics(out / m["run_dir"])["turnover"]
-        assert m["differs_from_fincon"] == differs_share(out / m["run_dir"], full) and 0 <= m["differs_from_fincon"] <= 1
+        assert (
+            m["differs_from_fincon"] == differs_share(out / m["run_dir"], full) and 0 <= m["differs_from_fincon"] <= 1
+        )
     assert differs_share(full, full) == 0.0
     assert "differs %" in text

@@ -136,14 +136,28 @@ def _ask(path: str, answer: str) -> dict:
     from fincon.llm.types import Message, SamplingParams
 
     cache = CallCache(path)
-    fields = {"backend": "fake", "model": "m", "agent": "a", "messages": [Message(role="user", content="q")],
-              "schema": {}, "params": SamplingParams(), "prompt_tokens": 3, "completion_tokens": 2,
-              "latency_s": 0.1}
+    fields = {
+        "backend": "fake",
+        "model": "m",
+        "agent": "a",
+        "messages": [Message(role="user", content="q")],
+        "schema": {},
+        "params": SamplingParams(),
+        "prompt_tokens": 3,
+        "completion_tokens": 2,
+        "latency_s": 0.1,
+    }
     shared = cache.put("shared", answer=answer, **fields).answer
     own = cache.put(f"own-{answer}", answer=answer, **fields).answer
-    return {"shared": shared, "own": own, "read": cache.get("shared").answer, "size": len(cache),
-            "through_driver": cache._server is not None and cache._conn is None,
-            "server": os.environ.get(SERVER_ENV), "omp": os.environ.get("OMP_NUM_THREADS")}
+    return {
+        "shared": shared,
+        "own": own,
+        "read": cache.get("shared").answer,
+        "size": len(cache),
+        "through_driver": cache._server is not None and cache._conn is None,
+        "server": os.environ.get(SERVER_ENV),
+        "omp": os.environ.get("OMP_NUM_THREADS"),
+    }
 
 
 def _replay(path: str) -> None:
@@ -197,8 +211,12 @@ def test_llm_cache_is_owned_by_the_driver_first_writer_wins(cluster, tmp_path, m
 @pytest.mark.slow
 def test_a_bug_in_a_unit_is_reported_with_its_name(cluster):
     done: list[int] = []
-    tasks = [_named("test/full-r1", int, "not a number"), _named("train/full-r1", str, "fine"),
-             _named("test/full-r2", int, "12x"), _named("test/full-r3", str, "fine too")]
+    tasks = [
+        _named("test/full-r1", int, "not a number"),
+        _named("train/full-r1", str, "fine"),
+        _named("test/full-r2", int, "12x"),
+        _named("test/full-r3", str, "fine too"),
+    ]
     with pytest.raises(FinconError) as info:
         cluster(tasks, lambda i, r: done.append(i))
     msg = str(info.value)
@@ -212,8 +230,10 @@ def test_a_bug_in_a_unit_is_reported_with_its_name(cluster):
 
 
 def test_help_imports_no_ray():
-    code = ("import sys\nfrom fincon.cli.main import main\ntry:\n    main(['experiment', '--help'])\n"
-            "except SystemExit:\n    pass\nprint('RAY' if 'ray' in sys.modules else 'no ray', file=sys.stderr)")
+    code = (
+        "import sys\nfrom fincon.cli.main import main\ntry:\n    main(['experiment', '--help'])\n"
+        "except SystemExit:\n    pass\nprint('RAY' if 'ray' in sys.modules else 'no ray', file=sys.stderr)"
+    )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0 and "--executor {local,ray}" in res.stdout and "--ray-address" in res.stdout
     assert res.stderr.strip().endswith("no ray"), res.stderr
@@ -235,13 +255,15 @@ def test_executor_config():
     assert exp.executor.address == "auto"
     # not part of the experiment's identity
     assert "executor" not in exp.model_dump() and default_out(exp) == default_out(load_experiment(None, {}))
-    for tree, word in [({"executor": {"kind": "spark"}}, "executor.kind"),
-                       ({"executor": {"kind": "local", "address": "auto"}}, "--executor ray"),
-                       ({"executor": {"kind": "local", "cpus": 4}}, "--ray-cpus"),
-                       ({"executor": {"kind": "ray", "cpus": 0}}, "executor.cpus"),
-                       ({"executor": {"kind": "ray", "address": "auto", "cpus": 2}}, "its own size"),
-                       ({"executor": {"kind": "ray", "address": "ray://head:10001"}}, "Ray Client"),
-                       ({"executor": {"kind": "ray", "adress": "auto"}}, "adress")]:
+    for tree, word in [
+        ({"executor": {"kind": "spark"}}, "executor.kind"),
+        ({"executor": {"kind": "local", "address": "auto"}}, "--executor ray"),
+        ({"executor": {"kind": "local", "cpus": 4}}, "--ray-cpus"),
+        ({"executor": {"kind": "ray", "cpus": 0}}, "executor.cpus"),
+        ({"executor": {"kind": "ray", "address": "auto", "cpus": 2}}, "its own size"),
+        ({"executor": {"kind": "ray", "address": "ray://head:10001"}}, "Ray Client"),
+        ({"executor": {"kind": "ray", "adress": "auto"}}, "adress"),
+    ]:
         with pytest.raises(ConfigError, match=word):
             load_experiment(None, tree)
 

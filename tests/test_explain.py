@@ -12,9 +12,26 @@ def team_run(tmp_path_factory, recorded_transcripts):
     """The team with its defaults (MiniLM, Whisper transcripts), the calls'
     transcripts replayed from tests/recordings (Whisper is not tested here)."""
     out = tmp_path_factory.mktemp("explain") / "run"
-    code = main(["backtest", "--tickers", "TSLA,MSFT", "--strategy", "fincon,buy-and-hold", "--brain", "rules",
-                 "--start", "2022-10-24", "--end", "2022-11-04", "--no-progress", "--out", str(out),
-                 "--param", f"fincon.transcript_cache={recorded_transcripts.path}"])
+    code = main(
+        [
+            "backtest",
+            "--tickers",
+            "TSLA,MSFT",
+            "--strategy",
+            "fincon,buy-and-hold",
+            "--brain",
+            "rules",
+            "--start",
+            "2022-10-24",
+            "--end",
+            "2022-11-04",
+            "--no-progress",
+            "--out",
+            str(out),
+            "--param",
+            f"fincon.transcript_cache={recorded_transcripts.path}",
+        ]
+    )
     assert code == 0
     recorded_transcripts.assert_all_replayed()
     return out
@@ -23,8 +40,11 @@ def team_run(tmp_path_factory, recorded_transcripts):
 def test_explain_quotes_every_citation(team_run, capsys):
     assert main(["explain", str(team_run), "--date", "2022-11-01"]) == 0
     text = capsys.readouterr().out
-    day = next(json.loads(line) for line in (team_run / "fincon" / "decisions.jsonl").read_text().splitlines()
-               if json.loads(line)["date"] == "2022-11-01")
+    day = next(
+        json.loads(line)
+        for line in (team_run / "fincon" / "decisions.jsonl").read_text().splitlines()
+        if json.loads(line)["date"] == "2022-11-01"
+    )
     assert text.startswith("2022-11-01  brain=rules")
     for agent in day["record"]["agents"]:
         assert agent["agent"] in text

@@ -23,21 +23,49 @@ YAHOO = "Date,Open,High,Low,Close,Adj Close,Volume\n"
 
 GENERIC = [
     # ticker, published, source, title, text, url
-    {"ticker": "AAA", "published": "2020-01-03", "source": "news", "title": "AAA beats",
-     "text": "AAA beats estimates.", "url": "https://example.invalid/1"},
-    {"ticker": "aaa", "published": "2020-01-03", "source": "news", "title": "AAA beats (wire copy)",
-     "text": "AAA  beats estimates.", "url": ""},  # same ticker, day and text: a duplicate
-    {"ticker": "AAA", "published": "2020-01-06T15:59:00", "source": "news", "title": "",
-     "text": "AAA before the close.", "url": ""},
-    {"ticker": "AAA", "published": "2020-01-06T16:01:00", "source": "news", "title": "",
-     "text": "AAA after the close.", "url": ""},
-    {"ticker": "AAA", "published": "2020-01-07T10:00:00-05:00", "source": "10-Q", "title": "",
-     "text": "AAA quarterly report.", "url": ""},
-    {"ticker": "BBB", "published": "2020-01-07", "source": "", "title": "BBB headline only", "text": "",
-     "url": ""},
+    {
+        "ticker": "AAA",
+        "published": "2020-01-03",
+        "source": "news",
+        "title": "AAA beats",
+        "text": "AAA beats estimates.",
+        "url": "https://example.invalid/1",
+    },
+    {
+        "ticker": "aaa",
+        "published": "2020-01-03",
+        "source": "news",
+        "title": "AAA beats (wire copy)",
+        "text": "AAA  beats estimates.",
+        "url": "",
+    },  # same ticker, day and text: a duplicate
+    {
+        "ticker": "AAA",
+        "published": "2020-01-06T15:59:00",
+        "source": "news",
+        "title": "",
+        "text": "AAA before the close.",
+        "url": "",
+    },
+    {
+        "ticker": "AAA",
+        "published": "2020-01-06T16:01:00",
+        "source": "news",
+        "title": "",
+        "text": "AAA after the close.",
+        "url": "",
+    },
+    {
+        "ticker": "AAA",
+        "published": "2020-01-07T10:00:00-05:00",
+        "source": "10-Q",
+        "title": "",
+        "text": "AAA quarterly report.",
+        "url": "",
+    },
+    {"ticker": "BBB", "published": "2020-01-07", "source": "", "title": "BBB headline only", "text": "", "url": ""},
     {"ticker": "", "published": "2020-01-07", "source": "news", "title": "", "text": "No ticker.", "url": ""},
-    {"ticker": "BBB", "published": "2020-01-08", "source": "10k", "title": "", "text": "BBB annual report.",
-     "url": ""},
+    {"ticker": "BBB", "published": "2020-01-08", "source": "10k", "title": "", "text": "BBB annual report.", "url": ""},
 ]
 
 
@@ -45,8 +73,9 @@ def prices_folder(root: Path, aaa_rows: str | None = None) -> Path:
     """AAA: Close 100, Adj Close 50 (open 98, high 104, low 96); BBB: close only, 20."""
     root.mkdir(parents=True, exist_ok=True)
     days = ["2020-01-02", "2020-01-03", "2020-01-06", "2020-01-07", "2020-01-08", "2020-01-09", "2020-01-10"]
-    (root / "AAA.csv").write_text(YAHOO + (aaa_rows if aaa_rows is not None else
-                                           "".join(f"{d},98,104,96,100,50,1000\n" for d in days)))
+    (root / "AAA.csv").write_text(
+        YAHOO + (aaa_rows if aaa_rows is not None else "".join(f"{d},98,104,96,100,50,1000\n" for d in days))
+    )
     (root / "BBB.csv").write_text("Date,Close\n" + "".join(f"{d},20\n" for d in days))
     return root
 
@@ -74,19 +103,34 @@ def test_generic_table_counts_ids_metadata_and_prices(tmp_path, capsys):
     assert m["tickers"] == ["AAA", "BBB"]
     assert m["items"] == {"AAA": {"news": 3, "10-Q": 1}, "BBB": {"news": 1, "10-K": 1}}
     assert m["items_total"] == 6 and m["duplicates_dropped"] == 1
-    assert m["notes"] == ["close-only prices for BBB: every ticker imported close-only (Close = Adj Close where given)",
-                          "1 rows without a ticker skipped", "1 items without text took their title as text"]
+    assert m["notes"] == [
+        "close-only prices for BBB: every ticker imported close-only (Close = Adj Close where given)",
+        "1 rows without a ticker skipped",
+        "1 items without text took their title as text",
+    ]
     # BBB is close-only, so AAA is written close-only too, with Close = Adj Close
     assert m["prices"] == "close"
     assert pd.read_csv(out / "prices" / "AAA.csv").iloc[0].tolist() == ["2020-01-02", 50.0]
 
     evs = {e.id: e for e in DirectoryLoader(out / "events").load()}
-    assert sorted(evs) == ["AAA-10-Q-20200107-0", "AAA-news-20200103-0", "AAA-news-20200106-0",
-                           "AAA-news-20200106-1", "BBB-10-K-20200108-0", "BBB-news-20200107-0"]
+    assert sorted(evs) == [
+        "AAA-10-Q-20200107-0",
+        "AAA-news-20200103-0",
+        "AAA-news-20200106-0",
+        "AAA-news-20200106-1",
+        "BBB-10-K-20200108-0",
+        "BBB-news-20200107-0",
+    ]
     e = evs["AAA-news-20200103-0"]
     assert e.text == "AAA beats estimates."
-    assert e.metadata == {"corpus": "csv", "date": "2020-01-03", "time": "date only", "visibility": "next-session",
-                          "title": "AAA beats", "url": "https://example.invalid/1"}
+    assert e.metadata == {
+        "corpus": "csv",
+        "date": "2020-01-03",
+        "time": "date only",
+        "visibility": "next-session",
+        "title": "AAA beats",
+        "url": "https://example.invalid/1",
+    }
     assert evs["BBB-news-20200107-0"].text == "BBB headline only"
     assert evs["AAA-10-Q-20200107-0"].published_at == dt.datetime(2020, 1, 7, 15, 0, tzinfo=dt.timezone.utc)
 
@@ -131,8 +175,15 @@ def test_fnspid_names_as_published(tmp_path):
     evs = {e.id: e for e in corpus.events}
     assert sorted(evs) == ["AAA-news-20200103-0", "AAA-news-20200106-0", "AAA-news-20200106-1"]
     assert evs["AAA-news-20200106-0"].metadata == {
-        "corpus": "csv", "date": "2020-01-06", "time": "15:59:00", "visibility": "next-session", "title": "AAA up",
-        "url": "https://example.invalid/a", "publisher": "Wire", "author": "Ann"}
+        "corpus": "csv",
+        "date": "2020-01-06",
+        "time": "15:59:00",
+        "visibility": "next-session",
+        "title": "AAA up",
+        "url": "https://example.invalid/a",
+        "publisher": "Wire",
+        "author": "Ann",
+    }
     assert evs["AAA-news-20200103-0"].text == "AAA title only"
     assert evs["AAA-news-20200103-0"].metadata["time"] == "date only"
     store = EventStore(corpus.events)
@@ -148,8 +199,22 @@ def test_csv_and_jsonl_give_the_same_dataset(tmp_path, capsys):
     outs = []
     for name in ("t.csv", "t.jsonl"):
         out = tmp_path / f"ds-{name}"
-        assert run_cli(["data", "import", "csv", str(write_table(tmp_path / name, rows)), "--prices", str(px),
-                        "--out", str(out)], capsys)[0] == 0
+        assert (
+            run_cli(
+                [
+                    "data",
+                    "import",
+                    "csv",
+                    str(write_table(tmp_path / name, rows)),
+                    "--prices",
+                    str(px),
+                    "--out",
+                    str(out),
+                ],
+                capsys,
+            )[0]
+            == 0
+        )
         outs.append(out)
     files = sorted(p.relative_to(outs[0]) for p in outs[0].rglob("*") if p.is_file() and p.name != "dataset.json")
     assert len(files) == 4
@@ -169,8 +234,11 @@ def test_items_and_prices_after_t_change_nothing_up_to_t(tmp_path):
             later.append({**r, "text": f"{r['ticker']} bankruptcy fraud {day}", "title": "leaked"})
         else:
             later.append(r)
-    later += [{**r, "text": r["text"] + " (second copy)", "published": r["published"][:10]}
-              for r in rows if dt.date.fromisoformat(r["published"][:10]) > cut]
+    later += [
+        {**r, "text": r["text"] + " (second copy)", "published": r["published"][:10]}
+        for r in rows
+        if dt.date.fromisoformat(r["published"][:10]) > cut
+    ]
     px_a, px_b = tmp_path / "px-a", tmp_path / "px-b"
     frames = write_price_folder(px_a, ["AAA", "BBB"], "2019-12-02", "2020-04-30")
     px_b.mkdir()
@@ -198,6 +266,7 @@ def test_items_and_prices_after_t_change_nothing_up_to_t(tmp_path):
 
 # ---- bad input: one line, exit 2, nothing written ----------------------------------------------
 
+
 def _rows_without(col: str) -> list[dict]:
     return [{k: v for k, v in r.items() if k != col} for r in GENERIC]
 
@@ -207,14 +276,34 @@ BAD = [
     ("no ticker column", _rows_without("ticker"), None, [], "no ticker column; name it ticker or symbol"),
     ("no date column", _rows_without("published"), None, [], "no date column; name it published_at or published"),
     ("unknown ticker", GENERIC, None, ["--tickers", "AAA,ZZZ"], "has no ZZZ; it holds AAA, BBB"),
-    ("zero price", GENERIC, "2020-01-02,98,104,96,100,50,1000\n2020-01-03,98,104,96,0,50,1000\n", [],
-     "non-positive Close (0) on 2020-01-03"),
-    ("inf price", GENERIC, "2020-01-02,98,104,96,100,50,1000\n2020-01-03,98,104,96,100,inf,1000\n", [],
-     "infinite Adj Close on 2020-01-03"),
-    ("nan price", GENERIC, "2020-01-02,98,104,96,100,50,1000\n2020-01-03,,104,96,100,50,1000\n", [],
-     "missing or non-numeric Open on 2020-01-03"),
-    ("bad date", [*GENERIC, {**GENERIC[0], "published": "03/01/2020"}], None, [],
-     "row 9: published '03/01/2020' is not YYYY-MM-DD"),
+    (
+        "zero price",
+        GENERIC,
+        "2020-01-02,98,104,96,100,50,1000\n2020-01-03,98,104,96,0,50,1000\n",
+        [],
+        "non-positive Close (0) on 2020-01-03",
+    ),
+    (
+        "inf price",
+        GENERIC,
+        "2020-01-02,98,104,96,100,50,1000\n2020-01-03,98,104,96,100,inf,1000\n",
+        [],
+        "infinite Adj Close on 2020-01-03",
+    ),
+    (
+        "nan price",
+        GENERIC,
+        "2020-01-02,98,104,96,100,50,1000\n2020-01-03,,104,96,100,50,1000\n",
+        [],
+        "missing or non-numeric Open on 2020-01-03",
+    ),
+    (
+        "bad date",
+        [*GENERIC, {**GENERIC[0], "published": "03/01/2020"}],
+        None,
+        [],
+        "row 9: published '03/01/2020' is not YYYY-MM-DD",
+    ),
     ("bad source", [*GENERIC, {**GENERIC[0], "source": "tweet"}], None, [], "row 9: source 'tweet' is not one of"),
     ("no price file", [*GENERIC, {**GENERIC[0], "ticker": "CCC"}], None, [], "has no CCC.csv"),
 ]
@@ -226,8 +315,7 @@ def test_bad_input_one_line_exit_2_nothing_written(case, tmp_path, capsys):
     table = write_table(tmp_path / "t.csv", rows)
     px = prices_folder(tmp_path / "px", aaa)
     out = tmp_path / "ds"
-    rc, _, err = run_cli(["data", "import", "csv", str(table), "--prices", str(px), "--out", str(out), *flags],
-                         capsys)
+    rc, _, err = run_cli(["data", "import", "csv", str(table), "--prices", str(px), "--out", str(out), *flags], capsys)
     assert rc == 2
     assert err.count("\n") == 1 and err.startswith("fincon: error: ") and expect in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["px", "t.csv"]

@@ -25,37 +25,101 @@ from fincon.data.importers.finsaber import read
 from fincon.data.importers.synthetic import write_finsaber, write_partitioned
 from fincon.data.prices import validate_bars
 
-PRICE_SCHEMA = pa.schema([("date", pa.date32()), ("symbol", pa.string()), ("cik", pa.int64()),
-                          ("open", pa.float64()), ("high", pa.float64()), ("low", pa.float64()),
-                          ("close", pa.float64()), ("adjusted_close", pa.float64()), ("volume", pa.int64())])
-FILING_SCHEMA = pa.schema([("date", pa.date32()), ("symbol", pa.string()), ("cik", pa.int64()),
-                           ("filing_idx", pa.int32()), ("filing_text", pa.string())])
+PRICE_SCHEMA = pa.schema(
+    [
+        ("date", pa.date32()),
+        ("symbol", pa.string()),
+        ("cik", pa.int64()),
+        ("open", pa.float64()),
+        ("high", pa.float64()),
+        ("low", pa.float64()),
+        ("close", pa.float64()),
+        ("adjusted_close", pa.float64()),
+        ("volume", pa.int64()),
+    ]
+)
+FILING_SCHEMA = pa.schema(
+    [
+        ("date", pa.date32()),
+        ("symbol", pa.string()),
+        ("cik", pa.int64()),
+        ("filing_idx", pa.int32()),
+        ("filing_text", pa.string()),
+    ]
+)
 # 2019-12-30 Mon .. 2020-01-10 Fri, no holidays in the fixture's calendar but New Year's Day
-DAYS = [dt.date(2019, 12, 30), dt.date(2019, 12, 31), dt.date(2020, 1, 2), dt.date(2020, 1, 3), dt.date(2020, 1, 6),
-        dt.date(2020, 1, 7), dt.date(2020, 1, 8), dt.date(2020, 1, 9), dt.date(2020, 1, 10)]
+DAYS = [
+    dt.date(2019, 12, 30),
+    dt.date(2019, 12, 31),
+    dt.date(2020, 1, 2),
+    dt.date(2020, 1, 3),
+    dt.date(2020, 1, 6),
+    dt.date(2020, 1, 7),
+    dt.date(2020, 1, 8),
+    dt.date(2020, 1, 9),
+    dt.date(2020, 1, 10),
+]
 
 
 def news_schema(date_type: pa.DataType = pa.date32()) -> pa.Schema:
-    return pa.schema([("date", date_type), ("symbol", pa.string()), ("cik", pa.int64()),
-                      ("item_index", pa.int32()), ("news_text", pa.string()), ("text_len", pa.int32()),
-                      ("text_crc32", pa.uint32())])
+    return pa.schema(
+        [
+            ("date", date_type),
+            ("symbol", pa.string()),
+            ("cik", pa.int64()),
+            ("item_index", pa.int32()),
+            ("news_text", pa.string()),
+            ("text_len", pa.int32()),
+            ("text_crc32", pa.uint32()),
+        ]
+    )
 
 
 def news_row(day, symbol: str, index: int, text: str) -> dict:
-    return {"date": day, "symbol": symbol, "cik": 320193, "item_index": index, "news_text": text,
-            "text_len": len(text), "text_crc32": 0}
+    return {
+        "date": day,
+        "symbol": symbol,
+        "cik": 320193,
+        "item_index": index,
+        "news_text": text,
+        "text_len": len(text),
+        "text_crc32": 0,
+    }
 
 
-def hand_tree(root: Path, news: list[dict] | None = None, news_type: pa.DataType = pa.date32(),
-              price_edit=None) -> Path:
+def hand_tree(
+    root: Path, news: list[dict] | None = None, news_type: pa.DataType = pa.date32(), price_edit=None
+) -> Path:
     """AAA: close 100, adjusted_close 50, open 98, high 104, low 96 every day;
     BBB: close 20 = adjusted_close. News and filings as listed below."""
     prices = []
     for d in DAYS:
-        prices.append({"date": d, "symbol": "AAA", "cik": 320193, "open": 98.0, "high": 104.0, "low": 96.0,
-                       "close": 100.0, "adjusted_close": 50.0, "volume": 1000})
-        prices.append({"date": d, "symbol": "BBB", "cik": 789019, "open": 20.0, "high": 21.0, "low": 19.0,
-                       "close": 20.0, "adjusted_close": 20.0, "volume": 500})
+        prices.append(
+            {
+                "date": d,
+                "symbol": "AAA",
+                "cik": 320193,
+                "open": 98.0,
+                "high": 104.0,
+                "low": 96.0,
+                "close": 100.0,
+                "adjusted_close": 50.0,
+                "volume": 1000,
+            }
+        )
+        prices.append(
+            {
+                "date": d,
+                "symbol": "BBB",
+                "cik": 789019,
+                "open": 20.0,
+                "high": 21.0,
+                "low": 19.0,
+                "close": 20.0,
+                "adjusted_close": 20.0,
+                "volume": 500,
+            }
+        )
     if price_edit:
         price_edit(prices)
     write_partitioned(root / "price_daily", pa.Table.from_pylist(prices, schema=PRICE_SCHEMA))
@@ -69,12 +133,36 @@ def hand_tree(root: Path, news: list[dict] | None = None, news_type: pa.DataType
             news_row(dt.date(2019, 12, 31), "BBB", 0, "BBB year-end note."),
         ]
     write_partitioned(root / "news_items", pa.Table.from_pylist(news, schema=news_schema(news_type)))
-    write_partitioned(root / "filingk", pa.Table.from_pylist(
-        [{"date": dt.date(2020, 1, 6), "symbol": "AAA", "cik": 320193, "filing_idx": 0, "filing_text": "AAA 10-K."}],
-        schema=FILING_SCHEMA))
-    write_partitioned(root / "filingq", pa.Table.from_pylist(
-        [{"date": dt.date(2020, 1, 8), "symbol": "BBB", "cik": 789019, "filing_idx": 0, "filing_text": "BBB 10-Q."}],
-        schema=FILING_SCHEMA))
+    write_partitioned(
+        root / "filingk",
+        pa.Table.from_pylist(
+            [
+                {
+                    "date": dt.date(2020, 1, 6),
+                    "symbol": "AAA",
+                    "cik": 320193,
+                    "filing_idx": 0,
+                    "filing_text": "AAA 10-K.",
+                }
+            ],
+            schema=FILING_SCHEMA,
+        ),
+    )
+    write_partitioned(
+        root / "filingq",
+        pa.Table.from_pylist(
+            [
+                {
+                    "date": dt.date(2020, 1, 8),
+                    "symbol": "BBB",
+                    "cik": 789019,
+                    "filing_idx": 0,
+                    "filing_text": "BBB 10-Q.",
+                }
+            ],
+            schema=FILING_SCHEMA,
+        ),
+    )
     return root
 
 
@@ -118,12 +206,24 @@ def test_prices_counts_ids_and_dedupe(tmp_path, capsys):
     assert len(bars) == 9
 
     evs = {e.id: e for e in store_of(out).all_events()}
-    assert sorted(evs) == ["AAA-10-K-20200106-0", "AAA-news-20200103-0", "AAA-news-20200106-0",
-                           "BBB-10-Q-20200108-0", "BBB-news-20191231-0", "BBB-news-20200107-0"]
+    assert sorted(evs) == [
+        "AAA-10-K-20200106-0",
+        "AAA-news-20200103-0",
+        "AAA-news-20200106-0",
+        "BBB-10-Q-20200108-0",
+        "BBB-news-20191231-0",
+        "BBB-news-20200107-0",
+    ]
     e = evs["AAA-news-20200103-0"]
     assert e.text == "AAA beats estimates." and e.source == "news"
-    assert e.metadata == {"corpus": "finsaber", "date": "2020-01-03", "time": "date only",
-                          "visibility": "next-session", "item_index": 0, "cik": 320193}
+    assert e.metadata == {
+        "corpus": "finsaber",
+        "date": "2020-01-03",
+        "time": "date only",
+        "visibility": "next-session",
+        "item_index": 0,
+        "cik": 320193,
+    }
     # a date-only item is published at that day's close: 16:00 New York = 21:00 UTC in January
     assert e.published_at == dt.datetime(2020, 1, 3, 21, 0, tzinfo=dt.timezone.utc)
     assert evs["AAA-10-K-20200106-0"].metadata["form"] == "10-K"
@@ -131,8 +231,10 @@ def test_prices_counts_ids_and_dedupe(tmp_path, capsys):
 
 def test_date_only_items_and_filings_visible_next_trading_day(tmp_path):
     root = hand_tree(tmp_path / "fs")
-    for vis, news_day, filing_day in (("next-session", dt.date(2020, 1, 6), dt.date(2020, 1, 7)),
-                                      ("same-day", dt.date(2020, 1, 3), dt.date(2020, 1, 6))):
+    for vis, news_day, filing_day in (
+        ("next-session", dt.date(2020, 1, 6), dt.date(2020, 1, 7)),
+        ("same-day", dt.date(2020, 1, 3), dt.date(2020, 1, 6)),
+    ):
         corpus = read([root], ImportOptions(visibility=vis))
         store = EventStore(corpus.events)
         # Friday's date-only news: Monday's decision by default, Friday's own with --same-day
@@ -143,9 +245,11 @@ def test_date_only_items_and_filings_visible_next_trading_day(tmp_path):
 def test_after_close_timestamp_moves_first_decision_by_one_day(tmp_path):
     """A ``date`` column with times: 15:59 New York is seen at that day's
     decision, 16:01 at the next trading day's; 00:00:00 counts as a bare date."""
-    news = [news_row(dt.datetime(2020, 1, 7, 15, 59), "AAA", 0, "AAA before the close."),
-            news_row(dt.datetime(2020, 1, 7, 16, 1), "AAA", 1, "AAA after the close."),
-            news_row(dt.datetime(2020, 1, 3, 0, 0), "AAA", 0, "AAA at midnight.")]
+    news = [
+        news_row(dt.datetime(2020, 1, 7, 15, 59), "AAA", 0, "AAA before the close."),
+        news_row(dt.datetime(2020, 1, 7, 16, 1), "AAA", 1, "AAA after the close."),
+        news_row(dt.datetime(2020, 1, 3, 0, 0), "AAA", 0, "AAA at midnight."),
+    ]
     root = hand_tree(tmp_path / "fs", news=news, news_type=pa.timestamp("s"))
     corpus = read([root], ImportOptions())
     store = EventStore(corpus.events)
@@ -153,8 +257,11 @@ def test_after_close_timestamp_moves_first_decision_by_one_day(tmp_path):
     assert first_seen(store, "AAA-news-20200107-1", DAYS) == dt.date(2020, 1, 8)
     assert first_seen(store, "AAA-news-20200103-0", DAYS) == dt.date(2020, 1, 6)
     times = {e.id: e.metadata["time"] for e in corpus.events if e.source == "news"}
-    assert times == {"AAA-news-20200107-0": "15:59:00", "AAA-news-20200107-1": "16:01:00",
-                     "AAA-news-20200103-0": "date only"}
+    assert times == {
+        "AAA-news-20200107-0": "15:59:00",
+        "AAA-news-20200107-1": "16:01:00",
+        "AAA-news-20200103-0": "date only",
+    }
 
 
 def test_ticker_and_window_filter_pushed_down(tmp_path):
@@ -239,9 +346,28 @@ def test_backtest_decisions_up_to_t_unchanged(tmp_path, capsys):
     for label in ("clean", "perturbed"):
         ds = tmp_path / f"ds-{label}"
         assert run_cli(["data", "import", "finsaber", str(tmp_path / label), "--out", str(ds)], capsys)[0] == 0
-        rc, _, err = run_cli(["backtest", "--ticker", "AAA", "--strategy", "fincon", "--brain", "rules",
-                              "--data", str(ds), "--start", "2020-02-03", "--end", "2020-03-31",
-                              "--out", str(tmp_path / f"run-{label}"), "--no-progress", "--no-benchmark"], capsys)
+        rc, _, err = run_cli(
+            [
+                "backtest",
+                "--ticker",
+                "AAA",
+                "--strategy",
+                "fincon",
+                "--brain",
+                "rules",
+                "--data",
+                str(ds),
+                "--start",
+                "2020-02-03",
+                "--end",
+                "2020-03-31",
+                "--out",
+                str(tmp_path / f"run-{label}"),
+                "--no-progress",
+                "--no-benchmark",
+            ],
+            capsys,
+        )
         assert rc == 0, err
         lines = (tmp_path / f"run-{label}" / "decisions.jsonl").read_text().splitlines()
         decisions.append([json.loads(x) for x in lines])
@@ -251,6 +377,7 @@ def test_backtest_decisions_up_to_t_unchanged(tmp_path, capsys):
 
 
 # ---- bad input: one line, exit 2, nothing written ----------------------------------------------
+
 
 def _zero_close(prices):
     prices[4]["close"] = 0.0
@@ -316,9 +443,11 @@ def test_bad_source_and_out(tmp_path, capsys):
 def test_other_column_types_text_dates_utc_times_and_a_year_column(tmp_path):
     """Dates stored as text, news times in UTC, files repeating the year
     partition as a column: the same items, window and timing."""
-    news = [news_row(dt.datetime(2020, 1, 6, 20, 59, tzinfo=dt.timezone.utc), "AAA", 0, "AAA 15:59 New York."),
-            news_row(dt.datetime(2020, 1, 6, 21, 1, tzinfo=dt.timezone.utc), "AAA", 1, "AAA 16:01 New York."),
-            news_row(dt.datetime(2020, 1, 2, 23, 0, tzinfo=dt.timezone.utc), "AAA", 0, "AAA out of the window.")]
+    news = [
+        news_row(dt.datetime(2020, 1, 6, 20, 59, tzinfo=dt.timezone.utc), "AAA", 0, "AAA 15:59 New York."),
+        news_row(dt.datetime(2020, 1, 6, 21, 1, tzinfo=dt.timezone.utc), "AAA", 1, "AAA 16:01 New York."),
+        news_row(dt.datetime(2020, 1, 2, 23, 0, tzinfo=dt.timezone.utc), "AAA", 0, "AAA out of the window."),
+    ]
     root = hand_tree(tmp_path / "fs", news=news, news_type=pa.timestamp("us", tz="UTC"))
     for f in root.rglob("*.parquet"):
         tab = pq.read_table(f)

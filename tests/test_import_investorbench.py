@@ -123,8 +123,9 @@ def test_future_items_and_prices_change_nothing_up_to_t(tmp_path):
             rec["10k"] = ["A 10-K from the future."]
     run_cli("data", "import", "investorbench", write_ib(tmp_path / "acme.json", days), "--out", tmp_path / "a")
     (tmp_path / "p").mkdir()
-    run_cli("data", "import", "investorbench", write_ib(tmp_path / "p" / "acme.json", perturbed), "--out",
-            tmp_path / "b")
+    run_cli(
+        "data", "import", "investorbench", write_ib(tmp_path / "p" / "acme.json", perturbed), "--out", tmp_path / "b"
+    )
     a, b = events_of(tmp_path / "a"), events_of(tmp_path / "b")
     for d in pd.bdate_range("2021-01-04", t):
         assert [e.to_json() for e in a.view_at(d).events()] == [e.to_json() for e in b.view_at(d).events()]
@@ -136,15 +137,43 @@ def test_close_only_refuses_next_open_fill(tmp_path, capsys):
     src = write_ib(tmp_path / "acme.json", small_days())
     run_cli("data", "import", "investorbench", src, "--out", tmp_path / "ds")
     capsys.readouterr()
-    code = run_cli("backtest", "--ticker", "ACME", "--data", tmp_path / "ds", "--start", "2021-01-04",
-                   "--end", "2021-01-19", "--fill", "next-open", "--out", tmp_path / "run")
+    code = run_cli(
+        "backtest",
+        "--ticker",
+        "ACME",
+        "--data",
+        tmp_path / "ds",
+        "--start",
+        "2021-01-04",
+        "--end",
+        "2021-01-19",
+        "--fill",
+        "next-open",
+        "--out",
+        tmp_path / "run",
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1
     assert err[0].startswith("fincon: error: --fill next-open needs an Open column") and "ACME" in err[0]
     assert not (tmp_path / "run").exists()
     # at the close it runs, and buy-and-hold's CR is the log return of the closes
-    assert run_cli("backtest", "--ticker", "ACME", "--data", tmp_path / "ds", "--start", "2021-01-04",
-                   "--end", "2021-01-19", "--out", tmp_path / "run", "--no-progress") == 0
+    assert (
+        run_cli(
+            "backtest",
+            "--ticker",
+            "ACME",
+            "--data",
+            tmp_path / "ds",
+            "--start",
+            "2021-01-04",
+            "--end",
+            "2021-01-19",
+            "--out",
+            tmp_path / "run",
+            "--no-progress",
+        )
+        == 0
+    )
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     import math
 
@@ -155,15 +184,32 @@ def test_close_only_refuses_next_open_fill(tmp_path, capsys):
 def test_seven_day_calendar_annualises_with_365(tmp_path):
     days = {}
     for i, d in enumerate(pd.date_range("2023-01-01", periods=30, freq="D")):
-        days[str(d.date())] = {"prices": 20000.0 * (1.01 if i % 3 else 0.985) ** i,
-                               "news": [f"coin item {i} (sentiment:neutral)"]}
+        days[str(d.date())] = {
+            "prices": 20000.0 * (1.01 if i % 3 else 0.985) ** i,
+            "news": [f"coin item {i} (sentiment:neutral)"],
+        }
     src = write_ib(tmp_path / "coin.json", days)
     assert run_cli("data", "import", "investorbench", src, "--out", tmp_path / "ds") == 0
     m = open_dataset(tmp_path / "ds").manifest
     assert m.calendar.name == "24/7" and m.calendar.days_per_year == 365
     assert m.items == {"COIN": {"news": 30}}
-    assert run_cli("backtest", "--ticker", "COIN", "--data", tmp_path / "ds", "--start", "2023-01-01",
-                   "--end", "2023-01-30", "--out", tmp_path / "run", "--no-progress") == 0
+    assert (
+        run_cli(
+            "backtest",
+            "--ticker",
+            "COIN",
+            "--data",
+            tmp_path / "ds",
+            "--start",
+            "2023-01-01",
+            "--end",
+            "2023-01-30",
+            "--out",
+            tmp_path / "run",
+            "--no-progress",
+        )
+        == 0
+    )
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["days_per_year"] == 365 and metrics["n_days"] == 30
     v = pd.read_csv(tmp_path / "run" / "equity.csv")["value"].to_numpy()
@@ -183,9 +229,13 @@ BAD = {
     "top level list": lambda d: (d / "acme.json").write_text("[1, 2]"),
 }
 MESSAGES = {
-    "truncated gzip": "truncated or corrupt gzip", "not JSON": "not valid JSON", "date key": "is not a date",
-    "price zero": "not a positive finite number", "price NaN": "not a positive finite number",
-    "news without price": "items but no price", "top level list": "expected a JSON object",
+    "truncated gzip": "truncated or corrupt gzip",
+    "not JSON": "not valid JSON",
+    "date key": "is not a date",
+    "price zero": "not a positive finite number",
+    "price NaN": "not a positive finite number",
+    "news without price": "items but no price",
+    "top level list": "expected a JSON object",
 }
 
 
@@ -282,9 +332,28 @@ def test_team_decisions_up_to_t_ignore_the_future(tmp_path):
     for name, content in (("a", days), ("b", perturbed)):
         src = write_ib(tmp_path / ("p" if name == "b" else ".") / "acme.json", content)
         assert run_cli("data", "import", "investorbench", src, "--out", tmp_path / f"ds-{name}") == 0
-        assert run_cli("backtest", "--ticker", "ACME", "--strategy", "fincon", "--brain", "rules", "--data",
-                       tmp_path / f"ds-{name}", "--start", dates[70], "--end", dates[-1], "--no-benchmark",
-                       "--out", tmp_path / f"run-{name}", "--no-progress") == 0
+        assert (
+            run_cli(
+                "backtest",
+                "--ticker",
+                "ACME",
+                "--strategy",
+                "fincon",
+                "--brain",
+                "rules",
+                "--data",
+                tmp_path / f"ds-{name}",
+                "--start",
+                dates[70],
+                "--end",
+                dates[-1],
+                "--no-benchmark",
+                "--out",
+                tmp_path / f"run-{name}",
+                "--no-progress",
+            )
+            == 0
+        )
         lines = (tmp_path / f"run-{name}" / "decisions.jsonl").read_text().splitlines()
         decisions[name] = {json.loads(x)["date"]: x for x in lines}
     assert sorted(decisions["a"]) == dates[70:89]  # the last day holds no decision: no next day to trade into

@@ -13,8 +13,23 @@ from fincon.data.events.loaders.directory import DirectoryLoader
 
 def test_data_sample_writes_a_planted_corpus(tmp_path, capsys):
     out = tmp_path / "ev"
-    rc = main(["data", "sample", "--tickers", "TSLA,GM", "--start", "2022-03-01", "--end", "2022-05-31",
-               "--planted", "news:0.3", "--out", str(out), "--no-audio"])
+    rc = main(
+        [
+            "data",
+            "sample",
+            "--tickers",
+            "TSLA,GM",
+            "--start",
+            "2022-03-01",
+            "--end",
+            "2022-05-31",
+            "--planted",
+            "news:0.3",
+            "--out",
+            str(out),
+            "--no-audio",
+        ]
+    )
     assert rc == 0
     msg = capsys.readouterr().out
     assert "SYNTHETIC" in msg and "PLANTED" in msg
@@ -41,14 +56,17 @@ def test_data_show_json(capsys):
     assert all(m["id"].removeprefix("mem-") in visible for m in out["memories"])
 
 
-@pytest.mark.parametrize("argv", [
-    ["data", "show", "--ticker", "TSLA", "--date", "2022-11-05", "--embedder", "hashing"],
-    ["data", "show", "--ticker", "ZZZ", "--date", "2022-11-01", "--embedder", "hashing"],
-    ["data", "show", "--ticker", "TSLA", "--date", "yesterday-ish", "--embedder", "hashing"],
-    ["data", "sample", "--planted", "news:7", "--out", "/tmp/never"],
-    ["data", "sample", "--tickers", "NOPE", "--out", "/tmp/never", "--no-audio"],
-    ["transcribe", "/no/such/file.ogg"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["data", "show", "--ticker", "TSLA", "--date", "2022-11-05", "--embedder", "hashing"],
+        ["data", "show", "--ticker", "ZZZ", "--date", "2022-11-01", "--embedder", "hashing"],
+        ["data", "show", "--ticker", "TSLA", "--date", "yesterday-ish", "--embedder", "hashing"],
+        ["data", "sample", "--planted", "news:7", "--out", "/tmp/never"],
+        ["data", "sample", "--tickers", "NOPE", "--out", "/tmp/never", "--no-audio"],
+        ["transcribe", "/no/such/file.ogg"],
+    ],
+)
 def test_bad_input_is_one_line_exit_2(argv, capsys):
     try:
         code = main(argv)
@@ -65,8 +83,19 @@ def test_transcribe_cli_with_reference(tmp_path, capsys):
     ev = [e for e in store.all_events() if e.source == "earnings_call"][0]
     ref = tmp_path / "script.txt"
     ref.write_text(ev.text, encoding="utf-8")
-    rc = main(["transcribe", str(store.audio_path(ev)), "--backend", "faster-whisper", "--reference", str(ref),
-               "--cache-dir", str(tmp_path / "cache"), "--json"])
+    rc = main(
+        [
+            "transcribe",
+            str(store.audio_path(ev)),
+            "--backend",
+            "faster-whisper",
+            "--reference",
+            str(ref),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--json",
+        ]
+    )
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert out["backend"] == "faster-whisper" and out["wer"] <= 0.15 and "Pfizer" in out["text"]

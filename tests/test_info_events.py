@@ -72,8 +72,15 @@ def _pipeline(store: EventStore, days, tmp_path: Path, tag: str):
         top = mem.retrieve("Tesla stock trading outlook: demand, margins, guidance", d, k=5)
         tone = sum(t.metadata.get("lm_tone", 0.0) * t.score for t in top)
         decision = "buy" if tone > 0.2 else "sell" if tone < -0.2 else "hold"
-        trace.append((str(d.date()), [e.id for e in view.events("TSLA")], [(e.id, e.text) for e in entries],
-                      [(t.id, round(t.score, 12)) for t in top], decision))
+        trace.append(
+            (
+                str(d.date()),
+                [e.id for e in view.events("TSLA")],
+                [(e.id, e.text) for e in entries],
+                [(t.id, round(t.score, 12)) for t in top],
+                decision,
+            )
+        )
     return trace
 
 
@@ -86,11 +93,21 @@ def test_perturbing_or_deleting_the_future_changes_nothing_up_to_t(tmp_path):
     past = [e for e in store.all_events() if e.published_at < cut]
     future = [e for e in store.all_events() if e.published_at >= cut]
     assert len(future) > 100 and len(past) > 100
-    perturbed = past + [
-        Event(id=e.id, ticker=e.ticker, source=e.source, published_at=e.published_at,
-              text="Catastrophic losses, fraud investigation and bankruptcy. " * 3, metadata={"tone": -1})
-        for e in future[::2]
-    ] + [ev(f"new{i}", cut + dt.timedelta(seconds=i), source="10-K", text="record profits") for i in range(5)]
+    perturbed = (
+        past
+        + [
+            Event(
+                id=e.id,
+                ticker=e.ticker,
+                source=e.source,
+                published_at=e.published_at,
+                text="Catastrophic losses, fraud investigation and bankruptcy. " * 3,
+                metadata={"tone": -1},
+            )
+            for e in future[::2]
+        ]
+        + [ev(f"new{i}", cut + dt.timedelta(seconds=i), source="10-K", text="record profits") for i in range(5)]
+    )
     a = _pipeline(store, days, tmp_path, "orig")
     b = _pipeline(EventStore(past), days, tmp_path, "deleted")
     c = _pipeline(EventStore(perturbed), days, tmp_path, "perturbed")
@@ -131,7 +148,9 @@ def test_generator_is_deterministic_and_bundled_corpus_is_current():
     a, b = generate(cfg), generate(cfg)
     assert [e.to_json() for e in a["PFE"]] == [e.to_json() for e in b["PFE"]]
     bundled = DirectoryLoader(SAMPLE_DIR).load(["PFE"])
-    assert [e.to_json() for e in sorted(bundled, key=lambda e: (e.published_at, e.id))] == [e.to_json() for e in a["PFE"]]
+    assert [e.to_json() for e in sorted(bundled, key=lambda e: (e.published_at, e.id))] == [
+        e.to_json() for e in a["PFE"]
+    ]
 
 
 def test_bundled_corpus_covers_the_issue():
@@ -181,7 +200,9 @@ def test_planted_variant_carries_a_hint_and_default_does_not():
     assert all(e.metadata.get("planted") == "news:0.3" for e in planted["TSLA"])
     # only the chosen source changes
     other = lambda evs: [e.to_json() for e in evs if e.source == "analyst_note"]  # noqa: E731
-    assert [json.loads(x)["text"] for x in other(plain["TSLA"])] == [json.loads(x)["text"] for x in other(planted["TSLA"])]
+    assert [json.loads(x)["text"] for x in other(plain["TSLA"])] == [
+        json.loads(x)["text"] for x in other(planted["TSLA"])
+    ]
 
 
 def test_planted_spec_is_validated():
@@ -196,11 +217,24 @@ def test_directory_loader_jsonl_csv_and_audio(tmp_path):
     (tmp_path / "audio").mkdir()
     shutil.copy(next((SAMPLE_DIR / "audio").glob("*.ogg")), tmp_path / "audio" / "call.ogg")
     (tmp_path / "news.jsonl").write_text(
-        json.dumps({"id": "n1", "ticker": "tsla", "source": "news", "published_at": "2022-11-01T09:00:00-04:00",
-                    "text": "Tesla deliveries rose", "metadata": {"title": "Deliveries"}}) + "\n", encoding="utf-8")
+        json.dumps(
+            {
+                "id": "n1",
+                "ticker": "tsla",
+                "source": "news",
+                "published_at": "2022-11-01T09:00:00-04:00",
+                "text": "Tesla deliveries rose",
+                "metadata": {"title": "Deliveries"},
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     (tmp_path / "calls.csv").write_text(
         "id,ticker,source,published_at,text,audio,metadata\n"
-        'c1,TSLA,earnings_call,2022-10-19 17:30,,audio/call.ogg,"{""fiscal_quarter"": 3}"\n', encoding="utf-8")
+        'c1,TSLA,earnings_call,2022-10-19 17:30,,audio/call.ogg,"{""fiscal_quarter"": 3}"\n',
+        encoding="utf-8",
+    )
     evs = DirectoryLoader(tmp_path).load(["TSLA"])
     assert [e.id for e in sorted(evs, key=lambda e: e.id)] == ["c1", "n1"]
     c1 = [e for e in evs if e.id == "c1"][0]

@@ -63,9 +63,11 @@ def test_edgar_loader_caches_parsed_filings(tmp_path):
 
     def fetch(ticker, forms, start, end, ua):
         calls.append((ticker, forms, start, end, ua))
-        return [RawFiling(ticker, "10-K", "A1", "2022-02-07", TENK),
-                RawFiling(ticker, "10-Q", "A2", "2022-04-25", TENQ),
-                RawFiling(ticker, "10-Q", "A3", "2022-07-25", "<p>garbled</p>")]
+        return [
+            RawFiling(ticker, "10-K", "A1", "2022-02-07", TENK),
+            RawFiling(ticker, "10-Q", "A2", "2022-04-25", TENQ),
+            RawFiling(ticker, "10-Q", "A3", "2022-07-25", "<p>garbled</p>"),
+        ]
 
     ld = EdgarLoader(user_agent="Jane Doe jane@example.com", cache_dir=tmp_path, fetch=fetch)
     assert isinstance(ld, EventLoader)
@@ -83,12 +85,30 @@ def test_edgar_needs_a_user_agent(tmp_path, monkeypatch):
         EdgarLoader(cache_dir=tmp_path).load(["TSLA"], "2022-01-01", "2022-12-31")
 
 
-YAHOO_NEW = [{"id": "9f1c", "content": {"id": "9f1c", "contentType": "STORY", "title": "Tesla cuts prices again",
-                                        "summary": "The carmaker lowered prices in China.",
-                                        "pubDate": "2024-03-07T13:45:00Z", "provider": {"displayName": "Reuters"},
-                                        "canonicalUrl": {"url": "https://example.com/a"}}}]
-YAHOO_OLD = [{"uuid": "b2e0", "title": "Tesla deliveries beat", "publisher": "Bloomberg",
-              "link": "https://example.com/b", "providerPublishTime": 1704297600, "type": "STORY"}]
+YAHOO_NEW = [
+    {
+        "id": "9f1c",
+        "content": {
+            "id": "9f1c",
+            "contentType": "STORY",
+            "title": "Tesla cuts prices again",
+            "summary": "The carmaker lowered prices in China.",
+            "pubDate": "2024-03-07T13:45:00Z",
+            "provider": {"displayName": "Reuters"},
+            "canonicalUrl": {"url": "https://example.com/a"},
+        },
+    }
+]
+YAHOO_OLD = [
+    {
+        "uuid": "b2e0",
+        "title": "Tesla deliveries beat",
+        "publisher": "Bloomberg",
+        "link": "https://example.com/b",
+        "providerPublishTime": 1704297600,
+        "type": "STORY",
+    }
+]
 
 
 def test_yahoo_news_both_payload_shapes(tmp_path):
@@ -99,16 +119,31 @@ def test_yahoo_news_both_payload_shapes(tmp_path):
     assert b.published_at == dt.datetime(2024, 1, 3, 16, 0, tzinfo=dt.timezone.utc) and b.metadata["url"].endswith("/b")
     ld = YahooNewsLoader(cache_dir=tmp_path, fetch=lambda t: YAHOO_NEW + YAHOO_OLD, today="2024-03-08")
     assert len(ld.load(["TSLA"])) == 2
-    cached = YahooNewsLoader(cache_dir=tmp_path, fetch=lambda t: 1 / 0, today="2024-03-08").load(["TSLA"], start="2024-03-01")
+    cached = YahooNewsLoader(cache_dir=tmp_path, fetch=lambda t: 1 / 0, today="2024-03-08").load(
+        ["TSLA"], start="2024-03-01"
+    )
     assert [e.id for e in cached] == ["TSLA-yahoo-9f1c"]
 
 
 def alpaca_page(ids, token):
-    return {"news": [{"id": i, "headline": f"Headline {i}", "author": "Benzinga Newsdesk", "source": "benzinga",
-                      "created_at": f"2022-11-0{i}T13:3{i}:00Z", "updated_at": f"2022-11-0{i}T13:40:00Z",
-                      "summary": "Summary", "content": "<p>Body <b>text</b></p>", "url": f"https://example.com/{i}",
-                      "symbols": ["TSLA", "AAPL"] if i % 2 else ["TSLA"]} for i in ids],
-            "next_page_token": token}
+    return {
+        "news": [
+            {
+                "id": i,
+                "headline": f"Headline {i}",
+                "author": "Benzinga Newsdesk",
+                "source": "benzinga",
+                "created_at": f"2022-11-0{i}T13:3{i}:00Z",
+                "updated_at": f"2022-11-0{i}T13:40:00Z",
+                "summary": "Summary",
+                "content": "<p>Body <b>text</b></p>",
+                "url": f"https://example.com/{i}",
+                "symbols": ["TSLA", "AAPL"] if i % 2 else ["TSLA"],
+            }
+            for i in ids
+        ],
+        "next_page_token": token,
+    }
 
 
 def test_alpaca_pagination_parsing_and_cache(tmp_path):
@@ -141,11 +176,15 @@ def test_alpaca_errors(tmp_path, monkeypatch):
         AlpacaNewsLoader(cache_dir=tmp_path, transport=deny, keys=("k", "s")).load(["TSLA"], "2022-11-01", "2022-11-02")
 
 
-@pytest.mark.parametrize("make", [
-    lambda d: EdgarLoader(user_agent="Jane Doe jane@example.com", cache_dir=d),
-    lambda d: YahooNewsLoader(cache_dir=d),
-    lambda d: AlpacaNewsLoader(cache_dir=d, keys=("k", "s")),
-], ids=["edgar", "yfinance", "alpaca"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda d: EdgarLoader(user_agent="Jane Doe jane@example.com", cache_dir=d),
+        lambda d: YahooNewsLoader(cache_dir=d),
+        lambda d: AlpacaNewsLoader(cache_dir=d, keys=("k", "s")),
+    ],
+    ids=["edgar", "yfinance", "alpaca"],
+)
 def test_online_loaders_fail_fast_offline(make, tmp_path):
     t0 = time.perf_counter()
     with pytest.raises(SourceUnavailable, match="unreachable"):
@@ -156,10 +195,23 @@ def test_online_loaders_fail_fast_offline(make, tmp_path):
 def test_loaders_combine_into_one_store(tmp_path):
     d = tmp_path / "dir"
     d.mkdir()
-    (d / "e.jsonl").write_text(json.dumps({"id": "x1", "ticker": "TSLA", "source": "analyst_note",
-                                           "published_at": "2022-11-01T06:30:00-04:00", "text": "note"}) + "\n")
-    alp = AlpacaNewsLoader(cache_dir=tmp_path, keys=("k", "s"),
-                           transport=httpx.MockTransport(lambda r: httpx.Response(200, json=alpaca_page([1], None))))
+    (d / "e.jsonl").write_text(
+        json.dumps(
+            {
+                "id": "x1",
+                "ticker": "TSLA",
+                "source": "analyst_note",
+                "published_at": "2022-11-01T06:30:00-04:00",
+                "text": "note",
+            }
+        )
+        + "\n"
+    )
+    alp = AlpacaNewsLoader(
+        cache_dir=tmp_path,
+        keys=("k", "s"),
+        transport=httpx.MockTransport(lambda r: httpx.Response(200, json=alpaca_page([1], None))),
+    )
     store = EventStore(DirectoryLoader(d).load(["TSLA"]) + alp.load(["TSLA"], "2022-11-01", "2022-11-30"))
     assert [e.id for e in store.view_at("2022-11-01").events()] == ["x1", "TSLA-alpaca-1"]
 
@@ -169,9 +221,21 @@ def test_build_store_from_specs(tmp_path):
 
     d = tmp_path / "dir"
     d.mkdir()
-    (d / "e.jsonl").write_text(json.dumps({"id": "x1", "ticker": "TSLA", "source": "news",
-                                           "published_at": "2022-11-01T06:30:00-04:00", "text": "own note"}) + "\n")
-    store = build_store([{"type": "sample"}, {"type": "directory", "path": str(d)}], ["TSLA"], "2022-10-01", "2022-11-30")
+    (d / "e.jsonl").write_text(
+        json.dumps(
+            {
+                "id": "x1",
+                "ticker": "TSLA",
+                "source": "news",
+                "published_at": "2022-11-01T06:30:00-04:00",
+                "text": "own note",
+            }
+        )
+        + "\n"
+    )
+    store = build_store(
+        [{"type": "sample"}, {"type": "directory", "path": str(d)}], ["TSLA"], "2022-10-01", "2022-11-30"
+    )
     evs = store.view_at("2022-11-01").events("TSLA")
     assert "x1" in {e.id for e in evs} and all(e.published_at.date() >= dt.date(2022, 10, 1) for e in evs)
     call = next(e for e in store.all_events() if e.source == "earnings_call")

@@ -27,9 +27,13 @@ def entry(i, day, source="news", text="tesla deliveries demand", **meta):
 
 def test_a13_score_is_scaled_relevancy_plus_decayed_importance(store):
     pm = store.procedural("news-analyst", "TSLA")
-    pm.add([entry(1, "2022-10-01", "news", "tesla cuts prices on model y"),
+    pm.add(
+        [
+            entry(1, "2022-10-01", "news", "tesla cuts prices on model y"),
             entry(2, "2022-10-01", "10-K", "annual report risk factors and liquidity"),
-            entry(3, "2022-10-31", "10-Q", "quarterly revenue rose on deliveries")])
+            entry(3, "2022-10-31", "10-Q", "quarterly revenue rose on deliveries"),
+        ]
+    )
     q = "tesla prices model y"
     top = pm.retrieve(q, "2022-11-01", k=3)
     emb = HashingEmbedder()
@@ -39,7 +43,7 @@ def test_a13_score_is_scaled_relevancy_plus_decayed_importance(store):
         dt = (pd.Timestamp("2022-11-01") - s.day).days
         v = np.asarray(emb([s.text])[0])
         cos = float(v @ qv / np.linalg.norm(v) / np.linalg.norm(qv))
-        imp = dec.value * dec.theta ** dt
+        imp = dec.value * dec.theta**dt
         assert s.age_days == dt
         assert s.relevancy == pytest.approx(cos, abs=1e-5)
         assert s.importance == pytest.approx(imp)
@@ -90,8 +94,15 @@ def test_ranking_matches_brute_force_over_all_entries(store, monkeypatch, pruned
     rng = np.random.default_rng(0)
     words = "tesla demand margin price cut delivery china battery factory recall lawsuit growth guidance".split()
     srcs = list(DEFAULT_DECAY)[:5]
-    es = [entry(i, pd.Timestamp("2022-01-03") + pd.Timedelta(days=int(rng.integers(0, 300))), srcs[i % 5],
-                " ".join(rng.choice(words, 6))) for i in range(600)]
+    es = [
+        entry(
+            i,
+            pd.Timestamp("2022-01-03") + pd.Timedelta(days=int(rng.integers(0, 300))),
+            srcs[i % 5],
+            " ".join(rng.choice(words, 6)),
+        )
+        for i in range(600)
+    ]
     pm = store.procedural("a", "TSLA")
     pm.add(es)
     marked = {e.id: 3 for e in es[:40:4]}  # old-ish entries the manager marked three times
@@ -135,7 +146,10 @@ def test_episodic_memory_is_point_in_time(store):
     ep.add("2022-10-03", "reflection", "momentum worked in a rising market")
     ep.add("2022-10-10", "belief", "trust filings over news", {"version": 1})
     ep.add("2022-12-01", "belief", "future belief")
-    assert [e.text for e in ep.recent("2022-11-01")] == ["momentum worked in a rising market", "trust filings over news"]
+    assert [e.text for e in ep.recent("2022-11-01")] == [
+        "momentum worked in a rising market",
+        "trust filings over news",
+    ]
     assert ep.latest_belief("2022-11-01").metadata == {"version": 1}
     assert all(e.day <= pd.Timestamp("2022-11-01") for e in ep.search("belief", "2022-11-01", k=5))
 
@@ -166,8 +180,10 @@ class FakeLLM:
 
 
 def test_llm_summariser_uses_template_and_counts_fallbacks():
-    evs = [Event(id="a", ticker="TSLA", source="news", published_at="2022-11-01 09:00", text="Line0\nTesla profits rose"),
-           Event(id="b", ticker="TSLA", source="news", published_at="2022-11-01 10:00", text="Line0\nBOOM losses")]
+    evs = [
+        Event(id="a", ticker="TSLA", source="news", published_at="2022-11-01 09:00", text="Line0\nTesla profits rose"),
+        Event(id="b", ticker="TSLA", source="news", published_at="2022-11-01 10:00", text="Line0\nBOOM losses"),
+    ]
     llm = FakeLLM(fail_on=("BOOM",))
     s = LLMSummariser(llm, role="news analyst")
     out = s.summarise("TSLA", pd.Timestamp("2022-11-01"), evs)
@@ -214,7 +230,9 @@ def minilm():
 
 @pytest.mark.slow
 def test_minilm_loads_offline_from_the_wheel(minilm, tmp_path):
-    v = np.asarray(minilm(["Revenue rose sharply this quarter", "Sales increased strongly", "The cat sleeps on the sofa"]))
+    v = np.asarray(
+        minilm(["Revenue rose sharply this quarter", "Sales increased strongly", "The cat sleeps on the sofa"])
+    )
     assert v.shape == (3, 384)
     assert os.environ.get("HF_HUB_OFFLINE") == "1"  # loading never tried the hub
     assert np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-4)

@@ -29,12 +29,34 @@ def test_flags_become_settings(tmp_path):
     prices.write_text("gpt-4o-mini: {input_per_million: 0.15, output_per_million: 0.6}\n")
     p = argparse.ArgumentParser()
     add_llm_arguments(p)
-    args = p.parse_args(["--llm-backend", "openai", "--llm-model", "gpt-4o-mini", "--llm-base-url",
-                         "http://localhost:11434/v1/", "--llm-cache", "replay", "--max-tokens", "5000",
-                         "--llm-concurrency", "2", "--llm-prices", str(prices)])
+    args = p.parse_args(
+        [
+            "--llm-backend",
+            "openai",
+            "--llm-model",
+            "gpt-4o-mini",
+            "--llm-base-url",
+            "http://localhost:11434/v1/",
+            "--llm-cache",
+            "replay",
+            "--max-tokens",
+            "5000",
+            "--llm-concurrency",
+            "2",
+            "--llm-prices",
+            str(prices),
+        ]
+    )
     s = settings_from_args(args, {"temperature": 0.2})
     assert (s.backend, s.model, s.base_url, s.cache.value, s.max_tokens, s.concurrency, s.temperature) == (
-        "openai", "gpt-4o-mini", "http://localhost:11434/v1", "replay", 5000, 2, 0.2)
+        "openai",
+        "gpt-4o-mini",
+        "http://localhost:11434/v1",
+        "replay",
+        5000,
+        2,
+        0.2,
+    )
     assert s.prices["gpt-4o-mini"].output_per_million == 0.6
     with pytest.raises(ConfigError, match="max_tokens: Input should be greater than or equal to 1"):
         settings_from_args(p.parse_args([]), {"max_tokens": 0})  # a config's value, checked by the settings
@@ -49,9 +71,19 @@ def test_cache_command_summarises_a_cache(capsys, tmp_path):
     db = tmp_path / "llm.sqlite"
     cache = CallCache(db, "read-write")
     for i, agent in enumerate(("analyst", "analyst", "manager")):
-        cache.put(f"k{i}", backend="local", model="m", agent=agent, messages=[Message(role="user", content=str(i))],
-                  schema={}, params=SamplingParams(), answer="{}", prompt_tokens=100, completion_tokens=10,
-                  latency_s=1.5)
+        cache.put(
+            f"k{i}",
+            backend="local",
+            model="m",
+            agent=agent,
+            messages=[Message(role="user", content=str(i))],
+            schema={},
+            params=SamplingParams(),
+            answer="{}",
+            prompt_tokens=100,
+            completion_tokens=10,
+            latency_s=1.5,
+        )
     cache.close()
     assert main(["llm", "cache", "--path", str(db)]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -91,8 +123,21 @@ def test_model_command_with_an_unwritable_model_dir_is_a_one_line_error(capsys, 
 
 def test_an_api_key_passed_as_the_variable_name_is_refused_and_not_echoed(capsys, tmp_path):
     secret = "sk-proj-Zz9PASTEDkeyXYZ"
-    rc = main(["llm", "ask", "hi", "--llm-backend", "openai", "--llm-model", "gpt-4o-mini",
-               "--llm-api-key-env", secret, "--llm-cache-path", str(tmp_path / "c.sqlite")])
+    rc = main(
+        [
+            "llm",
+            "ask",
+            "hi",
+            "--llm-backend",
+            "openai",
+            "--llm-model",
+            "gpt-4o-mini",
+            "--llm-api-key-env",
+            secret,
+            "--llm-cache-path",
+            str(tmp_path / "c.sqlite"),
+        ]
+    )
     assert rc == 2
     err = _one_line_error(capsys)
     assert "must be the NAME of the environment variable" in err and secret not in err

@@ -76,7 +76,8 @@ def test_a_backend_that_enforces_the_schema_gets_a_one_line_sketch_instead():
     from fincon.llm.schema import schema_for, schema_sketch
 
     assert schema_sketch(schema_for(Nested)) == (
-        '{"direction":"up|down","size":0-1,"points":[{"why":"text (max 50 chars)","ids":["E1"]},...]}')
+        '{"direction":"up|down","size":0-1,"points":[{"why":"text (max 50 chars)","ids":["E1"]},...]}'
+    )
     backend = Grammar(['{"action": "moon", "confidence": 0.7}', '{"action": "buy", "confidence": 0.6}'])
     res = LLMClient(backend).ask(MSGS, Verdict)
     assert res.value.action == "buy"
@@ -128,7 +129,9 @@ def test_cache_read_write_then_replay(tmp_path):
     first = LLMClient(backend, cache=CallCache(db, "read-write")).ask(MSGS, Verdict, agent="a", day="d1")
     # second client: nothing scripted left, so any live call would fail
     ledger = UsageLedger()
-    again = LLMClient(Scripted([]), cache=CallCache(db, "replay"), ledger=ledger).ask(MSGS, Verdict, agent="a", day="d1")
+    again = LLMClient(Scripted([]), cache=CallCache(db, "replay"), ledger=ledger).ask(
+        MSGS, Verdict, agent="a", day="d1"
+    )
     assert again.value == first.value and again.keys == first.keys and again.usage.cache_hit
     assert ledger.runtime_summary()["llm_live_calls"] == 0 and ledger.runtime_summary()["llm_cache_hits"] == 1
     # same reproducible usage as the live call (tokens come from the cache)
@@ -141,7 +144,8 @@ def test_cache_read_write_then_replay(tmp_path):
 def _recorded_cache(db):
     """A cache file holding one unrelated call (a read-write cache is created by its first write)."""
     LLMClient(Scripted(['{"action": "hold", "confidence": 0.5}']), cache=CallCache(db, "read-write")).ask(
-        [{"role": "user", "content": "unrelated"}], Verdict)
+        [{"role": "user", "content": "unrelated"}], Verdict
+    )
 
 
 def test_replay_miss_names_the_call(tmp_path):
@@ -249,6 +253,7 @@ def test_concurrency_runs_in_parallel_and_keeps_input_order():
             with lock:
                 active[0] -= 1
             return i
+
         return run
 
     assert run_concurrently([task(i) for i in range(5)], limit=3) == [0, 1, 2, 3, 4]
@@ -259,7 +264,9 @@ def test_concurrency_reraises_first_failure_in_input_order():
     def boom(msg):
         def run():
             raise ValueError(msg)
+
         return run
+
     with pytest.raises(ValueError, match="first"):
         run_concurrently([lambda: 1, boom("first"), boom("second")], limit=3)
 
@@ -286,7 +293,9 @@ def test_tampered_model_file_is_refused(tmp_path):
 
 
 def test_missing_part_package_says_how_to_install(tmp_path):
-    ghost = BundledModel(**{**QWEN_0_5B.__dict__, "module_prefix": "fincon_no_such_part", "dist_prefix": "no-such-part"})
+    ghost = BundledModel(
+        **{**QWEN_0_5B.__dict__, "module_prefix": "fincon_no_such_part", "dist_prefix": "no-such-part"}
+    )
     with pytest.raises(ModelFileError, match="no-such-part1==0.9.0 is not installed"):
         assemble(ghost, tmp_path)
 
@@ -310,6 +319,7 @@ def test_replay_with_a_bundled_model_needs_no_model_file(tmp_path):
 
 
 # -- runs sharing one cache at the same time (hardening item 3) ---------------
+
 
 class Racing(Scripted):
     """A backend whose answer arrives only after ``before_answer`` ran: there
@@ -350,7 +360,8 @@ def test_a_run_acts_on_the_answer_the_shared_cache_holds_and_replays_faithfully(
     # a replay of either run reproduces it, usage included
     replay_ledger = UsageLedger()
     replay = LLMClient(Scripted([]), cache=CallCache(db, "replay"), ledger=replay_ledger).ask(
-        MSGS, Verdict, agent="a", day="d1")
+        MSGS, Verdict, agent="a", day="d1"
+    )
     assert replay.value == second.value and replay.keys == second.keys
     assert replay_ledger.usage_rows() == ledger.usage_rows()
     assert replay_ledger.summary() == ledger.summary()
@@ -358,13 +369,24 @@ def test_a_run_acts_on_the_answer_the_shared_cache_holds_and_replays_faithfully(
 
 def test_put_returns_the_stored_row(tmp_path):
     cache = CallCache(tmp_path / "llm.sqlite", "read-write")
-    kw = dict(backend="b", model="m", agent="a", messages=[Message(role="user", content="q")], schema={},
-              params=SamplingParams(), latency_s=1.0)
+    kw = dict(
+        backend="b",
+        model="m",
+        agent="a",
+        messages=[Message(role="user", content="q")],
+        schema={},
+        params=SamplingParams(),
+        latency_s=1.0,
+    )
     won = cache.put("k", answer="first", prompt_tokens=1, completion_tokens=2, structured_mode="json_schema", **kw)
     lost = cache.put("k", answer="second", prompt_tokens=3, completion_tokens=4, structured_mode="json_object", **kw)
     assert (won.answer, won.prompt_tokens, won.structured_mode) == ("first", 1, "json_schema")
     assert (lost.answer, lost.prompt_tokens, lost.completion_tokens, lost.structured_mode) == (
-        "first", 1, 2, "json_schema")
+        "first",
+        1,
+        2,
+        "json_schema",
+    )
     assert CallCache(None, "off").put("k", answer="x", prompt_tokens=0, completion_tokens=0, **kw).answer == "x"
 
 
@@ -409,8 +431,15 @@ def test_two_processes_sharing_a_cache_act_on_the_same_stored_answer(tmp_path):
     db, gate = tmp_path / "llm.sqlite", tmp_path / "gate"
     gate.mkdir()
     _recorded_cache(db)  # the file exists before the race, as in a long-used cache
-    procs = [subprocess.Popen([sys.executable, str(script), me, str(db), str(gate), "read-write"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for me in ("p1", "p2")]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), me, str(db), str(gate), "read-write"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for me in ("p1", "p2")
+    ]
     outs = []
     for p in procs:
         out, err = p.communicate(timeout=60)
@@ -418,8 +447,9 @@ def test_two_processes_sharing_a_cache_act_on_the_same_stored_answer(tmp_path):
         outs.append(json.loads(out))
     assert len(list(gate.iterdir())) == 2  # both really called their model
     assert outs[0] == outs[1]  # one of them won; both acted on the winner's answer
-    replay = subprocess.run([sys.executable, str(script), "p3", str(db), str(gate), "replay"],
-                            capture_output=True, text=True, timeout=60)
+    replay = subprocess.run(
+        [sys.executable, str(script), "p3", str(db), str(gate), "replay"], capture_output=True, text=True, timeout=60
+    )
     assert replay.returncode == 0, replay.stderr
     assert json.loads(replay.stdout) == outs[0]
 
@@ -441,10 +471,12 @@ def test_a_cache_from_before_the_mode_column_still_replays_and_records(tmp_path)
 
     db = tmp_path / "old.sqlite"
     conn = sqlite3.connect(db)
-    conn.execute("CREATE TABLE calls (key TEXT PRIMARY KEY, backend TEXT NOT NULL, model TEXT NOT NULL, "
-                 "agent TEXT NOT NULL, messages TEXT NOT NULL, schema TEXT NOT NULL, params TEXT NOT NULL, "
-                 "answer TEXT NOT NULL, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, "
-                 "latency_s REAL NOT NULL, created_at TEXT NOT NULL)")
+    conn.execute(
+        "CREATE TABLE calls (key TEXT PRIMARY KEY, backend TEXT NOT NULL, model TEXT NOT NULL, "
+        "agent TEXT NOT NULL, messages TEXT NOT NULL, schema TEXT NOT NULL, params TEXT NOT NULL, "
+        "answer TEXT NOT NULL, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, "
+        "latency_s REAL NOT NULL, created_at TEXT NOT NULL)"
+    )
     conn.execute("INSERT INTO calls VALUES ('k','b','m','a','[]','{}','{}','old',1,2,0.5,'2024')")
     conn.commit()
     conn.close()
@@ -452,8 +484,20 @@ def test_a_cache_from_before_the_mode_column_still_replays_and_records(tmp_path)
     assert "structured_mode" not in {r[1] for r in sqlite3.connect(db).execute("PRAGMA table_info(calls)")}
     rw = CallCache(db, "read-write")
     assert rw.get("k").structured_mode == ""
-    stored = rw.put("k2", backend="b", model="m", agent="a", messages=[], schema={}, params=SamplingParams(),
-                    answer="new", prompt_tokens=1, completion_tokens=1, latency_s=0.1, structured_mode="json_object")
+    stored = rw.put(
+        "k2",
+        backend="b",
+        model="m",
+        agent="a",
+        messages=[],
+        schema={},
+        params=SamplingParams(),
+        answer="new",
+        prompt_tokens=1,
+        completion_tokens=1,
+        latency_s=0.1,
+        structured_mode="json_object",
+    )
     assert stored.structured_mode == "json_object"
 
 
@@ -461,8 +505,10 @@ def test_an_api_key_pasted_as_api_key_env_is_refused_without_echoing_it():
     from fincon.agents.simple_trader import make_llm_trader
 
     secret = "sk-proj-AbC123pasted-by-mistake"
-    for build in (lambda: LLMSettings.model_validate({"backend": "openai", "model": "m", "api_key_env": secret}),
-                  lambda: make_llm_trader({"backend": "openai", "model": "m", "api_key_env": secret})):
+    for build in (
+        lambda: LLMSettings.model_validate({"backend": "openai", "model": "m", "api_key_env": secret}),
+        lambda: make_llm_trader({"backend": "openai", "model": "m", "api_key_env": secret}),
+    ):
         with pytest.raises(ConfigError, match="must be the NAME of the environment variable") as info:
             build()
         assert secret not in str(info.value) and "\n" not in str(info.value)
@@ -472,10 +518,19 @@ def test_an_api_key_pasted_as_api_key_env_is_refused_without_echoing_it():
 def test_timeouts_default_long_for_a_server_on_this_machine():
     from fincon.llm.backends.openai_compat import OpenAICompatBackend, is_local_url
 
-    assert all(is_local_url(u) for u in ("http://localhost:8000/v1", "http://127.0.0.1:8080/v1",
-                                          "http://127.1.2.3/v1", "http://[::1]:8000/v1", "http://0.0.0.0:1/v1"))
-    assert not any(is_local_url(u) for u in ("https://api.openai.com/v1", "http://10.0.0.5:8000/v1",
-                                              "http://gpu-box:8000/v1"))
+    assert all(
+        is_local_url(u)
+        for u in (
+            "http://localhost:8000/v1",
+            "http://127.0.0.1:8080/v1",
+            "http://127.1.2.3/v1",
+            "http://[::1]:8000/v1",
+            "http://0.0.0.0:1/v1",
+        )
+    )
+    assert not any(
+        is_local_url(u) for u in ("https://api.openai.com/v1", "http://10.0.0.5:8000/v1", "http://gpu-box:8000/v1")
+    )
     local = OpenAICompatBackend("m", base_url="http://localhost:8000/v1")
     remote = OpenAICompatBackend("m", base_url="http://gpu-box:8000/v1")
     assert (local.timeout_s, local.timeout_retries) == (600.0, 0)

@@ -56,8 +56,11 @@ def test_local_backend_generates_schema_valid_json(small_backend):
     from fincon.llm.schema import schema_for
     from fincon.llm.types import as_messages
 
-    raw = small_backend.complete(with_schema_instruction(as_messages(msgs), schema_for(Outlook)),
-                                 schema_for(Outlook), SamplingParams(max_tokens=120))
+    raw = small_backend.complete(
+        with_schema_instruction(as_messages(msgs), schema_for(Outlook)),
+        schema_for(Outlook),
+        SamplingParams(max_tokens=120),
+    )
     assert raw.finish_reason == "stop"
     Outlook.model_validate(json.loads(raw.text))
 
@@ -75,7 +78,8 @@ def test_default_model_is_the_verified_1_5b():
     try:
         assert backend.path == path and backend.model_id == QWEN_1_5B.sha256
         res = LLMClient(backend, params=SamplingParams(max_tokens=80)).ask(
-            build_messages("TSLA", np.array([0.01, 0.02, 0.015, 0.01, 0.02])), TradeCall)
+            build_messages("TSLA", np.array([0.01, 0.02, 0.015, 0.01, 0.02])), TradeCall
+        )
         assert res.value.action in ("buy", "sell", "hold")
     finally:
         backend.close()
@@ -97,6 +101,7 @@ def test_user_gguf_path_works_and_non_gguf_is_refused(tmp_path):
 
 # -- llm-trader end to end ----------------------------------------------------
 
+
 def _market(bump: float = 1.0) -> MarketData:
     n = 14
     dates = pd.bdate_range("2023-01-02", periods=n)
@@ -106,8 +111,9 @@ def _market(bump: float = 1.0) -> MarketData:
         drift = 0.01 if j == 0 else -0.01
         close = 100 * np.cumprod(1 + rng.normal(drift, 0.01, n))
         close[-1] *= bump
-        frames[t] = pd.DataFrame({"open": close, "high": close, "low": close, "close": close,
-                                  "volume": np.full(n, 1e6)}, index=dates)
+        frames[t] = pd.DataFrame(
+            {"open": close, "high": close, "low": close, "close": close, "volume": np.full(n, 1e6)}, index=dates
+        )
     return MarketData(frames, first_index=n - 3)  # 11 warm-up rows, 3 decision days
 
 
@@ -124,8 +130,15 @@ def _run(strategy: LLMTrader, data: MarketData, run_dir: Path) -> tuple[list, di
         except StopRun as exc:
             stop = exc.reason
             break
-        rows.append({"date": view.date.strftime("%Y-%m-%d"), "weights": dict(d.weights), "actions": dict(d.actions),
-                     "rationale": d.rationale, "evidence": list(d.evidence)})
+        rows.append(
+            {
+                "date": view.date.strftime("%Y-%m-%d"),
+                "weights": dict(d.weights),
+                "actions": dict(d.actions),
+                "rationale": d.rationale,
+                "evidence": list(d.evidence),
+            }
+        )
     summary = {**strategy.finish(ctx), "stopped": stop}
     run_dir.mkdir(parents=True, exist_ok=True)
     with open(run_dir / "decisions.jsonl", "w") as fh:
@@ -136,10 +149,20 @@ def _run(strategy: LLMTrader, data: MarketData, run_dir: Path) -> tuple[list, di
 
 
 def _trader(backend, cache_path, mode, concurrency=2, max_tokens=None) -> LLMTrader:
-    settings = LLMSettings(backend="local", cache=mode, cache_path=cache_path, concurrency=concurrency,
-                           answer_max_tokens=120, max_tokens=max_tokens)
-    client = LLMClient(backend, cache=CallCache(cache_path, mode),
-                       ledger=UsageLedger(max_tokens=max_tokens), params=settings.sampling())
+    settings = LLMSettings(
+        backend="local",
+        cache=mode,
+        cache_path=cache_path,
+        concurrency=concurrency,
+        answer_max_tokens=120,
+        max_tokens=max_tokens,
+    )
+    client = LLMClient(
+        backend,
+        cache=CallCache(cache_path, mode),
+        ledger=UsageLedger(max_tokens=max_tokens),
+        params=settings.sampling(),
+    )
     return LLMTrader(settings, client=client)
 
 

@@ -73,11 +73,15 @@ def _free_port() -> int:
 
 
 def _completion(content: str) -> bytes:
-    return json.dumps({
-        "id": "fault", "object": "chat.completion", "model": "fault",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
-    }).encode()
+    return json.dumps(
+        {
+            "id": "fault",
+            "object": "chat.completion",
+            "model": "fault",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+        }
+    ).encode()
 
 
 class FaultProxy:
@@ -115,9 +119,12 @@ class FaultProxy:
                 req = json.loads(body)
                 fault = proxy.faults.pop(0) if proxy.faults else "pass"
                 rf = req.get("response_format", {})
-                entry = {"fault": fault, "format": rf.get("type"),
-                         "has_schema": "schema" in rf or "schema" in rf.get("json_schema", {}),
-                         "messages": req["messages"]}
+                entry = {
+                    "fault": fault,
+                    "format": rf.get("type"),
+                    "has_schema": "schema" in rf or "schema" in rf.get("json_schema", {}),
+                    "messages": req["messages"],
+                }
                 proxy.log.append(entry)
                 proxy.headers_seen.append(self.headers.get("Authorization", ""))
                 if fault == "429":
@@ -130,8 +137,11 @@ class FaultProxy:
                     time.sleep(3.0)
                     return self._send(200, _completion('{"action": "hold", "confidence": 0.5}'))
                 if fault in ("html200", "html404"):  # a web server's page, not an API
-                    return self._send(int(fault[4:]), b"<!DOCTYPE html><html><body>\n<h1>Welcome</h1>\n</body></html>",
-                                      ctype="text/html; charset=utf-8")
+                    return self._send(
+                        int(fault[4:]),
+                        b"<!DOCTYPE html><html><body>\n<h1>Welcome</h1>\n</body></html>",
+                        ctype="text/html; charset=utf-8",
+                    )
                 if fault == "501":  # e.g. python -m http.server answering a POST
                     return self._send(501, b'{"error": "Unsupported method (POST)"}')
                 if fault == "malformed":
@@ -149,12 +159,17 @@ class FaultProxy:
                         proxy.in_flight -= 1
                     ticker = req["messages"][-1]["content"].split("Stock: ", 1)[1].split()[0]
                     action = proxy.script[ticker]
-                    return self._send(200, _completion(
-                        json.dumps({"action": action, "confidence": 0.5, "reasoning": "scripted"})))
+                    return self._send(
+                        200, _completion(json.dumps({"action": action, "confidence": 0.5, "reasoning": "scripted"}))
+                    )
                 upstream = urllib.request.Request(
-                    proxy.upstream + self.path, data=body, method="POST",
-                    headers={"Content-Type": "application/json",
-                             "Authorization": self.headers.get("Authorization", "")},
+                    proxy.upstream + self.path,
+                    data=body,
+                    method="POST",
+                    headers={
+                        "Content-Type": "application/json",
+                        "Authorization": self.headers.get("Authorization", ""),
+                    },
                 )
                 try:
                     with urllib.request.urlopen(upstream, timeout=120) as r:
@@ -179,16 +194,35 @@ def llama_server():
     model = assemble("qwen2.5-coder-0.5b")
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
-         "--port", str(port), "--n_ctx", "2048", "--n_threads", "2", "--api_key", SECRET,
-         "--model_alias", "qwen-test"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(model),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "2048",
+            "--n_threads",
+            "2",
+            "--api_key",
+            SECRET,
+            "--model_alias",
+            "qwen-test",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
     while True:
         try:
-            urllib.request.urlopen(urllib.request.Request(url + "/v1/models", headers={"Authorization": f"Bearer {SECRET}"}), timeout=2)
+            urllib.request.urlopen(
+                urllib.request.Request(url + "/v1/models", headers={"Authorization": f"Bearer {SECRET}"}), timeout=2
+            )
             break
         except OSError:
             if proc.poll() is not None or time.time() > deadline:
@@ -235,7 +269,9 @@ def test_real_server_answers_schema_valid_json_after_format_stepdown(proxy, key_
     # llama.cpp's server has no json_schema response format: the backend stepped down to
     # json_object + schema (grammar-constrained) and remembers it
     assert [(e["format"], e["has_schema"], e.get("status")) for e in proxy.log] == [
-        ("json_schema", True, 500), ("json_object", True, 200)]
+        ("json_schema", True, 500),
+        ("json_object", True, 200),
+    ]
     assert client.backend.structured_mode == "json_object_schema"
     assert client.backend.structured_start == "json_schema"
     assert client.ledger.summary()["llm_structured_mode"] == "json_object_schema"  # what the run records
@@ -247,11 +283,15 @@ def test_a_prompt_too_long_for_the_context_is_rejected_without_dropping_structur
     request's fault, not the format's. It must not step the run down to plain JSON mode."""
     client = _client(proxy)
     too_long = [{"role": "user", "content": "TSLA rose. " * 1200}]
-    with pytest.raises(LLMRequestRejected, match=r"does not fit the model's context window \(HTTP 400.*--n_ctx") as info:
+    with pytest.raises(
+        LLMRequestRejected, match=r"does not fit the model's context window \(HTTP 400.*--n_ctx"
+    ) as info:
         client.ask(too_long, Answer)
     assert "\n" not in str(info.value)
     assert [(e["format"], e["has_schema"], e.get("status")) for e in proxy.log] == [
-        ("json_schema", True, 500), ("json_object", True, 400)]  # one step down (json_schema is unknown), no more
+        ("json_schema", True, 500),
+        ("json_object", True, 400),
+    ]  # one step down (json_schema is unknown), no more
     assert client.backend.structured_mode == "json_object_schema"
     res = client.ask(MSGS, Answer)  # the next call still gets the grammar from the schema
     assert isinstance(res.value, Answer) and proxy.log[-1]["has_schema"]
@@ -302,16 +342,19 @@ def test_a_local_server_is_not_retried_after_a_timeout(proxy, key_env):
     proxy.faults.clear()
 
 
-@pytest.mark.parametrize("fault, answered", [("html200", "an HTML page"), ("html404", "an HTML page"),
-                                             ("501", "HTTP 501")])
+@pytest.mark.parametrize(
+    "fault, answered", [("html200", "an HTML page"), ("html404", "an HTML page"), ("501", "HTTP 501")]
+)
 def test_a_url_that_is_not_an_openai_endpoint_fails_at_once(proxy, key_env, fault, answered):
     proxy.faults += [fault] * 4
     with pytest.raises(LLMUnavailable) as info:
         _client(proxy).ask(MSGS, Answer)
     msg = str(info.value)
     assert msg.startswith(f"LLM server {proxy.url} failed 1 attempt (last: HTTP ")
-    assert f"is not an OpenAI-compatible endpoint (it answered with {answered}); check --llm-base-url " \
-           "(it usually ends in /v1)" in msg
+    assert (
+        f"is not an OpenAI-compatible endpoint (it answered with {answered}); check --llm-base-url "
+        "(it usually ends in /v1)" in msg
+    )
     assert "\n" not in msg and len(proxy.log) == 1  # not retried
     proxy.faults.clear()
 
@@ -356,7 +399,9 @@ def test_invalid_twice_is_a_typed_failure(proxy, key_env):
 
 def test_bad_key_is_reported_as_bad_key(proxy, monkeypatch):
     monkeypatch.setenv(KEY_ENV, "sk-wrong")
-    with pytest.raises(LLMAuthError, match=rf"refused the API key from \${KEY_ENV} \(HTTP 401: bad or missing key\)") as info:
+    with pytest.raises(
+        LLMAuthError, match=rf"refused the API key from \${KEY_ENV} \(HTTP 401: bad or missing key\)"
+    ) as info:
         _client(proxy).ask(MSGS, Answer)
     assert "sk-wrong" not in str(info.value)
     assert len(proxy.log) == 1  # no pointless retries
@@ -371,8 +416,14 @@ def test_unknown_model_is_reported_as_unknown_model(proxy, key_env):
 
 def test_unreachable_server_fails_within_seconds(key_env):
     port = _free_port()
-    backend = OpenAICompatBackend("m", base_url=f"http://127.0.0.1:{port}/v1", api_key_env=KEY_ENV,
-                                  max_retries=2, backoff_s=0.05, connect_timeout_s=1.0)
+    backend = OpenAICompatBackend(
+        "m",
+        base_url=f"http://127.0.0.1:{port}/v1",
+        api_key_env=KEY_ENV,
+        max_retries=2,
+        backoff_s=0.05,
+        connect_timeout_s=1.0,
+    )
     t0 = time.perf_counter()
     with pytest.raises(LLMUnavailable) as info:
         LLMClient(backend).ask(MSGS, Answer)
@@ -395,16 +446,23 @@ def _market(n_days: int = 14, tickers=("TSLA",)) -> MarketData:
     for j, t in enumerate(tickers):
         rng = np.random.default_rng(7 + j)
         close = 100 * np.cumprod(1 + rng.normal(0.002, 0.02, n_days))
-        frames[t] = pd.DataFrame({"open": close, "high": close, "low": close, "close": close,
-                                  "volume": np.full(n_days, 1e6)}, index=dates)
+        frames[t] = pd.DataFrame(
+            {"open": close, "high": close, "low": close, "close": close, "volume": np.full(n_days, 1e6)}, index=dates
+        )
     return MarketData(frames, first_index=n_days - 2)
 
 
 def test_api_key_never_appears_in_anything_the_run_writes(proxy, key_env, tmp_path, caplog):
     caplog.set_level(logging.DEBUG)
-    settings = LLMSettings(backend="openai", model="qwen-test", base_url=proxy.url, api_key_env=KEY_ENV,
-                           structured="json_object_schema", cache_path=tmp_path / "cache" / "llm.sqlite",
-                           answer_max_tokens=60)
+    settings = LLMSettings(
+        backend="openai",
+        model="qwen-test",
+        base_url=proxy.url,
+        api_key_env=KEY_ENV,
+        structured="json_object_schema",
+        cache_path=tmp_path / "cache" / "llm.sqlite",
+        answer_max_tokens=60,
+    )
     strat = LLMTrader(settings)
     data = _market()
     ctx = RunContext(run_dir=tmp_path / "run", tickers=data.tickers, config={})
@@ -434,8 +492,15 @@ def test_calls_of_one_day_run_concurrently_up_to_the_limit(proxy, key_env, tmp_p
     tickers = ("AAA", "BBB", "CCC", "DDD")
     data = _market(n_days=12, tickers=tickers)
     data.first_index = len(data) - 1  # one decision day
-    settings = LLMSettings(backend="openai", model="qwen-test", base_url=proxy.url, api_key_env=KEY_ENV,
-                           structured="json_object_schema", cache="off", concurrency=2)
+    settings = LLMSettings(
+        backend="openai",
+        model="qwen-test",
+        base_url=proxy.url,
+        api_key_env=KEY_ENV,
+        structured="json_object_schema",
+        cache="off",
+        concurrency=2,
+    )
     strat = LLMTrader(settings)
     ctx = RunContext(run_dir=tmp_path / "run", tickers=tickers, config={})
     strat.start(ctx)

@@ -48,8 +48,9 @@ def test_a_missing_runtime_is_built_once_with_a_notice_and_its_duration(missing,
 
 
 def test_a_failed_build_is_one_line_with_its_log_and_the_command_by_hand(missing, monkeypatch, tmp_path):
-    monkeypatch.setattr(runtime, "build_command", lambda: [sys.executable, "-c", "print('cmake: no compiler'); "
-                                                                                  "raise SystemExit(3)"])
+    monkeypatch.setattr(
+        runtime, "build_command", lambda: [sys.executable, "-c", "print('cmake: no compiler'); raise SystemExit(3)"]
+    )
     lines = []
     with pytest.raises(LLMError) as err:
         runtime.ensure_llama_cpp(notice=lines.append)

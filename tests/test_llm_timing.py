@@ -39,8 +39,7 @@ class OneAtATime:
             t0 = time.perf_counter()
             time.sleep(WORK_S)
             model_s = time.perf_counter() - t0
-        return Completion('{"n": 1}', prompt_tokens=10, completion_tokens=2,
-                          model_s=model_s if self.report else None)
+        return Completion('{"n": 1}', prompt_tokens=10, completion_tokens=2, model_s=model_s if self.report else None)
 
     def close(self):
         pass
@@ -49,8 +48,10 @@ class OneAtATime:
 def _two_calls_at_once(backend, tmp_path):
     ledger = UsageLedger()
     client = LLMClient(backend, ledger=ledger)
-    asks = [lambda i=i: client.ask([{"role": "user", "content": f"q{i}"}], Answer, agent="a", day="2024-01-02")
-            for i in range(2)]
+    asks = [
+        lambda i=i: client.ask([{"role": "user", "content": f"q{i}"}], Answer, agent="a", day="2024-01-02")
+        for i in range(2)
+    ]
     run_concurrently(asks, limit=2)
     ledger.write(tmp_path)
     with open(tmp_path / "llm_runtime.csv", newline="") as fh:

@@ -16,17 +16,26 @@ from fincon.memory.index import SMALL, ScoreIndex
 N = 5000
 DAY0 = pd.Timestamp("2021-01-04")
 SPAN = 400
-WORDS = ("tesla demand margin price cut delivery china battery factory recall lawsuit growth guidance "
-         "revenue outlook inventory supply chip shortage autopilot energy storage").split()
+WORDS = (
+    "tesla demand margin price cut delivery china battery factory recall lawsuit growth guidance "
+    "revenue outlook inventory supply chip shortage autopilot energy storage"
+).split()
 SOURCES = ["news"] * 12 + ["analyst_note"] * 4 + ["10-Q", "earnings_call", "10-K"]
 
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory):
     rng = np.random.default_rng(7)
-    es = [MemoryEntry(id=f"e{i:05d}", ticker="TSLA", source=SOURCES[int(rng.integers(len(SOURCES)))],
-                      day=DAY0 + pd.Timedelta(days=int(rng.integers(0, SPAN))), text=" ".join(rng.choice(WORDS, 7)))
-              for i in range(N)]
+    es = [
+        MemoryEntry(
+            id=f"e{i:05d}",
+            ticker="TSLA",
+            source=SOURCES[int(rng.integers(len(SOURCES)))],
+            day=DAY0 + pd.Timedelta(days=int(rng.integers(0, SPAN))),
+            text=" ".join(rng.choice(WORDS, 7)),
+        )
+        for i in range(N)
+    ]
     path = tmp_path_factory.mktemp("scale") / "mem"
     pm = MemoryStore(path, HashingEmbedder(n_features=256)).procedural("a", "TSLA")
     assert pm.add(es) == N
@@ -60,11 +69,11 @@ def same(got, ref):
 
 
 CASES = [  # (query, day offset from DAY0, sources)
-    ("tesla recall lawsuit", SPAN, None),                    # a backtest's day: nothing stored after it
-    ("battery factory china growth", SPAN // 2, None),       # half the memory lies in the future
-    ("guidance margin outlook", SPAN + 300, None),          # stale: nothing important left, no pruning
-    ("revenue outlook", SPAN - 3, ["10-K", "10-Q"]),         # a filings analyst
-    ("zebra", SPAN, None),                                  # nothing relevant: importance decides
+    ("tesla recall lawsuit", SPAN, None),  # a backtest's day: nothing stored after it
+    ("battery factory china growth", SPAN // 2, None),  # half the memory lies in the future
+    ("guidance margin outlook", SPAN + 300, None),  # stale: nothing important left, no pruning
+    ("revenue outlook", SPAN - 3, ["10-K", "10-Q"]),  # a filings analyst
+    ("zebra", SPAN, None),  # nothing relevant: importance decides
 ]
 
 
@@ -132,9 +141,12 @@ def test_a_visible_source_without_decay_is_a_config_error(tmp_path):
     from fincon.memory import Decay
 
     store = MemoryStore(tmp_path / "m", HashingEmbedder())
-    store.procedural("a", "TSLA").add([
-        MemoryEntry(id="n", ticker="TSLA", source="news", day=pd.Timestamp("2022-03-01"), text="tesla recall"),
-        MemoryEntry(id="k", ticker="TSLA", source="10-K", day=pd.Timestamp("2022-02-01"), text="annual report")])
+    store.procedural("a", "TSLA").add(
+        [
+            MemoryEntry(id="n", ticker="TSLA", source="news", day=pd.Timestamp("2022-03-01"), text="tesla recall"),
+            MemoryEntry(id="k", ticker="TSLA", source="10-K", day=pd.Timestamp("2022-02-01"), text="annual report"),
+        ]
+    )
     filings_only = store.procedural("a", "TSLA", decay={"10-K": Decay(90.0, 0.995)})
     assert [s.id for s in filings_only.retrieve("report", "2022-03-02", sources=["10-K"])] == ["k"]
     with pytest.raises(ConfigError, match="'news'"):

@@ -78,8 +78,9 @@ def test_buy_with_negative_mu_and_holds_give_all_cash():
         assert (w == 0).all(), (mu, w)
     for _ in range(200):
         a = rng.normal(0, 0.02, (3, 3))
-        w = mean_variance_weights(rng.normal(0, 0.002, 3), a @ a.T + 1e-5 * np.eye(3),
-                                  directions=["hold", "hold", "hold"])
+        w = mean_variance_weights(
+            rng.normal(0, 0.002, 3), a @ a.T + 1e-5 * np.eye(3), directions=["hold", "hold", "hold"]
+        )
         assert (w == 0).all() and not np.signbit(w).any()
 
 
@@ -171,15 +172,31 @@ for _ in range(20):
     assert done.stdout == ""
 
 
-SIGNED = ["--param", "markowitz.form=signed",
-          "--param", "markowitz.directions={TSLA: buy, MSFT: hold, PFE: hold}"]
+SIGNED = ["--param", "markowitz.form=signed", "--param", "markowitz.directions={TSLA: buy, MSFT: hold, PFE: hold}"]
 
 
 def test_issue_reproduction_through_the_cli(tmp_path):
     out = tmp_path / "signed"
-    assert main(["backtest", "--tickers", "TSLA,MSFT,PFE", "--strategy", "markowitz", *SIGNED,
-                 "--start", "2022-10-05", "--end", "2023-06-09", "--no-progress",
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "backtest",
+                "--tickers",
+                "TSLA,MSFT,PFE",
+                "--strategy",
+                "markowitz",
+                *SIGNED,
+                "--start",
+                "2022-10-05",
+                "--end",
+                "2023-06-09",
+                "--no-progress",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     decisions = [json.loads(line) for line in (out / "decisions.jsonl").read_text().splitlines()]
     weights = [d["weights"] for d in decisions if d.get("weights")]
     assert weights, decisions[:2]
@@ -193,9 +210,22 @@ def test_issue_reproduction_through_the_cli(tmp_path):
 
 def test_directions_for_a_ticker_not_in_the_run_is_an_error(tmp_path, capsys):
     out = tmp_path / "bad"
-    code = main(["backtest", "--tickers", "TSLA,MSFT,PFE", "--strategy", "markowitz",
-                 "--param", "markowitz.form=signed", "--param", "markowitz.directions={AAPL: buy, TSLA: sell}",
-                 "--no-progress", "--out", str(out)])
+    code = main(
+        [
+            "backtest",
+            "--tickers",
+            "TSLA,MSFT,PFE",
+            "--strategy",
+            "markowitz",
+            "--param",
+            "markowitz.form=signed",
+            "--param",
+            "markowitz.directions={AAPL: buy, TSLA: sell}",
+            "--no-progress",
+            "--out",
+            str(out),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2
     line = next(x for x in err.splitlines() if x.startswith("fincon: error:"))
@@ -300,8 +330,9 @@ def test_numpy_path_matches_an_independent_clarabel_solve():
             directions = _random_directions(rng, mu)
             lb = np.array([_BOUNDS[d][0] for d in directions])
             ub = np.array([_BOUNDS[d][1] for d in directions])
-            cp.Problem(objective, [x >= lb, x <= ub]).solve(solver="CLARABEL", tol_gap_abs=1e-12,
-                                                            tol_gap_rel=1e-12, tol_feas=1e-12)
+            cp.Problem(objective, [x >= lb, x <= ub]).solve(
+                solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12
+            )
             ref = np.clip(x.value, lb, ub)
             gross = np.abs(ref).sum()
             p = MeanVarianceProblem(sigma, form="signed", risk_aversion=gamma)
@@ -310,8 +341,9 @@ def test_numpy_path_matches_an_independent_clarabel_solve():
             if gross > 1e-3:
                 assert np.abs(w - ref / gross).max() <= 1e-5, case
         else:
-            cp.Problem(objective, [cp.sum(x) == 1, x >= 0]).solve(solver="CLARABEL", tol_gap_abs=1e-12,
-                                                                  tol_gap_rel=1e-12, tol_feas=1e-12)
+            cp.Problem(objective, [cp.sum(x) == 1, x >= 0]).solve(
+                solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12
+            )
             w = mean_variance_weights(mu, sigma, risk_aversion=gamma)
             assert np.abs(w - x.value).max() <= 1e-5, case
 

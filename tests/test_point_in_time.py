@@ -110,8 +110,23 @@ def test_every_price_source_end_to_end(source, strategy, tmp_path):
         else:
             _write_perturbed_csvs(data, TICKERS, cut)
         flag = ["--data", str(data)] if source == "csv" else ["--source", "yfinance", "--cache-dir", str(data)]
-        assert main(["backtest", "--tickers", ",".join(TICKERS), "--strategy", strategy, *flag,
-                     "--out", str(tmp_path / label / "run"), "--no-progress", "--no-benchmark"]) == 0
+        assert (
+            main(
+                [
+                    "backtest",
+                    "--tickers",
+                    ",".join(TICKERS),
+                    "--strategy",
+                    strategy,
+                    *flag,
+                    "--out",
+                    str(tmp_path / label / "run"),
+                    "--no-progress",
+                    "--no-benchmark",
+                ]
+            )
+            == 0
+        )
     runs = [tmp_path / label / "run" for label in ("clean", "scrambled")]
     decisions = [[json.loads(x) for x in (r / "decisions.jsonl").read_text().splitlines()] for r in runs]
     upto = [[d for d in ds if d["date"] <= cut] for ds in decisions]

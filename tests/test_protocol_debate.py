@@ -55,12 +55,19 @@ Jane Doe -- Chief Executive Officer: We see some risk from delays, but pricing h
 
 def test_chunks_keep_speaker_turns_whole_and_know_their_section():
     chunks = chunk_transcript(TRANSCRIPT, "ACME-call", "ACME", "2022-11-01")
-    assert [c.speaker for c in chunks] == ["Operator", "Jane Doe (Chief Executive Officer)", "John Roe (CFO)",
-                                           "Operator", "Ann Lee (Bank of Somewhere)",
-                                           "Jane Doe (Chief Executive Officer)"]
+    assert [c.speaker for c in chunks] == [
+        "Operator",
+        "Jane Doe (Chief Executive Officer)",
+        "John Roe (CFO)",
+        "Operator",
+        "Ann Lee (Bank of Somewhere)",
+        "Jane Doe (Chief Executive Officer)",
+    ]
     # every turn is one chunk, continuation lines included, nothing cut
-    assert chunks[1].text == ("Thank you. Revenue grew 12 percent to 4.2 billion dollars.\n"
-                              "Demand was strong in every region, and margins improved.")
+    assert chunks[1].text == (
+        "Thank you. Revenue grew 12 percent to 4.2 billion dollars.\n"
+        "Demand was strong in every region, and margins improved."
+    )
     assert [c.section for c in chunks] == ["prepared"] * 4 + ["qa"] * 2  # the operator's cue opens the Q&A
     assert len({c.id for c in chunks}) == len(chunks) and all(c.part == 0 for c in chunks)
     # an explicit header switches the section too
@@ -88,10 +95,14 @@ def test_an_unlabelled_transcript_is_chunked_by_sentences():
 
 # -- the protocol on its own --------------------------------------------------------------
 
+
 def _bound(tmp_path: Path) -> DebateProtocol:
     proto = DebateProtocol(transcripts="text")
-    proto.bind(SimpleNamespace(memory=MemoryStore(tmp_path / "memory", HashingEmbedder()),
-                               events=load_events("sample", ("TSLA",))))
+    proto.bind(
+        SimpleNamespace(
+            memory=MemoryStore(tmp_path / "memory", HashingEmbedder()), events=load_events("sample", ("TSLA",))
+        )
+    )
     return proto
 
 
@@ -156,13 +167,38 @@ WINDOW = ("2022-10-24", "2022-11-08")
 
 def test_rules_backtest_through_the_cli_debates_the_call_day(tmp_path):
     out = tmp_path / "run"
-    code = main(["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", "--protocol", "debate",
-                 "--start", WINDOW[0], "--end", WINDOW[1], "--param", "fincon.embedder=hashing",
-                 "--param", "fincon.transcripts=text", "--no-benchmark", "--no-progress", "--out", str(out)])
+    code = main(
+        [
+            "backtest",
+            "--ticker",
+            "TSLA",
+            "--strategy",
+            "fincon",
+            "--brain",
+            "rules",
+            "--protocol",
+            "debate",
+            "--start",
+            WINDOW[0],
+            "--end",
+            WINDOW[1],
+            "--param",
+            "fincon.embedder=hashing",
+            "--param",
+            "fincon.transcripts=text",
+            "--no-benchmark",
+            "--no-progress",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     summary = json.loads((out / "summary.json").read_text())
-    s = summary if "debate_days" in summary else next(v for v in summary.values()
-                                                       if isinstance(v, dict) and "debate_days" in v)
+    s = (
+        summary
+        if "debate_days" in summary
+        else next(v for v in summary.values() if isinstance(v, dict) and "debate_days" in v)
+    )
     days = [json.loads(x) for x in (out / "decisions.jsonl").read_text().splitlines()]
     debated = [d for d in days if d["record"]["manager"].get("debate")]
     assert len(debated) == 1
@@ -190,7 +226,9 @@ def test_portfolio_debated_ticker_replaces_the_consensus(tmp_path):
     assert debated, "TSLA's call falls in the window"
     rec = debated[0]["record"]["manager"]
     tsla = [d for d in rec["debate"] if d["ticker"] == "TSLA"][0]
-    assert rec["actions"]["TSLA"] == {"bullish": "buy", "bearish": "sell", "neutral": "hold"}[tsla["final"]["direction"]]
+    assert (
+        rec["actions"]["TSLA"] == {"bullish": "buy", "bearish": "sell", "neutral": "hold"}[tsla["final"]["direction"]]
+    )
     assert set(rec["actions"]) == {"TSLA", "AAPL"}
     assert team.protocol.summary()["debate_days"] >= 1
 
@@ -205,8 +243,12 @@ class DebateStub(TeamStub):
         labels = re.findall(r"^\[([^\]]+)\]", user, re.M) or re.findall(r"\[(E\d+)", user) or ["E1"]
         ins = [{"text": "stub evidence", "cites": [labels[h % len(labels)]]}]
         if "horizon" in props:
-            ans = {"direction": ["bullish", "bearish"][h % 2], "confidence": round((h % 90) / 100 + 0.1, 2),
-                   "horizon": [1, 5, 20][h % 3], "insights": ins}
+            ans = {
+                "direction": ["bullish", "bearish"][h % 2],
+                "confidence": round((h % 90) / 100 + 0.1, 2),
+                "horizon": [1, 5, 20][h % 3],
+                "insights": ins,
+            }
         elif "evidence" in props:
             ans = {"evidence": ins}
         elif "risks" in props:
@@ -256,8 +298,9 @@ def test_future_events_and_prices_change_no_decision_up_to_t(tmp_path):
     clean = corpus(tmp_path / "clean", tickers, events)
     dirty = corpus(tmp_path / "dirty", tickers, perturb_events(events, cut_day))
     a, _ = run_team(tickers, PIT_START, PIT_END, tmp_path / "a", market=base, events=str(clean), protocol="debate")
-    b, _ = run_team(tickers, PIT_START, PIT_END, tmp_path / "b", market=perturbed(base, CUT), events=str(dirty),
-               protocol="debate")
+    b, _ = run_team(
+        tickers, PIT_START, PIT_END, tmp_path / "b", market=perturbed(base, CUT), events=str(dirty), protocol="debate"
+    )
     assert day_records(a, CUT + 1) == day_records(b, CUT + 1)
     np.testing.assert_array_equal(a.values[: CUT + 1], b.values[: CUT + 1])
     assert day_records(a, len(a.decisions)) != day_records(b, len(b.decisions))
@@ -265,6 +308,7 @@ def test_future_events_and_prices_change_no_decision_up_to_t(tmp_path):
 
 
 # -- the evaluation -----------------------------------------------------------------------
+
 
 def test_eval_debate_prints_its_table(capsys, tmp_path):
     code = main(["eval", "debate", "--brain", "rules", "--tickers", "TSLA", "--json", str(tmp_path / "t.json")])
@@ -315,10 +359,15 @@ def test_the_skeptic_reads_the_specialists_evidence_not_the_reports_prose(tmp_pa
 def test_a_filing_debate_reads_the_filing_and_names_it():
     """``sources``: the filings evaluation debates 10-Q/10-K events; the
     prompts name the document read."""
-    proto = make_protocol("debate", FinConParams(protocol="debate", debate_sources=["10-K", "10-Q"],
-                                                 retrieval_model="/models/finance-st"))
+    proto = make_protocol(
+        "debate", FinConParams(protocol="debate", debate_sources=["10-K", "10-Q"], retrieval_model="/models/finance-st")
+    )
     assert proto.sources == ("10-K", "10-Q") and proto.retrieval_model == "/models/finance-st"
     from fincon.agents.protocols.debate_prompts import _messages
 
-    assert "annual 10-K filing" in _messages("specialist", kind="annual 10-K filing", role="risk", focus="x",
-                                             ticker="MSFT", date="2021-01-01", chunks="")[0]["content"]
+    assert (
+        "annual 10-K filing"
+        in _messages(
+            "specialist", kind="annual 10-K filing", role="risk", focus="x", ticker="MSFT", date="2021-01-01", chunks=""
+        )[0]["content"]
+    )

@@ -40,13 +40,35 @@ PORTFOLIO = ["TSLA", "MSFT", "PFE"]
 
 # -- rules brain, end to end -----------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def cli_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("scm") / "run"
-    code = main(["backtest", "--tickers", "TSLA", "--strategy", "fincon", "--brain", "rules", "--protocol", "scm",
-                 "--start", "2022-10-24", "--end", "2022-11-04", "--no-progress", "--no-benchmark",
-                 "--param", "fincon.transcripts=text", "--param", "fincon.policies={max_position: 0.6}",
-                 "--out", str(out)])
+    code = main(
+        [
+            "backtest",
+            "--tickers",
+            "TSLA",
+            "--strategy",
+            "fincon",
+            "--brain",
+            "rules",
+            "--protocol",
+            "scm",
+            "--start",
+            "2022-10-24",
+            "--end",
+            "2022-11-04",
+            "--no-progress",
+            "--no-benchmark",
+            "--param",
+            "fincon.transcripts=text",
+            "--param",
+            "fincon.policies={max_position: 0.6}",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     return out
 
@@ -83,8 +105,15 @@ def test_one_ticker_through_the_cli_keeps_the_whole_exchange(cli_run, capsys):
 
 
 def test_a_portfolio_stays_inside_the_policies_by_the_protocol_itself(tmp_path):
-    res, team = run_team(PORTFOLIO, "2022-10-05", "2022-10-21", tmp_path, protocol="scm", samples=2,
-                    policies={"max_position": 0.3, "max_gross": 0.8})
+    res, team = run_team(
+        PORTFOLIO,
+        "2022-10-05",
+        "2022-10-21",
+        tmp_path,
+        protocol="scm",
+        samples=2,
+        policies={"max_position": 0.3, "max_gross": 0.8},
+    )
     acts = set()
     for d in res.decisions:
         m = d["record"]["manager"]
@@ -100,6 +129,7 @@ def test_a_portfolio_stays_inside_the_policies_by_the_protocol_itself(tmp_path):
 
 # -- constructed cases: what the Moderator must never let through ----------------
 
+
 @dataclass
 class _Portfolio:
     weights: dict = field(default_factory=dict)
@@ -109,8 +139,9 @@ class _View:
     def __init__(self, tickers, n=80, seed=0):
         rng = np.random.default_rng(seed)
         self.tickers = tickers
-        self._closes = pd.DataFrame(100 * np.cumprod(1 + rng.normal(0, 0.02, (n, len(tickers))), axis=0),
-                                    columns=tickers)
+        self._closes = pd.DataFrame(
+            100 * np.cumprod(1 + rng.normal(0, 0.02, (n, len(tickers))), axis=0), columns=tickers
+        )
         self.portfolio = _Portfolio()
 
     def closes(self, n=None):
@@ -118,16 +149,38 @@ class _View:
 
 
 def _task(tickers=("TSLA",), direction="bullish") -> ManagerTask:
-    reports = {t: [AnalystReport(role="news", ticker=t, direction=direction, confidence=0.8, insights=[
-        Insight(text="demand is strong", citations=[Citation(id=f"mem-{t}-1", date="2022-10-03", source="news")])])]
-        for t in tickers}
+    reports = {
+        t: [
+            AnalystReport(
+                role="news",
+                ticker=t,
+                direction=direction,
+                confidence=0.8,
+                insights=[
+                    Insight(
+                        text="demand is strong", citations=[Citation(id=f"mem-{t}-1", date="2022-10-03", source="news")]
+                    )
+                ],
+            )
+        ]
+        for t in tickers
+    }
     return ManagerTask(day="2022-10-05", tickers=tuple(tickers), reports=reports, weights={"news": 1.0})
 
 
 def _alt(name, w, ev=("mem-TSLA-1",), p=(-3.0, 0.2, 3.0), gross=None, invalid=(), risks=("drawdown",)):
-    return Alternative(name=name, weights=w, evidence=[Citation(id=i, date="2022-10-03", source="news") for i in ev],
-                       invalid=list(invalid), rule="follow the news", gross=sum(map(abs, w.values())) if gross is None
-                       else gross, p5=p[0], p50=p[1], p95=p[2], risks=list(risks))
+    return Alternative(
+        name=name,
+        weights=w,
+        evidence=[Citation(id=i, date="2022-10-03", source="news") for i in ev],
+        invalid=list(invalid),
+        rule="follow the news",
+        gross=sum(map(abs, w.values())) if gross is None else gross,
+        p5=p[0],
+        p50=p[1],
+        p95=p[2],
+        risks=list(risks),
+    )
 
 
 class Scripted:
@@ -143,8 +196,13 @@ class Scripted:
     def answer(self, q):
         role = q.agent.rsplit("scm-", 1)[1]
         self.asked.append(role)
-        given = {"strategist": self.proposals.pop(0) if self.proposals else None, "critic": self.critique,
-                 "fix": self.fix, "moderator": self.verdict, "verify": self.verify}[role]
+        given = {
+            "strategist": self.proposals.pop(0) if self.proposals else None,
+            "critic": self.critique,
+            "fix": self.fix,
+            "moderator": self.verdict,
+            "verify": self.verify,
+        }[role]
         return Answer(given if given is not None else q.rules(), "llm", 1)
 
 
@@ -158,20 +216,29 @@ def test_an_unresolved_high_critique_or_a_policy_breach_never_gets_through():
     bad_policy = _alt("A", {"TSLA": 0.9})
     bad_cite = _alt("B", {"TSLA": 0.4}, ev=(), invalid=("mem-made-up",))
     criticised = _alt("C", {"TSLA": 0.3})
-    critique = Critique(issues=[Issue(alternative="C", category="consistency", severity="high", issue="contradicts",
-                                      by="critic")])
+    critique = Critique(
+        issues=[Issue(alternative="C", category="consistency", severity="high", issue="contradicts", by="critic")]
+    )
     same = Proposal(alternatives=[bad_policy, bad_cite, criticised])
     # the revision changes nothing and the model moderator picks the policy breach
     brain = Scripted([same], critique, fix=same, verdict=Verdict(choice="A", rationale="go big"))
     proto, decision, ans, rec = _decide(brain, Policies(max_position=0.5))
     assert rec["held"] and decision.weights == {} and decision.actions == {"TSLA": "hold"}
-    assert {a["name"]: a["status"] for a in rec["alternatives"]} == {"A": "discarded", "B": "discarded",
-                                                                      "C": "discarded"}
+    assert {a["name"]: a["status"] for a in rec["alternatives"]} == {
+        "A": "discarded",
+        "B": "discarded",
+        "C": "discarded",
+    }
     assert brain.asked == ["strategist", "critic", "fix"]  # no survivor: no moderator call
     assert any(e["action"] == "hold" for e in rec["log"]) and proto.summary()["scm_holds"] == 1
     # fixed: the breach is clipped, the citation replaced, C revised -> A survives, the breach cannot come back
-    fixed = Proposal(alternatives=[_alt("A", {"TSLA": 0.5}), _alt("B", {"TSLA": 0.4}, ev=(), risks=()),
-                                   _alt("C", {"TSLA": 0.3}, p=(-2.0, 0.1, 2.0))])
+    fixed = Proposal(
+        alternatives=[
+            _alt("A", {"TSLA": 0.5}),
+            _alt("B", {"TSLA": 0.4}, ev=(), risks=()),
+            _alt("C", {"TSLA": 0.3}, p=(-2.0, 0.1, 2.0)),
+        ]
+    )
     brain = Scripted([same], critique, fix=fixed, verdict=Verdict(choice="B", rationale="B"))
     proto, decision, ans, rec = _decide(brain, Policies(max_position=0.5))
     status = {a["name"]: a["status"] for a in rec["alternatives"]}
@@ -185,8 +252,18 @@ def test_a_critic_issue_is_fixed_only_when_its_recheck_passes_on_the_revision():
     is answered on the revision (rules: re-checked in code; model: its
     answer), and only a pass fixes the issue."""
     a, b = _alt("A", {"TSLA": 0.5}), _alt("B", {"TSLA": 0.25})
-    crit = Critique(issues=[Issue(alternative="A", category="risks", severity="high", issue="no liquidity risk",
-                                  question="Is a liquidity risk stated?", by="critic")])
+    crit = Critique(
+        issues=[
+            Issue(
+                alternative="A",
+                category="risks",
+                severity="high",
+                issue="no liquidity risk",
+                question="Is a liquidity risk stated?",
+                by="critic",
+            )
+        ]
+    )
     # revised, but the risk is now a placeholder: the rules re-check fails, A is discarded
     still = Proposal(alternatives=[_alt("A", {"TSLA": 0.45}, risks=("none",)), b])
     proto, decision, ans, rec = _decide(Scripted([Proposal(alternatives=[a, b])], crit, fix=still))
@@ -217,8 +294,7 @@ def test_completeness_is_measured_on_what_was_said():
     day = proto.context(_task(), _View(["TSLA"]))
     full = _alt("A", {"TSLA": 0.5}, risks=("a gap down on weak deliveries",))
     assert all(sections_said(full, day).values())
-    thin = full.model_copy(update={"rule": "buy", "risks": ["none"], "p5": 1.0, "p95": 1.0, "p50": 1.0,
-                                   "gross": 0.9})
+    thin = full.model_copy(update={"rule": "buy", "risks": ["none"], "p5": 1.0, "p95": 1.0, "p50": 1.0, "gross": 0.9})
     said = sections_said(thin, day)
     assert said == {"evidence": True, "rule": False, "figures": False, "uncertainty": False, "risks": False}
     uncited = full.model_copy(update={"evidence": []})
@@ -232,8 +308,9 @@ def test_self_consistency_takes_the_majority_direction_then_the_median_size():
     """Samples prefer +0.6, +0.2 and -1.0: the median of all three (+0.2)
     would hide the dissent; the majority is long, sized at the median of the
     long samples (+0.4); agreement 2/3."""
-    samples = [Proposal(alternatives=[_alt("A", {"TSLA": x}), _alt("B", {"TSLA": 0.0}, ev=())])
-               for x in (0.6, 0.2, -1.0)]
+    samples = [
+        Proposal(alternatives=[_alt("A", {"TSLA": x}), _alt("B", {"TSLA": 0.0}, ev=())]) for x in (0.6, 0.2, -1.0)
+    ]
     proto, decision, ans, rec = _decide(Scripted(samples), samples=3)
     assert rec["majority"] == {"TSLA": 1} and rec["agreement"] == pytest.approx(0.6667)
     assert proto._consensus == {"TSLA": pytest.approx(0.4)}
@@ -249,8 +326,11 @@ def test_every_log_record_has_a_utc_timestamp_and_its_calls_cache_keys():
 
 def test_the_moderator_may_discard_more_but_never_resurrect():
     ok = [_alt("A", {"TSLA": 0.5}), _alt("B", {"TSLA": 0.25})]
-    brain = Scripted([Proposal(alternatives=ok)], Critique(),
-                     verdict=Verdict(discard=[{"alternative": "A", "reason": "too large"}], choice="A", rationale="x"))
+    brain = Scripted(
+        [Proposal(alternatives=ok)],
+        Critique(),
+        verdict=Verdict(discard=[{"alternative": "A", "reason": "too large"}], choice="A", rationale="x"),
+    )
     proto, decision, ans, rec = _decide(brain)
     assert decision.weights == {"TSLA": 0.25} and rec["chosen"] == "B"
     assert any("too large" in e["details"] for e in rec["log"] if e["action"] == "discarded")
@@ -264,18 +344,33 @@ def test_random_slates_only_ever_yield_a_checked_alternative(seed):
     def rand_alt(name):
         w = {t: float(np.round(rng.uniform(-1, 1), 2)) * rng.integers(0, 2) for t in tickers}
         p = sorted(rng.normal(0, 3, 3)) if rng.random() < 0.7 else list(rng.normal(0, 3, 3))
-        return _alt(name, w, ev=[f"mem-{tickers[0]}-1"] if rng.random() < 0.7 else [],
-                    invalid=["nope"] if rng.random() < 0.2 else [], p=p,
-                    gross=None if rng.random() < 0.8 else 2.0, risks=["r"] if rng.random() < 0.8 else [])
+        return _alt(
+            name,
+            w,
+            ev=[f"mem-{tickers[0]}-1"] if rng.random() < 0.7 else [],
+            invalid=["nope"] if rng.random() < 0.2 else [],
+            p=p,
+            gross=None if rng.random() < 0.8 else 2.0,
+            risks=["r"] if rng.random() < 0.8 else [],
+        )
 
     def slate():
         return Proposal(alternatives=[rand_alt(n) for n in "ABC"[: rng.integers(2, 4)]])
 
-    issues = [Issue(alternative=n, category="risks", severity=str(rng.choice(["high", "medium", "low"])), issue="x",
-                    by="critic") for n in "ABC" if rng.random() < 0.5]
+    issues = [
+        Issue(
+            alternative=n, category="risks", severity=str(rng.choice(["high", "medium", "low"])), issue="x", by="critic"
+        )
+        for n in "ABC"
+        if rng.random() < 0.5
+    ]
     pol = Policies(max_position=float(rng.choice([0.3, 0.6, 1.0])), max_gross=float(rng.choice([0.5, 1.0])))
-    brain = Scripted([slate(), slate(), slate()], Critique(issues=issues), fix=slate() if rng.random() < 0.5 else None,
-                     verdict=Verdict(choice=str(rng.choice(list("ABC") + ["none"])), rationale="pick"))
+    brain = Scripted(
+        [slate(), slate(), slate()],
+        Critique(issues=issues),
+        fix=slate() if rng.random() < 0.5 else None,
+        verdict=Verdict(choice=str(rng.choice(list("ABC") + ["none"])), rationale="pick"),
+    )
     proto, decision, ans, rec = _decide(brain, pol, tickers, samples=3)
     if rec["held"]:
         assert decision.weights == {}
@@ -284,10 +379,15 @@ def test_random_slates_only_ever_yield_a_checked_alternative(seed):
     alt = Alternative(**{k: v for k, v in chosen.items() if k in Alternative.model_fields})
     day = proto.context(_task(tickers), _View(list(tickers)))
     assert not [i for i in code_checks(alt, day) if i.severity == "high"]
-    assert not [i for i in rec["critiques"] if i["alternative"] == alt.name and i["severity"] == "high"
-                and i["status"] != "fixed"]
+    assert not [
+        i
+        for i in rec["critiques"]
+        if i["alternative"] == alt.name and i["severity"] == "high" and i["status"] != "fixed"
+    ]
     w = decision.weights
-    assert all(abs(x) <= pol.max_position + 1e-9 for x in w.values()) and sum(map(abs, w.values())) <= pol.max_gross + 1e-9
+    assert (
+        all(abs(x) <= pol.max_position + 1e-9 for x in w.values()) and sum(map(abs, w.values())) <= pol.max_gross + 1e-9
+    )
 
 
 def test_a_reuse_brain_gets_the_stored_report_back_without_a_call():
@@ -305,6 +405,7 @@ def test_registry_and_params():
 
 
 # -- llm brain on a stub: record, replay byte for byte ---------------------------------
+
 
 class ScmStub(TeamStub):
     """The team's stub plus the scm schemas: alternatives that depend on the
@@ -329,17 +430,40 @@ class ScmStub(TeamStub):
                 w = {t: round(sign * size * (1 if (h >> k) % 2 else -1), 4) for k, t in enumerate(tickers)}
                 gross = round(sum(map(abs, w.values())), 4)
                 bad = n == "A" and h % 4 == 0 and not fixing  # an arithmetic and a calibration fault
-                alts.append({"name": n, "evidence": labels[:1] if size else [], "rule": f"stub rule {n}",
-                             "weights": w, "gross": gross + (0.3 if bad else 0),
-                             "p5": 1.0 if bad else -2.0, "p50": 0.1, "p95": 2.0, "risks": ["stub risk"]})
+                alts.append(
+                    {
+                        "name": n,
+                        "evidence": labels[:1] if size else [],
+                        "rule": f"stub rule {n}",
+                        "weights": w,
+                        "gross": gross + (0.3 if bad else 0),
+                        "p5": 1.0 if bad else -2.0,
+                        "p50": 0.1,
+                        "p95": 2.0,
+                        "risks": ["stub risk"],
+                    }
+                )
             ans = {"alternatives": alts[: 2 + h % 2]}
         elif "checks" in props:  # the verifier: answers every question, passes on half of them
             qs = re.findall(r"^(Q\d+):", user, re.M)
-            ans = {"checks": [{"issue": q, "answer": "the evidence covers it", "passes": (h >> n) % 2 == 0,
-                               "cites": labels[:1]} for n, q in enumerate(qs)]}
+            ans = {
+                "checks": [
+                    {"issue": q, "answer": "the evidence covers it", "passes": (h >> n) % 2 == 0, "cites": labels[:1]}
+                    for n, q in enumerate(qs)
+                ]
+            }
         elif "issues" in props:
-            ans = {"issues": [{"alternative": "B", "category": "risks", "severity": "medium",
-                               "issue": "liquidity not covered", "question": "How liquid is it?"}]}
+            ans = {
+                "issues": [
+                    {
+                        "alternative": "B",
+                        "category": "risks",
+                        "severity": "medium",
+                        "issue": "liquidity not covered",
+                        "question": "How liquid is it?",
+                    }
+                ]
+            }
         else:
             ans = {"discard": [], "choice": "A", "rationale": "stub moderator", "relied_on": labels[:1]}
         return Completion(json.dumps(ans), prompt_tokens=100, completion_tokens=20)
@@ -350,9 +474,27 @@ class NoCalls(ScmStub):
         raise AssertionError("a replay must not call the model")
 
 
-LLM_ARGS = ["backtest", "--tickers", "TSLA", "--strategy", "fincon", "--brain", "llm", "--protocol", "scm",
-            "--start", "2022-10-24", "--end", "2022-11-02", "--no-progress", "--no-benchmark",
-            "--param", "fincon.transcripts=text", "--param", "fincon.embedder=hashing"]
+LLM_ARGS = [
+    "backtest",
+    "--tickers",
+    "TSLA",
+    "--strategy",
+    "fincon",
+    "--brain",
+    "llm",
+    "--protocol",
+    "scm",
+    "--start",
+    "2022-10-24",
+    "--end",
+    "2022-11-02",
+    "--no-progress",
+    "--no-benchmark",
+    "--param",
+    "fincon.transcripts=text",
+    "--param",
+    "fincon.embedder=hashing",
+]
 
 
 def test_an_llm_run_on_a_stub_replays_byte_for_byte(tmp_path, monkeypatch):
@@ -383,12 +525,15 @@ def test_an_llm_run_on_a_stub_replays_byte_for_byte(tmp_path, monkeypatch):
         m = d["record"]["manager"]
         for a in m["alternatives"]:
             if a["status"] == "chosen":
-                assert a["p5"] <= a["p50"] <= a["p95"] and abs(a["gross"] - sum(map(abs, a["weights"].values()))) < .01
+                assert a["p5"] <= a["p50"] <= a["p95"] and abs(a["gross"] - sum(map(abs, a["weights"].values()))) < 0.01
     # the samples ran at a temperature above 0 with different seeds
     from fincon.llm.cache import CallCache
 
-    seeds = {json.loads(r["params"])["seed"] if isinstance(r["params"], str) else r["params"]["seed"]
-             for r in CallCache(db, "read-write").rows() if "scm-strategist" in r["agent"]}
+    seeds = {
+        json.loads(r["params"])["seed"] if isinstance(r["params"], str) else r["params"]["seed"]
+        for r in CallCache(db, "read-write").rows()
+        if "scm-strategist" in r["agent"]
+    }
     assert len(seeds) == 3
 
 
@@ -411,10 +556,28 @@ def test_future_prices_and_events_change_no_scm_decision_up_to_t(brain, tmp_path
     ca = cb = None
     if brain == "llm":
         ca, cb = LLMClient(ScmStub(), ledger=UsageLedger()), LLMClient(ScmStub(), ledger=UsageLedger())
-    a, _ = run_team(tickers, PIT_START, PIT_END, tmp_path / "a", market=base, events=str(clean), client=ca,
-               brain=brain, protocol="scm")
-    b, _ = run_team(tickers, PIT_START, PIT_END, tmp_path / "b", market=perturbed(base, CUT), events=str(dirty),
-               client=cb, brain=brain, protocol="scm")
+    a, _ = run_team(
+        tickers,
+        PIT_START,
+        PIT_END,
+        tmp_path / "a",
+        market=base,
+        events=str(clean),
+        client=ca,
+        brain=brain,
+        protocol="scm",
+    )
+    b, _ = run_team(
+        tickers,
+        PIT_START,
+        PIT_END,
+        tmp_path / "b",
+        market=perturbed(base, CUT),
+        events=str(dirty),
+        client=cb,
+        brain=brain,
+        protocol="scm",
+    )
     assert day_records(a, CUT + 1) == day_records(b, CUT + 1)
     assert day_records(a, len(a.decisions)) != day_records(b, len(b.decisions))
     assert a.decisions[CUT]["record"]["manager"]["alternatives"]

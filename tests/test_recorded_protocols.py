@@ -37,8 +37,17 @@ def test_a_live_protocol_day_replays_byte_for_byte(name, tmp_path):
         d = m["debate"][0]
         assert d["debated"] and d["event_id"] == "TSLA-call-2022Q3"
         assert d["final"]["direction"] == d["report"]["direction"]  # the safe debate never flips
-        assert set(d["via"]) == {"earnings", "market", "sentiment", "valuation", "risk", "synthesis", "trust",
-                                 "skeptic", "leader"}
+        assert set(d["via"]) == {
+            "earnings",
+            "market",
+            "sentiment",
+            "valuation",
+            "risk",
+            "synthesis",
+            "trust",
+            "skeptic",
+            "leader",
+        }
     else:
         assert {"strategist.s0", "strategist.s1", "strategist.s2", "critic", "moderator"} <= set(m["steps"])
         assert any(a["status"] == "chosen" for a in m["alternatives"])

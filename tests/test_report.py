@@ -78,9 +78,11 @@ def test_report_leaves_matplotlib_style_alone(report_run):
     """Importing quantstats restyles matplotlib globally; a report must not,
     or every equity.png drawn later in the same process would change. (A
     fresh interpreter: in this one quantstats is already imported.)"""
-    code = ("import matplotlib; before = dict(matplotlib.rcParams); "
-            "from fincon.report import build_report; build_report([sys.argv[1]]); "
-            "assert dict(matplotlib.rcParams) == before")
+    code = (
+        "import matplotlib; before = dict(matplotlib.rcParams); "
+        "from fincon.report import build_report; build_report([sys.argv[1]]); "
+        "assert dict(matplotlib.rcParams) == before"
+    )
     subprocess.run([sys.executable, "-c", "import sys; " + code, str(report_run)], check=True)
 
 
@@ -89,15 +91,45 @@ def _write_usage(run: Path) -> None:
     with open(run / "llm_usage.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=USAGE_COLUMNS, lineterminator="\n")
         w.writeheader()
-        w.writerow({"day": "2022-10-05", "agent": "news/TSLA", "calls": 2, "prompt_tokens": 900,
-                    "completion_tokens": 100, "total_tokens": 1000, "cost_usd": "0.001500", "reasks": 1,
-                    "fallbacks": 0, "failures": 0})
-        w.writerow({"day": "2022-10-06", "agent": "manager", "calls": 3, "prompt_tokens": 2000,
-                    "completion_tokens": 300, "total_tokens": 2300, "cost_usd": "0.002000", "reasks": 1,
-                    "fallbacks": 1, "failures": 1})
-    (run / "llm_audit.jsonl").write_text(json.dumps(
-        {"agent": "manager", "day": "2022-10-06", "event": "fallback",
-         "reason": "invalid or badly cited answer after one re-ask; rules brain used"}) + "\n")
+        w.writerow(
+            {
+                "day": "2022-10-05",
+                "agent": "news/TSLA",
+                "calls": 2,
+                "prompt_tokens": 900,
+                "completion_tokens": 100,
+                "total_tokens": 1000,
+                "cost_usd": "0.001500",
+                "reasks": 1,
+                "fallbacks": 0,
+                "failures": 0,
+            }
+        )
+        w.writerow(
+            {
+                "day": "2022-10-06",
+                "agent": "manager",
+                "calls": 3,
+                "prompt_tokens": 2000,
+                "completion_tokens": 300,
+                "total_tokens": 2300,
+                "cost_usd": "0.002000",
+                "reasks": 1,
+                "fallbacks": 1,
+                "failures": 1,
+            }
+        )
+    (run / "llm_audit.jsonl").write_text(
+        json.dumps(
+            {
+                "agent": "manager",
+                "day": "2022-10-06",
+                "event": "fallback",
+                "reason": "invalid or badly cited answer after one re-ask; rules brain used",
+            }
+        )
+        + "\n"
+    )
 
 
 def test_comparison_of_runs_with_llm_usage(report_run, tmp_path, capsys):
@@ -108,8 +140,25 @@ def test_comparison_of_runs_with_llm_usage(report_run, tmp_path, capsys):
     (team / "report.html").unlink()
     _write_usage(team)
     comp = tmp_path / "baselines"
-    assert main(["backtest", "--ticker", "TSLA", "--strategy", "sma-cross,buy-and-hold", "--start", "2022-10-05",
-                 "--end", "2022-10-20", "--no-progress", "--out", str(comp)]) == 0
+    assert (
+        main(
+            [
+                "backtest",
+                "--ticker",
+                "TSLA",
+                "--strategy",
+                "sma-cross,buy-and-hold",
+                "--start",
+                "2022-10-05",
+                "--end",
+                "2022-10-20",
+                "--no-progress",
+                "--out",
+                str(comp),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     out = tmp_path / "compare.html"
     assert main(["report", str(team), str(comp), "--out", str(out)]) == 0
@@ -121,8 +170,11 @@ def test_comparison_of_runs_with_llm_usage(report_run, tmp_path, capsys):
     assert page.count('"name":"buy-and-hold"') == 2  # equity and drawdown
     # LLM usage from the ledger, with the audit trail
     assert "llm_audit.jsonl: 1 event(s)" in page
-    assert re.search(r"<td>manager</td><td>3</td><td>2,000</td><td>300</td><td>0.0020</td><td>1</td><td>1</td>"
-                     r"<td>1</td>", page)
+    assert re.search(
+        r"<td>manager</td><td>3</td><td>2,000</td><td>300</td><td>0.0020</td><td>1</td><td>1</td>"
+        r"<td>1</td>",
+        page,
+    )
     assert re.search(r"<td>total</td><td>5</td><td>2,900</td><td>400</td><td>0.0035</td>", page)
     assert "3,300 tokens, $0.0035" in page
     assert sections(page) == ["metrics", "curves", "decisions", "llm", "performance"]
@@ -132,9 +184,29 @@ def test_training_beliefs_tau_objective(tmp_path, capsys):
     """A `fincon train` directory: every episode's curve, the last one's
     timeline, beliefs, tau and objective per episode."""
     train = tmp_path / "train"
-    assert main(["train", "--ticker", "TSLA", "--brain", "rules", "--episodes", "2", "--start", "2022-04-01",
-                 "--end", "2022-04-08", "--param", "fincon.transcripts=text", "--no-progress",
-                 "--out", str(train)]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--ticker",
+                "TSLA",
+                "--brain",
+                "rules",
+                "--episodes",
+                "2",
+                "--start",
+                "2022-04-01",
+                "--end",
+                "2022-04-08",
+                "--param",
+                "fincon.transcripts=text",
+                "--no-progress",
+                "--out",
+                str(train),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     out = tmp_path / "train.html"
     assert main(["report", str(train), "--out", str(out)]) == 0
@@ -159,11 +231,25 @@ def test_training_files_in_a_run_dir_and_absent(report_run, tmp_path, capsys):
     directory add the training section; a run without them has none."""
     run = tmp_path / "run"
     shutil.copytree(report_run, run)
-    (run / "beliefs.json").write_text(json.dumps({"format": 1, "version": 2, "perspectives": {
-        "news": {"text": "Trust sustained news tone.", "weight": 0.4}, "risk": {"text": "", "weight": 0.5}},
-        "reflections": [{"day": "2022-10-06", "text": "a loss; be careful"}]}))
-    (run / "episodes.jsonl").write_text(json.dumps({"episode": 1, "objective": 1.5}) + "\n"
-                                        + json.dumps({"episode": 2, "objective": 2.5, "tau": 0.75}) + "\n")
+    (run / "beliefs.json").write_text(
+        json.dumps(
+            {
+                "format": 1,
+                "version": 2,
+                "perspectives": {
+                    "news": {"text": "Trust sustained news tone.", "weight": 0.4},
+                    "risk": {"text": "", "weight": 0.5},
+                },
+                "reflections": [{"day": "2022-10-06", "text": "a loss; be careful"}],
+            }
+        )
+    )
+    (run / "episodes.jsonl").write_text(
+        json.dumps({"episode": 1, "objective": 1.5})
+        + "\n"
+        + json.dumps({"episode": 2, "objective": 2.5, "tau": 0.75})
+        + "\n"
+    )
     out = tmp_path / "r.html"
     assert main(["report", str(run), "--out", str(out)]) == 0
     page = out.read_text()
@@ -183,15 +269,36 @@ def test_experiment_directory(report_run, tmp_path, capsys):
     exp = tmp_path / "exp"
     shutil.copytree(report_run, exp / "test" / "full-r1")
     (exp / "experiment.json").write_text(json.dumps({"config": {}, "status": "complete"}))
-    (exp / "results.json").write_text(json.dumps({
-        "tickers": ["TSLA"], "train": {"start": "2022-01-03", "end": "2022-10-04"},
-        "test": {"start": "2022-10-05", "end": "2022-10-20"}, "repeats": 1, "episodes": 2, "brain": "rules",
-        "best_baseline": "buy-and-hold", "returns": "daily log returns; Wilcoxon signed-rank, two-sided",
-        "median": {"full": {"run_dir": "test/full-r1", "repeat": 1, "cr_pct": 6.4456, "sharpe": 2.73,
-                            "mdd_pct": 7.57, "cr_pct_min": 6.4456, "cr_pct_max": 6.4456,
-                            "wilcoxon": {"against": "buy-and-hold", "p_value": 0.0421, "n": 11}}},
-        "baselines": {"buy-and-hold": {"cr_pct": -14.99, "sharpe": -4.94, "mdd_pct": 14.87}},
-        "runs": {"full-r1": {"ablation": "full", "repeat": 1, "cr_pct": 6.4456, "train_objectives": [1.0, 2.0]}}}))
+    (exp / "results.json").write_text(
+        json.dumps(
+            {
+                "tickers": ["TSLA"],
+                "train": {"start": "2022-01-03", "end": "2022-10-04"},
+                "test": {"start": "2022-10-05", "end": "2022-10-20"},
+                "repeats": 1,
+                "episodes": 2,
+                "brain": "rules",
+                "best_baseline": "buy-and-hold",
+                "returns": "daily log returns; Wilcoxon signed-rank, two-sided",
+                "median": {
+                    "full": {
+                        "run_dir": "test/full-r1",
+                        "repeat": 1,
+                        "cr_pct": 6.4456,
+                        "sharpe": 2.73,
+                        "mdd_pct": 7.57,
+                        "cr_pct_min": 6.4456,
+                        "cr_pct_max": 6.4456,
+                        "wilcoxon": {"against": "buy-and-hold", "p_value": 0.0421, "n": 11},
+                    }
+                },
+                "baselines": {"buy-and-hold": {"cr_pct": -14.99, "sharpe": -4.94, "mdd_pct": 14.87}},
+                "runs": {
+                    "full-r1": {"ablation": "full", "repeat": 1, "cr_pct": 6.4456, "train_objectives": [1.0, 2.0]}
+                },
+            }
+        )
+    )
     out = tmp_path / "exp.html"
     assert main(["report", str(exp), "--out", str(out)]) == 0
     page = out.read_text()
@@ -208,10 +315,14 @@ def test_report_bad_input(case, report_run, tmp_path, capsys):
     bad.mkdir()
     (bad / "metrics.json").write_text("{not json")
     out = tmp_path / "r.html"
-    args = {"missing": [str(tmp_path / "nope")], "a_file": [str(tmp_path / "a_file")],
-            "not_a_run": [str(tmp_path / "plain")], "bad_json": [str(bad)],
-            "out_is_dir": [str(report_run), "--out", str(tmp_path / "plain")],
-            "out_parent_missing": [str(report_run), "--out", str(tmp_path / "no" / "r.html")]}[case]
+    args = {
+        "missing": [str(tmp_path / "nope")],
+        "a_file": [str(tmp_path / "a_file")],
+        "not_a_run": [str(tmp_path / "plain")],
+        "bad_json": [str(bad)],
+        "out_is_dir": [str(report_run), "--out", str(tmp_path / "plain")],
+        "out_parent_missing": [str(report_run), "--out", str(tmp_path / "no" / "r.html")],
+    }[case]
     if "--out" not in args:
         args += ["--out", str(out)]
     before = sorted(p.name for p in tmp_path.rglob("*"))

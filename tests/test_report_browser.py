@@ -76,8 +76,13 @@ def test_report_renders_without_errors(page, report_run, tmp_path):  # noqa: F81
     alerts = sum(1 for d in days if d["record"]["risk"]["alert"])
     # the equity chart: team, its alert markers, and the benchmark, in equity and drawdown
     names = page.evaluate("() => document.getElementById('equity-chart').data.map(t => t.name)")
-    assert names == ["fincon", "fincon", f"fincon: CVaR alert ({alerts})", "buy-and-hold (benchmark)",
-                     "buy-and-hold (benchmark)"]
+    assert names == [
+        "fincon",
+        "fincon",
+        f"fincon: CVaR alert ({alerts})",
+        "buy-and-hold (benchmark)",
+        "buy-and-hold (benchmark)",
+    ]
     assert page.locator("#equity-chart .scatterlayer .trace").count() == 5
     assert page.locator("#metrics table").is_visible()
     assert page.locator("button.day").count() == len(days)

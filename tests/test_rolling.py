@@ -25,12 +25,19 @@ def _bars(closes: list[float], volume: float, start: str = "2020-01-01") -> pd.D
 
 
 def test_windows_of_the_bundled_span():
-    exp = load_experiment(None, {"team.brain": "rules", "rolling.window": "1y", "rolling.step": "6m",
-                                 "rolling.start": "2019-01-01", "rolling.end": "2024-12-31"})
+    exp = load_experiment(
+        None,
+        {
+            "team.brain": "rules",
+            "rolling.window": "1y",
+            "rolling.step": "6m",
+            "rolling.start": "2019-01-01",
+            "rolling.end": "2024-12-31",
+        },
+    )
     ws = windows(exp, dt.date(2024, 3, 8))
     # 2019-01, 2019-07, ..., 2023-01: nine full years end by the data's last day
-    assert [w.test.start.isoformat() for w in ws] == [f"{y}-{m:02d}-01" for y in range(2019, 2024)
-                                                      for m in (1, 7)][:9]
+    assert [w.test.start.isoformat() for w in ws] == [f"{y}-{m:02d}-01" for y in range(2019, 2024) for m in (1, 7)][:9]
     assert (ws[0].train.start, ws[0].train.end) == (dt.date(2018, 1, 1), dt.date(2018, 12, 31))
     assert (ws[-1].test.start, ws[-1].test.end) == (dt.date(2023, 1, 1), dt.date(2023, 12, 31))
 
@@ -46,9 +53,9 @@ def test_rules_parse_and_refuse():
 
 def test_rules_read_only_bars_before_the_window():
     n = 300
-    up = [100 * 1.001 ** i for i in range(n)]  # +34.9 % over the last 300 days
+    up = [100 * 1.001**i for i in range(n)]  # +34.9 % over the last 300 days
     flat = [100.0] * n
-    down = [100 * 0.999 ** i for i in range(n)]
+    down = [100 * 0.999**i for i in range(n)]
     bars = {"UP": _bars(up, 1e6), "FLAT": _bars(flat, 5e6), "DOWN": _bars(down, 2e6)}
     start = (bars["UP"].index[-1] + pd.Timedelta(days=1)).date()
     hist = bars["UP"].index[0].date()
@@ -58,8 +65,9 @@ def test_rules_read_only_bars_before_the_window():
     assert select(parse_rule("top-volume:1"), bars, hist, start) == ["FLAT"]
     assert select(parse_rule("top-volume:2"), bars, hist, start) == ["DOWN", "FLAT"]
     # a bar on or after the window's first day changes nothing (point in time)
-    later = pd.DataFrame({"open": 1e4, "high": 1e4, "low": 1e4, "close": 1e4, "volume": 1e12},
-                         index=[pd.Timestamp(start)])
+    later = pd.DataFrame(
+        {"open": 1e4, "high": 1e4, "low": 1e4, "close": 1e4, "volume": 1e12}, index=[pd.Timestamp(start)]
+    )
     bars2 = {**bars, "DOWN": pd.concat([bars["DOWN"], later])}
     assert select(parse_rule("momentum:1"), bars2, hist, start) == ["UP"]
     assert select(parse_rule("top-volume:1"), bars2, hist, start) == ["FLAT"]
@@ -79,8 +87,19 @@ def test_summary_against_buy_and_hold_by_hand():
     bh = [1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
     for k, (a, b) in enumerate(zip(team, bh)):
         for name, cr in (("fincon", a), ("buy-and-hold", b)):
-            rows.append({"universe": "u", "window": f"k{k}", "strategy": name, "cr_pct": cr, "sharpe": cr / 10,
-                         "mdd_pct": 1.0, "turnover": 2.0, "llm_calls": 0, "llm_cost_usd": 0.0})
+            rows.append(
+                {
+                    "universe": "u",
+                    "window": f"k{k}",
+                    "strategy": name,
+                    "cr_pct": cr,
+                    "sharpe": cr / 10,
+                    "mdd_pct": 1.0,
+                    "turnover": 2.0,
+                    "llm_calls": 0,
+                    "llm_cost_usd": 0.0,
+                }
+            )
     s = summarize(pd.DataFrame(rows)).set_index("strategy")
     assert s.loc["fincon", "share_beats_bh"] == pytest.approx(3 / 6)  # 5, 3 and 6 beat 1; 1 == 1 does not
     assert s.loc["fincon", "median_cr_pct"] == pytest.approx(2.0)  # median of -4,-2,1,3,5,6
@@ -91,13 +110,38 @@ def test_summary_against_buy_and_hold_by_hand():
 
 def test_small_rolling_run_matches_its_windows(tmp_path, capsys):
     out = tmp_path / "roll"
-    argv = ["experiment", "--brain", "rules", "--rolling", "2w", "--step", "2w", "--rolling-start", "2022-10-03",
-            "--rolling-end", "2022-10-30", "--universe", "TSLA", "--repeats", "1", "--episodes", "1",
-            "--ablations", "full", "--baselines", "buy-and-hold,sma-cross", "--out", str(out), "--no-progress"]
+    argv = [
+        "experiment",
+        "--brain",
+        "rules",
+        "--rolling",
+        "2w",
+        "--step",
+        "2w",
+        "--rolling-start",
+        "2022-10-03",
+        "--rolling-end",
+        "2022-10-30",
+        "--universe",
+        "TSLA",
+        "--repeats",
+        "1",
+        "--episodes",
+        "1",
+        "--ablations",
+        "full",
+        "--baselines",
+        "buy-and-hold,sma-cross",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
     assert main(argv) == 0
     listing = json.loads((out / "windows.json").read_text())
-    assert [(w["test"]["start"], w["test"]["end"]) for w in listing] == [("2022-10-03", "2022-10-16"),
-                                                                        ("2022-10-17", "2022-10-30")]
+    assert [(w["test"]["start"], w["test"]["end"]) for w in listing] == [
+        ("2022-10-03", "2022-10-16"),
+        ("2022-10-17", "2022-10-30"),
+    ]
     df = pd.read_csv(out / "windows.csv")
     for w in listing:
         bh_run = out / w["dir"] / "baselines" / "buy-and-hold"
@@ -105,7 +149,8 @@ def test_small_rolling_run_matches_its_windows(tmp_path, capsys):
         rows = df[df.window == w["window"]].set_index("strategy")
         assert rows.loc["buy-and-hold", "cr_pct"] == pytest.approx(cr, rel=1e-5)
         assert rows.loc["fincon", "excess_cr_pct"] == pytest.approx(
-            rows.loc["fincon", "cr_pct"] - rows.loc["buy-and-hold", "cr_pct"], abs=1e-4)
+            rows.loc["fincon", "cr_pct"] - rows.loc["buy-and-hold", "cr_pct"], abs=1e-4
+        )
     first = (out / "summary.csv").read_bytes()
     capsys.readouterr()
     assert main(argv) == 0  # resumes: every unit done, the same tables

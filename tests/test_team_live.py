@@ -17,11 +17,31 @@ if not os.environ.get("CI"):  # in CI a missing build must fail, not skip
 @pytest.mark.live
 def test_live_team_gives_valid_decisions_with_valid_citations(tmp_path, capsys, recorded_transcripts):
     out = tmp_path / "live"
-    code = main(["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--start", "2022-10-05",
-                 "--end", "2022-10-07", "--llm-model", "qwen2.5-coder-0.5b", "--llm-cache-path",
-                 str(tmp_path / "cache.sqlite"), "--param", "fincon.embedder=hashing", "--no-benchmark",
-                 "--param", f"fincon.transcript_cache={recorded_transcripts.path}",  # the model is live, Whisper replayed
-                 "--no-progress", "--out", str(out)])
+    code = main(
+        [
+            "backtest",
+            "--ticker",
+            "TSLA",
+            "--strategy",
+            "fincon",
+            "--start",
+            "2022-10-05",
+            "--end",
+            "2022-10-07",
+            "--llm-model",
+            "qwen2.5-coder-0.5b",
+            "--llm-cache-path",
+            str(tmp_path / "cache.sqlite"),
+            "--param",
+            "fincon.embedder=hashing",
+            "--no-benchmark",
+            "--param",
+            f"fincon.transcript_cache={recorded_transcripts.path}",  # the model is live, Whisper replayed
+            "--no-progress",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     recorded_transcripts.assert_all_replayed()
     days = [json.loads(line) for line in (out / "decisions.jsonl").read_text().splitlines()]
@@ -31,14 +51,15 @@ def test_live_team_gives_valid_decisions_with_valid_citations(tmp_path, capsys, 
         assert day["actions"]["TSLA"] in ("buy", "sell", "hold")
         rec = day["record"]
         for a in rec["agents"]:
-            AnalystReport(role="r", ticker="TSLA", insights=a["insights"], direction=a["direction"],
-                          confidence=a["confidence"])
+            AnalystReport(
+                role="r", ticker="TSLA", insights=a["insights"], direction=a["direction"], confidence=a["confidence"]
+            )
             allowed = {x["id"] for x in a["inputs"]}
             assert {c["id"] for i in a["insights"] for c in i["citations"]} <= allowed
             vias.append(a["via"])
-        assert set(rec["manager"]["relied_on"]) <= {c["id"] for a in rec["agents"] for i in a["insights"]
-                                                    for c in i["citations"]} | {x["id"] for a in rec["agents"]
-                                                                                for x in a["inputs"]}
+        assert set(rec["manager"]["relied_on"]) <= {
+            c["id"] for a in rec["agents"] for i in a["insights"] for c in i["citations"]
+        } | {x["id"] for a in rec["agents"] for x in a["inputs"]}
     assert "llm" in vias or "fallback" in vias
     summary = json.loads((out / "summary.json").read_text())["strategy_summary"]
     assert summary["llm_calls"] >= summary["team_model_calls"] > 0

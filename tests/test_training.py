@@ -59,11 +59,13 @@ def decisions(run: Path) -> list[dict]:
 
 # -- 1. within-episode risk control ---------------------------------------------
 
+
 @pytest.mark.slow
 def test_cvar_alerts_cut_exposure_write_reflections_and_show_up(tmp_path, unplanted):
     on = run_config(cfg_for("2022-03-01", "2022-05-31", events=str(unplanted)), tmp_path / "on", progress=False)
-    off = run_config(cfg_for("2022-03-01", "2022-05-31", events=str(unplanted), cvar=False), tmp_path / "off",
-                     progress=False)
+    off = run_config(
+        cfg_for("2022-03-01", "2022-05-31", events=str(unplanted), cvar=False), tmp_path / "off", progress=False
+    )
     d_on, d_off = decisions(on.out), decisions(off.out)
     alerts = [d for d in d_on if d["record"]["risk"]["alert"]]
     assert 5 < len(alerts) < len(d_on)
@@ -86,20 +88,23 @@ def test_cvar_alerts_cut_exposure_write_reflections_and_show_up(tmp_path, unplan
     assert alert_days(d_on) == [d["date"] for d in alerts] and alert_days(d_off) == []
     assert on.results["fincon"].strategy_summary["team_alerts"] == len(alerts)
     # explain prints the alert and the stance
-    out = subprocess.run(FINCON + ["explain", str(on.out), "--date", alerts[0]["date"]], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        FINCON + ["explain", str(on.out), "--date", alerts[0]["date"]], capture_output=True, text=True, check=True
+    ).stdout
     assert "risk: ALERT" in out and "stance given to the manager: RISK ALERT" in out
 
 
 def test_alert_needs_the_minimum_sample(tmp_path, unplanted):
-    run = run_config(cfg_for("2022-03-01", "2022-03-31", events=str(unplanted), cvar_min_obs=10),
-                     tmp_path / "r", progress=False)
+    run = run_config(
+        cfg_for("2022-03-01", "2022-03-31", events=str(unplanted), cvar_min_obs=10), tmp_path / "r", progress=False
+    )
     risk = [d["record"]["risk"] for d in decisions(run.out)]
     assert not any(r["alert"] for r in risk[:10])  # values 1..10 give at most 9 PnLs
     assert any(r["alert"] for r in risk[10:])
 
 
 # -- 2. beliefs ---------------------------------------------------------------------
+
 
 def test_beliefs_reach_only_their_perspective(tmp_path):
     b = Beliefs.initial({"news": 0.3, "10-k": 0.1}).with_updates(texts={"news": "Trust fresh supply-chain news."})
@@ -117,14 +122,31 @@ def test_beliefs_reach_only_their_perspective(tmp_path):
 
 def test_bad_beliefs_file_is_one_line_exit_2(tmp_path):
     (tmp_path / "b.json").write_text("not json")
-    r = subprocess.run(FINCON + ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules",
-                                 "--beliefs", str(tmp_path / "b.json"), "--out", str(tmp_path / "o")],
-                       capture_output=True, text=True, cwd=tmp_path)
+    r = subprocess.run(
+        FINCON
+        + [
+            "backtest",
+            "--ticker",
+            "TSLA",
+            "--strategy",
+            "fincon",
+            "--brain",
+            "rules",
+            "--beliefs",
+            str(tmp_path / "b.json"),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "cannot read" in r.stderr
     assert not (tmp_path / "o").exists()
 
 
 # -- 3./4. CVRF -----------------------------------------------------------------------
+
 
 def test_tau_stretches_and_weight_step_by_hand():
     idx = ["2022-01-03", "2022-01-04", "2022-01-05", "2022-01-06", "2022-01-07", "2022-01-10"]
@@ -133,8 +155,10 @@ def test_tau_stretches_and_weight_step_by_hand():
     b = Trajectory(idx, [{"T": x} for x in ["buy", "sell", "hold", "sell", "hold", "hold"]], pnl, 0.0, [], [])
     assert overlap(a, b) == pytest.approx(4 / 6)
     s = stretches(a)
-    assert [(x.kind, x.start, x.end, x.days) for x in s] == [("profitable", idx[0], idx[2], 3),
-                                                             ("losing", idx[3], idx[5], 3)]
+    assert [(x.kind, x.start, x.end, x.days) for x in s] == [
+        ("profitable", idx[0], idx[2], 3),
+        ("losing", idx[3], idx[5], 3),
+    ]
     assert s[0].pnl_pct == pytest.approx((1.01 * 1.02 * 1.01 - 1) * 100, abs=1e-4)
     step = rules_step({"news": 0.3, "notes": 0.1}, {"news": 0.6, "notes": -0.2}, tau=0.75, lr=4.0)
     # g = centred attribution (+0.4, -0.4); step = (1 - 0.75) * 4 = 1; then rescaled to the old total
@@ -164,8 +188,9 @@ def test_planted_source_gains_weight_and_the_trained_team_tests_better(tmp_path,
     assert all(0 < r["tau"] < 1 for r in rep.rows[1:])
     assert rep.beliefs.reflections and (rep.out / "beliefs.png").stat().st_size > 10_000
     # test stage: same window, learned beliefs vs untrained
-    trained = run_config(cfg_for(*TEST, events=str(planted), beliefs=str(rep.out)), tmp_path / "trained",
-                         progress=False)
+    trained = run_config(
+        cfg_for(*TEST, events=str(planted), beliefs=str(rep.out)), tmp_path / "trained", progress=False
+    )
     untrained = run_config(cfg_for(*TEST, events=str(planted)), tmp_path / "untrained", progress=False)
     s_t, s_u = trained.results["fincon"].metrics.sharpe, untrained.results["fincon"].metrics.sharpe
     print(f"test-window Sharpe: trained {s_t:.3f}, untrained {s_u:.3f}")
@@ -192,21 +217,41 @@ def test_no_weight_runs_away_on_the_unplanted_corpus(tmp_path, unplanted):
 
 # -- 6. resume, replay --------------------------------------------------------------
 
+
 def _files(root: Path) -> dict[str, bytes]:
     skip = ("memory/", "train.json")
     # configs name their own directory (absolute beliefs paths): compare them relative to it
-    return {str(p.relative_to(root)): p.read_bytes().replace(str(root.absolute()).encode(), b"ROOT")
-            for p in sorted(root.rglob("*")) if p.is_file() and not any(s in str(p.relative_to(root)) for s in skip)}
+    return {
+        str(p.relative_to(root)): p.read_bytes().replace(str(root.absolute()).encode(), b"ROOT")
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not any(s in str(p.relative_to(root)) for s in skip)
+    }
 
 
 @pytest.mark.slow
 def test_killed_training_resumes_to_the_same_files(tmp_path, unplanted):
-    args = ["train", "--ticker", "TSLA", "--brain", "rules", "--episodes", "3", "--start", "2022-03-01",
-            "--end", "2022-05-31", "--events", str(unplanted), "--param", "fincon.transcripts=text",
-            "--no-progress"]
+    args = [
+        "train",
+        "--ticker",
+        "TSLA",
+        "--brain",
+        "rules",
+        "--episodes",
+        "3",
+        "--start",
+        "2022-03-01",
+        "--end",
+        "2022-05-31",
+        "--events",
+        str(unplanted),
+        "--param",
+        "fincon.transcripts=text",
+        "--no-progress",
+    ]
     subprocess.run(FINCON + args + ["--out", str(tmp_path / "whole")], check=True, capture_output=True)
-    p = subprocess.Popen(FINCON + args + ["--out", str(tmp_path / "cut")], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        FINCON + args + ["--out", str(tmp_path / "cut")], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     rows = tmp_path / "cut" / "episodes.jsonl"
     deadline = time.time() + 300
     while time.time() < deadline and not (rows.is_file() and rows.read_text().count("\n") >= 1):
@@ -247,8 +292,11 @@ class TrainStub:
         persp = schema.get("$defs", {})
         if title == "AnalystAnswer":
             ids = re.findall(r"^\[([^\]]+)\]", user, re.M) or ["x"]
-            ans = {"insights": [{"text": "stub reading", "cites": [ids[h % len(ids)]]}],
-                   "direction": ["bullish", "bearish", "neutral"][h % 3], "confidence": 0.5}
+            ans = {
+                "insights": [{"text": "stub reading", "cites": [ids[h % len(ids)]]}],
+                "direction": ["bullish", "bearish", "neutral"][h % 3],
+                "confidence": 0.5,
+            }
         elif title == "TickerAnswer":
             ans = {"action": ["buy", "sell", "hold"][h % 3], "size": 1.0, "rationale": "stub", "relied_on": []}
         elif title == "EpisodeInsights":

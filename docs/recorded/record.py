@@ -1,7 +1,7 @@
 """Re-record the live protocol days in this folder (see README.md here).
 
-    .venv/bin/python docs/recorded/record.py            # both, ~5 minutes on 2 cores
-    .venv/bin/python docs/recorded/record.py scm        # one
+.venv/bin/python docs/recorded/record.py            # both, ~5 minutes on 2 cores
+.venv/bin/python docs/recorded/record.py scm        # one
 """
 
 from __future__ import annotations
@@ -24,10 +24,31 @@ def cache(name: str) -> Path:
 
 def args(name: str, mode: str, out: Path) -> list[str]:
     protocol, start, end = DAYS[name]
-    return ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "llm", "--protocol", protocol,
-            "--start", start, "--end", end, "--no-benchmark", "--no-progress",
-            "--param", f"fincon.transcript_cache={HERE}", "--llm-cache", mode, "--llm-cache-path", str(cache(name)),
-            "--out", str(out)]
+    return [
+        "backtest",
+        "--ticker",
+        "TSLA",
+        "--strategy",
+        "fincon",
+        "--brain",
+        "llm",
+        "--protocol",
+        protocol,
+        "--start",
+        start,
+        "--end",
+        end,
+        "--no-benchmark",
+        "--no-progress",
+        "--param",
+        f"fincon.transcript_cache={HERE}",
+        "--llm-cache",
+        mode,
+        "--llm-cache-path",
+        str(cache(name)),
+        "--out",
+        str(out),
+    ]
 
 
 def seal(db: Path) -> None:

@@ -30,14 +30,27 @@ ASSETS = ("msft", "jnj", "hon")
 
 def shared_dir() -> Path:
     root = HERE.parents[1]
-    common = subprocess.run(["git", "rev-parse", "--git-common-dir"], cwd=root, capture_output=True, text=True,
-                            check=True).stdout.strip()
+    common = subprocess.run(
+        ["git", "rev-parse", "--git-common-dir"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.strip()
     return (root / common).resolve().parent.parent / "shared" / "data" / "investorbench"
 
 
 def args(datasets: list[Path], mode: str, json_out: Path) -> list[str]:
-    return ["eval", "extraction", "--brain", "llm", "--dataset", *map(str, datasets), "--llm-cache", mode,
-            "--llm-cache-path", str(CACHE), "--json", str(json_out)]
+    return [
+        "eval",
+        "extraction",
+        "--brain",
+        "llm",
+        "--dataset",
+        *map(str, datasets),
+        "--llm-cache",
+        mode,
+        "--llm-cache-path",
+        str(CACHE),
+        "--json",
+        str(json_out),
+    ]
 
 
 def import_assets(src: Path, tmp: Path) -> list[Path]:

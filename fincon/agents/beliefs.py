@@ -74,13 +74,19 @@ class Beliefs(BaseModel):
         try:
             raw = json.loads(p.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise ConfigError(f"--beliefs: {p} does not exist (give a beliefs.json or a `fincon train` run dir)") from None
+            raise ConfigError(
+                f"--beliefs: {p} does not exist (give a beliefs.json or a `fincon train` run dir)"
+            ) from None
         except UnicodeDecodeError:
-            raise ConfigError(f"--beliefs: cannot read {p}: not UTF-8 text (a binary file?); give a beliefs.json "
-                              "or a `fincon train` run dir") from None
+            raise ConfigError(
+                f"--beliefs: cannot read {p}: not UTF-8 text (a binary file?); give a beliefs.json "
+                "or a `fincon train` run dir"
+            ) from None
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"--beliefs: cannot read {p}: not JSON ({exc.msg}, line {exc.lineno}); give a beliefs.json "
-                              "written by `fincon train`") from None
+            raise ConfigError(
+                f"--beliefs: cannot read {p}: not JSON ({exc.msg}, line {exc.lineno}); give a beliefs.json "
+                "written by `fincon train`"
+            ) from None
         except OSError as exc:
             raise ConfigError(f"--beliefs: cannot read {p}: {exc.strerror or exc}") from None
         try:
@@ -113,8 +119,12 @@ class Beliefs(BaseModel):
         """Every non-empty perspective, one line each (the manager reads all)."""
         return "\n".join(f"- {k}: {p.text}" for k, p in sorted(self.perspectives.items()) if p.text)
 
-    def with_updates(self, texts: Mapping[str, str] | None = None, weights: Mapping[str, float] | None = None,
-                     reflections: list[Reflection] | None = None) -> "Beliefs":
+    def with_updates(
+        self,
+        texts: Mapping[str, str] | None = None,
+        weights: Mapping[str, float] | None = None,
+        reflections: list[Reflection] | None = None,
+    ) -> "Beliefs":
         """A new version with some perspectives edited (unknown names are ignored)."""
         ps = {k: p.model_copy() for k, p in self.perspectives.items()}
         for k, t in (texts or {}).items():
@@ -123,8 +133,11 @@ class Beliefs(BaseModel):
         for k, w in (weights or {}).items():
             if k in ps:
                 ps[k] = ps[k].model_copy(update={"weight": round(max(0.0, float(w)), 6)})
-        return Beliefs(version=self.version + 1, perspectives=ps,
-                       reflections=list(self.reflections if reflections is None else reflections))
+        return Beliefs(
+            version=self.version + 1,
+            perspectives=ps,
+            reflections=list(self.reflections if reflections is None else reflections),
+        )
 
 
 def _check_training_finished(run: Path) -> None:
@@ -140,11 +153,16 @@ def _check_training_finished(run: Path) -> None:
     except (OSError, ValueError):
         raise ConfigError(f"--beliefs: {marker} is damaged; pass the training's beliefs.json itself") from None
     status = state.get("status") if isinstance(state, dict) else None
-    why = None if status in (None, "complete") else f"status {status}" + (
-        f": {state['error']}" if isinstance(state, dict) and state.get("error") else "")
+    why = (
+        None
+        if status in (None, "complete")
+        else f"status {status}" + (f": {state['error']}" if isinstance(state, dict) and state.get("error") else "")
+    )
     if why:
-        raise ConfigError(f"--beliefs: {run} is a training that did not finish ({why}); finish it with its "
-                          f"command, or pass {run / 'beliefs.json'} to test the beliefs it has so far")
+        raise ConfigError(
+            f"--beliefs: {run} is a training that did not finish ({why}); finish it with its "
+            f"command, or pass {run / 'beliefs.json'} to test the beliefs it has so far"
+        )
 
 
 def touched(before: Beliefs, after: Beliefs) -> list[str]:

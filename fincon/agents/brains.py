@@ -89,6 +89,7 @@ class Answer:
 
 # -- the rules -----------------------------------------------------------------
 
+
 def _label(x: float) -> str:
     return "bullish" if x > NEUTRAL_BAND else "bearish" if x < -NEUTRAL_BAND else "neutral"
 
@@ -109,21 +110,33 @@ def rules_analyst(inputs: RoleInputs) -> AnalystReport:
     direction = _label(score)
     confidence = 0.0 if direction == "neutral" else round(min(1.0, abs(score)) * (1.0 - penalty), 4)
     top = sorted(scored, key=lambda i: (-i.weight * abs(float(i.signal)), i.id))[:4]
-    insights = [Insight(text=f"{i.text[:300]} -> reads {_label(float(i.signal))} ({float(i.signal):+.2f})",
-                        citations=[_cite(i)]) for i in top]
+    insights = [
+        Insight(
+            text=f"{i.text[:300]} -> reads {_label(float(i.signal))} ({float(i.signal):+.2f})", citations=[_cite(i)]
+        )
+        for i in top
+    ]
     risk = [i for i in inputs.items if i.signal is None]
     if risk and len(insights) < 5:
-        insights.append(Insight(text="; ".join(i.text for i in risk)[:300] +
-                                (f" -> confidence cut by {penalty:.0%}" if penalty else ""),
-                                citations=[_cite(i) for i in risk[:3]]))
-    return AnalystReport(role=inputs.role, ticker=inputs.ticker, insights=insights, direction=direction,
-                         confidence=confidence)
+        insights.append(
+            Insight(
+                text="; ".join(i.text for i in risk)[:300]
+                + (f" -> confidence cut by {penalty:.0%}" if penalty else ""),
+                citations=[_cite(i) for i in risk[:3]],
+            )
+        )
+    return AnalystReport(
+        role=inputs.role, ticker=inputs.ticker, insights=insights, direction=direction, confidence=confidence
+    )
 
 
 def llm_to_report(inputs: RoleInputs, answer: AnalystAnswer) -> AnalystReport:
     items = inputs.by_id()
     return AnalystReport(
-        role=inputs.role, ticker=inputs.ticker, direction=answer.direction, confidence=answer.confidence,
+        role=inputs.role,
+        ticker=inputs.ticker,
+        direction=answer.direction,
+        confidence=answer.confidence,
         insights=[Insight(text=i.text, citations=citations_for(i.cites, items)) for i in answer.insights],
     )
 
@@ -180,8 +193,10 @@ def rules_manager(task: ManagerTask) -> ManagerReport:
         notes.append(f"{t}: weighted view {score:+.2f} ({', '.join(parts) or 'no evidence'}) -> {a}")
         if a != "hold":
             want = "bullish" if a == "buy" else "bearish"
-            agree = sorted((r for r in task.reports.get(t, ()) if r.direction == want),
-                           key=lambda r: (-task.weights.get(r.role, 0.0) * r.confidence, r.role))
+            agree = sorted(
+                (r for r in task.reports.get(t, ()) if r.direction == want),
+                key=lambda r: (-task.weights.get(r.role, 0.0) * r.confidence, r.role),
+            )
             relied += [c for r in agree for c in r.cited_ids()[:2]]
     size = sizes[0] if len(task.tickers) == 1 and actions[task.tickers[0]] != "hold" else 1.0
     if task.exposure < 1.0:
@@ -194,11 +209,13 @@ def rules_manager(task: ManagerTask) -> ManagerReport:
                 size = min(1.0, abs(held))
         size = round(size * task.exposure, 6)
         notes.append(f"risk alert: exposure cut to {task.exposure:.0%}")
-    return ManagerReport(actions=actions, size=size, rationale="; ".join(notes)[:600],
-                         relied_on=list(dict.fromkeys(relied))[:5])
+    return ManagerReport(
+        actions=actions, size=size, rationale="; ".join(notes)[:600], relied_on=list(dict.fromkeys(relied))[:5]
+    )
 
 
 # -- the brains ----------------------------------------------------------------
+
 
 class RulesBrain:
     name = "rules"
@@ -238,8 +255,11 @@ class LLMBrain:
         except LLMInvalidAnswer as exc:
             used = "rules brain used" if q.fallback is None else "not verified"
             self.client.ledger.record_fallback(
-                q.agent, q.day, reason=f"invalid or badly cited answer after one re-ask; {used}",
-                keys=exc.keys, detail={"errors": list(exc.errors)},
+                q.agent,
+                q.day,
+                reason=f"invalid or badly cited answer after one re-ask; {used}",
+                keys=exc.keys,
+                detail={"errors": list(exc.errors)},
             )
             log.warning("%s %s: model answer invalid twice; %s", q.day, q.agent, used)
             return Answer((q.fallback or q.rules)(), "fallback", len(exc.keys), exc.keys, tuple(exc.errors))
@@ -250,7 +270,7 @@ class LLMBrain:
 def _natural(label: str) -> tuple[str, int]:
     """E2 before E10."""
     head = label.rstrip("0123456789")
-    return head, int(label[len(head):] or 0)
+    return head, int(label[len(head) :] or 0)
 
 
 def analyst_question(role: "Role", inputs: RoleInputs) -> Question:
@@ -258,7 +278,12 @@ def analyst_question(role: "Role", inputs: RoleInputs) -> Question:
     cites them, the report cites the real ids."""
     labels = short_labels(i.id for i in inputs.items)
     return Question(
-        agent=inputs.agent, day=inputs.day, messages=lambda: role.messages(inputs, labels), model=AnalystAnswer,
-        allowed=frozenset(i.id for i in inputs.items), to_report=lambda a: llm_to_report(inputs, a),
-        rules=lambda: rules_analyst(inputs), labels={v: k for k, v in labels.items()},
+        agent=inputs.agent,
+        day=inputs.day,
+        messages=lambda: role.messages(inputs, labels),
+        model=AnalystAnswer,
+        allowed=frozenset(i.id for i in inputs.items),
+        to_report=lambda a: llm_to_report(inputs, a),
+        rules=lambda: rules_analyst(inputs),
+        labels={v: k for k, v in labels.items()},
     )

@@ -32,8 +32,12 @@ def enforce(decision: Decision, policies: Policies, has_evidence: bool) -> tuple
     notes: list[str] = []
     if policies.require_evidence and not has_evidence and decision.weights:
         notes.append("no evidence today: positions kept (require_evidence)")
-        return Decision(weights={}, rationale=decision.rationale, evidence=decision.evidence,
-                        actions={t: "hold" for t in decision.actions}), notes
+        return Decision(
+            weights={},
+            rationale=decision.rationale,
+            evidence=decision.evidence,
+            actions={t: "hold" for t in decision.actions},
+        ), notes
     w = dict(decision.weights)
     for t, x in w.items():
         if abs(x) > policies.max_position + 1e-12:
@@ -45,5 +49,6 @@ def enforce(decision: Decision, policies: Policies, has_evidence: bool) -> tuple
         w = {t: x * policies.max_gross / gross for t, x in w.items()}
     if not notes:
         return decision, notes
-    return Decision(weights=w, rationale=decision.rationale, evidence=decision.evidence,
-                    actions=decision.actions), notes
+    return Decision(
+        weights=w, rationale=decision.rationale, evidence=decision.evidence, actions=decision.actions
+    ), notes

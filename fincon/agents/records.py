@@ -34,8 +34,10 @@ def _wrap(text: str, indent: str) -> str:
 
 def format_day(entry: dict[str, Any]) -> str:
     rec = entry["record"]
-    out = [f"{entry['date']}  brain={rec.get('brain')}  protocol={rec.get('protocol')}  "
-           f"pool={', '.join(rec.get('pool', []))}"]
+    out = [
+        f"{entry['date']}  brain={rec.get('brain')}  protocol={rec.get('protocol')}  "
+        f"pool={', '.join(rec.get('pool', []))}"
+    ]
     evidence: dict[str, dict[str, Any]] = {}
     sel = rec.get("selection")
     if sel:
@@ -48,9 +50,13 @@ def format_day(entry: dict[str, Any]) -> str:
         evidence.update(inputs)
         via = a.get("via")
         calls = a.get("calls", 0)
-        how = {"reuse": "reused yesterday's report (inputs unchanged, no call)", "empty": "nothing to read",
-               "fallback": f"model answer invalid twice, rules brain used ({calls} calls)",
-               "llm": f"model, {calls} call{'s' if calls != 1 else ''}", "rules": "rules brain"}.get(via, via)
+        how = {
+            "reuse": "reused yesterday's report (inputs unchanged, no call)",
+            "empty": "nothing to read",
+            "fallback": f"model answer invalid twice, rules brain used ({calls} calls)",
+            "llm": f"model, {calls} call{'s' if calls != 1 else ''}",
+            "rules": "rules brain",
+        }.get(via, via)
         out.append(f"\n{a['agent']}: {a.get('direction')} ({a.get('confidence', 0):.2f})  [{how}]")
         if inputs:
             out.append(f"  read {len(inputs)} item(s): {', '.join(inputs)}")
@@ -62,14 +68,17 @@ def format_day(entry: dict[str, Any]) -> str:
     out.append("\nWHAT THE TEAM DID")
     acts = entry.get("actions") or m.get("actions") or {}
     weights = entry.get("weights")
-    out.append(f"actions: {', '.join(f'{t} {a}' for t, a in sorted(acts.items())) or 'none'}"
-               + (f"  size {m['size']:.2f}" if isinstance(m.get("size"), (int, float)) and len(acts) == 1 else ""))
+    out.append(
+        f"actions: {', '.join(f'{t} {a}' for t, a in sorted(acts.items())) or 'none'}"
+        + (f"  size {m['size']:.2f}" if isinstance(m.get("size"), (int, float)) and len(acts) == 1 else "")
+    )
     if weights:
         out.append("target weights: " + ", ".join(f"{t} {w:+.3f}" for t, w in sorted(weights.items())))
     elif weights is not None:
         out.append("target weights: none (positions kept)")
-    out.append(f"manager ({m.get('via')}, {m.get('calls', 0)} call(s), "
-               f"{m.get('reflections_read', 0)} reflection(s) read):")
+    out.append(
+        f"manager ({m.get('via')}, {m.get('calls', 0)} call(s), {m.get('reflections_read', 0)} reflection(s) read):"
+    )
     out.append(_wrap(m.get("rationale") or entry.get("rationale", ""), "  "))
     relied = m.get("relied_on") or entry.get("evidence") or []
     if relied:
@@ -81,12 +90,16 @@ def format_day(entry: dict[str, Any]) -> str:
             out.append(_wrap(f"{key}: {m[key]}", "  "))
     calls = rec.get("calls", {})
     if calls:
-        out.append(f"\nmodel calls: {calls.get('made', 0)} made, {calls.get('reused', 0)} reports reused, "
-                   f"{calls.get('skipped', 0)} agents had nothing to read, {calls.get('fallbacks', 0)} fallbacks")
+        out.append(
+            f"\nmodel calls: {calls.get('made', 0)} made, {calls.get('reused', 0)} reports reused, "
+            f"{calls.get('skipped', 0)} agents had nothing to read, {calls.get('fallbacks', 0)} fallbacks"
+        )
     st = rec.get("settled")
     if st:
-        out.append(f"settled {st['day']}: P&L {st['pnl']:+.2%}" +
-                   (f"; rewarded {len(st.get('rewarded', []))} memories (+5)" if st.get("rewarded") else ""))
+        out.append(
+            f"settled {st['day']}: P&L {st['pnl']:+.2%}"
+            + (f"; rewarded {len(st.get('rewarded', []))} memories (+5)" if st.get("rewarded") else "")
+        )
     if st and st.get("reflection"):
         out.append(_wrap(f"reflection written: {st['reflection']}", "  "))
     alert = rec.get("risk")

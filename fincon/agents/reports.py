@@ -132,8 +132,9 @@ class AnalystAnswer(BaseModel):
 
     def relabeled(self, back: Mapping[str, str]):
         """A copy citing real ids (``back``: label -> id; other ids are kept)."""
-        return self.model_copy(update={"insights": [
-            i.model_copy(update={"cites": _real(i.cites, back)}) for i in self.insights]})
+        return self.model_copy(
+            update={"insights": [i.model_copy(update={"cites": _real(i.cites, back)}) for i in self.insights]}
+        )
 
 
 class TickerAnswer(BaseModel):
@@ -172,9 +173,7 @@ class _PortfolioBase(BaseModel):
 def portfolio_answer_model(tickers: Sequence[str]) -> type[_PortfolioBase]:
     """Portfolio manager: one buy/sell/hold per ticker, as an object with one
     property per ticker (the shape a small model fills most reliably)."""
-    fields: dict[str, Any] = {
-        _field(t): (Action, Field(alias=t)) for t in tickers
-    }
+    fields: dict[str, Any] = {_field(t): (Action, Field(alias=t)) for t in tickers}
     return create_model("PortfolioAnswer", __base__=_PortfolioBase, **fields)
 
 
@@ -194,7 +193,9 @@ def checked(model: type[BaseModel], allowed: Iterable[str], shown: Sequence[str]
         return self
 
     return create_model(
-        model.__name__, __base__=model, __module__=model.__module__,
+        model.__name__,
+        __base__=model,
+        __module__=model.__module__,
         __validators__={"cites_only_inputs": model_validator(mode="after")(_cites_only_inputs)},
     )
 

@@ -99,12 +99,16 @@ class LLMTrader(Strategy):
         except LLMInvalidAnswer as exc:
             action = momentum_action(returns)
             self.client.ledger.record_fallback(
-                AGENT, day, reason="invalid model answer after one re-ask", keys=exc.keys,
+                AGENT,
+                day,
+                reason="invalid model answer after one re-ask",
+                keys=exc.keys,
                 detail={"ticker": ticker, "fallback_action": action, "errors": list(exc.errors)},
             )
             log.warning("%s %s: model answer invalid twice; fell back to 5-day momentum (%s)", day, ticker, action)
-            return TickerCall(ticker, action, f"fallback: 5-day momentum ({action}); model answer invalid",
-                              exc.keys, True)
+            return TickerCall(
+                ticker, action, f"fallback: 5-day momentum ({action}); model answer invalid", exc.keys, True
+            )
         v = res.value
         return TickerCall(ticker, v.action, f"{v.action} ({v.confidence:.2f}): {v.reasoning}", res.keys, False)
 
@@ -139,10 +143,10 @@ class LLMTrader(Strategy):
             c = calls[0]
             return Decision.from_action(c.ticker, c.action, 1.0, rationale=rationale, evidence=evidence)
         n = len(view.tickers)
-        weights = {c.ticker: (1.0 / n if c.action == "buy" else -1.0 / n)
-                   for c in calls if c.action != "hold"}
-        return Decision(weights=weights, rationale=rationale, evidence=evidence,
-                        actions={c.ticker: c.action for c in calls})
+        weights = {c.ticker: (1.0 / n if c.action == "buy" else -1.0 / n) for c in calls if c.action != "hold"}
+        return Decision(
+            weights=weights, rationale=rationale, evidence=evidence, actions={c.ticker: c.action for c in calls}
+        )
 
     def finish(self, ctx: RunContext) -> Mapping[str, Any]:
         if self._client is None:
@@ -153,8 +157,13 @@ class LLMTrader(Strategy):
         if self.stopped:
             summary["llm_stop_reason"] = self.stopped
         rt = ledger.runtime_summary()
-        log.info("LLM usage: %d calls, %d live, %d cache hits, %d tokens", summary["llm_calls"],
-                 rt["llm_live_calls"], rt["llm_cache_hits"], summary["llm_tokens"])
+        log.info(
+            "LLM usage: %d calls, %d live, %d cache hits, %d tokens",
+            summary["llm_calls"],
+            rt["llm_live_calls"],
+            rt["llm_cache_hits"],
+            summary["llm_tokens"],
+        )
         if self._owns_client:
             self._client.close()
             self._client = None

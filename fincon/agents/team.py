@@ -196,13 +196,17 @@ class FinConTeam(Strategy):
         if p.candidates is not None:
             missing = [t for t in p.candidates if t not in self.universe]
             if missing:
-                raise ConfigError(f"strategy_params.fincon.candidates: {missing[0]} is not among the run's tickers "
-                                  f"({', '.join(self.universe)})")
+                raise ConfigError(
+                    f"strategy_params.fincon.candidates: {missing[0]} is not among the run's tickers "
+                    f"({', '.join(self.universe)})"
+                )
         self.events = load_events(p.events, self.universe)
         self.coverage = coverage(self.events, self.universe)
         for t in self.universe:
             if t not in self.coverage:
-                raise ConfigError(f"event corpus {p.events!r} has no events for {t}; fincon needs events for every ticker")
+                raise ConfigError(
+                    f"event corpus {p.events!r} has no events for {t}; fincon needs events for every ticker"
+                )
         cfg = ctx.config or {}
         if cfg.get("start") and cfg.get("end"):
             self._check_window(pd.Timestamp(cfg["start"]), pd.Timestamp(cfg["end"]))
@@ -221,9 +225,13 @@ class FinConTeam(Strategy):
             self.brain: Any = LLMBrain(self.client)
             if p.manager_temperature is not None or p.manager_seed is not None:
                 base = self.client.params
-                self.protocol.sampling = base.model_copy(update={
-                    k: v for k, v in {"temperature": p.manager_temperature, "seed": p.manager_seed}.items()
-                    if v is not None})
+                self.protocol.sampling = base.model_copy(
+                    update={
+                        k: v
+                        for k, v in {"temperature": p.manager_temperature, "seed": p.manager_seed}.items()
+                        if v is not None
+                    }
+                )
             self.ledger = self.client.ledger
             self.concurrency = self.settings.concurrency if self.settings else 1
         else:
@@ -238,8 +246,15 @@ class FinConTeam(Strategy):
         self._tones: dict[str, ToneBaseline] = {}
         self._last: dict[str, tuple[str, Answer]] = {}
         self._prev: _Previous | None = None
-        self.counts = {"days": 0, "model_calls": 0, "reused": 0, "skipped": 0, "fallbacks": 0, "rewarded": 0,
-                       "alerts": 0}
+        self.counts = {
+            "days": 0,
+            "model_calls": 0,
+            "reused": 0,
+            "skipped": 0,
+            "fallbacks": 0,
+            "rewarded": 0,
+            "alerts": 0,
+        }
 
     def _load_beliefs(self, ctx: RunContext) -> None:
         """Beliefs in force for the run: learned ones (``beliefs``) or the
@@ -252,8 +267,13 @@ class FinConTeam(Strategy):
         base = Beliefs.initial({r.name: r.weight for r in self.roles})
         learned = as_params(p.beliefs)
         if learned is not None:
-            base = base.model_copy(update={"version": learned.version, "reflections": learned.reflections,
-                                           "perspectives": {**base.perspectives, **learned.perspectives}})
+            base = base.model_copy(
+                update={
+                    "version": learned.version,
+                    "reflections": learned.reflections,
+                    "perspectives": {**base.perspectives, **learned.perspectives},
+                }
+            )
         weights = base.weights()
         if p.explore > 0:
             rng = np.random.default_rng([p.explore_seed, 20240707])
@@ -295,41 +315,53 @@ class FinConTeam(Strategy):
         self.universe = tuple(tickers)
         missing = [t for t in (p.candidates or ()) if t not in self.universe]
         if missing:
-            raise ConfigError(f"strategy_params.fincon.candidates: {missing[0]} is not among the run's tickers "
-                              f"({', '.join(self.universe)})")
+            raise ConfigError(
+                f"strategy_params.fincon.candidates: {missing[0]} is not among the run's tickers "
+                f"({', '.join(self.universe)})"
+            )
         self.coverage = coverage(load_events(p.events, self.universe), self.universe)
         for t in self.universe:
             if t not in self.coverage:
-                raise ConfigError(f"event corpus {p.events!r} has no events for {t}; fincon needs events for every ticker")
+                raise ConfigError(
+                    f"event corpus {p.events!r} has no events for {t}; fincon needs events for every ticker"
+                )
         self._check_window(first, last)
         as_params(p.beliefs)
 
     def _check_window(self, first: pd.Timestamp, last: pd.Timestamp) -> None:
-        for t in (getattr(self, "pool", None) or self.universe):
+        for t in getattr(self, "pool", None) or self.universe:
             lo, hi = self.coverage[t]
             if first < lo or last > hi:
                 raise ConfigError(
                     f"event corpus {self.params.events!r} covers {t} from {lo.date()} to {hi.date()}; "
-                    f"the run asks for {first.date()}..{last.date()} (pick a window inside it or another --events)")
+                    f"the run asks for {first.date()}..{last.date()} (pick a window inside it or another --events)"
+                )
 
     def finish(self, ctx: RunContext) -> Mapping[str, Any]:
         c = getattr(self, "counts", None)
         if c is None:
             return {}
         out: dict[str, Any] = {
-            "team_brain": self.params.brain, "team_protocol": self.params.protocol,
-            "team_days": c["days"], "team_model_calls": c["model_calls"], "team_reused": c["reused"],
-            "team_skipped": c["skipped"], "team_fallbacks": c["fallbacks"], "team_rewarded_ids": c["rewarded"],
+            "team_brain": self.params.brain,
+            "team_protocol": self.params.protocol,
+            "team_days": c["days"],
+            "team_model_calls": c["model_calls"],
+            "team_reused": c["reused"],
+            "team_skipped": c["skipped"],
+            "team_fallbacks": c["fallbacks"],
+            "team_rewarded_ids": c["rewarded"],
             "team_calls_per_day": round(c["model_calls"] / c["days"], 3) if c["days"] else 0.0,
             "team_pool": list(self.pool or ()),
             **(self.protocol.summary() if hasattr(self.protocol, "summary") else {}),
-            "team_cvar": self.params.cvar, "team_alerts": c["alerts"],
+            "team_cvar": self.params.cvar,
+            "team_alerts": c["alerts"],
             "team_beliefs_version": self.beliefs.version,
             "team_weights": {k: round(v, 6) for k, v in sorted(self.role_weights.items())},
             **(self.critics.summary() if self.params.critics and getattr(self, "critics", None) else {}),
         }
         (Path(ctx.run_dir) / "reflections.json").write_text(
-            json.dumps([r.model_dump() for r in self.written], indent=1) + "\n", encoding="utf-8")
+            json.dumps([r.model_dump() for r in self.written], indent=1) + "\n", encoding="utf-8"
+        )
         if self.params.brain == "llm" and self._client is not None:
             self.ledger.write(ctx.run_dir)
             out.update(self.ledger.summary())
@@ -384,13 +416,22 @@ class FinConTeam(Strategy):
         for inp, ans in zip(inputs, answers):
             reports[inp.ticker].append(ans.report)
 
-        reflections = tuple(e.text for e in self.reflections.recent(view.date, self.params.reflections,
-                                                                        ["reflection"])) if self.params.reflections else ()
-        task = ManagerTask(day=day, tickers=self.pool, reports=reports,
-                           weights=self.role_weights, reflections=reflections,
-                           stance=stance, beliefs=self.beliefs.for_manager(),
-                           exposure=self.risk_exposure if stance else 1.0,
-                           position={t: round(float(view.portfolio.weights.get(t, 0.0)), 1) for t in self.pool})
+        reflections = (
+            tuple(e.text for e in self.reflections.recent(view.date, self.params.reflections, ["reflection"]))
+            if self.params.reflections
+            else ()
+        )
+        task = ManagerTask(
+            day=day,
+            tickers=self.pool,
+            reports=reports,
+            weights=self.role_weights,
+            reflections=reflections,
+            stance=stance,
+            beliefs=self.beliefs.for_manager(),
+            exposure=self.risk_exposure if stance else 1.0,
+            position={t: round(float(view.portfolio.weights.get(t, 0.0)), 1) for t in self.pool},
+        )
         decision, m_ans, m_rec = self._manage(task, view, day)
         decision, policy_notes = enforce(decision, self.params.policies, any(a.report.insights for a in answers))
         if policy_notes:
@@ -399,18 +440,31 @@ class FinConTeam(Strategy):
         reused = sum(a.via == "reuse" for a in answers) + (m_ans.via == "reuse")
         self.counts["days"] += 1
         record["agents"] = [self._agent_record(i, a) for i, a in zip(inputs, answers)]
-        record["manager"] = {"via": m_ans.via, "calls": m_ans.calls, "keys": [k[:16] for k in m_ans.keys],
-                             "reflections_read": len(reflections), **m_rec}
-        record["calls"] = {"made": made, "reused": reused,
-                           "skipped": sum(a.via == "empty" for a in answers),
-                           "fallbacks": sum(a.via == "fallback" for a in answers) + (m_ans.via == "fallback")}
+        record["manager"] = {
+            "via": m_ans.via,
+            "calls": m_ans.calls,
+            "keys": [k[:16] for k in m_ans.keys],
+            "reflections_read": len(reflections),
+            **m_rec,
+        }
+        record["calls"] = {
+            "made": made,
+            "reused": reused,
+            "skipped": sum(a.via == "empty" for a in answers),
+            "fallbacks": sum(a.via == "fallback" for a in answers) + (m_ans.via == "fallback"),
+        }
         if settled:
             record["settled"] = settled
         # today's closes: what the risk-control component attributes tomorrow's PnL with
         record["closes"] = {t: round(float(view.price(t)), 6) for t in self.universe}
         self._remember(view, day, decision, inputs, answers)
-        return Decision(weights=decision.weights, rationale=decision.rationale, evidence=decision.evidence,
-                        actions=decision.actions, record=record)
+        return Decision(
+            weights=decision.weights,
+            rationale=decision.rationale,
+            evidence=decision.evidence,
+            actions=decision.actions,
+            record=record,
+        )
 
     def _check_budget(self, day: str) -> None:
         from fincon.llm.errors import BudgetExhausted
@@ -432,16 +486,26 @@ class FinConTeam(Strategy):
     def _memory(self, role: EventRole, ticker: str):
         key = role.agent(ticker)
         if key not in self._mems:
-            self._mems[key] = role.open(self.memory, self.events, ticker, self.params.memory_k,
-                                        {"transcripts": self.params.transcripts,
-                                         "cache_dir": self.params.transcript_cache})
+            self._mems[key] = role.open(
+                self.memory,
+                self.events,
+                ticker,
+                self.params.memory_k,
+                {"transcripts": self.params.transcripts, "cache_dir": self.params.transcript_cache},
+            )
         return self._mems[key]
 
     def _gather(self, role, ticker: str, view) -> RoleInputs:
         if isinstance(role, EventRole):
             baseline = self._tones.setdefault(role.agent(ticker), ToneBaseline())
-            inputs, _ = role.gather(self._memory(role, ticker), ticker, view.date, self.params.memory_k,
-                                    beliefs=self.beliefs.for_agent(role.name), baseline=baseline)
+            inputs, _ = role.gather(
+                self._memory(role, ticker),
+                ticker,
+                view.date,
+                self.params.memory_k,
+                beliefs=self.beliefs.for_agent(role.name),
+                baseline=baseline,
+            )
             return inputs
         return role.gather(view, ticker, self.params.lookback, beliefs=self.beliefs.for_agent(role.name))
 
@@ -483,11 +547,19 @@ class FinConTeam(Strategy):
         from fincon.llm.errors import LLMUnavailable
 
         agent = self.protocol.agent
-        digest = _digest({"reports": {t: [r.model_dump() for r in rs] for t, rs in task.reports.items()},
-                          "reflections": task.reflections, "stance": task.stance, "beliefs": task.beliefs,
-                          "position": task.position, "weights": dict(task.weights), "exposure": task.exposure,
-                          # what else the protocol's decision depends on (e.g. the debate: today's new calls)
-                          "protocol": self.protocol.digest(task, view) if hasattr(self.protocol, "digest") else None})
+        digest = _digest(
+            {
+                "reports": {t: [r.model_dump() for r in rs] for t, rs in task.reports.items()},
+                "reflections": task.reflections,
+                "stance": task.stance,
+                "beliefs": task.beliefs,
+                "position": task.position,
+                "weights": dict(task.weights),
+                "exposure": task.exposure,
+                # what else the protocol's decision depends on (e.g. the debate: today's new calls)
+                "protocol": self.protocol.digest(task, view) if hasattr(self.protocol, "digest") else None,
+            }
+        )
         prev = self._last.get(agent)
         if prev is not None and prev[0] == digest:
             self.ledger.record_event("reuse", agent, day, digest=digest[:16])
@@ -507,12 +579,17 @@ class FinConTeam(Strategy):
     @staticmethod
     def _agent_record(inp: RoleInputs, ans: Answer) -> dict[str, Any]:
         r = ans.report
-        return {"agent": inp.agent, "via": ans.via, "calls": ans.calls, "keys": [k[:16] for k in ans.keys],
-                "direction": r.direction, "confidence": r.confidence,
-                "insights": [i.model_dump() for i in r.insights],
-                # what the agent read, enough for `fincon explain` to quote each cited item
-                "inputs": [{"id": i.id, "date": i.date, "source": i.source, "text": i.text[:160]}
-                           for i in inp.items]}
+        return {
+            "agent": inp.agent,
+            "via": ans.via,
+            "calls": ans.calls,
+            "keys": [k[:16] for k in ans.keys],
+            "direction": r.direction,
+            "confidence": r.confidence,
+            "insights": [i.model_dump() for i in r.insights],
+            # what the agent read, enough for `fincon explain` to quote each cited item
+            "inputs": [{"id": i.id, "date": i.date, "source": i.source, "text": i.text[:160]} for i in inp.items],
+        }
 
     # -- learning from yesterday -------------------------------------------------
     def _remember(self, view, day: str, decision: Decision, inputs: list[RoleInputs], answers: list[Answer]) -> None:
@@ -550,8 +627,10 @@ class FinConTeam(Strategy):
             self.counts["rewarded"] += len(rewarded)
         verdict = "profitable" if pnl > 0 else "a loss" if pnl < 0 else "flat"
         gross = sum(abs(w) for w in prev.weights.values())
-        text = (f"{prev.day}: {prev.summary or 'no trade'} (gross exposure {gross:.2f}); by {day} this was "
-                f"{verdict} ({pnl:+.2%}). Relied on: {', '.join(sorted(prev.relied)) or 'no memory'}.")
+        text = (
+            f"{prev.day}: {prev.summary or 'no trade'} (gross exposure {gross:.2f}); by {day} this was "
+            f"{verdict} ({pnl:+.2%}). Relied on: {', '.join(sorted(prev.relied)) or 'no memory'}."
+        )
         alert = risk is not None and risk.alert
         if alert:
             text += f" CVaR alert: {risk.reason}; be more careful with exposure."
@@ -572,8 +651,10 @@ def risk_stance(risk) -> str:
     manager cuts its exposure to the ``risk`` belief weight)."""
     if not risk.alert:
         return ""
-    return (f"RISK ALERT ({risk.reason}). Be risk-averse today: cut or avoid exposure unless the evidence is "
-            f"strong and consistent; prefer a smaller size.")
+    return (
+        f"RISK ALERT ({risk.reason}). Be risk-averse today: cut or avoid exposure unless the evidence is "
+        f"strong and consistent; prefer a smaller size."
+    )
 
 
 def make_fincon_team(params: Mapping[str, Any], llm: Mapping[str, Any]) -> FinConTeam:

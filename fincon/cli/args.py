@@ -32,8 +32,14 @@ def _range_text(lo, hi, lo_open: bool, hi_open: bool) -> str:
     return f"{'<' if hi_open else '<='} {hi:g}"
 
 
-def number(kind: type = float, lo: float | None = None, hi: float | None = None, *,
-           lo_open: bool = False, hi_open: bool = False):
+def number(
+    kind: type = float,
+    lo: float | None = None,
+    hi: float | None = None,
+    *,
+    lo_open: bool = False,
+    hi_open: bool = False,
+):
     """argparse type: a finite ``kind`` (int or float) within [lo, hi] (or
     open at either end); the error states the range."""
     rng = _range_text(lo, hi, lo_open, hi_open) if (lo is not None or hi is not None) else "finite"

@@ -64,86 +64,182 @@ examples:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "backtest", help="run strategies on a window and compare them with buy-and-hold",
-        description=HELP, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+        "backtest",
+        help="run strategies on a window and compare them with buy-and-hold",
+        description=HELP,
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     g = p.add_argument_group("what to run")
     g.add_argument("--config", type=Path, help="YAML run config (see README); flags override it")
-    g.add_argument("--ticker", "--tickers", dest="tickers", metavar="T[,T...]",
-                   help="ticker or comma-separated tickers (default TSLA)")
-    g.add_argument("--strategy", "--strategies", dest="strategies", metavar="NAME[,NAME...]",
-                   help=f"one or more of: {', '.join(strategy_names())} (default buy-and-hold)")
+    g.add_argument(
+        "--ticker",
+        "--tickers",
+        dest="tickers",
+        metavar="T[,T...]",
+        help="ticker or comma-separated tickers (default TSLA)",
+    )
+    g.add_argument(
+        "--strategy",
+        "--strategies",
+        dest="strategies",
+        metavar="NAME[,NAME...]",
+        help=f"one or more of: {', '.join(strategy_names())} (default buy-and-hold)",
+    )
     g.add_argument("--start", type=iso_date, help="first trading day, YYYY-MM-DD (default 2022-10-05)")
     g.add_argument("--end", type=iso_date, help="last trading day, YYYY-MM-DD (default 2023-06-09)")
-    g.add_argument("--param", action="append", default=[], metavar="STRATEGY.KEY=VALUE",
-                   help="strategy parameter, repeatable (value parsed as YAML)")
+    g.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="STRATEGY.KEY=VALUE",
+        help="strategy parameter, repeatable (value parsed as YAML)",
+    )
     g.add_argument("--no-benchmark", action="store_true", help="do not add buy-and-hold")
     d = p.add_argument_group("data")
-    d.add_argument("--source", choices=["sample", "csv", "yfinance"],
-                   help="price source (default sample: bundled, offline; csv implied by --data)")
-    d.add_argument("--data", type=Path, metavar="DIR",
-                   help="a dataset directory from `fincon data import` (its prices, events and calendar), or a "
-                        "directory of TICKER.csv files with Date,Open,High,Low,Close,Adj Close,Volume")
+    d.add_argument(
+        "--source",
+        choices=["sample", "csv", "yfinance"],
+        help="price source (default sample: bundled, offline; csv implied by --data)",
+    )
+    d.add_argument(
+        "--data",
+        type=Path,
+        metavar="DIR",
+        help="a dataset directory from `fincon data import` (its prices, events and calendar), or a "
+        "directory of TICKER.csv files with Date,Open,High,Low,Close,Adj Close,Volume",
+    )
     d.add_argument("--cache-dir", type=Path, help="yfinance download cache (default ~/.cache/fincon/yfinance)")
     b = p.add_argument_group("broker")
     b.add_argument("--cash", type=number(float, 0, lo_open=True), help="starting cash (default 1,000,000)")
-    b.add_argument("--commission", type=number(float, 0, 0.1, hi_open=True), help="fraction of traded value, e.g. 0.001 (default 0)")
-    b.add_argument("--commission-model", choices=["percent", "per-share", "zero"],
-                   help="percent of value (default, --commission), per share with a minimum and a maximum per "
-                        "order (--commission-per-share, --commission-min, --commission-max), or zero")
-    b.add_argument("--commission-per-share", type=number(float, 0, 10, hi_open=True), metavar="USD",
-                   help="per-share: dollars a share (0.005)")
-    b.add_argument("--commission-min", type=number(float, 0, 1000, hi_open=True), metavar="USD",
-                   help="per-share: dollars an order at least (1.0)")
-    b.add_argument("--commission-max", type=number(float, 0, 1, hi_open=True), metavar="FRAC",
-                   help="per-share: fraction of the order's value at most (0.01; 0: no maximum)")
-    b.add_argument("--slippage", type=number(float, 0, 1000, hi_open=True),
-                   help="fraction of price, e.g. 0.0005 (default 0; below 0.1); basis points with --slippage-model "
-                        "bps; a fraction of the decision day's high-low range with --slippage-model range")
+    b.add_argument(
+        "--commission",
+        type=number(float, 0, 0.1, hi_open=True),
+        help="fraction of traded value, e.g. 0.001 (default 0)",
+    )
+    b.add_argument(
+        "--commission-model",
+        choices=["percent", "per-share", "zero"],
+        help="percent of value (default, --commission), per share with a minimum and a maximum per "
+        "order (--commission-per-share, --commission-min, --commission-max), or zero",
+    )
+    b.add_argument(
+        "--commission-per-share",
+        type=number(float, 0, 10, hi_open=True),
+        metavar="USD",
+        help="per-share: dollars a share (0.005)",
+    )
+    b.add_argument(
+        "--commission-min",
+        type=number(float, 0, 1000, hi_open=True),
+        metavar="USD",
+        help="per-share: dollars an order at least (1.0)",
+    )
+    b.add_argument(
+        "--commission-max",
+        type=number(float, 0, 1, hi_open=True),
+        metavar="FRAC",
+        help="per-share: fraction of the order's value at most (0.01; 0: no maximum)",
+    )
+    b.add_argument(
+        "--slippage",
+        type=number(float, 0, 1000, hi_open=True),
+        help="fraction of price, e.g. 0.0005 (default 0; below 0.1); basis points with --slippage-model "
+        "bps; a fraction of the decision day's high-low range with --slippage-model range",
+    )
     b.add_argument("--slippage-model", choices=["percent", "bps", "range"], help="how --slippage reads (percent)")
-    b.add_argument("--participation", type=number(float, 0, 1, lo_open=True), metavar="FRAC",
-                   help="an order fills at most this fraction of the day's volume, e.g. 0.025; every partial or "
-                        "rejected order is in orders.csv with its reason")
-    b.add_argument("--charge-llm", action="store_true", default=None,
-                   help="take each day's LLM spend from the cash, a trading cost (priced by --llm-prices; "
-                        "equity.csv gets an llm_cost_usd column)")
-    b.add_argument("--participation-rest", choices=["cancel", "carry"],
-                   help="the unfilled rest of a capped order: cancel (default) or carry to the next day")
+    b.add_argument(
+        "--participation",
+        type=number(float, 0, 1, lo_open=True),
+        metavar="FRAC",
+        help="an order fills at most this fraction of the day's volume, e.g. 0.025; every partial or "
+        "rejected order is in orders.csv with its reason",
+    )
+    b.add_argument(
+        "--charge-llm",
+        action="store_true",
+        default=None,
+        help="take each day's LLM spend from the cash, a trading cost (priced by --llm-prices; "
+        "equity.csv gets an llm_cost_usd column)",
+    )
+    b.add_argument(
+        "--participation-rest",
+        choices=["cancel", "carry"],
+        help="the unfilled rest of a capped order: cancel (default) or carry to the next day",
+    )
     b.add_argument("--fill", choices=["close", "next-open"], help="fill at the decision close (default) or next open")
     t = p.add_argument_group("agent team (--strategy fincon; see README)")
-    t.add_argument("--brain", choices=["llm", "rules"],
-                   help="llm: every agent asks the model (default); rules: deterministic baseline, runs in seconds")
-    t.add_argument("--events", metavar="sample|DIR",
-                   help="event corpus the analysts read: the bundled synthetic sample (default) or a directory "
-                        "written by `fincon data sample` / in the event format of docs/information.md")
-    t.add_argument("--candidates", metavar="T[,T...]",
-                   help="portfolio: tickers the stock-selection analyst picks the traded pool from "
-                        "(sets --tickers when that is not given)")
-    t.add_argument("--beliefs", metavar="FILE|RUN",
-                   help="start from learned investment beliefs and reflections: a beliefs.json or the run dir of "
-                        "`fincon train` (test stage: no belief learning, CVaR alerts stay on)")
-    t.add_argument("--no-cvar", action="store_true",
-                   help="turn off the within-episode CVaR alert (the paper's ablation)")
-    t.add_argument("--protocol", metavar="NAME",
-                   help="decision step after the analysts: fincon (the paper's manager, default); see "
-                        "docs/protocols.md for the others")
-    t.add_argument("--samples", type=number(int, 1, 9), metavar="N",
-                   help="protocols that sample several proposals (scm): how many per day (default 3)")
-    t.add_argument("--critics", choices=["on", "off"],
-                   help="numeric critics check the analysts' figures about filings and calls (default off)")
+    t.add_argument(
+        "--brain",
+        choices=["llm", "rules"],
+        help="llm: every agent asks the model (default); rules: deterministic baseline, runs in seconds",
+    )
+    t.add_argument(
+        "--events",
+        metavar="sample|DIR",
+        help="event corpus the analysts read: the bundled synthetic sample (default) or a directory "
+        "written by `fincon data sample` / in the event format of docs/information.md",
+    )
+    t.add_argument(
+        "--candidates",
+        metavar="T[,T...]",
+        help="portfolio: tickers the stock-selection analyst picks the traded pool from "
+        "(sets --tickers when that is not given)",
+    )
+    t.add_argument(
+        "--beliefs",
+        metavar="FILE|RUN",
+        help="start from learned investment beliefs and reflections: a beliefs.json or the run dir of "
+        "`fincon train` (test stage: no belief learning, CVaR alerts stay on)",
+    )
+    t.add_argument(
+        "--no-cvar", action="store_true", help="turn off the within-episode CVaR alert (the paper's ablation)"
+    )
+    t.add_argument(
+        "--protocol",
+        metavar="NAME",
+        help="decision step after the analysts: fincon (the paper's manager, default); see "
+        "docs/protocols.md for the others",
+    )
+    t.add_argument(
+        "--samples",
+        type=number(int, 1, 9),
+        metavar="N",
+        help="protocols that sample several proposals (scm): how many per day (default 3)",
+    )
+    t.add_argument(
+        "--critics",
+        choices=["on", "off"],
+        help="numeric critics check the analysts' figures about filings and calls (default off)",
+    )
     add_llm_arguments(p)
     m = p.add_argument_group("metrics and output")
-    m.add_argument("--alpha", type=number(float, 0, 0.5, lo_open=True, hi_open=True), help="VaR/CVaR tail probability (default 0.05)")
-    m.add_argument("--risk-free", type=number(float, -0.1, 0.5, hi_open=True), help="annual risk-free rate for Sharpe (default 0)")
-    m.add_argument("--out", metavar="DIR",
-                   help="run directory (default runs/<strategies>_<tickers>_<window>); an existing one is kept "
-                        "and the run goes to DIR-2, DIR-3...")
-    m.add_argument("--replace", action="store_true",
-                   help="replace --out if it is an earlier fincon run (swapped in only when the new run is complete)")
+    m.add_argument(
+        "--alpha",
+        type=number(float, 0, 0.5, lo_open=True, hi_open=True),
+        help="VaR/CVaR tail probability (default 0.05)",
+    )
+    m.add_argument(
+        "--risk-free", type=number(float, -0.1, 0.5, hi_open=True), help="annual risk-free rate for Sharpe (default 0)"
+    )
+    m.add_argument(
+        "--out",
+        metavar="DIR",
+        help="run directory (default runs/<strategies>_<tickers>_<window>); an existing one is kept "
+        "and the run goes to DIR-2, DIR-3...",
+    )
+    m.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace --out if it is an earlier fincon run (swapped in only when the new run is complete)",
+    )
     m.add_argument("--json", action="store_true", help="print the metrics as one JSON object instead of a table")
     m.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    m.add_argument("--report", action="store_true",
-                   help="also write report.html into the run directory (the page of `fincon report`)")
+    m.add_argument(
+        "--report",
+        action="store_true",
+        help="also write report.html into the run directory (the page of `fincon report`)",
+    )
     p.set_defaults(func=run)
 
 
@@ -196,10 +292,16 @@ def build_config(args: argparse.Namespace):
         overrides[f"llm.{key}"] = str(value) if isinstance(value, Path) else value
     # commands that share this builder (train, experiment) may lack some team flags
     opt = lambda name: getattr(args, name, None)  # noqa: E731
-    team = {"brain": args.brain, "events": args.events, "candidates": _split(args.candidates),
-            "beliefs": str(Path(args.beliefs).expanduser().absolute()) if opt("beliefs") else None,
-            "cvar": False if opt("no_cvar") else None, "protocol": opt("protocol"), "samples": opt("samples"),
-            "critics": None if opt("critics") is None else opt("critics") == "on"}
+    team = {
+        "brain": args.brain,
+        "events": args.events,
+        "candidates": _split(args.candidates),
+        "beliefs": str(Path(args.beliefs).expanduser().absolute()) if opt("beliefs") else None,
+        "cvar": False if opt("no_cvar") else None,
+        "protocol": opt("protocol"),
+        "samples": opt("samples"),
+        "critics": None if opt("critics") is None else opt("critics") == "on",
+    }
     if args.events and args.events != "sample":
         team["events"] = str(Path(args.events).expanduser().absolute())
     team = {k: v for k, v in team.items() if v is not None}
@@ -229,8 +331,10 @@ def _dataset_events(cfg):
     if ds is None or "events" in cfg.strategy_params.get("fincon", {}):
         return cfg
     if not ds.has_events:
-        raise ConfigError(f"--data {cfg.data.dir} holds prices but no items for the agent team; "
-                          "give an event corpus with --events DIR")
+        raise ConfigError(
+            f"--data {cfg.data.dir} holds prices but no items for the agent team; "
+            "give an event corpus with --events DIR"
+        )
     params = {k: dict(v) for k, v in cfg.strategy_params.items()}
     params.setdefault("fincon", {})["events"] = str(ds.events_dir.absolute())
     return cfg.model_copy(update={"strategy_params": params})
@@ -258,12 +362,14 @@ def _llm_line(summary: dict[str, Any]) -> str:
     """One line of LLM usage for strategies that called a model ('' otherwise)."""
     if "llm_calls" not in summary:
         return ""
-    return (f"LLM usage: {summary['llm_calls']} calls, {summary.get('llm_tokens', 0):,} tokens, "
-            f"${summary.get('llm_cost_usd', 0.0):.4f}; re-asks {summary.get('llm_reasks', 0)}, "
-            f"fallbacks {summary.get('llm_fallbacks', 0)}, failures {summary.get('llm_failures', 0)}"
-            + (f", reused {summary['team_reused']} (no call)" if "team_reused" in summary else "")
-            + (f"; structured output {summary['llm_structured_mode']}" if summary.get("llm_structured_mode") else "")
-            + " (per day and agent: llm_usage.csv, llm_audit.jsonl)")
+    return (
+        f"LLM usage: {summary['llm_calls']} calls, {summary.get('llm_tokens', 0):,} tokens, "
+        f"${summary.get('llm_cost_usd', 0.0):.4f}; re-asks {summary.get('llm_reasks', 0)}, "
+        f"fallbacks {summary.get('llm_fallbacks', 0)}, failures {summary.get('llm_failures', 0)}"
+        + (f", reused {summary['team_reused']} (no call)" if "team_reused" in summary else "")
+        + (f"; structured output {summary['llm_structured_mode']}" if summary.get("llm_structured_mode") else "")
+        + " (per day and agent: llm_usage.csv, llm_audit.jsonl)"
+    )
 
 
 def _status_label(result) -> str:
@@ -275,8 +381,9 @@ def _status_label(result) -> str:
 
 def run(args: argparse.Namespace) -> int:
     cfg = build_config(args)
-    return run_and_report(cfg, args.out, as_json=args.json, progress=not args.no_progress, replace=args.replace,
-                          html_report=args.report)
+    return run_and_report(
+        cfg, args.out, as_json=args.json, progress=not args.no_progress, replace=args.replace, html_report=args.report
+    )
 
 
 def _write_html_report(run_dir: Path) -> Path:
@@ -290,8 +397,15 @@ def _write_html_report(run_dir: Path) -> Path:
         raise FinconError(f"the run was saved in {run_dir}, but its report was not written: {exc}") from None
 
 
-def run_and_report(cfg, out: str | None, *, as_json: bool = False, progress: bool = True,
-                   replace: bool = False, html_report: bool = False) -> int:
+def run_and_report(
+    cfg,
+    out: str | None,
+    *,
+    as_json: bool = False,
+    progress: bool = True,
+    replace: bool = False,
+    html_report: bool = False,
+) -> int:
     """Run a resolved config, print the table (or JSON) and the notes; the exit status."""
     from fincon.cli.main import EXIT_STOPPED
     from fincon.engine.rundir import check_out_path
@@ -310,7 +424,7 @@ def run_and_report(cfg, out: str | None, *, as_json: bool = False, progress: boo
     page = _write_html_report(report.out) if html_report else None
     if as_json:
         if len(report.results) == 1:
-            (name, result), = report.results.items()
+            ((name, result),) = report.results.items()
             obj = {"strategy": name, "run_dir": str(report.out), **columns[name]}
             if result.stopped:
                 obj["stop_reason"] = result.stopped
@@ -322,10 +436,18 @@ def run_and_report(cfg, out: str | None, *, as_json: bool = False, progress: boo
             obj["report"] = str(page)
         print(json.dumps(obj, sort_keys=True))
     else:
-        print(f"{', '.join(cfg.tickers)}  {cfg.start} .. {cfg.end}  (alpha={cfg.metrics.alpha}, "
-              f"fill={cfg.broker.fill}, source={cfg.data.source})")
-        print(format_table({n: {**c, "status": _status_label(report.results[n]) if n in report.results
-                                 else c["status"]} for n, c in columns.items()}))
+        print(
+            f"{', '.join(cfg.tickers)}  {cfg.start} .. {cfg.end}  (alpha={cfg.metrics.alpha}, "
+            f"fill={cfg.broker.fill}, source={cfg.data.source})"
+        )
+        print(
+            format_table(
+                {
+                    n: {**c, "status": _status_label(report.results[n]) if n in report.results else c["status"]}
+                    for n, c in columns.items()
+                }
+            )
+        )
         for name, result in report.results.items():
             line = _llm_line(result.strategy_summary)
             if line:
@@ -335,12 +457,14 @@ def run_and_report(cfg, out: str | None, *, as_json: bool = False, progress: boo
         if page is not None:
             print(f"report:        {page}")
     for name, reason in stopped.items():
-        print(f"fincon: {name} stopped early ({' '.join(reason.split())}); results saved up to the last "
-              "finished day; the benchmark covers the full window", file=sys.stderr)
+        print(
+            f"fincon: {name} stopped early ({' '.join(reason.split())}); results saved up to the last "
+            "finished day; the benchmark covers the full window",
+            file=sys.stderr,
+        )
     for name, reason in report.failed.items():
         print(f"fincon: {name} finished no day and was not written: {' '.join(reason.split())}", file=sys.stderr)
     rejected = sum(r.rejected_orders for r in report.results.values())
     if rejected:
-        print(f"fincon: warning: {rejected} order(s) were rejected by the broker; see the log (-v)",
-              file=sys.stderr)
+        print(f"fincon: warning: {rejected} order(s) were rejected by the broker; see the log (-v)", file=sys.stderr)
     return 0 if report.complete else EXIT_STOPPED

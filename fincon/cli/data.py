@@ -83,60 +83,115 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("data", help="import corpora, describe datasets, sample corpus, point-in-time views")
     dsub = p.add_subparsers(dest="data_command", metavar="ACTION")
 
-    i = dsub.add_parser("import", help="import a public corpus into a dataset directory", description=IMPORT_HELP,
-                        epilog=IMPORT_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    i = dsub.add_parser(
+        "import",
+        help="import a public corpus into a dataset directory",
+        description=IMPORT_HELP,
+        epilog=IMPORT_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     i.add_argument("format", choices=("investorbench", "finsaber", "csv"), help="the corpus' published format")
-    i.add_argument("sources", nargs="+", type=Path, metavar="SOURCE",
-                   help="input files (investorbench, csv) or the layout's root folder (finsaber)")
+    i.add_argument(
+        "sources",
+        nargs="+",
+        type=Path,
+        metavar="SOURCE",
+        help="input files (investorbench, csv) or the layout's root folder (finsaber)",
+    )
     i.add_argument("--out", type=Path, required=True, metavar="DIR", help="dataset directory to write (must be new)")
-    i.add_argument("--tickers", "--ticker", dest="tickers", metavar="T[,T...]",
-                   help="import only these tickers (default: every ticker the source holds)")
+    i.add_argument(
+        "--tickers",
+        "--ticker",
+        dest="tickers",
+        metavar="T[,T...]",
+        help="import only these tickers (default: every ticker the source holds)",
+    )
     i.add_argument("--start", help="first day to import, YYYY-MM-DD (default: the source's first)")
     i.add_argument("--end", help="last day to import, YYYY-MM-DD (default: the source's last)")
-    i.add_argument("--same-day", action="store_true",
-                   help="BENCHMARK CONVENTION, one day of look-ahead: date-only items visible at that day's close "
-                        "(default: from the next trading day)")
-    i.add_argument("--keep-sentiment", action="store_true",
-                   help="investorbench: keep the '(Sentiment: ...)' tag in the news text (default: metadata only)")
+    i.add_argument(
+        "--same-day",
+        action="store_true",
+        help="BENCHMARK CONVENTION, one day of look-ahead: date-only items visible at that day's close "
+        "(default: from the next trading day)",
+    )
+    i.add_argument(
+        "--keep-sentiment",
+        action="store_true",
+        help="investorbench: keep the '(Sentiment: ...)' tag in the news text (default: metadata only)",
+    )
     i.add_argument("--prices", type=Path, metavar="DIR", help="csv: folder of TICKER.csv price files")
     i.add_argument("--replace", action="store_true", help="overwrite --out if it holds an earlier dataset")
     i.set_defaults(func=cmd_import)
 
-    n = dsub.add_parser("info", help="describe a dataset directory (its dataset.json)",
-                        epilog="examples:\n  fincon data info data/ib-msft\n  fincon data info data/ib-msft --json\n",
-                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    n = dsub.add_parser(
+        "info",
+        help="describe a dataset directory (its dataset.json)",
+        epilog="examples:\n  fincon data info data/ib-msft\n  fincon data info data/ib-msft --json\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     n.add_argument("dir", type=Path, metavar="DIR", help="a directory written by `fincon data import`")
     n.add_argument("--json", action="store_true", help="print dataset.json as it is")
     n.set_defaults(func=cmd_info)
 
-    s = dsub.add_parser("sample", help="regenerate the synthetic event corpus", description=SAMPLE_HELP,
-                        epilog=SAMPLE_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    s.add_argument("--tickers", "--ticker", dest="tickers", metavar="T[,T...]",
-                   help="comma-separated tickers with bundled prices (default: the 11 FinCon tickers)")
+    s = dsub.add_parser(
+        "sample",
+        help="regenerate the synthetic event corpus",
+        description=SAMPLE_HELP,
+        epilog=SAMPLE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s.add_argument(
+        "--tickers",
+        "--ticker",
+        dest="tickers",
+        metavar="T[,T...]",
+        help="comma-separated tickers with bundled prices (default: the 11 FinCon tickers)",
+    )
     s.add_argument("--start", type=iso_date, default=None, help="first day, YYYY-MM-DD (default 2022-01-03)")
     s.add_argument("--end", type=iso_date, default=None, help="last day, YYYY-MM-DD (default 2023-06-09)")
-    s.add_argument("--planted", metavar="SOURCE:STRENGTH", help="e.g. news:0.3 (look-ahead test corpus; never the default)")
+    s.add_argument(
+        "--planted", metavar="SOURCE:STRENGTH", help="e.g. news:0.3 (look-ahead test corpus; never the default)"
+    )
     s.add_argument("--out", type=Path, default=Path("events-sample"), help="output directory (default ./events-sample)")
-    s.add_argument("--no-audio", action="store_true", help="skip rendering earnings-call audio (no espeak-ng/ffmpeg needed)")
+    s.add_argument(
+        "--no-audio", action="store_true", help="skip rendering earnings-call audio (no espeak-ng/ffmpeg needed)"
+    )
     s.add_argument("--bitrate", default="12k", help="Opus bitrate of the call audio (default 12k)")
     s.set_defaults(func=cmd_sample)
 
-    v = dsub.add_parser("show", help="what an agent could see on one day", description=SHOW_HELP,
-                        formatter_class=argparse.RawDescriptionHelpFormatter,
-                        epilog="examples:\n  fincon data show --ticker TSLA --date 2022-11-01\n"
-                               "  fincon data show --data data/ib-msft --ticker MSFT --date 2021-01-27\n"
-                               "  fincon data show --ticker NIO --date 2023-03-02 --embedder hashing --json\n")
+    v = dsub.add_parser(
+        "show",
+        help="what an agent could see on one day",
+        description=SHOW_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  fincon data show --ticker TSLA --date 2022-11-01\n"
+        "  fincon data show --data data/ib-msft --ticker MSFT --date 2021-01-27\n"
+        "  fincon data show --ticker NIO --date 2023-03-02 --embedder hashing --json\n",
+    )
     v.add_argument("--ticker", required=True)
     v.add_argument("--date", type=iso_date, required=True, help="decision day, YYYY-MM-DD")
-    v.add_argument("--data", type=Path, default=None, metavar="DIR",
-                   help="a dataset directory (`fincon data import`): its events and trading days")
-    v.add_argument("--events", type=Path, default=None,
-                   help="event directory (default: the dataset's events with --data, else the bundled sample)")
+    v.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="a dataset directory (`fincon data import`): its events and trading days",
+    )
+    v.add_argument(
+        "--events",
+        type=Path,
+        default=None,
+        help="event directory (default: the dataset's events with --data, else the bundled sample)",
+    )
     v.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
     v.add_argument("--agent", default="analyst", help="agent profile used in the memory query (default analyst)")
-    v.add_argument("--k", type=number(int, 0, 100), default=5,
-                   help="memories to show (default 5; 0 skips rebuilding the memory, which on a large real corpus "
-                        "takes minutes with the minilm embedder)")
+    v.add_argument(
+        "--k",
+        type=number(int, 0, 100),
+        default=5,
+        help="memories to show (default 5; 0 skips rebuilding the memory, which on a large real corpus "
+        "takes minutes with the minilm embedder)",
+    )
     v.add_argument("--json", action="store_true", help="print JSON instead of text")
     v.set_defaults(func=cmd_show)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
@@ -171,8 +226,7 @@ def check_bitrate(text: str) -> int:
     m = re.fullmatch(r"(\d+(?:\.\d+)?)([kK]?)", str(text).strip())
     bits = float(m.group(1)) * (1000 if m.group(2) else 1) if m else None
     if bits is None or not 500 <= bits <= 512_000:
-        raise ConfigError(f"--bitrate {text!r} is not an Opus bitrate: give bits per second from 500 to 512k, "
-                          "e.g. 12k")
+        raise ConfigError(f"--bitrate {text!r} is not an Opus bitrate: give bits per second from 500 to 512k, e.g. 12k")
     return int(bits)
 
 
@@ -210,9 +264,14 @@ def cmd_import(args: argparse.Namespace) -> int:
     from fincon.data.dataset import check_out
 
     check_out(args.out, args.replace)  # before reading anything large
-    opts = ImportOptions(tickers=tickers, start=start, end=end,
-                         visibility="same-day" if args.same_day else "next-session",
-                         keep_sentiment=args.keep_sentiment, prices=args.prices)
+    opts = ImportOptions(
+        tickers=tickers,
+        start=start,
+        end=end,
+        visibility="same-day" if args.same_day else "next-session",
+        keep_sentiment=args.keep_sentiment,
+        prices=args.prices,
+    )
     t0 = time.perf_counter()
     corpus = read_corpus(args.format, args.sources, opts)
     manifest = write_dataset(corpus, args.out, replace=args.replace)
@@ -224,9 +283,11 @@ def cmd_import(args: argparse.Namespace) -> int:
     for line in item_table(manifest):
         print(f"  {line}")
     if args.same_day:
-        print("WARNING: --same-day: date-only items are visible at that day's own close (the benchmarks' "
-              "convention, one day of look-ahead for after-close items); results on this dataset are not point in time",
-              file=sys.stderr)
+        print(
+            "WARNING: --same-day: date-only items are visible at that day's own close (the benchmarks' "
+            "convention, one day of look-ahead for after-close items); results on this dataset are not point in time",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -271,8 +332,13 @@ def cmd_sample(args: argparse.Namespace) -> int:
         require_binary("ffmpeg", "ffmpeg")
     start = str(_date(args.start, "--start").date()) if args.start else DEFAULT_START
     end = str(_date(args.end, "--end").date()) if args.end else DEFAULT_END
-    cfg = GeneratorConfig(tickers=_tickers(args.tickers), start=start, end=end, planted=Planted.parse(args.planted),
-                          audio_dir=None if args.no_audio else "audio")
+    cfg = GeneratorConfig(
+        tickers=_tickers(args.tickers),
+        start=start,
+        end=end,
+        planted=Planted.parse(args.planted),
+        audio_dir=None if args.no_audio else "audio",
+    )
     res = write_corpus(generate(cfg), args.out, cfg, audio=not args.no_audio, bitrate=args.bitrate)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(res["counts"].items()))
     planted = f"; PLANTED look-ahead in {args.planted}" if cfg.planted else ""
@@ -280,8 +346,9 @@ def cmd_sample(args: argparse.Namespace) -> int:
     return 0
 
 
-def trading_days(ticker: str, first: pd.Timestamp, last: pd.Timestamp,
-                 prices_dir: Path | None = None) -> pd.DatetimeIndex:
+def trading_days(
+    ticker: str, first: pd.Timestamp, last: pd.Timestamp, prices_dir: Path | None = None
+) -> pd.DatetimeIndex:
     """The ticker's sessions in [first, last]: from the dataset's prices when
     given, else the bundled sample's, else weekdays."""
     import pandas as pd
@@ -303,8 +370,16 @@ def trading_days(ticker: str, first: pd.Timestamp, last: pd.Timestamp,
     return pd.bdate_range(first, last)
 
 
-def build_view(ticker: str, date: pd.Timestamp, events_dir: Path | None, embedder: str, agent: str, k: int,
-               memory_dir: Path, prices_dir: Path | None = None) -> dict[str, Any]:
+def build_view(
+    ticker: str,
+    date: pd.Timestamp,
+    events_dir: Path | None,
+    embedder: str,
+    agent: str,
+    k: int,
+    memory_dir: Path,
+    prices_dir: Path | None = None,
+) -> dict[str, Any]:
     import pandas as pd
 
     from fincon.data.events import sample_store
@@ -323,11 +398,14 @@ def build_view(ticker: str, date: pd.Timestamp, events_dir: Path | None, embedde
     days = trading_days(ticker, first, date, prices_dir)
     last_event = pd.Timestamp(evs[-1].published_at.astimezone(MARKET_TZ).date())
     if date > last_event + pd.Timedelta(days=7):
-        raise DataError(f"{date.date()} is after the {ticker} event corpus ends ({last_event.date()}); "
-                        "pick an earlier --date")
+        raise DataError(
+            f"{date.date()} is after the {ticker} event corpus ends ({last_event.date()}); pick an earlier --date"
+        )
     if len(days) == 0 or days[-1] != date:
         if len(days) and date > days[-1] + pd.Timedelta(days=7):
-            raise DataError(f"{date.date()} is after the last {ticker} price ({days[-1].date()}); pick an earlier --date")
+            raise DataError(
+                f"{date.date()} is after the last {ticker} price ({days[-1].date()}); pick an earlier --date"
+            )
         raise DataError(f"{date.date()} is not a trading day for {ticker}; pick a weekday with a session")
     top: list = []
     query = None
@@ -342,8 +420,12 @@ def build_view(ticker: str, date: pd.Timestamp, events_dir: Path | None, embedde
             entries += summ.summarise(ticker, d, store.view_at(d).events(ticker, since=prev_d))
             prev_d = d
         if len(entries) > 500:
-            print(f"building the analyst's memory: {len(entries):,} items with the {embedder} embedder "
-                  "(--embedder hashing is faster, --k 0 skips the memories)...", file=sys.stderr, flush=True)
+            print(
+                f"building the analyst's memory: {len(entries):,} items with the {embedder} embedder "
+                "(--embedder hashing is faster, --k 0 skips the memories)...",
+                file=sys.stderr,
+                flush=True,
+            )
         mem.add(entries)
         from fincon.memory.analyst import profile_query
 
@@ -355,8 +437,14 @@ def build_view(ticker: str, date: pd.Timestamp, events_dir: Path | None, embedde
     latest = {s: view.latest(ticker, s) for s in ("10-K", "10-Q", "earnings_call", "analyst_note")}
 
     def ev_row(e):
-        row = {"id": e.id, "source": e.source, "published": e.published_at.astimezone(MARKET_TZ).strftime("%Y-%m-%d %H:%M %Z"),
-               "title": e.title, "synthetic": e.synthetic, "audio": e.audio}
+        row = {
+            "id": e.id,
+            "source": e.source,
+            "published": e.published_at.astimezone(MARKET_TZ).strftime("%Y-%m-%d %H:%M %Z"),
+            "title": e.title,
+            "synthetic": e.synthetic,
+            "audio": e.audio,
+        }
         if e.metadata.get("time") == "date only":
             row["published"] = f"{e.metadata.get('date')} (date only)"
         if "sentiment" in e.metadata:
@@ -367,15 +455,29 @@ def build_view(ticker: str, date: pd.Timestamp, events_dir: Path | None, embedde
     by_source = {s: sum(1 for e in visible if e.source == s) for s in SOURCES}
 
     return {
-        "ticker": ticker, "date": str(date.date()), "decision_time": decision_cutoff(date).astimezone(MARKET_TZ).isoformat(),
-        "synthetic": all(e.synthetic for e in visible), "visible_events": len(visible),
+        "ticker": ticker,
+        "date": str(date.date()),
+        "decision_time": decision_cutoff(date).astimezone(MARKET_TZ).isoformat(),
+        "synthetic": all(e.synthetic for e in visible),
+        "visible_events": len(visible),
         "visible_by_source": {s: n for s, n in by_source.items() if n},
         "new_today": [ev_row(e) for e in new],
         "latest": {s: (ev_row(e) if e else None) for s, e in latest.items()},
-        "query": query, "embedder": embedder,
-        "memories": [{"id": s.id, "score": round(s.score, 4), "relevancy": round(s.relevancy_scaled, 4),
-                      "importance": round(s.importance_scaled, 4), "age_days": s.age_days, "source": s.source,
-                      "access": s.access, "text": s.text} for s in top],
+        "query": query,
+        "embedder": embedder,
+        "memories": [
+            {
+                "id": s.id,
+                "score": round(s.score, 4),
+                "relevancy": round(s.relevancy_scaled, 4),
+                "importance": round(s.importance_scaled, 4),
+                "age_days": s.age_days,
+                "source": s.source,
+                "access": s.access,
+                "text": s.text,
+            }
+            for s in top
+        ],
     }
 
 
@@ -387,13 +489,20 @@ def no_events_hint(ticker: str, events_dir: Path | None) -> str:
     root = Path(events_dir) if events_dir else SAMPLE_DIR
     have = sorted({p.name.split(".")[0] for p in root.glob("*.jsonl*")} | {p.stem for p in root.glob("*.csv")})
     where = events_dir or "the bundled sample"
-    pick = f"pick one of its tickers ({', '.join(have[:12])}{', ...' if len(have) > 12 else ''})" if have else \
-        "it holds no event file"
+    pick = (
+        f"pick one of its tickers ({', '.join(have[:12])}{', ...' if len(have) > 12 else ''})"
+        if have
+        else "it holds no event file"
+    )
     if (PRICES_DIR / f"{ticker}.csv.gz").is_file():
-        return (f"no events for {ticker} in {where}; {pick}, or write a corpus for it with `fincon data sample "
-                f"--tickers {ticker} --out events-{ticker.lower()}` and pass --events events-{ticker.lower()}")
-    return (f"no events for {ticker} in {where}; {pick} ({ticker} has no bundled prices, so `fincon data sample` "
-            "cannot write events for it either)")
+        return (
+            f"no events for {ticker} in {where}; {pick}, or write a corpus for it with `fincon data sample "
+            f"--tickers {ticker} --out events-{ticker.lower()}` and pass --events events-{ticker.lower()}"
+        )
+    return (
+        f"no events for {ticker} in {where}; {pick} ({ticker} has no bundled prices, so `fincon data sample` "
+        "cannot write events for it either)"
+    )
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -401,8 +510,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     date = _date(args.date, "--date")
     if args.events is not None and not args.events.is_dir():
         what = "is a file" if args.events.exists() else "does not exist"
-        raise ConfigError(f"--events {args.events} {what}; pass the folder of an event corpus (one written by "
-                          "`fincon data sample --out DIR`), or leave --events out for the bundled sample")
+        raise ConfigError(
+            f"--events {args.events} {what}; pass the folder of an event corpus (one written by "
+            "`fincon data sample --out DIR`), or leave --events out for the bundled sample"
+        )
     if args.k < 0:
         raise ConfigError("--k must be 0 (no memories) or more")
     events_dir, prices_dir = args.events, None
@@ -416,16 +527,19 @@ def cmd_show(args: argparse.Namespace) -> int:
                 raise DataError(f"{args.data} holds prices but no items; give an event corpus with --events DIR")
             events_dir = ds.events_dir
     with tempfile.TemporaryDirectory(prefix="fincon-show-") as tmp:
-        out = build_view(ticker, date, events_dir, args.embedder, args.agent, args.k, Path(tmp) / "memory",
-                         prices_dir)
+        out = build_view(ticker, date, events_dir, args.embedder, args.agent, args.k, Path(tmp) / "memory", prices_dir)
     if args.json:
         print(json.dumps(out, indent=2, sort_keys=True))
         return 0
     label = "SYNTHETIC sample corpus" if out["synthetic"] else "event corpus"
-    print(f"{ticker} on {out['date']}, decision time {out['decision_time']} ({label}; {out['visible_events']} events visible)")
+    print(
+        f"{ticker} on {out['date']}, decision time {out['decision_time']} ({label}; {out['visible_events']} events visible)"
+    )
     print("visible by source: " + ", ".join(f"{s} {n}" for s, n in out["visible_by_source"].items()))
     print(f"\nnew since the previous decision ({len(out['new_today'])}), by source:")
-    for source in sorted({e["source"] for e in out["new_today"]}, key=lambda s: [e["source"] for e in out["new_today"]].index(s)):
+    for source in sorted(
+        {e["source"] for e in out["new_today"]}, key=lambda s: [e["source"] for e in out["new_today"]].index(s)
+    ):
         rows = [e for e in out["new_today"] if e["source"] == source]
         print(f"  {source} ({len(rows)}):")
         for e in rows:
@@ -433,11 +547,18 @@ def cmd_show(args: argparse.Namespace) -> int:
             print(f"    {e['published']}  {e['title']}{tag}")
     print("\nlatest by source:")
     for s, e in out["latest"].items():
-        print(f"  {s:<13} " + (f"{e['published']}  {e['title']}" + (f"  [audio {e['audio']}]" if e["audio"] else "") if e else "-"))
+        print(
+            f"  {s:<13} "
+            + (f"{e['published']}  {e['title']}" + (f"  [audio {e['audio']}]" if e["audio"] else "") if e else "-")
+        )
     if out["query"] is None:
         return 0
-    print(f"\ntop {len(out['memories'])} memories (score = relevancy + importance, each in [0,1]; embedder {out['embedder']}):")
+    print(
+        f"\ntop {len(out['memories'])} memories (score = relevancy + importance, each in [0,1]; embedder {out['embedder']}):"
+    )
     print(f"  query: {out['query']}")
     for m in out["memories"]:
-        print(f"  {m['score']:.3f} = {m['relevancy']:.3f} + {m['importance']:.3f}  age {m['age_days']:>3}d  {m['source']:<13} {m['text'][:110]}")
+        print(
+            f"  {m['score']:.3f} = {m['relevancy']:.3f} + {m['importance']:.3f}  age {m['age_days']:>3}d  {m['source']:<13} {m['text'][:110]}"
+        )
     return 0

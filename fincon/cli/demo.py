@@ -27,8 +27,15 @@ CACHE = DEMO_DIR / "llm-cache.sqlite"
 TRANSCRIPTS = DEMO_DIR  # Whisper transcripts under transcripts/, keyed by audio hash
 #: hashes of the live recording's outputs: a replay must match them (tests/test_demo.py)
 RECORDED = DEMO_DIR / "recorded.json"
-REPRODUCED = ("decisions.jsonl", "equity.csv", "metrics.json", "positions.csv", "trades.csv", "llm_usage.csv",
-              "llm_audit.jsonl")
+REPRODUCED = (
+    "decisions.jsonl",
+    "equity.csv",
+    "metrics.json",
+    "positions.csv",
+    "trades.csv",
+    "llm_usage.csv",
+    "llm_audit.jsonl",
+)
 
 DEMO = {
     "tickers": ["TSLA", "MSFT", "PFE"],
@@ -49,13 +56,17 @@ DEMO = {
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="the agent team beside buy-and-hold and Markowitz (replayed, offline)",
-                       description=__doc__.split("\n\n", 1)[1].replace("``", "`"),
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog="examples:\n  fincon demo\n  fincon demo --out runs/my-demo\n"
-                              "  fincon demo --record        # re-record the shipped cache (~30 min)\n")
-    p.add_argument("--out", default="runs/demo", help="run directory, replaced if it holds an earlier run "
-                                                      "(default runs/demo)")
+    p = sub.add_parser(
+        "demo",
+        help="the agent team beside buy-and-hold and Markowitz (replayed, offline)",
+        description=__doc__.split("\n\n", 1)[1].replace("``", "`"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  fincon demo\n  fincon demo --out runs/my-demo\n"
+        "  fincon demo --record        # re-record the shipped cache (~30 min)\n",
+    )
+    p.add_argument(
+        "--out", default="runs/demo", help="run directory, replaced if it holds an earlier run (default runs/demo)"
+    )
     p.add_argument("--record", action="store_true", help="run the model live and rewrite the shipped cache")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
     p.set_defaults(func=run)
@@ -71,8 +82,11 @@ def demo_config(record: bool = False):
     from fincon.config import load_config
 
     cfg = load_config(None, {k: v for k, v in DEMO.items() if k != "llm"})
-    llm = {**DEMO["llm"], "cache": "read-write" if record else "replay",
-           "cache_path": str(RECORDING if record else CACHE)}
+    llm = {
+        **DEMO["llm"],
+        "cache": "read-write" if record else "replay",
+        "cache_path": str(RECORDING if record else CACHE),
+    }
     return cfg.model_copy(update={"llm": llm})
 
 
@@ -93,8 +107,10 @@ def run(args: argparse.Namespace) -> int:
     from fincon.errors import FinconError
 
     if not args.record and not CACHE.is_file():
-        raise FinconError(f"the demo's recorded cache {CACHE} is missing; run `fincon demo --record` "
-                          "(or `make record-demo`) to record it")
+        raise FinconError(
+            f"the demo's recorded cache {CACHE} is missing; run `fincon demo --record` "
+            "(or `make record-demo`) to record it"
+        )
     cfg = demo_config(args.record)
     if args.record:
         for leftover in RECORDING.parent.glob(RECORDING.name + "*"):

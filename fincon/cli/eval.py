@@ -31,39 +31,78 @@ realised return, with and without the debate round."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("eval", help="score parts of the team against known answers (numeric critics, debate)",
-                       description=__doc__.split("\n\n")[0])
+    p = sub.add_parser(
+        "eval",
+        help="score parts of the team against known answers (numeric critics, debate)",
+        description=__doc__.split("\n\n")[0],
+    )
     inner = p.add_subparsers(dest="eval", metavar="EVAL", required=True)
 
-    n = inner.add_parser("numeric", help="numeric critics: exact match of an analyst alone, with one critic, with both",
-                         description=NUMERIC)
-    n.add_argument("--brain", choices=["rules", "llm"], default="rules",
-                   help="rules (deterministic baseline and critics, default) or llm (every agent a model call)")
-    n.add_argument("--limit", type=number(int, 1), metavar="N", help="at most N questions (spread over the question kinds)")
-    n.add_argument("--split", choices=["test", "dev", "all"], default="test",
-                   help="which documents to score (default test: never in a prompt's example)")
-    n.add_argument("--format", choices=["synthetic", "finqa"], default="synthetic",
-                   help="synthetic: questions over the bundled filings (default); finqa: FinQA's published JSON "
-                        "(--data; download from https://github.com/czyssrs/FinQA, dataset/test.json)")
+    n = inner.add_parser(
+        "numeric",
+        help="numeric critics: exact match of an analyst alone, with one critic, with both",
+        description=NUMERIC,
+    )
+    n.add_argument(
+        "--brain",
+        choices=["rules", "llm"],
+        default="rules",
+        help="rules (deterministic baseline and critics, default) or llm (every agent a model call)",
+    )
+    n.add_argument(
+        "--limit", type=number(int, 1), metavar="N", help="at most N questions (spread over the question kinds)"
+    )
+    n.add_argument(
+        "--split",
+        choices=["test", "dev", "all"],
+        default="test",
+        help="which documents to score (default test: never in a prompt's example)",
+    )
+    n.add_argument(
+        "--format",
+        choices=["synthetic", "finqa"],
+        default="synthetic",
+        help="synthetic: questions over the bundled filings (default); finqa: FinQA's published JSON "
+        "(--data; download from https://github.com/czyssrs/FinQA, dataset/test.json)",
+    )
     n.add_argument("--data", type=Path, metavar="FILE.json", help="the FinQA file of --format finqa")
     n.add_argument("--json", type=Path, metavar="FILE", help="also write the table and every answer as JSON")
     add_llm_arguments(n)
     n.set_defaults(func=_numeric)
 
-    d = inner.add_parser("debate", help="debate: direction accuracy of the call reports at 1/5/20 days, "
-                                        "with and without the debate round", description=DEBATE)
-    d.add_argument("--brain", choices=["rules", "llm"], default="rules",
-                   help="rules (deterministic specialists and debate, default) or llm (every role a model call)")
+    d = inner.add_parser(
+        "debate",
+        help="debate: direction accuracy of the call reports at 1/5/20 days, with and without the debate round",
+        description=DEBATE,
+    )
+    d.add_argument(
+        "--brain",
+        choices=["rules", "llm"],
+        default="rules",
+        help="rules (deterministic specialists and debate, default) or llm (every role a model call)",
+    )
     d.add_argument("--tickers", nargs="+", metavar="T", help="tickers of the sample corpus (default all 11)")
-    d.add_argument("--transcripts", choices=["text", "whisper"], default="text",
-                   help="read the call's text (default, fast) or hear its audio through Whisper (cached)")
-    d.add_argument("--dataset", nargs="+", type=Path, metavar="DIR",
-                   help="score the debate on the 10-Q/10-K filings of imported datasets (fincon data import "
-                        "investorbench ...) instead of the sample calls, beside always-bullish and the news "
-                        "sentiment tags")
-    d.add_argument("--retrieval-model", metavar="NAME",
-                   help="a sentence-transformers model (directory or hub name, e.g. a finance-tuned one) for the "
-                        "debate's retrieval (default: the offline embedder)")
+    d.add_argument(
+        "--transcripts",
+        choices=["text", "whisper"],
+        default="text",
+        help="read the call's text (default, fast) or hear its audio through Whisper (cached)",
+    )
+    d.add_argument(
+        "--dataset",
+        nargs="+",
+        type=Path,
+        metavar="DIR",
+        help="score the debate on the 10-Q/10-K filings of imported datasets (fincon data import "
+        "investorbench ...) instead of the sample calls, beside always-bullish and the news "
+        "sentiment tags",
+    )
+    d.add_argument(
+        "--retrieval-model",
+        metavar="NAME",
+        help="a sentence-transformers model (directory or hub name, e.g. a finance-tuned one) for the "
+        "debate's retrieval (default: the offline embedder)",
+    )
     d.add_argument("--json", type=Path, metavar="FILE", help="also write the table and every call as JSON")
     add_llm_arguments(d)
     d.set_defaults(func=_debate)
@@ -71,12 +110,25 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _register_extraction(inner) -> None:
-    x = inner.add_parser("extraction", help="the extraction critic on real filings: restated figures, half perturbed "
-                                            "in code; precision and recall of its flags")
-    x.add_argument("--dataset", nargs="+", type=Path, required=True, metavar="DIR",
-                   help="imported datasets (fincon data import investorbench ...): their 10-Q/10-K are the set")
-    x.add_argument("--brain", choices=["rules", "llm"], default="rules",
-                   help="rules (the filing's sentence restated, the rules critic) or llm (both model calls)")
+    x = inner.add_parser(
+        "extraction",
+        help="the extraction critic on real filings: restated figures, half perturbed "
+        "in code; precision and recall of its flags",
+    )
+    x.add_argument(
+        "--dataset",
+        nargs="+",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="imported datasets (fincon data import investorbench ...): their 10-Q/10-K are the set",
+    )
+    x.add_argument(
+        "--brain",
+        choices=["rules", "llm"],
+        default="rules",
+        help="rules (the filing's sentence restated, the rules critic) or llm (both model calls)",
+    )
     x.add_argument("--per-filing", type=int, default=8, metavar="N", help="figures restated per filing (default 8)")
     x.add_argument("--json", type=Path, metavar="FILE", help="also write the scores and every case as JSON")
     add_llm_arguments(x)
@@ -131,8 +183,10 @@ def _numeric(args: argparse.Namespace) -> int:
         if client is not None:
             client.close()
     if not res["questions"]:
-        raise ConfigError(f"nothing to score: the {args.split} split has no question"
-                          f"{' within --limit' if args.limit is not None else ''}; use --split all or a larger --limit")
+        raise ConfigError(
+            f"nothing to score: the {args.split} split has no question"
+            f"{' within --limit' if args.limit is not None else ''}; use --split all or a larger --limit"
+        )
     print(numeric.report(res))
     if args.json:
         data = {k: v for k, v in res.items() if k != "outcomes"}
@@ -145,8 +199,10 @@ def _finqa(args: argparse.Namespace) -> int:
     from fincon.eval import finqa
 
     if not args.data or not Path(args.data).is_file():
-        print(f"fincon eval numeric --format finqa needs --data FILE.json (FinQA's JSON; download: {finqa.DOWNLOAD})",
-              file=sys.stderr)
+        print(
+            f"fincon eval numeric --format finqa needs --data FILE.json (FinQA's JSON; download: {finqa.DOWNLOAD})",
+            file=sys.stderr,
+        )
         return 2
     client = _client(args, {"answer_max_tokens": 256, "n_ctx": 4096})
     try:
@@ -157,8 +213,9 @@ def _finqa(args: argparse.Namespace) -> int:
     print(finqa.report(res))
     if args.json:
         data = {k: v for k, v in res.items() if k != "outcomes"}
-        data["answers"] = [{"id": o.item.id, "gold": o.item.gold, "type": o.item.kind, **o.answers}
-                           for o in res["outcomes"]]
+        data["answers"] = [
+            {"id": o.item.id, "gold": o.item.gold, "type": o.item.kind, **o.answers} for o in res["outcomes"]
+        ]
         _write_json(args.json, data)
     return 0
 
@@ -187,8 +244,10 @@ def _debate(args: argparse.Namespace) -> int:
     corpus = debate.sample_tickers()
     missing = [t.upper() for t in (tickers or []) if t.upper() not in corpus]
     if missing:
-        raise DataError(f"nothing to score for {', '.join(missing)}: the sample corpus has no earnings calls of "
-                        f"{'it' if len(missing) == 1 else 'them'}; pick from {', '.join(corpus)}")
+        raise DataError(
+            f"nothing to score for {', '.join(missing)}: the sample corpus has no earnings calls of "
+            f"{'it' if len(missing) == 1 else 'them'}; pick from {', '.join(corpus)}"
+        )
     client = _client(args, {"answer_max_tokens": 320, "n_ctx": 4096})
     try:
         res = debate.run(args.brain, tickers, client, args.transcripts)
@@ -196,8 +255,10 @@ def _debate(args: argparse.Namespace) -> int:
         if client is not None:
             client.close()
     if not res["calls_scored"]:
-        raise DataError(f"nothing to score: no earnings call of {', '.join(res['tickers'])} in the sample corpus "
-                        f"is followed by a trading day; pick other tickers ({', '.join(corpus)})")
+        raise DataError(
+            f"nothing to score: no earnings call of {', '.join(res['tickers'])} in the sample corpus "
+            f"is followed by a trading day; pick other tickers ({', '.join(corpus)})"
+        )
     print(debate.report(res))
     if args.json:
         data = {k: v for k, v in res.items() if k != "results"}

@@ -93,65 +93,121 @@ examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("experiment", help="the paper's protocol: repeats x ablations, baselines, Wilcoxon test",
-                       description=HELP, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "experiment",
+        help="the paper's protocol: repeats x ablations, baselines, Wilcoxon test",
+        description=HELP,
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     g = p.add_argument_group("what to run")
     g.add_argument("--config", type=Path, help="YAML experiment config (examples/experiment.yaml); flags override it")
-    g.add_argument("--ticker", "--tickers", dest="tickers", metavar="T[,T...]",
-                   help="ticker, or comma-separated tickers for a portfolio (default TSLA)")
+    g.add_argument(
+        "--ticker",
+        "--tickers",
+        dest="tickers",
+        metavar="T[,T...]",
+        help="ticker, or comma-separated tickers for a portfolio (default TSLA)",
+    )
     g.add_argument("--train-start", type=iso_date, help="first training day, YYYY-MM-DD (default 2022-01-03)")
     g.add_argument("--train-end", type=iso_date, help="last training day, YYYY-MM-DD (default 2022-10-04)")
     g.add_argument("--test-start", type=iso_date, help="first test day, YYYY-MM-DD (default 2022-10-05)")
     g.add_argument("--test-end", type=iso_date, help="last test day, YYYY-MM-DD (default 2023-06-09)")
-    g.add_argument("--repeats", type=number(int, 1, 100), help="repeats R; each ablation reports its median run (default 5)")
+    g.add_argument(
+        "--repeats", type=number(int, 1, 100), help="repeats R; each ablation reports its median run (default 5)"
+    )
     g.add_argument("--episodes", type=number(int, 1, 100), help="training episodes K (default 4, as in the paper)")
     g.add_argument("--ablations", metavar="A[,A...]", help="of full, no-cvar, no-beliefs (default all three)")
-    g.add_argument("--protocols", metavar="P[,P...]",
-                   help="decision protocols to compare on the same team, data and cache: fincon, scm, debate "
-                        "(default fincon); each gets every ablation and repeat")
-    g.add_argument("--baselines", metavar="S[,S...]",
-                   help="baseline strategies on the test window (default buy-and-hold,markowitz,equal-weight,"
-                        "sma-cross)")
-    g.add_argument("--param", action="append", default=[], metavar="STRATEGY.KEY=VALUE",
-                   help="fincon.KEY=VALUE: a team parameter; markowitz.KEY=VALUE etc.: a baseline's; repeatable")
+    g.add_argument(
+        "--protocols",
+        metavar="P[,P...]",
+        help="decision protocols to compare on the same team, data and cache: fincon, scm, debate "
+        "(default fincon); each gets every ablation and repeat",
+    )
+    g.add_argument(
+        "--baselines",
+        metavar="S[,S...]",
+        help="baseline strategies on the test window (default buy-and-hold,markowitz,equal-weight,sma-cross)",
+    )
+    g.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="STRATEGY.KEY=VALUE",
+        help="fincon.KEY=VALUE: a team parameter; markowitz.KEY=VALUE etc.: a baseline's; repeatable",
+    )
     t = p.add_argument_group("agent team")
     t.add_argument("--brain", choices=["llm", "rules"], help="llm (default, bundled model) or rules")
     t.add_argument("--events", metavar="sample|DIR", help="event corpus (default: the bundled sample)")
     t.add_argument("--seed", type=number(int, 0, 1_000_000), help="base seed; repeat r uses seed + r - 1 (default 0)")
-    t.add_argument("--temperature", type=number(float, 0, 2, lo_open=True),
-                   help="llm brain: the manager's sampling temperature, above 0 (default 0.7)")
-    t.add_argument("--explore", type=number(float, 0, 2), help="rules brain: weight noise of episodes 2..K (default 0.3)")
-    t.add_argument("--lr", type=number(float, 0, 100), help="rules brain: weight step size, times 1 - tau (default 4.0)")
+    t.add_argument(
+        "--temperature",
+        type=number(float, 0, 2, lo_open=True),
+        help="llm brain: the manager's sampling temperature, above 0 (default 0.7)",
+    )
+    t.add_argument(
+        "--explore", type=number(float, 0, 2), help="rules brain: weight noise of episodes 2..K (default 0.3)"
+    )
+    t.add_argument(
+        "--lr", type=number(float, 0, 100), help="rules brain: weight step size, times 1 - tau (default 4.0)"
+    )
     r = p.add_argument_group("rolling evaluation (instead of one train/test split; docs/experiments.md)")
-    r.add_argument("--rolling", metavar="WINDOW",
-                   help="test on successive windows of this length (1y, 6m, 2w, 90d), each after a training "
-                        "window of the same length")
+    r.add_argument(
+        "--rolling",
+        metavar="WINDOW",
+        help="test on successive windows of this length (1y, 6m, 2w, 90d), each after a training "
+        "window of the same length",
+    )
     r.add_argument("--step", metavar="STEP", help="how far each window starts after the last (default 6m)")
-    r.add_argument("--universe", action="append", metavar="RULE",
-                   help="tickers of each window, picked at its start from earlier bars: all, random:N:SEED, "
-                        "top-volume:N (60-day dollar volume), momentum:N (12-month return) or T1,T2,...; "
-                        "repeatable (default all)")
+    r.add_argument(
+        "--universe",
+        action="append",
+        metavar="RULE",
+        help="tickers of each window, picked at its start from earlier bars: all, random:N:SEED, "
+        "top-volume:N (60-day dollar volume), momentum:N (12-month return) or T1,T2,...; "
+        "repeatable (default all)",
+    )
     r.add_argument("--rolling-start", metavar="DAY", help="first day of the first test window (default 2019-01-01)")
-    r.add_argument("--rolling-end", metavar="DAY",
-                   help="test windows end by this day and by the data's last day (default 2024-12-31)")
+    r.add_argument(
+        "--rolling-end",
+        metavar="DAY",
+        help="test windows end by this day and by the data's last day (default 2024-12-31)",
+    )
     d = p.add_argument_group("data")
     d.add_argument("--source", choices=["sample", "csv", "yfinance"], help="price source (default sample)")
-    d.add_argument("--data", type=Path, metavar="DIR",
-                   help="a dataset directory from `fincon data import` (prices, events, calendar) or a directory of TICKER.csv files")
+    d.add_argument(
+        "--data",
+        type=Path,
+        metavar="DIR",
+        help="a dataset directory from `fincon data import` (prices, events, calendar) or a directory of TICKER.csv files",
+    )
     d.add_argument("--cache-dir", type=Path, help="yfinance download cache")
     add_llm_arguments(p)
     x = p.add_argument_group("execution (see Scale-out above)")
-    x.add_argument("--executor", choices=["local", "ray"],
-                   help="local (default): the units one after the other in this process; ray: each unit as a Ray "
-                        "task in its own worker process, in parallel (pip install 'fincon[ray]')")
-    x.add_argument("--ray-address", metavar="ADDR",
-                   help="run on an existing Ray cluster: auto (the one this machine belongs to) or HEAD:PORT "
-                        "(default: start a local cluster for this command)")
-    x.add_argument("--ray-cpus", type=number(int, 1, 4096), metavar="N",
-                   help="size of the local Ray cluster: units run N at a time (default: every core)")
+    x.add_argument(
+        "--executor",
+        choices=["local", "ray"],
+        help="local (default): the units one after the other in this process; ray: each unit as a Ray "
+        "task in its own worker process, in parallel (pip install 'fincon[ray]')",
+    )
+    x.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="run on an existing Ray cluster: auto (the one this machine belongs to) or HEAD:PORT "
+        "(default: start a local cluster for this command)",
+    )
+    x.add_argument(
+        "--ray-cpus",
+        type=number(int, 1, 4096),
+        metavar="N",
+        help="size of the local Ray cluster: units run N at a time (default: every core)",
+    )
     o = p.add_argument_group("output")
-    o.add_argument("--out", metavar="DIR", help="experiment directory (default runs/experiment_<tickers>_<hash>); "
-                                                "the same command resumes it")
+    o.add_argument(
+        "--out",
+        metavar="DIR",
+        help="experiment directory (default runs/experiment_<tickers>_<hash>); the same command resumes it",
+    )
     o.add_argument("--json", action="store_true", help="print results.json instead of the table")
     o.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=run)
@@ -175,25 +231,45 @@ def build_experiment(args: argparse.Namespace):
         if ds is not None and ds.has_events:
             events = str(ds.events_dir.expanduser().absolute())
     over: dict[str, Any] = {
-        "tickers": _split(args.tickers), "train.start": args.train_start, "train.end": args.train_end,
-        "test.start": args.test_start, "test.end": args.test_end, "repeats": args.repeats,
-        "episodes": args.episodes, "ablations": _split(args.ablations), "protocols": _split(args.protocols), "baselines": _split(args.baselines),
-        "team.brain": args.brain, "team.events": events, "seed": args.seed, "temperature": args.temperature,
-        "explore": args.explore, "lr": args.lr,
+        "tickers": _split(args.tickers),
+        "train.start": args.train_start,
+        "train.end": args.train_end,
+        "test.start": args.test_start,
+        "test.end": args.test_end,
+        "repeats": args.repeats,
+        "episodes": args.episodes,
+        "ablations": _split(args.ablations),
+        "protocols": _split(args.protocols),
+        "baselines": _split(args.baselines),
+        "team.brain": args.brain,
+        "team.events": events,
+        "seed": args.seed,
+        "temperature": args.temperature,
+        "explore": args.explore,
+        "lr": args.lr,
         "data.source": args.source or ("csv" if args.data else None),
         "data.dir": str(args.data.expanduser().absolute()) if args.data else None,
         "data.cache_dir": str(args.cache_dir.expanduser().absolute()) if args.cache_dir else None,
-        "rolling.window": args.rolling, "rolling.step": args.step, "rolling.universes": args.universe,
-        "rolling.start": args.rolling_start, "rolling.end": args.rolling_end,
-        "executor.kind": args.executor, "executor.address": args.ray_address, "executor.cpus": args.ray_cpus,
+        "rolling.window": args.rolling,
+        "rolling.step": args.step,
+        "rolling.universes": args.universe,
+        "rolling.start": args.rolling_start,
+        "rolling.end": args.rolling_end,
+        "executor.kind": args.executor,
+        "executor.address": args.ray_address,
+        "executor.cpus": args.ray_cpus,
     }
     for key, value in llm_overrides(args).items():
         over[f"llm.{key}"] = value
     for name, params in _parse_params(args.param).items():
         for key, value in params.items():
             over[f"team.{key}" if name == "fincon" else f"strategy_params.{name}.{key}"] = value
-    rolling_only = {"--step": args.step, "--universe": args.universe, "--rolling-start": args.rolling_start,
-                    "--rolling-end": args.rolling_end}
+    rolling_only = {
+        "--step": args.step,
+        "--universe": args.universe,
+        "--rolling-start": args.rolling_start,
+        "--rolling-end": args.rolling_end,
+    }
     given = [k for k, v in rolling_only.items() if v is not None]
     if given and not args.rolling:
         from fincon.errors import ConfigError
@@ -212,8 +288,9 @@ def run(args: argparse.Namespace) -> int:
     if exp.rolling is not None:
         return run_rolling_command(args, exp)
     with open_executor(exp.executor) as executor:
-        report = run_experiment(exp, Path(args.out) if args.out else None, progress=not args.no_progress,
-                                executor=executor)
+        report = run_experiment(
+            exp, Path(args.out) if args.out else None, progress=not args.no_progress, executor=executor
+        )
     if args.json:
         print(json.dumps({"experiment_dir": str(report.out), "ran": report.ran, **report.results}, sort_keys=True))
         return 0
@@ -229,13 +306,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_rolling_command(args: argparse.Namespace, exp) -> int:
+    import hashlib
+
     from fincon.workflow.executors import open_executor
     from fincon.workflow.rolling import identity, run_rolling
 
-    import hashlib
-
-    out = Path(args.out) if args.out else Path("runs") / (
-        "rolling_" + hashlib.sha256(json.dumps(identity(exp), sort_keys=True).encode()).hexdigest()[:8])
+    out = (
+        Path(args.out)
+        if args.out
+        else Path("runs")
+        / ("rolling_" + hashlib.sha256(json.dumps(identity(exp), sort_keys=True).encode()).hexdigest()[:8])
+    )
     with open_executor(exp.executor) as executor:
         report = run_rolling(exp, out, progress=not args.no_progress, executor=executor)
     if args.json:
@@ -244,32 +325,63 @@ def run_rolling_command(args: argparse.Namespace, exp) -> int:
     print(format_rolling(report.results))
     if report.skipped:
         print(f"\nresumed: {len(report.skipped)} unit(s) were already finished, {len(report.ran)} run now")
-    print(f"\nrolling directory: {report.out}  (windows.csv, summary.csv, results.json; "
-          f"fincon report {report.out} --out rolling.html)")
+    print(
+        f"\nrolling directory: {report.out}  (windows.csv, summary.csv, results.json; "
+        f"fincon report {report.out} --out rolling.html)"
+    )
     sys.stdout.flush()
     return 0
 
 
 def format_rolling(res: dict[str, Any]) -> str:
     """Per universe and strategy: the medians over windows and the comparison with buy-and-hold."""
-    head = (f"rolling {res['window']} windows stepped by {res['step']} in {res['span'][0]}..{res['span'][1]} "
-            f"({res['brain']} brain, {res['episodes']} training episode(s))")
-    rows = [("universe", "strategy", "windows", "median CR %", "median SR", "median MDD %", "mean excess CR %",
-             "beats B&H", "p vs B&H", "median turnover", "LLM cost $")]
+    head = (
+        f"rolling {res['window']} windows stepped by {res['step']} in {res['span'][0]}..{res['span'][1]} "
+        f"({res['brain']} brain, {res['episodes']} training episode(s))"
+    )
+    rows = [
+        (
+            "universe",
+            "strategy",
+            "windows",
+            "median CR %",
+            "median SR",
+            "median MDD %",
+            "mean excess CR %",
+            "beats B&H",
+            "p vs B&H",
+            "median turnover",
+            "LLM cost $",
+        )
+    ]
     for s in res["summary"]:
-        rows.append((s["universe"], s["strategy"], str(s["windows"]), _f(s["median_cr_pct"], "{:.2f}"),
-                     _f(s["median_sharpe"], "{:.3f}"), _f(s["median_mdd_pct"], "{:.2f}"),
-                     _f(s["mean_excess_cr_pct"], "{:.2f}"),
-                     "" if s["share_beats_bh"] is None else f"{s['share_beats_bh']:.0%}",
-                     _f(s["wilcoxon_p"], "{:.4f}"), _f(s["median_turnover"], "{:.2f}"),
-                     _f(s["llm_cost_usd"], "{:.4f}")))
+        rows.append(
+            (
+                s["universe"],
+                s["strategy"],
+                str(s["windows"]),
+                _f(s["median_cr_pct"], "{:.2f}"),
+                _f(s["median_sharpe"], "{:.3f}"),
+                _f(s["median_mdd_pct"], "{:.2f}"),
+                _f(s["mean_excess_cr_pct"], "{:.2f}"),
+                "" if s["share_beats_bh"] is None else f"{s['share_beats_bh']:.0%}",
+                _f(s["wilcoxon_p"], "{:.4f}"),
+                _f(s["median_turnover"], "{:.2f}"),
+                _f(s["llm_cost_usd"], "{:.4f}"),
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = [head]
     for r in rows:
-        lines.append("  ".join([r[0].ljust(widths[0]), r[1].ljust(widths[1])]
-                               + [c.rjust(w) for c, w in zip(r[2:], widths[2:])]).rstrip())
-    lines.append("beats B&H: share of windows with a CR above buy-and-hold's on the same window and tickers; "
-                 "p: two-sided Wilcoxon signed-rank test of per-window CRs paired with buy-and-hold's")
+        lines.append(
+            "  ".join(
+                [r[0].ljust(widths[0]), r[1].ljust(widths[1])] + [c.rjust(w) for c, w in zip(r[2:], widths[2:])]
+            ).rstrip()
+        )
+    lines.append(
+        "beats B&H: share of windows with a CR above buy-and-hold's on the same window and tickers; "
+        "p: two-sided Wilcoxon signed-rank test of per-window CRs paired with buy-and-hold's"
+    )
     return "\n".join(lines)
 
 
@@ -280,37 +392,81 @@ def _f(v: Any, fmt: str) -> str:
 def format_results(res: dict[str, Any]) -> str:
     """One table: the median run of each ablation and each baseline."""
     best = res["best_baseline"]
-    head = (f"{', '.join(res['tickers'])}  train {res['train']['start']} .. {res['train']['end']}, "
-            f"test {res['test']['start']} .. {res['test']['end']}  "
-            f"({res['brain']} brain, {res['repeats']} repeats x {res['episodes']} episodes)")
-    rows = [("run", "CR %", "Sharpe", "MDD %", "turnover", f"p vs {best or '-'}", "CR % over repeats", "calls/day",
-             "tokens/day", "cost $", "fallbacks", "differs %")]
+    head = (
+        f"{', '.join(res['tickers'])}  train {res['train']['start']} .. {res['train']['end']}, "
+        f"test {res['test']['start']} .. {res['test']['end']}  "
+        f"({res['brain']} brain, {res['repeats']} repeats x {res['episodes']} episodes)"
+    )
+    rows = [
+        (
+            "run",
+            "CR %",
+            "Sharpe",
+            "MDD %",
+            "turnover",
+            f"p vs {best or '-'}",
+            "CR % over repeats",
+            "calls/day",
+            "tokens/day",
+            "cost $",
+            "fallbacks",
+            "differs %",
+        )
+    ]
     measures = []
     for v, m in res["median"].items():
         w = m.get("wilcoxon") or {}
         p = _f(w.get("p_value"), "{:.4f}") if w.get("p_value") is not None else (w.get("note") and "equal" or "n/a")
         label = f"{m.get('protocol', 'fincon')} {m.get('ablation', v)} (median: r{m['repeat']})"
-        rows.append((label, _f(m["cr_pct"], "{:.3f}"), _f(m["sharpe"], "{:.3f}"),
-                     _f(m["mdd_pct"], "{:.3f}"), _f(m.get("turnover"), "{:.2f}"), p,
-                     f"{_f(m['cr_pct_min'], '{:.2f}')} .. {_f(m['cr_pct_max'], '{:.2f}')}",
-                     _f(m.get("calls_per_day"), "{:.2f}"), _f(m.get("tokens_per_day"), "{:,.0f}"),
-                     _f(m.get("cost_usd"), "{:.4f}"), _f(m.get("fallbacks"), "{:d}"),
-                     "-" if m.get("protocol", "fincon") == "fincon" else _f(
-                         None if m.get("differs_from_fincon") is None else 100 * m["differs_from_fincon"], "{:.1f}")))
+        rows.append(
+            (
+                label,
+                _f(m["cr_pct"], "{:.3f}"),
+                _f(m["sharpe"], "{:.3f}"),
+                _f(m["mdd_pct"], "{:.3f}"),
+                _f(m.get("turnover"), "{:.2f}"),
+                p,
+                f"{_f(m['cr_pct_min'], '{:.2f}')} .. {_f(m['cr_pct_max'], '{:.2f}')}",
+                _f(m.get("calls_per_day"), "{:.2f}"),
+                _f(m.get("tokens_per_day"), "{:,.0f}"),
+                _f(m.get("cost_usd"), "{:.4f}"),
+                _f(m.get("fallbacks"), "{:d}"),
+                "-"
+                if m.get("protocol", "fincon") == "fincon"
+                else _f(None if m.get("differs_from_fincon") is None else 100 * m["differs_from_fincon"], "{:.1f}"),
+            )
+        )
         own = m.get("protocol_measures") or {}
         if own:
-            measures.append(f"{label}: " + ", ".join(f"{k} {val}" for k, val in own.items()
-                                                       if isinstance(val, (int, float, str))))
+            measures.append(
+                f"{label}: " + ", ".join(f"{k} {val}" for k, val in own.items() if isinstance(val, (int, float, str)))
+            )
     for b, m in res["baselines"].items():
-        rows.append((f"{b}{' *' if b == best else ''}", _f(m["cr_pct"], "{:.3f}"), _f(m["sharpe"], "{:.3f}"),
-                     _f(m["mdd_pct"], "{:.3f}"), _f(m.get("turnover"), "{:.2f}"), "", "", "", "", "", "", ""))
+        rows.append(
+            (
+                f"{b}{' *' if b == best else ''}",
+                _f(m["cr_pct"], "{:.3f}"),
+                _f(m["sharpe"], "{:.3f}"),
+                _f(m["mdd_pct"], "{:.3f}"),
+                _f(m.get("turnover"), "{:.2f}"),
+                "",
+                "",
+                "",
+                "",
+                "",
+                "",
+                "",
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = [head]
     for r in rows:
         lines.append("  ".join([r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]).rstrip())
-    lines.append("* best baseline by Sharpe on the test window; p: two-sided Wilcoxon signed-rank test of the "
-                 "median run's daily log returns against it; calls/day: model calls (cache hits included); "
-                 "differs %: test days whose target weights differ from the plain fincon team's")
+    lines.append(
+        "* best baseline by Sharpe on the test window; p: two-sided Wilcoxon signed-rank test of the "
+        "median run's daily log returns against it; calls/day: model calls (cache hits included); "
+        "differs %: test days whose target weights differ from the plain fincon team's"
+    )
     if measures:
         lines += ["", "protocol measures (median runs):"] + [f"  {x}" for x in measures]
     return "\n".join(lines)

@@ -34,8 +34,13 @@ examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("explain", help="what an agent team saw, said and did on one day, with its evidence",
-                       description=HELP, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "explain",
+        help="what an agent team saw, said and did on one day, with its evidence",
+        description=HELP,
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("run", type=Path, metavar="RUN", help="run directory")
     p.add_argument("--date", type=iso_date, required=True, help="decision day, YYYY-MM-DD")
     p.add_argument("--json", action="store_true", help="print the day's record as JSON")
@@ -50,8 +55,10 @@ def find_team_run(run: Path) -> Path:
         raise DataError(f"{run} is not a run directory; pass a directory written by fincon backtest")
     if (run / "decisions.jsonl").is_file():
         return run
-    for marker, kind, pattern in (("experiment.json", "experiment", "test/*/decisions.jsonl"),
-                                  ("train.json", "training", "episodes/ep-*/decisions.jsonl")):
+    for marker, kind, pattern in (
+        ("experiment.json", "experiment", "test/*/decisions.jsonl"),
+        ("train.json", "training", "episodes/ep-*/decisions.jsonl"),
+    ):
         if (run / marker).is_file():
             from fincon.workflow.status import failure, read_state
 
@@ -63,8 +70,10 @@ def find_team_run(run: Path) -> Path:
             if not subs:
                 raise DataError(f"{run} is {'an' if kind[0] in 'aeiou' else 'a'} {kind} with no team run yet{note}")
             shown = ", ".join(str(p) for p in subs[:6]) + (f" and {len(subs) - 6} more" if len(subs) > 6 else "")
-            raise DataError(f"{run} is {'an' if kind[0] in 'aeiou' else 'a'} {kind}{note}; its team runs are "
-                            f"{shown}: pass one of them")
+            raise DataError(
+                f"{run} is {'an' if kind[0] in 'aeiou' else 'a'} {kind}{note}; its team runs are "
+                f"{shown}: pass one of them"
+            )
     subs = sorted(p.parent for p in run.glob("*/decisions.jsonl") if _has_records(p))
     if len(subs) == 1:
         return subs[0]
@@ -112,8 +121,9 @@ def load_day(run: Path, date: str) -> dict[str, Any]:
             return entry
     if not days:
         raise DataError(f"{path} is empty")
-    raise DataError(f"{date} is not a decision day of this run ({days[0]}..{days[-1]}; "
-                    "the last day of a run makes no decision)")
+    raise DataError(
+        f"{date} is not a decision day of this run ({days[0]}..{days[-1]}; the last day of a run makes no decision)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -125,7 +135,9 @@ def run(args: argparse.Namespace) -> int:
         text = format_day(entry)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         # a record edited or written by another version: its layout, not the user's input, is at fault
-        raise DataError(f"{args.run}: the record of {args.date} is not laid out as this fincon writes it "
-                        f"({type(exc).__name__}: {exc}); `fincon explain ... --json` prints it as stored") from None
+        raise DataError(
+            f"{args.run}: the record of {args.date} is not laid out as this fincon writes it "
+            f"({type(exc).__name__}: {exc}); `fincon explain ... --json` prints it as stored"
+        ) from None
     print(text)
     return 0

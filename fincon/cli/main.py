@@ -19,8 +19,19 @@ import sys
 from fincon import __version__
 from fincon.errors import FinconError
 
-COMMANDS = ("fincon.cli.backtest", "fincon.cli.train", "fincon.cli.eval", "fincon.cli.experiment", "fincon.cli.demo", "fincon.cli.explain", "fincon.cli.report", "fincon.cli.plot", "fincon.cli.data", "fincon.cli.transcribe",
-            "fincon.cli.llm")
+COMMANDS = (
+    "fincon.cli.backtest",
+    "fincon.cli.train",
+    "fincon.cli.eval",
+    "fincon.cli.experiment",
+    "fincon.cli.demo",
+    "fincon.cli.explain",
+    "fincon.cli.report",
+    "fincon.cli.plot",
+    "fincon.cli.data",
+    "fincon.cli.transcribe",
+    "fincon.cli.llm",
+)
 
 EPILOG = """\
 examples:

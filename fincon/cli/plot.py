@@ -10,7 +10,8 @@ from fincon.errors import FinconError
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "plot", help="draw several runs' equity curves and drawdowns in one PNG",
+        "plot",
+        help="draw several runs' equity curves and drawdowns in one PNG",
         description="Plot the equity curve (top) and drawdown (bottom) of each RUN in one headless PNG. "
         "A RUN is a run directory holding equity.csv; a comparison directory (several strategies) "
         "expands into its runs, a training into its episodes, an experiment into its median team runs and "
@@ -36,8 +37,10 @@ def _expand(run: Path) -> list[Path]:
             why = failure(read_state(run / marker))
             if why:
                 article = "an" if kind[0] in "aeiou" else "a"
-                raise FinconError(f"{run} is {article} {kind} that did not finish ({why}); rerun its command to "
-                                  "finish it, or plot the finished runs inside it")
+                raise FinconError(
+                    f"{run} is {article} {kind} that did not finish ({why}); rerun its command to "
+                    "finish it, or plot the finished runs inside it"
+                )
             return _experiment_runs(run) if kind == "experiment" else _training_runs(run)
     if (run / "equity.csv").is_file():
         return [run]

@@ -34,11 +34,23 @@ examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="one self-contained HTML page for runs, a training or an experiment",
-                       description=HELP, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="run, comparison, training or experiment directory")
-    p.add_argument("--out", type=Path, default=Path("report.html"), metavar="FILE",
-                   help="HTML file to write (default report.html; replaced if it exists)")
+    p = sub.add_parser(
+        "report",
+        help="one self-contained HTML page for runs, a training or an experiment",
+        description=HELP,
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "runs", nargs="+", type=Path, metavar="RUN", help="run, comparison, training or experiment directory"
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("report.html"),
+        metavar="FILE",
+        help="HTML file to write (default report.html; replaced if it exists)",
+    )
     p.set_defaults(func=run)
 
 

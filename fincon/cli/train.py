@@ -61,22 +61,45 @@ examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("train", help="learn the team's investment beliefs over training episodes (CVRF)",
-                       description=HELP, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "train",
+        help="learn the team's investment beliefs over training episodes (CVRF)",
+        description=HELP,
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     g = p.add_argument_group("what to train")
     g.add_argument("--config", type=Path, help="YAML run config (strategies: [fincon]); flags override it")
-    g.add_argument("--ticker", "--tickers", dest="tickers", metavar="T[,T...]",
-                   help="ticker, or comma-separated tickers for a portfolio (default TSLA)")
-    g.add_argument("--start", type=iso_date,
-                   help=f"first training day, YYYY-MM-DD (default: the config's start, else {TRAIN_START})")
-    g.add_argument("--end", type=iso_date,
-                   help=f"last training day, YYYY-MM-DD (default: the config's end, else {TRAIN_END})")
-    g.add_argument("--param", action="append", default=[], metavar="fincon.KEY=VALUE",
-                   help="team parameter, repeatable (value parsed as YAML)")
+    g.add_argument(
+        "--ticker",
+        "--tickers",
+        dest="tickers",
+        metavar="T[,T...]",
+        help="ticker, or comma-separated tickers for a portfolio (default TSLA)",
+    )
+    g.add_argument(
+        "--start",
+        type=iso_date,
+        help=f"first training day, YYYY-MM-DD (default: the config's start, else {TRAIN_START})",
+    )
+    g.add_argument(
+        "--end", type=iso_date, help=f"last training day, YYYY-MM-DD (default: the config's end, else {TRAIN_END})"
+    )
+    g.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="fincon.KEY=VALUE",
+        help="team parameter, repeatable (value parsed as YAML)",
+    )
     d = p.add_argument_group("data")
     d.add_argument("--source", choices=["sample", "csv", "yfinance"], help="price source (default sample)")
-    d.add_argument("--data", type=Path, metavar="DIR",
-                   help="a dataset directory from `fincon data import` (prices, events, calendar) or a directory of TICKER.csv files")
+    d.add_argument(
+        "--data",
+        type=Path,
+        metavar="DIR",
+        help="a dataset directory from `fincon data import` (prices, events, calendar) or a directory of TICKER.csv files",
+    )
     d.add_argument("--cache-dir", type=Path, help="yfinance download cache")
     t = p.add_argument_group("agent team")
     t.add_argument("--brain", choices=["llm", "rules"], help="llm (default, bundled model) or rules")
@@ -84,23 +107,48 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--candidates", metavar="T[,T...]", help="portfolio: candidates for the stock-selection analyst")
     t.add_argument("--no-cvar", action="store_true", help="turn off the within-episode CVaR alert")
     r = p.add_argument_group("training")
-    r.add_argument("--episodes", type=number(int, 1, 100), default=4, help="training episodes K (default 4, as in the paper)")
-    r.add_argument("--no-beliefs", action="store_true",
-                   help="the ablation: run the episodes but never update the beliefs")
-    r.add_argument("--explore", type=number(float, 0, 2), default=0.3,
-                   help="rules brain: log-normal noise on the rules weights in episodes 2..K (default 0.3)")
-    r.add_argument("--lr", type=number(float, 0, 100), default=4.0,
-                   help="rules brain: weight step size, multiplied by 1 - tau (default 4.0)")
+    r.add_argument(
+        "--episodes", type=number(int, 1, 100), default=4, help="training episodes K (default 4, as in the paper)"
+    )
+    r.add_argument(
+        "--no-beliefs", action="store_true", help="the ablation: run the episodes but never update the beliefs"
+    )
+    r.add_argument(
+        "--explore",
+        type=number(float, 0, 2),
+        default=0.3,
+        help="rules brain: log-normal noise on the rules weights in episodes 2..K (default 0.3)",
+    )
+    r.add_argument(
+        "--lr",
+        type=number(float, 0, 100),
+        default=4.0,
+        help="rules brain: weight step size, multiplied by 1 - tau (default 4.0)",
+    )
     add_llm_arguments(p)
     o = p.add_argument_group("output")
-    o.add_argument("--out", metavar="DIR",
-                   help="training directory (default runs/train_<tickers>_<window>_<hash>); the same command "
-                        "resumes it")
+    o.add_argument(
+        "--out",
+        metavar="DIR",
+        help="training directory (default runs/train_<tickers>_<window>_<hash>); the same command resumes it",
+    )
     o.add_argument("--json", action="store_true", help="print the episodes as JSON instead of a table")
     o.add_argument("--no-progress", action="store_true", help="hide the progress bars")
-    p.set_defaults(func=run, strategies="fincon", no_benchmark=True, cash=None, commission=None, slippage=None,
-                   fill=None, alpha=None, risk_free=None, beliefs=None, protocol=None, samples=None,
-                   critics=None)
+    p.set_defaults(
+        func=run,
+        strategies="fincon",
+        no_benchmark=True,
+        cash=None,
+        commission=None,
+        slippage=None,
+        fill=None,
+        alpha=None,
+        risk_free=None,
+        beliefs=None,
+        protocol=None,
+        samples=None,
+        critics=None,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -118,9 +166,17 @@ def run(args: argparse.Namespace) -> int:
     opts = TrainOptions(episodes=args.episodes, learn=not args.no_beliefs, explore=args.explore, lr=args.lr)
     report = train(cfg, Path(args.out) if args.out else None, opts, progress=not args.no_progress)
     if args.json:
-        print(json.dumps({"train_dir": str(report.out), "episodes": report.rows,
-                          "rerun": {str(k): v for k, v in sorted(report.rerun.items())},
-                          "beliefs": report.beliefs.model_dump()}, sort_keys=True))
+        print(
+            json.dumps(
+                {
+                    "train_dir": str(report.out),
+                    "episodes": report.rows,
+                    "rerun": {str(k): v for k, v in sorted(report.rerun.items())},
+                    "beliefs": report.beliefs.model_dump(),
+                },
+                sort_keys=True,
+            )
+        )
         return 0
     print(format_episodes(report.rows))
     for k, why in sorted(report.rerun.items()):
@@ -130,8 +186,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"\ntraining directory: {report.out}")
     print(f"learned beliefs:    {report.out / 'beliefs.json'}  (version {report.beliefs.version})")
     print(f"belief evolution:   {report.out / 'beliefs.png'}")
-    print(f"test them:          fincon backtest --ticker {','.join(cfg.tickers)} --strategy fincon "
-          f"--beliefs {report.out}")
+    print(
+        f"test them:          fincon backtest --ticker {','.join(cfg.tickers)} --strategy fincon --beliefs {report.out}"
+    )
     return 0
 
 
@@ -148,15 +205,19 @@ def _config_keys(path: Path) -> set[str]:
 
 
 def format_episodes(rows: list[dict]) -> str:
-    head = f"{'episode':>7}  {'objective %':>11}  {'Sharpe':>7}  {'MDD %':>7}  {'alerts':>6}  {'tau':>5}  " \
-           f"{'edit':>6}  touched"
+    head = (
+        f"{'episode':>7}  {'objective %':>11}  {'Sharpe':>7}  {'MDD %':>7}  {'alerts':>6}  {'tau':>5}  "
+        f"{'edit':>6}  touched"
+    )
     lines = [head]
     for r in rows:
         upd = r.get("update") or {}
         size = (upd.get("weights") or {}).get("size")
         tau = r.get("tau")
-        lines.append(f"{r['episode']:>7}  {r['objective']:>11.3f}  {r.get('sharpe') or 0:>7.3f}  "
-                     f"{r.get('mdd_pct') or 0:>7.3f}  {r.get('alerts', 0):>6}  "
-                     f"{'-' if tau is None else f'{tau:.2f}':>5}  {'-' if size is None else f'{size:.3f}':>6}  "
-                     f"{', '.join(upd.get('touched', [])) or '-'}")
+        lines.append(
+            f"{r['episode']:>7}  {r['objective']:>11.3f}  {r.get('sharpe') or 0:>7.3f}  "
+            f"{r.get('mdd_pct') or 0:>7.3f}  {r.get('alerts', 0):>6}  "
+            f"{'-' if tau is None else f'{tau:.2f}':>5}  {'-' if size is None else f'{size:.3f}':>6}  "
+            f"{', '.join(upd.get('touched', [])) or '-'}"
+        )
     return "\n".join(lines)

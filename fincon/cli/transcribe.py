@@ -30,16 +30,27 @@ line before any model loads.
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("transcribe", help="Whisper transcript of an audio file", description=HELP,
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog="examples (a bundled call and its script, shipped in examples/):\n"
-                              "  fincon transcribe fincon/data/sample/events/audio/TSLA-2022Q4.ogg\n"
-                              "  fincon transcribe fincon/data/sample/events/audio/TSLA-2022Q4.ogg --backend faster-whisper \\\n"
-                              "      --reference examples/TSLA-2022Q4.script.txt --json\n")
+    p = sub.add_parser(
+        "transcribe",
+        help="Whisper transcript of an audio file",
+        description=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples (a bundled call and its script, shipped in examples/):\n"
+        "  fincon transcribe fincon/data/sample/events/audio/TSLA-2022Q4.ogg\n"
+        "  fincon transcribe fincon/data/sample/events/audio/TSLA-2022Q4.ogg --backend faster-whisper \\\n"
+        "      --reference examples/TSLA-2022Q4.script.txt --json\n",
+    )
     p.add_argument("file", type=Path, help="audio file (ogg, opus, wav, mp3, ...)")
     p.add_argument("--backend", choices=("auto", "openai-whisper", "faster-whisper"), default="auto")
-    p.add_argument("--model", default="tiny.en", help="tiny.en (embedded, offline) or an openai-whisper model name (downloads)")
-    p.add_argument("--cache-dir", type=Path, default=None, help="cache folder for transcripts and the converted model (default $FINCON_CACHE_DIR or ~/.cache/fincon)")
+    p.add_argument(
+        "--model", default="tiny.en", help="tiny.en (embedded, offline) or an openai-whisper model name (downloads)"
+    )
+    p.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=None,
+        help="cache folder for transcripts and the converted model (default $FINCON_CACHE_DIR or ~/.cache/fincon)",
+    )
     p.add_argument("--reference", type=Path, help="text file with the script: also print the word error rate")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_transcribe)
@@ -67,5 +78,7 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
     else:
         print(tr.text)
         extra = f", WER {out['wer']:.1%}" if ref is not None else ""
-        print(f"[{tr.backend} {tr.model}, {tr.audio_seconds:.1f}s audio, {tr.compute_seconds:.1f}s{' (cached)' if tr.cached else ''}{extra}]")
+        print(
+            f"[{tr.backend} {tr.model}, {tr.audio_seconds:.1f}s audio, {tr.compute_seconds:.1f}s{' (cached)' if tr.cached else ''}{extra}]"
+        )
     return 0

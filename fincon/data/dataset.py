@@ -68,10 +68,14 @@ class Calendar(BaseModel):
     note: str
 
 
-EXCHANGE = Calendar(name="exchange", days_per_year=252,
-                    note="weekday sessions as in the price file (exchange holidays closed); annualised with 252 days")
-ALWAYS_OPEN = Calendar(name="24/7", days_per_year=365,
-                       note="a session every calendar day (crypto); annualised with 365 days")
+EXCHANGE = Calendar(
+    name="exchange",
+    days_per_year=252,
+    note="weekday sessions as in the price file (exchange holidays closed); annualised with 252 days",
+)
+ALWAYS_OPEN = Calendar(
+    name="24/7", days_per_year=365, note="a session every calendar day (crypto); annualised with 365 days"
+)
 
 
 def infer_calendar(dates: Sequence[pd.Timestamp]) -> Calendar:
@@ -167,7 +171,9 @@ def open_dataset(path: str | Path) -> Dataset:
     root = Path(path)
     mf = root / MANIFEST
     if not root.is_dir():
-        raise DataError(f"{root}: not a directory; import a corpus first with `fincon data import FORMAT FILE --out {root}`")
+        raise DataError(
+            f"{root}: not a directory; import a corpus first with `fincon data import FORMAT FILE --out {root}`"
+        )
     if not mf.is_file():
         raise DataError(f"{root} has no {MANIFEST}: not a fincon dataset (write one with `fincon data import`)")
     try:
@@ -183,8 +189,10 @@ def open_dataset(path: str | Path) -> Dataset:
         loc = ".".join(str(x) for x in first["loc"])
         raise DataError(f"{mf}: {loc}: {first['msg']}; re-run the import") from None
     if manifest.fincon_dataset > FORMAT_VERSION:
-        raise DataError(f"{mf}: dataset format {manifest.fincon_dataset} is newer than this fincon reads "
-                        f"({FORMAT_VERSION}); upgrade fincon")
+        raise DataError(
+            f"{mf}: dataset format {manifest.fincon_dataset} is newer than this fincon reads "
+            f"({FORMAT_VERSION}); upgrade fincon"
+        )
     return Dataset(root=root, manifest=manifest)
 
 
@@ -208,8 +216,10 @@ def check_out(out: Path, replace: bool) -> None:
         raise ConfigError(f"--out {out} exists and is a file; choose a new folder")
     if not is_dataset(out):
         if any(out.iterdir()):
-            raise ConfigError(f"--out {out} exists and is not a fincon dataset; choose a new folder "
-                              "(fincon never writes into a folder it did not make)")
+            raise ConfigError(
+                f"--out {out} exists and is not a fincon dataset; choose a new folder "
+                "(fincon never writes into a folder it did not make)"
+            )
         return
     if not replace:
         raise ConfigError(f"--out {out} already holds a dataset; pass --replace to overwrite it")
@@ -240,11 +250,20 @@ def build_manifest(corpus: ImportedCorpus, source_files: list[SourceFile]) -> Ma
         items[e.ticker][e.source] = items[e.ticker].get(e.source, 0) + 1
     items = {t: {s: c[s] for s in SOURCES if s in c} for t, c in items.items()}
     return Manifest(
-        format=corpus.format, created_by=f"fincon {__version__}", sources=source_files,
-        tickers=sorted(corpus.prices), start=all_dates[0].date(), end=all_dates[-1].date(),
-        prices=corpus.price_kind, calendar=infer_calendar(all_dates), visibility=corpus.visibility,
-        visibility_rule=VISIBILITY_RULES[corpus.visibility], items=items, items_total=len(corpus.events),
-        duplicates_dropped=corpus.duplicates, options=dict(sorted(corpus.options.items())),
+        format=corpus.format,
+        created_by=f"fincon {__version__}",
+        sources=source_files,
+        tickers=sorted(corpus.prices),
+        start=all_dates[0].date(),
+        end=all_dates[-1].date(),
+        prices=corpus.price_kind,
+        calendar=infer_calendar(all_dates),
+        visibility=corpus.visibility,
+        visibility_rule=VISIBILITY_RULES[corpus.visibility],
+        items=items,
+        items_total=len(corpus.events),
+        duplicates_dropped=corpus.duplicates,
+        options=dict(sorted(corpus.options.items())),
         notes=list(corpus.notes),
     )
 
@@ -282,13 +301,15 @@ def write_dataset(corpus: ImportedCorpus, out: Path, *, replace: bool = False) -
         (staging / "events").mkdir()
         for ticker, raw in sorted(corpus.prices.items()):
             _price_frame_out(raw, corpus.price_kind).to_csv(
-                staging / "prices" / f"{ticker}.csv", index=False, float_format="%.10g", lineterminator="\n")
+                staging / "prices" / f"{ticker}.csv", index=False, float_format="%.10g", lineterminator="\n"
+            )
         for ticker, evs in by_ticker.items():
             if evs:
                 write_jsonl_gz(staging / "events" / f"{ticker}.jsonl.gz", evs)
         (staging / MANIFEST).write_text(
             json.dumps(manifest.model_dump(mode="json"), indent=2, sort_keys=True, ensure_ascii=False) + "\n",
-            encoding="utf-8")
+            encoding="utf-8",
+        )
         _swap_in(staging, out, replace)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -302,8 +323,10 @@ def _swap_in(staging: Path, out: Path, replace: bool) -> None:
     line instead of overwriting it (``--replace`` swaps the old one out)."""
     if out.exists():
         if not (replace and is_dataset(out)):
-            raise ConfigError(f"--out {out} was written by another import while this one ran; nothing was changed "
-                              "(pass --replace to overwrite it)")
+            raise ConfigError(
+                f"--out {out} was written by another import while this one ran; nothing was changed "
+                "(pass --replace to overwrite it)"
+            )
         old = out.parent / f".{out.name}.replaced-{os.getpid()}"
         out.rename(old)
         try:
@@ -316,8 +339,10 @@ def _swap_in(staging: Path, out: Path, replace: bool) -> None:
     try:
         staging.rename(out)
     except OSError:  # created meanwhile (rename onto a non-empty folder fails)
-        raise ConfigError(f"--out {out} was written by another import while this one ran; nothing was changed "
-                          "(pass --replace to overwrite it)") from None
+        raise ConfigError(
+            f"--out {out} was written by another import while this one ran; nothing was changed "
+            "(pass --replace to overwrite it)"
+        ) from None
 
 
 def summary_rows(m: Manifest) -> list[tuple[str, str]]:
@@ -325,8 +350,11 @@ def summary_rows(m: Manifest) -> list[tuple[str, str]]:
     rows = [
         ("format", m.format),
         ("tickers", ", ".join(m.tickers)),
-        ("prices", f"{m.start} .. {m.end}, " + ("close only (fill at the close only)" if m.prices == "close"
-                                               else "open, high, low, close, volume")),
+        (
+            "prices",
+            f"{m.start} .. {m.end}, "
+            + ("close only (fill at the close only)" if m.prices == "close" else "open, high, low, close, volume"),
+        ),
         ("calendar", f"{m.calendar.name}: {m.calendar.note}"),
         ("visibility", f"{m.visibility}: {m.visibility_rule}"),
         ("items", f"{m.items_total:,} ({m.duplicates_dropped:,} duplicates dropped)"),

@@ -101,15 +101,12 @@ def validate_bars(raw: pd.DataFrame, ticker: str, origin: str) -> pd.DataFrame:
     if nan_mask.any():
         r, c = np.argwhere(nan_mask)[0]
         raise DataError(
-            f"{where}: missing or non-numeric {RAW_COLUMNS[1 + c]} on {dates.iloc[r].date()}; "
-            "fill or drop that row"
+            f"{where}: missing or non-numeric {RAW_COLUMNS[1 + c]} on {dates.iloc[r].date()}; fill or drop that row"
         )
     inf_mask = np.isinf(values.to_numpy(dtype=float))
     if inf_mask.any():
         r, c = np.argwhere(inf_mask)[0]
-        raise DataError(
-            f"{where}: infinite {RAW_COLUMNS[1 + c]} on {dates.iloc[r].date()}; fix or drop that row"
-        )
+        raise DataError(f"{where}: infinite {RAW_COLUMNS[1 + c]} on {dates.iloc[r].date()}; fix or drop that row")
     prices = values[["Open", "High", "Low", "Close", "Adj Close"]].to_numpy()
     if (prices <= 0).any():
         r, c = np.argwhere(prices <= 0)[0]
@@ -145,8 +142,7 @@ def _check_date_format(col: pd.Series, where: str) -> None:
     if bad.any():
         row = int(np.flatnonzero(bad.to_numpy())[0])
         raise DataError(
-            f"{where}: date {text.iloc[row]!r} at data row {row + 1} is not YYYY-MM-DD; "
-            "write dates as e.g. 2023-01-31"
+            f"{where}: date {text.iloc[row]!r} at data row {row + 1} is not YYYY-MM-DD; write dates as e.g. 2023-01-31"
         )
 
 
@@ -186,8 +182,7 @@ def load_prices(
         first, last = bars.index[0], bars.index[-1]
         if end < first or start > last:
             raise DataError(
-                f"{ticker}: no data in {start.date()}..{end.date()}; "
-                f"{source.name} has {first.date()}..{last.date()}"
+                f"{ticker}: no data in {start.date()}..{end.date()}; {source.name} has {first.date()}..{last.date()}"
             )
         # A few days of slack lets a window start or end on a weekend or
         # holiday next to the data; more than that means days are missing.
@@ -203,9 +198,7 @@ def load_prices(
         common = common.intersection(frames[t].index)
     in_window = common[(common >= start) & (common <= end)]
     if len(in_window) < 2:
-        raise DataError(
-            f"fewer than two trading days common to {','.join(tickers)} in {start.date()}..{end.date()}"
-        )
+        raise DataError(f"fewer than two trading days common to {','.join(tickers)} in {start.date()}..{end.date()}")
     union_in_window = set()
     for f in frames.values():
         union_in_window.update(f.index[(f.index >= start) & (f.index <= end)])
@@ -214,5 +207,4 @@ def load_prices(
     lo = max(0, first_pos - warmup)
     keep = common[lo : int(common.get_loc(in_window[-1])) + 1]
     aligned = {t: f.loc[keep] for t, f in frames.items()}
-    return LoadedPrices(frames=aligned, first_index=first_pos - lo, dropped_dates=dropped,
-                        close_only=tuple(close_only))
+    return LoadedPrices(frames=aligned, first_index=first_pos - lo, dropped_dates=dropped, close_only=tuple(close_only))

@@ -26,8 +26,14 @@ log = logging.getLogger(__name__)
 def _read_csv(path: Path, ticker: str) -> pd.DataFrame:
     try:
         return pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError, EOFError,
-            zlib.error) as exc:  # EOFError / zlib.error: a truncated or corrupt .csv.gz
+    except (
+        pd.errors.ParserError,
+        pd.errors.EmptyDataError,
+        UnicodeDecodeError,
+        OSError,
+        EOFError,
+        zlib.error,
+    ) as exc:  # EOFError / zlib.error: a truncated or corrupt .csv.gz
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DataError(f"{ticker} ({path}): cannot read CSV: {first}") from None
 
@@ -118,8 +124,7 @@ class YFinanceSource:
         tmp.replace(path)
         return raw
 
-    def _download(self, ticker: str, start: pd.Timestamp, end: pd.Timestamp,
-                  stale: str | None = None) -> pd.DataFrame:
+    def _download(self, ticker: str, start: pd.Timestamp, end: pd.Timestamp, stale: str | None = None) -> pd.DataFrame:
         import yfinance as yf
 
         sink = io.StringIO()
@@ -145,9 +150,11 @@ class YFinanceSource:
             yf_log.setLevel(level)
         if frame is None or frame.empty:
             log.debug("yfinance said: %s", sink.getvalue().strip())
-            cached = (f"the cache {self._cache_path(ticker)} holds only {stale}, not "
-                      f"{start:%Y-%m-%d}..{end:%Y-%m-%d}" if stale else
-                      f"nothing cached at {self._cache_path(ticker)}")
+            cached = (
+                f"the cache {self._cache_path(ticker)} holds only {stale}, not {start:%Y-%m-%d}..{end:%Y-%m-%d}"
+                if stale
+                else f"nothing cached at {self._cache_path(ticker)}"
+            )
             raise SourceUnavailable(
                 f"yfinance returned no data for {ticker} (offline or unknown ticker); {cached}. "
                 "Use --data DIR with CSVs, or the bundled --source sample"

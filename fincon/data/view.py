@@ -65,9 +65,7 @@ class MarketData:
         """Backtest-window bars of one ticker (for the engine's data feeds)."""
         i = self._col[ticker]
         sl = slice(self.first_index, None)
-        return pd.DataFrame(
-            {f: self._arrays[f][sl, i] for f in FIELDS}, index=self.dates[sl]
-        )
+        return pd.DataFrame({f: self._arrays[f][sl, i] for f in FIELDS}, index=self.dates[sl])
 
     def view_at(self, t: int, portfolio: PortfolioSnapshot | None = None) -> "MarketView":
         """The market as known at the close of absolute row ``t``."""

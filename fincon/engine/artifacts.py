@@ -26,8 +26,19 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
-ROUND_TRIP_COLUMNS = ["ticker", "direction", "entry_date", "exit_date", "shares", "entry_price", "exit_price",
-                      "holding_days", "pnl", "return_pct", "closed"]
+ROUND_TRIP_COLUMNS = [
+    "ticker",
+    "direction",
+    "entry_date",
+    "exit_date",
+    "shares",
+    "entry_price",
+    "exit_price",
+    "holding_days",
+    "pnl",
+    "return_pct",
+    "closed",
+]
 PACKAGES = ("fincon", "backtrader", "pandas", "numpy", "scipy", "cvxpy", "pydantic", "chromadb", "quantstats")
 
 
@@ -45,10 +56,21 @@ def round_trips(trades: pd.DataFrame, last_close: Mapping[str, float], last_day:
             n = min(abs(lot), abs(left))
             sign = 1.0 if lot > 0 else -1.0
             pnl = sign * n * (float(t.price) - price) - n * (fee + fee_per_share)
-            rows.append({"ticker": t.ticker, "direction": "long" if sign > 0 else "short", "entry_date": day,
-                         "exit_date": t.date, "shares": n, "entry_price": price, "exit_price": float(t.price),
-                         "holding_days": (pd.Timestamp(t.date) - pd.Timestamp(day)).days, "pnl": pnl,
-                         "return_pct": 100.0 * pnl / (n * price), "closed": True})
+            rows.append(
+                {
+                    "ticker": t.ticker,
+                    "direction": "long" if sign > 0 else "short",
+                    "entry_date": day,
+                    "exit_date": t.date,
+                    "shares": n,
+                    "entry_price": price,
+                    "exit_price": float(t.price),
+                    "holding_days": (pd.Timestamp(t.date) - pd.Timestamp(day)).days,
+                    "pnl": pnl,
+                    "return_pct": 100.0 * pnl / (n * price),
+                    "closed": True,
+                }
+            )
             rest = lot - sign * n
             if abs(rest) < 1e-9:
                 book.popleft()
@@ -64,10 +86,21 @@ def round_trips(trades: pd.DataFrame, last_close: Mapping[str, float], last_day:
             n, sign = abs(lot), (1.0 if lot > 0 else -1.0)
             mark = float(last_close[ticker])
             pnl = sign * n * (mark - price) - n * fee
-            rows.append({"ticker": ticker, "direction": "long" if sign > 0 else "short", "entry_date": day,
-                         "exit_date": last_day, "shares": n, "entry_price": price, "exit_price": mark,
-                         "holding_days": (pd.Timestamp(last_day) - pd.Timestamp(day)).days, "pnl": pnl,
-                         "return_pct": 100.0 * pnl / (n * price), "closed": False})
+            rows.append(
+                {
+                    "ticker": ticker,
+                    "direction": "long" if sign > 0 else "short",
+                    "entry_date": day,
+                    "exit_date": last_day,
+                    "shares": n,
+                    "entry_price": price,
+                    "exit_price": mark,
+                    "holding_days": (pd.Timestamp(last_day) - pd.Timestamp(day)).days,
+                    "pnl": pnl,
+                    "return_pct": 100.0 * pnl / (n * price),
+                    "closed": False,
+                }
+            )
     return pd.DataFrame(rows, columns=ROUND_TRIP_COLUMNS)
 
 
@@ -104,8 +137,9 @@ def git_revision() -> str | None:
     if not (root / ".git").exists():
         return None
     try:
-        res = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=10, check=False)
+        res = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=False
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return res.stdout.strip() or None if res.returncode == 0 else None
@@ -121,12 +155,20 @@ def corpus_hash(files: Iterable[Path]) -> str | None:
     return h.hexdigest() if seen else None
 
 
-def manifest(config_yaml: str, frames: Mapping[str, pd.DataFrame], corpus: Path | None,
-             seeds: Mapping[str, Any]) -> dict[str, Any]:
+def manifest(
+    config_yaml: str, frames: Mapping[str, pd.DataFrame], corpus: Path | None, seeds: Mapping[str, Any]
+) -> dict[str, Any]:
     """run_manifest.json's content."""
-    data = {t: sha256_bytes(f.to_csv(float_format="%.10g", lineterminator="\n").encode())
-            for t, f in sorted(frames.items())}
+    data = {
+        t: sha256_bytes(f.to_csv(float_format="%.10g", lineterminator="\n").encode()) for t, f in sorted(frames.items())
+    }
     files = [p for p in sorted(corpus.glob("*")) if p.is_file()] if corpus is not None and corpus.is_dir() else []
-    return {"packages": _versions(), "config_sha256": sha256_bytes(config_yaml.encode()),
-            "data_sha256": data, "corpus": str(corpus) if corpus is not None else None,
-            "corpus_sha256": corpus_hash(files), "seeds": dict(seeds), "git_revision": git_revision()}
+    return {
+        "packages": _versions(),
+        "config_sha256": sha256_bytes(config_yaml.encode()),
+        "data_sha256": data,
+        "corpus": str(corpus) if corpus is not None else None,
+        "corpus_sha256": corpus_hash(files),
+        "seeds": dict(seeds),
+        "git_revision": git_revision(),
+    }

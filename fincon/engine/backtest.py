@@ -30,8 +30,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from fincon.data.view import MarketData, PortfolioSnapshot
-from fincon.engine.broker import (BrokerSettings, DayVolumeCap, PerShareCommission, RangeSlippageBroker,
-                                  size_orders)
+from fincon.engine.broker import BrokerSettings, DayVolumeCap, PerShareCommission, RangeSlippageBroker, size_orders
 from fincon.engine.feed import make_feed
 from fincon.errors import FinconError
 from fincon.risk.metrics import Metrics, compute_metrics
@@ -114,8 +113,14 @@ class _Loop:
         self.charged = 0.0
         self.days_done = 0
         self.bar = tqdm(
-            total=n, unit="day", delay=2.0, disable=not progress, file=sys.stderr,
-            desc=strategy.name, leave=False, dynamic_ncols=True,
+            total=n,
+            unit="day",
+            delay=2.0,
+            disable=not progress,
+            file=sys.stderr,
+            desc=strategy.name,
+            leave=False,
+            dynamic_ncols=True,
         )
 
     # -- one trading day -------------------------------------------------
@@ -229,17 +234,24 @@ class _Loop:
         if self.settings.slippage_model != "range":
             return None
         ago = 0 if self.settings.fill == "close" else -1  # next_open sizes at t+1's open: day t is bar -1
-        return {d._name: self.settings.slippage * max(0.0, float(d.high[ago]) - float(d.low[ago]))
-                for d in bts.datas}
+        return {d._name: self.settings.slippage * max(0.0, float(d.high[ago]) - float(d.low[ago])) for d in bts.datas}
 
     def _place(self, bts, data, size: float, day: str, note: str) -> None:
         o = bts.buy(data=data, size=size) if size > 0 else bts.sell(data=data, size=-size)
         if o is None:
             return
         self.alive[o.ref] = o
-        self.orders[o.ref] = {"date": day, "ticker": data._name, "side": "buy" if size > 0 else "sell",
-                              "requested": float(abs(size)), "filled": 0.0, "price": None, "commission": 0.0,
-                              "status": "submitted", "reason": note}
+        self.orders[o.ref] = {
+            "date": day,
+            "ticker": data._name,
+            "side": "buy" if size > 0 else "sell",
+            "requested": float(abs(size)),
+            "filled": 0.0,
+            "price": None,
+            "commission": 0.0,
+            "status": "submitted",
+            "reason": note,
+        }
 
     def _submit_carry(self, bts, date: pd.Timestamp) -> None:
         by_name = {d._name: d for d in bts.datas}
@@ -274,15 +286,23 @@ class _Loop:
                 if "participation cap" not in row["reason"]:  # nothing filled: no Partial came first
                     self._cap_note(order, row, 0.0)
             else:
-                row["reason"] = "; ".join(x for x in (row["reason"],
-                                                      f"{order.getstatusname().lower()}: not enough cash at the "
-                                                      "fill price" if order.status == order.Margin else
-                                                      order.getstatusname().lower()) if x)
+                row["reason"] = "; ".join(
+                    x
+                    for x in (
+                        row["reason"],
+                        f"{order.getstatusname().lower()}: not enough cash at the fill price"
+                        if order.status == order.Margin
+                        else order.getstatusname().lower(),
+                    )
+                    if x
+                )
         if not capped:
             self.rejected += 1
             log.warning(
                 "%s order for %.4f %s was %s (not enough cash at the fill price?)",
-                "buy" if order.isbuy() else "sell", order.created.size, order.data._name,
+                "buy" if order.isbuy() else "sell",
+                order.created.size,
+                order.data._name,
                 order.getstatusname().lower(),
             )
 
@@ -302,8 +322,9 @@ class _Loop:
                 }
             )
         if row is not None:
-            row.update(filled=float(abs(ex.size)), price=float(ex.price) if ex.size else None,
-                       commission=float(ex.comm))
+            row.update(
+                filled=float(abs(ex.size)), price=float(ex.price) if ex.size else None, commission=float(ex.comm)
+            )
 
     def _cap_note(self, order: bt.Order, row: dict[str, Any] | None, filled: float) -> None:
         """Why a capped order stopped short, and its rest carried when the setting says so."""
@@ -311,8 +332,10 @@ class _Loop:
             return
         rest = row["requested"] - filled
         carry = self.settings.participation_rest == "carry" and rest > 1e-12
-        note = (f"participation cap {self.settings.participation:.2%} of the day's volume: {rest:.4f} shares not "
-                f"filled, {'carried to the next day' if carry else 'cancelled'}")
+        note = (
+            f"participation cap {self.settings.participation:.2%} of the day's volume: {rest:.4f} shares not "
+            f"filled, {'carried to the next day' if carry else 'cancelled'}"
+        )
         row["reason"] = "; ".join(x for x in (row["reason"], note) if x)
         if carry:
             prev = self.carry.get(order.data._name, (0.0, row["date"]))
@@ -357,14 +380,19 @@ def run_backtest(
     for ticker in market.tickers:
         cerebro.adddata(make_feed(market.frame(ticker), ticker), name=ticker)
     if settings.slippage_model == "range":
-        cerebro.setbroker(RangeSlippageBroker(slip_range=settings.slippage, slip_open=True, slip_match=True,
-                                              slip_out=True))
+        cerebro.setbroker(
+            RangeSlippageBroker(slip_range=settings.slippage, slip_open=True, slip_match=True, slip_out=True)
+        )
     broker = cerebro.broker
     broker.setcash(settings.cash)
     if settings.commission_model == "per-share":
-        broker.addcommissioninfo(PerShareCommission(per_share=settings.commission_per_share,
-                                                    minimum=settings.commission_min,
-                                                    maximum=settings.commission_max))
+        broker.addcommissioninfo(
+            PerShareCommission(
+                per_share=settings.commission_per_share,
+                minimum=settings.commission_min,
+                maximum=settings.commission_max,
+            )
+        )
     else:
         broker.setcommission(commission=settings.commission if settings.commission_model == "percent" else 0.0)
     if settings.slip_fraction:
@@ -401,9 +429,7 @@ def run_backtest(
     traded = trades.groupby("date")["value"].sum() if len(trades) else pd.Series(dtype=float)
     traded_value = np.array([traded.get(d.strftime("%Y-%m-%d"), 0.0) for d in dates])
     last_close = {tk: closes[-1, j] for j, tk in enumerate(market.tickers)} if n else {}
-    open_pnls = [
-        tr.size * (last_close[name] - tr.price) - tr.commission for name, tr in sorted(loop.trades.items())
-    ]
+    open_pnls = [tr.size * (last_close[name] - tr.price) - tr.commission for name, tr in sorted(loop.trades.items())]
     single = len(market.tickers) == 1
     metrics = compute_metrics(
         values,
@@ -434,13 +460,21 @@ def run_backtest(
         metrics=metrics,
         stopped=loop.stopped,
         rejected_orders=loop.rejected,
-        orders=pd.DataFrame([{**r, "status": "unfilled", "reason": "; ".join(
-                                 x for x in (r["reason"], "the run ended before it filled") if x)}
-                             if r["status"] == "submitted" and not r["filled"] else
-                             {**r, "status": "partial"} if r["status"] == "submitted" else r
-                             for r in loop.orders.values()],
-                            columns=["date", "ticker", "side", "requested", "filled", "price", "commission",
-                                     "status", "reason"]),
+        orders=pd.DataFrame(
+            [
+                {
+                    **r,
+                    "status": "unfilled",
+                    "reason": "; ".join(x for x in (r["reason"], "the run ended before it filled") if x),
+                }
+                if r["status"] == "submitted" and not r["filled"]
+                else {**r, "status": "partial"}
+                if r["status"] == "submitted"
+                else r
+                for r in loop.orders.values()
+            ],
+            columns=["date", "ticker", "side", "requested", "filled", "price", "commission", "status", "reason"],
+        ),
         scaled_days=loop.scaled_days,
         llm_cost=loop.llm_cost[:n] if settings.charge_llm else None,
         strategy_summary=strategy_summary,

@@ -71,8 +71,14 @@ def per_share_commission(size: float, price: float, per_share: float, minimum: f
 class PerShareCommission(bt.CommInfoBase):
     """backtrader commission scheme: per share, with a minimum and a maximum per order."""
 
-    params = (("stocklike", True), ("commtype", bt.CommInfoBase.COMM_FIXED), ("percabs", True),
-              ("per_share", 0.005), ("minimum", 1.0), ("maximum", 0.01))
+    params = (
+        ("stocklike", True),
+        ("commtype", bt.CommInfoBase.COMM_FIXED),
+        ("percabs", True),
+        ("per_share", 0.005),
+        ("minimum", 1.0),
+        ("maximum", 0.01),
+    )
 
     def _getcommission(self, size, price, pseudoexec):
         return per_share_commission(size, price, self.p.per_share, self.p.minimum, self.p.maximum)
@@ -165,13 +171,15 @@ def order_cost(size: float, price: float, settings: BrokerSettings) -> float:
     if settings.commission_model == "zero":
         return 0.0
     if settings.commission_model == "per-share":
-        return per_share_commission(size, price, settings.commission_per_share, settings.commission_min,
-                                    settings.commission_max)
+        return per_share_commission(
+            size, price, settings.commission_per_share, settings.commission_min, settings.commission_max
+        )
     return abs(size) * price * settings.commission
 
 
-def _size_general(targets, shares, prices, value, cash, settings: BrokerSettings,
-                  slip_per_share: Mapping[str, float]) -> SizedOrders:
+def _size_general(
+    targets, shares, prices, value, cash, settings: BrokerSettings, slip_per_share: Mapping[str, float]
+) -> SizedOrders:
     """size_orders for the per-share and zero commissions and the bps and range
     slippages: each order's cost computed as the broker will charge it, the
     buys shrunk until they fit (a few passes: a minimum fee is not linear)."""

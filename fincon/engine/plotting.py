@@ -31,21 +31,27 @@ def alert_days(decisions) -> list[str]:
     return out
 
 
-def plot_equity(curves: Mapping[str, pd.Series], out: Path, title: str = "",
-                alerts: Mapping[str, list[str]] | None = None) -> Path:
+def plot_equity(
+    curves: Mapping[str, pd.Series], out: Path, title: str = "", alerts: Mapping[str, list[str]] | None = None
+) -> Path:
     """Portfolio value (top) and drawdown (bottom) of each named curve;
     ``alerts`` (curve name -> days) are drawn as red markers on that curve."""
-    fig, (ax_v, ax_d) = plt.subplots(
-        2, 1, figsize=(10, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 1.3]}
-    )
+    fig, (ax_v, ax_d) = plt.subplots(2, 1, figsize=(10, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 1.3]})
     for name, series in curves.items():
         style = "--" if name.startswith("buy-and-hold") and len(curves) > 1 else "-"
         ax_v.plot(series.index, series.values, style, lw=1.4, label=name)
         ax_d.plot(series.index, -100 * drawdown_series(series.values), style, lw=1.0, label=name)
         days = pd.DatetimeIndex(pd.to_datetime((alerts or {}).get(name, []))).intersection(series.index)
         if len(days):
-            ax_v.plot(days, series.loc[days].values, "v", color="tab:red", ms=5, alpha=0.8,
-                      label=f"{name}: CVaR alert ({len(days)})")
+            ax_v.plot(
+                days,
+                series.loc[days].values,
+                "v",
+                color="tab:red",
+                ms=5,
+                alpha=0.8,
+                label=f"{name}: CVaR alert ({len(days)})",
+            )
     ax_v.set_ylabel("portfolio value ($)")
     ax_v.yaxis.set_major_formatter(matplotlib.ticker.StrMethodFormatter("{x:,.0f}"))
     ax_v.grid(alpha=0.3)

@@ -91,14 +91,15 @@ def sweep_stale_partials(parent: Path) -> list[Path]:
         return removed
     for entry in entries:
         m = _PARTIAL.match(entry.name)
-        if not m or not entry.is_dir() or m.group("host") not in (None, _host()) \
-                or _pid_alive(int(m.group("pid"))):
+        if not m or not entry.is_dir() or m.group("host") not in (None, _host()) or _pid_alive(int(m.group("pid"))):
             continue
         shutil.rmtree(entry, ignore_errors=True)
         if not entry.exists():
             removed.append(entry)
-            print(f"fincon: removed {entry}, left by an interrupted run (process {m.group('pid')} is gone)",
-                  file=sys.stderr)
+            print(
+                f"fincon: removed {entry}, left by an interrupted run (process {m.group('pid')} is gone)",
+                file=sys.stderr,
+            )
     return removed
 
 
@@ -121,9 +122,7 @@ class RunDir:
             self.staging.mkdir()
         except OSError as exc:
             self._remove_made_parents()
-            raise FinconError(
-                f"cannot create run directory under {final.parent}: {exc.strerror or exc}"
-            ) from None
+            raise FinconError(f"cannot create run directory under {final.parent}: {exc.strerror or exc}") from None
 
     @property
     def path(self) -> Path:

@@ -66,8 +66,13 @@ def sample_tickers() -> list[str]:
     return sorted(p.name.split(".")[0] for p in Path(SAMPLE_DIR).glob("*.jsonl.gz"))
 
 
-def run(brain_name: str = "rules", tickers: Sequence[str] | None = None, client=None,
-        transcripts: str = "text", workdir: str | Path | None = None) -> dict[str, Any]:
+def run(
+    brain_name: str = "rules",
+    tickers: Sequence[str] | None = None,
+    client=None,
+    transcripts: str = "text",
+    workdir: str | Path | None = None,
+) -> dict[str, Any]:
     from fincon.agents.brains import LLMBrain, RulesBrain
     from fincon.agents.protocols.debate import DebateProtocol
     from fincon.agents.team import load_events
@@ -101,15 +106,33 @@ def run(brain_name: str = "rules", tickers: Sequence[str] | None = None, client=
                 d, c, _, _ = proto.debate(brain, e, day)
                 calls += c
                 rets = {h: float(closes.iloc[i + h] / closes.iloc[i] - 1.0) for h in HORIZONS if i + h < len(dates)}
-                results.append(CallResult(t, e.id, day, d.report.direction, d.final.direction, d.leader_direction,
-                                          d.report.horizon, d.report.confidence, d.final.confidence,
-                                          d.flip_prevented, rets))
+                results.append(
+                    CallResult(
+                        t,
+                        e.id,
+                        day,
+                        d.report.direction,
+                        d.final.direction,
+                        d.leader_direction,
+                        d.report.horizon,
+                        d.report.confidence,
+                        d.final.confidence,
+                        d.flip_prevented,
+                        rets,
+                    )
+                )
     finally:
         if tmp is not None:
             tmp.cleanup()
-    return {"brain": brain_name, "tickers": tickers, "calls_scored": len(results), "model_calls": calls,
-            "flips_prevented": sum(r.flip_prevented for r in results), "table": table(results),
-            "results": results}
+    return {
+        "brain": brain_name,
+        "tickers": tickers,
+        "calls_scored": len(results),
+        "model_calls": calls,
+        "flips_prevented": sum(r.flip_prevented for r in results),
+        "table": table(results),
+        "results": results,
+    }
 
 
 def _hit(direction: str, ret: float) -> bool | None:
@@ -119,10 +142,12 @@ def _hit(direction: str, ret: float) -> bool | None:
 
 
 def table(results: Sequence[CallResult]) -> dict[str, dict[str, Any]]:
-    pick = {"report": lambda r: (r.report, r.confidence_report),
-            "debate (safe)": lambda r: (r.final, r.confidence_final),
-            "debate (leader raw)": lambda r: (r.leader, r.confidence_final),
-            "always bullish": lambda r: ("bullish", 1.0)}
+    pick = {
+        "report": lambda r: (r.report, r.confidence_report),
+        "debate (safe)": lambda r: (r.final, r.confidence_final),
+        "debate (leader raw)": lambda r: (r.leader, r.confidence_final),
+        "always bullish": lambda r: ("bullish", 1.0),
+    }
     out: dict[str, dict[str, Any]] = {}
     for row in ROWS:
         cells: dict[str, Any] = {}
@@ -145,14 +170,20 @@ def report(res: dict[str, Any]) -> str:
     def f(x):
         return "   -  " if x is None else f"{x * 100:5.1f}%"
 
-    lines = [f"debate eval, brain {res['brain']}: {res['calls_scored']} earnings calls of {len(res['tickers'])} "
-             f"tickers ({', '.join(res['tickers'])}); direction accuracy vs realised return",
-             f"{'':22s} {'1d':>7s} {'5d':>7s} {'20d':>7s} {'own h':>7s} {'called':>7s} {'conf':>6s}"]
+    lines = [
+        f"debate eval, brain {res['brain']}: {res['calls_scored']} earnings calls of {len(res['tickers'])} "
+        f"tickers ({', '.join(res['tickers'])}); direction accuracy vs realised return",
+        f"{'':22s} {'1d':>7s} {'5d':>7s} {'20d':>7s} {'own h':>7s} {'called':>7s} {'conf':>6s}",
+    ]
     for row, c in res["table"].items():
         conf = "    - " if c["mean_conf"] is None else f"{c['mean_conf']:6.2f}"
-        lines.append(f"{row:22s} {f(c['acc_1d']):>7s} {f(c['acc_5d']):>7s} {f(c['acc_20d']):>7s} "
-                     f"{f(c['acc_own_h']):>7s} {c['directional']:7d} {conf}")
+        lines.append(
+            f"{row:22s} {f(c['acc_1d']):>7s} {f(c['acc_5d']):>7s} {f(c['acc_20d']):>7s} "
+            f"{f(c['acc_own_h']):>7s} {c['directional']:7d} {conf}"
+        )
     n = res["table"]["report"]
-    lines.append(f"scored calls per horizon: 1d {n['n_1d']}, 5d {n['n_5d']}, 20d {n['n_20d']} (directional); "
-                 f"flips prevented {res['flips_prevented']}; model calls {res['model_calls']}")
+    lines.append(
+        f"scored calls per horizon: 1d {n['n_1d']}, 5d {n['n_5d']}, 20d {n['n_20d']} (directional); "
+        f"flips prevented {res['flips_prevented']}; model calls {res['model_calls']}"
+    )
     return "\n".join(lines)

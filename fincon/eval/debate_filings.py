@@ -76,8 +76,13 @@ def sentiment_call(news: Sequence, day: pd.Timestamp) -> str:
     return "bullish" if pos > neg else "bearish" if neg > pos else "neutral"
 
 
-def run(datasets: Sequence[str | Path], brain_name: str = "rules", client=None,
-        retrieval_model: str | None = None, workdir: str | Path | None = None) -> dict[str, Any]:
+def run(
+    datasets: Sequence[str | Path],
+    brain_name: str = "rules",
+    client=None,
+    retrieval_model: str | None = None,
+    workdir: str | Path | None = None,
+) -> dict[str, Any]:
     from fincon.agents.brains import LLMBrain, RulesBrain
     from fincon.agents.protocols.debate import DebateProtocol
     from fincon.agents.team import load_events
@@ -115,23 +120,42 @@ def run(datasets: Sequence[str | Path], brain_name: str = "rules", client=None,
                     day = dates[i]
                     d, c, f, _ = proto.debate(brain, e, str(day.date()))
                     calls, fallbacks = calls + c, fallbacks + f
-                    rets = {h: float(closes.iloc[i + h] / closes.iloc[i] - 1.0) for h in HORIZONS
-                            if i + h < len(dates)}
+                    rets = {h: float(closes.iloc[i + h] / closes.iloc[i] - 1.0) for h in HORIZONS if i + h < len(dates)}
                     if d.report.horizon not in rets and i + d.report.horizon < len(dates):
                         rets[d.report.horizon] = float(closes.iloc[i + d.report.horizon] / closes.iloc[i] - 1.0)
-                    results.append(FilingResult(t, e.id, e.source, str(day.date()), d.report.direction,
-                                                d.final.direction, d.leader_direction, sentiment_call(news, day),
-                                                d.final.horizon, d.final.confidence, d.debated, d.flip_prevented,
-                                                rets))
+                    results.append(
+                        FilingResult(
+                            t,
+                            e.id,
+                            e.source,
+                            str(day.date()),
+                            d.report.direction,
+                            d.final.direction,
+                            d.leader_direction,
+                            sentiment_call(news, day),
+                            d.final.horizon,
+                            d.final.confidence,
+                            d.debated,
+                            d.flip_prevented,
+                            rets,
+                        )
+                    )
     finally:
         if tmp is not None:
             tmp.cleanup()
     debated = [r for r in results if r.debated]
-    return {"brain": brain_name, "tickers": tickers, "filings": len(results), "model_calls": calls,
-            "fallbacks": fallbacks, "debated": len(debated),
-            "flips_prevented": sum(r.flip_prevented for r in debated),
-            "flip_rate": round(sum(r.flip_prevented for r in debated) / len(debated), 4) if debated else None,
-            "table": table(results), "results": results}
+    return {
+        "brain": brain_name,
+        "tickers": tickers,
+        "filings": len(results),
+        "model_calls": calls,
+        "fallbacks": fallbacks,
+        "debated": len(debated),
+        "flips_prevented": sum(r.flip_prevented for r in debated),
+        "flip_rate": round(sum(r.flip_prevented for r in debated) / len(debated), 4) if debated else None,
+        "table": table(results),
+        "results": results,
+    }
 
 
 def _hit(direction: str, ret: float) -> bool | None:
@@ -141,8 +165,13 @@ def _hit(direction: str, ret: float) -> bool | None:
 
 
 def table(results: Sequence[FilingResult]) -> dict[str, dict[str, Any]]:
-    pick = {"report": lambda r: r.report, "debate (safe)": lambda r: r.final, "debate (leader raw)": lambda r: r.leader,
-            "sentiment tags": lambda r: r.sentiment, "always bullish": lambda r: "bullish"}
+    pick = {
+        "report": lambda r: r.report,
+        "debate (safe)": lambda r: r.final,
+        "debate (leader raw)": lambda r: r.leader,
+        "sentiment tags": lambda r: r.sentiment,
+        "always bullish": lambda r: "bullish",
+    }
     out: dict[str, dict[str, Any]] = {}
     for row in ROWS:
         cells: dict[str, Any] = {}
@@ -150,8 +179,11 @@ def table(results: Sequence[FilingResult]) -> dict[str, dict[str, Any]]:
             hits = [x for x in (_hit(pick[row](r), r.returns[h]) for r in results if h in r.returns) if x is not None]
             cells[f"acc_{h}d"] = round(sum(hits) / len(hits), 4) if hits else None
             cells[f"n_{h}d"] = len(hits)
-        own = [x for x in (_hit(pick[row](r), r.returns[r.horizon]) for r in results if r.horizon in r.returns)
-               if x is not None]
+        own = [
+            x
+            for x in (_hit(pick[row](r), r.returns[r.horizon]) for r in results if r.horizon in r.returns)
+            if x is not None
+        ]
         cells["acc_own_h"] = round(sum(own) / len(own), 4) if own else None
         cells["n_own_h"] = len(own)
         cells["directional"] = sum(pick[row](r) != "neutral" for r in results)
@@ -163,14 +195,20 @@ def report(res: dict[str, Any]) -> str:
     def f(x):
         return "   -  " if x is None else f"{x * 100:5.1f}%"
 
-    lines = [f"debate on filings, brain {res['brain']}: {res['filings']} 10-Q/10-K of {', '.join(res['tickers'])}; "
-             "direction accuracy vs the realised return (own h: the final call's stated horizon, "
-             "baselines scored at the same horizon)",
-             f"{'':22s} {'1d':>7s} {'5d':>7s} {'20d':>7s} {'own h':>7s} {'called':>7s}"]
+    lines = [
+        f"debate on filings, brain {res['brain']}: {res['filings']} 10-Q/10-K of {', '.join(res['tickers'])}; "
+        "direction accuracy vs the realised return (own h: the final call's stated horizon, "
+        "baselines scored at the same horizon)",
+        f"{'':22s} {'1d':>7s} {'5d':>7s} {'20d':>7s} {'own h':>7s} {'called':>7s}",
+    ]
     for row, c in res["table"].items():
-        lines.append(f"{row:22s} {f(c['acc_1d']):>7s} {f(c['acc_5d']):>7s} {f(c['acc_20d']):>7s} "
-                     f"{f(c['acc_own_h']):>7s} {c['directional']:7d}")
-    lines.append(f"debated {res['debated']} of {res['filings']} (a neutral report is not debated); flips prevented "
-                 f"{res['flips_prevented']} (flip rate {res['flip_rate'] if res['flip_rate'] is not None else '-'}); "
-                 f"model calls {res['model_calls']}, fallbacks {res['fallbacks']}")
+        lines.append(
+            f"{row:22s} {f(c['acc_1d']):>7s} {f(c['acc_5d']):>7s} {f(c['acc_20d']):>7s} "
+            f"{f(c['acc_own_h']):>7s} {c['directional']:7d}"
+        )
+    lines.append(
+        f"debated {res['debated']} of {res['filings']} (a neutral report is not debated); flips prevented "
+        f"{res['flips_prevented']} (flip rate {res['flip_rate'] if res['flip_rate'] is not None else '-'}); "
+        f"model calls {res['model_calls']}, fallbacks {res['fallbacks']}"
+    )
     return "\n".join(lines)

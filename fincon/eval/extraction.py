@@ -76,24 +76,30 @@ def _context(text: str, f: Figure) -> str:
     start = max(text.rfind("\n", 0, f.span[0]), text.rfind(". ", 0, f.span[0]))
     end_candidates = [i for i in (text.find("\n", f.span[1]), text.find(". ", f.span[1])) if i >= 0]
     end = min(end_candidates) if end_candidates else len(text)
-    s = text[start + 1: end + 1].strip(" .\n*")
+    s = text[start + 1 : end + 1].strip(" .\n*")
     s = re.sub(r"^\d+\.\s*", "", s).replace("**", "")
-    return s[:CONTEXT * 2]
+    return s[: CONTEXT * 2]
 
 
 def restate_question(filing_id: str, text: str, f: Figure) -> Question:
     system, user = load_template(str(TEMPLATE))
     ctx = _context(text, f)
-    return Question(agent="restate-analyst", day="", model=RestateAnswer, allowed=frozenset(),
-                    messages=lambda: [{"role": "system", "content": system},
-                                      {"role": "user", "content": user.format(document=" ".join(text.split()),
-                                                                              figure=f.text, context=ctx)}],
-                    to_report=lambda a: a.sentence, rules=lambda: ctx)
+    return Question(
+        agent="restate-analyst",
+        day="",
+        model=RestateAnswer,
+        allowed=frozenset(),
+        messages=lambda: [
+            {"role": "system", "content": system},
+            {"role": "user", "content": user.format(document=" ".join(text.split()), figure=f.text, context=ctx)},
+        ],
+        to_report=lambda a: a.sentence,
+        rules=lambda: ctx,
+    )
 
 
 def _find(sentence: str, f: Figure) -> Figure | None:
-    return next((g for g in figures_in(sentence) if g.unit == f.unit and abs(abs(g.value) - abs(f.value)) < 1e-9),
-                None)
+    return next((g for g in figures_in(sentence) if g.unit == f.unit and abs(abs(g.value) - abs(f.value)) < 1e-9), None)
 
 
 def perturb(kind: str, g: Figure, others: Sequence[Figure]) -> tuple[str, str]:
@@ -121,7 +127,9 @@ def _pick(filing: str, index: int) -> str:
     return "" if h % 2 == 0 else KINDS[(h // 2) % len(KINDS)]
 
 
-def build_cases(filings: Sequence[tuple[str, str]], brain: Any, per_filing: int = PER_FILING) -> tuple[list[Case], Counter]:
+def build_cases(
+    filings: Sequence[tuple[str, str]], brain: Any, per_filing: int = PER_FILING
+) -> tuple[list[Case], Counter]:
     usage: Counter = Counter()
     cases: list[Case] = []
     for fid, text in filings:
@@ -139,7 +147,7 @@ def build_cases(filings: Sequence[tuple[str, str]], brain: Any, per_filing: int 
             shown, applied = sentence, ""
             if kind:
                 new, applied = perturb(kind, g, [o for o in figs if o is not f])
-                shown = sentence[:g.span[0]] + new + sentence[g.span[1]:]
+                shown = sentence[: g.span[0]] + new + sentence[g.span[1] :]
             cases.append(Case(fid, k, f.text, sentence, shown, applied, at=g.span[0]))
     return cases, usage
 
@@ -174,12 +182,18 @@ def scores(cases: Sequence[Case]) -> dict[str, Any]:
     fp = sum(c.flagged and not c.kind for c in cases)
     fn = sum(not c.flagged and bool(c.kind) for c in cases)
     out: dict[str, Any] = {
-        "cases": len(cases), "perturbed": sum(bool(c.kind) for c in cases), "clean": sum(not c.kind for c in cases),
-        "flagged": tp + fp, "true_positives": tp, "false_positives": fp,
+        "cases": len(cases),
+        "perturbed": sum(bool(c.kind) for c in cases),
+        "clean": sum(not c.kind for c in cases),
+        "flagged": tp + fp,
+        "true_positives": tp,
+        "false_positives": fp,
         "precision": round(tp / (tp + fp), 4) if tp + fp else None,
         "recall": round(tp / (tp + fn), 4) if tp + fn else None,
-        "unverified": sum(c.unverified for c in cases), "not_a_claim": lost,
-        "recall_by_kind": {}}
+        "unverified": sum(c.unverified for c in cases),
+        "not_a_claim": lost,
+        "recall_by_kind": {},
+    }
     for k in KINDS:
         sel = [c for c in cases if c.kind == k]
         out["recall_by_kind"][k] = (sum(c.flagged for c in sel), len(sel))
@@ -194,13 +208,17 @@ def load_filings(datasets: Sequence[str | Path]) -> list[tuple[str, str]]:
         ds = Path(ds)
         tickers = tuple(sorted(p.name.split(".")[0] for p in (ds / "events").glob("*.jsonl*")))
         store = load_events(str(ds / "events"), tickers)
-        out += [(e.id, e.text or "") for e in sorted(store.all_events(), key=lambda e: (e.ticker, e.published_at, e.id))
-                if e.source in SOURCES and e.text]
+        out += [
+            (e.id, e.text or "")
+            for e in sorted(store.all_events(), key=lambda e: (e.ticker, e.published_at, e.id))
+            if e.source in SOURCES and e.text
+        ]
     return out
 
 
-def run(datasets: Sequence[str | Path], brain_name: str = "rules", client: Any = None,
-        per_filing: int = PER_FILING) -> dict[str, Any]:
+def run(
+    datasets: Sequence[str | Path], brain_name: str = "rules", client: Any = None, per_filing: int = PER_FILING
+) -> dict[str, Any]:
     if brain_name == "llm":
         from fincon.agents.brains import LLMBrain
 
@@ -210,11 +228,21 @@ def run(datasets: Sequence[str | Path], brain_name: str = "rules", client: Any =
     filings = load_filings(datasets)
     cases, u1 = build_cases(filings, brain, per_filing)
     u2 = check(cases, dict(filings), brain)
-    usage = {"restate_calls": u1.get("calls", 0), "restate_fallbacks": u1.get("restate_fallbacks", 0),
-             "lost_figure": u1.get("lost_figure", 0), "critic_calls": u2.get("calls", 0),
-             "critic_fallbacks": u2.get("fallbacks", 0)}
-    return {"brain": brain_name, "filings": len(filings), "per_filing": per_filing, "scores": scores(cases),
-            "usage": usage, "cases": cases}
+    usage = {
+        "restate_calls": u1.get("calls", 0),
+        "restate_fallbacks": u1.get("restate_fallbacks", 0),
+        "lost_figure": u1.get("lost_figure", 0),
+        "critic_calls": u2.get("calls", 0),
+        "critic_fallbacks": u2.get("fallbacks", 0),
+    }
+    return {
+        "brain": brain_name,
+        "filings": len(filings),
+        "per_filing": per_filing,
+        "scores": scores(cases),
+        "usage": usage,
+        "cases": cases,
+    }
 
 
 def report(res: dict[str, Any]) -> str:
@@ -224,12 +252,15 @@ def report(res: dict[str, Any]) -> str:
         return "-" if x is None else f"{100 * x:.1f}%"
 
     by = ", ".join(f"{k} {a}/{b}" for k, (a, b) in s["recall_by_kind"].items())
-    return "\n".join([
-        f"extraction critic on real filings, brain {res['brain']}: {res['filings']} 10-Q/10-K, up to "
-        f"{res['per_filing']} figures each restated by the analyst; {s['cases']} restatements, {s['perturbed']} "
-        f"perturbed in code, {s['clean']} clean",
-        f"precision {pct(s['precision'])} ({s['true_positives']}/{s['flagged']} flagged were perturbed), recall "
-        f"{pct(s['recall'])} ({s['true_positives']}/{s['perturbed']}); recall by kind: {by}",
-        f"could not verify {s['unverified']}; left out (the restated figure not read as a claim) {s['not_a_claim']}; calls: restatement {u['restate_calls']} (fallbacks "
-        f"{u['restate_fallbacks']}, figure lost {u['lost_figure']}), critic {u['critic_calls']} (invalid "
-        f"{u['critic_fallbacks']})"])
+    return "\n".join(
+        [
+            f"extraction critic on real filings, brain {res['brain']}: {res['filings']} 10-Q/10-K, up to "
+            f"{res['per_filing']} figures each restated by the analyst; {s['cases']} restatements, {s['perturbed']} "
+            f"perturbed in code, {s['clean']} clean",
+            f"precision {pct(s['precision'])} ({s['true_positives']}/{s['flagged']} flagged were perturbed), recall "
+            f"{pct(s['recall'])} ({s['true_positives']}/{s['perturbed']}); recall by kind: {by}",
+            f"could not verify {s['unverified']}; left out (the restated figure not read as a claim) {s['not_a_claim']}; calls: restatement {u['restate_calls']} (fallbacks "
+            f"{u['restate_fallbacks']}, figure lost {u['lost_figure']}), critic {u['critic_calls']} (invalid "
+            f"{u['critic_fallbacks']})",
+        ]
+    )

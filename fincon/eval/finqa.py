@@ -48,8 +48,11 @@ from fincon.agents.roles.base import load_template
 TEMPLATES = Path(__file__).resolve().parents[1] / "agents" / "critics"
 ANALYST_TEMPLATE = TEMPLATES / "finqa_analyst.txt"
 REVISE_TEMPLATE = TEMPLATES / "finqa_revise.txt"
-ROWS = (("alone", "analyst alone"), ("extraction", "+ extraction critic"),
-        ("both", "+ extraction + calculation critics"))
+ROWS = (
+    ("alone", "analyst alone"),
+    ("extraction", "+ extraction critic"),
+    ("both", "+ extraction + calculation critics"),
+)
 TYPES = ("1 step", "2 steps", "3+ steps")
 DOWNLOAD = "https://github.com/czyssrs/FinQA (dataset/train.json, dev.json, test.json)"
 
@@ -89,8 +92,16 @@ def load(path: str | Path) -> list[FinQAItem]:
         if isinstance(gold, bool) or not isinstance(gold, (int, float)):
             continue
         program = str(qa.get("program", ""))
-        out.append(FinQAItem(str(e.get("id", len(out))), document(e), str(qa.get("question", "")), float(gold),
-                             program, program_steps(program)))
+        out.append(
+            FinQAItem(
+                str(e.get("id", len(out))),
+                document(e),
+                str(qa.get("question", "")),
+                float(gold),
+                program,
+                program_steps(program),
+            )
+        )
     return out
 
 
@@ -110,6 +121,7 @@ def close(pred: float | None, gold: float) -> bool:
 
 
 # -- the analyst ---------------------------------------------------------------------
+
 
 class NamedFigure(BaseModel):
     name: str = Field(min_length=1, max_length=60)
@@ -136,11 +148,18 @@ def _attempt(a: FinQAAnswer) -> Attempt:
 
 def analyst_question(item: FinQAItem) -> Question:
     system, user = load_template(str(ANALYST_TEMPLATE))
-    return Question(agent="finqa-analyst", day="", model=FinQAAnswer, allowed=frozenset(), to_report=_attempt,
-                    messages=lambda: [{"role": "system", "content": system},
-                                      {"role": "user", "content": user.format(document=item.text,
-                                                                              question=item.question)}],
-                    rules=lambda: Attempt({}, None))
+    return Question(
+        agent="finqa-analyst",
+        day="",
+        model=FinQAAnswer,
+        allowed=frozenset(),
+        to_report=_attempt,
+        messages=lambda: [
+            {"role": "system", "content": system},
+            {"role": "user", "content": user.format(document=item.text, question=item.question)},
+        ],
+        rules=lambda: Attempt({}, None),
+    )
 
 
 # -- the critics (generic figures) -------------------------------------------------------
@@ -185,7 +204,7 @@ def rules_extraction(item: FinQAItem, figures: dict[str, float]) -> list[tuple[s
     out = []
     for name, v in figures.items():
         dec = len(f"{v}".split(".")[1].rstrip("0")) if "." in f"{v}" else 0
-        ok = any(abs(abs(n) - abs(v)) <= 0.5 * 10 ** -dec + 1e-9 for n in nums)
+        ok = any(abs(abs(n) - abs(v)) <= 0.5 * 10**-dec + 1e-9 for n in nums)
         out.append((name, v, ok, v if ok else None))
     return out
 
@@ -198,27 +217,52 @@ def extraction_question(item: FinQAItem, a: Attempt) -> Question:
 
     def to_report(ans: ExtractionAnswer):
         said = {c.figure: c for c in ans.checks}
-        return [(nm, a.figures[nm], said[lb].ok if lb in said else True,
-                 (said[lb].source_value if lb in said and not said[lb].ok else a.figures[nm]))
-                for lb, nm in zip(labels, names)]
+        return [
+            (
+                nm,
+                a.figures[nm],
+                said[lb].ok if lb in said else True,
+                (said[lb].source_value if lb in said and not said[lb].ok else a.figures[nm]),
+            )
+            for lb, nm in zip(labels, names)
+        ]
 
-    return Question(agent="finqa-critic-extraction", day="", model=ExtractionAnswer, allowed=frozenset(labels),
-                    messages=lambda: [{"role": "system", "content": system},
-                                      {"role": "user", "content": user.format(sources=f"[S1] {item.text}",
-                                                                              figures=lines)}],
-                    to_report=to_report, rules=lambda: rules_extraction(item, a.figures),
-                    fallback=lambda: "unverified")
+    return Question(
+        agent="finqa-critic-extraction",
+        day="",
+        model=ExtractionAnswer,
+        allowed=frozenset(labels),
+        messages=lambda: [
+            {"role": "system", "content": system},
+            {"role": "user", "content": user.format(sources=f"[S1] {item.text}", figures=lines)},
+        ],
+        to_report=to_report,
+        rules=lambda: rules_extraction(item, a.figures),
+        fallback=lambda: "unverified",
+    )
 
 
 def calculation_question(item: FinQAItem, figures: dict[str, float], answer: float) -> Question:
     system, user = load_template(str(CALCULATION_TEMPLATE))
     lines = "\n".join(f"F{n}: {nm} = {v:g}" for n, (nm, v) in enumerate(figures.items(), 1))
-    return Question(agent="finqa-critic-calculation", day="", model=CalculationAnswer, allowed=frozenset(),
-                    messages=lambda: [{"role": "system", "content": system},
-                                      {"role": "user", "content": user.format(
-                                          figures=lines, metric=f"the answer to: {item.question}",
-                                          claimed=f"{answer:.5f}")}],
-                    to_report=lambda c: (c.ok, c.value), rules=lambda: None, fallback=lambda: "unverified")
+    return Question(
+        agent="finqa-critic-calculation",
+        day="",
+        model=CalculationAnswer,
+        allowed=frozenset(),
+        messages=lambda: [
+            {"role": "system", "content": system},
+            {
+                "role": "user",
+                "content": user.format(
+                    figures=lines, metric=f"the answer to: {item.question}", claimed=f"{answer:.5f}"
+                ),
+            },
+        ],
+        to_report=lambda c: (c.ok, c.value),
+        rules=lambda: None,
+        fallback=lambda: "unverified",
+    )
 
 
 def critique(item: FinQAItem, a: Attempt, brain: Any) -> Review:
@@ -252,8 +296,16 @@ def _feedback(rv: Review, stages: Sequence[str]) -> str:
     lines = []
     if "extraction" in stages:
         for name, v, ok, src in rv.figures:
-            lines.append(f"- extraction: {name} = {v:g} " + ("is right" if ok else "is not in the document"
-                                                                if src is None else f"is wrong; the document says {src:g}"))
+            lines.append(
+                f"- extraction: {name} = {v:g} "
+                + (
+                    "is right"
+                    if ok
+                    else "is not in the document"
+                    if src is None
+                    else f"is wrong; the document says {src:g}"
+                )
+            )
     if "calculation" in stages and rv.calculation is not None:
         ok, val = rv.calculation
         lines.append("- calculation: right" if ok else f"- calculation: wrong; the critic's own result is {val:.5f}")
@@ -269,17 +321,31 @@ def revise_question(item: FinQAItem, a: Attempt, rv: Review, stages: Sequence[st
             value = rv.calculation[1]
         return Attempt(dict(a.figures), value)
 
-    return Question(agent="finqa-analyst-revise", day="", model=FinQAAnswer, allowed=frozenset(), to_report=_attempt,
-                    messages=lambda: [{"role": "system", "content": system},
-                                      {"role": "user", "content": user.format(
-                                          document=item.text, question=item.question,
-                                          figures=", ".join(f"{k} = {v:g}" for k, v in a.figures.items()) or "(none)",
-                                          answer="(none)" if a.answer is None else f"{a.answer:.5f}",
-                                          feedback=_feedback(rv, stages))}],
-                    rules=rules)
+    return Question(
+        agent="finqa-analyst-revise",
+        day="",
+        model=FinQAAnswer,
+        allowed=frozenset(),
+        to_report=_attempt,
+        messages=lambda: [
+            {"role": "system", "content": system},
+            {
+                "role": "user",
+                "content": user.format(
+                    document=item.text,
+                    question=item.question,
+                    figures=", ".join(f"{k} = {v:g}" for k, v in a.figures.items()) or "(none)",
+                    answer="(none)" if a.answer is None else f"{a.answer:.5f}",
+                    feedback=_feedback(rv, stages),
+                ),
+            },
+        ],
+        rules=rules,
+    )
 
 
 # -- the evaluation ---------------------------------------------------------------------
+
 
 @dataclass
 class Outcome:
@@ -322,11 +388,21 @@ def table(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
     for key, label in ROWS:
         right = [correct(o.answers[key], o.item.gold) for o in outcomes]
         near = [close(o.answers[key], o.item.gold) for o in outcomes]
-        by_type = {t: (sum(r for r, o in zip(right, outcomes) if o.item.kind == t),
-                       sum(o.item.kind == t for o in outcomes)) for t in TYPES}
-        rows.append({"setting": label, "n": len(outcomes), "correct": sum(right), "close": sum(near),
-                     "exec_acc": round(100.0 * sum(right) / len(outcomes), 1) if outcomes else 0.0,
-                     "by_type": by_type, "flagged": sum(o.flagged[key] for o in outcomes)})
+        by_type = {
+            t: (sum(r for r, o in zip(right, outcomes) if o.item.kind == t), sum(o.item.kind == t for o in outcomes))
+            for t in TYPES
+        }
+        rows.append(
+            {
+                "setting": label,
+                "n": len(outcomes),
+                "correct": sum(right),
+                "close": sum(near),
+                "exec_acc": round(100.0 * sum(right) / len(outcomes), 1) if outcomes else 0.0,
+                "by_type": by_type,
+                "flagged": sum(o.flagged[key] for o in outcomes),
+            }
+        )
     return rows
 
 
@@ -339,25 +415,45 @@ def run(path: str | Path, brain_name: str = "rules", limit: int | None = None, c
     else:
         brain = RulesBrain()
     outcomes, usage = evaluate(brain, items)
-    return {"format": "finqa", "data": str(path), "brain": brain_name, "questions": len(items),
-            "rows": table(outcomes), "usage": dict(usage), "outcomes": outcomes}
+    return {
+        "format": "finqa",
+        "data": str(path),
+        "brain": brain_name,
+        "questions": len(items),
+        "rows": table(outcomes),
+        "usage": dict(usage),
+        "outcomes": outcomes,
+    }
 
 
 def report(res: dict[str, Any]) -> str:
-    head = f"{'setting':<36}{'exec acc %':>11}{'right':>8}{'±1%':>6}" + "".join(f"{t:>10}" for t in TYPES) + \
-        f"{'flagged':>9}"
-    lines = [f"numeric critics on FinQA ({res['data']}), brain {res['brain']}: {res['questions']} questions; "
-             "execution accuracy as FinQA scores it (equal at 5 decimals); ±1%: within 1 % relative", "",
-             head, "-" * len(head)]
+    head = (
+        f"{'setting':<36}{'exec acc %':>11}{'right':>8}{'±1%':>6}"
+        + "".join(f"{t:>10}" for t in TYPES)
+        + f"{'flagged':>9}"
+    )
+    lines = [
+        f"numeric critics on FinQA ({res['data']}), brain {res['brain']}: {res['questions']} questions; "
+        "execution accuracy as FinQA scores it (equal at 5 decimals); ±1%: within 1 % relative",
+        "",
+        head,
+        "-" * len(head),
+    ]
     for r in res["rows"]:
-        lines.append(f"{r['setting']:<36}{r['exec_acc']:>11.1f}{r['correct']:>4}/{r['n']:<3}{r['close']:>6}"
-                     + "".join(f"{f'{a}/{b}':>10}" for a, b in (r["by_type"][t] for t in TYPES))
-                     + f"{r['flagged']:>9}")
+        lines.append(
+            f"{r['setting']:<36}{r['exec_acc']:>11.1f}{r['correct']:>4}/{r['n']:<3}{r['close']:>6}"
+            + "".join(f"{f'{a}/{b}':>10}" for a, b in (r["by_type"][t] for t in TYPES))
+            + f"{r['flagged']:>9}"
+        )
     u = res["usage"]
     if res["brain"] == "rules":
-        lines.append("rules brain: no rules analyst exists for free-form questions (it abstains); 0 % by "
-                     "construction. Use --brain llm.")
+        lines.append(
+            "rules brain: no rules analyst exists for free-form questions (it abstains); 0 % by "
+            "construction. Use --brain llm."
+        )
     else:
-        lines.append(f"model calls {u.get('calls', 0)}, invalid answers {u.get('fallbacks', 0)} (a critic's: could "
-                     f"not verify, {u.get('unverified', 0)} answers)")
+        lines.append(
+            f"model calls {u.get('calls', 0)}, invalid answers {u.get('fallbacks', 0)} (a critic's: could "
+            f"not verify, {u.get('unverified', 0)} answers)"
+        )
     return "\n".join(lines)

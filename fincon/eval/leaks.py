@@ -119,7 +119,7 @@ def scan(prompts: Sequence[str], keys: Iterable[Key], formulas: Sequence[str] | 
                 rest = _remove_readable(rest, r)
             m = pat.search(rest)
             if m:
-                hits.append(Hit(k.id, "gold value", rest[max(0, m.start() - 40): m.end() + 40], n))
+                hits.append(Hit(k.id, "gold value", rest[max(0, m.start() - 40) : m.end() + 40], n))
     return hits
 
 

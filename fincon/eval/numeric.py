@@ -59,8 +59,11 @@ REVISE_TEMPLATE = TEMPLATES / "qa_revise.txt"
 #: metrics a document states (what the analyst may say it took)
 STATED = ("revenue", "revenue_growth", "operating_income", "operating_margin", "cash", "capex")
 DEV_SHARE = 4  # crc32(doc id) % DEV_SHARE == 0 -> dev
-ROWS = (("alone", "analyst alone"), ("extraction", "+ extraction critic"),
-        ("both", "+ extraction + calculation critics"))
+ROWS = (
+    ("alone", "analyst alone"),
+    ("extraction", "+ extraction critic"),
+    ("both", "+ extraction + calculation critics"),
+)
 
 #: (metric, question, steps) per kind of document
 FILING_QUESTIONS = (
@@ -71,8 +74,11 @@ FILING_QUESTIONS = (
     ("revenue_change", "By how much did revenue change from the prior-year period, in $ billion?", 2),
 )
 CALL_QUESTIONS = (
-    ("operating_income", "What operating income do the revenue and operating margin on the call imply, "
-                         "in $ billion?", 1),
+    (
+        "operating_income",
+        "What operating income do the revenue and operating margin on the call imply, in $ billion?",
+        1,
+    ),
 )
 
 
@@ -104,10 +110,14 @@ def split_of(doc: str) -> str:
 
 def _printed_filing(meta: dict) -> dict[str, float]:
     """The figures as the filing text prints them (generator's formats)."""
-    return {"revenue": round(meta["revenue_bn"], 2), "revenue_growth": float(f"{meta['revenue_growth'] * 100:.1f}"),
-            "operating_income": round(meta["operating_income_bn"], 2),
-            "operating_margin": float(f"{meta['operating_margin'] * 100:.1f}"),
-            "cash": round(meta["cash_bn"], 2), "capex": round(meta["capex_bn"], 2)}
+    return {
+        "revenue": round(meta["revenue_bn"], 2),
+        "revenue_growth": float(f"{meta['revenue_growth'] * 100:.1f}"),
+        "operating_income": round(meta["operating_income_bn"], 2),
+        "operating_margin": float(f"{meta['operating_margin'] * 100:.1f}"),
+        "cash": round(meta["cash_bn"], 2),
+        "capex": round(meta["capex_bn"], 2),
+    }
 
 
 def _call_figures(events_by_ticker: dict[str, list], tickers: Sequence[str]) -> dict[str, dict[str, float]]:
@@ -130,8 +140,10 @@ def _call_figures(events_by_ticker: dict[str, list], tickers: Sequence[str]) -> 
         for e in calls:
             day = pd.Timestamp(e.published_at.astimezone(MARKET_TZ).date())
             f = _figures(c, int(e.metadata["fiscal_year"]), int(e.metadata["fiscal_quarter"]), c.pos(day))
-            out[e.id] = {"revenue": float(f"{f['revenue_bn']:.1f}"),
-                         "operating_margin": float(f"{f['operating_margin'] * 100:.0f}")}
+            out[e.id] = {
+                "revenue": float(f"{f['revenue_bn']:.1f}"),
+                "operating_margin": float(f"{f['operating_margin'] * 100:.0f}"),
+            }
     return out
 
 
@@ -171,8 +183,21 @@ def build_set(tickers: Sequence[str] | None = None) -> tuple[list[QAItem], dict[
             m = METRICS[metric]
             gold = figs[metric] if steps == 0 else m.compute(figs)
             dec = 2 if m.unit == "bn" else 1
-            items.append(QAItem(f"{e.id}:{metric}", e.id, e.source, text, metric, question, steps,
-                                float(gold), dec, split_of(e.id), dict(figs)))
+            items.append(
+                QAItem(
+                    f"{e.id}:{metric}",
+                    e.id,
+                    e.source,
+                    text,
+                    metric,
+                    question,
+                    steps,
+                    float(gold),
+                    dec,
+                    split_of(e.id),
+                    dict(figs),
+                )
+            )
     return items, dict(skipped)
 
 
@@ -183,6 +208,7 @@ def exact(pred: float | None, gold: float, decimals: int) -> bool:
 
 
 # -- the analyst ------------------------------------------------------------------
+
 
 class FigureAnswer(BaseModel):
     metric: Literal[STATED]  # type: ignore[valid-type]
@@ -260,23 +286,35 @@ def _example(dev: Sequence[QAItem]) -> dict[str, str]:
     if ex is None:
         return {"example_document": "(none)", "example_question": "(none)", "example_answer": "(none)"}
     figs = {m: ex.figures[m] for m in _needs(ex)}
-    ans = {"figures": [{"metric": m, "value": v} for m, v in figs.items()],
-           "answer": rounded(ex.gold, ex.decimals)}
-    return {"example_document": " ".join(ex.text.split()), "example_question": ex.prompt_question(),
-            "example_answer": json.dumps(ans)}
+    ans = {"figures": [{"metric": m, "value": v} for m, v in figs.items()], "answer": rounded(ex.gold, ex.decimals)}
+    return {
+        "example_document": " ".join(ex.text.split()),
+        "example_question": ex.prompt_question(),
+        "example_answer": json.dumps(ans),
+    }
 
 
 def analyst_question(item: QAItem, example: dict[str, str]) -> Question:
     system, user = load_template(str(ANALYST_TEMPLATE))
 
     def messages():
-        return [{"role": "system", "content": system.format(metrics=", ".join(STATED), **example)},
-                {"role": "user", "content": user.format(document=" ".join(item.text.split()),
-                                                        question=item.prompt_question())}]
+        return [
+            {"role": "system", "content": system.format(metrics=", ".join(STATED), **example)},
+            {
+                "role": "user",
+                "content": user.format(document=" ".join(item.text.split()), question=item.prompt_question()),
+            },
+        ]
 
-    return Question(agent="qa-analyst", day="", messages=messages, model=QAAnswer, allowed=frozenset(),
-                    to_report=lambda a: Attempt({f.metric: f.value for f in a.figures}, a.answer),
-                    rules=lambda: rules_answer(item))
+    return Question(
+        agent="qa-analyst",
+        day="",
+        messages=messages,
+        model=QAAnswer,
+        allowed=frozenset(),
+        to_report=lambda a: Attempt({f.metric: f.value for f in a.figures}, a.answer),
+        rules=lambda: rules_answer(item),
+    )
 
 
 def _feedback(item: QAItem, review: Review, stages: Sequence[str]) -> str:
@@ -292,8 +330,11 @@ def _feedback(item: QAItem, review: Review, stages: Sequence[str]) -> str:
                 lines.append(f"- extraction: {name} = {fv.claimed:g} is wrong; the document says {fv.source_value:g}")
     if "calculation" in stages and review.calculation is not None and review.calculation.checked:
         cv = review.calculation
-        lines.append("- calculation: right" if cv.ok else
-                     f"- calculation: wrong; the critic's own result is {cv.value:.{item.decimals}f}")
+        lines.append(
+            "- calculation: right"
+            if cv.ok
+            else f"- calculation: wrong; the critic's own result is {cv.value:.{item.decimals}f}"
+        )
     return "\n".join(lines) or "- no problems found"
 
 
@@ -301,16 +342,29 @@ def revise_question(item: QAItem, a: Attempt, review: Review, stages: Sequence[s
     system, user = load_template(str(REVISE_TEMPLATE))
 
     def messages():
-        return [{"role": "system", "content": system.format(metrics=", ".join(STATED))},
-                {"role": "user", "content": user.format(
-                    document=" ".join(item.text.split()), question=item.prompt_question(),
+        return [
+            {"role": "system", "content": system.format(metrics=", ".join(STATED))},
+            {
+                "role": "user",
+                "content": user.format(
+                    document=" ".join(item.text.split()),
+                    question=item.prompt_question(),
                     figures=", ".join(f"{m} = {v:g}" for m, v in a.figures.items()) or "(none)",
                     answer="(none)" if a.answer is None else f"{a.answer:g}",
-                    feedback=_feedback(item, review, stages))}]
+                    feedback=_feedback(item, review, stages),
+                ),
+            },
+        ]
 
-    return Question(agent="qa-analyst-revise", day="", messages=messages, model=QAAnswer, allowed=frozenset(),
-                    to_report=lambda x: Attempt({f.metric: f.value for f in x.figures}, x.answer),
-                    rules=lambda: rules_revise(item, a, review, stages))
+    return Question(
+        agent="qa-analyst-revise",
+        day="",
+        messages=messages,
+        model=QAAnswer,
+        allowed=frozenset(),
+        to_report=lambda x: Attempt({f.metric: f.value for f in x.figures}, x.answer),
+        rules=lambda: rules_revise(item, a, review, stages),
+    )
 
 
 def as_claim(item: QAItem, a: Attempt) -> Claim:
@@ -320,11 +374,13 @@ def as_claim(item: QAItem, a: Attempt) -> Claim:
     reads: the document, the question and the textbook definitions."""
     metric = metric_of_question(item.question)
     inputs = {m: v for m, v in a.figures.items() if m != metric or item.steps == 0}
-    return Claim(metric, a.answer if a.answer is not None else float("nan"), item.unit, item.decimals,
-                 inputs, (item.text,))
+    return Claim(
+        metric, a.answer if a.answer is not None else float("nan"), item.unit, item.decimals, inputs, (item.text,)
+    )
 
 
 # -- the evaluation ---------------------------------------------------------------
+
 
 @dataclass
 class Outcome:
@@ -373,14 +429,18 @@ def table(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
         for s in (0, 1, 2):
             sel = [r for r, o in zip(right, outcomes) if o.item.steps == s]
             by_steps[s] = (sum(sel), len(sel))
-        rows.append({
-            "setting": label, "n": len(outcomes), "correct": sum(right),
-            "em": round(100.0 * sum(right) / len(outcomes), 1) if outcomes else 0.0,
-            "by_steps": by_steps,
-            "flagged": sum(o.flagged[key] for o in outcomes),
-            "fixed": sum(r and not base[id(o)] for r, o in zip(right, outcomes)),
-            "broken": sum(base[id(o)] and not r for r, o in zip(right, outcomes)),
-        })
+        rows.append(
+            {
+                "setting": label,
+                "n": len(outcomes),
+                "correct": sum(right),
+                "em": round(100.0 * sum(right) / len(outcomes), 1) if outcomes else 0.0,
+                "by_steps": by_steps,
+                "flagged": sum(o.flagged[key] for o in outcomes),
+                "fixed": sum(r and not base[id(o)] for r, o in zip(right, outcomes)),
+                "broken": sum(base[id(o)] and not r for r, o in zip(right, outcomes)),
+            }
+        )
     return rows
 
 
@@ -389,13 +449,20 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
     lines = [head, "-" * len(head)]
     for r in rows:
         st = [f"{a}/{b}" for a, b in (r["by_steps"][s] for s in (0, 1, 2))]
-        lines.append(f"{r['setting']:<36}{r['em']:>7.1f}{r['correct']:>4}/{r['n']:<3}{st[0]:>10}{st[1]:>10}{st[2]:>10}"
-                     f"{r['flagged']:>9}{r['fixed']:>7}{r['broken']:>8}")
+        lines.append(
+            f"{r['setting']:<36}{r['em']:>7.1f}{r['correct']:>4}/{r['n']:<3}{st[0]:>10}{st[1]:>10}{st[2]:>10}"
+            f"{r['flagged']:>9}{r['fixed']:>7}{r['broken']:>8}"
+        )
     return "\n".join(lines)
 
 
-def run(brain_name: str = "rules", limit: int | None = None, split: str = "test", client: Any = None,
-        tickers: Sequence[str] | None = None) -> dict[str, Any]:
+def run(
+    brain_name: str = "rules",
+    limit: int | None = None,
+    split: str = "test",
+    client: Any = None,
+    tickers: Sequence[str] | None = None,
+) -> dict[str, Any]:
     items, skipped = build_set(tickers)
     dev = [i for i in items if i.split == "dev"]
     chosen = [i for i in items if split == "all" or i.split == split]
@@ -418,30 +485,46 @@ def run(brain_name: str = "rules", limit: int | None = None, split: str = "test"
         brain = RulesBrain()
     example = _example(dev)
     outcomes, usage = evaluate(brain, chosen, example)
-    return {"brain": brain_name, "split": split, "questions": len(chosen),
-            "documents": len({i.doc for i in chosen}), "dev_documents": len({i.doc for i in dev}),
-            "skipped_documents": skipped, "example": example, "rows": table(outcomes), "usage": dict(usage),
-            "outcomes": outcomes}
+    return {
+        "brain": brain_name,
+        "split": split,
+        "questions": len(chosen),
+        "documents": len({i.doc for i in chosen}),
+        "dev_documents": len({i.doc for i in dev}),
+        "skipped_documents": skipped,
+        "example": example,
+        "rows": table(outcomes),
+        "usage": dict(usage),
+        "outcomes": outcomes,
+    }
 
 
-RULES_NOTE = ("rules brain: the analyst is a deliberately imperfect baseline (takes the first figure of the right "
-              "unit; prior-year shortcuts r*(1-g) and r*g); the critics are deterministic checks (figure looked up "
-              "in the document by metric with rounding tolerance; arithmetic recomputed in Python).")
+RULES_NOTE = (
+    "rules brain: the analyst is a deliberately imperfect baseline (takes the first figure of the right "
+    "unit; prior-year shortcuts r*(1-g) and r*g); the critics are deterministic checks (figure looked up "
+    "in the document by metric with rounding tolerance; arithmetic recomputed in Python)."
+)
 
 
 def report(res: dict[str, Any]) -> str:
-    out = [f"numeric critics, brain {res['brain']}: {res['questions']} questions from {res['documents']} documents "
-           f"({res['split']} split; the prompt's example comes from the {res['dev_documents']} dev documents, "
-           f"never scored on test)",
-           "exact match after rounding to the question's precision ($bn: 2 decimals, %: 1 decimal)", "",
-           format_table(res["rows"]), ""]
+    out = [
+        f"numeric critics, brain {res['brain']}: {res['questions']} questions from {res['documents']} documents "
+        f"({res['split']} split; the prompt's example comes from the {res['dev_documents']} dev documents, "
+        f"never scored on test)",
+        "exact match after rounding to the question's precision ($bn: 2 decimals, %: 1 decimal)",
+        "",
+        format_table(res["rows"]),
+        "",
+    ]
     out.append("flagged: answers a critic of the row found wrong (then revised); fixed/broken: vs the analyst alone")
     if res["brain"] == "rules":
         out.append(RULES_NOTE)
     else:
         u = res["usage"]
-        out.append(f"model calls {u.get('calls', 0)}, invalid answers {u.get('fallbacks', 0)} (an analyst's: its "
-                   f"rules answer, counted; a critic's: could not verify, {u.get('unverified', 0)} answers)")
+        out.append(
+            f"model calls {u.get('calls', 0)}, invalid answers {u.get('fallbacks', 0)} (an analyst's: its "
+            f"rules answer, counted; a critic's: could not verify, {u.get('unverified', 0)} answers)"
+        )
     if res["skipped_documents"]:
         out.append(f"documents left out (printed figures did not match the generator's): {res['skipped_documents']}")
     return "\n".join(out)

@@ -132,7 +132,9 @@ def assemble(model: BundledModel | str = DEFAULT_MODEL, cache_dir: Path | None =
     assembled file instead of trusting its stamp."""
     if isinstance(model, str):
         if model not in BUNDLED:
-            raise ModelFileError(f"unknown bundled model {model!r}; choose one of {', '.join(BUNDLED)} or give a GGUF path")
+            raise ModelFileError(
+                f"unknown bundled model {model!r}; choose one of {', '.join(BUNDLED)} or give a GGUF path"
+            )
         model = BUNDLED[model]
     cache_dir = Path(cache_dir) if cache_dir else model_cache_dir()
     target = cache_dir / model.filename

@@ -75,8 +75,21 @@ CREATE TABLE IF NOT EXISTS calls (
     structured_mode TEXT NOT NULL DEFAULT ''
 )
 """
-_COLUMNS = ("key", "backend", "model", "agent", "messages", "schema", "params", "answer", "prompt_tokens",
-            "completion_tokens", "latency_s", "created_at", "structured_mode")
+_COLUMNS = (
+    "key",
+    "backend",
+    "model",
+    "agent",
+    "messages",
+    "schema",
+    "params",
+    "answer",
+    "prompt_tokens",
+    "completion_tokens",
+    "latency_s",
+    "created_at",
+    "structured_mode",
+)
 _READ = "key, answer, prompt_tokens, completion_tokens, latency_s, created_at"
 
 
@@ -143,7 +156,9 @@ class CallCache:
             self._server = RemoteCache(os.environ[SERVER_ENV], self.path, self.mode)
             return
         if self.mode is CacheMode.REPLAY and not self.path.exists():
-            raise CacheMiss(f"replay needs a recorded cache, but {self.path} does not exist; record a run in read-write mode first")
+            raise CacheMiss(
+                f"replay needs a recorded cache, but {self.path} does not exist; record a run in read-write mode first"
+            )
         if self.path.exists():
             self._open()  # a file that is not a usable cache fails here, before day one
         # otherwise the file is created on the first write: a run that fails before
@@ -164,7 +179,9 @@ class CallCache:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 conn = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False, isolation_level=None)
         except (OSError, sqlite3.Error) as exc:
-            raise LLMError(f"cannot open the LLM cache {self.path} ({_one_line(exc)}); pass another --llm-cache-path") from None
+            raise LLMError(
+                f"cannot open the LLM cache {self.path} ({_one_line(exc)}); pass another --llm-cache-path"
+            ) from None
         try:
             conn.execute("PRAGMA busy_timeout=30000")
             if self.mode is not CacheMode.REPLAY:
@@ -183,8 +200,10 @@ class CallCache:
                 columns.add("structured_mode")
         except sqlite3.DatabaseError as exc:
             conn.close()
-            raise LLMError(f"LLM cache {self.path} is not a usable SQLite file ({_one_line(exc)}); move it away or "
-                           "pass another --llm-cache-path") from None
+            raise LLMError(
+                f"LLM cache {self.path} is not a usable SQLite file ({_one_line(exc)}); move it away or "
+                "pass another --llm-cache-path"
+            ) from None
         # a replay never alters the file, so an old cache is read without the column
         self._read = _READ + (", structured_mode" if "structured_mode" in columns else "")
         self._conn = conn
@@ -193,8 +212,12 @@ class CallCache:
     def _connection(self, create: bool) -> sqlite3.Connection | None:
         """The connection; an existing file is opened (another run may have
         created it since we started), a missing one only created for a write."""
-        if self._conn is None and not self._closed and self.mode is not CacheMode.OFF and (
-                create or self.path.exists()):
+        if (
+            self._conn is None
+            and not self._closed
+            and self.mode is not CacheMode.OFF
+            and (create or self.path.exists())
+        ):
             self._open()
         return self._conn
 
@@ -240,20 +263,40 @@ class CallCache:
         answer, never on their own, or a replay would not reproduce them.
         Without writes (mode ``off`` or ``replay``) the given answer comes back."""
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        mine = CachedCall(key, answer, int(prompt_tokens), int(completion_tokens), float(latency_s), now,
-                          structured_mode)
+        mine = CachedCall(
+            key, answer, int(prompt_tokens), int(completion_tokens), float(latency_s), now, structured_mode
+        )
         if not self.writes:
             return mine
         if self._server is not None:
             return self._server.put(
-                key, backend=backend, model=model, agent=agent, messages=messages, schema=schema, params=params,
-                answer=answer, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                latency_s=latency_s, structured_mode=structured_mode)
+                key,
+                backend=backend,
+                model=model,
+                agent=agent,
+                messages=messages,
+                schema=schema,
+                params=params,
+                answer=answer,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                latency_s=latency_s,
+                structured_mode=structured_mode,
+            )
         values = (
-            key, backend, model, agent,
+            key,
+            backend,
+            model,
+            agent,
             canonical_json([m.model_dump() for m in messages]),
-            canonical_json(schema), canonical_json(params.model_dump()),
-            answer, int(prompt_tokens), int(completion_tokens), float(latency_s), now, structured_mode,
+            canonical_json(schema),
+            canonical_json(params.model_dump()),
+            answer,
+            int(prompt_tokens),
+            int(completion_tokens),
+            float(latency_s),
+            now,
+            structured_mode,
         )
         with self._lock:
             conn = self._connection(create=True)

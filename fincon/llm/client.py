@@ -59,16 +59,28 @@ def with_schema_instruction(messages: Sequence[Message], schema: dict, sketch: b
 class LLMClient:
     """Cache + ledger + guardrails around one backend. Thread-safe."""
 
-    def __init__(self, backend: Backend, cache: CallCache | None = None, ledger: UsageLedger | None = None,
-                 params: SamplingParams | None = None):
+    def __init__(
+        self,
+        backend: Backend,
+        cache: CallCache | None = None,
+        ledger: UsageLedger | None = None,
+        params: SamplingParams | None = None,
+    ):
         self.backend = backend
         self.cache = cache if cache is not None else CallCache(None, CacheMode.OFF)
         self.ledger = ledger if ledger is not None else UsageLedger()
         self.params = params or SamplingParams()
 
     # -- the interface ---------------------------------------------------
-    def ask(self, messages, output: type[T], *, agent: str = "default", day: str | None = None,
-            params: SamplingParams | None = None) -> LLMResult[T]:
+    def ask(
+        self,
+        messages,
+        output: type[T],
+        *,
+        agent: str = "default",
+        day: str | None = None,
+        params: SamplingParams | None = None,
+    ) -> LLMResult[T]:
         """Ask for one ``output`` object; see the module docstring."""
         params = params or self.params
         schema = schema_for(output)
@@ -107,16 +119,27 @@ class LLMClient:
         self.ledger.record_failure(agent, day, keys, errors)
         raise LLMInvalidAnswer(agent, keys, errors)
 
-    def _resample(self, msgs: tuple[Message, ...], schema: dict, params: SamplingParams, agent: str,
-                  day: str | None, after: str, error: str) -> tuple[str, Usage, str] | None:
+    def _resample(
+        self,
+        msgs: tuple[Message, ...],
+        schema: dict,
+        params: SamplingParams,
+        agent: str,
+        day: str | None,
+        after: str,
+        error: str,
+    ) -> tuple[str, Usage, str] | None:
         """One fresh sample of the original question, or None when a replay's
         recording has none (it was made before re-samples existed)."""
         fresh = resample_params(params)
         if self.cache.mode is CacheMode.REPLAY:
             b = self.backend
             if self.cache.get(call_key(b.name, b.model_id, msgs, schema, fresh)) is None:
-                log.info("%s %s: the recording holds no re-sample after two invalid answers; failing as it did",
-                         day or "-", agent)
+                log.info(
+                    "%s %s: the recording holds no re-sample after two invalid answers; failing as it did",
+                    day or "-",
+                    agent,
+                )
                 return None
         self.ledger.record_resample(agent, day, after, error)
         return self._call(msgs, schema, fresh, agent, day)
@@ -129,16 +152,25 @@ class LLMClient:
         self.cache.close()
 
     # -- one raw call ----------------------------------------------------
-    def _call(self, msgs: tuple[Message, ...], schema: dict, params: SamplingParams, agent: str,
-              day: str | None) -> tuple[str, Usage, str]:
+    def _call(
+        self, msgs: tuple[Message, ...], schema: dict, params: SamplingParams, agent: str, day: str | None
+    ) -> tuple[str, Usage, str]:
         b = self.backend
         key = call_key(b.name, b.model_id, msgs, schema, params)
         t0 = time.perf_counter()
         hit = self.cache.get(key)
         if hit is not None:
             latency = time.perf_counter() - t0
-            self.ledger.record_call(agent, day, b.price_model, hit.prompt_tokens, hit.completion_tokens, latency, True,
-                                    structured_mode=hit.structured_mode)
+            self.ledger.record_call(
+                agent,
+                day,
+                b.price_model,
+                hit.prompt_tokens,
+                hit.completion_tokens,
+                latency,
+                True,
+                structured_mode=hit.structured_mode,
+            )
             return hit.answer, Usage(hit.prompt_tokens, hit.completion_tokens, latency, cache_hit=True), key
         if self.cache.mode is CacheMode.REPLAY:
             last_user = next((m.content for m in reversed(msgs) if m.role == "user"), "")
@@ -151,17 +183,39 @@ class LLMClient:
         completion = b.complete(msgs, schema, params)
         latency = time.perf_counter() - t0
         mode = completion.structured_mode or str(getattr(b, "structured_mode", "") or "")
-        stored = self.cache.put(key, backend=b.name, model=b.model_id, agent=agent, messages=msgs, schema=schema,
-                                params=params, answer=completion.text, prompt_tokens=completion.prompt_tokens,
-                                completion_tokens=completion.completion_tokens, latency_s=latency,
-                                structured_mode=mode)
+        stored = self.cache.put(
+            key,
+            backend=b.name,
+            model=b.model_id,
+            agent=agent,
+            messages=msgs,
+            schema=schema,
+            params=params,
+            answer=completion.text,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+            latency_s=latency,
+            structured_mode=mode,
+        )
         model_s = latency if completion.model_s is None else min(completion.model_s, latency)
         if stored.answer != completion.text:
-            log.info("call %s: another run stored its answer first; acting on the stored answer so that a replay "
-                     "reproduces this run", key[:16])
+            log.info(
+                "call %s: another run stored its answer first; acting on the stored answer so that a replay "
+                "reproduces this run",
+                key[:16],
+            )
         # the stored row, not this completion: a replay reads exactly these values
-        self.ledger.record_call(agent, day, b.price_model, stored.prompt_tokens, stored.completion_tokens,
-                                latency, False, structured_mode=stored.structured_mode, model_s=model_s)
+        self.ledger.record_call(
+            agent,
+            day,
+            b.price_model,
+            stored.prompt_tokens,
+            stored.completion_tokens,
+            latency,
+            False,
+            structured_mode=stored.structured_mode,
+            model_s=model_s,
+        )
         usage = Usage(stored.prompt_tokens, stored.completion_tokens, latency, cache_hit=False)
         return stored.answer, usage, key
 

@@ -34,8 +34,7 @@ class LLMInvalidAnswer(LLMError):
         self.errors = tuple(errors)
         last = errors[-1] if errors else "no answer"
         super().__init__(
-            f"model answer for agent {agent!r} failed its schema twice (last error: {last}); "
-            "the agent must fall back"
+            f"model answer for agent {agent!r} failed its schema twice (last error: {last}); the agent must fall back"
         )
 
 

@@ -72,8 +72,18 @@ class _Row:
     live_tokens_by_model: dict = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
 
 
-USAGE_COLUMNS = ("day", "agent", "calls", "prompt_tokens", "completion_tokens", "total_tokens",
-                 "cost_usd", "reasks", "fallbacks", "failures")
+USAGE_COLUMNS = (
+    "day",
+    "agent",
+    "calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "cost_usd",
+    "reasks",
+    "fallbacks",
+    "failures",
+)
 #: latency_s = queued_s + model_s: seconds of live calls, split into waiting
 #: (for the model's lock, a connection, a retry) and the model working
 RUNTIME_COLUMNS = ("day", "agent", "live_calls", "cache_hits", "latency_s", "spent_usd", "queued_s", "model_s")
@@ -91,9 +101,18 @@ class UsageLedger:
         self._lock = threading.Lock()
 
     # -- recording -------------------------------------------------------
-    def record_call(self, agent: str, day: str | None, model: str, prompt_tokens: int,
-                    completion_tokens: int, latency_s: float, cache_hit: bool, structured_mode: str = "",
-                    model_s: float | None = None) -> None:
+    def record_call(
+        self,
+        agent: str,
+        day: str | None,
+        model: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        latency_s: float,
+        cache_hit: bool,
+        structured_mode: str = "",
+        model_s: float | None = None,
+    ) -> None:
         """One call. ``model_s``: the part of ``latency_s`` the model worked
         (None: all of it)."""
         with self._lock:
@@ -144,8 +163,14 @@ class UsageLedger:
             self._rows[(day or NO_DAY, agent)].failures += 1
             self._event("failure", agent, day, keys=list(keys), errors=list(errors))
 
-    def record_fallback(self, agent: str, day: str | None, reason: str, detail: Mapping[str, Any] | None = None,
-                        keys: tuple[str, ...] = ()) -> None:
+    def record_fallback(
+        self,
+        agent: str,
+        day: str | None,
+        reason: str,
+        detail: Mapping[str, Any] | None = None,
+        keys: tuple[str, ...] = (),
+    ) -> None:
         """Agents call this whenever they replace a model answer by their
         deterministic fallback; nothing falls back without a trace."""
         with self._lock:
@@ -184,22 +209,38 @@ class UsageLedger:
             items = sorted(self._rows.items())
         out = []
         for (day, agent), r in items:
-            out.append({
-                "day": day, "agent": agent, "calls": r.calls, "prompt_tokens": r.prompt_tokens,
-                "completion_tokens": r.completion_tokens, "total_tokens": r.prompt_tokens + r.completion_tokens,
-                "cost_usd": f"{self._cost(r.tokens_by_model):.6f}", "reasks": r.reasks,
-                "fallbacks": r.fallbacks, "failures": r.failures,
-            })
+            out.append(
+                {
+                    "day": day,
+                    "agent": agent,
+                    "calls": r.calls,
+                    "prompt_tokens": r.prompt_tokens,
+                    "completion_tokens": r.completion_tokens,
+                    "total_tokens": r.prompt_tokens + r.completion_tokens,
+                    "cost_usd": f"{self._cost(r.tokens_by_model):.6f}",
+                    "reasks": r.reasks,
+                    "fallbacks": r.fallbacks,
+                    "failures": r.failures,
+                }
+            )
         return out
 
     def runtime_rows(self) -> list[dict[str, Any]]:
         with self._lock:
             items = sorted(self._rows.items())
-        return [{
-            "day": day, "agent": agent, "live_calls": r.live_calls, "cache_hits": r.cache_hits,
-            "latency_s": f"{r.latency_s:.4f}", "spent_usd": f"{self._cost(r.live_tokens_by_model):.6f}",
-            "queued_s": f"{r.latency_s - r.model_s:.4f}", "model_s": f"{r.model_s:.4f}",
-        } for (day, agent), r in items]
+        return [
+            {
+                "day": day,
+                "agent": agent,
+                "live_calls": r.live_calls,
+                "cache_hits": r.cache_hits,
+                "latency_s": f"{r.latency_s:.4f}",
+                "spent_usd": f"{self._cost(r.live_tokens_by_model):.6f}",
+                "queued_s": f"{r.latency_s - r.model_s:.4f}",
+                "model_s": f"{r.model_s:.4f}",
+            }
+            for (day, agent), r in items
+        ]
 
     def summary(self) -> dict[str, Any]:
         """Reproducible totals for the run summary (no cache hits or latency:
@@ -247,8 +288,10 @@ class UsageLedger:
             "runtime": run_dir / "llm_runtime.csv",
             "audit": run_dir / "llm_audit.jsonl",
         }
-        for name, cols, rows in (("usage", USAGE_COLUMNS, self.usage_rows()),
-                                 ("runtime", RUNTIME_COLUMNS, self.runtime_rows())):
+        for name, cols, rows in (
+            ("usage", USAGE_COLUMNS, self.usage_rows()),
+            ("runtime", RUNTIME_COLUMNS, self.runtime_rows()),
+        ):
             with open(paths[name], "w", newline="", encoding="utf-8") as fh:
                 w = csv.DictWriter(fh, fieldnames=cols, lineterminator="\n")
                 w.writeheader()

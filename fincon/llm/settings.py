@@ -86,18 +86,29 @@ def build_backend(settings: LLMSettings):
     """The configured backend (the local model is only loaded on its first live call)."""
     if settings.backend == "openai":
         if not settings.model:
-            raise ConfigError("the openai backend needs a model name: pass --llm-model (e.g. gpt-4o-mini, qwen2.5:1.5b)")
+            raise ConfigError(
+                "the openai backend needs a model name: pass --llm-model (e.g. gpt-4o-mini, qwen2.5:1.5b)"
+            )
         from fincon.llm.backends.openai_compat import OpenAICompatBackend
 
         return OpenAICompatBackend(
-            settings.model, base_url=settings.base_url, api_key_env=settings.api_key_env,
-            timeout_s=settings.timeout_s, max_retries=settings.max_retries, structured=settings.structured,
+            settings.model,
+            base_url=settings.base_url,
+            api_key_env=settings.api_key_env,
+            timeout_s=settings.timeout_s,
+            max_retries=settings.max_retries,
+            structured=settings.structured,
         )
     from fincon.llm.backends.local import LocalLlamaBackend
 
-    return LocalLlamaBackend(settings.model, n_ctx=settings.n_ctx, n_threads=settings.n_threads,
-                             seed=settings.seed, cache_dir=settings.model_dir,
-                             prompt_cache_bytes=settings.prompt_cache_mb << 20)
+    return LocalLlamaBackend(
+        settings.model,
+        n_ctx=settings.n_ctx,
+        n_threads=settings.n_threads,
+        seed=settings.seed,
+        cache_dir=settings.model_dir,
+        prompt_cache_bytes=settings.prompt_cache_mb << 20,
+    )
 
 
 def build_client(settings: LLMSettings, ledger: UsageLedger | None = None) -> LLMClient:

@@ -26,8 +26,10 @@ def profile_query(profile: str, ticker: str, day: Any, task: str | None = None) 
     from fincon.data.events.generator import NAMES
 
     name, sector = NAMES.get(ticker, (ticker, "its industry"))
-    task = task or (f"decide whether to buy, sell or hold {ticker} at the close of {pd.Timestamp(day).date()}; "
-                    f"focus on demand, revenue, margins, guidance and risks")
+    task = task or (
+        f"decide whether to buy, sell or hold {ticker} at the close of {pd.Timestamp(day).date()}; "
+        f"focus on demand, revenue, margins, guidance and risks"
+    )
     return f"Profile: {profile} covering {name} ({ticker}), {sector}. Task: {task}."
 
 
@@ -48,9 +50,18 @@ class DayMemory:
 
 
 class AnalystMemory:
-    def __init__(self, memory_store, events: EventStore, agent: str, ticker: str, profile: str | None = None,
-                 summariser: Summariser | None = None, sources: Sequence[str] | None = None, k: int = 5,
-                 task: str | None = None):
+    def __init__(
+        self,
+        memory_store,
+        events: EventStore,
+        agent: str,
+        ticker: str,
+        profile: str | None = None,
+        summariser: Summariser | None = None,
+        sources: Sequence[str] | None = None,
+        k: int = 5,
+        task: str | None = None,
+    ):
         self.events = events
         self.agent, self.ticker = agent, ticker
         self.profile = profile or agent
@@ -58,14 +69,17 @@ class AnalystMemory:
         self.k = k
         self.sources = tuple(sources) if sources else None
         self.procedural = memory_store.procedural(agent, ticker)
-        self.working = WorkingMemory(summariser or LexiconSummariser(resolve=events.audio_path), self.procedural,
-                                     sources=self.sources)
+        self.working = WorkingMemory(
+            summariser or LexiconSummariser(resolve=events.audio_path), self.procedural, sources=self.sources
+        )
 
     def step(self, date: Any) -> DayMemory:
         view = self.events.view_at(date)
         entries = self.working.step(view, self.ticker)
         stored = {eid for x in entries for eid in x.event_ids}
-        new = tuple(e for e in view.events(self.ticker, sources=self.sources, last=len(stored) or None) if e.id in stored)
+        new = tuple(
+            e for e in view.events(self.ticker, sources=self.sources, last=len(stored) or None) if e.id in stored
+        )
         q = profile_query(self.profile, self.ticker, view.date, self.task)
         top = tuple(self.procedural.retrieve(q, view.date, k=self.k, sources=self.sources))
         return DayMemory(view.date, new, q, top, tuple(entries))

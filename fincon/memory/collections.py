@@ -30,14 +30,24 @@ def open_client(path: str | Path):
 
 def open_collection(client, name: str, embedder):
     if embedder is None:
-        raise ConfigError("memory collections need an explicit embedder (hashing or minilm); chromadb's default downloads a model")
+        raise ConfigError(
+            "memory collections need an explicit embedder (hashing or minilm); chromadb's default downloads a model"
+        )
     sig = json.dumps({"name": embedder.name(), "config": embedder.get_config()}, sort_keys=True)
     try:
-        col = client.get_or_create_collection(name=name, embedding_function=embedder, metadata={"fincon_embedder": sig},
-                                              configuration={"hnsw": {"space": "cosine"}})
+        col = client.get_or_create_collection(
+            name=name,
+            embedding_function=embedder,
+            metadata={"fincon_embedder": sig},
+            configuration={"hnsw": {"space": "cosine"}},
+        )
     except ValueError as exc:
-        raise ConfigError(f"memory collection {name} was built with another embedder ({exc}); reopen it with the same embedder or start a new run store") from exc
+        raise ConfigError(
+            f"memory collection {name} was built with another embedder ({exc}); reopen it with the same embedder or start a new run store"
+        ) from exc
     old = (col.metadata or {}).get("fincon_embedder")
     if old != sig:
-        raise ConfigError(f"memory collection {name} was built with another embedder ({old}, not {sig}); reopen it with the same embedder or start a new run store")
+        raise ConfigError(
+            f"memory collection {name} was built with another embedder ({old}, not {sig}); reopen it with the same embedder or start a new run store"
+        )
     return col

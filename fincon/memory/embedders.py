@@ -46,8 +46,9 @@ class HashingEmbedder(EmbeddingFunction[Documents]):
         from sklearn.feature_extraction.text import HashingVectorizer
 
         self.n_features = int(n_features)
-        self._vec = HashingVectorizer(n_features=self.n_features, ngram_range=(1, 2), alternate_sign=False,
-                                      norm="l2", lowercase=True)
+        self._vec = HashingVectorizer(
+            n_features=self.n_features, ngram_range=(1, 2), alternate_sign=False, norm="l2", lowercase=True
+        )
 
     def __call__(self, input: Documents) -> Embeddings:
         X = self._vec.transform(list(input)).toarray().astype(np.float32)
@@ -95,8 +96,13 @@ class MiniLMEmbedder(EmbeddingFunction[Documents]):
             return m
 
     def __call__(self, input: Documents) -> Embeddings:
-        X = self.model().encode(list(input), batch_size=self.batch_size, normalize_embeddings=True,
-                                convert_to_numpy=True, show_progress_bar=False)
+        X = self.model().encode(
+            list(input),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
         return [row.astype(np.float32) for row in X]
 
     @staticmethod

@@ -36,19 +36,29 @@ class EpisodicMemory:
     def __len__(self) -> int:
         return self.collection.count()
 
-    def add(self, day: Any, kind: str, text: str, metadata: Mapping[str, Any] | None = None, id: str | None = None) -> str:
+    def add(
+        self, day: Any, kind: str, text: str, metadata: Mapping[str, Any] | None = None, id: str | None = None
+    ) -> str:
         if kind not in KINDS:
             raise ValueError(f"episode kind must be one of {KINDS}, not {kind!r}")
         eid = id or f"{self.agent}-{kind}-{day_int(day)}-{self.collection.count()}"
-        self.collection.upsert(ids=[eid], documents=[text],
-                               metadatas=[{"day": day_int(day), "kind": kind, **_flat(metadata or {})}])
+        self.collection.upsert(
+            ids=[eid], documents=[text], metadatas=[{"day": day_int(day), "kind": kind, **_flat(metadata or {})}]
+        )
         return eid
 
     def _episodes(self, got) -> list[Episode]:
         out = []
         for i, doc, m in zip(got["ids"], got["documents"], got["metadatas"]):
-            out.append(Episode(i, pd.Timestamp(str(m["day"])), m["kind"], doc,
-                               {k[2:]: v for k, v in m.items() if k.startswith("m_")}))
+            out.append(
+                Episode(
+                    i,
+                    pd.Timestamp(str(m["day"])),
+                    m["kind"],
+                    doc,
+                    {k[2:]: v for k, v in m.items() if k.startswith("m_")},
+                )
+            )
         return out
 
     def recent(self, day: Any, n: int = 5, kinds: Sequence[str] | None = None) -> list[Episode]:
@@ -67,6 +77,12 @@ class EpisodicMemory:
         n = self.collection.count()
         if n == 0:
             return []
-        got = self.collection.query(query_texts=[query], n_results=min(n, k), where={"day": {"$lte": day_int(day)}},
-                                    include=["documents", "metadatas"])
-        return self._episodes({"ids": got["ids"][0], "documents": got["documents"][0], "metadatas": got["metadatas"][0]})
+        got = self.collection.query(
+            query_texts=[query],
+            n_results=min(n, k),
+            where={"day": {"$lte": day_int(day)}},
+            include=["documents", "metadatas"],
+        )
+        return self._episodes(
+            {"ids": got["ids"][0], "documents": got["documents"][0], "metadatas": got["metadatas"][0]}
+        )

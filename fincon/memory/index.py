@@ -128,15 +128,26 @@ class ScoreIndex:
                 if not len(ids):
                     break
                 metas = got["metadatas"]
-                self._append(ids, got["embeddings"], [int(m["ordinal"]) for m in metas],
-                             [str(m["source"]) for m in metas], [int(m.get("access", 0)) for m in metas])
+                self._append(
+                    ids,
+                    got["embeddings"],
+                    [int(m["ordinal"]) for m in metas],
+                    [str(m["source"]) for m in metas],
+                    [int(m.get("access", 0)) for m in metas],
+                )
                 off += len(ids)
                 if len(ids) < PAGE:
                     break
             self.loaded = True
 
-    def append(self, ids: Sequence[str], embeddings: Sequence[Any], ordinals: Sequence[int], sources: Sequence[str],
-               access: Sequence[int]) -> None:
+    def append(
+        self,
+        ids: Sequence[str],
+        embeddings: Sequence[Any],
+        ordinals: Sequence[int],
+        sources: Sequence[str],
+        access: Sequence[int],
+    ) -> None:
         """Rows chromadb has just accepted (only once the index is loaded)."""
         with self.lock:
             if self.loaded:
@@ -188,8 +199,9 @@ class ScoreIndex:
         self.n = need
 
     # ---- scoring -----------------------------------------------------------
-    def top(self, qn: np.ndarray, d_ord: int, k: int, decay: Mapping[str, Any],
-            sources: Sequence[str] | None = None) -> list[tuple[str, int, float, float, float]]:
+    def top(
+        self, qn: np.ndarray, d_ord: int, k: int, decay: Mapping[str, Any], sources: Sequence[str] | None = None
+    ) -> list[tuple[str, int, float, float, float]]:
         """The top-``k`` visible rows (ordinal <= ``d_ord``), best first, as
         ``(id, row, cosine, importance, score)``; ties on score (to 9 decimals)
         broken by id. Exact: equal to scoring every visible row."""
@@ -242,7 +254,7 @@ class ScoreIndex:
                 cand = None
             else:
                 ns = min(m, max(SEED, 16 * k))
-                seed = np.argpartition(imp_s, m - ns)[m - ns:]
+                seed = np.argpartition(imp_s, m - ns)[m - ns :]
                 sc = (cosines(seed) + 1.0) / 2.0 + imp_s[seed]
                 kth = np.partition(sc, ns - k)[ns - k] if ns >= k else -np.inf
                 # (cos + 1) / 2 <= 1: nothing with 1 + imp_scaled below the seed's k-th can make the top-k

@@ -40,8 +40,16 @@ from fincon.memory.index import ACCESS_BONUS, IMPORTANCE_SCALE, index_for
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ACCESS_BONUS", "DEFAULT_DECAY", "IMPORTANCE_SCALE", "Decay", "MemoryEntry", "ProceduralMemory",
-           "ScoredMemory", "collection_name"]
+__all__ = [
+    "ACCESS_BONUS",
+    "DEFAULT_DECAY",
+    "IMPORTANCE_SCALE",
+    "Decay",
+    "MemoryEntry",
+    "ProceduralMemory",
+    "ScoredMemory",
+    "collection_name",
+]
 
 
 @dataclass(frozen=True)
@@ -62,11 +70,11 @@ class Decay:
 
 
 DEFAULT_DECAY: Mapping[str, Decay] = {
-    "news": Decay(70.0, 0.90),          # half-life ~6.6 days
+    "news": Decay(70.0, 0.90),  # half-life ~6.6 days
     "analyst_note": Decay(75.0, 0.95),  # ~13.5 days
-    "10-Q": Decay(80.0, 0.98),          # ~34 days
+    "10-Q": Decay(80.0, 0.98),  # ~34 days
     "earnings_call": Decay(80.0, 0.98),
-    "10-K": Decay(90.0, 0.995),         # ~138 days
+    "10-K": Decay(90.0, 0.995),  # ~138 days
     "reflection": Decay(60.0, 0.97),
 }
 
@@ -164,10 +172,18 @@ class ProceduralMemory:
                 ids=[e.id for e in chunk],
                 documents=[e.text for e in chunk],
                 embeddings=embs,
-                metadatas=[{
-                    "ticker": e.ticker, "source": e.source, "day": day_int(e.day), "ordinal": o,
-                    "access": 0, "event_ids": ",".join(e.event_ids), **_flat(e.metadata),
-                } for e, o in zip(chunk, ords)],
+                metadatas=[
+                    {
+                        "ticker": e.ticker,
+                        "source": e.source,
+                        "day": day_int(e.day),
+                        "ordinal": o,
+                        "access": 0,
+                        "event_ids": ",".join(e.event_ids),
+                        **_flat(e.metadata),
+                    }
+                    for e, o in zip(chunk, ords)
+                ],
             )
             self.index.append([e.id for e in chunk], embs, ords, [e.source for e in chunk], [0] * len(chunk))
         return len(fresh)
@@ -215,10 +231,20 @@ class ProceduralMemory:
             doc, m = docs[mid]
             o = int(m["ordinal"])
             rs, is_ = (rel + 1.0) / 2.0, min(imp / IMPORTANCE_SCALE, 1.0)
-            out.append(ScoredMemory(
-                id=mid, source=m["source"], day=pd.Timestamp(dt.date.fromordinal(o)), text=doc,
-                relevancy=rel, importance=imp, relevancy_scaled=rs, importance_scaled=is_, score=score,
-                access=self.index.access(row), age_days=d_ord - o,
-                metadata={k_[2:]: v for k_, v in m.items() if k_.startswith("m_")},
-            ))
+            out.append(
+                ScoredMemory(
+                    id=mid,
+                    source=m["source"],
+                    day=pd.Timestamp(dt.date.fromordinal(o)),
+                    text=doc,
+                    relevancy=rel,
+                    importance=imp,
+                    relevancy_scaled=rs,
+                    importance_scaled=is_,
+                    score=score,
+                    access=self.index.access(row),
+                    age_days=d_ord - o,
+                    metadata={k_[2:]: v for k_, v in m.items() if k_.startswith("m_")},
+                )
+            )
         return out

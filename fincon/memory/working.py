@@ -67,8 +67,12 @@ class AskCompleter:
         return self.client.ask(messages, SummaryAnswer, agent=self.agent, day=day).value.summary
 
 
-def _body(event: Event, transcribe: Callable[[Path], str] | None, resolve: Callable[[Event], Path | None] | None,
-          prefer_audio: bool = False) -> str:
+def _body(
+    event: Event,
+    transcribe: Callable[[Path], str] | None,
+    resolve: Callable[[Event], Path | None] | None,
+    prefer_audio: bool = False,
+) -> str:
     """The event's words: its text, or (no text, or ``prefer_audio``) the
     transcript of its audio through ``transcribe``."""
     if event.text and not (prefer_audio and event.audio and transcribe is not None):
@@ -82,9 +86,14 @@ def _body(event: Event, transcribe: Callable[[Path], str] | None, resolve: Calla
 class LexiconSummariser:
     """Deterministic summary: title, lead sentences and the LM tone."""
 
-    def __init__(self, lexicon: LoughranMcDonald | None = None, sentences: int = 2,
-                 transcribe: Callable[[Path], str] | None = None, resolve: Callable[[Event], Path | None] | None = None,
-                 prefer_audio: bool = False):
+    def __init__(
+        self,
+        lexicon: LoughranMcDonald | None = None,
+        sentences: int = 2,
+        transcribe: Callable[[Path], str] | None = None,
+        resolve: Callable[[Event], Path | None] | None = None,
+        prefer_audio: bool = False,
+    ):
         """``transcribe`` (e.g. ``lambda p: Transcriber().transcribe(p).text``)
         and ``resolve`` (e.g. ``EventStore.audio_path``) let audio-only calls
         be read; ``prefer_audio`` uses the audio even when a transcript exists
@@ -107,15 +116,28 @@ class LexiconSummariser:
         date = pd.Timestamp(event.published_at).tz_convert(MARKET_TZ).strftime("%Y-%m-%d %H:%M")
         syn = " [synthetic]" if event.synthetic else ""
         text = f"[{event.source} {date}{syn}] {title}. {lead} Tone: {label} (LM {sc.tone:+.2f}, uncertainty {sc.uncertainty:.1%})."
-        return text, {"lm_tone": round(sc.tone, 4), "lm_uncertainty": round(sc.uncertainty, 4),
-                      "lm_litigious": round(sc.litigious, 4), "synthetic": event.synthetic}
+        return text, {
+            "lm_tone": round(sc.tone, 4),
+            "lm_uncertainty": round(sc.uncertainty, 4),
+            "lm_litigious": round(sc.litigious, 4),
+            "synthetic": event.synthetic,
+        }
 
     def summarise(self, ticker: str, day: pd.Timestamp, events: Sequence[Event]) -> list[MemoryEntry]:
         out = []
         for e in events:
             text, meta = self.summary(e)
-            out.append(MemoryEntry(id=f"mem-{e.id}", ticker=ticker, source=e.source, day=_mem_day(e, day),
-                                   text=text, event_ids=(e.id,), metadata=meta))
+            out.append(
+                MemoryEntry(
+                    id=f"mem-{e.id}",
+                    ticker=ticker,
+                    source=e.source,
+                    day=_mem_day(e, day),
+                    text=text,
+                    event_ids=(e.id,),
+                    metadata=meta,
+                )
+            )
         return out
 
 
@@ -127,8 +149,14 @@ def _mem_day(e: Event, day: pd.Timestamp) -> pd.Timestamp:
 class LLMSummariser:
     """One LLM call per event through any :class:`TextCompleter`."""
 
-    def __init__(self, completer: TextCompleter, role: str = "analyst", max_chars: int = 6000,
-                 fallback: LexiconSummariser | None = None, template: str | None = None):
+    def __init__(
+        self,
+        completer: TextCompleter,
+        role: str = "analyst",
+        max_chars: int = 6000,
+        fallback: LexiconSummariser | None = None,
+        template: str | None = None,
+    ):
         self.completer = completer
         self.role = role
         self.max_chars = max_chars
@@ -140,9 +168,17 @@ class LLMSummariser:
         out = []
         for e in events:
             base_text, meta = self.fallback.summary(e)
-            body = _body(e, self.fallback.transcribe, self.fallback.resolve, self.fallback.prefer_audio)[: self.max_chars]
-            prompt = self.template.format(role=self.role, ticker=ticker, date=pd.Timestamp(day).date(), source=e.source,
-                                          published_at=e.published_at.isoformat(), text=body)
+            body = _body(e, self.fallback.transcribe, self.fallback.resolve, self.fallback.prefer_audio)[
+                : self.max_chars
+            ]
+            prompt = self.template.format(
+                role=self.role,
+                ticker=ticker,
+                date=pd.Timestamp(day).date(),
+                source=e.source,
+                published_at=e.published_at.isoformat(),
+                text=body,
+            )
             try:
                 text = self.completer.complete(prompt, day=str(pd.Timestamp(day).date())).strip()
                 if not text:
@@ -152,11 +188,24 @@ class LLMSummariser:
                     text = f"[synthetic] {text}"
             except Exception as exc:  # noqa: BLE001 - any LLM failure falls back, counted
                 self.fallbacks += 1
-                log.warning("LLM summary of %s failed (%s); using the lexicon summary (%d fallbacks so far)",
-                            e.id, exc, self.fallbacks)
+                log.warning(
+                    "LLM summary of %s failed (%s); using the lexicon summary (%d fallbacks so far)",
+                    e.id,
+                    exc,
+                    self.fallbacks,
+                )
                 text, meta = base_text, {**meta, "summariser": "lexicon-fallback"}
-            out.append(MemoryEntry(id=f"mem-{e.id}", ticker=ticker, source=e.source, day=_mem_day(e, day),
-                                   text=text, event_ids=(e.id,), metadata=meta))
+            out.append(
+                MemoryEntry(
+                    id=f"mem-{e.id}",
+                    ticker=ticker,
+                    source=e.source,
+                    day=_mem_day(e, day),
+                    text=text,
+                    event_ids=(e.id,),
+                    metadata=meta,
+                )
+            )
         return out
 
 

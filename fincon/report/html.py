@@ -31,9 +31,13 @@ from fincon.report.usage import section_llm
 def section_failures(data: ReportData) -> list[str]:
     """A training or experiment that did not finish says so first: what is
     shown below are its leftovers, not its result."""
-    return [f'<section class="failed"><p><strong>Not a finished result.</strong> {esc(s.path.name)} '
-            f'({esc(s.kind)}) {esc(s.failure)}. Below: only what it finished; rerun its command to resume.</p>'
-            "</section>" for s in data.sources if s.failure]
+    return [
+        f'<section class="failed"><p><strong>Not a finished result.</strong> {esc(s.path.name)} '
+        f"({esc(s.kind)}) {esc(s.failure)}. Below: only what it finished; rerun its command to resume.</p>"
+        "</section>"
+        for s in data.sources
+        if s.failure
+    ]
 
 
 def _title(data: ReportData) -> tuple[str, str]:
@@ -45,12 +49,20 @@ def _title(data: ReportData) -> tuple[str, str]:
             windows.append(w)
     kinds = []
     for s in data.sources:
-        k = {"run": "run", "comparison": "comparison", "training": "training", "experiment": "experiment",
-             "rolling": "rolling evaluation"}[s.kind]
+        k = {
+            "run": "run",
+            "comparison": "comparison",
+            "training": "training",
+            "experiment": "experiment",
+            "rolling": "rolling evaluation",
+        }[s.kind]
         kinds.append(f"{s.path.name} ({k})")
     names = [r.label for r in data.runs]
-    title = "fincon report: " + (" vs ".join(names[:4]) + (" ..." if len(names) > 4 else "") if names else
-                                 ", ".join(s.path.name for s in data.sources))
+    title = "fincon report: " + (
+        " vs ".join(names[:4]) + (" ..." if len(names) > 4 else "")
+        if names
+        else ", ".join(s.path.name for s in data.sources)
+    )
     return title, "; ".join(windows) + (" | " if windows else "") + ", ".join(kinds)
 
 
@@ -59,31 +71,47 @@ def render(data: ReportData) -> str:
     from plotly import __version__ as plotly_version
     from plotly.offline import get_plotlyjs
 
-    sections = [section_metrics(data), section_curves(data) if any(
-        r.equity is not None for r in data.runs) else "", section_timeline(data), section_llm(data),
-        section_training(data), section_experiment(data), section_rolling(data), section_performance(data)]
+    sections = [
+        section_metrics(data),
+        section_curves(data) if any(r.equity is not None for r in data.runs) else "",
+        section_timeline(data),
+        section_llm(data),
+        section_training(data),
+        section_experiment(data),
+        section_rolling(data),
+        section_performance(data),
+    ]
     sections = [s for s in sections if s]
     nav = []
-    for sid, name in (("metrics", "Metrics"), ("curves", "Equity and drawdown"), ("decisions", "Decisions"),
-                      ("llm", "LLM usage"), ("training", "Training"), ("experiment", "Experiment"), ("rolling", "Rolling"),
-                      ("performance", "Performance")):
+    for sid, name in (
+        ("metrics", "Metrics"),
+        ("curves", "Equity and drawdown"),
+        ("decisions", "Decisions"),
+        ("llm", "LLM usage"),
+        ("training", "Training"),
+        ("experiment", "Experiment"),
+        ("rolling", "Rolling"),
+        ("performance", "Performance"),
+    ):
         if any(f'<section id="{sid}">' in s for s in sections):
             nav.append(f'<a href="#{sid}">{name}</a>')
     title, sub = _title(data)
-    return "\n".join([
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{esc(title)}</title>",
-        f"<style>{assets.CSS}</style>",
-        f'<script type="text/javascript">{get_plotlyjs()}</script>',
-        "</head><body>",
-        f'<header><h1>{esc(title)}</h1><p class="sub">{esc(sub)}</p><nav>{"".join(nav)}</nav></header>',
-        *section_failures(data),
-        *sections,
-        f"<footer>fincon {esc(__version__)}; plotly {esc(plotly_version)}; self-contained: no network needed to "
-        "view this page.</footer>",
-        f'<script type="text/javascript">{assets.JS}</script>',
-        "</body></html>",
-        "",
-    ])
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>{esc(title)}</title>",
+            f"<style>{assets.CSS}</style>",
+            f'<script type="text/javascript">{get_plotlyjs()}</script>',
+            "</head><body>",
+            f'<header><h1>{esc(title)}</h1><p class="sub">{esc(sub)}</p><nav>{"".join(nav)}</nav></header>',
+            *section_failures(data),
+            *sections,
+            f"<footer>fincon {esc(__version__)}; plotly {esc(plotly_version)}; self-contained: no network needed to "
+            "view this page.</footer>",
+            f'<script type="text/javascript">{assets.JS}</script>',
+            "</body></html>",
+            "",
+        ]
+    )

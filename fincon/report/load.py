@@ -134,6 +134,7 @@ class ReportData:
 
 # -- small readers ---------------------------------------------------------------
 
+
 def _json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -174,15 +175,27 @@ def _jsonl(path: Path, shape: dict[str, type | tuple[type, ...]] | None = None) 
 
 
 #: what the page's layout reads from a decisions.jsonl line
-DECISION_SHAPE: dict[str, type | tuple[type, ...]] = {"date": str, "record": dict, "actions": dict,
-                                                      "weights": (dict, type(None)), "rationale": str,
-                                                      "evidence": list}
+DECISION_SHAPE: dict[str, type | tuple[type, ...]] = {
+    "date": str,
+    "record": dict,
+    "actions": dict,
+    "weights": (dict, type(None)),
+    "rationale": str,
+    "evidence": list,
+}
 
 
 #: what the page (and `fincon explain`) reads from a team record; None allowed where the team may omit it
 RECORD_SHAPE: dict[str, type | tuple[type, ...]] = {
-    "agents": list, "manager": dict, "calls": dict, "pool": list, "selection": (dict, type(None)),
-    "settled": (dict, type(None)), "risk": (dict, type(None)), "closes": dict}
+    "agents": list,
+    "manager": dict,
+    "calls": dict,
+    "pool": list,
+    "selection": (dict, type(None)),
+    "settled": (dict, type(None)),
+    "risk": (dict, type(None)),
+    "closes": dict,
+}
 
 
 def record_problem(rec: Any) -> str | None:
@@ -232,10 +245,17 @@ def load_run(path: Path, label: str | None = None, timeline: bool = True) -> Run
     summary = _json(path / "summary.json") if (path / "summary.json").is_file() else {}
     strategy = str(metrics.get("strategy") or summary.get("strategy") or path.name)
     return Run(
-        label=label or strategy, path=path, strategy=strategy, metrics=metrics,
-        equity=read_equity(path), decisions=_jsonl(path / "decisions.jsonl", DECISION_SHAPE),
-        summary=summary if isinstance(summary, dict) else {}, config=_yaml(path / "config.yaml"),
-        usage=_csv(path / "llm_usage.csv"), audit=_jsonl(path / "llm_audit.jsonl"), timeline=timeline,
+        label=label or strategy,
+        path=path,
+        strategy=strategy,
+        metrics=metrics,
+        equity=read_equity(path),
+        decisions=_jsonl(path / "decisions.jsonl", DECISION_SHAPE),
+        summary=summary if isinstance(summary, dict) else {},
+        config=_yaml(path / "config.yaml"),
+        usage=_csv(path / "llm_usage.csv"),
+        audit=_jsonl(path / "llm_audit.jsonl"),
+        timeline=timeline,
     )
 
 
@@ -254,6 +274,7 @@ def load_training(path: Path, label: str) -> Training | None:
 
 
 # -- one RUN argument ------------------------------------------------------------
+
 
 def load_source(path: Path) -> Source:
     """Classify and read one RUN argument."""
@@ -366,19 +387,25 @@ def _rolling(path: Path) -> Source:
     state = _json(path / "rolling.json")
     status = state.get("status") if isinstance(state, dict) else None
     if not (path / "windows.csv").is_file() or not (path / "summary.csv").is_file():
-        raise DataError(f"{path} is a rolling evaluation without its tables yet (windows.csv, summary.csv); "
-                        "run the same fincon experiment command again to finish it")
+        raise DataError(
+            f"{path} is a rolling evaluation without its tables yet (windows.csv, summary.csv); "
+            "run the same fincon experiment command again to finish it"
+        )
     try:
         windows = pd.read_csv(path / "windows.csv")
         summary = pd.read_csv(path / "summary.csv")
     except (ValueError, OSError) as exc:
         raise DataError(f"{path}: cannot read its tables ({type(exc).__name__})") from None
     results = _json(path / "results.json") if (path / "results.json").is_file() else {}
-    return Source(path, "rolling", rolling=Rolling(path.name, path, windows, summary,
-                                                   results if isinstance(results, dict) else {}, status))
+    return Source(
+        path,
+        "rolling",
+        rolling=Rolling(path.name, path, windows, summary, results if isinstance(results, dict) else {}, status),
+    )
 
 
 # -- putting the sources together ------------------------------------------------
+
 
 def _unique_labels(sources: list[Source]) -> None:
     """Labels are strategy names; runs of several RUN arguments that share one
@@ -423,15 +450,23 @@ def recompute_benchmark(config: dict[str, Any]) -> tuple[pd.Series | None, str]:
         from fincon.strategies.base import RunContext
         from fincon.strategies.registry import make_strategy
 
-        cfg = RunConfig(**{k: config[k] for k in ("tickers", "start", "end", "data", "broker", "metrics")
-                           if k in config}, strategies=[BENCHMARK])
+        cfg = RunConfig(
+            **{k: config[k] for k in ("tickers", "start", "end", "data", "broker", "metrics") if k in config},
+            strategies=[BENCHMARK],
+        )
         src = make_source(cfg.data.source, cfg.data.dir, cfg.data.cache_dir)
         loaded = load_prices(src, tuple(cfg.tickers), pd.Timestamp(cfg.start), pd.Timestamp(cfg.end), warmup=0)
         market = MarketData(loaded.frames, loaded.first_index)
         with tempfile.TemporaryDirectory() as tmp:
-            result = run_backtest(market, make_strategy(BENCHMARK), BrokerSettings(**cfg.broker.model_dump()),
-                                  RunContext(Path(tmp), market.tickers, {}), alpha=cfg.metrics.alpha,
-                                  risk_free=cfg.metrics.risk_free, progress=False)
+            result = run_backtest(
+                market,
+                make_strategy(BENCHMARK),
+                BrokerSettings(**cfg.broker.model_dump()),
+                RunContext(Path(tmp), market.tickers, {}),
+                alpha=cfg.metrics.alpha,
+                risk_free=cfg.metrics.risk_free,
+                progress=False,
+            )
     except (FinconError, ValueError, TypeError, KeyError, OSError) as exc:
         return None, f"not recomputed: {' '.join(str(exc).split())[:200]}"
     return pd.Series(result.values, index=result.dates, name=BENCHMARK), ""
@@ -454,10 +489,19 @@ def _benchmarks(sources: list[Source]) -> list[Benchmark]:
             b = Benchmark(BENCHMARK_KEY, r.window, metrics if isinstance(metrics, dict) else None)
             if r.config:
                 curve, note = recompute_benchmark(r.config)
-                if curve is not None and isinstance(b.metrics, dict) and isinstance(b.metrics.get("final_value"), float):
+                if (
+                    curve is not None
+                    and isinstance(b.metrics, dict)
+                    and isinstance(b.metrics.get("final_value"), float)
+                ):
                     if not _close(float(curve.iloc[-1]), b.metrics["final_value"]):
-                        curve, note = None, (f"not shown: recomputed from config.yaml it ends at "
-                                             f"{curve.iloc[-1]:,.2f}, the run recorded {b.metrics['final_value']:,.2f}")
+                        curve, note = (
+                            None,
+                            (
+                                f"not shown: recomputed from config.yaml it ends at "
+                                f"{curve.iloc[-1]:,.2f}, the run recorded {b.metrics['final_value']:,.2f}"
+                            ),
+                        )
                 b.equity, b.note = curve, note
             by_window[r.window] = b
     out = list(by_window.values())

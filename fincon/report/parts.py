@@ -46,17 +46,23 @@ def num(v: Any, spec: str = "{:.3f}") -> str:
     return str(v)
 
 
-def table(head: Sequence[str], rows: Iterable[Sequence[Any]], *, text_cols: Sequence[int] = (),
-           row_classes: Sequence[str] | None = None, raw: bool = False) -> str:
+def table(
+    head: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    *,
+    text_cols: Sequence[int] = (),
+    row_classes: Sequence[str] | None = None,
+    raw: bool = False,
+) -> str:
     """An HTML table; cells are escaped unless ``raw``."""
     cell = (lambda x: str(x)) if raw else (lambda x: esc(str(x)))
     out = ['<div class="scroll"><table><thead><tr>']
-    out += [f'<th{" class=text" if i in text_cols else ""}>{esc(h)}</th>' for i, h in enumerate(head)]
+    out += [f"<th{' class=text' if i in text_cols else ''}>{esc(h)}</th>" for i, h in enumerate(head)]
     out.append("</tr></thead><tbody>")
     for n, row in enumerate(rows):
         cls = row_classes[n] if row_classes and n < len(row_classes) and row_classes[n] else ""
-        out.append(f'<tr{f" class={cls}" if cls else ""}>')
-        out += [f'<td{" class=text" if i in text_cols else ""}>{cell(x)}</td>' for i, x in enumerate(row)]
+        out.append(f"<tr{f' class={cls}' if cls else ''}>")
+        out += [f"<td{' class=text' if i in text_cols else ''}>{cell(x)}</td>" for i, x in enumerate(row)]
         out.append("</tr>")
     out.append("</tbody></table></div>")
     return "".join(out)
@@ -69,8 +75,15 @@ def day_strings(index: pd.DatetimeIndex) -> list[str]:
 def plot_div(fig, div_id: str, height: str) -> str:
     import plotly.io as pio
 
-    return pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=div_id, config=PLOT_CONFIG,
-                       default_height=height, validate=True)
+    return pio.to_html(
+        fig,
+        full_html=False,
+        include_plotlyjs=False,
+        div_id=div_id,
+        config=PLOT_CONFIG,
+        default_height=height,
+        validate=True,
+    )
 
 
 def day_risk(entry: dict[str, Any]) -> dict[str, Any] | None:

@@ -123,8 +123,7 @@ def section_performance(data: ReportData) -> str:
     skipped = []
     curves = [(r.label, r.equity, r.config, r.window, r) for r in data.runs]
     configs = {r.window: r.config for r in reversed(data.runs)}  # a benchmark takes its window's risk-free rate
-    curves += [(b.label, b.equity, configs.get(b.window, {}), b.window, None) for b in data.benchmarks
-               if b.run is None]
+    curves += [(b.label, b.equity, configs.get(b.window, {}), b.window, None) for b in data.benchmarks if b.run is None]
     for label, values, config, window, run in curves:
         if values is None or len(values) < 3:
             skipped.append(label)
@@ -138,14 +137,16 @@ def section_performance(data: ReportData) -> str:
     quantstats = _quantstats()
     labels = [x[0] for x in QS_STATS] + [f"{x[0]} vs benchmark" for x in QS_RELATIVE]
     rows = [[label] + [c[i] for c in columns.values()] for i, label in enumerate(labels)]
-    out = ['<section id="performance"><h2>Performance (quantstats)</h2>',
-           f'<p class="note">quantstats {esc(quantstats.__version__)} (<code>quantstats.stats</code>) on daily simple '
-           'returns, annualised with 252 days, the run\'s risk-free rate; the last rows against the buy-and-hold '
-           'benchmark of the run\'s window, on the days both have. With a zero risk-free rate its Sharpe is the '
-           'table above\'s <code>sharpe_empyrical</code> (quantstats turns an annual rate into a daily one by '
-           'compounding, fincon divides it by 252); its VaR and cVaR are parametric (normal), unlike the '
-           'paper\'s. Annual figures extrapolate short windows.</p>',
-           table(["statistic", *columns], rows)]
+    out = [
+        '<section id="performance"><h2>Performance (quantstats)</h2>',
+        f'<p class="note">quantstats {esc(quantstats.__version__)} (<code>quantstats.stats</code>) on daily simple '
+        "returns, annualised with 252 days, the run's risk-free rate; the last rows against the buy-and-hold "
+        "benchmark of the run's window, on the days both have. With a zero risk-free rate its Sharpe is the "
+        "table above's <code>sharpe_empyrical</code> (quantstats turns an annual rate into a daily one by "
+        "compounding, fincon divides it by 252); its VaR and cVaR are parametric (normal), unlike the "
+        "paper's. Annual figures extrapolate short windows.</p>",
+        table(["statistic", *columns], rows),
+    ]
     if skipped:
         out.append(f'<p class="note">fewer than three days, not computed: {esc(", ".join(skipped))}</p>')
     out.append("</section>")

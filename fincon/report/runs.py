@@ -13,8 +13,20 @@ from typing import Any
 import pandas as pd
 
 from fincon.report.load import ReportData
-from fincon.report.parts import (ALERT_COLOR, BENCHMARK_STYLE, COLORS, alerts, day_risk, day_strings, esc, num,
-                                 plot_div, table, timeline_id, timeline_runs)
+from fincon.report.parts import (
+    ALERT_COLOR,
+    BENCHMARK_STYLE,
+    COLORS,
+    alerts,
+    day_risk,
+    day_strings,
+    esc,
+    num,
+    plot_div,
+    table,
+    timeline_id,
+    timeline_runs,
+)
 
 
 def _metric_rows() -> tuple[list[str], dict[str, tuple[str, str]]]:
@@ -47,13 +59,17 @@ def section_metrics(data: ReportData) -> str:
     rows = []
     for k in keys:
         label, fmt = known.get(k, (k, "{:.3f}"))
-        rows.append([f"{esc(label)} <code>{esc(k)}</code>" if label != k else f"<code>{esc(k)}</code>"]
-                    + [esc(num(c.get(k), fmt)) if k in c else "" for c in cols.values()])
-    out = ['<section id="metrics"><h2>Metrics</h2>',
-           '<p class="note">From each run\'s <code>metrics.json</code> (every key it holds; the README\'s '
-           'Metrics section defines them). The paper\'s Sharpe, Sortino and volatility use daily log returns, '
-           'the <code>*_empyrical</code> keys daily simple returns.</p>',
-           table(["metric", *cols], rows, raw=True)]
+        rows.append(
+            [f"{esc(label)} <code>{esc(k)}</code>" if label != k else f"<code>{esc(k)}</code>"]
+            + [esc(num(c.get(k), fmt)) if k in c else "" for c in cols.values()]
+        )
+    out = [
+        '<section id="metrics"><h2>Metrics</h2>',
+        "<p class=\"note\">From each run's <code>metrics.json</code> (every key it holds; the README's "
+        "Metrics section defines them). The paper's Sharpe, Sortino and volatility use daily log returns, "
+        "the <code>*_empyrical</code> keys daily simple returns.</p>",
+        table(["metric", *cols], rows, raw=True),
+    ]
     notes = []
     for r in data.runs:
         reason = r.summary.get("stop_reason") or r.metrics.get("stop_reason")
@@ -80,13 +96,36 @@ def section_curves(data: ReportData) -> str:
 
     def add(name: str, series: pd.Series, line: dict[str, Any] | None, meta: str | None, group: str) -> None:
         x = day_strings(series.index)
-        fig.add_trace(go.Scatter(x=x, y=series.to_numpy(dtype=float), name=name, mode="lines", line=line,
-                                 legendgroup=group, meta=meta,
-                                 hovertemplate="%{x}<br>%{y:,.0f}<extra>" + esc(name) + "</extra>"), row=1, col=1)
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=series.to_numpy(dtype=float),
+                name=name,
+                mode="lines",
+                line=line,
+                legendgroup=group,
+                meta=meta,
+                hovertemplate="%{x}<br>%{y:,.0f}<extra>" + esc(name) + "</extra>",
+            ),
+            row=1,
+            col=1,
+        )
         dd = -100.0 * drawdown_series(series.to_numpy(dtype=float))
-        fig.add_trace(go.Scatter(x=x, y=dd, name=name, mode="lines", line=line, legendgroup=group, meta=meta,
-                                 showlegend=False,
-                                 hovertemplate="%{x}<br>%{y:.2f}%<extra>" + esc(name) + "</extra>"), row=2, col=1)
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=dd,
+                name=name,
+                mode="lines",
+                line=line,
+                legendgroup=group,
+                meta=meta,
+                showlegend=False,
+                hovertemplate="%{x}<br>%{y:.2f}%<extra>" + esc(name) + "</extra>",
+            ),
+            row=2,
+            col=1,
+        )
 
     alerts_html = []
     for n, r in enumerate(data.runs):
@@ -97,16 +136,29 @@ def section_curves(data: ReportData) -> str:
         if days:
             when = pd.DatetimeIndex(pd.to_datetime([d for d, _ in days]))
             keep = [(d, a) for (d, a), t in zip(days, when) if t in r.equity.index]
-            text = [esc(f"CVaR alert: {a.get('reason', '')}"
-                        + (f" (rho {a['rho']:.3f}%)" if isinstance(a.get("rho"), (int, float)) else ""))
-                    for _, a in keep]
-            fig.add_trace(go.Scatter(
-                x=[d for d, _ in keep], y=[float(r.equity.loc[pd.Timestamp(d)]) for d, _ in keep],
-                name=f"{r.label}: CVaR alert ({len(keep)})", mode="markers", legendgroup=f"run{n}",
-                marker={"symbol": "triangle-down", "size": 11, "color": ALERT_COLOR}, meta=timelines.get(id(r)),
-                text=text, hovertemplate="%{x}<br>%{text}<extra></extra>"), row=1, col=1)
-            alerts_html.append(f"{esc(r.label)}: {len(keep)} CVaR alert day(s): "
-                               + ", ".join(esc(d) for d, _ in keep))
+            text = [
+                esc(
+                    f"CVaR alert: {a.get('reason', '')}"
+                    + (f" (rho {a['rho']:.3f}%)" if isinstance(a.get("rho"), (int, float)) else "")
+                )
+                for _, a in keep
+            ]
+            fig.add_trace(
+                go.Scatter(
+                    x=[d for d, _ in keep],
+                    y=[float(r.equity.loc[pd.Timestamp(d)]) for d, _ in keep],
+                    name=f"{r.label}: CVaR alert ({len(keep)})",
+                    mode="markers",
+                    legendgroup=f"run{n}",
+                    marker={"symbol": "triangle-down", "size": 11, "color": ALERT_COLOR},
+                    meta=timelines.get(id(r)),
+                    text=text,
+                    hovertemplate="%{x}<br>%{text}<extra></extra>",
+                ),
+                row=1,
+                col=1,
+            )
+            alerts_html.append(f"{esc(r.label)}: {len(keep)} CVaR alert day(s): " + ", ".join(esc(d) for d, _ in keep))
     notes = []
     for b in data.benchmarks:
         if b.equity is not None:
@@ -114,19 +166,28 @@ def section_curves(data: ReportData) -> str:
         if b.note:
             notes.append(f"{b.label}: curve {b.note}")
         elif b.run is None and b.equity is not None:
-            notes.append(f"{b.label}: curve recomputed from the run's config.yaml (buy-and-hold on the same "
-                         "prices and broker), matching the benchmark's recorded final value"
-                         if b.metrics else f"{b.label}: curve recomputed from the run's config.yaml")
-    fig.update_layout(template="plotly_white", hovermode="closest", margin={"l": 70, "r": 20, "t": 40, "b": 40},
-                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0})
+            notes.append(
+                f"{b.label}: curve recomputed from the run's config.yaml (buy-and-hold on the same "
+                "prices and broker), matching the benchmark's recorded final value"
+                if b.metrics
+                else f"{b.label}: curve recomputed from the run's config.yaml"
+            )
+    fig.update_layout(
+        template="plotly_white",
+        hovermode="closest",
+        margin={"l": 70, "r": 20, "t": 40, "b": 40},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+    )
     fig.update_xaxes(rangebreaks=[{"bounds": ["sat", "mon"]}])  # no flat line over weekends
     fig.update_yaxes(title_text="portfolio value ($)", tickformat=",.0f", row=1, col=1)
     fig.update_yaxes(title_text="drawdown (%)", row=2, col=1)
-    out = ['<section id="curves"><h2>Equity and drawdown</h2>',
-           '<p class="note">Portfolio value at each close and its drawdown from the running peak; the benchmark '
-           'dashed. Red triangles: days the team\'s CVaR alert fired. Click a point of a team\'s curve to open '
-           'that day in the decision timeline.</p>',
-           f'<div class="chart">{plot_div(fig, "equity-chart", "640px")}</div>']
+    out = [
+        '<section id="curves"><h2>Equity and drawdown</h2>',
+        '<p class="note">Portfolio value at each close and its drawdown from the running peak; the benchmark '
+        "dashed. Red triangles: days the team's CVaR alert fired. Click a point of a team's curve to open "
+        "that day in the decision timeline.</p>",
+        f'<div class="chart">{plot_div(fig, "equity-chart", "640px")}</div>',
+    ]
     out += [f'<p class="note">{a}</p>' for a in alerts_html]
     out += [f'<p class="note">{esc(n)}</p>' for n in notes]
     out.append("</section>")
@@ -134,6 +195,7 @@ def section_curves(data: ReportData) -> str:
 
 
 # -- decision timeline ---------------------------------------------------------------
+
 
 def _day_text(entry: dict[str, Any]) -> str:
     from fincon.agents.records import format_day
@@ -152,10 +214,12 @@ def section_timeline(data: ReportData) -> str:
     runs = timeline_runs(data)
     if not runs:
         return ""
-    out = ['<section id="decisions"><h2>Decisions</h2>',
-           '<p class="note">Click a day: what the team saw, said and did, with the evidence each claim cites '
-           '(the text of <code>fincon explain RUN --date DAY</code>). Red: a CVaR alert made the manager '
-           'risk-averse that day.</p>']
+    out = [
+        '<section id="decisions"><h2>Decisions</h2>',
+        '<p class="note">Click a day: what the team saw, said and did, with the evidence each claim cites '
+        "(the text of <code>fincon explain RUN --date DAY</code>). Red: a CVaR alert made the manager "
+        "risk-averse that day.</p>",
+    ]
     for i, r in enumerate(runs):
         days = [d for d in r.decisions if isinstance(d.get("record"), dict)]
         items, details = [], []
@@ -163,22 +227,29 @@ def section_timeline(data: ReportData) -> str:
             day = esc(str(d.get("date")))
             risk = day_risk(d) or {}
             alert = bool(risk.get("alert"))
-            items.append(f'<li><button type="button" class="day{" alert" if alert else ""}" data-day="{day}" '
-                         f'aria-pressed="false"><span class="d">{day}</span> {esc(_day_label(d))}'
-                         + (' <span class="flag">CVaR alert</span>' if alert else "") + "</button></li>")
+            items.append(
+                f'<li><button type="button" class="day{" alert" if alert else ""}" data-day="{day}" '
+                f'aria-pressed="false"><span class="d">{day}</span> {esc(_day_label(d))}'
+                + (' <span class="flag">CVaR alert</span>' if alert else "")
+                + "</button></li>"
+            )
             head = f'<h4>{day} <span class="muted">{esc(r.label)}</span></h4>'
             if alert:
                 head += f'<p class="alert-line">CVaR alert: {esc(str(risk.get("reason", "")))}</p>'
             try:
                 text = _day_text(d)
             except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a record of another format
-                text = (f"(this day's record could not be laid out: {type(exc).__name__}; as stored)\n"
-                        + json.dumps(d, indent=1, sort_keys=True))
-            details.append(f'<article class="day-detail" data-day="{day}" hidden>{head}<pre>{esc(text)}</pre>'
-                           "</article>")
-        out.append(f'<div class="timeline" id="{timeline_id(i)}"><h3>{esc(r.label)}</h3><div class="tl-grid">'
-                   f'<ol class="days">{"".join(items)}</ol><div class="detail">'
-                   '<p class="placeholder muted">Click a day on the left (or a point of this run\'s equity curve) '
-                   'to see that day.</p>' + "".join(details) + "</div></div></div>")
+                text = f"(this day's record could not be laid out: {type(exc).__name__}; as stored)\n" + json.dumps(
+                    d, indent=1, sort_keys=True
+                )
+            details.append(
+                f'<article class="day-detail" data-day="{day}" hidden>{head}<pre>{esc(text)}</pre></article>'
+            )
+        out.append(
+            f'<div class="timeline" id="{timeline_id(i)}"><h3>{esc(r.label)}</h3><div class="tl-grid">'
+            f'<ol class="days">{"".join(items)}</ol><div class="detail">'
+            '<p class="placeholder muted">Click a day on the left (or a point of this run\'s equity curve) '
+            "to see that day.</p>" + "".join(details) + "</div></div></div>"
+        )
     out.append("</section>")
     return "\n".join(out)

@@ -43,8 +43,9 @@ def format_table(columns: dict[str, dict[str, Any]]) -> str:
     """The metrics side by side; a status row appears when a column did not
     complete its window (so a stopped run is never read as a full one)."""
     names = list(columns)
-    rows = [r for r in ROWS if r[0] != "status"
-            or any(c.get("status", "complete") != "complete" for c in columns.values())]
+    rows = [
+        r for r in ROWS if r[0] != "status" or any(c.get("status", "complete") != "complete" for c in columns.values())
+    ]
     labels = [label for _, label, _ in rows]
     width0 = max(len(x) for x in labels)
     cells = []

@@ -9,7 +9,6 @@ from __future__ import annotations
 from fincon.report.load import ReportData, Run
 from fincon.report.parts import esc, table
 
-
 VIA = ("llm", "rules", "reuse", "fallback", "empty")
 USAGE = ("calls", "prompt_tokens", "completion_tokens", "total_tokens", "cost_usd", "reasks", "fallbacks", "failures")
 
@@ -66,12 +65,14 @@ def section_llm(data: ReportData) -> str:
         rows = [[n, *cells(agents[n])] for n in names] + [["total", *cells(total)]]
         s = r.summary.get("strategy_summary") or {}
         days = sum(1 for d in r.decisions if isinstance(d.get("record"), dict))
-        made = sum(int(((d.get("record") or {}).get("calls") or {}).get("made", 0) or 0) for d in r.decisions
-                   if isinstance(d.get("record"), dict))
+        made = sum(
+            int(((d.get("record") or {}).get("calls") or {}).get("made", 0) or 0)
+            for d in r.decisions
+            if isinstance(d.get("record"), dict)
+        )
         line = [f"{days} decision day(s)"]
         if r.team:
-            line.append(f"{made} model call(s) made by the team"
-                        + (f" ({made / days:.2f} a day)" if days else ""))
+            line.append(f"{made} model call(s) made by the team" + (f" ({made / days:.2f} a day)" if days else ""))
         if s.get("team_brain"):
             line.append(f"brain {s['team_brain']}")
         if s.get("llm_structured_mode"):
@@ -80,25 +81,41 @@ def section_llm(data: ReportData) -> str:
             line.append(f"{int(total['total_tokens']):,d} tokens, ${total['cost_usd']:.4f}")
         else:
             line.append("no llm_usage.csv: no model was asked")
-        block = [f"<h3>{esc(r.label)}</h3>", f'<p class="note">{esc("; ".join(line))}</p>',
-                 table(head, rows, row_classes=[""] * len(names) + ["total"])]
+        block = [
+            f"<h3>{esc(r.label)}</h3>",
+            f'<p class="note">{esc("; ".join(line))}</p>',
+            table(head, rows, row_classes=[""] * len(names) + ["total"]),
+        ]
         if r.audit:
             audit_rows = []
             for e in r.audit:
                 detail = e.get("reason") or e.get("error") or "; ".join(map(str, e.get("errors") or [])) or ""
                 detail = " ".join(str(detail).split())
-                audit_rows.append([e.get("day", ""), e.get("agent", ""), e.get("event", ""),
-                                   detail[:400] + ("..." if len(detail) > 400 else "")])
-            block.append(f"<details><summary>llm_audit.jsonl: {len(r.audit)} event(s) (re-asks, fallbacks, "
-                         f"failures)</summary>{table(['day', 'agent', 'event', 'detail'], audit_rows, text_cols=[3])}"
-                         "</details>")
+                audit_rows.append(
+                    [
+                        e.get("day", ""),
+                        e.get("agent", ""),
+                        e.get("event", ""),
+                        detail[:400] + ("..." if len(detail) > 400 else ""),
+                    ]
+                )
+            block.append(
+                f"<details><summary>llm_audit.jsonl: {len(r.audit)} event(s) (re-asks, fallbacks, "
+                f"failures)</summary>{table(['day', 'agent', 'event', 'detail'], audit_rows, text_cols=[3])}"
+                "</details>"
+            )
         blocks.append("\n".join(block))
     if not blocks:
         return ""
-    return "\n".join(['<section id="llm"><h2>LLM usage</h2>',
-                      '<p class="note">Per agent: model calls, tokens and cost from <code>llm_usage.csv</code> '
-                      '(cost priced as if every call were live; 0 for local models), re-asks, fallbacks and failures '
-                      'of invalid answers; then, from <code>decisions.jsonl</code>, how many of its daily reports '
-                      'came from the model, from the rules brain, were reused because the inputs had not changed '
-                      '(no call), fell back to the rules brain after an invalid answer, or had nothing to read.</p>',
-                      *blocks, "</section>"])
+    return "\n".join(
+        [
+            '<section id="llm"><h2>LLM usage</h2>',
+            '<p class="note">Per agent: model calls, tokens and cost from <code>llm_usage.csv</code> '
+            "(cost priced as if every call were live; 0 for local models), re-asks, fallbacks and failures "
+            "of invalid answers; then, from <code>decisions.jsonl</code>, how many of its daily reports "
+            "came from the model, from the rules brain, were reused because the inputs had not changed "
+            "(no call), fell back to the rules brain after an invalid answer, or had nothing to read.</p>",
+            *blocks,
+            "</section>",
+        ]
+    )

@@ -44,8 +44,13 @@ class AlertState:
 
     def as_dict(self) -> dict:
         r = lambda x: None if x is None else round(float(x), 6)  # noqa: E731
-        return {"alert": self.alert, "rho": r(self.rho), "rho_prev": r(self.rho_prev), "pnl": r(self.pnl),
-                "reason": self.reason}
+        return {
+            "alert": self.alert,
+            "rho": r(self.rho),
+            "rho_prev": r(self.rho_prev),
+            "pnl": r(self.pnl),
+            "reason": self.reason,
+        }
 
 
 @dataclass

@@ -75,13 +75,22 @@ class Trajectory:
                 s = float(a.get("confidence") or 0.0) * (1 if d == "bullish" else -1 if d == "bearish" else 0)
                 if a.get("insights"):
                     sig.setdefault(role, {})[ticker] = s
-                    view.setdefault(role, {})[ticker] = f"{d} {a.get('confidence', 0):.2f}: " \
-                                                        f"{a['insights'][0].get('text', '')[:100]}"
+                    view.setdefault(role, {})[ticker] = (
+                        f"{d} {a.get('confidence', 0):.2f}: {a['insights'][0].get('text', '')[:100]}"
+                    )
             signals.append(sig)
             views.append(view)
             closes.append({t: float(v) for t, v in (rec.get("closes") or {}).items()})
-        return cls(dates, actions, pnl, float(metrics.get("cr_pct", 0.0)), signals, closes, views,
-                   {k: float(v) for k, v in (summary.get("team_weights") or {}).items()})
+        return cls(
+            dates,
+            actions,
+            pnl,
+            float(metrics.get("cr_pct", 0.0)),
+            signals,
+            closes,
+            views,
+            {k: float(v) for k, v in (summary.get("team_weights") or {}).items()},
+        )
 
 
 def objective(traj: Trajectory) -> float:
@@ -123,8 +132,11 @@ def stretches(traj: Trajectory, min_len: int = MIN_STRETCH, top: int = 3) -> lis
     def close(i_end: int) -> None:
         if sign and i_end - start >= min_len:
             r = float(np.prod(1 + vals[start:i_end] / 100.0) - 1.0) * 100.0
-            runs.append(Stretch("profitable" if sign > 0 else "losing", days[start], days[i_end - 1],
-                                i_end - start, round(r, 4)))
+            runs.append(
+                Stretch(
+                    "profitable" if sign > 0 else "losing", days[start], days[i_end - 1], i_end - start, round(r, 4)
+                )
+            )
 
     for i, v in enumerate(vals):
         s = 1 if v > 0 else -1 if v < 0 else 0
@@ -165,12 +177,18 @@ class WeightStep:
     size: float  # L1 distance of the weight shares
 
     def as_dict(self) -> dict:
-        return {"before": self.before, "after": self.after, "gradient": self.gradient,
-                "step": round(self.step, 6), "size": round(self.size, 6)}
+        return {
+            "before": self.before,
+            "after": self.after,
+            "gradient": self.gradient,
+            "step": round(self.step, 6),
+            "size": round(self.size, 6),
+        }
 
 
-def rules_step(weights: Mapping[str, float], better: Mapping[str, float], tau: float,
-               lr: float = RULES_LR) -> WeightStep:
+def rules_step(
+    weights: Mapping[str, float], better: Mapping[str, float], tau: float, lr: float = RULES_LR
+) -> WeightStep:
     """Move the analyst weights toward the sources that earned in the better
     episode; ``weights`` are the analyst roles' weights (not the risk one)."""
     names = sorted(weights)

@@ -101,8 +101,9 @@ def portfolio_value(values: np.ndarray, initial: float = INITIAL_VALUE) -> np.nd
     return initial * (1.0 + cumulative_simple_return(values))
 
 
-def sharpe_ratio(values: np.ndarray, risk_free: float = 0.0, *, returns: str = "log",
-                 days_per_year: int = TRADING_DAYS) -> float:
+def sharpe_ratio(
+    values: np.ndarray, risk_free: float = 0.0, *, returns: str = "log", days_per_year: int = TRADING_DAYS
+) -> float:
     """(mean(r) - r_f/N) / std(r, ddof=1) * sqrt(N), N = ``days_per_year``
     (252 on an exchange calendar, 365 for a market open every day);
     ``returns="simple"`` is empyrical's ``sharpe_ratio(simple returns,
@@ -116,8 +117,9 @@ def sharpe_ratio(values: np.ndarray, risk_free: float = 0.0, *, returns: str = "
     return float((r.mean() - risk_free / days_per_year) / sd * math.sqrt(days_per_year))
 
 
-def sortino_ratio(values: np.ndarray, risk_free: float = 0.0, *, returns: str = "log",
-                  days_per_year: int = TRADING_DAYS) -> float:
+def sortino_ratio(
+    values: np.ndarray, risk_free: float = 0.0, *, returns: str = "log", days_per_year: int = TRADING_DAYS
+) -> float:
     """Mean excess return over downside deviation sqrt(mean(min(r,0)^2)), annualised,
     on log returns (the paper's); ``returns="simple"`` is empyrical's
     ``sortino_ratio(simple returns, required_return=r_f/252)``."""
@@ -244,9 +246,7 @@ def compute_metrics(
     return Metrics(
         cr_pct=cumulative_return_pct(v),
         cr_paper_pct=(
-            paper_cumulative_return_pct(prices, directions)
-            if prices is not None and directions is not None
-            else None
+            paper_cumulative_return_pct(prices, directions) if prices is not None and directions is not None else None
         ),
         cum_simple_return_pct=float(100.0 * cumulative_simple_return(v)[-1]) if len(v) else 0.0,
         final_value=float(portfolio_value(v, initial)[-1]) if len(v) else float(initial),

@@ -134,8 +134,16 @@ def _free_solve(hff: np.ndarray, rhs: np.ndarray, sum_one: bool, total: float) -
     return sol[:k], float(sol[k])
 
 
-def _refine(h: np.ndarray, q: np.ndarray, lb: np.ndarray, ub: np.ndarray, w0: np.ndarray,
-            sum_one: bool, max_iter: int = 25, nu: float | None = None) -> np.ndarray | None:
+def _refine(
+    h: np.ndarray,
+    q: np.ndarray,
+    lb: np.ndarray,
+    ub: np.ndarray,
+    w0: np.ndarray,
+    sum_one: bool,
+    max_iter: int = 25,
+    nu: float | None = None,
+) -> np.ndarray | None:
     """Exact solution of max q'w - w'Hw/2, lb <= w <= ub (and sum w = 1 if
     ``sum_one``) by a primal-dual active-set iteration started at the point
     ``w0`` (and multiplier ``nu`` of the sum, if known). Returns None unless
@@ -183,16 +191,25 @@ def _refine(h: np.ndarray, q: np.ndarray, lb: np.ndarray, ub: np.ndarray, w0: np
     free = ~(fixed | at_lb | at_ub)
     ok = (
         np.isfinite(w).all()
-        and (w >= lb - 1e-9).all() and (w <= ub + 1e-9).all()
+        and (w >= lb - 1e-9).all()
+        and (w <= ub + 1e-9).all()
         and (np.abs(g[free]) <= tol).all()
-        and (g[at_lb] <= tol).all() and (g[at_ub] >= -tol).all()
+        and (g[at_lb] <= tol).all()
+        and (g[at_ub] >= -tol).all()
         and (not sum_one or abs(w.sum() - 1.0) <= 1e-9)
     )
     return np.clip(w, lb, ub) if ok else None
 
 
-def _interior_point(h: np.ndarray, q: np.ndarray, lb: np.ndarray, ub: np.ndarray, sum_one: bool,
-                    gaps: Sequence[float] | None = None, max_iter: int = 60) -> Iterator[tuple[np.ndarray, float]]:
+def _interior_point(
+    h: np.ndarray,
+    q: np.ndarray,
+    lb: np.ndarray,
+    ub: np.ndarray,
+    sum_one: bool,
+    gaps: Sequence[float] | None = None,
+    max_iter: int = 60,
+) -> Iterator[tuple[np.ndarray, float]]:
     """Primal-dual interior point (Mehrotra predictor-corrector) for
     min w'Hw/2 - q'w, lb <= w <= ub (ub may be +inf; lb < ub), and sum w = 1
     if ``sum_one``. Yields (w, nu) each time the mean complementarity and the

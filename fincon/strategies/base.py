@@ -53,8 +53,7 @@ class Decision:
         if not 0.0 <= size <= 1.0:
             raise ValueError(f"size must be within [0, 1], not {size}")
         weights = {} if action == "hold" else {ticker: size if action == "buy" else -size}
-        return cls(weights=weights, rationale=rationale, evidence=tuple(evidence),
-                   actions={ticker: action})
+        return cls(weights=weights, rationale=rationale, evidence=tuple(evidence), actions={ticker: action})
 
 
 @dataclass

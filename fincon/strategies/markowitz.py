@@ -88,7 +88,9 @@ class Markowitz(Strategy):
             log.warning(
                 "only %d days of returns up to %s for lookback=%d; estimating mu and Sigma "
                 "from those (start later or use a shorter lookback)",
-                len(returns), view.date.date(), p.lookback,
+                len(returns),
+                view.date.date(),
+                p.lookback,
             )
         mu, sigma = estimate_moments(returns, p.mu_shrinkage)
         tickers = view.tickers

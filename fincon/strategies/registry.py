@@ -34,8 +34,15 @@ FACTORIES: dict[str, str] = {
 }
 LLM_STRATEGIES = frozenset(FACTORIES)
 
-__all__ = ["STRATEGIES", "FACTORIES", "LLM_STRATEGIES", "format_validation_error", "make_strategy",
-           "strategy_class", "strategy_names"]
+__all__ = [
+    "STRATEGIES",
+    "FACTORIES",
+    "LLM_STRATEGIES",
+    "format_validation_error",
+    "make_strategy",
+    "strategy_class",
+    "strategy_names",
+]
 
 
 def _load(target: str) -> Any:
@@ -52,9 +59,7 @@ def strategy_class(name: str) -> type:
     return _load(STRATEGIES[name])
 
 
-def make_strategy(
-    name: str, params: Mapping[str, Any] | None = None, llm: Mapping[str, Any] | None = None
-) -> Strategy:
+def make_strategy(name: str, params: Mapping[str, Any] | None = None, llm: Mapping[str, Any] | None = None) -> Strategy:
     """Build strategy ``name``; ``llm`` is the run's LLM section (LLM strategies only)."""
     params = dict(params or {})
     if name in FACTORIES:

@@ -25,7 +25,21 @@ from fincon.testing.runs import SMALL_EXPERIMENT, SMALL_TEAM_RUN, decisions_of
 from fincon.testing.team import RULES, day_records, run_team
 
 __all__ = [
-    "END", "RULES", "SMALL_EXPERIMENT", "SMALL_TEAM_RUN", "START", "Scripted", "TeamStub", "backtest", "corpus",
-    "day_records", "decisions_of", "generated_corpus", "market_for", "perturb_events", "perturbed", "run_team",
+    "END",
+    "RULES",
+    "SMALL_EXPERIMENT",
+    "SMALL_TEAM_RUN",
+    "START",
+    "Scripted",
+    "TeamStub",
+    "backtest",
+    "corpus",
+    "day_records",
+    "decisions_of",
+    "generated_corpus",
+    "market_for",
+    "perturb_events",
+    "perturbed",
+    "run_team",
     "stub_client",
 ]

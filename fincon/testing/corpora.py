@@ -19,8 +19,10 @@ def corpus(tmp: Path, tickers, events: list[Event] | None = None) -> Path:
     Audio paths are made absolute so the directory can live anywhere."""
     tmp.mkdir(parents=True, exist_ok=True)
     evs = events if events is not None else DirectoryLoader(SAMPLE_DIR).load(tickers)
-    evs = [dataclasses.replace(e, audio=str(SAMPLE_DIR / e.audio)) if e.audio and not Path(e.audio).is_absolute()
-           else e for e in evs]
+    evs = [
+        dataclasses.replace(e, audio=str(SAMPLE_DIR / e.audio)) if e.audio and not Path(e.audio).is_absolute() else e
+        for e in evs
+    ]
     write_jsonl_gz(tmp / "events.jsonl.gz", sorted(evs, key=lambda e: (e.published_at, e.id)))
     return tmp
 
@@ -40,9 +42,15 @@ def perturb_events(events: list[Event], cut: pd.Timestamp) -> list[Event]:
             continue
         out.append(dataclasses.replace(e, text=f"Rewritten: catastrophic losses and fraud. {e.text or ''}"))
     for k in range(5):
-        out.append(Event(id=f"inserted-{k}", ticker=events[0].ticker, source="news",
-                         published_at=cutoff + pd.Timedelta(hours=2 + 24 * k),
-                         text="Inserted: record profits, strong demand, excellent results."))
+        out.append(
+            Event(
+                id=f"inserted-{k}",
+                ticker=events[0].ticker,
+                source="news",
+                published_at=cutoff + pd.Timedelta(hours=2 + 24 * k),
+                text="Inserted: record profits, strong demand, excellent results.",
+            )
+        )
     return out
 
 

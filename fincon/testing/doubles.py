@@ -67,16 +67,22 @@ class TeamStub:
         if "insights" in props:
             ids = re.findall(r"^\[([^\]]+)\]", user, re.M)
             cite = "INJECTED" if (injected or self.bad_ids) else ids[h % len(ids)]
-            ans = {"insights": [{"text": "stub reading", "cites": [cite]}],
-                   "direction": ["bullish", "bearish", "neutral"][h % 3], "confidence": round((h % 100) / 100, 2)}
+            ans = {
+                "insights": [{"text": "stub reading", "cites": [cite]}],
+                "direction": ["bullish", "bearish", "neutral"][h % 3],
+                "confidence": round((h % 100) / 100, 2),
+            }
         else:
             cited = [x.strip() for grp in re.findall(r"\[([^\]]+)\]", user) for x in grp.split(",")]
-            relied = (["INJECTED"] if injected else cited[:1])
+            relied = ["INJECTED"] if injected else cited[:1]
             if "action" in props:
                 ans = {"action": ["buy", "sell", "hold"][h % 3], "size": 1.0, "rationale": "stub", "relied_on": relied}
             else:
-                ans = {k: ["buy", "sell", "hold"][(h + i) % 3] for i, k in enumerate(sorted(props))
-                       if k not in ("rationale", "relied_on")}
+                ans = {
+                    k: ["buy", "sell", "hold"][(h + i) % 3]
+                    for i, k in enumerate(sorted(props))
+                    if k not in ("rationale", "relied_on")
+                }
                 ans.update(rationale="stub", relied_on=relied)
             if injected:
                 ans = {"action": "buy"}  # what an obedient model answers: not even the schema

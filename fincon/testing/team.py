@@ -20,8 +20,11 @@ def run_team(tickers, start, end, tmp: Path, market=None, client=None, **params)
     returns the result and the team."""
     p = FinConParams(**{**RULES, **params})
     team = FinConTeam(p, client=client)
-    m = market if market is not None else market_for(tickers, warmup=team.warmup, start=pd.Timestamp(start),
-                                                       end=pd.Timestamp(end))
+    m = (
+        market
+        if market is not None
+        else market_for(tickers, warmup=team.warmup, start=pd.Timestamp(start), end=pd.Timestamp(end))
+    )
     tmp.mkdir(parents=True, exist_ok=True)
     return backtest(m, team, tmp), team
 

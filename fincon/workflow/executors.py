@@ -151,8 +151,10 @@ class ExecutorSpec(BaseModel):
         if not v or any(c.isspace() for c in v):
             raise ValueError("give a Ray cluster address such as auto or 10.0.0.5:6379")
         if "://" in v:
-            raise ValueError(f"{v!r} is a Ray Client address; fincon's driver must run on a node of the cluster: "
-                             "join it (ray start --address HEAD:6379) and pass auto or HEAD:6379")
+            raise ValueError(
+                f"{v!r} is a Ray Client address; fincon's driver must run on a node of the cluster: "
+                "join it (ray start --address HEAD:6379) and pass auto or HEAD:6379"
+            )
         if v != "auto" and not re.fullmatch(r"(\[[0-9A-Fa-f:]+\]|[^\s:\[\]]+):\d{1,5}", v):
             raise ValueError(f"{v!r} is not a Ray cluster address: give auto or HEAD:PORT (e.g. 10.0.0.5:6379)")
         return v
@@ -164,8 +166,9 @@ class ExecutorSpec(BaseModel):
                 if getattr(self, key) is not None:
                     raise ValueError(f"{key} ({flag}) is for the ray executor; set kind: ray (--executor ray)")
         if self.address is not None and self.cpus is not None:
-            raise ValueError("cpus (--ray-cpus) sizes a local Ray cluster; an existing cluster (--ray-address) "
-                             "has its own size")
+            raise ValueError(
+                "cpus (--ray-cpus) sizes a local Ray cluster; an existing cluster (--ray-address) has its own size"
+            )
         return self
 
 
@@ -262,9 +265,16 @@ class RayExecutor:
 
         here = ray.get_runtime_context().get_node_id()
         self._name = f"fincon-llm-cache-{uuid.uuid4().hex[:12]}"
-        self._coordinator = ray.remote(_Coordinator).options(
-            name=self._name, num_cpus=0, max_restarts=0,
-            scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False)).remote()
+        self._coordinator = (
+            ray.remote(_Coordinator)
+            .options(
+                name=self._name,
+                num_cpus=0,
+                max_restarts=0,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
+            )
+            .remote()
+        )
         ray.get(self._coordinator.ping.remote())
 
     def _init(self) -> None:
@@ -280,9 +290,10 @@ class RayExecutor:
                     with _environment(RAY_USAGE_STATS_ENABLED="0"):
                         ray.init(address=self.address, **common)
                 except (ConnectionError, RuntimeError, ValueError) as exc:
-                    raise FinconError(f"cannot connect to the Ray cluster at {self.address} "
-                                      f"({_one_line(exc)}); is this machine a node of it (ray start --address)?") \
-                        from None
+                    raise FinconError(
+                        f"cannot connect to the Ray cluster at {self.address} "
+                        f"({_one_line(exc)}); is this machine a node of it (ray start --address)?"
+                    ) from None
         finally:
             if handler is not None and signal.getsignal(signal.SIGTERM) is not handler:
                 with contextlib.suppress(ValueError):  # not the main thread
@@ -303,16 +314,22 @@ class RayExecutor:
         self._session_env.enter_context(_environment(RAY_USAGE_STATS_ENABLED="0", RAY_TMPDIR=self._ray_tmp))
         self._session_env.enter_context(_restored("RAY_AUTH_MODE"))
         try:
-            self._ray.init(address="local", num_cpus=self.cpus or os.cpu_count() or 1,
-                           object_store_memory=_OBJECT_STORE_BYTES, **common)
+            self._ray.init(
+                address="local",
+                num_cpus=self.cpus or os.cpu_count() or 1,
+                object_store_memory=_OBJECT_STORE_BYTES,
+                **common,
+            )
         except (OSError, RuntimeError, ValueError) as exc:
             self._end_session()
             raise FinconError(f"cannot start a local Ray cluster ({_one_line(exc)})") from None
         ip = self._ray.util.get_node_ip_address()
         if not ip.startswith("127.") and ip != "::1":
-            log.warning("the local Ray cluster listens on %s, not only on the loopback interface: Ray was imported "
-                        "before fincon started it (import it with RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 to avoid this)",
-                        ip)
+            log.warning(
+                "the local Ray cluster listens on %s, not only on the loopback interface: Ray was imported "
+                "before fincon started it (import it with RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 to avoid this)",
+                ip,
+            )
 
     def _end_session(self) -> None:
         """Put the environment back and delete the local cluster's temp
@@ -332,8 +349,9 @@ class RayExecutor:
             except OSError as exc:
                 error = exc
                 time.sleep(0.25)
-        log.warning("could not delete the local Ray cluster's temp directory %s (%s); delete it by hand",
-                    path, _one_line(error))
+        log.warning(
+            "could not delete the local Ray cluster's temp directory %s (%s); delete it by hand", path, _one_line(error)
+        )
 
     def close(self) -> None:
         ray = self._ray
@@ -369,8 +387,10 @@ class RayExecutor:
                     try:
                         status, value = ray.get(ref)
                     except ray.exceptions.RayError as exc:  # the worker died (killed, out of memory, node lost)
-                        status, value = "failed", _Failure(f"its Ray worker died ({type(exc).__name__}: "
-                                                           f"{_first_line(exc)})", 1, "")
+                        status, value = (
+                            "failed",
+                            _Failure(f"its Ray worker died ({type(exc).__name__}: {_first_line(exc)})", 1, ""),
+                        )
                     if status == "ok":
                         done(i, value)
                     else:
@@ -394,9 +414,10 @@ def _check_reachable(address: str) -> None:
         host, port = address.rsplit(":", 1)
         socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
     except (OSError, ValueError) as exc:  # ConnectionError (no cluster found) is an OSError
-        raise FinconError(f"cannot reach the Ray cluster at {address} ({_one_line(exc) or type(exc).__name__}); "
-                          "start it (ray start --head) or join this machine to it (ray start --address HEAD:6379)") \
-            from None
+        raise FinconError(
+            f"cannot reach the Ray cluster at {address} ({_one_line(exc) or type(exc).__name__}); "
+            "start it (ray start --head) or join this machine to it (ray start --address HEAD:6379)"
+        ) from None
 
 
 class _Failure:
@@ -442,8 +463,12 @@ def _work(blob: bytes, cwd: str, env: dict[str, str | None], server: str) -> tup
     try:
         os.chdir(cwd)
     except OSError as exc:
-        return "failed", _Failure(f"the driver's working directory {cwd} is not on Ray node {socket.gethostname()} "
-                                  f"({exc.strerror}); the experiment needs a filesystem shared at the same path", 2, "")
+        return "failed", _Failure(
+            f"the driver's working directory {cwd} is not on Ray node {socket.gethostname()} "
+            f"({exc.strerror}); the experiment needs a filesystem shared at the same path",
+            2,
+            "",
+        )
     try:
         return "ok", cloudpickle.loads(blob)()
     except FinconError as exc:

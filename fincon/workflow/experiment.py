@@ -50,16 +50,46 @@ from fincon.config import _set_path
 from fincon.errors import ConfigError, FinconError
 from fincon.validation import format_validation_error
 from fincon.workflow.executors import Executor, Task, serial  # noqa: F401 (Task: the public name)
-from fincon.workflow.status import claim, marking
+
 # the split modules' public names, importable from here as before
 from fincon.workflow.experiment_config import (  # noqa: F401
-    ABLATIONS, BASELINES, SEED_STRIDE, TEAM, TEST_WINDOW, TRAIN_WINDOW, ExperimentConfig, Window, read_yaml)
+    ABLATIONS,
+    BASELINES,
+    SEED_STRIDE,
+    TEAM,
+    TEST_WINDOW,
+    TRAIN_WINDOW,
+    ExperimentConfig,
+    Window,
+    read_yaml,
+)
 from fincon.workflow.experiment_results import (  # noqa: F401
-    KEYS, belief_view, collect, daily_log_returns, load_equity, median_repeat, plot_experiment, wilcoxon_test,
-    write_atomic)
+    KEYS,
+    belief_view,
+    collect,
+    daily_log_returns,
+    load_equity,
+    median_repeat,
+    plot_experiment,
+    wilcoxon_test,
+    write_atomic,
+)
 from fincon.workflow.experiment_units import (  # noqa: F401
-    Job, Unit, _run_config, _status, _team, baseline_config, baseline_dir, run_unit, test_config, train_config,
-    train_options, unit_done, variant)
+    Job,
+    Unit,
+    _run_config,
+    _status,
+    _team,
+    baseline_config,
+    baseline_dir,
+    run_unit,
+    test_config,
+    train_config,
+    train_options,
+    unit_done,
+    variant,
+)
+from fincon.workflow.status import claim, marking
 
 
 def load_experiment(path: Path | None = None, overrides: dict[str, Any] | None = None) -> ExperimentConfig:
@@ -104,8 +134,9 @@ def units(exp: ExperimentConfig) -> tuple[list[Unit], list[Unit]]:
     return first, second
 
 
-def run_experiment(exp: ExperimentConfig, out: Path | None = None, *, progress: bool = True,
-                   executor: Executor = serial) -> ExperimentReport:
+def run_experiment(
+    exp: ExperimentConfig, out: Path | None = None, *, progress: bool = True, executor: Executor = serial
+) -> ExperimentReport:
     """Run (or resume) the experiment; see the module docstring."""
     from fincon.engine.rundir import check_out_path
 
@@ -155,13 +186,15 @@ def _finished_units(root: Path) -> int:
             n += sum(1 for u in d.iterdir() if _status(u, marker) == "complete")
     base = root / "baselines"
     if _status(base, "metrics.json") == "complete" or (
-            base.is_dir() and any(_status(u, "metrics.json") == "complete" for u in base.iterdir())):
+        base.is_dir() and any(_status(u, "metrics.json") == "complete" for u in base.iterdir())
+    ):
         n += 1
     return n
 
 
-def _run(exp: ExperimentConfig, out: Path, state: dict[str, Any], marker: Path, progress: bool,
-         executor: Executor) -> ExperimentReport:
+def _run(
+    exp: ExperimentConfig, out: Path, state: dict[str, Any], marker: Path, progress: bool, executor: Executor
+) -> ExperimentReport:
     from tqdm import tqdm
 
     phases = units(exp)

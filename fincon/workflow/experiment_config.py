@@ -19,9 +19,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from fincon.config import BrokerConfig, DataConfig, MetricsConfig
-from fincon.workflow.executors import ExecutorSpec
 from fincon.errors import ConfigError
 from fincon.validation import format_validation_error
+from fincon.workflow.executors import ExecutorSpec
 
 TEAM = "fincon"
 ABLATIONS = ("full", "no-cvar", "no-beliefs")
@@ -175,8 +175,7 @@ class ExperimentConfig(_Section):
     def _team(cls, v):
         from fincon.agents.team import FinConParams
 
-        for key in ("beliefs", "cvar", "explore", "explore_seed", "manager_temperature", "manager_seed",
-                    "protocol"):
+        for key in ("beliefs", "cvar", "explore", "explore_seed", "manager_temperature", "manager_seed", "protocol"):
             if key in v:
                 raise ValueError(f"team.{key} is set by the experiment (ablations, repeats); leave it out")
         try:
@@ -189,8 +188,9 @@ class ExperimentConfig(_Section):
     @model_validator(mode="after")
     def _windows(self):
         if self.train.end >= self.test.start:
-            raise ValueError(f"the training window must end before the test window starts "
-                             f"({self.train.end} >= {self.test.start})")
+            raise ValueError(
+                f"the training window must end before the test window starts ({self.train.end} >= {self.test.start})"
+            )
         return self
 
     @property

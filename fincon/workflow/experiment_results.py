@@ -52,10 +52,15 @@ def _usage(run: Path, protocol: str) -> dict[str, Any]:
     s = json.loads((run / "summary.json").read_text()).get("strategy_summary") or {}
     days = max(1, int(s.get("team_days") or 0))
     own = {k: v for k, v in sorted(s.items()) if protocol != "fincon" and k.startswith(f"{protocol}_")}
-    return {"calls_per_day": round((s.get("llm_calls") or 0) / days, 3),
-            "asks_per_day": s.get("team_calls_per_day"), "tokens_per_day": round((s.get("llm_tokens") or 0) / days, 1),
-            "cost_usd": s.get("llm_cost_usd", 0.0), "fallbacks": s.get("team_fallbacks", 0),
-            "alerts": s.get("team_alerts", 0), "protocol_measures": own}
+    return {
+        "calls_per_day": round((s.get("llm_calls") or 0) / days, 3),
+        "asks_per_day": s.get("team_calls_per_day"),
+        "tokens_per_day": round((s.get("llm_tokens") or 0) / days, 1),
+        "cost_usd": s.get("llm_cost_usd", 0.0),
+        "fallbacks": s.get("team_fallbacks", 0),
+        "alerts": s.get("team_alerts", 0),
+        "protocol_measures": own,
+    }
 
 
 def day_decisions(run: Path) -> dict[str, Any]:
@@ -114,27 +119,50 @@ def collect(exp: ExperimentConfig, root: Path) -> dict[str, Any]:
     medians: dict[str, Any] = {}
     for p, a in [(p, a) for p in exp.protocols for a in exp.ablations]:
         v = variant(p, a)
-        by_repeat = {r: {**_metrics(Unit("test", a, r, p).path(root)), **_usage(Unit("test", a, r, p).path(root), p)}
-                     for r in range(1, exp.repeats + 1)}
+        by_repeat = {
+            r: {**_metrics(Unit("test", a, r, p).path(root)), **_usage(Unit("test", a, r, p).path(root), p)}
+            for r in range(1, exp.repeats + 1)
+        }
         for r, m in by_repeat.items():
             train_rows = _train_rows(Unit("train", a, r, p).path(root))
-            runs[f"{v}-r{r}"] = {**m, "protocol": p, "ablation": a, "repeat": r,
-                                 "train_objectives": [row["objective"] for row in train_rows]}
+            runs[f"{v}-r{r}"] = {
+                **m,
+                "protocol": p,
+                "ablation": a,
+                "repeat": r,
+                "train_objectives": [row["objective"] for row in train_rows],
+            }
         rep = median_repeat({r: _num(m["cr_pct"]) for r, m in by_repeat.items()})
         run = Unit("test", a, rep, p).path(root)
         test = wilcoxon_test(daily_log_returns(load_equity(run)), best_returns) if best else None
         crs = [_num(m["cr_pct"]) for m in by_repeat.values()]
-        medians[v] = {"protocol": p, "ablation": a, "repeat": rep, "run_dir": str(run.relative_to(root)),
-                      **by_repeat[rep], "cr_pct_min": min(crs), "cr_pct_max": max(crs),
-                      "wilcoxon": {**(test or {}), "against": best}}
+        medians[v] = {
+            "protocol": p,
+            "ablation": a,
+            "repeat": rep,
+            "run_dir": str(run.relative_to(root)),
+            **by_repeat[rep],
+            "cr_pct_min": min(crs),
+            "cr_pct_max": max(crs),
+            "wilcoxon": {**(test or {}), "against": best},
+        }
     for v, m in medians.items():  # how often each protocol decided otherwise than the plain team
         plain = medians.get(variant("fincon", m["ablation"]))
         if plain is not None and m["protocol"] != "fincon":
             m["differs_from_fincon"] = differs_share(root / m["run_dir"], root / plain["run_dir"])
-    return {"tickers": exp.tickers, "train": exp.train.model_dump(mode="json"),
-            "test": exp.test.model_dump(mode="json"), "repeats": exp.repeats, "episodes": exp.episodes,
-            "brain": exp.brain, "returns": "daily log returns; Wilcoxon signed-rank, two-sided",
-            "baselines": baselines, "best_baseline": best, "runs": runs, "median": medians}
+    return {
+        "tickers": exp.tickers,
+        "train": exp.train.model_dump(mode="json"),
+        "test": exp.test.model_dump(mode="json"),
+        "repeats": exp.repeats,
+        "episodes": exp.episodes,
+        "brain": exp.brain,
+        "returns": "daily log returns; Wilcoxon signed-rank, two-sided",
+        "baselines": baselines,
+        "best_baseline": best,
+        "runs": runs,
+        "median": medians,
+    }
 
 
 def _train_rows(path: Path) -> list[dict[str, Any]]:
@@ -152,14 +180,17 @@ def plot_experiment(exp: ExperimentConfig, root: Path, results: dict[str, Any]) 
 
     curves = {}
     for v, m in results["median"].items():
-        curves[f"{m.get('protocol', 'fincon')} {m.get('ablation', v)} (median: r{m['repeat']})"] = \
-            load_equity(root / m["run_dir"])
+        curves[f"{m.get('protocol', 'fincon')} {m.get('ablation', v)} (median: r{m['repeat']})"] = load_equity(
+            root / m["run_dir"]
+        )
     for b in exp.baselines:
         label = f"{b} (best baseline)" if b == results["best_baseline"] else b
         curves[label] = load_equity(baseline_dir(root, exp, b))
-    plot_equity(curves, root / "equity.png",
-                f"{', '.join(exp.tickers)}  test {exp.test.start} .. {exp.test.end}  "
-                f"({exp.repeats} repeats, median runs)")
+    plot_equity(
+        curves,
+        root / "equity.png",
+        f"{', '.join(exp.tickers)}  test {exp.test.start} .. {exp.test.end}  ({exp.repeats} repeats, median runs)",
+    )
     v = "full" if "full" in results["median"] else next(iter(results["median"]))
     m = results["median"][v]
     a, rep = m.get("ablation", v), m["repeat"]
@@ -174,16 +205,22 @@ def belief_view(ablation: str, repeat: int, train_dir: Path, rows: list[dict[str
     """Markdown: objective, tau, the edit and the beliefs per episode, then the learned beliefs."""
     from fincon.agents.beliefs import Beliefs
 
-    lines = [f"# Belief evolution: {ablation}, repeat {repeat} (the median run)", "",
-             f"Training directory: `{train_dir.name}`; the plot: beliefs.png.", "",
-             "| episode | objective (CR %) | tau | beliefs version | rules weights in force | touched |",
-             "|---:|---:|---:|---:|---|---|"]
+    lines = [
+        f"# Belief evolution: {ablation}, repeat {repeat} (the median run)",
+        "",
+        f"Training directory: `{train_dir.name}`; the plot: beliefs.png.",
+        "",
+        "| episode | objective (CR %) | tau | beliefs version | rules weights in force | touched |",
+        "|---:|---:|---:|---:|---|---|",
+    ]
     for r in rows:
         weights = ", ".join(f"{k} {v:.2f}" for k, v in sorted((r.get("weights_in_force") or {}).items()))
         tau = r.get("tau")
         touched = ", ".join((r.get("update") or {}).get("touched", [])) or "-"
-        lines.append(f"| {r['episode']} | {r['objective']:.3f} | {'-' if tau is None else f'{tau:.2f}'} | "
-                     f"{r.get('beliefs_before')} -> {r.get('beliefs_after')} | {weights or '-'} | {touched} |")
+        lines.append(
+            f"| {r['episode']} | {r['objective']:.3f} | {'-' if tau is None else f'{tau:.2f}'} | "
+            f"{r.get('beliefs_before')} -> {r.get('beliefs_after')} | {weights or '-'} | {touched} |"
+        )
     path = train_dir / "beliefs.json"
     if path.is_file():
         b = Beliefs.model_validate_json(path.read_text())

@@ -22,14 +22,23 @@ from fincon.errors import ConfigError, FinconError
 from fincon.workflow.experiment_config import SEED_STRIDE, TEAM, ExperimentConfig, Window
 
 
-def _run_config(exp: ExperimentConfig, window: Window, strategies: list[str],
-                params: dict[str, dict[str, Any]]) -> RunConfig:
+def _run_config(
+    exp: ExperimentConfig, window: Window, strategies: list[str], params: dict[str, dict[str, Any]]
+) -> RunConfig:
     from fincon.config import load_config
 
-    tree = {"tickers": exp.tickers, "start": window.start.isoformat(), "end": window.end.isoformat(),
-            "strategies": strategies, "strategy_params": params, "benchmark": False,
-            "llm": exp.llm, "data": exp.data.model_dump(mode="json"),
-            "broker": exp.broker.model_dump(mode="json"), "metrics": exp.metrics.model_dump(mode="json")}
+    tree = {
+        "tickers": exp.tickers,
+        "start": window.start.isoformat(),
+        "end": window.end.isoformat(),
+        "strategies": strategies,
+        "strategy_params": params,
+        "benchmark": False,
+        "llm": exp.llm,
+        "data": exp.data.model_dump(mode="json"),
+        "broker": exp.broker.model_dump(mode="json"),
+        "metrics": exp.metrics.model_dump(mode="json"),
+    }
     return load_config(None, tree)
 
 
@@ -54,12 +63,19 @@ def train_config(exp: ExperimentConfig, ablation: str, repeat: int, protocol: st
 def train_options(exp: ExperimentConfig, ablation: str, repeat: int):
     from fincon.workflow.training import TrainOptions
 
-    return TrainOptions(episodes=exp.episodes, learn=ablation != "no-beliefs", explore=exp.explore, lr=exp.lr,
-                        temperature=exp.temperature, seed=exp.seed + repeat - 1)
+    return TrainOptions(
+        episodes=exp.episodes,
+        learn=ablation != "no-beliefs",
+        explore=exp.explore,
+        lr=exp.lr,
+        temperature=exp.temperature,
+        seed=exp.seed + repeat - 1,
+    )
 
 
-def test_config(exp: ExperimentConfig, ablation: str, repeat: int, beliefs: Path,
-                protocol: str = "fincon") -> RunConfig:
+def test_config(
+    exp: ExperimentConfig, ablation: str, repeat: int, beliefs: Path, protocol: str = "fincon"
+) -> RunConfig:
     team = {**_team(exp, ablation, protocol), "beliefs": str(Path(beliefs).absolute())}
     if exp.brain == "llm":
         # as in training's exploring episodes: the manager samples (a temperature
@@ -75,8 +91,10 @@ def baseline_config(exp: ExperimentConfig) -> RunConfig:
     params = {k: v for k, v in exp.strategy_params.items() if k in exp.baselines}
     unused = sorted(set(exp.strategy_params) - set(exp.baselines))
     if unused:
-        raise ConfigError(f"experiment config: strategy_params given for {', '.join(unused)}, which is not among "
-                          f"the baselines ({', '.join(exp.baselines)}); team parameters go under team:")
+        raise ConfigError(
+            f"experiment config: strategy_params given for {', '.join(unused)}, which is not among "
+            f"the baselines ({', '.join(exp.baselines)}); team parameters go under team:"
+        )
     cfg = _run_config(exp, exp.test, list(exp.baselines), params)
     from fincon.strategies.registry import make_strategy
 
@@ -134,17 +152,31 @@ def run_unit(unit: Unit, exp: ExperimentConfig, root: Path, progress: bool = Fal
     if unit.kind == "train":
         from fincon.workflow.training import train
 
-        train(train_config(exp, unit.ablation, unit.repeat, unit.protocol), path,
-              train_options(exp, unit.ablation, unit.repeat), progress=progress)
+        train(
+            train_config(exp, unit.ablation, unit.repeat, unit.protocol),
+            path,
+            train_options(exp, unit.ablation, unit.repeat),
+            progress=progress,
+        )
         return str(path)
-    cfg = (test_config(exp, unit.ablation, unit.repeat,
-                       Unit("train", unit.ablation, unit.repeat, unit.protocol).path(root), unit.protocol)
-           if unit.kind == "test" else baseline_config(exp))
+    cfg = (
+        test_config(
+            exp,
+            unit.ablation,
+            unit.repeat,
+            Unit("train", unit.ablation, unit.repeat, unit.protocol).path(root),
+            unit.protocol,
+        )
+        if unit.kind == "test"
+        else baseline_config(exp)
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     report = run_config(cfg, path, progress=progress, replace=True)
     if not report.complete:
-        why = "; ".join([f"{n}: {r.stopped}" for n, r in report.results.items() if r.stopped]
-                        + [f"{n}: {r}" for n, r in report.failed.items()])
+        why = "; ".join(
+            [f"{n}: {r.stopped}" for n, r in report.results.items() if r.stopped]
+            + [f"{n}: {r}" for n, r in report.failed.items()]
+        )
         err = FinconError(f"{unit.name} stopped early ({why}); rerun the same command to resume")
         err.exit_code = 3
         raise err

@@ -74,8 +74,11 @@ def windows(exp: ExperimentConfig, last_day: dt.date) -> list[WindowSpec]:
         if stop > end:
             break
         train_start = (pd.Timestamp(start) - w).date()
-        out.append(WindowSpec(k + 1, Window(start=train_start, end=start - dt.timedelta(days=1)),
-                              Window(start=start, end=stop)))
+        out.append(
+            WindowSpec(
+                k + 1, Window(start=train_start, end=start - dt.timedelta(days=1)), Window(start=start, end=stop)
+            )
+        )
         k += 1
     if not out:
         raise ConfigError(f"rolling: no {r.window} window fits in {r.start}..{end} (the data ends {last_day})")
@@ -89,8 +92,10 @@ def _bars(exp: ExperimentConfig) -> dict[str, pd.DataFrame]:
     source = make_source(exp.data.source, exp.data.dir, exp.data.cache_dir)
     names = getattr(source, "tickers", None)
     if names is None:
-        raise ConfigError(f"rolling: the {exp.data.source} source cannot list its tickers; use the bundled "
-                          "sample or a dataset directory (--data DIR)")
+        raise ConfigError(
+            f"rolling: the {exp.data.source} source cannot list its tickers; use the bundled "
+            "sample or a dataset directory (--data DIR)"
+        )
     lo, hi = pd.Timestamp("1900-01-01"), pd.Timestamp("2200-01-01")
     return {t: validate_bars(source.load(t, lo, hi), t, source.describe(t)) for t in names()}
 
@@ -138,14 +143,15 @@ class RollingReport:
     skipped: list[str]
 
 
-def run_rolling(exp: ExperimentConfig, out: Path, *, progress: bool = True,
-                executor: Executor = serial) -> RollingReport:
+def run_rolling(
+    exp: ExperimentConfig, out: Path, *, progress: bool = True, executor: Executor = serial
+) -> RollingReport:
     """Run (or resume) the rolling evaluation; see the module docstring."""
     from tqdm import tqdm
 
     from fincon.engine.rundir import check_out_path
-    from fincon.workflow.rolling_results import tables
     from fincon.workflow.experiment import check_inputs, units
+    from fincon.workflow.rolling_results import tables
 
     if "buy-and-hold" not in exp.baselines:
         raise ConfigError("rolling: buy-and-hold must be among the baselines (every strategy is compared with it)")
@@ -155,8 +161,9 @@ def run_rolling(exp: ExperimentConfig, out: Path, *, progress: bool = True,
         try:
             check_inputs(c.exp)
         except FinconError as exc:
-            raise type(exc)(f"rolling window {c.window.test.start}..{c.window.test.end} ({c.universe}): "
-                            f"{exc}") from None
+            raise type(exc)(
+                f"rolling window {c.window.test.start}..{c.window.test.end} ({c.universe}): {exc}"
+            ) from None
     state = {"config": identity(exp)}
     marker = out / "rolling.json"
     if out.exists():
@@ -167,9 +174,17 @@ def run_rolling(exp: ExperimentConfig, out: Path, *, progress: bool = True,
     else:
         out.mkdir(parents=True)
     write_atomic(marker, json.dumps({**state, "status": "running"}, indent=1, sort_keys=True) + "\n")
-    listing = [{"universe": c.universe, "window": c.window.name, "dir": str(c.root(out).relative_to(out)),
-                "train": c.window.train.model_dump(mode="json"), "test": c.window.test.model_dump(mode="json"),
-                "tickers": list(c.tickers)} for c in cells]
+    listing = [
+        {
+            "universe": c.universe,
+            "window": c.window.name,
+            "dir": str(c.root(out).relative_to(out)),
+            "train": c.window.train.model_dump(mode="json"),
+            "test": c.window.test.model_dump(mode="json"),
+            "tickers": list(c.tickers),
+        }
+        for c in cells
+    ]
     write_atomic(out / "windows.json", json.dumps(listing, indent=1, sort_keys=True) + "\n")
 
     jobs_by_phase: list[list[tuple[str, Job]]] = [[], []]

@@ -26,16 +26,36 @@ from fincon.workflow.experiment_results import write_atomic
 from fincon.workflow.experiment_units import baseline_dir
 
 BENCH = "buy-and-hold"
-COLUMNS = ("universe", "window", "test_start", "test_end", "tickers", "strategy", "cr_pct", "sharpe", "mdd_pct",
-           "turnover", "n_trades", "llm_calls", "llm_cost_usd", "excess_cr_pct")
+COLUMNS = (
+    "universe",
+    "window",
+    "test_start",
+    "test_end",
+    "tickers",
+    "strategy",
+    "cr_pct",
+    "sharpe",
+    "mdd_pct",
+    "turnover",
+    "n_trades",
+    "llm_calls",
+    "llm_cost_usd",
+    "excess_cr_pct",
+)
 
 
 def _read(run: Path) -> dict[str, Any]:
     m = json.loads((run / "metrics.json").read_text())
     s = json.loads((run / "summary.json").read_text()).get("strategy_summary") or {}
-    return {"cr_pct": m.get("cr_pct"), "sharpe": m.get("sharpe"), "mdd_pct": m.get("mdd_pct"),
-            "turnover": m.get("turnover"), "n_trades": m.get("n_trades"),
-            "llm_calls": int(s.get("llm_calls") or 0), "llm_cost_usd": float(s.get("llm_cost_usd") or 0.0)}
+    return {
+        "cr_pct": m.get("cr_pct"),
+        "sharpe": m.get("sharpe"),
+        "mdd_pct": m.get("mdd_pct"),
+        "turnover": m.get("turnover"),
+        "n_trades": m.get("n_trades"),
+        "llm_calls": int(s.get("llm_calls") or 0),
+        "llm_cost_usd": float(s.get("llm_cost_usd") or 0.0),
+    }
 
 
 def window_rows(out: Path, cells) -> pd.DataFrame:
@@ -44,10 +64,18 @@ def window_rows(out: Path, cells) -> pd.DataFrame:
         per = {name: _read(path) for name, path in unit_dirs(c, out).items()}
         bench = per[BENCH]["cr_pct"]
         for name, m in per.items():
-            rows.append({"universe": c.universe, "window": c.window.name,
-                         "test_start": c.window.test.start.isoformat(), "test_end": c.window.test.end.isoformat(),
-                         "tickers": " ".join(c.tickers), "strategy": name, **m,
-                         "excess_cr_pct": None if m["cr_pct"] is None or bench is None else m["cr_pct"] - bench})
+            rows.append(
+                {
+                    "universe": c.universe,
+                    "window": c.window.name,
+                    "test_start": c.window.test.start.isoformat(),
+                    "test_end": c.window.test.end.isoformat(),
+                    "tickers": " ".join(c.tickers),
+                    "strategy": name,
+                    **m,
+                    "excess_cr_pct": None if m["cr_pct"] is None or bench is None else m["cr_pct"] - bench,
+                }
+            )
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
@@ -97,14 +125,22 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
             s = g[g.strategy == name].set_index(["universe", "window"])
             cr, b = s["cr_pct"].astype(float), bench.reindex(s.index).astype(float)
             test = paired_test(cr, b) if name != BENCH else {"n": int(len(cr)), "p_value": None}
-            rows.append({"universe": universe, "strategy": name, "windows": int(len(s)),
-                         "median_cr_pct": _finite(cr.median()), "median_sharpe": _finite(s["sharpe"].astype(float).median()),
-                         "median_mdd_pct": _finite(s["mdd_pct"].astype(float).median()),
-                         "mean_excess_cr_pct": _finite((cr - b).mean()),
-                         "share_beats_bh": None if name == BENCH else float((cr > b).mean()),
-                         "wilcoxon_p": test.get("p_value"),
-                         "median_turnover": _finite(s["turnover"].astype(float).median()),
-                         "llm_calls": int(s["llm_calls"].sum()), "llm_cost_usd": float(s["llm_cost_usd"].sum())})
+            rows.append(
+                {
+                    "universe": universe,
+                    "strategy": name,
+                    "windows": int(len(s)),
+                    "median_cr_pct": _finite(cr.median()),
+                    "median_sharpe": _finite(s["sharpe"].astype(float).median()),
+                    "median_mdd_pct": _finite(s["mdd_pct"].astype(float).median()),
+                    "mean_excess_cr_pct": _finite((cr - b).mean()),
+                    "share_beats_bh": None if name == BENCH else float((cr > b).mean()),
+                    "wilcoxon_p": test.get("p_value"),
+                    "median_turnover": _finite(s["turnover"].astype(float).median()),
+                    "llm_calls": int(s["llm_calls"].sum()),
+                    "llm_cost_usd": float(s["llm_cost_usd"].sum()),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -115,12 +151,19 @@ def tables(exp: ExperimentConfig, out: Path, cells) -> dict[str, Any]:
     df.to_csv(out / "windows.csv", index=False, float_format="%.6g", lineterminator="\n")
     summary.to_csv(out / "summary.csv", index=False, float_format="%.6g", lineterminator="\n")
     r = exp.rolling
-    results = {"window": r.window, "step": r.step, "span": [r.start.isoformat(), r.end.isoformat()],
-               "universes": r.universes, "brain": exp.brain, "episodes": exp.episodes, "repeats": exp.repeats,
-               "benchmark": BENCH,
-               "test": "two-sided Wilcoxon signed-rank test of per-window CR % paired with buy-and-hold's",
-               "beats": "share of windows whose CR % is strictly above buy-and-hold's on the same window",
-               "windows": json.loads(df.to_json(orient="records")),
-               "summary": json.loads(summary.to_json(orient="records"))}
+    results = {
+        "window": r.window,
+        "step": r.step,
+        "span": [r.start.isoformat(), r.end.isoformat()],
+        "universes": r.universes,
+        "brain": exp.brain,
+        "episodes": exp.episodes,
+        "repeats": exp.repeats,
+        "benchmark": BENCH,
+        "test": "two-sided Wilcoxon signed-rank test of per-window CR % paired with buy-and-hold's",
+        "beats": "share of windows whose CR % is strictly above buy-and-hold's on the same window",
+        "windows": json.loads(df.to_json(orient="records")),
+        "summary": json.loads(summary.to_json(orient="records")),
+    }
     write_atomic(out / "results.json", json.dumps(results, indent=1, sort_keys=True) + "\n")
     return results

@@ -72,21 +72,25 @@ def default_out(cfg: RunConfig, root: Path = Path("runs")) -> Path:
 
 def _market(cfg: RunConfig, warmup: int) -> tuple[MarketData, int]:
     source = make_source(cfg.data.source, cfg.data.dir, cfg.data.cache_dir)
-    loaded = load_prices(
-        source, tuple(cfg.tickers), pd.Timestamp(cfg.start), pd.Timestamp(cfg.end), warmup=warmup
-    )
+    loaded = load_prices(source, tuple(cfg.tickers), pd.Timestamp(cfg.start), pd.Timestamp(cfg.end), warmup=warmup)
     if loaded.close_only and cfg.broker.fill == "next_open":
         t = loaded.close_only[0]
-        raise ConfigError(f"--fill next-open needs an Open column, and {t} ({source.describe(t)}) has close "
-                          "prices only; use --fill close")
+        raise ConfigError(
+            f"--fill next-open needs an Open column, and {t} ({source.describe(t)}) has close "
+            "prices only; use --fill close"
+        )
     if loaded.close_only and cfg.broker.slippage_model == "range":
         t = loaded.close_only[0]
-        raise ConfigError(f"--slippage-model range needs High and Low columns, and {t} ({source.describe(t)}) has "
-                          "close prices only; use --slippage-model bps")
+        raise ConfigError(
+            f"--slippage-model range needs High and Low columns, and {t} ({source.describe(t)}) has "
+            "close prices only; use --slippage-model bps"
+        )
     if loaded.close_only and cfg.broker.participation is not None:
         t = loaded.close_only[0]
-        raise ConfigError(f"--participation needs a Volume column, and {t} ({source.describe(t)}) has close "
-                          "prices only; leave the cap out")
+        raise ConfigError(
+            f"--participation needs a Volume column, and {t} ({source.describe(t)}) has close "
+            "prices only; leave the cap out"
+        )
     if loaded.dropped_dates:
         log.warning("%d dates not shared by all tickers were dropped", loaded.dropped_dates)
     return MarketData(loaded.frames, loaded.first_index), loaded.dropped_dates
@@ -109,8 +113,10 @@ def calendar_days(cfg: RunConfig, market: MarketData) -> tuple[int, str]:
     else:
         days, label = 252, "exchange calendar (weekday sessions)"
     if cfg.metrics.days_per_year and cfg.metrics.days_per_year != days:
-        return cfg.metrics.days_per_year, (f"annualised with {cfg.metrics.days_per_year} days, set in the config "
-                                           f"(metrics.days_per_year; the data's {label} has {days})")
+        return cfg.metrics.days_per_year, (
+            f"annualised with {cfg.metrics.days_per_year} days, set in the config "
+            f"(metrics.days_per_year; the data's {label} has {days})"
+        )
     return days, f"annualised with {days} days: {label}"
 
 
@@ -134,8 +140,7 @@ def preflight(cfg: RunConfig) -> None:
             check(market.tickers, pd.Timestamp(cfg.start), pd.Timestamp(cfg.end))
 
 
-def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True,
-               replace: bool = False) -> RunReport:
+def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True, replace: bool = False) -> RunReport:
     """Run every strategy of ``cfg`` (plus the benchmark) and write the runs.
 
     A strategy that stops before finishing its first day (a dead LLM server,
@@ -163,9 +168,13 @@ def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True
         benchmark = None
         if want_benchmark:
             benchmark = run_backtest(
-                market, make_strategy(BENCHMARK), settings,
+                market,
+                make_strategy(BENCHMARK),
+                settings,
                 RunContext(staging.path, market.tickers, {}),
-                alpha=cfg.metrics.alpha, risk_free=cfg.metrics.risk_free, progress=progress,
+                alpha=cfg.metrics.alpha,
+                risk_free=cfg.metrics.risk_free,
+                progress=progress,
                 days_per_year=days_per_year,
             )
         for name, strategy in strategies.items():
@@ -174,8 +183,13 @@ def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True
             single_cfg = _single_config(cfg, name)
             ctx = RunContext(run_path, market.tickers, single_cfg.model_dump(mode="json"))
             result = run_backtest(
-                market, strategy, settings, ctx,
-                alpha=cfg.metrics.alpha, risk_free=cfg.metrics.risk_free, progress=progress,
+                market,
+                strategy,
+                settings,
+                ctx,
+                alpha=cfg.metrics.alpha,
+                risk_free=cfg.metrics.risk_free,
+                progress=progress,
                 days_per_year=days_per_year,
             )
             if len(result.dates) == 0:
@@ -188,8 +202,7 @@ def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True
             write_run(run_path, single_cfg, result, bench, dropped, calendar)
         if not results:
             raise FinconError("; ".join(f"{n} stopped before finishing its first day: {r}" for n, r in failed.items()))
-        write_standard(staging.path, cfg, market, {n: (staging.path / n if multi else staging.path)
-                                                   for n in results})
+        write_standard(staging.path, cfg, market, {n: (staging.path / n if multi else staging.path) for n in results})
         if multi:
             (staging.path / "config.yaml").write_text(cfg.to_yaml())
             table: dict[str, Any] = {n: {"status": run_status(r), **r.metrics.as_dict()} for n, r in results.items()}
@@ -204,8 +217,9 @@ def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True
             _plot(curves, staging.path / "equity.png", _title(cfg), results)
         final = staging.commit()
     run_dirs = {n: (final / n if multi else final) for n in results}
-    return RunReport(out=final, results=results, benchmark=benchmark, run_dirs=run_dirs,
-                     dropped_dates=dropped, failed=failed)
+    return RunReport(
+        out=final, results=results, benchmark=benchmark, run_dirs=run_dirs, dropped_dates=dropped, failed=failed
+    )
 
 
 def run_status(result: BacktestResult) -> str:
@@ -258,55 +272,79 @@ def write_standard(top: Path, cfg: RunConfig, market: MarketData, run_dirs: dict
         trades = pd.read_csv(path / "trades.csv")
         last_day = str(equity["date"].iloc[-1])
         closes = {t: float(market.frame(t)["close"].loc[pd.Timestamp(last_day)]) for t in market.tickers}
-        round_trips(trades, closes, last_day).to_csv(path / "round_trips.csv", index=False, float_format="%.10g",
-                                                     lineterminator="\n")
+        round_trips(trades, closes, last_day).to_csv(
+            path / "round_trips.csv", index=False, float_format="%.10g", lineterminator="\n"
+        )
         rows.append({"strategy": name, **summary_row(json.loads((path / "metrics.json").read_text()))})
-    pd.DataFrame(rows).drop_duplicates().to_csv(top / "run_summary.csv", index=False, float_format="%.10g",
-                                                lineterminator="\n")
+    pd.DataFrame(rows).drop_duplicates().to_csv(
+        top / "run_summary.csv", index=False, float_format="%.10g", lineterminator="\n"
+    )
     corpus = None
     if "fincon" in cfg.strategies:
         events = (cfg.strategy_params.get("fincon") or {}).get("events")
-        corpus = (Path(__file__).resolve().parents[1] / "data" / "sample" / "events"
-                  if events in (None, "sample") else Path(str(events)))
-    seeds = {f"{n}.{k}": v for n, p in sorted(cfg.strategy_params.items()) for k, v in sorted((p or {}).items())
-             if "seed" in k}
+        corpus = (
+            Path(__file__).resolve().parents[1] / "data" / "sample" / "events"
+            if events in (None, "sample")
+            else Path(str(events))
+        )
+    seeds = {
+        f"{n}.{k}": v
+        for n, p in sorted(cfg.strategy_params.items())
+        for k, v in sorted((p or {}).items())
+        if "seed" in k
+    }
     seeds.update({f"llm.{k}": v for k, v in sorted(cfg.llm.items()) if "seed" in k})
-    write_json(top / "run_manifest.json", manifest(cfg.to_yaml(), {t: market.frame(t) for t in market.tickers},
-                                                   corpus, seeds))
+    write_json(
+        top / "run_manifest.json", manifest(cfg.to_yaml(), {t: market.frame(t) for t in market.tickers}, corpus, seeds)
+    )
 
 
 def uses_new_costs(cfg: RunConfig) -> bool:
     """A commission or slippage model, a participation cap or a charged LLM spend is set."""
     b = cfg.broker
-    return (b.commission_model != "percent" or b.slippage_model != "percent" or b.participation is not None
-            or b.charge_llm)
+    return (
+        b.commission_model != "percent" or b.slippage_model != "percent" or b.participation is not None or b.charge_llm
+    )
 
 
 def costs_summary(cfg: RunConfig, result: BacktestResult) -> dict[str, Any]:
     """The cost and fill settings in force and what they cost (metrics.json ``costs``)."""
     b = cfg.broker
-    out: dict[str, Any] = {"commission_model": b.commission_model, "slippage_model": b.slippage_model,
-                           "slippage": b.slippage, "participation": b.participation,
-                           "commission_paid": round(float(result.trades["commission"].sum()), 6)
-                           if len(result.trades) else 0.0}
+    out: dict[str, Any] = {
+        "commission_model": b.commission_model,
+        "slippage_model": b.slippage_model,
+        "slippage": b.slippage,
+        "participation": b.participation,
+        "commission_paid": round(float(result.trades["commission"].sum()), 6) if len(result.trades) else 0.0,
+    }
     if b.commission_model == "percent":
         out["commission"] = b.commission
     elif b.commission_model == "per-share":
-        out.update(commission_per_share=b.commission_per_share, commission_min=b.commission_min,
-                   commission_max=b.commission_max)
+        out.update(
+            commission_per_share=b.commission_per_share,
+            commission_min=b.commission_min,
+            commission_max=b.commission_max,
+        )
     if b.participation is not None:
         out["participation_rest"] = b.participation_rest
     if result.llm_cost is not None:
         out["llm_charged_usd"] = round(float(result.llm_cost.sum()), 6)
     if result.orders is not None and len(result.orders):
         counts = result.orders["status"].value_counts()
-        out.update(orders=int(len(result.orders)), orders_partial=int(counts.get("partial", 0)),
-                   orders_rejected=int(counts.get("rejected", 0)))
+        out.update(
+            orders=int(len(result.orders)),
+            orders_partial=int(counts.get("partial", 0)),
+            orders_rejected=int(counts.get("rejected", 0)),
+        )
     return out
 
 
 def write_run(
-    path: Path, cfg: RunConfig, result: BacktestResult, benchmark: BacktestResult | None, dropped: int,
+    path: Path,
+    cfg: RunConfig,
+    result: BacktestResult,
+    benchmark: BacktestResult | None,
+    dropped: int,
     calendar: str | None = None,
 ) -> None:
     """Write one strategy's run directory (every file named in the README)."""

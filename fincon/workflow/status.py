@@ -43,8 +43,9 @@ def read_state(marker: Path) -> dict[str, Any]:
     try:
         state = json.loads(marker.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
-        raise DataError(f"{marker} is damaged (not the JSON fincon wrote); delete the directory or pick another "
-                        "--out") from None
+        raise DataError(
+            f"{marker} is damaged (not the JSON fincon wrote); delete the directory or pick another --out"
+        ) from None
     if not isinstance(state, dict):
         raise DataError(f"{marker} is damaged (not a JSON object); delete the directory or pick another --out")
     return state
@@ -80,8 +81,7 @@ def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
     return [] if old == new else [prefix or "(all)"]
 
 
-def claim(out: Path, marker: Path, state: dict[str, Any], kind: str,
-          finished: Callable[[Path], int]) -> bool:
+def claim(out: Path, marker: Path, state: dict[str, Any], kind: str, finished: Callable[[Path], int]) -> bool:
     """May this command write ``state``'s run into ``out``? True: resume it
     (same config), False: it is new. ``finished(out)`` counts what a former
     run there finished; nothing is written or removed unless the directory
@@ -102,15 +102,22 @@ def claim(out: Path, marker: Path, state: dict[str, Any], kind: str,
     done = finished(out)
     if status in ("failed", "stopped_early", "interrupted") and done == 0:
         shutil.rmtree(out)
-        print(f"fincon: {out} held only the leftovers of a {kind} that {status.replace('_', ' ')} before finishing "
-              f"anything (another config: {shown}); removed them", file=sys.stderr)
+        print(
+            f"fincon: {out} held only the leftovers of a {kind} that {status.replace('_', ' ')} before finishing "
+            f"anything (another config: {shown}); removed them",
+            file=sys.stderr,
+        )
         return False
     if status == "running" and done == 0:
-        raise FinconError(f"{out} holds a {kind} with another config ({shown}) whose status is running (still "
-                          f"running, or killed); if no fincon command works in it, delete it, or pick another --out")
-    raise FinconError(f"{out} holds a {kind} with another config ({shown}; status {status}, {done} finished "
-                      f"{'episode' if kind == 'training' else 'unit'}{'' if done == 1 else 's'}); pick another "
-                      "--out (or delete it to start over)")
+        raise FinconError(
+            f"{out} holds a {kind} with another config ({shown}) whose status is running (still "
+            f"running, or killed); if no fincon command works in it, delete it, or pick another --out"
+        )
+    raise FinconError(
+        f"{out} holds a {kind} with another config ({shown}; status {status}, {done} finished "
+        f"{'episode' if kind == 'training' else 'unit'}{'' if done == 1 else 's'}); pick another "
+        "--out (or delete it to start over)"
+    )
 
 
 @contextmanager
@@ -130,8 +137,7 @@ def marking(marker: Path, state: dict[str, Any]) -> Iterator[None]:
         else:  # KeyboardInterrupt, SIGTERM
             status, why = "interrupted", "Ctrl-C or SIGTERM; rerun the same command to resume"
         try:
-            write_atomic(marker, json.dumps({**state, "status": status, "error": why}, indent=1,
-                                            sort_keys=True) + "\n")
+            write_atomic(marker, json.dumps({**state, "status": status, "error": why}, indent=1, sort_keys=True) + "\n")
         except OSError:
             pass
         raise

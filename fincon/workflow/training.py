@@ -100,7 +100,10 @@ class TrainReport:
 
 def default_train_out(cfg: RunConfig, opts: TrainOptions, root: Path = Path("runs")) -> Path:
     key = json.dumps({"config": cfg.model_dump(mode="json"), "options": opts.state()}, sort_keys=True)
-    return root / f"train_{'-'.join(cfg.tickers)[:60]}_{cfg.start}_{cfg.end}_{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+    return (
+        root
+        / f"train_{'-'.join(cfg.tickers)[:60]}_{cfg.start}_{cfg.end}_{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+    )
 
 
 def _team_params(cfg: RunConfig) -> dict[str, Any]:
@@ -120,8 +123,9 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
-        raise DataError(f"{path} is damaged (not the text fincon wrote); delete the training directory or pick "
-                        "another --out") from None
+        raise DataError(
+            f"{path} is damaged (not the text fincon wrote); delete the training directory or pick another --out"
+        ) from None
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -130,8 +134,10 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
         except ValueError:
             row = None
         if not isinstance(row, dict) or not isinstance(row.get("episode"), int):
-            raise DataError(f"{path}:{n}: not an episode row written by fincon train; delete the training "
-                            "directory or pick another --out")
+            raise DataError(
+                f"{path}:{n}: not an episode row written by fincon train; delete the training "
+                "directory or pick another --out"
+            )
         rows.append(row)
     return rows
 
@@ -156,9 +162,13 @@ def _risk_control(cfg: RunConfig, opts: TrainOptions, perspectives: tuple[str, .
 
 def _episode_config(cfg: RunConfig, beliefs_path: Path, k: int, opts: TrainOptions, brain: str) -> RunConfig:
     params = _team_params(cfg)
-    params.update({"beliefs": str(beliefs_path.absolute()),
-                   "explore": opts.explore if (k >= 2 and brain == "rules" and opts.learn) else 0.0,
-                   "explore_seed": k + SEED_STRIDE * opts.seed})
+    params.update(
+        {
+            "beliefs": str(beliefs_path.absolute()),
+            "explore": opts.explore if (k >= 2 and brain == "rules" and opts.learn) else 0.0,
+            "explore_seed": k + SEED_STRIDE * opts.seed,
+        }
+    )
     if brain == "llm" and k >= 2 and opts.learn:
         # the manager explores through sampling: a temperature above 0 (unless
         # the config sets one) and one seed per episode; the analysts keep the
@@ -174,12 +184,20 @@ def _episode_row(k: int, run: Path, traj: Trajectory, insights, calls: int) -> d
     metrics = json.loads((run / "metrics.json").read_text())
     summary = json.loads((run / "summary.json").read_text()).get("strategy_summary", {})
     return {
-        "episode": k, "objective": round(traj.objective, 6), "cr_pct": metrics.get("cr_pct"),
-        "sharpe": metrics.get("sharpe"), "mdd_pct": metrics.get("mdd_pct"), "days": metrics.get("n_days"),
-        "alerts": summary.get("team_alerts", 0), "team_model_calls": summary.get("team_model_calls", 0),
-        "llm_tokens": summary.get("llm_tokens", 0), "llm_cost_usd": summary.get("llm_cost_usd", 0.0),
-        "weights_in_force": summary.get("team_weights", {}), "beliefs_version": summary.get("team_beliefs_version"),
-        "insights": insights, "risk_control_calls": calls,
+        "episode": k,
+        "objective": round(traj.objective, 6),
+        "cr_pct": metrics.get("cr_pct"),
+        "sharpe": metrics.get("sharpe"),
+        "mdd_pct": metrics.get("mdd_pct"),
+        "days": metrics.get("n_days"),
+        "alerts": summary.get("team_alerts", 0),
+        "team_model_calls": summary.get("team_model_calls", 0),
+        "llm_tokens": summary.get("llm_tokens", 0),
+        "llm_cost_usd": summary.get("llm_cost_usd", 0.0),
+        "weights_in_force": summary.get("team_weights", {}),
+        "beliefs_version": summary.get("team_beliefs_version"),
+        "insights": insights,
+        "risk_control_calls": calls,
     }
 
 
@@ -230,7 +248,8 @@ def _remove_if_empty(out: Path, made: list[Path]) -> None:
         return
     leftovers = {p.name for p in out.iterdir()} if out.is_dir() else set()
     if leftovers - {"train.json", "config.yaml", "episodes", "beliefs"} or any(
-            any((out / d).iterdir()) for d in ("episodes",) if (out / d).is_dir()):
+        any((out / d).iterdir()) for d in ("episodes",) if (out / d).is_dir()
+    ):
         return
     shutil.rmtree(out, ignore_errors=True)
     for p in reversed(made[:-1]):
@@ -262,8 +281,9 @@ def episode_state(run_dir: Path) -> tuple[str | None, str]:
     return status, (detail if status != "complete" else "complete")
 
 
-def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, state: dict[str, Any], marker: Path,
-           progress: bool) -> TrainReport:
+def _train(
+    cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, state: dict[str, Any], marker: Path, progress: bool
+) -> TrainReport:
     from tqdm import tqdm
 
     from fincon.agents.risk_control import Episode
@@ -280,8 +300,9 @@ def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, stat
         from fincon.agents.beliefs import as_params
 
         learned = as_params(team.params.beliefs)
-        initial = initial.model_copy(update={"version": learned.version,
-                                             "perspectives": {**initial.perspectives, **learned.perspectives}})
+        initial = initial.model_copy(
+            update={"version": learned.version, "perspectives": {**initial.perspectives, **learned.perspectives}}
+        )
     v0 = out / "beliefs" / "v0.json"
     if not v0.is_file():
         _write_atomic(v0, initial.dump())
@@ -301,14 +322,23 @@ def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, stat
             try:
                 traj = Trajectory.load(out / "episodes" / f"ep-{k:02d}")
             except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:  # files a former run left
-                raise DataError(f"{out / 'episodes' / f'ep-{k:02d}'} is damaged ({type(exc).__name__}); the "
-                                "training cannot resume from it (delete the training directory to start over, "
-                                "or pick another --out)") from None
+                raise DataError(
+                    f"{out / 'episodes' / f'ep-{k:02d}'} is damaged ({type(exc).__name__}); the "
+                    "training cannot resume from it (delete the training directory to start over, "
+                    "or pick another --out)"
+                ) from None
             episodes[k] = Episode(k, traj, row["insights"] if row else [])
         return episodes[k]
 
-    bar = tqdm(total=opts.episodes, initial=len(rows), unit="episode", desc="training", disable=not progress,
-               dynamic_ncols=True, position=0)
+    bar = tqdm(
+        total=opts.episodes,
+        initial=len(rows),
+        unit="episode",
+        desc="training",
+        disable=not progress,
+        dynamic_ncols=True,
+        position=0,
+    )
     try:
         for k in range(len(rows) + 1, opts.episodes + 1):
             run_dir = out / "episodes" / f"ep-{k:02d}"
@@ -321,9 +351,11 @@ def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, stat
                 report = run_config(ecfg, run_dir, progress=progress, replace=True)
                 if not report.complete:
                     days = len(report.results[TEAM].dates) if TEAM in report.results else 0
-                    err = FinconError(f"episode {k} stopped early after {days} days "
-                                      f"({report.results[TEAM].stopped if TEAM in report.results else 'no day'}); "
-                                      f"rerun the same command to run episode {k} again from its first day")
+                    err = FinconError(
+                        f"episode {k} stopped early after {days} days "
+                        f"({report.results[TEAM].stopped if TEAM in report.results else 'no day'}); "
+                        f"rerun the same command to run episode {k} again from its first day"
+                    )
                     err.exit_code = 3
                     raise err
                 ran.append(k)
@@ -352,8 +384,14 @@ def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, stat
             bar.update(1)
             tokens = sum(int(r.get("llm_tokens") or 0) for r in rows)
             cost = sum(float(r.get("llm_cost_usd") or 0.0) for r in rows)
-            bar.set_postfix({"objective": f"{row['objective']:+.2f}%", "tau": row.get("tau", "-"),
-                             "tokens": f"{tokens:,}", "cost": f"${cost:.4f}"})
+            bar.set_postfix(
+                {
+                    "objective": f"{row['objective']:+.2f}%",
+                    "tau": row.get("tau", "-"),
+                    "tokens": f"{tokens:,}",
+                    "cost": f"${cost:.4f}",
+                }
+            )
     finally:
         bar.close()
         if rc.client is not None:
@@ -371,8 +409,10 @@ def _saved_beliefs(path: Path) -> Beliefs:
     try:
         return Beliefs.model_validate_json(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValidationError):
-        raise DataError(f"{path} is missing or damaged; the training cannot resume from it (delete the training "
-                        "directory to start over, or pick another --out)") from None
+        raise DataError(
+            f"{path} is missing or damaged; the training cannot resume from it (delete the training "
+            "directory to start over, or pick another --out)"
+        ) from None
 
 
 def plot_beliefs(rows: list[dict[str, Any]], path: Path) -> Path:
@@ -394,8 +434,13 @@ def plot_beliefs(rows: list[dict[str, Any]], path: Path) -> Path:
     ax_o.set_ylabel("objective (CR %)")
     ax_o.grid(alpha=0.3)
     ax_t = ax_o.twinx()
-    ax_t.plot([r["episode"] for r in rows if "tau" in r], [r["tau"] for r in rows if "tau" in r], "s--",
-              color="tab:orange", label="tau")
+    ax_t.plot(
+        [r["episode"] for r in rows if "tau" in r],
+        [r["tau"] for r in rows if "tau" in r],
+        "s--",
+        color="tab:orange",
+        label="tau",
+    )
     ax_t.set_ylim(0, 1.05)
     ax_t.set_ylabel("tau (same action share)")
     ax_o.set_xlabel("episode")

@@ -77,8 +77,10 @@ def parse_rule(rule: str) -> Rule:
         return Rule(head, _count(parts[1], rule))
     tickers = tuple(dict.fromkeys(t.strip().upper() for t in text.split(",") if t.strip()))
     if ":" in text or not tickers or not all(TICKER.match(t) for t in tickers):
-        raise ValueError(f"unknown universe rule {rule!r}; use all, random:N:SEED, top-volume:N, momentum:N "
-                         "or a comma-separated list of tickers")
+        raise ValueError(
+            f"unknown universe rule {rule!r}; use all, random:N:SEED, top-volume:N, momentum:N "
+            "or a comma-separated list of tickers"
+        )
     return Rule("fixed", len(tickers), tickers=tickers)
 
 
@@ -93,8 +95,9 @@ def eligible(bars: Mapping[str, pd.DataFrame], history_from: dt.date, start: dt.
         past = _before(bars[t], start)
         if past.empty:
             continue
-        if past.index[0] <= pd.Timestamp(history_from) + pd.Timedelta(days=4) and \
-                past.index[-1] >= pd.Timestamp(start) - pd.Timedelta(days=7):
+        if past.index[0] <= pd.Timestamp(history_from) + pd.Timedelta(days=4) and past.index[-1] >= pd.Timestamp(
+            start
+        ) - pd.Timedelta(days=7):
             out.append(t)
     return out
 
@@ -106,14 +109,17 @@ def select(rule: Rule, bars: Mapping[str, pd.DataFrame], history_from: dt.date, 
     if rule.kind == "fixed":
         missing = [t for t in rule.tickers if t not in pool]
         if missing:
-            raise ValueError(f"universe {','.join(rule.tickers)}: {', '.join(missing)} has no bars from "
-                             f"{history_from} up to {start} (needed before the window starting {start})")
+            raise ValueError(
+                f"universe {','.join(rule.tickers)}: {', '.join(missing)} has no bars from "
+                f"{history_from} up to {start} (needed before the window starting {start})"
+            )
         return sorted(rule.tickers)
     if rule.kind == "all":
         picked = pool
     elif len(pool) < rule.n:
-        raise ValueError(f"universe {rule.kind}:{rule.n}: only {len(pool)} ticker(s) have bars from "
-                         f"{history_from} up to {start}")
+        raise ValueError(
+            f"universe {rule.kind}:{rule.n}: only {len(pool)} ticker(s) have bars from {history_from} up to {start}"
+        )
     elif rule.kind == "random":
         rng = np.random.default_rng([rule.seed, start.toordinal()])
         picked = [pool[i] for i in rng.choice(len(pool), size=rule.n, replace=False)]
@@ -125,9 +131,9 @@ def select(rule: Rule, bars: Mapping[str, pd.DataFrame], history_from: dt.date, 
                 w = past.iloc[-VOLUME_DAYS:]
                 score[t] = float((w["close"] * w["volume"]).mean())
             else:
-                w = past["close"].iloc[-(MOMENTUM_DAYS + 1):]
+                w = past["close"].iloc[-(MOMENTUM_DAYS + 1) :]
                 score[t] = float(w.iloc[-1] / w.iloc[0] - 1.0)
-        picked = sorted(pool, key=lambda t: (-score[t], t))[:rule.n]
+        picked = sorted(pool, key=lambda t: (-score[t], t))[: rule.n]
     if not picked:
         raise ValueError(f"universe all: no ticker has bars from {history_from} up to {start}")
     return sorted(picked)

@@ -32,7 +32,11 @@ def calls():
     for ticker, until in CALLS:
         store = sample_store([ticker])
         for ev in store.all_events():
-            if ev.source == "earnings_call" and ev.audio and ev.published_at <= pd.Timestamp(until, tz="America/New_York"):
+            if (
+                ev.source == "earnings_call"
+                and ev.audio
+                and ev.published_at <= pd.Timestamp(until, tz="America/New_York")
+            ):
                 out.append((ev.id, store.audio_path(ev)))
     return out
 

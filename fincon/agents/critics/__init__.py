@@ -14,5 +14,17 @@ from fincon.agents.critics.claims import METRICS, Claim, Figure, claims_in, figu
 from fincon.agents.critics.critics import STAGES, Review, critique
 from fincon.agents.critics.review import ROLES, NumericCritics, rewrite
 
-__all__ = ["METRICS", "Claim", "Figure", "claims_in", "figures_in", "format_value", "STAGES", "Review",
-           "critique", "ROLES", "NumericCritics", "rewrite"]
+__all__ = [
+    "METRICS",
+    "Claim",
+    "Figure",
+    "claims_in",
+    "figures_in",
+    "format_value",
+    "STAGES",
+    "Review",
+    "critique",
+    "ROLES",
+    "NumericCritics",
+    "rewrite",
+]

@@ -53,48 +53,99 @@ def _m(name, unit, label, inputs=(), formula=None, how=""):
 #: a figure whose metric could not be told: checked by finding it anywhere in the source
 UNLABELLED = "unlabelled"
 
-METRICS: dict[str, Metric] = {m.name: m for m in (
-    _m(UNLABELLED, "", "a figure (same unit as written)"),
-    _m("revenue", "bn", "revenue ($bn)"),
-    _m("revenue_growth", "%", "revenue change vs the prior-year period (%)"),
-    _m("operating_income", "bn", "operating income ($bn)", ("revenue", "operating_margin"),
-       lambda r, m: r * m / 100.0, "revenue x operating margin / 100"),
-    _m("operating_margin", "%", "operating margin (%)", ("operating_income", "revenue"),
-       lambda oi, r: 100.0 * oi / r, "100 x operating income / revenue"),
-    _m("cash", "bn", "cash and equivalents ($bn)"),
-    _m("capex", "bn", "capital expenditures ($bn)"),
-    _m("prior_revenue", "bn", "prior-year revenue ($bn)", ("revenue", "revenue_growth"),
-       lambda r, g: r / (1 + g / 100.0), "revenue / (1 + growth / 100)"),
-    _m("revenue_change", "bn", "revenue change vs the prior-year period ($bn)", ("revenue", "revenue_growth"),
-       lambda r, g: r - r / (1 + g / 100.0), "revenue - revenue / (1 + growth / 100)"),
-    _m("capex_share", "%", "capital expenditures as % of revenue", ("capex", "revenue"),
-       lambda c, r: 100.0 * c / r, "100 x capex / revenue"),
-    _m("income_after_capex", "bn", "operating income minus capital expenditures ($bn)",
-       ("operating_income", "capex"), lambda oi, c: oi - c, "operating income - capex"),
-)}
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        _m(UNLABELLED, "", "a figure (same unit as written)"),
+        _m("revenue", "bn", "revenue ($bn)"),
+        _m("revenue_growth", "%", "revenue change vs the prior-year period (%)"),
+        _m(
+            "operating_income",
+            "bn",
+            "operating income ($bn)",
+            ("revenue", "operating_margin"),
+            lambda r, m: r * m / 100.0,
+            "revenue x operating margin / 100",
+        ),
+        _m(
+            "operating_margin",
+            "%",
+            "operating margin (%)",
+            ("operating_income", "revenue"),
+            lambda oi, r: 100.0 * oi / r,
+            "100 x operating income / revenue",
+        ),
+        _m("cash", "bn", "cash and equivalents ($bn)"),
+        _m("capex", "bn", "capital expenditures ($bn)"),
+        _m(
+            "prior_revenue",
+            "bn",
+            "prior-year revenue ($bn)",
+            ("revenue", "revenue_growth"),
+            lambda r, g: r / (1 + g / 100.0),
+            "revenue / (1 + growth / 100)",
+        ),
+        _m(
+            "revenue_change",
+            "bn",
+            "revenue change vs the prior-year period ($bn)",
+            ("revenue", "revenue_growth"),
+            lambda r, g: r - r / (1 + g / 100.0),
+            "revenue - revenue / (1 + growth / 100)",
+        ),
+        _m(
+            "capex_share",
+            "%",
+            "capital expenditures as % of revenue",
+            ("capex", "revenue"),
+            lambda c, r: 100.0 * c / r,
+            "100 x capex / revenue",
+        ),
+        _m(
+            "income_after_capex",
+            "bn",
+            "operating income minus capital expenditures ($bn)",
+            ("operating_income", "capex"),
+            lambda oi, c: oi - c,
+            "operating income - capex",
+        ),
+    )
+}
 
 #: words that name a metric (lower case, matched on word starts), most specific first
 KEYWORDS: tuple[tuple[str, str], ...] = (
-    (r"prior[- ]year revenue|revenue a year (?:earlier|ago)|year[- ]ago revenue|"
-     r"revenue (?:in|for|of) the prior[- ]year period", "prior_revenue"),
+    (
+        r"prior[- ]year revenue|revenue a year (?:earlier|ago)|year[- ]ago revenue|"
+        r"revenue (?:in|for|of) the prior[- ]year period",
+        "prior_revenue",
+    ),
     (r"operating income (?:less|minus|after|net of) (?:capex|capital expenditures?)", "income_after_capex"),
-    (r"(?:capex|capital expenditures?|capital spending) (?:as a share of|as a percentage of|as % of|to) revenue"
-     r"|capex intensity|capex share", "capex_share"),
+    (
+        r"(?:capex|capital expenditures?|capital spending) (?:as a share of|as a percentage of|as % of|to) revenue"
+        r"|capex intensity|capex share",
+        "capex_share",
+    ),
     (r"revenue change|change in revenue", "revenue_change"),
     (r"operating margins?|margins?", "operating_margin"),
     (r"operating income|operating profit|ebit\b", "operating_income"),
     (r"capital expenditures?|capex|capital spending", "capex"),
     (r"cash and equivalents|cash", "cash"),
-    (r"a change of|changed?|grew|growth|grow|rose|rise|increased?|up|fell|declined?|decrease[ds]?|down|drop(?:ped)?",
-     "revenue_growth"),
+    (
+        r"a change of|changed?|grew|growth|grow|rose|rise|increased?|up|fell|declined?|decrease[ds]?|down|drop(?:ped)?",
+        "revenue_growth",
+    ),
     (r"revenues?|sales|top line", "revenue"),
 )
 _KW = re.compile("|".join(f"(?P<k{n}>\\b(?:{p}))" for n, (p, _) in enumerate(KEYWORDS)), re.I)
 _DOWN = re.compile(r"\b(?:fell|declined?|decrease[ds]?|down|drop(?:ped)?|lower)\b", re.I)
 
 _NUM = r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
-_MONEY = re.compile(r"(?P<sign>[-\u2212])?(?P<dollar>\$\s?)?" + _NUM +
-                    r"\s?(?P<scale>billion|bn\b|b\b|million|mn\b|m\b)(?P<dollars>\s+(?:US\s)?dollars)?", re.I)
+_MONEY = re.compile(
+    r"(?P<sign>[-\u2212])?(?P<dollar>\$\s?)?"
+    + _NUM
+    + r"\s?(?P<scale>billion|bn\b|b\b|million|mn\b|m\b)(?P<dollars>\s+(?:US\s)?dollars)?",
+    re.I,
+)
 _PCT = re.compile(r"(?P<sign>[-+\u2212])?" + _NUM + r"\s?(?P<pct>%|percent\b|per cent\b)", re.I)
 WINDOW = 60  # characters before a number searched for its metric keyword
 
@@ -137,19 +188,19 @@ def _metric_for(text: str, start: int, end: int, unit: str) -> str | None:
     sentence = max(text.rfind(". ", lo, start), text.rfind(";", lo, start), text.rfind("\n", lo, start))
     lo = sentence + 1 if sentence >= 0 else lo
     comma = text.rfind(",", lo, start)
-    lead = text[max(lo, start - 4):start].lower()
-    after = text[end:end + 40]
+    lead = text[max(lo, start - 4) : start].lower()
+    after = text[end : end + 40]
     stop = re.search(r"[.;,()\n]", after)
     later = [_kw_metric(m) for m in _KW.finditer(after[: stop.start() if stop else None])]
+
     def before(a: int) -> str | None:
         return _fit([_kw_metric(m) for m in _KW.finditer(text, a, start)], unit, lead, backwards=True)
 
-    return (before(comma + 1 if comma >= 0 else lo) or _fit(later, unit, lead, backwards=False)
-            or before(lo))
+    return before(comma + 1 if comma >= 0 else lo) or _fit(later, unit, lead, backwards=False) or before(lo)
 
 
 def _fit(metrics: list[str], unit: str, lead: str, backwards: bool) -> str | None:
-    for metric in (reversed(metrics) if backwards else metrics):
+    for metric in reversed(metrics) if backwards else metrics:
         if metric == "revenue_growth" and unit == "bn":
             if backwards and "by" in lead:
                 return "revenue_change"
@@ -192,7 +243,7 @@ def figures_in(text: str) -> list[Figure]:
         sign = m.group("sign")
         if sign in ("-", "\u2212"):
             v = -v
-        elif not sign and metric == "revenue_growth" and _DOWN.search(text[max(0, s - 30):s]):
+        elif not sign and metric == "revenue_growth" and _DOWN.search(text[max(0, s - 30) : s]):
             v = -v  # "revenue fell 4.0%" is a change of -4.0%
         out.append(Figure(v, "%", metric, _decimals(m.group("num")), (s, e), m.group(0)))
     return sorted(out, key=lambda f: f.span)
@@ -242,13 +293,12 @@ class Claim:
 def claims_in(text: str, sources: Sequence[str]) -> list[Claim]:
     """The numeric claims of an insight: every money amount and percentage
     (metric :data:`UNLABELLED` when no keyword says what it is)."""
-    return [Claim(f.metric or UNLABELLED, f.value, f.unit, f.decimals, {}, tuple(sources), f)
-            for f in figures_in(text)]
+    return [Claim(f.metric or UNLABELLED, f.value, f.unit, f.decimals, {}, tuple(sources), f) for f in figures_in(text)]
 
 
 def rounded(x: float, decimals: int) -> float:
     """Half away from zero on the decimal value (not the binary float)."""
-    q = 10 ** decimals
+    q = 10**decimals
     return math.copysign(math.floor(abs(x) * q + 0.5 + 1e-9) / q, x)
 
 

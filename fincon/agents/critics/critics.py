@@ -60,6 +60,7 @@ SOURCE_CHARS = 1500  # a source in a critic prompt is cut here
 
 # -- what a critic says ----------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class FigureVerdict:
     metric: str
@@ -108,8 +109,11 @@ class Review:
     @property
     def unverified(self) -> list[str]:
         """The stages that could not verify the claim (the model's answer invalid twice)."""
-        return [n for n, v in (("extraction", self.extraction), ("calculation", self.calculation))
-                if v is not None and not v.verified]
+        return [
+            n
+            for n, v in (("extraction", self.extraction), ("calculation", self.calculation))
+            if v is not None and not v.verified
+        ]
 
     @property
     def extraction_failed(self) -> bool:
@@ -124,6 +128,7 @@ class Review:
 
 
 # -- the rules checks -------------------------------------------------------------
+
 
 def _to_check(claim: Claim) -> list[tuple[str, float, int | None]]:
     """(metric, value, decimals) of the figures the extraction critic checks:
@@ -143,8 +148,15 @@ def rules_extraction(claim: Claim) -> ExtractionVerdict:
     out = []
     for metric, value, dec in _to_check(claim):
         if metric == UNLABELLED:  # anywhere in the source, same unit, up to rounding
-            hit = next((g for s in claim.sources for g in figures_in(s)
-                        if g.unit == claim.unit and close(value, g.value, min(claim.decimals, g.decimals))), None)
+            hit = next(
+                (
+                    g
+                    for s in claim.sources
+                    for g in figures_in(s)
+                    if g.unit == claim.unit and close(value, g.value, min(claim.decimals, g.decimals))
+                ),
+                None,
+            )
             out.append(FigureVerdict(metric, value, hit is not None, None if hit is None else hit.value))
             continue
         f = facts.get(metric)
@@ -180,6 +192,7 @@ def rules_calculation(claim: Claim, inputs: dict[str, float]) -> CalculationVerd
 
 
 # -- the questions (both brains) -----------------------------------------------------
+
 
 class FigureCheck(BaseModel):
     figure: str = Field(examples=["F1"])
@@ -218,8 +231,10 @@ def extraction_question(claim: Claim, agent: str, day: str) -> Question:
 
     def messages():
         lines = "\n".join(_fig_line(lb, m, v, claim.unit) for lb, (m, v, _) in zip(labels, figs))
-        return [{"role": "system", "content": system},
-                {"role": "user", "content": user.format(sources=_source_block(claim.sources), figures=lines)}]
+        return [
+            {"role": "system", "content": system},
+            {"role": "user", "content": user.format(sources=_source_block(claim.sources), figures=lines)},
+        ]
 
     def to_report(a: ExtractionAnswer) -> ExtractionVerdict:
         said = {c.figure: c for c in a.checks}
@@ -235,8 +250,16 @@ def extraction_question(claim: Claim, agent: str, day: str) -> Question:
     def not_verified() -> ExtractionVerdict:
         return ExtractionVerdict(tuple(FigureVerdict(m, v, True, v) for m, v, _ in figs), verified=False)
 
-    return Question(agent=agent, day=day, messages=messages, model=ExtractionAnswer, allowed=frozenset(labels),
-                    to_report=to_report, rules=lambda: rules_extraction(claim), fallback=not_verified)
+    return Question(
+        agent=agent,
+        day=day,
+        messages=messages,
+        model=ExtractionAnswer,
+        allowed=frozenset(labels),
+        to_report=to_report,
+        rules=lambda: rules_extraction(claim),
+        fallback=not_verified,
+    )
 
 
 def calculation_question(claim: Claim, inputs: dict[str, float], agent: str, day: str) -> Question | None:
@@ -250,16 +273,27 @@ def calculation_question(claim: Claim, inputs: dict[str, float], agent: str, day
 
     def messages():
         lines = "\n".join(_fig_line(f"F{n}", m, v) for n, (m, v) in enumerate(used.items(), 1))
-        return [{"role": "system", "content": system},
-                {"role": "user", "content": user.format(
-                    figures=lines, metric=metric.label, claimed=f"{claim.value:.{claim.decimals}f}")}]
+        return [
+            {"role": "system", "content": system},
+            {
+                "role": "user",
+                "content": user.format(figures=lines, metric=metric.label, claimed=f"{claim.value:.{claim.decimals}f}"),
+            },
+        ]
 
     def to_report(a: CalculationAnswer) -> CalculationVerdict:
         return CalculationVerdict(a.ok, a.value)
 
-    return Question(agent=agent, day=day, messages=messages, model=CalculationAnswer, allowed=frozenset(),
-                    to_report=to_report, rules=lambda: rules_calculation(claim, inputs),
-                    fallback=lambda: CalculationVerdict(True, None, checked=False, verified=False))
+    return Question(
+        agent=agent,
+        day=day,
+        messages=messages,
+        model=CalculationAnswer,
+        allowed=frozenset(),
+        to_report=to_report,
+        rules=lambda: rules_calculation(claim, inputs),
+        fallback=lambda: CalculationVerdict(True, None, checked=False, verified=False),
+    )
 
 
 # -- both, in order ---------------------------------------------------------------
@@ -267,8 +301,7 @@ def calculation_question(claim: Claim, inputs: dict[str, float], agent: str, day
 STAGES = ("extraction", "calculation")
 
 
-def critique(claim: Claim, brain: Any, stages: Sequence[str] = STAGES, agent: str = "critic",
-             day: str = "") -> Review:
+def critique(claim: Claim, brain: Any, stages: Sequence[str] = STAGES, agent: str = "critic", day: str = "") -> Review:
     """The claim through the critics in ``stages``; the final value is the
     claim's, corrected by what failed (or None: dropped)."""
     rv = Review(claim, value=claim.value, decimals=claim.decimals, inputs=dict(claim.inputs))
@@ -280,8 +313,9 @@ def critique(claim: Claim, brain: Any, stages: Sequence[str] = STAGES, agent: st
         return ans.report
 
     if "extraction" in stages:
-        ev: ExtractionVerdict = (ask(extraction_question(claim, f"{agent}-extraction", day)) if _to_check(claim)
-                                 else ExtractionVerdict(()))
+        ev: ExtractionVerdict = (
+            ask(extraction_question(claim, f"{agent}-extraction", day)) if _to_check(claim) else ExtractionVerdict(())
+        )
         rv.extraction = ev
         n_inputs = len(claim.inputs)
         for k, fv in enumerate(ev.figures):

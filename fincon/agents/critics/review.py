@@ -33,13 +33,27 @@ from fincon.agents.roles.base import RoleInputs
 #: the analysts whose numbers the critics check
 ROLES = ("10-q", "10-k", "earnings-call")
 _SAME = object()  # a cached review that changed nothing
-COUNTS = ("claims", "extraction_failed", "calculation_failed", "corrected", "dropped", "unverified", "calls",
-          "fallbacks", "reapplied")
+COUNTS = (
+    "claims",
+    "extraction_failed",
+    "calculation_failed",
+    "corrected",
+    "dropped",
+    "unverified",
+    "calls",
+    "fallbacks",
+    "reapplied",
+)
 
 
 class NumericCritics:
-    def __init__(self, brain: Any, source_text: Callable[[str, str], str | None] | None = None,
-                 stages: Sequence[str] = STAGES, roles: Sequence[str] = ROLES):
+    def __init__(
+        self,
+        brain: Any,
+        source_text: Callable[[str, str], str | None] | None = None,
+        stages: Sequence[str] = STAGES,
+        roles: Sequence[str] = ROLES,
+    ):
         """``source_text(item_id, day)``: the full text behind a cited item
         (None: use the item's own text)."""
         self.brain = brain
@@ -68,8 +82,9 @@ class NumericCritics:
         return cls(team.brain, source_text)
 
     # -- one day ---------------------------------------------------------------
-    def review(self, inputs: Sequence[RoleInputs], answers: Sequence[Answer],
-               day: str) -> tuple[list[Answer], dict[str, Any]]:
+    def review(
+        self, inputs: Sequence[RoleInputs], answers: Sequence[Answer], day: str
+    ) -> tuple[list[Answer], dict[str, Any]]:
         """The answers with reviewed reports, and the day's counts."""
         today: Counter = Counter({k: 0 for k in COUNTS})
         notes: list[dict[str, Any]] = []
@@ -83,17 +98,31 @@ class NumericCritics:
             kept: list[Insight] = []
             changed = False
             for ins in report.insights:
-                sources = [self.source_text(c.id, day) or (items[c.id].text if c.id in items else "")
-                           for c in ins.citations]
+                sources = [
+                    self.source_text(c.id, day) or (items[c.id].text if c.id in items else "") for c in ins.citations
+                ]
                 new, reviews, cached = self._review_insight(ins, [s for s in sources if s], inp, day, today)
                 if cached and reviews:
                     today["reapplied"] += len(reviews)
                 for r in reviews:
                     if r.status != "ok":
-                        notes.append({"agent": inp.agent, "metric": r.claim.metric, "claimed": r.claim.show(),
-                                      "status": r.status, "now": r.show(),
-                                      "failed": [s for s, bad in (("extraction", r.extraction_failed),
-                                                                  ("calculation", r.calculation_failed)) if bad]})
+                        notes.append(
+                            {
+                                "agent": inp.agent,
+                                "metric": r.claim.metric,
+                                "claimed": r.claim.show(),
+                                "status": r.status,
+                                "now": r.show(),
+                                "failed": [
+                                    s
+                                    for s, bad in (
+                                        ("extraction", r.extraction_failed),
+                                        ("calculation", r.calculation_failed),
+                                    )
+                                    if bad
+                                ],
+                            }
+                        )
                 changed |= new is not ins
                 if new is not None:
                     kept.append(new)
@@ -107,8 +136,9 @@ class NumericCritics:
             rec["failed"] = notes[:20]
         return out, rec
 
-    def _review_insight(self, ins: Insight, sources: list[str], inp: RoleInputs, day: str,
-                        today: Counter) -> tuple[Insight | None, list[Review], bool]:
+    def _review_insight(
+        self, ins: Insight, sources: list[str], inp: RoleInputs, day: str, today: Counter
+    ) -> tuple[Insight | None, list[Review], bool]:
         claims = claims_in(ins.text, sources)
         if not claims:
             return ins, [], False
@@ -140,14 +170,19 @@ def rewrite(ins: Insight, reviews: Sequence[Review]) -> Insight | None:
     dropped; the same object if nothing failed."""
     if any(r.status == "dropped" for r in reviews):
         return None
-    fixes = [r for r in reviews if r.status == "corrected" and r.value is not None and r.claim.figure is not None
-             and r.value != r.claim.value]
+    fixes = [
+        r
+        for r in reviews
+        if r.status == "corrected" and r.value is not None and r.claim.figure is not None and r.value != r.claim.value
+    ]
     if not fixes:
         return ins
     text = ins.text
     for r in sorted(fixes, key=lambda r: -r.claim.figure.span[0]):
         s, e = r.claim.figure.span
-        text = f"{text[:s]}{format_value(r.value, r.claim.unit, r.decimals)} [critic: was {r.claim.figure.text}]{text[e:]}"
+        text = (
+            f"{text[:s]}{format_value(r.value, r.claim.unit, r.decimals)} [critic: was {r.claim.figure.text}]{text[e:]}"
+        )
     if len(text) > 400:
         text = text[:397] + "..."
     return ins.model_copy(update={"text": text})

@@ -56,7 +56,6 @@ message a model reads, :mod:`.debate_rules` the deterministic roles.
 from __future__ import annotations
 
 import re
-
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -64,23 +63,51 @@ import pandas as pd
 
 from fincon.agents.brains import Answer, ManagerTask, Question, Reuse
 from fincon.agents.protocols.debate_chunks import MAX_CHUNK_CHARS, Chunk, chunk_transcript
-from fincon.agents.protocols.debate_prompts import (KINDS, _call_text, _chunk_lines, _evidence_lines, _insight_lines,
-                                                    _insights, _messages, _report_text)
+from fincon.agents.protocols.debate_prompts import (
+    KINDS,
+    _call_text,
+    _chunk_lines,
+    _evidence_lines,
+    _insight_lines,
+    _insights,
+    _messages,
+    _report_text,
+)
 from fincon.agents.protocols.debate_rules import combine, rules_report, rules_skeptic, rules_trust, rules_view
-from fincon.agents.protocols.debate_schemas import (SPECIALISTS, Debate, DebateReport, LeaderAnswer, Outcome,
-                                                    SkepticAnswer, TrustAnswer, View, ViewAnswer)
+from fincon.agents.protocols.debate_schemas import (
+    SPECIALISTS,
+    Debate,
+    DebateReport,
+    LeaderAnswer,
+    Outcome,
+    SkepticAnswer,
+    TrustAnswer,
+    View,
+    ViewAnswer,
+)
 from fincon.agents.protocols.fincon import FinConManager
 from fincon.agents.reports import Insight, ManagerReport, short_labels
 from fincon.strategies.base import Decision
 
-__all__ = ["SPECIALISTS", "DebateProtocol", "LeaderAnswer", "Outcome", "chunk_transcript", "Chunk",
-           "MAX_CHUNK_CHARS", "View", "DebateReport", "Debate"]
+__all__ = [
+    "SPECIALISTS",
+    "DebateProtocol",
+    "LeaderAnswer",
+    "Outcome",
+    "chunk_transcript",
+    "Chunk",
+    "MAX_CHUNK_CHARS",
+    "View",
+    "DebateReport",
+    "Debate",
+]
 
 COLLECTION = "fincon-debate-chunks"
 TOP_K = 3
 
 
 # -- the protocol ------------------------------------------------------------------
+
 
 @dataclass
 class Counts:
@@ -101,9 +128,15 @@ class DebateProtocol:
     name = "debate"
     agent = "manager"
 
-    def __init__(self, lookback: int = 60, transcripts: str = "whisper", transcript_cache: str | None = None,
-                 top_k: int = TOP_K, sources: Sequence[str] = ("earnings_call",),
-                 retrieval_model: str | None = None):
+    def __init__(
+        self,
+        lookback: int = 60,
+        transcripts: str = "whisper",
+        transcript_cache: str | None = None,
+        top_k: int = TOP_K,
+        sources: Sequence[str] = ("earnings_call",),
+        retrieval_model: str | None = None,
+    ):
         """``sources``: the event sources a debate reads (earnings calls; the
         filings evaluation: ``10-K``, ``10-Q``). ``retrieval_model``: the
         sentence-transformers model (a local directory, or a hub name such as a
@@ -124,9 +157,13 @@ class DebateProtocol:
 
     @classmethod
     def from_params(cls, params) -> "DebateProtocol":
-        return cls(lookback=params.lookback, transcripts=params.transcripts, transcript_cache=params.transcript_cache,
-                   sources=tuple(getattr(params, "debate_sources", None) or ("earnings_call",)),
-                   retrieval_model=getattr(params, "retrieval_model", None))
+        return cls(
+            lookback=params.lookback,
+            transcripts=params.transcripts,
+            transcript_cache=params.transcript_cache,
+            sources=tuple(getattr(params, "debate_sources", None) or ("earnings_call",)),
+            retrieval_model=getattr(params, "retrieval_model", None),
+        )
 
     # the FinCon manager's sampling is the protocol's (training sets it on the protocol)
     @property
@@ -155,7 +192,8 @@ class DebateProtocol:
         team adds it to its reuse hash): the ids of today's new calls, so a
         call day is never answered with yesterday's stored decision."""
         return sorted(e.id for t in task.tickers for e in self.new_calls(t, view)) + sorted(
-            f"{t}:{r.event_id}:{left}" for t, (r, left) in self.standing.items() if t in task.tickers)
+            f"{t}:{r.event_id}:{left}" for t, (r, left) in self.standing.items() if t in task.tickers
+        )
 
     # -- reading the call ------------------------------------------------------------
     def new_calls(self, ticker: str, view) -> list:
@@ -183,8 +221,9 @@ class DebateProtocol:
         have = set(self._col.get(ids=[c.id for c in chunks], include=[])["ids"]) if chunks else set()
         new = [c for c in chunks if c.id not in have]
         if new:
-            self._col.add(ids=[c.id for c in new], documents=[c.text for c in new],
-                          metadatas=[c.metadata() for c in new])
+            self._col.add(
+                ids=[c.id for c in new], documents=[c.text for c in new], metadatas=[c.metadata() for c in new]
+            )
         return chunks
 
     def retrieve(self, chunks: Sequence[Chunk], query: str) -> list[Chunk]:
@@ -197,12 +236,15 @@ class DebateProtocol:
         a replayed run would ask other questions than the recorded one."""
         if not chunks:
             return []
-        res = self._col.query(query_texts=[query], n_results=len(chunks), where={"event_id": chunks[0].event_id},
-                              include=["distances"])
+        res = self._col.query(
+            query_texts=[query], n_results=len(chunks), where={"event_id": chunks[0].event_id}, include=["distances"]
+        )
         order = {c.id: n for n, c in enumerate(chunks)}
         by_id = {c.id: c for c in chunks}
-        got = sorted(((i, d) for i, d in zip(res["ids"][0], res["distances"][0]) if i in by_id),
-                     key=lambda x: (round(float(x[1]), 6), order[x[0]]))
+        got = sorted(
+            ((i, d) for i, d in zip(res["ids"][0], res["distances"][0]) if i in by_id),
+            key=lambda x: (round(float(x[1]), 6), order[x[0]]),
+        )
         return [by_id[i] for i, _ in got[: self.top_k]]
 
     # -- one debate ------------------------------------------------------------------
@@ -222,8 +264,17 @@ class DebateProtocol:
 
         def ask(role: str, messages, model, to_report, rules):
             nonlocal calls, fallbacks
-            q = Question(agent=f"debate-{role}/{ticker}", day=day, messages=messages, model=model, allowed=allowed,
-                         to_report=to_report, rules=rules, params=self.sampling, labels=back)
+            q = Question(
+                agent=f"debate-{role}/{ticker}",
+                day=day,
+                messages=messages,
+                model=model,
+                allowed=allowed,
+                to_report=to_report,
+                rules=rules,
+                params=self.sampling,
+                labels=back,
+            )
             a = brain.answer(q)
             calls += a.calls
             fallbacks += a.via == "fallback"
@@ -235,41 +286,92 @@ class DebateProtocol:
         for spec in SPECIALISTS:
             got = self.retrieve(chunks, spec.query)
             retrieved[spec.name] = got
-            views.append(ask(
-                spec.name,
-                lambda spec=spec, got=got: _messages("specialist", kind=kind, role=spec.name, focus=spec.focus, ticker=ticker,
-                                                     date=day, chunks=_chunk_lines(got, labels)),
-                ViewAnswer,
-                lambda a, spec=spec: View(role=spec.name, direction=a.direction, confidence=a.confidence,
-                                          horizon=a.horizon, insights=_insights(a.insights, by_id)),
-                lambda spec=spec, got=got: rules_view(spec, got)))
+            views.append(
+                ask(
+                    spec.name,
+                    lambda spec=spec, got=got: _messages(
+                        "specialist",
+                        kind=kind,
+                        role=spec.name,
+                        focus=spec.focus,
+                        ticker=ticker,
+                        date=day,
+                        chunks=_chunk_lines(got, labels),
+                    ),
+                    ViewAnswer,
+                    lambda a, spec=spec: View(
+                        role=spec.name,
+                        direction=a.direction,
+                        confidence=a.confidence,
+                        horizon=a.horizon,
+                        insights=_insights(a.insights, by_id),
+                    ),
+                    lambda spec=spec, got=got: rules_view(spec, got),
+                )
+            )
         seen = list(dict.fromkeys(c.id for s in SPECIALISTS for c in retrieved[s.name]))
         read = [by_id[i] for i in seen]
 
         def view_lines():
-            return "\n".join(f"- {v.role}: {v.direction} (confidence {v.confidence:.2f}, horizon {v.horizon}). "
-                             + " ".join(f"{i.text[:150]} [{', '.join(labels.get(c.id, c.id) for c in i.citations)}]"
-                                        for i in v.insights) for v in views)
+            return "\n".join(
+                f"- {v.role}: {v.direction} (confidence {v.confidence:.2f}, horizon {v.horizon}). "
+                + " ".join(
+                    f"{i.text[:150]} [{', '.join(labels.get(c.id, c.id) for c in i.citations)}]" for i in v.insights
+                )
+                for v in views
+            )
 
         report: DebateReport = ask(
             "synthesis",
-            lambda: _messages("synthesis", kind=kind, ticker=ticker, date=day, views=view_lines(), chunks=_chunk_lines(read, labels)),
+            lambda: _messages(
+                "synthesis", kind=kind, ticker=ticker, date=day, views=view_lines(), chunks=_chunk_lines(read, labels)
+            ),
             ViewAnswer,
-            lambda a: DebateReport(ticker=ticker, event_id=event.id, day=day, direction=a.direction,
-                                   confidence=a.confidence, horizon=a.horizon, insights=_insights(a.insights, by_id),
-                                   summary="synthesis of the five specialists"),
-            lambda: rules_report(views, ticker, event.id, day))
+            lambda a: DebateReport(
+                ticker=ticker,
+                event_id=event.id,
+                day=day,
+                direction=a.direction,
+                confidence=a.confidence,
+                horizon=a.horizon,
+                insights=_insights(a.insights, by_id),
+                summary="synthesis of the five specialists",
+            ),
+            lambda: rules_report(views, ticker, event.id, day),
+        )
 
         if report.direction == "neutral":  # nothing to refine: the report stands, no debate
-            return (Debate(ticker=ticker, event_id=event.id, chunks=len(chunks), views=views, report=report,
-                           final=report, leader_direction=report.direction, debated=False, via=via),
-                    calls, fallbacks, keys)
+            return (
+                Debate(
+                    ticker=ticker,
+                    event_id=event.id,
+                    chunks=len(chunks),
+                    views=views,
+                    report=report,
+                    final=report,
+                    leader_direction=report.direction,
+                    debated=False,
+                    via=via,
+                ),
+                calls,
+                fallbacks,
+                keys,
+            )
 
         evidence: list[Insight] = ask(
             "trust",
-            lambda: _messages("trust", kind=kind, ticker=ticker, date=day, report=_report_text(report, labels),
-                              chunks=_chunk_lines(read, labels)),
-            TrustAnswer, lambda a: _insights(a.evidence, by_id), lambda: rules_trust(report, read))
+            lambda: _messages(
+                "trust",
+                kind=kind,
+                ticker=ticker,
+                date=day,
+                report=_report_text(report, labels),
+                chunks=_chunk_lines(read, labels),
+            ),
+            TrustAnswer,
+            lambda a: _insights(a.evidence, by_id),
+            lambda: rules_trust(report, read),
+        )
         # the Skeptic reads the specialists' evidence (the chunks they cited), not the report's prose
         cited_by: dict[str, list[str]] = {}
         for v in views:
@@ -279,27 +381,68 @@ class DebateProtocol:
         evidence_chunks = [c for c in chunks if c.id in cited_by] or read
         risks, hedge, conf = ask(
             "skeptic",
-            lambda: _messages("skeptic", kind=kind, ticker=ticker, date=day, call=_call_text(report),
-                              chunks=_evidence_lines(evidence_chunks, cited_by, labels)),
-            SkepticAnswer, lambda a: (_insights(a.risks, by_id), a.hedge, a.confidence),
-            lambda: rules_skeptic(report, evidence_chunks))
+            lambda: _messages(
+                "skeptic",
+                kind=kind,
+                ticker=ticker,
+                date=day,
+                call=_call_text(report),
+                chunks=_evidence_lines(evidence_chunks, cited_by, labels),
+            ),
+            SkepticAnswer,
+            lambda a: (_insights(a.risks, by_id), a.hedge, a.confidence),
+            lambda: rules_skeptic(report, evidence_chunks),
+        )
         lead: LeaderAnswer = ask(
             "leader",
-            lambda: _messages("leader", kind=kind, ticker=ticker, date=day, report=_report_text(report, labels),
-                              evidence=_insight_lines(evidence, labels), risks=_insight_lines(risks, labels),
-                              hedge=hedge, confidence=f"{conf:.2f}"),
-            LeaderAnswer, lambda a: a,
-            lambda: LeaderAnswer(direction=report.direction, confidence=conf,
-                                 summary=f"{report.direction} on the call, {len(evidence)} added evidence, "
-                                         f"{len(risks)} risks; {hedge}"[:200]))
+            lambda: _messages(
+                "leader",
+                kind=kind,
+                ticker=ticker,
+                date=day,
+                report=_report_text(report, labels),
+                evidence=_insight_lines(evidence, labels),
+                risks=_insight_lines(risks, labels),
+                hedge=hedge,
+                confidence=f"{conf:.2f}",
+            ),
+            LeaderAnswer,
+            lambda a: a,
+            lambda: LeaderAnswer(
+                direction=report.direction,
+                confidence=conf,
+                summary=f"{report.direction} on the call, {len(evidence)} added evidence, {len(risks)} risks; {hedge}"[
+                    :200
+                ],
+            ),
+        )
         flipped = lead.direction != report.direction
-        final = report if flipped else combine(report, evidence, risks, hedge, lead.direction, lead.confidence,
-                                               lead.summary)
-        return (Debate(ticker=ticker, event_id=event.id, chunks=len(chunks), views=views, report=report, final=final,
-                       leader_direction=lead.direction, flip_prevented=flipped, via=via), calls, fallbacks, keys)
+        final = (
+            report
+            if flipped
+            else combine(report, evidence, risks, hedge, lead.direction, lead.confidence, lead.summary)
+        )
+        return (
+            Debate(
+                ticker=ticker,
+                event_id=event.id,
+                chunks=len(chunks),
+                views=views,
+                report=report,
+                final=final,
+                leader_direction=lead.direction,
+                flip_prevented=flipped,
+                via=via,
+            ),
+            calls,
+            fallbacks,
+            keys,
+        )
 
     # -- the day ---------------------------------------------------------------------
-    def decide(self, brain, task: ManagerTask, view, universe: tuple[str, ...]) -> tuple[Decision, Answer, dict[str, Any]]:
+    def decide(
+        self, brain, task: ManagerTask, view, universe: tuple[str, ...]
+    ) -> tuple[Decision, Answer, dict[str, Any]]:
         if isinstance(brain, Reuse):
             self.counts.reused_days += 1
             stored = brain.report
@@ -330,24 +473,40 @@ class DebateProtocol:
         final = {**held, **fresh}
         action = {t: {"bullish": "buy", "bearish": "sell", "neutral": "hold"}[r.direction] for t, r in final.items()}
         relied = list(dict.fromkeys(i for r in final.values() for i in r.cited_ids()))[:5]
-        note = "; ".join([f"{t}: debated {r.event_id} -> {r.direction} {r.confidence:.2f}, {r.horizon}-day horizon"
-                          for t, r in fresh.items()] +
-                         [f"{t}: holding the call on {r.event_id} ({r.direction} {r.confidence:.2f}, "
-                          f"{self.standing[t][1]} of {r.horizon} days left)" for t, r in held.items()])
+        note = "; ".join(
+            [
+                f"{t}: debated {r.event_id} -> {r.direction} {r.confidence:.2f}, {r.horizon}-day horizon"
+                for t, r in fresh.items()
+            ]
+            + [
+                f"{t}: holding the call on {r.event_id} ({r.direction} {r.confidence:.2f}, "
+                f"{self.standing[t][1]} of {r.horizon} days left)"
+                for t, r in held.items()
+            ]
+        )
         if not task.portfolio:
             t = task.tickers[0]
             r = final[t]
             # the position size follows the conviction: the final confidence
             size = round(min(1.0, max(0.0, r.confidence)), 4) if r.direction != "neutral" else 0.0
-            mr = ManagerReport(actions={t: action[t]}, size=size, rationale=f"{note}. {r.summary}"[:600],
-                               relied_on=relied)
+            mr = ManagerReport(
+                actions={t: action[t]}, size=size, rationale=f"{note}. {r.summary}"[:600], relied_on=relied
+            )
         else:
             base = brain.answer(self.fincon.question(task))
-            n_calls, n_fallbacks, keys = n_calls + base.calls, n_fallbacks + (base.via == "fallback"), keys + list(base.keys)
+            n_calls, n_fallbacks, keys = (
+                n_calls + base.calls,
+                n_fallbacks + (base.via == "fallback"),
+                keys + list(base.keys),
+            )
             m: ManagerReport = base.report
-            mr = m.model_copy(update={"actions": {**m.actions, **action},
-                                      "rationale": f"{note}; others as the manager: {m.rationale}"[:600],
-                                      "relied_on": list(dict.fromkeys(relied + list(m.relied_on)))[:5]})
+            mr = m.model_copy(
+                update={
+                    "actions": {**m.actions, **action},
+                    "rationale": f"{note}; others as the manager: {m.rationale}"[:600],
+                    "relied_on": list(dict.fromkeys(relied + list(m.relied_on)))[:5],
+                }
+            )
         self.counts.held_days += bool(held) and not fresh
         decision, _, rec = self.fincon.decide(Reuse(mr), task, view, universe)
         c = self.counts
@@ -366,7 +525,16 @@ class DebateProtocol:
 
     def summary(self) -> dict[str, Any]:
         c = self.counts
-        return {"debate_days": c.debate_days, "debate_debates": c.debates, "debate_flips_prevented": c.flips_prevented,
-                "debate_neutral_skipped": c.neutral_skipped, "debate_fallback_days": c.fallback_days,
-                "debate_reused_days": c.reused_days, "debate_calls": c.calls, "debate_fallbacks": c.fallbacks,
-                "debate_chunks": c.chunks, "debate_held_days": c.held_days, "debate_events": list(c.events)}
+        return {
+            "debate_days": c.debate_days,
+            "debate_debates": c.debates,
+            "debate_flips_prevented": c.flips_prevented,
+            "debate_neutral_skipped": c.neutral_skipped,
+            "debate_fallback_days": c.fallback_days,
+            "debate_reused_days": c.reused_days,
+            "debate_calls": c.calls,
+            "debate_fallbacks": c.fallbacks,
+            "debate_chunks": c.chunks,
+            "debate_held_days": c.held_days,
+            "debate_events": list(c.events),
+        }

@@ -31,18 +31,31 @@ class Chunk:
     text: str
 
     def metadata(self) -> dict[str, Any]:
-        return {"event_id": self.event_id, "ticker": self.ticker, "day": self.day, "section": self.section,
-                "speaker": self.speaker, "turn": self.turn, "part": self.part}
+        return {
+            "event_id": self.event_id,
+            "ticker": self.ticker,
+            "day": self.day,
+            "section": self.section,
+            "speaker": self.speaker,
+            "turn": self.turn,
+            "part": self.part,
+        }
 
 
 _SECTION = re.compile(
     r"^\s*(?:#+\s*)?(?P<name>prepared remarks|presentation|management discussion|opening remarks|"
-    r"questions?[- ]and[- ]answers?(?: session)?|q\s*&\s*a(?: session)?)\s*:?\s*$", re.I)
+    r"questions?[- ]and[- ]answers?(?: session)?|q\s*&\s*a(?: session)?)\s*:?\s*$",
+    re.I,
+)
 _SPEAKER = re.compile(
     r"^\s*(?P<speaker>(?:[A-Z][\w.'&]*)(?:\s+[A-Z][\w.'&]*){0,3})"
-    r"(?:\s*(?:--|\u2014|\u2013|,)\s*(?P<title>[^:\n]{1,80}))?\s*:\s+(?P<text>\S.*)$")
-_QA_CUE = re.compile(r"take (?:your |our first )?questions?|open (?:up )?the (?:line|floor)|question-and-answer session|"
-                     r"first question", re.I)
+    r"(?:\s*(?:--|\u2014|\u2013|,)\s*(?P<title>[^:\n]{1,80}))?\s*:\s+(?P<text>\S.*)$"
+)
+_QA_CUE = re.compile(
+    r"take (?:your |our first )?questions?|open (?:up )?the (?:line|floor)|question-and-answer session|"
+    r"first question",
+    re.I,
+)
 _SENT = re.compile(r"(?<=[.!?])\s+")
 _NOISE = re.compile(r"synthetic sample", re.I)
 
@@ -81,8 +94,9 @@ def _split_long(text: str, limit: int) -> list[str]:
     return out
 
 
-def chunk_transcript(text: str, event_id: str, ticker: str = "", day: str = "",
-                     max_chars: int = MAX_CHUNK_CHARS) -> list[Chunk]:
+def chunk_transcript(
+    text: str, event_id: str, ticker: str = "", day: str = "", max_chars: int = MAX_CHUNK_CHARS
+) -> list[Chunk]:
     """Structure-aware chunks of a call transcript (see the module doc)."""
     section = "prepared"
     turns: list[tuple[str, str, list[str]]] = []  # (section, speaker, lines)

@@ -24,19 +24,25 @@ def _template(name: str) -> tuple[str, str]:
 
 
 def _chunk_lines(chunks: Sequence[Chunk], labels: dict[str, str]) -> str:
-    return "\n".join(f"[{labels.get(c.id, c.id)}] ({'Q&A' if c.section == 'qa' else 'prepared remarks'}"
-                     f"{'' if c.speaker == 'unknown' else ', ' + c.speaker}): {c.text[:CHUNK_CHARS_IN_PROMPT]}"
-                     for c in chunks)
+    return "\n".join(
+        f"[{labels.get(c.id, c.id)}] ({'Q&A' if c.section == 'qa' else 'prepared remarks'}"
+        f"{'' if c.speaker == 'unknown' else ', ' + c.speaker}): {c.text[:CHUNK_CHARS_IN_PROMPT]}"
+        for c in chunks
+    )
 
 
 def _insight_lines(insights: Sequence[Insight], labels: dict[str, str]) -> str:
-    return "\n".join(f"- {i.text[:200]} [{', '.join(labels.get(c.id, c.id) for c in i.citations)}]"
-                     for i in insights) or "- (none)"
+    return (
+        "\n".join(f"- {i.text[:200]} [{', '.join(labels.get(c.id, c.id) for c in i.citations)}]" for i in insights)
+        or "- (none)"
+    )
 
 
 def _report_text(r: DebateReport, labels: dict[str, str]) -> str:
-    return (f"Direction: {r.direction} (confidence {r.confidence:.2f}), horizon {r.horizon} trading days.\n"
-            f"Evidence:\n{_insight_lines(r.insights, labels)}")
+    return (
+        f"Direction: {r.direction} (confidence {r.confidence:.2f}), horizon {r.horizon} trading days.\n"
+        f"Evidence:\n{_insight_lines(r.insights, labels)}"
+    )
 
 
 #: how the prompts name the document a debate reads, by event source
@@ -55,8 +61,11 @@ def _insights(answers: Sequence[InsightAnswer], by_id: dict[str, Chunk]) -> list
 
 def _evidence_lines(chunks: Sequence[Chunk], cited_by: dict[str, list[str]], labels: dict[str, str]) -> str:
     """The specialists' evidence for the Skeptic: each passage they cited, with who cited it."""
-    return "\n".join(f"[{labels.get(c.id, c.id)}] (cited by {', '.join(cited_by.get(c.id, [])) or 'nobody'}): "
-                     f"{c.text[:CHUNK_CHARS_IN_PROMPT]}" for c in chunks)
+    return "\n".join(
+        f"[{labels.get(c.id, c.id)}] (cited by {', '.join(cited_by.get(c.id, [])) or 'nobody'}): "
+        f"{c.text[:CHUNK_CHARS_IN_PROMPT]}"
+        for c in chunks
+    )
 
 
 def _call_text(r: DebateReport) -> str:

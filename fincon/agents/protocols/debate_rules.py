@@ -61,8 +61,10 @@ def rules_view(spec: Specialist, chunks: Sequence[Chunk]) -> View:
         t -= risk_share(chunks)
     d = _label(t)
     conf = 0.0 if d == "neutral" else round(min(1.0, abs(t)), 4)
-    insights = [Insight(text=f"{c.text[:300]} -> reads {_label(tone([c]))} ({tone([c]):+.2f})", citations=[_cite(c)])
-                for c in chunks[:2]]
+    insights = [
+        Insight(text=f"{c.text[:300]} -> reads {_label(tone([c]))} ({tone([c]):+.2f})", citations=[_cite(c)])
+        for c in chunks[:2]
+    ]
     return View(role=spec.name, direction=d, confidence=conf, horizon=5, insights=insights)
 
 
@@ -82,9 +84,16 @@ def rules_report(views: Sequence[View], ticker: str, event_id: str, day: str) ->
                 seen.add(i.citations[0].id)
                 insights.append(Insight(text=f"{v.role}: {i.text}"[:400], citations=i.citations))
     summary = ", ".join(f"{v.role} {v.direction} {v.confidence:.2f}" for v in views)
-    return DebateReport(ticker=ticker, event_id=event_id, day=day, direction=d,
-                        confidence=0.0 if d == "neutral" else round(min(1.0, abs(score)), 4), horizon=horizon,
-                        insights=insights[:4], summary=f"specialists: {summary} -> {d} ({score:+.2f})"[:400])
+    return DebateReport(
+        ticker=ticker,
+        event_id=event_id,
+        day=day,
+        direction=d,
+        confidence=0.0 if d == "neutral" else round(min(1.0, abs(score)), 4),
+        horizon=horizon,
+        insights=insights[:4],
+        summary=f"specialists: {summary} -> {d} ({score:+.2f})"[:400],
+    )
 
 
 def rules_trust(report: DebateReport, chunks: Sequence[Chunk]) -> list[Insight]:
@@ -103,12 +112,19 @@ def rules_skeptic(report: DebateReport, chunks: Sequence[Chunk]) -> tuple[list[I
     cut = min(MAX_CUT, RISK_SCALE * share)
     risky = sorted((c for c in chunks if risk_share([c]) > 0), key=lambda c: (-risk_share([c]), c.id))[:2]
     risks = [Insight(text=f"risk: {c.text[:300]}", citations=[_cite(c)]) for c in risky]
-    hedge = (f"risk words are {share:.1%} of the evidence: size down by {cut:.0%}" if cut else "no hedge needed")
+    hedge = f"risk words are {share:.1%} of the evidence: size down by {cut:.0%}" if cut else "no hedge needed"
     return risks, hedge, round(report.confidence * (1.0 - cut), 4)
 
 
-def combine(report: DebateReport, evidence: list[Insight], risks: list[Insight], hedge: str,
-            direction: str, confidence: float, summary: str) -> DebateReport:
+def combine(
+    report: DebateReport,
+    evidence: list[Insight],
+    risks: list[Insight],
+    hedge: str,
+    direction: str,
+    confidence: float,
+    summary: str,
+) -> DebateReport:
     """The final report: the report's insights plus Trust's new evidence.
     Evidence that repeats an insight already there (same text; a small model
     often hands the report's own insights back as "support") is left out."""
@@ -119,6 +135,13 @@ def combine(report: DebateReport, evidence: list[Insight], risks: list[Insight],
         if key not in seen:
             seen.add(key)
             fresh.append(e)
-    return report.model_copy(update={
-        "direction": direction, "confidence": confidence, "insights": (report.insights + fresh)[:5],
-        "risks": risks[:3], "hedge": hedge[:200], "summary": summary[:400]})
+    return report.model_copy(
+        update={
+            "direction": direction,
+            "confidence": confidence,
+            "insights": (report.insights + fresh)[:5],
+            "risks": risks[:3],
+            "hedge": hedge[:200],
+            "summary": summary[:400],
+        }
+    )

@@ -20,6 +20,7 @@ Horizon = Literal[1, 5, 20]
 
 # -- specialists -----------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Specialist:
     name: str
@@ -28,16 +29,31 @@ class Specialist:
 
 
 SPECIALISTS: tuple[Specialist, ...] = (
-    Specialist("earnings", "revenue quality, profitability and the sustainability of earnings",
-               "revenue earnings operating margin profitability results quarter billion percent beat miss"),
-    Specialist("market", "the likely market reaction over the next day, week and month",
-               "outlook guidance next quarter expect growth demand environment looking ahead"),
-    Specialist("sentiment", "management's tone, confidence and credibility",
-               "management confident strong pleased record cautious weak disappointing results tone"),
-    Specialist("valuation", "whether growth and margins justify the valuation",
-               "growth margin cash flow pricing valuation capital expenditures competitive position"),
-    Specialist("risk", "risks, headwinds and uncertainty, and how much to size a position",
-               "risk challenge headwinds uncertainty difficult delays decline litigation pressure concerns"),
+    Specialist(
+        "earnings",
+        "revenue quality, profitability and the sustainability of earnings",
+        "revenue earnings operating margin profitability results quarter billion percent beat miss",
+    ),
+    Specialist(
+        "market",
+        "the likely market reaction over the next day, week and month",
+        "outlook guidance next quarter expect growth demand environment looking ahead",
+    ),
+    Specialist(
+        "sentiment",
+        "management's tone, confidence and credibility",
+        "management confident strong pleased record cautious weak disappointing results tone",
+    ),
+    Specialist(
+        "valuation",
+        "whether growth and margins justify the valuation",
+        "growth margin cash flow pricing valuation capital expenditures competitive position",
+    ),
+    Specialist(
+        "risk",
+        "risks, headwinds and uncertainty, and how much to size a position",
+        "risk challenge headwinds uncertainty difficult delays decline litigation pressure concerns",
+    ),
 )
 
 
@@ -105,6 +121,7 @@ class Outcome(BaseModel):
 
 # -- what the model fills --------------------------------------------------------------
 
+
 class ViewAnswer(BaseModel):
     direction: Direction
     confidence: float = Field(ge=0.0, le=1.0)
@@ -115,8 +132,14 @@ class ViewAnswer(BaseModel):
         return (c for i in self.insights for c in i.cites)
 
     def relabeled(self, back):
-        return self.model_copy(update={"insights": [
-            i.model_copy(update={"cites": list(dict.fromkeys(back.get(c, c) for c in i.cites))}) for i in self.insights]})
+        return self.model_copy(
+            update={
+                "insights": [
+                    i.model_copy(update={"cites": list(dict.fromkeys(back.get(c, c) for c in i.cites))})
+                    for i in self.insights
+                ]
+            }
+        )
 
 
 class TrustAnswer(BaseModel):
@@ -128,8 +151,14 @@ class TrustAnswer(BaseModel):
         return (c for i in self.evidence for c in i.cites)
 
     def relabeled(self, back):
-        return self.model_copy(update={"evidence": [
-            i.model_copy(update={"cites": list(dict.fromkeys(back.get(c, c) for c in i.cites))}) for i in self.evidence]})
+        return self.model_copy(
+            update={
+                "evidence": [
+                    i.model_copy(update={"cites": list(dict.fromkeys(back.get(c, c) for c in i.cites))})
+                    for i in self.evidence
+                ]
+            }
+        )
 
 
 class SkepticAnswer(BaseModel):
@@ -141,8 +170,14 @@ class SkepticAnswer(BaseModel):
         return (c for i in self.risks for c in i.cites)
 
     def relabeled(self, back):
-        return self.model_copy(update={"risks": [
-            i.model_copy(update={"cites": list(dict.fromkeys(back.get(c, c) for c in i.cites))}) for i in self.risks]})
+        return self.model_copy(
+            update={
+                "risks": [
+                    i.model_copy(update={"cites": list(dict.fromkeys(back.get(c, c) for c in i.cites))})
+                    for i in self.risks
+                ]
+            }
+        )
 
 
 class LeaderAnswer(BaseModel):

@@ -38,10 +38,14 @@ from fincon.strategies.markowitz import estimate_moments
 TEMPLATE = Path(__file__).with_name("fincon.txt")
 REPORT_CHARS = 150
 
-SINGLE_TASK = ("Decide today's action on the one stock: buy (hold a long position), sell (hold a short position) "
-               "or hold (keep the current position), and a size between 0 and 1 (fraction of the portfolio).")
-PORTFOLIO_TASK = ("Decide a direction for each stock: buy (long), sell (short) or hold (no position). "
-                  "An optimizer then sizes the positions from the stocks' risk.")
+SINGLE_TASK = (
+    "Decide today's action on the one stock: buy (hold a long position), sell (hold a short position) "
+    "or hold (keep the current position), and a size between 0 and 1 (fraction of the portfolio)."
+)
+PORTFOLIO_TASK = (
+    "Decide a direction for each stock: buy (long), sell (short) or hold (no position). "
+    "An optimizer then sizes the positions from the stocks' risk."
+)
 
 
 #: the order reports are shown in: what changes least often first, so a local
@@ -53,8 +57,9 @@ REPORT_ORDER = ("10-k", "10-q", "analyst-notes", "earnings-call", "news", "data-
 def ordered_reports(task: ManagerTask) -> list[tuple[str, Any]]:
     """(ticker, report) in prompt order: per ticker, stable sources first."""
     rank = {r: n for n, r in enumerate(REPORT_ORDER)}
-    return [(t, r) for t in task.tickers
-            for r in sorted(task.reports.get(t, ()), key=lambda r: rank.get(r.role, len(rank)))]
+    return [
+        (t, r) for t in task.tickers for r in sorted(task.reports.get(t, ()), key=lambda r: rank.get(r.role, len(rank)))
+    ]
 
 
 def shown(task: ManagerTask, report) -> list[Any]:
@@ -76,8 +81,10 @@ def format_reports(task: ManagerTask, labels: Mapping[str, str] | None = None) -
             lines.append(f"- {t} {r.role}: nothing to read today")
             continue
         head = f"- {t} {r.role}: {r.direction} (confidence {r.confidence:.2f})."
-        body = " ".join(f"{i.text[:REPORT_CHARS]} [{', '.join(labels.get(c.id, c.id) for c in i.citations)}]"
-                        for i in shown(task, r))
+        body = " ".join(
+            f"{i.text[:REPORT_CHARS]} [{', '.join(labels.get(c.id, c.id) for c in i.citations)}]"
+            for i in shown(task, r)
+        )
         lines.append(f"{head} {body}")
     return "\n".join(lines) or "(no reports)"
 
@@ -88,17 +95,25 @@ def manager_messages(task: ManagerTask, labels: Mapping[str, str] | None = None)
     no risk stance, no beliefs) are left out, as in the analysts' prompts."""
     system, user = load_template(str(TEMPLATE))
     position = ", ".join(f"{t} {task.position.get(t, 0.0):+.2f}" for t in task.tickers)
-    question = (f"What do you do with {task.tickers[0]} today?" if not task.portfolio
-                else f"Give a direction for each of {', '.join(task.tickers)}.")
+    question = (
+        f"What do you do with {task.tickers[0]} today?"
+        if not task.portfolio
+        else f"Give a direction for each of {', '.join(task.tickers)}."
+    )
     values = {
         "task": PORTFOLIO_TASK if task.portfolio else SINGLE_TASK,
-        "date": task.day, "position": position, "reports": format_reports(task, labels),
+        "date": task.day,
+        "position": position,
+        "reports": format_reports(task, labels),
         "reflections": "\n".join(f"- {r}" for r in task.reflections) or EMPTY,
-        "stance": task.stance or EMPTY, "beliefs": task.beliefs or EMPTY, "question": question,
+        "stance": task.stance or EMPTY,
+        "beliefs": task.beliefs or EMPTY,
+        "question": question,
     }
-    return [{"role": "system", "content": system.format(**values)},
-            {"role": "user", "content": drop_empty(user.format(**values))}]
-
+    return [
+        {"role": "system", "content": system.format(**values)},
+        {"role": "user", "content": drop_empty(user.format(**values))},
+    ]
 
 
 class FinConManager:
@@ -122,12 +137,22 @@ class FinConManager:
             model = TickerAnswer
 
             def to_report(a) -> ManagerReport:
-                return ManagerReport(actions={task.tickers[0]: a.action}, size=a.size, rationale=a.rationale,
-                                     relied_on=a.relied_on)
+                return ManagerReport(
+                    actions={task.tickers[0]: a.action}, size=a.size, rationale=a.rationale, relied_on=a.relied_on
+                )
+
         labels = manager_labels(task)
-        return Question(agent=self.agent, day=task.day, messages=lambda: manager_messages(task, labels), model=model,
-                        allowed=frozenset(task.cited()), to_report=to_report, rules=lambda: rules_manager(task),
-                        params=self.sampling, labels={v: k for k, v in labels.items()})
+        return Question(
+            agent=self.agent,
+            day=task.day,
+            messages=lambda: manager_messages(task, labels),
+            model=model,
+            allowed=frozenset(task.cited()),
+            to_report=to_report,
+            rules=lambda: rules_manager(task),
+            params=self.sampling,
+            labels={v: k for k, v in labels.items()},
+        )
 
     def weights(self, view, tickers: tuple[str, ...], actions: Mapping[str, str]) -> dict[str, float]:
         """Signed mean-variance weights for the manager's directions."""
@@ -144,7 +169,9 @@ class FinConManager:
         w = mean_variance_weights(mu_view, sigma, directions=directions, risk_aversion=self.risk_aversion)
         return {t: float(x) for t, x in zip(tickers, w)}
 
-    def decide(self, brain, task: ManagerTask, view, universe: tuple[str, ...]) -> tuple[Decision, Answer, dict[str, Any]]:
+    def decide(
+        self, brain, task: ManagerTask, view, universe: tuple[str, ...]
+    ) -> tuple[Decision, Answer, dict[str, Any]]:
         """The day's decision; ``universe`` is every ticker of the run (those
         outside the traded pool are kept flat)."""
         ans = brain.answer(self.question(task))
@@ -155,8 +182,12 @@ class FinConManager:
             decision = Decision.from_action(t, mr.actions[t], mr.size, rationale=mr.rationale, evidence=relied)
             flat = {u: 0.0 for u in universe if u != t}
             if flat:
-                decision = Decision(weights={**decision.weights, **flat}, rationale=decision.rationale,
-                                    evidence=decision.evidence, actions=decision.actions)
+                decision = Decision(
+                    weights={**decision.weights, **flat},
+                    rationale=decision.rationale,
+                    evidence=decision.evidence,
+                    actions=decision.actions,
+                )
         else:
             w = self.weights(view, task.tickers, mr.actions)
             if mr.size < 1.0:  # the rules manager's risk-averse stance: part of the book in cash

@@ -56,19 +56,44 @@ from fincon.agents.policies import Policies
 from fincon.agents.protocols.scm_checks import Day, code_checks, code_checks_block, sections_said
 from fincon.agents.protocols.scm_prompts import prompt_values, render
 from fincon.agents.protocols.scm_rules import rules_critic, rules_fix, rules_moderator, rules_strategist, rules_verify
-from fincon.agents.protocols.scm_schemas import (EPS, NAMES, Alternative, Critique, CritiqueAnswer, Issue,
-                                                 ModeratorAnswer, Proposal, ScmReport, Verdict, VerifyAnswer,
-                                                 proposal_model)
+from fincon.agents.protocols.scm_schemas import (
+    EPS,
+    NAMES,
+    Alternative,
+    Critique,
+    CritiqueAnswer,
+    Issue,
+    ModeratorAnswer,
+    Proposal,
+    ScmReport,
+    Verdict,
+    VerifyAnswer,
+    proposal_model,
+)
 from fincon.agents.reports import short_labels
 from fincon.strategies.base import Decision
 
-__all__ = ["Alternative", "Critique", "Issue", "Proposal", "ScmProtocol", "ScmReport", "Verdict", "code_checks",
-           "code_checks_block", "rules_critic", "rules_fix", "rules_moderator", "rules_strategist"]
+__all__ = [
+    "Alternative",
+    "Critique",
+    "Issue",
+    "Proposal",
+    "ScmProtocol",
+    "ScmReport",
+    "Verdict",
+    "code_checks",
+    "code_checks_block",
+    "rules_critic",
+    "rules_fix",
+    "rules_moderator",
+    "rules_strategist",
+]
 
 #: the Strategist's sampling temperature when samples > 1 (at least this)
 SAMPLE_TEMPERATURE = 0.7
 
 # -- the protocol --------------------------------------------------------------
+
 
 def _sign(weights: Mapping[str, float], tickers: Sequence[str]) -> tuple[int, ...]:
     return tuple(int(np.sign(round(weights.get(t, 0.0), 6))) for t in tickers)
@@ -78,8 +103,15 @@ class ScmProtocol:
     name = "scm"
     agent = "manager"
 
-    def __init__(self, samples: int = 3, policies: Policies | None = None, lookback: int = 60,
-                 temperature: float = SAMPLE_TEMPERATURE, mu_shrinkage: float = 0.5, risk_aversion: float = 1.0):
+    def __init__(
+        self,
+        samples: int = 3,
+        policies: Policies | None = None,
+        lookback: int = 60,
+        temperature: float = SAMPLE_TEMPERATURE,
+        mu_shrinkage: float = 0.5,
+        risk_aversion: float = 1.0,
+    ):
         from fincon.agents.protocols.fincon import FinConManager
 
         self.sampling = None
@@ -89,10 +121,35 @@ class ScmProtocol:
         self.temperature = temperature
         self._sizer = FinConManager(lookback, mu_shrinkage, risk_aversion)
         self.team = None
-        self.totals: dict[str, Any] = {k: 0 for k in (
-            "days", "reused", "proposed", "claims", "cited", "complete", "sections", "calibration", "arithmetic",
-            "policy", "high", "medium", "low", "fixed", "unresolved", "discarded", "holds", "stable",
-            "overrides", "fallbacks", "calls", "agreement", "verified", "verify_passed")}
+        self.totals: dict[str, Any] = {
+            k: 0
+            for k in (
+                "days",
+                "reused",
+                "proposed",
+                "claims",
+                "cited",
+                "complete",
+                "sections",
+                "calibration",
+                "arithmetic",
+                "policy",
+                "high",
+                "medium",
+                "low",
+                "fixed",
+                "unresolved",
+                "discarded",
+                "holds",
+                "stable",
+                "overrides",
+                "fallbacks",
+                "calls",
+                "agreement",
+                "verified",
+                "verify_passed",
+            )
+        }
 
     @classmethod
     def from_params(cls, params) -> "ScmProtocol":
@@ -113,10 +170,18 @@ class ScmProtocol:
         rets = rets[np.all(np.isfinite(rets), axis=1)]
         held = getattr(getattr(view, "portfolio", None), "weights", {}) or {}
         current = {t: round(float(held.get(t, 0.0)), 6) for t in tk}
-        return Day(task=task, policies=self.policies, citations=cites, scores=scores, parts=parts, returns=rets,
-                   current=current, optimizer=lambda t, a: self._sizer.weights(view, t, a),
-                   has_evidence=any(r.insights for t in tk for r in task.reports.get(t, ())),
-                   labels=short_labels(task.cited()))
+        return Day(
+            task=task,
+            policies=self.policies,
+            citations=cites,
+            scores=scores,
+            parts=parts,
+            returns=rets,
+            current=current,
+            optimizer=lambda t, a: self._sizer.weights(view, t, a),
+            has_evidence=any(r.insights for t in tk for r in task.reports.get(t, ())),
+            labels=short_labels(task.cited()),
+        )
 
     def _prompt_values(self, day: Day) -> dict[str, str]:
         return prompt_values(day, self.policies)
@@ -127,16 +192,37 @@ class ScmProtocol:
         for n, a in enumerate(ans.alternatives[:3]):
             good, bad = day.cite(a.evidence)
             name = NAMES[n] if sample else a.name
-            out.append(Alternative(name=name, evidence=good, invalid=bad, rule=a.rule, weights=a.target(),
-                                   gross=a.gross, p5=a.p5, p50=a.p50, p95=a.p95, risks=list(a.risks),
-                                   origin=[f"{sample}.{name}"] if sample else []))
+            out.append(
+                Alternative(
+                    name=name,
+                    evidence=good,
+                    invalid=bad,
+                    rule=a.rule,
+                    weights=a.target(),
+                    gross=a.gross,
+                    p5=a.p5,
+                    p50=a.p50,
+                    p95=a.p95,
+                    risks=list(a.risks),
+                    origin=[f"{sample}.{name}"] if sample else [],
+                )
+            )
         return Proposal(alternatives=out)
 
     def _q(self, role: str, day: Day, model, messages, to_report, rules, params=None, cites=False) -> Question:
         allowed = frozenset(day.citations) if cites else frozenset()
         labels = {v: k for k, v in day.labels.items()} if cites else {}
-        return Question(agent=f"{self.agent}/scm-{role}", day=day.task.day, messages=messages, model=model,
-                        allowed=allowed, to_report=to_report, rules=rules, params=params, labels=labels)
+        return Question(
+            agent=f"{self.agent}/scm-{role}",
+            day=day.task.day,
+            messages=messages,
+            model=model,
+            allowed=allowed,
+            to_report=to_report,
+            rules=rules,
+            params=params,
+            labels=labels,
+        )
 
     def _sample_params(self, brain, k: int):
         if self.samples <= 1:
@@ -149,7 +235,9 @@ class ScmProtocol:
         return base.model_copy(update={"temperature": max(base.temperature, self.temperature), "seed": base.seed + k})
 
     # -- the day -------------------------------------------------------------
-    def decide(self, brain, task: ManagerTask, view, universe: tuple[str, ...]) -> tuple[Decision, Answer, dict[str, Any]]:
+    def decide(
+        self, brain, task: ManagerTask, view, universe: tuple[str, ...]
+    ) -> tuple[Decision, Answer, dict[str, Any]]:
         from fincon.agents.brains import Reuse
 
         if isinstance(brain, Reuse):
@@ -171,21 +259,40 @@ class ScmProtocol:
             role_keys.setdefault(step, []).extend(a.keys)
             self.totals["fallbacks"] += a.via == "fallback"
             if a.via == "fallback":
-                log.append({"step": step, "agent": q.agent, "action": "fallback",
-                            "details": "model answer invalid twice: the rules version answered"})
+                log.append(
+                    {
+                        "step": step,
+                        "agent": q.agent,
+                        "action": "fallback",
+                        "details": "model answer invalid twice: the rules version answered",
+                    }
+                )
             return a
 
         # T0: the Strategist, `samples` times
         pmodel = proposal_model(task.tickers)
         s_msgs = lambda: render("strategist", values)  # noqa: E731
-        qs = [self._q("strategist", day, pmodel, s_msgs,
-                      lambda a, k=k: self._to_alts(a, day, f"s{k}"),
-                      lambda k=k: self._tag(rules_strategist(day), f"s{k}"),
-                      params=self._sample_params(brain, k), cites=True) for k in range(self.samples)]
+        qs = [
+            self._q(
+                "strategist",
+                day,
+                pmodel,
+                s_msgs,
+                lambda a, k=k: self._to_alts(a, day, f"s{k}"),
+                lambda k=k: self._tag(rules_strategist(day), f"s{k}"),
+                params=self._sample_params(brain, k),
+                cites=True,
+            )
+            for k in range(self.samples)
+        ]
         conc = getattr(self.team, "concurrency", 1) if self.team is not None else 1
         from fincon.llm.concurrency import run_concurrently
 
-        got = run_concurrently([lambda q=q: brain.answer(q) for q in qs], conc) if conc > 1 else [brain.answer(q) for q in qs]
+        got = (
+            run_concurrently([lambda q=q: brain.answer(q) for q in qs], conc)
+            if conc > 1
+            else [brain.answer(q) for q in qs]
+        )
         proposals = []
         for k, a in enumerate(got):
             answers.append(a)
@@ -193,48 +300,93 @@ class ScmProtocol:
             role_keys.setdefault("strategist", []).extend(a.keys)
             self.totals["fallbacks"] += a.via == "fallback"
             if a.via == "fallback":
-                log.append({"step": "T0", "agent": "strategist", "action": "fallback",
-                            "details": f"sample {k}: model answer invalid twice, the rules strategist answered"})
+                log.append(
+                    {
+                        "step": "T0",
+                        "agent": "strategist",
+                        "action": "fallback",
+                        "details": f"sample {k}: model answer invalid twice, the rules strategist answered",
+                    }
+                )
             proposals.append(a.report.alternatives)
         slate, stable = self._slate(proposals, day)
         majority, agreement = self._majority, self._agreement
         self.totals["agreement"] += agreement
         self._measure(proposals, day)
-        log.append({"step": "T0", "agent": "strategist", "action": "proposed",
-                    "details": f"{sum(map(len, proposals))} alternatives in {len(proposals)} sample(s); slate "
-                               + ", ".join(f"{a.name} (concordance {a.concordance:.2f}, from {'/'.join(a.origin)})"
-                                           for a in slate)
-                               + ("" if stable else "; the samples disagree on the direction")
-                               + f"; majority direction {majority}, agreement {agreement:.2f}"})
+        log.append(
+            {
+                "step": "T0",
+                "agent": "strategist",
+                "action": "proposed",
+                "details": f"{sum(map(len, proposals))} alternatives in {len(proposals)} sample(s); slate "
+                + ", ".join(f"{a.name} (concordance {a.concordance:.2f}, from {'/'.join(a.origin)})" for a in slate)
+                + ("" if stable else "; the samples disagree on the direction")
+                + f"; majority direction {majority}, agreement {agreement:.2f}",
+            }
+        )
 
         # T1: the Critic (the code checks always, the model's issues on top)
         slate_txt = "\n".join(a.brief(day.labels) for a in slate)
         names = {a.name for a in slate}
         code = [i for a in slate for i in code_checks(a, day)]
-        c_vals = {**values, "alternatives": slate_txt,
-                  "checks": "\n".join(f"- {i.alternative} {i.severity} {i.category}: {i.issue}" for i in code)
-                  or "(none)"}
-        crit = ask(self._q("critic", day, CritiqueAnswer, lambda: render("critic", c_vals),
-                           lambda a: Critique(issues=[Issue(**i.model_dump(), by="critic") for i in a.issues]),
-                           lambda: rules_critic(slate, day), params=self.sampling), "critic")
+        c_vals = {
+            **values,
+            "alternatives": slate_txt,
+            "checks": "\n".join(f"- {i.alternative} {i.severity} {i.category}: {i.issue}" for i in code) or "(none)",
+        }
+        crit = ask(
+            self._q(
+                "critic",
+                day,
+                CritiqueAnswer,
+                lambda: render("critic", c_vals),
+                lambda a: Critique(issues=[Issue(**i.model_dump(), by="critic") for i in a.issues]),
+                lambda: rules_critic(slate, day),
+                params=self.sampling,
+            ),
+            "critic",
+        )
         issues = code + [i for i in crit.report.issues if i.alternative in names]
         for i in issues:
             self.totals[i.severity] += 1
-        log.append({"step": "T1", "agent": "critic", "action": "reviewed",
-                    "details": f"{len(issues)} issue(s): " + ", ".join(
-                        f"{a}: " + "/".join(f"{i.severity} {i.category}" for i in issues if i.alternative == a)
-                        for a in sorted(names) if any(i.alternative == a for i in issues)) if issues else "no issue"})
+        log.append(
+            {
+                "step": "T1",
+                "agent": "critic",
+                "action": "reviewed",
+                "details": f"{len(issues)} issue(s): "
+                + ", ".join(
+                    f"{a}: " + "/".join(f"{i.severity} {i.category}" for i in issues if i.alternative == a)
+                    for a in sorted(names)
+                    if any(i.alternative == a for i in issues)
+                )
+                if issues
+                else "no issue",
+            }
+        )
 
         # T2: the Strategist fixes the high and medium issues (one round)
         todo = [i for i in issues if i.severity in ("high", "medium")]
         fixes: list[dict[str, Any]] = []
         revised = slate
         if todo:
-            f_vals = {**c_vals, "issues": "\n".join(
-                f"- {i.alternative} {i.severity} {i.category}: {i.issue}" for i in todo)}
-            fix = ask(self._q("fix", day, pmodel, lambda: render("fix", f_vals),
-                              lambda a: self._to_alts(a, day, None), lambda: rules_fix(slate, todo, day),
-                              params=self.sampling, cites=True), "fix")
+            f_vals = {
+                **c_vals,
+                "issues": "\n".join(f"- {i.alternative} {i.severity} {i.category}: {i.issue}" for i in todo),
+            }
+            fix = ask(
+                self._q(
+                    "fix",
+                    day,
+                    pmodel,
+                    lambda: render("fix", f_vals),
+                    lambda a: self._to_alts(a, day, None),
+                    lambda: rules_fix(slate, todo, day),
+                    params=self.sampling,
+                    cites=True,
+                ),
+                "fix",
+            )
             by_name = {a.name: a for a in fix.report.alternatives}
             revised = []
             for a in slate:
@@ -252,21 +404,43 @@ class ScmProtocol:
         by_rev = {a.name: a for a in revised}
         to_verify = [i for i in issues if i.by != "code" and i.severity != "low" and i.alternative in changed]
         if to_verify:
-            v_vals = {**values, "alternatives": "\n".join(by_rev[n].brief(day.labels) for n in sorted(changed)),
-                      "questions": "\n".join(f"Q{n}: alternative {i.alternative}, {i.category}: {i.issue}. "
-                                             f"{i.question or 'Is this fixed?'}" for n, i in enumerate(to_verify, 1))}
-            ver = ask(self._q("verify", day, VerifyAnswer, lambda: render("verify", v_vals),
-                              lambda a: self._to_checks(a, len(to_verify)),
-                              lambda: [(ok, why, "rules", []) for ok, why in rules_verify(to_verify, by_rev, day)],
-                              params=self.sampling, cites=True), "verify")
+            v_vals = {
+                **values,
+                "alternatives": "\n".join(by_rev[n].brief(day.labels) for n in sorted(changed)),
+                "questions": "\n".join(
+                    f"Q{n}: alternative {i.alternative}, {i.category}: {i.issue}. {i.question or 'Is this fixed?'}"
+                    for n, i in enumerate(to_verify, 1)
+                ),
+            }
+            ver = ask(
+                self._q(
+                    "verify",
+                    day,
+                    VerifyAnswer,
+                    lambda: render("verify", v_vals),
+                    lambda a: self._to_checks(a, len(to_verify)),
+                    lambda: [(ok, why, "rules", []) for ok, why in rules_verify(to_verify, by_rev, day)],
+                    params=self.sampling,
+                    cites=True,
+                ),
+                "verify",
+            )
             for i, (ok, why, by, cites) in zip(to_verify, ver.report):
                 i.answer, i.answer_cites, i.rechecked_by = why, list(cites), by if ver.via != "fallback" else "rules"
                 i.status = "fixed" if ok else "unresolved"
             self.totals["verified"] += len(to_verify)
             self.totals["verify_passed"] += sum(i.status == "fixed" for i in to_verify)
-            log.append({"step": "T2", "agent": "verifier", "action": "verified",
-                        "details": "; ".join(f"{i.alternative} {i.category}: {'passes' if i.status == 'fixed' else 'fails'}"
-                                             f" ({i.answer})" for i in to_verify)[:400]})
+            log.append(
+                {
+                    "step": "T2",
+                    "agent": "verifier",
+                    "action": "verified",
+                    "details": "; ".join(
+                        f"{i.alternative} {i.category}: {'passes' if i.status == 'fixed' else 'fails'} ({i.answer})"
+                        for i in to_verify
+                    )[:400],
+                }
+            )
         for i in issues:
             if i.severity == "low":
                 i.status = "noted"
@@ -276,18 +450,28 @@ class ScmProtocol:
                 i.rechecked_by = "code"
             elif i not in to_verify:
                 i.status = "unresolved"  # not revised: the issue stands
-        new = [j for a in revised for j in recheck[a.name]
-               if not any(i.by == "code" and i.alternative == j.alternative and i.check == j.check for i in issues)]
+        new = [
+            j
+            for a in revised
+            for j in recheck[a.name]
+            if not any(i.by == "code" and i.alternative == j.alternative and i.check == j.check for i in issues)
+        ]
         for j in new:
             j.status = "unresolved" if j.severity != "low" else "noted"
         issues += new
         self.totals["fixed"] += sum(i.status == "fixed" for i in issues)
         self.totals["unresolved"] += sum(i.status == "unresolved" for i in issues)
         if todo:
-            log.append({"step": "T2", "agent": "strategist", "action": "revised",
-                        "details": f"{len(fixes)} alternative(s) revised; "
-                                   f"{sum(i.status == 'fixed' for i in issues)} issue(s) fixed, "
-                                   f"{sum(i.status == 'unresolved' for i in issues)} unresolved"})
+            log.append(
+                {
+                    "step": "T2",
+                    "agent": "strategist",
+                    "action": "revised",
+                    "details": f"{len(fixes)} alternative(s) revised; "
+                    f"{sum(i.status == 'fixed' for i in issues)} issue(s) fixed, "
+                    f"{sum(i.status == 'unresolved' for i in issues)} unresolved",
+                }
+            )
 
         # T3: the Moderator: discards in code, then the choice
         discarded: dict[str, str] = {}
@@ -302,15 +486,37 @@ class ScmProtocol:
         survivors = [a for a in revised if a.name not in discarded]
         verdict = Verdict(choice="none", rationale="no alternative survived the critique: hold")
         if survivors:
-            m_vals = {**values, "alternatives": "\n".join(
-                a.brief(day.labels) + f"; agreement across samples {a.concordance:.2f}" for a in survivors),
-                "issues": "\n".join(f"- {i.alternative} {i.severity} {i.category} ({i.status}): {i.issue}"
-                                    for i in issues if i.alternative in {a.name for a in survivors}) or "(none)",
-                "discarded": "; ".join(f"{k}: {v}" for k, v in discarded.items()) or "(none)"}
-            mod = ask(self._q("moderator", day, ModeratorAnswer, lambda: render("moderator", m_vals),
-                              lambda a: Verdict(discard=[d.model_dump() for d in a.discard], choice=a.choice,
-                                                rationale=a.rationale, relied_on=list(a.relied_on)),
-                              lambda: rules_moderator(survivors), params=self.sampling, cites=True), "moderator")
+            m_vals = {
+                **values,
+                "alternatives": "\n".join(
+                    a.brief(day.labels) + f"; agreement across samples {a.concordance:.2f}" for a in survivors
+                ),
+                "issues": "\n".join(
+                    f"- {i.alternative} {i.severity} {i.category} ({i.status}): {i.issue}"
+                    for i in issues
+                    if i.alternative in {a.name for a in survivors}
+                )
+                or "(none)",
+                "discarded": "; ".join(f"{k}: {v}" for k, v in discarded.items()) or "(none)",
+            }
+            mod = ask(
+                self._q(
+                    "moderator",
+                    day,
+                    ModeratorAnswer,
+                    lambda: render("moderator", m_vals),
+                    lambda a: Verdict(
+                        discard=[d.model_dump() for d in a.discard],
+                        choice=a.choice,
+                        rationale=a.rationale,
+                        relied_on=list(a.relied_on),
+                    ),
+                    lambda: rules_moderator(survivors),
+                    params=self.sampling,
+                    cites=True,
+                ),
+                "moderator",
+            )
             verdict = mod.report
             for d in verdict.discard:
                 if d.get("alternative") in {a.name for a in survivors}:
@@ -324,9 +530,15 @@ class ScmProtocol:
             chosen = rules_moderator(survivors).choice
             chosen = next(a for a in survivors if a.name == chosen)
             self.totals["overrides"] += 1
-            log.append({"step": "T3", "agent": "moderator", "action": "overridden",
-                        "details": f"choice {verdict.choice!r} is not a surviving alternative; "
-                                   f"{chosen.name}, the most concordant survivor, taken"})
+            log.append(
+                {
+                    "step": "T3",
+                    "agent": "moderator",
+                    "action": "overridden",
+                    "details": f"choice {verdict.choice!r} is not a surviving alternative; "
+                    f"{chosen.name}, the most concordant survivor, taken",
+                }
+            )
         self.totals["days"] += 1
         self.totals["stable"] += stable
         self.totals["calls"] += sum(a.calls for a in answers)
@@ -335,37 +547,79 @@ class ScmProtocol:
         tk = task.tickers
         if chosen is None:
             self.totals["holds"] += 1
-            log.append({"step": "T3", "agent": "moderator", "action": "hold",
-                        "details": "nothing survived: positions kept"})
-            report = ScmReport(actions={t: "hold" for t in tk}, held=True,
-                               rationale=("scm hold: " + "; ".join(f"{k} {v}" for k, v in discarded.items()))[:600])
+            log.append(
+                {"step": "T3", "agent": "moderator", "action": "hold", "details": "nothing survived: positions kept"}
+            )
+            report = ScmReport(
+                actions={t: "hold" for t in tk},
+                held=True,
+                rationale=("scm hold: " + "; ".join(f"{k} {v}" for k, v in discarded.items()))[:600],
+            )
         else:
             relied = [c.id for c in chosen.evidence] + [i for i in verdict.relied_on if i in day.citations]
             acts = {t: "buy" if x > EPS else "sell" if x < -EPS else "hold" for t, x in chosen.weights.items()}
-            log.append({"step": "T3", "agent": "moderator", "action": "chose",
-                        "details": f"{chosen.name}: {verdict.rationale}"[:400]})
-            report = ScmReport(actions=acts, weights=dict(chosen.weights), chosen=chosen.name,
-                               rationale=f"scm {chosen.name}: {chosen.rule} | moderator: {verdict.rationale}"[:600],
-                               relied_on=list(dict.fromkeys(relied))[:5], p5=chosen.p5, p50=chosen.p50, p95=chosen.p95)
+            log.append(
+                {
+                    "step": "T3",
+                    "agent": "moderator",
+                    "action": "chose",
+                    "details": f"{chosen.name}: {verdict.rationale}"[:400],
+                }
+            )
+            report = ScmReport(
+                actions=acts,
+                weights=dict(chosen.weights),
+                chosen=chosen.name,
+                rationale=f"scm {chosen.name}: {chosen.rule} | moderator: {verdict.rationale}"[:600],
+                relied_on=list(dict.fromkeys(relied))[:5],
+                p5=chosen.p5,
+                p50=chosen.p50,
+                p95=chosen.p95,
+            )
         report.proposals = []
         for k, p in enumerate(proposals):  # a sample identical to the first (the rules brain) is not repeated
             same = k > 0 and [a.key() + (a.rule, a.p50) for a in p] == [a.key() + (a.rule, a.p50) for a in proposals[0]]
-            report.proposals.append({"sample": k, "via": got[k].via, **(
-                {"same_as": 0} if same else {"alternatives": [a.model_dump(exclude={"concordance"}) for a in p]})})
-        report.alternatives = [{**a.model_dump(), "status": "chosen" if chosen is not None and a.name == chosen.name
-                                else "discarded" if a.name in discarded else "kept",
-                                **({"discarded_because": discarded[a.name]} if a.name in discarded else {})}
-                               for a in revised]
+            report.proposals.append(
+                {
+                    "sample": k,
+                    "via": got[k].via,
+                    **(
+                        {"same_as": 0} if same else {"alternatives": [a.model_dump(exclude={"concordance"}) for a in p]}
+                    ),
+                }
+            )
+        report.alternatives = [
+            {
+                **a.model_dump(),
+                "status": "chosen"
+                if chosen is not None and a.name == chosen.name
+                else "discarded"
+                if a.name in discarded
+                else "kept",
+                **({"discarded_because": discarded[a.name]} if a.name in discarded else {}),
+            }
+            for a in revised
+        ]
         report.critiques = [i.model_dump() for i in issues]
         report.fixes = fixes
         report.log = self._stamped(log, task.day, role_keys)
         report.stable = stable
         report.majority, report.agreement = majority, agreement
         report.steps = steps
-        via = "rules" if all(a.via == "rules" for a in answers) else \
-            "fallback" if any(a.via == "fallback" for a in answers) else "llm"
-        ans = Answer(report, via, sum(a.calls for a in answers), tuple(k for a in answers for k in a.keys),
-                     tuple(e for a in answers for e in a.errors))
+        via = (
+            "rules"
+            if all(a.via == "rules" for a in answers)
+            else "fallback"
+            if any(a.via == "fallback" for a in answers)
+            else "llm"
+        )
+        ans = Answer(
+            report,
+            via,
+            sum(a.calls for a in answers),
+            tuple(k for a in answers for k in a.keys),
+            tuple(e for a in answers for e in a.errors),
+        )
         return self._decision(report, universe), ans, report.model_dump()
 
     @staticmethod
@@ -375,8 +629,11 @@ class ScmProtocol:
         out = []
         for k in range(1, n + 1):
             x = said.get(f"Q{k}")
-            out.append((False, "not answered by the verifier", "model", []) if x is None
-                       else (bool(x.passes), x.answer, "model", list(x.cites)))
+            out.append(
+                (False, "not answered by the verifier", "model", [])
+                if x is None
+                else (bool(x.passes), x.answer, "model", list(x.cites))
+            )
         return out
 
     @staticmethod
@@ -388,8 +645,13 @@ class ScmProtocol:
         from fincon.data.events.model import decision_cutoff
 
         at = decision_cutoff(day).strftime("%Y-%m-%dT%H:%M:%SZ")
-        role = {("T0", "strategist"): "strategist", ("T1", "critic"): "critic", ("T2", "strategist"): "fix",
-                ("T2", "verifier"): "verify", ("T3", "moderator"): "moderator"}
+        role = {
+            ("T0", "strategist"): "strategist",
+            ("T1", "critic"): "critic",
+            ("T2", "strategist"): "fix",
+            ("T2", "verifier"): "verify",
+            ("T3", "moderator"): "moderator",
+        }
         out = []
         for e in log:
             r = role.get((e["step"], e["agent"]), e["step"] if e["step"] in role_keys else "")
@@ -403,8 +665,9 @@ class ScmProtocol:
     @staticmethod
     def _decision(rep: ScmReport, universe: Sequence[str]) -> Decision:
         if rep.held:
-            return Decision(weights={}, rationale=rep.rationale, evidence=tuple(rep.relied_on),
-                            actions=dict(rep.actions))
+            return Decision(
+                weights={}, rationale=rep.rationale, evidence=tuple(rep.relied_on), actions=dict(rep.actions)
+            )
         w = {**{u: 0.0 for u in universe}, **rep.weights}
         return Decision(weights=w, rationale=rep.rationale, evidence=tuple(rep.relied_on), actions=dict(rep.actions))
 
@@ -436,8 +699,9 @@ class ScmProtocol:
         self._consensus = cons
         self._majority = majority
         want = tuple(majority[t] for t in day.tickers)
-        self._agreement = round(sum(_sign(a.weights, day.tickers) == want for a in firsts) / len(firsts), 4) \
-            if firsts else 1.0
+        self._agreement = (
+            round(sum(_sign(a.weights, day.tickers) == want for a in firsts) / len(firsts), 4) if firsts else 1.0
+        )
         stable = len({_sign(a.weights, day.tickers) for a in firsts}) <= 1
         pool: dict[tuple, Alternative] = {}
         for p in proposals:
@@ -475,18 +739,26 @@ class ScmProtocol:
         t = self.totals
         days, n = t["days"], t["proposed"]
         return {
-            "scm_samples": self.samples, "scm_days": days, "scm_reused_days": t["reused"],
+            "scm_samples": self.samples,
+            "scm_days": days,
+            "scm_reused_days": t["reused"],
             "scm_alternatives_proposed": n,
             "scm_citation_share": round(t["cited"] / t["claims"], 4) if t["claims"] else None,
             "scm_complete_share": round(t["complete"] / n, 4) if n else None,
             "scm_section_share": round(t["sections"] / (5 * n), 4) if n else None,
-            "scm_calibration_violations": t["calibration"], "scm_arithmetic_failures": t["arithmetic"],
+            "scm_calibration_violations": t["calibration"],
+            "scm_arithmetic_failures": t["arithmetic"],
             "scm_policy_violations": t["policy"],
             "scm_issues": {"high": t["high"], "medium": t["medium"], "low": t["low"]},
-            "scm_issues_fixed": t["fixed"], "scm_issues_unresolved": t["unresolved"],
-            "scm_discarded": t["discarded"], "scm_holds": t["holds"],
+            "scm_issues_fixed": t["fixed"],
+            "scm_issues_unresolved": t["unresolved"],
+            "scm_discarded": t["discarded"],
+            "scm_holds": t["holds"],
             "scm_stability": round(t["stable"] / days, 4) if days else None,
             "scm_agreement": round(t["agreement"] / days, 4) if days else None,
-            "scm_verification_questions": t["verified"], "scm_verification_passed": t["verify_passed"],
-            "scm_moderator_overrides": t["overrides"], "scm_fallbacks": t["fallbacks"], "scm_calls": t["calls"],
+            "scm_verification_questions": t["verified"],
+            "scm_verification_passed": t["verify_passed"],
+            "scm_moderator_overrides": t["overrides"],
+            "scm_fallbacks": t["fallbacks"],
+            "scm_calls": t["calls"],
         }

@@ -68,15 +68,18 @@ class Day:
             if abs(x) <= EPS:
                 continue
             want = "bullish" if x > 0 else "bearish"
-            agree = sorted((r for r in self.task.reports.get(t, ()) if r.direction == want and r.insights),
-                           key=lambda r: (-self.task.weights.get(r.role, 0.0) * r.confidence, r.role))
+            agree = sorted(
+                (r for r in self.task.reports.get(t, ()) if r.direction == want and r.insights),
+                key=lambda r: (-self.task.weights.get(r.role, 0.0) * r.confidence, r.role),
+            )
             out += [c for r in agree for c in r.cited_ids()[:2]]
         return list(dict.fromkeys(out))[:n]
 
     def read(self, n: int = 3) -> list[str]:
         """Ids of what the analysts read today (a neutral view's evidence)."""
-        return list(dict.fromkeys(c for t in self.tickers for r in self.task.reports.get(t, ())
-                                  for c in r.cited_ids()[:1]))[:n]
+        return list(
+            dict.fromkeys(c for t in self.tickers for r in self.task.reports.get(t, ()) for c in r.cited_ids()[:1])
+        )[:n]
 
     def cite(self, ids: Iterable[str]) -> tuple[list[Citation], list[str]]:
         good, bad = [], []
@@ -92,20 +95,36 @@ class Day:
 
 # -- the code checks (the Critic's part that never trusts a model) -------------
 
+
 def code_checks(alt: Alternative, day: Day, stage: str = "proposal") -> list[Issue]:
     """Citations, policies, quantile order and the figures' arithmetic."""
     out: list[Issue] = []
 
     def add(category, severity, check, text, question=""):
-        out.append(Issue(alternative=alt.name, category=category, severity=severity, issue=text, by="code",
-                         check=check, stage=stage, question=question))
+        out.append(
+            Issue(
+                alternative=alt.name,
+                category=category,
+                severity=severity,
+                issue=text,
+                by="code",
+                check=check,
+                stage=stage,
+                question=question,
+            )
+        )
 
     w = alt.weights
     missing = [t for t in day.tickers if t not in w]
     unknown = [t for t in w if t not in day.tickers]
     if missing or unknown or not all(math.isfinite(x) and abs(x) <= 1.0 + EPS for x in w.values()):
-        add("consistency", "high", "arithmetic", f"weights must be finite, within [-1, 1], one per stock of "
-            f"{', '.join(day.tickers)} (missing {missing or '-'}, unknown {unknown or '-'})")
+        add(
+            "consistency",
+            "high",
+            "arithmetic",
+            f"weights must be finite, within [-1, 1], one per stock of "
+            f"{', '.join(day.tickers)} (missing {missing or '-'}, unknown {unknown or '-'})",
+        )
     gross = sum(abs(x) for x in w.values() if math.isfinite(x))
     if not math.isfinite(alt.gross) or abs(alt.gross - gross) > 0.01:
         add("consistency", "medium", "arithmetic", f"stated gross {alt.gross:.3f} but the weights sum to {gross:.3f}")
@@ -118,7 +137,9 @@ def code_checks(alt: Alternative, day: Day, stage: str = "proposal") -> list[Iss
         add("calibration", "medium", "spread", "a position with no uncertainty (P5 = P95)")
     big = [t for t, x in w.items() if abs(x) > day.policies.max_position + EPS]
     if big:
-        add("policy", "high", "max_position", f"{', '.join(big)} above the max position {day.policies.max_position:.2f}")
+        add(
+            "policy", "high", "max_position", f"{', '.join(big)} above the max position {day.policies.max_position:.2f}"
+        )
     if gross > day.policies.max_gross + EPS:
         add("policy", "high", "max_gross", f"gross {gross:.3f} above the max gross {day.policies.max_gross:.2f}")
     if day.policies.require_evidence and not day.has_evidence and alt.trades:
@@ -126,13 +147,17 @@ def code_checks(alt: Alternative, day: Day, stage: str = "proposal") -> list[Iss
     if alt.invalid:
         add("evidence", "high", "citation", f"cites {', '.join(alt.invalid)}, not in today's reports")
     if alt.trades and not alt.evidence:
-        add("evidence", "high", "citation", "a trade without a valid citation",
-            "Which report supports this position?")
+        add("evidence", "high", "citation", "a trade without a valid citation", "Which report supports this position?")
     for t, x in w.items():
         s = day.scores.get(t, 0.0)
         if abs(s) >= FULL_SIZE and x * s < -EPS:
-            add("consistency", "medium", "direction", f"{t} {x:+.2f} against the analysts' view {s:+.2f}",
-                f"What outweighs {'; '.join(day.parts.get(t, [])) or 'the reports'}?")
+            add(
+                "consistency",
+                "medium",
+                "direction",
+                f"{t} {x:+.2f} against the analysts' view {s:+.2f}",
+                f"What outweighs {'; '.join(day.parts.get(t, [])) or 'the reports'}?",
+            )
     if alt.trades and not alt.risks:
         add("risks", "medium", "risks", "no risk listed for a trade")
     return out
@@ -165,14 +190,24 @@ def sections_said(alt: Alternative, day: Day) -> dict[str, bool]:
     * risks: at least one risk of :data:`MIN_WORDS` words that is not a placeholder.
     """
     w = alt.weights
-    figures = (set(w) == set(day.tickers) and all(math.isfinite(x) for x in w.values())
-               and math.isfinite(alt.gross) and abs(alt.gross - sum(abs(x) for x in w.values())) <= 0.01)
+    figures = (
+        set(w) == set(day.tickers)
+        and all(math.isfinite(x) for x in w.values())
+        and math.isfinite(alt.gross)
+        and abs(alt.gross - sum(abs(x) for x in w.values())) <= 0.01
+    )
     qs = (alt.p5, alt.p50, alt.p95)
-    uncertainty = all(map(math.isfinite, qs)) and alt.p5 <= alt.p50 <= alt.p95 and (
-        not alt.trades or alt.p95 - alt.p5 > EPS)
+    uncertainty = (
+        all(map(math.isfinite, qs)) and alt.p5 <= alt.p50 <= alt.p95 and (not alt.trades or alt.p95 - alt.p5 > EPS)
+    )
     risks = any(_words(r) >= MIN_WORDS and r.strip().lower().rstrip(".") not in _PLACEHOLDER for r in alt.risks)
-    return {"evidence": (bool(alt.evidence) and not alt.invalid) if alt.trades else not alt.invalid,
-            "rule": _words(alt.rule) >= MIN_WORDS, "figures": figures, "uncertainty": uncertainty, "risks": risks}
+    return {
+        "evidence": (bool(alt.evidence) and not alt.invalid) if alt.trades else not alt.invalid,
+        "rule": _words(alt.rule) >= MIN_WORDS,
+        "figures": figures,
+        "uncertainty": uncertainty,
+        "risks": risks,
+    }
 
 
 def recheck(issue: Issue, revised: Alternative, day: Day) -> tuple[bool, str]:
@@ -181,8 +216,13 @@ def recheck(issue: Issue, revised: Alternative, day: Day) -> tuple[bool, str]:
     category is about must be said. Returns (passes, what was found)."""
     found = [j for j in code_checks(revised, day, "revision") if j.category == issue.category]
     said = sections_said(revised, day)
-    need = {"evidence": "evidence", "risks": "risks", "calibration": "uncertainty", "consistency": "figures",
-            "policy": "figures"}.get(issue.category, "rule")
+    need = {
+        "evidence": "evidence",
+        "risks": "risks",
+        "calibration": "uncertainty",
+        "consistency": "figures",
+        "policy": "figures",
+    }.get(issue.category, "rule")
     if found:
         return False, "still: " + "; ".join(j.issue for j in found)[:150]
     if not said[need]:

@@ -31,8 +31,9 @@ def render(role: str, values: Mapping[str, str]) -> list[dict[str, str]]:
 
 
 def fmt_policies(p: Policies) -> str:
-    return (f"largest |weight| of one stock {p.max_position:.2f}, largest gross exposure {p.max_gross:.2f}"
-            + ("; no new trade on a day without evidence" if p.require_evidence else ""))
+    return f"largest |weight| of one stock {p.max_position:.2f}, largest gross exposure {p.max_gross:.2f}" + (
+        "; no new trade on a day without evidence" if p.require_evidence else ""
+    )
 
 
 def prompt_values(day: Day, policies: Policies) -> dict[str, str]:
@@ -45,22 +46,31 @@ def prompt_values(day: Day, policies: Policies) -> dict[str, str]:
         for r in task.reports.get(t, ()):
             if not r.insights:
                 continue
-            body = " ".join(f"{i.text[:REPORT_CHARS]} [{', '.join(lab.get(c.id, c.id) for c in i.citations)}]"
-                            for i in r.insights[: 1 if task.portfolio else 2])
+            body = " ".join(
+                f"{i.text[:REPORT_CHARS]} [{', '.join(lab.get(c.id, c.id) for c in i.citations)}]"
+                for i in r.insights[: 1 if task.portfolio else 2]
+            )
             lines.append(f"- {t} {r.role}: {r.direction} (confidence {r.confidence:.2f}). {body}")
     evidence = "; ".join(f"{lab.get(c.id, c.id)} = {c.source} {c.date}" for c in day.citations.values())
     rets = []
     for j, t in enumerate(task.tickers):
         r = day.returns[:, j] if len(day.returns) else np.zeros(1)
-        rets.append(f"{t}: mean {100 * r.mean():+.2f}%, P5 {100 * np.quantile(r, 0.05):+.2f}%, "
-                    f"P95 {100 * np.quantile(r, 0.95):+.2f}%")
+        rets.append(
+            f"{t}: mean {100 * r.mean():+.2f}%, P5 {100 * np.quantile(r, 0.05):+.2f}%, "
+            f"P95 {100 * np.quantile(r, 0.95):+.2f}%"
+        )
     return {
-        "date": task.day, "tickers": ", ".join(task.tickers), "policies": fmt_policies(policies),
+        "date": task.day,
+        "tickers": ", ".join(task.tickers),
+        "policies": fmt_policies(policies),
         "position": ", ".join(f"{t} {day.current.get(t, 0.0):+.2f}" for t in task.tickers),
-        "reports": "\n".join(lines) or "(no reports)", "evidence": evidence or "(none)",
-        "returns": "\n".join(rets), "lookback": str(len(day.returns)),
+        "reports": "\n".join(lines) or "(no reports)",
+        "evidence": evidence or "(none)",
+        "returns": "\n".join(rets),
+        "lookback": str(len(day.returns)),
         "reflections": "\n".join(f"- {r}" for r in task.reflections) or "(none yet)",
-        "stance": task.stance or "(none)", "beliefs": task.beliefs or "(none yet)",
+        "stance": task.stance or "(none)",
+        "beliefs": task.beliefs or "(none yet)",
         "evidence_texts": evidence_texts(day),
     }
 
@@ -75,5 +85,10 @@ def evidence_texts(day: Day, chars: int = 200) -> str:
                 for c in i.citations:
                     said.setdefault(c.id, []).append(f"{t} {r.role}: {i.text[:chars]}")
     lab = day.labels
-    return "\n".join(f"- {lab.get(c.id, c.id)} = {c.source} {c.date}: " + " | ".join(dict.fromkeys(said.get(c.id, [])))
-                     for c in day.citations.values()) or "(none)"
+    return (
+        "\n".join(
+            f"- {lab.get(c.id, c.id)} = {c.source} {c.date}: " + " | ".join(dict.fromkeys(said.get(c.id, [])))
+            for c in day.citations.values()
+        )
+        or "(none)"
+    )

@@ -21,12 +21,17 @@ from fincon.agents.protocols.scm_schemas import NAMES, Alternative, Critique, Is
 def _alt(day: Day, name: str, weights: dict[str, float], rule: str, evidence: list[str]) -> Alternative:
     weights = {t: round(float(weights.get(t, 0.0)), 6) for t in day.tickers}
     good, _ = day.cite(evidence)
-    a = Alternative(name=name, evidence=good, rule=rule, weights=weights,
-                    gross=round(sum(abs(x) for x in weights.values()), 6))
+    a = Alternative(
+        name=name, evidence=good, rule=rule, weights=weights, gross=round(sum(abs(x) for x in weights.values()), 6)
+    )
     a.p5, a.p50, a.p95 = day.uncertainty(weights)
     a.risks = [day.default_risk(a)]
-    dissent = [f"{t} {r.role} {r.direction}" for t in day.tickers for r in day.task.reports.get(t, ())
-               if weights[t] and r.direction == ("bearish" if weights[t] > 0 else "bullish")]
+    dissent = [
+        f"{t} {r.role} {r.direction}"
+        for t in day.tickers
+        for r in day.task.reports.get(t, ())
+        if weights[t] and r.direction == ("bearish" if weights[t] > 0 else "bullish")
+    ]
     if dissent:
         a.risks.append(("dissent: " + ", ".join(dissent))[:100])
     return a
@@ -35,8 +40,10 @@ def _alt(day: Day, name: str, weights: dict[str, float], rule: str, evidence: li
 def rules_strategist(day: Day) -> Proposal:
     """Consensus at full / half / zero size, the size the consensus supports first."""
     task, tk = day.task, day.tickers
-    actions = {t: "buy" if day.scores[t] > NEUTRAL_BAND else "sell" if day.scores[t] < -NEUTRAL_BAND else "hold"
-               for t in tk}
+    actions = {
+        t: "buy" if day.scores[t] > NEUTRAL_BAND else "sell" if day.scores[t] < -NEUTRAL_BAND else "hold" for t in tk
+    }
+
     def said(t):
         loud = [x for x in day.parts[t] if " neutral " not in x]
         quiet = len(day.parts[t]) - len(loud)
@@ -52,13 +59,19 @@ def rules_strategist(day: Day) -> Proposal:
     alts: list[tuple[str, dict[str, float], str]] = []
     if any(a != "hold" for a in actions.values()):
         strong = float(np.mean([abs(day.scores[t]) for t in tk])) >= FULL_SIZE
-        sized = [("full", full, f"weighted analyst view {view}: full size"),
-                 ("half", {t: x / 2 for t, x in full.items()}, f"weighted analyst view {view}: half size, "
-                  "the view is moderate")]
+        sized = [
+            ("full", full, f"weighted analyst view {view}: full size"),
+            (
+                "half",
+                {t: x / 2 for t, x in full.items()},
+                f"weighted analyst view {view}: half size, the view is moderate",
+            ),
+        ]
         alts += sized if strong else sized[::-1]
     else:
-        alts.append(("keep", {t: day.current.get(t, 0.0) for t in tk},
-                     f"no clear view ({view}): keep the current position"))
+        alts.append(
+            ("keep", {t: day.current.get(t, 0.0) for t in tk}, f"no clear view ({view}): keep the current position")
+        )
     alts.append(("flat", {t: 0.0 for t in tk}, "stay out of the market: no position until the evidence is stronger"))
     out, seen = [], set()
     for kind, w, rule in alts:
@@ -122,9 +135,12 @@ def rules_moderator(survivors: Sequence[Alternative]) -> Verdict:
         return Verdict(choice="none", rationale="no alternative survived the critique: hold")
     best = max(survivors, key=lambda a: a.concordance)  # the slate's order breaks ties
     others = ", ".join(f"{a.name} {a.concordance:.2f}" for a in survivors if a is not best)
-    return Verdict(choice=best.name, rationale=f"{best.name} has the samples' broadest agreement "
-                   f"({best.concordance:.2f}{'; ' + others if others else ''}) and passes every check",
-                   relied_on=[c.id for c in best.evidence][:3])
+    return Verdict(
+        choice=best.name,
+        rationale=f"{best.name} has the samples' broadest agreement "
+        f"({best.concordance:.2f}{'; ' + others if others else ''}) and passes every check",
+        relied_on=[c.id for c in best.evidence][:3],
+    )
 
 
 def rules_verify(issues: Sequence[Issue], revised: dict[str, Alternative], day: Day) -> list[tuple[bool, str]]:

@@ -29,6 +29,7 @@ Severity = Literal["high", "medium", "low"]
 
 # -- what the model fills -------------------------------------------------------
 
+
 class _AltBase(BaseModel):
     name: Name
     evidence: list[str] = Field(default_factory=list, max_length=3, examples=[["E1"]])
@@ -53,8 +54,11 @@ class _ProposalBase(BaseModel):
         return (c for a in self.alternatives for c in a.evidence)
 
     def relabeled(self, back: Mapping[str, str]):
-        return self.model_copy(update={"alternatives": [
-            a.model_copy(update={"evidence": _real(a.evidence, back)}) for a in self.alternatives]})
+        return self.model_copy(
+            update={
+                "alternatives": [a.model_copy(update={"evidence": _real(a.evidence, back)}) for a in self.alternatives]
+            }
+        )
 
 
 @lru_cache(maxsize=64)
@@ -62,8 +66,7 @@ def proposal_model(tickers: tuple[str, ...]) -> type[_ProposalBase]:
     """Strategist (and fix) answer: 2-3 alternatives, one weight property per ticker."""
     weights = create_model("Weights", **{_field(t): (float, Field(alias=t, ge=-1.0, le=1.0)) for t in tickers})
     alt = create_model("Alternative", __base__=_AltBase, weights=(weights, ...))
-    return create_model("Proposal", __base__=_ProposalBase,
-                        alternatives=(list[alt], Field(min_length=2, max_length=3)))
+    return create_model("Proposal", __base__=_ProposalBase, alternatives=(list[alt], Field(min_length=2, max_length=3)))
 
 
 class IssueAnswer(BaseModel):
@@ -121,11 +124,13 @@ class VerifyAnswer(BaseModel):
         return (c for x in self.checks for c in x.cites)
 
     def relabeled(self, back: Mapping[str, str]):
-        return self.model_copy(update={"checks": [x.model_copy(update={"cites": _real(x.cites, back)})
-                                                  for x in self.checks]})
+        return self.model_copy(
+            update={"checks": [x.model_copy(update={"cites": _real(x.cites, back)}) for x in self.checks]}
+        )
 
 
 # -- what the protocol keeps ---------------------------------------------------
+
 
 class Alternative(BaseModel):
     """One decision option, the five sections plus where it came from."""
@@ -154,18 +159,25 @@ class Alternative(BaseModel):
         return tuple(sorted((t, round(x, 3)) for t, x in self.weights.items()))
 
     def sections(self) -> dict[str, bool]:
-        return {"evidence": bool(self.evidence) or not self.trades, "rule": bool(self.rule.strip()),
-                "figures": bool(self.weights), "uncertainty": all(map(math.isfinite, (self.p5, self.p50, self.p95))),
-                "risks": bool(self.risks)}
+        return {
+            "evidence": bool(self.evidence) or not self.trades,
+            "rule": bool(self.rule.strip()),
+            "figures": bool(self.weights),
+            "uncertainty": all(map(math.isfinite, (self.p5, self.p50, self.p95))),
+            "risks": bool(self.risks),
+        }
 
     def brief(self, label: Mapping[str, str] | None = None) -> str:
         label = label or {}
         w = ", ".join(f"{t} {x:+.2f}" for t, x in self.weights.items())
         ev = ", ".join(label.get(c.id, c.id) for c in self.evidence) + (
-            (", " if self.evidence else "") + ", ".join(self.invalid) if self.invalid else "")
-        return (f"{self.name}: weights {w} (gross {self.gross:.2f}); P5 {self.p5:+.2f}% P50 {self.p50:+.2f}% "
-                f"P95 {self.p95:+.2f}%; evidence {ev or 'none'}; rule: {self.rule}; "
-                f"risks: {'; '.join(self.risks) or 'none'}")
+            (", " if self.evidence else "") + ", ".join(self.invalid) if self.invalid else ""
+        )
+        return (
+            f"{self.name}: weights {w} (gross {self.gross:.2f}); P5 {self.p5:+.2f}% P50 {self.p50:+.2f}% "
+            f"P95 {self.p95:+.2f}%; evidence {ev or 'none'}; rule: {self.rule}; "
+            f"risks: {'; '.join(self.risks) or 'none'}"
+        )
 
 
 class Proposal(BaseModel):

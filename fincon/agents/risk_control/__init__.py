@@ -50,18 +50,26 @@ MAX_FOCUS = 2
 def _models(perspectives: tuple[str, ...]):
     P = Literal[perspectives]  # type: ignore[valid-type]
     cfg = ConfigDict(extra="forbid")
-    concept = create_model("ConceptInsight", __config__=cfg, perspective=(P, ...),
-                           text=(str, Field(min_length=1, max_length=240)))
-    insights = create_model("EpisodeInsights", __config__=cfg,
-                            insights=(list[concept], Field(min_length=1, max_length=6)))  # type: ignore[valid-type]
-    meta = create_model("MetaPrompt", __config__=cfg, text=(str, Field(min_length=1, max_length=400)),
-                        perspectives=(list[P], Field(min_length=1, max_length=min(MAX_FOCUS, len(perspectives)))))  # type: ignore[valid-type]
-    edit = create_model("BeliefEdit", __config__=cfg, perspective=(P, ...),
-                        text=(str, Field(min_length=1, max_length=240)))
+    concept = create_model(
+        "ConceptInsight", __config__=cfg, perspective=(P, ...), text=(str, Field(min_length=1, max_length=240))
+    )
+    insights = create_model(
+        "EpisodeInsights", __config__=cfg, insights=(list[concept], Field(min_length=1, max_length=6))
+    )  # type: ignore[valid-type]
+    meta = create_model(
+        "MetaPrompt",
+        __config__=cfg,
+        text=(str, Field(min_length=1, max_length=400)),
+        perspectives=(list[P], Field(min_length=1, max_length=min(MAX_FOCUS, len(perspectives)))),
+    )  # type: ignore[valid-type]
+    edit = create_model(
+        "BeliefEdit", __config__=cfg, perspective=(P, ...), text=(str, Field(min_length=1, max_length=240))
+    )
     # as many edits as the meta-prompt may name: six 300-char edits overran the
     # 400-token answer cap in a live 1.5B training (cut-off JSON twice, a fallback)
-    edits = create_model("BeliefEdits", __config__=cfg,
-                         updates=(list[edit], Field(max_length=min(MAX_FOCUS, len(perspectives)))))  # type: ignore[valid-type]
+    edits = create_model(
+        "BeliefEdits", __config__=cfg, updates=(list[edit], Field(max_length=min(MAX_FOCUS, len(perspectives))))
+    )  # type: ignore[valid-type]
     return insights, meta, edits
 
 
@@ -91,12 +99,21 @@ class Update:
     calls: int = 0
 
     def row(self) -> dict[str, Any]:
-        return {"better": self.better, "worse": self.worse, "tau": round(self.tau, 6), "rate": round(self.rate, 6),
-                "meta": self.meta, "touched": self.touched,
-                # who reads the edit: the analysts of each touched perspective, and the manager (reads all)
-                "reached": [f"{p} analysts" for p in self.touched if p != RISK] + (["manager"] if self.touched else []),
-                "edits": self.edits, "weights": self.weights,
-                "beliefs_version": self.beliefs.version, "via": self.via, "calls": self.calls}
+        return {
+            "better": self.better,
+            "worse": self.worse,
+            "tau": round(self.tau, 6),
+            "rate": round(self.rate, 6),
+            "meta": self.meta,
+            "touched": self.touched,
+            # who reads the edit: the analysts of each touched perspective, and the manager (reads all)
+            "reached": [f"{p} analysts" for p in self.touched if p != RISK] + (["manager"] if self.touched else []),
+            "edits": self.edits,
+            "weights": self.weights,
+            "beliefs_version": self.beliefs.version,
+            "via": self.via,
+            "calls": self.calls,
+        }
 
 
 def describe_stretches(ep: Episode, limit: int = 6) -> str:
@@ -115,8 +132,10 @@ def describe_stretches(ep: Episode, limit: int = 6) -> str:
                 acts[f"{tk} {a}"] = acts.get(f"{tk} {a}", 0) + 1
         act = ", ".join(f"{k} x{v}" for k, v in sorted(acts.items(), key=lambda kv: (-kv[1], kv[0]))[:4])
         views = "; ".join(f"{role}: {v}" for role, per in sorted(t.views[i].items()) for v in list(per.values())[:1])
-        lines.append(f"- {s.kind} {s.start}..{s.end} ({s.days} days, {s.pnl_pct:+.2f}%): {act or 'no trade'}. "
-                     f"Views at its start: {views[:600] or 'none'}")
+        lines.append(
+            f"- {s.kind} {s.start}..{s.end} ({s.days} days, {s.pnl_pct:+.2f}%): {act or 'no trade'}. "
+            f"Views at its start: {views[:600] or 'none'}"
+        )
     return "\n".join(lines) or "- no sustained stretch (no 3 days in a row of one sign)"
 
 
@@ -138,8 +157,10 @@ class RiskControl:
 
         system, user = load_template(str(HERE / template))
         values = {"perspectives": ", ".join(self.perspectives), **values}
-        msgs = [{"role": "system", "content": system.format(**values)},
-                {"role": "user", "content": user.format(**values)}]
+        msgs = [
+            {"role": "system", "content": system.format(**values)},
+            {"role": "user", "content": user.format(**values)},
+        ]
         # temperature 0 for belief generation (the paper, A.7.2)
         params = SamplingParams(temperature=0.0, max_tokens=self.max_tokens, seed=0)
         return self.client.ask(msgs, model, agent=self.agent, day=day, params=params)
@@ -152,8 +173,14 @@ class RiskControl:
 
         t = ep.traj
         tickers = sorted({k for a in t.actions for k in a})
-        values = {"episode": ep.number, "tickers": ", ".join(tickers), "start": t.dates[0], "end": t.dates[-1],
-                  "objective": t.objective, "stretches": describe_stretches(ep)}
+        values = {
+            "episode": ep.number,
+            "tickers": ", ".join(tickers),
+            "start": t.dates[0],
+            "end": t.dates[-1],
+            "objective": t.objective,
+            "stretches": describe_stretches(ep),
+        }
         try:
             res = self._ask("summarise.txt", values, self.models[0], f"episode-{ep.number}")
         except LLMInvalidAnswer as exc:
@@ -180,11 +207,20 @@ class RiskControl:
             via = "llm"
             day = f"episodes-{worse.number}-{better.number}"
             try:
-                m = self._ask("compare.txt", {
-                    "better": better.number, "worse": worse.number, "better_objective": better.traj.objective,
-                    "worse_objective": worse.traj.objective, "tau": tau,
-                    "better_insights": _bullets(better.insights), "worse_insights": _bullets(worse.insights)},
-                    self.models[1], day)
+                m = self._ask(
+                    "compare.txt",
+                    {
+                        "better": better.number,
+                        "worse": worse.number,
+                        "better_objective": better.traj.objective,
+                        "worse_objective": worse.traj.objective,
+                        "tau": tau,
+                        "better_insights": _bullets(better.insights),
+                        "worse_insights": _bullets(worse.insights),
+                    },
+                    self.models[1],
+                    day,
+                )
                 calls += m.usage.calls
                 meta = m.value.text
                 focus = list(dict.fromkeys(m.value.perspectives))
@@ -203,15 +239,26 @@ class RiskControl:
         from fincon.agents.beliefs import touched
 
         changed = touched(beliefs, new)
-        edits = {k: {"before": beliefs.perspectives[k].text, "after": new.perspectives[k].text,
-                     "size": text_edit_size(beliefs.perspectives[k].text, new.perspectives[k].text),
-                     "weight_before": beliefs.perspectives[k].weight, "weight_after": new.perspectives[k].weight}
-                 for k in changed}
+        edits = {
+            k: {
+                "before": beliefs.perspectives[k].text,
+                "after": new.perspectives[k].text,
+                "size": text_edit_size(beliefs.perspectives[k].text, new.perspectives[k].text),
+                "weight_before": beliefs.perspectives[k].weight,
+                "weight_after": new.perspectives[k].weight,
+            }
+            for k in changed
+        }
         return Update(better.number, worse.number, tau, rate, meta, changed, edits, weights, new, via, calls)
 
     def _fallback(self, day: str, exc) -> None:
-        self.client.ledger.record_fallback(self.agent, day, reason="invalid belief answer after one re-ask; "
-                                           "rules step used", keys=exc.keys, detail={"errors": list(exc.errors)})
+        self.client.ledger.record_fallback(
+            self.agent,
+            day,
+            reason="invalid belief answer after one re-ask; rules step used",
+            keys=exc.keys,
+            detail={"errors": list(exc.errors)},
+        )
 
     # -- the rules path --------------------------------------------------------
     @staticmethod
@@ -222,9 +269,11 @@ class RiskControl:
     def _rules_meta(better: Episode, worse: Episode, attr: dict[str, float]) -> str:
         ranked = sorted(attr.items(), key=lambda kv: (-kv[1], kv[0]))
         parts = ", ".join(f"{k} {v:+.2f}" for k, v in ranked)
-        return (f"Episode {better.number} ({better.traj.objective:+.2f}%) beat episode {worse.number} "
-                f"({worse.traj.objective:+.2f}%). Share of its view-weighted next-day PnL each source earned: "
-                f"{parts or 'none'}.")
+        return (
+            f"Episode {better.number} ({better.traj.objective:+.2f}%) beat episode {worse.number} "
+            f"({worse.traj.objective:+.2f}%). Share of its view-weighted next-day PnL each source earned: "
+            f"{parts or 'none'}."
+        )
 
     @staticmethod
     def _rules_texts(beliefs: Beliefs, step, attr: dict[str, float]) -> dict[str, str]:
@@ -239,8 +288,10 @@ class RiskControl:
             if abs(after - before) < 1e-9:
                 continue
             verb = "earned" if attr.get(k, 0.0) >= 0 else "lost"
-            out[k] = (f"weight {after:.3f} (was {before:.3f}): this source's view {verb} "
-                      f"{abs(attr.get(k, 0.0)):.0%} of the better episode's view-weighted PnL.")
+            out[k] = (
+                f"weight {after:.3f} (was {before:.3f}): this source's view {verb} "
+                f"{abs(attr.get(k, 0.0)):.0%} of the better episode's view-weighted PnL."
+            )
         return out
 
 

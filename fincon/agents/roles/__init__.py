@@ -18,8 +18,9 @@ from fincon.agents.roles import (
 )
 from fincon.agents.roles.base import EventRole, Item, Profile, Role, RoleInputs
 
-ANALYSTS: dict[str, Role] = {m.ROLE.name: m.ROLE for m in (
-    news, quarterly_report, annual_report, analyst_notes, earnings_call, data_analysis)}
+ANALYSTS: dict[str, Role] = {
+    m.ROLE.name: m.ROLE for m in (news, quarterly_report, annual_report, analyst_notes, earnings_call, data_analysis)
+}
 STOCK_SELECTION = stock_selection.ROLE
 
 __all__ = ["ANALYSTS", "STOCK_SELECTION", "EventRole", "Item", "Profile", "Role", "RoleInputs"]

@@ -42,7 +42,9 @@ from fincon.memory.procedural import DEFAULT_DECAY
 
 HERE = Path(__file__).parent
 TEXT_CHARS = 120  # memory texts in prompts are cut here (short prompts: ~7 s a call on 2 cores)
-_HEADER = re.compile(r"^\[[^\[\]]*(?:\[[^\]]*\][^\]]*)?\]\s*")  # the summariser's "[news 2022-10-05 08:12 [synthetic]]" prefix
+_HEADER = re.compile(
+    r"^\[[^\[\]]*(?:\[[^\]]*\][^\]]*)?\]\s*"
+)  # the summariser's "[news 2022-10-05 08:12 [synthetic]]" prefix
 
 
 @dataclass(frozen=True)
@@ -109,8 +111,14 @@ class RoleInputs:
 
     def digest(self) -> str:
         """Hash of what a brain reads, without the date: the reuse key."""
-        payload = {"role": self.role, "ticker": self.ticker, "items": [i.key() for i in self.items],
-                   "facts": list(self.facts), "stance": self.stance, "beliefs": self.beliefs}
+        payload = {
+            "role": self.role,
+            "ticker": self.ticker,
+            "items": [i.key() for i in self.items],
+            "facts": list(self.facts),
+            "stance": self.stance,
+            "beliefs": self.beliefs,
+        }
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
     def by_id(self) -> dict[str, Item]:
@@ -176,8 +184,11 @@ def drop_empty(text: str) -> str:
     :data:`EMPTY` (``Team beliefs: {beliefs}``) and, when the value stood on
     its own line, the heading just above it (``Risk stance of the team:``)."""
     lines = text.splitlines()
-    return "\n".join(ln for n, ln in enumerate(lines)
-                     if EMPTY not in ln and not (ln.endswith(":") and n + 1 < len(lines) and lines[n + 1] == EMPTY))
+    return "\n".join(
+        ln
+        for n, ln in enumerate(lines)
+        if EMPTY not in ln and not (ln.endswith(":") and n + 1 < len(lines) and lines[n + 1] == EMPTY)
+    )
 
 
 def render(template: Path, profile: Profile, values: dict[str, str]) -> list[dict[str, str]]:
@@ -265,19 +276,44 @@ class EventRole(Role):
         return LexiconSummariser(resolve=events.audio_path)
 
     def open(self, memory_store, events, ticker: str, k: int, options: dict[str, Any]) -> AnalystMemory:
-        return AnalystMemory(memory_store, events, self.name, ticker, profile=self.profile.role,
-                             summariser=self.summariser(events, options), sources=self.sources, k=k)
+        return AnalystMemory(
+            memory_store,
+            events,
+            self.name,
+            ticker,
+            profile=self.profile.role,
+            summariser=self.summariser(events, options),
+            sources=self.sources,
+            k=k,
+        )
 
-    def gather(self, mem: AnalystMemory, ticker: str, day: pd.Timestamp, k: int, stance: str = "",
-               beliefs: str = "", baseline: ToneBaseline | None = None) -> tuple[RoleInputs, DayMemory]:
+    def gather(
+        self,
+        mem: AnalystMemory,
+        ticker: str,
+        day: pd.Timestamp,
+        k: int,
+        stance: str = "",
+        beliefs: str = "",
+        baseline: ToneBaseline | None = None,
+    ) -> tuple[RoleInputs, DayMemory]:
         dm = mem.step(day)
         baseline = baseline if baseline is not None else ToneBaseline()
         baseline.add(e.metadata.get("lm_tone") for e in dm.new_entries)
         items: list[Item] = []
         for e in sorted(dm.new_entries, key=lambda e: e.id)[-k:]:
             tone = e.metadata.get("lm_tone")
-            items.append(Item(e.id, str(pd.Timestamp(e.day).date()), e.source, memory_text(e.text, tone),
-                              baseline.relative(tone), DEFAULT_DECAY[e.source].importance(0) / 100.0, True))
+            items.append(
+                Item(
+                    e.id,
+                    str(pd.Timestamp(e.day).date()),
+                    e.source,
+                    memory_text(e.text, tone),
+                    baseline.relative(tone),
+                    DEFAULT_DECAY[e.source].importance(0) / 100.0,
+                    True,
+                )
+            )
         seen = {i.id for i in items}
         for m in dm.top:
             if len(items) >= k:
@@ -285,14 +321,21 @@ class EventRole(Role):
             if m.id in seen:
                 continue
             tone = m.metadata.get("lm_tone")
-            items.append(Item(m.id, str(m.day.date()), m.source, memory_text(m.text, tone),
-                              baseline.relative(tone), m.importance_scaled))
+            items.append(
+                Item(
+                    m.id,
+                    str(m.day.date()),
+                    m.source,
+                    memory_text(m.text, tone),
+                    baseline.relative(tone),
+                    m.importance_scaled,
+                )
+            )
         d = str(pd.Timestamp(day).date())
         # chronological, so the prompt reads like a file of notes and a day that
         # selected the same memories (in whatever rank order) hashes the same
         items.sort(key=lambda i: (i.date, i.id))
-        return RoleInputs(self.name, self.agent(ticker), ticker, d, tuple(items), stance=stance,
-                          beliefs=beliefs), dm
+        return RoleInputs(self.name, self.agent(ticker), ticker, d, tuple(items), stance=stance, beliefs=beliefs), dm
 
 
 def local_date(ts) -> str:
@@ -307,8 +350,9 @@ def make_transcriber(options: dict[str, Any]) -> Callable[[Path], str]:
         if not holder:
             from fincon.data.transcription import Transcriber
 
-            holder.append(Transcriber(backend=options.get("whisper_backend", "auto"),
-                                      cache_dir=options.get("cache_dir")))
+            holder.append(
+                Transcriber(backend=options.get("whisper_backend", "auto"), cache_dir=options.get("cache_dir"))
+            )
         return holder[0].transcribe(path).text
 
     return transcribe

@@ -29,8 +29,13 @@ def _r(x: float, step: float) -> float:
 
 
 #: momentum regimes by z-score (return over its typical size sqrt(n) * daily vol)
-_REGIMES = ((-1.5, "sharply down", -1.0), (-0.5, "down", -0.5), (0.5, "flat", 0.0), (1.5, "up", 0.5),
-            (math.inf, "sharply up", 1.0))
+_REGIMES = (
+    (-1.5, "sharply down", -1.0),
+    (-0.5, "down", -0.5),
+    (0.5, "flat", 0.0),
+    (1.5, "up", 0.5),
+    (math.inf, "sharply up", 1.0),
+)
 
 
 def regime(z: float) -> tuple[str, float]:
@@ -65,26 +70,50 @@ class DataAnalyst(Role):
             if len(c) > n:
                 z = (c[-1] / c[-1 - n] - 1.0) / (vol_d * math.sqrt(n))
                 label, signal = regime(z)
-                items.append(Item(f"ind-momentum-{n}d", day, "prices",
-                                  f"{n}-day momentum: {label} against its usual range", signal, w))
+                items.append(
+                    Item(
+                        f"ind-momentum-{n}d",
+                        day,
+                        "prices",
+                        f"{n}-day momentum: {label} against its usual range",
+                        signal,
+                        w,
+                    )
+                )
 
         mom(20, 0.5)
         mom(60, 0.3)
         if len(c) >= 30:
             up = float(np.mean(c[-10:])) > float(np.mean(c[-30:]))
-            items.append(Item("ind-trend-sma10-30", day, "prices",
-                              f"10-day average {'above' if up else 'below'} the 30-day average",
-                              0.5 if up else -0.5, 0.3))
+            items.append(
+                Item(
+                    "ind-trend-sma10-30",
+                    day,
+                    "prices",
+                    f"10-day average {'above' if up else 'below'} the 30-day average",
+                    0.5 if up else -0.5,
+                    0.3,
+                )
+            )
         vol_a = _r(100.0 * vol_d * math.sqrt(252), 20.0)
         items.append(Item("ind-volatility-20d", day, "prices", f"annualised volatility about {vol_a:.0f}%", None, 0.0))
         dd = _r(100.0 * (1.0 - c[-1] / float(np.max(c))), 10.0)
-        items.append(Item(f"ind-drawdown-{len(c)}d", day, "prices", f"about {dd:.0f}% below the {len(c)}-day high",
-                          None, 0.0))
+        items.append(
+            Item(f"ind-drawdown-{len(c)}d", day, "prices", f"about {dd:.0f}% below the {len(c)}-day high", None, 0.0)
+        )
         penalty = 0.0
         if len(rets) >= 20:
             cvar = _r(100.0 * conditional_value_at_risk(rets, alpha), 2.0)
-            items.append(Item("ind-cvar-5pct", day, "prices",
-                              f"daily CVaR at {alpha:.0%}: about {cvar:+.0f}% (mean of the worst days)", None, 0.0))
+            items.append(
+                Item(
+                    "ind-cvar-5pct",
+                    day,
+                    "prices",
+                    f"daily CVaR at {alpha:.0%}: about {cvar:+.0f}% (mean of the worst days)",
+                    None,
+                    0.0,
+                )
+            )
             # a tail beyond -5% a day halves the conviction, beyond -10% cuts it to a third
             penalty = float(min(0.9, max(0.0, (-cvar - 2.0) / 6.0)))
         return items, penalty
@@ -94,8 +123,16 @@ class DataAnalyst(Role):
         closes = closes[np.isfinite(closes)]
         day = str(pd.Timestamp(view.date).date())
         items, penalty = self.indicators(closes, day) if len(closes) >= 6 else ([], 0.0)
-        return RoleInputs(self.name, self.agent(ticker), ticker, day, tuple(items), stance=stance, beliefs=beliefs,
-                          extra={"risk_penalty": penalty})
+        return RoleInputs(
+            self.name,
+            self.agent(ticker),
+            ticker,
+            day,
+            tuple(items),
+            stance=stance,
+            beliefs=beliefs,
+            extra={"risk_penalty": penalty},
+        )
 
 
 ROLE = DataAnalyst()

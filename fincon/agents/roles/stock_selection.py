@@ -63,18 +63,26 @@ class StockSelector(Role):
             members = ", ".join(f"{tickers[i]} (Sharpe {sharpe[i]:+.2f})" for i in g)
             inner = [corr[i, j] for i in g for j in g if i < j]
             mean_in = f"mean correlation {np.mean(inner):.2f}" if inner else "a single stock"
-            text = (f"Group {n}: {members}; {mean_in}. Picked {tickers[best]}: best Sharpe in its group "
-                    f"over {len(x)} days.")
-            insights.append(Insight(text=text[:400], citations=[Citation(id=f"sel-group-{n}", date=day, source="prices")]))
+            text = (
+                f"Group {n}: {members}; {mean_in}. Picked {tickers[best]}: best Sharpe in its group over {len(x)} days."
+            )
+            insights.append(
+                Insight(text=text[:400], citations=[Citation(id=f"sel-group-{n}", date=day, source="prices")])
+            )
         pool = sorted(pool)
         if len(pool) > 1:
             pi = [tickers.index(t) for t in pool]
             cross = [corr[i, j] for i in pi for j in pi if i < j]
-            insights = insights[:4] + [Insight(text=f"Pool {', '.join(pool)}: mean pairwise correlation "
-                                               f"{np.mean(cross):.2f} vs {np.mean(corr[np.triu_indices(len(tickers), 1)]):.2f} "
-                                               f"over all candidates.")]
-        report = AnalystReport(role=self.name, ticker=",".join(tickers), insights=insights[:5], direction="neutral",
-                               confidence=0.0)
+            insights = insights[:4] + [
+                Insight(
+                    text=f"Pool {', '.join(pool)}: mean pairwise correlation "
+                    f"{np.mean(cross):.2f} vs {np.mean(corr[np.triu_indices(len(tickers), 1)]):.2f} "
+                    f"over all candidates."
+                )
+            ]
+        report = AnalystReport(
+            role=self.name, ticker=",".join(tickers), insights=insights[:5], direction="neutral", confidence=0.0
+        )
         return pool, report
 
 

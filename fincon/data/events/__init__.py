@@ -3,7 +3,16 @@
 from fincon.data.events.model import DECISION_TIME, MARKET_TZ, SOURCES, Event, decision_cutoff
 from fincon.data.events.store import EventStore, EventView
 
-__all__ = ["DECISION_TIME", "MARKET_TZ", "SOURCES", "Event", "EventStore", "EventView", "decision_cutoff", "sample_store"]
+__all__ = [
+    "DECISION_TIME",
+    "MARKET_TZ",
+    "SOURCES",
+    "Event",
+    "EventStore",
+    "EventView",
+    "decision_cutoff",
+    "sample_store",
+]
 
 
 def sample_store(tickers=None, root=None) -> EventStore:

@@ -31,14 +31,42 @@ def render_call_audio(script: str, target: Path, bitrate: str = "12k", voice: st
     with tempfile.TemporaryDirectory() as tmp:
         wav = Path(tmp) / "speech.wav"
         tmp_ogg = Path(tmp) / "speech.ogg"
-        r = subprocess.run([espeak, "-v", voice, "-s", str(wpm), "-w", str(wav), script], capture_output=True, text=True)
+        r = subprocess.run(
+            [espeak, "-v", voice, "-s", str(wpm), "-w", str(wav), script], capture_output=True, text=True
+        )
         if r.returncode != 0 or not wav.exists():
             raise DataError(f"espeak-ng failed: {r.stderr.strip()[:200]}")
         r = subprocess.run(
-            [ffmpeg, "-nostdin", "-loglevel", "error", "-y", "-i", str(wav), "-ac", "1", "-ar", "16000",
-             "-c:a", "libopus", "-b:a", bitrate, "-application", "voip",
-             "-fflags", "+bitexact", "-flags:a", "+bitexact", "-map_metadata", "-1", "-f", "ogg", str(tmp_ogg)],
-            capture_output=True, text=True,
+            [
+                ffmpeg,
+                "-nostdin",
+                "-loglevel",
+                "error",
+                "-y",
+                "-i",
+                str(wav),
+                "-ac",
+                "1",
+                "-ar",
+                "16000",
+                "-c:a",
+                "libopus",
+                "-b:a",
+                bitrate,
+                "-application",
+                "voip",
+                "-fflags",
+                "+bitexact",
+                "-flags:a",
+                "+bitexact",
+                "-map_metadata",
+                "-1",
+                "-f",
+                "ogg",
+                str(tmp_ogg),
+            ],
+            capture_output=True,
+            text=True,
         )
         if r.returncode != 0 or not tmp_ogg.is_file() or tmp_ogg.stat().st_size == 0:
             raise DataError(f"ffmpeg failed to encode {target.name}: {r.stderr.strip()[:200] or 'no output'}")

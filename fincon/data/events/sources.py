@@ -54,7 +54,9 @@ def make_loader(spec: Mapping[str, Any]):
     raise ConfigError(f"unknown event source type {kind!r}; use one of {', '.join(LOADER_TYPES)}")
 
 
-def build_store(specs: Sequence[Mapping[str, Any]], tickers: Sequence[str], start: Any = None, end: Any = None) -> EventStore:
+def build_store(
+    specs: Sequence[Mapping[str, Any]], tickers: Sequence[str], start: Any = None, end: Any = None
+) -> EventStore:
     """Load every source and merge them into one point-in-time store. Audio
     paths of directory sources are made absolute so one store can hold several."""
     events: list[Event] = []
@@ -63,8 +65,19 @@ def build_store(specs: Sequence[Mapping[str, Any]], tickers: Sequence[str], star
         got = loader.load(tickers, start, end)
         root = getattr(loader, "root", None)
         if root is not None:
-            got = [Event(id=e.id, ticker=e.ticker, source=e.source, published_at=e.published_at, text=e.text,
-                         audio=str((Path(root) / e.audio).resolve()) if e.audio and not Path(e.audio).is_absolute() else e.audio,
-                         metadata=e.metadata) for e in got]
+            got = [
+                Event(
+                    id=e.id,
+                    ticker=e.ticker,
+                    source=e.source,
+                    published_at=e.published_at,
+                    text=e.text,
+                    audio=str((Path(root) / e.audio).resolve())
+                    if e.audio and not Path(e.audio).is_absolute()
+                    else e.audio,
+                    metadata=e.metadata,
+                )
+                for e in got
+            ]
         events += got
     return EventStore(events)

@@ -77,8 +77,12 @@ class Table:
     def dataset(self) -> ds.Dataset:
         partitioning = ds.partitioning(pa.schema([("year", self.year_type)]), flavor="hive")
         try:
-            return ds.dataset([str(f) for f in self.files], format="parquet", partitioning=partitioning,
-                              partition_base_dir=str(self.folder))
+            return ds.dataset(
+                [str(f) for f in self.files],
+                format="parquet",
+                partitioning=partitioning,
+                partition_base_dir=str(self.folder),
+            )
         except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as exc:
             raise DataError(f"{self.folder}: cannot open the parquet files ({_first_line(exc)})") from None
 
@@ -89,8 +93,9 @@ class Table:
             used = sorted(Path(f.path) for f in dset.get_fragments(filter=expr))
             table = dset.to_table(columns=columns, filter=expr)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OSError) as exc:
-            raise DataError(f"{self.folder}: cannot read ({_first_line(exc)}); the part files may disagree "
-                            "on a column's type") from None
+            raise DataError(
+                f"{self.folder}: cannot read ({_first_line(exc)}); the part files may disagree on a column's type"
+            ) from None
         return table, used
 
 
@@ -122,8 +127,9 @@ def open_table(root: Path, name: str, columns: tuple[str, ...]) -> Table | None:
         if missing:
             raise DataError(f"{f}: missing column {missing[0]!r}; FINSABER's {name} files hold {', '.join(columns)}")
         t = schema.field("date").type
-        if not (pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_string(t)
-                or pa.types.is_large_string(t)):
+        if not (
+            pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
+        ):
             raise DataError(f"{f}: column 'date' is {t}; expected a date, a timestamp or YYYY-MM-DD text")
         if "year" in schema.names:
             year_type = schema.field("year").type
@@ -179,7 +185,9 @@ def _day(value: Any) -> dt.date:
     raise ValueError(value)
 
 
-def read_prices(table: Table, options: ImportOptions, symbols: dict[str, str]) -> tuple[dict[str, pd.DataFrame], list[Path]]:
+def read_prices(
+    table: Table, options: ImportOptions, symbols: dict[str, str]
+) -> tuple[dict[str, pd.DataFrame], list[Path]]:
     """Yahoo-layout frames per ticker, validated (named by ticker and folder)."""
     cols = list(PRICE_COLUMNS)
     tab, used = table.read(cols, window_filter(table, options, sorted(symbols.values())))
@@ -194,8 +202,16 @@ def read_prices(table: Table, options: ImportOptions, symbols: dict[str, str]) -
         if not options.in_window(day):
             continue
         rows[by_symbol[data["symbol"][i]]].append(
-            (day, data["open"][i], data["high"][i], data["low"][i], data["close"][i], data["adjusted_close"][i],
-             data["volume"][i]))
+            (
+                day,
+                data["open"][i],
+                data["high"][i],
+                data["low"][i],
+                data["close"][i],
+                data["adjusted_close"][i],
+                data["volume"][i],
+            )
+        )
     frames: dict[str, pd.DataFrame] = {}
     for t, rs in rows.items():
         if not rs:
@@ -210,7 +226,9 @@ def read_prices(table: Table, options: ImportOptions, symbols: dict[str, str]) -
     return frames, used
 
 
-def read_items(table: Table, options: ImportOptions, symbols: dict[str, str]) -> tuple[list[Event], int, int, list[Path]]:
+def read_items(
+    table: Table, options: ImportOptions, symbols: dict[str, str]
+) -> tuple[list[Event], int, int, list[Path]]:
     """Events of one item table; returns events, duplicates dropped, empty texts, files read."""
     _, source, index_col, text_col = ITEM_TABLES[table.name]
     cols = ["date", "symbol", index_col, text_col] + (["cik"] if "cik" in ITEM_TABLES[table.name][0] else [])
@@ -240,20 +258,35 @@ def read_items(table: Table, options: ImportOptions, symbols: dict[str, str]) ->
             empty += 1
             continue
         ticker = by_symbol[sym]
-        meta: dict[str, Any] = {"corpus": "finsaber", "date": day.isoformat(), "time": clock,
-                                "visibility": options.visibility, index_col: idx}
+        meta: dict[str, Any] = {
+            "corpus": "finsaber",
+            "date": day.isoformat(),
+            "time": clock,
+            "visibility": options.visibility,
+            index_col: idx,
+        }
         if source != "news":
             meta["form"] = source
         if cik is not None:
             meta["cik"] = cik
-        events.append(Event(id=f"{ticker}-{source}-{day.strftime('%Y%m%d')}-{idx}", ticker=ticker, source=source,
-                            published_at=published, text=text, metadata=meta))
+        events.append(
+            Event(
+                id=f"{ticker}-{source}-{day.strftime('%Y%m%d')}-{idx}",
+                ticker=ticker,
+                source=source,
+                published_at=published,
+                text=text,
+                metadata=meta,
+            )
+        )
     kept, dups = dedupe(events, lambda e: e.metadata["date"])
     repeated = [k for k, n in Counter(e.id for e in kept).items() if n > 1]
     if repeated:
         e = next(e for e in kept if e.id == repeated[0])
-        raise DataError(f"{table.folder}: {e.ticker} {e.metadata['date']}: {index_col} {e.metadata[index_col]} "
-                        "holds two different texts; each item of a day needs its own index")
+        raise DataError(
+            f"{table.folder}: {e.ticker} {e.metadata['date']}: {index_col} {e.metadata[index_col]} "
+            "holds two different texts; each item of a day needs its own index"
+        )
     return kept, dups, empty, used
 
 
@@ -267,18 +300,26 @@ def read(sources: list[Path], options: ImportOptions) -> ImportedCorpus:
         raise DataError("finsaber: give one folder (the one holding price_daily/, news_items/, filingk/, filingq/)")
     root = sources[0]
     if not root.is_dir():
-        raise DataError(f"{root}: no such folder" if not root.exists() else
-                        f"{root}: is a file; give the folder holding price_daily/ and news_items/")
+        raise DataError(
+            f"{root}: no such folder"
+            if not root.exists()
+            else f"{root}: is a file; give the folder holding price_daily/ and news_items/"
+        )
     prices_table = open_table(root, "price_daily", PRICE_COLUMNS)
     if prices_table is None:
-        raise DataError(f"{root}: no price_daily/ folder; not the FINSABER layout "
-                        "(price_daily/, news_items/, filingk/, filingq/ with year=YYYY/part-000.parquet)")
+        raise DataError(
+            f"{root}: no price_daily/ folder; not the FINSABER layout "
+            "(price_daily/, news_items/, filingk/, filingq/ with year=YYYY/part-000.parquet)"
+        )
     item_tables = {name: open_table(root, name, spec[0]) for name, spec in ITEM_TABLES.items()}
 
     found = available_symbols(prices_table, options)
     upper = {s.upper(): s for s in found}
-    span = "" if options.start is None and options.end is None else \
-        f" in {options.start or 'its first day'}..{options.end or 'its last day'}"
+    span = (
+        ""
+        if options.start is None and options.end is None
+        else f" in {options.start or 'its first day'}..{options.end or 'its last day'}"
+    )
     tickers = pick_tickers(list(upper), options.tickers, f"{prices_table.folder}{span}")
     symbols = {t: upper[t] for t in tickers}
 
@@ -295,5 +336,14 @@ def read(sources: list[Path], options: ImportOptions) -> ImportedCorpus:
         dups, empty, files = dups + d, empty + e, files + used
     if empty:
         notes.append(f"{empty} empty texts skipped")
-    return ImportedCorpus(format="finsaber", sources=files, prices=prices, price_kind="ohlcv", events=events,
-                          visibility=options.visibility, duplicates=dups, options=_record(options), notes=notes)
+    return ImportedCorpus(
+        format="finsaber",
+        sources=files,
+        prices=prices,
+        price_kind="ohlcv",
+        events=events,
+        visibility=options.visibility,
+        duplicates=dups,
+        options=_record(options),
+        notes=notes,
+    )

@@ -44,8 +44,10 @@ _TICKER = re.compile(r"^[A-Z0-9][A-Z0-9.\-]{0,14}$")
 def ticker_of(path: Path) -> str:
     t = path.name.split(".", 1)[0].upper()
     if not _TICKER.match(t):
-        raise DataError(f"{path}: cannot take a ticker from the file name {path.name!r}; "
-                        "name the file after the asset, e.g. msft.json")
+        raise DataError(
+            f"{path}: cannot take a ticker from the file name {path.name!r}; "
+            "name the file after the asset, e.g. msft.json"
+        )
     return t
 
 
@@ -121,8 +123,9 @@ def read_file(path: Path, ticker: str, options: ImportOptions) -> tuple[pd.DataF
             raise DataError(f"{path}: {day}: expected an object with prices/news, found {type(rec).__name__}")
         unknown = sorted(set(rec) - KNOWN_KEYS)
         if unknown:
-            raise DataError(f"{path}: {day}: unknown key {unknown[0]!r}; InvestorBench records hold "
-                            f"{', '.join(sorted(KNOWN_KEYS))}")
+            raise DataError(
+                f"{path}: {day}: unknown key {unknown[0]!r}; InvestorBench records hold {', '.join(sorted(KNOWN_KEYS))}"
+            )
         if not options.in_window(day):
             continue
         texts = {k: _texts(rec, k, day, path) for k in ("news", *FILING_KEYS)}
@@ -141,12 +144,24 @@ def read_file(path: Path, ticker: str, options: ImportOptions) -> tuple[pd.DataF
                 if not text:
                     empty += 1
                     continue
-                meta: dict[str, Any] = {"corpus": "investorbench", "date": key, "time": "date only",
-                                        "visibility": options.visibility}
+                meta: dict[str, Any] = {
+                    "corpus": "investorbench",
+                    "date": key,
+                    "time": "date only",
+                    "visibility": options.visibility,
+                }
                 if sentiment is not None:
                     meta["sentiment"] = sentiment
-                events.append(Event(id=f"{ticker}-{source}-{stamp}-{i}", ticker=ticker, source=source,
-                                    published_at=when, text=text, metadata=meta))
+                events.append(
+                    Event(
+                        id=f"{ticker}-{source}-{stamp}-{i}",
+                        ticker=ticker,
+                        source=source,
+                        published_at=when,
+                        text=text,
+                        metadata=meta,
+                    )
+                )
     if not rows:
         raise DataError(f"{path}: no days with a price in the chosen window")
     prices = pd.DataFrame(rows, columns=["Date", "Close"])
@@ -180,6 +195,14 @@ def read(sources: list[Path], options: ImportOptions) -> ImportedCorpus:
         notes.append("news sentiment tags kept in the text (--keep-sentiment), as the benchmark's agents read them")
     if empty:
         notes.append(f"{empty} empty texts skipped")
-    return ImportedCorpus(format="investorbench", sources=[by_ticker[t] for t in tickers], prices=prices,
-                          price_kind="close", events=events, visibility=options.visibility, duplicates=dups,
-                          options=options.as_record(), notes=notes)
+    return ImportedCorpus(
+        format="investorbench",
+        sources=[by_ticker[t] for t in tickers],
+        prices=prices,
+        price_kind="close",
+        events=events,
+        visibility=options.visibility,
+        duplicates=dups,
+        options=options.as_record(),
+        notes=notes,
+    )

@@ -99,8 +99,14 @@ def chunks(path: Path) -> Iterator[pd.DataFrame]:
         if csv:
             header = pd.read_csv(path, nrows=0)
             cols = columns_of(list(header.columns), path)
-            reader = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False,
-                                 usecols=sorted(set(cols.values())), chunksize=CHUNK_ROWS)
+            reader = pd.read_csv(
+                path,
+                dtype=str,
+                keep_default_na=False,
+                na_filter=False,
+                usecols=sorted(set(cols.values())),
+                chunksize=CHUNK_ROWS,
+            )
         else:
             reader = pd.read_json(path, lines=True, dtype=False, chunksize=CHUNK_ROWS, **_NO_DATE_GUESS)
         with reader:
@@ -116,8 +122,11 @@ def columns_of(columns: list[Any], path: Path) -> dict[str, str]:
     by_lower: dict[str, str] = {}
     for c in columns:
         by_lower.setdefault(str(c).strip().lower(), str(c))
-    cols = {role: next(by_lower[n] for n in names if n in by_lower)
-            for role, names in ROLES.items() if any(n in by_lower for n in names)}
+    cols = {
+        role: next(by_lower[n] for n in names if n in by_lower)
+        for role, names in ROLES.items()
+        if any(n in by_lower for n in names)
+    }
     found = ", ".join(map(str, columns)) or "none"
     for role, label in (("ticker", "ticker"), ("published", "date")):
         if role not in cols:
@@ -152,8 +161,15 @@ def load_rows(path: Path, wanted: set[str] | None) -> Rows:
     for chunk in chunks(path):
         if rows is None:
             cols = columns_of(list(chunk.columns), path)
-            rows = Rows(path=path, published_col=cols["published"], numbers=[], tickers=[],
-                        cols={role: [] for role in cols}, seen=set(), no_ticker=0)
+            rows = Rows(
+                path=path,
+                published_col=cols["published"],
+                numbers=[],
+                tickers=[],
+                cols={role: [] for role in cols},
+                seen=set(),
+                no_ticker=0,
+            )
         chunk = chunk.reindex(columns=list(dict.fromkeys(cols.values())))
         tickers = [t.upper() for t in _strings(chunk[cols["ticker"]])]
         keep = [i for i, t in enumerate(tickers) if t and (wanted is None or t in wanted)]
@@ -189,15 +205,18 @@ def items_of(rows: Rows, wanted: set[str], options: ImportOptions) -> tuple[list
             try:
                 when = timed[key] = item_time(raw, options.visibility)
             except BadTime as exc:
-                raise DataError(f"{rows.path}: row {rows.numbers[i]}: {rows.published_col} {raw!r} is {exc}; "
-                                "use YYYY-MM-DD or an ISO timestamp (e.g. 2020-06-05 14:30:00-04:00)") from None
+                raise DataError(
+                    f"{rows.path}: row {rows.numbers[i]}: {rows.published_col} {raw!r} is {exc}; "
+                    "use YYYY-MM-DD or an ISO timestamp (e.g. 2020-06-05 14:30:00-04:00)"
+                ) from None
         day, published, clock = when
         if not options.in_window(day):
             continue
         source = SOURCE_NAMES.get(get["source"][i].lower())
         if source is None:
-            raise DataError(f"{rows.path}: row {rows.numbers[i]}: source {get['source'][i]!r} is not one of "
-                            f"{', '.join(SOURCES)}")
+            raise DataError(
+                f"{rows.path}: row {rows.numbers[i]}: source {get['source'][i]!r} is not one of {', '.join(SOURCES)}"
+            )
         text, title = get["text"][i], get["title"][i]
         if not text:
             if not title:
@@ -205,13 +224,18 @@ def items_of(rows: Rows, wanted: set[str], options: ImportOptions) -> tuple[list
                 continue
             text = title
             skipped["title_as_text"] += 1
-        meta: dict[str, Any] = {"corpus": "csv", "date": day.isoformat(), "time": clock,
-                                "visibility": options.visibility}
+        meta: dict[str, Any] = {
+            "corpus": "csv",
+            "date": day.isoformat(),
+            "time": clock,
+            "visibility": options.visibility,
+        }
         for role in ("title", "url", "publisher", "author"):
             if get[role][i]:
                 meta[role] = get[role][i]
-        events.append(Event(id=f"row-{i}", ticker=ticker, source=source, published_at=published, text=text,
-                            metadata=meta))
+        events.append(
+            Event(id=f"row-{i}", ticker=ticker, source=source, published_at=published, text=text, metadata=meta)
+        )
     return events, skipped
 
 
@@ -231,8 +255,11 @@ def price_files(folder: Path | None) -> dict[str, Path]:
     if folder is None:
         raise DataError("csv: give the price files with --prices DIR (TICKER.csv per ticker)")
     if not folder.is_dir():
-        raise DataError(f"--prices {folder}: no such folder" if not folder.exists() else
-                        f"--prices {folder}: is a file; give the folder of TICKER.csv files")
+        raise DataError(
+            f"--prices {folder}: no such folder"
+            if not folder.exists()
+            else f"--prices {folder}: is a file; give the folder of TICKER.csv files"
+        )
     return {p.stem.upper(): p for p in sorted(folder.glob("*.csv"))}
 
 
@@ -250,8 +277,9 @@ def read_price_file(path: Path, ticker: str, options: ImportOptions) -> pd.DataF
     keep = [options.in_window(d) for d in days]
     cut = raw.loc[keep].reset_index(drop=True)
     if cut.empty:
-        raise DataError(f"{path}: no prices in the chosen window ({bars.index[0].date()}..{bars.index[-1].date()} "
-                        "in the file)")
+        raise DataError(
+            f"{path}: no prices in the chosen window ({bars.index[0].date()}..{bars.index[-1].date()} in the file)"
+        )
     return cut
 
 
@@ -266,21 +294,24 @@ def read(sources: list[Path], options: ImportOptions) -> ImportedCorpus:
     files = price_files(options.prices)
     tables = [load_rows(p, set(options.tickers) if options.tickers else None) for p in sources]
     in_tables = {t for r in tables for t in r.seen}
-    tickers = pick_tickers(sorted(in_tables | set(files)), options.tickers,
-                           f"the tables and --prices {options.prices}")
+    tickers = pick_tickers(sorted(in_tables | set(files)), options.tickers, f"the tables and --prices {options.prices}")
     missing = [t for t in tickers if t not in files]
     if missing:
         shown = ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else "")
-        raise DataError(f"--prices {options.prices} has no {missing[0]}.csv; no prices for {shown} "
-                        f"({len(missing)} of {len(tickers)} tickers; choose tickers with --tickers)")
+        raise DataError(
+            f"--prices {options.prices} has no {missing[0]}.csv; no prices for {shown} "
+            f"({len(missing)} of {len(tickers)} tickers; choose tickers with --tickers)"
+        )
 
     raw = {t: read_price_file(files[t], t, options) for t in tickers}
     close_only = sorted(t for t, f in raw.items() if is_close_only(f))
     kind: PriceKind = "close" if close_only else "ohlcv"
     notes: list[str] = []
     if close_only and len(close_only) < len(raw):
-        notes.append(f"close-only prices for {', '.join(close_only)}: every ticker imported close-only "
-                     "(Close = Adj Close where given)")
+        notes.append(
+            f"close-only prices for {', '.join(close_only)}: every ticker imported close-only "
+            "(Close = Adj Close where given)"
+        )
     prices = {t: to_close_only(f) for t, f in raw.items()} if close_only else raw
 
     events: list[Event] = []
@@ -298,5 +329,14 @@ def read(sources: list[Path], options: ImportOptions) -> ImportedCorpus:
     if skipped["title_as_text"]:
         notes.append(f"{skipped['title_as_text']} items without text took their title as text")
     sources_used = [r.path for r in tables] + [files[t] for t in tickers]
-    return ImportedCorpus(format="csv", sources=sources_used, prices=prices, price_kind=kind, events=kept,
-                          visibility=options.visibility, duplicates=dups, options=_record(options), notes=notes)
+    return ImportedCorpus(
+        format="csv",
+        sources=sources_used,
+        prices=prices,
+        price_kind=kind,
+        events=kept,
+        visibility=options.visibility,
+        duplicates=dups,
+        options=_record(options),
+        notes=notes,
+    )

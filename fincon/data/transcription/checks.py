@@ -36,8 +36,10 @@ def check_audio_complete(path: Path) -> None:
             declared = int.from_bytes(head[4:8], "little") + 8
             size = path.stat().st_size
             if declared != 0xFFFFFFFF + 8 and size < declared:  # 0xFFFFFFFF: a streamed WAV of unknown size
-                raise DataError(f"audio file {path} is truncated ({size} of the {declared} bytes its WAV header "
-                                "declares); copy or render it again")
+                raise DataError(
+                    f"audio file {path} is truncated ({size} of the {declared} bytes its WAV header "
+                    "declares); copy or render it again"
+                )
 
 
 def _check_ogg(path: Path, fh) -> None:
@@ -47,16 +49,22 @@ def _check_ogg(path: Path, fh) -> None:
         fh.seek(pos)
         header = fh.read(27)
         if len(header) < 27 or header[:4] != b"OggS":
-            raise DataError(f"audio file {path} is damaged or truncated (no Ogg page at byte {pos} of {size}); "
-                            "copy or render it again")
+            raise DataError(
+                f"audio file {path} is damaged or truncated (no Ogg page at byte {pos} of {size}); "
+                "copy or render it again"
+            )
         table = fh.read(header[26])
         if len(table) < header[26]:
             break
         end = pos + 27 + header[26] + sum(table)
         if end > size:
-            raise DataError(f"audio file {path} is truncated (its last Ogg page needs {end} bytes, the file has "
-                            f"{size}); copy or render it again")
+            raise DataError(
+                f"audio file {path} is truncated (its last Ogg page needs {end} bytes, the file has "
+                f"{size}); copy or render it again"
+            )
         last_flags, pages, pos = header[5], pages + 1, end
     if pos != size or not last_flags & 0x04:
-        raise DataError(f"audio file {path} is truncated (its Ogg stream ends after {pages} pages without the "
-                        "end-of-stream page); copy or render it again")
+        raise DataError(
+            f"audio file {path} is truncated (its Ogg stream ends after {pages} pages without the "
+            "end-of-stream page); copy or render it again"
+        )

@@ -67,8 +67,20 @@ def decoder_complaint(message: str) -> str:
     openai-whisper raises ``Failed to load audio: <ffmpeg's whole stderr>``,
     whose first lines are ffmpeg's version and build configuration; the
     complaint (``Invalid data found when processing input``) is the last one."""
-    noise = ("ffmpeg version", "built with", "configuration:", "lib", "Failed to load audio:",
-             "Input #", "Duration:", "Stream #", "Metadata:", "encoder", "Output #", "Press [q]")
+    noise = (
+        "ffmpeg version",
+        "built with",
+        "configuration:",
+        "lib",
+        "Failed to load audio:",
+        "Input #",
+        "Duration:",
+        "Stream #",
+        "Metadata:",
+        "encoder",
+        "Output #",
+        "Press [q]",
+    )
     lines = [ln.strip() for ln in str(message).splitlines() if ln.strip()]
     useful = [ln for ln in lines if not ln.startswith(noise)]
     pick = useful[-1] if useful else (lines[-1] if lines else "")
@@ -84,11 +96,17 @@ def probe_audio(path: Path) -> None:
     ffprobe = shutil.which("ffprobe")
     if not ffprobe:
         return
-    r = subprocess.run([ffprobe, "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", str(path)],
-                       capture_output=True, text=True, errors="replace")
+    r = subprocess.run(
+        [ffprobe, "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", str(path)],
+        capture_output=True,
+        text=True,
+        errors="replace",
+    )
     if r.returncode != 0:
-        raise DataError(f"cannot transcribe {path.name}: not audio ffmpeg can read "
-                        f"({decoder_complaint(r.stderr) or f'ffprobe exit {r.returncode}'})")
+        raise DataError(
+            f"cannot transcribe {path.name}: not audio ffmpeg can read "
+            f"({decoder_complaint(r.stderr) or f'ffprobe exit {r.returncode}'})"
+        )
 
 
 def sha256_file(path: Path) -> str:
@@ -113,26 +131,38 @@ class Transcript:
 class Transcriber:
     """``Transcriber().transcribe(path) -> Transcript``; models load lazily, once."""
 
-    def __init__(self, backend: str = "auto", model: str = EMBEDDED, cache_dir: str | Path | None = None,
-                 beam_size: int = 5, compute_type: str = "float32"):
+    def __init__(
+        self,
+        backend: str = "auto",
+        model: str = EMBEDDED,
+        cache_dir: str | Path | None = None,
+        beam_size: int = 5,
+        compute_type: str = "float32",
+    ):
         if backend not in BACKENDS:
             raise ConfigError(f"unknown transcription backend {backend!r}; use one of {', '.join(BACKENDS)}")
         if backend == "faster-whisper" and model != EMBEDDED:
-            raise ConfigError(f"the faster-whisper backend only has the embedded {EMBEDDED} model offline; "
-                              f"use --backend openai-whisper for {model}")
+            raise ConfigError(
+                f"the faster-whisper backend only has the embedded {EMBEDDED} model offline; "
+                f"use --backend openai-whisper for {model}"
+            )
         self.backend, self.model = backend, model
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
         for p in (self.cache_dir, *self.cache_dir.parents):
             if p.exists():  # the first existing ancestor must be a folder, or every write fails later
                 if not p.is_dir():
-                    raise ConfigError(f"transcript cache {self.cache_dir}: {p} is a file, not a folder; pass a "
-                                      "folder with --cache-dir (or set FINCON_CACHE_DIR)")
+                    raise ConfigError(
+                        f"transcript cache {self.cache_dir}: {p} is a file, not a folder; pass a "
+                        "folder with --cache-dir (or set FINCON_CACHE_DIR)"
+                    )
                 break
         if model != EMBEDDED and not Path(model).is_file():
             known = _whisper_models()
             if known is not None and model not in known:
-                raise ConfigError(f"unknown Whisper model {model!r}; use the embedded {EMBEDDED} (offline) or one "
-                                  f"of openai-whisper's: {', '.join(known)}")
+                raise ConfigError(
+                    f"unknown Whisper model {model!r}; use the embedded {EMBEDDED} (offline) or one "
+                    f"of openai-whisper's: {', '.join(known)}"
+                )
         self.beam_size, self.compute_type = beam_size, compute_type
         self.fallbacks = 0
         self._impl: tuple[str, Any] | None = None
@@ -158,9 +188,11 @@ class Transcriber:
                     tmp.replace(target)
                 except OSError as exc:
                     tmp.unlink(missing_ok=True)
-                    raise ConfigError(f"cannot write the converted model into {target.parent}: "
-                                      f"{exc.strerror or exc}; pass a writable --cache-dir (or set "
-                                      "FINCON_CACHE_DIR)") from None
+                    raise ConfigError(
+                        f"cannot write the converted model into {target.parent}: "
+                        f"{exc.strerror or exc}; pass a writable --cache-dir (or set "
+                        "FINCON_CACHE_DIR)"
+                    ) from None
             return str(target)
         whisper_cache = Path(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))) / "whisper"
         if (whisper_cache / f"{self.model}.pt").is_file() or Path(self.model).is_file():
@@ -170,12 +202,15 @@ class Transcriber:
         except OSError as exc:
             raise SourceUnavailable(
                 f"openai-whisper cannot download model {self.model} ({DOWNLOAD_HOST} unreachable: {exc.__class__.__name__}); "
-                f"use the embedded default --model {EMBEDDED}") from exc
+                f"use the embedded default --model {EMBEDDED}"
+            ) from exc
         return self.model
 
     def _load_openai(self):
         if not shutil.which("ffmpeg"):
-            raise ConfigError("openai-whisper needs the ffmpeg binary: apt-get install ffmpeg (or make install-info-extras)")
+            raise ConfigError(
+                "openai-whisper needs the ffmpeg binary: apt-get install ffmpeg (or make install-info-extras)"
+            )
         try:
             import whisper
         except ImportError as exc:
@@ -198,16 +233,26 @@ class Transcriber:
                     if self.backend == "openai-whisper" or self.model != EMBEDDED:
                         raise
                     self.fallbacks += 1
-                    log.warning("openai-whisper unavailable (%s); falling back to faster-whisper (fallback #%d)",
-                                exc, self.fallbacks)
+                    log.warning(
+                        "openai-whisper unavailable (%s); falling back to faster-whisper (fallback #%d)",
+                        exc,
+                        self.fallbacks,
+                    )
             if self._impl is None:
                 self._impl = ("faster-whisper", self._load_faster())
         return self._impl
 
     # -- public ---------------------------------------------------------------
     def _key(self, digest: str, backend: str) -> Path:
-        opts = json.dumps({"backend": backend, "model": self.model, "beam": self.beam_size,
-                           "ct": self.compute_type if backend == "faster-whisper" else None}, sort_keys=True)
+        opts = json.dumps(
+            {
+                "backend": backend,
+                "model": self.model,
+                "beam": self.beam_size,
+                "ct": self.compute_type if backend == "faster-whisper" else None,
+            },
+            sort_keys=True,
+        )
         tag = hashlib.sha256(opts.encode()).hexdigest()[:12]
         return self.cache_dir / "transcripts" / f"{digest}-{tag}.json"
 
@@ -229,8 +274,10 @@ class Transcriber:
         try:  # the cache folder, before minutes of decoding: a path that cannot be written fails now
             (self.cache_dir / "transcripts").mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise ConfigError(f"cannot write the transcript cache in {self.cache_dir}: {exc.strerror or exc}; pass "
-                              "a writable --cache-dir (or set FINCON_CACHE_DIR)") from None
+            raise ConfigError(
+                f"cannot write the transcript cache in {self.cache_dir}: {exc.strerror or exc}; pass "
+                "a writable --cache-dir (or set FINCON_CACHE_DIR)"
+            ) from None
         name, model = self._backend()
         t0 = time.perf_counter()
         try:
@@ -238,21 +285,41 @@ class Transcriber:
                 import whisper
 
                 audio = whisper.load_audio(str(path))
-                r = model.transcribe(audio, language="en", fp16=False, temperature=0.0, beam_size=self.beam_size,
-                                     condition_on_previous_text=False, verbose=None)
+                r = model.transcribe(
+                    audio,
+                    language="en",
+                    fp16=False,
+                    temperature=0.0,
+                    beam_size=self.beam_size,
+                    condition_on_previous_text=False,
+                    verbose=None,
+                )
                 text = r["text"].strip()
                 seconds = len(audio) / 16000.0
             else:
-                segs, info = model.transcribe(str(path), language="en", beam_size=self.beam_size,
-                                              condition_on_previous_text=False, vad_filter=False)
+                segs, info = model.transcribe(
+                    str(path),
+                    language="en",
+                    beam_size=self.beam_size,
+                    condition_on_previous_text=False,
+                    vad_filter=False,
+                )
                 text = " ".join(s.text.strip() for s in segs).strip()
                 seconds = float(info.duration)
         except Exception as exc:  # noqa: BLE001 - decoder errors are bad input for the user
             if isinstance(exc, (ConfigError, SourceUnavailable)):
                 raise
-            raise DataError(f"cannot transcribe {path.name}: {decoder_complaint(str(exc)) or exc.__class__.__name__}") from None
-        tr = Transcript(text=text, backend=name, model=self.model, audio_sha256=digest, audio_seconds=round(seconds, 3),
-                        compute_seconds=round(time.perf_counter() - t0, 3))
+            raise DataError(
+                f"cannot transcribe {path.name}: {decoder_complaint(str(exc)) or exc.__class__.__name__}"
+            ) from None
+        tr = Transcript(
+            text=text,
+            backend=name,
+            model=self.model,
+            audio_sha256=digest,
+            audio_seconds=round(seconds, 3),
+            compute_seconds=round(time.perf_counter() - t0, 3),
+        )
         f = self._key(digest, name)
         try:
             f.parent.mkdir(parents=True, exist_ok=True)
@@ -260,8 +327,10 @@ class Transcriber:
             tmp.write_text(json.dumps(asdict(tr), sort_keys=True), encoding="utf-8")
             tmp.replace(f)
         except OSError as exc:
-            raise ConfigError(f"cannot write the transcript cache in {self.cache_dir}: {exc.strerror or exc}; pass "
-                              "a writable --cache-dir (or set FINCON_CACHE_DIR)") from None
+            raise ConfigError(
+                f"cannot write the transcript cache in {self.cache_dir}: {exc.strerror or exc}; pass "
+                "a writable --cache-dir (or set FINCON_CACHE_DIR)"
+            ) from None
         return tr
 
 
@@ -278,4 +347,5 @@ def word_error_rate(reference: str, hypothesis: str) -> float:
 
         def norm(s: str) -> str:
             return re.sub(r"[^a-z0-9 ]", " ", s.lower())
+
     return float(jiwer.wer(norm(reference), norm(hypothesis)))

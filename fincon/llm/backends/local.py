@@ -81,8 +81,16 @@ class LocalLlamaBackend:
     #: the grammar enforces the schema, so the prompt sketches it in one line (fincon.llm.schema)
     enforces_schema = True
 
-    def __init__(self, model: str | Path | None = None, *, n_ctx: int = 2048, n_threads: int | None = None,
-                 seed: int = 0, cache_dir: Path | None = None, prompt_cache_bytes: int = 1 << 30):
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        *,
+        n_ctx: int = 2048,
+        n_threads: int | None = None,
+        seed: int = 0,
+        cache_dir: Path | None = None,
+        prompt_cache_bytes: int = 1 << 30,
+    ):
         # The model's identity in cache keys is its content hash, not its path. A
         # bundled model's hash is pinned, so a replay needs no model file at all:
         # it is assembled on the first live call.
@@ -116,8 +124,14 @@ class LocalLlamaBackend:
         is answered entirely from the cache never loads it)."""
         if self._llm is None:
             Llama = _import_llama()
-            self._llm = Llama(model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.n_threads,
-                              n_threads_batch=self.n_threads, seed=self.seed, verbose=False)
+            self._llm = Llama(
+                model_path=str(self.path),
+                n_ctx=self.n_ctx,
+                n_threads=self.n_threads,
+                n_threads_batch=self.n_threads,
+                seed=self.seed,
+                verbose=False,
+            )
             if self.prompt_cache_bytes > 0:
                 self._llm.set_cache(_prompt_states(self.prompt_cache_bytes))
         return self._llm
@@ -141,7 +155,8 @@ class LocalLlamaBackend:
                 # the same failure the openai path reports for a context_length_exceeded 400
                 raise LLMRequestRejected(
                     f"local model: {exc}; raise the context with n_ctx in the llm settings "
-                    f"(now {self.n_ctx}; e.g. llm: {{n_ctx: 4096}}) or shorten the prompt") from None
+                    f"(now {self.n_ctx}; e.g. llm: {{n_ctx: 4096}}) or shorten the prompt"
+                ) from None
             model_s = time.perf_counter() - t0
         choice = out["choices"][0]
         usage = out.get("usage") or {}

@@ -70,8 +70,14 @@ ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FORMAT_WORDS = ("response_format", "json_schema", "json schema", "grammar")
 # words that blame the prompt's length (OpenAI, llama-cpp-python: context_length_exceeded;
 # llama.cpp's llama-server: exceed_context_size_error; vLLM: "maximum context length")
-_CONTEXT_WORDS = ("context_length_exceeded", "maximum context length", "context length", "context size",
-                  "exceed_context", "context window")
+_CONTEXT_WORDS = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context length",
+    "context size",
+    "exceed_context",
+    "context window",
+)
 
 
 def check_api_key_env(name: str) -> str:
@@ -159,9 +165,7 @@ class OpenAICompatBackend:
         headers = {"Content-Type": "application/json"}
         if self._key:
             headers["Authorization"] = f"Bearer {self._key}"
-        self._http = httpx.Client(
-            timeout=httpx.Timeout(self.timeout_s, connect=connect_timeout_s), headers=headers
-        )
+        self._http = httpx.Client(timeout=httpx.Timeout(self.timeout_s, connect=connect_timeout_s), headers=headers)
 
     @property
     def structured_mode(self) -> str:
@@ -193,7 +197,7 @@ class OpenAICompatBackend:
         }
 
     def _sleep_before_retry(self, attempt: int, retry_after: float | None) -> None:
-        cap = min(self.max_backoff_s, self.backoff_s * (2 ** attempt))
+        cap = min(self.max_backoff_s, self.backoff_s * (2**attempt))
         delay = self._rng.uniform(0, cap)  # full jitter
         if retry_after is not None:
             delay = max(delay, min(retry_after, self.max_backoff_s))
@@ -214,8 +218,13 @@ class OpenAICompatBackend:
             except _Retryable as exc:
                 last = exc
                 kinds[exc.kind] = kinds.get(exc.kind, 0) + 1
-                log.warning("LLM call to %s failed (attempt %d of %d): %s", self.base_url, attempt + 1,
-                            self.max_retries + 1, exc)
+                log.warning(
+                    "LLM call to %s failed (attempt %d of %d): %s",
+                    self.base_url,
+                    attempt + 1,
+                    self.max_retries + 1,
+                    exc,
+                )
                 if exc.kind == "timeout" and kinds["timeout"] > self.timeout_retries:
                     break
                 if exc.kind == "connect" and kinds["connect"] > self.connect_retries:
@@ -233,14 +242,18 @@ class OpenAICompatBackend:
                 "--llm-concurrency, or give the server more slots (llama-server -np N, i.e. --parallel N)"
             )
         elif kind == "connect":
-            advice = (f"nothing is listening at {self.base_url}: start the server or fix --llm-base-url"
-                      if "refused" in what.lower() else
-                      f"cannot connect to {self.base_url}: check --llm-base-url, the network and that the server is up")
+            advice = (
+                f"nothing is listening at {self.base_url}: start the server or fix --llm-base-url"
+                if "refused" in what.lower()
+                else f"cannot connect to {self.base_url}: check --llm-base-url, the network and that the server is up"
+            )
         elif kind == "status" and last is not None and last.status == 429:
             advice = "the server keeps rate-limiting: lower --llm-concurrency or raise the account's rate limit"
         elif kind == "malformed":
-            advice = ("its answers are not OpenAI chat completions: check --llm-base-url "
-                      "(it usually ends in /v1) and the server's log")
+            advice = (
+                "its answers are not OpenAI chat completions: check --llm-base-url "
+                "(it usually ends in /v1) and the server's log"
+            )
         else:
             advice = "check that it is running and reachable (and its log)"
         noun = "attempt" if attempts == 1 else "attempts"
@@ -272,14 +285,14 @@ class OpenAICompatBackend:
         raw = resp.text
         body = _one_line(self._scrub(raw[:300]))
         lowered = body.lower()
-        if "text/html" in resp.headers.get("content-type", "").lower() or \
-                raw.lstrip()[:15].lower().startswith(("<!doctype", "<html")):
+        if "text/html" in resp.headers.get("content-type", "").lower() or raw.lstrip()[:15].lower().startswith(
+            ("<!doctype", "<html")
+        ):
             raise self._not_openai(status, html=True)
         if status in NOT_OPENAI_STATUS:
             raise self._not_openai(status, html=False)
         blames_context = status in (400, 413, 422) and any(w in lowered for w in _CONTEXT_WORDS)
-        rejects_format = (status in (400, 422, 500) and not blames_context
-                          and any(w in lowered for w in _FORMAT_WORDS))
+        rejects_format = status in (400, 422, 500) and not blames_context and any(w in lowered for w in _FORMAT_WORDS)
         if rejects_format and self._may_downgrade and mode != MODES[-1]:
             nxt = MODES[MODES.index(mode) + 1]
             with self._lock:

@@ -79,8 +79,10 @@ def ensure_llama_cpp(notice=None) -> None:
         return
     say = notice or (lambda line: print(line, file=sys.stderr, flush=True))
     if os.environ.get("FINCON_NO_RUNTIME_BUILD"):
-        raise LLMError(f"the local backend needs llama-cpp-python (FINCON_NO_RUNTIME_BUILD is set, so fincon "
-                       f"does not build it); build it with `make install-llm-extras` or: {by_hand()}")
+        raise LLMError(
+            f"the local backend needs llama-cpp-python (FINCON_NO_RUNTIME_BUILD is set, so fincon "
+            f"does not build it); build it with `make install-llm-extras` or: {by_hand()}"
+        )
     with open(_lock_path(), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be building it right now
         if _importable():
@@ -89,11 +91,18 @@ def ensure_llama_cpp(notice=None) -> None:
         log = Path(tempfile.gettempdir()) / f"fincon-llama-build-{os.getpid()}.log"
         t0 = time.monotonic()
         with open(log, "w") as out:
-            code = subprocess.call(build_command(), env={**os.environ, "CMAKE_ARGS": CMAKE_ARGS},
-                                   stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            code = subprocess.call(
+                build_command(),
+                env={**os.environ, "CMAKE_ARGS": CMAKE_ARGS},
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
         took = time.monotonic() - t0
         if code != 0 or not _importable():
-            raise LLMError(f"building llama-cpp-python failed after {took:.0f} s (exit {code}; log {log}); "
-                           f"build it by hand: {by_hand()}")
+            raise LLMError(
+                f"building llama-cpp-python failed after {took:.0f} s (exit {code}; log {log}); "
+                f"build it by hand: {by_hand()}"
+            )
         say(f"fincon: local model runtime built in {took / 60:.1f} min; later runs use it directly")
         log.unlink(missing_ok=True)

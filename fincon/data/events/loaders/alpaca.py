@@ -41,19 +41,37 @@ def parse_alpaca_news(page: dict, tickers: Sequence[str]) -> list[Event]:
         body = re.sub(r"\s+", " ", body).strip()
         text = "\n".join(x for x in (it.get("headline", ""), it.get("summary", ""), body) if x)
         for sym in sorted(set(it.get("symbols") or []) & want):
-            out.append(Event(
-                id=f"{sym}-alpaca-{it['id']}", ticker=sym, source="news", published_at=it["created_at"], text=text,
-                metadata={"title": it.get("headline", ""), "author": it.get("author", ""), "url": it.get("url", ""),
-                          "publisher": it.get("source", ""), "provider": "alpaca", "updated_at": it.get("updated_at", "")},
-            ))
+            out.append(
+                Event(
+                    id=f"{sym}-alpaca-{it['id']}",
+                    ticker=sym,
+                    source="news",
+                    published_at=it["created_at"],
+                    text=text,
+                    metadata={
+                        "title": it.get("headline", ""),
+                        "author": it.get("author", ""),
+                        "url": it.get("url", ""),
+                        "publisher": it.get("source", ""),
+                        "provider": "alpaca",
+                        "updated_at": it.get("updated_at", ""),
+                    },
+                )
+            )
     return out
 
 
 class AlpacaNewsLoader:
     name = "alpaca"
 
-    def __init__(self, cache_dir: str | Path | None = None, transport: Any = None, timeout: float = 5.0,
-                 keys: tuple[str, str] | None = None, page_limit: int = 50):
+    def __init__(
+        self,
+        cache_dir: str | Path | None = None,
+        transport: Any = None,
+        timeout: float = 5.0,
+        keys: tuple[str, str] | None = None,
+        page_limit: int = 50,
+    ):
         self.keys = keys or alpaca_keys()
         self.cache = cache_root(cache_dir) / "alpaca"
         self.transport = transport
@@ -68,12 +86,20 @@ class AlpacaNewsLoader:
         import httpx
 
         if self.transport is None:
-            require_reachable(ALPACA_HOST, "Alpaca News", f"nothing is cached for {ticker} {start}..{end}", self.timeout)
+            require_reachable(
+                ALPACA_HOST, "Alpaca News", f"nothing is cached for {ticker} {start}..{end}", self.timeout
+            )
         if self.keys is None:
             raise SourceUnavailable("Alpaca News needs its API keys: set APCA_API_KEY_ID and APCA_API_SECRET_KEY")
         headers = {"APCA-API-KEY-ID": self.keys[0], "APCA-API-SECRET-KEY": self.keys[1]}
-        params: dict[str, Any] = {"symbols": ticker, "start": f"{start}T00:00:00Z", "end": f"{end}T23:59:59Z", "limit": self.page_limit,
-                  "include_content": "true", "sort": "asc"}
+        params: dict[str, Any] = {
+            "symbols": ticker,
+            "start": f"{start}T00:00:00Z",
+            "end": f"{end}T23:59:59Z",
+            "limit": self.page_limit,
+            "include_content": "true",
+            "sort": "asc",
+        }
         with httpx.Client(timeout=self.timeout, transport=self.transport, headers=headers) as client:
             token = None
             while True:
@@ -81,7 +107,9 @@ class AlpacaNewsLoader:
                 try:
                     r = client.get(ALPACA_URL, params=q)
                 except httpx.HTTPError as exc:
-                    raise SourceUnavailable(f"Alpaca News request failed ({exc.__class__.__name__}); retry later") from exc
+                    raise SourceUnavailable(
+                        f"Alpaca News request failed ({exc.__class__.__name__}); retry later"
+                    ) from exc
                 if r.status_code in (401, 403):
                     raise ConfigError("Alpaca News rejected the key: check APCA_API_KEY_ID / APCA_API_SECRET_KEY")
                 if r.status_code != 200:

@@ -32,7 +32,9 @@ class DirectoryLoader:
 
     def files(self) -> list[Path]:
         if not self.root.is_dir():
-            raise DataError(f"event directory {self.root} does not exist; create it or run `fincon data sample --out {self.root}`")
+            raise DataError(
+                f"event directory {self.root} does not exist; create it or run `fincon data sample --out {self.root}`"
+            )
         pats = ("*.jsonl", "*.jsonl.gz", "*.csv")
         return sorted({p for pat in pats for p in self.root.rglob(pat)})
 
@@ -53,8 +55,10 @@ class DirectoryLoader:
                     raise DataError(f"{path.name}: event {e.id} names audio {e.audio} which is not in {self.root}")
                 audio = Path(e.audio) if e.audio and Path(e.audio).is_absolute() else self.root / (e.audio or "")
                 if e.audio and audio.is_file() and audio.stat().st_size == 0:
-                    raise DataError(f"{path.name}: event {e.id} names audio {e.audio}, an empty (0-byte) file; "
-                                    "render or copy it again")
+                    raise DataError(
+                        f"{path.name}: event {e.id} names audio {e.audio}, an empty (0-byte) file; "
+                        "render or copy it again"
+                    )
                 if in_window(e, start, end):
                     out.append(e)
         return out

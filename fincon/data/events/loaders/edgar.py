@@ -86,7 +86,9 @@ def extract_mdna(html: str, form: str) -> str:
         if len(span) > len(best):
             best = span
     if len(best) < 200:
-        raise DataError(f"no {base} MD&A section found ({'Item 7' if base == '10-K' else 'Part I, Item 2'}); the filing layout is not recognised")
+        raise DataError(
+            f"no {base} MD&A section found ({'Item 7' if base == '10-K' else 'Part I, Item 2'}); the filing layout is not recognised"
+        )
     return best
 
 
@@ -104,11 +106,20 @@ def filing_event(raw: RawFiling) -> Event:
     form = raw.form.split("/")[0]
     text = extract_mdna(raw.html, form)
     return Event(
-        id=f"{raw.ticker}-{form}-{raw.accession}", ticker=raw.ticker.upper(), source=form, published_at=accepted_at(raw),
+        id=f"{raw.ticker}-{form}-{raw.accession}",
+        ticker=raw.ticker.upper(),
+        source=form,
+        published_at=accepted_at(raw),
         text=text,
-        metadata={"accession": raw.accession, "filing_date": raw.filing_date, "form": raw.form, "section": "MD&A",
-                  "title": f"{raw.ticker.upper()} {form} MD&A filed {raw.filing_date}", "url": raw.url or "",
-                  "provider": "sec-edgar"},
+        metadata={
+            "accession": raw.accession,
+            "filing_date": raw.filing_date,
+            "form": raw.form,
+            "section": "MD&A",
+            "title": f"{raw.ticker.upper()} {form} MD&A filed {raw.filing_date}",
+            "url": raw.url or "",
+            "provider": "sec-edgar",
+        },
     )
 
 
@@ -129,15 +140,28 @@ def edgartools_fetch(ticker: str, forms: Sequence[str], start: str, end: str, us
         if not html:
             log.warning("EDGAR %s %s has no HTML document; skipped", ticker, f.accession_no)
             continue
-        yield RawFiling(ticker=ticker, form=str(f.form), accession=str(f.accession_no), filing_date=str(f.filing_date),
-                        html=html, accepted=accepted, url=getattr(f, "url", None) or getattr(f, "filing_url", None))
+        yield RawFiling(
+            ticker=ticker,
+            form=str(f.form),
+            accession=str(f.accession_no),
+            filing_date=str(f.filing_date),
+            html=html,
+            accepted=accepted,
+            url=getattr(f, "url", None) or getattr(f, "filing_url", None),
+        )
 
 
 class EdgarLoader:
     name = "edgar"
 
-    def __init__(self, user_agent: str | None = None, cache_dir: str | Path | None = None, forms: Sequence[str] = FORMS,
-                 fetch: Callable[..., Iterable[RawFiling]] | None = None, timeout: float = 3.0):
+    def __init__(
+        self,
+        user_agent: str | None = None,
+        cache_dir: str | Path | None = None,
+        forms: Sequence[str] = FORMS,
+        fetch: Callable[..., Iterable[RawFiling]] | None = None,
+        timeout: float = 3.0,
+    ):
         self.user_agent = user_agent or os.environ.get("FINCON_SEC_USER_AGENT") or os.environ.get("EDGAR_IDENTITY")
         self.cache = cache_root(cache_dir) / "edgar"
         bad = [f for f in forms if f not in FORMS]
@@ -164,8 +188,12 @@ class EdgarLoader:
                 continue
             if self.fetch is None:
                 if not self.user_agent:
-                    raise ConfigError("SEC EDGAR needs a User-Agent naming you: set FINCON_SEC_USER_AGENT='Name email@example.com'")
-                require_reachable(SEC_HOST, "SEC EDGAR", f"nothing is cached for {t} {s}..{e} in {self.cache}", self.timeout)
+                    raise ConfigError(
+                        "SEC EDGAR needs a User-Agent naming you: set FINCON_SEC_USER_AGENT='Name email@example.com'"
+                    )
+                require_reachable(
+                    SEC_HOST, "SEC EDGAR", f"nothing is cached for {t} {s}..{e} in {self.cache}", self.timeout
+                )
                 fetch = edgartools_fetch
             else:
                 fetch = self.fetch

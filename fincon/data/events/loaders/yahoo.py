@@ -45,20 +45,34 @@ def parse_yahoo_news(ticker: str, items: Sequence[dict]) -> list[Event]:
             log.warning("yfinance item without id/title/time skipped")
             continue
         summary = c.get("summary") or c.get("description") or ""
-        provider = c.get("provider", {}).get("displayName") if isinstance(c.get("provider"), dict) else c.get("publisher")
+        provider = (
+            c.get("provider", {}).get("displayName") if isinstance(c.get("provider"), dict) else c.get("publisher")
+        )
         url = (c.get("canonicalUrl") or {}).get("url") if isinstance(c.get("canonicalUrl"), dict) else c.get("link")
         text = title + ("\n" + summary if summary else "")
-        out.append(Event(id=f"{ticker}-yahoo-{uid}", ticker=ticker.upper(), source="news", published_at=published,
-                         text=text, metadata={"title": title, "publisher": provider or "", "url": url or "",
-                                              "provider": "yfinance"}))
+        out.append(
+            Event(
+                id=f"{ticker}-yahoo-{uid}",
+                ticker=ticker.upper(),
+                source="news",
+                published_at=published,
+                text=text,
+                metadata={"title": title, "publisher": provider or "", "url": url or "", "provider": "yfinance"},
+            )
+        )
     return out
 
 
 class YahooNewsLoader:
     name = "yfinance"
 
-    def __init__(self, cache_dir: str | Path | None = None, fetch: Callable[[str], list[dict]] | None = None,
-                 timeout: float = 3.0, today: Any = None):
+    def __init__(
+        self,
+        cache_dir: str | Path | None = None,
+        fetch: Callable[[str], list[dict]] | None = None,
+        timeout: float = 3.0,
+        today: Any = None,
+    ):
         self.cache = cache_root(cache_dir) / "yfinance"
         self.fetch = fetch
         self.timeout = timeout
@@ -67,7 +81,12 @@ class YahooNewsLoader:
     def _fetch(self, ticker: str) -> list[dict]:
         if self.fetch is not None:
             return self.fetch(ticker)
-        require_reachable(YAHOO_HOST, "Yahoo Finance", f"no news for {ticker} is cached for {self.today} in {self.cache}", self.timeout)
+        require_reachable(
+            YAHOO_HOST,
+            "Yahoo Finance",
+            f"no news for {ticker} is cached for {self.today} in {self.cache}",
+            self.timeout,
+        )
         import yfinance as yf
 
         return list(yf.Ticker(ticker).news or [])
