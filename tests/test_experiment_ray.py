@@ -109,9 +109,10 @@ def test_resume_across_executors(both):
 
 
 @pytest.mark.slow
-def test_failed_unit_is_one_line_and_the_others_keep_their_results(tmp_path):
-    """The baselines unit fails (no price data in the test window) on a Ray worker;
-    the training beside it finishes and keeps its results; no test runs."""
+def test_a_test_window_outside_the_data_is_refused_before_any_unit_runs(tmp_path):
+    """No price data in the test window: the experiment checks every input
+    before it writes anything (issue 19), so with Ray too the user gets one
+    line, exit 2, and no experiment directory; no unit ran on a worker."""
     data = tmp_path / "data"
     data.mkdir()
     sample = Path(__file__).parents[1] / "fincon" / "data" / "sample" / "prices" / "TSLA.csv.gz"
@@ -123,10 +124,8 @@ def test_failed_unit_is_one_line_and_the_others_keep_their_results(tmp_path):
     small = ["--repeats", "1", "--episodes", "1", "--ablations", "full", "--baselines", "buy-and-hold"]
     code, _, err = run(ARGS + small + ["--out", str(out), "--data", str(data)] + RAY)
     assert code == 2
-    assert err.count("\n") == 1 and err.startswith("fincon: error: baselines: TSLA: no data in 2022-05-02"), err
-    assert "rerun the same command to resume" in err
-    assert json.loads((out / "train" / "full-r1" / "train.json").read_text())["status"] == "complete"
-    assert not (out / "baselines").exists() and not (out / "test").exists()
+    assert err.count("\n") == 1 and err.startswith("fincon: error: TSLA: no data in 2022-05-02"), err
+    assert not out.exists()
 
 
 def _ask(path: str, answer: str) -> dict:

@@ -46,7 +46,12 @@ def small_days(n: int = 12, start: str = "2021-01-04") -> dict:
 
 
 def run_cli(*argv) -> int:
-    return main([str(a) for a in argv])
+    """The exit status a user sees: main's return value, or argparse's exit
+    for a flag it refuses itself (a non-ISO date)."""
+    try:
+        return main([str(a) for a in argv])
+    except SystemExit as exc:
+        return int(exc.code or 0)
 
 
 def events_of(root: Path) -> EventStore:

@@ -106,8 +106,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="T[,T...]",
         help="import only these tickers (default: every ticker the source holds)",
     )
-    i.add_argument("--start", help="first day to import, YYYY-MM-DD (default: the source's first)")
-    i.add_argument("--end", help="last day to import, YYYY-MM-DD (default: the source's last)")
+    i.add_argument("--start", type=iso_date, help="first day to import, YYYY-MM-DD (default: the source's first)")
+    i.add_argument("--end", type=iso_date, help="last day to import, YYYY-MM-DD (default: the source's last)")
     i.add_argument(
         "--same-day",
         action="store_true",
@@ -230,28 +230,15 @@ def check_bitrate(text: str) -> int:
     return int(bits)
 
 
-def _iso_day(s: str | None, flag: str):
-    """An ISO date (YYYY-MM-DD) or None; nothing else is guessed at."""
-    import datetime as dt
-    import re
-
-    if s is None:
-        return None
-    try:
-        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", s.strip()):
-            raise ValueError
-        return dt.date.fromisoformat(s.strip())
-    except ValueError:
-        raise ConfigError(f"{flag} {s!r} is not a date; use YYYY-MM-DD, e.g. 2020-10-01") from None
-
-
 def cmd_import(args: argparse.Namespace) -> int:
+    import datetime as dt
     import time
 
     from fincon.data.dataset import item_table, summary_rows, write_dataset
     from fincon.data.importers import ImportOptions, read_corpus
 
-    start, end = _iso_day(args.start, "--start"), _iso_day(args.end, "--end")
+    start = dt.date.fromisoformat(args.start) if args.start else None
+    end = dt.date.fromisoformat(args.end) if args.end else None
     if start and end and start > end:
         raise ConfigError(f"--start {start} is after --end {end}")
     tickers = _tickers(args.tickers) if args.tickers else None

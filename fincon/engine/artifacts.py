@@ -155,6 +155,28 @@ def corpus_hash(files: Iterable[Path]) -> str | None:
     return h.hexdigest() if seen else None
 
 
+def _location_free(node: Any) -> Any:
+    """The config with every absolute path cut to its last component: a
+    run's config names folders where it happens to live (an experiment's
+    staging dir, a training's episode dir), which must not change its hash;
+    the data and corpus enter the manifest by the hashes of their contents."""
+    if isinstance(node, dict):
+        return {k: _location_free(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_location_free(v) for v in node]
+    if isinstance(node, str) and node.startswith("/"):
+        return Path(node).name
+    return node
+
+
+def config_hash(config_yaml: str) -> str:
+    """sha256 of the run config, independent of where the run's files live."""
+    import yaml
+
+    tree = _location_free(yaml.safe_load(config_yaml))
+    return sha256_bytes(yaml.safe_dump(tree, sort_keys=True).encode())
+
+
 def manifest(
     config_yaml: str, frames: Mapping[str, pd.DataFrame], corpus: Path | None, seeds: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -165,9 +187,9 @@ def manifest(
     files = [p for p in sorted(corpus.glob("*")) if p.is_file()] if corpus is not None and corpus.is_dir() else []
     return {
         "packages": _versions(),
-        "config_sha256": sha256_bytes(config_yaml.encode()),
+        "config_sha256": config_hash(config_yaml),
         "data_sha256": data,
-        "corpus": str(corpus) if corpus is not None else None,
+        "corpus": corpus.name if corpus is not None else None,
         "corpus_sha256": corpus_hash(files),
         "seeds": dict(seeds),
         "git_revision": git_revision(),

@@ -146,7 +146,7 @@ def collect(exp: ExperimentConfig, root: Path) -> dict[str, Any]:
             "cr_pct_max": max(crs),
             "wilcoxon": {**(test or {}), "against": best},
         }
-    for v, m in medians.items():  # how often each protocol decided otherwise than the plain team
+    for m in medians.values():  # how often each protocol decided otherwise than the plain team
         plain = medians.get(variant("fincon", m["ablation"]))
         if plain is not None and m["protocol"] != "fincon":
             m["differs_from_fincon"] = differs_share(root / m["run_dir"], root / plain["run_dir"])

@@ -17,13 +17,23 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 
 from fincon.workflow.experiment_config import ExperimentConfig
 from fincon.workflow.experiment_results import write_atomic
 from fincon.workflow.experiment_units import baseline_dir
+
+
+class Cell(Protocol):
+    """What this module needs of a rolling cell (``fincon.workflow.rolling.Cell``,
+    which imports this module): its experiment and its folder."""
+
+    exp: ExperimentConfig
+
+    def root(self, out: Path) -> Path: ...
+
 
 BENCH = "buy-and-hold"
 COLUMNS = (

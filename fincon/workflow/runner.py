@@ -102,16 +102,16 @@ def calendar_days(cfg: RunConfig, market: MarketData) -> tuple[int, str]:
     include weekends, else 252), unless the config sets another number. The
     line depends only on the data and the number, so a rerun from the saved
     (resolved) config.yaml writes the same metrics.json."""
-    from fincon.data.dataset import resolve_dataset
+    from fincon.data.dataset import infer_calendar, resolve_dataset
 
     ds = resolve_dataset(cfg.data.dir) if cfg.data.source == "csv" else None
     if ds is not None:
         cal = ds.manifest.calendar
         days, label = cal.days_per_year, f"dataset calendar {cal.name}"
-    elif bool((market.frame(market.tickers[0]).index.day_of_week >= 5).any()):
-        days, label = 365, "bars on weekends: a 24/7 calendar"
     else:
-        days, label = 252, "exchange calendar (weekday sessions)"
+        cal = infer_calendar(market.frame(market.tickers[0]).index)
+        days = cal.days_per_year
+        label = "bars on weekends: a 24/7 calendar" if cal.name == "24/7" else "exchange calendar (weekday sessions)"
     if cfg.metrics.days_per_year and cfg.metrics.days_per_year != days:
         return cfg.metrics.days_per_year, (
             f"annualised with {cfg.metrics.days_per_year} days, set in the config "
