@@ -272,14 +272,18 @@ def client_for(stub) -> LLMClient:
     return LLMClient(stub, ledger=UsageLedger())
 
 
-def test_llm_critics_go_through_the_brain_and_fall_back_to_rules_counted(q3):
+def test_llm_critics_go_through_the_brain_and_a_failed_answer_is_counted(q3):
     rev = q3.metadata["revenue_bn"]
     stub = CriticStub(extraction="garbage")
     brain = LLMBrain(client_for(stub))
     [claim] = claims_in(f"Revenue was ${rev + 1:.2f} billion.", [q3.text])
     r = critique(claim, brain)
-    assert r.fallbacks == 1 and r.calls == 2 and stub.calls == 2  # asked, re-asked, rules
-    assert r.status == "corrected" and r.value == rev
+    assert r.fallbacks == 1 and r.calls == 2 and stub.calls == 2  # asked, re-asked, could not verify
+    assert r.status == "unverified" and r.value == pytest.approx(rev + 1)
+    # a model that gives the source's figure: corrected by the model's verdict
+    right = CriticStub(extraction={"ok": False, "source_value": rev})
+    r1 = critique(claim, LLMBrain(client_for(right)))
+    assert r1.status == "corrected" and r1.value == rev and r1.fallbacks == 0
     # a model that says the figure is fine: the critic's verdict is the model's
     lenient = CriticStub(extraction={"ok": True})
     r2 = critique(claim, LLMBrain(client_for(lenient)))
@@ -293,16 +297,31 @@ def test_llm_calculation_critic_verdict_is_applied(q3):
     [claim] = claims_in("Prior-year revenue was $1.00 billion.", [q3.text])
     r = critique(claim, LLMBrain(client_for(stub)))
     assert r.calculation_failed and r.value == 7.78 and r.calls == 1  # purely derived: no extraction question
-    assert f"revenue ($bn) = {f['revenue']:g}" in stub.prompts[0] and "Formula: prior_revenue" in stub.prompts[0]
+    assert (
+        f"revenue ($bn) = {f['revenue']:g}" in stub.prompts[0]
+        and "Formula" not in stub.prompts[0]
+        and "revenue /" not in stub.prompts[0]
+    )
 
 
 def test_team_with_llm_stub_and_critics_corrects_a_misquoted_figure(tmp_path):
-    stub = CriticStub(extraction="garbage")
+    stub = CriticStub(extraction={"ok": False, "source_value": 4.5})
     res, team = _team_run(
         tmp_path, critics=True, brain="llm", client=client_for(stub), analysts=["10-q", "earnings-call", "news"]
     )
     s = res.strategy_summary
-    assert s["critic_claims"] >= 2 and s["critic_corrected"] >= 2 and s["critic_fallbacks"] >= 2
+    assert s["critic_claims"] >= 2 and s["critic_corrected"] >= 2 and s["critic_fallbacks"] == 0
+    # the same run with a critic whose answers are invalid: nothing corrected, every claim unverified, counted
+    bad, _ = _team_run(
+        tmp_path / "bad",
+        critics=True,
+        brain="llm",
+        client=client_for(CriticStub(extraction="garbage")),
+        analysts=["10-q", "earnings-call", "news"],
+    )
+    b = bad.strategy_summary
+    assert b["critic_corrected"] == 0 and b["critic_unverified"] == b["critic_claims"] >= 2
+    assert b["critic_fallbacks"] >= 2
     day = next(d for d in res.decisions if d["record"]["critics"]["corrected"])
     ag = {a["agent"]: a for a in day["record"]["agents"]}
     assert "[critic: was $9.99 billion]" in ag["10-q/TSLA"]["insights"][0]["text"]
@@ -360,3 +379,46 @@ def test_eval_numeric_llm_path_on_a_stub():
     assert rows["+ extraction critic"]["correct"] == rows["analyst alone"]["correct"]
     assert rows["+ extraction critic"]["flagged"] == 0
     assert "numeric critics, brain llm" in numeric.report(res)
+
+
+# -- no answer key in any prompt (issue 21, item 1) ---------------------------------------
+
+
+def test_no_prompt_of_the_numeric_eval_carries_the_answer_key(tmp_path):
+    """Every prompt the evaluation sent, read back from the LLM cache it
+    wrote, is scanned for the gold values (outside the document the model is
+    meant to read), the answer key's formula texts and any gold program. The
+    stub answers deliberately wrong numbers, so a gold value in a prompt can
+    only have come from the key."""
+    from fincon.eval.leaks import Key, cached_prompts, formula_texts, scan
+    from fincon.llm.cache import CallCache
+
+    stub = CriticStub(extraction={"ok": False, "source_value": 9.87}, calc_value=1.23, qa_answer=0.0)
+    cache = tmp_path / "numeric.sqlite"
+    client = LLMClient(stub, cache=CallCache(cache, "read-write"), ledger=UsageLedger())
+    res = numeric.run("llm", limit=12, client=client, tickers=["TSLA", "MSFT"])
+    prompts = cached_prompts(cache)
+    assert len(prompts) == stub.calls >= 24  # every distinct prompt sent (repeats are cache hits)
+    keys = [Key(o.item.id, o.item.gold, o.item.decimals, readable=(o.item.text,)) for o in res["outcomes"]]
+    assert scan(prompts, keys) == []
+    # the scanner finds what it looks for: the old calculation prompt carried the formula,
+    # and a gold value written beside the document is found
+    old = "Claimed result: prior-year revenue = 1.00\nFormula: prior_revenue = revenue / (1 + growth / 100)"
+    assert [h.what for h in scan([old], [])] == ["formula"]
+    k = keys[0]
+    leak = f"Document: {k.readable[0]} Hint: the answer is {k.gold:.{k.decimals}f}."
+    assert [h.what for h in scan([leak], [k])] == ["gold value"]
+    assert "revenue / (1 + growth / 100)" in formula_texts()
+
+
+def test_a_failed_critic_answer_is_could_not_verify_never_the_rules_check(q3):
+    """An invalid model answer (twice) leaves the claim as stated, flagged
+    unverified and counted; the rules check (which would have corrected it)
+    is not consulted."""
+    rev = q3.metadata["revenue_bn"]
+    stub = CriticStub(extraction="garbage")
+    [claim] = claims_in(f"Revenue was ${rev + 1:.2f} billion.", [q3.text])
+    r = critique(claim, LLMBrain(client_for(stub)))
+    assert r.fallbacks == 1 and r.calls == 2
+    assert r.status == "unverified" and r.value == pytest.approx(rev + 1) and r.unverified == ["extraction"]
+    assert critique(claim, RULES).status == "corrected"  # the rules brain itself still checks

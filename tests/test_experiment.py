@@ -210,3 +210,15 @@ def test_protocols_compared_on_one_table(tmp_path):
     assert res["median"]["scm-full"]["protocol_measures"]["scm_citation_share"] == 1.0
     assert res["median"]["debate-full"]["protocol_measures"]["debate_days"] >= 1  # a call (2022-10-20) in the window
     assert "protocol measures (median runs):" in text
+    # turnover, and how often each protocol decided otherwise than the plain team (issue 21, item 6)
+    from fincon.workflow.experiment_results import differs_share
+
+    full = out / res["median"]["full"]["run_dir"]
+    for v in ("scm-full", "debate-full"):
+        m = res["median"][v]
+        assert m["turnover"] == metrics(out / m["run_dir"])["turnover"]
+        assert (
+            m["differs_from_fincon"] == differs_share(out / m["run_dir"], full) and 0 <= m["differs_from_fincon"] <= 1
+        )
+    assert differs_share(full, full) == 0.0
+    assert "differs %" in text

@@ -199,17 +199,25 @@ def test_rules_backtest_through_the_cli_debates_the_call_day(tmp_path):
         if "debate_days" in summary
         else next(v for v in summary.values() if isinstance(v, dict) and "debate_days" in v)
     )
-    assert s["debate_days"] == 1 and s["debate_events"] == [CALL_ID] and s["debate_fallback_days"] >= 10
-    assert s["debate_flips_prevented"] == 0 and s["debate_calls"] == 0
     days = [json.loads(x) for x in (out / "decisions.jsonl").read_text().splitlines()]
-    debated = [d for d in days if "debate" in d["record"]["manager"]]
+    debated = [d for d in days if d["record"]["manager"].get("debate")]
     assert len(debated) == 1
+    k = days.index(debated[0])
     m = debated[0]["record"]["manager"]
     final = m["debate"][0]["final"]
-    assert m["actions"]["TSLA"] == {"bullish": "buy", "bearish": "sell", "neutral": "hold"}[final["direction"]]
+    assert final["horizon"] == 20 and final["direction"] == "bearish"
+    # the call stands over its 20-day horizon: every later day in the window follows it, no FinCon day
+    assert s["debate_days"] == 1 and s["debate_events"] == [CALL_ID] and s["debate_fallback_days"] == k >= 5
+    assert s["debate_held_days"] == len(days) - k - 1 >= 4
+    assert s["debate_flips_prevented"] == 0 and s["debate_calls"] == 0
+    for d in days[k:]:
+        assert d["record"]["manager"]["actions"]["TSLA"] == "sell"
+    assert "holding the call on" in days[k + 1]["record"]["manager"]["rationale"]
+    # the size follows the conviction: the final confidence, not a fixed step
+    assert m["size"] == pytest.approx(final["confidence"]) and 0 < m["size"] < 1
     assert set(m["relied_on"]) <= {c["id"] for i in final["insights"] + final["risks"] for c in i["citations"]}
-    # other days are the FinCon manager's
-    assert all("debate" not in d["record"]["manager"] for d in days if d is not debated[0])
+    # the days before the call are the FinCon manager's
+    assert all("debate" not in d["record"]["manager"] for d in days[:k])
 
 
 def test_portfolio_debated_ticker_replaces_the_consensus(tmp_path):
@@ -312,3 +320,54 @@ def test_eval_debate_prints_its_table(capsys, tmp_path):
     data = json.loads((tmp_path / "t.json").read_text())
     assert data["calls_scored"] == 6 and data["flips_prevented"] == 0
     assert data["table"]["report"]["acc_5d"] == data["table"]["debate (safe)"]["acc_5d"]
+
+
+class Recording(RulesBrain):
+    """The rules brain, keeping every role's messages."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen: dict[str, list] = {}
+
+    def answer(self, q):
+        self.seen[q.agent.split("/")[0]] = q.messages()
+        return super().answer(q)
+
+
+def test_the_skeptic_reads_the_specialists_evidence_not_the_reports_prose(tmp_path):
+    from fincon.memory.embedders import HashingEmbedder
+    from fincon.memory.store import MemoryStore
+
+    events = load_events("sample", ("TSLA",))
+    proto = DebateProtocol(transcripts="text")
+    proto.bind(SimpleNamespace(memory=MemoryStore(tmp_path / "m", HashingEmbedder()), events=events))
+    call = next(e for e in events.all_events() if e.id == CALL_ID)
+    brain = Recording()
+    d, *_ = proto.debate(brain, call, "2022-11-01")
+    assert d.debated
+    skeptic = brain.seen["debate-skeptic"][1]["content"]
+    cited = {c.id for v in d.views for c in (x for i in v.insights for x in i.citations)}
+    assert "cited by" in skeptic and f"{d.report.direction} (confidence {d.report.confidence:.2f})" in skeptic
+    assert "Evidence:" not in skeptic  # the report's own insights are not shown to the Skeptic
+    # every passage shown is one a specialist cited; its risks cite only those
+    shown = re.findall(r"^\[(E\d+)\] \(cited by ([^)]+)\)", skeptic, re.M)
+    assert shown and len(shown) == len(cited)
+    assert {c.id for r in d.final.risks for c in r.citations} <= cited
+    assert "quarterly earnings call" in brain.seen["debate-earnings"][0]["content"]
+
+
+def test_a_filing_debate_reads_the_filing_and_names_it():
+    """``sources``: the filings evaluation debates 10-Q/10-K events; the
+    prompts name the document read."""
+    proto = make_protocol(
+        "debate", FinConParams(protocol="debate", debate_sources=["10-K", "10-Q"], retrieval_model="/models/finance-st")
+    )
+    assert proto.sources == ("10-K", "10-Q") and proto.retrieval_model == "/models/finance-st"
+    from fincon.agents.protocols.debate_prompts import _messages
+
+    assert (
+        "annual 10-K filing"
+        in _messages(
+            "specialist", kind="annual 10-K filing", role="risk", focus="x", ticker="MSFT", date="2021-01-01", chunks=""
+        )[0]["content"]
+    )

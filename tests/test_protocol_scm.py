@@ -188,8 +188,9 @@ class Scripted:
 
     name = "scripted"
 
-    def __init__(self, proposals, critique=None, fix=None, verdict=None):
+    def __init__(self, proposals, critique=None, fix=None, verdict=None, verify=None):
         self.proposals, self.critique, self.fix, self.verdict = list(proposals), critique, fix, verdict
+        self.verify = verify
         self.asked = []
 
     def answer(self, q):
@@ -200,6 +201,7 @@ class Scripted:
             "critic": self.critique,
             "fix": self.fix,
             "moderator": self.verdict,
+            "verify": self.verify,
         }[role]
         return Answer(given if given is not None else q.rules(), "llm", 1)
 
@@ -243,6 +245,83 @@ def test_an_unresolved_high_critique_or_a_policy_breach_never_gets_through():
     assert status["B"] == "discarded"  # a trade still without any valid citation
     assert decision.weights["TSLA"] in (0.5, 0.3) and proto.summary()["scm_moderator_overrides"] == 1
     assert all(i["status"] == "fixed" for i in rec["critiques"] if i["alternative"] != "B" and i["severity"] != "low")
+
+
+def test_a_critic_issue_is_fixed_only_when_its_recheck_passes_on_the_revision():
+    """Revising an alternative is not fixing it: the verification question
+    is answered on the revision (rules: re-checked in code; model: its
+    answer), and only a pass fixes the issue."""
+    a, b = _alt("A", {"TSLA": 0.5}), _alt("B", {"TSLA": 0.25})
+    crit = Critique(
+        issues=[
+            Issue(
+                alternative="A",
+                category="risks",
+                severity="high",
+                issue="no liquidity risk",
+                question="Is a liquidity risk stated?",
+                by="critic",
+            )
+        ]
+    )
+    # revised, but the risk is now a placeholder: the rules re-check fails, A is discarded
+    still = Proposal(alternatives=[_alt("A", {"TSLA": 0.45}, risks=("none",)), b])
+    proto, decision, ans, rec = _decide(Scripted([Proposal(alternatives=[a, b])], crit, fix=still))
+    issue = next(i for i in rec["critiques"] if i["by"] == "critic")
+    assert issue["status"] == "unresolved" and issue["rechecked_by"] == "rules"
+    assert "no usable risks" in issue["answer"] and rec["chosen"] == "B"
+    assert proto.summary()["scm_verification_questions"] == 1 and proto.summary()["scm_verification_passed"] == 0
+    # revised with a real risk: passes, A may be chosen
+    good = Proposal(alternatives=[_alt("A", {"TSLA": 0.45}, risks=("thin liquidity after the close",)), b])
+    proto, decision, ans, rec = _decide(Scripted([Proposal(alternatives=[a, b])], crit, fix=good))
+    assert next(i for i in rec["critiques"] if i["by"] == "critic")["status"] == "fixed"
+    # the model verifier says it does not pass: unresolved, whatever the revision
+    no = [(False, "the evidence says nothing about liquidity", "model", [])]
+    proto, decision, ans, rec = _decide(Scripted([Proposal(alternatives=[a, b])], crit, fix=good, verify=no))
+    issue = next(i for i in rec["critiques"] if i["by"] == "critic")
+    assert issue["status"] == "unresolved" and issue["rechecked_by"] == "model" and rec["chosen"] == "B"
+    # not revised at all: unresolved, no verification asked
+    brain = Scripted([Proposal(alternatives=[a, b])], crit, fix=Proposal(alternatives=[a, b]))
+    proto, decision, ans, rec = _decide(brain)
+    assert "verify" not in brain.asked and rec["chosen"] == "B"
+
+
+def test_completeness_is_measured_on_what_was_said():
+    """The schema lets a section be trivially present; the measure does not."""
+    from fincon.agents.protocols.scm_checks import sections_said
+
+    proto = ScmProtocol()
+    day = proto.context(_task(), _View(["TSLA"]))
+    full = _alt("A", {"TSLA": 0.5}, risks=("a gap down on weak deliveries",))
+    assert all(sections_said(full, day).values())
+    thin = full.model_copy(update={"rule": "buy", "risks": ["none"], "p5": 1.0, "p95": 1.0, "p50": 1.0, "gross": 0.9})
+    said = sections_said(thin, day)
+    assert said == {"evidence": True, "rule": False, "figures": False, "uncertainty": False, "risks": False}
+    uncited = full.model_copy(update={"evidence": []})
+    assert not sections_said(uncited, day)["evidence"]
+    proto, decision, ans, rec = _decide(Scripted([Proposal(alternatives=[full, thin])]))
+    s = proto.summary()
+    assert s["scm_complete_share"] == 0.5 and s["scm_section_share"] == 0.6
+
+
+def test_self_consistency_takes_the_majority_direction_then_the_median_size():
+    """Samples prefer +0.6, +0.2 and -1.0: the median of all three (+0.2)
+    would hide the dissent; the majority is long, sized at the median of the
+    long samples (+0.4); agreement 2/3."""
+    samples = [
+        Proposal(alternatives=[_alt("A", {"TSLA": x}), _alt("B", {"TSLA": 0.0}, ev=())]) for x in (0.6, 0.2, -1.0)
+    ]
+    proto, decision, ans, rec = _decide(Scripted(samples), samples=3)
+    assert rec["majority"] == {"TSLA": 1} and rec["agreement"] == pytest.approx(0.6667)
+    assert proto._consensus == {"TSLA": pytest.approx(0.4)}
+    # ranked by closeness to +0.4: +0.6 and +0.2 tie at 0.9, first proposed first
+    assert [a["weights"]["TSLA"] for a in rec["alternatives"]] == [0.6, 0.2, 0.0]
+    assert proto.summary()["scm_agreement"] == pytest.approx(0.6667) and not rec["stable"]
+
+
+def test_every_log_record_has_a_utc_timestamp_and_its_calls_cache_keys():
+    proto, decision, ans, rec = _decide(Scripted([]))
+    assert rec["log"] and all(e["at"] == "2022-10-05T20:00:00Z" and e["keys"] == [] for e in rec["log"])
 
 
 def test_the_moderator_may_discard_more_but_never_resurrect():
@@ -336,7 +415,7 @@ class ScmStub(TeamStub):
 
     def complete(self, messages, schema, params):
         props = schema.get("properties", {})
-        if not {"alternatives", "issues", "choice"} & set(props):
+        if not {"alternatives", "issues", "choice", "checks"} & set(props):
             return super().complete(messages, schema, params)
         self.calls += 1
         user = messages[-1].content if messages[-1].role == "user" else messages[1].content
@@ -365,6 +444,14 @@ class ScmStub(TeamStub):
                     }
                 )
             ans = {"alternatives": alts[: 2 + h % 2]}
+        elif "checks" in props:  # the verifier: answers every question, passes on half of them
+            qs = re.findall(r"^(Q\d+):", user, re.M)
+            ans = {
+                "checks": [
+                    {"issue": q, "answer": "the evidence covers it", "passes": (h >> n) % 2 == 0, "cites": labels[:1]}
+                    for n, q in enumerate(qs)
+                ]
+            }
         elif "issues" in props:
             ans = {
                 "issues": [
@@ -426,6 +513,12 @@ def test_an_llm_run_on_a_stub_replays_byte_for_byte(tmp_path, monkeypatch):
     assert {"strategist.s0", "strategist.s1", "strategist.s2", "critic", "fix", "moderator"} <= set(steps)
     s = json.loads((tmp_path / "a" / "summary.json").read_text())["strategy_summary"]
     assert s["scm_calls"] > 0 and s["scm_fallbacks"] == 0
+    for d in days:  # every record stamped; the strategist's record names one cache key per sample
+        log = d["record"]["manager"]["log"]
+        assert all(e["at"].endswith("Z") and isinstance(e["keys"], list) for e in log)
+        if not d["record"]["manager"].get("reused"):
+            t0 = next(e for e in log if e["step"] == "T0" and e["action"] == "proposed")
+            assert len(t0["keys"]) == 3 and all(len(k) == 64 for k in t0["keys"])
     assert s["scm_calibration_violations"] > 0 and s["scm_arithmetic_failures"] > 0  # the stub's faults are seen
     assert s["scm_stability"] < 1.0  # samples at different seeds disagree on some days
     for d in days:

@@ -69,6 +69,11 @@ class Question:
     #: sampling for this question (None: the client's); training lets the manager explore
     params: Any = None
     labels: Mapping[str, str] = field(default_factory=dict)
+    #: what the llm brain answers when the model's answer is invalid twice (None: ``rules``).
+    #: A check whose rules version knows more than the model was shown (the numeric
+    #: critics' formulas) falls back to "could not verify" instead, so a failed model
+    #: answer never turns into the rules' right answer
+    fallback: Callable[[], BaseModel] | None = None
 
 
 @dataclass(frozen=True)
@@ -274,15 +279,16 @@ class LLMBrain:
         try:
             res = self.client.ask(q.messages(), model, agent=q.agent, day=q.day, params=q.params)
         except LLMInvalidAnswer as exc:
+            used = "rules brain used" if q.fallback is None else "not verified"
             self.client.ledger.record_fallback(
                 q.agent,
                 q.day,
-                reason="invalid or badly cited answer after one re-ask; rules brain used",
+                reason=f"invalid or badly cited answer after one re-ask; {used}",
                 keys=exc.keys,
                 detail={"errors": list(exc.errors)},
             )
-            log.warning("%s %s: model answer invalid twice; rules brain used", q.day, q.agent)
-            return Answer(q.rules(), "fallback", len(exc.keys), exc.keys, tuple(exc.errors))
+            log.warning("%s %s: model answer invalid twice; %s", q.day, q.agent, used)
+            return Answer((q.fallback or q.rules)(), "fallback", len(exc.keys), exc.keys, tuple(exc.errors))
         value = res.value.relabeled(labels) if labels else res.value
         return Answer(q.to_report(value), "llm", res.usage.calls, res.keys)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="test",
         help="which documents to score (default test: never in a prompt's example)",
     )
+    n.add_argument(
+        "--format",
+        choices=["synthetic", "finqa"],
+        default="synthetic",
+        help="synthetic: questions over the bundled filings (default); finqa: FinQA's published JSON "
+        "(--data; download from https://github.com/czyssrs/FinQA, dataset/test.json)",
+    )
+    n.add_argument("--data", type=Path, metavar="FILE.json", help="the FinQA file of --format finqa")
     n.add_argument("--json", type=Path, metavar="FILE", help="also write the table and every answer as JSON")
     add_llm_arguments(n)
     n.set_defaults(func=_numeric)
@@ -79,9 +88,70 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="text",
         help="read the call's text (default, fast) or hear its audio through Whisper (cached)",
     )
+    d.add_argument(
+        "--dataset",
+        nargs="+",
+        type=Path,
+        metavar="DIR",
+        help="score the debate on the 10-Q/10-K filings of imported datasets (fincon data import "
+        "investorbench ...) instead of the sample calls, beside always-bullish and the news "
+        "sentiment tags",
+    )
+    d.add_argument(
+        "--retrieval-model",
+        metavar="NAME",
+        help="a sentence-transformers model (directory or hub name, e.g. a finance-tuned one) for the "
+        "debate's retrieval (default: the offline embedder)",
+    )
     d.add_argument("--json", type=Path, metavar="FILE", help="also write the table and every call as JSON")
     add_llm_arguments(d)
     d.set_defaults(func=_debate)
+    _register_extraction(inner)
+
+
+def _register_extraction(inner) -> None:
+    x = inner.add_parser(
+        "extraction",
+        help="the extraction critic on real filings: restated figures, half perturbed "
+        "in code; precision and recall of its flags",
+    )
+    x.add_argument(
+        "--dataset",
+        nargs="+",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="imported datasets (fincon data import investorbench ...): their 10-Q/10-K are the set",
+    )
+    x.add_argument(
+        "--brain",
+        choices=["rules", "llm"],
+        default="rules",
+        help="rules (the filing's sentence restated, the rules critic) or llm (both model calls)",
+    )
+    x.add_argument("--per-filing", type=int, default=8, metavar="N", help="figures restated per filing (default 8)")
+    x.add_argument("--json", type=Path, metavar="FILE", help="also write the scores and every case as JSON")
+    add_llm_arguments(x)
+    x.set_defaults(func=_extraction)
+
+
+def _extraction(args: argparse.Namespace) -> int:
+    from fincon.eval import extraction
+
+    if args.json is not None:
+        check_output_file(args.json, "--json")
+    client = _client(args, {"answer_max_tokens": 256, "n_ctx": 4096})
+    try:
+        res = extraction.run(args.dataset, args.brain, client, args.per_filing)
+    finally:
+        if client is not None:
+            client.close()
+    print(extraction.report(res))
+    if args.json:
+        data = {k: v for k, v in res.items() if k != "cases"}
+        data["cases"] = [c.__dict__ for c in res["cases"]]
+        _write_json(args.json, data)
+    return 0
 
 
 def _client(args: argparse.Namespace, base: dict[str, Any]):
@@ -104,6 +174,8 @@ def _numeric(args: argparse.Namespace) -> int:
 
     if args.json is not None:  # before minutes of work, not when writing its result
         check_output_file(args.json, "--json")
+    if args.format == "finqa":
+        return _finqa(args)
     client = _client(args, {"answer_max_tokens": 256, "n_ctx": 4096})
     try:
         res = numeric.run(args.brain, args.limit, args.split, client)
@@ -123,12 +195,52 @@ def _numeric(args: argparse.Namespace) -> int:
     return 0
 
 
+def _finqa(args: argparse.Namespace) -> int:
+    from fincon.eval import finqa
+
+    if not args.data or not Path(args.data).is_file():
+        print(
+            f"fincon eval numeric --format finqa needs --data FILE.json (FinQA's JSON; download: {finqa.DOWNLOAD})",
+            file=sys.stderr,
+        )
+        return 2
+    client = _client(args, {"answer_max_tokens": 256, "n_ctx": 4096})
+    try:
+        res = finqa.run(args.data, args.brain, args.limit, client)
+    finally:
+        if client is not None:
+            client.close()
+    print(finqa.report(res))
+    if args.json:
+        data = {k: v for k, v in res.items() if k != "outcomes"}
+        data["answers"] = [
+            {"id": o.item.id, "gold": o.item.gold, "type": o.item.kind, **o.answers} for o in res["outcomes"]
+        ]
+        _write_json(args.json, data)
+    return 0
+
+
 def _debate(args: argparse.Namespace) -> int:
     from fincon.eval import debate
 
     if args.json is not None:
         check_output_file(args.json, "--json")
     tickers = [t for x in (args.tickers or []) for t in x.split(",") if t] or None
+    if args.dataset:
+        from fincon.eval import debate_filings
+
+        client = _client(args, {"answer_max_tokens": 320, "n_ctx": 4096})
+        try:
+            res = debate_filings.run(args.dataset, args.brain, client, args.retrieval_model)
+        finally:
+            if client is not None:
+                client.close()
+        print(debate_filings.report(res))
+        if args.json:
+            data = {k: v for k, v in res.items() if k != "results"}
+            data["filings"] = [r.__dict__ for r in res["results"]]
+            _write_json(args.json, data)
+        return 0
     corpus = debate.sample_tickers()
     missing = [t.upper() for t in (tickers or []) if t.upper() not in corpus]
     if missing:

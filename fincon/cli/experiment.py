@@ -433,6 +433,7 @@ def format_results(res: dict[str, Any]) -> str:
             "tokens/day",
             "cost $",
             "fallbacks",
+            "differs %",
         )
     ]
     measures = []
@@ -461,6 +462,9 @@ def format_results(res: dict[str, Any]) -> str:
                 _f(m.get("tokens_per_day"), "{:,.0f}"),
                 _f(m.get("cost_usd"), "{:.4f}"),
                 _f(m.get("fallbacks"), "{:d}"),
+                "-"
+                if m.get("protocol", "fincon") == "fincon"
+                else _f(None if m.get("differs_from_fincon") is None else 100 * m["differs_from_fincon"], "{:.1f}"),
             )
         )
         own = m.get("protocol_measures") or {}
@@ -469,14 +473,15 @@ def format_results(res: dict[str, Any]) -> str:
                 f"{label}: " + ", ".join(f"{k} {val}" for k, val in own.items() if isinstance(val, (int, float, str)))
             )
     for b, m in res["baselines"].items():
-        rows.append((f"{b}{' *' if b == best else ''}", *common(m), "", "", "", "", "", ""))
+        rows.append((f"{b}{' *' if b == best else ''}", *common(m), *[""] * 7))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = [head]
     for r in rows:
         lines.append("  ".join([r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]).rstrip())
     lines.append(
         "* best baseline by Sharpe on the test window; p: two-sided Wilcoxon signed-rank test of the "
-        "median run's daily log returns against it; calls/day: model calls (cache hits included)"
+        "median run's daily log returns against it; calls/day: model calls (cache hits included); "
+        "differs %: test days whose target weights differ from the plain fincon team's"
     )
     if measures:
         lines += ["", "protocol measures (median runs):"] + [f"  {x}" for x in measures]

@@ -49,7 +49,7 @@ from typing import Any, Literal, Sequence
 from pydantic import BaseModel, Field
 
 from fincon.agents.brains import Question, RulesBrain
-from fincon.agents.critics.claims import METRICS, Claim, figures_in, rounded
+from fincon.agents.critics.claims import METRICS, Claim, figures_in, metric_of_question, rounded
 from fincon.agents.critics.critics import STAGES, Review, critique
 from fincon.agents.roles.base import load_template
 
@@ -290,7 +290,7 @@ def _example(dev: Sequence[QAItem]) -> dict[str, str]:
     return {
         "example_document": " ".join(ex.text.split()),
         "example_question": ex.prompt_question(),
-        "example_answer": json.dumps(ans) + f" (computed as {ex.metric} = {METRICS[ex.metric].how})",
+        "example_answer": json.dumps(ans),
     }
 
 
@@ -333,7 +333,7 @@ def _feedback(item: QAItem, review: Review, stages: Sequence[str]) -> str:
         lines.append(
             "- calculation: right"
             if cv.ok
-            else f"- calculation: wrong; recomputed {METRICS[item.metric].how} = {cv.value:.{item.decimals}f}"
+            else f"- calculation: wrong; the critic's own result is {cv.value:.{item.decimals}f}"
         )
     return "\n".join(lines) or "- no problems found"
 
@@ -368,9 +368,14 @@ def revise_question(item: QAItem, a: Attempt, review: Review, stages: Sequence[s
 
 
 def as_claim(item: QAItem, a: Attempt) -> Claim:
-    inputs = {m: v for m, v in a.figures.items() if m != item.metric or item.steps == 0}
+    """The analyst's answer as a claim for the critics. Its metric is read
+    from the question's words (:func:`metric_of_question`), not taken from
+    the answer key, so the rules critics compute only from what an analyst
+    reads: the document, the question and the textbook definitions."""
+    metric = metric_of_question(item.question)
+    inputs = {m: v for m, v in a.figures.items() if m != metric or item.steps == 0}
     return Claim(
-        item.metric, a.answer if a.answer is not None else float("nan"), item.unit, item.decimals, inputs, (item.text,)
+        metric, a.answer if a.answer is not None else float("nan"), item.unit, item.decimals, inputs, (item.text,)
     )
 
 
@@ -406,6 +411,7 @@ def evaluate(brain: Any, items: Sequence[QAItem], example: dict[str, str]) -> tu
         rv = critique(as_claim(item, a0), brain, STAGES, agent="qa-critic")
         usage["calls"] += rv.calls
         usage["fallbacks"] += rv.fallbacks
+        usage["unverified"] += bool(rv.unverified)
         for row, stages in (("extraction", ("extraction",)), ("both", STAGES)):
             bad = rv.extraction_failed or (row == "both" and rv.calculation_failed)
             flagged[row] = bad
@@ -515,7 +521,10 @@ def report(res: dict[str, Any]) -> str:
         out.append(RULES_NOTE)
     else:
         u = res["usage"]
-        out.append(f"model calls {u.get('calls', 0)}, rules fallbacks {u.get('fallbacks', 0)}")
+        out.append(
+            f"model calls {u.get('calls', 0)}, invalid answers {u.get('fallbacks', 0)} (an analyst's: its "
+            f"rules answer, counted; a critic's: could not verify, {u.get('unverified', 0)} answers)"
+        )
     if res["skipped_documents"]:
         out.append(f"documents left out (printed figures did not match the generator's): {res['skipped_documents']}")
     return "\n".join(out)

@@ -63,6 +63,28 @@ def _usage(run: Path, protocol: str) -> dict[str, Any]:
     }
 
 
+def day_decisions(run: Path) -> dict[str, Any]:
+    """date -> the day's target weights rounded to 0.01 (None: no new decision, positions kept)."""
+    out: dict[str, Any] = {}
+    path = run / "decisions.jsonl"
+    if not path.is_file():
+        return out
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        d = json.loads(line)
+        w = d.get("weights")
+        out[d["date"]] = None if w is None else tuple(sorted((t, round(float(x), 2)) for t, x in w.items()))
+    return out
+
+
+def differs_share(run: Path, plain: Path) -> float | None:
+    """How often a protocol's daily decision differed from the plain (fincon) team's on the same day."""
+    a, b = day_decisions(run), day_decisions(plain)
+    days = sorted(set(a) & set(b))
+    return round(sum(a[d] != b[d] for d in days) / len(days), 4) if days else None
+
+
 def median_repeat(crs: dict[int, float]) -> int:
     """The repeat of the median run by CR (even count: the lower middle run; ties: the lower repeat)."""
     order = sorted(crs, key=lambda r: (crs[r], r))
@@ -124,6 +146,10 @@ def collect(exp: ExperimentConfig, root: Path) -> dict[str, Any]:
             "cr_pct_max": max(crs),
             "wilcoxon": {**(test or {}), "against": best},
         }
+    for m in medians.values():  # how often each protocol decided otherwise than the plain team
+        plain = medians.get(variant("fincon", m["ablation"]))
+        if plain is not None and m["protocol"] != "fincon":
+            m["differs_from_fincon"] = differs_share(root / m["run_dir"], root / plain["run_dir"])
     return {
         "tickers": exp.tickers,
         "train": exp.train.model_dump(mode="json"),

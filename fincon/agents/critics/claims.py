@@ -114,7 +114,11 @@ METRICS: dict[str, Metric] = {
 
 #: words that name a metric (lower case, matched on word starts), most specific first
 KEYWORDS: tuple[tuple[str, str], ...] = (
-    (r"prior[- ]year revenue|revenue a year (?:earlier|ago)|year[- ]ago revenue", "prior_revenue"),
+    (
+        r"prior[- ]year revenue|revenue a year (?:earlier|ago)|year[- ]ago revenue|"
+        r"revenue (?:in|for|of) the prior[- ]year period",
+        "prior_revenue",
+    ),
     (r"operating income (?:less|minus|after|net of) (?:capex|capital expenditures?)", "income_after_capex"),
     (
         r"(?:capex|capital expenditures?|capital spending) (?:as a share of|as a percentage of|as % of|to) revenue"
@@ -296,3 +300,14 @@ def rounded(x: float, decimals: int) -> float:
     """Half away from zero on the decimal value (not the binary float)."""
     q = 10**decimals
     return math.copysign(math.floor(abs(x) * q + 0.5 + 1e-9) / q, x)
+
+
+def metric_of_question(question: str) -> str:
+    """The metric a question asks for, read from its words as an analyst
+    reads them (the leftmost metric phrase, the most specific on a tie);
+    :data:`UNLABELLED` when none is named. What the evaluations' critics
+    check a result against, instead of the answer key's label."""
+    m = _KW.search(question or "")
+    if m is None:
+        return UNLABELLED
+    return KEYWORDS[int(m.lastgroup[1:])][1]

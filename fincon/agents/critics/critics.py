@@ -3,8 +3,15 @@
 Both are asked through a brain like any agent (:class:`Question`): the
 rules brain answers with the deterministic check below, the llm brain asks
 the model with the templates beside this module (``extraction.txt``,
-``calculation.txt``) and falls back to the rules check, counted, when the
-answer is invalid twice.
+``calculation.txt``). When the model's answer is invalid twice the claim is
+**not verified** (counted as a fallback and as ``unverified``): never the
+rules check, which knows the metrics' definitions the model was not shown,
+so a failed model answer cannot turn into a right one.
+
+No prompt carries an answer key: the extraction critic sees the source and
+the figures taken; the calculation critic sees the checked figures, what
+the result claims to be (the metric's name) and the claimed value, and must
+work out the computation itself (no formula).
 
 * **extraction** (:func:`rules_extraction`): every figure a claim was taken
   from (and a claim that is itself a stated figure) must match the figure
@@ -67,6 +74,8 @@ class ExtractionVerdict:
     """Per figure (the claim's inputs, then the claim itself when it is a stated figure)."""
 
     figures: tuple[FigureVerdict, ...]
+    #: False: the model's answer was invalid twice; the figures stand unchecked
+    verified: bool = True
 
     @property
     def ok(self) -> bool:
@@ -78,11 +87,14 @@ class CalculationVerdict:
     ok: bool
     value: float | None  # the critic's own result
     checked: bool = True  # False: nothing to recompute (a stated figure, or inputs unknown)
+    verified: bool = True  # False: the model's answer was invalid twice (could not verify)
 
 
 @dataclass
 class Review:
-    """One claim after the critics: ``status`` ok, corrected or dropped."""
+    """One claim after the critics: ``status`` ok, corrected, dropped or
+    unverified (a critic's model answer was invalid twice: the claim stands
+    as stated, counted)."""
 
     claim: Claim
     status: str = "ok"
@@ -93,6 +105,15 @@ class Review:
     calculation: CalculationVerdict | None = None
     calls: int = 0
     fallbacks: int = 0
+
+    @property
+    def unverified(self) -> list[str]:
+        """The stages that could not verify the claim (the model's answer invalid twice)."""
+        return [
+            n
+            for n, v in (("extraction", self.extraction), ("calculation", self.calculation))
+            if v is not None and not v.verified
+        ]
 
     @property
     def extraction_failed(self) -> bool:
@@ -226,6 +247,9 @@ def extraction_question(claim: Claim, agent: str, day: str) -> Question:
                 out.append(FigureVerdict(m, v, c.ok, c.source_value if not c.ok else v))
         return ExtractionVerdict(tuple(out))
 
+    def not_verified() -> ExtractionVerdict:
+        return ExtractionVerdict(tuple(FigureVerdict(m, v, True, v) for m, v, _ in figs), verified=False)
+
     return Question(
         agent=agent,
         day=day,
@@ -234,6 +258,7 @@ def extraction_question(claim: Claim, agent: str, day: str) -> Question:
         allowed=frozenset(labels),
         to_report=to_report,
         rules=lambda: rules_extraction(claim),
+        fallback=not_verified,
     )
 
 
@@ -252,12 +277,7 @@ def calculation_question(claim: Claim, inputs: dict[str, float], agent: str, day
             {"role": "system", "content": system},
             {
                 "role": "user",
-                "content": user.format(
-                    figures=lines,
-                    metric=metric.label,
-                    claimed=f"{claim.value:.{claim.decimals}f}",
-                    formula=f"{metric.name} = {metric.how}",
-                ),
+                "content": user.format(figures=lines, metric=metric.label, claimed=f"{claim.value:.{claim.decimals}f}"),
             },
         ]
 
@@ -272,6 +292,7 @@ def calculation_question(claim: Claim, inputs: dict[str, float], agent: str, day
         allowed=frozenset(),
         to_report=to_report,
         rules=lambda: rules_calculation(claim, inputs),
+        fallback=lambda: CalculationVerdict(True, None, checked=False, verified=False),
     )
 
 
@@ -320,4 +341,6 @@ def critique(claim: Claim, brain: Any, stages: Sequence[str] = STAGES, agent: st
                 rv.value, rv.status = rounded(cv.value, claim.decimals), "corrected"
         else:
             rv.calculation = CalculationVerdict(True, None, checked=False)
+    if rv.status == "ok" and rv.unverified:
+        rv.status = "unverified"  # kept as the analyst stated it, flagged and counted
     return rv

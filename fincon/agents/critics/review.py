@@ -39,6 +39,7 @@ COUNTS = (
     "calculation_failed",
     "corrected",
     "dropped",
+    "unverified",
     "calls",
     "fallbacks",
     "reapplied",
@@ -152,6 +153,7 @@ class NumericCritics:
             today["calculation_failed"] += r.calculation_failed
             today["corrected"] += r.status == "corrected"
             today["dropped"] += r.status == "dropped"
+            today["unverified"] += r.status == "unverified"
             today["calls"] += r.calls
             today["fallbacks"] += r.fallbacks
         new = rewrite(ins, reviews)

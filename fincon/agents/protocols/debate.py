@@ -25,545 +25,85 @@ trading day's decision time, at or before today's). That day:
    query and give a view (direction, confidence, horizon of 1, 5 or 20
    trading days, cited chunk ids). A **synthesis** writes the one report.
 4. **Safe debate, one round.** Trust adds supporting evidence (it has no
-   direction to give), Skeptic adds risks, a hedge and a lowered
-   confidence, Leader writes the final report. If the Leader's direction
+   direction to give), Skeptic reads the specialists' evidence (the chunks
+   they cited, each with who cited it, and the report's call, not its
+   prose) and adds risks, a hedge and a lowered confidence, Leader writes
+   the final report. If the Leader's direction
    differs from the report's, the original report stands (counted: flips
    prevented). A neutral report has no recommendation to refine: no debate
    (the paper's Algorithm 1, line 2).
 5. **Decision.** One ticker: bullish = buy, bearish = sell, neutral =
-   hold, size 1 at confidence >= FULL_SIZE, else 0.5. Portfolio: the FinCon
-   manager answers as usual, then each debated ticker's direction replaces
-   the manager's, and the optimizer sizes the book.
+   hold, sized by the conviction (the final confidence). The call stands
+   over its horizon: for that many decisions (the call day first) the ticker
+   follows it, then the FinCon manager decides again (a new call replaces
+   it). Portfolio: the FinCon manager answers as usual, then each debated
+   (or still standing) ticker's direction replaces the manager's, and the
+   optimizer sizes the book.
 
 Every role has a deterministic rules answer (Loughran-McDonald tone of its
 retrieved chunks; Trust = keep; Skeptic = cut confidence by the risk-word
 share; Leader = combine), so ``--brain rules`` runs in seconds. A ``Reuse``
 brain (the team's inputs hashed like the previous day's) answers with the
 stored final outcome, no call.
+
+Where things are: this module finds the call days, indexes and retrieves
+chunks (the only debate module touching the chromadb store) and runs the
+rounds, asking the brain; :mod:`.debate_chunks` cuts transcripts,
+:mod:`.debate_schemas` holds the models, :mod:`.debate_prompts` builds every
+message a model reads, :mod:`.debate_rules` the deterministic roles.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Sequence
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
 
-from fincon.agents.brains import FULL_SIZE, NEUTRAL_BAND, Answer, ManagerTask, Question, Reuse
+from fincon.agents.brains import Answer, ManagerTask, Question, Reuse
+from fincon.agents.protocols.debate_chunks import MAX_CHUNK_CHARS, Chunk, chunk_transcript
+from fincon.agents.protocols.debate_prompts import (
+    KINDS,
+    _call_text,
+    _chunk_lines,
+    _evidence_lines,
+    _insight_lines,
+    _insights,
+    _messages,
+    _report_text,
+)
+from fincon.agents.protocols.debate_rules import combine, rules_report, rules_skeptic, rules_trust, rules_view
+from fincon.agents.protocols.debate_schemas import (
+    SPECIALISTS,
+    Debate,
+    DebateReport,
+    LeaderAnswer,
+    Outcome,
+    SkepticAnswer,
+    TrustAnswer,
+    View,
+    ViewAnswer,
+)
 from fincon.agents.protocols.fincon import FinConManager
-from fincon.agents.reports import Citation, Insight, InsightAnswer, ManagerReport, short_labels
-from fincon.agents.roles.base import load_template
+from fincon.agents.reports import Insight, ManagerReport, short_labels
 from fincon.strategies.base import Decision
 
-HERE = Path(__file__).parent
+__all__ = [
+    "SPECIALISTS",
+    "DebateProtocol",
+    "LeaderAnswer",
+    "Outcome",
+    "chunk_transcript",
+    "Chunk",
+    "MAX_CHUNK_CHARS",
+    "View",
+    "DebateReport",
+    "Debate",
+]
+
 COLLECTION = "fincon-debate-chunks"
-#: a speaker turn longer than this is split at paragraph, then sentence boundaries
-MAX_CHUNK_CHARS = 1200
-#: a sentence shorter than this is merged with the next (unlabelled transcripts)
-MIN_SENTENCE_CHARS = 40
 TOP_K = 3
-HORIZONS = (1, 5, 20)
-#: the rules Skeptic cuts confidence by RISK_SCALE x the risk-word share, at most MAX_CUT
-RISK_SCALE = 4.0
-MAX_CUT = 0.5
-CHUNK_CHARS_IN_PROMPT = 300
-
-Direction = Literal["bullish", "bearish", "neutral"]
-Horizon = Literal[1, 5, 20]
-
-
-# -- chunking ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """One retrievable piece of a call: a whole speaker turn (or a part of a
-    too-long one, or a sentence of an unlabelled transcript)."""
-
-    id: str
-    event_id: str
-    ticker: str
-    day: str  # the day the call became visible
-    section: str  # "prepared" or "qa"
-    speaker: str
-    turn: int
-    part: int
-    text: str
-
-    def metadata(self) -> dict[str, Any]:
-        return {
-            "event_id": self.event_id,
-            "ticker": self.ticker,
-            "day": self.day,
-            "section": self.section,
-            "speaker": self.speaker,
-            "turn": self.turn,
-            "part": self.part,
-        }
-
-
-_SECTION = re.compile(
-    r"^\s*(?:#+\s*)?(?P<name>prepared remarks|presentation|management discussion|opening remarks|"
-    r"questions?[- ]and[- ]answers?(?: session)?|q\s*&\s*a(?: session)?)\s*:?\s*$",
-    re.I,
-)
-_SPEAKER = re.compile(
-    r"^\s*(?P<speaker>(?:[A-Z][\w.'&]*)(?:\s+[A-Z][\w.'&]*){0,3})"
-    r"(?:\s*(?:--|\u2014|\u2013|,)\s*(?P<title>[^:\n]{1,80}))?\s*:\s+(?P<text>\S.*)$"
-)
-_QA_CUE = re.compile(
-    r"take (?:your |our first )?questions?|open (?:up )?the (?:line|floor)|question-and-answer session|"
-    r"first question",
-    re.I,
-)
-_SENT = re.compile(r"(?<=[.!?])\s+")
-_NOISE = re.compile(r"synthetic sample", re.I)
-
-
-def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENT.split(text) if s.strip()]
-
-
-def _split_long(text: str, limit: int) -> list[str]:
-    """Paragraphs first, then sentences, then words: pieces of at most ``limit`` chars."""
-    if len(text) <= limit:
-        return [text]
-    out: list[str] = []
-    for para in [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]:
-        if len(para) <= limit:
-            units = [para]
-        else:
-            units = []
-            for s in _sentences(para):
-                while len(s) > limit:  # a sentence longer than a chunk: cut at a word boundary
-                    cut = s.rfind(" ", 0, limit)
-                    cut = cut if cut > 0 else limit
-                    units.append(s[:cut].strip())
-                    s = s[cut:].strip()
-                if s:
-                    units.append(s)
-        buf = ""
-        for u in units:
-            if buf and len(buf) + 1 + len(u) > limit:
-                out.append(buf)
-                buf = u
-            else:
-                buf = f"{buf} {u}".strip()
-        if buf:
-            out.append(buf)
-    return out
-
-
-def chunk_transcript(
-    text: str, event_id: str, ticker: str = "", day: str = "", max_chars: int = MAX_CHUNK_CHARS
-) -> list[Chunk]:
-    """Structure-aware chunks of a call transcript (see the module doc)."""
-    section = "prepared"
-    turns: list[tuple[str, str, list[str]]] = []  # (section, speaker, lines)
-    unlabelled: list[tuple[str, str]] = []  # (section, line) before any speaker cue
-    for raw in (text or "").splitlines():
-        line = raw.strip()
-        if not line or _NOISE.search(line) and len(line) < 120 and line.isupper():
-            continue
-        m = _SECTION.match(line)
-        if m:
-            section = "qa" if re.match(r"q|questions?", m.group("name"), re.I) else "prepared"
-            continue
-        s = _SPEAKER.match(line)
-        if s:
-            speaker = s.group("speaker") + (f" ({s.group('title').strip()})" if s.group("title") else "")
-            turns.append((section, speaker, [s.group("text")]))
-        elif turns:
-            turns[-1][2].append(line)
-        else:
-            unlabelled.append((section, line))
-        if s and speaker.lower().startswith("operator") and _QA_CUE.search(s.group("text")):
-            section = "qa"
-
-    chunks: list[Chunk] = []
-
-    def add(sec: str, speaker: str, turn: int, parts: Sequence[str]) -> None:
-        for j, p in enumerate(parts):
-            chunks.append(Chunk(f"{event_id}#c{len(chunks) + 1}", event_id, ticker, day, sec, speaker, turn, j, p))
-
-    if not turns:
-        # no speaker cues: sentences are the only structure; the operator's cue ends the prepared remarks
-        sents: list[tuple[str, str]] = []
-        for sec, line in unlabelled:
-            for s in _sentences(line):
-                if _NOISE.search(s):
-                    continue
-                sents.append((section_of(sents, sec), s))
-        merged: list[tuple[str, str]] = []
-        for sec, s in sents:
-            if merged and len(merged[-1][1]) < MIN_SENTENCE_CHARS and merged[-1][0] == sec:
-                merged[-1] = (sec, f"{merged[-1][1]} {s}")
-            else:
-                merged.append((sec, s))
-        for n, (sec, s) in enumerate(merged):
-            add(sec, "unknown", n, _split_long(s, max_chars))
-        return chunks
-    n = 0
-    if unlabelled:  # text before the first speaker cue: a turn of its own
-        add(unlabelled[0][0], "unknown", n, _split_long("\n".join(l for _, l in unlabelled), max_chars))
-        n += 1
-    for sec, speaker, lines in turns:
-        add(sec, speaker, n, _split_long("\n".join(lines), max_chars))
-        n += 1
-    return chunks
-
-
-def section_of(previous: list[tuple[str, str]], current: str) -> str:
-    """Unlabelled text: the sentence after the cue to questions starts the Q&A."""
-    if current == "qa" or (previous and (previous[-1][0] == "qa" or _QA_CUE.search(previous[-1][1]))):
-        return "qa"
-    return current
-
-
-# -- specialists -----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Specialist:
-    name: str
-    focus: str
-    query: str
-
-
-SPECIALISTS: tuple[Specialist, ...] = (
-    Specialist(
-        "earnings",
-        "revenue quality, profitability and the sustainability of earnings",
-        "revenue earnings operating margin profitability results quarter billion percent beat miss",
-    ),
-    Specialist(
-        "market",
-        "the likely market reaction over the next day, week and month",
-        "outlook guidance next quarter expect growth demand environment looking ahead",
-    ),
-    Specialist(
-        "sentiment",
-        "management's tone, confidence and credibility",
-        "management confident strong pleased record cautious weak disappointing results tone",
-    ),
-    Specialist(
-        "valuation",
-        "whether growth and margins justify the valuation",
-        "growth margin cash flow pricing valuation capital expenditures competitive position",
-    ),
-    Specialist(
-        "risk",
-        "risks, headwinds and uncertainty, and how much to size a position",
-        "risk challenge headwinds uncertainty difficult delays decline litigation pressure concerns",
-    ),
-)
-
-
-class View(BaseModel):
-    """One specialist's view, or the synthesised report (``role`` = "report")."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    role: str
-    direction: Direction = "neutral"
-    confidence: float = Field(0.0, ge=0.0, le=1.0)
-    horizon: Horizon = 5
-    insights: list[Insight] = Field(default_factory=list)
-
-    def cited_ids(self) -> list[str]:
-        return list(dict.fromkeys(c.id for i in self.insights for c in i.citations))
-
-
-class DebateReport(BaseModel):
-    """The report on one call, before or after the debate."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    ticker: str
-    event_id: str
-    day: str
-    direction: Direction
-    confidence: float = Field(ge=0.0, le=1.0)
-    horizon: Horizon
-    insights: list[Insight] = Field(default_factory=list)
-    risks: list[Insight] = Field(default_factory=list)
-    hedge: str = ""
-    summary: str = ""
-
-    def cited_ids(self) -> list[str]:
-        return list(dict.fromkeys(c.id for i in [*self.insights, *self.risks] for c in i.citations))
-
-
-class Debate(BaseModel):
-    """Everything one debate day did for one ticker (kept for reuse and the record)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    ticker: str
-    event_id: str
-    chunks: int
-    views: list[View]
-    report: DebateReport
-    final: DebateReport
-    #: the Leader's own direction, before the safety check
-    leader_direction: Direction
-    flip_prevented: bool = False
-    debated: bool = True
-    via: dict[str, str] = Field(default_factory=dict)
-
-
-class Outcome(BaseModel):
-    """The protocol's answer on a debate day: the decision report and the debates."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    manager: ManagerReport
-    debates: list[Debate]
-
-
-# -- what the model fills --------------------------------------------------------------
-
-
-class ViewAnswer(BaseModel):
-    direction: Direction
-    confidence: float = Field(ge=0.0, le=1.0)
-    horizon: Horizon
-    insights: list[InsightAnswer] = Field(min_length=1, max_length=2)
-
-    def cited(self):
-        return (c for i in self.insights for c in i.cites)
-
-    def relabeled(self, back):
-        return self.model_copy(
-            update={
-                "insights": [
-                    i.model_copy(update={"cites": list(dict.fromkeys(back.get(c, c) for c in i.cites))})
-                    for i in self.insights
-                ]
-            }
-        )
-
-
-class TrustAnswer(BaseModel):
-    """Supporting evidence only: Trust has no direction to give."""
-
-    evidence: list[InsightAnswer] = Field(min_length=1, max_length=2)
-
-    def cited(self):
-        return (c for i in self.evidence for c in i.cites)
-
-    def relabeled(self, back):
-        return self.model_copy(
-            update={
-                "evidence": [
-                    i.model_copy(update={"cites": list(dict.fromkeys(back.get(c, c) for c in i.cites))})
-                    for i in self.evidence
-                ]
-            }
-        )
-
-
-class SkepticAnswer(BaseModel):
-    risks: list[InsightAnswer] = Field(min_length=1, max_length=2)
-    hedge: str = Field(min_length=1, max_length=120)
-    confidence: float = Field(ge=0.0, le=1.0)
-
-    def cited(self):
-        return (c for i in self.risks for c in i.cites)
-
-    def relabeled(self, back):
-        return self.model_copy(
-            update={
-                "risks": [
-                    i.model_copy(update={"cites": list(dict.fromkeys(back.get(c, c) for c in i.cites))})
-                    for i in self.risks
-                ]
-            }
-        )
-
-
-class LeaderAnswer(BaseModel):
-    direction: Direction
-    confidence: float = Field(ge=0.0, le=1.0)
-    summary: str = Field(min_length=1, max_length=200)
-
-    def cited(self):
-        return iter(())
-
-    def relabeled(self, back):
-        return self
-
-
-# -- the rules ------------------------------------------------------------------
-
-
-def _lm():
-    from fincon.data.lexicon import LoughranMcDonald
-
-    global _LM
-    if _LM is None:
-        _LM = LoughranMcDonald()
-    return _LM
-
-
-_LM = None
-
-
-def _label(x: float) -> Direction:
-    return "bullish" if x > NEUTRAL_BAND else "bearish" if x < -NEUTRAL_BAND else "neutral"
-
-
-def _sign(d: str) -> float:
-    return {"bullish": 1.0, "bearish": -1.0, "neutral": 0.0}[d]
-
-
-def _cite(c: Chunk) -> Citation:
-    return Citation(id=c.id, date=c.day, source="earnings_call")
-
-
-def tone(chunks: Sequence[Chunk]) -> float:
-    return _lm().score(" ".join(c.text for c in chunks)).tone
-
-
-def risk_share(chunks: Sequence[Chunk]) -> float:
-    """Share of the words that are Negative, Uncertainty or Litigious."""
-    sc = _lm().score(" ".join(c.text for c in chunks))
-    risky = sum(sc.counts.get(k, 0) for k in ("Negative", "Uncertainty", "Litigious"))
-    return risky / max(sc.words, 1)
-
-
-def rules_view(spec: Specialist, chunks: Sequence[Chunk]) -> View:
-    """LM tone of the specialist's retrieved chunks; the risk specialist
-    lowers it by the risk-word share (it reads risks, not just tone)."""
-    t = tone(chunks)
-    if spec.name == "risk":
-        t -= risk_share(chunks)
-    d = _label(t)
-    conf = 0.0 if d == "neutral" else round(min(1.0, abs(t)), 4)
-    insights = [
-        Insight(text=f"{c.text[:300]} -> reads {_label(tone([c]))} ({tone([c]):+.2f})", citations=[_cite(c)])
-        for c in chunks[:2]
-    ]
-    return View(role=spec.name, direction=d, confidence=conf, horizon=5, insights=insights)
-
-
-def rules_report(views: Sequence[View], ticker: str, event_id: str, day: str) -> DebateReport:
-    """Equal-weight mean of the specialists' signed confidences. Horizon: 20
-    days when every specialist with a view agrees, 5 on a majority, 1 when split."""
-    score = sum(_sign(v.direction) * v.confidence for v in views) / max(len(views), 1)
-    d = _label(score)
-    sides = [_sign(v.direction) for v in views if v.direction != "neutral"]
-    agree = sum(1 for s in sides if s == _sign(d)) if d != "neutral" else 0
-    horizon = 20 if sides and agree == len(sides) else 5 if agree * 2 > len(sides) else 1
-    backing = [v for v in views if v.direction == d] if d != "neutral" else list(views)
-    insights, seen = [], set()
-    for v in sorted(backing, key=lambda v: (-v.confidence, v.role)):
-        for i in v.insights[:1]:
-            if i.citations and i.citations[0].id not in seen:
-                seen.add(i.citations[0].id)
-                insights.append(Insight(text=f"{v.role}: {i.text}"[:400], citations=i.citations))
-    summary = ", ".join(f"{v.role} {v.direction} {v.confidence:.2f}" for v in views)
-    return DebateReport(
-        ticker=ticker,
-        event_id=event_id,
-        day=day,
-        direction=d,
-        confidence=0.0 if d == "neutral" else round(min(1.0, abs(score)), 4),
-        horizon=horizon,
-        insights=insights[:4],
-        summary=f"specialists: {summary} -> {d} ({score:+.2f})"[:400],
-    )
-
-
-def rules_trust(report: DebateReport, chunks: Sequence[Chunk]) -> list[Insight]:
-    """Keep the report; add the retrieved chunk that most supports its direction, if any."""
-    cited = set(report.cited_ids())
-    s = _sign(report.direction)
-    best = sorted((c for c in chunks if c.id not in cited and s * tone([c]) > 0), key=lambda c: (-s * tone([c]), c.id))
-    return [Insight(text=f"supports: {c.text[:300]}", citations=[_cite(c)]) for c in best[:1]]
-
-
-def rules_skeptic(report: DebateReport, chunks: Sequence[Chunk]) -> tuple[list[Insight], str, float]:
-    """The chunks with the highest risk-word share as risks; confidence cut by
-    RISK_SCALE x the risk-word share of everything retrieved (at most MAX_CUT)."""
-    share = risk_share(chunks)
-    cut = min(MAX_CUT, RISK_SCALE * share)
-    risky = sorted((c for c in chunks if risk_share([c]) > 0), key=lambda c: (-risk_share([c]), c.id))[:2]
-    risks = [Insight(text=f"risk: {c.text[:300]}", citations=[_cite(c)]) for c in risky]
-    hedge = f"risk words are {share:.1%} of the evidence: size down by {cut:.0%}" if cut else "no hedge needed"
-    return risks, hedge, round(report.confidence * (1.0 - cut), 4)
-
-
-def combine(
-    report: DebateReport,
-    evidence: list[Insight],
-    risks: list[Insight],
-    hedge: str,
-    direction: str,
-    confidence: float,
-    summary: str,
-) -> DebateReport:
-    """The final report: the report's insights plus Trust's new evidence.
-    Evidence that repeats an insight already there (same text; a small model
-    often hands the report's own insights back as "support") is left out."""
-    seen = {i.text.strip().lower() for i in report.insights}
-    fresh = []
-    for e in evidence:
-        key = e.text.strip().lower()
-        if key not in seen:
-            seen.add(key)
-            fresh.append(e)
-    return report.model_copy(
-        update={
-            "direction": direction,
-            "confidence": confidence,
-            "insights": (report.insights + fresh)[:5],
-            "risks": risks[:3],
-            "hedge": hedge[:200],
-            "summary": summary[:400],
-        }
-    )
-
-
-# -- prompts ---------------------------------------------------------------------
-
-
-def _template(name: str) -> tuple[str, str]:
-    return load_template(str(HERE / f"debate_{name}.txt"))
-
-
-def _chunk_lines(chunks: Sequence[Chunk], labels: dict[str, str]) -> str:
-    return "\n".join(
-        f"[{labels.get(c.id, c.id)}] ({'Q&A' if c.section == 'qa' else 'prepared remarks'}"
-        f"{'' if c.speaker == 'unknown' else ', ' + c.speaker}): {c.text[:CHUNK_CHARS_IN_PROMPT]}"
-        for c in chunks
-    )
-
-
-def _insight_lines(insights: Sequence[Insight], labels: dict[str, str]) -> str:
-    return (
-        "\n".join(f"- {i.text[:200]} [{', '.join(labels.get(c.id, c.id) for c in i.citations)}]" for i in insights)
-        or "- (none)"
-    )
-
-
-def _report_text(r: DebateReport, labels: dict[str, str]) -> str:
-    return (
-        f"Direction: {r.direction} (confidence {r.confidence:.2f}), horizon {r.horizon} trading days.\n"
-        f"Evidence:\n{_insight_lines(r.insights, labels)}"
-    )
-
-
-def _messages(name: str, **values: str) -> list[dict[str, str]]:
-    system, user = _template(name)
-    return [{"role": "system", "content": system.format(**values)}, {"role": "user", "content": user.format(**values)}]
-
-
-def _insights(answers: Sequence[InsightAnswer], by_id: dict[str, Chunk]) -> list[Insight]:
-    return [Insight(text=a.text, citations=[_cite(by_id[c]) for c in a.cites if c in by_id]) for a in answers]
 
 
 # -- the protocol ------------------------------------------------------------------
@@ -580,6 +120,7 @@ class Counts:
     calls: int = 0
     fallbacks: int = 0
     chunks: int = 0
+    held_days: int = 0
     events: list[str] = field(default_factory=list)
 
 
@@ -588,9 +129,24 @@ class DebateProtocol:
     agent = "manager"
 
     def __init__(
-        self, lookback: int = 60, transcripts: str = "whisper", transcript_cache: str | None = None, top_k: int = TOP_K
+        self,
+        lookback: int = 60,
+        transcripts: str = "whisper",
+        transcript_cache: str | None = None,
+        top_k: int = TOP_K,
+        sources: Sequence[str] = ("earnings_call",),
+        retrieval_model: str | None = None,
     ):
+        """``sources``: the event sources a debate reads (earnings calls; the
+        filings evaluation: ``10-K``, ``10-Q``). ``retrieval_model``: the
+        sentence-transformers model (a local directory, or a hub name such as a
+        finance-tuned model, downloaded only when the user allows it) that
+        embeds the chunks; None: the team's embedder (offline by default)."""
         self.fincon = FinConManager(lookback=lookback)
+        self.sources = tuple(sources)
+        self.retrieval_model = retrieval_model
+        #: ticker -> [final report, decisions left]: a debated call stands over its horizon
+        self.standing: dict[str, list] = {}
         self.transcripts = transcripts
         self.transcript_cache = transcript_cache
         self.top_k = top_k
@@ -601,7 +157,13 @@ class DebateProtocol:
 
     @classmethod
     def from_params(cls, params) -> "DebateProtocol":
-        return cls(lookback=params.lookback, transcripts=params.transcripts, transcript_cache=params.transcript_cache)
+        return cls(
+            lookback=params.lookback,
+            transcripts=params.transcripts,
+            transcript_cache=params.transcript_cache,
+            sources=tuple(getattr(params, "debate_sources", None) or ("earnings_call",)),
+            retrieval_model=getattr(params, "retrieval_model", None),
+        )
 
     # the FinCon manager's sampling is the protocol's (training sets it on the protocol)
     @property
@@ -616,13 +178,22 @@ class DebateProtocol:
         from fincon.memory.collections import open_collection
 
         self.memory, self.events = team.memory, team.events
-        self._col = open_collection(team.memory.client, COLLECTION, team.memory.embedder)
+        embedder, name = team.memory.embedder, COLLECTION
+        if self.retrieval_model:
+            from fincon.memory.embedders import MiniLMEmbedder
+
+            # any sentence-transformers model; its own collection (another vector space)
+            embedder = MiniLMEmbedder(self.retrieval_model)
+            name = f"{COLLECTION}-{re.sub(r'[^A-Za-z0-9_-]+', '-', self.retrieval_model.strip('/')).strip('-')[-40:]}"
+        self._col = open_collection(team.memory.client, name, embedder)
 
     def digest(self, task, view) -> list[str]:
         """What besides the reports this protocol's decision depends on (the
         team adds it to its reuse hash): the ids of today's new calls, so a
         call day is never answered with yesterday's stored decision."""
-        return sorted(e.id for t in task.tickers for e in self.new_calls(t, view))
+        return sorted(e.id for t in task.tickers for e in self.new_calls(t, view)) + sorted(
+            f"{t}:{r.event_id}:{left}" for t, (r, left) in self.standing.items() if t in task.tickers
+        )
 
     # -- reading the call ------------------------------------------------------------
     def new_calls(self, ticker: str, view) -> list:
@@ -630,7 +201,7 @@ class DebateProtocol:
         day's decision time (the first day of data: today's calendar day)."""
         dates = view.dates(2)
         since = dates[0] if len(dates) > 1 else view.date - pd.Timedelta(days=1)
-        return self.events.view_at(view.date).events(ticker, sources=["earnings_call"], since=since)
+        return self.events.view_at(view.date).events(ticker, sources=list(self.sources), since=since)
 
     def transcript(self, event) -> str:
         audio = self.events.audio_path(event) if event.audio else None
@@ -686,6 +257,7 @@ class DebateProtocol:
         back = {v: k for k, v in labels.items()}
         allowed = frozenset(by_id)
         ticker = event.ticker
+        kind = KINDS.get(event.source, event.source)
         calls = fallbacks = 0
         keys: list[str] = []
         via: dict[str, str] = {}
@@ -719,6 +291,7 @@ class DebateProtocol:
                     spec.name,
                     lambda spec=spec, got=got: _messages(
                         "specialist",
+                        kind=kind,
                         role=spec.name,
                         focus=spec.focus,
                         ticker=ticker,
@@ -751,7 +324,7 @@ class DebateProtocol:
         report: DebateReport = ask(
             "synthesis",
             lambda: _messages(
-                "synthesis", ticker=ticker, date=day, views=view_lines(), chunks=_chunk_lines(read, labels)
+                "synthesis", kind=kind, ticker=ticker, date=day, views=view_lines(), chunks=_chunk_lines(read, labels)
             ),
             ViewAnswer,
             lambda a: DebateReport(
@@ -788,29 +361,43 @@ class DebateProtocol:
         evidence: list[Insight] = ask(
             "trust",
             lambda: _messages(
-                "trust", ticker=ticker, date=day, report=_report_text(report, labels), chunks=_chunk_lines(read, labels)
-            ),
-            TrustAnswer,
-            lambda a: _insights(a.evidence, by_id),
-            lambda: rules_trust(report, read),
-        )
-        risks, hedge, conf = ask(
-            "skeptic",
-            lambda: _messages(
-                "skeptic",
+                "trust",
+                kind=kind,
                 ticker=ticker,
                 date=day,
                 report=_report_text(report, labels),
                 chunks=_chunk_lines(read, labels),
             ),
+            TrustAnswer,
+            lambda a: _insights(a.evidence, by_id),
+            lambda: rules_trust(report, read),
+        )
+        # the Skeptic reads the specialists' evidence (the chunks they cited), not the report's prose
+        cited_by: dict[str, list[str]] = {}
+        for v in views:
+            for cid in v.cited_ids():
+                if cid in by_id:
+                    cited_by.setdefault(cid, []).append(v.role)
+        evidence_chunks = [c for c in chunks if c.id in cited_by] or read
+        risks, hedge, conf = ask(
+            "skeptic",
+            lambda: _messages(
+                "skeptic",
+                kind=kind,
+                ticker=ticker,
+                date=day,
+                call=_call_text(report),
+                chunks=_evidence_lines(evidence_chunks, cited_by, labels),
+            ),
             SkepticAnswer,
             lambda a: (_insights(a.risks, by_id), a.hedge, a.confidence),
-            lambda: rules_skeptic(report, read),
+            lambda: rules_skeptic(report, evidence_chunks),
         )
         lead: LeaderAnswer = ask(
             "leader",
             lambda: _messages(
                 "leader",
+                kind=kind,
                 ticker=ticker,
                 date=day,
                 report=_report_text(report, labels),
@@ -865,7 +452,9 @@ class DebateProtocol:
             return self.fincon.decide(brain, task, view, universe)
 
         calls = [e for t in task.tickers for e in self.new_calls(t, view)]
-        if not calls:
+        # a debated call stands over its horizon: the ticker follows it for that many decisions
+        held = {t: r for t, (r, left) in self.standing.items() if t in task.tickers and left > 0}
+        if not calls and not held:
             self.counts.fallback_days += 1
             return self.fincon.decide(brain, task, view, universe)
 
@@ -874,21 +463,34 @@ class DebateProtocol:
             d, c, f, k = self.debate(brain, event, task.day)
             debates.append(d)
             n_calls, n_fallbacks, keys = n_calls + c, n_fallbacks + f, keys + k
-        final = {d.ticker: d.final for d in debates}
+        fresh = {d.ticker: d.final for d in debates}
+        for t, r in fresh.items():  # today's call counts as the first of its horizon's decisions
+            self.standing[t] = [r, r.horizon - 1] if r.direction != "neutral" else [r, 0]
+        for t in held:
+            if t not in fresh:
+                self.standing[t][1] -= 1
+        held = {t: r for t, r in held.items() if t not in fresh}
+        final = {**held, **fresh}
         action = {t: {"bullish": "buy", "bearish": "sell", "neutral": "hold"}[r.direction] for t, r in final.items()}
         relied = list(dict.fromkeys(i for r in final.values() for i in r.cited_ids()))[:5]
         note = "; ".join(
-            f"{t}: debated call {r.event_id} -> {r.direction} {r.confidence:.2f}, {r.horizon}-day horizon"
-            for t, r in final.items()
+            [
+                f"{t}: debated {r.event_id} -> {r.direction} {r.confidence:.2f}, {r.horizon}-day horizon"
+                for t, r in fresh.items()
+            ]
+            + [
+                f"{t}: holding the call on {r.event_id} ({r.direction} {r.confidence:.2f}, "
+                f"{self.standing[t][1]} of {r.horizon} days left)"
+                for t, r in held.items()
+            ]
         )
         if not task.portfolio:
             t = task.tickers[0]
             r = final[t]
+            # the position size follows the conviction: the final confidence
+            size = round(min(1.0, max(0.0, r.confidence)), 4) if r.direction != "neutral" else 0.0
             mr = ManagerReport(
-                actions={t: action[t]},
-                size=1.0 if r.confidence >= FULL_SIZE else 0.5,
-                rationale=f"{note}. {r.summary}"[:600],
-                relied_on=relied,
+                actions={t: action[t]}, size=size, rationale=f"{note}. {r.summary}"[:600], relied_on=relied
             )
         else:
             base = brain.answer(self.fincon.question(task))
@@ -905,9 +507,10 @@ class DebateProtocol:
                     "relied_on": list(dict.fromkeys(relied + list(m.relied_on)))[:5],
                 }
             )
+        self.counts.held_days += bool(held) and not fresh
         decision, _, rec = self.fincon.decide(Reuse(mr), task, view, universe)
         c = self.counts
-        c.debate_days += 1
+        c.debate_days += bool(fresh)
         c.debates += sum(d.debated for d in debates)
         c.neutral_skipped += sum(not d.debated for d in debates)
         c.flips_prevented += sum(d.flip_prevented for d in debates)
@@ -932,5 +535,6 @@ class DebateProtocol:
             "debate_calls": c.calls,
             "debate_fallbacks": c.fallbacks,
             "debate_chunks": c.chunks,
+            "debate_held_days": c.held_days,
             "debate_events": list(c.events),
         }

@@ -36,509 +36,63 @@ moderator = the most concordant survivor.
 
 The run's policies are checked here (an alternative breaking one is never
 chosen) and enforced again by the team after the protocol.
+
+Where things are: this module runs the day (the rounds, self-consistency,
+the decision, the per-run measures) and is the only scm module that asks a
+brain; :mod:`.scm_schemas` holds the answer and record models,
+:mod:`.scm_prompts` builds every message a model reads, :mod:`.scm_checks`
+the day's context and the checks in code, :mod:`.scm_rules` the
+deterministic roles.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from fincon.agents.brains import FULL_SIZE, NEUTRAL_BAND, Answer, ManagerTask, Question, consensus
+from fincon.agents.brains import Answer, ManagerTask, Question, consensus
 from fincon.agents.policies import Policies
-from fincon.agents.reports import Citation, _field, _real, short_labels
-from fincon.agents.roles.base import load_template
+from fincon.agents.protocols.scm_checks import Day, code_checks, code_checks_block, sections_said
+from fincon.agents.protocols.scm_prompts import prompt_values, render
+from fincon.agents.protocols.scm_rules import rules_critic, rules_fix, rules_moderator, rules_strategist, rules_verify
+from fincon.agents.protocols.scm_schemas import (
+    EPS,
+    NAMES,
+    Alternative,
+    Critique,
+    CritiqueAnswer,
+    Issue,
+    ModeratorAnswer,
+    Proposal,
+    ScmReport,
+    Verdict,
+    VerifyAnswer,
+    proposal_model,
+)
+from fincon.agents.reports import short_labels
 from fincon.strategies.base import Decision
 
-HERE = Path(__file__).parent
-TEMPLATES = {role: HERE / f"scm.{role}.txt" for role in ("strategist", "critic", "fix", "moderator")}
-NAMES = ("A", "B", "C")
-CATEGORIES = ("evidence", "policy", "consistency", "calibration", "risks")
-SEVERITIES = ("high", "medium", "low")
+__all__ = [
+    "Alternative",
+    "Critique",
+    "Issue",
+    "Proposal",
+    "ScmProtocol",
+    "ScmReport",
+    "Verdict",
+    "code_checks",
+    "code_checks_block",
+    "rules_critic",
+    "rules_fix",
+    "rules_moderator",
+    "rules_strategist",
+]
+
 #: the Strategist's sampling temperature when samples > 1 (at least this)
 SAMPLE_TEMPERATURE = 0.7
-EPS = 1e-9
-REPORT_CHARS = 120
-
-Name = Literal["A", "B", "C"]
-Category = Literal["evidence", "policy", "consistency", "calibration", "risks"]
-Severity = Literal["high", "medium", "low"]
-
-
-# -- what the model fills -------------------------------------------------------
-
-
-class _AltBase(BaseModel):
-    name: Name
-    evidence: list[str] = Field(default_factory=list, max_length=3, examples=[["E1"]])
-    rule: str = Field(min_length=1, max_length=160)
-    #: no bounds in the answer schema: a model that states a negative gross for a short
-    #: (the bundled 1.5B did, live) makes an arithmetic error that the code check
-    #: ("stated gross ... but the weights sum to ...") flags and the fix round repairs,
-    #: as the protocol intends, instead of a schema error that throws the whole sample away
-    gross: float = Field(description="sum of the absolute weights")
-    p5: float = Field(description="5th percentile of the next day's return, %")
-    p50: float = Field(description="median of the next day's return, %")
-    p95: float = Field(description="95th percentile of the next day's return, %")
-    risks: list[str] = Field(default_factory=list, max_length=2)
-
-    def target(self) -> dict[str, float]:
-        w = self.weights
-        return {f.alias: float(getattr(w, n)) for n, f in type(w).model_fields.items() if f.alias}
-
-
-class _ProposalBase(BaseModel):
-    def cited(self) -> Iterable[str]:
-        return (c for a in self.alternatives for c in a.evidence)
-
-    def relabeled(self, back: Mapping[str, str]):
-        return self.model_copy(
-            update={
-                "alternatives": [a.model_copy(update={"evidence": _real(a.evidence, back)}) for a in self.alternatives]
-            }
-        )
-
-
-@lru_cache(maxsize=64)
-def proposal_model(tickers: tuple[str, ...]) -> type[_ProposalBase]:
-    """Strategist (and fix) answer: 2-3 alternatives, one weight property per ticker."""
-    weights = create_model("Weights", **{_field(t): (float, Field(alias=t, ge=-1.0, le=1.0)) for t in tickers})
-    alt = create_model("Alternative", __base__=_AltBase, weights=(weights, ...))
-    return create_model("Proposal", __base__=_ProposalBase, alternatives=(list[alt], Field(min_length=2, max_length=3)))
-
-
-class IssueAnswer(BaseModel):
-    alternative: Name
-    category: Category
-    severity: Severity
-    issue: str = Field(min_length=1, max_length=100)
-    question: str = Field(min_length=1, max_length=100, description="a verification question the reports answer")
-
-
-class CritiqueAnswer(BaseModel):
-    #: three short issues fit the team's 320-token answer cap (six long ones were cut
-    #: off mid-string in a live 1.5B run: invalid JSON twice, a counted fallback);
-    #: the code checks add their own issues beside the Critic's
-    issues: list[IssueAnswer] = Field(default_factory=list, max_length=3)
-
-    def cited(self) -> Iterable[str]:
-        return iter(())
-
-    def relabeled(self, back: Mapping[str, str]):
-        return self
-
-
-class DiscardAnswer(BaseModel):
-    alternative: Name
-    reason: str = Field(min_length=1, max_length=140)
-
-
-class ModeratorAnswer(BaseModel):
-    discard: list[DiscardAnswer] = Field(default_factory=list, max_length=3)
-    choice: Literal["A", "B", "C", "none"]
-    rationale: str = Field(min_length=1, max_length=240)
-    relied_on: list[str] = Field(default_factory=list, max_length=3)
-
-    def cited(self) -> Iterable[str]:
-        return iter(self.relied_on)
-
-    def relabeled(self, back: Mapping[str, str]):
-        return self.model_copy(update={"relied_on": _real(self.relied_on, back)})
-
-
-# -- what the protocol keeps ---------------------------------------------------
-
-
-class Alternative(BaseModel):
-    """One decision option, the five sections plus where it came from."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    evidence: list[Citation] = Field(default_factory=list)
-    #: cited ids that were not in the day's reports (kept to be criticised, never traded on)
-    invalid: list[str] = Field(default_factory=list)
-    rule: str = ""
-    weights: dict[str, float] = Field(default_factory=dict)
-    gross: float = 0.0
-    p5: float = 0.0
-    p50: float = 0.0
-    p95: float = 0.0
-    risks: list[str] = Field(default_factory=list)
-    origin: list[str] = Field(default_factory=list)  # "s<sample>.<name>" it was proposed as
-    concordance: float = 0.0
-
-    @property
-    def trades(self) -> bool:
-        return any(abs(x) > EPS for x in self.weights.values())
-
-    def key(self) -> tuple:
-        return tuple(sorted((t, round(x, 3)) for t, x in self.weights.items()))
-
-    def sections(self) -> dict[str, bool]:
-        return {
-            "evidence": bool(self.evidence) or not self.trades,
-            "rule": bool(self.rule.strip()),
-            "figures": bool(self.weights),
-            "uncertainty": all(map(math.isfinite, (self.p5, self.p50, self.p95))),
-            "risks": bool(self.risks),
-        }
-
-    def brief(self, label: Mapping[str, str] | None = None) -> str:
-        label = label or {}
-        w = ", ".join(f"{t} {x:+.2f}" for t, x in self.weights.items())
-        ev = ", ".join(label.get(c.id, c.id) for c in self.evidence) + (
-            (", " if self.evidence else "") + ", ".join(self.invalid) if self.invalid else ""
-        )
-        return (
-            f"{self.name}: weights {w} (gross {self.gross:.2f}); P5 {self.p5:+.2f}% P50 {self.p50:+.2f}% "
-            f"P95 {self.p95:+.2f}%; evidence {ev or 'none'}; rule: {self.rule}; "
-            f"risks: {'; '.join(self.risks) or 'none'}"
-        )
-
-
-class Proposal(BaseModel):
-    alternatives: list[Alternative]
-
-
-class Issue(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    alternative: str
-    category: str
-    severity: str
-    issue: str
-    question: str = ""
-    by: str = "code"  # code | critic
-    check: str = ""  # the code check that found it
-    stage: str = "proposal"  # proposal | revision
-    status: str = "open"  # open | fixed | unresolved | noted
-
-
-class Critique(BaseModel):
-    issues: list[Issue] = Field(default_factory=list)
-
-
-class Verdict(BaseModel):
-    discard: list[dict[str, str]] = Field(default_factory=list)
-    choice: str = "none"
-    rationale: str = ""
-    relied_on: list[str] = Field(default_factory=list)
-
-
-class ScmReport(BaseModel):
-    """The day's final report (what a :class:`Reuse` brain gives back) and its log."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    actions: dict[str, str]
-    weights: dict[str, float] = Field(default_factory=dict)  # empty: hold, positions kept
-    held: bool = False
-    chosen: str | None = None
-    rationale: str = ""
-    relied_on: list[str] = Field(default_factory=list)
-    p5: float = 0.0
-    p50: float = 0.0
-    p95: float = 0.0
-    proposals: list[dict[str, Any]] = Field(default_factory=list)
-    alternatives: list[dict[str, Any]] = Field(default_factory=list)
-    critiques: list[dict[str, Any]] = Field(default_factory=list)
-    fixes: list[dict[str, Any]] = Field(default_factory=list)
-    log: list[dict[str, Any]] = Field(default_factory=list)
-    stable: bool = True
-    steps: dict[str, str] = Field(default_factory=dict)  # role -> via
-
-
-# -- the day's context ---------------------------------------------------------
-
-
-@dataclass
-class Day:
-    """What the roles and the code checks read on one day (point in time:
-    the task and the visible history only)."""
-
-    task: ManagerTask
-    policies: Policies
-    citations: dict[str, Citation]  # id -> citation, every id in today's reports
-    scores: dict[str, float]  # ticker -> analysts' weighted view in [-1, 1]
-    parts: dict[str, list[str]]
-    returns: np.ndarray  # days x tickers, finite rows only
-    current: dict[str, float]
-    optimizer: Any = None  # (tickers, actions) -> weights
-    has_evidence: bool = True
-    labels: dict[str, str] = field(default_factory=dict)  # real id -> short label
-
-    @property
-    def tickers(self) -> tuple[str, ...]:
-        return self.task.tickers
-
-    def uncertainty(self, weights: Mapping[str, float]) -> tuple[float, float, float]:
-        """P5/P50/P95 (%) of the next day's return of ``weights``: the spread
-        of their recent daily returns (centred), widened as the analysts'
-        confidence falls; the median: the view-implied return (weight x
-        consensus x volatility / 2)."""
-        w = np.array([weights.get(t, 0.0) for t in self.tickers])
-        if len(self.returns) < 3 or not np.any(np.abs(w) > EPS):
-            return 0.0, 0.0, 0.0
-        rp = self.returns @ w
-        sd = self.returns.std(axis=0)
-        s = np.array([self.scores.get(t, 0.0) for t in self.tickers])
-        used = np.abs(w) > EPS
-        conf = float(np.mean(np.abs(s[used]))) if used.any() else 0.0
-        p50 = float(np.sum(w * s * sd) * 0.5)
-        c = rp - rp.mean()
-        widen = 2.0 - min(1.0, conf)
-        lo, hi = min(float(np.quantile(c, 0.05)), 0.0), max(float(np.quantile(c, 0.95)), 0.0)
-        return round(100 * (p50 + widen * lo), 3), round(100 * p50, 3), round(100 * (p50 + widen * hi), 3)
-
-    def support(self, weights: Mapping[str, float], n: int = 3) -> list[str]:
-        """Ids from the reports that agree with the weights' directions, strongest first."""
-        out: list[str] = []
-        for t in self.tickers:
-            x = weights.get(t, 0.0)
-            if abs(x) <= EPS:
-                continue
-            want = "bullish" if x > 0 else "bearish"
-            agree = sorted(
-                (r for r in self.task.reports.get(t, ()) if r.direction == want and r.insights),
-                key=lambda r: (-self.task.weights.get(r.role, 0.0) * r.confidence, r.role),
-            )
-            out += [c for r in agree for c in r.cited_ids()[:2]]
-        return list(dict.fromkeys(out))[:n]
-
-    def read(self, n: int = 3) -> list[str]:
-        """Ids of what the analysts read today (a neutral view's evidence)."""
-        return list(
-            dict.fromkeys(c for t in self.tickers for r in self.task.reports.get(t, ()) for c in r.cited_ids()[:1])
-        )[:n]
-
-    def cite(self, ids: Iterable[str]) -> tuple[list[Citation], list[str]]:
-        good, bad = [], []
-        for i in dict.fromkeys(ids):
-            (good.append(self.citations[i]) if i in self.citations else bad.append(i))
-        return good, bad
-
-    def default_risk(self, alt: Alternative) -> str:
-        if not alt.trades:
-            return "missing a move: the next day's P95 for the traded stocks is not captured"
-        return f"a one-day loss of {max(0.0, -alt.p5):.2f}% or worse with 5% probability"
-
-
-def _fmt_policies(p: Policies) -> str:
-    return f"largest |weight| of one stock {p.max_position:.2f}, largest gross exposure {p.max_gross:.2f}" + (
-        "; no new trade on a day without evidence" if p.require_evidence else ""
-    )
-
-
-# -- the code checks (the Critic's part that never trusts a model) -------------
-
-
-def code_checks(alt: Alternative, day: Day, stage: str = "proposal") -> list[Issue]:
-    """Citations, policies, quantile order and the figures' arithmetic."""
-    out: list[Issue] = []
-
-    def add(category, severity, check, text, question=""):
-        out.append(
-            Issue(
-                alternative=alt.name,
-                category=category,
-                severity=severity,
-                issue=text,
-                by="code",
-                check=check,
-                stage=stage,
-                question=question,
-            )
-        )
-
-    w = alt.weights
-    missing = [t for t in day.tickers if t not in w]
-    unknown = [t for t in w if t not in day.tickers]
-    if missing or unknown or not all(math.isfinite(x) and abs(x) <= 1.0 + EPS for x in w.values()):
-        add(
-            "consistency",
-            "high",
-            "arithmetic",
-            f"weights must be finite, within [-1, 1], one per stock of "
-            f"{', '.join(day.tickers)} (missing {missing or '-'}, unknown {unknown or '-'})",
-        )
-    gross = sum(abs(x) for x in w.values() if math.isfinite(x))
-    if not math.isfinite(alt.gross) or abs(alt.gross - gross) > 0.01:
-        add("consistency", "medium", "arithmetic", f"stated gross {alt.gross:.3f} but the weights sum to {gross:.3f}")
-    qs = (alt.p5, alt.p50, alt.p95)
-    if not all(map(math.isfinite, qs)) or not alt.p5 <= alt.p50 <= alt.p95:
-        add("calibration", "high", "quantiles", f"P5 {alt.p5} <= P50 {alt.p50} <= P95 {alt.p95} does not hold")
-    elif max(abs(q) for q in qs) > 100:
-        add("calibration", "high", "quantiles", "a one-day return beyond 100% is not a calibrated quantile")
-    elif alt.trades and alt.p95 - alt.p5 <= EPS:
-        add("calibration", "medium", "spread", "a position with no uncertainty (P5 = P95)")
-    big = [t for t, x in w.items() if abs(x) > day.policies.max_position + EPS]
-    if big:
-        add(
-            "policy", "high", "max_position", f"{', '.join(big)} above the max position {day.policies.max_position:.2f}"
-        )
-    if gross > day.policies.max_gross + EPS:
-        add("policy", "high", "max_gross", f"gross {gross:.3f} above the max gross {day.policies.max_gross:.2f}")
-    if day.policies.require_evidence and not day.has_evidence and alt.trades:
-        add("policy", "high", "require_evidence", "a trade on a day when no analyst had anything to read")
-    if alt.invalid:
-        add("evidence", "high", "citation", f"cites {', '.join(alt.invalid)}, not in today's reports")
-    if alt.trades and not alt.evidence:
-        add("evidence", "high", "citation", "a trade without a valid citation", "Which report supports this position?")
-    for t, x in w.items():
-        s = day.scores.get(t, 0.0)
-        if abs(s) >= FULL_SIZE and x * s < -EPS:
-            add(
-                "consistency",
-                "medium",
-                "direction",
-                f"{t} {x:+.2f} against the analysts' view {s:+.2f}",
-                f"What outweighs {'; '.join(day.parts.get(t, [])) or 'the reports'}?",
-            )
-    if alt.trades and not alt.risks:
-        add("risks", "medium", "risks", "no risk listed for a trade")
-    return out
-
-
-# -- the rules version of each role -------------------------------------------
-
-
-def _alt(day: Day, name: str, weights: dict[str, float], rule: str, evidence: list[str]) -> Alternative:
-    weights = {t: round(float(weights.get(t, 0.0)), 6) for t in day.tickers}
-    good, _ = day.cite(evidence)
-    a = Alternative(
-        name=name, evidence=good, rule=rule, weights=weights, gross=round(sum(abs(x) for x in weights.values()), 6)
-    )
-    a.p5, a.p50, a.p95 = day.uncertainty(weights)
-    a.risks = [day.default_risk(a)]
-    dissent = [
-        f"{t} {r.role} {r.direction}"
-        for t in day.tickers
-        for r in day.task.reports.get(t, ())
-        if weights[t] and r.direction == ("bearish" if weights[t] > 0 else "bullish")
-    ]
-    if dissent:
-        a.risks.append(("dissent: " + ", ".join(dissent))[:100])
-    return a
-
-
-def rules_strategist(day: Day) -> Proposal:
-    """Consensus at full / half / zero size, the size the consensus supports first."""
-    task, tk = day.task, day.tickers
-    actions = {
-        t: "buy" if day.scores[t] > NEUTRAL_BAND else "sell" if day.scores[t] < -NEUTRAL_BAND else "hold" for t in tk
-    }
-
-    def said(t):
-        loud = [x for x in day.parts[t] if " neutral " not in x]
-        quiet = len(day.parts[t]) - len(loud)
-        return ", ".join(loud + ([f"{quiet} neutral"] if quiet else [])) or "no evidence"
-
-    view = "; ".join(f"{t} {day.scores[t]:+.2f} ({said(t)}) -> {actions[t]}" for t in tk)
-    if task.portfolio and day.optimizer is not None:
-        full = day.optimizer(tk, actions)
-    else:
-        full = {t: {"buy": 1.0, "sell": -1.0, "hold": 0.0}[actions[t]] for t in tk}
-    full = {t: x * task.exposure for t, x in full.items()}
-    ev = day.support(full)
-    alts: list[tuple[str, dict[str, float], str]] = []
-    if any(a != "hold" for a in actions.values()):
-        strong = float(np.mean([abs(day.scores[t]) for t in tk])) >= FULL_SIZE
-        sized = [
-            ("full", full, f"weighted analyst view {view}: full size"),
-            (
-                "half",
-                {t: x / 2 for t, x in full.items()},
-                f"weighted analyst view {view}: half size, the view is moderate",
-            ),
-        ]
-        alts += sized if strong else sized[::-1]
-    else:
-        alts.append(
-            ("keep", {t: day.current.get(t, 0.0) for t in tk}, f"no clear view ({view}): keep the current position")
-        )
-    alts.append(("flat", {t: 0.0 for t in tk}, "stay out of the market: no position until the evidence is stronger"))
-    out, seen = [], set()
-    for kind, w, rule in alts:
-        cites = [] if kind == "flat" else ev if kind != "keep" else (day.support(w) or day.read())
-        a = _alt(day, NAMES[len(out)] if len(out) < 3 else "C", w, rule[:160], cites)
-        if a.key() not in seen and len(out) < 3:
-            seen.add(a.key())
-            out.append(a)
-    if task.exposure < 1.0:
-        for a in out:
-            a.rule = (a.rule + f"; risk alert: exposure cut to {task.exposure:.0%}")[:160]
-    return Proposal(alternatives=out)
-
-
-def rules_critic(slate: Sequence[Alternative], day: Day) -> Critique:
-    """The rules Critic raises nothing beyond the code checks (run for every critic)."""
-    return Critique(issues=[])
-
-
-def rules_fix(slate: Sequence[Alternative], issues: Sequence[Issue], day: Day) -> Proposal:
-    """Deterministic repairs of the high and medium issues: weights clipped to
-    the policies, figures and uncertainty recomputed, quantiles ordered,
-    supporting ids and a risk added. A direction against the analysts stays
-    (changing it would be another alternative)."""
-    out = []
-    for a in slate:
-        mine = [i for i in issues if i.alternative == a.name and i.severity in ("high", "medium")]
-        if not mine:
-            out.append(a)
-            continue
-        b = a.model_copy(deep=True)
-        checks = {i.check for i in mine} | {i.category for i in mine}
-        w = {t: float(b.weights.get(t, 0.0)) if math.isfinite(b.weights.get(t, 0.0)) else 0.0 for t in day.tickers}
-        w = {t: max(-1.0, min(1.0, x)) for t, x in w.items()}
-        if "require_evidence" in checks:
-            w = {t: 0.0 for t in w}
-        p = day.policies
-        w = {t: max(-p.max_position, min(p.max_position, x)) for t, x in w.items()}
-        g = sum(abs(x) for x in w.values())
-        if g > p.max_gross:
-            w = {t: x * p.max_gross / g for t, x in w.items()}
-        w = {t: round(x, 6) for t, x in w.items()}
-        changed_w = w != b.weights
-        b.weights, b.gross = w, round(sum(abs(x) for x in w.values()), 6)
-        if changed_w or checks & {"quantiles", "spread", "calibration"}:
-            b.p5, b.p50, b.p95 = day.uncertainty(w)
-            if not b.p5 <= b.p50 <= b.p95:
-                b.p5, b.p50, b.p95 = sorted((b.p5, b.p50, b.p95))
-        if b.invalid:
-            b.invalid = []
-        if b.trades and not b.evidence:
-            b.evidence, _ = day.cite(day.support(w))
-        if b.trades and (not b.risks or changed_w):
-            b.risks = [day.default_risk(b)] + b.risks[1:]
-        out.append(b)
-    return Proposal(alternatives=out)
-
-
-def rules_moderator(survivors: Sequence[Alternative]) -> Verdict:
-    if not survivors:
-        return Verdict(choice="none", rationale="no alternative survived the critique: hold")
-    best = max(survivors, key=lambda a: a.concordance)  # the slate's order breaks ties
-    others = ", ".join(f"{a.name} {a.concordance:.2f}" for a in survivors if a is not best)
-    return Verdict(
-        choice=best.name,
-        rationale=f"{best.name} has the samples' broadest agreement "
-        f"({best.concordance:.2f}{'; ' + others if others else ''}) and passes every check",
-        relied_on=[c.id for c in best.evidence][:3],
-    )
-
 
 # -- the protocol --------------------------------------------------------------
-
-
-def _template(role: str, values: Mapping[str, str]) -> list[dict[str, str]]:
-    system, user = load_template(str(TEMPLATES[role]))
-    return [{"role": "system", "content": system.format(**values)}, {"role": "user", "content": user.format(**values)}]
 
 
 def _sign(weights: Mapping[str, float], tickers: Sequence[str]) -> tuple[int, ...]:
@@ -591,6 +145,9 @@ class ScmProtocol:
                 "overrides",
                 "fallbacks",
                 "calls",
+                "agreement",
+                "verified",
+                "verify_passed",
             )
         }
 
@@ -627,38 +184,7 @@ class ScmProtocol:
         )
 
     def _prompt_values(self, day: Day) -> dict[str, str]:
-        task, lab = day.task, day.labels
-        lines = []
-        for t in task.tickers:
-            for r in task.reports.get(t, ()):
-                if not r.insights:
-                    continue
-                body = " ".join(
-                    f"{i.text[:REPORT_CHARS]} [{', '.join(lab.get(c.id, c.id) for c in i.citations)}]"
-                    for i in r.insights[: 1 if task.portfolio else 2]
-                )
-                lines.append(f"- {t} {r.role}: {r.direction} (confidence {r.confidence:.2f}). {body}")
-        evidence = "; ".join(f"{lab.get(c.id, c.id)} = {c.source} {c.date}" for c in day.citations.values())
-        rets = []
-        for j, t in enumerate(task.tickers):
-            r = day.returns[:, j] if len(day.returns) else np.zeros(1)
-            rets.append(
-                f"{t}: mean {100 * r.mean():+.2f}%, P5 {100 * np.quantile(r, 0.05):+.2f}%, "
-                f"P95 {100 * np.quantile(r, 0.95):+.2f}%"
-            )
-        return {
-            "date": task.day,
-            "tickers": ", ".join(task.tickers),
-            "policies": _fmt_policies(self.policies),
-            "position": ", ".join(f"{t} {day.current.get(t, 0.0):+.2f}" for t in task.tickers),
-            "reports": "\n".join(lines) or "(no reports)",
-            "evidence": evidence or "(none)",
-            "returns": "\n".join(rets),
-            "lookback": str(len(day.returns)),
-            "reflections": "\n".join(f"- {r}" for r in task.reflections) or "(none yet)",
-            "stance": task.stance or "(none)",
-            "beliefs": task.beliefs or "(none yet)",
-        }
+        return prompt_values(day, self.policies)
 
     def _to_alts(self, ans, day: Day, sample: str | None) -> Proposal:
         """A model's alternatives; a sample's are renamed by position, a revision keeps its names."""
@@ -724,10 +250,13 @@ class ScmProtocol:
         steps: dict[str, str] = {}
         log: list[dict[str, Any]] = []
 
+        role_keys: dict[str, list[str]] = {}
+
         def ask(q: Question, step: str) -> Answer:
             a = brain.answer(q)
             answers.append(a)
             steps[step] = a.via
+            role_keys.setdefault(step, []).extend(a.keys)
             self.totals["fallbacks"] += a.via == "fallback"
             if a.via == "fallback":
                 log.append(
@@ -742,7 +271,7 @@ class ScmProtocol:
 
         # T0: the Strategist, `samples` times
         pmodel = proposal_model(task.tickers)
-        s_msgs = lambda: _template("strategist", values)  # noqa: E731
+        s_msgs = lambda: render("strategist", values)  # noqa: E731
         qs = [
             self._q(
                 "strategist",
@@ -768,6 +297,7 @@ class ScmProtocol:
         for k, a in enumerate(got):
             answers.append(a)
             steps[f"strategist.s{k}"] = a.via
+            role_keys.setdefault("strategist", []).extend(a.keys)
             self.totals["fallbacks"] += a.via == "fallback"
             if a.via == "fallback":
                 log.append(
@@ -780,6 +310,8 @@ class ScmProtocol:
                 )
             proposals.append(a.report.alternatives)
         slate, stable = self._slate(proposals, day)
+        majority, agreement = self._majority, self._agreement
+        self.totals["agreement"] += agreement
         self._measure(proposals, day)
         log.append(
             {
@@ -788,7 +320,8 @@ class ScmProtocol:
                 "action": "proposed",
                 "details": f"{sum(map(len, proposals))} alternatives in {len(proposals)} sample(s); slate "
                 + ", ".join(f"{a.name} (concordance {a.concordance:.2f}, from {'/'.join(a.origin)})" for a in slate)
-                + ("" if stable else "; the samples disagree on the direction"),
+                + ("" if stable else "; the samples disagree on the direction")
+                + f"; majority direction {majority}, agreement {agreement:.2f}",
             }
         )
 
@@ -806,7 +339,7 @@ class ScmProtocol:
                 "critic",
                 day,
                 CritiqueAnswer,
-                lambda: _template("critic", c_vals),
+                lambda: render("critic", c_vals),
                 lambda a: Critique(issues=[Issue(**i.model_dump(), by="critic") for i in a.issues]),
                 lambda: rules_critic(slate, day),
                 params=self.sampling,
@@ -846,7 +379,7 @@ class ScmProtocol:
                     "fix",
                     day,
                     pmodel,
-                    lambda: _template("fix", f_vals),
+                    lambda: render("fix", f_vals),
                     lambda a: self._to_alts(a, day, None),
                     lambda: rules_fix(slate, todo, day),
                     params=self.sampling,
@@ -863,18 +396,60 @@ class ScmProtocol:
                     fixes.append({"alternative": a.name, "before": a.brief(), "after": b.brief()})
             for b in revised:
                 b.concordance = self._concordance(b, self._consensus)
-        # the code checks again, on the revision; an issue is fixed when its check passes
-        # (a model critic's issue: when the alternative was revised)
+        # the code checks again, on the revision; a code issue is fixed when its check passes.
+        # A critic's issue is fixed only when its alternative was revised AND its verification
+        # question, answered against the evidence (the model; the rules re-check in code), passes
         recheck = {a.name: code_checks(a, day, "revision") for a in revised}
         changed = {f["alternative"] for f in fixes}
+        by_rev = {a.name: a for a in revised}
+        to_verify = [i for i in issues if i.by != "code" and i.severity != "low" and i.alternative in changed]
+        if to_verify:
+            v_vals = {
+                **values,
+                "alternatives": "\n".join(by_rev[n].brief(day.labels) for n in sorted(changed)),
+                "questions": "\n".join(
+                    f"Q{n}: alternative {i.alternative}, {i.category}: {i.issue}. {i.question or 'Is this fixed?'}"
+                    for n, i in enumerate(to_verify, 1)
+                ),
+            }
+            ver = ask(
+                self._q(
+                    "verify",
+                    day,
+                    VerifyAnswer,
+                    lambda: render("verify", v_vals),
+                    lambda a: self._to_checks(a, len(to_verify)),
+                    lambda: [(ok, why, "rules", []) for ok, why in rules_verify(to_verify, by_rev, day)],
+                    params=self.sampling,
+                    cites=True,
+                ),
+                "verify",
+            )
+            for i, (ok, why, by, cites) in zip(to_verify, ver.report):
+                i.answer, i.answer_cites, i.rechecked_by = why, list(cites), by if ver.via != "fallback" else "rules"
+                i.status = "fixed" if ok else "unresolved"
+            self.totals["verified"] += len(to_verify)
+            self.totals["verify_passed"] += sum(i.status == "fixed" for i in to_verify)
+            log.append(
+                {
+                    "step": "T2",
+                    "agent": "verifier",
+                    "action": "verified",
+                    "details": "; ".join(
+                        f"{i.alternative} {i.category}: {'passes' if i.status == 'fixed' else 'fails'} ({i.answer})"
+                        for i in to_verify
+                    )[:400],
+                }
+            )
         for i in issues:
             if i.severity == "low":
                 i.status = "noted"
             elif i.by == "code":
                 still = any(j.check == i.check and j.category == i.category for j in recheck[i.alternative])
                 i.status = "unresolved" if still else "fixed"
-            else:
-                i.status = "fixed" if i.alternative in changed else "unresolved"
+                i.rechecked_by = "code"
+            elif i not in to_verify:
+                i.status = "unresolved"  # not revised: the issue stands
         new = [
             j
             for a in revised
@@ -929,7 +504,7 @@ class ScmProtocol:
                     "moderator",
                     day,
                     ModeratorAnswer,
-                    lambda: _template("moderator", m_vals),
+                    lambda: render("moderator", m_vals),
                     lambda a: Verdict(
                         discard=[d.model_dump() for d in a.discard],
                         choice=a.choice,
@@ -1027,8 +602,9 @@ class ScmProtocol:
         ]
         report.critiques = [i.model_dump() for i in issues]
         report.fixes = fixes
-        report.log = log
+        report.log = self._stamped(log, task.day, role_keys)
         report.stable = stable
+        report.majority, report.agreement = majority, agreement
         report.steps = steps
         via = (
             "rules"
@@ -1045,6 +621,42 @@ class ScmProtocol:
             tuple(e for a in answers for e in a.errors),
         )
         return self._decision(report, universe), ans, report.model_dump()
+
+    @staticmethod
+    def _to_checks(a: VerifyAnswer, n: int) -> list[tuple[bool, str, str, list[str]]]:
+        """The verifier's answers in question order; a question it skipped does not pass."""
+        said = {x.issue.strip().upper(): x for x in a.checks}
+        out = []
+        for k in range(1, n + 1):
+            x = said.get(f"Q{k}")
+            out.append(
+                (False, "not answered by the verifier", "model", [])
+                if x is None
+                else (bool(x.passes), x.answer, "model", list(x.cites))
+            )
+        return out
+
+    @staticmethod
+    def _stamped(log: list[dict[str, Any]], day: str, role_keys: Mapping[str, list[str]]) -> list[dict[str, Any]]:
+        """Every record with its UTC timestamp and the cache keys of the calls
+        behind it. The timestamp is the simulated decision time of the day
+        (16:00 New York, in UTC): what the protocol knew when, reproducible
+        on replay (a wall clock would make every replay differ)."""
+        from fincon.data.events.model import decision_cutoff
+
+        at = decision_cutoff(day).strftime("%Y-%m-%dT%H:%M:%SZ")
+        role = {
+            ("T0", "strategist"): "strategist",
+            ("T1", "critic"): "critic",
+            ("T2", "strategist"): "fix",
+            ("T2", "verifier"): "verify",
+            ("T3", "moderator"): "moderator",
+        }
+        out = []
+        for e in log:
+            r = role.get((e["step"], e["agent"]), e["step"] if e["step"] in role_keys else "")
+            out.append({"at": at, **e, "keys": list(role_keys.get(r, []))})
+        return out
 
     @staticmethod
     def _tag(p: Proposal, sample: str) -> Proposal:
@@ -1067,12 +679,29 @@ class ScmProtocol:
 
     def _slate(self, proposals: Sequence[Sequence[Alternative]], day: Day) -> tuple[list[Alternative], bool]:
         """Pooled, deduplicated alternatives ranked by concordance with the
-        samples' consensus (the median of their preferred weights); the top
-        three, renamed A, B, C. ``stable``: every sample preferred the same
-        directions."""
+        samples' consensus: per ticker the majority direction of the samples'
+        preferred alternatives, sized by the median size among the samples
+        in that majority (no majority: flat). The top three, renamed A, B, C.
+        ``stable``: every sample preferred the same directions; the agreement
+        rate (share of samples whose preferred directions are the majority's)
+        is kept for the record and the summary."""
         firsts = [p[0] for p in proposals if p]
-        cons = {t: float(np.median([a.weights.get(t, 0.0) for a in firsts])) if firsts else 0.0 for t in day.tickers}
+        cons, majority = {}, {}
+        for t in day.tickers:  # the majority direction across samples, then the median size within it
+            signs = [int(np.sign(round(a.weights.get(t, 0.0), 6))) for a in firsts]
+            counts = {d: signs.count(d) for d in (1, -1, 0)}
+            top = max(counts.values()) if signs else 0
+            winners = [d for d in (1, -1, 0) if counts[d] == top]
+            d = winners[0] if len(winners) == 1 else 0  # no majority: no direction
+            majority[t] = d
+            sizes = [abs(a.weights.get(t, 0.0)) for a, s in zip(firsts, signs) if s == d]
+            cons[t] = float(d * np.median(sizes)) if d and sizes else 0.0
         self._consensus = cons
+        self._majority = majority
+        want = tuple(majority[t] for t in day.tickers)
+        self._agreement = (
+            round(sum(_sign(a.weights, day.tickers) == want for a in firsts) / len(firsts), 4) if firsts else 1.0
+        )
         stable = len({_sign(a.weights, day.tickers) for a in firsts}) <= 1
         pool: dict[tuple, Alternative] = {}
         for p in proposals:
@@ -1098,7 +727,7 @@ class ScmProtocol:
                 if a.trades:
                     t["claims"] += 1
                     t["cited"] += bool(a.evidence) and not a.invalid
-                sec = a.sections()
+                sec = sections_said(a, day)
                 t["complete"] += all(sec.values())
                 t["sections"] += sum(sec.values())
                 checks = {i.check for i in code_checks(a, day)}
@@ -1126,12 +755,10 @@ class ScmProtocol:
             "scm_discarded": t["discarded"],
             "scm_holds": t["holds"],
             "scm_stability": round(t["stable"] / days, 4) if days else None,
+            "scm_agreement": round(t["agreement"] / days, 4) if days else None,
+            "scm_verification_questions": t["verified"],
+            "scm_verification_passed": t["verify_passed"],
             "scm_moderator_overrides": t["overrides"],
             "scm_fallbacks": t["fallbacks"],
             "scm_calls": t["calls"],
         }
-
-
-def code_checks_block(a: Alternative, day: Day) -> list[Issue]:
-    """The checks no chosen alternative may fail: a policy, a citation, the quantiles, the weights."""
-    return [i for i in code_checks(a, day, "final") if i.severity == "high"]

@@ -47,6 +47,11 @@ class FinConParams(BaseModel):
     transcript_cache: str | None = None
     #: the decision step after the analysts (fincon/agents/protocols: fincon, ...)
     protocol: str = "fincon"
+    #: debate: the event sources a debate reads (earnings calls; filings: ["10-K", "10-Q"])
+    debate_sources: list[str] = Field(default_factory=lambda: ["earnings_call"])
+    #: debate: a sentence-transformers model (directory or hub name) for the chunks' retrieval;
+    #: None: the team's embedder (offline by default)
+    retrieval_model: str | None = None
     #: scm: Strategist samples per day (self-consistency)
     samples: int = Field(3, ge=1, le=9)
     #: numeric critics on the analysts' claims about filings and calls before the protocol sees them
