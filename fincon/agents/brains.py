@@ -152,6 +152,8 @@ class ManagerTask:
     reports: Mapping[str, Sequence[AnalystReport]]  # ticker -> analyst reports
     weights: Mapping[str, float]  # role -> weight in the rules manager
     reflections: tuple[str, ...] = ()
+    #: the manager's past decisions with their outcomes, most relevant first (its procedural memory)
+    decisions: tuple[str, ...] = ()
     stance: str = ""
     beliefs: str = ""
     position: Mapping[str, float] = field(default_factory=dict)

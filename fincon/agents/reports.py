@@ -208,11 +208,24 @@ class _PortfolioBase(BaseModel):
     def directions(self) -> dict[str, Action]:
         return {f.alias: getattr(self, name) for name, f in type(self).model_fields.items() if f.alias}
 
+    @model_validator(mode="after")
+    def _consistent(self):
+        # a buy or sell with nothing invested says two things (as TickerAnswer's size 0)
+        size = getattr(self, "size", None)
+        if size is not None and size <= 0.0 and any(a != "hold" for a in self.directions().values()):
+            raise ValueError(
+                f"{CONTRADICTION}: buy or sell with size 0; give the share of the book to invest "
+                f"(above 0), or answer hold for every stock"
+            )
+        return self
+
 
 def portfolio_answer_model(tickers: Sequence[str]) -> type[_PortfolioBase]:
     """Portfolio manager: one buy/sell/hold per ticker, as an object with one
     property per ticker (the shape a small model fills most reliably)."""
     fields: dict[str, Any] = {_field(t): (Action, Field(alias=t)) for t in tickers}
+    # after the directions: the share of the book the manager invests (the llm brain chooses its size)
+    fields["size"] = (float, Field(ge=0.0, le=1.0))
     return create_model("PortfolioAnswer", __base__=_PortfolioBase, **fields)
 
 

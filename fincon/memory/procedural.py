@@ -76,6 +76,7 @@ DEFAULT_DECAY: Mapping[str, Decay] = {
     "earnings_call": Decay(80.0, 0.98),
     "10-K": Decay(90.0, 0.995),  # ~138 days
     "reflection": Decay(60.0, 0.97),
+    "decision": Decay(60.0, 0.97),  # the manager's own settled decisions
 }
 
 

@@ -64,7 +64,9 @@ class TeamStub:
         h = int(hashlib.sha256(user.encode()).hexdigest()[:8], 16)
         props = schema.get("properties", {})
         injected = self.obey and "ignore previous instructions" in user.lower()
-        if "insights" in props:
+        if "reflection" in props:  # the manager's self-reflection on a settled decision
+            ans = {"reflection": f"stub reflection {h % 7}: weigh the filings more than the day's news."}
+        elif "insights" in props:
             ids = re.findall(r"^\[([^\]]+)\]", user, re.M)
             cite = "INJECTED" if (injected or self.bad_ids) else ids[h % len(ids)]
             ans = {

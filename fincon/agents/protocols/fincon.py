@@ -37,6 +37,11 @@ from fincon.strategies.base import Decision
 from fincon.strategies.markowitz import estimate_moments
 
 TEMPLATE = Path(__file__).with_name("fincon.txt")
+#: the paper form's moments are annualised with this many trading days
+ANNUAL_DAYS = 252
+#: the paper form's risk aversion (annual units): a full-confidence view on a stock with 30 %
+#: annual volatility alone asks for a weight of 1 / (2 x 3 x 0.3) = 0.56
+PAPER_RISK_AVERSION = 3.0
 REPORT_CHARS = 150
 
 SINGLE_TASK = (
@@ -44,8 +49,9 @@ SINGLE_TASK = (
     "or hold (keep the current position), and a size between 0 and 1 (fraction of the portfolio)."
 )
 PORTFOLIO_TASK = (
-    "Decide a direction for each stock: buy (long), sell (short) or hold (no position). "
-    "An optimizer then sizes the positions from the stocks' risk."
+    "Decide a direction for each stock: buy (long), sell (short) or hold (no position), and a size "
+    "between 0 and 1: the share of the portfolio to invest. An optimizer then splits it across the "
+    "stocks from their risk."
 )
 
 
@@ -107,6 +113,7 @@ def manager_messages(task: ManagerTask, labels: Mapping[str, str] | None = None)
         "position": position,
         "reports": format_reports(task, labels),
         "reflections": "\n".join(f"- {r}" for r in task.reflections) or EMPTY,
+        "decisions": "\n".join(f"- {d}" for d in task.decisions) or EMPTY,
         "stance": task.stance or EMPTY,
         "beliefs": task.beliefs or EMPTY,
         "question": question,
@@ -121,19 +128,32 @@ class FinConManager:
     name = "fincon"
     agent = "manager"
 
-    def __init__(self, lookback: int = 60, mu_shrinkage: float = 0.5, risk_aversion: float = 1.0):
+    def __init__(
+        self,
+        lookback: int = 60,
+        mu_shrinkage: float = 0.5,
+        risk_aversion: float = 1.0,
+        portfolio_form: str = "direction",
+    ):
         #: the manager's own sampling (training: a temperature and a seed per episode), None = the client's
         self.sampling = None
         self.lookback = lookback
         self.mu_shrinkage = mu_shrinkage
         self.risk_aversion = risk_aversion
+        #: "direction": mu's historical size with the manager's sign, weights scaled to gross 1;
+        #: "paper": mu from the analysts' directions and confidences, the optimizer's weights as they are
+        self.portfolio_form = portfolio_form
+
+    @classmethod
+    def from_params(cls, params: Any) -> "FinConManager":
+        return cls(lookback=params.lookback, portfolio_form=getattr(params, "portfolio_form", "direction"))
 
     def question(self, task: ManagerTask) -> Question:
         if task.portfolio:
             model = portfolio_answer_model(task.tickers)
 
             def to_report(a) -> ManagerReport:
-                return ManagerReport(actions=a.directions(), size=1.0, rationale=a.rationale, relied_on=a.relied_on)
+                return ManagerReport(actions=a.directions(), size=a.size, rationale=a.rationale, relied_on=a.relied_on)
         else:
             model = TickerAnswer
 
@@ -170,6 +190,37 @@ class FinConManager:
         w = mean_variance_weights(mu_view, sigma, directions=directions, risk_aversion=self.risk_aversion)
         return {t: float(x) for t, x in zip(tickers, w)}
 
+    def paper_weights(self, view, task: ManagerTask, actions: Mapping[str, str]) -> dict[str, float]:
+        """The paper's portfolio form: each stock's expected annual return is
+        its analysts' consolidated view (directions x confidences, the rules
+        manager's role weights, in [-1, 1]) times its annual volatility (a
+        full-confidence view is a Sharpe ratio of 1); with the annualised
+        covariance and risk aversion :data:`PAPER_RISK_AVERSION`, the signed
+        optimizer (bounds from the manager's directions) returns the weights,
+        used as they come out. Only a book that would borrow (gross above 1)
+        is scaled down to 1: a budget, not a re-normalisation."""
+        from fincon.agents.brains import consensus
+        from fincon.risk.optimizer import MeanVarianceProblem
+
+        tickers = task.tickers
+        closes = view.closes(self.lookback + 1)[list(tickers)].to_numpy(dtype=float)
+        rets = closes[1:] / closes[:-1] - 1.0
+        rets = rets[np.all(np.isfinite(rets), axis=1)]
+        directions = [actions[t] for t in tickers]
+        if len(rets) < 3 or all(d == "hold" for d in directions):
+            return {t: 0.0 for t in tickers}
+        _, sigma = estimate_moments(rets, self.mu_shrinkage)
+        sigma = sigma * ANNUAL_DAYS
+        vol = np.sqrt(np.clip(np.diag(sigma), 0.0, None))
+        view_score = np.array([consensus(task, t)[0] for t in tickers])
+        problem = MeanVarianceProblem(sigma, form="signed", risk_aversion=PAPER_RISK_AVERSION)
+        problem.solve(view_score * vol, directions)
+        w = np.asarray(problem.last_solution, dtype=float)
+        gross = float(np.abs(w).sum())
+        if gross > 1.0:
+            w = w / gross
+        return {t: float(x) for t, x in zip(tickers, w)}
+
     def decide(
         self, brain, task: ManagerTask, view, universe: tuple[str, ...]
     ) -> tuple[Decision, Answer, dict[str, Any]]:
@@ -190,8 +241,11 @@ class FinConManager:
                     actions=decision.actions,
                 )
         else:
-            w = self.weights(view, task.tickers, mr.actions)
-            if mr.size < 1.0:  # the rules manager's risk-averse stance: part of the book in cash
+            if self.portfolio_form == "paper":
+                w = self.paper_weights(view, task, mr.actions)
+            else:
+                w = self.weights(view, task.tickers, mr.actions)
+            if mr.size < 1.0:  # the size the manager chose (rules: its risk-averse stance): the rest in cash
                 w = {t: x * mr.size for t, x in w.items()}
             w.update({u: 0.0 for u in universe if u not in w})
             decision = Decision(weights=w, rationale=mr.rationale, evidence=relied, actions=dict(mr.actions))

@@ -70,6 +70,7 @@ class Calls:
             {
                 "reports": {t: [r.model_dump() for r in rs] for t, rs in task.reports.items()},
                 "reflections": task.reflections,
+                "decisions": task.decisions,
                 "stance": task.stance,
                 "beliefs": task.beliefs,
                 "position": task.position,

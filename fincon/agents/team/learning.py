@@ -1,11 +1,13 @@
 """Learning from yesterday: the P&L of the last decision, the manager's
-reflection on it, and the access reward for the memories it relied on.
+reflection on it, the manager's own procedural memory of decisions and
+outcomes, and the access reward for the memories a profitable day relied on.
 
 ``remember`` is called at the end of a day with the decision; ``settle``
 at the start of the next day, once the closes that price the decision are
 visible (point in time: nothing here reads a price after the simulated day).
 May touch: the analysts' memories (``reward``), the manager's episodic
-memory (``add``), the team's counters; never the model.
+memory (reflections) and procedural memory (decisions), the team's
+counters; the model only through :func:`.reflection.reflect`.
 """
 
 from __future__ import annotations
@@ -18,7 +20,12 @@ import numpy as np
 from fincon.agents.beliefs import Reflection
 from fincon.agents.brains import Answer
 from fincon.agents.roles.base import RoleInputs
+from fincon.agents.team.reflection import Outcome, reflect
+from fincon.memory.procedural import MemoryEntry
 from fincon.strategies.base import Decision
+
+#: the memory source of the manager's settled decisions (its procedural memory)
+DECISION = "decision"
 
 
 @dataclass
@@ -30,6 +37,9 @@ class _Previous:
     closes: dict[str, float]
     relied: dict[str, list[str]]  # memory id -> agents ("role/ticker") whose memory holds it
     summary: str
+    rationale: str = ""
+    #: the manager's past-decision memories it was shown for this decision (rewarded on a profit)
+    recalled: tuple[str, ...] = ()
 
 
 class Learning:
@@ -50,7 +60,8 @@ class Learning:
         relied = {i: owners[i] for i in decision.evidence if i in owners}
         closes = {t: view.price(t) for t in self.universe}
         acts = ", ".join(f"{t} {a}" for t, a in sorted(decision.actions.items()))
-        self._prev = _Previous(day, held, closes, relied, acts)
+        recalled = tuple(getattr(self, "_recalled", ()))
+        self._prev = _Previous(day, held, closes, relied, acts, decision.rationale or "", recalled)
 
     def _settle(self, view, day: str, risk=None) -> dict[str, Any] | None:
         """Yesterday's P&L -> a reflection on a losing or CVaR-alert day; a
@@ -72,23 +83,46 @@ class Learning:
                 self._mems[agent].reward(ids)
                 rewarded += ids
             self.counts["rewarded"] += len(rewarded)
-        verdict = "profitable" if pnl > 0 else "a loss" if pnl < 0 else "flat"
         gross = sum(abs(w) for w in prev.weights.values())
-        # the rules brain's reflection is its own deterministic text, labelled as such
-        label = "[deterministic reflection] " if self.params.brain == "rules" else ""
-        text = (
-            f"{label}{prev.day}: {prev.summary or 'no trade'} (gross exposure {gross:.2f}); by {day} this was "
-            f"{verdict} ({pnl:+.2%}). Relied on: {', '.join(sorted(prev.relied)) or 'no memory'}."
-        )
         alert = risk is not None and risk.alert
-        if alert:
-            text += f" CVaR alert: {risk.reason}; be more careful with exposure."
+        outcome = Outcome(prev.day, day, prev.summary, prev.rationale, gross, pnl, risk.reason if alert else "")
+        out = {"day": prev.day, "pnl": round(pnl, 6), "rewarded": sorted(rewarded)}
+        decisions = getattr(self, "decisions", None)
+        if decisions is not None:
+            # the manager's procedural memory: the decision with its outcome, ranked like the
+            # analysts' memories (A.13); recalled decisions behind a profitable day get the access bonus
+            decisions.add(
+                [
+                    MemoryEntry(
+                        id=f"decision-{prev.day}",
+                        ticker="",
+                        source=DECISION,
+                        day=view.date,
+                        text=outcome.summary(),
+                        metadata={"pnl": round(pnl, 6), "decision_day": prev.day},
+                    )
+                ]
+            )
+            if pnl > 0 and prev.recalled:
+                decisions.mark_critical(list(prev.recalled))
+                out["rewarded_decisions"] = list(prev.recalled)
         # only losing or alert days become reflections (the paper's self-
         # reflection on an alert): they are what the manager must learn from,
         # and a reflection every day would change the manager's input daily
         # and cost it a model call every day
-        out = {"day": prev.day, "pnl": round(pnl, 6), "rewarded": sorted(rewarded)}
         if self.params.reflections and (pnl < 0 or alert):
+            llm = self.params.brain == "llm"
+            text, ans = reflect(self.brain, outcome, ", ".join(sorted(prev.relied)), agent=self.protocol.agent, llm=llm)
+            if llm:
+                self.counts["model_calls"] += ans.calls
+                self.counts["fallbacks"] += ans.via == "fallback"
+                self.counts["reflections_model"] = self.counts.get("reflections_model", 0) + (ans.via == "llm")
+                self.counts["reflections_fallback"] = self.counts.get("reflections_fallback", 0) + (
+                    ans.via == "fallback"
+                )
+                out["reflection_via"] = ans.via
+                out["reflection_calls"] = ans.calls
+                out["reflection_keys"] = [k[:16] for k in ans.keys]
             self.reflections.add(view.date, "reflection", text, {"pnl": round(pnl, 6), "decision_day": prev.day})
             self.written.append(Reflection(day=day, text=text))
             out["reflection"] = text

@@ -47,6 +47,9 @@ class FinConParams(BaseModel):
     transcript_cache: str | None = None
     #: the decision step after the analysts (fincon/agents/protocols: fincon, ...)
     protocol: str = "fincon"
+    #: portfolio weights: "direction" (mu's historical size with the manager's sign, scaled to gross 1)
+    #: or "paper" (mu from the analysts' directions and confidences, the optimizer's weights as they are)
+    portfolio_form: Literal["direction", "paper"] = "direction"
     #: debate: the event sources a debate reads (earnings calls; filings: ["10-K", "10-Q"])
     debate_sources: list[str] = Field(default_factory=lambda: ["earnings_call"])
     #: debate: a sentence-transformers model (directory or hub name) for the chunks' retrieval;
@@ -62,6 +65,9 @@ class FinConParams(BaseModel):
     #: on top of the neutral band (0.05) and the trading cost; 0 (default) reverses on any change of sign
     hold_band: float = Field(0.0, ge=0.0, le=1.0)
     reflections: int = Field(3, ge=0, le=10, description="recent reflections the manager reads")
+    #: the manager's procedural memory: its past decisions with their outcomes it reads, most
+    #: relevant to today's reports first (ranked like the analysts' memories, A.13); 0: none
+    decision_memory_k: int = Field(2, ge=0, le=5)
     #: within-episode risk control: a CVaR alert makes the manager risk-averse for the day (off: the ablation)
     cvar: bool = True
     #: CVaR tail level of the alert (the paper: 1 %)

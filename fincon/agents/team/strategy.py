@@ -104,6 +104,9 @@ class FinConTeam(Calls, Learning, Strategy):
         if p.distill == "llm" and p.brain != "llm":
             raise ConfigError("strategy_params.fincon.distill: llm needs the llm brain (the rules brain has no model)")
         self.reflections = self.memory.episodic(self.protocol.agent)
+        # the manager's procedural memory: its settled decisions with their outcomes (learning.py)
+        self.decisions = self.memory.procedural(self.protocol.agent, "decisions") if p.decision_memory_k else None
+        self._recalled: tuple[str, ...] = ()
         self._load_beliefs(ctx)
         from fincon.risk.cvar_alert import CvarAlert
 
@@ -193,6 +196,7 @@ class FinConTeam(Calls, Learning, Strategy):
                 text = r.text if r.text.startswith("[earlier episode") else f"[earlier episode, {r.day}] {r.text}"
                 self.reflections.add(before, "reflection", text, {"carried": True, "day": r.day})
                 self.written.append(Reflection(day=r.day, text=text))
+        self._carried_count = len(self.written)
 
     @property
     def client(self):
@@ -259,6 +263,17 @@ class FinConTeam(Calls, Learning, Strategy):
             "team_calls_per_day": round(c["model_calls"] / c["days"], 3) if c["days"] else 0.0,
             "team_pool": list(self.pool or ()),
             **(self.protocol.summary() if hasattr(self.protocol, "summary") else {}),
+            # the manager's self-reflections: written by the model, or its template (rules brain / fallback)
+            "team_reflections_written": len(self.written) - self._carried_count,
+            **(
+                {
+                    "team_reflections_model": c.get("reflections_model", 0),
+                    "team_reflections_fallback": c.get("reflections_fallback", 0),
+                }
+                if self.params.brain == "llm"
+                else {}
+            ),
+            "team_decision_memories": len(self.decisions) if self.decisions is not None else 0,
             "team_cvar": self.params.cvar,
             "team_alerts": c["alerts"],
             "team_beliefs_version": self.beliefs.version,
@@ -329,12 +344,15 @@ class FinConTeam(Calls, Learning, Strategy):
             if self.params.reflections
             else ()
         )
+        recalled = self._recall(reports, view.date)
+        self._recalled = tuple(m.id for m in recalled)
         task = ManagerTask(
             day=day,
             tickers=self.pool,
             reports=reports,
             weights=self.role_weights,
             reflections=reflections,
+            decisions=tuple(m.text for m in recalled),
             stance=stance,
             beliefs=self.beliefs.for_manager(),
             exposure=self.risk_exposure if stance else 1.0,
@@ -346,7 +364,8 @@ class FinConTeam(Calls, Learning, Strategy):
         decision, policy_notes = enforce(decision, self.params.policies, any(a.report.insights for a in answers))
         if policy_notes:
             m_rec = {**m_rec, "policy": policy_notes}
-        made = sum(a.calls for a in answers) + m_ans.calls
+        reflected = settled or {}
+        made = sum(a.calls for a in answers) + m_ans.calls + reflected.get("reflection_calls", 0)
         reused = sum(a.via == "reuse" for a in answers) + (m_ans.via == "reuse")
         self.counts["days"] += 1
         record["agents"] = [self._agent_record(i, a) for i, a in zip(inputs, answers)]
@@ -355,13 +374,16 @@ class FinConTeam(Calls, Learning, Strategy):
             "calls": m_ans.calls,
             "keys": [k[:16] for k in m_ans.keys],
             "reflections_read": len(reflections),
+            "decisions_recalled": list(self._recalled),
             **m_rec,
         }
         record["calls"] = {
             "made": made,
             "reused": reused,
             "skipped": sum(a.via == "empty" for a in answers),
-            "fallbacks": sum(a.via == "fallback" for a in answers) + (m_ans.via == "fallback"),
+            "fallbacks": sum(a.via == "fallback" for a in answers)
+            + (m_ans.via == "fallback")
+            + (reflected.get("reflection_via") == "fallback"),
         }
         if settled:
             record["settled"] = settled
@@ -375,6 +397,19 @@ class FinConTeam(Calls, Learning, Strategy):
             actions=decision.actions,
             record=record,
         )
+
+    def _recall(self, reports: Mapping[str, list[AnalystReport]], date) -> list:
+        """The manager's past decisions most relevant to today's reports
+        (query: each report's direction and insights), ranked as the
+        analysts' memories are; empty before the first settled decision."""
+        if self.decisions is None or not len(self.decisions):
+            return []
+        query = " ".join(
+            f"{t} {r.role} {r.direction}. " + " ".join(i.text for i in r.insights)
+            for t, rs in sorted(reports.items())
+            for r in rs
+        )
+        return self.decisions.retrieve(query, date, k=self.params.decision_memory_k)
 
     def _check_budget(self, day: str) -> None:
         from fincon.llm.errors import BudgetExhausted

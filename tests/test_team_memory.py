@@ -1,0 +1,101 @@
+"""The manager's own memory (issue 20 item 2): reflections written by the
+model (the rules brain's labelled as its own template text), and a
+procedural memory of its settled decisions with their outcomes, ranked like
+the analysts' memories and rewarded by the access counter.
+
+Rules brain and stub backends through the real ``LLMClient``; no live model.
+"""
+
+from __future__ import annotations
+
+import json
+
+from fincon.agents.brains import LLMBrain
+from fincon.agents.team.reflection import FALLBACK_LABEL, RULES_LABEL, Outcome, reflect
+from fincon.llm import LLMClient, UsageLedger
+from fincon.testing import Scripted, run_team, stub_client
+
+LOSS = Outcome("2022-11-01", "2022-11-02", "TSLA buy", "news was bullish", 0.5, -0.0123, "")
+
+
+def _client(answers):
+    backend = Scripted(answers)
+    return LLMClient(backend, ledger=UsageLedger()), backend
+
+
+def test_the_model_writes_the_reflection_and_the_facts_stay_beside_it():
+    client, backend = _client([json.dumps({"reflection": "The news was stale; trust the 10-Q more next time."})])
+    text, ans = reflect(LLMBrain(client), LOSS, "n1", agent="manager", llm=True)
+    assert ans.via == "llm" and ans.calls == 1
+    assert text == (
+        "The news was stale; trust the 10-Q more next time. "
+        "[2022-11-01: TSLA buy (gross exposure 0.50); by 2022-11-02 this was a loss (-1.23%). Relied on: n1.]"
+    )
+    user = backend.seen[0][1].content
+    # the prompt carries the decision, its rationale and the outcome; no empty alert line
+    assert "TSLA buy" in user and "news was bullish" in user and "-1.23%" in user and "CVaR" not in user
+
+
+def test_an_invalid_reflection_falls_back_to_the_labelled_template_and_is_counted():
+    bad = json.dumps({"reflection": "短"})  # too short and not English: invalid on every try
+    client, backend = _client([bad] * 3)
+    text, ans = reflect(LLMBrain(client), LOSS, "", agent="manager", llm=True)
+    assert ans.via == "fallback" and ans.calls == len(backend.seen) >= 2
+    assert text.startswith(FALLBACK_LABEL) and text.endswith("Relied on: no memory.")
+    assert client.ledger.summary()["llm_fallbacks"] == 1
+
+
+def test_the_rules_brain_reflection_is_labelled_as_its_own_text():
+    text, ans = reflect(None, LOSS, "n1", agent="manager", llm=False)
+    assert text == RULES_LABEL + LOSS.template("n1") and ans.via == "rules" and ans.calls == 0
+
+
+def test_decisions_with_outcomes_are_recalled_and_rewarded(tmp_path):
+    res, team = run_team(["TSLA"], "2022-11-01", "2022-11-30", tmp_path, decision_memory_k=2)
+    days = res.decisions
+    settled = [d["record"]["settled"] for d in days if "settled" in d["record"]]
+    assert len(team.decisions) == len(settled) == len(days) - 1  # one entry per settled decision
+    recalled = [d["record"]["manager"]["decisions_recalled"] for d in days]
+    assert recalled[0] == [] and all(1 <= len(r) <= 2 for r in recalled[2:])
+    # a recalled id is a decision settled on or before that day (point in time)
+    for d, ids in zip(days, recalled):
+        assert all(i.removeprefix("decision-") < d["date"] for i in ids)
+    # a profitable day rewards exactly the decisions recalled for it (+5 on the access counter)
+    rewarded = [s for s in settled if s.get("rewarded_decisions")]
+    assert rewarded, "no profitable day with recalled decisions: the test would be vacuous"
+    for n, d in enumerate(days[1:], start=1):
+        s = d["record"].get("settled", {})
+        if s.get("pnl", 0) > 0:
+            assert s.get("rewarded_decisions", []) == recalled[n - 1]
+        else:
+            assert "rewarded_decisions" not in s
+    # reflections of the rules brain carry its label; a loss day wrote one
+    assert any(s.get("reflection", "").startswith(RULES_LABEL) for s in settled)
+
+
+def test_the_manager_prompt_shows_its_past_decisions():
+    from fincon.agents.brains import ManagerTask
+    from fincon.agents.protocols.fincon import manager_messages
+
+    task = ManagerTask(day="2022-11-03", tickers=("TSLA",), reports={"TSLA": []}, weights={})
+    assert "past decisions" not in manager_messages(task)[1]["content"]  # empty: the section is left out
+    past = "2022-11-01: TSLA buy (gross exposure 0.50); by 2022-11-02 a loss (-1.23%)."
+    user = manager_messages(ManagerTask(**{**task.__dict__, "decisions": (past,)}))[1]["content"]
+    assert f"how they turned out:\n- {past}" in user
+
+
+def test_the_llm_team_writes_reflections_with_the_model_counted_per_day(tmp_path):
+    client, stub = stub_client()
+    res, team = run_team(
+        ["TSLA"], "2022-11-01", "2022-11-10", tmp_path, client=client, brain="llm", analysts=["news", "data-analysis"]
+    )
+    assert stub.calls == team.counts["model_calls"] == sum(x["record"]["calls"]["made"] for x in res.decisions)
+    made = [s for x in res.decisions if (s := x["record"].get("settled")) and "reflection" in s]
+    assert made and all(s["reflection_via"] == "llm" and s["reflection"].startswith("stub reflection") for s in made)
+    assert team.counts["reflections_model"] == len(made) and team.counts.get("reflections_fallback", 0) == 0
+
+
+def test_no_decision_memory_when_k_is_zero(tmp_path):
+    res, team = run_team(["TSLA"], "2022-11-01", "2022-11-10", tmp_path, decision_memory_k=0)
+    assert team.decisions is None
+    assert all(d["record"]["manager"]["decisions_recalled"] == [] for d in res.decisions)
