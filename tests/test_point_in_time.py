@@ -21,7 +21,10 @@ TICKERS = ["TSLA", "MSFT", "PFE"]
 CUT = 60  # decision day t (index within the backtest window)
 
 
-CONFIGS = [(name, {}) for name in sorted(STRATEGIES)] + [
+#: strategies that read an event corpus, not prices alone: their future-perturbation
+#: test (events and prices after t) is tests/test_sentiment.py's
+EVENT_DRIVEN = {"sentiment", "sentiment-same-day"}
+CONFIGS = [(name, {}) for name in sorted(STRATEGIES) if name not in EVENT_DRIVEN] + [
     ("markowitz", {"form": "signed", "rebalance_every": 1, "lookback": 30}),
     ("equal-weight", {"rebalance_every": 1}),
     ("sma-cross", {"fast": 3, "slow": 8, "allow_short": True}),

@@ -89,3 +89,65 @@ def test_investorbench_preset_fills_the_protocol_and_flags_win():
     assert over["baselines"] == ["buy-and-hold", "sentiment", "sentiment-same-day"]
     assert "warm-up window only" in NOTES["investorbench"]
     assert preset_overrides(None, {"repeats": 2}) == {"repeats": 2}
+
+
+@pytest.mark.parametrize("name", ["sentiment", "sentiment-same-day"])
+def test_future_events_and_prices_do_not_change_decisions_up_to_t(name, tmp_path):
+    """Point in time: every tag and price after day t rewritten (tags flipped,
+    items deleted and inserted), the decisions up to t are unchanged, and
+    the day after t does change (the test can fail)."""
+    import numpy as np
+
+    from fincon.testing import backtest, market_for, perturbed
+
+    days = pd.bdate_range("2022-06-01", "2022-12-30")
+    rng = np.random.default_rng(5)
+    tags = rng.choice(["positive", "negative", "neutral"], size=len(days), p=[0.45, 0.35, 0.2])
+
+    def write(folder: Path, cut: pd.Timestamp | None) -> Path:
+        folder.mkdir()
+        lines = []
+        for i, (d, tag) in enumerate(zip(days, tags)):
+            if cut is not None and d > cut:
+                if i % 3 == 0:
+                    continue  # deleted
+                tag = {"positive": "negative", "negative": "positive", "neutral": "positive"}[tag]
+            lines.append(
+                {
+                    "id": f"n{i}",
+                    "ticker": "TSLA",
+                    "source": "news",
+                    "published_at": str(d.date()),
+                    "text": f"item {i}",
+                    "metadata": {"sentiment": tag},
+                }
+            )
+        if cut is not None:
+            lines += [
+                {
+                    "id": f"new{k}",
+                    "ticker": "TSLA",
+                    "source": "news",
+                    "published_at": str((cut + pd.Timedelta(days=k)).date()),
+                    "text": "inserted",
+                    "metadata": {"sentiment": "negative"},
+                }
+                for k in range(1, 6)
+            ]
+        (folder / "TSLA.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+        return folder
+
+    base = market_for(["TSLA"], start=pd.Timestamp("2022-07-01"), end=pd.Timestamp("2022-11-30"))
+    cut_n = 40
+    cut = pd.Timestamp(base.dates[base.first_index + cut_n])
+    a = backtest(base, make_strategy(name, {"events": str(write(tmp_path / "a", None))}))
+    b = backtest(perturbed(base, cut_n), make_strategy(name, {"events": str(write(tmp_path / "b", cut))}))
+
+    def split(res):
+        before = [d for d in res.decisions if pd.Timestamp(d["date"]) <= cut]
+        return before, [d for d in res.decisions if pd.Timestamp(d["date"]) > cut]
+
+    (a_before, a_after), (b_before, b_after) = split(a), split(b)
+    assert a_before and a_before == b_before
+    np.testing.assert_array_equal(a.values[: cut_n + 1], b.values[: cut_n + 1])
+    assert a_after != b_after

@@ -346,6 +346,8 @@ class TrainStub:
             }
         elif title == "TickerAnswer":
             ans = {"action": ["buy", "sell", "hold"][h % 3], "size": 1.0, "rationale": "stub", "relied_on": []}
+        elif title == "ReflectionAnswer":
+            ans = {"reflection": f"stub reflection {h % 7}: the news was right, size smaller."}
         elif title == "EpisodeInsights":
             ans = {"insights": [{"perspective": "news", "text": f"news mattered ({h % 7})"}]}
         elif title == "MetaPrompt":

@@ -23,17 +23,20 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-CACHE = HERE / "extraction-investorbench.sqlite"
-RESULT = HERE / "extraction-investorbench.json"
 ASSETS = ("msft", "jnj", "hon")
 
 
 def shared_dir() -> Path:
     root = HERE.parents[1]
-    common = subprocess.run(
-        ["git", "rev-parse", "--git-common-dir"], cwd=root, capture_output=True, text=True, check=True
-    ).stdout.strip()
-    return (root / common).resolve().parent.parent / "shared" / "data" / "investorbench"
+    got = subprocess.run(["git", "rev-parse", "--git-common-dir"], cwd=root, capture_output=True, text=True)
+    main = (root / got.stdout.strip()).resolve().parent if got.returncode == 0 else root  # worktrees too
+    return main.parent / "shared" / "data" / "investorbench"
+
+
+#: the recording quotes the third-party filings in its prompts, so it lives beside them
+#: (never in the repository), like bench/record_team_msft.py's; the result (figures only) stays here
+CACHE = shared_dir() / "recordings" / "extraction-investorbench.sqlite"
+RESULT = HERE / "extraction-investorbench.json"
 
 
 def args(datasets: list[Path], mode: str, json_out: Path) -> list[str]:
@@ -69,6 +72,7 @@ def main(argv: list[str]) -> None:
     from fincon.cli.main import main as fincon
 
     src = Path(argv[0]) if argv else shared_dir()
+    CACHE.parent.mkdir(parents=True, exist_ok=True)
     CACHE.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         datasets = import_assets(src, Path(tmp))
