@@ -27,7 +27,9 @@ def test_a_live_protocol_day_replays_byte_for_byte(name, tmp_path):
     assert main(record.args(name, "replay", tmp_path / "a")) == 0
     assert record.fingerprint(tmp_path / "a") == recorded  # the live run's decisions, byte for byte
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())["strategy_summary"]
-    assert summary["llm_calls"] > 0 and summary["llm_fallbacks"] == (1 if name == "scm" else 0)
+    # fallbacks, if any, are counted in both places and stay a minority of the live answers
+    assert summary["llm_calls"] > 0 and summary["llm_fallbacks"] == summary["team_fallbacks"]
+    assert summary["llm_fallbacks"] <= summary["llm_calls"] / 4
     with (tmp_path / "a" / "llm_runtime.csv").open() as fh:  # every call answered by the recording
         rows = list(csv.DictReader(fh))
     assert rows and all(r["live_calls"] == "0" for r in rows)
