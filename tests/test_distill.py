@@ -81,3 +81,22 @@ def test_earnings_call_analyst_reads_the_distilled_transcript_not_the_title():
     text, meta = lex.summary(call)
     assert "Commercial cloud revenue grew 34% to $16.7 billion" in text
     assert text.count("Thank you operator") <= 2  # the filler is not what the analyst reads
+
+
+def test_a_model_answer_cut_by_the_schema_cap_keeps_whole_sentences():
+    """Issue 20 item 1: no text reaches a prompt cut mid-sentence, model answers included."""
+    from fincon.agents.brains import llm_to_report
+    from fincon.agents.reports import INSIGHT_CHARS, AnalystAnswer, InsightAnswer
+    from fincon.agents.roles.base import Item, RoleInputs
+    from fincon.memory.distill import whole_sentences
+
+    assert whole_sentences("Revenue rose 5%. Margins fell, while costs ") == "Revenue rose 5%."
+    assert whole_sentences("Shares rose 1.8%, helped by demand from ") == "Shares rose 1.8%…"
+    assert whole_sentences('He said "fine."') == 'He said "fine."'
+    item = Item(id="n1", date="2022-10-05", source="news", text="x")
+    inp = RoleInputs(role="news", agent="news/TSLA", ticker="TSLA", day="2022-10-05", items=(item,))
+    cut = ("Demand looks firm. " + "Shares rose 1.8% on the report, helped by strong orders and " * 3)[:INSIGHT_CHARS]
+    short = "Demand looks firm and shares rose"  # below the cap: the model's own ending, kept
+    for text, want in ((cut, "Demand looks firm."), (short, short)):
+        ans = AnalystAnswer(direction="bullish", confidence=0.6, insights=[InsightAnswer(text=text, cites=["n1"])])
+        assert llm_to_report(inp, ans).insights[0].text == want

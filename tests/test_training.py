@@ -384,3 +384,10 @@ def test_llm_training_updates_texts_and_replays_without_calls(tmp_path, unplante
     a, b = _files(rep.out), _files(rep2.out)
     diff = [k for k in a if a[k] != b.get(k) and "llm_runtime" not in k]
     assert diff == []
+
+
+def test_cvrf_brain_option_is_validated_and_kept_out_of_old_states():
+    assert "cvrf_brain" not in TrainOptions().state()  # trainings from before the option resume
+    assert TrainOptions(cvrf_brain="llm").state()["cvrf_brain"] == "llm"
+    with pytest.raises(ConfigError, match="--cvrf-brain"):
+        TrainOptions(cvrf_brain="gpt")

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from pydantic import BaseModel
 
 from fincon.agents.reports import (
+    INSIGHT_CHARS,
     AnalystAnswer,
     AnalystReport,
     Citation,
@@ -37,7 +38,7 @@ from fincon.agents.reports import (
     short_labels,
 )
 from fincon.agents.roles.base import Item, RoleInputs
-from fincon.memory.distill import clip_sentences
+from fincon.memory.distill import clip_sentences, whole_sentences
 
 if TYPE_CHECKING:  # pragma: no cover
     from fincon.agents.roles.base import Role
@@ -139,7 +140,15 @@ def llm_to_report(inputs: RoleInputs, answer: AnalystAnswer) -> AnalystReport:
         ticker=inputs.ticker,
         direction=answer.direction,
         confidence=answer.confidence,
-        insights=[Insight(text=i.text, citations=citations_for(i.cites, items)) for i in answer.insights],
+        # the schema caps an insight's length, so an answer that ran into the cap stopped mid-sentence:
+        # keep its whole sentences (an answer below the cap is the model's own ending)
+        insights=[
+            Insight(
+                text=whole_sentences(i.text) if len(i.text) >= INSIGHT_CHARS - 1 else i.text,
+                citations=citations_for(i.cites, items),
+            )
+            for i in answer.insights
+        ],
     )
 
 

@@ -98,7 +98,7 @@ class ManagerReport(BaseModel):
 #: analyst writes one insight citing one or two items
 MODEL_INSIGHTS = 1
 MODEL_CITES = 2
-INSIGHT_CHARS = 100
+INSIGHT_CHARS = 160
 #: the label prefix of :func:`short_labels`; the schema sketch shows it as the example
 LABEL = "E"
 

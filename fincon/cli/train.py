@@ -125,6 +125,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=4.0,
         help="rules brain: weight step size, multiplied by 1 - tau (default 4.0)",
     )
+    r.add_argument(
+        "--cvrf-brain",
+        choices=["team", "llm"],
+        default="team",
+        help="who writes the belief update: the team's brain (default), or llm: the model compares the "
+        "episodes and edits the beliefs text even when the episodes run on the rules brain (cheap "
+        "episodes, verbal beliefs; the --llm-* flags pick the model)",
+    )
     add_llm_arguments(p)
     o = p.add_argument_group("output")
     o.add_argument(
@@ -163,7 +171,13 @@ def run(args: argparse.Namespace) -> int:
     if "end" not in given:
         args.end = args.end or TRAIN_END
     cfg = build_config(args)
-    opts = TrainOptions(episodes=args.episodes, learn=not args.no_beliefs, explore=args.explore, lr=args.lr)
+    opts = TrainOptions(
+        episodes=args.episodes,
+        learn=not args.no_beliefs,
+        explore=args.explore,
+        lr=args.lr,
+        cvrf_brain=args.cvrf_brain,
+    )
     report = train(cfg, Path(args.out) if args.out else None, opts, progress=not args.no_progress)
     if args.json:
         print(

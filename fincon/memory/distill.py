@@ -102,6 +102,24 @@ class Distiller:
         return out
 
 
+def whole_sentences(text: str) -> str:
+    """``text`` without a trailing fragment: a model's answer capped by a
+    schema length stops mid-sentence ("shares rose 1.8% due to a "); keep
+    its whole sentences, or, when it has none, its leading whole clauses
+    marked with an ellipsis. Text that ends a sentence is returned as is
+    (whitespace collapsed)."""
+    flat = " ".join(text.split())
+    if not flat or re.search(r"[.!?…][\"')\]]*$", flat):
+        return flat
+    ends = [m.end() for m in re.finditer(r"[.!?][\"')\]]*(?=\s)", flat)]
+    if ends:
+        return flat[: ends[-1]]
+    cut = max(flat.rfind("; "), flat.rfind(", "))
+    if cut <= 0:
+        cut = flat.rfind(" ")
+    return (flat[:cut] if cut > 0 else flat).rstrip(",; ") + "…"
+
+
 def clip_sentences(text: str, max_chars: int) -> str:
     """The leading whole sentences of ``text`` within ``max_chars``; when even
     the first sentence is longer, the longest sentence-initial run of whole

@@ -64,6 +64,8 @@ class TrainOptions:
     lr: float = RULES_LR  # rules brain: weight step, times 1 - tau
     temperature: float = 0.7  # llm brain: the manager's temperature in episodes 2..K (unless configured)
     seed: int = 0  # offsets every episode's seed (explore_seed, llm seed) by 1000 * seed: one per repeat
+    #: who writes the belief update: "team" (the team's brain) or "llm" (the model, also for rules episodes)
+    cvrf_brain: str = "team"
 
     def __post_init__(self):
         # NaN compares false with everything, so each range is checked as "inside", never as "not outside"
@@ -75,6 +77,8 @@ class TrainOptions:
             raise ConfigError(f"--lr {self.lr} is out of range [0, {MAX_LR:g}]")
         if not (math.isfinite(self.temperature) and 0 < self.temperature <= 2):
             raise ConfigError(f"the training temperature {self.temperature} is out of range (0, 2]")
+        if self.cvrf_brain not in ("team", "llm"):
+            raise ConfigError(f"--cvrf-brain {self.cvrf_brain!r}: choose team or llm")
         if not 0 <= self.seed <= MAX_SEED:
             raise ConfigError(f"the training seed {self.seed} is out of range [0, {MAX_SEED}]")
 
@@ -84,6 +88,8 @@ class TrainOptions:
         out = asdict(self)
         if not out["seed"]:
             del out["seed"]
+        if out["cvrf_brain"] == "team":  # trainings from before the option resume
+            del out["cvrf_brain"]
         return out
 
 
@@ -153,11 +159,13 @@ def _risk_control(cfg: RunConfig, opts: TrainOptions, perspectives: tuple[str, .
     from fincon.agents.team import make_fincon_team
 
     team = make_fincon_team(_team_params(cfg), dict(cfg.llm))
-    if team.params.brain != "llm":
+    if team.params.brain != "llm" and opts.cvrf_brain != "llm":
         return RiskControl(perspectives, None, opts.lr)
-    from fincon.llm.settings import build_client
+    from fincon.llm.settings import LLMSettings, build_client
 
-    return RiskControl(perspectives, build_client(team.settings), opts.lr)
+    # the rules team has no LLM settings of its own: the run's llm section, with the team's context size
+    settings = team.settings or LLMSettings.model_validate({"n_ctx": 4096, **cfg.llm, **(team.params.llm or {})})
+    return RiskControl(perspectives, build_client(settings), opts.lr)
 
 
 def _episode_config(cfg: RunConfig, beliefs_path: Path, k: int, opts: TrainOptions, brain: str) -> RunConfig:

@@ -1,14 +1,20 @@
 """Record the verbal CVRF with the bundled model (issue 20 item 3).
 
-    .venv/bin/python tests/recordings/record_cvrf.py      # ~10 minutes on 2 cores
+    .venv/bin/python tests/recordings/record_cvrf.py      # ~5 minutes on 2 cores
 
-Two training episodes of the llm team (news and data analysts, the manager,
-its reflections) on the planted corpus, where the news carries a real signal
-about the next day's return, then CVRF's belief update: each episode's
-stretches summarised, the two compared, the beliefs edited. Every model call
-goes through the normal cache into cvrf-planted.sqlite (our own synthetic
-corpus, so it may live in the repository); tests/test_cvrf_live.py replays
-it byte for byte and checks what the edited beliefs say.
+Three training episodes of the rules team (all seven analysts; episodes 2
+and 3 explore with noise on the rules weights) on the planted corpus, where
+the news carries a real signal about the next day's return, and CVRF's
+belief update written by the model (``--cvrf-brain llm``): each episode's
+stretches summarised, the better and worse episode compared, the beliefs
+text edited. The rules episodes trade, so the episodes differ and there is
+something to compare; a first attempt with the 1.5B model as the whole team
+(news and data analysts, 15 days) held every day in both episodes (its
+analysts read the synthetic news as neutral), so tau was 1 and nothing was
+learned. Every model call goes through the normal cache into
+cvrf-planted.sqlite (our own synthetic corpus, so it may live in the
+repository); tests/test_cvrf_live.py replays it byte for byte and checks
+what the edited beliefs say.
 """
 
 from __future__ import annotations
@@ -22,8 +28,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / "cvrf-planted.sqlite"
 FINGERPRINT = HERE / "cvrf-planted.json"
-#: a short window (15 trading days): enough stretches for CVRF to compare
-START, END = "2022-03-01", "2022-03-22"
+#: the training window of tests/test_training.py's rules training on the same corpus
+START, END = "2022-01-03", "2022-06-30"
 PLANTED_SPAN = ("2022-01-03", "2022-06-30")
 
 
@@ -50,13 +56,7 @@ def config(events: Path, mode: str):
         "llm.cache": mode,
         "llm.cache_path": str(CACHE),
     }
-    team = {
-        "brain": "llm",
-        "embedder": "hashing",
-        "transcripts": "text",
-        "events": str(events),
-        "analysts": ["news", "data-analysis"],
-    }
+    team = {"brain": "rules", "embedder": "hashing", "transcripts": "text", "events": str(events)}
     over.update({f"strategy_params.fincon.{k}": v for k, v in team.items()})
     return load_config(None, over)
 
@@ -69,7 +69,7 @@ def train(events: Path, out: Path, mode: str, progress: bool = False):
     from fincon.workflow.training import TrainOptions
     from fincon.workflow.training import train as run
 
-    return run(config(events, mode), out, TrainOptions(episodes=2), progress=progress)
+    return run(config(events, mode), out, TrainOptions(episodes=3, cvrf_brain="llm"), progress=progress)
 
 
 def main() -> int:
