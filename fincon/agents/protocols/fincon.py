@@ -175,13 +175,19 @@ class FinConManager:
             labels={v: k for k, v in labels.items()},
         )
 
-    def weights(self, view, tickers: tuple[str, ...], actions: Mapping[str, str]) -> dict[str, float]:
-        """Signed mean-variance weights for the manager's directions."""
+    def _returns(self, view, tickers: tuple[str, ...]) -> np.ndarray | None:
+        """The last ``lookback`` days of simple returns (rows with a gap
+        dropped); None when fewer than 3 remain (too few for the moments)."""
         closes = view.closes(self.lookback + 1)[list(tickers)].to_numpy(dtype=float)
         rets = closes[1:] / closes[:-1] - 1.0
         rets = rets[np.all(np.isfinite(rets), axis=1)]
+        return rets if len(rets) >= 3 else None
+
+    def weights(self, view, tickers: tuple[str, ...], actions: Mapping[str, str]) -> dict[str, float]:
+        """Signed mean-variance weights for the manager's directions."""
+        rets = self._returns(view, tickers)
         directions = [actions[t] for t in tickers]
-        if len(rets) < 3 or all(d == "hold" for d in directions):
+        if rets is None or all(d == "hold" for d in directions):
             return {t: 0.0 for t in tickers}
         mu, sigma = estimate_moments(rets, self.mu_shrinkage)
         floor = 0.1 * np.sqrt(np.clip(np.diag(sigma), 0.0, None))
@@ -203,11 +209,9 @@ class FinConManager:
         from fincon.risk.optimizer import MeanVarianceProblem
 
         tickers = task.tickers
-        closes = view.closes(self.lookback + 1)[list(tickers)].to_numpy(dtype=float)
-        rets = closes[1:] / closes[:-1] - 1.0
-        rets = rets[np.all(np.isfinite(rets), axis=1)]
+        rets = self._returns(view, tickers)
         directions = [actions[t] for t in tickers]
-        if len(rets) < 3 or all(d == "hold" for d in directions):
+        if rets is None or all(d == "hold" for d in directions):
             return {t: 0.0 for t in tickers}
         _, sigma = estimate_moments(rets, self.mu_shrinkage)
         sigma = sigma * ANNUAL_DAYS
