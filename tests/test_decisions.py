@@ -64,3 +64,36 @@ def _task(score: float, held: float, band: float = 0.1, cost: float = 0.0) -> Ma
 )
 def test_rules_manager_holds_until_the_evidence_changes_enough(score, held, band, cost, action):
     assert rules_manager(_task(score, held, band, cost)).actions["T"] == action
+
+
+@pytest.mark.parametrize(
+    "score,held,band,answer,kept",
+    [
+        (-0.10, 1.0, 0.1, "sell", True),  # the model reverses on 0.10 of evidence: below 0.15, kept
+        (-0.20, 1.0, 0.1, "sell", False),  # beyond 0.15: the model's reversal stands
+        (+0.30, 1.0, 0.1, "sell", True),  # the evidence is on the held side: kept
+        (-0.10, 1.0, 0.0, "sell", False),  # hold_band 0 (the default): the model decides alone
+        (-0.10, 0.0, 0.1, "sell", False),  # nothing held: opening is the model's call
+        (-0.10, 1.0, 0.1, "buy", False),  # same side as held: not a reversal
+    ],
+)
+def test_the_hold_band_applies_to_a_model_manager_too(score, held, band, answer, kept):
+    from fincon.agents.brains import Answer, hold_band_check
+    from fincon.agents.protocols.fincon import FinConManager
+    from fincon.agents.reports import ManagerReport
+
+    task = _task(score, held, band)
+    said = ManagerReport(actions={"T": answer}, size=1.0, rationale="model", relied_on=[])
+    got, note = hold_band_check(task, said)
+    assert (got.actions["T"] == "hold") is kept and (note is not None) is kept
+
+    class _Brain:  # answers as a model would, whatever it is asked
+        def answer(self, q):
+            return Answer(said, "llm", 1)
+
+    mgr = FinConManager()
+    decision, _, rec = mgr.decide(_Brain(), task, None, ("T",))
+    assert decision.actions["T"] == ("hold" if kept else answer)
+    assert ("hold_band" in rec) is kept and mgr.summary() == {"team_hold_band_kept": int(kept)}
+    if kept:  # "hold" keeps what is held: the long stays on the book
+        assert decision.weights.get("T") is None or decision.weights["T"] == pytest.approx(held)

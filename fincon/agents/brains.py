@@ -251,6 +251,32 @@ def rules_manager(task: ManagerTask) -> ManagerReport:
     )
 
 
+def hold_band_check(task: ManagerTask, report: ManagerReport) -> tuple[ManagerReport, str | None]:
+    """The manager's stated threshold, applied to any brain's single-stock
+    answer: reversing a held position needs the consolidated view (the rules
+    weighting of the same reports) beyond the neutral band, ``hold_band`` and
+    the cost of the flip against the held side; a reversal with less evidence
+    keeps the position ("hold"), with a note. Off at ``hold_band`` 0; the
+    rules manager already decides this way, so it only ever changes a model's answer."""
+    if task.portfolio or task.hold_band <= 0:
+        return report, None
+    t = task.tickers[0]
+    held = float(task.position.get(t, 0.0))
+    h = (held > 0) - (held < 0)
+    a = report.actions.get(t, "hold")
+    if h == 0 or a == "hold" or (a == "buy") == (h > 0):
+        return report, None
+    score, _ = consensus(task, t)
+    need = NEUTRAL_BAND + task.hold_band + COST_WEIGHT * task.unit_cost * 2.0
+    if abs(score) > need and h * score < 0:
+        return report, None
+    note = (
+        f"hold band: kept the held {'long' if h > 0 else 'short'}; a reversal needs the consolidated view "
+        f"beyond {need:.2f} against it (it is {score:+.2f})"
+    )
+    return report.model_copy(update={"actions": {t: "hold"}}), note
+
+
 # -- the brains ----------------------------------------------------------------
 
 

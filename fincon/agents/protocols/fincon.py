@@ -28,7 +28,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from fincon.agents.brains import Answer, ManagerTask, Question, rules_manager
+from fincon.agents.brains import Answer, ManagerTask, Question, hold_band_check, rules_manager
 from fincon.agents.reports import ManagerReport, TickerAnswer, portfolio_answer_model, short_labels
 from fincon.agents.roles.base import EMPTY, drop_empty, load_template
 from fincon.memory.distill import clip_sentences
@@ -143,6 +143,8 @@ class FinConManager:
         #: "direction": mu's historical size with the manager's sign, weights scaled to gross 1;
         #: "paper": mu from the analysts' directions and confidences, the optimizer's weights as they are
         self.portfolio_form = portfolio_form
+        #: model reversals the hold band turned into a hold (counted in the summary)
+        self.band_kept = 0
 
     @classmethod
     def from_params(cls, params: Any) -> "FinConManager":
@@ -232,6 +234,9 @@ class FinConManager:
         outside the traded pool are kept flat)."""
         ans = brain.answer(self.question(task))
         mr: ManagerReport = ans.report
+        mr, band = hold_band_check(task, mr)
+        if band:
+            self.band_kept += 1
         relied = tuple(mr.relied_on)
         if not task.portfolio:
             t = task.tickers[0]
@@ -253,4 +258,7 @@ class FinConManager:
                 w = {t: x * mr.size for t, x in w.items()}
             w.update({u: 0.0 for u in universe if u not in w})
             decision = Decision(weights=w, rationale=mr.rationale, evidence=relied, actions=dict(mr.actions))
-        return decision, ans, mr.model_dump()
+        return decision, ans, {**mr.model_dump(), **({"hold_band": band} if band else {})}
+
+    def summary(self) -> dict[str, Any]:
+        return {"team_hold_band_kept": self.band_kept}
