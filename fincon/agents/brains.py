@@ -38,7 +38,7 @@ from fincon.agents.reports import (
     short_labels,
 )
 from fincon.agents.roles.base import Item, RoleInputs
-from fincon.memory.distill import clip_sentences, whole_sentences
+from fincon.memory.distill import clip_sentences, uncut
 
 if TYPE_CHECKING:  # pragma: no cover
     from fincon.agents.roles.base import Role
@@ -144,7 +144,7 @@ def llm_to_report(inputs: RoleInputs, answer: AnalystAnswer) -> AnalystReport:
         # keep its whole sentences (an answer below the cap is the model's own ending)
         insights=[
             Insight(
-                text=whole_sentences(i.text) if len(i.text) >= INSIGHT_CHARS - 1 else i.text,
+                text=uncut(i.text, INSIGHT_CHARS),
                 citations=citations_for(i.cites, items),
             )
             for i in answer.insights

@@ -120,6 +120,14 @@ def whole_sentences(text: str) -> str:
     return (flat[:cut] if cut > 0 else flat).rstrip(",; ") + "…"
 
 
+def uncut(text: str, cap: int) -> str:
+    """A model's ``text`` whose schema allows at most ``cap`` characters:
+    one that ran into the cap stopped mid-sentence and keeps its whole
+    sentences (:func:`whole_sentences`); a shorter one is the model's own
+    ending and is kept as written."""
+    return whole_sentences(text) if len(text) >= cap - 1 else text
+
+
 def clip_sentences(text: str, max_chars: int) -> str:
     """The leading whole sentences of ``text`` within ``max_chars``; when even
     the first sentence is longer, the longest sentence-initial run of whole

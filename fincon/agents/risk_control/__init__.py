@@ -34,6 +34,7 @@ from pydantic import ConfigDict, Field, create_model
 
 from fincon.agents.beliefs import RISK, Beliefs
 from fincon.agents.roles.base import load_template
+from fincon.memory.distill import uncut
 from fincon.risk.cvrf import RULES_LR, Trajectory, attribution, rules_step, stretches, text_edit_size
 
 HERE = Path(__file__).parent
@@ -45,13 +46,15 @@ HERE = Path(__file__).parent
 #: change every analyst's prompt, so the next episode re-asks them all (bench/train.py:
 #: 3.33 live calls per day in such an episode against 1.00 when only the manager explores)
 MAX_FOCUS = 2
+#: the longest insight or belief text, and meta-prompt, a model may write (schema caps)
+TEXT_CAP, META_CAP = 240, 400
 
 
 def _models(perspectives: tuple[str, ...]):
     P = Literal[perspectives]  # type: ignore[valid-type]
     cfg = ConfigDict(extra="forbid")
     concept = create_model(
-        "ConceptInsight", __config__=cfg, perspective=(P, ...), text=(str, Field(min_length=1, max_length=240))
+        "ConceptInsight", __config__=cfg, perspective=(P, ...), text=(str, Field(min_length=1, max_length=TEXT_CAP))
     )
     insights = create_model(
         "EpisodeInsights", __config__=cfg, insights=(list[concept], Field(min_length=1, max_length=6))
@@ -59,11 +62,11 @@ def _models(perspectives: tuple[str, ...]):
     meta = create_model(
         "MetaPrompt",
         __config__=cfg,
-        text=(str, Field(min_length=1, max_length=400)),
+        text=(str, Field(min_length=1, max_length=META_CAP)),
         perspectives=(list[P], Field(min_length=1, max_length=min(MAX_FOCUS, len(perspectives)))),
     )  # type: ignore[valid-type]
     edit = create_model(
-        "BeliefEdit", __config__=cfg, perspective=(P, ...), text=(str, Field(min_length=1, max_length=240))
+        "BeliefEdit", __config__=cfg, perspective=(P, ...), text=(str, Field(min_length=1, max_length=TEXT_CAP))
     )
     # as many edits as the meta-prompt may name: six 300-char edits overran the
     # 400-token answer cap in a live 1.5B training (cut-off JSON twice, a fallback)
@@ -127,6 +130,13 @@ class Update:
             "via": self.via,
             "calls": self.calls,
         }
+
+
+def _attribution_line(attr: dict[str, float]) -> str:
+    """What each source's views earned in the better episode, best first
+    (computed from the episode's own trading: no answer key)."""
+    ranked = sorted(attr.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ", ".join(f"{k} {v:+.2f}" for k, v in ranked) or "none"
 
 
 def describe_stretches(ep: Episode, limit: int = 6) -> str:
@@ -199,7 +209,9 @@ class RiskControl:
         except LLMInvalidAnswer as exc:
             self._fallback(f"episode-{ep.number}", exc)
             return self._rules_insights(ep), len(exc.keys)
-        return [{"perspective": i.perspective, "text": i.text} for i in res.value.insights], res.usage.calls
+        # a text that ran into the schema's length cap keeps its whole sentences (no cut text in a prompt)
+        out = [{"perspective": i.perspective, "text": uncut(i.text, TEXT_CAP)} for i in res.value.insights]
+        return out, res.usage.calls
 
     def update(self, beliefs: Beliefs, a: Episode, b: Episode, tau: float) -> Update:
         """The belief step after episodes ``a`` (earlier) and ``b`` (later)."""
@@ -230,17 +242,18 @@ class RiskControl:
                         "tau": tau,
                         "better_insights": _bullets(better.insights),
                         "worse_insights": _bullets(worse.insights),
+                        "attribution": _attribution_line(attr),
                     },
                     self.models[1],
                     day,
                 )
                 calls += m.usage.calls
-                meta = m.value.text
+                meta = uncut(m.value.text, META_CAP)
                 focus = list(dict.fromkeys(m.value.perspectives))
                 current = "\n".join(f"- {k}: {beliefs.perspectives[k].text or '(none yet)'}" for k in focus)
                 e = self._ask("update.txt", {"beliefs": current, "meta": meta, "rate": rate}, self.models[2], day)
                 calls += e.usage.calls
-                texts = {u.perspective: u.text for u in e.value.updates if u.perspective in focus}
+                texts = {u.perspective: uncut(u.text, TEXT_CAP) for u in e.value.updates if u.perspective in focus}
             except LLMInvalidAnswer as exc:
                 self._fallback(day, exc)
                 calls += len(exc.keys)

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field, field_validator
 from fincon.agents.brains import Answer, Question
 from fincon.agents.reports import foreign_script
 from fincon.agents.roles.base import EMPTY, drop_empty, load_template
+from fincon.memory.distill import uncut
 
 TEMPLATE = Path(__file__).with_name("reflection.txt")
 #: the label of a reflection the rules brain wrote (its own deterministic text)
@@ -26,8 +27,12 @@ RULES_LABEL = "[deterministic reflection] "
 FALLBACK_LABEL = "[deterministic reflection: the model's answer was invalid] "
 
 
+#: the longest reflection the model may write (a schema cap)
+REFLECTION_CAP = 600
+
+
 class ReflectionAnswer(BaseModel):
-    reflection: str = Field(min_length=20, max_length=600)
+    reflection: str = Field(min_length=20, max_length=REFLECTION_CAP)
 
     @field_validator("reflection")
     @classmethod
@@ -112,4 +117,5 @@ def reflect(brain, o: Outcome, relied: str, *, agent: str, llm: bool) -> tuple[s
     ans = brain.answer(q)
     if ans.via != "llm":
         return FALLBACK_LABEL + facts, ans
-    return f"{ans.report.reflection} [{facts}]", ans
+    # an answer that ran into the cap keeps its whole sentences (no cut text in a later prompt)
+    return f"{uncut(ans.report.reflection, REFLECTION_CAP)} [{facts}]", ans
