@@ -46,7 +46,9 @@ REPORT_CHARS = 150
 
 SINGLE_TASK = (
     "Decide today's action on the one stock: buy (hold a long position), sell (hold a short position) "
-    "or hold (keep the current position), and a size between 0 and 1 (fraction of the portfolio)."
+    "or hold (keep the current position), and a size between 0 and 1: the fraction of the portfolio in "
+    "the position, always positive (sell with size 0.5 is a short of half the portfolio). If you would "
+    "not trade, answer hold."
 )
 PORTFOLIO_TASK = (
     "Decide a direction for each stock: buy (long), sell (short) or hold (no position), and a size "
