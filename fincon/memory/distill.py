@@ -120,6 +120,17 @@ def whole_sentences(text: str) -> str:
     return (flat[:cut] if cut > 0 else flat).rstrip(",; ") + "…"
 
 
+def without_fragment(text: str) -> str:
+    """``text`` without a trailing unfinished sentence when it has finished
+    ones before it ("Read the 10-Q for trends. Focus on areas where and" ->
+    "Read the 10-Q for trends."); a text with no sentence end is kept."""
+    flat = " ".join(text.split())
+    if not flat or re.search(r"[.!?…][\"')\]]*$", flat):
+        return flat
+    ends = [m.end() for m in re.finditer(r"[.!?][\"')\]]*(?=\s)", flat)]
+    return flat[: ends[-1]] if ends else flat
+
+
 def uncut(text: str, cap: int) -> str:
     """A model's ``text`` whose schema allows at most ``cap`` characters:
     one that ran into the cap stopped mid-sentence and keeps its whole

@@ -482,6 +482,12 @@ def training_window(cfg: RunConfig):
         seen["data"] = {k: v for k, v in seen["data"].items() if k != "dir"}
         if events != "sample" and Path(events).resolve() == ds.events_dir.resolve():
             seen["events"] = "dataset"  # the dataset's own events: no machine-specific path in the hash
+    if seen["events"] not in ("sample", "dataset") and Path(events).expanduser().is_dir():
+        from fincon.engine.artifacts import corpus_hash
+
+        # an event directory enters by its files' contents, not by where it lives
+        files = [p for p in Path(events).expanduser().rglob("*") if p.is_file()]
+        seen["events"] = corpus_hash(files)
     digest = hashlib.sha256(json.dumps(seen, sort_keys=True).encode()).hexdigest()
     return TrainingWindow(start=str(cfg.start), end=str(cfg.end), data_hash=digest)
 

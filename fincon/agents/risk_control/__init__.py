@@ -34,7 +34,7 @@ from pydantic import ConfigDict, Field, create_model
 
 from fincon.agents.beliefs import RISK, Beliefs
 from fincon.agents.roles.base import load_template
-from fincon.memory.distill import uncut
+from fincon.memory.distill import uncut, without_fragment
 from fincon.risk.cvrf import RULES_LR, Trajectory, attribution, rules_step, stretches, text_edit_size
 
 HERE = Path(__file__).parent
@@ -248,12 +248,16 @@ class RiskControl:
                     day,
                 )
                 calls += m.usage.calls
-                meta = uncut(m.value.text, META_CAP)
+                meta = without_fragment(uncut(m.value.text, META_CAP))
                 focus = list(dict.fromkeys(m.value.perspectives))
                 current = "\n".join(f"- {k}: {beliefs.perspectives[k].text or '(none yet)'}" for k in focus)
                 e = self._ask("update.txt", {"beliefs": current, "meta": meta, "rate": rate}, self.models[2], day)
                 calls += e.usage.calls
-                texts = {u.perspective: uncut(u.text, TEXT_CAP) for u in e.value.updates if u.perspective in focus}
+                texts = {
+                    u.perspective: without_fragment(uncut(u.text, TEXT_CAP))
+                    for u in e.value.updates
+                    if u.perspective in focus
+                }
             except LLMInvalidAnswer as exc:
                 self._fallback(day, exc)
                 calls += len(exc.keys)
