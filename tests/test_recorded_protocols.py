@@ -37,19 +37,15 @@ def test_a_live_protocol_day_replays_byte_for_byte(name, tmp_path):
     m = day["record"]["manager"]
     if name == "debate":
         d = m["debate"][0]
-        assert d["debated"] and d["event_id"] == "TSLA-call-2022Q3"
+        assert d["event_id"] == "TSLA-call-2022Q3"
         assert d["final"]["direction"] == d["report"]["direction"]  # the safe debate never flips
-        assert set(d["via"]) == {
-            "earnings",
-            "market",
-            "sentiment",
-            "valuation",
-            "risk",
-            "synthesis",
-            "trust",
-            "skeptic",
-            "leader",
-        }
+        roles = {"earnings", "market", "sentiment", "valuation", "risk", "synthesis"}
+        if d["debated"]:
+            assert set(d["via"]) == roles | {"trust", "skeptic", "leader"}
+        else:  # a neutral report is not debated: the specialists and the synthesis still ran
+            assert d["report"]["direction"] == "neutral" and set(d["via"]) == roles
     else:
-        assert {"strategist.s0", "strategist.s1", "strategist.s2", "critic", "moderator"} <= set(m["steps"])
-        assert any(a["status"] == "chosen" for a in m["alternatives"])
+        assert {"strategist.s0", "strategist.s1", "strategist.s2", "critic"} <= set(m["steps"])
+        chosen = [a for a in m["alternatives"] if a["status"] == "chosen"]
+        # one alternative chosen, or none survived: hold, positions kept (counted)
+        assert len(chosen) == 1 or (summary["scm_holds"] == 1 and day["actions"]["TSLA"] == "hold")
