@@ -44,6 +44,7 @@ from pydantic import BaseModel, Field
 from fincon.agents.brains import Question, RulesBrain
 from fincon.agents.critics.critics import CALCULATION_TEMPLATE, EXTRACTION_TEMPLATE, CalculationAnswer, ExtractionAnswer
 from fincon.agents.roles.base import load_template
+from fincon.eval.numeric import Attempt  # the analyst's answer, the same in both evaluations
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "agents" / "critics"
 ANALYST_TEMPLATE = TEMPLATES / "finqa_analyst.txt"
@@ -134,12 +135,6 @@ class FinQAAnswer(BaseModel):
 
     def cited(self):
         return iter(())
-
-
-@dataclass(frozen=True)
-class Attempt:
-    figures: dict[str, float]
-    answer: float | None
 
 
 def _attempt(a: FinQAAnswer) -> Attempt:
