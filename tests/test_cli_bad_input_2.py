@@ -103,6 +103,10 @@ def fixtures(root: Path) -> dict[str, str]:
     f["missing_dir_json"] = str(root / "no" / "such" / "dir" / "out.json")
     (root / "msft.json").write_text('{"2020-10-01": {"prices": 210.5, "news": ["Micro')  # cut short
     f["truncated_ib"] = str(root / "msft.json")
+    (root / "finqa_dict.json").write_text('{"qa": {"exe_ans": 1.0}}')
+    f["finqa_dict"] = str(root / "finqa_dict.json")
+    (root / "finqa_no_answers.json").write_text('[{"qa": {"question": "q", "exe_ans": "yes"}}, {"pre_text": []}]')
+    f["finqa_no_answers"] = str(root / "finqa_no_answers.json")
     return f
 
 
@@ -161,6 +165,29 @@ CASES: dict[str, tuple[list[str], str]] = {
     # 2. nothing to score
     "eval debate on a ticker without events": (["eval", "debate", "--tickers", "ABBV"], "nothing to score"),
     "eval numeric --limit 0": (["eval", "numeric", "--limit", "0"], "out of range >= 1"),
+    # 1. issue 21's evaluations: FinQA files and imported datasets
+    "eval numeric finqa without --data": (["eval", "numeric", "--format", "finqa"], "needs --data FILE.json"),
+    "eval numeric finqa missing file": (
+        ["eval", "numeric", "--format", "finqa", "--data", "{missing_dir_json}"],
+        "no such file",
+    ),
+    "eval numeric finqa not JSON": (["eval", "numeric", "--format", "finqa", "--data", "{truncated_ib}"], "not JSON"),
+    "eval numeric finqa not a list": (
+        ["eval", "numeric", "--format", "finqa", "--data", "{finqa_dict}"],
+        "is a list of entries",
+    ),
+    "eval numeric finqa no usable entry": (
+        ["eval", "numeric", "--format", "finqa", "--data", "{finqa_no_answers}"],
+        "no entry with a qa.question and a numeric qa.exe_ans",
+    ),
+    "eval extraction on a folder that is no dataset": (
+        ["eval", "extraction", "--dataset", "{audio_dir}"],
+        "not a dataset directory",
+    ),
+    "eval debate --dataset on a missing folder": (
+        ["eval", "debate", "--dataset", "{missing_dir_json}"],
+        "not a dataset directory",
+    ),
     # 2. non-finite and absurd numbers, with their range
     "train --lr nan": (["train", "--lr", "nan", *TINY], "not a finite number (range [0, 100])"),
     "train --lr inf": (["train", "--lr", "inf", *TINY], "not a finite number"),
@@ -568,3 +595,13 @@ def test_claim_names_what_differs_and_tolerates_settings_added_later(tmp_path):
         r"1 finished episode\)",
     ):
         claim(out, out / "train.json", other, "training", lambda p: 1)
+
+
+def test_a_retrieval_model_that_cannot_load_is_one_config_error():
+    """--retrieval-model names a model: a wrong path or an uncached hub name is
+    said in one line (the debate loads it before its first day)."""
+    from fincon.errors import ConfigError
+    from fincon.memory.embedders import MiniLMEmbedder
+
+    with pytest.raises(ConfigError, match="cannot be loaded .*runs offline"):
+        MiniLMEmbedder("/nonexistent/model").model()

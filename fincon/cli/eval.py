@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +139,7 @@ def _extraction(args: argparse.Namespace) -> int:
 
     if args.json is not None:
         check_output_file(args.json, "--json")
+    _check_datasets(args.dataset)
     client = _client(args, {"answer_max_tokens": 256, "n_ctx": 4096})
     try:
         res = extraction.run(args.dataset, args.brain, client, args.per_filing)
@@ -152,6 +152,20 @@ def _extraction(args: argparse.Namespace) -> int:
         data["cases"] = [c.__dict__ for c in res["cases"]]
         _write_json(args.json, data)
     return 0
+
+
+def _check_datasets(dirs: list[Path]) -> None:
+    """Every --dataset is a directory written by ``fincon data import``, with
+    events: said before any work, in the words the user typed."""
+    from fincon.data.dataset import resolve_dataset
+
+    for d in dirs:
+        ds = resolve_dataset(d) if Path(d).is_dir() else None
+        if ds is None or not ds.has_events:
+            raise DataError(
+                f"--dataset {d}: not a dataset directory with events (no dataset.json and events/ there); "
+                "make one with: fincon data import investorbench FILE.json.gz --out DIR"
+            )
 
 
 def _client(args: argparse.Namespace, base: dict[str, Any]):
@@ -198,12 +212,10 @@ def _numeric(args: argparse.Namespace) -> int:
 def _finqa(args: argparse.Namespace) -> int:
     from fincon.eval import finqa
 
-    if not args.data or not Path(args.data).is_file():
-        print(
-            f"fincon eval numeric --format finqa needs --data FILE.json (FinQA's JSON; download: {finqa.DOWNLOAD})",
-            file=sys.stderr,
-        )
-        return 2
+    if not args.data:
+        raise ConfigError(f"--format finqa needs --data FILE.json (FinQA's JSON; download: {finqa.DOWNLOAD})")
+    if not Path(args.data).is_file():
+        raise DataError(f"--data {args.data}: no such file (FinQA's JSON; download: {finqa.DOWNLOAD})")
     client = _client(args, {"answer_max_tokens": 256, "n_ctx": 4096})
     try:
         res = finqa.run(args.data, args.brain, args.limit, client)
@@ -229,6 +241,7 @@ def _debate(args: argparse.Namespace) -> int:
     if args.dataset:
         from fincon.eval import debate_filings
 
+        _check_datasets(args.dataset)
         client = _client(args, {"answer_max_tokens": 320, "n_ctx": 4096})
         try:
             res = debate_filings.run(args.dataset, args.brain, client, args.retrieval_model)

@@ -84,11 +84,20 @@ def program_steps(program: str) -> int:
 
 
 def load(path: str | Path) -> list[FinQAItem]:
-    """FinQA's JSON (a list of entries); entries without a numeric exe_ans are skipped."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    """FinQA's JSON (a list of entries); entries without a numeric exe_ans are
+    skipped; a file that is not FinQA's JSON, or holds no usable entry, is a
+    one-line :class:`DataError`."""
+    from fincon.errors import DataError
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(f"{path} is not JSON text ({type(exc).__name__}); give FinQA's dataset/test.json") from None
+    if not isinstance(data, list):
+        raise DataError(f"{path}: FinQA's JSON is a list of entries, this is a {type(data).__name__}")
     out = []
     for e in data:
-        qa = e.get("qa") or {}
+        qa = (e.get("qa") if isinstance(e, dict) else None) or {}
         gold = qa.get("exe_ans")
         if isinstance(gold, bool) or not isinstance(gold, (int, float)):
             continue
@@ -102,6 +111,11 @@ def load(path: str | Path) -> list[FinQAItem]:
                 program,
                 program_steps(program),
             )
+        )
+    if not out:
+        raise DataError(
+            f"{path}: no entry with a qa.question and a numeric qa.exe_ans ({len(data)} entries read); "
+            "is this FinQA's JSON?"
         )
     return out
 

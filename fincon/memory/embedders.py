@@ -91,7 +91,16 @@ class MiniLMEmbedder(EmbeddingFunction[Documents]):
                 hf_logging.disable_progress_bar()
 
                 log.info("loading sentence-transformers model from %s", self.model_dir)
-                m = SentenceTransformer(self.model_dir, device="cpu")
+                try:
+                    m = SentenceTransformer(self.model_dir, device="cpu")
+                except (OSError, ValueError) as exc:  # a wrong path, or a hub name not cached (offline)
+                    from fincon.errors import ConfigError
+
+                    raise ConfigError(
+                        f"sentence-transformers model {self.model_dir!r} cannot be loaded "
+                        f"({type(exc).__name__}); give a local model directory, or a hub name already "
+                        "in the Hugging Face cache (fincon runs offline)"
+                    ) from None
                 _MODELS[self.model_dir] = m
             return m
 

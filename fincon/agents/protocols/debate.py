@@ -184,6 +184,7 @@ class DebateProtocol:
 
             # any sentence-transformers model; its own collection (another vector space)
             embedder = MiniLMEmbedder(self.retrieval_model)
+            embedder.model()  # load now: a bad name fails before the first day, not on a call day
             name = f"{COLLECTION}-{re.sub(r'[^A-Za-z0-9_-]+', '-', self.retrieval_model.strip('/')).strip('-')[-40:]}"
         self._col = open_collection(team.memory.client, name, embedder)
 
