@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from fincon.cli.args import check_output_file, number, write_text_atomic
 from fincon.cli.llm import add_llm_arguments, settings_from_args
@@ -137,21 +137,10 @@ def _register_extraction(inner) -> None:
 def _extraction(args: argparse.Namespace) -> int:
     from fincon.eval import extraction
 
-    if args.json is not None:
-        check_output_file(args.json, "--json")
+    _check_json(args)
     _check_datasets(args.dataset)
-    client = _client(args, {"answer_max_tokens": 256, "n_ctx": 4096})
-    try:
-        res = extraction.run(args.dataset, args.brain, client, args.per_filing)
-    finally:
-        if client is not None:
-            client.close()
-    print(extraction.report(res))
-    if args.json:
-        data = {k: v for k, v in res.items() if k != "cases"}
-        data["cases"] = [c.__dict__ for c in res["cases"]]
-        _write_json(args.json, data)
-    return 0
+    res = _run(args, 256, lambda client: extraction.run(args.dataset, args.brain, client, args.per_filing))
+    return _emit(args, extraction.report(res), res, "cases", "cases", [c.__dict__ for c in res["cases"]])
 
 
 def _check_datasets(dirs: list[Path]) -> None:
@@ -177,6 +166,32 @@ def _client(args: argparse.Namespace, base: dict[str, Any]):
     return build_client(settings_from_args(args, base))
 
 
+def _check_json(args: argparse.Namespace) -> None:
+    """--json is checked before minutes of work, not when writing its result."""
+    if args.json is not None:
+        check_output_file(args.json, "--json")
+
+
+def _run(args: argparse.Namespace, answer_tokens: int, run: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+    """One evaluation with the client of ``--brain`` (closed whatever happens)."""
+    client = _client(args, {"answer_max_tokens": answer_tokens, "n_ctx": 4096})
+    try:
+        return run(client)
+    finally:
+        if client is not None:
+            client.close()
+
+
+def _emit(args: argparse.Namespace, table: str, res: dict[str, Any], drop: str, key: str, rows: list) -> int:
+    """Print the table; with --json write the result, ``drop`` replaced by ``key``: ``rows``."""
+    print(table)
+    if args.json:
+        data = {k: v for k, v in res.items() if k != drop}
+        data[key] = rows
+        _write_json(args.json, data)
+    return 0
+
+
 def _write_json(path: Path | None, data: dict[str, Any]) -> None:
     """Whole or not at all (the path was checked before the evaluation ran)."""
     if path:
@@ -186,27 +201,17 @@ def _write_json(path: Path | None, data: dict[str, Any]) -> None:
 def _numeric(args: argparse.Namespace) -> int:
     from fincon.eval import numeric
 
-    if args.json is not None:  # before minutes of work, not when writing its result
-        check_output_file(args.json, "--json")
+    _check_json(args)
     if args.format == "finqa":
         return _finqa(args)
-    client = _client(args, {"answer_max_tokens": 256, "n_ctx": 4096})
-    try:
-        res = numeric.run(args.brain, args.limit, args.split, client)
-    finally:
-        if client is not None:
-            client.close()
+    res = _run(args, 256, lambda client: numeric.run(args.brain, args.limit, args.split, client))
     if not res["questions"]:
         raise ConfigError(
             f"nothing to score: the {args.split} split has no question"
             f"{' within --limit' if args.limit is not None else ''}; use --split all or a larger --limit"
         )
-    print(numeric.report(res))
-    if args.json:
-        data = {k: v for k, v in res.items() if k != "outcomes"}
-        data["answers"] = [{"id": o.item.id, "gold": o.item.gold, **o.answers} for o in res["outcomes"]]
-        _write_json(args.json, data)
-    return 0
+    rows = [{"id": o.item.id, "gold": o.item.gold, **o.answers} for o in res["outcomes"]]
+    return _emit(args, numeric.report(res), res, "outcomes", "answers", rows)
 
 
 def _finqa(args: argparse.Namespace) -> int:
@@ -216,44 +221,23 @@ def _finqa(args: argparse.Namespace) -> int:
         raise ConfigError(f"--format finqa needs --data FILE.json (FinQA's JSON; download: {finqa.DOWNLOAD})")
     if not Path(args.data).is_file():
         raise DataError(f"--data {args.data}: no such file (FinQA's JSON; download: {finqa.DOWNLOAD})")
-    client = _client(args, {"answer_max_tokens": 256, "n_ctx": 4096})
-    try:
-        res = finqa.run(args.data, args.brain, args.limit, client)
-    finally:
-        if client is not None:
-            client.close()
-    print(finqa.report(res))
-    if args.json:
-        data = {k: v for k, v in res.items() if k != "outcomes"}
-        data["answers"] = [
-            {"id": o.item.id, "gold": o.item.gold, "type": o.item.kind, **o.answers} for o in res["outcomes"]
-        ]
-        _write_json(args.json, data)
-    return 0
+    res = _run(args, 256, lambda client: finqa.run(args.data, args.brain, args.limit, client))
+    rows = [{"id": o.item.id, "gold": o.item.gold, "type": o.item.kind, **o.answers} for o in res["outcomes"]]
+    return _emit(args, finqa.report(res), res, "outcomes", "answers", rows)
 
 
 def _debate(args: argparse.Namespace) -> int:
     from fincon.eval import debate
 
-    if args.json is not None:
-        check_output_file(args.json, "--json")
+    _check_json(args)
     tickers = [t for x in (args.tickers or []) for t in x.split(",") if t] or None
     if args.dataset:
         from fincon.eval import debate_filings
 
         _check_datasets(args.dataset)
-        client = _client(args, {"answer_max_tokens": 320, "n_ctx": 4096})
-        try:
-            res = debate_filings.run(args.dataset, args.brain, client, args.retrieval_model)
-        finally:
-            if client is not None:
-                client.close()
-        print(debate_filings.report(res))
-        if args.json:
-            data = {k: v for k, v in res.items() if k != "results"}
-            data["filings"] = [r.__dict__ for r in res["results"]]
-            _write_json(args.json, data)
-        return 0
+        res = _run(args, 320, lambda client: debate_filings.run(args.dataset, args.brain, client, args.retrieval_model))
+        rows = [r.__dict__ for r in res["results"]]
+        return _emit(args, debate_filings.report(res), res, "results", "filings", rows)
     corpus = debate.sample_tickers()
     missing = [t.upper() for t in (tickers or []) if t.upper() not in corpus]
     if missing:
@@ -261,20 +245,10 @@ def _debate(args: argparse.Namespace) -> int:
             f"nothing to score for {', '.join(missing)}: the sample corpus has no earnings calls of "
             f"{'it' if len(missing) == 1 else 'them'}; pick from {', '.join(corpus)}"
         )
-    client = _client(args, {"answer_max_tokens": 320, "n_ctx": 4096})
-    try:
-        res = debate.run(args.brain, tickers, client, args.transcripts)
-    finally:
-        if client is not None:
-            client.close()
+    res = _run(args, 320, lambda client: debate.run(args.brain, tickers, client, args.transcripts))
     if not res["calls_scored"]:
         raise DataError(
             f"nothing to score: no earnings call of {', '.join(res['tickers'])} in the sample corpus "
             f"is followed by a trading day; pick other tickers ({', '.join(corpus)})"
         )
-    print(debate.report(res))
-    if args.json:
-        data = {k: v for k, v in res.items() if k != "results"}
-        data["calls"] = [r.__dict__ for r in res["results"]]
-        _write_json(args.json, data)
-    return 0
+    return _emit(args, debate.report(res), res, "results", "calls", [r.__dict__ for r in res["results"]])
