@@ -6,8 +6,8 @@
 
 The dataset is imported from ../shared/data/investorbench/msft.json.gz (third
 party: never copied into the repository); the recording (the LLM cache) and
-its fingerprint go next to it, in ../shared/data/investorbench/recordings/,
-because the prompts quote the corpus. tests/test_team_live_msft.py replays it
+its fingerprint go to ~/.cache/fincon/recordings/ ($FINCON_RECORDINGS), never
+into the repository, because the prompts quote the corpus. tests/test_team_live_msft.py replays it
 byte for byte. Prints calls, tokens, fallbacks and wall time per day: the
 row of docs/results.md.
 """
@@ -32,6 +32,12 @@ def shared_dir() -> Path:
     common = subprocess.run(["git", "rev-parse", "--git-common-dir"], cwd=ROOT, capture_output=True, text=True)
     main = Path(common.stdout.strip()).resolve().parent if common.returncode == 0 else ROOT
     return main.parent / "shared" / "data" / "investorbench"
+
+
+def recordings() -> Path:
+    from fincon.llm.bundled import private_recordings_dir
+
+    return private_recordings_dir()
 
 
 def args_for(data: Path, cache: Path, mode: str, out: Path, end: str = END) -> list[str]:
@@ -84,8 +90,8 @@ def main() -> int:
         import pandas as pd
 
         end = str((pd.Timestamp(START) + pd.Timedelta(days=a.days)).date())
-    rec = shared / "recordings"
-    rec.mkdir(exist_ok=True)
+    rec = recordings()
+    rec.mkdir(parents=True, exist_ok=True)
     cache = rec / f"{NAME}.sqlite"
     t0 = time.perf_counter()
     code = fincon(args_for(data, cache, "read-write", a.work / "live", end))

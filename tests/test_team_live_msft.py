@@ -1,5 +1,5 @@
 """The live 1.5B run of the team on InvestorBench's MSFT test window
-(recorded by bench/record_team_msft.py next to the third-party data, since
+(recorded by bench/record_team_msft.py into ~/.cache/fincon/recordings, since
 its prompts quote the corpus) replays byte for byte with no model loaded.
 Skips when the data or the recording is absent; a prompt change makes the
 recording stale and this fails with a cache miss naming the call."""
@@ -18,8 +18,8 @@ spec = importlib.util.spec_from_file_location("record_team_msft", BENCH)
 record = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(record)
 SHARED = record.shared_dir()
-CACHE = SHARED / "recordings" / f"{record.NAME}.sqlite"
-ROW = SHARED / "recordings" / f"{record.NAME}.json"
+CACHE = record.recordings() / f"{record.NAME}.sqlite"
+ROW = record.recordings() / f"{record.NAME}.json"
 
 pytestmark = pytest.mark.skipif(
     not (CACHE.is_file() and ROW.is_file()), reason=f"no recording at {CACHE} (bench/record_team_msft.py makes it)"

@@ -22,6 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from fincon.llm.bundled import private_recordings_dir
+
 HERE = Path(__file__).resolve().parent
 ASSETS = ("msft", "jnj", "hon")
 
@@ -33,9 +35,9 @@ def shared_dir() -> Path:
     return main.parent / "shared" / "data" / "investorbench"
 
 
-#: the recording quotes the third-party filings in its prompts, so it lives beside them
-#: (never in the repository), like bench/record_team_msft.py's; the result (figures only) stays here
-CACHE = shared_dir() / "recordings" / "extraction-investorbench.sqlite"
+#: the recording quotes the third-party filings in its prompts, so it lives in the user's
+#: cache (never in the repository), like bench/record_team_msft.py's; the result (figures only) stays here
+CACHE = private_recordings_dir() / "extraction-investorbench.sqlite"
 RESULT = HERE / "extraction-investorbench.json"
 
 
