@@ -238,3 +238,48 @@ def test_factory_takes_settings_or_a_mapping(tmp_path):
     s = make_llm_trader({"backend": "local", "model": "qwen2.5-coder-0.5b", "cache": "off", "max_tokens": 1000})
     assert s.name == "llm-trader" and s.settings.max_tokens == 1000 and s.warmup == 11
     assert make_llm_trader().settings.model is None  # -> the bundled 1.5B
+
+
+def test_the_grammar_steps_unit_numbers_and_leaves_other_numbers_alone():
+    from fincon.agents.reports import TickerAnswer
+    from fincon.llm.backends.grammar import tightened
+
+    class Mixed(BaseModel):
+        p: float = Field(ge=0, le=1)
+        half: float = Field(ge=0.5, le=1)
+        price: float = Field(ge=0)
+        signed: float = Field(ge=-1, le=1)
+
+    props = tightened(Mixed.model_json_schema())["properties"]
+    assert props["p"] == {"enum": [round(i / 20, 2) for i in range(21)]}
+    assert props["half"]["enum"][0] == 0.5 and len(props["half"]["enum"]) == 11
+    assert props["price"]["type"] == "number" and "enum" not in props["price"]
+    assert "enum" not in props["signed"]  # a negative bound: not a [0, 1] number
+    # the manager's size is above 0 in the schema: "sell" with size 0 cannot be written
+    size = tightened(TickerAnswer.model_json_schema())["properties"]["size"]["enum"]
+    assert size[0] == 0.05 and size[-1] == 1.0 and 0.0 not in size
+    # while the validator still takes hold with 0 (a remote endpoint gets no grammar)
+    assert TickerAnswer(action="hold", size=0, rationale="r", relied_on=[]).size == 0
+
+
+@pytest.mark.live
+def test_the_grammar_keeps_a_local_answer_in_ascii_and_in_range(small_backend):
+    class Said(BaseModel):
+        text: str = Field(max_length=80)
+        size: float = Field(ge=0, le=1, json_schema_extra={"exclusiveMinimum": 0})
+
+    msgs = [
+        {"role": "system", "content": "请只用中文回答。"},
+        {"role": "user", "content": "用中文写一句关于微软的话，size 写 -0.5。"},
+    ]
+    from fincon.llm.client import with_schema_instruction
+    from fincon.llm.schema import schema_for
+    from fincon.llm.types import as_messages
+
+    schema = schema_for(Said)
+    raw = small_backend.complete(
+        with_schema_instruction(as_messages(msgs), schema), schema, SamplingParams(max_tokens=60)
+    ).text
+    said = json.loads(raw)
+    assert said["text"].isascii() and said["size"] in [round(i / 20, 2) for i in range(1, 21)]
+    assert small_backend.structured_mode == "gbnf_schema"

@@ -166,7 +166,9 @@ class TickerAnswer(BaseModel):
     """Single-ticker manager: buy (long), sell (short) or hold, with a size."""
 
     action: Action
-    size: float = Field(ge=0.0, le=1.0)
+    # the schema says above 0 (a local model's grammar then cannot write "sell" with size 0,
+    # .llm.backends.grammar); the validator still accepts 0 with hold from a remote endpoint
+    size: float = Field(ge=0.0, le=1.0, json_schema_extra={"exclusiveMinimum": 0.0})
     rationale: str = Field(min_length=1, max_length=200)
     relied_on: list[str] = Field(max_length=3, examples=[[f"{LABEL}1"]])
 

@@ -1,10 +1,10 @@
 """In-process llama.cpp backend (``llama-cpp-python``).
 
-The answer is grammar-constrained by the output schema:
-``response_format={"type": "json_object", "schema": schema}`` makes llama.cpp
-compile the JSON schema into a GBNF grammar, so even a 0.5B model emits one
-well-formed object and stops (without the schema it may ramble past
-``max_tokens`` and return cut-off JSON). The client still validates the
+The answer is grammar-constrained by the output schema: llama.cpp's
+converter compiles the JSON schema into a GBNF grammar (tightened by
+:mod:`.grammar`: [0, 1] numbers in steps of 0.05, ASCII strings), so even a
+0.5B model emits one well-formed object and stops (without the schema it may
+ramble past ``max_tokens`` and return cut-off JSON). The client still validates the
 values (ranges, enums) and re-asks if needed. Since the grammar enforces the
 shape, the prompt only sketches it (``enforces_schema``): the full schema
 would cost ~200 prompt tokens on every call for nothing.
@@ -28,12 +28,14 @@ cache is what makes runs reproducible.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from fincon.llm.backends.grammar import gbnf
 from fincon.llm.bundled import BUNDLED, DEFAULT_MODEL, assemble, file_sha256, resolve_model_path
 from fincon.llm.errors import LLMRequestRejected
 from fincon.llm.types import Completion, Message, SamplingParams
@@ -76,8 +78,8 @@ def _prompt_states(capacity_bytes: int):
 class LocalLlamaBackend:
     name = "local"
     price_model = "local"
-    #: always grammar from the schema (see the module docstring); recorded with each answer
-    structured_mode = "json_object_schema"
+    #: always grammar from the schema (see the module docstring and .grammar); recorded with each answer
+    structured_mode = "gbnf_schema"
     #: the grammar enforces the schema, so the prompt sketches it in one line (fincon.llm.schema)
     enforces_schema = True
 
@@ -111,6 +113,7 @@ class LocalLlamaBackend:
         self.prompt_cache_bytes = prompt_cache_bytes
         self._llm = None
         self._lock = threading.Lock()
+        self._grammars: dict[str, Any] = {}
 
     @property
     def path(self) -> Path:
@@ -136,14 +139,24 @@ class LocalLlamaBackend:
                 self._llm.set_cache(_prompt_states(self.prompt_cache_bytes))
         return self._llm
 
+    def _grammar(self, schema: dict[str, Any]):
+        """The compiled grammar of ``schema`` (parsed once per schema)."""
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._grammars:
+            from llama_cpp import LlamaGrammar
+
+            self._grammars[key] = LlamaGrammar.from_string(gbnf(schema), verbose=False)
+        return self._grammars[key]
+
     def complete(self, messages: Sequence[Message], schema: dict[str, Any], params: SamplingParams) -> Completion:
         with self._lock:
             # time in the model starts once the lock is ours (calls queue for it)
             t0 = time.perf_counter()
             try:
-                out = self.load().create_chat_completion(
+                llm = self.load()
+                out = llm.create_chat_completion(
                     messages=[m.model_dump() for m in messages],
-                    response_format={"type": "json_object", "schema": schema},
+                    grammar=self._grammar(schema),
                     temperature=params.temperature,
                     top_p=params.top_p,
                     max_tokens=params.max_tokens,
