@@ -99,3 +99,12 @@ def test_no_decision_memory_when_k_is_zero(tmp_path):
     res, team = run_team(["TSLA"], "2022-11-01", "2022-11-10", tmp_path, decision_memory_k=0)
     assert team.decisions is None
     assert all(d["record"]["manager"]["decisions_recalled"] == [] for d in res.decisions)
+
+
+def test_a_reflection_names_the_kinds_of_information_relied_on_not_memory_ids():
+    from fincon.agents.team.learning import relied_kinds
+
+    # a manager reading "Relied on: mem-MSFT-news-..." cited that id in its own answer (re-asked)
+    relied = {"mem-MSFT-news-20201001-6": ["news/MSFT"], "mem-MSFT-10-Q-20200429-0": ["10-q/MSFT", "news/MSFT"]}
+    assert relied_kinds(relied) == "10-q, news"
+    assert relied_kinds({}) == ""

@@ -112,7 +112,7 @@ class Learning:
         # and cost it a model call every day
         if self.params.reflections and (pnl < 0 or alert):
             llm = self.params.brain == "llm"
-            text, ans = reflect(self.brain, outcome, ", ".join(sorted(prev.relied)), agent=self.protocol.agent, llm=llm)
+            text, ans = reflect(self.brain, outcome, relied_kinds(prev.relied), agent=self.protocol.agent, llm=llm)
             if llm:
                 self.counts["model_calls"] += ans.calls
                 self.counts["fallbacks"] += ans.via == "fallback"
@@ -138,3 +138,12 @@ def risk_stance(risk) -> str:
         f"RISK ALERT ({risk.reason}). Be risk-averse today: cut or avoid exposure unless the evidence is "
         f"strong and consistent; prefer a smaller size."
     )
+
+
+def relied_kinds(relied: dict[str, list[str]]) -> str:
+    """The kinds of information a decision relied on ("10-q, news"), not the
+    memory ids: the reflection is read by the manager on later days, and a
+    1.5B manager copied ids it found there into its own answer as citations
+    (re-asked on every day after the first loss on real MSFT)."""
+    return ", ".join(sorted({owner.split("/")[0] for owners in relied.values() for owner in owners}))
+
