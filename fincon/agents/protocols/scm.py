@@ -37,8 +37,9 @@ moderator = the most concordant survivor.
 The run's policies are checked here (an alternative breaking one is never
 chosen) and enforced again by the team after the protocol.
 
-Where things are: this module runs the day (the rounds, self-consistency,
-the decision, the per-run measures) and is the only scm module that asks a
+Where things are: this module holds the protocol (the day's context, the
+questions' shape, self-consistency, the per-run measures);
+:mod:`.scm_day` runs one day's rounds and is the only scm module that asks a
 brain; :mod:`.scm_schemas` holds the answer and record models,
 :mod:`.scm_prompts` builds every message a model reads, :mod:`.scm_checks`
 the day's context and the checks in code, :mod:`.scm_rules` the
@@ -54,21 +55,17 @@ import numpy as np
 from fincon.agents.brains import Answer, ManagerTask, Question, consensus
 from fincon.agents.policies import Policies
 from fincon.agents.protocols.scm_checks import Day, code_checks, code_checks_block, sections_said
-from fincon.agents.protocols.scm_prompts import prompt_values, render
-from fincon.agents.protocols.scm_rules import rules_critic, rules_fix, rules_moderator, rules_strategist, rules_verify
+from fincon.agents.protocols.scm_prompts import prompt_values
+from fincon.agents.protocols.scm_rules import rules_critic, rules_fix, rules_moderator, rules_strategist
 from fincon.agents.protocols.scm_schemas import (
-    EPS,
     NAMES,
     Alternative,
     Critique,
-    CritiqueAnswer,
     Issue,
-    ModeratorAnswer,
     Proposal,
     ScmReport,
     Verdict,
     VerifyAnswer,
-    proposal_model,
 )
 from fincon.agents.reports import short_labels
 from fincon.strategies.base import Decision
@@ -238,388 +235,17 @@ class ScmProtocol:
     def decide(
         self, brain, task: ManagerTask, view, universe: tuple[str, ...]
     ) -> tuple[Decision, Answer, dict[str, Any]]:
+        """The day's decision: a reused report as it was, else the rounds of
+        :class:`.scm_day.ScmDay` (T0 Strategist samples, T1 Critic, T2 fix and
+        verification, T3 Moderator)."""
         from fincon.agents.brains import Reuse
+        from fincon.agents.protocols.scm_day import ScmDay
 
         if isinstance(brain, Reuse):
             self.totals["reused"] += 1
             rep: ScmReport = brain.report
             return self._decision(rep, universe), Answer(rep, "reuse"), {**rep.model_dump(), "reused": True}
-        day = self.context(task, view)
-        values = self._prompt_values(day)
-        answers: list[Answer] = []
-        steps: dict[str, str] = {}
-        log: list[dict[str, Any]] = []
-
-        role_keys: dict[str, list[str]] = {}
-
-        def ask(q: Question, step: str) -> Answer:
-            a = brain.answer(q)
-            answers.append(a)
-            steps[step] = a.via
-            role_keys.setdefault(step, []).extend(a.keys)
-            self.totals["fallbacks"] += a.via == "fallback"
-            if a.via == "fallback":
-                log.append(
-                    {
-                        "step": step,
-                        "agent": q.agent,
-                        "action": "fallback",
-                        "details": "model answer invalid twice: the rules version answered",
-                    }
-                )
-            return a
-
-        # T0: the Strategist, `samples` times
-        pmodel = proposal_model(task.tickers)
-        s_msgs = lambda: render("strategist", values)  # noqa: E731
-        qs = [
-            self._q(
-                "strategist",
-                day,
-                pmodel,
-                s_msgs,
-                lambda a, k=k: self._to_alts(a, day, f"s{k}"),
-                lambda k=k: self._tag(rules_strategist(day), f"s{k}"),
-                params=self._sample_params(brain, k),
-                cites=True,
-            )
-            for k in range(self.samples)
-        ]
-        conc = getattr(self.team, "concurrency", 1) if self.team is not None else 1
-        from fincon.llm.concurrency import run_concurrently
-
-        got = (
-            run_concurrently([lambda q=q: brain.answer(q) for q in qs], conc)
-            if conc > 1
-            else [brain.answer(q) for q in qs]
-        )
-        proposals = []
-        for k, a in enumerate(got):
-            answers.append(a)
-            steps[f"strategist.s{k}"] = a.via
-            role_keys.setdefault("strategist", []).extend(a.keys)
-            self.totals["fallbacks"] += a.via == "fallback"
-            if a.via == "fallback":
-                log.append(
-                    {
-                        "step": "T0",
-                        "agent": "strategist",
-                        "action": "fallback",
-                        "details": f"sample {k}: model answer invalid twice, the rules strategist answered",
-                    }
-                )
-            proposals.append(a.report.alternatives)
-        slate, stable = self._slate(proposals, day)
-        majority, agreement = self._majority, self._agreement
-        self.totals["agreement"] += agreement
-        self._measure(proposals, day)
-        log.append(
-            {
-                "step": "T0",
-                "agent": "strategist",
-                "action": "proposed",
-                "details": f"{sum(map(len, proposals))} alternatives in {len(proposals)} sample(s); slate "
-                + ", ".join(f"{a.name} (concordance {a.concordance:.2f}, from {'/'.join(a.origin)})" for a in slate)
-                + ("" if stable else "; the samples disagree on the direction")
-                + f"; majority direction {majority}, agreement {agreement:.2f}",
-            }
-        )
-
-        # T1: the Critic (the code checks always, the model's issues on top)
-        slate_txt = "\n".join(a.brief(day.labels) for a in slate)
-        names = {a.name for a in slate}
-        code = [i for a in slate for i in code_checks(a, day)]
-        c_vals = {
-            **values,
-            "alternatives": slate_txt,
-            "checks": "\n".join(f"- {i.alternative} {i.severity} {i.category}: {i.issue}" for i in code) or "(none)",
-        }
-        crit = ask(
-            self._q(
-                "critic",
-                day,
-                CritiqueAnswer,
-                lambda: render("critic", c_vals),
-                lambda a: Critique(issues=[Issue(**i.model_dump(), by="critic") for i in a.issues]),
-                lambda: rules_critic(slate, day),
-                params=self.sampling,
-            ),
-            "critic",
-        )
-        issues = code + [i for i in crit.report.issues if i.alternative in names]
-        for i in issues:
-            self.totals[i.severity] += 1
-        log.append(
-            {
-                "step": "T1",
-                "agent": "critic",
-                "action": "reviewed",
-                "details": f"{len(issues)} issue(s): "
-                + ", ".join(
-                    f"{a}: " + "/".join(f"{i.severity} {i.category}" for i in issues if i.alternative == a)
-                    for a in sorted(names)
-                    if any(i.alternative == a for i in issues)
-                )
-                if issues
-                else "no issue",
-            }
-        )
-
-        # T2: the Strategist fixes the high and medium issues (one round)
-        todo = [i for i in issues if i.severity in ("high", "medium")]
-        fixes: list[dict[str, Any]] = []
-        revised = slate
-        if todo:
-            f_vals = {
-                **c_vals,
-                "issues": "\n".join(f"- {i.alternative} {i.severity} {i.category}: {i.issue}" for i in todo),
-            }
-            fix = ask(
-                self._q(
-                    "fix",
-                    day,
-                    pmodel,
-                    lambda: render("fix", f_vals),
-                    lambda a: self._to_alts(a, day, None),
-                    lambda: rules_fix(slate, todo, day),
-                    params=self.sampling,
-                    cites=True,
-                ),
-                "fix",
-            )
-            by_name = {a.name: a for a in fix.report.alternatives}
-            revised = []
-            for a in slate:
-                b = by_name.get(a.name, a).model_copy(update={"origin": a.origin, "concordance": a.concordance})
-                revised.append(b)
-                if b.model_dump(exclude={"origin", "concordance"}) != a.model_dump(exclude={"origin", "concordance"}):
-                    fixes.append({"alternative": a.name, "before": a.brief(), "after": b.brief()})
-            for b in revised:
-                b.concordance = self._concordance(b, self._consensus)
-        # the code checks again, on the revision; a code issue is fixed when its check passes.
-        # A critic's issue is fixed only when its alternative was revised AND its verification
-        # question, answered against the evidence (the model; the rules re-check in code), passes
-        recheck = {a.name: code_checks(a, day, "revision") for a in revised}
-        changed = {f["alternative"] for f in fixes}
-        by_rev = {a.name: a for a in revised}
-        to_verify = [i for i in issues if i.by != "code" and i.severity != "low" and i.alternative in changed]
-        if to_verify:
-            v_vals = {
-                **values,
-                "alternatives": "\n".join(by_rev[n].brief(day.labels) for n in sorted(changed)),
-                "questions": "\n".join(
-                    f"Q{n}: alternative {i.alternative}, {i.category}: {i.issue}. {i.question or 'Is this fixed?'}"
-                    for n, i in enumerate(to_verify, 1)
-                ),
-            }
-            ver = ask(
-                self._q(
-                    "verify",
-                    day,
-                    VerifyAnswer,
-                    lambda: render("verify", v_vals),
-                    lambda a: self._to_checks(a, len(to_verify)),
-                    lambda: [(ok, why, "rules", []) for ok, why in rules_verify(to_verify, by_rev, day)],
-                    params=self.sampling,
-                    cites=True,
-                ),
-                "verify",
-            )
-            for i, (ok, why, by, cites) in zip(to_verify, ver.report):
-                i.answer, i.answer_cites, i.rechecked_by = why, list(cites), by if ver.via != "fallback" else "rules"
-                i.status = "fixed" if ok else "unresolved"
-            self.totals["verified"] += len(to_verify)
-            self.totals["verify_passed"] += sum(i.status == "fixed" for i in to_verify)
-            log.append(
-                {
-                    "step": "T2",
-                    "agent": "verifier",
-                    "action": "verified",
-                    "details": "; ".join(
-                        f"{i.alternative} {i.category}: {'passes' if i.status == 'fixed' else 'fails'} ({i.answer})"
-                        for i in to_verify
-                    )[:400],
-                }
-            )
-        for i in issues:
-            if i.severity == "low":
-                i.status = "noted"
-            elif i.by == "code":
-                still = any(j.check == i.check and j.category == i.category for j in recheck[i.alternative])
-                i.status = "unresolved" if still else "fixed"
-                i.rechecked_by = "code"
-            elif i not in to_verify:
-                i.status = "unresolved"  # not revised: the issue stands
-        new = [
-            j
-            for a in revised
-            for j in recheck[a.name]
-            if not any(i.by == "code" and i.alternative == j.alternative and i.check == j.check for i in issues)
-        ]
-        for j in new:
-            j.status = "unresolved" if j.severity != "low" else "noted"
-        issues += new
-        self.totals["fixed"] += sum(i.status == "fixed" for i in issues)
-        self.totals["unresolved"] += sum(i.status == "unresolved" for i in issues)
-        if todo:
-            log.append(
-                {
-                    "step": "T2",
-                    "agent": "strategist",
-                    "action": "revised",
-                    "details": f"{len(fixes)} alternative(s) revised; "
-                    f"{sum(i.status == 'fixed' for i in issues)} issue(s) fixed, "
-                    f"{sum(i.status == 'unresolved' for i in issues)} unresolved",
-                }
-            )
-
-        # T3: the Moderator: discards in code, then the choice
-        discarded: dict[str, str] = {}
-        for a in revised:
-            high = [i for i in issues if i.alternative == a.name and i.severity == "high" and i.status != "fixed"]
-            if high:
-                discarded[a.name] = "unresolved high issue: " + "; ".join(f"{i.category}: {i.issue}" for i in high)
-        for a in revised:  # belt and braces: nothing failing a blocking check in code survives
-            block = code_checks_block(a, day)
-            if block and a.name not in discarded:
-                discarded[a.name] = "code check: " + "; ".join(i.issue for i in block)
-        survivors = [a for a in revised if a.name not in discarded]
-        verdict = Verdict(choice="none", rationale="no alternative survived the critique: hold")
-        if survivors:
-            m_vals = {
-                **values,
-                "alternatives": "\n".join(
-                    a.brief(day.labels) + f"; agreement across samples {a.concordance:.2f}" for a in survivors
-                ),
-                "issues": "\n".join(
-                    f"- {i.alternative} {i.severity} {i.category} ({i.status}): {i.issue}"
-                    for i in issues
-                    if i.alternative in {a.name for a in survivors}
-                )
-                or "(none)",
-                "discarded": "; ".join(f"{k}: {v}" for k, v in discarded.items()) or "(none)",
-            }
-            mod = ask(
-                self._q(
-                    "moderator",
-                    day,
-                    ModeratorAnswer,
-                    lambda: render("moderator", m_vals),
-                    lambda a: Verdict(
-                        discard=[d.model_dump() for d in a.discard],
-                        choice=a.choice,
-                        rationale=a.rationale,
-                        relied_on=list(a.relied_on),
-                    ),
-                    lambda: rules_moderator(survivors),
-                    params=self.sampling,
-                    cites=True,
-                ),
-                "moderator",
-            )
-            verdict = mod.report
-            for d in verdict.discard:
-                if d.get("alternative") in {a.name for a in survivors}:
-                    discarded[d["alternative"]] = "moderator: " + d.get("reason", "")
-            survivors = [a for a in survivors if a.name not in discarded]
-        for name, why in discarded.items():
-            log.append({"step": "T3", "agent": "moderator", "action": "discarded", "details": f"{name}: {why}"[:400]})
-        self.totals["discarded"] += len(discarded)
-        chosen = next((a for a in survivors if a.name == verdict.choice), None)
-        if chosen is None and survivors:
-            chosen = rules_moderator(survivors).choice
-            chosen = next(a for a in survivors if a.name == chosen)
-            self.totals["overrides"] += 1
-            log.append(
-                {
-                    "step": "T3",
-                    "agent": "moderator",
-                    "action": "overridden",
-                    "details": f"choice {verdict.choice!r} is not a surviving alternative; "
-                    f"{chosen.name}, the most concordant survivor, taken",
-                }
-            )
-        self.totals["days"] += 1
-        self.totals["stable"] += stable
-        self.totals["calls"] += sum(a.calls for a in answers)
-
-        # the decision, checked once more in code
-        tk = task.tickers
-        if chosen is None:
-            self.totals["holds"] += 1
-            log.append(
-                {"step": "T3", "agent": "moderator", "action": "hold", "details": "nothing survived: positions kept"}
-            )
-            report = ScmReport(
-                actions={t: "hold" for t in tk},
-                held=True,
-                rationale=("scm hold: " + "; ".join(f"{k} {v}" for k, v in discarded.items()))[:600],
-            )
-        else:
-            relied = [c.id for c in chosen.evidence] + [i for i in verdict.relied_on if i in day.citations]
-            acts = {t: "buy" if x > EPS else "sell" if x < -EPS else "hold" for t, x in chosen.weights.items()}
-            log.append(
-                {
-                    "step": "T3",
-                    "agent": "moderator",
-                    "action": "chose",
-                    "details": f"{chosen.name}: {verdict.rationale}"[:400],
-                }
-            )
-            report = ScmReport(
-                actions=acts,
-                weights=dict(chosen.weights),
-                chosen=chosen.name,
-                rationale=f"scm {chosen.name}: {chosen.rule} | moderator: {verdict.rationale}"[:600],
-                relied_on=list(dict.fromkeys(relied))[:5],
-                p5=chosen.p5,
-                p50=chosen.p50,
-                p95=chosen.p95,
-            )
-        report.proposals = []
-        for k, p in enumerate(proposals):  # a sample identical to the first (the rules brain) is not repeated
-            same = k > 0 and [a.key() + (a.rule, a.p50) for a in p] == [a.key() + (a.rule, a.p50) for a in proposals[0]]
-            report.proposals.append(
-                {
-                    "sample": k,
-                    "via": got[k].via,
-                    **(
-                        {"same_as": 0} if same else {"alternatives": [a.model_dump(exclude={"concordance"}) for a in p]}
-                    ),
-                }
-            )
-        report.alternatives = [
-            {
-                **a.model_dump(),
-                "status": "chosen"
-                if chosen is not None and a.name == chosen.name
-                else "discarded"
-                if a.name in discarded
-                else "kept",
-                **({"discarded_because": discarded[a.name]} if a.name in discarded else {}),
-            }
-            for a in revised
-        ]
-        report.critiques = [i.model_dump() for i in issues]
-        report.fixes = fixes
-        report.log = self._stamped(log, task.day, role_keys)
-        report.stable = stable
-        report.majority, report.agreement = majority, agreement
-        report.steps = steps
-        via = (
-            "rules"
-            if all(a.via == "rules" for a in answers)
-            else "fallback"
-            if any(a.via == "fallback" for a in answers)
-            else "llm"
-        )
-        ans = Answer(
-            report,
-            via,
-            sum(a.calls for a in answers),
-            tuple(k for a in answers for k in a.keys),
-            tuple(e for a in answers for e in a.errors),
-        )
+        report, ans = ScmDay(self, brain, task, view).run()
         return self._decision(report, universe), ans, report.model_dump()
 
     @staticmethod
