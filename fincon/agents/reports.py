@@ -191,6 +191,27 @@ class TickerAnswer(BaseModel):
         return self.model_copy(update={"relied_on": _real(self.relied_on, back)})
 
 
+def ticker_answer_model(shown: Sequence[str]) -> type[TickerAnswer]:
+    """:class:`TickerAnswer` whose ``relied_on`` may name only the evidence
+    labels the prompt shows (an enum, so a local model's grammar cannot write
+    another id, and a remote endpoint's structured output neither). A 1.5B
+    manager on real MSFT cited ids it found in its own reflections ("10-q",
+    "mem-MSFT-news-...") and was re-asked on most days."""
+    shown = list(dict.fromkeys(shown))
+    if not shown:
+        item: Any = str
+        cap = 0
+    else:
+        item = Literal[tuple(shown)]  # type: ignore[valid-type]
+        cap = 3
+    return create_model(
+        "TickerAnswer",
+        __base__=TickerAnswer,
+        __module__=TickerAnswer.__module__,
+        relied_on=(list[item], Field(max_length=cap, examples=[shown[:1]])),
+    )
+
+
 def _field(ticker: str) -> str:
     return "t_" + re.sub(r"[^A-Za-z0-9]", "_", ticker)
 

@@ -29,7 +29,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from fincon.agents.brains import Answer, ManagerTask, Question, hold_band_check, rules_manager
-from fincon.agents.reports import ManagerReport, TickerAnswer, portfolio_answer_model, short_labels
+from fincon.agents.reports import ManagerReport, portfolio_answer_model, short_labels, ticker_answer_model
 from fincon.agents.roles.base import EMPTY, drop_empty, load_template
 from fincon.memory.distill import clip_sentences
 from fincon.risk.optimizer import mean_variance_weights
@@ -153,20 +153,21 @@ class FinConManager:
         return cls(lookback=params.lookback, portfolio_form=getattr(params, "portfolio_form", "direction"))
 
     def question(self, task: ManagerTask) -> Question:
+        labels = manager_labels(task)
         if task.portfolio:
             model = portfolio_answer_model(task.tickers)
 
             def to_report(a) -> ManagerReport:
                 return ManagerReport(actions=a.directions(), size=a.size, rationale=a.rationale, relied_on=a.relied_on)
         else:
-            model = TickerAnswer
+            ids = dict.fromkeys(c.id for _, r in ordered_reports(task) for i in shown(task, r) for c in i.citations)
+            model = ticker_answer_model([labels.get(i, i) for i in ids])
 
             def to_report(a) -> ManagerReport:
                 return ManagerReport(
                     actions={task.tickers[0]: a.action}, size=a.size, rationale=a.rationale, relied_on=a.relied_on
                 )
 
-        labels = manager_labels(task)
         return Question(
             agent=self.agent,
             day=task.day,
