@@ -155,12 +155,13 @@ class ProceduralMemory:
         ids = [e.id for e in entries]
         if len(set(ids)) != len(ids):
             raise ValueError("duplicate memory ids in one add() call")
-        self.index.load(self.collection)  # so the rows added below can be appended to it
-        step = max(1, min(int(self.client.get_max_batch_size()), 5000))  # 5000: SQLite variable limit on get(ids)
-        existing: set[str] = set()
-        for lo in range(0, len(ids), step):
-            existing |= set(self.collection.get(ids=ids[lo : lo + step], include=[])["ids"])
-        fresh = [e for e in entries if e.id not in existing]
+        # the loaded index holds every id of the collection (it is read once, then every row
+        # this object adds is appended), so it answers "already stored?" without a chromadb
+        # read per add: most daily adds repeat entries already stored (on a 3-ticker rules
+        # run, 339 of 495 adds stored nothing new, each after a persistent get)
+        self.index.load(self.collection)
+        step = max(1, min(int(self.client.get_max_batch_size()), 5000))
+        fresh = [e for e in entries if e.id not in self.index.rows]
         for lo in range(0, len(fresh), step):
             chunk = fresh[lo : lo + step]
             for e in chunk:
