@@ -31,7 +31,9 @@ class DataConfig(_Section):
         description="directory of TICKER.csv files, or a dataset directory written by "
         "`fincon data import` (source: csv)",
     )
-    cache_dir: Path | None = Field(None, description="yfinance cache (default ~/.cache/fincon/yfinance)")
+    cache_dir: Path | None = Field(
+        None, description="yfinance cache (default $FINCON_CACHE_DIR/yfinance, else ~/.cache/fincon/yfinance)"
+    )
 
     @model_validator(mode="after")
     def _csv_needs_dir(self):

@@ -196,6 +196,17 @@ def test_yfinance_cache_is_used_without_network(tmp_path, monkeypatch):
     assert (out / "metrics.json").exists()
 
 
+def test_the_yfinance_cache_follows_fincon_cache_dir(tmp_path, monkeypatch):
+    from fincon.data.sources import make_source
+
+    monkeypatch.setenv("FINCON_CACHE_DIR", str(tmp_path / "caches"))
+    assert make_source("yfinance").cache_dir == tmp_path / "caches" / "yfinance"
+    assert make_source("yfinance", cache_dir=tmp_path / "mine").cache_dir == tmp_path / "mine"  # the flag wins
+    monkeypatch.delenv("FINCON_CACHE_DIR")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert make_source("yfinance").cache_dir == tmp_path / "home" / ".cache" / "fincon" / "yfinance"
+
+
 def test_yfinance_download_is_written_to_cache(tmp_path, monkeypatch):
     import yfinance
 

@@ -109,7 +109,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="a dataset directory from `fincon data import` (its prices, events and calendar), or a "
         "directory of TICKER.csv files with Date,Open,High,Low,Close,Adj Close,Volume",
     )
-    d.add_argument("--cache-dir", type=Path, help="yfinance download cache (default ~/.cache/fincon/yfinance)")
+    d.add_argument(
+        "--cache-dir",
+        type=Path,
+        help="yfinance download cache (default $FINCON_CACHE_DIR/yfinance, else ~/.cache/fincon/yfinance)",
+    )
     b = p.add_argument_group("broker")
     b.add_argument("--cash", type=number(float, 0, lo_open=True), help="starting cash (default 1,000,000)")
     b.add_argument(

@@ -177,5 +177,8 @@ def make_source(name: str, data_dir: str | Path | None = None, cache_dir: str | 
             raise ConfigError("source 'csv' needs a directory: pass --data DIR")
         return CsvDirSource(data_dir)
     if name == "yfinance":
-        return YFinanceSource(cache_dir or Path.home() / ".cache" / "fincon" / "yfinance")
+        from fincon.data.events.loaders.online import cache_root
+
+        # $FINCON_CACHE_DIR/yfinance, beside the other on-disk caches (default ~/.cache/fincon)
+        return YFinanceSource(cache_dir or cache_root(None) / "yfinance")
     raise ConfigError(f"unknown data source {name!r}; choose one of {', '.join(SOURCES)}")
