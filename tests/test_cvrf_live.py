@@ -6,11 +6,11 @@ llm``), replayed byte for byte.
 What holds: the update compares the better and the worse episode with the
 model, edits the text of at most two perspectives, records exactly whose
 prompts changed, leaves every other perspective alone and writes whole
-sentences. What does not, yet: the edited beliefs do not name the
-informative source. Shown the per-source attribution (news earned most of
-the better episode's profit), the 1.5B model still wrote its beliefs about
-the filings; the last test says so and fails loudly (strict xfail) the day
-a recording does name it.
+sentences; shown the perspectives ranked by what they earned, the model names
+news (the planted source) first and edits the news belief. What does not,
+yet: the text it writes there is generic ("The better episode provided more
+bullish views ...") and never says anything about news; the last test says
+so and fails loudly (strict xfail) the day a recording does.
 
 Re-record after changing a team, reflection or CVRF prompt:
 ``.venv/bin/python tests/recordings/record_cvrf.py`` (~5 minutes on 2 cores).
@@ -60,7 +60,30 @@ def test_the_recorded_model_update_replays_and_edits_at_most_two_perspectives(re
             assert re.search(r"[.!?…][\"')\]]*$", q.text), q.text
 
 
-@pytest.mark.xfail(strict=True, reason="the 1.5B model writes its beliefs about the filings, not the news")
+def test_the_compare_prompt_ranks_the_perspectives_by_what_they_earned():
+    from fincon.eval.leaks import cached_prompts
+
+    compares = [p for p in cached_prompts(record.CACHE) if "Share of the better episode's next-day profit" in p]
+    assert compares
+    for p in compares:
+        listed = re.search(r"earned most in the better episode first: ([^.]+)\.", p).group(1).split(", ")
+        earned = re.search(r"each source's views earned: (.+)\.", p).group(1).split(", ")
+        best = [e.split(" ")[0] for e in earned]
+        assert listed[: len(best)] == best  # the same order as the attribution line, best first
+
+
+def test_the_model_edits_the_belief_of_the_source_that_earned_most(replay):
+    # news carries the planted signal and earned most of the better episode's profit:
+    # the model named it first in the comparison and edited its belief
+    updates = [r["update"] for r in replay.rows[1:]]
+    edited = [p for u in updates for p in u["text_changed"]]
+    assert edited and edited[0] == "news"
+    best = max(updates[0]["weights"]["attribution_better"].items(), key=lambda kv: kv[1])[0]
+    assert best == "news"
+    assert replay.beliefs.perspectives["news"].text  # the news analysts now read a belief
+
+
+@pytest.mark.xfail(strict=True, reason="the 1.5B edits the news belief, but its text says nothing about news")
 def test_the_edited_beliefs_name_the_informative_source(replay):
     edited = " ".join(p.text for p in replay.beliefs.perspectives.values()).lower()
     assert "news" in edited, edited

@@ -46,6 +46,8 @@ HERE = Path(__file__).parent
 #: change every analyst's prompt, so the next episode re-asks them all (bench/train.py:
 #: 3.33 live calls per day in such an episode against 1.00 when only the manager explores)
 MAX_FOCUS = 2
+#: how the update prompt shows a perspective without a belief text yet
+NO_BELIEF = "(none yet)"
 #: the longest insight or belief text, and meta-prompt, a model may write (schema caps)
 TEXT_CAP, META_CAP = 240, 400
 
@@ -229,6 +231,11 @@ class RiskControl:
         if self.client is not None and rate > 0:
             from fincon.llm.errors import LLMInvalidAnswer
 
+            # the perspectives in the order of what they earned in the better episode
+            # (its own trading, no answer key), in the prompt and the answer's enum: a 1.5B
+            # model named the first two of an alphabetical list (10-k, 10-q) whatever the
+            # attribution line said (tests/test_cvrf_live.py)
+            ranked = tuple(sorted(self.perspectives, key=lambda p: (p not in attr, -attr.get(p, 0.0), p)))
             via = "llm"
             day = f"episodes-{worse.number}-{better.number}"
             try:
@@ -243,20 +250,29 @@ class RiskControl:
                         "better_insights": _bullets(better.insights),
                         "worse_insights": _bullets(worse.insights),
                         "attribution": _attribution_line(attr),
+                        "perspectives": ", ".join(ranked),
                     },
-                    self.models[1],
+                    _models(ranked)[1],
                     day,
                 )
                 calls += m.usage.calls
                 meta = without_fragment(uncut(m.value.text, META_CAP))
                 focus = list(dict.fromkeys(m.value.perspectives))
-                current = "\n".join(f"- {k}: {beliefs.perspectives[k].text or '(none yet)'}" for k in focus)
-                e = self._ask("update.txt", {"beliefs": current, "meta": meta, "rate": rate}, self.models[2], day)
+                current = "\n".join(f"- {k}: {beliefs.perspectives[k].text or NO_BELIEF}" for k in focus)
+                # the edit may name only the perspectives the comparison named (its enum): given
+                # all of them, the 1.5B edited 10-k and 10-q, the first two listed, after naming news
+                e = self._ask(
+                    "update.txt",
+                    {"beliefs": current, "meta": meta, "rate": rate, "perspectives": ", ".join(focus)},
+                    _models(tuple(focus))[2],
+                    day,
+                )
                 calls += e.usage.calls
                 texts = {
                     u.perspective: without_fragment(uncut(u.text, TEXT_CAP))
                     for u in e.value.updates
-                    if u.perspective in focus
+                    # the placeholder copied back is no belief (the 1.5B did that once)
+                    if u.perspective in focus and u.text.strip() not in ("", NO_BELIEF)
                 }
             except LLMInvalidAnswer as exc:
                 self._fallback(day, exc)
