@@ -19,7 +19,9 @@ Rows:
 * rules: the deterministic brain over the whole window (no model);
 * llm live: the bundled model (1.5B by default) over the first --llm-days
   days, on a fresh cache; wall time includes loading the model once;
-* llm replay: the same run answered from the cache just recorded.
+* llm replay: the same run answered from the cache just recorded;
+* replay day 1: the first day alone, replayed: mostly a run's fixed cost,
+  so the script also prints what a replayed day costs beyond it.
 
 Goals (issue 8): replay >= 100x faster than live; live <= 20 s per simulated
 day for one ticker with the 1.5B model on 2 cores; <= 3 model calls per day
