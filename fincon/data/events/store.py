@@ -36,6 +36,11 @@ class EventStore:
             seen.add(e.id)
         self._events: tuple[Event, ...] = tuple(evs)
         self._times = [e.published_at for e in evs]
+        #: ticker -> positions of its events in ``_events`` (ascending): a view's
+        #: per-ticker query reads only that ticker's events, not the whole corpus
+        self._by_ticker: dict[str, list[int]] = {}
+        for i, e in enumerate(evs):
+            self._by_ticker.setdefault(e.ticker, []).append(i)
         self.root = Path(root) if root else None
 
     def __len__(self) -> int:
@@ -96,11 +101,13 @@ class EventView:
         lo = 0
         if since is not None:
             lo = min(self._store._upto(decision_cutoff(since)), self._n)
-        out = [
-            e
-            for e in self._store._events[lo : self._n]
-            if (ticker is None or e.ticker == ticker) and (sources is None or e.source in sources)
-        ]
+        evs = self._store._events
+        if ticker is None:
+            picked: Iterable[Event] = evs[lo : self._n]
+        else:
+            pos = self._store._by_ticker.get(ticker, [])
+            picked = (evs[i] for i in pos[bisect.bisect_left(pos, lo) : bisect.bisect_left(pos, self._n)])
+        out = [e for e in picked if sources is None or e.source in sources]
         return out[-last:] if last else out
 
     def latest(self, ticker: str, source: str) -> Event | None:
