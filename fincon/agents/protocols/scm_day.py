@@ -12,7 +12,7 @@ live in :mod:`.scm` and :mod:`.scm_checks`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fincon.agents.brains import Answer, ManagerTask, Question
 from fincon.agents.protocols.scm_checks import code_checks, code_checks_block
@@ -31,15 +31,13 @@ from fincon.agents.protocols.scm_schemas import (
     proposal_model,
 )
 
-if TYPE_CHECKING:  # pragma: no cover
-    from fincon.agents.protocols.scm import ScmProtocol
-
 
 class ScmDay:
     """The state of one day's rounds: the questions asked, their answers
     and the log the decision record keeps."""
 
-    def __init__(self, protocol: "ScmProtocol", brain, task: ManagerTask, view):
+    def __init__(self, protocol: Any, brain, task: ManagerTask, view):
+        # protocol: the .scm.ScmProtocol running the day (not imported: scm imports this module)
         self.p = protocol
         self.totals = protocol.totals
         self.brain = brain

@@ -146,4 +146,3 @@ def relied_kinds(relied: dict[str, list[str]]) -> str:
     1.5B manager copied ids it found there into its own answer as citations
     (re-asked on every day after the first loss on real MSFT)."""
     return ", ".join(sorted({owner.split("/")[0] for owners in relied.values() for owner in owners}))
-
