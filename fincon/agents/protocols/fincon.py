@@ -77,9 +77,14 @@ def shown(task: ManagerTask, report) -> list[Any]:
     return report.insights[: 1 if task.portfolio else 2]
 
 
+def shown_ids(task: ManagerTask) -> list[str]:
+    """The evidence ids the manager's prompt shows, in prompt order."""
+    return list(dict.fromkeys(c.id for _, r in ordered_reports(task) for i in shown(task, r) for c in i.citations))
+
+
 def manager_labels(task: ManagerTask) -> dict[str, str]:
     """Real evidence id -> short label (E1, E2 ... in prompt order)."""
-    return short_labels(c.id for _, r in ordered_reports(task) for i in shown(task, r) for c in i.citations)
+    return short_labels(shown_ids(task))
 
 
 def format_reports(task: ManagerTask, labels: Mapping[str, str] | None = None) -> str:
@@ -160,8 +165,7 @@ class FinConManager:
             def to_report(a) -> ManagerReport:
                 return ManagerReport(actions=a.directions(), size=a.size, rationale=a.rationale, relied_on=a.relied_on)
         else:
-            ids = dict.fromkeys(c.id for _, r in ordered_reports(task) for i in shown(task, r) for c in i.citations)
-            model = ticker_answer_model([labels.get(i, i) for i in ids])
+            model = ticker_answer_model([labels.get(i, i) for i in shown_ids(task)])
 
             def to_report(a) -> ManagerReport:
                 return ManagerReport(

@@ -82,20 +82,18 @@ class ScmDay:
 
     # -- asking --------------------------------------------------------------
     def ask(self, q: Question, step: str) -> Answer:
-        a = self.brain.answer(q)
+        return self.keep(
+            self.brain.answer(q), step, step, step, q.agent, "model answer invalid twice: the rules version answered"
+        )
+
+    def keep(self, a: Answer, step: str, role: str, log_step: str, agent: str, fallback: str) -> Answer:
+        """Record one answer: its route, its cache keys, and a logged fallback."""
         self.answers.append(a)
         self.steps[step] = a.via
-        self.role_keys.setdefault(step, []).extend(a.keys)
+        self.role_keys.setdefault(role, []).extend(a.keys)
         self.totals["fallbacks"] += a.via == "fallback"
         if a.via == "fallback":
-            self.log.append(
-                {
-                    "step": step,
-                    "agent": q.agent,
-                    "action": "fallback",
-                    "details": "model answer invalid twice: the rules version answered",
-                }
-            )
+            self.log.append({"step": log_step, "agent": agent, "action": "fallback", "details": fallback})
         return a
 
     # -- T0: the Strategist, `samples` times -----------------------------------
@@ -126,19 +124,8 @@ class ScmDay:
         )
         proposals = []
         for k, a in enumerate(got):
-            self.answers.append(a)
-            self.steps[f"strategist.s{k}"] = a.via
-            self.role_keys.setdefault("strategist", []).extend(a.keys)
-            self.totals["fallbacks"] += a.via == "fallback"
-            if a.via == "fallback":
-                self.log.append(
-                    {
-                        "step": "T0",
-                        "agent": "strategist",
-                        "action": "fallback",
-                        "details": f"sample {k}: model answer invalid twice, the rules strategist answered",
-                    }
-                )
+            why = f"sample {k}: model answer invalid twice, the rules strategist answered"
+            self.keep(a, f"strategist.s{k}", "strategist", "T0", "strategist", why)
             proposals.append(a.report.alternatives)
         return proposals, got
 
