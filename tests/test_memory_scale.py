@@ -151,3 +151,52 @@ def test_a_visible_source_without_decay_is_a_config_error(tmp_path):
     assert [s.id for s in filings_only.retrieve("report", "2022-03-02", sources=["10-K"])] == ["k"]
     with pytest.raises(ConfigError, match="'news'"):
         filings_only.retrieve("report", "2022-03-02")
+
+
+def _rows(collection):
+    got = collection.get(include=["documents", "metadatas"])
+    return sorted(zip(got["ids"], got["documents"], [sorted(m.items()) for m in got["metadatas"]]))
+
+
+def test_write_behind_holds_writes_until_flush_and_then_stores_the_same(tmp_path):
+    """Held-back writes answer queries like written ones, chromadb sees them
+    only at flush(), and then holds exactly what a write-through store holds
+    (access counters included), so a reopened store ranks the same."""
+    es = [
+        MemoryEntry(
+            id=f"w{i}",
+            ticker="TSLA",
+            source=SOURCES[i % len(SOURCES)],
+            day=DAY0 + pd.Timedelta(days=i // 3),
+            text=" ".join(WORDS[i % 7 : i % 7 + 4]),
+            metadata={"title": f"item {i}"},
+        )
+        for i in range(60)
+    ]
+    through = MemoryStore(tmp_path / "through", HashingEmbedder()).procedural("a", "TSLA")
+    store = MemoryStore(tmp_path / "behind", HashingEmbedder(), write_behind=True)
+    behind = store.procedural("a", "TSLA")
+    for pm in (through, behind):
+        for lo in range(0, 60, 6):  # day by day, as a run adds them
+            assert pm.add(es[lo : lo + 6]) == 6
+        assert pm.mark_critical(["w3", "w9", "w3x"]) == 2
+        assert pm.mark_critical(["w9"]) == 1
+    assert behind.collection.count() == 0 and len(behind) == 60 and behind.index.pending() == 60
+    day = DAY0 + pd.Timedelta(days=25)
+    assert behind.retrieve("tesla demand margin", day, k=8) == through.retrieve("tesla demand margin", day, k=8)
+    assert store.flush() == 60 and behind.index.pending() == 0 and store.flush() == 0
+    assert _rows(behind.collection) == _rows(through.collection)
+    assert {i: dict(m)["access"] for i, _, m in _rows(behind.collection) if i in ("w3", "w9")} == {"w3": 1, "w9": 2}
+    # a counter changed after its row was written goes out as one update at the next flush
+    behind.mark_critical(["w3"])
+    through.mark_critical(["w3"])
+    assert behind.index.pending() == 1 and store.flush() == 1
+    assert _rows(behind.collection) == _rows(through.collection)
+    fresh = ScoreIndex()
+    fresh.load(behind.collection)
+    q = np.asarray(HashingEmbedder()(["tesla demand margin"])[0], dtype=np.float32)
+    q /= np.linalg.norm(q)
+    d = day.date().toordinal()
+    ids_scores = [[(t[0], round(t[4], 5)) for t in ix.top(q, d, 8, DEFAULT_DECAY)] for ix in (fresh, behind.index)]
+    assert ids_scores[0] == ids_scores[1]
+    assert sorted(zip(fresh.ids, fresh.docs)) == sorted(zip(behind.index.ids, behind.index.docs))

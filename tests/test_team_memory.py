@@ -108,3 +108,25 @@ def test_a_reflection_names_the_kinds_of_information_relied_on_not_memory_ids():
     relied = {"mem-MSFT-news-20201001-6": ["news/MSFT"], "mem-MSFT-10-Q-20200429-0": ["10-q/MSFT", "news/MSFT"]}
     assert relied_kinds(relied) == "10-q, news"
     assert relied_kinds({}) == ""
+
+
+def test_the_run_store_holds_every_memory_once_the_run_is_done(tmp_path):
+    """The team's memory store holds its writes back (write-behind, flushed
+    every MEMORY_FLUSH_DAYS days and at the run's end): once the run is done,
+    chromadb holds every entry the team's queries saw, with its access counter."""
+    from fincon.agents.team.strategy import MEMORY_FLUSH_DAYS
+    from fincon.memory.index import ScoreIndex
+
+    res, team = run_team(["TSLA"], "2022-10-03", "2022-11-30", tmp_path, decision_memory_k=2)
+    assert len(res.decisions) > MEMORY_FLUSH_DAYS  # at least one flush inside the run, one at its end
+    mems = team.memory._procedural
+    assert mems and all(m.index.pending() == 0 for m in mems)
+    rewarded = 0
+    for m in mems:
+        stored = ScoreIndex()
+        stored.load(m.collection)  # what a reopened store reads
+        assert stored.n == m.collection.count() == m.index.n > 0
+        live = {i: (m.index.docs[r], m.index.meta(r)) for i, r in m.index.rows.items()}
+        assert {i: (stored.docs[r], stored.meta(r)) for i, r in stored.rows.items()} == live
+        rewarded += sum(meta["access"] for _, meta in live.values())
+    assert rewarded > 0  # access counters reached the store too

@@ -35,6 +35,16 @@ All instances opened on one collection in a process share one index (keyed
 by the collection's id), so a second instance never sees a stale copy.
 Writes to the same store from *another process* while this one holds it are
 not seen (a run store has one writer).
+
+The index also keeps each entry's text and metadata, so a query reads
+nothing back from chromadb, and it can hold writes back: rows appended with
+``saved=False`` and access counters changed by ``set_access`` wait in the
+index until :meth:`ScoreIndex.flush` writes them to the collection in a few
+large calls. Why: chromadb pays ~5 ms per ``add`` or ``update`` call on
+top of ~1 ms per row (2 cores), a team run makes one per analyst and ticker
+per day, and the texts the query used to read back cost a ``get`` each; held back for a few weeks, a year of a 5-ticker rules team
+takes 29 s instead of 70 (docs/benchmarks.md). Rankings do not change: they
+never read chromadb.
 """
 
 from __future__ import annotations
@@ -112,6 +122,13 @@ class ScoreIndex:
         self._ord = np.zeros(0, dtype=np.int64)
         self._src = np.zeros(0, dtype=np.int16)
         self._acc = np.zeros(0, dtype=np.int64)
+        #: per row: the text and the metadata chromadb holds (or will hold) for it
+        self.docs: list[str] = []
+        self.metas: list[dict[str, Any]] = []
+        #: rows not written to chromadb yet (row -> the embedding as the embedder gave it)
+        self.unsaved: dict[int, Any] = {}
+        #: saved rows whose access counter changed since they were written
+        self.dirty: set[int] = set()
         #: of the last top(): visible rows, and rows whose cosine was computed
         self.last_visible = self.last_compared = 0
 
@@ -123,18 +140,12 @@ class ScoreIndex:
                 return
             off = 0
             while True:
-                got = collection.get(include=["embeddings", "metadatas"], limit=PAGE, offset=off)
+                got = collection.get(include=["embeddings", "metadatas", "documents"], limit=PAGE, offset=off)
                 ids = got["ids"]
                 if not len(ids):
                     break
-                metas = got["metadatas"]
-                self._append(
-                    ids,
-                    got["embeddings"],
-                    [int(m["ordinal"]) for m in metas],
-                    [str(m["source"]) for m in metas],
-                    [int(m.get("access", 0)) for m in metas],
-                )
+                metas = [dict(m) for m in got["metadatas"]]
+                self._append(ids, got["embeddings"], metas, got["documents"])
                 off += len(ids)
                 if len(ids) < PAGE:
                     break
@@ -144,22 +155,62 @@ class ScoreIndex:
         self,
         ids: Sequence[str],
         embeddings: Sequence[Any],
-        ordinals: Sequence[int],
-        sources: Sequence[str],
-        access: Sequence[int],
+        metas: Sequence[Mapping[str, Any]],
+        docs: Sequence[str],
+        saved: bool = True,
     ) -> None:
-        """Rows chromadb has just accepted (only once the index is loaded)."""
+        """New rows (loaded index only): ``saved`` when chromadb already holds
+        them, else held until :meth:`flush`. ``metas`` carry ``ordinal``,
+        ``source`` and ``access``."""
         with self.lock:
-            if self.loaded:
-                self._append(ids, embeddings, ordinals, sources, access)
+            if not self.loaded:
+                raise RuntimeError("append() before load(): the index would miss the collection's rows")
+            lo = self.n
+            added = self._append(ids, embeddings, [dict(m) for m in metas], docs)
+            if not saved:
+                for r, j in zip(range(lo, self.n), added):
+                    self.unsaved[r] = embeddings[j]
 
     def set_access(self, ids: Sequence[str], access: Sequence[int]) -> None:
+        """New access counters; written to chromadb at the next :meth:`flush`."""
         with self.lock:
-            if self.loaded:
-                for i, a in zip(ids, access):
-                    r = self.rows.get(i)
-                    if r is not None:
-                        self._acc[r] = int(a)
+            for i, a in zip(ids, access):
+                r = self.rows.get(i)
+                if r is not None:
+                    self._acc[r] = int(a)
+                    if r not in self.unsaved:
+                        self.dirty.add(r)
+
+    def meta(self, row: int) -> dict[str, Any]:
+        """The row's metadata as chromadb holds it after the next flush."""
+        return {**self.metas[row], "access": int(self._acc[row])}
+
+    def pending(self) -> int:
+        """Rows and access counters not written to chromadb yet."""
+        return len(self.unsaved) + len(self.dirty)
+
+    def flush(self, collection, batch: int) -> int:
+        """Write held rows (one ``add`` per ``batch`` rows, in row order) and
+        changed access counters (one ``update``) to ``collection``. Returns
+        how many rows and counters were written."""
+        with self.lock:
+            rows = sorted(self.unsaved)
+            for lo in range(0, len(rows), batch):
+                chunk = rows[lo : lo + batch]
+                collection.add(
+                    ids=[self.ids[r] for r in chunk],
+                    documents=[self.docs[r] for r in chunk],
+                    embeddings=[self.unsaved[r] for r in chunk],
+                    metadatas=[self.meta(r) for r in chunk],
+                )
+                for r in chunk:
+                    del self.unsaved[r]
+            dirty = sorted(self.dirty)
+            for lo in range(0, len(dirty), batch):
+                chunk = dirty[lo : lo + batch]
+                collection.update(ids=[self.ids[r] for r in chunk], metadatas=[self.meta(r) for r in chunk])
+            self.dirty.clear()
+            return len(rows) + len(dirty)
 
     def _code(self, source: str) -> int:
         c = self._codes.get(source)
@@ -168,10 +219,11 @@ class ScoreIndex:
             self.sources.append(source)
         return c
 
-    def _append(self, ids, embeddings, ordinals, sources, access) -> None:
+    def _append(self, ids, embeddings, metas, docs) -> list[int]:
+        """Append the rows not held yet; returns their positions in ``ids``."""
         fresh = [j for j, i in enumerate(ids) if i not in self.rows]
         if not fresh:
-            return
+            return fresh
         X = unit_rows(embeddings)[fresh]
         m, dim = len(fresh), X.shape[1]
         need = self.n + m
@@ -190,13 +242,16 @@ class ScoreIndex:
                 setattr(self, name, new)
         lo = self.n
         self._emb[lo:need] = X
-        self._ord[lo:need] = [int(ordinals[j]) for j in fresh]
-        self._src[lo:need] = [self._code(str(sources[j])) for j in fresh]
-        self._acc[lo:need] = [int(access[j]) for j in fresh]
+        self._ord[lo:need] = [int(metas[j]["ordinal"]) for j in fresh]
+        self._src[lo:need] = [self._code(str(metas[j]["source"])) for j in fresh]
+        self._acc[lo:need] = [int(metas[j].get("access", 0)) for j in fresh]
         for r, j in enumerate(fresh, start=lo):
             self.ids.append(ids[j])
             self.rows[ids[j]] = r
+            self.docs.append(docs[j])
+            self.metas.append(metas[j])
         self.n = need
+        return fresh
 
     # ---- scoring -----------------------------------------------------------
     def top(

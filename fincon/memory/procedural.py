@@ -16,8 +16,9 @@ earnings calls at a medium rate, 10-K slowly.
 
 The ranking is exact (equal to scoring every visible entry) and is computed
 in numpy from the collection's columns kept in the process by
-:mod:`fincon.memory.index`; chromadb holds the entries and returns the texts
-and metadata of the top-k. An entry whose importance can't lift it into the
+:mod:`fincon.memory.index`, which also holds the texts and metadata of the
+entries; chromadb is the store they are written to and reloaded from (at
+once, or held back until ``flush`` with ``write_behind``). An entry whose importance can't lift it into the
 top-k even at cosine 1 is never compared with the query.
 """
 
@@ -129,24 +130,45 @@ def _flat(meta: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class ProceduralMemory:
-    """One analyst's memory of one ticker."""
+    """One analyst's memory of one ticker.
 
-    def __init__(self, client, agent: str, ticker: str, embedder, decay: Mapping[str, Decay] | None = None):
+    ``write_behind``: entries and access counters are written to chromadb at
+    :meth:`flush` (the run's owner calls it every few weeks and at the end),
+    not by each ``add`` / ``mark_critical``; queries answer the same either way
+    (:mod:`fincon.memory.index`). Off by default: every call writes through."""
+
+    def __init__(
+        self,
+        client,
+        agent: str,
+        ticker: str,
+        embedder,
+        decay: Mapping[str, Decay] | None = None,
+        write_behind: bool = False,
+    ):
         self.client = client
         self.agent, self.ticker = agent, ticker
         self.embedder = embedder
         self.decay = dict(DEFAULT_DECAY if decay is None else decay)
+        self.write_behind = write_behind
         self.collection = open_collection(client, collection_name("proc", agent, ticker), embedder)
         self.index = index_for(self.collection)
 
     def __len__(self) -> int:
-        return self.collection.count()
+        self.index.load(self.collection)
+        return self.index.n
 
     def _decay_for(self, source: str) -> Decay:
         d = self.decay.get(source)
         if d is None:
             raise ConfigError(f"no (v, theta) decay configured for source {source!r}")
         return d
+
+    def flush(self) -> int:
+        """Write what is held back to chromadb; returns rows + counters written."""
+        if not self.index.pending():
+            return 0
+        return self.index.flush(self.collection, max(1, min(int(self.client.get_max_batch_size()), 5000)))
 
     def add(self, entries: Sequence[MemoryEntry]) -> int:
         """Store entries (new ids only; re-adding an id is a no-op). Returns how many were new."""
@@ -155,39 +177,33 @@ class ProceduralMemory:
         ids = [e.id for e in entries]
         if len(set(ids)) != len(ids):
             raise ValueError("duplicate memory ids in one add() call")
-        # the loaded index holds every id of the collection (it is read once, then every row
-        # this object adds is appended), so it answers "already stored?" without a chromadb
-        # read per add: most daily adds repeat entries already stored (on a 3-ticker rules
-        # run, 339 of 495 adds stored nothing new, each after a persistent get)
+        # the loaded index holds every id of the collection, so it answers
+        # "already stored?" without a chromadb read: most daily adds repeat
+        # entries already stored (on a 3-ticker rules run, 339 of 495)
         self.index.load(self.collection)
-        step = max(1, min(int(self.client.get_max_batch_size()), 5000))
         fresh = [e for e in entries if e.id not in self.index.rows]
-        for lo in range(0, len(fresh), step):
-            chunk = fresh[lo : lo + step]
-            for e in chunk:
-                self._decay_for(e.source)
-            # embedded once here (what chromadb would do with the same function)
-            # so the index gets the same vectors without reading them back
-            embs = self.embedder([e.text for e in chunk])
-            ords = [_ordinal(e.day) for e in chunk]
-            self.collection.add(
-                ids=[e.id for e in chunk],
-                documents=[e.text for e in chunk],
-                embeddings=embs,
-                metadatas=[
-                    {
-                        "ticker": e.ticker,
-                        "source": e.source,
-                        "day": day_int(e.day),
-                        "ordinal": o,
-                        "access": 0,
-                        "event_ids": ",".join(e.event_ids),
-                        **_flat(e.metadata),
-                    }
-                    for e, o in zip(chunk, ords)
-                ],
-            )
-            self.index.append([e.id for e in chunk], embs, ords, [e.source for e in chunk], [0] * len(chunk))
+        if not fresh:
+            return 0
+        for e in fresh:
+            self._decay_for(e.source)
+        # embedded once here (what chromadb would do with the same function)
+        # so the index gets the same vectors without reading them back
+        embs = self.embedder([e.text for e in fresh])
+        metas = [
+            {
+                "ticker": e.ticker,
+                "source": e.source,
+                "day": day_int(e.day),
+                "ordinal": _ordinal(e.day),
+                "access": 0,
+                "event_ids": ",".join(e.event_ids),
+                **_flat(e.metadata),
+            }
+            for e in fresh
+        ]
+        self.index.append([e.id for e in fresh], embs, metas, [e.text for e in fresh], saved=False)
+        if not self.write_behind:
+            self.flush()
         return len(fresh)
 
     def mark_critical(self, ids: Sequence[str]) -> int:
@@ -196,27 +212,24 @@ class ProceduralMemory:
         ids = sorted(set(ids))
         if not ids:
             return 0
-        got = self.collection.get(ids=ids, include=["metadatas"])
-        metas = []
-        for m in got["metadatas"]:
-            m = dict(m)
-            m["access"] = int(m.get("access", 0)) + 1
-            metas.append(m)
-        if got["ids"]:
-            self.collection.update(ids=got["ids"], metadatas=metas)
-            self.index.set_access(got["ids"], [m["access"] for m in metas])
-        missing = len(ids) - len(got["ids"])
+        self.index.load(self.collection)
+        known = [i for i in ids if i in self.index.rows]
+        self.index.set_access(known, [self.index.access(self.index.rows[i]) + 1 for i in known])
+        if not self.write_behind:
+            self.flush()
+        missing = len(ids) - len(known)
         if missing:
             log.warning("mark_critical: %d of %d ids are not in %s", missing, len(ids), self.collection.name)
-        return len(got["ids"])
+        return len(known)
 
     def retrieve(self, query: str, day: Any, k: int = 5, sources: Sequence[str] | None = None) -> list[ScoredMemory]:
         """Top-``k`` memories visible on ``day`` (entries with day <= ``day``),
         optionally of the given ``sources`` only; best first, ties broken by id.
 
         Exact: the same ranking as scoring every visible entry (see
-        :meth:`fincon.memory.index.ScoreIndex.top`). Only the texts and
-        metadata of the k returned memories are read from chromadb."""
+        :meth:`fincon.memory.index.ScoreIndex.top`). Texts and metadata come
+        from the index, which holds what chromadb holds (or will, after the
+        next :meth:`flush`)."""
         if k <= 0:
             return []
         self.index.load(self.collection)
@@ -224,13 +237,9 @@ class ProceduralMemory:
         qv = np.asarray(self.embedder([query])[0], dtype=np.float32)
         qn = qv / (np.linalg.norm(qv) or 1.0)
         top = self.index.top(qn, d_ord, k, self.decay, list(sources) if sources else None)
-        if not top:
-            return []
-        got = self.collection.get(ids=[t[0] for t in top], include=["documents", "metadatas"])
-        docs = {i: (d, m) for i, d, m in zip(got["ids"], got["documents"], got["metadatas"])}
         out = []
         for mid, row, rel, imp, score in top:
-            doc, m = docs[mid]
+            m = self.index.meta(row)
             o = int(m["ordinal"])
             rs, is_ = (rel + 1.0) / 2.0, min(imp / IMPORTANCE_SCALE, 1.0)
             out.append(
@@ -238,7 +247,7 @@ class ProceduralMemory:
                     id=mid,
                     source=m["source"],
                     day=pd.Timestamp(dt.date.fromordinal(o)),
-                    text=doc,
+                    text=self.index.docs[row],
                     relevancy=rel,
                     importance=imp,
                     relevancy_scaled=rs,

@@ -18,15 +18,28 @@ __all__ = ["MemoryStore", "open_client", "open_collection"]
 
 
 class MemoryStore:
-    """All memories of one run: procedural per (analyst, ticker), episodic per agent."""
+    """All memories of one run: procedural per (analyst, ticker), episodic per agent.
 
-    def __init__(self, path: str | Path, embedder):
+    ``write_behind``: procedural memories hold their writes until
+    :meth:`flush` (see :class:`~fincon.memory.procedural.ProceduralMemory`);
+    whoever opens the store so must flush it before the run counts as done."""
+
+    def __init__(self, path: str | Path, embedder, write_behind: bool = False):
         self.path = Path(path)
         self.embedder = embedder
+        self.write_behind = write_behind
         self.client = open_client(self.path)
+        self._procedural: list[ProceduralMemory] = []
 
     def procedural(self, agent: str, ticker: str, **kw):
-        return ProceduralMemory(self.client, agent, ticker, self.embedder, **kw)
+        kw.setdefault("write_behind", self.write_behind)
+        mem = ProceduralMemory(self.client, agent, ticker, self.embedder, **kw)
+        self._procedural.append(mem)
+        return mem
+
+    def flush(self) -> int:
+        """Write every held-back entry and access counter; returns how many."""
+        return sum(m.flush() for m in self._procedural)
 
     def episodic(self, agent: str):
         return EpisodicMemory(self.client, agent, self.embedder)

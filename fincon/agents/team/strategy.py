@@ -53,6 +53,9 @@ from fincon.strategies.base import Decision, RunContext, StopRun, Strategy
 log = logging.getLogger(__name__)
 #: reflections carried from one training episode to the next (the most recent)
 CARRIED = 20
+#: simulated days the memory store holds its writes back (write-behind; flushed
+#: at the run's end too): chromadb pays per call, the team writes every day
+MEMORY_FLUSH_DAYS = 21
 
 
 class FinConTeam(Calls, Learning, Strategy):
@@ -97,7 +100,7 @@ class FinConTeam(Calls, Learning, Strategy):
             self._check_window(pd.Timestamp(cfg["start"]), pd.Timestamp(cfg["end"]))
         from fincon.memory.store import MemoryStore
 
-        self.memory = MemoryStore(Path(ctx.run_dir) / "memory", self._embedder())
+        self.memory = MemoryStore(Path(ctx.run_dir) / "memory", self._embedder(), write_behind=True)
         from fincon.memory.distill import Distiller
 
         self.distiller = Distiller()  # one cache of distilled items for all the team's analysts
@@ -251,6 +254,7 @@ class FinConTeam(Calls, Learning, Strategy):
         c = getattr(self, "counts", None)
         if c is None:
             return {}
+        self.memory.flush()  # what write-behind held (the run directory is only complete with it)
         out: dict[str, Any] = {
             "team_brain": self.params.brain,
             "team_protocol": self.params.protocol,
@@ -368,6 +372,8 @@ class FinConTeam(Calls, Learning, Strategy):
         made = sum(a.calls for a in answers) + m_ans.calls + reflected.get("reflection_calls", 0)
         reused = sum(a.via == "reuse" for a in answers) + (m_ans.via == "reuse")
         self.counts["days"] += 1
+        if self.counts["days"] % MEMORY_FLUSH_DAYS == 0:
+            self.memory.flush()
         record["agents"] = [self._agent_record(i, a) for i, a in zip(inputs, answers)]
         record["manager"] = {
             "via": m_ans.via,
