@@ -318,3 +318,23 @@ def test_a_window_outside_the_corpus_is_refused_at_start(planted, tmp_path):
     team = FinConTeam(FinConParams(**RULES, events=str(planted)))
     with pytest.raises(ConfigError, match="covers TSLA from 2022-10-05"):
         team.start(RunContext(tmp_path, ("TSLA",), {"start": "2022-10-05", "end": "2023-06-09"}))
+
+
+def test_corpus_coverage_is_the_loaded_stores_and_follows_the_files(tmp_path):
+    """The coverage checks made before runs (one per window of a rolling
+    evaluation) read each ticker once, and again when the corpus changes."""
+    from fincon.agents.team.corpus import corpus_coverage, coverage, load_events
+    from fincon.data.events.loaders.directory import DirectoryLoader
+    from fincon.testing.corpora import corpus
+
+    d = str(corpus(tmp_path / "c", ["TSLA", "MSFT"]))
+    want = coverage(load_events(d, ("TSLA", "MSFT")), ("TSLA", "MSFT"))
+    assert set(want) == {"TSLA", "MSFT"}
+    assert corpus_coverage(d, ("TSLA", "MSFT", "XOM")) == want  # XOM: no events, left out as before
+    cut = want["TSLA"][0] + pd.Timedelta(days=30)
+    from fincon.data.events.model import visible_day
+
+    early = [e for e in DirectoryLoader(d).load(["TSLA", "MSFT"]) if visible_day(e.published_at) < cut]
+    corpus(tmp_path / "c", ["TSLA", "MSFT"], events=early)  # the same directory, rewritten
+    shrunk = corpus_coverage(d, ("TSLA",))["TSLA"]
+    assert shrunk[0] == want["TSLA"][0] and shrunk[1] < want["TSLA"][1]

@@ -44,7 +44,7 @@ from fincon.agents.reports import AnalystReport
 from fincon.agents.roles import ANALYSTS, STOCK_SELECTION
 from fincon.agents.roles.base import EventRole, RoleInputs, ToneBaseline
 from fincon.agents.team.calls import Answer, Calls
-from fincon.agents.team.corpus import coverage, load_events
+from fincon.agents.team.corpus import corpus_coverage, coverage, load_events
 from fincon.agents.team.learning import Learning, _Previous, risk_stance
 from fincon.agents.team.params import FinConParams
 from fincon.errors import ConfigError
@@ -232,7 +232,7 @@ class FinConTeam(Calls, Learning, Strategy):
                 f"strategy_params.fincon.candidates: {missing[0]} is not among the run's tickers "
                 f"({', '.join(self.universe)})"
             )
-        self.coverage = coverage(load_events(p.events, self.universe), self.universe)
+        self.coverage = corpus_coverage(p.events, self.universe)
         for t in self.universe:
             if t not in self.coverage:
                 raise ConfigError(
