@@ -319,3 +319,19 @@ def test_replace_swaps_in_a_new_run_only_over_a_fincon_run(tmp_path):
     (tmp_path / "mine" / "notes.txt").write_text("keep me")
     assert main(args[:-3] + ["--out", str(tmp_path / "mine"), "--replace"]) == 2
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+
+
+def test_a_config_with_an_llm_block_loads_without_the_llm_extra(tmp_path):
+    """A bare install (no httpx: only the llm extra brings it) still validates
+    a run config's llm block: the endpoint rules live apart from the HTTP backend."""
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text("llm:\n  backend: openai\n  base_url: http://127.0.0.1:8080/v1\n  temprature: 0.2\n")
+    code = (
+        "import sys; sys.modules['httpx'] = None\n"
+        "from fincon.config import load_config\n"
+        "from fincon.errors import ConfigError\n"
+        f"try:\n    load_config({str(cfg)!r})\nexcept ConfigError as e:\n    print(e)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert "temprature" in res.stdout

@@ -15,9 +15,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fincon.errors import ConfigError
-from fincon.llm.backends.openai_compat import DEFAULT_BASE_URL, check_api_key_env
 from fincon.llm.cache import DEFAULT_CACHE_PATH, CacheMode, CallCache
 from fincon.llm.client import LLMClient
+from fincon.llm.endpoint import DEFAULT_BASE_URL, check_api_key_env
 from fincon.llm.ledger import ModelPrice, UsageLedger
 from fincon.llm.types import SamplingParams
 

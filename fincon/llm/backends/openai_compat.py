@@ -34,18 +34,16 @@ vendor SDK decides retries or logging for us.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import os
 import random
-import re
 import threading
 import time
 from typing import Any, Sequence
-from urllib.parse import urlsplit
 
 import httpx
 
+from fincon.llm.endpoint import DEFAULT_BASE_URL, check_api_key_env, is_local_url
 from fincon.llm.errors import (
     LLMAuthError,
     LLMModelNotFound,
@@ -60,10 +58,8 @@ MODES = ("json_schema", "json_object_schema", "json_object")
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 #: the server does not implement POST /chat/completions at this URL: retrying cannot help
 NOT_OPENAI_STATUS = frozenset({405, 501})
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 LOCAL_TIMEOUT_S = 600.0
 REMOTE_TIMEOUT_S = 60.0
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 # words in an error body that blame the response format itself (OpenAI: param "response_format";
 # vLLM/FastAPI 422: loc [..., "response_format", ...]; llama.cpp: json_schema / grammar errors)
@@ -78,30 +74,6 @@ _CONTEXT_WORDS = (
     "exceed_context",
     "context window",
 )
-
-
-def check_api_key_env(name: str) -> str:
-    """``name`` if it looks like an environment variable name; a pasted key is
-    refused without being repeated (it would end up in logs)."""
-    if not isinstance(name, str) or not ENV_NAME.fullmatch(name):
-        raise LLMAuthError(
-            "api_key_env (--llm-api-key-env) must be the NAME of the environment variable that holds the API key "
-            "(letters, digits and _, e.g. OPENAI_API_KEY), not the key itself; the value given is not shown. "
-            "Put the key in the environment (export OPENAI_API_KEY=...) and name that variable"
-        )
-    return name
-
-
-def is_local_url(base_url: str) -> bool:
-    """True for a server on this machine (localhost, 127.0.0.0/8, ::1, 0.0.0.0)."""
-    host = (urlsplit(base_url).hostname or "").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return ip.is_loopback or ip.is_unspecified
 
 
 def _one_line(text: str) -> str:
