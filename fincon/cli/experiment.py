@@ -51,10 +51,10 @@ runs; with the llm brain and the defaults (5 x 3 x (4 + 1) = 75 runs of the
 team) this takes long on a CPU: try --brain rules or --repeats 1 first.
 
 Scale-out: the units of a phase (the trainings and the baselines, then the
-test runs) are independent. --executor ray runs each one as a Ray task in a
-fresh worker process, N at a time on a local Ray cluster (--ray-cpus N,
-default every core; loopback only) or across an existing cluster
-(--ray-address auto: this machine must be one of its nodes, and the
+test runs) are independent. --executor ray runs each one as a Ray task (a
+worker process runs up to 8 units in turn), N at a time on a local Ray
+cluster (--ray-cpus N, default every core; loopback only) or across an
+existing cluster (--ray-address auto: this machine must be one of its nodes, and the
 experiment directory and data must be on a filesystem every node mounts at
 the same path). The files are the same as with --executor local, and either
 executor resumes the other's experiment. The LLM cache stays on this
@@ -195,8 +195,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     x.add_argument(
         "--executor",
         choices=["local", "ray"],
-        help="local (default): the units one after the other in this process; ray: each unit as a Ray "
-        "task in its own worker process, in parallel (pip install 'fincon[ray]')",
+        help="local (default): the units on this machine, one after the other in this process or "
+        "--workers at a time; ray: each unit as a Ray task, in parallel (pip install 'fincon[ray]')",
+    )
+    x.add_argument(
+        "--workers",
+        type=number(int, 1, 1024),
+        metavar="N",
+        help="local executor: run N units at a time in worker processes on this machine (default 1: "
+        "one after the other in this process); no Ray needed",
     )
     x.add_argument(
         "--ray-address",
@@ -264,6 +271,7 @@ def build_experiment(args: argparse.Namespace):
         "rolling.start": args.rolling_start,
         "rolling.end": args.rolling_end,
         "executor.kind": args.executor,
+        "executor.workers": args.workers,
         "executor.address": args.ray_address,
         "executor.cpus": args.ray_cpus,
     }

@@ -8,15 +8,21 @@ does not change a file.
 
 * :func:`serial` (``--executor local``, the default): one task after the other
   in this process.
+* :class:`~fincon.workflow.process_pool.ProcessPool` (``--workers N``): the
+  units of a phase in N local worker processes.
 * :class:`RayExecutor` (``--executor ray``): every task is a Ray task, run in
   parallel on a local Ray cluster (``--ray-cpus``) or on an existing one
   (``--ray-address``). Ray is an optional extra: ``pip install 'fincon[ray]'``.
 
 The Ray executor, and why
 -------------------------
-*A fresh worker process per task* (``max_calls=1``): chromadb keeps one client
-per path for the life of a process and the team has per-process state, so a
-unit must not inherit another unit's process.
+*A worker process serves at most* :data:`UNITS_PER_WORKER` *tasks*
+(``max_calls``), one after the other, as the local executor runs every unit
+in its one process: a fresh worker pays ~3 s of imports (chromadb,
+backtrader, scikit-learn, pandas), which on a rolling evaluation's 108 units
+was minutes of 2 cores. The bound keeps what a process holds on to per unit
+(chromadb keeps one client per run store's path for the life of the
+process) from growing without end.
 
 *Same files as a local run.* Each worker changes to the driver's working
 directory before it loads the task (relative paths in the config, such as
@@ -103,10 +109,10 @@ from typing import Any, Callable, Iterator, Literal, Sequence
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fincon.errors import FinconError
+from fincon.workflow.unit_failures import UNITS_PER_WORKER, Task, UnitFailure, one_line, phase_error
 
 log = logging.getLogger(__name__)
 
-Task = Callable[[], Any]
 #: runs independent tasks, calling ``done(index, result)`` as each finishes
 Executor = Callable[[Sequence[Task], Callable[[int, Any], None]], None]
 
@@ -132,6 +138,8 @@ class ExecutorSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN/inf are never settings
 
     kind: Literal["local", "ray"] = "local"
+    #: local worker processes, i.e. units run at once (None or 1: one after the other in this process)
+    workers: int | None = Field(None, ge=1, le=1024)
     #: an existing Ray cluster (auto, or HEAD:PORT); None: a local cluster on this machine
     address: str | None = None
     #: CPUs of the local Ray cluster, i.e. units run at once (None: every core)
@@ -161,6 +169,8 @@ class ExecutorSpec(BaseModel):
 
     @model_validator(mode="after")
     def _ray_only(self):
+        if self.kind == "ray" and self.workers is not None:
+            raise ValueError("workers (--workers) is for the local executor; Ray sizes itself with cpus (--ray-cpus)")
         if self.kind != "ray":
             for key, flag in (("address", "--ray-address"), ("cpus", "--ray-cpus")):
                 if getattr(self, key) is not None:
@@ -177,7 +187,13 @@ def open_executor(spec: ExecutorSpec) -> Iterator[Executor]:
     """The executor ``spec`` asks for, for the length of a ``with`` block (a
     Ray cluster started here is shut down at its end)."""
     if spec.kind == "local":
-        yield serial
+        if (spec.workers or 1) == 1:
+            yield serial
+            return
+        from fincon.workflow.process_pool import ProcessPool
+
+        with ProcessPool(spec.workers or 1) as pool:
+            yield pool
         return
     with RayExecutor(spec.address, spec.cpus) as executor:
         yield executor
@@ -292,7 +308,7 @@ class RayExecutor:
                 except (ConnectionError, RuntimeError, ValueError) as exc:
                     raise FinconError(
                         f"cannot connect to the Ray cluster at {self.address} "
-                        f"({_one_line(exc)}); is this machine a node of it (ray start --address)?"
+                        f"({one_line(exc)}); is this machine a node of it (ray start --address)?"
                     ) from None
         finally:
             if handler is not None and signal.getsignal(signal.SIGTERM) is not handler:
@@ -322,7 +338,7 @@ class RayExecutor:
             )
         except (OSError, RuntimeError, ValueError) as exc:
             self._end_session()
-            raise FinconError(f"cannot start a local Ray cluster ({_one_line(exc)})") from None
+            raise FinconError(f"cannot start a local Ray cluster ({one_line(exc)})") from None
         ip = self._ray.util.get_node_ip_address()
         if not ip.startswith("127.") and ip != "::1":
             log.warning(
@@ -350,7 +366,7 @@ class RayExecutor:
                 error = exc
                 time.sleep(0.25)
         log.warning(
-            "could not delete the local Ray cluster's temp directory %s (%s); delete it by hand", path, _one_line(error)
+            "could not delete the local Ray cluster's temp directory %s (%s); delete it by hand", path, one_line(error)
         )
 
     def close(self) -> None:
@@ -375,10 +391,10 @@ class RayExecutor:
 
         names = [str(getattr(t, "name", None) or f"task {i + 1}") for i, t in enumerate(tasks)]
         env = {k: os.environ.get(k) for k in _DRIVER_ENV}
-        work = ray.remote(num_cpus=1, max_calls=1, max_retries=0)(_work)
+        work = ray.remote(num_cpus=1, max_calls=UNITS_PER_WORKER, max_retries=0)(_work)
         refs = {work.remote(cloudpickle.dumps(t), str(Path.cwd()), env, self._name): i for i, t in enumerate(tasks)}
         pending = list(refs)
-        failures: list[tuple[str, _Failure]] = []
+        failures: list[tuple[str, UnitFailure]] = []
         try:
             while pending:
                 ready, pending = ray.wait(pending, num_returns=1)
@@ -389,7 +405,7 @@ class RayExecutor:
                     except ray.exceptions.RayError as exc:  # the worker died (killed, out of memory, node lost)
                         status, value = (
                             "failed",
-                            _Failure(f"its Ray worker died ({type(exc).__name__}: {_first_line(exc)})", 1, ""),
+                            UnitFailure(f"its Ray worker died ({type(exc).__name__}: {_first_line(exc)})", 1, ""),
                         )
                     if status == "ok":
                         done(i, value)
@@ -401,7 +417,7 @@ class RayExecutor:
                     ray.cancel(ref)
             raise
         if failures:
-            raise _error(failures)
+            raise phase_error(failures)
 
 
 def _check_reachable(address: str) -> None:
@@ -415,38 +431,13 @@ def _check_reachable(address: str) -> None:
         socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
     except (OSError, ValueError) as exc:  # ConnectionError (no cluster found) is an OSError
         raise FinconError(
-            f"cannot reach the Ray cluster at {address} ({_one_line(exc) or type(exc).__name__}); "
+            f"cannot reach the Ray cluster at {address} ({one_line(exc) or type(exc).__name__}); "
             "start it (ray start --head) or join this machine to it (ray start --address HEAD:6379)"
         ) from None
 
 
-class _Failure:
-    """What a worker reports about a failed unit (picklable, no exception object:
-    a class that does not unpickle on the driver would hide the message)."""
-
-    def __init__(self, message: str, exit_code: int, traceback: str, fincon: bool = False):
-        self.message, self.exit_code, self.traceback, self.fincon = message, exit_code, traceback, fincon
-
-
-def _error(failures: list[tuple[str, _Failure]]) -> FinconError:
-    name, first = failures[0]
-    for n, f in failures:
-        if f.traceback:
-            log.debug("%s failed on a Ray worker:\n%s", n, f.traceback)
-    message = first.message if first.fincon and name in first.message else f"{name}: {first.message}"
-    if not first.fincon:
-        message += " (`fincon -v experiment ...` prints the worker's traceback)"
-    if len(failures) > 1:
-        message += f"; {len(failures) - 1} more failed: {', '.join(n for n, _ in failures[1:])}"
-    if "rerun" not in message:
-        message += "; the other units are kept, rerun the same command to resume"
-    err = FinconError(message)
-    err.exit_code = first.exit_code
-    return err
-
-
 def _work(blob: bytes, cwd: str, env: dict[str, str | None], server: str) -> tuple[str, Any]:
-    """One task in its own Ray worker process: ("ok", result) or ("failed", _Failure)."""
+    """One task in its own Ray worker process: ("ok", result) or ("failed", UnitFailure)."""
     import traceback
 
     from ray import cloudpickle
@@ -463,7 +454,7 @@ def _work(blob: bytes, cwd: str, env: dict[str, str | None], server: str) -> tup
     try:
         os.chdir(cwd)
     except OSError as exc:
-        return "failed", _Failure(
+        return "failed", UnitFailure(
             f"the driver's working directory {cwd} is not on Ray node {socket.gethostname()} "
             f"({exc.strerror}); the experiment needs a filesystem shared at the same path",
             2,
@@ -472,13 +463,9 @@ def _work(blob: bytes, cwd: str, env: dict[str, str | None], server: str) -> tup
     try:
         return "ok", cloudpickle.loads(blob)()
     except FinconError as exc:
-        return "failed", _Failure(" ".join(str(exc).split()), exc.exit_code, traceback.format_exc(), fincon=True)
+        return "failed", UnitFailure(" ".join(str(exc).split()), exc.exit_code, traceback.format_exc(), fincon=True)
     except Exception as exc:
-        return "failed", _Failure(f"{type(exc).__name__}: {_one_line(exc)}", 1, traceback.format_exc())
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:500]
+        return "failed", UnitFailure(f"{type(exc).__name__}: {one_line(exc)}", 1, traceback.format_exc())
 
 
 def _first_line(exc: BaseException) -> str:
@@ -516,7 +503,7 @@ class _Coordinator:
             try:  # the worker gets the exception itself (CacheMiss, LLMError) when it survives pickling
                 pickle.loads(pickle.dumps(exc))
             except Exception:
-                exc = FinconError(f"LLM cache {path}: {type(exc).__name__}: {_one_line(exc)}")
+                exc = FinconError(f"LLM cache {path}: {type(exc).__name__}: {one_line(exc)}")
             return "error", exc
 
     def close(self) -> None:

@@ -1,0 +1,120 @@
+"""Units in parallel in local processes: ``fincon experiment --workers N``.
+
+The local executor with more than one worker. Each unit of a phase runs in
+one of N worker processes on this machine (``multiprocessing``, *spawn*:
+fresh interpreters, no forked chromadb or BLAS threads), and the phase ends
+when every unit has. Why not Ray on one machine: a local Ray cluster costs
+5-6 s to start and stop, its own daemons share the same cores, and it needs
+the ``ray`` extra; here a phase costs the workers' imports (about 3 s each,
+once per :data:`~fincon.workflow.unit_failures.UNITS_PER_WORKER` units).
+
+What a unit sees is what it sees in the serial executor: the driver's
+working directory and environment (spawn copies them), its own run
+directory, and the LLM cache file shared through SQLite's own locking (safe
+for processes on one machine; see :mod:`fincon.llm.cache`). So the files are
+byte-identical to a serial run's (``tests/test_experiment_pool.py``).
+
+Failures are reported as the Ray executor reports them: the phase runs to
+its end, every other unit keeps its results, then the first failure comes
+back as one line naming its unit. Stopping: on Ctrl-C or SIGTERM the driver
+terminates its workers; a worker ends its unit on the way out (its staging
+run directory is removed, as in a serial run), and what a killed worker left
+is swept by the next run.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import sys
+import traceback
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, Callable, Sequence
+
+from fincon.errors import FinconError
+from fincon.workflow.unit_failures import UNITS_PER_WORKER, Task, UnitFailure, one_line, phase_error
+
+
+def _worker_init() -> None:
+    """In each worker: Ctrl-C is the driver's to handle (it stops the
+    workers); SIGTERM (how the driver stops them) unwinds the unit so its
+    ``with`` blocks clean up."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
+
+
+def _run(item: tuple[int, Task]) -> tuple[str, Any]:
+    _, task = item
+    try:
+        return "ok", task()
+    except FinconError as exc:
+        return "failed", UnitFailure(" ".join(str(exc).split()), exc.exit_code, traceback.format_exc(), fincon=True)
+    except Exception as exc:
+        return "failed", UnitFailure(f"{type(exc).__name__}: {one_line(exc)}", 1, traceback.format_exc())
+
+
+class ProcessPool:
+    """An executor of ``workers`` local processes; use it as a context
+    manager (the processes start with the first non-empty phase and stop at
+    the end of the block)."""
+
+    def __init__(self, workers: int):
+        if workers < 1:
+            raise ValueError("workers must be at least 1")
+        self.workers = workers
+        self._pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> "ProcessPool":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self._close(stop=exc_type is not None)
+
+    def _close(self, stop: bool) -> None:
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        if not stop:
+            pool.shutdown(wait=True)
+            return
+        workers = [p for p in multiprocessing.active_children() if p.name.startswith("SpawnProcess")]
+        pool.shutdown(wait=False, cancel_futures=True)
+        for p in workers:  # each ends its unit on the way out (_worker_init)
+            p.terminate()
+        for p in workers:
+            p.join(timeout=30)
+
+    def __call__(self, tasks: Sequence[Task], done: Callable[[int, Any], None]) -> None:
+        if not tasks:
+            return
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(
+                self.workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_worker_init,
+                max_tasks_per_child=UNITS_PER_WORKER,
+            )
+        names = [str(getattr(t, "name", None) or f"task {i + 1}") for i, t in enumerate(tasks)]
+        failures: list[tuple[str, UnitFailure]] = []
+        broken = False
+        try:
+            futures = {self._pool.submit(_run, (i, t)): i for i, t in enumerate(tasks)}
+            for fut in as_completed(futures):
+                i = futures[fut]
+                try:
+                    status, value = fut.result()
+                except BrokenProcessPool as exc:  # a worker died (killed, out of memory)
+                    broken = True
+                    status, value = "failed", UnitFailure(f"its worker process died ({one_line(exc)})", 1, "")
+                if status == "ok":
+                    done(i, value)
+                else:
+                    failures.append((names[i], value))
+        except BaseException:
+            self._close(stop=True)
+            raise
+        if broken:
+            self._close(stop=True)  # unusable now: the next phase starts a new one
+        if failures:
+            raise phase_error(failures, "a worker process")

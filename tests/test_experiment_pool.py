@@ -1,0 +1,141 @@
+"""``fincon experiment --workers N`` (issue 22, item 5): the local executor
+with worker processes. The same files as one process, failures reported as
+one line naming the unit while the other units finish, and SIGTERM stops
+the workers and leaves no staging directory behind."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fincon.cli.main import main
+from fincon.errors import ConfigError, FinconError
+from fincon.testing import SMALL_EXPERIMENT as ARGS
+from fincon.workflow.experiment import load_experiment
+from fincon.workflow.process_pool import ProcessPool
+
+
+def run(args: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(args)
+    return code, out.getvalue(), err.getvalue()
+
+
+def files(root: Path) -> dict[str, bytes]:
+    """Every file but the chromadb stores (random segment ids), with the
+    directory's own path made relative."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root)
+        if p.is_file() and "memory" not in rel.parts:
+            out[str(rel)] = p.read_bytes().replace(str(root.absolute()).encode(), b"<experiment>")
+    return out
+
+
+@pytest.mark.slow
+def test_two_workers_write_the_same_files_as_one_process(tmp_path):
+    one, two = tmp_path / "one", tmp_path / "two"
+    code, text, err = run(ARGS + ["--out", str(one), "--json"])
+    assert code == 0, err
+    code, text2, err = run(ARGS + ["--out", str(two), "--json", "--workers", "2"])
+    assert code == 0, err
+    assert sorted(json.loads(text2)["ran"]) == sorted(json.loads(text)["ran"]) and len(json.loads(text)["ran"]) == 13
+    a, b = files(one), files(two)
+    assert sorted(a) == sorted(b) and "train/full-r2/episodes.jsonl" in a
+    for name in a:
+        assert a[name] == b[name], name
+
+
+def _named(name: str, fn, *args):
+    task = functools.partial(fn, *args)
+    task.name = name  # type: ignore[attr-defined]
+    return task
+
+
+def test_a_failing_unit_is_named_and_the_others_finish():
+    done: list[tuple[int, object]] = []
+    tasks = [
+        _named("test/full-r1", int, "not a number"),
+        _named("train/full-r1", str, "fine"),
+        _named("test/full-r2", int, "12x"),
+        _named("test/full-r3", str, "fine too"),
+    ]
+    with ProcessPool(2) as pool:
+        with pytest.raises(FinconError) as info:
+            pool(tasks, lambda i, r: done.append((i, r)))
+        msg = str(info.value)
+        assert msg.startswith("test/full-r") and ": ValueError: invalid literal for int()" in msg and "\n" not in msg
+        assert "1 more failed: test/full-r" in msg and info.value.exit_code == 1
+        assert sorted(done) == [(1, "fine"), (3, "fine too")]  # a failure does not stop the others
+        got: list = []
+        pool([str, functools.partial(str, 5)], lambda i, r: got.append((i, r)))  # the next phase runs
+        assert sorted(got) == [(0, ""), (1, "5")]
+
+
+def test_a_worker_that_dies_fails_its_unit_in_one_line():
+    with ProcessPool(1) as pool:
+        with pytest.raises(FinconError) as info:
+            pool([_named("test/full-r1", os._exit, 9)], lambda i, r: None)
+        assert str(info.value).startswith("test/full-r1: its worker process died") and info.value.exit_code == 1
+        got: list = []
+        pool([functools.partial(str, 7)], lambda i, r: got.append(r))  # a new pool for the next phase
+        assert got == ["7"]
+
+
+def test_workers_config():
+    exp = load_experiment(None, {"executor.workers": 2})
+    assert exp.executor.kind == "local" and exp.executor.workers == 2
+    for tree, word in [
+        ({"executor": {"kind": "ray", "workers": 2}}, "--ray-cpus"),
+        ({"executor": {"kind": "local", "workers": 0}}, "executor.workers"),
+    ]:
+        with pytest.raises(ConfigError, match=word):
+            load_experiment(None, tree)
+
+
+@pytest.mark.slow
+def test_sigterm_stops_the_workers_and_leaves_no_staging_dir(tmp_path):
+    out = tmp_path / "exp"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fincon.cli.main", *ARGS, "--out", str(out), "--workers", "2", "--no-progress"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 120
+
+    def staging() -> list[Path]:
+        return [p for p in out.rglob("*") if ".partial" in p.name] if out.is_dir() else []
+
+    while time.time() < deadline and not staging():
+        time.sleep(0.2)
+    assert staging(), "no unit started"
+    children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    assert len(children) >= 2  # the two workers (and multiprocessing's resource tracker)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert staging() == []  # each worker removed its staging dir
+
+    def running(pid: str) -> str:
+        """The command line of a live (not zombie) process, else ''."""
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            return "" if state == "Z" else Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
+        except OSError:
+            return ""
+
+    time.sleep(2)
+    alive = [running(c) for c in children if running(c)]
+    assert alive == [], "processes outlived the command"
