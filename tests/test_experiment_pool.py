@@ -139,3 +139,16 @@ def test_sigterm_stops_the_workers_and_leaves_no_staging_dir(tmp_path):
     time.sleep(2)
     alive = [running(c) for c in children if running(c)]
     assert alive == [], "processes outlived the command"
+
+
+def test_a_phase_longer_than_a_workers_share_runs_to_its_end():
+    """More tasks than the workers may run before they are replaced (the
+    pool is renewed between batches; Python 3.11's max_tasks_per_child could
+    hang here)."""
+    from fincon.workflow.unit_failures import UNITS_PER_WORKER
+
+    n = 2 * UNITS_PER_WORKER * 2 + 3
+    got: list = []
+    with ProcessPool(2) as pool:
+        pool([functools.partial(str, k) for k in range(n)], lambda i, r: got.append((i, r)))
+    assert sorted(got) == [(k, str(k)) for k in range(n)]

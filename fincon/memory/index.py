@@ -42,9 +42,10 @@ nothing back from chromadb, and it can hold writes back: rows appended with
 index until :meth:`ScoreIndex.flush` writes them to the collection in a few
 large calls. Why: chromadb pays ~5 ms per ``add`` or ``update`` call on
 top of ~1 ms per row (2 cores), a team run makes one per analyst and ticker
-per day, and the texts the query used to read back cost a ``get`` each; held back for a few weeks, a year of a 5-ticker rules team
-takes 29 s instead of 70 (docs/benchmarks.md). Rankings do not change: they
-never read chromadb.
+per day, and reading back the texts of a query's top-k cost a ``get`` per
+query. Held back for a few weeks, a year of a 5-ticker rules team takes 29 s
+instead of 70 (docs/benchmarks.md). Rankings do not change: they never read
+chromadb.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ fresh interpreters, no forked chromadb or BLAS threads), and the phase ends
 when every unit has. Why not Ray on one machine: a local Ray cluster costs
 5-6 s to start and stop, its own daemons share the same cores, and it needs
 the ``ray`` extra; here a phase costs the workers' imports (about 3 s each,
-once per :data:`~fincon.workflow.unit_failures.UNITS_PER_WORKER` units).
+once per :data:`~fincon.workflow.unit_failures.UNITS_PER_WORKER` units of
+a worker).
 
 What a unit sees is what it sees in the serial executor: the driver's
 working directory and environment (spawn copies them), its own run
@@ -56,8 +57,12 @@ def _run(item: tuple[int, Task]) -> tuple[str, Any]:
 
 class ProcessPool:
     """An executor of ``workers`` local processes; use it as a context
-    manager (the processes start with the first non-empty phase and stop at
-    the end of the block)."""
+    manager. A phase's tasks run in batches of ``workers`` x
+    :data:`~fincon.workflow.unit_failures.UNITS_PER_WORKER`, each batch in a
+    fresh pool, so a worker process runs at most that many units.
+    (``max_tasks_per_child`` would say the same, but on Python 3.11 a pool
+    that replaces a worker with tasks still queued can hang: CPython
+    gh-115634.)"""
 
     def __init__(self, workers: int):
         if workers < 1:
@@ -86,35 +91,30 @@ class ProcessPool:
             p.join(timeout=30)
 
     def __call__(self, tasks: Sequence[Task], done: Callable[[int, Any], None]) -> None:
-        if not tasks:
-            return
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(
-                self.workers,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_worker_init,
-                max_tasks_per_child=UNITS_PER_WORKER,
-            )
         names = [str(getattr(t, "name", None) or f"task {i + 1}") for i, t in enumerate(tasks)]
         failures: list[tuple[str, UnitFailure]] = []
-        broken = False
+        batch = self.workers * UNITS_PER_WORKER
         try:
-            futures = {self._pool.submit(_run, (i, t)): i for i, t in enumerate(tasks)}
-            for fut in as_completed(futures):
-                i = futures[fut]
-                try:
-                    status, value = fut.result()
-                except BrokenProcessPool as exc:  # a worker died (killed, out of memory)
-                    broken = True
-                    status, value = "failed", UnitFailure(f"its worker process died ({one_line(exc)})", 1, "")
-                if status == "ok":
-                    done(i, value)
-                else:
-                    failures.append((names[i], value))
+            for lo in range(0, len(tasks), batch):
+                self._pool = ProcessPoolExecutor(
+                    self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init
+                )
+                futures = {self._pool.submit(_run, (i, tasks[i])): i for i in range(lo, min(lo + batch, len(tasks)))}
+                broken = False
+                for fut in as_completed(futures):
+                    i = futures[fut]
+                    try:
+                        status, value = fut.result()
+                    except BrokenProcessPool as exc:  # a worker died (killed, out of memory)
+                        broken = True
+                        status, value = "failed", UnitFailure(f"its worker process died ({one_line(exc)})", 1, "")
+                    if status == "ok":
+                        done(i, value)
+                    else:
+                        failures.append((names[i], value))
+                self._close(stop=broken)
         except BaseException:
             self._close(stop=True)
             raise
-        if broken:
-            self._close(stop=True)  # unusable now: the next phase starts a new one
         if failures:
             raise phase_error(failures, "a worker process")
