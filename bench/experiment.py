@@ -7,15 +7,15 @@
 
 With ``--rolling`` it times a small rolling evaluation (``fincon experiment
 --rolling 1m --step 1m`` over 2022-03..06 on TSLA and MSFT (the bundled corpus), one training
-episode) with the local executor (1 worker), Ray on 1 CPU and Ray on 2
-CPUs, prints windows per minute for each, and checks that the three
-``summary.csv`` are byte-identical.
+episode) with the local executor (1 and 2 worker processes, ``--workers``),
+Ray on 1 CPU and Ray on 2 CPUs, prints windows per minute for each, and
+checks that the four ``summary.csv`` are byte-identical.
 
 Each executor runs in a fresh `fincon experiment` process (as a user runs
 it), into its own directory; the results must be byte-identical. Ray's fixed
 costs are measured apart: starting and stopping the local cluster, and a
-fresh worker process per unit (max_calls=1; each one imports fincon's stack
-again). With units of a few seconds on 2 cores these costs can outweigh the
+fresh worker process (each one imports fincon's stack again; a worker now
+runs up to 8 units). With units of a few seconds on 2 cores these costs can outweigh the
 parallelism: the ratio printed is what it is.
 """
 
@@ -137,6 +137,7 @@ def main_rolling() -> None:
         tmp = Path(tmp)
         runs = {
             "local (1 worker)": ([], tmp / "local"),
+            "local, 2 workers": (["--workers", "2"], tmp / "local2"),
             "ray, 1 CPU": (["--executor", "ray", "--ray-cpus", "1"], tmp / "ray1"),
             "ray, 2 CPUs": (["--executor", "ray", "--ray-cpus", "2"], tmp / "ray2"),
         }
@@ -149,7 +150,10 @@ def main_rolling() -> None:
     for name, wall in walls.items():
         print(f"  {name:18s} {wall:7.1f} s  {ROLLING_WINDOWS / wall * 60:6.2f} windows/min")
     base = walls["local (1 worker)"]
-    print(f"  ratio local / ray 2 CPUs {base / walls['ray, 2 CPUs']:.2f}x; summary.csv identical: {len(sums) == 1}")
+    print(
+        f"  ratio 1 worker / 2 workers {base / walls['local, 2 workers']:.2f}x, 1 worker / ray 2 CPUs "
+        f"{base / walls['ray, 2 CPUs']:.2f}x; summary.csv identical: {len(sums) == 1}"
+    )
     if len(sums) != 1:
         sys.exit("bench/experiment.py --rolling: the executors wrote different summary.csv")
 
