@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator, model_validator
 
 from fincon.errors import ConfigError
+from fincon.llm.settings import LLMSettings
 from fincon.validation import format_validation_error, parse_iso_date
 
 
@@ -106,9 +107,10 @@ class RunConfig(_Section):
     strategies: list[str] = Field(default_factory=lambda: ["buy-and-hold"])
     strategy_params: dict[str, dict[str, Any]] = Field(default_factory=dict)
     benchmark: bool = Field(True, description="also run buy-and-hold on the same window")
-    llm: dict[str, Any] = Field(
-        default_factory=dict,
-        description="LLM settings for strategies that call a model (fincon.llm.settings.LLMSettings)",
+    llm: LLMSettings = Field(
+        default_factory=LLMSettings,
+        description="LLM settings for strategies that call a model (fincon.llm.settings.LLMSettings); "
+        "the keys set here, over each strategy's own defaults",
     )
     data: DataConfig = Field(default_factory=DataConfig)
     broker: BrokerConfig = Field(default_factory=BrokerConfig)
@@ -142,6 +144,19 @@ class RunConfig(_Section):
         if self.start > self.end:
             raise ValueError(f"start {self.start} is after end {self.end}")
         return self
+
+    @field_serializer("llm")
+    def _llm_as_set(self, llm: LLMSettings) -> dict[str, Any]:
+        # the keys the config sets, not every default: a strategy that calls a
+        # model fills the rest with its own defaults (the team's larger context
+        # and answer cap), so the defaults of the bare settings would be wrong
+        # in config.yaml and would override the strategy's if read back
+        return llm.model_dump(mode="json", exclude_unset=True)
+
+    def llm_section(self) -> dict[str, Any]:
+        """The ``llm`` keys this config sets, as YAML values: what a strategy
+        merges over its own defaults (``make_strategy(..., llm=...)``)."""
+        return self.llm.model_dump(mode="json", exclude_unset=True)
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=True)
@@ -199,20 +214,19 @@ def load_config(path: Path | None = None, overrides: dict[str, Any] | None = Non
     for key, value in (overrides or {}).items():
         if value is not None:
             _set_path(tree, key, value)
+    llm = tree.pop("llm", None)
     try:
         cfg = RunConfig(**tree)
     except ValidationError as exc:
         raise ConfigError("config: " + format_validation_error("", exc, RunConfig)) from None
-    if cfg.llm:
-        _check_llm(cfg.llm)
-    return cfg
-
-
-def _check_llm(section: dict[str, Any]) -> None:
-    """Validate the ``llm`` section now, so a typo fails before any run starts."""
-    from fincon.llm.settings import LLMSettings
-
+    if llm is None:
+        return cfg
+    # the llm section apart, with its own messages ("config: llm.temperature: ...");
+    # its key checks raise ConfigError themselves, without repeating the value
+    if not isinstance(llm, dict):
+        raise ConfigError("config: llm must be a mapping of LLM settings (docs/llm.md), not a single value")
     try:
-        LLMSettings.model_validate(section)
+        settings = LLMSettings.model_validate(llm)
     except ValidationError as exc:
         raise ConfigError("config: " + format_validation_error("llm", exc, LLMSettings)) from None
+    return cfg.model_copy(update={"llm": settings})

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 import fincon.workflow.runner as runner
 from fincon.cli.main import main
-from fincon.errors import SourceUnavailable
+from fincon.errors import ConfigError, SourceUnavailable
 from fincon.risk.metrics import compute_metrics
 from fincon.strategies.base import Decision, Strategy
 from fincon.strategies.registry import make_strategy
@@ -335,3 +336,24 @@ def test_a_config_with_an_llm_block_loads_without_the_llm_extra(tmp_path):
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     assert "temprature" in res.stdout
+
+
+def test_the_llm_block_is_typed_and_written_back_as_set(tmp_path):
+    """``RunConfig.llm`` is an LLMSettings (typed attributes, not a dict); the
+    resolved config.yaml and what a strategy merges over its own defaults are
+    the keys the config set, so the team's larger context is not overridden
+    by the bare settings' default when the file is read back."""
+    from fincon.config import load_config
+    from fincon.llm.settings import LLMSettings
+
+    cfg = load_config(None, {"llm": {"model": "qwen2.5-coder-0.5b", "temperature": 0.2}})
+    assert isinstance(cfg.llm, LLMSettings)
+    assert cfg.llm.temperature == 0.2 and cfg.llm.n_ctx == 2048  # typed, defaults filled
+    assert cfg.llm_section() == {"model": "qwen2.5-coder-0.5b", "temperature": 0.2}
+    again = load_config(None, yaml.safe_load(cfg.to_yaml()))
+    assert again.llm_section() == cfg.llm_section() and again.to_yaml() == cfg.to_yaml()
+    assert load_config(None, {}).llm_section() == {} and "llm: {}" in load_config(None, {}).to_yaml()
+    with pytest.raises(ConfigError, match=r"llm\.n_ctx"):
+        load_config(None, {"llm": {"n_ctx": 10}})
+    with pytest.raises(ConfigError, match="mapping"):
+        load_config(None, {"llm": "gpt-4o"})

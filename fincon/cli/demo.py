@@ -81,13 +81,12 @@ RECORDING = CACHE.with_name("llm-cache.recording.sqlite")
 def demo_config(record: bool = False):
     from fincon.config import load_config
 
-    cfg = load_config(None, {k: v for k, v in DEMO.items() if k != "llm"})
     llm = {
         **DEMO["llm"],
         "cache": "read-write" if record else "replay",
         "cache_path": str(RECORDING if record else CACHE),
     }
-    return cfg.model_copy(update={"llm": llm})
+    return load_config(None, {**DEMO, "llm": llm})
 
 
 def seal(path: Path = CACHE) -> None:

@@ -185,6 +185,18 @@ class ExperimentConfig(_Section):
         # defaults left out: `--events sample` and no --events are the same experiment (and resume)
         return params.model_dump(mode="json", exclude_defaults=True)
 
+    @field_validator("llm")
+    @classmethod
+    def _llm(cls, v):
+        from fincon.llm.settings import LLMSettings
+
+        try:
+            settings = LLMSettings.model_validate(v)
+        except ValidationError as exc:
+            raise ValueError(format_validation_error("", exc, LLMSettings)) from None
+        # the keys set, typed (YAML values): each unit's run config merges them over the team's defaults
+        return settings.model_dump(mode="json", exclude_unset=True)
+
     @model_validator(mode="after")
     def _windows(self):
         if self.train.end >= self.test.start:

@@ -131,7 +131,9 @@ def preflight(cfg: RunConfig) -> None:
     without writing anything. ``fincon train`` and ``fincon experiment``
     create their own directory before any run: they call this first, so bad
     input (a window outside the data, a missing corpus) leaves nothing behind."""
-    strategies = {name: make_strategy(name, cfg.strategy_params.get(name), cfg.llm) for name in cfg.strategies}
+    strategies = {
+        name: make_strategy(name, cfg.strategy_params.get(name), cfg.llm_section()) for name in cfg.strategies
+    }
     cfg = _resolved(cfg, strategies)
     market, _ = _market(cfg, max(s.warmup for s in strategies.values()))
     for strategy in strategies.values():
@@ -150,7 +152,7 @@ def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True
     line and nothing is written.
     """
     strategies: dict[str, Strategy] = {
-        name: make_strategy(name, cfg.strategy_params.get(name), cfg.llm) for name in cfg.strategies
+        name: make_strategy(name, cfg.strategy_params.get(name), cfg.llm_section()) for name in cfg.strategies
     }
     cfg = _resolved(cfg, strategies)
     want_benchmark = cfg.benchmark and BENCHMARK not in strategies
@@ -293,7 +295,7 @@ def write_standard(top: Path, cfg: RunConfig, market: MarketData, run_dirs: dict
         for k, v in sorted((p or {}).items())
         if "seed" in k
     }
-    seeds.update({f"llm.{k}": v for k, v in sorted(cfg.llm.items()) if "seed" in k})
+    seeds.update({f"llm.{k}": v for k, v in sorted(cfg.llm_section().items()) if "seed" in k})
     write_json(
         top / "run_manifest.json", manifest(cfg.to_yaml(), {t: market.frame(t) for t in market.tickers}, corpus, seeds)
     )

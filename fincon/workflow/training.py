@@ -158,13 +158,15 @@ def _risk_control(cfg: RunConfig, opts: TrainOptions, perspectives: tuple[str, .
     from fincon.agents.risk_control import RiskControl
     from fincon.agents.team import make_fincon_team
 
-    team = make_fincon_team(_team_params(cfg), dict(cfg.llm))
+    team = make_fincon_team(_team_params(cfg), cfg.llm_section())
     if team.params.brain != "llm" and opts.cvrf_brain != "llm":
         return RiskControl(perspectives, None, opts.lr)
     from fincon.llm.settings import LLMSettings, build_client
 
     # the rules team has no LLM settings of its own: the run's llm section, with the team's context size
-    settings = team.settings or LLMSettings.model_validate({"n_ctx": 4096, **cfg.llm, **(team.params.llm or {})})
+    settings = team.settings or LLMSettings.model_validate(
+        {"n_ctx": 4096, **cfg.llm_section(), **(team.params.llm or {})}
+    )
     return RiskControl(perspectives, build_client(settings), opts.lr)
 
 
@@ -185,7 +187,7 @@ def _episode_config(cfg: RunConfig, beliefs_path: Path, k: int, opts: TrainOptio
         # the config sets one) and one seed per episode; the analysts keep the
         # run's sampling, so an analyst whose inputs and beliefs did not change
         # is answered by the cache (belief generation runs at temperature 0)
-        llm = {**cfg.llm, **(params.get("llm") or {})}
+        llm = {**cfg.llm_section(), **(params.get("llm") or {})}
         params["manager_temperature"] = float(llm.get("temperature") or opts.temperature)
         params["manager_seed"] = int(llm.get("seed", 0)) + k + SEED_STRIDE * opts.seed
     return cfg.model_copy(update={"strategy_params": {**cfg.strategy_params, TEAM: params}})
@@ -219,7 +221,7 @@ def train(cfg: RunConfig, out: Path | None, opts: TrainOptions, progress: bool =
     from fincon.workflow.runner import preflight
 
     cfg = _check_config(cfg)
-    team = make_fincon_team(_team_params(cfg), dict(cfg.llm))  # validates the team's params now
+    team = make_fincon_team(_team_params(cfg), cfg.llm_section())  # validates the team's params now
     brain = team.params.brain
     out = check_out_path(out) if out is not None else default_train_out(cfg, opts)
     state = {"config": cfg.model_dump(mode="json"), "options": opts.state()}
