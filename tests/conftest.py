@@ -9,14 +9,24 @@ its own base directory: nothing here writes to a shared fixed path).
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
-import pandas as pd
-import pytest
+# Under two or more xdist workers each worker gets one core's worth of threads:
+# a live llama.cpp model (FINCON_LLM_THREADS, docs/configuration.md), torch
+# (Whisper, MiniLM) and BLAS would otherwise each start one thread per core and
+# wait on the other worker's (llama.cpp ~20x slower so). Set before anything
+# imports torch; a user's own setting wins.
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+    for _var in ("FINCON_LLM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
 
-from fincon.data.sources import make_source
-from fincon.testing import END, SMALL_TEAM_RUN, START, backtest, market_for  # noqa: F401  (for `from conftest import`)
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from fincon.data.sources import make_source  # noqa: E402
+from fincon.testing import END, SMALL_EXPERIMENT, SMALL_TEAM_RUN, START, TINY_EXPERIMENT, backtest, market_for  # noqa: F401, E402  (for `from conftest import`)
 
 #: the tiers of pyproject.toml that `make test-fast` leaves out
 HEAVY_TIERS = ("slow", "live", "notebook", "browser")
@@ -47,6 +57,51 @@ def report_run(tmp_path_factory) -> Path:
         assert main([*SMALL_TEAM_RUN, "--out", str(out), "--report"]) == 0
     assert (out / "report.html").is_file(), "fincon backtest --report wrote no report.html"
     return out
+
+
+def shared_tmp(tmp_path_factory) -> Path:
+    """A directory every xdist worker of this test run shares (the parent of
+    their base temps; the base temp itself without xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def _shared_experiment(tmp_path_factory, name: str, args: list[str]) -> tuple[Path, str]:
+    """Experiment ``args`` run once per test run, by whichever xdist worker
+    asks first (the others wait on a file lock), and its printed output."""
+    import contextlib
+    import io
+
+    from filelock import FileLock
+
+    from fincon.cli.main import main
+
+    root = shared_tmp(tmp_path_factory)
+    out, printed = root / name / "tsla", root / name / "printed.txt"
+    with FileLock(str(root / f"{name}.lock")):
+        if not printed.is_file():
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf):
+                code = main(args + ["--out", str(out)])
+            assert code == 0, buf.getvalue()
+            printed.write_text(buf.getvalue())
+    return out, printed.read_text()
+
+
+@pytest.fixture(scope="session")
+def small_experiment(tmp_path_factory) -> tuple[Path, str]:
+    """``SMALL_EXPERIMENT`` (13 units) and its printed table, shared by the
+    whole test run (test_experiment.py reads it). Read it, never write into
+    it: a test that resumes or damages an experiment copies it first
+    (``fincon.testing.copy_experiment``)."""
+    return _shared_experiment(tmp_path_factory, "small-experiment", SMALL_EXPERIMENT)
+
+
+@pytest.fixture(scope="session")
+def tiny_experiment(tmp_path_factory) -> tuple[Path, str]:
+    """``TINY_EXPERIMENT`` (5 units) run in one process, with ``--json``:
+    what the worker-process and Ray executors are compared with. Read only."""
+    return _shared_experiment(tmp_path_factory, "tiny-experiment", TINY_EXPERIMENT + ["--json"])
 
 
 RECORDINGS = Path(__file__).resolve().parent / "recordings"

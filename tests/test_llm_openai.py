@@ -207,7 +207,7 @@ def llama_server():
             "--n_ctx",
             "2048",
             "--n_threads",
-            "2",
+            os.environ.get("FINCON_LLM_THREADS", "2"),
             "--api_key",
             SECRET,
             "--model_alias",

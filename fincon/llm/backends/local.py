@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from fincon.errors import ConfigError
 from fincon.llm.backends.grammar import gbnf
 from fincon.llm.bundled import BUNDLED, DEFAULT_MODEL, assemble, file_sha256, resolve_model_path
 from fincon.llm.errors import LLMRequestRejected
@@ -75,6 +76,29 @@ def _prompt_states(capacity_bytes: int):
     return PromptStates(capacity_bytes=capacity_bytes)
 
 
+#: the threads a local model uses when the settings name none (docs/configuration.md)
+THREADS_ENV = "FINCON_LLM_THREADS"
+
+
+def default_threads() -> int:
+    """``$FINCON_LLM_THREADS``, else up to 2 (one per core on these machines).
+
+    Two CPU-heavy jobs side by side (two runs at once, or a test suite on
+    two workers) each with as many threads as cores slow llama.cpp ~20x: its
+    threads wait on each other. Setting the variable to 1 gives each job one
+    core instead."""
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if raw:
+        try:
+            n = int(raw)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise ConfigError(f"{THREADS_ENV}={raw!r}: give a whole number of threads, 1 or more")
+        return n
+    return max(1, min(2, os.cpu_count() or 1))
+
+
 class LocalLlamaBackend:
     name = "local"
     price_model = "local"
@@ -108,7 +132,7 @@ class LocalLlamaBackend:
             self.model_name = self._path.name
         self._cache_dir = cache_dir
         self.n_ctx = n_ctx
-        self.n_threads = n_threads or max(1, min(2, os.cpu_count() or 1))
+        self.n_threads = n_threads or default_threads()
         self.seed = seed
         self.prompt_cache_bytes = prompt_cache_bytes
         self._llm = None
