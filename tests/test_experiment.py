@@ -19,7 +19,7 @@ from scipy.stats import wilcoxon
 
 from fincon.cli.main import main
 from fincon.errors import ConfigError
-from fincon.testing import SMALL_EXPERIMENT
+from fincon.testing import SMALL_EXPERIMENT, copy_experiment
 from fincon.workflow.experiment import ABLATIONS, BASELINES, load_experiment, median_repeat
 
 # short windows keep the 2 x 3 trainings (2 episodes) and 6 test runs fast
@@ -36,12 +36,10 @@ def metrics(run: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def experiment(tmp_path_factory):
-    out = tmp_path_factory.mktemp("exp") / "tsla"
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        code = main(ARGS + ["--out", str(out)])
-    return out, code, buf.getvalue()
+def experiment(small_experiment):
+    """The small experiment of the session (conftest.py), read only."""
+    out, table = small_experiment
+    return out, 0, table
 
 
 @pytest.mark.slow
@@ -100,8 +98,8 @@ def test_median_and_wilcoxon_recomputed(experiment):
 
 
 @pytest.mark.slow
-def test_rerun_resumes_with_nothing_to_run(experiment, capsys):
-    out, _, _ = experiment
+def test_rerun_resumes_with_nothing_to_run(experiment, capsys, tmp_path):
+    out = copy_experiment(experiment[0], tmp_path / "tsla")  # the session's experiment is shared, read only
     before = (out / "results.json").read_bytes()
     capsys.readouterr()
     assert main(ARGS + ["--out", str(out), "--json"]) == 0

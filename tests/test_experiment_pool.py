@@ -21,6 +21,7 @@ import pytest
 from fincon.cli.main import main
 from fincon.errors import ConfigError, FinconError
 from fincon.testing import SMALL_EXPERIMENT as ARGS
+from fincon.testing import TINY_EXPERIMENT as TINY
 from fincon.workflow.experiment import load_experiment
 from fincon.workflow.process_pool import ProcessPool
 
@@ -44,15 +45,14 @@ def files(root: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.slow
-def test_two_workers_write_the_same_files_as_one_process(tmp_path):
-    one, two = tmp_path / "one", tmp_path / "two"
-    code, text, err = run(ARGS + ["--out", str(one), "--json"])
+def test_two_workers_write_the_same_files_as_one_process(tmp_path, tiny_experiment):
+    one, two = tiny_experiment[0], tmp_path / "two"  # one process: the session's tiny experiment (conftest.py)
+    code, text2, err = run(TINY + ["--out", str(two), "--json", "--workers", "2"])
     assert code == 0, err
-    code, text2, err = run(ARGS + ["--out", str(two), "--json", "--workers", "2"])
-    assert code == 0, err
-    assert sorted(json.loads(text2)["ran"]) == sorted(json.loads(text)["ran"]) and len(json.loads(text)["ran"]) == 13
+    ran = json.loads(text2)["ran"]
+    assert sorted(ran) == sorted(json.loads(tiny_experiment[1])["ran"]) and len(ran) == 5  # 1 + 2 trainings + 2 tests
     a, b = files(one), files(two)
-    assert sorted(a) == sorted(b) and "train/full-r2/episodes.jsonl" in a
+    assert sorted(a) == sorted(b) and "train/full-r1/episodes.jsonl" in a and "test/no-cvar-r1/equity.csv" in a
     for name in a:
         assert a[name] == b[name], name
 

@@ -31,6 +31,8 @@ if importlib.util.find_spec("ray") is None:
     pytest.skip("ray is not installed (pip install 'fincon[ray]')", allow_module_level=True)
 
 from fincon.testing import SMALL_EXPERIMENT as ARGS  # noqa: E402  (the small experiment of tests/test_experiment.py)
+from fincon.testing import TINY_EXPERIMENT as TINY  # noqa: E402
+from fincon.testing import copy_experiment  # noqa: E402
 
 RAY = ["--executor", "ray", "--ray-cpus", "2"]
 
@@ -56,26 +58,25 @@ def files(root: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def both(tmp_path_factory):
-    """The small experiment, once with each executor."""
+def both(tmp_path_factory, tiny_experiment):
+    """The tiny experiment (5 units), once with each executor: the local one
+    is the session's (conftest.py), copied here since a test below resumes it."""
     root = tmp_path_factory.mktemp("exp-ray")
-    local, ray = root / "local", root / "ray"
-    code, text, err = run(ARGS + ["--out", str(local), "--json"])
+    local, ray = copy_experiment(tiny_experiment[0], root / "local"), root / "ray"
+    code, text_ray, err = run(TINY + ["--out", str(ray), "--json"] + RAY)
     assert code == 0, err
-    code, text_ray, err = run(ARGS + ["--out", str(ray), "--json"] + RAY)
-    assert code == 0, err
-    return local, ray, json.loads(text), json.loads(text_ray), err
+    return local, ray, json.loads(tiny_experiment[1]), json.loads(text_ray), err
 
 
 @pytest.mark.slow
 def test_ray_writes_the_same_files_as_local(both):
     local, ray, obj, obj_ray, err = both
     assert err == ""  # no Ray chatter on the terminal
-    assert sorted(obj_ray["ran"]) == sorted(obj["ran"]) and len(obj["ran"]) == 13  # 1 + 6 trainings + 6 tests
+    assert sorted(obj_ray["ran"]) == sorted(obj["ran"]) and len(obj["ran"]) == 5  # 1 + 2 trainings + 2 tests
     assert (local / "results.json").read_bytes() == (ray / "results.json").read_bytes()
     a, b = files(local), files(ray)
     assert sorted(a) == sorted(b)
-    assert any(k.endswith("equity.csv") for k in a) and "train/full-r2/episodes.jsonl" in a
+    assert any(k.endswith("equity.csv") for k in a) and "train/full-r1/episodes.jsonl" in a
     for name in a:
         assert a[name] == b[name], name
     import ray as ray_module
@@ -88,18 +89,18 @@ def test_resume_across_executors(both):
     local, ray, obj, _, _ = both
     before = (local / "results.json").read_bytes()
     # the executor is not part of the experiment's identity: either one resumes the other's directory
-    code, text, err = run(ARGS + ["--out", str(ray), "--json"])
+    code, text, err = run(TINY + ["--out", str(ray), "--json"])
     assert code == 0, err
     assert json.loads(text)["ran"] == []
-    shutil.rmtree(ray / "test" / "no-cvar-r2")
-    code, text, err = run(ARGS + ["--out", str(ray), "--json"])  # a unit written by Ray, rebuilt here
+    shutil.rmtree(ray / "test" / "no-cvar-r1")
+    code, text, err = run(TINY + ["--out", str(ray), "--json"])  # a unit written by Ray, rebuilt here
     assert code == 0, err
-    assert json.loads(text)["ran"] == ["test/no-cvar-r2"]
+    assert json.loads(text)["ran"] == ["test/no-cvar-r1"]
     train = local / "train" / "full-r1"  # a training stopped after its first episode
     shutil.rmtree(train / "episodes" / "ep-02")
     (train / "episodes.jsonl").write_text((train / "episodes.jsonl").read_text().splitlines(keepends=True)[0])
     (train / "train.json").write_text((train / "train.json").read_text().replace('"complete"', '"running"'))
-    code, text, err = run(ARGS + ["--out", str(local), "--json"] + RAY)
+    code, text, err = run(TINY + ["--out", str(local), "--json"] + RAY)
     assert code == 0, err
     assert json.loads(text)["ran"] == ["train/full-r1"]
     for d in (local, ray):

@@ -1,5 +1,5 @@
 """One short live run of the team with a bundled model (the 0.5B one, for
-speed): every decision is schema-valid and every citation is one of the
+speed; one day, two analysts and the manager): every decision is schema-valid and every citation is one of the
 citing agent's inputs that day; fallbacks, if any, are counted, and more
 than a quarter of the answers falling back fails the test."""
 
@@ -28,13 +28,17 @@ def test_live_team_gives_valid_decisions_with_valid_citations(tmp_path, capsys, 
             "--start",
             "2022-10-05",
             "--end",
-            "2022-10-07",
+            "2022-10-06",  # one decision day: the test is about what a live day writes, not many of them
             "--llm-model",
             "qwen2.5-coder-0.5b",
             "--llm-cache-path",
             str(tmp_path / "cache.sqlite"),
             "--param",
             "fincon.embedder=hashing",
+            "--param",  # two analysts (one reads a call transcript) and the manager: 3 live calls, not 7
+            "fincon.analysts=[news, earnings-call]",
+            "--param",  # shorter prompts: the test is about what a live day writes, not how much it reads
+            "fincon.analyst_budget_tokens=150",
             "--no-benchmark",
             "--param",
             f"fincon.transcript_cache={recorded_transcripts.path}",  # the model is live, Whisper replayed
@@ -46,7 +50,7 @@ def test_live_team_gives_valid_decisions_with_valid_citations(tmp_path, capsys, 
     assert code == 0, capsys.readouterr().err
     recorded_transcripts.assert_all_replayed()
     days = [json.loads(line) for line in (out / "decisions.jsonl").read_text().splitlines()]
-    assert len(days) == 2  # the last day makes no decision
+    assert len(days) == 1  # the last day makes no decision
     vias = []
     for day in days:
         assert day["actions"]["TSLA"] in ("buy", "sell", "hold")

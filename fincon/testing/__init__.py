@@ -21,7 +21,17 @@ Nothing here loads a model, starts Whisper or touches the network.
 from fincon.testing.corpora import corpus, generated_corpus, perturb_events
 from fincon.testing.doubles import Scripted, TeamStub, stub_client
 from fincon.testing.markets import END, START, backtest, market_for, perturbed
-from fincon.testing.runs import SMALL_EXPERIMENT, SMALL_TEAM_RUN, decisions_of
+from fincon.testing.runs import (
+    SMALL_EXPERIMENT,
+    SMALL_TEAM_RUN,
+    TEST_WINDOW,
+    TINY_EXPERIMENT,
+    TRAIN_WINDOW,
+    TRAINING_TEAM,
+    copy_experiment,
+    decisions_of,
+    team_config,
+)
 from fincon.testing.team import RULES, day_records, run_team
 
 __all__ = [
@@ -30,9 +40,14 @@ __all__ = [
     "SMALL_EXPERIMENT",
     "SMALL_TEAM_RUN",
     "START",
+    "TEST_WINDOW",
+    "TINY_EXPERIMENT",
+    "TRAIN_WINDOW",
+    "TRAINING_TEAM",
     "Scripted",
     "TeamStub",
     "backtest",
+    "copy_experiment",
     "corpus",
     "day_records",
     "decisions_of",
@@ -41,5 +56,6 @@ __all__ = [
     "perturb_events",
     "perturbed",
     "run_team",
+    "team_config",
     "stub_client",
 ]

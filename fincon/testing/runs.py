@@ -5,9 +5,10 @@ of what a run wrote. Shared here so one test file never imports another
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
-#: ``fincon experiment`` on TSLA, rules brain, one-month train and test windows,
+#: ``fincon experiment`` on TSLA, rules brain, two-week train and test windows,
 #: 2 repeats x 2 episodes: every ablation and baseline in well under a minute.
 SMALL_EXPERIMENT = [
     "experiment",
@@ -20,17 +21,30 @@ SMALL_EXPERIMENT = [
     "--param",
     "fincon.transcripts=text",
     "--train-start",
-    "2022-04-01",
+    "2022-04-18",
     "--train-end",
     "2022-04-29",
     "--test-start",
     "2022-05-02",
     "--test-end",
-    "2022-05-31",
+    "2022-05-13",
     "--repeats",
     "2",
     "--episodes",
     "2",
+    "--no-progress",
+]
+
+#: ``SMALL_EXPERIMENT`` with one repeat of two ablations: 5 units (the baselines,
+#: 2 trainings, 2 tests), enough to compare executors (local, workers, Ray)
+TINY_EXPERIMENT = [
+    *SMALL_EXPERIMENT[: SMALL_EXPERIMENT.index("--repeats")],
+    "--repeats",
+    "1",
+    "--episodes",
+    "2",
+    "--ablations",
+    "full,no-cvar",
     "--no-progress",
 ]
 
@@ -59,3 +73,37 @@ SMALL_TEAM_RUN = [
 def decisions_of(run: Path) -> list[dict]:
     """The days of a run directory's ``decisions.jsonl``, parsed."""
     return [json.loads(line) for line in (Path(run) / "decisions.jsonl").read_text().splitlines()]
+
+
+#: the rules team of the training tests: no model, hashing embeddings, call transcripts as text
+TRAINING_TEAM = {"brain": "rules", "embedder": "hashing", "transcripts": "text"}
+#: the training and test windows of the planted-corpus training tests
+TRAIN_WINDOW = ("2022-01-03", "2022-06-30")
+TEST_WINDOW = ("2022-07-01", "2022-12-30")
+
+
+def team_config(start: str, end: str, out_llm: dict | None = None, **team):
+    """A run config of the rules team alone on TSLA (``TRAINING_TEAM`` with
+    ``team`` over it; ``out_llm`` sets the run's llm block)."""
+    from fincon.config import load_config
+
+    over = {"tickers": ["TSLA"], "start": start, "end": end, "strategies": ["fincon"], "benchmark": False}
+    for k, v in {**TRAINING_TEAM, **team}.items():
+        over[f"strategy_params.fincon.{k}"] = v
+    for k, v in (out_llm or {}).items():
+        over[f"llm.{k}"] = v
+    return load_config(None, over)
+
+
+def copy_experiment(src: Path, dst: Path) -> Path:
+    """A copy of experiment directory ``src`` at ``dst`` as if it had been
+    run there: the absolute paths a run writes into its text files (the
+    beliefs a test run reads, in config.yaml) name ``dst``."""
+    shutil.copytree(src, dst)
+    old, new = str(src.absolute()).encode(), str(dst.absolute()).encode()
+    for p in dst.rglob("*"):
+        if p.is_file() and p.suffix in (".yaml", ".json", ".jsonl", ".csv", ".md"):
+            data = p.read_bytes()
+            if old in data:
+                p.write_bytes(data.replace(old, new))
+    return dst
