@@ -6,6 +6,7 @@ test_llm_openai.py."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from typing import Literal
@@ -537,3 +538,19 @@ def test_timeouts_default_long_for_a_server_on_this_machine():
     assert (remote.timeout_s, remote.timeout_retries) == (60.0, 1)
     assert OpenAICompatBackend("m", base_url="http://localhost:8000/v1", timeout_s=5).timeout_s == 5.0
     assert LLMSettings().timeout_s is None
+
+
+def test_local_threads_come_from_the_environment_when_the_settings_name_none(monkeypatch):
+    """FINCON_LLM_THREADS (docs/configuration.md): a whole number of threads
+    for a local model; anything else is one ConfigError naming the variable."""
+    from fincon.llm.backends.local import THREADS_ENV, LocalLlamaBackend, default_threads
+
+    monkeypatch.setenv(THREADS_ENV, "1")
+    assert default_threads() == 1 and LocalLlamaBackend("qwen2.5-coder-0.5b").n_threads == 1
+    assert LocalLlamaBackend("qwen2.5-coder-0.5b", n_threads=3).n_threads == 3  # the setting wins
+    monkeypatch.delenv(THREADS_ENV)
+    assert default_threads() == max(1, min(2, os.cpu_count() or 1))
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv(THREADS_ENV, bad)
+        with pytest.raises(ConfigError, match=f"{THREADS_ENV}='{bad}'"):
+            default_threads()

@@ -164,6 +164,7 @@ def test_small_rolling_run_matches_its_windows(tmp_path, capsys):
     page = (tmp_path / "a.html").read_text(encoding="utf-8")
     assert page == (tmp_path / "b.html").read_text(encoding="utf-8")
     assert '<section id="rolling">' in page and "rolling-1-1-heat" in page and "rolling-1-1-lines" in page
+    assert '<section id="metrics">' not in page  # no run of its own: no empty metrics table above the tables
     team = df[df.strategy == "fincon"]
     for e, c in zip(team.excess_cr_pct, team.cr_pct):  # each heatmap cell's text: excess and CR
         assert f"{e:+.2f} pp (CR {c:.2f} %)" in page

@@ -52,6 +52,8 @@ def _columns(data: ReportData) -> dict[str, dict[str, Any]]:
 
 def section_metrics(data: ReportData) -> str:
     cols = _columns(data)
+    if not cols:  # a rolling evaluation alone: its own section has the tables, no run has metrics
+        return ""
     order, known = _metric_rows()
     keys: list[str] = [k for k in order if any(k in c for c in cols.values())]
     extra = sorted({k for c in cols.values() for k in c} - set(keys) - {"strategy", "stop_reason"})  # reason: a note
