@@ -114,7 +114,7 @@ def _market(bump: float = 1.0) -> MarketData:
         frames[t] = pd.DataFrame(
             {"open": close, "high": close, "low": close, "close": close, "volume": np.full(n, 1e6)}, index=dates
         )
-    return MarketData(frames, first_index=n - 3)  # 11 warm-up rows, 3 decision days
+    return MarketData(frames, first_index=n - 2)  # 12 warm-up rows, 2 decision days
 
 
 def _run(strategy: LLMTrader, data: MarketData, run_dir: Path) -> tuple[list, dict]:
@@ -180,16 +180,16 @@ def recorded(small_backend, tmp_path_factory):
 @pytest.mark.live
 def test_recorded_run_used_the_model_and_wrote_its_ledger(recorded):
     root, cache, rows, summary = recorded
-    assert len(rows) == 3 and summary["stopped"] is None
-    # 2 tickers x 3 days, plus any re-asks the model needed
-    assert summary["llm_calls"] == 6 + summary["llm_reasks"] and summary["llm_tokens"] > 6 * 150
+    assert len(rows) == 2 and summary["stopped"] is None
+    # 2 tickers x 2 days, plus any re-asks the model needed
+    assert summary["llm_calls"] == 4 + summary["llm_reasks"] and summary["llm_tokens"] > 4 * 150
     assert summary["llm_cost_usd"] == 0.0  # local models are free
     assert len(CallCache(cache, "read-write")) == summary["llm_calls"]
     for r in rows:
         assert set(r["actions"]) == {"TSLA", "MSFT"} and len(r["evidence"]) >= 2
         assert all(len(k) == 64 for k in r["evidence"])
     usage = (root / "run1" / "llm_usage.csv").read_text().splitlines()
-    assert len(usage) == 4 and all(line.split(",")[1] == "llm-trader" for line in usage[1:])
+    assert len(usage) == 3 and all(line.split(",")[1] == "llm-trader" for line in usage[1:])
     runtime = (root / "run1" / "llm_runtime.csv").read_text().splitlines()
     assert sum(int(line.split(",")[2]) for line in runtime[1:]) == summary["llm_calls"]  # all live
 
@@ -214,7 +214,7 @@ def test_replay_is_byte_identical_with_zero_model_calls(recorded, small_backend)
 @pytest.mark.live
 def test_replay_miss_is_an_error_naming_the_call(recorded, small_backend, tmp_path):
     root, cache, _, _ = recorded
-    other = _market(bump=1.02)  # the last day's returns differ: days 1-2 replay, day 3 (2023-01-19) misses
+    other = _market(bump=1.02)  # the last day's returns differ: day 1 replays, day 2 (2023-01-19) misses
     with pytest.raises(CacheMiss, match=r"agent 'llm-trader', day 2023-01-19.*not in .*llm.sqlite"):
         _run(_trader(small_backend, cache, "replay"), other, tmp_path / "miss")
 
