@@ -14,11 +14,10 @@ import pandas as pd
 import pytest
 
 from fincon.agents.beliefs import Beliefs
-from fincon.data.events.generator import Planted
 from fincon.errors import ConfigError
 from fincon.llm.types import Completion
 from fincon.risk.cvrf import Trajectory, overlap, rules_step, stretches
-from fincon.testing import TEST_WINDOW, TRAIN_WINDOW, TRAINING_TEAM, generated_corpus, team_config
+from fincon.testing import TEST_WINDOW, TRAIN_WINDOW, TRAINING_TEAM, team_config, training_corpus
 from fincon.workflow.runner import run_config
 from fincon.workflow.training import TrainOptions, train
 
@@ -29,8 +28,7 @@ TEST = TEST_WINDOW
 cfg_for = team_config
 
 
-def corpus(root: Path, planted: Planted | None) -> Path:
-    return generated_corpus(root, ["TSLA"], "2022-01-03", "2022-12-30", planted)
+corpus = training_corpus
 
 
 @pytest.fixture(scope="module")

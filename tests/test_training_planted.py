@@ -14,14 +14,12 @@ from fincon.agents.beliefs import Beliefs
 from fincon.data.events.generator import Planted
 from fincon.testing import TEST_WINDOW as TEST
 from fincon.testing import TRAIN_WINDOW as TRAIN
-from fincon.testing import generated_corpus
 from fincon.testing import team_config as cfg_for
+from fincon.testing import training_corpus
 from fincon.workflow.runner import run_config
 from fincon.workflow.training import TrainOptions, train
 
-
-def corpus(root: Path, planted: Planted | None) -> Path:
-    return generated_corpus(root, ["TSLA"], "2022-01-03", "2022-12-30", planted)
+corpus = training_corpus
 
 
 @pytest.fixture(scope="module")

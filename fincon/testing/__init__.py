@@ -18,7 +18,7 @@ written three times. One kit, importable as ``fincon.testing`` from any test
 Nothing here loads a model, starts Whisper or touches the network.
 """
 
-from fincon.testing.corpora import corpus, generated_corpus, perturb_events
+from fincon.testing.corpora import corpus, generated_corpus, perturb_events, training_corpus
 from fincon.testing.doubles import Scripted, TeamStub, stub_client
 from fincon.testing.markets import END, START, backtest, market_for, perturbed
 from fincon.testing.runs import (
@@ -57,5 +57,6 @@ __all__ = [
     "perturbed",
     "run_team",
     "team_config",
+    "training_corpus",
     "stub_client",
 ]

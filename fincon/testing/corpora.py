@@ -60,3 +60,9 @@ def generated_corpus(out: Path, tickers, start: str, end: str, planted: Planted 
     cfg = GeneratorConfig(tickers=list(tickers), start=start, end=end, planted=planted, audio_dir=None)
     write_corpus(generate(cfg), out, cfg, audio=False)
     return out
+
+
+def training_corpus(out: Path, planted: Planted | None = None) -> Path:
+    """The training tests' corpus: TSLA over 2022 from the event generator,
+    with ``planted`` (e.g. ``Planted("news", 0.3)``) if given."""
+    return generated_corpus(out, ["TSLA"], "2022-01-03", "2022-12-30", planted)
