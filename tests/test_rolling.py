@@ -168,3 +168,32 @@ def test_small_rolling_run_matches_its_windows(tmp_path, capsys):
     team = df[df.strategy == "fincon"]
     for e, c in zip(team.excess_cr_pct, team.cr_pct):  # each heatmap cell's text: excess and CR
         assert f"{e:+.2f} pp (CR {c:.2f} %)" in page
+
+
+def test_an_interrupted_rolling_evaluation_says_so(tmp_path):
+    """Ctrl-C or SIGTERM while units run: rolling.json says interrupted and
+    how to resume (status.marking, as a one-split experiment), not running."""
+    import json
+
+    from fincon.workflow.rolling import run_rolling
+
+    exp = load_experiment(
+        None,
+        {
+            "tickers": ["TSLA"],
+            "team.brain": "rules",
+            "rolling.window": "1m",
+            "rolling.step": "1m",
+            "rolling.start": "2022-03-01",
+            "rolling.end": "2022-03-31",
+            "rolling.universes": ["TSLA"],
+        },
+    )
+
+    def stopped(_jobs, _done):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_rolling(exp, tmp_path / "r", progress=False, executor=stopped)
+    state = json.loads((tmp_path / "r" / "rolling.json").read_text())
+    assert state["status"] == "interrupted" and "rerun the same command" in state["error"]

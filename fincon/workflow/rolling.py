@@ -40,6 +40,7 @@ from fincon.workflow.executors import Executor, serial
 from fincon.workflow.experiment_config import ExperimentConfig, Window
 from fincon.workflow.experiment_results import collect, write_atomic
 from fincon.workflow.experiment_units import Job, unit_done
+from fincon.workflow.status import marking
 from fincon.workflow.universe import parse_rule, select
 
 
@@ -173,52 +174,54 @@ def run_rolling(
             raise FinconError(f"{out} holds a rolling evaluation with another config; pick another --out")
     else:
         out.mkdir(parents=True)
-    write_atomic(marker, json.dumps({**state, "status": "running"}, indent=1, sort_keys=True) + "\n")
-    listing = [
-        {
-            "universe": c.universe,
-            "window": c.window.name,
-            "dir": str(c.root(out).relative_to(out)),
-            "train": c.window.train.model_dump(mode="json"),
-            "test": c.window.test.model_dump(mode="json"),
-            "tickers": list(c.tickers),
-        }
-        for c in cells
-    ]
-    write_atomic(out / "windows.json", json.dumps(listing, indent=1, sort_keys=True) + "\n")
+    # running now; failed / interrupted with the reason if the block raises (status.marking),
+    # so an evaluation stopped by SIGTERM does not look as if it were still running
+    with marking(marker, state):
+        listing = [
+            {
+                "universe": c.universe,
+                "window": c.window.name,
+                "dir": str(c.root(out).relative_to(out)),
+                "train": c.window.train.model_dump(mode="json"),
+                "test": c.window.test.model_dump(mode="json"),
+                "tickers": list(c.tickers),
+            }
+            for c in cells
+        ]
+        write_atomic(out / "windows.json", json.dumps(listing, indent=1, sort_keys=True) + "\n")
 
-    jobs_by_phase: list[list[tuple[str, Job]]] = [[], []]
-    for c in cells:
-        root = c.root(out)
-        root.mkdir(parents=True, exist_ok=True)
-        for i, phase in enumerate(units(c.exp)):
-            for u in phase:
-                jobs_by_phase[i].append((f"{c.slug}/{c.window.name}/{u.name}", Job(u, c.exp, root)))
-    total = sum(len(p) for p in jobs_by_phase)
-    ran: list[str] = []
-    skipped: list[str] = []
-    bar = tqdm(total=total, unit="unit", desc="rolling", disable=not progress, dynamic_ncols=True)
-    try:
-        for phase in jobs_by_phase:
-            todo = []
-            for name, job in phase:
-                if unit_done(job.unit, job.exp, job.root):
-                    skipped.append(name)
+        jobs_by_phase: list[list[tuple[str, Job]]] = [[], []]
+        for c in cells:
+            root = c.root(out)
+            root.mkdir(parents=True, exist_ok=True)
+            for i, phase in enumerate(units(c.exp)):
+                for u in phase:
+                    jobs_by_phase[i].append((f"{c.slug}/{c.window.name}/{u.name}", Job(u, c.exp, root)))
+        total = sum(len(p) for p in jobs_by_phase)
+        ran: list[str] = []
+        skipped: list[str] = []
+        bar = tqdm(total=total, unit="unit", desc="rolling", disable=not progress, dynamic_ncols=True)
+        try:
+            for phase in jobs_by_phase:
+                todo = []
+                for name, job in phase:
+                    if unit_done(job.unit, job.exp, job.root):
+                        skipped.append(name)
+                        bar.update(1)
+                    else:
+                        todo.append((name, job))
+
+                def done(i: int, _result: Any, todo=todo) -> None:
+                    ran.append(todo[i][0])
                     bar.update(1)
-                else:
-                    todo.append((name, job))
 
-            def done(i: int, _result: Any, todo=todo) -> None:
-                ran.append(todo[i][0])
-                bar.update(1)
-
-            executor([j for _, j in todo], done)
-    finally:
-        bar.close()
-    for c in cells:
-        res = collect(c.exp, c.root(out))
-        write_atomic(c.root(out) / "results.json", json.dumps(res, indent=1, sort_keys=True) + "\n")
-    results = tables(exp, out, cells)
+                executor([j for _, j in todo], done)
+        finally:
+            bar.close()
+        for c in cells:
+            res = collect(c.exp, c.root(out))
+            write_atomic(c.root(out) / "results.json", json.dumps(res, indent=1, sort_keys=True) + "\n")
+        results = tables(exp, out, cells)
     write_atomic(marker, json.dumps({**state, "status": "complete"}, indent=1, sort_keys=True) + "\n")
     return RollingReport(out, results, ran, skipped)
 
