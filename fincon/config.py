@@ -1,22 +1,35 @@
 """Run configuration: a YAML file validated with pydantic, overridden by flags.
 
 Every section forbids unknown keys, so a typo (``brokr:``, ``comission``)
-fails with a message that names the key instead of being ignored. The
-resolved config (defaults filled in, flags applied) is written into every
-run directory as ``config.yaml``.
+fails with a message that names the key instead of being ignored. Each
+strategy's parameters are validated into its own params model (through
+:mod:`fincon.strategies.registry`) when the config is loaded, so
+``strategy_params.markowitz.lookbak`` fails here too, before any data loads.
+The resolved config (defaults filled in, flags applied) is written into
+every run directory as ``config.yaml``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    ValidationError,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from fincon.errors import ConfigError
 from fincon.llm.settings import LLMSettings
+from fincon.strategies.registry import validate_params
 from fincon.validation import format_validation_error, parse_iso_date
 
 
@@ -105,7 +118,11 @@ class RunConfig(_Section):
     start: dt.date = dt.date(2022, 10, 5)
     end: dt.date = dt.date(2023, 6, 9)
     strategies: list[str] = Field(default_factory=lambda: ["buy-and-hold"])
-    strategy_params: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    strategy_params: dict[str, SerializeAsAny[BaseModel]] = Field(
+        default_factory=dict,
+        description="each strategy's parameters, validated into its params model (a baseline's Params, "
+        "the team's FinConParams, the LLM trader's LLMSettings); written back as the keys set",
+    )
     benchmark: bool = Field(True, description="also run buy-and-hold on the same window")
     llm: LLMSettings = Field(
         default_factory=LLMSettings,
@@ -139,11 +156,34 @@ class RunConfig(_Section):
             raise ValueError("at least one strategy is needed")
         return list(dict.fromkeys(out))
 
+    @field_validator("strategy_params", mode="before")
+    @classmethod
+    def _typed_params(cls, v: Any) -> Any:
+        return typed_strategy_params(v)
+
     @model_validator(mode="after")
     def _window(self):
         if self.start > self.end:
             raise ValueError(f"start {self.start} is after end {self.end}")
         return self
+
+    @field_serializer("strategy_params")
+    def _params_as_set(self, params: dict[str, BaseModel]) -> dict[str, Any]:
+        return params_as_set(params)
+
+    def params(self, name: str) -> dict[str, Any]:
+        """The parameters this config sets for strategy ``name``, as YAML
+        values (empty when it sets none): what a caller edits before
+        :meth:`with_params` validates the result again."""
+        p = self.strategy_params.get(name)
+        return {} if p is None else p.model_dump(mode="json", exclude_unset=True)
+
+    def with_params(self, name: str, params: Mapping[str, Any] | BaseModel) -> "RunConfig":
+        """A copy with strategy ``name``'s parameters replaced, validated
+        (``model_copy`` alone would store an unchecked mapping)."""
+        return self.model_copy(
+            update={"strategy_params": {**self.strategy_params, name: validate_params(name, params)}}
+        )
 
     @field_serializer("llm")
     def _llm_as_set(self, llm: LLMSettings) -> dict[str, Any]:
@@ -160,6 +200,20 @@ class RunConfig(_Section):
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=True)
+
+
+def typed_strategy_params(v: Any) -> dict[str, BaseModel]:
+    """``strategy_params`` as ``{name: params model}``; a bad key or value is
+    a :class:`ConfigError` that names ``strategy_params.NAME.KEY``."""
+    if not isinstance(v, Mapping):
+        raise ConfigError("config: strategy_params must map a strategy's name to its parameters")
+    return {str(name): validate_params(str(name), p) for name, p in v.items()}
+
+
+def params_as_set(params: Mapping[str, BaseModel]) -> dict[str, Any]:
+    """Each strategy's parameters as the keys that were set (YAML values):
+    a config read back from its dump validates to the same models."""
+    return {name: p.model_dump(mode="json", exclude_unset=True) for name, p in params.items()}
 
 
 def iso_date_value(v: Any) -> Any:

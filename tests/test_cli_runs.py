@@ -357,3 +357,38 @@ def test_the_llm_block_is_typed_and_written_back_as_set(tmp_path):
         load_config(None, {"llm": {"n_ctx": 10}})
     with pytest.raises(ConfigError, match="mapping"):
         load_config(None, {"llm": "gpt-4o"})
+
+
+def test_strategy_params_are_typed_when_the_config_loads(tmp_path):
+    """``RunConfig.strategy_params`` holds each strategy's own params model
+    (typed attributes, defaults filled), validated when the config loads, so
+    a bad key fails before any data is read; the YAML written back holds only
+    the keys set, and reads back to the same models."""
+    from fincon.agents.team import FinConParams
+    from fincon.config import load_config
+    from fincon.strategies.markowitz import Markowitz
+
+    cfg = load_config(
+        None,
+        {
+            "strategies": ["fincon", "markowitz"],
+            "strategy_params": {"fincon": {"brain": "rules", "candidates": ["tsla"]}, "markowitz": {"lookback": "30"}},
+        },
+    )
+    team, mk = cfg.strategy_params["fincon"], cfg.strategy_params["markowitz"]
+    assert isinstance(team, FinConParams) and isinstance(mk, Markowitz.Params)
+    assert team.candidates == ["TSLA"] and team.memory_k == 5  # normalised, defaults filled
+    assert mk.lookback == 30 and isinstance(mk.lookback, int)
+    assert cfg.params("fincon") == {"brain": "rules", "candidates": ["TSLA"]} and cfg.params("sma-cross") == {}
+    dumped = yaml.safe_load(cfg.to_yaml())["strategy_params"]
+    assert dumped == {"fincon": {"brain": "rules", "candidates": ["TSLA"]}, "markowitz": {"lookback": 30}}
+    assert load_config(None, yaml.safe_load(cfg.to_yaml())).to_yaml() == cfg.to_yaml()
+    assert cfg.with_params("fincon", {"brain": "rules", "memory_k": 2}).strategy_params["fincon"].memory_k == 2
+    with pytest.raises(ConfigError, match=r"strategy_params\.fincon\.memory_k"):
+        cfg.with_params("fincon", {"memory_k": 9})  # validated, not stored as given
+    with pytest.raises(ConfigError, match=r"unknown key 'strategy_params\.markowitz\.lookbak'"):
+        load_config(None, {"strategy_params": {"markowitz": {"lookbak": 60}}})
+    with pytest.raises(ConfigError, match=r"strategy_params\.sma_cross: unknown strategy .*did you mean 'sma-cross'"):
+        load_config(None, {"strategy_params": {"sma_cross": {"fast": 5}}})
+    with pytest.raises(ConfigError, match=r"strategy_params\.markowitz must be a mapping"):
+        load_config(None, {"strategy_params": {"markowitz": 60}})

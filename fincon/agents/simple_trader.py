@@ -188,7 +188,9 @@ def make_llm_trader(settings: LLMSettings | Mapping[str, Any] | None = None) -> 
     return LLMTrader(settings)
 
 
-def make_llm_trader_from_run(params: Mapping[str, Any], llm: Mapping[str, Any]) -> LLMTrader:
+def make_llm_trader_from_run(params: LLMSettings | Mapping[str, Any], llm: Mapping[str, Any]) -> LLMTrader:
     """Registry entry: the run's ``llm`` section overridden by the strategy's
-    own params (strategy params win where both set a key)."""
-    return make_llm_trader({**llm, **params})
+    own params (strategy params win where both set a key; of a settings model,
+    the keys it sets)."""
+    own = params.model_dump(exclude_unset=True) if isinstance(params, LLMSettings) else dict(params)
+    return make_llm_trader({**llm, **own})

@@ -339,16 +339,14 @@ def _dataset_events(cfg):
     from fincon.data.dataset import resolve_dataset
 
     ds = resolve_dataset(cfg.data.dir)
-    if ds is None or "events" in cfg.strategy_params.get("fincon", {}):
+    if ds is None or "events" in cfg.params("fincon"):
         return cfg
     if not ds.has_events:
         raise ConfigError(
             f"--data {cfg.data.dir} holds prices but no items for the agent team; "
             "give an event corpus with --events DIR"
         )
-    params = {k: dict(v) for k, v in cfg.strategy_params.items()}
-    params.setdefault("fincon", {})["events"] = str(ds.events_dir.absolute())
-    return cfg.model_copy(update={"strategy_params": params})
+    return cfg.with_params("fincon", {**cfg.params("fincon"), "events": str(ds.events_dir.absolute())})
 
 
 @contextlib.contextmanager

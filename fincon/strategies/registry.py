@@ -3,16 +3,20 @@
 Strategies are named here by module path and imported only when built, so
 listing them (``fincon --help``) costs no numerical import, and the agents
 (which build on :mod:`fincon.strategies.base`) never import this module
-back. Each baseline class carries a pydantic ``Params`` model; unknown or
-bad params are reported with the strategy's and the key's names.
+back. Every strategy has a pydantic params model (a baseline's ``Params``,
+the team's ``FinConParams``, the LLM trader's ``LLMSettings``):
+:func:`validate_params` turns a config's ``strategy_params.NAME`` mapping into
+it when the config is loaded, so unknown or bad params are reported with the
+strategy's and the key's names before anything runs.
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from typing import Any, Callable, Mapping
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from fincon.errors import ConfigError
 from fincon.strategies.base import Strategy
@@ -36,14 +40,22 @@ FACTORIES: dict[str, str] = {
 }
 LLM_STRATEGIES = frozenset(FACTORIES)
 
+#: the params model of each factory-built strategy: name -> "module:Model"
+FACTORY_PARAMS: dict[str, str] = {
+    "llm-trader": "fincon.llm.settings:LLMSettings",
+    "fincon": "fincon.agents.team.params:FinConParams",
+}
+
 __all__ = [
     "STRATEGIES",
     "FACTORIES",
     "LLM_STRATEGIES",
     "format_validation_error",
     "make_strategy",
+    "params_model",
     "strategy_class",
     "strategy_names",
+    "validate_params",
 ]
 
 
@@ -61,16 +73,53 @@ def strategy_class(name: str) -> type:
     return _load(STRATEGIES[name])
 
 
-def make_strategy(name: str, params: Mapping[str, Any] | None = None, llm: Mapping[str, Any] | None = None) -> Strategy:
-    """Build strategy ``name``; ``llm`` is the run's LLM section (LLM strategies only)."""
-    params = dict(params or {})
+def _known(name: str, where: str = "") -> None:
+    if name in FACTORIES or name in STRATEGIES:
+        return
+    close = difflib.get_close_matches(name, strategy_names(), n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise ConfigError(f"{where}unknown strategy {name!r}{hint}; choose one of {', '.join(strategy_names())}")
+
+
+def params_model(name: str) -> type[BaseModel]:
+    """The pydantic model of strategy ``name``'s parameters (imports its module)."""
+    _known(name)
     if name in FACTORIES:
-        factory: Callable[[Mapping[str, Any], Mapping[str, Any]], Strategy] = _load(FACTORIES[name])
-        return factory(params, dict(llm or {}))
-    if name not in STRATEGIES:
-        raise ConfigError(f"unknown strategy {name!r}; choose one of {', '.join(strategy_names())}")
-    cls = strategy_class(name)
+        return _load(FACTORY_PARAMS[name])
+    return strategy_class(name).Params
+
+
+def validate_params(name: str, params: Mapping[str, Any] | BaseModel | None) -> BaseModel:
+    """``strategy_params.NAME`` as its strategy's params model: a mapping is
+    validated (the keys it sets stay the model's ``model_fields_set``, so a
+    saved config writes back only what was given); a model of the right type
+    is kept as it is."""
+    _known(name, f"strategy_params.{name}: ")
+    model = params_model(name)
+    if isinstance(params, model):
+        return params
+    if isinstance(params, BaseModel):
+        params = params.model_dump(exclude_unset=True)
+    if params is None:
+        params = {}
+    if not isinstance(params, Mapping):
+        raise ConfigError(
+            f"strategy_params.{name} must be a mapping of parameter names to values, not {type(params).__name__}"
+        )
     try:
-        return cls(cls.Params(**params))
+        return model.model_validate(dict(params))
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(f"strategy_params.{name}", exc, cls.Params)) from None
+        raise ConfigError(format_validation_error(f"strategy_params.{name}", exc, model)) from None
+
+
+def make_strategy(
+    name: str, params: Mapping[str, Any] | BaseModel | None = None, llm: Mapping[str, Any] | None = None
+) -> Strategy:
+    """Build strategy ``name`` from its params (a mapping or its params model);
+    ``llm`` is the run's LLM section (LLM strategies only)."""
+    _known(name)
+    typed = validate_params(name, params)
+    if name in FACTORIES:
+        factory: Callable[[BaseModel, Mapping[str, Any]], Strategy] = _load(FACTORIES[name])
+        return factory(typed, dict(llm or {}))
+    return strategy_class(name)(typed)

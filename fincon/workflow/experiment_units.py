@@ -15,16 +15,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 
 from fincon.config import RunConfig
 from fincon.errors import ConfigError, FinconError
 from fincon.workflow.experiment_config import SEED_STRIDE, TEAM, ExperimentConfig, Window
 
 
-def _run_config(
-    exp: ExperimentConfig, window: Window, strategies: list[str], params: dict[str, dict[str, Any]]
-) -> RunConfig:
+def _run_config(exp: ExperimentConfig, window: Window, strategies: list[str], params: Mapping[str, Any]) -> RunConfig:
     from fincon.config import load_config
 
     tree = {

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 import pandas as pd
 
 from fincon import __version__
-from fincon.config import RunConfig
+from fincon.config import RunConfig, typed_strategy_params
 from fincon.data.prices import load_prices
 from fincon.data.sources import make_source
 from fincon.data.view import MarketData
@@ -243,11 +243,10 @@ def _resolved(cfg: RunConfig, strategies: dict[str, Strategy]) -> RunConfig:
             f"strategy_params given for {', '.join(hints)}, which this run does not run "
             f"(running: {', '.join(cfg.strategies)}); drop them or add the strategy to --strategy"
         )
-    params = {name: dict(cfg.strategy_params.get(name, {})) for name in cfg.strategies}
+    params = {name: cfg.params(name) for name in cfg.strategies}
     for name, strategy in strategies.items():
         params[name] = strategy.resolved_params() or params[name]
-    params = {k: v for k, v in params.items() if v}
-    return cfg.model_copy(update={"strategy_params": params})
+    return cfg.model_copy(update={"strategy_params": typed_strategy_params({k: v for k, v in params.items() if v})})
 
 
 def _plot(curves, out: Path, title: str, results: Mapping[str, BacktestResult] | None = None) -> None:
@@ -283,17 +282,14 @@ def write_standard(top: Path, cfg: RunConfig, market: MarketData, run_dirs: dict
     )
     corpus = None
     if "fincon" in cfg.strategies:
-        events = (cfg.strategy_params.get("fincon") or {}).get("events")
+        events = cfg.params("fincon").get("events")
         corpus = (
             Path(__file__).resolve().parents[1] / "data" / "sample" / "events"
             if events in (None, "sample")
             else Path(str(events))
         )
     seeds = {
-        f"{n}.{k}": v
-        for n, p in sorted(cfg.strategy_params.items())
-        for k, v in sorted((p or {}).items())
-        if "seed" in k
+        f"{n}.{k}": v for n in sorted(cfg.strategy_params) for k, v in sorted(cfg.params(n).items()) if "seed" in k
     }
     seeds.update({f"llm.{k}": v for k, v in sorted(cfg.llm_section().items()) if "seed" in k})
     write_json(

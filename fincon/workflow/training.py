@@ -113,7 +113,7 @@ def default_train_out(cfg: RunConfig, opts: TrainOptions, root: Path = Path("run
 
 
 def _team_params(cfg: RunConfig) -> dict[str, Any]:
-    return dict(cfg.strategy_params.get(TEAM, {}))
+    return cfg.params(TEAM)
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -190,7 +190,7 @@ def _episode_config(cfg: RunConfig, beliefs_path: Path, k: int, opts: TrainOptio
         llm = {**cfg.llm_section(), **(params.get("llm") or {})}
         params["manager_temperature"] = float(llm.get("temperature") or opts.temperature)
         params["manager_seed"] = int(llm.get("seed", 0)) + k + SEED_STRIDE * opts.seed
-    return cfg.model_copy(update={"strategy_params": {**cfg.strategy_params, TEAM: params}})
+    return cfg.with_params(TEAM, params)
 
 
 def _episode_row(k: int, run: Path, traj: Trajectory, insights, calls: int) -> dict[str, Any]:

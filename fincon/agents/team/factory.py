@@ -14,15 +14,19 @@ from fincon.agents.team.strategy import FinConTeam
 from fincon.errors import ConfigError
 
 
-def make_fincon_team(params: Mapping[str, Any], llm: Mapping[str, Any]) -> FinConTeam:
-    """Registry entry: team params, LLM settings = the run's llm section
-    overridden by ``params['llm']``. Nothing is loaded before the run starts."""
+def make_fincon_team(params: FinConParams | Mapping[str, Any], llm: Mapping[str, Any]) -> FinConTeam:
+    """Registry entry: team params (validated already when they come from a
+    run config), LLM settings = the run's llm section overridden by
+    ``params.llm``. Nothing is loaded before the run starts."""
     from fincon.validation import format_validation_error
 
-    try:
-        p = FinConParams.model_validate(dict(params))
-    except ValidationError as exc:
-        raise ConfigError(format_validation_error("strategy_params.fincon", exc, FinConParams)) from None
+    if isinstance(params, FinConParams):
+        p = params
+    else:
+        try:
+            p = FinConParams.model_validate(dict(params))
+        except ValidationError as exc:
+            raise ConfigError(format_validation_error("strategy_params.fincon", exc, FinConParams)) from None
     settings = None
     if p.brain == "llm":
         from fincon.llm.settings import LLMSettings
