@@ -7,10 +7,12 @@ What holds: the update compares the better and the worse episode with the
 model, edits the text of at most two perspectives, records exactly whose
 prompts changed, leaves every other perspective alone and writes whole
 sentences; shown the perspectives ranked by what they earned, the model names
-news (the planted source) first and edits the news belief. What does not,
-yet: the text it writes there is generic ("The better episode provided more
-bullish views ...") and never says anything about news; the last test says
-so and fails loudly (strict xfail) the day a recording does.
+news (the planted source) first, edits the news belief, and the belief it
+writes there names news ("The news provided more bullish views on Tesla's
+financial performance, ..."). Before the update prompt showed what each
+edited perspective earned and the compare prompt asked to begin with the
+source that earned most, its text was generic ("The better episode provided
+more bullish views ...") and never said anything about news.
 
 Re-record after changing a team, reflection or CVRF prompt:
 ``.venv/bin/python tests/recordings/record_cvrf.py`` (~5 minutes on 2 cores).
@@ -76,14 +78,17 @@ def test_the_model_edits_the_belief_of_the_source_that_earned_most(replay):
     # news carries the planted signal and earned most of the better episode's profit:
     # the model named it first in the comparison and edited its belief
     updates = [r["update"] for r in replay.rows[1:]]
-    edited = [p for u in updates for p in u["text_changed"]]
-    assert edited and edited[0] == "news"
+    assert "news" in updates[0]["text_changed"]  # from the first update on (text_changed is sorted)
     best = max(updates[0]["weights"]["attribution_better"].items(), key=lambda kv: kv[1])[0]
     assert best == "news"
     assert replay.beliefs.perspectives["news"].text  # the news analysts now read a belief
 
 
-@pytest.mark.xfail(strict=True, reason="the 1.5B edits the news belief, but its text says nothing about news")
 def test_the_edited_beliefs_name_the_informative_source(replay):
-    edited = " ".join(p.text for p in replay.beliefs.perspectives.values()).lower()
-    assert "news" in edited, edited
+    # the news belief (the analysts of the planted source read it) names news itself; no
+    # other perspective's belief was given news's name by mistake
+    news = replay.beliefs.perspectives["news"].text
+    assert "news" in news.lower(), news
+    for p, q in replay.beliefs.perspectives.items():
+        if p != "news":
+            assert "news" not in q.text.lower(), (p, q.text)

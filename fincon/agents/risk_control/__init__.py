@@ -48,8 +48,10 @@ HERE = Path(__file__).parent
 MAX_FOCUS = 2
 #: how the update prompt shows a perspective without a belief text yet
 NO_BELIEF = "(none yet)"
-#: the longest insight or belief text, and meta-prompt, a model may write (schema caps)
-TEXT_CAP, META_CAP = 240, 400
+#: the longest insight, meta-prompt and belief text a model may write (schema caps); a
+#: belief has room for two sentences: at 240 characters the 1.5B's second sentence, the one
+#: that named the source, ran into the cap and was dropped as a fragment
+TEXT_CAP, META_CAP, BELIEF_CAP = 240, 400, 360
 
 
 def _models(perspectives: tuple[str, ...]):
@@ -68,7 +70,7 @@ def _models(perspectives: tuple[str, ...]):
         perspectives=(list[P], Field(min_length=1, max_length=min(MAX_FOCUS, len(perspectives)))),
     )  # type: ignore[valid-type]
     edit = create_model(
-        "BeliefEdit", __config__=cfg, perspective=(P, ...), text=(str, Field(min_length=1, max_length=TEXT_CAP))
+        "BeliefEdit", __config__=cfg, perspective=(P, ...), text=(str, Field(min_length=1, max_length=BELIEF_CAP))
     )
     # as many edits as the meta-prompt may name: six 300-char edits overran the
     # 400-token answer cap in a live 1.5B training (cut-off JSON twice, a fallback)
@@ -258,7 +260,12 @@ class RiskControl:
                 calls += m.usage.calls
                 meta = without_fragment(uncut(m.value.text, META_CAP))
                 focus = list(dict.fromkeys(m.value.perspectives))
-                current = "\n".join(f"- {k}: {beliefs.perspectives[k].text or NO_BELIEF}" for k in focus)
+                # each with what its views earned: shown only the direction, the 1.5B wrote beliefs
+                # about "the better episode" that never named the source they advise
+                current = "\n".join(
+                    f"- {k} (earned {attr.get(k, 0.0):+.2f}): {beliefs.perspectives[k].text or NO_BELIEF}"
+                    for k in focus
+                )
                 # the edit may name only the perspectives the comparison named (its enum): given
                 # all of them, the 1.5B edited 10-k and 10-q, the first two listed, after naming news
                 e = self._ask(
@@ -269,7 +276,7 @@ class RiskControl:
                 )
                 calls += e.usage.calls
                 texts = {
-                    u.perspective: without_fragment(uncut(u.text, TEXT_CAP))
+                    u.perspective: without_fragment(uncut(u.text, BELIEF_CAP))
                     for u in e.value.updates
                     # the placeholder copied back is no belief (the 1.5B did that once)
                     if u.perspective in focus and u.text.strip() not in ("", NO_BELIEF)
