@@ -283,3 +283,51 @@ def test_the_grammar_keeps_a_local_answer_in_ascii_and_in_range(small_backend):
     said = json.loads(raw)
     assert said["text"].isascii() and said["size"] in [round(i / 20, 2) for i in range(1, 21)]
     assert small_backend.structured_mode == "gbnf_schema"
+
+
+@pytest.mark.live
+def test_the_fast_sampler_gives_the_same_answers_as_llama_cpp_pythons_own():
+    """fincon.llm.backends.fast_llama checks the grammar only for the most
+    likely token (the whole vocabulary only when it is refused) and saves
+    prompt states without logits: the answers must be the same tokens. The
+    Chinese prompt makes the grammar refuse the model's first choices (ASCII
+    only), so both paths of the check run."""
+    from fincon.llm.client import with_schema_instruction
+    from fincon.llm.schema import schema_for
+    from fincon.llm.types import as_messages
+
+    class Said(BaseModel):
+        text: str = Field(max_length=80)
+        size: float = Field(ge=0, le=1)
+
+    asks = [
+        (
+            [{"role": "user", "content": "MSFT rose 1%, 2% and 0.5% on the last three days. Give your outlook."}],
+            Outlook,
+        ),
+        (
+            [
+                {"role": "system", "content": "请只用中文回答。"},
+                {"role": "user", "content": "用中文写一句关于微软的话。"},
+            ],
+            Said,
+        ),
+        ([{"role": "user", "content": "MSFT fell 3% today after weak guidance. Give your outlook."}], Outlook),
+    ]
+    answers = {}
+    for fast in (True, False):
+        b = LocalLlamaBackend("qwen2.5-coder-0.5b", fast_sampling=fast)
+        try:
+            out = []
+            for msgs, model in asks:
+                schema = schema_for(model)
+                done = b.complete(
+                    with_schema_instruction(as_messages(msgs), schema), schema, SamplingParams(max_tokens=80)
+                )
+                out.append((done.text, done.completion_tokens))
+            answers[fast] = out
+            assert type(b.load()).__name__ == ("FastLlama" if fast else "Llama")
+        finally:
+            b.close()
+    assert answers[True] == answers[False]
+    assert all(model.model_validate_json(text) for (text, _), (_, model) in zip(answers[True], asks))

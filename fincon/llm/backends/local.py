@@ -116,6 +116,7 @@ class LocalLlamaBackend:
         seed: int = 0,
         cache_dir: Path | None = None,
         prompt_cache_bytes: int = 1 << 30,
+        fast_sampling: bool = True,
     ):
         # The model's identity in cache keys is its content hash, not its path. A
         # bundled model's hash is pinned, so a replay needs no model file at all:
@@ -135,6 +136,9 @@ class LocalLlamaBackend:
         self.n_threads = n_threads or default_threads()
         self.seed = seed
         self.prompt_cache_bytes = prompt_cache_bytes
+        #: fincon.llm.backends.fast_llama: the same answers, sooner (off: llama-cpp-python's own
+        #: sampler chain and state saving, for the test that compares the two)
+        self.fast_sampling = fast_sampling
         self._llm = None
         self._lock = threading.Lock()
         self._grammars: dict[str, Any] = {}
@@ -151,6 +155,10 @@ class LocalLlamaBackend:
         is answered entirely from the cache never loads it)."""
         if self._llm is None:
             Llama = _import_llama()
+            if self.fast_sampling:
+                from fincon.llm.backends.fast_llama import fast_llama_class
+
+                Llama = fast_llama_class(Llama)
             self._llm = Llama(
                 model_path=str(self.path),
                 n_ctx=self.n_ctx,
