@@ -312,7 +312,6 @@ def test_the_fast_sampler_gives_the_same_answers_as_llama_cpp_pythons_own():
             ],
             Said,
         ),
-        ([{"role": "user", "content": "MSFT fell 3% today after weak guidance. Give your outlook."}], Outlook),
     ]
     answers = {}
     for fast in (True, False):
