@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Annotated, Any, Literal, Mapping
 
 import yaml
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
+    PlainSerializer,
     SerializeAsAny,
     ValidationError,
     field_serializer,
@@ -118,7 +120,7 @@ class RunConfig(_Section):
     start: dt.date = dt.date(2022, 10, 5)
     end: dt.date = dt.date(2023, 6, 9)
     strategies: list[str] = Field(default_factory=lambda: ["buy-and-hold"])
-    strategy_params: dict[str, SerializeAsAny[BaseModel]] = Field(
+    strategy_params: "StrategyParams" = Field(
         default_factory=dict,
         description="each strategy's parameters, validated into its params model (a baseline's Params, "
         "the team's FinConParams, the LLM trader's LLMSettings); written back as the keys set",
@@ -156,20 +158,11 @@ class RunConfig(_Section):
             raise ValueError("at least one strategy is needed")
         return list(dict.fromkeys(out))
 
-    @field_validator("strategy_params", mode="before")
-    @classmethod
-    def _typed_params(cls, v: Any) -> Any:
-        return typed_strategy_params(v)
-
     @model_validator(mode="after")
     def _window(self):
         if self.start > self.end:
             raise ValueError(f"start {self.start} is after end {self.end}")
         return self
-
-    @field_serializer("strategy_params")
-    def _params_as_set(self, params: dict[str, BaseModel]) -> dict[str, Any]:
-        return params_as_set(params)
 
     def params(self, name: str) -> dict[str, Any]:
         """The parameters this config sets for strategy ``name``, as YAML
@@ -214,6 +207,16 @@ def params_as_set(params: Mapping[str, BaseModel]) -> dict[str, Any]:
     """Each strategy's parameters as the keys that were set (YAML values):
     a config read back from its dump validates to the same models."""
     return {name: p.model_dump(mode="json", exclude_unset=True) for name, p in params.items()}
+
+
+#: ``strategy_params`` of a run or experiment config: ``{name: params model}``,
+#: validated when the config loads and written back as the keys that were set
+StrategyParams = Annotated[
+    dict[str, SerializeAsAny[BaseModel]],
+    BeforeValidator(typed_strategy_params),
+    PlainSerializer(params_as_set),
+]
+RunConfig.model_rebuild()
 
 
 def iso_date_value(v: Any) -> Any:

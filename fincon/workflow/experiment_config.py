@@ -16,18 +16,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    SerializeAsAny,
-    ValidationError,
-    field_serializer,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from fincon.config import BrokerConfig, DataConfig, MetricsConfig, params_as_set, typed_strategy_params
+from fincon.config import BrokerConfig, DataConfig, MetricsConfig, StrategyParams
 from fincon.errors import ConfigError
 from fincon.validation import format_validation_error
 from fincon.workflow.executors import ExecutorSpec
@@ -123,7 +114,7 @@ class ExperimentConfig(_Section):
     team: dict[str, Any] = Field(default_factory=dict)
     #: parameters of the baselines, e.g. {markowitz: {lookback: 126}}: each validated into its
     #: strategy's params model, as in a run config (written back as the keys set)
-    strategy_params: dict[str, SerializeAsAny[BaseModel]] = Field(default_factory=dict)
+    strategy_params: StrategyParams = Field(default_factory=dict)
     #: llm brain: the manager's sampling temperature in training and test (above 0: repeats differ by seed)
     temperature: float = Field(0.7, gt=0.0, le=2.0)
     #: base seed; repeat r uses seed + (r - 1) (rules: exploration noise; llm: sampling)
@@ -179,15 +170,6 @@ class ExperimentConfig(_Section):
         if bad:
             raise ValueError(f"unknown baseline {bad[0]!r}; choose from {', '.join(known)}")
         return list(dict.fromkeys(v))
-
-    @field_validator("strategy_params", mode="before")
-    @classmethod
-    def _typed_params(cls, v: Any) -> Any:
-        return typed_strategy_params(v)
-
-    @field_serializer("strategy_params")
-    def _params_as_set(self, params: dict[str, BaseModel]) -> dict[str, Any]:
-        return params_as_set(params)
 
     @field_validator("team")
     @classmethod
