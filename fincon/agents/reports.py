@@ -29,6 +29,7 @@ base's name and JSON schema, so cache keys do not depend on the check.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Iterable, Literal, Mapping, Sequence
 
@@ -196,8 +197,16 @@ def ticker_answer_model(shown: Sequence[str]) -> type[TickerAnswer]:
     labels the prompt shows (an enum, so a local model's grammar cannot write
     another id, and a remote endpoint's structured output neither). A 1.5B
     manager on real MSFT cited ids it found in its own reflections ("10-q",
-    "mem-MSFT-news-...") and was re-asked on most days."""
-    shown = list(dict.fromkeys(shown))
+    "mem-MSFT-news-...") and was re-asked on most days.
+
+    One class per label list, built once: labels repeat from day to day
+    (``E1``..``En``), and building a pydantic model every day was a tenth of
+    a rules-brain team day."""
+    return _ticker_answer_model(tuple(dict.fromkeys(shown)))
+
+
+@functools.lru_cache(maxsize=256)
+def _ticker_answer_model(shown: tuple[str, ...]) -> type[TickerAnswer]:
     if not shown:
         item: Any = str
         cap = 0
@@ -208,7 +217,7 @@ def ticker_answer_model(shown: Sequence[str]) -> type[TickerAnswer]:
         "TickerAnswer",
         __base__=TickerAnswer,
         __module__=TickerAnswer.__module__,
-        relied_on=(list[item], Field(max_length=cap, examples=[shown[:1]])),
+        relied_on=(list[item], Field(max_length=cap, examples=[list(shown[:1])])),
     )
 
 

@@ -20,7 +20,7 @@ __all__ = ["MemoryStore", "open_client", "open_collection"]
 class MemoryStore:
     """All memories of one run: procedural per (analyst, ticker), episodic per agent.
 
-    ``write_behind``: procedural memories hold their writes until
+    ``write_behind``: procedural and episodic memories hold their writes until
     :meth:`flush` (see :class:`~fincon.memory.procedural.ProceduralMemory`);
     whoever opens the store so must flush it before the run counts as done."""
 
@@ -30,6 +30,7 @@ class MemoryStore:
         self.write_behind = write_behind
         self.client = open_client(self.path)
         self._procedural: list[ProceduralMemory] = []
+        self._episodic: list[EpisodicMemory] = []
 
     def procedural(self, agent: str, ticker: str, **kw):
         kw.setdefault("write_behind", self.write_behind)
@@ -38,8 +39,11 @@ class MemoryStore:
         return mem
 
     def flush(self) -> int:
-        """Write every held-back entry and access counter; returns how many."""
-        return sum(m.flush() for m in self._procedural)
+        """Write every held-back entry, access counter and episode; returns how many."""
+        return sum(m.flush() for m in self._procedural) + sum(m.flush() for m in self._episodic)
 
-    def episodic(self, agent: str):
-        return EpisodicMemory(self.client, agent, self.embedder)
+    def episodic(self, agent: str, **kw):
+        kw.setdefault("write_behind", self.write_behind)
+        mem = EpisodicMemory(self.client, agent, self.embedder, **kw)
+        self._episodic.append(mem)
+        return mem
