@@ -2,24 +2,32 @@
 carries a planted hint of the next day's return the news weight rises with
 every update and the trained team tests better than the untrained one; on a
 corpus without one no weight runs away. Apart from test_training.py so the
-two long trainings run on different xdist workers."""
+two long trainings run on different xdist workers.
+
+The planted training is the one ``notebooks/train_beliefs.ipynb`` walks a
+user through: the test runs that notebook top to bottom and checks the
+directories it wrote, instead of training the same four episodes again."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import nbformat
 import pytest
+from nbclient import NotebookClient
 
 from fincon.agents.beliefs import Beliefs
 from fincon.data.events.generator import Planted
-from fincon.testing import TEST_WINDOW as TEST
 from fincon.testing import TRAIN_WINDOW as TRAIN
 from fincon.testing import team_config as cfg_for
 from fincon.testing import training_corpus
-from fincon.workflow.runner import run_config
 from fincon.workflow.training import TrainOptions, train
 
 corpus = training_corpus
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "train_beliefs.ipynb"
+#: appended to the notebook: where its training and its two test runs are
+WHERE = 'print("RUNS " + json.dumps({"train": str(rep.out), "trained": str(trained.run_dirs["fincon"]), "untrained": str(untrained.run_dirs["fincon"])}))'
 
 
 @pytest.fixture(scope="module")
@@ -39,28 +47,42 @@ def _train(tmp: Path, events: Path, name: str, episodes: int = 4, **kw) -> tuple
 
 
 @pytest.mark.slow
-def test_planted_source_gains_weight_and_the_trained_team_tests_better(tmp_path, planted):
-    rep, _ = _train(tmp_path, planted, "t")
-    after = [r["update"]["weights"]["after"] for r in rep.rows[1:]]
+@pytest.mark.notebook
+def test_the_training_notebook_learns_the_planted_source_and_the_trained_team_tests_better(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the notebook's tempfile.mkdtemp() lands here, not in /tmp
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(WHERE))
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
+    assert not [o for o in outputs if o.get("output_type") == "error"]  # its own asserts included
+    assert sum("image/png" in o.get("data", {}) for o in outputs) == 2  # beliefs.png and the test window's curves
+    runs = json.loads(next(o["text"] for o in outputs if o.get("text", "").startswith("RUNS "))[5:])
+    train_dir, trained, untrained = (Path(runs[k]) for k in ("train", "trained", "untrained"))
+    assert train_dir.parent.parent == tmp_path  # the notebook's own temp dir, under this test's
+
+    rows = [json.loads(line) for line in (train_dir / "episodes.jsonl").read_text().splitlines()]
+    assert [r["episode"] for r in rows] == [1, 2, 3, 4]
+    after = [r["update"]["weights"]["after"] for r in rows[1:]]
     news = [0.3] + [w["news"] for w in after]
-    print("news weight after each update:", news, "tau:", [r["tau"] for r in rep.rows[1:]])
+    print("news weight after each update:", news, "tau:", [r["tau"] for r in rows[1:]])
     assert all(b > a for a, b in zip(news, news[1:]))  # rises with every update
-    assert rep.beliefs.weight("news") == pytest.approx(news[-1])
-    assert all(0 < r["tau"] < 1 for r in rep.rows[1:])
-    assert rep.beliefs.reflections and (rep.out / "beliefs.png").stat().st_size > 10_000
-    assert rep.beliefs.window is not None and (rep.beliefs.window.start, rep.beliefs.window.end) == TRAIN
-    assert len(rep.beliefs.window.data_hash) == 64
-    # test stage: same window, learned beliefs vs untrained
-    trained = run_config(
-        cfg_for(*TEST, events=str(planted), beliefs=str(rep.out)), tmp_path / "trained", progress=False
-    )
-    untrained = run_config(cfg_for(*TEST, events=str(planted)), tmp_path / "untrained", progress=False)
-    s_t, s_u = trained.results["fincon"].metrics.sharpe, untrained.results["fincon"].metrics.sharpe
-    print(f"test-window Sharpe: trained {s_t:.3f}, untrained {s_u:.3f}")
-    assert s_t > s_u
-    summary = trained.results["fincon"].strategy_summary
-    assert summary["team_beliefs_version"] == rep.beliefs.version and summary["team_alerts"] > 0
-    # the ablation: same episodes, beliefs never move
+    assert all(0 < r["tau"] < 1 for r in rows[1:])
+    beliefs = Beliefs.model_validate_json((train_dir / "beliefs.json").read_text())
+    assert beliefs.weight("news") == pytest.approx(news[-1])
+    assert beliefs.reflections and (train_dir / "beliefs.png").stat().st_size > 10_000
+    assert beliefs.window is not None and (beliefs.window.start, beliefs.window.end) == TRAIN
+    assert len(beliefs.window.data_hash) == 64
+    # test stage: the next window, learned beliefs vs untrained
+    sharpe = {k: json.loads((d / "metrics.json").read_text())["sharpe"] for k, d in [("t", trained), ("u", untrained)]}
+    print(f"test-window Sharpe: trained {sharpe['t']:.3f}, untrained {sharpe['u']:.3f}")
+    assert sharpe["t"] > sharpe["u"]
+    summary = json.loads((trained / "summary.json").read_text())["strategy_summary"]
+    assert summary["team_beliefs_version"] == beliefs.version == 3 and summary["team_alerts"] > 0
+    assert json.loads((untrained / "summary.json").read_text())["strategy_summary"]["team_beliefs_version"] == 0
+
+
+@pytest.mark.slow
+def test_the_ablation_trains_the_same_episodes_and_its_beliefs_never_move(tmp_path, planted):
     abl, _ = _train(tmp_path, planted, "abl", episodes=2, learn=False)  # two episodes show it as well as four
     assert abl.beliefs.version == 0 and all("update" not in r for r in abl.rows)
     v0 = Beliefs.model_validate_json((abl.out / "beliefs" / "v0.json").read_text())
