@@ -154,6 +154,31 @@ def test_episodic_memory_is_point_in_time(store):
     assert all(e.day <= pd.Timestamp("2022-11-01") for e in ep.search("belief", "2022-11-01", k=5))
 
 
+def test_write_behind_episodes_are_read_at_once_and_stored_at_flush(tmp_path):
+    """The manager reads its reflections every day from the episodes kept in
+    the process; with write_behind they reach chromadb at flush (the run's
+    end), and a store opened again reads them back the same."""
+    mem = MemoryStore(tmp_path / "m", HashingEmbedder(), write_behind=True)
+    ep = mem.episodic("manager")
+    ep.add("2022-10-03", "reflection", "a loss on a gap down")
+    ep.add("2022-10-04", "reflection", "replaced below", id="r2")
+    ep.add("2022-10-04", "reflection", "the second reflection", {"pnl": -0.01}, id="r2")  # upsert
+    ep.add("2022-10-05", "belief", "not a reflection")
+    assert [e.text for e in ep.recent("2022-10-04", kinds=["reflection"])] == [
+        "a loss on a gap down",
+        "the second reflection",
+    ]
+    assert ep.collection.count() == 0  # held back
+    assert mem.flush() == 3 and ep.collection.count() == 3 and mem.flush() == 0
+    again = MemoryStore(tmp_path / "m", HashingEmbedder()).episodic("manager")
+    assert [(e.id, e.text, e.metadata) for e in again.recent("2022-10-05")] == [
+        (e.id, e.text, e.metadata) for e in ep.recent("2022-10-05")
+    ]
+    assert again.recent("2022-10-05", kinds=["reflection"])[-1].metadata == {"pnl": -0.01}
+    assert again.add("2022-10-06", "reflection", "x").endswith("-3")  # ids count the stored episodes
+    assert again.collection.count() == 4  # without write_behind: stored at once
+
+
 def test_working_memory_summarises_new_events_once(store):
     st = sample_store(["NIO"])
     pm = store.procedural("analyst", "NIO")
