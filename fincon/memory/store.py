@@ -39,8 +39,14 @@ class MemoryStore:
         return mem
 
     def flush(self) -> int:
-        """Write every held-back entry, access counter and episode; returns how many."""
-        return sum(m.flush() for m in self._procedural) + sum(m.flush() for m in self._episodic)
+        """Write every held-back entry, access counter and episode (and the
+        embedder's new vectors, if it keeps them); returns how many entries,
+        counters and episodes."""
+        n = sum(m.flush() for m in self._procedural) + sum(m.flush() for m in self._episodic)
+        vectors = getattr(self.embedder, "vectors", None)
+        if vectors is not None:
+            vectors.flush()
+        return n
 
     def episodic(self, agent: str, **kw):
         kw.setdefault("write_behind", self.write_behind)

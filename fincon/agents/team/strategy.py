@@ -215,7 +215,16 @@ class FinConTeam(Calls, Learning, Strategy):
         name = self.params.embedder
         if name == "auto":
             name = "hashing" if self.params.brain == "rules" else "minilm"
-        return HashingEmbedder() if name == "hashing" else MiniLMEmbedder()
+        if name == "hashing":
+            return HashingEmbedder()
+        embedder = MiniLMEmbedder()
+        cache = self.client.cache if self.params.brain == "llm" else None
+        if cache is not None and cache.local_file is not None:
+            from fincon.memory.vectors import VectorCache
+
+            # the vectors go into the LLM cache file: a replay reads them and loads no model
+            embedder.vectors = VectorCache(cache.local_file, embedder.identity(), writes=cache.writes)
+        return embedder
 
     def check_inputs(self, tickers, first: pd.Timestamp, last: pd.Timestamp) -> None:
         """What :meth:`start` would refuse, checked without writing anything:
@@ -255,6 +264,9 @@ class FinConTeam(Calls, Learning, Strategy):
         if c is None:
             return {}
         self.memory.flush()  # what write-behind held (the run directory is only complete with it)
+        vectors = getattr(self.memory.embedder, "vectors", None)
+        if vectors is not None:
+            vectors.close()
         out: dict[str, Any] = {
             "team_brain": self.params.brain,
             "team_protocol": self.params.protocol,
