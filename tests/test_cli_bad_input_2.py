@@ -503,6 +503,7 @@ def test_plot_on_an_experiment_draws_the_team_runs(tmp_path, monkeypatch, capsys
     assert "wrote x.png (2 runs)" in capsys.readouterr().out  # the median team run and the baseline
 
 
+@pytest.mark.slow
 def test_terminated_experiment_is_marked_shown_and_resumed(tmp_path):
     """SIGTERM in the middle of an experiment: exit 143, experiment.json says interrupted and
     why, report and explain show it, and the same command finishes it."""

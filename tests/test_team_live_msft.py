@@ -26,6 +26,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+@pytest.mark.slow
 def test_the_live_msft_run_replays_byte_for_byte(tmp_path):
     row = json.loads(ROW.read_text())
     data = tmp_path / "ib-msft"

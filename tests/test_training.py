@@ -128,6 +128,7 @@ def test_bad_beliefs_file_is_one_line_exit_2(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 def test_beliefs_trained_on_or_after_the_backtest_are_refused_in_one_line(tmp_path):
     from fincon.agents.beliefs import TrainingWindow, check_window
 
