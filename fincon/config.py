@@ -115,12 +115,35 @@ class MetricsConfig(_Section):
     )
 
 
+def typed_strategy_params(v: Any) -> dict[str, BaseModel]:
+    """``strategy_params`` as ``{name: params model}``; a bad key or value is
+    a :class:`ConfigError` that names ``strategy_params.NAME.KEY``."""
+    if not isinstance(v, Mapping):
+        raise ConfigError("config: strategy_params must map a strategy's name to its parameters")
+    return {str(name): validate_params(str(name), p) for name, p in v.items()}
+
+
+def params_as_set(params: Mapping[str, BaseModel]) -> dict[str, Any]:
+    """Each strategy's parameters as the keys that were set (YAML values):
+    a config read back from its dump validates to the same models."""
+    return {name: p.model_dump(mode="json", exclude_unset=True) for name, p in params.items()}
+
+
+#: ``strategy_params`` of a run or experiment config: ``{name: params model}``,
+#: validated when the config loads and written back as the keys that were set
+StrategyParams = Annotated[
+    dict[str, SerializeAsAny[BaseModel]],
+    BeforeValidator(typed_strategy_params),
+    PlainSerializer(params_as_set),
+]
+
+
 class RunConfig(_Section):
     tickers: list[str] = Field(default_factory=lambda: ["TSLA"])
     start: dt.date = dt.date(2022, 10, 5)
     end: dt.date = dt.date(2023, 6, 9)
     strategies: list[str] = Field(default_factory=lambda: ["buy-and-hold"])
-    strategy_params: "StrategyParams" = Field(
+    strategy_params: StrategyParams = Field(
         default_factory=dict,
         description="each strategy's parameters, validated into its params model (a baseline's Params, "
         "the team's FinConParams, the LLM trader's LLMSettings); written back as the keys set",
@@ -193,30 +216,6 @@ class RunConfig(_Section):
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=True)
-
-
-def typed_strategy_params(v: Any) -> dict[str, BaseModel]:
-    """``strategy_params`` as ``{name: params model}``; a bad key or value is
-    a :class:`ConfigError` that names ``strategy_params.NAME.KEY``."""
-    if not isinstance(v, Mapping):
-        raise ConfigError("config: strategy_params must map a strategy's name to its parameters")
-    return {str(name): validate_params(str(name), p) for name, p in v.items()}
-
-
-def params_as_set(params: Mapping[str, BaseModel]) -> dict[str, Any]:
-    """Each strategy's parameters as the keys that were set (YAML values):
-    a config read back from its dump validates to the same models."""
-    return {name: p.model_dump(mode="json", exclude_unset=True) for name, p in params.items()}
-
-
-#: ``strategy_params`` of a run or experiment config: ``{name: params model}``,
-#: validated when the config loads and written back as the keys that were set
-StrategyParams = Annotated[
-    dict[str, SerializeAsAny[BaseModel]],
-    BeforeValidator(typed_strategy_params),
-    PlainSerializer(params_as_set),
-]
-RunConfig.model_rebuild()
 
 
 def iso_date_value(v: Any) -> Any:

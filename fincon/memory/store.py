@@ -48,6 +48,13 @@ class MemoryStore:
             vectors.flush()
         return n
 
+    def close(self) -> None:
+        """Let go of what the run held open beside chromadb: the embedder's
+        vector cache (after :meth:`flush`, which writes it)."""
+        vectors = getattr(self.embedder, "vectors", None)
+        if vectors is not None:
+            vectors.close()
+
     def episodic(self, agent: str, **kw):
         kw.setdefault("write_behind", self.write_behind)
         mem = EpisodicMemory(self.client, agent, self.embedder, **kw)

@@ -264,9 +264,7 @@ class FinConTeam(Calls, Learning, Strategy):
         if c is None:
             return {}
         self.memory.flush()  # what write-behind held (the run directory is only complete with it)
-        vectors = getattr(self.memory.embedder, "vectors", None)
-        if vectors is not None:
-            vectors.close()
+        self.memory.close()
         out: dict[str, Any] = {
             "team_brain": self.params.brain,
             "team_protocol": self.params.protocol,

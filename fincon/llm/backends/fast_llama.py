@@ -102,8 +102,8 @@ def grammar_first_greedy(llm: Any, grammar: Any, kw: dict[str, Any]):
         one = C.llama_token_data(id=best.id, logit=best.logit, p=best.p)
         probe = C.llama_token_data_array(data=ctypes.pointer(one), size=1, selected=-1, sorted=False)
         C.llama_sampler_apply(gram, ctypes.byref(probe))  # applying never advances the grammar
-        if np.isfinite(one.logit):
-            rows[0] = C.llama_token_data(id=best.id, logit=best.logit, p=best.p)
+        if np.isfinite(one.logit):  # allowed: the candidates shrink to it
+            rows[0] = one
             arr.size = 1
             arr.selected = -1
             arr.sorted = False
