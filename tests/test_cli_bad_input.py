@@ -7,79 +7,12 @@ directory, no empty ``runs/``, no cache file). New commands join the table.
 
 from __future__ import annotations
 
-import gzip
-import os
-from pathlib import Path
-
 import pytest
 
 from fincon.cli.main import main
+from fincon.testing.badinput import assert_one_line_error, fixtures, run_cli, tree
 
-SAMPLE = Path(__file__).resolve().parents[1] / "fincon" / "data" / "sample"
 WINDOW = ["--start", "2022-10-05", "--end", "2022-10-20"]
-
-
-def _csv_dir(root: Path, name: str, edit) -> str:
-    """A --data directory holding a TSLA.csv derived from the sample by ``edit``."""
-    d = root / name
-    d.mkdir()
-    lines = gzip.decompress((SAMPLE / "prices" / "TSLA.csv.gz").read_bytes()).decode().splitlines()
-    (d / "TSLA.csv").write_text("\n".join(edit(lines)) + "\n")
-    return str(d)
-
-
-def _set_field(lines, row, col, value):
-    out = list(lines)
-    cells = out[row].split(",")
-    cells[col] = value
-    out[row] = ",".join(cells)
-    return out
-
-
-def _day_first(lines):
-    out = [lines[0]]
-    for line in lines[1:]:
-        y, m, d = line[:10].split("-")
-        out.append(f"{d}/{m}/{y}{line[10:]}")
-    return out
-
-
-def fixtures(root: Path) -> dict[str, str]:
-    """Files the cases refer to, made once per test in ``root``."""
-    root.mkdir()
-    f: dict[str, str] = {}
-    f["inf_close"] = _csv_dir(root, "inf_close", lambda ls: _set_field(ls, 1200, 4, "inf"))
-    f["inf_adj"] = _csv_dir(root, "inf_adj", lambda ls: _set_field(ls, 1200, 5, "inf"))
-    f["day_first"] = _csv_dir(root, "day_first", _day_first)
-    f["close_only"] = _csv_dir(root, "close_only", lambda ls: [",".join(x.split(",")[i] for i in (0, 4)) for x in ls])
-    gz = root / "corrupt_gz"
-    gz.mkdir()
-    (gz / "TSLA.csv.gz").write_bytes((SAMPLE / "prices" / "TSLA.csv.gz").read_bytes()[:400])
-    f["corrupt_gz"] = str(gz)
-    (root / "a_file").write_text("not a directory\n")
-    f["a_file"] = str(root / "a_file")
-    (root / "latin1.yaml").write_bytes("tickers: [TSLA]\n# r\xe9sum\xe9\n".encode("latin-1"))
-    f["latin1"] = str(root / "latin1.yaml")
-    (root / "binary.yaml").write_bytes(bytes(range(256)))
-    f["binary"] = str(root / "binary.yaml")
-    (root / "key.yaml").write_text(
-        "strategies: [llm-trader]\nllm: {backend: openai, model: x, api_key_env: sk-proj-abc123def456}\n"
-    )
-    f["key_cfg"] = str(root / "key.yaml")
-    (root / "notsqlite").write_text("hello, I am not a database\n" * 50)
-    f["notsqlite"] = str(root / "notsqlite")
-    for name, text in (("run_empty", ""), ("run_garbage", "what,is\nthis,file\n")):
-        (root / name).mkdir()
-        (root / name / "equity.csv").write_text(text)
-        f[name] = str(root / name)
-    (root / "run_ok").mkdir()
-    (root / "run_ok" / "equity.csv").write_text("date,value\n2023-01-03,100.0\n2023-01-04,101.0\n")
-    f["run_ok"] = str(root / "run_ok")
-    (root / "audio_dir").mkdir()
-    f["audio_dir"] = str(root / "audio_dir")
-    (root / "empty.ogg").write_bytes(b"")
-    f["empty_ogg"] = str(root / "empty.ogg")
-    return f
 
 
 BT = ["backtest", "--ticker", "TSLA", "--no-progress", *WINDOW]
@@ -219,15 +152,6 @@ CASES: dict[str, tuple[list[str], str]] = {
 }
 
 
-def _tree(root: Path) -> dict[str, float]:
-    out = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            p = Path(dirpath) / name
-            out[str(p.relative_to(root))] = p.stat().st_mtime_ns if p.is_file() else 0
-    return out
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_input_gets_one_line_and_exit_2(case, tmp_path, monkeypatch, capfd):
     fix = fixtures(tmp_path / "fx")
@@ -237,17 +161,10 @@ def test_bad_input_gets_one_line_and_exit_2(case, tmp_path, monkeypatch, capfd):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no user cache is touched either
     argv, fragment = CASES[case]
     argv = [a.format(**fix) for a in argv]
-    before = _tree(tmp_path)
-    try:
-        code = main(argv)
-    except SystemExit as exc:  # argparse errors
-        code = exc.code
+    before = tree(tmp_path)
+    code = run_cli(main, argv)
     out, err = capfd.readouterr()
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert code == 2, (code, err)
-    assert len(lines) == 1, err
-    assert lines[0].startswith("fincon: error: "), err
-    assert fragment in lines[0], lines[0]
+    assert_one_line_error(code, out, err, fragment)
     assert "sk-proj-abc123def456" not in err + out
-    after = _tree(tmp_path)
+    after = tree(tmp_path)
     assert after == before, sorted(set(after) ^ set(before))

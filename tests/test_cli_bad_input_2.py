@@ -18,10 +18,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_cli_bad_input import SAMPLE, _tree
-from test_cli_bad_input import fixtures as first_fixtures
 
 from fincon.cli.main import main
+from fincon.testing.badinput import SAMPLE, assert_one_line_error, run_cli, tree
+from fincon.testing.badinput import fixtures as first_fixtures
 
 AUDIO = SAMPLE / "events" / "audio"
 TINY = ["--brain", "rules", "--start", "2022-03-01", "--end", "2022-03-10", "--no-progress"]
@@ -342,18 +342,11 @@ def test_bad_input_gets_one_line_and_exit_2(case, tmp_path, monkeypatch, capfd):
     monkeypatch.delenv("FINCON_CACHE_DIR", raising=False)
     argv, fragment = CASES[case]
     argv = [a.format(**fix) for a in argv]
-    before = _tree(tmp_path)
-    try:
-        code = main(argv)
-    except SystemExit as exc:  # argparse errors
-        code = exc.code
+    before = tree(tmp_path)
+    code = run_cli(main, argv)
     out, err = capfd.readouterr()
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert code == 2, (code, err)
-    assert len(lines) == 1, err
-    assert lines[0].startswith("fincon: error: "), err
-    assert fragment in lines[0], lines[0]
-    after = _tree(tmp_path)
+    assert_one_line_error(code, out, err, fragment)
+    after = tree(tmp_path)
     assert after == before, sorted(set(after) ^ set(before))
 
 
@@ -588,14 +581,14 @@ def test_claim_names_what_differs_and_tolerates_settings_added_later(tmp_path):
         )
     )
     new = {"config": {"metrics": {"alpha": 0.05, "days_per_year": None}, "start": "2022-03-01"}, "options": {"lr": 4.0}}
-    assert claim(out, out / "train.json", new, "training", lambda p: 1) is True  # resumes
+    assert claim(out, out / "train.json", new, "training", lambda p: 1, ()) is True  # resumes
     other = {"config": {**new["config"], "start": "2022-03-02"}, "options": {"lr": 2.0}}
     with pytest.raises(
         FinconError,
         match=r"another config \(config.start, options.lr; status complete, "
         r"1 finished episode\)",
     ):
-        claim(out, out / "train.json", other, "training", lambda p: 1)
+        claim(out, out / "train.json", other, "training", lambda p: 1, ())
 
 
 def test_a_retrieval_model_that_cannot_load_is_one_config_error():

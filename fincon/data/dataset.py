@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from fincon import __version__
 from fincon.data.events.model import SOURCES, Event
 from fincon.errors import ConfigError, DataError
+from fincon.ownership import listing, shown
 
 MANIFEST = "dataset.json"
 FORMAT_VERSION = 1
@@ -223,6 +224,38 @@ def check_out(out: Path, replace: bool) -> None:
         return
     if not replace:
         raise ConfigError(f"--out {out} already holds a dataset; pass --replace to overwrite it")
+    check_replaceable(out)
+
+
+def _own_files(out: Path) -> set[str] | None:
+    """The files the import that wrote the dataset at ``out`` made (its
+    manifest and each ticker's prices and items), or None when ``out``'s
+    dataset.json is not one fincon wrote."""
+    try:
+        data = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(data, dict) or not str(data.get("created_by", "")).startswith("fincon"):
+        return None
+    tickers = [t for t in data.get("tickers") or [] if isinstance(t, str)]
+    return {MANIFEST, *(f"prices/{t}.csv" for t in tickers), *(f"events/{t}.jsonl.gz" for t in tickers)}
+
+
+def check_replaceable(out: Path) -> None:
+    """``--replace`` removes a dataset only when it is one fincon wrote and
+    holds nothing else; anything else in it is named and left alone."""
+    own = _own_files(out)
+    if own is None:
+        raise ConfigError(
+            f"--replace: {out}/{MANIFEST} was not written by fincon; fincon replaces only a dataset it "
+            "imported: choose a new folder"
+        )
+    foreign = [e for e in listing(out) if e not in own and e not in ("prices/", "events/")]
+    if foreign:
+        raise ConfigError(
+            f"--replace: {out} holds {shown(foreign)}, which no fincon import wrote; move "
+            f"{'it' if len(foreign) == 1 else 'them'} out or choose a new folder (nothing was changed)"
+        )
 
 
 def _price_frame_out(raw: pd.DataFrame, kind: PriceKind) -> pd.DataFrame:
@@ -321,12 +354,18 @@ def _swap_in(staging: Path, out: Path, replace: bool) -> None:
     """Rename the finished staging folder to ``out``. Another import that
     finished first into the same ``out`` wins; this one then fails with one
     line instead of overwriting it (``--replace`` swaps the old one out)."""
+    if out.is_dir() and not out.is_symlink() and not any(out.iterdir()):
+        try:
+            out.rmdir()  # an empty folder given as --out: the dataset takes its place
+        except OSError:
+            pass
     if out.exists():
         if not (replace and is_dataset(out)):
             raise ConfigError(
                 f"--out {out} was written by another import while this one ran; nothing was changed "
                 "(pass --replace to overwrite it)"
             )
+        check_replaceable(out)  # again: something may have been put into it while this import ran
         old = out.parent / f".{out.name}.replaced-{os.getpid()}"
         out.rename(old)
         try:

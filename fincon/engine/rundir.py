@@ -5,8 +5,15 @@ its final name only after every file is written, so an interrupted or failed
 run never leaves a directory that looks complete. An existing directory is
 never overwritten: the next free name (``NAME-2``, ``NAME-3``...) is taken
 when the run commits (so two identical runs started together both keep their
-result), unless ``replace`` is asked for and the existing directory is a
-fincon run.
+result), unless ``replace`` is asked for and the existing directory is an
+earlier fincon run of the same kind holding nothing but what that run wrote.
+
+Whose files: a run directory is recognised by its ``run_manifest.json``,
+which names the kind of run and lists every file the run wrote (added when
+the run commits). A folder that merely holds a ``config.yaml`` or a
+``metrics.json`` is not a run, and a run folder the user has since put
+files into is not replaced either: the refusal names what is in the way.
+Nothing that fincon did not write is ever deleted.
 
 Staging directories of processes that died (SIGKILL, a power cut) are swept
 at the next run in the same parent directory, with one line saying so. Only
@@ -30,12 +37,25 @@ from pathlib import Path
 from typing import Any
 
 from fincon.errors import ConfigError, DataError, FinconError
+from fincon.ownership import is_fincon_report, listing, shown, top_level
 
 log = logging.getLogger(__name__)
 
 _PARTIAL = re.compile(r"^\.(?P<name>.+)\.partial-(?P<pid>\d+)(?:@(?P<host>[^@/]+))?$")
-#: files that mark a directory as a fincon run (safe to replace)
-RUN_MARKERS = ("config.yaml", "metrics.json")
+#: the file that marks a directory as a fincon run: the kind of run and what it wrote
+MANIFEST = "run_manifest.json"
+#: run_manifest.json's kind for a directory written by fincon.workflow.runner.run_config
+BACKTEST = "backtest"
+#: what a backtest wrote before manifests listed their files (fincon before the
+#: file list): file names at any depth of such a run, and the memory's folders
+_LEGACY_BACKTEST_FILES = frozenset(
+    {
+        "config.yaml", "metrics.json", "equity.csv", "equity.png", "trades.csv", "orders.csv",
+        "decisions.jsonl", "llm_usage.csv", "llm_usage.json", "round_trips.csv", "run_summary.csv", "positions.csv",
+        MANIFEST, "summary.json", "report.html", "beliefs.json", "fallbacks.csv", "weights.csv",
+    }
+)  # fmt: skip
+_LEGACY_BACKTEST_DIRS = ("memory/",)
 
 
 def check_out_path(out: Path | str) -> Path:
@@ -50,6 +70,69 @@ def check_out_path(out: Path | str) -> Path:
     if path.is_symlink():
         raise ConfigError(f"--out {text} is a symbolic link; give a plain directory path")
     return path
+
+
+def run_kind(directory: Path) -> tuple[str | None, set[str] | None]:
+    """``(kind, files)`` from ``directory``'s run manifest: ``(None, None)``
+    when it has none (or one that is not fincon's), ``files`` None for a run
+    written before manifests listed their files."""
+    try:
+        data = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None, None
+    if not isinstance(data, dict) or not {"config_sha256", "data_sha256", "packages"} <= set(data):
+        return None, None
+    files = data.get("files")
+    kind = data.get("kind", BACKTEST)
+    if not isinstance(kind, str):
+        return None, None
+    return kind, set(files) if isinstance(files, list) else None
+
+
+def foreign_entries(directory: Path, kind: str) -> list[str] | None:
+    """What in ``directory`` an earlier fincon run of ``kind`` did not write:
+    None when ``directory`` is no such run at all, else the paths (empty when
+    the directory holds only that run's own files)."""
+    found, files = run_kind(directory)
+    if found != kind:
+        return None
+    # a report written into the run after it finished (backtest --report, fincon report --out RUN/...)
+    entries = [e for e in listing(directory) if not (e.endswith(".html") and is_fincon_report(directory / e))]
+    if files is not None:
+        return [e for e in entries if e not in files]
+    return [
+        e
+        for e in entries
+        if Path(e).name not in _LEGACY_BACKTEST_FILES
+        and not e.startswith(_LEGACY_BACKTEST_DIRS)
+        and "/memory/" not in e
+    ]
+
+
+def check_replaceable(directory: Path, kind: str) -> None:
+    """Refuse, in one line naming what is in the way, to replace ``directory``
+    unless it is an earlier fincon run of ``kind`` holding only its own files."""
+    if not directory.exists():
+        return
+    if directory.is_symlink() or not directory.is_dir():
+        raise ConfigError(f"--out {directory} is not a fincon run directory; choose another --out")
+    if not listing(directory):
+        return  # an empty folder: nothing in it to lose
+    foreign = foreign_entries(directory, kind)
+    if foreign is None:
+        found, _ = run_kind(directory)
+        entries = top_level(listing(directory))
+        what = f"a fincon {found} run" if found else f"no {MANIFEST}"
+        held = f"; it holds {shown(entries)}" if entries else ""
+        raise ConfigError(
+            f"--out {directory} is not an earlier fincon {kind} run ({what}{held}); "
+            "fincon replaces only what it wrote: choose another --out"
+        )
+    if foreign:
+        raise ConfigError(
+            f"--out {directory} holds {shown(foreign)}, which no fincon run wrote; move "
+            f"{'it' if len(foreign) == 1 else 'them'} out or choose another --out (nothing was changed)"
+        )
 
 
 def free_path(path: Path) -> Path:
@@ -107,11 +190,12 @@ class RunDir:
     """A staging directory that becomes ``final`` (or a free ``final-N``) on
     :meth:`commit`."""
 
-    def __init__(self, final: Path, *, replace: bool = False):
+    def __init__(self, final: Path, *, replace: bool = False, kind: str = BACKTEST):
         self.final = final
         self.replace = replace
-        if replace and final.exists() and not any((final / m).exists() for m in RUN_MARKERS):
-            raise ConfigError(f"--replace: {final} exists but is not a fincon run directory; refusing to replace it")
+        self.kind = kind
+        if replace:
+            check_replaceable(final, kind)
         self.staging = final.with_name(f".{final.name}.partial-{os.getpid()}@{_host()}")
         self._made_parents = [p for p in reversed(final.parents) if not p.exists()]
         try:
@@ -128,9 +212,33 @@ class RunDir:
     def path(self) -> Path:
         return self.staging
 
+    def _seal(self) -> None:
+        """Record in the run manifest the kind of run and every file it wrote,
+        so a later ``--replace`` knows what is fincon's to remove."""
+        path = self.staging / MANIFEST
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = {}
+        data["kind"] = self.kind
+        data["files"] = sorted({*listing(self.staging), MANIFEST})
+        write_json(path, data)
+
     def commit(self) -> Path:
-        """Rename the staging directory to its final name and return it."""
+        """Rename the staging directory to its final name and return it.
+
+        With ``replace``, the earlier run is checked again (something may
+        have been put into it while this run worked): if it is no longer
+        replaceable, this run takes a free ``-N`` name instead, with one line
+        saying why, and nothing of the earlier folder is touched."""
+        self._seal()
         if self.replace and self.final.exists():
+            try:
+                check_replaceable(self.final, self.kind)
+            except ConfigError as exc:
+                print(f"fincon: {exc}; not replaced", file=sys.stderr)
+                self.replace = False
+                return self.commit()
             old = self.final.with_name(f".{self.final.name}.replaced-{os.getpid()}")
             self.final.rename(old)
             self.staging.rename(self.final)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Sequence
 
 from fincon.errors import FinconError
+from fincon.ownership import is_fincon_report
 
 
 def build_report(runs: Sequence[str | Path]) -> str:
@@ -30,6 +31,10 @@ def write_report(runs: Sequence[str | Path], out: str | Path) -> Path:
         raise FinconError(f"--out {out} is a directory; give a file name such as {out / 'report.html'}")
     if not out.parent.is_dir():
         raise FinconError(f"--out {out}: directory {out.parent} does not exist")
+    if out.exists() and not is_fincon_report(out):
+        raise FinconError(
+            f"--out {out} exists and is not a report fincon wrote; choose another file name (nothing was changed)"
+        )
     text = build_report(runs)
     tmp = out.with_name(f".{out.name}.partial-{os.getpid()}")
     try:

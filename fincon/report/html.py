@@ -18,6 +18,7 @@ No timestamp, random id or absolute path goes into the page.
 from __future__ import annotations
 
 from fincon import __version__
+from fincon.ownership import REPORT_MARK
 from fincon.report import assets
 from fincon.report.load import ReportData
 from fincon.report.parts import esc
@@ -100,6 +101,7 @@ def render(data: ReportData) -> str:
         [
             "<!DOCTYPE html>",
             '<html lang="en"><head><meta charset="utf-8">',
+            REPORT_MARK,
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
             f"<title>{esc(title)}</title>",
             f"<style>{assets.CSS}</style>",

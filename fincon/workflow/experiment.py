@@ -144,7 +144,7 @@ def run_experiment(
     state = {"config": exp.model_dump(mode="json")}
     marker = out / "experiment.json"
     # every check before the first file: the directory, both windows' data, the corpus, the baselines
-    claim(out, marker, state, "experiment", _finished_units)
+    claim(out, marker, state, "experiment", _finished_units, EXPERIMENT_LAYOUT)
     check_inputs(exp)
     made = [p for p in reversed([out, *out.parents]) if not p.exists()]
     try:
@@ -175,6 +175,14 @@ def check_inputs(exp: ExperimentConfig) -> None:
         preflight(train_config(exp, "full", 1, p))
         preflight(_run_config(exp, exp.test, [TEAM], {TEAM: _team(exp, "full", p)}))
     preflight(baseline_config(exp))
+
+
+#: the top-level names an experiment writes (status.claim removes a failed
+#: experiment's leftovers only when its folder holds nothing else)
+EXPERIMENT_LAYOUT = frozenset(
+    {"experiment.json", "results.json", "equity.png", "beliefs.png", "beliefs.md", "train", "test", "baselines",
+     "config.yaml", "report.html"}
+)  # fmt: skip
 
 
 def _finished_units(root: Path) -> int:

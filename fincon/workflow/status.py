@@ -24,7 +24,7 @@ import shutil
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Collection, Iterator
 
 from fincon.errors import DataError, FinconError
 
@@ -81,11 +81,33 @@ def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
     return [] if old == new else [prefix or "(all)"]
 
 
-def claim(out: Path, marker: Path, state: dict[str, Any], kind: str, finished: Callable[[Path], int]) -> bool:
+def _foreign(out: Path, layout: Collection[str]) -> list[str]:
+    """Top-level entries of ``out`` that a run of this kind does not write
+    (``layout``: the names it writes; its hidden staging and temporary
+    siblings count as its own)."""
+    out_names = []
+    for entry in sorted(out.iterdir(), key=lambda e: e.name):
+        name = entry.name
+        if name in layout or (name.startswith(".") and (".partial-" in name or ".tmp-" in name)):
+            continue
+        out_names.append(name + ("/" if entry.is_dir() and not entry.is_symlink() else ""))
+    return out_names
+
+
+def claim(
+    out: Path,
+    marker: Path,
+    state: dict[str, Any],
+    kind: str,
+    finished: Callable[[Path], int],
+    layout: Collection[str],
+) -> bool:
     """May this command write ``state``'s run into ``out``? True: resume it
     (same config), False: it is new. ``finished(out)`` counts what a former
     run there finished; nothing is written or removed unless the directory
-    holds only a failed run's leftovers under another config."""
+    holds only a failed run's leftovers under another config, and nothing
+    but what such a run writes (``layout``: its top-level names): a folder
+    the user has put files into is refused, naming them, never emptied."""
     if not out.exists():
         return False
     if not marker.is_file():
@@ -101,6 +123,14 @@ def claim(out: Path, marker: Path, state: dict[str, Any], kind: str, finished: C
     status = old.get("status")
     done = finished(out)
     if status in ("failed", "stopped_early", "interrupted") and done == 0:
+        foreign = _foreign(out, {*layout, marker.name})
+        if foreign:
+            more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+            raise FinconError(
+                f"{out} holds the leftovers of a {kind} that {status.replace('_', ' ')} (another config: {shown}) "
+                f"and {', '.join(foreign[:3])}{more}, which no fincon {kind} wrote; move "
+                f"{'it' if len(foreign) == 1 else 'them'} out or pick another --out (nothing was changed)"
+            )
         shutil.rmtree(out)
         print(
             f"fincon: {out} held only the leftovers of a {kind} that {status.replace('_', ' ')} before finishing "

@@ -227,7 +227,7 @@ def train(cfg: RunConfig, out: Path | None, opts: TrainOptions, progress: bool =
     state = {"config": cfg.model_dump(mode="json"), "options": opts.state()}
     marker = out / "train.json"
     # every check before the first file: the directory, the data, the corpus, the beliefs
-    claim(out, marker, state, "training", _finished_episodes)
+    claim(out, marker, state, "training", _finished_episodes, TRAINING_LAYOUT)
     preflight(cfg)
     made = [p for p in reversed([out, *out.parents]) if not p.exists()]
     try:
@@ -240,6 +240,14 @@ def train(cfg: RunConfig, out: Path | None, opts: TrainOptions, progress: bool =
     except BaseException:
         _remove_if_empty(out, made)
         raise
+
+
+#: the top-level names a training writes (status.claim removes a failed
+#: training's leftovers only when its folder holds nothing else)
+TRAINING_LAYOUT = frozenset(
+    {"train.json", "config.yaml", "episodes", "beliefs", "episodes.jsonl", "beliefs.json", "beliefs.png",
+     "llm_usage.csv", "llm_runtime.csv", "llm_audit.jsonl", "report.html"}
+)  # fmt: skip
 
 
 def _finished_episodes(out: Path) -> int:

@@ -1,0 +1,58 @@
+"""What in a folder fincon wrote, so that nothing else is ever deleted.
+
+A command that replaces an earlier result (``backtest --replace``, ``demo``,
+``data import --replace``, a rerun over a failed training's leftovers)
+removes a folder. It may only do so when everything in that folder is what
+an earlier fincon command of the same kind wrote; anything else (a user's
+notes, a data folder, files put into a run directory afterwards) is named in
+a one-line refusal and left alone. The run directories, the datasets and the
+status-file studies each know their own files; this module holds the one
+walk they share and the way a refusal names what it found.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def listing(root: Path) -> list[str]:
+    """Every file under ``root`` as a relative POSIX path, and every empty
+    folder with a trailing ``/``; symbolic links are listed, never followed."""
+    out: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        rel = here.relative_to(root)
+        links = [d for d in dirnames if (here / d).is_symlink()]
+        dirnames[:] = sorted(d for d in dirnames if d not in links)
+        for name in [*filenames, *links]:
+            out.append((rel / name).as_posix())
+        if not dirnames and not filenames and not links and rel != Path("."):
+            out.append(rel.as_posix() + "/")
+    return sorted(out)
+
+
+def top_level(paths: list[str]) -> list[str]:
+    """The first component of each path (``data/`` for anything in data)."""
+    return sorted({p.split("/")[0] + ("/" if "/" in p else "") for p in paths})
+
+
+def shown(paths: list[str], limit: int = 3) -> str:
+    """At most ``limit`` paths, then how many more."""
+    more = len(paths) - limit
+    return ", ".join(paths[:limit]) + (f" and {more} more" if more > 0 else "")
+
+
+#: the mark every HTML report fincon writes carries in its head: a file at a
+#: report's --out is replaced only when it has it (a page of the user's is not)
+REPORT_MARK = '<meta name="generator" content="fincon">'
+
+
+def is_fincon_report(path: Path) -> bool:
+    """Is the file at ``path`` an HTML report fincon wrote?"""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    return REPORT_MARK.encode() in head

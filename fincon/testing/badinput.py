@@ -1,0 +1,109 @@
+"""The bad-input harness: one command a user could type, checked for the
+one-line error, exit 2 and an untouched folder.
+
+Shared by the rounds of bad-input tables (``tests/test_cli_bad_input*.py``)
+so none of them imports another test file.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+from pathlib import Path
+from typing import Callable, Sequence
+
+#: the bundled sample corpus (prices and events)
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"
+
+
+def tree(root: Path) -> dict[str, float]:
+    """Every path under ``root`` with its file's modification time (0 for a folder)."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            out[str(p.relative_to(root))] = p.stat().st_mtime_ns if p.is_file() else 0
+    return out
+
+
+def run_cli(main: Callable[[list[str]], int], argv: Sequence[str]) -> int:
+    """``fincon ARGV``'s exit code (argparse's own errors included); ``main``
+    is ``fincon.cli.main.main`` (handed in: the test kit sits beside the CLI
+    and does not import it)."""
+    try:
+        return main(list(argv))
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
+def assert_one_line_error(code: int, out: str, err: str, fragment: str) -> str:
+    """Exit 2 and exactly one ``fincon: error: ...`` line holding ``fragment``; the line."""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2, (code, err)
+    assert len(lines) == 1, err
+    assert lines[0].startswith("fincon: error: "), err
+    assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+def _csv_dir(root: Path, name: str, edit) -> str:
+    """A --data directory holding a TSLA.csv derived from the sample by ``edit``."""
+    d = root / name
+    d.mkdir()
+    lines = gzip.decompress((SAMPLE / "prices" / "TSLA.csv.gz").read_bytes()).decode().splitlines()
+    (d / "TSLA.csv").write_text("\n".join(edit(lines)) + "\n")
+    return str(d)
+
+
+def _set_field(lines, row, col, value):
+    out = list(lines)
+    cells = out[row].split(",")
+    cells[col] = value
+    out[row] = ",".join(cells)
+    return out
+
+
+def _day_first(lines):
+    out = [lines[0]]
+    for line in lines[1:]:
+        y, m, d = line[:10].split("-")
+        out.append(f"{d}/{m}/{y}{line[10:]}")
+    return out
+
+
+def fixtures(root: Path) -> dict[str, str]:
+    """Files the first round's cases refer to (and the later rounds build on), made once per test in ``root``."""
+    root.mkdir()
+    f: dict[str, str] = {}
+    f["inf_close"] = _csv_dir(root, "inf_close", lambda ls: _set_field(ls, 1200, 4, "inf"))
+    f["inf_adj"] = _csv_dir(root, "inf_adj", lambda ls: _set_field(ls, 1200, 5, "inf"))
+    f["day_first"] = _csv_dir(root, "day_first", _day_first)
+    f["close_only"] = _csv_dir(root, "close_only", lambda ls: [",".join(x.split(",")[i] for i in (0, 4)) for x in ls])
+    gz = root / "corrupt_gz"
+    gz.mkdir()
+    (gz / "TSLA.csv.gz").write_bytes((SAMPLE / "prices" / "TSLA.csv.gz").read_bytes()[:400])
+    f["corrupt_gz"] = str(gz)
+    (root / "a_file").write_text("not a directory\n")
+    f["a_file"] = str(root / "a_file")
+    (root / "latin1.yaml").write_bytes("tickers: [TSLA]\n# r\xe9sum\xe9\n".encode("latin-1"))
+    f["latin1"] = str(root / "latin1.yaml")
+    (root / "binary.yaml").write_bytes(bytes(range(256)))
+    f["binary"] = str(root / "binary.yaml")
+    (root / "key.yaml").write_text(
+        "strategies: [llm-trader]\nllm: {backend: openai, model: x, api_key_env: sk-proj-abc123def456}\n"
+    )
+    f["key_cfg"] = str(root / "key.yaml")
+    (root / "notsqlite").write_text("hello, I am not a database\n" * 50)
+    f["notsqlite"] = str(root / "notsqlite")
+    for name, text in (("run_empty", ""), ("run_garbage", "what,is\nthis,file\n")):
+        (root / name).mkdir()
+        (root / name / "equity.csv").write_text(text)
+        f[name] = str(root / name)
+    (root / "run_ok").mkdir()
+    (root / "run_ok" / "equity.csv").write_text("date,value\n2023-01-03,100.0\n2023-01-04,101.0\n")
+    f["run_ok"] = str(root / "run_ok")
+    (root / "audio_dir").mkdir()
+    f["audio_dir"] = str(root / "audio_dir")
+    (root / "empty.ogg").write_bytes(b"")
+    f["empty_ogg"] = str(root / "empty.ogg")
+    return f

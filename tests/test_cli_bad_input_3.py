@@ -1,0 +1,194 @@
+"""Bad input, third round (issue 34): a user's folder is never deleted, no
+flag is silently ignored, no dataset quietly changes meaning.
+
+The same harness as the earlier rounds (``fincon.testing.badinput``): each
+case is one command a user could type, which must exit 2 with exactly one
+``fincon: error: ...`` line naming the cause and leave every file as it was.
+The data-loss cases build a folder of the user's own files and check that
+every one of them survives, byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fincon.cli.main import main
+from fincon.testing.badinput import assert_one_line_error, run_cli, tree
+
+WINDOW = ["--start", "2022-10-05", "--end", "2022-10-20"]
+BT = ["backtest", "--ticker", "AAPL", "--no-progress", *WINDOW]
+YAHOO = "Date,Open,High,Low,Close,Adj Close,Volume\n"
+
+
+def _users_folder(root: Path, name: str) -> str:
+    """A folder of the user's own: a config.yaml and a metrics.json of theirs
+    (the names a run writes), notes and a data folder."""
+    d = root / name
+    (d / "data").mkdir(parents=True)
+    (d / "config.yaml").write_text("a: 1\n")
+    (d / "metrics.json").write_text('{"mine": true}\n')
+    (d / "notes.txt").write_text("notes\n")
+    (d / "data" / "prices.csv").write_text("x,y\n1,2\n")
+    return str(d)
+
+
+def _training_folder(root: Path) -> str:
+    """What ``fincon train`` leaves: a status file, its config and episode runs."""
+    d = root / "training"
+    ep = d / "episodes" / "ep-01"
+    ep.mkdir(parents=True)
+    (d / "train.json").write_text(json.dumps({"config": {"tickers": ["AAPL"]}, "options": {}, "status": "complete"}))
+    (d / "config.yaml").write_text("tickers: [AAPL]\n")
+    (ep / "metrics.json").write_text('{"cr_pct": 1.0}\n')
+    (ep / "equity.csv").write_text("date,value\n2022-10-05,100\n")
+    return str(d)
+
+
+def _failed_training(root: Path) -> str:
+    """A training that failed before finishing an episode, with the user's file put beside it."""
+    d = root / "failed_training"
+    d.mkdir()
+    (d / "train.json").write_text(
+        json.dumps({"config": {"tickers": ["MSFT"]}, "options": {}, "status": "failed", "error": "x"})
+    )
+    (d / "thesis.md").write_text("my notes on this training\n")
+    return str(d)
+
+
+def _csv_source(root: Path) -> tuple[str, str]:
+    """A news table and a price folder for ``data import csv``."""
+    prices = root / "csv_prices"
+    prices.mkdir()
+    rows = [f"2020-01-{d:02d},10,11,9,10.5,10.5,1000" for d in (2, 3, 6, 7, 8)]
+    (prices / "AAA.csv").write_text(YAHOO + "\n".join(rows) + "\n")
+    news = root / "news.csv"
+    news.write_text("ticker,published,source,title,text,url\nAAA,2020-01-03,news,t,AAA beats.,\n")
+    return str(news), str(prices)
+
+
+def fixtures(root: Path) -> dict[str, str]:
+    root.mkdir()
+    f = {"users": _users_folder(root, "proj"), "training": _training_folder(root)}
+    f["failed_training"] = _failed_training(root)
+    f["news"], f["prices"] = _csv_source(root)
+    fake = root / "fake_dataset"  # a dataset.json the user wrote, not an import's
+    fake.mkdir()
+    (fake / "dataset.json").write_text('{"name": "my own dataset"}\n')
+    (fake / "README").write_text("mine\n")
+    f["fake_dataset"] = str(fake)
+    (root / "report.html").write_text("<html><body>my own page</body></html>\n")
+    f["own_page"] = str(root / "report.html")
+    return f
+
+
+# id -> (argv with {fixture} placeholders, a fragment the one line must contain)
+CASES: dict[str, tuple[list[str], str]] = {
+    # 1. data loss: a folder is replaced only when fincon wrote everything in it
+    "backtest --replace on a folder of the user's files": (
+        [*BT, "--out", "{users}", "--replace"],
+        "is not an earlier fincon backtest run (no run_manifest.json; it holds config.yaml, data/, metrics.json",
+    ),
+    "demo --out on a folder of the user's files": (["demo", "--out", "{users}"], "not an earlier fincon backtest"),
+    "backtest --replace on a training folder": (
+        [*BT, "--out", "{training}", "--replace"],
+        "not an earlier fincon backtest run (no run_manifest.json; it holds config.yaml, episodes/, train.json",
+    ),
+    "data import --replace over a dataset.json the user wrote": (
+        ["data", "import", "csv", "{news}", "--prices", "{prices}", "--out", "{fake_dataset}", "--replace"],
+        "was not written by fincon",
+    ),
+    "report --out over the user's own page": (
+        ["report", "{training}/episodes/ep-01", "--out", "{own_page}"],
+        "is not a report fincon wrote",
+    ),
+    "train over a failed training's leftovers beside the user's file": (
+        ["train", "--ticker", "TSLA", "--brain", "rules", "--episodes", "1", "--out", "{failed_training}"],
+        "thesis.md, which no fincon training wrote",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_input_gets_one_line_and_exit_2(case, tmp_path, monkeypatch, capfd):
+    fix = fixtures(tmp_path / "fx")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("FINCON_CACHE_DIR", raising=False)
+    argv, fragment = CASES[case]
+    argv = [a.format(**fix) for a in argv]
+    before = tree(tmp_path)
+    contents = {p: p.read_bytes() for p in (tmp_path / "fx").rglob("*") if p.is_file()}
+    code = run_cli(main, argv)
+    out, err = capfd.readouterr()
+    assert_one_line_error(code, out, err, fragment)
+    assert tree(tmp_path) == before
+    assert {p: p.read_bytes() for p in contents} == contents  # every file of the user's, byte for byte
+
+
+def test_replace_swaps_only_an_earlier_run_that_holds_nothing_else(tmp_path, monkeypatch, capfd):
+    """--replace over a real earlier run works; once the user put a file into
+    it (or its manifest no longer lists its files), it is refused and kept."""
+    monkeypatch.chdir(tmp_path)
+    assert run_cli(main, [*BT, "--out", "run"]) == 0
+    manifest = json.loads((tmp_path / "run" / "run_manifest.json").read_text())
+    assert manifest["kind"] == "backtest"
+    assert {"config.yaml", "metrics.json", "equity.csv", "run_manifest.json"} <= set(manifest["files"])
+    first = (tmp_path / "run" / "metrics.json").read_bytes()
+    assert run_cli(main, [*BT, "--out", "run", "--replace"]) == 0
+    assert (tmp_path / "run" / "metrics.json").read_bytes() == first
+    assert not list(tmp_path.glob(".run.*"))  # no staging or replaced leftovers
+    # a report written into the run afterwards is fincon's: replacing still works
+    assert run_cli(main, ["report", "run", "--out", "run/report.html"]) == 0
+    assert run_cli(main, [*BT, "--out", "run", "--replace"]) == 0
+    capfd.readouterr()
+    (tmp_path / "run" / "mine.txt").write_text("keep me\n")
+    (tmp_path / "run" / "sub").mkdir()
+    code = run_cli(main, [*BT, "--out", "run", "--replace"])
+    out, err = capfd.readouterr()
+    assert_one_line_error(code, out, err, "holds mine.txt, sub/, which no fincon run wrote")
+    assert (tmp_path / "run" / "mine.txt").read_text() == "keep me\n"
+    assert (tmp_path / "run" / "sub").is_dir()
+    # without --replace a new name is taken, the old folder untouched
+    assert run_cli(main, [*BT, "--out", "run"]) == 0
+    assert (tmp_path / "run-2" / "metrics.json").is_file()
+    assert (tmp_path / "run" / "mine.txt").is_file()
+
+
+def test_a_run_from_before_file_lists_is_replaced_only_with_its_own_files(tmp_path, monkeypatch, capfd):
+    """A run written before manifests listed their files is recognised by its
+    manifest's hashes and replaced when it holds only the files such a run wrote."""
+    monkeypatch.chdir(tmp_path)
+    assert run_cli(main, [*BT, "--out", "old"]) == 0
+    path = tmp_path / "old" / "run_manifest.json"
+    legacy = {k: v for k, v in json.loads(path.read_text()).items() if k not in ("kind", "files")}
+    path.write_text(json.dumps(legacy))
+    assert run_cli(main, [*BT, "--out", "old", "--replace"]) == 0
+    path.write_text(json.dumps(legacy))
+    (tmp_path / "old" / "draft.docx").write_text("mine\n")
+    code = run_cli(main, [*BT, "--out", "old", "--replace"])
+    out, err = capfd.readouterr()
+    assert_one_line_error(code, out, err, "holds draft.docx")
+    assert (tmp_path / "old" / "draft.docx").is_file()
+
+
+def test_data_import_replaces_only_its_own_dataset(tmp_path, monkeypatch, capfd):
+    """--replace over an earlier import works; a file the user put into the
+    dataset is named and kept. An existing empty folder is used as it is."""
+    monkeypatch.chdir(tmp_path)
+    news, prices = _csv_source(tmp_path)
+    imp = ["data", "import", "csv", news, "--prices", prices]
+    (tmp_path / "empty").mkdir()
+    assert run_cli(main, [*imp, "--out", "empty"]) == 0
+    assert (tmp_path / "empty" / "dataset.json").is_file()
+    assert run_cli(main, [*imp, "--out", "empty", "--replace"]) == 0
+    capfd.readouterr()
+    (tmp_path / "empty" / "events" / "notes.txt").write_text("mine\n")
+    code = run_cli(main, [*imp, "--out", "empty", "--replace"])
+    out, err = capfd.readouterr()
+    assert_one_line_error(code, out, err, "holds events/notes.txt, which no fincon import wrote")
+    assert (tmp_path / "empty" / "events" / "notes.txt").read_text() == "mine\n"
