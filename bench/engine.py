@@ -65,7 +65,7 @@ def run_fincon(bars: pd.DataFrame) -> float:
     market = MarketData({"SYN": bars}, first_index=0)
     strategy = make_strategy("sma-cross", {"fast": FAST, "slow": SLOW})
     with tempfile.TemporaryDirectory() as tmp:
-        ctx = RunContext(Path(tmp), ("SYN",), {})
+        ctx = RunContext(Path(tmp), ("SYN",))
         t0 = time.perf_counter()
         run_backtest(market, strategy, BrokerSettings(), ctx, progress=False)
         return time.perf_counter() - t0

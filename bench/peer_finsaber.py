@@ -182,8 +182,9 @@ def run_fincon_engine(data: Path, ticker: str, strategy: str, window, args, tmp:
     from fincon.data.prices import load_prices
     from fincon.data.sources import make_source
     from fincon.data.view import MarketData
-    from fincon.engine import BrokerSettings, run_backtest
+    from fincon.engine import run_backtest
     from fincon.strategies import RunContext, make_strategy
+    from fincon.workflow.runner import broker_settings
 
     cfg = build_config(build_parser().parse_args(backtest_argv(data, ticker, strategy, window, args)))
     t0 = time.perf_counter()
@@ -191,9 +192,7 @@ def run_fincon_engine(data: Path, ticker: str, strategy: str, window, args, tmp:
     source = make_source(cfg.data.source, cfg.data.dir)
     loaded = load_prices(source, (ticker,), pd.Timestamp(cfg.start), pd.Timestamp(cfg.end), warmup=strat.warmup)
     market = MarketData(loaded.frames, loaded.first_index)
-    res = run_backtest(
-        market, strat, BrokerSettings(**cfg.broker.model_dump()), RunContext(tmp, (ticker,), {}), progress=False
-    )
+    res = run_backtest(market, strat, broker_settings(cfg.broker), RunContext(tmp, (ticker,)), progress=False)
     wall = time.perf_counter() - t0
     return wall, float(res.values[-1] / args.cash - 1.0), pd.Series(res.values, index=res.dates)
 

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from fincon.cli.main import main
-from fincon.engine.broker import per_share_commission
+from fincon.engine.costs import per_share_commission
 
 SAMPLE = Path(__file__).resolve().parents[1] / "fincon" / "data" / "sample" / "prices" / "TSLA.csv.gz"
 RUN = [
@@ -150,7 +150,7 @@ def test_llm_spend_is_charged_to_the_account(tmp_path, buy):
         market,
         _Spender(buy),
         BrokerSettings(cash=10_000.0, charge_llm=True),
-        RunContext(tmp_path, ("TSLA",), {}),
+        RunContext(tmp_path, ("TSLA",)),
         progress=False,
     )
     # $100 at each decision close (no decision on the last day), taken from the cash from the next day on
@@ -161,3 +161,95 @@ def test_llm_spend_is_charged_to_the_account(tmp_path, buy):
     else:  # all in on day one, sized on the cash left after that day's charge: 9,900 / 100 = 99 shares
         shares = 9_900.0 / 100.0
         assert res.values[-1] == pytest.approx(shares * 104.0 - 400.0, abs=1e-4)
+
+
+# -- what a strategy reads: each model's estimate of a unit's cost (issue 30, item 1) ---------
+
+
+def test_each_cost_model_estimates_a_unit_by_hand():
+    from fincon.engine.costs import costs
+
+    # percent 0.1 % + 5 bps = 0.0015 of value
+    assert costs(commission=0.001, slippage_model="bps", slippage=5).unit_cost(250.0) == pytest.approx(0.0015)
+    # per-share $0.05 at $250 = 0.02 %; its 1 % cap does not bind; range: 10 % of a $5 range = $0.50 = 0.2 %
+    c = costs(commission_model="per-share", commission_per_share=0.05, slippage_model="range", slippage=0.1)
+    assert c.unit_cost(250.0, high=252.0, low=247.0) == pytest.approx(0.0002 + 0.002)
+    # per-share capped by its maximum: $0.05 a share on a $2 stock is 2.5 %, capped at 1 %
+    assert costs(commission_model="per-share", commission_per_share=0.05).unit_cost(2.0) == pytest.approx(0.01)
+    assert costs(commission_model="zero", slippage=0.002).unit_cost(10.0) == pytest.approx(0.002)
+
+
+TEAM = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", "--no-progress"]
+TEAM_WINDOW = ["--start", "2022-10-05", "--end", "2022-12-30"]
+
+
+def _team_run(tmp_path: Path, name: str, *costs: str) -> tuple[list[dict], pd.DataFrame]:
+    out = tmp_path / name
+    assert main([*TEAM, *TEAM_WINDOW, *costs, "--no-benchmark", "--out", str(out)]) == 0
+    decisions = [json.loads(line) for line in (out / "decisions.jsonl").read_text().splitlines()]
+    return decisions, pd.read_csv(out / "trades.csv")
+
+
+def _actions(decisions: list[dict]) -> list:
+    return [(d["date"], d.get("actions"), d.get("weights")) for d in decisions]
+
+
+def test_the_team_reads_one_cost_however_it_is_spelled(tmp_path):
+    """5 bps of slippage written as a fraction or in basis points is one cost:
+    the rules team decides the same every day and trades (it made 0 trades when
+    5 bps was read as 500 %); under a per-share commission it sees a cost, not zero."""
+    percent, trades = _team_run(tmp_path, "pct", "--slippage", "0.0005")
+    bps, bps_trades = _team_run(tmp_path, "bps", "--slippage-model", "bps", "--slippage", "5")
+    assert _actions(percent) == _actions(bps)
+    assert len(trades) == len(bps_trades) > 10
+    free, _ = _team_run(tmp_path, "free")
+    dear, _ = _team_run(tmp_path, "dear", "--commission-model", "per-share", "--commission-per-share", "2.0")
+    assert _actions(dear) != _actions(free)  # $2 a share (about 1 % at these prices, the cap) is seen
+
+
+def test_a_per_share_cost_is_its_percent_equivalent_at_the_days_price(tmp_path):
+    """Per share at a known price is the percent it amounts to there: the
+    team's estimate for that day is the same number, so its decision is too."""
+    from fincon.agents.team import make_fincon_team
+    from fincon.data.view import PortfolioSnapshot
+    from fincon.engine.costs import costs
+    from fincon.strategies.base import RunContext
+    from fincon.testing import market_for
+
+    market = market_for(["TSLA"])
+    view = market.view_at(market.first_index, PortfolioSnapshot(1e6, 1e6, {"TSLA": 0.0}, {}))
+    price = view.price("TSLA")
+    per_share = costs(commission_model="per-share", commission_per_share=0.002 * price, commission_max=0.0)
+    percent = costs(commission=0.002)
+
+    def estimate(c) -> float:
+        team = make_fincon_team({"brain": "rules", "events": "sample"}, {})
+        team.start(RunContext(tmp_path / f"r{id(c)}", ("TSLA",), costs=c))
+        team.pool = ("TSLA",)
+        return team.unit_costs(view)["TSLA"]
+
+    assert estimate(per_share) == pytest.approx(estimate(percent), rel=1e-12) == pytest.approx(0.002)
+
+
+def test_the_estimate_moves_the_threshold_by_the_documented_amount():
+    """docs/agents.md: opening a position needs the neutral band plus COST_WEIGHT
+    x the unit cost; a reversal trades two units. A view just above the
+    free threshold opens a position at zero cost and holds at 10 bps."""
+    from fincon.agents.brains import COST_WEIGHT, NEUTRAL_BAND, ManagerTask, rules_manager
+    from fincon.agents.reports import AnalystReport, Insight
+
+    def task(score: float, cost: float) -> ManagerTask:
+        r = AnalystReport(
+            role="news", ticker="T", direction="bullish", confidence=score, insights=[Insight(text="x", citations=[])]
+        )
+        return ManagerTask(day="2022-10-05", tickers=("T",), reports={"T": [r]}, weights={"news": 1.0},
+                           unit_cost={"T": cost})  # fmt: skip
+
+    cost = 0.001
+    shift = COST_WEIGHT * cost  # 25 x 10 bps = 0.025 of score for one unit
+    assert shift == pytest.approx(0.025)
+    just_above = NEUTRAL_BAND + 0.01
+    assert rules_manager(task(just_above, 0.0)).actions["T"] == "buy"
+    assert rules_manager(task(just_above, cost)).actions["T"] == "hold"
+    assert rules_manager(task(NEUTRAL_BAND + shift + 0.001, cost)).actions["T"] == "buy"
+    assert rules_manager(task(NEUTRAL_BAND + shift - 0.001, cost)).actions["T"] == "hold"

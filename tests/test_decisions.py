@@ -46,7 +46,7 @@ def _task(score: float, held: float, band: float = 0.1, cost: float = 0.0) -> Ma
         weights={"news": 1.0},
         position={"T": held},
         hold_band=band,
-        unit_cost=cost,
+        unit_cost={"T": cost},
     )
 
 

@@ -119,7 +119,7 @@ def _market(bump: float = 1.0) -> MarketData:
 
 def _run(strategy: LLMTrader, data: MarketData, run_dir: Path) -> tuple[list, dict]:
     """A minimal stand-in for the engine loop: decide each day, stop on StopRun."""
-    ctx = RunContext(run_dir=run_dir, tickers=data.tickers, config={})
+    ctx = RunContext(run_dir=run_dir, tickers=data.tickers)
     strategy.start(ctx)
     rows = []
     stop = None

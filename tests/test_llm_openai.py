@@ -484,7 +484,7 @@ def test_api_key_never_appears_in_anything_the_run_writes(proxy, key_env, tmp_pa
     )
     strat = LLMTrader(settings)
     data = _market()
-    ctx = RunContext(run_dir=tmp_path / "run", tickers=data.tickers, config={})
+    ctx = RunContext(run_dir=tmp_path / "run", tickers=data.tickers)
     strat.start(ctx)
     proxy.faults += ["invalid", "invalid", "500"]  # day 1: typed failure -> fallback; day 2: a retry
     decisions = []
@@ -521,7 +521,7 @@ def test_calls_of_one_day_run_concurrently_up_to_the_limit(proxy, key_env, tmp_p
         concurrency=2,
     )
     strat = LLMTrader(settings)
-    ctx = RunContext(run_dir=tmp_path / "run", tickers=tickers, config={})
+    ctx = RunContext(run_dir=tmp_path / "run", tickers=tickers)
     strat.start(ctx)
     proxy.script = {"AAA": "buy", "BBB": "sell", "CCC": "hold", "DDD": "buy"}
     proxy.faults += ["slow"] * 4

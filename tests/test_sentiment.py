@@ -54,7 +54,7 @@ def _days(strategy, days) -> list[dict]:
 
 def test_point_in_time_sees_a_date_only_item_the_next_day(events, tmp_path):
     s = make_strategy("sentiment", {"events": str(events)})
-    s.start(RunContext(tmp_path, ("TSLA",), {}))
+    s.start(RunContext(tmp_path, ("TSLA",)))
     days = ["2022-07-05", "2022-07-06", "2022-07-07", "2022-07-08"]
     assert [s.score("TSLA", pd.Timestamp(d)) for d in days[:1]] == [0]
     # 07-05: nothing visible yet; 07-06: two positives (07-05's) and one intraday negative -> long;
@@ -65,7 +65,7 @@ def test_point_in_time_sees_a_date_only_item_the_next_day(events, tmp_path):
 def test_same_day_convention_reads_each_date_on_its_own_day(events, tmp_path):
     s = make_strategy("sentiment-same-day", {"events": str(events)})
     assert s.params.timing == "same-day"
-    s.start(RunContext(tmp_path, ("TSLA",), {}))
+    s.start(RunContext(tmp_path, ("TSLA",)))
     # 07-05: its two positives at once (a lookahead for date-only items); 07-06: -1 -> short;
     # 07-07: -2 -> stays short; 07-08: nothing new
     assert _days(s, ["2022-07-05", "2022-07-06", "2022-07-07", "2022-07-08"]) == [{"TSLA": 1.0}, {"TSLA": -1.0}, {}, {}]
@@ -73,10 +73,10 @@ def test_same_day_convention_reads_each_date_on_its_own_day(events, tmp_path):
 
 def test_flat_instead_of_short_and_a_missing_corpus_is_one_line(events, tmp_path):
     s = make_strategy("sentiment", {"events": str(events), "allow_short": False, "size": 0.5})
-    s.start(RunContext(tmp_path, ("TSLA",), {}))
+    s.start(RunContext(tmp_path, ("TSLA",)))
     assert _days(s, ["2022-07-06", "2022-07-08"]) == [{"TSLA": 0.5}, {"TSLA": 0.0}]
     with pytest.raises(ConfigError, match="no events"):
-        make_strategy("sentiment").start(RunContext(tmp_path, ("TSLA",), {"data": {"dir": None}}))
+        make_strategy("sentiment").start(RunContext(tmp_path, ("TSLA",), data_dir=None))
 
 
 def test_investorbench_preset_fills_the_protocol_and_flags_win():

@@ -9,6 +9,7 @@ waits for Whisper.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
@@ -317,7 +318,7 @@ def test_registry_builds_the_team_and_names_bad_params():
 def test_a_window_outside_the_corpus_is_refused_at_start(planted, tmp_path):
     team = FinConTeam(FinConParams(**RULES, events=str(planted)))
     with pytest.raises(ConfigError, match="covers TSLA from 2022-10-05"):
-        team.start(RunContext(tmp_path, ("TSLA",), {"start": "2022-10-05", "end": "2023-06-09"}))
+        team.start(RunContext(tmp_path, ("TSLA",), dt.date(2022, 10, 5), dt.date(2023, 6, 9)))
 
 
 def test_corpus_coverage_is_the_loaded_stores_and_follows_the_files(tmp_path):

@@ -171,8 +171,9 @@ class ManagerTask:
     #: consolidated-evidence margin (score units, [-1, 1]) beyond the neutral band a held
     #: position needs against it before the rules manager reverses it (no whipsaw on every day's tone)
     hold_band: float = 0.0
-    #: trading cost of one unit of the book (commission + slippage, a fraction of value traded)
-    unit_cost: float = 0.0
+    #: per ticker, the cost of trading one unit of the book today (commission + slippage, a
+    #: fraction of value traded, from the run's cost models); a ticker not named costs nothing
+    unit_cost: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def portfolio(self) -> bool:
@@ -219,7 +220,7 @@ def rules_manager(task: ManagerTask) -> ManagerReport:
         h = (held > 0) - (held < 0)
         want = "buy" if score > 0 else "sell"
         units = 1.0 if h == 0 else 2.0  # a reversal sells the held unit and buys the other side
-        need = NEUTRAL_BAND + (task.hold_band if h else 0.0) + COST_WEIGHT * task.unit_cost * units
+        need = NEUTRAL_BAND + (task.hold_band if h else 0.0) + COST_WEIGHT * task.unit_cost.get(t, 0.0) * units
         # keeping: a single stock's "hold" keeps what is held; in a portfolio "hold" means no
         # position, so a kept position is restated as its direction
         keep = "hold" if not task.portfolio or h == 0 else ("buy" if h > 0 else "sell")
@@ -267,7 +268,7 @@ def hold_band_check(task: ManagerTask, report: ManagerReport) -> tuple[ManagerRe
     if h == 0 or a == "hold" or (a == "buy") == (h > 0):
         return report, None
     score, _ = consensus(task, t)
-    need = NEUTRAL_BAND + task.hold_band + COST_WEIGHT * task.unit_cost * 2.0
+    need = NEUTRAL_BAND + task.hold_band + COST_WEIGHT * task.unit_cost.get(t, 0.0) * 2.0
     if abs(score) > need and h * score < 0:
         return report, None
     note = (

@@ -30,7 +30,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from fincon.data.view import MarketData, PortfolioSnapshot
-from fincon.engine.broker import BrokerSettings, DayVolumeCap, PerShareCommission, RangeSlippageBroker, size_orders
+from fincon.engine.broker import BrokerSettings, size_orders
 from fincon.engine.feed import make_feed
 from fincon.errors import FinconError
 from fincon.risk.metrics import Metrics, compute_metrics
@@ -130,7 +130,7 @@ class _Loop:
         i = len(bts) - 1
         datas = bts.datas
         broker = bts.broker
-        if self.settings.participation is not None:
+        if self.settings.costs.participation is not None:
             for ref, order in list(self.alive.items()):  # a capped order that filled nothing (no volume)
                 self.capped.add(ref)
                 broker.cancel(order)
@@ -230,11 +230,15 @@ class _Loop:
             self._place(bts, by_name[order.ticker], order.size, day, "")
 
     def _day_ranges(self, bts) -> dict[str, float] | None:
-        """Range slippage: each ticker's dollars a share, a fraction of the decision day's high-low."""
-        if self.settings.slippage_model != "range":
+        """A slippage that is no fraction of price (the range model): each
+        ticker's dollars a share, from the decision day's bar."""
+        slippage = self.settings.costs.slippage
+        if slippage.linear_fraction() is not None:
             return None
         ago = 0 if self.settings.fill == "close" else -1  # next_open sizes at t+1's open: day t is bar -1
-        return {d._name: self.settings.slippage * max(0.0, float(d.high[ago]) - float(d.low[ago])) for d in bts.datas}
+        return {
+            d._name: slippage.per_share(float(d.close[ago]), float(d.high[ago]), float(d.low[ago])) for d in bts.datas
+        }
 
     def _place(self, bts, data, size: float, day: str, note: str) -> None:
         o = bts.buy(data=data, size=size) if size > 0 else bts.sell(data=data, size=-size)
@@ -263,7 +267,7 @@ class _Loop:
     def on_order(self, order: bt.Order) -> None:
         row = self.orders.get(order.ref)
         ex = order.executed
-        if order.status == order.Partial and self.settings.participation is not None:
+        if order.status == order.Partial and self.settings.costs.participation is not None:
             # the cap bound: the rest is cancelled now (and, with carry, placed again on this bar's decision)
             self.capped.add(order.ref)
             self._record_fill(order, row)
@@ -330,10 +334,13 @@ class _Loop:
         """Why a capped order stopped short, and its rest carried when the setting says so."""
         if row is None:
             return
+        cap = self.settings.costs.participation
+        if cap is None:
+            return
         rest = row["requested"] - filled
-        carry = self.settings.participation_rest == "carry" and rest > 1e-12
+        carry = cap.rest == "carry" and rest > 1e-12
         note = (
-            f"participation cap {self.settings.participation:.2%} of the day's volume: {rest:.4f} shares not "
+            f"participation cap {cap.participation:.2%} of the day's volume: {rest:.4f} shares not "
             f"filled, {'carried to the next day' if carry else 'cancelled'}"
         )
         row["reason"] = "; ".join(x for x in (row["reason"], note) if x)
@@ -379,26 +386,12 @@ def run_backtest(
     cerebro = bt.Cerebro(stdstats=False, preload=True, cheat_on_open=next_open)
     for ticker in market.tickers:
         cerebro.adddata(make_feed(market.frame(ticker), ticker), name=ticker)
-    if settings.slippage_model == "range":
-        cerebro.setbroker(
-            RangeSlippageBroker(slip_range=settings.slippage, slip_open=True, slip_match=True, slip_out=True)
-        )
+    own = settings.costs.slippage.broker()
+    if own is not None:
+        cerebro.setbroker(own)
     broker = cerebro.broker
     broker.setcash(settings.cash)
-    if settings.commission_model == "per-share":
-        broker.addcommissioninfo(
-            PerShareCommission(
-                per_share=settings.commission_per_share,
-                minimum=settings.commission_min,
-                maximum=settings.commission_max,
-            )
-        )
-    else:
-        broker.setcommission(commission=settings.commission if settings.commission_model == "percent" else 0.0)
-    if settings.slip_fraction:
-        broker.set_slippage_perc(settings.slip_fraction, slip_open=True, slip_match=True, slip_out=True)
-    if settings.participation is not None:
-        broker.set_filler(DayVolumeCap(settings.participation, close_fill=not next_open))
+    settings.costs.install(broker, close_fill=not next_open)
     broker.set_coc(not next_open)
     broker.set_coo(next_open)
     broker.set_shortcash(True)

@@ -446,9 +446,9 @@ def recompute_benchmark(config: dict[str, Any]) -> tuple[pd.Series | None, str]:
         from fincon.data.sources import make_source
         from fincon.data.view import MarketData
         from fincon.engine.backtest import run_backtest
-        from fincon.engine.broker import BrokerSettings
         from fincon.strategies.base import RunContext
         from fincon.strategies.registry import make_strategy
+        from fincon.workflow.runner import broker_settings
 
         cfg = RunConfig(
             **{k: config[k] for k in ("tickers", "start", "end", "data", "broker", "metrics") if k in config},
@@ -461,8 +461,8 @@ def recompute_benchmark(config: dict[str, Any]) -> tuple[pd.Series | None, str]:
             result = run_backtest(
                 market,
                 make_strategy(BENCHMARK),
-                BrokerSettings(**cfg.broker.model_dump()),
-                RunContext(Path(tmp), market.tickers, {}),
+                broker_settings(cfg.broker),
+                RunContext(Path(tmp), market.tickers),
                 alpha=cfg.metrics.alpha,
                 risk_free=cfg.metrics.risk_free,
                 progress=False,

@@ -9,9 +9,10 @@ LLM agent team plugs in exactly like a moving-average crossover.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Mapping, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
     from fincon.data.view import MarketView
@@ -56,18 +57,38 @@ class Decision:
         return cls(weights=weights, rationale=rationale, evidence=tuple(evidence), actions={ticker: action})
 
 
-@dataclass
+class CostEstimate(Protocol):
+    """What trading costs, as a strategy may ask before it decides
+    (:class:`fincon.engine.costs.Costs` is the engine's answer)."""
+
+    def unit_cost(self, price: float, high: float | None = None, low: float | None = None) -> float:
+        """Trading one unit of the book, as a fraction of the value traded,
+        for an order decided on a bar with this close and range."""
+        ...
+
+
+@dataclass(frozen=True)
 class RunContext:
     """What a strategy may know about the run it is part of (not the market).
 
     ``run_dir`` is the (still temporary) run directory: a strategy that keeps
     artifacts of its own (LLM usage, audit logs) writes them there in
-    :meth:`Strategy.finish`.
+    :meth:`Strategy.finish`. ``start`` and ``end`` are the backtest window
+    (None when a caller runs a strategy outside a configured run);
+    ``costs`` are the run's cost models (None: trading is free); ``data_dir``
+    is the run's ``--data`` directory, if any.
     """
 
     run_dir: Path
     tickers: tuple[str, ...]
-    config: Mapping[str, Any]
+    start: dt.date | None = None
+    end: dt.date | None = None
+    costs: CostEstimate | None = None
+    data_dir: Path | None = None
+
+    def unit_cost(self, price: float, high: float | None = None, low: float | None = None) -> float:
+        """The run's cost of trading one unit of the book (0 without cost models)."""
+        return 0.0 if self.costs is None else self.costs.unit_cost(price, high, low)
 
 
 class Strategy:

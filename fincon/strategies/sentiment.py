@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
@@ -45,12 +45,11 @@ class SentimentParams(BaseModel):
     allow_short: bool = True
 
 
-def _events_dir(spec: str | None, config: Any) -> Path:
+def _events_dir(spec: str | None, data_dir: Path | None) -> Path:
     if spec:
         return Path(spec).expanduser()
     from fincon.data.dataset import resolve_dataset
 
-    data_dir = ((config or {}).get("data") or {}).get("dir")
     ds = resolve_dataset(data_dir) if data_dir else None
     if ds is None or not ds.has_events:
         raise ConfigError(
@@ -73,7 +72,7 @@ class SentimentBaseline(Strategy):
     def start(self, ctx: RunContext) -> None:
         from fincon.data.events.sources import build_store
 
-        path = _events_dir(self.params.events, ctx.config)
+        path = _events_dir(self.params.events, ctx.data_dir)
         if not path.is_dir():
             raise ConfigError(f"sentiment baseline: {path} is not an event directory")
         store = build_store([{"type": "directory", "path": path}], tuple(ctx.tickers))

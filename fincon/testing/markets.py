@@ -15,7 +15,7 @@ import pandas as pd
 from fincon.data.prices import load_prices
 from fincon.data.sources import make_source
 from fincon.data.view import FIELDS, MarketData
-from fincon.engine import BrokerSettings, run_backtest
+from fincon.engine import run_backtest
 from fincon.strategies import RunContext
 
 START, END = pd.Timestamp("2022-10-05"), pd.Timestamp("2023-06-09")
@@ -28,10 +28,15 @@ def market_for(tickers, warmup=0, start=START, end=END) -> MarketData:
 
 
 def backtest(market: MarketData, strategy, tmp_path: Path | None = None, **broker):
-    """Run ``strategy`` over ``market`` (no progress bar); ``broker`` are
-    ``BrokerSettings`` fields. The run directory defaults to the cwd."""
-    ctx = RunContext(tmp_path or Path("."), market.tickers, {})
-    return run_backtest(market, strategy, BrokerSettings(**broker), ctx, progress=False)
+    """Run ``strategy`` over ``market`` (no progress bar); ``broker`` are a
+    run config's ``broker`` keys (``commission=0.001``, ``slippage_model="bps"``).
+    The run directory defaults to the cwd."""
+    from fincon.config import BrokerConfig
+    from fincon.workflow.runner import broker_settings
+
+    settings = broker_settings(BrokerConfig(**broker))
+    ctx = RunContext(tmp_path or Path("."), market.tickers, costs=settings.costs)
+    return run_backtest(market, strategy, settings, ctx, progress=False)
 
 
 def perturbed(market: MarketData, cut_day: int, seed: int = 7) -> MarketData:

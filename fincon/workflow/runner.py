@@ -20,12 +20,13 @@ from typing import Any, Mapping
 import pandas as pd
 
 from fincon import __version__
-from fincon.config import RunConfig, typed_strategy_params
+from fincon.config import BrokerConfig, RunConfig, typed_strategy_params
 from fincon.data.prices import load_prices
 from fincon.data.sources import make_source
 from fincon.data.view import MarketData
 from fincon.engine.backtest import BacktestResult, run_backtest
 from fincon.engine.broker import BrokerSettings
+from fincon.engine.costs import costs
 from fincon.engine.rundir import RunDir, check_out_path, write_json
 from fincon.errors import ConfigError, FinconError
 from fincon.strategies.base import RunContext, Strategy
@@ -160,7 +161,7 @@ def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True
     market, dropped = _market(cfg, warmup)
     days_per_year, calendar = calendar_days(cfg, market)
     cfg = cfg.model_copy(update={"metrics": cfg.metrics.model_copy(update={"days_per_year": days_per_year})})
-    settings = BrokerSettings(**cfg.broker.model_dump())
+    settings = broker_settings(cfg.broker)
     target = check_out_path(out) if out is not None else default_out(cfg)
     multi = len(strategies) > 1
 
@@ -173,7 +174,7 @@ def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True
                 market,
                 make_strategy(BENCHMARK),
                 settings,
-                RunContext(staging.path, market.tickers, {}),
+                RunContext(staging.path, market.tickers),
                 alpha=cfg.metrics.alpha,
                 risk_free=cfg.metrics.risk_free,
                 progress=progress,
@@ -183,7 +184,7 @@ def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True
             run_path = staging.path / name if multi else staging.path
             run_path.mkdir(parents=True, exist_ok=True)
             single_cfg = _single_config(cfg, name)
-            ctx = RunContext(run_path, market.tickers, single_cfg.model_dump(mode="json"))
+            ctx = RunContext(run_path, market.tickers, cfg.start, cfg.end, settings.costs, cfg.data.dir)
             result = run_backtest(
                 market,
                 strategy,
@@ -297,34 +298,31 @@ def write_standard(top: Path, cfg: RunConfig, market: MarketData, run_dirs: dict
     )
 
 
-def uses_new_costs(cfg: RunConfig) -> bool:
-    """A commission or slippage model, a participation cap or a charged LLM spend is set."""
-    b = cfg.broker
-    return (
-        b.commission_model != "percent" or b.slippage_model != "percent" or b.participation is not None or b.charge_llm
+def broker_settings(broker: BrokerConfig) -> BrokerSettings:
+    """The engine's broker for a run config's ``broker`` section: the flat
+    settings and flags turned into cost models (fincon.engine.costs)."""
+    b = broker.model_dump()
+    return BrokerSettings(
+        cash=b.pop("cash"),
+        fill=b.pop("fill"),
+        cash_buffer=b.pop("cash_buffer"),
+        charge_llm=b.pop("charge_llm"),
+        costs=costs(**b),
     )
 
 
-def costs_summary(cfg: RunConfig, result: BacktestResult) -> dict[str, Any]:
+def uses_new_costs(settings: BrokerSettings) -> bool:
+    """A commission or slippage model, a participation cap or a charged LLM spend is set."""
+    c = settings.costs
+    return not c.linear or c.participation is not None or settings.charge_llm
+
+
+def costs_summary(settings: BrokerSettings, result: BacktestResult) -> dict[str, Any]:
     """The cost and fill settings in force and what they cost (metrics.json ``costs``)."""
-    b = cfg.broker
     out: dict[str, Any] = {
-        "commission_model": b.commission_model,
-        "slippage_model": b.slippage_model,
-        "slippage": b.slippage,
-        "participation": b.participation,
+        **settings.costs.summary(),
         "commission_paid": round(float(result.trades["commission"].sum()), 6) if len(result.trades) else 0.0,
     }
-    if b.commission_model == "percent":
-        out["commission"] = b.commission
-    elif b.commission_model == "per-share":
-        out.update(
-            commission_per_share=b.commission_per_share,
-            commission_min=b.commission_min,
-            commission_max=b.commission_max,
-        )
-    if b.participation is not None:
-        out["participation_rest"] = b.participation_rest
     if result.llm_cost is not None:
         out["llm_charged_usd"] = round(float(result.llm_cost.sum()), 6)
     if result.orders is not None and len(result.orders):
@@ -362,8 +360,9 @@ def write_run(
     metrics = {"strategy": result.strategy, "status": status, **result.metrics.as_dict()}
     if calendar:
         metrics["annualisation"] = calendar
-    if uses_new_costs(cfg):  # the default broker writes the metrics.json it always wrote (recorded replays)
-        metrics["costs"] = costs_summary(cfg, result)
+    settings = broker_settings(cfg.broker)
+    if uses_new_costs(settings):  # the default broker writes the metrics.json it always wrote (recorded replays)
+        metrics["costs"] = costs_summary(settings, result)
     write_json(path / "metrics.json", metrics)
     summary: dict[str, Any] = {
         "fincon_version": __version__,

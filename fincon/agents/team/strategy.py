@@ -72,7 +72,7 @@ class FinConTeam(Calls, Learning, Strategy):
         self.warmup = max(p.lookback, p.selection_lookback if p.candidates else 0) + 1
         self.protocol = make_protocol(p.protocol, p)
         self.stopped: str | None = None
-        self.unit_cost = 0.0
+        self.ctx: RunContext | None = None
 
     # -- run lifecycle ---------------------------------------------------------
     def start(self, ctx: RunContext) -> None:
@@ -92,12 +92,10 @@ class FinConTeam(Calls, Learning, Strategy):
                 raise ConfigError(
                     f"event corpus {p.events!r} has no events for {t}; fincon needs events for every ticker"
                 )
-        cfg = ctx.config or {}
-        broker = cfg.get("broker") or {}
-        # what a unit of the book costs to trade: the rules manager asks for more evidence to pay it
-        self.unit_cost = float(broker.get("commission") or 0.0) + float(broker.get("slippage") or 0.0)
-        if cfg.get("start") and cfg.get("end"):
-            self._check_window(pd.Timestamp(cfg["start"]), pd.Timestamp(cfg["end"]))
+        # the run's cost models: each day the rules manager asks for more evidence to pay a trade
+        self.ctx = ctx
+        if ctx.start is not None and ctx.end is not None:
+            self._check_window(pd.Timestamp(ctx.start), pd.Timestamp(ctx.end))
         from fincon.memory.store import MemoryStore
 
         self.memory = MemoryStore(Path(ctx.run_dir) / "memory", self._embedder(), write_behind=True)
@@ -162,10 +160,10 @@ class FinConTeam(Calls, Learning, Strategy):
         base = Beliefs.initial({r.name: r.weight for r in self.roles})
         learned = as_params(p.beliefs)
         self.beliefs_warning: str | None = None
-        if learned is not None and (ctx.config or {}).get("start"):
+        if learned is not None and ctx.start is not None:
             from fincon.agents.beliefs import check_window
 
-            self.beliefs_warning = check_window(learned, str(pd.Timestamp(ctx.config["start"]).date()), p.allow_overlap)
+            self.beliefs_warning = check_window(learned, str(ctx.start), p.allow_overlap)
             if self.beliefs_warning:
                 log.warning(self.beliefs_warning)
         if learned is not None:
@@ -185,7 +183,7 @@ class FinConTeam(Calls, Learning, Strategy):
         self.beliefs = base
         self.role_weights = {r.name: weights.get(r.name, r.weight) for r in self.roles}
         self.risk_exposure = min(1.0, weights.get(RISK, 0.5))
-        start = pd.Timestamp((ctx.config or {}).get("start") or "1900-01-01")
+        start = pd.Timestamp(ctx.start or "1900-01-01")
         for r in base.reflections:
             if pd.Timestamp(r.day) < start:
                 self.reflections.add(pd.Timestamp(r.day), "reflection", r.text, {"learned": True})
@@ -322,6 +320,18 @@ class FinConTeam(Calls, Learning, Strategy):
             out["tokens"] = f"{self.ledger.tokens_used:,}"
         return out
 
+    def unit_costs(self, view) -> dict[str, float]:
+        """Each pool ticker's cost of trading one unit of the book today, from
+        the run's cost models and today's bar (what a trade decided now pays)."""
+        if self.ctx is None or self.ctx.costs is None:
+            return {}
+        return {
+            t: self.ctx.unit_cost(
+                view.price(t), float(view.history(t, "high", 1)[-1]), float(view.history(t, "low", 1)[-1])
+            )
+            for t in self.pool
+        }
+
     # -- the day ---------------------------------------------------------------
     def decide(self, view) -> Decision | None:
         day = str(view.date.date())
@@ -371,7 +381,7 @@ class FinConTeam(Calls, Learning, Strategy):
             beliefs=self.beliefs.for_manager(),
             exposure=self.risk_exposure if stance else 1.0,
             hold_band=self.params.hold_band,
-            unit_cost=self.unit_cost,
+            unit_cost=self.unit_costs(view),
             position={t: round(float(view.portfolio.weights.get(t, 0.0)), 1) for t in self.pool},
         )
         decision, m_ans, m_rec = self._manage(task, view, day)

@@ -1,0 +1,368 @@
+"""Trading costs as models: commission, slippage and a fill (participation) cap.
+
+Why classes and not a string switched on: every place that needs a cost
+(the broker backtrader runs, the engine's order sizing, the run's
+``metrics.json``, a strategy's estimate of what a trade costs) used to
+re-derive it from ``commission_model`` / ``slippage_model`` strings, and one
+of them got it wrong (the agent team added the raw ``slippage`` number to a
+percent commission, so 5 bps read as 500 %). Here each model is one typed
+class that answers every question about itself, as zipline's
+``finance/commission.py`` and ``slippage.py`` and nautilus_trader's
+``FeeModel`` / ``FillModel`` do:
+
+* ``fee(size, price)``: the commission of one order (commission models);
+* ``per_share(price, high, low)``: dollars a share against the trader, for an
+  order decided on a bar with that close, high and low (slippage models);
+* ``estimate(...)``: the cost of trading one unit of the book, as a fraction
+  of the value traded: what a strategy reads before it decides to trade;
+* ``install(broker)``: the model's side of backtrader's broker;
+* ``columns``: the bar columns it needs besides the close;
+* ``summary()``: its settings as ``metrics.json`` shows them.
+
+A new cost model is one class here, one line in its registry
+(:data:`COMMISSIONS`, :data:`SLIPPAGES`), one test and one row in
+docs/engine.md (CONTRIBUTING.md, "Adding a cost model").
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+import backtrader as bt
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _CostModel(BaseModel, ABC):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    #: the name the config and metrics.json use
+    name: ClassVar[str]
+    #: bar columns the model reads besides the close
+    columns: ClassVar[tuple[str, ...]] = ()
+
+    def summary(self) -> dict[str, Any]:
+        return {}
+
+
+# -- commission -----------------------------------------------------------------------------
+
+
+class Commission(_CostModel):
+    """What the broker charges per order."""
+
+    def linear_rate(self) -> float | None:
+        """The fraction of value charged on every order when the fee is
+        proportional to value (sized in closed form by the engine), else None."""
+        return None
+
+    @abstractmethod
+    def fee(self, size: float, price: float) -> float:
+        """The commission of an order of ``size`` shares at ``price``."""
+
+    @abstractmethod
+    def estimate(self, price: float) -> float:
+        """A unit of the book traded at ``price``: commission as a fraction of value."""
+
+    @abstractmethod
+    def install(self, broker: bt.brokers.BackBroker) -> None:
+        """Set the commission on backtrader's broker."""
+
+
+class PercentCommission(Commission):
+    """A fraction of the value traded (the default)."""
+
+    name = "percent"
+    commission: float = Field(0.0, ge=0, lt=0.1, description="fraction of traded value")
+
+    def linear_rate(self) -> float:
+        return self.commission
+
+    def fee(self, size: float, price: float) -> float:
+        return abs(size) * price * self.commission
+
+    def estimate(self, price: float) -> float:
+        return self.commission
+
+    def install(self, broker: bt.brokers.BackBroker) -> None:
+        broker.setcommission(commission=self.commission)
+
+    def summary(self) -> dict[str, Any]:
+        return {"commission": self.commission}
+
+
+def per_share_commission(size: float, price: float, per_share: float, minimum: float, maximum: float) -> float:
+    """One order's commission: ``per_share`` a share, at least ``minimum``, at
+    most ``maximum`` times its value (the cap wins over the minimum, as at IB)."""
+    shares = abs(size)
+    if shares == 0:
+        return 0.0
+    fee = max(shares * per_share, minimum)
+    return min(fee, maximum * shares * price) if maximum > 0 else fee
+
+
+class _PerShareCommInfo(bt.CommInfoBase):
+    """backtrader's side of :class:`PerShareCommission`."""
+
+    params = (
+        ("stocklike", True),
+        ("commtype", bt.CommInfoBase.COMM_FIXED),
+        ("percabs", True),
+        ("per_share", 0.005),
+        ("minimum", 1.0),
+        ("maximum", 0.01),
+    )
+
+    def _getcommission(self, size, price, pseudoexec):
+        return per_share_commission(size, price, self.p.per_share, self.p.minimum, self.p.maximum)
+
+
+class PerShareCommission(Commission):
+    """Dollars a share with a minimum and a maximum per order (Interactive
+    Brokers' fixed style: $0.005 a share, at least $1, at most 1 % of value)."""
+
+    name = "per-share"
+    per_share: float = Field(0.005, ge=0, lt=10, description="dollars a share")
+    minimum: float = Field(1.0, ge=0, lt=1000, description="dollars an order at least")
+    maximum: float = Field(0.01, ge=0, lt=1, description="fraction of the order's value at most (0: none)")
+
+    def fee(self, size: float, price: float) -> float:
+        return per_share_commission(size, price, self.per_share, self.minimum, self.maximum)
+
+    def estimate(self, price: float) -> float:
+        """``per_share`` over the price, capped by ``maximum``: the rate of an
+        order large enough that the minimum does not bind (a book's unit is)."""
+        if price <= 0:
+            return 0.0
+        rate = self.per_share / price
+        return min(rate, self.maximum) if self.maximum > 0 else rate
+
+    def install(self, broker: bt.brokers.BackBroker) -> None:
+        broker.addcommissioninfo(
+            _PerShareCommInfo(per_share=self.per_share, minimum=self.minimum, maximum=self.maximum)
+        )
+
+    def summary(self) -> dict[str, Any]:
+        return {"commission_per_share": self.per_share, "commission_min": self.minimum, "commission_max": self.maximum}
+
+
+class ZeroCommission(Commission):
+    """No commission (a broker that earns on the spread or the order flow)."""
+
+    name = "zero"
+
+    def fee(self, size: float, price: float) -> float:
+        return 0.0
+
+    def estimate(self, price: float) -> float:
+        return 0.0
+
+    def install(self, broker: bt.brokers.BackBroker) -> None:
+        broker.setcommission(commission=0.0)
+
+
+# -- slippage -------------------------------------------------------------------------------
+
+
+class Slippage(_CostModel):
+    """How far from the bar's price an order fills, against the trader."""
+
+    def linear_fraction(self) -> float | None:
+        """The fraction of price every order slips when that is all there is
+        to it (backtrader's percent slippage), else None."""
+        return None
+
+    @abstractmethod
+    def per_share(self, price: float, high: float | None = None, low: float | None = None) -> float:
+        """Dollars a share against the trader, for an order decided on a bar
+        with close ``price`` and range ``high``..``low``."""
+
+    def estimate(self, price: float, high: float | None = None, low: float | None = None) -> float:
+        """The same as a fraction of price."""
+        return self.per_share(price, high, low) / price if price > 0 else 0.0
+
+    def broker(self) -> bt.brokers.BackBroker | None:
+        """A broker of its own the model needs (None: backtrader's default)."""
+        return None
+
+    def install(self, broker: bt.brokers.BackBroker) -> None:
+        """Set the slippage on backtrader's broker."""
+
+
+class _FractionSlippage(Slippage):
+    @abstractmethod
+    def linear_fraction(self) -> float: ...
+
+    def install(self, broker: bt.brokers.BackBroker) -> None:
+        if self.linear_fraction():
+            broker.set_slippage_perc(self.linear_fraction(), slip_open=True, slip_match=True, slip_out=True)
+
+    def per_share(self, price: float, high: float | None = None, low: float | None = None) -> float:
+        return price * self.linear_fraction()
+
+
+class PercentSlippage(_FractionSlippage):
+    """A fraction of the price (the default)."""
+
+    name = "percent"
+    slippage: float = Field(0.0, ge=0, lt=0.1, description="fraction of price, against the trader")
+
+    def linear_fraction(self) -> float:
+        return self.slippage
+
+    def summary(self) -> dict[str, Any]:
+        return {"slippage": self.slippage}
+
+
+class BpsSlippage(_FractionSlippage):
+    """Basis points of the price (5 bps = 0.0005)."""
+
+    name = "bps"
+    slippage: float = Field(0.0, ge=0, lt=1000, description="basis points of price, against the trader")
+
+    def linear_fraction(self) -> float:
+        return self.slippage / 1e4
+
+    def summary(self) -> dict[str, Any]:
+        return {"slippage": self.slippage}
+
+
+class _RangeSlippageBroker(bt.brokers.BackBroker):
+    """backtrader's broker, slipping each order by a fraction of the decision
+    day's high-low range (the bar before the one it executes in: known when
+    the order was decided) through backtrader's own fixed-slippage path."""
+
+    params = (("slip_range", 0.0),)
+
+    def _try_exec(self, order):
+        data = order.data
+        self.p.slip_fixed = self.p.slip_range * max(0.0, float(data.high[-1]) - float(data.low[-1]))
+        return super()._try_exec(order)
+
+
+class RangeSlippage(Slippage):
+    """A fraction of the decision day's high-low range (wide days cost more)."""
+
+    name = "range"
+    columns = ("high", "low")
+    slippage: float = Field(0.0, ge=0, lt=1, description="fraction of the decision day's high-low range")
+
+    def per_share(self, price: float, high: float | None = None, low: float | None = None) -> float:
+        if high is None or low is None:
+            return 0.0
+        return self.slippage * max(0.0, float(high) - float(low))
+
+    def broker(self) -> bt.brokers.BackBroker:
+        return _RangeSlippageBroker(slip_range=self.slippage, slip_open=True, slip_match=True, slip_out=True)
+
+    def summary(self) -> dict[str, Any]:
+        return {"slippage": self.slippage}
+
+
+# -- fills ----------------------------------------------------------------------------------
+
+
+class DayVolumeCap:
+    """backtrader filler: an order fills at most ``perc`` of a day's volume
+    (the fill day's: with close fills the decision day, bar -1 when the order
+    executes; with next-open fills the day it executes in)."""
+
+    def __init__(self, perc: float, close_fill: bool):
+        self.perc = perc
+        self.ago = -1 if close_fill else 0
+
+    def day_volume(self, order) -> float:
+        return float(order.data.volume[self.ago])
+
+    def __call__(self, order, price, ago):
+        return min(max(0.0, self.day_volume(order) * self.perc), abs(order.executed.remsize))
+
+
+class Participation(_CostModel):
+    """An order fills at most a share of the day's volume; the rest is
+    cancelled or placed again the next day."""
+
+    name = "participation"
+    columns = ("volume",)
+    participation: float = Field(gt=0, le=1, description="fraction of the day's volume an order may fill")
+    rest: Literal["cancel", "carry"] = Field("cancel", description="the unfilled rest: cancelled or carried")
+
+    def install(self, broker: bt.brokers.BackBroker, close_fill: bool) -> None:
+        broker.set_filler(DayVolumeCap(self.participation, close_fill=close_fill))
+
+    def summary(self) -> dict[str, Any]:
+        return {"participation": self.participation, "participation_rest": self.rest}
+
+
+#: every commission and slippage model by its config name: a new model is one line here
+COMMISSIONS: dict[str, type[Commission]] = {m.name: m for m in (PercentCommission, PerShareCommission, ZeroCommission)}
+SLIPPAGES: dict[str, type[Slippage]] = {m.name: m for m in (PercentSlippage, BpsSlippage, RangeSlippage)}
+
+
+@dataclass(frozen=True)
+class Costs:
+    """The cost models of one run, as the engine applies them and a strategy estimates them."""
+
+    commission: Commission = field(default_factory=lambda: PercentCommission(commission=0.0))
+    slippage: Slippage = field(default_factory=lambda: PercentSlippage(slippage=0.0))
+    participation: Participation | None = None
+
+    @property
+    def linear(self) -> bool:
+        """Commission and slippage both proportional to value (sized in closed form)."""
+        return isinstance(self.commission, PercentCommission) and isinstance(self.slippage, PercentSlippage)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The bar columns the models read besides the close."""
+        cols = [*self.commission.columns, *self.slippage.columns]
+        if self.participation is not None:
+            cols += self.participation.columns
+        return tuple(dict.fromkeys(cols))
+
+    def unit_cost(self, price: float, high: float | None = None, low: float | None = None) -> float:
+        """What trading one unit of the book costs, as a fraction of the value
+        traded, for an order decided on a bar with this close and range."""
+        return self.commission.estimate(price) + self.slippage.estimate(price, high, low)
+
+    def install(self, broker: bt.brokers.BackBroker, close_fill: bool) -> None:
+        self.commission.install(broker)
+        self.slippage.install(broker)
+        if self.participation is not None:
+            self.participation.install(broker, close_fill)
+
+    def summary(self) -> dict[str, Any]:
+        """The settings in force, as metrics.json's ``costs`` block names them."""
+        out: dict[str, Any] = {
+            "commission_model": self.commission.name,
+            "slippage_model": self.slippage.name,
+            **self.slippage.summary(),
+            "participation": None if self.participation is None else self.participation.participation,
+            **self.commission.summary(),
+        }
+        if self.participation is not None:
+            out["participation_rest"] = self.participation.rest
+        return out
+
+
+def costs(
+    commission_model: str = "percent",
+    slippage_model: str = "percent",
+    participation: float | None = None,
+    participation_rest: str = "cancel",
+    **params: Any,
+) -> Costs:
+    """:class:`Costs` from the flat settings a run config and the flags use
+    (``commission``, ``commission_per_share``, ``commission_min``,
+    ``commission_max``, ``slippage``); each model takes the keys it owns."""
+    commission_keys = {
+        "percent": {"commission": "commission"},
+        "per-share": {"commission_per_share": "per_share", "commission_min": "minimum", "commission_max": "maximum"},
+        "zero": {},
+    }[commission_model]
+    commission = COMMISSIONS[commission_model](
+        **{new: params[old] for old, new in commission_keys.items() if old in params}
+    )
+    slippage = SLIPPAGES[slippage_model](**({"slippage": params["slippage"]} if "slippage" in params else {}))
+    fill = None if participation is None else Participation(participation=participation, rest=participation_rest)  # type: ignore[arg-type]
+    return Costs(commission, slippage, fill)
