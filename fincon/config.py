@@ -12,6 +12,7 @@ every run directory as ``config.yaml``.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping
 
@@ -98,7 +99,33 @@ class BrokerConfig(_Section):
         limit = {"percent": 0.1, "bps": 1000.0, "range": 1.0}[self.slippage_model]
         if self.slippage >= limit:
             raise ValueError(
-                f"slippage {self.slippage} is too large for the {self.slippage_model} model (below {limit:g})"
+                f"broker.slippage {self.slippage} is too large for the {self.slippage_model} model (below {limit:g})"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _no_unused_setting(self):
+        """A setting its model does not read is an error, not silently dropped
+        (a per-share price under the percent model ran at zero cost)."""
+        defaults = type(self).model_fields
+        per_share = ("commission_per_share", "commission_min", "commission_max")
+        if self.commission_model != "per-share":
+            for key in per_share:
+                if getattr(self, key) != defaults[key].default:
+                    raise ValueError(
+                        f"broker.{key} applies to broker.commission_model per-share, not "
+                        f"{self.commission_model}; set that model or drop broker.{key}"
+                    )
+        if self.commission_model != "percent" and self.commission != 0:
+            raise ValueError(
+                f"broker.commission is the percent model's rate; broker.commission_model {self.commission_model} "
+                "does not read it: drop broker.commission"
+                + (" (per-share prices are broker.commission_per_share)" if self.commission_model == "per-share" else "")
+            )
+        if self.participation is None and self.participation_rest != "cancel":
+            raise ValueError(
+                "broker.participation_rest applies to a participation cap; set broker.participation (e.g. 0.025) "
+                "or drop broker.participation_rest"
             )
         return self
 
@@ -241,8 +268,40 @@ def _set_path(tree: dict, dotted: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
-def load_config(path: Path | None = None, overrides: dict[str, Any] | None = None) -> RunConfig:
-    """Read ``path`` (YAML), apply dotted ``overrides`` and validate."""
+def name_flags(message: str, flags: Mapping[str, str] | None) -> str:
+    """``message`` with each config key the user set by a flag named as that
+    flag (``broker.commission_per_share`` -> ``--commission-per-share``): an
+    error names what the user typed, not fincon's internal keys."""
+    if not flags:
+        return message
+    hit = False
+    for key in sorted(flags, key=len, reverse=True):
+        for form in (f"{key}:", f"{key} ", f"{key};", f"{key},", f"{key})"):
+            if form in message:
+                message = message.replace(form, flags[key] + form[len(key) :])
+                hit = True
+        if message.endswith(key):
+            message = message[: -len(key)] + flags[key]
+            hit = True
+    if hit:
+        message = re.sub(r"^config: ", "", message)
+        message = re.sub(r"^[a-z_]+: (?=.*--)", "", message)  # the section's name, when a flag is named
+    return message
+
+
+def load_config(
+    path: Path | None = None, overrides: dict[str, Any] | None = None, flags: Mapping[str, str] | None = None
+) -> RunConfig:
+    """Read ``path`` (YAML), apply dotted ``overrides`` and validate.
+    ``flags`` maps the override keys the user gave as flags to those flags,
+    so an error names the flag (``--events``), not the key."""
+    try:
+        return _load_config(path, overrides)
+    except ConfigError as exc:
+        raise ConfigError(name_flags(str(exc), flags)) from None
+
+
+def _load_config(path: Path | None = None, overrides: dict[str, Any] | None = None) -> RunConfig:
     tree: dict[str, Any] = {}
     if path is not None:
         try:

@@ -81,7 +81,26 @@ def fixtures(root: Path) -> dict[str, str]:
     f["fake_dataset"] = str(fake)
     (root / "report.html").write_text("<html><body>my own page</body></html>\n")
     f["own_page"] = str(root / "report.html")
+    f["no_items"] = _dataset_without_items(root)
+    (root / "zero.yaml").write_text("broker: {commission_model: zero, commission: 0.001}\n")
+    f["zero_cfg"] = str(root / "zero.yaml")
     return f
+
+
+def _dataset_without_items(root: Path) -> str:
+    """A dataset of prices alone (``data import csv`` of an empty news table)."""
+    from fincon.cli.main import main
+
+    (root / "empty_news.csv").write_text("ticker,published,source,title,text,url\n")
+    out = root / "no_items"
+    assert main(["data", "import", "csv", str(root / "empty_news.csv"), "--prices", str(root / "csv_prices"),
+                 "--out", str(out)]) == 0  # fmt: skip
+    return str(out)
+
+
+SMA = ["backtest", "--ticker", "AAPL", "--strategy", "sma-cross", "--no-progress", "--start", "2022-10-05",
+       "--end", "2022-11-15"]  # fmt: skip
+EXP = ["experiment", "--ticker", "TSLA", "--brain", "rules", "--no-progress"]
 
 
 # id -> (argv with {fixture} placeholders, a fragment the one line must contain)
@@ -107,6 +126,53 @@ CASES: dict[str, tuple[list[str], str]] = {
     "train over a failed training's leftovers beside the user's file": (
         ["train", "--ticker", "TSLA", "--brain", "rules", "--episodes", "1", "--out", "{failed_training}"],
         "thesis.md, which no fincon training wrote",
+    ),
+    # 2. flags silently ignored: each is an error naming the flag
+    "per-share price without the per-share model": (
+        [*SMA, "--commission-per-share", "0.05", "--json"],
+        "--commission-per-share applies to --commission-model per-share",
+    ),
+    "per-share price at its default without the model": (
+        [*SMA, "--commission-per-share", "0.005"],
+        "--commission-per-share applies to --commission-model per-share",
+    ),
+    "commission minimum without the per-share model": ([*SMA, "--commission-min", "2"], "--commission-min applies"),
+    "commission maximum without the per-share model": ([*SMA, "--commission-max", "0.02"], "--commission-max applies"),
+    "a percent rate under per-share": (
+        [*SMA, "--commission-model", "per-share", "--commission", "0.001"],
+        "--commission is the percent model's rate; --commission-model per-share does not read it",
+    ),
+    "a zero rate under the zero model": (
+        [*SMA, "--commission-model", "zero", "--commission", "0"],
+        "--commission-model zero does not read it",
+    ),
+    "participation rest without a cap": ([*SMA, "--participation-rest", "carry"], "--participation-rest applies to a participation cap"),
+    "sample prices and --data": ([*SMA, "--source", "sample", "--data", "{prices}"], "--source sample does not read"),
+    "a yfinance cache without yfinance": ([*SMA, "--cache-dir", "{prices}"], "--cache-dir is the yfinance"),
+    "a config's commission under the zero model": (
+        [*SMA, "--config", "{zero_cfg}"],
+        "broker.commission is the percent model's rate",
+    ),
+    "split windows with --rolling": (
+        [*EXP, "--rolling", "1y", "--test-start", "2022-10-05"],
+        "--test-start sets the one train/test split; --rolling makes its own windows",
+    ),
+    "the investorbench preset with --rolling": (
+        ["experiment", "--preset", "investorbench", "--rolling", "1y"],
+        "--preset investorbench is one train/test split",
+    ),
+    "a retrieval model for the sample calls": (
+        ["eval", "debate", "--retrieval-model", "x"],
+        "--retrieval-model is the retrieval over filings",
+    ),
+    "transcripts for the filings debate": (
+        ["eval", "debate", "--dataset", "{no_items}", "--transcripts", "whisper"],
+        "--transcripts picks the sample calls",
+    ),
+    # 3. datasets that would quietly change meaning
+    "experiment on a dataset with no items": (
+        [*EXP, "--data", "{no_items}"],
+        "holds prices but no items for the agent team",
     ),
 }
 

@@ -63,9 +63,10 @@ def test_per_share_run_charges_it_and_stays_invested(tmp_path):
     assert "commission_model: per-share" in cfg
 
 
-def test_zero_commission_ignores_the_rate(tmp_path):
-    out = _run(tmp_path, "--commission-model", "zero", "--commission", "0.01")
+def test_zero_commission_charges_nothing(tmp_path):
+    out = _run(tmp_path, "--commission-model", "zero")
     assert pd.read_csv(out / "trades.csv")["commission"].sum() == 0.0
+    assert json.loads((out / "metrics.json").read_text())["costs"]["commission_model"] == "zero"
 
 
 def test_bps_slippage(tmp_path):

@@ -324,11 +324,67 @@ def build_config(args: argparse.Namespace):
     for name, params in _parse_params(args.param).items():
         for key, value in params.items():
             overrides[f"strategy_params.{name}.{key}"] = value
-    cfg = _dataset_events(load_config(args.config, overrides))
+    flags = {key: _flag_of(key) for key, value in overrides.items() if value is not None}
+    if args.config is None:  # nothing but a flag can set these: an error may name their flags too
+        flags.update({key: _flag_of(key) for key in ("broker.commission_model", "broker.participation")})
+    cfg = _dataset_events(load_config(args.config, overrides, flags))
+    check_unused_flags(args, cfg)
     if team and "fincon" not in cfg.strategies:
         flags = ", ".join({"cvar": "--no-cvar"}.get(k, f"--{k}") for k in team)
         raise ConfigError(f"{flags} apply to the agent team; add fincon to --strategy")
     return cfg
+
+
+#: config keys whose flag is not --KEY-WITH-DASHES
+_FLAG_NAMES = {
+    "strategies": "--strategy",
+    "data.dir": "--data",
+    "benchmark": "--no-benchmark",
+    "strategy_params.fincon.cvar": "--no-cvar",
+    "strategy_params.fincon.critics": "--critics",
+}
+
+
+def _flag_of(key: str) -> str:
+    """The flag that sets config ``key`` (``broker.commission_min`` -> ``--commission-min``;
+    a strategy parameter set with --param is named as that --param)."""
+    if key in _FLAG_NAMES:
+        return _FLAG_NAMES[key]
+    if key.startswith("strategy_params.fincon."):
+        return "--" + key.rsplit(".", 1)[1].replace("_", "-")
+    if key.startswith("strategy_params."):
+        return "--param " + key[len("strategy_params.") :]
+    if key.startswith("llm."):
+        return "--llm-" + key[4:].replace("_", "-")
+    return "--" + key.rsplit(".", 1)[-1].replace("_", "-")
+
+
+def check_unused_flags(args: argparse.Namespace, cfg) -> None:
+    """A flag the run would not read is an error (one line, exit 2), never
+    dropped: the config validator catches settings that differ from their
+    defaults; this catches a flag given at its default value too."""
+    b = cfg.broker
+    opt = lambda name: getattr(args, name, None)  # noqa: E731
+    for name in ("commission_per_share", "commission_min", "commission_max"):
+        flag = "--" + name.replace("_", "-")
+        if opt(name) is not None and b.commission_model != "per-share":
+            raise ConfigError(
+                f"{flag} applies to --commission-model per-share (this run's commission model is "
+                f"{b.commission_model}); add --commission-model per-share or drop {flag}"
+            )
+    if opt("commission") is not None and b.commission_model != "percent":
+        raise ConfigError(
+            f"--commission is the percent model's rate; --commission-model {b.commission_model} does not read it: "
+            "drop --commission" + (" (the price a share is --commission-per-share)" if b.commission_model == "per-share" else "")
+        )
+    if opt("participation_rest") is not None and b.participation is None:
+        raise ConfigError("--participation-rest applies to a participation cap: add --participation (e.g. 0.025)")
+    if opt("data") is not None and opt("source") not in (None, "csv"):
+        raise ConfigError(
+            f"--source {opt('source')} does not read --data {opt('data')} (that is a folder of prices): drop one of them"
+        )
+    if opt("cache_dir") is not None and cfg.data.source != "yfinance":
+        raise ConfigError("--cache-dir is the yfinance download cache: add --source yfinance or drop --cache-dir")
 
 
 def _dataset_events(cfg):

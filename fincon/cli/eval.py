@@ -84,8 +84,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument(
         "--transcripts",
         choices=["text", "whisper"],
-        default="text",
-        help="read the call's text (default, fast) or hear its audio through Whisper (cached)",
+        help="read the call's text (default, fast) or hear its audio through Whisper (cached); "
+        "the sample calls only",
     )
     d.add_argument(
         "--dataset",
@@ -100,7 +100,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--retrieval-model",
         metavar="NAME",
         help="a sentence-transformers model (directory or hub name, e.g. a finance-tuned one) for the "
-        "debate's retrieval (default: the offline embedder)",
+        "debate's retrieval over filings (--dataset; default: the offline embedder)",
     )
     d.add_argument("--json", type=Path, metavar="FILE", help="also write the table and every call as JSON")
     add_llm_arguments(d)
@@ -234,10 +234,19 @@ def _debate(args: argparse.Namespace) -> int:
     if args.dataset:
         from fincon.eval import debate_filings
 
+        for flag, value in (("--transcripts", args.transcripts), ("--tickers", args.tickers)):
+            if value is not None:
+                raise ConfigError(f"{flag} picks the sample calls to score; --dataset scores filings: drop {flag}")
+
         _check_datasets(args.dataset)
         res = _run(args, 320, lambda client: debate_filings.run(args.dataset, args.brain, client, args.retrieval_model))
         rows = [r.__dict__ for r in res["results"]]
         return _emit(args, debate_filings.report(res), res, "results", "filings", rows)
+    if args.retrieval_model is not None:
+        raise ConfigError(
+            "--retrieval-model is the retrieval over filings (--dataset DIR); the sample calls are read whole: "
+            "add --dataset or drop --retrieval-model"
+        )
     corpus = debate.sample_tickers()
     missing = [t.upper() for t in (tickers or []) if t.upper() not in corpus]
     if missing:
@@ -245,7 +254,7 @@ def _debate(args: argparse.Namespace) -> int:
             f"nothing to score for {', '.join(missing)}: the sample corpus has no earnings calls of "
             f"{'it' if len(missing) == 1 else 'them'}; pick from {', '.join(corpus)}"
         )
-    res = _run(args, 320, lambda client: debate.run(args.brain, tickers, client, args.transcripts))
+    res = _run(args, 320, lambda client: debate.run(args.brain, tickers, client, args.transcripts or "text"))
     if not res["calls_scored"]:
         raise DataError(
             f"nothing to score: no earnings call of {', '.join(res['tickers'])} in the sample corpus "

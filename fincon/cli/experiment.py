@@ -236,6 +236,8 @@ def build_experiment(args: argparse.Namespace):
     from fincon.cli.backtest import _parse_params
     from fincon.workflow.experiment import load_experiment
 
+    from fincon.errors import ConfigError
+
     events = args.events
     if events and events != "sample":
         events = str(Path(events).expanduser().absolute())
@@ -245,6 +247,25 @@ def build_experiment(args: argparse.Namespace):
         ds = resolve_dataset(args.data)
         if ds is not None and ds.has_events:
             events = str(ds.events_dir.expanduser().absolute())
+        elif ds is not None:  # never the bundled synthetic news beside the user's real prices
+            raise ConfigError(
+                f"--data {args.data} holds prices but no items for the agent team; give an event corpus "
+                "with --events DIR"
+            )
+    if args.rolling:
+        split = {"--train-start": args.train_start, "--train-end": args.train_end,
+                 "--test-start": args.test_start, "--test-end": args.test_end}  # fmt: skip
+        given_split = [k for k, v in split.items() if v is not None]
+        if given_split:
+            raise ConfigError(
+                f"{given_split[0]} sets the one train/test split; --rolling makes its own windows "
+                "(--rolling-start, --rolling-end, --step): drop one of them"
+            )
+        if getattr(args, "preset", None):
+            raise ConfigError(
+                f"--preset {args.preset} is one train/test split with its own windows; --rolling would drop "
+                "them: drop --preset or --rolling"
+            )
     over: dict[str, Any] = {
         "tickers": _split(args.tickers),
         "train.start": args.train_start,
@@ -288,7 +309,6 @@ def build_experiment(args: argparse.Namespace):
     }
     given = [k for k, v in rolling_only.items() if v is not None]
     if given and not args.rolling:
-        from fincon.errors import ConfigError
         from fincon.workflow.experiment import read_yaml
 
         if not (args.config and isinstance(read_yaml(args.config).get("rolling"), dict)):
