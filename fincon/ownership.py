@@ -16,13 +16,19 @@ import os
 from pathlib import Path
 
 
-def listing(root: Path) -> list[str]:
+def listing(root: Path, whole: tuple[str, ...] = ()) -> list[str]:
     """Every file under ``root`` as a relative POSIX path, and every empty
-    folder with a trailing ``/``; symbolic links are listed, never followed."""
+    folder with a trailing ``/``; symbolic links are listed, never followed.
+    A folder named in ``whole`` is one entry (``memory/``), not its files:
+    what a library writes inside it has names of its own choosing (chromadb's
+    are random), and a listing must be the same for the same run."""
     out: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
         rel = here.relative_to(root)
+        for d in [d for d in dirnames if d in whole and not (here / d).is_symlink()]:
+            out.append((rel / d).as_posix() + "/")
+            dirnames.remove(d)
         links = [d for d in dirnames if (here / d).is_symlink()]
         dirnames[:] = sorted(d for d in dirnames if d not in links)
         for name in [*filenames, *links]:

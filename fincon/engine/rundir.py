@@ -56,6 +56,8 @@ _LEGACY_BACKTEST_FILES = frozenset(
     }
 )  # fmt: skip
 _LEGACY_BACKTEST_DIRS = ("memory/",)
+#: folders a run owns whole: the agents' memory (chromadb names its files itself)
+_WHOLE = ("memory",)
 
 
 def check_out_path(out: Path | str) -> Path:
@@ -97,7 +99,7 @@ def foreign_entries(directory: Path, kind: str) -> list[str] | None:
     if found != kind:
         return None
     # a report written into the run after it finished (backtest --report, fincon report --out RUN/...)
-    entries = [e for e in listing(directory) if not (e.endswith(".html") and is_fincon_report(directory / e))]
+    entries = [e for e in listing(directory, _WHOLE) if not (e.endswith(".html") and is_fincon_report(directory / e))]
     if files is not None:
         return [e for e in entries if e not in files]
     return [
@@ -221,7 +223,7 @@ class RunDir:
         except (OSError, ValueError):
             data = {}
         data["kind"] = self.kind
-        data["files"] = sorted({*listing(self.staging), MANIFEST})
+        data["files"] = sorted({*listing(self.staging, _WHOLE), MANIFEST})
         write_json(path, data)
 
     def commit(self) -> Path:
