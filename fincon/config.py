@@ -120,7 +120,11 @@ class BrokerConfig(_Section):
             raise ValueError(
                 f"broker.commission is the percent model's rate; broker.commission_model {self.commission_model} "
                 "does not read it: drop broker.commission"
-                + (" (per-share prices are broker.commission_per_share)" if self.commission_model == "per-share" else "")
+                + (
+                    " (per-share prices are broker.commission_per_share)"
+                    if self.commission_model == "per-share"
+                    else ""
+                )
             )
         if self.participation is None and self.participation_rest != "cancel":
             raise ValueError(

@@ -146,7 +146,10 @@ CASES: dict[str, tuple[list[str], str]] = {
         [*SMA, "--commission-model", "zero", "--commission", "0"],
         "--commission-model zero does not read it",
     ),
-    "participation rest without a cap": ([*SMA, "--participation-rest", "carry"], "--participation-rest applies to a participation cap"),
+    "participation rest without a cap": (
+        [*SMA, "--participation-rest", "carry"],
+        "--participation-rest applies to a participation cap",
+    ),
     "sample prices and --data": ([*SMA, "--source", "sample", "--data", "{prices}"], "--source sample does not read"),
     "a yfinance cache without yfinance": ([*SMA, "--cache-dir", "{prices}"], "--cache-dir is the yfinance"),
     "a config's commission under the zero model": (

@@ -375,7 +375,8 @@ def check_unused_flags(args: argparse.Namespace, cfg) -> None:
     if opt("commission") is not None and b.commission_model != "percent":
         raise ConfigError(
             f"--commission is the percent model's rate; --commission-model {b.commission_model} does not read it: "
-            "drop --commission" + (" (the price a share is --commission-per-share)" if b.commission_model == "per-share" else "")
+            "drop --commission"
+            + (" (the price a share is --commission-per-share)" if b.commission_model == "per-share" else "")
         )
     if opt("participation_rest") is not None and b.participation is None:
         raise ConfigError("--participation-rest applies to a participation cap: add --participation (e.g. 0.025)")

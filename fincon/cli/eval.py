@@ -84,8 +84,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument(
         "--transcripts",
         choices=["text", "whisper"],
-        help="read the call's text (default, fast) or hear its audio through Whisper (cached); "
-        "the sample calls only",
+        help="read the call's text (default, fast) or hear its audio through Whisper (cached); the sample calls only",
     )
     d.add_argument(
         "--dataset",

@@ -234,9 +234,8 @@ def _split(text: str | None) -> list[str] | None:
 
 def build_experiment(args: argparse.Namespace):
     from fincon.cli.backtest import _parse_params
-    from fincon.workflow.experiment import load_experiment
-
     from fincon.errors import ConfigError
+    from fincon.workflow.experiment import load_experiment
 
     events = args.events
     if events and events != "sample":
