@@ -280,13 +280,10 @@ def name_flags(message: str, flags: Mapping[str, str] | None) -> str:
         return message
     hit = False
     for key in sorted(flags, key=len, reverse=True):
-        for form in (f"{key}:", f"{key} ", f"{key};", f"{key},", f"{key})"):
-            if form in message:
-                message = message.replace(form, flags[key] + form[len(key) :])
-                hit = True
-        if message.endswith(key):
-            message = message[: -len(key)] + flags[key]
-            hit = True
+        # the key as a whole word (not inside another key or word: "start" in "restart")
+        pattern = re.compile(rf"(?<![\w.-]){re.escape(key)}(?=[:\s;,)]|$)")
+        message, n = pattern.subn(lambda _m, f=flags[key]: f, message)
+        hit = hit or n > 0
     if hit:
         message = re.sub(r"^config: ", "", message)
         message = re.sub(r"^[a-z_]+: (?=.*--)", "", message)  # the section's name, when a flag is named

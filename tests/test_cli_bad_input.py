@@ -66,6 +66,8 @@ CASES: dict[str, tuple[list[str], str]] = {
             "http://127.0.0.1:9/v1",
             "--llm-model",
             "x",
+            "--llm-knowledge-cutoff",  # the window is after it: no knowledge warning beside the error
+            "2020-01-01",
         ],
         "LLM server http://127.0.0.1:9/v1",
     ),

@@ -442,7 +442,7 @@ def test_train_config_without_dates_trains_on_the_training_window(tmp_path, monk
 
     seen = []
 
-    def fake_train(cfg, out, opts, progress=True):
+    def fake_train(cfg, out, opts, progress=True, **_):
         seen.append((str(cfg.start), str(cfg.end)))
         raise training.FinconError("stop here")
 

@@ -91,7 +91,10 @@ def test_unreadable_csv_is_one_line(tmp_path):
 BAD_ARGS = [
     (["--ticker", "NOPE"], "unknown ticker 'NOPE'"),
     (["--ticker", "TSLA", "--start", "2010-01-04", "--end", "2010-06-01"], "no data in 2010-01-04..2010-06-01"),
-    (["--ticker", "TSLA", "--start", "2023-01-01", "--end", "2022-01-01"], "start 2023-01-01 is after end 2022-01-01"),
+    (
+        ["--ticker", "TSLA", "--start", "2023-01-01", "--end", "2022-01-01"],
+        "--start 2023-01-01 is after --end 2022-01-01",
+    ),
     (["--ticker", "COIN", "--start", "2021-01-04", "--end", "2021-12-31"], "outside the data"),
     (["--ticker", "TSLA", "--end", "2030-01-01"], "outside the data"),
     (["--strategy", "nope"], "unknown strategy 'nope'"),

@@ -92,6 +92,7 @@ def test_summary_against_buy_and_hold_by_hand():
                     "universe": "u",
                     "window": f"k{k}",
                     "strategy": name,
+                    "model_knowledge": "no-model" if name == "buy-and-hold" or k == 0 else "in-training-data",
                     "cr_pct": cr,
                     "sharpe": cr / 10,
                     "mdd_pct": 1.0,
@@ -106,6 +107,7 @@ def test_summary_against_buy_and_hold_by_hand():
     assert s.loc["fincon", "mean_excess_cr_pct"] == pytest.approx(np.mean(team) - 1.0)
     assert s.loc["fincon", "wilcoxon_p"] == pytest.approx(wilcoxon(np.subtract(team, bh)).pvalue)
     assert s.loc["buy-and-hold", "wilcoxon_p"] is None or np.isnan(s.loc["buy-and-hold", "wilcoxon_p"])
+    assert s.loc["fincon", "model_knowledge"] == "in-training-data 5/6, no-model 1/6"  # each window's label, counted
 
 
 def test_small_rolling_run_matches_its_windows(tmp_path, capsys):

@@ -70,6 +70,9 @@ class Beliefs(BaseModel):
     reflections: list[Reflection] = Field(default_factory=list)
     #: set on the beliefs.json a training writes; None: unknown (older files, episodes' intermediate versions)
     window: TrainingWindow | None = None
+    #: set on the beliefs.json a training writes: its window against the cutoff of the model that
+    #: trained it (fincon.llm.knowledge; label no-model for a rules training); None: not recorded
+    model_knowledge: dict[str, Any] | None = None
 
     # -- construction ------------------------------------------------------------
     @classmethod
@@ -114,7 +117,10 @@ class Beliefs(BaseModel):
         return b
 
     def dump(self) -> str:
-        return json.dumps(self.model_dump(), indent=2, sort_keys=True) + "\n"
+        data = self.model_dump()
+        if data.get("model_knowledge") is None:
+            data.pop("model_knowledge", None)  # versions written before it (and episodes' versions) keep their bytes
+        return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
     # -- reading -----------------------------------------------------------------
     def weight(self, perspective: str, default: float = 0.0) -> float:

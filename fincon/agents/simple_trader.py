@@ -83,6 +83,9 @@ class LLMTrader(Strategy):
         self._owns_client = client is None  # a client handed in (shared model) is not closed here
         self.stopped: str | None = None
 
+    def llm_settings(self) -> LLMSettings:
+        return self.settings
+
     @property
     def client(self) -> LLMClient:
         if self._client is None:

@@ -222,7 +222,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=["on", "off"],
         help="numeric critics check the analysts' figures about filings and calls (default off)",
     )
-    add_llm_arguments(p)
+    add_llm_arguments(p, with_cutoff_gate=True)
     m = p.add_argument_group("metrics and output")
     m.add_argument(
         "--alpha",
@@ -448,7 +448,13 @@ def _status_label(result) -> str:
 def run(args: argparse.Namespace) -> int:
     cfg = build_config(args)
     return run_and_report(
-        cfg, args.out, as_json=args.json, progress=not args.no_progress, replace=args.replace, html_report=args.report
+        cfg,
+        args.out,
+        as_json=args.json,
+        progress=not args.no_progress,
+        replace=args.replace,
+        html_report=args.report,
+        require_after_cutoff=args.require_after_cutoff,
     )
 
 
@@ -471,6 +477,7 @@ def run_and_report(
     progress: bool = True,
     replace: bool = False,
     html_report: bool = False,
+    require_after_cutoff: bool = False,
 ) -> int:
     """Run a resolved config, print the table (or JSON) and the notes; the exit status."""
     from fincon.cli.main import EXIT_STOPPED
@@ -479,9 +486,18 @@ def run_and_report(
 
     progress = progress and not as_json
     with _stdout_to_stderr(as_json):
-        report = run_config(cfg, None if out is None else check_out_path(out), progress=progress, replace=replace)
+        report = run_config(
+            cfg,
+            None if out is None else check_out_path(out),
+            progress=progress,
+            replace=replace,
+            require_after_cutoff=require_after_cutoff,
+        )
     # status as in metrics.json (complete / stopped_early / failed); the table shows where a stop happened
     columns = {n: {"status": run_status(r), **r.metrics.as_dict()} for n, r in report.results.items()}
+    for n, block in report.knowledge.items():  # beside every LLM row: may the model remember this window?
+        if n in columns and block["label"] != "no-model":
+            columns[n]["model_knowledge"] = block["label"]
     for name in report.failed:
         columns[name] = {"status": "failed"}
     if report.benchmark is not None:

@@ -190,7 +190,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="a dataset directory from `fincon data import` (prices, events, calendar) or a directory of TICKER.csv files",
     )
     d.add_argument("--cache-dir", type=Path, help="yfinance download cache")
-    add_llm_arguments(p)
+    add_llm_arguments(p, with_cutoff_gate=True)
     x = p.add_argument_group("execution (see Scale-out above)")
     x.add_argument(
         "--executor",
@@ -333,7 +333,11 @@ def run(args: argparse.Namespace) -> int:
         return run_rolling_command(args, exp)
     with open_executor(exp.executor) as executor:
         report = run_experiment(
-            exp, Path(args.out) if args.out else None, progress=not args.no_progress, executor=executor
+            exp,
+            Path(args.out) if args.out else None,
+            progress=not args.no_progress,
+            executor=executor,
+            require_after_cutoff=args.require_after_cutoff,
         )
     if args.json:
         print(json.dumps({"experiment_dir": str(report.out), "ran": report.ran, **report.results}, sort_keys=True))
@@ -366,7 +370,13 @@ def run_rolling_command(args: argparse.Namespace, exp) -> int:
         / ("rolling_" + hashlib.sha256(json.dumps(identity(exp), sort_keys=True).encode()).hexdigest()[:8])
     )
     with open_executor(exp.executor) as executor:
-        report = run_rolling(exp, out, progress=not args.no_progress, executor=executor)
+        report = run_rolling(
+            exp,
+            out,
+            progress=not args.no_progress,
+            executor=executor,
+            require_after_cutoff=args.require_after_cutoff,
+        )
     if args.json:
         print(json.dumps({"rolling_dir": str(report.out), "ran": report.ran, **report.results}, sort_keys=True))
         return 0
@@ -400,6 +410,7 @@ def format_rolling(res: dict[str, Any]) -> str:
             "p vs B&H",
             "median turnover",
             "LLM cost $",
+            "model knowledge",
         )
     ]
     for s in res["summary"]:
@@ -416,6 +427,7 @@ def format_rolling(res: dict[str, Any]) -> str:
                 _f(s["wilcoxon_p"], "{:.4f}"),
                 _f(s["median_turnover"], "{:.2f}"),
                 _f(s["llm_cost_usd"], "{:.4f}"),
+                "" if (s.get("model_knowledge") or "").startswith("no-model") else (s.get("model_knowledge") or ""),
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -430,6 +442,11 @@ def format_rolling(res: dict[str, Any]) -> str:
         "beats B&H: share of windows with a CR above buy-and-hold's on the same window and tickers; "
         "p: two-sided Wilcoxon signed-rank test of per-window CRs paired with buy-and-hold's"
     )
+    if any(s.get("model_knowledge") and not s["model_knowledge"].startswith("no-model") for s in res["summary"]):
+        lines.append(
+            "model knowledge: windows by their label against the model's training-data cutoff; a window the "
+            "model may remember (in-training-data, straddles-cutoff) is no evidence of skill"
+        )
     return "\n".join(lines)
 
 
@@ -445,6 +462,14 @@ def format_results(res: dict[str, Any]) -> str:
         f"test {res['test']['start']} .. {res['test']['end']}  "
         f"({res['brain']} brain, {res['repeats']} repeats x {res['episodes']} episodes)"
     )
+    knows = res.get("model_knowledge") or {}
+    if any(b.get("label") != "no-model" for b in knows.values()):
+        cut = next((b.get("cutoff") for b in knows.values() if b.get("cutoff")), None)
+        head += (
+            "\nmodel knowledge (the team's LLM rows): "
+            + ", ".join(f"{w} window {b['label']}" for w, b in knows.items())
+            + (f" (model {next(iter(knows.values())).get('model') or 'default'}, cutoff {cut})" if cut else "")
+        )
     rows = [
         (
             "run",

@@ -140,4 +140,22 @@ def run(args: argparse.Namespace) -> int:
             f"({type(exc).__name__}: {exc}); `fincon explain ... --json` prints it as stored"
         ) from None
     print(text)
+    line = _knowledge_line(find_team_run(args.run))
+    if line:
+        print(line)
     return 0
+
+
+def _knowledge_line(run: Path) -> str | None:
+    """The run's window against its model's cutoff (metrics.json), as one line."""
+    try:
+        block = json.loads((run / "metrics.json").read_text(encoding="utf-8")).get("model_knowledge")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(block, dict) or block.get("label") in (None, "no-model"):
+        return None
+    cut = block.get("cutoff") or "unknown"
+    return (
+        f"model knowledge: {block['label']} (model {block.get('model') or 'default'}, training-data cutoff {cut}): "
+        + ("the window lies after it" if block["label"] == "after-cutoff" else "the model may remember this window")
+    )

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field, ValidationError
 
-from fincon.cli.args import number
+from fincon.cli.args import iso_date, number
 from fincon.errors import ConfigError
 
 #: ``fincon llm --help`` text: plain, unlike the module docstring (argparse prints it verbatim)
@@ -37,10 +37,16 @@ See docs/llm.md.
 
 
 def add_llm_arguments(
-    parser: argparse.ArgumentParser, *, with_budget: bool = True, cache_default: str = "read-write"
+    parser: argparse.ArgumentParser,
+    *,
+    with_budget: bool = True,
+    cache_default: str = "read-write",
+    with_cutoff_gate: bool = False,
 ) -> None:
     """The LLM flags (a group of their own) for any command that calls a model.
-    ``cache_default`` only changes the help text: the command applies it."""
+    ``cache_default`` only changes the help text: the command applies it.
+    ``with_cutoff_gate``: the command runs windows and refuses, with
+    --require-after-cutoff, one the model may remember."""
     g = parser.add_argument_group("LLM (see docs/llm.md)")
     g.add_argument(
         "--llm-backend",
@@ -92,6 +98,20 @@ def add_llm_arguments(
         metavar="FILE",
         help="YAML/JSON price table: {model: {input_per_million: USD, output_per_million: USD}}",
     )
+    g.add_argument(
+        "--llm-knowledge-cutoff",
+        type=iso_date,
+        metavar="YYYY-MM-DD",
+        help="the model's training-data cutoff, when fincon's table does not know it (docs/llm.md): "
+        "each run labels its window against it (in-training-data, straddles-cutoff, after-cutoff)",
+    )
+    if with_cutoff_gate:
+        g.add_argument(
+            "--require-after-cutoff",
+            action="store_true",
+            help="refuse (exit 2, before any model call) a run whose window is not after the model's "
+            "training-data cutoff: the model may remember what happened there",
+        )
 
 
 _FLAG_TO_FIELD = {
@@ -106,6 +126,7 @@ _FLAG_TO_FIELD = {
     "llm_temperature": "temperature",
     "llm_seed": "seed",
     "llm_timeout": "timeout_s",
+    "llm_knowledge_cutoff": "knowledge_cutoff",
 }
 
 

@@ -133,7 +133,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "episodes and edits the beliefs text even when the episodes run on the rules brain (cheap "
         "episodes, verbal beliefs; the --llm-* flags pick the model)",
     )
-    add_llm_arguments(p)
+    add_llm_arguments(p, with_cutoff_gate=True)
     o = p.add_argument_group("output")
     o.add_argument(
         "--out",
@@ -178,7 +178,13 @@ def run(args: argparse.Namespace) -> int:
         lr=args.lr,
         cvrf_brain=args.cvrf_brain,
     )
-    report = train(cfg, Path(args.out) if args.out else None, opts, progress=not args.no_progress)
+    report = train(
+        cfg,
+        Path(args.out) if args.out else None,
+        opts,
+        progress=not args.no_progress,
+        require_after_cutoff=args.require_after_cutoff,
+    )
     if args.json:
         print(
             json.dumps(
@@ -200,10 +206,28 @@ def run(args: argparse.Namespace) -> int:
     print(f"\ntraining directory: {report.out}")
     print(f"learned beliefs:    {report.out / 'beliefs.json'}  (version {report.beliefs.version})")
     print(f"belief evolution:   {report.out / 'beliefs.png'}")
-    print(
-        f"test them:          fincon backtest --ticker {','.join(cfg.tickers)} --strategy fincon --beliefs {report.out}"
-    )
+    print(f"test them:          {next_command(cfg, report.out)}")
     return 0
+
+
+def next_command(cfg, train_dir: Path) -> str:
+    """The backtest that tests the learned beliefs, with the brain, data and
+    corpus the training used (copying it must not switch a rules training's
+    test to the live model, nor to the bundled sample)."""
+    import shlex
+
+    team = cfg.params("fincon")
+    parts = ["fincon", "backtest", "--ticker", ",".join(cfg.tickers), "--strategy", "fincon"]
+    if team.get("brain", "llm") != "llm":
+        parts += ["--brain", str(team["brain"])]
+    if cfg.data.dir is not None:
+        parts += ["--data", str(cfg.data.dir)]
+    if team.get("events") not in (None, "sample") and not (
+        cfg.data.dir is not None and str(team["events"]).startswith(str(cfg.data.dir))
+    ):
+        parts += ["--events", str(team["events"])]
+    parts += ["--beliefs", str(train_dir)]
+    return shlex.join(parts)
 
 
 def _config_keys(path: Path) -> set[str]:

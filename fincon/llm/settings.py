@@ -9,6 +9,7 @@ message repeats the value.
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Any, Literal
 
@@ -52,6 +53,19 @@ class LLMSettings(BaseModel):
     model_dir: Path | None = None
     #: USD per million tokens by model name; models not listed (all local ones) cost 0
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
+    #: the model's training-data cutoff when fincon.llm.knowledge does not know it
+    knowledge_cutoff: dt.date | None = None
+
+    @field_validator("knowledge_cutoff", mode="before")
+    @classmethod
+    def _iso_cutoff(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            from fincon.validation import parse_iso_date
+
+            return parse_iso_date(v)
+        if isinstance(v, dt.datetime) or (v is not None and not isinstance(v, dt.date)):
+            raise ValueError(f"{v!r} is not a date; give YYYY-MM-DD")
+        return v
 
     @model_validator(mode="before")
     @classmethod

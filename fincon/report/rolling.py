@@ -102,6 +102,7 @@ def _one(r: Rolling, i: int) -> list[str]:
                 "median turnover",
                 "LLM calls",
                 "LLM cost $",
+                "model knowledge",
             ],
             [
                 [
@@ -117,10 +118,11 @@ def _one(r: Rolling, i: int) -> list[str]:
                     num(row.median_turnover, "{:.2f}"),
                     num(int(row.llm_calls)),
                     num(row.llm_cost_usd, "{:.4f}"),
+                    _knowledge(getattr(row, "model_knowledge", None)),
                 ]
                 for row in s.itertuples()
             ],
-            text_cols=[0, 1],
+            text_cols=[0, 1, 12],
         )
     )
     for j, universe in enumerate(dict.fromkeys(r.windows.universe)):
@@ -154,3 +156,11 @@ def section_rolling(data: ReportData) -> str:
         out += _one(r, i)
     out.append("</section>")
     return "\n".join(out)
+
+
+def _knowledge(labels: object) -> str:
+    """The windows' labels against the model's cutoff; blank for no model (or a
+    summary written before the labels)."""
+    if not isinstance(labels, str) or labels.startswith("no-model"):
+        return ""
+    return labels

@@ -36,11 +36,20 @@ def _metric_rows() -> tuple[list[str], dict[str, tuple[str, str]]]:
     return order, {k: (label, fmt) for k, label, fmt in ROWS}
 
 
+def _knowledge(metrics: dict[str, Any]) -> dict[str, Any]:
+    """``metrics`` with its model_knowledge block shown as its label (and the cutoff)."""
+    block = metrics.get("model_knowledge")
+    if not isinstance(block, dict):
+        return metrics
+    cut = f" (cutoff {block['cutoff']})" if block.get("cutoff") else ""
+    return {**metrics, "model_knowledge": f"{block.get('label')}{cut}"}
+
+
 def _columns(data: ReportData) -> dict[str, dict[str, Any]]:
     cols: dict[str, dict[str, Any]] = {}
     for s in data.sources:
         for r in s.runs:
-            cols[r.label] = r.metrics
+            cols[r.label] = _knowledge(r.metrics)
     for b in data.benchmarks:
         if b.run is None and b.metrics is not None:
             cols[b.label] = {"status": "complete", **b.metrics}

@@ -16,6 +16,9 @@ from typing import Any
 #: (metric key, label, format)
 ROWS = [
     ("status", "status", "{}"),
+    # an LLM row's window against its model's training-data cutoff (fincon.llm.knowledge);
+    # shown only when some column calls a model
+    ("model_knowledge", "model knowledge (window vs cutoff)", "{}"),
     ("cr_pct", "CR % (sum of log returns)", "{:.3f}"),
     ("cr_paper_pct", "CR % paper eq.5 (direction)", "{:.3f}"),
     ("cum_simple_return_pct", "cumulative simple return %", "{:.3f}"),
@@ -44,7 +47,10 @@ def format_table(columns: dict[str, dict[str, Any]]) -> str:
     complete its window (so a stopped run is never read as a full one)."""
     names = list(columns)
     rows = [
-        r for r in ROWS if r[0] != "status" or any(c.get("status", "complete") != "complete" for c in columns.values())
+        r
+        for r in ROWS
+        if (r[0] != "status" or any(c.get("status", "complete") != "complete" for c in columns.values()))
+        and (r[0] != "model_knowledge" or any(c.get("model_knowledge") for c in columns.values()))
     ]
     labels = [label for _, label, _ in rows]
     width0 = max(len(x) for x in labels)
@@ -53,6 +59,8 @@ def format_table(columns: dict[str, dict[str, Any]]) -> str:
         row = []
         for n in names:
             v = columns[n].get(key)
+            if key == "model_knowledge" and v is None:
+                v = "no-model"
             row.append("n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else fmt.format(v))
         cells.append(row)
     widths = [max(len(n), *(len(r[i]) for r in cells)) for i, n in enumerate(names)]

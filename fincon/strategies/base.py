@@ -122,6 +122,12 @@ class Strategy:
         day); asked after every day, so keep it cheap."""
         return {}
 
+    def llm_settings(self) -> Any | None:
+        """The settings (an ``LLMSettings``) of the model this strategy calls,
+        or None when it calls none: what the run labels its window against
+        (the model's training-data cutoff, fincon.llm.knowledge)."""
+        return None
+
     def spent_usd(self) -> float:
         """What the strategy's model calls have cost so far, in dollars (0 for a
         strategy that calls no model); asked after every day when the broker

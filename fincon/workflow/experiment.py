@@ -135,10 +135,18 @@ def units(exp: ExperimentConfig) -> tuple[list[Unit], list[Unit]]:
 
 
 def run_experiment(
-    exp: ExperimentConfig, out: Path | None = None, *, progress: bool = True, executor: Executor = serial
+    exp: ExperimentConfig,
+    out: Path | None = None,
+    *,
+    progress: bool = True,
+    executor: Executor = serial,
+    require_after_cutoff: bool = False,
+    warn_knowledge: bool = True,
 ) -> ExperimentReport:
-    """Run (or resume) the experiment; see the module docstring."""
+    """Run (or resume) the experiment; see the module docstring. Windows the
+    team's model may remember are said once (refused with ``require_after_cutoff``)."""
     from fincon.engine.rundir import check_out_path
+    from fincon.workflow.runner import check_knowledge
 
     out = check_out_path(out) if out is not None else default_out(exp)
     state = {"config": exp.model_dump(mode="json")}
@@ -146,6 +154,7 @@ def run_experiment(
     # every check before the first file: the directory, both windows' data, the corpus, the baselines
     claim(out, marker, state, "experiment", _finished_units, EXPERIMENT_LAYOUT)
     check_inputs(exp)
+    check_knowledge(experiment_knowledge(exp), require=require_after_cutoff, warn=warn_knowledge)
     made = [p for p in reversed([out, *out.parents]) if not p.exists()]
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -163,6 +172,20 @@ def run_experiment(
                 except OSError:
                     break
         raise
+
+
+def experiment_knowledge(exp: ExperimentConfig) -> dict[str, dict[str, Any]]:
+    """The team's training and test windows against its model's cutoff
+    (label no-model on the rules brain): what results.json and the table show."""
+    from fincon.llm.knowledge import model_knowledge
+    from fincon.workflow.training import _model_settings
+
+    cfg = train_config(exp, "full", 1, exp.protocols[0])
+    settings = _model_settings(cfg, train_options(exp, "full", 1))
+    return {
+        "training": model_knowledge(settings, exp.train.start, exp.train.end),
+        "test": model_knowledge(settings, exp.test.start, exp.test.end),
+    }
 
 
 def check_inputs(exp: ExperimentConfig) -> None:
@@ -229,6 +252,7 @@ def _run(
     finally:
         bar.close()
     results = collect(exp, out)
+    results["model_knowledge"] = experiment_knowledge(exp)
     write_atomic(out / "results.json", json.dumps(results, indent=1, sort_keys=True) + "\n")
     plot_experiment(exp, out, results)
     write_atomic(marker, json.dumps({**state, "status": "complete"}, indent=1, sort_keys=True) + "\n")

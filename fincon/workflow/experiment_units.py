@@ -155,6 +155,7 @@ def run_unit(unit: Unit, exp: ExperimentConfig, root: Path, progress: bool = Fal
             path,
             train_options(exp, unit.ablation, unit.repeat),
             progress=progress,
+            warn_knowledge=False,  # the experiment says it once
         )
         return str(path)
     cfg = (
@@ -169,7 +170,7 @@ def run_unit(unit: Unit, exp: ExperimentConfig, root: Path, progress: bool = Fal
         else baseline_config(exp)
     )
     path.parent.mkdir(parents=True, exist_ok=True)
-    report = run_config(cfg, path, progress=progress, replace=True)
+    report = run_config(cfg, path, progress=progress, replace=True, warn_knowledge=False)
     if not report.complete:
         why = "; ".join(
             [f"{n}: {r.stopped}" for n, r in report.results.items() if r.stopped]

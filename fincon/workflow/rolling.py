@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -144,10 +145,38 @@ class RollingReport:
     skipped: list[str]
 
 
+def _check_windows_knowledge(cells, require: bool) -> None:
+    """One line for the windows whose test span the team's model may remember."""
+    from fincon.llm.knowledge import warning
+    from fincon.workflow.experiment import experiment_knowledge
+
+    blocks = [experiment_knowledge(c.exp)["test"] for c in cells]
+    flagged = [b for b in blocks if warning(b, "") is not None]
+    if not flagged:
+        return
+    first = flagged[0]
+    line = (
+        f"{len(flagged)} of {len(blocks)} test windows are not after the team's model's training-data cutoff "
+        f"({first['cutoff'] or 'unknown'}; labels: "
+        + ", ".join(sorted({b["label"] for b in flagged}))
+        + "): the model may remember them; their LLM figures are not evidence of skill"
+    )
+    if require:
+        raise ConfigError(f"--require-after-cutoff: {line}")
+    print(f"fincon: warning: {line}", file=sys.stderr)
+
+
 def run_rolling(
-    exp: ExperimentConfig, out: Path, *, progress: bool = True, executor: Executor = serial
+    exp: ExperimentConfig,
+    out: Path,
+    *,
+    progress: bool = True,
+    executor: Executor = serial,
+    require_after_cutoff: bool = False,
 ) -> RollingReport:
-    """Run (or resume) the rolling evaluation; see the module docstring."""
+    """Run (or resume) the rolling evaluation; see the module docstring.
+    Windows the team's model may remember are said in one line (refused
+    with ``require_after_cutoff``) before anything is written."""
     from tqdm import tqdm
 
     from fincon.engine.rundir import check_out_path
@@ -165,6 +194,7 @@ def run_rolling(
             raise type(exc)(
                 f"rolling window {c.window.test.start}..{c.window.test.end} ({c.universe}): {exc}"
             ) from None
+    _check_windows_knowledge(cells, require_after_cutoff)
     state = {"config": identity(exp)}
     marker = out / "rolling.json"
     if out.exists():

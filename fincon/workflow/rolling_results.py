@@ -43,6 +43,7 @@ COLUMNS = (
     "test_end",
     "tickers",
     "strategy",
+    "model_knowledge",
     "cr_pct",
     "sharpe",
     "mdd_pct",
@@ -57,7 +58,10 @@ COLUMNS = (
 def _read(run: Path) -> dict[str, Any]:
     m = json.loads((run / "metrics.json").read_text())
     s = json.loads((run / "summary.json").read_text()).get("strategy_summary") or {}
+    block = m.get("model_knowledge")
     return {
+        # the test window against the strategy's model cutoff (fincon.llm.knowledge)
+        "model_knowledge": block.get("label") if isinstance(block, dict) else None,
         "cr_pct": m.get("cr_pct"),
         "sharpe": m.get("sharpe"),
         "mdd_pct": m.get("mdd_pct"),
@@ -124,6 +128,15 @@ def _finite(x: Any) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
 
 
+def _labels(labels: pd.Series) -> str | None:
+    """How many windows carry each model-knowledge label ("in-training-data 36/36")."""
+    known = labels.dropna()
+    if known.empty:
+        return None
+    counts = known.value_counts()
+    return ", ".join(f"{lab} {int(n)}/{len(labels)}" for lab, n in sorted(counts.items()))
+
+
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     groups = [(u, df[df.universe == u]) for u in dict.fromkeys(df.universe)]
@@ -149,6 +162,7 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
                     "median_turnover": _finite(s["turnover"].astype(float).median()),
                     "llm_calls": int(s["llm_calls"].sum()),
                     "llm_cost_usd": float(s["llm_cost_usd"].sum()),
+                    "model_knowledge": _labels(s["model_knowledge"]),
                 }
             )
     return pd.DataFrame(rows)

@@ -13,6 +13,7 @@ import hashlib
 import json
 import logging
 import shutil
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -46,6 +47,8 @@ class RunReport:
     run_dirs: dict[str, Path] = field(default_factory=dict)
     dropped_dates: int = 0
     failed: dict[str, str] = field(default_factory=dict)  # strategy -> why it finished no day
+    #: strategy -> its model_knowledge block (the window against its model's cutoff)
+    knowledge: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -143,7 +146,37 @@ def preflight(cfg: RunConfig) -> None:
             check(market.tickers, pd.Timestamp(cfg.start), pd.Timestamp(cfg.end))
 
 
-def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True, replace: bool = False) -> RunReport:
+def knowledge(cfg: RunConfig, strategies: Mapping[str, Strategy]) -> dict[str, dict[str, Any]]:
+    """Each strategy's ``model_knowledge`` block: its model's training-data
+    cutoff against the run's window (fincon.llm.knowledge)."""
+    from fincon.llm.knowledge import model_knowledge
+
+    return {name: model_knowledge(s.llm_settings(), cfg.start, cfg.end) for name, s in strategies.items()}
+
+
+def check_knowledge(blocks: Mapping[str, Mapping[str, Any]], *, require: bool = False, warn: bool = True) -> None:
+    """One warning line per LLM strategy whose window is not after its
+    model's cutoff; with ``require`` (--require-after-cutoff) a one-line
+    error instead, raised before any model is called."""
+    from fincon.llm.knowledge import warning
+
+    lines = [w for name, b in blocks.items() if (w := warning(dict(b), name))]
+    if require and lines:
+        raise ConfigError(f"--require-after-cutoff: {lines[0]}")
+    if warn:
+        for line in lines:
+            print(f"fincon: warning: {line}", file=sys.stderr)
+
+
+def run_config(
+    cfg: RunConfig,
+    out: Path | None = None,
+    *,
+    progress: bool = True,
+    replace: bool = False,
+    require_after_cutoff: bool = False,
+    warn_knowledge: bool = True,
+) -> RunReport:
     """Run every strategy of ``cfg`` (plus the benchmark) and write the runs.
 
     A strategy that stops before finishing its first day (a dead LLM server,
@@ -156,6 +189,8 @@ def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True
         name: make_strategy(name, cfg.strategy_params.get(name), cfg.llm_section()) for name in cfg.strategies
     }
     cfg = _resolved(cfg, strategies)
+    blocks = knowledge(cfg, strategies)
+    check_knowledge(blocks, require=require_after_cutoff, warn=False)  # refused before anything else
     want_benchmark = cfg.benchmark and BENCHMARK not in strategies
     warmup = max(s.warmup for s in strategies.values())
     market, dropped = _market(cfg, warmup)
@@ -166,6 +201,7 @@ def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True
     multi = len(strategies) > 1
 
     with RunDir(target, replace=replace) as staging:
+        check_knowledge(blocks, warn=warn_knowledge)  # once the inputs are known good, before any model call
         results: dict[str, BacktestResult] = {}
         failed: dict[str, str] = {}
         benchmark = None
@@ -202,13 +238,18 @@ def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True
                 continue
             results[name] = result
             bench = benchmark if name != BENCHMARK else None
-            write_run(run_path, single_cfg, result, bench, dropped, calendar)
+            write_run(run_path, single_cfg, result, bench, dropped, calendar, blocks[name])
         if not results:
             raise FinconError("; ".join(f"{n} stopped before finishing its first day: {r}" for n, r in failed.items()))
-        write_standard(staging.path, cfg, market, {n: (staging.path / n if multi else staging.path) for n in results})
+        write_standard(
+            staging.path, cfg, market, {n: (staging.path / n if multi else staging.path) for n in results}, blocks
+        )
         if multi:
             (staging.path / "config.yaml").write_text(cfg.to_yaml())
-            table: dict[str, Any] = {n: {"status": run_status(r), **r.metrics.as_dict()} for n, r in results.items()}
+            table: dict[str, Any] = {
+                n: {"status": run_status(r), **r.metrics.as_dict(), "model_knowledge": blocks[n]["label"]}
+                for n, r in results.items()
+            }
             for n, reason in failed.items():
                 table[n] = {"status": "failed", "stop_reason": reason}
             if benchmark is not None:
@@ -221,7 +262,13 @@ def run_config(cfg: RunConfig, out: Path | None = None, *, progress: bool = True
         final = staging.commit()
     run_dirs = {n: (final / n if multi else final) for n in results}
     return RunReport(
-        out=final, results=results, benchmark=benchmark, run_dirs=run_dirs, dropped_dates=dropped, failed=failed
+        out=final,
+        results=results,
+        benchmark=benchmark,
+        run_dirs=run_dirs,
+        dropped_dates=dropped,
+        failed=failed,
+        knowledge=blocks,
     )
 
 
@@ -263,7 +310,13 @@ def _title(cfg: RunConfig) -> str:
     return f"{', '.join(cfg.tickers)}  {cfg.start} .. {cfg.end}"
 
 
-def write_standard(top: Path, cfg: RunConfig, market: MarketData, run_dirs: dict[str, Path]) -> None:
+def write_standard(
+    top: Path,
+    cfg: RunConfig,
+    market: MarketData,
+    run_dirs: dict[str, Path],
+    blocks: Mapping[str, Mapping[str, Any]] | None = None,
+) -> None:
     """round_trips.csv in each run dir; run_summary.csv and run_manifest.json at the top
     (fincon.engine.artifacts: loadable with pandas alone)."""
     from fincon.engine.artifacts import manifest, round_trips, summary_row
@@ -293,9 +346,10 @@ def write_standard(top: Path, cfg: RunConfig, market: MarketData, run_dirs: dict
         f"{n}.{k}": v for n in sorted(cfg.strategy_params) for k, v in sorted(cfg.params(n).items()) if "seed" in k
     }
     seeds.update({f"llm.{k}": v for k, v in sorted(cfg.llm_section().items()) if "seed" in k})
-    write_json(
-        top / "run_manifest.json", manifest(cfg.to_yaml(), {t: market.frame(t) for t in market.tickers}, corpus, seeds)
-    )
+    content = manifest(cfg.to_yaml(), {t: market.frame(t) for t in market.tickers}, corpus, seeds)
+    if blocks:
+        content["model_knowledge"] = {n: dict(blocks[n]) for n in sorted(run_dirs) if n in blocks}
+    write_json(top / "run_manifest.json", content)
 
 
 def broker_settings(broker: BrokerConfig) -> BrokerSettings:
@@ -342,6 +396,7 @@ def write_run(
     benchmark: BacktestResult | None,
     dropped: int,
     calendar: str | None = None,
+    model_knowledge: Mapping[str, Any] | None = None,
 ) -> None:
     """Write one strategy's run directory (every file named in the README)."""
     (path / "config.yaml").write_text(cfg.to_yaml())
@@ -360,6 +415,8 @@ def write_run(
     metrics = {"strategy": result.strategy, "status": status, **result.metrics.as_dict()}
     if calendar:
         metrics["annualisation"] = calendar
+    if model_knowledge is not None:
+        metrics["model_knowledge"] = dict(model_knowledge)
     settings = broker_settings(cfg.broker)
     if uses_new_costs(settings):  # the default broker writes the metrics.json it always wrote (recorded replays)
         metrics["costs"] = costs_summary(settings, result)

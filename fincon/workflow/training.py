@@ -154,20 +154,36 @@ def _check_config(cfg: RunConfig) -> RunConfig:
     return cfg.model_copy(update={"benchmark": False})
 
 
-def _risk_control(cfg: RunConfig, opts: TrainOptions, perspectives: tuple[str, ...]):
-    from fincon.agents.risk_control import RiskControl
+def _model_settings(cfg: RunConfig, opts: TrainOptions):
+    """The settings of the model a training calls (the team's, or the CVRF
+    update's with --cvrf-brain llm), or None when it calls none."""
     from fincon.agents.team import make_fincon_team
 
     team = make_fincon_team(_team_params(cfg), cfg.llm_section())
     if team.params.brain != "llm" and opts.cvrf_brain != "llm":
-        return RiskControl(perspectives, None, opts.lr)
-    from fincon.llm.settings import LLMSettings, build_client
+        return None
+    from fincon.llm.settings import LLMSettings
 
     # the rules team has no LLM settings of its own: the run's llm section, with the team's context size
-    settings = team.settings or LLMSettings.model_validate(
-        {"n_ctx": 4096, **cfg.llm_section(), **(team.params.llm or {})}
-    )
+    return team.settings or LLMSettings.model_validate({"n_ctx": 4096, **cfg.llm_section(), **(team.params.llm or {})})
+
+
+def _risk_control(cfg: RunConfig, opts: TrainOptions, perspectives: tuple[str, ...]):
+    from fincon.agents.risk_control import RiskControl
+
+    settings = _model_settings(cfg, opts)
+    if settings is None:
+        return RiskControl(perspectives, None, opts.lr)
+    from fincon.llm.settings import build_client
+
     return RiskControl(perspectives, build_client(settings), opts.lr)
+
+
+def training_knowledge(cfg: RunConfig, opts: TrainOptions) -> dict[str, Any]:
+    """The training window against its model's cutoff: the label the learned beliefs carry."""
+    from fincon.llm.knowledge import model_knowledge
+
+    return model_knowledge(_model_settings(cfg, opts), cfg.start, cfg.end)
 
 
 def _episode_config(cfg: RunConfig, beliefs_path: Path, k: int, opts: TrainOptions, brain: str) -> RunConfig:
@@ -214,15 +230,26 @@ def _episode_row(k: int, run: Path, traj: Trajectory, insights, calls: int) -> d
     }
 
 
-def train(cfg: RunConfig, out: Path | None, opts: TrainOptions, progress: bool = True) -> TrainReport:
-    """Run (or resume) a training; see the module docstring."""
+def train(
+    cfg: RunConfig,
+    out: Path | None,
+    opts: TrainOptions,
+    progress: bool = True,
+    *,
+    require_after_cutoff: bool = False,
+    warn_knowledge: bool = True,
+) -> TrainReport:
+    """Run (or resume) a training; see the module docstring. A training
+    window the model may remember is said in one line (refused with
+    ``require_after_cutoff``), before anything is written."""
     from fincon.agents.team import make_fincon_team
     from fincon.engine.rundir import check_out_path
-    from fincon.workflow.runner import preflight
+    from fincon.workflow.runner import check_knowledge, preflight
 
     cfg = _check_config(cfg)
     team = make_fincon_team(_team_params(cfg), cfg.llm_section())  # validates the team's params now
     brain = team.params.brain
+    check_knowledge({"training": training_knowledge(cfg, opts)}, require=require_after_cutoff, warn=warn_knowledge)
     out = check_out_path(out) if out is not None else default_train_out(cfg, opts)
     state = {"config": cfg.model_dump(mode="json"), "options": opts.state()}
     marker = out / "train.json"
@@ -369,7 +396,7 @@ def _train(
                 if status is not None:  # a former command's episode that did not cover its window
                     rerun[k] = detail
                 ecfg = _episode_config(cfg, start_path, k, opts, brain)
-                report = run_config(ecfg, run_dir, progress=progress, replace=True)
+                report = run_config(ecfg, run_dir, progress=progress, replace=True, warn_knowledge=False)
                 if not report.complete:
                     days = len(report.results[TEAM].dates) if TEAM in report.results else 0
                     err = FinconError(
@@ -401,7 +428,9 @@ def _train(
             _write_atomic(rows_path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
             _write_atomic(
                 out / "beliefs.json",
-                _with_reflections(beliefs, run_dir).model_copy(update={"window": training_window(cfg)}).dump(),
+                _with_reflections(beliefs, run_dir)
+                .model_copy(update={"window": training_window(cfg), "model_knowledge": training_knowledge(cfg, opts)})
+                .dump(),
             )
             if rc.client is not None:
                 rc.client.ledger.write(out)

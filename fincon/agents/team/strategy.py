@@ -320,6 +320,10 @@ class FinConTeam(Calls, Learning, Strategy):
             out["tokens"] = f"{self.ledger.tokens_used:,}"
         return out
 
+    def llm_settings(self):
+        """The model the team calls (None on the rules brain)."""
+        return self.settings if self.params.brain == "llm" else None
+
     def unit_costs(self, view) -> dict[str, float]:
         """Each pool ticker's cost of trading one unit of the book today, from
         the run's cost models and today's bar (what a trade decided now pays)."""

@@ -1,0 +1,137 @@
+"""What the model could already know: its training-data cutoff against the window.
+
+Data-side point in time (nothing on day t depends on data after t) says
+nothing about the model: one trained on text written after a backtest window
+may remember what happened in it (Lopez-Lira, Tang & Zhu, "The Memorization
+Problem"; "Profit Mirage", arXiv 2510.07920, measures agents' Sharpe falling
+by half once the window lies after the cutoff). So every run that calls a
+model labels its window against the model's training-data cutoff:
+
+* ``in-training-data``: the window ends on or before the cutoff;
+* ``straddles-cutoff``: it starts on or before the cutoff and ends after it;
+* ``after-cutoff``: it starts after the cutoff (the only label whose LLM
+  figures can be evidence of skill rather than of memory);
+* ``cutoff-unknown``: no cutoff is known for the model (never a pass);
+* ``no-model``: the strategy calls no model (a rules brain, a baseline).
+
+A cutoff comes from ``llm.knowledge_cutoff`` (``--llm-knowledge-cutoff``)
+when the user gives one, else from :data:`KNOWN` (the bundled models and
+common endpoint models, each with its source). Vendors state a cutoff as a
+month: it is taken as that month's last day, so a window inside the cutoff
+month counts as in the training data. Where a vendor states none (the Qwen2.5
+family), the public release date bounds it from above: a window before the
+release may be in the training data, one after it cannot be.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Label = Literal["in-training-data", "straddles-cutoff", "after-cutoff", "cutoff-unknown", "no-model"]
+LABELS: tuple[Label, ...] = ("in-training-data", "straddles-cutoff", "after-cutoff", "cutoff-unknown", "no-model")
+
+
+@dataclass(frozen=True)
+class Cutoff:
+    """A model's training-data cutoff and where that date comes from."""
+
+    date: dt.date
+    source: str
+
+
+_QWEN25 = Cutoff(
+    dt.date(2024, 9, 19),
+    "no cutoff published; bounded by the Qwen2.5 family's public release on 2024-09-19 "
+    "(Qwen2.5-Coder technical report, arXiv 2409.12186)",
+)
+
+#: known cutoffs by model name (a name matches the longest key it starts with,
+#: case-insensitively); docs/llm.md lists them with their sources
+KNOWN: dict[str, Cutoff] = {
+    # the bundled models (fincon/llm/bundled.py): Qwen2.5-Coder-Instruct GGUFs
+    "qwen2.5-coder-1.5b": _QWEN25,
+    "qwen2.5-coder-0.5b": _QWEN25,
+    "qwen2.5": _QWEN25,
+    "qwen05": _QWEN25,  # the name docs and tests give the bundled 0.5B behind llama_cpp.server
+    "qwen15": _QWEN25,
+    # common endpoint models: the vendors' model pages
+    "gpt-4o": Cutoff(dt.date(2023, 10, 31), "OpenAI model documentation: knowledge cutoff October 2023"),
+    "gpt-4o-mini": Cutoff(dt.date(2023, 10, 31), "OpenAI model documentation: knowledge cutoff October 2023"),
+    "gpt-4-turbo": Cutoff(dt.date(2023, 12, 31), "OpenAI model documentation: knowledge cutoff December 2023"),
+    "gpt-4.1": Cutoff(dt.date(2024, 6, 30), "OpenAI model documentation: knowledge cutoff June 2024"),
+    "gpt-3.5-turbo": Cutoff(dt.date(2021, 9, 30), "OpenAI model documentation: knowledge cutoff September 2021"),
+    "claude-3-5-sonnet": Cutoff(dt.date(2024, 4, 30), "Anthropic model overview: training data cutoff April 2024"),
+    "claude-3-haiku": Cutoff(dt.date(2023, 8, 31), "Anthropic model overview: training data cutoff August 2023"),
+    "llama-3.1": Cutoff(dt.date(2023, 12, 31), "Meta Llama 3.1 model card: knowledge cutoff December 2023"),
+    "meta-llama-3.1": Cutoff(dt.date(2023, 12, 31), "Meta Llama 3.1 model card: knowledge cutoff December 2023"),
+}
+
+#: what a user-given cutoff's source reads
+USER_SOURCE = "given by the user (llm.knowledge_cutoff)"
+
+
+def known_cutoff(model: str | None) -> Cutoff | None:
+    """The cutoff :data:`KNOWN` holds for ``model`` (a name or a GGUF path), or None."""
+    if not model:
+        return None
+    name = str(model).replace("\\", "/").rsplit("/", 1)[-1].lower()
+    name = name.removesuffix(".gguf")
+    best = max((k for k in KNOWN if name.startswith(k)), key=len, default=None)
+    return KNOWN[best] if best is not None else None
+
+
+def cutoff_of(settings: Any) -> Cutoff | None:
+    """The cutoff of the model ``settings`` (an LLMSettings) name: the user's, else a known one."""
+    given = getattr(settings, "knowledge_cutoff", None)
+    if given is not None:
+        return Cutoff(given, USER_SOURCE)
+    model = getattr(settings, "model", None)
+    if model is None and getattr(settings, "backend", "local") == "local":
+        from fincon.llm.bundled import DEFAULT_MODEL
+
+        model = DEFAULT_MODEL
+    return known_cutoff(model)
+
+
+def label(start: dt.date, end: dt.date, cutoff: Cutoff | None) -> Label:
+    """The window ``start``..``end`` against ``cutoff``."""
+    if cutoff is None:
+        return "cutoff-unknown"
+    if end <= cutoff.date:
+        return "in-training-data"
+    if start <= cutoff.date:
+        return "straddles-cutoff"
+    return "after-cutoff"
+
+
+def model_knowledge(settings: Any | None, start: dt.date, end: dt.date) -> dict[str, Any]:
+    """The ``model_knowledge`` block of metrics.json and run_manifest.json:
+    the model, its cutoff and the cutoff's source, the window and its label."""
+    window = {"start": str(start), "end": str(end)}
+    if settings is None:
+        return {"label": "no-model", "model": None, "cutoff": None, "source": None, "window": window}
+    cutoff = cutoff_of(settings)
+    model = getattr(settings, "model", None)
+    return {
+        "label": label(start, end, cutoff),
+        "model": str(model) if model is not None else None,
+        "cutoff": str(cutoff.date) if cutoff else None,
+        "source": cutoff.source if cutoff else None,
+        "window": window,
+    }
+
+
+def warning(block: dict[str, Any], who: str) -> str | None:
+    """One line for an LLM run whose window is not after the model's cutoff, else None."""
+    lab = block["label"]
+    if lab in ("after-cutoff", "no-model"):
+        return None
+    w = block["window"]
+    if lab == "cutoff-unknown":
+        why = "the model's training-data cutoff is unknown (set --llm-knowledge-cutoff YYYY-MM-DD)"
+    else:
+        where = "inside" if lab == "in-training-data" else "across"
+        why = f"the window {w['start']}..{w['end']} lies {where} the model's training data (cutoff {block['cutoff']})"
+    return f"{who}: {why}: the model may remember what happened; its figures here are not evidence of skill ({lab})"

@@ -1,0 +1,95 @@
+"""What the model already knows (issue 31, item 1): every run labels its
+window against its model's training-data cutoff."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+
+from fincon.cli.main import main
+from fincon.llm.knowledge import Cutoff, known_cutoff, label, model_knowledge, warning
+from fincon.llm.settings import LLMSettings
+from fincon.testing.badinput import assert_one_line_error, run_cli, tree
+
+D = dt.date
+CUT = Cutoff(D(2023, 10, 31), "test")
+
+
+@pytest.mark.parametrize(
+    "start,end,expected",
+    [
+        (D(2022, 1, 3), D(2022, 6, 30), "in-training-data"),
+        (D(2023, 10, 1), D(2023, 10, 31), "in-training-data"),  # ends on the cutoff day: inside
+        (D(2023, 10, 1), D(2023, 11, 1), "straddles-cutoff"),
+        (D(2023, 10, 31), D(2024, 3, 1), "straddles-cutoff"),
+        (D(2023, 11, 1), D(2024, 3, 1), "after-cutoff"),
+    ],
+)
+def test_a_window_is_labelled_against_the_cutoff(start, end, expected):
+    assert label(start, end, CUT) == expected
+    assert label(start, end, None) == "cutoff-unknown"  # never a pass
+
+
+def test_known_models_carry_their_cutoff_and_its_source():
+    bundled = known_cutoff("qwen2.5-coder-1.5b")
+    assert bundled is not None and bundled.date == D(2024, 9, 19) and "2409.12186" in bundled.source
+    assert known_cutoff("/models/Qwen2.5-Coder-0.5B-Instruct-Q4_K_M.gguf") == bundled  # a GGUF path
+    assert known_cutoff("gpt-4o-mini-2024-07-18").date == D(2023, 10, 31)  # the longest key wins
+    assert known_cutoff("gpt-4.1-nano").date == D(2024, 6, 30)
+    assert known_cutoff("my-finetune") is None
+
+
+def test_the_block_prefers_the_users_cutoff_and_says_no_model_for_none():
+    win = (D(2022, 10, 5), D(2023, 6, 9))
+    block = model_knowledge(LLMSettings(), *win)  # the bundled default model
+    assert block["label"] == "in-training-data" and block["cutoff"] == "2024-09-19"
+    user = model_knowledge(LLMSettings(backend="openai", model="x", knowledge_cutoff="2022-06-30"), *win)
+    assert user == {
+        "label": "after-cutoff",
+        "model": "x",
+        "cutoff": "2022-06-30",
+        "source": "given by the user (llm.knowledge_cutoff)",
+        "window": {"start": "2022-10-05", "end": "2023-06-09"},
+    }
+    assert warning(user, "fincon") is None
+    assert model_knowledge(None, *win)["label"] == "no-model"
+    unknown = model_knowledge(LLMSettings(backend="openai", model="x"), *win)
+    assert unknown["label"] == "cutoff-unknown" and "--llm-knowledge-cutoff" in warning(unknown, "fincon")
+
+
+def test_a_cutoff_that_is_no_date_is_refused():
+    with pytest.raises(ValueError, match="YYYY-MM-DD"):
+        LLMSettings(knowledge_cutoff="Oct 2023")
+
+
+def test_require_after_cutoff_refuses_before_any_model_call(tmp_path, monkeypatch, capfd):
+    """With --require-after-cutoff a window the model may remember is one line
+    and exit 2, before anything is written or any model loaded (the server
+    named here does not exist: a call would fail differently)."""
+    monkeypatch.chdir(tmp_path)
+    before = tree(tmp_path)
+    argv = ["backtest", "--ticker", "TSLA", "--strategy", "llm-trader", "--start", "2022-10-05", "--end",
+            "2022-10-20", "--llm-backend", "openai", "--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model",
+            "gpt-4o", "--require-after-cutoff"]  # fmt: skip
+    code = run_cli(main, argv)
+    out, err = capfd.readouterr()
+    assert_one_line_error(code, out, err, "--require-after-cutoff: llm-trader: the window 2022-10-05..2022-10-20")
+    assert "cutoff 2023-10-31" in err and "(in-training-data)" in err
+    assert tree(tmp_path) == before
+
+
+def test_every_run_writes_its_block_and_a_rules_run_says_no_model(tmp_path, monkeypatch, capfd):
+    monkeypatch.chdir(tmp_path)
+    argv = ["backtest", "--ticker", "TSLA", "--strategy", "fincon,sma-cross", "--brain", "rules", "--start",
+            "2022-10-05", "--end", "2022-10-20", "--no-progress", "--out", "run"]  # fmt: skip
+    assert main(argv) == 0
+    out, err = capfd.readouterr()
+    assert "model knowledge" not in out and "warning" not in err  # no model: no label row, no warning
+    for name in ("fincon", "sma-cross"):
+        block = json.loads((tmp_path / "run" / name / "metrics.json").read_text())["model_knowledge"]
+        assert block["label"] == "no-model" and block["window"] == {"start": "2022-10-05", "end": "2022-10-20"}
+    manifest = json.loads((tmp_path / "run" / "run_manifest.json").read_text())
+    assert set(manifest["model_knowledge"]) == {"fincon", "sma-cross"}
+    assert json.loads((tmp_path / "run" / "metrics.json").read_text())["fincon"]["model_knowledge"] == "no-model"
