@@ -6,6 +6,8 @@ hold band and the trading cost."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from pydantic import ValidationError
 
@@ -97,3 +99,35 @@ def test_the_hold_band_applies_to_a_model_manager_too(score, held, band, answer,
     assert ("hold_band" in rec) is kept and mgr.summary() == {"team_hold_band_kept": int(kept)}
     if kept:  # "hold" keeps what is held: the long stays on the book
         assert decision.weights.get("T") is None or decision.weights["T"] == pytest.approx(held)
+
+
+def test_every_day_that_holds_a_position_says_what_it_rests_on_and_what_it_leaves(tmp_path):
+    """decisions.jsonl keeps the decision (buy, sell, hold) apart from the book
+    it leaves (long, short, flat and size); a day that keeps or opens a
+    position cites evidence (when the manager cited none, the reports on the
+    held side, said so); a rationale never says "hold" for a day that sells."""
+    from fincon.cli.main import main
+
+    out = tmp_path / "run"
+    argv = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", "--start", "2022-10-05",
+            "--end", "2022-12-30", "--no-progress", "--no-benchmark", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    days = [json.loads(line) for line in (out / "decisions.jsonl").read_text().splitlines()]
+    held = [d for d in days if d["position"]["TSLA"]["side"] != "flat"]
+    assert len(held) > 20
+    assert all(d["evidence"] for d in held)
+    filled = [d for d in held if d["record"].get("evidence_basis")]
+    assert filled and all(not d["record"]["manager"].get("relied_on") for d in filled)
+    book = 0.0
+    for d in days:
+        pos = d["position"]["TSLA"]
+        if d.get("weights"):  # a trade: the target it sets
+            book = d["weights"]["TSLA"]
+            assert pos["size"] == pytest.approx(abs(book), abs=1e-6)
+        else:  # a hold: the position as held (its weight drifts with the price)
+            assert (pos["size"] > 0) == (book != 0)
+        assert pos["side"] == ("long" if book > 0 else "short" if book < 0 else "flat")
+        action = d["actions"]["TSLA"]
+        if action != "hold":
+            assert "-> hold" not in d["rationale"]  # the risk cut restates a kept position as a trade
+    assert any(d["actions"]["TSLA"] == "hold" and d["position"]["TSLA"]["side"] != "flat" for d in days)

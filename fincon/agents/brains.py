@@ -240,13 +240,17 @@ def rules_manager(task: ManagerTask) -> ManagerReport:
     if task.exposure < 1.0:
         # risk-averse stance (CVaR alert): keep only part of the usual exposure;
         # a single stock held through a "hold" is cut too
+        cut = ""
         if len(task.tickers) == 1 and actions[task.tickers[0]] == "hold":
             held = float(task.position.get(task.tickers[0], 0.0))
             if held:
                 actions[task.tickers[0]] = "buy" if held > 0 else "sell"
                 size = min(1.0, abs(held))
+                # the note says what the day does: the kept position is restated, smaller
+                notes[0] = notes[0].replace("-> hold", f"-> {actions[task.tickers[0]]}", 1)
+                cut = f" (the held {'long' if held > 0 else 'short'} is kept, smaller)"
         size = round(size * task.exposure, 6)
-        notes.append(f"risk alert: exposure cut to {task.exposure:.0%}")
+        notes.append(f"risk alert: exposure cut to {task.exposure:.0%}{cut}")
     return ManagerReport(
         actions=actions, size=size, rationale="; ".join(notes)[:600], relied_on=list(dict.fromkeys(relied))[:5]
     )

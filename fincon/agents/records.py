@@ -76,13 +76,25 @@ def format_day(entry: dict[str, Any]) -> str:
         out.append("target weights: " + ", ".join(f"{t} {w:+.3f}" for t, w in sorted(weights.items())))
     elif weights is not None:
         out.append("target weights: none (positions kept)")
+    pos = entry.get("position")
+    if isinstance(pos, dict) and pos:
+        # the decision (buy / sell / hold) apart from the book it leaves (long / short / flat, size)
+        out.append(
+            "position it leaves: "
+            + ", ".join(
+                f"{t} {p['side']}" + (f" {p['size']:.2f}" if p.get("side") != "flat" else "")
+                for t, p in sorted(pos.items())
+                if isinstance(p, dict)
+            )
+        )
     out.append(
         f"manager ({m.get('via')}, {m.get('calls', 0)} call(s), {m.get('reflections_read', 0)} reflection(s) read):"
     )
     out.append(_wrap(m.get("rationale") or entry.get("rationale", ""), "  "))
     relied = m.get("relied_on") or entry.get("evidence") or []
     if relied:
-        out.append("  relied on:")
+        basis = rec.get("evidence_basis")
+        out.append(f"  relied on ({basis}):" if basis else "  relied on:")
         for cid in relied:
             out.append("    " + _quote(evidence.get(cid), cid))
     for key in ("stance", "beliefs"):

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 import backtrader as bt
 import numpy as np
@@ -157,7 +157,7 @@ class _Loop:
             self.values[i] = np.nan
             bts.env.runstop()
             return
-        self._record_decision(view.date, decision)
+        self._record_decision(view.date, decision, weights)
         if self.settings.charge_llm:
             spent = float(self.strategy.spent_usd())
             if spent > self.charged:  # charged at this close: the cash is lower from the next bar on
@@ -184,8 +184,12 @@ class _Loop:
             self.bar.set_postfix(postfix, refresh=False)
         self.bar.update(1)
 
-    def _record_decision(self, date: pd.Timestamp, decision: Decision | None) -> None:
+    def _record_decision(self, date: pd.Timestamp, decision: Decision | None, held: Mapping[str, float]) -> None:
         entry: dict[str, Any] = {"date": date.strftime("%Y-%m-%d")}
+        # the book the decision leaves (its target weights, the rest kept as held), apart from the
+        # decision itself: a "hold" keeps a long, a "sell" may open a short
+        targets = {**held, **(decision.weights if decision is not None else {})}
+        entry["position"] = {t: position(w) for t, w in sorted(targets.items())}
         if decision is None:
             entry["decision"] = None
         else:
@@ -354,6 +358,14 @@ class _Loop:
             self.trades.pop(trade.data._name, None)
         else:
             self.trades[trade.data._name] = trade
+
+
+def position(weight: float) -> dict[str, Any]:
+    """A ticker's place in the book: side (long, short, flat) and size (|weight|)."""
+    w = float(weight)
+    if abs(w) < 1e-9:
+        return {"side": "flat", "size": 0.0}
+    return {"side": "long" if w > 0 else "short", "size": round(abs(w), 6)}
 
 
 def _held_at_close(loop: _Loop, settings: BrokerSettings, n: int) -> np.ndarray:

@@ -419,14 +419,41 @@ class FinConTeam(Calls, Learning, Strategy):
             record["settled"] = settled
         # today's closes: what the risk-control component attributes tomorrow's PnL with
         record["closes"] = {t: round(float(view.price(t)), 6) for t in self.universe}
-        self._remember(view, day, decision, inputs, answers)
+        self._remember(view, day, decision, inputs, answers)  # learning rewards what the manager cited
+        evidence, basis = self._evidence(decision, reports, view)
+        if basis:
+            record["evidence_basis"] = basis
         return Decision(
             weights=decision.weights,
             rationale=decision.rationale,
-            evidence=decision.evidence,
+            evidence=evidence,
             actions=decision.actions,
             record=record,
         )
+
+    def _evidence(self, decision: Decision, reports: Mapping[str, list[AnalystReport]], view) -> tuple[tuple, str]:
+        """What the day rests on, for decisions.jsonl and explain: the ids the
+        manager cited; on a day that keeps or opens a position but cites
+        nothing, the items of the reports on the side of the book it leaves
+        (every report it weighed when none is on that side), said so in
+        ``basis``. Learning is untouched: it rewards the manager's own citations."""
+        if decision.evidence:
+            return tuple(decision.evidence), ""
+        held = view.portfolio.weights if view.portfolio is not None else {}
+        ids: list[str] = []
+        for t in sorted(reports):
+            w = float(decision.weights.get(t, held.get(t, 0.0)))
+            if abs(w) < 1e-9:
+                continue
+            side = "bullish" if w > 0 else "bearish"
+            weighed = [r for r in reports[t] if r.insights]
+            on_side = [r for r in weighed if r.direction == side] or weighed
+            on_side.sort(key=lambda r: (-self.role_weights.get(r.role, 0.0) * r.confidence, r.role))
+            ids += [c for r in on_side for c in r.cited_ids()[:2]]
+        ids = list(dict.fromkeys(ids))[:5]
+        if not ids:
+            return (), ""
+        return tuple(ids), "the manager cited nothing: the items of the reports on the side of the position it keeps"
 
     def _recall(self, reports: Mapping[str, list[AnalystReport]], date) -> list:
         """The manager's past decisions most relevant to today's reports
