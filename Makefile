@@ -80,11 +80,12 @@ lock: $(STAMP)
 	  | sed -E 's/^(torch==[^+]+)\+.*/\1/' | LC_ALL=C sort -f > $(CONSTRAINTS)
 
 # The agent team (bundled 1.5B model, replayed from the cache shipped in
-# fincon/data/demo) beside Markowitz and buy-and-hold: offline, about a minute.
+# fincon/data/demo) trading TSLA beside an SMA crossover and buy-and-hold:
+# offline, about a minute.
 demo: $(DEMO_STAMP)
 	$(BIN)/fincon demo --out runs/demo
 
-# Re-record the demo's model calls and Whisper transcripts (about 10 minutes on
+# Re-record the demo's model calls and Whisper transcripts (about 25 minutes on
 # 2 cores): needed after any change to a prompt, an answer schema or what an
 # agent reads; tests/test_demo.py fails with a cache miss until then.
 record-demo: $(STAMP)

@@ -80,9 +80,9 @@ def run(
                 "strategy_params.fincon.events": str((data / "events").absolute()),
             }
         )
-    cfg = load_config(None, overrides)
     if llm:
-        cfg = cfg.model_copy(update={"llm": llm})
+        overrides["llm"] = llm
+    cfg = load_config(None, overrides)
     t0 = time.perf_counter()
     report = run_config(cfg, out, progress=False)
     wall = time.perf_counter() - t0

@@ -40,6 +40,19 @@ class _Section(BaseModel):
     # inf/nan are never meaningful settings (``--cash inf`` ran with NaN values)
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False):  # type: ignore[override]
+        """A copy with ``update`` validated like the fields it replaces:
+        pydantic's own copy stores the values unchecked, so a dict could stand
+        where a typed section belongs (``bench/team.py`` crashed on a dict as
+        ``llm``, read as LLMSettings two calls later)."""
+        copy = super().model_copy(deep=deep)
+        for key, value in (update or {}).items():
+            try:
+                self.__pydantic_validator__.validate_assignment(copy, key, value)
+            except ValidationError as exc:
+                raise ConfigError("config: " + format_validation_error("", exc, type(self))) from None
+        return copy
+
 
 class DataConfig(_Section):
     source: Literal["sample", "csv", "yfinance"] = "sample"

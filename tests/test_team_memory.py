@@ -115,6 +115,7 @@ def test_the_run_store_holds_every_memory_once_the_run_is_done(tmp_path):
     every MEMORY_FLUSH_DAYS days and at the run's end): once the run is done,
     chromadb holds every entry the team's queries saw, with its access counter."""
     from fincon.agents.team.strategy import MEMORY_FLUSH_DAYS
+    from fincon.memory.collections import open_client, open_collection
     from fincon.memory.index import ScoreIndex
 
     res, team = run_team(["TSLA"], "2022-10-03", "2022-11-30", tmp_path, decision_memory_k=2)
@@ -122,10 +123,12 @@ def test_the_run_store_holds_every_memory_once_the_run_is_done(tmp_path):
     mems = team.memory._procedural
     assert mems and all(m.index.pending() == 0 for m in mems)
     rewarded = 0
+    reopened = open_client(team.memory.path)  # the run closed its store: what a reopened one reads
     for m in mems:
+        col = open_collection(reopened, m.collection.name, team.memory.embedder)
         stored = ScoreIndex()
-        stored.load(m.collection)  # what a reopened store reads
-        assert stored.n == m.collection.count() == m.index.n > 0
+        stored.load(col)
+        assert stored.n == col.count() == m.index.n > 0
         live = {i: (m.index.docs[r], m.index.meta(r)) for i, r in m.index.rows.items()}
         assert {i: (stored.docs[r], stored.meta(r)) for i, r in stored.rows.items()} == live
         rewarded += sum(meta["access"] for _, meta in live.values())

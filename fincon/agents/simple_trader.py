@@ -93,7 +93,11 @@ class LLMTrader(Strategy):
         return self._client
 
     def start(self, ctx: RunContext) -> None:
-        _ = self.client  # fail on a bad config before day one, not mid-run
+        client = self.client  # fail on a bad config before day one, not mid-run
+        if self.settings.anonymize and client.masker is None:  # the ticker in its prompt becomes a pseudonym
+            from fincon.llm.masking import dataset_names, masker_for
+
+            client.masker = masker_for(ctx.tickers, dataset_names(ctx.data_dir, self.settings.aliases))
 
     # -- one ticker ---------------------------------------------------------
     def _ask(self, ticker: str, returns: np.ndarray, day: str) -> TickerCall:

@@ -222,7 +222,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=["on", "off"],
         help="numeric critics check the analysts' figures about filings and calls (default off)",
     )
-    add_llm_arguments(p, with_cutoff_gate=True)
+    add_llm_arguments(p, with_cutoff_gate=True, with_masking=True)
     m = p.add_argument_group("metrics and output")
     m.add_argument(
         "--alpha",

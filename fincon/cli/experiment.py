@@ -190,7 +190,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="a dataset directory from `fincon data import` (prices, events, calendar) or a directory of TICKER.csv files",
     )
     d.add_argument("--cache-dir", type=Path, help="yfinance download cache")
-    add_llm_arguments(p, with_cutoff_gate=True)
+    add_llm_arguments(p, with_cutoff_gate=True, with_masking=True)
     x = p.add_argument_group("execution (see Scale-out above)")
     x.add_argument(
         "--executor",

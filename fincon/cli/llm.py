@@ -42,6 +42,7 @@ def add_llm_arguments(
     with_budget: bool = True,
     cache_default: str = "read-write",
     with_cutoff_gate: bool = False,
+    with_masking: bool = False,
 ) -> None:
     """The LLM flags (a group of their own) for any command that calls a model.
     ``cache_default`` only changes the help text: the command applies it.
@@ -105,6 +106,8 @@ def add_llm_arguments(
         help="the model's training-data cutoff, when fincon's table does not know it (docs/llm.md): "
         "each run labels its window against it (in-training-data, straddles-cutoff, after-cutoff)",
     )
+    if with_masking:
+        _add_masking(g)
     if with_cutoff_gate:
         g.add_argument(
             "--require-after-cutoff",
@@ -112,6 +115,25 @@ def add_llm_arguments(
             help="refuse (exit 2, before any model call) a run whose window is not after the model's "
             "training-data cutoff: the model may remember what happened there",
         )
+
+
+def _add_masking(g) -> None:
+    g.add_argument(
+        "--anonymize",
+        action="store_const",
+        const=True,
+        default=None,
+        help="mask every prompt: the firm's ticker, names and people become pseudonyms ('Company A'), dates "
+        "become day offsets from the decision day, price levels an index (100 at the window's start), large "
+        "dollar figures their order of magnitude; answers map back (docs/llm.md). The rules brain is untouched",
+    )
+    g.add_argument(
+        "--alias",
+        action="append",
+        default=None,
+        metavar="TICKER=NAME",
+        help="with --anonymize: another name of TICKER's firm to mask (repeatable), beside the bundled table",
+    )
 
 
 _FLAG_TO_FIELD = {
@@ -162,6 +184,19 @@ def llm_overrides(args: argparse.Namespace) -> dict[str, Any]:
     out = {k: str(v) if isinstance(v, Path) else v for k, v in out.items()}
     if getattr(args, "llm_prices", None) is not None:
         out["prices"] = load_prices(args.llm_prices)
+    if getattr(args, "anonymize", None):
+        out["anonymize"] = True
+    aliases = getattr(args, "alias", None)
+    if aliases:
+        if not out.get("anonymize"):
+            raise ConfigError("--alias names a firm to mask: it applies with --anonymize")
+        table: dict[str, list[str]] = {}
+        for item in aliases:
+            ticker, sep, name = item.partition("=")
+            if not sep or not ticker.strip() or not name.strip():
+                raise ConfigError(f"--alias {item!r}: expected TICKER=NAME, e.g. --alias NFLX=Netflix")
+            table.setdefault(ticker.strip().upper(), []).append(name.strip())
+        out["aliases"] = table
     return out
 
 

@@ -133,7 +133,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "episodes and edits the beliefs text even when the episodes run on the rules brain (cheap "
         "episodes, verbal beliefs; the --llm-* flags pick the model)",
     )
-    add_llm_arguments(p, with_cutoff_gate=True)
+    add_llm_arguments(p, with_cutoff_gate=True, with_masking=True)
     o = p.add_argument_group("output")
     o.add_argument(
         "--out",

@@ -37,6 +37,7 @@ from fincon.llm.backends.base import Backend
 from fincon.llm.cache import CacheMode, CallCache, call_key
 from fincon.llm.errors import CacheMiss, LLMInvalidAnswer
 from fincon.llm.ledger import UsageLedger
+from fincon.llm.masking import Masker
 from fincon.llm.schema import AnswerInvalid, parse_answer, reask_message, schema_for, schema_instruction
 from fincon.llm.types import LLMResult, Message, SamplingParams, T, Usage, as_messages
 
@@ -70,6 +71,8 @@ class LLMClient:
         self.cache = cache if cache is not None else CallCache(None, CacheMode.OFF)
         self.ledger = ledger if ledger is not None else UsageLedger()
         self.params = params or SamplingParams()
+        #: --anonymize: every prompt and schema masked, every answer mapped back (fincon.llm.masking)
+        self.masker: Masker | None = None
 
     # -- the interface ---------------------------------------------------
     def ask(
@@ -83,25 +86,30 @@ class LLMClient:
     ) -> LLMResult[T]:
         """Ask for one ``output`` object; see the module docstring."""
         params = params or self.params
+        mask = self.masker
         schema = schema_for(output)
+        messages = as_messages(messages)
+        if mask is not None:  # what the model sees names no firm, no date, no price level
+            schema, messages = mask.schema(schema), mask.messages(messages, day)
+        answer = (lambda raw: mask.unmask(raw, day)) if mask is not None else (lambda raw: raw)
         sketch = bool(getattr(self.backend, "enforces_schema", False))
-        msgs = with_schema_instruction(as_messages(messages), schema, sketch)
+        msgs = with_schema_instruction(messages, schema, sketch)
         first = self._call(msgs, schema, params, agent, day)
         try:
-            value = parse_answer(first[0], output)
+            value = parse_answer(answer(first[0]), output)
             return LLMResult(value=value, usage=first[1], keys=(first[2],))
         except AnswerInvalid as exc:
             err1 = str(exc)
         self.ledger.record_reask(agent, day, first[2], err1)
         retry_msgs = msgs + (
             Message(role="assistant", content=first[0]),
-            Message(role="user", content=reask_message(err1, schema, sketch)),
+            Message(role="user", content=reask_message(mask.text(err1, day) if mask else err1, schema, sketch)),
         )
         second = self._call(retry_msgs, schema, params, agent, day)
         keys = (first[2], second[2])
         usage = _combine(first[1], second[1])
         try:
-            value = parse_answer(second[0], output)
+            value = parse_answer(answer(second[0]), output)
             return LLMResult(value=value, usage=usage, keys=keys)
         except AnswerInvalid as exc:
             err2 = str(exc)
@@ -112,7 +120,7 @@ class LLMClient:
                 keys += (third[2],)
                 usage = _combine(usage, third[1])
                 try:
-                    value = parse_answer(third[0], output)
+                    value = parse_answer(answer(third[0]), output)
                     return LLMResult(value=value, usage=usage, keys=keys)
                 except AnswerInvalid as exc:
                     errors += (str(exc),)

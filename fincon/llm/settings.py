@@ -55,6 +55,10 @@ class LLMSettings(BaseModel):
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
     #: the model's training-data cutoff when fincon.llm.knowledge does not know it
     knowledge_cutoff: dt.date | None = None
+    #: mask every prompt: firms, people, dates and price levels (fincon.llm.masking)
+    anonymize: bool = False
+    #: more names to mask per ticker (--alias TICKER=NAME), beside the bundled alias table
+    aliases: dict[str, list[str]] = Field(default_factory=dict)
 
     @field_validator("knowledge_cutoff", mode="before")
     @classmethod

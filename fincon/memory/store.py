@@ -25,7 +25,9 @@ class MemoryStore:
     whoever opens the store so must flush it before the run counts as done."""
 
     def __init__(self, path: str | Path, embedder, write_behind: bool = False):
-        self.path = Path(path)
+        # absolute: chromadb keeps one system per directory name in the process, so two runs
+        # in one process whose relative paths match must not share it
+        self.path = Path(path).absolute()
         self.embedder = embedder
         self.write_behind = write_behind
         self.client = open_client(self.path)
@@ -49,11 +51,17 @@ class MemoryStore:
         return n
 
     def close(self) -> None:
-        """Let go of what the run held open beside chromadb: the embedder's
-        vector cache (after :meth:`flush`, which writes it)."""
+        """Let go of what the run held open: the embedder's vector cache
+        (after :meth:`flush`, which writes it) and chromadb's system for this
+        directory (released, so a later run in the same process and directory
+        opens its own instead of one bound to files that were moved away:
+        "attempt to write a readonly database")."""
         vectors = getattr(self.embedder, "vectors", None)
         if vectors is not None:
             vectors.close()
+        close = getattr(self.client, "close", None)
+        if callable(close):
+            close()
 
     def episodic(self, agent: str, **kw):
         kw.setdefault("write_behind", self.write_behind)

@@ -98,3 +98,93 @@ def stub_client(**kw) -> tuple[LLMClient, TeamStub]:
     """A real ``LLMClient`` (with its own ledger) on a ``TeamStub(**kw)``."""
     stub = TeamStub(**kw)
     return LLMClient(stub, ledger=UsageLedger()), stub
+
+
+_MON = {
+    m: i for i, m in enumerate(["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"], 1)
+}
+_FULL_DATE = re.compile(
+    r"\b((?:19|20)\d{2})-(\d{2})-(\d{2})\b|\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\w*\.? (\d{1,2}),? ((?:19|20)\d{2})\b"
+)
+
+
+class Clairvoyant(TeamStub):
+    """A model that cheats: whenever a prompt names one of the run's tickers
+    and a full date, it looks the real future up in ``closes`` (ticker ->
+    close series, the whole sample) and answers bullish / buy when the close
+    ``horizon`` trading days later is higher, bearish / sell when lower, with
+    full confidence; with no ticker or no date to go on it answers exactly as
+    :class:`TeamStub` (a function of the prompt's hash: a random double).
+
+    It stands for a model that remembers the window: with the prompts named,
+    the team's backtest beats buy-and-hold by a wide margin and a recall
+    probe flags it; masked (``--anonymize``), it cannot tell which firm or
+    day it is asked about and its edge disappears."""
+
+    name = "clairvoyant"
+    model_id = "clairvoyant-1"
+    price_model = "clairvoyant-1"
+
+    def __init__(self, closes, horizon: int = 5):
+        super().__init__()
+        self.closes = closes
+        self.horizon = horizon
+        self.peeked = 0
+
+    def future(self, text: str) -> dict[str, float] | None:
+        """ticker -> its return over the next ``horizon`` days, for the tickers
+        and the last full date the text names (None when it names neither)."""
+        import datetime as dt
+
+        tickers = [t for t in self.closes if re.search(rf"(?<![\w]){re.escape(t)}(?![\w])", text)]
+        dates = []
+        for m in _FULL_DATE.finditer(text):
+            try:
+                if m.group(1):
+                    dates.append(dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3))))
+                else:
+                    dates.append(dt.date(int(m.group(6)), _MON[m.group(4)[:3]], int(m.group(5))))
+            except ValueError:
+                continue
+        if not tickers or not dates:
+            return None
+        day = max(dates)
+        out = {}
+        for t in tickers:
+            s = self.closes[t]
+            i = int(s.index.searchsorted(str(day), side="right")) - 1
+            if i < 0:
+                continue
+            j = min(i + self.horizon, len(s) - 1)
+            out[t] = float(s.iloc[j] / s.iloc[i] - 1.0)
+        return out or None
+
+    def complete(self, messages, schema, params):
+        text = "\n".join(m.content for m in messages)
+        props = schema.get("properties", {})
+        ahead = None if "reflection" in props else self.future(text)
+        if ahead is None:
+            return super().complete(messages, schema, params)
+        self.calls += 1
+        self.peeked += 1
+        up = {t: r > 0 for t, r in ahead.items()}
+        first = next(iter(up.values()))
+        if "insights" in props:
+            ids = re.findall(r"^\[([^\]]+)\]", messages[1].content, re.M)
+            ans = {
+                "insights": [{"text": "what happens next", "cites": ids[:1]}],
+                "direction": "bullish" if first else "bearish",
+                "confidence": 1.0,
+            }
+        elif "action" in props:
+            ans = {"action": "buy" if first else "sell", "size": 1.0, "rationale": "known", "relied_on": []}
+        else:
+            ans = {
+                k: ("buy" if up.get(k, True) else "sell")
+                for k in sorted(props)
+                if k not in ("rationale", "relied_on", "size")
+            }
+            ans.update(rationale="known", relied_on=[])
+            if "size" in props:
+                ans["size"] = 1.0
+        return Completion(json.dumps(ans), prompt_tokens=100, completion_tokens=20)

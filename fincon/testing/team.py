@@ -14,12 +14,12 @@ from fincon.testing.markets import backtest, market_for
 RULES = {"brain": "rules", "embedder": "hashing", "transcripts": "text"}
 
 
-def run_team(tickers, start, end, tmp: Path, market=None, client=None, **params):
-    """Backtest a ``FinConTeam`` (``RULES`` updated by ``params``) over the
-    sample prices of ``tickers`` from ``start`` to ``end`` (or ``market``);
-    returns the result and the team."""
+def run_team(tickers, start, end, tmp: Path, market=None, client=None, settings=None, **params):
+    """Backtest a ``FinConTeam`` (``RULES`` updated by ``params``; ``settings``
+    its LLMSettings) over the sample prices of ``tickers`` from ``start`` to
+    ``end`` (or ``market``); returns the result and the team."""
     p = FinConParams(**{**RULES, **params})
-    team = FinConTeam(p, client=client)
+    team = FinConTeam(p, settings, client=client)
     m = (
         market
         if market is not None

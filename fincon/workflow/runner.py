@@ -191,6 +191,8 @@ def run_config(
     cfg = _resolved(cfg, strategies)
     blocks = knowledge(cfg, strategies)
     check_knowledge(blocks, require=require_after_cutoff, warn=False)  # refused before anything else
+    if cfg.llm.anonymize and all(b["label"] == "no-model" for b in blocks.values()) and warn_knowledge:
+        print("fincon: note: --anonymize masks what a model reads; no strategy of this run calls one", file=sys.stderr)
     want_benchmark = cfg.benchmark and BENCHMARK not in strategies
     warmup = max(s.warmup for s in strategies.values())
     market, dropped = _market(cfg, warmup)

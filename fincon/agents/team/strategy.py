@@ -115,6 +115,10 @@ class FinConTeam(Calls, Learning, Strategy):
         if hasattr(self.protocol, "bind"):
             self.protocol.bind(self)
         if p.brain == "llm":
+            if self.settings is not None and self.settings.anonymize and self.client.masker is None:
+                from fincon.llm.masking import dataset_names, masker_for
+
+                self.client.masker = masker_for(self.universe, dataset_names(ctx.data_dir, self.settings.aliases))
             self.brain: Any = LLMBrain(self.client)
             if p.manager_temperature is not None or p.manager_seed is not None:
                 base = self.client.params
@@ -297,6 +301,10 @@ class FinConTeam(Calls, Learning, Strategy):
             json.dumps([r.model_dump() for r in self.written], indent=1) + "\n", encoding="utf-8"
         )
         if self.params.brain == "llm" and self._client is not None:
+            if self._client.masker is not None:  # who is who behind the pseudonyms the model saw
+                (Path(ctx.run_dir) / "masking.json").write_text(
+                    json.dumps(self._client.masker.manifest(), indent=2, sort_keys=True) + "\n", encoding="utf-8"
+                )
             self.ledger.write(ctx.run_dir)
             out.update(self.ledger.summary())
             out.update(reask_counts(self.ledger.events()))
@@ -339,6 +347,9 @@ class FinConTeam(Calls, Learning, Strategy):
     # -- the day ---------------------------------------------------------------
     def decide(self, view) -> Decision | None:
         day = str(view.date.date())
+        mask = self._client.masker if self._client is not None else None
+        if mask is not None and not mask.start_prices:  # price levels are shown as an index, 100 today
+            mask.start_prices.update({t: float(view.price(t)) for t in self.universe})
         self._check_window(view.date, view.date)
         if self.params.brain == "llm":
             self._check_budget(day)

@@ -1,0 +1,139 @@
+"""Masked prompts (issue 31 items 3-4): with --anonymize no prompt names the
+firm, its people, the window's dates or its price levels; answers map back;
+and a model that cheats from the real future loses its edge."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fincon.llm import LLMClient, UsageLedger
+from fincon.llm.cache import CacheMode, CallCache
+from fincon.llm.masking import masker_for
+from fincon.llm.settings import LLMSettings
+from fincon.testing.doubles import Clairvoyant, TeamStub
+from fincon.testing.markets import market_for
+from fincon.testing.team import run_team
+
+START, END = "2022-10-05", "2022-12-30"
+
+
+def test_the_mask_by_hand():
+    m = masker_for(["TSLA", "MSFT"])
+    m.start_prices["TSLA"] = 250.0
+    text = (
+        "Tesla (NASDAQ: TSLA) fell to $225.00 on 2022-10-07 after Elon Musk spoke; Microsoft's revenue was "
+        "$21.5 billion in October 2021, Q3 2022. Dec 30: [mem-TSLA-news-20221007-7]"
+    )
+    assert m.text(text, "2022-10-10") == (
+        "Company B (Company B) fell to price index 90.0 on 3 days before the decision day after Person B1 spoke; "
+        "Company A's revenue was tens of billions of dollars in [month], Q3 [year]. 284 days before the decision "
+        "day: [mem-Company B-news-T-3D-7]"
+    )
+    answer = '{"TSLA": "x", "Company B": "buy", "cites": ["mem-Company B-news-T-3D-7"], "why": "Person B1 said"}'
+    assert m.unmask(answer, "2022-10-10") == (
+        '{"TSLA": "x", "TSLA": "buy", "cites": ["mem-TSLA-news-20221007-7"], "why": "Elon Musk said"}'
+    )
+    assert m.schema({"properties": {"TSLA": {}, "MSFT": {}}}) == {"properties": {"Company B": {}, "Company A": {}}}
+    assert m.text("the rolling windows of 20 days; AT&T is not in this run", "2022-10-10") == (
+        "the rolling windows of 20 days; AT&T is not in this run"
+    )
+
+
+def _prompts(path: Path) -> list[str]:
+    with sqlite3.connect(path) as c:
+        return [m + s for m, s in c.execute("select messages, schema from calls")]
+
+
+#: what must never reach a masked prompt of a TSLA run in Q4 2022
+LEAKS = [r"\bTSLA\b", r"\bTesla\b", r"Elon Musk", r"\b2022-1[0-2]-\d\d\b", r"\b2022\b", r"\bOct(ober)? \d"]
+
+
+def _team(tmp: Path, backend, masked: bool):
+    cache = CallCache(tmp / "llm.sqlite", CacheMode.READ_WRITE)
+    client = LLMClient(backend, cache=cache, ledger=UsageLedger())
+    res, team = run_team(
+        ["TSLA"], START, END, tmp / "run", client=client, settings=LLMSettings(anonymize=masked), brain="llm"
+    )
+    cache.close()
+    return res, team, tmp / "llm.sqlite"
+
+
+def test_no_masked_prompt_names_the_firm_or_the_window_and_an_unmasked_one_does(tmp_path):
+    """Every prompt of a masked run, read back from the call cache, is scanned
+    for the ticker, the company, its CEO and the window's dates: no hit. The
+    same scan of the unmasked run finds every one of them (so it can fail)."""
+    plain, _, plain_db = _team(tmp_path / "plain", TeamStub(), False)
+    masked, team, masked_db = _team(tmp_path / "masked", TeamStub(), True)
+    plain_text, masked_text = "\n".join(_prompts(plain_db)), "\n".join(_prompts(masked_db))
+    assert len(_prompts(masked_db)) > 100
+    for pattern in LEAKS[:2] + LEAKS[3:]:
+        assert re.search(pattern, plain_text), pattern
+    hits = {p: re.findall(p, masked_text)[:3] for p in LEAKS if re.search(p, masked_text)}
+    assert not hits, hits
+    assert "Company A" in masked_text and "price index" not in plain_text
+    # answers map back: the decisions name TSLA and cite real ids
+    days = masked.decisions
+    assert all(set(d.get("actions", {"TSLA": 0})) == {"TSLA"} for d in days)
+    cited = [c for d in days for c in d.get("evidence", ())]
+    assert cited and all("Company" not in c and "T-" not in c for c in cited)
+    assert json.loads((tmp_path / "masked" / "run" / "masking.json").read_text())["pseudonyms"] == {"TSLA": "Company A"}
+
+
+def test_a_masked_run_replays_byte_for_byte(tmp_path):
+    res, _, db = _team(tmp_path / "rec", TeamStub(), True)
+    client = LLMClient(TeamStub(), cache=CallCache(db, CacheMode.REPLAY), ledger=UsageLedger())
+    again, _ = run_team(
+        ["TSLA"], START, END, tmp_path / "replay", client=client, settings=LLMSettings(anonymize=True), brain="llm"
+    )
+    assert [json.dumps(d, sort_keys=True) for d in again.decisions] == [
+        json.dumps(d, sort_keys=True) for d in res.decisions
+    ]
+
+
+def _closes() -> dict[str, pd.Series]:
+    m = market_for(["TSLA"], start=pd.Timestamp("2022-06-01"), end=pd.Timestamp("2023-03-31"))
+    return {"TSLA": m.frame("TSLA")["close"]}
+
+
+def test_a_model_that_remembers_the_window_wins_named_and_loses_its_edge_masked(tmp_path):
+    """The leak pathway exists and fincon sees it: the clairvoyant double,
+    reading the ticker and the date in the prompts, beats buy-and-hold by a
+    wide margin; masked, it cannot tell which firm or day it is asked about,
+    answers as the random double does, and the team decides exactly as it
+    does with the random double: no edge left."""
+    named, _, _ = _team(tmp_path / "named", Clairvoyant(_closes()), False)
+    cheat = Clairvoyant(_closes())
+    masked, _, _ = _team(tmp_path / "masked", cheat, True)
+    rand, _, _ = _team(tmp_path / "random", TeamStub(), True)
+    close = _closes()["TSLA"]
+    bh = float(close.loc[END] / close.loc[START] - 1.0) * 100
+    named_cr = (named.values[-1] / named.values[0] - 1.0) * 100
+    print(f"buy-and-hold {bh:+.1f} %, clairvoyant named {named_cr:+.1f} %")
+    assert named_cr > bh + 50  # TSLA fell ~55 % in the window; the cheat profits from the fall
+    assert cheat.peeked == 0  # masked, it never found a firm and a date to look up
+
+    def trades(res):  # what the team did each day (the call keys differ: another model's name)
+        return [(d["date"], d.get("actions"), d.get("weights"), d["position"]) for d in res.decisions]
+
+    assert trades(masked) == trades(rand)
+    assert list(masked.values) == list(rand.values)
+
+
+@pytest.mark.parametrize("flag", [[], ["--anonymize"]])
+def test_the_rules_brain_is_untouched_by_the_flag(tmp_path, monkeypatch, capfd, flag):
+    from fincon.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", "--start", START,
+            "--end", "2022-10-20", "--no-progress", "--no-benchmark", "--out", "run", *flag]  # fmt: skip
+    assert main(argv) == 0
+    err = capfd.readouterr().err
+    assert ("no strategy of this run calls one" in err) == bool(flag)
+    decisions = (tmp_path / "run" / "decisions.jsonl").read_text()
+    assert "Company A" not in decisions and not (tmp_path / "run" / "masking.json").exists()
