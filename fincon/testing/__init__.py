@@ -6,7 +6,7 @@ one file pulled in another file's tests, and the same scripted model was
 written three times. One kit, importable as ``fincon.testing`` from any test
 (and from a user's own tests of a strategy), keeps one copy of each:
 
-* ``doubles``: model backends that answer without a model (``Scripted``
+* ``doubles``: model backends that answer without a model (``Scripted``, ``Clairvoyant`` (cheats from the real future)
   from a list, ``TeamStub`` deterministic in the prompt for every team schema).
 * ``markets``: the bundled sample prices as a ``MarketData``, a backtest
   in one call, and a market whose future is scrambled (point-in-time tests).
@@ -19,7 +19,7 @@ Nothing here loads a model, starts Whisper or touches the network.
 """
 
 from fincon.testing.corpora import corpus, generated_corpus, perturb_events, training_corpus
-from fincon.testing.doubles import Scripted, TeamStub, stub_client
+from fincon.testing.doubles import Clairvoyant, Scripted, TeamStub, stub_client
 from fincon.testing.markets import END, START, backtest, market_for, perturbed
 from fincon.testing.runs import (
     SMALL_EXPERIMENT,
@@ -44,6 +44,7 @@ __all__ = [
     "TINY_EXPERIMENT",
     "TRAIN_WINDOW",
     "TRAINING_TEAM",
+    "Clairvoyant",
     "Scripted",
     "TeamStub",
     "backtest",
