@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from fincon.cli.args import check_output_file, number, write_text_atomic
+from fincon.cli.args import check_output_file, iso_date, number, write_text_atomic
 from fincon.cli.llm import add_llm_arguments, settings_from_args
 from fincon.errors import ConfigError, DataError
 
@@ -105,6 +105,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_llm_arguments(d)
     d.set_defaults(func=_debate)
     _register_extraction(inner)
+    _register_lookahead(inner)
 
 
 def _register_extraction(inner) -> None:
@@ -131,6 +132,101 @@ def _register_extraction(inner) -> None:
     x.add_argument("--json", type=Path, metavar="FILE", help="also write the scores and every case as JSON")
     add_llm_arguments(x)
     x.set_defaults(func=_extraction)
+
+
+LOOKAHEAD = """\
+Does the model remember the window? Recall: for N decision days sampled
+from --start..--end, up or down over the next 5 and 20 trading days and the
+bucket of the close 20 days later, scored against the real prices (answers
+no backtest prompt contains). Re-identification: N items of the corpus, and
+the model names the company and the year. Each row: accuracy, the chance
+rate it is tested against, a Wilson 95 % interval and a one-sided binomial
+p-value. With --anonymize both probes are asked again on masked text.
+Cached like every call: --llm-cache replay repeats a probe without a model."""
+
+
+def _register_lookahead(inner) -> None:
+    x = inner.add_parser(
+        "lookahead",
+        help="recall and re-identification probes: does the model remember the window (named and masked)",
+        description=LOOKAHEAD,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+        "  fincon eval lookahead --ticker TSLA --start 2022-10-05 --end 2023-06-09 --samples 50 --anonymize\n"
+        "  fincon eval lookahead --ticker MSFT --data data/ib-msft --start 2020-10-01 --end 2021-05-06\n",
+    )
+    x.add_argument("--ticker", required=True, metavar="T", help="the ticker to probe")
+    x.add_argument("--start", required=True, type=iso_date, metavar="YYYY-MM-DD", help="first day of the window")
+    x.add_argument("--end", required=True, type=iso_date, metavar="YYYY-MM-DD", help="last day of the window")
+    x.add_argument(
+        "--data",
+        type=Path,
+        metavar="DIR",
+        help="a dataset (fincon data import): its prices and items (default: the bundled sample)",
+    )
+    x.add_argument(
+        "--samples", type=number(int, 1, 10_000), default=50, metavar="N", help="decision days and items (default 50)"
+    )
+    x.add_argument("--seed", type=number(int, 0, 2**32 - 1), default=0, metavar="S", help="sampling seed (default 0)")
+    x.add_argument("--json", type=Path, metavar="FILE", help="also write every row and every question as JSON")
+    add_llm_arguments(x, with_masking=True)
+    x.set_defaults(func=_lookahead)
+
+
+def _lookahead(args: argparse.Namespace) -> int:
+    import datetime as dt
+
+    import pandas as pd
+
+    from fincon.data.aliases import NAMES
+    from fincon.data.dataset import resolve_dataset
+    from fincon.data.events.sources import build_store
+    from fincon.data.prices import validate_bars
+    from fincon.data.sources import make_source
+    from fincon.eval import lookahead
+    from fincon.llm.masking import dataset_names
+
+    _check_json(args)
+    start, end = dt.date.fromisoformat(args.start), dt.date.fromisoformat(args.end)
+    if start > end:
+        raise ConfigError(f"--start {start} is after --end {end}")
+    ticker = args.ticker.strip().upper()
+    ds = resolve_dataset(args.data) if args.data is not None else None
+    if args.data is not None and ds is None:
+        raise DataError(
+            f"--data {args.data}: not a dataset directory (no dataset.json); make one with fincon data import"
+        )
+    source = make_source("csv", ds.prices_dir) if ds is not None else make_source("sample")
+    raw = source.load(ticker, pd.Timestamp("1900-01-01"), pd.Timestamp("2100-01-01"))
+    closes = validate_bars(raw, ticker, source.describe(ticker))["close"]
+    if not ((closes.index.date >= start) & (closes.index.date <= end)).any():
+        raise DataError(f"{ticker}: no prices in {start}..{end} ({source.describe(ticker)})")
+    spec = {"type": "directory", "path": ds.events_dir} if ds is not None else {"type": "sample"}
+    events = build_store([spec], (ticker,)).all_events()
+    extra = dataset_names(args.data, settings_from_args(args).aliases)
+    name = (extra.get(ticker) or NAMES.get(ticker) or (ticker,))[0]
+    candidates = sorted({*NAMES, *(ds.manifest.tickers if ds is not None else ())})
+    res = _run_llm(
+        args,
+        lambda client: lookahead.run(
+            client, ticker, start, end, closes, events, name=name, candidates=candidates, samples=args.samples,
+            seed=args.seed, anonymize=bool(args.anonymize), aliases=extra,
+        ),
+    )  # fmt: skip
+    print(lookahead.report(res))
+    _write_json(args.json, {k: v for k, v in res.items()})
+    return 0
+
+
+def _run_llm(args: argparse.Namespace, run: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+    """An evaluation that always asks the model (its client, closed whatever happens)."""
+    from fincon.llm.settings import build_client
+
+    client = build_client(settings_from_args(args, {"answer_max_tokens": 64}))
+    try:
+        return run(client)
+    finally:
+        client.close()
 
 
 def _extraction(args: argparse.Namespace) -> int:

@@ -1,0 +1,343 @@
+"""``fincon eval lookahead``: does the model remember the window?
+
+Two probes, each asked of the model as it is (named) and, with
+``--anonymize``, of the same model on masked text (fincon.llm.masking):
+
+* **recall**: for N decision days sampled from the window, questions whose
+  answers lie after the day and that no backtest prompt contains: did the
+  close go up or down over the next 5 and the next 20 trading days, and in
+  which of five buckets (the sampled days' own quintiles of the 20-day
+  return) did the close 20 days later land. Scored against the real prices.
+* **re-identification**: N items of the corpus, as an analyst reads them
+  (date and text), and the model is asked which company (one of the
+  bundled tickers and the dataset's) and which year they are about.
+
+Each probe reports the accuracy, the chance rate it is tested against, a
+Wilson 95 % interval, a one-sided binomial p-value (accuracy above chance),
+and the calls and tokens it took. The chance rate is the best a model that
+knows nothing can do: for a direction question the share of the more
+frequent answer among the sampled days (always saying "up" in a rising
+window scores that), for the buckets and the re-identification one over the
+number of choices. A model that answers invalidly twice counts as wrong
+(and is counted).
+
+The masked pass masks the question and the item itself and leaves the
+answer choices (the real tickers, the years) in the clear: the model must
+recognise the firm from the text, not pick the one pseudonym on the list.
+Every call goes through the LLM client's cache: a probe replays.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any, Literal, Sequence
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, Field
+
+SYSTEM = (
+    "You are a financial historian. Answer each question from what you know about markets and companies. "
+    "Answer in the JSON format asked for; if you do not know, give your best guess."
+)
+HORIZONS = (5, 20)
+BUCKETS = ("A", "B", "C", "D", "E")
+
+
+class Direction(BaseModel):
+    answer: Literal["up", "down"] = Field(description="up or down")
+
+
+class Bucket(BaseModel):
+    answer: Literal["A", "B", "C", "D", "E"] = Field(description="the letter of the range")
+
+
+class Who(BaseModel):
+    ticker: str = Field(description="the ticker of the company, one of the list")
+    year: int = Field(description="the year the text was written")
+
+
+@dataclass
+class Question:
+    kind: str  # up/down-5, up/down-20, bucket-20, company, year
+    day: str  # the decision day (recall) or the item's date (re-identification)
+    prompt: str
+    gold: str
+    answer: str | None = None
+
+
+@dataclass
+class ProbeResult:
+    name: str
+    mode: str  # named or masked
+    n: int
+    correct: int
+    chance: float
+    invalid: int = 0
+    calls: int = 0
+    tokens: int = 0
+    questions: list[Question] = field(default_factory=list)
+
+    @property
+    def accuracy(self) -> float:
+        return self.correct / self.n if self.n else float("nan")
+
+    def stats(self) -> dict[str, Any]:
+        lo, hi, p = wilson_and_p(self.correct, self.n, self.chance)
+        return {
+            "probe": self.name,
+            "mode": self.mode,
+            "n": self.n,
+            "correct": self.correct,
+            "accuracy": round(self.accuracy, 4),
+            "chance": round(self.chance, 4),
+            "wilson_95": [round(lo, 4), round(hi, 4)],
+            "p_value": p,
+            "invalid": self.invalid,
+            "calls": self.calls,
+            "tokens": self.tokens,
+        }
+
+
+def wilson_and_p(k: int, n: int, chance: float) -> tuple[float, float, float]:
+    """Wilson 95 % interval of k/n and the one-sided binomial p-value of k or
+    more successes in n when the true rate is ``chance`` (scipy)."""
+    from scipy.stats import binomtest
+
+    if n == 0:
+        return float("nan"), float("nan"), 1.0
+    test = binomtest(k, n, min(max(chance, 1e-9), 1 - 1e-9), alternative="greater")
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return float(ci.low), float(ci.high), float(test.pvalue)
+
+
+# -- the questions ------------------------------------------------------------------------------
+
+
+def sample_days(closes: pd.Series, start: dt.date, end: dt.date, n: int, seed: int) -> list[pd.Timestamp]:
+    """Up to ``n`` trading days of the window, each with 20 trading days of
+    prices after it in the file (so every question has an answer)."""
+    idx = closes.index
+    last_ok = len(idx) - 1 - max(HORIZONS)
+    days = [d for i, d in enumerate(idx) if start <= d.date() <= end and i <= last_ok]
+    if not days:
+        return []
+    rng = np.random.default_rng([seed, 31])
+    pick = rng.choice(len(days), size=min(n, len(days)), replace=False)
+    return sorted(days[i] for i in pick)
+
+
+def recall_questions(ticker: str, name: str, closes: pd.Series, days: Sequence[pd.Timestamp]) -> list[Question]:
+    """Three questions a day: up or down over 5 and 20 trading days, and the bucket of the 20-day return."""
+    pos = {d: i for i, d in enumerate(closes.index)}
+    ahead = {h: [float(closes.iloc[pos[d] + h] / closes.iloc[pos[d]] - 1.0) for d in days] for h in HORIZONS}
+    edges = np.quantile(ahead[20], [0.2, 0.4, 0.6, 0.8]) if days else np.zeros(4)
+    ranges = [
+        f"A: lower than {edges[0]:+.1%}",
+        f"B: from {edges[0]:+.1%} to {edges[1]:+.1%}",
+        f"C: from {edges[1]:+.1%} to {edges[2]:+.1%}",
+        f"D: from {edges[2]:+.1%} to {edges[3]:+.1%}",
+        f"E: higher than {edges[3]:+.1%}",
+    ]
+    out = []
+    for k, d in enumerate(days):
+        day = str(d.date())
+        head = f"Stock: {ticker} ({name}). Date: {day}. The close that day was ${float(closes.loc[d]):.2f}."
+        for h in HORIZONS:
+            r = ahead[h][k]
+            out.append(
+                Question(
+                    f"up/down-{h}",
+                    day,
+                    f"{head}\nOver the next {h} trading days after {day}, did the share price go up or down?",
+                    "up" if r > 0 else "down",
+                )
+            )
+        bucket = BUCKETS[int(np.searchsorted(edges, ahead[20][k], side="right"))]
+        out.append(
+            Question(
+                "bucket-20",
+                day,
+                f"{head}\nWhere did the close land 20 trading days after {day}, as a change from that day's "
+                "close? Answer the letter of the range:\n" + "\n".join(ranges),
+                bucket,
+            )
+        )
+    return out
+
+
+def reid_questions(
+    events: Sequence[Any], n: int, seed: int, tickers: Sequence[str], years: Sequence[int]
+) -> list[Question]:
+    """``n`` items (sampled) as an analyst reads them, each asked which firm and which year."""
+    items = [e for e in events if e.text]
+    if not items:
+        return []
+    rng = np.random.default_rng([seed, 59])
+    pick = sorted(rng.choice(len(items), size=min(n, len(items)), replace=False))
+    out = []
+    for i in pick:
+        e = items[int(i)]
+        day = e.published_at.date()
+        text = " ".join(str(e.text).split())[:900]
+        prompt = (
+            f'A {e.source} item, dated {day.strftime("%b %d %Y")}:\n"{text}"\n\n'
+            f"Which company is it about, and in which year was it written? The company is one of: "
+            f"{', '.join(tickers)} (answer its ticker). The year is one of: {', '.join(map(str, years))}."
+        )
+        out.append(Question("company+year", str(day), prompt, f"{e.ticker}|{day.year}"))
+    return out
+
+
+# -- asking ---------------------------------------------------------------------------------------
+
+
+def _ask(client, masker, q: Question, output: type[BaseModel], agent: str) -> tuple[BaseModel | None, Any]:
+    from fincon.llm import LLMInvalidAnswer
+    from fincon.llm.types import Message
+
+    prompt = masker.text(q.prompt, q.day) if masker is not None else q.prompt
+    if masker is not None and output is Who:  # the choices stay real: the model must recognise the firm
+        cut = prompt.rfind("Which company is it about")
+        prompt = prompt[:cut] + q.prompt[q.prompt.rfind("Which company is it about") :]
+    msgs = [Message(role="system", content=SYSTEM), Message(role="user", content=prompt)]
+    try:
+        res = client.ask(msgs, output, agent=agent, day=q.day)
+    except LLMInvalidAnswer:
+        return None, None
+    return res.value, res.usage
+
+
+def _probe(name: str, mode: str, client, masker, questions: list[Question], output, chance: float) -> ProbeResult:
+    res = ProbeResult(name, mode, 0, 0, chance)
+    before_calls = client.ledger.summary().get("llm_calls", 0)
+    before_tokens = client.ledger.tokens_used
+    for q in questions:
+        value, _ = _ask(client, masker, q, output, f"probe-{name}-{mode}")
+        res.n += 1
+        if value is None:
+            res.invalid += 1
+            q.answer = None
+            continue
+        q.answer = value.answer if hasattr(value, "answer") else f"{value.ticker.strip().upper()}|{value.year}"
+        res.correct += q.answer == q.gold
+    res.calls = int(client.ledger.summary().get("llm_calls", 0)) - int(before_calls)
+    res.tokens = int(client.ledger.tokens_used) - int(before_tokens)
+    res.questions = questions
+    return res
+
+
+def _split(res: ProbeResult, part: str) -> ProbeResult:
+    """The company or the year half of a re-identification probe, scored apart."""
+    k = 0 if part == "company" else 1
+    out = ProbeResult(f"reid-{part}", res.mode, res.n, 0, res.chance, res.invalid, res.calls, res.tokens)
+    out.correct = sum(
+        1 for q in res.questions if q.answer is not None and q.answer.split("|")[k] == q.gold.split("|")[k]
+    )
+    return out
+
+
+def run(
+    client,
+    ticker: str,
+    start: dt.date,
+    end: dt.date,
+    closes: pd.Series,
+    events: Sequence[Any],
+    *,
+    name: str,
+    candidates: Sequence[str],
+    samples: int = 50,
+    seed: int = 0,
+    anonymize: bool = False,
+    aliases: dict[str, Sequence[str]] | None = None,
+) -> dict[str, Any]:
+    """Both probes, named (and masked with ``anonymize``; ``aliases``: more
+    names to mask); see the module docstring."""
+    from fincon.llm.masking import masker_for
+
+    days = sample_days(closes, start, end, samples, seed)
+    window_events = [e for e in events if start <= e.published_at.date() <= end]
+    years = sorted({d.year for d in closes.index})
+    cands = sorted({*candidates, ticker})
+    modes: list[tuple[str, Any]] = [("named", None)]
+    if anonymize:
+        mask = masker_for([ticker], aliases)
+        mask.start_prices[ticker] = float(closes.loc[closes.index[closes.index.date >= start][0]])
+        modes.append(("masked", mask))
+    rows: list[dict[str, Any]] = []
+    detail: dict[str, list[dict[str, Any]]] = {}
+    for mode, mask in modes:
+        recall = recall_questions(ticker, name, closes, days)
+        for kind in ("up/down-5", "up/down-20", "bucket-20"):
+            qs = [q for q in recall if q.kind == kind]
+            if kind.startswith("up/down"):
+                ups = sum(q.gold == "up" for q in qs)
+                chance = max(ups, len(qs) - ups) / len(qs) if qs else 0.5
+                r = _probe(f"recall {kind}", mode, client, mask, qs, Direction, chance)
+            else:
+                r = _probe(f"recall {kind}", mode, client, mask, qs, Bucket, 1 / len(BUCKETS))
+            rows.append(r.stats())
+            detail[f"{mode} {r.name}"] = [q.__dict__ for q in qs]
+        reid = reid_questions(window_events, samples, seed, cands, years)
+        r = _probe("reid", mode, client, mask, reid, Who, 0.0)
+        for part, chance in (("company", 1 / len(cands)), ("year", 1 / len(years))):
+            half = _split(r, part)
+            half.chance = chance
+            half.calls, half.tokens = (r.calls, r.tokens) if part == "company" else (0, 0)
+            rows.append(half.stats())
+        detail[f"{mode} reid"] = [q.__dict__ for q in reid]
+    return {
+        "ticker": ticker,
+        "window": {"start": str(start), "end": str(end)},
+        "samples": samples,
+        "seed": seed,
+        "days": [str(d.date()) for d in days],
+        "candidates": cands,
+        "years": years,
+        "rows": rows,
+        "verdict": verdict(rows),
+        "questions": detail,
+    }
+
+
+def verdict(rows: Sequence[dict[str, Any]]) -> str:
+    """One line: does the named model recall the window, and does the mask remove it?"""
+    named = [r for r in rows if r["mode"] == "named" and r["probe"].startswith("recall")]
+    flagged = [r for r in named if r["n"] and r["p_value"] < 0.01]
+    if flagged:
+        worst = min(flagged, key=lambda r: r["p_value"])
+        line = (
+            f"the model recalls this window ({worst['probe']}: {worst['accuracy']:.0%} against a chance rate of "
+            f"{worst['chance']:.0%}, p = {worst['p_value']:.2g}): its LLM results here are not evidence of skill"
+        )
+    else:
+        widest = max(named, key=lambda r: r["wilson_95"][1] - r["wilson_95"][0]) if named else None
+        ci = f"{widest['wilson_95'][0]:.0%}..{widest['wilson_95'][1]:.0%}" if widest else "n/a"
+        n = named[0]["n"] if named else 0
+        line = f"no recall detected at {n} samples: the interval is {ci} ({widest['probe'] if widest else ''})"
+    masked = [r for r in rows if r["mode"] == "masked" and r["probe"].startswith("recall")]
+    if masked:
+        left = [r for r in masked if r["n"] and r["p_value"] < 0.01]
+        line += "; masked: " + (
+            f"still above chance ({', '.join(r['probe'] for r in left)})" if left else "no recall above chance"
+        )
+    return line
+
+
+def report(res: dict[str, Any]) -> str:
+    head = (
+        f"lookahead probes: {res['ticker']} {res['window']['start']}..{res['window']['end']}, "
+        f"{len(res['days'])} decision days, seed {res['seed']}"
+    )
+    cols = f"{'probe':<22}{'mode':<8}{'n':>5}{'acc':>7}{'chance':>8}{'Wilson 95%':>15}{'p':>10}{'invalid':>9}{'calls':>7}{'tokens':>9}"
+    lines = [head, cols, "-" * len(cols)]
+    for r in res["rows"]:
+        lo, hi = r["wilson_95"]
+        lines.append(
+            f"{r['probe']:<22}{r['mode']:<8}{r['n']:>5}{r['accuracy']:>7.1%}{r['chance']:>8.1%}"
+            f"{f'{lo:.0%}..{hi:.0%}':>15}{r['p_value']:>10.2g}{r['invalid']:>9}{r['calls']:>7}{r['tokens']:>9,}"
+        )
+    lines.append(f"\nverdict: {res['verdict']}")
+    return "\n".join(lines)

@@ -1,0 +1,82 @@
+"""The lookahead probes (issue 31 item 2), shown to work against a model that
+cheats: the clairvoyant double answers from the real future whenever a
+prompt names the firm and a date."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pandas as pd
+import pytest
+
+from fincon.data.aliases import NAMES
+from fincon.data.events.sources import build_store
+from fincon.eval import lookahead
+from fincon.llm import LLMClient, UsageLedger
+from fincon.testing.doubles import Clairvoyant, TeamStub
+from fincon.testing.markets import market_for
+
+START, END = dt.date(2022, 10, 5), dt.date(2023, 3, 31)
+
+
+def _closes() -> pd.Series:
+    return market_for(["TSLA"], start=pd.Timestamp("2022-01-03"), end=pd.Timestamp("2023-06-09")).frame("TSLA")["close"]
+
+
+def _run(backend, n=60):
+    events = build_store([{"type": "sample"}], ("TSLA",)).all_events()
+    client = LLMClient(backend, ledger=UsageLedger())
+    return lookahead.run(
+        client, "TSLA", START, END, _closes(), events, name="Tesla", candidates=sorted(NAMES), samples=n,
+        seed=3, anonymize=True,
+    )  # fmt: skip
+
+
+def _row(res, probe, mode):
+    return next(r for r in res["rows"] if r["probe"] == probe and r["mode"] == mode)
+
+
+def test_the_probe_flags_a_model_that_remembers_and_the_mask_removes_it():
+    res = _run(Clairvoyant({"TSLA": _closes()}))
+    for probe in ("recall up/down-5", "recall up/down-20", "recall bucket-20"):
+        named, masked = _row(res, probe, "named"), _row(res, probe, "masked")
+        assert named["accuracy"] >= 0.95 and named["p_value"] < 1e-6, named  # it remembers: flagged
+        assert masked["p_value"] > 0.01, masked  # masked: inside what chance gives
+        assert (
+            masked["wilson_95"][0] <= masked["chance"] <= masked["wilson_95"][1]
+            or masked["accuracy"] < masked["chance"]
+        )
+    assert _row(res, "reid-company", "named")["accuracy"] >= 0.9  # the items name the firm (most by its ticker)
+    assert _row(res, "reid-year", "named")["accuracy"] == 1.0  # and carry their date
+    assert _row(res, "reid-company", "masked")["p_value"] > 0.01
+    assert _row(res, "reid-year", "masked")["p_value"] > 0.01
+    assert (
+        res["verdict"].startswith("the model recalls this window")
+        and "masked: no recall above chance" in res["verdict"]
+    )
+    assert all(r["calls"] > 0 for r in res["rows"] if r["probe"] != "reid-year")
+
+
+def test_a_model_that_knows_nothing_is_reported_as_such():
+    res = _run(TeamStub())  # no probe schema it knows: invalid answers, counted, never right
+    named = _row(res, "recall up/down-5", "named")
+    assert named["invalid"] == named["n"] == 60 and named["correct"] == 0
+    assert res["verdict"].startswith("no recall detected at 60 samples")
+
+
+def test_wilson_and_binomial_by_hand():
+    lo, hi, p = lookahead.wilson_and_p(50, 100, 0.5)
+    assert (round(lo, 4), round(hi, 4)) == (0.4038, 0.5962)  # Wilson: 0.5 -/+ 1.96 sqrt(.25/100) shrunk
+    assert p == pytest.approx(0.5397946186935895)  # P(X >= 50 | n=100, 0.5)
+    assert lookahead.wilson_and_p(10, 10, 0.5)[2] == pytest.approx(0.5**10)
+
+
+def test_every_question_has_its_answer_after_the_day():
+    closes = _closes()
+    days = lookahead.sample_days(closes, START, END, 30, 1)
+    qs = lookahead.recall_questions("TSLA", "Tesla", closes, days)
+    assert len(qs) == 3 * len(days) == 90
+    for q in qs:
+        assert q.day in q.prompt and q.gold in ("up", "down", "A", "B", "C", "D", "E")
+    buckets = [q.gold for q in qs if q.kind == "bucket-20"]
+    assert {b: buckets.count(b) for b in "ABCDE"} == {b: 6 for b in "ABCDE"}  # quintiles of the sampled days
