@@ -22,6 +22,13 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     for _var in ("FINCON_LLM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(_var, "1")
 
+# The trial ledger (fincon.workflow.trials): the suite's runs go to a ledger of its own, one per
+# worker, never to the user's ~/.local/share/fincon/trials.sqlite
+if "FINCON_LEDGER" not in os.environ:
+    import tempfile
+
+    os.environ["FINCON_LEDGER"] = str(Path(tempfile.mkdtemp(prefix="fincon-test-ledger-")) / "trials.sqlite")
+
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 

@@ -154,6 +154,21 @@ def test_small_rolling_run_matches_its_windows(tmp_path, capsys):
             rows.loc["fincon", "cr_pct"] - rows.loc["buy-and-hold", "cr_pct"], abs=1e-4
         )
     first = (out / "summary.csv").read_bytes()
+    # issue 32: the statistics of each strategy over the windows' daily returns, in summary.csv
+    summ = pd.read_csv(out / "summary.csv").set_index("strategy")
+    days = len(df[df.strategy == "fincon"]) and int(summ.loc["fincon", "days"])
+    assert days == sum(
+        len(pd.read_csv(out / w["dir"] / "baselines" / "buy-and-hold" / "equity.csv")) - 1 for w in listing
+    )
+    for col in ("sharpe_ci_lo", "psr", "dsr", "spa_p_vs_bh", "pbo", "wilcoxon_p_holm"):
+        assert col in summ.columns
+    assert (
+        summ.loc["fincon", "sharpe_ci_lo"] <= summ.loc["fincon", "sharpe_daily"] <= summ.loc["fincon", "sharpe_ci_hi"]
+    )
+    assert summ.loc["fincon", "dsr_trials"] == 3  # fincon, sma-cross and buy-and-hold were compared
+    assert summ.loc["fincon", "dsr"] <= summ.loc["fincon", "psr"]  # deflating never raises it
+    res = json.loads((out / "results.json").read_text())
+    assert res["significance"]["TSLA"]["best_non_llm_baseline"] in ("sma-cross", "buy-and-hold")
     capsys.readouterr()
     assert main(argv) == 0  # resumes: every unit done, the same tables
     assert "resumed" in capsys.readouterr().out

@@ -100,3 +100,46 @@ def write_text_atomic(path, text: str, flag: str) -> None:
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise FinconError(f"{flag} {path}: cannot write ({exc.strerror or exc})") from None
+
+
+def add_ledger_argument(group) -> None:
+    """``--ledger``: where the run's trials are counted (fincon.workflow.trials)."""
+    group.add_argument(
+        "--ledger",
+        metavar="PATH|off",
+        help="the trial ledger this run's scored strategies are added to (default $FINCON_LEDGER, else "
+        "~/.local/share/fincon/trials.sqlite; off: none); `fincon ledger` lists it",
+    )
+
+
+def ledger_path(args):
+    """The ledger ``--ledger`` names (None: off); a directory is one line, now."""
+    from fincon.workflow.trials import resolve
+
+    return resolve(getattr(args, "ledger", None))
+
+
+def ledger_env(args):
+    """A context in which this process and the workers it starts use the
+    ledger ``--ledger`` names (``$FINCON_LEDGER``), restored afterwards."""
+    import contextlib
+    import os
+
+    @contextlib.contextmanager
+    def scope():
+        value = getattr(args, "ledger", None)
+        if value is None:
+            yield
+            return
+        ledger_path(args)
+        before = os.environ.get("FINCON_LEDGER")
+        os.environ["FINCON_LEDGER"] = str(value)
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop("FINCON_LEDGER", None)
+            else:
+                os.environ["FINCON_LEDGER"] = before
+
+    return scope()

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from fincon.cli.args import iso_date, number
+from fincon.cli.args import add_ledger_argument, iso_date, ledger_path, number
 from fincon.cli.llm import add_llm_arguments, llm_overrides
 from fincon.config import load_config
 from fincon.errors import ConfigError
@@ -224,6 +224,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_llm_arguments(p, with_cutoff_gate=True, with_masking=True)
     m = p.add_argument_group("metrics and output")
+    add_ledger_argument(m)
     m.add_argument(
         "--alpha",
         type=number(float, 0, 0.5, lo_open=True, hi_open=True),
@@ -455,6 +456,7 @@ def run(args: argparse.Namespace) -> int:
         replace=args.replace,
         html_report=args.report,
         require_after_cutoff=args.require_after_cutoff,
+        ledger=ledger_path(args),
     )
 
 
@@ -478,6 +480,7 @@ def run_and_report(
     replace: bool = False,
     html_report: bool = False,
     require_after_cutoff: bool = False,
+    ledger: Path | None | str = "default",
 ) -> int:
     """Run a resolved config, print the table (or JSON) and the notes; the exit status."""
     from fincon.cli.main import EXIT_STOPPED
@@ -492,6 +495,7 @@ def run_and_report(
             progress=progress,
             replace=replace,
             require_after_cutoff=require_after_cutoff,
+            ledger=ledger,
         )
     # status as in metrics.json (complete / stopped_early / failed); the table shows where a stop happened
     columns = {n: {"status": run_status(r), **r.metrics.as_dict()} for n, r in report.results.items()}

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fincon.cli.args import iso_date, number
+from fincon.cli.args import add_ledger_argument, iso_date, ledger_env, number
 from fincon.cli.llm import add_llm_arguments, llm_overrides
 
 HELP = """\
@@ -218,6 +218,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="size of the local Ray cluster: units run N at a time (default: every core)",
     )
     o = p.add_argument_group("output")
+    add_ledger_argument(o)
     o.add_argument(
         "--out",
         metavar="DIR",
@@ -325,6 +326,11 @@ def build_experiment(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    with ledger_env(args):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from fincon.workflow.executors import open_executor
     from fincon.workflow.experiment import run_experiment
 
@@ -442,11 +448,53 @@ def format_rolling(res: dict[str, Any]) -> str:
         "beats B&H: share of windows with a CR above buy-and-hold's on the same window and tickers; "
         "p: two-sided Wilcoxon signed-rank test of per-window CRs paired with buy-and-hold's"
     )
+    if any("psr" in s for s in res["summary"]):
+        lines += ["", format_significance(res)]
     if any(s.get("model_knowledge") and not s["model_knowledge"].startswith("no-model") for s in res["summary"]):
         lines.append(
             "model knowledge: windows by their label against the model's training-data cutoff; a window the "
             "model may remember (in-training-data, straddles-cutoff) is no evidence of skill"
         )
+    return "\n".join(lines)
+
+
+def format_significance(res: dict[str, Any]) -> str:
+    """The statistics of each strategy over its windows' daily returns (fincon.workflow.rolling_stats)."""
+    rows = [("universe", "strategy", "days", "daily SR [95% CI]", "PSR", "MinTRL d", "DSR (trials)",
+             "SPA p vs B&H", "vs best", "StepM", "PBO", "p Holm", "p BH")]  # fmt: skip
+    for s in res["summary"]:
+        if s.get("psr") is None:
+            continue
+        ci = f"{_f(s['sharpe_daily'], '{:+.3f}')} [{_f(s['sharpe_ci_lo'], '{:+.3f}')}, {_f(s['sharpe_ci_hi'], '{:+.3f}')}]"
+        stepm = "" if s.get("stepm_beats_bh") is None else ("beats" if s["stepm_beats_bh"] else "-")
+        rows.append(
+            (
+                s["universe"],
+                s["strategy"],
+                str(int(s["days"])),
+                ci,
+                _f(s["psr"], "{:.2f}"),
+                _f(s["min_track_record_days"], "{:,.0f}"),
+                f"{_f(s['dsr'], '{:.2f}')} ({int(s['dsr_trials'])})",
+                _f(s.get("spa_p_vs_bh"), "{:.3f}"),
+                _f(s.get("spa_p_vs_best_baseline"), "{:.3f}"),
+                stepm,
+                _f(s.get("pbo"), "{:.2f}"),
+                _f(s.get("wilcoxon_p_holm"), "{:.4f}"),
+                _f(s.get("wilcoxon_p_bh"), "{:.4f}"),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["significance over the windows' daily returns (docs/experiments.md):"]
+    for r in rows:
+        lines.append(
+            "  ".join([r[0].ljust(widths[0]), r[1].ljust(widths[1])] + [c.rjust(w) for c, w in zip(r[2:], widths[2:])])
+        )
+    lines.append(
+        "CI: stationary block bootstrap, 10,000 replications; DSR deflated by the trials compared; SPA: Hansen, "
+        "against buy-and-hold and the best non-LLM baseline; StepM: Romano-Wolf at 5 %; PBO: CSCV over the "
+        "strategies; p Holm / BH: the Wilcoxon p-values adjusted across universes"
+    )
     return "\n".join(lines)
 
 

@@ -27,6 +27,7 @@ COMMANDS = (
     "fincon.cli.demo",
     "fincon.cli.explain",
     "fincon.cli.report",
+    "fincon.cli.ledger",
     "fincon.cli.plot",
     "fincon.cli.data",
     "fincon.cli.transcribe",

@@ -168,10 +168,34 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _significance(out: Path, cells, summary: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The statistics of fincon.workflow.rolling_stats over each universe's
+    daily returns (and the pooled ones: every universe's laid end to end)."""
+    import numpy as np
+
+    from fincon.workflow import trials
+    from fincon.workflow.rolling_stats import significance, window_returns
+
+    rets = window_returns(out, cells, unit_dirs)
+    if len(rets) > 1:
+        common = set.intersection(*(set(s) for s in rets.values()))
+        rets["pooled"] = {n: np.concatenate([rets[u][n] for u in list(rets)]) for n in sorted(common)}
+    # the trials behind each window: what the ledger holds for its tickers and test window (this
+    # evaluation's strategies and every other configuration run there), at least the strategies compared
+    ledger = trials.resolve(None)
+    counted = [
+        trials.count(ledger, [trials.study_of(c.tickers, str(c.window.test.start), str(c.window.test.end))])
+        for c in cells
+    ]
+    strategies = max(len(s) for s in rets.values()) if rets else 0
+    return significance(rets, summary, trials=max([strategies, *counted]))
+
+
 def tables(exp: ExperimentConfig, out: Path, cells) -> dict[str, Any]:
     """windows.csv, summary.csv and results.json of a finished rolling evaluation."""
     df = window_rows(out, cells)
     summary = summarize(df)
+    summary, significance = _significance(out, cells, summary)
     df.to_csv(out / "windows.csv", index=False, float_format="%.6g", lineterminator="\n")
     summary.to_csv(out / "summary.csv", index=False, float_format="%.6g", lineterminator="\n")
     r = exp.rolling
@@ -188,6 +212,7 @@ def tables(exp: ExperimentConfig, out: Path, cells) -> dict[str, Any]:
         "beats": "share of windows whose CR % is strictly above buy-and-hold's on the same window",
         "windows": json.loads(df.to_json(orient="records")),
         "summary": json.loads(summary.to_json(orient="records")),
+        "significance": significance,
     }
     write_atomic(out / "results.json", json.dumps(results, indent=1, sort_keys=True) + "\n")
     return results

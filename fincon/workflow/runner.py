@@ -32,6 +32,7 @@ from fincon.engine.rundir import RunDir, check_out_path, write_json
 from fincon.errors import ConfigError, FinconError
 from fincon.strategies.base import RunContext, Strategy
 from fincon.strategies.registry import make_strategy, strategy_names
+from fincon.workflow import trials
 
 log = logging.getLogger(__name__)
 BENCHMARK = "buy-and-hold"
@@ -176,6 +177,7 @@ def run_config(
     replace: bool = False,
     require_after_cutoff: bool = False,
     warn_knowledge: bool = True,
+    ledger: Path | None | str = "default",
 ) -> RunReport:
     """Run every strategy of ``cfg`` (plus the benchmark) and write the runs.
 
@@ -184,6 +186,10 @@ def run_config(
     listed as ``failed`` in the top ``metrics.json`` and the others are
     written as usual; if no strategy finished a day, the run fails with one
     line and nothing is written.
+
+    Each strategy that finished is a trial: a row in ``trials.csv`` and in
+    the trial ledger (``ledger``: a path, None for none, by default the
+    user's; fincon.workflow.trials), appended once the run is complete.
     """
     strategies: dict[str, Strategy] = {
         name: make_strategy(name, cfg.strategy_params.get(name), cfg.llm_section()) for name in cfg.strategies
@@ -261,7 +267,12 @@ def run_config(
             if benchmark is not None:
                 curves[BENCHMARK] = benchmark.equity
             _plot(curves, staging.path / "equity.png", _title(cfg), results)
+        trial_rows = _trial_rows(cfg, results, blocks)
+        (staging.path / "trials.csv").write_text(trials.rows_csv(trial_rows))
         final = staging.commit()
+    trials.append(
+        trials.resolve(None) if ledger == "default" else (None if ledger is None else Path(ledger)), trial_rows
+    )
     run_dirs = {n: (final / n if multi else final) for n in results}
     return RunReport(
         out=final,
@@ -272,6 +283,30 @@ def run_config(
         failed=failed,
         knowledge=blocks,
     )
+
+
+def _trial_rows(
+    cfg: RunConfig, results: Mapping[str, BacktestResult], blocks: Mapping[str, Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """One trial per strategy that finished: its config's hash, window, returns and scores."""
+    from fincon.engine.artifacts import config_hash
+
+    rows = []
+    for name, r in results.items():
+        rows.append(
+            trials.row(
+                config_hash=config_hash(_single_config(cfg, name).to_yaml()),
+                strategy=name,
+                tickers=cfg.tickers,
+                start=str(cfg.start),
+                end=str(cfg.end),
+                values=list(r.values),
+                metrics=r.metrics.as_dict(),
+                knowledge=blocks.get(name),
+                beliefs_version=(r.strategy_summary or {}).get("team_beliefs_version"),
+            )
+        )
+    return rows
 
 
 def run_status(result: BacktestResult) -> str:

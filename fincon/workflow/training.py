@@ -396,7 +396,7 @@ def _train(
                 if status is not None:  # a former command's episode that did not cover its window
                     rerun[k] = detail
                 ecfg = _episode_config(cfg, start_path, k, opts, brain)
-                report = run_config(ecfg, run_dir, progress=progress, replace=True, warn_knowledge=False)
+                report = run_config(ecfg, run_dir, progress=progress, replace=True, warn_knowledge=False, ledger=None)
                 if not report.complete:
                     days = len(report.results[TEAM].dates) if TEAM in report.results else 0
                     err = FinconError(

@@ -1,0 +1,126 @@
+"""The statistics of a rolling evaluation (issue 32): per universe and
+strategy, over the daily returns of every test window laid end to end.
+
+* a stationary block-bootstrap 95 % interval of the daily Sharpe ratio and
+  of its difference against buy-and-hold on the same days;
+* the probabilistic Sharpe ratio (against zero), the minimum track record
+  length (days) and the deflated Sharpe ratio, deflated by the number of
+  trials (``trials``: the trial ledger's count of the study, or, without a
+  ledger, the strategies this evaluation compared) and the variance of
+  their Sharpe ratios;
+* Hansen's SPA p-value against buy-and-hold and against the best non-LLM
+  baseline, and whether Romano & Wolf's StepM keeps the strategy as
+  beating buy-and-hold;
+* the PBO of the universe (CSCV over its strategies, the days cut into
+  ``splits`` blocks);
+* the Wilcoxon p-values of every strategy across universes adjusted by Holm
+  and by Benjamini-Hochberg.
+
+Computed in fincon.risk.significance; a row with too few days gets empty cells.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from fincon.risk import significance as sig
+
+BENCH = "buy-and-hold"
+#: the strategies whose decisions come from a model (the rest are the non-LLM baselines)
+LLM_PREFIXES = ("fincon", "llm-trader", "finmem", "finsent")
+
+
+def _returns(run: Path) -> pd.Series:
+    eq = pd.read_csv(run / "equity.csv")
+    v = eq["value"].to_numpy(dtype=float)
+    return pd.Series(v[1:] / v[:-1] - 1.0, index=pd.to_datetime(eq["date"].iloc[1:]))
+
+
+def window_returns(out: Path, cells, unit_dirs) -> dict[str, dict[str, np.ndarray]]:
+    """universe -> strategy -> the daily returns of its test windows, in window order."""
+    by: dict[str, dict[str, list[np.ndarray]]] = {}
+    for c in cells:
+        for name, path in unit_dirs(c, out).items():
+            by.setdefault(c.universe, {}).setdefault(name, []).append(_returns(path).to_numpy())
+    return {u: {n: np.concatenate(parts) for n, parts in s.items()} for u, s in by.items()}
+
+
+def _is_llm(name: str) -> bool:
+    return name.startswith(LLM_PREFIXES)
+
+
+def significance(
+    returns: Mapping[str, Mapping[str, np.ndarray]],
+    summary: pd.DataFrame,
+    *,
+    trials: int | None = None,
+    reps: int = 10_000,
+    splits: int = 16,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """``summary`` with the statistics' columns, and the per-universe figures (PBO, StepM)."""
+    rows: list[dict[str, Any]] = []
+    extra: dict[str, Any] = {}
+    for universe, series in returns.items():
+        names = [n for n in series if n != BENCH]
+        bench = series.get(BENCH)
+        n_trials = trials or len(series)
+        srs = [sig.sharpe(series[n]) for n in series]
+        var = float(np.var(srs, ddof=1)) if len(srs) > 1 else 0.0
+        baselines = [n for n in names if not _is_llm(n)]
+        best = max(baselines, key=lambda n: sig.sharpe(series[n]), default=None)
+        spa_bh = sig.spa(bench, {n: series[n] for n in names}, reps=reps, seed=seed) if bench is not None else None
+        spa_best = (
+            sig.spa(series[best], {n: series[n] for n in names if n != best}, reps=reps, seed=seed)
+            if best is not None
+            else None
+        )
+        m = np.column_stack([series[n] for n in series])
+        cscv = sig.pbo(m, splits=splits)
+        extra[universe] = {
+            "pbo": cscv,
+            "stepm_beats_buy_and_hold": spa_bh["stepm"] if spa_bh else [],
+            "best_non_llm_baseline": best,
+            "trials": n_trials,
+            "trials_sharpe_var": var,
+        }
+        for name, r in series.items():
+            s = sig.sharpe(r)
+            sk, ku = sig.moments(r)
+            ci = sig.sharpe_interval(r, None if name == BENCH else bench, reps=reps, seed=seed)
+            rows.append(
+                {
+                    "universe": universe,
+                    "strategy": name,
+                    "days": len(r),
+                    "sharpe_daily": s,
+                    "sharpe_ci_lo": ci["sharpe_ci"][0],
+                    "sharpe_ci_hi": ci["sharpe_ci"][1],
+                    "sharpe_diff_bh_ci_lo": (ci["diff_ci"] or [None, None])[0],
+                    "sharpe_diff_bh_ci_hi": (ci["diff_ci"] or [None, None])[1],
+                    "psr": sig.psr(s, len(r), sk, ku),
+                    "min_track_record_days": sig.min_track_record(s, sk, ku),
+                    "dsr": sig.dsr(s, len(r), sk, ku, n_trials, var),
+                    "dsr_trials": n_trials,
+                    "spa_p_vs_bh": spa_bh["p_values"].get(name) if spa_bh else None,
+                    "spa_p_vs_best_baseline": spa_best["p_values"].get(name) if spa_best else None,
+                    "stepm_beats_bh": (name in spa_bh["stepm"]) if spa_bh and name != BENCH else None,
+                    "pbo": cscv["pbo"],
+                    "pbo_splits": cscv["splits"],
+                }
+            )
+    stats = pd.DataFrame(rows)
+    out = summary.merge(stats, on=["universe", "strategy"], how="left") if len(stats) else summary
+    # across universes: Holm and BH on each strategy's Wilcoxon p-values (the pooled row left out)
+    out["wilcoxon_p_holm"] = math.nan
+    out["wilcoxon_p_bh"] = math.nan
+    for _name, g in out[out.universe != "pooled"].groupby("strategy"):
+        p = [None if pd.isna(x) else float(x) for x in g["wilcoxon_p"]]
+        out.loc[g.index, "wilcoxon_p_holm"] = sig.adjust(p, "holm")
+        out.loc[g.index, "wilcoxon_p_bh"] = sig.adjust(p, "fdr_bh")
+    return out, extra
