@@ -298,7 +298,7 @@ def name_flags(message: str, flags: Mapping[str, str] | None) -> str:
         message, n = pattern.subn(lambda _m, f=flags[key]: f, message)
         hit = hit or n > 0
     if hit:
-        message = re.sub(r"^config: ", "", message)
+        message = re.sub(r"^(?:experiment )?config: ", "", message)
         message = re.sub(r"^[a-z_]+: (?=.*--)", "", message)  # the section's name, when a flag is named
     return message
 

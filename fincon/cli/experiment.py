@@ -235,6 +235,7 @@ def _split(text: str | None) -> list[str] | None:
 
 def build_experiment(args: argparse.Namespace):
     from fincon.cli.backtest import _parse_params
+    from fincon.config import name_flags
     from fincon.errors import ConfigError
     from fincon.workflow.experiment import load_experiment
 
@@ -322,7 +323,35 @@ def build_experiment(args: argparse.Namespace):
             over["tickers"] = list(ds.manifest.tickers)
     from fincon.workflow.presets import preset_overrides
 
-    return load_experiment(args.config, preset_overrides(preset, over))
+    flags = {
+        key: EXPERIMENT_FLAGS.get(key, "--" + key.rsplit(".", 1)[-1].replace("_", "-"))
+        for key, v in over.items()
+        if v is not None
+    }
+    try:
+        return load_experiment(args.config, preset_overrides(preset, over))
+    except ConfigError as exc:  # the flag the user typed, not the config key behind it
+        raise ConfigError(name_flags(str(exc), flags)) from None
+
+
+#: experiment config keys whose flag is not --LAST-PART
+EXPERIMENT_FLAGS = {
+    "rolling.window": "--rolling",
+    "rolling.universes": "--universe",
+    "rolling.start": "--rolling-start",
+    "rolling.end": "--rolling-end",
+    "train.start": "--train-start",
+    "train.end": "--train-end",
+    "test.start": "--test-start",
+    "test.end": "--test-end",
+    "team.brain": "--brain",
+    "team.events": "--events",
+    "data.dir": "--data",
+    "executor.kind": "--executor",
+    "executor.address": "--ray-address",
+    "executor.cpus": "--ray-cpus",
+    "tickers": "--tickers",
+}
 
 
 def run(args: argparse.Namespace) -> int:

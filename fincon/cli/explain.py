@@ -58,6 +58,7 @@ def find_team_run(run: Path) -> Path:
     for marker, kind, pattern in (
         ("experiment.json", "experiment", "test/*/decisions.jsonl"),
         ("train.json", "training", "episodes/ep-*/decisions.jsonl"),
+        ("rolling.json", "rolling evaluation", "*/*/test/*/decisions.jsonl"),
     ):
         if (run / marker).is_file():
             from fincon.workflow.status import failure, read_state

@@ -79,10 +79,21 @@ ALWAYS_OPEN = Calendar(
 )
 
 
-def infer_calendar(dates: Sequence[pd.Timestamp]) -> Calendar:
-    """24/7 if the bars include weekend days, else an exchange calendar."""
+#: the share of weekend bars from which a price file is read as trading every day (a 24/7
+#: market has 2/7 = 29 %); a stray weekend bar in a stock file does not switch its calendar
+WEEKEND_SHARE_24_7 = 0.1
+
+
+def weekend_bars(dates: Sequence[pd.Timestamp]) -> int:
     idx = pd.DatetimeIndex(dates)
-    return ALWAYS_OPEN if len(idx) and bool((idx.day_of_week >= 5).any()) else EXCHANGE
+    return int((idx.day_of_week >= 5).sum())
+
+
+def infer_calendar(dates: Sequence[pd.Timestamp]) -> Calendar:
+    """24/7 when at least a tenth of the bars fall on weekends, else an
+    exchange calendar (a few weekend bars are a note, not a new calendar)."""
+    idx = pd.DatetimeIndex(dates)
+    return ALWAYS_OPEN if len(idx) and weekend_bars(idx) >= WEEKEND_SHARE_24_7 * len(idx) else EXCHANGE
 
 
 class SourceFile(BaseModel):
@@ -172,8 +183,10 @@ def open_dataset(path: str | Path) -> Dataset:
     root = Path(path)
     mf = root / MANIFEST
     if not root.is_dir():
+        what = "is a file, not a dataset folder" if root.exists() else "does not exist"
         raise DataError(
-            f"{root}: not a directory; import a corpus first with `fincon data import FORMAT FILE --out {root}`"
+            f"{root} {what}; import a corpus into a new folder first (`fincon data import FORMAT FILE --out "
+            "data/NAME`), then give that folder"
         )
     if not mf.is_file():
         raise DataError(f"{root} has no {MANIFEST}: not a fincon dataset (write one with `fincon data import`)")
@@ -194,7 +207,15 @@ def open_dataset(path: str | Path) -> Dataset:
             f"{mf}: dataset format {manifest.fincon_dataset} is newer than this fincon reads "
             f"({FORMAT_VERSION}); upgrade fincon"
         )
-    return Dataset(root=root, manifest=manifest)
+    ds = Dataset(root=root, manifest=manifest)
+    missing = [d for d in ("prices", *(("events",) if ds.has_events else ())) if not (root / d).is_dir()]
+    if missing:
+        raise DataError(
+            f"{root}: its {missing[0]}/ folder is missing (dataset.json lists "
+            f"{manifest.items_total if missing[0] == 'events' else len(manifest.tickers)} "
+            f"{'items' if missing[0] == 'events' else 'tickers'}); import the dataset again"
+        )
+    return ds
 
 
 def resolve_dataset(path: str | Path | None) -> Dataset | None:
@@ -263,7 +284,10 @@ def _price_frame_out(raw: pd.DataFrame, kind: PriceKind) -> pd.DataFrame:
 
     cols = ["Date", "Close"] if kind == "close" else list(RAW_COLUMNS)
     out = raw[cols].copy()
-    out["Date"] = pd.to_datetime(out["Date"]).dt.strftime("%Y-%m-%d")
+    if pd.api.types.is_datetime64_any_dtype(out["Date"]):
+        out["Date"] = pd.to_datetime(out["Date"]).dt.strftime("%Y-%m-%d")
+    else:  # the day as written (validate_bars read it so): a time or UTC offset after it is dropped
+        out["Date"] = out["Date"].astype(str).str[:10]
     return out
 
 
@@ -282,6 +306,15 @@ def build_manifest(corpus: ImportedCorpus, source_files: list[SourceFile]) -> Ma
         items.setdefault(e.ticker, {})
         items[e.ticker][e.source] = items[e.ticker].get(e.source, 0) + 1
     items = {t: {s: c[s] for s in SOURCES if s in c} for t, c in items.items()}
+    calendar = infer_calendar(all_dates)
+    notes = list(corpus.notes)
+    stray = weekend_bars(all_dates)
+    if stray and calendar.name != ALWAYS_OPEN.name:
+        first = next(d for d in all_dates if d.day_of_week >= 5)
+        notes.append(
+            f"{stray} bar(s) on a weekend (first {first.date()}) in an exchange calendar: kept, and "
+            f"annualised with {calendar.days_per_year} days (a 24/7 market has weekend bars on most weekends)"
+        )
     return Manifest(
         format=corpus.format,
         created_by=f"fincon {__version__}",
@@ -290,14 +323,14 @@ def build_manifest(corpus: ImportedCorpus, source_files: list[SourceFile]) -> Ma
         start=all_dates[0].date(),
         end=all_dates[-1].date(),
         prices=corpus.price_kind,
-        calendar=infer_calendar(all_dates),
+        calendar=calendar,
         visibility=corpus.visibility,
         visibility_rule=VISIBILITY_RULES[corpus.visibility],
         items=items,
         items_total=len(corpus.events),
         duplicates_dropped=corpus.duplicates,
         options=dict(sorted(corpus.options.items())),
-        notes=list(corpus.notes),
+        notes=notes,
     )
 
 

@@ -60,6 +60,10 @@ class PriceSource(Protocol):
         ...
 
 
+#: the longest gap between two daily bars accepted: longer is a mistyped date, not a market holiday
+MAX_GAP_DAYS = 370
+
+
 def validate_bars(raw: pd.DataFrame, ticker: str, origin: str) -> pd.DataFrame:
     """Check a raw Yahoo-layout frame and return adjusted bars.
 
@@ -80,7 +84,10 @@ def validate_bars(raw: pd.DataFrame, ticker: str, origin: str) -> pd.DataFrame:
     if raw.empty:
         raise DataError(f"{where}: no rows")
     _check_date_format(raw["Date"], where)
-    dates = pd.to_datetime(raw["Date"], errors="coerce", format="mixed")
+    if pd.api.types.is_datetime64_any_dtype(raw["Date"]):
+        dates = pd.to_datetime(raw["Date"], errors="coerce")
+    else:  # the day as written (YYYY-MM-DD first, checked above): a time or a UTC offset after it changes nothing
+        dates = pd.to_datetime(raw["Date"].astype(str).str[:10], errors="coerce", format="%Y-%m-%d")
     if dates.isna().any():
         row = int(np.flatnonzero(dates.isna().to_numpy())[0])
         raise DataError(f"{where}: unparsable date {raw['Date'].iloc[row]!r} at data row {row + 1}")
@@ -113,6 +120,21 @@ def validate_bars(raw: pd.DataFrame, ticker: str, origin: str) -> pd.DataFrame:
         raise DataError(
             f"{where}: non-positive {['Open', 'High', 'Low', 'Close', 'Adj Close'][c]} "
             f"({prices[r, c]}) on {dates.iloc[r].date()}"
+        )
+    hi, lo = values["High"].to_numpy(), values["Low"].to_numpy()
+    if (hi < lo).any():
+        r = int(np.flatnonzero(hi < lo)[0])
+        raise DataError(f"{where}: High {hi[r]} is below Low {lo[r]} on {dates.iloc[r].date()}; fix or drop that row")
+    vol = values["Volume"].to_numpy()
+    if (vol < 0).any():
+        r = int(np.flatnonzero(vol < 0)[0])
+        raise DataError(f"{where}: negative Volume ({vol[r]:g}) on {dates.iloc[r].date()}; fix or drop that row")
+    gaps = np.diff(dates.to_numpy()) > np.timedelta64(MAX_GAP_DAYS, "D")
+    if gaps.any():
+        r = int(np.flatnonzero(gaps)[0])
+        raise DataError(
+            f"{where}: {dates.iloc[r].date()} is followed by {dates.iloc[r + 1].date()}, more than "
+            f"{MAX_GAP_DAYS} days later: a mistyped date (a bar decades away)? Daily bars have no year-long gap"
         )
     factor = values["Adj Close"].to_numpy() / values["Close"].to_numpy()
     out = pd.DataFrame(

@@ -83,6 +83,22 @@ def program_steps(program: str) -> int:
     return len(re.findall(r"[a-z_]+\(", program or ""))
 
 
+def _shape_problem(e: Any) -> str | None:
+    """What about an entry's shape would break reading it, or None."""
+    if not isinstance(e, dict):
+        return f"a {type(e).__name__}, not an object"
+    if e.get("qa") is not None and not isinstance(e["qa"], dict):
+        return f"qa is a {type(e['qa']).__name__}"
+    table = e.get("table")
+    if table is not None and not (isinstance(table, list) and all(isinstance(r, list) for r in table)):
+        return "table is not a list of rows"
+    for key in ("pre_text", "post_text"):
+        text = e.get(key)
+        if text is not None and not (isinstance(text, list) and all(isinstance(x, str) for x in text)):
+            return f"{key} is not a list of sentences"
+    return None
+
+
 def load(path: str | Path) -> list[FinQAItem]:
     """FinQA's JSON (a list of entries); entries without a numeric exe_ans are
     skipped; a file that is not FinQA's JSON, or holds no usable entry, is a
@@ -96,8 +112,13 @@ def load(path: str | Path) -> list[FinQAItem]:
     if not isinstance(data, list):
         raise DataError(f"{path}: FinQA's JSON is a list of entries, this is a {type(data).__name__}")
     out = []
-    for e in data:
-        qa = (e.get("qa") if isinstance(e, dict) else None) or {}
+    for n, e in enumerate(data, 1):
+        why = _shape_problem(e)
+        if why:
+            raise DataError(
+                f"{path}: entry {n}: {why}; FinQA's entries hold qa (an object), table (rows) and texts (lists)"
+            )
+        qa = e.get("qa") or {}
         gold = qa.get("exe_ans")
         if isinstance(gold, bool) or not isinstance(gold, (int, float)):
             continue

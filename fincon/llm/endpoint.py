@@ -41,3 +41,24 @@ def is_local_url(base_url: str) -> bool:
     except ValueError:
         return False
     return ip.is_loopback or ip.is_unspecified
+
+
+def check_listening(base_url: str, timeout: float = 3.0) -> None:
+    """Fail now, in one line, when nothing accepts connections at ``base_url``
+    (a command about to write a training must not leave one behind for a
+    server that was never up); an answering server is not checked further."""
+    import socket
+    from urllib.parse import urlsplit
+
+    from fincon.llm.errors import LLMUnavailable
+
+    parts = urlsplit(base_url)
+    host = parts.hostname or "localhost"
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return
+    except OSError as exc:
+        raise LLMUnavailable(
+            f"nothing is listening at {base_url} ({exc.strerror or exc}): start the server or fix --llm-base-url"
+        ) from None

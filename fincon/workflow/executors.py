@@ -264,6 +264,14 @@ class RayExecutor:
         self._ray_tmp: str | None = None
 
     def __enter__(self) -> "RayExecutor":
+        if self.address is not None:
+            # an existing cluster is joined now, before the command writes anything: one that is not
+            # there (--ray-address auto on a machine that is no node) must leave no folder behind
+            try:
+                self._start()
+            except BaseException:
+                self.close()
+                raise
         return self
 
     def __exit__(self, *exc) -> None:

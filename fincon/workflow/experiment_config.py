@@ -18,7 +18,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from fincon.config import BrokerConfig, DataConfig, MetricsConfig, StrategyParams
+from fincon.config import BrokerConfig, DataConfig, MetricsConfig, StrategyParams, iso_date_value
 from fincon.errors import ConfigError
 from fincon.validation import format_validation_error
 from fincon.workflow.executors import ExecutorSpec
@@ -43,8 +43,6 @@ class Window(_Section):
     @field_validator("start", "end", mode="before")
     @classmethod
     def _iso(cls, v: Any) -> Any:
-        from fincon.config import iso_date_value
-
         return iso_date_value(v)
 
     @model_validator(mode="after")
@@ -78,7 +76,16 @@ class RollingSpec(_Section):
 
         if not re.match(PERIOD_PATTERN, v.strip().lower()):
             raise ValueError(f"{v!r} is not a length such as 1y, 6m, 2w or 90d")
-        return v.strip().lower()
+        text = v.strip().lower()
+        n, unit = int(text[:-1]), text[-1]
+        if n * {"y": 365, "m": 31, "w": 7, "d": 1}[unit] > 30 * 366:
+            raise ValueError(f"{v!r} is longer than 30 years; no data set spans more")
+        return text
+
+    @field_validator("start", "end", mode="before")
+    @classmethod
+    def _iso(cls, v: Any) -> Any:
+        return iso_date_value(v)
 
     @field_validator("universes")
     @classmethod

@@ -203,7 +203,10 @@ def run_rolling(
         if json.loads(marker.read_text()).get("config") != state["config"]:
             raise FinconError(f"{out} holds a rolling evaluation with another config; pick another --out")
     else:
-        out.mkdir(parents=True)
+        try:
+            out.mkdir(parents=True)
+        except OSError as exc:
+            raise FinconError(f"--out {out}: cannot create it ({exc.strerror or exc}); choose another --out") from None
     # running now; failed / interrupted with the reason if the block raises (status.marking),
     # so an evaluation stopped by SIGTERM does not look as if it were still running
     with marking(marker, state):

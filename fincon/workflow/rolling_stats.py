@@ -72,11 +72,11 @@ def significance(
         n_trials = trials or len(series)
         srs = [sig.sharpe(series[n]) for n in series]
         var = float(np.var(srs, ddof=1)) if len(srs) > 1 else 0.0
-        baselines = [n for n in names if not _is_llm(n)]
+        baselines = [n for n in series if not _is_llm(n)]  # buy-and-hold is one
         best = max(baselines, key=lambda n: sig.sharpe(series[n]), default=None)
         spa_bh = sig.spa(bench, {n: series[n] for n in names}, reps=reps, seed=seed) if bench is not None else None
         spa_best = (
-            sig.spa(series[best], {n: series[n] for n in names if n != best}, reps=reps, seed=seed)
+            sig.spa(series[best], {n: series[n] for n in series if n != best}, reps=reps, seed=seed)
             if best is not None
             else None
         )

@@ -101,6 +101,21 @@ def _market(cfg: RunConfig, warmup: int) -> tuple[MarketData, int]:
     return MarketData(loaded.frames, loaded.first_index), loaded.dropped_dates
 
 
+def dataset_lookahead(cfg: RunConfig) -> str | None:
+    """What a --same-day dataset lets a run see early, for its metrics.json and
+    manifest (None for the point-in-time rule): its label travels with every
+    run made on it, as an --allow-overlap does."""
+    from fincon.data.dataset import resolve_dataset
+
+    ds = resolve_dataset(cfg.data.dir) if cfg.data.source == "csv" and cfg.data.dir else None
+    if ds is None or ds.manifest.visibility != "same-day":
+        return None
+    return (
+        f"same-day dataset {Path(str(cfg.data.dir)).name}: items known only by their date are visible at that "
+        "day's own decision (one day of look-ahead, the benchmark's convention), not from the next session"
+    )
+
+
 def calendar_days(cfg: RunConfig, market: MarketData) -> tuple[int, str]:
     """Sessions per year for annualising, and a line saying so for
     metrics.json: the data's calendar (the dataset's, else 365 when the bars
@@ -203,6 +218,7 @@ def run_config(
     warmup = max(s.warmup for s in strategies.values())
     market, dropped = _market(cfg, warmup)
     days_per_year, calendar = calendar_days(cfg, market)
+    lookahead = dataset_lookahead(cfg)
     cfg = cfg.model_copy(update={"metrics": cfg.metrics.model_copy(update={"days_per_year": days_per_year})})
     settings = broker_settings(cfg.broker)
     target = check_out_path(out) if out is not None else default_out(cfg)
@@ -210,6 +226,8 @@ def run_config(
 
     with RunDir(target, replace=replace) as staging:
         check_knowledge(blocks, warn=warn_knowledge)  # once the inputs are known good, before any model call
+        if lookahead and warn_knowledge:
+            print(f"fincon: warning: {lookahead}", file=sys.stderr)
         results: dict[str, BacktestResult] = {}
         failed: dict[str, str] = {}
         benchmark = None
@@ -246,7 +264,7 @@ def run_config(
                 continue
             results[name] = result
             bench = benchmark if name != BENCHMARK else None
-            write_run(run_path, single_cfg, result, bench, dropped, calendar, blocks[name])
+            write_run(run_path, single_cfg, result, bench, dropped, calendar, blocks[name], lookahead)
         if not results:
             raise FinconError("; ".join(f"{n} stopped before finishing its first day: {r}" for n, r in failed.items()))
         write_standard(
@@ -384,6 +402,9 @@ def write_standard(
     }
     seeds.update({f"llm.{k}": v for k, v in sorted(cfg.llm_section().items()) if "seed" in k})
     content = manifest(cfg.to_yaml(), {t: market.frame(t) for t in market.tickers}, corpus, seeds)
+    lookahead = dataset_lookahead(cfg)
+    if lookahead:
+        content["data_lookahead"] = lookahead
     if blocks:
         content["model_knowledge"] = {n: dict(blocks[n]) for n in sorted(run_dirs) if n in blocks}
     write_json(top / "run_manifest.json", content)
@@ -434,6 +455,7 @@ def write_run(
     dropped: int,
     calendar: str | None = None,
     model_knowledge: Mapping[str, Any] | None = None,
+    lookahead: str | None = None,
 ) -> None:
     """Write one strategy's run directory (every file named in the README)."""
     (path / "config.yaml").write_text(cfg.to_yaml())
@@ -454,6 +476,8 @@ def write_run(
         metrics["annualisation"] = calendar
     if model_knowledge is not None:
         metrics["model_knowledge"] = dict(model_knowledge)
+    if lookahead:
+        metrics["data_lookahead"] = lookahead
     settings = broker_settings(cfg.broker)
     if uses_new_costs(settings):  # the default broker writes the metrics.json it always wrote (recorded replays)
         metrics["costs"] = costs_summary(settings, result)

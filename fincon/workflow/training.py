@@ -256,6 +256,11 @@ def train(
     # every check before the first file: the directory, the data, the corpus, the beliefs
     claim(out, marker, state, "training", _finished_episodes, TRAINING_LAYOUT)
     preflight(cfg)
+    model = _model_settings(cfg, opts)
+    if model is not None and model.backend == "openai" and model.cache.value != "replay":
+        from fincon.llm.endpoint import check_listening
+
+        check_listening(model.base_url)  # a server that is down: said now, before the training's folder
     made = [p for p in reversed([out, *out.parents]) if not p.exists()]
     try:
         out.mkdir(parents=True, exist_ok=True)

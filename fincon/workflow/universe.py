@@ -129,6 +129,11 @@ def select(rule: Rule, bars: Mapping[str, pd.DataFrame], history_from: dt.date, 
             past = _before(bars[t], start)
             if rule.kind == "top-volume":
                 w = past.iloc[-VOLUME_DAYS:]
+                if not (w["volume"] > 0).any():  # close-only prices: no volume to rank by (not alphabetical)
+                    raise ValueError(
+                        f"universe top-volume:{rule.n}: {t} has no volume before {start} (close-only prices?); "
+                        "rank by momentum:N or name the tickers"
+                    )
                 score[t] = float((w["close"] * w["volume"]).mean())
             else:
                 w = past["close"].iloc[-(MOMENTUM_DAYS + 1) :]

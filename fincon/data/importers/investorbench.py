@@ -70,14 +70,31 @@ def load_json(path: Path) -> dict[str, Any]:
             raw = gzip.decompress(raw)
         except (EOFError, OSError, zlib.error) as exc:
             raise DataError(f"{path}: truncated or corrupt gzip ({exc}); download the file again") from None
+    dups: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for k, v in items:
+            if k in seen:
+                dups.append(k)
+            seen[k] = v
+        return seen
+
     try:
-        obj = json.loads(raw.decode("utf-8"))
+        # utf-8-sig: a byte-order mark is not damage; a key given twice is (JSON would keep the last)
+        obj = json.loads(raw.decode("utf-8-sig"), object_pairs_hook=pairs)
     except UnicodeDecodeError:
         raise DataError(f"{path}: not UTF-8 text; expected InvestorBench's JSON") from None
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg}); the file may be truncated") from None
     if not isinstance(obj, dict):
         raise DataError(f"{path}: expected a JSON object keyed by date, found a {type(obj).__name__}")
+    day_dups = sorted({k for k in dups if k in obj and re.fullmatch(r"\d{4}-\d{2}-\d{2}", k)})
+    if day_dups:
+        raise DataError(
+            f"{path}: date {day_dups[0]} appears {dups.count(day_dups[0]) + 1} times (JSON keeps only the last "
+            "record); merge or drop the duplicates"
+        )
     if not obj:
         raise DataError(f"{path}: the JSON object is empty; no days to import")
     return obj

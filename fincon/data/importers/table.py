@@ -97,10 +97,11 @@ def chunks(path: Path) -> Iterator[pd.DataFrame]:
     csv = ".csv" in path.name.lower()
     try:
         if csv:
-            header = pd.read_csv(path, nrows=0)
+            header = pd.read_csv(path, nrows=0, encoding="utf-8-sig")
             cols = columns_of(list(header.columns), path)
             reader = pd.read_csv(
                 path,
+                encoding="utf-8-sig",  # a byte-order mark is not part of the first column's name
                 dtype=str,
                 keep_default_na=False,
                 na_filter=False,
@@ -113,6 +114,10 @@ def chunks(path: Path) -> Iterator[pd.DataFrame]:
             yield from reader
     except pd.errors.EmptyDataError:
         raise DataError(f"{path}: empty file; no header and no rows") from None
+    except TypeError:  # pandas' own words for a JSONL line that is an array or a number
+        raise DataError(
+            f'{path}: a line is not a JSON object; every JSONL line must be one item ({{"ticker": ..., ...}})'
+        ) from None
     except (pd.errors.ParserError, ValueError, UnicodeDecodeError, OSError, EOFError) as exc:
         raise _unreadable(path, exc) from None
 

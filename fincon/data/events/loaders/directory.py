@@ -68,7 +68,7 @@ def _records(path: Path):
     name = path.name
     try:
         if name.endswith(".csv"):
-            with open(path, newline="", encoding="utf-8") as fh:
+            with open(path, newline="", encoding="utf-8-sig") as fh:
                 reader = csv.DictReader(fh)
                 for rec in reader:
                     yield reader.line_num, rec
@@ -76,7 +76,7 @@ def _records(path: Path):
         raw = path.read_bytes()
         if name.endswith(".gz"):
             raw = gzip.decompress(raw)
-        for n, line in enumerate(io.StringIO(raw.decode("utf-8")), 1):
+        for n, line in enumerate(io.StringIO(raw.decode("utf-8-sig")), 1):
             line = line.strip()
             if not line:
                 continue
