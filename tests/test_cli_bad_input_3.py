@@ -84,6 +84,25 @@ def fixtures(root: Path) -> dict[str, str]:
     f["no_items"] = _dataset_without_items(root)
     (root / "zero.yaml").write_text("broker: {commission_model: zero, commission: 0.001}\n")
     f["zero_cfg"] = str(root / "zero.yaml")
+    rows = [f"2020-01-{d:02d},10,11,9,10.5,10.5,1000" for d in (2, 3, 6, 7, 8, 9, 10, 13)]
+    for name, edit in (
+        ("high_below_low", lambda r: r.replace("2020-01-07,10,11,9", "2020-01-07,10,9,11")),
+        ("negative_volume", lambda r: r.replace("2020-01-07,10,11,9,10.5,10.5,1000", "2020-01-07,10,11,9,10.5,10.5,-5")),
+        ("decades_gap", lambda r: r.replace("2020-01-13", "2098-01-13")),
+        ("mixed_offsets", lambda r: r.replace("2020-01-03,", "2020-01-03 00:00:00-05:00,").replace("2020-01-06,", "2020-01-06 00:00:00+00:00,")),
+    ):  # fmt: skip
+        d = root / name
+        d.mkdir()
+        (d / "AAA.csv").write_text(YAHOO + "\n".join(edit(r) for r in rows) + "\n")
+        f[name] = str(d)
+    (root / "dup.json").write_text(
+        '{"2020-10-01": {"prices": 10.0, "news": []}, "2020-10-01": {"prices": 11.0, "news": []}}'
+    )
+    f["dup_json"] = str(root / "dup.json")
+    (root / "array.jsonl").write_text('{"ticker": "AAA", "published": "2020-01-03", "text": "x"}\n[1, 2, 3]\n')
+    f["array_jsonl"] = str(root / "array.jsonl")
+    (root / "finqa.json").write_text('[{"qa": 5, "table": [], "pre_text": []}]')
+    f["finqa_shape"] = str(root / "finqa.json")
     return f
 
 
@@ -177,6 +196,61 @@ CASES: dict[str, tuple[list[str], str]] = {
         [*EXP, "--data", "{no_items}"],
         "holds prices but no items for the agent team",
     ),
+    "High below Low": (
+        ["data", "import", "csv", "{news}", "--prices", "{high_below_low}", "--out", "o"],
+        "High 9 is below Low 11 on 2020-01-07",
+    ),
+    "negative volume": (
+        ["data", "import", "csv", "{news}", "--prices", "{negative_volume}", "--out", "o"],
+        "negative Volume",
+    ),
+    "a bar decades away": (
+        ["backtest", "--ticker", "AAA", "--data", "{decades_gap}", "--start", "2020-01-02", "--end", "2020-01-10"],
+        "a mistyped date",
+    ),
+    "a date key twice in InvestorBench JSON": (
+        ["data", "import", "investorbench", "{dup_json}", "--out", "o"],
+        "date 2020-10-01 appears 2 times",
+    ),
+    # 4. what was a traceback
+    "a JSONL line that is an array": (
+        ["data", "import", "csv", "{array_jsonl}", "--prices", "{prices}", "--out", "o"],
+        "a line is not a JSON object",
+    ),
+    "FinQA entry of the wrong shape": (
+        ["eval", "numeric", "--format", "finqa", "--data", "{finqa_shape}"],
+        "entry 1: qa is a int",
+    ),
+    "rolling --out under a file": (
+        [
+            *EXP,
+            "--rolling",
+            "2w",
+            "--universe",
+            "TSLA",
+            "--rolling-start",
+            "2022-10-03",
+            "--rolling-end",
+            "2022-10-30",
+            "--out",
+            "{own_page}/x",
+        ],
+        "cannot create it",
+    ),
+    "a rolling step of many years": (
+        [*EXP, "--rolling", "1m", "--step", "99999y"],
+        "--step: '99999y' is longer than 30 years",
+    ),
+    # 5. misleading messages
+    "a rolling date without dashes": (
+        [*EXP, "--rolling", "2w", "--rolling-start", "20221003"],
+        "--rolling-start: '20221003' is not a date",
+    ),
+    "a rolling date as a Unix timestamp": (
+        [*EXP, "--rolling", "2w", "--rolling-start", "1664755200"],
+        "--rolling-start: '1664755200'",
+    ),
+    "data info on a file": (["data", "info", "{news}"], "is a file, not a dataset folder"),
 }
 
 
@@ -261,3 +335,26 @@ def test_data_import_replaces_only_its_own_dataset(tmp_path, monkeypatch, capfd)
     out, err = capfd.readouterr()
     assert_one_line_error(code, out, err, "holds events/notes.txt, which no fincon import wrote")
     assert (tmp_path / "empty" / "events" / "notes.txt").read_text() == "mine\n"
+
+
+def test_usable_inputs_are_read_and_what_was_odd_is_noted(tmp_path, monkeypatch):
+    """A byte-order mark, mixed UTC offsets after the date, and a stray weekend
+    bar are usable: imported, the day as written, and the weekend bar noted
+    in dataset.json without switching the dataset to a 24/7 calendar."""
+    monkeypatch.chdir(tmp_path)
+    fx = fixtures(tmp_path / "fx")
+    bom = tmp_path / "bom.csv"
+    bom.write_bytes(b"\xef\xbb\xbf" + (tmp_path / "fx" / "news.csv").read_bytes())
+    assert run_cli(main, ["data", "import", "csv", str(bom), "--prices", fx["prices"], "--out", "a"]) == 0
+    assert run_cli(main, ["data", "import", "csv", fx["news"], "--prices", fx["mixed_offsets"], "--out", "b"]) == 0
+    dates = (tmp_path / "b" / "prices" / "AAA.csv").read_text().splitlines()[1:4]
+    assert [d[:10] for d in dates] == ["2020-01-02", "2020-01-03", "2020-01-06"] and all(d[10] == "," for d in dates)
+    weekend = tmp_path / "weekend"
+    weekend.mkdir()
+    days = [d for d in range(2, 32) if d not in (4, 5, 11, 12, 18, 19, 25, 26)] + [11]  # 22 weekdays and a Saturday
+    rows = [f"2020-01-{d:02d},10,11,9,10.5,10.5,1000" for d in sorted(days)]
+    (weekend / "AAA.csv").write_text(YAHOO + "\n".join(rows) + "\n")
+    assert run_cli(main, ["data", "import", "csv", fx["news"], "--prices", str(weekend), "--out", "c"]) == 0
+    manifest = json.loads((tmp_path / "c" / "dataset.json").read_text())
+    assert manifest["calendar"]["days_per_year"] == 252
+    assert any("weekend" in n for n in manifest["notes"])

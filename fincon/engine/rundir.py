@@ -51,7 +51,7 @@ BACKTEST = "backtest"
 _LEGACY_BACKTEST_FILES = frozenset(
     {
         "config.yaml", "metrics.json", "equity.csv", "equity.png", "trades.csv", "orders.csv",
-        "decisions.jsonl", "llm_usage.csv", "llm_usage.json", "round_trips.csv", "run_summary.csv", "positions.csv",
+        "decisions.jsonl", "llm_usage.csv", "llm_usage.json", "round_trips.csv", "run_summary.csv", "positions.csv", "trials.csv",
         MANIFEST, "summary.json", "report.html", "beliefs.json", "fallbacks.csv", "weights.csv",
     }
 )  # fmt: skip
