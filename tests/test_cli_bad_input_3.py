@@ -358,3 +358,15 @@ def test_usable_inputs_are_read_and_what_was_odd_is_noted(tmp_path, monkeypatch)
     manifest = json.loads((tmp_path / "c" / "dataset.json").read_text())
     assert manifest["calendar"]["days_per_year"] == 252
     assert any("weekend" in n for n in manifest["notes"])
+
+
+def test_an_investorbench_file_names_its_asset(tmp_path, monkeypatch, capfd):
+    """``ib-nflx.json=NFLX``: the ticker named after the file, not IB-NFLX (issue 34 item 8)."""
+    monkeypatch.chdir(tmp_path)
+    days = {f"2020-10-0{d}": {"prices": 500.0 + d, "news": [f"Netflix item {d}."]} for d in (1, 2, 5, 6)}
+    (tmp_path / "ib-nflx.json").write_text(json.dumps(days))
+    assert run_cli(main, ["data", "import", "investorbench", "ib-nflx.json=NFLX", "--out", "a"]) == 0
+    assert json.loads((tmp_path / "a" / "dataset.json").read_text())["tickers"] == ["NFLX"]
+    capfd.readouterr()
+    code = run_cli(main, ["data", "import", "investorbench", "ib-nflx.json=no ticker!", "--out", "b"])
+    assert_one_line_error(code, *capfd.readouterr(), "is not a ticker")

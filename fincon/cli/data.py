@@ -50,7 +50,8 @@ item counts per source, calendar, close-only or OHLCV prices, and the
 point-in-time rule applied). Every command then takes --data DIR as it is.
 
 formats:
-  investorbench  InvestorBench's per-asset JSON (msft.json[.gz], btc.json...):
+  investorbench  InvestorBench's per-asset JSON (msft.json[.gz], btc.json...; FILE=TICKER
+                 names the asset when the file name does not):
                  close prices, news, 10-K and 10-Q summaries; the ticker is the
                  file name; the "(Sentiment: ...)" tag goes into metadata
   finsaber       the FINSABER-2 parquet layout: SOURCE is the folder holding

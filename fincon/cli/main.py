@@ -44,8 +44,8 @@ Run `fincon COMMAND --help` for the options of one command.
 
 exit status:
   0    every run completed
-  2    bad input or a failure before anything finished (one line on stderr,
-       nothing written)
+  2    bad input or a failure before anything finished (one line on stderr;
+       no run directory is left, and nothing of yours is touched)
   3    a run stopped early (LLM server gone, token budget spent): its
        results are saved up to the last finished day and marked stopped_early
   130  interrupted (Ctrl-C); 143 terminated (SIGTERM): partial output removed

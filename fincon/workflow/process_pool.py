@@ -55,8 +55,7 @@ def _run(item: tuple[int, Task]) -> tuple[str, Any]:
         return "failed", UnitFailure(f"{type(exc).__name__}: {one_line(exc)}", 1, traceback.format_exc())
     except SystemExit:  # SIGTERM to this worker alone (the driver's own stop ends the driver first)
         return "failed", UnitFailure(
-            "its worker process was terminated (SIGTERM) before the unit finished; rerun the same command to "
-            "resume",
+            "its worker process was terminated (SIGTERM) before the unit finished; rerun the same command to resume",
             1,
             "",
         )

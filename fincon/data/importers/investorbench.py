@@ -13,7 +13,8 @@ Items carry a date only. Under the default rule they are visible from the
 next trading day's decision (``fincon.data.importers.published_at``); the
 benchmark's same-day convention is ``--same-day``.
 
-The ticker is the file name up to its first dot (``msft.json.gz`` -> MSFT).
+The ticker is the file name up to its first dot (``msft.json.gz`` -> MSFT),
+or the one named after it (``ib-nflx.json.gz=NFLX``).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def ticker_of(path: Path) -> str:
     if not _TICKER.match(t):
         raise DataError(
             f"{path}: cannot take a ticker from the file name {path.name!r}; "
-            "name the file after the asset, e.g. msft.json"
+            "name the file after the asset (msft.json) or the asset after the file (FILE=MSFT)"
         )
     return t
 
@@ -191,9 +192,15 @@ def read(sources: list[Path], options: ImportOptions) -> ImportedCorpus:
         raise DataError("investorbench: give one or more of the benchmark's JSON files")
     by_ticker: dict[str, Path] = {}
     for p in sources:
+        named = None
+        if not p.exists() and "=" in p.name:  # FILE=TICKER: the asset named, whatever the file is called
+            path, _, named = str(p).rpartition("=")
+            p, named = Path(path), named.strip().upper()
+            if not _TICKER.match(named):
+                raise DataError(f"{p}={named}: {named!r} is not a ticker (letters, digits, '.' or '-')")
         if not p.is_file():
             raise DataError(f"{p}: no such file" if not p.exists() else f"{p}: is a folder; give the JSON files")
-        t = ticker_of(p)
+        t = named or ticker_of(p)
         if t in by_ticker:
             raise DataError(f"{p} and {by_ticker[t]} are both {t}; give one file per asset")
         by_ticker[t] = p
