@@ -119,6 +119,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/train.py
 	$(BIN)/python bench/experiment.py
 	$(BIN)/python bench/import.py
+	$(BIN)/python bench/stats.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache
