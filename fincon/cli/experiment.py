@@ -127,6 +127,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--episodes", type=number(int, 1, 100), help="training episodes K (default 4, as in the paper)")
     g.add_argument("--ablations", metavar="A[,A...]", help="of full, no-cvar, no-beliefs (default all three)")
     g.add_argument(
+        "--placebo",
+        metavar="KIND[,KIND...]",
+        help="test the full team again on a placebo corpus: shuffle-news (every item moved to a later random day "
+        "of the test window) or flip-tone (every item's tone reversed); the table gives its metrics beside the "
+        "real run's, prediction consistency, input dependency and the profit gap (docs/experiments.md)",
+    )
+    g.add_argument(
         "--protocols",
         metavar="P[,P...]",
         help="decision protocols to compare on the same team, data and cache: fincon, scm, debate "
@@ -276,6 +283,7 @@ def build_experiment(args: argparse.Namespace):
         "repeats": args.repeats,
         "episodes": args.episodes,
         "ablations": _split(args.ablations),
+        "placebos": _split(args.placebo),
         "protocols": _split(args.protocols),
         "baselines": _split(args.baselines),
         "team.brain": args.brain,
@@ -614,4 +622,15 @@ def format_results(res: dict[str, Any]) -> str:
     )
     if measures:
         lines += ["", "protocol measures (median runs):"] + [f"  {x}" for x in measures]
+    placebo = res.get("placebo") or {}
+    if placebo:
+        lines += ["", "placebo runs of the full team (medians over repeats):"]
+        for kind, p in placebo.items():
+            lines.append(
+                f"  {kind:<13} CR {_f(p['cr_pct_median'], '{:.3f}')} % (real {_f(p['real_cr_pct'], '{:.3f}')} %, "
+                f"profit gap {_f(p['profit_gap_pct'], '{:+.3f}')} pp), Sharpe {_f(p['sharpe_median'], '{:.3f}')}, "
+                f"prediction consistency {_f(p['prediction_consistency'], '{:.0%}')}, "
+                f"input dependency {_f(p['input_dependency'], '{:.0%}')}"
+            )
+            lines += [f"    FLAG: {flag}" for flag in p["flags"]]
     return "\n".join(lines)

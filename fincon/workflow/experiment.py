@@ -82,6 +82,7 @@ from fincon.workflow.experiment_units import (  # noqa: F401
     _team,
     baseline_config,
     baseline_dir,
+    placebo_dir,
     run_unit,
     test_config,
     train_config,
@@ -131,6 +132,7 @@ def units(exp: ExperimentConfig) -> tuple[list[Unit], list[Unit]]:
     combos = [(p, a) for p in exp.protocols for a in exp.ablations]
     first = [Unit("baselines")] + [Unit("train", a, r, p) for r in range(1, exp.repeats + 1) for p, a in combos]
     second = [Unit("test", a, r, p) for r in range(1, exp.repeats + 1) for p, a in combos]
+    second += [Unit("test", f"placebo-{k}", r) for r in range(1, exp.repeats + 1) for k in exp.placebos or ()]
     return first, second
 
 
@@ -204,7 +206,7 @@ def check_inputs(exp: ExperimentConfig) -> None:
 #: experiment's leftovers only when its folder holds nothing else)
 EXPERIMENT_LAYOUT = frozenset(
     {"experiment.json", "results.json", "equity.png", "beliefs.png", "beliefs.md", "train", "test", "baselines",
-     "config.yaml", "report.html"}
+     "config.yaml", "report.html", "placebo"}
 )  # fmt: skip
 
 
@@ -230,6 +232,12 @@ def _run(
 
     phases = units(exp)
     total = sum(len(p) for p in phases)
+    if exp.placebos:  # the placebo corpora, built once from the team's own (deterministic in the seed)
+        from fincon.workflow.placebo import write_placebo
+
+        for kind in exp.placebos:
+            write_placebo(kind, str(exp.team.get("events", "sample")), exp.tickers, exp.test.start, exp.test.end,
+                          exp.seed, placebo_dir(out, kind))  # fmt: skip
     ran: list[str] = []
     skipped: list[str] = []
     bar = tqdm(total=total, unit="unit", desc="experiment", disable=not progress, dynamic_ncols=True)
@@ -253,6 +261,10 @@ def _run(
         bar.close()
     results = collect(exp, out)
     results["model_knowledge"] = experiment_knowledge(exp)
+    if exp.placebos:
+        from fincon.workflow.experiment_results import placebo_results
+
+        results["placebo"] = placebo_results(exp, out, results)
     write_atomic(out / "results.json", json.dumps(results, indent=1, sort_keys=True) + "\n")
     plot_experiment(exp, out, results)
     write_atomic(marker, json.dumps({**state, "status": "complete"}, indent=1, sort_keys=True) + "\n")

@@ -139,6 +139,15 @@ class ExperimentConfig(_Section):
     #: a rolling evaluation (fincon.workflow.rolling) instead of one train/test split; kept out of
     #: the dump so a one-split experiment's identity (experiment.json, its hash) is unchanged
     rolling: RollingSpec | None = Field(None, exclude=True)
+    #: placebo test runs of the full team (fincon.workflow.placebo): shuffle-news, flip-tone
+    #: (None, not [], when there are none: an experiment from before them resumes)
+    placebos: list[Literal["shuffle-news", "flip-tone"]] | None = None
+
+    @model_validator(mode="after")
+    def _placebos_need_full(self):
+        if self.placebos and ("full" not in self.ablations or "fincon" not in self.protocols):
+            raise ValueError("placebo runs test the full fincon team: keep the full ablation and the fincon protocol")
+        return self
 
     @field_validator("tickers")
     @classmethod

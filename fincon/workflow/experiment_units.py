@@ -71,10 +71,31 @@ def train_options(exp: ExperimentConfig, ablation: str, repeat: int):
     )
 
 
+def placebo_of(ablation: str) -> str | None:
+    """The placebo a test variant runs on (``placebo-shuffle-news`` -> shuffle-news), or None."""
+    return ablation[len("placebo-") :] if ablation.startswith("placebo-") else None
+
+
+def placebo_dir(root: Path, kind: str) -> Path:
+    """Where an experiment keeps the placebo corpus ``kind`` (built once, before its test runs)."""
+    return root / "placebo" / kind
+
+
 def test_config(
-    exp: ExperimentConfig, ablation: str, repeat: int, beliefs: Path, protocol: str = "fincon"
+    exp: ExperimentConfig,
+    ablation: str,
+    repeat: int,
+    beliefs: Path,
+    protocol: str = "fincon",
+    events: Path | None = None,
 ) -> RunConfig:
-    team = {**_team(exp, ablation, protocol), "beliefs": str(Path(beliefs).absolute())}
+    """A test run's config; ``events``: another corpus (a placebo) in place of the team's."""
+    team = {
+        **_team(exp, "full" if placebo_of(ablation) else ablation, protocol),
+        "beliefs": str(Path(beliefs).absolute()),
+    }
+    if events is not None:
+        team["events"] = str(Path(events).absolute())
     if exp.brain == "llm":
         # as in training's exploring episodes: the manager samples (a temperature
         # above 0, one seed per repeat); the analysts keep the run's sampling, so
@@ -158,13 +179,16 @@ def run_unit(unit: Unit, exp: ExperimentConfig, root: Path, progress: bool = Fal
             warn_knowledge=False,  # the experiment says it once
         )
         return str(path)
+    placebo = placebo_of(unit.ablation)
     cfg = (
         test_config(
             exp,
             unit.ablation,
             unit.repeat,
-            Unit("train", unit.ablation, unit.repeat, unit.protocol).path(root),
+            # a placebo tests the full team's own beliefs on the placebo corpus
+            Unit("train", "full" if placebo else unit.ablation, unit.repeat, unit.protocol).path(root),
             unit.protocol,
+            placebo_dir(root, placebo) if placebo else None,
         )
         if unit.kind == "test"
         else baseline_config(exp)

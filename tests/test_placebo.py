@@ -1,0 +1,60 @@
+"""Placebo runs (issue 32 item 3): the placebo corpora keep point in time and
+are deterministic, and an experiment reports the team on them beside the
+real run, with prediction consistency, input dependency and the profit gap."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+from fincon.agents.team.corpus import load_events
+from fincon.cli.main import main
+from fincon.workflow.placebo import flip_text, placebo_events
+
+START, END = dt.date(2022, 10, 3), dt.date(2022, 11, 30)
+
+
+def test_shuffled_news_never_moves_earlier_and_is_the_same_every_time():
+    events = load_events("sample", ("TSLA",)).all_events()
+    a = placebo_events("shuffle-news", events, START, END, seed=1)
+    assert placebo_events("shuffle-news", events, START, END, seed=1) == a
+    moved = 0
+    for old, new in zip(events, a):
+        assert (old.id, old.ticker, old.text) == (new.id, new.ticker, new.text)
+        assert new.published_at >= old.published_at  # point in time kept: never earlier than published
+        if START <= old.published_at.date() <= END and old.text:
+            assert new.published_at.date() <= END
+            moved += new.published_at != old.published_at
+        else:
+            assert new.published_at == old.published_at  # outside the test window: untouched
+    assert moved > 50
+    assert placebo_events("shuffle-news", events, START, END, seed=2) != a
+
+
+def test_flipped_tone_by_hand():
+    assert flip_text("Tesla shares fell 8.6% on weak demand; rated Buy, strong gains.") == (
+        "Tesla shares rose 8.6% on strong demand; rated Sell, weak losses."
+    )
+    assert flip_text("Improved margins, not deteriorated ones") == "Deteriorated margins, not improved ones"
+
+
+def test_an_experiment_reports_the_team_on_its_placebos(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    argv = ["experiment", "--ticker", "TSLA", "--brain", "rules", "--events", "sample", "--param",
+            "fincon.transcripts=text", "--train-start", "2022-09-01", "--train-end", "2022-09-30", "--test-start",
+            "2022-10-03", "--test-end", "2022-11-30", "--repeats", "1", "--episodes", "1", "--ablations", "full",
+            "--baselines", "buy-and-hold", "--placebo", "shuffle-news,flip-tone", "--out", "x", "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    res = json.loads((tmp_path / "x" / "results.json").read_text())
+    real = res["median"]["full"]["cr_pct"]
+    for kind in ("shuffle-news", "flip-tone"):
+        p = res["placebo"][kind]
+        assert p["real_cr_pct"] == real and p["profit_gap_pct"] == real - p["cr_pct_median"]
+        assert 0.0 <= p["prediction_consistency"] <= 1.0 and p["input_dependency"] == 1.0 - p["prediction_consistency"]
+        assert f"{kind:<13} CR" in out
+    # the team reads tone: reversing it changes most decisions
+    assert res["placebo"]["flip-tone"]["prediction_consistency"] < 0.5
+    assert (tmp_path / "x" / "placebo" / "shuffle-news" / "TSLA.jsonl.gz").is_file()
+    assert main(argv) == 0  # resumes: the same corpus, nothing run again
+    assert "resumed: 5 unit(s)" in capsys.readouterr().out
