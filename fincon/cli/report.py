@@ -51,11 +51,32 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="HTML file to write (default report.html; replaced if it exists)",
     )
+    p.add_argument(
+        "--card",
+        action="store_true",
+        help="print the report card instead (the six-point protocol and FINSABER's checklist: pass, fail or "
+        "not measured, with the number behind each); one RUN",
+    )
+    p.add_argument("--json", action="store_true", help="with --card: print it as JSON")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from fincon.errors import ConfigError
     from fincon.report import write_report
+
+    if args.card:
+        import json
+
+        from fincon.report.card import card, format_card
+
+        if len(args.runs) != 1:
+            raise ConfigError("--card reads one directory; give one RUN")
+        c = card(args.runs[0])
+        print(json.dumps(c, indent=1, sort_keys=True) if args.json else format_card(c))
+        return 0
+    if args.json:
+        raise ConfigError("--json goes with --card (the HTML report is a page, not JSON)")
 
     out = write_report(args.runs, args.out)
     print(f"report: {out} ({out.stat().st_size:,} bytes)")

@@ -67,12 +67,27 @@ def _title(data: ReportData) -> tuple[str, str]:
     return title, "; ".join(windows) + (" | " if windows else "") + ", ".join(kinds)
 
 
+def _cards(data: ReportData) -> str:
+    """The report card of each directory the page shows (fincon.report.card)."""
+    from fincon.errors import DataError
+    from fincon.report.card import card, section_card
+
+    out = []
+    for s in data.sources:
+        try:
+            out.append(section_card(card(s.path)))
+        except DataError:
+            continue  # a directory the card cannot read (a bare training): no card, the rest of the page stays
+    return "\n".join(out[:1]) if len(out) == 1 else "\n".join(out)
+
+
 def render(data: ReportData) -> str:
     """The report page."""
     from plotly import __version__ as plotly_version
     from plotly.offline import get_plotlyjs
 
     sections = [
+        _cards(data),
         section_metrics(data),
         section_curves(data) if any(r.equity is not None for r in data.runs) else "",
         section_timeline(data),
@@ -85,6 +100,7 @@ def render(data: ReportData) -> str:
     sections = [s for s in sections if s]
     nav = []
     for sid, name in (
+        ("card", "Report card"),
         ("metrics", "Metrics"),
         ("curves", "Equity and drawdown"),
         ("decisions", "Decisions"),
