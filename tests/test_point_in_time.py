@@ -24,7 +24,9 @@ CUT = 60  # decision day t (index within the backtest window)
 #: strategies that read an event corpus, not prices alone: their future-perturbation
 #: test (events and prices after t) is tests/test_sentiment.py's
 EVENT_DRIVEN = {"sentiment", "sentiment-same-day"}
-CONFIGS = [(name, {}) for name in sorted(STRATEGIES) if name not in EVENT_DRIVEN] + [
+#: one-stock reinforcement-learning agents: below, on one ticker, with a short training
+RL = {"a2c", "ppo", "dqn"}
+CONFIGS = [(name, {}) for name in sorted(STRATEGIES) if name not in EVENT_DRIVEN | RL] + [
     ("markowitz", {"form": "signed", "rebalance_every": 1, "lookback": 30}),
     ("equal-weight", {"rebalance_every": 1}),
     ("sma-cross", {"fast": 3, "slow": 8, "allow_short": True}),
@@ -41,6 +43,22 @@ def test_future_prices_do_not_change_decisions(name, params):
     np.testing.assert_array_equal(a.values[: CUT + 1], b.values[: CUT + 1])
     # the perturbation is real: something after the cut differs
     assert not np.array_equal(a.values, b.values)
+
+
+@pytest.mark.parametrize("name", sorted(RL))
+def test_future_prices_change_no_decision_of_a_trained_agent(name):
+    """An RL agent trains on the bars before the window at its first decision:
+    scrambling every bar after day t changes nothing up to t, training included."""
+    params = {"timesteps": 600, "seed": 3}
+    base = market_for(["TSLA"], warmup=make_strategy(name, params).warmup)
+    a_strategy, b_strategy = make_strategy(name, params), make_strategy(name, params)
+    a = backtest(base, a_strategy)
+    b = backtest(perturbed(base, CUT), b_strategy)
+    assert a.decisions[: CUT + 1] == b.decisions[: CUT + 1]
+    np.testing.assert_array_equal(a.values[: CUT + 1], b.values[: CUT + 1])
+    assert a_strategy.trained_on == b_strategy.trained_on and a_strategy.trained_on[1] < str(
+        base.dates[base.first_index].date()
+    )
 
 
 class Spy(Strategy):

@@ -30,6 +30,10 @@ STRATEGIES: dict[str, str] = {
     "sma-cross": "fincon.strategies.sma_cross:SmaCross",
     "sentiment": "fincon.strategies.sentiment:SentimentBaseline",
     "sentiment-same-day": "fincon.strategies.sentiment:SameDaySentiment",
+    # the paper's DRL baselines (stable-baselines3 on a gymnasium environment over fincon's bars)
+    "a2c": "fincon.strategies.rl:A2CTrader",
+    "ppo": "fincon.strategies.rl:PPOTrader",
+    "dqn": "fincon.strategies.rl:DQNTrader",
 }
 
 #: strategies that talk to a model: name -> "module:factory"; the factory

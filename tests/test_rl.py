@@ -1,0 +1,57 @@
+"""The paper's reinforcement-learning baselines (issue 33 item 1): trained on
+the bars before the test window only, seeded and reproducible, their model
+and training curve saved in the run directory."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from fincon.cli.main import main
+from fincon.strategies.rl import indicators
+
+RUN = [
+    "backtest",
+    "--ticker",
+    "TSLA",
+    "--start",
+    "2022-10-05",
+    "--end",
+    "2023-01-31",
+    "--no-progress",
+    "--no-benchmark",
+]
+
+
+@pytest.mark.parametrize("algo", ["a2c", "dqn"])
+def test_the_same_seed_and_data_give_the_same_decisions_byte_for_byte(algo, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argv = [*RUN, "--strategy", algo, "--param", f"{algo}.timesteps=1500", "--param", f"{algo}.seed=7"]
+    assert main([*argv, "--out", "a"]) == 0
+    assert main([*argv, "--out", "b"]) == 0
+    assert (tmp_path / "a" / "decisions.jsonl").read_bytes() == (tmp_path / "b" / "decisions.jsonl").read_bytes()
+    for name in ("rl_model.zip", "rl_training.csv", "rl_training.png"):
+        assert (tmp_path / "a" / name).is_file(), name
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())["strategy_summary"]
+    assert summary["rl_trained_on"][1] < "2022-10-05" and summary["rl_trained_on"][0] == "2018-01-02"
+    assert summary["rl_algo"] == algo and summary["rl_timesteps"] == 1500
+
+
+def test_a_portfolio_is_refused_in_one_line(tmp_path, monkeypatch, capfd):
+    monkeypatch.chdir(tmp_path)
+    code = main(["backtest", "--tickers", "TSLA,MSFT", "--strategy", "ppo", "--start", "2022-10-05", "--end",
+                 "2022-11-30", "--no-progress"])  # fmt: skip
+    err = capfd.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "ppo trades one stock" in err[0]
+    assert not list(tmp_path.iterdir())
+
+
+def test_indicators_use_no_later_bar():
+    rng = np.random.default_rng(0)
+    close = 100 * np.exp(np.cumsum(rng.normal(0, 0.02, 300)))
+    high, low = close * 1.01, close * 0.99
+    full = indicators(close, high, low)
+    cut = indicators(close[:200], high[:200], low[:200])
+    np.testing.assert_allclose(full[:200], cut)  # a day's row depends on the bars up to it only
