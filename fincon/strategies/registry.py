@@ -41,6 +41,7 @@ STRATEGIES: dict[str, str] = {
 FACTORIES: dict[str, str] = {
     "llm-trader": "fincon.agents.simple_trader:make_llm_trader_from_run",
     "fincon": "fincon.agents.team:make_fincon_team",
+    "finsent": "fincon.agents.finsent:make_finsent",
 }
 LLM_STRATEGIES = frozenset(FACTORIES)
 
@@ -48,6 +49,7 @@ LLM_STRATEGIES = frozenset(FACTORIES)
 FACTORY_PARAMS: dict[str, str] = {
     "llm-trader": "fincon.llm.settings:LLMSettings",
     "fincon": "fincon.agents.team.params:FinConParams",
+    "finsent": "fincon.agents.finsent:FinSentParams",
 }
 
 __all__ = [
