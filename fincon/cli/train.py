@@ -233,13 +233,13 @@ def next_command(cfg, train_dir: Path) -> str:
 def _config_keys(path: Path) -> set[str]:
     """Top-level keys of the YAML config (empty when it cannot be read: the
     config loader then reports why, in one line)."""
-    import yaml
+    from fincon.config import read_yaml
+    from fincon.errors import ConfigError
 
     try:
-        tree = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return set(read_yaml(path))
+    except ConfigError:
         return set()
-    return set(tree) if isinstance(tree, dict) else set()
 
 
 def format_episodes(rows: list[dict]) -> str:

@@ -12,14 +12,11 @@ units will run (llm section, data) are made by
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from fincon.config import BrokerConfig, DataConfig, MetricsConfig, StrategyParams, iso_date_value
-from fincon.errors import ConfigError
 from fincon.validation import format_validation_error
 from fincon.workflow.executors import ExecutorSpec
 
@@ -225,22 +222,3 @@ class ExperimentConfig(_Section):
     @property
     def brain(self) -> str:
         return self.team.get("brain", "llm")
-
-
-def read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"config {path} is not UTF-8 text; save it as UTF-8 YAML") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read config {path}: {exc.strerror}") from None
-    try:
-        loaded = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(f"config {path}{f' line {mark.line + 1}' if mark else ''}: not valid YAML") from None
-    if loaded is None:
-        return {}
-    if not isinstance(loaded, dict):
-        raise ConfigError(f"config {path}: the top level must be a mapping of keys")
-    return loaded
