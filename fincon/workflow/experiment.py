@@ -46,7 +46,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from fincon.config import _set_path
+from fincon.config import _set_path, read_yaml
 from fincon.errors import ConfigError, FinconError
 from fincon.validation import format_validation_error
 from fincon.workflow.executors import Executor, Task, serial  # noqa: F401 (Task: the public name)
@@ -61,7 +61,6 @@ from fincon.workflow.experiment_config import (  # noqa: F401
     TRAIN_WINDOW,
     ExperimentConfig,
     Window,
-    read_yaml,
 )
 from fincon.workflow.experiment_results import (  # noqa: F401
     KEYS,

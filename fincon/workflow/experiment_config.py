@@ -3,7 +3,7 @@
 :class:`ExperimentConfig` (pydantic, ``extra="forbid"``) holds the tickers,
 the training and test windows, repeats, episodes, ablations, protocols,
 baselines and the team's, data, broker and metrics sections;
-:func:`read_yaml` reads the file. Pure validation: nothing here runs a
+:func:`fincon.config.read_yaml` reads the file. Pure validation: nothing here runs a
 backtest or touches a directory. The run-level checks on the configs the
 units will run (llm section, data) are made by
 :func:`fincon.workflow.experiment.load_experiment`.
