@@ -315,31 +315,32 @@ def load_config(
         raise ConfigError(name_flags(str(exc), flags)) from None
 
 
-def read_yaml(path: Path | str) -> dict[str, Any]:
-    """A YAML config file's top-level mapping (empty for an empty file); a
-    file that is not UTF-8 YAML text, or whose top is not a mapping, is one
-    line naming it. The one reader of every config: run, experiment, train."""
+def read_yaml(path: Path | str, what: str = "config") -> dict[str, Any]:
+    """A YAML file's top-level mapping (empty for an empty file); a file that
+    is not UTF-8 YAML text, or whose top is not a mapping, is one line naming
+    it as ``what``. The one reader of every config (run, experiment, train)
+    and of the LLM price table."""
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise ConfigError(
-            f"config {path} is not UTF-8 text (a binary file, or another encoding such as "
+            f"{what} {path} is not UTF-8 text (a binary file, or another encoding such as "
             "Latin-1); save it as UTF-8 YAML"
         ) from None
     except OSError as exc:
-        raise ConfigError(f"cannot read config {path}: {exc.strerror}") from None
+        raise ConfigError(f"cannot read {what} {path}: {exc.strerror}") from None
     if "\x00" in text:
-        raise ConfigError(f"config {path} is a binary file, not YAML text")
+        raise ConfigError(f"{what} {path} is a binary file, not YAML text")
     try:
         loaded = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"config {path}{where}: not valid YAML") from None
+        raise ConfigError(f"{what} {path}{where}: not valid YAML") from None
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):
-        raise ConfigError(f"config {path}: the top level must be a mapping of keys")
+        raise ConfigError(f"{what} {path}: the top level must be a mapping of keys")
     return loaded
 
 

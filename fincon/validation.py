@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -86,3 +87,16 @@ def field_range(model: type, loc: tuple) -> str | None:
     if hi is not None:
         return f"{'<' if hi_open else '<='} {hi:g}"
     return None
+
+
+def validated(model: type, data: Any, where: str):
+    """``data`` as an instance of the pydantic ``model`` (kept as it is when it
+    already is one); a bad key or value is a ConfigError naming ``where.KEY``."""
+    from fincon.errors import ConfigError
+
+    if isinstance(data, model):
+        return data
+    try:
+        return model.model_validate(dict(data))
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(where, exc, model)) from None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from fincon.cli.main import main
-from fincon.testing.badinput import assert_one_line_error, fixtures, run_cli, tree
+from fincon.testing.badinput import check_case, fixtures
 
 WINDOW = ["--start", "2022-10-05", "--end", "2022-10-20"]
 
@@ -156,17 +156,6 @@ CASES: dict[str, tuple[list[str], str]] = {
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_input_gets_one_line_and_exit_2(case, tmp_path, monkeypatch, capfd):
-    fix = fixtures(tmp_path / "fx")
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no user cache is touched either
     argv, fragment = CASES[case]
-    argv = [a.format(**fix) for a in argv]
-    before = tree(tmp_path)
-    code = run_cli(main, argv)
-    out, err = capfd.readouterr()
-    assert_one_line_error(code, out, err, fragment)
+    out, err = check_case(main, fixtures, argv, fragment, tmp_path, monkeypatch, capfd)
     assert "sk-proj-abc123def456" not in err + out
-    after = tree(tmp_path)
-    assert after == before, sorted(set(after) ^ set(before))

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from fincon.cli.main import main
-from fincon.testing.badinput import SAMPLE, assert_one_line_error, run_cli, tree
+from fincon.testing.badinput import SAMPLE, check_case
 from fincon.testing.badinput import fixtures as first_fixtures
 
 AUDIO = SAMPLE / "events" / "audio"
@@ -313,7 +313,7 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["data", "import", "investorbench", "{truncated_ib}", "--out", "{a_file}"],
         "is a file",
     ),
-    "data info a file": (["data", "info", "{a_file}"], "not a directory"),
+    "data info a file": (["data", "info", "{a_file}"], "is a file, not a dataset folder"),
     "data info a run directory": (["data", "info", "{run_ok}"], "no dataset.json"),
     "backtest --data a file": (["backtest", "--data", "{a_file}"], "not a directory"),
     "data show --data not a dataset": (
@@ -334,20 +334,8 @@ CASES: dict[str, tuple[list[str], str]] = {
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_input_gets_one_line_and_exit_2(case, tmp_path, monkeypatch, capfd):
-    fix = fixtures(tmp_path / "fx")
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no model or transcript cache is written either
-    monkeypatch.delenv("FINCON_CACHE_DIR", raising=False)
     argv, fragment = CASES[case]
-    argv = [a.format(**fix) for a in argv]
-    before = tree(tmp_path)
-    code = run_cli(main, argv)
-    out, err = capfd.readouterr()
-    assert_one_line_error(code, out, err, fragment)
-    after = tree(tmp_path)
-    assert after == before, sorted(set(after) ^ set(before))
+    check_case(main, fixtures, argv, fragment, tmp_path, monkeypatch, capfd)
 
 
 # -- what a failure leaves, and what the next command makes of it ---------------------------

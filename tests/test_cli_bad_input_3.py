@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from fincon.cli.main import main
-from fincon.testing.badinput import assert_one_line_error, run_cli, tree
+from fincon.testing.badinput import assert_one_line_error, check_case, run_cli
 
 WINDOW = ["--start", "2022-10-05", "--end", "2022-10-20"]
 BT = ["backtest", "--ticker", "AAPL", "--no-progress", *WINDOW]
@@ -256,21 +256,8 @@ CASES: dict[str, tuple[list[str], str]] = {
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_input_gets_one_line_and_exit_2(case, tmp_path, monkeypatch, capfd):
-    fix = fixtures(tmp_path / "fx")
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("FINCON_CACHE_DIR", raising=False)
     argv, fragment = CASES[case]
-    argv = [a.format(**fix) for a in argv]
-    before = tree(tmp_path)
-    contents = {p: p.read_bytes() for p in (tmp_path / "fx").rglob("*") if p.is_file()}
-    code = run_cli(main, argv)
-    out, err = capfd.readouterr()
-    assert_one_line_error(code, out, err, fragment)
-    assert tree(tmp_path) == before
-    assert {p: p.read_bytes() for p in contents} == contents  # every file of the user's, byte for byte
+    check_case(main, fixtures, argv, fragment, tmp_path, monkeypatch, capfd)
 
 
 def test_replace_swaps_only_an_earlier_run_that_holds_nothing_else(tmp_path, monkeypatch, capfd):

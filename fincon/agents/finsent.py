@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal, Mapping
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from fincon.errors import ConfigError
 from fincon.strategies.base import Decision, RunContext, StopRun, Strategy
@@ -201,21 +201,14 @@ class FinSent(Strategy):
 
 def make_finsent(params: FinSentParams | Mapping[str, Any], llm: Mapping[str, Any]) -> FinSent:
     """Registry entry: params validated, the LLM settings the run's llm section over the params' own."""
-    from fincon.validation import format_validation_error
+    from fincon.validation import validated
 
-    if isinstance(params, FinSentParams):
-        p = params
-    else:
-        try:
-            p = FinSentParams.model_validate(dict(params))
-        except ValidationError as exc:
-            raise ConfigError(format_validation_error("strategy_params.finsent", exc, FinSentParams)) from None
+    p = validated(FinSentParams, params, "strategy_params.finsent")
     settings = None
     if p.brain == "llm":
         from fincon.llm.settings import LLMSettings
 
-        try:
-            settings = LLMSettings.model_validate({"answer_max_tokens": 32, **dict(llm), **p.llm})
-        except ValidationError as exc:
-            raise ConfigError(format_validation_error("strategy_params.finsent.llm", exc, LLMSettings)) from None
+        settings = validated(
+            LLMSettings, {"answer_max_tokens": 32, **dict(llm), **p.llm}, "strategy_params.finsent.llm"
+        )
     return FinSent(p, settings)

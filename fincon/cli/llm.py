@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, Field, ValidationError
 
 from fincon.cli.args import iso_date, number
@@ -153,25 +152,12 @@ _FLAG_TO_FIELD = {
 
 
 def load_prices(path: Path) -> dict[str, Any]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(
-            f"--llm-prices {path} is not UTF-8 text (a binary file?); give a YAML/JSON price table"
-        ) from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read the LLM price table {path}: {exc.strerror or exc}") from None
-    if "\x00" in text:
-        raise ConfigError(f"--llm-prices {path} is a binary file, not a YAML/JSON price table")
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(
-            f"LLM price table {path}{f' line {mark.line + 1}' if mark else ''}: not valid YAML/JSON"
-        ) from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"LLM price table {path} must map model names to {{input_per_million, output_per_million}}")
+    """The --llm-prices table (YAML or JSON), read by the one YAML reader."""
+    from fincon.config import read_yaml
+
+    data = read_yaml(path, "--llm-prices")
+    if not data:
+        raise ConfigError(f"--llm-prices {path} must map model names to {{input_per_million, output_per_million}}")
     return data
 
 

@@ -36,6 +36,29 @@ def run_cli(main: Callable[[list[str]], int], argv: Sequence[str]) -> int:
         return int(exc.code or 0)
 
 
+def check_case(main, fixtures, argv, fragment, tmp_path: Path, monkeypatch, capfd) -> tuple[str, str]:
+    """One row of a bad-input table: build ``fixtures(tmp_path/"fx")``, run
+    ``fincon ARGV`` (its ``{fixture}`` placeholders filled) in an empty
+    working folder with its own home and no cache variable, and check the one
+    line, exit 2, and that no file under ``tmp_path`` changed, byte for byte."""
+    fix = fixtures(tmp_path / "fx")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no user cache is touched either
+    monkeypatch.delenv("FINCON_CACHE_DIR", raising=False)
+    argv = [a.format(**fix) for a in argv]
+    before = tree(tmp_path)
+    contents = {p: p.read_bytes() for p in (tmp_path / "fx").rglob("*") if p.is_file()}
+    code = run_cli(main, argv)
+    out, err = capfd.readouterr()
+    assert_one_line_error(code, out, err, fragment)
+    after = tree(tmp_path)
+    assert after == before, sorted(set(after) ^ set(before))
+    assert {p: p.read_bytes() for p in contents} == contents  # every file of the user's, byte for byte
+    return out, err
+
+
 def assert_one_line_error(code: int, out: str, err: str, fragment: str) -> str:
     """Exit 2 and exactly one ``fincon: error: ...`` line holding ``fragment``; the line."""
     lines = [line for line in err.splitlines() if line.strip()]
