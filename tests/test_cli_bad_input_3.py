@@ -101,6 +101,8 @@ def fixtures(root: Path) -> dict[str, str]:
     f["dup_json"] = str(root / "dup.json")
     (root / "array.jsonl").write_text('{"ticker": "AAA", "published": "2020-01-03", "text": "x"}\n[1, 2, 3]\n')
     f["array_jsonl"] = str(root / "array.jsonl")
+    (root / "far_news.csv").write_text("ticker,published,source,title,text,url\nAAA,1948-01-03,news,t,AAA beats.,\n")
+    f["far_news"] = str(root / "far_news.csv")
     (root / "finqa.json").write_text('[{"qa": 5, "table": [], "pre_text": []}]')
     f["finqa_shape"] = str(root / "finqa.json")
     return f
@@ -207,6 +209,38 @@ CASES: dict[str, tuple[list[str], str]] = {
     "a bar decades away": (
         ["backtest", "--ticker", "AAA", "--data", "{decades_gap}", "--start", "2020-01-02", "--end", "2020-01-10"],
         "a mistyped date",
+    ),
+    "an item dated decades away": (
+        ["data", "import", "csv", "{far_news}", "--prices", "{prices}", "--out", "o"],
+        "dated far outside the prices",
+    ),
+    # 6. what left a folder behind
+    "a training whose CVRF server is down": (
+        [
+            "train",
+            "--ticker",
+            "TSLA",
+            "--brain",
+            "rules",
+            "--cvrf-brain",
+            "llm",
+            "--episodes",
+            "2",
+            "--llm-backend",
+            "openai",
+            "--llm-base-url",
+            "http://127.0.0.1:9/v1",
+            "--llm-model",
+            "x",
+            "--start",
+            "2022-03-01",
+            "--end",
+            "2022-03-20",
+            "--no-progress",
+            "--out",
+            "t",
+        ],
+        "nothing is listening at http://127.0.0.1:9/v1",
     ),
     "a date key twice in InvestorBench JSON": (
         ["data", "import", "investorbench", "{dup_json}", "--out", "o"],

@@ -334,6 +334,24 @@ def build_manifest(corpus: ImportedCorpus, source_files: list[SourceFile]) -> Ma
     )
 
 
+#: how far before the first bar or after the last an item may be dated: further is a mistyped date
+ITEM_SLACK_DAYS = 366
+
+
+def _check_item_dates(events: Sequence[Event], manifest: Manifest) -> None:
+    """An item dated more than a year outside the prices (decades away: a
+    mistyped date) would be read on no day, or on the wrong one: refused."""
+    lo = manifest.start - dt.timedelta(days=ITEM_SLACK_DAYS)
+    hi = manifest.end + dt.timedelta(days=ITEM_SLACK_DAYS)
+    far = [e for e in events if not lo <= e.published_at.date() <= hi]
+    if far:
+        e = far[0]
+        raise DataError(
+            f"{len(far)} item(s) dated far outside the prices ({manifest.start}..{manifest.end}), first {e.id} "
+            f"({e.ticker}) on {e.published_at.date()}: a mistyped date? fix or drop them (--start/--end keep a span)"
+        )
+
+
 def write_dataset(corpus: ImportedCorpus, out: Path, *, replace: bool = False) -> Manifest:
     """Validate ``corpus`` and write it as a dataset directory at ``out``.
 
@@ -354,6 +372,7 @@ def write_dataset(corpus: ImportedCorpus, out: Path, *, replace: bool = False) -
         raise DataError(f"items for {', '.join(missing)} but no prices for them; every ticker needs prices")
     sources = [SourceFile(path=str(p), sha256=sha256_file(p), bytes=p.stat().st_size) for p in corpus.sources]
     manifest = build_manifest(corpus, sources)
+    _check_item_dates(corpus.events, manifest)
     by_ticker: dict[str, list[Event]] = {t: [] for t in manifest.tickers}
     for e in sorted(corpus.events, key=lambda e: (e.published_at, e.id)):
         by_ticker[e.ticker].append(e)

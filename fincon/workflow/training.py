@@ -249,7 +249,8 @@ def train(
     cfg = _check_config(cfg)
     team = make_fincon_team(_team_params(cfg), cfg.llm_section())  # validates the team's params now
     brain = team.params.brain
-    check_knowledge({"training": training_knowledge(cfg, opts)}, require=require_after_cutoff, warn=warn_knowledge)
+    knowledge = {"training": training_knowledge(cfg, opts)}
+    check_knowledge(knowledge, require=require_after_cutoff, warn=False)  # refused before anything else
     out = check_out_path(out) if out is not None else default_train_out(cfg, opts)
     state = {"config": cfg.model_dump(mode="json"), "options": opts.state()}
     marker = out / "train.json"
@@ -261,6 +262,7 @@ def train(
         from fincon.llm.endpoint import check_listening
 
         check_listening(model.base_url)  # a server that is down: said now, before the training's folder
+    check_knowledge(knowledge, warn=warn_knowledge)  # the inputs are good: the window's label, once
     made = [p for p in reversed([out, *out.parents]) if not p.exists()]
     try:
         out.mkdir(parents=True, exist_ok=True)
