@@ -23,7 +23,7 @@ RUN_FILES = {
     "round_trips.csv",
 }
 #: at the top of a run directory (with the files of a single strategy's run, or beside a comparison's)
-TOP_FILES = {"run_summary.csv", "run_manifest.json"}
+TOP_FILES = {"run_summary.csv", "run_manifest.json", "trials.csv"}
 
 
 def test_json_single_ticker_buy_and_hold(tmp_path, capsys):

@@ -31,7 +31,14 @@ def sections(page: str) -> list[str]:
 
 def test_backtest_report_holds_every_part(report_run, capsys):
     page = (report_run / "report.html").read_text(encoding="utf-8")
-    assert sections(page) == ["metrics", "curves", "decisions", "llm", "performance"]  # no training, no experiment
+    assert sections(page) == [
+        "card",
+        "metrics",
+        "curves",
+        "decisions",
+        "llm",
+        "performance",
+    ]  # no training, no experiment
     # every key metrics.json holds, beside the benchmark's from summary.json
     metrics = json.loads((report_run / "metrics.json").read_text())
     for key in metrics:
@@ -177,7 +184,7 @@ def test_comparison_of_runs_with_llm_usage(report_run, tmp_path, capsys):
     )
     assert re.search(r"<td>total</td><td>5</td><td>2,900</td><td>400</td><td>0.0035</td>", page)
     assert "3,300 tokens, $0.0035" in page
-    assert sections(page) == ["metrics", "curves", "decisions", "llm", "performance"]
+    assert sections(page) == ["card", "metrics", "curves", "decisions", "llm", "performance"]
 
 
 def test_training_beliefs_tau_objective(tmp_path, capsys):

@@ -261,21 +261,31 @@ def format_card(c: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def section_card(c: dict[str, Any]) -> str:
-    """The card as an HTML section (a failed row in red)."""
+def section_card(c: dict[str, Any], more: list[dict[str, Any]] | None = None) -> str:
+    """The card (and ``more`` cards, one table each) as one HTML section (a failed row in red)."""
     from html import escape as esc
 
     colour = {PASS: "#1a7f37", FAIL: "#cf222e", NONE: "#6e7781"}
-    body = "".join(
-        f"<tr><td>{esc(r['checklist'])}</td><td>{esc(r['point'])}</td>"
-        f'<td style="color:{colour[r["verdict"]]};font-weight:bold">{esc(r["verdict"])}</td><td>{esc(r["measured"])}</td></tr>'
-        for r in c["rows"]
-    )
+
+    def table(x: dict[str, Any]) -> str:
+        body = "".join(
+            f"<tr><td>{esc(r['checklist'])}</td><td>{esc(r['point'])}</td>"
+            f'<td style="color:{colour[r["verdict"]]};font-weight:bold">{esc(r["verdict"])}</td>'
+            f"<td>{esc(r['measured'])}</td></tr>"
+            for r in x["rows"]
+        )
+        return (
+            f"<h3>{esc(Path(x['directory']).name)}: {x['passed']} pass, {x['failed']} fail, "
+            f"{x['not_measured']} not measured</h3>"
+            "<table><thead><tr><th>checklist</th><th>point</th><th>verdict</th><th>measured</th></tr></thead>"
+            f"<tbody>{body}</tbody></table>"
+        )
+
     return (
         '<section id="card"><h2>Report card</h2><p class="note">What a reviewer checks of an LLM-trading result: '
         "the six-point protocol and FINSABER's checklist; a failed point is red, not a footnote.</p>"
-        f"<table><thead><tr><th>checklist</th><th>point</th><th>verdict</th><th>measured</th></tr></thead>"
-        f"<tbody>{body}</tbody></table></section>"
+        + "".join(table(x) for x in [c, *(more or [])])
+        + "</section>"
     )
 
 

@@ -72,13 +72,14 @@ def _cards(data: ReportData) -> str:
     from fincon.errors import DataError
     from fincon.report.card import card, section_card
 
-    out = []
+    cards = []
     for s in data.sources:
         try:
-            out.append(section_card(card(s.path)))
+            cards.append(card(s.path))
         except DataError:
             continue  # a directory the card cannot read (a bare training): no card, the rest of the page stays
-    return "\n".join(out[:1]) if len(out) == 1 else "\n".join(out)
+    # one section: with several directories, the card of each, one after the other
+    return section_card(cards[0]) if len(cards) == 1 else (section_card(cards[0], more=cards[1:]) if cards else "")
 
 
 def render(data: ReportData) -> str:
