@@ -5,6 +5,7 @@ prompt names the firm and a date."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pandas as pd
 import pytest
@@ -80,3 +81,23 @@ def test_every_question_has_its_answer_after_the_day():
         assert q.day in q.prompt and q.gold in ("up", "down", "A", "B", "C", "D", "E")
     buckets = [q.gold for q in qs if q.kind == "bucket-20"]
     assert {b: buckets.count(b) for b in "ABCDE"} == {b: 6 for b in "ABCDE"}  # quintiles of the sampled days
+
+
+RECORDED = __import__("pathlib").Path(__file__).resolve().parent / "recordings" / "lookahead-tsla"
+
+
+def test_the_live_probe_of_the_bundled_model_replays(tmp_path, monkeypatch, capsys):
+    """The bundled 1.5B probed live on TSLA 2022-10-05..2023-03-31 (20 days and
+    items, named and masked), recorded in tests/recordings/lookahead-tsla.*;
+    the replay asks no model and gives the recorded rows, whatever they show."""
+    from fincon.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["eval", "lookahead", "--ticker", "TSLA", "--start", "2022-10-05", "--end", "2023-03-31", "--samples",
+            "20", "--anonymize", "--llm-cache", "replay", "--llm-cache-path", str(RECORDED.with_suffix(".sqlite")),
+            "--json", "probe.json"]  # fmt: skip
+    assert main(argv) == 0
+    got = json.loads((tmp_path / "probe.json").read_text())
+    want = json.loads(RECORDED.with_suffix(".json").read_text())
+    assert got["rows"] == want["rows"] and got["verdict"] == want["verdict"]
+    assert "verdict:" in capsys.readouterr().out
