@@ -18,8 +18,10 @@ and the calls and tokens it took. The chance rate is the best a model that
 knows nothing can do: for a direction question the share of the more
 frequent answer among the sampled days (always saying "up" in a rising
 window scores that), for the buckets and the re-identification one over the
-number of choices. A model that answers invalidly twice counts as wrong
-(and is counted).
+number of choices for the company, and for the year the share of the most
+common year among the sampled items (a model biased to one year scores
+that). A model that answers invalidly twice counts as wrong (and is
+counted).
 
 The masked pass masks the question and the item itself and leaves the
 answer choices (the real tickers, the years) in the clear: the model must
@@ -282,7 +284,11 @@ def run(
             detail[f"{mode} {r.name}"] = [q.__dict__ for q in qs]
         reid = reid_questions(window_events, samples, seed, cands, years)
         r = _probe("reid", mode, client, mask, reid, Who, 0.0)
-        for part, chance in (("company", 1 / len(cands)), ("year", 1 / len(years))):
+        # the year's chance rate is the best constant answer (a model that always says the most
+        # common year of the sample, say from a bias to recent years, scores that much)
+        gold_years = [q.gold.split("|")[1] for q in reid]
+        year_chance = max(gold_years.count(y) for y in set(gold_years)) / len(gold_years) if gold_years else 0.0
+        for part, chance in (("company", 1 / len(cands)), ("year", max(year_chance, 1 / len(years)))):
             half = _split(r, part)
             half.chance = chance
             half.calls, half.tokens = (r.calls, r.tokens) if part == "company" else (0, 0)
