@@ -266,7 +266,6 @@ class FinConTeam(Calls, Learning, Strategy):
         if c is None:
             return {}
         self.memory.flush()  # what write-behind held (the run directory is only complete with it)
-        self.memory.close()
         out: dict[str, Any] = {
             "team_brain": self.params.brain,
             "team_protocol": self.params.protocol,
@@ -297,6 +296,7 @@ class FinConTeam(Calls, Learning, Strategy):
             "team_weights": {k: round(v, 6) for k, v in sorted(self.role_weights.items())},
             **(self.critics.summary() if self.params.critics and getattr(self, "critics", None) else {}),
         }
+        self.memory.close()  # after the last read of it (the decision memories' count)
         (Path(ctx.run_dir) / "reflections.json").write_text(
             json.dumps([r.model_dump() for r in self.written], indent=1) + "\n", encoding="utf-8"
         )
