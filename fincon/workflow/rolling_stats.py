@@ -54,6 +54,63 @@ def _is_llm(name: str) -> bool:
     return name.startswith(LLM_PREFIXES)
 
 
+def _universe(
+    universe: str, series: Mapping[str, np.ndarray], trials: int | None, reps: int, splits: int, seed: int
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One universe's rows and figures (run in a worker process of its own)."""
+    rows: list[dict[str, Any]] = []
+    names = [n for n in series if n != BENCH]
+    bench = series.get(BENCH)
+    n_trials = trials or len(series)
+    srs = [sig.sharpe(series[n]) for n in series]
+    var = float(np.var(srs, ddof=1)) if len(srs) > 1 else 0.0
+    baselines = [n for n in series if not _is_llm(n)]  # buy-and-hold is one
+    best = max(baselines, key=lambda n: sig.sharpe(series[n]), default=None)
+    spa_bh = sig.spa(bench, {n: series[n] for n in names}, reps=reps, seed=seed) if bench is not None else None
+    spa_best = (
+        sig.spa(series[best], {n: series[n] for n in series if n != best}, reps=reps, seed=seed)
+        if best is not None
+        else None
+    )
+    m = np.column_stack([series[n] for n in series])
+    cscv = sig.pbo(m, splits=splits)
+    intervals = sig.sharpe_intervals(series, BENCH, reps=reps, seed=seed)
+    extra_u = {
+        "pbo": cscv,
+        "stepm_beats_buy_and_hold": spa_bh["stepm"] if spa_bh else [],
+        "best_non_llm_baseline": best,
+        "trials": n_trials,
+        "trials_sharpe_var": var,
+    }
+    for name, r in series.items():
+        s = sig.sharpe(r)
+        sk, ku = sig.moments(r)
+        ci = intervals[name]
+        rows.append(
+            {
+                "universe": universe,
+                "strategy": name,
+                "days": len(r),
+                "sharpe_daily": s,
+                "sharpe_ci_lo": ci["sharpe_ci"][0],
+                "sharpe_ci_hi": ci["sharpe_ci"][1],
+                "sharpe_diff_bh_ci_lo": (ci["diff_ci"] or [None, None])[0],
+                "sharpe_diff_bh_ci_hi": (ci["diff_ci"] or [None, None])[1],
+                "psr": sig.psr(s, len(r), sk, ku),
+                "min_track_record_days": sig.min_track_record(s, sk, ku),
+                "dsr": sig.dsr(s, len(r), sk, ku, n_trials, var),
+                "dsr_trials": n_trials,
+                "spa_p_vs_bh": spa_bh["p_values"].get(name) if spa_bh else None,
+                "spa_p_vs_best_baseline": spa_best["p_values"].get(name) if spa_best else None,
+                "stepm_beats_bh": (name in spa_bh["stepm"]) if spa_bh and name != BENCH else None,
+                "pbo": cscv["pbo"],
+                "pbo_splits": cscv["splits"],
+            }
+        )
+
+    return rows, extra_u
+
+
 def significance(
     returns: Mapping[str, Mapping[str, np.ndarray]],
     summary: pd.DataFrame,
@@ -64,56 +121,27 @@ def significance(
     seed: int = 0,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """``summary`` with the statistics' columns, and the per-universe figures (PBO, StepM)."""
+
+    def one(universe: str, series: Mapping[str, np.ndarray]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        return _universe(universe, series, trials, reps, splits, seed)
+
+    # the universes are independent: two at a time, in forked worker processes (arch's bootstrap
+    # loops hold the GIL); one universe is computed here
     rows: list[dict[str, Any]] = []
     extra: dict[str, Any] = {}
-    for universe, series in returns.items():
-        names = [n for n in series if n != BENCH]
-        bench = series.get(BENCH)
-        n_trials = trials or len(series)
-        srs = [sig.sharpe(series[n]) for n in series]
-        var = float(np.var(srs, ddof=1)) if len(srs) > 1 else 0.0
-        baselines = [n for n in series if not _is_llm(n)]  # buy-and-hold is one
-        best = max(baselines, key=lambda n: sig.sharpe(series[n]), default=None)
-        spa_bh = sig.spa(bench, {n: series[n] for n in names}, reps=reps, seed=seed) if bench is not None else None
-        spa_best = (
-            sig.spa(series[best], {n: series[n] for n in series if n != best}, reps=reps, seed=seed)
-            if best is not None
-            else None
-        )
-        m = np.column_stack([series[n] for n in series])
-        cscv = sig.pbo(m, splits=splits)
-        extra[universe] = {
-            "pbo": cscv,
-            "stepm_beats_buy_and_hold": spa_bh["stepm"] if spa_bh else [],
-            "best_non_llm_baseline": best,
-            "trials": n_trials,
-            "trials_sharpe_var": var,
-        }
-        for name, r in series.items():
-            s = sig.sharpe(r)
-            sk, ku = sig.moments(r)
-            ci = sig.sharpe_interval(r, None if name == BENCH else bench, reps=reps, seed=seed)
-            rows.append(
-                {
-                    "universe": universe,
-                    "strategy": name,
-                    "days": len(r),
-                    "sharpe_daily": s,
-                    "sharpe_ci_lo": ci["sharpe_ci"][0],
-                    "sharpe_ci_hi": ci["sharpe_ci"][1],
-                    "sharpe_diff_bh_ci_lo": (ci["diff_ci"] or [None, None])[0],
-                    "sharpe_diff_bh_ci_hi": (ci["diff_ci"] or [None, None])[1],
-                    "psr": sig.psr(s, len(r), sk, ku),
-                    "min_track_record_days": sig.min_track_record(s, sk, ku),
-                    "dsr": sig.dsr(s, len(r), sk, ku, n_trials, var),
-                    "dsr_trials": n_trials,
-                    "spa_p_vs_bh": spa_bh["p_values"].get(name) if spa_bh else None,
-                    "spa_p_vs_best_baseline": spa_best["p_values"].get(name) if spa_best else None,
-                    "stepm_beats_bh": (name in spa_bh["stepm"]) if spa_bh and name != BENCH else None,
-                    "pbo": cscv["pbo"],
-                    "pbo_splits": cscv["splits"],
-                }
-            )
+    items = list(returns.items())
+    if len(items) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("fork")) as pool:
+            futures = [pool.submit(_universe, u, dict(s), trials, reps, splits, seed) for u, s in items]
+            results = [f.result() for f in futures]
+    else:
+        results = [one(u, s) for u, s in items]
+    for (universe, _), (r, e) in zip(items, results):
+        rows += r
+        extra[universe] = e
     stats = pd.DataFrame(rows)
     out = summary.merge(stats, on=["universe", "strategy"], how="left") if len(stats) else summary
     # across universes: Holm and BH on each strategy's Wilcoxon p-values (the pooled row left out)
