@@ -46,14 +46,14 @@ def test_future_prices_do_not_change_decisions(name, params):
 
 
 @pytest.mark.parametrize("name", sorted(RL))
-def test_future_prices_change_no_decision_of_a_trained_agent(name):
+def test_future_prices_change_no_decision_of_a_trained_agent(name, tmp_path):
     """An RL agent trains on the bars before the window at its first decision:
     scrambling every bar after day t changes nothing up to t, training included."""
     params = {"timesteps": 600, "seed": 3}
     base = market_for(["TSLA"], warmup=make_strategy(name, params).warmup)
     a_strategy, b_strategy = make_strategy(name, params), make_strategy(name, params)
-    a = backtest(base, a_strategy)
-    b = backtest(perturbed(base, CUT), b_strategy)
+    a = backtest(base, a_strategy, tmp_path)  # the run directory: its model and curve land there
+    b = backtest(perturbed(base, CUT), b_strategy, tmp_path)
     assert a.decisions[: CUT + 1] == b.decisions[: CUT + 1]
     np.testing.assert_array_equal(a.values[: CUT + 1], b.values[: CUT + 1])
     assert a_strategy.trained_on == b_strategy.trained_on and a_strategy.trained_on[1] < str(
