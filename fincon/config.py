@@ -41,17 +41,19 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False):  # type: ignore[override]
-        """A copy with ``update`` validated like the fields it replaces:
-        pydantic's own copy stores the values unchecked, so a dict could stand
-        where a typed section belongs (``bench/team.py`` crashed on a dict as
-        ``llm``, read as LLMSettings two calls later)."""
-        copy = super().model_copy(deep=deep)
-        for key, value in (update or {}).items():
-            try:
-                self.__pydantic_validator__.validate_assignment(copy, key, value)
-            except ValidationError as exc:
-                raise ConfigError("config: " + format_validation_error("", exc, type(self))) from None
-        return copy
+        """A copy with ``update`` validated as a whole, as the section would be
+        if built with it: pydantic's own copy stores the values unchecked, so a
+        dict could stand where a typed section belongs (``bench/team.py``
+        crashed on a dict as ``llm``, read as LLMSettings two calls later).
+        All updates are applied before the model's own checks run (a new
+        training window and its test window move together)."""
+        copy = super().model_copy(update=update, deep=deep)
+        if not update:
+            return copy
+        try:
+            return type(self).model_validate({k: getattr(copy, k) for k in type(self).model_fields})
+        except ValidationError as exc:
+            raise ConfigError("config: " + format_validation_error("", exc, type(self))) from None
 
 
 class DataConfig(_Section):

@@ -214,3 +214,26 @@ def test_an_interrupted_rolling_evaluation_says_so(tmp_path):
         run_rolling(exp, tmp_path / "r", progress=False, executor=stopped)
     state = json.loads((tmp_path / "r" / "rolling.json").read_text())
     assert state["status"] == "interrupted" and "rerun the same command" in state["error"]
+
+
+def test_a_config_copy_moves_both_windows_at_once_and_checks_its_values():
+    """Config sections validate a copy's updates (a dict where typed settings
+    belong is converted, a bad value is one line), all of them together: a
+    window after the default test window moves its training window with it."""
+    import datetime as dt
+
+    from fincon.config import load_config
+    from fincon.errors import ConfigError
+    from fincon.workflow.experiment_config import ExperimentConfig, Window
+
+    late = ExperimentConfig().model_copy(
+        update={
+            "train": Window(start=dt.date(2023, 1, 3), end=dt.date(2023, 6, 30)),
+            "test": Window(start=dt.date(2023, 7, 3), end=dt.date(2023, 12, 29)),
+        }
+    )
+    assert late.train.end == dt.date(2023, 6, 30)
+    cfg = load_config(None, {}).model_copy(update={"llm": {"model": "qwen2.5-coder-0.5b"}})
+    assert cfg.llm_section() == {"model": "qwen2.5-coder-0.5b"}
+    with pytest.raises(ConfigError, match="llm.temperature"):
+        cfg.model_copy(update={"llm": {"temperature": 9}})
