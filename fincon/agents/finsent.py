@@ -108,10 +108,10 @@ class FinSent(Strategy):
         self.lm = LoughranMcDonald()
         self._prev: pd.Timestamp | None = None
         self._held: dict[str, int] = {}
-        if p.brain == "llm" and self.settings is not None and self.settings.anonymize and self.client.masker is None:
-            from fincon.llm.masking import dataset_names, masker_for
+        if p.brain == "llm":
+            from fincon.llm.masking import attach
 
-            self.client.masker = masker_for(ctx.tickers, dataset_names(ctx.data_dir, self.settings.aliases))
+            attach(self.client, self.settings, ctx.tickers, ctx.data_dir)
 
     def _lexicon(self, text: str) -> int:
         s = self.lm.score(text)

@@ -94,10 +94,9 @@ class LLMTrader(Strategy):
 
     def start(self, ctx: RunContext) -> None:
         client = self.client  # fail on a bad config before day one, not mid-run
-        if self.settings.anonymize and client.masker is None:  # the ticker in its prompt becomes a pseudonym
-            from fincon.llm.masking import dataset_names, masker_for
+        from fincon.llm.masking import attach
 
-            client.masker = masker_for(ctx.tickers, dataset_names(ctx.data_dir, self.settings.aliases))
+        attach(client, self.settings, ctx.tickers, ctx.data_dir)  # the ticker in its prompt becomes a pseudonym
 
     # -- one ticker ---------------------------------------------------------
     def _ask(self, ticker: str, returns: np.ndarray, day: str) -> TickerCall:

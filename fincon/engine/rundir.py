@@ -55,7 +55,6 @@ _LEGACY_BACKTEST_FILES = frozenset(
         MANIFEST, "summary.json", "report.html", "beliefs.json", "fallbacks.csv", "weights.csv",
     }
 )  # fmt: skip
-_LEGACY_BACKTEST_DIRS = ("memory/",)
 #: folders a run owns whole: the agents' memory (chromadb names its files itself)
 _WHOLE = ("memory",)
 
@@ -91,24 +90,21 @@ def run_kind(directory: Path) -> tuple[str | None, set[str] | None]:
     return kind, set(files) if isinstance(files, list) else None
 
 
-def foreign_entries(directory: Path, kind: str) -> list[str] | None:
+def foreign_entries(directory: Path, kind: str, entries: list[str] | None = None) -> list[str] | None:
     """What in ``directory`` an earlier fincon run of ``kind`` did not write:
     None when ``directory`` is no such run at all, else the paths (empty when
-    the directory holds only that run's own files)."""
+    the directory holds only that run's own files). ``entries``: its
+    listing, when the caller has it already."""
     found, files = run_kind(directory)
     if found != kind:
         return None
+    entries = listing(directory, _WHOLE) if entries is None else entries
     # a report written into the run after it finished (backtest --report, fincon report --out RUN/...)
-    entries = [e for e in listing(directory, _WHOLE) if not (e.endswith(".html") and is_fincon_report(directory / e))]
+    entries = [e for e in entries if not (e.endswith(".html") and is_fincon_report(directory / e))]
     if files is not None:
         return [e for e in entries if e not in files]
-    return [
-        e
-        for e in entries
-        if Path(e).name not in _LEGACY_BACKTEST_FILES
-        and not e.startswith(_LEGACY_BACKTEST_DIRS)
-        and "/memory/" not in e
-    ]
+    # a run from before the file lists: the names such a run wrote, and its memory folders
+    return [e for e in entries if Path(e).name not in _LEGACY_BACKTEST_FILES and Path(e).name != "memory"]
 
 
 def check_replaceable(directory: Path, kind: str) -> None:
@@ -118,12 +114,13 @@ def check_replaceable(directory: Path, kind: str) -> None:
         return
     if directory.is_symlink() or not directory.is_dir():
         raise ConfigError(f"--out {directory} is not a fincon run directory; choose another --out")
-    if not listing(directory):
+    entries = listing(directory, _WHOLE)
+    if not entries:
         return  # an empty folder: nothing in it to lose
-    foreign = foreign_entries(directory, kind)
+    foreign = foreign_entries(directory, kind, entries)
     if foreign is None:
         found, _ = run_kind(directory)
-        entries = top_level(listing(directory))
+        entries = top_level(entries)
         what = f"a fincon {found} run" if found else f"no {MANIFEST}"
         held = f"; it holds {shown(entries)}" if entries else ""
         raise ConfigError(

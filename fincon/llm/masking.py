@@ -290,3 +290,11 @@ def dataset_names(data_dir, aliases: Mapping[str, Sequence[str]] | None = None) 
     for t, ns in (aliases or {}).items():
         out[t.upper()] = (*out.get(t.upper(), ()), *ns)
     return out
+
+
+def attach(client, settings, tickers: Sequence[str], data_dir) -> None:
+    """Give ``client`` the run's mask when ``settings`` ask for one
+    (``anonymize``) and it has none yet: how every strategy that calls a
+    model masks its prompts."""
+    if settings is not None and settings.anonymize and client.masker is None:
+        client.masker = masker_for(tickers, dataset_names(data_dir, settings.aliases))

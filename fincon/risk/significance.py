@@ -101,25 +101,12 @@ def sharpe_interval(
     level: float = 0.95,
 ) -> dict[str, Any]:
     """Stationary block-bootstrap intervals (percentile) of the per-period
-    Sharpe ratio and, with ``benchmark`` (same days), of the difference."""
-    from arch.bootstrap import StationaryBootstrap
-
-    r = np.asarray(r, dtype=float)
-    n = len(r)
-    block = block or max(2, int(round(n ** (1 / 3))))  # the usual n^(1/3) rule
-    out: dict[str, Any] = {"block": block, "reps": reps, "n": n}
-    if n < 10:
-        return {**out, "sharpe_ci": [float("nan"), float("nan")], "diff_ci": None}
-    if benchmark is None:
-        bs = StationaryBootstrap(block, r, seed=np.random.default_rng(seed))
-        ci = bs.conf_int(lambda x: np.array([sharpe(x)]), reps=reps, method="percentile", size=level)
-        return {**out, "sharpe_ci": [float(ci[0, 0]), float(ci[1, 0])], "diff_ci": None}
-    b = np.asarray(benchmark, dtype=float)
-    bs = StationaryBootstrap(block, r, b, seed=np.random.default_rng(seed))
-    ci = bs.conf_int(
-        lambda x, y: np.array([sharpe(x), sharpe(x) - sharpe(y)]), reps=reps, method="percentile", size=level
-    )
-    return {**out, "sharpe_ci": [float(ci[0, 0]), float(ci[1, 0])], "diff_ci": [float(ci[0, 1]), float(ci[1, 1])]}
+    Sharpe ratio and, with ``benchmark`` (same days), of the difference: one
+    strategy's :func:`sharpe_intervals`."""
+    series = {"r": r} if benchmark is None else {"r": r, "b": benchmark}
+    return sharpe_intervals(series, None if benchmark is None else "b", reps=reps, block=block, seed=seed, level=level)[
+        "r"
+    ]
 
 
 def sharpe_intervals(

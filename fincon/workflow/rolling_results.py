@@ -182,10 +182,9 @@ def _significance(out: Path, cells, summary: pd.DataFrame) -> tuple[pd.DataFrame
         rets["pooled"] = {n: np.concatenate([rets[u][n] for u in list(rets)]) for n in sorted(common)}
     # the trials behind each window: what the ledger holds for its tickers and test window (this
     # evaluation's strategies and every other configuration run there), at least the strategies compared
-    ledger = trials.resolve(None)
+    by_study = trials.counts(trials.resolve(None))  # one read of the ledger, not one a window
     counted = [
-        trials.count(ledger, [trials.study_of(c.tickers, str(c.window.test.start), str(c.window.test.end))])
-        for c in cells
+        by_study.get(trials.study_of(c.tickers, str(c.window.test.start), str(c.window.test.end)), 0) for c in cells
     ]
     strategies = max(len(s) for s in rets.values()) if rets else 0
     return significance(rets, summary, trials=max([strategies, *counted]))

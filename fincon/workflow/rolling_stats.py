@@ -122,9 +122,6 @@ def significance(
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """``summary`` with the statistics' columns, and the per-universe figures (PBO, StepM)."""
 
-    def one(universe: str, series: Mapping[str, np.ndarray]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        return _universe(universe, series, trials, reps, splits, seed)
-
     # the universes are independent: two at a time, in forked worker processes (arch's bootstrap
     # loops hold the GIL); one universe is computed here
     rows: list[dict[str, Any]] = []
@@ -138,7 +135,7 @@ def significance(
             futures = [pool.submit(_universe, u, dict(s), trials, reps, splits, seed) for u, s in items]
             results = [f.result() for f in futures]
     else:
-        results = [one(u, s) for u, s in items]
+        results = [_universe(u, s, trials, reps, splits, seed) for u, s in items]
     for (universe, _), (r, e) in zip(items, results):
         rows += r
         extra[universe] = e

@@ -189,6 +189,16 @@ def read(path: Path) -> list[dict[str, Any]]:
         conn.close()
 
 
+def counts(path: Path | None) -> dict[str, int]:
+    """study -> the distinct trials (config and strategy) the ledger holds for it (one read)."""
+    if path is None or not path.is_file():
+        return {}
+    seen: dict[str, set[tuple[str, str]]] = {}
+    for r in read(path):
+        seen.setdefault(r["study"], set()).add((r["config_hash"], r["strategy"]))
+    return {study: len(trials) for study, trials in seen.items()}
+
+
 def count(path: Path | None, studies: Iterable[str]) -> int:
     """Distinct trials (config and strategy) the ledger holds for any of ``studies``."""
     if path is None or not path.is_file():

@@ -115,10 +115,9 @@ class FinConTeam(Calls, Learning, Strategy):
         if hasattr(self.protocol, "bind"):
             self.protocol.bind(self)
         if p.brain == "llm":
-            if self.settings is not None and self.settings.anonymize and self.client.masker is None:
-                from fincon.llm.masking import dataset_names, masker_for
+            from fincon.llm.masking import attach
 
-                self.client.masker = masker_for(self.universe, dataset_names(ctx.data_dir, self.settings.aliases))
+            attach(self.client, self.settings, self.universe, ctx.data_dir)
             self.brain: Any = LLMBrain(self.client)
             if p.manager_temperature is not None or p.manager_seed is not None:
                 base = self.client.params
