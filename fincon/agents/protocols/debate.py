@@ -47,10 +47,13 @@ brain (the team's inputs hashed like the previous day's) answers with the
 stored final outcome, no call.
 
 Where things are: this module finds the call days, indexes and retrieves
-chunks (the only debate module touching the chromadb store) and runs the
-rounds, asking the brain; :mod:`.debate_chunks` cuts transcripts,
-:mod:`.debate_schemas` holds the models, :mod:`.debate_prompts` builds every
-message a model reads, :mod:`.debate_rules` the deterministic roles.
+chunks (the only debate module touching the chromadb store), schedules the
+debates and turns them into the day's decision (standing calls, sizing, the
+portfolio merge, the counts); :mod:`.debate_round` runs one debate of one
+event, stage by stage (every question of a debate is asked there);
+:mod:`.debate_chunks` cuts transcripts, :mod:`.debate_schemas` holds the
+models, :mod:`.debate_prompts` builds every message a model reads,
+:mod:`.debate_rules` the deterministic roles.
 """
 
 from __future__ import annotations
@@ -61,32 +64,19 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from fincon.agents.brains import Answer, ManagerTask, Question, Reuse
+from fincon.agents.brains import Answer, ManagerTask, Reuse
 from fincon.agents.protocols.debate_chunks import MAX_CHUNK_CHARS, Chunk, chunk_transcript
-from fincon.agents.protocols.debate_prompts import (
-    KINDS,
-    _call_text,
-    _chunk_lines,
-    _evidence_lines,
-    _insight_lines,
-    _insights,
-    _messages,
-    _report_text,
-)
-from fincon.agents.protocols.debate_rules import combine, rules_report, rules_skeptic, rules_trust, rules_view
+from fincon.agents.protocols.debate_round import DebateRound
 from fincon.agents.protocols.debate_schemas import (
     SPECIALISTS,
     Debate,
     DebateReport,
     LeaderAnswer,
     Outcome,
-    SkepticAnswer,
-    TrustAnswer,
     View,
-    ViewAnswer,
 )
 from fincon.agents.protocols.fincon import FinConManager
-from fincon.agents.reports import Insight, ManagerReport, short_labels
+from fincon.agents.reports import ManagerReport
 from fincon.strategies.base import Decision
 
 __all__ = [
@@ -250,195 +240,11 @@ class DebateProtocol:
 
     # -- one debate ------------------------------------------------------------------
     def debate(self, brain, event, day: str) -> tuple[Debate, int, int, list[str]]:
-        """Specialists -> report -> Trust, Skeptic, Leader -> safe final report.
-        Returns the debate, model calls, fallbacks and cache keys."""
-        chunks = self.index(event)
-        by_id = {c.id: c for c in chunks}
-        labels = short_labels(c.id for c in chunks)  # id -> label
-        back = {v: k for k, v in labels.items()}
-        allowed = frozenset(by_id)
-        ticker = event.ticker
-        kind = KINDS.get(event.source, event.source)
-        calls = fallbacks = 0
-        keys: list[str] = []
-        via: dict[str, str] = {}
-
-        def ask(role: str, messages, model, to_report, rules):
-            nonlocal calls, fallbacks
-            q = Question(
-                agent=f"debate-{role}/{ticker}",
-                day=day,
-                messages=messages,
-                model=model,
-                allowed=allowed,
-                to_report=to_report,
-                rules=rules,
-                params=self.sampling,
-                labels=back,
-            )
-            a = brain.answer(q)
-            calls += a.calls
-            fallbacks += a.via == "fallback"
-            keys.extend(a.keys)
-            via[role] = a.via
-            return a.report
-
-        views, retrieved = [], {}
-        for spec in SPECIALISTS:
-            got = self.retrieve(chunks, spec.query)
-            retrieved[spec.name] = got
-            views.append(
-                ask(
-                    spec.name,
-                    lambda spec=spec, got=got: _messages(
-                        "specialist",
-                        kind=kind,
-                        role=spec.name,
-                        focus=spec.focus,
-                        ticker=ticker,
-                        date=day,
-                        chunks=_chunk_lines(got, labels),
-                    ),
-                    ViewAnswer,
-                    lambda a, spec=spec: View(
-                        role=spec.name,
-                        direction=a.direction,
-                        confidence=a.confidence,
-                        horizon=a.horizon,
-                        insights=_insights(a.insights, by_id),
-                    ),
-                    lambda spec=spec, got=got: rules_view(spec, got),
-                )
-            )
-        seen = list(dict.fromkeys(c.id for s in SPECIALISTS for c in retrieved[s.name]))
-        read = [by_id[i] for i in seen]
-
-        def view_lines():
-            return "\n".join(
-                f"- {v.role}: {v.direction} (confidence {v.confidence:.2f}, horizon {v.horizon}). "
-                + " ".join(
-                    f"{i.text[:150]} [{', '.join(labels.get(c.id, c.id) for c in i.citations)}]" for i in v.insights
-                )
-                for v in views
-            )
-
-        report: DebateReport = ask(
-            "synthesis",
-            lambda: _messages(
-                "synthesis", kind=kind, ticker=ticker, date=day, views=view_lines(), chunks=_chunk_lines(read, labels)
-            ),
-            ViewAnswer,
-            lambda a: DebateReport(
-                ticker=ticker,
-                event_id=event.id,
-                day=day,
-                direction=a.direction,
-                confidence=a.confidence,
-                horizon=a.horizon,
-                insights=_insights(a.insights, by_id),
-                summary="synthesis of the five specialists",
-            ),
-            lambda: rules_report(views, ticker, event.id, day),
-        )
-
-        if report.direction == "neutral":  # nothing to refine: the report stands, no debate
-            return (
-                Debate(
-                    ticker=ticker,
-                    event_id=event.id,
-                    chunks=len(chunks),
-                    views=views,
-                    report=report,
-                    final=report,
-                    leader_direction=report.direction,
-                    debated=False,
-                    via=via,
-                ),
-                calls,
-                fallbacks,
-                keys,
-            )
-
-        evidence: list[Insight] = ask(
-            "trust",
-            lambda: _messages(
-                "trust",
-                kind=kind,
-                ticker=ticker,
-                date=day,
-                report=_report_text(report, labels),
-                chunks=_chunk_lines(read, labels),
-            ),
-            TrustAnswer,
-            lambda a: _insights(a.evidence, by_id),
-            lambda: rules_trust(report, read),
-        )
-        # the Skeptic reads the specialists' evidence (the chunks they cited), not the report's prose
-        cited_by: dict[str, list[str]] = {}
-        for v in views:
-            for cid in v.cited_ids():
-                if cid in by_id:
-                    cited_by.setdefault(cid, []).append(v.role)
-        evidence_chunks = [c for c in chunks if c.id in cited_by] or read
-        risks, hedge, conf = ask(
-            "skeptic",
-            lambda: _messages(
-                "skeptic",
-                kind=kind,
-                ticker=ticker,
-                date=day,
-                call=_call_text(report),
-                chunks=_evidence_lines(evidence_chunks, cited_by, labels),
-            ),
-            SkepticAnswer,
-            lambda a: (_insights(a.risks, by_id), a.hedge, a.confidence),
-            lambda: rules_skeptic(report, evidence_chunks),
-        )
-        lead: LeaderAnswer = ask(
-            "leader",
-            lambda: _messages(
-                "leader",
-                kind=kind,
-                ticker=ticker,
-                date=day,
-                report=_report_text(report, labels),
-                evidence=_insight_lines(evidence, labels),
-                risks=_insight_lines(risks, labels),
-                hedge=hedge,
-                confidence=f"{conf:.2f}",
-            ),
-            LeaderAnswer,
-            lambda a: a,
-            lambda: LeaderAnswer(
-                direction=report.direction,
-                confidence=conf,
-                summary=f"{report.direction} on the call, {len(evidence)} added evidence, {len(risks)} risks; {hedge}"[
-                    :200
-                ],
-            ),
-        )
-        flipped = lead.direction != report.direction
-        final = (
-            report
-            if flipped
-            else combine(report, evidence, risks, hedge, lead.direction, lead.confidence, lead.summary)
-        )
-        return (
-            Debate(
-                ticker=ticker,
-                event_id=event.id,
-                chunks=len(chunks),
-                views=views,
-                report=report,
-                final=final,
-                leader_direction=lead.direction,
-                flip_prevented=flipped,
-                via=via,
-            ),
-            calls,
-            fallbacks,
-            keys,
-        )
+        """Specialists -> report -> Trust, Skeptic, Leader -> safe final report
+        on ``event`` (:class:`.debate_round.DebateRound`), over its chunks in
+        this protocol's collection. Returns the debate, model calls, fallbacks
+        and cache keys."""
+        return DebateRound(brain, event, day, self.index(event), self.retrieve, self.sampling).run()
 
     # -- the day ---------------------------------------------------------------------
     def decide(
