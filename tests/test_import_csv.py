@@ -13,7 +13,7 @@ import pytest
 from fincon.cli.main import main
 from fincon.data.events.loaders.directory import DirectoryLoader
 from fincon.data.events.store import EventStore
-from fincon.data.importers import ImportOptions
+from fincon.data.importers.common import ImportOptions
 from fincon.data.importers.synthetic import table_rows, write_price_folder, write_table
 from fincon.data.importers.table import read
 from fincon.data.prices import validate_bars

@@ -20,7 +20,7 @@ import pytest
 from fincon.cli.main import main
 from fincon.data.events.loaders.directory import DirectoryLoader
 from fincon.data.events.store import EventStore
-from fincon.data.importers import ImportOptions
+from fincon.data.importers.common import ImportOptions
 from fincon.data.importers.finsaber import read
 from fincon.data.importers.synthetic import write_finsaber, write_partitioned
 from fincon.data.prices import validate_bars

@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # pandas is imported by the commands, not by `fincon --help`
     import pandas as pd
 
 from fincon.cli.args import iso_date, number
+from fincon.data.importers import IMPORTERS, formats_help  # the registry only: no pandas before a command runs
 from fincon.errors import ConfigError, DataError
 
 SAMPLE_HELP = """\
@@ -42,6 +43,7 @@ the corpus up to the date.
 """
 
 
+# {formats}: the registered formats and their lines (fincon.data.importers.IMPORTERS)
 IMPORT_HELP = """\
 Import a public research corpus as it is published into one dataset
 directory: DIR/prices/TICKER.csv, DIR/events/TICKER.jsonl.gz and
@@ -50,15 +52,7 @@ item counts per source, calendar, close-only or OHLCV prices, and the
 point-in-time rule applied). Every command then takes --data DIR as it is.
 
 formats:
-  investorbench  InvestorBench's per-asset JSON (msft.json[.gz], btc.json...; FILE=TICKER
-                 names the asset when the file name does not):
-                 close prices, news, 10-K and 10-Q summaries; the ticker is the
-                 file name; the "(Sentiment: ...)" tag goes into metadata
-  finsaber       the FINSABER-2 parquet layout: SOURCE is the folder holding
-                 price_daily/, news_items/, filingk/, filingq/
-  csv            a news/filing table (.csv or .jsonl: ticker, published or
-                 date, source, title, text, url; FNSPID's columns accepted)
-                 plus --prices DIR of TICKER.csv
+{formats}
 
 point in time: an item with a full timestamp is visible at the first
 decision (16:00 New York) after it; an item with a date only is visible from
@@ -87,11 +81,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     i = dsub.add_parser(
         "import",
         help="import a public corpus into a dataset directory",
-        description=IMPORT_HELP,
+        description=IMPORT_HELP.format(formats=formats_help()),
         epilog=IMPORT_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    i.add_argument("format", choices=("investorbench", "finsaber", "csv"), help="the corpus' published format")
+    i.add_argument("format", choices=tuple(IMPORTERS), help="the corpus' published format")
     i.add_argument(
         "sources",
         nargs="+",
@@ -236,7 +230,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     import time
 
     from fincon.data.dataset import item_table, summary_rows, write_dataset
-    from fincon.data.importers import ImportOptions, read_corpus
+    from fincon.data.importers import read_corpus
+    from fincon.data.importers.common import ImportOptions
 
     start = dt.date.fromisoformat(args.start) if args.start else None
     end = dt.date.fromisoformat(args.end) if args.end else None

@@ -1,113 +1,83 @@
 """Importers of public research corpora into dataset directories.
 
 One module per published format, each exposing ``read(sources, options)
--> ImportedCorpus``; :func:`run_import` validates the options, reads, and
-writes the dataset (:mod:`fincon.data.dataset`). Formats:
+-> ImportedCorpus`` (:class:`~fincon.data.dataset.ImportedCorpus`), and
+registered in :data:`IMPORTERS`: the one place a format is added.
+``fincon data import`` takes its format choices and the formats part of its
+``--help`` from there, and :func:`read_corpus` reads through it;
+:func:`fincon.data.dataset.write_dataset` then writes the dataset.
 
-* ``investorbench`` - InvestorBench's per-asset JSON (news, 10-K, 10-Q, close).
-* ``finsaber``      - the FINSABER-2 parquet layout (prices, news, filings).
-* ``csv``           - a generic news/filing table (CSV or JSONL, FNSPID names
-  accepted) plus a folder of ``TICKER.csv`` prices.
-
-Shared rules live here so every format applies them the same way: how a
-date-only item is timed (:func:`published_at`), what counts as a duplicate
-(:func:`dedupe`), and which tickers were asked for (:func:`pick_tickers`).
+The rules every format applies the same way (the options, timing a
+date-only item, duplicates, the tickers asked for) are in
+:mod:`fincon.data.importers.common`. This module imports no format and no
+pandas: the CLI reads the registry when it builds its parser.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
-from dataclasses import dataclass, field
+import importlib
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Literal, Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from fincon.data.events.model import DECISION_TIME, MARKET_TZ, Event
-from fincon.errors import ConfigError, DataError
+from fincon.errors import ConfigError
 
-FORMATS = ("investorbench", "finsaber", "csv")
+if TYPE_CHECKING:
+    from fincon.data.dataset import ImportedCorpus
+    from fincon.data.importers.common import ImportOptions
 
 
 @dataclass(frozen=True)
-class ImportOptions:
-    """What the user chose on ``fincon data import`` (validated)."""
+class Importer:
+    """A published format: the module whose ``read(sources, options)`` reads
+    it (imported only when used: pyarrow only for finsaber), and its lines in
+    ``fincon data import --help``."""
 
-    tickers: tuple[str, ...] | None = None  # None: every ticker the source holds
-    start: dt.date | None = None
-    end: dt.date | None = None
-    visibility: Literal["next-session", "same-day"] = "next-session"  # same-day: the benchmarks' convention
-    keep_sentiment: bool = False  # investorbench: leave the "(Sentiment: ...)" tag in the text
-    prices: Path | None = None  # csv: the folder of TICKER.csv
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def as_record(self) -> dict[str, Any]:
-        return {
-            "tickers": list(self.tickers) if self.tickers else "all",
-            "start": str(self.start) if self.start else None,
-            "end": str(self.end) if self.end else None,
-            "keep_sentiment_in_text": self.keep_sentiment,
-        }
-
-    def in_window(self, day: dt.date) -> bool:
-        return (self.start is None or day >= self.start) and (self.end is None or day <= self.end)
+    module: str
+    help: tuple[str, ...]
 
 
-def published_at(day: dt.date, visibility: str) -> dt.datetime:
-    """When a date-only item counts as published.
-
-    ``next-session`` (the default): at that day's close, so the item is
-    visible from the next trading day's decision. ``same-day``: at 00:00 New
-    York, visible at that day's own close (the benchmarks' convention: one
-    day of look-ahead for an item that came out after the close).
-    """
-    t = DECISION_TIME if visibility == "next-session" else dt.time(0, 0)
-    return dt.datetime.combine(day, t, tzinfo=MARKET_TZ).astimezone(dt.timezone.utc)
-
-
-def text_key(ticker: str, day: Any, text: str) -> str:
-    """Identity of an item for de-duplication: same ticker, day and text."""
-    norm = " ".join(text.split())
-    return hashlib.sha1(f"{ticker}|{day}|{norm}".encode("utf-8")).hexdigest()
-
-
-def dedupe(events: Iterable[Event], day_of: Callable[[Event], Any]) -> tuple[list[Event], int]:
-    """Drop items whose (ticker, day, whitespace-normalised text) repeats;
-    returns the kept events (first occurrence) and how many were dropped."""
-    seen: set[str] = set()
-    kept: list[Event] = []
-    dropped = 0
-    for e in events:
-        k = text_key(e.ticker, day_of(e), e.text or e.audio or "")
-        if k in seen:
-            dropped += 1
-            continue
-        seen.add(k)
-        kept.append(e)
-    return kept, dropped
+#: format name -> its importer, in the order ``--help`` lists them
+IMPORTERS: dict[str, Importer] = {
+    "investorbench": Importer(
+        "fincon.data.importers.investorbench",
+        (
+            "InvestorBench's per-asset JSON (msft.json[.gz], btc.json...; FILE=TICKER",
+            "names the asset when the file name does not):",
+            "close prices, news, 10-K and 10-Q summaries; the ticker is the",
+            'file name; the "(Sentiment: ...)" tag goes into metadata',
+        ),
+    ),
+    "finsaber": Importer(
+        "fincon.data.importers.finsaber",
+        (
+            "the FINSABER-2 parquet layout: SOURCE is the folder holding",
+            "price_daily/, news_items/, filingk/, filingq/",
+        ),
+    ),
+    "csv": Importer(
+        "fincon.data.importers.table",
+        (
+            "a news/filing table (.csv or .jsonl: ticker, published or",
+            "date, source, title, text, url; FNSPID's columns accepted)",
+            "plus --prices DIR of TICKER.csv",
+        ),
+    ),
+}
 
 
-def pick_tickers(available: Sequence[str], wanted: Sequence[str] | None, where: str) -> list[str]:
-    """The tickers to import; a wanted ticker the source lacks is an error."""
-    avail = sorted(set(available))
-    if not wanted:
-        if not avail:
-            raise DataError(f"{where} holds no tickers")
-        return avail
-    missing = [t for t in wanted if t not in set(avail)]
-    if missing:
-        shown = ", ".join(avail[:15]) + (" ..." if len(avail) > 15 else "")
-        raise DataError(f"{where} has no {', '.join(missing)}; it holds {shown or 'no tickers'}")
-    return list(dict.fromkeys(wanted))
+def formats_help(indent: int = 2, width: int = 15) -> str:
+    """The formats as ``--help`` lists them: a name, then its lines beside it."""
+    pad = " " * indent
+    return "\n".join(
+        pad + (f"{name:<{width}}" if n == 0 else " " * width) + line
+        for name, imp in IMPORTERS.items()
+        for n, line in enumerate(imp.help)
+    )
 
 
-def read_corpus(fmt: str, sources: Sequence[Path], options: ImportOptions):
-    """Dispatch to the format's reader (imports it lazily: pyarrow only for finsaber)."""
-    if fmt == "investorbench":
-        from fincon.data.importers.investorbench import read
-    elif fmt == "finsaber":
-        from fincon.data.importers.finsaber import read
-    elif fmt == "csv":
-        from fincon.data.importers.table import read
-    else:
-        raise ConfigError(f"unknown import format {fmt!r}; use one of {', '.join(FORMATS)}")
-    return read(list(sources), options)
+def read_corpus(fmt: str, sources: Sequence[Path], options: ImportOptions) -> ImportedCorpus:
+    """Read ``sources`` with the format's importer (imported here, lazily)."""
+    if fmt not in IMPORTERS:
+        raise ConfigError(f"unknown import format {fmt!r}; use one of {', '.join(IMPORTERS)}")
+    return importlib.import_module(IMPORTERS[fmt].module).read(list(sources), options)

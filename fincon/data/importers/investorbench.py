@@ -10,7 +10,7 @@ cut from the text (``--keep-sentiment`` leaves it in, to compare with the
 benchmark's own agents, which read it).
 
 Items carry a date only. Under the default rule they are visible from the
-next trading day's decision (``fincon.data.importers.published_at``); the
+next trading day's decision (``fincon.data.importers.common.published_at``); the
 benchmark's same-day convention is ``--same-day``.
 
 The ticker is the file name up to its first dot (``msft.json.gz`` -> MSFT),
@@ -32,7 +32,7 @@ import pandas as pd
 
 from fincon.data.dataset import ImportedCorpus
 from fincon.data.events.model import Event
-from fincon.data.importers import ImportOptions, dedupe, pick_tickers, published_at
+from fincon.data.importers.common import ImportOptions, dedupe, pick_tickers, published_at
 from fincon.errors import DataError
 
 #: The benchmark's keys and the event sources they become.

@@ -6,7 +6,7 @@ point-in-time rule:
 * a bare date (``2020-06-05``, a parquet ``date32``): the time is unknown,
   so the item may have come out after that day's close; it is published at
   that day's close (visible from the next trading day's decision), or at
-  00:00 with ``--same-day`` (:func:`fincon.data.importers.published_at`);
+  00:00 with ``--same-day`` (:func:`fincon.data.importers.common.published_at`);
 * a timestamp whose clock reads exactly 00:00:00 (``2019-09-09 00:00:00
   UTC`` in FNSPID, a ``timestamp`` column filled from dates): read as a bare
   date of its own calendar day. A real item published at midnight sharp is
@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from fincon.data.events.model import MARKET_TZ, UTC
-from fincon.data.importers import published_at
+from fincon.data.importers.common import published_at
 
 _ISO_START = re.compile(r"^\d{4}-\d{2}-\d{2}")
 _BARE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
