@@ -19,6 +19,15 @@ which the CLI builds with the others.
 
 It also checks that every relative ``](path)`` link of those files names a
 file or directory that exists, and every ``#section`` a heading of that file.
+
+The two maps of the code, CONTRIBUTING.md and docs/architecture.md, are held
+to the tree as well (:func:`stale_names`): every path they name in backticks
+(``fincon/agents/team/strategy.py``, ``agents/roles/``) exists, every bare
+file name (``brains.py``) exists in a folder its paragraph or table row
+names (``fincon/agents/``, the room ``agents``, the folder of a file it
+names), and every registry they send a reader to (``PROTOCOLS`` in
+``fincon/agents/protocols/__init__.py``) is assigned in that module. A
+module moved or renamed fails here, not in a reader's search.
 """
 
 from __future__ import annotations
@@ -231,3 +240,95 @@ def test_a_broken_link_fails(tmp_path):
         encoding="utf-8",
     )
     assert broken_links(doc) == ["a.md:3: c.md (no such file)", "a.md:3: b.md#no-such-part (no such heading)"]
+
+
+CODE_MAPS = [ROOT / "CONTRIBUTING.md", ROOT / "docs" / "architecture.md"]
+TICKED = re.compile(r"`([^`\s]+)`")
+BARE_FILE = re.compile(r"^[\w.-]+\.(py|txt)$")
+A_PATH = re.compile(r"^[\w.*-]+(/[\w.*-]*)+$")
+PLACEHOLDER = re.compile(r"\b[A-Z]{2,}\b")  # docs/recorded/NAME-TSLA-DAY.sqlite
+REGISTRY = re.compile(r"`([A-Z][A-Z0-9_]+)`\s+(?:in\s+|\()`(fincon/[\w/]+\.py)`")
+
+
+def blocks(path: Path) -> list[tuple[int, str]]:
+    """The paragraphs and table rows of ``path`` outside fenced code, each
+    with its first line number (a table row is a block of its own)."""
+    found: list[tuple[int, str]] = []
+    lines: list[str] = []
+    start, fence = 0, None
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines() + [""], 1):
+        m = FENCE.match(line)
+        if m:
+            fence = None if fence else m.group(1)
+        if fence or m or not line.strip() or line.lstrip().startswith("|"):
+            if lines:
+                found.append((start, " ".join(lines)))
+            lines = []
+            if line.lstrip().startswith("|") and not fence and not m:
+                found.append((n, line))
+            continue
+        if not lines:
+            start = n
+        lines.append(line)
+    return found
+
+
+def _exists(path: Path) -> bool:
+    return any(path.parent.glob(path.name)) if "*" in path.name else path.exists()
+
+
+def stale_names(path: Path, root: Path = ROOT) -> list[str]:
+    """Paths, file names and registries ``path`` names that the tree lacks."""
+    stale = []
+    for n, text in blocks(path):
+        ticked = TICKED.findall(text)
+        # the folders this block speaks of: those it names, rooms (`agents` is
+        # fincon/agents/) and the folders of the files it names
+        dirs = [root, root / "fincon"]
+        for t in ticked:
+            for base in list(dirs):
+                named = base / t.strip("/")
+                folder = named if named.is_dir() else named.parent if "/" in t and named.is_file() else None
+                if t.strip("/") and folder is not None and folder not in dirs:
+                    dirs.append(folder)
+        for t in ticked:
+            if PLACEHOLDER.search(t) or t.startswith(("http", ".venv/")):
+                continue
+            if A_PATH.match(t) or BARE_FILE.match(t):
+                if not any(_exists(d / t.rstrip("/")) for d in dirs):
+                    stale.append(f"{path.name}:{n}: `{t}` (no such file or folder)")
+        for name, module in REGISTRY.findall(text):
+            file = root / module
+            if not file.is_file():
+                continue  # reported above
+            if not re.search(rf"^{name}\b[^=\n]*=", file.read_text(encoding="utf-8"), re.M):
+                stale.append(f"{path.name}:{n}: `{name}` is not assigned in {module}")
+    return stale
+
+
+@pytest.mark.parametrize("path", CODE_MAPS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_code_maps_name_what_the_tree_holds(path):
+    stale = stale_names(path)
+    assert not stale, f"stale names in {path.relative_to(ROOT)}:\n" + "\n".join(stale)
+
+
+def test_a_moved_module_fails(tmp_path):
+    """The check can fail: a module that became a package, a bare name no
+    folder of its paragraph holds, a registry the module no longer has."""
+    (tmp_path / "fincon" / "agents" / "team").mkdir(parents=True)
+    (tmp_path / "fincon" / "agents" / "brains.py").write_text("", encoding="utf-8")
+    (tmp_path / "fincon" / "cli").mkdir()
+    (tmp_path / "fincon" / "cli" / "main.py").write_text("COMMANDS = [\n]\n", encoding="utf-8")
+    doc = tmp_path / "map.md"
+    doc.write_text(
+        "Inside `fincon/agents/`: `team/` and `brains.py`, `team.py`.\n\n"
+        "| `agents` | `brains.py`, `roles/` |\n\n"
+        "Listed in `COMMANDS` in `fincon/cli/main.py`, `EVALS` in `fincon/cli/main.py`.\n"
+        "```bash\nls fincon/nothing.py `gone.py`\n```\n",
+        encoding="utf-8",
+    )
+    assert stale_names(doc, tmp_path) == [
+        "map.md:1: `team.py` (no such file or folder)",
+        "map.md:3: `roles/` (no such file or folder)",
+        "map.md:5: `EVALS` is not assigned in fincon/cli/main.py",
+    ]
