@@ -14,7 +14,9 @@ the analyst answers (figures taken + result); the data-extraction critic
 checks the figures against the document; the calculation critic, given the
 checked figures and the question, recomputes; the analyst revises with the
 feedback of the row's critics. A critic answer invalid twice is "could not
-verify" (counted), never an answer from the key.
+verify" (counted), never an answer from the key. Both evaluations run on one
+harness (:mod:`fincon.eval.scoring`); this module keeps FinQA's items,
+prompts, critics and scoring.
 
 Scoring: FinQA's execution accuracy (prediction and ``exe_ans`` equal when
 rounded to 5 decimals, as FinQA's evaluation script compares them), and a
@@ -41,19 +43,14 @@ from typing import Any, Sequence
 
 from pydantic import BaseModel, Field
 
-from fincon.agents.brains import Question, RulesBrain
+from fincon.agents.brains import Question
 from fincon.agents.critics.critics import CALCULATION_TEMPLATE, EXTRACTION_TEMPLATE, CalculationAnswer, ExtractionAnswer
-from fincon.agents.roles.base import load_template
-from fincon.eval.numeric import Attempt  # the analyst's answer, the same in both evaluations
+from fincon.eval import scoring
+from fincon.eval.scoring import Attempt, Outcome
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "agents" / "critics"
 ANALYST_TEMPLATE = TEMPLATES / "finqa_analyst.txt"
 REVISE_TEMPLATE = TEMPLATES / "finqa_revise.txt"
-ROWS = (
-    ("alone", "analyst alone"),
-    ("extraction", "+ extraction critic"),
-    ("both", "+ extraction + calculation critics"),
-)
 TYPES = ("1 step", "2 steps", "3+ steps")
 DOWNLOAD = "https://github.com/czyssrs/FinQA (dataset/train.json, dev.json, test.json)"
 
@@ -177,18 +174,13 @@ def _attempt(a: FinQAAnswer) -> Attempt:
 
 
 def analyst_question(item: FinQAItem) -> Question:
-    system, user = load_template(str(ANALYST_TEMPLATE))
-    return Question(
-        agent="finqa-analyst",
-        day="",
-        model=FinQAAnswer,
-        allowed=frozenset(),
-        to_report=_attempt,
-        messages=lambda: [
-            {"role": "system", "content": system},
-            {"role": "user", "content": user.format(document=item.text, question=item.question)},
-        ],
-        rules=lambda: Attempt({}, None),
+    return scoring.template_question(
+        ANALYST_TEMPLATE,
+        "finqa-analyst",
+        FinQAAnswer,
+        _attempt,
+        lambda: Attempt({}, None),
+        user=lambda: {"document": item.text, "question": item.question},
     )
 
 
@@ -240,7 +232,6 @@ def rules_extraction(item: FinQAItem, figures: dict[str, float]) -> list[tuple[s
 
 
 def extraction_question(item: FinQAItem, a: Attempt) -> Question:
-    system, user = load_template(str(EXTRACTION_TEMPLATE))
     names = list(a.figures)
     labels = [f"F{n}" for n in range(1, len(names) + 1)]
     lines = "\n".join(f"{lb}: {nm} = {a.figures[nm]:g}" for lb, nm in zip(labels, names))
@@ -257,40 +248,27 @@ def extraction_question(item: FinQAItem, a: Attempt) -> Question:
             for lb, nm in zip(labels, names)
         ]
 
-    return Question(
-        agent="finqa-critic-extraction",
-        day="",
-        model=ExtractionAnswer,
+    return scoring.template_question(
+        EXTRACTION_TEMPLATE,
+        "finqa-critic-extraction",
+        ExtractionAnswer,
+        to_report,
+        lambda: rules_extraction(item, a.figures),
+        user=lambda: {"sources": f"[S1] {item.text}", "figures": lines},
         allowed=frozenset(labels),
-        messages=lambda: [
-            {"role": "system", "content": system},
-            {"role": "user", "content": user.format(sources=f"[S1] {item.text}", figures=lines)},
-        ],
-        to_report=to_report,
-        rules=lambda: rules_extraction(item, a.figures),
         fallback=lambda: "unverified",
     )
 
 
 def calculation_question(item: FinQAItem, figures: dict[str, float], answer: float) -> Question:
-    system, user = load_template(str(CALCULATION_TEMPLATE))
     lines = "\n".join(f"F{n}: {nm} = {v:g}" for n, (nm, v) in enumerate(figures.items(), 1))
-    return Question(
-        agent="finqa-critic-calculation",
-        day="",
-        model=CalculationAnswer,
-        allowed=frozenset(),
-        messages=lambda: [
-            {"role": "system", "content": system},
-            {
-                "role": "user",
-                "content": user.format(
-                    figures=lines, metric=f"the answer to: {item.question}", claimed=f"{answer:.5f}"
-                ),
-            },
-        ],
-        to_report=lambda c: (c.ok, c.value),
-        rules=lambda: None,
+    return scoring.template_question(
+        CALCULATION_TEMPLATE,
+        "finqa-critic-calculation",
+        CalculationAnswer,
+        lambda c: (c.ok, c.value),
+        lambda: None,
+        user=lambda: {"figures": lines, "metric": f"the answer to: {item.question}", "claimed": f"{answer:.5f}"},
         fallback=lambda: "unverified",
     )
 
@@ -323,128 +301,61 @@ def critique(item: FinQAItem, a: Attempt, brain: Any) -> Review:
 
 
 def _feedback(rv: Review, stages: Sequence[str]) -> str:
-    lines = []
-    if "extraction" in stages:
-        for name, v, ok, src in rv.figures:
-            lines.append(
-                f"- extraction: {name} = {v:g} "
-                + (
-                    "is right"
-                    if ok
-                    else "is not in the document"
-                    if src is None
-                    else f"is wrong; the document says {src:g}"
-                )
-            )
-    if "calculation" in stages and rv.calculation is not None:
-        ok, val = rv.calculation
-        lines.append("- calculation: right" if ok else f"- calculation: wrong; the critic's own result is {val:.5f}")
-    return "\n".join(lines) or "- no problems found"
+    return scoring.feedback(rv.figures, rv.calculation, 5, stages)
 
 
 def revise_question(item: FinQAItem, a: Attempt, rv: Review, stages: Sequence[str]) -> Question:
-    system, user = load_template(str(REVISE_TEMPLATE))
-
     def rules():
         value = a.answer
         if "calculation" in stages and rv.calculation_failed and rv.calculation[1] is not None:
             value = rv.calculation[1]
         return Attempt(dict(a.figures), value)
 
-    return Question(
-        agent="finqa-analyst-revise",
-        day="",
-        model=FinQAAnswer,
-        allowed=frozenset(),
-        to_report=_attempt,
-        messages=lambda: [
-            {"role": "system", "content": system},
-            {
-                "role": "user",
-                "content": user.format(
-                    document=item.text,
-                    question=item.question,
-                    figures=", ".join(f"{k} = {v:g}" for k, v in a.figures.items()) or "(none)",
-                    answer="(none)" if a.answer is None else f"{a.answer:.5f}",
-                    feedback=_feedback(rv, stages),
-                ),
-            },
-        ],
-        rules=rules,
+    return scoring.template_question(
+        REVISE_TEMPLATE,
+        "finqa-analyst-revise",
+        FinQAAnswer,
+        _attempt,
+        rules,
+        user=lambda: {
+            "document": item.text,
+            "question": item.question,
+            "figures": ", ".join(f"{k} = {v:g}" for k, v in a.figures.items()) or "(none)",
+            "answer": "(none)" if a.answer is None else f"{a.answer:.5f}",
+            "feedback": _feedback(rv, stages),
+        },
     )
 
 
 # -- the evaluation ---------------------------------------------------------------------
 
 
-@dataclass
-class Outcome:
-    item: FinQAItem
-    answers: dict[str, float | None]
-    flagged: dict[str, bool]
-
-
 def evaluate(brain: Any, items: Sequence[FinQAItem]) -> tuple[list[Outcome], Counter]:
-    usage: Counter = Counter()
-    out = []
-
-    def ask(q: Question):
-        ans = brain.answer(q)
-        usage["calls"] += ans.calls
-        usage["fallbacks"] += ans.via == "fallback"
-        return ans.report
-
-    for item in items:
-        a0: Attempt = ask(analyst_question(item))
-        answers: dict[str, float | None] = {"alone": a0.answer}
-        flagged = {"alone": False, "extraction": False, "both": False}
-        if a0.answer is None:
-            out.append(Outcome(item, {**answers, "extraction": None, "both": None}, flagged))
-            continue
-        rv = critique(item, a0, brain)
-        usage["calls"] += rv.calls
-        usage["fallbacks"] += rv.fallbacks
-        usage["unverified"] += bool(rv.unverified)
-        for row, stages in (("extraction", ("extraction",)), ("both", ("extraction", "calculation"))):
-            bad = rv.extraction_failed or (row == "both" and rv.calculation_failed)
-            flagged[row] = bad
-            answers[row] = ask(revise_question(item, a0, rv, stages)).answer if bad else a0.answer
-        out.append(Outcome(item, answers, flagged))
-    return out, usage
+    """The shared pipeline (:func:`fincon.eval.scoring.evaluate`) with FinQA's
+    analyst and this module's generic-figure critics."""
+    return scoring.evaluate(brain, items, analyst_question, critique, revise_question)
 
 
 def table(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
-    rows = []
-    for key, label in ROWS:
-        right = [correct(o.answers[key], o.item.gold) for o in outcomes]
-        near = [close(o.answers[key], o.item.gold) for o in outcomes]
-        by_type = {
-            t: (sum(r for r, o in zip(right, outcomes) if o.item.kind == t), sum(o.item.kind == t for o in outcomes))
-            for t in TYPES
+    """Execution accuracy per row and question type, beside the lenient ±1 % count."""
+
+    def cells(key: str, label: str, s: scoring.RowScore) -> dict[str, Any]:
+        return {
+            "setting": label,
+            "n": s.n,
+            "correct": s.correct,
+            "close": sum(close(o.answers[key], o.item.gold) for o in outcomes),
+            "exec_acc": s.percent,
+            "by_type": s.by_group,
+            "flagged": s.flagged,
         }
-        rows.append(
-            {
-                "setting": label,
-                "n": len(outcomes),
-                "correct": sum(right),
-                "close": sum(near),
-                "exec_acc": round(100.0 * sum(right) / len(outcomes), 1) if outcomes else 0.0,
-                "by_type": by_type,
-                "flagged": sum(o.flagged[key] for o in outcomes),
-            }
-        )
-    return rows
+
+    return scoring.table(outcomes, lambda pred, i: correct(pred, i.gold), lambda i: i.kind, TYPES, cells)
 
 
 def run(path: str | Path, brain_name: str = "rules", limit: int | None = None, client: Any = None) -> dict[str, Any]:
     items = load(path)[:limit] if limit else load(path)
-    if brain_name == "llm":
-        from fincon.agents.brains import LLMBrain
-
-        brain: Any = LLMBrain(client)
-    else:
-        brain = RulesBrain()
-    outcomes, usage = evaluate(brain, items)
+    outcomes, usage = evaluate(scoring.make_brain(brain_name, client), items)
     return {
         "format": "finqa",
         "data": str(path),
@@ -475,15 +386,11 @@ def report(res: dict[str, Any]) -> str:
             + "".join(f"{f'{a}/{b}':>10}" for a, b in (r["by_type"][t] for t in TYPES))
             + f"{r['flagged']:>9}"
         )
-    u = res["usage"]
     if res["brain"] == "rules":
         lines.append(
             "rules brain: no rules analyst exists for free-form questions (it abstains); 0 % by "
             "construction. Use --brain llm."
         )
     else:
-        lines.append(
-            f"model calls {u.get('calls', 0)}, invalid answers {u.get('fallbacks', 0)} (a critic's: could "
-            f"not verify, {u.get('unverified', 0)} answers)"
-        )
+        lines.append(scoring.usage_line(res["usage"]))
     return "\n".join(lines)

@@ -26,6 +26,8 @@ one calculation review shared by the rows): the analyst answers (figures
 taken + result); the extraction critic checks the figures; the calculation
 critic, given the extraction verdict, recomputes; the analyst revises with
 the feedback of the critics of the row (one critic: extraction only; both).
+The pipeline and the rows' tally are the harness this evaluation shares with
+the FinQA format (:mod:`fincon.eval.scoring`).
 
 ``--brain rules``: the analyst is a deliberately imperfect baseline so the
 critics have something to fix: it takes the first figure of the right unit
@@ -48,10 +50,11 @@ from typing import Any, Literal, Sequence
 
 from pydantic import BaseModel, Field
 
-from fincon.agents.brains import Question, RulesBrain
+from fincon.agents.brains import Question
 from fincon.agents.critics.claims import METRICS, Claim, figures_in, metric_of_question, rounded
 from fincon.agents.critics.critics import STAGES, Review, critique
-from fincon.agents.roles.base import load_template
+from fincon.eval import scoring
+from fincon.eval.scoring import Attempt, Outcome
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "agents" / "critics"
 ANALYST_TEMPLATE = TEMPLATES / "qa_analyst.txt"
@@ -59,11 +62,6 @@ REVISE_TEMPLATE = TEMPLATES / "qa_revise.txt"
 #: metrics a document states (what the analyst may say it took)
 STATED = ("revenue", "revenue_growth", "operating_income", "operating_margin", "cash", "capex")
 DEV_SHARE = 4  # crc32(doc id) % DEV_SHARE == 0 -> dev
-ROWS = (
-    ("alone", "analyst alone"),
-    ("extraction", "+ extraction critic"),
-    ("both", "+ extraction + calculation critics"),
-)
 
 #: (metric, question, steps) per kind of document
 FILING_QUESTIONS = (
@@ -223,14 +221,6 @@ class QAAnswer(BaseModel):
         return iter(())
 
 
-@dataclass(frozen=True)
-class Attempt:
-    """An analyst's answer: the figures it took and its result."""
-
-    figures: dict[str, float]
-    answer: float | None
-
-
 def _first_of_unit(text: str, unit: str) -> float | None:
     return next((f.value for f in figures_in(text) if f.unit == unit), None)
 
@@ -294,76 +284,45 @@ def _example(dev: Sequence[QAItem]) -> dict[str, str]:
     }
 
 
+def _attempt(a: QAAnswer) -> Attempt:
+    return Attempt({f.metric: f.value for f in a.figures}, a.answer)
+
+
 def analyst_question(item: QAItem, example: dict[str, str]) -> Question:
-    system, user = load_template(str(ANALYST_TEMPLATE))
-
-    def messages():
-        return [
-            {"role": "system", "content": system.format(metrics=", ".join(STATED), **example)},
-            {
-                "role": "user",
-                "content": user.format(document=" ".join(item.text.split()), question=item.prompt_question()),
-            },
-        ]
-
-    return Question(
-        agent="qa-analyst",
-        day="",
-        messages=messages,
-        model=QAAnswer,
-        allowed=frozenset(),
-        to_report=lambda a: Attempt({f.metric: f.value for f in a.figures}, a.answer),
-        rules=lambda: rules_answer(item),
+    return scoring.template_question(
+        ANALYST_TEMPLATE,
+        "qa-analyst",
+        QAAnswer,
+        _attempt,
+        lambda: rules_answer(item),
+        user=lambda: {"document": " ".join(item.text.split()), "question": item.prompt_question()},
+        system=lambda: {"metrics": ", ".join(STATED), **example},
     )
 
 
 def _feedback(item: QAItem, review: Review, stages: Sequence[str]) -> str:
-    lines = []
-    if "extraction" in stages and review.extraction is not None:
-        for fv in review.extraction.figures:
-            name = METRICS[fv.metric].label
-            if fv.ok:
-                lines.append(f"- extraction: {name} = {fv.claimed:g} is right")
-            elif fv.source_value is None:
-                lines.append(f"- extraction: {name} = {fv.claimed:g} is not in the document")
-            else:
-                lines.append(f"- extraction: {name} = {fv.claimed:g} is wrong; the document says {fv.source_value:g}")
-    if "calculation" in stages and review.calculation is not None and review.calculation.checked:
-        cv = review.calculation
-        lines.append(
-            "- calculation: right"
-            if cv.ok
-            else f"- calculation: wrong; the critic's own result is {cv.value:.{item.decimals}f}"
-        )
-    return "\n".join(lines) or "- no problems found"
+    ex, cv = review.extraction, review.calculation
+    figures = [] if ex is None else [(METRICS[f.metric].label, f.claimed, f.ok, f.source_value) for f in ex.figures]
+    return scoring.feedback(
+        figures, (cv.ok, cv.value) if cv is not None and cv.checked else None, item.decimals, stages
+    )
 
 
 def revise_question(item: QAItem, a: Attempt, review: Review, stages: Sequence[str]) -> Question:
-    system, user = load_template(str(REVISE_TEMPLATE))
-
-    def messages():
-        return [
-            {"role": "system", "content": system.format(metrics=", ".join(STATED))},
-            {
-                "role": "user",
-                "content": user.format(
-                    document=" ".join(item.text.split()),
-                    question=item.prompt_question(),
-                    figures=", ".join(f"{m} = {v:g}" for m, v in a.figures.items()) or "(none)",
-                    answer="(none)" if a.answer is None else f"{a.answer:g}",
-                    feedback=_feedback(item, review, stages),
-                ),
-            },
-        ]
-
-    return Question(
-        agent="qa-analyst-revise",
-        day="",
-        messages=messages,
-        model=QAAnswer,
-        allowed=frozenset(),
-        to_report=lambda x: Attempt({f.metric: f.value for f in x.figures}, x.answer),
-        rules=lambda: rules_revise(item, a, review, stages),
+    return scoring.template_question(
+        REVISE_TEMPLATE,
+        "qa-analyst-revise",
+        QAAnswer,
+        _attempt,
+        lambda: rules_revise(item, a, review, stages),
+        user=lambda: {
+            "document": " ".join(item.text.split()),
+            "question": item.prompt_question(),
+            "figures": ", ".join(f"{m} = {v:g}" for m, v in a.figures.items()) or "(none)",
+            "answer": "(none)" if a.answer is None else f"{a.answer:g}",
+            "feedback": _feedback(item, review, stages),
+        },
+        system=lambda: {"metrics": ", ".join(STATED)},
     )
 
 
@@ -382,66 +341,36 @@ def as_claim(item: QAItem, a: Attempt) -> Claim:
 # -- the evaluation ---------------------------------------------------------------
 
 
-@dataclass
-class Outcome:
-    item: QAItem
-    answers: dict[str, float | None]
-    flagged: dict[str, bool]
-
-
 def evaluate(brain: Any, items: Sequence[QAItem], example: dict[str, str]) -> tuple[list[Outcome], Counter]:
-    usage: Counter = Counter()
-    out = []
-
-    def ask(q: Question):
-        ans = brain.answer(q)
-        usage["calls"] += ans.calls
-        usage["fallbacks"] += ans.via == "fallback"
-        return ans.report
-
-    for item in items:
-        a0: Attempt = ask(analyst_question(item, example))
-        answers: dict[str, float | None] = {"alone": a0.answer}
-        flagged = {"alone": False}
-        if a0.answer is None:
-            answers.update(extraction=None, both=None)
-            flagged.update(extraction=False, both=False)
-            out.append(Outcome(item, answers, flagged))
-            continue
-        rv = critique(as_claim(item, a0), brain, STAGES, agent="qa-critic")
-        usage["calls"] += rv.calls
-        usage["fallbacks"] += rv.fallbacks
-        usage["unverified"] += bool(rv.unverified)
-        for row, stages in (("extraction", ("extraction",)), ("both", STAGES)):
-            bad = rv.extraction_failed or (row == "both" and rv.calculation_failed)
-            flagged[row] = bad
-            answers[row] = ask(revise_question(item, a0, rv, stages)).answer if bad else a0.answer
-        out.append(Outcome(item, answers, flagged))
-    return out, usage
+    """The shared pipeline (:func:`fincon.eval.scoring.evaluate`) with this
+    set's analyst (its prompt's worked example: ``example``) and the team's
+    numeric critics reviewing the answer as a claim."""
+    return scoring.evaluate(
+        brain,
+        items,
+        lambda item: analyst_question(item, example),
+        lambda item, a, b: critique(as_claim(item, a), b, STAGES, agent="qa-critic"),
+        revise_question,
+    )
 
 
 def table(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
-    rows = []
-    base = {id(o): exact(o.answers["alone"], o.item.gold, o.item.decimals) for o in outcomes}
-    for key, label in ROWS:
-        right = [exact(o.answers[key], o.item.gold, o.item.decimals) for o in outcomes]
-        by_steps = {}
-        for s in (0, 1, 2):
-            sel = [r for r, o in zip(right, outcomes) if o.item.steps == s]
-            by_steps[s] = (sum(sel), len(sel))
-        rows.append(
-            {
-                "setting": label,
-                "n": len(outcomes),
-                "correct": sum(right),
-                "em": round(100.0 * sum(right) / len(outcomes), 1) if outcomes else 0.0,
-                "by_steps": by_steps,
-                "flagged": sum(o.flagged[key] for o in outcomes),
-                "fixed": sum(r and not base[id(o)] for r, o in zip(right, outcomes)),
-                "broken": sum(base[id(o)] and not r for r, o in zip(right, outcomes)),
-            }
-        )
-    return rows
+    """Exact match per row, by number of steps; fixed and broken: against the analyst alone."""
+    base = [exact(o.answers["alone"], o.item.gold, o.item.decimals) for o in outcomes]
+
+    def cells(key: str, label: str, s: scoring.RowScore) -> dict[str, Any]:
+        return {
+            "setting": label,
+            "n": s.n,
+            "correct": s.correct,
+            "em": s.percent,
+            "by_steps": s.by_group,
+            "flagged": s.flagged,
+            "fixed": sum(r and not b for r, b in zip(s.right, base)),
+            "broken": sum(b and not r for r, b in zip(s.right, base)),
+        }
+
+    return scoring.table(outcomes, lambda pred, i: exact(pred, i.gold, i.decimals), lambda i: i.steps, (0, 1, 2), cells)
 
 
 def format_table(rows: Sequence[dict[str, Any]]) -> str:
@@ -477,14 +406,8 @@ def run(
                 if k < len(v) and len(chosen) < limit:
                     chosen.append(v[k])
             k += 1
-    if brain_name == "llm":
-        from fincon.agents.brains import LLMBrain
-
-        brain: Any = LLMBrain(client)
-    else:
-        brain = RulesBrain()
     example = _example(dev)
-    outcomes, usage = evaluate(brain, chosen, example)
+    outcomes, usage = evaluate(scoring.make_brain(brain_name, client), chosen, example)
     return {
         "brain": brain_name,
         "split": split,
@@ -520,11 +443,7 @@ def report(res: dict[str, Any]) -> str:
     if res["brain"] == "rules":
         out.append(RULES_NOTE)
     else:
-        u = res["usage"]
-        out.append(
-            f"model calls {u.get('calls', 0)}, invalid answers {u.get('fallbacks', 0)} (an analyst's: its "
-            f"rules answer, counted; a critic's: could not verify, {u.get('unverified', 0)} answers)"
-        )
+        out.append(scoring.usage_line(res["usage"], "an analyst's: its rules answer, counted; "))
     if res["skipped_documents"]:
         out.append(f"documents left out (printed figures did not match the generator's): {res['skipped_documents']}")
     return "\n".join(out)
