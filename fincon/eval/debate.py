@@ -20,21 +20,30 @@ Rows:
 
 Accuracy = calls whose direction has the sign of the return / directional
 (non-neutral) calls; ``own h``: each report at its own horizon; ``conf``:
-mean confidence of the directional calls.
+mean confidence of the directional calls. The debating and the scoring are
+the harness shared with the filings evaluation (:mod:`fincon.eval.debate_harness`).
 """
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Sequence
 
 import pandas as pd
 
-HORIZONS = (1, 5, 20)
+from fincon.eval import debate_harness as harness
+from fincon.eval.debate_harness import HORIZONS
+from fincon.eval.scoring import make_brain
+
 ROWS = ("report", "debate (safe)", "debate (leader raw)", "always bullish")
+#: each row's (direction, confidence) of a call
+PICK = {
+    "report": lambda r: (r.report, r.confidence_report),
+    "debate (safe)": lambda r: (r.final, r.confidence_final),
+    "debate (leader raw)": lambda r: (r.leader, r.confidence_final),
+    "always bullish": lambda r: ("bullish", 1.0),
+}
 
 
 @dataclass
@@ -55,9 +64,9 @@ class CallResult:
 def _closes(ticker: str) -> pd.Series:
     from fincon.data.sources import make_source
 
-    df = make_source("sample").load(ticker, pd.Timestamp("2018-01-01"), pd.Timestamp("2030-01-01"))
-    col = "Adj Close" if "Adj Close" in df.columns else "Close"
-    return pd.Series(df[col].to_numpy(dtype=float), index=pd.to_datetime(df["Date"])).sort_index()
+    return harness.close_series(
+        make_source("sample").load(ticker, pd.Timestamp("2018-01-01"), pd.Timestamp("2030-01-01"))
+    )
 
 
 def sample_tickers() -> list[str]:
@@ -73,44 +82,25 @@ def run(
     transcripts: str = "text",
     workdir: str | Path | None = None,
 ) -> dict[str, Any]:
-    from fincon.agents.brains import LLMBrain, RulesBrain
-    from fincon.agents.protocols.debate import DebateProtocol
-    from fincon.agents.team import load_events
-    from fincon.data.events.model import visible_day
-    from fincon.memory.embedders import HashingEmbedder, MiniLMEmbedder
-    from fincon.memory.store import MemoryStore
+    from fincon.data.events.sources import build_store
 
     tickers = [t.upper() for t in (tickers or sample_tickers())]
-    brain = LLMBrain(client) if brain_name == "llm" else RulesBrain()
-    events = load_events("sample", tuple(tickers))
-    tmp = None
-    if workdir is None:
-        tmp = tempfile.TemporaryDirectory(prefix="fincon-eval-debate-")
-        workdir = tmp.name
-    try:
-        memory = MemoryStore(Path(workdir) / "memory", HashingEmbedder() if brain_name == "rules" else MiniLMEmbedder())
-        proto = DebateProtocol(transcripts=transcripts)
-        proto.bind(SimpleNamespace(memory=memory, events=events))
-        results: list[CallResult] = []
-        calls = 0
+    brain = make_brain(brain_name, client)
+    events = build_store([{"type": "sample"}], tuple(tickers))
+    results: list[CallResult] = []
+    calls = 0
+    with harness.workspace(workdir, "fincon-eval-debate-") as wd:
+        proto = harness.protocol(brain_name, Path(wd) / "memory", events, transcripts=transcripts)
         for t in tickers:
             closes = _closes(t)
-            dates = closes.index
-            for e in events.all_events():
-                if e.ticker != t or e.source != "earnings_call":
-                    continue
-                i = int(dates.searchsorted(visible_day(e.published_at)))
-                if i >= len(dates):
-                    continue
-                day = str(dates[i].date())
-                d, c, _, _ = proto.debate(brain, e, day)
+            earnings = [e for e in events.all_events() if e.ticker == t and e.source == "earnings_call"]
+            for e, i, d, c, _ in harness.debated(proto, brain, earnings, closes):
                 calls += c
-                rets = {h: float(closes.iloc[i + h] / closes.iloc[i] - 1.0) for h in HORIZONS if i + h < len(dates)}
                 results.append(
                     CallResult(
                         t,
                         e.id,
-                        day,
+                        str(closes.index[i].date()),
                         d.report.direction,
                         d.final.direction,
                         d.leader_direction,
@@ -118,12 +108,9 @@ def run(
                         d.report.confidence,
                         d.final.confidence,
                         d.flip_prevented,
-                        rets,
+                        harness.realised(closes, i, HORIZONS),
                     )
                 )
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
     return {
         "brain": brain_name,
         "tickers": tickers,
@@ -135,52 +122,29 @@ def run(
     }
 
 
-def _hit(direction: str, ret: float) -> bool | None:
-    if direction == "neutral":
-        return None
-    return (ret > 0) if direction == "bullish" else (ret < 0)
-
-
 def table(results: Sequence[CallResult]) -> dict[str, dict[str, Any]]:
-    pick = {
-        "report": lambda r: (r.report, r.confidence_report),
-        "debate (safe)": lambda r: (r.final, r.confidence_final),
-        "debate (leader raw)": lambda r: (r.leader, r.confidence_final),
-        "always bullish": lambda r: ("bullish", 1.0),
-    }
-    out: dict[str, dict[str, Any]] = {}
-    for row in ROWS:
-        cells: dict[str, Any] = {}
-        for h in HORIZONS:
-            hits = [_hit(pick[row](r)[0], r.returns[h]) for r in results if h in r.returns]
-            hits = [x for x in hits if x is not None]
-            cells[f"acc_{h}d"] = round(sum(hits) / len(hits), 4) if hits else None
-            cells[f"n_{h}d"] = len(hits)
-        own = [_hit(pick[row](r)[0], r.returns[r.horizon]) for r in results if r.horizon in r.returns]
-        own = [x for x in own if x is not None]
-        cells["acc_own_h"] = round(sum(own) / len(own), 4) if own and row != "always bullish" else None
-        confs = [pick[row](r)[1] for r in results if pick[row](r)[0] != "neutral"]
-        cells["directional"] = len(confs)
-        cells["mean_conf"] = round(sum(confs) / len(confs), 4) if confs and row != "always bullish" else None
-        out[row] = cells
-    return out
+    """The shared accuracy columns, then ``acc_own_h`` (each report at its own
+    horizon), ``directional`` and ``mean_conf`` (of the directional calls);
+    the always-bullish row has no horizon or confidence of its own."""
+
+    def own(row: str, hits: list[bool]) -> dict[str, Any]:
+        baseline = row == "always bullish"
+        confs = [conf for direction, conf in map(PICK[row], results) if direction != "neutral"]
+        return {
+            "acc_own_h": None if baseline else harness.share(hits),
+            "directional": len(confs),
+            "mean_conf": round(sum(confs) / len(confs), 4) if confs and not baseline else None,
+        }
+
+    return harness.table(results, {row: (lambda r, row=row: PICK[row](r)[0]) for row in ROWS}, own)
 
 
 def report(res: dict[str, Any]) -> str:
-    def f(x):
-        return "   -  " if x is None else f"{x * 100:5.1f}%"
-
     lines = [
         f"debate eval, brain {res['brain']}: {res['calls_scored']} earnings calls of {len(res['tickers'])} "
         f"tickers ({', '.join(res['tickers'])}); direction accuracy vs realised return",
-        f"{'':22s} {'1d':>7s} {'5d':>7s} {'20d':>7s} {'own h':>7s} {'called':>7s} {'conf':>6s}",
+        *harness.format_rows(res["table"], conf=True),
     ]
-    for row, c in res["table"].items():
-        conf = "    - " if c["mean_conf"] is None else f"{c['mean_conf']:6.2f}"
-        lines.append(
-            f"{row:22s} {f(c['acc_1d']):>7s} {f(c['acc_5d']):>7s} {f(c['acc_20d']):>7s} "
-            f"{f(c['acc_own_h']):>7s} {c['directional']:7d} {conf}"
-        )
     n = res["table"]["report"]
     lines.append(
         f"scored calls per horizon: 1d {n['n_1d']}, 5d {n['n_5d']}, 20d {n['n_20d']} (directional); "

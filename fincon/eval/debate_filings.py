@@ -22,23 +22,34 @@ report: flips prevented).
 
 Point in time: a filing is read on its first visible day; the sentiment
 baseline reads only news visible by that day's decision time; returns are
-the realised ones after it, used only for scoring.
+the realised ones after it, used only for scoring. The debating and the
+scoring are the harness shared with the calls evaluation
+(:mod:`fincon.eval.debate_harness`).
 """
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Sequence
 
 import pandas as pd
 
-HORIZONS = (1, 5, 20)
+from fincon.eval import debate_harness as harness
+from fincon.eval.debate_harness import HORIZONS
+from fincon.eval.scoring import make_brain
+
 SOURCES = ("10-K", "10-Q")
 SENTIMENT_DAYS = 7
 ROWS = ("report", "debate (safe)", "debate (leader raw)", "sentiment tags", "always bullish")
+#: each row's direction of a filing
+PICK = {
+    "report": lambda r: r.report,
+    "debate (safe)": lambda r: r.final,
+    "debate (leader raw)": lambda r: r.leader,
+    "sentiment tags": lambda r: r.sentiment,
+    "always bullish": lambda r: "bullish",
+}
 
 
 @dataclass
@@ -59,9 +70,7 @@ class FilingResult:
 
 
 def dataset_closes(dataset: Path, ticker: str) -> pd.Series:
-    df = pd.read_csv(Path(dataset) / "prices" / f"{ticker}.csv")
-    col = "Adj Close" if "Adj Close" in df.columns else "Close"
-    return pd.Series(df[col].to_numpy(dtype=float), index=pd.to_datetime(df["Date"])).sort_index()
+    return harness.close_series(pd.read_csv(Path(dataset) / "prices" / f"{ticker}.csv"))
 
 
 def sentiment_call(news: Sequence, day: pd.Timestamp) -> str:
@@ -83,46 +92,34 @@ def run(
     retrieval_model: str | None = None,
     workdir: str | Path | None = None,
 ) -> dict[str, Any]:
-    from fincon.agents.brains import LLMBrain, RulesBrain
-    from fincon.agents.protocols.debate import DebateProtocol
-    from fincon.agents.team import load_events
-    from fincon.data.events.model import visible_day
-    from fincon.memory.embedders import HashingEmbedder, MiniLMEmbedder
-    from fincon.memory.store import MemoryStore
+    from fincon.data.events.sources import build_store
 
-    brain = LLMBrain(client) if brain_name == "llm" else RulesBrain()
-    tmp = None
-    if workdir is None:
-        tmp = tempfile.TemporaryDirectory(prefix="fincon-eval-filings-")
-        workdir = tmp.name
+    brain = make_brain(brain_name, client)
     results: list[FilingResult] = []
     calls = fallbacks = 0
     tickers: list[str] = []
-    try:
+    with harness.workspace(workdir, "fincon-eval-filings-") as wd:
         for n, ds in enumerate(datasets):
             ds = Path(ds)
             found = sorted(p.name.split(".")[0] for p in (ds / "events").glob("*.jsonl*"))
-            events = load_events(str(ds / "events"), tuple(found))
-            embedder = HashingEmbedder() if brain_name == "rules" else MiniLMEmbedder()
-            memory = MemoryStore(Path(workdir) / f"memory{n}", embedder)
-            proto = DebateProtocol(transcripts="text", sources=SOURCES, retrieval_model=retrieval_model)
-            proto.bind(SimpleNamespace(memory=memory, events=events))
+            events = build_store([{"type": "directory", "path": ds / "events"}], tuple(found))
+            proto = harness.protocol(
+                brain_name,
+                Path(wd) / f"memory{n}",
+                events,
+                transcripts="text",
+                sources=SOURCES,
+                retrieval_model=retrieval_model,
+            )
             for t in found:
                 tickers.append(t)
                 closes = dataset_closes(ds, t)
-                dates = closes.index
                 evs = [e for e in events.all_events() if e.ticker == t]
                 news = [e for e in evs if e.source == "news" and e.metadata.get("sentiment")]
-                for e in sorted((e for e in evs if e.source in SOURCES), key=lambda e: (e.published_at, e.id)):
-                    i = int(dates.searchsorted(visible_day(e.published_at)))
-                    if i >= len(dates):
-                        continue
-                    day = dates[i]
-                    d, c, f, _ = proto.debate(brain, e, str(day.date()))
+                filings = sorted((e for e in evs if e.source in SOURCES), key=lambda e: (e.published_at, e.id))
+                for e, i, d, c, f in harness.debated(proto, brain, filings, closes):
                     calls, fallbacks = calls + c, fallbacks + f
-                    rets = {h: float(closes.iloc[i + h] / closes.iloc[i] - 1.0) for h in HORIZONS if i + h < len(dates)}
-                    if d.report.horizon not in rets and i + d.report.horizon < len(dates):
-                        rets[d.report.horizon] = float(closes.iloc[i + d.report.horizon] / closes.iloc[i] - 1.0)
+                    day = closes.index[i]
                     results.append(
                         FilingResult(
                             t,
@@ -137,12 +134,10 @@ def run(
                             d.final.confidence,
                             d.debated,
                             d.flip_prevented,
-                            rets,
+                            # the report's own horizon too, beside the table's
+                            harness.realised(closes, i, (*HORIZONS, d.report.horizon)),
                         )
                     )
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
     debated = [r for r in results if r.debated]
     return {
         "brain": brain_name,
@@ -158,54 +153,28 @@ def run(
     }
 
 
-def _hit(direction: str, ret: float) -> bool | None:
-    if direction == "neutral":
-        return None
-    return (ret > 0) if direction == "bullish" else (ret < 0)
-
-
 def table(results: Sequence[FilingResult]) -> dict[str, dict[str, Any]]:
-    pick = {
-        "report": lambda r: r.report,
-        "debate (safe)": lambda r: r.final,
-        "debate (leader raw)": lambda r: r.leader,
-        "sentiment tags": lambda r: r.sentiment,
-        "always bullish": lambda r: "bullish",
-    }
-    out: dict[str, dict[str, Any]] = {}
-    for row in ROWS:
-        cells: dict[str, Any] = {}
-        for h in HORIZONS:
-            hits = [x for x in (_hit(pick[row](r), r.returns[h]) for r in results if h in r.returns) if x is not None]
-            cells[f"acc_{h}d"] = round(sum(hits) / len(hits), 4) if hits else None
-            cells[f"n_{h}d"] = len(hits)
-        own = [
-            x
-            for x in (_hit(pick[row](r), r.returns[r.horizon]) for r in results if r.horizon in r.returns)
-            if x is not None
-        ]
-        cells["acc_own_h"] = round(sum(own) / len(own), 4) if own else None
-        cells["n_own_h"] = len(own)
-        cells["directional"] = sum(pick[row](r) != "neutral" for r in results)
-        out[row] = cells
-    return out
+    """The shared accuracy columns, then ``acc_own_h`` and ``n_own_h`` (the
+    final call's stated horizon, baselines at the same horizon) and
+    ``directional``."""
+
+    def own(row: str, hits: list[bool]) -> dict[str, Any]:
+        return {
+            "acc_own_h": harness.share(hits),
+            "n_own_h": len(hits),
+            "directional": sum(PICK[row](r) != "neutral" for r in results),
+        }
+
+    return harness.table(results, {row: PICK[row] for row in ROWS}, own)
 
 
 def report(res: dict[str, Any]) -> str:
-    def f(x):
-        return "   -  " if x is None else f"{x * 100:5.1f}%"
-
     lines = [
         f"debate on filings, brain {res['brain']}: {res['filings']} 10-Q/10-K of {', '.join(res['tickers'])}; "
         "direction accuracy vs the realised return (own h: the final call's stated horizon, "
         "baselines scored at the same horizon)",
-        f"{'':22s} {'1d':>7s} {'5d':>7s} {'20d':>7s} {'own h':>7s} {'called':>7s}",
+        *harness.format_rows(res["table"]),
     ]
-    for row, c in res["table"].items():
-        lines.append(
-            f"{row:22s} {f(c['acc_1d']):>7s} {f(c['acc_5d']):>7s} {f(c['acc_20d']):>7s} "
-            f"{f(c['acc_own_h']):>7s} {c['directional']:7d}"
-        )
     lines.append(
         f"debated {res['debated']} of {res['filings']} (a neutral report is not debated); flips prevented "
         f"{res['flips_prevented']} (flip rate {res['flip_rate'] if res['flip_rate'] is not None else '-'}); "

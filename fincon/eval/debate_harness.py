@@ -1,0 +1,139 @@
+"""The harness of the debate protocol's evaluations: ``fincon eval debate``
+on the sample's earnings calls (:mod:`fincon.eval.debate`) and on the
+filings of imported datasets (:mod:`fincon.eval.debate_filings`) debate
+their documents and score the direction calls the same way, so that part
+is written once, here.
+
+A document is debated on the first trading day at whose close it is
+visible (as the backtest reads it), by the code the backtest runs
+(:class:`~fincon.agents.protocols.debate.DebateProtocol`, bound to a memory
+of its own: :func:`protocol`, :func:`debated`). The realised return over h
+sessions is ``close[d + h] / close[d] - 1`` from that day's close
+(:func:`realised`), used only for scoring; a document with fewer than h
+later sessions is left out of that column. A direction call scores when its
+sign is the return's; a neutral call does not count (:func:`hits`).
+
+What stays with each evaluation: its documents, its rows (which direction
+each row reads, its baselines) and its result's fields.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from contextlib import nullcontext
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Callable, ContextManager, Iterable, Iterator, Mapping, Sequence
+
+import pandas as pd
+
+HORIZONS = (1, 5, 20)
+
+
+def close_series(df: pd.DataFrame) -> pd.Series:
+    """The adjusted close (the close where there is none) by date, in date order."""
+    col = "Adj Close" if "Adj Close" in df.columns else "Close"
+    return pd.Series(df[col].to_numpy(dtype=float), index=pd.to_datetime(df["Date"])).sort_index()
+
+
+def workspace(workdir: str | Path | None, prefix: str) -> ContextManager[str | Path]:
+    """``workdir``, or a temporary directory removed afterwards: where the
+    debate's memories are written."""
+    return nullcontext(workdir) if workdir is not None else tempfile.TemporaryDirectory(prefix=prefix)
+
+
+def protocol(brain_name: str, memory: Path, events: Any, **params: Any) -> Any:
+    """The debate protocol (``params``: its settings) bound to ``events`` and
+    a memory store at ``memory``: the offline hashing embedder for the rules
+    brain, MiniLM for the model."""
+    from fincon.agents.protocols.debate import DebateProtocol
+    from fincon.memory.embedders import HashingEmbedder, MiniLMEmbedder
+    from fincon.memory.store import MemoryStore
+
+    store = MemoryStore(memory, HashingEmbedder() if brain_name == "rules" else MiniLMEmbedder())
+    proto = DebateProtocol(**params)
+    proto.bind(SimpleNamespace(memory=store, events=events))
+    return proto
+
+
+def debated(
+    proto: Any, brain: Any, events: Iterable[Any], closes: pd.Series
+) -> Iterator[tuple[Any, int, Any, int, int]]:
+    """Each event debated on its first visible trading day of ``closes``
+    (events visible after the last are skipped): the event, that day's
+    position in ``closes``, the debate, its model calls and fallbacks."""
+    from fincon.data.events.model import visible_day
+
+    dates = closes.index
+    for e in events:
+        i = int(dates.searchsorted(visible_day(e.published_at)))
+        if i >= len(dates):
+            continue
+        d, calls, fallbacks, _ = proto.debate(brain, e, str(dates[i].date()))
+        yield e, i, d, calls, fallbacks
+
+
+def realised(closes: pd.Series, i: int, horizons: Iterable[int]) -> dict[int, float]:
+    """The return from the close at ``i`` over each horizon that has a close."""
+    return {h: float(closes.iloc[i + h] / closes.iloc[i] - 1.0) for h in horizons if i + h < len(closes)}
+
+
+def _hit(direction: str, ret: float) -> bool | None:
+    if direction == "neutral":
+        return None
+    return (ret > 0) if direction == "bullish" else (ret < 0)
+
+
+def hits(results: Iterable[Any], direction: Callable[[Any], str], horizon: Callable[[Any], int]) -> list[bool]:
+    """Whether each directional call (``direction(r)``) had the sign of the
+    return over ``horizon(r)``, for the results whose return is known."""
+    out = []
+    for r in results:
+        h = horizon(r)
+        if h in r.returns and (hit := _hit(direction(r), r.returns[h])) is not None:
+            out.append(hit)
+    return out
+
+
+def share(hits: Sequence[bool]) -> float | None:
+    """The share of hits, to 4 decimals (None for no call)."""
+    return round(sum(hits) / len(hits), 4) if hits else None
+
+
+def table(
+    results: Sequence[Any],
+    rows: Mapping[str, Callable[[Any], str]],
+    own: Callable[[str, list[bool]], dict[str, Any]],
+) -> dict[str, dict[str, Any]]:
+    """Per row (its direction of a result), accuracy and scored calls at
+    each of :data:`HORIZONS` (``acc_1d``, ``n_1d``, ...), then the cells
+    ``own(row, hits)`` makes of its hits at each call's own horizon."""
+    out: dict[str, dict[str, Any]] = {}
+    for row, direction in rows.items():
+        cells: dict[str, Any] = {}
+        for h in HORIZONS:
+            at_h = hits(results, direction, lambda r, h=h: h)
+            cells[f"acc_{h}d"] = share(at_h)
+            cells[f"n_{h}d"] = len(at_h)
+        out[row] = {**cells, **own(row, hits(results, direction, lambda r: r.horizon))}
+    return out
+
+
+def _percent(x: float | None) -> str:
+    return "   -  " if x is None else f"{x * 100:5.1f}%"
+
+
+def format_rows(table: Mapping[str, Mapping[str, Any]], conf: bool = False) -> list[str]:
+    """The table's header and rows as text; ``conf``: with the mean confidence column."""
+    lines = [
+        f"{'':22s} {'1d':>7s} {'5d':>7s} {'20d':>7s} {'own h':>7s} {'called':>7s}" + (f" {'conf':>6s}" if conf else "")
+    ]
+    for row, c in table.items():
+        line = (
+            f"{row:22s} {_percent(c['acc_1d']):>7s} {_percent(c['acc_5d']):>7s} {_percent(c['acc_20d']):>7s} "
+            f"{_percent(c['acc_own_h']):>7s} {c['directional']:7d}"
+        )
+        if conf:
+            line += " " + ("    - " if c["mean_conf"] is None else f"{c['mean_conf']:6.2f}")
+        lines.append(line)
+    return lines
