@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,7 +46,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from fincon.config import _set_path, read_yaml
-from fincon.errors import ConfigError, FinconError
+from fincon.errors import ConfigError
 from fincon.validation import format_validation_error
 from fincon.workflow.executors import Executor, Task, serial  # noqa: F401 (Task: the public name)
 
@@ -89,7 +88,7 @@ from fincon.workflow.experiment_units import (  # noqa: F401
     unit_done,
     variant,
 )
-from fincon.workflow.status import claim, marking
+from fincon.workflow.study import Study, run_phases
 
 
 def load_experiment(path: Path | None = None, overrides: dict[str, Any] | None = None) -> ExperimentConfig:
@@ -150,29 +149,21 @@ def run_experiment(
     from fincon.workflow.runner import check_knowledge
 
     out = check_out_path(out) if out is not None else default_out(exp)
-    state = {"config": exp.model_dump(mode="json")}
-    marker = out / "experiment.json"
-    # every check before the first file: the directory, both windows' data, the corpus, the baselines
-    claim(out, marker, state, "experiment", _finished_units, EXPERIMENT_LAYOUT)
-    check_inputs(exp)
-    check_knowledge(experiment_knowledge(exp), require=require_after_cutoff, warn=warn_knowledge)
-    made = [p for p in reversed([out, *out.parents]) if not p.exists()]
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise FinconError(f"cannot create the experiment directory {out}: {exc.strerror or exc}") from None
-    try:
-        with marking(marker, state):
-            return _run(exp, out, state, marker, progress, executor)
-    except BaseException:
-        if out in made and not _finished_units(out) and not any((out / d).exists() for d in ("train", "test")):
-            shutil.rmtree(out, ignore_errors=True)  # nothing finished, nothing started: leave nothing behind
-            for p in reversed(made[:-1]):
-                try:
-                    p.rmdir()
-                except OSError:
-                    break
-        raise
+    study = Study(
+        out,
+        "experiment.json",
+        {"config": exp.model_dump(mode="json")},
+        "experiment",
+        finished=_finished_units,
+        layout=EXPERIMENT_LAYOUT,
+        disposable=_nothing_kept,
+    )
+
+    def checks() -> None:  # every check before the first file: both windows' data, the corpus, the baselines
+        check_inputs(exp)
+        check_knowledge(experiment_knowledge(exp), require=require_after_cutoff, warn=warn_knowledge)
+
+    return study.run(lambda: _run(exp, out, progress, executor), preflight=checks)
 
 
 def experiment_knowledge(exp: ExperimentConfig) -> dict[str, dict[str, Any]]:
@@ -224,40 +215,26 @@ def _finished_units(root: Path) -> int:
     return n
 
 
-def _run(
-    exp: ExperimentConfig, out: Path, state: dict[str, Any], marker: Path, progress: bool, executor: Executor
-) -> ExperimentReport:
-    from tqdm import tqdm
+def _nothing_kept(root: Path) -> bool:
+    """After a failure: nothing finished, nothing started (the directory then goes)."""
+    return not _finished_units(root) and not any((root / d).exists() for d in ("train", "test"))
 
-    phases = units(exp)
-    total = sum(len(p) for p in phases)
+
+def _run(exp: ExperimentConfig, out: Path, progress: bool, executor: Executor) -> ExperimentReport:
     if exp.placebos:  # the placebo corpora, built once from the team's own (deterministic in the seed)
         from fincon.workflow.placebo import write_placebo
 
         for kind in exp.placebos:
             write_placebo(kind, str(exp.team.get("events", "sample")), exp.tickers, exp.test.start, exp.test.end,
                           exp.seed, placebo_dir(out, kind))  # fmt: skip
-    ran: list[str] = []
-    skipped: list[str] = []
-    bar = tqdm(total=total, unit="unit", desc="experiment", disable=not progress, dynamic_ncols=True)
-    try:
-        for phase in phases:
-            todo = []
-            for u in phase:
-                if unit_done(u, exp, out):
-                    skipped.append(u.name)
-                    bar.update(1)
-                else:
-                    todo.append(u)
-
-            def done(i: int, _result: Any, todo=todo) -> None:
-                ran.append(todo[i].name)
-                bar.update(1)
-                bar.set_postfix_str(f"done {todo[i].name}")
-
-            executor([Job(u, exp, out) for u in todo], done)
-    finally:
-        bar.close()
+    phases = [[(u.name, Job(u, exp, out)) for u in phase] for phase in units(exp)]
+    done = run_phases(
+        phases,
+        lambda job: unit_done(job.unit, job.exp, job.root),
+        executor,
+        bar={"unit": "unit", "desc": "experiment", "disable": not progress},
+        note=lambda name, _result: f"done {name}",
+    )
     results = collect(exp, out)
     results["model_knowledge"] = experiment_knowledge(exp)
     if exp.placebos:
@@ -266,5 +243,4 @@ def _run(
         results["placebo"] = placebo_results(exp, out, results)
     write_atomic(out / "results.json", json.dumps(results, indent=1, sort_keys=True) + "\n")
     plot_experiment(exp, out, results)
-    write_atomic(marker, json.dumps({**state, "status": "complete"}, indent=1, sort_keys=True) + "\n")
-    return ExperimentReport(out, results, ran, skipped)
+    return ExperimentReport(out, results, done.ran, done.skipped)

@@ -41,7 +41,7 @@ from fincon.workflow.executors import Executor, serial
 from fincon.workflow.experiment_config import ExperimentConfig, Window
 from fincon.workflow.experiment_results import collect, write_atomic
 from fincon.workflow.experiment_units import Job, unit_done
-from fincon.workflow.status import marking
+from fincon.workflow.study import Study, run_phases
 from fincon.workflow.universe import parse_rule, select
 
 
@@ -177,11 +177,8 @@ def run_rolling(
     """Run (or resume) the rolling evaluation; see the module docstring.
     Windows the team's model may remember are said in one line (refused
     with ``require_after_cutoff``) before anything is written."""
-    from tqdm import tqdm
-
     from fincon.engine.rundir import check_out_path
-    from fincon.workflow.experiment import check_inputs, units
-    from fincon.workflow.rolling_results import tables
+    from fincon.workflow.experiment import check_inputs
 
     if "buy-and-hold" not in exp.baselines:
         raise ConfigError("rolling: buy-and-hold must be among the baselines (every strategy is compared with it)")
@@ -195,68 +192,64 @@ def run_rolling(
                 f"rolling window {c.window.test.start}..{c.window.test.end} ({c.universe}): {exc}"
             ) from None
     _check_windows_knowledge(cells, require_after_cutoff)
-    state = {"config": identity(exp)}
-    marker = out / "rolling.json"
-    if out.exists():
-        if not marker.is_file():
-            raise FinconError(f"{out} exists and is not a fincon rolling evaluation; pick another --out")
-        if json.loads(marker.read_text()).get("config") != state["config"]:
-            raise FinconError(f"{out} holds a rolling evaluation with another config; pick another --out")
-    else:
-        try:
-            out.mkdir(parents=True)
-        except OSError as exc:
-            raise FinconError(f"--out {out}: cannot create it ({exc.strerror or exc}); choose another --out") from None
-    # running now; failed / interrupted with the reason if the block raises (status.marking),
-    # so an evaluation stopped by SIGTERM does not look as if it were still running
-    with marking(marker, state):
-        listing = [
-            {
-                "universe": c.universe,
-                "window": c.window.name,
-                "dir": str(c.root(out).relative_to(out)),
-                "train": c.window.train.model_dump(mode="json"),
-                "test": c.window.test.model_dump(mode="json"),
-                "tickers": list(c.tickers),
-            }
-            for c in cells
-        ]
-        write_atomic(out / "windows.json", json.dumps(listing, indent=1, sort_keys=True) + "\n")
+    study = Study(
+        out,
+        "rolling.json",
+        {"config": identity(exp)},
+        "rolling evaluation",
+        claimed=_claim,
+        cannot_create="--out {out}: cannot create it ({why}); choose another --out",
+    )
+    return study.run(lambda: _run(exp, out, cells, progress, executor))
 
-        jobs_by_phase: list[list[tuple[str, Job]]] = [[], []]
-        for c in cells:
-            root = c.root(out)
-            root.mkdir(parents=True, exist_ok=True)
-            for i, phase in enumerate(units(c.exp)):
-                for u in phase:
-                    jobs_by_phase[i].append((f"{c.slug}/{c.window.name}/{u.name}", Job(u, c.exp, root)))
-        total = sum(len(p) for p in jobs_by_phase)
-        ran: list[str] = []
-        skipped: list[str] = []
-        bar = tqdm(total=total, unit="unit", desc="rolling", disable=not progress, dynamic_ncols=True)
-        try:
-            for phase in jobs_by_phase:
-                todo = []
-                for name, job in phase:
-                    if unit_done(job.unit, job.exp, job.root):
-                        skipped.append(name)
-                        bar.update(1)
-                    else:
-                        todo.append((name, job))
 
-                def done(i: int, _result: Any, todo=todo) -> None:
-                    ran.append(todo[i][0])
-                    bar.update(1)
+def _claim(study: Study) -> bool:
+    """The same config resumes; a directory that is not this rolling evaluation is refused."""
+    if not study.out.exists():
+        return False
+    if not study.marker.is_file():
+        raise FinconError(f"{study.out} exists and is not a fincon rolling evaluation; pick another --out")
+    if json.loads(study.marker.read_text()).get("config") != study.state["config"]:
+        raise FinconError(f"{study.out} holds a rolling evaluation with another config; pick another --out")
+    return True
 
-                executor([j for _, j in todo], done)
-        finally:
-            bar.close()
-        for c in cells:
-            res = collect(c.exp, c.root(out))
-            write_atomic(c.root(out) / "results.json", json.dumps(res, indent=1, sort_keys=True) + "\n")
-        results = tables(exp, out, cells)
-    write_atomic(marker, json.dumps({**state, "status": "complete"}, indent=1, sort_keys=True) + "\n")
-    return RollingReport(out, results, ran, skipped)
+
+def _run(exp: ExperimentConfig, out: Path, cells: list[Cell], progress: bool, executor: Executor) -> RollingReport:
+    from fincon.workflow.experiment import units
+    from fincon.workflow.rolling_results import tables
+
+    listing = [
+        {
+            "universe": c.universe,
+            "window": c.window.name,
+            "dir": str(c.root(out).relative_to(out)),
+            "train": c.window.train.model_dump(mode="json"),
+            "test": c.window.test.model_dump(mode="json"),
+            "tickers": list(c.tickers),
+        }
+        for c in cells
+    ]
+    write_atomic(out / "windows.json", json.dumps(listing, indent=1, sort_keys=True) + "\n")
+
+    # the units of every window in two batches (trainings and baselines, then tests): windows run in parallel
+    phases: list[list[tuple[str, Job]]] = [[], []]
+    for c in cells:
+        root = c.root(out)
+        root.mkdir(parents=True, exist_ok=True)
+        for i, phase in enumerate(units(c.exp)):
+            for u in phase:
+                phases[i].append((f"{c.slug}/{c.window.name}/{u.name}", Job(u, c.exp, root)))
+    done = run_phases(
+        phases,
+        lambda job: unit_done(job.unit, job.exp, job.root),
+        executor,
+        bar={"unit": "unit", "desc": "rolling", "disable": not progress},
+    )
+    for c in cells:
+        res = collect(c.exp, c.root(out))
+        write_atomic(c.root(out) / "results.json", json.dumps(res, indent=1, sort_keys=True) + "\n")
+    results = tables(exp, out, cells)
+    return RollingReport(out, results, done.ran, done.skipped)
 
 
 __all__ = ["Cell", "RollingReport", "WindowSpec", "offset", "plan", "run_rolling", "windows"]

@@ -35,8 +35,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,7 +43,8 @@ from fincon.agents.beliefs import Beliefs, Reflection
 from fincon.config import RunConfig
 from fincon.errors import ConfigError, DataError, FinconError
 from fincon.risk.cvrf import RULES_LR, Trajectory, overlap
-from fincon.workflow.status import claim, marking
+from fincon.workflow.status import write_atomic
+from fincon.workflow.study import Study, run_phases
 
 TEAM = "fincon"
 #: reflections of the last episode that travel with the learned beliefs
@@ -114,12 +113,6 @@ def default_train_out(cfg: RunConfig, opts: TrainOptions, root: Path = Path("run
 
 def _team_params(cfg: RunConfig) -> dict[str, Any]:
     return cfg.params(TEAM)
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def _read_rows(path: Path) -> list[dict[str, Any]]:
@@ -252,28 +245,26 @@ def train(
     knowledge = {"training": training_knowledge(cfg, opts)}
     check_knowledge(knowledge, require=require_after_cutoff, warn=False)  # refused before anything else
     out = check_out_path(out) if out is not None else default_train_out(cfg, opts)
-    state = {"config": cfg.model_dump(mode="json"), "options": opts.state()}
-    marker = out / "train.json"
-    # every check before the first file: the directory, the data, the corpus, the beliefs
-    claim(out, marker, state, "training", _finished_episodes, TRAINING_LAYOUT)
-    preflight(cfg)
-    model = _model_settings(cfg, opts)
-    if model is not None and model.backend == "openai" and model.cache.value != "replay":
-        from fincon.llm.endpoint import check_listening
+    study = Study(
+        out,
+        "train.json",
+        {"config": cfg.model_dump(mode="json"), "options": opts.state()},
+        "training",
+        finished=_finished_episodes,
+        layout=TRAINING_LAYOUT,
+        disposable=_nothing_kept,
+    )
 
-        check_listening(model.base_url)  # a server that is down: said now, before the training's folder
-    check_knowledge(knowledge, warn=warn_knowledge)  # the inputs are good: the window's label, once
-    made = [p for p in reversed([out, *out.parents]) if not p.exists()]
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise FinconError(f"cannot create the training directory {out}: {exc.strerror or exc}") from None
-    try:
-        with marking(marker, state):
-            return _train(cfg, out, opts, team, brain, state, marker, progress)
-    except BaseException:
-        _remove_if_empty(out, made)
-        raise
+    def checks() -> None:  # every check before the first file: the data, the corpus, the beliefs, the server
+        preflight(cfg)
+        model = _model_settings(cfg, opts)
+        if model is not None and model.backend == "openai" and model.cache.value != "replay":
+            from fincon.llm.endpoint import check_listening
+
+            check_listening(model.base_url)  # a server that is down: said now, before the training's folder
+        check_knowledge(knowledge, warn=warn_knowledge)  # the inputs are good: the window's label, once
+
+    return study.run(lambda: _train(cfg, out, opts, team, brain, progress), preflight=checks)
 
 
 #: the top-level names a training writes (status.claim removes a failed
@@ -295,23 +286,15 @@ def _read_rows_lenient(path: Path) -> list[dict[str, Any]]:
         return []
 
 
-def _remove_if_empty(out: Path, made: list[Path]) -> None:
+def _nothing_kept(out: Path) -> bool:
     """A training that failed before it wrote more than its status files
     leaves nothing behind (the status file alone would block the corrected
     rerun's --out for nothing)."""
-    if not made or out not in made:
-        return
     leftovers = {p.name for p in out.iterdir()} if out.is_dir() else set()
-    if leftovers - {"train.json", "config.yaml", "episodes", "beliefs"} or any(
-        any((out / d).iterdir()) for d in ("episodes",) if (out / d).is_dir()
-    ):
-        return
-    shutil.rmtree(out, ignore_errors=True)
-    for p in reversed(made[:-1]):
-        try:
-            p.rmdir()
-        except OSError:
-            break
+    episodes = out / "episodes"
+    return not (leftovers - {"train.json", "config.yaml", "episodes", "beliefs"}) and not (
+        episodes.is_dir() and any(episodes.iterdir())
+    )
 
 
 def episode_state(run_dir: Path) -> tuple[str | None, str]:
@@ -336,11 +319,7 @@ def episode_state(run_dir: Path) -> tuple[str | None, str]:
     return status, (detail if status != "complete" else "complete")
 
 
-def _train(
-    cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, state: dict[str, Any], marker: Path, progress: bool
-) -> TrainReport:
-    from tqdm import tqdm
-
+def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, progress: bool) -> TrainReport:
     from fincon.agents.risk_control import Episode
     from fincon.agents.roles import ANALYSTS
     from fincon.workflow.runner import run_config
@@ -360,7 +339,7 @@ def _train(
         )
     v0 = out / "beliefs" / "v0.json"
     if not v0.is_file():
-        _write_atomic(v0, initial.dump())
+        write_atomic(v0, initial.dump())
 
     rows_path = out / "episodes.jsonl"
     rows = _read_rows(rows_path)[: opts.episodes]
@@ -385,17 +364,10 @@ def _train(
             episodes[k] = Episode(k, traj, row["insights"] if row else [])
         return episodes[k]
 
-    bar = tqdm(
-        total=opts.episodes,
-        initial=len(rows),
-        unit="episode",
-        desc="training",
-        disable=not progress,
-        dynamic_ncols=True,
-        position=0,
-    )
-    try:
-        for k in range(len(rows) + 1, opts.episodes + 1):
+    def run_episodes(todo: list[int], finished) -> None:
+        """Episodes one after the other: each starts from the beliefs the one before learned."""
+        nonlocal beliefs
+        for i, k in enumerate(todo):
             run_dir = out / "episodes" / f"ep-{k:02d}"
             start_path = out / "beliefs" / f"v{beliefs.version}.json"
             status, detail = episode_state(run_dir)
@@ -429,11 +401,11 @@ def _train(
                     beliefs = upd.beliefs
             path = out / "beliefs" / f"v{beliefs.version}.json"
             if not path.is_file():
-                _write_atomic(path, beliefs.dump())
+                write_atomic(path, beliefs.dump())
             row["beliefs_after"] = beliefs.version
             rows.append(row)
-            _write_atomic(rows_path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
-            _write_atomic(
+            write_atomic(rows_path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+            write_atomic(
                 out / "beliefs.json",
                 _with_reflections(beliefs, run_dir)
                 .model_copy(update={"window": training_window(cfg), "model_knowledge": training_knowledge(cfg, opts)})
@@ -441,24 +413,26 @@ def _train(
             )
             if rc.client is not None:
                 rc.client.ledger.write(out)
-            bar.update(1)
-            tokens = sum(int(r.get("llm_tokens") or 0) for r in rows)
-            cost = sum(float(r.get("llm_cost_usd") or 0.0) for r in rows)
-            bar.set_postfix(
-                {
-                    "objective": f"{row['objective']:+.2f}%",
-                    "tau": row.get("tau", "-"),
-                    "tokens": f"{tokens:,}",
-                    "cost": f"${cost:.4f}",
-                }
-            )
+            finished(i, row)
+
+    def note(_name: str, row: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "objective": f"{row['objective']:+.2f}%",
+            "tau": row.get("tau", "-"),
+            "tokens": f"{sum(int(r.get('llm_tokens') or 0) for r in rows):,}",
+            "cost": f"${sum(float(r.get('llm_cost_usd') or 0.0) for r in rows):.4f}",
+        }
+
+    # one phase: the episodes in order, those with a row skipped (a training resumes after its last row)
+    phase = [(f"ep-{k:02d}", k) for k in range(1, opts.episodes + 1)]
+    bar = {"unit": "episode", "desc": "training", "disable": not progress, "position": 0}
+    try:
+        run_phases([phase], lambda k: k <= resumed, run_episodes, bar=bar, note=note)
     finally:
-        bar.close()
         if rc.client is not None:
             rc.client.close()
     plot_beliefs(rows, out / "beliefs.png")
     learned = Beliefs.model_validate_json((out / "beliefs.json").read_text())
-    _write_atomic(marker, json.dumps({**state, "status": "complete"}, indent=1, sort_keys=True) + "\n")
     return TrainReport(out, rows, learned, resumed, ran, rerun)
 
 

@@ -1,0 +1,170 @@
+"""One resumable study: what ``fincon train``, ``fincon experiment`` and
+``fincon experiment --rolling`` share.
+
+Why one module: each of them turns hours of compute into one directory that
+running the same command again resumes, and all three must keep the same
+promises in the same order:
+
+1. *claim* the directory: the same config resumes, another is refused, and a
+   folder holding the user's files is never emptied (:func:`status.claim`);
+2. *preflight*: every input is checked before the first file is written;
+3. *mark* the status file ``running``, then ``complete``, or ``failed`` /
+   ``stopped_early`` / ``interrupted`` with the reason (:func:`status.marking`);
+   a failure that finished nothing in a directory this command created
+   leaves nothing behind;
+4. the *phase loop*: units of work run phase by phase, and a rerun skips the
+   units a former command finished.
+
+:class:`Study` holds steps 1 to 3, :func:`run_phases` step 4. What a unit is
+(an episode, an experiment's unit, a window's unit) and how it runs stay in
+the workflow's own module.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Collection, Mapping, Sequence, TypeVar
+
+from fincon.errors import FinconError
+from fincon.workflow.status import claim, marking, write_atomic
+
+T = TypeVar("T")
+J = TypeVar("J")
+
+
+def _none_finished(_out: Path) -> int:
+    return 0
+
+
+@dataclass
+class Study:
+    """A study directory ``out`` with its status file ``out / marker_name``.
+
+    ``state`` is what identifies the study (its config and options): the
+    status file holds it with ``status`` (and ``error``). ``kind`` names the
+    study in messages (``training``, ``experiment``). ``finished`` counts
+    the units a former command finished there and ``layout`` lists the
+    top-level names such a study writes (both for :func:`status.claim`);
+    ``claimed`` replaces that claim with the study's own. ``disposable``
+    says whether, after a failure, the directory holds nothing worth keeping
+    (it is then removed, with the parents this command created); None keeps
+    it always."""
+
+    out: Path
+    marker_name: str
+    state: dict[str, Any]
+    kind: str
+    finished: Callable[[Path], int] = _none_finished
+    layout: Collection[str] = ()
+    claimed: Callable[[Study], bool] | None = None
+    disposable: Callable[[Path], bool] | None = None
+    #: the one line when the directory cannot be created ({kind}, {out}, {why})
+    cannot_create: str = "cannot create the {kind} directory {out}: {why}"
+
+    @property
+    def marker(self) -> Path:
+        return self.out / self.marker_name
+
+    def claim(self) -> bool:
+        """True: resume the study in ``out``; False: it is new. Refuses (a
+        :class:`FinconError`) a directory that is not this study's."""
+        if self.claimed is not None:
+            return self.claimed(self)
+        return claim(self.out, self.marker, self.state, self.kind, self.finished, self.layout)
+
+    def run(self, body: Callable[[], T], preflight: Callable[[], None] | None = None) -> T:
+        """Claim the directory, run ``preflight`` (every check before the
+        first file), create the directory, then run ``body`` with the status
+        file marked ``running``; ``complete`` once it returns, the failure's
+        status and reason if it raises."""
+        self.claim()
+        if preflight is not None:
+            preflight()
+        made = [p for p in reversed([self.out, *self.out.parents]) if not p.exists()]
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            why = exc.strerror or exc
+            raise FinconError(self.cannot_create.format(kind=self.kind, out=self.out, why=why)) from None
+        try:
+            with marking(self.marker, self.state):
+                result = body()
+                write_atomic(
+                    self.marker, json.dumps({**self.state, "status": "complete"}, indent=1, sort_keys=True) + "\n"
+                )
+                return result
+        except BaseException:
+            if self.out in made and self.disposable is not None and self.disposable(self.out):
+                shutil.rmtree(self.out, ignore_errors=True)  # nothing finished: leave nothing behind
+                for p in reversed(made[:-1]):
+                    try:
+                        p.rmdir()
+                    except OSError:
+                        break
+            raise
+
+
+@dataclass
+class Outcome:
+    """The units (by name) this command ran, and those a former one had finished."""
+
+    ran: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+def run_phases(
+    phases: Sequence[Sequence[tuple[str, J]]],
+    done: Callable[[J], bool],
+    execute: Callable[[list[J], Callable[[int, Any], None]], None],
+    *,
+    bar: Mapping[str, Any],
+    note: Callable[[str, Any], str | dict[str, Any]] | None = None,
+) -> Outcome:
+    """Run ``phases`` (each a list of named units) one after the other.
+
+    A unit for which ``done(unit)`` holds is skipped: a former command
+    finished it. ``execute(units, finished)`` runs the others of the phase
+    (an :class:`~fincon.workflow.executors.Executor`, or a loop of the
+    workflow's own) and calls ``finished(index, result)`` as each ends; a
+    later phase starts only when it returns. ``bar`` are the progress bar's
+    settings (``desc``, ``unit``, ``disable``, ...); ``note(name, result)``
+    its postfix after a unit (a dict or a string). The units skipped before
+    the first one runs are where the bar starts, not speed it measures."""
+    from tqdm import tqdm
+
+    total = sum(len(p) for p in phases)
+    outcome = Outcome()
+    progress = None
+    try:
+        for phase in phases:
+            todo: list[tuple[str, J]] = []
+            skipped = 0
+            for name, unit in phase:
+                if done(unit):
+                    outcome.skipped.append(name)
+                    skipped += 1
+                else:
+                    todo.append((name, unit))
+            if progress is None:
+                progress = tqdm(total=total, initial=skipped, dynamic_ncols=True, **bar)
+            elif skipped:
+                progress.update(skipped)
+
+            def finished(i: int, result: Any, todo=todo, progress=progress) -> None:
+                outcome.ran.append(todo[i][0])
+                progress.update(1)
+                if note is not None:
+                    post = note(todo[i][0], result)
+                    if isinstance(post, dict):
+                        progress.set_postfix(post)
+                    else:
+                        progress.set_postfix_str(post)
+
+            execute([u for _, u in todo], finished)
+    finally:
+        if progress is not None:
+            progress.close()
+    return outcome

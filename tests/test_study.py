@@ -1,0 +1,179 @@
+"""The resumable study that ``fincon train``, ``fincon experiment`` and
+``--rolling`` share (``fincon.workflow.study``), on a toy study whose units
+write one file each: a rerun skips what is done, a failure marks the study
+and keeps what finished, another config is refused without a change."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fincon.errors import FinconError
+from fincon.workflow.study import Study, run_phases
+
+
+class Toy:
+    """Two phases of units; a unit writes ``units/<name>`` and is done once that file exists."""
+
+    phases = (("a", "b"), ("c", "d"))
+
+    def __init__(self, out: Path, fail_on: str | None = None, exc: BaseException | None = None):
+        self.out, self.fail_on, self.exc, self.calls = out, fail_on, exc, []
+
+    def study(self, config: str = "one") -> Study:
+        return Study(
+            self.out,
+            "toy.json",
+            {"config": {"name": config}},
+            "toy",
+            finished=lambda out: len(list((out / "units").glob("*"))) if (out / "units").is_dir() else 0,
+            layout={"units", "result.txt"},
+            disposable=lambda out: not (out / "units").is_dir() or not any((out / "units").iterdir()),
+        )
+
+    def unit(self, name: str):
+        def job() -> str:
+            self.calls.append(name)
+            if name == self.fail_on:
+                raise self.exc or RuntimeError(f"unit {name} broke")
+            (self.out / "units").mkdir(exist_ok=True)
+            (self.out / "units" / name).write_text(name)
+            return name
+
+        job.unit = name
+        return job
+
+    def body(self):
+        def execute(jobs, finished):
+            for i, job in enumerate(jobs):
+                finished(i, job())
+
+        phases = [[(n, self.unit(n)) for n in phase] for phase in self.phases]
+        outcome = run_phases(
+            phases, lambda job: (self.out / "units" / job.unit).is_file(), execute, bar={"disable": True}
+        )
+        (self.out / "result.txt").write_text(",".join(sorted(p.name for p in (self.out / "units").iterdir())))
+        return outcome
+
+    def run(self, config: str = "one"):
+        return self.study(config).run(self.body)
+
+
+def state(out: Path) -> dict:
+    return json.loads((out / "toy.json").read_text())
+
+
+def test_a_failure_marks_the_study_and_keeps_the_finished_phase_then_a_rerun_skips_it(tmp_path):
+    out = tmp_path / "toy"
+    with pytest.raises(RuntimeError, match="unit c broke"):
+        Toy(out, fail_on="c").run()
+    assert state(out) == {"config": {"name": "one"}, "status": "failed", "error": "RuntimeError: unit c broke"}
+    assert sorted(p.name for p in (out / "units").iterdir()) == ["a", "b"]  # the finished phase stays
+    assert not (out / "result.txt").exists()  # nothing presented as a result
+
+    toy = Toy(out)
+    outcome = toy.run()
+    assert toy.calls == ["c", "d"]  # the finished phase is skipped, not run again
+    assert (outcome.ran, outcome.skipped) == (["c", "d"], ["a", "b"])
+    assert state(out) == {"config": {"name": "one"}, "status": "complete"}
+    assert (out / "result.txt").read_text() == "a,b,c,d"
+
+    again = Toy(out)
+    outcome = again.run()  # a finished study: nothing runs, the same files
+    assert again.calls == [] and outcome.skipped == ["a", "b", "c", "d"] and outcome.ran == []
+    assert state(out)["status"] == "complete" and (out / "result.txt").read_text() == "a,b,c,d"
+
+
+def test_a_later_phase_starts_only_after_the_one_before(tmp_path):
+    """Each phase skips its own done units; a failing first phase leaves the second unstarted."""
+    out = tmp_path / "toy"
+    Toy(out).run()
+    for lost in ("a", "c"):  # a unit lost in each phase (deleted, or never finished)
+        (out / "units" / lost).unlink()
+    failing = Toy(out, fail_on="a")
+    with pytest.raises(RuntimeError):
+        failing.run()
+    assert failing.calls == ["a"] and state(out)["status"] == "failed"
+    toy = Toy(out)
+    outcome = toy.run()
+    assert toy.calls == ["a", "c"] and outcome.skipped == ["b", "d"] and outcome.ran == ["a", "c"]
+    assert state(out)["status"] == "complete"
+
+
+@pytest.mark.parametrize(
+    "exc, status, why",
+    [
+        (KeyboardInterrupt(), "interrupted", "Ctrl-C or SIGTERM; rerun the same command to resume"),
+        (FinconError("episode 3 stopped early"), "failed", "episode 3 stopped early"),
+    ],
+)
+def test_the_status_says_why_it_stopped(tmp_path, exc, status, why):
+    out = tmp_path / "toy"
+    with pytest.raises(type(exc)):
+        Toy(out, fail_on="d", exc=exc).run()
+    assert state(out)["status"] == status and state(out)["error"] == why
+
+
+def test_stopped_early_is_its_own_status(tmp_path):
+    exc = FinconError("the LLM server went away")
+    exc.exit_code = 3
+    out = tmp_path / "toy"
+    with pytest.raises(FinconError):
+        Toy(out, fail_on="c", exc=exc).run()
+    assert state(out)["status"] == "stopped_early"
+
+
+def test_a_failure_before_anything_finished_leaves_nothing_behind(tmp_path):
+    """The directory and the parents this command created go; a folder that was there stays."""
+    out = tmp_path / "new" / "deeper" / "toy"
+    with pytest.raises(RuntimeError):
+        Toy(out, fail_on="a").run()
+    assert not (tmp_path / "new").exists()
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    with pytest.raises(RuntimeError):
+        Toy(kept, fail_on="a").run()
+    assert kept.is_dir() and state(kept)["status"] == "failed"
+
+
+def test_preflight_runs_after_the_claim_and_before_the_first_file(tmp_path):
+    out = tmp_path / "toy"
+    toy = Toy(out)
+
+    def refuse():
+        raise FinconError("no prices for NOPE")
+
+    with pytest.raises(FinconError, match="NOPE"):
+        toy.study().run(toy.body, preflight=refuse)
+    assert not out.exists() and toy.calls == []
+
+
+def test_another_config_is_refused_and_nothing_changes(tmp_path):
+    out = tmp_path / "toy"
+    Toy(out).run()
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    with pytest.raises(FinconError, match=r"holds a toy with another config \(config.name; status complete"):
+        Toy(out).run("two")
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.md").write_text("mine")
+    with pytest.raises(FinconError, match="exists and is not a fincon toy"):
+        Toy(tmp_path / "mine").run()
+    assert (tmp_path / "mine" / "notes.md").read_text() == "mine"
+
+
+def test_a_study_may_bring_its_own_claim_and_creation_message(tmp_path):
+    seen = []
+
+    def claimed(study: Study) -> bool:
+        seen.append(study.marker)
+        return False
+
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    study = Study(blocker / "sub", "toy.json", {}, "toy", claimed=claimed, cannot_create="--out {out}: no ({why})")
+    with pytest.raises(FinconError, match=r"^--out .*file/sub: no \("):
+        study.run(lambda: None)
+    assert seen == [blocker / "sub" / "toy.json"] and blocker.read_text() == "x"
