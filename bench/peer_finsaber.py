@@ -180,16 +180,15 @@ def run_fincon_engine(data: Path, ticker: str, strategy: str, window, args, tmp:
     from fincon.cli.backtest import build_config
     from fincon.cli.main import build_parser
     from fincon.data.prices import load_prices
-    from fincon.data.sources import make_source
     from fincon.data.view import MarketData
     from fincon.engine import run_backtest
     from fincon.strategies import RunContext, make_strategy
-    from fincon.workflow.runner import broker_settings
+    from fincon.workflow.runner import broker_settings, inputs_for
 
     cfg = build_config(build_parser().parse_args(backtest_argv(data, ticker, strategy, window, args)))
     t0 = time.perf_counter()
     strat = make_strategy(strategy, cfg.strategy_params.get(strategy))
-    source = make_source(cfg.data.source, cfg.data.dir)
+    source = inputs_for(cfg).source
     loaded = load_prices(source, (ticker,), pd.Timestamp(cfg.start), pd.Timestamp(cfg.end), warmup=strat.warmup)
     market = MarketData(loaded.frames, loaded.first_index)
     res = run_backtest(market, strat, broker_settings(cfg.broker), RunContext(tmp, (ticker,)), progress=False)

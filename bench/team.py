@@ -52,9 +52,9 @@ IB_START, IB_END = "2020-10-01", "2021-05-06"
 def trading_days_after(start: str, n: int, end: str = END, ticker: str = "TSLA", data: Path | None = None) -> str:
     import pandas as pd
 
-    from fincon.data.sources import make_source
+    from fincon.data.inputs import open_inputs
 
-    src = make_source("csv", data_dir=data) if data else make_source("sample")
+    src = (open_inputs("csv", data) if data else open_inputs()).source
     idx = src.load(ticker, pd.Timestamp(start), pd.Timestamp(end))["Date"]
     days = [d for d in pd.to_datetime(idx) if d >= pd.Timestamp(start)]
     return str(days[min(n, len(days) - 1)].date())  # n decision days + the last (no decision)
@@ -72,14 +72,8 @@ def run(
         "strategy_params.fincon.brain": brain,
         "strategy_params.fincon.embedder": "hashing",
     }
-    if data is not None:  # a dataset directory: its prices and its events
-        overrides.update(
-            {
-                "data.source": "csv",
-                "data.dir": str(data.absolute()),
-                "strategy_params.fincon.events": str((data / "events").absolute()),
-            }
-        )
+    if data is not None:  # a dataset directory: its prices and its events (the runner reads both)
+        overrides.update({"data.source": "csv", "data.dir": str(data.absolute())})
     if llm:
         overrides["llm"] = llm
     cfg = load_config(None, overrides)

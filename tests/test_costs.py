@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from fincon.cli.main import main
+from fincon.data.inputs import open_events
 from fincon.engine.costs import per_share_commission
 
 SAMPLE = Path(__file__).resolve().parents[1] / "fincon" / "data" / "sample" / "prices" / "TSLA.csv.gz"
@@ -225,7 +226,7 @@ def test_a_per_share_cost_is_its_percent_equivalent_at_the_days_price(tmp_path):
 
     def estimate(c) -> float:
         team = make_fincon_team({"brain": "rules", "events": "sample"}, {})
-        team.start(RunContext(tmp_path / f"r{id(c)}", ("TSLA",), costs=c))
+        team.start(RunContext(tmp_path / f"r{id(c)}", ("TSLA",), costs=c, events=open_events("sample", ["TSLA"])))
         team.pool = ("TSLA",)
         return team.unit_costs(view)["TSLA"]
 
@@ -254,3 +255,4 @@ def test_the_estimate_moves_the_threshold_by_the_documented_amount():
     assert rules_manager(task(just_above, cost)).actions["T"] == "hold"
     assert rules_manager(task(NEUTRAL_BAND + shift + 0.001, cost)).actions["T"] == "buy"
     assert rules_manager(task(NEUTRAL_BAND + shift - 0.001, cost)).actions["T"] == "hold"
+

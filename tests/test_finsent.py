@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pandas as pd
 
 from fincon.agents.finsent import FinSent, FinSentParams
-from fincon.data.events.generator import SAMPLE_DIR
-from fincon.data.events.loaders.directory import DirectoryLoader
 from fincon.llm import LLMClient, UsageLedger
 from fincon.llm.settings import LLMSettings
-from fincon.testing import Scripted, backtest, corpus, market_for, perturb_events, perturbed
+from fincon.testing import Scripted, backtest, market_for
 
 START, END = pd.Timestamp("2022-10-05"), pd.Timestamp("2022-11-30")
 
@@ -43,17 +40,3 @@ def test_the_lexicon_brain_is_deterministic(tmp_path):
     b, _ = _run(tmp_path / "b")
     assert [json.dumps(d, sort_keys=True) for d in a.decisions] == [json.dumps(d, sort_keys=True) for d in b.decisions]
     assert sum(1 for d in a.decisions if d.get("weights")) > 3
-
-
-def test_future_items_and_prices_change_nothing_up_to_t(tmp_path):
-    cut = 20
-    base = market_for(["TSLA"], start=START, end=END)
-    day = base.dates[base.first_index + cut]
-    events = DirectoryLoader(SAMPLE_DIR).load(["TSLA"])
-    real = corpus(tmp_path / "real", ["TSLA"], events)
-    fake = corpus(tmp_path / "fake", ["TSLA"], perturb_events(events, day))
-    a, _ = _run(tmp_path / "a", events=str(real), market=base)
-    b, _ = _run(tmp_path / "b", events=str(fake), market=perturbed(base, cut))
-    assert a.decisions[: cut + 1] == b.decisions[: cut + 1]
-    np.testing.assert_array_equal(a.values[: cut + 1], b.values[: cut + 1])
-    assert a.decisions != b.decisions  # the perturbation is real

@@ -335,10 +335,10 @@ def test_analyst_memory_by_source_and_forward_only(store):
     am = AnalystMemory(store, st, "filings-analyst", "AAPL", profile="filings analyst", sources=["10-K", "10-Q"])
     day = None
     for d in pd.bdate_range("2022-10-31", "2022-11-04"):
-        day = am.step(d)
+        day = am.step(st.view_at(d))
     assert all(m.source in ("10-K", "10-Q") for m in day.top) and len(day.top) >= 2
     assert day.top[0].id == "mem-AAPL-10q-2022Q3"  # filed 2022-11-02 after the close
     assert "filings analyst" in day.query and day.evidence == tuple(m.id for m in day.top)
     assert am.reward([day.top[-1].id]) == 1
     with pytest.raises(ValueError, match="step back"):
-        am.step("2022-11-01")
+        am.step(st.view_at("2022-11-01"))

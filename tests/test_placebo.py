@@ -7,15 +7,15 @@ from __future__ import annotations
 import datetime as dt
 import json
 
-from fincon.agents.team.corpus import load_events
 from fincon.cli.main import main
+from fincon.data.inputs import open_events
 from fincon.workflow.placebo import flip_text, placebo_events
 
 START, END = dt.date(2022, 10, 3), dt.date(2022, 11, 30)
 
 
 def test_shuffled_news_never_moves_earlier_and_is_the_same_every_time():
-    events = load_events("sample", ("TSLA",)).all_events()
+    events = open_events("sample", ("TSLA",)).all_events()
     a = placebo_events("shuffle-news", events, START, END, seed=1)
     assert placebo_events("shuffle-news", events, START, END, seed=1) == a
     moved = 0

@@ -1,48 +1,141 @@
-"""Point in time: perturbing every price after day t changes nothing up to t.
+"""Point in time: perturbing every price and every event after day t changes
+nothing up to t.
 
-For every strategy, the prices (all fields) of every day after t are
-scrambled; every decision taken up to t, and the equity up to t, must be
-identical. A spy strategy also hashes everything a view exposes each day.
+One test for every registered strategy (the baselines, the sentiment
+baseline, finsent and the agent team under each protocol): the market's
+bars after t are scrambled and its event corpus after t's decision time is
+rewritten (items deleted, texts and tags flipped, new items inserted); every
+decision taken up to t, and the equity up to t, must be identical, and
+something after t must differ (the test can fail). Prices and events reach
+a strategy only through the market view, so this is the one harness.
+A spy strategy also hashes everything a view exposes each day.
 """
 
 import hashlib
 import json
+import zlib
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from fincon.data.events.generator import SAMPLE_DIR
+from fincon.data.events.loaders.directory import DirectoryLoader
+from fincon.data.inputs import open_events
 from fincon.data.view import FIELDS
 from fincon.strategies import Strategy, make_strategy
-from fincon.strategies.registry import STRATEGIES
-from fincon.testing import backtest, market_for, perturbed
+from fincon.strategies.registry import FACTORIES, STRATEGIES
+from fincon.testing import RULES, backtest, corpus, day_records, market_for, perturb_events, perturbed, stub_client
 
 TICKERS = ["TSLA", "MSFT", "PFE"]
-CUT = 60  # decision day t (index within the backtest window)
+CUT = 20  # decision day t (index within the backtest window)
+START, END = pd.Timestamp("2022-10-05"), pd.Timestamp("2022-12-30")
 
-
-#: strategies that read an event corpus, not prices alone: their future-perturbation
-#: test (events and prices after t) is tests/test_sentiment.py's
-EVENT_DRIVEN = {"sentiment", "sentiment-same-day"}
 #: one-stock reinforcement-learning agents: below, on one ticker, with a short training
 RL = {"a2c", "ppo", "dqn"}
-CONFIGS = [(name, {}) for name in sorted(STRATEGIES) if name not in EVENT_DRIVEN | RL] + [
-    ("markowitz", {"form": "signed", "rebalance_every": 1, "lookback": 30}),
-    ("equal-weight", {"rebalance_every": 1}),
-    ("sma-cross", {"fast": 3, "slow": 8, "allow_short": True}),
-]
+#: the benchmark's same-day convention is a registered lookahead (an item dated t counts at t's
+#: decision even when it came out after that close); tests/test_sentiment.py shows what it reads
+LOOKAHEAD = {"sentiment-same-day"}
 
 
-@pytest.mark.parametrize("name,params", CONFIGS, ids=[f"{n}{'-' + str(p) if p else ''}" for n, p in CONFIGS])
-def test_future_prices_do_not_change_decisions(name, params):
-    strategy = make_strategy(name, params)
-    base = market_for(TICKERS, warmup=strategy.warmup)
-    a = backtest(base, make_strategy(name, params))
-    b = backtest(perturbed(base, CUT), make_strategy(name, params))
-    assert a.decisions[: CUT + 1] == b.decisions[: CUT + 1]
+def _team(**params):
+    return lambda: make_strategy("fincon", {**RULES, **params})
+
+
+def _team_llm():
+    from fincon.agents.team import FinConParams, FinConTeam
+
+    return FinConTeam(FinConParams(**{**RULES, "brain": "llm"}), client=stub_client()[0])
+
+
+def _scm_llm():
+    from fincon.agents.team import FinConParams, FinConTeam
+    from fincon.llm import LLMClient, UsageLedger
+    from fincon.testing import ScmStub
+
+    client = LLMClient(ScmStub(), ledger=UsageLedger())
+    return FinConTeam(FinConParams(**{**RULES, "brain": "llm", "protocol": "scm"}), client=client)
+
+
+def _llm_trader():
+    from fincon.agents.simple_trader import LLMTrader
+    from fincon.llm.settings import LLMSettings
+
+    return LLMTrader(LLMSettings(), client=stub_client()[0])
+
+
+#: every registered strategy, as a test runs it: case -> (its registered name, make a fresh one, tickers)
+CASES = {
+    **{n: (n, lambda n=n: make_strategy(n), TICKERS) for n in sorted(STRATEGIES) if n not in RL | LOOKAHEAD},
+    "markowitz-signed-daily": (
+        "markowitz",
+        lambda: make_strategy("markowitz", {"form": "signed", "rebalance_every": 1, "lookback": 30}),
+        TICKERS,
+    ),
+    "equal-weight-daily": ("equal-weight", lambda: make_strategy("equal-weight", {"rebalance_every": 1}), TICKERS),
+    "sma-cross-short": (
+        "sma-cross",
+        lambda: make_strategy("sma-cross", {"fast": 3, "slow": 8, "allow_short": True}),
+        TICKERS,
+    ),
+    "fincon": ("fincon", _team(), ["TSLA"]),
+    "fincon-scm": ("fincon", _team(protocol="scm"), ["TSLA"]),
+    "fincon-debate": ("fincon", _team(protocol="debate"), ["TSLA"]),
+    "fincon-llm": ("fincon", _team_llm, ["TSLA"]),
+    "fincon-scm-llm": ("fincon", _scm_llm, ["TSLA"]),
+    "finsent": ("finsent", lambda: make_strategy("finsent", {"brain": "rules"}), ["TSLA"]),
+    "llm-trader": ("llm-trader", _llm_trader, TICKERS),
+}
+SLOW = {"fincon", "fincon-scm", "fincon-debate", "fincon-llm", "fincon-scm-llm"}
+
+
+def test_every_registered_strategy_is_in_the_harness():
+    """A new strategy cannot skip the point-in-time test unnoticed."""
+    covered = {name for name, _, _ in CASES.values()}
+    assert set(STRATEGIES) | set(FACTORIES) == covered | RL | LOOKAHEAD
+
+
+def _tagged(events):
+    """The sample's events with a sentiment tag on each news item (from a hash of
+    its id), so the sentiment baseline has something to read."""
+    import dataclasses
+
+    tags = ("positive", "negative", "neutral")
+    return [
+        dataclasses.replace(e, metadata={**e.metadata, "sentiment": tags[zlib.crc32(e.id.encode()) % 3]})
+        if e.source == "news"
+        else e
+        for e in events
+    ]
+
+
+@pytest.fixture(scope="module")
+def corpora(tmp_path_factory):
+    """The clean corpus and its future-perturbed twin (after day CUT's decision time)."""
+    root = tmp_path_factory.mktemp("pit")
+    cut_day = market_for(["TSLA"], start=START, end=END).dates[CUT]
+    events = _tagged(DirectoryLoader(SAMPLE_DIR).load(TICKERS))
+    return corpus(root / "clean", TICKERS, events), corpus(root / "dirty", TICKERS, perturb_events(events, cut_day))
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c in SLOW else c for c in CASES])
+def test_future_prices_and_events_do_not_change_decisions(case, corpora, tmp_path):
+    _, make, tickers = CASES[case]
+    clean, dirty = corpora
+    warmup = max(make().warmup, 61)
+    base = market_for(tickers, warmup=warmup, start=START, end=END)
+    a_market = base.with_events(open_events(str(clean), tickers))
+    b_market = perturbed(base, CUT).with_events(open_events(str(dirty), tickers))
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a = backtest(a_market, make(), tmp_path / "a")
+    b = backtest(b_market, make(), tmp_path / "b")
+    assert day_records(a, CUT + 1) == day_records(b, CUT + 1)
     np.testing.assert_array_equal(a.values[: CUT + 1], b.values[: CUT + 1])
     # the perturbation is real: something after the cut differs
-    assert not np.array_equal(a.values, b.values)
+    assert day_records(a, len(a.decisions)) != day_records(b, len(b.decisions)) or not np.array_equal(
+        a.values, b.values
+    )
 
 
 @pytest.mark.parametrize("name", sorted(RL))

@@ -22,15 +22,16 @@ import pytest
 from fincon.agents.brains import Answer, ManagerTask, RulesBrain
 from fincon.agents.protocols import PROTOCOLS, make_protocol
 from fincon.agents.protocols.debate import SPECIALISTS, DebateProtocol, LeaderAnswer, Outcome, chunk_transcript
-from fincon.agents.team import FinConParams, load_events
+from fincon.agents.team import FinConParams
 from fincon.cli.main import main
 from fincon.data.events.generator import SAMPLE_DIR
 from fincon.data.events.loaders.directory import DirectoryLoader
+from fincon.data.inputs import open_events
 from fincon.llm import CallCache, LLMClient, UsageLedger
 from fincon.llm.types import Completion
 from fincon.memory.embedders import HashingEmbedder
 from fincon.memory.store import MemoryStore
-from fincon.testing import RULES, TeamStub, corpus, day_records, market_for, perturb_events, perturbed, run_team
+from fincon.testing import RULES, TeamStub, day_records, run_team
 
 CALL_DAY = "2022-11-01"
 CALL_ID = "TSLA-call-2022Q3"
@@ -100,7 +101,7 @@ def _bound(tmp_path: Path) -> DebateProtocol:
     proto = DebateProtocol(transcripts="text")
     proto.bind(
         SimpleNamespace(
-            memory=MemoryStore(tmp_path / "memory", HashingEmbedder()), events=load_events("sample", ("TSLA",))
+            memory=MemoryStore(tmp_path / "memory", HashingEmbedder()), events=open_events("sample", ("TSLA",))
         )
     )
     return proto
@@ -283,28 +284,7 @@ def test_llm_run_recorded_then_replayed_byte_identically(tmp_path):
     assert team_b.protocol.summary() == s
 
 
-# -- point in time -------------------------------------------------------------------
-
-PIT_START, PIT_END, CUT = "2022-10-05", "2022-11-30", 20
-
-
-@pytest.mark.slow
-def test_future_events_and_prices_change_no_decision_up_to_t(tmp_path):
-    tickers = ["TSLA"]
-    base = market_for(tickers, warmup=61, start=pd.Timestamp(PIT_START), end=pd.Timestamp(PIT_END))
-    cut_day = base.dates[base.first_index + CUT]
-    assert pd.Timestamp(CALL_DAY) < cut_day  # the debate day is before the cut
-    events = DirectoryLoader(SAMPLE_DIR).load(tickers)
-    clean = corpus(tmp_path / "clean", tickers, events)
-    dirty = corpus(tmp_path / "dirty", tickers, perturb_events(events, cut_day))
-    a, _ = run_team(tickers, PIT_START, PIT_END, tmp_path / "a", market=base, events=str(clean), protocol="debate")
-    b, _ = run_team(
-        tickers, PIT_START, PIT_END, tmp_path / "b", market=perturbed(base, CUT), events=str(dirty), protocol="debate"
-    )
-    assert day_records(a, CUT + 1) == day_records(b, CUT + 1)
-    np.testing.assert_array_equal(a.values[: CUT + 1], b.values[: CUT + 1])
-    assert day_records(a, len(a.decisions)) != day_records(b, len(b.decisions))
-    assert _debate_records(a) and _debate_records(a)[0]["date"] <= str(cut_day.date())
+# -- point in time: tests/test_point_in_time.py (every strategy, one harness) --------
 
 
 # -- the evaluation -----------------------------------------------------------------------
@@ -338,7 +318,7 @@ def test_the_skeptic_reads_the_specialists_evidence_not_the_reports_prose(tmp_pa
     from fincon.memory.embedders import HashingEmbedder
     from fincon.memory.store import MemoryStore
 
-    events = load_events("sample", ("TSLA",))
+    events = open_events("sample", ("TSLA",))
     proto = DebateProtocol(transcripts="text")
     proto.bind(SimpleNamespace(memory=MemoryStore(tmp_path / "m", HashingEmbedder()), events=events))
     call = next(e for e in events.all_events() if e.id == CALL_ID)

@@ -5,7 +5,6 @@ recorded and replayed byte for byte, and point in time."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -30,10 +29,7 @@ from fincon.agents.protocols.scm import (
 )
 from fincon.agents.reports import AnalystReport, Citation, Insight
 from fincon.cli.main import main
-from fincon.data.events.generator import SAMPLE_DIR
-from fincon.data.events.loaders.directory import DirectoryLoader
-from fincon.llm.types import Completion
-from fincon.testing import TeamStub, corpus, day_records, market_for, perturb_events, perturbed, run_team
+from fincon.testing import ScmStub, run_team
 
 PORTFOLIO = ["TSLA", "MSFT", "PFE"]
 
@@ -407,68 +403,6 @@ def test_registry_and_params():
 # -- llm brain on a stub: record, replay byte for byte ---------------------------------
 
 
-class ScmStub(TeamStub):
-    """The team's stub plus the scm schemas: alternatives that depend on the
-    prompt and the sampling seed (so samples disagree), sometimes with
-    faults for the Critic and the fix round; a critic issue; a moderator
-    that always picks A."""
-
-    def complete(self, messages, schema, params):
-        props = schema.get("properties", {})
-        if not {"alternatives", "issues", "choice", "checks"} & set(props):
-            return super().complete(messages, schema, params)
-        self.calls += 1
-        user = messages[-1].content if messages[-1].role == "user" else messages[1].content
-        h = int(hashlib.sha256(f"{user}|{params.seed}".encode()).hexdigest()[:8], 16)
-        labels = re.findall(r"\b(E\d+) = ", user) or []
-        if "alternatives" in props:
-            tickers = list(schema["$defs"]["Weights"]["properties"])
-            fixing = "Issues to fix" in user
-            sign = 1 if h % 3 else -1
-            alts = []
-            for n, size in zip("ABC", (0.5 / len(tickers), 0.25 / len(tickers), 0.0)):
-                w = {t: round(sign * size * (1 if (h >> k) % 2 else -1), 4) for k, t in enumerate(tickers)}
-                gross = round(sum(map(abs, w.values())), 4)
-                bad = n == "A" and h % 4 == 0 and not fixing  # an arithmetic and a calibration fault
-                alts.append(
-                    {
-                        "name": n,
-                        "evidence": labels[:1] if size else [],
-                        "rule": f"stub rule {n}",
-                        "weights": w,
-                        "gross": gross + (0.3 if bad else 0),
-                        "p5": 1.0 if bad else -2.0,
-                        "p50": 0.1,
-                        "p95": 2.0,
-                        "risks": ["stub risk"],
-                    }
-                )
-            ans = {"alternatives": alts[: 2 + h % 2]}
-        elif "checks" in props:  # the verifier: answers every question, passes on half of them
-            qs = re.findall(r"^(Q\d+):", user, re.M)
-            ans = {
-                "checks": [
-                    {"issue": q, "answer": "the evidence covers it", "passes": (h >> n) % 2 == 0, "cites": labels[:1]}
-                    for n, q in enumerate(qs)
-                ]
-            }
-        elif "issues" in props:
-            ans = {
-                "issues": [
-                    {
-                        "alternative": "B",
-                        "category": "risks",
-                        "severity": "medium",
-                        "issue": "liquidity not covered",
-                        "question": "How liquid is it?",
-                    }
-                ]
-            }
-        else:
-            ans = {"discard": [], "choice": "A", "rationale": "stub moderator", "relied_on": labels[:1]}
-        return Completion(json.dumps(ans), prompt_tokens=100, completion_tokens=20)
-
-
 class NoCalls(ScmStub):
     def complete(self, messages, schema, params):
         raise AssertionError("a replay must not call the model")
@@ -535,49 +469,3 @@ def test_an_llm_run_on_a_stub_replays_byte_for_byte(tmp_path, monkeypatch):
         if "scm-strategist" in r["agent"]
     }
     assert len(seeds) == 3
-
-
-# -- point in time ------------------------------------------------------------------
-
-PIT_START, PIT_END, CUT = "2022-10-05", "2022-11-10", 12
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("brain", ["rules", "llm"])
-def test_future_prices_and_events_change_no_scm_decision_up_to_t(brain, tmp_path):
-    from fincon.llm import LLMClient, UsageLedger
-
-    tickers = ["TSLA"]
-    base = market_for(tickers, warmup=61, start=pd.Timestamp(PIT_START), end=pd.Timestamp(PIT_END))
-    cut_day = base.dates[base.first_index + CUT]
-    events = DirectoryLoader(SAMPLE_DIR).load(tickers)
-    clean = corpus(tmp_path / "clean", tickers, events)
-    dirty = corpus(tmp_path / "dirty", tickers, perturb_events(events, cut_day))
-    ca = cb = None
-    if brain == "llm":
-        ca, cb = LLMClient(ScmStub(), ledger=UsageLedger()), LLMClient(ScmStub(), ledger=UsageLedger())
-    a, _ = run_team(
-        tickers,
-        PIT_START,
-        PIT_END,
-        tmp_path / "a",
-        market=base,
-        events=str(clean),
-        client=ca,
-        brain=brain,
-        protocol="scm",
-    )
-    b, _ = run_team(
-        tickers,
-        PIT_START,
-        PIT_END,
-        tmp_path / "b",
-        market=perturbed(base, CUT),
-        events=str(dirty),
-        client=cb,
-        brain=brain,
-        protocol="scm",
-    )
-    assert day_records(a, CUT + 1) == day_records(b, CUT + 1)
-    assert day_records(a, len(a.decisions)) != day_records(b, len(b.decisions))
-    assert a.decisions[CUT]["record"]["manager"]["alternatives"]

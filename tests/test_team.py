@@ -13,7 +13,6 @@ import datetime as dt
 import json
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -25,6 +24,7 @@ from fincon.agents.team import FinConParams, FinConTeam
 from fincon.data.events.generator import SAMPLE_DIR, Planted
 from fincon.data.events.loaders.directory import DirectoryLoader
 from fincon.data.events.model import Event, decision_cutoff
+from fincon.data.inputs import open_events
 from fincon.errors import ConfigError
 from fincon.llm import LLMClient, UsageLedger
 from fincon.strategies import RunContext, make_strategy
@@ -33,42 +33,13 @@ from fincon.testing import (
     Scripted,
     backtest,
     corpus,
-    day_records,
     generated_corpus,
     market_for,
-    perturb_events,
-    perturbed,
     run_team,
     stub_client,
 )
 
-# -- 1. point in time ----------------------------------------------------------
-
-PIT_START, PIT_END, CUT = "2022-10-05", "2022-11-30", 20
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("brain", ["rules", "llm"])
-def test_future_prices_and_events_change_nothing_up_to_t(brain, tmp_path):
-    tickers = ["TSLA"]
-    base = market_for(tickers, warmup=61, start=pd.Timestamp(PIT_START), end=pd.Timestamp(PIT_END))
-    cut_day = base.dates[base.first_index + CUT]
-    events = DirectoryLoader(SAMPLE_DIR).load(tickers)
-    clean = corpus(tmp_path / "clean", tickers, events)
-    dirty = corpus(tmp_path / "dirty", tickers, perturb_events(events, cut_day))
-    kw = {"brain": brain}
-    ca = cb = None
-    if brain == "llm":
-        (ca, _), (cb, _) = stub_client(), stub_client()
-    a, _ = run_team(tickers, PIT_START, PIT_END, tmp_path / "a", market=base, events=str(clean), client=ca, **kw)
-    b, _ = run_team(
-        tickers, PIT_START, PIT_END, tmp_path / "b", market=perturbed(base, CUT), events=str(dirty), client=cb, **kw
-    )
-    assert day_records(a, CUT + 1) == day_records(b, CUT + 1)
-    np.testing.assert_array_equal(a.values[: CUT + 1], b.values[: CUT + 1])
-    assert day_records(a, len(a.decisions)) != day_records(b, len(b.decisions))  # the perturbation is real
-    rec = a.decisions[CUT]["record"]
-    assert rec["agents"] and "rationale" in rec["manager"]
+# -- point in time: tests/test_point_in_time.py (every strategy, one harness) --------
 
 
 # -- 2. information flows from events to trades -----------------------------------
@@ -318,18 +289,27 @@ def test_registry_builds_the_team_and_names_bad_params():
 def test_a_window_outside_the_corpus_is_refused_at_start(planted, tmp_path):
     team = FinConTeam(FinConParams(**RULES, events=str(planted)))
     with pytest.raises(ConfigError, match="covers TSLA from 2022-10-05"):
-        team.start(RunContext(tmp_path, ("TSLA",), dt.date(2022, 10, 5), dt.date(2023, 6, 9)))
+        team.start(
+            RunContext(
+                tmp_path,
+                ("TSLA",),
+                dt.date(2022, 10, 5),
+                dt.date(2023, 6, 9),
+                events=open_events(str(planted), ["TSLA"]),
+            )
+        )
 
 
 def test_corpus_coverage_is_the_loaded_stores_and_follows_the_files(tmp_path):
     """The coverage checks made before runs (one per window of a rolling
     evaluation) read each ticker once, and again when the corpus changes."""
-    from fincon.agents.team.corpus import corpus_coverage, coverage, load_events
+    from fincon.agents.team.corpus import corpus_coverage, coverage
     from fincon.data.events.loaders.directory import DirectoryLoader
+    from fincon.data.inputs import open_events
     from fincon.testing.corpora import corpus
 
     d = str(corpus(tmp_path / "c", ["TSLA", "MSFT"]))
-    want = coverage(load_events(d, ("TSLA", "MSFT")), ("TSLA", "MSFT"))
+    want = coverage(open_events(d, ("TSLA", "MSFT")), ("TSLA", "MSFT"))
     assert set(want) == {"TSLA", "MSFT"}
     assert corpus_coverage(d, ("TSLA", "MSFT", "XOM")) == want  # XOM: no events, left out as before
     cut = want["TSLA"][0] + pd.Timedelta(days=30)

@@ -63,6 +63,7 @@ SCORE = {"positive": 1, "negative": -1, "neutral": 0}
 class FinSent(Strategy):
     name = "finsent"
     Params = FinSentParams
+    reads_events = True
 
     def __init__(self, params: FinSentParams | None = None, settings=None, client=None):
         self.params = params or FinSentParams()
@@ -84,34 +85,22 @@ class FinSent(Strategy):
         return self._client
 
     def start(self, ctx: RunContext) -> None:
-        from fincon.agents.team.corpus import load_events
-        from fincon.data.events.model import visible_day
         from fincon.data.lexicon import LoughranMcDonald
 
         p = self.params
-        events = p.events
-        if events == "sample" and ctx.data_dir is not None:
-            from fincon.data.dataset import resolve_dataset
-
-            ds = resolve_dataset(ctx.data_dir)
-            if ds is not None and ds.has_events:
-                events = str(ds.events_dir)
-        store = load_events(events, tuple(ctx.tickers))
-        self._items: dict[str, list[tuple[pd.Timestamp, Any]]] = {t: [] for t in ctx.tickers}
-        for e in store.all_events():
-            if e.ticker in self._items and e.text:
-                self._items[e.ticker].append((visible_day(e.published_at), e))
-        for t, items in self._items.items():
-            if not items:
+        if ctx.events is None:
+            raise ConfigError("finsent reads news: run it with an event corpus (fincon.data.inputs)")
+        have = {e.ticker for e in ctx.events.all_events() if e.text}
+        for t in ctx.tickers:
+            if t not in have:
                 raise ConfigError(f"finsent: the corpus {p.events!r} has no items for {t}")
-            items.sort(key=lambda x: (x[0], x[1].id))
         self.lm = LoughranMcDonald()
         self._prev: pd.Timestamp | None = None
         self._held: dict[str, int] = {}
         if p.brain == "llm":
             from fincon.llm.masking import attach
 
-            attach(self.client, self.settings, ctx.tickers, ctx.data_dir)
+            attach(self.client, self.settings, ctx.tickers)
 
     def _lexicon(self, text: str) -> int:
         s = self.lm.score(text)
@@ -144,6 +133,8 @@ class FinSent(Strategy):
         return SCORE[res.value.sentiment], "llm", tuple(res.keys)
 
     def decide(self, view) -> Decision | None:
+        from fincon.data.events.model import visible_day
+
         day = pd.Timestamp(view.date).normalize()
         iso = str(day.date())
         if self.params.brain == "llm":
@@ -159,7 +150,10 @@ class FinSent(Strategy):
         size = p.size / len(view.tickers)
         weights, actions, scored, evidence, notes = {}, {}, [], [], []
         for t in view.tickers:
-            fresh = [e for d, e in self._items[t] if lo < d <= day][-p.max_items :]
+            fresh = sorted(
+                (e for e in view.events.events(t, since=lo) if e.text),
+                key=lambda e: (visible_day(e.published_at), e.id),
+            )[-p.max_items :]
             net = 0
             for e in fresh:
                 s, via, keys = self._score(e, iso)

@@ -96,7 +96,7 @@ class LLMTrader(Strategy):
         client = self.client  # fail on a bad config before day one, not mid-run
         from fincon.llm.masking import attach
 
-        attach(client, self.settings, ctx.tickers, ctx.data_dir)  # the ticker in its prompt becomes a pseudonym
+        attach(client, self.settings, ctx.tickers)  # the ticker in its prompt becomes a pseudonym
 
     # -- one ticker ---------------------------------------------------------
     def _ask(self, ticker: str, returns: np.ndarray, day: str) -> TickerCall:

@@ -328,7 +328,7 @@ def build_config(args: argparse.Namespace):
     flags = {key: _flag_of(key) for key, value in overrides.items() if value is not None}
     if args.config is None:  # nothing but a flag can set these: an error may name their flags too
         flags.update({key: _flag_of(key) for key in ("broker.commission_model", "broker.participation")})
-    cfg = _dataset_events(load_config(args.config, overrides, flags))
+    cfg = load_config(args.config, overrides, flags)
     check_unused_flags(args, cfg)
     if team and "fincon" not in cfg.strategies:
         flags = ", ".join({"cvar": "--no-cvar"}.get(k, f"--{k}") for k in team)
@@ -387,24 +387,6 @@ def check_unused_flags(args: argparse.Namespace, cfg) -> None:
         )
     if opt("cache_dir") is not None and cfg.data.source != "yfinance":
         raise ConfigError("--cache-dir is the yfinance download cache: add --source yfinance or drop --cache-dir")
-
-
-def _dataset_events(cfg):
-    """A dataset directory given as --data brings its own events: the agent
-    team reads them unless --events (or the config) names another corpus."""
-    if cfg.data.source != "csv" or cfg.data.dir is None or "fincon" not in cfg.strategies:
-        return cfg
-    from fincon.data.dataset import resolve_dataset
-
-    ds = resolve_dataset(cfg.data.dir)
-    if ds is None or "events" in cfg.params("fincon"):
-        return cfg
-    if not ds.has_events:
-        raise ConfigError(
-            f"--data {cfg.data.dir} holds prices but no items for the agent team; "
-            "give an event corpus with --events DIR"
-        )
-    return cfg.with_params("fincon", {**cfg.params("fincon"), "events": str(ds.events_dir.absolute())})
 
 
 @contextlib.contextmanager

@@ -179,31 +179,29 @@ def _lookahead(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from fincon.data.aliases import NAMES
-    from fincon.data.dataset import resolve_dataset
-    from fincon.data.events.sources import build_store
+    from fincon.data.inputs import SAMPLE, open_inputs
     from fincon.data.prices import validate_bars
-    from fincon.data.sources import make_source
     from fincon.eval import lookahead
-    from fincon.llm.masking import dataset_names
+    from fincon.llm.masking import user_names
 
     _check_json(args)
     start, end = dt.date.fromisoformat(args.start), dt.date.fromisoformat(args.end)
     if start > end:
         raise ConfigError(f"--start {start} is after --end {end}")
     ticker = args.ticker.strip().upper()
-    ds = resolve_dataset(args.data) if args.data is not None else None
+    inputs = open_inputs("csv", args.data) if args.data is not None else open_inputs()
+    ds = inputs.dataset
     if args.data is not None and ds is None:
         raise DataError(
             f"--data {args.data}: not a dataset directory (no dataset.json); make one with fincon data import"
         )
-    source = make_source("csv", ds.prices_dir) if ds is not None else make_source("sample")
+    source = inputs.source
     raw = source.load(ticker, pd.Timestamp("1900-01-01"), pd.Timestamp("2100-01-01"))
     closes = validate_bars(raw, ticker, source.describe(ticker))["close"]
     if not ((closes.index.date >= start) & (closes.index.date <= end)).any():
         raise DataError(f"{ticker}: no prices in {start}..{end} ({source.describe(ticker)})")
-    spec = {"type": "directory", "path": ds.events_dir} if ds is not None else {"type": "sample"}
-    events = build_store([spec], (ticker,)).all_events()
-    extra = dataset_names(args.data, settings_from_args(args).aliases)
+    events = inputs.events(inputs.events_spec(None if ds is not None else SAMPLE), (ticker,)).all_events()
+    extra = user_names(settings_from_args(args).aliases)
     name = (extra.get(ticker) or NAMES.get(ticker) or (ticker,))[0]
     candidates = sorted({*NAMES, *(ds.manifest.tickers if ds is not None else ())})
     res = _run_llm(
@@ -241,10 +239,10 @@ def _extraction(args: argparse.Namespace) -> int:
 def _check_datasets(dirs: list[Path]) -> None:
     """Every --dataset is a directory written by ``fincon data import``, with
     events: said before any work, in the words the user typed."""
-    from fincon.data.dataset import resolve_dataset
+    from fincon.data.inputs import open_inputs
 
     for d in dirs:
-        ds = resolve_dataset(d) if Path(d).is_dir() else None
+        ds = open_inputs("csv", d).dataset if Path(d).is_dir() else None
         if ds is None or not ds.has_events:
             raise DataError(
                 f"--dataset {d}: not a dataset directory with events (no dataset.json and events/ there); "

@@ -249,17 +249,6 @@ def build_experiment(args: argparse.Namespace):
     events = args.events
     if events and events != "sample":
         events = str(Path(events).expanduser().absolute())
-    if not events and args.data is not None:  # a dataset directory brings its own events
-        from fincon.data.dataset import resolve_dataset
-
-        ds = resolve_dataset(args.data)
-        if ds is not None and ds.has_events:
-            events = str(ds.events_dir.expanduser().absolute())
-        elif ds is not None:  # never the bundled synthetic news beside the user's real prices
-            raise ConfigError(
-                f"--data {args.data} holds prices but no items for the agent team; give an event corpus "
-                "with --events DIR"
-            )
     if args.rolling:
         split = {"--train-start": args.train_start, "--train-end": args.train_end,
                  "--test-start": args.test_start, "--test-end": args.test_end}  # fmt: skip
@@ -324,9 +313,9 @@ def build_experiment(args: argparse.Namespace):
             raise ConfigError(f"{given[0]} is a setting of the rolling evaluation; add --rolling WINDOW (e.g. 1y)")
     preset = getattr(args, "preset", None)
     if preset and not over.get("tickers") and args.data is not None:  # a dataset names its tickers
-        from fincon.data.dataset import resolve_dataset
+        from fincon.data.inputs import open_inputs
 
-        ds = resolve_dataset(args.data)
+        ds = open_inputs("csv", args.data).dataset
         if ds is not None:
             over["tickers"] = list(ds.manifest.tickers)
     from fincon.workflow.presets import preset_overrides

@@ -47,10 +47,8 @@ class CsvDirSource:
         self.directory = Path(directory)
         if not self.directory.is_dir():
             raise DataError(f"--data {self.directory}: not a directory")
-        if (self.directory / "dataset.json").is_file():  # a dataset directory (fincon data import)
-            self.directory = self.directory / "prices"
-            if not self.directory.is_dir():
-                raise DataError(f"--data {self.directory.parent}: dataset without a prices/ folder; re-run the import")
+        # a dataset directory (fincon data import) is opened by fincon.data.inputs.open_inputs,
+        # which hands its prices/ folder here
 
     def _path(self, ticker: str) -> Path | None:
         for suffix in (".csv", ".csv.gz"):

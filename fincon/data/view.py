@@ -5,15 +5,23 @@ warm-up history before the backtest window). :meth:`MarketData.view_at`
 returns a :class:`MarketView` that can only slice rows ``<= t``: a strategy
 holding a view of day t has no API that reaches day t+1. The arrays handed
 out are read-only, so a strategy cannot corrupt the data either.
+
+The run's event corpus (news, filings, analyst notes, calls) travels with
+the prices: :attr:`MarketView.events` is the store cut at day t's decision
+time (:meth:`EventStore.view_at`), so the point-in-time rule for events is
+enforced here, in one place, as it is for prices.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:  # pragma: no cover
+    from fincon.data.events.store import EventStore, EventView
 
 FIELDS = ("open", "high", "low", "close", "volume")
 
@@ -33,10 +41,11 @@ class MarketData:
 
     ``frames`` are per-ticker frames with columns open/high/low/close/volume
     (already adjusted: ``close`` is Adj Close). ``first_index`` is the row of
-    the first backtest day; rows before it are warm-up history.
+    the first backtest day; rows before it are warm-up history. ``events``
+    is the run's event corpus (None for a strategy that reads no news).
     """
 
-    def __init__(self, frames: Mapping[str, pd.DataFrame], first_index: int = 0):
+    def __init__(self, frames: Mapping[str, pd.DataFrame], first_index: int = 0, events: "EventStore | None" = None):
         tickers = tuple(frames)
         dates = frames[tickers[0]].index
         for t in tickers[1:]:
@@ -52,6 +61,15 @@ class MarketData:
             arrays[f] = a
         self._arrays = arrays
         self._col = {t: i for i, t in enumerate(tickers)}
+        self.events = events
+
+    def with_events(self, events: "EventStore | None") -> "MarketData":
+        """The same bars (shared, not copied) with another event corpus: each
+        strategy of a run reads the corpus its parameters name."""
+        other = object.__new__(MarketData)
+        other.__dict__.update(self.__dict__)
+        other.events = events
+        return other
 
     def __len__(self) -> int:
         return len(self.dates)
@@ -116,6 +134,17 @@ class MarketView:
         """Last ``n`` rows of ``field`` for all tickers (days x tickers)."""
         lo = 0 if n is None else max(0, self._t + 1 - n)
         return self._data._arrays[field][lo : self._t + 1]
+
+    @property
+    def events(self) -> "EventView":
+        """The run's events visible at this day's decision time (nothing
+        published after it); an error for a run without an event corpus."""
+        store = self._data.events
+        if store is None:
+            from fincon.errors import ConfigError
+
+            raise ConfigError("this run has no event corpus; a strategy that reads news needs one (--events DIR)")
+        return store.view_at(self.date)
 
     def price(self, ticker: str) -> float:
         """Today's (adjusted) close."""

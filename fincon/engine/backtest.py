@@ -19,6 +19,7 @@ decision is asked on the last day: nothing after it could fill.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from tqdm import tqdm
 from fincon.data.view import MarketData, PortfolioSnapshot
 from fincon.engine.broker import BrokerSettings, size_orders
 from fincon.engine.feed import make_feed
-from fincon.errors import FinconError
+from fincon.errors import ConfigError, FinconError
 from fincon.risk.metrics import Metrics, compute_metrics
 from fincon.strategies.base import Decision, RunContext, StopRun, Strategy
 
@@ -393,7 +394,17 @@ def run_backtest(
     days_per_year: int = 252,
 ) -> BacktestResult:
     """Run ``strategy`` over the backtest window of ``market``; ``days_per_year``
-    annualises the metrics (the data's trading calendar: 252 or 365)."""
+    annualises the metrics (the data's trading calendar: 252 or 365).
+    A strategy that reads news gets ``market``'s event corpus in its
+    context (``ctx.events``) for its start-time checks; each day's events
+    reach it in the view."""
+    if getattr(strategy, "reads_events", False):
+        if market.events is None:
+            raise ConfigError(
+                f"strategy {strategy.name} reads news and the market has no event corpus: open the run's inputs "
+                "with fincon.data.inputs.open_inputs and give the market its events (MarketData.with_events)"
+            )
+        ctx = dataclasses.replace(ctx, events=market.events)
     next_open = settings.fill == "next_open"
     cerebro = bt.Cerebro(stdstats=False, preload=True, cheat_on_open=next_open)
     for ticker in market.tickers:

@@ -82,11 +82,11 @@ def run(
     transcripts: str = "text",
     workdir: str | Path | None = None,
 ) -> dict[str, Any]:
-    from fincon.data.events.sources import build_store
+    from fincon.data.inputs import open_events
 
     tickers = [t.upper() for t in (tickers or sample_tickers())]
     brain = make_brain(brain_name, client)
-    events = build_store([{"type": "sample"}], tuple(tickers))
+    events = open_events("sample", tuple(tickers))
     results: list[CallResult] = []
     calls = 0
     with harness.workspace(workdir, "fincon-eval-debate-") as wd:

@@ -92,7 +92,7 @@ def run(
     retrieval_model: str | None = None,
     workdir: str | Path | None = None,
 ) -> dict[str, Any]:
-    from fincon.data.events.sources import build_store
+    from fincon.data.inputs import open_events
 
     brain = make_brain(brain_name, client)
     results: list[FilingResult] = []
@@ -102,7 +102,7 @@ def run(
         for n, ds in enumerate(datasets):
             ds = Path(ds)
             found = sorted(p.name.split(".")[0] for p in (ds / "events").glob("*.jsonl*"))
-            events = build_store([{"type": "directory", "path": ds / "events"}], tuple(found))
+            events = open_events(str(ds / "events"), tuple(found))
             proto = harness.protocol(
                 brain_name,
                 Path(wd) / f"memory{n}",

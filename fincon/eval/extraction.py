@@ -201,13 +201,13 @@ def scores(cases: Sequence[Case]) -> dict[str, Any]:
 
 
 def load_filings(datasets: Sequence[str | Path]) -> list[tuple[str, str]]:
-    from fincon.agents.team import load_events
+    from fincon.data.inputs import open_events
 
     out = []
     for ds in datasets:
         ds = Path(ds)
         tickers = tuple(sorted(p.name.split(".")[0] for p in (ds / "events").glob("*.jsonl*")))
-        store = load_events(str(ds / "events"), tickers)
+        store = open_events(str(ds / "events"), tickers)
         out += [
             (e.id, e.text or "")
             for e in sorted(store.all_events(), key=lambda e: (e.ticker, e.published_at, e.id))

@@ -42,7 +42,6 @@ import math
 import re
 import string
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from fincon.llm.types import Message
@@ -274,27 +273,17 @@ def masker_for(tickers: Sequence[str], extra: Mapping[str, Sequence[str]] | None
     return Masker(tuple(tickers), names, people)
 
 
-def dataset_names(data_dir, aliases: Mapping[str, Sequence[str]] | None = None) -> dict[str, tuple[str, ...]]:
-    """Names to mask beyond the bundled table: a dataset's own (``dataset.json``
-    ``names``, recorded by the importers where the source has them) and the
-    user's ``--alias TICKER=NAME``."""
+def user_names(aliases: Mapping[str, Sequence[str]] | None = None) -> dict[str, tuple[str, ...]]:
+    """Names to mask beyond the bundled table: the user's ``--alias TICKER=NAME``."""
     out: dict[str, tuple[str, ...]] = {}
-    if data_dir is not None:
-        try:
-            manifest = json.loads((Path(data_dir) / "dataset.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            manifest = {}
-        names = manifest.get("names") if isinstance(manifest, dict) else None
-        for t, ns in (names or {}).items():
-            out[str(t)] = tuple(str(n) for n in (ns if isinstance(ns, list) else [ns]))
     for t, ns in (aliases or {}).items():
         out[t.upper()] = (*out.get(t.upper(), ()), *ns)
     return out
 
 
-def attach(client, settings, tickers: Sequence[str], data_dir) -> None:
+def attach(client, settings, tickers: Sequence[str]) -> None:
     """Give ``client`` the run's mask when ``settings`` ask for one
     (``anonymize``) and it has none yet: how every strategy that calls a
     model masks its prompts."""
     if settings is not None and settings.anonymize and client.masker is None:
-        client.masker = masker_for(tickers, dataset_names(data_dir, settings.aliases))
+        client.masker = masker_for(tickers, user_names(settings.aliases))

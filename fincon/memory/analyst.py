@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from fincon.data.events.model import Event
-from fincon.data.events.store import EventStore
+from fincon.data.events.store import EventStore, EventView
 from fincon.memory.procedural import MemoryEntry, ScoredMemory
 from fincon.memory.working import LexiconSummariser, Summariser, WorkingMemory
 
@@ -73,8 +73,9 @@ class AnalystMemory:
             summariser or LexiconSummariser(resolve=events.audio_path), self.procedural, sources=self.sources
         )
 
-    def step(self, date: Any) -> DayMemory:
-        view = self.events.view_at(date)
+    def step(self, view: EventView) -> DayMemory:
+        """Write what became visible by ``view``'s decision time (the day's
+        events, as the market view serves them) and retrieve the day's top-k."""
         entries = self.working.step(view, self.ticker)
         stored = {eid for x in entries for eid in x.event_ids}
         new = tuple(

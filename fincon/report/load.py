@@ -443,7 +443,6 @@ def recompute_benchmark(config: dict[str, Any]) -> tuple[pd.Series | None, str]:
 
         from fincon.config import RunConfig
         from fincon.data.prices import load_prices
-        from fincon.data.sources import make_source
         from fincon.data.view import MarketData
         from fincon.engine.backtest import run_backtest
         from fincon.strategies.base import RunContext
@@ -454,7 +453,9 @@ def recompute_benchmark(config: dict[str, Any]) -> tuple[pd.Series | None, str]:
             **{k: config[k] for k in ("tickers", "start", "end", "data", "broker", "metrics") if k in config},
             strategies=[BENCHMARK],
         )
-        src = make_source(cfg.data.source, cfg.data.dir, cfg.data.cache_dir)
+        from fincon.workflow.runner import inputs_for
+
+        src = inputs_for(cfg).source
         loaded = load_prices(src, tuple(cfg.tickers), pd.Timestamp(cfg.start), pd.Timestamp(cfg.end), warmup=0)
         market = MarketData(loaded.frames, loaded.first_index)
         with tempfile.TemporaryDirectory() as tmp:

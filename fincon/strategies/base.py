@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Mapping, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
+    from fincon.data.events.store import EventStore
     from fincon.data.view import MarketView
 
 Action = Literal["buy", "sell", "hold"]
@@ -75,8 +76,11 @@ class RunContext:
     artifacts of its own (LLM usage, audit logs) writes them there in
     :meth:`Strategy.finish`. ``start`` and ``end`` are the backtest window
     (None when a caller runs a strategy outside a configured run);
-    ``costs`` are the run's cost models (None: trading is free); ``data_dir``
-    is the run's ``--data`` directory, if any.
+    ``costs`` are the run's cost models (None: trading is free).
+    ``events`` is the event corpus the run opened for this strategy (None
+    for one that reads no news), for checks made once at the start (which
+    days it covers, where a call's audio lies): a day's events come from
+    ``view.events``, cut at that day's decision time.
     """
 
     run_dir: Path
@@ -84,7 +88,7 @@ class RunContext:
     start: dt.date | None = None
     end: dt.date | None = None
     costs: CostEstimate | None = None
-    data_dir: Path | None = None
+    events: "EventStore | None" = None
 
     def unit_cost(self, price: float, high: float | None = None, low: float | None = None) -> float:
         """The run's cost of trading one unit of the book (0 without cost models)."""
@@ -101,6 +105,9 @@ class Strategy:
 
     name: str = "strategy"
     warmup: int = 0
+    #: the strategy reads news (its params name a corpus in ``events``): the
+    #: runner opens that corpus (fincon.data.inputs) and serves it in the view
+    reads_events: bool = False
 
     def start(self, ctx: RunContext) -> None:
         """Called once before the first day."""

@@ -18,13 +18,14 @@ position: no tags is no new information.
   (registered as ``sentiment-same-day``), never as a default.
 
 The events come from ``events`` (an event directory) or, when unset, from
-the run's dataset directory (``--data DIR`` with an ``events/`` folder).
+the run's dataset directory (``--data DIR`` with an ``events/`` folder); the
+runner opens the corpus (fincon.data.inputs). The point-in-time variant
+reads each day's items from the market view (``view.events``); only the
+same-day convention, a deliberate lookahead, reads the corpus ahead.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-from pathlib import Path
 from typing import Literal
 
 import pandas as pd
@@ -45,23 +46,17 @@ class SentimentParams(BaseModel):
     allow_short: bool = True
 
 
-def _events_dir(spec: str | None, data_dir: Path | None) -> Path:
-    if spec:
-        return Path(spec).expanduser()
-    from fincon.data.dataset import resolve_dataset
-
-    ds = resolve_dataset(data_dir) if data_dir else None
-    if ds is None or not ds.has_events:
-        raise ConfigError(
-            "sentiment baseline: no events; run it on a dataset directory with events "
-            "(--data DIR) or set strategy_params.sentiment.events"
-        )
-    return ds.events_dir
+def _tag(event) -> int | None:
+    """+1 / -1 for a news item tagged positive / negative, None otherwise."""
+    if event.source != "news":
+        return None
+    return SCORE.get(str(event.metadata.get("sentiment", "")).lower())
 
 
 class SentimentBaseline(Strategy):
     name = "sentiment"
     Params = SentimentParams
+    reads_events = True
     timing_default: str = "point-in-time"
 
     def __init__(self, params: SentimentParams | None = None):
@@ -70,34 +65,38 @@ class SentimentBaseline(Strategy):
         self._signal: dict[str, int] = {}
 
     def start(self, ctx: RunContext) -> None:
-        from fincon.data.events.sources import build_store
+        if ctx.events is None:
+            raise ConfigError(
+                "sentiment baseline: no events; run it on a dataset directory with events "
+                "(--data DIR) or set strategy_params.sentiment.events"
+            )
+        tagged = {e.ticker for e in ctx.events.all_events() if _tag(e) is not None}
+        untagged = [t for t in ctx.tickers if t not in tagged]
+        if untagged:  # a corpus without tags would hold cash every day, silently
+            raise ConfigError(
+                f"sentiment baseline: the event corpus has no sentiment-tagged news for {untagged[0]} (tags come "
+                "with `fincon data import investorbench`); run it on a dataset with tagged news"
+            )
+        # same-day (a lookahead): per ticker, (the calendar day it counts on, score) of every tagged item
+        self._same_day: dict[str, list[tuple[pd.Timestamp, int]]] = {}
+        if self.params.timing == "same-day":
+            from fincon.data.events.model import MARKET_TZ
 
-        path = _events_dir(self.params.events, ctx.data_dir)
-        if not path.is_dir():
-            raise ConfigError(f"sentiment baseline: {path} is not an event directory")
-        store = build_store([{"type": "directory", "path": path}], tuple(ctx.tickers))
-        # per ticker, (first decision day it counts on, score) of every tagged news item
-        self._items: dict[str, list[tuple[pd.Timestamp, int]]] = {}
-        for e in store.all_events():
-            score = SCORE.get(str(e.metadata.get("sentiment", "")).lower())
-            if e.source != "news" or score is None:
-                continue
-            self._items.setdefault(e.ticker, []).append((self._counts_on(e.published_at), score))
+            for e in ctx.events.all_events():
+                score = _tag(e)
+                if score is not None:
+                    day = pd.Timestamp(e.published_at.astimezone(MARKET_TZ).date())
+                    self._same_day.setdefault(e.ticker, []).append((day, score))
         self._prev, self._signal = None, {}
 
-    def _counts_on(self, published_at: dt.datetime) -> pd.Timestamp:
-        """The first calendar day whose decision may use the item."""
-        from fincon.data.events.model import MARKET_TZ, visible_day
-
-        if self.params.timing == "same-day":
-            return pd.Timestamp(published_at.astimezone(MARKET_TZ).date())
-        return visible_day(published_at)
-
-    def score(self, ticker: str, day: pd.Timestamp) -> int:
-        """Sum of the tags that became usable after the previous decision, up to ``day``."""
+    def score(self, ticker: str, view) -> int:
+        """Sum of the tags that became usable after the previous decision, up to the view's day."""
+        day = pd.Timestamp(view.date).normalize()
         # the first decision reads what came out since the previous business day
         lo = self._prev if self._prev is not None else day - pd.offsets.BDay(1)
-        return sum(s for d, s in self._items.get(ticker, ()) if lo < d <= day)
+        if self.params.timing == "same-day":
+            return sum(s for d, s in self._same_day.get(ticker, ()) if lo < d <= day)
+        return sum(s for e in view.events.events(ticker, sources=["news"], since=lo) if (s := _tag(e)) is not None)
 
     def decide(self, view):
         day = pd.Timestamp(view.date).normalize()
@@ -105,7 +104,7 @@ class SentimentBaseline(Strategy):
         size = p.size / len(view.tickers)
         weights, notes = {}, []
         for t in view.tickers:
-            s = self.score(t, day)
+            s = self.score(t, view)
             if s == 0:
                 continue
             signal = 1 if s > 0 else (-1 if p.allow_short else 0)

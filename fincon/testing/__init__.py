@@ -19,7 +19,7 @@ Nothing here loads a model, starts Whisper or touches the network.
 """
 
 from fincon.testing.corpora import corpus, generated_corpus, perturb_events, training_corpus
-from fincon.testing.doubles import Clairvoyant, Scripted, TeamStub, stub_client
+from fincon.testing.doubles import Clairvoyant, ScmStub, Scripted, TeamStub, stub_client
 from fincon.testing.markets import END, START, backtest, market_for, perturbed
 from fincon.testing.runs import (
     SMALL_EXPERIMENT,
@@ -46,6 +46,7 @@ __all__ = [
     "TRAINING_TEAM",
     "Clairvoyant",
     "Scripted",
+    "ScmStub",
     "TeamStub",
     "backtest",
     "copy_experiment",

@@ -40,7 +40,10 @@ def perturb_events(events: list[Event], cut: pd.Timestamp) -> list[Event]:
         n += 1
         if n % 2:
             continue
-        out.append(dataclasses.replace(e, text=f"Rewritten: catastrophic losses and fraud. {e.text or ''}"))
+        flipped = {**e.metadata, "sentiment": "negative"} if "sentiment" in e.metadata else e.metadata
+        out.append(
+            dataclasses.replace(e, text=f"Rewritten: catastrophic losses and fraud. {e.text or ''}", metadata=flipped)
+        )
     for k in range(5):
         out.append(
             Event(
@@ -49,6 +52,7 @@ def perturb_events(events: list[Event], cut: pd.Timestamp) -> list[Event]:
                 source="news",
                 published_at=cutoff + pd.Timedelta(hours=2 + 24 * k),
                 text="Inserted: record profits, strong demand, excellent results.",
+                metadata={"sentiment": "positive"},
             )
         )
     return out

@@ -94,6 +94,68 @@ class TeamStub:
         pass
 
 
+class ScmStub(TeamStub):
+    """The team's stub plus the scm schemas: alternatives that depend on the
+    prompt and the sampling seed (so samples disagree), sometimes with
+    faults for the Critic and the fix round; a critic issue; a moderator
+    that always picks A."""
+
+    def complete(self, messages, schema, params):
+        props = schema.get("properties", {})
+        if not {"alternatives", "issues", "choice", "checks"} & set(props):
+            return super().complete(messages, schema, params)
+        self.calls += 1
+        user = messages[-1].content if messages[-1].role == "user" else messages[1].content
+        h = int(hashlib.sha256(f"{user}|{params.seed}".encode()).hexdigest()[:8], 16)
+        labels = re.findall(r"\b(E\d+) = ", user) or []
+        if "alternatives" in props:
+            tickers = list(schema["$defs"]["Weights"]["properties"])
+            fixing = "Issues to fix" in user
+            sign = 1 if h % 3 else -1
+            alts = []
+            for n, size in zip("ABC", (0.5 / len(tickers), 0.25 / len(tickers), 0.0)):
+                w = {t: round(sign * size * (1 if (h >> k) % 2 else -1), 4) for k, t in enumerate(tickers)}
+                gross = round(sum(map(abs, w.values())), 4)
+                bad = n == "A" and h % 4 == 0 and not fixing  # an arithmetic and a calibration fault
+                alts.append(
+                    {
+                        "name": n,
+                        "evidence": labels[:1] if size else [],
+                        "rule": f"stub rule {n}",
+                        "weights": w,
+                        "gross": gross + (0.3 if bad else 0),
+                        "p5": 1.0 if bad else -2.0,
+                        "p50": 0.1,
+                        "p95": 2.0,
+                        "risks": ["stub risk"],
+                    }
+                )
+            ans = {"alternatives": alts[: 2 + h % 2]}
+        elif "checks" in props:  # the verifier: answers every question, passes on half of them
+            qs = re.findall(r"^(Q\d+):", user, re.M)
+            ans = {
+                "checks": [
+                    {"issue": q, "answer": "the evidence covers it", "passes": (h >> n) % 2 == 0, "cites": labels[:1]}
+                    for n, q in enumerate(qs)
+                ]
+            }
+        elif "issues" in props:
+            ans = {
+                "issues": [
+                    {
+                        "alternative": "B",
+                        "category": "risks",
+                        "severity": "medium",
+                        "issue": "liquidity not covered",
+                        "question": "How liquid is it?",
+                    }
+                ]
+            }
+        else:
+            ans = {"discard": [], "choice": "A", "rationale": "stub moderator", "relied_on": labels[:1]}
+        return Completion(json.dumps(ans), prompt_tokens=100, completion_tokens=20)
+
+
 def stub_client(**kw) -> tuple[LLMClient, TeamStub]:
     """A real ``LLMClient`` (with its own ledger) on a ``TeamStub(**kw)``."""
     stub = TeamStub(**kw)

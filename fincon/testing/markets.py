@@ -30,12 +30,17 @@ def market_for(tickers, warmup=0, start=START, end=END) -> MarketData:
 def backtest(market: MarketData, strategy, tmp_path: Path | None = None, **broker):
     """Run ``strategy`` over ``market`` (no progress bar); ``broker`` are a
     run config's ``broker`` keys (``commission=0.001``, ``slippage_model="bps"``).
-    The run directory defaults to the cwd."""
+    The run directory defaults to the cwd. A strategy that reads news gets
+    the corpus its params name (the sample's by default) as the runner gives
+    it, unless ``market`` carries one already."""
     from fincon.config import BrokerConfig
-    from fincon.workflow.runner import broker_settings
+    from fincon.data.inputs import sample_inputs
+    from fincon.workflow.runner import broker_settings, with_corpus
 
     settings = broker_settings(BrokerConfig(**broker))
     ctx = RunContext(tmp_path or Path("."), market.tickers, costs=settings.costs)
+    if market.events is None:
+        market = with_corpus(market, strategy, sample_inputs())
     return run_backtest(market, strategy, settings, ctx, progress=False)
 
 
@@ -53,4 +58,4 @@ def perturbed(market: MarketData, cut_day: int, seed: int = 7) -> MarketData:
         frame.iloc[absolute_cut + 1 :, :4] = frame.iloc[absolute_cut + 1 :, :4].to_numpy() * shock
         frame.iloc[absolute_cut + 1 :, 4] = rng.integers(1, 10**9, size=n_after)
         frames[t] = frame
-    return MarketData(frames, market.first_index)
+    return MarketData(frames, market.first_index, market.events)

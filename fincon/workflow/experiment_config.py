@@ -212,6 +212,19 @@ class ExperimentConfig(_Section):
         return settings.model_dump(mode="json", exclude_unset=True)
 
     @model_validator(mode="after")
+    def _dataset_events(self):
+        """A dataset directory brings its own events: the team reads them
+        unless ``team.events`` names another corpus (fincon.data.inputs, the
+        one rule; never the bundled synthetic news beside real prices)."""
+        if self.data.source == "csv" and self.data.dir is not None and "events" not in self.team:
+            from fincon.data.inputs import open_inputs
+
+            spec = open_inputs(self.data.source, self.data.dir).events_spec(None, "the agent team")
+            if spec != "sample":
+                self.team = {**self.team, "events": spec}
+        return self
+
+    @model_validator(mode="after")
     def _windows(self):
         if self.train.end >= self.test.start:
             raise ValueError(

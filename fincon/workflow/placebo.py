@@ -123,12 +123,12 @@ def write_placebo(
     kind: str, spec: str, tickers: Sequence[str], start: dt.date, end: dt.date, seed: int, out: Path
 ) -> Path:
     """Build the placebo corpus into ``out`` (an event directory) unless it is there."""
-    from fincon.agents.team.corpus import load_events
     from fincon.data.events.loaders.directory import write_jsonl_gz
+    from fincon.data.inputs import open_events
 
     if out.is_dir() and any(out.glob("*.jsonl.gz")):
         return out
-    events = placebo_events(kind, load_events(spec, tuple(tickers)).all_events(), start, end, seed)
+    events = placebo_events(kind, open_events(spec, tuple(tickers)).all_events(), start, end, seed)
     staging = out.with_name(f".{out.name}.partial")
     staging.mkdir(parents=True, exist_ok=True)
     for t in sorted({e.ticker for e in events}):

@@ -88,10 +88,10 @@ def windows(exp: ExperimentConfig, last_day: dt.date) -> list[WindowSpec]:
 
 
 def _bars(exp: ExperimentConfig) -> dict[str, pd.DataFrame]:
+    from fincon.data.inputs import open_inputs
     from fincon.data.prices import validate_bars
-    from fincon.data.sources import make_source
 
-    source = make_source(exp.data.source, exp.data.dir, exp.data.cache_dir)
+    source = open_inputs(exp.data.source, exp.data.dir, exp.data.cache_dir).source
     names = getattr(source, "tickers", None)
     if names is None:
         raise ConfigError(

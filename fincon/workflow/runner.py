@@ -22,8 +22,8 @@ import pandas as pd
 
 from fincon import __version__
 from fincon.config import BrokerConfig, RunConfig, typed_strategy_params
+from fincon.data.inputs import RunInputs, open_inputs
 from fincon.data.prices import load_prices
-from fincon.data.sources import make_source
 from fincon.data.view import MarketData
 from fincon.engine.backtest import BacktestResult, run_backtest
 from fincon.engine.broker import BrokerSettings
@@ -75,56 +75,80 @@ def default_out(cfg: RunConfig, root: Path = Path("runs")) -> Path:
     return root / name
 
 
-def _market(cfg: RunConfig, warmup: int) -> tuple[MarketData, int]:
-    source = make_source(cfg.data.source, cfg.data.dir, cfg.data.cache_dir)
+def inputs_for(cfg: RunConfig) -> RunInputs:
+    """The run's inputs, opened once (fincon.data.inputs)."""
+    return open_inputs(cfg.data.source, cfg.data.dir, cfg.data.cache_dir)
+
+
+def _market(cfg: RunConfig, inputs: RunInputs, warmup: int) -> tuple[MarketData, int]:
+    source = inputs.source
     loaded = load_prices(source, tuple(cfg.tickers), pd.Timestamp(cfg.start), pd.Timestamp(cfg.end), warmup=warmup)
-    if loaded.close_only and cfg.broker.fill == "next_open":
+    costs = broker_settings(cfg.broker).costs
+    needs = {"open": "--fill next-open"} if cfg.broker.fill == "next_open" else {}
+    for column in costs.columns:
+        needs.setdefault(column, COLUMN_USERS.get(column, column))
+    if loaded.close_only and needs:
         t = loaded.close_only[0]
+        column, flag = next(iter(needs.items()))
         raise ConfigError(
-            f"--fill next-open needs an Open column, and {t} ({source.describe(t)}) has close "
-            "prices only; use --fill close"
-        )
-    if loaded.close_only and cfg.broker.slippage_model == "range":
-        t = loaded.close_only[0]
-        raise ConfigError(
-            f"--slippage-model range needs High and Low columns, and {t} ({source.describe(t)}) has "
-            "close prices only; use --slippage-model bps"
-        )
-    if loaded.close_only and cfg.broker.participation is not None:
-        t = loaded.close_only[0]
-        raise ConfigError(
-            f"--participation needs a Volume column, and {t} ({source.describe(t)}) has close "
-            "prices only; leave the cap out"
+            f"{flag} needs {COLUMN_WORDS[column]}, and {t} ({source.describe(t)}) has close prices only; "
+            f"{COLUMN_FIX[column]}"
         )
     if loaded.dropped_dates:
         log.warning("%d dates not shared by all tickers were dropped", loaded.dropped_dates)
     return MarketData(loaded.frames, loaded.first_index), loaded.dropped_dates
 
 
-def dataset_lookahead(cfg: RunConfig) -> str | None:
-    """What a --same-day dataset lets a run see early, for its metrics.json and
-    manifest (None for the point-in-time rule): its label travels with every
-    run made on it, as an --allow-overlap does."""
-    from fincon.data.dataset import resolve_dataset
+#: the flag that asks for a bar column, what it is called, and what to do without it
+COLUMN_USERS = {"high": "--slippage-model range", "low": "--slippage-model range", "volume": "--participation"}
+COLUMN_WORDS = {"open": "an Open column", "high": "High and Low columns", "low": "High and Low columns",
+                "volume": "a Volume column"}  # fmt: skip
+COLUMN_FIX = {"open": "use --fill close", "high": "use --slippage-model bps", "low": "use --slippage-model bps",
+              "volume": "leave the cap out"}  # fmt: skip
 
-    ds = resolve_dataset(cfg.data.dir) if cfg.data.source == "csv" and cfg.data.dir else None
-    if ds is None or ds.manifest.visibility != "same-day":
-        return None
-    return (
-        f"same-day dataset {Path(str(cfg.data.dir)).name}: items known only by their date are visible at that "
-        "day's own decision (one day of look-ahead, the benchmark's convention), not from the next session"
+
+#: who reads a strategy's news, in an error's words
+READERS = {"fincon": "the agent team", "finsent": "finsent", "sentiment": "the sentiment baseline"}
+
+
+def with_events(cfg: RunConfig, inputs: RunInputs) -> RunConfig:
+    """``cfg`` with the corpus each news-reading strategy reads written into
+    its parameters (fincon.data.inputs.RunInputs.events_spec: the one rule,
+    ``--events`` over the dataset's own events over the sample corpus), so
+    the saved config.yaml names the corpus and a rerun from it reads the same."""
+    from fincon.strategies.registry import params_model, strategy_names
+
+    for name in cfg.strategies:
+        if name not in strategy_names():
+            continue  # an unknown name is make_strategy's one-line error
+        if "events" not in params_model(name).model_fields:
+            continue
+        given = cfg.params(name).get("events")
+        spec = inputs.events_spec(given, READERS.get(name, name))
+        if spec != given:
+            cfg = cfg.with_params(name, {**cfg.params(name), "events": spec})
+    return cfg
+
+
+def with_corpus(market: MarketData, strategy: Strategy, inputs: RunInputs) -> MarketData:
+    """The market as ``strategy`` sees it: with its event corpus when it reads news."""
+    if not getattr(strategy, "reads_events", False):
+        return market
+    spec = getattr(getattr(strategy, "params", None), "events", None)
+    return market.with_events(
+        inputs.events(inputs.events_spec(spec), market.tickers, f"strategy_params.{strategy.name}.events")
     )
 
 
-def calendar_days(cfg: RunConfig, market: MarketData) -> tuple[int, str]:
+def calendar_days(cfg: RunConfig, market: MarketData, inputs: RunInputs | None = None) -> tuple[int, str]:
     """Sessions per year for annualising, and a line saying so for
     metrics.json: the data's calendar (the dataset's, else 365 when the bars
     include weekends, else 252), unless the config sets another number. The
     line depends only on the data and the number, so a rerun from the saved
     (resolved) config.yaml writes the same metrics.json."""
-    from fincon.data.dataset import infer_calendar, resolve_dataset
+    from fincon.data.dataset import infer_calendar
 
-    ds = resolve_dataset(cfg.data.dir) if cfg.data.source == "csv" else None
+    ds = (inputs or inputs_for(cfg)).dataset
     if ds is not None:
         cal = ds.manifest.calendar
         days, label = cal.days_per_year, f"dataset calendar {cal.name}"
@@ -151,11 +175,13 @@ def preflight(cfg: RunConfig) -> None:
     without writing anything. ``fincon train`` and ``fincon experiment``
     create their own directory before any run: they call this first, so bad
     input (a window outside the data, a missing corpus) leaves nothing behind."""
+    inputs = inputs_for(cfg)
+    cfg = with_events(cfg, inputs)
     strategies = {
         name: make_strategy(name, cfg.strategy_params.get(name), cfg.llm_section()) for name in cfg.strategies
     }
     cfg = _resolved(cfg, strategies)
-    market, _ = _market(cfg, max(s.warmup for s in strategies.values()))
+    market, _ = _market(cfg, inputs, max(s.warmup for s in strategies.values()))
     for strategy in strategies.values():
         check = getattr(strategy, "check_inputs", None)
         if check is not None:
@@ -206,6 +232,8 @@ def run_config(
     the trial ledger (``ledger``: a path, None for none, by default the
     user's; fincon.workflow.trials), appended once the run is complete.
     """
+    inputs = inputs_for(cfg)
+    cfg = with_events(cfg, inputs)
     strategies: dict[str, Strategy] = {
         name: make_strategy(name, cfg.strategy_params.get(name), cfg.llm_section()) for name in cfg.strategies
     }
@@ -216,9 +244,9 @@ def run_config(
         print("fincon: note: --anonymize masks what a model reads; no strategy of this run calls one", file=sys.stderr)
     want_benchmark = cfg.benchmark and BENCHMARK not in strategies
     warmup = max(s.warmup for s in strategies.values())
-    market, dropped = _market(cfg, warmup)
-    days_per_year, calendar = calendar_days(cfg, market)
-    lookahead = dataset_lookahead(cfg)
+    market, dropped = _market(cfg, inputs, warmup)
+    days_per_year, calendar = calendar_days(cfg, market, inputs)
+    lookahead = inputs.lookahead
     cfg = cfg.model_copy(update={"metrics": cfg.metrics.model_copy(update={"days_per_year": days_per_year})})
     settings = broker_settings(cfg.broker)
     target = check_out_path(out) if out is not None else default_out(cfg)
@@ -246,9 +274,9 @@ def run_config(
             run_path = staging.path / name if multi else staging.path
             run_path.mkdir(parents=True, exist_ok=True)
             single_cfg = _single_config(cfg, name)
-            ctx = RunContext(run_path, market.tickers, cfg.start, cfg.end, settings.costs, cfg.data.dir)
+            ctx = RunContext(run_path, market.tickers, cfg.start, cfg.end, settings.costs)
             result = run_backtest(
-                market,
+                with_corpus(market, strategy, inputs),
                 strategy,
                 settings,
                 ctx,
@@ -268,7 +296,12 @@ def run_config(
         if not results:
             raise FinconError("; ".join(f"{n} stopped before finishing its first day: {r}" for n, r in failed.items()))
         write_standard(
-            staging.path, cfg, market, {n: (staging.path / n if multi else staging.path) for n in results}, blocks
+            staging.path,
+            cfg,
+            market,
+            {n: (staging.path / n if multi else staging.path) for n in results},
+            blocks,
+            lookahead,
         )
         if multi:
             (staging.path / "config.yaml").write_text(cfg.to_yaml())
@@ -371,6 +404,7 @@ def write_standard(
     market: MarketData,
     run_dirs: dict[str, Path],
     blocks: Mapping[str, Mapping[str, Any]] | None = None,
+    lookahead: str | None = None,
 ) -> None:
     """round_trips.csv in each run dir; run_summary.csv and run_manifest.json at the top
     (fincon.engine.artifacts: loadable with pandas alone)."""
@@ -402,7 +436,6 @@ def write_standard(
     }
     seeds.update({f"llm.{k}": v for k, v in sorted(cfg.llm_section().items()) if "seed" in k})
     content = manifest(cfg.to_yaml(), {t: market.frame(t) for t in market.tickers}, corpus, seeds)
-    lookahead = dataset_lookahead(cfg)
     if lookahead:
         content["data_lookahead"] = lookahead
     if blocks:

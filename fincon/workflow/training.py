@@ -144,7 +144,10 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
 def _check_config(cfg: RunConfig) -> RunConfig:
     if list(cfg.strategies) != [TEAM]:
         raise ConfigError(f"fincon train trains the agent team: strategies must be [{TEAM}], not {cfg.strategies}")
-    return cfg.model_copy(update={"benchmark": False})
+    from fincon.workflow.runner import inputs_for, with_events
+
+    # the corpus the team reads, resolved once (a dataset's own events): the beliefs' data hash names it
+    return with_events(cfg, inputs_for(cfg)).model_copy(update={"benchmark": False})
 
 
 def _model_settings(cfg: RunConfig, opts: TrainOptions):
@@ -492,11 +495,11 @@ def training_window(cfg: RunConfig):
     import hashlib
 
     from fincon.agents.beliefs import TrainingWindow
-    from fincon.data.dataset import resolve_dataset
+    from fincon.workflow.runner import inputs_for
 
     events = str(_team_params(cfg).get("events") or "sample")
     seen: dict[str, Any] = {"data": cfg.data.model_dump(mode="json", exclude={"cache_dir"}), "events": events}
-    ds = resolve_dataset(cfg.data.dir) if cfg.data.dir else None
+    ds = inputs_for(cfg).dataset
     if ds is not None:  # a dataset directory: its manifest (it hashes every file) stands for the data
         seen["manifest"] = (ds.root / "dataset.json").read_text(encoding="utf-8")
         seen["data"] = {k: v for k, v in seen["data"].items() if k != "dir"}

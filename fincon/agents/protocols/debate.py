@@ -192,7 +192,7 @@ class DebateProtocol:
         day's decision time (the first day of data: today's calendar day)."""
         dates = view.dates(2)
         since = dates[0] if len(dates) > 1 else view.date - pd.Timedelta(days=1)
-        return self.events.view_at(view.date).events(ticker, sources=list(self.sources), since=since)
+        return view.events.events(ticker, sources=list(self.sources), since=since)
 
     def transcript(self, event) -> str:
         audio = self.events.audio_path(event) if event.audio else None

@@ -8,7 +8,7 @@ check, the reuse hash and the point-in-time guarantee are defined once here:
 * every item has an id, a date and a source; an answer may cite only them;
 * :meth:`RoleInputs.digest` hashes everything a brain reads (not the date:
   an unchanged input on a new day is reused without a model call);
-* items come from ``AnalystMemory.step(t)`` (events visible at t's close)
+* items come from ``AnalystMemory.step(view.events)`` (events visible at t's close)
   and ``MarketView`` (rows up to t), never from anything later.
 
 Prompts: one system prompt shared by every analyst (``analyst.system.txt``,
@@ -44,6 +44,7 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 
 from fincon.data.events.model import MARKET_TZ
+from fincon.data.events.store import EventView
 from fincon.memory.analyst import AnalystMemory, DayMemory
 from fincon.memory.procedural import DEFAULT_DECAY
 
@@ -314,14 +315,14 @@ class EventRole(Role):
         self,
         mem: AnalystMemory,
         ticker: str,
-        day: pd.Timestamp,
+        events: EventView,
         k: int,
         stance: str = "",
         beliefs: str = "",
         baseline: ToneBaseline | None = None,
         budget: int = DEFAULT_BUDGET_TOKENS,
     ) -> tuple[RoleInputs, DayMemory]:
-        dm = mem.step(day)
+        dm = mem.step(events)
         baseline = baseline if baseline is not None else ToneBaseline()
         baseline.add(e.metadata.get("lm_tone") for e in dm.new_entries)
         items: list[Item] = []
@@ -355,7 +356,7 @@ class EventRole(Role):
                     m.importance_scaled,
                 )
             )
-        d = str(pd.Timestamp(day).date())
+        d = str(pd.Timestamp(events.date).date())
         # most relevant first (today's new items, then the A.13 ranking), whole
         # items while the budget lasts; the first always goes in whole
         items = within_budget(items, budget)

@@ -8,10 +8,10 @@
 * :mod:`.factory` -- the registry's entry (``make_fincon_team``).
 """
 
-from fincon.agents.team.corpus import coverage, load_events
+from fincon.agents.team.corpus import coverage
 from fincon.agents.team.factory import make_fincon_team
 from fincon.agents.team.learning import risk_stance
 from fincon.agents.team.params import FinConParams
 from fincon.agents.team.strategy import FinConTeam
 
-__all__ = ["FinConParams", "FinConTeam", "coverage", "load_events", "make_fincon_team", "risk_stance"]
+__all__ = ["FinConParams", "FinConTeam", "coverage", "make_fincon_team", "risk_stance"]

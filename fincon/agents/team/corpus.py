@@ -1,4 +1,4 @@
-"""The team's event corpus: which store it reads and which days it covers.
+"""The days the team's event corpus covers (the runner opens the corpus).
 
 A run refuses days its corpus does not cover (no silent empty memory), so
 the coverage per ticker is computed once here at start. Checks made before
@@ -14,20 +14,6 @@ import functools
 from pathlib import Path
 
 import pandas as pd
-
-from fincon.errors import ConfigError
-
-
-def load_events(spec: str, tickers):
-    """The run's event store: the bundled corpus or a directory corpus."""
-    from fincon.data.events.sources import build_store
-
-    if spec == "sample":
-        return build_store([{"type": "sample"}], tickers)
-    path = Path(spec).expanduser()
-    if not path.is_dir():
-        raise ConfigError(f"strategy_params.fincon.events: {spec!r} is neither 'sample' nor an event directory")
-    return build_store([{"type": "directory", "path": path}], tickers)
 
 
 def coverage(store, tickers) -> dict[str, tuple[pd.Timestamp, pd.Timestamp]]:
@@ -55,11 +41,14 @@ def _stamp(spec: str) -> tuple:
 
 @functools.lru_cache(maxsize=512)
 def _ticker_coverage(spec: str, ticker: str, stamp: tuple) -> tuple[pd.Timestamp, pd.Timestamp] | None:
-    return coverage(load_events(spec, (ticker,)), (ticker,)).get(ticker)
+    from fincon.data.inputs import open_events
+
+    store = open_events(spec, (ticker,), "strategy_params.fincon.events")
+    return coverage(store, (ticker,)).get(ticker)
 
 
 def corpus_coverage(spec: str, tickers) -> dict[str, tuple[pd.Timestamp, pd.Timestamp]]:
-    """:func:`coverage` of :func:`load_events` ``(spec, tickers)``, one ticker
+    """:func:`coverage` of the corpus ``spec`` for ``tickers``, one ticker
     at a time and remembered per (corpus, ticker, files' stamp): a rolling
     evaluation checks 36 windows of 5 tickers each against one corpus (3 min
     of re-reading, 20 s this way)."""

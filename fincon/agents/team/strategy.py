@@ -8,7 +8,7 @@ One day, in order:
    memory ids the manager relied on the access bonus (``AnalystMemory.reward``, +5);
 3. portfolios with ``candidates``: on the first day the stock-selection
    analyst picks the traded pool;
-4. every analyst, for every traded ticker: ``AnalystMemory.step(t)`` (or the
+4. every analyst, for every traded ticker: ``AnalystMemory.step(view.events)`` (or the
    market view) -> inputs -> the brain (:mod:`.calls`: reuse on an unchanged
    hash, concurrent calls up to the LLM concurrency);
 5. the protocol (the manager) turns the reports, its reflections, the CVaR
@@ -19,8 +19,8 @@ The ``Decision`` carries a per-day ``record`` (every report with its
 citations, the manager's rationale and relied-on ids, calls made and
 reused) that the engine writes into ``decisions.jsonl``.
 
-Point in time: events come from ``EventStore.view_at`` (inside
-``AnalystMemory.step``), prices from the ``MarketView``, reflections from
+Point in time: events and prices both come from the ``MarketView``
+(``view.events`` is the corpus cut at the day's decision time), reflections from
 episodic memory up to today; memory decay runs on the simulated date.
 May touch: everything the team owns (memory store, brain, beliefs); never
 the broker (the engine applies the ``Decision``).
@@ -44,7 +44,7 @@ from fincon.agents.reports import AnalystReport
 from fincon.agents.roles import ANALYSTS, STOCK_SELECTION
 from fincon.agents.roles.base import EventRole, RoleInputs, ToneBaseline
 from fincon.agents.team.calls import Answer, Calls
-from fincon.agents.team.corpus import corpus_coverage, coverage, load_events
+from fincon.agents.team.corpus import corpus_coverage, coverage
 from fincon.agents.team.learning import Learning, _Previous, risk_stance
 from fincon.agents.team.params import FinConParams
 from fincon.errors import ConfigError
@@ -61,6 +61,7 @@ MEMORY_FLUSH_DAYS = 21
 class FinConTeam(Calls, Learning, Strategy):
     name = "fincon"
     Params = FinConParams
+    reads_events = True
 
     def __init__(self, params: FinConParams | None = None, settings=None, client=None):
         self.params = params or FinConParams()
@@ -85,7 +86,9 @@ class FinConTeam(Calls, Learning, Strategy):
                     f"strategy_params.fincon.candidates: {missing[0]} is not among the run's tickers "
                     f"({', '.join(self.universe)})"
                 )
-        self.events = load_events(p.events, self.universe)
+        if ctx.events is None:
+            raise ConfigError("the agent team reads news: run it with an event corpus (fincon.data.inputs)")
+        self.events = ctx.events  # for coverage and audio paths; a day's events come from view.events
         self.coverage = coverage(self.events, self.universe)
         for t in self.universe:
             if t not in self.coverage:
@@ -117,7 +120,7 @@ class FinConTeam(Calls, Learning, Strategy):
         if p.brain == "llm":
             from fincon.llm.masking import attach
 
-            attach(self.client, self.settings, self.universe, ctx.data_dir)
+            attach(self.client, self.settings, self.universe)
             self.brain: Any = LLMBrain(self.client)
             if p.manager_temperature is not None or p.manager_seed is not None:
                 base = self.client.params
@@ -523,7 +526,7 @@ class FinConTeam(Calls, Learning, Strategy):
             inputs, _ = role.gather(
                 self._memory(role, ticker),
                 ticker,
-                view.date,
+                view.events,
                 self.params.memory_k,
                 beliefs=self.beliefs.for_agent(role.name),
                 baseline=baseline,
