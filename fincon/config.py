@@ -27,9 +27,21 @@ from pydantic import (
     ValidationError,
     field_serializer,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
+from fincon.engine.costs import (
+    COMMISSION_SHORT,
+    SLIPPAGE_FIELD,
+    SLIPPAGES,
+    CommissionModel,
+    PercentCommission,
+    PercentSlippage,
+    PerShareCommission,
+    SlippageModel,
+    ZeroCommission,
+)
 from fincon.errors import ConfigError
 from fincon.llm.settings import LLMSettings
 from fincon.strategies.registry import validate_params
@@ -75,26 +87,30 @@ class DataConfig(_Section):
 
 
 class BrokerConfig(_Section):
+    """The broker: cash, fills, and the cost models (fincon.engine.costs).
+
+    ``commission`` and ``slippage`` are typed cost models told apart by
+    ``model`` (``commission: {model: per-share, per_share: 0.005, min: 1.0,
+    max: 0.01}``, ``slippage: {model: bps, bps: 5}``). The flags and the flat
+    keys of earlier configs are their short forms: ``commission: 0.001`` is
+    the percent model's rate, ``commission_model`` / ``commission_per_share``
+    / ``commission_min`` / ``commission_max`` and ``slippage`` /
+    ``slippage_model`` pick and set the model. The registered models are
+    written back in that flat layout (config.yaml and every run's identity
+    stay as they were); a model without a short form is written as its mapping.
+    """
+
     cash: float = Field(1_000_000.0, gt=0)
-    commission: float = Field(0.0, ge=0, lt=0.1, description="percent model: fraction of traded value")
-    commission_model: Literal["percent", "per-share", "zero"] = Field(
-        "percent",
-        description="percent of value (commission), per share with a minimum and a maximum per "
-        "order (Interactive Brokers' style), or zero",
+    commission: CommissionModel = Field(
+        default_factory=PercentCommission,
+        description="a commission model: percent of value (the short form: a number), per share with a "
+        "minimum and a maximum per order (Interactive Brokers' style), or zero",
     )
-    commission_per_share: float = Field(0.005, ge=0, lt=10, description="per-share model: dollars a share")
-    commission_min: float = Field(1.0, ge=0, lt=1000, description="per-share model: dollars an order at least")
-    commission_max: float = Field(
-        0.01, ge=0, lt=1, description="per-share model: fraction of the order's value at most (0: none)"
+    slippage: SlippageModel = Field(
+        default_factory=PercentSlippage,
+        description="a slippage model, against the trader: percent (fraction of price; the short form: a "
+        "number), bps (basis points), or range (fraction of the decision day's high-low range)",
     )
-    slippage: float = Field(
-        0.0,
-        ge=0,
-        lt=1000,
-        description="percent model: fraction of price; bps: basis points; range: fraction "
-        "of the decision day's high-low range; against the trader",
-    )
-    slippage_model: Literal["percent", "bps", "range"] = "percent"
     participation: float | None = Field(
         None, gt=0, le=1, description="an order fills at most this fraction of the day's volume (e.g. 0.025)"
     )
@@ -109,44 +125,117 @@ class BrokerConfig(_Section):
     fill: Literal["close", "next_open"] = "close"
     cash_buffer: float = Field(0.0, ge=0, lt=1)
 
-    @model_validator(mode="after")
-    def _slippage_bounds(self):
-        limit = {"percent": 0.1, "bps": 1000.0, "range": 1.0}[self.slippage_model]
-        if self.slippage >= limit:
-            raise ValueError(
-                f"broker.slippage {self.slippage} is too large for the {self.slippage_model} model (below {limit:g})"
-            )
-        return self
+    @property
+    def commission_model(self) -> str:
+        return self.commission.model
 
-    @model_validator(mode="after")
-    def _no_unused_setting(self):
-        """A setting its model does not read is an error, not silently dropped
-        (a per-share price under the percent model ran at zero cost)."""
-        defaults = type(self).model_fields
-        per_share = ("commission_per_share", "commission_min", "commission_max")
-        if self.commission_model != "per-share":
-            for key in per_share:
-                if getattr(self, key) != defaults[key].default:
-                    raise ValueError(
-                        f"broker.{key} applies to broker.commission_model per-share, not "
-                        f"{self.commission_model}; set that model or drop broker.{key}"
-                    )
-        if self.commission_model != "percent" and self.commission != 0:
-            raise ValueError(
-                f"broker.commission is the percent model's rate; broker.commission_model {self.commission_model} "
-                "does not read it: drop broker.commission"
-                + (
-                    " (per-share prices are broker.commission_per_share)"
-                    if self.commission_model == "per-share"
-                    else ""
-                )
-            )
-        if self.participation is None and self.participation_rest != "cancel":
+    @property
+    def slippage_model(self) -> str:
+        return self.slippage.model
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short_forms(cls, data: Any) -> Any:
+        """Fold the short forms into the models; a setting its model does not
+        read is an error, not silently dropped (a per-share price under the
+        percent model ran at zero cost)."""
+        if not isinstance(data, Mapping):
+            return data
+        data = dict(data)
+        data["commission"] = _fold_commission(data)
+        data["slippage"] = _fold_slippage(data)
+        if data.get("participation") is None and data.get("participation_rest", "cancel") != "cancel":
             raise ValueError(
                 "broker.participation_rest applies to a participation cap; set broker.participation (e.g. 0.025) "
                 "or drop broker.participation_rest"
             )
-        return self
+        return data
+
+    @model_serializer(mode="wrap")
+    def _flat(self, handler):
+        """The registered models in the flat layout configs have always had."""
+        out = handler(self)
+        c, sl = self.commission, self.slippage
+        flat = {"commission": 0.0, "commission_model": c.model}
+        flat.update(
+            {
+                k: PerShareCommission.model_fields[f].default
+                for k, (m, f) in COMMISSION_SHORT.items()
+                if m == "per-share"
+            }
+        )
+        if type(c) in _SHORT_COMMISSIONS:
+            flat.update({k: getattr(c, f) for k, (m, f) in COMMISSION_SHORT.items() if m == c.model})
+            out.update(flat)
+        if type(sl) in _SHORT_SLIPPAGES:
+            out.update({"slippage": getattr(sl, SLIPPAGE_FIELD[sl.model]), "slippage_model": sl.model})
+        order = [k for k in _FLAT_ORDER if k in out]
+        return {**{k: out[k] for k in order}, **{k: v for k, v in out.items() if k not in order}}
+
+
+#: the keys' order in the flat layout (a JSON dump of a config is byte-identical to before)
+_FLAT_ORDER = ("cash", "commission", "commission_model", "commission_per_share", "commission_min", "commission_max",
+               "slippage", "slippage_model", "participation", "participation_rest", "charge_llm", "fill",
+               "cash_buffer")  # fmt: skip
+#: the models the flat layout can say (the others are written as their mapping)
+_SHORT_COMMISSIONS = (PercentCommission, PerShareCommission, ZeroCommission)
+_SHORT_SLIPPAGES = tuple(SLIPPAGES[m] for m in SLIPPAGE_FIELD)
+
+
+def _fold_commission(data: dict) -> Any:
+    """``commission`` as a model's mapping, from the flat keys and the number (short forms)."""
+    given = data.get("commission")
+    model = data.pop("commission_model", None)
+    flat = {k: data.pop(k) for k in list(COMMISSION_SHORT) if k != "commission" and k in data}
+    if isinstance(given, BaseModel):
+        spec: dict[str, Any] = given.model_dump(by_alias=False)
+    elif isinstance(given, Mapping):
+        spec = dict(given)
+    else:
+        spec = {} if given is None else {"rate": given}
+    if model is not None:
+        if "model" in spec and spec["model"] != model and isinstance(given, (Mapping, BaseModel)):
+            raise ValueError(f"broker.commission_model {model} and broker.commission.model {spec['model']} disagree")
+        spec["model"] = model
+    name = spec.setdefault("model", "percent")
+    for key, value in flat.items():
+        owner, field = COMMISSION_SHORT[key]
+        if owner == name:
+            spec[field] = value
+        elif value != PerShareCommission.model_fields[field].default:
+            raise ValueError(
+                f"broker.{key} applies to broker.commission_model {owner}, not {name}; set that model or drop broker.{key}"
+            )
+    if "rate" in spec and name != "percent":
+        if spec["rate"] != 0:
+            raise ValueError(
+                f"broker.commission is the percent model's rate; broker.commission_model {name} does not read it: "
+                "drop broker.commission"
+                + (" (per-share prices are broker.commission_per_share)" if name == "per-share" else "")
+            )
+        del spec["rate"]
+    return spec
+
+
+def _fold_slippage(data: dict) -> Any:
+    """``slippage`` as a model's mapping, from ``slippage_model`` and the number (short forms)."""
+    given = data.get("slippage")
+    model = data.pop("slippage_model", None)
+    if isinstance(given, BaseModel):
+        given = given.model_dump()
+    if isinstance(given, Mapping):
+        spec = dict(given)
+        if model is not None and spec.get("model", model) != model:
+            raise ValueError(f"broker.slippage_model {model} and broker.slippage.model {spec['model']} disagree")
+        spec.setdefault("model", model or "percent")
+        return spec
+    name = model or "percent"
+    if given is None:
+        return {"model": name}
+    limit = {"percent": 0.1, "bps": 1000.0, "range": 1.0}.get(name)
+    if limit is not None and isinstance(given, (int, float)) and given >= limit:
+        raise ValueError(f"broker.slippage {given} is too large for the {name} model (below {limit:g})")
+    return {"model": name, SLIPPAGE_FIELD.get(name, "fraction"): given}
 
 
 class MetricsConfig(_Section):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from fincon.cli.main import main
 from fincon.data.inputs import open_events
@@ -256,3 +257,57 @@ def test_the_estimate_moves_the_threshold_by_the_documented_amount():
     assert rules_manager(task(NEUTRAL_BAND + shift + 0.001, cost)).actions["T"] == "buy"
     assert rules_manager(task(NEUTRAL_BAND + shift - 0.001, cost)).actions["T"] == "hold"
 
+
+# -- the config's cost models: typed, told apart by ``model``; the flags are short forms ---------
+
+
+def test_the_nested_cost_models_and_their_short_forms_are_one_config(tmp_path):
+    """``commission: {model: per-share, ...}`` and ``slippage: {model: bps, ...}`` validate into the
+    engine's own model classes; the flat short forms (flags, earlier configs) give the same models,
+    and the config is written back in the flat layout it always had (config.yaml unchanged)."""
+    from fincon.config import BrokerConfig, load_config
+    from fincon.engine.costs import BpsSlippage, PerShareCommission
+
+    nested = BrokerConfig(
+        commission={"model": "per-share", "per_share": 0.004, "min": 0.5, "max": 0.02},
+        slippage={"model": "bps", "bps": 5},
+    )
+    flat = BrokerConfig(
+        commission_model="per-share",
+        commission_per_share=0.004,
+        commission_min=0.5,
+        commission_max=0.02,
+        slippage_model="bps",
+        slippage=5,
+    )
+    assert nested == flat
+    assert nested.commission == PerShareCommission(per_share=0.004, minimum=0.5, maximum=0.02)
+    assert nested.slippage == BpsSlippage(bps=5)
+    dumped = nested.model_dump(mode="json")
+    assert dumped["commission_model"] == "per-share" and dumped["commission_per_share"] == 0.004
+    assert dumped["slippage"] == 5 and dumped["slippage_model"] == "bps"
+    assert BrokerConfig(**dumped) == nested  # a saved config reads back to the same models
+    path = tmp_path / "run.yaml"
+    path.write_text("broker:\n  commission: {model: per-share, per_share: 0.004, min: 0.5, max: 0.02}\n")
+    assert load_config(path).broker.commission == nested.commission
+    assert BrokerConfig(commission=0.001).commission.rate == 0.001  # a number is the percent model's rate
+
+
+@pytest.mark.parametrize(
+    "broker,message",
+    [
+        ({"commission": {"model": "per-share", "pershare": 1}}, "pershare"),
+        ({"commission": {"model": "tiered"}}, "tiered"),
+        ({"commission": {"model": "zero"}, "commission_model": "percent"}, "disagree"),
+        ({"slippage": {"model": "bps", "bps": 5000}}, "less than 1000"),
+    ],
+)
+def test_a_bad_cost_model_is_one_line_naming_it(broker, message, tmp_path):
+    from fincon.config import load_config
+    from fincon.errors import ConfigError
+
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump({"broker": broker}))
+    with pytest.raises(ConfigError, match=message) as err:
+        load_config(path)
+    assert "\n" not in str(err.value) and "broker" in str(err.value)

@@ -28,15 +28,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 import backtrader as bt
 from pydantic import BaseModel, ConfigDict, Field
 
 
 class _CostModel(BaseModel, ABC):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-    #: the name the config and metrics.json use
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, populate_by_name=True)
+    #: the name the config (``model:``) and metrics.json use
     name: ClassVar[str]
     #: bar columns the model reads besides the close
     columns: ClassVar[tuple[str, ...]] = ()
@@ -73,22 +73,23 @@ class PercentCommission(Commission):
     """A fraction of the value traded (the default)."""
 
     name = "percent"
-    commission: float = Field(0.0, ge=0, lt=0.1, description="fraction of traded value")
+    model: Literal["percent"] = "percent"
+    rate: float = Field(0.0, ge=0, lt=0.1, description="fraction of traded value")
 
     def linear_rate(self) -> float:
-        return self.commission
+        return self.rate
 
     def fee(self, size: float, price: float) -> float:
-        return abs(size) * price * self.commission
+        return abs(size) * price * self.rate
 
     def estimate(self, price: float) -> float:
-        return self.commission
+        return self.rate
 
     def install(self, broker: bt.brokers.BackBroker) -> None:
-        broker.setcommission(commission=self.commission)
+        broker.setcommission(commission=self.rate)
 
     def summary(self) -> dict[str, Any]:
-        return {"commission": self.commission}
+        return {"commission": self.rate}
 
 
 def per_share_commission(size: float, price: float, per_share: float, minimum: float, maximum: float) -> float:
@@ -122,9 +123,10 @@ class PerShareCommission(Commission):
     Brokers' fixed style: $0.005 a share, at least $1, at most 1 % of value)."""
 
     name = "per-share"
+    model: Literal["per-share"] = "per-share"
     per_share: float = Field(0.005, ge=0, lt=10, description="dollars a share")
-    minimum: float = Field(1.0, ge=0, lt=1000, description="dollars an order at least")
-    maximum: float = Field(0.01, ge=0, lt=1, description="fraction of the order's value at most (0: none)")
+    minimum: float = Field(1.0, ge=0, lt=1000, alias="min", description="dollars an order at least")
+    maximum: float = Field(0.01, ge=0, lt=1, alias="max", description="fraction of the order's value at most (0: none)")
 
     def fee(self, size: float, price: float) -> float:
         return per_share_commission(size, price, self.per_share, self.minimum, self.maximum)
@@ -150,6 +152,7 @@ class ZeroCommission(Commission):
     """No commission (a broker that earns on the spread or the order flow)."""
 
     name = "zero"
+    model: Literal["zero"] = "zero"
 
     def fee(self, size: float, price: float) -> float:
         return 0.0
@@ -205,26 +208,28 @@ class PercentSlippage(_FractionSlippage):
     """A fraction of the price (the default)."""
 
     name = "percent"
-    slippage: float = Field(0.0, ge=0, lt=0.1, description="fraction of price, against the trader")
+    model: Literal["percent"] = "percent"
+    fraction: float = Field(0.0, ge=0, lt=0.1, description="fraction of price, against the trader")
 
     def linear_fraction(self) -> float:
-        return self.slippage
+        return self.fraction
 
     def summary(self) -> dict[str, Any]:
-        return {"slippage": self.slippage}
+        return {"slippage": self.fraction}
 
 
 class BpsSlippage(_FractionSlippage):
     """Basis points of the price (5 bps = 0.0005)."""
 
     name = "bps"
-    slippage: float = Field(0.0, ge=0, lt=1000, description="basis points of price, against the trader")
+    model: Literal["bps"] = "bps"
+    bps: float = Field(0.0, ge=0, lt=1000, description="basis points of price, against the trader")
 
     def linear_fraction(self) -> float:
-        return self.slippage / 1e4
+        return self.bps / 1e4
 
     def summary(self) -> dict[str, Any]:
-        return {"slippage": self.slippage}
+        return {"slippage": self.bps}
 
 
 class _RangeSlippageBroker(bt.brokers.BackBroker):
@@ -244,19 +249,20 @@ class RangeSlippage(Slippage):
     """A fraction of the decision day's high-low range (wide days cost more)."""
 
     name = "range"
+    model: Literal["range"] = "range"
     columns = ("high", "low")
-    slippage: float = Field(0.0, ge=0, lt=1, description="fraction of the decision day's high-low range")
+    fraction: float = Field(0.0, ge=0, lt=1, description="fraction of the decision day's high-low range")
 
     def per_share(self, price: float, high: float | None = None, low: float | None = None) -> float:
         if high is None or low is None:
             return 0.0
-        return self.slippage * max(0.0, float(high) - float(low))
+        return self.fraction * max(0.0, float(high) - float(low))
 
     def broker(self) -> bt.brokers.BackBroker:
-        return _RangeSlippageBroker(slip_range=self.slippage, slip_open=True, slip_match=True, slip_out=True)
+        return _RangeSlippageBroker(slip_range=self.fraction, slip_open=True, slip_match=True, slip_out=True)
 
     def summary(self) -> dict[str, Any]:
-        return {"slippage": self.slippage}
+        return {"slippage": self.fraction}
 
 
 # -- fills ----------------------------------------------------------------------------------
@@ -298,13 +304,27 @@ class Participation(_CostModel):
 COMMISSIONS: dict[str, type[Commission]] = {m.name: m for m in (PercentCommission, PerShareCommission, ZeroCommission)}
 SLIPPAGES: dict[str, type[Slippage]] = {m.name: m for m in (PercentSlippage, BpsSlippage, RangeSlippage)}
 
+#: the config's ``commission:`` and ``slippage:``: one of the registered models, told apart by ``model``
+CommissionModel = Annotated[Union[tuple(COMMISSIONS.values())], Field(discriminator="model")]  # type: ignore[valid-type]
+SlippageModel = Annotated[Union[tuple(SLIPPAGES.values())], Field(discriminator="model")]  # type: ignore[valid-type]
+
+#: the short forms (today's flags and flat config keys): flat key -> (the model it belongs to, its field)
+COMMISSION_SHORT = {
+    "commission": ("percent", "rate"),
+    "commission_per_share": ("per-share", "per_share"),
+    "commission_min": ("per-share", "minimum"),
+    "commission_max": ("per-share", "maximum"),
+}
+#: every slippage model's one number has the short form ``slippage``
+SLIPPAGE_FIELD = {"percent": "fraction", "bps": "bps", "range": "fraction"}
+
 
 @dataclass(frozen=True)
 class Costs:
     """The cost models of one run, as the engine applies them and a strategy estimates them."""
 
-    commission: Commission = field(default_factory=lambda: PercentCommission(commission=0.0))
-    slippage: Slippage = field(default_factory=lambda: PercentSlippage(slippage=0.0))
+    commission: Commission = field(default_factory=PercentCommission)
+    slippage: Slippage = field(default_factory=PercentSlippage)
     participation: Participation | None = None
 
     @property
@@ -352,17 +372,15 @@ def costs(
     participation_rest: str = "cancel",
     **params: Any,
 ) -> Costs:
-    """:class:`Costs` from the flat settings a run config and the flags use
-    (``commission``, ``commission_per_share``, ``commission_min``,
-    ``commission_max``, ``slippage``); each model takes the keys it owns."""
-    commission_keys = {
-        "percent": {"commission": "commission"},
-        "per-share": {"commission_per_share": "per_share", "commission_min": "minimum", "commission_max": "maximum"},
-        "zero": {},
-    }[commission_model]
+    """:class:`Costs` from the short forms the flags use (``commission``,
+    ``commission_per_share``, ``commission_min``, ``commission_max``,
+    ``slippage``); each model takes the keys it owns (:data:`COMMISSION_SHORT`)."""
     commission = COMMISSIONS[commission_model](
-        **{new: params[old] for old, new in commission_keys.items() if old in params}
+        **{f: params[k] for k, (m, f) in COMMISSION_SHORT.items() if m == commission_model and k in params}
     )
-    slippage = SLIPPAGES[slippage_model](**({"slippage": params["slippage"]} if "slippage" in params else {}))
+    slip_field = SLIPPAGE_FIELD.get(slippage_model)
+    slippage = SLIPPAGES[slippage_model](
+        **({slip_field: params["slippage"]} if "slippage" in params and slip_field else {})
+    )
     fill = None if participation is None else Participation(participation=participation, rest=participation_rest)  # type: ignore[arg-type]
     return Costs(commission, slippage, fill)

@@ -27,7 +27,7 @@ from fincon.data.prices import load_prices
 from fincon.data.view import MarketData
 from fincon.engine.backtest import BacktestResult, run_backtest
 from fincon.engine.broker import BrokerSettings
-from fincon.engine.costs import costs
+from fincon.engine.costs import Costs, Participation
 from fincon.engine.rundir import RunDir, check_out_path, write_json
 from fincon.errors import ConfigError, FinconError
 from fincon.strategies.base import RunContext, Strategy
@@ -444,15 +444,16 @@ def write_standard(
 
 
 def broker_settings(broker: BrokerConfig) -> BrokerSettings:
-    """The engine's broker for a run config's ``broker`` section: the flat
-    settings and flags turned into cost models (fincon.engine.costs)."""
-    b = broker.model_dump()
+    """The engine's broker for a run config's ``broker`` section: its cost models as they are."""
+    fill = None
+    if broker.participation is not None:
+        fill = Participation(participation=broker.participation, rest=broker.participation_rest)
     return BrokerSettings(
-        cash=b.pop("cash"),
-        fill=b.pop("fill"),
-        cash_buffer=b.pop("cash_buffer"),
-        charge_llm=b.pop("charge_llm"),
-        costs=costs(**b),
+        cash=broker.cash,
+        fill=broker.fill,
+        cash_buffer=broker.cash_buffer,
+        charge_llm=broker.charge_llm,
+        costs=Costs(broker.commission, broker.slippage, fill),
     )
 
 
