@@ -146,7 +146,11 @@ def test_the_safe_debate_never_returns_a_flipped_direction(tmp_path):
     assert d.leader_direction != d.report.direction and d.flip_prevented
     assert d.final == d.report  # the original report stands, untouched
     # through decide: the decision follows the original report and the flip is counted
-    view = SimpleNamespace(date=pd.Timestamp(CALL_DAY), dates=lambda n: pd.DatetimeIndex(["2022-10-31", CALL_DAY]))
+    view = SimpleNamespace(
+        date=pd.Timestamp(CALL_DAY),
+        dates=lambda n: pd.DatetimeIndex(["2022-10-31", CALL_DAY]),
+        events=proto.events.view_at(CALL_DAY),  # the day's events, as the market view serves them
+    )
     task = ManagerTask(day=CALL_DAY, tickers=("TSLA",), reports={"TSLA": []}, weights={})
     decision, ans, rec = proto.decide(Flipper(), task, view, ("TSLA",))
     want = {"bullish": "buy", "bearish": "sell"}[d.report.direction]

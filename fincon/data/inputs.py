@@ -94,7 +94,7 @@ def open_inputs(
     """Open a run's data section (``source``, ``--data``, ``--cache-dir``) once."""
     dataset = resolve_dataset(data_dir) if source == "csv" and data_dir is not None else None
     price_dir = dataset.prices_dir if dataset is not None else data_dir
-    if dataset is not None and not price_dir.is_dir():
+    if dataset is not None and not dataset.prices_dir.is_dir():
         from fincon.errors import DataError
 
         raise DataError(f"--data {data_dir}: dataset without a prices/ folder; re-run the import")

@@ -26,12 +26,15 @@ docs/engine.md (CONTRIBUTING.md, "Adding a cost model").
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union
 
-import backtrader as bt
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:  # backtrader loads when a broker is built, not when a config is read (fincon --help)
+    import backtrader as bt
 
 
 class _CostModel(BaseModel, ABC):
@@ -102,20 +105,25 @@ def per_share_commission(size: float, price: float, per_share: float, minimum: f
     return min(fee, maximum * shares * price) if maximum > 0 else fee
 
 
-class _PerShareCommInfo(bt.CommInfoBase):
-    """backtrader's side of :class:`PerShareCommission`."""
+@functools.cache
+def _per_share_comm_info() -> type:
+    """backtrader's side of :class:`PerShareCommission` (built on first use)."""
+    import backtrader as bt
 
-    params = (
-        ("stocklike", True),
-        ("commtype", bt.CommInfoBase.COMM_FIXED),
-        ("percabs", True),
-        ("per_share", 0.005),
-        ("minimum", 1.0),
-        ("maximum", 0.01),
-    )
+    class PerShareCommInfo(bt.CommInfoBase):
+        params = (
+            ("stocklike", True),
+            ("commtype", bt.CommInfoBase.COMM_FIXED),
+            ("percabs", True),
+            ("per_share", 0.005),
+            ("minimum", 1.0),
+            ("maximum", 0.01),
+        )
 
-    def _getcommission(self, size, price, pseudoexec):
-        return per_share_commission(size, price, self.p.per_share, self.p.minimum, self.p.maximum)
+        def _getcommission(self, size, price, pseudoexec):
+            return per_share_commission(size, price, self.p.per_share, self.p.minimum, self.p.maximum)
+
+    return PerShareCommInfo
 
 
 class PerShareCommission(Commission):
@@ -141,7 +149,7 @@ class PerShareCommission(Commission):
 
     def install(self, broker: bt.brokers.BackBroker) -> None:
         broker.addcommissioninfo(
-            _PerShareCommInfo(per_share=self.per_share, minimum=self.minimum, maximum=self.maximum)
+            _per_share_comm_info()(per_share=self.per_share, minimum=self.minimum, maximum=self.maximum)
         )
 
     def summary(self) -> dict[str, Any]:
@@ -232,17 +240,22 @@ class BpsSlippage(_FractionSlippage):
         return {"slippage": self.bps}
 
 
-class _RangeSlippageBroker(bt.brokers.BackBroker):
+@functools.cache
+def _range_slippage_broker() -> type:
     """backtrader's broker, slipping each order by a fraction of the decision
     day's high-low range (the bar before the one it executes in: known when
     the order was decided) through backtrader's own fixed-slippage path."""
+    import backtrader as bt
 
-    params = (("slip_range", 0.0),)
+    class RangeSlippageBroker(bt.brokers.BackBroker):
+        params = (("slip_range", 0.0),)
 
-    def _try_exec(self, order):
-        data = order.data
-        self.p.slip_fixed = self.p.slip_range * max(0.0, float(data.high[-1]) - float(data.low[-1]))
-        return super()._try_exec(order)
+        def _try_exec(self, order):
+            data = order.data
+            self.p.slip_fixed = self.p.slip_range * max(0.0, float(data.high[-1]) - float(data.low[-1]))
+            return super()._try_exec(order)
+
+    return RangeSlippageBroker
 
 
 class RangeSlippage(Slippage):
@@ -259,7 +272,7 @@ class RangeSlippage(Slippage):
         return self.fraction * max(0.0, float(high) - float(low))
 
     def broker(self) -> bt.brokers.BackBroker:
-        return _RangeSlippageBroker(slip_range=self.fraction, slip_open=True, slip_match=True, slip_out=True)
+        return _range_slippage_broker()(slip_range=self.fraction, slip_open=True, slip_match=True, slip_out=True)
 
     def summary(self) -> dict[str, Any]:
         return {"slippage": self.fraction}
@@ -323,8 +336,8 @@ SLIPPAGE_FIELD = {"percent": "fraction", "bps": "bps", "range": "fraction"}
 class Costs:
     """The cost models of one run, as the engine applies them and a strategy estimates them."""
 
-    commission: Commission = field(default_factory=PercentCommission)
-    slippage: Slippage = field(default_factory=PercentSlippage)
+    commission: Commission = field(default_factory=lambda: PercentCommission(rate=0.0))
+    slippage: Slippage = field(default_factory=lambda: PercentSlippage(fraction=0.0))
     participation: Participation | None = None
 
     @property
