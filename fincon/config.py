@@ -344,11 +344,6 @@ class RunConfig(_Section):
         # in config.yaml and would override the strategy's if read back
         return llm.model_dump(mode="json", exclude_unset=True)
 
-    def llm_section(self) -> dict[str, Any]:
-        """The ``llm`` keys this config sets, as YAML values: what a strategy
-        merges over its own defaults (``make_strategy(..., llm=...)``)."""
-        return self.llm.model_dump(mode="json", exclude_unset=True)
-
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=True)
 

@@ -349,10 +349,16 @@ def test_the_llm_block_is_typed_and_written_back_as_set(tmp_path):
     cfg = load_config(None, {"llm": {"model": "qwen2.5-coder-0.5b", "temperature": 0.2}})
     assert isinstance(cfg.llm, LLMSettings)
     assert cfg.llm.temperature == 0.2 and cfg.llm.n_ctx == 2048  # typed, defaults filled
-    assert cfg.llm_section() == {"model": "qwen2.5-coder-0.5b", "temperature": 0.2}
+    assert cfg.llm.model_dump(mode="json", exclude_unset=True) == {"model": "qwen2.5-coder-0.5b", "temperature": 0.2}
     again = load_config(None, yaml.safe_load(cfg.to_yaml()))
-    assert again.llm_section() == cfg.llm_section() and again.to_yaml() == cfg.to_yaml()
-    assert load_config(None, {}).llm_section() == {} and "llm: {}" in load_config(None, {}).to_yaml()
+    assert (
+        again.llm.model_dump(mode="json", exclude_unset=True) == cfg.llm.model_dump(mode="json", exclude_unset=True)
+        and again.to_yaml() == cfg.to_yaml()
+    )
+    assert (
+        load_config(None, {}).llm.model_dump(mode="json", exclude_unset=True) == {}
+        and "llm: {}" in load_config(None, {}).to_yaml()
+    )
     with pytest.raises(ConfigError, match=r"llm\.n_ctx"):
         load_config(None, {"llm": {"n_ctx": 10}})
     with pytest.raises(ConfigError, match="mapping"):

@@ -234,6 +234,6 @@ def test_a_config_copy_moves_both_windows_at_once_and_checks_its_values():
     )
     assert late.train.end == dt.date(2023, 6, 30)
     cfg = load_config(None, {}).model_copy(update={"llm": {"model": "qwen2.5-coder-0.5b"}})
-    assert cfg.llm_section() == {"model": "qwen2.5-coder-0.5b"}
+    assert cfg.llm.model_dump(mode="json", exclude_unset=True) == {"model": "qwen2.5-coder-0.5b"}
     with pytest.raises(ConfigError, match="llm.temperature"):
         cfg.model_copy(update={"llm": {"temperature": 9}})

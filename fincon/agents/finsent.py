@@ -193,16 +193,15 @@ class FinSent(Strategy):
         return out
 
 
-def make_finsent(params: FinSentParams | Mapping[str, Any], llm: Mapping[str, Any]) -> FinSent:
-    """Registry entry: params validated, the LLM settings the run's llm section over the params' own."""
+def make_finsent(params: FinSentParams | Mapping[str, Any], llm=None) -> FinSent:
+    """Registry entry: params validated; the LLM settings are the run's typed
+    ``llm`` section under the params' own."""
     from fincon.validation import validated
 
     p = validated(FinSentParams, params, "strategy_params.finsent")
     settings = None
     if p.brain == "llm":
-        from fincon.llm.settings import LLMSettings
+        from fincon.llm.settings import layered
 
-        settings = validated(
-            LLMSettings, {"answer_max_tokens": 32, **dict(llm), **p.llm}, "strategy_params.finsent.llm"
-        )
+        settings = layered(llm, {"answer_max_tokens": 32}, p.llm, "strategy_params.finsent.llm")
     return FinSent(p, settings)

@@ -194,9 +194,11 @@ def make_llm_trader(settings: LLMSettings | Mapping[str, Any] | None = None) -> 
     return LLMTrader(settings)
 
 
-def make_llm_trader_from_run(params: LLMSettings | Mapping[str, Any], llm: Mapping[str, Any]) -> LLMTrader:
-    """Registry entry: the run's ``llm`` section overridden by the strategy's
-    own params (strategy params win where both set a key; of a settings model,
-    the keys it sets)."""
+def make_llm_trader_from_run(params: LLMSettings | Mapping[str, Any], llm: LLMSettings | None = None) -> LLMTrader:
+    """Registry entry: the run's typed ``llm`` section overridden by the
+    strategy's own params (strategy params win where both set a key; of a
+    settings model, the keys it sets)."""
+    from fincon.llm.settings import layered
+
     own = params.model_dump(exclude_unset=True) if isinstance(params, LLMSettings) else dict(params)
-    return make_llm_trader({**llm, **own})
+    return LLMTrader(layered(llm, None, own, "strategy_params.llm-trader"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -98,6 +98,21 @@ class LLMSettings(BaseModel):
 
     def sampling(self) -> SamplingParams:
         return SamplingParams(temperature=self.temperature, max_tokens=self.answer_max_tokens, seed=self.seed)
+
+
+def layered(
+    run: LLMSettings | None,
+    defaults: Mapping[str, Any] | None = None,
+    own: Mapping[str, Any] | None = None,
+    where: str = "llm",
+) -> LLMSettings:
+    """A strategy's model settings, typed: its ``defaults``, under the keys the
+    run's ``llm`` section sets, under the strategy's ``own`` (its params' llm).
+    How every strategy that calls a model gets its settings from a run."""
+    from fincon.validation import validated
+
+    keys = run.model_dump(exclude_unset=True) if run is not None else {}
+    return validated(LLMSettings, {**(defaults or {}), **keys, **(own or {})}, where)
 
 
 def build_backend(settings: LLMSettings):

@@ -118,14 +118,19 @@ def validate_params(name: str, params: Mapping[str, Any] | BaseModel | None) -> 
         raise ConfigError(format_validation_error(f"strategy_params.{name}", exc, model)) from None
 
 
-def make_strategy(
-    name: str, params: Mapping[str, Any] | BaseModel | None = None, llm: Mapping[str, Any] | None = None
-) -> Strategy:
+def make_strategy(name: str, params: Mapping[str, Any] | BaseModel | None = None, llm: Any = None) -> Strategy:
     """Build strategy ``name`` from its params (a mapping or its params model);
-    ``llm`` is the run's LLM section (LLM strategies only)."""
+    ``llm`` is the run's typed LLM settings (``RunConfig.llm``, an
+    ``LLMSettings``; a mapping of its keys is validated into one), read by the
+    strategies that call a model under their own defaults."""
     _known(name)
     typed = validate_params(name, params)
     if name in FACTORIES:
-        factory: Callable[[BaseModel, Mapping[str, Any]], Strategy] = _load(FACTORIES[name])
-        return factory(typed, dict(llm or {}))
+        if llm is not None and not isinstance(llm, BaseModel):
+            from fincon.llm.settings import LLMSettings
+            from fincon.validation import validated
+
+            llm = validated(LLMSettings, llm, "llm")
+        factory: Callable[[BaseModel, Any], Strategy] = _load(FACTORIES[name])
+        return factory(typed, llm)
     return strategy_class(name)(typed)

@@ -177,9 +177,7 @@ def preflight(cfg: RunConfig) -> None:
     input (a window outside the data, a missing corpus) leaves nothing behind."""
     inputs = inputs_for(cfg)
     cfg = with_events(cfg, inputs)
-    strategies = {
-        name: make_strategy(name, cfg.strategy_params.get(name), cfg.llm_section()) for name in cfg.strategies
-    }
+    strategies = {name: make_strategy(name, cfg.strategy_params.get(name), cfg.llm) for name in cfg.strategies}
     cfg = _resolved(cfg, strategies)
     market, _ = _market(cfg, inputs, max(s.warmup for s in strategies.values()))
     for strategy in strategies.values():
@@ -235,7 +233,7 @@ def run_config(
     inputs = inputs_for(cfg)
     cfg = with_events(cfg, inputs)
     strategies: dict[str, Strategy] = {
-        name: make_strategy(name, cfg.strategy_params.get(name), cfg.llm_section()) for name in cfg.strategies
+        name: make_strategy(name, cfg.strategy_params.get(name), cfg.llm) for name in cfg.strategies
     }
     cfg = _resolved(cfg, strategies)
     blocks = knowledge(cfg, strategies)
@@ -434,7 +432,9 @@ def write_standard(
     seeds = {
         f"{n}.{k}": v for n in sorted(cfg.strategy_params) for k, v in sorted(cfg.params(n).items()) if "seed" in k
     }
-    seeds.update({f"llm.{k}": v for k, v in sorted(cfg.llm_section().items()) if "seed" in k})
+    seeds.update(
+        {f"llm.{k}": v for k, v in sorted(cfg.llm.model_dump(mode="json", exclude_unset=True).items()) if "seed" in k}
+    )
     content = manifest(cfg.to_yaml(), {t: market.frame(t) for t in market.tickers}, corpus, seeds)
     if lookahead:
         content["data_lookahead"] = lookahead

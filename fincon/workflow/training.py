@@ -155,13 +155,13 @@ def _model_settings(cfg: RunConfig, opts: TrainOptions):
     update's with --cvrf-brain llm), or None when it calls none."""
     from fincon.agents.team import make_fincon_team
 
-    team = make_fincon_team(_team_params(cfg), cfg.llm_section())
+    team = make_fincon_team(_team_params(cfg), cfg.llm)
     if team.params.brain != "llm" and opts.cvrf_brain != "llm":
         return None
-    from fincon.llm.settings import LLMSettings
+    from fincon.llm.settings import layered
 
     # the rules team has no LLM settings of its own: the run's llm section, with the team's context size
-    return team.settings or LLMSettings.model_validate({"n_ctx": 4096, **cfg.llm_section(), **(team.params.llm or {})})
+    return team.settings or layered(cfg.llm, {"n_ctx": 4096}, team.params.llm or {})
 
 
 def _risk_control(cfg: RunConfig, opts: TrainOptions, perspectives: tuple[str, ...]):
@@ -199,7 +199,7 @@ def _episode_config(cfg: RunConfig, beliefs_path: Path, k: int, opts: TrainOptio
         # the config sets one) and one seed per episode; the analysts keep the
         # run's sampling, so an analyst whose inputs and beliefs did not change
         # is answered by the cache (belief generation runs at temperature 0)
-        llm = {**cfg.llm_section(), **(params.get("llm") or {})}
+        llm = {**cfg.llm.model_dump(mode="json", exclude_unset=True), **(params.get("llm") or {})}
         params["manager_temperature"] = float(llm.get("temperature") or opts.temperature)
         params["manager_seed"] = int(llm.get("seed", 0)) + k + SEED_STRIDE * opts.seed
     return cfg.with_params(TEAM, params)
@@ -243,7 +243,7 @@ def train(
     from fincon.workflow.runner import check_knowledge, preflight
 
     cfg = _check_config(cfg)
-    team = make_fincon_team(_team_params(cfg), cfg.llm_section())  # validates the team's params now
+    team = make_fincon_team(_team_params(cfg), cfg.llm)  # validates the team's params now
     brain = team.params.brain
     knowledge = {"training": training_knowledge(cfg, opts)}
     check_knowledge(knowledge, require=require_after_cutoff, warn=False)  # refused before anything else
