@@ -10,11 +10,26 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from fincon.cli.args import add_ledger_argument, iso_date, ledger_path, number
+from fincon.cli.args import add_ledger_argument, iso_date, ledger_path
 from fincon.cli.llm import add_llm_arguments, llm_overrides
-from fincon.config import load_config
+from fincon.cli.options import (
+    add_broker,
+    add_data,
+    add_output,
+    add_params,
+    add_team,
+    add_tickers,
+    broker_overrides,
+    check_broker_flags,
+    check_data_flags,
+    data_overrides,
+    field_flag,
+    flag_of,
+    load_run_config,
+    split,
+    team_values,
+)
+from fincon.config import MetricsConfig, RunConfig
 from fincon.errors import ConfigError
 from fincon.report.table import format_table
 from fincon.strategies.registry import strategy_names
@@ -62,6 +77,10 @@ examples:
 """
 
 
+#: the team flags backtest has (fincon.cli.options.TEAM)
+TEAM_FLAGS = ("brain", "events", "candidates", "beliefs", "allow_overlap", "no_cvar", "protocol", "samples", "critics")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "backtest",
@@ -72,13 +91,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     g = p.add_argument_group("what to run")
     g.add_argument("--config", type=Path, help="YAML run config (see README); flags override it")
-    g.add_argument(
-        "--ticker",
-        "--tickers",
-        dest="tickers",
-        metavar="T[,T...]",
-        help="ticker or comma-separated tickers (default TSLA)",
-    )
+    add_tickers(g)
     g.add_argument(
         "--strategy",
         "--strategies",
@@ -88,164 +101,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     g.add_argument("--start", type=iso_date, help="first trading day, YYYY-MM-DD (default 2022-10-05)")
     g.add_argument("--end", type=iso_date, help="last trading day, YYYY-MM-DD (default 2023-06-09)")
-    g.add_argument(
-        "--param",
-        action="append",
-        default=[],
-        metavar="STRATEGY.KEY=VALUE",
-        help="strategy parameter, repeatable (value parsed as YAML)",
-    )
+    add_params(g, metavar="STRATEGY.KEY=VALUE", help="strategy parameter, repeatable (value parsed as YAML)")
     g.add_argument("--no-benchmark", action="store_true", help="do not add buy-and-hold")
-    d = p.add_argument_group("data")
-    d.add_argument(
-        "--source",
-        choices=["sample", "csv", "yfinance"],
-        help="price source (default sample: bundled, offline; csv implied by --data)",
-    )
-    d.add_argument(
-        "--data",
-        type=Path,
-        metavar="DIR",
-        help="a dataset directory from `fincon data import` (its prices, events and calendar), or a "
-        "directory of TICKER.csv files with Date,Open,High,Low,Close,Adj Close,Volume",
-    )
-    d.add_argument(
-        "--cache-dir",
-        type=Path,
-        help="yfinance download cache (default $FINCON_CACHE_DIR/yfinance, else ~/.cache/fincon/yfinance)",
-    )
-    b = p.add_argument_group("broker")
-    b.add_argument("--cash", type=number(float, 0, lo_open=True), help="starting cash (default 1,000,000)")
-    b.add_argument(
-        "--commission",
-        type=number(float, 0, 0.1, hi_open=True),
-        help="fraction of traded value, e.g. 0.001 (default 0)",
-    )
-    b.add_argument(
-        "--commission-model",
-        choices=["percent", "per-share", "zero"],
-        help="percent of value (default, --commission), per share with a minimum and a maximum per "
-        "order (--commission-per-share, --commission-min, --commission-max), or zero",
-    )
-    b.add_argument(
-        "--commission-per-share",
-        type=number(float, 0, 10, hi_open=True),
-        metavar="USD",
-        help="per-share: dollars a share (0.005)",
-    )
-    b.add_argument(
-        "--commission-min",
-        type=number(float, 0, 1000, hi_open=True),
-        metavar="USD",
-        help="per-share: dollars an order at least (1.0)",
-    )
-    b.add_argument(
-        "--commission-max",
-        type=number(float, 0, 1, hi_open=True),
-        metavar="FRAC",
-        help="per-share: fraction of the order's value at most (0.01; 0: no maximum)",
-    )
-    b.add_argument(
-        "--slippage",
-        type=number(float, 0, 1000, hi_open=True),
-        help="fraction of price, e.g. 0.0005 (default 0; below 0.1); basis points with --slippage-model "
-        "bps; a fraction of the decision day's high-low range with --slippage-model range",
-    )
-    b.add_argument("--slippage-model", choices=["percent", "bps", "range"], help="how --slippage reads (percent)")
-    b.add_argument(
-        "--participation",
-        type=number(float, 0, 1, lo_open=True),
-        metavar="FRAC",
-        help="an order fills at most this fraction of the day's volume, e.g. 0.025; every partial or "
-        "rejected order is in orders.csv with its reason",
-    )
-    b.add_argument(
-        "--charge-llm",
-        action="store_true",
-        default=None,
-        help="take each day's LLM spend from the cash, a trading cost (priced by --llm-prices; "
-        "equity.csv gets an llm_cost_usd column)",
-    )
-    b.add_argument(
-        "--participation-rest",
-        choices=["cancel", "carry"],
-        help="the unfilled rest of a capped order: cancel (default) or carry to the next day",
-    )
-    b.add_argument("--fill", choices=["close", "next-open"], help="fill at the decision close (default) or next open")
-    t = p.add_argument_group("agent team (--strategy fincon; see README)")
-    t.add_argument(
-        "--brain",
-        choices=["llm", "rules"],
-        help="llm: every agent asks the model (default); rules: deterministic baseline, runs in seconds",
-    )
-    t.add_argument(
-        "--events",
-        metavar="sample|DIR",
-        help="event corpus the analysts read: the bundled synthetic sample (default) or a directory "
-        "written by `fincon data sample` / in the event format of docs/information.md",
-    )
-    t.add_argument(
-        "--candidates",
-        metavar="T[,T...]",
-        help="portfolio: tickers the stock-selection analyst picks the traded pool from "
-        "(sets --tickers when that is not given)",
-    )
-    t.add_argument(
-        "--beliefs",
-        metavar="FILE|RUN",
-        help="start from learned investment beliefs and reflections: a beliefs.json or the run dir of "
-        "`fincon train` (test stage: no belief learning, CVaR alerts stay on)",
-    )
-    t.add_argument(
-        "--allow-overlap",
-        action="store_true",
-        help="accept --beliefs trained on a window that does not end before --start "
-        "(lookahead: flagged in the summary and on stderr)",
-    )
-    t.add_argument(
-        "--no-cvar", action="store_true", help="turn off the within-episode CVaR alert (the paper's ablation)"
-    )
-    t.add_argument(
-        "--protocol",
-        metavar="NAME",
-        help="decision step after the analysts: fincon (the paper's manager, default); see "
-        "docs/protocols.md for the others",
-    )
-    t.add_argument(
-        "--samples",
-        type=number(int, 1, 9),
-        metavar="N",
-        help="protocols that sample several proposals (scm): how many per day (default 3)",
-    )
-    t.add_argument(
-        "--critics",
-        choices=["on", "off"],
-        help="numeric critics check the analysts' figures about filings and calls (default off)",
-    )
+    add_data(p)
+    add_broker(p)
+    add_team(p.add_argument_group("agent team (--strategy fincon; see README)"), *TEAM_FLAGS)
     add_llm_arguments(p, with_cutoff_gate=True, with_masking=True)
     m = p.add_argument_group("metrics and output")
     add_ledger_argument(m)
-    m.add_argument(
-        "--alpha",
-        type=number(float, 0, 0.5, lo_open=True, hi_open=True),
-        help="VaR/CVaR tail probability (default 0.05)",
-    )
-    m.add_argument(
-        "--risk-free", type=number(float, -0.1, 0.5, hi_open=True), help="annual risk-free rate for Sharpe (default 0)"
-    )
-    m.add_argument(
-        "--out",
-        metavar="DIR",
-        help="run directory (default runs/<strategies>_<tickers>_<window>); an existing one is kept "
+    field_flag(m, MetricsConfig, "alpha", "--alpha", help="VaR/CVaR tail probability (default {default:g})")
+    field_flag(m, MetricsConfig, "risk_free", "--risk-free", help="{desc} (default {default:g})")
+    add_output(
+        m,
+        out="run directory (default runs/<strategies>_<tickers>_<window>); an existing one is kept "
         "and the run goes to DIR-2, DIR-3...",
+        json="print the metrics as one JSON object instead of a table",
     )
     m.add_argument(
         "--replace",
         action="store_true",
         help="replace --out if it is an earlier fincon run (swapped in only when the new run is complete)",
     )
-    m.add_argument("--json", action="store_true", help="print the metrics as one JSON object instead of a table")
-    m.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     m.add_argument(
         "--report",
         action="store_true",
@@ -254,139 +130,42 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _parse_params(items: list[str]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        name, dot, field = key.rpartition(".")
-        if not sep or not dot or not name or not field:
-            raise ConfigError(f"--param {item!r}: expected STRATEGY.KEY=VALUE, e.g. markowitz.lookback=60")
-        try:
-            value = yaml.safe_load(raw)
-        except yaml.YAMLError:
-            value = raw
-        out.setdefault(name, {})[field] = value
-    return out
-
-
-def _split(text: str | None) -> list[str] | None:
-    return [x.strip() for x in text.split(",") if x.strip()] if text else None
-
-
-def build_config(args: argparse.Namespace):
-    overrides: dict[str, Any] = {
-        "tickers": _split(args.tickers),
-        "strategies": _split(args.strategies),
+def build_config(args: argparse.Namespace) -> RunConfig:
+    """The run config of ``fincon backtest``'s flags over ``--config``."""
+    flags: dict[str, Any] = {
+        "tickers": split(args.tickers),
+        "strategies": split(args.strategies),
         "start": args.start,
         "end": args.end,
-        "data.source": args.source or ("csv" if args.data else None),
-        # saved absolute, so the run's config.yaml works from any directory
-        "data.dir": str(args.data.expanduser().absolute()) if args.data else None,
-        "data.cache_dir": str(args.cache_dir.expanduser().absolute()) if args.cache_dir else None,
-        "broker.cash": args.cash,
-        "broker.commission": args.commission,
-        "broker.slippage": args.slippage,
-        "broker.commission_model": getattr(args, "commission_model", None),
-        "broker.commission_per_share": getattr(args, "commission_per_share", None),
-        "broker.commission_min": getattr(args, "commission_min", None),
-        "broker.commission_max": getattr(args, "commission_max", None),
-        "broker.slippage_model": getattr(args, "slippage_model", None),
-        "broker.participation": getattr(args, "participation", None),
-        "broker.participation_rest": getattr(args, "participation_rest", None),
-        "broker.charge_llm": getattr(args, "charge_llm", None),
-        "broker.fill": args.fill.replace("-", "_") if args.fill else None,
+        **data_overrides(args),
+        **broker_overrides(args),
         "metrics.alpha": args.alpha,
         "metrics.risk_free": args.risk_free,
         "benchmark": False if args.no_benchmark else None,
     }
-    for key, value in llm_overrides(args).items():
-        overrides[f"llm.{key}"] = str(value) if isinstance(value, Path) else value
-    # commands that share this builder (train, experiment) may lack some team flags
-    opt = lambda name: getattr(args, name, None)  # noqa: E731
-    team = {
-        "brain": args.brain,
-        "events": args.events,
-        "candidates": _split(args.candidates),
-        "beliefs": str(Path(args.beliefs).expanduser().absolute()) if opt("beliefs") else None,
-        "allow_overlap": True if opt("allow_overlap") else None,
-        "cvar": False if opt("no_cvar") else None,
-        "protocol": opt("protocol"),
-        "samples": opt("samples"),
-        "critics": None if opt("critics") is None else opt("critics") == "on",
-    }
-    if args.events and args.events != "sample":
-        team["events"] = str(Path(args.events).expanduser().absolute())
-    team = {k: v for k, v in team.items() if v is not None}
-    if team:
-        if "candidates" in team and not overrides["tickers"]:
-            overrides["tickers"] = team["candidates"]
-        for key, value in team.items():
-            overrides[f"strategy_params.fincon.{key}"] = value
-    for name, params in _parse_params(args.param).items():
-        for key, value in params.items():
-            overrides[f"strategy_params.{name}.{key}"] = value
-    flags = {key: _flag_of(key) for key, value in overrides.items() if value is not None}
-    if args.config is None:  # nothing but a flag can set these: an error may name their flags too
-        flags.update({key: _flag_of(key) for key in ("broker.commission_model", "broker.participation")})
-    cfg = load_config(args.config, overrides, flags)
+    team = team_values(args, *TEAM_FLAGS)
+    cfg = load_run_config(
+        args.config,
+        flags,
+        team=team,
+        params=args.param,
+        llm=llm_overrides(args),
+        # nothing but a flag can set these without a config: an error may name their flags too
+        named=() if args.config is not None else ("broker.commission_model", "broker.participation"),
+    )
     check_unused_flags(args, cfg)
     if team and "fincon" not in cfg.strategies:
-        flags = ", ".join({"cvar": "--no-cvar"}.get(k, f"--{k}") for k in team)
-        raise ConfigError(f"{flags} apply to the agent team; add fincon to --strategy")
+        names = ", ".join(flag_of(f"strategy_params.fincon.{key}") for key in team)
+        raise ConfigError(f"{names} apply to the agent team; add fincon to --strategy")
     return cfg
 
 
-#: config keys whose flag is not --KEY-WITH-DASHES
-_FLAG_NAMES = {
-    "strategies": "--strategy",
-    "data.dir": "--data",
-    "benchmark": "--no-benchmark",
-    "strategy_params.fincon.cvar": "--no-cvar",
-    "strategy_params.fincon.critics": "--critics",
-}
-
-
-def _flag_of(key: str) -> str:
-    """The flag that sets config ``key`` (``broker.commission_min`` -> ``--commission-min``;
-    a strategy parameter set with --param is named as that --param)."""
-    if key in _FLAG_NAMES:
-        return _FLAG_NAMES[key]
-    if key.startswith("strategy_params.fincon."):
-        return "--" + key.rsplit(".", 1)[1].replace("_", "-")
-    if key.startswith("strategy_params."):
-        return "--param " + key[len("strategy_params.") :]
-    if key.startswith("llm."):
-        return "--llm-" + key[4:].replace("_", "-")
-    return "--" + key.rsplit(".", 1)[-1].replace("_", "-")
-
-
-def check_unused_flags(args: argparse.Namespace, cfg) -> None:
+def check_unused_flags(args: argparse.Namespace, cfg: RunConfig) -> None:
     """A flag the run would not read is an error (one line, exit 2), never
     dropped: the config validator catches settings that differ from their
     defaults; this catches a flag given at its default value too."""
-    b = cfg.broker
-    opt = lambda name: getattr(args, name, None)  # noqa: E731
-    for name in ("commission_per_share", "commission_min", "commission_max"):
-        flag = "--" + name.replace("_", "-")
-        if opt(name) is not None and b.commission_model != "per-share":
-            raise ConfigError(
-                f"{flag} applies to --commission-model per-share (this run's commission model is "
-                f"{b.commission_model}); add --commission-model per-share or drop {flag}"
-            )
-    if opt("commission") is not None and b.commission_model != "percent":
-        raise ConfigError(
-            f"--commission is the percent model's rate; --commission-model {b.commission_model} does not read it: "
-            "drop --commission"
-            + (" (the price a share is --commission-per-share)" if b.commission_model == "per-share" else "")
-        )
-    if opt("participation_rest") is not None and b.participation is None:
-        raise ConfigError("--participation-rest applies to a participation cap: add --participation (e.g. 0.025)")
-    if opt("data") is not None and opt("source") not in (None, "csv"):
-        raise ConfigError(
-            f"--source {opt('source')} does not read --data {opt('data')} (that is a folder of prices): drop one of them"
-        )
-    if opt("cache_dir") is not None and cfg.data.source != "yfinance":
-        raise ConfigError("--cache-dir is the yfinance download cache: add --source yfinance or drop --cache-dir")
+    check_broker_flags(args, cfg.broker)
+    check_data_flags(args, cfg.data)
 
 
 @contextlib.contextmanager

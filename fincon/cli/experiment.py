@@ -11,6 +11,20 @@ from typing import Any
 
 from fincon.cli.args import add_ledger_argument, iso_date, ledger_env, number
 from fincon.cli.llm import add_llm_arguments, llm_overrides
+from fincon.cli.options import (
+    add_data,
+    add_output,
+    add_params,
+    add_team,
+    add_tickers,
+    add_training,
+    data_overrides,
+    field_flag,
+    parse_params,
+    split,
+    team_values,
+)
+from fincon.workflow.experiment_config import ExperimentConfig
 
 HELP = """\
 Run the FinCon paper's protocol for one ticker (or a portfolio):
@@ -93,6 +107,10 @@ examples:
 """
 
 
+#: the team flags experiment has (fincon.cli.options.TEAM)
+TEAM_FLAGS = ("brain", "events")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "experiment",
@@ -110,21 +128,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         "investorbench: warm-up 2020-07-02..09-30, test 2020-10-01..2021-05-06, 5 repeats, "
         "buy-and-hold and sentiment baselines",
     )
-    g.add_argument(
-        "--ticker",
-        "--tickers",
-        dest="tickers",
-        metavar="T[,T...]",
-        help="ticker, or comma-separated tickers for a portfolio (default TSLA)",
-    )
+    add_tickers(g)
     g.add_argument("--train-start", type=iso_date, help="first training day, YYYY-MM-DD (default 2022-01-03)")
     g.add_argument("--train-end", type=iso_date, help="last training day, YYYY-MM-DD (default 2022-10-04)")
     g.add_argument("--test-start", type=iso_date, help="first test day, YYYY-MM-DD (default 2022-10-05)")
     g.add_argument("--test-end", type=iso_date, help="last test day, YYYY-MM-DD (default 2023-06-09)")
-    g.add_argument(
-        "--repeats", type=number(int, 1, 100), help="repeats R; each ablation reports its median run (default 5)"
+    field_flag(
+        g,
+        ExperimentConfig,
+        "repeats",
+        "--repeats",
+        help="repeats R; each ablation reports its median run (default {default})",
     )
-    g.add_argument("--episodes", type=number(int, 1, 100), help="training episodes K (default 4, as in the paper)")
+    add_training(g, "episodes", defaults=False)
     g.add_argument("--ablations", metavar="A[,A...]", help="of full, no-cvar, no-beliefs (default all three)")
     g.add_argument(
         "--placebo",
@@ -144,28 +160,22 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="S[,S...]",
         help="baseline strategies on the test window (default buy-and-hold,markowitz,equal-weight,sma-cross)",
     )
-    g.add_argument(
-        "--param",
-        action="append",
-        default=[],
+    add_params(
+        g,
         metavar="STRATEGY.KEY=VALUE",
         help="fincon.KEY=VALUE: a team parameter; markowitz.KEY=VALUE etc.: a baseline's; repeatable",
     )
     t = p.add_argument_group("agent team")
-    t.add_argument("--brain", choices=["llm", "rules"], help="llm (default, bundled model) or rules")
-    t.add_argument("--events", metavar="sample|DIR", help="event corpus (default: the bundled sample)")
-    t.add_argument("--seed", type=number(int, 0, 1_000_000), help="base seed; repeat r uses seed + r - 1 (default 0)")
-    t.add_argument(
+    add_team(t, *TEAM_FLAGS)
+    field_flag(t, ExperimentConfig, "seed", "--seed", help="base seed; repeat r uses seed + r - 1 (default {default})")
+    field_flag(
+        t,
+        ExperimentConfig,
+        "temperature",
         "--temperature",
-        type=number(float, 0, 2, lo_open=True),
-        help="llm brain: the manager's sampling temperature, above 0 (default 0.7)",
+        help="llm brain: the manager's sampling temperature, above 0 (default {default})",
     )
-    t.add_argument(
-        "--explore", type=number(float, 0, 2), help="rules brain: weight noise of episodes 2..K (default 0.3)"
-    )
-    t.add_argument(
-        "--lr", type=number(float, 0, 100), help="rules brain: weight step size, times 1 - tau (default 4.0)"
-    )
+    add_training(t, "explore", "lr", defaults=False)
     r = p.add_argument_group("rolling evaluation (instead of one train/test split; docs/experiments.md)")
     r.add_argument(
         "--rolling",
@@ -188,15 +198,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="DAY",
         help="test windows end by this day and by the data's last day (default 2024-12-31)",
     )
-    d = p.add_argument_group("data")
-    d.add_argument("--source", choices=["sample", "csv", "yfinance"], help="price source (default sample)")
-    d.add_argument(
-        "--data",
-        type=Path,
-        metavar="DIR",
-        help="a dataset directory from `fincon data import` (prices, events, calendar) or a directory of TICKER.csv files",
-    )
-    d.add_argument("--cache-dir", type=Path, help="yfinance download cache")
+    add_data(p)
     add_llm_arguments(p, with_cutoff_gate=True, with_masking=True)
     x = p.add_argument_group("execution (see Scale-out above)")
     x.add_argument(
@@ -226,33 +228,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     o = p.add_argument_group("output")
     add_ledger_argument(o)
-    o.add_argument(
-        "--out",
-        metavar="DIR",
-        help="experiment directory (default runs/experiment_<tickers>_<hash>); the same command resumes it",
+    add_output(
+        o,
+        out="experiment directory (default runs/experiment_<tickers>_<hash>); the same command resumes it",
+        json="print results.json instead of the table",
     )
-    o.add_argument("--json", action="store_true", help="print results.json instead of the table")
-    o.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=run)
 
 
-def _split(text: str | None) -> list[str] | None:
-    return [x.strip() for x in text.split(",") if x.strip()] if text else None
-
-
 def build_experiment(args: argparse.Namespace):
-    from fincon.cli.backtest import _parse_params
     from fincon.config import name_flags
     from fincon.errors import ConfigError
     from fincon.workflow.experiment import load_experiment
 
-    events = args.events
-    if events and events != "sample":
-        events = str(Path(events).expanduser().absolute())
     if args.rolling:
-        split = {"--train-start": args.train_start, "--train-end": args.train_end,
-                 "--test-start": args.test_start, "--test-end": args.test_end}  # fmt: skip
-        given_split = [k for k, v in split.items() if v is not None]
+        windows = {"--train-start": args.train_start, "--train-end": args.train_end,
+                   "--test-start": args.test_start, "--test-end": args.test_end}  # fmt: skip
+        given_split = [k for k, v in windows.items() if v is not None]
         if given_split:
             raise ConfigError(
                 f"{given_split[0]} sets the one train/test split; --rolling makes its own windows "
@@ -264,26 +256,23 @@ def build_experiment(args: argparse.Namespace):
                 "them: drop --preset or --rolling"
             )
     over: dict[str, Any] = {
-        "tickers": _split(args.tickers),
+        "tickers": split(args.tickers),
         "train.start": args.train_start,
         "train.end": args.train_end,
         "test.start": args.test_start,
         "test.end": args.test_end,
         "repeats": args.repeats,
         "episodes": args.episodes,
-        "ablations": _split(args.ablations),
-        "placebos": _split(args.placebo),
-        "protocols": _split(args.protocols),
-        "baselines": _split(args.baselines),
-        "team.brain": args.brain,
-        "team.events": events,
+        "ablations": split(args.ablations),
+        "placebos": split(args.placebo),
+        "protocols": split(args.protocols),
+        "baselines": split(args.baselines),
+        **{f"team.{key}": value for key, value in team_values(args, *TEAM_FLAGS).items()},
         "seed": args.seed,
         "temperature": args.temperature,
         "explore": args.explore,
         "lr": args.lr,
-        "data.source": args.source or ("csv" if args.data else None),
-        "data.dir": str(args.data.expanduser().absolute()) if args.data else None,
-        "data.cache_dir": str(args.cache_dir.expanduser().absolute()) if args.cache_dir else None,
+        **data_overrides(args),
         "rolling.window": args.rolling,
         "rolling.step": args.step,
         "rolling.universes": args.universe,
@@ -296,7 +285,7 @@ def build_experiment(args: argparse.Namespace):
     }
     for key, value in llm_overrides(args).items():
         over[f"llm.{key}"] = value
-    for name, params in _parse_params(args.param).items():
+    for name, params in parse_params(args.param).items():
         for key, value in params.items():
             over[f"team.{key}" if name == "fincon" else f"strategy_params.{name}.{key}"] = value
     rolling_only = {

@@ -6,8 +6,21 @@ import argparse
 import json
 from pathlib import Path
 
-from fincon.cli.args import iso_date, number
-from fincon.cli.llm import add_llm_arguments
+from fincon.cli.args import iso_date
+from fincon.cli.llm import add_llm_arguments, llm_overrides
+from fincon.cli.options import (
+    add_data,
+    add_output,
+    add_params,
+    add_team,
+    add_tickers,
+    add_training,
+    check_data_flags,
+    data_overrides,
+    load_run_config,
+    split,
+    team_values,
+)
 
 TRAIN_START, TRAIN_END = "2022-01-03", "2022-10-04"
 
@@ -60,6 +73,10 @@ examples:
 """
 
 
+#: the team flags train has (fincon.cli.options.TEAM)
+TEAM_FLAGS = ("brain", "events", "candidates", "no_cvar")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "train",
@@ -70,13 +87,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     g = p.add_argument_group("what to train")
     g.add_argument("--config", type=Path, help="YAML run config (strategies: [fincon]); flags override it")
-    g.add_argument(
-        "--ticker",
-        "--tickers",
-        dest="tickers",
-        metavar="T[,T...]",
-        help="ticker, or comma-separated tickers for a portfolio (default TSLA)",
-    )
+    add_tickers(g)
     g.add_argument(
         "--start",
         type=iso_date,
@@ -85,46 +96,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument(
         "--end", type=iso_date, help=f"last training day, YYYY-MM-DD (default: the config's end, else {TRAIN_END})"
     )
-    g.add_argument(
-        "--param",
-        action="append",
-        default=[],
-        metavar="fincon.KEY=VALUE",
-        help="team parameter, repeatable (value parsed as YAML)",
-    )
-    d = p.add_argument_group("data")
-    d.add_argument("--source", choices=["sample", "csv", "yfinance"], help="price source (default sample)")
-    d.add_argument(
-        "--data",
-        type=Path,
-        metavar="DIR",
-        help="a dataset directory from `fincon data import` (prices, events, calendar) or a directory of TICKER.csv files",
-    )
-    d.add_argument("--cache-dir", type=Path, help="yfinance download cache")
-    t = p.add_argument_group("agent team")
-    t.add_argument("--brain", choices=["llm", "rules"], help="llm (default, bundled model) or rules")
-    t.add_argument("--events", metavar="sample|DIR", help="event corpus (default: the bundled sample)")
-    t.add_argument("--candidates", metavar="T[,T...]", help="portfolio: candidates for the stock-selection analyst")
-    t.add_argument("--no-cvar", action="store_true", help="turn off the within-episode CVaR alert")
+    add_params(g, metavar="fincon.KEY=VALUE", help="team parameter, repeatable (value parsed as YAML)")
+    add_data(p)
+    add_team(p.add_argument_group("agent team"), *TEAM_FLAGS)
     r = p.add_argument_group("training")
-    r.add_argument(
-        "--episodes", type=number(int, 1, 100), default=4, help="training episodes K (default 4, as in the paper)"
-    )
+    add_training(r, "episodes", defaults=True)
     r.add_argument(
         "--no-beliefs", action="store_true", help="the ablation: run the episodes but never update the beliefs"
     )
-    r.add_argument(
-        "--explore",
-        type=number(float, 0, 2),
-        default=0.3,
-        help="rules brain: log-normal noise on the rules weights in episodes 2..K (default 0.3)",
-    )
-    r.add_argument(
-        "--lr",
-        type=number(float, 0, 100),
-        default=4.0,
-        help="rules brain: weight step size, multiplied by 1 - tau (default 4.0)",
-    )
+    add_training(r, "explore", "lr", defaults=True)
     r.add_argument(
         "--cvrf-brain",
         choices=["team", "llm"],
@@ -134,42 +114,40 @@ def register(sub: argparse._SubParsersAction) -> None:
         "episodes, verbal beliefs; the --llm-* flags pick the model)",
     )
     add_llm_arguments(p, with_cutoff_gate=True, with_masking=True)
-    o = p.add_argument_group("output")
-    o.add_argument(
-        "--out",
-        metavar="DIR",
-        help="training directory (default runs/train_<tickers>_<window>_<hash>); the same command resumes it",
+    add_output(
+        p.add_argument_group("output"),
+        out="training directory (default runs/train_<tickers>_<window>_<hash>); the same command resumes it",
+        json="print the episodes as JSON instead of a table",
     )
-    o.add_argument("--json", action="store_true", help="print the episodes as JSON instead of a table")
-    o.add_argument("--no-progress", action="store_true", help="hide the progress bars")
-    p.set_defaults(
-        func=run,
-        strategies="fincon",
-        no_benchmark=True,
-        cash=None,
-        commission=None,
-        slippage=None,
-        fill=None,
-        alpha=None,
-        risk_free=None,
-        beliefs=None,
-        protocol=None,
-        samples=None,
-        critics=None,
+    p.set_defaults(func=run)
+
+
+def build_config(args: argparse.Namespace):
+    """The training's run config: the team alone, without a benchmark, on the
+    training window (its defaults apply to whatever neither a flag nor the
+    config gives: a config without dates must not train on the test window)."""
+    given = _config_keys(args.config) if args.config is not None else set()
+    flags = {
+        "tickers": split(args.tickers),
+        "start": args.start or (None if "start" in given else TRAIN_START),
+        "end": args.end or (None if "end" in given else TRAIN_END),
+        **data_overrides(args),
+    }
+    cfg = load_run_config(
+        args.config,
+        flags,
+        team=team_values(args, *TEAM_FLAGS),
+        params=args.param,
+        llm=llm_overrides(args),
+        fixed={"strategies": ["fincon"], "benchmark": False},
     )
+    check_data_flags(args, cfg.data)
+    return cfg
 
 
 def run(args: argparse.Namespace) -> int:
-    from fincon.cli.backtest import build_config
     from fincon.workflow.training import TrainOptions, train
 
-    # the training window's defaults apply to whatever neither a flag nor the
-    # config gives (a config without dates must not train on the test window)
-    given = _config_keys(args.config) if args.config is not None else set()
-    if "start" not in given:
-        args.start = args.start or TRAIN_START
-    if "end" not in given:
-        args.end = args.end or TRAIN_END
     cfg = build_config(args)
     opts = TrainOptions(
         episodes=args.episodes,

@@ -1,0 +1,129 @@
+"""The shared flag groups (fincon/cli/options.py): built from the config
+models' fields, declared once and used by backtest, train and experiment."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import typing
+from pathlib import Path
+from typing import Literal
+
+import pytest
+from pydantic import BaseModel, Field
+
+from fincon.cli import options
+from fincon.cli.main import build_parser
+
+COMMANDS = ("backtest", "train", "experiment")
+#: the flags of the shared groups every one of the three commands has
+SHARED = ("--ticker", "--param", "--source", "--data", "--cache-dir", "--brain", "--events")
+
+
+class _Model(BaseModel):
+    mode: Literal["fast", "slow"] = Field("fast", description="how fast it goes")
+    rate: float = Field(0.5, gt=0, le=2, description="a rate")
+    count: int | None = Field(None, ge=1, lt=10)
+
+
+def _actions(command: str) -> dict[str, argparse.Action]:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {s: a for a in sub.choices[command]._actions for s in a.option_strings}
+
+
+def test_a_literal_field_becomes_the_choices_and_its_description_the_help():
+    p = argparse.ArgumentParser()
+    action = options.field_flag(p, _Model, "mode", "--mode")
+    assert action.choices == ["fast", "slow"]
+    assert action.help == "how fast it goes"
+    assert p.parse_args(["--mode", "slow"]).mode == "slow"
+    # a template reads the description and the default
+    templated = options.field_flag(p, _Model, "rate", "--rate", help="{desc} (default {default:g})")
+    assert templated.help == "a rate (default 0.5)"
+    # the run config's own: --source's choices are DataConfig.source's Literal, in every command
+    from fincon.config import DataConfig
+
+    for command in COMMANDS:
+        assert _actions(command)["--source"].choices == list(
+            typing.get_args(DataConfig.model_fields["source"].annotation)
+        )
+    assert _actions("backtest")["--charge-llm"].help.startswith("take each day's LLM spend")
+
+
+def test_a_field_without_description_needs_a_help():
+    with pytest.raises(ValueError, match="count has no description"):
+        options.field_flag(argparse.ArgumentParser(), _Model, "count", "--count")
+
+
+def test_a_bounded_field_becomes_a_finite_number_within_its_range():
+    p = argparse.ArgumentParser(exit_on_error=False)
+    options.field_flag(p, _Model, "rate", "--rate")
+    options.field_flag(p, _Model, "count", "--count", help="how many")
+    assert p.parse_args(["--rate", "2", "--count", "9"]) == argparse.Namespace(rate=2.0, count=9)
+    for argv, message in (
+        (["--rate", "0"], "0 is out of range (0, 2]"),  # gt: open, le: closed
+        (["--rate", "nan"], "not a finite number (range (0, 2])"),
+        (["--count", "10"], "10 is out of range [1, 10)"),  # int | None: an int, None when not given
+        (["--count", "1.5"], "invalid int value"),
+    ):
+        with pytest.raises(argparse.ArgumentError) as err:
+            p.parse_args(argv)
+        assert message in str(err.value), argv
+    # the broker's: --commission-max is PerShareCommission.maximum (ge 0, lt 1)
+    assert _actions("backtest")["--commission-max"].type("0.5") == 0.5
+    with pytest.raises(argparse.ArgumentTypeError, match=r"out of range \[0, 1\)"):
+        _actions("backtest")["--commission-max"].type("1")
+
+
+def test_the_shared_groups_are_declared_once_and_used_by_all_three_commands():
+    def same(action: argparse.Action, flag: str) -> tuple:
+        if flag == "--param":  # each command says what its --param sets
+            return (action.dest, type(action), action.default)
+        return (action.dest, type(action), action.choices, action.metavar, action.help, action.type)
+
+    parsed = {command: _actions(command) for command in COMMANDS}
+    for flag in SHARED:
+        for command in COMMANDS[1:]:
+            assert same(parsed[command][flag], flag) == same(parsed["backtest"][flag], flag), (command, flag)
+    # no command module spells a shared flag in an add_argument of its own
+    cli = Path(options.__file__).parent
+    for command in COMMANDS:
+        tree = ast.parse((cli / f"{command}.py").read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
+                strings = [a.value for a in node.args if isinstance(a, ast.Constant)]
+                assert not set(strings) & set(SHARED), (command, strings)
+
+
+def test_the_team_flags_agree_with_finconparams():
+    from fincon.agents.team.params import FinConParams
+
+    assert options.TEAM["brain"].kwargs["choices"] == options.choices_of(FinConParams, "brain")
+    samples = options.bounds_of(FinConParams.model_fields["samples"])
+    assert (samples["lo"], samples["hi"]) == (1, 9)
+    parse = options.TEAM["samples"].kwargs["type"]
+    assert parse("9") == 9
+    with pytest.raises(argparse.ArgumentTypeError, match=r"out of range \[1, 9\]"):
+        parse("10")
+    for flag in options.TEAM.values():  # every team flag sets a field of the team's params
+        assert flag.key in FinConParams.model_fields
+
+
+def test_train_hands_the_builder_only_its_own_flags(tmp_path):
+    from fincon.cli.train import TRAIN_END, TRAIN_START, build_config
+    from fincon.workflow.training import TrainOptions
+
+    args = build_parser().parse_args(["train", "--brain", "rules", "--candidates", "tsla,msft", "--events", "sample"])
+    for faked in ("strategies", "no_benchmark", "cash", "commission", "fill", "alpha", "beliefs", "protocol"):
+        assert not hasattr(args, faked), faked  # no defaults for flags train does not have
+    assert (args.episodes, args.explore, args.lr) == (
+        TrainOptions.episodes,
+        TrainOptions.explore,
+        TrainOptions.lr,
+    )
+    cfg = build_config(args)
+    assert cfg.strategies == ["fincon"] and cfg.benchmark is False
+    assert (cfg.start.isoformat(), cfg.end.isoformat()) == (TRAIN_START, TRAIN_END)
+    assert cfg.tickers == ["TSLA", "MSFT"]
+    assert cfg.params("fincon") == {"brain": "rules", "candidates": ["TSLA", "MSFT"], "events": "sample"}
