@@ -273,17 +273,20 @@ StrategyParams = Annotated[
 ]
 
 
-class RunConfig(_Section):
+class RunSections(_Section):
+    """What a backtest and an experiment both say about their runs: the
+    tickers, each strategy's parameters, the model, the data, the broker and
+    the metrics. :class:`RunConfig` is one run; an experiment
+    (fincon.workflow.experiment_config.ExperimentConfig) composes the same
+    sections with its windows, repeats and ablations, and builds each unit's
+    RunConfig from them, so neither re-declares the other's fields."""
+
     tickers: list[str] = Field(default_factory=lambda: ["TSLA"])
-    start: dt.date = dt.date(2022, 10, 5)
-    end: dt.date = dt.date(2023, 6, 9)
-    strategies: list[str] = Field(default_factory=lambda: ["buy-and-hold"])
     strategy_params: StrategyParams = Field(
         default_factory=dict,
         description="each strategy's parameters, validated into its params model (a baseline's Params, "
         "the team's FinConParams, the LLM trader's LLMSettings); written back as the keys set",
     )
-    benchmark: bool = Field(True, description="also run buy-and-hold on the same window")
     llm: LLMSettings = Field(
         default_factory=LLMSettings,
         description="LLM settings for strategies that call a model (fincon.llm.settings.LLMSettings); "
@@ -292,11 +295,6 @@ class RunConfig(_Section):
     data: DataConfig = Field(default_factory=DataConfig)
     broker: BrokerConfig = Field(default_factory=BrokerConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
-
-    @field_validator("start", "end", mode="before")
-    @classmethod
-    def _iso(cls, v: Any) -> Any:
-        return iso_date_value(v)
 
     @field_validator("tickers")
     @classmethod
@@ -307,6 +305,31 @@ class RunConfig(_Section):
         if len(set(out)) != len(out):
             raise ValueError("tickers repeat")
         return out
+
+    @field_serializer("llm")
+    def _llm_as_set(self, llm: LLMSettings) -> dict[str, Any]:
+        # the keys the config sets, not every default: a strategy that calls a
+        # model fills the rest with its own defaults (the team's larger context
+        # and answer cap), so the defaults of the bare settings would be wrong
+        # in config.yaml and would override the strategy's if read back
+        return llm.model_dump(mode="json", exclude_unset=True)
+
+    def sections(self) -> dict[str, Any]:
+        """These sections as a config tree (YAML values): what a unit's
+        RunConfig is built from."""
+        return {k: v for k, v in self.model_dump(mode="json").items() if k in RunSections.model_fields}
+
+
+class RunConfig(RunSections):
+    start: dt.date = dt.date(2022, 10, 5)
+    end: dt.date = dt.date(2023, 6, 9)
+    strategies: list[str] = Field(default_factory=lambda: ["buy-and-hold"])
+    benchmark: bool = Field(True, description="also run buy-and-hold on the same window")
+
+    @field_validator("start", "end", mode="before")
+    @classmethod
+    def _iso(cls, v: Any) -> Any:
+        return iso_date_value(v)
 
     @field_validator("strategies")
     @classmethod
@@ -335,14 +358,6 @@ class RunConfig(_Section):
         return self.model_copy(
             update={"strategy_params": {**self.strategy_params, name: validate_params(name, params)}}
         )
-
-    @field_serializer("llm")
-    def _llm_as_set(self, llm: LLMSettings) -> dict[str, Any]:
-        # the keys the config sets, not every default: a strategy that calls a
-        # model fills the rest with its own defaults (the team's larger context
-        # and answer cap), so the defaults of the bare settings would be wrong
-        # in config.yaml and would override the strategy's if read back
-        return llm.model_dump(mode="json", exclude_unset=True)
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=True)

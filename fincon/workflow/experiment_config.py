@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from fincon.config import BrokerConfig, DataConfig, MetricsConfig, StrategyParams, iso_date_value
+from fincon.config import RunSections, iso_date_value
 from fincon.validation import format_validation_error
 from fincon.workflow.executors import ExecutorSpec
 
@@ -102,10 +102,12 @@ class RollingSpec(_Section):
         return self
 
 
-class ExperimentConfig(_Section):
-    """The whole experiment (``--config experiment.yaml``; see examples/experiment.yaml)."""
+class ExperimentConfig(RunSections):
+    """The whole experiment (``--config experiment.yaml``; see examples/experiment.yaml):
+    the run sections every unit shares (tickers, strategy_params, llm, data,
+    broker, metrics: fincon.config.RunSections, as a backtest has them) and
+    the experiment's own windows, repeats, ablations and protocols."""
 
-    tickers: list[str] = Field(default_factory=lambda: ["TSLA"])
     train: Window = Field(default_factory=lambda: Window(start=TRAIN_WINDOW[0], end=TRAIN_WINDOW[1]))
     test: Window = Field(default_factory=lambda: Window(start=TEST_WINDOW[0], end=TEST_WINDOW[1]))
     repeats: int = Field(5, ge=1, le=100)
@@ -116,9 +118,6 @@ class ExperimentConfig(_Section):
     baselines: list[str] = Field(default_factory=lambda: list(BASELINES))
     #: the team's parameters (strategy_params.fincon): brain, events, analysts, ...
     team: dict[str, Any] = Field(default_factory=dict)
-    #: parameters of the baselines, e.g. {markowitz: {lookback: 126}}: each validated into its
-    #: strategy's params model, as in a run config (written back as the keys set)
-    strategy_params: StrategyParams = Field(default_factory=dict)
     #: llm brain: the manager's sampling temperature in training and test (above 0: repeats differ by seed)
     temperature: float = Field(0.7, gt=0.0, le=2.0)
     #: base seed; repeat r uses seed + (r - 1) (rules: exploration noise; llm: sampling)
@@ -126,10 +125,6 @@ class ExperimentConfig(_Section):
     #: rules brain: log-normal noise on the rules weights of episodes 2..K, and the weight step
     explore: float = Field(0.3, ge=0.0, le=2.0)
     lr: float = Field(4.0, ge=0.0, le=100.0)
-    llm: dict[str, Any] = Field(default_factory=dict)
-    data: DataConfig = Field(default_factory=DataConfig)
-    broker: BrokerConfig = Field(default_factory=BrokerConfig)
-    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     #: how the units run (local or ray); not part of the experiment's identity (excluded
     #: from experiment.json and the directory's hash: either executor resumes the other's run)
     executor: ExecutorSpec = Field(default_factory=ExecutorSpec, exclude=True)
@@ -145,14 +140,6 @@ class ExperimentConfig(_Section):
         if self.placebos and ("full" not in self.ablations or "fincon" not in self.protocols):
             raise ValueError("placebo runs test the full fincon team: keep the full ablation and the fincon protocol")
         return self
-
-    @field_validator("tickers")
-    @classmethod
-    def _tickers(cls, v: list[str]) -> list[str]:
-        out = [t.strip().upper() for t in v if t.strip()]
-        if not out:
-            raise ValueError("at least one ticker is needed")
-        return list(dict.fromkeys(out))
 
     @field_validator("ablations")
     @classmethod
@@ -198,18 +185,6 @@ class ExperimentConfig(_Section):
             raise ValueError(format_validation_error("", exc)) from None
         # defaults left out: `--events sample` and no --events are the same experiment (and resume)
         return params.model_dump(mode="json", exclude_defaults=True)
-
-    @field_validator("llm")
-    @classmethod
-    def _llm(cls, v):
-        from fincon.llm.settings import LLMSettings
-
-        try:
-            settings = LLMSettings.model_validate(v)
-        except ValidationError as exc:
-            raise ValueError(format_validation_error("", exc, LLMSettings)) from None
-        # the keys set, typed (YAML values): each unit's run config merges them over the team's defaults
-        return settings.model_dump(mode="json", exclude_unset=True)
 
     @model_validator(mode="after")
     def _dataset_events(self):

@@ -26,16 +26,12 @@ def _run_config(exp: ExperimentConfig, window: Window, strategies: list[str], pa
     from fincon.config import load_config
 
     tree = {
-        "tickers": exp.tickers,
+        **exp.sections(),  # the run sections the experiment shares with each of its runs
         "start": window.start.isoformat(),
         "end": window.end.isoformat(),
         "strategies": strategies,
         "strategy_params": params,
         "benchmark": False,
-        "llm": exp.llm,
-        "data": exp.data.model_dump(mode="json"),
-        "broker": exp.broker.model_dump(mode="json"),
-        "metrics": exp.metrics.model_dump(mode="json"),
     }
     return load_config(None, tree)
 
@@ -100,7 +96,7 @@ def test_config(
         # as in training's exploring episodes: the manager samples (a temperature
         # above 0, one seed per repeat); the analysts keep the run's sampling, so
         # their unchanged inputs are cache hits across repeats and ablations
-        llm = {**exp.llm, **(team.get("llm") or {})}
+        llm = {**exp.llm.model_dump(mode="json", exclude_unset=True), **(team.get("llm") or {})}
         team["manager_temperature"] = float(llm.get("temperature") or exp.temperature)
         team["manager_seed"] = int(llm.get("seed", 0)) + SEED_STRIDE * (exp.seed + repeat - 1)
     return _run_config(exp, exp.test, [TEAM], {TEAM: team})
