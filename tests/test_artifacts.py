@@ -37,6 +37,7 @@ def test_round_trips_fifo_by_hand():
     assert (b["direction"], b["pnl"], b["holding_days"]) == ("short", pytest.approx(100.0), 7)
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_artifacts_of_a_run(tmp_path):
     out = tmp_path / "run"
     assert (

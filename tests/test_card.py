@@ -18,6 +18,7 @@ def _rows(c):
     return {r["point"]: r for r in c["rows"]}
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_a_run_without_costs_fails_frictions_and_one_with_them_passes(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main([*RUN, "--out", "free"]) == 0

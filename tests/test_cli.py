@@ -71,6 +71,7 @@ def test_table_shows_strategy_next_to_buy_and_hold(tmp_path, capsys):
     assert positions.groupby("date").weight.sum().iloc[1:-1].between(0.999, 1.0 + 1e-9).all()
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_several_strategies_make_a_comparison_directory(tmp_path, capsys):
     out = tmp_path / "cmp"
     assert (
@@ -127,6 +128,7 @@ def test_existing_run_directory_is_never_overwritten(tmp_path, capsys):
     assert "r-2" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_plot_command_draws_several_runs(tmp_path, capsys):
     runs = []
     for s in ("buy-and-hold", "sma-cross"):

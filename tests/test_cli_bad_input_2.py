@@ -378,6 +378,7 @@ def _stop_episode_early(out: Path, k: int, days: int) -> None:
     )
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_resume_reruns_an_episode_that_stopped_early(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(TRAIN + ["--out", "whole"]) == 0
@@ -579,6 +580,7 @@ def test_claim_names_what_differs_and_tolerates_settings_added_later(tmp_path):
         claim(out, out / "train.json", other, "training", lambda p: 1, ())
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_a_retrieval_model_that_cannot_load_is_one_config_error():
     """--retrieval-model names a model: a wrong path or an uncached hub name is
     said in one line (the debate loads it before its first day)."""

@@ -294,6 +294,7 @@ def test_bad_input_gets_one_line_and_exit_2(case, tmp_path, monkeypatch, capfd):
     check_case(main, fixtures, argv, fragment, tmp_path, monkeypatch, capfd)
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_replace_swaps_only_an_earlier_run_that_holds_nothing_else(tmp_path, monkeypatch, capfd):
     """--replace over a real earlier run works; once the user put a file into
     it (or its manifest no longer lists its files), it is refused and kept."""

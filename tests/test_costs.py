@@ -197,6 +197,7 @@ def _actions(decisions: list[dict]) -> list:
     return [(d["date"], d.get("actions"), d.get("weights")) for d in decisions]
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_the_team_reads_one_cost_however_it_is_spelled(tmp_path):
     """5 bps of slippage written as a fraction or in basis points is one cost:
     the rules team decides the same every day and trades (it made 0 trades when

@@ -207,6 +207,7 @@ def _team_run(tmp_path, **kw):
     return run_team(["TSLA"], "2022-10-25", "2022-11-08", tmp_path, **kw)
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_a_team_run_with_critics_records_the_counts(tmp_path):
     res, team = _team_run(tmp_path, critics=True)
     recs = [d["record"]["critics"] for d in res.decisions]
@@ -304,6 +305,7 @@ def test_llm_calculation_critic_verdict_is_applied(q3):
     )
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_team_with_llm_stub_and_critics_corrects_a_misquoted_figure(tmp_path):
     stub = CriticStub(extraction={"ok": False, "source_value": 4.5})
     res, team = _team_run(
@@ -348,6 +350,7 @@ def test_the_qa_set_is_generated_from_the_corpus_and_holds_out_test_documents():
     assert i.gold == pytest.approx(f["revenue"] - f["revenue"] / (1 + f["revenue_growth"] / 100))
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_eval_numeric_rules_prints_three_consistent_rows():
     out = subprocess.run(
         [sys.executable, "-m", "fincon.cli.main", "eval", "numeric", "--brain", "rules"],

@@ -32,6 +32,9 @@ spec = importlib.util.spec_from_file_location("record_cvrf", HERE / "record_cvrf
 record = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(record)
 
+#: the module's replay (a two-episode training on the recording) takes 7 s on 2 cores: in make test, not test-fast
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def replay(tmp_path_factory):
@@ -41,6 +44,7 @@ def replay(tmp_path_factory):
     return record.train(events, tmp / "train", "replay")
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_the_recorded_model_update_replays_and_edits_at_most_two_perspectives(replay):
     rep = replay
     assert record.fingerprint(rep.out) == json.loads(record.FINGERPRINT.read_text())

@@ -223,6 +223,7 @@ def test_yfinance_download_is_written_to_cache(tmp_path, monkeypatch):
     assert list(got.columns) == ["Date", "Open", "High", "Low", "Close", "Adj Close", "Volume"]
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_real_yfinance_offline_fails_fast(tmp_path):
     """On a machine without Yahoo access the real call fails in seconds with
     one line; with access it downloads (then this only checks it is quick)."""

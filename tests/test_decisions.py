@@ -101,6 +101,7 @@ def test_the_hold_band_applies_to_a_model_manager_too(score, held, band, answer,
         assert decision.weights.get("T") is None or decision.weights["T"] == pytest.approx(held)
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_every_day_that_holds_a_position_says_what_it_rests_on_and_what_it_leaves(tmp_path):
     """decisions.jsonl keeps the decision (buy, sell, hold) apart from the book
     it leaves (long, short, flat and size); a day that keeps or opens a

@@ -42,6 +42,7 @@ def datasets(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 @needs_shared
 def test_rules_debate_on_the_real_filings(datasets):
     res = debate_filings.run(datasets, "rules")

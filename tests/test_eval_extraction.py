@@ -46,6 +46,7 @@ def test_perturbations_change_the_figure_the_way_they_say():
     assert extraction.perturb("period", g, []) == ("$35.0 million", "scale")  # nothing to swap with
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 @needs_shared
 def test_rules_critic_on_the_real_filings(datasets):
     res = extraction.run(datasets, "rules")

@@ -37,6 +37,7 @@ def team_run(tmp_path_factory, recorded_transcripts):
     return out
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_explain_quotes_every_citation(team_run, capsys):
     assert main(["explain", str(team_run), "--date", "2022-11-01"]) == 0
     text = capsys.readouterr().out

@@ -335,6 +335,7 @@ def test_items_and_prices_after_t_change_nothing_up_to_t(tmp_path):
     assert len(sa.view_at(upto[-1]).events()) > 100
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_backtest_decisions_up_to_t_unchanged(tmp_path, capsys):
     """The whole path: import, then ``fincon backtest --strategy fincon
     --brain rules --data DIR``; perturbing everything after t leaves every

@@ -300,6 +300,7 @@ def test_data_info_prints_the_manifest(tmp_path, capsys):
     assert "not a fincon dataset" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 @needs_shared
 def test_shared_files_import_with_their_published_counts(tmp_path):
     srcs = [SHARED / f"{n}.json.gz" for n in ("msft", "jnj", "hon", "btc", "eth")]
@@ -319,6 +320,7 @@ def test_shared_files_import_with_their_published_counts(tmp_path):
     assert None not in sentiments and sentiments.count("positive") > 3000
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_team_decisions_up_to_t_ignore_the_future(tmp_path):
     """The rules team on an imported corpus: perturbing every price and item
     after t leaves every decision up to t unchanged (and the next day's

@@ -118,6 +118,7 @@ def test_perturbing_or_deleting_the_future_changes_nothing_up_to_t(tmp_path):
     assert _pipeline(leak, days[-1:], tmp_path, "leak")[0][1] != a[-1][1]
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_generator_uses_only_prices_known_at_publication(tmp_path):
     """Rewrite every price after t: nothing visible at t may change."""
     t = pd.Timestamp("2022-11-01")
@@ -189,6 +190,7 @@ def _tone_vs_next_return(events, ticker):
     return float(np.corrcoef(xs, ys)[0, 1])
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_planted_variant_carries_a_hint_and_default_does_not():
     tickers = ("TSLA", "AAPL", "PFE")
     plain = generate(GeneratorConfig(tickers=tickers))

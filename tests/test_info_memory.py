@@ -85,6 +85,7 @@ def test_access_counter_adds_five_and_persists(tmp_path):
     assert after["m2"].importance == pytest.approx(before["m2"].importance)
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 @pytest.mark.parametrize("pruned", [False, True], ids=["every-cosine", "importance-bound"])
 def test_ranking_matches_brute_force_over_all_entries(store, monkeypatch, pruned):
     if pruned:  # 600 entries are below the size where the index starts pruning: force its bound

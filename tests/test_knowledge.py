@@ -80,6 +80,7 @@ def test_require_after_cutoff_refuses_before_any_model_call(tmp_path, monkeypatc
     assert tree(tmp_path) == before
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_every_run_writes_its_block_and_a_rules_run_says_no_model(tmp_path, monkeypatch, capfd):
     monkeypatch.chdir(tmp_path)
     argv = ["backtest", "--ticker", "TSLA", "--strategy", "fincon,sma-cross", "--brain", "rules", "--start",

@@ -64,6 +64,7 @@ def _team(tmp: Path, backend, masked: bool):
     return res, team, tmp / "llm.sqlite"
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_no_masked_prompt_names_the_firm_or_the_window_and_an_unmasked_one_does(tmp_path):
     """Every prompt of a masked run, read back from the call cache, is scanned
     for the ticker, the company, its CEO and the window's dates: no hit. The
@@ -85,6 +86,7 @@ def test_no_masked_prompt_names_the_firm_or_the_window_and_an_unmasked_one_does(
     assert json.loads((tmp_path / "masked" / "run" / "masking.json").read_text())["pseudonyms"] == {"TSLA": "Company A"}
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_a_masked_run_replays_byte_for_byte(tmp_path):
     res, _, db = _team(tmp_path / "rec", TeamStub(), True)
     client = LLMClient(TeamStub(), cache=CallCache(db, CacheMode.REPLAY), ledger=UsageLedger())
@@ -101,6 +103,7 @@ def _closes() -> dict[str, pd.Series]:
     return {"TSLA": m.frame("TSLA")["close"]}
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_a_model_that_remembers_the_window_wins_named_and_loses_its_edge_masked(tmp_path):
     """The leak pathway exists and fincon sees it: the clairvoyant double,
     reading the ticker and the date in the prompts, beats buy-and-hold by a

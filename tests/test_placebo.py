@@ -7,6 +7,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 
+import pytest
+
 from fincon.cli.main import main
 from fincon.data.inputs import open_events
 from fincon.workflow.placebo import flip_text, placebo_events
@@ -38,6 +40,7 @@ def test_flipped_tone_by_hand():
     assert flip_text("Improved margins, not deteriorated ones") == "Deteriorated margins, not improved ones"
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_an_experiment_reports_the_team_on_its_placebos(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     argv = ["experiment", "--ticker", "TSLA", "--brain", "rules", "--events", "sample", "--param",

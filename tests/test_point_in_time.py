@@ -138,6 +138,7 @@ def test_future_prices_and_events_do_not_change_decisions(case, corpora, tmp_pat
     )
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 @pytest.mark.parametrize("name", sorted(RL))
 def test_future_prices_change_no_decision_of_a_trained_agent(name, tmp_path):
     """An RL agent trains on the bars before the window at its first decision:

@@ -170,6 +170,7 @@ def test_registry_and_params():
 WINDOW = ("2022-10-24", "2022-11-08")
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_rules_backtest_through_the_cli_debates_the_call_day(tmp_path):
     out = tmp_path / "run"
     code = main(
@@ -225,6 +226,7 @@ def test_rules_backtest_through_the_cli_debates_the_call_day(tmp_path):
     assert all("debate" not in d["record"]["manager"] for d in days[:k])
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_portfolio_debated_ticker_replaces_the_consensus(tmp_path):
     res, team = run_team(["TSLA", "AAPL"], *WINDOW, tmp_path, protocol="debate")
     debated = _debate_records(res)
@@ -266,6 +268,7 @@ class DebateStub(TeamStub):
         return Completion(json.dumps(ans), prompt_tokens=100, completion_tokens=20)
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_llm_run_recorded_then_replayed_byte_identically(tmp_path):
     db = tmp_path / "llm.sqlite"
     stub = DebateStub()

@@ -73,6 +73,7 @@ def _days(run_dir: Path):
     return [json.loads(x) for x in (run_dir / "decisions.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_one_ticker_through_the_cli_keeps_the_whole_exchange(cli_run, capsys):
     days = _days(cli_run)
     assert days
@@ -100,6 +101,7 @@ def test_one_ticker_through_the_cli_keeps_the_whole_exchange(cli_run, capsys):
     assert "protocol=scm" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_a_portfolio_stays_inside_the_policies_by_the_protocol_itself(tmp_path):
     res, team = run_team(
         PORTFOLIO,
@@ -431,6 +433,7 @@ LLM_ARGS = [
 ]
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_an_llm_run_on_a_stub_replays_byte_for_byte(tmp_path, monkeypatch):
     import fincon.llm.settings as settings
 

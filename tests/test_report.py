@@ -29,6 +29,7 @@ def sections(page: str) -> list[str]:
     return re.findall(r'<section id="([a-z]+)">', page)
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_backtest_report_holds_every_part(report_run, capsys):
     page = (report_run / "report.html").read_text(encoding="utf-8")
     assert sections(page) == [
@@ -81,6 +82,7 @@ def test_report_is_reproducible(report_run, tmp_path, capsys):
     assert str(report_run) not in a.read_text() and str(tmp_path) not in a.read_text()
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_report_leaves_matplotlib_style_alone(report_run):
     """Importing quantstats restyles matplotlib globally; a report must not,
     or every equity.png drawn later in the same process would change. (A
@@ -139,6 +141,7 @@ def _write_usage(run: Path) -> None:
     )
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_comparison_of_runs_with_llm_usage(report_run, tmp_path, capsys):
     """Several RUNs side by side: a comparison directory (whose buy-and-hold
     run is the benchmark) and a team run with an LLM ledger."""
@@ -187,6 +190,7 @@ def test_comparison_of_runs_with_llm_usage(report_run, tmp_path, capsys):
     assert sections(page) == ["card", "metrics", "curves", "decisions", "llm", "performance"]
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_training_beliefs_tau_objective(tmp_path, capsys):
     """A `fincon train` directory: every episode's curve, the last one's
     timeline, beliefs, tau and objective per episode."""

@@ -25,6 +25,7 @@ RUN = [
 ]
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 @pytest.mark.parametrize("algo", ["a2c", "dqn"])
 def test_the_same_seed_and_data_give_the_same_decisions_byte_for_byte(algo, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -110,6 +110,7 @@ def test_summary_against_buy_and_hold_by_hand():
     assert s.loc["fincon", "model_knowledge"] == "in-training-data 5/6, no-model 1/6"  # each window's label, counted
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_small_rolling_run_matches_its_windows(tmp_path, capsys):
     out = tmp_path / "roll"
     argv = [

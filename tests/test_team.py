@@ -171,6 +171,7 @@ def test_a_citation_outside_the_input_twice_falls_back_to_rules_counted():
     assert [e["event"] for e in ledger.events()].count("fallback") == 1
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_prompt_injection_in_a_headline_breaks_neither_schema_nor_citations(tmp_path):
     tickers = ["TSLA"]
     events = DirectoryLoader(SAMPLE_DIR).load(tickers)
@@ -248,6 +249,7 @@ def test_portfolio_weights_stay_inside_the_direction_bounds(tmp_path):
     assert any(abs(v) > 0 for x in res.decisions for v in x["weights"].values())
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_stock_selection_is_deterministic_and_explains_itself(tmp_path):
     cands = ["TSLA", "NIO", "GM", "MSFT", "AAPL", "PFE", "LLY"]
     m = market_for(cands, warmup=130, start=pd.Timestamp("2022-10-05"), end=pd.Timestamp("2022-10-20"))

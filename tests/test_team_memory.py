@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from fincon.agents.brains import LLMBrain
 from fincon.agents.team.reflection import FALLBACK_LABEL, RULES_LABEL, Outcome, reflect
 from fincon.llm import LLMClient, UsageLedger
@@ -50,6 +52,7 @@ def test_the_rules_brain_reflection_is_labelled_as_its_own_text():
     assert text == RULES_LABEL + LOSS.template("n1") and ans.via == "rules" and ans.calls == 0
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_decisions_with_outcomes_are_recalled_and_rewarded(tmp_path):
     res, team = run_team(["TSLA"], "2022-11-01", "2022-11-30", tmp_path, decision_memory_k=2)
     days = res.decisions
@@ -110,6 +113,7 @@ def test_a_reflection_names_the_kinds_of_information_relied_on_not_memory_ids():
     assert relied_kinds({}) == ""
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_the_run_store_holds_every_memory_once_the_run_is_done(tmp_path):
     """The team's memory store holds its writes back (write-behind, flushed
     every MEMORY_FLUSH_DAYS days and at the run's end): once the run is done,

@@ -103,6 +103,7 @@ def test_beliefs_reach_only_their_perspective(tmp_path):
         Beliefs.load(tmp_path / "nope.json")
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_bad_beliefs_file_is_one_line_exit_2(tmp_path):
     (tmp_path / "b.json").write_text("not json")
     r = subprocess.run(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pytest
 
 from fincon.cli.main import main
 from fincon.workflow import trials
@@ -13,6 +14,7 @@ from fincon.workflow import trials
 RUN = ["backtest", "--ticker", "TSLA", "--start", "2022-10-05", "--end", "2022-11-30", "--no-progress"]
 
 
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_every_run_is_counted_once_and_a_new_config_is_a_new_trial(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     ledger = tmp_path / "trials.sqlite"
