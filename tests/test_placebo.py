@@ -7,10 +7,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from fincon.cli.main import main
 from fincon.data.inputs import open_events
+from fincon.data.sources import make_source
 from fincon.workflow.placebo import flip_text, placebo_events
 
 START, END = dt.date(2022, 10, 3), dt.date(2022, 11, 30)
@@ -46,12 +49,13 @@ def test_an_experiment_reports_the_team_on_its_placebos(tmp_path, monkeypatch, c
     argv = ["experiment", "--ticker", "TSLA", "--brain", "rules", "--events", "sample", "--param",
             "fincon.transcripts=text", "--train-start", "2022-09-01", "--train-end", "2022-09-30", "--test-start",
             "2022-10-03", "--test-end", "2022-11-30", "--repeats", "1", "--episodes", "1", "--ablations", "full",
-            "--baselines", "buy-and-hold", "--placebo", "shuffle-news,flip-tone", "--out", "x", "--no-progress"]  # fmt: skip
+            "--baselines", "buy-and-hold", "--placebo", "shuffle-news,flip-tone,price-twin", "--out", "x",
+            "--no-progress"]  # fmt: skip
     assert main(argv) == 0
     out = capsys.readouterr().out
     res = json.loads((tmp_path / "x" / "results.json").read_text())
     real = res["median"]["full"]["cr_pct"]
-    for kind in ("shuffle-news", "flip-tone"):
+    for kind in ("shuffle-news", "flip-tone", "price-twin"):
         p = res["placebo"][kind]
         assert p["real_cr_pct"] == real and p["profit_gap_pct"] == real - p["cr_pct_median"]
         assert 0.0 <= p["prediction_consistency"] <= 1.0 and p["input_dependency"] == 1.0 - p["prediction_consistency"]
@@ -59,5 +63,35 @@ def test_an_experiment_reports_the_team_on_its_placebos(tmp_path, monkeypatch, c
     # the team reads tone: reversing it changes most decisions
     assert res["placebo"]["flip-tone"]["prediction_consistency"] < 0.5
     assert (tmp_path / "x" / "placebo" / "shuffle-news" / "TSLA.jsonl.gz").is_file()
+    # the twin's prices: the real bars before the window, others inside it; the team ran on them
+    twin = pd.read_csv(tmp_path / "x" / "placebo" / "price-twin" / "TSLA.csv", index_col="Date")
+    real = make_source("sample").load("TSLA", pd.Timestamp("2000-01-01"), pd.Timestamp("2022-11-30")).set_index("Date")
+    before, inside = twin.index < "2022-10-03", twin.index >= "2022-10-03"
+    np.testing.assert_allclose(twin.loc[before, "Close"], real.loc[twin.index[before], "Adj Close"], rtol=1e-9)
+    assert not np.allclose(twin.loc[inside, "Close"], real.loc[twin.index[inside], "Adj Close"])
+    eq = pd.read_csv(tmp_path / "x" / "test" / "placebo-price-twin-r1" / "equity.csv")
+    assert len(eq) == inside.sum()
+    # excess over buy-and-hold on each market, buy-and-hold computed by hand from the closes
+    p = res["placebo"]["price-twin"]
+    want_twin = 100 * (twin.loc[inside, "Close"].iloc[-1] / twin.loc[inside, "Close"].iloc[0] - 1)
+    assert p["buy_and_hold_cr_pct"] == pytest.approx(want_twin, rel=1e-9)
+    assert p["excess_pct"] == pytest.approx(p["cr_pct_median"] - want_twin, rel=1e-9)
     assert main(argv) == 0  # resumes: the same corpus, nothing run again
-    assert "resumed: 5 unit(s)" in capsys.readouterr().out
+    assert "resumed: 6 unit(s)" in capsys.readouterr().out
+
+
+def test_the_price_twin_resamples_the_windows_own_returns_by_blocks():
+    """Each twin return is one of the window's (a bootstrap draws, it does not
+    invent), chained from the last close before the window; the same seed and
+    ticker give the same twin, another seed another path."""
+    from fincon.workflow.placebo import twin_closes
+
+    rng = np.random.default_rng(3)
+    closes = 100 * np.exp(np.cumsum(rng.normal(0, 0.02, 120)))
+    a, b = twin_closes(closes, 0, "TSLA"), twin_closes(closes, 0, "TSLA")
+    np.testing.assert_array_equal(a, b)
+    assert len(a) == len(closes) - 1 and not np.allclose(a, closes[1:])
+    real = np.round(np.diff(np.log(closes)), 12)
+    drawn = np.round(np.diff(np.log(np.concatenate([[closes[0]], a]))), 12)
+    assert set(drawn) <= set(real)
+    assert not np.allclose(twin_closes(closes, 1, "TSLA"), a)

@@ -145,9 +145,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument(
         "--placebo",
         metavar="KIND[,KIND...]",
-        help="test the full team again on a placebo corpus: shuffle-news (every item moved to a later random day "
-        "of the test window) or flip-tone (every item's tone reversed); the table gives its metrics beside the "
-        "real run's, prediction consistency, input dependency and the profit gap (docs/experiments.md)",
+        help="test the full team again on a placebo: shuffle-news (every item moved to a later random day "
+        "of the test window), flip-tone (every item's tone reversed) or price-twin (the window's prices replaced "
+        "by a block-bootstrapped twin, the items kept); the table gives its metrics beside the real run's, "
+        "prediction consistency, input dependency and the profit gap (docs/experiments.md)",
     )
     g.add_argument(
         "--protocols",
@@ -610,5 +611,10 @@ def format_results(res: dict[str, Any]) -> str:
                 f"prediction consistency {_f(p['prediction_consistency'], '{:.0%}')}, "
                 f"input dependency {_f(p['input_dependency'], '{:.0%}')}"
             )
+            if "excess_pct" in p:
+                lines.append(
+                    f"    over buy-and-hold on the twin {_f(p['excess_pct'], '{:+.3f}')} pp "
+                    f"(on the real prices {_f(p['real_excess_pct'], '{:+.3f}')} pp)"
+                )
             lines += [f"    FLAG: {flag}" for flag in p["flags"]]
     return "\n".join(lines)

@@ -168,7 +168,10 @@ def card(root: Path) -> dict[str, Any]:
             + (f" (flagged: {', '.join(flagged)})" if flagged else ""))  # fmt: skip
     else:
         add(
-            a6, "counterfactual robustness", FAIL, "no placebo run (fincon experiment --placebo shuffle-news,flip-tone)"
+            a6,
+            "counterfactual robustness",
+            FAIL,
+            "no placebo run (fincon experiment --placebo shuffle-news,flip-tone,price-twin)",
         )
     cal = calibration(decisions)
     if cal:

@@ -222,11 +222,13 @@ def _nothing_kept(root: Path) -> bool:
 
 def _run(exp: ExperimentConfig, out: Path, progress: bool, executor: Executor) -> ExperimentReport:
     if exp.placebos:  # the placebo corpora, built once from the team's own (deterministic in the seed)
+        from fincon.data.inputs import open_inputs
         from fincon.workflow.placebo import write_placebo
 
+        source = open_inputs(exp.data.source, exp.data.dir, exp.data.cache_dir).source
         for kind in exp.placebos:
             write_placebo(kind, str(exp.team.get("events", "sample")), exp.tickers, exp.test.start, exp.test.end,
-                          exp.seed, placebo_dir(out, kind))  # fmt: skip
+                          exp.seed, placebo_dir(out, kind), source)  # fmt: skip
     phases = [[(u.name, Job(u, exp, out)) for u in phase] for phase in units(exp)]
     done = run_phases(
         phases,

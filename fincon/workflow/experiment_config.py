@@ -131,9 +131,9 @@ class ExperimentConfig(RunSections):
     #: a rolling evaluation (fincon.workflow.rolling) instead of one train/test split; kept out of
     #: the dump so a one-split experiment's identity (experiment.json, its hash) is unchanged
     rolling: RollingSpec | None = Field(None, exclude=True)
-    #: placebo test runs of the full team (fincon.workflow.placebo): shuffle-news, flip-tone
+    #: placebo test runs of the full team (fincon.workflow.placebo): shuffle-news, flip-tone, price-twin
     #: (None, not [], when there are none: an experiment from before them resumes)
-    placebos: list[Literal["shuffle-news", "flip-tone"]] | None = None
+    placebos: list[Literal["shuffle-news", "flip-tone", "price-twin"]] | None = None
 
     @model_validator(mode="after")
     def _placebos_need_full(self):

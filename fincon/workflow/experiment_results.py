@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from fincon.workflow.experiment_config import ExperimentConfig
-from fincon.workflow.experiment_units import Unit, baseline_dir, variant
+from fincon.workflow.experiment_units import Unit, baseline_dir, placebo_dir, variant
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -203,6 +203,17 @@ def placebo_results(exp: ExperimentConfig, root: Path, results: dict[str, Any]) 
         flags = []
         if kind == "shuffle-news" and _num(real["cr_pct"]) > best_cr and cr >= best_cr:
             flags.append("the edge over the best baseline survives shuffled news: it does not come from reading them")
+        extra: dict[str, Any] = {}
+        if kind == "price-twin":
+            # excess over buy-and-hold on each market: the twin's own path is not the real one
+            bh_real, bh_twin = _buy_and_hold_cr(exp, None), _buy_and_hold_cr(exp, placebo_dir(root, kind))
+            extra = {"buy_and_hold_cr_pct": bh_twin, "real_buy_and_hold_cr_pct": bh_real,
+                     "excess_pct": cr - bh_twin, "real_excess_pct": _num(real["cr_pct"]) - bh_real}  # fmt: skip
+            if extra["real_excess_pct"] > 0 and extra["excess_pct"] >= extra["real_excess_pct"]:
+                flags.append(
+                    "the team beats buy-and-hold by as much on a synthetic price twin as on the real prices: its "
+                    "edge does not come from what its news says about the real market"
+                )
         if kind == "flip-tone" and consistency > 0.9:
             flags.append(f"{consistency:.0%} of decisions unchanged with every tone reversed: the news barely matters")
         out[kind] = {
@@ -214,8 +225,28 @@ def placebo_results(exp: ExperimentConfig, root: Path, results: dict[str, Any]) 
             "input_dependency": 1.0 - consistency,
             "repeats": exp.repeats,
             "flags": flags,
+            **extra,
         }
     return out
+
+
+def _buy_and_hold_cr(exp: ExperimentConfig, prices: Path | None) -> float:
+    """Equal-weight buy-and-hold over the test window, in percent: on the
+    experiment's own prices, or on the folder ``prices`` (the price twin)."""
+    import numpy as np
+    import pandas as pd
+
+    from fincon.data.inputs import open_inputs
+    from fincon.data.prices import validate_bars
+
+    data = exp.data if prices is None else exp.data.model_copy(update={"source": "csv", "dir": prices})
+    source = open_inputs(data.source, data.dir, data.cache_dir).source
+    crs = []
+    for t in exp.tickers:
+        bars = validate_bars(source.load(t, pd.Timestamp(exp.test.start), pd.Timestamp(exp.test.end)), t, "")
+        c = bars["close"].loc[pd.Timestamp(exp.test.start) : pd.Timestamp(exp.test.end)].to_numpy()
+        crs.append(100.0 * (c[-1] / c[0] - 1.0) if len(c) > 1 else float("nan"))
+    return float(np.mean(crs))
 
 
 def _train_rows(path: Path) -> list[dict[str, Any]]:

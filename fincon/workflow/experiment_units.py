@@ -20,9 +20,18 @@ from typing import Any, Literal, Mapping
 from fincon.config import RunConfig
 from fincon.errors import ConfigError, FinconError
 from fincon.workflow.experiment_config import SEED_STRIDE, TEAM, ExperimentConfig, Window
+from fincon.workflow.placebo import CORPUS_PLACEBOS
 
 
-def _run_config(exp: ExperimentConfig, window: Window, strategies: list[str], params: Mapping[str, Any]) -> RunConfig:
+def _run_config(
+    exp: ExperimentConfig,
+    window: Window,
+    strategies: list[str],
+    params: Mapping[str, Any],
+    data: Mapping[str, Any] | None = None,
+) -> RunConfig:
+    """A unit's RunConfig: the experiment's run sections on ``window``
+    (``data``: another data section, a placebo's twin prices)."""
     from fincon.config import load_config
 
     tree = {
@@ -33,6 +42,8 @@ def _run_config(exp: ExperimentConfig, window: Window, strategies: list[str], pa
         "strategy_params": params,
         "benchmark": False,
     }
+    if data is not None:
+        tree["data"] = dict(data)
     return load_config(None, tree)
 
 
@@ -84,8 +95,11 @@ def test_config(
     beliefs: Path,
     protocol: str = "fincon",
     events: Path | None = None,
+    prices: Path | None = None,
 ) -> RunConfig:
-    """A test run's config; ``events``: another corpus (a placebo) in place of the team's."""
+    """A test run's config; ``events``: another corpus (a placebo) in place of
+    the team's; ``prices``: a folder of other prices (the price twin), the
+    team's own corpus kept."""
     team = {
         **_team(exp, "full" if placebo_of(ablation) else ablation, protocol),
         "beliefs": str(Path(beliefs).absolute()),
@@ -99,7 +113,11 @@ def test_config(
         llm = {**exp.llm.model_dump(mode="json", exclude_unset=True), **(team.get("llm") or {})}
         team["manager_temperature"] = float(llm.get("temperature") or exp.temperature)
         team["manager_seed"] = int(llm.get("seed", 0)) + SEED_STRIDE * (exp.seed + repeat - 1)
-    return _run_config(exp, exp.test, [TEAM], {TEAM: team})
+    data = None
+    if prices is not None:
+        team.setdefault("events", "sample")  # the corpus the real run reads, now beside other prices
+        data = {"source": "csv", "dir": str(Path(prices).absolute())}
+    return _run_config(exp, exp.test, [TEAM], {TEAM: team}, data)
 
 
 def baseline_config(exp: ExperimentConfig) -> RunConfig:
@@ -184,7 +202,8 @@ def run_unit(unit: Unit, exp: ExperimentConfig, root: Path, progress: bool = Fal
             # a placebo tests the full team's own beliefs on the placebo corpus
             Unit("train", "full" if placebo else unit.ablation, unit.repeat, unit.protocol).path(root),
             unit.protocol,
-            placebo_dir(root, placebo) if placebo else None,
+            placebo_dir(root, placebo) if placebo in CORPUS_PLACEBOS else None,
+            placebo_dir(root, placebo) if placebo == "price-twin" else None,
         )
         if unit.kind == "test"
         else baseline_config(exp)

@@ -18,8 +18,15 @@ corpus built here from the real one:
   fell, beat and missed, Buy and Sell), and a news item's sentiment tag
   swapped; a model that reads the text reads the reversed text.
 
-A block-bootstrapped price twin (prices replaced, items kept) is not built
-yet: the price-side counterfactual is left for later.
+* ``price-twin``: the prices of the test window replaced by a synthetic twin,
+  the items kept: the window's daily log returns resampled by a stationary
+  block bootstrap (arch's ``StationaryBootstrap``, mean block length from
+  Politis and White's rule, seeded by the experiment's seed and the ticker),
+  chained from the last real close before the window, so the twin has the
+  window's volatility and autocorrelation but not its path; open, high and
+  low move with the close (the day's shape kept), volume is kept. A team
+  whose edge holds on the twin does not earn it from what its news says
+  about the real prices.
 """
 
 from __future__ import annotations
@@ -33,7 +40,9 @@ from typing import Sequence
 
 import numpy as np
 
-PLACEBOS = ("shuffle-news", "flip-tone")
+PLACEBOS = ("shuffle-news", "flip-tone", "price-twin")
+#: the placebos that replace the items the team reads (price-twin replaces the prices instead)
+CORPUS_PLACEBOS = ("shuffle-news", "flip-tone")
 
 #: positive -> negative; the reverse is added below (case is kept as written)
 _PAIRS = {
@@ -119,13 +128,69 @@ def placebo_events(kind: str, events: Sequence, start: dt.date, end: dt.date, se
     return out
 
 
+def twin_closes(closes: np.ndarray, seed: int, ticker: str) -> np.ndarray:
+    """A synthetic twin of ``closes[1:]`` chained from ``closes[0]`` (the last
+    close before the window): the window's log returns resampled by a
+    stationary block bootstrap. Deterministic in ``seed`` and ``ticker``."""
+    from arch.bootstrap import StationaryBootstrap, optimal_block_length
+
+    r = np.diff(np.log(closes))
+    if len(r) < 3:
+        return closes[1:].copy()
+    block = float(np.clip(optimal_block_length(r)["stationary"].iloc[0], 2.0, 20.0))
+    h = int(hashlib.sha256(f"{seed}:price-twin:{ticker}".encode()).hexdigest()[:8], 16)
+    bs = StationaryBootstrap(block, r, seed=np.random.default_rng(h))
+    (pos,), _ = next(bs.bootstrap(1))
+    return closes[0] * np.exp(np.cumsum(np.asarray(pos)))
+
+
+def write_price_twin(source, tickers: Sequence[str], start: dt.date, end: dt.date, seed: int, out: Path) -> Path:
+    """``out``: a folder of ``TICKER.csv`` whose bars up to ``end`` are the real
+    ones before ``start`` and the twin's inside the window (module docstring)."""
+    import pandas as pd
+
+    from fincon.data.prices import validate_bars
+
+    if out.is_dir() and any(out.glob("*.csv")):
+        return out
+    staging = out.with_name(f".{out.name}.partial")
+    staging.mkdir(parents=True, exist_ok=True)
+    for t in sorted(tickers):
+        bars = validate_bars(source.load(t, pd.Timestamp("1900-01-01"), pd.Timestamp(end)), t, source.describe(t))
+        bars = bars.loc[: pd.Timestamp(end)]
+        inside = (bars.index >= pd.Timestamp(start)).nonzero()[0]
+        if len(inside) and inside[0] > 0:
+            i0 = inside[0]
+            real = bars["close"].to_numpy()[i0 - 1 :]
+            ratio = twin_closes(real, seed, t) / real[1:]
+            for col in ("open", "high", "low", "close"):
+                bars.iloc[i0:, bars.columns.get_loc(col)] = bars[col].to_numpy()[i0:] * ratio
+        frame = pd.DataFrame(
+            {
+                "Date": bars.index.strftime("%Y-%m-%d"),
+                "Open": bars["open"],
+                "High": bars["high"],
+                "Low": bars["low"],
+                "Close": bars["close"],
+                "Adj Close": bars["close"],
+                "Volume": bars["volume"],
+            }
+        )
+        frame.to_csv(staging / f"{t}.csv", index=False, float_format="%.10g")
+    staging.rename(out)
+    return out
+
+
 def write_placebo(
-    kind: str, spec: str, tickers: Sequence[str], start: dt.date, end: dt.date, seed: int, out: Path
+    kind: str, spec: str, tickers: Sequence[str], start: dt.date, end: dt.date, seed: int, out: Path, source=None
 ) -> Path:
-    """Build the placebo corpus into ``out`` (an event directory) unless it is there."""
+    """Build the placebo ``kind`` into ``out`` unless it is there: an event
+    directory, or for ``price-twin`` a folder of twin prices read from ``source``."""
     from fincon.data.events.loaders.directory import write_jsonl_gz
     from fincon.data.inputs import open_events
 
+    if kind == "price-twin":
+        return write_price_twin(source, tickers, start, end, seed, out)
     if out.is_dir() and any(out.glob("*.jsonl.gz")):
         return out
     events = placebo_events(kind, open_events(spec, tuple(tickers)).all_events(), start, end, seed)
