@@ -98,6 +98,46 @@ def test_median_and_wilcoxon_recomputed(experiment):
 
 
 @pytest.mark.slow
+def test_the_statistics_of_the_experiment_recomputed(experiment):
+    """summary.csv: one row per team variant (its median run) and baseline; the
+    PSR and the Sharpe recomputed by hand from the run's equity, the DSR deflated
+    by the configurations run (ledger off in the tests' own runs aside), Holm and
+    BH across the variants as statsmodels computes them."""
+    from statsmodels.stats.multitest import multipletests
+
+    out, _, text = experiment
+    res = json.loads((out / "results.json").read_text())
+    sig = res["significance"]
+    table = pd.read_csv(out / "summary.csv")
+    assert list(table["strategy"]) == [f"fincon-{a}" for a in ABLATIONS] + list(BASELINES)
+    assert sig["trials"] >= len(ABLATIONS) * 2 + len(BASELINES)  # every repeat of every variant, the baselines
+    assert (table["dsr_trials"] == sig["trials"]).all() and sig["pbo"]["splits"] == table["pbo_splits"].iloc[0]
+    for a in ABLATIONS:
+        row = table[table.strategy == f"fincon-{a}"].iloc[0]
+        eq = pd.read_csv(out / res["median"][a]["run_dir"] / "equity.csv")["value"].to_numpy()
+        r = eq[1:] / eq[:-1] - 1.0
+        sr = r.mean() / r.std(ddof=1)
+        assert row["sharpe_daily"] == pytest.approx(sr, rel=1e-4)
+        skew = ((r - r.mean()) ** 3).mean() / r.std(ddof=0) ** 3
+        kurt = ((r - r.mean()) ** 4).mean() / r.std(ddof=0) ** 4
+        from scipy.stats import norm
+
+        want = norm.cdf(sr * np.sqrt(len(r) - 1) / np.sqrt(1 - skew * sr + (kurt - 1) / 4 * sr**2))
+        assert row["psr"] == pytest.approx(want, rel=1e-4)
+        if len(r) >= 10:
+            assert row["sharpe_ci_lo"] <= row["sharpe_daily"] <= row["sharpe_ci_hi"]
+        else:  # too few days for a bootstrap interval: an empty cell, never a made-up one
+            assert np.isnan(row["sharpe_ci_lo"]) and np.isnan(row["sharpe_ci_hi"])
+    p = [res["median"][a]["wilcoxon"]["p_value"] for a in ABLATIONS]
+    holm, bh = multipletests(p, method="holm")[1], multipletests(p, method="fdr_bh")[1]
+    rows = table.set_index("strategy")
+    for a, h, b in zip(ABLATIONS, holm, bh):
+        assert rows.loc[f"fincon-{a}", "wilcoxon_p_holm"] == pytest.approx(h, rel=1e-5)
+        assert rows.loc[f"fincon-{a}", "wilcoxon_p_bh"] == pytest.approx(b, rel=1e-5)
+    assert "significance over the test window's" in text and "DSR deflated by" in text
+
+
+@pytest.mark.slow
 def test_rerun_resumes_with_nothing_to_run(experiment, capsys, tmp_path):
     out = copy_experiment(experiment[0], tmp_path / "tsla")  # the session's experiment is shared, read only
     before = (out / "results.json").read_bytes()

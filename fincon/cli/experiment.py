@@ -474,8 +474,9 @@ def format_rolling(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def format_significance(res: dict[str, Any]) -> str:
-    """The statistics of each strategy over its windows' daily returns (fincon.workflow.rolling_stats)."""
+def format_significance(res: dict[str, Any], over: str = "the windows' daily returns", notes: str = "") -> str:
+    """The statistics of each strategy over its daily returns (fincon.workflow.rolling_stats;
+    an experiment's: fincon.workflow.experiment_stats)."""
     rows = [("universe", "strategy", "days", "daily SR [95% CI]", "PSR", "MinTRL d", "DSR (trials)",
              "SPA p vs B&H", "vs best", "StepM", "PBO", "p Holm", "p BH")]  # fmt: skip
     for s in res["summary"]:
@@ -501,7 +502,7 @@ def format_significance(res: dict[str, Any]) -> str:
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["significance over the windows' daily returns (docs/experiments.md):"]
+    lines = [f"significance over {over} (docs/experiments.md):"]
     for r in rows:
         lines.append(
             "  ".join([r[0].ljust(widths[0]), r[1].ljust(widths[1])] + [c.rjust(w) for c, w in zip(r[2:], widths[2:])])
@@ -510,6 +511,8 @@ def format_significance(res: dict[str, Any]) -> str:
         "CI: stationary block bootstrap, 10,000 replications; DSR deflated by the trials compared; SPA: Hansen, "
         "against buy-and-hold and the best non-LLM baseline; StepM: Romano-Wolf at 5 %; PBO: CSCV over the "
         "strategies; p Holm / BH: the Wilcoxon p-values adjusted across universes"
+        if not notes
+        else notes
     )
     return "\n".join(lines)
 
@@ -617,4 +620,14 @@ def format_results(res: dict[str, Any]) -> str:
                     f"(on the real prices {_f(p['real_excess_pct'], '{:+.3f}')} pp)"
                 )
             lines += [f"    FLAG: {flag}" for flag in p["flags"]]
+    sig = res.get("significance")
+    if sig:
+        notes = (
+            f"CI: stationary block bootstrap, {sig['bootstrap_reps']:,} replications; DSR deflated by "
+            f"{sig['trials']} trials ({sig['trials_ledger']} in the trial ledger for {sig['study']}, at least the "
+            f"configurations run here); SPA: Hansen, against buy-and-hold and the best non-LLM baseline; StepM: "
+            f"Romano-Wolf at 5 %; PBO: CSCV over every configuration run ({sig['pbo']['splits']} splits); "
+            "p Holm / BH: the variants' Wilcoxon p-values against the best baseline adjusted across variants"
+        )
+        lines += ["", format_significance(sig, f"the test window's {sig['days']} daily returns", notes)]
     return "\n".join(lines)

@@ -1,0 +1,94 @@
+"""The statistics of one experiment (issue 32 item 2), as a rolling
+evaluation has them per universe (fincon.workflow.rolling_stats), over the
+test window's daily returns:
+
+* per team variant (its median repeat) and per baseline: a stationary
+  block-bootstrap 95 % interval of the daily Sharpe ratio and of its
+  difference against buy-and-hold, the probabilistic Sharpe ratio, the
+  minimum track record length and the deflated Sharpe ratio, deflated by the
+  trials behind the study (the trial ledger's count for the experiment's
+  tickers and test window, at least the configurations this experiment ran:
+  every variant's repeats and the baselines);
+* Hansen's SPA p-value against buy-and-hold and against the best non-LLM
+  baseline, and StepM's set of strategies that beat buy-and-hold;
+* PBO by CSCV over every configuration the experiment ran (each variant's
+  repeats and the baselines, one column each: the selection a reader of the
+  table makes);
+* the variants' Wilcoxon p-values against the best baseline adjusted across
+  variants by Holm and by Benjamini-Hochberg (one experiment compares many).
+
+Written into ``summary.csv`` (one row per strategy) and ``results.json``
+(``significance``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fincon.risk import significance as sig
+from fincon.workflow.experiment_config import ExperimentConfig
+from fincon.workflow.experiment_units import Unit, baseline_dir
+from fincon.workflow.rolling_stats import _returns, _universe
+
+UNIVERSE = "experiment"
+
+
+def significance(
+    exp: ExperimentConfig, root: Path, results: dict[str, Any], *, reps: int = 10_000, splits: int = 16
+) -> dict[str, Any]:
+    """The statistics of the experiment under ``root`` (module docstring);
+    writes ``summary.csv`` and returns results.json's ``significance``."""
+    from fincon.workflow import trials
+
+    series: dict[str, np.ndarray] = {}
+    for v, m in results["median"].items():  # named fincon-VARIANT: the rows that are the team's, not baselines
+        series[team_row(v)] = _returns(root / m["run_dir"]).to_numpy()
+    for b in exp.baselines:
+        series[b] = _returns(baseline_dir(root, exp, b)).to_numpy()
+    n = min(len(s) for s in series.values())
+    series = {k: s[-n:] for k, s in series.items()}  # one calendar: a stopped run's days only
+    every = {f"{team_row(v)}-r{r}": _returns(Unit("test", m["ablation"], r, m["protocol"]).path(root)).to_numpy()[-n:]
+             for v, m in results["median"].items() for r in range(1, exp.repeats + 1)}  # fmt: skip
+    every.update({b: series[b] for b in exp.baselines})
+    study = trials.study_of(exp.tickers, str(exp.test.start), str(exp.test.end))
+    counted = trials.counts(trials.resolve(None)).get(study, 0)
+    n_trials = max(len(every), counted)
+    rows, extra = _universe(UNIVERSE, series, n_trials, reps, splits, exp.seed)
+    cscv = sig.pbo(np.column_stack(list(every.values())), splits=splits)
+    for row in rows:
+        row["pbo"], row["pbo_splits"] = cscv["pbo"], cscv["splits"]
+    extra["pbo"] = {**cscv, "over": "every configuration run: each variant's repeats and the baselines"}
+    names = list(results["median"])
+    p = [(results["median"][v].get("wilcoxon") or {}).get("p_value") for v in names]
+    holm, bh = sig.adjust(p, "holm"), sig.adjust(p, "fdr_bh")
+    adjusted = {team_row(v): (pv, h, b) for v, pv, h, b in zip(names, p, holm, bh)}
+    for row in rows:
+        row["wilcoxon_p"], row["wilcoxon_p_holm"], row["wilcoxon_p_bh"] = adjusted.get(row["strategy"], (None,) * 3)
+    table = pd.DataFrame(rows)
+    table.to_csv(root / "summary.csv", index=False, float_format="%.6g", lineterminator="\n")
+    return {
+        "summary": json_rows(table),
+        "trials": n_trials,
+        "trials_ledger": counted,
+        "study": study,
+        "days": n,
+        **{k: v for k, v in extra.items() if k != "pbo"},
+        "pbo": extra["pbo"],
+        "bootstrap_reps": reps,
+    }
+
+
+def team_row(variant: str) -> str:
+    """A team variant's row name (``full`` -> ``fincon-full``, ``scm-full`` -> ``fincon-scm-full``)."""
+    return f"fincon-{variant}"
+
+
+def json_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """The table's rows as JSON values (NaN as null)."""
+    import json
+
+    return json.loads(table.to_json(orient="records"))
