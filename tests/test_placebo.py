@@ -95,3 +95,53 @@ def test_the_price_twin_resamples_the_windows_own_returns_by_blocks():
     drawn = np.round(np.diff(np.log(np.concatenate([[closes[0]], a]))), 12)
     assert set(drawn) <= set(real)
     assert not np.allclose(twin_closes(closes, 1, "TSLA"), a)
+
+
+class _Reverser:
+    """A model double for flip-tone: rewrites every item as 'REVERSED: ...',
+    except an item it echoes unchanged (no rewrite: the word list's flip)."""
+
+    name = "reverser"
+    model_id = "reverser-1"
+    price_model = "reverser-1"
+
+    def __init__(self):
+        self.calls = 0
+
+    def complete(self, messages, schema, params):
+        from fincon.llm.types import Completion
+
+        self.calls += 1
+        text = messages[-1].content.split("\n\n")[0]
+        out = text if "echo" in text else f"REVERSED: {text}"
+        return Completion(json.dumps({"text": out}), prompt_tokens=10, completion_tokens=5)
+
+    def close(self):
+        pass
+
+
+def test_the_llm_brain_flips_the_windows_items_with_its_own_model_cached(tmp_path):
+    """For the llm brain the test window's items are rewritten by the model
+    (cached: a replay asks nothing), the earlier ones by the word list; an
+    answer that is no rewrite falls back to the word list and is counted."""
+    from fincon.data.events.model import Event, parse_timestamp
+    from fincon.llm import CallCache, LLMClient, UsageLedger
+    from fincon.workflow.placebo import ToneRewriter
+
+    def item(i, day, text):
+        return Event(id=f"n{i}", ticker="TSLA", source="news", published_at=parse_timestamp(day), text=text)
+
+    events = [
+        item(0, "2022-09-20", "Shares rose on strong demand."),
+        item(1, "2022-10-10", "Shares rose on strong demand."),
+        item(2, "2022-10-11", "echo this one"),
+    ]
+    cache = tmp_path / "llm.sqlite"
+    rewriter = ToneRewriter(LLMClient(_Reverser(), cache=CallCache(cache, "read-write"), ledger=UsageLedger()))
+    out = placebo_events("flip-tone", events, dt.date(2022, 10, 1), dt.date(2022, 10, 31), 0, rewriter)
+    assert out[0].text == "Shares fell on weak demand."  # before the window: the word list
+    assert out[1].text.startswith("REVERSED: Shares rose on strong demand.")  # the model's rewrite
+    assert out[2].text == flip_text("echo this one") and rewriter.fallbacks == 1 and rewriter.calls == 2
+    replay = ToneRewriter(LLMClient(_Reverser(), cache=CallCache(cache, "replay"), ledger=UsageLedger()))
+    again = placebo_events("flip-tone", events, dt.date(2022, 10, 1), dt.date(2022, 10, 31), 0, replay)
+    assert [e.text for e in again] == [e.text for e in out] and replay.client.backend.calls == 0

@@ -220,6 +220,16 @@ def _nothing_kept(root: Path) -> bool:
     return not _finished_units(root) and not any((root / d).exists() for d in ("train", "test"))
 
 
+def _tone_rewriter(exp: ExperimentConfig):
+    """The llm brain's flip-tone: the team's own model settings, its cache."""
+    from fincon.agents.team.factory import TEAM_LLM
+    from fincon.llm.settings import build_client, layered
+    from fincon.workflow.placebo import ToneRewriter
+
+    settings = layered(exp.llm, {**TEAM_LLM, "answer_max_tokens": 600}, exp.team.get("llm") or {})
+    return ToneRewriter(build_client(settings))
+
+
 def _run(exp: ExperimentConfig, out: Path, progress: bool, executor: Executor) -> ExperimentReport:
     if exp.placebos:  # the placebo corpora, built once from the team's own (deterministic in the seed)
         from fincon.data.inputs import open_inputs
@@ -227,8 +237,13 @@ def _run(exp: ExperimentConfig, out: Path, progress: bool, executor: Executor) -
 
         source = open_inputs(exp.data.source, exp.data.dir, exp.data.cache_dir).source
         for kind in exp.placebos:
-            write_placebo(kind, str(exp.team.get("events", "sample")), exp.tickers, exp.test.start, exp.test.end,
-                          exp.seed, placebo_dir(out, kind), source)  # fmt: skip
+            rewrite = _tone_rewriter(exp) if kind == "flip-tone" and exp.brain == "llm" else None
+            try:
+                write_placebo(kind, str(exp.team.get("events", "sample")), exp.tickers, exp.test.start,
+                              exp.test.end, exp.seed, placebo_dir(out, kind), source, rewrite)  # fmt: skip
+            finally:
+                if rewrite is not None:
+                    rewrite.client.close()
     phases = [[(u.name, Job(u, exp, out)) for u in phase] for phase in units(exp)]
     done = run_phases(
         phases,

@@ -16,7 +16,11 @@ corpus built here from the real one:
   lexicon reads as positive and negative swapped for their opposites (the
   sample's generator words, Loughran-McDonald's, and market verbs: rose and
   fell, beat and missed, Buy and Sell), and a news item's sentiment tag
-  swapped; a model that reads the text reads the reversed text.
+  swapped; a model that reads the text reads the reversed text. For the
+  llm brain the items of the test window are rewritten by the run's own
+  model instead (:class:`ToneRewriter`: cached and replayed like every call;
+  an answer that is not a rewrite falls back to the word list, counted),
+  the items before it by the word list;
 
 * ``price-twin``: the prices of the test window replaced by a synthetic twin,
   the items kept: the window's daily log returns resampled by a stationary
@@ -39,6 +43,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+from pydantic import BaseModel, Field
 
 PLACEBOS = ("shuffle-news", "flip-tone", "price-twin")
 #: the placebos that replace the items the team reads (price-twin replaces the prices instead)
@@ -104,8 +109,49 @@ def _day(seed: int, item: str, lo: dt.date, hi: dt.date) -> dt.date:
     return lo + dt.timedelta(days=int(rng.integers(0, (hi - lo).days + 1)))
 
 
-def placebo_events(kind: str, events: Sequence, start: dt.date, end: dt.date, seed: int) -> list:
-    """The placebo corpus ``kind`` of ``events`` for the test window ``start``..``end``."""
+REWRITE_SYSTEM = (
+    "You rewrite financial texts with their tone reversed: good news becomes bad news and bad news good, "
+    "gains become losses, beats become misses, upgrades become downgrades, optimism becomes pessimism. "
+    "Keep the length, the names, the figures and the dates; change nothing else. Answer JSON only."
+)
+
+
+class Rewrite(BaseModel):
+    text: str = Field(min_length=1)
+
+
+class ToneRewriter:
+    """The llm brain's flip-tone: the run's model rewrites an item with its
+    tone reversed (one cached call an item); an answer that is no rewrite
+    (empty, or the text unchanged) falls back to :func:`flip_text` and is
+    counted in ``fallbacks``."""
+
+    def __init__(self, client):
+        self.client = client
+        self.calls = 0
+        self.fallbacks = 0
+
+    def __call__(self, text: str, day: str) -> str:
+        from fincon.llm import LLMInvalidAnswer
+        from fincon.llm.types import Message
+
+        self.calls += 1
+        msgs = [Message(role="system", content=REWRITE_SYSTEM), Message(role="user", content=text[:2000])]
+        try:
+            got = self.client.ask(msgs, Rewrite, agent="placebo/flip-tone", day=day).value.text.strip()
+        except LLMInvalidAnswer:
+            got = ""
+        if not got or got == text.strip():
+            self.fallbacks += 1
+            return flip_text(text)
+        return got
+
+
+def placebo_events(
+    kind: str, events: Sequence, start: dt.date, end: dt.date, seed: int, rewrite: ToneRewriter | None = None
+) -> list:
+    """The placebo corpus ``kind`` of ``events`` for the test window ``start``..``end``
+    (``rewrite``: flip-tone by the model for the window's items, the llm brain's)."""
     out = []
     for e in events:
         if kind == "shuffle-news":
@@ -122,7 +168,11 @@ def placebo_events(kind: str, events: Sequence, start: dt.date, end: dt.date, se
                 meta["sentiment"] = _SENTIMENT[meta["sentiment"]]
             meta["placebo"] = "flip-tone"
             # the reversed text is what is read: a call's audio (the original words) is dropped
-            out.append(replace(e, text=flip_text(e.text), audio=None, metadata=meta) if e.text else e)
+            if e.text and rewrite is not None and start <= e.published_at.date() <= end:
+                text = rewrite(e.text, str(e.published_at.date()))
+            else:
+                text = flip_text(e.text) if e.text else e.text
+            out.append(replace(e, text=text, audio=None, metadata=meta) if e.text else e)
         else:
             raise ValueError(f"unknown placebo {kind!r}; choose one of {', '.join(PLACEBOS)}")
     return out
@@ -182,7 +232,15 @@ def write_price_twin(source, tickers: Sequence[str], start: dt.date, end: dt.dat
 
 
 def write_placebo(
-    kind: str, spec: str, tickers: Sequence[str], start: dt.date, end: dt.date, seed: int, out: Path, source=None
+    kind: str,
+    spec: str,
+    tickers: Sequence[str],
+    start: dt.date,
+    end: dt.date,
+    seed: int,
+    out: Path,
+    source=None,
+    rewrite: ToneRewriter | None = None,
 ) -> Path:
     """Build the placebo ``kind`` into ``out`` unless it is there: an event
     directory, or for ``price-twin`` a folder of twin prices read from ``source``."""
@@ -193,7 +251,7 @@ def write_placebo(
         return write_price_twin(source, tickers, start, end, seed, out)
     if out.is_dir() and any(out.glob("*.jsonl.gz")):
         return out
-    events = placebo_events(kind, open_events(spec, tuple(tickers)).all_events(), start, end, seed)
+    events = placebo_events(kind, open_events(spec, tuple(tickers)).all_events(), start, end, seed, rewrite)
     staging = out.with_name(f".{out.name}.partial")
     staging.mkdir(parents=True, exist_ok=True)
     for t in sorted({e.ticker for e in events}):
