@@ -4,11 +4,10 @@
     .venv/bin/python bench/record_team_msft.py            # ~45 min on 2 cores: run it in the background
     .venv/bin/python bench/record_team_msft.py --days 5   # a short recording (smoke)
 
-The dataset is imported from ../shared/data/investorbench/msft.json.gz (third
-party: never copied into the repository); the recording (the LLM cache) and
-its fingerprint go to ~/.cache/fincon/recordings/ ($FINCON_RECORDINGS), never
-into the repository, because the prompts quote the corpus. tests/test_team_live_msft.py replays it
-byte for byte. Prints calls, tokens, fallbacks and wall time per day: the
+The dataset is imported from tests/recordings/investorbench/msft.json.gz
+(InvestorBench's file, MIT, its LICENSE beside it); the recording (the LLM
+cache) and its fingerprint go beside it, committed, so every clone and CI
+replays them (tests/test_team_live_msft.py, byte for byte). Prints calls, tokens, fallbacks and wall time per day: the
 row of docs/results.md.
 """
 
@@ -17,7 +16,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -25,19 +23,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 START, END = "2020-10-01", "2021-05-06"
 NAME = f"team-MSFT-{START}-{END}"
+#: the recording and InvestorBench's MSFT file it is made on, committed (tests/recordings/investorbench)
+RECORDINGS = ROOT / "tests" / "recordings" / "investorbench"
 
 
 def shared_dir() -> Path:
-    """../shared/data/investorbench relative to the main checkout (worktrees too)."""
-    common = subprocess.run(["git", "rev-parse", "--git-common-dir"], cwd=ROOT, capture_output=True, text=True)
-    main = Path(common.stdout.strip()).resolve().parent if common.returncode == 0 else ROOT
-    return main.parent / "shared" / "data" / "investorbench"
+    """InvestorBench's files committed beside the recordings (MIT, LICENSE there)."""
+    return RECORDINGS
 
 
 def recordings() -> Path:
-    from fincon.llm.bundled import private_recordings_dir
-
-    return private_recordings_dir()
+    return RECORDINGS
 
 
 def args_for(data: Path, cache: Path, mode: str, out: Path, end: str = END) -> list[str]:

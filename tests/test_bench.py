@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from fincon.testing import INVESTORBENCH
+
 ROOT = Path(__file__).resolve().parents[1]
-INVESTORBENCH = ROOT.parent / "shared" / "data" / "investorbench"
 
 # script -> (smallest arguments, a fragment its output must hold)
 CASES = {
@@ -64,8 +65,6 @@ def test_every_bench_script_is_covered():
 def test_the_team_bench_runs_on_a_real_corpus_with_the_small_model(tmp_path):
     """The documented way to measure the live team on a real corpus
     (``bench/team.py --data DIR --llm-days N``), one day with the 0.5B."""
-    if not (INVESTORBENCH / "msft.json.gz").is_file():
-        pytest.skip("the InvestorBench corpus is not beside the repository")
     from fincon.cli.main import main
 
     data = tmp_path / "ib-msft"

@@ -1,35 +1,17 @@
 """The debate evaluated on real filings (issue 21, item 5): every 10-Q/10-K
 of the imported InvestorBench assets, read on its first visible day, scored
 against the return over the stated horizon, beside always-bullish and the
-news sentiment tags. Reads ../shared/data/investorbench (skipped when absent)."""
+news sentiment tags. Reads InvestorBench's files committed in tests/recordings/investorbench."""
 
 from __future__ import annotations
-
-import subprocess
-from pathlib import Path
 
 import pytest
 
 from fincon.cli.main import main
 from fincon.eval import debate_filings
+from fincon.testing import INVESTORBENCH
 
-
-def _shared() -> Path:
-    root = Path(__file__).resolve().parents[1]
-    try:
-        common = subprocess.run(
-            ["git", "rev-parse", "--git-common-dir"], cwd=root, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        base = (root / common).resolve().parent
-    except (OSError, subprocess.CalledProcessError):
-        base = root
-    return base.parent / "shared" / "data" / "investorbench"
-
-
-SHARED = _shared()
-needs_shared = pytest.mark.skipif(
-    not (SHARED / "msft.json.gz").is_file(), reason="../shared/data/investorbench is absent"
-)
+SHARED = INVESTORBENCH  # InvestorBench's MSFT, JNJ and HON files, committed with their MIT licence
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +25,6 @@ def datasets(tmp_path_factory):
 
 
 @pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
-@needs_shared
 def test_rules_debate_on_the_real_filings(datasets):
     res = debate_filings.run(datasets, "rules")
     assert res["filings"] == 15 and res["tickers"] == ["MSFT", "JNJ", "HON"] and res["model_calls"] == 0
@@ -63,7 +44,6 @@ def test_rules_debate_on_the_real_filings(datasets):
     assert "sentiment tags" in out and "always bullish" in out and "flip rate 0.0" in out
 
 
-@needs_shared
 def test_the_cli_scores_filings(datasets, capsys):
     assert main(["eval", "debate", "--dataset", str(datasets[0])]) == 0
     out = capsys.readouterr().out

@@ -3,12 +3,12 @@ item 3) with the bundled model; tests/test_eval_extraction.py replays it.
 
     .venv/bin/python docs/recorded/record_extraction.py [INVESTORBENCH_DIR]
 
-INVESTORBENCH_DIR defaults to ../shared/data/investorbench beside the main
-checkout. MSFT, JNJ and HON are imported to a temporary directory (never
-copied into the repository), then
+INVESTORBENCH_DIR defaults to tests/recordings/investorbench (InvestorBench's
+MSFT, JNJ and HON files, MIT, committed with their LICENSE). They are imported
+to a temporary directory, then
 
     fincon eval extraction --brain llm --dataset <msft> <jnj> <hon> \
-        --llm-cache read-write --llm-cache-path docs/recorded/extraction-investorbench.sqlite \
+        --llm-cache read-write --llm-cache-path tests/recordings/investorbench/extraction-investorbench.sqlite \
         --json docs/recorded/extraction-investorbench.json
 
 runs live: up to 8 restatements per filing and one extraction-critic call
@@ -17,27 +17,23 @@ per restated figure (about 220 model calls; run it on a quiet machine).
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from fincon.llm.bundled import private_recordings_dir
+from fincon.testing.corpora import INVESTORBENCH
 
 HERE = Path(__file__).resolve().parent
 ASSETS = ("msft", "jnj", "hon")
 
 
 def shared_dir() -> Path:
-    root = HERE.parents[1]
-    got = subprocess.run(["git", "rev-parse", "--git-common-dir"], cwd=root, capture_output=True, text=True)
-    main = (root / got.stdout.strip()).resolve().parent if got.returncode == 0 else root  # worktrees too
-    return main.parent / "shared" / "data" / "investorbench"
+    """InvestorBench's files committed beside the recordings (MIT, LICENSE there)."""
+    return INVESTORBENCH
 
 
-#: the recording quotes the third-party filings in its prompts, so it lives in the user's
-#: cache (never in the repository), like bench/record_team_msft.py's; the result (figures only) stays here
-CACHE = private_recordings_dir() / "extraction-investorbench.sqlite"
+#: the recording quotes InvestorBench's filings (MIT) in its prompts: it lives beside them, committed
+CACHE = INVESTORBENCH / "extraction-investorbench.sqlite"
 RESULT = HERE / "extraction-investorbench.json"
 
 

@@ -13,6 +13,10 @@ from fincon.data.events.generator import SAMPLE_DIR, GeneratorConfig, Planted, g
 from fincon.data.events.loaders.directory import DirectoryLoader, write_jsonl_gz
 from fincon.data.events.model import Event, decision_cutoff
 
+#: InvestorBench's MSFT, JNJ and HON files (MIT, its LICENSE beside them) and the live
+#: recordings made on them, committed so every clone replays them (tests/recordings/investorbench)
+INVESTORBENCH = Path(__file__).resolve().parents[2] / "tests" / "recordings" / "investorbench"
+
 
 def corpus(tmp: Path, tickers, events: list[Event] | None = None) -> Path:
     """A directory corpus: the bundled events of ``tickers`` (or ``events``).
