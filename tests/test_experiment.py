@@ -135,6 +135,12 @@ def test_the_statistics_of_the_experiment_recomputed(experiment):
         assert rows.loc[f"fincon-{a}", "wilcoxon_p_holm"] == pytest.approx(h, rel=1e-5)
         assert rows.loc[f"fincon-{a}", "wilcoxon_p_bh"] == pytest.approx(b, rel=1e-5)
     assert "significance over the test window's" in text and "DSR deflated by" in text
+    # and in the HTML report: the same rows, the trial count beside the DSR
+    from fincon.report.html import render
+    from fincon.report.load import load_report_data
+
+    page = render(load_report_data([out]))
+    assert "Statistics over the test window" in page and f"({sig['trials']})" in page
 
 
 @pytest.mark.slow

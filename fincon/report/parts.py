@@ -68,6 +68,55 @@ def table(
     return "".join(out)
 
 
+def significance_table(rows: Iterable[dict[str, Any]], over: str) -> str:
+    """The statistics of each strategy (a rolling universe's or an
+    experiment's rows: fincon.workflow.rolling_stats), as an HTML table with
+    a note that says what each column is; empty without statistics."""
+
+    def cell(r: dict[str, Any], key: str, spec: str) -> str:
+        v = r.get(key)
+        return "" if v is None or (isinstance(v, float) and math.isnan(v)) else num(v, spec)
+
+    body = []
+    for r in rows:
+        if r.get("psr") is None or (isinstance(r.get("psr"), float) and math.isnan(r["psr"])):
+            continue
+        stepm = r.get("stepm_beats_bh")
+        body.append(
+            [
+                str(r.get("universe", "")),
+                str(r.get("strategy", "")),
+                cell(r, "days", "{:.0f}"),
+                f"{cell(r, 'sharpe_daily', '{:+.3f}')} [{cell(r, 'sharpe_ci_lo', '{:+.3f}')}, "
+                f"{cell(r, 'sharpe_ci_hi', '{:+.3f}')}]",
+                cell(r, "psr", "{:.2f}"),
+                cell(r, "min_track_record_days", "{:,.0f}"),
+                f"{cell(r, 'dsr', '{:.2f}')} ({cell(r, 'dsr_trials', '{:.0f}')})",
+                cell(r, "spa_p_vs_bh", "{:.3f}"),
+                cell(r, "spa_p_vs_best_baseline", "{:.3f}"),
+                ""
+                if stepm is None or (isinstance(stepm, float) and math.isnan(stepm))
+                else ("beats" if stepm else "-"),
+                cell(r, "pbo", "{:.2f}"),
+                cell(r, "wilcoxon_p_holm", "{:.4f}"),
+                cell(r, "wilcoxon_p_bh", "{:.4f}"),
+            ]
+        )
+    if not body:
+        return ""
+    head = ["universe", "strategy", "days", "daily SR [95% CI]", "PSR", "MinTRL d", "DSR (trials)", "SPA p vs B&H",
+            "SPA p vs best", "StepM", "PBO", "p Holm", "p BH"]  # fmt: skip
+    return (
+        f"<h4>Statistics over {html.escape(over)}</h4>"
+        + table(head, body, text_cols=[0, 1, 3, 6, 9])
+        + '<p class="note">CI: stationary block bootstrap; PSR: probabilistic Sharpe ratio against zero; MinTRL: '
+        "minimum track record length at 95 %; DSR: deflated Sharpe ratio with the number of trials it deflates "
+        "by; SPA: Hansen's test against buy-and-hold and the best non-LLM baseline; StepM: Romano-Wolf at 5 %; "
+        "PBO: probability of backtest overfitting by CSCV; p Holm / BH: the Wilcoxon p-values adjusted for the "
+        "number of comparisons (docs/experiments.md).</p>"
+    )
+
+
 def day_strings(index: pd.DatetimeIndex) -> list[str]:
     return [d.strftime("%Y-%m-%d") for d in index]
 

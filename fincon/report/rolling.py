@@ -13,7 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from fincon.report.load import ReportData, Rolling
-from fincon.report.parts import COLORS, esc, num, plot_div, table
+from fincon.report.parts import COLORS, esc, num, plot_div, significance_table, table
 
 BENCH = "buy-and-hold"
 
@@ -125,6 +125,7 @@ def _one(r: Rolling, i: int) -> list[str]:
             text_cols=[0, 1, 12],
         )
     )
+    out.append(significance_table(s.to_dict("records"), "each universe's test windows laid end to end"))
     for j, universe in enumerate(dict.fromkeys(r.windows.universe)):
         w = r.windows[r.windows.universe == universe]
         picks = w.drop_duplicates("window")[["test_start", "test_end", "tickers"]]

@@ -8,7 +8,7 @@ episodes.jsonl, beliefs.json, results.json); returns HTML text.
 from __future__ import annotations
 
 from fincon.report.load import ReportData, Training
-from fincon.report.parts import COLORS, esc, num, plot_div, table
+from fincon.report.parts import COLORS, esc, num, plot_div, significance_table, table
 
 
 def _training_chart(t: Training, div_id: str) -> str:
@@ -258,6 +258,9 @@ def section_experiment(data: ReportData) -> str:
                 '<p class="note">* best baseline by Sharpe on the test window; p: two-sided Wilcoxon '
                 "signed-rank test of the median run's daily log returns against it.</p>"
             )
+        sig = res.get("significance") if isinstance(res.get("significance"), dict) else {}
+        if sig:
+            out.append(significance_table(sig.get("summary") or [], f"the test window's {sig.get('days')} days"))
         units = res.get("runs") if isinstance(res.get("runs"), dict) else {}
         if units:
             out.append(
