@@ -84,9 +84,10 @@ CASES = {
     "fincon-llm": ("fincon", _team_llm, ["TSLA"]),
     "fincon-scm-llm": ("fincon", _scm_llm, ["TSLA"]),
     "finsent": ("finsent", lambda: make_strategy("finsent", {"brain": "rules"}), ["TSLA"]),
+    "finmem": ("finmem", lambda: make_strategy("finmem", RULES), ["TSLA"]),
     "llm-trader": ("llm-trader", _llm_trader, TICKERS),
 }
-SLOW = {"fincon", "fincon-scm", "fincon-debate", "fincon-llm", "fincon-scm-llm"}
+SLOW = {"fincon", "fincon-scm", "fincon-debate", "fincon-llm", "fincon-scm-llm", "finmem"}
 
 
 def test_every_registered_strategy_is_in_the_harness():

@@ -42,6 +42,7 @@ FACTORIES: dict[str, str] = {
     "llm-trader": "fincon.agents.simple_trader:make_llm_trader_from_run",
     "fincon": "fincon.agents.team:make_fincon_team",
     "finsent": "fincon.agents.finsent:make_finsent",
+    "finmem": "fincon.agents.finmem:make_finmem",
 }
 LLM_STRATEGIES = frozenset(FACTORIES)
 
@@ -50,6 +51,7 @@ FACTORY_PARAMS: dict[str, str] = {
     "llm-trader": "fincon.llm.settings:LLMSettings",
     "fincon": "fincon.agents.team.params:FinConParams",
     "finsent": "fincon.agents.finsent:FinSentParams",
+    "finmem": "fincon.agents.finmem:FinMemParams",
 }
 
 __all__ = [

@@ -108,7 +108,7 @@ COLUMN_FIX = {"open": "use --fill close", "high": "use --slippage-model bps", "l
 
 
 #: who reads a strategy's news, in an error's words
-READERS = {"fincon": "the agent team", "finsent": "finsent", "sentiment": "the sentiment baseline"}
+READERS = {"fincon": "the agent team", "finmem": "finmem", "finsent": "finsent", "sentiment": "the sentiment baseline"}
 
 
 def with_events(cfg: RunConfig, inputs: RunInputs) -> RunConfig:
@@ -422,8 +422,9 @@ def write_standard(
         top / "run_summary.csv", index=False, float_format="%.10g", lineterminator="\n"
     )
     corpus = None
-    if "fincon" in cfg.strategies:
-        events = cfg.params("fincon").get("events")
+    team = next((n for n in ("fincon", "finmem") if n in cfg.strategies), None)  # the agents' corpus, hashed
+    if team is not None:
+        events = cfg.params(team).get("events")
         corpus = (
             Path(__file__).resolve().parents[1] / "data" / "sample" / "events"
             if events in (None, "sample")

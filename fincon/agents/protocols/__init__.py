@@ -36,6 +36,7 @@ PROTOCOLS: dict[str, str] = {
     "fincon": "fincon.agents.protocols.fincon:FinConManager",
     "scm": "fincon.agents.protocols.scm:ScmProtocol",
     "debate": "fincon.agents.protocols.debate:DebateProtocol",
+    "single": "fincon.agents.protocols.single:SingleAgent",
 }
 
 

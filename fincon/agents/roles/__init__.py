@@ -15,6 +15,7 @@ from fincon.agents.roles import (
     news,
     quarterly_report,
     stock_selection,
+    trader,
 )
 from fincon.agents.roles.base import EventRole, Item, Profile, Role, RoleInputs
 
@@ -22,5 +23,9 @@ ANALYSTS: dict[str, Role] = {
     m.ROLE.name: m.ROLE for m in (news, quarterly_report, annual_report, analyst_notes, earnings_call, data_analysis)
 }
 STOCK_SELECTION = stock_selection.ROLE
+#: agents that trade alone (``finmem``), not among the team's analysts
+SINGLE: dict[str, Role] = {trader.ROLE.name: trader.ROLE}
+#: every role an analysts list may name
+ROLES: dict[str, Role] = {**ANALYSTS, **SINGLE}
 
-__all__ = ["ANALYSTS", "STOCK_SELECTION", "EventRole", "Item", "Profile", "Role", "RoleInputs"]
+__all__ = ["ANALYSTS", "ROLES", "SINGLE", "STOCK_SELECTION", "EventRole", "Item", "Profile", "Role", "RoleInputs"]

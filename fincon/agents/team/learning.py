@@ -110,7 +110,8 @@ class Learning:
         # reflection on an alert): they are what the manager must learn from,
         # and a reflection every day would change the manager's input daily
         # and cost it a model call every day
-        if self.params.reflections and (pnl < 0 or alert):
+        daily = getattr(self.protocol, "reflects_daily", False)  # a single trader reflects on every day (FinMem)
+        if self.params.reflections and (pnl < 0 or alert or daily):
             llm = self.params.brain == "llm"
             text, ans = reflect(self.brain, outcome, relied_kinds(prev.relied), agent=self.protocol.agent, llm=llm)
             if llm:

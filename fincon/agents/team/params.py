@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from fincon.agents.policies import Policies
-from fincon.agents.roles import ANALYSTS
+from fincon.agents.roles import ROLES
 
 EmbedderName = Literal["auto", "hashing", "minilm"]
 
@@ -96,9 +96,9 @@ class FinConParams(BaseModel):
     def _known(cls, v):
         if v is None:
             return v
-        bad = [a for a in v if a not in ANALYSTS]
+        bad = [a for a in v if a not in ROLES]
         if bad:
-            raise ValueError(f"unknown analyst {bad[0]!r}; choose from {', '.join(ANALYSTS)}")
+            raise ValueError(f"unknown analyst {bad[0]!r}; choose from {', '.join(ROLES)}")
         if not v:
             raise ValueError("at least one analyst is needed")
         return list(dict.fromkeys(v))

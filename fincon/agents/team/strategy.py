@@ -41,7 +41,7 @@ from fincon.agents.brains import LLMBrain, ManagerTask, RulesBrain
 from fincon.agents.policies import enforce
 from fincon.agents.protocols import make_protocol
 from fincon.agents.reports import AnalystReport
-from fincon.agents.roles import ANALYSTS, STOCK_SELECTION
+from fincon.agents.roles import ANALYSTS, ROLES, STOCK_SELECTION
 from fincon.agents.roles.base import EventRole, RoleInputs, ToneBaseline
 from fincon.agents.team.calls import Answer, Calls
 from fincon.agents.team.corpus import corpus_coverage, coverage
@@ -69,7 +69,7 @@ class FinConTeam(Calls, Learning, Strategy):
         self.settings = settings
         self._client = client
         self._owns_client = client is None
-        self.roles = [ANALYSTS[a] for a in (p.analysts or list(ANALYSTS))]
+        self.roles = [ROLES[a] for a in (p.analysts or list(ANALYSTS))]
         self.warmup = max(p.lookback, p.selection_lookback if p.candidates else 0) + 1
         self.protocol = make_protocol(p.protocol, p)
         self.stopped: str | None = None
@@ -520,6 +520,12 @@ class FinConTeam(Calls, Learning, Strategy):
             )
         return self._mems[key]
 
+    def _context(self, role, view) -> str:
+        """What an agent reads besides its items: its beliefs, or what the
+        protocol gives it (a single trader: its own recent reflections)."""
+        own = getattr(self.protocol, "analyst_context", None)
+        return own(self, view) if own is not None else self.beliefs.for_agent(role.name)
+
     def _gather(self, role, ticker: str, view) -> RoleInputs:
         if isinstance(role, EventRole):
             baseline = self._tones.setdefault(role.agent(ticker), ToneBaseline())
@@ -528,12 +534,12 @@ class FinConTeam(Calls, Learning, Strategy):
                 ticker,
                 view.events,
                 self.params.memory_k,
-                beliefs=self.beliefs.for_agent(role.name),
+                beliefs=self._context(role, view),
                 baseline=baseline,
                 budget=self.params.analyst_budget_tokens,
             )
             return inputs
-        return role.gather(view, ticker, self.params.lookback, beliefs=self.beliefs.for_agent(role.name))
+        return role.gather(view, ticker, self.params.lookback, beliefs=self._context(role, view))
 
 
 def reask_counts(events) -> dict[str, int]:
