@@ -32,7 +32,7 @@ CUT = 20  # decision day t (index within the backtest window)
 START, END = pd.Timestamp("2022-10-05"), pd.Timestamp("2022-12-30")
 
 #: one-stock reinforcement-learning agents: below, on one ticker, with a short training
-RL = {"a2c", "ppo", "dqn"}
+RL = {"a2c", "ppo", "dqn", "finrl-a2c"}
 #: the benchmark's same-day convention is a registered lookahead (an item dated t counts at t's
 #: decision even when it came out after that close); tests/test_sentiment.py shows what it reads
 LOOKAHEAD = {"sentiment-same-day"}
@@ -145,7 +145,8 @@ def test_future_prices_change_no_decision_of_a_trained_agent(name, tmp_path):
     """An RL agent trains on the bars before the window at its first decision:
     scrambling every bar after day t changes nothing up to t, training included."""
     params = {"timesteps": 600, "seed": 3}
-    base = market_for(["TSLA"], warmup=make_strategy(name, params).warmup)
+    tickers = TICKERS if name == "finrl-a2c" else ["TSLA"]  # the portfolio agent allocates over several
+    base = market_for(tickers, warmup=make_strategy(name, params).warmup)
     a_strategy, b_strategy = make_strategy(name, params), make_strategy(name, params)
     a = backtest(base, a_strategy, tmp_path)  # the run directory: its model and curve land there
     b = backtest(perturbed(base, CUT), b_strategy, tmp_path)

@@ -56,3 +56,23 @@ def test_indicators_use_no_later_bar():
     full = indicators(close, high, low)
     cut = indicators(close[:200], high[:200], low[:200])
     np.testing.assert_allclose(full[:200], cut)  # a day's row depends on the bars up to it only
+
+
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
+def test_finrl_a2c_allocates_the_portfolio_reproducibly(tmp_path, monkeypatch):
+    """FinRL's A2C portfolio agent: weights from a softmax over the tickers and
+    cash (long only, summing to at most 1), trained before the window, the same
+    seed and data giving the same decisions byte for byte."""
+    monkeypatch.chdir(tmp_path)
+    argv = ["backtest", "--tickers", "TSLA,MSFT,PFE", "--strategy", "finrl-a2c", "--start", "2022-10-05",
+            "--end", "2022-11-30", "--param", "finrl-a2c.timesteps=1200", "--param", "finrl-a2c.seed=5",
+            "--no-benchmark", "--no-progress"]  # fmt: skip
+    assert main([*argv, "--out", "a"]) == 0
+    assert main([*argv, "--out", "b"]) == 0
+    assert (tmp_path / "a" / "decisions.jsonl").read_bytes() == (tmp_path / "b" / "decisions.jsonl").read_bytes()
+    days = [json.loads(x) for x in (tmp_path / "a" / "decisions.jsonl").read_text().splitlines()]
+    for d in days:
+        w = d["weights"]
+        assert set(w) == {"TSLA", "MSFT", "PFE"} and all(x >= 0 for x in w.values()) and sum(w.values()) <= 1 + 1e-9
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())["strategy_summary"]
+    assert summary["rl_trained_on"][1] < "2022-10-05" and (tmp_path / "a" / "rl_model.zip").is_file()

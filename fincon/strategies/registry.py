@@ -34,6 +34,8 @@ STRATEGIES: dict[str, str] = {
     "a2c": "fincon.strategies.rl:A2CTrader",
     "ppo": "fincon.strategies.rl:PPOTrader",
     "dqn": "fincon.strategies.rl:DQNTrader",
+    # the paper's portfolio DRL baseline: FinRL's A2C allocation over the run's tickers and cash
+    "finrl-a2c": "fincon.strategies.finrl:FinRLA2C",
 }
 
 #: strategies that talk to a model: name -> "module:factory"; the factory

@@ -165,18 +165,11 @@ class RLTrader(Strategy):
         self.pos = 0.0
         self.trained_on: tuple[str, str] | None = None
 
-    def _train(self, view) -> None:
-        import torch
-
-        try:
-            from stable_baselines3 import A2C, DQN, PPO
-        except ImportError:
-            raise ConfigError(RL_MISSING) from None
+    def _training_rows(self, view) -> np.ndarray:
+        """Which rows of the view before its day train the agent (the test
+        window's first day and after: never)."""
         p = self.params
-        t = view.tickers[0]
         dates = view.dates()[:-1]  # the bars before the test window's first day: never the window itself
-        close = view.history(t, "close")[:-1]
-        high, low = view.history(t, "high")[:-1], view.history(t, "low")[:-1]
         keep = np.ones(len(dates), dtype=bool)
         if p.train_start is not None:
             keep &= dates.date >= p.train_start
@@ -187,10 +180,26 @@ class RLTrader(Strategy):
                 f"{self.name}: only {int(keep.sum())} training bars before {view.date.date()} "
                 "(need 60); start the test window later or widen train_start/train_end"
             )
-        close, high, low, dates = close[keep], high[keep], low[keep], dates[keep]
+        self.trained_on = (str(dates[keep][0].date()), str(dates[keep][-1].date()))
+        return keep
+
+    def _env(self, view, keep: np.ndarray):
+        """The training environment over the rows ``keep``."""
+        t = view.tickers[0]
+        close, high, low = (view.history(t, f)[:-1][keep] for f in ("close", "high", "low"))
         feats = indicators(close, high, low)
         costs = np.array([self.ctx.unit_cost(c, h, lo) for c, h, lo in zip(close, high, low)])
-        env = make_env(close, feats, costs, p.size)
+        return make_env(close, feats, costs, self.params.size)
+
+    def _train(self, view) -> None:
+        import torch
+
+        try:
+            from stable_baselines3 import A2C, DQN, PPO
+        except ImportError:
+            raise ConfigError(RL_MISSING) from None
+        p = self.params
+        env = self._env(view, self._training_rows(view))
         threads = torch.get_num_threads()
         torch.set_num_threads(1)  # one thread: the same seed and data give the same network, bit for bit
         try:
@@ -215,7 +224,6 @@ class RLTrader(Strategy):
             self.model.learn(total_timesteps=p.timesteps, callback=Curve())
         finally:
             torch.set_num_threads(threads)
-        self.trained_on = (str(dates[0].date()), str(dates[-1].date()))
 
     def decide(self, view) -> Decision | None:
         import torch
