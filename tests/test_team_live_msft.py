@@ -1,7 +1,7 @@
 """The live 1.5B run of the team on InvestorBench's MSFT test window
-(recorded by bench/record_team_msft.py into ~/.cache/fincon/recordings, since
-its prompts quote the corpus) replays byte for byte with no model loaded.
-Skips when the data or the recording is absent; a prompt change makes the
+(recorded by bench/record_team_msft.py into tests/recordings/investorbench,
+beside the corpus its prompts quote) replays byte for byte with no model
+loaded. Skips until the recording is made; a prompt change makes the
 recording stale and this fails with a cache miss naming the call."""
 
 import csv

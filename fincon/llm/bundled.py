@@ -88,17 +88,6 @@ def model_cache_dir() -> Path:
     return Path(base) / "fincon" / "models"
 
 
-def private_recordings_dir() -> Path:
-    """``$FINCON_RECORDINGS``, else ``$XDG_CACHE_HOME/fincon/recordings``, else
-    ``~/.cache/fincon/recordings``: LLM call caches whose prompts quote
-    third-party text (InvestorBench's summaries), so they may live neither in
-    the repository nor beside a data folder that is replaced as a whole."""
-    if os.environ.get("FINCON_RECORDINGS"):
-        return Path(os.environ["FINCON_RECORDINGS"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "fincon" / "recordings"
-
-
 def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
