@@ -622,10 +622,13 @@ def format_results(res: dict[str, Any]) -> str:
             lines += [f"    FLAG: {flag}" for flag in p["flags"]]
     sig = res.get("significance")
     if sig:
+        from fincon.workflow import trials
+
+        ledger = trials.counts(trials.resolve(None)).get(sig["study"], 0)
         notes = (
-            f"CI: stationary block bootstrap, {sig['bootstrap_reps']:,} replications; DSR deflated by "
-            f"{sig['trials']} trials ({sig['trials_ledger']} in the trial ledger for {sig['study']}, at least the "
-            f"configurations run here); SPA: Hansen, against buy-and-hold and the best non-LLM baseline; StepM: "
+            f"CI: stationary block bootstrap, {sig['bootstrap_reps']:,} replications; DSR deflated by the "
+            f"{sig['trials']} configurations run here (the trial ledger holds {ledger} for {sig['study']} on this "
+            f"machine: `fincon ledger`); SPA: Hansen, against buy-and-hold and the best non-LLM baseline; StepM: "
             f"Romano-Wolf at 5 %; PBO: CSCV over every configuration run ({sig['pbo']['splits']} splits); "
             "p Holm / BH: the variants' Wilcoxon p-values against the best baseline adjusted across variants"
         )

@@ -6,9 +6,11 @@ test window's daily returns:
   block-bootstrap 95 % interval of the daily Sharpe ratio and of its
   difference against buy-and-hold, the probabilistic Sharpe ratio, the
   minimum track record length and the deflated Sharpe ratio, deflated by the
-  trials behind the study (the trial ledger's count for the experiment's
-  tickers and test window, at least the configurations this experiment ran:
-  every variant's repeats and the baselines);
+  configurations this experiment ran (every variant's repeats and the
+  baselines). The trial ledger's count for the study is not written into
+  the results: it depends on what else was run on this machine, and the
+  same config and cache must give the same files; the CLI prints it beside
+  the table (``fincon ledger`` lists the trials);
 * Hansen's SPA p-value against buy-and-hold and against the best non-LLM
   baseline, and StepM's set of strategies that beat buy-and-hold;
 * PBO by CSCV over every configuration the experiment ran (each variant's
@@ -55,8 +57,7 @@ def significance(
              for v, m in results["median"].items() for r in range(1, exp.repeats + 1)}  # fmt: skip
     every.update({b: series[b] for b in exp.baselines})
     study = trials.study_of(exp.tickers, str(exp.test.start), str(exp.test.end))
-    counted = trials.counts(trials.resolve(None)).get(study, 0)
-    n_trials = max(len(every), counted)
+    n_trials = len(every)
     rows, extra = _universe(UNIVERSE, series, n_trials, reps, splits, exp.seed)
     cscv = sig.pbo(np.column_stack(list(every.values())), splits=splits)
     for row in rows:
@@ -73,7 +74,6 @@ def significance(
     return {
         "summary": json_rows(table),
         "trials": n_trials,
-        "trials_ledger": counted,
         "study": study,
         "days": n,
         **{k: v for k, v in extra.items() if k != "pbo"},
