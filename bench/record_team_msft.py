@@ -4,10 +4,11 @@
     .venv/bin/python bench/record_team_msft.py            # ~45 min on 2 cores: run it in the background
     .venv/bin/python bench/record_team_msft.py --days 5   # a short recording (smoke)
 
-The dataset is imported from tests/recordings/investorbench/msft.json.gz
-(InvestorBench's file, MIT, its LICENSE beside it); the recording (the LLM
-cache) and its fingerprint go beside it, committed, so every clone and CI
-replays them (tests/test_team_live_msft.py, byte for byte). Prints calls, tokens, fallbacks and wall time per day: the
+The dataset is imported from ../shared/data/investorbench/msft.json.gz
+(InvestorBench's file, MIT); the recording (the LLM cache, whose prompts
+quote it) and its fingerprint go to tests/recordings/investorbench beside
+the benchmark's licence, committed, so every clone replays them
+(tests/test_team_live_msft.py, byte for byte, where the data is). Prints calls, tokens, fallbacks and wall time per day: the
 row of docs/results.md.
 """
 
@@ -28,8 +29,10 @@ RECORDINGS = ROOT / "tests" / "recordings" / "investorbench"
 
 
 def shared_dir() -> Path:
-    """InvestorBench's files committed beside the recordings (MIT, LICENSE there)."""
-    return RECORDINGS
+    """InvestorBench's files, read from ../shared (third-party text: never copied in)."""
+    from fincon.testing import INVESTORBENCH
+
+    return INVESTORBENCH
 
 
 def recordings() -> Path:

@@ -68,6 +68,8 @@ def test_the_team_bench_runs_on_a_real_corpus_with_the_small_model(tmp_path):
     (``bench/team.py --data DIR --llm-days N``), one day with the 0.5B."""
     from fincon.cli.main import main
 
+    if not (INVESTORBENCH / "msft.json.gz").is_file():
+        pytest.skip("the InvestorBench corpus is not beside the repository")
     data = tmp_path / "ib-msft"
     assert main(["data", "import", "investorbench", str(INVESTORBENCH / "msft.json.gz"), "--out", str(data),
                  "--start", "2020-09-25", "--end", "2020-10-09"]) == 0  # fmt: skip

@@ -21,9 +21,12 @@ SHARED = record.shared_dir()
 CACHE = record.recordings() / f"{record.NAME}.sqlite"
 ROW = record.recordings() / f"{record.NAME}.json"
 
-pytestmark = pytest.mark.skipif(
-    not (CACHE.is_file() and ROW.is_file()), reason=f"no recording at {CACHE} (bench/record_team_msft.py makes it)"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not (CACHE.is_file() and ROW.is_file()), reason=f"no recording at {CACHE} (bench/record_team_msft.py makes it)"
+    ),
+    pytest.mark.skipif(not (SHARED / "msft.json.gz").is_file(), reason="../shared/data/investorbench is absent"),
+]
 
 
 @pytest.mark.slow

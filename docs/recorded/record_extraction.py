@@ -3,9 +3,9 @@ item 3) with the bundled model; tests/test_eval_extraction.py replays it.
 
     .venv/bin/python docs/recorded/record_extraction.py [INVESTORBENCH_DIR]
 
-INVESTORBENCH_DIR defaults to tests/recordings/investorbench (InvestorBench's
-MSFT, JNJ and HON files, MIT, committed with their LICENSE). They are imported
-to a temporary directory, then
+INVESTORBENCH_DIR defaults to ../shared/data/investorbench beside the main
+checkout. MSFT, JNJ and HON are imported to a temporary directory (never
+copied into the repository), then
 
     fincon eval extraction --brain llm --dataset <msft> <jnj> <hon> \
         --llm-cache read-write --llm-cache-path tests/recordings/investorbench/extraction-investorbench.sqlite \
@@ -21,19 +21,19 @@ import sys
 import tempfile
 from pathlib import Path
 
-from fincon.testing.corpora import INVESTORBENCH
+from fincon.testing.corpora import IB_RECORDINGS, INVESTORBENCH
 
 HERE = Path(__file__).resolve().parent
 ASSETS = ("msft", "jnj", "hon")
 
 
 def shared_dir() -> Path:
-    """InvestorBench's files committed beside the recordings (MIT, LICENSE there)."""
+    """InvestorBench's files, read from ../shared (third-party text: never copied in)."""
     return INVESTORBENCH
 
 
-#: the recording quotes InvestorBench's filings (MIT) in its prompts: it lives beside them, committed
-CACHE = INVESTORBENCH / "extraction-investorbench.sqlite"
+#: the recording quotes InvestorBench's filings (MIT) in its prompts: committed beside the licence
+CACHE = IB_RECORDINGS / "extraction-investorbench.sqlite"
 RESULT = HERE / "extraction-investorbench.json"
 
 

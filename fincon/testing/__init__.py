@@ -18,7 +18,14 @@ written three times. One kit, importable as ``fincon.testing`` from any test
 Nothing here loads a model, starts Whisper or touches the network.
 """
 
-from fincon.testing.corpora import INVESTORBENCH, corpus, generated_corpus, perturb_events, training_corpus
+from fincon.testing.corpora import (
+    IB_RECORDINGS,
+    INVESTORBENCH,
+    corpus,
+    generated_corpus,
+    perturb_events,
+    training_corpus,
+)
 from fincon.testing.doubles import Clairvoyant, ScmStub, Scripted, TeamStub, stub_client
 from fincon.testing.markets import END, START, backtest, market_for, perturbed
 from fincon.testing.runs import (
@@ -35,6 +42,7 @@ from fincon.testing.runs import (
 from fincon.testing.team import RULES, day_records, run_team
 
 __all__ = [
+    "IB_RECORDINGS",
     "INVESTORBENCH",
     "END",
     "RULES",

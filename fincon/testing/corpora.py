@@ -13,9 +13,25 @@ from fincon.data.events.generator import SAMPLE_DIR, GeneratorConfig, Planted, g
 from fincon.data.events.loaders.directory import DirectoryLoader, write_jsonl_gz
 from fincon.data.events.model import Event, decision_cutoff
 
-#: InvestorBench's MSFT, JNJ and HON files (MIT, its LICENSE beside them) and the live
-#: recordings made on them, committed so every clone replays them (tests/recordings/investorbench)
-INVESTORBENCH = Path(__file__).resolve().parents[2] / "tests" / "recordings" / "investorbench"
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _shared_investorbench() -> Path:
+    """``../shared/data/investorbench`` beside the main checkout (a git worktree's too):
+    InvestorBench's files are third-party text, read from there and never copied in."""
+    import subprocess
+
+    got = subprocess.run(
+        ["git", "rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=_ROOT, capture_output=True, text=True
+    )
+    main = Path(got.stdout.strip()).parent if got.returncode == 0 and got.stdout.strip() else _ROOT
+    return main.parent / "shared" / "data" / "investorbench"
+
+
+#: InvestorBench's files (MIT), read where they live; tests that need them skip without them
+INVESTORBENCH = _shared_investorbench()
+#: the live recordings made on them, committed beside InvestorBench's licence so every clone has them
+IB_RECORDINGS = _ROOT / "tests" / "recordings" / "investorbench"
 
 
 def corpus(tmp: Path, tickers, events: list[Event] | None = None) -> Path:
