@@ -34,7 +34,7 @@ import pandas as pd
 from fincon.risk import significance as sig
 from fincon.workflow.experiment_config import ExperimentConfig
 from fincon.workflow.experiment_units import Unit, baseline_dir
-from fincon.workflow.rolling_stats import _returns, _universe
+from fincon.workflow.rolling_stats import run_returns, universe_statistics
 
 UNIVERSE = "experiment"
 
@@ -46,19 +46,19 @@ def significance(
     writes ``summary.csv`` and returns results.json's ``significance``."""
     from fincon.workflow import trials
 
-    series: dict[str, np.ndarray] = {}
-    for v, m in results["median"].items():  # named fincon-VARIANT: the rows that are the team's, not baselines
-        series[team_row(v)] = _returns(root / m["run_dir"]).to_numpy()
-    for b in exp.baselines:
-        series[b] = _returns(baseline_dir(root, exp, b)).to_numpy()
-    n = min(len(s) for s in series.values())
-    series = {k: s[-n:] for k, s in series.items()}  # one calendar: a stopped run's days only
-    every = {f"{team_row(v)}-r{r}": _returns(Unit("test", m["ablation"], r, m["protocol"]).path(root)).to_numpy()[-n:]
-             for v, m in results["median"].items() for r in range(1, exp.repeats + 1)}  # fmt: skip
-    every.update({b: series[b] for b in exp.baselines})
+    # every run the experiment made, read once: each variant's repeats (named fincon-VARIANT-rR: the
+    # team's rows are never taken for a baseline) and the baselines
+    runs = {(v, r): run_returns(Unit("test", m["ablation"], r, m["protocol"]).path(root)).to_numpy()
+            for v, m in results["median"].items() for r in range(1, exp.repeats + 1)}  # fmt: skip
+    base = {b: run_returns(baseline_dir(root, exp, b)).to_numpy() for b in exp.baselines}
+    n = min(len(s) for s in [*runs.values(), *base.values()])  # one calendar: a stopped run's days only
+    every = {f"{team_row(v)}-r{r}": s[-n:] for (v, r), s in runs.items()}
+    every.update({b: s[-n:] for b, s in base.items()})
+    series = {team_row(v): every[f"{team_row(v)}-r{m['repeat']}"] for v, m in results["median"].items()}
+    series.update({b: every[b] for b in exp.baselines})
     study = trials.study_of(exp.tickers, str(exp.test.start), str(exp.test.end))
     n_trials = len(every)
-    rows, extra = _universe(UNIVERSE, series, n_trials, reps, splits, exp.seed)
+    rows, extra = universe_statistics(UNIVERSE, series, n_trials, reps, splits, exp.seed)
     cscv = sig.pbo(np.column_stack(list(every.values())), splits=splits)
     for row in rows:
         row["pbo"], row["pbo_splits"] = cscv["pbo"], cscv["splits"]

@@ -35,7 +35,7 @@ BENCH = "buy-and-hold"
 LLM_PREFIXES = ("fincon", "llm-trader", "finmem", "finsent")
 
 
-def _returns(run: Path) -> pd.Series:
+def run_returns(run: Path) -> pd.Series:
     eq = pd.read_csv(run / "equity.csv")
     v = eq["value"].to_numpy(dtype=float)
     return pd.Series(v[1:] / v[:-1] - 1.0, index=pd.to_datetime(eq["date"].iloc[1:]))
@@ -46,7 +46,7 @@ def window_returns(out: Path, cells, unit_dirs) -> dict[str, dict[str, np.ndarra
     by: dict[str, dict[str, list[np.ndarray]]] = {}
     for c in cells:
         for name, path in unit_dirs(c, out).items():
-            by.setdefault(c.universe, {}).setdefault(name, []).append(_returns(path).to_numpy())
+            by.setdefault(c.universe, {}).setdefault(name, []).append(run_returns(path).to_numpy())
     return {u: {n: np.concatenate(parts) for n, parts in s.items()} for u, s in by.items()}
 
 
@@ -54,7 +54,7 @@ def _is_llm(name: str) -> bool:
     return name.startswith(LLM_PREFIXES)
 
 
-def _universe(
+def universe_statistics(
     universe: str, series: Mapping[str, np.ndarray], trials: int | None, reps: int, splits: int, seed: int
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """One universe's rows and figures (run in a worker process of its own)."""
@@ -132,10 +132,10 @@ def significance(
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("fork")) as pool:
-            futures = [pool.submit(_universe, u, dict(s), trials, reps, splits, seed) for u, s in items]
+            futures = [pool.submit(universe_statistics, u, dict(s), trials, reps, splits, seed) for u, s in items]
             results = [f.result() for f in futures]
     else:
-        results = [_universe(u, s, trials, reps, splits, seed) for u, s in items]
+        results = [universe_statistics(u, s, trials, reps, splits, seed) for u, s in items]
     for (universe, _), (r, e) in zip(items, results):
         rows += r
         extra[universe] = e
