@@ -100,6 +100,7 @@ examples:
   fincon experiment --ticker TSLA --brain rules --protocols fincon,scm,debate --ablations full
   fincon experiment --config examples/experiment.yaml --repeats 3
   fincon experiment --preset investorbench --data DIR                 # an imported InvestorBench asset
+  fincon experiment --preset fincon-paper --workers 2                 # the paper's two tables, rules brain
   fincon experiment --ticker TSLA --brain rules --executor ray --ray-cpus 8   # 8 units at a time
   fincon experiment --config examples/experiment.yaml --executor ray --ray-address auto   # a running cluster
   fincon experiment --ticker TSLA --brain rules --train-start 2022-03-01 --train-end 2022-05-31 \\
@@ -123,10 +124,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--config", type=Path, help="YAML experiment config (examples/experiment.yaml); flags override it")
     g.add_argument(
         "--preset",
-        choices=["investorbench"],
+        choices=["investorbench", "fincon-paper"],
         help="a public benchmark's protocol: windows, repeats, rules brain and baselines (flags win); "
         "investorbench: warm-up 2020-07-02..09-30, test 2020-10-01..2021-05-06, 5 repeats, "
-        "buy-and-hold and sentiment baselines",
+        "buy-and-hold and sentiment baselines; fincon-paper: the FinCon paper's Tables 2 and 3 (8 stocks "
+        "against finsent, finmem, a2c, ppo, dqn and buy-and-hold; 2 portfolios against equal-weight, "
+        "markowitz and finrl-a2c; 5 repeats), printed beside the paper's published figures",
     )
     add_tickers(g)
     g.add_argument("--train-start", type=iso_date, help="first training day, YYYY-MM-DD (default 2022-01-03)")
@@ -237,10 +240,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def build_experiment(args: argparse.Namespace):
-    from fincon.config import name_flags
+def experiment_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The flags as dotted config keys (None: not given), checked against each other."""
     from fincon.errors import ConfigError
-    from fincon.workflow.experiment import load_experiment
 
     if args.rolling:
         windows = {"--train-start": args.train_start, "--train-end": args.train_end,
@@ -301,24 +303,68 @@ def build_experiment(args: argparse.Namespace):
 
         if not (args.config and isinstance(read_yaml(args.config).get("rolling"), dict)):
             raise ConfigError(f"{given[0]} is a setting of the rolling evaluation; add --rolling WINDOW (e.g. 1y)")
-    preset = getattr(args, "preset", None)
-    if preset and not over.get("tickers") and args.data is not None:  # a dataset names its tickers
-        from fincon.data.inputs import open_inputs
+    return over
 
-        ds = open_inputs("csv", args.data).dataset
-        if ds is not None:
-            over["tickers"] = list(ds.manifest.tickers)
+
+def build_experiment(args: argparse.Namespace):
+    """The experiment the flags (and --config, --preset) describe, validated."""
+    from fincon.errors import ConfigError
+
+    over = experiment_overrides(args)
+    preset = getattr(args, "preset", None)
+    if preset == "fincon-paper":
+        raise ConfigError("--preset fincon-paper is several experiments: build_paper builds them")
+    manifest = _dataset_manifest(args) if preset else None
+    if manifest is not None and not over.get("tickers"):  # a dataset names its tickers
+        over["tickers"] = list(manifest.tickers)
     from fincon.workflow.presets import preset_overrides
 
-    flags = {
+    return _load(args, preset_overrides(preset, over), _flag_names(over))
+
+
+def _dataset_manifest(args: argparse.Namespace):
+    """The manifest of ``--data DIR`` (None without --data or for a plain price folder)."""
+    if args.data is None:
+        return None
+    from fincon.data.inputs import open_inputs
+
+    ds = open_inputs("csv", args.data).dataset
+    return ds.manifest if ds is not None else None
+
+
+def _flag_names(over: dict[str, Any]) -> dict[str, str]:
+    """config key -> the flag that set it (for errors in the user's words)."""
+    return {
         key: EXPERIMENT_FLAGS.get(key, "--" + key.rsplit(".", 1)[-1].replace("_", "-"))
         for key, v in over.items()
         if v is not None
     }
+
+
+def _load(args: argparse.Namespace, over: dict[str, Any], flags: dict[str, str]):
+    from fincon.config import name_flags
+    from fincon.errors import ConfigError
+    from fincon.workflow.experiment import load_experiment
+
     try:
-        return load_experiment(args.config, preset_overrides(preset, over))
+        return load_experiment(args.config, over)
     except ConfigError as exc:  # the flag the user typed, not the config key behind it
         raise ConfigError(name_flags(str(exc), flags)) from None
+
+
+def build_paper(args: argparse.Namespace) -> list[tuple[Any, ExperimentConfig]]:
+    """``--preset fincon-paper``: the protocol's blocks, each a validated experiment."""
+    from fincon.workflow.paper_protocol import plan
+
+    over = experiment_overrides(args)
+    manifest = _dataset_manifest(args)
+    blocks = plan(
+        over,
+        list(manifest.tickers) if manifest is not None else None,
+        (manifest.start, manifest.end) if manifest is not None else None,
+    )
+    flags = _flag_names(over)
+    return [(b, _load(args, b.overrides, flags)) for b in blocks]
 
 
 #: experiment config keys whose flag is not --LAST-PART
@@ -350,6 +396,8 @@ def _run(args: argparse.Namespace) -> int:
     from fincon.workflow.executors import open_executor
     from fincon.workflow.experiment import run_experiment
 
+    if getattr(args, "preset", None) == "fincon-paper":
+        return run_paper_command(args)
     exp = build_experiment(args)
     if exp.rolling is not None:
         return run_rolling_command(args, exp)
@@ -375,6 +423,35 @@ def _run(args: argparse.Namespace) -> int:
     print(f"results:              {report.out / 'results.json'}")
     print(f"equity curves:        {report.out / 'equity.png'}")
     print(f"belief evolution:     {report.out / 'beliefs.png'}, {report.out / 'beliefs.md'}")
+    sys.stdout.flush()
+    return 0
+
+
+def run_paper_command(args: argparse.Namespace) -> int:
+    """``--preset fincon-paper``: every block's experiment, then the two tables beside the paper's."""
+    import hashlib
+
+    from fincon.workflow.executors import open_executor
+    from fincon.workflow.paper_protocol import run_paper
+
+    experiments = build_paper(args)
+    ident = json.dumps([exp.model_dump(mode="json") for _, exp in experiments], sort_keys=True)
+    out = Path(args.out) if args.out else Path("runs") / f"paper_{hashlib.sha256(ident.encode()).hexdigest()[:8]}"
+    with open_executor(experiments[0][1].executor) as executor:
+        report = run_paper(
+            experiments,
+            out,
+            progress=not args.no_progress,
+            executor=executor,
+            require_after_cutoff=args.require_after_cutoff,
+        )
+    if args.json:
+        print(json.dumps({"paper_dir": str(out), "ran": report.ran, "blocks": report.rows}, sort_keys=True))
+        return 0
+    print(report.text)
+    if report.skipped:
+        print(f"\nresumed: {len(report.skipped)} unit(s) were already finished, {len(report.ran)} run now")
+    print(f"\npaper directory: {out}  (paper.md the tables, paper.json the figures, one experiment per block)")
     sys.stdout.flush()
     return 0
 

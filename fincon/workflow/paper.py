@@ -98,17 +98,22 @@ def side_by_side(key: str | tuple[str, ...], ours: Mapping[str, Mapping[str, Any
     with fincon's figures beside the paper's: a row per paper model, fincon's
     CR %, SR and MDD % for the strategy in its place (``ours``: strategy ->
     metrics with ``cr_pct``, ``sharpe``, ``mdd_pct``), then the paper's.
-    ``differs``: a line saying what differs from the paper's setting."""
-    paper = SINGLE[key] if isinstance(key, str) else PORTFOLIOS[tuple(key)]
-    label = key if isinstance(key, str) else "portfolio " + ", ".join(key)
-    head = f"{label:<22}{'fincon':>34}   {'paper (published, ' + PAPER.split(',')[0] + ')':>38}"
-    sub = f"{'':<22}{'strategy':>12}{'CR %':>9}{'SR':>7}{'MDD %':>8}   {'CR %':>12}{'SR':>8}{'MDD %':>9}"
+    ``differs``: a line saying what differs from the paper's setting. A
+    stock or portfolio outside the paper (an imported dataset's) gets the
+    same rows with the paper's column empty."""
+    single = isinstance(key, str)
+    # a stock or portfolio the paper has no figures for: its models' rows, the paper's column empty
+    rows = _T2 if single else next(iter(PORTFOLIOS.values()))
+    paper = (SINGLE if single else PORTFOLIOS).get(key) or {m: None for m in rows}  # type: ignore[call-overload]
+    label = key if single else "portfolio " + ", ".join(key)
+    head = f"{label:<22}{'fincon':>37}   {'paper (published, ' + PAPER.split(',')[0] + ')':>38}"
+    sub = f"{'':<22}{'strategy':>15}{'CR %':>9}{'SR':>7}{'MDD %':>8}   {'CR %':>12}{'SR':>8}{'MDD %':>9}"
     lines = [head, sub]
     for model, fig in paper.items():
         name = STRATEGY.get(model)
         m = ours.get(name) if name else None
         mine = (
-            f"{name or 'not in fincon':>12}{_cell((m or {}).get('cr_pct'), '{:.3f}'):>9}"
+            f"{name or 'not in fincon':>15}{_cell((m or {}).get('cr_pct'), '{:.3f}'):>9}"
             f"{_cell((m or {}).get('sharpe'), '{:.3f}'):>7}{_cell((m or {}).get('mdd_pct'), '{:.3f}'):>8}"
         )
         theirs = "           -       -        -" if fig is None else f"{fig[0]:>12.3f}{fig[1]:>8.3f}{fig[2]:>9.3f}"

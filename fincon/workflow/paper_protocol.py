@@ -1,0 +1,230 @@
+"""``fincon experiment --preset fincon-paper``: both of the FinCon paper's tasks in one command.
+
+The paper (section 4, Tables 2 and 3; :mod:`fincon.workflow.paper` holds its
+figures) compares the team with single-agent LLM traders, DRL agents and
+buy-and-hold on eight stocks, and with Markowitz, FinRL-A2C and an equal
+weighting on two portfolios; training 2022-01-03..2022-10-04, test
+2022-10-05..2023-06-10, the median of five repeats. Here that protocol is a
+list of ordinary experiments (:func:`plan`), one per stock and one per
+portfolio, each in its own sub-directory of the run (resumable on its own,
+as every experiment is), and their figures laid beside the paper's
+(:func:`tables`).
+
+What each block runs: the full team, five repeats, its median run by CR
+(the paper's rule); the baselines once each, on the same test window
+(buy-and-hold, ``finsent``, ``finmem``, ``a2c``, ``ppo``, ``dqn`` for a
+stock; ``equal-weight``, ``markowitz``, ``finrl-a2c`` for a portfolio). The
+brain is the rules brain unless ``--brain llm`` is given; the single-agent
+baselines follow the team's brain, so the paper's claim (a hierarchy beats
+one agent given the same sources) is a like-for-like ablation.
+
+Which tickers: the paper's eight and its two portfolios; with ``--tickers``
+or ``--data DIR``, the chosen (or the dataset's) tickers one by one, and one
+portfolio of all of them when there are two or more. Flags win over every
+value here, as with every preset.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from fincon.errors import ConfigError
+from fincon.workflow import paper
+
+PRESET = "fincon-paper"
+SINGLE_BASELINES = ["buy-and-hold", "finsent", "finmem", "a2c", "ppo", "dqn"]
+PORTFOLIO_BASELINES = ["equal-weight", "markowitz", "finrl-a2c"]
+#: the single-agent LLM baselines: they think with the team's brain
+LLM_BASELINES = ("finsent", "finmem")
+#: the paper's test end (2023-06-10) is a Saturday; the bundled sample's last session is 2023-06-09
+TEST_END = "2023-06-09"
+BASE: dict[str, Any] = {
+    "train.start": paper.TRAIN_WINDOW[0],
+    "train.end": paper.TRAIN_WINDOW[1],
+    "test.start": paper.TEST_WINDOW[0],
+    "test.end": TEST_END,
+    "repeats": 5,
+    "ablations": ["full"],
+    "team.brain": "rules",
+}
+WINDOW_KEYS = ("train.start", "train.end", "test.start", "test.end")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One experiment of the protocol: a stock (Table 2) or a portfolio (Table 3)."""
+
+    tickers: tuple[str, ...]
+    overrides: dict[str, Any]
+
+    @property
+    def portfolio(self) -> bool:
+        return len(self.tickers) > 1
+
+    @property
+    def key(self) -> str:
+        """The block's sub-directory and its name in paper.json."""
+        return "portfolio-" + "-".join(self.tickers) if self.portfolio else self.tickers[0]
+
+    @property
+    def paper_key(self) -> str | tuple[str, ...]:
+        return self.tickers if self.portfolio else self.tickers[0]
+
+
+def plan(given: Mapping[str, Any], data_tickers: list[str] | None = None,
+         data_span: tuple[dt.date, dt.date] | None = None) -> list[Block]:  # fmt: skip
+    """The experiments of the protocol: ``given`` (the command line's dotted
+    overrides, None for a flag not given) over :data:`BASE`, one block per
+    stock and per portfolio. ``data_tickers`` / ``data_span``: an imported
+    dataset's tickers and dates (``--data DIR``)."""
+    flags = {k: v for k, v in given.items() if v is not None}
+    if data_span is not None and not any(k in flags for k in WINDOW_KEYS):
+        lo, hi = data_span
+        if lo > dt.date.fromisoformat(BASE["train.start"]) or hi < dt.date.fromisoformat(BASE["test.end"]):
+            raise ConfigError(
+                f"the dataset covers {lo}..{hi}, not the paper's windows ({BASE['train.start']}.."
+                f"{BASE['test.end']}): give --train-start, --train-end, --test-start and --test-end inside it"
+            )
+    chosen = flags.pop("tickers", None) or data_tickers
+    if chosen:
+        singles = [(t,) for t in chosen]
+        portfolios = [tuple(chosen)] if len(chosen) > 1 else []
+    else:
+        singles = [(t,) for t in paper.SINGLE_TICKERS]
+        portfolios = list(paper.PORTFOLIOS)
+    brain = flags.get("team.brain", BASE["team.brain"])
+    blocks = []
+    for tickers in singles + portfolios:
+        baselines = PORTFOLIO_BASELINES if len(tickers) > 1 else SINGLE_BASELINES
+        over = {**BASE, "baselines": list(baselines)}
+        for name in LLM_BASELINES:
+            if name in baselines:
+                over[f"strategy_params.{name}.brain"] = brain
+        # a parameter of the other task's baseline (--param finrl-a2c.timesteps=...) is that task's alone
+        other = set(SINGLE_BASELINES + PORTFOLIO_BASELINES) - set(baselines)
+        over.update({k: v for k, v in flags.items() if not (k.startswith("strategy_params.")
+                                                             and k.split(".")[1] in other)})  # fmt: skip
+        over["tickers"] = list(tickers)
+        blocks.append(Block(tuple(tickers), over))
+    return blocks
+
+
+def figures(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """An experiment's results.json as the table's rows: strategy -> CR %,
+    SR, MDD % (the team: its median run of the full ablation, with the
+    repeats' CR range; each baseline: its one run)."""
+    keep = ("cr_pct", "sharpe", "mdd_pct")
+    out = {name: {k: m.get(k) for k in keep} for name, m in results["baselines"].items()}
+    full = results["median"].get("full")
+    if full is not None:
+        out["fincon"] = {
+            **{k: full.get(k) for k in keep},
+            "repeat": full.get("repeat"),
+            "cr_pct_min": full.get("cr_pct_min"),
+            "cr_pct_max": full.get("cr_pct_max"),
+        }
+    return out
+
+
+def differs(brain: str, model: str | None, corpus: str, test_end: str) -> str:
+    """The line under each table: what is not the paper's setting."""
+    who = "none, the rules brain decides" if brain == "rules" else f"{model or 'the bundled model'}"
+    return (
+        f"differs from the paper: the model is {who} (the paper's: {paper.MODEL}); the corpus is {corpus} "
+        "(the paper's is private); the DRL agents act long / keep / short on the whole book (the paper's A2C and PPO trade a "
+        "continuous share count); each baseline runs once (seeded), the team's figure is its median of the "
+        f"repeats; the test window ends {test_end}. The paper's columns are its published figures, not rerun."
+    )
+
+
+def tables(blocks: list[Block], rows: Mapping[str, Mapping[str, Any]], line: str) -> str:
+    """Table 2 (the stocks), then Table 3 (the portfolios), each block laid out as the paper's."""
+    parts = []
+    for title, portfolio in (("Table 2: single-stock trading", False), ("Table 3: portfolio management", True)):
+        mine = [b for b in blocks if b.portfolio == portfolio]
+        if not mine:
+            continue
+        parts.append(title)
+        for b in mine:
+            parts.append(paper.side_by_side(b.paper_key, rows.get(b.key, {})))
+            parts.append("")
+    parts.append(line)
+    return "\n".join(parts)
+
+
+@dataclass
+class PaperReport:
+    out: Path
+    rows: dict[str, dict[str, Any]]
+    text: str
+    ran: list[str]
+    skipped: list[str]
+
+
+def run_paper(
+    experiments: list[tuple[Block, Any]],
+    out: Path,
+    *,
+    progress: bool = True,
+    executor=None,
+    require_after_cutoff: bool = False,
+) -> PaperReport:
+    """Run (or resume) every block's experiment under ``out/<block>``, then
+    write ``paper.json`` (fincon's figures and the paper's, per block) and
+    ``paper.md`` (the tables) once all are complete."""
+    from fincon.workflow.experiment import run_experiment, serial, write_atomic
+
+    out.mkdir(parents=True, exist_ok=True)
+    rows: dict[str, dict[str, Any]] = {}
+    ran: list[str] = []
+    skipped: list[str] = []
+    for i, (block, exp) in enumerate(experiments):
+        if progress:
+            print(f"[{i + 1}/{len(experiments)}] {block.key}", flush=True)
+        report = run_experiment(
+            exp,
+            out / block.key,
+            progress=progress,
+            executor=executor or serial,
+            require_after_cutoff=require_after_cutoff,
+            warn_knowledge=i == 0,
+        )
+        rows[block.key] = figures(report.results)
+        ran += [f"{block.key}/{u}" for u in report.ran]
+        skipped += [f"{block.key}/{u}" for u in report.skipped]
+    exp0 = experiments[0][1]
+    corpus = "fincon's synthetic sample" if exp0.data.dir is None else f"the dataset {exp0.data.dir.name}"
+    line = differs(exp0.brain, exp0.llm.model if exp0.brain == "llm" else None, corpus, str(exp0.test.end))
+    text = tables([b for b, _ in experiments], rows, line)
+    doc = {
+        "paper": paper.PAPER,
+        "blocks": {
+            b.key: {
+                "tickers": list(b.tickers),
+                "train": exp.train.model_dump(mode="json"),
+                "test": exp.test.model_dump(mode="json"),
+                "repeats": exp.repeats,
+                "brain": exp.brain,
+                "fincon": rows[b.key],
+                "paper_published": _published(b),
+            }
+            for b, exp in experiments
+        },
+        "differs": line,
+    }
+    write_atomic(out / "paper.json", json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    write_atomic(out / "paper.md", "```\n" + text + "\n```\n")
+    return PaperReport(out, rows, text, ran, skipped)
+
+
+def _published(block: Block) -> dict[str, Any] | None:
+    """The paper's figures for the block (None: the paper has no such stock or portfolio)."""
+    table = paper.PORTFOLIOS if block.portfolio else paper.SINGLE
+    got = table.get(block.paper_key)  # type: ignore[call-overload]
+    if got is None:
+        return None
+    return {m: None if f is None else dict(zip(("cr_pct", "sharpe", "mdd_pct"), f)) for m, f in got.items()}

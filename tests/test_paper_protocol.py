@@ -1,0 +1,76 @@
+"""``fincon experiment --preset fincon-paper`` (issue 33 item 3): the paper's
+two tasks as ordinary experiments, one per stock and portfolio, laid beside
+the paper's published figures."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+
+from fincon.cli.main import main
+from fincon.errors import ConfigError
+from fincon.workflow import paper
+from fincon.workflow.paper_protocol import PORTFOLIO_BASELINES, SINGLE_BASELINES, plan
+
+
+def test_the_plan_is_the_papers_eight_stocks_and_two_portfolios():
+    blocks = plan({"tickers": None, "repeats": None})
+    assert [b.key for b in blocks] == [*paper.SINGLE_TICKERS, "portfolio-TSLA-MSFT-PFE", "portfolio-AMZN-GM-LLY"]
+    tsla, port = blocks[0].overrides, blocks[-2].overrides
+    assert (tsla["train.start"], tsla["train.end"], tsla["test.start"]) == ("2022-01-03", "2022-10-04", "2022-10-05")
+    assert tsla["repeats"] == 5 and tsla["ablations"] == ["full"] and tsla["team.brain"] == "rules"
+    assert tsla["baselines"] == SINGLE_BASELINES and port["baselines"] == PORTFOLIO_BASELINES
+    assert tsla["tickers"] == ["TSLA"] and port["tickers"] == ["TSLA", "MSFT", "PFE"]
+    # the single agents think with the team's brain: the paper's claim as a like-for-like ablation
+    assert tsla["strategy_params.finmem.brain"] == tsla["strategy_params.finsent.brain"] == "rules"
+    assert "strategy_params.finmem.brain" not in port
+
+
+def test_flags_win_and_chosen_tickers_make_one_portfolio():
+    blocks = plan({"tickers": ["MSFT", "JNJ"], "repeats": 2, "team.brain": "llm",
+                   "strategy_params.a2c.timesteps": 500, "strategy_params.finrl-a2c.timesteps": 700})  # fmt: skip
+    assert [b.key for b in blocks] == ["MSFT", "JNJ", "portfolio-MSFT-JNJ"]
+    msft, port = blocks[0].overrides, blocks[2].overrides
+    assert msft["repeats"] == 2 and msft["strategy_params.finsent.brain"] == "llm"
+    # each task keeps its own baselines' parameters (the other's would be refused as unused)
+    assert msft["strategy_params.a2c.timesteps"] == 500 and "strategy_params.finrl-a2c.timesteps" not in msft
+    assert port["strategy_params.finrl-a2c.timesteps"] == 700 and "strategy_params.a2c.timesteps" not in port
+    assert plan({}, ["MSFT"])[0].key == "MSFT" and len(plan({}, ["MSFT"])) == 1  # a one-asset dataset: no portfolio
+
+
+def test_a_dataset_outside_the_papers_windows_asks_for_windows():
+    span = (dt.date(2020, 3, 12), dt.date(2021, 6, 1))
+    with pytest.raises(ConfigError, match="give --train-start, --train-end, --test-start and --test-end"):
+        plan({}, ["MSFT"], span)
+    assert plan({"test.start": "2020-10-01"}, ["MSFT"], span)[0].overrides["test.start"] == "2020-10-01"
+
+
+@pytest.mark.slow  # a minute on 2 cores: in make test, not in make test-fast
+def test_one_command_prints_both_tables_beside_the_papers_figures(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    argv = ["experiment", "--preset", "fincon-paper", "--tickers", "TSLA,MSFT", "--repeats", "2", "--episodes", "1",
+            "--train-start", "2022-08-01", "--test-end", "2022-11-30", "--no-progress", "--out", "paper"]  # fmt: skip
+    for name in ("a2c", "ppo", "dqn", "finrl-a2c"):
+        argv += ["--param", f"{name}.timesteps=200"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "Table 2: single-stock trading" in text and "Table 3: portfolio management" in text
+    assert "differs from the paper: the model is none" in text
+    doc = json.loads((tmp_path / "paper" / "paper.json").read_text())
+    assert sorted(doc["blocks"]) == ["MSFT", "TSLA", "portfolio-TSLA-MSFT"]
+    tsla = doc["blocks"]["TSLA"]
+    assert tsla["paper_published"]["FinCon"] == {"cr_pct": 82.871, "sharpe": 1.972, "mdd_pct": 29.727}
+    assert doc["blocks"]["portfolio-TSLA-MSFT"]["paper_published"] is None  # not one of the paper's portfolios
+    # fincon's column is each block's own experiment: the team's median run and every baseline's run
+    res = json.loads((tmp_path / "paper" / "TSLA" / "results.json").read_text())
+    assert tsla["fincon"]["fincon"]["cr_pct"] == res["median"]["full"]["cr_pct"]
+    assert set(tsla["fincon"]) == {"fincon", *SINGLE_BASELINES}
+    for name in SINGLE_BASELINES:
+        assert tsla["fincon"][name]["sharpe"] == res["baselines"][name]["sharpe"]
+    b_and_h = [line for line in text.splitlines() if line.startswith("B&H")][0]
+    assert f"{res['baselines']['buy-and-hold']['cr_pct']:.3f}" in b_and_h and "6.425" in b_and_h
+    # a second run resumes every block: nothing runs again, the same tables
+    assert main(argv) == 0
+    assert "resumed:" in capsys.readouterr().out
