@@ -28,6 +28,7 @@ CASES = {
     "peer_finsaber": (["--tickers", "1", "--years", "2020", "--news", "5"], "fincon"),
     "stats": (["--universes", "1", "--windows", "2", "--days", "60", "--reps", "200"], "whole table"),
     "masking": (["--end", "2022-10-12", "--repeat", "1"], "masking adds"),
+    "rl_training": (["--timesteps", "200"], "per ticker"),
     "memory": (
         ["--sizes", "200", "--queries", "3", "--embed-n", "20", "--calls", "1", "--skip", "embedding,transcription"],
         "retrieval",

@@ -128,9 +128,30 @@ def plan(exp: ExperimentConfig) -> list[Cell]:
                 tickers = select(rule, bars, w.train.start, w.test.start)
             except ValueError as exc:
                 raise ConfigError(f"rolling window {w.test.start}..{w.test.end}: {exc}") from None
-            sub = exp.model_copy(update={"tickers": tickers, "train": w.train, "test": w.test, "rolling": None})
+            sub = exp.model_copy(
+                update={"tickers": tickers, "train": w.train, "test": w.test, "rolling": None,
+                        "strategy_params": trained_on_window(exp, w)}  # fmt: skip
+            )
             cells.append(Cell(rule_text, rule.slug, w, tuple(tickers), sub))
     return cells
+
+
+def trained_on_window(exp: ExperimentConfig, w: WindowSpec) -> dict[str, Any]:
+    """The baselines' parameters in window ``w``: each baseline that learns
+    from bars (the RL agents: a ``train_start`` parameter) is retrained on
+    the window's own training span, as the team is, unless the config names
+    its span. (A one-split experiment leaves them their default: every bar
+    before the test window, the paper's DRL protocol.)"""
+    from fincon.strategies.registry import params_model, validate_params
+
+    params = dict(exp.strategy_params)
+    for name in exp.baselines:
+        if "train_start" not in params_model(name).model_fields:
+            continue
+        given = params[name].model_dump(exclude_unset=True) if name in params else {}
+        span = {"train_start": w.train.start, "train_end": w.train.end}
+        params[name] = validate_params(name, {**span, **given})
+    return params
 
 
 def identity(exp: ExperimentConfig) -> dict[str, Any]:
