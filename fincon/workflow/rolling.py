@@ -129,8 +129,13 @@ def plan(exp: ExperimentConfig) -> list[Cell]:
             except ValueError as exc:
                 raise ConfigError(f"rolling window {w.test.start}..{w.test.end}: {exc}") from None
             sub = exp.model_copy(
-                update={"tickers": tickers, "train": w.train, "test": w.test, "rolling": None,
-                        "strategy_params": trained_on_window(exp, w)}  # fmt: skip
+                update={
+                    "tickers": tickers,
+                    "train": w.train,
+                    "test": w.test,
+                    "rolling": None,
+                    "strategy_params": trained_on_window(exp, w),
+                }  # fmt: skip
             )
             cells.append(Cell(rule_text, rule.slug, w, tuple(tickers), sub))
     return cells
