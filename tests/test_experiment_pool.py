@@ -5,9 +5,7 @@ the workers and leaves no staging directory behind."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import io
 import json
 import os
 import signal
@@ -22,15 +20,13 @@ from fincon.cli.main import main
 from fincon.errors import ConfigError, FinconError
 from fincon.testing import SMALL_EXPERIMENT as ARGS
 from fincon.testing import TINY_EXPERIMENT as TINY
+from fincon.testing.badinput import captured
 from fincon.workflow.experiment import load_experiment
 from fincon.workflow.process_pool import ProcessPool
 
 
 def run(args: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(args)
-    return code, out.getvalue(), err.getvalue()
+    return captured(main, args)
 
 
 def files(root: Path) -> dict[str, bytes]:

@@ -22,6 +22,7 @@ import pytest
 
 from fincon.cli.main import main
 from fincon.errors import ConfigError, FinconError
+from fincon.testing.badinput import captured
 from fincon.workflow.executors import RAY_MISSING, RayExecutor
 from fincon.workflow.experiment import default_out, load_experiment
 
@@ -38,10 +39,7 @@ RAY = ["--executor", "ray", "--ray-cpus", "2"]
 
 
 def run(args: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(args)
-    return code, out.getvalue(), err.getvalue()
+    return captured(main, args)
 
 
 def files(root: Path) -> dict[str, bytes]:

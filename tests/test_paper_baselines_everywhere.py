@@ -5,9 +5,7 @@ the same files, and into the HTML report."""
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import io
 import json
 import os
 from pathlib import Path
@@ -15,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from fincon.cli.main import main
+from fincon.testing.badinput import captured
 
 ROLLING = [
     "experiment", "--brain", "rules", "--rolling", "3m", "--step", "3m",
@@ -27,10 +26,7 @@ ROLLING = [
 
 
 def run(args: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(args)
-    return code, out.getvalue(), err.getvalue()
+    return captured(main, args)
 
 
 def files(root: Path) -> dict[str, bytes]:

@@ -429,22 +429,11 @@ def _run(args: argparse.Namespace) -> int:
 
 def run_paper_command(args: argparse.Namespace) -> int:
     """``--preset fincon-paper``: every block's experiment, then the two tables beside the paper's."""
-    import hashlib
-
-    from fincon.workflow.executors import open_executor
     from fincon.workflow.paper_protocol import run_paper
 
     experiments = build_paper(args)
-    ident = json.dumps([exp.model_dump(mode="json") for _, exp in experiments], sort_keys=True)
-    out = Path(args.out) if args.out else Path("runs") / f"paper_{hashlib.sha256(ident.encode()).hexdigest()[:8]}"
-    with open_executor(experiments[0][1].executor) as executor:
-        report = run_paper(
-            experiments,
-            out,
-            progress=not args.no_progress,
-            executor=executor,
-            require_after_cutoff=args.require_after_cutoff,
-        )
+    out = _out(args, "paper", [exp.model_dump(mode="json") for _, exp in experiments])
+    report = _execute(args, experiments[0][1].executor, run_paper, experiments, out)
     if args.json:
         print(json.dumps({"paper_dir": str(out), "ran": report.ran, "blocks": report.rows}, sort_keys=True))
         return 0
@@ -456,26 +445,29 @@ def run_paper_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_rolling_command(args: argparse.Namespace, exp) -> int:
+def _execute(args: argparse.Namespace, spec, run, what, out: Path):
+    """``run(what, out)`` on the executor ``spec`` names, with the command's progress and cutoff flags."""
+    from fincon.workflow.executors import open_executor
+
+    with open_executor(spec) as executor:
+        return run(what, out, progress=not args.no_progress, executor=executor,
+                   require_after_cutoff=args.require_after_cutoff)  # fmt: skip
+
+
+def _out(args: argparse.Namespace, prefix: str, identity: Any) -> Path:
+    """``--out``, or runs/PREFIX_HASH named by what the command runs (the same command resumes)."""
+    if args.out:
+        return Path(args.out)
     import hashlib
 
-    from fincon.workflow.executors import open_executor
+    return Path("runs") / f"{prefix}_{hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:8]}"
+
+
+def run_rolling_command(args: argparse.Namespace, exp) -> int:
     from fincon.workflow.rolling import identity, run_rolling
 
-    out = (
-        Path(args.out)
-        if args.out
-        else Path("runs")
-        / ("rolling_" + hashlib.sha256(json.dumps(identity(exp), sort_keys=True).encode()).hexdigest()[:8])
-    )
-    with open_executor(exp.executor) as executor:
-        report = run_rolling(
-            exp,
-            out,
-            progress=not args.no_progress,
-            executor=executor,
-            require_after_cutoff=args.require_after_cutoff,
-        )
+    out = _out(args, "rolling", identity(exp))
+    report = _execute(args, exp.executor, run_rolling, exp, out)
     if args.json:
         print(json.dumps({"rolling_dir": str(report.out), "ran": report.ran, **report.results}, sort_keys=True))
         return 0

@@ -36,6 +36,17 @@ def run_cli(main: Callable[[list[str]], int], argv: Sequence[str]) -> int:
         return int(exc.code or 0)
 
 
+def captured(main: Callable[[list[str]], int], argv: Sequence[str]) -> tuple[int, str, str]:
+    """``fincon ARGV`` run in this process: its exit code, stdout and stderr."""
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
 def check_case(main, fixtures, argv, fragment, tmp_path: Path, monkeypatch, capfd) -> tuple[str, str]:
     """One row of a bad-input table: build ``fixtures(tmp_path/"fx")``, run
     ``fincon ARGV`` (its ``{fixture}`` placeholders filled) in an empty
