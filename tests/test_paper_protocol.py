@@ -74,3 +74,10 @@ def test_one_command_prints_both_tables_beside_the_papers_figures(tmp_path, monk
     # a second run resumes every block: nothing runs again, the same tables
     assert main(argv) == 0
     assert "resumed:" in capsys.readouterr().out
+    # the report of the paper's directory: one experiment section per block, every baseline in them
+    from fincon.report import write_report
+
+    write_report([tmp_path / "paper"], tmp_path / "paper.html")
+    page = (tmp_path / "paper.html").read_text(encoding="utf-8")
+    for name in (*SINGLE_BASELINES, *PORTFOLIO_BASELINES):
+        assert f">{name}<" in page, name

@@ -514,10 +514,24 @@ def _benchmarks(sources: list[Source]) -> list[Benchmark]:
     return out
 
 
+def _expand(paths: list[Path]) -> list[Path]:
+    """A ``--preset fincon-paper`` directory stands for its blocks' experiments (one section each)."""
+    out = []
+    for p in map(Path, paths):
+        if (p / "paper.json").is_file() and not (p / "experiment.json").is_file():
+            blocks = _json(p / "paper.json").get("blocks")
+            if not isinstance(blocks, dict) or not blocks:
+                raise DataError(f"{p / 'paper.json'}: names no experiment; is this a fincon paper run?")
+            out += [p / key for key in blocks]
+        else:
+            out.append(p)
+    return out
+
+
 def load_report_data(paths: list[Path]) -> ReportData:
     if not paths:
         raise DataError("no run directory given")
-    sources = [load_source(Path(p)) for p in paths]
+    sources = [load_source(p) for p in _expand(paths)]
     _unique_labels(sources)
     benchmarks = _benchmarks(sources)
     for s in sources:  # a comparison's benchmark column is shown as its benchmark
