@@ -81,3 +81,15 @@ def test_one_command_prints_both_tables_beside_the_papers_figures(tmp_path, monk
     page = (tmp_path / "paper.html").read_text(encoding="utf-8")
     for name in (*SINGLE_BASELINES, *PORTFOLIO_BASELINES):
         assert f">{name}<" in page, name
+
+
+def test_llm_rows_carry_their_windows_knowledge_label():
+    from fincon.workflow.paper_protocol import knowledge_line, tables
+
+    block = {"label": "in-training-data", "cutoff": "2024-09-19", "source": "Qwen2.5 report"}
+    line = knowledge_line(block)
+    assert line.startswith("LLM rows (fincon, finsent, finmem): in-training-data") and "2024-09-19" in line
+    assert knowledge_line({"label": "no-model"}) == "" and knowledge_line({}) == ""
+    blocks = plan({"tickers": ["TSLA"]})
+    text = tables(blocks, {}, "differs: ...", {"TSLA": line})
+    assert text.splitlines()[1].startswith("TSLA") and line in text.splitlines()

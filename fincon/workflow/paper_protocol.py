@@ -141,8 +141,23 @@ def differs(brain: str, model: str | None, corpus: str, test_end: str) -> str:
     )
 
 
-def tables(blocks: list[Block], rows: Mapping[str, Mapping[str, Any]], line: str) -> str:
-    """Table 2 (the stocks), then Table 3 (the portfolios), each block laid out as the paper's."""
+def knowledge_line(block: Mapping[str, Any]) -> str:
+    """The line under a block whose LLM rows ran on a model: its test window's
+    label against the model's training-data cutoff ('' without a model)."""
+    label = block.get("label")
+    if not label or label == "no-model":
+        return ""
+    return (
+        f"LLM rows (fincon, finsent, finmem): {label} (the model's training-data cutoff "
+        f"{block.get('cutoff') or 'unknown'}, {block.get('source') or 'no source'})"
+    )
+
+
+def tables(blocks: list[Block], rows: Mapping[str, Mapping[str, Any]], line: str,
+           knowledge: Mapping[str, str] | None = None) -> str:  # fmt: skip
+    """Table 2 (the stocks), then Table 3 (the portfolios), each block laid
+    out as the paper's; ``knowledge``: block -> the line under it naming
+    the LLM rows' model_knowledge label (none on the rules brain)."""
     parts = []
     for title, portfolio in (("Table 2: single-stock trading", False), ("Table 3: portfolio management", True)):
         mine = [b for b in blocks if b.portfolio == portfolio]
@@ -151,6 +166,9 @@ def tables(blocks: list[Block], rows: Mapping[str, Mapping[str, Any]], line: str
         parts.append(title)
         for b in mine:
             parts.append(paper.side_by_side(b.paper_key, rows.get(b.key, {})))
+            label = (knowledge or {}).get(b.key)
+            if label:
+                parts.append(label)
             parts.append("")
     parts.append(line)
     return "\n".join(parts)
@@ -180,6 +198,7 @@ def run_paper(
 
     out.mkdir(parents=True, exist_ok=True)
     rows: dict[str, dict[str, Any]] = {}
+    labels: dict[str, str] = {}
     ran: list[str] = []
     skipped: list[str] = []
     for i, (block, exp) in enumerate(experiments):
@@ -194,12 +213,13 @@ def run_paper(
             warn_knowledge=i == 0,
         )
         rows[block.key] = figures(report.results)
+        labels[block.key] = knowledge_line(report.results.get("model_knowledge", {}).get("test") or {})
         ran += [f"{block.key}/{u}" for u in report.ran]
         skipped += [f"{block.key}/{u}" for u in report.skipped]
     exp0 = experiments[0][1]
     corpus = "fincon's synthetic sample" if exp0.data.dir is None else f"the dataset {exp0.data.dir.name}"
     line = differs(exp0.brain, exp0.llm.model if exp0.brain == "llm" else None, corpus, str(exp0.test.end))
-    text = tables([b for b, _ in experiments], rows, line)
+    text = tables([b for b, _ in experiments], rows, line, labels)
     doc = {
         "paper": paper.PAPER,
         "blocks": {
@@ -210,6 +230,7 @@ def run_paper(
                 "repeats": exp.repeats,
                 "brain": exp.brain,
                 "fincon": rows[b.key],
+                "model_knowledge": labels[b.key] or "no-model",
                 "paper_published": _published(b),
             }
             for b, exp in experiments
