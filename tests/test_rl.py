@@ -29,6 +29,10 @@ RUN = [
 @pytest.mark.parametrize("algo", ["a2c", "dqn"])
 def test_the_same_seed_and_data_give_the_same_decisions_byte_for_byte(algo, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    import tempfile
+
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     argv = [*RUN, "--strategy", algo, "--param", f"{algo}.timesteps=1500", "--param", f"{algo}.seed=7"]
     assert main([*argv, "--out", "a"]) == 0
     assert main([*argv, "--out", "b"]) == 0
@@ -38,6 +42,8 @@ def test_the_same_seed_and_data_give_the_same_decisions_byte_for_byte(algo, tmp_
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())["strategy_summary"]
     assert summary["rl_trained_on"][1] < "2022-10-05" and summary["rl_trained_on"][0] == "2018-01-02"
     assert summary["rl_algo"] == algo and summary["rl_timesteps"] == 1500
+    # no stable-baselines3 logger folder left in the temporary directory (one per training before)
+    assert not list((tmp_path / "tmp").glob("SB3-*"))
 
 
 def test_a_portfolio_is_refused_in_one_line(tmp_path, monkeypatch, capfd):

@@ -208,6 +208,10 @@ class RLTrader(Strategy):
             if self.algo == "dqn":
                 kw.update(learning_starts=min(1000, p.timesteps // 10), buffer_size=min(50_000, p.timesteps))
             self.model = cls("MlpPolicy", env, **kw)
+            # no logger output: stable-baselines3's default one makes a folder in /tmp per training
+            from stable_baselines3.common.logger import Logger
+
+            self.model.set_logger(Logger(folder=None, output_formats=[]))
             curve = self.curve
 
             from stable_baselines3.common.callbacks import BaseCallback
