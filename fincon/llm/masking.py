@@ -68,20 +68,27 @@ _MONTHS = {
     for m in names
 }
 _MONTH = r"(?:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+#: Every pattern below opens with a lookahead for the characters it can start
+#: with: the same matches, but the regex engine rejects most positions on one
+#: character instead of trying the whole pattern there (masking's cost halves:
+#: bench/masking.py). A month name's first two letters:
+_OPENS = "(?=[" + "".join(sorted({m[0] for m in _MONTHS})) + "][" + "".join(sorted({m[1] for m in _MONTHS})) + "])"
+_DIGIT = re.compile(r"\d")
 _TIME = r"(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)?"
-_ISO = re.compile(r"(?<![\d-])((?:19|20)\d{2})-(\d{2})-(\d{2})" + _TIME + r"(?![\d])")
-_MDY = re.compile(rf"\b({_MONTH})\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,\s*|\s+)((?:19|20)\d{{2}})\b", re.I)
-_DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH})(?:,\s*|\s+)((?:19|20)\d{{2}})\b", re.I)
-_MY = re.compile(rf"\b({_MONTH})\s+((?:19|20)\d{{2}})\b", re.I)
-_MD = re.compile(rf"\b({_MONTH})\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?!:\d)", re.I)
-_SHORT_YEAR = re.compile(r"(?<![\w'])'(\d{2})(?![\w'])")
+_ISO = re.compile(r"(?=[12])(?<![\d-])((?:19|20)\d{2})-(\d{2})-(\d{2})" + _TIME + r"(?![\d])")
+_MDY = re.compile(rf"{_OPENS}\b({_MONTH})\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,\s*|\s+)((?:19|20)\d{{2}})\b", re.I)
+_DMY = re.compile(rf"(?=\d)\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH})(?:,\s*|\s+)((?:19|20)\d{{2}})\b", re.I)
+_MY = re.compile(rf"{_OPENS}\b({_MONTH})\s+((?:19|20)\d{{2}})\b", re.I)
+_MD = re.compile(rf"{_OPENS}\b({_MONTH})\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?!:\d)", re.I)
+_MY_MD = re.compile(rf"{_OPENS}\b({_MONTH})\s+(?:((?:19|20)\d{{2}})\b|(\d{{1,2}})(?:st|nd|rd|th)?\b(?!:\d))", re.I)
+_SHORT_YEAR = re.compile(r"(?=')(?<![\w'])'(\d{2})(?![\w'])")
 #: a date written as YYYYMMDD (inside an item's id): masked reversibly, T-3D, so a cited id maps back
-_COMPACT = re.compile(r"(?<!\d)((?:19|20)\d{2})(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])(?!\d)")
+_COMPACT = re.compile(r"(?=[12])(?<!\d)((?:19|20)\d{2})(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])(?!\d)")
 _COMPACT_BACK = re.compile(r"T([+-]\d{1,5})D")
-_YEAR = re.compile(r"(?<![\w$.-])(?:FY|fiscal\s+)?'?((?:19|20)\d{2})(?:\s?([QH][1-4]))?(?![\w-])")
-_QUARTER_YEAR = re.compile(r"\b([QH][1-4])\s?((?:19|20)\d{2})\b")
+_YEAR = re.compile(r"(?=[Ff'12])(?<![\w$.-])(?:FY|fiscal\s+)?'?((?:19|20)\d{2})(?:\s?([QH][1-4]))?(?![\w-])")
+_QUARTER_YEAR = re.compile(r"(?=[QH])\b([QH][1-4])\s?((?:19|20)\d{2})\b")
 _DOLLARS = re.compile(
-    r"(?:US)?\$\s?(\d[\d,]*(?:\.\d+)?)\s*(trillion|billion|million|thousand|tn|bn|mn|[kKmMbBtT])?(?![\w])"
+    r"(?=[U$])(?:US)?\$\s?(\d[\d,]*(?:\.\d+)?)\s*(trillion|billion|million|thousand|tn|bn|mn|[kKmMbBtT])?(?![\w])"
 )
 _SCALE = {"trillion": 1e12, "tn": 1e12, "t": 1e12, "billion": 1e9, "bn": 1e9, "b": 1e9, "million": 1e6, "mn": 1e6,
           "m": 1e6, "thousand": 1e3, "k": 1e3}  # fmt: skip
@@ -96,10 +103,10 @@ def _compact(m: re.Match, day: dt.date) -> str:
         return m.group(0)
 
 
-def _month_day(m: re.Match, day: dt.date, offset) -> str:
+def _month_day(month_name: str, day_of_month: str, day: dt.date, offset) -> str:
     """ "Oct 4" with no year: the latest such date not a week past the decision
     day (items are dated before it; a December item read in January is last year's)."""
-    month, d = _MONTHS[m.group(1).lower().rstrip(".")], int(m.group(2))
+    month, d = _MONTHS[month_name.lower().rstrip(".")], int(day_of_month)
     year = day.year
     try:
         if dt.date(year, month, d) > day + dt.timedelta(days=7):
@@ -146,6 +153,7 @@ class Masker:
         words = sorted({*firm, *self.person}, key=len, reverse=True)
         self._entity = (
             re.compile(
+                "(?=[" + "".join(re.escape(c) for c in sorted({w[0] for w in words} | {"N", "$"})) + "])"
                 r"(?<![\w&])(?:(?:NASDAQ|NYSE|Nasdaq)\s*:\s*|\$)?("
                 + "|".join(re.escape(w) for w in words)
                 + r")(?![\w&])"
@@ -210,6 +218,9 @@ class Masker:
         return _DOLLARS.sub(one, s)
 
     def _dates(self, s: str, day: dt.date | None) -> str:
+        if not _DIGIT.search(s):  # every date pattern needs a digit
+            return s
+
         def offset(y: int, mo: int, d: int) -> str:
             try:
                 date = dt.date(y, mo, d)
@@ -222,9 +233,10 @@ class Masker:
             s = _COMPACT.sub(lambda m: _compact(m, day), s)
         s = _MDY.sub(lambda m: offset(int(m.group(3)), _MONTHS[m.group(1).lower().rstrip(".")], int(m.group(2))), s)
         s = _DMY.sub(lambda m: offset(int(m.group(3)), _MONTHS[m.group(2).lower().rstrip(".")], int(m.group(1))), s)
-        s = _MY.sub("[month]", s)
-        if day is not None:
-            s = _MD.sub(lambda m: _month_day(m, day, offset), s)
+        if day is None:
+            s = _MY.sub("[month]", s)
+        else:  # _MY then _MD in one pass (the same result: neither can match inside or across the other)
+            s = _MY_MD.sub(lambda m: "[month]" if m.group(2) else _month_day(m.group(1), m.group(3), day, offset), s)
         s = _QUARTER_YEAR.sub(lambda m: f"{m.group(1)} [year]", s)
         s = _SHORT_YEAR.sub("[year]", s)
         return _YEAR.sub(lambda m: "[year]" + (f" {m.group(2)}" if m.group(2) else ""), s)
