@@ -185,6 +185,14 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["experiment", "--preset", "investorbench", "--rolling", "1y"],
         "--preset investorbench is one train/test split",
     ),
+    "the fincon-paper preset with --rolling": (
+        ["experiment", "--preset", "fincon-paper", "--rolling", "1y"],
+        "--preset fincon-paper is one train/test split",
+    ),
+    "the fincon-paper preset on a dataset outside the paper's windows": (
+        ["experiment", "--preset", "fincon-paper", "--data", "{no_items}"],
+        "not the paper's windows (2022-01-03..2023-06-09): give --train-start",
+    ),
     "a retrieval model for the sample calls": (
         ["eval", "debate", "--retrieval-model", "x"],
         "--retrieval-model is the retrieval over filings",
