@@ -227,6 +227,29 @@ def test_a_bug_in_a_unit_is_reported_with_its_name(cluster):
     assert sorted(got) == [(0, ""), (1, "5")]
 
 
+@pytest.mark.slow
+def test_the_papers_baselines_run_on_ray_with_the_same_files(cluster, tmp_path):
+    """Issue 33 item 4: a rolling evaluation with an RL agent and the FinMem
+    trader among the baselines writes the same files on Ray as in one process."""
+    from fincon.workflow.rolling import run_rolling
+
+    exp = load_experiment(
+        None,
+        {"team.brain": "rules", "rolling.window": "3m", "rolling.step": "3m", "rolling.start": "2022-07-01",
+         "rolling.end": "2022-12-31", "rolling.universes": ["TSLA"], "repeats": 1, "episodes": 1,
+         "ablations": ["full"], "baselines": ["buy-and-hold", "a2c", "finmem"],
+         "strategy_params.a2c.timesteps": 300, "strategy_params.finmem.brain": "rules"},
+    )  # fmt: skip
+    run_rolling(exp, tmp_path / "local", progress=False)
+    run_rolling(exp, tmp_path / "ray", progress=False, executor=cluster)
+    skip = {"rl_model.zip"}  # zip entries carry their write time
+    a = {k: v for k, v in files(tmp_path / "local").items() if k.rsplit("/", 1)[-1] not in skip}
+    b = {k: v for k, v in files(tmp_path / "ray").items() if k.rsplit("/", 1)[-1] not in skip}
+    assert sorted(a) == sorted(b) and any(k.endswith("a2c/rl_training.csv") for k in a)
+    for name in a:
+        assert a[name] == b[name], name
+
+
 def test_help_imports_no_ray():
     code = (
         "import sys\nfrom fincon.cli.main import main\ntry:\n    main(['experiment', '--help'])\n"

@@ -12,7 +12,7 @@ import pytest
 from fincon.cli.main import main
 from fincon.errors import ConfigError
 from fincon.workflow import paper
-from fincon.workflow.paper_protocol import PORTFOLIO_BASELINES, SINGLE_BASELINES, plan
+from fincon.workflow.paper_protocol import PORTFOLIO_BASELINES, SINGLE_BASELINES, plan, tables
 
 
 def test_the_plan_is_the_papers_eight_stocks_and_two_portfolios():
@@ -61,8 +61,8 @@ def test_one_command_prints_both_tables_beside_the_papers_figures(tmp_path, monk
     doc = json.loads((tmp_path / "paper" / "paper.json").read_text())
     assert sorted(doc["blocks"]) == ["MSFT", "TSLA", "portfolio-TSLA-MSFT"]
     tsla = doc["blocks"]["TSLA"]
-    assert tsla["paper_published"]["FinCon"] == {"cr_pct": 82.871, "sharpe": 1.972, "mdd_pct": 29.727}
-    assert doc["blocks"]["portfolio-TSLA-MSFT"]["paper_published"] is None  # not one of the paper's portfolios
+    # a test window that is not the paper's: its figures are of another period, so its column stays empty
+    assert tsla["paper_published"] is None and "not the paper's: its column is left empty" in text
     # fincon's column is each block's own experiment: the team's median run and every baseline's run
     res = json.loads((tmp_path / "paper" / "TSLA" / "results.json").read_text())
     assert tsla["fincon"]["fincon"]["cr_pct"] == res["median"]["full"]["cr_pct"]
@@ -70,7 +70,7 @@ def test_one_command_prints_both_tables_beside_the_papers_figures(tmp_path, monk
     for name in SINGLE_BASELINES:
         assert tsla["fincon"][name]["sharpe"] == res["baselines"][name]["sharpe"]
     b_and_h = [line for line in text.splitlines() if line.startswith("B&H")][0]
-    assert f"{res['baselines']['buy-and-hold']['cr_pct']:.3f}" in b_and_h and "6.425" in b_and_h
+    assert f"{res['baselines']['buy-and-hold']['cr_pct']:.3f}" in b_and_h and "6.425" not in b_and_h
     # a second run resumes every block: nothing runs again, the same tables
     assert main(argv) == 0
     assert "resumed:" in capsys.readouterr().out
@@ -84,7 +84,7 @@ def test_one_command_prints_both_tables_beside_the_papers_figures(tmp_path, monk
 
 
 def test_llm_rows_carry_their_windows_knowledge_label():
-    from fincon.workflow.paper_protocol import knowledge_line, tables
+    from fincon.workflow.paper_protocol import knowledge_line
 
     block = {"label": "in-training-data", "cutoff": "2024-09-19", "source": "Qwen2.5 report"}
     line = knowledge_line(block)
@@ -93,3 +93,16 @@ def test_llm_rows_carry_their_windows_knowledge_label():
     blocks = plan({"tickers": ["TSLA"]})
     text = tables(blocks, {}, "differs: ...", {"TSLA": line})
     assert text.splitlines()[1].startswith("TSLA") and line in text.splitlines()
+
+
+def test_the_papers_figures_sit_beside_only_on_the_papers_window():
+    from fincon.workflow.experiment import load_experiment
+    from fincon.workflow.paper_protocol import _published, papers_window
+
+    blocks = plan({})
+    assert _published(blocks[0])["FinCon"] == {"cr_pct": 82.871, "sharpe": 1.972, "mdd_pct": 29.727}
+    assert _published(plan({"tickers": ["TSLA", "JNJ"]})[-1]) is None  # not one of the paper's portfolios
+    assert papers_window(load_experiment(None, blocks[0].overrides))
+    assert not papers_window(load_experiment(None, {**blocks[0].overrides, "test.end": "2022-11-30"}))
+    text = tables(blocks[:1], {}, "", None, papers_window=False)
+    assert "82.871" not in text and "82.871" in tables(blocks[:1], {}, "")

@@ -93,18 +93,22 @@ def _cell(v: Any, spec: str) -> str:
     return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else spec.format(v)
 
 
-def side_by_side(key: str | tuple[str, ...], ours: Mapping[str, Mapping[str, Any]], differs: str = "") -> str:
+def side_by_side(
+    key: str | tuple[str, ...], ours: Mapping[str, Mapping[str, Any]], differs: str = "", published: bool = True
+) -> str:
     """One of the paper's blocks (a ticker of Table 2, a portfolio of Table 3)
     with fincon's figures beside the paper's: a row per paper model, fincon's
     CR %, SR and MDD % for the strategy in its place (``ours``: strategy ->
     metrics with ``cr_pct``, ``sharpe``, ``mdd_pct``), then the paper's.
     ``differs``: a line saying what differs from the paper's setting. A
     stock or portfolio outside the paper (an imported dataset's) gets the
-    same rows with the paper's column empty."""
+    same rows with the paper's column empty; so does ``published`` False
+    (fincon's figures are of another window than the paper's)."""
     single = isinstance(key, str)
     # a stock or portfolio the paper has no figures for: its models' rows, the paper's column empty
     rows = _T2 if single else next(iter(PORTFOLIOS.values()))
-    paper = (SINGLE if single else PORTFOLIOS).get(key) or {m: None for m in rows}  # type: ignore[call-overload]
+    paper = (SINGLE if single else PORTFOLIOS).get(key) if published else None  # type: ignore[call-overload]
+    paper = paper or {m: None for m in rows}
     label = key if single else "portfolio " + ", ".join(key)
     head = f"{label:<22}{'fincon':>37}   {'paper (published, ' + PAPER.split(',')[0] + ')':>38}"
     sub = f"{'':<22}{'strategy':>15}{'CR %':>9}{'SR':>7}{'MDD %':>8}   {'CR %':>12}{'SR':>8}{'MDD %':>9}"

@@ -154,10 +154,12 @@ def knowledge_line(block: Mapping[str, Any]) -> str:
 
 
 def tables(blocks: list[Block], rows: Mapping[str, Mapping[str, Any]], line: str,
-           knowledge: Mapping[str, str] | None = None) -> str:  # fmt: skip
+           knowledge: Mapping[str, str] | None = None, papers_window: bool = True) -> str:  # fmt: skip
     """Table 2 (the stocks), then Table 3 (the portfolios), each block laid
     out as the paper's; ``knowledge``: block -> the line under it naming
-    the LLM rows' model_knowledge label (none on the rules brain)."""
+    the LLM rows' model_knowledge label (none on the rules brain);
+    ``papers_window`` False (another test window): the paper's column stays
+    empty, since its figures are of another period."""
     parts = []
     for title, portfolio in (("Table 2: single-stock trading", False), ("Table 3: portfolio management", True)):
         mine = [b for b in blocks if b.portfolio == portfolio]
@@ -165,7 +167,7 @@ def tables(blocks: list[Block], rows: Mapping[str, Mapping[str, Any]], line: str
             continue
         parts.append(title)
         for b in mine:
-            parts.append(paper.side_by_side(b.paper_key, rows.get(b.key, {})))
+            parts.append(paper.side_by_side(b.paper_key, rows.get(b.key, {}), published=papers_window))
             label = (knowledge or {}).get(b.key)
             if label:
                 parts.append(label)
@@ -218,8 +220,12 @@ def run_paper(
         skipped += [f"{block.key}/{u}" for u in report.skipped]
     exp0 = experiments[0][1]
     corpus = "fincon's synthetic sample" if exp0.data.dir is None else f"the dataset {exp0.data.dir.name}"
+    same = papers_window(exp0)
     line = differs(exp0.brain, exp0.llm.model if exp0.brain == "llm" else None, corpus, str(exp0.test.end))
-    text = tables([b for b, _ in experiments], rows, line, labels)
+    if not same:
+        line += (f" The test window here is {exp0.test.start}..{exp0.test.end}, not the paper's: its column is "
+                 "left empty (its figures are of another period).")  # fmt: skip
+    text = tables([b for b, _ in experiments], rows, line, labels, same)
     doc = {
         "paper": paper.PAPER,
         "blocks": {
@@ -231,7 +237,7 @@ def run_paper(
                 "brain": exp.brain,
                 "fincon": rows[b.key],
                 "model_knowledge": labels[b.key] or "no-model",
-                "paper_published": _published(b),
+                "paper_published": _published(b) if same else None,
             }
             for b, exp in experiments
         },
@@ -240,6 +246,11 @@ def run_paper(
     write_atomic(out / "paper.json", json.dumps(doc, indent=1, sort_keys=True) + "\n")
     write_atomic(out / "paper.md", "```\n" + text + "\n```\n")
     return PaperReport(out, rows, text, ran, skipped)
+
+
+def papers_window(exp) -> bool:
+    """Whether ``exp`` tests on the paper's window (only then are its figures laid beside)."""
+    return (str(exp.test.start), str(exp.test.end)) == (BASE["test.start"], BASE["test.end"])
 
 
 def _published(block: Block) -> dict[str, Any] | None:
