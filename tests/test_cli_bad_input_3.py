@@ -193,6 +193,10 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["experiment", "--preset", "fincon-paper", "--data", "{no_items}"],
         "not the paper's windows (2022-01-03..2023-06-09): give --train-start",
     ),
+    "the fincon-paper preset into a folder of the user's": (
+        ["experiment", "--preset", "fincon-paper", "--tickers", "TSLA", "--out", "{fake_dataset}"],
+        "which is not this paper run's; pick another --out",
+    ),
     "a retrieval model for the sample calls": (
         ["eval", "debate", "--retrieval-model", "x"],
         "--retrieval-model is the retrieval over filings",

@@ -62,6 +62,7 @@ def test_one_command_prints_both_tables_beside_the_papers_figures(tmp_path, monk
     assert sorted(doc["blocks"]) == ["MSFT", "TSLA", "portfolio-TSLA-MSFT"]
     tsla = doc["blocks"]["TSLA"]
     # a test window that is not the paper's: its figures are of another period, so its column stays empty
+    assert tsla["model_knowledge"]["label"] == "no-model"  # the rules brain: no model to remember anything
     assert tsla["paper_published"] is None and "not the paper's: its column is left empty" in text
     # fincon's column is each block's own experiment: the team's median run and every baseline's run
     res = json.loads((tmp_path / "paper" / "TSLA" / "results.json").read_text())

@@ -198,9 +198,9 @@ def run_paper(
     ``paper.md`` (the tables) once all are complete."""
     from fincon.workflow.experiment import run_experiment, serial, write_atomic
 
-    out.mkdir(parents=True, exist_ok=True)
+    _claim(out, [b.key for b, _ in experiments])
     rows: dict[str, dict[str, Any]] = {}
-    labels: dict[str, str] = {}
+    knowledge: dict[str, dict[str, Any]] = {}
     ran: list[str] = []
     skipped: list[str] = []
     for i, (block, exp) in enumerate(experiments):
@@ -215,7 +215,7 @@ def run_paper(
             warn_knowledge=i == 0,
         )
         rows[block.key] = figures(report.results)
-        labels[block.key] = knowledge_line(report.results.get("model_knowledge", {}).get("test") or {})
+        knowledge[block.key] = report.results.get("model_knowledge", {}).get("test") or {"label": "no-model"}
         ran += [f"{block.key}/{u}" for u in report.ran]
         skipped += [f"{block.key}/{u}" for u in report.skipped]
     exp0 = experiments[0][1]
@@ -225,7 +225,8 @@ def run_paper(
     if not same:
         line += (f" The test window here is {exp0.test.start}..{exp0.test.end}, not the paper's: its column is "
                  "left empty (its figures are of another period).")  # fmt: skip
-    text = tables([b for b, _ in experiments], rows, line, labels, same)
+    lines = {key: knowledge_line(block) for key, block in knowledge.items()}
+    text = tables([b for b, _ in experiments], rows, line, lines, same)
     doc = {
         "paper": paper.PAPER,
         "blocks": {
@@ -236,7 +237,7 @@ def run_paper(
                 "repeats": exp.repeats,
                 "brain": exp.brain,
                 "fincon": rows[b.key],
-                "model_knowledge": labels[b.key] or "no-model",
+                "model_knowledge": knowledge[b.key],
                 "paper_published": _published(b) if same else None,
             }
             for b, exp in experiments
@@ -246,6 +247,20 @@ def run_paper(
     write_atomic(out / "paper.json", json.dumps(doc, indent=1, sort_keys=True) + "\n")
     write_atomic(out / "paper.md", "```\n" + text + "\n```\n")
     return PaperReport(out, rows, text, ran, skipped)
+
+
+def _claim(out: Path, keys: list[str]) -> None:
+    """``out`` may hold this run's blocks and tables and nothing else: a
+    folder with other files is the user's, never written into."""
+    from fincon.engine.rundir import check_out_path
+
+    check_out_path(out)
+    if out.is_dir():
+        mine = {*keys, "paper.json", "paper.md"}
+        other = sorted(p.name for p in out.iterdir() if p.name not in mine)
+        if other:
+            raise ConfigError(f"--out {out} holds {other[0]}, which is not this paper run's; pick another --out")
+    out.mkdir(parents=True, exist_ok=True)
 
 
 def papers_window(exp) -> bool:
