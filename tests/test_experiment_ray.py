@@ -236,7 +236,7 @@ def test_the_papers_baselines_run_on_ray_with_the_same_files(cluster, tmp_path):
     exp = load_experiment(
         None,
         {"team.brain": "rules", "rolling.window": "3m", "rolling.step": "3m", "rolling.start": "2022-07-01",
-         "rolling.end": "2022-12-31", "rolling.universes": ["TSLA"], "repeats": 1, "episodes": 1,
+         "rolling.end": "2022-09-30", "rolling.universes": ["TSLA"], "repeats": 1, "episodes": 1,
          "ablations": ["full"], "baselines": ["buy-and-hold", "a2c", "finmem"],
          "strategy_params.a2c.timesteps": 300, "strategy_params.finmem.brain": "rules"},
     )  # fmt: skip
