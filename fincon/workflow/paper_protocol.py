@@ -34,14 +34,16 @@ from typing import Any, Mapping
 
 from fincon.errors import ConfigError
 from fincon.workflow import paper
+from fincon.workflow.experiment_config import TEST_WINDOW
 
 PRESET = "fincon-paper"
 SINGLE_BASELINES = ["buy-and-hold", "finsent", "finmem", "a2c", "ppo", "dqn"]
 PORTFOLIO_BASELINES = ["equal-weight", "markowitz", "finrl-a2c"]
 #: the single-agent LLM baselines: they think with the team's brain
 LLM_BASELINES = ("finsent", "finmem")
-#: the paper's test end (2023-06-10) is a Saturday; the bundled sample's last session is 2023-06-09
-TEST_END = "2023-06-09"
+#: the paper's test end (2023-06-10) is a Saturday: the experiment's own default test window ends on
+#: the bundled sample's last session before it (fincon.workflow.experiment_config.TEST_WINDOW)
+TEST_END = str(TEST_WINDOW[1])
 BASE: dict[str, Any] = {
     "train.start": paper.TRAIN_WINDOW[0],
     "train.end": paper.TRAIN_WINDOW[1],
