@@ -41,7 +41,7 @@ WINDOWS = [
 ]
 
 
-def experiment(out: Path, repeats: int, episodes: int, extra: list[str]) -> float:
+def experiment(out: Path, repeats: int, episodes: int, ablations: str, extra: list[str]) -> float:
     cmd = [
         sys.executable,
         "-m",
@@ -60,6 +60,8 @@ def experiment(out: Path, repeats: int, episodes: int, extra: list[str]) -> floa
         str(repeats),
         "--episodes",
         str(episodes),
+        "--ablations",
+        ablations,
         "--no-progress",
         "--json",
         "--out",
@@ -163,19 +165,31 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--episodes", type=int, default=2)
     ap.add_argument("--cpus", type=int, default=2, help="local Ray cluster size (default 2)")
+    ap.add_argument(
+        "--ablations",
+        default="full,no-cvar,no-beliefs",
+        help="the team's variants (default all three; the smoke test: full)",
+    )
     ap.add_argument("--rolling", action="store_true", help="time a small rolling evaluation instead (issue 22)")
     args = ap.parse_args()
     if args.rolling:
         return main_rolling()
-    units = 1 + 2 * 3 * args.repeats  # baselines, then a training and a test per repeat and ablation
+    variants = len(args.ablations.split(","))
+    units = 1 + 2 * variants * args.repeats  # baselines, then a training and a test per repeat and ablation
     with tempfile.TemporaryDirectory(prefix="bench-experiment-") as tmp:
         tmp = Path(tmp)
-        local = experiment(tmp / "local", args.repeats, args.episodes, [])
-        ray = experiment(tmp / "ray", args.repeats, args.episodes, ["--executor", "ray", "--ray-cpus", str(args.cpus)])
+        local = experiment(tmp / "local", args.repeats, args.episodes, args.ablations, [])
+        ray = experiment(
+            tmp / "ray",
+            args.repeats,
+            args.episodes,
+            args.ablations,
+            ["--executor", "ray", "--ray-cpus", str(args.cpus)],
+        )
         same = (tmp / "local" / "results.json").read_bytes() == (tmp / "ray" / "results.json").read_bytes()
         start_stop, per_unit = ray_fixed_costs(args.cpus, units)
     print(
-        f"fincon experiment: TSLA, rules brain, {args.repeats} repeats x 3 ablations x {args.episodes} episodes "
+        f"fincon experiment: TSLA, rules brain, {args.repeats} repeats x {variants} ablations x {args.episodes} episodes "
         f"({units} units), train 2022-04-01..04-29, test 2022-05-02..05-31"
     )
     print(f"  local (serial)         {local:7.1f} s")

@@ -86,4 +86,5 @@ def test_the_llm_bench_runs_with_the_small_model(tmp_path):
 
 @pytest.mark.slow
 def test_the_experiment_bench_runs_at_its_smallest(tmp_path):
-    assert "serial" in _run("experiment", ["--repeats", "1", "--episodes", "1", "--cpus", "1"], tmp_path).lower()
+    smallest = ["--repeats", "1", "--episodes", "1", "--cpus", "1", "--ablations", "full"]
+    assert "serial" in _run("experiment", smallest, tmp_path).lower()

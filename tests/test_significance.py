@@ -62,6 +62,21 @@ def test_spa_and_stepm_find_the_planted_edge_and_only_it():
     assert res["stepm"] == ["edge"]
 
 
+def test_a_strategy_that_is_the_benchmark_does_not_beat_it():
+    """A single-asset Markowitz or equal weight holds what buy-and-hold holds:
+    its gap has no variance, which arch's studentised statistic turns into
+    p = 0.0. fincon answers exactly: p = 1 for no gap, p = 0 for a constant
+    positive one, and neither distorts StepM over the other models."""
+    rng = np.random.default_rng(0)
+    bench = rng.normal(0, 0.01, 148)
+    models = {"same": bench.copy(), "noise": bench + rng.normal(0, 0.01, 148), "above": bench + 0.001}
+    res = sig.spa(bench, models, reps=500, seed=3)
+    assert res["p_values"]["same"] == 1.0 and res["p_values"]["above"] == 0.0
+    assert 0.05 < res["p_values"]["noise"] < 1.0
+    assert res["stepm"] == ["above"]
+    assert list(res["p_values"]) == ["same", "noise", "above"]  # the caller's order
+
+
 def test_pbo_is_about_half_for_noise_and_near_zero_for_a_real_edge():
     rng = np.random.default_rng(5)
     noise = rng.normal(0, 0.01, (800, 20))

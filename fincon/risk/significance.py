@@ -172,22 +172,33 @@ def spa(
     losses are their negatives) and StepM's set of models that beat it at 5 %."""
     from arch.bootstrap import SPA, StepM
 
-    names = list(models)
-    if not names:
-        return {"p_values": {}, "stepm": []}
     b = -np.asarray(benchmark, dtype=float)
     block = block or max(2, int(round(len(b) ** (1 / 3))))
     p: dict[str, float] = {}
-    for name in names:
+    for name, r in models.items():
+        # A constant gap to the benchmark (above all none: a single-asset Markowitz or equal
+        # weight *is* buy-and-hold) has no variance to studentise: arch's statistic is then
+        # 0/0 and its p-value 0.0, "beats the benchmark for sure". The answer is exact instead.
+        gap = np.asarray(r, dtype=float) + b
+        if np.ptp(gap) <= _SAME:
+            p[name] = 0.0 if gap.mean() > _SAME else 1.0
+    tested = [n for n in models if n not in p]
+    for name in tested:
         test = SPA(b, -np.asarray(models[name], dtype=float)[:, None], block_size=block, reps=reps,
                    seed=np.random.default_rng(seed))  # fmt: skip
         test.compute()
         p[name] = float(test.pvalues["consistent"])
-    losses = -np.column_stack([np.asarray(models[n], dtype=float) for n in names])
-    step = StepM(b, losses, size=0.05, block_size=block, reps=reps, seed=np.random.default_rng(seed))
-    step.compute()
-    superior = [names[int(i)] for i in list(step.superior_models or [])]  # type: ignore[call-overload]
-    return {"p_values": p, "stepm": sorted(superior), "block": block, "reps": reps}
+    superior = [n for n in models if n not in tested and p[n] == 0.0]
+    if tested:
+        losses = -np.column_stack([np.asarray(models[n], dtype=float) for n in tested])
+        step = StepM(b, losses, size=0.05, block_size=block, reps=reps, seed=np.random.default_rng(seed))
+        step.compute()
+        superior += [tested[int(i)] for i in list(step.superior_models or [])]  # type: ignore[call-overload]
+    return {"p_values": {n: p[n] for n in models}, "stepm": sorted(superior), "block": block, "reps": reps}
+
+
+#: daily returns closer than this are the same series (float noise of two computations of one book)
+_SAME = 1e-12
 
 
 def pbo(returns: np.ndarray, splits: int = 16) -> dict[str, Any]:
