@@ -533,6 +533,17 @@ def format_rolling(res: dict[str, Any]) -> str:
         "beats B&H: share of windows with a CR above buy-and-hold's on the same window and tickers; "
         "p: two-sided Wilcoxon signed-rank test of per-window CRs paired with buy-and-hold's"
     )
+    for kind, p in (res.get("placebo") or {}).items():
+        if kind == next(iter(res["placebo"])):
+            lines += ["", "placebo runs of the full team, medians over windows (each window: its median repeat):"]
+        for universe, q in [*p["universes"].items(), ("all windows", p)]:
+            lines.append(
+                f"  {kind:<13} {universe:<12} CR {_f(q['cr_pct_median'], '{:.2f}')} % (real "
+                f"{_f(q['real_cr_pct'], '{:.2f}')} %, profit gap {_f(q['profit_gap_pct'], '{:+.2f}')} pp), "
+                f"prediction consistency {_f(q['prediction_consistency'], '{:.0%}')}, "
+                f"{q['windows_flagged']} of {q['windows']} windows flagged"
+            )
+        lines += [f"    FLAG: {flag}" for flag in p["flags"]]
     if any("psr" in s for s in res["summary"]):
         lines += ["", format_significance(res)]
     if any(s.get("model_knowledge") and not s["model_knowledge"].startswith("no-model") for s in res["summary"]):

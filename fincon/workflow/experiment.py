@@ -230,20 +230,28 @@ def _tone_rewriter(exp: ExperimentConfig):
     return ToneRewriter(build_client(settings))
 
 
-def _run(exp: ExperimentConfig, out: Path, progress: bool, executor: Executor) -> ExperimentReport:
-    if exp.placebos:  # the placebo corpora, built once from the team's own (deterministic in the seed)
-        from fincon.data.inputs import open_inputs
-        from fincon.workflow.placebo import write_placebo
+def write_placebos(exp: ExperimentConfig, out: Path) -> None:
+    """The placebo corpora of ``exp``'s test window under ``out``, built once
+    from the team's own before any test runs (deterministic in the seed); a
+    rolling evaluation calls it for each window."""
+    if not exp.placebos:
+        return
+    from fincon.data.inputs import open_inputs
+    from fincon.workflow.placebo import write_placebo
 
-        source = open_inputs(exp.data.source, exp.data.dir, exp.data.cache_dir).source
-        for kind in exp.placebos:
-            rewrite = _tone_rewriter(exp) if kind == "flip-tone" and exp.brain == "llm" else None
-            try:
-                write_placebo(kind, str(exp.team.get("events", "sample")), exp.tickers, exp.test.start,
-                              exp.test.end, exp.seed, placebo_dir(out, kind), source, rewrite)  # fmt: skip
-            finally:
-                if rewrite is not None:
-                    rewrite.client.close()
+    source = open_inputs(exp.data.source, exp.data.dir, exp.data.cache_dir).source
+    for kind in exp.placebos:
+        rewrite = _tone_rewriter(exp) if kind == "flip-tone" and exp.brain == "llm" else None
+        try:
+            write_placebo(kind, str(exp.team.get("events", "sample")), exp.tickers, exp.test.start,
+                          exp.test.end, exp.seed, placebo_dir(out, kind), source, rewrite)  # fmt: skip
+        finally:
+            if rewrite is not None:
+                rewrite.client.close()
+
+
+def _run(exp: ExperimentConfig, out: Path, progress: bool, executor: Executor) -> ExperimentReport:
+    write_placebos(exp, out)
     phases = [[(u.name, Job(u, exp, out)) for u in phase] for phase in units(exp)]
     done = run_phases(
         phases,

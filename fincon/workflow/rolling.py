@@ -241,7 +241,8 @@ def _claim(study: Study) -> bool:
 
 
 def _run(exp: ExperimentConfig, out: Path, cells: list[Cell], progress: bool, executor: Executor) -> RollingReport:
-    from fincon.workflow.experiment import units
+    from fincon.workflow.experiment import units, write_placebos
+    from fincon.workflow.experiment_results import placebo_results
     from fincon.workflow.rolling_results import tables
 
     listing = [
@@ -262,6 +263,7 @@ def _run(exp: ExperimentConfig, out: Path, cells: list[Cell], progress: bool, ex
     for c in cells:
         root = c.root(out)
         root.mkdir(parents=True, exist_ok=True)
+        write_placebos(c.exp, root)  # each window's own placebo corpora, before its tests
         for i, phase in enumerate(units(c.exp)):
             for u in phase:
                 phases[i].append((f"{c.slug}/{c.window.name}/{u.name}", Job(u, c.exp, root)))
@@ -273,6 +275,8 @@ def _run(exp: ExperimentConfig, out: Path, cells: list[Cell], progress: bool, ex
     )
     for c in cells:
         res = collect(c.exp, c.root(out))
+        if c.exp.placebos:
+            res["placebo"] = placebo_results(c.exp, c.root(out), res)
         write_atomic(c.root(out) / "results.json", json.dumps(res, indent=1, sort_keys=True) + "\n")
     results = tables(exp, out, cells)
     return RollingReport(out, results, done.ran, done.skipped)

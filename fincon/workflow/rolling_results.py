@@ -190,6 +190,51 @@ def _significance(out: Path, cells, summary: pd.DataFrame) -> tuple[pd.DataFrame
     return significance(rets, summary, trials=max([strategies, *counted]))
 
 
+def placebos(out: Path, cells) -> dict[str, Any]:
+    """Each placebo across the windows (every cell's results.json holds its own,
+    as a one-split experiment's does): the medians over windows of the team's
+    CR on the placebo, on the real corpus, of the profit gap and of the
+    prediction consistency, per universe and (the keys the report card reads)
+    over every window; the flag when the edge survives in a majority of
+    windows where the team beat buy-and-hold."""
+    import numpy as np
+
+    per: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for c in cells:
+        res = json.loads((c.root(out) / "results.json").read_text())
+        for kind, p in (res.get("placebo") or {}).items():
+            per.setdefault(kind, {}).setdefault(c.universe, []).append(p)
+
+    def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+        def med(key: str) -> float | None:
+            return _finite(np.nanmedian([float(r[key]) for r in rows]))
+
+        flagged = sum(1 for r in rows if r.get("flags"))
+        return {
+            "windows": len(rows),
+            "cr_pct_median": med("cr_pct_median"),
+            "sharpe_median": med("sharpe_median"),
+            "real_cr_pct": med("real_cr_pct"),
+            "profit_gap_pct": med("profit_gap_pct"),
+            "prediction_consistency": med("prediction_consistency"),
+            "input_dependency": med("input_dependency"),
+            "windows_flagged": flagged,
+        }
+
+    out_: dict[str, Any] = {}
+    for kind, by_universe in per.items():
+        every = [r for rows in by_universe.values() for r in rows]
+        pooled = summary(every)
+        flags = sorted({f for r in every for f in r.get("flags") or []})
+        pooled["flags"] = (
+            [f"{pooled['windows_flagged']} of {pooled['windows']} windows: {'; '.join(flags)}"]
+            if pooled["windows_flagged"] * 2 > pooled["windows"]
+            else []
+        )
+        out_[kind] = {**pooled, "universes": {u: summary(rows) for u, rows in by_universe.items()}}
+    return out_
+
+
 def tables(exp: ExperimentConfig, out: Path, cells) -> dict[str, Any]:
     """windows.csv, summary.csv and results.json of a finished rolling evaluation."""
     df = window_rows(out, cells)
@@ -213,5 +258,7 @@ def tables(exp: ExperimentConfig, out: Path, cells) -> dict[str, Any]:
         "summary": json.loads(summary.to_json(orient="records")),
         "significance": significance,
     }
+    if exp.placebos:
+        results["placebo"] = placebos(out, cells)
     write_atomic(out / "results.json", json.dumps(results, indent=1, sort_keys=True) + "\n")
     return results
