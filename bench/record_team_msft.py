@@ -1,12 +1,12 @@
 """Record (once, on a quiet machine) the live run of the team with the bundled
 1.5B model on InvestorBench's MSFT test window, for issue 20 item 7.
 
-    .venv/bin/python bench/record_team_msft.py            # ~2.5 h on 2 quiet cores: run it in the background
+    .venv/bin/python bench/record_team_msft.py            # ~2 h on 2 quiet cores: run it in the background
     .venv/bin/python bench/record_team_msft.py --days 5   # a short recording (smoke)
 
-Its cost, measured: the team makes about 4 calls a day on this corpus,
+Its cost, measured: the team makes about 3 calls a day on this corpus,
 with prompts of 260-950 tokens (the news of a day is long), 13-35 s a call
-on 2 cores with nothing else running: about 600 calls, 2.5 hours. Stopped
+on 2 cores with nothing else running: 465 calls, about 2 hours. Stopped
 part way, the same command resumes it: the calls already in the cache are
 replayed and the recording goes on after them.
 
