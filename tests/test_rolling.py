@@ -135,11 +135,14 @@ def test_small_rolling_run_matches_its_windows(tmp_path, capsys):
         "full",
         "--baselines",
         "buy-and-hold,sma-cross",
+        "--placebo",
+        "shuffle-news",
         "--out",
         str(out),
         "--no-progress",
     ]
     assert main(argv) == 0
+    placebo_lines = capsys.readouterr().out
     listing = json.loads((out / "windows.json").read_text())
     assert [(w["test"]["start"], w["test"]["end"]) for w in listing] == [
         ("2022-10-03", "2022-10-16"),
@@ -166,11 +169,31 @@ def test_small_rolling_run_matches_its_windows(tmp_path, capsys):
     assert (
         summ.loc["fincon", "sharpe_ci_lo"] <= summ.loc["fincon", "sharpe_daily"] <= summ.loc["fincon", "sharpe_ci_hi"]
     )
-    assert summ.loc["fincon", "dsr_trials"] == 3  # fincon, sma-cross and buy-and-hold were compared
+    # fincon, sma-cross, buy-and-hold and the team's placebo run: the ledger counts every scored run as a trial
+    assert summ.loc["fincon", "dsr_trials"] == 4
     assert summ.loc["fincon", "dsr"] <= summ.loc["fincon", "psr"]  # deflating never raises it
     res = json.loads((out / "results.json").read_text())
     assert res["significance"]["TSLA"]["best_non_llm_baseline"] in ("sma-cross", "buy-and-hold")
-    capsys.readouterr()
+    # issue 32 item 3 in a rolling evaluation: each window's own placebo corpus and block, the medians over windows
+    per = []
+    for w in listing:
+        root = out / w["dir"]
+        assert (root / "placebo" / "shuffle-news" / "TSLA.jsonl.gz").is_file()
+        p = json.loads((root / "results.json").read_text())["placebo"]["shuffle-news"]
+        real, fake = ({json.loads(x)["date"]: json.loads(x).get("actions") for x in
+                       (root / "test" / d / "decisions.jsonl").read_text().splitlines()}
+                      for d in ("full-r1", "placebo-shuffle-news-r1"))  # fmt: skip
+        assert p["prediction_consistency"] == pytest.approx(sum(real[d] == fake[d] for d in real) / len(real))
+        per.append(p)
+    pooled = res["placebo"]["shuffle-news"]
+    assert pooled["windows"] == 2 and pooled["universes"]["TSLA"]["windows"] == 2
+    for key in ("cr_pct_median", "real_cr_pct", "profit_gap_pct", "prediction_consistency"):
+        assert pooled[key] == pytest.approx(float(np.median([p[key] for p in per])))
+    assert "placebo runs of the full team, medians over windows" in placebo_lines and "all windows" in placebo_lines
+    from fincon.report.card import card
+
+    row = next(r for r in card(out)["rows"] if r["point"] == "counterfactual robustness")
+    assert row["verdict"] != "not measured" and "shuffle-news: consistency" in row["measured"]
     assert main(argv) == 0  # resumes: every unit done, the same tables
     assert "resumed" in capsys.readouterr().out
     assert (out / "summary.csv").read_bytes() == first
