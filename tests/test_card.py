@@ -44,7 +44,8 @@ def test_calibration_by_hand():
 
     up = {"agent": "news/T", "direction": "bullish", "confidence": 0.8}
     down = {"agent": "10-q/T", "direction": "bearish", "confidence": 0.6}
-    cal = calibration(day(100.0, 101.0, [up, down]))  # the close rose: news right, 10-q wrong
-    assert cal["calls"] == 2
-    assert cal["brier"] == pytest.approx(((0.9 - 1) ** 2 + (0.2 - 1) ** 2) / 2)
+    flat = {"agent": "data/T", "direction": "neutral", "confidence": 0.3}
+    cal = calibration(day(100.0, 101.0, [up, down, flat]))  # the close rose: news right, 10-q wrong
+    assert cal["calls"] == 3 and cal["directional"] == 2  # a neutral call counts in Brier (p = 0.5), not in hits
+    assert cal["brier"] == pytest.approx(((0.9 - 1) ** 2 + (0.2 - 1) ** 2 + (0.5 - 1) ** 2) / 3)
     assert cal["by_analyst"] == {"10-q": {"n": 1, "hit_rate": 0.0}, "news": {"n": 1, "hit_rate": 1.0}}

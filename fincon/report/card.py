@@ -106,7 +106,13 @@ def calibration(decisions: list[dict[str, Any]]) -> dict[str, Any] | None:
             "n": len(sel),
             "hit_rate": round(sum((r[1] == "bullish") == (r[4] == 1.0) for r in sel) / len(sel), 4),
         }
-    return {"calls": len(rows), "brier": round(brier, 4), "by_confidence": buckets, "by_analyst": per}
+    return {
+        "calls": len(rows),
+        "directional": len(directional),
+        "brier": round(brier, 4),
+        "by_confidence": buckets,
+        "by_analyst": per,
+    }
 
 
 def card(root: Path) -> dict[str, Any]:
@@ -176,7 +182,8 @@ def card(root: Path) -> dict[str, Any]:
     cal = calibration(decisions)
     if cal:
         add(a6, "calibration", PASS if cal["brier"] < 0.25 else FAIL,
-            f"Brier {cal['brier']:.3f} over {cal['calls']} analyst calls (0.25: a coin); hit rate by confidence "
+            f"Brier {cal['brier']:.3f} over {cal['calls']} analyst calls (0.25: a coin); hit rate of the "
+            f"{cal['directional']} bullish or bearish ones by confidence "
             + ", ".join(f"{b} {v['hit_rate']:.0%} (n={v['n']})" for b, v in cal["by_confidence"].items()))  # fmt: skip
     else:
         add(a6, "calibration", NONE, "no team records with analysts' confidences")
