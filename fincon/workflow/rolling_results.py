@@ -195,8 +195,8 @@ def placebos(out: Path, cells) -> dict[str, Any]:
     as a one-split experiment's does): the medians over windows of the team's
     CR on the placebo, on the real corpus, of the profit gap and of the
     prediction consistency, per universe and (the keys the report card reads)
-    over every window; the flag when the edge survives in a majority of
-    windows where the team beat buy-and-hold."""
+    over every window; how many windows were flagged, and a flag for the
+    whole evaluation when a majority of its windows were."""
     import numpy as np
 
     per: dict[str, dict[str, list[dict[str, Any]]]] = {}
