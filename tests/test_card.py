@@ -49,3 +49,17 @@ def test_calibration_by_hand():
     assert cal["calls"] == 3 and cal["directional"] == 2  # a neutral call counts in Brier (p = 0.5), not in hits
     assert cal["brier"] == pytest.approx(((0.9 - 1) ** 2 + (0.2 - 1) ** 2 + (0.5 - 1) ** 2) / 3)
     assert cal["by_analyst"] == {"10-q": {"n": 1, "hit_rate": 0.0}, "news": {"n": 1, "hit_rate": 1.0}}
+
+
+def test_a_rolling_card_takes_the_worst_window_label_of_the_team():
+    from fincon.report.card import _rolling_knowledge
+
+    summary = [
+        {"strategy": "fincon", "model_knowledge": "after-cutoff 4/6, in-training-data 2/6"},
+        {"strategy": "buy-and-hold", "model_knowledge": "no-model"},
+    ]
+    assert _rolling_knowledge({"summary": summary}) == {"label": "in-training-data"}
+    assert _rolling_knowledge({"summary": summary[1:]}) == {}  # no team row: not measured
+    assert _rolling_knowledge({"summary": [{"strategy": "fincon", "model_knowledge": "no-model"}]}) == {
+        "label": "no-model"
+    }

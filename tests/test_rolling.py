@@ -192,8 +192,11 @@ def test_small_rolling_run_matches_its_windows(tmp_path, capsys):
     assert "placebo runs of the full team, medians over windows" in placebo_lines and "all windows" in placebo_lines
     from fincon.report.card import card
 
-    row = next(r for r in card(out)["rows"] if r["point"] == "counterfactual robustness")
+    rows = {r["point"]: r for r in card(out)["rows"]}
+    row = rows["counterfactual robustness"]
     assert row["verdict"] != "not measured" and "shuffle-news: consistency" in row["measured"]
+    # the windows' labels against the model's cutoff: the rules team has no model
+    assert (rows["temporal integrity"]["verdict"], rows["temporal integrity"]["measured"]) == ("pass", "no-model")
     assert main(argv) == 0  # resumes: every unit done, the same tables
     assert "resumed" in capsys.readouterr().out
     assert (out / "summary.csv").read_bytes() == first

@@ -115,6 +115,22 @@ def calibration(decisions: list[dict[str, Any]]) -> dict[str, Any] | None:
     }
 
 
+def _rolling_knowledge(results: dict[str, Any]) -> dict[str, Any]:
+    """The team's windows against its model's cutoff in a rolling evaluation:
+    its summary rows count each label ("in-training-data 5/6, no-model 1/6");
+    the card takes the worst one any window has."""
+    seen = {
+        part.split()[0]
+        for row in results.get("summary") or []
+        if str(row.get("strategy", "")).startswith("fincon") and row.get("model_knowledge")
+        for part in str(row["model_knowledge"]).split(", ")
+    }
+    for label in ("in-training-data", "straddles-cutoff", "cutoff-unknown", "after-cutoff", "no-model"):
+        if label in seen:
+            return {"label": label}
+    return {}
+
+
 def card(root: Path) -> dict[str, Any]:
     """The card of the run, experiment or rolling directory ``root``."""
     root = Path(root)
@@ -143,6 +159,8 @@ def card(root: Path) -> dict[str, Any]:
 
     a6 = "six-point protocol"
     know = metrics.get("model_knowledge") or (results.get("model_knowledge") or {}).get("test") or {}
+    if rolling is not None and not know:
+        know = _rolling_knowledge(results)
     label = know.get("label")
     if label in ("after-cutoff", "no-model"):
         add(
