@@ -533,9 +533,9 @@ def format_rolling(res: dict[str, Any]) -> str:
         "beats B&H: share of windows with a CR above buy-and-hold's on the same window and tickers; "
         "p: two-sided Wilcoxon signed-rank test of per-window CRs paired with buy-and-hold's"
     )
+    if res.get("placebo"):
+        lines += ["", "placebo runs of the full team, medians over windows (each window: its median repeat):"]
     for kind, p in (res.get("placebo") or {}).items():
-        if kind == next(iter(res["placebo"])):
-            lines += ["", "placebo runs of the full team, medians over windows (each window: its median repeat):"]
         for universe, q in [*p["universes"].items(), ("all windows", p)]:
             lines.append(
                 f"  {kind:<13} {universe:<12} CR {_f(q['cr_pct_median'], '{:.2f}')} % (real "
