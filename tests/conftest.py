@@ -23,11 +23,15 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
         os.environ.setdefault(_var, "1")
 
 # The trial ledger (fincon.workflow.trials): the suite's runs go to a ledger of its own, one per
-# worker, never to the user's ~/.local/share/fincon/trials.sqlite
+# worker, never to the user's ~/.local/share/fincon/trials.sqlite, and removed when the worker exits
 if "FINCON_LEDGER" not in os.environ:
+    import atexit
+    import shutil
     import tempfile
 
-    os.environ["FINCON_LEDGER"] = str(Path(tempfile.mkdtemp(prefix="fincon-test-ledger-")) / "trials.sqlite")
+    _ledger_dir = tempfile.mkdtemp(prefix="fincon-test-ledger-")
+    atexit.register(shutil.rmtree, _ledger_dir, ignore_errors=True)
+    os.environ["FINCON_LEDGER"] = str(Path(_ledger_dir) / "trials.sqlite")
 
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402

@@ -12,7 +12,8 @@ pytestmark = pytest.mark.notebook
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "quickstart.ipynb"
 
 
-def test_quickstart_notebook_executes(tmp_path):
+def test_quickstart_notebook_executes(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the notebook's tempfile.mkdtemp() lands here, not in /tmp
     nb = nbformat.read(NOTEBOOK, as_version=4)
     NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
@@ -25,7 +26,8 @@ def test_quickstart_notebook_executes(tmp_path):
 TEAM_NOTEBOOK = NOTEBOOK.parent / "team_backtest.ipynb"
 
 
-def test_team_notebook_executes_on_the_replayed_demo(tmp_path):
+def test_team_notebook_executes_on_the_replayed_demo(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
     nb = nbformat.read(TEAM_NOTEBOOK, as_version=4)
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
