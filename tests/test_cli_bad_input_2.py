@@ -499,6 +499,8 @@ def test_terminated_experiment_is_marked_shown_and_resumed(tmp_path):
         "-m",
         "fincon.cli.main",
         "experiment",
+        "--bootstrap-reps",
+        "1000",
         "--ticker",
         "TSLA",
         "--brain",

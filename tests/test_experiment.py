@@ -152,6 +152,13 @@ def test_rerun_resumes_with_nothing_to_run(experiment, capsys, tmp_path):
     obj = json.loads(capsys.readouterr().out)
     assert obj["ran"] == []
     assert (out / "results.json").read_bytes() == before
+    # the bootstrap count is no part of the experiment's identity: another one recomputes the
+    # statistics of the finished experiment and runs no unit
+    assert main(ARGS + ["--out", str(out), "--json", "--bootstrap-reps", "200"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["ran"] == [] and obj["significance"]["bootstrap_reps"] == 200
+    assert obj["median"] == json.loads(before)["median"]
+    assert obj["significance"]["summary"] != json.loads(before)["significance"]["summary"]  # intervals of 200 draws
     # a unit lost (or never finished) is the only one run again; the results are the same
     shutil.rmtree(out / "test" / "no-cvar-r2")
     # a new process, as a user reruns it (chromadb caches a client per path for the
@@ -210,6 +217,8 @@ def test_protocols_compared_on_one_table(tmp_path):
         code = main(
             [
                 "experiment",
+                "--bootstrap-reps",
+                "1000",
                 "--ticker",
                 "TSLA",
                 "--brain",

@@ -238,7 +238,7 @@ def test_the_papers_baselines_run_on_ray_with_the_same_files(cluster, tmp_path):
         {"team.brain": "rules", "rolling.window": "3m", "rolling.step": "3m", "rolling.start": "2022-07-01",
          "rolling.end": "2022-09-30", "rolling.universes": ["TSLA"], "repeats": 1, "episodes": 1,
          "ablations": ["full"], "baselines": ["buy-and-hold", "a2c", "finmem"],
-         "strategy_params.a2c.timesteps": 300, "strategy_params.finmem.brain": "rules"},
+         "strategy_params.a2c.timesteps": 300, "strategy_params.finmem.brain": "rules", "bootstrap_reps": 1000},
     )  # fmt: skip
     run_rolling(exp, tmp_path / "local", progress=False)
     run_rolling(exp, tmp_path / "ray", progress=False, executor=cluster)

@@ -19,7 +19,7 @@ ROLLING = [
     "--repeats", "1", "--episodes", "1", "--ablations", "full",
     "--baselines", "buy-and-hold,a2c,dqn,finmem,finsent",
     "--param", "a2c.timesteps=300", "--param", "dqn.timesteps=300",
-    "--param", "finmem.brain=rules", "--param", "finsent.brain=rules", "--no-progress",
+    "--param", "finmem.brain=rules", "--param", "finsent.brain=rules", "--bootstrap-reps", "1000", "--no-progress",
 ]  # fmt: skip
 
 

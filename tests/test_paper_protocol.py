@@ -51,7 +51,8 @@ def test_a_dataset_outside_the_papers_windows_asks_for_windows():
 def test_one_command_prints_both_tables_beside_the_papers_figures(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     argv = ["experiment", "--preset", "fincon-paper", "--tickers", "TSLA,MSFT", "--repeats", "1", "--episodes", "1",
-            "--train-start", "2022-09-01", "--test-end", "2022-10-31", "--no-progress", "--out", "paper"]  # fmt: skip
+            "--train-start", "2022-09-01", "--test-end", "2022-10-31", "--no-progress", "--out", "paper",
+            "--bootstrap-reps", "1000"]  # fmt: skip
     for name in ("a2c", "ppo", "dqn", "finrl-a2c"):
         argv += ["--param", f"{name}.timesteps=200"]
     assert main(argv) == 0

@@ -50,7 +50,7 @@ def test_an_experiment_reports_the_team_on_its_placebos(tmp_path, monkeypatch, c
             "fincon.transcripts=text", "--train-start", "2022-09-01", "--train-end", "2022-09-30", "--test-start",
             "2022-10-03", "--test-end", "2022-11-30", "--repeats", "1", "--episodes", "1", "--ablations", "full",
             "--baselines", "buy-and-hold", "--placebo", "shuffle-news,flip-tone,price-twin", "--out", "x",
-            "--no-progress"]  # fmt: skip
+            "--bootstrap-reps", "1000", "--no-progress"]  # fmt: skip
     assert main(argv) == 0
     out = capsys.readouterr().out
     res = json.loads((tmp_path / "x" / "results.json").read_text())

@@ -115,6 +115,8 @@ def test_small_rolling_run_matches_its_windows(tmp_path, capsys):
     out = tmp_path / "roll"
     argv = [
         "experiment",
+        "--bootstrap-reps",
+        "1000",
         "--brain",
         "rules",
         "--rolling",

@@ -231,6 +231,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="size of the local Ray cluster: units run N at a time (default: every core)",
     )
     o = p.add_argument_group("output")
+    field_flag(
+        o,
+        ExperimentConfig,
+        "bootstrap_reps",
+        "--bootstrap-reps",
+        metavar="N",
+        help="{desc} (default {default}); not part of the experiment's identity: a finished experiment "
+        "re-run with another N recomputes its statistics and runs no unit",
+    )
     add_ledger_argument(o)
     add_output(
         o,
@@ -285,6 +294,7 @@ def experiment_overrides(args: argparse.Namespace) -> dict[str, Any]:
         "executor.workers": args.workers,
         "executor.address": args.ray_address,
         "executor.cpus": args.ray_cpus,
+        "bootstrap_reps": args.bootstrap_reps,
     }
     for key, value in llm_overrides(args).items():
         over[f"llm.{key}"] = value

@@ -32,6 +32,8 @@ SMALL_EXPERIMENT = [
     "2",
     "--episodes",
     "2",
+    "--bootstrap-reps",
+    "1000",
     "--no-progress",
 ]
 
@@ -45,6 +47,8 @@ TINY_EXPERIMENT = [
     "2",
     "--ablations",
     "full,no-cvar",
+    "--bootstrap-reps",
+    "1000",
     "--no-progress",
 ]
 

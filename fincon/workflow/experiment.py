@@ -268,7 +268,7 @@ def _run(exp: ExperimentConfig, out: Path, progress: bool, executor: Executor) -
         results["placebo"] = placebo_results(exp, out, results)
     from fincon.workflow.experiment_stats import significance
 
-    results["significance"] = significance(exp, out, results)
+    results["significance"] = significance(exp, out, results, reps=exp.bootstrap_reps)
     write_atomic(out / "results.json", json.dumps(results, indent=1, sort_keys=True) + "\n")
     plot_experiment(exp, out, results)
     return ExperimentReport(out, results, done.ran, done.skipped)

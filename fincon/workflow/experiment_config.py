@@ -131,6 +131,17 @@ class ExperimentConfig(RunSections):
     #: a rolling evaluation (fincon.workflow.rolling) instead of one train/test split; kept out of
     #: the dump so a one-split experiment's identity (experiment.json, its hash) is unchanged
     rolling: RollingSpec | None = Field(None, exclude=True)
+    #: the statistics' bootstrap repetitions (Sharpe intervals, SPA, StepM): computed again from the
+    #: units' files at the end of every run, so not part of the experiment's identity (excluded like the
+    #: executor): another count re-computes the statistics of a finished experiment without running a unit
+    bootstrap_reps: int = Field(
+        10_000,
+        ge=100,
+        le=1_000_000,
+        exclude=True,
+        description="bootstrap repetitions of the statistics (Sharpe intervals, SPA, StepM); fewer for a quick "
+        "look (1,000 gives p-values to about +-0.007 near 0.05), more for finer p-values",
+    )
     #: placebo test runs of the full team (fincon.workflow.placebo): shuffle-news, flip-tone, price-twin
     #: (None, not [], when there are none: an experiment from before them resumes)
     placebos: list[Literal["shuffle-news", "flip-tone", "price-twin"]] | None = None

@@ -168,7 +168,7 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _significance(out: Path, cells, summary: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+def _significance(out: Path, cells, summary: pd.DataFrame, reps: int) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The statistics of fincon.workflow.rolling_stats over each universe's
     daily returns (and the pooled ones: every universe's laid end to end)."""
     import numpy as np
@@ -187,7 +187,7 @@ def _significance(out: Path, cells, summary: pd.DataFrame) -> tuple[pd.DataFrame
         by_study.get(trials.study_of(c.tickers, str(c.window.test.start), str(c.window.test.end)), 0) for c in cells
     ]
     strategies = max(len(s) for s in rets.values()) if rets else 0
-    return significance(rets, summary, trials=max([strategies, *counted]))
+    return significance(rets, summary, trials=max([strategies, *counted]), reps=reps)
 
 
 def placebos(out: Path, cells) -> dict[str, Any]:
@@ -239,7 +239,7 @@ def tables(exp: ExperimentConfig, out: Path, cells) -> dict[str, Any]:
     """windows.csv, summary.csv and results.json of a finished rolling evaluation."""
     df = window_rows(out, cells)
     summary = summarize(df)
-    summary, significance = _significance(out, cells, summary)
+    summary, significance = _significance(out, cells, summary, exp.bootstrap_reps)
     df.to_csv(out / "windows.csv", index=False, float_format="%.6g", lineterminator="\n")
     summary.to_csv(out / "summary.csv", index=False, float_format="%.6g", lineterminator="\n")
     r = exp.rolling
