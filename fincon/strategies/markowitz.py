@@ -27,7 +27,6 @@ from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
-from sklearn.covariance import LedoitWolf
 
 from fincon.errors import ConfigError
 from fincon.risk.optimizer import MeanVarianceProblem
@@ -49,6 +48,10 @@ class MarkowitzParams(BaseModel):
 
 def estimate_moments(returns: np.ndarray, mu_shrinkage: float) -> tuple[np.ndarray, np.ndarray]:
     """(mu, Sigma) from a days x assets matrix of simple returns."""
+    # imported here: scikit-learn (with scipy.stats) takes ~1.2 s to import, and every run imports
+    # this module through the strategy registry, most of them to run another strategy
+    from sklearn.covariance import LedoitWolf
+
     sample_mu = returns.mean(axis=0)
     mu = (1.0 - mu_shrinkage) * sample_mu + mu_shrinkage * sample_mu.mean()
     sigma = LedoitWolf().fit(returns).covariance_
