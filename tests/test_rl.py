@@ -46,6 +46,25 @@ def test_the_same_seed_and_data_give_the_same_decisions_byte_for_byte(algo, tmp_
     assert not list((tmp_path / "tmp").glob("SB3-*"))
 
 
+@pytest.mark.slow
+def test_ppo_trains_the_steps_it_was_given_not_a_whole_default_rollout(tmp_path, monkeypatch):
+    """stable-baselines3 collects whole rollouts of 2,048 steps before it checks
+    the budget: ``ppo.timesteps=300`` trained on 2,048 steps while the summary
+    said 300. The rollout is now the budget (fincon.strategies.rl.ppo_rollout)."""
+    from stable_baselines3 import PPO
+
+    from fincon.strategies.rl import ppo_rollout
+
+    assert ppo_rollout(300) == {"n_steps": 300, "batch_size": 60}  # 60 divides 300: no truncated minibatch
+    assert ppo_rollout(20_000) == {"n_steps": 2048, "batch_size": 64}  # the default budget: SB3's own settings
+    monkeypatch.chdir(tmp_path)
+    argv = [*RUN, "--strategy", "ppo", "--param", "ppo.timesteps=300", "--out", "p"]
+    assert main(argv) == 0
+    model = PPO.load(tmp_path / "p" / "rl_model.zip", device="cpu")
+    assert model.num_timesteps == 300 and model.n_steps == 300
+    assert json.loads((tmp_path / "p" / "summary.json").read_text())["strategy_summary"]["rl_timesteps"] == 300
+
+
 def test_a_portfolio_is_refused_in_one_line(tmp_path, monkeypatch, capfd):
     monkeypatch.chdir(tmp_path)
     code = main(["backtest", "--tickers", "TSLA,MSFT", "--strategy", "ppo", "--start", "2022-10-05", "--end",

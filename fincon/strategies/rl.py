@@ -207,6 +207,8 @@ class RLTrader(Strategy):
             kw: dict[str, Any] = {"seed": p.seed, "verbose": 0, "device": "cpu"}
             if self.algo == "dqn":
                 kw.update(learning_starts=min(1000, p.timesteps // 10), buffer_size=min(50_000, p.timesteps))
+            if self.algo == "ppo":
+                kw.update(ppo_rollout(p.timesteps))
             self.model = cls("MlpPolicy", env, **kw)
             # no logger output: stable-baselines3's default one makes a folder in /tmp per training
             from stable_baselines3.common.logger import Logger
@@ -278,6 +280,17 @@ class RLTrader(Strategy):
             "rl_trained_on": list(self.trained_on or ()),
             "rl_episodes": len(self.curve),
         }
+
+
+def ppo_rollout(timesteps: int) -> dict[str, int]:
+    """PPO's rollout for a training of ``timesteps`` steps: stable-baselines3
+    collects whole rollouts of ``n_steps`` (2,048 by default) before it
+    checks the budget, so ``timesteps=200`` trained on 2,048 steps, ten
+    times what the run reported. Below 2,048 the rollout is the budget
+    itself, in minibatches that divide it (at most PPO's 64, so SB3 warns of
+    no truncated batch); from 2,048 on, SB3's defaults, unchanged."""
+    n_steps = min(2048, timesteps)
+    return {"n_steps": n_steps, "batch_size": max(d for d in range(1, 65) if n_steps % d == 0)}
 
 
 class A2CTrader(RLTrader):
