@@ -56,9 +56,12 @@ def files(root: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def both(tmp_path_factory, tiny_experiment):
+def both(tmp_path_factory, tiny_experiment, cluster):
     """The tiny experiment (5 units), once with each executor: the local one
-    is the session's (conftest.py), copied here since a test below resumes it."""
+    is the session's (conftest.py), copied here since a test below resumes it.
+    The command runs on the module's cluster (a Ray session the caller opened
+    is used as it is: RayExecutor), one start instead of one per command;
+    tests/test_ray_leaves_nothing.py starts and stops clusters of its own."""
     root = tmp_path_factory.mktemp("exp-ray")
     local, ray = copy_experiment(tiny_experiment[0], root / "local"), root / "ray"
     code, text_ray, err = run(TINY + ["--out", str(ray), "--json"] + RAY)
@@ -79,11 +82,11 @@ def test_ray_writes_the_same_files_as_local(both):
         assert a[name] == b[name], name
     import ray as ray_module
 
-    assert not ray_module.is_initialized()  # the local cluster is gone
+    assert ray_module.is_initialized()  # the caller's session is left as it was: the command did not stop it
 
 
 @pytest.mark.slow
-def test_resume_across_executors(both):
+def test_resume_across_executors(both, cluster):
     local, ray, obj, _, _ = both
     before = (local / "results.json").read_bytes()
     # the executor is not part of the experiment's identity: either one resumes the other's directory
@@ -166,10 +169,13 @@ def _replay(path: str) -> None:
 
 @pytest.fixture(scope="module")
 def cluster():
-    from ray import cloudpickle
+    """One local cluster for the module, started now: the commands of the tests
+    run on it (RayExecutor uses a session its caller opened as it is)."""
+    with RayExecutor(cpus=2) as executor:  # imports Ray as fincon does (loopback only), before this module does
+        from ray import cloudpickle
 
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import this module
-    with RayExecutor(cpus=2) as executor:
+        cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import this module
+        executor([str], lambda i, r: None)  # starts the session
         yield executor
 
 
