@@ -72,7 +72,8 @@ def experiment(out: Path, repeats: int, episodes: int, ablations: str, extra: li
     proc = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
-        sys.exit(f"bench/experiment.py: {' '.join(extra) or 'local'} failed: {proc.stderr.strip()}")
+        executor = "ray" if "--executor" in extra else "local"
+        sys.exit(f"bench/experiment.py: the {executor} run failed: {proc.stderr.strip()}")
     return wall
 
 
@@ -171,6 +172,13 @@ def main() -> None:
         help="the team's variants (default all three; the smoke test: full)",
     )
     ap.add_argument("--rolling", action="store_true", help="time a small rolling evaluation instead (issue 22)")
+    ap.add_argument(
+        "--bootstrap-reps",
+        type=int,
+        default=10_000,
+        help="the experiments' statistics (fincon experiment --bootstrap-reps; default 10,000, as a user's; "
+        "the smoke test: 1,000)",
+    )
     args = ap.parse_args()
     if args.rolling:
         return main_rolling()
@@ -178,13 +186,14 @@ def main() -> None:
     units = 1 + 2 * variants * args.repeats  # baselines, then a training and a test per repeat and ablation
     with tempfile.TemporaryDirectory(prefix="bench-experiment-") as tmp:
         tmp = Path(tmp)
-        local = experiment(tmp / "local", args.repeats, args.episodes, args.ablations, [])
+        reps = ["--bootstrap-reps", str(args.bootstrap_reps)]
+        local = experiment(tmp / "local", args.repeats, args.episodes, args.ablations, reps)
         ray = experiment(
             tmp / "ray",
             args.repeats,
             args.episodes,
             args.ablations,
-            ["--executor", "ray", "--ray-cpus", str(args.cpus)],
+            [*reps, "--executor", "ray", "--ray-cpus", str(args.cpus)],
         )
         same = (tmp / "local" / "results.json").read_bytes() == (tmp / "ray" / "results.json").read_bytes()
         start_stop, per_unit = ray_fixed_costs(args.cpus, units)

@@ -86,5 +86,5 @@ def test_the_llm_bench_runs_with_the_small_model(tmp_path):
 
 @pytest.mark.slow
 def test_the_experiment_bench_runs_at_its_smallest(tmp_path):
-    smallest = ["--repeats", "1", "--episodes", "1", "--cpus", "1", "--ablations", "full"]
+    smallest = ["--repeats", "1", "--episodes", "1", "--cpus", "1", "--ablations", "full", "--bootstrap-reps", "1000"]
     assert "serial" in _run("experiment", smallest, tmp_path).lower()
