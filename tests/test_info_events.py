@@ -250,6 +250,41 @@ def test_directory_loader_jsonl_csv_and_audio(tmp_path):
         DirectoryLoader(tmp_path / "nope").load()
 
 
+def test_a_file_is_parsed_once_per_process_and_again_when_its_bytes_change(tmp_path, monkeypatch):
+    """The directory loader keeps a file's parsed events under the digest of its
+    bytes: an experiment's units read the same corpus many times. A file
+    rewritten with the same size and modification time is still read again."""
+    import os
+
+    from fincon.data.events.loaders import directory
+
+    monkeypatch.setattr(directory, "_MEMO", type(directory._MEMO)())
+    parsed = []
+    real = Event.from_dict
+    monkeypatch.setattr(Event, "from_dict", classmethod(lambda cls, d: parsed.append(d["id"]) or real(d)))
+    f = tmp_path / "news.jsonl"
+
+    def write(ticker: str) -> None:
+        rec = {"id": "n1", "ticker": ticker, "source": "news", "published_at": "2022-10-03T09:00:00-04:00",
+               "text": "Deliveries beat."}  # fmt: skip
+        f.write_text(json.dumps(rec) + "\n")
+
+    write("TSLA")
+    loader = DirectoryLoader(tmp_path)
+    assert [e.ticker for e in loader.load()] == ["TSLA"] and parsed == ["n1"]
+    assert [e.ticker for e in loader.load(["TSLA"])] == ["TSLA"] and parsed == ["n1"]  # from the memo
+    st = f.stat()
+    write("MSFT")  # the same size, and the same modification time below
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert f.stat().st_size == st.st_size and f.stat().st_mtime_ns == st.st_mtime_ns
+    assert [e.ticker for e in loader.load()] == ["MSFT"] and parsed == ["n1", "n1"]
+    # a bad record is an error each time: errors are not remembered
+    f.write_text("{not json\n")
+    for _ in range(2):
+        with pytest.raises(DataError, match=r"news.jsonl:1: not a JSON object"):
+            loader.load()
+
+
 def test_bare_date_in_a_user_directory_is_visible_from_the_next_session(tmp_path):
     """A user event dated 2022-11-04 (a Friday) with no time may be an
     after-close release: visible on Monday's decision, not Friday's; the same
