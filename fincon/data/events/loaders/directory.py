@@ -61,21 +61,22 @@ class DirectoryLoader:
         return out
 
 
-#: files up to this size are parsed once per process per content (below); a larger one each time
-MEMO_BYTES = 32 * 2**20
-_MEMO: OrderedDict[tuple[str, str], tuple[Event, ...]] = OrderedDict()
-_MEMO_FILES = 32
+#: a file of at most MEMO_BYTES is parsed once per process per content (below), and the memo
+#: holds at most MEMO_TOTAL bytes of files (the least recently read go first): a big corpus is
+#: parsed each time it is read, rather than kept in memory for the life of the process
+MEMO_BYTES = 8 * 2**20
+MEMO_TOTAL = 64 * 2**20
+_MEMO: OrderedDict[tuple[str, str], tuple[int, tuple[Event, ...]]] = OrderedDict()
 _MEMO_LOCK = threading.Lock()
 
 
 def _events(path: Path) -> tuple[Event, ...]:
-    """Every event of one file, validated. A file of at most MEMO_BYTES is
-    parsed once per process and kept under the digest of its bytes (a file
-    changed in any way is parsed again): an experiment runs dozens of units
-    in one process, and each opened the same corpus, parsing every record of
-    every ticker again (0.2-0.3 s a unit on the bundled sample). Reading and
-    hashing the bytes is a few milliseconds. Events are frozen; nothing
-    changes one after it is read."""
+    """Every event of one file, validated. A small file is parsed once per
+    process and kept under the digest of its bytes (a file changed in any way
+    is parsed again): an experiment runs dozens of units in one process, and
+    each opened the same corpus, parsing every record of every ticker again
+    (0.2 s a unit on the bundled sample). Reading and hashing the bytes is a
+    few milliseconds. Events are frozen; nothing changes one after it is read."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -87,11 +88,11 @@ def _events(path: Path) -> tuple[Event, ...]:
         hit = _MEMO.get(key)
         if hit is not None:
             _MEMO.move_to_end(key)
-            return hit
+            return hit[1]
     events = _parse(path, raw)
     with _MEMO_LOCK:
-        _MEMO[key] = events
-        while len(_MEMO) > _MEMO_FILES:
+        _MEMO[key] = (len(raw), events)
+        while sum(n for n, _ in _MEMO.values()) > MEMO_TOTAL:
             _MEMO.popitem(last=False)
     return events
 
