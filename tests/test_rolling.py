@@ -4,6 +4,7 @@ across windows, and one small end-to-end run on the bundled data."""
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 
 import numpy as np
@@ -202,6 +203,17 @@ def test_small_rolling_run_matches_its_windows(tmp_path, capsys):
     assert main(argv) == 0  # resumes: every unit done, the same tables
     assert "resumed" in capsys.readouterr().out
     assert (out / "summary.csv").read_bytes() == first
+    assert res["bootstrap_reps"] == 1000
+    # another bootstrap count: the same windows (no unit runs), the statistics computed again with it
+    again = [*argv[:2], "200", *argv[3:]]
+    assert main(again) == 0 and "resumed" in capsys.readouterr().out
+    assert json.loads((out / "results.json").read_text())["bootstrap_reps"] == 200
+    redone = pd.read_csv(out / "summary.csv").set_index(["universe", "strategy"])
+    kept = pd.read_csv(io.BytesIO(first)).set_index(["universe", "strategy"])
+    assert redone["median_cr_pct"].equals(kept["median_cr_pct"])  # the windows' figures: the same runs
+    assert not redone["sharpe_ci_lo"].equals(kept["sharpe_ci_lo"])  # the intervals: 200 draws, not 1,000
+    assert main(argv) == 0 and (out / "summary.csv").read_bytes() == first  # and back: the same bytes
+    capsys.readouterr()
 
     from fincon.report import write_report
 

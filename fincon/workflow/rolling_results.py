@@ -257,6 +257,7 @@ def tables(exp: ExperimentConfig, out: Path, cells) -> dict[str, Any]:
         "windows": json.loads(df.to_json(orient="records")),
         "summary": json.loads(summary.to_json(orient="records")),
         "significance": significance,
+        "bootstrap_reps": exp.bootstrap_reps,
     }
     if exp.placebos:
         results["placebo"] = placebos(out, cells)
