@@ -175,9 +175,8 @@ def main() -> None:
     ap.add_argument(
         "--bootstrap-reps",
         type=int,
-        default=10_000,
-        help="the experiments' statistics (fincon experiment --bootstrap-reps; default 10,000, as a user's; "
-        "the smoke test: 1,000)",
+        help="the experiments' statistics (fincon experiment --bootstrap-reps; default: fincon's, as a user "
+        "gets; the smoke test: 1,000)",
     )
     args = ap.parse_args()
     if args.rolling:
@@ -186,7 +185,7 @@ def main() -> None:
     units = 1 + 2 * variants * args.repeats  # baselines, then a training and a test per repeat and ablation
     with tempfile.TemporaryDirectory(prefix="bench-experiment-") as tmp:
         tmp = Path(tmp)
-        reps = ["--bootstrap-reps", str(args.bootstrap_reps)]
+        reps = [] if args.bootstrap_reps is None else ["--bootstrap-reps", str(args.bootstrap_reps)]
         local = experiment(tmp / "local", args.repeats, args.episodes, args.ablations, reps)
         ray = experiment(
             tmp / "ray",

@@ -40,7 +40,7 @@ UNIVERSE = "experiment"
 
 
 def significance(
-    exp: ExperimentConfig, root: Path, results: dict[str, Any], *, reps: int = 10_000, splits: int = 16
+    exp: ExperimentConfig, root: Path, results: dict[str, Any], *, reps: int, splits: int = 16
 ) -> dict[str, Any]:
     """The statistics of the experiment under ``root`` (module docstring);
     writes ``summary.csv`` and returns results.json's ``significance``."""

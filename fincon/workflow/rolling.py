@@ -273,12 +273,14 @@ def _run(exp: ExperimentConfig, out: Path, cells: list[Cell], progress: bool, ex
         executor,
         bar={"unit": "unit", "desc": "rolling", "disable": not progress},
     )
+    placebo_blocks = []  # each window's placebo block, as its results.json holds it
     for c in cells:
         res = collect(c.exp, c.root(out))
         if c.exp.placebos:
             res["placebo"] = placebo_results(c.exp, c.root(out), res)
+            placebo_blocks.append((c.universe, res["placebo"]))
         write_atomic(c.root(out) / "results.json", json.dumps(res, indent=1, sort_keys=True) + "\n")
-    results = tables(exp, out, cells)
+    results = tables(exp, out, cells, placebo_blocks)
     return RollingReport(out, results, done.ran, done.skipped)
 
 

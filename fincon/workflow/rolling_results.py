@@ -190,9 +190,10 @@ def _significance(out: Path, cells, summary: pd.DataFrame, reps: int) -> tuple[p
     return significance(rets, summary, trials=max([strategies, *counted]), reps=reps)
 
 
-def placebos(out: Path, cells) -> dict[str, Any]:
-    """Each placebo across the windows (every cell's results.json holds its own,
-    as a one-split experiment's does): the medians over windows of the team's
+def placebos(blocks: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """Each placebo across the windows (``blocks``: each window's universe and
+    placebo block, as its results.json holds it, like a one-split
+    experiment's): the medians over windows of the team's
     CR on the placebo, on the real corpus, of the profit gap and of the
     prediction consistency, per universe and (the keys the report card reads)
     over every window; how many windows were flagged, and a flag for the
@@ -200,10 +201,9 @@ def placebos(out: Path, cells) -> dict[str, Any]:
     import numpy as np
 
     per: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for c in cells:
-        res = json.loads((c.root(out) / "results.json").read_text())
-        for kind, p in (res.get("placebo") or {}).items():
-            per.setdefault(kind, {}).setdefault(c.universe, []).append(p)
+    for universe, block in blocks:
+        for kind, p in block.items():
+            per.setdefault(kind, {}).setdefault(universe, []).append(p)
 
     def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         def med(key: str) -> float | None:
@@ -235,8 +235,9 @@ def placebos(out: Path, cells) -> dict[str, Any]:
     return out_
 
 
-def tables(exp: ExperimentConfig, out: Path, cells) -> dict[str, Any]:
-    """windows.csv, summary.csv and results.json of a finished rolling evaluation."""
+def tables(exp: ExperimentConfig, out: Path, cells, placebo_blocks: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """windows.csv, summary.csv and results.json of a finished rolling evaluation
+    (``placebo_blocks``: fincon.workflow.rolling_results.placebos)."""
     df = window_rows(out, cells)
     summary = summarize(df)
     summary, significance = _significance(out, cells, summary, exp.bootstrap_reps)
@@ -260,6 +261,6 @@ def tables(exp: ExperimentConfig, out: Path, cells) -> dict[str, Any]:
         "bootstrap_reps": exp.bootstrap_reps,
     }
     if exp.placebos:
-        results["placebo"] = placebos(out, cells)
+        results["placebo"] = placebos(placebo_blocks)
     write_atomic(out / "results.json", json.dumps(results, indent=1, sort_keys=True) + "\n")
     return results

@@ -116,7 +116,7 @@ def significance(
     summary: pd.DataFrame,
     *,
     trials: int | None = None,
-    reps: int = 10_000,
+    reps: int,
     splits: int = 16,
     seed: int = 0,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
