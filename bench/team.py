@@ -5,6 +5,11 @@ reuse rate, for each brain, live and replayed, measured side by side.
     .venv/bin/python bench/team.py --llm-days 20 --model qwen2.5-coder-0.5b
     .venv/bin/python bench/team.py --llm-days 2 --no-rules --out /tmp/bench-team   # keep the runs
     .venv/bin/python bench/team.py --data /tmp/ib-msft --llm-days 5   # a real corpus (dozens of news a day)
+    .venv/bin/python bench/team.py --param fincon.analysts=[news] --param fincon.analyst_budget_tokens=150
+
+``--param fincon.KEY=VALUE`` sets a team parameter for every row, as
+``fincon backtest --param`` does (e.g. fewer analysts, shorter prompts: the
+smallest live run the test suite makes).
 
 ``--data DIR`` runs on a dataset directory written by ``fincon data import``
 (its prices and events; the ticker is the dataset's, the window the
@@ -38,7 +43,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from fincon.cli.options import parse_params
 from fincon.config import load_config
+from fincon.errors import ConfigError
 from fincon.workflow.runner import run_config
 
 START = "2022-10-05"
@@ -61,7 +68,14 @@ def trading_days_after(start: str, n: int, end: str = END, ticker: str = "TSLA",
 
 
 def run(
-    ticker: str, start: str, end: str, brain: str, out: Path, llm: dict | None = None, data: Path | None = None
+    ticker: str,
+    start: str,
+    end: str,
+    brain: str,
+    out: Path,
+    llm: dict | None = None,
+    data: Path | None = None,
+    params: dict | None = None,
 ) -> dict:
     overrides = {
         "tickers": [ticker],
@@ -69,8 +83,9 @@ def run(
         "end": end,
         "strategies": ["fincon"],
         "benchmark": False,
-        "strategy_params.fincon.brain": brain,
         "strategy_params.fincon.embedder": "hashing",
+        **{f"strategy_params.fincon.{k}": v for k, v in (params or {}).items()},
+        "strategy_params.fincon.brain": brain,  # each row's own
     }
     if data is not None:  # a dataset directory: its prices and its events (the runner reads both)
         overrides.update({"data.source": "csv", "data.dir": str(data.absolute())})
@@ -134,7 +149,21 @@ def main() -> None:
     ap.add_argument("--data", type=Path, metavar="DIR", help="a dataset directory (fincon data import)")
     ap.add_argument("--start", help="first day (default: the sample's 2022-10-05, or 2020-10-01 with --data)")
     ap.add_argument("--end", help="last day of the rules row (default 2023-06-09, or 2021-05-06 with --data)")
+    ap.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="fincon.KEY=VALUE",
+        help="a team parameter for every row, repeatable (as fincon backtest --param)",
+    )
     args = ap.parse_args()
+    try:
+        named = parse_params(args.param)
+    except ConfigError as exc:
+        ap.error(str(exc))
+    if set(named) - {"fincon"}:
+        ap.error(f"--param {sorted(set(named) - {'fincon'})[0]}.…: only the team's parameters (fincon.KEY=VALUE)")
+    params = named.get("fincon", {})
     if args.out and args.out.exists():
         ap.error(f"--out {args.out} exists (its cache would answer the live run); pick a new directory")
     start = args.start or (IB_START if args.data else START)
@@ -146,19 +175,21 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-team-") as tmp:
         tmp = args.out or Path(tmp)
         if not args.no_rules:
-            rows["rules"] = run(ticker, start, last, "rules", tmp / "rules", data=args.data)
+            rows["rules"] = run(ticker, start, last, "rules", tmp / "rules", data=args.data, params=params)
         end = trading_days_after(start, args.llm_days, last, ticker, args.data)
         cache = str(tmp / "llm.sqlite")
         llm = {"model": args.model, "cache_path": cache, "concurrency": 1}
-        rows["llm live"] = run(ticker, start, end, "llm", tmp / "live", {**llm, "cache": "read-write"}, args.data)
-        rows["llm replay"] = run(ticker, start, end, "llm", tmp / "replay", {**llm, "cache": "replay"}, args.data)
+        rw, replay = {**llm, "cache": "read-write"}, {**llm, "cache": "replay"}
+        rows["llm live"] = run(ticker, start, end, "llm", tmp / "live", rw, args.data, params)
+        rows["llm replay"] = run(ticker, start, end, "llm", tmp / "replay", replay, args.data, params)
         # the first day alone, replayed: a run's fixed cost (config, data, memory store, the
         # run directory and its plots), which a short window charges to few days
         first = trading_days_after(start, 1, last, ticker, args.data)
-        rows["replay day 1"] = run(ticker, start, first, "llm", tmp / "replay1", {**llm, "cache": "replay"}, args.data)
+        rows["replay day 1"] = run(ticker, start, first, "llm", tmp / "replay1", replay, args.data, params)
     print(
         f"{ticker}: rules {start}..{last}; llm ({args.model}) {start}..{end}"
         + (f"; data {args.data}" if args.data else "")
+        + "".join(f"; --param {p}" for p in args.param)
     )
     print(f"{'':12} {'days':>5} {'s/day':>9} {'asks/day':>9} {'calls/day':>10} {'reuse':>6} {'fallbacks':>9}")
     for name, r in rows.items():

@@ -66,7 +66,9 @@ def test_every_bench_script_is_covered():
 @pytest.mark.live
 def test_the_team_bench_runs_on_a_real_corpus_with_the_small_model(tmp_path):
     """The documented way to measure the live team on a real corpus
-    (``bench/team.py --data DIR --llm-days N``), one day with the 0.5B."""
+    (``bench/team.py --data DIR --llm-days N``), one day with the 0.5B: the
+    news analyst and the manager, on short prompts (two live calls; the
+    whole team's live day is tests/test_team_live.py's)."""
     from fincon.cli.main import main
 
     if not (INVESTORBENCH / "msft.json.gz").is_file():
@@ -75,8 +77,15 @@ def test_the_team_bench_runs_on_a_real_corpus_with_the_small_model(tmp_path):
     assert main(["data", "import", "investorbench", str(INVESTORBENCH / "msft.json.gz"), "--out", str(data),
                  "--start", "2020-09-25", "--end", "2020-10-09"]) == 0  # fmt: skip
     out = _run("team", ["--data", str(data), "--llm-days", "1", "--model", "qwen2.5-coder-0.5b", "--start",
-                        "2020-10-01", "--end", "2020-10-06"], tmp_path)  # fmt: skip
+                        "2020-10-01", "--end", "2020-10-06", "--param", "fincon.analysts=[news]",
+                        "--param", "fincon.analyst_budget_tokens=150"], tmp_path)  # fmt: skip
     assert "llm live" in out and "llm replay" in out
+    kinds = out.split("tokens per call")[1].splitlines()[1:]
+    assert [line.split()[0] for line in kinds if line.strip()] == [
+        "manager",
+        "news",
+        "all",
+    ]  # the params reached the team
 
 
 @pytest.mark.live
