@@ -92,3 +92,24 @@ def test_holm_and_bh_by_hand():
     holm = sig.adjust(p, "holm")
     assert holm[:3] == pytest.approx([0.03, 0.06, 0.06]) and math.isnan(holm[3])
     assert sig.adjust(p, "fdr_bh")[:3] == pytest.approx([0.03, 0.04, 0.04])
+
+
+@pytest.mark.parametrize("method", ["holm", "fdr_bh"])
+def test_adjusted_p_values_are_statsmodels_float_for_float(method):
+    """adjust() writes out statsmodels' multipletests (whose Holm branch runs
+    gc.collect() on every call): the same floats, on random p-values, ties,
+    values that reach 1 and single tests, with missing values kept in place."""
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(7)
+    cases = [rng.uniform(0, 1, n).tolist() for n in (1, 2, 3, 7, 40)]
+    cases += [rng.uniform(0, 0.1, 12).tolist(), [0.02, 0.02, 0.5, 0.02, 1.0, 0.9], [0.3] * 5]
+    cases += [rng.choice([0.01, 0.04, 0.2], 30).tolist()]
+    for p in cases:
+        want = multipletests(p, method=method)[1].tolist()
+        assert sig.adjust(p, method) == want, p
+        gapped = p[:1] + [None] + p[1:] + [float("nan")]
+        got = sig.adjust(gapped, method)
+        assert got[:1] + got[2:-1] == want and math.isnan(got[1]) and math.isnan(got[-1])
+    with pytest.raises(ValueError, match="'bonferroni'"):
+        sig.adjust([0.1], "bonferroni")
