@@ -44,25 +44,35 @@ class Outlook(BaseModel):
     drivers: list[str] = Field(max_length=3)
 
 
+class _Kept:
+    """A backend as it is, keeping each raw completion it returns (the client
+    hands back the validated answer, not the text the model wrote)."""
+
+    def __init__(self, backend):
+        self._backend = backend
+        self.completions = []
+
+    def complete(self, *args, **kwargs):
+        done = self._backend.complete(*args, **kwargs)
+        self.completions.append(done)
+        return done
+
+    def __getattr__(self, name):
+        return getattr(self._backend, name)
+
+
 @pytest.mark.live
 def test_local_backend_generates_schema_valid_json(small_backend):
     msgs = [{"role": "user", "content": "MSFT rose 1%, 2% and 0.5% on the last three days. Give your outlook."}]
-    client = LLMClient(small_backend, params=SamplingParams(max_tokens=120))
+    kept = _Kept(small_backend)
+    client = LLMClient(kept, params=SamplingParams(max_tokens=120))
     res = client.ask(msgs, Outlook, agent="analyst", day="2023-01-03")
     assert isinstance(res.value, Outlook) and res.usage.reasks == 0
     assert res.usage.prompt_tokens > 50 and 0 < res.usage.completion_tokens <= 120
-    # the raw text is already a complete JSON object (grammar-constrained), not cut off
-    from fincon.llm.client import with_schema_instruction
-    from fincon.llm.schema import schema_for
-    from fincon.llm.types import as_messages
-
-    raw = small_backend.complete(
-        with_schema_instruction(as_messages(msgs), schema_for(Outlook)),
-        schema_for(Outlook),
-        SamplingParams(max_tokens=120),
-    )
-    assert raw.finish_reason == "stop"
-    Outlook.model_validate(json.loads(raw.text))
+    # the raw text is already a complete JSON object (grammar-constrained), not cut off: one call, no re-ask
+    (raw,) = kept.completions
+    assert raw.finish_reason == "stop" and raw.completion_tokens == res.usage.completion_tokens
+    assert Outlook.model_validate(json.loads(raw.text)) == res.value
 
 
 @pytest.mark.live
