@@ -61,15 +61,17 @@ def hashed_counts(text: str, n_features: int) -> np.ndarray:
 
 @register_embedding_function
 class HashingEmbedder(EmbeddingFunction[Documents]):
-    """Signed feature hashing of unigrams+bigrams, L2-normalised.
+    """Feature hashing of unigrams+bigrams (counts, no alternating sign),
+    L2-normalised.
 
     The vectors are scikit-learn's ``HashingVectorizer(n_features,
     ngram_range=(1, 2), alternate_sign=False, norm="l2")`` cast to float32,
     bit for bit (tests/test_info_memory.py compares them), computed with
     ``mmh3`` (the MurmurHash3 sklearn uses; a chromadb dependency too) so that
     a run on the rules brain imports neither scikit-learn nor the parts of
-    scipy it pulls in: about a second in every process that starts a team
-    (experiment workers, Ray workers, CLI runs). The norm is exact: the
+    scipy it pulls in, in every process that starts a team (experiment
+    workers, Ray workers, CLI runs): a one-ticker rules backtest process took
+    1.3-2.2 s less, measured side by side. The norm is exact: the
     squares of whole counts sum without rounding, so the order sklearn sums
     them in does not matter."""
 
