@@ -164,6 +164,8 @@ def main() -> None:
     if set(named) - {"fincon"}:
         ap.error(f"--param {sorted(set(named) - {'fincon'})[0]}.…: only the team's parameters (fincon.KEY=VALUE)")
     params = named.get("fincon", {})
+    if "brain" in params:
+        ap.error("--param fincon.brain: each row sets its own brain (rules, llm live, llm replay)")
     if args.out and args.out.exists():
         ap.error(f"--out {args.out} exists (its cache would answer the live run); pick a new directory")
     start = args.start or (IB_START if args.data else START)
