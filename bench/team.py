@@ -161,8 +161,9 @@ def main() -> None:
         named = parse_params(args.param)
     except ConfigError as exc:
         ap.error(str(exc))
-    if set(named) - {"fincon"}:
-        ap.error(f"--param {sorted(set(named) - {'fincon'})[0]}.…: only the team's parameters (fincon.KEY=VALUE)")
+    other = sorted(set(named) - {"fincon"})
+    if other:
+        ap.error(f"--param {other[0]}.…: only the team's parameters (fincon.KEY=VALUE)")
     params = named.get("fincon", {})
     if "brain" in params:
         ap.error("--param fincon.brain: each row sets its own brain (rules, llm live, llm replay)")
