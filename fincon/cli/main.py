@@ -10,11 +10,14 @@ imports its work lazily), so ``fincon --help`` answers at once.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import os
 import signal
 import sys
+import threading
+from typing import Iterator
 
 from fincon import __version__
 from fincon.errors import FinconError
@@ -71,6 +74,62 @@ def _on_sigterm(signum, frame):
     raise Terminated()
 
 
+#: how long a signal swallowed by a finalizer waits to be sent again (see _stoppable)
+_RESEND_AFTER_S = 0.05
+
+
+@contextlib.contextmanager
+def _stoppable() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` in the main thread while the
+    command runs, and the handler before it is put back after.
+
+    A signal's exception that lands in a finalizer (a ``__del__``, a weakref
+    callback, the garbage collector) is one Python cannot raise: it prints
+    "Exception ignored in ..." and goes on, and the run then finished and
+    exited 0 as if it had never been stopped (a tqdm bar's ``__del__`` did
+    this to a SIGTERM in tests/test_cli_runs.py). So such a Terminated or
+    KeyboardInterrupt is sent again, from a thread, a moment later: it is
+    raised in the code that runs after the finalizer (in another finalizer,
+    it is sent again). In embedded use (not the main thread) signals are
+    left alone."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread
+        yield
+        return
+    previous_hook = sys.unraisablehook
+    sent: list[threading.Timer] = []
+
+    def resend(unraisable) -> None:
+        exc = unraisable.exc_value
+        signum = (
+            signal.SIGTERM
+            if isinstance(exc, Terminated)
+            else signal.SIGINT
+            if isinstance(exc, KeyboardInterrupt)
+            else None
+        )
+        if signum is None:
+            previous_hook(unraisable)
+            return
+        # after a moment, so that this hook and the finalizer have returned (sent
+        # at once, it lands in this hook, where it is lost for good)
+        sent.append(threading.Timer(_RESEND_AFTER_S, os.kill, args=(os.getpid(), signum)))
+        sent[-1].daemon = True
+        sent[-1].start()
+
+    sys.unraisablehook = resend
+    try:
+        yield
+    finally:
+        try:
+            for thread in sent:  # a signal sent again arrives while this handler holds
+                thread.join()
+        finally:
+            sys.unraisablehook = previous_hook
+            signal.signal(signal.SIGTERM, previous)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="fincon",
@@ -96,13 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    previous = signal.getsignal(signal.SIGTERM)
     try:
-        signal.signal(signal.SIGTERM, _on_sigterm)
-    except ValueError:  # not the main thread (embedded use): leave signals alone
-        previous = None
-    try:
-        return int(args.func(args) or 0)
+        with _stoppable():
+            return int(args.func(args) or 0)
     except FinconError as exc:
         print(f"fincon: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return exc.exit_code
@@ -117,9 +172,6 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":  # pragma: no cover
