@@ -55,7 +55,6 @@ import contextlib
 from typing import Any, Iterator, Literal, Mapping, Sequence
 
 import numpy as np
-import scipy.linalg
 
 Direction = Literal["buy", "sell", "hold"]
 _BOUNDS = {"buy": (0.0, 1.0), "sell": (-1.0, 0.0), "hold": (0.0, 0.0)}
@@ -113,6 +112,11 @@ def _free_solve(hff: np.ndarray, rhs: np.ndarray, sum_one: bool, total: float) -
     """Solve H_ff x = rhs - nu (nu = 0 unless ``sum_one``, when it makes
     sum(x) = total): Cholesky, or LU on the bordered system if H_ff is not
     numerically positive definite. Raises LinAlgError when both fail."""
+    # scipy.linalg is imported where a solve needs it, not with the module: every
+    # team run imports this module (the portfolio protocol) and most never solve
+    # (one ticker), and the import costs a CLI process ~0.25 s
+    import scipy.linalg
+
     k = len(rhs)
     try:
         c = scipy.linalg.cho_factor(hff, check_finite=False)
@@ -215,6 +219,8 @@ def _interior_point(
     if ``sum_one``. Yields (w, nu) each time the mean complementarity and the
     residuals fall below the next of ``gaps``; stops early when a
     factorisation fails or the iteration budget runs out."""
+    import scipy.linalg  # as in _free_solve
+
     n = len(q)
     has_ub = np.isfinite(ub)
     u = np.where(has_ub, ub, 0.0)
