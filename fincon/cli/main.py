@@ -83,15 +83,14 @@ def _stoppable() -> Iterator[None]:
     """SIGTERM raises :class:`Terminated` in the main thread while the
     command runs, and the handler before it is put back after.
 
-    A signal's exception that lands in a finalizer (a ``__del__``, a weakref
-    callback, the garbage collector) is one Python cannot raise: it prints
-    "Exception ignored in ..." and goes on, and the run then finished and
-    exited 0 as if it had never been stopped (a tqdm bar's ``__del__`` did
-    this to a SIGTERM in tests/test_cli_runs.py). So such a Terminated or
-    KeyboardInterrupt is sent again, from a thread, a moment later: it is
-    raised in the code that runs after the finalizer (in another finalizer,
-    it is sent again). In embedded use (not the main thread) signals are
-    left alone."""
+    Python cannot raise an exception in a finalizer (a ``__del__``, a weakref
+    callback, the garbage collector): it prints "Exception ignored in ..."
+    and goes on. A SIGTERM that arrived during a tqdm bar's ``__del__`` was
+    lost so, once, in tests/test_cli_runs.py: the run finished and exited 0
+    as if never stopped. So a Terminated or KeyboardInterrupt swallowed that
+    way is sent again, from a timer thread, a moment later, and is raised in
+    the code that runs after the finalizer (in another finalizer, it is sent
+    again). In embedded use (not the main thread) signals are left alone."""
     try:
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
     except ValueError:  # not the main thread
@@ -101,14 +100,7 @@ def _stoppable() -> Iterator[None]:
     sent: list[threading.Timer] = []
 
     def resend(unraisable) -> None:
-        exc = unraisable.exc_value
-        signum = (
-            signal.SIGTERM
-            if isinstance(exc, Terminated)
-            else signal.SIGINT
-            if isinstance(exc, KeyboardInterrupt)
-            else None
-        )
+        signum = {Terminated: signal.SIGTERM, KeyboardInterrupt: signal.SIGINT}.get(type(unraisable.exc_value))
         if signum is None:
             previous_hook(unraisable)
             return
