@@ -16,11 +16,11 @@ import logging
 import os
 import signal
 import sys
-import threading
 from typing import Iterator
 
 from fincon import __version__
 from fincon.errors import FinconError
+from fincon.workflow.stopping import resend_swallowed
 
 COMMANDS = (
     "fincon.cli.backtest",
@@ -74,51 +74,25 @@ def _on_sigterm(signum, frame):
     raise Terminated()
 
 
-#: how long a signal swallowed by a finalizer waits to be sent again (see _stoppable)
-_RESEND_AFTER_S = 0.05
-
-
 @contextlib.contextmanager
 def _stoppable() -> Iterator[None]:
     """SIGTERM raises :class:`Terminated` in the main thread while the
-    command runs, and the handler before it is put back after.
-
-    Python cannot raise an exception in a finalizer (a ``__del__``, a weakref
-    callback, the garbage collector): it prints "Exception ignored in ..."
-    and goes on. A SIGTERM that arrived during a tqdm bar's ``__del__`` was
-    lost so, once, in tests/test_cli_runs.py: the run finished and exited 0
-    as if never stopped. So a Terminated or KeyboardInterrupt swallowed that
-    way is sent again, from a timer thread, a moment later, and is raised in
-    the code that runs after the finalizer (in another finalizer, it is sent
-    again). In embedded use (not the main thread) signals are left alone."""
+    command runs, and a Terminated or KeyboardInterrupt that Python swallowed
+    in a finalizer is sent again (:mod:`fincon.workflow.stopping`); the
+    handler and hook before are put back after. In embedded use (not the
+    main thread) signals are left alone."""
     try:
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
     except ValueError:  # not the main thread
         yield
         return
-    previous_hook = sys.unraisablehook
-    sent: list[threading.Timer] = []
-
-    def resend(unraisable) -> None:
-        signum = {Terminated: signal.SIGTERM, KeyboardInterrupt: signal.SIGINT}.get(type(unraisable.exc_value))
-        if signum is None:
-            previous_hook(unraisable)
-            return
-        # after a moment, so that this hook and the finalizer have returned (sent
-        # at once, it lands in this hook, where it is lost for good)
-        sent.append(threading.Timer(_RESEND_AFTER_S, os.kill, args=(os.getpid(), signum)))
-        sent[-1].daemon = True
-        sent[-1].start()
-
-    sys.unraisablehook = resend
+    undo = resend_swallowed({Terminated: signal.SIGTERM, KeyboardInterrupt: signal.SIGINT})
     try:
         yield
     finally:
         try:
-            for thread in sent:  # a signal sent again arrives while this handler holds
-                thread.join()
+            undo()
         finally:
-            sys.unraisablehook = previous_hook
             signal.signal(signal.SIGTERM, previous)
 
 

@@ -27,22 +27,32 @@ from __future__ import annotations
 
 import multiprocessing
 import signal
-import sys
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Sequence
 
 from fincon.errors import FinconError
+from fincon.workflow.stopping import resend_swallowed
 from fincon.workflow.unit_failures import UNITS_PER_WORKER, Task, UnitFailure, one_line, phase_error
+
+
+class _Stopped(SystemExit):
+    """SIGTERM in a worker (exit status 143)."""
+
+
+def _stop(signum, frame) -> None:
+    raise _Stopped(143)
 
 
 def _worker_init() -> None:
     """In each worker: Ctrl-C is the driver's to handle (it stops the
     workers); SIGTERM (how the driver stops them) unwinds the unit so its
-    ``with`` blocks clean up."""
+    ``with`` blocks clean up, also when it first lands in a finalizer
+    (:mod:`fincon.workflow.stopping`; for the worker's lifetime)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
+    signal.signal(signal.SIGTERM, _stop)
+    resend_swallowed({_Stopped: signal.SIGTERM})
 
 
 def _run(item: tuple[int, Task]) -> tuple[str, Any]:
