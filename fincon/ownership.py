@@ -62,3 +62,70 @@ def is_fincon_report(path: Path) -> bool:
     except OSError:
         return False
     return REPORT_MARK.encode() in head
+
+
+#: the key every JSON result fincon writes at a user's path carries (``"generator": "fincon ..."``):
+#: such a file is replaced by a later run only when it has it (a user's notes are not)
+JSON_MARK = "generator"
+#: the PNG text chunk ``fincon plot`` writes (``Software: fincon``)
+PNG_MARK = b"tEXtSoftware\x00fincon"
+
+
+def is_fincon_json(path: Path) -> bool:
+    """Is the file at ``path`` a JSON result fincon wrote (an object whose
+    ``generator`` starts with ``fincon``)?"""
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and str(data.get(JSON_MARK, "")).startswith("fincon")
+
+
+def is_fincon_png(path: Path) -> bool:
+    """Is the file at ``path`` a PNG ``fincon plot`` wrote (its Software chunk says fincon)?"""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    return head.startswith(b"\x89PNG") and PNG_MARK in head
+
+
+def sqlite_foreign(path: Path, tables: dict[str, tuple[str, ...]]) -> str | None:
+    """Why the file at ``path`` is not one of fincon's SQLite files made of
+    ``tables`` (name -> the columns fincon writes), or None when it is one, or
+    is missing or empty (a new file fincon may create). A user's own
+    database, a text file or a file whose ``trials`` table has other columns
+    is never altered: opening it with ``CREATE TABLE IF NOT EXISTS`` would add
+    a table to it in silence."""
+    import sqlite3
+
+    try:
+        if not path.exists() or path.stat().st_size == 0:
+            return None
+        with open(path, "rb") as fh:
+            if fh.read(16) != b"SQLite format 3\x00":
+                return "it is not a SQLite file"
+    except OSError as exc:
+        return f"it cannot be read ({exc.strerror or exc})"
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+    except sqlite3.Error as exc:
+        return f"it cannot be opened ({exc})"
+    try:
+        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        found = {n: tuple(r[1] for r in conn.execute(f'PRAGMA table_info("{n}")')) for n in names}
+    except sqlite3.DatabaseError as exc:
+        return f"it is not a readable SQLite database ({' '.join(str(exc).split())})"
+    finally:
+        conn.close()
+    foreign = sorted(n for n in found if n not in tables and not n.startswith("sqlite_"))
+    if foreign:
+        return f"it holds tables fincon did not write ({shown(foreign)})"
+    for name, cols in tables.items():
+        if name in found and not set(cols) <= set(found[name]):
+            missing = sorted(set(cols) - set(found[name]))
+            return f"its {name} table lacks fincon's columns ({shown(missing)})"
+    return None

@@ -58,18 +58,27 @@ def number(
     return parse
 
 
-def check_output_file(path, flag: str):
+def check_output_file(path, flag: str, owned=None):
     """A file a command will write at its end (``--json FILE``), checked
-    before any work: not a directory, its folder exists and is a folder.
-    Checked up front so an evaluation that runs for minutes does not fail
-    (with a traceback) only when it writes its result."""
+    before any work: not a directory, its folder exists and is a folder, and
+    a file already there is one fincon wrote (``owned(path)``: the same
+    command's earlier result), never a user's file to be replaced. Checked up
+    front so an evaluation that runs for minutes does not fail (with a
+    traceback) only when it writes its result."""
     from pathlib import Path
 
     from fincon.errors import ConfigError
 
     p = Path(path)
-    if not str(path).strip() or p.is_dir() or str(path).endswith("/"):
+    if not str(path).strip():
+        raise ConfigError(f"{flag} is empty; give a file path such as result.json")
+    if p.is_dir() or str(path).endswith("/"):
         raise ConfigError(f"{flag} {path} is a directory; give a file path such as {p / 'result.json'}")
+    if owned is not None and (p.exists() or p.is_symlink()) and not (p.is_file() and owned(p)):
+        raise ConfigError(
+            f"{flag} {path} exists and is not a file fincon wrote; nothing was written: give a new path "
+            "(fincon replaces only its own earlier results)"
+        )
     parent = p.parent
     if not parent.is_dir():
         what = "is not a directory" if parent.exists() else "does not exist"

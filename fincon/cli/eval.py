@@ -18,6 +18,7 @@ from typing import Any, Callable
 from fincon.cli.args import check_output_file, iso_date, number, write_text_atomic
 from fincon.cli.llm import add_llm_arguments, settings_from_args
 from fincon.errors import ConfigError, DataError
+from fincon.ownership import JSON_MARK, is_fincon_json
 
 NUMERIC = """\
 The numeric critics scored as the paper scores them (exact match of an
@@ -212,7 +213,7 @@ def _lookahead(args: argparse.Namespace) -> int:
         ),
     )  # fmt: skip
     print(lookahead.report(res))
-    _write_json(args.json, {k: v for k, v in res.items()})
+    _write_json(args.json, {k: v for k, v in res.items()}, args.eval)
     return 0
 
 
@@ -262,7 +263,7 @@ def _client(args: argparse.Namespace, base: dict[str, Any]):
 def _check_json(args: argparse.Namespace) -> None:
     """--json is checked before minutes of work, not when writing its result."""
     if args.json is not None:
-        check_output_file(args.json, "--json")
+        check_output_file(args.json, "--json", owned=is_fincon_json)
 
 
 def _run(args: argparse.Namespace, answer_tokens: int, run: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
@@ -281,14 +282,16 @@ def _emit(args: argparse.Namespace, table: str, res: dict[str, Any], drop: str, 
     if args.json:
         data = {k: v for k, v in res.items() if k != drop}
         data[key] = rows
-        _write_json(args.json, data)
+        _write_json(args.json, data, args.eval)
     return 0
 
 
-def _write_json(path: Path | None, data: dict[str, Any]) -> None:
-    """Whole or not at all (the path was checked before the evaluation ran)."""
+def _write_json(path: Path | None, data: dict[str, Any], name: str) -> None:
+    """Whole or not at all (the path was checked before the evaluation ran),
+    marked as fincon's so that a later run may replace it (and nothing else)."""
     if path:
-        write_text_atomic(path, json.dumps(data, indent=1, default=str) + "\n", "--json")
+        text = json.dumps({JSON_MARK: f"fincon eval {name}", **data}, indent=1, default=str) + "\n"
+        write_text_atomic(path, text, "--json")
 
 
 def _numeric(args: argparse.Namespace) -> int:

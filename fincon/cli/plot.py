@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from fincon.errors import FinconError
+from fincon.ownership import is_fincon_png
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -100,11 +101,16 @@ def run(args: argparse.Namespace) -> int:
         raise FinconError(f"--out {args.out}: give a .png file name")
     if args.out.is_dir():
         raise FinconError(f"--out {args.out} is a directory; give a .png file name")
+    if args.out.exists() and not is_fincon_png(args.out):
+        raise FinconError(
+            f"--out {args.out} exists and is not a plot fincon wrote; nothing was written: give a new path "
+            "(fincon replaces only its own earlier plots)"
+        )
     _check_writable(args.out)
     from fincon.engine.plotting import plot_equity  # matplotlib only once the inputs are good
 
     try:
-        plot_equity(curves, args.out, args.title)
+        plot_equity(curves, args.out, args.title, software="fincon")
     except OSError as exc:
         raise FinconError(f"cannot write {args.out}: {exc.strerror or exc}") from None
     print(f"wrote {args.out} ({len(curves)} run{'s' if len(curves) != 1 else ''})")

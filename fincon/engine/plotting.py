@@ -32,10 +32,16 @@ def alert_days(decisions) -> list[str]:
 
 
 def plot_equity(
-    curves: Mapping[str, pd.Series], out: Path, title: str = "", alerts: Mapping[str, list[str]] | None = None
+    curves: Mapping[str, pd.Series],
+    out: Path,
+    title: str = "",
+    alerts: Mapping[str, list[str]] | None = None,
+    software: str | None = None,
 ) -> Path:
     """Portfolio value (top) and drawdown (bottom) of each named curve;
-    ``alerts`` (curve name -> days) are drawn as red markers on that curve."""
+    ``alerts`` (curve name -> days) are drawn as red markers on that curve.
+    ``software``: the PNG's Software chunk (``fincon plot`` marks its files so
+    a later plot may replace them; a run's own plots carry none)."""
     fig, (ax_v, ax_d) = plt.subplots(2, 1, figsize=(10, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 1.3]})
     for name, series in curves.items():
         style = "--" if name.startswith("buy-and-hold") and len(curves) > 1 else "-"
@@ -65,7 +71,7 @@ def plot_equity(
     fig.tight_layout()
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, dpi=110, metadata={"Software": None})
+        fig.savefig(out, dpi=110, metadata={"Software": software})
     finally:
         plt.close(fig)
     return out

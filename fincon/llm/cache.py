@@ -160,6 +160,15 @@ class CallCache:
                 f"replay needs a recorded cache, but {self.path} does not exist; record a run in read-write mode first"
             )
         if self.path.exists():
+            from fincon.ownership import sqlite_foreign
+
+            # a database of the user's is never given a calls table in silence
+            why = sqlite_foreign(self.path, {"calls": _COLUMNS[:-1]})
+            if why:
+                raise LLMError(
+                    f"--llm-cache-path {self.path} is not an LLM call cache ({why}); it was left as it is: "
+                    "pass another --llm-cache-path"
+                )
             self._open()  # a file that is not a usable cache fails here, before day one
         # otherwise the file is created on the first write: a run that fails before
         # its first answer (bad URL, server down) leaves nothing behind
