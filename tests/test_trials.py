@@ -35,13 +35,15 @@ def test_every_run_is_counted_once_and_a_new_config_is_a_new_trial(tmp_path, mon
     assert main([*RUN, "--strategy", "buy-and-hold", "--ledger", str(ledger), "--out", "d"]) == 0
     rows = trials.read(ledger)
     assert len(rows) == 3 and len({r["config_hash"] for r in rows}) == 3
-    assert trials.count(ledger, ["TSLA 2022-10-05..2022-11-30"]) == 3
+    # both crossovers stayed flat over the window (no signal): one return series, so one trial
+    assert [r["cr_pct"] for r in rows if r["strategy"] == "sma-cross"] == [0.0, 0.0]
+    assert trials.family(ledger, ["TSLA"], "2022-10-05", "2022-11-30").trials == 2
     capsys.readouterr()
     assert main(["ledger", "--ledger", str(ledger), "--json"]) == 0
-    (study,) = json.loads(capsys.readouterr().out)["studies"]
+    (study,) = json.loads(capsys.readouterr().out)["families"]
     best = max((r for r in rows if r["sharpe"] is not None), key=lambda r: r["sharpe"])
-    assert study["trials"] == 3 and study["best_sharpe"] == best["sharpe"]
-    assert study["tried_before_best"] == [r["config_hash"] for r in rows].index(best["config_hash"])
+    assert study["trials"] == 2 and study["configurations"] == 3 and study["best_sharpe"] == best["sharpe"]
+    assert study["best_strategy"] == "buy-and-hold" and study["tried_before_best"] == 1
 
 
 def test_ledger_off_keeps_none_and_a_directory_is_refused(tmp_path, monkeypatch, capfd):
@@ -54,3 +56,63 @@ def test_ledger_off_keeps_none_and_a_directory_is_refused(tmp_path, monkeypatch,
     capfd.readouterr()
     assert main([*RUN, "--ledger", str(tmp_path), "--out", "c"]) == 2
     assert "is a directory" in capfd.readouterr().err
+
+
+def _row(strategy, start, end, digest, sharpe, role="trial", tickers="TSLA", config=None):
+    return {"first_seen": f"2026-01-01T00:00:{len(digest):02d}", "study": f"{tickers} {start}..{end}",
+            "config_hash": config or f"{strategy}-{digest}", "strategy": strategy, "repeat": 1, "model": None,
+            "model_knowledge": "no-model", "beliefs_version": None, "tickers": tickers, "start": start, "end": end,
+            "n_days": 100, "returns_digest": digest, "cr_pct": 1.0, "sharpe": sharpe * 252**0.5,
+            "sharpe_daily": sharpe, "role": role}  # fmt: skip
+
+
+def test_overlapping_windows_are_one_family_and_identical_series_one_trial():
+    """Issue 42 items 1, 5, 6: a window moved by a day joins its family; a
+    repeat that traded identically is not a second trial; a placebo control
+    is neither a trial nor a family's best; the variance is over the same
+    distinct series the count is."""
+    rows = [
+        _row("sma-cross", "2022-05-02", "2022-09-30", "a", 0.01),
+        _row("sma-cross", "2022-05-03", "2022-09-30", "b", 0.02),  # the window moved by a day
+        _row("fincon", "2022-05-02", "2022-09-30", "c", 0.05, config="r1"),
+        _row("fincon", "2022-05-02", "2022-09-30", "c", 0.05, config="r2"),  # a repeat, the same series
+        _row("fincon", "2022-05-02", "2022-09-30", "d", 0.30, role="control"),  # a placebo twin
+        _row("sma-cross", "2022-09-30", "2022-12-30", "e", 0.04),  # touches the family's last day: joins it
+        _row("sma-cross", "2023-01-03", "2023-03-30", "f", 0.00),  # apart
+        _row("sma-cross", "2022-05-02", "2022-09-30", "g", 0.00, tickers="MSFT"),  # other tickers
+    ]
+    fams = {f.name: f for f in trials.families(rows)}
+    assert sorted(fams) == ["MSFT 2022-05-02..2022-09-30", "TSLA 2022-05-02..2022-12-30", "TSLA 2023-01-03..2023-03-30"]
+    fam = fams["TSLA 2022-05-02..2022-12-30"]
+    assert fam.trials == 4 and len(fam.trial_rows) == 5 and len(fam.controls) == 1
+    s = [0.01, 0.02, 0.05, 0.04]
+    mean = sum(s) / 4
+    assert fam.sharpe_var() == pytest.approx(sum((x - mean) ** 2 for x in s) / 3, rel=1e-12)
+    (summ,) = [x for x in trials.summary(rows) if x["family"] == fam.name]
+    assert summ["best_strategy"] == "fincon" and summ["best_sharpe"] == pytest.approx(0.05 * 252**0.5)
+    assert summ["controls"] == 1 and summ["windows"] == 3 and summ["tried_before_best"] == 2
+    # the family of a window that overlaps it, asked for before it was run
+    assert trials.family_of(rows, ["TSLA"], "2022-12-01", "2023-01-10").trials == 5  # joins both TSLA families
+
+
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
+def test_a_moved_window_and_flags_no_model_reads_count_as_they_should(tmp_path, monkeypatch, capsys):
+    """Issue 42 items 5 and 13: `--start` a day later is a second trial of the
+    same family; `--llm-temperature`, `--anonymize` and a cutoff on a strategy
+    that calls no model leave it the same trial (the same config hash)."""
+    monkeypatch.chdir(tmp_path)
+    ledger = tmp_path / "trials.sqlite"
+    bh = ["backtest", "--ticker", "TSLA", "--strategy", "buy-and-hold", "--end", "2022-09-30", "--no-progress",
+          "--ledger", str(ledger)]  # fmt: skip
+    assert main([*bh, "--start", "2022-05-02", "--out", "a"]) == 0
+    assert main([*bh, "--start", "2022-05-03", "--out", "b"]) == 0
+    for i, flags in enumerate(
+        (["--llm-temperature", "0.7"], ["--anonymize"], ["--llm-knowledge-cutoff", "2021-01-01"])
+    ):
+        assert main([*bh, "--start", "2022-05-02", *flags, "--out", f"c{i}"]) == 0
+    rows = trials.read(ledger)  # the flagged runs were the first run again: no row added
+    assert [r["start"] for r in rows] == ["2022-05-02", "2022-05-03"]
+    capsys.readouterr()
+    assert main(["ledger", "--ledger", str(ledger), "--json"]) == 0
+    (fam,) = json.loads(capsys.readouterr().out)["families"]
+    assert fam["family"] == "TSLA 2022-05-02..2022-09-30" and fam["trials"] == 2 and fam["windows"] == 2

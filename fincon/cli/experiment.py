@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fincon.cli.args import add_ledger_argument, iso_date, ledger_env, number
+from fincon.cli.args import add_ledger_argument, iso_date, ledger_env, ledger_path, number
 from fincon.cli.llm import add_llm_arguments, llm_overrides
 from fincon.cli.options import (
     add_data,
@@ -422,7 +422,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"experiment_dir": str(report.out), "ran": report.ran, **report.results}, sort_keys=True))
         return 0
-    print(format_results(report.results))
+    print(format_results(report.results, _family(args, report.results)))
     if getattr(args, "preset", None):
         from fincon.workflow.presets import NOTES
 
@@ -435,6 +435,16 @@ def _run(args: argparse.Namespace) -> int:
     print(f"belief evolution:     {report.out / 'beliefs.png'}, {report.out / 'beliefs.md'}")
     sys.stdout.flush()
     return 0
+
+
+def _family(args: argparse.Namespace, results: dict[str, Any]):
+    """The trial ledger's family of the experiment's test window (None: --ledger off)."""
+    from fincon.workflow import trials
+
+    path = ledger_path(args)
+    if path is None:
+        return None
+    return trials.family(path, results["tickers"], results["test"]["start"], results["test"]["end"])
 
 
 def run_paper_command(args: argparse.Namespace) -> int:
@@ -611,7 +621,7 @@ def _f(v: Any, fmt: str) -> str:
     return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else fmt.format(v)
 
 
-def format_results(res: dict[str, Any]) -> str:
+def format_results(res: dict[str, Any], family=None) -> str:
     """One table: the median run of each ablation and each baseline."""
     best = res["best_baseline"]
     head = (
@@ -712,13 +722,17 @@ def format_results(res: dict[str, Any]) -> str:
             lines += [f"    FLAG: {flag}" for flag in p["flags"]]
     sig = res.get("significance")
     if sig:
-        from fincon.workflow import trials
-
-        ledger = trials.counts(trials.resolve(None)).get(sig["study"], 0)
+        configs = sig.get("configurations", sig["trials"])
+        held = (
+            "no trial ledger (--ledger off)"
+            if family is None
+            else f"the trial ledger holds {family.trials} distinct trials ({len(family.controls)} controls apart) "
+            f"in the family {family.name} on this machine: `fincon ledger`"
+        )
         notes = (
             f"CI: stationary block bootstrap, {sig['bootstrap_reps']:,} replications; DSR deflated by the "
-            f"{sig['trials']} configurations run here (the trial ledger holds {ledger} for {sig['study']} on this "
-            f"machine: `fincon ledger`); SPA: Hansen, against buy-and-hold and the best non-LLM baseline; StepM: "
+            f"{sig['trials']} distinct return series among the {configs} configurations run here, its variance "
+            f"over the same series ({held}); SPA: Hansen, against buy-and-hold and the best non-LLM baseline; StepM: "
             f"Romano-Wolf at 5 %; PBO: CSCV over every configuration run ({sig['pbo']['splits']} splits); "
             "p Holm / BH: the variants' Wilcoxon p-values against the best baseline adjusted across variants"
         )

@@ -5,27 +5,34 @@ protocol comparison adds one row per strategy and window to the trial
 ledger (a SQLite file: $FINCON_LEDGER, else ~/.local/share/fincon/trials.sqlite);
 the same config run again is the same trial, not a new one. A best Sharpe
 ratio means little without the number of configurations tried before it:
-this command lists them per study (the tickers and the window), and the
-deflated Sharpe ratio of a rolling evaluation is deflated by that count."""
+this command lists them per family (the same tickers, test windows that
+overlap: moving a window by a day is another try at the same question),
+counting distinct daily return series (configurations that traded
+identically are one trial); an experiment's placebo runs are listed as
+controls, never counted and never a family's best. The deflated Sharpe
+ratio of a rolling evaluation is deflated by that count."""
 
 from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "ledger",
-        help="the trial ledger: how many configurations were tried per study, and the best of them",
+        help="the trial ledger: how many configurations were tried per family of windows, and the best of them",
         description=__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  fincon ledger\n  fincon ledger --study 'TSLA 2022-10-05..2023-06-09'\n"
         "  fincon ledger --ledger runs/trials.sqlite --json\n",
     )
     p.add_argument("--ledger", metavar="PATH", help="the ledger to read (default $FINCON_LEDGER or the user's)")
-    p.add_argument("--study", metavar="STUDY", help="list this study's trials, in the order they were first run")
+    p.add_argument(
+        "--study",
+        metavar="STUDY",
+        help="list the trials of this study's family (TICKERS START..END), in the order they were first run",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=run)
 
@@ -34,42 +41,73 @@ def run(args: argparse.Namespace) -> int:
     from fincon.errors import ConfigError
     from fincon.workflow import trials
 
-    path = trials.resolve(args.ledger) if args.ledger != "off" else None
-    if path is None:
+    if args.ledger == "off":
         raise ConfigError("--ledger off: there is no ledger to read; name one with --ledger PATH")
-    if not Path(path).is_file():
+    path = trials.resolve(args.ledger)
+    assert path is not None
+    if not path.is_file():
         raise ConfigError(f"no trial ledger at {path} yet: every backtest or experiment adds to it")
-    rows = trials.read(Path(path))
-    if args.study:
-        picked = [r for r in rows if r["study"] == args.study]
-        if not picked:
-            studies = sorted({r["study"] for r in rows})
-            raise ConfigError(f"--study {args.study!r} is not in {path}; studies: {', '.join(studies[:5])}")
-        if args.json:
-            print(json.dumps(picked, indent=1, sort_keys=True))
-            return 0
-        print(
-            f"{'first seen':<26}{'strategy':<24}{'config':<10}{'model knowledge':<20}{'days':>6}{'CR %':>9}{'Sharpe':>8}"
-        )
-        for r in picked:
-            print(
-                f"{r['first_seen']:<26}{r['strategy']:<24}{r['config_hash'][:8]:<10}{r['model_knowledge'] or '':<20}"
-                f"{r['n_days']:>6}{_num(r['cr_pct'], '{:.2f}'):>9}{_num(r['sharpe'], '{:.3f}'):>8}"
-            )
-        return 0
+    rows = trials.read(path)
+    if args.study is not None:
+        return _study(args, path, rows)
     summ = trials.summary(rows)
     if args.json:
-        print(json.dumps({"ledger": str(path), "studies": summ}, indent=1, sort_keys=True))
+        print(json.dumps({"ledger": str(path), "families": summ}, indent=1, sort_keys=True))
         return 0
-    print(f"trial ledger {path}: {len(rows)} trials in {len(summ)} studies")
-    width = max([len(s["study"]) for s in summ] + [5])
+    n_controls = sum(s["controls"] for s in summ)
     print(
-        f"{'study':<{width}}  {'trials':>6}  {'configs':>7}  {'best Sharpe':>11}  {'tried before it':>15}  best strategy"
+        f"trial ledger {path}: {sum(s['trials'] for s in summ)} distinct trials in {len(summ)} families "
+        f"({len(rows) - n_controls} runs recorded, {n_controls} placebo controls not counted)"
+    )
+    width = max([len(s["family"]) for s in summ] + [6])
+    print(
+        f"{'family':<{width}}  {'windows':>7}  {'trials':>6}  {'runs':>5}  {'controls':>8}  {'best Sharpe':>11}  "
+        f"{'tried before it':>15}  best strategy"
     )
     for s in summ:
         print(
-            f"{s['study']:<{width}}  {s['trials']:>6}  {s['configurations']:>7}  {_num(s['best_sharpe'], '{:.3f}'):>11}  "
-            f"{_num(s['tried_before_best'], '{}'):>15}  {s['best_strategy'] or ''}"
+            f"{s['family']:<{width}}  {s['windows']:>7}  {s['trials']:>6}  {s['runs']:>5}  {s['controls']:>8}  "
+            f"{_num(s['best_sharpe'], '{:.3f}'):>11}  {_num(s['tried_before_best'], '{}'):>15}  "
+            f"{s['best_strategy'] or ''}"
+        )
+    print("trials: distinct daily return series; runs: rows recorded; a family: the same tickers, overlapping windows")
+    return 0
+
+
+def _study(args: argparse.Namespace, path, rows: list[dict]) -> int:
+    """The rows of the family a study belongs to (its window on its tickers)."""
+    import re
+
+    from fincon.errors import ConfigError
+    from fincon.workflow import trials
+
+    m = re.fullmatch(r"\s*(\S+)\s+(\d{4}-\d{2}-\d{2})\.\.(\d{4}-\d{2}-\d{2})\s*", args.study)
+    if not m:
+        raise ConfigError(
+            f"--study {args.study!r}: give TICKERS START..END as `fincon ledger` lists them, "
+            "e.g. 'TSLA 2022-10-05..2023-06-09'"
+        )
+    tickers, start, end = m.group(1).split(","), m.group(2), m.group(3)
+    fam = trials.family_of(rows, tickers, start, end)
+    if not fam.rows:
+        families = [s["family"] for s in trials.summary(rows)]
+        raise ConfigError(
+            f"--study {args.study!r}: no trial on {','.join(tickers)} overlaps {start}..{end} in {path}; "
+            f"families: {', '.join(families[:5]) or 'none'}"
+        )
+    if args.json:
+        print(json.dumps({"family": fam.name, "trials": fam.trials, "rows": fam.rows}, indent=1, sort_keys=True))
+        return 0
+    print(f"family {fam.name}: {fam.trials} distinct trials, {len(fam.trial_rows)} runs, {len(fam.controls)} controls")
+    print(
+        f"{'first seen':<26}{'role':<9}{'strategy':<24}{'config':<10}{'window':<24}{'model knowledge':<20}"
+        f"{'days':>6}{'CR %':>9}{'Sharpe':>8}"
+    )
+    for r in fam.rows:
+        print(
+            f"{r['first_seen']:<26}{r.get('role') or 'trial':<9}{r['strategy']:<24}{r['config_hash'][:8]:<10}"
+            f"{r['start'] + '..' + r['end']:<24}{r['model_knowledge'] or '':<20}"
+            f"{r['n_days']:>6}{_num(r['cr_pct'], '{:.2f}'):>9}{_num(r['sharpe'], '{:.3f}'):>8}"
         )
     return 0
 

@@ -40,6 +40,10 @@ from scipy.stats import kurtosis, norm, skew
 EULER_GAMMA = 0.5772156649015329
 
 
+#: daily returns closer than this are the same series (float noise of two computations of one book)
+_SAME = 1e-12
+
+
 def sharpe(r: np.ndarray) -> float:
     """Per-period Sharpe ratio (mean over sample standard deviation, ddof 1)."""
     r = np.asarray(r, dtype=float)
@@ -90,6 +94,27 @@ def expected_max_sharpe(n_trials: int, var_trials: float) -> float:
 def dsr(sr: float, n: int, skewness: float, kurt: float, n_trials: int, var_trials: float) -> float:
     """The deflated Sharpe ratio: PSR against the expected best of ``n_trials``."""
     return psr(sr, n, skewness, kurt, expected_max_sharpe(n_trials, var_trials))
+
+
+def distinct_series(series: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """One entry per distinct daily return series, the first name kept: two
+    configurations whose every daily return agrees to within ``_SAME`` (float
+    noise of two computations of one book) traded identically and are one
+    trial, not two independent ones."""
+    kept: dict[str, np.ndarray] = {}
+    for name, r in series.items():
+        r = np.asarray(r, dtype=float)
+        if not any(len(k) == len(r) and np.allclose(k, r, rtol=0.0, atol=_SAME, equal_nan=True) for k in kept.values()):
+            kept[name] = r
+    return kept
+
+
+def trials_and_variance(series: Mapping[str, np.ndarray]) -> tuple[int, float]:
+    """DSR's N and V over one set: the distinct series among ``series``
+    (:func:`distinct_series`) and the variance (ddof 1) of their Sharpe ratios."""
+    kept = distinct_series(series)
+    srs = [sharpe(r) for r in kept.values()]
+    return len(kept), float(np.var(srs, ddof=1)) if len(srs) > 1 else 0.0
 
 
 def sharpe_interval(
@@ -196,10 +221,6 @@ def spa(
         step.compute()
         superior += [tested[int(i)] for i in list(step.superior_models or [])]  # type: ignore[call-overload]
     return {"p_values": {n: p[n] for n in models}, "stepm": sorted(superior), "block": block, "reps": reps}
-
-
-#: daily returns closer than this are the same series (float noise of two computations of one book)
-_SAME = 1e-12
 
 
 def pbo(returns: np.ndarray, splits: int = 16) -> dict[str, Any]:

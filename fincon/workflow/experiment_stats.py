@@ -5,12 +5,16 @@ test window's daily returns:
 * per team variant (its median repeat) and per baseline: a stationary
   block-bootstrap 95 % interval of the daily Sharpe ratio and of its
   difference against buy-and-hold, the probabilistic Sharpe ratio, the
-  minimum track record length and the deflated Sharpe ratio, deflated by the
-  configurations this experiment ran (every variant's repeats and the
-  baselines). The trial ledger's count for the study is not written into
-  the results: it depends on what else was run on this machine, and the
-  same config and cache must give the same files; the CLI prints it beside
-  the table (``fincon ledger`` lists the trials);
+  minimum track record length and the deflated Sharpe ratio, deflated by
+  the distinct return series among the configurations this experiment ran
+  (every variant's repeats and the baselines; repeats that traded
+  identically, an ablation that changed nothing, a one-ticker equal weight
+  that is buy-and-hold: one trial each) with the variance of the Sharpe
+  ratios taken over the same distinct series. The trial ledger's count for
+  the study's family is not written into the results: it depends on what
+  else was run on this machine, and the same config and cache must give the
+  same files; the CLI prints it beside the table (``fincon ledger`` lists
+  the trials);
 * Hansen's SPA p-value against buy-and-hold and against the best non-LLM
   baseline, and StepM's set of strategies that beat buy-and-hold;
 * PBO by CSCV over every configuration the experiment ran (each variant's
@@ -57,8 +61,8 @@ def significance(
     series = {team_row(v): every[f"{team_row(v)}-r{m['repeat']}"] for v, m in results["median"].items()}
     series.update({b: every[b] for b in exp.baselines})
     study = trials.study_of(exp.tickers, str(exp.test.start), str(exp.test.end))
-    n_trials = len(every)
-    rows, extra = universe_statistics(UNIVERSE, series, n_trials, reps, splits, exp.seed)
+    n_trials, var = sig.trials_and_variance(every)
+    rows, extra = universe_statistics(UNIVERSE, series, (n_trials, var), reps, splits, exp.seed)
     cscv = sig.pbo(np.column_stack(list(every.values())), splits=splits)
     for row in rows:
         row["pbo"], row["pbo_splits"] = cscv["pbo"], cscv["splits"]
@@ -74,6 +78,7 @@ def significance(
     return {
         "summary": json_rows(table),
         "trials": n_trials,
+        "configurations": len(every),
         "study": study,
         "days": n,
         **{k: v for k, v in extra.items() if k != "pbo"},

@@ -209,7 +209,8 @@ def run_unit(unit: Unit, exp: ExperimentConfig, root: Path, progress: bool = Fal
         else baseline_config(exp)
     )
     path.parent.mkdir(parents=True, exist_ok=True)
-    report = run_config(cfg, path, progress=progress, replace=True, warn_knowledge=False)
+    # a placebo run is a control of the full team, never a configuration tried (the ledger's role)
+    report = run_config(cfg, path, progress=progress, replace=True, warn_knowledge=False, control=bool(placebo))
     if not report.complete:
         why = "; ".join(
             [f"{n}: {r.stopped}" for n, r in report.results.items() if r.stopped]

@@ -173,6 +173,7 @@ def _significance(out: Path, cells, summary: pd.DataFrame, reps: int) -> tuple[p
     daily returns (and the pooled ones: every universe's laid end to end)."""
     import numpy as np
 
+    from fincon.risk import significance as sig
     from fincon.workflow import trials
     from fincon.workflow.rolling_stats import significance, window_returns
 
@@ -180,14 +181,21 @@ def _significance(out: Path, cells, summary: pd.DataFrame, reps: int) -> tuple[p
     if len(rets) > 1:
         common = set.intersection(*(set(s) for s in rets.values()))
         rets["pooled"] = {n: np.concatenate([rets[u][n] for u in list(rets)]) for n in sorted(common)}
-    # the trials behind each window: what the ledger holds for its tickers and test window (this
-    # evaluation's strategies and every other configuration run there), at least the strategies compared
-    by_study = trials.counts(trials.resolve(None))  # one read of the ledger, not one a window
-    counted = [
-        by_study.get(trials.study_of(c.tickers, str(c.window.test.start), str(c.window.test.end)), 0) for c in cells
-    ]
-    strategies = max(len(s) for s in rets.values()) if rets else 0
-    return significance(rets, summary, trials=max([strategies, *counted]), reps=reps)
+    # DSR's N and V, over one set: the distinct series compared in a universe, or the largest family
+    # the trial ledger holds for one of its windows (that window's tickers, overlapping windows; distinct
+    # series; placebo controls apart), whichever has more trials
+    path = trials.resolve(None)  # the command's --ledger (fincon.cli.args.ledger_env)
+    rows = trials.read(path) if path is not None else []  # one read of the ledger, not one a window
+    deflate: dict[str, tuple[int, float]] = {}
+    for universe, series in rets.items():
+        best = sig.trials_and_variance(series)
+        for c in cells:
+            if universe in (c.universe, "pooled"):
+                fam = trials.family_of(rows, c.tickers, str(c.window.test.start), str(c.window.test.end))
+                if fam.trials > best[0]:
+                    best = (fam.trials, fam.sharpe_var())
+        deflate[universe] = best
+    return significance(rets, summary, deflate=deflate, reps=reps)
 
 
 def placebos(blocks: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:

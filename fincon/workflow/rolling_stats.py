@@ -4,10 +4,12 @@ strategy, over the daily returns of every test window laid end to end.
 * a stationary block-bootstrap 95 % interval of the daily Sharpe ratio and
   of its difference against buy-and-hold on the same days;
 * the probabilistic Sharpe ratio (against zero), the minimum track record
-  length (days) and the deflated Sharpe ratio, deflated by the number of
-  trials (``trials``: the trial ledger's count of the study, or, without a
-  ledger, the strategies this evaluation compared) and the variance of
-  their Sharpe ratios;
+  length (days) and the deflated Sharpe ratio, deflated by N trials whose
+  Sharpe ratios vary by V, both taken over one set (``deflate``): the
+  distinct return series this evaluation compared (identical series, such
+  as a one-ticker equal-weight and buy-and-hold, are one trial), or, when
+  the trial ledger's family of a window holds more distinct trials, that
+  family's (fincon.workflow.trials);
 * Hansen's SPA p-value against buy-and-hold and against the best non-LLM
   baseline, and whether Romano & Wolf's StepM keeps the strategy as
   beating buy-and-hold;
@@ -55,15 +57,19 @@ def _is_llm(name: str) -> bool:
 
 
 def universe_statistics(
-    universe: str, series: Mapping[str, np.ndarray], trials: int | None, reps: int, splits: int, seed: int
+    universe: str,
+    series: Mapping[str, np.ndarray],
+    deflate: tuple[int, float] | None,
+    reps: int,
+    splits: int,
+    seed: int,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """One universe's rows and figures (run in a worker process of its own)."""
+    """One universe's rows and figures (run in a worker process of its own);
+    ``deflate``: DSR's N and V (None: over the distinct series compared here)."""
     rows: list[dict[str, Any]] = []
     names = [n for n in series if n != BENCH]
     bench = series.get(BENCH)
-    n_trials = trials or len(series)
-    srs = [sig.sharpe(series[n]) for n in series]
-    var = float(np.var(srs, ddof=1)) if len(srs) > 1 else 0.0
+    n_trials, var = deflate or sig.trials_and_variance(series)
     baselines = [n for n in series if not _is_llm(n)]  # buy-and-hold is one
     best = max(baselines, key=lambda n: sig.sharpe(series[n]), default=None)
     spa_bh = sig.spa(bench, {n: series[n] for n in names}, reps=reps, seed=seed) if bench is not None else None
@@ -115,12 +121,14 @@ def significance(
     returns: Mapping[str, Mapping[str, np.ndarray]],
     summary: pd.DataFrame,
     *,
-    trials: int | None = None,
+    deflate: Mapping[str, tuple[int, float]] | None = None,
     reps: int,
     splits: int = 16,
     seed: int = 0,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """``summary`` with the statistics' columns, and the per-universe figures (PBO, StepM)."""
+    """``summary`` with the statistics' columns, and the per-universe figures
+    (PBO, StepM); ``deflate``: per universe, DSR's N and V when not the
+    distinct series compared there."""
 
     # the universes are independent: two at a time, in forked worker processes (arch's bootstrap
     # loops hold the GIL); one universe is computed here
@@ -132,10 +140,13 @@ def significance(
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("fork")) as pool:
-            futures = [pool.submit(universe_statistics, u, dict(s), trials, reps, splits, seed) for u, s in items]
+            futures = [
+                pool.submit(universe_statistics, u, dict(s), (deflate or {}).get(u), reps, splits, seed)
+                for u, s in items
+            ]
             results = [f.result() for f in futures]
     else:
-        results = [universe_statistics(u, s, trials, reps, splits, seed) for u, s in items]
+        results = [universe_statistics(u, s, (deflate or {}).get(u), reps, splits, seed) for u, s in items]
     for (universe, _), (r, e) in zip(items, results):
         rows += r
         extra[universe] = e

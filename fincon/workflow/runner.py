@@ -217,6 +217,7 @@ def run_config(
     require_after_cutoff: bool = False,
     warn_knowledge: bool = True,
     ledger: Path | None | str = "default",
+    control: bool = False,
 ) -> RunReport:
     """Run every strategy of ``cfg`` (plus the benchmark) and write the runs.
 
@@ -228,7 +229,9 @@ def run_config(
 
     Each strategy that finished is a trial: a row in ``trials.csv`` and in
     the trial ledger (``ledger``: a path, None for none, by default the
-    user's; fincon.workflow.trials), appended once the run is complete.
+    user's; fincon.workflow.trials), appended once the run is complete;
+    with ``control`` (an experiment's placebo run) its rows are controls,
+    never counted as configurations tried.
     """
     inputs = inputs_for(cfg)
     cfg = with_events(cfg, inputs)
@@ -316,7 +319,7 @@ def run_config(
             if benchmark is not None:
                 curves[BENCHMARK] = benchmark.equity
             _plot(curves, staging.path / "equity.png", _title(cfg), results)
-        trial_rows = _trial_rows(cfg, results, blocks)
+        trial_rows = _trial_rows(cfg, results, blocks, trials.CONTROL if control else trials.TRIAL)
         (staging.path / "trials.csv").write_text(trials.rows_csv(trial_rows))
         final = staging.commit()
     trials.append(
@@ -335,7 +338,7 @@ def run_config(
 
 
 def _trial_rows(
-    cfg: RunConfig, results: Mapping[str, BacktestResult], blocks: Mapping[str, Mapping[str, Any]]
+    cfg: RunConfig, results: Mapping[str, BacktestResult], blocks: Mapping[str, Mapping[str, Any]], role: str
 ) -> list[dict[str, Any]]:
     """One trial per strategy that finished: its config's hash, window, returns and scores."""
     from fincon.engine.artifacts import config_hash
@@ -344,7 +347,7 @@ def _trial_rows(
     for name, r in results.items():
         rows.append(
             trials.row(
-                config_hash=config_hash(_single_config(cfg, name).to_yaml()),
+                config_hash=config_hash(trial_identity(cfg, name, blocks.get(name))),
                 strategy=name,
                 tickers=cfg.tickers,
                 start=str(cfg.start),
@@ -353,9 +356,23 @@ def _trial_rows(
                 metrics=r.metrics.as_dict(),
                 knowledge=blocks.get(name),
                 beliefs_version=(r.strategy_summary or {}).get("team_beliefs_version"),
+                role=role,
             )
         )
     return rows
+
+
+def trial_identity(cfg: RunConfig, name: str, knowledge: Mapping[str, Any] | None) -> str:
+    """The config that makes strategy ``name`` a trial: its own config, without
+    the ``llm`` section when it calls no model (``--anonymize``,
+    ``--llm-temperature`` or a cutoff on ``sma-cross`` or the rules team change
+    nothing it does: the same trial, not a new one)."""
+    import yaml
+
+    tree = _single_config(cfg, name).model_dump(mode="json")
+    if (knowledge or {}).get("label", "no-model") == "no-model":
+        tree.pop("llm", None)
+    return yaml.safe_dump(tree, sort_keys=True)
 
 
 def run_status(result: BacktestResult) -> str:

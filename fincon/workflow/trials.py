@@ -11,14 +11,24 @@ row per strategy x window x repeat to a SQLite file:
     ~/.local/share/fincon/trials.sqlite  (``--ledger PATH`` to choose another,
     ``--ledger off`` to keep none)
 
-A row: when it was first seen, its study (the tickers and the window: the
-same question asked again), the config's hash (location-free, as in
-run_manifest.json), the strategy, its model and that model's knowledge
-label, the beliefs version, the window, the days, a digest of the daily
-returns, CR and Sharpe. The same config run again is the same trial (its
-hash and window), never a new one. The run's own directory gets the same
-rows as ``trials.csv`` (without the time, so the run stays byte-identical).
-``fincon ledger`` lists and summarises it.
+A row: when it was first seen, its study (the tickers and the window), the
+config's hash (location-free, as in run_manifest.json), the strategy, its
+model and that model's knowledge label, the beliefs version, the window, the
+days, a digest of the daily returns, CR, Sharpe (annualised and daily) and
+its role: a ``trial`` (a configuration tried) or a ``control`` (a placebo run
+of an experiment: a check of a trial, never a configuration tried and never
+a study's best). The same config run again is the same trial (its hash and
+window), never a new one. The run's own directory gets the same rows as
+``trials.csv`` (without the time, so the run stays byte-identical).
+
+Counting (what DSR's N and ``fincon ledger`` use): trials on the same
+tickers whose test windows overlap form one *family*: moving a window by a
+day is another trial of the same question, not a new question. Within a
+family a trial is a distinct daily return series (its digest): two
+configurations that traded identically (repeats identical with one episode,
+an ablation that changed nothing, a flag no model reads) are one trial, and
+the variance of the trials' Sharpe ratios is taken over the same distinct
+series. ``fincon ledger`` lists and summarises it.
 """
 
 from __future__ import annotations
@@ -27,8 +37,10 @@ import csv
 import datetime as dt
 import hashlib
 import io
+import math
 import os
 import sqlite3
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -49,7 +61,12 @@ COLUMNS = (
     "returns_digest",
     "cr_pct",
     "sharpe",
+    "sharpe_daily",
+    "role",
 )
+#: the columns every fincon ledger has had; the two after them are added to an older ledger when it is opened
+BASE_COLUMNS = COLUMNS[:-2]
+TRIAL, CONTROL = "trial", "control"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS trials (
@@ -68,9 +85,14 @@ CREATE TABLE IF NOT EXISTS trials (
     returns_digest TEXT NOT NULL,
     cr_pct REAL,
     sharpe REAL,
+    sharpe_daily REAL,
+    role TEXT NOT NULL DEFAULT 'trial',
     PRIMARY KEY (config_hash, strategy, start, end, repeat)
 )
 """
+_ADDED = {"sharpe_daily": "REAL", "role": "TEXT NOT NULL DEFAULT 'trial'"}
+#: a ledger row written before the daily Sharpe was kept: its annualised one over sqrt(252)
+_DAYS_PER_YEAR = 252
 
 
 def default_path() -> Path:
@@ -83,26 +105,60 @@ def default_path() -> Path:
 
 def resolve(spec: str | Path | None) -> Path | None:
     """``--ledger``: a path, ``off`` (None: keep no ledger), or (None) the
-    default, itself ``$FINCON_LEDGER`` when set (``off`` there too)."""
+    default, itself ``$FINCON_LEDGER`` when set (``off`` there too). The file
+    is checked now, before any work: a directory, a file that is not SQLite
+    or a database of the user's that is no fincon ledger is one line here,
+    never found (or altered) when the run ends."""
+    given = spec is not None
     if spec is None:
         spec = os.environ.get("FINCON_LEDGER") or default_path()
+    flag = "--ledger" if given else ("FINCON_LEDGER" if os.environ.get("FINCON_LEDGER") else "the default ledger")
+    if not str(spec).strip():
+        raise ConfigError(f"{flag} is empty; give a file such as runs/trials.sqlite, or off")
     if str(spec) == "off":
         return None
     path = Path(spec).expanduser()
     if path.is_dir():
-        raise ConfigError(f"--ledger {spec} is a directory; give a file such as {path / 'trials.sqlite'}")
+        raise ConfigError(f"{flag} {spec} is a directory; give a file such as {path / 'trials.sqlite'}")
+    check(path, flag)
     return path
+
+
+def check(path: Path, flag: str = "--ledger") -> None:
+    """Refuse a file at ``path`` that is not a fincon ledger (nothing is written to it)."""
+    from fincon.ownership import sqlite_foreign
+
+    why = sqlite_foreign(path, {"trials": BASE_COLUMNS})
+    if why:
+        raise ConfigError(
+            f"{flag} {path} is not a fincon trial ledger ({why}); it was left as it is: give another file, or off"
+        )
 
 
 def study_of(tickers: Sequence[str], start: str, end: str) -> str:
     return f"{','.join(tickers)} {start}..{end}"
 
 
+def daily_returns(values: Sequence[float]) -> list[float]:
+    v = list(values)
+    return [(b / a - 1.0) if a else float("nan") for a, b in zip(v, v[1:])]
+
+
 def returns_digest(values: Iterable[float]) -> str:
     """sha256 of the equity curve's daily returns, rounded to 10 digits."""
-    v = list(values)
-    rets = [f"{(b / a - 1.0):.10f}" if a else "nan" for a, b in zip(v, v[1:])]
+    rets = [f"{r:.10f}" if r == r else "nan" for r in daily_returns(list(values))]
     return hashlib.sha256(",".join(rets).encode()).hexdigest()[:16]
+
+
+def daily_sharpe(values: Sequence[float]) -> float | None:
+    """Mean over the sample standard deviation (ddof 1) of the daily returns,
+    as fincon.risk.significance computes it (None: fewer than two days)."""
+    r = [x for x in daily_returns(values) if x == x]
+    if len(r) < 2:
+        return None
+    mean = sum(r) / len(r)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in r) / (len(r) - 1))
+    return mean / sd if sd > 0 else 0.0
 
 
 def row(
@@ -117,6 +173,7 @@ def row(
     knowledge: Mapping[str, Any] | None = None,
     beliefs_version: int | None = None,
     repeat: int = 1,
+    role: str = TRIAL,
 ) -> dict[str, Any]:
     return {
         "study": study_of(tickers, start, end),
@@ -133,6 +190,8 @@ def row(
         "returns_digest": returns_digest(values),
         "cr_pct": metrics.get("cr_pct"),
         "sharpe": metrics.get("sharpe"),
+        "sharpe_daily": daily_sharpe(values),
+        "role": role,
     }
 
 
@@ -147,10 +206,19 @@ def rows_csv(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
+    check(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(path), timeout=30)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute(SCHEMA)
+    have = {r[1] for r in conn.execute("PRAGMA table_info(trials)")}
+    for col, decl in _ADDED.items():  # a ledger from before the column: its rows are trials, daily Sharpe unknown
+        if col not in have:
+            try:
+                conn.execute(f"ALTER TABLE trials ADD COLUMN {col} {decl}")
+            except sqlite3.OperationalError as exc:
+                if "duplicate column" not in str(exc):  # another run added it just now
+                    raise
     return conn
 
 
@@ -177,52 +245,141 @@ def append(path: Path | None, rows: Sequence[Mapping[str, Any]]) -> int:
 
 
 def read(path: Path) -> list[dict[str, Any]]:
+    """Every row in the order it was added (a row of a ledger from before the role: a trial)."""
     if not path.is_file():
         return []
+    check(path)
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         conn.row_factory = sqlite3.Row
-        return [dict(r) for r in conn.execute("SELECT * FROM trials ORDER BY first_seen, study, strategy")]
+        rows = [dict(r) for r in conn.execute("SELECT * FROM trials ORDER BY rowid")]  # the order they were added
     except sqlite3.DatabaseError as exc:
         raise ConfigError(f"trial ledger {path}: not a fincon ledger ({exc})") from None
     finally:
         conn.close()
+    for r in rows:
+        r.setdefault("role", TRIAL)
+        r.setdefault("sharpe_daily", None)
+    return rows
 
 
-def counts(path: Path | None) -> dict[str, int]:
-    """study -> the distinct trials (config and strategy) the ledger holds for it (one read)."""
-    if path is None or not path.is_file():
-        return {}
-    seen: dict[str, set[tuple[str, str]]] = {}
-    for r in read(path):
-        seen.setdefault(r["study"], set()).add((r["config_hash"], r["strategy"]))
-    return {study: len(trials) for study, trials in seen.items()}
+@dataclass
+class Family:
+    """Rows on the same tickers whose windows overlap (chained: a window that
+    overlaps either of two joins them), trials and controls apart."""
+
+    tickers: str
+    start: str
+    end: str
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"{self.tickers} {self.start}..{self.end}"
+
+    @property
+    def trial_rows(self) -> list[dict[str, Any]]:
+        return [r for r in self.rows if r.get("role", TRIAL) != CONTROL]
+
+    @property
+    def controls(self) -> list[dict[str, Any]]:
+        return [r for r in self.rows if r.get("role") == CONTROL]
+
+    @property
+    def distinct(self) -> list[dict[str, Any]]:
+        """One row per distinct daily return series among the trials (the first seen)."""
+        seen: dict[str, dict[str, Any]] = {}
+        for r in self.trial_rows:
+            seen.setdefault(r["returns_digest"], r)
+        return list(seen.values())
+
+    @property
+    def trials(self) -> int:
+        return len(self.distinct)
+
+    def sharpe_var(self) -> float:
+        """The variance (ddof 1) of the distinct trials' daily Sharpe ratios (0 for fewer than two)."""
+        s = [_daily(r) for r in self.distinct]
+        s = [x for x in s if x is not None]
+        if len(s) < 2:
+            return 0.0
+        mean = sum(s) / len(s)
+        return sum((x - mean) ** 2 for x in s) / (len(s) - 1)
 
 
-def count(path: Path | None, studies: Iterable[str]) -> int:
-    """Distinct trials (config and strategy) the ledger holds for any of ``studies``."""
-    if path is None or not path.is_file():
-        return 0
-    wanted = set(studies)
-    return len({(r["config_hash"], r["strategy"]) for r in read(path) if r["study"] in wanted})
+def _daily(r: Mapping[str, Any]) -> float | None:
+    if r.get("sharpe_daily") is not None:
+        return float(r["sharpe_daily"])
+    if r.get("sharpe") is None or r["sharpe"] != r["sharpe"]:
+        return None
+    return float(r["sharpe"]) / math.sqrt(_DAYS_PER_YEAR)
+
+
+def families(rows: Sequence[Mapping[str, Any]]) -> list[Family]:
+    """The ledger's rows cut into families (module docstring), by tickers, then start."""
+    out: list[Family] = []
+    by: dict[str, list[tuple[int, Mapping[str, Any]]]] = {}
+    for i, r in enumerate(rows):
+        by.setdefault(r["tickers"], []).append((i, r))
+    for tickers in sorted(by):
+        current: Family | None = None
+        order: list[list[int]] = []
+        for i, r in sorted(by[tickers], key=lambda x: (x[1]["start"], x[1]["end"])):
+            if current is not None and r["start"] <= current.end:
+                current.end = max(current.end, r["end"])
+            else:
+                current = Family(tickers, r["start"], r["end"])
+                out.append(current)
+                order.append([])
+            current.rows.append(dict(r))
+            order[-1].append(i)
+        for f, idx in zip(out[len(out) - len(order) :], order):  # each family's rows in the order given
+            f.rows = [row for _, row in sorted(zip(idx, f.rows), key=lambda x: x[0])]
+    return out
+
+
+def family_of(rows: Sequence[Mapping[str, Any]], tickers: Sequence[str], start: str, end: str) -> Family:
+    """The family a window on ``tickers`` belongs to (its rows' families that it overlaps, joined)."""
+    key = ",".join(tickers)
+    joined = Family(key, start, end)
+    for f in families([r for r in rows if r["tickers"] == key]):
+        if f.start <= end and start <= f.end:
+            joined.start, joined.end = min(joined.start, f.start), max(joined.end, f.end)
+            joined.rows += f.rows
+    return joined
+
+
+def family(path: Path | None, tickers: Sequence[str], start: str, end: str) -> Family:
+    """The family of ``tickers`` over ``start``..``end`` in the ledger at ``path`` (empty: no ledger)."""
+    rows = read(path) if path is not None and path.is_file() else []
+    return family_of(rows, tickers, start, end)
 
 
 def summary(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per study: trials, the best Sharpe, its strategy, and how many trials came before it."""
+    """Per family: its windows, the distinct trials, the runs recorded and the
+    controls, the best Sharpe among the trials, its strategy and how many
+    distinct trials came before it."""
     out = []
-    for study in sorted({r["study"] for r in rows}):
-        rs = [r for r in rows if r["study"] == study]
-        scored = [r for r in rs if r.get("sharpe") is not None and r["sharpe"] == r["sharpe"]]
+    for f in families(rows):
+        distinct = f.distinct
+        scored = [r for r in distinct if r.get("sharpe") is not None and r["sharpe"] == r["sharpe"]]
         best = max(scored, key=lambda r: r["sharpe"], default=None)
         out.append(
             {
-                "study": study,
-                "trials": len(rs),
-                "configurations": len({r["config_hash"] for r in rs}),
+                "family": f.name,
+                "tickers": f.tickers,
+                "windows": len({(r["start"], r["end"]) for r in f.rows}),
+                "studies": sorted({r["study"] for r in f.rows}),
+                "trials": len(distinct),
+                "runs": len(f.trial_rows),
+                "controls": len(f.controls),
+                "configurations": len({r["config_hash"] for r in f.trial_rows}),
                 "best_sharpe": best["sharpe"] if best else None,
                 "best_strategy": best["strategy"] if best else None,
-                "tried_before_best": rs.index(best) if best else None,
-                "model_labels": sorted({r["model_knowledge"] for r in rs if r.get("model_knowledge")}),
+                "best_study": best["study"] if best else None,
+                "tried_before_best": distinct.index(best) if best else None,
+                "sharpe_daily_var": f.sharpe_var(),
+                "model_labels": sorted({r["model_knowledge"] for r in f.trial_rows if r.get("model_knowledge")}),
             }
         )
     return out
