@@ -50,7 +50,7 @@ def test_an_experiment_reports_the_team_on_its_placebos(tmp_path, monkeypatch, c
             "fincon.transcripts=text", "--train-start", "2022-09-01", "--train-end", "2022-09-30", "--test-start",
             "2022-10-03", "--test-end", "2022-11-30", "--repeats", "1", "--episodes", "1", "--ablations", "full",
             "--baselines", "buy-and-hold", "--placebo", "shuffle-news,flip-tone,price-twin", "--out", "x",
-            "--bootstrap-reps", "1000", "--no-progress"]  # fmt: skip
+            "--bootstrap-reps", "1000", "--no-progress", "--ledger", "trials.sqlite"]  # fmt: skip
     assert main(argv) == 0
     out = capsys.readouterr().out
     res = json.loads((tmp_path / "x" / "results.json").read_text())
@@ -73,9 +73,22 @@ def test_an_experiment_reports_the_team_on_its_placebos(tmp_path, monkeypatch, c
     assert len(eq) == inside.sum()
     # excess over buy-and-hold on each market, buy-and-hold computed by hand from the closes
     p = res["placebo"]["price-twin"]
-    want_twin = 100 * (twin.loc[inside, "Close"].iloc[-1] / twin.loc[inside, "Close"].iloc[0] - 1)
+    # (in CR's own unit: the log of the last over the first close, as the team's cr_pct; issue 42 item 2)
+    want_twin = 100 * np.log(twin.loc[inside, "Close"].iloc[-1] / twin.loc[inside, "Close"].iloc[0])
     assert p["buy_and_hold_cr_pct"] == pytest.approx(want_twin, rel=1e-9)
     assert p["excess_pct"] == pytest.approx(p["cr_pct_median"] - want_twin, rel=1e-9)
+    bh = res["baselines"]["buy-and-hold"]["cr_pct"]
+    assert p["real_buy_and_hold_cr_pct"] == pytest.approx(bh, abs=1e-6)  # the baseline table's figure, to 1e-6 pp
+    assert p["real_excess_pct"] == pytest.approx(p["real_cr_pct"] - bh, abs=1e-6)
+    # the placebo runs are controls in the ledger (issue 42 item 1): never trials, never the best
+    from fincon.workflow import trials
+
+    rows = trials.read(tmp_path / "trials.sqlite")
+    roles = {(r["strategy"], r["role"]) for r in rows}
+    assert sum(r["role"] == "control" for r in rows) == 3 and ("buy-and-hold", "trial") in roles
+    fam = trials.family(tmp_path / "trials.sqlite", ["TSLA"], "2022-10-03", "2022-11-30")
+    assert fam.trials == len({r["returns_digest"] for r in rows if r["role"] == "trial"})
+    assert {r["returns_digest"] for r in fam.controls}.isdisjoint({r["returns_digest"] for r in fam.distinct})
     assert main(argv) == 0  # resumes: the same corpus, nothing run again
     assert "resumed: 6 unit(s)" in capsys.readouterr().out
 

@@ -231,8 +231,10 @@ def placebo_results(exp: ExperimentConfig, root: Path, results: dict[str, Any]) 
 
 
 def _buy_and_hold_cr(exp: ExperimentConfig, prices: Path | None) -> float:
-    """Equal-weight buy-and-hold over the test window, in percent: on the
-    experiment's own prices, or on the folder ``prices`` (the price twin)."""
+    """Equal-weight buy-and-hold over the test window as CR is measured (the
+    log of the book's final over its first value, in percent, as the team's
+    ``cr_pct`` and the baseline table's buy-and-hold): on the experiment's
+    own prices, or on the folder ``prices`` (the price twin)."""
     import numpy as np
     import pandas as pd
 
@@ -241,12 +243,12 @@ def _buy_and_hold_cr(exp: ExperimentConfig, prices: Path | None) -> float:
 
     data = exp.data if prices is None else exp.data.model_copy(update={"source": "csv", "dir": prices})
     source = open_inputs(data.source, data.dir, data.cache_dir).source
-    crs = []
+    growth = []
     for t in exp.tickers:
         bars = validate_bars(source.load(t, pd.Timestamp(exp.test.start), pd.Timestamp(exp.test.end)), t, "")
         c = bars["close"].loc[pd.Timestamp(exp.test.start) : pd.Timestamp(exp.test.end)].to_numpy()
-        crs.append(100.0 * (c[-1] / c[0] - 1.0) if len(c) > 1 else float("nan"))
-    return float(np.mean(crs))
+        growth.append(c[-1] / c[0] if len(c) > 1 else float("nan"))
+    return float(100.0 * np.log(np.mean(growth)))
 
 
 def _train_rows(path: Path) -> list[dict[str, Any]]:
