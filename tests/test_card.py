@@ -4,6 +4,7 @@ directory holds, a missing measure said as such, calibration by hand."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -48,7 +49,10 @@ def test_calibration_by_hand():
     cal = calibration(day(100.0, 101.0, [up, down, flat]))  # the close rose: news right, 10-q wrong
     assert cal["calls"] == 3 and cal["directional"] == 2  # a neutral call counts in Brier (p = 0.5), not in hits
     assert cal["brier"] == pytest.approx(((0.9 - 1) ** 2 + (0.2 - 1) ** 2 + (0.5 - 1) ** 2) / 3)
-    assert cal["by_analyst"] == {"10-q": {"n": 1, "hit_rate": 0.0}, "news": {"n": 1, "hit_rate": 1.0}}
+    assert cal["by_analyst"] == {
+        "10-q": {"n": 1, "hits": 0, "hit_rate": 0.0},
+        "news": {"n": 1, "hits": 1, "hit_rate": 1.0},
+    }
 
 
 def test_a_rolling_card_takes_the_worst_window_label_of_the_team():
@@ -63,3 +67,64 @@ def test_a_rolling_card_takes_the_worst_window_label_of_the_team():
     assert _rolling_knowledge({"summary": [{"strategy": "fincon", "model_knowledge": "no-model"}]}) == {
         "label": "no-model"
     }
+
+
+def _evidence(results=None, decisions=None):
+    from fincon.report.card import Evidence
+
+    return Evidence(Path("x"), None, None, None, results or {}, {}, {}, decisions or [])
+
+
+def _placebo(cr, real_cr, bh, real_bh, **more):
+    return {"cr_pct_median": cr, "real_cr_pct": real_cr, "profit_gap_pct": real_cr - cr, "prediction_consistency": 0.5,
+            "excess_pct": cr - bh, "real_excess_pct": real_cr - real_bh, **more}  # fmt: skip
+
+
+def test_counterfactual_robustness_passes_only_an_edge_no_placebo_keeps():
+    """Issue 42 item 3: the TSLA case (team -7.35 %, buy-and-hold -12.64 %, shuffled news +6.31 pp better)
+    fails; a team with no edge over buy-and-hold fails; an edge every placebo removes passes."""
+    from fincon.report.card import FAIL, PASS, counterfactual_robustness
+
+    tsla = {"shuffle-news": _placebo(-1.04, -7.35, -12.64, -12.64)}
+    verdict, measured = counterfactual_robustness(_evidence({"placebo": tsla}))
+    assert verdict == FAIL and "survives shuffle-news" in measured and "+5.29 pp over buy-and-hold" in measured
+    no_edge = {"shuffle-news": _placebo(-9.0, -7.35, -5.0, -5.0)}  # worse on the placebo, but no edge to begin with
+    verdict, measured = counterfactual_robustness(_evidence({"placebo": no_edge}))
+    assert verdict == FAIL and measured.startswith("no edge to lose: the team is -2.35 pp against buy-and-hold")
+    still_beats = {"flip-tone": _placebo(4.0, 8.0, 2.0, 2.0)}  # gap +4 pp, yet the placebo still beats B&H
+    assert counterfactual_robustness(_evidence({"placebo": still_beats}))[0] == FAIL
+    # the twin is judged on its own market's buy-and-hold
+    holds = {"shuffle-news": _placebo(1.0, 8.0, 2.0, 2.0), "price-twin": _placebo(-3.0, 8.0, 1.0, 2.0)}
+    verdict, measured = counterfactual_robustness(_evidence({"placebo": holds}))
+    assert verdict == PASS and measured.startswith("an edge of +6.00 pp over buy-and-hold that no placebo keeps")
+
+
+def test_disaggregation_passes_only_an_analyst_better_than_a_coin_by_its_interval():
+    """Issue 42 item 4: analysts at 48-52 % (a coin) are reported, none informative; one at 70 % of
+    200 calls is informative by a Bonferroni-adjusted Wilson interval."""
+    from fincon.report.card import FAIL, PASS, disaggregation
+
+    def decisions(rates):
+        out = []
+        for i in range(200):
+            agents = [{"agent": f"{k}/T", "direction": "bullish" if i < rate * 200 else "bearish", "confidence": 0.5}
+                      for k, rate in rates.items()]  # fmt: skip
+            out += [{"record": {"closes": {"T": 100.0}, "agents": agents}}, {"record": {"closes": {"T": 101.0}}}]
+        return out
+
+    coin = decisions({"news": 0.48, "10-q": 0.52, "10-k": 0.50})
+    verdict, measured = disaggregation(_evidence(decisions=coin))
+    assert verdict == FAIL and measured.startswith("reported, none informative")
+    assert "Wilson 98.3% intervals (Bonferroni over 3)" in measured and "news 48% [" in measured
+    verdict, measured = disaggregation(_evidence(decisions=decisions({"news": 0.70, "10-q": 0.5})))
+    assert verdict == PASS and measured.startswith("informative: news;")
+    assert disaggregation(_evidence())[0] == "not measured"
+
+
+def test_a_training_or_paper_directory_is_named_as_such(tmp_path):
+    from fincon.errors import DataError
+
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "train.json").write_text("{}")
+    with pytest.raises(DataError, match="is a belief training"):
+        card(tmp_path / "t")

@@ -110,7 +110,19 @@ def test_the_statistics_of_the_experiment_recomputed(experiment):
     sig = res["significance"]
     table = pd.read_csv(out / "summary.csv")
     assert list(table["strategy"]) == [f"fincon-{a}" for a in ABLATIONS] + list(BASELINES)
-    assert sig["trials"] == len(ABLATIONS) * 2 + len(BASELINES)  # every repeat of every variant, the baselines
+    # DSR's N and V over one set (issue 42 item 6): the distinct daily return series among every repeat
+    # of every variant and the baselines, counted by hand (a one-ticker equal weight is buy-and-hold)
+    runs = [out / "test" / f"{a}-r{r}" for a in ABLATIONS for r in (1, 2)] + [out / "baselines" / b for b in BASELINES]
+    every = [pd.read_csv(r / "equity.csv")["value"].to_numpy() for r in runs]
+    every = [v[1:] / v[:-1] - 1.0 for v in every]
+    distinct = []
+    for r in every:
+        if not any(np.array_equal(np.round(r, 12), np.round(d, 12)) for d in distinct):
+            distinct.append(r)
+    assert sig["configurations"] == len(ABLATIONS) * 2 + len(BASELINES)
+    assert sig["trials"] == len(distinct) < sig["configurations"]
+    srs = [d.mean() / d.std(ddof=1) if d.std(ddof=1) > 0 else 0.0 for d in distinct]  # a flat book: 0
+    assert sig["trials_sharpe_var"] == pytest.approx(np.var(srs, ddof=1))
     assert (table["dsr_trials"] == sig["trials"]).all() and sig["pbo"]["splits"] == table["pbo_splits"].iloc[0]
     for a in ABLATIONS:
         row = table[table.strategy == f"fincon-{a}"].iloc[0]
@@ -134,7 +146,10 @@ def test_the_statistics_of_the_experiment_recomputed(experiment):
     for a, h, b in zip(ABLATIONS, holm, bh):
         assert rows.loc[f"fincon-{a}", "wilcoxon_p_holm"] == pytest.approx(h, rel=1e-5)
         assert rows.loc[f"fincon-{a}", "wilcoxon_p_bh"] == pytest.approx(b, rel=1e-5)
-    assert "significance over the test window's" in text and "configurations run here (the trial ledger" in text
+    assert (
+        "significance over the test window's" in text
+        and "configurations run here, its variance over the same series" in text
+    )
     # and in the HTML report: the same rows, the trial count beside the DSR
     from fincon.report.html import render
     from fincon.report.load import load_report_data

@@ -715,9 +715,10 @@ def format_results(res: dict[str, Any], family=None) -> str:
                 f"input dependency {_f(p['input_dependency'], '{:.0%}')}"
             )
             if "excess_pct" in p:
+                where = "on the twin" if kind == "price-twin" else "on the placebo"
                 lines.append(
-                    f"    over buy-and-hold on the twin {_f(p['excess_pct'], '{:+.3f}')} pp "
-                    f"(on the real prices {_f(p['real_excess_pct'], '{:+.3f}')} pp)"
+                    f"    over buy-and-hold {where} {_f(p['excess_pct'], '{:+.3f}')} pp "
+                    f"(on the real corpus and prices {_f(p['real_excess_pct'], '{:+.3f}')} pp)"
                 )
             lines += [f"    FLAG: {flag}" for flag in p["flags"]]
     sig = res.get("significance")

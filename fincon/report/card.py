@@ -18,14 +18,21 @@ only what a directory holds (a backtest run, an experiment or a rolling
 evaluation); it computes calibration and the per-analyst hit rates from the
 team's ``decisions.jsonl`` (each analyst's direction and confidence against
 the next close the record holds).
+
+Each point is one function of the directory's :class:`Evidence` returning
+its verdict and the number behind it, listed in :data:`CHECKS`; a verdict
+follows from its numbers (a placebo a team with no edge "passes" is a fail,
+analysts no better than a coin are "none informative").
 """
 
 from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
@@ -102,10 +109,8 @@ def calibration(decisions: list[dict[str, Any]]) -> dict[str, Any] | None:
     per = {}
     for kind in sorted({r[0] for r in directional}):
         sel = [r for r in directional if r[0] == kind]
-        per[kind] = {
-            "n": len(sel),
-            "hit_rate": round(sum((r[1] == "bullish") == (r[4] == 1.0) for r in sel) / len(sel), 4),
-        }
+        hits = sum((r[1] == "bullish") == (r[4] == 1.0) for r in sel)
+        per[kind] = {"n": len(sel), "hits": hits, "hit_rate": round(hits / len(sel), 4)}
     return {
         "calls": len(rows),
         "directional": len(directional),
@@ -131,11 +136,55 @@ def _rolling_knowledge(results: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def card(root: Path) -> dict[str, Any]:
-    """The card of the run, experiment or rolling directory ``root``."""
+@dataclass
+class Evidence:
+    """What a card reads from one directory (a backtest run, an experiment or
+    a rolling evaluation), loaded once and handed to every check."""
+
+    root: Path
+    run: Path | None
+    team: Path | None
+    rolling: dict[str, Any] | None
+    results: dict[str, Any]
+    metrics: dict[str, Any]
+    config: dict[str, Any]
+    decisions: list[dict[str, Any]]
+
+    @property
+    def broker(self) -> dict[str, Any]:
+        return self.config.get("broker") or {}
+
+    @cached_property
+    def knowledge(self) -> dict[str, Any]:
+        know = self.metrics.get("model_knowledge") or (self.results.get("model_knowledge") or {}).get("test") or {}
+        if self.rolling is not None and not know:
+            know = _rolling_knowledge(self.results)
+        return know
+
+    @cached_property
+    def calibration(self) -> dict[str, Any] | None:
+        return calibration(self.decisions)
+
+    @property
+    def costly(self) -> bool:
+        b = self.broker
+        return bool(b.get("commission") or b.get("slippage") or b.get("commission_model") == "per-share")
+
+
+def evidence(root: Path) -> Evidence:
+    """The :class:`Evidence` of the run, experiment or rolling directory ``root``."""
     root = Path(root)
     if not root.is_dir():
         raise DataError(f"{root} is not a directory; give a run, experiment or rolling directory")
+    for marker, what, hint in (
+        ("train.json", "a belief training", f"its test is a backtest: fincon backtest --beliefs {root}"),
+        ("paper.json", "the paper's comparison", "give one of its experiments (a folder inside it)"),
+    ):
+        if (root / marker).is_file():
+            raise DataError(
+                f"{root} is {what} ({marker}); the card grades a tested result (a backtest run, an experiment "
+                f"or a rolling evaluation): {hint}"
+            )
     rolling = _json(root / "rolling.json")
     results = _json(root / "results.json") or {}
     run = _strategy_run(root) if rolling is None else None
@@ -146,134 +195,215 @@ def card(root: Path) -> dict[str, Any]:
         config = yaml.safe_load((run / "config.yaml").read_text()) if run else (rolling or {}).get("config", {})
     except (OSError, yaml.YAMLError):
         config = {}
-    config = config or {}
-    broker = config.get("broker") or {}
     team = _team_run(root) if rolling is None else None
     decisions = (
         [json.loads(x) for x in (team / "decisions.jsonl").read_text().splitlines() if x.strip()] if team else []
     )
-    rows: list[dict[str, Any]] = []
+    return Evidence(root, run, team, rolling, results, metrics, config or {}, decisions)
 
-    def add(group: str, point: str, verdict: str, measured: str) -> None:
-        rows.append({"checklist": group, "point": point, "verdict": verdict, "measured": measured})
 
-    a6 = "six-point protocol"
-    know = metrics.get("model_knowledge") or (results.get("model_knowledge") or {}).get("test") or {}
-    if rolling is not None and not know:
-        know = _rolling_knowledge(results)
+#: a check: what it measured in the evidence, as (verdict, the number behind it)
+Verdict = tuple[str, str]
+
+
+def temporal_integrity(ev: Evidence) -> Verdict:
+    """The window against the model's cutoff: a run inside its training data may be remembered."""
+    know = ev.knowledge
     label = know.get("label")
     if label in ("after-cutoff", "no-model"):
-        add(
-            a6,
-            "temporal integrity",
-            PASS,
-            f"{label}" + (f" (cutoff {know.get('cutoff')})" if know.get("cutoff") else ""),
-        )
-    elif label in ("in-training-data", "straddles-cutoff"):
-        add(
-            a6,
-            "temporal integrity",
-            FAIL,
-            f"{label}: the window is inside the model's training data (cutoff {know.get('cutoff')})",
-        )
-    else:
-        add(
-            a6, "temporal integrity", NONE, "no model-knowledge label (cutoff unknown, or a run from before the labels)"
-        )
-    costly = bool(broker.get("commission") or broker.get("slippage") or broker.get("commission_model") == "per-share")
-    add(a6, "frictions", PASS if costly else FAIL,
-        "costs applied: " + ", ".join(f"{k} {broker[k]}" for k in ("commission_model", "commission", "slippage_model", "slippage") if k in broker)
-        if costly else "run without costs (no commission, no slippage)")  # fmt: skip
-    placebo = results.get("placebo") or {}
-    if placebo:
-        flagged = [k for k, p in placebo.items() if p.get("flags")]
-        add(a6, "counterfactual robustness", FAIL if flagged else PASS,
-            "; ".join(f"{k}: consistency {p['prediction_consistency']:.0%}, profit gap {p['profit_gap_pct']:+.2f} pp" for k, p in placebo.items())
-            + (f" (flagged: {', '.join(flagged)})" if flagged else ""))  # fmt: skip
-    else:
-        add(
-            a6,
-            "counterfactual robustness",
-            FAIL,
-            "no placebo run (fincon experiment --placebo shuffle-news,flip-tone,price-twin)",
-        )
-    cal = calibration(decisions)
-    if cal:
-        add(a6, "calibration", PASS if cal["brier"] < 0.25 else FAIL,
-            f"Brier {cal['brier']:.3f} over {cal['calls']} analyst calls (0.25: a coin); hit rate of the "
-            f"{cal['directional']} bullish or bearish ones by confidence "
-            + ", ".join(f"{b} {v['hit_rate']:.0%} (n={v['n']})" for b, v in cal["by_confidence"].items()))  # fmt: skip
-    else:
-        add(a6, "calibration", NONE, "no team records with analysts' confidences")
-    summary = (_json(team / "summary.json") or {}).get("strategy_summary", {}) if team else {}
-    critic = {k: v for k, v in summary.items() if k.startswith("critic")}
-    add(a6, "numerical execution", PASS if critic else NONE,
-        ", ".join(f"{k} {v}" for k, v in sorted(critic.items())) if critic else "numeric critics off (--critics on)")  # fmt: skip
-    if cal and cal["by_analyst"]:
-        add(a6, "multi-agent disaggregation", PASS,
-            "hit rate by analyst: " + ", ".join(f"{k} {v['hit_rate']:.0%} (n={v['n']})" for k, v in cal["by_analyst"].items()))  # fmt: skip
-    else:
-        add(a6, "multi-agent disaggregation", NONE, "no analyst records to attribute")
+        return PASS, f"{label}" + (f" (cutoff {know.get('cutoff')})" if know.get("cutoff") else "")
+    if label in ("in-training-data", "straddles-cutoff"):
+        return FAIL, f"{label}: the window is inside the model's training data (cutoff {know.get('cutoff')})"
+    return NONE, "no model-knowledge label (cutoff unknown, or a run from before the labels)"
 
-    fs = "FINSABER checklist"
-    look = metrics.get("data_lookahead")
-    add(
-        fs,
-        "point in time",
-        FAIL if look else PASS,
-        look or "enforced by the engine and tested by perturbing the future (tests/test_point_in_time.py)",
+
+def frictions(ev: Evidence) -> Verdict:
+    """Were costs applied at all?"""
+    b = ev.broker
+    if not ev.costly:
+        return FAIL, "run without costs (no commission, no slippage)"
+    keys = ("commission_model", "commission", "slippage_model", "slippage")
+    return PASS, "costs applied: " + ", ".join(f"{k} {b[k]}" for k in keys if k in b)
+
+
+def counterfactual_robustness(ev: Evidence) -> Verdict:
+    """Does the team's edge depend on what it reads? A pass needs an edge over
+    buy-and-hold on the real corpus that no placebo keeps: a placebo run that
+    does as well or better, or still beats buy-and-hold on its own market,
+    shows the edge came from elsewhere; a team with no edge has nothing a
+    placebo could remove."""
+    placebo = ev.results.get("placebo") or {}
+    if not placebo:
+        return FAIL, "no placebo run (fincon experiment --placebo shuffle-news,flip-tone,price-twin)"
+    parts = [
+        f"{k}: consistency {_pct(p.get('prediction_consistency'))}, profit gap {_pp(p.get('profit_gap_pct'))}, "
+        f"over buy-and-hold on it {_pp(p.get('excess_pct'))}"
+        for k, p in placebo.items()
+    ]
+    edge = next((p["real_excess_pct"] for p in placebo.values() if _finite(p.get("real_excess_pct"))), None)
+    if edge is None:
+        return NONE, "; ".join(parts) + " (no excess over buy-and-hold recorded: rerun the experiment to measure it)"
+    if edge <= 0:
+        return FAIL, (
+            f"no edge to lose: the team is {_pp(edge)} against buy-and-hold on the real corpus, so no placebo "
+            "can show its result depends on the information; " + "; ".join(parts)
+        )
+    survived = [
+        k
+        for k, p in placebo.items()
+        if not _finite(p.get("excess_pct"))
+        or p["excess_pct"] >= 0
+        or _num(p.get("cr_pct_median")) >= _num(p.get("real_cr_pct"))
+    ]
+    if survived:
+        return FAIL, (
+            f"the edge ({_pp(edge)} over buy-and-hold) survives {', '.join(survived)}: the placebo run does as well, "
+            "or still beats buy-and-hold; " + "; ".join(parts)
+        )
+    return PASS, f"an edge of {_pp(edge)} over buy-and-hold that no placebo keeps; " + "; ".join(parts)
+
+
+def calibration_point(ev: Evidence) -> Verdict:
+    """Do the analysts' stated confidences match how often they are right?"""
+    cal = ev.calibration
+    if not cal:
+        return NONE, "no team records with analysts' confidences"
+    buckets = ", ".join(f"{b} {v['hit_rate']:.0%} (n={v['n']})" for b, v in cal["by_confidence"].items())
+    return PASS if cal["brier"] < 0.25 else FAIL, (
+        f"Brier {cal['brier']:.3f} over {cal['calls']} analyst calls (0.25: a coin); hit rate of the "
+        f"{cal['directional']} bullish or bearish ones by confidence {buckets}"
     )
-    fill = broker.get("fill", "close")
-    add(fs, "next-open fills", PASS if fill == "next_open" else FAIL,
-        "fill next_open" if fill == "next_open" else "fill at the decision's own close (--fill next-open)")  # fmt: skip
-    per_share = broker.get("commission_model") == "per-share"
-    add(fs, "costs", PASS if per_share or costly else FAIL,
-        "per-share commission with a minimum and a maximum" if per_share else ("percent costs" if costly else "none"))  # fmt: skip
-    add(fs, "volume caps", PASS if broker.get("participation") else FAIL,
-        f"participation {broker['participation']}" if broker.get("participation") else "no participation cap (--participation 0.025)")  # fmt: skip
-    llm = label not in (None, "no-model")
-    charged = bool(broker.get("charge_llm"))
-    add(fs, "LLM cost as cost", PASS if (charged or not llm) else FAIL,
-        "model spend charged to the account" if charged else ("no model: nothing to charge" if not llm else "model spend not charged (--charge-llm)"))  # fmt: skip
-    days = int(metrics.get("n_days") or 0)
-    if rolling is not None:
-        windows = len(results.get("windows") or [])
-        add(
-            fs,
-            "long horizons",
-            PASS,
-            f"rolling evaluation: {windows} window rows over {', '.join(results.get('span') or [])}",
-        )
-        universes = results.get("universes") or []
-        add(
-            fs,
-            "broad universes",
-            PASS if any(":" in u or u == "all" for u in universes) else FAIL,
-            f"universes {', '.join(universes)}",
-        )
-    else:
-        add(
-            fs,
-            "long horizons",
-            PASS if days >= LONG_DAYS else FAIL,
-            f"one window of {days} trading days" + ("" if days >= LONG_DAYS else " (fincon experiment --rolling 1y)"),
-        )
-        tickers = config.get("tickers") or []
-        add(
-            fs,
-            "broad universes",
-            FAIL,
-            f"{len(tickers)} hand-picked ticker(s): {', '.join(tickers)} (--rolling with --universe RULE)",
-        )
+
+
+def numerical_execution(ev: Evidence) -> Verdict:
+    """Did numeric critics check the analysts' figures?"""
+    summary = (_json(ev.team / "summary.json") or {}).get("strategy_summary", {}) if ev.team else {}
+    critic = {k: v for k, v in summary.items() if k.startswith("critic")}
+    if not critic:
+        return NONE, "numeric critics off (--critics on)"
+    return PASS, ", ".join(f"{k} {v}" for k, v in sorted(critic.items()))
+
+
+def disaggregation(ev: Evidence) -> Verdict:
+    """What is each analyst's call worth? A pass needs at least one analyst
+    whose hit rate is above a coin's by a Wilson interval that excludes 50 %,
+    at 95 % over all analysts together (Bonferroni: each at 1 - 0.05/k)."""
+    from fincon.risk.significance import wilson
+
+    cal = ev.calibration
+    per = (cal or {}).get("by_analyst") or {}
+    if not per:
+        return NONE, "no analyst records to attribute"
+    level = 1.0 - 0.05 / len(per)
+    rows, informative = [], []
+    for kind, v in per.items():
+        lo, hi = wilson(v["hits"], v["n"], level)
+        rows.append(f"{kind} {v['hit_rate']:.0%} [{lo:.0%}, {hi:.0%}] (n={v['n']})")
+        if lo > 0.5:
+            informative.append(kind)
+    how = f"hit rate by analyst, Wilson {level:.1%} intervals (Bonferroni over {len(per)}): " + ", ".join(rows)
+    if informative:
+        return PASS, f"informative: {', '.join(informative)}; {how}"
+    return FAIL, f"reported, none informative (every interval includes a coin's 50 %); {how}"
+
+
+def point_in_time(ev: Evidence) -> Verdict:
+    look = ev.metrics.get("data_lookahead")
+    if look:
+        return FAIL, look
+    return PASS, "enforced by the engine and tested by perturbing the future (tests/test_point_in_time.py)"
+
+
+def next_open_fills(ev: Evidence) -> Verdict:
+    if ev.broker.get("fill", "close") == "next_open":
+        return PASS, "fill next_open"
+    return FAIL, "fill at the decision's own close (--fill next-open)"
+
+
+def costs(ev: Evidence) -> Verdict:
+    if ev.broker.get("commission_model") == "per-share":
+        return PASS, "per-share commission with a minimum and a maximum"
+    return (PASS, "percent costs") if ev.costly else (FAIL, "none")
+
+
+def volume_caps(ev: Evidence) -> Verdict:
+    cap = ev.broker.get("participation")
+    return (PASS, f"participation {cap}") if cap else (FAIL, "no participation cap (--participation 0.025)")
+
+
+def llm_cost(ev: Evidence) -> Verdict:
+    if ev.broker.get("charge_llm"):
+        return PASS, "model spend charged to the account"
+    if ev.knowledge.get("label") in (None, "no-model"):
+        return PASS, "no model: nothing to charge"
+    return FAIL, "model spend not charged (--charge-llm)"
+
+
+def long_horizons(ev: Evidence) -> Verdict:
+    if ev.rolling is not None:
+        windows = len(ev.results.get("windows") or [])
+        return PASS, f"rolling evaluation: {windows} window rows over {', '.join(ev.results.get('span') or [])}"
+    days = int(ev.metrics.get("n_days") or 0)
+    if days >= LONG_DAYS:
+        return PASS, f"one window of {days} trading days"
+    return FAIL, f"one window of {days} trading days (fincon experiment --rolling 1y)"
+
+
+def broad_universes(ev: Evidence) -> Verdict:
+    if ev.rolling is not None:
+        universes = ev.results.get("universes") or []
+        return PASS if any(":" in u or u == "all" for u in universes) else FAIL, f"universes {', '.join(universes)}"
+    tickers = ev.config.get("tickers") or []
+    return FAIL, f"{len(tickers)} hand-picked ticker(s): {', '.join(tickers)} (--rolling with --universe RULE)"
+
+
+SIX_POINT, FINSABER = "six-point protocol", "FINSABER checklist"
+#: the card's rows in order: (checklist, point, check); a new check is one function and one line here
+CHECKS: list[tuple[str, str, Callable[[Evidence], Verdict]]] = [
+    (SIX_POINT, "temporal integrity", temporal_integrity),
+    (SIX_POINT, "frictions", frictions),
+    (SIX_POINT, "counterfactual robustness", counterfactual_robustness),
+    (SIX_POINT, "calibration", calibration_point),
+    (SIX_POINT, "numerical execution", numerical_execution),
+    (SIX_POINT, "multi-agent disaggregation", disaggregation),
+    (FINSABER, "point in time", point_in_time),
+    (FINSABER, "next-open fills", next_open_fills),
+    (FINSABER, "costs", costs),
+    (FINSABER, "volume caps", volume_caps),
+    (FINSABER, "LLM cost as cost", llm_cost),
+    (FINSABER, "long horizons", long_horizons),
+    (FINSABER, "broad universes", broad_universes),
+]
+
+
+def card(root: Path) -> dict[str, Any]:
+    """The card of the run, experiment or rolling directory ``root``."""
+    ev = evidence(root)
+    rows = []
+    for group, point, check in CHECKS:
+        verdict, measured = check(ev)
+        rows.append({"checklist": group, "point": point, "verdict": verdict, "measured": measured})
     return {
-        "directory": str(root),
-        "run": str(run) if run else None,
+        "directory": str(ev.root),
+        "run": str(ev.run) if ev.run else None,
         "rows": rows,
         "passed": sum(r["verdict"] == PASS for r in rows),
         "failed": sum(r["verdict"] == FAIL for r in rows),
         "not_measured": sum(r["verdict"] == NONE for r in rows),
-        "calibration": cal,
+        "calibration": ev.calibration,
     }
+
+
+def _pct(x: Any) -> str:
+    return f"{x:.0%}" if _finite(x) else "n/a"
+
+
+def _pp(x: Any) -> str:
+    return f"{x:+.2f} pp" if _finite(x) else "n/a"
+
+
+def _num(x: Any) -> float:
+    return float(x) if _finite(x) else float("nan")
 
 
 def format_card(c: dict[str, Any]) -> str:

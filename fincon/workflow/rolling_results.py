@@ -226,6 +226,8 @@ def placebos(blocks: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
             "profit_gap_pct": med("profit_gap_pct"),
             "prediction_consistency": med("prediction_consistency"),
             "input_dependency": med("input_dependency"),
+            "excess_pct": med("excess_pct"),
+            "real_excess_pct": med("real_excess_pct"),
             "windows_flagged": flagged,
         }
 
