@@ -87,6 +87,22 @@ def test_pbo_is_about_half_for_noise_and_near_zero_for_a_real_edge():
     assert res["pbo"] < 0.05 and res["combinations"] == math.comb(10, 5) == 252
 
 
+def test_pbo_on_noise_is_a_half_for_an_odd_number_of_configurations_too():
+    """Issue 42 item 8: with the median rank counted as overfit (logit <= 0), N = 3 noise gave 0.5 + 1/6;
+    with it counted one half, the mean over 400 noise panels is 0.5 within its Monte Carlo error (sd of a
+    single PBO about 0.2, so the mean's is about 0.01), and the noise sd reported beside one PBO is about 0.2."""
+    rng = np.random.default_rng(11)
+    for n in (3, 5):
+        vals = [sig.pbo(rng.standard_normal((96, n)), splits=8, noise_reps=0)["pbo"] for _ in range(400)]
+        assert abs(np.mean(vals) - 0.5) < 0.04, (n, np.mean(vals))
+    one = sig.pbo(rng.standard_normal((96, 3)), splits=8, noise_reps=100, seed=1)
+    assert 0.45 < one["noise_mean"] < 0.55 and 0.15 < one["noise_sd"] < 0.3 and one["noise_reps"] == 100
+    assert sig.pbo(rng.standard_normal((96, 3)), splits=8, noise_reps=100, seed=1)["noise_sd"] == one["noise_sd"]
+    # the convention by hand: the logits of the in-sample best at ranks 1, 2, 3 of 3 out of sample
+    lam = np.log(np.array([1, 2, 3]) / 4 / (1 - np.array([1, 2, 3]) / 4))
+    assert sig._overfit_share(lam) == 0.5 and np.mean(lam <= 0) == pytest.approx(2 / 3)
+
+
 def test_holm_and_bh_by_hand():
     p = [0.01, 0.04, 0.03, None]
     holm = sig.adjust(p, "holm")

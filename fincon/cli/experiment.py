@@ -596,7 +596,7 @@ def format_significance(res: dict[str, Any], over: str = "the windows' daily ret
                 _f(s.get("spa_p_vs_bh"), "{:.3f}"),
                 _f(s.get("spa_p_vs_best_baseline"), "{:.3f}"),
                 stepm,
-                _f(s.get("pbo"), "{:.2f}"),
+                _f(s.get("pbo"), "{:.2f}") + (f" ±{s['pbo_noise_sd']:.2f}" if _finite(s.get("pbo_noise_sd")) else ""),
                 _f(s.get("wilcoxon_p_holm"), "{:.4f}"),
                 _f(s.get("wilcoxon_p_bh"), "{:.4f}"),
             )
@@ -610,11 +610,15 @@ def format_significance(res: dict[str, Any], over: str = "the windows' daily ret
     lines.append(
         "CI: stationary block bootstrap, 10,000 replications; DSR deflated by the trials compared; SPA: Hansen, "
         "against buy-and-hold and the best non-LLM baseline; StepM: Romano-Wolf at 5 %; PBO: CSCV over the "
-        "strategies; p Holm / BH: the Wilcoxon p-values adjusted across universes"
+        "strategies, ± its sd on pure noise of the same shape (noise gives 0.5); p Holm / BH: the Wilcoxon p-values adjusted across universes"
         if not notes
         else notes
     )
     return "\n".join(lines)
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and math.isfinite(v)
 
 
 def _f(v: Any, fmt: str) -> str:
@@ -734,7 +738,8 @@ def format_results(res: dict[str, Any], family=None) -> str:
             f"CI: stationary block bootstrap, {sig['bootstrap_reps']:,} replications; DSR deflated by the "
             f"{sig['trials']} distinct return series among the {configs} configurations run here, its variance "
             f"over the same series ({held}); SPA: Hansen, against buy-and-hold and the best non-LLM baseline; StepM: "
-            f"Romano-Wolf at 5 %; PBO: CSCV over every configuration run ({sig['pbo']['splits']} splits); "
+            f"Romano-Wolf at 5 %; PBO: CSCV over every configuration run ({sig['pbo']['splits']} splits), ± its sd "
+            "on pure noise of the same shape (noise gives 0.5); "
             "p Holm / BH: the variants' Wilcoxon p-values against the best baseline adjusted across variants"
         )
         lines += ["", format_significance(sig, f"the test window's {sig['days']} daily returns", notes)]

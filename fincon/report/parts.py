@@ -46,6 +46,10 @@ def num(v: Any, spec: str = "{:.3f}") -> str:
     return str(v)
 
 
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and math.isfinite(v)
+
+
 def table(
     head: Sequence[str],
     rows: Iterable[Sequence[Any]],
@@ -97,7 +101,7 @@ def significance_table(rows: Iterable[dict[str, Any]], over: str) -> str:
                 ""
                 if stepm is None or (isinstance(stepm, float) and math.isnan(stepm))
                 else ("beats" if stepm else "-"),
-                cell(r, "pbo", "{:.2f}"),
+                cell(r, "pbo", "{:.2f}") + (f" ±{r['pbo_noise_sd']:.2f}" if _finite(r.get("pbo_noise_sd")) else ""),
                 cell(r, "wilcoxon_p_holm", "{:.4f}"),
                 cell(r, "wilcoxon_p_bh", "{:.4f}"),
             ]
@@ -112,7 +116,8 @@ def significance_table(rows: Iterable[dict[str, Any]], over: str) -> str:
         + '<p class="note">CI: stationary block bootstrap; PSR: probabilistic Sharpe ratio against zero; MinTRL: '
         "minimum track record length at 95 %; DSR: deflated Sharpe ratio with the number of trials it deflates "
         "by; SPA: Hansen's test against buy-and-hold and the best non-LLM baseline; StepM: Romano-Wolf at 5 %; "
-        "PBO: probability of backtest overfitting by CSCV; p Holm / BH: the Wilcoxon p-values adjusted for the "
+        "PBO: probability of backtest overfitting by CSCV, ± its sd on pure noise of the same shape (noise gives "
+        "0.5); p Holm / BH: the Wilcoxon p-values adjusted for the "
         "number of comparisons (docs/experiments.md).</p>"
     )
 

@@ -65,7 +65,7 @@ def significance(
     rows, extra = universe_statistics(UNIVERSE, series, (n_trials, var), reps, splits, exp.seed)
     cscv = sig.pbo(np.column_stack(list(every.values())), splits=splits)
     for row in rows:
-        row["pbo"], row["pbo_splits"] = cscv["pbo"], cscv["splits"]
+        row["pbo"], row["pbo_noise_sd"], row["pbo_splits"] = cscv["pbo"], cscv.get("noise_sd"), cscv["splits"]
     extra["pbo"] = {**cscv, "over": "every configuration run: each variant's repeats and the baselines"}
     names = list(results["median"])
     p = [(results["median"][v].get("wilcoxon") or {}).get("p_value") for v in names]

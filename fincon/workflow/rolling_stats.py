@@ -14,7 +14,8 @@ strategy, over the daily returns of every test window laid end to end.
   baseline, and whether Romano & Wolf's StepM keeps the strategy as
   beating buy-and-hold;
 * the PBO of the universe (CSCV over its strategies, the days cut into
-  ``splits`` blocks);
+  ``splits`` blocks; a median rank counts one half, so noise gives 0.5) and
+  its spread on pure noise of the same shape (``pbo_noise_sd``);
 * the Wilcoxon p-values of every strategy across universes adjusted by Holm
   and by Benjamini-Hochberg.
 
@@ -110,6 +111,7 @@ def universe_statistics(
                 "spa_p_vs_best_baseline": spa_best["p_values"].get(name) if spa_best else None,
                 "stepm_beats_bh": (name in spa_bh["stepm"]) if spa_bh and name != BENCH else None,
                 "pbo": cscv["pbo"],
+                "pbo_noise_sd": cscv.get("noise_sd"),
                 "pbo_splits": cscv["splits"],
             }
         )
