@@ -59,6 +59,20 @@ def test_the_block_prefers_the_users_cutoff_and_says_no_model_for_none():
     assert unknown["label"] == "cutoff-unknown" and "--llm-knowledge-cutoff" in warning(unknown, "fincon")
 
 
+def test_a_users_cutoff_earlier_than_a_known_one_is_kept_as_a_claim_not_used():
+    """Issue 42 item 14: gpt-4o with --llm-knowledge-cutoff 2022-01-01 on a 2022-10 window stays
+    in-training-data (the known 2023-10-31), the user's date recorded as their claim and said; a later
+    date of the user's is taken (a newer snapshot the table does not know)."""
+    win = (D(2022, 10, 3), D(2022, 10, 31))
+    claimed = model_knowledge(LLMSettings(backend="openai", model="gpt-4o", knowledge_cutoff="2022-01-01"), *win)
+    assert claimed["label"] == "in-training-data" and claimed["cutoff"] == "2023-10-31"
+    assert claimed["claimed_cutoff"] == "2022-01-01" and "OpenAI" in claimed["source"]
+    line = warning(claimed, "fincon")
+    assert "--llm-knowledge-cutoff 2022-01-01 is earlier than the known cutoff 2023-10-31" in line
+    later = model_knowledge(LLMSettings(backend="openai", model="gpt-4o", knowledge_cutoff="2024-05-31"), *win)
+    assert later["cutoff"] == "2024-05-31" and "claimed_cutoff" not in later
+
+
 def test_a_cutoff_that_is_no_date_is_refused():
     with pytest.raises(ValueError, match="YYYY-MM-DD"):
         LLMSettings(knowledge_cutoff="Oct 2023")

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from fincon.data.aliases import NAMES
+from fincon.data.events.generator import DEFAULT_TICKERS
 from fincon.data.events.sources import build_store
 from fincon.eval import lookahead
 from fincon.llm import LLMClient, UsageLedger
@@ -24,11 +25,11 @@ def _closes() -> pd.Series:
     return market_for(["TSLA"], start=pd.Timestamp("2022-01-03"), end=pd.Timestamp("2023-06-09")).frame("TSLA")["close"]
 
 
-def _run(backend, n=60):
-    events = build_store([{"type": "sample"}], ("TSLA",)).all_events()
+def _run(backend, n=60, tickers=DEFAULT_TICKERS, end=END):
+    events = build_store([{"type": "sample"}], tuple(tickers)).all_events()
     client = LLMClient(backend, ledger=UsageLedger())
     return lookahead.run(
-        client, "TSLA", START, END, _closes(), events, name="Tesla", candidates=sorted(NAMES), samples=n,
+        client, "TSLA", START, end, _closes(), events, name="Tesla", candidates=sorted(NAMES), samples=n,
         seed=3, anonymize=True,
     )  # fmt: skip
 
@@ -58,11 +59,59 @@ def test_the_probe_flags_a_model_that_remembers_and_the_mask_removes_it():
     assert all(r["calls"] > 0 for r in res["rows"] if r["probe"] != "reid-year")
 
 
-def test_a_model_that_knows_nothing_is_reported_as_such():
+def test_a_model_whose_every_answer_is_invalid_is_inconclusive_not_clear():
+    """Issue 42 item 11: a probe that measured nothing says so; it never reads as "no recall"."""
     res = _run(TeamStub())  # no probe schema it knows: invalid answers, counted, never right
     named = _row(res, "recall up/down-5", "named")
     assert named["invalid"] == named["n"] == 60 and named["correct"] == 0
-    assert res["verdict"].startswith("no recall detected at 60 samples")
+    assert named["inconclusive"] == "60 of 60 answers invalid"
+    assert res["verdict"].startswith("inconclusive: no probe measured anything (60 of 60 answers invalid")
+    assert "inconclusive" in lookahead.report(res)
+
+
+class _AlwaysTSLA:
+    """A model that answers the probed ticker, the year 2022 and "up" to every question."""
+
+    name = model_id = price_model = "always-tsla"
+
+    def complete(self, messages, schema, params):
+        from fincon.llm.types import Completion
+
+        props = schema.get("properties", {})
+        ans = {"ticker": "TSLA", "year": 2022} if "ticker" in props else {"answer": "up" if "up" in str(props) else "C"}
+        return Completion(json.dumps(ans), prompt_tokens=10, completion_tokens=5)
+
+    def close(self):
+        pass
+
+
+def test_a_constant_answer_scores_no_better_than_the_best_constant_answer():
+    """Issue 42 item 11: the items come from several firms and the company is scored against the most
+    common one's share, so naming the probed ticker every time is chance (it scored p = 3e-7 against 1/42);
+    a window inside one year makes the year half measure nothing, which it says."""
+    res = _run(_AlwaysTSLA())
+    company = _row(res, "reid-company", "named")
+    firms = {q["gold"].split("|")[0] for q in res["questions"]["named reid"]}
+    assert len(firms) >= 5 and company["accuracy"] <= company["chance"] < 0.5 and company["p_value"] > 0.5
+    one_year = _run(_AlwaysTSLA(), end=dt.date(2022, 12, 30))
+    year = _row(one_year, "reid-year", "named")
+    assert year["chance"] == 1.0 and year["inconclusive"].startswith("the best constant answer is always right")
+    assert "reid-year inconclusive" in one_year["verdict"] or "reid-year" not in one_year["verdict"]
+
+
+def test_a_window_with_no_answerable_day_is_refused_before_any_call():
+    from fincon.errors import DataError
+
+    class Never:
+        name = model_id = price_model = "never"
+
+        def complete(self, *a):
+            raise AssertionError("asked")
+
+    closes = _closes()
+    with pytest.raises(DataError, match="has 20 trading days of prices after it"):
+        lookahead.run(LLMClient(Never(), ledger=UsageLedger()), "TSLA", dt.date(2023, 6, 1), dt.date(2023, 6, 9),
+                      closes, [], name="Tesla", candidates=["TSLA"])  # fmt: skip
 
 
 def test_wilson_and_binomial_by_hand():

@@ -183,6 +183,7 @@ def _lookahead(args: argparse.Namespace) -> int:
     from fincon.data.inputs import SAMPLE, open_inputs
     from fincon.data.prices import validate_bars
     from fincon.eval import lookahead
+    from fincon.llm.knowledge import model_knowledge
     from fincon.llm.masking import user_names
 
     _check_json(args)
@@ -201,15 +202,19 @@ def _lookahead(args: argparse.Namespace) -> int:
     closes = validate_bars(raw, ticker, source.describe(ticker))["close"]
     if not ((closes.index.date >= start) & (closes.index.date <= end)).any():
         raise DataError(f"{ticker}: no prices in {start}..{end} ({source.describe(ticker)})")
-    events = inputs.events(inputs.events_spec(None if ds is not None else SAMPLE), (ticker,)).all_events()
-    extra = user_names(settings_from_args(args).aliases)
+    settings = settings_from_args(args)
+    extra = user_names(settings.aliases)
     name = (extra.get(ticker) or NAMES.get(ticker) or (ticker,))[0]
     candidates = sorted({*NAMES, *(ds.manifest.tickers if ds is not None else ())})
+    # every firm of the corpus: the re-identification probe draws its items from each in turn
+    corpus = sorted({ticker, *(ds.manifest.tickers if ds is not None else NAMES)})
+    events = inputs.events(inputs.events_spec(None if ds is not None else SAMPLE), tuple(corpus)).all_events()
+    knowledge = model_knowledge(settings, start, end)
     res = _run_llm(
         args,
         lambda client: lookahead.run(
             client, ticker, start, end, closes, events, name=name, candidates=candidates, samples=args.samples,
-            seed=args.seed, anonymize=bool(args.anonymize), aliases=extra,
+            seed=args.seed, anonymize=bool(args.anonymize), aliases=extra, knowledge=knowledge,
         ),
     )  # fmt: skip
     print(lookahead.report(res))
@@ -222,6 +227,7 @@ def _run_llm(args: argparse.Namespace, run: Callable[[Any], dict[str, Any]]) -> 
     from fincon.llm.settings import build_client
 
     client = build_client(settings_from_args(args, {"answer_max_tokens": 64}))
+    client.budget_per_question = True  # --max-tokens stops the evaluation at the next question
     try:
         return run(client)
     finally:
@@ -257,7 +263,9 @@ def _client(args: argparse.Namespace, base: dict[str, Any]):
         return None
     from fincon.llm.settings import build_client
 
-    return build_client(settings_from_args(args, base))
+    client = build_client(settings_from_args(args, base))
+    client.budget_per_question = True  # --max-tokens stops the evaluation at the next question
+    return client
 
 
 def _check_json(args: argparse.Namespace) -> None:

@@ -8,20 +8,26 @@ Two probes, each asked of the model as it is (named) and, with
   close go up or down over the next 5 and the next 20 trading days, and in
   which of five buckets (the sampled days' own quintiles of the 20-day
   return) did the close 20 days later land. Scored against the real prices.
-* **re-identification**: N items of the corpus, as an analyst reads them
-  (date and text), and the model is asked which company (one of the
-  bundled tickers and the dataset's) and which year they are about.
+* **re-identification**: N items of the window, as an analyst reads them
+  (date and text), drawn in turn from every firm of the corpus that has
+  items there (the probed ticker and the others), and the model is asked
+  which company (one of the bundled tickers and the dataset's) and which
+  year they are about.
 
 Each probe reports the accuracy, the chance rate it is tested against, a
 Wilson 95 % interval, a one-sided binomial p-value (accuracy above chance),
 and the calls and tokens it took. The chance rate is the best a model that
-knows nothing can do: for a direction question the share of the more
-frequent answer among the sampled days (always saying "up" in a rising
-window scores that), for the buckets and the re-identification one over the
-number of choices for the company, and for the year the share of the most
-common year among the sampled items (a model biased to one year scores
-that). A model that answers invalidly twice counts as wrong (and is
-counted).
+knows nothing can do, the best constant answer: for a direction question
+the share of the more frequent answer among the sampled days (always saying
+"up" in a rising window scores that), for the buckets one in five, for the
+company the share of the most common firm among the sampled items (always
+naming the probed ticker scores that) and for the year the share of the
+most common year. A row whose best constant answer is always right (every
+item about one firm, a window inside one year) measures nothing and says
+so; a model that answers invalidly twice counts as wrong (and is counted),
+and a row with more invalid answers than valid ones is inconclusive, never
+"no recall". The verdict names the model's knowledge label for the window
+(its cutoff, from fincon's table or ``--llm-knowledge-cutoff``).
 
 The masked pass masks the question and the item itself and leaves the
 answer choices (the real tickers, the years) in the clear: the model must
@@ -85,6 +91,16 @@ class ProbeResult:
     def accuracy(self) -> float:
         return self.correct / self.n if self.n else float("nan")
 
+    def inconclusive(self) -> str | None:
+        """Why this row measured nothing (None: it measured something)."""
+        if self.n == 0:
+            return "no question to ask"
+        if self.chance >= 1.0:
+            return "the best constant answer is always right (one firm, or one year, in the sample)"
+        if self.invalid * 2 > self.n:
+            return f"{self.invalid} of {self.n} answers invalid"
+        return None
+
     def stats(self) -> dict[str, Any]:
         lo, hi, p = wilson_and_p(self.correct, self.n, self.chance)
         return {
@@ -99,6 +115,7 @@ class ProbeResult:
             "invalid": self.invalid,
             "calls": self.calls,
             "tokens": self.tokens,
+            "inconclusive": self.inconclusive(),
         }
 
 
@@ -172,15 +189,25 @@ def recall_questions(ticker: str, name: str, closes: pd.Series, days: Sequence[p
 def reid_questions(
     events: Sequence[Any], n: int, seed: int, tickers: Sequence[str], years: Sequence[int]
 ) -> list[Question]:
-    """``n`` items (sampled) as an analyst reads them, each asked which firm and which year."""
-    items = [e for e in events if e.text]
-    if not items:
+    """``n`` items as an analyst reads them, each asked which firm and which
+    year: drawn in turn from each firm's items (shuffled, seeded), so no firm
+    dominates the sample and naming one firm every time does not score."""
+    by: dict[str, list[Any]] = {}
+    for e in events:
+        if e.text:
+            by.setdefault(e.ticker, []).append(e)
+    if not by:
         return []
     rng = np.random.default_rng([seed, 59])
-    pick = sorted(rng.choice(len(items), size=min(n, len(items)), replace=False))
+    queues = {t: [items[int(i)] for i in rng.permutation(len(items))] for t, items in sorted(by.items())}
+    picked: list[Any] = []
+    while len(picked) < n and any(queues.values()):
+        for t in sorted(queues):
+            if queues[t] and len(picked) < n:
+                picked.append(queues[t].pop())
+    picked.sort(key=lambda e: (e.published_at, e.ticker, e.id))
     out = []
-    for i in pick:
-        e = items[int(i)]
+    for e in picked:
         day = e.published_at.date()
         text = " ".join(str(e.text).split())[:900]
         prompt = (
@@ -254,18 +281,31 @@ def run(
     seed: int = 0,
     anonymize: bool = False,
     aliases: dict[str, Sequence[str]] | None = None,
+    knowledge: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Both probes, named (and masked with ``anonymize``; ``aliases``: more
-    names to mask); see the module docstring."""
+    names to mask); ``events``: the items of every firm the corpus has (the
+    re-identification draws from each); ``knowledge``: the model's
+    ``model_knowledge`` block for the window, carried into the result; see
+    the module docstring."""
     from fincon.llm.masking import masker_for
 
+    from fincon.errors import DataError
+
     days = sample_days(closes, start, end, samples, seed)
+    if not days:
+        last = closes.index[-1].date() if len(closes) else None
+        raise DataError(
+            f"{ticker}: no day of {start}..{end} has {max(HORIZONS)} trading days of prices after it (the data ends "
+            f"{last}); nothing to ask: choose a window that ends {max(HORIZONS)} sessions before the data does"
+        )
     window_events = [e for e in events if start <= e.published_at.date() <= end]
     years = sorted({d.year for d in closes.index})
     cands = sorted({*candidates, ticker})
     modes: list[tuple[str, Any]] = [("named", None)]
     if anonymize:
-        mask = masker_for([ticker], aliases)
+        # every firm whose items the re-identification draws is masked, not only the probed one
+        mask = masker_for(sorted({ticker, *(e.ticker for e in window_events if e.text)}), aliases)
         mask.start_prices[ticker] = float(closes.loc[closes.index[closes.index.date >= start][0]])
         modes.append(("masked", mask))
     rows: list[dict[str, Any]] = []
@@ -286,9 +326,7 @@ def run(
         r = _probe("reid", mode, client, mask, reid, Who, 0.0)
         # the year's chance rate is the best constant answer (a model that always says the most
         # common year of the sample, say from a bias to recent years, scores that much)
-        gold_years = [q.gold.split("|")[1] for q in reid]
-        year_chance = max(gold_years.count(y) for y in set(gold_years)) / len(gold_years) if gold_years else 0.0
-        for part, chance in (("company", 1 / len(cands)), ("year", max(year_chance, 1 / len(years)))):
+        for part, chance in (("company", _best_constant(reid, 0)), ("year", _best_constant(reid, 1))):
             half = _split(r, part)
             half.chance = chance
             half.calls, half.tokens = (r.calls, r.tokens) if part == "company" else (0, 0)
@@ -302,30 +340,53 @@ def run(
         "days": [str(d.date()) for d in days],
         "candidates": cands,
         "years": years,
+        "model_knowledge": knowledge or {},
         "rows": rows,
         "verdict": verdict(rows),
         "questions": detail,
     }
 
 
+def _best_constant(questions: Sequence[Question], part: int) -> float:
+    """The share of the most common gold answer (``part`` 0: the company, 1: the year): what a model that
+    knows nothing scores by giving that answer every time."""
+    gold = [q.gold.split("|")[part] for q in questions]
+    return max(gold.count(g) for g in set(gold)) / len(gold) if gold else 0.0
+
+
 def verdict(rows: Sequence[dict[str, Any]]) -> str:
-    """One line: does the named model recall the window, and does the mask remove it?"""
-    named = [r for r in rows if r["mode"] == "named" and r["probe"].startswith("recall")]
-    flagged = [r for r in named if r["n"] and r["p_value"] < 0.01]
+    """One line: does the named model recall the window (or re-identify its
+    items), and does the mask remove it? Rows that measured nothing are left
+    out; when none measured anything the line says inconclusive."""
+    named = [r for r in rows if r["mode"] == "named" and not r.get("inconclusive")]
+    if not named:
+        why = sorted({r["inconclusive"] for r in rows if r["mode"] == "named" and r.get("inconclusive")})
+        return "inconclusive: no probe measured anything (" + "; ".join(why) + ")"
+    flagged = [r for r in named if r["p_value"] < 0.01]
     if flagged:
-        worst = min(flagged, key=lambda r: r["p_value"])
-        line = (
-            f"the model recalls this window ({worst['probe']}: {worst['accuracy']:.0%} against a chance rate of "
-            f"{worst['chance']:.0%}, p = {worst['p_value']:.2g}): its LLM results here are not evidence of skill"
-        )
+        parts = []
+        for what, rows_of in (("recalls this window", "recall"), ("re-identifies its items", "reid")):
+            mine = [r for r in flagged if r["probe"].startswith(rows_of)]
+            if mine:
+                worst = min(mine, key=lambda r: r["p_value"])
+                parts.append(
+                    f"{what} ({worst['probe']}: {worst['accuracy']:.0%} against a chance rate of "
+                    f"{worst['chance']:.0%}, p = {worst['p_value']:.2g})"
+                )
+        line = f"the model {' and '.join(parts)}: its LLM results here are not evidence of skill"
     else:
-        widest = max(named, key=lambda r: r["wilson_95"][1] - r["wilson_95"][0]) if named else None
-        ci = f"{widest['wilson_95'][0]:.0%}..{widest['wilson_95'][1]:.0%}" if widest else "n/a"
-        n = named[0]["n"] if named else 0
-        line = f"no recall detected at {n} samples: the interval is {ci} ({widest['probe'] if widest else ''})"
-    masked = [r for r in rows if r["mode"] == "masked" and r["probe"].startswith("recall")]
-    if masked:
-        left = [r for r in masked if r["n"] and r["p_value"] < 0.01]
+        widest = max(named, key=lambda r: r["wilson_95"][1] - r["wilson_95"][0])
+        ci = f"{widest['wilson_95'][0]:.0%}..{widest['wilson_95'][1]:.0%}"
+        line = f"no recall detected at {widest['n']} samples: the widest interval is {ci} ({widest['probe']})"
+    left_out = [r["probe"] for r in rows if r["mode"] == "named" and r.get("inconclusive")]
+    if left_out:
+        line += f" ({', '.join(left_out)} inconclusive)"
+    masked_rows = [r for r in rows if r["mode"] == "masked"]
+    masked = [r for r in masked_rows if not r.get("inconclusive")]
+    if masked_rows and not masked:
+        line += "; masked: inconclusive"
+    elif masked:
+        left = [r for r in masked if r["p_value"] < 0.01]
         line += "; masked: " + (
             f"still above chance ({', '.join(r['probe'] for r in left)})" if left else "no recall above chance"
         )
@@ -337,13 +398,20 @@ def report(res: dict[str, Any]) -> str:
         f"lookahead probes: {res['ticker']} {res['window']['start']}..{res['window']['end']}, "
         f"{len(res['days'])} decision days, seed {res['seed']}"
     )
+    know = res.get("model_knowledge") or {}
+    if know:
+        cutoff = f"cutoff {know.get('cutoff')} ({know.get('source')})" if know.get("cutoff") else "cutoff unknown"
+        head += f"\nmodel {know.get('model')}: {cutoff}; the window is {know.get('label')}"
     cols = f"{'probe':<22}{'mode':<8}{'n':>5}{'acc':>7}{'chance':>8}{'Wilson 95%':>15}{'p':>10}{'invalid':>9}{'calls':>7}{'tokens':>9}"
     lines = [head, cols, "-" * len(cols)]
     for r in res["rows"]:
         lo, hi = r["wilson_95"]
+        acc = f"{r['accuracy']:.1%}" if r["n"] else "n/a"
+        ci = f"{lo:.0%}..{hi:.0%}" if r["n"] else "n/a"
         lines.append(
-            f"{r['probe']:<22}{r['mode']:<8}{r['n']:>5}{r['accuracy']:>7.1%}{r['chance']:>8.1%}"
-            f"{f'{lo:.0%}..{hi:.0%}':>15}{r['p_value']:>10.2g}{r['invalid']:>9}{r['calls']:>7}{r['tokens']:>9,}"
+            f"{r['probe']:<22}{r['mode']:<8}{r['n']:>5}{acc:>7}{r['chance']:>8.1%}"
+            f"{ci:>15}{r['p_value']:>10.2g}{r['invalid']:>9}{r['calls']:>7}{r['tokens']:>9,}"
+            + (f"  inconclusive: {r['inconclusive']}" if r.get("inconclusive") else "")
         )
     lines.append(f"\nverdict: {res['verdict']}")
     return "\n".join(lines)

@@ -73,6 +73,9 @@ class LLMClient:
         self.params = params or SamplingParams()
         #: --anonymize: every prompt and schema masked, every answer mapped back (fincon.llm.masking)
         self.masker: Masker | None = None
+        #: check the token budget before every question (an evaluation, which has no day to stop at;
+        #: a strategy checks it itself at the start of each day and stops cleanly there)
+        self.budget_per_question = False
 
     # -- the interface ---------------------------------------------------
     def ask(
@@ -85,6 +88,8 @@ class LLMClient:
         params: SamplingParams | None = None,
     ) -> LLMResult[T]:
         """Ask for one ``output`` object; see the module docstring."""
+        if self.budget_per_question:
+            self.ledger.check_budget()
         params = params or self.params
         mask = self.masker
         schema = schema_for(output)

@@ -14,9 +14,12 @@ model labels its window against the model's training-data cutoff:
 * ``cutoff-unknown``: no cutoff is known for the model (never a pass);
 * ``no-model``: the strategy calls no model (a rules brain, a baseline).
 
-A cutoff comes from ``llm.knowledge_cutoff`` (``--llm-knowledge-cutoff``)
-when the user gives one, else from :data:`KNOWN` (the bundled models and
-common endpoint models, each with its source). Vendors state a cutoff as a
+A cutoff comes from :data:`KNOWN` (the bundled models and common endpoint
+models, each with its source) or from ``llm.knowledge_cutoff``
+(``--llm-knowledge-cutoff``), and when both exist the later one: a user's
+date earlier than a known one would relabel a window the model was trained
+on as after its cutoff, so it is kept as the user's claim
+(``claimed_cutoff`` in the block), said in the run's warning, and not used. Vendors state a cutoff as a
 month: it is taken as that month's last day, so a window inside the cutoff
 month counts as in the training data. Where a vendor states none (the Qwen2.5
 family), the public release date bounds it from above: a window before the
@@ -83,16 +86,20 @@ def known_cutoff(model: str | None) -> Cutoff | None:
 
 
 def cutoff_of(settings: Any) -> Cutoff | None:
-    """The cutoff of the model ``settings`` (an LLMSettings) name: the user's, else a known one."""
+    """The cutoff of the model ``settings`` (an LLMSettings) names: the later of
+    the user's and the known one (module docstring)."""
     given = getattr(settings, "knowledge_cutoff", None)
-    if given is not None:
-        return Cutoff(given, USER_SOURCE)
     model = getattr(settings, "model", None)
     if model is None and getattr(settings, "backend", "local") == "local":
         from fincon.llm.bundled import DEFAULT_MODEL
 
         model = DEFAULT_MODEL
-    return known_cutoff(model)
+    known = known_cutoff(model)
+    if given is None:
+        return known
+    if known is not None and given < known.date:
+        return known
+    return Cutoff(given, USER_SOURCE)
 
 
 def label(start: dt.date, end: dt.date, cutoff: Cutoff | None) -> Label:
@@ -114,18 +121,27 @@ def model_knowledge(settings: Any | None, start: dt.date, end: dt.date) -> dict[
         return {"label": "no-model", "model": None, "cutoff": None, "source": None, "window": window}
     cutoff = cutoff_of(settings)
     model = getattr(settings, "model", None)
-    return {
+    block = {
         "label": label(start, end, cutoff),
         "model": str(model) if model is not None else None,
         "cutoff": str(cutoff.date) if cutoff else None,
         "source": cutoff.source if cutoff else None,
         "window": window,
     }
+    given = getattr(settings, "knowledge_cutoff", None)
+    if given is not None and cutoff is not None and cutoff.date != given:
+        block["claimed_cutoff"] = str(given)  # the user's earlier date, kept as their claim, not used
+    return block
 
 
 def warning(block: dict[str, Any], who: str) -> str | None:
     """One line for an LLM run whose window is not after the model's cutoff, else None."""
     lab = block["label"]
+    if block.get("claimed_cutoff"):
+        who += (
+            f" (--llm-knowledge-cutoff {block['claimed_cutoff']} is earlier than the known cutoff "
+            f"{block['cutoff']}: kept as your claim, the known date used)"
+        )
     if lab in ("after-cutoff", "no-model"):
         return None
     w = block["window"]
