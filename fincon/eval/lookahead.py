@@ -288,9 +288,8 @@ def run(
     re-identification draws from each); ``knowledge``: the model's
     ``model_knowledge`` block for the window, carried into the result; see
     the module docstring."""
-    from fincon.llm.masking import masker_for
-
     from fincon.errors import DataError
+    from fincon.llm.masking import masker_for
 
     days = sample_days(closes, start, end, samples, seed)
     if not days:
