@@ -395,7 +395,7 @@ def name_flags(message: str, flags: Mapping[str, str] | None) -> str:
     hit = False
     for key in sorted(flags, key=len, reverse=True):
         # the key as a whole word (not inside another key or word: "start" in "restart")
-        pattern = re.compile(rf"(?<![\w.-]){re.escape(key)}(?=[:\s;,)]|$)")
+        pattern = re.compile(rf"(?<![\w.-]){re.escape(key)}(?=[:\s;,)']|$)")
         message, n = pattern.subn(lambda _m, f=flags[key]: f, message)
         hit = hit or n > 0
     if hit:

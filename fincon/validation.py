@@ -28,12 +28,26 @@ def format_validation_error(prefix: str, exc: ValidationError, model: type | Non
             rng = field_range(model, err["loc"])
             msg += f" (range {rng})" if rng else " (NaN and infinities are not settings)"
         if err["type"] == "extra_forbidden":
-            parts.append(f"unknown key {key!r}")
+            valid = _fields_at(model, err["loc"][:-1]) if model is not None else []
+            parts.append(f"unknown key {key!r}" + (f" (valid: {', '.join(valid)})" if valid else ""))
         elif key:
             parts.append(f"{key}: {msg}")
         else:
             parts.append(msg)
     return "; ".join(parts)
+
+
+def _fields_at(model: Any, loc: tuple) -> list[str]:
+    """The field names of the model reached by following ``loc`` from ``model`` (empty when it is none)."""
+    from pydantic import BaseModel
+
+    for part in loc:
+        if not (isinstance(model, type) and issubclass(model, BaseModel)) or part not in model.model_fields:
+            return []
+        model = model.model_fields[part].annotation
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        return sorted(model.model_fields)
+    return []
 
 
 def parse_iso_date(text: str, what: str = "") -> dt.date:

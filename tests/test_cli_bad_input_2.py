@@ -534,6 +534,8 @@ def test_terminated_experiment_is_marked_shown_and_resumed(tmp_path):
         time.sleep(0.2)
     p.send_signal(signal.SIGTERM)
     assert p.wait(60) == 143
+    # what it says is what it did: the folder is kept to resume from (issue 42 item 16), not removed
+    assert "terminated; the finished units are kept in exp: run the same command to resume" in p.stderr.read().decode()
     state = json.loads((tmp_path / "exp" / "experiment.json").read_text())
     assert state["status"] == "interrupted" and "rerun the same command" in state["error"]
     assert json.loads((tmp_path / "exp" / "train" / "full-r1" / "train.json").read_text())["status"] == "interrupted"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from fincon.cli.main import main
@@ -25,6 +26,8 @@ EXP = ["experiment", "--ticker", "TSLA", "--brain", "rules", "--no-progress", "-
        "--train-start", "2022-04-01", "--train-end", "2022-04-08", "--test-start", "2022-05-02",
        "--test-end", "2022-05-10"]  # fmt: skip
 NUMERIC = ["eval", "numeric", "--brain", "rules", "--limit", "3"]
+SERVER = ["--llm-backend", "openai", "--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", "m",
+          "--llm-knowledge-cutoff", "2020-01-01"]  # fmt: skip
 ASK = ["llm", "ask", "hi", "--llm-backend", "openai", "--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", "m",
        "--llm-cache", "read-write", "--llm-cache-path"]  # fmt: skip
 
@@ -53,7 +56,37 @@ def fixtures(root: Path) -> dict[str, str]:
     (root / "corrupt.sqlite").write_bytes(b"SQLite format 3\x00" + b"\x07" * 200)
     f["corrupt"] = str(root / "corrupt.sqlite")
     f["run"] = str(root / "run")  # a path the run would write (must not appear)
+    f["unnamed"] = _unnamed_dataset(root)
+    from fincon.workflow import trials
+
+    row = trials.row(config_hash="c", strategy="sma-cross", tickers=["TSLA"], start="2022-10-05", end="2022-11-01",
+                     values=[100.0, 101.0, 100.5], metrics={"cr_pct": 0.5, "sharpe": 1.0})  # fmt: skip
+    trials.append(root / "ledger.sqlite", [row])
+    f["ledger"] = str(root / "ledger.sqlite")
+    bad = root / "bad_manifest"  # a folder whose run_manifest.json is not fincon's
+    bad.mkdir()
+    (bad / "run_manifest.json").write_text('{"mine": 1}\n')
+    (bad / "notes.txt").write_text("mine\n")
+    f["bad_manifest"] = str(bad)
+    training = root / "training"
+    training.mkdir()
+    (training / "train.json").write_text('{"status": "complete"}\n')
+    f["training"] = str(training)
     return f
+
+
+def _unnamed_dataset(root: Path) -> str:
+    """A dataset of a ticker fincon has no name for (``data import csv``)."""
+    prices = root / "prices"
+    prices.mkdir()
+    days = pd.bdate_range("2022-01-03", "2022-12-30")
+    rows = [f"{d.date()},10,11,9,{10 + (i % 7) / 10},{10 + (i % 7) / 10},1000" for i, d in enumerate(days)]
+    (prices / "ZZZQ.csv").write_text("Date,Open,High,Low,Close,Adj Close,Volume\n" + "\n".join(rows) + "\n")
+    news = root / "news.csv"
+    news.write_text("ticker,published,source,title,text,url\nZZZQ,2022-03-01,news,t,Zenith Quarry beats.,\n")
+    out = root / "unnamed"
+    assert main(["data", "import", "csv", str(news), "--prices", str(prices), "--out", str(out)]) == 0
+    return str(out)
 
 
 # id -> (argv with {fixture} placeholders, a fragment the one line must contain)
@@ -110,6 +143,155 @@ CASES: dict[str, tuple[list[str], str]] = {
         "--ledger {notes} is not a fincon trial ledger",
     ),
     "ledger --ledger on the user's database": (["ledger", "--ledger", "{users_db}"], "is not a fincon trial ledger"),
+    # 12. masking that says it masked
+    "--anonymize on a firm fincon has no name for": (
+        [
+            "backtest",
+            "--data",
+            "{unnamed}",
+            "--ticker",
+            "ZZZQ",
+            "--strategy",
+            "llm-trader",
+            "--anonymize",
+            *SERVER,
+            "--start",
+            "2022-06-01",
+            "--end",
+            "2022-06-30",
+            "--no-progress",
+            "--out",
+            "{run}",
+        ],
+        "--anonymize: fincon knows no name for ZZZQ (not in its table, and the dataset names none)",
+    ),  # fmt: skip
+    "--alias for a ticker the run does not trade": (
+        [
+            "backtest",
+            "--ticker",
+            "TSLA",
+            "--strategy",
+            "llm-trader",
+            "--anonymize",
+            "--alias",
+            "MSFT=Microsoft",
+            *SERVER,
+            "--start",
+            "2022-06-01",
+            "--end",
+            "2022-06-30",
+            "--no-progress",
+            "--out",
+            "{run}",
+        ],
+        "--alias MSFT=...: MSFT is not traded in this run (tickers: TSLA)",
+    ),  # fmt: skip
+    # 14. the cutoff guard is not defeated by a flag
+    "--llm-knowledge-cutoff earlier than the known one, with --require-after-cutoff": (
+        [
+            "backtest",
+            "--ticker",
+            "TSLA",
+            "--strategy",
+            "llm-trader",
+            "--llm-backend",
+            "openai",
+            "--llm-model",
+            "gpt-4o",
+            "--llm-base-url",
+            "http://127.0.0.1:9/v1",
+            "--llm-knowledge-cutoff",
+            "2022-01-01",
+            "--require-after-cutoff",
+            "--start",
+            "2022-10-03",
+            "--end",
+            "2022-10-31",
+            "--no-progress",
+            "--out",
+            "{run}",
+        ],
+        "--require-after-cutoff: llm-trader (--llm-knowledge-cutoff 2022-01-01 is earlier than the known cutoff "
+        "2023-10-31",
+    ),  # fmt: skip
+    # 15. vacuous flags
+    "experiment --placebo ''": ([*EXP, "--placebo", "", "--out", "{run}"], "--placebo is empty: name one or more of"),
+    "experiment --ablations ','": ([*EXP, "--ablations", ",", "--out", "{run}"], "--ablations is empty"),
+    "backtest --strategy ''": (["backtest", "--strategy", "", "--out", "{run}"], "--strategy is empty"),
+    "report --card --out writes nothing": (
+        ["report", "--card", "{training}", "--out", "{run}.html"],
+        "--card prints the card (--json: as JSON) and writes no file",
+    ),
+    "--param a2c.train_end inside the test window": (
+        [
+            "backtest",
+            "--ticker",
+            "TSLA",
+            "--strategy",
+            "a2c",
+            "--param",
+            "a2c.train_end=2022-11-01",
+            "--start",
+            "2022-10-05",
+            "--end",
+            "2022-10-20",
+            "--no-progress",
+            "--out",
+            "{run}",
+        ],
+        "--param a2c.train_end=2022-11-01 is inside the test window (it starts 2022-10-05)",
+    ),  # fmt: skip
+    "ledger --study ''": (["ledger", "--ledger", "{ledger}", "--study", ""], "--study '': give TICKERS START..END"),
+    # 16. misleading no more
+    "--brain rules on strategies without a brain": (
+        [*SMA, "--brain", "rules", "--out", "{run}"],
+        "--brain applies to fincon, finsent, finmem; none of them is in --strategy",
+    ),
+    "--param a2c.bogus names the flag and the valid keys": (
+        ["backtest", "--ticker", "TSLA", "--strategy", "a2c", "--param", "a2c.bogus=1", "--out", "{run}"],
+        "unknown key '--param a2c.bogus' (valid: seed, size, timesteps, train_end, train_start)",
+    ),
+    "--placebo bogus lists the placebos": (
+        [*EXP, "--placebo", "bogus", "--out", "{run}"],
+        "--placebo bogus: not one of shuffle-news, flip-tone, price-twin",
+    ),
+    "--ledger ''": ([*SMA, "--ledger", "", "--out", "{run}"], "--ledger is empty; give a file"),
+    "--replace over a folder whose run_manifest.json is not fincon's": (
+        [*SMA, "--out", "{bad_manifest}", "--replace"],
+        "its run_manifest.json is not one fincon wrote",
+    ),
+    "report --card on a training": (["report", "--card", "{training}"], "is a belief training (train.json)"),
+    # 17. a server that is down is found before the experiment's folder is made
+    "experiment --brain llm with the server down": (
+        [
+            "experiment",
+            "--ticker",
+            "TSLA",
+            "--brain",
+            "llm",
+            *SERVER,
+            "--repeats",
+            "1",
+            "--episodes",
+            "1",
+            "--ablations",
+            "full",
+            "--train-start",
+            "2022-09-01",
+            "--train-end",
+            "2022-09-15",
+            "--test-start",
+            "2022-09-16",
+            "--test-end",
+            "2022-09-30",
+            "--no-progress",
+            "--ledger",
+            "off",
+            "--out",
+            "{run}",
+        ],
+        "nothing is listening at http://127.0.0.1:9/v1",
+    ),  # fmt: skip
 }
 
 
@@ -136,3 +318,47 @@ def test_an_eval_replaces_its_own_json_and_plot_its_own_png(tmp_path, monkeypatc
     assert own.read_bytes() == b"\x89PNG\r\n\x1a\n my own picture"
     assert main(["plot", "run", "--out", "cmp.png"]) == 0
     assert main(["plot", "run", "--out", "cmp.png"]) == 0  # its own plot, replaced
+
+
+def test_a_ledger_env_variable_that_is_a_folder_is_named_as_such(tmp_path, monkeypatch, capfd):
+    """Issue 42 item 16: $FINCON_LEDGER pointing at a folder names the variable, not a --ledger never given."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path))
+    assert main([*SMA, "--out", "run"]) == 2
+    err = capfd.readouterr().err
+    assert f"FINCON_LEDGER {tmp_path} is a directory" in err and "--ledger" not in err.split("is a directory")[0]
+    assert not (tmp_path / "run").exists()
+
+
+def test_flags_no_model_reads_are_said_not_dropped(tmp_path, monkeypatch, capfd):
+    """Issue 42 item 15: on a run without a model, --require-after-cutoff, --llm-knowledge-cutoff,
+    --anonymize and --alias work (exit 0) and one warning says they change nothing."""
+    monkeypatch.chdir(tmp_path)
+    argv = [*SMA, "--require-after-cutoff", "--llm-knowledge-cutoff", "2020-01-01", "--anonymize",
+            "--alias", "TSLA=Tesla", "--ledger", "off", "--out", "run"]  # fmt: skip
+    assert main(argv) == 0
+    err = capfd.readouterr().err
+    assert (
+        "fincon: warning: --anonymize, --alias, --llm-knowledge-cutoff, --require-after-cutoff: no strategy of "
+        "this run calls a model, so they change nothing here" in err
+    )
+
+
+def test_results_json_holds_no_bare_nan_and_a_flat_baseline_is_never_best():
+    """Issue 42 item 16: results are JSON (a non-finite number is null), and the significance table's best
+    non-LLM baseline is the results table's (a book that never moved has no Sharpe ratio)."""
+    import json
+    import math
+
+    import numpy as np
+
+    from fincon.files import json_text
+    from fincon.workflow.rolling_stats import universe_statistics
+
+    text = json_text({"a": float("nan"), "b": [1.0, float("inf")], "c": {"d": -math.inf}})
+    assert json.loads(text) == {"a": None, "b": [1.0, None], "c": {"d": None}} and "NaN" not in text
+    rng = np.random.default_rng(0)
+    series = {"fincon-full": rng.normal(-0.001, 0.01, 60), "buy-and-hold": rng.normal(-0.002, 0.01, 60),
+              "sma-cross": np.zeros(60)}  # fmt: skip
+    _, extra = universe_statistics("u", series, None, reps=200, splits=4, seed=0)
+    assert extra["best_non_llm_baseline"] == "buy-and-hold"

@@ -98,7 +98,10 @@ BAD_ARGS = [
     (["--ticker", "COIN", "--start", "2021-01-04", "--end", "2021-12-31"], "outside the data"),
     (["--ticker", "TSLA", "--end", "2030-01-01"], "outside the data"),
     (["--strategy", "nope"], "unknown strategy 'nope'"),
-    (["--strategy", "markowitz", "--param", "markowitz.lookbak=5"], "unknown key 'strategy_params.markowitz.lookbak'"),
+    (
+        ["--strategy", "markowitz", "--param", "markowitz.lookbak=5"],
+        "unknown key '--param markowitz.lookbak' (valid: directions, form, lookback",
+    ),
     (["--strategy", "sma-cross", "--param", "sma-cross.fast=50"], "fast (50) must be smaller than slow (30)"),
     (["--commission", "-1"], "--commission: -1 is out of range [0, 0.1)"),
     (["--start", "2022-02-30"], "start:"),

@@ -137,6 +137,23 @@ def test_the_rules_brain_is_untouched_by_the_flag(tmp_path, monkeypatch, capfd, 
             "--end", "2022-10-20", "--no-progress", "--no-benchmark", "--out", "run", *flag]  # fmt: skip
     assert main(argv) == 0
     err = capfd.readouterr().err
-    assert ("no strategy of this run calls one" in err) == bool(flag)
+    assert ("--anonymize: no strategy of this run calls a model" in err) == bool(flag)
     decisions = (tmp_path / "run" / "decisions.jsonl").read_text()
     assert "Company A" not in decisions and not (tmp_path / "run" / "masking.json").exists()
+
+
+def test_llm_trader_masked_writes_its_masking_json(tmp_path):
+    """Issue 42 item 12: every strategy that masks what it sends says so in its run directory."""
+    from fincon.agents.simple_trader import LLMTrader
+    from fincon.llm import LLMClient, UsageLedger
+    from fincon.llm.settings import LLMSettings
+    from fincon.testing import backtest, market_for
+    from fincon.testing.doubles import Scripted
+
+    answers = [json.dumps({"action": "hold", "confidence": 0.5, "reasoning": "flat"})] * 200
+    client = LLMClient(Scripted(answers), ledger=UsageLedger())
+    trader = LLMTrader(LLMSettings(anonymize=True), client=client)
+    market = market_for(["TSLA"], start=pd.Timestamp(START), end=pd.Timestamp("2022-10-20"))
+    backtest(market, trader, tmp_path)
+    m = json.loads((tmp_path / "masking.json").read_text())
+    assert m["pseudonyms"] == {"TSLA": "Company A"} and "Tesla" in m["names"]["TSLA"]

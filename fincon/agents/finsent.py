@@ -182,6 +182,9 @@ class FinSent(Strategy):
     def finish(self, ctx: RunContext) -> Mapping[str, Any]:
         out: dict[str, Any] = {"finsent_brain": self.params.brain, "finsent_fallbacks": self.fallbacks}
         if self.params.brain == "llm" and self._client is not None:
+            from fincon.llm.masking import write_manifest
+
+            write_manifest(self._client, ctx.run_dir)
             ledger = self._client.ledger
             ledger.write(Path(ctx.run_dir))
             out.update(ledger.summary())

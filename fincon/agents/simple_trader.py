@@ -157,6 +157,9 @@ class LLMTrader(Strategy):
     def finish(self, ctx: RunContext) -> Mapping[str, Any]:
         if self._client is None:
             return {}
+        from fincon.llm.masking import write_manifest
+
+        write_manifest(self._client, ctx.run_dir)
         ledger = self._client.ledger
         ledger.write(ctx.run_dir)
         summary = dict(ledger.summary())

@@ -95,19 +95,13 @@ def check_output_file(path, flag: str, owned=None):
 
 
 def write_text_atomic(path, text: str, flag: str) -> None:
-    """Write ``text`` whole or not at all (a temporary sibling renamed over ``path``)."""
-    import os
-    from pathlib import Path
-
+    """Write ``text`` whole or not at all (fincon.files); a failure is one line naming ``flag``."""
     from fincon.errors import FinconError
+    from fincon.files import write_atomic
 
-    p = Path(path)
-    tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
     try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, p)
+        write_atomic(path, text)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise FinconError(f"{flag} {path}: cannot write ({exc.strerror or exc})") from None
 
 

@@ -133,8 +133,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def build_config(args: argparse.Namespace) -> RunConfig:
     """The run config of ``fincon backtest``'s flags over ``--config``."""
     flags: dict[str, Any] = {
-        "tickers": split(args.tickers),
-        "strategies": split(args.strategies),
+        "tickers": split(args.tickers, "--tickers"),
+        "strategies": split(args.strategies, "--strategy"),
         "start": args.start,
         "end": args.end,
         **data_overrides(args),
@@ -154,9 +154,34 @@ def build_config(args: argparse.Namespace) -> RunConfig:
         named=() if args.config is not None else ("broker.commission_model", "broker.participation"),
     )
     check_unused_flags(args, cfg)
-    if team and "fincon" not in cfg.strategies:
-        names = ", ".join(flag_of(f"strategy_params.fincon.{key}") for key in team)
-        raise ConfigError(f"{names} apply to the agent team; add fincon to --strategy")
+    return with_brain(cfg, team)
+
+
+#: the strategies with a brain (a model or its rules): --brain sets each one's
+BRAINY = ("fincon", "finsent", "finmem")
+
+
+def with_brain(cfg: RunConfig, team: dict[str, Any]) -> RunConfig:
+    """``--brain`` for every strategy of the run that has one (the team, the
+    single-agent baselines); the other team flags are the team's alone, an
+    error naming them when it is not run."""
+    brainy = [s for s in cfg.strategies if s in BRAINY]
+    if "brain" in team:
+        if not brainy:
+            raise ConfigError(f"--brain applies to {', '.join(BRAINY)}; none of them is in --strategy")
+        for name in brainy:
+            if name != "fincon":
+                given = cfg.params(name).get("brain")
+                if given is not None and given != team["brain"]:
+                    raise ConfigError(f"--brain {team['brain']} and --param {name}.brain={given} disagree; give one")
+                cfg = cfg.with_params(name, {**cfg.params(name), "brain": team["brain"]})
+    own = [key for key in team if key != "brain"]
+    if "fincon" not in cfg.strategies:
+        if own:
+            names = ", ".join(flag_of(f"strategy_params.fincon.{key}") for key in own)
+            raise ConfigError(f"{names} apply to the agent team; add fincon to --strategy")
+        params = {k: v for k, v in cfg.strategy_params.items() if k != "fincon"}
+        cfg = cfg.model_copy(update={"strategy_params": params})
     return cfg
 
 

@@ -252,6 +252,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def experiment_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The flags as dotted config keys (None: not given), checked against each other."""
     from fincon.errors import ConfigError
+    from fincon.workflow.experiment_config import ABLATIONS
+    from fincon.workflow.placebo import PLACEBOS
 
     if args.rolling:
         windows = {"--train-start": args.train_start, "--train-end": args.train_end,
@@ -268,17 +270,17 @@ def experiment_overrides(args: argparse.Namespace) -> dict[str, Any]:
                 "them: drop --preset or --rolling"
             )
     over: dict[str, Any] = {
-        "tickers": split(args.tickers),
+        "tickers": split(args.tickers, "--tickers"),
         "train.start": args.train_start,
         "train.end": args.train_end,
         "test.start": args.test_start,
         "test.end": args.test_end,
         "repeats": args.repeats,
         "episodes": args.episodes,
-        "ablations": split(args.ablations),
-        "placebos": split(args.placebo),
-        "protocols": split(args.protocols),
-        "baselines": split(args.baselines),
+        "ablations": split(args.ablations, "--ablations", ABLATIONS),
+        "placebos": split(args.placebo, "--placebo", PLACEBOS),
+        "protocols": split(args.protocols, "--protocols"),
+        "baselines": split(args.baselines, "--baselines"),
         **{f"team.{key}": value for key, value in team_values(args, *TEAM_FLAGS).items()},
         "seed": args.seed,
         "temperature": args.temperature,

@@ -127,17 +127,27 @@ def main(argv: list[str] | None = None) -> int:
     except FinconError as exc:
         print(f"fincon: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("fincon: interrupted; partial output removed", file=sys.stderr)
-        return 130
-    except Terminated:
-        print("fincon: terminated; partial output removed", file=sys.stderr)
-        return 143
+    except (KeyboardInterrupt, Terminated) as exc:
+        print(f"fincon: {'interrupted' if isinstance(exc, KeyboardInterrupt) else 'terminated'}; {_left(exc)}",
+              file=sys.stderr)  # fmt: skip
+        return 130 if isinstance(exc, KeyboardInterrupt) else 143
     except BrokenPipeError:
         # stdout closed early (e.g. piped into `head`): not an error of ours
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+
+
+def _left(exc: BaseException) -> str:
+    """What a stop left behind: a study (train, experiment) keeps its finished
+    units to resume from (fincon.workflow.status.marking notes where); any
+    other command removed its partial output."""
+    from fincon.workflow.status import RESUMABLE
+
+    kept = [n[len(RESUMABLE) :] for n in getattr(exc, "__notes__", ()) if n.startswith(RESUMABLE)]
+    if kept:
+        return f"the finished units are kept in {kept[-1]}: run the same command to resume"  # the outermost study
+    return "partial output removed"
 
 
 if __name__ == "__main__":  # pragma: no cover

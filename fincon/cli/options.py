@@ -31,7 +31,7 @@ import argparse
 import types
 import typing
 from pathlib import Path
-from typing import Any, Callable, Literal, NamedTuple
+from typing import Any, Callable, Literal, NamedTuple, Sequence
 
 import yaml
 from pydantic import BaseModel
@@ -99,9 +99,20 @@ def field_flag(
     return group.add_argument(*flags, help=text.replace("%", "%%"), **kwargs)
 
 
-def split(text: str | None) -> list[str] | None:
-    """``A, B,C`` -> ``["A", "B", "C"]``; None when nothing is given."""
-    return [x.strip() for x in text.split(",") if x.strip()] if text else None
+def split(text: str | None, flag: str | None = None, choices: Sequence[str] | None = None) -> list[str] | None:
+    """``A, B,C`` -> ``["A", "B", "C"]``; None when nothing is given. A flag
+    given with nothing in it (``--placebo ''``) is an error naming ``flag``,
+    never the default in silence; with ``choices`` an unknown item is one."""
+    if text is None:
+        return None
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    if not items and flag is not None:
+        hint = f": name one or more of {', '.join(choices)}" if choices else ""
+        raise ConfigError(f"{flag} is empty{hint} (or leave the flag out for the default)")
+    for x in items if choices is not None else ():
+        if x not in choices:
+            raise ConfigError(f"{flag} {x}: not one of {', '.join(choices)}")
+    return items or None
 
 
 def _absolute(text: str | Path) -> str:

@@ -47,7 +47,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--out",
         type=Path,
-        default=Path("report.html"),
         metavar="FILE",
         help="HTML file to write (default report.html; replaced if it exists)",
     )
@@ -72,12 +71,17 @@ def run(args: argparse.Namespace) -> int:
 
         if len(args.runs) != 1:
             raise ConfigError("--card reads one directory; give one RUN")
+        if args.out is not None:
+            raise ConfigError(
+                "--card prints the card (--json: as JSON) and writes no file; drop --out, or drop --card for the "
+                "HTML report (which shows the card too)"
+            )
         c = card(args.runs[0])
         print(json.dumps(c, indent=1, sort_keys=True) if args.json else format_card(c))
         return 0
     if args.json:
         raise ConfigError("--json goes with --card (the HTML report is a page, not JSON)")
 
-    out = write_report(args.runs, args.out)
+    out = write_report(args.runs, args.out if args.out is not None else Path("report.html"))
     print(f"report: {out} ({out.stat().st_size:,} bytes)")
     return 0

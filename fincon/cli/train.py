@@ -128,7 +128,7 @@ def build_config(args: argparse.Namespace):
     config gives: a config without dates must not train on the test window)."""
     given = _config_keys(args.config) if args.config is not None else set()
     flags = {
-        "tickers": split(args.tickers),
+        "tickers": split(args.tickers, "--tickers"),
         "start": args.start or (None if "start" in given else TRAIN_START),
         "end": args.end or (None if "end" in given else TRAIN_END),
         **data_overrides(args),

@@ -123,6 +123,8 @@ class Manifest(BaseModel):
     duplicates_dropped: int
     options: dict[str, Any]
     notes: list[str] = []
+    #: ticker -> the firm's names the source gives (masked with --anonymize beside fincon's own table)
+    names: dict[str, list[str]] = {}
 
 
 @dataclass

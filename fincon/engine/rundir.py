@@ -121,7 +121,12 @@ def check_replaceable(directory: Path, kind: str) -> None:
     if foreign is None:
         found, _ = run_kind(directory)
         entries = top_level(entries)
-        what = f"a fincon {found} run" if found else f"no {MANIFEST}"
+        present = (directory / MANIFEST).is_file()
+        what = (
+            f"a fincon {found} run"
+            if found
+            else (f"its {MANIFEST} is not one fincon wrote" if present else f"no {MANIFEST}")
+        )
         held = f"; it holds {shown(entries)}" if entries else ""
         raise ConfigError(
             f"--out {directory} is not an earlier fincon {kind} run ({what}{held}); "

@@ -62,3 +62,12 @@ def check_listening(base_url: str, timeout: float = 3.0) -> None:
         raise LLMUnavailable(
             f"nothing is listening at {base_url} ({exc.strerror or exc}): start the server or fix --llm-base-url"
         ) from None
+
+
+def check_server(settings) -> None:
+    """:func:`check_listening` for ``settings`` (an ``LLMSettings``, or None for
+    no model) when they name a server that a run would call: the OpenAI path,
+    not replaying its cache. A command that writes a folder of many runs
+    calls this before its first file."""
+    if settings is not None and settings.backend == "openai" and settings.cache.value != "replay":
+        check_listening(settings.base_url)

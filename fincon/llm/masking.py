@@ -299,3 +299,15 @@ def attach(client, settings, tickers: Sequence[str]) -> None:
     model masks its prompts."""
     if settings is not None and settings.anonymize and client.masker is None:
         client.masker = masker_for(tickers, user_names(settings.aliases))
+
+
+def write_manifest(client, run_dir) -> None:
+    """``masking.json`` in ``run_dir`` when ``client`` masked what it sent (who
+    is who behind the pseudonyms the model saw): every strategy that calls a
+    model writes it through here when it finishes."""
+    from pathlib import Path
+
+    if client is not None and client.masker is not None:
+        (Path(run_dir) / "masking.json").write_text(
+            json.dumps(client.masker.manifest(), indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        )

@@ -7,11 +7,11 @@ trainings and experiments (see :mod:`fincon.report.html` for what it shows).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Sequence
 
 from fincon.errors import FinconError
+from fincon.files import write_atomic
 from fincon.ownership import is_fincon_report
 
 
@@ -36,11 +36,8 @@ def write_report(runs: Sequence[str | Path], out: str | Path) -> Path:
             f"--out {out} exists and is not a report fincon wrote; choose another file name (nothing was changed)"
         )
     text = build_report(runs)
-    tmp = out.with_name(f".{out.name}.partial-{os.getpid()}")
     try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, out)
+        write_atomic(out, text)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise FinconError(f"cannot write {out}: {exc.strerror or exc}") from None
     return out

@@ -140,6 +140,19 @@ def make_env(close: np.ndarray, feats: np.ndarray, unit_cost: np.ndarray, size: 
     return TradingEnv()
 
 
+def check_training_window(name: str, params, ctx: RunContext) -> None:
+    """A ``train_end`` (or ``train_start``) on or after the test window's first
+    day is refused, never cut back in silence: the agent trains only on the
+    bars before the window."""
+    for key in ("train_start", "train_end"):
+        day = getattr(params, key, None)
+        if day is not None and ctx.start is not None and day >= ctx.start:
+            raise ConfigError(
+                f"--param {name}.{key}={day} is inside the test window (it starts {ctx.start}): the agent trains "
+                f"only on the bars before it; give a day before {ctx.start} or leave {key} out"
+            )
+
+
 class RLTrader(Strategy):
     """An A2C, PPO or DQN agent on one stock; see the module docstring."""
 
@@ -159,6 +172,7 @@ class RLTrader(Strategy):
                 f"{self.name} trades one stock (the paper's single-stock task); give one --ticker "
                 "(finrl-a2c allocates a portfolio)"
             )
+        check_training_window(self.name, self.params, ctx)
         self.ctx = ctx
         self.model = None
         self.curve = []

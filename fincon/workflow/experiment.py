@@ -47,10 +47,11 @@ from pydantic import ValidationError
 
 from fincon.config import _set_path, read_yaml
 from fincon.errors import ConfigError
-from fincon.validation import format_validation_error
-from fincon.workflow.executors import Executor, Task, serial  # noqa: F401 (Task: the public name)
 
 # the split modules' public names, importable from here as before
+from fincon.files import json_text, write_atomic
+from fincon.validation import format_validation_error
+from fincon.workflow.executors import Executor, Task, serial  # noqa: F401 (Task: the public name)
 from fincon.workflow.experiment_config import (  # noqa: F401
     ABLATIONS,
     BASELINES,
@@ -70,7 +71,6 @@ from fincon.workflow.experiment_results import (  # noqa: F401
     median_repeat,
     plot_experiment,
     wilcoxon_test,
-    write_atomic,
 )
 from fincon.workflow.experiment_units import (  # noqa: F401
     Job,
@@ -146,7 +146,7 @@ def run_experiment(
     """Run (or resume) the experiment; see the module docstring. Windows the
     team's model may remember are said once (refused with ``require_after_cutoff``)."""
     from fincon.engine.rundir import check_out_path
-    from fincon.workflow.runner import check_knowledge
+    from fincon.workflow.runner import check_knowledge, warn_vacuous
 
     out = check_out_path(out) if out is not None else default_out(exp)
     study = Study(
@@ -161,9 +161,36 @@ def run_experiment(
 
     def checks() -> None:  # every check before the first file: both windows' data, the corpus, the baselines
         check_inputs(exp)
-        check_knowledge(experiment_knowledge(exp), require=require_after_cutoff, warn=warn_knowledge)
+        blocks = experiment_knowledge(exp)
+        check_knowledge(blocks, require=require_after_cutoff, warn=warn_knowledge)
+        if warn_knowledge:
+            warn_vacuous(exp.llm, require_after_cutoff, calls_a_model(exp, blocks))
+        check_servers(exp, blocks)  # a server that is down: said now, before the experiment's folder
 
     return study.run(lambda: _run(exp, out, progress, executor), preflight=checks)
+
+
+def check_servers(exp: ExperimentConfig, blocks: dict[str, dict[str, Any]]) -> None:
+    """Each model server the experiment's runs would call accepts connections (fincon.llm.endpoint)."""
+    from fincon.llm.endpoint import check_server
+    from fincon.workflow.training import _model_settings
+
+    if blocks["test"]["label"] != "no-model":
+        check_server(_model_settings(train_config(exp, "full", 1, exp.protocols[0]), train_options(exp, "full", 1)))
+    if calls_a_model(exp, {}):
+        check_server(exp.llm)
+
+
+def calls_a_model(exp: ExperimentConfig, blocks: dict[str, dict[str, Any]]) -> bool:
+    """Does any run of the experiment ask a model: the team, or a baseline with the llm brain?"""
+    if any(b["label"] != "no-model" for b in blocks.values()):
+        return True
+    for b in exp.baselines:
+        if b == "llm-trader" or (
+            b in ("finsent", "finmem") and exp.strategy_params.get(b, {}).get("brain", "llm") == "llm"
+        ):
+            return True
+    return False
 
 
 def experiment_knowledge(exp: ExperimentConfig) -> dict[str, dict[str, Any]]:
@@ -269,6 +296,6 @@ def _run(exp: ExperimentConfig, out: Path, progress: bool, executor: Executor) -
     from fincon.workflow.experiment_stats import significance
 
     results["significance"] = significance(exp, out, results, reps=exp.bootstrap_reps)
-    write_atomic(out / "results.json", json.dumps(results, indent=1, sort_keys=True) + "\n")
+    write_atomic(out / "results.json", json_text(results))
     plot_experiment(exp, out, results)
     return ExperimentReport(out, results, done.ran, done.skipped)

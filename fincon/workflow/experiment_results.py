@@ -12,18 +12,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any
 
+from fincon.files import write_atomic
 from fincon.workflow.experiment_config import ExperimentConfig
 from fincon.workflow.experiment_units import Unit, baseline_dir, placebo_dir, variant
-
-
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def load_equity(run: Path):

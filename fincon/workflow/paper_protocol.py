@@ -27,7 +27,6 @@ value here, as with every preset.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -103,8 +102,10 @@ def plan(given: Mapping[str, Any], data_tickers: list[str] | None = None,
     for tickers in singles + portfolios:
         baselines = PORTFOLIO_BASELINES if len(tickers) > 1 else SINGLE_BASELINES
         over = {**BASE, "baselines": list(baselines)}
+        # the brain of the LLM baselines the block runs: the user's --baselines when given, never a
+        # parameter of a baseline it dropped (which the experiment would refuse as the user's)
         for name in LLM_BASELINES:
-            if name in baselines:
+            if name in (flags.get("baselines") or baselines):
                 over[f"strategy_params.{name}.brain"] = brain
         # a parameter of the other task's baseline (--param finrl-a2c.timesteps=...) is that task's alone
         other = set(SINGLE_BASELINES + PORTFOLIO_BASELINES) - set(baselines)
@@ -198,7 +199,8 @@ def run_paper(
     """Run (or resume) every block's experiment under ``out/<block>``, then
     write ``paper.json`` (fincon's figures and the paper's, per block) and
     ``paper.md`` (the tables) once all are complete."""
-    from fincon.workflow.experiment import run_experiment, serial, write_atomic
+    from fincon.files import json_text, write_atomic
+    from fincon.workflow.experiment import run_experiment, serial
 
     _claim(out, [b.key for b, _ in experiments])
     rows: dict[str, dict[str, Any]] = {}
@@ -246,7 +248,7 @@ def run_paper(
         },
         "differs": line,
     }
-    write_atomic(out / "paper.json", json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    write_atomic(out / "paper.json", json_text(doc))
     write_atomic(out / "paper.md", "```\n" + text + "\n```\n")
     return PaperReport(out, rows, text, ran, skipped)
 

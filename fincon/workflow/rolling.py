@@ -37,9 +37,10 @@ from typing import Any
 import pandas as pd
 
 from fincon.errors import ConfigError, FinconError
+from fincon.files import json_text, write_atomic
 from fincon.workflow.executors import Executor, serial
 from fincon.workflow.experiment_config import ExperimentConfig, Window
-from fincon.workflow.experiment_results import collect, write_atomic
+from fincon.workflow.experiment_results import collect
 from fincon.workflow.experiment_units import Job, unit_done
 from fincon.workflow.study import Study, run_phases
 from fincon.workflow.universe import parse_rule, select
@@ -279,7 +280,7 @@ def _run(exp: ExperimentConfig, out: Path, cells: list[Cell], progress: bool, ex
         if c.exp.placebos:
             res["placebo"] = placebo_results(c.exp, c.root(out), res)
             placebo_blocks.append((c.universe, res["placebo"]))
-        write_atomic(c.root(out) / "results.json", json.dumps(res, indent=1, sort_keys=True) + "\n")
+        write_atomic(c.root(out) / "results.json", json_text(res))
     results = tables(exp, out, cells, placebo_blocks)
     return RollingReport(out, results, done.ran, done.skipped)
 

@@ -21,8 +21,8 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from fincon.files import json_text, write_atomic
 from fincon.workflow.experiment_config import ExperimentConfig
-from fincon.workflow.experiment_results import write_atomic
 from fincon.workflow.experiment_units import baseline_dir
 
 
@@ -272,5 +272,5 @@ def tables(exp: ExperimentConfig, out: Path, cells, placebo_blocks: list[tuple[s
     }
     if exp.placebos:
         results["placebo"] = placebos(placebo_blocks)
-    write_atomic(out / "results.json", json.dumps(results, indent=1, sort_keys=True) + "\n")
+    write_atomic(out / "results.json", json_text(results))
     return results

@@ -72,7 +72,9 @@ def universe_statistics(
     bench = series.get(BENCH)
     n_trials, var = deflate or sig.trials_and_variance(series)
     baselines = [n for n in series if not _is_llm(n)]  # buy-and-hold is one
-    best = max(baselines, key=lambda n: sig.sharpe(series[n]), default=None)
+    # a baseline whose book never moved has no Sharpe ratio (the results table leaves it out of "best" too)
+    moved = [n for n in baselines if np.std(series[n]) > 0]
+    best = max(moved, key=lambda n: sig.sharpe(series[n]), default=None)
     spa_bh = sig.spa(bench, {n: series[n] for n in names}, reps=reps, seed=seed) if bench is not None else None
     spa_best = (
         sig.spa(series[best], {n: series[n] for n in series if n != best}, reps=reps, seed=seed)

@@ -179,11 +179,62 @@ def preflight(cfg: RunConfig) -> None:
     cfg = with_events(cfg, inputs)
     strategies = {name: make_strategy(name, cfg.strategy_params.get(name), cfg.llm) for name in cfg.strategies}
     cfg = _resolved(cfg, strategies)
+    check_masking(cfg, inputs, strategies)
     market, _ = _market(cfg, inputs, max(s.warmup for s in strategies.values()))
     for strategy in strategies.values():
         check = getattr(strategy, "check_inputs", None)
         if check is not None:
             check(market.tickers, pd.Timestamp(cfg.start), pd.Timestamp(cfg.end))
+
+
+def warn_vacuous(llm: Any, require_after_cutoff: bool, any_model: bool) -> None:
+    """One warning naming the model flags a run without a model would take and
+    ignore (``--anonymize``, ``--alias``, ``--llm-knowledge-cutoff``,
+    ``--require-after-cutoff``): said, never dropped in silence."""
+    if any_model:
+        return
+    given = [
+        flag
+        for flag, on in (
+            ("--anonymize", llm.anonymize),
+            ("--alias", bool(llm.aliases)),
+            ("--llm-knowledge-cutoff", llm.knowledge_cutoff is not None),
+            ("--require-after-cutoff", require_after_cutoff),
+        )
+        if on
+    ]
+    if given:
+        print(
+            f"fincon: warning: {', '.join(given)}: no strategy of this run calls a model, so "
+            f"{'it changes' if len(given) == 1 else 'they change'} nothing here",
+            file=sys.stderr,
+        )
+
+
+def check_masking(cfg: RunConfig, inputs: RunInputs, strategies: Mapping[str, Strategy]) -> None:
+    """A masked run must know a name for every firm it masks: without one its
+    items name the firm in clear and the run only looks blind. Refused, before
+    anything is written, pointing at ``--alias``; an ``--alias`` for a ticker
+    the run does not trade is refused too (it would mask nothing)."""
+    from fincon.data.aliases import NAMES
+
+    if not cfg.llm.anonymize or all(s.llm_settings() is None for s in strategies.values()):
+        return
+    user = {t.upper(): v for t, v in cfg.llm.aliases.items()}
+    stray = sorted(set(user) - set(cfg.tickers))
+    if stray:
+        raise ConfigError(
+            f"--alias {stray[0]}=...: {stray[0]} is not traded in this run (tickers: {', '.join(cfg.tickers)}); "
+            "drop it or add the ticker"
+        )
+    dataset = inputs.dataset.manifest.names if inputs.dataset is not None else {}
+    unnamed = [t for t in cfg.tickers if not (NAMES.get(t) or dataset.get(t) or user.get(t))]
+    if unnamed:
+        t = unnamed[0]
+        raise ConfigError(
+            f"--anonymize: fincon knows no name for {t} (not in its table, and the dataset names none), so its "
+            f"items would name the firm in clear; give its names with --alias {t}=NAME (repeat for each name)"
+        )
 
 
 def knowledge(cfg: RunConfig, strategies: Mapping[str, Strategy]) -> dict[str, dict[str, Any]]:
@@ -239,10 +290,11 @@ def run_config(
         name: make_strategy(name, cfg.strategy_params.get(name), cfg.llm) for name in cfg.strategies
     }
     cfg = _resolved(cfg, strategies)
+    check_masking(cfg, inputs, strategies)
     blocks = knowledge(cfg, strategies)
     check_knowledge(blocks, require=require_after_cutoff, warn=False)  # refused before anything else
-    if cfg.llm.anonymize and all(b["label"] == "no-model" for b in blocks.values()) and warn_knowledge:
-        print("fincon: note: --anonymize masks what a model reads; no strategy of this run calls one", file=sys.stderr)
+    if warn_knowledge:
+        warn_vacuous(cfg.llm, require_after_cutoff, any(b["label"] != "no-model" for b in blocks.values()))
     want_benchmark = cfg.benchmark and BENCHMARK not in strategies
     warmup = max(s.warmup for s in strategies.values())
     market, dropped = _market(cfg, inputs, warmup)

@@ -19,7 +19,6 @@ be working in it.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 from contextlib import contextmanager
@@ -27,15 +26,12 @@ from pathlib import Path
 from typing import Any, Callable, Collection, Iterator
 
 from fincon.errors import DataError, FinconError
+from fincon.files import write_atomic
 
 #: states in which the directory's results are not to be presented as finished
 UNFINISHED = ("running", "failed", "stopped_early", "interrupted")
-
-
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+#: the note a stop signal carries out of a study that keeps its finished units (then the folder's path)
+RESUMABLE = "fincon-resumable: "
 
 
 def read_state(marker: Path) -> dict[str, Any]:
@@ -164,8 +160,9 @@ def marking(marker: Path, state: dict[str, Any]) -> Iterator[None]:
             why = " ".join(str(exc).split())
         elif isinstance(exc, Exception):
             status, why = "failed", f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
-        else:  # KeyboardInterrupt, SIGTERM
+        else:  # KeyboardInterrupt, SIGTERM: what the CLI says on the way out (fincon.cli.main)
             status, why = "interrupted", "Ctrl-C or SIGTERM; rerun the same command to resume"
+            exc.add_note(f"{RESUMABLE}{marker.parent}")
         try:
             write_atomic(marker, json.dumps({**state, "status": status, "error": why}, indent=1, sort_keys=True) + "\n")
         except OSError:

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any, Callable, Collection, Mapping, Sequence, TypeVar
 
 from fincon.errors import FinconError
-from fincon.workflow.status import claim, marking, write_atomic
+from fincon.files import write_atomic
+from fincon.workflow.status import claim, marking
 
 T = TypeVar("T")
 J = TypeVar("J")

@@ -42,8 +42,8 @@ from typing import Any
 from fincon.agents.beliefs import Beliefs, Reflection
 from fincon.config import RunConfig
 from fincon.errors import ConfigError, DataError, FinconError
+from fincon.files import write_atomic
 from fincon.risk.cvrf import RULES_LR, Trajectory, overlap
-from fincon.workflow.status import write_atomic
 from fincon.workflow.study import Study, run_phases
 
 TEAM = "fincon"
@@ -260,11 +260,9 @@ def train(
 
     def checks() -> None:  # every check before the first file: the data, the corpus, the beliefs, the server
         preflight(cfg)
-        model = _model_settings(cfg, opts)
-        if model is not None and model.backend == "openai" and model.cache.value != "replay":
-            from fincon.llm.endpoint import check_listening
+        from fincon.llm.endpoint import check_server
 
-            check_listening(model.base_url)  # a server that is down: said now, before the training's folder
+        check_server(_model_settings(cfg, opts))  # a server that is down: said now, before the training's folder
         check_knowledge(knowledge, warn=warn_knowledge)  # the inputs are good: the window's label, once
 
     return study.run(lambda: _train(cfg, out, opts, team, brain, progress), preflight=checks)

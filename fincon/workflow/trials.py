@@ -249,7 +249,14 @@ def read(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         return []
     check(path)
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    # opened read-write (only read): the last connection to a WAL file checkpoints it and removes its -wal
+    # and -shm files, which a read-only one would leave beside the ledger; read-only where it must be
+    conn = sqlite3.connect(str(path), timeout=30)
+    try:
+        conn.execute("SELECT 1 FROM trials LIMIT 1")
+    except sqlite3.Error:
+        conn.close()
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         conn.row_factory = sqlite3.Row
         rows = [dict(r) for r in conn.execute("SELECT * FROM trials ORDER BY rowid")]  # the order they were added

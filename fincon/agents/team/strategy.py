@@ -303,10 +303,9 @@ class FinConTeam(Calls, Learning, Strategy):
             json.dumps([r.model_dump() for r in self.written], indent=1) + "\n", encoding="utf-8"
         )
         if self.params.brain == "llm" and self._client is not None:
-            if self._client.masker is not None:  # who is who behind the pseudonyms the model saw
-                (Path(ctx.run_dir) / "masking.json").write_text(
-                    json.dumps(self._client.masker.manifest(), indent=2, sort_keys=True) + "\n", encoding="utf-8"
-                )
+            from fincon.llm.masking import write_manifest
+
+            write_manifest(self._client, ctx.run_dir)
             self.ledger.write(ctx.run_dir)
             out.update(self.ledger.summary())
             out.update(reask_counts(self.ledger.events()))

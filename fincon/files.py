@@ -1,0 +1,48 @@
+"""Writing a file whole or not at all, and JSON that is JSON.
+
+Every result fincon writes goes through here: a temporary sibling renamed
+over the target (a reader, or a run stopped halfway, never sees half a
+file), and JSON with no bare ``NaN`` or ``Infinity`` (which the JSON
+standard does not have and strict readers refuse): a non-finite number is
+written as ``null``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+
+def write_atomic(path: Path | str, text: str | bytes) -> None:
+    """Write ``text`` to ``path`` whole or not at all; the temporary file is
+    removed when the write fails (the error is the caller's to word)."""
+    p = Path(path)
+    tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
+    try:
+        if isinstance(text, bytes):
+            tmp.write_bytes(text)
+        else:
+            tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, p)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def finite(obj: Any) -> Any:
+    """``obj`` with every non-finite float (NaN, infinities) as None, recursively."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    return obj
+
+
+def json_text(obj: Any, indent: int = 1) -> str:
+    """``obj`` as sorted, indented JSON with a final newline; NaN and infinities as null."""
+    return json.dumps(finite(obj), indent=indent, sort_keys=True, allow_nan=False) + "\n"
