@@ -187,7 +187,7 @@ def test_a_read_write_cache_is_created_by_its_first_write_only(tmp_path):
     assert res.usage.cache_hit and res.value.action == "sell"
     bad = tmp_path / "not.sqlite"
     bad.write_text("no database here\n" * 20)
-    with pytest.raises(LLMError, match="is not an LLM call cache \(it is not a SQLite file\); it was left as it is"):
+    with pytest.raises(LLMError, match=r"is not an LLM call cache \(it is not a SQLite file\); it was left as it is"):
         CallCache(bad, "read-write")  # refused at once, before day one
 
 
