@@ -183,6 +183,7 @@ class LLMClient:
                 latency,
                 True,
                 structured_mode=hit.structured_mode,
+                key=key,
             )
             return hit.answer, Usage(hit.prompt_tokens, hit.completion_tokens, latency, cache_hit=True), key
         if self.cache.mode is CacheMode.REPLAY:
@@ -228,6 +229,7 @@ class LLMClient:
             False,
             structured_mode=stored.structured_mode,
             model_s=model_s,
+            key=key,
         )
         usage = Usage(stored.prompt_tokens, stored.completion_tokens, latency, cache_hit=False)
         return stored.answer, usage, key

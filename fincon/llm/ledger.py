@@ -98,6 +98,9 @@ class UsageLedger:
         self._rows: dict[tuple[str, str], _Row] = defaultdict(_Row)
         self._events: list[dict[str, Any]] = []
         self._modes: set[str] = set()
+        #: (day, agent, call key) of every call, cached or live: which prompts the run sent, to be read
+        #: back from the call cache (the leakage audit, a forward journal); written as llm_calls.csv
+        self._keys: set[tuple[str, str, str]] = set()
         self._lock = threading.Lock()
 
     # -- recording -------------------------------------------------------
@@ -112,10 +115,13 @@ class UsageLedger:
         cache_hit: bool,
         structured_mode: str = "",
         model_s: float | None = None,
+        key: str | None = None,
     ) -> None:
         """One call. ``model_s``: the part of ``latency_s`` the model worked
-        (None: all of it)."""
+        (None: all of it); ``key``: its call key in the cache."""
         with self._lock:
+            if key is not None:
+                self._keys.add((day or NO_DAY, agent, key))
             if structured_mode:
                 self._modes.add(structured_mode)
             row = self._rows[(day or NO_DAY, agent)]
@@ -280,13 +286,14 @@ class UsageLedger:
         }
 
     def write(self, run_dir: Path | str) -> dict[str, Path]:
-        """Write ``llm_usage.csv``, ``llm_runtime.csv`` and ``llm_audit.jsonl``."""
+        """Write ``llm_usage.csv``, ``llm_runtime.csv``, ``llm_audit.jsonl`` and ``llm_calls.csv``."""
         run_dir = Path(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         paths = {
             "usage": run_dir / "llm_usage.csv",
             "runtime": run_dir / "llm_runtime.csv",
             "audit": run_dir / "llm_audit.jsonl",
+            "calls": run_dir / "llm_calls.csv",
         }
         for name, cols, rows in (
             ("usage", USAGE_COLUMNS, self.usage_rows()),
@@ -299,4 +306,13 @@ class UsageLedger:
         with open(paths["audit"], "w", encoding="utf-8") as fh:
             for e in self.events():
                 fh.write(json.dumps(e, sort_keys=True, ensure_ascii=False) + "\n")
+        with open(paths["calls"], "w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh, lineterminator="\n")
+            w.writerow(("day", "agent", "key"))
+            w.writerows(self.call_keys())
         return paths
+
+    def call_keys(self) -> list[tuple[str, str, str]]:
+        """(day, agent, key) of every call the run made, sorted (concurrent calls finish in any order)."""
+        with self._lock:
+            return sorted(self._keys)

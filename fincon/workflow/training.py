@@ -272,7 +272,7 @@ def train(
 #: training's leftovers only when its folder holds nothing else)
 TRAINING_LAYOUT = frozenset(
     {"train.json", "config.yaml", "episodes", "beliefs", "episodes.jsonl", "beliefs.json", "beliefs.png",
-     "llm_usage.csv", "llm_runtime.csv", "llm_audit.jsonl", "report.html"}
+     "llm_usage.csv", "llm_runtime.csv", "llm_audit.jsonl", "llm_calls.csv", "report.html"}
 )  # fmt: skip
 
 
