@@ -83,7 +83,7 @@ def _unnamed_dataset(root: Path) -> str:
     rows = [f"{d.date()},10,11,9,{10 + (i % 7) / 10},{10 + (i % 7) / 10},1000" for i, d in enumerate(days)]
     (prices / "ZZZQ.csv").write_text("Date,Open,High,Low,Close,Adj Close,Volume\n" + "\n".join(rows) + "\n")
     news = root / "news.csv"
-    news.write_text("ticker,published,source,title,text,url\nZZZQ,2022-03-01,news,t,Zenith Quarry beats.,\n")
+    news.write_text("ticker,published,source,title,text,url\nZZZQ,2022-03-01,news,t,the firm beat estimates.,\n")
     out = root / "unnamed"
     assert main(["data", "import", "csv", str(news), "--prices", str(prices), "--out", str(out)]) == 0
     return str(out)
@@ -152,7 +152,7 @@ CASES: dict[str, tuple[list[str], str]] = {
             "--ticker",
             "ZZZQ",
             "--strategy",
-            "llm-trader",
+            "finsent",
             "--anonymize",
             *SERVER,
             "--start",
@@ -163,7 +163,7 @@ CASES: dict[str, tuple[list[str], str]] = {
             "--out",
             "{run}",
         ],
-        "--anonymize: fincon knows no name for ZZZQ (not in its table, and the dataset names none)",
+        "--anonymize: fincon knows no name for ZZZQ (not in its table, the dataset names none, and its items",
     ),  # fmt: skip
     "--alias for a ticker the run does not trade": (
         [

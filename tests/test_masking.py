@@ -24,24 +24,50 @@ START, END = "2022-10-05", "2022-12-30"
 
 
 def test_the_mask_by_hand():
-    m = masker_for(["TSLA", "MSFT"])
+    """Issue 43 item 2: names, people and products to pseudonyms and placeholders, dates to coarse
+    recency (never an offset), an id's date to an opaque token mapped back in answers, dollar
+    amounts to [amount] but the stock's own close to an index on the run's secret base, percentages
+    bucketed, other numbers [n], other proper names [name]; fincon's own words and spans kept."""
+    m = masker_for(["TSLA", "MSFT"], secret="s1")
     m.start_prices["TSLA"] = 250.0
     text = (
-        "Tesla (NASDAQ: TSLA) fell to $225.00 on 2022-10-07 after Elon Musk spoke; Microsoft's revenue was "
-        "$21.5 billion in October 2021, Q3 2022. Dec 30: [mem-TSLA-news-20221007-7]"
+        "Tesla (NASDAQ: TSLA) closed at $225.00 on 2022-10-07 after Elon Musk spoke; Microsoft's Xbox revenue was "
+        "$21.5 billion in October 2021, Q3 2022, up 14.2% on 30,000 seats at Contoso. Dec 30: "
+        "[mem-TSLA-news-20221007-7]"
     )
-    assert m.text(text, "2022-10-10") == (
-        "Company B (Company B) fell to price index 90.0 on 3 days before the decision day after Person B1 spoke; "
-        "Company A's revenue was tens of billions of dollars in [month], Q3 [year]. 284 days before the decision "
-        "day: [mem-Company B-news-T-3D-7]"
+    out = m.text(text, "2022-10-10")
+    token = re.search(r"D[0-9a-f]{6}", out).group(0)
+    assert out == (
+        f"Company B (Company B) closed at price index {m.base * 225.0 / 250.0:.1f} on this week after Person B1 spoke; "
+        "Company A's [term] revenue was [amount] in [month], Q3 [year], up 7-15% on [n] seats at [name]. this "
+        f"year: [mem-Company B-news-{token}-7]"
     )
-    answer = '{"TSLA": "x", "Company B": "buy", "cites": ["mem-Company B-news-T-3D-7"], "why": "Person B1 said"}'
+    assert 50 <= m.base <= 200 and m.base != masker_for(["TSLA", "MSFT"], secret="s2").base  # a secret base per run
+    answer = f'{{"TSLA": "x", "Company B": "buy", "cites": ["mem-Company B-news-{token}-7"], "why": "Person B1 said"}}'
     assert m.unmask(answer, "2022-10-10") == (
         '{"TSLA": "x", "TSLA": "buy", "cites": ["mem-TSLA-news-20221007-7"], "why": "Elon Musk said"}'
     )
     assert m.schema({"properties": {"TSLA": {}, "MSFT": {}}}) == {"properties": {"Company B": {}, "Company A": {}}}
-    assert m.text("the rolling windows of 20 days; AT&T is not in this run", "2022-10-10") == (
-        "the rolling windows of 20 days; AT&T is not in this run"
+    kept = "You are the 10-K analyst; over the next 20 trading days; a 61-day high; confidence 0.37 (tone +0.50)"
+    assert m.text(kept, "2022-10-10") == kept
+    assert m.text("Oct 3", "2022-10-10") == "this week" and m.text("2021-06-01", "2022-10-10") == "over a year ago"
+
+
+def test_an_item_is_read_as_its_gist_and_an_answer_is_never_quoted_verbatim():
+    """Issue 43 item 2: a listed item of 12 words or more reaches the model as its content words in
+    alphabetical order (no 5-word run of it survives); a sentence a model answered is, in any later
+    prompt, its key words (the manager never quotes its analysts)."""
+    m = masker_for(["MSFT"])
+    line = "[E1] Oct 4: The new server line is designed for demanding applications in many industries. (tone +0.50)"
+    out = m.text(line, "2022-10-10")
+    assert out == (
+        "[E1] this week: gist: applications, demanding, designed, industries, line, many, new, server (tone +0.50)"
+    )
+    m.unmask('{"insights": [{"text": "Cloud demand keeps growing across every large enterprise customer."}]}')
+    prompt = "- news: bullish (confidence 0.70). Cloud demand keeps growing across every large enterprise customer."
+    assert m.text(prompt, "2022-10-11") == (
+        "- news: bullish (confidence 0.70). key words: across, cloud, customer, demand, enterprise, every, growing, "
+        "keeps, large"
     )
 
 

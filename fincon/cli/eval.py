@@ -107,6 +107,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.set_defaults(func=_debate)
     _register_extraction(inner)
     _register_lookahead(inner)
+    _register_leakage(inner)
 
 
 def _register_extraction(inner) -> None:
@@ -144,6 +145,68 @@ the model names the company and the year. Each row: accuracy, the chance
 rate it is tested against, a Wilson 95 % interval and a one-sided binomial
 p-value. With --anonymize both probes are asked again on masked text.
 Cached like every call: --llm-cache replay repeats a probe without a model."""
+
+
+LEAKAGE = """\
+Could a model that has read the corpus tell which firm and which day a
+prompt is about? The audit reads back every prompt a finished run sent (its
+llm_calls.csv and call cache) and attacks it with four adversaries that need
+no model: the corpus (word 5-grams of every item, with its date), the prices
+(precise returns matched against every ticker's series), the vocabulary
+(each firm's names, products and the terms mined from the corpus) and a
+linker (prompts of one day that share a verbatim run). Per agent: the share
+of prompts whose firm, whose day (exactly; within 5 sessions) and whose both
+are given away, with a Wilson 95 % interval. More than --threshold of them
+giving away firm and day: not blind (docs/llm.md#masked-prompts)."""
+
+
+def _register_leakage(inner) -> None:
+    x = inner.add_parser(
+        "leakage",
+        help="audit a finished run's prompts: can firm and day be recovered by an adversary that knows the corpus",
+        description=LEAKAGE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+        "  fincon eval leakage runs/team-msft-masked\n"
+        "  fincon eval leakage runs/team-msft-masked --against data/ib-jnj data/ib-hon --json\n",
+    )
+    x.add_argument(
+        "run", type=Path, metavar="RUN_DIR", help="a run (or comparison) directory of a strategy that called a model"
+    )
+    x.add_argument(
+        "--against",
+        nargs="+",
+        type=Path,
+        default=[],
+        metavar="DIR",
+        help="more datasets (fincon data import) whose firms the vocabulary adversary tells apart",
+    )
+    x.add_argument(
+        "--threshold",
+        type=number(float, 0, 1),
+        default=0.10,
+        metavar="SHARE",
+        help="the share of prompts giving away firm and day above which the run is not blind (default 0.10)",
+    )
+    x.add_argument(
+        "--llm-cache-path",
+        type=Path,
+        metavar="FILE",
+        help="the call cache the run used, when it is not where its config.yaml says",
+    )
+    x.add_argument("--json", action="store_true", help="print the audit as JSON (every prompt's row included)")
+    x.set_defaults(func=_leakage)
+
+
+def _leakage(args: argparse.Namespace) -> int:
+    from fincon.eval import leakage
+
+    res = leakage.run_audit(args.run, cache=args.llm_cache_path, against=args.against, threshold=args.threshold)
+    if args.json:
+        print(json.dumps({JSON_MARK: "fincon eval leakage", **res}, indent=1, sort_keys=True, default=str))
+    else:
+        print(leakage.report(res))
+    return 0
 
 
 def _register_lookahead(inner) -> None:

@@ -90,3 +90,25 @@ class LoughranMcDonald:
         toks = [t.upper() for t in _WORD.findall(text or "")]
         counts = {c: sum(1 for t in toks if t in s) for c, s in self.sets.items()}
         return LexiconScore(words=len(toks), counts=counts)
+
+
+@lru_cache(maxsize=4)
+def document_shares(path: str | None = None) -> Mapping[str, float]:
+    """Each word of the master dictionary (lower case) and the share of the
+    dictionary's documents (10-K filings) it appears in: how common a word is
+    in financial English. A word it does not hold is no common English word
+    (a firm's, a product's or a person's name: the mask and the leakage audit
+    read it so). Read once per process."""
+    p = str(path or lm_csv_path())
+    out: dict[str, int] = {}
+    with open(p, newline="", encoding="utf-8") as fh:
+        rows = csv.reader(fh)
+        header = next(rows)
+        word, docs = header.index("Word"), header.index("Doc Count")
+        for row in rows:
+            try:
+                out[row[word].strip().lower()] = int(row[docs])
+            except (ValueError, IndexError):
+                continue
+    top = max(out.values(), default=1)
+    return {w: n / top for w, n in out.items()}

@@ -2,12 +2,13 @@
 
 A model trained after the backtest window may remember what happened in it
 (fincon.llm.knowledge). Telling it to forget does not work (Lopez-Lira, Tang
-& Zhu); removing what it would recognise does, to the degree the
-re-identification probe measures (Engelberg, Manela et al., "entity
-neutering"; Glasserman & Lin). Every prompt passes through
-:class:`fincon.llm.client.LLMClient`, so the mask sits there, once, over
-every text that reaches a model: items, distilled insights, reports,
-reflections, beliefs, memories, indicator summaries and the answer schema.
+& Zhu); removing what it would recognise does, to the degree an adversary
+that knows the corpus cannot put the firm and the day back
+(``fincon eval leakage``, fincon.eval.leakage, is the acceptance test).
+Every prompt passes through :class:`fincon.llm.client.LLMClient`, so the
+mask sits there, once, over every text that reaches a model: items,
+distilled insights, reports, reflections, beliefs, memories, indicator
+summaries and the answer schema.
 
 What is replaced, deterministically:
 
@@ -15,33 +16,53 @@ What is replaced, deterministically:
   dataset's own names, ``--alias TICKER=NAME``) and the people named for
   them: one pseudonym per firm for the whole run ("Company A", in ticker
   order) and per person ("Person A1");
-* absolute dates (ISO, with or without a time; "October 5, 2022", "5 Oct
-  2022", "Oct. 5"): a day offset from the decision day ("3 days before the
-  decision day"); a month with its year ("October 2022") and a bare year
-  are removed ("[month]", "[year]");
-* dollar figures: from a million up, their order of magnitude ("hundreds of
-  millions of dollars"); below, a price rebased to 100 at the window's start
-  for the firm named last before it ("price index 97.3"), or "[price]".
+* the firm's vocabulary: products, brands, shows, subsidiaries and business
+  words (the bundled table, and the terms mined from the corpus the run
+  reads that are frequent in one firm's items and rare in financial
+  English, fincon.eval.leakage.distinctive_terms): "[term]";
+* every other proper name: a capitalised word that is no common word of
+  financial English (the Loughran-McDonald dictionary's document counts)
+  and none of fincon's own prompt words (rivals, partners, places,
+  products): "[name]";
+* dates: never an exact offset; coarse recency from the decision day ("the
+  decision day", "this week", "this month", "this quarter", "this year",
+  "over a year ago"); a month with its year and a bare year are removed
+  ("[month]", "[year]"); a date inside an item's id becomes an opaque token
+  (mapped back in answers, so a citation still names the real item);
+* numbers: every dollar amount is "[amount]", except the stock's own price
+  written by fincon (rebased to a secret base per run: "price index ...",
+  the base in ``masking.json``, never in a prompt); percentages are bucketed
+  ("+3-7%"); other numbers of two digits or more are "[n]" (fincon's own
+  labels, "20-day" spans and values between -1 and 1 are kept);
+* no agent's words are quoted into another's prompt: a sentence of six
+  words or more that a model answered is, wherever a later prompt would
+  repeat it, replaced by its content words in alphabetical order ("key
+  words: cloud, demand, growth").
 
 Answers map back: a pseudonym in the model's raw answer becomes the ticker
-(or the person) before it is validated, so the run's decisions name real
-tickers. The mapping is written into the run directory (``masking.json``).
-Masked text is memoised by content; the call cache is keyed by the masked
-prompt, so a replay stays byte-identical.
+(or the person) and an id's date token its date before the answer is
+validated, so the run's decisions name real tickers and items. The mapping
+is written into the run directory (``masking.json``). Masked text is
+memoised by content; the call cache is keyed by the masked prompt, so a
+replay stays byte-identical.
 
-Not masked (the limits a reader should know): percentages and ratios (they
-are relative), bare numbers without a dollar sign, industry words and
-products not in the alias table, and anything a paraphrase would catch.
+What still leaks (a reader should know): the gist of an item (what
+happened, in common words), which a model that read the corpus may still
+recognise; the industry (through common words); and anything a paraphrase
+would remove (``fincon eval leakage`` measures what its adversaries can
+recover; it does not ask a model).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
-import math
 import re
 import string
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from fincon.llm.types import Message
@@ -70,8 +91,8 @@ _MONTHS = {
 _MONTH = r"(?:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 #: Every pattern below opens with a lookahead for the characters it can start
 #: with: the same matches, but the regex engine rejects most positions on one
-#: character instead of trying the whole pattern there (masking's cost halves:
-#: bench/masking.py). A month name's first two letters:
+#: character instead of trying the whole pattern there (bench/masking.py).
+#: A month name's first two letters:
 _OPENS = "(?=[" + "".join(sorted({m[0] for m in _MONTHS})) + "][" + "".join(sorted({m[1] for m in _MONTHS})) + "])"
 _DIGIT = re.compile(r"\d")
 _TIME = r"(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)?"
@@ -79,28 +100,62 @@ _ISO = re.compile(r"(?=[12])(?<![\d-])((?:19|20)\d{2})-(\d{2})-(\d{2})" + _TIME 
 _MDY = re.compile(rf"{_OPENS}\b({_MONTH})\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,\s*|\s+)((?:19|20)\d{{2}})\b", re.I)
 _DMY = re.compile(rf"(?=\d)\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH})(?:,\s*|\s+)((?:19|20)\d{{2}})\b", re.I)
 _MY = re.compile(rf"{_OPENS}\b({_MONTH})\s+((?:19|20)\d{{2}})\b", re.I)
-_MD = re.compile(rf"{_OPENS}\b({_MONTH})\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?!:\d)", re.I)
 _MY_MD = re.compile(rf"{_OPENS}\b({_MONTH})\s+(?:((?:19|20)\d{{2}})\b|(\d{{1,2}})(?:st|nd|rd|th)?\b(?!:\d))", re.I)
 _SHORT_YEAR = re.compile(r"(?=')(?<![\w'])'(\d{2})(?![\w'])")
-#: a date written as YYYYMMDD (inside an item's id): masked reversibly, T-3D, so a cited id maps back
+#: a date written as YYYYMMDD (inside an item's id): an opaque token per run, mapped back in answers
 _COMPACT = re.compile(r"(?=[12])(?<!\d)((?:19|20)\d{2})(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])(?!\d)")
-_COMPACT_BACK = re.compile(r"T([+-]\d{1,5})D")
+_TOKEN_BACK = re.compile(r"\bD[0-9a-f]{6}\b")
 _YEAR = re.compile(r"(?=[Ff'12])(?<![\w$.-])(?:FY|fiscal\s+)?'?((?:19|20)\d{2})(?:\s?([QH][1-4]))?(?![\w-])")
 _QUARTER_YEAR = re.compile(r"(?=[QH])\b([QH][1-4])\s?((?:19|20)\d{2})\b")
 _DOLLARS = re.compile(
     r"(?=[U$])(?:US)?\$\s?(\d[\d,]*(?:\.\d+)?)\s*(trillion|billion|million|thousand|tn|bn|mn|[kKmMbBtT])?(?![\w])"
 )
-_SCALE = {"trillion": 1e12, "tn": 1e12, "t": 1e12, "billion": 1e9, "bn": 1e9, "b": 1e9, "million": 1e6, "mn": 1e6,
-          "m": 1e6, "thousand": 1e3, "k": 1e3}  # fmt: skip
-_MAGNITUDE = ["millions", "tens of millions", "hundreds of millions", "billions", "tens of billions",
-              "hundreds of billions", "trillions"]  # fmt: skip
+#: what marks a dollar amount as the stock's own price (fincon's texts: "the close that day was $212.50")
+_PRICE_WORDS = re.compile(
+    r"\b(?:close|closed|closing|price|priced|shares? (?:at|traded|trading)|trading at)\b[^.$]{0,30}$", re.I
+)
+_PERCENT = re.compile(r"(?<![\w.])([+-]?)(\d[\d,]*(?:\.\d+)?)(\s?)(%|percent\b)")
+#: numbers kept as they are: item labels (E1), spans ("20-day", "20 trading days"), values in [-1, 1]
+#: (confidences, tones, weights), a single digit; anything else of two digits or more is "[n]"
+_NUMBER = re.compile(
+    r"(?<![\w.\-\[])([+-]?\d(?:[\d,]*\d)?(?:\.\d+)?)(?![\w.]*\d)(?!-[A-Za-z])(?![\w%])"
+    r"(?!\s+(?:trading\s+)?(?:days?|sessions?|weeks?|months?)\b)"  # a span of time ("20 trading days") says nothing
+)
+#: what the number and name rules leave alone: ids and labels in brackets, fincon's price indices
+_HELD = re.compile(r"\[[^\[\]\n]{1,80}\]|price index \d+(?:\.\d+)?")
+#: a capitalised word, an acronym or a word with capitals inside (iPhone, LinkedIn)
+_PROPER = re.compile(r"(?<![\w\[-])([A-Za-z]*[A-Z][A-Za-z]*(?:[&'.-][A-Za-z]+)*)(?![\w\]])")
+_PSEUDO = re.compile(r"^(?:Company|Person)$|^[A-Z]{1,2}\d?$")
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+")
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
+#: percent buckets: (upper bound, label)
+_BUCKETS = ((1.0, "0-1"), (3.0, "1-3"), (7.0, "3-7"), (15.0, "7-15"), (30.0, "15-30"), (60.0, "30-60"),
+            (100.0, "60-100"), (float("inf"), "over 100"))  # fmt: skip
+#: generic words in capitals that name no one (kept by the proper-name rule)
+_KEEP = frozenset(
+    """CEO CFO COO CTO CIO US USA UK EU AI API IT GDP EPS IPO ETF ESG FDA SEC COVID COVID-19 Q1 Q2 Q3 Q4 H1 H2 FY
+    YoY QoQ R&D M&A EBITDA EBIT SaaS B2B B2C OK TV PC PCs CVaR VaR JSON ETFs IPOs CEOs EV EVs LLC Inc Corp Ltd
+    AM PM GAAP ROE ROI ROA LTM TTM NYSE Nasdaq NASDAQ Dow S&P""".split()
+)
+#: what a word's share of financial documents must reach to count as common English (fincon.data.lexicon)
+COMMON_SHARE = 0.001
+#: the recency a distance in days reads as: never an exact offset
+_RECENCY = ((0, "the decision day"), (7, "this week"), (31, "this month"), (92, "this quarter"), (365, "this year"))
 
 
-def _compact(m: re.Match, day: dt.date) -> str:
-    try:
-        return f"T{(dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3))) - day).days:+d}D"
-    except ValueError:
-        return m.group(0)
+def _recency(n: int) -> str:
+    """A distance from the decision day (days; negative: before it) as coarse recency."""
+    if n > 0:
+        return "days later" if n <= 7 else "weeks later" if n <= 31 else "months later"
+    for limit, phrase in _RECENCY:
+        if -n <= limit:
+            return phrase
+    return "over a year ago"
+
+
+def _bucket(value: float) -> str:
+    v = abs(value)
+    return next(label for hi, label in _BUCKETS if v < hi)
 
 
 def _month_day(month_name: str, day_of_month: str, day: dt.date, offset) -> str:
@@ -116,24 +171,84 @@ def _month_day(month_name: str, day_of_month: str, day: dt.date, offset) -> str:
     return offset(year, month, d)
 
 
-def _days(n: int) -> str:
-    if n == 0:
-        return "the decision day"
-    return f"{abs(n)} day{'s' if abs(n) != 1 else ''} {'before' if n < 0 else 'after'} the decision day"
+@lru_cache(maxsize=1)
+def _prompt_words() -> frozenset[str]:
+    """The capitalised words of fincon's own prompt templates (agents' ``*.txt``): never masked as names."""
+    root = Path(__file__).resolve().parents[1] / "agents"
+    words: set[str] = set()
+    for f in root.rglob("*.txt"):
+        words.update(m.group(1) for m in _PROPER.finditer(f.read_text(encoding="utf-8")))
+    return frozenset(words)
+
+
+@lru_cache(maxsize=1)
+def _common() -> Mapping[str, float]:
+    """Words of financial English with their document share; empty when the
+    dictionary is not installed (then only the tables' names are masked)."""
+    try:
+        from fincon.data.lexicon import document_shares
+
+        return document_shares()
+    except Exception:  # the info extra missing: said in masking.json's rules
+        return {}
+
+
+#: an item as a prompt lists it: "[E1] this week: text (tone +0.50)"; its text becomes its gist
+_ITEM_LINE = re.compile(r"(?m)^(\[[^\]\n]{1,80}\][^:\n]{0,40}: )(.+?)((?: \(tone [+-]?\d\.\d+\))?)$")
+#: an item of this many words or more is given as its gist; a shorter line (an indicator) is kept
+GIST_WORDS = 12
+#: the content words an item's gist keeps (in the item's order, then sorted)
+GIST_KEEP = 30
+
+
+def _gist_line(m: re.Match) -> str:
+    text = m.group(2)
+    if len(text.split()) < GIST_WORDS:
+        return m.group(0)
+    return f"{m.group(1)}{gist(text)}{m.group(3)}"
+
+
+def gist(text: str) -> str:
+    """An item as its first ``GIST_KEEP`` content words, unique, in
+    alphabetical order ("gist: adoption, cloud, demand, ..."): what it is
+    about and its tone words, with no run of its words a model could have
+    read word for word (the placeholders of the mask are kept)."""
+    from fincon.data.terms import FUNCTION
+
+    seen: dict[str, None] = {}
+    for w in re.findall(r"(?:Company|Person) [A-Z]{1,2}\d*\b|\[[a-z]+\]|[A-Za-z][A-Za-z'-]+", text):
+        lw = w if w[0] in "CP" and " " in w else w.lower()
+        if lw.startswith("[") or " " in lw or (len(lw) > 2 and lw not in FUNCTION):
+            seen.setdefault(lw, None)
+        if len(seen) >= GIST_KEEP:
+            break
+    return "gist: " + ", ".join(sorted(seen)) if seen else "[text]"
+
+
+def reword(sentence: str) -> str:
+    """A sentence as its content words, unique, in alphabetical order: what it
+    is about, without a run of its words that could be found elsewhere."""
+    from fincon.data.terms import STOP
+
+    words = sorted({w.lower() for w in _WORD.findall(sentence) if len(w) > 3 and w.lower() not in STOP})
+    return "key words: " + ", ".join(words[:10]) if words else "[text]"
 
 
 @dataclass
 class Masker:
-    """The run's mask: its entities, their pseudonyms and the window's start prices.
+    """The run's mask: its entities, their pseudonyms, its secret price base.
 
     ``names``: ticker -> names and aliases; ``people``: ticker -> people;
-    ``start_prices``: ticker -> close on the window's first day (set by the
-    strategy once it sees that day)."""
+    ``vocabulary``: ticker -> products and business words; ``start_prices``:
+    ticker -> close on the window's first day (set by the strategy once it
+    sees that day); ``secret``: the seed of the price base and the date tokens."""
 
     tickers: Sequence[str]
     names: Mapping[str, Sequence[str]] = field(default_factory=dict)
     people: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    vocabulary: Mapping[str, Sequence[str]] = field(default_factory=dict)
     start_prices: dict[str, float] = field(default_factory=dict)
+    secret: str = "fincon"
 
     def __post_init__(self) -> None:
         letters = [a for a in string.ascii_uppercase] + [a + b for a in "AB" for b in string.ascii_uppercase]
@@ -150,7 +265,9 @@ class Masker:
                 firm[n] = t
                 firm[n.upper()] = t
         self._firm = firm
-        words = sorted({*firm, *self.person}, key=len, reverse=True)
+        terms = {w for t in self.tickers for w in self.vocabulary.get(t, ()) if w not in firm}
+        self._terms = terms
+        words = sorted({*firm, *self.person, *terms}, key=len, reverse=True)
         self._entity = (
             re.compile(
                 "(?=[" + "".join(re.escape(c) for c in sorted({w[0] for w in words} | {"N", "$"})) + "])"
@@ -161,6 +278,10 @@ class Masker:
             if words
             else None
         )
+        h = hashlib.sha256(f"{self.secret}:price".encode()).digest()
+        #: the secret price base: the window's first close reads as this index (50..200), never 100
+        self.base = round(50.0 + 150.0 * int.from_bytes(h[:4], "big") / 2**32, 4)
+        self._tokens: dict[str, str] = {}  # date token -> YYYYMMDD
         self._back = {v: k for k, v in self.pseudonym.items()} | {v: k for k, v in self.person.items()}
         self._back_re = (
             re.compile("|".join(re.escape(p) for p in sorted(self._back, key=len, reverse=True)) + r"(?![\w])")
@@ -168,6 +289,7 @@ class Masker:
             else None
         )
         self._memo: dict[tuple[str, str | None], str] = {}
+        self._quoted: dict[str, str] = {}  # a sentence a model answered -> its rewording
 
     # -- masking ------------------------------------------------------------------------
     def text(self, s: str, day: str | None = None) -> str:
@@ -178,19 +300,30 @@ class Masker:
             hit = self._mask(s, dt.date.fromisoformat(day[:10]) if day else None)
             if len(self._memo) < 200_000:
                 self._memo[key] = hit
-        return hit
+        return self._unquote(hit) if self._quoted else hit
 
     def _mask(self, s: str, day: dt.date | None) -> str:
         s = self._prices(s)
         s = self._dates(s, day)
         if self._entity is not None:
             s = self._entity.sub(self._entity_name, s)
-        return s
+        kept: list[str] = []  # ids, labels and fincon's price indices: masked already, kept whole
+
+        def hold(m: re.Match) -> str:
+            kept.append(m.group(0))
+            return f"\x00{len(kept) - 1}\x00"
+
+        s = _HELD.sub(hold, s)
+        s = self._proper(self._numbers(s))
+        s = re.sub(r"\x00(\d+)\x00", lambda m: kept[int(m.group(1))], s)
+        return _ITEM_LINE.sub(_gist_line, s) if "[" in s else s
 
     def _entity_name(self, m: re.Match) -> str:
         word = m.group(1)
         if word in self.person:
             return self.person[word]
+        if word in self._terms:
+            return "[term]"
         return self.pseudonym[self._firm[word]]
 
     def _prices(self, s: str) -> str:
@@ -201,21 +334,69 @@ class Masker:
             marks = [(m.start(), self._firm[m.group(1)]) for m in self._entity.finditer(s) if m.group(1) in self._firm]
 
         def one(m: re.Match) -> str:
+            if m.group(2) or not _PRICE_WORDS.search(s[max(0, m.start() - 40) : m.start()]):
+                return "[amount]"  # not the stock's price: its size would tell the firm (or the price's base)
             try:
-                value = float(m.group(1).replace(",", "")) * _SCALE.get((m.group(2) or "").lower(), 1.0)
+                value = float(m.group(1).replace(",", ""))
             except ValueError:
                 return "[amount]"
-            if value >= 1e6:
-                k = min(len(_MAGNITUDE) - 1, int(math.floor(math.log10(value))) - 6)
-                return f"{_MAGNITUDE[k]} of dollars"
             before = [t for pos, t in marks if pos < m.start()]
             t = before[-1] if before else (self.tickers[0] if len(self.tickers) == 1 else None)
             ref = self.start_prices.get(t) if t else None
-            if ref:
-                return f"price index {100.0 * value / ref:.1f}"
-            return "[price]"
+            return f"price index {self.base * value / ref:.1f}" if ref else "[amount]"
 
         return _DOLLARS.sub(one, s)
+
+    def _numbers(self, s: str) -> str:
+        """Percentages bucketed, other numbers of two digits or more "[n]"; bracketed ids and labels kept."""
+        if not _DIGIT.search(s):
+            return s
+        s = s.replace("COVID-19", "\x01")
+
+        def pct(m: re.Match) -> str:
+            try:
+                v = float(m.group(2).replace(",", ""))
+            except ValueError:
+                return m.group(0)
+            return f"{m.group(1)}{_bucket(v)}{m.group(3)}{m.group(4)}"
+
+        def num(m: re.Match) -> str:
+            text = m.group(1)
+            try:
+                v = float(text.replace(",", ""))
+            except ValueError:
+                return text
+            if abs(v) <= 1.0 or (len(text.lstrip("+-")) == 1):
+                return text
+            return "[n]"
+
+        s = _NUMBER.sub(num, s)
+        s = _PERCENT.sub(pct, s)  # after the numbers: a bucket's bounds are not numbers to mask
+        return s.replace("\x01", "COVID-19")
+
+    def _proper(self, s: str) -> str:
+        """Every capitalised word that is no common word of financial English, no
+        generic acronym, no word of fincon's own prompts and no pseudonym: "[name]"."""
+        common = _common()
+        if not common:
+            return s
+        own = _prompt_words()
+
+        def one(m: re.Match) -> str:
+            w = m.group(1)
+            if w.endswith("'s"):  # a possessive: the word's own
+                return one_word(w[:-2]) + "'s"
+            return one_word(w)
+
+        def one_word(w: str) -> str:
+            if w in _KEEP or w in own or _PSEUDO.match(w) or w.isupper() and len(w) == 1:
+                return w
+            parts = [p for p in re.split(r"[&'.-]", w.lower()) if p]
+            if parts and all(common.get(p, 0.0) >= COMMON_SHARE for p in parts) and not _inner_capital(w):
+                return w
+            return "[name]"
+
+        return _PROPER.sub(one, s)
 
     def _dates(self, s: str, day: dt.date | None) -> str:
         if not _DIGIT.search(s):  # every date pattern needs a digit
@@ -226,11 +407,10 @@ class Masker:
                 date = dt.date(y, mo, d)
             except ValueError:
                 return "[date]"
-            return _days((date - day).days) if day else "[date]"
+            return _recency((date - day).days) if day else "[date]"
 
         s = _ISO.sub(lambda m: offset(int(m.group(1)), int(m.group(2)), int(m.group(3))), s)
-        if day is not None:
-            s = _COMPACT.sub(lambda m: _compact(m, day), s)
+        s = _COMPACT.sub(self._date_token, s)
         s = _MDY.sub(lambda m: offset(int(m.group(3)), _MONTHS[m.group(1).lower().rstrip(".")], int(m.group(2))), s)
         s = _DMY.sub(lambda m: offset(int(m.group(3)), _MONTHS[m.group(2).lower().rstrip(".")], int(m.group(1))), s)
         if day is None:
@@ -241,23 +421,58 @@ class Masker:
         s = _SHORT_YEAR.sub("[year]", s)
         return _YEAR.sub(lambda m: "[year]" + (f" {m.group(2)}" if m.group(2) else ""), s)
 
+    def _date_token(self, m: re.Match) -> str:
+        """YYYYMMDD in an id as an opaque token of the run (no order, no offset)."""
+        date = m.group(0)
+        token = "D" + hashlib.sha256(f"{self.secret}:{date}".encode()).hexdigest()[:6]
+        self._tokens[token] = date
+        return token
+
+    def _unquote(self, s: str) -> str:
+        """Each sentence a model answered earlier, where ``s`` repeats it, as its rewording."""
+        for sentence, rewording in self._quoted.items():
+            if sentence in s:
+                s = s.replace(sentence, rewording)
+        return s
+
     def messages(self, msgs: Sequence[Message], day: str | None) -> tuple[Message, ...]:
         return tuple(Message(role=m.role, content=self.text(m.content, day)) for m in msgs)
 
     def schema(self, schema: dict) -> dict:
         """The answer schema with the run's tickers as pseudonyms (a portfolio's keys)."""
-        return json.loads(self.text(json.dumps(schema, sort_keys=True)))
+        s = json.dumps(schema, sort_keys=True)
+        if self._entity is not None:
+            s = self._entity.sub(self._entity_name, s)
+        return json.loads(s)
 
     # -- answers ------------------------------------------------------------------------
     def unmask(self, answer: str, day: str | None = None) -> str:
         """A raw answer with each pseudonym back as its ticker (or person), and
-        each masked id date (T-3D) back as the date it stands for on ``day``."""
-        if day is not None:
-            d0 = dt.date.fromisoformat(day[:10])
-            answer = _COMPACT_BACK.sub(lambda m: (d0 + dt.timedelta(days=int(m.group(1)))).strftime("%Y%m%d"), answer)
+        each id's date token back as its date; the answer's sentences are kept
+        so that no later prompt quotes them word for word."""
+        self._remember(answer)
+        answer = _TOKEN_BACK.sub(lambda m: self._tokens.get(m.group(0), m.group(0)), answer)
         if self._back_re is None:
             return answer
         return self._back_re.sub(lambda m: self._back[m.group(0)], answer)
+
+    def _remember(self, answer: str) -> None:
+        try:
+            data = json.loads(answer)
+        except ValueError:
+            return
+        stack = [data]
+        while stack:
+            x = stack.pop()
+            if isinstance(x, dict):
+                stack.extend(x.values())
+            elif isinstance(x, list):
+                stack.extend(x)
+            elif isinstance(x, str):
+                for sentence in _SENTENCE.split(x):
+                    sentence = sentence.strip()
+                    if len(sentence.split()) >= 6 and sentence not in self._quoted:
+                        self._quoted[sentence] = reword(sentence)
 
     def manifest(self) -> dict[str, Any]:
         """``masking.json``: who is who, and what the mask replaced."""
@@ -265,24 +480,47 @@ class Masker:
             "pseudonyms": dict(sorted(self.pseudonym.items())),
             "people": dict(sorted(self.person.items())),
             "names": {t: list(self.names.get(t, ())) for t in sorted(self.tickers)},
+            "vocabulary": {t: list(self.vocabulary.get(t, ())) for t in sorted(self.tickers)},
             "start_prices": {t: round(v, 6) for t, v in sorted(self.start_prices.items())},
+            "price_base": self.base,
             "rules": [
                 "tickers, firm names and aliases -> one pseudonym per firm",
                 "people named for a firm -> one pseudonym per person",
-                "dates -> day offsets from the decision day; month-year and bare years removed",
-                "dollar figures from $1M -> order of magnitude; smaller ones -> price index (100 at the window start)",
+                "the firm's products, brands and business words (bundled table, mined terms) -> [term]",
+                "any other proper name (no common word of financial English) -> [name]"
+                + ("" if _common() else " (off: the Loughran-McDonald dictionary is not installed)"),
+                "dates -> coarse recency from the decision day, never an offset; month-year and bare years removed",
+                "a date in an id -> an opaque token of the run",
+                "dollar amounts -> [amount]; the stock's own price -> price index on a secret base (price_base)",
+                "percentages -> buckets (0-1, 1-3, 3-7, 7-15, 15-30, 30-60, 60-100, over 100); other numbers of two "
+                "digits or more -> [n]",
+                "a sentence a model answered, repeated in a later prompt -> its content words in alphabetical order",
             ],
         }
 
 
-def masker_for(tickers: Sequence[str], extra: Mapping[str, Sequence[str]] | None = None) -> Masker:
-    """The mask of a run on ``tickers``: the bundled alias table plus ``extra``
-    names (a dataset's, the user's ``--alias``)."""
-    from fincon.data.aliases import NAMES, PEOPLE
+def _inner_capital(w: str) -> bool:
+    """A capital inside a word (iPhone, LinkedIn, DevSecOps): a name, however common its parts."""
+    return any(c.isupper() for c in w[1:]) and not w.isupper()
 
-    names = {t: (*NAMES.get(t, ()), *((extra or {}).get(t, ()))) for t in tickers}
+
+def masker_for(
+    tickers: Sequence[str],
+    extra: Mapping[str, Sequence[str]] | None = None,
+    *,
+    vocabulary: Mapping[str, Sequence[str]] | None = None,
+    secret: str = "fincon",
+) -> Masker:
+    """The mask of a run on ``tickers``: the bundled alias and vocabulary tables plus ``extra``
+    names (a dataset's, the user's ``--alias``) and ``vocabulary`` (terms mined from the corpus)."""
+    from fincon.data.aliases import NAMES, PEOPLE, VOCABULARY
+
+    names = {t: tuple(dict.fromkeys((*NAMES.get(t, ()), *((extra or {}).get(t, ()))))) for t in tickers}
     people = {t: PEOPLE.get(t, ()) for t in tickers}
-    return Masker(tuple(tickers), names, people)
+    # a mined term is lower case: masked as written, capitalised and in capitals
+    mined = {t: [v for w in (vocabulary or {}).get(t, ()) for v in (w, w.capitalize(), w.upper())] for t in tickers}
+    vocab = {t: tuple(dict.fromkeys((*VOCABULARY.get(t, ()), *mined[t]))) for t in tickers}
+    return Masker(tuple(tickers), names, people, vocab, secret=secret)
 
 
 def user_names(aliases: Mapping[str, Sequence[str]] | None = None) -> dict[str, tuple[str, ...]]:
@@ -293,20 +531,46 @@ def user_names(aliases: Mapping[str, Sequence[str]] | None = None) -> dict[str, 
     return out
 
 
-def attach(client, settings, tickers: Sequence[str]) -> None:
+def mined_terms(events, tickers: Sequence[str], before: dt.date | None) -> tuple[dict, dict]:
+    """The names and the vocabulary of each ticker mined from the items of the
+    corpus the run reads published before ``before`` (the window's first day:
+    what the mask hides on day t never depends on an item after t):
+    fincon.data.terms.firm_names and distinctive_terms (frequent in the
+    ticker's items, rare in the other tickers' and in financial English)."""
+    from fincon.data.terms import distinctive_terms, firm_names
+
+    docs: dict[str, list[str]] = {}
+    for e in events.all_events() if events is not None else ():
+        if e.text and (before is None or e.published_at.date() < before):
+            docs.setdefault(e.ticker, []).append(e.text)
+    if not docs:
+        return {}, {}
+    common = _common()
+    names = firm_names(docs, common, generic=_KEEP) if common else {}
+    vocab = distinctive_terms(docs, background=common)
+    return {t: names.get(t, []) for t in tickers}, {t: vocab.get(t, []) for t in tickers}
+
+
+def attach(client, settings, tickers: Sequence[str], events=None, before: dt.date | None = None) -> None:
     """Give ``client`` the run's mask when ``settings`` ask for one
     (``anonymize``) and it has none yet: how every strategy that calls a
-    model masks its prompts."""
+    model masks its prompts (``events``: the corpus it reads, whose
+    distinctive terms before ``before``, the window's first day, are masked
+    too). The secret of the price base and the date tokens follows from the
+    run's seed and tickers: the same run masks the same way (its replay is
+    byte-identical), and no prompt holds it."""
     if settings is not None and settings.anonymize and client.masker is None:
-        client.masker = masker_for(tickers, user_names(settings.aliases))
+        secret = f"{settings.seed}:{','.join(sorted(tickers))}"
+        names, vocabulary = mined_terms(events, tickers, before)
+        extra = user_names(settings.aliases)
+        extra = {t: (*extra.get(t, ()), *names.get(t, ())) for t in tickers}
+        client.masker = masker_for(tickers, extra, vocabulary=vocabulary, secret=secret)
 
 
 def write_manifest(client, run_dir) -> None:
     """``masking.json`` in ``run_dir`` when ``client`` masked what it sent (who
     is who behind the pseudonyms the model saw): every strategy that calls a
     model writes it through here when it finishes."""
-    from pathlib import Path
-
     if client is not None and client.masker is not None:
         (Path(run_dir) / "masking.json").write_text(
             json.dumps(client.masker.manifest(), indent=2, sort_keys=True) + "\n", encoding="utf-8"

@@ -71,7 +71,11 @@ class DoubleServer:
                         "object": "chat.completion",
                         "model": req.get("model", "double"),
                         "choices": [
-                            {"index": 0, "message": {"role": "assistant", "content": done.text}, "finish_reason": "stop"}
+                            {
+                                "index": 0,
+                                "message": {"role": "assistant", "content": done.text},
+                                "finish_reason": "stop",
+                            }
                         ],
                         "usage": {
                             "prompt_tokens": done.prompt_tokens,

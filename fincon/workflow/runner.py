@@ -212,13 +212,18 @@ def warn_vacuous(llm: Any, require_after_cutoff: bool, any_model: bool) -> None:
 
 
 def check_masking(cfg: RunConfig, inputs: RunInputs, strategies: Mapping[str, Strategy]) -> None:
-    """A masked run must know a name for every firm it masks: without one its
-    items name the firm in clear and the run only looks blind. Refused, before
-    anything is written, pointing at ``--alias``; an ``--alias`` for a ticker
-    the run does not trade is refused too (it would mask nothing)."""
+    """A masked run must know a name for every firm whose items it reads:
+    without one, the items name the firm in clear and the run only looks
+    blind. The names come from fincon's table, the dataset's own, ``--alias``
+    and the corpus itself (fincon.llm.masking.mined_terms, from the items
+    before the window). Refused before anything is written, pointing at
+    ``--alias``; an ``--alias`` for a ticker the run does not trade is refused
+    too (it would mask nothing)."""
     from fincon.data.aliases import NAMES
+    from fincon.llm.masking import mined_terms
 
-    if not cfg.llm.anonymize or all(s.llm_settings() is None for s in strategies.values()):
+    masked = [s for s in strategies.values() if s.llm_settings() is not None and s.llm_settings().anonymize]
+    if not masked:
         return
     user = {t.upper(): v for t, v in cfg.llm.aliases.items()}
     stray = sorted(set(user) - set(cfg.tickers))
@@ -227,13 +232,21 @@ def check_masking(cfg: RunConfig, inputs: RunInputs, strategies: Mapping[str, St
             f"--alias {stray[0]}=...: {stray[0]} is not traded in this run (tickers: {', '.join(cfg.tickers)}); "
             "drop it or add the ticker"
         )
+    readers = [s for s in masked if getattr(s, "reads_events", False)]
+    if not readers:
+        return  # no item reaches a prompt: the tickers alone are masked
     dataset = inputs.dataset.manifest.names if inputs.dataset is not None else {}
     unnamed = [t for t in cfg.tickers if not (NAMES.get(t) or dataset.get(t) or user.get(t))]
     if unnamed:
+        spec = inputs.events_spec(getattr(getattr(readers[0], "params", None), "events", None))
+        mined, _ = mined_terms(inputs.events(spec, tuple(cfg.tickers)), unnamed, cfg.start)
+        unnamed = [t for t in unnamed if not mined.get(t)]
+    if unnamed:
         t = unnamed[0]
         raise ConfigError(
-            f"--anonymize: fincon knows no name for {t} (not in its table, and the dataset names none), so its "
-            f"items would name the firm in clear; give its names with --alias {t}=NAME (repeat for each name)"
+            f"--anonymize: fincon knows no name for {t} (not in its table, the dataset names none, and its items "
+            f"before {cfg.start} name none often enough), so its items would name the firm in clear; give its "
+            f"names with --alias {t}=NAME (repeat for each name)"
         )
 
 

@@ -1,0 +1,623 @@
+"""``fincon eval leakage``: could a model that has read the corpus tell which firm and which day a prompt is about?
+
+A mask that hides names and ISO dates blinds a model that looks facts up by
+name and date; a model that has *read the corpus* needs neither. This audit
+attacks what a finished run actually sent (its prompts, read back from the
+call cache through the run's ``llm_calls.csv``) with adversaries that need
+no model, each knowing what such a model could know:
+
+* **corpus**: the text of every item of the corpus the run read, with its
+  date. A line of a prompt that shares enough rare word 5-grams with exactly
+  one item names that item's firm; the item's date and the line's own date
+  phrase ("3 days before the decision day", "this week") place the decision
+  day: exactly from an exact offset, else the item's date plus the middle
+  of the phrase's span. A prompt that writes a full date ("Today is Oct 5
+  2022") gives it away directly (cue ``explicit date``).
+* **prices**: the daily closes of every ticker of the corpus. A run of
+  three or more consecutive returns written to two decimals (or a set of
+  precise percentages that are one ticker's k-day returns to the same day)
+  names the ticker and the day.
+* **vocabulary**: each firm's names, people and products (fincon's tables,
+  ``--alias``, the dataset's own names) and the terms mined from the corpus
+  that are frequent in one firm's items and rare in the others'
+  (:func:`distinctive_terms`, the statistic the mask also uses): a prompt
+  whose terms point to one firm names it.
+* **linker**: prompts of one day that share a verbatim 8-word run found in
+  no other day's prompts (the manager quoting its analysts) are one group:
+  what any of them gives away, all of them do.
+
+Per agent and overall: the share of prompts whose firm, whose day (exactly,
+and within ±5 sessions) and whose both can be recovered, with a Wilson 95 %
+interval and the cues that did it. A run where more than ``threshold``
+(default 10 %) of its prompts give away firm and day (within 5 sessions)
+is **not blind**.
+
+What it does not do: ask a model. A real model may recognise what these
+rules miss (a paraphrase it once read, a style); passing this audit is
+necessary for a blind run, not a proof of one.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import hashlib
+import json
+import re
+import sqlite3
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from fincon.data.terms import distinctive_terms, tokens
+from fincon.errors import DataError
+
+SESSIONS = 5  # "within ±5 sessions"
+THRESHOLD = 0.10
+SHINGLE = 5
+LINK = 8
+#: an item shingle shared by more items than this carries no identity (boilerplate)
+RARE_DF = 3
+#: rare shingles a line must share with one item (and with no other as many) to name it
+MIN_SHARED = 3
+#: what the span of a masked recency phrase says of the distance from an item to the decision day (days)
+RECENCY_SPANS = {
+    "the decision day": (0, 0),
+    "this week": (1, 7),
+    "this month": (8, 31),
+    "this quarter": (32, 92),
+    "this year": (93, 365),
+    "over a year ago": (366, 730),
+}
+_OFFSET = re.compile(r"\b(\d+) days? (before|after) the decision day\b")
+_MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+_FULL_DATE = re.compile(
+    r"\b(?:(20\d{2}|19\d{2})-(\d{2})-(\d{2})"
+    r"|(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+((?:19|20)\d{2}))\b",
+    re.I,
+)
+_PERCENT = re.compile(r"(?<![\w.])([+-]?\d{1,3}\.\d{2})\s?%")
+# -- what the run sent ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One call of a run: who asked, for which day, and the text the model saw."""
+
+    run: str
+    agent: str
+    day: str  # YYYY-MM-DD, or "-" for a call made outside a trading day
+    key: str
+    text: str
+    tickers: tuple[str, ...]  # the firms the prompt is about (the truth)
+
+    @property
+    def kind(self) -> str:
+        return self.agent.split("/")[0]
+
+
+@dataclass
+class RunInfo:
+    """What the audit reads of one strategy's run directory."""
+
+    path: Path
+    strategy: str
+    tickers: tuple[str, ...]
+    start: dt.date
+    end: dt.date
+    masked: bool
+    cache: Path
+    data: Any  # the run config's data section
+    events: str  # the corpus the run read (its spec)
+
+
+def runs_in(root: Path) -> list[Path]:
+    """The run directories under ``root`` that list their model calls (``llm_calls.csv``)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise DataError(f"{root} is not a directory; give a run directory written by fincon backtest")
+    found = [root] if (root / "llm_calls.csv").is_file() else []
+    found += sorted(p.parent for p in root.glob("*/llm_calls.csv"))
+    return found
+
+
+def read_run(path: Path, cache: Path | None = None) -> RunInfo:
+    """The run's config (tickers, window, corpus, mask) and where its prompts are cached."""
+    import yaml
+
+    try:
+        cfg = yaml.safe_load((path / "config.yaml").read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise DataError(f"{path}/config.yaml: cannot read ({exc}); is this a fincon run directory?") from None
+    strategies = cfg.get("strategies") or []
+    strategy = strategies[0] if len(strategies) == 1 else path.name
+    params = (cfg.get("strategy_params") or {}).get(strategy) or {}
+    llm = {**(cfg.get("llm") or {}), **(params.get("llm") or {})}
+    where = Path(cache or llm.get("cache_path") or "runs/.cache/llm.sqlite").expanduser()
+    if not where.is_absolute() and not where.is_file():
+        for base in (path, *path.parents):  # a relative cache path: from where the run was started
+            if (base / where).is_file():
+                where = base / where
+                break
+    return RunInfo(
+        path=path,
+        strategy=strategy,
+        tickers=tuple(cfg.get("tickers") or ()),
+        start=dt.date.fromisoformat(str(cfg.get("start"))),
+        end=dt.date.fromisoformat(str(cfg.get("end"))),
+        masked=bool(llm.get("anonymize")),
+        cache=where,
+        data=cfg.get("data") or {},
+        events=str(params.get("events") or "sample"),
+    )
+
+
+def prompts_of(run: RunInfo) -> list[Prompt]:
+    """Every prompt the run sent, read back from its call cache by the keys in ``llm_calls.csv``."""
+    with open(run.path / "llm_calls.csv", newline="", encoding="utf-8") as fh:
+        calls = list(csv.DictReader(fh))
+    if not calls:
+        return []
+    if not run.cache.is_file():
+        raise DataError(
+            f"{run.path}: its call cache {run.cache} is not there, so its prompts cannot be read; "
+            "give it with --llm-cache-path"
+        )
+    conn = sqlite3.connect(f"{run.cache.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        texts: dict[str, str] = {}
+        keys = sorted({c["key"] for c in calls})
+        for i in range(0, len(keys), 500):
+            part = keys[i : i + 500]
+            q = f"SELECT key, messages FROM calls WHERE key IN ({','.join('?' for _ in part)})"
+            for k, m in conn.execute(q, part):
+                texts[k] = "\n".join(x.get("content", "") for x in json.loads(m))
+    except sqlite3.Error as exc:
+        raise DataError(f"{run.cache}: not an LLM call cache ({exc})") from None
+    finally:
+        conn.close()
+    missing = [c for c in calls if c["key"] not in texts]
+    if missing:
+        raise DataError(
+            f"{run.path}: {len(missing)} of its {len(calls)} calls are not in {run.cache} "
+            f"(first: {missing[0]['agent']} on {missing[0]['day']}); give the cache the run used with --llm-cache-path"
+        )
+    out = []
+    for c in calls:
+        own = c["agent"].rsplit("/", 1)[1] if "/" in c["agent"] else None
+        tickers = (own,) if own in run.tickers else run.tickers
+        out.append(Prompt(run.path.name, c["agent"], c["day"], c["key"], texts[c["key"]], tickers))
+    return out
+
+
+# -- what the adversaries know ----------------------------------------------------------------------
+
+
+@dataclass
+class Item:
+    ticker: str
+    day: dt.date
+    shingles: frozenset[int]
+
+
+@dataclass
+class Knowledge:
+    """The corpus, its prices and each firm's terms, indexed for the adversaries."""
+
+    items: list[Item]
+    index: dict[int, list[int]]  # rare shingle -> items
+    closes: dict[str, pd.Series]
+    sessions: pd.DatetimeIndex
+    terms: dict[str, dict[str, float]]  # ticker -> term -> weight
+    returns: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)  # "-2.33" -> (ticker, day, k)
+
+
+def shingles(toks: Sequence[str], k: int = SHINGLE) -> set[int]:
+    """Hashes of the ``k``-word runs of ``toks`` (stable across processes)."""
+    return {
+        int.from_bytes(hashlib.blake2b(" ".join(toks[i : i + k]).encode(), digest_size=8).digest(), "little")
+        for i in range(len(toks) - k + 1)
+    }
+
+
+def build_knowledge(runs: Sequence[RunInfo], against: Sequence[Path] = ()) -> Knowledge:
+    """Everything the adversaries know for ``runs``: the corpus they read (every
+    firm in it), the datasets ``against`` (more firms to tell apart), the prices
+    of every ticker there, and each firm's terms."""
+    from fincon.data.aliases import NAMES, PEOPLE, VOCABULARY
+    from fincon.data.events.generator import DEFAULT_TICKERS
+    from fincon.data.inputs import SAMPLE, open_events, open_inputs
+
+    corpora: list[tuple[str, tuple[str, ...], Any]] = []  # (events spec, tickers, price source)
+    seen: set[str] = set()
+    for r in runs:
+        inputs = open_inputs(r.data.get("source", "sample"), r.data.get("dir"), r.data.get("cache_dir"))
+        spec = r.events
+        if spec == SAMPLE:
+            tickers = tuple(DEFAULT_TICKERS)
+        else:
+            tickers = tuple(sorted(p.name.split(".")[0] for p in Path(spec).glob("*.jsonl*")))
+        if spec not in seen:
+            seen.add(spec)
+            corpora.append((spec, tickers, inputs.source))
+    for d in against:
+        ds = open_inputs("csv", d)
+        if ds.dataset is None or not ds.dataset.has_events:
+            raise DataError(f"--against {d}: not a dataset with events (fincon data import ...)")
+        spec = str(ds.dataset.events_dir.absolute())
+        if spec not in seen:
+            seen.add(spec)
+            corpora.append((spec, tuple(ds.dataset.manifest.tickers), ds.source))
+    items: list[Item] = []
+    docs: dict[str, list[str]] = defaultdict(list)
+    closes: dict[str, pd.Series] = {}
+    for spec, tickers, source in corpora:
+        for e in open_events(spec, tickers).all_events():
+            if not e.text:
+                continue
+            items.append(Item(e.ticker, e.published_at.date(), frozenset(shingles(tokens(e.text)))))
+            docs[e.ticker].append(e.text)
+        for t in tickers:
+            if t in closes:
+                continue
+            try:
+                bars = source.load(t, pd.Timestamp("1990-01-01"), pd.Timestamp("2100-01-01"))
+            except Exception:  # a ticker of the corpus without prices: the price adversary skips it
+                continue
+            frame = bars.set_index(pd.to_datetime(bars["Date"])) if "Date" in bars.columns else bars
+            col = "Adj Close" if "Adj Close" in frame.columns else "Close"
+            closes[t] = frame[col].astype(float)
+    df: Counter = Counter()
+    for it in items:
+        df.update(it.shingles)
+    index: dict[int, list[int]] = defaultdict(list)
+    for i, it in enumerate(items):
+        for h in it.shingles:
+            if df[h] <= RARE_DF:
+                index[h].append(i)
+    terms: dict[str, dict[str, float]] = defaultdict(dict)
+    for t in set(NAMES) | set(docs):
+        for name in (*NAMES.get(t, ()), *PEOPLE.get(t, ()), t):
+            terms[t][name] = 3.0  # a name is a strong cue
+        for word in VOCABULARY.get(t, ()):
+            terms[t].setdefault(word, 2.0)
+    for t, words in distinctive_terms(docs, background=_background()).items():
+        for w in words:
+            terms[t].setdefault(w, 1.0)
+    sessions = pd.DatetimeIndex(sorted(set().union(*(set(s.index) for s in closes.values())))) if closes else None
+    k = Knowledge(items, dict(index), closes, sessions if sessions is not None else pd.DatetimeIndex([]), dict(terms))
+    k.returns = _return_table(closes)
+    return k
+
+
+def _return_table(closes: Mapping[str, pd.Series], horizons: int = 20) -> dict[str, list[tuple[str, int, int]]]:
+    """ "-2.33" -> every (ticker, day index, k) whose k-day return, in percent to two decimals, it is."""
+    out: dict[str, list[tuple[str, int, int]]] = defaultdict(list)
+    for t, s in closes.items():
+        v = s.to_numpy(dtype=float)
+        for k in range(1, horizons + 1):
+            r = 100.0 * (v[k:] / v[:-k] - 1.0)
+            for j, x in enumerate(r):
+                if np.isfinite(x) and abs(x) < 100:
+                    out[f"{x:.2f}"].append((t, j + k, k))
+    return dict(out)
+
+
+# -- the adversaries ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Guess:
+    firm: str | None = None
+    firm_cue: str | None = None
+    day: dt.date | None = None
+    exact: bool = False
+    day_cue: str | None = None
+
+    def take(self, other: "Guess") -> None:
+        """Fill what this guess lacks from ``other`` (an earlier cue wins)."""
+        if self.firm is None and other.firm is not None:
+            self.firm, self.firm_cue = other.firm, other.firm_cue
+        if other.day is not None and (self.day is None or (other.exact and not self.exact)):
+            self.day, self.exact, self.day_cue = other.day, other.exact, other.day_cue
+
+
+def explicit_date(text: str) -> dt.date | None:
+    """The latest full date a prompt writes (a named prompt's "Today is Oct 5 2022")."""
+    best = None
+    for m in _FULL_DATE.finditer(text):
+        try:
+            if m.group(1):
+                d = dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+            else:
+                d = dt.date(int(m.group(6)), _MONTHS.index(m.group(4)[:3].lower()) + 1, int(m.group(5)))
+        except ValueError:
+            continue
+        best = d if best is None or d > best else best
+    return best
+
+
+def corpus_guess(text: str, k: Knowledge) -> Guess:
+    """Lines of ``text`` that name one corpus item; the firm and the decision day they give away."""
+    g = Guess()
+    day = explicit_date(text)
+    if day is not None:
+        g.day, g.exact, g.day_cue = day, True, "explicit date"
+    firms: Counter = Counter()
+    days: list[tuple[dt.date, bool]] = []
+    for line in text.splitlines():
+        toks = tokens(line)
+        if len(toks) < SHINGLE + MIN_SHARED:
+            continue
+        hits: Counter = Counter()
+        for h in shingles(toks):
+            for i in k.index.get(h, ()):
+                hits[i] += 1
+        if not hits:
+            continue
+        (best, n), *rest = hits.most_common(2) + [(None, 0)]
+        if n < MIN_SHARED or (rest and rest[0][1] == n and k.items[rest[0][0]].ticker != k.items[best].ticker):
+            continue
+        item = k.items[best]
+        firms[item.ticker] += 1
+        low = line.lower()
+        m = _OFFSET.search(low)
+        if m:
+            n_days = int(m.group(1)) * (1 if m.group(2) == "before" else -1)
+            days.append((item.day + dt.timedelta(days=n_days), True))
+            continue
+        span = next((v for p, v in RECENCY_SPANS.items() if p in low), None)
+        lo, hi = span if span is not None else (1, 7)
+        days.append((item.day + dt.timedelta(days=(lo + hi) // 2), False))
+    if firms:
+        g.firm, g.firm_cue = firms.most_common(1)[0][0], "corpus"
+    if days and not g.exact:
+        exact = [d for d, e in days if e]
+        if exact:
+            g.day, g.exact = Counter(exact).most_common(1)[0][0], True
+        else:
+            g.day, g.exact = max(d for d, _ in days), False  # the newest item read: the day is just after it
+        g.day_cue = "corpus"
+    return g
+
+
+def price_guess(text: str, k: Knowledge) -> Guess:
+    """Precise percentages in ``text`` that are one ticker's returns up to one day."""
+    values = _PERCENT.findall(text)
+    if len(values) < 3 or not k.returns:
+        return Guess()
+    votes: Counter = Counter()
+    for v in set(values):
+        key = f"{float(v):.2f}"
+        for t, j, _k in k.returns.get(key, ()):
+            votes[(t, j)] += 1
+    # consecutive daily returns: each value the 1-day return of the day after the previous one's
+    best = votes.most_common(1)
+    if not best or best[0][1] < 3:
+        return Guess()
+    (t, j), _n = best[0]
+    day = k.closes[t].index[min(j, len(k.closes[t]) - 1)].date()
+    return Guess(firm=t, firm_cue="prices", day=day, exact=True, day_cue="prices")
+
+
+def vocabulary_guess(text: str, k: Knowledge) -> Guess:
+    """The firm whose names, products and distinctive terms ``text`` uses most (one firm, clearly)."""
+    low = text.lower()
+    toks = set(tokens(text))
+    pairs = {f"{a} {b}" for a, b in zip(tokens(text), tokens(text)[1:])}
+    scores: dict[str, float] = {}
+    for t, words in k.terms.items():
+        s = 0.0
+        for w, weight in words.items():
+            if w == t:  # the ticker itself: as a word in capitals
+                if re.search(rf"(?<![\w$]){re.escape(t)}(?![\w])", text):
+                    s += weight
+            elif " " in w or not w.isalnum():
+                if w.lower() in low if not w.islower() else w in pairs or w in low:
+                    s += weight
+            elif w.lower() in toks:
+                s += weight
+        if s:
+            scores[t] = s
+    if not scores:
+        return Guess()
+    ranked = sorted(scores.items(), key=lambda x: -x[1])
+    top, s = ranked[0]
+    second = ranked[1][1] if len(ranked) > 1 else 0.0
+    if s >= 2.0 and s >= 1.5 * second:
+        return Guess(firm=top, firm_cue="vocabulary")
+    return Guess()
+
+
+def link(prompts: Sequence[Prompt]) -> list[int]:
+    """A group id per prompt: prompts of one run and day that share a verbatim
+    8-word run no other day's prompts contain (the manager quoting its analysts)."""
+    runs: dict[int, set[int]] = {}
+    for i, p in enumerate(prompts):
+        runs[i] = shingles(tokens(p.text), LINK)
+    days_of: dict[int, set[tuple[str, str]]] = defaultdict(set)
+    for i, sh in runs.items():
+        for h in sh:
+            days_of[h].add((prompts[i].run, prompts[i].day))  # one run's day: runs are not linked to each other
+    parent = list(range(len(prompts)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first: dict[int, int] = {}
+    for i, sh in runs.items():
+        for h in sh:
+            if len(days_of[h]) != 1 or prompts[i].day == "-":
+                continue
+            if h in first:
+                a, b = find(first[h]), find(i)
+                if a != b:
+                    parent[b] = a
+            else:
+                first[h] = i
+    return [find(i) for i in range(len(prompts))]
+
+
+# -- the audit ------------------------------------------------------------------------------------------
+
+
+def audit(prompts: Sequence[Prompt], k: Knowledge, threshold: float = THRESHOLD) -> dict[str, Any]:
+    """Every adversary on every prompt, the linker over their findings, and the shares (module docstring)."""
+    guesses = []
+    for p in prompts:
+        g = corpus_guess(p.text, k)
+        g.take(price_guess(p.text, k))
+        g.take(vocabulary_guess(p.text, k))
+        guesses.append(g)
+    groups = link(prompts)
+    by_group: dict[int, Guess] = {}
+    for gid, g in zip(groups, guesses):
+        by_group.setdefault(gid, Guess()).take(g)
+    for gid, g in zip(groups, guesses):
+        found = by_group[gid]
+        linked = Guess(
+            found.firm,
+            "linked" if found.firm is not None else None,
+            found.day,
+            found.exact,
+            "linked" if found.day else None,
+        )
+        g.take(linked)
+    rows = [_score(p, g, k) for p, g in zip(prompts, guesses)]
+    return summarise(rows, threshold)
+
+
+def _sessions_apart(a: dt.date, b: dt.date, sessions: pd.DatetimeIndex) -> int:
+    if len(sessions) == 0:
+        return abs(np.busday_count(min(a, b), max(a, b)))
+    i, j = sessions.searchsorted(pd.Timestamp(a)), sessions.searchsorted(pd.Timestamp(b))
+    return abs(int(i) - int(j))
+
+
+def _score(p: Prompt, g: Guess, k: Knowledge) -> dict[str, Any]:
+    truth = dt.date.fromisoformat(p.day) if p.day not in ("-", "") else None
+    firm = g.firm is not None and g.firm in p.tickers
+    exact = truth is not None and g.day is not None and g.day == truth
+    near = truth is not None and g.day is not None and _sessions_apart(g.day, truth, k.sessions) <= SESSIONS
+    return {
+        "run": p.run,
+        "agent": p.agent,
+        "kind": p.kind,
+        "day": p.day,
+        "key": p.key[:16],
+        "dated": truth is not None,
+        "firm": firm,
+        "day_exact": exact,
+        "day_near": near,
+        "both": firm and near,
+        "firm_guess": g.firm,
+        "day_guess": str(g.day) if g.day else None,
+        "firm_cue": g.firm_cue if firm else None,
+        "day_cue": g.day_cue if near else None,
+    }
+
+
+def _share(k: int, n: int) -> dict[str, Any]:
+    from fincon.risk.significance import wilson
+
+    lo, hi = wilson(k, n)
+    return {"k": k, "n": n, "share": (k / n) if n else None, "wilson_95": [lo, hi] if n else None}
+
+
+def summarise(rows: Sequence[Mapping[str, Any]], threshold: float = THRESHOLD) -> dict[str, Any]:
+    def block(rs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        dated = [r for r in rs if r["dated"]]
+        cues = Counter(r["firm_cue"] for r in rs if r["firm_cue"]) + Counter(r["day_cue"] for r in rs if r["day_cue"])
+        return {
+            "prompts": len(rs),
+            "firm": _share(sum(r["firm"] for r in rs), len(rs)),
+            "day_exact": _share(sum(r["day_exact"] for r in dated), len(dated)),
+            "day_within_5_sessions": _share(sum(r["day_near"] for r in dated), len(dated)),
+            "firm_and_day": _share(sum(r["both"] for r in dated), len(dated)),
+            "cues": dict(sorted(cues.items())),
+        }
+
+    overall = block(rows)
+    kinds = {kind: block([r for r in rows if r["kind"] == kind]) for kind in sorted({r["kind"] for r in rows})}
+    share = overall["firm_and_day"]["share"]
+    blind = share is not None and share <= threshold
+    return {
+        "threshold": threshold,
+        "blind": blind if share is not None else None,
+        "overall": overall,
+        "by_agent": kinds,
+        "verdict": verdict(overall, threshold),
+        "prompts": list(rows),
+    }
+
+
+def verdict(overall: Mapping[str, Any], threshold: float) -> str:
+    fd = overall["firm_and_day"]
+    if not fd["n"]:
+        return "not audited: no dated prompt to attack"
+    lo, hi = fd["wilson_95"]
+    cues = ", ".join(f"{c} {n}" for c, n in sorted(overall["cues"].items(), key=lambda x: -x[1])) or "none"
+    what = (
+        f"{fd['k']} of {fd['n']} prompts ({fd['share']:.0%}, Wilson 95 % {lo:.0%}-{hi:.0%}) give away firm and day "
+        f"(within {SESSIONS} sessions); cues: {cues}"
+    )
+    if fd["share"] > threshold:
+        return f"not blind: {what} (threshold {threshold:.0%})"
+    return f"blind by this audit: {what} (threshold {threshold:.0%})"
+
+
+def run_audit(root: Path, *, cache: Path | None = None, against: Iterable[Path] = (), threshold: float = THRESHOLD):
+    """Audit every run under ``root`` (a run, or a comparison of several strategies)."""
+    found = runs_in(root)
+    if not found:
+        raise DataError(
+            f"{root}: no run here lists its model calls (llm_calls.csv): audit a run made with --brain llm "
+            "(or another strategy that calls a model) by this fincon version"
+        )
+    runs = [read_run(p, cache) for p in found]
+    prompts = [p for r in runs for p in prompts_of(r)]
+    k = build_knowledge(runs, tuple(against))
+    res = audit(prompts, k, threshold)
+    res["directory"] = str(root)
+    res["masked"] = sorted({r.masked for r in runs}) == [True]
+    res["runs"] = [str(r.path) for r in runs]
+    return res
+
+
+def report(res: Mapping[str, Any]) -> str:
+    """The audit as a table: per agent, the shares of prompts that give away firm, day and both."""
+    head = (
+        f"leakage audit: {res.get('directory', '')} ({'masked' if res.get('masked') else 'named'}; "
+        f"{res['overall']['prompts']} prompts)"
+    )
+    cols = f"{'agent':<18}{'prompts':>8}{'firm':>8}{'day =':>8}{'day ±5':>8}{'both':>8}  {'both, Wilson 95 %':<18}"
+    lines = [head, cols, "-" * len(cols)]
+
+    def pct(x: Mapping[str, Any]) -> str:
+        return f"{x['share']:.0%}" if x["share"] is not None else "n/a"
+
+    for name, b in [*res["by_agent"].items(), ("all", res["overall"])]:
+        w = b["firm_and_day"]["wilson_95"]
+        ci = f"{w[0]:.0%}-{w[1]:.0%}" if w else "n/a"
+        lines.append(
+            f"{name:<18}{b['prompts']:>8}{pct(b['firm']):>8}{pct(b['day_exact']):>8}"
+            f"{pct(b['day_within_5_sessions']):>8}{pct(b['firm_and_day']):>8}  {ci:<18}"
+        )
+    lines.append(f"\nverdict: {res['verdict']}")
+    return "\n".join(lines)
+
+
+def _background() -> Mapping[str, float]:
+    try:
+        from fincon.data.lexicon import document_shares
+
+        return document_shares()
+    except Exception:  # the info extra missing: firms told apart by their own corpora only
+        return {}
