@@ -57,6 +57,13 @@ def test_the_probe_flags_a_model_that_remembers_and_the_mask_removes_it():
         and "masked: no recall above chance" in res["verdict"]
     )
     assert all(r["calls"] > 0 for r in res["rows"] if r["probe"] != "reid-year")
+    # issue 43: the probe's own masked prompts are audited, and a team run that is not blind is never cleared
+    assert res["leakage"]["result"] == "blind" and res["leakage"]["prompts"] == 4 * 60
+    line = lookahead.verdict(res["rows"], res["leakage"], {"result": "not blind", "firm_and_day": 88, "prompts": 88})
+    assert "masked: no recall above chance" in line and line.endswith(
+        "the team run audited is not blind (88 of 88 prompts give away firm and day): its masked figures are not "
+        "evidence of skill"
+    )
 
 
 def test_a_model_whose_every_answer_is_invalid_is_inconclusive_not_clear():

@@ -287,7 +287,9 @@ def run_and_report(
     columns = {n: {"status": run_status(r), **r.metrics.as_dict()} for n, r in report.results.items()}
     for n, block in report.knowledge.items():  # beside every LLM row: may the model remember this window?
         if n in columns and block["label"] != "no-model":
-            columns[n]["model_knowledge"] = block["label"]
+            audit = (block.get("audit") or {}).get("result")
+            masked = f", masked: {audit}" if audit in ("blind", "not blind") else ""
+            columns[n]["model_knowledge"] = block["label"] + masked
     for name in report.failed:
         columns[name] = {"status": "failed"}
     if report.benchmark is not None:

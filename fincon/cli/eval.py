@@ -199,7 +199,7 @@ def _register_leakage(inner) -> None:
 
 
 def _leakage(args: argparse.Namespace) -> int:
-    from fincon.eval import leakage
+    from fincon.llm import leakage
 
     res = leakage.run_audit(args.run, cache=args.llm_cache_path, against=args.against, threshold=args.threshold)
     if args.json:
@@ -232,6 +232,13 @@ def _register_lookahead(inner) -> None:
         "--samples", type=number(int, 1, 10_000), default=50, metavar="N", help="decision days and items (default 50)"
     )
     x.add_argument("--seed", type=number(int, 0, 2**32 - 1), default=0, metavar="S", help="sampling seed (default 0)")
+    x.add_argument(
+        "--run",
+        type=Path,
+        metavar="RUN_DIR",
+        help="also audit a masked team run on this window (fincon eval leakage): a run whose prompts are not "
+        "blind is never cleared by the masked verdict",
+    )
     x.add_argument("--json", type=Path, metavar="FILE", help="also write every row and every question as JSON")
     add_llm_arguments(x, with_masking=True)
     x.set_defaults(func=_lookahead)
@@ -273,11 +280,17 @@ def _lookahead(args: argparse.Namespace) -> int:
     corpus = sorted({ticker, *(ds.manifest.tickers if ds is not None else NAMES)})
     events = inputs.events(inputs.events_spec(None if ds is not None else SAMPLE), tuple(corpus)).all_events()
     knowledge = model_knowledge(settings, start, end)
+    run_leakage = None
+    if args.run is not None:
+        from fincon.llm import leakage
+
+        run_leakage = leakage.summary(leakage.run_audit(args.run))  # before any call: a bad RUN_DIR costs nothing
     res = _run_llm(
         args,
         lambda client: lookahead.run(
             client, ticker, start, end, closes, events, name=name, candidates=candidates, samples=args.samples,
             seed=args.seed, anonymize=bool(args.anonymize), aliases=extra, knowledge=knowledge,
+            run_leakage=run_leakage,
         ),
     )  # fmt: skip
     print(lookahead.report(res))

@@ -73,6 +73,7 @@ class Question:
     prompt: str
     gold: str
     answer: str | None = None
+    sent: str | None = None  # the prompt as the model saw it (masked): what the leakage audit attacks
 
 
 @dataclass
@@ -211,7 +212,8 @@ def reid_questions(
         day = e.published_at.date()
         text = " ".join(str(e.text).split())[:900]
         prompt = (
-            f'A {e.source} item, dated {day.strftime("%b %d %Y")}:\n"{text}"\n\n'
+            # listed as the team lists an item ([E1] date: text), so a masked probe reads what the team reads
+            f"A {e.source} item:\n[E1] {day.strftime('%b %d %Y')}: {text}\n\n"
             f"Which company is it about, and in which year was it written? The company is one of: "
             f"{', '.join(tickers)} (answer its ticker). The year is one of: {', '.join(map(str, years))}."
         )
@@ -230,6 +232,7 @@ def _ask(client, masker, q: Question, output: type[BaseModel], agent: str) -> tu
     if masker is not None and output is Who:  # the choices stay real: the model must recognise the firm
         cut = prompt.rfind("Which company is it about")
         prompt = prompt[:cut] + q.prompt[q.prompt.rfind("Which company is it about") :]
+    q.sent = prompt
     msgs = [Message(role="system", content=SYSTEM), Message(role="user", content=prompt)]
     try:
         res = client.ask(msgs, output, agent=agent, day=q.day)
@@ -282,12 +285,15 @@ def run(
     anonymize: bool = False,
     aliases: dict[str, Sequence[str]] | None = None,
     knowledge: dict[str, Any] | None = None,
+    run_leakage: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Both probes, named (and masked with ``anonymize``; ``aliases``: more
     names to mask); ``events``: the items of every firm the corpus has (the
     re-identification draws from each); ``knowledge``: the model's
-    ``model_knowledge`` block for the window, carried into the result; see
-    the module docstring."""
+    ``model_knowledge`` block for the window, carried into the result;
+    ``run_leakage``: the leakage audit of a masked team run on the window
+    (``--run``), which the masked verdict cannot clear when it is not blind;
+    see the module docstring."""
     from fincon.errors import DataError
     from fincon.llm.masking import masker_for
 
@@ -309,6 +315,7 @@ def run(
         modes.append(("masked", mask))
     rows: list[dict[str, Any]] = []
     detail: dict[str, list[dict[str, Any]]] = {}
+    audit: dict[str, Any] | None = None
     for mode, mask in modes:
         recall = recall_questions(ticker, name, closes, days)
         for kind in ("up/down-5", "up/down-20", "bucket-20"):
@@ -331,6 +338,8 @@ def run(
             half.calls, half.tokens = (r.calls, r.tokens) if part == "company" else (0, 0)
             rows.append(half.stats())
         detail[f"{mode} reid"] = [q.__dict__ for q in reid]
+        if mode == "masked":
+            audit = _audit_probes(recall + reid, ticker, window_events, closes)
     return {
         "ticker": ticker,
         "window": {"start": str(start), "end": str(end)},
@@ -341,9 +350,27 @@ def run(
         "years": years,
         "model_knowledge": knowledge or {},
         "rows": rows,
-        "verdict": verdict(rows),
+        "leakage": audit,
+        "run_leakage": run_leakage,
+        "verdict": verdict(rows, audit, run_leakage),
         "questions": detail,
     }
+
+
+def _audit_probes(questions: Sequence[Question], ticker: str, events: Sequence[Any], closes: pd.Series) -> dict:
+    """The leakage audit (fincon.llm.leakage) of the probe's own masked prompts:
+    an item or a price in them may give firm and day away where the model's
+    answers do not show it."""
+    from fincon.llm import leakage
+
+    prompts = [
+        leakage.Prompt("probe", f"probe-{q.kind}", q.day, str(i), q.sent or "", (q.gold.split("|")[0],))
+        if q.kind == "company+year"
+        else leakage.Prompt("probe", f"probe-{q.kind}", q.day, str(i), q.sent or "", (ticker,))
+        for i, q in enumerate(questions)
+    ]
+    res = leakage.audit(prompts, leakage.knowledge_of(events, {ticker: closes}))
+    return {**leakage.summary(res), "verdict": res["verdict"]}
 
 
 def _best_constant(questions: Sequence[Question], part: int) -> float:
@@ -353,7 +380,9 @@ def _best_constant(questions: Sequence[Question], part: int) -> float:
     return max(gold.count(g) for g in set(gold)) / len(gold) if gold else 0.0
 
 
-def verdict(rows: Sequence[dict[str, Any]]) -> str:
+def verdict(
+    rows: Sequence[dict[str, Any]], audit: dict[str, Any] | None = None, run_audit: dict[str, Any] | None = None
+) -> str:
     """One line: does the named model recall the window (or re-identify its
     items), and does the mask remove it? Rows that measured nothing are left
     out; when none measured anything the line says inconclusive."""
@@ -386,9 +415,23 @@ def verdict(rows: Sequence[dict[str, Any]]) -> str:
         line += "; masked: inconclusive"
     elif masked:
         left = [r for r in masked if r["p_value"] < 0.01]
-        line += "; masked: " + (
-            f"still above chance ({', '.join(r['probe'] for r in left)})" if left else "no recall above chance"
+        if left:
+            line += f"; masked: still above chance ({', '.join(r['probe'] for r in left)})"
+        elif audit is not None and audit.get("result") == "not blind":
+            # the model's answers show nothing, but its prompts give firm and day away: no clearance
+            line += (
+                f"; masked: no recall above chance in the answers, but the masked prompts are not blind "
+                f"({audit['firm_and_day']} of {audit['prompts']} give away firm and day: fincon eval leakage)"
+            )
+        else:
+            line += "; masked: no recall above chance, and the leakage audit finds the masked prompts blind"
+    if run_audit is not None and run_audit.get("result") == "not blind":
+        line += (
+            f"; the team run audited is not blind ({run_audit['firm_and_day']} of {run_audit['prompts']} prompts "
+            "give away firm and day): its masked figures are not evidence of skill"
         )
+    elif run_audit is not None:
+        line += f"; the team run audited: {run_audit.get('result')}"
     return line
 
 
@@ -412,5 +455,9 @@ def report(res: dict[str, Any]) -> str:
             f"{ci:>15}{r['p_value']:>10.2g}{r['invalid']:>9}{r['calls']:>7}{r['tokens']:>9,}"
             + (f"  inconclusive: {r['inconclusive']}" if r.get("inconclusive") else "")
         )
+    if res.get("leakage"):
+        lines.append(f"\nmasked probe prompts, leakage audit: {res['leakage']['verdict']}")
+    if res.get("run_leakage"):
+        lines.append(f"team run, leakage audit: {res['run_leakage']['result']}")
     lines.append(f"\nverdict: {res['verdict']}")
     return "\n".join(lines)

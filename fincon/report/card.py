@@ -207,14 +207,26 @@ Verdict = tuple[str, str]
 
 
 def temporal_integrity(ev: Evidence) -> Verdict:
-    """The window against the model's cutoff: a run inside its training data may be remembered."""
+    """The window against the model's cutoff: a run inside its training data
+    may be remembered. It passes after the cutoff, or masked with prompts the
+    leakage audit finds blind (fincon.llm.leakage)."""
     know = ev.knowledge
     label = know.get("label")
+    audit = know.get("audit") or {}
+    result = audit.get("result")
+    said = (
+        f"; masked, the leakage audit: {result} ({audit.get('firm_and_day')} of {audit.get('prompts')} prompts give "
+        f"away firm and day, threshold {audit.get('threshold', 0.1):.0%})"
+        if result in ("blind", "not blind")
+        else ("; prompts named, not audited" if result == "not audited" else "")
+    )
     if label in ("after-cutoff", "no-model"):
-        return PASS, f"{label}" + (f" (cutoff {know.get('cutoff')})" if know.get("cutoff") else "")
+        return PASS, f"{label}" + (f" (cutoff {know.get('cutoff')})" if know.get("cutoff") else "") + said
+    if result == "blind":
+        return PASS, f"{label}" + (f" (cutoff {know.get('cutoff')})" if know.get("cutoff") else "") + said
     if label in ("in-training-data", "straddles-cutoff"):
-        return FAIL, f"{label}: the window is inside the model's training data (cutoff {know.get('cutoff')})"
-    return NONE, "no model-knowledge label (cutoff unknown, or a run from before the labels)"
+        return FAIL, f"{label}: the window is inside the model's training data (cutoff {know.get('cutoff')}){said}"
+    return NONE, "no model-knowledge label (cutoff unknown, or a run from before the labels)" + said
 
 
 def frictions(ev: Evidence) -> Verdict:
@@ -288,7 +300,7 @@ def disaggregation(ev: Evidence) -> Verdict:
     """What is each analyst's call worth? A pass needs at least one analyst
     whose hit rate is above a coin's by a Wilson interval that excludes 50 %,
     at 95 % over all analysts together (Bonferroni: each at 1 - 0.05/k)."""
-    from fincon.risk.significance import wilson
+    from fincon.proportions import wilson
 
     cal = ev.calibration
     per = (cal or {}).get("by_analyst") or {}

@@ -37,6 +37,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from scipy.stats import kurtosis, norm, skew
 
+from fincon.proportions import wilson  # noqa: F401  (the card reads it from here too)
+
 EULER_GAMMA = 0.5772156649015329
 
 
@@ -94,20 +96,6 @@ def expected_max_sharpe(n_trials: int, var_trials: float) -> float:
 def dsr(sr: float, n: int, skewness: float, kurt: float, n_trials: int, var_trials: float) -> float:
     """The deflated Sharpe ratio: PSR against the expected best of ``n_trials``."""
     return psr(sr, n, skewness, kurt, expected_max_sharpe(n_trials, var_trials))
-
-
-def wilson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """The Wilson score interval of a proportion ``k/n`` at ``level`` (two-sided;
-    scipy's ``binomtest(k, n).proportion_ci(method="wilson")``, written out:
-    the card and the leakage audit ask it of many small counts)."""
-    if n <= 0:
-        return float("nan"), float("nan")
-    z = float(norm.ppf(0.5 + level / 2.0))
-    phat = k / n
-    denom = 1.0 + z * z / n
-    centre = (phat + z * z / (2 * n)) / denom
-    half = z * math.sqrt(phat * (1.0 - phat) / n + z * z / (4.0 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def distinct_series(series: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -250,6 +250,26 @@ def check_masking(cfg: RunConfig, inputs: RunInputs, strategies: Mapping[str, St
         )
 
 
+def with_audit(block: Mapping[str, Any], strategy: Strategy, run_path: Path, cfg: RunConfig) -> dict[str, Any]:
+    """The strategy's ``model_knowledge`` block with the leakage audit's result
+    (fincon.llm.leakage): a masked run is audited as it ends, its prompts
+    read back from the call cache (``blind`` / ``not blind``); a run whose
+    prompts are named is ``not audited`` (a named prompt names the firm and
+    the day). What the report card's temporal integrity reads."""
+    import yaml
+
+    from fincon.llm import leakage
+
+    settings = strategy.llm_settings()
+    if settings is None:
+        return dict(block)
+    if not settings.anonymize or not (run_path / "llm_calls.csv").is_file():
+        return {**block, "audit": {"result": "not audited"}}
+    info = leakage.run_info(run_path, yaml.safe_load(cfg.to_yaml()))
+    res = leakage.audit(leakage.prompts_of(info), leakage.build_knowledge([info]))
+    return {**block, "audit": leakage.summary(res)}
+
+
 def knowledge(cfg: RunConfig, strategies: Mapping[str, Strategy]) -> dict[str, dict[str, Any]]:
     """Each strategy's ``model_knowledge`` block: its model's training-data
     cutoff against the run's window (fincon.llm.knowledge)."""
@@ -358,6 +378,7 @@ def run_config(
                 continue
             results[name] = result
             bench = benchmark if name != BENCHMARK else None
+            blocks[name] = with_audit(blocks[name], strategy, run_path, single_cfg)
             write_run(run_path, single_cfg, result, bench, dropped, calendar, blocks[name], lookahead)
         if not results:
             raise FinconError("; ".join(f"{n} stopped before finishing its first day: {r}" for n, r in failed.items()))

@@ -133,6 +133,11 @@ def read_run(path: Path, cache: Path | None = None) -> RunInfo:
         cfg = yaml.safe_load((path / "config.yaml").read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise DataError(f"{path}/config.yaml: cannot read ({exc}); is this a fincon run directory?") from None
+    return run_info(path, cfg, cache)
+
+
+def run_info(path: Path, cfg: Mapping[str, Any], cache: Path | None = None) -> RunInfo:
+    """:class:`RunInfo` of the run in ``path`` whose config (as its config.yaml holds it) is ``cfg``."""
     strategies = cfg.get("strategies") or []
     strategy = strategies[0] if len(strategies) == 1 else path.name
     params = (cfg.get("strategy_params") or {}).get(strategy) or {}
@@ -214,6 +219,7 @@ class Knowledge:
     sessions: pd.DatetimeIndex
     terms: dict[str, dict[str, float]]  # ticker -> term -> weight
     returns: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)  # "-2.33" -> (ticker, day, k)
+    daily: dict[str, list[str]] = field(default_factory=dict)  # ticker -> its daily returns as "-2.33" by day index
 
 
 def shingles(toks: Sequence[str], k: int = SHINGLE) -> set[int]:
@@ -228,7 +234,6 @@ def build_knowledge(runs: Sequence[RunInfo], against: Sequence[Path] = ()) -> Kn
     """Everything the adversaries know for ``runs``: the corpus they read (every
     firm in it), the datasets ``against`` (more firms to tell apart), the prices
     of every ticker there, and each firm's terms."""
-    from fincon.data.aliases import NAMES, PEOPLE, VOCABULARY
     from fincon.data.events.generator import DEFAULT_TICKERS
     from fincon.data.inputs import SAMPLE, open_events, open_inputs
 
@@ -252,15 +257,10 @@ def build_knowledge(runs: Sequence[RunInfo], against: Sequence[Path] = ()) -> Kn
         if spec not in seen:
             seen.add(spec)
             corpora.append((spec, tuple(ds.dataset.manifest.tickers), ds.source))
-    items: list[Item] = []
-    docs: dict[str, list[str]] = defaultdict(list)
+    events: list[Any] = []
     closes: dict[str, pd.Series] = {}
     for spec, tickers, source in corpora:
-        for e in open_events(spec, tickers).all_events():
-            if not e.text:
-                continue
-            items.append(Item(e.ticker, e.published_at.date(), frozenset(shingles(tokens(e.text)))))
-            docs[e.ticker].append(e.text)
+        events += open_events(spec, tickers).all_events()
         for t in tickers:
             if t in closes:
                 continue
@@ -271,14 +271,23 @@ def build_knowledge(runs: Sequence[RunInfo], against: Sequence[Path] = ()) -> Kn
             frame = bars.set_index(pd.to_datetime(bars["Date"])) if "Date" in bars.columns else bars
             col = "Adj Close" if "Adj Close" in frame.columns else "Close"
             closes[t] = frame[col].astype(float)
-    df: Counter = Counter()
-    for it in items:
-        df.update(it.shingles)
-    index: dict[int, list[int]] = defaultdict(list)
-    for i, it in enumerate(items):
-        for h in it.shingles:
-            if df[h] <= RARE_DF:
-                index[h].append(i)
+    return knowledge_of(events, closes)
+
+
+def knowledge_of(events: Iterable[Any], closes: Mapping[str, pd.Series]) -> Knowledge:
+    """The adversaries' :class:`Knowledge` of ``events`` (the items, with their
+    dates) and ``closes`` (ticker -> daily closes), with each firm's terms."""
+    from fincon.data.aliases import NAMES, PEOPLE, VOCABULARY
+
+    items: list[Item] = []
+    docs: dict[str, list[str]] = defaultdict(list)
+    for e in events:
+        if not e.text:
+            continue
+        items.append(Item(e.ticker, e.published_at.date(), frozenset(shingles(tokens(e.text)))))
+        docs[e.ticker].append(e.text)
+    closes = dict(closes)
+    index = index_items(items)
     terms: dict[str, dict[str, float]] = defaultdict(dict)
     for t in set(NAMES) | set(docs):
         for name in (*NAMES.get(t, ()), *PEOPLE.get(t, ()), t):
@@ -289,9 +298,26 @@ def build_knowledge(runs: Sequence[RunInfo], against: Sequence[Path] = ()) -> Kn
         for w in words:
             terms[t].setdefault(w, 1.0)
     sessions = pd.DatetimeIndex(sorted(set().union(*(set(s.index) for s in closes.values())))) if closes else None
-    k = Knowledge(items, dict(index), closes, sessions if sessions is not None else pd.DatetimeIndex([]), dict(terms))
-    k.returns = _return_table(closes)
+    k = Knowledge(items, index, closes, sessions if sessions is not None else pd.DatetimeIndex([]), dict(terms))
+    k.returns = _return_table(closes, horizons=1)
+    k.daily = {
+        t: ["nan"] + [f"{100.0 * (b / a - 1.0):.2f}" for a, b in zip(v, v[1:])]
+        for t, v in ((t, s.to_numpy(dtype=float)) for t, s in closes.items())
+    }
     return k
+
+
+def index_items(items: Sequence[Item]) -> dict[int, list[int]]:
+    """rare shingle -> the items holding it (a shingle of more than ``RARE_DF`` items is boilerplate)."""
+    df: Counter = Counter()
+    for it in items:
+        df.update(it.shingles)
+    index: dict[int, list[int]] = defaultdict(list)
+    for i, it in enumerate(items):
+        for h in it.shingles:
+            if df[h] <= RARE_DF:
+                index[h].append(i)
+    return dict(index)
 
 
 def _return_table(closes: Mapping[str, pd.Series], horizons: int = 20) -> dict[str, list[tuple[str, int, int]]]:
@@ -386,22 +412,26 @@ def corpus_guess(text: str, k: Knowledge) -> Guess:
 
 
 def price_guess(text: str, k: Knowledge) -> Guess:
-    """Precise percentages in ``text`` that are one ticker's returns up to one day."""
-    values = _PERCENT.findall(text)
+    """Three or more percentages written to two decimals, in a row in ``text``,
+    that are one ticker's daily returns on consecutive sessions: the ticker
+    and the last of those sessions. (Single precise returns are left alone: a
+    value to two decimals is some ticker's return on some day hundreds of
+    times over, so matching them one by one finds what is not there.)"""
+    values = [f"{float(v):.2f}" for v in _PERCENT.findall(text)]
     if len(values) < 3 or not k.returns:
         return Guess()
-    votes: Counter = Counter()
-    for v in set(values):
-        key = f"{float(v):.2f}"
-        for t, j, _k in k.returns.get(key, ()):
-            votes[(t, j)] += 1
-    # consecutive daily returns: each value the 1-day return of the day after the previous one's
-    best = votes.most_common(1)
-    if not best or best[0][1] < 3:
-        return Guess()
-    (t, j), _n = best[0]
-    day = k.closes[t].index[min(j, len(k.closes[t]) - 1)].date()
-    return Guess(firm=t, firm_cue="prices", day=day, exact=True, day_cue="prices")
+    for i in range(len(values) - 2):
+        for t, j, horizon in k.returns.get(values[i], ()):
+            if horizon != 1:
+                continue
+            daily = k.daily[t]
+            n = 1
+            while i + n < len(values) and j + n < len(daily) and daily[j + n] == values[i + n]:
+                n += 1
+            if n >= 3:
+                day = k.closes[t].index[j + n - 1].date()
+                return Guess(firm=t, firm_cue="prices", day=day, exact=True, day_cue="prices")
+    return Guess()
 
 
 def vocabulary_guess(text: str, k: Knowledge) -> Guess:
@@ -525,7 +555,7 @@ def _score(p: Prompt, g: Guess, k: Knowledge) -> dict[str, Any]:
 
 
 def _share(k: int, n: int) -> dict[str, Any]:
-    from fincon.risk.significance import wilson
+    from fincon.proportions import wilson
 
     lo, hi = wilson(k, n)
     return {"k": k, "n": n, "share": (k / n) if n else None, "wilson_95": [lo, hi] if n else None}
@@ -571,6 +601,19 @@ def verdict(overall: Mapping[str, Any], threshold: float) -> str:
     if fd["share"] > threshold:
         return f"not blind: {what} (threshold {threshold:.0%})"
     return f"blind by this audit: {what} (threshold {threshold:.0%})"
+
+
+def summary(res: Mapping[str, Any]) -> dict[str, Any]:
+    """The few figures a run's ``model_knowledge`` block keeps of its audit."""
+    fd = res["overall"]["firm_and_day"]
+    return {
+        "result": "not audited" if res["blind"] is None else ("blind" if res["blind"] else "not blind"),
+        "prompts": res["overall"]["prompts"],
+        "firm_and_day": fd["k"],
+        "share": None if fd["share"] is None else round(fd["share"], 4),
+        "threshold": res["threshold"],
+        "cues": res["overall"]["cues"],
+    }
 
 
 def run_audit(root: Path, *, cache: Path | None = None, against: Iterable[Path] = (), threshold: float = THRESHOLD):

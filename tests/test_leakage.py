@@ -1,0 +1,124 @@
+"""The leakage audit (issue 43 item 1): adversaries that know the corpus, the
+prices and each firm's words attack the prompts a run actually sent; a named
+run is given away, a masked one is not, and each cue is shown to work by
+hand on prompts built to leak it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+
+from fincon.cli.main import main
+from fincon.data.inputs import SAMPLE
+from fincon.llm import leakage
+from fincon.testing.doubles import TeamStub
+from fincon.testing.server import DoubleServer
+
+WINDOW = ["--start", "2022-10-03", "--end", "2022-10-14"]
+
+
+@pytest.fixture(scope="module")
+def knowledge():
+    """What the adversaries know of the bundled sample: its 11 firms' items and the 42 tickers' prices."""
+    run = leakage.RunInfo(
+        path=None, strategy="fincon", tickers=("TSLA",), start=dt.date(2022, 10, 3), end=dt.date(2022, 10, 14),
+        masked=False, cache=None, data={"source": "sample"}, events=SAMPLE,
+    )  # fmt: skip
+    return leakage.build_knowledge([run])
+
+
+def _item(ticker: str = "TSLA", day: str = "2022-10-04"):
+    from fincon.data.inputs import open_events
+
+    return next(
+        e
+        for e in open_events(SAMPLE, (ticker,)).all_events()
+        if e.text and str(e.published_at.date()) == day and len(e.text.split()) > 30
+    )
+
+
+#: three items of two firms, each its own words (the sample's are generated from templates and share most)
+TEXTS = {
+    ("TSLA", "2022-10-04"): "The carmaker said its new casting line in Texas halved the number of parts in the rear "
+    "underbody, and suppliers in the region reported longer shifts to keep pace with the ramp.",
+    ("TSLA", "2022-10-11"): "Regulators opened a review of the driver assistance software after a series of "
+    "complaints about phantom braking on highways, the agency said in a filing on Tuesday.",
+    ("PFE", "2022-10-04"): "The drug maker raised its forecast for the antiviral after prescriptions climbed in "
+    "the autumn wave, while warning that government purchase agreements would taper next year.",
+}
+
+
+def _small(knowledge):
+    items = [
+        leakage.Item(t, dt.date.fromisoformat(d), frozenset(leakage.shingles(leakage.tokens(x))))
+        for (t, d), x in TEXTS.items()
+    ]
+    return leakage.Knowledge(items, leakage.index_items(items), knowledge.closes, knowledge.sessions, knowledge.terms)
+
+
+def test_each_adversary_by_hand(knowledge):
+    small = _small(knowledge)
+    text = TEXTS[("TSLA", "2022-10-04")]
+    # corpus: an item word for word with an exact offset names the firm and the day exactly
+    g = leakage.corpus_guess(f"News:\n[E1] 3 days before the decision day: {text}", small)
+    assert (g.firm, g.firm_cue, g.day, g.exact) == ("TSLA", "corpus", dt.date(2022, 10, 7), True)
+    # ... with coarse recency, the day within a week of the item's
+    g = leakage.corpus_guess(f"[E1] this week: {text}", small)
+    assert g.firm == "TSLA" and not g.exact and 0 < (g.day - dt.date(2022, 10, 4)).days <= 7
+    # ... half of it, still; as its gist, nothing
+    from fincon.llm.masking import gist
+
+    assert leakage.corpus_guess(f"[E1] this week: {text[: len(text) // 2]}", small).firm == "TSLA"
+    assert leakage.corpus_guess(f"[E1] this week: {gist(text)}", small).firm is None
+    # prices: three consecutive daily returns of TSLA, to two decimals
+    closes = knowledge.closes["TSLA"]
+    i = closes.index.get_loc(closes.loc["2022-10-10":].index[0])
+    r = [100 * (closes.iloc[j] / closes.iloc[j - 1] - 1) for j in range(i - 2, i + 1)]
+    g = leakage.price_guess("returns: " + ", ".join(f"{x:+.2f}%" for x in r), knowledge)
+    assert (g.firm, g.day, g.exact) == ("TSLA", closes.index[i].date(), True)
+    assert leakage.price_guess("returns: +1.00%, -2.00%, +3.00%", knowledge).firm is None
+    # vocabulary: products name the firm without its name
+    assert leakage.vocabulary_guess("Cybertruck orders and Gigafactory output", knowledge).firm == "TSLA"
+    assert leakage.vocabulary_guess("orders and output rose", knowledge).firm is None
+    # explicit dates
+    assert leakage.explicit_date("Today is Oct 5 2022. Filed 2022-09-30.") == dt.date(2022, 10, 5)
+
+
+def test_the_linker_joins_prompts_of_one_day_that_quote_each_other():
+    quote = "the supply chain is easing faster than the street expects this quarter"
+    ps = [
+        leakage.Prompt("r", "news/TSLA", "2022-10-05", "k1", f"insight: {quote}", ("TSLA",)),
+        leakage.Prompt("r", "manager", "2022-10-05", "k2", f"reports: {quote}", ("TSLA",)),
+        leakage.Prompt("r", "manager", "2022-10-06", "k3", "reports: nothing quoted here at all today", ("TSLA",)),
+    ]
+    groups = leakage.link(ps)
+    assert groups[0] == groups[1] != groups[2]
+
+
+@pytest.mark.slow  # two team runs through the OpenAI path (about 4 s each) and two audits
+def test_a_named_run_is_given_away_and_the_masked_one_is_not(tmp_path, monkeypatch, capsys):
+    """The whole path as a user runs it: the team on the sample with a model double behind an
+    OpenAI-compatible server on 127.0.0.1, named and masked; `fincon eval leakage` on each."""
+    monkeypatch.chdir(tmp_path)
+    with DoubleServer(TeamStub()) as url:
+        for name, flags in (("named", []), ("masked", ["--anonymize"])):
+            argv = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "llm", "--param",
+                    "fincon.transcripts=text", "--param", "fincon.embedder=hashing", "--llm-backend", "openai",
+                    "--llm-base-url", url, "--llm-model", "stub", "--llm-knowledge-cutoff", "2019-01-01",
+                    "--llm-cache-path", f"{name}.sqlite", *WINDOW, "--no-progress", "--out", name, "--ledger", "off",
+                    "--no-benchmark", *flags]  # fmt: skip
+            assert main(argv) == 0
+    capsys.readouterr()
+    assert main(["eval", "leakage", "named", "--json"]) == 0
+    named = json.loads(capsys.readouterr().out)
+    assert named["blind"] is False and named["masked"] is False
+    assert named["overall"]["firm_and_day"]["share"] == 1.0 and named["overall"]["prompts"] >= 25
+    assert named["overall"]["cues"]["explicit date"] == named["overall"]["prompts"]
+    assert main(["eval", "leakage", "masked"]) == 0
+    text = capsys.readouterr().out
+    assert "verdict: blind by this audit: 0 of" in text and "(masked;" in text
+    assert main(["eval", "leakage", "masked", "--threshold", "0"]) == 0  # 0 % is not above a 0 threshold
+    with pytest.raises(SystemExit):
+        main(["eval", "leakage", "masked", "--threshold", "2"])
