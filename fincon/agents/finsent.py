@@ -100,7 +100,7 @@ class FinSent(Strategy):
         if p.brain == "llm":
             from fincon.llm.masking import attach
 
-            attach(self.client, self.settings, ctx.tickers, ctx.events, ctx.start)
+            attach(self.client, self.settings, ctx.tickers, p.events, ctx.start)
 
     def _lexicon(self, text: str) -> int:
         s = self.lm.score(text)

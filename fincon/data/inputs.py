@@ -43,6 +43,17 @@ def open_events(spec: str, tickers: Sequence[str], what: str = "events") -> Even
     return build_store([{"type": "directory", "path": path}], tuple(tickers))
 
 
+def corpus_tickers(spec: str) -> tuple[str, ...]:
+    """Every ticker an event corpus holds items for (the sample's eleven, or
+    an event directory's ``TICKER.jsonl*`` files)."""
+    if spec == SAMPLE:
+        from fincon.data.events.generator import DEFAULT_TICKERS
+
+        return tuple(DEFAULT_TICKERS)
+    path = Path(spec).expanduser()
+    return tuple(sorted({p.name.split(".")[0] for p in path.glob("*.jsonl*")})) if path.is_dir() else ()
+
+
 @dataclass(frozen=True)
 class RunInputs:
     """What ``data:`` of a run config opens to: the price source, the dataset

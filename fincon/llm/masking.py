@@ -531,16 +531,23 @@ def user_names(aliases: Mapping[str, Sequence[str]] | None = None) -> dict[str, 
     return out
 
 
-def mined_terms(events, tickers: Sequence[str], before: dt.date | None) -> tuple[dict, dict]:
+@lru_cache(maxsize=8)
+def mined_terms(corpus: str | None, tickers: tuple[str, ...], before: dt.date | None) -> tuple[dict, dict]:
     """The names and the vocabulary of each ticker mined from the items of the
-    corpus the run reads published before ``before`` (the window's first day:
-    what the mask hides on day t never depends on an item after t):
+    event corpus ``corpus`` (every firm in it: the others' items tell a firm's
+    words from the corpus' style) published before ``before`` (the window's
+    first day: what the mask hides on day t never depends on an item after t):
     fincon.data.terms.firm_names and distinctive_terms (frequent in the
-    ticker's items, rare in the other tickers' and in financial English)."""
+    ticker's items, rare in the other tickers' and in financial English).
+    Mined once per process for one corpus, tickers and day."""
+    from fincon.data.inputs import corpus_tickers, open_events
     from fincon.data.terms import distinctive_terms, firm_names
 
+    if corpus is None:
+        return {}, {}
+    events = open_events(corpus, corpus_tickers(corpus) or tickers)
     docs: dict[str, list[str]] = {}
-    for e in events.all_events() if events is not None else ():
+    for e in events.all_events():
         if e.text and (before is None or e.published_at.date() < before):
             docs.setdefault(e.ticker, []).append(e.text)
     if not docs:
@@ -551,17 +558,17 @@ def mined_terms(events, tickers: Sequence[str], before: dt.date | None) -> tuple
     return {t: names.get(t, []) for t in tickers}, {t: vocab.get(t, []) for t in tickers}
 
 
-def attach(client, settings, tickers: Sequence[str], events=None, before: dt.date | None = None) -> None:
+def attach(client, settings, tickers: Sequence[str], corpus: str | None = None, before: dt.date | None = None) -> None:
     """Give ``client`` the run's mask when ``settings`` ask for one
     (``anonymize``) and it has none yet: how every strategy that calls a
-    model masks its prompts (``events``: the corpus it reads, whose
-    distinctive terms before ``before``, the window's first day, are masked
-    too). The secret of the price base and the date tokens follows from the
+    model masks its prompts (``corpus``: the event corpus it reads, whose
+    names and distinctive terms before ``before``, the window's first day,
+    are masked too). The secret of the price base and the date tokens follows from the
     run's seed and tickers: the same run masks the same way (its replay is
     byte-identical), and no prompt holds it."""
     if settings is not None and settings.anonymize and client.masker is None:
         secret = f"{settings.seed}:{','.join(sorted(tickers))}"
-        names, vocabulary = mined_terms(events, tickers, before)
+        names, vocabulary = mined_terms(corpus, tuple(sorted(tickers)), before)
         extra = user_names(settings.aliases)
         extra = {t: (*extra.get(t, ()), *names.get(t, ())) for t in tickers}
         client.masker = masker_for(tickers, extra, vocabulary=vocabulary, secret=secret)

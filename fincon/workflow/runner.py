@@ -239,7 +239,7 @@ def check_masking(cfg: RunConfig, inputs: RunInputs, strategies: Mapping[str, St
     unnamed = [t for t in cfg.tickers if not (NAMES.get(t) or dataset.get(t) or user.get(t))]
     if unnamed:
         spec = inputs.events_spec(getattr(getattr(readers[0], "params", None), "events", None))
-        mined, _ = mined_terms(inputs.events(spec, tuple(cfg.tickers)), unnamed, cfg.start)
+        mined, _ = mined_terms(spec, tuple(sorted(cfg.tickers)), cfg.start)
         unnamed = [t for t in unnamed if not mined.get(t)]
     if unnamed:
         t = unnamed[0]

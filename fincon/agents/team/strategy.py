@@ -120,7 +120,7 @@ class FinConTeam(Calls, Learning, Strategy):
         if p.brain == "llm":
             from fincon.llm.masking import attach
 
-            attach(self.client, self.settings, self.universe, ctx.events, ctx.start)
+            attach(self.client, self.settings, self.universe, p.events, ctx.start)
             self.brain: Any = LLMBrain(self.client)
             if p.manager_temperature is not None or p.manager_seed is not None:
                 base = self.client.params
