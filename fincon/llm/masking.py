@@ -290,6 +290,7 @@ class Masker:
         )
         self._memo: dict[tuple[str, str | None], str] = {}
         self._quoted: dict[str, str] = {}  # a sentence a model answered -> its rewording
+        self._words: dict[str, str] = {}  # a capitalised word -> itself or "[name]" (decided once)
 
     # -- masking ------------------------------------------------------------------------
     def text(self, s: str, day: str | None = None) -> str:
@@ -377,24 +378,16 @@ class Masker:
     def _proper(self, s: str) -> str:
         """Every capitalised word that is no common word of financial English, no
         generic acronym, no word of fincon's own prompts and no pseudonym: "[name]"."""
-        common = _common()
-        if not common:
+        if not _common():
             return s
-        own = _prompt_words()
+        seen = self._words
 
         def one(m: re.Match) -> str:
             w = m.group(1)
-            if w.endswith("'s"):  # a possessive: the word's own
-                return one_word(w[:-2]) + "'s"
-            return one_word(w)
-
-        def one_word(w: str) -> str:
-            if w in _KEEP or w in own or _PSEUDO.match(w) or w.isupper() and len(w) == 1:
-                return w
-            parts = [p for p in re.split(r"[&'.-]", w.lower()) if p]
-            if parts and all(common.get(p, 0.0) >= COMMON_SHARE for p in parts) and not _inner_capital(w):
-                return w
-            return "[name]"
+            got = seen.get(w)
+            if got is None:
+                got = seen[w] = _proper_word(w[:-2]) + "'s" if w.endswith("'s") else _proper_word(w)
+            return got
 
         return _PROPER.sub(one, s)
 
@@ -497,6 +490,17 @@ class Masker:
                 "a sentence a model answered, repeated in a later prompt -> its content words in alphabetical order",
             ],
         }
+
+
+def _proper_word(w: str) -> str:
+    """A capitalised word as the mask writes it: itself when it is common, generic or fincon's own, else "[name]"."""
+    if w in _KEEP or w in _prompt_words() or _PSEUDO.match(w) or w.isupper() and len(w) == 1:
+        return w
+    common = _common()
+    parts = [p for p in re.split(r"[&'.-]", w.lower()) if p]
+    if parts and all(common.get(p, 0.0) >= COMMON_SHARE for p in parts) and not _inner_capital(w):
+        return w
+    return "[name]"
 
 
 def _inner_capital(w: str) -> bool:
