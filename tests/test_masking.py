@@ -183,3 +183,32 @@ def test_llm_trader_masked_writes_its_masking_json(tmp_path):
     backtest(market, trader, tmp_path)
     m = json.loads((tmp_path / "masking.json").read_text())
     assert m["pseudonyms"] == {"TSLA": "Company A"} and "Tesla" in m["names"]["TSLA"]
+
+
+def test_another_model_paraphrases_the_masked_items_and_the_model_under_test_may_not():
+    """Issue 43 item 2: with --llm-paraphrase-model an item reaches the team as another model's rewriting of
+    the masked item, masked again (a name it puts back is a pseudonym); an answer that is no rewriting leaves
+    the gist, counted; the model under test may not paraphrase (it would read every item first)."""
+    from fincon.errors import ConfigError
+    from fincon.llm.masking import Paraphraser
+    from fincon.testing.doubles import Scripted
+
+    rewrite = json.dumps({"text": "Microsoft said demand for its servers rose sharply in many industries."})
+    same = "Another long item about the new server line and demanding applications in industries."
+    echo = json.dumps({"text": same})  # the item given back: no rewriting
+    backend = Scripted([rewrite, echo, echo])
+    m = masker_for(["MSFT"])
+    m.rewriter = Paraphraser(LLMClient(backend, ledger=UsageLedger()), "other-model")
+    line = "[E1] Oct 4: The new server line is designed for demanding applications in many industries. (tone +0.50)"
+    assert m.text(line, "2022-10-10") == (
+        "[E1] this week: Company A said demand for its servers rose sharply in many industries. (tone +0.50)"
+    )
+    sent = backend.seen[0][-1].content
+    assert "Oct 4" not in sent and sent.startswith("The new server line")  # the paraphraser sees the masked item
+    assert "gist: another, applications" in m.text(f"[E1] Oct 5: {same}", "2022-10-10") and m.rewriter.fallbacks == 1
+    assert m.manifest()["paraphrase"] == {"model": "other-model", "calls": 2, "fallbacks": 1}
+    with pytest.raises(ConfigError, match="is the model under test"):
+        LLMSettings(anonymize=True, paraphrase_model="qwen2.5-coder-1.5b")
+    with pytest.raises(ConfigError, match="goes with --anonymize"):
+        LLMSettings(paraphrase_model="qwen2.5-coder-0.5b")
+    assert LLMSettings(anonymize=True, paraphrase_model="qwen2.5-coder-0.5b").paraphrase_model

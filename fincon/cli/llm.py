@@ -122,9 +122,16 @@ def _add_masking(g) -> None:
         action="store_const",
         const=True,
         default=None,
-        help="mask every prompt: the firm's ticker, names and people become pseudonyms ('Company A'), dates "
-        "become day offsets from the decision day, price levels an index (100 at the window's start), large "
-        "dollar figures their order of magnitude; answers map back (docs/llm.md). The rules brain is untouched",
+        help="mask every prompt: the firm's ticker, names and people become pseudonyms ('Company A'), its "
+        "products [term], other names [name], dates coarse recency, amounts [amount], percentages buckets, items "
+        "their gist; answers map back; the run is audited for leakage as it ends (docs/llm.md). The rules brain "
+        "is untouched",
+    )
+    g.add_argument(
+        "--llm-paraphrase-model",
+        metavar="NAME",
+        help="with --anonymize: another model (same backend and server) rewrites each masked item in its own "
+        "words instead of its gist, cached like every call; never the model under test",
     )
     g.add_argument(
         "--alias",
@@ -148,6 +155,7 @@ _FLAG_TO_FIELD = {
     "llm_seed": "seed",
     "llm_timeout": "timeout_s",
     "llm_knowledge_cutoff": "knowledge_cutoff",
+    "llm_paraphrase_model": "paraphrase_model",
 }
 
 

@@ -65,6 +65,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from pydantic import BaseModel, Field
+
 from fincon.llm.types import Message
 
 _MONTHS = {
@@ -201,13 +203,6 @@ GIST_WORDS = 12
 GIST_KEEP = 30
 
 
-def _gist_line(m: re.Match) -> str:
-    text = m.group(2)
-    if len(text.split()) < GIST_WORDS:
-        return m.group(0)
-    return f"{m.group(1)}{gist(text)}{m.group(3)}"
-
-
 def gist(text: str) -> str:
     """An item as its first ``GIST_KEEP`` content words, unique, in
     alphabetical order ("gist: adoption, cloud, demand, ..."): what it is
@@ -249,6 +244,8 @@ class Masker:
     vocabulary: Mapping[str, Sequence[str]] = field(default_factory=dict)
     start_prices: dict[str, float] = field(default_factory=dict)
     secret: str = "fincon"
+    #: an item's rewriting instead of its gist (another model's paraphrase: :class:`Paraphraser`)
+    rewriter: Any = None
 
     def __post_init__(self) -> None:
         letters = [a for a in string.ascii_uppercase] + [a + b for a in "AB" for b in string.ascii_uppercase]
@@ -317,7 +314,23 @@ class Masker:
         s = _HELD.sub(hold, s)
         s = self._proper(self._numbers(s))
         s = re.sub(r"\x00(\d+)\x00", lambda m: kept[int(m.group(1))], s)
-        return _ITEM_LINE.sub(_gist_line, s) if "[" in s else s
+        if "[" not in s:
+            return s
+        return _ITEM_LINE.sub(lambda m: self._item_line(m, day), s)
+
+    def _item_line(self, m: re.Match, day: dt.date | None) -> str:
+        """A listed item of ``GIST_WORDS`` words or more: another model's
+        paraphrase of it (masked again: a paraphrase may put a name back) or,
+        without one or when it fails, its gist."""
+        text = m.group(2)
+        if len(text.split()) < GIST_WORDS:
+            return m.group(0)
+        if self.rewriter is not None:
+            new = self.rewriter(text, str(day) if day else None)
+            if new:
+                again = self._mask(new, day)
+                return f"{m.group(1)}{again}{m.group(3)}"
+        return f"{m.group(1)}{gist(text)}{m.group(3)}"
 
     def _entity_name(self, m: re.Match) -> str:
         word = m.group(1)
@@ -476,6 +489,15 @@ class Masker:
             "vocabulary": {t: list(self.vocabulary.get(t, ())) for t in sorted(self.tickers)},
             "start_prices": {t: round(v, 6) for t, v in sorted(self.start_prices.items())},
             "price_base": self.base,
+            "paraphrase": (
+                {
+                    "model": self.rewriter.model,
+                    "calls": self.rewriter.calls,
+                    "fallbacks": self.rewriter.fallbacks,
+                }  # fmt: skip
+                if self.rewriter is not None
+                else None
+            ),
             "rules": [
                 "tickers, firm names and aliases -> one pseudonym per firm",
                 "people named for a firm -> one pseudonym per person",
@@ -576,6 +598,53 @@ def attach(client, settings, tickers: Sequence[str], corpus: str | None = None, 
         extra = user_names(settings.aliases)
         extra = {t: (*extra.get(t, ()), *names.get(t, ())) for t in tickers}
         client.masker = masker_for(tickers, extra, vocabulary=vocabulary, secret=secret)
+        if settings.paraphrase_model:
+            from fincon.llm.settings import build_client
+
+            other = settings.model_copy(update={"model": settings.paraphrase_model, "anonymize": False,
+                                                "paraphrase_model": None})  # fmt: skip
+            client.masker.rewriter = Paraphraser(build_client(other, ledger=client.ledger), settings.paraphrase_model)
+
+
+PARAPHRASE_SYSTEM = (
+    "You rewrite a masked news or filing item in your own words for a trader who must not learn which firm or "
+    "day it is about. Keep what happened and its tone; use at most 60 words and no sentence of the original; "
+    "keep placeholders such as Company A, [name], [term], [n] and [amount] as they are; add no name, place, "
+    "figure or date. Answer JSON only."
+)
+
+
+class Rewrite(BaseModel):
+    text: str = Field(min_length=1, max_length=600)
+
+
+class Paraphraser:
+    """Another model's rewriting of each masked item (``--llm-paraphrase-model``):
+    one cached call an item, in the run's cache and ledger (agent ``paraphrase``),
+    so a masked run with paraphrases replays byte for byte. It sees the item
+    already masked; an answer that is no rewriting (invalid twice, or the text
+    back) leaves the item to its gist, counted in ``fallbacks``."""
+
+    def __init__(self, client, model: str):
+        self.client = client
+        self.model = model
+        self.calls = 0
+        self.fallbacks = 0
+
+    def __call__(self, text: str, day: str | None) -> str | None:
+        from fincon.llm.errors import LLMInvalidAnswer
+
+        self.calls += 1
+        msgs = [Message(role="system", content=PARAPHRASE_SYSTEM), Message(role="user", content=text)]
+        try:
+            got = self.client.ask(msgs, Rewrite, agent="paraphrase", day=day).value.text.strip()
+        except LLMInvalidAnswer:
+            got = ""
+        if not got or got == text.strip():
+            self.fallbacks += 1
+            self.client.ledger.record_fallback("paraphrase", day, reason="no rewriting: the item's gist instead")
+            return None
+        return got
 
 
 def write_manifest(client, run_dir) -> None:
@@ -586,3 +655,5 @@ def write_manifest(client, run_dir) -> None:
         (Path(run_dir) / "masking.json").write_text(
             json.dumps(client.masker.manifest(), indent=2, sort_keys=True) + "\n", encoding="utf-8"
         )
+        if client.masker.rewriter is not None:  # the paraphrasing model's client is the mask's to close
+            client.masker.rewriter.client.close()

@@ -59,6 +59,9 @@ class LLMSettings(BaseModel):
     anonymize: bool = False
     #: more names to mask per ticker (--alias TICKER=NAME), beside the bundled alias table
     aliases: dict[str, list[str]] = Field(default_factory=dict)
+    #: with anonymize: another model (same backend and server) that rewrites each masked item in its own
+    #: words before the team reads it, cached like every call; never the model under test
+    paraphrase_model: str | None = None
 
     @field_validator("knowledge_cutoff", mode="before")
     @classmethod
@@ -88,6 +91,27 @@ class LLMSettings(BaseModel):
     def _env_name(cls, v: Any) -> str:
         # raised directly, not as a ValidationError: pydantic's would quote the input (the key)
         return check_api_key_env(v)
+
+    @model_validator(mode="after")
+    def _paraphrase_by_another_model(self) -> "LLMSettings":
+        if self.paraphrase_model is None:
+            return self
+        if not self.anonymize:
+            raise ConfigError("--llm-paraphrase-model rewrites masked items: it goes with --anonymize")
+        if self.paraphrase_model == self.resolved_model():
+            raise ConfigError(
+                f"--llm-paraphrase-model {self.paraphrase_model} is the model under test: a paraphrase request shows "
+                "the model every item before it decides; give another model (e.g. the bundled qwen2.5-coder-0.5b)"
+            )
+        return self
+
+    def resolved_model(self) -> str | None:
+        """The model these settings call (the bundled default when a local model is not named)."""
+        if self.model is None and self.backend == "local":
+            from fincon.llm.bundled import DEFAULT_MODEL
+
+            return DEFAULT_MODEL
+        return self.model
 
     @field_validator("base_url")
     @classmethod
