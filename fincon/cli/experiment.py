@@ -610,7 +610,8 @@ def format_significance(res: dict[str, Any], over: str = "the windows' daily ret
             "  ".join([r[0].ljust(widths[0]), r[1].ljust(widths[1])] + [c.rjust(w) for c, w in zip(r[2:], widths[2:])])
         )
     lines.append(
-        "CI: stationary block bootstrap, 10,000 replications; DSR deflated by the trials compared; SPA: Hansen, "
+        "CI: stationary block bootstrap, 10,000 replications; DSR deflated by the distinct series compared, its "
+        "variance over the same series (one-window trials in the ledger: `fincon ledger`); SPA: Hansen, "
         "against buy-and-hold and the best non-LLM baseline; StepM: Romano-Wolf at 5 %; PBO: CSCV over the "
         "strategies, ± its sd on pure noise of the same shape (noise gives 0.5); p Holm / BH: the Wilcoxon p-values adjusted across universes"
         if not notes

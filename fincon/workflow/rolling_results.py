@@ -173,29 +173,17 @@ def _significance(out: Path, cells, summary: pd.DataFrame, reps: int) -> tuple[p
     daily returns (and the pooled ones: every universe's laid end to end)."""
     import numpy as np
 
-    from fincon.risk import significance as sig
-    from fincon.workflow import trials
     from fincon.workflow.rolling_stats import significance, window_returns
 
     rets = window_returns(out, cells, unit_dirs)
     if len(rets) > 1:
         common = set.intersection(*(set(s) for s in rets.values()))
         rets["pooled"] = {n: np.concatenate([rets[u][n] for u in list(rets)]) for n in sorted(common)}
-    # DSR's N and V, over one set: the distinct series compared in a universe, or the largest family
-    # the trial ledger holds for one of its windows (that window's tickers, overlapping windows; distinct
-    # series; placebo controls apart), whichever has more trials
-    path = trials.resolve(None)  # the command's --ledger (fincon.cli.args.ledger_env)
-    rows = trials.read(path) if path is not None else []  # one read of the ledger, not one a window
-    deflate: dict[str, tuple[int, float]] = {}
-    for universe, series in rets.items():
-        best = sig.trials_and_variance(series)
-        for c in cells:
-            if universe in (c.universe, "pooled"):
-                fam = trials.family_of(rows, c.tickers, str(c.window.test.start), str(c.window.test.end))
-                if fam.trials > best[0]:
-                    best = (fam.trials, fam.sharpe_var())
-        deflate[universe] = best
-    return significance(rets, summary, deflate=deflate, reps=reps)
+    # DSR's N and V over one set of the same length: the distinct pooled series compared in a universe
+    # (fincon.risk.significance.trials_and_variance); the trial ledger's families count one-window trials,
+    # whose Sharpe ratios spread wider than pooled ones, and depend on what else this machine ran: `fincon
+    # ledger` lists them, the files do not hold them (the same config and cache give the same files)
+    return significance(rets, summary, reps=reps)
 
 
 def placebos(blocks: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:

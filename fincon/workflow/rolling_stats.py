@@ -5,11 +5,10 @@ strategy, over the daily returns of every test window laid end to end.
   of its difference against buy-and-hold on the same days;
 * the probabilistic Sharpe ratio (against zero), the minimum track record
   length (days) and the deflated Sharpe ratio, deflated by N trials whose
-  Sharpe ratios vary by V, both taken over one set (``deflate``): the
-  distinct return series this evaluation compared (identical series, such
-  as a one-ticker equal-weight and buy-and-hold, are one trial), or, when
-  the trial ledger's family of a window holds more distinct trials, that
-  family's (fincon.workflow.trials);
+  Sharpe ratios vary by V, both taken over one set of series of the same
+  length: the distinct return series this evaluation compared (identical
+  series, such as a one-ticker equal-weight and buy-and-hold, are one
+  trial);
 * Hansen's SPA p-value against buy-and-hold and against the best non-LLM
   baseline, and whether Romano & Wolf's StepM keeps the strategy as
   beating buy-and-hold;
