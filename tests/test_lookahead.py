@@ -156,7 +156,11 @@ def test_the_live_probe_of_the_bundled_model_replays(tmp_path, monkeypatch, caps
     got = json.loads((tmp_path / "probe.json").read_text())
     want = json.loads(RECORDED.with_suffix(".json").read_text())
     assert got["rows"] == want["rows"] and got["verdict"] == want["verdict"]
-    assert "verdict:" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "verdict:" in out and "model qwen2.5-coder-1.5b: cutoff 2024-09-19" in out and "in-training-data" in out
+    # issue 42 item 11: --max-tokens stops the probe (cached answers count, as in every command): one line, no file
+    assert main([*argv[:-2], "--json", "capped.json", "--max-tokens", "500"]) == 2
+    assert "LLM token budget exhausted" in capsys.readouterr().err and not (tmp_path / "capped.json").exists()
 
 
 @pytest.mark.slow

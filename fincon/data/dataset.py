@@ -146,6 +146,8 @@ class ImportedCorpus:
     duplicates: int = 0
     options: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: ticker -> the firm's names the source gives (a table's company column)
+    names: dict[str, list[str]] = field(default_factory=dict)
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
@@ -333,6 +335,7 @@ def build_manifest(corpus: ImportedCorpus, source_files: list[SourceFile]) -> Ma
         duplicates_dropped=corpus.duplicates,
         options=dict(sorted(corpus.options.items())),
         notes=notes,
+        names=corpus.names,
     )
 
 

@@ -120,7 +120,8 @@ def model_knowledge(settings: Any | None, start: dt.date, end: dt.date) -> dict[
     if settings is None:
         return {"label": "no-model", "model": None, "cutoff": None, "source": None, "window": window}
     cutoff = cutoff_of(settings)
-    model = getattr(settings, "model", None)
+    resolved = getattr(settings, "resolved_model", None)
+    model = resolved() if callable(resolved) else getattr(settings, "model", None)
     block = {
         "label": label(start, end, cutoff),
         "model": str(model) if model is not None else None,

@@ -18,7 +18,11 @@ source       source (news, 10-K, 10-Q, analyst_note,             no: news
 title        title, article_title, headline                      text or title
 text         text, article, body, content                        text or title
 url          url, link                                           no
+company      company, company_name, issuer                       no
 ===========  ==================================================  ==========
+
+A company column gives the firm's names, kept in ``dataset.json``'s
+``names`` (a masked run masks them beside fincon's own table).
 
 ``publisher`` and ``author`` go into the item's metadata with the title and
 url. An item without text takes its title as text (FNSPID has headline-only
@@ -66,6 +70,7 @@ ROLES: dict[str, tuple[str, ...]] = {
     "url": ("url", "link"),
     "publisher": ("publisher",),
     "author": ("author",),
+    "company": ("company", "company_name", "issuer"),
 }
 SOURCE_NAMES = {s.lower(): s for s in SOURCES} | {"10k": "10-K", "10q": "10-Q", "": "news"}
 TABLE_SUFFIXES = (".csv", ".csv.gz", ".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
@@ -235,7 +240,7 @@ def items_of(rows: Rows, wanted: set[str], options: ImportOptions) -> tuple[list
             "time": clock,
             "visibility": options.visibility,
         }
-        for role in ("title", "url", "publisher", "author"):
+        for role in ("title", "url", "publisher", "author", "company"):
             if get[role][i]:
                 meta[role] = get[role][i]
         events.append(
@@ -334,7 +339,12 @@ def read(sources: list[Path], options: ImportOptions) -> ImportedCorpus:
     if skipped["title_as_text"]:
         notes.append(f"{skipped['title_as_text']} items without text took their title as text")
     sources_used = [r.path for r in tables] + [files[t] for t in tickers]
+    names: dict[str, list[str]] = {}  # the firm names the table gives (its company column): masked with --anonymize
+    for e in kept:
+        if e.metadata.get("company") and e.metadata["company"] not in names.setdefault(e.ticker, []):
+            names[e.ticker].append(e.metadata["company"])
     return ImportedCorpus(
+        names={t: v for t, v in sorted(names.items()) if v},
         format="csv",
         sources=sources_used,
         prices=prices,
