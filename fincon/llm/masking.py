@@ -581,7 +581,18 @@ def mined_terms(corpus: str | None, tickers: tuple[str, ...], before: dt.date | 
     common = _common()
     names = firm_names(docs, common, generic=_KEEP) if common else {}
     vocab = distinctive_terms(docs, background=common)
-    return {t: names.get(t, []) for t in tickers}, {t: vocab.get(t, []) for t in tickers}
+    given = _dataset_names(corpus)  # the names the source gives (a dataset's dataset.json)
+    return {t: [*given.get(t, []), *names.get(t, [])] for t in tickers}, {t: vocab.get(t, []) for t in tickers}
+
+
+def _dataset_names(corpus: str) -> dict[str, list[str]]:
+    """``names`` of the dataset whose events folder ``corpus`` is (empty for the sample or a bare folder)."""
+    manifest = Path(corpus).expanduser().parent / "dataset.json"
+    try:
+        names = json.loads(manifest.read_text(encoding="utf-8")).get("names") or {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return {str(t): [str(n) for n in v] for t, v in names.items() if isinstance(v, list)}
 
 
 def attach(client, settings, tickers: Sequence[str], corpus: str | None = None, before: dt.date | None = None) -> None:

@@ -1,0 +1,188 @@
+"""A forward journal: decisions sealed into a hash chain before the session they trade.
+
+A backtest cannot settle what a model knew; a record made and sealed before
+the market opens can, if anyone can check that it was not written after the
+fact. ``DIR/journal.jsonl`` holds one entry a line, each canonical JSON
+(sorted keys, no spaces) whose ``hash`` is the SHA-256 of the entry without
+it, and whose ``prev_hash`` is the hash of the line before: removing,
+reordering, inserting or editing a line breaks the chain at that line.
+
+* the first entry, ``register``, seals the whole plan before any session:
+  strategies, model (name, knowledge cutoff, a local model's weights hash),
+  universe, costs, capital, calendar, the first session, simulated or live;
+* one ``session`` entry per strategy and session: the session it trades,
+  the wall-clock time it was sealed, the SHA-256 of the frozen inputs (the
+  files kept in ``DIR/inputs/SESSION/``), the hashes of every prompt and
+  answer (the call cache entries kept in ``DIR/calls.sqlite``), the
+  decision and the orders;
+* a ``missed`` entry for a session no step decided (never decided later);
+* a ``fill`` entry when the paper broker fills a session's orders at the
+  next open, and the book after.
+
+:func:`verify` recomputes the chain and every hash it names and says, for
+the first entry that fails, which and why (edited, reordered or removed,
+inputs swapped, a call's prompt or answer changed). Replaying the decisions
+from the frozen inputs is the forward command's (fincon.workflow.forward).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from fincon.errors import FinconError
+
+JOURNAL = "journal.jsonl"
+INPUTS = "inputs"
+CALLS = "calls.sqlite"
+#: the version of the journal's entries: a journal of another is refused with one line
+FORMAT = 1
+GENESIS = "0" * 64
+
+
+class JournalError(FinconError):
+    """A journal that does not verify: exit 1, naming the first entry that fails."""
+
+    exit_code = 1
+
+
+def canonical(entry: Mapping[str, Any]) -> str:
+    """The entry as the chain hashes it: sorted keys, no spaces, no NaN."""
+    return json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def entry_hash(entry: Mapping[str, Any]) -> str:
+    """SHA-256 of the entry without its own ``hash``."""
+    return hashlib.sha256(canonical({k: v for k, v in entry.items() if k != "hash"}).encode()).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def tree_hash(folder: Path) -> str:
+    """SHA-256 over every file under ``folder`` (its relative path and contents, in path order)."""
+    h = hashlib.sha256()
+    for p in sorted(q for q in folder.rglob("*") if q.is_file()):
+        h.update(p.relative_to(folder).as_posix().encode() + b"\0" + bytes.fromhex(sha256_file(p)) + b"\0")
+    return h.hexdigest()
+
+
+@dataclass
+class Journal:
+    """The journal of the folder ``root``: read, appended to (one sealed line at a time), verified."""
+
+    root: Path
+
+    @property
+    def path(self) -> Path:
+        return self.root / JOURNAL
+
+    def entries(self) -> list[dict[str, Any]]:
+        """Every entry, in order; a line that is not JSON is a :class:`JournalError` naming it."""
+        if not self.path.is_file():
+            return []
+        out = []
+        for n, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                e = json.loads(line)
+            except ValueError:
+                raise JournalError(f"{self.path}: line {n} is not JSON (edited by hand?); the journal does not verify")
+            if not isinstance(e, dict):
+                raise JournalError(f"{self.path}: line {n} is not an entry; the journal does not verify")
+            out.append(e)
+        return out
+
+    def last(self) -> dict[str, Any] | None:
+        es = self.entries()
+        return es[-1] if es else None
+
+    def append(self, entry: Mapping[str, Any]) -> dict[str, Any]:
+        """Seal ``entry`` (its ``seq``, ``prev_hash`` and ``hash`` set here) and
+        append it as one line, written and synced before this returns: a step
+        stopped mid-write leaves the journal as it was or with the whole line."""
+        last = self.last()
+        sealed = dict(entry)
+        sealed["format"] = FORMAT
+        sealed["seq"] = (last["seq"] + 1) if last else 0
+        sealed["prev_hash"] = last["hash"] if last else GENESIS
+        sealed["hash"] = entry_hash(sealed)
+        line = canonical(sealed) + "\n"
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return sealed
+
+
+def now_utc() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def verify_chain(entries: list[dict[str, Any]], root: Path) -> Iterator[str]:
+    """Why each entry fails, in order (nothing: the chain holds). Checks the
+    chain itself, the register entry first, the format, and the hashes of the
+    frozen inputs and of the kept calls each session entry names."""
+    prev = GENESIS
+    for i, e in enumerate(entries):
+        where = f"entry {i} (seq {e.get('seq')}, {e.get('kind')} {e.get('session', '')})".replace(" )", ")")
+        if e.get("format") != FORMAT:
+            yield f"{where}: written by another journal format ({e.get('format')!r}, this fincon reads {FORMAT})"
+            return
+        if e.get("hash") != entry_hash(e):
+            yield f"{where}: its contents do not match its hash (edited after it was sealed)"
+            return
+        if e.get("seq") != i or e.get("prev_hash") != prev:
+            yield f"{where}: it does not follow the entry before it (an entry was removed, inserted or reordered)"
+            return
+        if i == 0 and e.get("kind") != "register":
+            yield f"{where}: the first entry is not the plan's registration"
+            return
+        prev = e["hash"]
+        inputs = e.get("inputs")
+        if inputs:
+            folder = root / inputs["path"]
+            if not folder.is_dir():
+                yield f"{where}: its frozen inputs {inputs['path']} are missing"
+                return
+            if tree_hash(folder) != inputs["sha256"]:
+                yield f"{where}: its frozen inputs {inputs['path']} were changed or swapped (their hash differs)"
+                return
+        for call in e.get("calls") or ():
+            why = _check_call(root, call)
+            if why:
+                yield f"{where}: {why}"
+                return
+
+
+def _check_call(root: Path, call: Mapping[str, Any]) -> str | None:
+    """A call the entry names: its prompt and answer, as kept in ``calls.sqlite``, hash as sealed."""
+    import sqlite3
+
+    db = root / CALLS
+    if not db.is_file():
+        return f"the calls it names are not kept ({CALLS} is missing)"
+    conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        row = conn.execute("SELECT messages, answer FROM calls WHERE key = ?", (call["key"],)).fetchone()
+    finally:
+        conn.close()
+    if row is None:
+        return f"call {call['key'][:16]} ({call.get('agent')}) is not in {CALLS}"
+    if hashlib.sha256(row[0].encode()).hexdigest() != call["prompt_sha256"]:
+        return f"the prompt of call {call['key'][:16]} ({call.get('agent')}) was changed"
+    if hashlib.sha256(row[1].encode()).hexdigest() != call["answer_sha256"]:
+        return f"the answer of call {call['key'][:16]} ({call.get('agent')}) was changed"
+    return None
