@@ -98,7 +98,9 @@ class Journal:
             try:
                 e = json.loads(line)
             except ValueError:
-                raise JournalError(f"{self.path}: line {n} is not JSON (edited by hand?); the journal does not verify")
+                raise JournalError(
+                    f"{self.path}: line {n} is not JSON (edited by hand?); the journal does not verify"
+                ) from None
             if not isinstance(e, dict):
                 raise JournalError(f"{self.path}: line {n} is not an entry; the journal does not verify")
             out.append(e)
