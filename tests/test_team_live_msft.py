@@ -42,3 +42,36 @@ def test_the_live_msft_run_replays_byte_for_byte(tmp_path):
     s = json.loads((tmp_path / "a" / "summary.json").read_text())["strategy_summary"]
     assert s["team_fallbacks"] == row["fallbacks"]
     assert s["team_fallbacks"] <= s["llm_calls"] / 4  # a team that mostly fell back is not a live team
+
+
+MASKING = record.recordings() / "masking-MSFT-20"
+_masking = importlib.util.spec_from_file_location(
+    "record_masking_msft", Path(__file__).resolve().parents[1] / "bench" / "record_masking_msft.py"
+)
+masking = importlib.util.module_from_spec(_masking)
+_masking.loader.exec_module(masking)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not MASKING.with_suffix(".json").is_file(), reason="bench/record_masking_msft.py makes it")
+def test_what_masking_costs_the_team_replays(tmp_path):
+    """Issue 43 item 3: the bundled 1.5B over 20 sessions of InvestorBench MSFT, named and masked, recorded
+    live (bench/record_masking_msft.py); replayed with no model loaded, both runs give their recorded
+    decisions, and the comparison (CR, Sharpe, decisions changed, each run's leakage audit) is what
+    docs/results.md reports."""
+    want = json.loads(MASKING.with_suffix(".json").read_text())
+    data = tmp_path / "ib-msft"
+    assert main(["data", "import", "investorbench", str(SHARED / "msft.json.gz"), "--out", str(data)]) == 0
+    cache = MASKING.with_suffix(".sqlite")
+    for name in ("named", "masked"):
+        assert main(masking.args_for(data, cache, "replay", tmp_path / name, name == "masked")) == 0
+        assert record.fingerprint(tmp_path / name) == want[name]["fingerprint"]
+    got = masking.compare(tmp_path / "named", tmp_path / "masked")
+    assert {k: got[k] for k in ("named", "masked", "days", "decisions_changed")} == {
+        "named": {k: v for k, v in want["named"].items() if k != "fingerprint"},
+        "masked": {k: v for k, v in want["masked"].items() if k != "fingerprint"},
+        "days": want["days"],
+        "decisions_changed": want["decisions_changed"],
+    }
+    assert got["audit"]["named"]["result"] == "not blind" and got["audit"]["masked"]["result"] == "blind"
+    assert got["audit"] == {k: v for k, v in want["audit"].items()}

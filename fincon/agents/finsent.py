@@ -98,7 +98,7 @@ class FinSent(Strategy):
         self._prev: pd.Timestamp | None = None
         self._held: dict[str, int] = {}
         if p.brain == "llm":
-            from fincon.llm.masking import attach
+            from fincon.llm.settings import attach
 
             attach(self.client, self.settings, ctx.tickers, p.events, ctx.start)
 

@@ -94,7 +94,7 @@ class LLMTrader(Strategy):
 
     def start(self, ctx: RunContext) -> None:
         client = self.client  # fail on a bad config before day one, not mid-run
-        from fincon.llm.masking import attach
+        from fincon.llm.settings import attach
 
         attach(client, self.settings, ctx.tickers)  # the ticker in its prompt becomes a pseudonym
 

@@ -89,24 +89,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    g = p.add_argument_group("what to run")
-    g.add_argument("--config", type=Path, help="YAML run config (see README); flags override it")
-    add_tickers(g)
-    g.add_argument(
-        "--strategy",
-        "--strategies",
-        dest="strategies",
-        metavar="NAME[,NAME...]",
-        help=f"one or more of: {', '.join(strategy_names())} (default buy-and-hold)",
-    )
-    g.add_argument("--start", type=iso_date, help="first trading day, YYYY-MM-DD (default 2022-10-05)")
-    g.add_argument("--end", type=iso_date, help="last trading day, YYYY-MM-DD (default 2023-06-09)")
-    add_params(g, metavar="STRATEGY.KEY=VALUE", help="strategy parameter, repeatable (value parsed as YAML)")
-    g.add_argument("--no-benchmark", action="store_true", help="do not add buy-and-hold")
-    add_data(p)
-    add_broker(p)
-    add_team(p.add_argument_group("agent team (--strategy fincon; see README)"), *TEAM_FLAGS)
-    add_llm_arguments(p, with_cutoff_gate=True, with_masking=True)
+    add_plan_flags(p, window=True)
     m = p.add_argument_group("metrics and output")
     add_ledger_argument(m)
     field_flag(m, MetricsConfig, "alpha", "--alpha", help="VaR/CVaR tail probability (default {default:g})")
@@ -130,17 +113,42 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def add_plan_flags(p: argparse.ArgumentParser, *, window: bool) -> Any:
+    """What a run is (strategies, tickers, parameters, data, costs, the team, the model): the flags
+    ``backtest`` and ``forward init`` share; ``window``: also --start and --end. Returns the first group."""
+    g = p.add_argument_group("what to run")
+    g.add_argument("--config", type=Path, help="YAML run config (see README); flags override it")
+    add_tickers(g)
+    g.add_argument(
+        "--strategy",
+        "--strategies",
+        dest="strategies",
+        metavar="NAME[,NAME...]",
+        help=f"one or more of: {', '.join(strategy_names())} (default buy-and-hold)",
+    )
+    if window:
+        g.add_argument("--start", type=iso_date, help="first trading day, YYYY-MM-DD (default 2022-10-05)")
+        g.add_argument("--end", type=iso_date, help="last trading day, YYYY-MM-DD (default 2023-06-09)")
+    add_params(g, metavar="STRATEGY.KEY=VALUE", help="strategy parameter, repeatable (value parsed as YAML)")
+    g.add_argument("--no-benchmark", action="store_true", help="do not add buy-and-hold")
+    add_data(p)
+    add_broker(p)
+    add_team(p.add_argument_group("agent team (--strategy fincon; see README)"), *TEAM_FLAGS)
+    add_llm_arguments(p, with_cutoff_gate=True, with_masking=True)
+    return g
+
+
 def build_config(args: argparse.Namespace) -> RunConfig:
     """The run config of ``fincon backtest``'s flags over ``--config``."""
     flags: dict[str, Any] = {
         "tickers": split(args.tickers, "--tickers"),
         "strategies": split(args.strategies, "--strategy"),
-        "start": args.start,
-        "end": args.end,
+        "start": getattr(args, "start", None),
+        "end": getattr(args, "end", None),
         **data_overrides(args),
         **broker_overrides(args),
-        "metrics.alpha": args.alpha,
-        "metrics.risk_free": args.risk_free,
+        "metrics.alpha": getattr(args, "alpha", None),
+        "metrics.risk_free": getattr(args, "risk_free", None),
         "benchmark": False if args.no_benchmark else None,
     }
     team = team_values(args, *TEAM_FLAGS)

@@ -31,6 +31,7 @@ COMMANDS = (
     "fincon.cli.explain",
     "fincon.cli.report",
     "fincon.cli.ledger",
+    "fincon.cli.forward",
     "fincon.cli.plot",
     "fincon.cli.data",
     "fincon.cli.transcribe",

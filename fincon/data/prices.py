@@ -185,12 +185,14 @@ def load_prices(
     start: pd.Timestamp,
     end: pd.Timestamp,
     warmup: int = 0,
+    min_days: int = 2,
 ) -> LoadedPrices:
     """Load, validate and align ``tickers`` on the window [start, end].
 
     ``warmup`` trading days before ``start`` are kept for lookbacks. Tickers
     are aligned on the dates they all share; the window must hold at least
-    two common trading days and every ticker must cover the whole window.
+    ``min_days`` common trading days (two for a backtest; a forward step's
+    first session is one) and every ticker must cover the whole window.
     """
     if start > end:
         raise DataError(f"start {start.date()} is after end {end.date()}")
@@ -219,8 +221,9 @@ def load_prices(
     for t in tickers[1:]:
         common = common.intersection(frames[t].index)
     in_window = common[(common >= start) & (common <= end)]
-    if len(in_window) < 2:
-        raise DataError(f"fewer than two trading days common to {','.join(tickers)} in {start.date()}..{end.date()}")
+    if len(in_window) < min_days:
+        need = "two trading days" if min_days == 2 else f"{min_days} trading day{'s' if min_days != 1 else ''}"
+        raise DataError(f"fewer than {need} common to {','.join(tickers)} in {start.date()}..{end.date()}")
     union_in_window = set()
     for f in frames.values():
         union_in_window.update(f.index[(f.index >= start) & (f.index <= end)])

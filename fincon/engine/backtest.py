@@ -62,10 +62,34 @@ class BacktestResult:
     scaled_days: int = 0
     strategy_summary: dict[str, Any] = field(default_factory=dict)
     analyzers: dict[str, Any] = field(default_factory=dict)
+    #: the book at the last close: cash, shares and (a forward step) the targets pending for the next open
+    book: "Book | None" = None
 
     @property
     def equity(self) -> pd.Series:
         return pd.Series(self.values, index=self.dates, name="value")
+
+
+@dataclass(frozen=True)
+class Book:
+    """Cash and shares at a close, and the target weights waiting for the next
+    open: what a forward journal keeps after each session (it saves to JSON
+    and loads back)."""
+
+    cash: float
+    shares: Mapping[str, float]
+    pending: Mapping[str, float] | None = None
+
+    def value(self, prices: Mapping[str, float]) -> float:
+        return self.cash + sum(n * prices[t] for t, n in self.shares.items())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cash": self.cash, "shares": dict(sorted(self.shares.items())),
+                "pending": None if self.pending is None else dict(sorted(self.pending.items()))}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Book":
+        return cls(float(data["cash"]), dict(data["shares"]), data.get("pending"))
 
 
 class _Bridge(bt.Strategy):
@@ -90,8 +114,11 @@ class _Bridge(bt.Strategy):
 class _Loop:
     """State of one run: the records the bridge fills in bar by bar."""
 
-    def __init__(self, market: MarketData, strategy: Strategy, settings: BrokerSettings, progress: bool):
+    def __init__(
+        self, market: MarketData, strategy: Strategy, settings: BrokerSettings, progress: bool, decide_last: bool
+    ):
         self.market = market
+        self.decide_last = decide_last  # a forward step: the last session's decision is its own order
         self.strategy = strategy
         self.settings = settings
         n = market.n_days
@@ -140,7 +167,8 @@ class _Loop:
         shares = {d._name: bts.getposition(d).size for d in datas}
         self.values[i] = value
         self.observed_shares[i] = [shares[t] for t in self.market.tickers]
-        if i == self.market.n_days - 1:
+        last = i == self.market.n_days - 1
+        if last and not self.decide_last:
             self.days_done = i + 1
             self.bar.update(1)
             return
@@ -175,9 +203,9 @@ class _Loop:
                 self._submit_carry(bts, view.date)
         if decision is not None and decision.weights:
             self._check_tickers(decision, shares)
-            if self.settings.fill == "close":
+            if self.settings.fill == "close" and not last:
                 self._submit(bts, decision, shares, prices, value, cash)
-            else:
+            else:  # next_open: sized at the next open; the last session's: left for the session after the window
                 self.pending = decision
         self.days_done = i + 1
         postfix = self.strategy.progress()
@@ -392,9 +420,13 @@ def run_backtest(
     risk_free: float = 0.0,
     progress: bool = True,
     days_per_year: int = 252,
+    decide_last: bool = False,
 ) -> BacktestResult:
     """Run ``strategy`` over the backtest window of ``market``; ``days_per_year``
     annualises the metrics (the data's trading calendar: 252 or 365).
+    ``decide_last``: ask a decision on the window's last session too (a
+    forward step: it is the order for the session after the window, kept as
+    the result's ``pending``; a backtest asks none there, nothing could fill).
     A strategy that reads news gets ``market``'s event corpus in its
     context (``ctx.events``) for its start-time checks; each day's events
     reach it in the view."""
@@ -420,7 +452,7 @@ def run_backtest(
     broker.set_shortcash(True)
     cerebro.addanalyzer(bt.analyzers.TimeReturn, _name="timereturn", timeframe=bt.TimeFrame.Days)
     cerebro.addanalyzer(bt.analyzers.DrawDown, _name="drawdown")
-    loop = _Loop(market, strategy, settings, progress)
+    loop = _Loop(market, strategy, settings, progress, decide_last)
     loop.broker = broker
     cerebro.addstrategy(_Bridge, loop=loop)
     strategy.start(ctx)
@@ -495,4 +527,9 @@ def run_backtest(
         llm_cost=loop.llm_cost[:n] if settings.charge_llm else None,
         strategy_summary=strategy_summary,
         analyzers=analyzers,
+        book=Book(
+            cash=float(bts.broker.getcash()),
+            shares={d._name: float(bts.getposition(d).size) for d in bts.datas},
+            pending=dict(loop.pending.weights) if decide_last and loop.pending is not None else None,
+        ),
     )

@@ -595,28 +595,6 @@ def _dataset_names(corpus: str) -> dict[str, list[str]]:
     return {str(t): [str(n) for n in v] for t, v in names.items() if isinstance(v, list)}
 
 
-def attach(client, settings, tickers: Sequence[str], corpus: str | None = None, before: dt.date | None = None) -> None:
-    """Give ``client`` the run's mask when ``settings`` ask for one
-    (``anonymize``) and it has none yet: how every strategy that calls a
-    model masks its prompts (``corpus``: the event corpus it reads, whose
-    names and distinctive terms before ``before``, the window's first day,
-    are masked too). The secret of the price base and the date tokens follows from the
-    run's seed and tickers: the same run masks the same way (its replay is
-    byte-identical), and no prompt holds it."""
-    if settings is not None and settings.anonymize and client.masker is None:
-        secret = f"{settings.seed}:{','.join(sorted(tickers))}"
-        names, vocabulary = mined_terms(corpus, tuple(sorted(tickers)), before)
-        extra = user_names(settings.aliases)
-        extra = {t: (*extra.get(t, ()), *names.get(t, ())) for t in tickers}
-        client.masker = masker_for(tickers, extra, vocabulary=vocabulary, secret=secret)
-        if settings.paraphrase_model:
-            from fincon.llm.settings import build_client
-
-            other = settings.model_copy(update={"model": settings.paraphrase_model, "anonymize": False,
-                                                "paraphrase_model": None})  # fmt: skip
-            client.masker.rewriter = Paraphraser(build_client(other, ledger=client.ledger), settings.paraphrase_model)
-
-
 PARAPHRASE_SYSTEM = (
     "You rewrite a masked news or filing item in your own words for a trader who must not learn which firm or "
     "day it is about. Keep what happened and its tone; use at most 60 words and no sentence of the original; "

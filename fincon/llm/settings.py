@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -173,3 +173,25 @@ def build_client(settings: LLMSettings, ledger: UsageLedger | None = None) -> LL
     cache = CallCache(settings.cache_path, settings.cache)
     ledger = ledger if ledger is not None else UsageLedger(prices=settings.prices, max_tokens=settings.max_tokens)
     return LLMClient(backend, cache=cache, ledger=ledger, params=settings.sampling())
+
+
+def attach(client, settings, tickers: Sequence[str], corpus: str | None = None, before: dt.date | None = None) -> None:
+    """Give ``client`` the run's mask when ``settings`` ask for one
+    (``anonymize``) and it has none yet: how every strategy that calls a
+    model masks its prompts (``corpus``: the event corpus it reads, whose
+    names and distinctive terms before ``before``, the window's first day,
+    are masked too). The secret of the price base and the date tokens follows from the
+    run's seed and tickers: the same run masks the same way (its replay is
+    byte-identical), and no prompt holds it."""
+    if settings is not None and settings.anonymize and client.masker is None:
+        secret = f"{settings.seed}:{','.join(sorted(tickers))}"
+        from fincon.llm.masking import Paraphraser, masker_for, mined_terms, user_names
+
+        names, vocabulary = mined_terms(corpus, tuple(sorted(tickers)), before)
+        extra = user_names(settings.aliases)
+        extra = {t: (*extra.get(t, ()), *names.get(t, ())) for t in tickers}
+        client.masker = masker_for(tickers, extra, vocabulary=vocabulary, secret=secret)
+        if settings.paraphrase_model:
+            other = settings.model_copy(update={"model": settings.paraphrase_model, "anonymize": False,
+                                                "paraphrase_model": None})  # fmt: skip
+            client.masker.rewriter = Paraphraser(build_client(other, ledger=client.ledger), settings.paraphrase_model)

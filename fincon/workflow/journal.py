@@ -139,7 +139,8 @@ def verify_chain(entries: list[dict[str, Any]], root: Path) -> Iterator[str]:
     frozen inputs and of the kept calls each session entry names."""
     prev = GENESIS
     for i, e in enumerate(entries):
-        where = f"entry {i} (seq {e.get('seq')}, {e.get('kind')} {e.get('session', '')})".replace(" )", ")")
+        what = " ".join(str(x) for x in (e.get("kind"), e.get("strategy"), e.get("session") or e.get("decided")) if x)
+        where = f"entry {i} (seq {e.get('seq')}, {what})"
         if e.get("format") != FORMAT:
             yield f"{where}: written by another journal format ({e.get('format')!r}, this fincon reads {FORMAT})"
             return

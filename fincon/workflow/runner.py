@@ -80,9 +80,11 @@ def inputs_for(cfg: RunConfig) -> RunInputs:
     return open_inputs(cfg.data.source, cfg.data.dir, cfg.data.cache_dir)
 
 
-def _market(cfg: RunConfig, inputs: RunInputs, warmup: int) -> tuple[MarketData, int]:
+def _market(cfg: RunConfig, inputs: RunInputs, warmup: int, min_days: int = 2) -> tuple[MarketData, int]:
     source = inputs.source
-    loaded = load_prices(source, tuple(cfg.tickers), pd.Timestamp(cfg.start), pd.Timestamp(cfg.end), warmup=warmup)
+    loaded = load_prices(
+        source, tuple(cfg.tickers), pd.Timestamp(cfg.start), pd.Timestamp(cfg.end), warmup=warmup, min_days=min_days
+    )
     costs = broker_settings(cfg.broker).costs
     needs = {"open": "--fill next-open"} if cfg.broker.fill == "next_open" else {}
     for column in costs.columns:
@@ -302,6 +304,7 @@ def run_config(
     warn_knowledge: bool = True,
     ledger: Path | None | str = "default",
     control: bool = False,
+    decide_last: bool = False,
 ) -> RunReport:
     """Run every strategy of ``cfg`` (plus the benchmark) and write the runs.
 
@@ -315,7 +318,8 @@ def run_config(
     the trial ledger (``ledger``: a path, None for none, by default the
     user's; fincon.workflow.trials), appended once the run is complete;
     with ``control`` (an experiment's placebo run) its rows are controls,
-    never counted as configurations tried.
+    never counted as configurations tried. ``decide_last``: a forward step
+    (fincon.workflow.forward): the window's last session is decided too.
     """
     inputs = inputs_for(cfg)
     cfg = with_events(cfg, inputs)
@@ -330,7 +334,7 @@ def run_config(
         warn_vacuous(cfg.llm, require_after_cutoff, any(b["label"] != "no-model" for b in blocks.values()))
     want_benchmark = cfg.benchmark and BENCHMARK not in strategies
     warmup = max(s.warmup for s in strategies.values())
-    market, dropped = _market(cfg, inputs, warmup)
+    market, dropped = _market(cfg, inputs, warmup, min_days=1 if decide_last else 2)
     days_per_year, calendar = calendar_days(cfg, market, inputs)
     lookahead = inputs.lookahead
     cfg = cfg.model_copy(update={"metrics": cfg.metrics.model_copy(update={"days_per_year": days_per_year})})
@@ -370,6 +374,7 @@ def run_config(
                 risk_free=cfg.metrics.risk_free,
                 progress=progress,
                 days_per_year=days_per_year,
+                decide_last=decide_last,
             )
             if len(result.dates) == 0:
                 failed[name] = result.stopped or "stopped before its first day"

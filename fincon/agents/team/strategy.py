@@ -118,7 +118,7 @@ class FinConTeam(Calls, Learning, Strategy):
         if hasattr(self.protocol, "bind"):
             self.protocol.bind(self)
         if p.brain == "llm":
-            from fincon.llm.masking import attach
+            from fincon.llm.settings import attach
 
             attach(self.client, self.settings, self.universe, p.events, ctx.start)
             self.brain: Any = LLMBrain(self.client)

@@ -1,0 +1,161 @@
+"""``fincon forward``: a forward record: decisions sealed before the session they trade."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from fincon.cli.args import iso_date
+
+HELP = """\
+A backtest cannot settle what a model knew: it may have read about the
+window. A forward record can: each decision made and sealed into a hash
+chain before the session it trades, on inputs frozen as they were read,
+and scored later against prices nobody chose (docs/forward.md).
+
+  init DIR    register the plan (strategies, tickers, model, costs, capital,
+              the first session) as the journal's first entry, before any
+              session; every flag of `fincon backtest` that says what runs
+  step DIR    decide the next session: freeze the inputs, run the strategies
+              (the engine of a backtest, next-open fills), seal each decision;
+              safe from cron (a lock; a second step in one session says so)
+  status DIR  the sessions decided, missed and next; each strategy's book
+  score DIR   everything a backtest reports, to date (metrics, plot, report
+              card), with PSR, MinTRL and the sessions still needed
+  verify DIR  recompute the chain and every hash, replay every decision from
+              the frozen inputs; exit 1 naming the first entry that fails
+
+Offline (these machines, CI, docs): `init --simulate-from DATE` runs the same
+code over bundled or imported data with a simulated clock; `step --until
+DATE` steps it to DATE. Every entry says `simulated`; a journal is never both.
+
+Exit status: 0 done (or nothing to do); 1 a step could not decide (source
+down or stale, a past decision not reproduced) or the journal does not
+verify; 2 bad input."""
+
+EXAMPLES = """\
+examples:
+  fincon forward init runs/fw --ticker TSLA --strategy fincon,buy-and-hold --brain rules --simulate-from 2022-10-05
+  fincon forward step runs/fw --until 2022-12-30
+  fincon forward verify runs/fw
+  fincon forward score runs/fw --json
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from fincon.cli.backtest import add_plan_flags
+
+    p = sub.add_parser(
+        "forward",
+        help="forward testing: decisions sealed in a verifiable journal before the session they trade",
+        description=HELP,
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    inner = p.add_subparsers(dest="forward", metavar="COMMAND", required=True)
+    i = inner.add_parser("init", help="register a journal's plan before its first session")
+    i.add_argument("dir", type=Path, metavar="DIR", help="a new folder for the journal")
+    add_plan_flags(i, window=False)
+    i.add_argument(
+        "--simulate-from",
+        type=iso_date,
+        metavar="YYYY-MM-DD",
+        help="a simulated clock from this session, over bundled or imported data (offline; every entry says so)",
+    )
+    i.add_argument(
+        "--anchor",
+        choices=["git"],
+        help="git: commit every sealed step to a git repository in DIR (push it to a public remote)",
+    )
+    i.set_defaults(func=_init)
+    s = inner.add_parser("step", help="decide the next session (or, simulated, every one up to --until)")
+    s.add_argument("dir", type=Path, metavar="DIR")
+    s.add_argument("--until", type=iso_date, metavar="YYYY-MM-DD", help="simulated journals: step up to this session")
+    s.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    s.set_defaults(func=_step)
+    for name, fn, help_ in (
+        ("status", _status, "the sessions decided, missed and next, and each strategy's book"),
+        ("score", _score, "metrics, plot and report card of the journal so far"),
+        ("verify", _verify, "recompute the chain and every hash, replay every decision"),
+    ):
+        x = inner.add_parser(name, help=help_)
+        x.add_argument("dir", type=Path, metavar="DIR")
+        x.add_argument("--json", action="store_true", help="print JSON to stdout")
+        x.set_defaults(func=fn)
+
+
+def _init(args: argparse.Namespace) -> int:
+    import datetime as dt
+
+    from fincon.cli.backtest import build_config
+    from fincon.workflow import forward
+
+    cfg = build_config(args)
+    start = dt.date.fromisoformat(args.simulate_from) if args.simulate_from else None
+    entry = forward.init(args.dir, cfg, simulate_from=start, anchor_git=args.anchor == "git")
+    mode = "simulated" if entry["simulated"] else "live"
+    print(f"registered {args.dir} ({mode}; first session {entry['first_session']}; hash {entry['hash'][:16]})")
+    return 0
+
+
+def _step(args: argparse.Namespace) -> int:
+    import datetime as dt
+
+    from fincon.workflow import forward
+
+    until = dt.date.fromisoformat(args.until) if args.until else None
+    sealed = forward.step(args.dir, until=until, progress=not args.no_progress)
+    for e in sealed:
+        if e["kind"] == "session":
+            print(f"sealed {e['strategy']} at {e['decided']}'s close for {e['trades']}: {e['decision']['weights']}")
+        else:
+            print(f"missed {e['session']}: {e['reason']}")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from fincon.workflow import forward
+
+    st = forward.status(args.dir)
+    if args.json:
+        print(json.dumps(st, indent=1, sort_keys=True))
+        return 0
+    print(
+        f"{args.dir}: {'simulated' if st['simulated'] else 'live'}; first session {st['first_session']}; "
+        f"{st['decided']} sessions decided, {st['missed']} missed; last {st['last'] or '-'}; next {st['next']}"
+    )
+    for name, book in st["books"].items():
+        print(
+            f"  {name:<18} cash {book.get('cash', 0):,.2f}  shares {book.get('shares')}  pending {book.get('pending')}"
+        )
+    return 0
+
+
+def _score(args: argparse.Namespace) -> int:
+    from fincon.report.card import card
+    from fincon.workflow import forward
+
+    res = forward.score(args.dir)
+    res["card"] = card(Path(args.dir) / forward.REPLAY)
+    if args.json:
+        print(json.dumps(res, indent=1, sort_keys=True, default=str))
+        return 0
+    print(forward.format_score(res))
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from fincon.workflow import forward
+
+    res = forward.verify(args.dir)
+    if args.json:
+        print(json.dumps(res, indent=1, sort_keys=True))
+    if res["ok"]:
+        if not args.json:
+            print(f"{args.dir}: verified: {res['entries']} entries, the chain and every hash hold, "
+                  f"{res['replayed']} decisions replayed from the frozen inputs")  # fmt: skip
+        return 0
+    print(f"fincon: verify: {res['problem']}", file=sys.stderr)
+    return 1

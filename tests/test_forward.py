@@ -1,0 +1,92 @@
+"""Forward testing (issue 44): a journal stepped session by session takes the
+decisions a next-open backtest takes over the same sessions and ends with the
+same book; every sealed step verifies, and tampering is named."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from fincon.cli.main import main
+
+START, END = "2022-10-05", "2022-10-12"  # 6 sessions
+TEAM = ["--param", "fincon.transcripts=text", "--param", "fincon.embedder=hashing"]
+#: strategy -> (tickers, extra flags); every registered strategy that needs no model
+CASES = {
+    "buy-and-hold": ("TSLA", []),
+    "sma-cross": ("TSLA", ["--param", "sma-cross.fast=2", "--param", "sma-cross.slow=4"]),
+    "equal-weight": ("TSLA,MSFT", []),
+    "markowitz": ("TSLA,MSFT", []),
+    "sentiment": ("TSLA", []),
+    "fincon": ("TSLA", ["--brain", "rules", *TEAM]),
+    "finsent": ("TSLA", ["--brain", "rules"]),
+}
+
+
+def _decisions(run) -> list[dict]:
+    out = []
+    for line in (run / "decisions.jsonl").read_text().splitlines():
+        d = json.loads(line)
+        out.append({k: d.get(k) for k in ("date", "weights", "actions", "position")})
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy", sorted(CASES))
+def test_a_forward_journal_agrees_with_the_next_open_backtest(strategy, tmp_path, monkeypatch, capsys):
+    """Issue 44 item 2: the same decisions (the forward one more, for the session after the window) and
+    the same book, valued at the last close, to the cent."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    tickers, flags = CASES[strategy]
+    what = ["--tickers", tickers, "--strategy", strategy, "--no-benchmark", *flags]
+    assert main(["forward", "init", "fw", *what, "--simulate-from", START]) == 0
+    assert main(["forward", "step", "fw", "--until", END, "--no-progress"]) == 0
+    assert main(["backtest", *what, "--start", START, "--end", END, "--fill", "next-open", "--out", "bt",
+                 "--no-progress", "--ledger", "off"]) == 0  # fmt: skip
+    fw, bt = _decisions(tmp_path / "fw" / "replay"), _decisions(tmp_path / "bt")
+    assert fw[:-1] == bt and fw[-1]["date"] == END
+    want = pd.read_csv(tmp_path / "bt" / "equity.csv")["value"].iloc[-1]
+    book = json.loads((tmp_path / "fw" / "books" / f"{strategy}.json").read_text())
+    closes = pd.read_csv(tmp_path / "fw" / ".replay-inputs" / "prices" / "TSLA.csv").set_index("Date")
+    prices = {}
+    for t in tickers.split(","):
+        frame = pd.read_csv(tmp_path / "fw" / ".replay-inputs" / "prices" / f"{t}.csv").set_index("Date")
+        prices[t] = float(frame.loc[END, "Close"])
+    value = book["cash"] + sum(n * prices[t] for t, n in book["shares"].items())
+    assert round(value, 2) == round(float(want), 2) and len(closes) > 0
+    # every entry sealed, the chain verified, the decisions replayed from the frozen inputs
+    assert main(["forward", "verify", "fw"]) == 0
+    entries = [json.loads(x) for x in (tmp_path / "fw" / "journal.jsonl").read_text().splitlines()]
+    assert entries[0]["kind"] == "register" and sum(e["kind"] == "session" for e in entries) == 6
+
+
+@pytest.mark.slow
+def test_a_journal_refuses_a_second_step_tampering_and_a_busy_lock(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    assert main(["forward", "init", "fw", "--ticker", "TSLA", "--strategy", "buy-and-hold", "--simulate-from",
+                 START]) == 0  # fmt: skip
+    assert main(["forward", "step", "fw", "--until", "2022-10-07", "--no-progress"]) == 0
+    capsys.readouterr()
+    # the session is decided already: said, exit 0, nothing sealed
+    lines = (tmp_path / "fw" / "journal.jsonl").read_text()
+    assert main(["forward", "step", "fw", "--until", "2022-10-07", "--no-progress"]) == 0
+    assert "nothing to decide up to 2022-10-07" in capsys.readouterr().err
+    assert (tmp_path / "fw" / "journal.jsonl").read_text() == lines
+    # two steps at once: the second leaves at once
+    from fincon.workflow.forward import locked
+
+    with locked(tmp_path / "fw"):
+        assert main(["forward", "step", "fw", "--no-progress"]) == 1
+    assert "another step is running" in capsys.readouterr().err
+    # a decision edited by hand: verify names the entry, and no step is taken on it
+    edited = lines.replace('"TSLA":1.0', '"TSLA":-1.0', 1)
+    (tmp_path / "fw" / "journal.jsonl").write_text(edited)
+    assert main(["forward", "verify", "fw"]) == 1
+    err = capsys.readouterr().err
+    assert "entry 1 (seq 1, session buy-and-hold 2022-10-05): its contents do not match its hash" in err
+    assert main(["forward", "step", "fw", "--no-progress"]) == 1
+    assert "no step is taken on a journal that does not verify" in capsys.readouterr().err
