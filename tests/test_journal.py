@@ -77,3 +77,16 @@ def test_each_kind_of_tampering_is_named_at_its_first_entry(tmp_path, tamper, wh
     j.path.write_text("\n".join(lines) + "\n")
     problems = _problems(j)
     assert problems and problems[0].startswith(why), problems
+
+
+def test_a_line_a_stop_cut_short_was_never_sealed_and_is_written_over(tmp_path):
+    """Issue 44 item 7: SIGTERM mid-write leaves a torn last line; it is no entry, and the next seal
+    replaces it (the chain still verifies)."""
+    j = _journal(tmp_path)
+    whole = j.path.read_text()
+    j.path.write_text(whole + '{"kind": "session", "decided": "2022-10-0')
+    assert len(j.entries()) == 3 and _problems(j) == []
+    j.append_all([{"kind": "missed", "session": "2022-10-07"}, {"kind": "missed", "session": "2022-10-10"}])
+    es = j.entries()
+    assert [e["seq"] for e in es] == [0, 1, 2, 3, 4] and _problems(j) == []
+    assert j.path.read_text().startswith(whole) and j.path.read_text().endswith("}\n")

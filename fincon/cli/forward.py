@@ -134,15 +134,20 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
+    from fincon.report import write_report
     from fincon.report.card import card
     from fincon.workflow import forward
 
     res = forward.score(args.dir)
-    res["card"] = card(Path(args.dir) / forward.REPLAY)
+    replay = Path(args.dir) / forward.REPLAY
+    res["card"] = card(replay)
+    res["report"] = str(write_report([replay], Path(args.dir) / "report.html"))
+    res["equity_plot"] = str(replay / "equity.png")
     if args.json:
         print(json.dumps(res, indent=1, sort_keys=True, default=str))
         return 0
     print(forward.format_score(res))
+    print(f"report:      {res['report']}\nequity plot: {res['equity_plot']}")
     return 0
 
 

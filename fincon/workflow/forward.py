@@ -304,6 +304,11 @@ def step(root: Path, *, until: dt.date | None = None, progress: bool = False, no
                 return sealed
         else:
             wall = now or dt.datetime.now(dt.timezone.utc)
+            if done and wall.date() < done[-1]:
+                raise ForwardError(
+                    f"{root}: the clock reads {wall.date()}, before the journal's last session {done[-1]}: a clock "
+                    "that went backwards decides nothing"
+                )
             trades = next_session(wall.date()) if session_open(wall.date()) <= wall else wall.date()
             # the decision is made at the last close before the session it trades
             day = previous_session(trades)
@@ -344,7 +349,8 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
                     f"{name} on {d['date']}: the sealed decision is not reproduced from the frozen inputs "
                     "(edited inputs, another model, or fincon changed); nothing sealed"
                 )
-    sealed = []
+    entries = []
+    books: dict[str, str] = {}
     for name, result in report.results.items():
         last = result.decisions[-1]
         if last["date"] != str(day):
@@ -352,26 +358,31 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
         run_dir = report.run_dirs[name]
         calls = _keep_calls(root, cfg, run_dir, str(day))
         book = result.book.to_json() if result.book is not None else None
-        (root / BOOKS).mkdir(exist_ok=True)
-        write_atomic(root / BOOKS / f"{name}.json", json_text({"session": str(day), **(book or {})}))
+        books[name] = json_text({"session": str(day), **(book or {})})
         model = report.knowledge.get(name) or {}
-        sealed.append(
-            journal.append(
-                {
-                    "kind": "session",
-                    "strategy": name,
-                    "decided": str(day),
-                    "trades": str(next_session(day)),
-                    "sealed_at": now_utc(),
-                    "simulated": plan.simulated,
-                    "inputs": frozen,
-                    "model": {k: model.get(k) for k in ("model", "cutoff", "label")},
-                    "calls": calls,
-                    "decision": _decision(last),
-                    "book": book,
-                }
-            )
+        entries.append(
+            {
+                "kind": "session",
+                "strategy": name,
+                "decided": str(day),
+                "trades": str(next_session(day)),
+                "sealed_at": now_utc(),
+                "simulated": plan.simulated,
+                "inputs": frozen,
+                "model": {k: model.get(k) for k in ("model", "cutoff", "label")},
+                "calls": calls,
+                "decision": _decision(last),
+                "orders": {"fill": "next open", "targets": (last.get("weights") or {})},
+                "book": book,
+            }
         )
+    try:
+        sealed = journal.append_all(entries)  # every strategy's decision of the session, in one write
+    except OSError as exc:
+        raise ForwardError(f"{root}: cannot write the journal ({exc.strerror or exc}); nothing sealed") from None
+    (root / BOOKS).mkdir(exist_ok=True)
+    for name, text in books.items():
+        write_atomic(root / BOOKS / f"{name}.json", text)
     if (root / ".git").is_dir():
         _anchor(root, f"seal {day}")
     return sealed
@@ -440,8 +451,14 @@ def freeze(root: Path, plan: Plan, day: dt.date) -> dict[str, Any]:
     inputs = inputs_for(cfg)
     previous = _frozen_days(root)
     since = previous[-1] if previous else None
+    from fincon.errors import SourceUnavailable
+
     for t in cfg.tickers:
-        raw = inputs.source.load(t, pd.Timestamp("1900-01-01"), pd.Timestamp(day))
+        try:
+            raw = inputs.source.load(t, pd.Timestamp("1900-01-01"), pd.Timestamp(day))
+        except SourceUnavailable as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise ForwardError(f"{t}: the source is down ({exc}); nothing decided, the next step retries") from None
         bars = validate_bars(raw, t, inputs.source.describe(t)).loc[: pd.Timestamp(day)]
         if bars.empty or bars.index[-1].date() < day:
             raise ForwardError(
@@ -670,7 +687,7 @@ def format_score(res: dict[str, Any]) -> str:
     lines = [
         f"forward journal {res['directory']}: {res['sessions']} sessions {res['first']}..{res['last']} "
         f"({'simulated' if res['simulated'] else 'live'})",
-        f"{'strategy':<18}{'CR %':>9}{'Sharpe':>8}{'MDD %':>8}{'PSR':>6}{'MinTRL d':>10}{'still needed':>14}{'DSR (N)':>12}",
+        f"{'strategy':<18}{'CR %':>9}{'Sharpe':>8}{'MDD %':>8}{'PSR':>6}{'MinTRL d':>10}{'still needed':>15}{'DSR (N)':>12}",
     ]
     for name, m in res["strategies"].items():
 
@@ -679,8 +696,8 @@ def format_score(res: dict[str, Any]) -> str:
 
         lines.append(
             f"{name:<18}{f(m['cr_pct'], '{:.3f}'):>9}{f(m['sharpe'], '{:.3f}'):>8}{f(m['mdd_pct'], '{:.2f}'):>8}"
-            f"{f(m['psr'], '{:.2f}'):>6}{f(m['min_track_record_days'], '{:,.0f}'):>10}"
-            f"{f(m['sessions_still_needed'], '{:,}') if m['sharpe_daily'] > 0 else 'never (SR<=0)':>14}"
+            f"{f(m['psr'], '{:.2f}'):>6}{f(m['min_track_record_days'], '{:,.0f}') if m['sharpe_daily'] > 0 else '-':>10}"
+            f"{f(m['sessions_still_needed'], '{:,}') if m['sharpe_daily'] > 0 else 'never (SR<=0)':>15}"
             f"{f(m['dsr'], '{:.2f}') + ' (' + str(m['dsr_trials']) + ')':>12}"
         )
     c = res.get("card")

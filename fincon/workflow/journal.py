@@ -88,11 +88,16 @@ class Journal:
         return self.root / JOURNAL
 
     def entries(self) -> list[dict[str, Any]]:
-        """Every entry, in order; a line that is not JSON is a :class:`JournalError` naming it."""
+        """Every entry, in order; a line that is not JSON is a :class:`JournalError` naming it. A last
+        line without its newline is a write a stop cut short: never sealed, so not an entry
+        (:meth:`append` writes over it)."""
         if not self.path.is_file():
             return []
+        text = self.path.read_text(encoding="utf-8")
+        if text and not text.endswith("\n"):
+            text = text[: text.rfind("\n") + 1]
         out = []
-        for n, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), 1):
+        for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             try:
@@ -111,19 +116,34 @@ class Journal:
         return es[-1] if es else None
 
     def append(self, entry: Mapping[str, Any]) -> dict[str, Any]:
-        """Seal ``entry`` (its ``seq``, ``prev_hash`` and ``hash`` set here) and
-        append it as one line, written and synced before this returns: a step
-        stopped mid-write leaves the journal as it was or with the whole line."""
+        """Seal ``entry`` and append it (:meth:`append_all`)."""
+        return self.append_all([entry])[0]
+
+    def append_all(self, entries: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Seal ``entries`` (each one's ``seq``, ``prev_hash`` and ``hash`` set
+        here, chained) and append them in one write, synced before this
+        returns: a session's entries for every strategy go in together, and a
+        step stopped mid-write leaves no sealed line (a torn last line is
+        dropped and written over)."""
         last = self.last()
-        sealed = dict(entry)
-        sealed["format"] = FORMAT
-        sealed["seq"] = (last["seq"] + 1) if last else 0
-        sealed["prev_hash"] = last["hash"] if last else GENESIS
-        sealed["hash"] = entry_hash(sealed)
-        line = canonical(sealed) + "\n"
+        sealed = []
+        for entry in entries:
+            e = dict(entry)
+            e["format"] = FORMAT
+            e["seq"] = (last["seq"] + 1) if last else 0
+            e["prev_hash"] = last["hash"] if last else GENESIS
+            e["hash"] = entry_hash(e)
+            sealed.append(e)
+            last = e
         self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(line)
+        keep = 0
+        if self.path.is_file():
+            data = self.path.read_bytes()
+            keep = data.rfind(b"\n") + 1  # a torn last line (a stop mid-write) is not kept
+        with open(self.path, "r+b" if self.path.is_file() else "wb") as fh:
+            fh.seek(keep)
+            fh.truncate()
+            fh.write("".join(canonical(e) + "\n" for e in sealed).encode("utf-8"))
             fh.flush()
             os.fsync(fh.fileno())
         return sealed
