@@ -90,3 +90,19 @@ def test_a_journal_refuses_a_second_step_tampering_and_a_busy_lock(tmp_path, mon
     assert "entry 1 (seq 1, session buy-and-hold 2022-10-05): its contents do not match its hash" in err
     assert main(["forward", "step", "fw", "--no-progress"]) == 1
     assert "no step is taken on a journal that does not verify" in capsys.readouterr().err
+
+
+def test_an_anchored_journal_commits_every_sealed_step(tmp_path, monkeypatch):
+    """Issue 44 item 4: --anchor git makes every sealed step a commit (push it to a public remote for an
+    outside timestamp); the working files a step rebuilds are not committed."""
+    import subprocess
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    assert main(["forward", "init", "fw", "--ticker", "TSLA", "--strategy", "buy-and-hold", "--simulate-from",
+                 START, "--anchor", "git"]) == 0  # fmt: skip
+    assert main(["forward", "step", "fw", "--until", "2022-10-07", "--no-progress"]) == 0
+    log = subprocess.run(["git", "-C", "fw", "log", "--format=%s"], capture_output=True, text=True).stdout
+    assert log.split("\n")[:4] == ["seal 2022-10-07", "seal 2022-10-06", "seal 2022-10-05", "register 2022-10-05"]
+    tracked = subprocess.run(["git", "-C", "fw", "ls-files"], capture_output=True, text=True).stdout.split()
+    assert "journal.jsonl" in tracked and not any(t.startswith(("replay/", ".replay-inputs/")) for t in tracked)
