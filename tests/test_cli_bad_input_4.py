@@ -261,6 +261,25 @@ CASES: dict[str, tuple[list[str], str]] = {
         "its run_manifest.json is not one fincon wrote",
     ),
     "report --card on a training": (["report", "--card", "{training}"], "is a belief training (train.json)"),
+    # forward journals (issue 44 item 7)
+    "forward init into a folder of the user's": (
+        ["forward", "init", "{bad_manifest}", "--ticker", "TSLA", "--simulate-from", "2022-10-05"],
+        "is not empty; a forward journal starts in a new folder (nothing was changed)",
+    ),
+    "forward step on a folder that holds no journal": (["forward", "step", "{training}"], "no forward journal here"),
+    "forward verify on a folder that holds no journal": (["forward", "verify", "{training}"], "no forward journal"),
+    "forward init --fill close": (
+        ["forward", "init", "{run}", "--ticker", "TSLA", "--fill", "close", "--simulate-from", "2022-10-05"],
+        "--fill close: a forward journal decides after the close and fills at the next open",
+    ),
+    "forward init --simulate-from a Saturday": (
+        ["forward", "init", "{run}", "--ticker", "TSLA", "--simulate-from", "2022-10-08"],
+        "--simulate-from 2022-10-08 is no session of XNYS",
+    ),
+    "forward init live on data that ended years ago": (
+        ["forward", "init", "{run}", "--ticker", "TSLA"],
+        "TSLA: no data in",
+    ),
     # 17. a server that is down is found before the experiment's folder is made
     "experiment --brain llm with the server down": (
         [

@@ -90,8 +90,11 @@ def _init(args: argparse.Namespace) -> int:
     import datetime as dt
 
     from fincon.cli.backtest import build_config
+    from fincon.errors import ConfigError
     from fincon.workflow import forward
 
+    if getattr(args, "fill", None) == "close":
+        raise ConfigError("--fill close: a forward journal decides after the close and fills at the next open")
     cfg = build_config(args)
     start = dt.date.fromisoformat(args.simulate_from) if args.simulate_from else None
     entry = forward.init(args.dir, cfg, simulate_from=start, anchor_git=args.anchor == "git")

@@ -294,6 +294,10 @@ def step(root: Path, *, until: dt.date | None = None, progress: bool = False, no
         if problems:
             raise JournalError(f"{root}: {problems[0]}; no step is taken on a journal that does not verify")
         done = decided(entries)
+        if until is not None and not plan.simulated:
+            raise ConfigError(
+                "--until steps a simulated journal; a live one decides only the next session to open (no backfill)"
+            )
         if plan.simulated:
             target = next_session(done[-1]) if done else plan.first
             last = until or target
