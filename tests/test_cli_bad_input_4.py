@@ -278,7 +278,7 @@ CASES: dict[str, tuple[list[str], str]] = {
     ),
     "forward init live on data that ended years ago": (
         ["forward", "init", "{run}", "--ticker", "TSLA"],
-        "TSLA: no data in",
+        "a live journal reads a live source (--source yfinance); the sample data ends in the past",
     ),
     # 17. a server that is down is found before the experiment's folder is made
     "experiment --brain llm with the server down": (

@@ -180,6 +180,11 @@ def init(root: Path, cfg: RunConfig, *, simulate_from: dt.date | None, anchor_gi
     if cfg.broker.fill != "next_open":
         cfg = cfg.model_copy(update={"broker": cfg.broker.model_copy(update={"fill": "next_open"})})
     today = dt.datetime.now(dt.timezone.utc).date()
+    if simulate_from is None and cfg.data.source != "yfinance":
+        raise ConfigError(
+            f"a live journal reads a live source (--source yfinance); the {cfg.data.source} data ends in the past: "
+            "offline, run a simulated journal with --simulate-from YYYY-MM-DD"
+        )
     first = simulate_from if simulate_from is not None else next_session(today)
     if simulate_from is not None and not sessions(simulate_from, simulate_from):
         raise ConfigError(f"--simulate-from {simulate_from} is no session of {EXCHANGE}; give a trading day")
