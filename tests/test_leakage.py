@@ -122,3 +122,17 @@ def test_a_named_run_is_given_away_and_the_masked_one_is_not(tmp_path, monkeypat
     assert main(["eval", "leakage", "masked", "--threshold", "0"]) == 0  # 0 % is not above a 0 threshold
     with pytest.raises(SystemExit):
         main(["eval", "leakage", "masked", "--threshold", "2"])
+
+
+def test_html_report_row_carries_the_audit_result():
+    """The report's model-knowledge row shows a masked run's audit (blind / not
+    blind with its count), and a named run's row stays as it was."""
+    from fincon.report.runs import _knowledge
+
+    block = {"label": "in-training-data", "cutoff": "2024-09-19"}
+    masked = {**block, "audit": {"result": "not blind", "firm_and_day": 7, "prompts": 40}}
+    assert _knowledge({"model_knowledge": masked})["model_knowledge"] == (
+        "in-training-data (cutoff 2024-09-19); masked, leakage audit: not blind (7/40 prompts give away firm and day)"
+    )
+    named = {**block, "audit": {"result": "not audited"}}
+    assert _knowledge({"model_knowledge": named})["model_knowledge"] == "in-training-data (cutoff 2024-09-19)"
