@@ -108,7 +108,7 @@ def firm_names(
             c.update({w for w in _CAPITALISED.findall(d) if common.get(w.lower(), 0.0) < 0.001 and w not in generic})
         n = max(1, len(docs))
         others = [u for u in docs_by_ticker if u != t]
-        share = {u: Counter() for u in others}
+        share: dict[str, Counter[str]] = {u: Counter() for u in others}
         if others:  # a word as frequent in another firm's items (a pandemic, a regulator) is no name of this one
             for u in others:
                 for d in docs_by_ticker[u]:
