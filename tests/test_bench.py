@@ -28,6 +28,7 @@ CASES = {
     "peer_finsaber": (["--tickers", "1", "--years", "2020", "--news", "5"], "fincon"),
     "stats": (["--universes", "1", "--windows", "2", "--days", "60", "--reps", "200"], "whole table"),
     "masking": (["--end", "2022-10-12", "--repeat", "1"], "masking adds"),
+    "forward": (["--sessions", "3"], "verify by hashes"),
     "rl_training": (["--timesteps", "200"], "per ticker"),
     "memory": (
         ["--sizes", "200", "--queries", "3", "--embed-n", "20", "--calls", "1", "--skip", "embedding,transcription"],
@@ -59,7 +60,8 @@ def test_a_bench_script_runs_at_its_smallest(script, tmp_path):
 
 def test_every_bench_script_is_covered():
     scripts = {p.stem for p in (ROOT / "bench").glob("*.py")}
-    live = {"llm", "team", "experiment", "record_team_msft"}  # below, with a model or a cluster
+    # below, with a model or a cluster; the recordings are replayed by tests/test_team_live_msft.py
+    live = {"llm", "team", "experiment", "record_team_msft", "record_masking_msft"}
     assert scripts == set(CASES) | live
 
 

@@ -13,13 +13,14 @@ from fincon.cli.main import main
 
 START, END = "2022-10-05", "2022-10-12"  # 6 sessions
 TEAM = ["--param", "fincon.transcripts=text", "--param", "fincon.embedder=hashing"]
-#: strategy -> (tickers, extra flags); every registered strategy that needs no model
+#: strategy -> (tickers, extra flags); the registered strategies that need no model (less sentiment)
 CASES = {
     "buy-and-hold": ("TSLA", []),
     "sma-cross": ("TSLA", ["--param", "sma-cross.fast=2", "--param", "sma-cross.slow=4"]),
     "equal-weight": ("TSLA,MSFT", []),
     "markowitz": ("TSLA,MSFT", []),
-    "sentiment": ("TSLA", []),
+    # sentiment: not here yet. It reads sentiment-tagged news, which only InvestorBench's corpus has,
+    # and InvestorBench has closes only, so no next-open fill to agree with (issue 44's note)
     "fincon": ("TSLA", ["--brain", "rules", *TEAM]),
     "finsent": ("TSLA", ["--brain", "rules"]),
 }

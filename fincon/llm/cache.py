@@ -162,8 +162,9 @@ class CallCache:
         if self.path.exists():
             from fincon.ownership import sqlite_foreign
 
-            # a database of the user's is never given a calls table in silence
-            why = sqlite_foreign(self.path, {"calls": _COLUMNS[:-1]})
+            # a database of the user's is never given a calls table in silence; the
+            # team's embedding vectors share the file (fincon.memory.vectors)
+            why = sqlite_foreign(self.path, {"calls": _COLUMNS[:-1], "vectors": ("key", "vec")})
             if why:
                 raise LLMError(
                     f"--llm-cache-path {self.path} is not an LLM call cache ({why}); it was left as it is: "

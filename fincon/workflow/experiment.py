@@ -186,9 +186,9 @@ def calls_a_model(exp: ExperimentConfig, blocks: dict[str, dict[str, Any]]) -> b
     if any(b["label"] != "no-model" for b in blocks.values()):
         return True
     for b in exp.baselines:
-        if b == "llm-trader" or (
-            b in ("finsent", "finmem") and exp.strategy_params.get(b, {}).get("brain", "llm") == "llm"
-        ):
+        params = exp.strategy_params.get(b, {})  # a dict, or typed params (the paper preset's)
+        brain = params.get("brain", "llm") if isinstance(params, dict) else getattr(params, "brain", "llm")
+        if b == "llm-trader" or (b in ("finsent", "finmem") and brain == "llm"):
             return True
     return False
 
