@@ -102,22 +102,23 @@ def sessions(start: dt.date, end: dt.date) -> list[dt.date]:
     return [d.date() for d in _quiet(cal.sessions_in_range, pd.Timestamp(start), pd.Timestamp(end))]
 
 
+def _neighbour(day: dt.date, direction: str) -> dt.date:
+    """The first session after (``next``) or the last before (``previous``) ``day``."""
+    cal = _calendar(_since(day))
+    t = pd.Timestamp(day)
+    if _quiet(cal.is_session, t):
+        return _quiet(getattr(cal, f"{direction}_session"), t).date()
+    return _quiet(cal.date_to_session, t, direction).date()
+
+
 def next_session(after: dt.date) -> dt.date:
     """The first session after ``after``."""
-    cal = _calendar(_since(after))
-    t = pd.Timestamp(after)
-    if _quiet(cal.is_session, t):
-        return _quiet(cal.next_session, t).date()
-    return _quiet(cal.date_to_session, t, "next").date()
+    return _neighbour(after, "next")
 
 
 def previous_session(day: dt.date) -> dt.date:
     """The last session before ``day``."""
-    cal = _calendar(_since(day))
-    t = pd.Timestamp(day)
-    if _quiet(cal.is_session, t):
-        return _quiet(cal.previous_session, t).date()
-    return _quiet(cal.date_to_session, t, "previous").date()
+    return _neighbour(day, "previous")
 
 
 def session_open(day: dt.date) -> dt.datetime:
