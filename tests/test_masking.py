@@ -53,6 +53,48 @@ def test_the_mask_by_hand():
     assert m.text("Oct 3", "2022-10-10") == "this week" and m.text("2021-06-01", "2022-10-10") == "over a year ago"
 
 
+def _whole_text_pass(m, s: str, day: str | None) -> str:
+    """The mask's rules applied once to the whole text, no line, segment or memo:
+    what the line-by-line pass (bench/masking.py's speed) must give."""
+    import datetime as dt
+
+    from fincon.llm.masking import _ITEM_LINE
+
+    d = dt.date.fromisoformat(day) if day else None
+    s = m._words_in(m._dates(m._prices(s), d))
+    return _ITEM_LINE.sub(lambda x: m._item_line(x, d), s) if "[" in s else s
+
+
+def test_the_line_by_line_pass_masks_as_the_whole_text_does():
+    """Issue 43 item 3 (speed): a prompt is masked line by line, an item's line as its label and date
+    then its text, each part memoised, a date that reads the day filled into a template made once:
+    on every form of date, a label with ": " inside, an exchange prefix, a year's turn and Feb 29,
+    over days and with no day, the text is the whole-text pass's, character for character. And a line
+    with more than ten held spans keeps them (the whole-text pass once masked the stand-in of the 11th,
+    "12", as a number: the label was lost and its item reached the model word for word)."""
+    lines = [
+        "You are the news analyst. Stock: TSLA (NASDAQ: TSLA), last close $225.00.",
+        "[E1] Dec 30: Tesla: strong signals on capital spending. Tesla (TSLA) shares fell 0.4% in the latest session.",
+        "[E2] 2022-10-07: Elon Musk said deliveries rose 14.2% to 343,830 in Q3 2022, up from Sep 2021.",
+        "Shares (NASDAQ: TSLA) rose 3%: on Oct 4, 2022 deliveries beat.",
+        "[note: Zorblax 1234 2022-09-30] Feb 29: revenue was $21.5 billion for the quarter ended September 30, 2022.",
+        "TSLA hold (gross exposure 1.00); by 2022-10-10 a loss (-0.05%). Why: filings, 4th October 2022, '21.",
+        "[mem-TSLA-news-20221007-7] 12 Oct: shares traded at $230 on NYSE: TSLA; 20 trading days; FY2021 H1.",
+        " ".join(f"[E{i}] [n] [amount]" for i in range(1, 9)) + ": later 12 and 13.5% of 2021",
+    ]
+    text = "\n".join(lines)
+    days = ["2022-10-10", "2022-10-11", "2023-01-03", "2024-03-01", "2022-12-31", None]
+    fast = masker_for(["TSLA"], secret="s1")
+    slow = masker_for(["TSLA"], secret="s1")
+    for m in (fast, slow):
+        m.start_prices["TSLA"] = 250.0
+    for day in days + days[::-1]:  # twice: the second time from the memos
+        for t in (text, *lines):
+            assert fast.text(t, day) == _whole_text_pass(slow, t, day), (t, day)
+    out = fast.text(lines[-1], "2022-10-10")
+    assert all(f"[E{i}]" in out for i in range(1, 9)) and "\x00" not in out
+
+
 def test_an_item_is_read_as_its_gist_and_an_answer_is_never_quoted_verbatim():
     """Issue 43 item 2: a listed item of 12 words or more reaches the model as its content words in
     alphabetical order (no 5-word run of it survives); a sentence a model answered is, in any later

@@ -97,18 +97,21 @@ _MONTH = r"(?:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 #: A month name's first two letters:
 _OPENS = "(?=[" + "".join(sorted({m[0] for m in _MONTHS})) + "][" + "".join(sorted({m[1] for m in _MONTHS})) + "])"
 _DIGIT = re.compile(r"\d")
+#: white space within a line: no pattern matches across a line break, so a prompt is masked line by line
+#: (each line memoised: most of a day's prompt repeats an earlier one's lines) with the same result as whole
+_SP = r"[^\S\n]"
 _TIME = r"(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)?"
 _ISO = re.compile(r"(?=[12])(?<![\d-])((?:19|20)\d{2})-(\d{2})-(\d{2})" + _TIME + r"(?![\d])")
-_MDY = re.compile(rf"{_OPENS}\b({_MONTH})\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,\s*|\s+)((?:19|20)\d{{2}})\b", re.I)
-_DMY = re.compile(rf"(?=\d)\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH})(?:,\s*|\s+)((?:19|20)\d{{2}})\b", re.I)
-_MY = re.compile(rf"{_OPENS}\b({_MONTH})\s+((?:19|20)\d{{2}})\b", re.I)
-_MY_MD = re.compile(rf"{_OPENS}\b({_MONTH})\s+(?:((?:19|20)\d{{2}})\b|(\d{{1,2}})(?:st|nd|rd|th)?\b(?!:\d))", re.I)
+_MDY = re.compile(rf"{_OPENS}\b({_MONTH}){_SP}+(\d{{1,2}})(?:st|nd|rd|th)?(?:,{_SP}*|{_SP}+)((?:19|20)\d{{2}})\b", re.I)
+_DMY = re.compile(rf"(?=\d)\b(\d{{1,2}})(?:st|nd|rd|th)?{_SP}+({_MONTH})(?:,{_SP}*|{_SP}+)((?:19|20)\d{{2}})\b", re.I)
+_MY = re.compile(rf"{_OPENS}\b({_MONTH}){_SP}+((?:19|20)\d{{2}})\b", re.I)
+_MY_MD = re.compile(rf"{_OPENS}\b({_MONTH}){_SP}+(?:((?:19|20)\d{{2}})\b|(\d{{1,2}})(?:st|nd|rd|th)?\b(?!:\d))", re.I)
 _SHORT_YEAR = re.compile(r"(?=')(?<![\w'])'(\d{2})(?![\w'])")
 #: a date written as YYYYMMDD (inside an item's id): an opaque token per run, mapped back in answers
 _COMPACT = re.compile(r"(?=[12])(?<!\d)((?:19|20)\d{2})(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])(?!\d)")
 _TOKEN_BACK = re.compile(r"\bD[0-9a-f]{6}\b")
-_YEAR = re.compile(r"(?=[Ff'12])(?<![\w$.-])(?:FY|fiscal\s+)?'?((?:19|20)\d{2})(?:\s?([QH][1-4]))?(?![\w-])")
-_QUARTER_YEAR = re.compile(r"(?=[QH])\b([QH][1-4])\s?((?:19|20)\d{2})\b")
+_YEAR = re.compile(rf"(?=[Ff'12])(?<![\w$.-])(?:FY|fiscal{_SP}+)?'?((?:19|20)\d{{2}})(?:{_SP}?([QH][1-4]))?(?![\w-])")
+_QUARTER_YEAR = re.compile(rf"(?=[QH])\b([QH][1-4]){_SP}?((?:19|20)\d{{2}})\b")
 _DOLLARS = re.compile(
     r"(?=[U$])(?:US)?\$\s?(\d[\d,]*(?:\.\d+)?)\s*(trillion|billion|million|thousand|tn|bn|mn|[kKmMbBtT])?(?![\w])"
 )
@@ -116,15 +119,18 @@ _DOLLARS = re.compile(
 _PRICE_WORDS = re.compile(
     r"\b(?:close|closed|closing|price|priced|shares? (?:at|traded|trading)|trading at)\b[^.$]{0,30}$", re.I
 )
-_PERCENT = re.compile(r"(?<![\w.])([+-]?)(\d[\d,]*(?:\.\d+)?)(\s?)(%|percent\b)")
+_PERCENT = re.compile(rf"(?<![\w.])([+-]?)(\d[\d,]*(?:\.\d+)?)({_SP}?)(%|percent\b)")
 #: numbers kept as they are: item labels (E1), spans ("20-day", "20 trading days"), values in [-1, 1]
 #: (confidences, tones, weights), a single digit; anything else of two digits or more is "[n]"
 _NUMBER = re.compile(
     r"(?<![\w.\-\[])([+-]?\d(?:[\d,]*\d)?(?:\.\d+)?)(?![\w.]*\d)(?!-[A-Za-z])(?![\w%])"
-    r"(?!\s+(?:trading\s+)?(?:days?|sessions?|weeks?|months?)\b)"  # a span of time ("20 trading days") says nothing
+    rf"(?!{_SP}+(?:trading{_SP}+)?(?:days?|sessions?|weeks?|months?)\b)"  # a span of time ("20 trading days") says nothing
 )
 #: what the number and name rules leave alone: ids and labels in brackets, fincon's price indices
 _HELD = re.compile(r"\[[^\[\]\n]{1,80}\]|price index \d+(?:\.\d+)?")
+#: a held span's stand-in: the first of Unicode's supplementary private-use characters (no rule matches one)
+_HOLD = 0xF0000
+_HELD_BACK = re.compile("\x00([\U000f0000-\U000ffffd])\x00")
 #: a capitalised word, an acronym or a word with capitals inside (iPhone, LinkedIn)
 _PROPER = re.compile(r"(?<![\w\[-])([A-Za-z]*[A-Z][A-Za-z]*(?:[&'.-][A-Za-z]+)*)(?![\w\]])")
 _PSEUDO = re.compile(r"^(?:Company|Person)$|^[A-Z]{1,2}\d?$")
@@ -145,6 +151,10 @@ COMMON_SHARE = 0.001
 _RECENCY = ((0, "the decision day"), (7, "this week"), (31, "this month"), (92, "this quarter"), (365, "this year"))
 
 
+#: an exchange prefix ("NASDAQ: MSFT"): the one name the entity rule reads across ": "
+_EXCHANGE = re.compile(r"NASDAQ|NYSE|Nasdaq")
+
+
 def _recency(n: int) -> str:
     """A distance from the decision day (days; negative: before it) as coarse recency."""
     if n > 0:
@@ -160,7 +170,15 @@ def _bucket(value: float) -> str:
     return next(label for hi, label in _BUCKETS if v < hi)
 
 
-def _month_day(month_name: str, day_of_month: str, day: dt.date, offset) -> str:
+def _offset(y: int, mo: int, d: int, day: dt.date) -> str:
+    """An exact date as its recency from the decision day ("[date]" if no such date)."""
+    try:
+        return _recency((dt.date(y, mo, d) - day).days)
+    except ValueError:
+        return "[date]"
+
+
+def _month_day(month_name: str, day_of_month: str, day: dt.date) -> str:
     """ "Oct 4" with no year: the latest such date not a week past the decision
     day (items are dated before it; a December item read in January is last year's)."""
     month, d = _MONTHS[month_name.lower().rstrip(".")], int(day_of_month)
@@ -170,7 +188,25 @@ def _month_day(month_name: str, day_of_month: str, day: dt.date, offset) -> str:
             year -= 1
     except ValueError:
         return "[date]"
-    return offset(year, month, d)
+    return _offset(year, month, d, day)
+
+
+#: a date that reads against the decision day, in a template made once for all days (Masker._dated):
+#: one lower-case word, as the recency phrases are words, numbered in letters (a digit would be a number)
+_MARK_OPEN = "qzjx"
+_MARK = re.compile(_MARK_OPEN + "([a-p]+)xjzq")
+
+
+_TO_LETTERS = str.maketrans("0123456789abcdef", "abcdefghijklmnop")
+_FROM_LETTERS = str.maketrans("abcdefghijklmnop", "0123456789abcdef")
+
+
+def _mark(i: int) -> str:
+    return f"{_MARK_OPEN}{format(i, 'x').translate(_TO_LETTERS)}xjzq"
+
+
+def _mark_index(letters: str) -> int:
+    return int(letters.translate(_FROM_LETTERS), 16)
 
 
 @lru_cache(maxsize=1)
@@ -203,6 +239,7 @@ GIST_WORDS = 12
 GIST_KEEP = 30
 
 
+@lru_cache(maxsize=65536)  # an item is gisted again on every day that lists it under a new recency
 def gist(text: str) -> str:
     """An item as its first ``GIST_KEEP`` content words, unique, in
     alphabetical order ("gist: adoption, cloud, demand, ..."): what it is
@@ -268,7 +305,7 @@ class Masker:
         self._entity = (
             re.compile(
                 "(?=[" + "".join(re.escape(c) for c in sorted({w[0] for w in words} | {"N", "$"})) + "])"
-                r"(?<![\w&])(?:(?:NASDAQ|NYSE|Nasdaq)\s*:\s*|\$)?("
+                rf"(?<![\w&])(?:(?:NASDAQ|NYSE|Nasdaq){_SP}*:{_SP}*|\$)?("
                 + "|".join(re.escape(w) for w in words)
                 + r")(?![\w&])"
             )
@@ -286,6 +323,13 @@ class Masker:
             else None
         )
         self._memo: dict[tuple[str, str | None], str] = {}
+        # memos of the line-by-line pass (see _line): a line, a segment's date template, a segment with its
+        # dates masked -> the rest masked
+        self._lines: dict[tuple[str, dt.date | None], str] = {}
+        self._reads_day: dict[str, bool] = {}  # a line -> whether a date in it reads the day
+        self._templates: dict[str, tuple[str, list]] = {}  # a segment -> its dates as markers (see _dated)
+        self._words_masked: dict[str, str] = {}
+        self._schemas: dict[str, str] = {}  # an answer schema (a few per run) -> it masked
         self._quoted: dict[str, str] = {}  # a sentence a model answered -> its rewording
         self._words: dict[str, str] = {}  # a capitalised word -> itself or "[name]" (decided once)
 
@@ -301,22 +345,62 @@ class Masker:
         return self._unquote(hit) if self._quoted else hit
 
     def _mask(self, s: str, day: dt.date | None) -> str:
-        s = self._prices(s)
-        s = self._dates(s, day)
+        s = self._prices(s)  # the whole text: a price is rebased to the last firm named before it
+        if "\n" not in s:
+            return self._line(s, day)
+        return "\n".join([self._line(line, day) for line in s.split("\n")])
+
+    def _line(self, line: str, day: dt.date | None) -> str:
+        """One line masked. An item's line ("[E3] Nov 1: text") is masked as its
+        label and date, then its text: the same text under a new label or recency
+        on a later day is then a memo hit (no rule reads across ": ", so the
+        result is the same as the whole line's). Not split where ": " could be
+        read across: inside a bracket, or after an exchange ("NASDAQ: MSFT")."""
+        # keyed by its day only if a date in it reads against the day (not known before its first day)
+        reads_day = self.rewriter is not None or self._reads_day.get(line, True)
+        key = (line, day if reads_day else None)
+        hit = self._lines.get(key)
+        if hit is None:
+            cut = line.find(": ") + 2
+            if cut > 1 and line.rfind("[", 0, cut) <= line.rfind("]", 0, cut) and not _EXCHANGE.search(line):
+                (a, read_a), (b, read_b) = self._segment(line[:cut], day), self._segment(line[cut:], day)
+                hit, reads_day = a + b, read_a or read_b
+            else:
+                hit, reads_day = self._segment(line, day)
+            if "[" in hit:
+                hit = _ITEM_LINE.sub(lambda m: self._item_line(m, day), hit)
+            if len(self._lines) < 200_000:
+                if day is not None:  # with no day every date is "[date]": whether one reads the day is not seen
+                    self._reads_day[line] = reads_day
+                # a line none of whose dates reads the day masks the same with no day: one entry serves both
+                self._lines[(line, day if reads_day else None)] = hit
+        return hit
+
+    def _segment(self, s: str, day: dt.date | None) -> tuple[str, bool]:
+        """Part of a line with its dates, names and numbers masked, and whether a
+        date in it read the day; the names and numbers memoised by the text its
+        dates leave (the same on most days)."""
+        dated, reads_day = self._dated(s, day) if day is not None else (self._dates(s, None), True)
+        hit = self._words_masked.get(dated)
+        if hit is None:
+            hit = self._words_in(dated)
+            if len(self._words_masked) < 200_000:
+                self._words_masked[dated] = hit
+        return hit, reads_day
+
+    def _words_in(self, s: str) -> str:
+        """Text with its prices and dates masked: its names and numbers."""
         if self._entity is not None:
             s = self._entity.sub(self._entity_name, s)
         kept: list[str] = []  # ids, labels and fincon's price indices: masked already, kept whole
 
-        def hold(m: re.Match) -> str:
+        def hold(m: re.Match) -> str:  # a private-use character, not a number: the number rule would mask "12"
             kept.append(m.group(0))
-            return f"\x00{len(kept) - 1}\x00"
+            return f"\x00{chr(_HOLD + len(kept) - 1)}\x00"
 
         s = _HELD.sub(hold, s)
         s = self._proper(self._numbers(s))
-        s = re.sub(r"\x00(\d+)\x00", lambda m: kept[int(m.group(1))], s)
-        if "[" not in s:
-            return s
-        return _ITEM_LINE.sub(lambda m: self._item_line(m, day), s)
+        return _HELD_BACK.sub(lambda m: kept[ord(m.group(1)) - _HOLD], s) if kept else s
 
     def _item_line(self, m: re.Match, day: dt.date | None) -> str:
         """A listed item of ``GIST_WORDS`` words or more: another model's
@@ -405,26 +489,72 @@ class Masker:
         return _PROPER.sub(one, s)
 
     def _dates(self, s: str, day: dt.date | None) -> str:
-        if not _DIGIT.search(s):  # every date pattern needs a digit
-            return s
+        """Dates as recency from ``day`` (no exact offset), years and months as
+        placeholders; with no day, every date "[date]"."""
+        if day is None:
+            return self._date_pass(s, lambda y, mo, d: "[date]", None)
+        return self._date_pass(s, lambda y, mo, d: _offset(y, mo, d, day), lambda name, dom: _month_day(name, dom, day))
+
+    def _dated(self, s: str, day: dt.date) -> tuple[str, bool]:
+        """``_dates(s, day)``, from a template of ``s`` made once for every day:
+        each date that reads against the day stands as a marker, filled in per
+        day. The same text as ``_dates``: a marker is one lower-case word, as
+        every recency phrase is a few, and no date rule reads a letter of either."""
+        template = self._templates.get(s)
+        if template is None:
+            if _MARK_OPEN in s.lower():  # text that could pass for a marker: the direct pass
+                return self._dates(s, day), True
+            template = self._templates[s] = self._template(s)
+        text, marks = template
+        if not marks:
+            return text, False
+
+        def fill(m: re.Match) -> str:
+            mark = marks[_mark_index(m.group(1))]
+            if isinstance(mark, dt.date):
+                return _recency((mark - day).days)
+            return _month_day(mark[0], mark[1], day)
+
+        return _MARK.sub(fill, text), True
+
+    def _template(self, s: str) -> tuple[str, list]:
+        marks: list = []  # a date (an exact date's offset) or (month name, day of month) (a date with no year)
+
+        def mark(value) -> str:
+            marks.append(value)
+            return _mark(len(marks) - 1)
 
         def offset(y: int, mo: int, d: int) -> str:
             try:
-                date = dt.date(y, mo, d)
+                return mark(dt.date(y, mo, d))
             except ValueError:
                 return "[date]"
-            return _recency((date - day).days) if day else "[date]"
 
-        s = _ISO.sub(lambda m: offset(int(m.group(1)), int(m.group(2)), int(m.group(3))), s)
-        s = _COMPACT.sub(self._date_token, s)
-        s = _MDY.sub(lambda m: offset(int(m.group(3)), _MONTHS[m.group(1).lower().rstrip(".")], int(m.group(2))), s)
-        s = _DMY.sub(lambda m: offset(int(m.group(3)), _MONTHS[m.group(2).lower().rstrip(".")], int(m.group(1))), s)
-        if day is None:
-            s = _MY.sub("[month]", s)
+        return self._date_pass(s, offset, lambda name, dom: mark((name, dom))), marks
+
+    def _date_pass(self, s: str, offset, month_day) -> str:
+        """The date rules in their order. ``offset(y, mo, d)``: an exact date's
+        text; ``month_day(name, dom)``: a month and day's (None: no decision day,
+        a month and year is "[month]" and a month and day is kept)."""
+        if not _DIGIT.search(s):  # every date pattern needs a digit
+            return s
+        # a pattern is skipped where what it must contain is absent: the same result, fewer passes
+        years = "19" in s or "20" in s  # every pattern with a four-digit year
+        if years:
+            s = _ISO.sub(lambda m: offset(int(m.group(1)), int(m.group(2)), int(m.group(3))), s)
+            s = _COMPACT.sub(self._date_token, s)
+            s = _MDY.sub(lambda m: offset(int(m.group(3)), _MONTHS[m.group(1).lower().rstrip(".")], int(m.group(2))), s)
+            s = _DMY.sub(lambda m: offset(int(m.group(3)), _MONTHS[m.group(2).lower().rstrip(".")], int(m.group(1))), s)
+        if month_day is None:
+            s = _MY.sub("[month]", s) if years else s
         else:  # _MY then _MD in one pass (the same result: neither can match inside or across the other)
-            s = _MY_MD.sub(lambda m: "[month]" if m.group(2) else _month_day(m.group(1), m.group(3), day, offset), s)
-        s = _QUARTER_YEAR.sub(lambda m: f"{m.group(1)} [year]", s)
-        s = _SHORT_YEAR.sub("[year]", s)
+            s = _MY_MD.sub(lambda m: "[month]" if m.group(2) else month_day(m.group(1), m.group(3)), s)
+        if years:
+            s = _QUARTER_YEAR.sub(lambda m: f"{m.group(1)} [year]", s)
+        if "'" in s:
+            s = _SHORT_YEAR.sub("[year]", s)
+        if not years:
+            return s
         return _YEAR.sub(lambda m: "[year]" + (f" {m.group(2)}" if m.group(2) else ""), s)
 
     def _date_token(self, m: re.Match) -> str:
@@ -447,9 +577,10 @@ class Masker:
     def schema(self, schema: dict) -> dict:
         """The answer schema with the run's tickers as pseudonyms (a portfolio's keys)."""
         s = json.dumps(schema, sort_keys=True)
-        if self._entity is not None:
-            s = self._entity.sub(self._entity_name, s)
-        return json.loads(s)
+        hit = self._schemas.get(s)
+        if hit is None:
+            hit = self._schemas[s] = self._entity.sub(self._entity_name, s) if self._entity is not None else s
+        return json.loads(hit)  # a new object on every call: the caller may change it
 
     # -- answers ------------------------------------------------------------------------
     def unmask(self, answer: str, day: str | None = None) -> str:
