@@ -39,6 +39,8 @@ CASES: dict[str, tuple[list[str], str]] = {
     "config latin-1": (["backtest", "--config", "{latin1}"], "not UTF-8"),
     "config binary": (["backtest", "--config", "{binary}"], "not UTF-8"),
     "param for a strategy not run": ([*BT, "--param", "sma_cross.fast=5"], "did you mean 'sma-cross'"),
+    "variant of no strategy": ([*BT, "--strategy", "fincn@rules"], "did you mean 'fincon'"),
+    "variant label with a dot": ([*BT, "--strategy", "sma-cross@a.b"], "after @ give a label"),
     "directions for a ticker not run": (
         [
             *BT,

@@ -398,3 +398,23 @@ def test_strategy_params_are_typed_when_the_config_loads(tmp_path):
         load_config(None, {"strategy_params": {"sma_cross": {"fast": 5}}})
     with pytest.raises(ConfigError, match=r"strategy_params\.markowitz must be a mapping"):
         load_config(None, {"strategy_params": {"markowitz": 60}})
+
+
+def test_a_strategy_runs_beside_its_variant_with_its_own_parameters(tmp_path):
+    """Issue 44 (the arena: the team beside its ablations): ``NAME@LABEL`` is a second NAME with its own
+    ``strategy_params``; each gets its own run folder, and a variant with the same parameters trades
+    exactly as its base does (so a difference is the parameters', nothing else)."""
+    out = tmp_path / "bt"
+    argv = ["backtest", "--ticker", "TSLA", "--start", "2022-10-05", "--end", "2022-12-30", "--no-progress",
+            "--no-benchmark", "--ledger", "off", "--out", str(out),
+            "--strategy", "sma-cross,sma-cross@slow,sma-cross@same",
+            "--param", "sma-cross.fast=2", "--param", "sma-cross.slow=4",
+            "--param", "sma-cross@slow.fast=5", "--param", "sma-cross@slow.slow=20",
+            "--param", "sma-cross@same.fast=2", "--param", "sma-cross@same.slow=4"]  # fmt: skip
+    assert main(argv) == 0
+    cfg = yaml.safe_load((out / "config.yaml").read_text())
+    assert {k: cfg["strategy_params"]["sma-cross@slow"][k] for k in ("fast", "slow")} == {"fast": 5, "slow": 20}
+    trades = {n: (out / n / "trades.csv").read_text() for n in ("sma-cross", "sma-cross@slow", "sma-cross@same")}
+    assert trades["sma-cross"] == trades["sma-cross@same"] != trades["sma-cross@slow"]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert {"sma-cross", "sma-cross@slow", "sma-cross@same"} <= set(json.dumps(metrics).split('"'))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import re
 from typing import Any, Callable, Mapping
 
 from pydantic import BaseModel, ValidationError
@@ -59,6 +60,7 @@ FACTORY_PARAMS: dict[str, str] = {
 __all__ = [
     "STRATEGIES",
     "FACTORIES",
+    "base_name",
     "LLM_STRATEGIES",
     "format_validation_error",
     "make_strategy",
@@ -74,19 +76,29 @@ def _load(target: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
+def base_name(name: str) -> str:
+    """The registered strategy a run's strategy name builds: ``fincon@rules`` is
+    a second ``fincon`` with its own parameters (``strategy_params.fincon@rules``),
+    so one run or forward journal holds the team beside its ablations."""
+    return name.partition("@")[0]
+
+
 def strategy_names() -> list[str]:
     return sorted(set(STRATEGIES) | set(FACTORIES))
 
 
 def strategy_class(name: str) -> type:
     """The class of baseline ``name`` (imports its module)."""
-    return _load(STRATEGIES[name])
+    return _load(STRATEGIES[base_name(name)])
 
 
 def _known(name: str, where: str = "") -> None:
-    if name in FACTORIES or name in STRATEGIES:
+    base, at, label = name.partition("@")
+    if at and not re.fullmatch(r"[A-Za-z0-9_-]+", label):
+        raise ConfigError(f"{where}strategy {name!r}: after @ give a label of letters, digits, - or _ (fincon@rules)")
+    if base in FACTORIES or base in STRATEGIES:
         return
-    close = difflib.get_close_matches(name, strategy_names(), n=1)
+    close = difflib.get_close_matches(base, strategy_names(), n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise ConfigError(f"{where}unknown strategy {name!r}{hint}; choose one of {', '.join(strategy_names())}")
 
@@ -94,8 +106,8 @@ def _known(name: str, where: str = "") -> None:
 def params_model(name: str) -> type[BaseModel]:
     """The pydantic model of strategy ``name``'s parameters (imports its module)."""
     _known(name)
-    if name in FACTORIES:
-        return _load(FACTORY_PARAMS[name])
+    if base_name(name) in FACTORIES:
+        return _load(FACTORY_PARAMS[base_name(name)])
     return strategy_class(name).Params
 
 
@@ -129,12 +141,12 @@ def make_strategy(name: str, params: Mapping[str, Any] | BaseModel | None = None
     strategies that call a model under their own defaults."""
     _known(name)
     typed = validate_params(name, params)
-    if name in FACTORIES:
+    if base_name(name) in FACTORIES:
         if llm is not None and not isinstance(llm, BaseModel):
             from fincon.llm.settings import LLMSettings
             from fincon.validation import validated
 
             llm = validated(LLMSettings, llm, "llm")
-        factory: Callable[[BaseModel, Any], Strategy] = _load(FACTORIES[name])
+        factory: Callable[[BaseModel, Any], Strategy] = _load(FACTORIES[base_name(name)])
         return factory(typed, llm)
     return strategy_class(name)(typed)
