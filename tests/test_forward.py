@@ -125,3 +125,59 @@ def test_an_anchored_journal_commits_every_sealed_step(tmp_path, monkeypatch):
     assert log.split("\n")[:4] == ["seal 2022-10-07", "seal 2022-10-06", "seal 2022-10-05", "register 2022-10-05"]
     tracked = subprocess.run(["git", "-C", "fw", "ls-files"], capture_output=True, text=True).stdout.split()
     assert "journal.jsonl" in tracked and not any(t.startswith(("replay/", ".replay-inputs/")) for t in tracked)
+
+
+def test_a_full_disk_seals_nothing_and_the_next_step_completes_the_session(tmp_path, monkeypatch, capsys):
+    """Issue 44 item 7: the disk fills while a step freezes its inputs, then halfway through writing the
+    journal: one line each, exit 1, the journal byte for byte as it was (no strategy's entry of the session
+    kept, none torn); with room again, the next step seals the session and the journal verifies."""
+    import errno
+
+    import fincon.workflow.journal as journal_module
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    assert main(["forward", "init", "fw", "--ticker", "TSLA", "--strategy", "buy-and-hold,sma-cross",
+                 "--simulate-from", START]) == 0  # fmt: skip
+    assert main(["forward", "step", "fw", "--until", "2022-10-06", "--no-progress"]) == 0
+    before = (tmp_path / "fw" / "journal.jsonl").read_bytes()
+    capsys.readouterr()
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device", "fw/inputs/.2022-10-07.partial/prices/TSLA.csv")
+
+    with monkeypatch.context() as m:
+        m.setattr(pd.DataFrame, "to_csv", full)
+        assert main(["forward", "step", "fw", "--no-progress"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "No space left on device" in err and "nothing sealed" in err
+    assert (tmp_path / "fw" / "journal.jsonl").read_bytes() == before
+
+    class HalfWritten:  # the journal file: half the session's lines reach the disk, then it is full
+        def __init__(self, fh):
+            self.fh = fh
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+        def write(self, data):
+            self.fh.write(bytes(data[: len(data) // 2]))
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def __getattr__(self, name):
+            return getattr(self.fh, name)
+
+    with monkeypatch.context() as m:
+        m.setattr(journal_module, "open", lambda *a, **k: HalfWritten(open(*a, **k)), raising=False)
+        assert main(["forward", "step", "fw", "--no-progress"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "cannot write the journal" in err and "nothing sealed" in err
+    assert (tmp_path / "fw" / "journal.jsonl").read_bytes() == before
+    assert main(["forward", "verify", "fw"]) == 0
+    assert main(["forward", "step", "fw", "--no-progress"]) == 0
+    entries = [json.loads(x) for x in (tmp_path / "fw" / "journal.jsonl").read_text().splitlines()]
+    assert [e["decided"] for e in entries[-2:]] == ["2022-10-07", "2022-10-07"]
+    assert main(["forward", "verify", "fw"]) == 0

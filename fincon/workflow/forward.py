@@ -333,7 +333,14 @@ def step(root: Path, *, until: dt.date | None = None, progress: bool = False, no
                                               "reason": "no step ran for this session"}))  # fmt: skip
             todo = [day]
         for day in todo:
-            sealed += _decide(root, plan, journal, day, progress)
+            try:
+                sealed += _decide(root, plan, journal, day, progress)
+            except OSError as exc:  # a full disk, a folder made read-only: before the seal, nothing is sealed
+                where = f" ({exc.filename})" if exc.filename else ""
+                raise ForwardError(
+                    f"{root}: cannot write the session {day}'s inputs or replay: {exc.strerror or exc}{where}; "
+                    "nothing sealed, the journal is as it was: free the space and step again"
+                ) from None
     return sealed
 
 
@@ -390,9 +397,15 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
         sealed = journal.append_all(entries)  # every strategy's decision of the session, in one write
     except OSError as exc:
         raise ForwardError(f"{root}: cannot write the journal ({exc.strerror or exc}); nothing sealed") from None
-    (root / BOOKS).mkdir(exist_ok=True)
-    for name, text in books.items():
-        write_atomic(root / BOOKS / f"{name}.json", text)
+    try:
+        (root / BOOKS).mkdir(exist_ok=True)
+        for name, text in books.items():
+            write_atomic(root / BOOKS / f"{name}.json", text)
+    except OSError as exc:  # the entries hold the books: these files are a copy the next step rewrites
+        raise ForwardError(
+            f"{root}: the session {day} is sealed, but its books' copy in {BOOKS}/ could not be written "
+            f"({exc.strerror or exc}); the journal holds them, and the next step rewrites the copy"
+        ) from None
     if (root / ".git").is_dir():
         _anchor(root, f"seal {day}")
     return sealed
@@ -543,9 +556,9 @@ def _frozen_config(root: Path, plan: Plan, day: dt.date) -> RunConfig:
                 gz.write("".join(parts).encode("utf-8"))
             (joined / "events" / name).write_bytes(buf.getvalue())
         for name in cfg.strategies:
-            if "events" in (cfg.params(name) or {}) or name in ("fincon", "finsent", "finmem", "sentiment"):
-                from fincon.strategies.registry import params_model
+            from fincon.strategies.registry import base_name, params_model
 
+            if "events" in (cfg.params(name) or {}) or base_name(name) in ("fincon", "finsent", "finmem", "sentiment"):
                 if "events" in params_model(name).model_fields:
                     cfg = cfg.with_params(name, {**cfg.params(name), "events": str(joined / "events")})
     return cfg

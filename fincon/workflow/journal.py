@@ -140,12 +140,17 @@ class Journal:
         if self.path.is_file():
             data = self.path.read_bytes()
             keep = data.rfind(b"\n") + 1  # a torn last line (a stop mid-write) is not kept
-        with open(self.path, "r+b" if self.path.is_file() else "wb") as fh:
+        data = memoryview("".join(canonical(e) + "\n" for e in sealed).encode("utf-8"))
+        with open(self.path, "r+b" if self.path.is_file() else "wb", buffering=0) as fh:  # unbuffered: undoable
+            os.ftruncate(fh.fileno(), keep)
             fh.seek(keep)
-            fh.truncate()
-            fh.write("".join(canonical(e) + "\n" for e in sealed).encode("utf-8"))
-            fh.flush()
-            os.fsync(fh.fileno())
+            try:
+                while data:
+                    data = data[fh.write(data) or 0 :]
+                os.fsync(fh.fileno())
+            except BaseException:  # a full disk mid-write: no strategy's entry of the session is kept
+                os.ftruncate(fh.fileno(), keep)
+                raise
         return sealed
 
 
