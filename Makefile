@@ -35,7 +35,7 @@ $(DEMO_STAMP): pyproject.toml Makefile $(CONSTRAINTS)
 	touch $(DEMO_STAMP)
 
 $(STAMP): $(DEMO_STAMP)
-	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -e ".[dev,llm,info,ray,rl]"
+	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -e ".[dev,llm,info,ray,rl,alpaca]"
 	$(MAKE) --no-print-directory install-llm-extras install-info-extras install-report-extras
 	touch $(STAMP)
 

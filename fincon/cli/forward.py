@@ -69,6 +69,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=["git"],
         help="git: commit every sealed step to a git repository in DIR (push it to a public remote)",
     )
+    i.add_argument(
+        "--broker",
+        choices=["paper", "alpaca"],
+        default="paper",
+        help="paper: the built-in paper broker (next-open fills through the cost models; default); alpaca: also "
+        "place each decision on an Alpaca paper account (live, one strategy; keys in ALPACA_API_KEY and "
+        "ALPACA_SECRET_KEY; pip install 'fincon[alpaca]'), reconciled every step",
+    )
     i.set_defaults(func=_init)
     s = inner.add_parser("step", help="decide the next session (or, simulated, every one up to --until)")
     s.add_argument("dir", type=Path, metavar="DIR")
@@ -97,7 +105,7 @@ def _init(args: argparse.Namespace) -> int:
         raise ConfigError("--fill close: a forward journal decides after the close and fills at the next open")
     cfg = build_config(args)
     start = dt.date.fromisoformat(args.simulate_from) if args.simulate_from else None
-    entry = forward.init(args.dir, cfg, simulate_from=start, anchor_git=args.anchor == "git")
+    entry = forward.init(args.dir, cfg, simulate_from=start, anchor_git=args.anchor == "git", broker=args.broker)
     mode = "simulated" if entry["simulated"] else "live"
     print(f"registered {args.dir} ({mode}; first session {entry['first_session']}; hash {entry['hash'][:16]})")
     return 0

@@ -140,10 +140,15 @@ class Plan:
     config: RunConfig
     first: dt.date
     simulated: bool
+    #: where decisions are also placed: "paper" (the built-in paper broker alone) or "alpaca" (fincon.workflow.alpaca)
+    broker: str = "paper"
 
     def to_yaml(self) -> str:
         tree = yaml.safe_load(self.config.to_yaml())
-        return yaml.safe_dump({"config": tree, "first": str(self.first), "simulated": self.simulated}, sort_keys=True)
+        data = {"config": tree, "first": str(self.first), "simulated": self.simulated}
+        if self.broker != "paper":  # the key a journal on the paper broker never had
+            data["broker"] = self.broker
+        return yaml.safe_dump(data, sort_keys=True)
 
     @classmethod
     def load(cls, root: Path) -> "Plan":
@@ -156,7 +161,7 @@ class Plan:
                 f"{root}: no forward journal here (no readable {PLAN}); start one with fincon forward init DIR"
             ) from None
         cfg = load_config(None, _flatten(data["config"]))
-        return cls(cfg, dt.date.fromisoformat(data["first"]), bool(data["simulated"]))
+        return cls(cfg, dt.date.fromisoformat(data["first"]), bool(data["simulated"]), data.get("broker", "paper"))
 
 
 def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -171,13 +176,25 @@ def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def init(root: Path, cfg: RunConfig, *, simulate_from: dt.date | None, anchor_git: bool = False) -> dict[str, Any]:
+def init(
+    root: Path, cfg: RunConfig, *, simulate_from: dt.date | None, anchor_git: bool = False, broker: str = "paper"
+) -> dict[str, Any]:
     """Register ``cfg`` as a new journal in ``root`` (which must not hold one)."""
     from fincon.workflow.runner import preflight
 
     root = Path(root)
     if (root / JOURNAL_NAME).exists() or (root.exists() and any(root.iterdir())):
         raise ConfigError(f"{root} is not empty; a forward journal starts in a new folder (nothing was changed)")
+    if broker == "alpaca":
+        from fincon.workflow.alpaca import check_available
+
+        if simulate_from is not None:
+            raise ConfigError("--broker alpaca places orders on a paper account: a live journal; drop --simulate-from")
+        if len(cfg.strategies) != 1:
+            raise ConfigError(
+                f"--broker alpaca: an Alpaca account is one book, so one strategy (--strategy gave {len(cfg.strategies)})"
+            )
+        check_available()
     if cfg.broker.fill != "next_open":
         cfg = cfg.model_copy(update={"broker": cfg.broker.model_copy(update={"fill": "next_open"})})
     today = dt.datetime.now(dt.timezone.utc).date()
@@ -191,7 +208,7 @@ def init(root: Path, cfg: RunConfig, *, simulate_from: dt.date | None, anchor_gi
         raise ConfigError(f"--simulate-from {simulate_from} is no session of {EXCHANGE}; give a trading day")
     warm = cfg.model_copy(update={"start": first, "end": next_session(first)})
     preflight(warm)  # the data, the corpus, the strategies' own checks: refused before the journal exists
-    plan = Plan(cfg.model_copy(update={"start": first, "end": first}), first, simulate_from is not None)
+    plan = Plan(cfg.model_copy(update={"start": first, "end": first}), first, simulate_from is not None, broker)
     root.mkdir(parents=True, exist_ok=True)
     write_atomic(root / PLAN, plan.to_yaml())
     journal = Journal(root)
@@ -351,6 +368,12 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
 
     frozen = freeze(root, plan, day)
     cfg = _frozen_config(root, plan, day)
+    broker = held = None
+    if plan.broker == "alpaca":  # the account must hold what the journal says before anything is decided
+        from fincon.workflow.alpaca import AlpacaPaper
+
+        broker = AlpacaPaper()
+        held = broker.reconcile(_expected_positions(journal.entries()))
     out = root / REPLAY
     report = run_config(cfg, out, progress=progress, replace=True, warn_knowledge=False, ledger=None,
                         decide_last=True)  # fmt: skip
@@ -377,6 +400,14 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
         book = result.book.to_json() if result.book is not None else None
         books[name] = json_text({"session": str(day), **(book or {})})
         model = report.knowledge.get(name) or {}
+        orders: dict[str, Any] = {"fill": "next open", "targets": (last.get("weights") or {})}
+        if broker is not None and held is not None:
+            from fincon.workflow.alpaca import AlpacaPaper, expected_after
+
+            equity = broker.equity()
+            placed = AlpacaPaper.orders_for(orders["targets"], _closes(root, cfg.tickers, day), equity, held)
+            orders["alpaca"] = {"equity": equity, "held": held, "orders": placed,
+                                "expected": expected_after(held, placed)}  # fmt: skip
         entries.append(
             {
                 "kind": "session",
@@ -389,7 +420,7 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
                 "model": {k: model.get(k) for k in ("model", "cutoff", "label")},
                 "calls": calls,
                 "decision": _decision(last),
-                "orders": {"fill": "next open", "targets": (last.get("weights") or {})},
+                "orders": orders,
                 "book": book,
             }
         )
@@ -406,9 +437,44 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
             f"{root}: the session {day} is sealed, but its books' copy in {BOOKS}/ could not be written "
             f"({exc.strerror or exc}); the journal holds them, and the next step rewrites the copy"
         ) from None
+    if broker is not None:  # sealed first: an order placed is always on the record
+        for e in sealed:
+            _place(root, broker, e)
     if (root / ".git").is_dir():
         _anchor(root, f"seal {day}")
     return sealed
+
+
+def _place(root: Path, broker: Any, entry: dict[str, Any]) -> None:
+    """A sealed entry's orders placed on the broker; its answers kept beside the journal (``books/alpaca.json``)."""
+    from fincon.workflow.alpaca import BrokerError
+
+    planned = entry["orders"]["alpaca"]["orders"]
+    try:
+        answers = broker.submit(planned)
+    except BrokerError as exc:
+        raise BrokerError(
+            f"{exc}; the session {entry['decided']} is sealed with its orders, which did not all reach Alpaca: "
+            "the next step reports the drift (place them by hand, or start a new journal)"
+        ) from None
+    write_atomic(root / BOOKS / "alpaca.json", json_text({"session": entry["decided"], "placed": answers}))
+
+
+def _expected_positions(entries: list[dict[str, Any]]) -> dict[str, float]:
+    """The positions the broker holds once the last sealed session's orders fill (none before the first)."""
+    for e in reversed(entries):
+        if e.get("kind") == "session":
+            return dict(e["orders"].get("alpaca", {}).get("expected", {}))
+    return {}
+
+
+def _closes(root: Path, tickers: list[str], day: dt.date) -> dict[str, float]:
+    """Each ticker's close on ``day`` from the frozen inputs: what an order is sized at."""
+    out = {}
+    for t in tickers:
+        frame = pd.read_csv(root / ".replay-inputs" / "prices" / f"{t}.csv").set_index("Date")
+        out[t] = float(frame.loc[str(day), "Close"])
+    return out
 
 
 def _decision(d: dict[str, Any]) -> dict[str, Any]:
