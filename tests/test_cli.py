@@ -66,6 +66,9 @@ def test_table_shows_strategy_next_to_buy_and_hold(tmp_path, capsys):
     assert "CVaR %" in text and "max drawdown %" in text
     summary = json.loads((out / "summary.json").read_text())
     assert summary["benchmark"]["strategy"] == "buy-and-hold"
+    curve = pd.read_csv(out / "benchmark_equity.csv")  # the benchmark's curve, saved with the run
+    assert list(curve["date"]) == list(pd.read_csv(out / "equity.csv")["date"])
+    assert round(curve["value"].iloc[-1], 2) == round(summary["benchmark"]["final_value"], 2)
     positions = pd.read_csv(out / "positions.csv")
     assert set(positions.columns) == {"date", "ticker", "shares", "weight"}
     assert positions.groupby("date").weight.sum().iloc[1:-1].between(0.999, 1.0 + 1e-9).all()

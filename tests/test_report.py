@@ -47,12 +47,17 @@ def test_backtest_report_holds_every_part(report_run, capsys):
             assert f"<code>{key}</code>" in page
     assert "buy-and-hold (benchmark)" in page
     assert f"{json.loads((report_run / 'summary.json').read_text())['benchmark']['final_value']:,.0f}" in page
-    # the curves: team, its alert markers, the benchmark (recomputed, matching its recorded value)
+    # the curves: team, its alert markers, the benchmark as the run saved it (benchmark_equity.csv)
     days = days_of(report_run)
     alerts = [d["date"] for d in days if d["record"]["risk"]["alert"]]
     assert alerts, "the window should hold CVaR alerts"
     assert 'id="equity-chart"' in page and f"fincon: CVaR alert ({len(alerts)})" in page
-    assert html.escape("matching the benchmark's recorded final value") in page
+    saved = list(csv.DictReader(open(report_run / "benchmark_equity.csv")))
+    bench = json.loads((report_run / "summary.json").read_text())["benchmark"]
+    team = list(csv.DictReader(open(report_run / "equity.csv")))
+    assert [r["date"] for r in saved] == [r["date"] for r in team]  # the same sessions as the team's curve
+    assert round(float(saved[-1]["value"]), 2) == round(bench["final_value"], 2)
+    assert html.escape("matching the benchmark's recorded final value") not in page  # drawn, not recomputed
     # the timeline: one button and one hidden article per decision day, holding fincon explain's text
     for d in days:
         assert f'data-day="{d["date"]}" aria-pressed="false"' in page
@@ -67,6 +72,27 @@ def test_backtest_report_holds_every_part(report_run, capsys):
     assert "plotly.js v" in page
     assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=", page)
     assert "@import" not in page
+
+
+def test_a_run_from_before_the_saved_benchmark_curve_has_it_recomputed(report_run, tmp_path, monkeypatch, capsys):
+    """Issue 44 item 1: a run saves its benchmark's curve, so the report runs no engine to draw it; a run
+    directory from before benchmark_equity.csv gets it recomputed from config.yaml, checked against the
+    final value the run recorded."""
+    import fincon.report.load as load
+
+    calls = []
+    real = load.recompute_benchmark
+    monkeypatch.setattr(load, "recompute_benchmark", lambda cfg: calls.append(1) or real(cfg))
+    assert main(["report", str(report_run), "--out", str(tmp_path / "now.html")]) == 0
+    assert calls == []
+    old = tmp_path / "old"
+    shutil.copytree(report_run, old)
+    (old / "benchmark_equity.csv").unlink()
+    assert main(["report", str(old), "--out", str(tmp_path / "old.html")]) == 0
+    assert calls == [1]
+    page = (tmp_path / "old.html").read_text(encoding="utf-8")
+    assert html.escape("matching the benchmark's recorded final value") in page
+    capsys.readouterr()
 
 
 def test_report_is_reproducible(report_run, tmp_path, capsys):

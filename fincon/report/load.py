@@ -7,9 +7,10 @@ has ``episodes.jsonl`` and ``beliefs.json``): a section whose files are
 absent is left out, a file that is present but unreadable is an error
 naming it. What is not a fincon directory at all is a :class:`DataError`.
 
-The buy-and-hold benchmark's equity curve is not saved in a single-strategy
-run directory (only its metrics, in ``summary.json``), so it is recomputed
-from the run's ``config.yaml`` with the engine, on the bundled sample or a
+The buy-and-hold benchmark's equity curve is read from the run's
+``benchmark_equity.csv``; a run directory written before that file existed
+has only the benchmark's metrics (``summary.json``), so its curve is
+recomputed from ``config.yaml`` with the engine, on the bundled sample or a
 CSV directory (never a download), and kept only if it ends on the benchmark
 value the run recorded.
 """
@@ -105,6 +106,8 @@ class Benchmark:
     metrics: dict[str, Any] | None = None
     equity: pd.Series | None = None
     note: str = ""
+    #: the curve was read from the run's benchmark_equity.csv (not recomputed)
+    saved: bool = False
     run: Run | None = None  # a buy-and-hold run directory serving as the benchmark
 
 
@@ -488,7 +491,11 @@ def _benchmarks(sources: list[Source]) -> list[Benchmark]:
                 continue
             metrics = s.columns.get(BENCHMARK_KEY) or r.summary.get("benchmark")
             b = Benchmark(BENCHMARK_KEY, r.window, metrics if isinstance(metrics, dict) else None)
-            if r.config:
+            saved = r.path / "benchmark_equity.csv"
+            if saved.is_file():  # the run wrote the benchmark's curve: drawn as it was, no engine run
+                frame = pd.read_csv(saved, parse_dates=["date"]).set_index("date")["value"]
+                b.equity, b.saved = frame.astype(float), True
+            elif r.config:  # a run directory from before benchmark_equity.csv: recomputed
                 curve, note = recompute_benchmark(r.config)
                 if (
                     curve is not None

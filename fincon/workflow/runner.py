@@ -643,6 +643,10 @@ def write_run(
         ),
     }
     write_json(path / "summary.json", summary)
+    if benchmark is not None:  # its curve, so that a report draws it without running the engine again
+        pd.DataFrame({"date": benchmark.dates.strftime("%Y-%m-%d"), "value": benchmark.values}).to_csv(
+            path / "benchmark_equity.csv", index=False, float_format="%.6f"
+        )
     curves = {result.strategy: result.equity}
     if benchmark is not None:
         curves[f"{benchmark.strategy} (benchmark)"] = benchmark.equity
