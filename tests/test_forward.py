@@ -181,3 +181,44 @@ def test_a_full_disk_seals_nothing_and_the_next_step_completes_the_session(tmp_p
     entries = [json.loads(x) for x in (tmp_path / "fw" / "journal.jsonl").read_text().splitlines()]
     assert [e["decided"] for e in entries[-2:]] == ["2022-10-07", "2022-10-07"]
     assert main(["forward", "verify", "fw"]) == 0
+
+
+@pytest.mark.slow
+def test_a_live_clock_decides_the_next_session_seals_missed_ones_and_never_goes_back(tmp_path, monkeypatch, capsys):
+    """Issue 44 items 4 and 7 on the live clock (its wall time given; the plan read as live, the journal
+    otherwise the simulated one's): after 2022-10-07's close it decides for the 10th; five days later the
+    sessions no step ran are sealed missed and only the 12th is decided (no backfill); a clock that reads
+    an earlier day decides nothing; a second step in the session says it is decided. And a plan edited
+    after registration is named by verify."""
+    import dataclasses
+    import datetime as dt
+
+    from fincon.workflow import forward
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    assert main(["forward", "init", "fw", "--ticker", "TSLA", "--strategy", "sma-cross", "--no-benchmark",
+                 "--param", "sma-cross.fast=2", "--param", "sma-cross.slow=4", "--simulate-from", START]) == 0  # fmt: skip
+    load = forward.Plan.load
+    monkeypatch.setattr(
+        forward.Plan, "load", classmethod(lambda cls, root: dataclasses.replace(load(root), simulated=False))
+    )
+    utc = dt.timezone.utc
+    root = tmp_path / "fw"
+    sealed = forward.step(root, now=dt.datetime(2022, 10, 7, 21, 30, tzinfo=utc))
+    assert [(e["decided"], e["trades"]) for e in sealed] == [("2022-10-07", "2022-10-10")]
+    sealed = forward.step(root, now=dt.datetime(2022, 10, 12, 21, 30, tzinfo=utc))
+    assert [(e["kind"], e.get("session") or e["decided"]) for e in sealed] == [
+        ("missed", "2022-10-10"), ("missed", "2022-10-11"), ("session", "2022-10-12")]  # fmt: skip
+    with pytest.raises(forward.ForwardError, match="the clock reads 2022-10-11, before the journal's last session"):
+        forward.step(root, now=dt.datetime(2022, 10, 11, 21, 30, tzinfo=utc))
+    capsys.readouterr()
+    # before the 13th opens, the session it would trade is the 13th: decided already at the 12th's close
+    assert forward.step(root, now=dt.datetime(2022, 10, 13, 13, 0, tzinfo=utc)) == []
+    assert "the session 2022-10-13 is decided already" in capsys.readouterr().err
+    monkeypatch.setattr(forward.Plan, "load", load)
+    assert main(["forward", "verify", "fw"]) == 0
+    plan = (root / "plan.yaml").read_text()
+    (root / "plan.yaml").write_text(plan.replace("slow: 4", "slow: 5"))
+    assert main(["forward", "verify", "fw"]) == 1
+    assert "entry 0 (seq 0, register): plan.yaml was changed after it was registered" in capsys.readouterr().err

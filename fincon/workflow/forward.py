@@ -52,9 +52,9 @@ from fincon import __version__
 from fincon.config import RunConfig
 from fincon.errors import ConfigError, FinconError
 from fincon.files import json_text, write_atomic
-from fincon.workflow.journal import CALLS, INPUTS, Journal, JournalError, now_utc, tree_hash, verify_chain
+from fincon.workflow.journal import CALLS, INPUTS, PLAN_FILE, Journal, JournalError, now_utc, tree_hash, verify_chain
 
-PLAN = "plan.yaml"
+PLAN = PLAN_FILE
 LOCK = ".lock"
 BOOKS = "books"
 REPLAY = "replay"

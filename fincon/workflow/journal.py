@@ -158,10 +158,15 @@ def now_utc() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
+#: the plan a journal registers (fincon.workflow.forward.PLAN), its hash sealed in the register entry
+PLAN_FILE = "plan.yaml"
+
+
 def verify_chain(entries: list[dict[str, Any]], root: Path) -> Iterator[str]:
     """Why each entry fails, in order (nothing: the chain holds). Checks the
-    chain itself, the register entry first, the format, and the hashes of the
-    frozen inputs and of the kept calls each session entry names."""
+    chain itself, the register entry first, the format, the plan file against
+    the hash the register entry sealed, and the hashes of the frozen inputs
+    and of the kept calls each session entry names."""
     prev = GENESIS
     for i, e in enumerate(entries):
         what = " ".join(str(x) for x in (e.get("kind"), e.get("strategy"), e.get("session") or e.get("decided")) if x)
@@ -179,6 +184,14 @@ def verify_chain(entries: list[dict[str, Any]], root: Path) -> Iterator[str]:
             yield f"{where}: the first entry is not the plan's registration"
             return
         prev = e["hash"]
+        plan = root / PLAN_FILE
+        if (
+            e.get("plan_sha256")
+            and plan.is_file()
+            and hashlib.sha256(plan.read_bytes()).hexdigest() != e["plan_sha256"]
+        ):
+            yield f"{where}: {PLAN_FILE} was changed after it was registered (its hash differs from the one sealed)"
+            return
         inputs = e.get("inputs")
         if inputs:
             folder = root / inputs["path"]
