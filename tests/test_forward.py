@@ -20,7 +20,9 @@ DEMO = Path(__file__).resolve().parents[1] / "fincon" / "data" / "demo"
 LLM_TEAM = [*TEAM[2:], "--brain", "llm", "--llm-model", "qwen2.5-coder-1.5b", "--llm-cache", "replay",
             "--llm-cache-path", "demo.sqlite", "--param", f"fincon.transcript_cache={DEMO}",
             "--llm-concurrency", "1"]  # fmt: skip
-#: case -> (strategy, tickers, extra flags); every registered strategy but sentiment and llm-trader
+TRADER = ["--llm-model", "qwen2.5-coder-1.5b", "--llm-cache", "replay", "--llm-cache-path", "trader.sqlite",
+          "--llm-concurrency", "1"]  # fmt: skip
+#: case -> (strategy, tickers, extra flags); every registered strategy but the two sentiment ones
 CASES = {
     "buy-and-hold": ("buy-and-hold", "TSLA", []),
     "sma-cross": ("sma-cross", "TSLA", ["--param", "sma-cross.fast=2", "--param", "sma-cross.slow=4"]),
@@ -36,7 +38,9 @@ CASES = {
     # RL: trained before the window at every step (a step replays the journal: issue 44's note), seeded
     "ppo": ("ppo", "TSLA", ["--param", "ppo.timesteps=500"]),
     "dqn": ("dqn", "TSLA", ["--param", "dqn.timesteps=500"]),
-    # llm-trader: not here yet (no recording of its calls; its rules-free brain needs a model)
+    # the single-agent baseline with the bundled 1.5B, its answers replayed from the forward arena's
+    # recording (bench/record_forward_arena.py: its calls, TSLA 2022-10-05..12-29)
+    "llm-trader-replayed": ("llm-trader", "TSLA", TRADER),
 }
 
 
@@ -58,6 +62,8 @@ def test_a_forward_journal_agrees_with_the_next_open_backtest(case, tmp_path, mo
     strategy, tickers, flags = CASES[case]
     if flags is LLM_TEAM:
         shutil.copyfile(DEMO / "llm-cache.sqlite", tmp_path / "demo.sqlite")
+    if flags is TRADER:
+        shutil.copyfile(Path(__file__).parent / "recordings" / "forward" / "llm-trader-TSLA.sqlite", "trader.sqlite")
     what = ["--tickers", tickers, "--strategy", strategy, "--no-benchmark", *flags]
     assert main(["forward", "init", "fw", *what, "--simulate-from", START]) == 0
     assert main(["forward", "step", "fw", "--until", END, "--no-progress"]) == 0
@@ -78,7 +84,7 @@ def test_a_forward_journal_agrees_with_the_next_open_backtest(case, tmp_path, mo
     assert main(["forward", "verify", "fw"]) == 0
     entries = [json.loads(x) for x in (tmp_path / "fw" / "journal.jsonl").read_text().splitlines()]
     assert entries[0]["kind"] == "register" and sum(e["kind"] == "session" for e in entries) == 6
-    if flags is LLM_TEAM:  # every session's prompts and answers kept in the journal, hashed in its entry
+    if flags in (LLM_TEAM, TRADER):  # every session's prompts and answers kept in the journal, hashed in its entry
         assert all(e["calls"] and all(len(c["answer_sha256"]) == 64 for c in e["calls"]) for e in entries[1:])
 
 
