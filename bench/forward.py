@@ -47,6 +47,10 @@ def main() -> None:
         os.chdir(d)
         os.environ["FINCON_LEDGER"] = str(Path(d) / "trials.sqlite")
         timed(["forward", "init", "fw", *TEAM, "--simulate-from", START])
+        # warm-up: the first command in a process pays every import (about 2 s: the embedders, matplotlib);
+        # without it the first step pays them and the backtest after it does not
+        timed(["backtest", *TEAM, "--start", str(days[0]), "--end", str(days[1]), "--no-progress", "--out", "warm",
+               "--ledger", "off", "--fill", "next-open"])  # fmt: skip
         print("rules team on TSLA: one forward step against a one-session backtest of the same")
         done = 0
         for k in (1, 10, a.sessions):
