@@ -84,6 +84,8 @@ def test_a_forward_journal_agrees_with_the_next_open_backtest(case, tmp_path, mo
     assert main(["forward", "verify", "fw"]) == 0
     entries = [json.loads(x) for x in (tmp_path / "fw" / "journal.jsonl").read_text().splitlines()]
     assert entries[0]["kind"] == "register" and sum(e["kind"] == "session" for e in entries) == 6
+    if strategy in ("ppo", "dqn"):  # trained once, at the first step; every later step's replay loaded it
+        assert len(list((tmp_path / "fw" / "state" / strategy).glob("*.zip"))) == 1
     if flags in (LLM_TEAM, TRADER):  # every session's prompts and answers kept in the journal, hashed in its entry
         assert all(e["calls"] and all(len(c["answer_sha256"]) == 64 for c in e["calls"]) for e in entries[1:])
 

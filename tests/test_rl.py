@@ -101,3 +101,29 @@ def test_finrl_a2c_allocates_the_portfolio_reproducibly(tmp_path, monkeypatch):
         assert set(w) == {"TSLA", "MSFT", "PFE"} and all(x >= 0 for x in w.values()) and sum(w.values()) <= 1 + 1e-9
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())["strategy_summary"]
     assert summary["rl_trained_on"][1] < "2022-10-05" and (tmp_path / "a" / "rl_model.zip").is_file()
+
+
+@pytest.mark.slow
+def test_a_kept_agent_is_loaded_not_retrained_and_decides_as_the_trained_one(tmp_path, monkeypatch):
+    """Issue 44 item 1 (an RL model's state between sessions): with ``model_cache`` the agent trained once
+    is kept under the hash of what trained it; a second run loads it (no training: learn is never called)
+    and takes the decisions of a run that trained it afresh, byte for byte; another seed trains anew."""
+    from stable_baselines3 import DQN
+
+    monkeypatch.chdir(tmp_path)
+    argv = [*RUN, "--strategy", "dqn", "--param", "dqn.timesteps=500"]
+    keep = ["--param", f"dqn.model_cache={tmp_path / 'kept'}"]
+    assert main([*argv, "--out", "fresh"]) == 0
+    assert main([*argv, *keep, "--out", "first"]) == 0
+    assert len(list((tmp_path / "kept").glob("dqn-*.zip"))) == 1
+
+    def no_training(*a, **k):
+        raise AssertionError("the kept agent was trained again")
+
+    with monkeypatch.context() as m:
+        m.setattr(DQN, "learn", no_training)
+        assert main([*argv, *keep, "--out", "loaded"]) == 0
+    for name in ("decisions.jsonl", "rl_training.csv", "equity.csv"):
+        assert (tmp_path / "loaded" / name).read_bytes() == (tmp_path / "fresh" / name).read_bytes(), name
+    assert main([*argv, *keep, "--param", "dqn.seed=3", "--out", "other"]) == 0
+    assert len(list((tmp_path / "kept").glob("dqn-*.zip"))) == 2

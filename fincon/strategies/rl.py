@@ -27,6 +27,9 @@ directory.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,6 +37,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from fincon.errors import ConfigError
+from fincon.files import write_atomic
 from fincon.strategies.base import Decision, RunContext, Strategy
 
 ALGOS = ("a2c", "ppo", "dqn")
@@ -53,6 +57,10 @@ class RLParams(BaseModel):
     train_end: dt.date | None = None
     #: the share of the book a long or short position takes
     size: float = Field(1.0, gt=0.0, le=1.0)
+    #: a folder keeping each trained agent under the hash of what trained it (the algorithm, these params, the
+    #: training bars and their costs): a later run trained the same loads it instead of training again (a
+    #: forward step sets its journal's own, so its replay of the journal so far does not retrain every session)
+    model_cache: Path | None = None
 
 
 # -- indicators (numpy over the bars up to each day) -------------------------------------
@@ -213,11 +221,17 @@ class RLTrader(Strategy):
         except ImportError:
             raise ConfigError(RL_MISSING) from None
         p = self.params
-        env = self._env(view, self._training_rows(view))
+        keep = self._training_rows(view)
+        env = self._env(view, keep)
+        cls = {"a2c": A2C, "ppo": PPO, "dqn": DQN}[self.algo]
+        kept = self._kept(view, keep) if p.model_cache is not None else None
+        if kept is not None and kept.with_suffix(".zip").is_file():  # trained the same before: loaded, not retrained
+            self.model = cls.load(str(kept.with_suffix(".zip")), device="cpu")
+            self.curve = [tuple(x) for x in json.loads(kept.with_suffix(".json").read_text())]
+            return
         threads = torch.get_num_threads()
         torch.set_num_threads(1)  # one thread: the same seed and data give the same network, bit for bit
         try:
-            cls = {"a2c": A2C, "ppo": PPO, "dqn": DQN}[self.algo]
             kw: dict[str, Any] = {"seed": p.seed, "verbose": 0, "device": "cpu"}
             if self.algo == "dqn":
                 kw.update(learning_starts=min(1000, p.timesteps // 10), buffer_size=min(50_000, p.timesteps))
@@ -244,6 +258,24 @@ class RLTrader(Strategy):
             self.model.learn(total_timesteps=p.timesteps, callback=Curve())
         finally:
             torch.set_num_threads(threads)
+        if kept is not None:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            partial = kept.with_name(kept.name + f".{os.getpid()}.partial.zip")
+            self.model.save(str(partial))
+            write_atomic(kept.with_suffix(".json"), json.dumps(self.curve))
+            os.replace(partial, kept.with_suffix(".zip"))  # the model last: its presence means both are whole
+
+    def _kept(self, view, keep: np.ndarray) -> Path:
+        """Where the agent trained on the rows ``keep`` is kept: the hash of the algorithm, its params,
+        and each ticker's training bars and their unit costs, so that any change trains anew."""
+        p = self.params
+        h = hashlib.sha256(f"{self.algo}:{p.model_dump_json(exclude={'model_cache'})}".encode())
+        for t in view.tickers:
+            close, high, low = (view.history(t, f)[:-1][keep] for f in ("close", "high", "low"))
+            costs = [self.ctx.unit_cost(c, hi, lo) for c, hi, lo in zip(close, high, low)]
+            for arr in (close, high, low, costs):
+                h.update(np.ascontiguousarray(arr, dtype=np.float64).tobytes())
+        return Path(str(p.model_cache)) / f"{self.algo}-{h.hexdigest()[:24]}"
 
     def decide(self, view) -> Decision | None:
         import torch

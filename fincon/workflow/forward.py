@@ -57,6 +57,8 @@ from fincon.workflow.journal import CALLS, INPUTS, PLAN_FILE, Journal, JournalEr
 PLAN = PLAN_FILE
 LOCK = ".lock"
 BOOKS = "books"
+#: what a step keeps between steps so that its replay need not redo it (a trained RL agent); verify never reads it
+STATE = "state"
 REPLAY = "replay"
 #: the exchange whose sessions the clock counts (exchange-calendars' code)
 EXCHANGE = "XNYS"
@@ -367,7 +369,7 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
     from fincon.workflow.runner import run_config
 
     frozen = freeze(root, plan, day)
-    cfg = _frozen_config(root, plan, day)
+    cfg = _frozen_config(root, plan, day, keep_state=True)
     broker = held = None
     if plan.broker == "alpaca":  # the account must hold what the journal says before anything is decided
         from fincon.workflow.alpaca import AlpacaPaper
@@ -590,9 +592,14 @@ def _frozen_days(root: Path) -> list[dt.date]:
     )
 
 
-def _frozen_config(root: Path, plan: Plan, day: dt.date) -> RunConfig:
+#: the strategies that train a model before the window (fincon.strategies.rl): a step keeps it in DIR/state
+TRAINED = ("a2c", "ppo", "dqn", "finrl-a2c")
+
+
+def _frozen_config(root: Path, plan: Plan, day: dt.date, keep_state: bool = False) -> RunConfig:
     """The plan's config over the first session .. ``day``, reading the frozen inputs alone (every
-    freeze's prices and items joined into ``DIR/replay-inputs``)."""
+    freeze's prices and items joined into ``DIR/replay-inputs``). ``keep_state`` (a step, not verify):
+    an RL agent trained once is kept in ``DIR/state/NAME`` and loaded by the next step's replay."""
     joined = root / ".replay-inputs"
     shutil.rmtree(joined, ignore_errors=True)
     (joined / "prices").mkdir(parents=True)
@@ -627,6 +634,12 @@ def _frozen_config(root: Path, plan: Plan, day: dt.date) -> RunConfig:
             if "events" in (cfg.params(name) or {}) or base_name(name) in ("fincon", "finsent", "finmem", "sentiment"):
                 if "events" in params_model(name).model_fields:
                     cfg = cfg.with_params(name, {**cfg.params(name), "events": str(joined / "events")})
+    if keep_state:
+        from fincon.strategies.registry import base_name
+
+        for name in cfg.strategies:
+            if base_name(name) in TRAINED and cfg.params(name).get("model_cache") is None:
+                cfg = cfg.with_params(name, {**cfg.params(name), "model_cache": str(root / STATE / name)})
     return cfg
 
 
@@ -636,7 +649,7 @@ def _anchor(root: Path, message: str) -> None:
 
     if not (root / ".git").is_dir():
         subprocess.run(["git", "init", "-q", str(root)], check=True)
-        (root / ".gitignore").write_text(f"{REPLAY}/\n.replay-inputs/\n{LOCK}\n")
+        (root / ".gitignore").write_text(f"{REPLAY}/\n.replay-inputs/\n{STATE}/\n{LOCK}\n")
     env = {"GIT_AUTHOR_NAME": "fincon", "GIT_AUTHOR_EMAIL": "fincon@localhost", "GIT_COMMITTER_NAME": "fincon",
            "GIT_COMMITTER_EMAIL": "fincon@localhost", "PATH": "/usr/bin:/bin"}  # fmt: skip
     subprocess.run(["git", "-C", str(root), "add", "-A"], check=True, env=env)
