@@ -249,3 +249,28 @@ def test_a_live_clock_decides_the_next_session_seals_missed_ones_and_never_goes_
     (root / "plan.yaml").write_text(plan.replace("slow: 4", "slow: 5"))
     assert main(["forward", "verify", "fw"]) == 1
     assert "entry 0 (seq 0, register): plan.yaml was changed after it was registered" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_score_reports_what_a_backtest_does_and_draws_the_charts_a_step_leaves_out(tmp_path, monkeypatch, capsys):
+    """Issue 44 item 3: a step's replay writes no chart (score draws them: a step need not pay for one each
+    session); score gives each strategy's metrics as the next-open backtest's, its PSR and MinTRL, the
+    equity charts and the HTML report."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    what = ["--ticker", "TSLA", "--strategy", "sma-cross,buy-and-hold", "--no-benchmark",
+            "--param", "sma-cross.fast=2", "--param", "sma-cross.slow=4"]  # fmt: skip
+    assert main(["forward", "init", "fw", *what, "--simulate-from", START]) == 0
+    assert main(["forward", "step", "fw", "--until", END, "--no-progress"]) == 0
+    replay = tmp_path / "fw" / "replay"
+    assert not list(replay.rglob("equity.png"))
+    capsys.readouterr()
+    assert main(["forward", "score", "fw", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["sessions"] == 6 and set(res["strategies"]) == {"sma-cross", "buy-and-hold"}
+    for name in ("sma-cross", "buy-and-hold"):
+        m = json.loads((replay / name / "metrics.json").read_text())
+        got = res["strategies"][name]
+        assert got["cr_pct"] == m["cr_pct"] and got["days"] == 5 and 0.0 <= got["psr"] <= 1.0  # 5 returns, 6 closes
+        assert (replay / name / "equity.png").stat().st_size > 5_000
+    assert (replay / "equity.png").stat().st_size > 5_000 and (tmp_path / "fw" / "report.html").is_file()

@@ -377,8 +377,9 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
         broker = AlpacaPaper()
         held = broker.reconcile(_expected_positions(journal.entries()))
     out = root / REPLAY
-    report = run_config(cfg, out, progress=progress, replace=True, warn_knowledge=False, ledger=None,
-                        decide_last=True)  # fmt: skip
+    report = run_config(
+        cfg, out, progress=progress, replace=True, warn_knowledge=False, ledger=None, decide_last=True, plots=False
+    )  # fmt: skip: score draws the charts
     if report.failed or any(r.stopped for r in report.results.values()):
         why = "; ".join([*report.failed.values(), *(r.stopped or "" for r in report.results.values())])
         raise ForwardError(f"{day}: the strategies could not decide ({why}); nothing sealed, the next step retries")
@@ -717,7 +718,7 @@ def verify(root: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="fincon-verify-") as d:
         try:
             report = run_config(cfg, Path(d) / "replay", progress=False, replace=True, warn_knowledge=False,
-                                ledger=None, decide_last=True)  # fmt: skip
+                                ledger=None, decide_last=True, plots=False)  # fmt: skip
         except FinconError as exc:
             return {"ok": False, "problem": f"the replay could not run: {exc}", "entries": len(entries),
                     "replayed": 0}  # fmt: skip
@@ -756,6 +757,9 @@ def score(root: Path) -> dict[str, Any]:
     if not done or not replay.is_dir():
         raise ConfigError(f"{root}: no session decided yet; score after `fincon forward step {root}`")
     multi = len(plan.config.strategies) > 1
+    from fincon.workflow.runner import draw_charts
+
+    draw_charts(replay, plan.config.model_copy(update={"end": done[-1]}), list(plan.config.strategies))
     fam = trials.family(trials.resolve(None), plan.config.tickers, str(plan.first), str(done[-1]))
     out: dict[str, Any] = {"directory": str(root), "sessions": len(done), "first": str(plan.first),
                            "last": str(done[-1]), "simulated": plan.simulated, "strategies": {}}  # fmt: skip

@@ -305,6 +305,7 @@ def run_config(
     ledger: Path | None | str = "default",
     control: bool = False,
     decide_last: bool = False,
+    plots: bool = True,
 ) -> RunReport:
     """Run every strategy of ``cfg`` (plus the benchmark) and write the runs.
 
@@ -320,6 +321,7 @@ def run_config(
     with ``control`` (an experiment's placebo run) its rows are controls,
     never counted as configurations tried. ``decide_last``: a forward step
     (fincon.workflow.forward): the window's last session is decided too.
+    ``plots`` off (a forward step's replay, whose charts ``score`` draws): no ``equity.png``.
     """
     inputs = inputs_for(cfg)
     cfg = with_events(cfg, inputs)
@@ -384,7 +386,7 @@ def run_config(
             results[name] = result
             bench = benchmark if name != BENCHMARK else None
             blocks[name] = with_audit(blocks[name], strategy, run_path, single_cfg)
-            write_run(run_path, single_cfg, result, bench, dropped, calendar, blocks[name], lookahead)
+            write_run(run_path, single_cfg, result, bench, dropped, calendar, blocks[name], lookahead, plot=plots)
         if not results:
             raise FinconError("; ".join(f"{n} stopped before finishing its first day: {r}" for n, r in failed.items()))
         write_standard(
@@ -409,7 +411,8 @@ def run_config(
             curves = {n: r.equity for n, r in results.items()}
             if benchmark is not None:
                 curves[BENCHMARK] = benchmark.equity
-            _plot(curves, staging.path / "equity.png", _title(cfg), results)
+            if plots:
+                _plot(curves, staging.path / "equity.png", _title(cfg), results)
         trial_rows = _trial_rows(cfg, results, blocks, trials.CONTROL if control else trials.TRIAL)
         (staging.path / "trials.csv").write_text(trials.rows_csv(trial_rows))
         final = staging.commit()
@@ -502,6 +505,25 @@ def _plot(curves, out: Path, title: str, results: Mapping[str, BacktestResult] |
 
 def _title(cfg: RunConfig) -> str:
     return f"{', '.join(cfg.tickers)}  {cfg.start} .. {cfg.end}"
+
+
+def draw_charts(root: Path, cfg: RunConfig, names: list[str]) -> None:
+    """The ``equity.png`` of a run written with ``plots`` off (a forward step's replay), drawn from what
+    it wrote: each strategy's equity.csv and decisions.jsonl (its CVaR alert days), and the comparison's."""
+    from fincon.engine.plotting import alert_days, plot_equity
+
+    multi = len(names) > 1
+    curves, alerts = {}, {}
+    for name in names:
+        run = root / name if multi else root
+        frame = pd.read_csv(run / "equity.csv", parse_dates=["date"])
+        curves[name] = pd.Series(frame["value"].to_numpy(dtype=float), index=frame["date"], name=name)
+        decisions = [json.loads(x) for x in (run / "decisions.jsonl").read_text().splitlines() if x.strip()]
+        alerts[name] = alert_days(decisions)
+        if multi:
+            plot_equity({name: curves[name]}, run / "equity.png", _title(cfg), alerts={k: v for k, v in
+                        {name: alerts[name]}.items() if v})  # fmt: skip
+    plot_equity(curves, root / "equity.png", _title(cfg), alerts={k: v for k, v in alerts.items() if v})
 
 
 def write_standard(
@@ -599,6 +621,7 @@ def write_run(
     calendar: str | None = None,
     model_knowledge: Mapping[str, Any] | None = None,
     lookahead: str | None = None,
+    plot: bool = True,
 ) -> None:
     """Write one strategy's run directory (every file named in the README)."""
     (path / "config.yaml").write_text(cfg.to_yaml())
@@ -650,4 +673,5 @@ def write_run(
     curves = {result.strategy: result.equity}
     if benchmark is not None:
         curves[f"{benchmark.strategy} (benchmark)"] = benchmark.equity
-    _plot(curves, path / "equity.png", _title(cfg), {result.strategy: result})
+    if plot:
+        _plot(curves, path / "equity.png", _title(cfg), {result.strategy: result})
