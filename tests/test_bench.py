@@ -60,8 +60,9 @@ def test_a_bench_script_runs_at_its_smallest(script, tmp_path):
 
 def test_every_bench_script_is_covered():
     scripts = {p.stem for p in (ROOT / "bench").glob("*.py")}
-    # below, with a model or a cluster; the recordings are replayed by tests/test_team_live_msft.py
-    live = {"llm", "team", "experiment", "record_team_msft", "record_masking_msft"}
+    # below, with a model or a cluster; the recordings are replayed by tests/test_team_live_msft.py and (the
+    # forward arena's trader calls) tests/test_forward.py
+    live = {"llm", "team", "experiment", "record_team_msft", "record_masking_msft", "record_forward_arena"}
     assert scripts == set(CASES) | live
 
 

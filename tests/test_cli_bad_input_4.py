@@ -249,7 +249,7 @@ CASES: dict[str, tuple[list[str], str]] = {
     ),
     "--param a2c.bogus names the flag and the valid keys": (
         ["backtest", "--ticker", "TSLA", "--strategy", "a2c", "--param", "a2c.bogus=1", "--out", "{run}"],
-        "unknown key '--param a2c.bogus' (valid: seed, size, timesteps, train_end, train_start)",
+        "unknown key '--param a2c.bogus' (valid: model_cache, seed, size, timesteps, train_end, train_start)",
     ),
     "--placebo bogus lists the placebos": (
         [*EXP, "--placebo", "bogus", "--out", "{run}"],
