@@ -124,7 +124,8 @@ def add_plan_flags(p: argparse.ArgumentParser, *, window: bool) -> Any:
         "--strategies",
         dest="strategies",
         metavar="NAME[,NAME...]",
-        help=f"one or more of: {', '.join(strategy_names())} (default buy-and-hold)",
+        help=f"one or more of: {', '.join(strategy_names())} (default buy-and-hold); NAME@LABEL is a second NAME "
+        "with its own --param NAME@LABEL.KEY=VALUE (fincon@rules beside fincon)",
     )
     if window:
         g.add_argument("--start", type=iso_date, help="first trading day, YYYY-MM-DD (default 2022-10-05)")
