@@ -107,8 +107,10 @@ lint: $(STAMP)
 
 # make lint first, then the whole suite, every tier, on $(WORKERS) xdist
 # workers; the 15 slowest tests are listed at the end.
+# The CPU-seconds the suite used (user + sys of pytest and its workers, bash's
+# `time`): the budget CONTRIBUTING.md compares across commits on one machine.
 test: lint
-	$(BIN)/python -m pytest -q -n $(WORKERS) --dist loadfile --durations=15
+	bash -c 'TIMEFORMAT="make test: %U user + %S sys CPU-seconds, %R s wall"; time $(BIN)/python -m pytest -q -n $(WORKERS) --dist loadfile --durations=15'
 
 # The inner loop: everything but the slow, browser, live-model and notebook
 # tiers (pyproject.toml's markers), in under a minute.
