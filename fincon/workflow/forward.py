@@ -54,7 +54,6 @@ from fincon.errors import ConfigError, FinconError
 from fincon.files import json_text, write_atomic
 from fincon.workflow.journal import CALLS, INPUTS, PLAN_FILE, Journal, JournalError, now_utc, tree_hash, verify_chain
 
-PLAN = PLAN_FILE
 LOCK = ".lock"
 BOOKS = "books"
 #: what a step keeps between steps so that its replay need not redo it (a trained RL agent); verify never reads it
@@ -157,10 +156,10 @@ class Plan:
         from fincon.config import load_config
 
         try:
-            data = yaml.safe_load((root / PLAN).read_text(encoding="utf-8"))
+            data = yaml.safe_load((root / PLAN_FILE).read_text(encoding="utf-8"))
         except (OSError, yaml.YAMLError):
             raise ConfigError(
-                f"{root}: no forward journal here (no readable {PLAN}); start one with fincon forward init DIR"
+                f"{root}: no forward journal here (no readable {PLAN_FILE}); start one with fincon forward init DIR"
             ) from None
         cfg = load_config(None, _flatten(data["config"]))
         return cls(cfg, dt.date.fromisoformat(data["first"]), bool(data["simulated"]), data.get("broker", "paper"))
@@ -212,7 +211,7 @@ def init(
     preflight(warm)  # the data, the corpus, the strategies' own checks: refused before the journal exists
     plan = Plan(cfg.model_copy(update={"start": first, "end": first}), first, simulate_from is not None, broker)
     root.mkdir(parents=True, exist_ok=True)
-    write_atomic(root / PLAN, plan.to_yaml())
+    write_atomic(root / PLAN_FILE, plan.to_yaml())
     journal = Journal(root)
     entry = journal.append(
         {
@@ -220,7 +219,7 @@ def init(
             "sealed_at": now_utc(),
             "simulated": plan.simulated,
             "first_session": str(first),
-            "plan_sha256": hashlib.sha256((root / PLAN).read_bytes()).hexdigest(),
+            "plan_sha256": hashlib.sha256((root / PLAN_FILE).read_bytes()).hexdigest(),
             "plan": yaml.safe_load(plan.to_yaml()),
             "models": _models(plan.config),
             "fincon": __version__,
@@ -593,14 +592,12 @@ def _frozen_days(root: Path) -> list[dt.date]:
     )
 
 
-#: the strategies that train a model before the window (fincon.strategies.rl): a step keeps it in DIR/state
-TRAINED = ("a2c", "ppo", "dqn", "finrl-a2c")
-
-
 def _frozen_config(root: Path, plan: Plan, day: dt.date, keep_state: bool = False) -> RunConfig:
     """The plan's config over the first session .. ``day``, reading the frozen inputs alone (every
     freeze's prices and items joined into ``DIR/replay-inputs``). ``keep_state`` (a step, not verify):
     an RL agent trained once is kept in ``DIR/state/NAME`` and loaded by the next step's replay."""
+    from fincon.strategies.registry import params_model
+
     joined = root / ".replay-inputs"
     shutil.rmtree(joined, ignore_errors=True)
     (joined / "prices").mkdir(parents=True)
@@ -629,17 +626,12 @@ def _frozen_config(root: Path, plan: Plan, day: dt.date, keep_state: bool = Fals
             with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0) as gz:
                 gz.write("".join(parts).encode("utf-8"))
             (joined / "events" / name).write_bytes(buf.getvalue())
+        for name in cfg.strategies:  # every strategy that reads a corpus reads the frozen one
+            if "events" in params_model(name).model_fields:
+                cfg = cfg.with_params(name, {**cfg.params(name), "events": str(joined / "events")})
+    if keep_state:  # every strategy that can keep a trained model keeps it in DIR/state/NAME
         for name in cfg.strategies:
-            from fincon.strategies.registry import base_name, params_model
-
-            if "events" in (cfg.params(name) or {}) or base_name(name) in ("fincon", "finsent", "finmem", "sentiment"):
-                if "events" in params_model(name).model_fields:
-                    cfg = cfg.with_params(name, {**cfg.params(name), "events": str(joined / "events")})
-    if keep_state:
-        from fincon.strategies.registry import base_name
-
-        for name in cfg.strategies:
-            if base_name(name) in TRAINED and cfg.params(name).get("model_cache") is None:
+            if "model_cache" in params_model(name).model_fields and cfg.params(name).get("model_cache") is None:
                 cfg = cfg.with_params(name, {**cfg.params(name), "model_cache": str(root / STATE / name)})
     return cfg
 

@@ -158,7 +158,7 @@ def now_utc() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-#: the plan a journal registers (fincon.workflow.forward.PLAN), its hash sealed in the register entry
+#: the plan a journal registers (plan.yaml), its hash sealed in the register entry
 PLAN_FILE = "plan.yaml"
 
 

@@ -412,7 +412,7 @@ def run_config(
             if benchmark is not None:
                 curves[BENCHMARK] = benchmark.equity
             if plots:
-                _plot(curves, staging.path / "equity.png", _title(cfg), results)
+                _plot(curves, staging.path / "equity.png", _title(cfg), {n: r.decisions for n, r in results.items()})
         trial_rows = _trial_rows(cfg, results, blocks, trials.CONTROL if control else trials.TRIAL)
         (staging.path / "trials.csv").write_text(trials.rows_csv(trial_rows))
         final = staging.commit()
@@ -494,12 +494,13 @@ def _resolved(cfg: RunConfig, strategies: dict[str, Strategy]) -> RunConfig:
     return cfg.model_copy(update={"strategy_params": typed_strategy_params({k: v for k, v in params.items() if v})})
 
 
-def _plot(curves, out: Path, title: str, results: Mapping[str, BacktestResult] | None = None) -> None:
+def _plot(curves, out: Path, title: str, decisions: Mapping[str, list] | None = None) -> None:
+    """The equity chart, each strategy's CVaR alert days (from its ``decisions``) marked."""
     # matplotlib is imported only when a run is written: a run that fails
     # earlier (bad input) must not even create matplotlib's font cache
     from fincon.engine.plotting import alert_days, plot_equity
 
-    alerts = {n: alert_days(r.decisions) for n, r in (results or {}).items()}
+    alerts = {n: alert_days(d) for n, d in (decisions or {}).items()}
     plot_equity(curves, out, title, alerts={n: d for n, d in alerts.items() if d})
 
 
@@ -510,20 +511,16 @@ def _title(cfg: RunConfig) -> str:
 def draw_charts(root: Path, cfg: RunConfig, names: list[str]) -> None:
     """The ``equity.png`` of a run written with ``plots`` off (a forward step's replay), drawn from what
     it wrote: each strategy's equity.csv and decisions.jsonl (its CVaR alert days), and the comparison's."""
-    from fincon.engine.plotting import alert_days, plot_equity
-
     multi = len(names) > 1
-    curves, alerts = {}, {}
+    curves, decisions = {}, {}
     for name in names:
         run = root / name if multi else root
         frame = pd.read_csv(run / "equity.csv", parse_dates=["date"])
         curves[name] = pd.Series(frame["value"].to_numpy(dtype=float), index=frame["date"], name=name)
-        decisions = [json.loads(x) for x in (run / "decisions.jsonl").read_text().splitlines() if x.strip()]
-        alerts[name] = alert_days(decisions)
+        decisions[name] = [json.loads(x) for x in (run / "decisions.jsonl").read_text().splitlines() if x.strip()]
         if multi:
-            plot_equity({name: curves[name]}, run / "equity.png", _title(cfg), alerts={k: v for k, v in
-                        {name: alerts[name]}.items() if v})  # fmt: skip
-    plot_equity(curves, root / "equity.png", _title(cfg), alerts={k: v for k, v in alerts.items() if v})
+            _plot({name: curves[name]}, run / "equity.png", _title(cfg), {name: decisions[name]})
+    _plot(curves, root / "equity.png", _title(cfg), decisions)
 
 
 def write_standard(
@@ -674,4 +671,4 @@ def write_run(
     if benchmark is not None:
         curves[f"{benchmark.strategy} (benchmark)"] = benchmark.equity
     if plot:
-        _plot(curves, path / "equity.png", _title(cfg), {result.strategy: result})
+        _plot(curves, path / "equity.png", _title(cfg), {result.strategy: result.decisions})
