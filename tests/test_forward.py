@@ -37,7 +37,7 @@ CASES = {
     "fincon-llm-replayed": ("fincon", "TSLA", LLM_TEAM),
     "finsent": ("finsent", "TSLA", ["--brain", "rules"]),
     "finmem": ("finmem", "TSLA", ["--brain", "rules"]),
-    # RL: trained before the window at every step (a step replays the journal: issue 44's note), seeded
+    # RL: trained before the window at the first step, its model kept and loaded by each step after
     "ppo": ("ppo", "TSLA", ["--param", "ppo.timesteps=500"]),
     "dqn": ("dqn", "TSLA", ["--param", "dqn.timesteps=500"]),
     # the single-agent baseline with the bundled 1.5B, its answers replayed from the forward arena's
@@ -83,7 +83,15 @@ def test_a_forward_journal_agrees_with_the_next_open_backtest(case, tmp_path, mo
         shutil.copyfile(Path(__file__).parent / "recordings" / "forward" / "llm-trader-TSLA.sqlite", "trader.sqlite")
     what = ["--tickers", tickers, "--strategy", strategy, "--no-benchmark", *flags]
     assert main(["forward", "init", "fw", *what, "--simulate-from", START]) == 0
+    from fincon.engine import backtest
+
+    replayed: list[str] = []  # the sessions a step's replay took as recorded, not asked again
+    recorded = backtest.recorded_decision
+    monkeypatch.setattr(backtest, "recorded_decision", lambda e: replayed.append(e["date"]) or recorded(e))
     assert main(["forward", "step", "fw", "--until", END, "--no-progress"]) == 0
+    # each step took up the state the one before saved: session k's step asked the strategy once, for k
+    assert len(replayed) == 0 + 1 + 2 + 3 + 4 + 5
+    monkeypatch.setattr(backtest, "recorded_decision", recorded)
     assert main(["backtest", *what, "--start", START, "--end", END, "--fill", "next-open", "--out", "bt",
                  "--no-progress", "--ledger", "off"]) == 0  # fmt: skip
     fw, bt = _decisions(tmp_path / "fw" / "replay"), _decisions(tmp_path / "bt")
@@ -99,6 +107,9 @@ def test_a_forward_journal_agrees_with_the_next_open_backtest(case, tmp_path, mo
         prices[t] = float(frame.loc[END, "Close"])
     value = book["cash"] + sum(n * prices[t] for t, n in book["shares"].items())
     assert round(value, 2) == round(float(want), 2) and len(closes) > 0
+    if strategy == "buy-and-hold":  # one buy at the first open: the cost basis is its fill price
+        fills = pd.read_csv(tmp_path / "fw" / "replay" / "trades.csv")
+        assert len(fills) == 1 and book["basis"] == {"TSLA": pytest.approx(float(fills["price"].iloc[0]), abs=1e-9)}
     # every entry sealed, the chain verified, the decisions replayed from the frozen inputs
     assert main(["forward", "verify", "fw"]) == 0
     entries = [json.loads(x) for x in (tmp_path / "fw" / "journal.jsonl").read_text().splitlines()]
@@ -107,6 +118,31 @@ def test_a_forward_journal_agrees_with_the_next_open_backtest(case, tmp_path, mo
         assert len(list((tmp_path / "fw" / "state" / strategy).glob("*.zip"))) == 1
     if flags in (LLM_TEAM, TRADER):  # every session's prompts and answers kept in the journal, hashed in its entry
         assert all(e["calls"] and all(len(c["answer_sha256"]) == 64 for c in e["calls"]) for e in entries[1:])
+
+
+def test_a_step_takes_up_the_saved_state_and_asks_again_when_it_cannot(tmp_path, monkeypatch, caplog):
+    """The state a step saves is a cache: one that cannot be loaded (cut short, written by other code)
+    is said, every session asked again, and the step after takes up the state that one saved."""
+    from fincon.engine import backtest
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    what = ["--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", *TEAM, "--no-benchmark"]
+    assert main(["forward", "init", "fw", *what, "--simulate-from", START]) == 0
+    assert main(["forward", "step", "fw", "--until", "2022-10-07", "--no-progress"]) == 0
+    saved = tmp_path / "fw" / "state" / "fincon" / "resume"
+    assert json.loads((saved / "meta.json").read_text())["session"] == "2022-10-07"
+    assert (saved / "memory").is_dir() and (saved / "decisions.jsonl").read_text().count("\n") == 3
+    replayed: list[str] = []
+    recorded = backtest.recorded_decision
+    monkeypatch.setattr(backtest, "recorded_decision", lambda e: replayed.append(e["date"]) or recorded(e))
+    (saved / "strategy.pkl").write_bytes(b"cut short")
+    assert main(["forward", "step", "fw", "--no-progress"]) == 0
+    assert replayed == [] and "its saved state in" in caplog.text and "cannot be loaded" in caplog.text
+    assert main(["forward", "step", "fw", "--no-progress"]) == 0
+    assert replayed == ["2022-10-05", "2022-10-06", "2022-10-07", "2022-10-10"]
+    assert json.loads((saved / "meta.json").read_text())["session"] == "2022-10-11"
+    assert main(["forward", "verify", "fw"]) == 0
 
 
 @pytest.mark.slow

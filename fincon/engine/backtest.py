@@ -23,6 +23,7 @@ import dataclasses
 import logging
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
 import backtrader as bt
@@ -72,24 +73,60 @@ class BacktestResult:
 
 @dataclass(frozen=True)
 class Book:
-    """Cash and shares at a close, and the target weights waiting for the next
-    open: what a forward journal keeps after each session (it saves to JSON
-    and loads back)."""
+    """Cash and shares at a close, each holding's cost basis (backtrader's
+    average price of the open position) and the target weights waiting for
+    the next open: what a forward journal keeps after each session (it saves
+    to JSON and loads back)."""
 
     cash: float
     shares: Mapping[str, float]
     pending: Mapping[str, float] | None = None
+    basis: Mapping[str, float] | None = None
 
     def value(self, prices: Mapping[str, float]) -> float:
         return self.cash + sum(n * prices[t] for t, n in self.shares.items())
 
     def to_json(self) -> dict[str, Any]:
         return {"cash": self.cash, "shares": dict(sorted(self.shares.items())),
-                "pending": None if self.pending is None else dict(sorted(self.pending.items()))}  # fmt: skip
+                "pending": None if self.pending is None else dict(sorted(self.pending.items())),
+                "basis": None if self.basis is None else dict(sorted(self.basis.items()))}  # fmt: skip
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "Book":
-        return cls(float(data["cash"]), dict(data["shares"]), data.get("pending"))
+        return cls(float(data["cash"]), dict(data["shares"]), data.get("pending"), data.get("basis"))
+
+
+@dataclass(frozen=True)
+class Resume:
+    """A forward step that takes up a saved strategy instead of asking it again for every session.
+
+    ``decisions`` are the window's first sessions' entries as ``decisions.jsonl`` recorded them: the
+    loop feeds each to the broker as the strategy's decision of that day (the book comes out as it
+    was, fill for fill) and asks the strategy only from the session after them, once it has loaded
+    the state saved in ``state`` (None: the strategy is asked every day). ``save``: where the strategy's
+    state is saved after the run, for the next step."""
+
+    decisions: tuple[Mapping[str, Any], ...] = ()
+    state: Path | None = None
+    save: Path | None = None
+
+
+class StateError(FinconError):
+    """A forward step's saved strategy state could not be loaded: the step asks the strategy again from
+    the first session instead (the state is a cache)."""
+
+
+def recorded_decision(entry: Mapping[str, Any]) -> Decision | None:
+    """The :class:`Decision` a ``decisions.jsonl`` entry records (None: the day kept every position)."""
+    if "weights" not in entry:
+        return None
+    return Decision(
+        weights=dict(entry["weights"]),
+        rationale=entry.get("rationale", ""),
+        evidence=tuple(entry.get("evidence", ())),
+        actions=dict(entry.get("actions", {})),
+        record=dict(entry.get("record", {})),
+    )
 
 
 class _Bridge(bt.Strategy):
@@ -115,9 +152,16 @@ class _Loop:
     """State of one run: the records the bridge fills in bar by bar."""
 
     def __init__(
-        self, market: MarketData, strategy: Strategy, settings: BrokerSettings, progress: bool, decide_last: bool
+        self,
+        market: MarketData,
+        strategy: Strategy,
+        settings: BrokerSettings,
+        progress: bool,
+        decide_last: bool,
+        recorded: tuple[Mapping[str, Any], ...] = (),
     ):
         self.market = market
+        self.recorded = recorded  # a resumed forward step: the sessions decided before, as recorded
         self.decide_last = decide_last  # a forward step: the last session's decision is its own order
         self.strategy = strategy
         self.settings = settings
@@ -177,7 +221,16 @@ class _Loop:
         weights = {k: shares[k] * prices[k] / value for k in shares} if value else {}
         view = self.market.view_at(t, PortfolioSnapshot(value, cash, shares, weights))
         try:
-            decision = self.strategy.decide(view)
+            if len(self.decisions) < len(self.recorded):
+                entry = self.recorded[len(self.decisions)]
+                if entry["date"] != view.date.strftime("%Y-%m-%d"):
+                    raise ConfigError(
+                        f"{self.strategy.name}: the recorded decisions reach {entry['date']} where the window has "
+                        f"{view.date.date()}: they are not this window's"
+                    )
+                decision = recorded_decision(entry)
+            else:
+                decision = self.strategy.decide(view)
         except (StopRun, FinconError) as stop:
             # A user-actionable failure mid-run (a dead LLM server, a spent
             # budget) ends the run cleanly: everything up to the previous
@@ -421,6 +474,7 @@ def run_backtest(
     progress: bool = True,
     days_per_year: int = 252,
     decide_last: bool = False,
+    resume: Resume | None = None,
 ) -> BacktestResult:
     """Run ``strategy`` over the backtest window of ``market``; ``days_per_year``
     annualises the metrics (the data's trading calendar: 252 or 365).
@@ -429,7 +483,7 @@ def run_backtest(
     the result's ``pending``; a backtest asks none there, nothing could fill).
     A strategy that reads news gets ``market``'s event corpus in its
     context (``ctx.events``) for its start-time checks; each day's events
-    reach it in the view."""
+    reach it in the view. ``resume``: a forward step that takes up a saved strategy (:class:`Resume`)."""
     if getattr(strategy, "reads_events", False):
         if market.events is None:
             raise ConfigError(
@@ -452,15 +506,26 @@ def run_backtest(
     broker.set_shortcash(True)
     cerebro.addanalyzer(bt.analyzers.TimeReturn, _name="timereturn", timeframe=bt.TimeFrame.Days)
     cerebro.addanalyzer(bt.analyzers.DrawDown, _name="drawdown")
-    loop = _Loop(market, strategy, settings, progress, decide_last)
+    resume = resume or Resume()
+    if resume.decisions and settings.charge_llm:
+        raise ConfigError("a resumed run cannot charge the model's spend (broker.charge_llm): ask every session")
+    loop = _Loop(market, strategy, settings, progress, decide_last, resume.decisions)
     loop.broker = broker
     cerebro.addstrategy(_Bridge, loop=loop)
     strategy.start(ctx)
+    if resume.state is not None:
+        try:
+            strategy.load_state(resume.state, ctx)
+        except Exception as exc:  # a cache that cannot be read (cut short, another version's): said, not fatal
+            raise StateError(f"{strategy.name}: its saved state in {resume.state} cannot be loaded ({exc})") from exc
     try:
         (bts,) = cerebro.run()
     finally:
         loop.bar.close()
+    live = strategy.live_objects()  # before finish, which may close them
     strategy_summary = dict(strategy.finish(ctx) or {})
+    if resume.save is not None and not loop.stopped:
+        strategy.save_state(resume.save, live)
 
     n = loop.days_done
     dates = market.dates[market.first_index : market.first_index + n]
@@ -531,5 +596,6 @@ def run_backtest(
             cash=float(bts.broker.getcash()),
             shares={d._name: float(bts.getposition(d).size) for d in bts.datas},
             pending=dict(loop.pending.weights) if decide_last and loop.pending is not None else None,
+            basis={d._name: float(bts.getposition(d).price) for d in bts.datas},
         ),
     )

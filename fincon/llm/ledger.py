@@ -54,6 +54,12 @@ class ModelPrice(BaseModel):
 FREE = ModelPrice()
 
 
+def _pair() -> list[int]:
+    """A model's [prompt, completion] tokens, from zero (a named function: a ledger is pickled with a
+    forward step's saved team)."""
+    return [0, 0]
+
+
 @dataclass
 class _Row:
     calls: int = 0
@@ -68,8 +74,8 @@ class _Row:
     fallbacks: int = 0
     failures: int = 0
     # model -> [prompt, completion] tokens (all calls / live calls only)
-    tokens_by_model: dict = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
-    live_tokens_by_model: dict = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+    tokens_by_model: dict = field(default_factory=lambda: defaultdict(_pair))
+    live_tokens_by_model: dict = field(default_factory=lambda: defaultdict(_pair))
 
 
 USAGE_COLUMNS = (

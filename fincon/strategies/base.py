@@ -141,6 +141,30 @@ class Strategy:
         charges the LLM's spend (``broker.charge_llm``)."""
         return 0.0
 
+    def live_objects(self) -> Mapping[str, Any]:
+        """What :meth:`start` opened that is not the strategy's state (the run
+        context, a model client, the event corpus, a trained model loaded from
+        its cache), by name: a saved state names them and a loaded one gets
+        the fresh run's in their place (fincon.strategies.state)."""
+        return {"ctx": getattr(self, "ctx", None)}
+
+    def save_state(self, folder: Path, live: Mapping[str, Any]) -> None:
+        """Save the strategy as it stands after its last decision into
+        ``folder`` (a forward step, after :meth:`finish`; ``live`` as
+        :meth:`live_objects` gave it before ``finish``). By default every
+        attribute is pickled; a strategy with files of its own copies them."""
+        from fincon.strategies import state
+
+        state.dump(vars(self), folder / state.STATE_FILE, live)
+
+    def load_state(self, folder: Path, ctx: RunContext) -> None:
+        """Take up the state :meth:`save_state` saved (after :meth:`start`
+        with the fresh run's ``ctx``): the next decision is the one the
+        saved strategy would have taken next."""
+        from fincon.strategies import state
+
+        vars(self).update(state.load(folder / state.STATE_FILE, self.live_objects()))
+
     def finish(self, ctx: RunContext) -> Mapping[str, Any]:
         """Called once after the last day (also after an early stop). The
         returned mapping is merged into the run summary (``summary.json``)."""

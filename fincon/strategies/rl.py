@@ -31,7 +31,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -186,6 +186,22 @@ class RLTrader(Strategy):
         self.curve = []
         self.pos = 0.0
         self.trained_on: tuple[str, str] | None = None
+
+    # -- forward steps: the trained model is saved by stable-baselines3, the rest pickled ------------
+    def live_objects(self) -> Mapping[str, Any]:
+        return {"ctx": getattr(self, "ctx", None), "model": self.model}
+
+    def save_state(self, folder: Path, live: Mapping[str, Any]) -> None:
+        super().save_state(folder, live)
+        if self.model is not None:
+            self.model.save(str(folder / "model.zip"))
+
+    def load_state(self, folder: Path, ctx: RunContext) -> None:
+        super().load_state(folder, ctx)
+        if (folder / "model.zip").is_file():
+            from stable_baselines3 import A2C, DQN, PPO
+
+            self.model = {"a2c": A2C, "ppo": PPO, "dqn": DQN}[self.algo].load(str(folder / "model.zip"), device="cpu")
 
     def _training_rows(self, view) -> np.ndarray:
         """Which rows of the view before its day train the agent (the test

@@ -36,6 +36,7 @@ import datetime as dt
 import fcntl
 import hashlib
 import json
+import logging
 import shutil
 import sqlite3
 import sys
@@ -43,7 +44,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import pandas as pd
 import yaml
@@ -54,9 +55,13 @@ from fincon.errors import ConfigError, FinconError
 from fincon.files import json_text, write_atomic
 from fincon.workflow.journal import CALLS, INPUTS, PLAN_FILE, Journal, JournalError, now_utc, tree_hash, verify_chain
 
+log = logging.getLogger(__name__)
+if TYPE_CHECKING:  # pragma: no cover
+    from fincon.engine.backtest import Resume
+
 LOCK = ".lock"
 BOOKS = "books"
-#: what a step keeps between steps so that its replay need not redo it (a trained RL agent); verify never reads it
+#: what a step keeps for the next (each strategy's saved state, a trained RL agent): a cache verify never reads
 STATE = "state"
 REPLAY = "replay"
 #: the exchange whose sessions the clock counts (exchange-calendars' code)
@@ -376,13 +381,23 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
         broker = AlpacaPaper()
         held = broker.reconcile(_expected_positions(journal.entries()))
     out = root / REPLAY
-    report = run_config(
-        cfg, out, progress=progress, replace=True, warn_knowledge=False, ledger=None, decide_last=True, plots=False
-    )  # fmt: skip: score draws the charts
+    done = decided(journal.entries())
+    past = _sealed_decisions(journal.entries())
+    resume = {name: _resume(root, name, done, past) for name in cfg.strategies}
+    from fincon.engine.backtest import Resume, StateError
+
+    def replay(resume: dict[str, Resume]):  # score draws the charts
+        return run_config(cfg, out, progress=progress, replace=True, warn_knowledge=False, ledger=None,
+                          decide_last=True, plots=False, resume=resume)  # fmt: skip
+
+    try:
+        report = replay(resume)
+    except StateError as exc:  # the saved state is a cache: without it, every session is asked again
+        log.warning("%s; asking every strategy again from the first session", exc)
+        report = replay({name: Resume(save=r.save) for name, r in resume.items()})
     if report.failed or any(r.stopped for r in report.results.values()):
         why = "; ".join([*report.failed.values(), *(r.stopped or "" for r in report.results.values())])
         raise ForwardError(f"{day}: the strategies could not decide ({why}); nothing sealed, the next step retries")
-    past = _sealed_decisions(journal.entries())
     for name, result in report.results.items():
         for d in result.decisions[:-1]:
             want = past.get((name, d["date"]))
@@ -439,12 +454,71 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
             f"{root}: the session {day} is sealed, but its books' copy in {BOOKS}/ could not be written "
             f"({exc.strerror or exc}); the journal holds them, and the next step rewrites the copy"
         ) from None
+    for name in report.results:  # the state each strategy stands in after this session, for the next step
+        _keep_state(root, name, report.run_dirs[name], day)
     if broker is not None:  # sealed first: an order placed is always on the record
         for e in sealed:
             _place(root, broker, e)
     if (root / ".git").is_dir():
         _anchor(root, f"seal {day}")
     return sealed
+
+
+def _resume(root: Path, name: str, done: list[dt.date], past: dict[tuple[str, str], Any]) -> Resume:
+    """How strategy ``name``'s replay starts: from the state the last step saved when it stands at the
+    journal's last session, its recorded decisions the sealed ones and the code the same; otherwise
+    (the first step, a step that failed after saving, fincon changed) asked again from the first session.
+    Either way its state after this step is saved to ``state/NAME/resume.next``."""
+    from fincon.engine.backtest import Resume
+    from fincon.strategies.state import STATE_FILE
+
+    folder = root / STATE / name
+    nxt = folder / "resume.next"
+    shutil.rmtree(nxt, ignore_errors=True)
+    saved = folder / "resume"
+    fresh = Resume(save=nxt)
+    try:
+        meta = json.loads((saved / "meta.json").read_text(encoding="utf-8"))
+        recorded = [json.loads(x) for x in (saved / "decisions.jsonl").read_text(encoding="utf-8").splitlines()]
+    except (OSError, ValueError):
+        return fresh
+    sealed = sorted(d for (n, d) in past if n == name)
+    if (
+        not done
+        or meta.get("session") != str(done[-1])
+        or meta.get("code") != code_hash()
+        or [d["date"] for d in recorded] != sealed
+        or any(_decision(d) != past[(name, d["date"])] for d in recorded)
+    ):
+        log.info("%s: no saved state at the journal's last session; asked again from the first session", name)
+        return fresh
+    if not (saved / STATE_FILE).is_file():
+        return fresh
+    return Resume(decisions=tuple(recorded), state=saved, save=nxt)
+
+
+def _keep_state(root: Path, name: str, run_dir: Path, day: dt.date) -> None:
+    """After the seal: the state saved by this step's replay becomes the one the next step takes up."""
+    folder = root / STATE / name
+    nxt = folder / "resume.next"
+    if not nxt.is_dir():
+        return
+    shutil.copyfile(run_dir / "decisions.jsonl", nxt / "decisions.jsonl")
+    write_atomic(nxt / "meta.json", json_text({"session": str(day), "code": code_hash()}))
+    shutil.rmtree(folder / "resume", ignore_errors=True)
+    nxt.rename(folder / "resume")
+
+
+@lru_cache(maxsize=1)
+def code_hash() -> str:
+    """The sha256 of fincon's source: a saved state is taken up only by the code that saved it."""
+    import fincon
+
+    h = hashlib.sha256()
+    top = Path(fincon.__file__).parent
+    for f in sorted(top.rglob("*.py")):
+        h.update(f.relative_to(top).as_posix().encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
 
 
 def _place(root: Path, broker: Any, entry: dict[str, Any]) -> None:

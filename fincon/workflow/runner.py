@@ -25,7 +25,7 @@ from fincon.config import BrokerConfig, RunConfig, typed_strategy_params
 from fincon.data.inputs import RunInputs, open_inputs
 from fincon.data.prices import load_prices
 from fincon.data.view import MarketData
-from fincon.engine.backtest import BacktestResult, run_backtest
+from fincon.engine.backtest import BacktestResult, Resume, run_backtest
 from fincon.engine.broker import BrokerSettings
 from fincon.engine.costs import Costs, Participation
 from fincon.engine.rundir import RunDir, check_out_path, write_json
@@ -306,6 +306,7 @@ def run_config(
     control: bool = False,
     decide_last: bool = False,
     plots: bool = True,
+    resume: Mapping[str, Resume] | None = None,
 ) -> RunReport:
     """Run every strategy of ``cfg`` (plus the benchmark) and write the runs.
 
@@ -322,6 +323,7 @@ def run_config(
     never counted as configurations tried. ``decide_last``: a forward step
     (fincon.workflow.forward): the window's last session is decided too.
     ``plots`` off (a forward step's replay, whose charts ``score`` draws): no ``equity.png``.
+    ``resume``: a forward step's strategies that take up their saved state, by name (engine ``Resume``).
     """
     inputs = inputs_for(cfg)
     cfg = with_events(cfg, inputs)
@@ -377,6 +379,7 @@ def run_config(
                 progress=progress,
                 days_per_year=days_per_year,
                 decide_last=decide_last,
+                resume=(resume or {}).get(name),
             )
             if len(result.dates) == 0:
                 failed[name] = result.stopped or "stopped before its first day"

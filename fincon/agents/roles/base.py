@@ -385,18 +385,25 @@ def local_date(ts) -> str:
 
 def make_transcriber(options: dict[str, Any]) -> Callable[[Path], str]:
     """Whisper through the information layer; transcripts cached by audio hash."""
-    holder: list[Any] = []
+    return _Transcribe(options.get("whisper_backend", "auto"), options.get("cache_dir"))
 
-    def transcribe(path: Path) -> str:
-        if not holder:
+
+class _Transcribe:
+    """A transcriber that loads Whisper at its first call (an object, not a closure: a forward
+    step pickles the team with it, and the model is loaded again, not pickled)."""
+
+    def __init__(self, backend: str, cache_dir: Any):
+        self.backend, self.cache_dir, self._loaded = backend, cache_dir, None
+
+    def __call__(self, path: Path) -> str:
+        if self._loaded is None:
             from fincon.data.transcription import Transcriber
 
-            holder.append(
-                Transcriber(backend=options.get("whisper_backend", "auto"), cache_dir=options.get("cache_dir"))
-            )
-        return holder[0].transcribe(path).text
+            self._loaded = Transcriber(backend=self.backend, cache_dir=self.cache_dir)
+        return self._loaded.transcribe(path).text
 
-    return transcribe
+    def __getstate__(self) -> dict[str, Any]:
+        return {**vars(self), "_loaded": None}
 
 
 def role_names(roles: Sequence[Role]) -> list[str]:
