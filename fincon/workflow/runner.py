@@ -171,22 +171,56 @@ def _single_config(cfg: RunConfig, name: str) -> RunConfig:
     return cfg.model_copy(update={"strategies": [name], "strategy_params": params})
 
 
+@dataclass(frozen=True)
+class RunPlan:
+    """A run resolved once, before anything is written: the config as ``config.yaml`` records it
+    (each news reader's corpus named, every strategy's parameters with their defaults, the
+    calendar's days a year), its opened inputs, strategies, market and broker settings, and each
+    strategy's ``model_knowledge`` block. :func:`run_config` runs a plan; nothing rewrites it."""
+
+    config: RunConfig
+    inputs: RunInputs
+    strategies: Mapping[str, Strategy]
+    market: MarketData
+    settings: BrokerSettings
+    knowledge: Mapping[str, Mapping[str, Any]]
+    dropped_dates: int
+    #: how the metrics are annualised, in metrics.json's words
+    calendar: str
+
+    def single(self, name: str) -> RunConfig:
+        """Strategy ``name``'s own config (its run directory's ``config.yaml``)."""
+        return _single_config(self.config, name)
+
+
+def plan_run(cfg: RunConfig, *, min_days: int = 2) -> RunPlan:
+    """Resolve ``cfg`` into a :class:`RunPlan`: open the inputs, name the corpora, build the
+    strategies, refuse what cannot run (masking without names, a window outside the data), load
+    the bars with the largest warm-up any strategy asks for. ``min_days``: 1 for a forward step,
+    whose last session is decided too."""
+    inputs = inputs_for(cfg)
+    cfg = with_events(cfg, inputs)
+    strategies = {name: make_strategy(name, cfg.strategy_params.get(name), cfg.llm) for name in cfg.strategies}
+    cfg = _resolved(cfg, strategies)
+    check_masking(cfg, inputs, strategies)
+    blocks = knowledge(cfg, strategies)
+    market, dropped = _market(cfg, inputs, max(s.warmup for s in strategies.values()), min_days=min_days)
+    days_per_year, calendar = calendar_days(cfg, market, inputs)
+    cfg = cfg.model_copy(update={"metrics": cfg.metrics.model_copy(update={"days_per_year": days_per_year})})
+    return RunPlan(cfg, inputs, strategies, market, broker_settings(cfg.broker), blocks, dropped, calendar)
+
+
 def preflight(cfg: RunConfig) -> None:
     """Every check :func:`run_config` makes before its first file, and what
     its strategies would refuse when they start (the team: events, beliefs),
     without writing anything. ``fincon train`` and ``fincon experiment``
     create their own directory before any run: they call this first, so bad
     input (a window outside the data, a missing corpus) leaves nothing behind."""
-    inputs = inputs_for(cfg)
-    cfg = with_events(cfg, inputs)
-    strategies = {name: make_strategy(name, cfg.strategy_params.get(name), cfg.llm) for name in cfg.strategies}
-    cfg = _resolved(cfg, strategies)
-    check_masking(cfg, inputs, strategies)
-    market, _ = _market(cfg, inputs, max(s.warmup for s in strategies.values()))
-    for strategy in strategies.values():
+    plan = plan_run(cfg)
+    for strategy in plan.strategies.values():
         check = getattr(strategy, "check_inputs", None)
         if check is not None:
-            check(market.tickers, pd.Timestamp(cfg.start), pd.Timestamp(cfg.end))
+            check(plan.market.tickers, pd.Timestamp(plan.config.start), pd.Timestamp(plan.config.end))
 
 
 def warn_vacuous(llm: Any, require_after_cutoff: bool, any_model: bool) -> None:
@@ -325,24 +359,14 @@ def run_config(
     ``plots`` off (a forward step's replay, whose charts ``score`` draws): no ``equity.png``.
     ``resume``: a forward step's strategies that take up their saved state, by name (engine ``Resume``).
     """
-    inputs = inputs_for(cfg)
-    cfg = with_events(cfg, inputs)
-    strategies: dict[str, Strategy] = {
-        name: make_strategy(name, cfg.strategy_params.get(name), cfg.llm) for name in cfg.strategies
-    }
-    cfg = _resolved(cfg, strategies)
-    check_masking(cfg, inputs, strategies)
-    blocks = knowledge(cfg, strategies)
+    plan = plan_run(cfg, min_days=1 if decide_last else 2)
+    cfg, inputs, strategies, market, settings = plan.config, plan.inputs, plan.strategies, plan.market, plan.settings
+    blocks = {name: dict(b) for name, b in plan.knowledge.items()}
     check_knowledge(blocks, require=require_after_cutoff, warn=False)  # refused before anything else
     if warn_knowledge:
         warn_vacuous(cfg.llm, require_after_cutoff, any(b["label"] != "no-model" for b in blocks.values()))
     want_benchmark = cfg.benchmark and BENCHMARK not in strategies
-    warmup = max(s.warmup for s in strategies.values())
-    market, dropped = _market(cfg, inputs, warmup, min_days=1 if decide_last else 2)
-    days_per_year, calendar = calendar_days(cfg, market, inputs)
     lookahead = inputs.lookahead
-    cfg = cfg.model_copy(update={"metrics": cfg.metrics.model_copy(update={"days_per_year": days_per_year})})
-    settings = broker_settings(cfg.broker)
     target = check_out_path(out) if out is not None else default_out(cfg)
     multi = len(strategies) > 1
 
@@ -362,12 +386,12 @@ def run_config(
                 alpha=cfg.metrics.alpha,
                 risk_free=cfg.metrics.risk_free,
                 progress=progress,
-                days_per_year=days_per_year,
+                days_per_year=cfg.metrics.days_per_year,
             )
         for name, strategy in strategies.items():
             run_path = staging.path / name if multi else staging.path
             run_path.mkdir(parents=True, exist_ok=True)
-            single_cfg = _single_config(cfg, name)
+            single_cfg = plan.single(name)
             ctx = RunContext(run_path, market.tickers, cfg.start, cfg.end, settings.costs)
             result = run_backtest(
                 with_corpus(market, strategy, inputs),
@@ -377,7 +401,7 @@ def run_config(
                 alpha=cfg.metrics.alpha,
                 risk_free=cfg.metrics.risk_free,
                 progress=progress,
-                days_per_year=days_per_year,
+                days_per_year=cfg.metrics.days_per_year,
                 decide_last=decide_last,
                 resume=(resume or {}).get(name),
             )
@@ -389,7 +413,17 @@ def run_config(
             results[name] = result
             bench = benchmark if name != BENCHMARK else None
             blocks[name] = with_audit(blocks[name], strategy, run_path, single_cfg)
-            write_run(run_path, single_cfg, result, bench, dropped, calendar, blocks[name], lookahead, plot=plots)
+            write_run(
+                run_path,
+                single_cfg,
+                result,
+                bench,
+                plan.dropped_dates,
+                plan.calendar,
+                blocks[name],
+                lookahead,
+                plot=plots,
+            )
         if not results:
             raise FinconError("; ".join(f"{n} stopped before finishing its first day: {r}" for n, r in failed.items()))
         write_standard(
@@ -428,7 +462,7 @@ def run_config(
         results=results,
         benchmark=benchmark,
         run_dirs=run_dirs,
-        dropped_dates=dropped,
+        dropped_dates=plan.dropped_dates,
         failed=failed,
         knowledge=blocks,
     )
