@@ -114,7 +114,7 @@ def load_day(run: Path, date: str) -> dict[str, Any]:
         if entry["date"] == date:
             if "record" not in entry:
                 raise DataError(f"{path}: {date} has no team record (is this a --strategy fincon run?)")
-            from fincon.report.load import record_problem
+            from fincon.engine.record import record_problem
 
             why = record_problem(entry["record"])
             if why:
@@ -149,9 +149,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _knowledge_line(run: Path) -> str | None:
     """The run's window against its model's cutoff (metrics.json), as one line."""
+    from fincon.engine.record import RunRecord
+
     try:
-        block = json.loads((run / "metrics.json").read_text(encoding="utf-8")).get("model_knowledge")
-    except (OSError, ValueError, AttributeError):
+        block = RunRecord(run).metrics.get("model_knowledge")
+    except DataError:
         return None
     if not isinstance(block, dict) or block.get("label") in (None, "no-model"):
         return None

@@ -88,7 +88,7 @@ def _check_writable(out: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fincon.engine.rundir import read_equity
+    from fincon.engine.record import RunRecord
 
     curves = {}
     for run_dir in args.runs:
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
             label = str(path)
             if label in curves:
                 continue
-            curves[label] = read_equity(path)
+            curves[label] = RunRecord(path).equity
     if args.out.suffix.lower() != ".png":
         raise FinconError(f"--out {args.out}: give a .png file name")
     if args.out.is_dir():

@@ -522,7 +522,7 @@ def run_backtest(
         (bts,) = cerebro.run()
     finally:
         loop.bar.close()
-    live = strategy.live_objects()  # before finish, which may close them
+    live = strategy.live_objects() if resume.save is not None else {}  # before finish, which may close them
     strategy_summary = dict(strategy.finish(ctx) or {})
     if resume.save is not None and not loop.stopped:
         strategy.save_state(resume.save, live)

@@ -36,7 +36,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fincon.errors import ConfigError, DataError, FinconError
+from fincon.errors import ConfigError, FinconError
 from fincon.ownership import is_fincon_report, listing, shown, top_level
 
 log = logging.getLogger(__name__)
@@ -287,23 +287,3 @@ class RunDir:
 
 def write_json(path: Path, obj: Any) -> None:
     path.write_text(json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n")
-
-
-def read_equity(run: Path):
-    """A run's ``equity.csv`` as a value series; a file that is empty or not
-    in the ``date,value`` layout is a :class:`DataError` naming it."""
-    import numpy as np
-    import pandas as pd
-
-    path = run / "equity.csv"
-    try:
-        frame = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
-        raise DataError(f"{path}: cannot read ({type(exc).__name__}); is this a fincon run directory?") from None
-    if list(frame.columns) != ["date", "value"]:
-        raise DataError(f"{path}: expected the columns date,value, found {','.join(map(str, frame.columns))[:60]}")
-    dates = pd.to_datetime(frame["date"], errors="coerce", format="%Y-%m-%d")
-    values = pd.to_numeric(frame["value"], errors="coerce")
-    if frame.empty or dates.isna().any() or values.isna().any() or not np.isfinite(values).all():
-        raise DataError(f"{path}: no rows, or rows that are not YYYY-MM-DD,number; rerun the backtest")
-    return pd.Series(values.to_numpy(dtype=float), index=pd.DatetimeIndex(dates, name="date"), name="value")

@@ -34,8 +34,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
 
-import yaml
-
+from fincon.engine.record import CONFIG, DECISIONS, METRICS, RunRecord
 from fincon.errors import DataError
 
 PASS, FAIL, NONE = "pass", "fail", "not measured"
@@ -50,10 +49,18 @@ def _json(path: Path) -> Any:
         return None
 
 
+def _run_part(run: Path, part: str) -> Any:
+    """A run's ``metrics``, ``config`` or ``strategy_summary`` (engine.record), None when unreadable."""
+    try:
+        return getattr(RunRecord(run), part)
+    except DataError:
+        return None
+
+
 def _team_run(root: Path) -> Path | None:
     """The directory whose decisions.jsonl holds team records (the run, its fincon sub-run, an experiment's full median)."""
     for cand in (root, root / "fincon"):
-        if (cand / "decisions.jsonl").is_file() and '"record"' in (cand / "decisions.jsonl").read_text()[:20000]:
+        if (cand / DECISIONS).is_file() and '"record"' in (cand / DECISIONS).read_text()[:20000]:
             return cand
     res = _json(root / "results.json")
     if isinstance(res, dict) and isinstance(res.get("median"), dict) and "full" in res["median"]:
@@ -64,11 +71,11 @@ def _team_run(root: Path) -> Path | None:
 def _strategy_run(root: Path) -> Path | None:
     """A run directory with metrics.json and config.yaml: the team's if any, else the first."""
     team = _team_run(root)
-    if team is not None and (team / "metrics.json").is_file():
+    if team is not None and (team / METRICS).is_file():
         return team
     for cand in [root, *sorted(p for p in root.iterdir() if p.is_dir())] if root.is_dir() else []:
-        m = _json(cand / "metrics.json")
-        if isinstance(m, dict) and "cr_pct" in m and (cand / "config.yaml").is_file():
+        m = _run_part(cand, "metrics") if (cand / METRICS).is_file() else None
+        if isinstance(m, dict) and "cr_pct" in m and (cand / CONFIG).is_file():
             return cand
     return None
 
@@ -190,15 +197,10 @@ def evidence(root: Path) -> Evidence:
     run = _strategy_run(root) if rolling is None else None
     if rolling is None and run is None:
         raise DataError(f"{root} holds no run fincon wrote (no metrics.json with its config.yaml)")
-    metrics = (_json(run / "metrics.json") or {}) if run else {}
-    try:
-        config = yaml.safe_load((run / "config.yaml").read_text()) if run else (rolling or {}).get("config", {})
-    except (OSError, yaml.YAMLError):
-        config = {}
+    metrics = (_run_part(run, "metrics") or {}) if run else {}
+    config = _run_part(run, "config") if run else (rolling or {}).get("config", {})
     team = _team_run(root) if rolling is None else None
-    decisions = (
-        [json.loads(x) for x in (team / "decisions.jsonl").read_text().splitlines() if x.strip()] if team else []
-    )
+    decisions = RunRecord(team).decisions if team else []
     return Evidence(root, run, team, rolling, results, metrics, config or {}, decisions)
 
 
@@ -289,7 +291,7 @@ def calibration_point(ev: Evidence) -> Verdict:
 
 def numerical_execution(ev: Evidence) -> Verdict:
     """Did numeric critics check the analysts' figures?"""
-    summary = (_json(ev.team / "summary.json") or {}).get("strategy_summary", {}) if ev.team else {}
+    summary = (_run_part(ev.team, "strategy_summary") or {}) if ev.team else {}
     critic = {k: v for k, v in summary.items() if k.startswith("critic")}
     if not critic:
         return NONE, "numeric critics off (--critics on)"

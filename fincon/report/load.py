@@ -17,16 +17,14 @@ value the run recorded.
 
 from __future__ import annotations
 
-import csv
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
+from fincon.engine.record import METRICS, RunRecord, is_run, read_json, read_jsonl, read_yaml
 from fincon.errors import DataError, FinconError
 from fincon.workflow.status import failure
 
@@ -34,34 +32,14 @@ BENCHMARK = "buy-and-hold"
 BENCHMARK_KEY = f"{BENCHMARK} (benchmark)"
 
 
-@dataclass
-class Run:
-    """One strategy's run directory."""
+class Run(RunRecord):
+    """One strategy's run directory, as the report shows it: the record, its label, and whether its
+    decision timeline is drawn (a team run)."""
 
-    label: str
-    path: Path
-    strategy: str
-    metrics: dict[str, Any]
-    equity: pd.Series | None = None
-    decisions: list[dict[str, Any]] = field(default_factory=list)
-    summary: dict[str, Any] = field(default_factory=dict)
-    config: dict[str, Any] = field(default_factory=dict)
-    usage: list[dict[str, str]] = field(default_factory=list)
-    audit: list[dict[str, Any]] = field(default_factory=list)
-    timeline: bool = True  # show this run's decision timeline (a team run)
-
-    @property
-    def team(self) -> bool:
-        return any("record" in d for d in self.decisions)
-
-    @property
-    def window(self) -> tuple[tuple[str, ...], str, str]:
-        """(tickers, first day, last day) of the market the run traded (the
-        benchmark's window, even for a run that stopped early)."""
-        tickers = tuple(self.config.get("tickers") or self.summary.get("tickers") or ())
-        start = str(self.config.get("start") or self.summary.get("first_day") or "")
-        end = str(self.config.get("end") or self.summary.get("last_day") or "")
-        return tickers, start, end
+    def __init__(self, path: Path, label: str | None = None, timeline: bool = True):
+        super().__init__(path)
+        self.label = label or self.strategy
+        self.timeline = timeline
 
 
 @dataclass
@@ -135,142 +113,24 @@ class ReportData:
         return [r for s in self.sources for r in s.runs]
 
 
-# -- small readers ---------------------------------------------------------------
-
-
-def _json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: cannot read ({type(exc).__name__})") from None
-    except json.JSONDecodeError:
-        raise DataError(f"{path}: not valid JSON; is this a fincon run directory?") from None
-
-
-def _jsonl(path: Path, shape: dict[str, type | tuple[type, ...]] | None = None) -> list[dict[str, Any]]:
-    """A JSON-lines file fincon wrote; ``shape`` names keys whose values must
-    have a type when present (a line of another shape is an error naming the
-    line, not a traceback in the page's layout)."""
-    if not path.is_file():
-        return []
-    out = []
-    try:
-        with open(path, encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: cannot read ({type(exc).__name__}; not the text fincon wrote)") from None
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            raise DataError(f"{path}:{n}: not a JSON line (a truncated or foreign file?)") from None
-        if not isinstance(obj, dict):
-            raise DataError(f"{path}:{n}: expected a JSON object, found {type(obj).__name__}")
-        for key, want in (shape or {}).items():
-            if key in obj and not isinstance(obj[key], want):
-                raise DataError(f"{path}:{n}: {key!r} is a {type(obj[key]).__name__}, not what fincon writes")
-        if shape is DECISION_SHAPE and "record" in obj and record_problem(obj["record"]):
-            raise DataError(f"{path}:{n}: {record_problem(obj['record'])}, not what fincon writes")
-        out.append(obj)
-    return out
-
-
-#: what the page's layout reads from a decisions.jsonl line
-DECISION_SHAPE: dict[str, type | tuple[type, ...]] = {
-    "date": str,
-    "record": dict,
-    "actions": dict,
-    "weights": (dict, type(None)),
-    "rationale": str,
-    "evidence": list,
-}
-
-
-#: what the page (and `fincon explain`) reads from a team record; None allowed where the team may omit it
-RECORD_SHAPE: dict[str, type | tuple[type, ...]] = {
-    "agents": list,
-    "manager": dict,
-    "calls": dict,
-    "pool": list,
-    "selection": (dict, type(None)),
-    "settled": (dict, type(None)),
-    "risk": (dict, type(None)),
-    "closes": dict,
-}
-
-
-def record_problem(rec: Any) -> str | None:
-    """Why a decisions.jsonl team record is not laid out as fincon writes it (None: it is)."""
-    if not isinstance(rec, dict):
-        return f"the team record is a {type(rec).__name__}, not a JSON object"
-    for key, want in RECORD_SHAPE.items():
-        if key in rec and not isinstance(rec[key], want):
-            return f"record.{key} is a {type(rec[key]).__name__}"
-    bad = [i for i, a in enumerate(rec.get("agents") or []) if not isinstance(a, dict)]
-    if bad:
-        return f"record.agents[{bad[0]}] is not a JSON object"
-    return None
-
-
-def _csv(path: Path) -> list[dict[str, str]]:
-    if not path.is_file():
-        return []
-    try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            return list(csv.DictReader(fh))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise DataError(f"{path}: cannot read ({type(exc).__name__}; not the CSV fincon wrote)") from None
-
-
-def _yaml(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    try:
-        obj = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        raise DataError(f"{path}: not a readable YAML config") from None
-    return obj if isinstance(obj, dict) else {}
-
-
-def _is_run(path: Path) -> bool:
-    return (path / "metrics.json").is_file() and (path / "equity.csv").is_file()
-
-
 def load_run(path: Path, label: str | None = None, timeline: bool = True) -> Run:
-    """One strategy's run directory (``metrics.json`` + ``equity.csv``)."""
-    from fincon.engine.rundir import read_equity
-
-    metrics = _json(path / "metrics.json")
-    if not isinstance(metrics, dict):
-        raise DataError(f"{path / 'metrics.json'}: expected a JSON object")
-    summary = _json(path / "summary.json") if (path / "summary.json").is_file() else {}
-    strategy = str(metrics.get("strategy") or summary.get("strategy") or path.name)
-    return Run(
-        label=label or strategy,
-        path=path,
-        strategy=strategy,
-        metrics=metrics,
-        equity=read_equity(path),
-        decisions=_jsonl(path / "decisions.jsonl", DECISION_SHAPE),
-        summary=summary if isinstance(summary, dict) else {},
-        config=_yaml(path / "config.yaml"),
-        usage=_csv(path / "llm_usage.csv"),
-        audit=_jsonl(path / "llm_audit.jsonl"),
-        timeline=timeline,
-    )
+    """One strategy's run directory (``metrics.json`` + ``equity.csv``), every file read now so that
+    a damaged one is named before the page is laid out."""
+    run = Run(path, label, timeline)
+    for part in ("equity", "decisions", "summary", "config", "usage", "audit"):
+        getattr(run, part)
+    return run
 
 
 def load_training(path: Path, label: str) -> Training | None:
     """``episodes.jsonl`` / ``beliefs.json`` of a training, if present."""
-    episodes = _jsonl(path / "episodes.jsonl", {"episode": int, "objective": (int, float)})
-    beliefs = _json(path / "beliefs.json") if (path / "beliefs.json").is_file() else None
+    episodes = read_jsonl(path / "episodes.jsonl", {"episode": int, "objective": (int, float)})
+    beliefs = read_json(path / "beliefs.json") if (path / "beliefs.json").is_file() else None
     if not episodes and beliefs is None:
         return None
     status, why = None, None
     if (path / "train.json").is_file():
-        state = _json(path / "train.json")
+        state = read_json(path / "train.json")
         status = state.get("status") if isinstance(state, dict) else None
         why = failure(state if isinstance(state, dict) else None)
     return Training(label, path, episodes, beliefs if isinstance(beliefs, dict) else None, status, why)
@@ -291,12 +151,12 @@ def load_source(path: Path) -> Source:
         return _rolling(path)
     if (path / "train.json").is_file() or ((path / "episodes.jsonl").is_file() and (path / "episodes").is_dir()):
         return _training(path)
-    if not (path / "metrics.json").is_file():
+    if not (path / METRICS).is_file():
         raise DataError(f"{path} is not a fincon run directory (no metrics.json, train.json or experiment.json)")
-    metrics = _json(path / "metrics.json")
+    metrics = read_json(path / METRICS)
     if not isinstance(metrics, dict):
         raise DataError(f"{path / 'metrics.json'}: expected a JSON object")
-    if _is_run(path):
+    if is_run(path):
         src = Source(path, "run", runs=[load_run(path)])
     else:
         src = _comparison(path, metrics)
@@ -309,14 +169,14 @@ def load_source(path: Path) -> Source:
 def _comparison(path: Path, metrics: dict[str, Any]) -> Source:
     src = Source(path, "comparison")
     # in the order the run was asked for (metrics.json is written with sorted keys)
-    asked = [str(n) for n in (_yaml(path / "config.yaml").get("strategies") or [])]
+    asked = [str(n) for n in (read_yaml(path / "config.yaml").get("strategies") or [])]
     names = sorted(metrics, key=lambda n: (asked.index(n) if n in asked else len(asked), n == BENCHMARK_KEY, n))
     for name in names:
         m = metrics[name]
         if not isinstance(m, dict):
             continue
         sub = path / name
-        if _is_run(sub):
+        if is_run(sub):
             src.runs.append(load_run(sub, label=name))
         else:  # the benchmark's metrics, or a strategy that failed before its first day
             src.columns[name] = m
@@ -326,11 +186,11 @@ def _comparison(path: Path, metrics: dict[str, Any]) -> Source:
 
 
 def _episode_dirs(path: Path) -> list[Path]:
-    return sorted(p for p in (path / "episodes").glob("ep-*") if _is_run(p))
+    return sorted(p for p in (path / "episodes").glob("ep-*") if is_run(p))
 
 
 def _training(path: Path) -> Source:
-    why = failure(_json(path / "train.json")) if (path / "train.json").is_file() else None
+    why = failure(read_json(path / "train.json")) if (path / "train.json").is_file() else None
     src = Source(path, "training", failure=why)
     eps = _episode_dirs(path)
     for i, ep in enumerate(eps):
@@ -344,12 +204,12 @@ def _training(path: Path) -> Source:
 
 
 def _experiment(path: Path) -> Source:
-    state = _json(path / "experiment.json")
+    state = read_json(path / "experiment.json")
     if not isinstance(state, dict):
         raise DataError(f"{path / 'experiment.json'}: expected a JSON object; is this a fincon experiment?")
     status = state.get("status")
     why = failure(state)
-    results = _json(path / "results.json") if (path / "results.json").is_file() and not why else {}
+    results = read_json(path / "results.json") if (path / "results.json").is_file() and not why else {}
     if not isinstance(results, dict):
         raise DataError(f"{path / 'results.json'}: expected a JSON object")
     if not results:  # an unfinished experiment: what it was asked to do, from its config
@@ -360,20 +220,20 @@ def _experiment(path: Path) -> Source:
     src = Source(path, "experiment", experiment=Experiment(path.name, path, results, status, why), failure=why)
     if why:
         for unit in sorted((path / "test").glob("*")) if (path / "test").is_dir() else []:
-            m = _json(unit / "metrics.json") if _is_run(unit) else None
+            m = read_json(unit / METRICS) if is_run(unit) else None
             if isinstance(m, dict) and m.get("status") == "complete":
                 src.runs.append(load_run(unit, label=f"fincon {unit.name}"))
     median = results.get("median") if isinstance(results.get("median"), dict) else {}
     for ablation, m in median.items():
         rel = m.get("run_dir") if isinstance(m, dict) else None
-        if rel and _is_run(path / rel):
+        if rel and is_run(path / rel):
             label = f"fincon {ablation} (median r{m.get('repeat', '?')})"
             src.runs.append(load_run(path / rel, label=label))
     base = path / "baselines"
-    if (base / "metrics.json").is_file() and not _is_run(base):
-        sub = _comparison(base, _json(base / "metrics.json"))
+    if (base / METRICS).is_file() and not is_run(base):
+        sub = _comparison(base, read_json(base / METRICS))
         src.runs.extend(sub.runs)
-    elif _is_run(base):
+    elif is_run(base):
         src.runs.append(load_run(base))
     # the belief evolution of the full ablation's median repeat (as the experiment's beliefs.png)
     full = median.get("full") if isinstance(median.get("full"), dict) else None
@@ -387,7 +247,7 @@ def _experiment(path: Path) -> Source:
 
 
 def _rolling(path: Path) -> Source:
-    state = _json(path / "rolling.json")
+    state = read_json(path / "rolling.json")
     status = state.get("status") if isinstance(state, dict) else None
     if not (path / "windows.csv").is_file() or not (path / "summary.csv").is_file():
         raise DataError(
@@ -399,7 +259,7 @@ def _rolling(path: Path) -> Source:
         summary = pd.read_csv(path / "summary.csv")
     except (ValueError, OSError) as exc:
         raise DataError(f"{path}: cannot read its tables ({type(exc).__name__})") from None
-    results = _json(path / "results.json") if (path / "results.json").is_file() else {}
+    results = read_json(path / "results.json") if (path / "results.json").is_file() else {}
     return Source(
         path,
         "rolling",
@@ -491,10 +351,8 @@ def _benchmarks(sources: list[Source]) -> list[Benchmark]:
                 continue
             metrics = s.columns.get(BENCHMARK_KEY) or r.summary.get("benchmark")
             b = Benchmark(BENCHMARK_KEY, r.window, metrics if isinstance(metrics, dict) else None)
-            saved = r.path / "benchmark_equity.csv"
-            if saved.is_file():  # the run wrote the benchmark's curve: drawn as it was, no engine run
-                frame = pd.read_csv(saved, parse_dates=["date"]).set_index("date")["value"]
-                b.equity, b.saved = frame.astype(float), True
+            if r.benchmark_equity is not None:  # the run wrote the benchmark's curve: drawn as it was
+                b.equity, b.saved = r.benchmark_equity, True
             elif r.config:  # a run directory from before benchmark_equity.csv: recomputed
                 curve, note = recompute_benchmark(r.config)
                 if (
@@ -526,7 +384,7 @@ def _expand(paths: list[Path]) -> list[Path]:
     out = []
     for p in map(Path, paths):
         if (p / "paper.json").is_file() and not (p / "experiment.json").is_file():
-            blocks = _json(p / "paper.json").get("blocks")
+            blocks = read_json(p / "paper.json").get("blocks")
             if not isinstance(blocks, dict) or not blocks:
                 raise DataError(f"{p / 'paper.json'}: names no experiment; is this a fincon paper run?")
             out += [p / key for key in blocks]

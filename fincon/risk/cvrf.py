@@ -25,11 +25,9 @@ back from their run directories (``decisions.jsonl``, ``equity.csv``):
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -54,14 +52,17 @@ class Trajectory:
     weights: dict[str, float] = field(default_factory=dict)  # rules weights in force (with exploration)
 
     @classmethod
-    def load(cls, run: Path) -> "Trajectory":
-        run = Path(run)
-        entries = [json.loads(x) for x in (run / "decisions.jsonl").read_text().splitlines() if x.strip()]
-        eq = pd.read_csv(run / "equity.csv", parse_dates=["date"]).set_index("date")["value"]
+    def of(
+        cls,
+        entries: list[dict[str, Any]],
+        eq: pd.Series,
+        metrics: Mapping[str, Any],
+        summary: Mapping[str, Any],
+    ) -> "Trajectory":
+        """An episode from its run (fincon.engine.record.RunRecord): its decisions, equity curve,
+        metrics and the team's own summary."""
         pnl = 100.0 * eq.pct_change().dropna()
         pnl.index = pnl.index.strftime("%Y-%m-%d")
-        metrics = json.loads((run / "metrics.json").read_text())
-        summary = json.loads((run / "summary.json").read_text()).get("strategy_summary", {})
         dates, actions, signals, closes, views = [], [], [], [], []
         for e in entries:
             rec = e.get("record") or {}

@@ -4,9 +4,10 @@ of what a run wrote. Shared here so one test file never imports another
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
+
+from fincon.engine.record import RunRecord
 
 #: ``fincon experiment`` on TSLA, rules brain, two-week train and test windows,
 #: 2 repeats x 2 episodes: every ablation and baseline in well under a minute.
@@ -76,7 +77,7 @@ SMALL_TEAM_RUN = [
 
 def decisions_of(run: Path) -> list[dict]:
     """The days of a run directory's ``decisions.jsonl``, parsed."""
-    return [json.loads(line) for line in (Path(run) / "decisions.jsonl").read_text().splitlines()]
+    return RunRecord(run).decisions
 
 
 #: the rules team of the training tests: no model, hashing embeddings, call transcripts as text

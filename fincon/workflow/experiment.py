@@ -46,6 +46,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from fincon.config import _set_path, read_yaml
+from fincon.engine.record import METRICS
 from fincon.errors import ConfigError
 
 # the split modules' public names, importable from here as before
@@ -230,13 +231,13 @@ EXPERIMENT_LAYOUT = frozenset(
 def _finished_units(root: Path) -> int:
     """Units a former command finished in ``root`` (any config)."""
     n = 0
-    for kind, marker in (("train", "train.json"), ("test", "metrics.json")):
+    for kind, marker in (("train", "train.json"), ("test", METRICS)):
         d = root / kind
         if d.is_dir():
             n += sum(1 for u in d.iterdir() if _status(u, marker) == "complete")
     base = root / "baselines"
-    if _status(base, "metrics.json") == "complete" or (
-        base.is_dir() and any(_status(u, "metrics.json") == "complete" for u in base.iterdir())
+    if _status(base, METRICS) == "complete" or (
+        base.is_dir() and any(_status(u, METRICS) == "complete" for u in base.iterdir())
     ):
         n += 1
     return n

@@ -1,6 +1,6 @@
 """The experiment's results: metrics, median runs, tests and plots, from finished units.
 
-Reads the unit directories (metrics.json, summary.json, equity.csv,
+Reads the unit directories (their runs through fincon.engine.record,
 episodes.jsonl, beliefs.json) and writes nothing but what it is asked to:
 :func:`collect` builds results.json's content (each unit's test metrics,
 the median repeat by CR, a two-sided Wilcoxon signed-rank test of its daily
@@ -15,16 +15,14 @@ import math
 from pathlib import Path
 from typing import Any
 
+from fincon.engine.record import RunRecord
 from fincon.files import write_atomic
 from fincon.workflow.experiment_config import ExperimentConfig
 from fincon.workflow.experiment_units import Unit, baseline_dir, placebo_dir, variant
 
 
 def load_equity(run: Path):
-    import pandas as pd
-
-    df = pd.read_csv(run / "equity.csv", parse_dates=["date"])
-    return df.set_index("date")["value"]
+    return RunRecord(run).equity
 
 
 def daily_log_returns(equity):
@@ -37,13 +35,13 @@ KEYS = ("cr_pct", "sharpe", "mdd_pct", "sortino", "ann_vol_pct", "n_trades", "n_
 
 
 def _metrics(run: Path) -> dict[str, Any]:
-    m = json.loads((run / "metrics.json").read_text())
+    m = RunRecord(run).metrics
     return {k: m.get(k) for k in KEYS}
 
 
 def _usage(run: Path, protocol: str) -> dict[str, Any]:
     """Cost of a team run per simulated day, and its protocol's own measures."""
-    s = json.loads((run / "summary.json").read_text()).get("strategy_summary") or {}
+    s = RunRecord(run).strategy_summary
     days = max(1, int(s.get("team_days") or 0))
     own = {k: v for k, v in sorted(s.items()) if protocol != "fincon" and k.startswith(f"{protocol}_")}
     return {
@@ -60,13 +58,7 @@ def _usage(run: Path, protocol: str) -> dict[str, Any]:
 def day_decisions(run: Path) -> dict[str, Any]:
     """date -> the day's target weights rounded to 0.01 (None: no new decision, positions kept)."""
     out: dict[str, Any] = {}
-    path = run / "decisions.jsonl"
-    if not path.is_file():
-        return out
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        d = json.loads(line)
+    for d in RunRecord(run).decisions:
         w = d.get("weights")
         out[d["date"]] = None if w is None else tuple(sorted((t, round(float(x), 2)) for t, x in w.items()))
     return out
@@ -161,11 +153,7 @@ def collect(exp: ExperimentConfig, root: Path) -> dict[str, Any]:
 
 def _actions(run: Path) -> dict[str, Any]:
     """day -> the actions of that day's decision (decisions.jsonl)."""
-    out = {}
-    for line in (run / "decisions.jsonl").read_text(encoding="utf-8").splitlines():
-        d = json.loads(line)
-        out[d["date"]] = d.get("actions")
-    return out
+    return {d["date"]: d.get("actions") for d in RunRecord(run).decisions}
 
 
 def placebo_results(exp: ExperimentConfig, root: Path, results: dict[str, Any]) -> dict[str, Any]:

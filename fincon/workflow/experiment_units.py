@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal, Mapping
 
 from fincon.config import RunConfig
+from fincon.engine.record import METRICS
 from fincon.errors import ConfigError, FinconError
 from fincon.workflow.experiment_config import SEED_STRIDE, TEAM, ExperimentConfig, Window
 from fincon.workflow.placebo import CORPUS_PLACEBOS
@@ -173,8 +174,8 @@ def unit_done(unit: Unit, exp: ExperimentConfig, root: Path) -> bool:
     if unit.kind == "train":
         return _status(path, "train.json") == "complete"
     if unit.kind == "test":
-        return _status(path, "metrics.json") == "complete"
-    return all(_status(baseline_dir(root, exp, b), "metrics.json") == "complete" for b in exp.baselines)
+        return _status(path, METRICS) == "complete"
+    return all(_status(baseline_dir(root, exp, b), METRICS) == "complete" for b in exp.baselines)
 
 
 def run_unit(unit: Unit, exp: ExperimentConfig, root: Path, progress: bool = False) -> str:

@@ -51,7 +51,7 @@ import yaml
 
 from fincon import __version__
 from fincon.config import RunConfig
-from fincon.errors import ConfigError, FinconError
+from fincon.errors import ConfigError, DataError, FinconError
 from fincon.files import json_text, write_atomic
 from fincon.workflow.journal import CALLS, INPUTS, PLAN_FILE, Journal, JournalError, now_utc, tree_hash, verify_chain
 
@@ -470,6 +470,7 @@ def _resume(root: Path, name: str, done: list[dt.date], past: dict[tuple[str, st
     (the first step, a step that failed after saving, fincon changed) asked again from the first session.
     Either way its state after this step is saved to ``state/NAME/resume.next``."""
     from fincon.engine.backtest import Resume
+    from fincon.engine.record import DECISIONS, read_jsonl
     from fincon.strategies.state import STATE_FILE
 
     folder = root / STATE / name
@@ -479,8 +480,8 @@ def _resume(root: Path, name: str, done: list[dt.date], past: dict[tuple[str, st
     fresh = Resume(save=nxt)
     try:
         meta = json.loads((saved / "meta.json").read_text(encoding="utf-8"))
-        recorded = [json.loads(x) for x in (saved / "decisions.jsonl").read_text(encoding="utf-8").splitlines()]
-    except (OSError, ValueError):
+        recorded = read_jsonl(saved / DECISIONS)
+    except (OSError, ValueError, DataError):
         return fresh
     sealed = sorted(d for (n, d) in past if n == name)
     if (
@@ -499,11 +500,13 @@ def _resume(root: Path, name: str, done: list[dt.date], past: dict[tuple[str, st
 
 def _keep_state(root: Path, name: str, run_dir: Path, day: dt.date) -> None:
     """After the seal: the state saved by this step's replay becomes the one the next step takes up."""
+    from fincon.engine.record import DECISIONS
+
     folder = root / STATE / name
     nxt = folder / "resume.next"
     if not nxt.is_dir():
         return
-    shutil.copyfile(run_dir / "decisions.jsonl", nxt / "decisions.jsonl")
+    shutil.copyfile(run_dir / DECISIONS, nxt / DECISIONS)
     write_atomic(nxt / "meta.json", json_text({"session": str(day), "code": code_hash()}))
     shutil.rmtree(folder / "resume", ignore_errors=True)
     nxt.rename(folder / "resume")
@@ -823,16 +826,17 @@ def score(root: Path) -> dict[str, Any]:
     if not done or not replay.is_dir():
         raise ConfigError(f"{root}: no session decided yet; score after `fincon forward step {root}`")
     multi = len(plan.config.strategies) > 1
-    from fincon.workflow.runner import draw_charts
+    from fincon.engine.record import RunRecord, draw_charts
+    from fincon.workflow.runner import chart_title
 
-    draw_charts(replay, plan.config.model_copy(update={"end": done[-1]}), list(plan.config.strategies))
+    draw_charts(replay, chart_title(plan.config.model_copy(update={"end": done[-1]})), list(plan.config.strategies))
     fam = trials.family(trials.resolve(None), plan.config.tickers, str(plan.first), str(done[-1]))
     out: dict[str, Any] = {"directory": str(root), "sessions": len(done), "first": str(plan.first),
                            "last": str(done[-1]), "simulated": plan.simulated, "strategies": {}}  # fmt: skip
     for name in plan.config.strategies:
-        run = replay / name if multi else replay
-        metrics = json.loads((run / "metrics.json").read_text())
-        eq = pd.read_csv(run / "equity.csv")["value"].to_numpy(dtype=float)
+        rec = RunRecord(replay / name if multi else replay)
+        metrics = rec.metrics
+        eq = rec.equity.to_numpy(dtype=float)
         r = eq[1:] / eq[:-1] - 1.0
         s = sig.sharpe(r)
         sk, ku = sig.moments(r) if len(r) > 2 else (0.0, 3.0)

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from fincon.engine.record import RunRecord
 from fincon.files import json_text, write_atomic
 from fincon.workflow.experiment_config import ExperimentConfig
 from fincon.workflow.experiment_units import baseline_dir
@@ -56,8 +57,8 @@ COLUMNS = (
 
 
 def _read(run: Path) -> dict[str, Any]:
-    m = json.loads((run / "metrics.json").read_text())
-    s = json.loads((run / "summary.json").read_text()).get("strategy_summary") or {}
+    rec = RunRecord(run)
+    m, s = rec.metrics, rec.strategy_summary
     block = m.get("model_knowledge")
     return {
         # the test window against the strategy's model cutoff (fincon.llm.knowledge)

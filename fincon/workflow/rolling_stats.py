@@ -30,6 +30,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from fincon.engine.record import RunRecord
 from fincon.risk import significance as sig
 
 BENCH = "buy-and-hold"
@@ -38,9 +39,9 @@ LLM_PREFIXES = ("fincon", "llm-trader", "finmem", "finsent")
 
 
 def run_returns(run: Path) -> pd.Series:
-    eq = pd.read_csv(run / "equity.csv")
-    v = eq["value"].to_numpy(dtype=float)
-    return pd.Series(v[1:] / v[:-1] - 1.0, index=pd.to_datetime(eq["date"].iloc[1:]))
+    eq = RunRecord(run).equity
+    v = eq.to_numpy(dtype=float)
+    return pd.Series(v[1:] / v[:-1] - 1.0, index=eq.index[1:])
 
 
 def window_returns(out: Path, cells, unit_dirs) -> dict[str, dict[str, np.ndarray]]:

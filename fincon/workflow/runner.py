@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import json
 import logging
 import shutil
 import sys
@@ -28,6 +27,7 @@ from fincon.data.view import MarketData
 from fincon.engine.backtest import BacktestResult, Resume, run_backtest
 from fincon.engine.broker import BrokerSettings
 from fincon.engine.costs import Costs, Participation
+from fincon.engine.record import CHART, METRICS, TRADES, RunRecord, draw, run_status, write_run
 from fincon.engine.rundir import RunDir, check_out_path, write_json
 from fincon.errors import ConfigError, FinconError
 from fincon.strategies.base import RunContext, Strategy
@@ -415,13 +415,16 @@ def run_config(
             blocks[name] = with_audit(blocks[name], strategy, run_path, single_cfg)
             write_run(
                 run_path,
-                single_cfg,
+                single_cfg.to_yaml(),
+                chart_title(cfg),
+                settings,
                 result,
                 bench,
-                plan.dropped_dates,
-                plan.calendar,
-                blocks[name],
-                lookahead,
+                version=__version__,
+                dropped=plan.dropped_dates,
+                calendar=plan.calendar,
+                model_knowledge=blocks[name],
+                lookahead=lookahead,
                 plot=plots,
             )
         if not results:
@@ -444,12 +447,12 @@ def run_config(
                 table[n] = {"status": "failed", "stop_reason": reason}
             if benchmark is not None:
                 table[f"{BENCHMARK} (benchmark)"] = benchmark.metrics.as_dict()
-            write_json(staging.path / "metrics.json", table)
+            write_json(staging.path / METRICS, table)
             curves = {n: r.equity for n, r in results.items()}
             if benchmark is not None:
                 curves[BENCHMARK] = benchmark.equity
             if plots:
-                _plot(curves, staging.path / "equity.png", _title(cfg), {n: r.decisions for n, r in results.items()})
+                draw(curves, staging.path / CHART, chart_title(cfg), {n: r.decisions for n, r in results.items()})
         trial_rows = _trial_rows(cfg, results, blocks, trials.CONTROL if control else trials.TRIAL)
         (staging.path / "trials.csv").write_text(trials.rows_csv(trial_rows))
         final = staging.commit()
@@ -506,11 +509,6 @@ def trial_identity(cfg: RunConfig, name: str, knowledge: Mapping[str, Any] | Non
     return yaml.safe_dump(tree, sort_keys=True)
 
 
-def run_status(result: BacktestResult) -> str:
-    """``complete`` or ``stopped_early``, as in metrics.json."""
-    return "stopped_early" if result.stopped else "complete"
-
-
 def _resolved(cfg: RunConfig, strategies: dict[str, Strategy]) -> RunConfig:
     """``cfg`` with every strategy's parameters filled in with their defaults,
     so the saved ``config.yaml`` really is the resolved config."""
@@ -531,33 +529,8 @@ def _resolved(cfg: RunConfig, strategies: dict[str, Strategy]) -> RunConfig:
     return cfg.model_copy(update={"strategy_params": typed_strategy_params({k: v for k, v in params.items() if v})})
 
 
-def _plot(curves, out: Path, title: str, decisions: Mapping[str, list] | None = None) -> None:
-    """The equity chart, each strategy's CVaR alert days (from its ``decisions``) marked."""
-    # matplotlib is imported only when a run is written: a run that fails
-    # earlier (bad input) must not even create matplotlib's font cache
-    from fincon.engine.plotting import alert_days, plot_equity
-
-    alerts = {n: alert_days(d) for n, d in (decisions or {}).items()}
-    plot_equity(curves, out, title, alerts={n: d for n, d in alerts.items() if d})
-
-
-def _title(cfg: RunConfig) -> str:
+def chart_title(cfg: RunConfig) -> str:
     return f"{', '.join(cfg.tickers)}  {cfg.start} .. {cfg.end}"
-
-
-def draw_charts(root: Path, cfg: RunConfig, names: list[str]) -> None:
-    """The ``equity.png`` of a run written with ``plots`` off (a forward step's replay), drawn from what
-    it wrote: each strategy's equity.csv and decisions.jsonl (its CVaR alert days), and the comparison's."""
-    multi = len(names) > 1
-    curves, decisions = {}, {}
-    for name in names:
-        run = root / name if multi else root
-        frame = pd.read_csv(run / "equity.csv", parse_dates=["date"])
-        curves[name] = pd.Series(frame["value"].to_numpy(dtype=float), index=frame["date"], name=name)
-        decisions[name] = [json.loads(x) for x in (run / "decisions.jsonl").read_text().splitlines() if x.strip()]
-        if multi:
-            _plot({name: curves[name]}, run / "equity.png", _title(cfg), {name: decisions[name]})
-    _plot(curves, root / "equity.png", _title(cfg), decisions)
 
 
 def write_standard(
@@ -574,14 +547,14 @@ def write_standard(
 
     rows = []
     for name, path in run_dirs.items():
-        equity = pd.read_csv(path / "equity.csv")
-        trades = pd.read_csv(path / "trades.csv")
-        last_day = str(equity["date"].iloc[-1])
+        rec = RunRecord(path)
+        trades = pd.read_csv(path / TRADES)
+        last_day = rec.equity.index[-1].strftime("%Y-%m-%d")
         closes = {t: float(market.frame(t)["close"].loc[pd.Timestamp(last_day)]) for t in market.tickers}
         round_trips(trades, closes, last_day).to_csv(
             path / "round_trips.csv", index=False, float_format="%.10g", lineterminator="\n"
         )
-        rows.append({"strategy": name, **summary_row(json.loads((path / "metrics.json").read_text()))})
+        rows.append({"strategy": name, **summary_row(rec.metrics)})
     pd.DataFrame(rows).drop_duplicates().to_csv(
         top / "run_summary.csv", index=False, float_format="%.10g", lineterminator="\n"
     )
@@ -620,92 +593,3 @@ def broker_settings(broker: BrokerConfig) -> BrokerSettings:
         charge_llm=broker.charge_llm,
         costs=Costs(broker.commission, broker.slippage, fill),
     )
-
-
-def uses_new_costs(settings: BrokerSettings) -> bool:
-    """A commission or slippage model, a participation cap or a charged LLM spend is set."""
-    c = settings.costs
-    return not c.linear or c.participation is not None or settings.charge_llm
-
-
-def costs_summary(settings: BrokerSettings, result: BacktestResult) -> dict[str, Any]:
-    """The cost and fill settings in force and what they cost (metrics.json ``costs``)."""
-    out: dict[str, Any] = {
-        **settings.costs.summary(),
-        "commission_paid": round(float(result.trades["commission"].sum()), 6) if len(result.trades) else 0.0,
-    }
-    if result.llm_cost is not None:
-        out["llm_charged_usd"] = round(float(result.llm_cost.sum()), 6)
-    if result.orders is not None and len(result.orders):
-        counts = result.orders["status"].value_counts()
-        out.update(
-            orders=int(len(result.orders)),
-            orders_partial=int(counts.get("partial", 0)),
-            orders_rejected=int(counts.get("rejected", 0)),
-        )
-    return out
-
-
-def write_run(
-    path: Path,
-    cfg: RunConfig,
-    result: BacktestResult,
-    benchmark: BacktestResult | None,
-    dropped: int,
-    calendar: str | None = None,
-    model_knowledge: Mapping[str, Any] | None = None,
-    lookahead: str | None = None,
-    plot: bool = True,
-) -> None:
-    """Write one strategy's run directory (every file named in the README)."""
-    (path / "config.yaml").write_text(cfg.to_yaml())
-    equity = pd.DataFrame({"date": result.dates.strftime("%Y-%m-%d"), "value": result.values})
-    if result.llm_cost is not None:
-        equity["llm_cost_usd"] = result.llm_cost
-    equity.to_csv(path / "equity.csv", index=False, float_format="%.6f")
-    result.positions.to_csv(path / "positions.csv", index=False, float_format="%.10g")
-    result.trades.to_csv(path / "trades.csv", index=False, float_format="%.10g")
-    if result.orders is not None:
-        result.orders.to_csv(path / "orders.csv", index=False, float_format="%.10g")
-    with open(path / "decisions.jsonl", "w") as fh:
-        for entry in result.decisions:
-            fh.write(json.dumps(entry, sort_keys=True) + "\n")
-    status = run_status(result)
-    metrics = {"strategy": result.strategy, "status": status, **result.metrics.as_dict()}
-    if calendar:
-        metrics["annualisation"] = calendar
-    if model_knowledge is not None:
-        metrics["model_knowledge"] = dict(model_knowledge)
-    if lookahead:
-        metrics["data_lookahead"] = lookahead
-    settings = broker_settings(cfg.broker)
-    if uses_new_costs(settings):  # the default broker writes the metrics.json it always wrote (recorded replays)
-        metrics["costs"] = costs_summary(settings, result)
-    write_json(path / "metrics.json", metrics)
-    summary: dict[str, Any] = {
-        "fincon_version": __version__,
-        "strategy": result.strategy,
-        "tickers": list(result.tickers),
-        "first_day": result.dates[0].strftime("%Y-%m-%d") if len(result.dates) else None,
-        "last_day": result.dates[-1].strftime("%Y-%m-%d") if len(result.dates) else None,
-        "status": status,
-        "stop_reason": result.stopped,
-        "rejected_orders": result.rejected_orders,
-        "days_buys_scaled_to_cash": result.scaled_days,
-        "dropped_dates": dropped,
-        "backtrader_drawdown_max_pct": round(result.analyzers["drawdown_max_pct"], 10),
-        "strategy_summary": result.strategy_summary,
-        "benchmark": (
-            {"strategy": benchmark.strategy, **benchmark.metrics.as_dict()} if benchmark is not None else None
-        ),
-    }
-    write_json(path / "summary.json", summary)
-    if benchmark is not None:  # its curve, so that a report draws it without running the engine again
-        pd.DataFrame({"date": benchmark.dates.strftime("%Y-%m-%d"), "value": benchmark.values}).to_csv(
-            path / "benchmark_equity.csv", index=False, float_format="%.6f"
-        )
-    curves = {result.strategy: result.equity}
-    if benchmark is not None:
-        curves[f"{benchmark.strategy} (benchmark)"] = benchmark.equity
-    if plot:
-        _plot(curves, path / "equity.png", _title(cfg), {result.strategy: result.decisions})

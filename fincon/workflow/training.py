@@ -41,6 +41,7 @@ from typing import Any
 
 from fincon.agents.beliefs import Beliefs, Reflection
 from fincon.config import RunConfig
+from fincon.engine.record import METRICS, RunRecord, read_json
 from fincon.errors import ConfigError, DataError, FinconError
 from fincon.files import write_atomic
 from fincon.risk.cvrf import RULES_LR, Trajectory, overlap
@@ -206,8 +207,8 @@ def _episode_config(cfg: RunConfig, beliefs_path: Path, k: int, opts: TrainOptio
 
 
 def _episode_row(k: int, run: Path, traj: Trajectory, insights, calls: int) -> dict[str, Any]:
-    metrics = json.loads((run / "metrics.json").read_text())
-    summary = json.loads((run / "summary.json").read_text()).get("strategy_summary", {})
+    rec = RunRecord(run)
+    metrics, summary = rec.metrics, rec.strategy_summary
     return {
         "episode": k,
         "objective": round(traj.objective, 6),
@@ -303,15 +304,15 @@ def episode_state(run_dir: Path) -> tuple[str | None, str]:
     the run covered its whole window (metrics say complete); ``stopped_early``
     with how far it got; None when there is no readable run."""
     try:
-        metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        metrics = read_json(run_dir / METRICS)
+    except DataError:
         return None, "no finished run"
     if not isinstance(metrics, dict):
         return None, "metrics.json is damaged"
     status = metrics.get("status")
     try:
-        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        summary = RunRecord(run_dir).summary
+    except DataError:
         summary = {}
     reason = summary.get("stop_reason") if isinstance(summary, dict) else None
     days = metrics.get("n_days")
@@ -355,8 +356,16 @@ def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, prog
         if k not in episodes:
             row = rows[k - 1] if k <= len(rows) else None
             try:
-                traj = Trajectory.load(out / "episodes" / f"ep-{k:02d}")
-            except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:  # files a former run left
+                rec = RunRecord(out / "episodes" / f"ep-{k:02d}")
+                traj = Trajectory.of(rec.decisions, rec.equity, rec.metrics, rec.strategy_summary)
+            except (
+                OSError,
+                ValueError,
+                KeyError,
+                TypeError,
+                AttributeError,
+                DataError,
+            ) as exc:  # files a former run left
                 raise DataError(
                     f"{out / 'episodes' / f'ep-{k:02d}'} is damaged ({type(exc).__name__}); the "
                     "training cannot resume from it (delete the training directory to start over, "

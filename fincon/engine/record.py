@@ -1,0 +1,373 @@
+"""What a run directory holds, written and read in one place.
+
+A strategy's run directory is written once, by :func:`write_run`, from the
+engine's :class:`~fincon.engine.backtest.BacktestResult`:
+
+==========================  ===================================================
+``config.yaml``             the resolved config (rerun it with ``--config``)
+``equity.csv``              ``date,value`` (and ``llm_cost_usd`` when charged)
+``benchmark_equity.csv``    buy-and-hold's curve on the same bars
+``positions.csv``           shares and weight held at each close
+``trades.csv``              every fill; ``orders.csv`` every order
+``decisions.jsonl``         every decision with the evidence it cites
+``metrics.json``            status and every metric
+``summary.json``            run facts, the strategy's own summary, the benchmark's metrics
+``equity.png``              the chart (a forward step's replay leaves it to ``score``)
+==========================  ===================================================
+
+Every module that reads one (the report, the card, training, experiments,
+rolling evaluations, forward journals, ``plot``, ``explain``) reads it
+through :class:`RunRecord`, whose fields are read when first asked for; a
+file that is present but not what fincon writes is a :class:`DataError`
+naming it, never a traceback.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from fincon.engine.broker import BrokerSettings
+from fincon.engine.rundir import write_json
+from fincon.errors import DataError
+
+CONFIG = "config.yaml"
+EQUITY = "equity.csv"
+BENCHMARK_EQUITY = "benchmark_equity.csv"
+POSITIONS = "positions.csv"
+TRADES = "trades.csv"
+ORDERS = "orders.csv"
+DECISIONS = "decisions.jsonl"
+METRICS = "metrics.json"
+SUMMARY = "summary.json"
+CHART = "equity.png"
+USAGE = "llm_usage.csv"
+AUDIT = "llm_audit.jsonl"
+
+
+# -- small readers -----------------------------------------------------------------------------
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file fincon wrote; unreadable or not JSON: a :class:`DataError` naming it."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot read ({type(exc).__name__})") from None
+    except json.JSONDecodeError:
+        raise DataError(f"{path}: not valid JSON; is this a fincon run directory?") from None
+
+
+#: what a decisions.jsonl line holds, by type, where present
+DECISION_SHAPE: dict[str, type | tuple[type, ...]] = {
+    "date": str,
+    "record": dict,
+    "actions": dict,
+    "weights": (dict, type(None)),
+    "rationale": str,
+    "evidence": list,
+}
+
+#: what a team record holds (the report and ``fincon explain`` read it); None allowed where the team may omit it
+RECORD_SHAPE: dict[str, type | tuple[type, ...]] = {
+    "agents": list,
+    "manager": dict,
+    "calls": dict,
+    "pool": list,
+    "selection": (dict, type(None)),
+    "settled": (dict, type(None)),
+    "risk": (dict, type(None)),
+    "closes": dict,
+}
+
+
+def record_problem(rec: Any) -> str | None:
+    """Why a decisions.jsonl team record is not laid out as fincon writes it (None: it is)."""
+    if not isinstance(rec, dict):
+        return f"the team record is a {type(rec).__name__}, not a JSON object"
+    for key, want in RECORD_SHAPE.items():
+        if key in rec and not isinstance(rec[key], want):
+            return f"record.{key} is a {type(rec[key]).__name__}"
+    bad = [i for i, a in enumerate(rec.get("agents") or []) if not isinstance(a, dict)]
+    if bad:
+        return f"record.agents[{bad[0]}] is not a JSON object"
+    return None
+
+
+def read_jsonl(path: Path, shape: Mapping[str, type | tuple[type, ...]] | None = None) -> list[dict[str, Any]]:
+    """A JSON-lines file fincon wrote ([] when absent); ``shape`` names keys whose values must have a
+    type when present (a line of another shape is an error naming the line)."""
+    if not path.is_file():
+        return []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot read ({type(exc).__name__}; not the text fincon wrote)") from None
+    out = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            raise DataError(f"{path}:{n}: not a JSON line (a truncated or foreign file?)") from None
+        if not isinstance(obj, dict):
+            raise DataError(f"{path}:{n}: expected a JSON object, found {type(obj).__name__}")
+        for key, want in (shape or {}).items():
+            if key in obj and not isinstance(obj[key], want):
+                raise DataError(f"{path}:{n}: {key!r} is a {type(obj[key]).__name__}, not what fincon writes")
+        if shape is DECISION_SHAPE and "record" in obj and record_problem(obj["record"]):
+            raise DataError(f"{path}:{n}: {record_problem(obj['record'])}, not what fincon writes")
+        out.append(obj)
+    return out
+
+
+def read_csv_rows(path: Path) -> list[dict[str, str]]:
+    """A CSV fincon wrote, as rows ([] when absent)."""
+    if not path.is_file():
+        return []
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            return list(csv.DictReader(fh))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise DataError(f"{path}: cannot read ({type(exc).__name__}; not the CSV fincon wrote)") from None
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """A YAML config fincon wrote ({} when absent or not a mapping)."""
+    if not path.is_file():
+        return {}
+    try:
+        obj = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        raise DataError(f"{path}: not a readable YAML config") from None
+    return obj if isinstance(obj, dict) else {}
+
+
+def read_curve(path: Path) -> pd.Series:
+    """An equity curve (``date,value``) as a value series; a file that is empty or not in that layout
+    is a :class:`DataError` naming it."""
+    try:
+        frame = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
+        raise DataError(f"{path}: cannot read ({type(exc).__name__}); is this a fincon run directory?") from None
+    if list(frame.columns[:2]) != ["date", "value"] or not set(frame.columns[2:]) <= {"llm_cost_usd"}:
+        raise DataError(f"{path}: expected the columns date,value, found {','.join(map(str, frame.columns))[:60]}")
+    dates = pd.to_datetime(frame["date"], errors="coerce", format="%Y-%m-%d")
+    values = pd.to_numeric(frame["value"], errors="coerce")
+    if frame.empty or dates.isna().any() or values.isna().any() or not np.isfinite(values).all():
+        raise DataError(f"{path}: no rows, or rows that are not YYYY-MM-DD,number; rerun the backtest")
+    return pd.Series(values.to_numpy(dtype=float), index=pd.DatetimeIndex(dates, name="date"), name="value")
+
+
+def is_run(path: Path) -> bool:
+    """``path`` is one strategy's run directory (its metrics and its curve)."""
+    return (path / METRICS).is_file() and (path / EQUITY).is_file()
+
+
+class RunRecord:
+    """One strategy's run directory, read: each field when first asked for."""
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+
+    @cached_property
+    def metrics(self) -> dict[str, Any]:
+        m = read_json(self.path / METRICS)
+        if not isinstance(m, dict):
+            raise DataError(f"{self.path / METRICS}: expected a JSON object")
+        return m
+
+    @cached_property
+    def summary(self) -> dict[str, Any]:
+        """``summary.json`` ({} for a run without one)."""
+        s = read_json(self.path / SUMMARY) if (self.path / SUMMARY).is_file() else {}
+        return s if isinstance(s, dict) else {}
+
+    @property
+    def strategy_summary(self) -> dict[str, Any]:
+        """What the strategy said of itself at its end (the team's counts, beliefs, usage)."""
+        return self.summary.get("strategy_summary") or {}
+
+    @cached_property
+    def config(self) -> dict[str, Any]:
+        """``config.yaml`` as plain data ({} without one)."""
+        return read_yaml(self.path / CONFIG)
+
+    @cached_property
+    def equity(self) -> pd.Series:
+        return read_curve(self.path / EQUITY)
+
+    @cached_property
+    def benchmark_equity(self) -> pd.Series | None:
+        """Buy-and-hold's curve on the run's bars (None: a run written without its benchmark)."""
+        path = self.path / BENCHMARK_EQUITY
+        return read_curve(path) if path.is_file() else None
+
+    @cached_property
+    def decisions(self) -> list[dict[str, Any]]:
+        return read_jsonl(self.path / DECISIONS, DECISION_SHAPE)
+
+    @cached_property
+    def usage(self) -> list[dict[str, str]]:
+        return read_csv_rows(self.path / USAGE)
+
+    @cached_property
+    def audit(self) -> list[dict[str, Any]]:
+        return read_jsonl(self.path / AUDIT)
+
+    @property
+    def strategy(self) -> str:
+        return str(self.metrics.get("strategy") or self.summary.get("strategy") or self.path.name)
+
+    @property
+    def status(self) -> str | None:
+        """``complete`` or ``stopped_early`` (metrics.json)."""
+        return self.metrics.get("status")
+
+    @property
+    def team(self) -> bool:
+        """The run is an agent team's (its decisions carry records)."""
+        return any("record" in d for d in self.decisions)
+
+    @property
+    def window(self) -> tuple[tuple[str, ...], str, str]:
+        """(tickers, first day, last day) of the market the run traded (the benchmark's window, even
+        for a run that stopped early)."""
+        tickers = tuple(self.config.get("tickers") or self.summary.get("tickers") or ())
+        start = str(self.config.get("start") or self.summary.get("first_day") or "")
+        end = str(self.config.get("end") or self.summary.get("last_day") or "")
+        return tickers, start, end
+
+
+# -- writing ------------------------------------------------------------------------------------
+
+
+def run_status(result: Any) -> str:
+    """``complete`` or ``stopped_early``, as in metrics.json."""
+    return "stopped_early" if result.stopped else "complete"
+
+
+def uses_new_costs(settings: BrokerSettings) -> bool:
+    """A commission or slippage model, a participation cap or a charged LLM spend is set."""
+    c = settings.costs
+    return not c.linear or c.participation is not None or settings.charge_llm
+
+
+def costs_summary(settings: BrokerSettings, result: Any) -> dict[str, Any]:
+    """The cost and fill settings in force and what they cost (metrics.json ``costs``)."""
+    out: dict[str, Any] = {
+        **settings.costs.summary(),
+        "commission_paid": round(float(result.trades["commission"].sum()), 6) if len(result.trades) else 0.0,
+    }
+    if result.llm_cost is not None:
+        out["llm_charged_usd"] = round(float(result.llm_cost.sum()), 6)
+    if result.orders is not None and len(result.orders):
+        counts = result.orders["status"].value_counts()
+        out.update(
+            orders=int(len(result.orders)),
+            orders_partial=int(counts.get("partial", 0)),
+            orders_rejected=int(counts.get("rejected", 0)),
+        )
+    return out
+
+
+def draw(curves: Mapping[str, pd.Series], out: Path, title: str, decisions: Mapping[str, list] | None = None) -> None:
+    """The equity chart, each strategy's CVaR alert days (from its ``decisions``) marked."""
+    # matplotlib is imported only when a run is written: a run that fails
+    # earlier (bad input) must not even create matplotlib's font cache
+    from fincon.engine.plotting import alert_days, plot_equity
+
+    alerts = {n: alert_days(d) for n, d in (decisions or {}).items()}
+    plot_equity(dict(curves), out, title, alerts={n: d for n, d in alerts.items() if d})
+
+
+def write_run(
+    path: Path,
+    config_yaml: str,
+    title: str,
+    settings: BrokerSettings,
+    result: Any,
+    benchmark: Any | None,
+    *,
+    version: str,
+    dropped: int,
+    calendar: str | None = None,
+    model_knowledge: Mapping[str, Any] | None = None,
+    lookahead: str | None = None,
+    plot: bool = True,
+) -> None:
+    """Write one strategy's run directory (every file in this module's table) from its
+    ``BacktestResult`` and the benchmark's."""
+    (path / CONFIG).write_text(config_yaml)
+    equity = pd.DataFrame({"date": result.dates.strftime("%Y-%m-%d"), "value": result.values})
+    if result.llm_cost is not None:
+        equity["llm_cost_usd"] = result.llm_cost
+    equity.to_csv(path / EQUITY, index=False, float_format="%.6f")
+    result.positions.to_csv(path / POSITIONS, index=False, float_format="%.10g")
+    result.trades.to_csv(path / TRADES, index=False, float_format="%.10g")
+    if result.orders is not None:
+        result.orders.to_csv(path / ORDERS, index=False, float_format="%.10g")
+    with open(path / DECISIONS, "w") as fh:
+        for entry in result.decisions:
+            fh.write(json.dumps(entry, sort_keys=True) + "\n")
+    status = run_status(result)
+    metrics = {"strategy": result.strategy, "status": status, **result.metrics.as_dict()}
+    if calendar:
+        metrics["annualisation"] = calendar
+    if model_knowledge is not None:
+        metrics["model_knowledge"] = dict(model_knowledge)
+    if lookahead:
+        metrics["data_lookahead"] = lookahead
+    if uses_new_costs(settings):  # the default broker writes the metrics.json it always wrote (recorded replays)
+        metrics["costs"] = costs_summary(settings, result)
+    write_json(path / METRICS, metrics)
+    summary: dict[str, Any] = {
+        "fincon_version": version,
+        "strategy": result.strategy,
+        "tickers": list(result.tickers),
+        "first_day": result.dates[0].strftime("%Y-%m-%d") if len(result.dates) else None,
+        "last_day": result.dates[-1].strftime("%Y-%m-%d") if len(result.dates) else None,
+        "status": status,
+        "stop_reason": result.stopped,
+        "rejected_orders": result.rejected_orders,
+        "days_buys_scaled_to_cash": result.scaled_days,
+        "dropped_dates": dropped,
+        "backtrader_drawdown_max_pct": round(result.analyzers["drawdown_max_pct"], 10),
+        "strategy_summary": result.strategy_summary,
+        "benchmark": (
+            {"strategy": benchmark.strategy, **benchmark.metrics.as_dict()} if benchmark is not None else None
+        ),
+    }
+    write_json(path / SUMMARY, summary)
+    if benchmark is not None:  # its curve, so that a report draws it without running the engine again
+        pd.DataFrame({"date": benchmark.dates.strftime("%Y-%m-%d"), "value": benchmark.values}).to_csv(
+            path / BENCHMARK_EQUITY, index=False, float_format="%.6f"
+        )
+    curves = {result.strategy: result.equity}
+    if benchmark is not None:
+        curves[f"{benchmark.strategy} (benchmark)"] = benchmark.equity
+    if plot:
+        draw(curves, path / CHART, title, {result.strategy: result.decisions})
+
+
+def draw_charts(root: Path, title: str, names: list[str]) -> None:
+    """The ``equity.png`` of a run written with its charts off (a forward step's replay), drawn from
+    what it wrote: each strategy's curve and decisions (its CVaR alert days), and the comparison's."""
+    multi = len(names) > 1
+    curves, decisions = {}, {}
+    for name in names:
+        rec = RunRecord(root / name if multi else root)
+        curves[name] = rec.equity.rename(name)
+        decisions[name] = rec.decisions
+        draw({name: curves[name]}, rec.path / CHART, title, {name: decisions[name]})
+    if multi:
+        draw(curves, root / CHART, title, decisions)
