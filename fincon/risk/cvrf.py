@@ -1,7 +1,8 @@
 """Over-episode risk control, the numbers of CVRF (FinCon 3.1.2, Algorithm 1).
 
-Everything here is pure arithmetic on two finished training episodes, read
-back from their run directories (``decisions.jsonl``, ``equity.csv``):
+Everything here is pure arithmetic on two finished training episodes, as
+their runs recorded them (``Trajectory.of`` a run read through
+fincon.engine.record: its decisions, equity curve, metrics, summary):
 
 * the objective of an episode (the paper's Eq. 2 with discount 1: the sum of
   daily log returns, i.e. ``cr_pct``);
