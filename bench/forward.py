@@ -41,7 +41,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sessions", type=int, default=30, help="the journal's length for the replay-verify (default 30)")
     a = ap.parse_args()
-    from fincon.workflow.forward import sessions
+    from fincon.workflow.forward_clock import sessions
     from fincon.workflow.journal import Journal, verify_chain
 
     days = sessions(dt.date.fromisoformat(START), dt.date(2023, 6, 9))

@@ -127,7 +127,7 @@ def _step(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from fincon.workflow import forward
+    from fincon.workflow import forward_score as forward
 
     st = forward.status(args.dir)
     if args.json:
@@ -147,7 +147,7 @@ def _status(args: argparse.Namespace) -> int:
 def _score(args: argparse.Namespace) -> int:
     from fincon.report import write_report
     from fincon.report.card import card
-    from fincon.workflow import forward
+    from fincon.workflow import forward_score as forward
 
     res = forward.score(args.dir)
     replay = Path(args.dir) / forward.REPLAY
@@ -163,7 +163,7 @@ def _score(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from fincon.workflow import forward
+    from fincon.workflow import forward_score as forward
 
     res = forward.verify(args.dir)
     if args.json:

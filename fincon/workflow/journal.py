@@ -40,6 +40,11 @@ from fincon.errors import FinconError
 JOURNAL = "journal.jsonl"
 INPUTS = "inputs"
 CALLS = "calls.sqlite"
+LOCK = ".lock"
+BOOKS = "books"
+#: what a step keeps for the next (each strategy's saved state, a trained RL agent): a cache verify never reads
+STATE = "state"
+REPLAY = "replay"
 #: the version of the journal's entries: a journal of another is refused with one line
 FORMAT = 1
 GENESIS = "0" * 64
@@ -47,6 +52,13 @@ GENESIS = "0" * 64
 
 class JournalError(FinconError):
     """A journal that does not verify: exit 1, naming the first entry that fails."""
+
+    exit_code = 1
+
+
+class ForwardError(FinconError):
+    """A step that could not decide (a source down or stale, a past decision not reproduced): exit 1,
+    nothing sealed; the next step retries."""
 
     exit_code = 1
 
@@ -227,3 +239,23 @@ def _check_call(root: Path, call: Mapping[str, Any]) -> str | None:
     if hashlib.sha256(row[1].encode()).hexdigest() != call["answer_sha256"]:
         return f"the answer of call {call['key'][:16]} ({call.get('agent')}) was changed"
     return None
+
+
+def decided(entries: list[dict[str, Any]]) -> list[dt.date]:
+    """The sessions the journal has decided at (each session entry's ``decided``), in order, once each."""
+    out: list[dt.date] = []
+    for e in entries:
+        if e.get("kind") == "session":
+            d = dt.date.fromisoformat(e["decided"])
+            if not out or out[-1] != d:
+                out.append(d)
+    return out
+
+
+def sealed_part(d: dict[str, Any]) -> dict[str, Any]:
+    """What a session entry seals of a decision record: its targets and actions (the rest is in the replay)."""
+    return {"weights": d.get("weights"), "actions": d.get("actions"), "position": d.get("position")}
+
+
+def sealed_decisions(entries: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(e["strategy"], e["decided"]): e["decision"] for e in entries if e.get("kind") == "session"}

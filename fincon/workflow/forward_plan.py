@@ -1,0 +1,174 @@
+"""What a forward journal decides from: the plan ``init`` sealed, and each session's inputs frozen
+into ``DIR/inputs/SESSION/`` (the bars up to its close, the items visible by then) and joined for a
+step's replay, so that later revisions of a source change no past decision."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from fincon.config import RunConfig
+from fincon.errors import ConfigError
+from fincon.workflow.journal import INPUTS, PLAN_FILE, STATE, ForwardError, tree_hash
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What ``init`` registers: the run config (its end is the last decided session), the first session,
+    and whether the clock is simulated."""
+
+    config: RunConfig
+    first: dt.date
+    simulated: bool
+    #: where decisions are also placed: "paper" (the built-in paper broker alone) or "alpaca" (fincon.workflow.alpaca)
+    broker: str = "paper"
+
+    def to_yaml(self) -> str:
+        tree = yaml.safe_load(self.config.to_yaml())
+        data = {"config": tree, "first": str(self.first), "simulated": self.simulated}
+        if self.broker != "paper":  # the key a journal on the paper broker never had
+            data["broker"] = self.broker
+        return yaml.safe_dump(data, sort_keys=True)
+
+    @classmethod
+    def load(cls, root: Path) -> "Plan":
+        from fincon.config import load_config
+
+        try:
+            data = yaml.safe_load((root / PLAN_FILE).read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError):
+            raise ConfigError(
+                f"{root}: no forward journal here (no readable {PLAN_FILE}); start one with fincon forward init DIR"
+            ) from None
+        cfg = load_config(None, _flatten(data["config"]))
+        return cls(cfg, dt.date.fromisoformat(data["first"]), bool(data["simulated"]), data.get("broker", "paper"))
+
+
+def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A config tree as the dotted overrides load_config takes (strategy params and llm kept whole)."""
+    out: dict[str, Any] = {}
+    for k, v in tree.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and k not in ("strategy_params", "llm") and prefix == "":
+            out.update(_flatten(v, f"{key}."))
+        else:
+            out[key] = v
+    return out
+
+
+def freeze(root: Path, plan: Plan, day: dt.date) -> dict[str, Any]:
+    """The inputs the decision at ``day``'s close reads, new since the last freeze, written into
+    ``DIR/inputs/DAY/`` (prices: the bars up to ``day``; events: the items visible by its close)."""
+    from fincon.data.events.loaders.directory import write_jsonl_gz
+    from fincon.data.events.model import decision_cutoff
+    from fincon.data.prices import validate_bars
+    from fincon.workflow.runner import inputs_for, with_events
+
+    folder = root / INPUTS / str(day)
+    if folder.is_dir():
+        shutil.rmtree(folder)  # a step stopped before sealing: its inputs are taken again
+    staging = folder.with_name(f".{day}.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / "prices").mkdir(parents=True)
+    cfg = plan.config
+    inputs = inputs_for(cfg)
+    previous = _frozen_days(root)
+    since = previous[-1] if previous else None
+    from fincon.errors import SourceUnavailable
+
+    for t in cfg.tickers:
+        try:
+            raw = inputs.source.load(t, pd.Timestamp("1900-01-01"), pd.Timestamp(day))
+        except SourceUnavailable as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise ForwardError(f"{t}: the source is down ({exc}); nothing decided, the next step retries") from None
+        bars = validate_bars(raw, t, inputs.source.describe(t)).loc[: pd.Timestamp(day)]
+        if bars.empty or bars.index[-1].date() < day:
+            raise ForwardError(
+                f"{t}: the last bar the source has is {bars.index[-1].date() if len(bars) else 'none'}, older than "
+                f"the session {day}: stale data, nothing decided; the next step retries"
+            )
+        if since is not None:
+            bars = bars.loc[pd.Timestamp(since) + pd.Timedelta(days=1) :]
+        frame = pd.DataFrame({"Date": bars.index.strftime("%Y-%m-%d"), "Open": bars["open"], "High": bars["high"],
+                              "Low": bars["low"], "Close": bars["close"], "Adj Close": bars["close"],
+                              "Volume": bars["volume"]})  # fmt: skip
+        frame.to_csv(staging / "prices" / f"{t}.csv", index=False, float_format="%.10g")
+    spec = _events_spec(with_events(cfg, inputs))
+    if spec is not None:
+        cut = decision_cutoff(day)
+        lo = decision_cutoff(since) if since is not None else None
+        store = inputs.events(spec, tuple(cfg.tickers))
+        for t in cfg.tickers:
+            items = [e for e in store.all_events() if e.ticker == t and e.published_at < cut
+                     and (lo is None or e.published_at >= lo)]  # fmt: skip
+            write_jsonl_gz(staging / "events" / f"{t}.jsonl.gz", items)
+    staging.rename(folder)
+    return {"path": f"{INPUTS}/{day}", "sha256": tree_hash(folder)}
+
+
+def _events_spec(cfg: RunConfig) -> str | None:
+    for name in cfg.strategies:
+        spec = (cfg.params(name) or {}).get("events")
+        if spec:
+            return str(spec)
+    return None
+
+
+def _frozen_days(root: Path) -> list[dt.date]:
+    base = root / INPUTS
+    return (
+        sorted(dt.date.fromisoformat(p.name) for p in base.iterdir() if p.is_dir() and not p.name.startswith("."))
+        if base.is_dir()
+        else []
+    )
+
+
+def _frozen_config(root: Path, plan: Plan, day: dt.date, keep_state: bool = False) -> RunConfig:
+    """The plan's config over the first session .. ``day``, reading the frozen inputs alone (every
+    freeze's prices and items joined into ``DIR/replay-inputs``). ``keep_state`` (a step, not verify):
+    an RL agent trained once is kept in ``DIR/state/NAME`` and loaded by the next step's replay."""
+    from fincon.strategies.registry import params_model
+
+    joined = root / ".replay-inputs"
+    shutil.rmtree(joined, ignore_errors=True)
+    (joined / "prices").mkdir(parents=True)
+    frames: dict[str, list[pd.DataFrame]] = {}
+    events: dict[str, list[str]] = {}
+    for d in _frozen_days(root):
+        if d > day:
+            break
+        for f in sorted((root / INPUTS / str(d) / "prices").glob("*.csv")):
+            frames.setdefault(f.stem, []).append(pd.read_csv(f))
+        for f in sorted((root / INPUTS / str(d) / "events").glob("*.jsonl.gz")):
+            import gzip
+
+            events.setdefault(f.name, []).append(gzip.decompress(f.read_bytes()).decode("utf-8"))
+    for t, parts in frames.items():
+        pd.concat(parts).to_csv(joined / "prices" / f"{t}.csv", index=False, float_format="%.10g")
+    cfg = plan.config.model_copy(update={"end": day, "data": plan.config.data.model_copy(
+        update={"source": "csv", "dir": joined / "prices"})})  # fmt: skip
+    if events:
+        import gzip
+        import io
+
+        (joined / "events").mkdir()
+        for name, parts in events.items():
+            buf = io.BytesIO()
+            with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0) as gz:
+                gz.write("".join(parts).encode("utf-8"))
+            (joined / "events" / name).write_bytes(buf.getvalue())
+        for name in cfg.strategies:  # every strategy that reads a corpus reads the frozen one
+            if "events" in params_model(name).model_fields:
+                cfg = cfg.with_params(name, {**cfg.params(name), "events": str(joined / "events")})
+    if keep_state:  # every strategy that can keep a trained model keeps it in DIR/state/NAME
+        for name in cfg.strategies:
+            if "model_cache" in params_model(name).model_fields and cfg.params(name).get("model_cache") is None:
+                cfg = cfg.with_params(name, {**cfg.params(name), "model_cache": str(root / STATE / name)})
+    return cfg

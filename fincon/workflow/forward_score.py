@@ -1,0 +1,168 @@
+"""A forward journal read back: ``status``, ``verify`` (the chain, every hash, every decision replayed
+from its frozen inputs) and ``score`` (everything a backtest reports, to date)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+from fincon.errors import ConfigError, FinconError
+from fincon.workflow.forward_clock import next_session, session_open
+from fincon.workflow.forward_plan import Plan, _frozen_config
+from fincon.workflow.journal import BOOKS, CALLS, REPLAY, Journal, decided, sealed_decisions, sealed_part, verify_chain
+
+
+def status(root: Path) -> dict[str, Any]:
+    """The journal at a glance: decided and missed sessions, the next one, each strategy's book."""
+    root = Path(root)
+    plan = Plan.load(root)
+    entries = Journal(root).entries()
+    done = decided(entries)
+    if plan.simulated:
+        nxt = next_session(done[-1]) if done else plan.first
+    else:
+        wall = dt.datetime.now(dt.timezone.utc)
+        nxt = next_session(wall.date()) if session_open(wall.date()) <= wall else wall.date()
+    books = {}
+    for f in sorted((root / BOOKS).glob("*.json")) if (root / BOOKS).is_dir() else []:
+        books[f.stem] = json.loads(f.read_text(encoding="utf-8"))
+    return {
+        "simulated": plan.simulated,
+        "first_session": str(plan.first),
+        "decided": len(done),
+        "missed": sum(e.get("kind") == "missed" for e in entries),
+        "last": str(done[-1]) if done else None,
+        "next": str(nxt),
+        "strategies": plan.config.strategies,
+        "books": books,
+        "entries": len(entries),
+    }
+
+
+def verify(root: Path) -> dict[str, Any]:
+    """The chain and every hash it names (fincon.workflow.journal.verify_chain), then every sealed
+    decision replayed from the frozen inputs, the model calls answered from the journal's own
+    ``calls.sqlite`` (no model asked): ``ok`` or the first problem."""
+    import tempfile
+
+    from fincon.workflow.runner import run_config
+
+    root = Path(root)
+    plan = Plan.load(root)
+    entries = Journal(root).entries()
+    problems = list(verify_chain(entries, root))
+    if problems:
+        return {"ok": False, "problem": problems[0], "entries": len(entries), "replayed": 0}
+    done = decided(entries)
+    if not done:
+        return {"ok": True, "entries": len(entries), "replayed": 0}
+    cfg = _frozen_config(root, plan, done[-1])
+    from fincon.llm.cache import CacheMode
+
+    cfg = cfg.model_copy(
+        update={"llm": cfg.llm.model_copy(update={"cache": CacheMode.REPLAY, "cache_path": root / CALLS})}
+    )
+    for name in cfg.strategies:  # a strategy's own llm section points at the journal's calls too
+        own = (cfg.params(name) or {}).get("llm")
+        if own:
+            cfg = cfg.with_params(name, {**cfg.params(name), "llm": {**own, "cache": "replay",
+                                                                     "cache_path": str(root / CALLS)}})  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="fincon-verify-") as d:
+        try:
+            report = run_config(cfg, Path(d) / "replay", progress=False, replace=True, warn_knowledge=False,
+                                ledger=None, decide_last=True, plots=False)  # fmt: skip
+        except FinconError as exc:
+            return {"ok": False, "problem": f"the replay could not run: {exc}", "entries": len(entries),
+                    "replayed": 0}  # fmt: skip
+    sealed = sealed_decisions(entries)
+    replayed = 0
+    for i, e in enumerate(entries):
+        if e.get("kind") != "session":
+            continue
+        result = report.results.get(e["strategy"])
+        got = next((d for d in (result.decisions if result else []) if d["date"] == e["decided"]), None)
+        if got is None or sealed_part(got) != sealed[(e["strategy"], e["decided"])]:
+            return {
+                "ok": False,
+                "problem": f"entry {i} (seq {e['seq']}, {e['strategy']} at {e['decided']}): the sealed decision is "
+                "not reproduced from the frozen inputs",
+                "entries": len(entries),
+                "replayed": replayed,
+            }
+        replayed += 1
+    return {"ok": True, "entries": len(entries), "replayed": replayed}
+
+
+def score(root: Path) -> dict[str, Any]:
+    """What a backtest reports, for the sessions decided so far (the last step's replay directory:
+    metrics, equity.png), with each strategy's PSR, MinTRL and the sessions still needed for its Sharpe
+    to mean something, its DSR against the trial ledger's family, and the report card."""
+    import numpy as np
+
+    from fincon.risk import significance as sig
+    from fincon.workflow import trials
+
+    root = Path(root)
+    plan = Plan.load(root)
+    done = decided(Journal(root).entries())
+    replay = root / REPLAY
+    if not done or not replay.is_dir():
+        raise ConfigError(f"{root}: no session decided yet; score after `fincon forward step {root}`")
+    multi = len(plan.config.strategies) > 1
+    from fincon.engine.record import RunRecord, draw_charts
+    from fincon.workflow.runner import chart_title
+
+    draw_charts(replay, chart_title(plan.config.model_copy(update={"end": done[-1]})), list(plan.config.strategies))
+    fam = trials.family(trials.resolve(None), plan.config.tickers, str(plan.first), str(done[-1]))
+    out: dict[str, Any] = {"directory": str(root), "sessions": len(done), "first": str(plan.first),
+                           "last": str(done[-1]), "simulated": plan.simulated, "strategies": {}}  # fmt: skip
+    for name in plan.config.strategies:
+        rec = RunRecord(replay / name if multi else replay)
+        metrics = rec.metrics
+        eq = rec.equity.to_numpy(dtype=float)
+        r = eq[1:] / eq[:-1] - 1.0
+        s = sig.sharpe(r)
+        sk, ku = sig.moments(r) if len(r) > 2 else (0.0, 3.0)
+        mintrl = sig.min_track_record(s, sk, ku) if len(r) > 2 else float("nan")
+        out["strategies"][name] = {
+            "cr_pct": metrics.get("cr_pct"),
+            "sharpe": metrics.get("sharpe"),
+            "mdd_pct": metrics.get("mdd_pct"),
+            "days": len(r),
+            "sharpe_daily": s,
+            "psr": sig.psr(s, len(r), sk, ku) if len(r) > 2 else None,
+            "min_track_record_days": mintrl,
+            # how many more sessions its Sharpe needs to clear zero at 95 % (MinTRL); a Sharpe at or below
+            # zero never does
+            "sessions_still_needed": max(0, int(np.ceil(mintrl)) - len(r)) if np.isfinite(mintrl) else None,
+            "dsr": sig.dsr(s, len(r), sk, ku, max(fam.trials, 1), fam.sharpe_var()) if len(r) > 2 else None,
+            "dsr_trials": fam.trials,
+            "model_knowledge": metrics.get("model_knowledge"),
+        }
+    return out
+
+
+def format_score(res: dict[str, Any]) -> str:
+    lines = [
+        f"forward journal {res['directory']}: {res['sessions']} sessions {res['first']}..{res['last']} "
+        f"({'simulated' if res['simulated'] else 'live'})",
+        f"{'strategy':<18}{'CR %':>9}{'Sharpe':>8}{'MDD %':>8}{'PSR':>6}{'MinTRL d':>10}{'still needed':>15}{'DSR (N)':>12}",
+    ]
+    for name, m in res["strategies"].items():
+
+        def f(x, spec):  # noqa: E306
+            return "n/a" if x is None or (isinstance(x, float) and x != x) else spec.format(x)
+
+        lines.append(
+            f"{name:<18}{f(m['cr_pct'], '{:.3f}'):>9}{f(m['sharpe'], '{:.3f}'):>8}{f(m['mdd_pct'], '{:.2f}'):>8}"
+            f"{f(m['psr'], '{:.2f}'):>6}{f(m['min_track_record_days'], '{:,.0f}') if m['sharpe_daily'] > 0 else '-':>10}"
+            f"{f(m['sessions_still_needed'], '{:,}') if m['sharpe_daily'] > 0 else 'never (SR<=0)':>15}"
+            f"{f(m['dsr'], '{:.2f}') + ' (' + str(m['dsr_trials']) + ')':>12}"
+        )
+    c = res.get("card")
+    if c:
+        lines.append(f"report card: {c['passed']} pass, {c['failed']} fail, {c['not_measured']} not measured "
+                     f"(fincon report --card {res['directory']}/replay)")  # fmt: skip
+    return "\n".join(lines)

@@ -1,0 +1,82 @@
+"""Each strategy's state between forward steps (fincon.strategies.state): which saved state a step
+takes up, and the one it leaves for the next. A cache, never evidence: ``verify`` never reads it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import logging
+import shutil
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fincon.errors import DataError
+from fincon.files import json_text, write_atomic
+from fincon.workflow.journal import STATE, sealed_part
+
+if TYPE_CHECKING:  # pragma: no cover
+    from fincon.engine.backtest import Resume
+
+log = logging.getLogger(__name__)
+
+
+def _resume(root: Path, name: str, done: list[dt.date], past: dict[tuple[str, str], Any]) -> Resume:
+    """How strategy ``name``'s replay starts: from the state the last step saved when it stands at the
+    journal's last session, its recorded decisions the sealed ones and the code the same; otherwise
+    (the first step, a step that failed after saving, fincon changed) asked again from the first session.
+    Either way its state after this step is saved to ``state/NAME/resume.next``."""
+    from fincon.engine.backtest import Resume
+    from fincon.engine.record import DECISIONS, read_jsonl
+    from fincon.strategies.state import STATE_FILE
+
+    folder = root / STATE / name
+    nxt = folder / "resume.next"
+    shutil.rmtree(nxt, ignore_errors=True)
+    saved = folder / "resume"
+    fresh = Resume(save=nxt)
+    try:
+        meta = json.loads((saved / "meta.json").read_text(encoding="utf-8"))
+        recorded = read_jsonl(saved / DECISIONS)
+    except (OSError, ValueError, DataError):
+        return fresh
+    sealed = sorted(d for (n, d) in past if n == name)
+    if (
+        not done
+        or meta.get("session") != str(done[-1])
+        or meta.get("code") != code_hash()
+        or [d["date"] for d in recorded] != sealed
+        or any(sealed_part(d) != past[(name, d["date"])] for d in recorded)
+    ):
+        log.info("%s: no saved state at the journal's last session; asked again from the first session", name)
+        return fresh
+    if not (saved / STATE_FILE).is_file():
+        return fresh
+    return Resume(decisions=tuple(recorded), state=saved, save=nxt)
+
+
+def _keep_state(root: Path, name: str, run_dir: Path, day: dt.date) -> None:
+    """After the seal: the state saved by this step's replay becomes the one the next step takes up."""
+    from fincon.engine.record import DECISIONS
+
+    folder = root / STATE / name
+    nxt = folder / "resume.next"
+    if not nxt.is_dir():
+        return
+    shutil.copyfile(run_dir / DECISIONS, nxt / DECISIONS)
+    write_atomic(nxt / "meta.json", json_text({"session": str(day), "code": code_hash()}))
+    shutil.rmtree(folder / "resume", ignore_errors=True)
+    nxt.rename(folder / "resume")
+
+
+@lru_cache(maxsize=1)
+def code_hash() -> str:
+    """The sha256 of fincon's source: a saved state is taken up only by the code that saved it."""
+    import fincon
+
+    h = hashlib.sha256()
+    top = Path(fincon.__file__).parent
+    for f in sorted(top.rglob("*.py")):
+        h.update(f.relative_to(top).as_posix().encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
