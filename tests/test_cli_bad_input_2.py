@@ -126,7 +126,7 @@ CASES: dict[str, tuple[list[str], str]] = {
     "explain wrong-shape team record": (["explain", "{run_shape_decisions}", "--date", "2023-01-03"], "record.agents"),
     "explain decisions line not an object": (
         ["explain", "{run_list_decisions}", "--date", "2023-01-03"],
-        "not a decision line",
+        "expected a JSON object, found list",
     ),
     # 3. explain on an experiment or a training: its team runs are listed, one is asked for
     "explain an experiment": (["explain", "{exp_failed}", "--date", "2023-01-03"], "test/full-r2: pass one of them"),

@@ -93,32 +93,20 @@ def _has_records(path: Path) -> bool:
 
 
 def load_day(run: Path, date: str) -> dict[str, Any]:
-    path = find_team_run(run) / "decisions.jsonl"
+    """The team's record of ``date``; a decisions.jsonl that is not what fincon writes is named by
+    its line (fincon.engine.record)."""
+    from fincon.engine.record import RunRecord
+
+    rec = RunRecord(find_team_run(run))
+    path = rec.path / "decisions.jsonl"
     days = []
-    try:
-        fh = open(path, encoding="utf-8")
-        lines = fh.read().splitlines()
-        fh.close()
-    except (OSError, UnicodeDecodeError):
-        raise DataError(f"{path}: cannot read (not the text fincon wrote)") from None
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
-            raise DataError(f"{path}:{n}: not a JSON line (a truncated or foreign file?)") from None
-        if not isinstance(entry, dict) or not isinstance(entry.get("date"), str):
+    for n, entry in enumerate(rec.decisions, 1):
+        if not isinstance(entry.get("date"), str):
             raise DataError(f"{path}:{n}: not a decision line (a JSON object with a date) as fincon writes")
         days.append(entry["date"])
         if entry["date"] == date:
             if "record" not in entry:
                 raise DataError(f"{path}: {date} has no team record (is this a --strategy fincon run?)")
-            from fincon.engine.record import record_problem
-
-            why = record_problem(entry["record"])
-            if why:
-                raise DataError(f"{path}:{n}: {why}, not what fincon writes (the day's record cannot be laid out)")
             return entry
     if not days:
         raise DataError(f"{path} is empty")
