@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from fincon.errors import ConfigError, DataError, SourceUnavailable
+from fincon.files import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -117,9 +118,7 @@ class YFinanceSource:
                 stale = f"{dates.min():%Y-%m-%d}..{dates.max():%Y-%m-%d}"
         raw = self._download(ticker, start, end, stale)
         self.cache_dir.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".csv.tmp")
-        raw.to_csv(tmp, index=False, float_format="%.6f")
-        tmp.replace(path)
+        write_atomic(path, raw.to_csv(index=False, float_format="%.6f"))
         return raw
 
     def _download(self, ticker: str, start: pd.Timestamp, end: pd.Timestamp, stale: str | None = None) -> pd.DataFrame:

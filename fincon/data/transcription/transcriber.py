@@ -30,6 +30,7 @@ from typing import Any
 
 from fincon.data.transcription.checks import check_audio_file
 from fincon.errors import ConfigError, DataError, SourceUnavailable
+from fincon.files import write_atomic
 from fincon.installed import package_dir
 
 log = logging.getLogger(__name__)
@@ -323,9 +324,7 @@ class Transcriber:
         f = self._key(digest, name)
         try:
             f.parent.mkdir(parents=True, exist_ok=True)
-            tmp = f.with_name(f".{f.name}.tmp-{os.getpid()}")
-            tmp.write_text(json.dumps(asdict(tr), sort_keys=True), encoding="utf-8")
-            tmp.replace(f)
+            write_atomic(f, json.dumps(asdict(tr), sort_keys=True))
         except OSError as exc:
             raise ConfigError(
                 f"cannot write the transcript cache in {self.cache_dir}: {exc.strerror or exc}; pass "

@@ -10,6 +10,7 @@ from typing import Any, Sequence
 
 from fincon.data.events.model import Event
 from fincon.errors import SourceUnavailable
+from fincon.files import write_atomic
 
 
 def cache_root(cache_dir: str | Path | None) -> Path:
@@ -39,9 +40,7 @@ def require_reachable(host: str, what: str, cached_hint: str, timeout: float = 3
 
 def write_events(path: Path, events: Sequence[Event]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(e.to_json() + "\n" for e in events), encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, "".join(e.to_json() + "\n" for e in events))
 
 
 def read_events(path: Path) -> list[Event]:
@@ -50,6 +49,4 @@ def read_events(path: Path) -> list[Event]:
 
 def write_json(path: Path, obj: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(obj, sort_keys=True), encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, json.dumps(obj, sort_keys=True))
