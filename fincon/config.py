@@ -45,7 +45,7 @@ from fincon.engine.costs import (
 from fincon.errors import ConfigError
 from fincon.llm.settings import LLMSettings
 from fincon.strategies.registry import validate_params
-from fincon.validation import format_validation_error, parse_iso_date
+from fincon.validation import IsoDate, format_validation_error
 
 
 class _Section(BaseModel):
@@ -321,15 +321,10 @@ class RunSections(_Section):
 
 
 class RunConfig(RunSections):
-    start: dt.date = dt.date(2022, 10, 5)
-    end: dt.date = dt.date(2023, 6, 9)
+    start: IsoDate = dt.date(2022, 10, 5)
+    end: IsoDate = dt.date(2023, 6, 9)
     strategies: list[str] = Field(default_factory=lambda: ["buy-and-hold"])
     benchmark: bool = Field(True, description="also run buy-and-hold on the same window")
-
-    @field_validator("start", "end", mode="before")
-    @classmethod
-    def _iso(cls, v: Any) -> Any:
-        return iso_date_value(v)
 
     @field_validator("strategies")
     @classmethod
@@ -361,19 +356,6 @@ class RunConfig(RunSections):
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=True)
-
-
-def iso_date_value(v: Any) -> Any:
-    """A config date: a YAML date or a YYYY-MM-DD string, nothing guessed.
-    pydantic alone would read 20221005 as seconds since 1970 and a string
-    such as 5/10/2022 fails only by luck; here both are refused by name."""
-    if isinstance(v, dt.datetime):
-        raise ValueError(f"{v} has a time of day; give a date, YYYY-MM-DD")
-    if isinstance(v, dt.date):
-        return v
-    if isinstance(v, str):
-        return parse_iso_date(v)
-    raise ValueError(f"{v!r} is not a date; give YYYY-MM-DD (ISO 8601)")
 
 
 def _set_path(tree: dict, dotted: str, value: Any) -> None:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ValidationError
+from pydantic import BeforeValidator, ValidationError
 
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
@@ -114,3 +114,20 @@ def validated(model: type, data: Any, where: str):
         return model.model_validate(dict(data))
     except ValidationError as exc:
         raise ConfigError(format_validation_error(where, exc, model)) from None
+
+
+def iso_date_value(v: Any) -> Any:
+    """A config date: a YAML date or a YYYY-MM-DD string, nothing guessed.
+    pydantic alone would read 20221005 as seconds since 1970 and a string
+    such as 5/10/2022 fails only by luck; here both are refused by name."""
+    if isinstance(v, dt.datetime):
+        raise ValueError(f"{v} has a time of day; give a date, YYYY-MM-DD")
+    if isinstance(v, dt.date):
+        return v
+    if isinstance(v, str):
+        return parse_iso_date(v)
+    raise ValueError(f"{v!r} is not a date; give YYYY-MM-DD (ISO 8601)")
+
+
+#: a date field of a config: a YAML date or a YYYY-MM-DD string, refused by name otherwise
+IsoDate = Annotated[dt.date, BeforeValidator(iso_date_value)]

@@ -21,6 +21,7 @@ from fincon.llm.client import LLMClient
 from fincon.llm.endpoint import DEFAULT_BASE_URL, check_api_key_env
 from fincon.llm.ledger import ModelPrice, UsageLedger
 from fincon.llm.types import SamplingParams
+from fincon.validation import IsoDate
 
 
 class LLMSettings(BaseModel):
@@ -54,7 +55,7 @@ class LLMSettings(BaseModel):
     #: USD per million tokens by model name; models not listed (all local ones) cost 0
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
     #: the model's training-data cutoff when fincon.llm.knowledge does not know it
-    knowledge_cutoff: dt.date | None = None
+    knowledge_cutoff: IsoDate | None = None
     #: mask every prompt: firms, people, dates and price levels (fincon.llm.masking)
     anonymize: bool = False
     #: more names to mask per ticker (--alias TICKER=NAME), beside the bundled alias table
@@ -62,17 +63,6 @@ class LLMSettings(BaseModel):
     #: with anonymize: another model (same backend and server) that rewrites each masked item in its own
     #: words before the team reads it, cached like every call; never the model under test
     paraphrase_model: str | None = None
-
-    @field_validator("knowledge_cutoff", mode="before")
-    @classmethod
-    def _iso_cutoff(cls, v: Any) -> Any:
-        if isinstance(v, str):
-            from fincon.validation import parse_iso_date
-
-            return parse_iso_date(v)
-        if isinstance(v, dt.datetime) or (v is not None and not isinstance(v, dt.date)):
-            raise ValueError(f"{v!r} is not a date; give YYYY-MM-DD")
-        return v
 
     @model_validator(mode="before")
     @classmethod
@@ -195,3 +185,20 @@ def attach(client, settings, tickers: Sequence[str], corpus: str | None = None, 
             other = settings.model_copy(update={"model": settings.paraphrase_model, "anonymize": False,
                                                 "paraphrase_model": None})  # fmt: skip
             client.masker.rewriter = Paraphraser(build_client(other, ledger=client.ledger), settings.paraphrase_model)
+
+
+def detach(client, run_dir: Path, stopped: str | None = None, close: bool = False) -> dict[str, Any]:
+    """What every strategy that called a model does at its end (:func:`attach` at its start): the
+    mask's manifest and the usage ledger written into ``run_dir``, the ledger's summary returned
+    (with ``llm_stop_reason`` when the model stopped the run), the client closed when the strategy
+    opened it (``close``)."""
+    from fincon.llm.masking import write_manifest
+
+    write_manifest(client, run_dir)
+    client.ledger.write(Path(run_dir))
+    out = dict(client.ledger.summary())
+    if stopped:
+        out["llm_stop_reason"] = stopped
+    if close:
+        client.close()
+    return out

@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from fincon.config import RunSections, iso_date_value
-from fincon.validation import format_validation_error
+from fincon.config import RunSections
+from fincon.validation import IsoDate, format_validation_error
 from fincon.workflow.executors import ExecutorSpec
 
 TEAM = "fincon"
@@ -34,13 +34,8 @@ class _Section(BaseModel):
 
 
 class Window(_Section):
-    start: dt.date
-    end: dt.date
-
-    @field_validator("start", "end", mode="before")
-    @classmethod
-    def _iso(cls, v: Any) -> Any:
-        return iso_date_value(v)
+    start: IsoDate
+    end: IsoDate
 
     @model_validator(mode="after")
     def _order(self):
@@ -62,8 +57,8 @@ class RollingSpec(_Section):
     window: str = "1y"
     step: str = "6m"
     #: the span the test windows lie in (a window must end by ``end`` and by the data's last day)
-    start: dt.date = dt.date(2019, 1, 1)
-    end: dt.date = dt.date(2024, 12, 31)
+    start: IsoDate = dt.date(2019, 1, 1)
+    end: IsoDate = dt.date(2024, 12, 31)
     universes: list[str] = Field(default_factory=lambda: ["all"])
 
     @field_validator("window", "step")
@@ -78,11 +73,6 @@ class RollingSpec(_Section):
         if n * {"y": 365, "m": 31, "w": 7, "d": 1}[unit] > 30 * 366:
             raise ValueError(f"{v!r} is longer than 30 years; no data set spans more")
         return text
-
-    @field_validator("start", "end", mode="before")
-    @classmethod
-    def _iso(cls, v: Any) -> Any:
-        return iso_date_value(v)
 
     @field_validator("universes")
     @classmethod
