@@ -23,7 +23,6 @@ scores with the lexicon alone (offline, deterministic).
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any, Literal, Mapping
 
 import pandas as pd
@@ -182,16 +181,10 @@ class FinSent(Strategy):
     def finish(self, ctx: RunContext) -> Mapping[str, Any]:
         out: dict[str, Any] = {"finsent_brain": self.params.brain, "finsent_fallbacks": self.fallbacks}
         if self.params.brain == "llm" and self._client is not None:
-            from fincon.llm.masking import write_manifest
+            from fincon.llm.settings import detach
 
-            write_manifest(self._client, ctx.run_dir)
-            ledger = self._client.ledger
-            ledger.write(Path(ctx.run_dir))
-            out.update(ledger.summary())
-            if self.stopped:
-                out["llm_stop_reason"] = self.stopped
+            out.update(detach(self._client, ctx.run_dir, self.stopped, close=self._owns_client))
             if self._owns_client:
-                self._client.close()
                 self._client = None
         return out
 

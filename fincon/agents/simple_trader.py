@@ -157,15 +157,10 @@ class LLMTrader(Strategy):
     def finish(self, ctx: RunContext) -> Mapping[str, Any]:
         if self._client is None:
             return {}
-        from fincon.llm.masking import write_manifest
+        from fincon.llm.settings import detach
 
-        write_manifest(self._client, ctx.run_dir)
-        ledger = self._client.ledger
-        ledger.write(ctx.run_dir)
-        summary = dict(ledger.summary())
-        if self.stopped:
-            summary["llm_stop_reason"] = self.stopped
-        rt = ledger.runtime_summary()
+        rt = self._client.ledger.runtime_summary()
+        summary = detach(self._client, ctx.run_dir, self.stopped, close=self._owns_client)
         log.info(
             "LLM usage: %d calls, %d live, %d cache hits, %d tokens",
             summary["llm_calls"],
@@ -174,7 +169,6 @@ class LLMTrader(Strategy):
             summary["llm_tokens"],
         )
         if self._owns_client:
-            self._client.close()
             self._client = None
         return summary
 

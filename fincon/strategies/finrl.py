@@ -26,7 +26,7 @@ import numpy as np
 
 from fincon.errors import ConfigError
 from fincon.strategies.base import Decision, RunContext
-from fincon.strategies.rl import RL_MISSING, RLTrader, indicators
+from fincon.strategies.rl import RL_MISSING, RLTrader, indicators, predict
 
 
 def softmax(x: np.ndarray) -> np.ndarray:
@@ -106,17 +106,11 @@ class FinRLA2C(RLTrader):
         return make_portfolio_env(close, feats, costs)
 
     def decide(self, view) -> Decision | None:
-        import torch
 
         if self.model is None:
             self._train(view)
         obs = np.concatenate([self.weights, self._features(view, 60)[-1].ravel()]).astype(np.float32)
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            action, _ = self.model.predict(obs, deterministic=True)
-        finally:
-            torch.set_num_threads(threads)
+        action = predict(self.model, obs)
         self.weights = softmax(action)
         weights = {t: round(float(w), 10) for t, w in zip(view.tickers, self.weights)}
         cash = float(self.weights[-1])

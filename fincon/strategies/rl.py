@@ -30,8 +30,9 @@ import datetime as dt
 import hashlib
 import json
 import os
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Iterator, Literal, Mapping
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -161,6 +162,26 @@ def check_training_window(name: str, params, ctx: RunContext) -> None:
             )
 
 
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """torch on one thread for the block: a seeded network trains and predicts the same, bit for bit."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def predict(model: Any, obs: np.ndarray) -> Any:
+    """The policy's deterministic action for ``obs``, on one thread."""
+    with one_thread():
+        action, _ = model.predict(obs, deterministic=True)
+    return action
+
+
 class RLTrader(Strategy):
     """An A2C, PPO or DQN agent on one stock; see the module docstring."""
 
@@ -230,7 +251,6 @@ class RLTrader(Strategy):
         return make_env(close, feats, costs, self.params.size)
 
     def _train(self, view) -> None:
-        import torch
 
         try:
             from stable_baselines3 import A2C, DQN, PPO
@@ -245,9 +265,7 @@ class RLTrader(Strategy):
             self.model = cls.load(str(kept.with_suffix(".zip")), device="cpu")
             self.curve = [tuple(x) for x in json.loads(kept.with_suffix(".json").read_text())]
             return
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)  # one thread: the same seed and data give the same network, bit for bit
-        try:
+        with one_thread():  # the same seed and data give the same network, bit for bit
             kw: dict[str, Any] = {"seed": p.seed, "verbose": 0, "device": "cpu"}
             if self.algo == "dqn":
                 kw.update(learning_starts=min(1000, p.timesteps // 10), buffer_size=min(50_000, p.timesteps))
@@ -272,8 +290,6 @@ class RLTrader(Strategy):
                     return True
 
             self.model.learn(total_timesteps=p.timesteps, callback=Curve())
-        finally:
-            torch.set_num_threads(threads)
         if kept is not None:
             kept.parent.mkdir(parents=True, exist_ok=True)
             partial = kept.with_name(kept.name + f".{os.getpid()}.partial.zip")
@@ -294,19 +310,13 @@ class RLTrader(Strategy):
         return Path(str(p.model_cache)) / f"{self.algo}-{h.hexdigest()[:24]}"
 
     def decide(self, view) -> Decision | None:
-        import torch
 
         if self.model is None:
             self._train(view)
         t = view.tickers[0]
         close, high, low = (view.history(t, f, 60) for f in ("close", "high", "low"))
         obs = np.concatenate([[np.float32(self.pos)], indicators(close, high, low)[-1]]).astype(np.float32)
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            action, _ = self.model.predict(obs, deterministic=True)
-        finally:
-            torch.set_num_threads(threads)
+        action = predict(self.model, obs)
         target = {0: -self.params.size, 1: self.pos, 2: self.params.size}[int(action)]
         word = {0: "sell", 1: "hold", 2: "buy"}[int(action)]
         if target == self.pos:

@@ -338,16 +338,11 @@ class FinConTeam(Calls, Learning, Strategy):
             json.dumps([r.model_dump() for r in self.written], indent=1) + "\n", encoding="utf-8"
         )
         if self.params.brain == "llm" and self._client is not None:
-            from fincon.llm.masking import write_manifest
+            from fincon.llm.settings import detach
 
-            write_manifest(self._client, ctx.run_dir)
-            self.ledger.write(ctx.run_dir)
-            out.update(self.ledger.summary())
+            out.update(detach(self._client, ctx.run_dir, self.stopped, close=self._owns_client))
             out.update(reask_counts(self.ledger.events()))
-            if self.stopped:
-                out["llm_stop_reason"] = self.stopped
             if self._owns_client:
-                self._client.close()
                 self._client = None
         return out
 
