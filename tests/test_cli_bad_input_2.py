@@ -152,12 +152,12 @@ CASES: dict[str, tuple[list[str], str]] = {
     ),
     "backtest --beliefs binary": (["backtest", "--strategy", "fincon", "--beliefs", "{binary}", *TINY], "not UTF-8"),
     "train fincon.beliefs binary": (["train", "--param", "fincon.beliefs={binary}", *TINY], "not UTF-8"),
-    # 1. eval --json pointing at a folder or into a missing folder (checked before the evaluation runs)
-    "eval numeric --json a folder": (["eval", "numeric", "--json", "{audio_dir}"], "is a directory"),
-    "eval numeric --json a missing folder": (["eval", "numeric", "--json", "{missing_dir_json}"], "does not exist"),
-    "eval debate --json a folder": (["eval", "debate", "--json", "{audio_dir}"], "is a directory"),
-    "eval debate --json a missing folder": (["eval", "debate", "--json", "{missing_dir_json}"], "does not exist"),
-    "eval numeric --json into /proc": (["eval", "numeric", "--json", "/proc/fincon-eval.json"], "cannot write"),
+    # 1. eval --out pointing at a folder or into a missing folder (checked before the evaluation runs)
+    "eval numeric --out a folder": (["eval", "numeric", "--out", "{audio_dir}"], "is a directory"),
+    "eval numeric --out a missing folder": (["eval", "numeric", "--out", "{missing_dir_json}"], "does not exist"),
+    "eval debate --out a folder": (["eval", "debate", "--out", "{audio_dir}"], "is a directory"),
+    "eval debate --out a missing folder": (["eval", "debate", "--out", "{missing_dir_json}"], "does not exist"),
+    "eval numeric --out into /proc": (["eval", "numeric", "--out", "/proc/fincon-eval.json"], "cannot write"),
     "data sample --out under a file": (
         ["data", "sample", "--tickers", "TSLA", "--no-audio", "--out", "{a_file}/ev"],
         "is a file, not a folder",

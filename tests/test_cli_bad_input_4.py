@@ -92,24 +92,24 @@ def _unnamed_dataset(root: Path) -> str:
 # id -> (argv with {fixture} placeholders, a fragment the one line must contain)
 CASES: dict[str, tuple[list[str], str]] = {
     # 9. data loss: a file fincon did not write is never replaced or altered
-    "eval numeric --json over the user's notes": (
-        [*NUMERIC, "--json", "{notes}"],
-        "--json {notes} exists and is not a file fincon wrote; nothing was written",
+    "eval numeric --out over the user's notes": (
+        [*NUMERIC, "--out", "{notes}"],
+        "--out {notes} exists and is not a file fincon wrote; nothing was written",
     ),
-    "eval numeric --json over a JSON file of the user's": (
-        [*NUMERIC, "--json", "{mine_json}"],
+    "eval numeric --out over a JSON file of the user's": (
+        [*NUMERIC, "--out", "{mine_json}"],
         "is not a file fincon wrote",
     ),
-    "eval debate --json over the user's notes": (
-        ["eval", "debate", "--brain", "rules", "--tickers", "TSLA", "--json", "{notes}"],
+    "eval debate --out over the user's notes": (
+        ["eval", "debate", "--brain", "rules", "--tickers", "TSLA", "--out", "{notes}"],
         "is not a file fincon wrote",
     ),
-    "eval extraction --json over the user's notes": (
-        ["eval", "extraction", "--dataset", "{run}", "--json", "{notes}"],
+    "eval extraction --out over the user's notes": (
+        ["eval", "extraction", "--dataset", "{run}", "--out", "{notes}"],
         "is not a file fincon wrote",
     ),
-    "eval lookahead --json over the user's notes": (
-        ["eval", "lookahead", "--ticker", "TSLA", "--start", "2022-10-05", "--end", "2022-10-20", "--json", "{notes}"],
+    "eval lookahead --out over the user's notes": (
+        ["eval", "lookahead", "--ticker", "TSLA", "--start", "2022-10-05", "--end", "2022-10-20", "--out", "{notes}"],
         "is not a file fincon wrote",
     ),
     "plot --out over a PNG of the user's": (
@@ -325,8 +325,8 @@ def test_bad_input_gets_one_line_and_exit_2(case, tmp_path, monkeypatch, capfd):
 def test_an_eval_replaces_its_own_json_and_plot_its_own_png(tmp_path, monkeypatch, capfd):
     """What fincon wrote it may write again; a PNG of the user's at --out is refused (exit 2, untouched)."""
     monkeypatch.chdir(tmp_path)
-    assert main([*NUMERIC, "--json", "out.json"]) == 0
-    assert main([*NUMERIC, "--json", "out.json"]) == 0  # its own earlier result
+    assert main([*NUMERIC, "--out", "out.json"]) == 0
+    assert main([*NUMERIC, "--out", "out.json"]) == 0  # its own earlier result
     assert '"generator": "fincon eval numeric"' in (tmp_path / "out.json").read_text()
     assert main([*SMA, "--ledger", "off", "--out", "run"]) == 0
     own = tmp_path / "mine.png"

@@ -151,7 +151,7 @@ def test_the_live_probe_of_the_bundled_model_replays(tmp_path, monkeypatch, caps
     monkeypatch.chdir(tmp_path)
     argv = ["eval", "lookahead", "--ticker", "TSLA", "--start", "2022-10-05", "--end", "2023-03-31", "--samples",
             "20", "--anonymize", "--llm-cache", "replay", "--llm-cache-path", str(RECORDED.with_suffix(".sqlite")),
-            "--json", "probe.json"]  # fmt: skip
+            "--out", "probe.json"]  # fmt: skip
     assert main(argv) == 0
     got = json.loads((tmp_path / "probe.json").read_text())
     want = json.loads(RECORDED.with_suffix(".json").read_text())
@@ -159,7 +159,7 @@ def test_the_live_probe_of_the_bundled_model_replays(tmp_path, monkeypatch, caps
     out = capsys.readouterr().out
     assert "verdict:" in out and "model qwen2.5-coder-1.5b: cutoff 2024-09-19" in out and "in-training-data" in out
     # issue 42 item 11: --max-tokens stops the probe (cached answers count, as in every command): one line, no file
-    assert main([*argv[:-2], "--json", "capped.json", "--max-tokens", "500"]) == 2
+    assert main([*argv[:-2], "--out", "capped.json", "--max-tokens", "500"]) == 2
     assert "LLM token budget exhausted" in capsys.readouterr().err and not (tmp_path / "capped.json").exists()
 
 
@@ -179,7 +179,7 @@ def test_the_live_probe_on_investorbench_msft_replays(tmp_path, monkeypatch, cap
     recorded = IB_RECORDINGS / "lookahead-msft"
     argv = ["eval", "lookahead", "--ticker", "MSFT", "--data", "ib-msft", "--start", "2020-10-01", "--end",
             "2021-05-06", "--samples", "20", "--anonymize", "--llm-cache", "replay", "--llm-cache-path",
-            str(recorded.with_suffix(".sqlite")), "--json", "probe.json"]  # fmt: skip
+            str(recorded.with_suffix(".sqlite")), "--out", "probe.json"]  # fmt: skip
     assert main(argv) == 0
     got = json.loads((tmp_path / "probe.json").read_text())
     want = json.loads(recorded.with_suffix(".json").read_text())

@@ -298,7 +298,7 @@ def test_llm_run_recorded_then_replayed_byte_identically(tmp_path):
 
 
 def test_eval_debate_prints_its_table(capsys, tmp_path):
-    code = main(["eval", "debate", "--brain", "rules", "--tickers", "TSLA", "--json", str(tmp_path / "t.json")])
+    code = main(["eval", "debate", "--brain", "rules", "--tickers", "TSLA", "--out", str(tmp_path / "t.json")])
     assert code == 0
     out = capsys.readouterr().out
     assert "1d" in out and "5d" in out and "20d" in out

@@ -49,7 +49,7 @@ def args(datasets: list[Path], mode: str, json_out: Path) -> list[str]:
         mode,
         "--llm-cache-path",
         str(CACHE),
-        "--json",
+        "--out",
         str(json_out),
     ]
 

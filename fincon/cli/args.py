@@ -59,7 +59,7 @@ def number(
 
 
 def check_output_file(path, flag: str, owned=None):
-    """A file a command will write at its end (``--json FILE``), checked
+    """A file a command will write at its end (``--out FILE``), checked
     before any work: not a directory, its folder exists and is a folder, and
     a file already there is one fincon wrote (``owned(path)``: the same
     command's earlier result), never a user's file to be replaced. Checked up

@@ -66,7 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(--data; download from https://github.com/czyssrs/FinQA, dataset/test.json)",
     )
     n.add_argument("--data", type=Path, metavar="FILE.json", help="the FinQA file of --format finqa")
-    n.add_argument("--json", type=Path, metavar="FILE", help="also write the table and every answer as JSON")
+    n.add_argument("--out", type=Path, metavar="FILE", help="also write the table and every answer as JSON")
     add_llm_arguments(n)
     n.set_defaults(func=_numeric)
 
@@ -102,7 +102,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="a sentence-transformers model (directory or hub name, e.g. a finance-tuned one) for the "
         "debate's retrieval over filings (--dataset; default: the offline embedder)",
     )
-    d.add_argument("--json", type=Path, metavar="FILE", help="also write the table and every call as JSON")
+    d.add_argument("--out", type=Path, metavar="FILE", help="also write the table and every call as JSON")
     add_llm_arguments(d)
     d.set_defaults(func=_debate)
     _register_extraction(inner)
@@ -131,7 +131,7 @@ def _register_extraction(inner) -> None:
         help="rules (the filing's sentence restated, the rules critic) or llm (both model calls)",
     )
     x.add_argument("--per-filing", type=int, default=8, metavar="N", help="figures restated per filing (default 8)")
-    x.add_argument("--json", type=Path, metavar="FILE", help="also write the scores and every case as JSON")
+    x.add_argument("--out", type=Path, metavar="FILE", help="also write the scores and every case as JSON")
     add_llm_arguments(x)
     x.set_defaults(func=_extraction)
 
@@ -239,7 +239,7 @@ def _register_lookahead(inner) -> None:
         help="also audit a masked team run on this window (fincon eval leakage): a run whose prompts are not "
         "blind is never cleared by the masked verdict",
     )
-    x.add_argument("--json", type=Path, metavar="FILE", help="also write every row and every question as JSON")
+    x.add_argument("--out", type=Path, metavar="FILE", help="also write every row and every question as JSON")
     add_llm_arguments(x, with_masking=True)
     x.set_defaults(func=_lookahead)
 
@@ -294,7 +294,7 @@ def _lookahead(args: argparse.Namespace) -> int:
         ),
     )  # fmt: skip
     print(lookahead.report(res))
-    _write_json(args.json, {k: v for k, v in res.items()}, args.eval)
+    _write_json(args.out, {k: v for k, v in res.items()}, args.eval)
     return 0
 
 
@@ -345,9 +345,9 @@ def _client(args: argparse.Namespace, base: dict[str, Any]):
 
 
 def _check_json(args: argparse.Namespace) -> None:
-    """--json is checked before minutes of work, not when writing its result."""
-    if args.json is not None:
-        check_output_file(args.json, "--json", owned=is_fincon_json)
+    """--out is checked before minutes of work, not when writing its result."""
+    if args.out is not None:
+        check_output_file(args.out, "--out", owned=is_fincon_json)
 
 
 def _run(args: argparse.Namespace, answer_tokens: int, run: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
@@ -361,12 +361,12 @@ def _run(args: argparse.Namespace, answer_tokens: int, run: Callable[[Any], dict
 
 
 def _emit(args: argparse.Namespace, table: str, res: dict[str, Any], drop: str, key: str, rows: list) -> int:
-    """Print the table; with --json write the result, ``drop`` replaced by ``key``: ``rows``."""
+    """Print the table; with --out write the result, ``drop`` replaced by ``key``: ``rows``."""
     print(table)
-    if args.json:
+    if args.out:
         data = {k: v for k, v in res.items() if k != drop}
         data[key] = rows
-        _write_json(args.json, data, args.eval)
+        _write_json(args.out, data, args.eval)
     return 0
 
 
@@ -375,7 +375,7 @@ def _write_json(path: Path | None, data: dict[str, Any], name: str) -> None:
     marked as fincon's so that a later run may replace it (and nothing else)."""
     if path:
         text = json.dumps({JSON_MARK: f"fincon eval {name}", **data}, indent=1, default=str) + "\n"
-        write_text_atomic(path, text, "--json")
+        write_text_atomic(path, text, "--out")
 
 
 def _numeric(args: argparse.Namespace) -> int:
