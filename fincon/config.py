@@ -48,7 +48,7 @@ from fincon.strategies.registry import validate_params
 from fincon.validation import IsoDate, format_validation_error
 
 
-class _Section(BaseModel):
+class Section(BaseModel):
     # inf/nan are never meaningful settings (``--cash inf`` ran with NaN values)
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -68,7 +68,7 @@ class _Section(BaseModel):
             raise ConfigError("config: " + format_validation_error("", exc, type(self))) from None
 
 
-class DataConfig(_Section):
+class DataConfig(Section):
     source: Literal["sample", "csv", "yfinance"] = "sample"
     dir: Path | None = Field(
         None,
@@ -86,7 +86,7 @@ class DataConfig(_Section):
         return self
 
 
-class BrokerConfig(_Section):
+class BrokerConfig(Section):
     """The broker: cash, fills, and the cost models (fincon.engine.costs).
 
     ``commission`` and ``slippage`` are typed cost models told apart by
@@ -238,7 +238,7 @@ def _fold_slippage(data: dict) -> Any:
     return {"model": name, SLIPPAGE_FIELD.get(name, "fraction"): given}
 
 
-class MetricsConfig(_Section):
+class MetricsConfig(Section):
     alpha: float = Field(0.05, gt=0, lt=0.5, description="tail probability of VaR/CVaR")
     risk_free: float = Field(0.0, ge=-0.1, lt=0.5, description="annual risk-free rate for Sharpe/Sortino")
     days_per_year: int | None = Field(
@@ -273,7 +273,7 @@ StrategyParams = Annotated[
 ]
 
 
-class RunSections(_Section):
+class RunSections(Section):
     """What a backtest and an experiment both say about their runs: the
     tickers, each strategy's parameters, the model, the data, the broker and
     the metrics. :class:`RunConfig` is one run; an experiment

@@ -14,9 +14,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
-from fincon.config import RunSections
+from fincon.config import RunSections, Section
 from fincon.validation import IsoDate, format_validation_error
 from fincon.workflow.executors import ExecutorSpec
 
@@ -29,11 +29,7 @@ TEST_WINDOW = (dt.date(2022, 10, 5), dt.date(2023, 6, 9))
 SEED_STRIDE = 1000  # llm test runs: the manager's seed of repeat r = base + 1000 * (seed + r - 1)
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-
-class Window(_Section):
+class Window(Section):
     start: IsoDate
     end: IsoDate
 
@@ -48,7 +44,7 @@ class Window(_Section):
 PERIOD_PATTERN = r"^[1-9][0-9]*[ymwd]$"
 
 
-class RollingSpec(_Section):
+class RollingSpec(Section):
     """``--rolling WINDOW --step STEP --universe RULE``: successive test windows
     over ``start..end``, each with a training window of the same length right
     before it, and a universe picked by each rule at each window's start (see
