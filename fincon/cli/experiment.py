@@ -510,47 +510,10 @@ def format_rolling(res: dict[str, Any]) -> str:
         f"rolling {res['window']} windows stepped by {res['step']} in {res['span'][0]}..{res['span'][1]} "
         f"({res['brain']} brain, {res['episodes']} training episode(s))"
     )
-    rows = [
-        (
-            "universe",
-            "strategy",
-            "windows",
-            "median CR %",
-            "median SR",
-            "median MDD %",
-            "mean excess CR %",
-            "beats B&H",
-            "p vs B&H",
-            "median turnover",
-            "LLM cost $",
-            "model knowledge",
-        )
-    ]
-    for s in res["summary"]:
-        rows.append(
-            (
-                s["universe"],
-                s["strategy"],
-                str(s["windows"]),
-                _f(s["median_cr_pct"], "{:.2f}"),
-                _f(s["median_sharpe"], "{:.3f}"),
-                _f(s["median_mdd_pct"], "{:.2f}"),
-                _f(s["mean_excess_cr_pct"], "{:.2f}"),
-                "" if s["share_beats_bh"] is None else f"{s['share_beats_bh']:.0%}",
-                _f(s["wilcoxon_p"], "{:.4f}"),
-                _f(s["median_turnover"], "{:.2f}"),
-                _f(s["llm_cost_usd"], "{:.4f}"),
-                "" if (s.get("model_knowledge") or "").startswith("no-model") else (s.get("model_knowledge") or ""),
-            )
-        )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = [head]
-    for r in rows:
-        lines.append(
-            "  ".join(
-                [r[0].ljust(widths[0]), r[1].ljust(widths[1])] + [c.rjust(w) for c, w in zip(r[2:], widths[2:])]
-            ).rstrip()
-        )
+    from fincon.report.table import text_table
+    from fincon.workflow.rolling_results import summary_table
+
+    lines = [head, *text_table(*summary_table(res["summary"]))]
     lines.append(
         "beats B&H: share of windows with a CR above buy-and-hold's on the same window and tickers; "
         "p: two-sided Wilcoxon signed-rank test of per-window CRs paired with buy-and-hold's"

@@ -14,6 +14,7 @@ import pandas as pd
 
 from fincon.report.load import ReportData, Rolling
 from fincon.report.parts import COLORS, esc, num, plot_div, significance_table, table
+from fincon.workflow.rolling_results import summary_table
 
 BENCH = "buy-and-hold"
 
@@ -87,44 +88,8 @@ def _one(r: Rolling, i: int) -> list[str]:
         f"{esc(str(res.get('beats', '')))}; p: {esc(str(res.get('test', '')))}.</p>",
     ]
     s = r.summary
-    out.append(
-        table(
-            [
-                "universe",
-                "strategy",
-                "windows",
-                "median CR %",
-                "median SR",
-                "median MDD %",
-                "mean excess CR (pp)",
-                "beats B&H",
-                "p vs B&H",
-                "median turnover",
-                "LLM calls",
-                "LLM cost $",
-                "model knowledge",
-            ],
-            [
-                [
-                    row.universe,
-                    row.strategy,
-                    num(int(row.windows)),
-                    num(row.median_cr_pct, "{:.2f}"),
-                    num(row.median_sharpe),
-                    num(row.median_mdd_pct, "{:.2f}"),
-                    num(row.mean_excess_cr_pct, "{:+.2f}"),
-                    "" if pd.isna(row.share_beats_bh) else f"{row.share_beats_bh:.0%}",
-                    "" if pd.isna(row.wilcoxon_p) else num(float(row.wilcoxon_p), "{:.4f}"),
-                    num(row.median_turnover, "{:.2f}"),
-                    num(int(row.llm_calls)),
-                    num(row.llm_cost_usd, "{:.4f}"),
-                    _knowledge(getattr(row, "model_knowledge", None)),
-                ]
-                for row in s.itertuples()
-            ],
-            text_cols=[0, 1, 12],
-        )
-    )
+    heads, cells, text_cols = summary_table(s.to_dict("records"))
+    out.append(table(heads, cells, text_cols=text_cols))
     out.append(significance_table(s.to_dict("records"), "each universe's test windows laid end to end"))
     for j, universe in enumerate(dict.fromkeys(r.windows.universe)):
         w = r.windows[r.windows.universe == universe]
@@ -157,11 +122,3 @@ def section_rolling(data: ReportData) -> str:
         out += _one(r, i)
     out.append("</section>")
     return "\n".join(out)
-
-
-def _knowledge(labels: object) -> str:
-    """The windows' labels against the model's cutoff; blank for no model (or a
-    summary written before the labels)."""
-    if not isinstance(labels, str) or labels.startswith("no-model"):
-        return ""
-    return labels
