@@ -511,9 +511,9 @@ def format_rolling(res: dict[str, Any]) -> str:
         f"({res['brain']} brain, {res['episodes']} training episode(s))"
     )
     from fincon.report.table import text_table
-    from fincon.workflow.rolling_results import summary_table
+    from fincon.workflow.tables import rolling_summary
 
-    lines = [head, *text_table(*summary_table(res["summary"]))]
+    lines = [head, *text_table(*rolling_summary(res["summary"]))]
     lines.append(
         "beats B&H: share of windows with a CR above buy-and-hold's on the same window and tickers; "
         "p: two-sided Wilcoxon signed-rank test of per-window CRs paired with buy-and-hold's"
@@ -542,36 +542,10 @@ def format_rolling(res: dict[str, Any]) -> str:
 def format_significance(res: dict[str, Any], over: str = "the windows' daily returns", notes: str = "") -> str:
     """The statistics of each strategy over its daily returns (fincon.workflow.rolling_stats;
     an experiment's: fincon.workflow.experiment_stats)."""
-    rows = [("universe", "strategy", "days", "daily SR [95% CI]", "PSR", "MinTRL d", "DSR (trials)",
-             "SPA p vs B&H", "vs best", "StepM", "PBO", "p Holm", "p BH")]  # fmt: skip
-    for s in res["summary"]:
-        if s.get("psr") is None:
-            continue
-        ci = f"{_f(s['sharpe_daily'], '{:+.3f}')} [{_f(s['sharpe_ci_lo'], '{:+.3f}')}, {_f(s['sharpe_ci_hi'], '{:+.3f}')}]"
-        stepm = "" if s.get("stepm_beats_bh") is None else ("beats" if s["stepm_beats_bh"] else "-")
-        rows.append(
-            (
-                s["universe"],
-                s["strategy"],
-                str(int(s["days"])),
-                ci,
-                _f(s["psr"], "{:.2f}"),
-                _f(s["min_track_record_days"], "{:,.0f}"),
-                f"{_f(s['dsr'], '{:.2f}')} ({int(s['dsr_trials'])})",
-                _f(s.get("spa_p_vs_bh"), "{:.3f}"),
-                _f(s.get("spa_p_vs_best_baseline"), "{:.3f}"),
-                stepm,
-                _f(s.get("pbo"), "{:.2f}") + (f" ±{s['pbo_noise_sd']:.2f}" if _finite(s.get("pbo_noise_sd")) else ""),
-                _f(s.get("wilcoxon_p_holm"), "{:.4f}"),
-                _f(s.get("wilcoxon_p_bh"), "{:.4f}"),
-            )
-        )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = [f"significance over {over} (docs/experiments.md):"]
-    for r in rows:
-        lines.append(
-            "  ".join([r[0].ljust(widths[0]), r[1].ljust(widths[1])] + [c.rjust(w) for c, w in zip(r[2:], widths[2:])])
-        )
+    from fincon.report.table import text_table
+    from fincon.workflow.tables import significance
+
+    lines = [f"significance over {over} (docs/experiments.md):", *text_table(*significance(res["summary"]))]
     lines.append(
         "CI: stationary block bootstrap, 10,000 replications; DSR deflated by the distinct series compared, its "
         "variance over the same series (one-window trials in the ledger: `fincon ledger`); SPA: Hansen, "

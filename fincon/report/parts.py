@@ -16,6 +16,7 @@ from typing import Any, Iterable, Sequence
 import pandas as pd
 
 from fincon.report.load import ReportData, Run
+from fincon.workflow.tables import significance
 
 esc = html.escape
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
@@ -77,42 +78,12 @@ def significance_table(rows: Iterable[dict[str, Any]], over: str) -> str:
     experiment's rows: fincon.workflow.rolling_stats), as an HTML table with
     a note that says what each column is; empty without statistics."""
 
-    def cell(r: dict[str, Any], key: str, spec: str) -> str:
-        v = r.get(key)
-        return "" if v is None or (isinstance(v, float) and math.isnan(v)) else num(v, spec)
-
-    body = []
-    for r in rows:
-        if r.get("psr") is None or (isinstance(r.get("psr"), float) and math.isnan(r["psr"])):
-            continue
-        stepm = r.get("stepm_beats_bh")
-        body.append(
-            [
-                str(r.get("universe", "")),
-                str(r.get("strategy", "")),
-                cell(r, "days", "{:.0f}"),
-                f"{cell(r, 'sharpe_daily', '{:+.3f}')} [{cell(r, 'sharpe_ci_lo', '{:+.3f}')}, "
-                f"{cell(r, 'sharpe_ci_hi', '{:+.3f}')}]",
-                cell(r, "psr", "{:.2f}"),
-                cell(r, "min_track_record_days", "{:,.0f}"),
-                f"{cell(r, 'dsr', '{:.2f}')} ({cell(r, 'dsr_trials', '{:.0f}')})",
-                cell(r, "spa_p_vs_bh", "{:.3f}"),
-                cell(r, "spa_p_vs_best_baseline", "{:.3f}"),
-                ""
-                if stepm is None or (isinstance(stepm, float) and math.isnan(stepm))
-                else ("beats" if stepm else "-"),
-                cell(r, "pbo", "{:.2f}") + (f" ±{r['pbo_noise_sd']:.2f}" if _finite(r.get("pbo_noise_sd")) else ""),
-                cell(r, "wilcoxon_p_holm", "{:.4f}"),
-                cell(r, "wilcoxon_p_bh", "{:.4f}"),
-            ]
-        )
+    head, body, text_cols = significance(list(rows))
     if not body:
         return ""
-    head = ["universe", "strategy", "days", "daily SR [95% CI]", "PSR", "MinTRL d", "DSR (trials)", "SPA p vs B&H",
-            "SPA p vs best", "StepM", "PBO", "p Holm", "p BH"]  # fmt: skip
     return (
         f"<h4>Statistics over {html.escape(over)}</h4>"
-        + table(head, body, text_cols=[0, 1, 3, 6, 9])
+        + table(head, body, text_cols=text_cols)
         + '<p class="note">CI: stationary block bootstrap; PSR: probabilistic Sharpe ratio against zero; MinTRL: '
         "minimum track record length at 95 %; DSR: deflated Sharpe ratio with the number of trials it deflates "
         "by; SPA: Hansen's test against buy-and-hold and the best non-LLM baseline; StepM: Romano-Wolf at 5 %; "

@@ -14,7 +14,7 @@ import pandas as pd
 
 from fincon.report.load import ReportData, Rolling
 from fincon.report.parts import COLORS, esc, num, plot_div, significance_table, table
-from fincon.workflow.rolling_results import summary_table
+from fincon.workflow.tables import rolling_summary
 
 BENCH = "buy-and-hold"
 
@@ -88,7 +88,7 @@ def _one(r: Rolling, i: int) -> list[str]:
         f"{esc(str(res.get('beats', '')))}; p: {esc(str(res.get('test', '')))}.</p>",
     ]
     s = r.summary
-    heads, cells, text_cols = summary_table(s.to_dict("records"))
+    heads, cells, text_cols = rolling_summary(s.to_dict("records"))
     out.append(table(heads, cells, text_cols=text_cols))
     out.append(significance_table(s.to_dict("records"), "each universe's test windows laid end to end"))
     for j, universe in enumerate(dict.fromkeys(r.windows.universe)):

@@ -27,47 +27,6 @@ from fincon.workflow.experiment_config import ExperimentConfig
 from fincon.workflow.experiment_units import baseline_dir
 
 
-def _cell(spec: str):
-    """A number formatted by ``spec``; ``n/a`` for a missing one (None or NaN)."""
-    return lambda v: "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else spec.format(v)
-
-
-def _share(v: Any) -> str:
-    return "" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.0%}"
-
-
-def _knowledge(v: Any) -> str:
-    """The windows' labels against the model's cutoff; blank for no model (or a summary from before)."""
-    return v if isinstance(v, str) and not v.startswith("no-model") else ""
-
-
-#: the rolling summary as a table, one list for the CLI's text and the report's page:
-#: (header, summary.csv column, how a cell is written, a text column)
-SUMMARY_COLUMNS: list[tuple[str, str, Any, bool]] = [
-    ("universe", "universe", str, True),
-    ("strategy", "strategy", str, True),
-    ("windows", "windows", lambda v: str(int(v)), False),
-    ("median CR %", "median_cr_pct", _cell("{:.2f}"), False),
-    ("median SR", "median_sharpe", _cell("{:.3f}"), False),
-    ("median MDD %", "median_mdd_pct", _cell("{:.2f}"), False),
-    ("mean excess CR (pp)", "mean_excess_cr_pct", _cell("{:+.2f}"), False),
-    ("beats B&H", "share_beats_bh", _share, False),
-    ("p vs B&H", "wilcoxon_p", _cell("{:.4f}"), False),
-    ("median turnover", "median_turnover", _cell("{:.2f}"), False),
-    ("LLM calls", "llm_calls", lambda v: f"{int(v or 0):,d}", False),
-    ("LLM cost $", "llm_cost_usd", _cell("{:.4f}"), False),
-    ("model knowledge", "model_knowledge", _knowledge, True),
-]
-
-
-def summary_table(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[str]], list[int]]:
-    """The rolling summary's rows (summary.csv's, or results.json's) as (headers, cells, the indices
-    of the text columns): what ``fincon experiment --rolling`` prints and the report shows."""
-    heads = [h for h, _, _, _ in SUMMARY_COLUMNS]
-    cells = [[fmt(r.get(key)) for _, key, fmt, _ in SUMMARY_COLUMNS] for r in rows]
-    return heads, cells, [i for i, c in enumerate(SUMMARY_COLUMNS) if c[3]]
-
-
 class Cell(Protocol):
     """What this module needs of a rolling cell (``fincon.workflow.rolling.Cell``,
     which imports this module): its experiment and its folder."""

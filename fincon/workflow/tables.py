@@ -1,0 +1,106 @@
+"""Result tables, one column list per result: what each column is headed, which field it reads and
+how a cell is written. The CLI prints a table as text (``report.table.text_table``), the report lays
+the same table out as HTML (``report.parts.table``): a header or a rounding is written once.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Mapping, Sequence
+
+#: (header, field, how a cell is written, a text column)
+Column = tuple[str, str, Callable[[Any], str], bool]
+Table = tuple[list[str], list[list[str]], list[int]]
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _cell(spec: str) -> Callable[[Any], str]:
+    """A number formatted by ``spec``; ``n/a`` for a missing one (None or NaN)."""
+    return lambda v: "n/a" if _missing(v) else spec.format(v)
+
+
+def _share(v: Any) -> str:
+    return "" if _missing(v) else f"{v:.0%}"
+
+
+def _knowledge(v: Any) -> str:
+    """The windows' labels against the model's cutoff; blank for no model (or a summary from before)."""
+    return v if isinstance(v, str) and not v.startswith("no-model") else ""
+
+
+def laid_out(columns: Sequence[Column], rows: Sequence[Mapping[str, Any]]) -> Table:
+    """``rows`` under ``columns``: (headers, cells, the indices of the text columns)."""
+    heads = [c[0] for c in columns]
+    cells = [[fmt(r.get(key)) for _, key, fmt, _ in columns] for r in rows]
+    return heads, cells, [i for i, c in enumerate(columns) if c[3]]
+
+
+#: a rolling evaluation's summary (summary.csv, results.json's ``summary``): per universe and strategy
+ROLLING_SUMMARY: list[Column] = [
+    ("universe", "universe", str, True),
+    ("strategy", "strategy", str, True),
+    ("windows", "windows", lambda v: str(int(v)), False),
+    ("median CR %", "median_cr_pct", _cell("{:.2f}"), False),
+    ("median SR", "median_sharpe", _cell("{:.3f}"), False),
+    ("median MDD %", "median_mdd_pct", _cell("{:.2f}"), False),
+    ("mean excess CR (pp)", "mean_excess_cr_pct", _cell("{:+.2f}"), False),
+    ("beats B&H", "share_beats_bh", _share, False),
+    ("p vs B&H", "wilcoxon_p", _cell("{:.4f}"), False),
+    ("median turnover", "median_turnover", _cell("{:.2f}"), False),
+    ("LLM calls", "llm_calls", lambda v: f"{int(v or 0):,d}", False),
+    ("LLM cost $", "llm_cost_usd", _cell("{:.4f}"), False),
+    ("model knowledge", "model_knowledge", _knowledge, True),
+]
+
+
+def _ci(r: Mapping[str, Any]) -> str:
+    f = _cell("{:+.3f}")
+    return f"{f(r.get('sharpe_daily'))} [{f(r.get('sharpe_ci_lo'))}, {f(r.get('sharpe_ci_hi'))}]"
+
+
+def _dsr(r: Mapping[str, Any]) -> str:
+    trials = r.get("dsr_trials")
+    return f"{_cell('{:.2f}')(r.get('dsr'))} ({'n/a' if _missing(trials) else int(trials)})"
+
+
+def _stepm(v: Any) -> str:
+    return "" if _missing(v) else ("beats" if v else "-")
+
+
+def _pbo(r: Mapping[str, Any]) -> str:
+    sd = r.get("pbo_noise_sd")
+    return _cell("{:.2f}")(r.get("pbo")) + ("" if _missing(sd) else f" ±{sd:.2f}")
+
+
+#: each strategy's statistics over its daily returns (fincon.workflow.rolling_stats, experiment_stats);
+#: a field of ``None`` reads the whole row
+SIGNIFICANCE: list[Column] = [
+    ("universe", "universe", lambda v: "" if v is None else str(v), True),
+    ("strategy", "strategy", str, True),
+    ("days", "days", lambda v: "n/a" if _missing(v) else str(int(v)), False),
+    ("daily SR [95% CI]", "", _ci, True),
+    ("PSR", "psr", _cell("{:.2f}"), False),
+    ("MinTRL d", "min_track_record_days", _cell("{:,.0f}"), False),
+    ("DSR (trials)", "", _dsr, True),
+    ("SPA p vs B&H", "spa_p_vs_bh", _cell("{:.3f}"), False),
+    ("SPA p vs best", "spa_p_vs_best_baseline", _cell("{:.3f}"), False),
+    ("StepM", "stepm_beats_bh", _stepm, True),
+    ("PBO", "", _pbo, False),
+    ("p Holm", "wilcoxon_p_holm", _cell("{:.4f}"), False),
+    ("p BH", "wilcoxon_p_bh", _cell("{:.4f}"), False),
+]
+
+
+def rolling_summary(rows: Sequence[Mapping[str, Any]]) -> Table:
+    return laid_out(ROLLING_SUMMARY, rows)
+
+
+def significance(rows: Sequence[Mapping[str, Any]]) -> Table:
+    """The rows that have statistics (a PSR), under :data:`SIGNIFICANCE`."""
+    kept = [r for r in rows if not _missing(r.get("psr"))]
+    heads = [c[0] for c in SIGNIFICANCE]
+    cells = [[fmt(r if key == "" else r.get(key)) for _, key, fmt, _ in SIGNIFICANCE] for r in kept]
+    return heads, cells, [i for i, c in enumerate(SIGNIFICANCE) if c[3]]
