@@ -1,0 +1,186 @@
+"""The results of an experiment and of a rolling evaluation as the terminal shows them (their HTML
+twins: report.studies and report.rolling; the tables both lay out: fincon.workflow.tables)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from fincon.report.table import text_table
+from fincon.workflow.tables import rolling_summary, significance
+
+
+def format_rolling(res: dict[str, Any]) -> str:
+    """Per universe and strategy: the medians over windows and the comparison with buy-and-hold."""
+    head = (
+        f"rolling {res['window']} windows stepped by {res['step']} in {res['span'][0]}..{res['span'][1]} "
+        f"({res['brain']} brain, {res['episodes']} training episode(s))"
+    )
+    lines = [head, *text_table(*rolling_summary(res["summary"]))]
+    lines.append(
+        "beats B&H: share of windows with a CR above buy-and-hold's on the same window and tickers; "
+        "p: two-sided Wilcoxon signed-rank test of per-window CRs paired with buy-and-hold's"
+    )
+    if res.get("placebo"):
+        lines += ["", "placebo runs of the full team, medians over windows (each window: its median repeat):"]
+    for kind, p in (res.get("placebo") or {}).items():
+        for universe, q in [*p["universes"].items(), ("all windows", p)]:
+            lines.append(
+                f"  {kind:<13} {universe:<12} CR {_f(q['cr_pct_median'], '{:.2f}')} % (real "
+                f"{_f(q['real_cr_pct'], '{:.2f}')} %, profit gap {_f(q['profit_gap_pct'], '{:+.2f}')} pp), "
+                f"prediction consistency {_f(q['prediction_consistency'], '{:.0%}')}, "
+                f"{q['windows_flagged']} of {q['windows']} windows flagged"
+            )
+        lines += [f"    FLAG: {flag}" for flag in p["flags"]]
+    if any("psr" in s for s in res["summary"]):
+        lines += ["", format_significance(res)]
+    if any(s.get("model_knowledge") and not s["model_knowledge"].startswith("no-model") for s in res["summary"]):
+        lines.append(
+            "model knowledge: windows by their label against the model's training-data cutoff; a window the "
+            "model may remember (in-training-data, straddles-cutoff) is no evidence of skill"
+        )
+    return "\n".join(lines)
+
+
+def format_significance(res: dict[str, Any], over: str = "the windows' daily returns", notes: str = "") -> str:
+    """The statistics of each strategy over its daily returns (fincon.workflow.rolling_stats;
+    an experiment's: fincon.workflow.experiment_stats)."""
+    lines = [f"significance over {over} (docs/experiments.md):", *text_table(*significance(res["summary"]))]
+    lines.append(
+        "CI: stationary block bootstrap, 10,000 replications; DSR deflated by the distinct series compared, its "
+        "variance over the same series (one-window trials in the ledger: `fincon ledger`); SPA: Hansen, "
+        "against buy-and-hold and the best non-LLM baseline; StepM: Romano-Wolf at 5 %; PBO: CSCV over the "
+        "strategies, ± its sd on pure noise of the same shape (noise gives 0.5); p Holm / BH: the Wilcoxon p-values adjusted across universes"
+        if not notes
+        else notes
+    )
+    return "\n".join(lines)
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def _f(v: Any, fmt: str) -> str:
+    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else fmt.format(v)
+
+
+def format_results(res: dict[str, Any], family=None) -> str:
+    """One table: the median run of each ablation and each baseline."""
+    best = res["best_baseline"]
+    head = (
+        f"{', '.join(res['tickers'])}  train {res['train']['start']} .. {res['train']['end']}, "
+        f"test {res['test']['start']} .. {res['test']['end']}  "
+        f"({res['brain']} brain, {res['repeats']} repeats x {res['episodes']} episodes)"
+    )
+    knows = res.get("model_knowledge") or {}
+    if any(b.get("label") != "no-model" for b in knows.values()):
+        cut = next((b.get("cutoff") for b in knows.values() if b.get("cutoff")), None)
+        head += (
+            "\nmodel knowledge (the team's LLM rows): "
+            + ", ".join(f"{w} window {b['label']}" for w, b in knows.items())
+            + (f" (model {next(iter(knows.values())).get('model') or 'default'}, cutoff {cut})" if cut else "")
+        )
+    rows = [
+        (
+            "run",
+            "CR %",
+            "Sharpe",
+            "AV %",
+            "MDD %",
+            "turnover",
+            "win rate",
+            f"p vs {best or '-'}",
+            "CR % over repeats",
+            "calls/day",
+            "tokens/day",
+            "cost $",
+            "fallbacks",
+            "differs %",
+        )
+    ]
+    measures = []
+
+    def common(m: dict[str, Any]) -> tuple[str, ...]:
+        return (
+            _f(m["cr_pct"], "{:.3f}"),
+            _f(m["sharpe"], "{:.3f}"),
+            _f(m.get("ann_vol_pct"), "{:.2f}"),
+            _f(m["mdd_pct"], "{:.3f}"),
+            _f(m.get("turnover"), "{:.1f}x"),
+            _f(m.get("win_rate"), "{:.2f}"),
+        )
+
+    for v, m in res["median"].items():
+        w = m.get("wilcoxon") or {}
+        p = _f(w.get("p_value"), "{:.4f}") if w.get("p_value") is not None else (w.get("note") and "equal" or "n/a")
+        label = f"{m.get('protocol', 'fincon')} {m.get('ablation', v)} (median: r{m['repeat']})"
+        rows.append(
+            (
+                label,
+                *common(m),
+                p,
+                f"{_f(m['cr_pct_min'], '{:.2f}')} .. {_f(m['cr_pct_max'], '{:.2f}')}",
+                _f(m.get("calls_per_day"), "{:.2f}"),
+                _f(m.get("tokens_per_day"), "{:,.0f}"),
+                _f(m.get("cost_usd"), "{:.4f}"),
+                _f(m.get("fallbacks"), "{:d}"),
+                "-"
+                if m.get("protocol", "fincon") == "fincon"
+                else _f(None if m.get("differs_from_fincon") is None else 100 * m["differs_from_fincon"], "{:.1f}"),
+            )
+        )
+        own = m.get("protocol_measures") or {}
+        if own:
+            measures.append(
+                f"{label}: " + ", ".join(f"{k} {val}" for k, val in own.items() if isinstance(val, (int, float, str)))
+            )
+    for b, m in res["baselines"].items():
+        rows.append((f"{b}{' *' if b == best else ''}", *common(m), *[""] * 7))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = [head]
+    for r in rows:
+        lines.append("  ".join([r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]).rstrip())
+    lines.append(
+        "* best baseline by Sharpe on the test window; p: two-sided Wilcoxon signed-rank test of the "
+        "median run's daily log returns against it; calls/day: model calls (cache hits included); "
+        "differs %: test days whose target weights differ from the plain fincon team's"
+    )
+    if measures:
+        lines += ["", "protocol measures (median runs):"] + [f"  {x}" for x in measures]
+    placebo = res.get("placebo") or {}
+    if placebo:
+        lines += ["", "placebo runs of the full team (medians over repeats):"]
+        for kind, p in placebo.items():
+            lines.append(
+                f"  {kind:<13} CR {_f(p['cr_pct_median'], '{:.3f}')} % (real {_f(p['real_cr_pct'], '{:.3f}')} %, "
+                f"profit gap {_f(p['profit_gap_pct'], '{:+.3f}')} pp), Sharpe {_f(p['sharpe_median'], '{:.3f}')}, "
+                f"prediction consistency {_f(p['prediction_consistency'], '{:.0%}')}, "
+                f"input dependency {_f(p['input_dependency'], '{:.0%}')}"
+            )
+            if "excess_pct" in p:
+                where = "on the twin" if kind == "price-twin" else "on the placebo"
+                lines.append(
+                    f"    over buy-and-hold {where} {_f(p['excess_pct'], '{:+.3f}')} pp "
+                    f"(on the real corpus and prices {_f(p['real_excess_pct'], '{:+.3f}')} pp)"
+                )
+            lines += [f"    FLAG: {flag}" for flag in p["flags"]]
+    sig = res.get("significance")
+    if sig:
+        configs = sig.get("configurations", sig["trials"])
+        held = (
+            "no trial ledger (--ledger off)"
+            if family is None
+            else f"the trial ledger holds {family.trials} distinct trials ({len(family.controls)} controls apart) "
+            f"in the family {family.name} on this machine: `fincon ledger`"
+        )
+        notes = (
+            f"CI: stationary block bootstrap, {sig['bootstrap_reps']:,} replications; DSR deflated by the "
+            f"{sig['trials']} distinct return series among the {configs} configurations run here, its variance "
+            f"over the same series ({held}); SPA: Hansen, against buy-and-hold and the best non-LLM baseline; StepM: "
+            f"Romano-Wolf at 5 %; PBO: CSCV over every configuration run ({sig['pbo']['splits']} splits), ± its sd "
+            "on pure noise of the same shape (noise gives 0.5); "
+            "p Holm / BH: the variants' Wilcoxon p-values against the best baseline adjusted across variants"
+        )
+        lines += ["", format_significance(sig, f"the test window's {sig['days']} daily returns", notes)]
+    return "\n".join(lines)
