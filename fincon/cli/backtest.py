@@ -279,8 +279,9 @@ def run_and_report(
 ) -> int:
     """Run a resolved config, print the table (or JSON) and the notes; the exit status."""
     from fincon.cli.main import EXIT_STOPPED
+    from fincon.engine.record import run_status
     from fincon.engine.rundir import check_out_path
-    from fincon.workflow.runner import BENCHMARK, run_config, run_status
+    from fincon.workflow.runner import BENCHMARK, run_config
 
     progress = progress and not as_json
     with _stdout_to_stderr(as_json):

@@ -22,8 +22,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sys
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping
 
 import backtrader as bt
@@ -34,99 +32,13 @@ from tqdm import tqdm
 from fincon.data.view import MarketData, PortfolioSnapshot
 from fincon.engine.broker import BrokerSettings, size_orders
 from fincon.engine.feed import make_feed
+from fincon.engine.result import BacktestResult, orders_frame, position
+from fincon.engine.resume import Book, Resume, StateError, recorded_decision
 from fincon.errors import ConfigError, FinconError
-from fincon.risk.metrics import Metrics, compute_metrics
+from fincon.risk.metrics import compute_metrics
 from fincon.strategies.base import Decision, RunContext, StopRun, Strategy
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class BacktestResult:
-    """Everything a run produced, in memory (the run directory is written
-    from this by :mod:`fincon.engine.rundir`)."""
-
-    strategy: str
-    tickers: tuple[str, ...]
-    dates: pd.DatetimeIndex
-    values: np.ndarray
-    positions: pd.DataFrame  # date, ticker, shares, weight (held at the close)
-    trades: pd.DataFrame  # date, ticker, side, size, price, value, commission
-    decisions: list[dict[str, Any]]
-    metrics: Metrics
-    stopped: str | None = None
-    rejected_orders: int = 0
-    #: every order: date, ticker, side, requested, filled, price, commission, status, reason
-    orders: pd.DataFrame | None = None
-    #: broker.charge_llm: the model spend charged on each day (None when not charged)
-    llm_cost: np.ndarray | None = None
-    scaled_days: int = 0
-    strategy_summary: dict[str, Any] = field(default_factory=dict)
-    analyzers: dict[str, Any] = field(default_factory=dict)
-    #: the book at the last close: cash, shares and (a forward step) the targets pending for the next open
-    book: "Book | None" = None
-
-    @property
-    def equity(self) -> pd.Series:
-        return pd.Series(self.values, index=self.dates, name="value")
-
-
-@dataclass(frozen=True)
-class Book:
-    """Cash and shares at a close, each holding's cost basis (backtrader's
-    average price of the open position) and the target weights waiting for
-    the next open: what a forward journal keeps after each session (it saves
-    to JSON and loads back)."""
-
-    cash: float
-    shares: Mapping[str, float]
-    pending: Mapping[str, float] | None = None
-    basis: Mapping[str, float] | None = None
-
-    def value(self, prices: Mapping[str, float]) -> float:
-        return self.cash + sum(n * prices[t] for t, n in self.shares.items())
-
-    def to_json(self) -> dict[str, Any]:
-        return {"cash": self.cash, "shares": dict(sorted(self.shares.items())),
-                "pending": None if self.pending is None else dict(sorted(self.pending.items())),
-                "basis": None if self.basis is None else dict(sorted(self.basis.items()))}  # fmt: skip
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "Book":
-        return cls(float(data["cash"]), dict(data["shares"]), data.get("pending"), data.get("basis"))
-
-
-@dataclass(frozen=True)
-class Resume:
-    """A forward step that takes up a saved strategy instead of asking it again for every session.
-
-    ``decisions`` are the window's first sessions' entries as ``decisions.jsonl`` recorded them: the
-    loop feeds each to the broker as the strategy's decision of that day (the book comes out as it
-    was, fill for fill) and asks the strategy only from the session after them, once it has loaded
-    the state saved in ``state`` (None: the strategy is asked every day). ``save``: where the strategy's
-    state is saved after the run, for the next step."""
-
-    decisions: tuple[Mapping[str, Any], ...] = ()
-    state: Path | None = None
-    save: Path | None = None
-
-
-class StateError(FinconError):
-    """A forward step's saved strategy state could not be loaded: the step asks the strategy again from
-    the first session instead (the state is a cache)."""
-
-
-def recorded_decision(entry: Mapping[str, Any]) -> Decision | None:
-    """The :class:`Decision` a ``decisions.jsonl`` entry records (None: the day kept every position)."""
-    if "weights" not in entry:
-        return None
-    return Decision(
-        weights=dict(entry["weights"]),
-        rationale=entry.get("rationale", ""),
-        evidence=tuple(entry.get("evidence", ())),
-        actions=dict(entry.get("actions", {})),
-        record=dict(entry.get("record", {})),
-    )
 
 
 class _Bridge(bt.Strategy):
@@ -442,14 +354,6 @@ class _Loop:
             self.trades[trade.data._name] = trade
 
 
-def position(weight: float) -> dict[str, Any]:
-    """A ticker's place in the book: side (long, short, flat) and size (|weight|)."""
-    w = float(weight)
-    if abs(w) < 1e-9:
-        return {"side": "flat", "size": 0.0}
-    return {"side": "long" if w > 0 else "short", "size": round(abs(w), 6)}
-
-
 def _held_at_close(loop: _Loop, settings: BrokerSettings, n: int) -> np.ndarray:
     """Shares held at the close of each day, after that day's trades.
 
@@ -573,21 +477,7 @@ def run_backtest(
         metrics=metrics,
         stopped=loop.stopped,
         rejected_orders=loop.rejected,
-        orders=pd.DataFrame(
-            [
-                {
-                    **r,
-                    "status": "unfilled",
-                    "reason": "; ".join(x for x in (r["reason"], "the run ended before it filled") if x),
-                }
-                if r["status"] == "submitted" and not r["filled"]
-                else {**r, "status": "partial"}
-                if r["status"] == "submitted"
-                else r
-                for r in loop.orders.values()
-            ],
-            columns=["date", "ticker", "side", "requested", "filled", "price", "commission", "status", "reason"],
-        ),
+        orders=orders_frame(loop.orders.values()),
         scaled_days=loop.scaled_days,
         llm_cost=loop.llm_cost[:n] if settings.charge_llm else None,
         strategy_summary=strategy_summary,

@@ -147,7 +147,7 @@ def run_experiment(
     """Run (or resume) the experiment; see the module docstring. Windows the
     team's model may remember are said once (refused with ``require_after_cutoff``)."""
     from fincon.engine.rundir import check_out_path
-    from fincon.workflow.runner import check_knowledge, warn_vacuous
+    from fincon.workflow.model_checks import check_knowledge, warn_vacuous
 
     out = check_out_path(out) if out is not None else default_out(exp)
     study = Study(

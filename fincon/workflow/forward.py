@@ -73,7 +73,7 @@ from fincon.workflow.journal import (
 
 log = logging.getLogger(__name__)
 if TYPE_CHECKING:  # pragma: no cover
-    from fincon.engine.backtest import Resume
+    from fincon.engine.resume import Resume
 
 
 def init(
@@ -136,7 +136,7 @@ JOURNAL_NAME = "journal.jsonl"
 def _models(cfg: RunConfig) -> dict[str, Any]:
     """Each strategy's model: name, knowledge cutoff and, for a local model, the sha256 of its weights."""
     from fincon.strategies.registry import make_strategy
-    from fincon.workflow.runner import knowledge
+    from fincon.workflow.model_checks import knowledge
 
     strategies = {n: make_strategy(n, cfg.strategy_params.get(n), cfg.llm) for n in cfg.strategies}
     blocks = knowledge(cfg, strategies)
@@ -267,7 +267,7 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
     done = decided(journal.entries())
     past = sealed_decisions(journal.entries())
     resume = {name: _resume(root, name, done, past) for name in cfg.strategies}
-    from fincon.engine.backtest import Resume, StateError
+    from fincon.engine.resume import Resume, StateError
 
     def replay(resume: dict[str, Resume]):  # score draws the charts
         return run_config(cfg, out, progress=progress, replace=True, warn_knowledge=False, ledger=None,

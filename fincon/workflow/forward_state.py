@@ -17,7 +17,7 @@ from fincon.files import json_text, write_atomic
 from fincon.workflow.journal import STATE, sealed_part
 
 if TYPE_CHECKING:  # pragma: no cover
-    from fincon.engine.backtest import Resume
+    from fincon.engine.resume import Resume
 
 log = logging.getLogger(__name__)
 
@@ -27,8 +27,8 @@ def _resume(root: Path, name: str, done: list[dt.date], past: dict[tuple[str, st
     journal's last session, its recorded decisions the sealed ones and the code the same; otherwise
     (the first step, a step that failed after saving, fincon changed) asked again from the first session.
     Either way its state after this step is saved to ``state/NAME/resume.next``."""
-    from fincon.engine.backtest import Resume
     from fincon.engine.record import DECISIONS, read_jsonl
+    from fincon.engine.resume import Resume
     from fincon.strategies.state import STATE_FILE
 
     folder = root / STATE / name

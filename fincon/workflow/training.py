@@ -241,7 +241,8 @@ def train(
     ``require_after_cutoff``), before anything is written."""
     from fincon.agents.team import make_fincon_team
     from fincon.engine.rundir import check_out_path
-    from fincon.workflow.runner import check_knowledge, preflight
+    from fincon.workflow.model_checks import check_knowledge
+    from fincon.workflow.runner import preflight
 
     cfg = _check_config(cfg)
     team = make_fincon_team(_team_params(cfg), cfg.llm)  # validates the team's params now

@@ -1,0 +1,68 @@
+"""What one run of the loop produced, in memory: the run directory is written from it
+(:mod:`fincon.engine.record`), a forward step seals its book."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from fincon.engine.resume import Book
+from fincon.risk.metrics import Metrics
+
+
+@dataclass
+class BacktestResult:
+    """Everything a run produced, in memory (the run directory is written
+    from this by :mod:`fincon.engine.rundir`)."""
+
+    strategy: str
+    tickers: tuple[str, ...]
+    dates: pd.DatetimeIndex
+    values: np.ndarray
+    positions: pd.DataFrame  # date, ticker, shares, weight (held at the close)
+    trades: pd.DataFrame  # date, ticker, side, size, price, value, commission
+    decisions: list[dict[str, Any]]
+    metrics: Metrics
+    stopped: str | None = None
+    rejected_orders: int = 0
+    #: every order: date, ticker, side, requested, filled, price, commission, status, reason
+    orders: pd.DataFrame | None = None
+    #: broker.charge_llm: the model spend charged on each day (None when not charged)
+    llm_cost: np.ndarray | None = None
+    scaled_days: int = 0
+    strategy_summary: dict[str, Any] = field(default_factory=dict)
+    analyzers: dict[str, Any] = field(default_factory=dict)
+    #: the book at the last close: cash, shares and (a forward step) the targets pending for the next open
+    book: "Book | None" = None
+
+    @property
+    def equity(self) -> pd.Series:
+        return pd.Series(self.values, index=self.dates, name="value")
+
+
+ORDER_COLUMNS = ["date", "ticker", "side", "requested", "filled", "price", "commission", "status", "reason"]
+
+
+def orders_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Every order of a run (orders.csv): one still open at the run's end is ``unfilled`` (nothing
+    filled) or ``partial``, with why."""
+    out = []
+    for r in rows:
+        if r["status"] == "submitted" and not r["filled"]:
+            reason = "; ".join(x for x in (r["reason"], "the run ended before it filled") if x)
+            r = {**r, "status": "unfilled", "reason": reason}
+        elif r["status"] == "submitted":
+            r = {**r, "status": "partial"}
+        out.append(r)
+    return pd.DataFrame(out, columns=ORDER_COLUMNS)
+
+
+def position(weight: float) -> dict[str, Any]:
+    """A ticker's place in the book: side (long, short, flat) and size (|weight|)."""
+    w = float(weight)
+    if abs(w) < 1e-9:
+        return {"side": "flat", "size": 0.0}
+    return {"side": "long" if w > 0 else "short", "size": round(abs(w), 6)}

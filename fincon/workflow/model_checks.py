@@ -1,0 +1,120 @@
+"""What a run checks about the model its strategies call, before it writes anything and as it ends:
+each strategy's window against its model's training-data cutoff (``model_knowledge``), names for
+every firm a masked run reads, the flags a run without a model would ignore, and the leakage audit
+of a masked run's prompts (fincon.llm.knowledge, fincon.llm.masking, fincon.llm.leakage)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+from fincon.config import RunConfig
+from fincon.data.inputs import RunInputs
+from fincon.errors import ConfigError
+from fincon.strategies.base import Strategy
+
+
+def warn_vacuous(llm: Any, require_after_cutoff: bool, any_model: bool) -> None:
+    """One warning naming the model flags a run without a model would take and
+    ignore (``--anonymize``, ``--alias``, ``--llm-knowledge-cutoff``,
+    ``--require-after-cutoff``): said, never dropped in silence."""
+    if any_model:
+        return
+    given = [
+        flag
+        for flag, on in (
+            ("--anonymize", llm.anonymize),
+            ("--alias", bool(llm.aliases)),
+            ("--llm-knowledge-cutoff", llm.knowledge_cutoff is not None),
+            ("--require-after-cutoff", require_after_cutoff),
+        )
+        if on
+    ]
+    if given:
+        print(
+            f"fincon: warning: {', '.join(given)}: no strategy of this run calls a model, so "
+            f"{'it changes' if len(given) == 1 else 'they change'} nothing here",
+            file=sys.stderr,
+        )
+
+
+def check_masking(cfg: RunConfig, inputs: RunInputs, strategies: Mapping[str, Strategy]) -> None:
+    """A masked run must know a name for every firm whose items it reads:
+    without one, the items name the firm in clear and the run only looks
+    blind. The names come from fincon's table, the dataset's own, ``--alias``
+    and the corpus itself (fincon.llm.masking.mined_terms, from the items
+    before the window). Refused before anything is written, pointing at
+    ``--alias``; an ``--alias`` for a ticker the run does not trade is refused
+    too (it would mask nothing)."""
+    from fincon.data.aliases import NAMES
+    from fincon.llm.masking import mined_terms
+
+    masked = [s for s in strategies.values() if s.llm_settings() is not None and s.llm_settings().anonymize]
+    if not masked:
+        return
+    user = {t.upper(): v for t, v in cfg.llm.aliases.items()}
+    stray = sorted(set(user) - set(cfg.tickers))
+    if stray:
+        raise ConfigError(
+            f"--alias {stray[0]}=...: {stray[0]} is not traded in this run (tickers: {', '.join(cfg.tickers)}); "
+            "drop it or add the ticker"
+        )
+    readers = [s for s in masked if getattr(s, "reads_events", False)]
+    if not readers:
+        return  # no item reaches a prompt: the tickers alone are masked
+    dataset = inputs.dataset.manifest.names if inputs.dataset is not None else {}
+    unnamed = [t for t in cfg.tickers if not (NAMES.get(t) or dataset.get(t) or user.get(t))]
+    if unnamed:
+        spec = inputs.events_spec(getattr(getattr(readers[0], "params", None), "events", None))
+        mined, _ = mined_terms(spec, tuple(sorted(cfg.tickers)), cfg.start)
+        unnamed = [t for t in unnamed if not mined.get(t)]
+    if unnamed:
+        t = unnamed[0]
+        raise ConfigError(
+            f"--anonymize: fincon knows no name for {t} (not in its table, the dataset names none, and its items "
+            f"before {cfg.start} name none often enough), so its items would name the firm in clear; give its "
+            f"names with --alias {t}=NAME (repeat for each name)"
+        )
+
+
+def with_audit(block: Mapping[str, Any], strategy: Strategy, run_path: Path, cfg: RunConfig) -> dict[str, Any]:
+    """The strategy's ``model_knowledge`` block with the leakage audit's result
+    (fincon.llm.leakage): a masked run is audited as it ends, its prompts
+    read back from the call cache (``blind`` / ``not blind``); a run whose
+    prompts are named is ``not audited`` (a named prompt names the firm and
+    the day). What the report card's temporal integrity reads."""
+    import yaml
+
+    from fincon.llm import leakage
+
+    settings = strategy.llm_settings()
+    if settings is None:
+        return dict(block)
+    if not settings.anonymize or not (run_path / "llm_calls.csv").is_file():
+        return {**block, "audit": {"result": "not audited"}}
+    info = leakage.run_info(run_path, yaml.safe_load(cfg.to_yaml()))
+    res = leakage.audit(leakage.prompts_of(info), leakage.build_knowledge([info]))
+    return {**block, "audit": leakage.summary(res)}
+
+
+def knowledge(cfg: RunConfig, strategies: Mapping[str, Strategy]) -> dict[str, dict[str, Any]]:
+    """Each strategy's ``model_knowledge`` block: its model's training-data
+    cutoff against the run's window (fincon.llm.knowledge)."""
+    from fincon.llm.knowledge import model_knowledge
+
+    return {name: model_knowledge(s.llm_settings(), cfg.start, cfg.end) for name, s in strategies.items()}
+
+
+def check_knowledge(blocks: Mapping[str, Mapping[str, Any]], *, require: bool = False, warn: bool = True) -> None:
+    """One warning line per LLM strategy whose window is not after its
+    model's cutoff; with ``require`` (--require-after-cutoff) a one-line
+    error instead, raised before any model is called."""
+    from fincon.llm.knowledge import warning
+
+    lines = [w for name, b in blocks.items() if (w := warning(dict(b), name))]
+    if require and lines:
+        raise ConfigError(f"--require-after-cutoff: {lines[0]}")
+    if warn:
+        for line in lines:
+            print(f"fincon: warning: {line}", file=sys.stderr)
