@@ -1,6 +1,7 @@
-"""Learning from yesterday: the P&L of the last decision, the manager's
-reflection on it, the manager's own procedural memory of decisions and
-outcomes, and the access reward for the memories a profitable day relied on.
+"""The beliefs in force for a run (learned ones, a training episode's carried reflections), and
+learning from yesterday: the P&L of the last decision, the manager's reflection on it, the manager's
+own procedural memory of decisions and outcomes, and the access reward for the memories a
+profitable day relied on.
 
 ``remember`` is called at the end of a day with the decision; ``settle``
 at the start of the next day, once the closes that price the decision are
@@ -12,20 +13,28 @@ counters; the model only through :func:`.reflection.reflect`.
 
 from __future__ import annotations
 
+import json
+import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
-from fincon.agents.beliefs import Reflection
+from fincon.agents.beliefs import RISK, Beliefs, Reflection
 from fincon.agents.brains import Answer
 from fincon.agents.roles.base import RoleInputs
 from fincon.agents.team.reflection import Outcome, reflect
 from fincon.memory.procedural import MemoryEntry
-from fincon.strategies.base import Decision
+from fincon.strategies.base import Decision, RunContext
+
+log = logging.getLogger(__name__)
 
 #: the memory source of the manager's settled decisions (its procedural memory)
 DECISION = "decision"
+#: reflections carried from one training episode to the next (the most recent)
+CARRIED = 20
 
 
 @dataclass
@@ -48,6 +57,56 @@ class Learning:
     ``params`` and ``_prev`` on the team."""
 
     _prev: _Previous | None
+
+    def _load_beliefs(self, ctx: RunContext) -> None:
+        """Beliefs in force for the run: learned ones (``beliefs``) or the
+        untrained defaults; in training, this episode's exploration noise on
+        the rules weights. Learned reflections go into episodic memory, dated
+        when they were written (all before a test window)."""
+        from fincon.agents.beliefs import as_params
+
+        p = self.params
+        base = Beliefs.initial({r.name: r.weight for r in self.roles})
+        learned = as_params(p.beliefs)
+        self.beliefs_warning: str | None = None
+        if learned is not None and ctx.start is not None:
+            from fincon.agents.beliefs import check_window
+
+            self.beliefs_warning = check_window(learned, str(ctx.start), p.allow_overlap)
+            if self.beliefs_warning:
+                log.warning(self.beliefs_warning)
+        if learned is not None:
+            base = base.model_copy(
+                update={
+                    "version": learned.version,
+                    "reflections": learned.reflections,
+                    "perspectives": {**base.perspectives, **learned.perspectives},
+                }
+            )
+        weights = base.weights()
+        if p.explore > 0:
+            rng = np.random.default_rng([p.explore_seed, 20240707])
+            names = sorted(r.name for r in self.roles)
+            z = rng.standard_normal(len(names))
+            weights.update({n: round(weights[n] * float(np.exp(p.explore * x)), 6) for n, x in zip(names, z)})
+        self.beliefs = base
+        self.role_weights = {r.name: weights.get(r.name, r.weight) for r in self.roles}
+        self.risk_exposure = min(1.0, weights.get(RISK, 0.5))
+        start = pd.Timestamp(ctx.start or "1900-01-01")
+        for r in base.reflections:
+            if pd.Timestamp(r.day) < start:
+                self.reflections.add(pd.Timestamp(r.day), "reflection", r.text, {"learned": True})
+        self.written: list[Reflection] = []  # what reflections.json keeps: carried, then new
+        if p.carried_reflections:
+            # training: the previous episode's reflections, dated the day before this episode
+            # starts so the manager reads them from its first decision, and carried on (capped)
+            raw = json.loads(Path(p.carried_reflections).read_text(encoding="utf-8"))
+            before = start - pd.Timedelta(days=1)
+            for r in [Reflection(**x) for x in raw][-CARRIED:]:
+                text = r.text if r.text.startswith("[earlier episode") else f"[earlier episode, {r.day}] {r.text}"
+                self.reflections.add(before, "reflection", text, {"carried": True, "day": r.day})
+                self.written.append(Reflection(day=r.day, text=text))
+        self._carried_count = len(self.written)
 
     def _remember(self, view, day: str, decision: Decision, inputs: list[RoleInputs], answers: list[Answer]) -> None:
         held = {t: float(w) for t, w in view.portfolio.weights.items()}

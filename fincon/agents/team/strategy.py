@@ -15,9 +15,9 @@ One day, in order:
    risk stance and the learned investment beliefs (``Beliefs.for_manager``)
    into a ``Decision``; trading policies are enforced in code after it.
 
-The ``Decision`` carries a per-day ``record`` (every report with its
-citations, the manager's rationale and relied-on ids, calls made and
-reused) that the engine writes into ``decisions.jsonl``.
+The ``Decision`` carries a per-day ``record`` (every report, its citations,
+the manager's rationale, calls made and reused) written to ``decisions.jsonl``.
+Between forward sessions the team is saved and taken up by :mod:`.resumable`.
 
 Point in time: events and prices both come from the ``MarketView``
 (``view.events`` is the corpus cut at the day's decision time), reflections from
@@ -30,14 +30,11 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 from pathlib import Path
 from typing import Any, Mapping
 
-import numpy as np
 import pandas as pd
 
-from fincon.agents.beliefs import RISK, Beliefs, Reflection
 from fincon.agents.brains import LLMBrain, ManagerTask, RulesBrain
 from fincon.agents.policies import enforce
 from fincon.agents.protocols import make_protocol
@@ -48,18 +45,16 @@ from fincon.agents.team.calls import Answer, Calls
 from fincon.agents.team.corpus import corpus_coverage, coverage
 from fincon.agents.team.learning import Learning, _Previous, risk_stance
 from fincon.agents.team.params import FinConParams
+from fincon.agents.team.resumable import Resumable
 from fincon.errors import ConfigError
 from fincon.strategies.base import Decision, RunContext, StopRun, Strategy
 
 log = logging.getLogger(__name__)
-#: reflections carried from one training episode to the next (the most recent)
-CARRIED = 20
-#: simulated days the memory store holds its writes back (write-behind; flushed
-#: at the run's end too): chromadb pays per call, the team writes every day
+#: simulated days the memory store holds its writes back (chromadb pays per call; flushed at the end too)
 MEMORY_FLUSH_DAYS = 21
 
 
-class FinConTeam(Calls, Learning, Strategy):
+class FinConTeam(Calls, Learning, Resumable, Strategy):
     name = "fincon"
     Params = FinConParams
     reads_events = True
@@ -155,90 +150,6 @@ class FinConTeam(Calls, Learning, Strategy):
             "rewarded": 0,
             "alerts": 0,
         }
-
-    def _load_beliefs(self, ctx: RunContext) -> None:
-        """Beliefs in force for the run: learned ones (``beliefs``) or the
-        untrained defaults; in training, this episode's exploration noise on
-        the rules weights. Learned reflections go into episodic memory, dated
-        when they were written (all before a test window)."""
-        from fincon.agents.beliefs import as_params
-
-        p = self.params
-        base = Beliefs.initial({r.name: r.weight for r in self.roles})
-        learned = as_params(p.beliefs)
-        self.beliefs_warning: str | None = None
-        if learned is not None and ctx.start is not None:
-            from fincon.agents.beliefs import check_window
-
-            self.beliefs_warning = check_window(learned, str(ctx.start), p.allow_overlap)
-            if self.beliefs_warning:
-                log.warning(self.beliefs_warning)
-        if learned is not None:
-            base = base.model_copy(
-                update={
-                    "version": learned.version,
-                    "reflections": learned.reflections,
-                    "perspectives": {**base.perspectives, **learned.perspectives},
-                }
-            )
-        weights = base.weights()
-        if p.explore > 0:
-            rng = np.random.default_rng([p.explore_seed, 20240707])
-            names = sorted(r.name for r in self.roles)
-            z = rng.standard_normal(len(names))
-            weights.update({n: round(weights[n] * float(np.exp(p.explore * x)), 6) for n, x in zip(names, z)})
-        self.beliefs = base
-        self.role_weights = {r.name: weights.get(r.name, r.weight) for r in self.roles}
-        self.risk_exposure = min(1.0, weights.get(RISK, 0.5))
-        start = pd.Timestamp(ctx.start or "1900-01-01")
-        for r in base.reflections:
-            if pd.Timestamp(r.day) < start:
-                self.reflections.add(pd.Timestamp(r.day), "reflection", r.text, {"learned": True})
-        self.written: list[Reflection] = []  # what reflections.json keeps: carried, then new
-        if p.carried_reflections:
-            # training: the previous episode's reflections, dated the day before this episode
-            # starts so the manager reads them from its first decision, and carried on (capped)
-            raw = json.loads(Path(p.carried_reflections).read_text(encoding="utf-8"))
-            before = start - pd.Timedelta(days=1)
-            for r in [Reflection(**x) for x in raw][-CARRIED:]:
-                text = r.text if r.text.startswith("[earlier episode") else f"[earlier episode, {r.day}] {r.text}"
-                self.reflections.add(before, "reflection", text, {"carried": True, "day": r.day})
-                self.written.append(Reflection(day=r.day, text=text))
-        self._carried_count = len(self.written)
-
-    # -- forward steps: the team's state between sessions (fincon.strategies.state) ----------------
-    def live_objects(self) -> Mapping[str, Any]:
-        """What start opened: the run's context and corpus, the model client and its settings, the
-        memory's embedder and chromadb client (the memories' entries, scores and counters are state)."""
-        return {"ctx": self.ctx, "events": self.events, "client": self._client, "settings": self.settings,
-                "embedder": self.memory.embedder, "chroma": self.memory.client}  # fmt: skip
-
-    def save_state(self, folder: Path, live: Mapping[str, Any]) -> None:
-        """The pickled team and its memory store's files (flushed by :meth:`finish`)."""
-        super().save_state(folder, live)
-        shutil.copytree(self.memory.path, folder / "memory")
-
-    def load_state(self, folder: Path, ctx: RunContext) -> None:
-        """The saved memory store's files in place of the fresh empty one, then the pickled team on
-        the fresh run's client, corpus and embedder (its usage ledger carried on by the client)."""
-        from fincon.memory.collections import open_client
-        from fincon.strategies import state
-
-        client, path, coverage = self._client, self.memory.path, self.coverage  # the fresh corpus's span
-        self.memory.client.close()  # chromadb lets go of the fresh store before its files are replaced
-        shutil.rmtree(path)
-        shutil.copytree(folder / "memory", path)
-        chroma = open_client(path)
-        try:
-            saved = state.load(folder / state.STATE_FILE, {**self.live_objects(), "chroma": chroma})
-        except BaseException:
-            chroma.close()  # the step asks again from the first session in a fresh store of this name
-            raise
-        vars(self).update(saved)
-        self.memory.path = path
-        self._client, self.coverage = client, coverage
-        if client is not None:
-            client.ledger = self.ledger
 
     @property
     def client(self):
