@@ -3,12 +3,13 @@
 backtrader's own ``cerebro.plot()`` forces a Tk backend and loses date
 labels with current matplotlib, so plots are made from the run's
 ``equity.csv`` instead; the same function serves one run or a comparison.
+A training's belief evolution (``beliefs.png``) is drawn here too.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 import matplotlib
 
@@ -75,3 +76,35 @@ def plot_equity(
     finally:
         plt.close(fig)
     return out
+
+
+def plot_beliefs(rows: list[dict[str, Any]], path: Path) -> Path:
+    """Belief evolution: rules weights in force, objective and tau per episode."""
+    ks = [r["episode"] for r in rows]
+    fig, (ax_w, ax_o) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    names = sorted({n for r in rows for n in r.get("weights_in_force", {})})
+    for n in names:
+        ax_w.plot(ks, [r.get("weights_in_force", {}).get(n, float("nan")) for r in rows], "o-", label=n)
+    ax_w.set_ylabel("rules weight in force")
+    ax_w.legend(fontsize=8, ncol=2)
+    ax_w.grid(alpha=0.3)
+    ax_o.plot(ks, [r["objective"] for r in rows], "o-", color="tab:blue", label="objective (CR %)")
+    ax_o.set_ylabel("objective (CR %)")
+    ax_o.grid(alpha=0.3)
+    ax_t = ax_o.twinx()
+    ax_t.plot(
+        [r["episode"] for r in rows if "tau" in r],
+        [r["tau"] for r in rows if "tau" in r],
+        "s--",
+        color="tab:orange",
+        label="tau",
+    )
+    ax_t.set_ylim(0, 1.05)
+    ax_t.set_ylabel("tau (same action share)")
+    ax_o.set_xlabel("episode")
+    ax_o.set_xticks(ks)
+    fig.suptitle("Belief evolution over training episodes")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    plt.close(fig)
+    return path

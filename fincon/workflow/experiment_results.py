@@ -243,8 +243,7 @@ def _train_rows(path: Path) -> list[dict[str, Any]]:
 def plot_experiment(exp: ExperimentConfig, root: Path, results: dict[str, Any]) -> None:
     """equity.png (median runs + baselines), beliefs.png and beliefs.md (the
     belief evolution of the full ablation's median repeat)."""
-    from fincon.engine.plotting import plot_equity
-    from fincon.workflow.training import plot_beliefs
+    from fincon.engine.plotting import plot_beliefs, plot_equity
 
     curves = {}
     for v, m in results["median"].items():
