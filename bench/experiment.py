@@ -80,7 +80,7 @@ def experiment(out: Path, repeats: int, episodes: int, ablations: str, extra: li
 def ray_fixed_costs(cpus: int, units: int) -> tuple[float, float]:
     """(cluster start + stop, seconds per unit that only imports what a unit
     imports, in a fresh worker, ``cpus`` at a time)."""
-    from fincon.workflow.executors import RayExecutor
+    from fincon.workflow.ray_executor import RayExecutor
 
     imports = functools.partial(exec, "import chromadb, fincon.workflow.training, fincon.agents.team")
     t0 = time.perf_counter()

@@ -23,8 +23,8 @@ import pytest
 from fincon.cli.main import main
 from fincon.errors import ConfigError, FinconError
 from fincon.testing.badinput import captured
-from fincon.workflow.executors import RAY_MISSING, RayExecutor
 from fincon.workflow.experiment import default_out, load_experiment
+from fincon.workflow.ray_executor import RAY_MISSING, RayExecutor
 
 if importlib.util.find_spec("ray") is None:
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):

@@ -31,7 +31,7 @@ if importlib.util.find_spec("ray") is None:
 
 CHILD = """
 import json, os, sys
-from fincon.workflow.executors import RayExecutor
+from fincon.workflow.ray_executor import RayExecutor
 
 seen = {}
 for cluster in (1, 2):  # a second cluster in the same process (a new token, a new temp dir) works too

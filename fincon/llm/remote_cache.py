@@ -18,7 +18,7 @@ from typing import Any
 
 class RemoteCache:
     """A worker's view of one cache file held by the driver's
-    :class:`fincon.workflow.executors._Coordinator` (a Ray actor);
+    :class:`fincon.workflow.ray_executor._Coordinator` (a Ray actor);
     :class:`~fincon.llm.cache.CallCache` delegates to it when
     :data:`~fincon.llm.cache.SERVER_ENV` is set."""
 

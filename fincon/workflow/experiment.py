@@ -30,7 +30,7 @@ the same command again skips done units, resumes a half-finished training
 after its last finished episode, and ends with the same results.json.
 
 Units of one phase are independent: :func:`serial` runs them one by one,
-:class:`~fincon.workflow.executors.RayExecutor` as Ray tasks in parallel
+:class:`~fincon.workflow.ray_executor.RayExecutor` as Ray tasks in parallel
 (``--executor ray``; see :mod:`fincon.workflow.executors`). Both write the
 same files.
 """
