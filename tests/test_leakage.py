@@ -12,7 +12,7 @@ import pytest
 
 from fincon.cli.main import main
 from fincon.data.inputs import SAMPLE
-from fincon.llm import leakage
+from fincon.llm import leakage, leakage_inputs
 from fincon.testing.doubles import TeamStub
 from fincon.testing.server import DoubleServer
 
@@ -22,7 +22,7 @@ WINDOW = ["--start", "2022-10-03", "--end", "2022-10-14"]
 @pytest.fixture(scope="module")
 def knowledge():
     """What the adversaries know of the bundled sample: its 11 firms' items and the 42 tickers' prices."""
-    run = leakage.RunInfo(
+    run = leakage_inputs.RunInfo(
         path=None, strategy="fincon", tickers=("TSLA",), start=dt.date(2022, 10, 3), end=dt.date(2022, 10, 14),
         masked=False, cache=None, data={"source": "sample"}, events=SAMPLE,
     )  # fmt: skip
@@ -52,10 +52,12 @@ TEXTS = {
 
 def _small(knowledge):
     items = [
-        leakage.Item(t, dt.date.fromisoformat(d), frozenset(leakage.shingles(leakage.tokens(x))))
+        leakage_inputs.Item(t, dt.date.fromisoformat(d), frozenset(leakage.shingles(leakage_inputs.tokens(x))))
         for (t, d), x in TEXTS.items()
     ]
-    return leakage.Knowledge(items, leakage.index_items(items), knowledge.closes, knowledge.sessions, knowledge.terms)
+    return leakage.Knowledge(
+        items, leakage_inputs.index_items(items), knowledge.closes, knowledge.sessions, knowledge.terms
+    )
 
 
 def test_each_adversary_by_hand(knowledge):

@@ -361,7 +361,7 @@ def _audit_probes(questions: Sequence[Question], ticker: str, events: Sequence[A
     """The leakage audit (fincon.llm.leakage) of the probe's own masked prompts:
     an item or a price in them may give firm and day away where the model's
     answers do not show it."""
-    from fincon.llm import leakage
+    from fincon.llm import leakage, leakage_inputs
 
     prompts = [
         leakage.Prompt("probe", f"probe-{q.kind}", q.day, str(i), q.sent or "", (q.gold.split("|")[0],))
@@ -369,7 +369,7 @@ def _audit_probes(questions: Sequence[Question], ticker: str, events: Sequence[A
         else leakage.Prompt("probe", f"probe-{q.kind}", q.day, str(i), q.sent or "", (ticker,))
         for i, q in enumerate(questions)
     ]
-    res = leakage.audit(prompts, leakage.knowledge_of(events, {ticker: closes}))
+    res = leakage.audit(prompts, leakage_inputs.knowledge_of(events, {ticker: closes}))
     return {**leakage.summary(res), "verdict": res["verdict"]}
 
 

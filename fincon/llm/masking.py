@@ -19,7 +19,7 @@ What is replaced, deterministically:
 * the firm's vocabulary: products, brands, shows, subsidiaries and business
   words (the bundled table, and the terms mined from the corpus the run
   reads that are frequent in one firm's items and rare in financial
-  English, fincon.eval.leakage.distinctive_terms): "[term]";
+  English, fincon.data.terms.distinctive_terms): "[term]";
 * every other proper name: a capitalised word that is no common word of
   financial English (the Loughran-McDonald dictionary's document counts)
   and none of fincon's own prompt words (rivals, partners, places,

@@ -86,15 +86,15 @@ def with_audit(block: Mapping[str, Any], strategy: Strategy, run_path: Path, cfg
     the day). What the report card's temporal integrity reads."""
     import yaml
 
-    from fincon.llm import leakage
+    from fincon.llm import leakage, leakage_inputs
 
     settings = strategy.llm_settings()
     if settings is None:
         return dict(block)
     if not settings.anonymize or not (run_path / "llm_calls.csv").is_file():
         return {**block, "audit": {"result": "not audited"}}
-    info = leakage.run_info(run_path, yaml.safe_load(cfg.to_yaml()))
-    res = leakage.audit(leakage.prompts_of(info), leakage.build_knowledge([info]))
+    info = leakage_inputs.run_info(run_path, yaml.safe_load(cfg.to_yaml()))
+    res = leakage.audit(leakage_inputs.prompts_of(info), leakage_inputs.build_knowledge([info]))
     return {**block, "audit": leakage.summary(res)}
 
 

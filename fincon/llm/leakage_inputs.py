@@ -1,0 +1,284 @@
+"""The leakage audit's inputs (fincon.llm.leakage): what a run sent (each call's prompt, read back
+from its call cache) and what the adversaries know (the corpus's items and the prices, indexed)."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import hashlib
+import json
+import sqlite3
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from fincon.data.terms import distinctive_terms, tokens
+from fincon.errors import DataError
+
+SHINGLE = 5
+#: an item shingle shared by more items than this carries no identity (boilerplate)
+RARE_DF = 3
+
+# -- what the run sent ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One call of a run: who asked, for which day, and the text the model saw."""
+
+    run: str
+    agent: str
+    day: str  # YYYY-MM-DD, or "-" for a call made outside a trading day
+    key: str
+    text: str
+    tickers: tuple[str, ...]  # the firms the prompt is about (the truth)
+
+    @property
+    def kind(self) -> str:
+        return self.agent.split("/")[0]
+
+
+@dataclass
+class RunInfo:
+    """What the audit reads of one strategy's run directory."""
+
+    path: Path
+    strategy: str
+    tickers: tuple[str, ...]
+    start: dt.date
+    end: dt.date
+    masked: bool
+    cache: Path
+    data: Any  # the run config's data section
+    events: str  # the corpus the run read (its spec)
+
+
+def runs_in(root: Path) -> list[Path]:
+    """The run directories under ``root`` that list their model calls (``llm_calls.csv``)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise DataError(f"{root} is not a directory; give a run directory written by fincon backtest")
+    found = [root] if (root / "llm_calls.csv").is_file() else []
+    found += sorted(p.parent for p in root.glob("*/llm_calls.csv"))
+    return found
+
+
+def read_run(path: Path, cache: Path | None = None) -> RunInfo:
+    """The run's config (tickers, window, corpus, mask) and where its prompts are cached."""
+    import yaml
+
+    try:
+        cfg = yaml.safe_load((path / "config.yaml").read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise DataError(f"{path}/config.yaml: cannot read ({exc}); is this a fincon run directory?") from None
+    return run_info(path, cfg, cache)
+
+
+def run_info(path: Path, cfg: Mapping[str, Any], cache: Path | None = None) -> RunInfo:
+    """:class:`RunInfo` of the run in ``path`` whose config (as its config.yaml holds it) is ``cfg``."""
+    strategies = cfg.get("strategies") or []
+    strategy = strategies[0] if len(strategies) == 1 else path.name
+    params = (cfg.get("strategy_params") or {}).get(strategy) or {}
+    llm = {**(cfg.get("llm") or {}), **(params.get("llm") or {})}
+    where = Path(cache or llm.get("cache_path") or "runs/.cache/llm.sqlite").expanduser()
+    if not where.is_absolute() and not where.is_file():
+        for base in (path, *path.parents):  # a relative cache path: from where the run was started
+            if (base / where).is_file():
+                where = base / where
+                break
+    return RunInfo(
+        path=path,
+        strategy=strategy,
+        tickers=tuple(cfg.get("tickers") or ()),
+        start=dt.date.fromisoformat(str(cfg.get("start"))),
+        end=dt.date.fromisoformat(str(cfg.get("end"))),
+        masked=bool(llm.get("anonymize")),
+        cache=where,
+        data=cfg.get("data") or {},
+        events=str(params.get("events") or "sample"),
+    )
+
+
+def prompts_of(run: RunInfo) -> list[Prompt]:
+    """Every prompt the run sent, read back from its call cache by the keys in ``llm_calls.csv``."""
+    with open(run.path / "llm_calls.csv", newline="", encoding="utf-8") as fh:
+        calls = list(csv.DictReader(fh))
+    if not calls:
+        return []
+    if not run.cache.is_file():
+        raise DataError(
+            f"{run.path}: its call cache {run.cache} is not there, so its prompts cannot be read; "
+            "give it with --llm-cache-path"
+        )
+    conn = sqlite3.connect(f"{run.cache.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        texts: dict[str, str] = {}
+        keys = sorted({c["key"] for c in calls})
+        for i in range(0, len(keys), 500):
+            part = keys[i : i + 500]
+            q = f"SELECT key, messages FROM calls WHERE key IN ({','.join('?' for _ in part)})"
+            for k, m in conn.execute(q, part):
+                texts[k] = "\n".join(x.get("content", "") for x in json.loads(m))
+    except sqlite3.Error as exc:
+        raise DataError(f"{run.cache}: not an LLM call cache ({exc})") from None
+    finally:
+        conn.close()
+    missing = [c for c in calls if c["key"] not in texts]
+    if missing:
+        raise DataError(
+            f"{run.path}: {len(missing)} of its {len(calls)} calls are not in {run.cache} "
+            f"(first: {missing[0]['agent']} on {missing[0]['day']}); give the cache the run used with --llm-cache-path"
+        )
+    out = []
+    for c in calls:
+        own = c["agent"].rsplit("/", 1)[1] if "/" in c["agent"] else None
+        tickers = (own,) if own in run.tickers else run.tickers
+        out.append(Prompt(run.path.name, c["agent"], c["day"], c["key"], texts[c["key"]], tickers))
+    return out
+
+
+# -- what the adversaries know ----------------------------------------------------------------------
+
+
+@dataclass
+class Item:
+    ticker: str
+    day: dt.date
+    shingles: frozenset[int]
+
+
+@dataclass
+class Knowledge:
+    """The corpus, its prices and each firm's terms, indexed for the adversaries."""
+
+    items: list[Item]
+    index: dict[int, list[int]]  # rare shingle -> items
+    closes: dict[str, pd.Series]
+    sessions: pd.DatetimeIndex
+    terms: dict[str, dict[str, float]]  # ticker -> term -> weight
+    returns: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)  # "-2.33" -> (ticker, day, k)
+    daily: dict[str, list[str]] = field(default_factory=dict)  # ticker -> its daily returns as "-2.33" by day index
+
+
+def shingles(toks: Sequence[str], k: int = SHINGLE) -> set[int]:
+    """Hashes of the ``k``-word runs of ``toks`` (stable across processes)."""
+    return {
+        int.from_bytes(hashlib.blake2b(" ".join(toks[i : i + k]).encode(), digest_size=8).digest(), "little")
+        for i in range(len(toks) - k + 1)
+    }
+
+
+def build_knowledge(runs: Sequence[RunInfo], against: Sequence[Path] = ()) -> Knowledge:
+    """Everything the adversaries know for ``runs``: the corpus they read (every
+    firm in it), the datasets ``against`` (more firms to tell apart), the prices
+    of every ticker there, and each firm's terms."""
+    from fincon.data.events.generator import DEFAULT_TICKERS
+    from fincon.data.inputs import SAMPLE, open_events, open_inputs
+
+    corpora: list[tuple[str, tuple[str, ...], Any]] = []  # (events spec, tickers, price source)
+    seen: set[str] = set()
+    for r in runs:
+        inputs = open_inputs(r.data.get("source", "sample"), r.data.get("dir"), r.data.get("cache_dir"))
+        spec = r.events
+        if spec == SAMPLE:
+            tickers = tuple(DEFAULT_TICKERS)
+        else:
+            tickers = tuple(sorted(p.name.split(".")[0] for p in Path(spec).glob("*.jsonl*")))
+        if spec not in seen:
+            seen.add(spec)
+            corpora.append((spec, tickers, inputs.source))
+    for d in against:
+        ds = open_inputs("csv", d)
+        if ds.dataset is None or not ds.dataset.has_events:
+            raise DataError(f"--against {d}: not a dataset with events (fincon data import ...)")
+        spec = str(ds.dataset.events_dir.absolute())
+        if spec not in seen:
+            seen.add(spec)
+            corpora.append((spec, tuple(ds.dataset.manifest.tickers), ds.source))
+    events: list[Any] = []
+    closes: dict[str, pd.Series] = {}
+    for spec, tickers, source in corpora:
+        events += open_events(spec, tickers).all_events()
+        for t in tickers:
+            if t in closes:
+                continue
+            try:
+                bars = source.load(t, pd.Timestamp("1990-01-01"), pd.Timestamp("2100-01-01"))
+            except Exception:  # a ticker of the corpus without prices: the price adversary skips it
+                continue
+            frame = bars.set_index(pd.to_datetime(bars["Date"])) if "Date" in bars.columns else bars
+            col = "Adj Close" if "Adj Close" in frame.columns else "Close"
+            closes[t] = frame[col].astype(float)
+    return knowledge_of(events, closes)
+
+
+def knowledge_of(events: Iterable[Any], closes: Mapping[str, pd.Series]) -> Knowledge:
+    """The adversaries' :class:`Knowledge` of ``events`` (the items, with their
+    dates) and ``closes`` (ticker -> daily closes), with each firm's terms."""
+    from fincon.data.aliases import NAMES, PEOPLE, VOCABULARY
+
+    items: list[Item] = []
+    docs: dict[str, list[str]] = defaultdict(list)
+    for e in events:
+        if not e.text:
+            continue
+        items.append(Item(e.ticker, e.published_at.date(), frozenset(shingles(tokens(e.text)))))
+        docs[e.ticker].append(e.text)
+    closes = dict(closes)
+    index = index_items(items)
+    terms: dict[str, dict[str, float]] = defaultdict(dict)
+    for t in set(NAMES) | set(docs):
+        for name in (*NAMES.get(t, ()), *PEOPLE.get(t, ()), t):
+            terms[t][name] = 3.0  # a name is a strong cue
+        for word in VOCABULARY.get(t, ()):
+            terms[t].setdefault(word, 2.0)
+    for t, words in distinctive_terms(docs, background=_background()).items():
+        for w in words:
+            terms[t].setdefault(w, 1.0)
+    sessions = pd.DatetimeIndex(sorted(set().union(*(set(s.index) for s in closes.values())))) if closes else None
+    k = Knowledge(items, index, closes, sessions if sessions is not None else pd.DatetimeIndex([]), dict(terms))
+    k.returns = _return_table(closes, horizons=1)
+    k.daily = {
+        t: ["nan"] + [f"{100.0 * (b / a - 1.0):.2f}" for a, b in zip(v, v[1:])]
+        for t, v in ((t, s.to_numpy(dtype=float)) for t, s in closes.items())
+    }
+    return k
+
+
+def index_items(items: Sequence[Item]) -> dict[int, list[int]]:
+    """rare shingle -> the items holding it (a shingle of more than ``RARE_DF`` items is boilerplate)."""
+    df: Counter = Counter()
+    for it in items:
+        df.update(it.shingles)
+    index: dict[int, list[int]] = defaultdict(list)
+    for i, it in enumerate(items):
+        for h in it.shingles:
+            if df[h] <= RARE_DF:
+                index[h].append(i)
+    return dict(index)
+
+
+def _return_table(closes: Mapping[str, pd.Series], horizons: int = 20) -> dict[str, list[tuple[str, int, int]]]:
+    """ "-2.33" -> every (ticker, day index, k) whose k-day return, in percent to two decimals, it is."""
+    out: dict[str, list[tuple[str, int, int]]] = defaultdict(list)
+    for t, s in closes.items():
+        v = s.to_numpy(dtype=float)
+        for k in range(1, horizons + 1):
+            r = 100.0 * (v[k:] / v[:-k] - 1.0)
+            for j, x in enumerate(r):
+                if np.isfinite(x) and abs(x) < 100:
+                    out[f"{x:.2f}"].append((t, j + k, k))
+    return dict(out)
+
+
+def _background() -> Mapping[str, float]:
+    try:
+        from fincon.data.lexicon import document_shares
+
+        return document_shares()
+    except Exception:  # the info extra missing: firms told apart by their own corpora only
+        return {}
