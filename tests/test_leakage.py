@@ -70,7 +70,7 @@ def test_each_adversary_by_hand(knowledge):
     g = leakage.corpus_guess(f"[E1] this week: {text}", small)
     assert g.firm == "TSLA" and not g.exact and 0 < (g.day - dt.date(2022, 10, 4)).days <= 7
     # ... half of it, still; as its gist, nothing
-    from fincon.llm.masking import gist
+    from fincon.llm.masking_rules import gist
 
     assert leakage.corpus_guess(f"[E1] this week: {text[: len(text) // 2]}", small).firm == "TSLA"
     assert leakage.corpus_guess(f"[E1] this week: {gist(text)}", small).firm is None

@@ -14,7 +14,7 @@ import pytest
 
 from fincon.llm import LLMClient, UsageLedger
 from fincon.llm.cache import CacheMode, CallCache
-from fincon.llm.masking import masker_for
+from fincon.llm.masking_terms import masker_for
 from fincon.llm.settings import LLMSettings
 from fincon.testing.doubles import Clairvoyant, TeamStub
 from fincon.testing.markets import market_for
@@ -58,7 +58,7 @@ def _whole_text_pass(m, s: str, day: str | None) -> str:
     what the line-by-line pass (bench/masking.py's speed) must give."""
     import datetime as dt
 
-    from fincon.llm.masking import _ITEM_LINE
+    from fincon.llm.masking_rules import ITEM_LINE as _ITEM_LINE
 
     d = dt.date.fromisoformat(day) if day else None
     s = m._words_in(m._dates(m._prices(s), d))
@@ -232,7 +232,7 @@ def test_another_model_paraphrases_the_masked_items_and_the_model_under_test_may
     the masked item, masked again (a name it puts back is a pseudonym); an answer that is no rewriting leaves
     the gist, counted; the model under test may not paraphrase (it would read every item first)."""
     from fincon.errors import ConfigError
-    from fincon.llm.masking import Paraphraser
+    from fincon.llm.masking_terms import Paraphraser
     from fincon.testing.doubles import Scripted
 
     rewrite = json.dumps({"text": "Microsoft said demand for its servers rose sharply in many industries."})

@@ -254,7 +254,7 @@ def _lookahead(args: argparse.Namespace) -> int:
     from fincon.data.prices import validate_bars
     from fincon.eval import lookahead
     from fincon.llm.knowledge import model_knowledge
-    from fincon.llm.masking import user_names
+    from fincon.llm.masking_terms import user_names
 
     _check_json(args)
     start, end = dt.date.fromisoformat(args.start), dt.date.fromisoformat(args.end)

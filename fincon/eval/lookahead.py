@@ -295,7 +295,7 @@ def run(
     (``--run``), which the masked verdict cannot clear when it is not blind;
     see the module docstring."""
     from fincon.errors import DataError
-    from fincon.llm.masking import masker_for
+    from fincon.llm.masking_terms import masker_for
 
     days = sample_days(closes, start, end, samples, seed)
     if not days:

@@ -46,7 +46,7 @@ is written into the run directory (``masking.json``). Masked text is
 memoised by content; the call cache is keyed by the masked prompt, so a
 replay stays byte-identical.
 
-What still leaks (a reader should know): the gist of an item (what
+What still leaks (a reader should know): the rules.gist of an item (what
 happened, in common words), which a model that read the corpus may still
 recognise; the industry (through common words); and anything a paraphrase
 would remove (``fincon eval leakage`` measures what its adversaries can
@@ -61,209 +61,10 @@ import json
 import re
 import string
 from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from pydantic import BaseModel, Field
-
+from fincon.llm import masking_rules as rules
 from fincon.llm.types import Message
-
-_MONTHS = {
-    m.lower(): i
-    for i, names in enumerate(
-        [
-            ("January", "Jan"),
-            ("February", "Feb"),
-            ("March", "Mar"),
-            ("April", "Apr"),
-            ("May",),
-            ("June", "Jun"),
-            ("July", "Jul"),
-            ("August", "Aug"),
-            ("September", "Sep", "Sept"),
-            ("October", "Oct"),
-            ("November", "Nov"),
-            ("December", "Dec"),
-        ],
-        start=1,
-    )
-    for m in names
-}
-_MONTH = r"(?:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
-#: Every pattern below opens with a lookahead for the characters it can start
-#: with: the same matches, but the regex engine rejects most positions on one
-#: character instead of trying the whole pattern there (bench/masking.py).
-#: A month name's first two letters:
-_OPENS = "(?=[" + "".join(sorted({m[0] for m in _MONTHS})) + "][" + "".join(sorted({m[1] for m in _MONTHS})) + "])"
-_DIGIT = re.compile(r"\d")
-#: white space within a line: no pattern matches across a line break, so a prompt is masked line by line
-#: (each line memoised: most of a day's prompt repeats an earlier one's lines) with the same result as whole
-_SP = r"[^\S\n]"
-_TIME = r"(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)?"
-_ISO = re.compile(r"(?=[12])(?<![\d-])((?:19|20)\d{2})-(\d{2})-(\d{2})" + _TIME + r"(?![\d])")
-_MDY = re.compile(rf"{_OPENS}\b({_MONTH}){_SP}+(\d{{1,2}})(?:st|nd|rd|th)?(?:,{_SP}*|{_SP}+)((?:19|20)\d{{2}})\b", re.I)
-_DMY = re.compile(rf"(?=\d)\b(\d{{1,2}})(?:st|nd|rd|th)?{_SP}+({_MONTH})(?:,{_SP}*|{_SP}+)((?:19|20)\d{{2}})\b", re.I)
-_MY = re.compile(rf"{_OPENS}\b({_MONTH}){_SP}+((?:19|20)\d{{2}})\b", re.I)
-_MY_MD = re.compile(rf"{_OPENS}\b({_MONTH}){_SP}+(?:((?:19|20)\d{{2}})\b|(\d{{1,2}})(?:st|nd|rd|th)?\b(?!:\d))", re.I)
-_SHORT_YEAR = re.compile(r"(?=')(?<![\w'])'(\d{2})(?![\w'])")
-#: a date written as YYYYMMDD (inside an item's id): an opaque token per run, mapped back in answers
-_COMPACT = re.compile(r"(?=[12])(?<!\d)((?:19|20)\d{2})(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])(?!\d)")
-_TOKEN_BACK = re.compile(r"\bD[0-9a-f]{6}\b")
-_YEAR = re.compile(rf"(?=[Ff'12])(?<![\w$.-])(?:FY|fiscal{_SP}+)?'?((?:19|20)\d{{2}})(?:{_SP}?([QH][1-4]))?(?![\w-])")
-_QUARTER_YEAR = re.compile(rf"(?=[QH])\b([QH][1-4]){_SP}?((?:19|20)\d{{2}})\b")
-_DOLLARS = re.compile(
-    r"(?=[U$])(?:US)?\$\s?(\d[\d,]*(?:\.\d+)?)\s*(trillion|billion|million|thousand|tn|bn|mn|[kKmMbBtT])?(?![\w])"
-)
-#: what marks a dollar amount as the stock's own price (fincon's texts: "the close that day was $212.50")
-_PRICE_WORDS = re.compile(
-    r"\b(?:close|closed|closing|price|priced|shares? (?:at|traded|trading)|trading at)\b[^.$]{0,30}$", re.I
-)
-_PERCENT = re.compile(rf"(?<![\w.])([+-]?)(\d[\d,]*(?:\.\d+)?)({_SP}?)(%|percent\b)")
-#: numbers kept as they are: item labels (E1), spans ("20-day", "20 trading days"), values in [-1, 1]
-#: (confidences, tones, weights), a single digit; anything else of two digits or more is "[n]"
-_NUMBER = re.compile(
-    r"(?<![\w.\-\[])([+-]?\d(?:[\d,]*\d)?(?:\.\d+)?)(?![\w.]*\d)(?!-[A-Za-z])(?![\w%])"
-    rf"(?!{_SP}+(?:trading{_SP}+)?(?:days?|sessions?|weeks?|months?)\b)"  # a span of time ("20 trading days") says nothing
-)
-#: what the number and name rules leave alone: ids and labels in brackets, fincon's price indices
-_HELD = re.compile(r"\[[^\[\]\n]{1,80}\]|price index \d+(?:\.\d+)?")
-#: a held span's stand-in: the first of Unicode's supplementary private-use characters (no rule matches one)
-_HOLD = 0xF0000
-_HELD_BACK = re.compile("\x00([\U000f0000-\U000ffffd])\x00")
-#: a capitalised word, an acronym or a word with capitals inside (iPhone, LinkedIn)
-_PROPER = re.compile(r"(?<![\w\[-])([A-Za-z]*[A-Z][A-Za-z]*(?:[&'.-][A-Za-z]+)*)(?![\w\]])")
-_PSEUDO = re.compile(r"^(?:Company|Person)$|^[A-Z]{1,2}\d?$")
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+")
-_WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
-#: percent buckets: (upper bound, label)
-_BUCKETS = ((1.0, "0-1"), (3.0, "1-3"), (7.0, "3-7"), (15.0, "7-15"), (30.0, "15-30"), (60.0, "30-60"),
-            (100.0, "60-100"), (float("inf"), "over 100"))  # fmt: skip
-#: generic words in capitals that name no one (kept by the proper-name rule)
-_KEEP = frozenset(
-    """CEO CFO COO CTO CIO US USA UK EU AI API IT GDP EPS IPO ETF ESG FDA SEC COVID COVID-19 Q1 Q2 Q3 Q4 H1 H2 FY
-    YoY QoQ R&D M&A EBITDA EBIT SaaS B2B B2C OK TV PC PCs CVaR VaR JSON ETFs IPOs CEOs EV EVs LLC Inc Corp Ltd
-    AM PM GAAP ROE ROI ROA LTM TTM NYSE Nasdaq NASDAQ Dow S&P""".split()
-)
-#: what a word's share of financial documents must reach to count as common English (fincon.data.lexicon)
-COMMON_SHARE = 0.001
-#: the recency a distance in days reads as: never an exact offset
-_RECENCY = ((0, "the decision day"), (7, "this week"), (31, "this month"), (92, "this quarter"), (365, "this year"))
-
-
-#: an exchange prefix ("NASDAQ: MSFT"): the one name the entity rule reads across ": "
-_EXCHANGE = re.compile(r"NASDAQ|NYSE|Nasdaq")
-
-
-def _recency(n: int) -> str:
-    """A distance from the decision day (days; negative: before it) as coarse recency."""
-    if n > 0:
-        return "days later" if n <= 7 else "weeks later" if n <= 31 else "months later"
-    for limit, phrase in _RECENCY:
-        if -n <= limit:
-            return phrase
-    return "over a year ago"
-
-
-def _bucket(value: float) -> str:
-    v = abs(value)
-    return next(label for hi, label in _BUCKETS if v < hi)
-
-
-def _offset(y: int, mo: int, d: int, day: dt.date) -> str:
-    """An exact date as its recency from the decision day ("[date]" if no such date)."""
-    try:
-        return _recency((dt.date(y, mo, d) - day).days)
-    except ValueError:
-        return "[date]"
-
-
-def _month_day(month_name: str, day_of_month: str, day: dt.date) -> str:
-    """ "Oct 4" with no year: the latest such date not a week past the decision
-    day (items are dated before it; a December item read in January is last year's)."""
-    month, d = _MONTHS[month_name.lower().rstrip(".")], int(day_of_month)
-    year = day.year
-    try:
-        if dt.date(year, month, d) > day + dt.timedelta(days=7):
-            year -= 1
-    except ValueError:
-        return "[date]"
-    return _offset(year, month, d, day)
-
-
-#: a date that reads against the decision day, in a template made once for all days (Masker._dated):
-#: one lower-case word, as the recency phrases are words, numbered in letters (a digit would be a number)
-_MARK_OPEN = "qzjx"
-_MARK = re.compile(_MARK_OPEN + "([a-p]+)xjzq")
-
-
-_TO_LETTERS = str.maketrans("0123456789abcdef", "abcdefghijklmnop")
-_FROM_LETTERS = str.maketrans("abcdefghijklmnop", "0123456789abcdef")
-
-
-def _mark(i: int) -> str:
-    return f"{_MARK_OPEN}{format(i, 'x').translate(_TO_LETTERS)}xjzq"
-
-
-def _mark_index(letters: str) -> int:
-    return int(letters.translate(_FROM_LETTERS), 16)
-
-
-@lru_cache(maxsize=1)
-def _prompt_words() -> frozenset[str]:
-    """The capitalised words of fincon's own prompt templates (agents' ``*.txt``): never masked as names."""
-    root = Path(__file__).resolve().parents[1] / "agents"
-    words: set[str] = set()
-    for f in root.rglob("*.txt"):
-        words.update(m.group(1) for m in _PROPER.finditer(f.read_text(encoding="utf-8")))
-    return frozenset(words)
-
-
-@lru_cache(maxsize=1)
-def _common() -> Mapping[str, float]:
-    """Words of financial English with their document share; empty when the
-    dictionary is not installed (then only the tables' names are masked)."""
-    try:
-        from fincon.data.lexicon import document_shares
-
-        return document_shares()
-    except Exception:  # the info extra missing: said in masking.json's rules
-        return {}
-
-
-#: an item as a prompt lists it: "[E1] this week: text (tone +0.50)"; its text becomes its gist
-_ITEM_LINE = re.compile(r"(?m)^(\[[^\]\n]{1,80}\][^:\n]{0,40}: )(.+?)((?: \(tone [+-]?\d\.\d+\))?)$")
-#: an item of this many words or more is given as its gist; a shorter line (an indicator) is kept
-GIST_WORDS = 12
-#: the content words an item's gist keeps (in the item's order, then sorted)
-GIST_KEEP = 30
-
-
-@lru_cache(maxsize=65536)  # an item is gisted again on every day that lists it under a new recency
-def gist(text: str) -> str:
-    """An item as its first ``GIST_KEEP`` content words, unique, in
-    alphabetical order ("gist: adoption, cloud, demand, ..."): what it is
-    about and its tone words, with no run of its words a model could have
-    read word for word (the placeholders of the mask are kept)."""
-    from fincon.data.terms import FUNCTION
-
-    seen: dict[str, None] = {}
-    for w in re.findall(r"(?:Company|Person) [A-Z]{1,2}\d*\b|\[[a-z]+\]|[A-Za-z][A-Za-z'-]+", text):
-        lw = w if w[0] in "CP" and " " in w else w.lower()
-        if lw.startswith("[") or " " in lw or (len(lw) > 2 and lw not in FUNCTION):
-            seen.setdefault(lw, None)
-        if len(seen) >= GIST_KEEP:
-            break
-    return "gist: " + ", ".join(sorted(seen)) if seen else "[text]"
-
-
-def reword(sentence: str) -> str:
-    """A sentence as its content words, unique, in alphabetical order: what it
-    is about, without a run of its words that could be found elsewhere."""
-    from fincon.data.terms import STOP
-
-    words = sorted({w.lower() for w in _WORD.findall(sentence) if len(w) > 3 and w.lower() not in STOP})
-    return "key words: " + ", ".join(words[:10]) if words else "[text]"
 
 
 @dataclass
@@ -281,7 +82,7 @@ class Masker:
     vocabulary: Mapping[str, Sequence[str]] = field(default_factory=dict)
     start_prices: dict[str, float] = field(default_factory=dict)
     secret: str = "fincon"
-    #: an item's rewriting instead of its gist (another model's paraphrase: :class:`Paraphraser`)
+    #: an item's rewriting instead of its rules.gist (another model's paraphrase: :class:`Paraphraser`)
     rewriter: Any = None
 
     def __post_init__(self) -> None:
@@ -305,7 +106,7 @@ class Masker:
         self._entity = (
             re.compile(
                 "(?=[" + "".join(re.escape(c) for c in sorted({w[0] for w in words} | {"N", "$"})) + "])"
-                rf"(?<![\w&])(?:(?:NASDAQ|NYSE|Nasdaq){_SP}*:{_SP}*|\$)?("
+                rf"(?<![\w&])(?:(?:NASDAQ|NYSE|Nasdaq){rules.SP}*:{rules.SP}*|\$)?("
                 + "|".join(re.escape(w) for w in words)
                 + r")(?![\w&])"
             )
@@ -362,13 +163,13 @@ class Masker:
         hit = self._lines.get(key)
         if hit is None:
             cut = line.find(": ") + 2
-            if cut > 1 and line.rfind("[", 0, cut) <= line.rfind("]", 0, cut) and not _EXCHANGE.search(line):
+            if cut > 1 and line.rfind("[", 0, cut) <= line.rfind("]", 0, cut) and not rules.EXCHANGE.search(line):
                 (a, read_a), (b, read_b) = self._segment(line[:cut], day), self._segment(line[cut:], day)
                 hit, reads_day = a + b, read_a or read_b
             else:
                 hit, reads_day = self._segment(line, day)
             if "[" in hit:
-                hit = _ITEM_LINE.sub(lambda m: self._item_line(m, day), hit)
+                hit = rules.ITEM_LINE.sub(lambda m: self._item_line(m, day), hit)
             if len(self._lines) < 200_000:
                 if day is not None:  # with no day every date is "[date]": whether one reads the day is not seen
                     self._reads_day[line] = reads_day
@@ -396,25 +197,25 @@ class Masker:
 
         def hold(m: re.Match) -> str:  # a private-use character, not a number: the number rule would mask "12"
             kept.append(m.group(0))
-            return f"\x00{chr(_HOLD + len(kept) - 1)}\x00"
+            return f"\x00{chr(rules.HOLD + len(kept) - 1)}\x00"
 
-        s = _HELD.sub(hold, s)
+        s = rules.HELD.sub(hold, s)
         s = self._proper(self._numbers(s))
-        return _HELD_BACK.sub(lambda m: kept[ord(m.group(1)) - _HOLD], s) if kept else s
+        return rules.HELD_BACK.sub(lambda m: kept[ord(m.group(1)) - rules.HOLD], s) if kept else s
 
     def _item_line(self, m: re.Match, day: dt.date | None) -> str:
-        """A listed item of ``GIST_WORDS`` words or more: another model's
+        """A listed item of ``rules.GIST_WORDS`` words or more: another model's
         paraphrase of it (masked again: a paraphrase may put a name back) or,
-        without one or when it fails, its gist."""
+        without one or when it fails, its rules.gist."""
         text = m.group(2)
-        if len(text.split()) < GIST_WORDS:
+        if len(text.split()) < rules.GIST_WORDS:
             return m.group(0)
         if self.rewriter is not None:
             new = self.rewriter(text, str(day) if day else None)
             if new:
                 again = self._mask(new, day)
                 return f"{m.group(1)}{again}{m.group(3)}"
-        return f"{m.group(1)}{gist(text)}{m.group(3)}"
+        return f"{m.group(1)}{rules.gist(text)}{m.group(3)}"
 
     def _entity_name(self, m: re.Match) -> str:
         word = m.group(1)
@@ -432,7 +233,7 @@ class Masker:
             marks = [(m.start(), self._firm[m.group(1)]) for m in self._entity.finditer(s) if m.group(1) in self._firm]
 
         def one(m: re.Match) -> str:
-            if m.group(2) or not _PRICE_WORDS.search(s[max(0, m.start() - 40) : m.start()]):
+            if m.group(2) or not rules.PRICE_WORDS.search(s[max(0, m.start() - 40) : m.start()]):
                 return "[amount]"  # not the stock's price: its size would tell the firm (or the price's base)
             try:
                 value = float(m.group(1).replace(",", ""))
@@ -443,11 +244,11 @@ class Masker:
             ref = self.start_prices.get(t) if t else None
             return f"price index {self.base * value / ref:.1f}" if ref else "[amount]"
 
-        return _DOLLARS.sub(one, s)
+        return rules.DOLLARS.sub(one, s)
 
     def _numbers(self, s: str) -> str:
         """Percentages bucketed, other numbers of two digits or more "[n]"; bracketed ids and labels kept."""
-        if not _DIGIT.search(s):
+        if not rules.DIGIT.search(s):
             return s
         s = s.replace("COVID-19", "\x01")
 
@@ -456,7 +257,7 @@ class Masker:
                 v = float(m.group(2).replace(",", ""))
             except ValueError:
                 return m.group(0)
-            return f"{m.group(1)}{_bucket(v)}{m.group(3)}{m.group(4)}"
+            return f"{m.group(1)}{rules.bucket(v)}{m.group(3)}{m.group(4)}"
 
         def num(m: re.Match) -> str:
             text = m.group(1)
@@ -468,14 +269,14 @@ class Masker:
                 return text
             return "[n]"
 
-        s = _NUMBER.sub(num, s)
-        s = _PERCENT.sub(pct, s)  # after the numbers: a bucket's bounds are not numbers to mask
+        s = rules.NUMBER.sub(num, s)
+        s = rules.PERCENT.sub(pct, s)  # after the numbers: a bucket's bounds are not numbers to mask
         return s.replace("\x01", "COVID-19")
 
     def _proper(self, s: str) -> str:
         """Every capitalised word that is no common word of financial English, no
         generic acronym, no word of fincon's own prompts and no pseudonym: "[name]"."""
-        if not _common():
+        if not rules.common():
             return s
         seen = self._words
 
@@ -486,14 +287,16 @@ class Masker:
                 got = seen[w] = _proper_word(w[:-2]) + "'s" if w.endswith("'s") else _proper_word(w)
             return got
 
-        return _PROPER.sub(one, s)
+        return rules.PROPER.sub(one, s)
 
     def _dates(self, s: str, day: dt.date | None) -> str:
         """Dates as recency from ``day`` (no exact offset), years and months as
         placeholders; with no day, every date "[date]"."""
         if day is None:
             return self._date_pass(s, lambda y, mo, d: "[date]", None)
-        return self._date_pass(s, lambda y, mo, d: _offset(y, mo, d, day), lambda name, dom: _month_day(name, dom, day))
+        return self._date_pass(
+            s, lambda y, mo, d: rules.offset(y, mo, d, day), lambda name, dom: rules.month_day(name, dom, day)
+        )
 
     def _dated(self, s: str, day: dt.date) -> tuple[str, bool]:
         """``_dates(s, day)``, from a template of ``s`` made once for every day:
@@ -502,7 +305,7 @@ class Masker:
         every recency phrase is a few, and no date rule reads a letter of either."""
         template = self._templates.get(s)
         if template is None:
-            if _MARK_OPEN in s.lower():  # text that could pass for a marker: the direct pass
+            if rules.MARK_OPEN in s.lower():  # text that could pass for a marker: the direct pass
                 return self._dates(s, day), True
             template = self._templates[s] = self._template(s)
         text, marks = template
@@ -510,19 +313,19 @@ class Masker:
             return text, False
 
         def fill(m: re.Match) -> str:
-            mark = marks[_mark_index(m.group(1))]
+            mark = marks[rules.mark_index(m.group(1))]
             if isinstance(mark, dt.date):
-                return _recency((mark - day).days)
-            return _month_day(mark[0], mark[1], day)
+                return rules.recency((mark - day).days)
+            return rules.month_day(mark[0], mark[1], day)
 
-        return _MARK.sub(fill, text), True
+        return rules.MARK.sub(fill, text), True
 
     def _template(self, s: str) -> tuple[str, list]:
         marks: list = []  # a date (an exact date's offset) or (month name, day of month) (a date with no year)
 
         def mark(value) -> str:
             marks.append(value)
-            return _mark(len(marks) - 1)
+            return rules.mark(len(marks) - 1)
 
         def offset(y: int, mo: int, d: int) -> str:
             try:
@@ -536,26 +339,30 @@ class Masker:
         """The date rules in their order. ``offset(y, mo, d)``: an exact date's
         text; ``month_day(name, dom)``: a month and day's (None: no decision day,
         a month and year is "[month]" and a month and day is kept)."""
-        if not _DIGIT.search(s):  # every date pattern needs a digit
+        if not rules.DIGIT.search(s):  # every date pattern needs a digit
             return s
         # a pattern is skipped where what it must contain is absent: the same result, fewer passes
         years = "19" in s or "20" in s  # every pattern with a four-digit year
         if years:
-            s = _ISO.sub(lambda m: offset(int(m.group(1)), int(m.group(2)), int(m.group(3))), s)
-            s = _COMPACT.sub(self._date_token, s)
-            s = _MDY.sub(lambda m: offset(int(m.group(3)), _MONTHS[m.group(1).lower().rstrip(".")], int(m.group(2))), s)
-            s = _DMY.sub(lambda m: offset(int(m.group(3)), _MONTHS[m.group(2).lower().rstrip(".")], int(m.group(1))), s)
+            s = rules.ISO.sub(lambda m: offset(int(m.group(1)), int(m.group(2)), int(m.group(3))), s)
+            s = rules.COMPACT.sub(self._date_token, s)
+            s = rules.MDY.sub(
+                lambda m: offset(int(m.group(3)), rules.MONTHS[m.group(1).lower().rstrip(".")], int(m.group(2))), s
+            )
+            s = rules.DMY.sub(
+                lambda m: offset(int(m.group(3)), rules.MONTHS[m.group(2).lower().rstrip(".")], int(m.group(1))), s
+            )
         if month_day is None:
-            s = _MY.sub("[month]", s) if years else s
-        else:  # _MY then _MD in one pass (the same result: neither can match inside or across the other)
-            s = _MY_MD.sub(lambda m: "[month]" if m.group(2) else month_day(m.group(1), m.group(3)), s)
+            s = rules.MY.sub("[month]", s) if years else s
+        else:  # rules.MY then _MD in one pass (the same result: neither can match inside or across the other)
+            s = rules.MY_MD.sub(lambda m: "[month]" if m.group(2) else month_day(m.group(1), m.group(3)), s)
         if years:
-            s = _QUARTER_YEAR.sub(lambda m: f"{m.group(1)} [year]", s)
+            s = rules.QUARTER_YEAR.sub(lambda m: f"{m.group(1)} [year]", s)
         if "'" in s:
-            s = _SHORT_YEAR.sub("[year]", s)
+            s = rules.SHORT_YEAR.sub("[year]", s)
         if not years:
             return s
-        return _YEAR.sub(lambda m: "[year]" + (f" {m.group(2)}" if m.group(2) else ""), s)
+        return rules.YEAR.sub(lambda m: "[year]" + (f" {m.group(2)}" if m.group(2) else ""), s)
 
     def _date_token(self, m: re.Match) -> str:
         """YYYYMMDD in an id as an opaque token of the run (no order, no offset)."""
@@ -588,7 +395,7 @@ class Masker:
         each id's date token back as its date; the answer's sentences are kept
         so that no later prompt quotes them word for word."""
         self._remember(answer)
-        answer = _TOKEN_BACK.sub(lambda m: self._tokens.get(m.group(0), m.group(0)), answer)
+        answer = rules.TOKEN_BACK.sub(lambda m: self._tokens.get(m.group(0), m.group(0)), answer)
         if self._back_re is None:
             return answer
         return self._back_re.sub(lambda m: self._back[m.group(0)], answer)
@@ -606,10 +413,10 @@ class Masker:
             elif isinstance(x, list):
                 stack.extend(x)
             elif isinstance(x, str):
-                for sentence in _SENTENCE.split(x):
+                for sentence in rules.SENTENCE.split(x):
                     sentence = sentence.strip()
                     if len(sentence.split()) >= 6 and sentence not in self._quoted:
-                        self._quoted[sentence] = reword(sentence)
+                        self._quoted[sentence] = rules.reword(sentence)
 
     def manifest(self) -> dict[str, Any]:
         """``masking.json``: who is who, and what the mask replaced."""
@@ -634,7 +441,7 @@ class Masker:
                 "people named for a firm -> one pseudonym per person",
                 "the firm's products, brands and business words (bundled table, mined terms) -> [term]",
                 "any other proper name (no common word of financial English) -> [name]"
-                + ("" if _common() else " (off: the Loughran-McDonald dictionary is not installed)"),
+                + ("" if rules.common() else " (off: the Loughran-McDonald dictionary is not installed)"),
                 "dates -> coarse recency from the decision day, never an offset; month-year and bare years removed",
                 "a date in an id -> an opaque token of the run",
                 "dollar amounts -> [amount]; the stock's own price -> price index on a secret base (price_base)",
@@ -647,11 +454,11 @@ class Masker:
 
 def _proper_word(w: str) -> str:
     """A capitalised word as the mask writes it: itself when it is common, generic or fincon's own, else "[name]"."""
-    if w in _KEEP or w in _prompt_words() or _PSEUDO.match(w) or w.isupper() and len(w) == 1:
+    if w in rules.KEEP or w in rules.prompt_words() or rules.PSEUDO.match(w) or w.isupper() and len(w) == 1:
         return w
-    common = _common()
+    common = rules.common()
     parts = [p for p in re.split(r"[&'.-]", w.lower()) if p]
-    if parts and all(common.get(p, 0.0) >= COMMON_SHARE for p in parts) and not _inner_capital(w):
+    if parts and all(common.get(p, 0.0) >= rules.COMMON_SHARE for p in parts) and not _inner_capital(w):
         return w
     return "[name]"
 
@@ -659,121 +466,3 @@ def _proper_word(w: str) -> str:
 def _inner_capital(w: str) -> bool:
     """A capital inside a word (iPhone, LinkedIn, DevSecOps): a name, however common its parts."""
     return any(c.isupper() for c in w[1:]) and not w.isupper()
-
-
-def masker_for(
-    tickers: Sequence[str],
-    extra: Mapping[str, Sequence[str]] | None = None,
-    *,
-    vocabulary: Mapping[str, Sequence[str]] | None = None,
-    secret: str = "fincon",
-) -> Masker:
-    """The mask of a run on ``tickers``: the bundled alias and vocabulary tables plus ``extra``
-    names (a dataset's, the user's ``--alias``) and ``vocabulary`` (terms mined from the corpus)."""
-    from fincon.data.aliases import NAMES, PEOPLE, VOCABULARY
-
-    names = {t: tuple(dict.fromkeys((*NAMES.get(t, ()), *((extra or {}).get(t, ()))))) for t in tickers}
-    people = {t: PEOPLE.get(t, ()) for t in tickers}
-    # a mined term is lower case: masked as written, capitalised and in capitals
-    mined = {t: [v for w in (vocabulary or {}).get(t, ()) for v in (w, w.capitalize(), w.upper())] for t in tickers}
-    vocab = {t: tuple(dict.fromkeys((*VOCABULARY.get(t, ()), *mined[t]))) for t in tickers}
-    return Masker(tuple(tickers), names, people, vocab, secret=secret)
-
-
-def user_names(aliases: Mapping[str, Sequence[str]] | None = None) -> dict[str, tuple[str, ...]]:
-    """Names to mask beyond the bundled table: the user's ``--alias TICKER=NAME``."""
-    out: dict[str, tuple[str, ...]] = {}
-    for t, ns in (aliases or {}).items():
-        out[t.upper()] = (*out.get(t.upper(), ()), *ns)
-    return out
-
-
-@lru_cache(maxsize=8)
-def mined_terms(corpus: str | None, tickers: tuple[str, ...], before: dt.date | None) -> tuple[dict, dict]:
-    """The names and the vocabulary of each ticker mined from the items of the
-    event corpus ``corpus`` (every firm in it: the others' items tell a firm's
-    words from the corpus' style) published before ``before`` (the window's
-    first day: what the mask hides on day t never depends on an item after t):
-    fincon.data.terms.firm_names and distinctive_terms (frequent in the
-    ticker's items, rare in the other tickers' and in financial English).
-    Mined once per process for one corpus, tickers and day."""
-    from fincon.data.inputs import corpus_tickers, open_events
-    from fincon.data.terms import distinctive_terms, firm_names
-
-    if corpus is None:
-        return {}, {}
-    events = open_events(corpus, corpus_tickers(corpus) or tickers)
-    docs: dict[str, list[str]] = {}
-    for e in events.all_events():
-        if e.text and (before is None or e.published_at.date() < before):
-            docs.setdefault(e.ticker, []).append(e.text)
-    if not docs:
-        return {}, {}
-    common = _common()
-    names = firm_names(docs, common, generic=_KEEP) if common else {}
-    vocab = distinctive_terms(docs, background=common)
-    given = _dataset_names(corpus)  # the names the source gives (a dataset's dataset.json)
-    return {t: [*given.get(t, []), *names.get(t, [])] for t in tickers}, {t: vocab.get(t, []) for t in tickers}
-
-
-def _dataset_names(corpus: str) -> dict[str, list[str]]:
-    """``names`` of the dataset whose events folder ``corpus`` is (empty for the sample or a bare folder)."""
-    manifest = Path(corpus).expanduser().parent / "dataset.json"
-    try:
-        names = json.loads(manifest.read_text(encoding="utf-8")).get("names") or {}
-    except (OSError, ValueError, AttributeError):
-        return {}
-    return {str(t): [str(n) for n in v] for t, v in names.items() if isinstance(v, list)}
-
-
-PARAPHRASE_SYSTEM = (
-    "You rewrite a masked news or filing item in your own words for a trader who must not learn which firm or "
-    "day it is about. Keep what happened and its tone; use at most 60 words and no sentence of the original; "
-    "keep placeholders such as Company A, [name], [term], [n] and [amount] as they are; add no name, place, "
-    "figure or date. Answer JSON only."
-)
-
-
-class Rewrite(BaseModel):
-    text: str = Field(min_length=1, max_length=600)
-
-
-class Paraphraser:
-    """Another model's rewriting of each masked item (``--llm-paraphrase-model``):
-    one cached call an item, in the run's cache and ledger (agent ``paraphrase``),
-    so a masked run with paraphrases replays byte for byte. It sees the item
-    already masked; an answer that is no rewriting (invalid twice, or the text
-    back) leaves the item to its gist, counted in ``fallbacks``."""
-
-    def __init__(self, client, model: str):
-        self.client = client
-        self.model = model
-        self.calls = 0
-        self.fallbacks = 0
-
-    def __call__(self, text: str, day: str | None) -> str | None:
-        from fincon.llm.errors import LLMInvalidAnswer
-
-        self.calls += 1
-        msgs = [Message(role="system", content=PARAPHRASE_SYSTEM), Message(role="user", content=text)]
-        try:
-            got = self.client.ask(msgs, Rewrite, agent="paraphrase", day=day).value.text.strip()
-        except LLMInvalidAnswer:
-            got = ""
-        if not got or got == text.strip():
-            self.fallbacks += 1
-            self.client.ledger.record_fallback("paraphrase", day, reason="no rewriting: the item's gist instead")
-            return None
-        return got
-
-
-def write_manifest(client, run_dir) -> None:
-    """``masking.json`` in ``run_dir`` when ``client`` masked what it sent (who
-    is who behind the pseudonyms the model saw): every strategy that calls a
-    model writes it through here when it finishes."""
-    if client is not None and client.masker is not None:
-        (Path(run_dir) / "masking.json").write_text(
-            json.dumps(client.masker.manifest(), indent=2, sort_keys=True) + "\n", encoding="utf-8"
-        )
-        if client.masker.rewriter is not None:  # the paraphrasing model's client is the mask's to close
-            client.masker.rewriter.client.close()

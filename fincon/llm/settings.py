@@ -175,7 +175,7 @@ def attach(client, settings, tickers: Sequence[str], corpus: str | None = None, 
     byte-identical), and no prompt holds it."""
     if settings is not None and settings.anonymize and client.masker is None:
         secret = f"{settings.seed}:{','.join(sorted(tickers))}"
-        from fincon.llm.masking import Paraphraser, masker_for, mined_terms, user_names
+        from fincon.llm.masking_terms import Paraphraser, masker_for, mined_terms, user_names
 
         names, vocabulary = mined_terms(corpus, tuple(sorted(tickers)), before)
         extra = user_names(settings.aliases)
@@ -192,7 +192,7 @@ def detach(client, run_dir: Path, stopped: str | None = None, close: bool = Fals
     mask's manifest and the usage ledger written into ``run_dir``, the ledger's summary returned
     (with ``llm_stop_reason`` when the model stopped the run), the client closed when the strategy
     opened it (``close``)."""
-    from fincon.llm.masking import write_manifest
+    from fincon.llm.masking_terms import write_manifest
 
     write_manifest(client, run_dir)
     client.ledger.write(Path(run_dir))

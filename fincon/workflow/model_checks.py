@@ -43,12 +43,12 @@ def check_masking(cfg: RunConfig, inputs: RunInputs, strategies: Mapping[str, St
     """A masked run must know a name for every firm whose items it reads:
     without one, the items name the firm in clear and the run only looks
     blind. The names come from fincon's table, the dataset's own, ``--alias``
-    and the corpus itself (fincon.llm.masking.mined_terms, from the items
+    and the corpus itself (fincon.llm.masking_terms.mined_terms, from the items
     before the window). Refused before anything is written, pointing at
     ``--alias``; an ``--alias`` for a ticker the run does not trade is refused
     too (it would mask nothing)."""
     from fincon.data.aliases import NAMES
-    from fincon.llm.masking import mined_terms
+    from fincon.llm.masking_terms import mined_terms
 
     masked = [s for s in strategies.values() if s.llm_settings() is not None and s.llm_settings().anonymize]
     if not masked:

@@ -1,0 +1,207 @@
+"""What the masker (fincon.llm.masking) looks for and what it puts in its place: the date, number
+and name patterns, the distances and buckets that stand for them, the common-word table, and the
+gist an item is reduced to."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Mapping
+
+MONTHS = {
+    m.lower(): i
+    for i, names in enumerate(
+        [
+            ("January", "Jan"),
+            ("February", "Feb"),
+            ("March", "Mar"),
+            ("April", "Apr"),
+            ("May",),
+            ("June", "Jun"),
+            ("July", "Jul"),
+            ("August", "Aug"),
+            ("September", "Sep", "Sept"),
+            ("October", "Oct"),
+            ("November", "Nov"),
+            ("December", "Dec"),
+        ],
+        start=1,
+    )
+    for m in names
+}
+_MONTH = r"(?:" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
+#: Every pattern below opens with a lookahead for the characters it can start
+#: with: the same matches, but the regex engine rejects most positions on one
+#: character instead of trying the whole pattern there (bench/masking.py).
+#: A month name's first two letters:
+_OPENS = "(?=[" + "".join(sorted({m[0] for m in MONTHS})) + "][" + "".join(sorted({m[1] for m in MONTHS})) + "])"
+DIGIT = re.compile(r"\d")
+#: white space within a line: no pattern matches across a line break, so a prompt is masked line by line
+#: (each line memoised: most of a day's prompt repeats an earlier one's lines) with the same result as whole
+SP = r"[^\S\n]"
+_TIME = r"(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+ISO = re.compile(r"(?=[12])(?<![\d-])((?:19|20)\d{2})-(\d{2})-(\d{2})" + _TIME + r"(?![\d])")
+MDY = re.compile(rf"{_OPENS}\b({_MONTH}){SP}+(\d{{1,2}})(?:st|nd|rd|th)?(?:,{SP}*|{SP}+)((?:19|20)\d{{2}})\b", re.I)
+DMY = re.compile(rf"(?=\d)\b(\d{{1,2}})(?:st|nd|rd|th)?{SP}+({_MONTH})(?:,{SP}*|{SP}+)((?:19|20)\d{{2}})\b", re.I)
+MY = re.compile(rf"{_OPENS}\b({_MONTH}){SP}+((?:19|20)\d{{2}})\b", re.I)
+MY_MD = re.compile(rf"{_OPENS}\b({_MONTH}){SP}+(?:((?:19|20)\d{{2}})\b|(\d{{1,2}})(?:st|nd|rd|th)?\b(?!:\d))", re.I)
+SHORT_YEAR = re.compile(r"(?=')(?<![\w'])'(\d{2})(?![\w'])")
+#: a date written as YYYYMMDD (inside an item's id): an opaque token per run, mapped back in answers
+COMPACT = re.compile(r"(?=[12])(?<!\d)((?:19|20)\d{2})(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])(?!\d)")
+TOKEN_BACK = re.compile(r"\bD[0-9a-f]{6}\b")
+YEAR = re.compile(rf"(?=[Ff'12])(?<![\w$.-])(?:FY|fiscal{SP}+)?'?((?:19|20)\d{{2}})(?:{SP}?([QH][1-4]))?(?![\w-])")
+QUARTER_YEAR = re.compile(rf"(?=[QH])\b([QH][1-4]){SP}?((?:19|20)\d{{2}})\b")
+DOLLARS = re.compile(
+    r"(?=[U$])(?:US)?\$\s?(\d[\d,]*(?:\.\d+)?)\s*(trillion|billion|million|thousand|tn|bn|mn|[kKmMbBtT])?(?![\w])"
+)
+#: what marks a dollar amount as the stock's own price (fincon's texts: "the close that day was $212.50")
+PRICE_WORDS = re.compile(
+    r"\b(?:close|closed|closing|price|priced|shares? (?:at|traded|trading)|trading at)\b[^.$]{0,30}$", re.I
+)
+PERCENT = re.compile(rf"(?<![\w.])([+-]?)(\d[\d,]*(?:\.\d+)?)({SP}?)(%|percent\b)")
+#: numbers kept as they are: item labels (E1), spans ("20-day", "20 trading days"), values in [-1, 1]
+#: (confidences, tones, weights), a single digit; anything else of two digits or more is "[n]"
+NUMBER = re.compile(
+    r"(?<![\w.\-\[])([+-]?\d(?:[\d,]*\d)?(?:\.\d+)?)(?![\w.]*\d)(?!-[A-Za-z])(?![\w%])"
+    rf"(?!{SP}+(?:trading{SP}+)?(?:days?|sessions?|weeks?|months?)\b)"  # a span of time ("20 trading days") says nothing
+)
+#: what the number and name rules leave alone: ids and labels in brackets, fincon's price indices
+HELD = re.compile(r"\[[^\[\]\n]{1,80}\]|price index \d+(?:\.\d+)?")
+#: a held span's stand-in: the first of Unicode's supplementary private-use characters (no rule matches one)
+HOLD = 0xF0000
+HELD_BACK = re.compile("\x00([\U000f0000-\U000ffffd])\x00")
+#: a capitalised word, an acronym or a word with capitals inside (iPhone, LinkedIn)
+PROPER = re.compile(r"(?<![\w\[-])([A-Za-z]*[A-Z][A-Za-z]*(?:[&'.-][A-Za-z]+)*)(?![\w\]])")
+PSEUDO = re.compile(r"^(?:Company|Person)$|^[A-Z]{1,2}\d?$")
+SENTENCE = re.compile(r"(?<=[.!?;])\s+")
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
+#: percent buckets: (upper bound, label)
+_BUCKETS = ((1.0, "0-1"), (3.0, "1-3"), (7.0, "3-7"), (15.0, "7-15"), (30.0, "15-30"), (60.0, "30-60"),
+            (100.0, "60-100"), (float("inf"), "over 100"))  # fmt: skip
+#: generic words in capitals that name no one (kept by the proper-name rule)
+KEEP = frozenset(
+    """CEO CFO COO CTO CIO US USA UK EU AI API IT GDP EPS IPO ETF ESG FDA SEC COVID COVID-19 Q1 Q2 Q3 Q4 H1 H2 FY
+    YoY QoQ R&D M&A EBITDA EBIT SaaS B2B B2C OK TV PC PCs CVaR VaR JSON ETFs IPOs CEOs EV EVs LLC Inc Corp Ltd
+    AM PM GAAP ROE ROI ROA LTM TTM NYSE Nasdaq NASDAQ Dow S&P""".split()
+)
+#: what a word's share of financial documents must reach to count as common English (fincon.data.lexicon)
+COMMON_SHARE = 0.001
+#: the recency a distance in days reads as: never an exact offset
+_RECENCY = ((0, "the decision day"), (7, "this week"), (31, "this month"), (92, "this quarter"), (365, "this year"))
+
+
+#: an exchange prefix ("NASDAQ: MSFT"): the one name the entity rule reads across ": "
+EXCHANGE = re.compile(r"NASDAQ|NYSE|Nasdaq")
+
+
+def recency(n: int) -> str:
+    """A distance from the decision day (days; negative: before it) as coarse recency."""
+    if n > 0:
+        return "days later" if n <= 7 else "weeks later" if n <= 31 else "months later"
+    for limit, phrase in _RECENCY:
+        if -n <= limit:
+            return phrase
+    return "over a year ago"
+
+
+def bucket(value: float) -> str:
+    v = abs(value)
+    return next(label for hi, label in _BUCKETS if v < hi)
+
+
+def offset(y: int, mo: int, d: int, day: dt.date) -> str:
+    """An exact date as its recency from the decision day ("[date]" if no such date)."""
+    try:
+        return recency((dt.date(y, mo, d) - day).days)
+    except ValueError:
+        return "[date]"
+
+
+def month_day(month_name: str, day_of_month: str, day: dt.date) -> str:
+    """ "Oct 4" with no year: the latest such date not a week past the decision
+    day (items are dated before it; a December item read in January is last year's)."""
+    month, d = MONTHS[month_name.lower().rstrip(".")], int(day_of_month)
+    year = day.year
+    try:
+        if dt.date(year, month, d) > day + dt.timedelta(days=7):
+            year -= 1
+    except ValueError:
+        return "[date]"
+    return offset(year, month, d, day)
+
+
+#: a date that reads against the decision day, in a template made once for all days (Masker._dated):
+#: one lower-case word, as the recency phrases are words, numbered in letters (a digit would be a number)
+MARK_OPEN = "qzjx"
+MARK = re.compile(MARK_OPEN + "([a-p]+)xjzq")
+
+
+_TO_LETTERS = str.maketrans("0123456789abcdef", "abcdefghijklmnop")
+_FROM_LETTERS = str.maketrans("abcdefghijklmnop", "0123456789abcdef")
+
+
+def mark(i: int) -> str:
+    return f"{MARK_OPEN}{format(i, 'x').translate(_TO_LETTERS)}xjzq"
+
+
+def mark_index(letters: str) -> int:
+    return int(letters.translate(_FROM_LETTERS), 16)
+
+
+@lru_cache(maxsize=1)
+def prompt_words() -> frozenset[str]:
+    """The capitalised words of fincon's own prompt templates (agents' ``*.txt``): never masked as names."""
+    root = Path(__file__).resolve().parents[1] / "agents"
+    words: set[str] = set()
+    for f in root.rglob("*.txt"):
+        words.update(m.group(1) for m in PROPER.finditer(f.read_text(encoding="utf-8")))
+    return frozenset(words)
+
+
+@lru_cache(maxsize=1)
+def common() -> Mapping[str, float]:
+    """Words of financial English with their document share; empty when the
+    dictionary is not installed (then only the tables' names are masked)."""
+    try:
+        from fincon.data.lexicon import document_shares
+
+        return document_shares()
+    except Exception:  # the info extra missing: said in masking.json's rules
+        return {}
+
+
+#: an item as a prompt lists it: "[E1] this week: text (tone +0.50)"; its text becomes its gist
+ITEM_LINE = re.compile(r"(?m)^(\[[^\]\n]{1,80}\][^:\n]{0,40}: )(.+?)((?: \(tone [+-]?\d\.\d+\))?)$")
+#: an item of this many words or more is given as its gist; a shorter line (an indicator) is kept
+GIST_WORDS = 12
+#: the content words an item's gist keeps (in the item's order, then sorted)
+GIST_KEEP = 30
+
+
+@lru_cache(maxsize=65536)  # an item is gisted again on every day that lists it under a new recency
+def gist(text: str) -> str:
+    """An item as its first ``GIST_KEEP`` content words, unique, in
+    alphabetical order ("gist: adoption, cloud, demand, ..."): what it is
+    about and its tone words, with no run of its words a model could have
+    read word for word (the placeholders of the mask are kept)."""
+    from fincon.data.terms import FUNCTION
+
+    seen: dict[str, None] = {}
+    for w in re.findall(r"(?:Company|Person) [A-Z]{1,2}\d*\b|\[[a-z]+\]|[A-Za-z][A-Za-z'-]+", text):
+        lw = w if w[0] in "CP" and " " in w else w.lower()
+        if lw.startswith("[") or " " in lw or (len(lw) > 2 and lw not in FUNCTION):
+            seen.setdefault(lw, None)
+        if len(seen) >= GIST_KEEP:
+            break
+    return "gist: " + ", ".join(sorted(seen)) if seen else "[text]"
+
+
+def reword(sentence: str) -> str:
+    """A sentence as its content words, unique, in alphabetical order: what it
+    is about, without a run of its words that could be found elsewhere."""
+    from fincon.data.terms import STOP
+
+    words = sorted({w.lower() for w in _WORD.findall(sentence) if len(w) > 3 and w.lower() not in STOP})
+    return "key words: " + ", ".join(words[:10]) if words else "[text]"
