@@ -11,16 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from fincon.cli.args import add_ledger_argument, iso_date, ledger_path
+from fincon.cli.broker_flags import add_broker, broker_overrides, check_broker_flags
 from fincon.cli.llm import add_llm_arguments, llm_overrides
 from fincon.cli.options import (
-    add_broker,
     add_data,
     add_output,
     add_params,
     add_team,
     add_tickers,
-    broker_overrides,
-    check_broker_flags,
     check_data_flags,
     data_overrides,
     field_flag,
