@@ -118,22 +118,6 @@ def _import_ray(local: bool = False):
 
 
 @contextlib.contextmanager
-def _environment(**values: str) -> Iterator[None]:
-    """Set environment variables for the length of a block (Ray reads them
-    while it starts; the processes it starts inherit them)."""
-    old = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-@contextlib.contextmanager
 def _restored(*names: str) -> Iterator[None]:
     """Environment variables put back as they were at the start of the block,
     whoever changed them inside it (ray.init sets RAY_AUTH_MODE)."""
@@ -146,6 +130,15 @@ def _restored(*names: str) -> Iterator[None]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@contextlib.contextmanager
+def _environment(**values: str) -> Iterator[None]:
+    """Set environment variables for the length of a block (Ray reads them
+    while it starts; the processes it starts inherit them)."""
+    with _restored(*values):
+        os.environ.update(values)
+        yield
 
 
 class RayExecutor:
