@@ -120,6 +120,7 @@ def test_a_forward_journal_agrees_with_the_next_open_backtest(case, tmp_path, mo
         assert all(e["calls"] and all(len(c["answer_sha256"]) == 64 for c in e["calls"]) for e in entries[1:])
 
 
+@pytest.mark.slow
 def test_a_step_takes_up_the_saved_state_and_asks_again_when_it_cannot(tmp_path, monkeypatch, caplog):
     """The state a step saves is a cache: one that cannot be loaded (cut short, written by other code)
     is said, every session asked again, and the step after takes up the state that one saved."""
