@@ -147,6 +147,37 @@ def test_a_step_takes_up_the_saved_state_and_asks_again_when_it_cannot(tmp_path,
 
 
 @pytest.mark.slow
+def test_a_state_that_cannot_be_saved_is_said_and_the_next_step_asks_again(tmp_path, monkeypatch, caplog):
+    from fincon.engine import backtest
+    from fincon.strategies.buy_and_hold import BuyAndHold
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    assert main(["forward", "init", "fw", "--ticker", "TSLA", "--strategy", "buy-and-hold", "--no-benchmark",
+                 "--simulate-from", START]) == 0  # fmt: skip
+
+    def unpicklable(self, folder, live):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "strategy.pkl").write_bytes(b"half")
+        raise TypeError("cannot pickle 'sqlite3.Connection' object")
+
+    monkeypatch.setattr(BuyAndHold, "save_state", unpicklable)
+    assert main(["forward", "step", "fw", "--until", "2022-10-06", "--no-progress"]) == 0
+    assert "buy-and-hold: its state could not be saved (cannot pickle" in caplog.text
+    assert not (tmp_path / "fw" / "state" / "buy-and-hold" / "resume").exists()
+    monkeypatch.undo()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    replayed: list[str] = []
+    recorded = backtest.recorded_decision
+    monkeypatch.setattr(backtest, "recorded_decision", lambda e: replayed.append(e["date"]) or recorded(e))
+    assert main(["forward", "step", "fw", "--no-progress"]) == 0
+    assert replayed == []  # no state: every session asked again, and the sealed ones came out again
+    assert (tmp_path / "fw" / "state" / "buy-and-hold" / "resume" / "strategy.pkl").is_file()
+    assert main(["forward", "verify", "fw"]) == 0
+
+
+@pytest.mark.slow
 def test_a_journal_refuses_a_second_step_tampering_and_a_busy_lock(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import shutil
 import sys
 from typing import Any, Mapping
 
@@ -429,7 +430,12 @@ def run_backtest(
     live = strategy.live_objects() if resume.save is not None else {}  # before finish, which may close them
     strategy_summary = dict(strategy.finish(ctx) or {})
     if resume.save is not None and not loop.stopped:
-        strategy.save_state(resume.save, live)
+        try:
+            strategy.save_state(resume.save, live)
+        except Exception as exc:  # a cache: without it the next step asks every session again, said
+            shutil.rmtree(resume.save, ignore_errors=True)
+            log.warning("%s: its state could not be saved (%s); the next step asks it from the first session",
+                        strategy.name, " ".join(str(exc).split())[:200])  # fmt: skip
 
     n = loop.days_done
     dates = market.dates[market.first_index : market.first_index + n]
