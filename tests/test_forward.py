@@ -59,6 +59,16 @@ def _tagged_news(folder: Path) -> None:
                 fh.write(json.dumps(r, sort_keys=True) + "\n")
 
 
+def _replayed(monkeypatch) -> list[str]:
+    """The sessions a step's replay takes as recorded (not asking the strategy again), as they come."""
+    from fincon.engine import backtest
+
+    out: list[str] = []
+    recorded = backtest.recorded_decision
+    monkeypatch.setattr(backtest, "recorded_decision", lambda e: out.append(e["date"]) or recorded(e))
+    return out
+
+
 def _decisions(run) -> list[dict]:
     out = []
     for line in (run / "decisions.jsonl").read_text().splitlines():
@@ -83,15 +93,11 @@ def test_a_forward_journal_agrees_with_the_next_open_backtest(case, tmp_path, mo
         shutil.copyfile(Path(__file__).parent / "recordings" / "forward" / "llm-trader-TSLA.sqlite", "trader.sqlite")
     what = ["--tickers", tickers, "--strategy", strategy, "--no-benchmark", *flags]
     assert main(["forward", "init", "fw", *what, "--simulate-from", START]) == 0
-    from fincon.engine import backtest
 
-    replayed: list[str] = []  # the sessions a step's replay took as recorded, not asked again
-    recorded = backtest.recorded_decision
-    monkeypatch.setattr(backtest, "recorded_decision", lambda e: replayed.append(e["date"]) or recorded(e))
+    replayed = _replayed(monkeypatch)
     assert main(["forward", "step", "fw", "--until", END, "--no-progress"]) == 0
     # each step took up the state the one before saved: session k's step asked the strategy once, for k
     assert len(replayed) == 0 + 1 + 2 + 3 + 4 + 5
-    monkeypatch.setattr(backtest, "recorded_decision", recorded)
     assert main(["backtest", *what, "--start", START, "--end", END, "--fill", "next-open", "--out", "bt",
                  "--no-progress", "--ledger", "off"]) == 0  # fmt: skip
     fw, bt = _decisions(tmp_path / "fw" / "replay"), _decisions(tmp_path / "bt")
@@ -124,7 +130,6 @@ def test_a_forward_journal_agrees_with_the_next_open_backtest(case, tmp_path, mo
 def test_a_step_takes_up_the_saved_state_and_asks_again_when_it_cannot(tmp_path, monkeypatch, caplog):
     """The state a step saves is a cache: one that cannot be loaded (cut short, written by other code)
     is said, every session asked again, and the step after takes up the state that one saved."""
-    from fincon.engine import backtest
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
@@ -134,9 +139,7 @@ def test_a_step_takes_up_the_saved_state_and_asks_again_when_it_cannot(tmp_path,
     saved = tmp_path / "fw" / "state" / "fincon" / "resume"
     assert json.loads((saved / "meta.json").read_text())["session"] == "2022-10-07"
     assert (saved / "memory").is_dir() and (saved / "decisions.jsonl").read_text().count("\n") == 3
-    replayed: list[str] = []
-    recorded = backtest.recorded_decision
-    monkeypatch.setattr(backtest, "recorded_decision", lambda e: replayed.append(e["date"]) or recorded(e))
+    replayed = _replayed(monkeypatch)
     (saved / "strategy.pkl").write_bytes(b"cut short")
     assert main(["forward", "step", "fw", "--no-progress"]) == 0
     assert replayed == [] and "its saved state in" in caplog.text and "cannot be loaded" in caplog.text
@@ -148,7 +151,6 @@ def test_a_step_takes_up_the_saved_state_and_asks_again_when_it_cannot(tmp_path,
 
 @pytest.mark.slow
 def test_a_state_that_cannot_be_saved_is_said_and_the_next_step_asks_again(tmp_path, monkeypatch, caplog):
-    from fincon.engine import backtest
     from fincon.strategies.buy_and_hold import BuyAndHold
 
     monkeypatch.chdir(tmp_path)
@@ -161,16 +163,12 @@ def test_a_state_that_cannot_be_saved_is_said_and_the_next_step_asks_again(tmp_p
         (folder / "strategy.pkl").write_bytes(b"half")
         raise TypeError("cannot pickle 'sqlite3.Connection' object")
 
-    monkeypatch.setattr(BuyAndHold, "save_state", unpicklable)
-    assert main(["forward", "step", "fw", "--until", "2022-10-06", "--no-progress"]) == 0
+    with monkeypatch.context() as patched:
+        patched.setattr(BuyAndHold, "save_state", unpicklable)
+        assert main(["forward", "step", "fw", "--until", "2022-10-06", "--no-progress"]) == 0
     assert "buy-and-hold: its state could not be saved (cannot pickle" in caplog.text
     assert not (tmp_path / "fw" / "state" / "buy-and-hold" / "resume").exists()
-    monkeypatch.undo()
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
-    replayed: list[str] = []
-    recorded = backtest.recorded_decision
-    monkeypatch.setattr(backtest, "recorded_decision", lambda e: replayed.append(e["date"]) or recorded(e))
+    replayed = _replayed(monkeypatch)
     assert main(["forward", "step", "fw", "--no-progress"]) == 0
     assert replayed == []  # no state: every session asked again, and the sealed ones came out again
     assert (tmp_path / "fw" / "state" / "buy-and-hold" / "resume" / "strategy.pkl").is_file()
