@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from fincon.report.table import text_table
+from fincon.workflow.tables import cell as _f
 from fincon.workflow.tables import rolling_summary, significance
 
 
@@ -59,10 +60,6 @@ def format_significance(res: dict[str, Any], over: str = "the windows' daily ret
 
 def _finite(v: Any) -> bool:
     return isinstance(v, (int, float)) and math.isfinite(v)
-
-
-def _f(v: Any, fmt: str) -> str:
-    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else fmt.format(v)
 
 
 def format_results(res: dict[str, Any], family=None) -> str:

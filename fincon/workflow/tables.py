@@ -17,9 +17,13 @@ def _missing(v: Any) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
 
 
+def cell(v: Any, spec: str) -> str:
+    """``v`` formatted by ``spec``; ``n/a`` for a missing value (None or NaN)."""
+    return "n/a" if _missing(v) else spec.format(v)
+
+
 def _cell(spec: str) -> Callable[[Any], str]:
-    """A number formatted by ``spec``; ``n/a`` for a missing one (None or NaN)."""
-    return lambda v: "n/a" if _missing(v) else spec.format(v)
+    return lambda v: cell(v, spec)
 
 
 def _share(v: Any) -> str:
@@ -32,9 +36,10 @@ def _knowledge(v: Any) -> str:
 
 
 def laid_out(columns: Sequence[Column], rows: Sequence[Mapping[str, Any]]) -> Table:
-    """``rows`` under ``columns``: (headers, cells, the indices of the text columns)."""
+    """``rows`` under ``columns``: (headers, cells, the indices of the text columns); a column whose
+    field is ``""`` is written from the whole row."""
     heads = [c[0] for c in columns]
-    cells = [[fmt(r.get(key)) for _, key, fmt, _ in columns] for r in rows]
+    cells = [[fmt(r if key == "" else r.get(key)) for _, key, fmt, _ in columns] for r in rows]
     return heads, cells, [i for i, c in enumerate(columns) if c[3]]
 
 
@@ -75,8 +80,7 @@ def _pbo(r: Mapping[str, Any]) -> str:
     return _cell("{:.2f}")(r.get("pbo")) + ("" if _missing(sd) else f" ±{sd:.2f}")
 
 
-#: each strategy's statistics over its daily returns (fincon.workflow.rolling_stats, experiment_stats);
-#: a field of ``None`` reads the whole row
+#: each strategy's statistics over its daily returns (fincon.workflow.rolling_stats, experiment_stats)
 SIGNIFICANCE: list[Column] = [
     ("universe", "universe", lambda v: "" if v is None else str(v), True),
     ("strategy", "strategy", str, True),
@@ -100,7 +104,4 @@ def rolling_summary(rows: Sequence[Mapping[str, Any]]) -> Table:
 
 def significance(rows: Sequence[Mapping[str, Any]]) -> Table:
     """The rows that have statistics (a PSR), under :data:`SIGNIFICANCE`."""
-    kept = [r for r in rows if not _missing(r.get("psr"))]
-    heads = [c[0] for c in SIGNIFICANCE]
-    cells = [[fmt(r if key == "" else r.get(key)) for _, key, fmt, _ in SIGNIFICANCE] for r in kept]
-    return heads, cells, [i for i, c in enumerate(SIGNIFICANCE) if c[3]]
+    return laid_out(SIGNIFICANCE, [r for r in rows if not _missing(r.get("psr"))])
