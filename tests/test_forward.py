@@ -176,6 +176,20 @@ def test_a_state_that_cannot_be_saved_is_said_and_the_next_step_asks_again(tmp_p
 
 
 @pytest.mark.slow
+def test_a_journal_that_charges_the_models_spend_asks_every_session_again(tmp_path, monkeypatch):
+    """The engine charges a model's spend on the day it is made, which a resumed step cannot replay:
+    such a journal takes up no saved state (it did refuse its second step)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    assert main(["forward", "init", "fw", "--ticker", "TSLA", "--strategy", "buy-and-hold", "--no-benchmark",
+                 "--charge-llm", "--simulate-from", START]) == 0  # fmt: skip
+    replayed = _replayed(monkeypatch)
+    assert main(["forward", "step", "fw", "--until", "2022-10-07", "--no-progress"]) == 0
+    assert replayed == [] and not (tmp_path / "fw" / "state" / "buy-and-hold" / "resume").exists()
+    assert main(["forward", "verify", "fw"]) == 0
+
+
+@pytest.mark.slow
 def test_a_journal_refuses_a_second_step_tampering_and_a_busy_lock(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))

@@ -42,7 +42,7 @@ import sqlite3
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
 import pandas as pd
 import yaml
@@ -53,7 +53,7 @@ from fincon.errors import ConfigError
 from fincon.files import json_text, write_atomic
 from fincon.workflow.forward_clock import EXCHANGE, next_session, previous_session, session_open, sessions
 from fincon.workflow.forward_plan import Plan, _frozen_config, freeze
-from fincon.workflow.forward_state import _keep_state, _resume
+from fincon.workflow.forward_state import keep_state, resume_for
 from fincon.workflow.journal import (
     BOOKS,
     CALLS,
@@ -72,8 +72,6 @@ from fincon.workflow.journal import (
 )
 
 log = logging.getLogger(__name__)
-if TYPE_CHECKING:  # pragma: no cover
-    from fincon.engine.resume import Resume
 
 
 def init(
@@ -253,8 +251,10 @@ def step(root: Path, *, until: dt.date | None = None, progress: bool = False, no
 def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bool) -> list[dict[str, Any]]:
     """Freeze the inputs of ``day``, run the strategies from the first session to it, check the sealed
     decisions come out again and seal this one's."""
+    from fincon.engine.resume import Resume, StateError
     from fincon.workflow.runner import run_config
 
+    sealed_so_far = journal.entries()
     frozen = freeze(root, plan, day)
     cfg = _frozen_config(root, plan, day, keep_state=True)
     broker = held = None
@@ -262,12 +262,13 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
         from fincon.workflow.alpaca import AlpacaPaper
 
         broker = AlpacaPaper()
-        held = broker.reconcile(_expected_positions(journal.entries()))
+        held = broker.reconcile(_expected_positions(sealed_so_far))
     out = root / REPLAY
-    done = decided(journal.entries())
-    past = sealed_decisions(journal.entries())
-    resume = {name: _resume(root, name, done, past) for name in cfg.strategies}
-    from fincon.engine.resume import Resume, StateError
+    past = sealed_decisions(sealed_so_far)
+    if cfg.broker.charge_llm:  # the model's spend is charged on the day it is made: every session asked again
+        resume = {name: Resume() for name in cfg.strategies}
+    else:
+        resume = {name: resume_for(root, name, decided(sealed_so_far), past) for name in cfg.strategies}
 
     def replay(resume: dict[str, Resume]):  # score draws the charts
         return run_config(cfg, out, progress=progress, replace=True, warn_knowledge=False, ledger=None,
@@ -338,7 +339,7 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
             f"({exc.strerror or exc}); the journal holds them, and the next step rewrites the copy"
         ) from None
     for name in report.results:  # the state each strategy stands in after this session, for the next step
-        _keep_state(root, name, report.run_dirs[name], day)
+        keep_state(root, name, report.run_dirs[name], day)
     if broker is not None:  # sealed first: an order placed is always on the record
         for e in sealed:
             _place(root, broker, e)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 
-def _resume(root: Path, name: str, done: list[dt.date], past: dict[tuple[str, str], Any]) -> Resume:
+def resume_for(root: Path, name: str, done: list[dt.date], past: dict[tuple[str, str], Any]) -> Resume:
     """How strategy ``name``'s replay starts: from the state the last step saved when it stands at the
     journal's last session, its recorded decisions the sealed ones and the code the same; otherwise
     (the first step, a step that failed after saving, fincon changed) asked again from the first session.
@@ -56,7 +56,7 @@ def _resume(root: Path, name: str, done: list[dt.date], past: dict[tuple[str, st
     return Resume(decisions=tuple(recorded), state=saved, save=nxt)
 
 
-def _keep_state(root: Path, name: str, run_dir: Path, day: dt.date) -> None:
+def keep_state(root: Path, name: str, run_dir: Path, day: dt.date) -> None:
     """After the seal: the state saved by this step's replay becomes the one the next step takes up."""
     from fincon.engine.record import DECISIONS
 
