@@ -43,9 +43,14 @@ from fincon.engine.costs import (
     ZeroCommission,
 )
 from fincon.errors import ConfigError
+from fincon.flag import Flag, absolute
 from fincon.llm.settings import LLMSettings
 from fincon.strategies.registry import validate_params
 from fincon.validation import IsoDate, format_validation_error
+
+#: the help sections of the run's flags (fincon.cli.flags)
+WHAT = "what to run"
+OUTPUT = "metrics and output"
 
 
 class Section(BaseModel):
@@ -69,13 +74,26 @@ class Section(BaseModel):
 
 
 class DataConfig(Section):
-    source: Literal["sample", "csv", "yfinance"] = "sample"
-    dir: Path | None = Field(
+    source: Annotated[
+        Literal["sample", "csv", "yfinance"],
+        Flag(help="price source (default {default}: bundled, offline; csv implied by --data)", group="data"),
+    ] = "sample"
+    dir: Annotated[
+        Path | None,
+        Flag(
+            "--data",
+            metavar="DIR",
+            read=absolute,
+            help="a dataset directory from `fincon data import` (its prices, events and calendar), or a "
+            "directory of TICKER.csv files with Date,Open,High,Low,Close,Adj Close,Volume",
+            group="data",
+        ),
+    ] = Field(
         None,
         description="directory of TICKER.csv files, or a dataset directory written by "
         "`fincon data import` (source: csv)",
     )
-    cache_dir: Path | None = Field(
+    cache_dir: Annotated[Path | None, Flag(read=absolute, group="data")] = Field(
         None, description="yfinance cache (default $FINCON_CACHE_DIR/yfinance, else ~/.cache/fincon/yfinance)"
     )
 
@@ -239,8 +257,12 @@ def _fold_slippage(data: dict) -> Any:
 
 
 class MetricsConfig(Section):
-    alpha: float = Field(0.05, gt=0, lt=0.5, description="tail probability of VaR/CVaR")
-    risk_free: float = Field(0.0, ge=-0.1, lt=0.5, description="annual risk-free rate for Sharpe/Sortino")
+    alpha: Annotated[float, Flag(help="VaR/CVaR tail probability (default {default:g})", group=OUTPUT)] = Field(
+        0.05, gt=0, lt=0.5, description="tail probability of VaR/CVaR"
+    )
+    risk_free: Annotated[float, Flag(help="{desc} (default {default:g})", group=OUTPUT)] = Field(
+        0.0, ge=-0.1, lt=0.5, description="annual risk-free rate for Sharpe/Sortino"
+    )
     days_per_year: int | None = Field(
         None,
         ge=200,
@@ -281,7 +303,17 @@ class RunSections(Section):
     sections with its windows, repeats and ablations, and builds each unit's
     RunConfig from them, so neither re-declares the other's fields."""
 
-    tickers: list[str] = Field(default_factory=lambda: ["TSLA"])
+    tickers: Annotated[
+        list[str],
+        Flag(
+            "--ticker",
+            "--tickers",
+            parse=str,
+            metavar="T[,T...]",
+            help="ticker, or comma-separated tickers for a portfolio (default TSLA)",
+            group=WHAT,
+        ),
+    ] = Field(default_factory=lambda: ["TSLA"])
     strategy_params: StrategyParams = Field(
         default_factory=dict,
         description="each strategy's parameters, validated into its params model (a baseline's Params, "
@@ -292,9 +324,9 @@ class RunSections(Section):
         description="LLM settings for strategies that call a model (fincon.llm.settings.LLMSettings); "
         "the keys set here, over each strategy's own defaults",
     )
-    data: DataConfig = Field(default_factory=DataConfig)
+    data: Annotated[DataConfig, Flag(prefix="--")] = Field(default_factory=DataConfig)
     broker: BrokerConfig = Field(default_factory=BrokerConfig)
-    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    metrics: Annotated[MetricsConfig, Flag(prefix="--")] = Field(default_factory=MetricsConfig)
 
     @field_validator("tickers")
     @classmethod
@@ -321,10 +353,27 @@ class RunSections(Section):
 
 
 class RunConfig(RunSections):
-    start: IsoDate = dt.date(2022, 10, 5)
-    end: IsoDate = dt.date(2023, 6, 9)
-    strategies: list[str] = Field(default_factory=lambda: ["buy-and-hold"])
-    benchmark: bool = Field(True, description="also run buy-and-hold on the same window")
+    start: Annotated[IsoDate, Flag(help="first trading day, YYYY-MM-DD (default {default})", group=WHAT)] = dt.date(
+        2022, 10, 5
+    )
+    end: Annotated[IsoDate, Flag(help="last trading day, YYYY-MM-DD (default {default})", group=WHAT)] = dt.date(
+        2023, 6, 9
+    )
+    strategies: Annotated[
+        list[str],
+        Flag(
+            "--strategy",
+            "--strategies",
+            parse=str,
+            metavar="NAME[,NAME...]",
+            help="one or more strategies (`fincon backtest --help` lists them; default buy-and-hold); NAME@LABEL "
+            "is a second NAME with its own --param NAME@LABEL.KEY=VALUE (fincon@rules beside fincon)",
+            group=WHAT,
+        ),
+    ] = Field(default_factory=lambda: ["buy-and-hold"])
+    benchmark: Annotated[bool, Flag("--no-benchmark", const=False, help="do not add buy-and-hold", group=WHAT)] = Field(
+        True, description="also run buy-and-hold on the same window"
+    )
 
     @field_validator("strategies")
     @classmethod

@@ -7,13 +7,14 @@ import argparse
 import ast
 import typing
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import pytest
 from pydantic import BaseModel, Field
 
-from fincon.cli import options
+from fincon.cli import flags, options
 from fincon.cli.main import build_parser
+from fincon.flag import Flag
 
 COMMANDS = ("backtest", "train", "experiment")
 #: the flags of the shared groups every one of the three commands has
@@ -21,9 +22,11 @@ SHARED = ("--ticker", "--param", "--source", "--data", "--cache-dir", "--brain",
 
 
 class _Model(BaseModel):
-    mode: Literal["fast", "slow"] = Field("fast", description="how fast it goes")
-    rate: float = Field(0.5, gt=0, le=2, description="a rate")
-    count: int | None = Field(None, ge=1, lt=10)
+    mode: Annotated[Literal["fast", "slow"], Flag()] = Field("fast", description="how fast it goes")
+    rate: Annotated[float, Flag(help="{desc} (default {default:g})")] = Field(0.5, gt=0, le=2, description="a rate")
+    count: Annotated[int | None, Flag("--count", "--n", help="how many")] = Field(None, ge=1, lt=10)
+    silent: Annotated[int | None, Flag()] = None
+    off: Annotated[bool, Flag("--no-off", const=False, help="turn it off")] = True
 
 
 def _actions(command: str) -> dict[str, argparse.Action]:
@@ -34,13 +37,14 @@ def _actions(command: str) -> dict[str, argparse.Action]:
 
 def test_a_literal_field_becomes_the_choices_and_its_description_the_help():
     p = argparse.ArgumentParser()
-    action = options.field_flag(p, _Model, "mode", "--mode")
-    assert action.choices == ["fast", "slow"]
-    assert action.help == "how fast it goes"
+    flags.add(p, _Model, "mode", "rate")
+    mode, rate = p._option_string_actions["--mode"], p._option_string_actions["--rate"]
+    assert mode.choices == ["fast", "slow"]
+    assert mode.help == "how fast it goes"
     assert p.parse_args(["--mode", "slow"]).mode == "slow"
+    assert p.parse_args([]).mode is None  # not given: the config's value (or the model's default) stands
     # a template reads the description and the default
-    templated = options.field_flag(p, _Model, "rate", "--rate", help="{desc} (default {default:g})")
-    assert templated.help == "a rate (default 0.5)"
+    assert rate.help == "a rate (default 0.5)"
     # the run config's own: --source's choices are DataConfig.source's Literal, in every command
     from fincon.config import DataConfig
 
@@ -52,15 +56,14 @@ def test_a_literal_field_becomes_the_choices_and_its_description_the_help():
 
 
 def test_a_field_without_description_needs_a_help():
-    with pytest.raises(ValueError, match="count has no description"):
-        options.field_flag(argparse.ArgumentParser(), _Model, "count", "--count")
+    with pytest.raises(ValueError, match="silent has no description"):
+        flags.add(argparse.ArgumentParser(), _Model, "silent")
 
 
 def test_a_bounded_field_becomes_a_finite_number_within_its_range():
     p = argparse.ArgumentParser(exit_on_error=False)
-    options.field_flag(p, _Model, "rate", "--rate")
-    options.field_flag(p, _Model, "count", "--count", help="how many")
-    assert p.parse_args(["--rate", "2", "--count", "9"]) == argparse.Namespace(rate=2.0, count=9)
+    flags.add(p, _Model, "rate", "count", "off")
+    assert p.parse_args(["--rate", "2", "--n", "9"]) == argparse.Namespace(rate=2.0, count=9, no_off=None)
     for argv, message in (
         (["--rate", "0"], "0 is out of range (0, 2]"),  # gt: open, le: closed
         (["--rate", "nan"], "not a finite number (range (0, 2])"),
@@ -70,6 +73,11 @@ def test_a_bounded_field_becomes_a_finite_number_within_its_range():
         with pytest.raises(argparse.ArgumentError) as err:
             p.parse_args(argv)
         assert message in str(err.value), argv
+    # read back under the fields' keys: only what was given, a switch-off as False
+    args = p.parse_args(["--count", "3", "--no-off"])
+    assert flags.given(args, _Model, "rate", "count", "off") == {"count": 3, "off": False}
+    assert flags.names(_Model) == {"mode": "--mode", "rate": "--rate", "count": "--count", "silent": "--silent",
+                                   "off": "--no-off"}  # fmt: skip
     # the broker's: --commission-max is PerShareCommission.maximum (ge 0, lt 1)
     assert _actions("backtest")["--commission-max"].type("0.5") == 0.5
     with pytest.raises(argparse.ArgumentTypeError, match=r"out of range \[0, 1\)"):
@@ -96,18 +104,41 @@ def test_the_shared_groups_are_declared_once_and_used_by_all_three_commands():
                 assert not set(strings) & set(SHARED), (command, strings)
 
 
-def test_the_team_flags_agree_with_finconparams():
+def test_the_team_flags_are_finconparams_fields():
     from fincon.agents.team.params import FinConParams
 
-    assert options.TEAM["brain"].kwargs["choices"] == options.choices_of(FinConParams, "brain")
-    samples = options.bounds_of(FinConParams.model_fields["samples"])
+    backtest = _actions("backtest")
+    assert backtest["--brain"].choices == flags.choices_of(FinConParams.model_fields["brain"].annotation)
+    samples = flags.bounds_of(FinConParams.model_fields["samples"])
     assert (samples["lo"], samples["hi"]) == (1, 9)
-    parse = options.TEAM["samples"].kwargs["type"]
-    assert parse("9") == 9
+    assert backtest["--samples"].type("9") == 9
     with pytest.raises(argparse.ArgumentTypeError, match=r"out of range \[1, 9\]"):
-        parse("10")
-    for flag in options.TEAM.values():  # every team flag sets a field of the team's params
-        assert flag.key in FinConParams.model_fields
+        backtest["--samples"].type("10")
+    args = build_parser().parse_args(
+        ["backtest", "--strategy", "fincon", "--no-cvar", "--critics", "on", "--candidates", "tsla, msft"]
+    )
+    assert options.team_values(args, "cvar", "critics", "candidates", "brain") == {
+        "cvar": False,
+        "critics": True,
+        "candidates": ["tsla", "msft"],  # FinConParams upper-cases them
+    }
+
+
+def test_every_flag_is_made_from_a_model_in_one_place():
+    """No command module calls add_argument: the generator (fincon/cli/flags.py) is the one
+    place flags are made, and fincon/cli has fewer than 40 calls in all (138 before)."""
+    cli = Path(options.__file__).parent
+    calls = {}
+    for path in sorted(cli.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        n = sum(
+            isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument" for node in ast.walk(tree)
+        )
+        if n:
+            calls[path.name] = n
+    assert sum(calls.values()) < 40, calls
+    for command in ("backtest.py", "train.py", "experiment.py", "forward.py", "llm.py", "eval.py", "data.py"):
+        assert command not in calls, (command, calls)
 
 
 def test_train_hands_the_builder_only_its_own_flags(tmp_path):

@@ -105,14 +105,11 @@ def write_text_atomic(path, text: str, flag: str) -> None:
         raise FinconError(f"{flag} {path}: cannot write ({exc.strerror or exc})") from None
 
 
-def add_ledger_argument(group) -> None:
-    """``--ledger``: where the run's trials are counted (fincon.workflow.trials)."""
-    group.add_argument(
-        "--ledger",
-        metavar="PATH|off",
-        help="the trial ledger this run's scored strategies are added to (default $FINCON_LEDGER, else "
-        "~/.local/share/fincon/trials.sqlite; off: none); `fincon ledger` lists it",
-    )
+#: ``--ledger``'s help: where a run's trials are counted (fincon.workflow.trials)
+LEDGER_HELP = (
+    "the trial ledger this run's scored strategies are added to (default $FINCON_LEDGER, else "
+    "~/.local/share/fincon/trials.sqlite; off: none); `fincon ledger` lists it"
+)
 
 
 def ledger_path(args):

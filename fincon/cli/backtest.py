@@ -8,27 +8,26 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from fincon.cli.args import add_ledger_argument, iso_date, ledger_path
+from pydantic import Field
+
+from fincon.cli.args import LEDGER_HELP, ledger_path
 from fincon.cli.broker_flags import add_broker, broker_overrides, check_broker_flags
+from fincon.cli.flags import Args, add, given
 from fincon.cli.llm import add_llm_arguments, llm_overrides
 from fincon.cli.options import (
     add_data,
-    add_output,
-    add_params,
     add_team,
-    add_tickers,
     check_data_flags,
     data_overrides,
-    field_flag,
     flag_of,
     load_run_config,
-    split,
     team_values,
 )
-from fincon.config import MetricsConfig, RunConfig
+from fincon.config import OUTPUT, WHAT, RunConfig
 from fincon.errors import ConfigError
+from fincon.flag import Flag
 from fincon.report.table import format_table
 from fincon.strategies.registry import strategy_names
 
@@ -75,8 +74,47 @@ examples:
 """
 
 
-#: the team flags backtest has (fincon.cli.options.TEAM)
-TEAM_FLAGS = ("brain", "events", "candidates", "beliefs", "allow_overlap", "no_cvar", "protocol", "samples", "critics")
+#: the team flags backtest has (FinConParams' fields)
+TEAM_FLAGS = ("brain", "events", "candidates", "beliefs", "allow_overlap", "cvar", "protocol", "samples", "critics")
+
+
+class BacktestArgs(Args):
+    """``fincon backtest``'s own flags (what no config model holds)."""
+
+    config: Annotated[Path | None, Flag(help="YAML run config (see README); flags override it", group=WHAT)] = None
+    param: Annotated[
+        list[str],
+        Flag(
+            repeat=True,
+            metavar="STRATEGY.KEY=VALUE",
+            help="strategy parameter, repeatable (value parsed as YAML)",
+            group=WHAT,
+        ),
+    ] = Field(default_factory=list)
+    ledger: Annotated[str | None, Flag(metavar="PATH|off", help=LEDGER_HELP, group=OUTPUT)] = None
+    out: Annotated[
+        str | None,
+        Flag(
+            metavar="DIR",
+            help="run directory (default runs/<strategies>_<tickers>_<window>); an existing one is kept "
+            "and the run goes to DIR-2, DIR-3...",
+            group=OUTPUT,
+        ),
+    ] = None
+    as_json: Annotated[
+        bool, Flag("--json", help="print the metrics as one JSON object instead of a table", group=OUTPUT)
+    ] = False
+    no_progress: Annotated[bool, Flag(help="hide the progress bars", group=OUTPUT)] = False
+    replace: Annotated[
+        bool,
+        Flag(
+            help="replace --out if it is an earlier fincon run (swapped in only when the new run is complete)",
+            group=OUTPUT,
+        ),
+    ] = False
+    report: Annotated[
+        bool, Flag(help="also write report.html into the run directory (the page of `fincon report`)", group=OUTPUT)
+    ] = False
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -88,67 +126,39 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_plan_flags(p, window=True)
-    m = p.add_argument_group("metrics and output")
-    add_ledger_argument(m)
-    field_flag(m, MetricsConfig, "alpha", "--alpha", help="VaR/CVaR tail probability (default {default:g})")
-    field_flag(m, MetricsConfig, "risk_free", "--risk-free", help="{desc} (default {default:g})")
-    add_output(
-        m,
-        out="run directory (default runs/<strategies>_<tickers>_<window>); an existing one is kept "
-        "and the run goes to DIR-2, DIR-3...",
-        json="print the metrics as one JSON object instead of a table",
-    )
-    m.add_argument(
-        "--replace",
-        action="store_true",
-        help="replace --out if it is an earlier fincon run (swapped in only when the new run is complete)",
-    )
-    m.add_argument(
-        "--report",
-        action="store_true",
-        help="also write report.html into the run directory (the page of `fincon report`)",
-    )
+    add(p, RunConfig, "metrics.alpha", "metrics.risk_free")
+    add(p, BacktestArgs, "ledger", "out", "as_json", "no_progress", "replace", "report")
     p.set_defaults(func=run)
 
 
-def add_plan_flags(p: argparse.ArgumentParser, *, window: bool) -> Any:
+#: the run config's flags of backtest and forward init (the window: backtest's alone)
+PLAN = ("tickers", "strategies")
+WINDOW = ("start", "end")
+
+
+def add_plan_flags(p: argparse.ArgumentParser, *, window: bool) -> None:
     """What a run is (strategies, tickers, parameters, data, costs, the team, the model): the flags
-    ``backtest`` and ``forward init`` share; ``window``: also --start and --end. Returns the first group."""
-    g = p.add_argument_group("what to run")
-    g.add_argument("--config", type=Path, help="YAML run config (see README); flags override it")
-    add_tickers(g)
-    g.add_argument(
-        "--strategy",
-        "--strategies",
-        dest="strategies",
-        metavar="NAME[,NAME...]",
-        help=f"one or more of: {', '.join(strategy_names())} (default buy-and-hold); NAME@LABEL is a second NAME "
-        "with its own --param NAME@LABEL.KEY=VALUE (fincon@rules beside fincon)",
+    ``backtest`` and ``forward init`` share; ``window``: also --start and --end."""
+    add(p, BacktestArgs, "config")
+    strategies = (
+        f"one or more of: {', '.join(strategy_names())} (default buy-and-hold); NAME@LABEL is a second NAME "
+        "with its own --param NAME@LABEL.KEY=VALUE (fincon@rules beside fincon)"
     )
-    if window:
-        g.add_argument("--start", type=iso_date, help="first trading day, YYYY-MM-DD (default 2022-10-05)")
-        g.add_argument("--end", type=iso_date, help="last trading day, YYYY-MM-DD (default 2023-06-09)")
-    add_params(g, metavar="STRATEGY.KEY=VALUE", help="strategy parameter, repeatable (value parsed as YAML)")
-    g.add_argument("--no-benchmark", action="store_true", help="do not add buy-and-hold")
+    add(p, RunConfig, *PLAN, *(WINDOW if window else ()), helps={"strategies": strategies})
+    add(p, BacktestArgs, "param")
+    add(p, RunConfig, "benchmark")
     add_data(p)
     add_broker(p)
-    add_team(p.add_argument_group("agent team (--strategy fincon; see README)"), *TEAM_FLAGS)
+    add_team(p, *TEAM_FLAGS)
     add_llm_arguments(p, with_cutoff_gate=True, with_masking=True)
-    return g
 
 
 def build_config(args: argparse.Namespace) -> RunConfig:
     """The run config of ``fincon backtest``'s flags over ``--config``."""
     flags: dict[str, Any] = {
-        "tickers": split(args.tickers, "--tickers"),
-        "strategies": split(args.strategies, "--strategy"),
-        "start": getattr(args, "start", None),
-        "end": getattr(args, "end", None),
+        **given(args, RunConfig, *PLAN, *WINDOW, "metrics.alpha", "metrics.risk_free", "benchmark"),
         **data_overrides(args),
         **broker_overrides(args),
-        "metrics.alpha": getattr(args, "alpha", None),
-        "metrics.risk_free": getattr(args, "risk_free", None),
-        "benchmark": False if args.no_benchmark else None,
     }
     team = team_values(args, *TEAM_FLAGS)
     cfg = load_run_config(

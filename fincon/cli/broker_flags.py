@@ -1,5 +1,5 @@
 """The ``broker`` flag group of ``fincon backtest``: cash, the cost models' short forms, the fill
-cap and fills, each built from the cost model's field it sets (fincon.cli.options.field_flag), and
+cap and fills, each built from the cost model's field it sets (fincon.cli.flags.field_flag), and
 read back into the config's ``broker`` section."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import argparse
 from typing import Any
 
 from fincon.cli.args import number
-from fincon.cli.options import bounds_of, choices_of, field_flag
+from fincon.cli.flags import bounds_of, choices_of, field_flag
 from fincon.config import BrokerConfig
 from fincon.engine.costs import COMMISSION_SHORT, COMMISSIONS, SLIPPAGE_FIELD, SLIPPAGES
 from fincon.errors import ConfigError
@@ -65,14 +65,14 @@ def add_broker(parser: argparse.ArgumentParser) -> None:
         metavar="FRAC",
         help="{desc}; every partial or rejected order is in orders.csv with its reason",
     )
-    field_flag(b, BrokerConfig, "charge_llm", "--charge-llm", default=None)
+    field_flag(b, BrokerConfig, "charge_llm", "--charge-llm")
     field_flag(b, BrokerConfig, "participation_rest", "--participation-rest", help="{desc} (default {default})")
     field_flag(
         b,
         BrokerConfig,
         "fill",
         "--fill",
-        choices=[c.replace("_", "-") for c in choices_of(BrokerConfig, "fill")],
+        choices=[c.replace("_", "-") for c in choices_of(BrokerConfig.model_fields["fill"].annotation) or ()],
         help="fill at the decision close (default) or the next open",
     )
 

@@ -6,25 +6,22 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from fincon.cli.args import add_ledger_argument, iso_date, ledger_env, ledger_path, number
+from pydantic import Field
+
+from fincon.agents.team.params import FinConParams
+from fincon.cli.args import LEDGER_HELP, ledger_env, ledger_path
+from fincon.cli.flags import Args, add, given, names
 from fincon.cli.llm import add_llm_arguments, llm_overrides
-from fincon.cli.options import (
-    add_data,
-    add_output,
-    add_params,
-    add_team,
-    add_tickers,
-    add_training,
-    data_overrides,
-    field_flag,
-    parse_params,
-    split,
-    team_values,
-)
+from fincon.cli.options import add_data, add_team, data_overrides, parse_params, team_values
+from fincon.config import WHAT
+from fincon.flag import Flag
 from fincon.report import text
 from fincon.workflow.experiment_config import ExperimentConfig
+
+#: experiment config key -> the flag that sets it (errors name what the user typed)
+FLAGS = {**names(ExperimentConfig), **names(FinConParams, under="team.")}
 
 HELP = """\
 Run the FinCon paper's protocol for one ticker (or a portfolio):
@@ -108,8 +105,54 @@ examples:
 """
 
 
-#: the team flags experiment has (fincon.cli.options.TEAM)
+#: the team flags experiment has (FinConParams' fields)
 TEAM_FLAGS = ("brain", "events")
+#: the experiment's flags (ExperimentConfig's fields), by where they are in --help
+WHAT_KEYS = ("tickers", "train.start", "train.end", "test.start", "test.end", "repeats", "episodes", "ablations",
+             "placebos", "protocols", "baselines")  # fmt: skip
+TEAM_KEYS = ("seed", "temperature", "explore", "lr")
+ROLLING_KEYS = ("rolling.window", "rolling.step", "rolling.universes", "rolling.start", "rolling.end")
+EXECUTOR_KEYS = ("executor.kind", "executor.workers", "executor.address", "executor.cpus")
+
+
+class ExperimentArgs(Args):
+    """``fincon experiment``'s own flags (what experiment.yaml does not hold)."""
+
+    config: Annotated[
+        Path | None,
+        Flag(help="YAML experiment config (examples/experiment.yaml); flags override it", group=WHAT),
+    ] = None
+    preset: Annotated[
+        Literal["investorbench", "fincon-paper"] | None,
+        Flag(
+            help="a public benchmark's protocol: windows, repeats, rules brain and baselines (flags win); "
+            "investorbench: warm-up 2020-07-02..09-30, test 2020-10-01..2021-05-06, 5 repeats, "
+            "buy-and-hold and sentiment baselines; fincon-paper: the FinCon paper's Tables 2 and 3 (8 stocks "
+            "against finsent, finmem, a2c, ppo, dqn and buy-and-hold; 2 portfolios against equal-weight, "
+            "markowitz and finrl-a2c; 5 repeats), printed beside the paper's published figures",
+            group=WHAT,
+        ),
+    ] = None
+    param: Annotated[
+        list[str],
+        Flag(
+            repeat=True,
+            metavar="STRATEGY.KEY=VALUE",
+            help="fincon.KEY=VALUE: a team parameter; markowitz.KEY=VALUE etc.: a baseline's; repeatable",
+            group=WHAT,
+        ),
+    ] = Field(default_factory=list)
+    ledger: Annotated[str | None, Flag(metavar="PATH|off", help=LEDGER_HELP, group="output")] = None
+    out: Annotated[
+        str | None,
+        Flag(
+            metavar="DIR",
+            help="experiment directory (default runs/experiment_<tickers>_<hash>); the same command resumes it",
+            group="output",
+        ),
+    ] = None
+    as_json: Annotated[bool, Flag("--json", help="print results.json instead of the table", group="output")] = False
+    no_progress: Annotated[bool, Flag(help="hide the progress bars", group="output")] = False
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -120,148 +163,31 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    g = p.add_argument_group("what to run")
-    g.add_argument("--config", type=Path, help="YAML experiment config (examples/experiment.yaml); flags override it")
-    g.add_argument(
-        "--preset",
-        choices=["investorbench", "fincon-paper"],
-        help="a public benchmark's protocol: windows, repeats, rules brain and baselines (flags win); "
-        "investorbench: warm-up 2020-07-02..09-30, test 2020-10-01..2021-05-06, 5 repeats, "
-        "buy-and-hold and sentiment baselines; fincon-paper: the FinCon paper's Tables 2 and 3 (8 stocks "
-        "against finsent, finmem, a2c, ppo, dqn and buy-and-hold; 2 portfolios against equal-weight, "
-        "markowitz and finrl-a2c; 5 repeats), printed beside the paper's published figures",
-    )
-    add_tickers(g)
-    g.add_argument("--train-start", type=iso_date, help="first training day, YYYY-MM-DD (default 2022-01-03)")
-    g.add_argument("--train-end", type=iso_date, help="last training day, YYYY-MM-DD (default 2022-10-04)")
-    g.add_argument("--test-start", type=iso_date, help="first test day, YYYY-MM-DD (default 2022-10-05)")
-    g.add_argument("--test-end", type=iso_date, help="last test day, YYYY-MM-DD (default 2023-06-09)")
-    field_flag(
-        g,
-        ExperimentConfig,
-        "repeats",
-        "--repeats",
-        help="repeats R; each ablation reports its median run (default {default})",
-    )
-    add_training(g, "episodes", defaults=False)
-    g.add_argument("--ablations", metavar="A[,A...]", help="of full, no-cvar, no-beliefs (default all three)")
-    g.add_argument(
-        "--placebo",
-        metavar="KIND[,KIND...]",
-        help="test the full team again on a placebo: shuffle-news (every item moved to a later random day "
-        "of the test window), flip-tone (every item's tone reversed) or price-twin (the window's prices replaced "
-        "by a block-bootstrapped twin, the items kept); the table gives its metrics beside the real run's, "
-        "prediction consistency, input dependency and the profit gap (docs/experiments.md)",
-    )
-    g.add_argument(
-        "--protocols",
-        metavar="P[,P...]",
-        help="decision protocols to compare on the same team, data and cache: fincon, scm, debate "
-        "(default fincon); each gets every ablation and repeat",
-    )
-    g.add_argument(
-        "--baselines",
-        metavar="S[,S...]",
-        help="baseline strategies on the test window (default buy-and-hold,markowitz,equal-weight,sma-cross)",
-    )
-    add_params(
-        g,
-        metavar="STRATEGY.KEY=VALUE",
-        help="fincon.KEY=VALUE: a team parameter; markowitz.KEY=VALUE etc.: a baseline's; repeatable",
-    )
-    t = p.add_argument_group("agent team")
-    add_team(t, *TEAM_FLAGS)
-    field_flag(t, ExperimentConfig, "seed", "--seed", help="base seed; repeat r uses seed + r - 1 (default {default})")
-    field_flag(
-        t,
-        ExperimentConfig,
-        "temperature",
-        "--temperature",
-        help="llm brain: the manager's sampling temperature, above 0 (default {default})",
-    )
-    add_training(t, "explore", "lr", defaults=False)
-    r = p.add_argument_group("rolling evaluation (instead of one train/test split; docs/experiments.md)")
-    r.add_argument(
-        "--rolling",
-        metavar="WINDOW",
-        help="test on successive windows of this length (1y, 6m, 2w, 90d), each after a training "
-        "window of the same length",
-    )
-    r.add_argument("--step", metavar="STEP", help="how far each window starts after the last (default 6m)")
-    r.add_argument(
-        "--universe",
-        action="append",
-        metavar="RULE",
-        help="tickers of each window, picked at its start from earlier bars: all, random:N:SEED, "
-        "top-volume:N (60-day dollar volume), momentum:N (12-month return) or T1,T2,...; "
-        "repeatable (default all)",
-    )
-    r.add_argument("--rolling-start", metavar="DAY", help="first day of the first test window (default 2019-01-01)")
-    r.add_argument(
-        "--rolling-end",
-        metavar="DAY",
-        help="test windows end by this day and by the data's last day (default 2024-12-31)",
-    )
+    add(p, ExperimentArgs, "config", "preset")
+    add(p, ExperimentConfig, *WHAT_KEYS)
+    add(p, ExperimentArgs, "param")
+    add_team(p, *TEAM_FLAGS)
+    add(p, ExperimentConfig, *TEAM_KEYS, *ROLLING_KEYS)
     add_data(p)
     add_llm_arguments(p, with_cutoff_gate=True, with_masking=True)
-    x = p.add_argument_group("execution (see Scale-out above)")
-    x.add_argument(
-        "--executor",
-        choices=["local", "ray"],
-        help="local (default): the units on this machine, one after the other in this process or "
-        "--workers at a time; ray: each unit as a Ray task, in parallel (pip install 'fincon[ray]')",
-    )
-    x.add_argument(
-        "--workers",
-        type=number(int, 1, 1024),
-        metavar="N",
-        help="local executor: run N units at a time in worker processes on this machine (default 1: "
-        "one after the other in this process); no Ray needed",
-    )
-    x.add_argument(
-        "--ray-address",
-        metavar="ADDR",
-        help="run on an existing Ray cluster: auto (the one this machine belongs to) or HEAD:PORT "
-        "(default: start a local cluster for this command)",
-    )
-    x.add_argument(
-        "--ray-cpus",
-        type=number(int, 1, 4096),
-        metavar="N",
-        help="size of the local Ray cluster: units run N at a time (default: every core)",
-    )
-    o = p.add_argument_group("output")
-    field_flag(
-        o,
-        ExperimentConfig,
-        "bootstrap_reps",
-        "--bootstrap-reps",
-        metavar="N",
-        help="{desc} (default {default}); not part of the experiment's identity: a finished experiment "
-        "re-run with another N recomputes its statistics and runs no unit",
-    )
-    add_ledger_argument(o)
-    add_output(
-        o,
-        out="experiment directory (default runs/experiment_<tickers>_<hash>); the same command resumes it",
-        json="print results.json instead of the table",
-    )
+    add(p, ExperimentConfig, *EXECUTOR_KEYS, "bootstrap_reps")
+    add(p, ExperimentArgs, "ledger", "out", "as_json", "no_progress")
     p.set_defaults(func=run)
 
 
 def experiment_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The flags as dotted config keys (None: not given), checked against each other."""
+    """The flags as dotted config keys (only those given), checked against each other."""
     from fincon.errors import ConfigError
-    from fincon.workflow.experiment_config import ABLATIONS
-    from fincon.workflow.placebo import PLACEBOS
 
-    if args.rolling:
-        windows = {"--train-start": args.train_start, "--train-end": args.train_end,
-                   "--test-start": args.test_start, "--test-end": args.test_end}  # fmt: skip
-        given_split = [k for k, v in windows.items() if v is not None]
-        if given_split:
+    over: dict[str, Any] = given(args, ExperimentConfig, *WHAT_KEYS, *TEAM_KEYS, *ROLLING_KEYS, *EXECUTOR_KEYS,
+                                 "bootstrap_reps")  # fmt: skip
+    over.update({f"team.{key}": value for key, value in team_values(args, *TEAM_FLAGS).items()})
+    over.update({k: v for k, v in data_overrides(args).items() if v is not None})
+    if "rolling.window" in over:
+        split_given = [k for k in ("train.start", "train.end", "test.start", "test.end") if k in over]
+        if split_given:
             raise ConfigError(
-                f"{given_split[0]} sets the one train/test split; --rolling makes its own windows "
+                f"{FLAGS[split_given[0]]} sets the one train/test split; --rolling makes its own windows "
                 "(--rolling-start, --rolling-end, --step): drop one of them"
             )
         if getattr(args, "preset", None):
@@ -269,52 +195,19 @@ def experiment_overrides(args: argparse.Namespace) -> dict[str, Any]:
                 f"--preset {args.preset} is one train/test split with its own windows; --rolling would drop "
                 "them: drop --preset or --rolling"
             )
-    over: dict[str, Any] = {
-        "tickers": split(args.tickers, "--tickers"),
-        "train.start": args.train_start,
-        "train.end": args.train_end,
-        "test.start": args.test_start,
-        "test.end": args.test_end,
-        "repeats": args.repeats,
-        "episodes": args.episodes,
-        "ablations": split(args.ablations, "--ablations", ABLATIONS),
-        "placebos": split(args.placebo, "--placebo", PLACEBOS),
-        "protocols": split(args.protocols, "--protocols"),
-        "baselines": split(args.baselines, "--baselines"),
-        **{f"team.{key}": value for key, value in team_values(args, *TEAM_FLAGS).items()},
-        "seed": args.seed,
-        "temperature": args.temperature,
-        "explore": args.explore,
-        "lr": args.lr,
-        **data_overrides(args),
-        "rolling.window": args.rolling,
-        "rolling.step": args.step,
-        "rolling.universes": args.universe,
-        "rolling.start": args.rolling_start,
-        "rolling.end": args.rolling_end,
-        "executor.kind": args.executor,
-        "executor.workers": args.workers,
-        "executor.address": args.ray_address,
-        "executor.cpus": args.ray_cpus,
-        "bootstrap_reps": args.bootstrap_reps,
-    }
     for key, value in llm_overrides(args).items():
         over[f"llm.{key}"] = value
     for name, params in parse_params(args.param).items():
         for key, value in params.items():
             over[f"team.{key}" if name == "fincon" else f"strategy_params.{name}.{key}"] = value
-    rolling_only = {
-        "--step": args.step,
-        "--universe": args.universe,
-        "--rolling-start": args.rolling_start,
-        "--rolling-end": args.rolling_end,
-    }
-    given = [k for k, v in rolling_only.items() if v is not None]
-    if given and not args.rolling:
+    rolling_only = [FLAGS[k] for k in ROLLING_KEYS[1:] if k in over]
+    if rolling_only and "rolling.window" not in over:
         from fincon.workflow.experiment import read_yaml
 
         if not (args.config and isinstance(read_yaml(args.config).get("rolling"), dict)):
-            raise ConfigError(f"{given[0]} is a setting of the rolling evaluation; add --rolling WINDOW (e.g. 1y)")
+            raise ConfigError(
+                f"{rolling_only[0]} is a setting of the rolling evaluation; add --rolling WINDOW (e.g. 1y)"
+            )
     return over
 
 
@@ -346,11 +239,7 @@ def _dataset_manifest(args: argparse.Namespace):
 
 def _flag_names(over: dict[str, Any]) -> dict[str, str]:
     """config key -> the flag that set it (for errors in the user's words)."""
-    return {
-        key: EXPERIMENT_FLAGS.get(key, "--" + key.rsplit(".", 1)[-1].replace("_", "-"))
-        for key, v in over.items()
-        if v is not None
-    }
+    return {key: FLAGS.get(key, "--" + key.rsplit(".", 1)[-1].replace("_", "-")) for key in over}
 
 
 def _load(args: argparse.Namespace, over: dict[str, Any], flags: dict[str, str]):
@@ -377,26 +266,6 @@ def build_paper(args: argparse.Namespace) -> list[tuple[Any, ExperimentConfig]]:
     )
     flags = _flag_names(over)
     return [(b, _load(args, b.overrides, flags)) for b in blocks]
-
-
-#: experiment config keys whose flag is not --LAST-PART
-EXPERIMENT_FLAGS = {
-    "rolling.window": "--rolling",
-    "rolling.universes": "--universe",
-    "rolling.start": "--rolling-start",
-    "rolling.end": "--rolling-end",
-    "train.start": "--train-start",
-    "train.end": "--train-end",
-    "test.start": "--test-start",
-    "test.end": "--test-end",
-    "team.brain": "--brain",
-    "team.events": "--events",
-    "data.dir": "--data",
-    "executor.kind": "--executor",
-    "executor.address": "--ray-address",
-    "executor.cpus": "--ray-cpus",
-    "tickers": "--tickers",
-}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import sys
 from pathlib import Path
+from typing import Annotated, Literal
 
-from fincon.cli.args import iso_date
+from fincon.cli.flags import Args, add
+from fincon.flag import Flag
 
 HELP = """\
 A backtest cannot settle what a model knew: it may have read about the
@@ -56,46 +59,59 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     inner = p.add_subparsers(dest="forward", metavar="COMMAND", required=True)
     i = inner.add_parser("init", help="register a journal's plan before its first session")
-    i.add_argument("dir", type=Path, metavar="DIR", help="a new folder for the journal")
+    add(i, InitArgs, "dir")
     add_plan_flags(i, window=False)
-    i.add_argument(
-        "--simulate-from",
-        type=iso_date,
-        metavar="YYYY-MM-DD",
-        help="a simulated clock from this session, over bundled or imported data (offline; every entry says so)",
-    )
-    i.add_argument(
-        "--anchor",
-        choices=["git"],
-        help="git: commit every sealed step to a git repository in DIR (push it to a public remote)",
-    )
-    i.add_argument(
-        "--broker",
-        choices=["paper", "alpaca"],
-        default="paper",
-        help="paper: the built-in paper broker (next-open fills through the cost models; default); alpaca: also "
-        "place each decision on an Alpaca paper account (live, one strategy; keys in ALPACA_API_KEY and "
-        "ALPACA_SECRET_KEY; pip install 'fincon[alpaca]'), reconciled every step",
-    )
+    add(i, InitArgs, "simulate_from", "anchor", "broker")
     i.set_defaults(func=_init)
     s = inner.add_parser("step", help="decide the next session (or, simulated, every one up to --until)")
-    s.add_argument("dir", type=Path, metavar="DIR")
-    s.add_argument("--until", type=iso_date, metavar="YYYY-MM-DD", help="simulated journals: step up to this session")
-    s.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    add(s, StepArgs)
     s.set_defaults(func=_step)
     for name, fn, help_ in (
         ("status", _status, "the sessions decided, missed and next, and each strategy's book"),
         ("score", _score, "metrics, plot and report card of the journal so far"),
         ("verify", _verify, "recompute the chain and every hash, replay every decision"),
     ):
-        x = inner.add_parser(name, help=help_)
-        x.add_argument("dir", type=Path, metavar="DIR")
-        x.add_argument("--json", action="store_true", help="print JSON to stdout")
-        x.set_defaults(func=fn)
+        add(inner.add_parser(name, help=help_), ReadArgs)
+        inner.choices[name].set_defaults(func=fn)
+
+
+class InitArgs(Args):
+    dir: Annotated[Path, Flag("dir", required=True, metavar="DIR", help="a new folder for the journal")]
+    simulate_from: Annotated[
+        dt.date | None,
+        Flag(
+            metavar="YYYY-MM-DD",
+            help="a simulated clock from this session, over bundled or imported data (offline; every entry says so)",
+        ),
+    ] = None
+    anchor: Annotated[
+        Literal["git"] | None,
+        Flag(help="git: commit every sealed step to a git repository in DIR (push it to a public remote)"),
+    ] = None
+    broker: Annotated[
+        Literal["paper", "alpaca"],
+        Flag(
+            help="paper: the built-in paper broker (next-open fills through the cost models; default); alpaca: "
+            "also place each decision on an Alpaca paper account (live, one strategy; keys in ALPACA_API_KEY and "
+            "ALPACA_SECRET_KEY; pip install 'fincon[alpaca]'), reconciled every step"
+        ),
+    ] = "paper"
+
+
+class StepArgs(Args):
+    dir: Annotated[Path, Flag("dir", required=True, metavar="DIR", help="the journal (fincon forward init)")]
+    until: Annotated[dt.date | None, Flag(metavar="YYYY-MM-DD", help="simulated journals: step up to this session")] = (
+        None
+    )
+    no_progress: Annotated[bool, Flag(help="hide the progress bars")] = False
+
+
+class ReadArgs(Args):
+    dir: Annotated[Path, Flag("dir", required=True, metavar="DIR", help="the journal (fincon forward init)")]
+    as_json: Annotated[bool, Flag("--json", help="print JSON to stdout")] = False
 
 
 def _init(args: argparse.Namespace) -> int:
-    import datetime as dt
 
     from fincon.cli.backtest import build_config
     from fincon.errors import ConfigError
@@ -112,7 +128,6 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _step(args: argparse.Namespace) -> int:
-    import datetime as dt
 
     from fincon.workflow import forward
 

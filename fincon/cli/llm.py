@@ -15,12 +15,16 @@ import json
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from fincon.cli.args import iso_date, number
+from fincon.cli.flags import Args, add, given
 from fincon.errors import ConfigError
+from fincon.flag import Flag
+
+#: the help section of the LLM flags (as ``fincon.llm.settings.GROUP``, which --help does not import)
+GROUP = "LLM (see docs/llm.md)"
 
 #: ``fincon llm --help`` text: plain, unlike the module docstring (argparse prints it verbatim)
 DESCRIPTION = """\
@@ -35,128 +39,39 @@ See docs/llm.md.
 """
 
 
+class CutoffGate(Args):
+    """The flag of a command that runs windows the model may remember."""
+
+    require_after_cutoff: Annotated[
+        bool,
+        Flag(
+            help="refuse (exit 2, before any model call) a run whose window is not after the model's "
+            "training-data cutoff: the model may remember what happened there",
+            group=GROUP,
+        ),
+    ] = False
+
+
 def add_llm_arguments(
     parser: argparse.ArgumentParser,
     *,
     with_budget: bool = True,
-    cache_default: str = "read-write",
     with_cutoff_gate: bool = False,
     with_masking: bool = False,
+    cache_default: str = "read-write",
 ) -> None:
-    """The LLM flags (a group of their own) for any command that calls a model.
-    ``cache_default`` only changes the help text: the command applies it.
-    ``with_cutoff_gate``: the command runs windows and refuses, with
-    --require-after-cutoff, one the model may remember."""
-    g = parser.add_argument_group("LLM (see docs/llm.md)")
-    g.add_argument(
-        "--llm-backend",
-        choices=["local", "openai"],
-        help="local = in-process llama.cpp (default, offline); openai = any OpenAI-compatible server",
-    )
-    g.add_argument(
-        "--llm-model",
-        metavar="NAME|GGUF",
-        help="local: qwen2.5-coder-1.5b (default), qwen2.5-coder-0.5b or a GGUF path; openai: model name",
-    )
-    g.add_argument(
-        "--llm-base-url",
-        metavar="URL",
-        help="OpenAI-compatible base URL, e.g. http://localhost:11434/v1 (default api.openai.com)",
-    )
-    g.add_argument(
-        "--llm-api-key-env", metavar="VAR", help="environment variable holding the API key (default OPENAI_API_KEY)"
-    )
-    g.add_argument(
-        "--llm-cache",
-        choices=["off", "read-write", "replay"],
-        help=f"call cache mode (default {cache_default}; replay fails on any call not recorded)",
-    )
-    g.add_argument(
-        "--llm-cache-path", type=Path, metavar="FILE", help="SQLite call cache (default runs/.cache/llm.sqlite)"
-    )
-    if with_budget:
-        g.add_argument(
-            "--max-tokens",
-            type=number(int, 1),
-            metavar="N",
-            help="token budget of the run; the run stops cleanly when spent",
-        )
-    g.add_argument(
-        "--llm-concurrency", type=number(int, 1, 64), metavar="N", help="parallel calls within one day (default 4)"
-    )
-    g.add_argument("--llm-temperature", type=number(float, 0, 2), metavar="T", help="sampling temperature (default 0)")
-    g.add_argument("--llm-seed", type=number(int, 0, 2**32 - 1), metavar="N", help="sampling seed (default 0)")
-    g.add_argument(
-        "--llm-timeout",
-        type=number(float, 0, 86400, lo_open=True),
-        metavar="SEC",
-        help="HTTP timeout of one attempt (default 600 for a server on this machine, 60 otherwise)",
-    )
-    g.add_argument(
-        "--llm-prices",
-        type=Path,
-        metavar="FILE",
-        help="YAML/JSON price table: {model: {input_per_million: USD, output_per_million: USD}}",
-    )
-    g.add_argument(
-        "--llm-knowledge-cutoff",
-        type=iso_date,
-        metavar="YYYY-MM-DD",
-        help="the model's training-data cutoff, when fincon's table does not know it (docs/llm.md): "
-        "each run labels its window against it (in-training-data, straddles-cutoff, after-cutoff)",
-    )
-    if with_masking:
-        _add_masking(g)
+    """The LLM flags (a section of their own, from ``LLMSettings``' fields) for
+    any command that calls a model. ``with_cutoff_gate``: the command runs
+    windows and refuses, with --require-after-cutoff, one the model may remember.
+    ``cache_default`` only changes --llm-cache's help: the command applies it."""
+    from fincon.llm.settings import FLAGS, MASKING, LLMSettings
+
+    keys = [k for k in FLAGS if with_budget or k != "max_tokens"]
+    add(parser, LLMSettings, *keys, *(MASKING if with_masking else ()), prefix="--llm-")
+    cache = parser._option_string_actions["--llm-cache"]
+    cache.help = (cache.help or "").replace("default read-write", f"default {cache_default}")
     if with_cutoff_gate:
-        g.add_argument(
-            "--require-after-cutoff",
-            action="store_true",
-            help="refuse (exit 2, before any model call) a run whose window is not after the model's "
-            "training-data cutoff: the model may remember what happened there",
-        )
-
-
-def _add_masking(g) -> None:
-    g.add_argument(
-        "--anonymize",
-        action="store_const",
-        const=True,
-        default=None,
-        help="mask every prompt: the firm's ticker, names and people become pseudonyms ('Company A'), its "
-        "products [term], other names [name], dates coarse recency, amounts [amount], percentages buckets, items "
-        "their gist; answers map back; the run is audited for leakage as it ends (docs/llm.md). The rules brain "
-        "is untouched",
-    )
-    g.add_argument(
-        "--llm-paraphrase-model",
-        metavar="NAME",
-        help="with --anonymize: another model (same backend and server) rewrites each masked item in its own "
-        "words instead of its gist, cached like every call; never the model under test",
-    )
-    g.add_argument(
-        "--alias",
-        action="append",
-        default=None,
-        metavar="TICKER=NAME",
-        help="with --anonymize: another name of TICKER's firm to mask (repeatable), beside the bundled table",
-    )
-
-
-_FLAG_TO_FIELD = {
-    "llm_backend": "backend",
-    "llm_model": "model",
-    "llm_base_url": "base_url",
-    "llm_api_key_env": "api_key_env",
-    "llm_cache": "cache",
-    "llm_cache_path": "cache_path",
-    "max_tokens": "max_tokens",
-    "llm_concurrency": "concurrency",
-    "llm_temperature": "temperature",
-    "llm_seed": "seed",
-    "llm_timeout": "timeout_s",
-    "llm_knowledge_cutoff": "knowledge_cutoff",
-    "llm_paraphrase_model": "paraphrase_model",
-}
+        add(parser, CutoffGate)
 
 
 def load_prices(path: Path) -> dict[str, Any]:
@@ -172,15 +87,12 @@ def load_prices(path: Path) -> dict[str, Any]:
 def llm_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The LLM settings given on the command line (unset flags left out), as
     plain YAML-safe values, ready to merge into ``strategy_params.<strategy>``."""
-    out = {
-        field: getattr(args, flag) for flag, field in _FLAG_TO_FIELD.items() if getattr(args, flag, None) is not None
-    }
-    out = {k: str(v) if isinstance(v, Path) else v for k, v in out.items()}
-    if getattr(args, "llm_prices", None) is not None:
-        out["prices"] = load_prices(args.llm_prices)
-    if getattr(args, "anonymize", None):
-        out["anonymize"] = True
-    aliases = getattr(args, "alias", None)
+    from fincon.llm.settings import LLMSettings
+
+    out = given(args, LLMSettings, prefix="--llm-")
+    if "prices" in out:
+        out["prices"] = load_prices(Path(out["prices"]))
+    aliases = out.pop("aliases", None)
     if aliases:
         if not out.get("anonymize"):
             raise ConfigError("--alias names a firm to mask: it applies with --anonymize")
@@ -299,6 +211,21 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
+class ModelArgs(Args):
+    name: Annotated[str | None, Flag("name", help="bundled model (default qwen2.5-coder-1.5b)")] = None
+    all: Annotated[bool, Flag(help="every bundled model")] = False
+    verify: Annotated[bool, Flag(help="re-hash the assembled file instead of trusting its stamp")] = False
+    model_dir: Annotated[Path | None, Flag(help="where assembled models live (default ~/.cache/fincon/models)")] = None
+
+
+class AskArgs(Args):
+    prompt: Annotated[str, Flag("prompt", required=True, help="what to ask the model")]
+
+
+class CacheArgs(Args):
+    path: Annotated[Path, Flag(help="the SQLite call cache (default {default})")] = Path("runs/.cache/llm.sqlite")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "llm",
@@ -307,17 +234,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     s = p.add_subparsers(dest="llm_command", metavar="SUBCOMMAND")
-    m = s.add_parser("model", help="assemble and hash-check a bundled GGUF; print its path")
-    m.add_argument("name", nargs="?", default=None, help="bundled model (default qwen2.5-coder-1.5b)")
-    m.add_argument("--all", action="store_true", help="every bundled model")
-    m.add_argument("--verify", action="store_true", help="re-hash the assembled file instead of trusting its stamp")
-    m.add_argument("--model-dir", type=Path, help="where assembled models live (default ~/.cache/fincon/models)")
-    m.set_defaults(func=_cmd_model)
+    add(s.add_parser("model", help="assemble and hash-check a bundled GGUF; print its path"), ModelArgs)
+    s.choices["model"].set_defaults(func=_cmd_model)
     a = s.add_parser("ask", help="one schema-checked call through the configured backend")
-    a.add_argument("prompt")
+    add(a, AskArgs)
     add_llm_arguments(a, with_budget=False, cache_default=ASK_CACHE_DEFAULT)
     a.set_defaults(func=_cmd_ask)
-    c = s.add_parser("cache", help="summarise an LLM call cache")
-    c.add_argument("--path", type=Path, default=Path("runs/.cache/llm.sqlite"))
-    c.set_defaults(func=_cmd_cache)
+    add(s.add_parser("cache", help="summarise an LLM call cache"), CacheArgs)
+    s.choices["cache"].set_defaults(func=_cmd_cache)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])

@@ -3,26 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 from pathlib import Path
+from typing import Annotated, Literal
 
-from fincon.cli.args import iso_date
+from pydantic import Field
+
+from fincon.cli.flags import Args, add, given
 from fincon.cli.llm import add_llm_arguments, llm_overrides
-from fincon.cli.options import (
-    add_data,
-    add_output,
-    add_params,
-    add_team,
-    add_tickers,
-    add_training,
-    check_data_flags,
-    data_overrides,
-    load_run_config,
-    split,
-    team_values,
-)
+from fincon.cli.options import add_data, add_team, check_data_flags, data_overrides, load_run_config, team_values
+from fincon.config import WHAT, RunConfig
+from fincon.flag import Flag
 
 TRAIN_START, TRAIN_END = "2022-01-03", "2022-10-04"
+TRAINING = "training"
 
 HELP = f"""\
 Train the agent team's investment beliefs (FinCon's CVRF, Algorithm 1): run
@@ -73,11 +68,58 @@ examples:
 """
 
 
-#: the team flags train has (fincon.cli.options.TEAM)
-TEAM_FLAGS = ("brain", "events", "candidates", "no_cvar")
+#: the team flags train has (FinConParams' fields)
+TEAM_FLAGS = ("brain", "events", "candidates", "cvar")
+
+
+class TrainArgs(Args):
+    """``fincon train``'s own flags (the window, knobs and team are the run's and the experiment's fields)."""
+
+    config: Annotated[
+        Path | None, Flag(help="YAML run config (strategies: [fincon]); flags override it", group=WHAT)
+    ] = None
+    start: Annotated[
+        dt.date | None,
+        Flag(help=f"first training day, YYYY-MM-DD (default: the config's start, else {TRAIN_START})", group=WHAT),
+    ] = None
+    end: Annotated[
+        dt.date | None,
+        Flag(help=f"last training day, YYYY-MM-DD (default: the config's end, else {TRAIN_END})", group=WHAT),
+    ] = None
+    param: Annotated[
+        list[str],
+        Flag(repeat=True, metavar="fincon.KEY=VALUE", help="team parameter, repeatable (value parsed as YAML)",
+             group=WHAT),
+    ] = Field(default_factory=list)  # fmt: skip
+    no_beliefs: Annotated[
+        bool, Flag(help="the ablation: run the episodes but never update the beliefs", group=TRAINING)
+    ] = False
+    cvrf_brain: Annotated[
+        Literal["team", "llm"],
+        Flag(
+            help="who writes the belief update: the team's brain (default), or llm: the model compares the "
+            "episodes and edits the beliefs text even when the episodes run on the rules brain (cheap "
+            "episodes, verbal beliefs; the --llm-* flags pick the model)",
+            group=TRAINING,
+        ),
+    ] = "team"
+    out: Annotated[
+        str | None,
+        Flag(
+            metavar="DIR",
+            help="training directory (default runs/train_<tickers>_<window>_<hash>); the same command resumes it",
+            group="output",
+        ),
+    ] = None
+    as_json: Annotated[bool, Flag("--json", help="print the episodes as JSON instead of a table", group="output")] = (
+        False
+    )
+    no_progress: Annotated[bool, Flag(help="hide the progress bars", group="output")] = False
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from fincon.workflow.experiment_config import ExperimentConfig
+
     p = sub.add_parser(
         "train",
         help="learn the team's investment beliefs over training episodes (CVRF)",
@@ -85,40 +127,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    g = p.add_argument_group("what to train")
-    g.add_argument("--config", type=Path, help="YAML run config (strategies: [fincon]); flags override it")
-    add_tickers(g)
-    g.add_argument(
-        "--start",
-        type=iso_date,
-        help=f"first training day, YYYY-MM-DD (default: the config's start, else {TRAIN_START})",
-    )
-    g.add_argument(
-        "--end", type=iso_date, help=f"last training day, YYYY-MM-DD (default: the config's end, else {TRAIN_END})"
-    )
-    add_params(g, metavar="fincon.KEY=VALUE", help="team parameter, repeatable (value parsed as YAML)")
+    add(p, TrainArgs, "config")
+    add(p, RunConfig, "tickers")
+    add(p, TrainArgs, "start", "end", "param")
     add_data(p)
-    add_team(p.add_argument_group("agent team"), *TEAM_FLAGS)
-    r = p.add_argument_group("training")
-    add_training(r, "episodes", defaults=True)
-    r.add_argument(
-        "--no-beliefs", action="store_true", help="the ablation: run the episodes but never update the beliefs"
-    )
-    add_training(r, "explore", "lr", defaults=True)
-    r.add_argument(
-        "--cvrf-brain",
-        choices=["team", "llm"],
-        default="team",
-        help="who writes the belief update: the team's brain (default), or llm: the model compares the "
-        "episodes and edits the beliefs text even when the episodes run on the rules brain (cheap "
-        "episodes, verbal beliefs; the --llm-* flags pick the model)",
-    )
+    add_team(p, *TEAM_FLAGS)
+    add(p, ExperimentConfig, "episodes", fill=True)
+    add(p, TrainArgs, "no_beliefs")
+    add(p, ExperimentConfig, "explore", "lr", fill=True)
+    add(p, TrainArgs, "cvrf_brain")
     add_llm_arguments(p, with_cutoff_gate=True, with_masking=True)
-    add_output(
-        p.add_argument_group("output"),
-        out="training directory (default runs/train_<tickers>_<window>_<hash>); the same command resumes it",
-        json="print the episodes as JSON instead of a table",
-    )
+    add(p, TrainArgs, "out", "as_json", "no_progress")
     p.set_defaults(func=run)
 
 
@@ -126,11 +145,11 @@ def build_config(args: argparse.Namespace):
     """The training's run config: the team alone, without a benchmark, on the
     training window (its defaults apply to whatever neither a flag nor the
     config gives: a config without dates must not train on the test window)."""
-    given = _config_keys(args.config) if args.config is not None else set()
+    in_config = _config_keys(args.config) if args.config is not None else set()
     flags = {
-        "tickers": split(args.tickers, "--tickers"),
-        "start": args.start or (None if "start" in given else TRAIN_START),
-        "end": args.end or (None if "end" in given else TRAIN_END),
+        "tickers": given(args, RunConfig, "tickers").get("tickers"),
+        "start": args.start or (None if "start" in in_config else TRAIN_START),
+        "end": args.end or (None if "end" in in_config else TRAIN_END),
         **data_overrides(args),
     }
     cfg = load_run_config(

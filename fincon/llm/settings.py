@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Any, Literal, Mapping, Sequence
+from typing import Annotated, Any, Literal, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fincon.errors import ConfigError
+from fincon.flag import Flag
 from fincon.llm.cache import DEFAULT_CACHE_PATH, CacheMode, CallCache
 from fincon.llm.client import LLMClient
 from fincon.llm.endpoint import DEFAULT_BASE_URL, check_api_key_env
@@ -23,28 +24,91 @@ from fincon.llm.ledger import ModelPrice, UsageLedger
 from fincon.llm.types import SamplingParams
 from fincon.validation import IsoDate
 
+#: the help section of the LLM flags (fincon.cli.flags)
+GROUP = "LLM (see docs/llm.md)"
+
+
+def _flag(names: tuple[str, ...] = (), **kw: Any) -> Flag:
+    """An LLM flag, listed in the LLM section; unnamed, it is ``--llm-`` and the field's name
+    (``RunConfig.llm`` and the commands give that prefix)."""
+    return Flag(*names, group=GROUP, **kw)
+
+
+#: the LLM flags every command that calls a model has (`fincon llm ask` has no --max-tokens); masking adds MASKING
+FLAGS = (
+    "backend",
+    "model",
+    "base_url",
+    "api_key_env",
+    "cache",
+    "cache_path",
+    "max_tokens",
+    "concurrency",
+    "temperature",
+    "seed",
+    "timeout_s",
+    "prices",
+    "knowledge_cutoff",
+)
+MASKING = ("anonymize", "paraphrase_model", "aliases")
+
 
 class LLMSettings(BaseModel):
     """Everything needed to build an :class:`LLMClient` (see docs/llm.md)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN/inf are never settings
 
-    backend: Literal["local", "openai"] = "local"
+    backend: Annotated[
+        Literal["local", "openai"],
+        _flag(help="local = in-process llama.cpp (default, offline); openai = any OpenAI-compatible server"),
+    ] = "local"
     #: local: a bundled model name (default qwen2.5-coder-1.5b) or a GGUF path; openai: the model name
-    model: str | None = None
-    base_url: str = DEFAULT_BASE_URL
-    api_key_env: str = "OPENAI_API_KEY"
-    cache: CacheMode = CacheMode.READ_WRITE
-    cache_path: Path = DEFAULT_CACHE_PATH
+    model: Annotated[
+        str | None,
+        _flag(
+            metavar="NAME|GGUF",
+            help="local: qwen2.5-coder-1.5b (default), qwen2.5-coder-0.5b or a GGUF path; openai: model name",
+        ),
+    ] = None
+    base_url: Annotated[
+        str,
+        _flag(metavar="URL", help="OpenAI-compatible base URL, e.g. http://localhost:11434/v1 (default {default})"),
+    ] = DEFAULT_BASE_URL
+    api_key_env: Annotated[
+        str, _flag(metavar="VAR", help="environment variable holding the API key (default {default})")
+    ] = "OPENAI_API_KEY"
+    cache: Annotated[
+        CacheMode,
+        _flag(help="call cache mode (default read-write; replay fails on any call not recorded)"),
+    ] = CacheMode.READ_WRITE
+    cache_path: Annotated[Path, _flag(metavar="FILE", help="SQLite call cache (default runs/.cache/llm.sqlite)")] = (
+        DEFAULT_CACHE_PATH
+    )
     #: run-wide token budget (prompt + completion, cached calls included); None = unlimited
-    max_tokens: int | None = Field(None, ge=1)
+    max_tokens: Annotated[
+        int | None,
+        Field(ge=1),
+        _flag(names=("--max-tokens",), metavar="N", help="token budget of the run; the run stops cleanly when spent"),
+    ] = None
     #: cap on the tokens of one answer
     answer_max_tokens: int = Field(200, ge=16, le=8192)
-    concurrency: int = Field(4, ge=1, le=64)
-    temperature: float = Field(0.0, ge=0.0, le=2.0)
-    seed: int = 0
+    concurrency: Annotated[
+        int, Field(ge=1, le=64), _flag(metavar="N", help="parallel calls within one day (default {default})")
+    ] = 4
+    temperature: Annotated[
+        float, Field(ge=0.0, le=2.0), _flag(metavar="T", help="sampling temperature (default {default:g})")
+    ] = 0.0
+    seed: Annotated[int, Field(ge=0, le=2**32 - 1), _flag(metavar="N", help="sampling seed (default {default})")] = 0
     #: seconds per HTTP attempt; None = 600 for a server on this machine (one-slot llama.cpp), 60 otherwise
-    timeout_s: float | None = Field(None, gt=0)
+    timeout_s: Annotated[
+        float | None,
+        Field(gt=0, le=86400),
+        _flag(
+            names=("--llm-timeout",),
+            metavar="SEC",
+            help="HTTP timeout of one attempt (default 600 for a server on this machine, 60 otherwise)",
+        ),
+    ] = None
     max_retries: int = Field(3, ge=0, le=10)
     structured: Literal["auto", "json_schema", "json_object_schema", "json_object"] = "auto"
     n_threads: int | None = Field(None, ge=1)
@@ -53,16 +117,57 @@ class LLMSettings(BaseModel):
     prompt_cache_mb: int = Field(1024, ge=0)
     model_dir: Path | None = None
     #: USD per million tokens by model name; models not listed (all local ones) cost 0
-    prices: dict[str, ModelPrice] = Field(default_factory=dict)
+    prices: Annotated[
+        dict[str, ModelPrice],
+        _flag(
+            parse=Path,
+            metavar="FILE",
+            help="YAML/JSON price table: {{model: {{input_per_million: USD, output_per_million: USD}}}}",
+        ),
+    ] = Field(default_factory=dict)
     #: the model's training-data cutoff when fincon.llm.knowledge does not know it
-    knowledge_cutoff: IsoDate | None = None
+    knowledge_cutoff: Annotated[
+        IsoDate | None,
+        _flag(
+            metavar="YYYY-MM-DD",
+            help="the model's training-data cutoff, when fincon's table does not know it (docs/llm.md): "
+            "each run labels its window against it (in-training-data, straddles-cutoff, after-cutoff)",
+        ),
+    ] = None
     #: mask every prompt: firms, people, dates and price levels (fincon.llm.masking)
-    anonymize: bool = False
+    anonymize: Annotated[
+        bool,
+        Flag(
+            "--anonymize",
+            help="mask every prompt: the firm's ticker, names and people become pseudonyms ('Company A'), its "
+            "products [term], other names [name], dates coarse recency, amounts [amount], percentages buckets, "
+            "items their gist; answers map back; the run is audited for leakage as it ends (docs/llm.md). The "
+            "rules brain is untouched",
+            group=GROUP,
+        ),
+    ] = False
     #: more names to mask per ticker (--alias TICKER=NAME), beside the bundled alias table
-    aliases: dict[str, list[str]] = Field(default_factory=dict)
+    aliases: Annotated[
+        dict[str, list[str]],
+        Flag(
+            "--alias",
+            repeat=True,
+            parse=str,
+            metavar="TICKER=NAME",
+            help="with --anonymize: another name of TICKER's firm to mask (repeatable), beside the bundled table",
+            group=GROUP,
+        ),
+    ] = Field(default_factory=dict)
     #: with anonymize: another model (same backend and server) that rewrites each masked item in its own
     #: words before the team reads it, cached like every call; never the model under test
-    paraphrase_model: str | None = None
+    paraphrase_model: Annotated[
+        str | None,
+        _flag(
+            metavar="NAME",
+            help="with --anonymize: another model (same backend and server) rewrites each masked item in its own "
+            "words instead of its gist, cached like every call; never the model under test",
+        ),
+    ] = None
 
     @model_validator(mode="before")
     @classmethod

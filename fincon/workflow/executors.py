@@ -20,11 +20,15 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
-from typing import Any, Callable, Iterator, Literal, Sequence
+from typing import Annotated, Any, Callable, Iterator, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from fincon.flag import Flag
 from fincon.workflow.unit_failures import Task
+
+#: the help section of the executor's flags
+GROUP = "execution (see Scale-out above)"
 
 log = logging.getLogger(__name__)
 
@@ -46,13 +50,46 @@ class ExecutorSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN/inf are never settings
 
-    kind: Literal["local", "ray"] = "local"
+    kind: Annotated[
+        Literal["local", "ray"],
+        Flag(
+            "--executor",
+            help="local (default): the units on this machine, one after the other in this process or "
+            "--workers at a time; ray: each unit as a Ray task, in parallel (pip install 'fincon[ray]')",
+            group=GROUP,
+        ),
+    ] = "local"
     #: local worker processes, i.e. units run at once (None or 1: one after the other in this process)
-    workers: int | None = Field(None, ge=1, le=1024)
+    workers: Annotated[
+        int | None,
+        Flag(
+            metavar="N",
+            help="local executor: run N units at a time in worker processes on this machine (default 1: "
+            "one after the other in this process); no Ray needed",
+            group=GROUP,
+        ),
+    ] = Field(None, ge=1, le=1024)
     #: an existing Ray cluster (auto, or HEAD:PORT); None: a local cluster on this machine
-    address: str | None = None
+    address: Annotated[
+        str | None,
+        Flag(
+            "--ray-address",
+            metavar="ADDR",
+            help="run on an existing Ray cluster: auto (the one this machine belongs to) or HEAD:PORT "
+            "(default: start a local cluster for this command)",
+            group=GROUP,
+        ),
+    ] = None
     #: CPUs of the local Ray cluster, i.e. units run at once (None: every core)
-    cpus: int | None = Field(None, ge=1, le=4096)
+    cpus: Annotated[
+        int | None,
+        Flag(
+            "--ray-cpus",
+            metavar="N",
+            help="size of the local Ray cluster: units run N at a time (default: every core)",
+            group=GROUP,
+        ),
+    ] = Field(None, ge=1, le=4096)
 
     @model_validator(mode="before")
     @classmethod

@@ -12,11 +12,13 @@ units will run (llm section, data) are made by
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from fincon.config import RunSections, Section
+from fincon.agents.team.params import GROUP as TEAM_GROUP
+from fincon.config import WHAT, RunSections, Section
+from fincon.flag import Flag
 from fincon.validation import IsoDate, format_validation_error
 from fincon.workflow.executors import ExecutorSpec
 
@@ -26,12 +28,16 @@ BASELINES = ("buy-and-hold", "markowitz", "equal-weight", "sma-cross")
 #: the paper's windows (the sample corpus covers 2022-01-03 .. 2023-06-09)
 TRAIN_WINDOW = (dt.date(2022, 1, 3), dt.date(2022, 10, 4))
 TEST_WINDOW = (dt.date(2022, 10, 5), dt.date(2023, 6, 9))
+#: the help sections of the experiment's flags (fincon.cli.flags)
+
+TRAINING = "training"
+ROLLING = "rolling evaluation (instead of one train/test split; docs/experiments.md)"
 SEED_STRIDE = 1000  # llm test runs: the manager's seed of repeat r = base + 1000 * (seed + r - 1)
 
 
 class Window(Section):
-    start: IsoDate
-    end: IsoDate
+    start: Annotated[IsoDate, Flag(help="first {section} day, YYYY-MM-DD (default {default})", group=WHAT)]
+    end: Annotated[IsoDate, Flag(help="last {section} day, YYYY-MM-DD (default {default})", group=WHAT)]
 
     @model_validator(mode="after")
     def _order(self):
@@ -50,12 +56,42 @@ class RollingSpec(Section):
     before it, and a universe picked by each rule at each window's start (see
     :mod:`fincon.workflow.universe`)."""
 
-    window: str = "1y"
-    step: str = "6m"
+    window: Annotated[
+        str,
+        Flag(
+            "--rolling",
+            metavar="WINDOW",
+            help="test on successive windows of this length (1y, 6m, 2w, 90d), each after a training "
+            "window of the same length",
+            group=ROLLING,
+        ),
+    ] = "1y"
+    step: Annotated[
+        str, Flag("--step", metavar="STEP", help="how far each window starts after the last (default {default})",
+                  group=ROLLING)
+    ] = "6m"  # fmt: skip
     #: the span the test windows lie in (a window must end by ``end`` and by the data's last day)
-    start: IsoDate = dt.date(2019, 1, 1)
-    end: IsoDate = dt.date(2024, 12, 31)
-    universes: list[str] = Field(default_factory=lambda: ["all"])
+    start: Annotated[
+        IsoDate, Flag(metavar="DAY", help="first day of the first test window (default {default})", group=ROLLING)
+    ] = dt.date(2019, 1, 1)
+    end: Annotated[
+        IsoDate,
+        Flag(metavar="DAY", help="test windows end by this day and by the data's last day (default {default})",
+             group=ROLLING),
+    ] = dt.date(2024, 12, 31)  # fmt: skip
+    universes: Annotated[
+        list[str],
+        Flag(
+            "--universe",
+            repeat=True,
+            parse=str,
+            metavar="RULE",
+            help="tickers of each window, picked at its start from earlier bars: all, random:N:SEED, "
+            "top-volume:N (60-day dollar volume), momentum:N (12-month return) or T1,T2,...; "
+            "repeatable (default all)",
+            group=ROLLING,
+        ),
+    ] = Field(default_factory=lambda: ["all"])
 
     @field_validator("window", "step")
     @classmethod
@@ -94,33 +130,80 @@ class ExperimentConfig(RunSections):
     broker, metrics: fincon.config.RunSections, as a backtest has them) and
     the experiment's own windows, repeats, ablations and protocols."""
 
-    train: Window = Field(default_factory=lambda: Window(start=TRAIN_WINDOW[0], end=TRAIN_WINDOW[1]))
-    test: Window = Field(default_factory=lambda: Window(start=TEST_WINDOW[0], end=TEST_WINDOW[1]))
-    repeats: int = Field(5, ge=1, le=100)
-    episodes: int = Field(4, ge=1, le=100)
-    ablations: list[Literal["full", "no-cvar", "no-beliefs"]] = Field(default_factory=lambda: list(ABLATIONS))
+    train: Annotated[Window, Flag(prefix="--train-", help="training")] = Field(
+        default_factory=lambda: Window(start=TRAIN_WINDOW[0], end=TRAIN_WINDOW[1])
+    )
+    test: Annotated[Window, Flag(prefix="--test-", help="test")] = Field(
+        default_factory=lambda: Window(start=TEST_WINDOW[0], end=TEST_WINDOW[1])
+    )
+    repeats: Annotated[
+        int, Flag(help="repeats R; each ablation reports its median run (default {default})", group=WHAT)
+    ] = Field(5, ge=1, le=100)
+    episodes: Annotated[int, Flag(help="training episodes K (default {default}, as in the paper)", group=TRAINING)] = (
+        Field(4, ge=1, le=100)
+    )
+    ablations: Annotated[
+        list[Literal["full", "no-cvar", "no-beliefs"]],
+        Flag(parse=str, metavar="A[,A...]", help="of full, no-cvar, no-beliefs (default all three)", group=WHAT),
+    ] = Field(default_factory=lambda: list(ABLATIONS))
     #: decision protocols compared on the same team, data and cache (fincon, scm, debate)
-    protocols: list[str] = Field(default_factory=lambda: ["fincon"])
-    baselines: list[str] = Field(default_factory=lambda: list(BASELINES))
+    protocols: Annotated[
+        list[str],
+        Flag(
+            parse=str,
+            metavar="P[,P...]",
+            help="decision protocols to compare on the same team, data and cache: fincon, scm, debate "
+            "(default fincon); each gets every ablation and repeat",
+            group=WHAT,
+        ),
+    ] = Field(default_factory=lambda: ["fincon"])
+    baselines: Annotated[
+        list[str],
+        Flag(
+            parse=str,
+            metavar="S[,S...]",
+            help="baseline strategies on the test window (default buy-and-hold,markowitz,equal-weight,sma-cross)",
+            group=WHAT,
+        ),
+    ] = Field(default_factory=lambda: list(BASELINES))
     #: the team's parameters (strategy_params.fincon): brain, events, analysts, ...
     team: dict[str, Any] = Field(default_factory=dict)
     #: llm brain: the manager's sampling temperature in training and test (above 0: repeats differ by seed)
-    temperature: float = Field(0.7, gt=0.0, le=2.0)
+    temperature: Annotated[
+        float,
+        Flag(help="llm brain: the manager's sampling temperature, above 0 (default {default})", group=TEAM_GROUP),
+    ] = Field(0.7, gt=0.0, le=2.0)
     #: base seed; repeat r uses seed + (r - 1) (rules: exploration noise; llm: sampling)
-    seed: int = Field(0, ge=0, le=1_000_000)
+    seed: Annotated[int, Flag(help="base seed; repeat r uses seed + r - 1 (default {default})", group=TEAM_GROUP)] = (
+        Field(0, ge=0, le=1_000_000)
+    )
     #: rules brain: log-normal noise on the rules weights of episodes 2..K, and the weight step
-    explore: float = Field(0.3, ge=0.0, le=2.0)
-    lr: float = Field(4.0, ge=0.0, le=100.0)
+    explore: Annotated[
+        float,
+        Flag(help="rules brain: log-normal noise on the rules weights in episodes 2..K (default {default})",
+             group=TRAINING),
+    ] = Field(0.3, ge=0.0, le=2.0)  # fmt: skip
+    lr: Annotated[
+        float, Flag(help="rules brain: weight step size, multiplied by 1 - tau (default {default})", group=TRAINING)
+    ] = Field(4.0, ge=0.0, le=100.0)
     #: how the units run (local or ray); not part of the experiment's identity (excluded
     #: from experiment.json and the directory's hash: either executor resumes the other's run)
-    executor: ExecutorSpec = Field(default_factory=ExecutorSpec, exclude=True)
+    executor: Annotated[ExecutorSpec, Flag(prefix="--")] = Field(default_factory=ExecutorSpec, exclude=True)
     #: a rolling evaluation (fincon.workflow.rolling) instead of one train/test split; kept out of
     #: the dump so a one-split experiment's identity (experiment.json, its hash) is unchanged
-    rolling: RollingSpec | None = Field(None, exclude=True)
+    rolling: Annotated[RollingSpec | None, Flag(prefix="--rolling-")] = Field(None, exclude=True)
     #: the statistics' bootstrap repetitions (Sharpe intervals, SPA, StepM): computed again from the
     #: units' files at the end of every run, so not part of the experiment's identity (excluded like the
     #: executor): another count re-computes the statistics of a finished experiment without running a unit
-    bootstrap_reps: int = Field(
+    bootstrap_reps: Annotated[
+        int,
+        Flag(
+            metavar="N",
+            help="{desc} (default {default}); not part of the experiment's identity: a finished experiment "
+            "re-run with another N recomputes its statistics and runs no unit",
+            group="output",
+        ),
+    ] = Field(
         10_000,
         ge=100,
         le=1_000_000,
@@ -130,7 +213,19 @@ class ExperimentConfig(RunSections):
     )
     #: placebo test runs of the full team (fincon.workflow.placebo): shuffle-news, flip-tone, price-twin
     #: (None, not [], when there are none: an experiment from before them resumes)
-    placebos: list[Literal["shuffle-news", "flip-tone", "price-twin"]] | None = None
+    placebos: Annotated[
+        list[Literal["shuffle-news", "flip-tone", "price-twin"]] | None,
+        Flag(
+            "--placebo",
+            parse=str,
+            metavar="KIND[,KIND...]",
+            help="test the full team again on a placebo: shuffle-news (every item moved to a later random day "
+            "of the test window), flip-tone (every item's tone reversed) or price-twin (the window's prices "
+            "replaced by a block-bootstrapped twin, the items kept); the table gives its metrics beside the real "
+            "run's, prediction consistency, input dependency and the profit gap (docs/experiments.md)",
+            group=WHAT,
+        ),
+    ] = None
 
     @model_validator(mode="after")
     def _placebos_need_full(self):

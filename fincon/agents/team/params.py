@@ -7,14 +7,17 @@ May touch: the analyst and protocol registries (to name valid choices).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from fincon.agents.policies import Policies
-from fincon.agents.roles import ROLES
+from fincon.flag import Flag, absolute, absolute_or_sample, on_off
 
 EmbedderName = Literal["auto", "hashing", "minilm"]
+
+#: the help section of the team's flags (fincon.cli.flags)
+GROUP = "agent team (--strategy fincon; see README)"
 
 
 class FinConParams(BaseModel):
@@ -22,13 +25,37 @@ class FinConParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN/inf are never settings
 
-    brain: Literal["llm", "rules"] = "llm"
+    brain: Annotated[
+        Literal["llm", "rules"],
+        Flag(
+            help="llm: every agent asks the model (default); rules: deterministic baseline, runs in seconds",
+            group=GROUP,
+        ),
+    ] = "llm"
     #: "sample" (the bundled synthetic corpus) or a directory in the event format
-    events: str = "sample"
+    events: Annotated[
+        str,
+        Flag(
+            metavar="sample|DIR",
+            read=absolute_or_sample,
+            help="event corpus the analysts read: the bundled synthetic sample (default) or a directory "
+            "written by `fincon data sample` / in the event format of docs/information.md",
+            group=GROUP,
+        ),
+    ] = "sample"
     #: analysts that report (default: all); drop one for an ablation, e.g. without news
     analysts: list[str] | None = None
     #: portfolio: candidate tickers the stock-selection analyst picks the pool from
-    candidates: list[str] | None = None
+    candidates: Annotated[
+        list[str] | None,
+        Flag(
+            parse=str,
+            metavar="T[,T...]",
+            help="portfolio: tickers the stock-selection analyst picks the traded pool from "
+            "(sets --tickers when that is not given)",
+            group=GROUP,
+        ),
+    ] = None
     pool_size: int = Field(3, ge=1)
     #: auto = hashing for the rules brain (deterministic, no model), minilm for the llm brain
     embedder: EmbedderName = "auto"
@@ -46,7 +73,15 @@ class FinConParams(BaseModel):
     #: where Whisper transcripts are cached by audio hash (default ~/.cache/fincon); the demo ships its own
     transcript_cache: str | None = None
     #: the decision step after the analysts (fincon/agents/protocols: fincon, ...)
-    protocol: str = "fincon"
+    protocol: Annotated[
+        str,
+        Flag(
+            metavar="NAME",
+            help="decision step after the analysts: fincon (the paper's manager, default); see "
+            "docs/protocols.md for the others",
+            group=GROUP,
+        ),
+    ] = "fincon"
     #: portfolio weights: "direction" (mu's historical size with the manager's sign, scaled to gross 1)
     #: or "paper" (mu from the analysts' directions and confidences, the optimizer's weights as they are)
     portfolio_form: Literal["direction", "paper"] = "direction"
@@ -56,9 +91,25 @@ class FinConParams(BaseModel):
     #: None: the team's embedder (offline by default)
     retrieval_model: str | None = None
     #: scm: Strategist samples per day (self-consistency)
-    samples: int = Field(3, ge=1, le=9)
+    samples: Annotated[
+        int,
+        Field(ge=1, le=9),
+        Flag(
+            metavar="N",
+            help="protocols that sample several proposals (scm): how many per day (default {default})",
+            group=GROUP,
+        ),
+    ] = 3
     #: numeric critics on the analysts' claims about filings and calls before the protocol sees them
-    critics: bool = False
+    critics: Annotated[
+        bool,
+        Flag(
+            choices=("on", "off"),
+            read=on_off,
+            help="numeric critics check the analysts' figures about filings and calls (default off)",
+            group=GROUP,
+        ),
+    ] = False
     #: trading policies enforced in code after every protocol
     policies: Policies = Field(default_factory=Policies)
     #: rules manager: extra consolidated evidence (score in [-1, 1]) needed to reverse a held position,
@@ -69,18 +120,39 @@ class FinConParams(BaseModel):
     #: relevant to today's reports first (ranked like the analysts' memories, A.13); 0: none
     decision_memory_k: int = Field(2, ge=0, le=5)
     #: within-episode risk control: a CVaR alert makes the manager risk-averse for the day (off: the ablation)
-    cvar: bool = True
+    cvar: Annotated[
+        bool,
+        Flag(
+            "--no-cvar", const=False, help="turn off the within-episode CVaR alert (the paper's ablation)", group=GROUP
+        ),
+    ] = True
     #: CVaR tail level of the alert (the paper: 1 %)
     cvar_alpha: float = Field(0.01, gt=0.0, lt=0.5)
     #: daily PnLs needed before an alert can fire
     cvar_min_obs: int = Field(2, ge=1)
     #: learned beliefs (and reflections) to start from: a beliefs.json or a `fincon train` run dir
-    beliefs: str | None = None
+    beliefs: Annotated[
+        str | None,
+        Flag(
+            metavar="FILE|RUN",
+            read=absolute,
+            help="start from learned investment beliefs and reflections: a beliefs.json or the run dir of "
+            "`fincon train` (test stage: no belief learning, CVaR alerts stay on)",
+            group=GROUP,
+        ),
+    ] = None
     #: training only: the previous episode's reflections.json; its reflections enter the manager's
     #: episodic memory before the first day (the paper's episodic memory carried across episodes)
     carried_reflections: str | None = None
     #: accept beliefs trained on a window that overlaps or follows the run (loudly flagged; not a clean test)
-    allow_overlap: bool = False
+    allow_overlap: Annotated[
+        bool,
+        Flag(
+            help="accept --beliefs trained on a window that does not end before --start "
+            "(lookahead: flagged in the summary and on stderr)",
+            group=GROUP,
+        ),
+    ] = False
     #: training only: log-normal noise on the rules weights of this episode (exploration), and its seed
     explore: float = Field(0.0, ge=0.0, le=2.0)
     explore_seed: int = 0
@@ -94,6 +166,8 @@ class FinConParams(BaseModel):
     @field_validator("analysts")
     @classmethod
     def _known(cls, v):
+        from fincon.agents.roles import ROLES  # the analysts import pandas; --help builds the team flags
+
         if v is None:
             return v
         bad = [a for a in v if a not in ROLES]

@@ -1,0 +1,86 @@
+"""How a model's field is spelled on the command line: :class:`Flag`, kept
+beside the field it sets.
+
+Why here, at the bottom: the models that flags set live in every layer
+(``LLMSettings`` in llm, ``FinConParams`` in agents, ``RunConfig`` in config,
+``ExperimentConfig`` in workflow) and the CLI sits on top. A field carries
+its flag as ``Annotated`` metadata (``Annotated[int, Flag("--llm-seed")]``),
+which pydantic keeps on the field and ignores when it validates, so the
+field's type, range, default and description and the flag that sets it are
+written once, in one place; :mod:`fincon.cli.flags` turns them into
+argparse arguments and reads the given values back under the field's key.
+Nothing here imports anything.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+
+class Flag:
+    """The spelling of one field on the command line.
+
+    ``names``: the flags (``"--ticker", "--tickers"``; none: ``--field-name``;
+    a name without dashes is a positional argument). ``help``: a template of
+    ``{desc}`` (the field's description) and ``{default}`` (its default);
+    empty: the description. ``metavar``, ``nargs``, ``required`` and
+    ``choices`` are argparse's. ``parse``: the argparse type when the field's
+    own type does not say it (a comma list read later, a path kept as text).
+    ``read``: how a given value becomes the field's value (None: as given).
+    ``repeat``: the flag may be given again (its values are collected).
+    ``const``: a switch that stores this value (``--no-cvar``: False).
+    ``prefix``: on a field that is a section of its own, the flags of its
+    fields are this prefix and their names (``--train-`` -> ``--train-start``).
+    ``group``: the help section the flag is listed in.
+    """
+
+    def __init__(
+        self,
+        *names: str,
+        help: str = "",
+        metavar: str | None = None,
+        nargs: str | None = None,
+        required: bool = False,
+        choices: tuple[Any, ...] | list[Any] | None = None,
+        parse: Callable[[str], Any] | None = None,
+        read: Callable[[Any], Any] | None = None,
+        repeat: bool = False,
+        const: Any = None,
+        prefix: str | None = None,
+        group: str | None = None,
+    ) -> None:
+        self.names = names
+        self.help = help
+        self.metavar = metavar
+        self.nargs = nargs
+        self.required = required
+        self.choices = choices
+        self.parse = parse
+        self.read = read
+        self.repeat = repeat
+        self.const = const
+        self.prefix = prefix
+        self.group = group
+
+    def __repr__(self) -> str:
+        return f"Flag{self.names!r}"
+
+
+# -- readers: how a given value becomes the field's ---------------------------------------
+
+
+def absolute(text: Any) -> str:
+    """A path saved absolute, so a run's config.yaml works from any directory."""
+    from pathlib import Path
+
+    return str(Path(text).expanduser().absolute())
+
+
+def absolute_or_sample(text: str) -> str:
+    """``sample`` (the bundled corpus) as it is, any other path absolute."""
+    return text if text == "sample" else absolute(text)
+
+
+def on_off(text: str) -> bool:
+    """``on`` / ``off`` as a bool."""
+    return text == "on"
