@@ -4,18 +4,22 @@ synthetic event sample, show what an agent sees on one day."""
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Literal
 
 if TYPE_CHECKING:  # pandas is imported by the commands, not by `fincon --help`
     import pandas as pd
 
-from fincon.cli.args import iso_date, number
+from pydantic import Field
+
+from fincon.cli.flags import Args, add
 from fincon.data.importers import IMPORTERS, formats_help  # the registry only: no pandas before a command runs
 from fincon.errors import ConfigError, DataError
+from fincon.flag import Flag
 
 SAMPLE_HELP = """\
 Write the project's synthetic event corpus (news, 10-Q/10-K MD&A, analyst
@@ -74,6 +78,81 @@ examples:
 """
 
 
+class ImportArgs(Args):
+    format: Annotated[str, Flag("format", required=True, choices=tuple(IMPORTERS), help="the corpus' published format")]
+    sources: Annotated[
+        list[Path],
+        Flag("sources", required=True, metavar="SOURCE",
+             help="input files (investorbench, csv) or the layout's root folder (finsaber)"),
+    ]  # fmt: skip
+    out: Annotated[Path, Flag(required=True, metavar="DIR", help="dataset directory to write (must be new)")]
+    tickers: Annotated[
+        str | None,
+        Flag("--tickers", "--ticker", metavar="T[,T...]",
+             help="import only these tickers (default: every ticker the source holds)"),
+    ] = None  # fmt: skip
+    start: Annotated[dt.date | None, Flag(help="first day to import, YYYY-MM-DD (default: the source's first)")] = None
+    end: Annotated[dt.date | None, Flag(help="last day to import, YYYY-MM-DD (default: the source's last)")] = None
+    same_day: Annotated[
+        bool,
+        Flag(
+            help="BENCHMARK CONVENTION, one day of look-ahead: date-only items visible at that day's close "
+            "(default: from the next trading day)"
+        ),
+    ] = False
+    keep_sentiment: Annotated[
+        bool, Flag(help="investorbench: keep the '(Sentiment: ...)' tag in the news text (default: metadata only)")
+    ] = False
+    prices: Annotated[Path | None, Flag(metavar="DIR", help="csv: folder of TICKER.csv price files")] = None
+    replace: Annotated[bool, Flag(help="overwrite --out if it holds an earlier dataset")] = False
+
+
+class InfoArgs(Args):
+    dir: Annotated[Path, Flag("dir", required=True, metavar="DIR", help="a directory written by `fincon data import`")]
+    as_json: Annotated[bool, Flag("--json", help="print dataset.json as it is")] = False
+
+
+class SampleArgs(Args):
+    tickers: Annotated[
+        str | None,
+        Flag("--tickers", "--ticker", metavar="T[,T...]",
+             help="comma-separated tickers with bundled prices (default: the 11 FinCon tickers)"),
+    ] = None  # fmt: skip
+    start: Annotated[dt.date | None, Flag(help="first day, YYYY-MM-DD (default 2022-01-03)")] = None
+    end: Annotated[dt.date | None, Flag(help="last day, YYYY-MM-DD (default 2023-06-09)")] = None
+    planted: Annotated[
+        str | None, Flag(metavar="SOURCE:STRENGTH", help="e.g. news:0.3 (look-ahead test corpus; never the default)")
+    ] = None
+    out: Annotated[Path, Flag(help="output directory (default ./{default})")] = Path("events-sample")
+    no_audio: Annotated[bool, Flag(help="skip rendering earnings-call audio (no espeak-ng/ffmpeg needed)")] = False
+    bitrate: Annotated[str, Flag(help="Opus bitrate of the call audio (default {default})")] = "12k"
+
+
+class ShowArgs(Args):
+    ticker: Annotated[str, Flag(required=True, metavar="T", help="the ticker")]
+    date: Annotated[dt.date, Flag(required=True, help="decision day, YYYY-MM-DD")]
+    data: Annotated[
+        Path | None,
+        Flag(metavar="DIR", help="a dataset directory (`fincon data import`): its events and trading days"),
+    ] = None
+    events: Annotated[
+        Path | None,
+        Flag(
+            metavar="DIR", help="event directory (default: the dataset's events with --data, else the bundled sample)"
+        ),
+    ] = None
+    embedder: Annotated[Literal["minilm", "hashing"], Flag(help="the memory's embedder (default {default})")] = "minilm"
+    agent: Annotated[str, Flag(help="agent profile used in the memory query (default {default})")] = "analyst"
+    k: Annotated[
+        int,
+        Flag(
+            help="memories to show (default {default}; 0 skips rebuilding the memory, which on a large real corpus "
+            "takes minutes with the minilm embedder)"
+        ),
+    ] = Field(5, ge=0, le=100)
+    as_json: Annotated[bool, Flag("--json", help="print JSON instead of text")] = False
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("data", help="import corpora, describe datasets, sample corpus, point-in-time views")
     dsub = p.add_subparsers(dest="data_command", metavar="ACTION")
@@ -85,37 +164,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=IMPORT_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    i.add_argument("format", choices=tuple(IMPORTERS), help="the corpus' published format")
-    i.add_argument(
-        "sources",
-        nargs="+",
-        type=Path,
-        metavar="SOURCE",
-        help="input files (investorbench, csv) or the layout's root folder (finsaber)",
-    )
-    i.add_argument("--out", type=Path, required=True, metavar="DIR", help="dataset directory to write (must be new)")
-    i.add_argument(
-        "--tickers",
-        "--ticker",
-        dest="tickers",
-        metavar="T[,T...]",
-        help="import only these tickers (default: every ticker the source holds)",
-    )
-    i.add_argument("--start", type=iso_date, help="first day to import, YYYY-MM-DD (default: the source's first)")
-    i.add_argument("--end", type=iso_date, help="last day to import, YYYY-MM-DD (default: the source's last)")
-    i.add_argument(
-        "--same-day",
-        action="store_true",
-        help="BENCHMARK CONVENTION, one day of look-ahead: date-only items visible at that day's close "
-        "(default: from the next trading day)",
-    )
-    i.add_argument(
-        "--keep-sentiment",
-        action="store_true",
-        help="investorbench: keep the '(Sentiment: ...)' tag in the news text (default: metadata only)",
-    )
-    i.add_argument("--prices", type=Path, metavar="DIR", help="csv: folder of TICKER.csv price files")
-    i.add_argument("--replace", action="store_true", help="overwrite --out if it holds an earlier dataset")
+    add(i, ImportArgs)
     i.set_defaults(func=cmd_import)
 
     n = dsub.add_parser(
@@ -124,8 +173,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog="examples:\n  fincon data info data/ib-msft\n  fincon data info data/ib-msft --json\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    n.add_argument("dir", type=Path, metavar="DIR", help="a directory written by `fincon data import`")
-    n.add_argument("--json", action="store_true", help="print dataset.json as it is")
+    add(n, InfoArgs)
     n.set_defaults(func=cmd_info)
 
     s = dsub.add_parser(
@@ -135,23 +183,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=SAMPLE_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    s.add_argument(
-        "--tickers",
-        "--ticker",
-        dest="tickers",
-        metavar="T[,T...]",
-        help="comma-separated tickers with bundled prices (default: the 11 FinCon tickers)",
-    )
-    s.add_argument("--start", type=iso_date, default=None, help="first day, YYYY-MM-DD (default 2022-01-03)")
-    s.add_argument("--end", type=iso_date, default=None, help="last day, YYYY-MM-DD (default 2023-06-09)")
-    s.add_argument(
-        "--planted", metavar="SOURCE:STRENGTH", help="e.g. news:0.3 (look-ahead test corpus; never the default)"
-    )
-    s.add_argument("--out", type=Path, default=Path("events-sample"), help="output directory (default ./events-sample)")
-    s.add_argument(
-        "--no-audio", action="store_true", help="skip rendering earnings-call audio (no espeak-ng/ffmpeg needed)"
-    )
-    s.add_argument("--bitrate", default="12k", help="Opus bitrate of the call audio (default 12k)")
+    add(s, SampleArgs)
     s.set_defaults(func=cmd_sample)
 
     v = dsub.add_parser(
@@ -163,31 +195,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "  fincon data show --data data/ib-msft --ticker MSFT --date 2021-01-27\n"
         "  fincon data show --ticker NIO --date 2023-03-02 --embedder hashing --json\n",
     )
-    v.add_argument("--ticker", required=True)
-    v.add_argument("--date", type=iso_date, required=True, help="decision day, YYYY-MM-DD")
-    v.add_argument(
-        "--data",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="a dataset directory (`fincon data import`): its events and trading days",
-    )
-    v.add_argument(
-        "--events",
-        type=Path,
-        default=None,
-        help="event directory (default: the dataset's events with --data, else the bundled sample)",
-    )
-    v.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
-    v.add_argument("--agent", default="analyst", help="agent profile used in the memory query (default analyst)")
-    v.add_argument(
-        "--k",
-        type=number(int, 0, 100),
-        default=5,
-        help="memories to show (default 5; 0 skips rebuilding the memory, which on a large real corpus "
-        "takes minutes with the minilm embedder)",
-    )
-    v.add_argument("--json", action="store_true", help="print JSON instead of text")
+    add(v, ShowArgs)
     v.set_defaults(func=cmd_show)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 

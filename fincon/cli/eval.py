@@ -11,13 +11,18 @@ command runs."""
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 from pathlib import Path
-from typing import Any, Callable
+from typing import Annotated, Any, Callable, Literal
 
-from fincon.cli.args import check_output_file, iso_date, number, write_text_atomic
+from pydantic import Field
+
+from fincon.cli.args import check_output_file, write_text_atomic
+from fincon.cli.flags import Args, add
 from fincon.cli.llm import add_llm_arguments, settings_from_args
 from fincon.errors import ConfigError, DataError
+from fincon.flag import Flag
 from fincon.ownership import JSON_MARK, is_fincon_json
 
 NUMERIC = """\
@@ -30,6 +35,137 @@ Direction accuracy of the debate protocol's call reports against the
 realised return, with and without the debate round."""
 
 
+#: the out file of an evaluation: the table and every row as JSON (one meaning of --out across commands)
+OUT_HELP = "also write the table and every {what} as JSON"
+
+
+def _out(what: str) -> Any:
+    return Flag(metavar="FILE", help=OUT_HELP.format(what=what))
+
+
+class NumericArgs(Args):
+    brain: Annotated[
+        Literal["rules", "llm"],
+        Flag(help="rules (deterministic baseline and critics, default) or llm (every agent a model call)"),
+    ] = "rules"
+    limit: Annotated[int | None, Flag(metavar="N", help="at most N questions (spread over the question kinds)")] = (
+        Field(None, ge=1)
+    )
+    split: Annotated[
+        Literal["test", "dev", "all"],
+        Flag(help="which documents to score (default test: never in a prompt's example)"),
+    ] = "test"
+    format: Annotated[
+        Literal["synthetic", "finqa"],
+        Flag(
+            help="synthetic: questions over the bundled filings (default); finqa: FinQA's published JSON "
+            "(--data; download from https://github.com/czyssrs/FinQA, dataset/test.json)"
+        ),
+    ] = "synthetic"
+    data: Annotated[Path | None, Flag(metavar="FILE.json", help="the FinQA file of --format finqa")] = None
+    out: Annotated[Path | None, _out("answer")] = None
+
+
+class DebateArgs(Args):
+    brain: Annotated[
+        Literal["rules", "llm"],
+        Flag(help="rules (deterministic specialists and debate, default) or llm (every role a model call)"),
+    ] = "rules"
+    tickers: Annotated[list[str] | None, Flag(metavar="T", help="tickers of the sample corpus (default all 11)")] = None
+    transcripts: Annotated[
+        Literal["text", "whisper"] | None,
+        Flag(
+            help="read the call's text (default, fast) or hear its audio through Whisper (cached); the sample "
+            "calls only"
+        ),
+    ] = None
+    dataset: Annotated[
+        list[Path] | None,
+        Flag(
+            metavar="DIR",
+            help="score the debate on the 10-Q/10-K filings of imported datasets (fincon data import "
+            "investorbench ...) instead of the sample calls, beside always-bullish and the news "
+            "sentiment tags",
+        ),
+    ] = None
+    retrieval_model: Annotated[
+        str | None,
+        Flag(
+            metavar="NAME",
+            help="a sentence-transformers model (directory or hub name, e.g. a finance-tuned one) for the "
+            "debate's retrieval over filings (--dataset; default: the offline embedder)",
+        ),
+    ] = None
+    out: Annotated[Path | None, _out("call")] = None
+
+
+class ExtractionArgs(Args):
+    dataset: Annotated[
+        list[Path],
+        Flag(
+            required=True,
+            metavar="DIR",
+            help="imported datasets (fincon data import investorbench ...): their 10-Q/10-K are the set",
+        ),
+    ]
+    brain: Annotated[
+        Literal["rules", "llm"],
+        Flag(help="rules (the filing's sentence restated, the rules critic) or llm (both model calls)"),
+    ] = "rules"
+    per_filing: Annotated[int, Flag(metavar="N", help="figures restated per filing (default {default})")] = Field(
+        8, ge=1
+    )
+    out: Annotated[Path | None, _out("case")] = None
+
+
+class LeakageArgs(Args):
+    run: Annotated[
+        Path,
+        Flag("run", required=True, metavar="RUN_DIR",
+             help="a run (or comparison) directory of a strategy that called a model"),
+    ]  # fmt: skip
+    against: Annotated[
+        list[Path],
+        Flag(metavar="DIR", help="more datasets (fincon data import) whose firms the vocabulary adversary tells apart"),
+    ] = Field(default_factory=list)
+    threshold: Annotated[
+        float,
+        Flag(
+            metavar="SHARE",
+            help="the share of prompts giving away firm and day above which the run is not blind "
+            "(default {default:.2f})",
+        ),
+    ] = Field(0.10, ge=0, le=1)
+    llm_cache_path: Annotated[
+        Path | None,
+        Flag(metavar="FILE", help="the call cache the run used, when it is not where its config.yaml says"),
+    ] = None
+    as_json: Annotated[bool, Flag("--json", help="print the audit as JSON (every prompt's row included)")] = False
+
+
+class LookaheadArgs(Args):
+    ticker: Annotated[str, Flag(required=True, metavar="T", help="the ticker to probe")]
+    start: Annotated[dt.date, Flag(required=True, help="first day of the window")]
+    end: Annotated[dt.date, Flag(required=True, help="last day of the window")]
+    data: Annotated[
+        Path | None,
+        Flag(metavar="DIR", help="a dataset (fincon data import): its prices and items (default: the bundled sample)"),
+    ] = None
+    samples: Annotated[int, Flag(metavar="N", help="decision days and items (default {default})")] = Field(
+        50, ge=1, le=10_000
+    )
+    seed: Annotated[int, Flag(metavar="S", help="sampling seed (default {default})")] = Field(0, ge=0, le=2**32 - 1)
+    run: Annotated[
+        Path | None,
+        Flag(
+            metavar="RUN_DIR",
+            help="also audit a masked team run on this window (fincon eval leakage): a run whose prompts are not "
+            "blind is never cleared by the masked verdict",
+        ),
+    ] = None
+    out: Annotated[Path | None, _out("row and every question")] = None
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "eval",
@@ -37,103 +173,32 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=__doc__.split("\n\n")[0],
     )
     inner = p.add_subparsers(dest="eval", metavar="EVAL", required=True)
-
     n = inner.add_parser(
         "numeric",
         help="numeric critics: exact match of an analyst alone, with one critic, with both",
         description=NUMERIC,
     )
-    n.add_argument(
-        "--brain",
-        choices=["rules", "llm"],
-        default="rules",
-        help="rules (deterministic baseline and critics, default) or llm (every agent a model call)",
-    )
-    n.add_argument(
-        "--limit", type=number(int, 1), metavar="N", help="at most N questions (spread over the question kinds)"
-    )
-    n.add_argument(
-        "--split",
-        choices=["test", "dev", "all"],
-        default="test",
-        help="which documents to score (default test: never in a prompt's example)",
-    )
-    n.add_argument(
-        "--format",
-        choices=["synthetic", "finqa"],
-        default="synthetic",
-        help="synthetic: questions over the bundled filings (default); finqa: FinQA's published JSON "
-        "(--data; download from https://github.com/czyssrs/FinQA, dataset/test.json)",
-    )
-    n.add_argument("--data", type=Path, metavar="FILE.json", help="the FinQA file of --format finqa")
-    n.add_argument("--out", type=Path, metavar="FILE", help="also write the table and every answer as JSON")
-    add_llm_arguments(n)
-    n.set_defaults(func=_numeric)
-
+    _command(n, NumericArgs, _numeric)
     d = inner.add_parser(
         "debate",
         help="debate: direction accuracy of the call reports at 1/5/20 days, with and without the debate round",
         description=DEBATE,
     )
-    d.add_argument(
-        "--brain",
-        choices=["rules", "llm"],
-        default="rules",
-        help="rules (deterministic specialists and debate, default) or llm (every role a model call)",
-    )
-    d.add_argument("--tickers", nargs="+", metavar="T", help="tickers of the sample corpus (default all 11)")
-    d.add_argument(
-        "--transcripts",
-        choices=["text", "whisper"],
-        help="read the call's text (default, fast) or hear its audio through Whisper (cached); the sample calls only",
-    )
-    d.add_argument(
-        "--dataset",
-        nargs="+",
-        type=Path,
-        metavar="DIR",
-        help="score the debate on the 10-Q/10-K filings of imported datasets (fincon data import "
-        "investorbench ...) instead of the sample calls, beside always-bullish and the news "
-        "sentiment tags",
-    )
-    d.add_argument(
-        "--retrieval-model",
-        metavar="NAME",
-        help="a sentence-transformers model (directory or hub name, e.g. a finance-tuned one) for the "
-        "debate's retrieval over filings (--dataset; default: the offline embedder)",
-    )
-    d.add_argument("--out", type=Path, metavar="FILE", help="also write the table and every call as JSON")
-    add_llm_arguments(d)
-    d.set_defaults(func=_debate)
-    _register_extraction(inner)
-    _register_lookahead(inner)
-    _register_leakage(inner)
-
-
-def _register_extraction(inner) -> None:
+    _command(d, DebateArgs, _debate)
     x = inner.add_parser(
         "extraction",
         help="the extraction critic on real filings: restated figures, half perturbed "
         "in code; precision and recall of its flags",
     )
-    x.add_argument(
-        "--dataset",
-        nargs="+",
-        type=Path,
-        required=True,
-        metavar="DIR",
-        help="imported datasets (fincon data import investorbench ...): their 10-Q/10-K are the set",
-    )
-    x.add_argument(
-        "--brain",
-        choices=["rules", "llm"],
-        default="rules",
-        help="rules (the filing's sentence restated, the rules critic) or llm (both model calls)",
-    )
-    x.add_argument("--per-filing", type=int, default=8, metavar="N", help="figures restated per filing (default 8)")
-    x.add_argument("--out", type=Path, metavar="FILE", help="also write the scores and every case as JSON")
-    add_llm_arguments(x)
-    x.set_defaults(func=_extraction)
+    _command(x, ExtractionArgs, _extraction)
+    _register_lookahead(inner)
+    _register_leakage(inner)
+
+
+def _command(p: argparse.ArgumentParser, model: type[Args], func: Callable, *, masking: bool = False) -> None:
+    add(p, model)
+    add_llm_arguments(p, with_masking=masking)
+    p.set_defaults(func=func)
 
 
 LOOKAHEAD = """\
@@ -170,31 +235,7 @@ def _register_leakage(inner) -> None:
         "  fincon eval leakage runs/team-msft-masked\n"
         "  fincon eval leakage runs/team-msft-masked --against data/ib-jnj data/ib-hon --json\n",
     )
-    x.add_argument(
-        "run", type=Path, metavar="RUN_DIR", help="a run (or comparison) directory of a strategy that called a model"
-    )
-    x.add_argument(
-        "--against",
-        nargs="+",
-        type=Path,
-        default=[],
-        metavar="DIR",
-        help="more datasets (fincon data import) whose firms the vocabulary adversary tells apart",
-    )
-    x.add_argument(
-        "--threshold",
-        type=number(float, 0, 1),
-        default=0.10,
-        metavar="SHARE",
-        help="the share of prompts giving away firm and day above which the run is not blind (default 0.10)",
-    )
-    x.add_argument(
-        "--llm-cache-path",
-        type=Path,
-        metavar="FILE",
-        help="the call cache the run used, when it is not where its config.yaml says",
-    )
-    x.add_argument("--json", action="store_true", help="print the audit as JSON (every prompt's row included)")
+    add(x, LeakageArgs)
     x.set_defaults(func=_leakage)
 
 
@@ -219,33 +260,10 @@ def _register_lookahead(inner) -> None:
         "  fincon eval lookahead --ticker TSLA --start 2022-10-05 --end 2023-06-09 --samples 50 --anonymize\n"
         "  fincon eval lookahead --ticker MSFT --data data/ib-msft --start 2020-10-01 --end 2021-05-06\n",
     )
-    x.add_argument("--ticker", required=True, metavar="T", help="the ticker to probe")
-    x.add_argument("--start", required=True, type=iso_date, metavar="YYYY-MM-DD", help="first day of the window")
-    x.add_argument("--end", required=True, type=iso_date, metavar="YYYY-MM-DD", help="last day of the window")
-    x.add_argument(
-        "--data",
-        type=Path,
-        metavar="DIR",
-        help="a dataset (fincon data import): its prices and items (default: the bundled sample)",
-    )
-    x.add_argument(
-        "--samples", type=number(int, 1, 10_000), default=50, metavar="N", help="decision days and items (default 50)"
-    )
-    x.add_argument("--seed", type=number(int, 0, 2**32 - 1), default=0, metavar="S", help="sampling seed (default 0)")
-    x.add_argument(
-        "--run",
-        type=Path,
-        metavar="RUN_DIR",
-        help="also audit a masked team run on this window (fincon eval leakage): a run whose prompts are not "
-        "blind is never cleared by the masked verdict",
-    )
-    x.add_argument("--out", type=Path, metavar="FILE", help="also write every row and every question as JSON")
-    add_llm_arguments(x, with_masking=True)
-    x.set_defaults(func=_lookahead)
+    _command(x, LookaheadArgs, _lookahead, masking=True)
 
 
 def _lookahead(args: argparse.Namespace) -> int:
-    import datetime as dt
 
     import pandas as pd
 
