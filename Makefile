@@ -16,7 +16,7 @@ STAMP  := $(VENV)/.fincon-installed
 WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 FAST_WORKERS ?= auto
 
-.PHONY: demo record-demo test test-fast lint install lock bench clean install-llm-extras install-info-extras install-report-extras
+.PHONY: demo record-demo test test-fast lint install lock bench clean install-llm-extras install-info-extras install-report-extras reference
 
 # constraints.txt pins every tested version (refresh it with `make lock`);
 # pyproject.toml keeps lower bounds, so `pip install fincon` still resolves.
@@ -116,6 +116,10 @@ test: lint
 # tiers (pyproject.toml's markers), in under a minute.
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(FAST_WORKERS) --dist loadfile -m "not slow and not browser and not live and not notebook"
+
+# docs/reference.md: every config key from the models (tests/test_reference.py fails when it is stale)
+reference: $(STAMP)
+	$(BIN)/python -m fincon.cli.reference
 
 bench: $(STAMP)
 	$(BIN)/python bench/engine.py

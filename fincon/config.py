@@ -118,7 +118,9 @@ class BrokerConfig(Section):
     stay as they were); a model without a short form is written as its mapping.
     """
 
-    cash: float = Field(1_000_000.0, gt=0)
+    cash: Annotated[float, Flag(help="starting cash (default {default:,.0f})", group="broker")] = Field(
+        1_000_000.0, gt=0
+    )
     commission: CommissionModel = Field(
         default_factory=PercentCommission,
         description="a commission model: percent of value (the short form: a number), per share with a "
@@ -129,18 +131,31 @@ class BrokerConfig(Section):
         description="a slippage model, against the trader: percent (fraction of price; the short form: a "
         "number), bps (basis points), or range (fraction of the decision day's high-low range)",
     )
-    participation: float | None = Field(
-        None, gt=0, le=1, description="an order fills at most this fraction of the day's volume (e.g. 0.025)"
-    )
-    participation_rest: Literal["cancel", "carry"] = Field(
-        "cancel", description="the unfilled rest of a capped order: cancelled, or placed again the next day"
-    )
-    charge_llm: bool = Field(
+    participation: Annotated[
+        float | None,
+        Flag(
+            metavar="FRAC",
+            help="{desc}; every partial or rejected order is in orders.csv with its reason",
+            group="broker",
+        ),
+    ] = Field(None, gt=0, le=1, description="an order fills at most this fraction of the day's volume (e.g. 0.025)")
+    charge_llm: Annotated[bool, Flag(group="broker")] = Field(
         False,
         description="take each day's LLM spend (the ledger's cost, priced by --llm-prices) from the cash: "
         "a trading cost, in equity.csv's llm_cost_usd column",
     )
-    fill: Literal["close", "next_open"] = "close"
+    participation_rest: Annotated[
+        Literal["cancel", "carry"], Flag(help="{desc} (default {default})", group="broker")
+    ] = Field("cancel", description="the unfilled rest of a capped order: cancelled, or placed again the next day")
+    fill: Annotated[
+        Literal["close", "next_open"],
+        Flag(
+            choices=("close", "next-open"),
+            read=lambda v: v.replace("-", "_"),
+            help="fill at the decision close (default) or the next open",
+            group="broker",
+        ),
+    ] = "close"
     cash_buffer: float = Field(0.0, ge=0, lt=1)
 
     @property
@@ -325,7 +340,7 @@ class RunSections(Section):
         "the keys set here, over each strategy's own defaults",
     )
     data: Annotated[DataConfig, Flag(prefix="--")] = Field(default_factory=DataConfig)
-    broker: BrokerConfig = Field(default_factory=BrokerConfig)
+    broker: Annotated[BrokerConfig, Flag(prefix="--")] = Field(default_factory=BrokerConfig)
     metrics: Annotated[MetricsConfig, Flag(prefix="--")] = Field(default_factory=MetricsConfig)
 
     @field_validator("tickers")

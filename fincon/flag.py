@@ -14,7 +14,7 @@ Nothing here imports anything.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 
 class Flag:
@@ -24,7 +24,8 @@ class Flag:
     a name without dashes is a positional argument). ``help``: a template of
     ``{desc}`` (the field's description) and ``{default}`` (its default);
     empty: the description. ``metavar``, ``nargs``, ``required`` and
-    ``choices`` are argparse's. ``parse``: the argparse type when the field's
+    ``choices`` are argparse's (``choices`` is read when the parser is
+    built, so a registry may grow). ``parse``: the argparse type when the field's
     own type does not say it (a comma list read later, a path kept as text).
     ``read``: how a given value becomes the field's value (None: as given).
     ``repeat``: the flag may be given again (its values are collected).
@@ -41,7 +42,7 @@ class Flag:
         metavar: str | None = None,
         nargs: str | None = None,
         required: bool = False,
-        choices: tuple[Any, ...] | list[Any] | None = None,
+        choices: Iterable[Any] | None = None,
         parse: Callable[[str], Any] | None = None,
         read: Callable[[Any], Any] | None = None,
         repeat: bool = False,

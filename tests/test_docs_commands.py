@@ -46,7 +46,14 @@ import pytest
 from fincon.cli.main import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = sorted([ROOT / "README.md", ROOT / "CONTRIBUTING.md", *(ROOT / "docs").glob("*.md")])
+DOCS = sorted(
+    [
+        ROOT / "README.md",
+        ROOT / "CONTRIBUTING.md",
+        *(ROOT / "docs").glob("*.md"),
+        *(ROOT / "docs" / "notes").glob("*.md"),
+    ]
+)
 FENCE = re.compile(r"^\s*(```+|~~~+)\s*([\w+-]*)")
 OUTPUT_LANGS = {"text"}
 ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=(\"[^\"]*\"|'[^']*'|\S*)\s+")

@@ -8,8 +8,8 @@ import argparse
 from typing import Any
 
 from fincon.cli.args import number
-from fincon.cli.flags import bounds_of, choices_of, field_flag
-from fincon.config import BrokerConfig
+from fincon.cli.flags import add, bounds_of, field_flag, given
+from fincon.config import BrokerConfig, RunConfig
 from fincon.engine.costs import COMMISSION_SHORT, COMMISSIONS, SLIPPAGE_FIELD, SLIPPAGES
 from fincon.errors import ConfigError
 
@@ -25,10 +25,14 @@ def _slippage_range() -> dict[str, Any]:
     return {"lo": low["lo"], "lo_open": low["lo_open"], "hi": high["hi"], "hi_open": high["hi_open"]}
 
 
+#: the broker's fields with a flag of their own (the cost models' short forms are below)
+FIELDS = ("broker.participation", "broker.charge_llm", "broker.participation_rest", "broker.fill")
+
+
 def add_broker(parser: argparse.ArgumentParser) -> None:
     """The ``broker`` group: cash, the cost models' short forms, the fill cap, fills."""
-    b = parser.add_argument_group("broker")
-    field_flag(b, BrokerConfig, "cash", "--cash", help="starting cash (default {default:,.0f})")
+    add(parser, RunConfig, "broker.cash")
+    b = parser.__dict__["_fincon_groups"]["broker"]
     short = dict(COMMISSION_SHORT)
     model, field = short.pop("commission")
     field_flag(b, COMMISSIONS[model], field, "--commission", help="{desc}, e.g. 0.001 (default {default:g})")
@@ -57,39 +61,18 @@ def add_broker(parser: argparse.ArgumentParser) -> None:
         help=f"e.g. 0.0005 (default 0), as --slippage-model reads it: {readings}",
     )
     b.add_argument("--slippage-model", choices=list(SLIPPAGE_FIELD), help="how --slippage reads (default percent)")
-    field_flag(
-        b,
-        BrokerConfig,
-        "participation",
-        "--participation",
-        metavar="FRAC",
-        help="{desc}; every partial or rejected order is in orders.csv with its reason",
-    )
-    field_flag(b, BrokerConfig, "charge_llm", "--charge-llm")
-    field_flag(b, BrokerConfig, "participation_rest", "--participation-rest", help="{desc} (default {default})")
-    field_flag(
-        b,
-        BrokerConfig,
-        "fill",
-        "--fill",
-        choices=[c.replace("_", "-") for c in choices_of(BrokerConfig.model_fields["fill"].annotation) or ()],
-        help="fill at the decision close (default) or the next open",
-    )
+    add(parser, RunConfig, *FIELDS)
 
 
 def broker_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The broker flags as config keys (None: not given): the cost models' short forms."""
     return {
-        "broker.cash": args.cash,
         "broker.commission": args.commission,
         "broker.slippage": args.slippage,
         "broker.commission_model": args.commission_model,
         **{f"broker.{key}": getattr(args, key) for key in COMMISSION_SHORT if key != "commission"},
         "broker.slippage_model": args.slippage_model,
-        "broker.participation": args.participation,
-        "broker.participation_rest": args.participation_rest,
-        "broker.charge_llm": args.charge_llm,
-        "broker.fill": args.fill.replace("-", "_") if args.fill else None,
+        **given(args, RunConfig, "broker.cash", *FIELDS),
     }
 
 

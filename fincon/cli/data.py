@@ -79,7 +79,7 @@ examples:
 
 
 class ImportArgs(Args):
-    format: Annotated[str, Flag("format", required=True, choices=tuple(IMPORTERS), help="the corpus' published format")]
+    format: Annotated[str, Flag("format", required=True, choices=IMPORTERS, help="the corpus' published format")]
     sources: Annotated[
         list[Path],
         Flag("sources", required=True, metavar="SOURCE",
