@@ -25,6 +25,10 @@ import json
 import os
 import sqlite3
 from pathlib import Path
+from typing import Annotated
+
+from fincon.cli.flags import Args, add
+from fincon.flag import Flag
 
 DEMO_DIR = Path(__file__).resolve().parents[1] / "data" / "demo"
 CACHE = DEMO_DIR / "llm-cache.sqlite"
@@ -59,6 +63,14 @@ DEMO = {
 }
 
 
+class DemoArgs(Args):
+    out: Annotated[str, Flag(help="run directory, replaced if it holds an earlier run (default {default})")] = (
+        "runs/demo"
+    )
+    record: Annotated[bool, Flag(help="run the model live and rewrite the shipped cache")] = False
+    as_json: Annotated[bool, Flag("--json", help="print the metrics as JSON")] = False
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "demo",
@@ -68,11 +80,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog="examples:\n  fincon demo\n  fincon demo --out runs/my-demo\n"
         "  fincon demo --record        # re-record the shipped cache (~25 min on 2 cores)\n",
     )
-    p.add_argument(
-        "--out", default="runs/demo", help="run directory, replaced if it holds an earlier run (default runs/demo)"
-    )
-    p.add_argument("--record", action="store_true", help="run the model live and rewrite the shipped cache")
-    p.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    add(p, DemoArgs)
     p.set_defaults(func=run)
 
 

@@ -9,13 +9,15 @@ the text the agent read.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from fincon.agents.records import format_day
-from fincon.cli.args import iso_date
+from fincon.cli.flags import Args, add
 from fincon.errors import DataError
+from fincon.flag import Flag
 
 HELP = """\
 Print one day of an agent-team run: each analyst's inputs, its direction and
@@ -33,6 +35,12 @@ examples:
 """
 
 
+class ExplainArgs(Args):
+    run: Annotated[Path, Flag("run", required=True, metavar="RUN", help="run directory")]
+    date: Annotated[dt.date, Flag(required=True, help="decision day, YYYY-MM-DD")]
+    as_json: Annotated[bool, Flag("--json", help="print the day's record as JSON")] = False
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "explain",
@@ -41,9 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("run", type=Path, metavar="RUN", help="run directory")
-    p.add_argument("--date", type=iso_date, required=True, help="decision day, YYYY-MM-DD")
-    p.add_argument("--json", action="store_true", help="print the day's record as JSON")
+    add(p, ExplainArgs)
     p.set_defaults(func=run)
 
 

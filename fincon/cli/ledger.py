@@ -16,6 +16,24 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Annotated
+
+from fincon.cli.flags import Args, add
+from fincon.flag import Flag
+
+
+class LedgerArgs(Args):
+    ledger: Annotated[
+        str | None, Flag(metavar="PATH", help="the ledger to read (default $FINCON_LEDGER or the user's)")
+    ] = None
+    study: Annotated[
+        str | None,
+        Flag(
+            metavar="STUDY",
+            help="list the trials of this study's family (TICKERS START..END), in the order they were first run",
+        ),
+    ] = None
+    as_json: Annotated[bool, Flag("--json", help="print JSON instead of a table")] = False
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,13 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog="examples:\n  fincon ledger\n  fincon ledger --study 'TSLA 2022-10-05..2023-06-09'\n"
         "  fincon ledger --ledger runs/trials.sqlite --json\n",
     )
-    p.add_argument("--ledger", metavar="PATH", help="the ledger to read (default $FINCON_LEDGER or the user's)")
-    p.add_argument(
-        "--study",
-        metavar="STUDY",
-        help="list the trials of this study's family (TICKERS START..END), in the order they were first run",
-    )
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add(p, LedgerArgs)
     p.set_defaults(func=run)
 
 

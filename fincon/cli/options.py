@@ -24,12 +24,6 @@ from fincon.errors import ConfigError
 # -- what to run ----------------------------------------------------------------------------
 
 
-def add_params(group, *, metavar: str, help: str) -> None:
-    """``--param NAME.KEY=VALUE``, repeatable; :func:`parse_params` reads it (a
-    strategy's own keys: their models are the registry's, read when the run is built)."""
-    group.add_argument("--param", action="append", default=[], metavar=metavar, help=help)
-
-
 def parse_params(items: list[str]) -> dict[str, dict[str, Any]]:
     """``["markowitz.lookback=60"]`` -> ``{"markowitz": {"lookback": 60}}`` (values parsed as YAML)."""
     out: dict[str, dict[str, Any]] = {}
@@ -100,16 +94,6 @@ def flag_of(key: str) -> str:
     if key.startswith("strategy_params."):
         return "--param " + key[len("strategy_params.") :]
     return "--" + key.rsplit(".", 1)[-1].replace("_", "-")
-
-
-# -- output -------------------------------------------------------------------------------
-
-
-def add_output(group, *, out: str, json: str) -> None:
-    """``--out DIR`` (``out``: what the directory is), ``--json`` (``json``: what it prints), ``--no-progress``."""
-    group.add_argument("--out", metavar="DIR", help=out)
-    group.add_argument("--json", action="store_true", help=json)
-    group.add_argument("--no-progress", action="store_true", help="hide the progress bars")
 
 
 # -- data -----------------------------------------------------------------------------------

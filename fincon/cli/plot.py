@@ -4,9 +4,22 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Annotated
 
+from fincon.cli.flags import Args, add
 from fincon.errors import FinconError
+from fincon.flag import Flag
 from fincon.ownership import is_fincon_png
+
+
+class PlotArgs(Args):
+    runs: Annotated[
+        list[Path],
+        Flag("runs", required=True, metavar="RUN",
+             help="run directories (or a comparison, training or experiment) to plot together"),
+    ]  # fmt: skip
+    out: Annotated[Path, Flag(help="PNG to write (default {default})")] = Path("equity_comparison.png")
+    title: Annotated[str, Flag(help="plot title")] = ""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,9 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog="example:\n  fincon plot runs/demo/markowitz runs/demo/equal-weight --out compare.png",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("runs", nargs="+", type=Path, metavar="RUN")
-    p.add_argument("--out", type=Path, default=Path("equity_comparison.png"), help="PNG to write (default %(default)s)")
-    p.add_argument("--title", default="", help="plot title")
+    add(p, PlotArgs)
     p.set_defaults(func=run)
 
 

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Annotated
+
+from fincon.cli.flags import Args, add
+from fincon.flag import Flag
 
 HELP = """\
 Write one HTML page a person can read about a run, a comparison of runs, a
@@ -33,6 +37,23 @@ examples:
 """
 
 
+class ReportArgs(Args):
+    runs: Annotated[
+        list[Path], Flag("runs", required=True, metavar="RUN", help="run, comparison, training or experiment directory")
+    ]
+    out: Annotated[
+        Path | None, Flag(metavar="FILE", help="HTML file to write (default report.html; replaced if it exists)")
+    ] = None
+    card: Annotated[
+        bool,
+        Flag(
+            help="print the report card instead (the six-point protocol and FINSABER's checklist: pass, fail or "
+            "not measured, with the number behind each); one RUN"
+        ),
+    ] = False
+    as_json: Annotated[bool, Flag("--json", help="with --card: print it as JSON")] = False
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report",
@@ -41,22 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
-        "runs", nargs="+", type=Path, metavar="RUN", help="run, comparison, training or experiment directory"
-    )
-    p.add_argument(
-        "--out",
-        type=Path,
-        metavar="FILE",
-        help="HTML file to write (default report.html; replaced if it exists)",
-    )
-    p.add_argument(
-        "--card",
-        action="store_true",
-        help="print the report card instead (the six-point protocol and FINSABER's checklist: pass, fail or "
-        "not measured, with the number behind each); one RUN",
-    )
-    p.add_argument("--json", action="store_true", help="with --card: print it as JSON")
+    add(p, ReportArgs)
     p.set_defaults(func=run)
 
 

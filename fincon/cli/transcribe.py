@@ -6,9 +6,12 @@ import argparse
 import json
 from dataclasses import asdict
 from pathlib import Path
+from typing import Annotated, Literal
 
+from fincon.cli.flags import Args, add
 from fincon.data.transcription.checks import check_audio_file
 from fincon.errors import DataError
+from fincon.flag import Flag
 
 HELP = """\
 Transcribe an audio file with Whisper. The default backend tries
@@ -29,6 +32,24 @@ line before any model loads.
 """
 
 
+class TranscribeArgs(Args):
+    file: Annotated[Path, Flag("file", required=True, help="audio file (ogg, opus, wav, mp3, ...)")]
+    backend: Annotated[
+        Literal["auto", "openai-whisper", "faster-whisper"], Flag(help="the Whisper implementation (default {default})")
+    ] = "auto"
+    model: Annotated[
+        str, Flag(help="tiny.en (embedded, offline; default) or an openai-whisper model name (downloads)")
+    ] = "tiny.en"
+    cache_dir: Annotated[
+        Path | None,
+        Flag(
+            help="cache folder for transcripts and the converted model (default $FINCON_CACHE_DIR or ~/.cache/fincon)"
+        ),
+    ] = None
+    reference: Annotated[Path | None, Flag(help="text file with the script: also print the word error rate")] = None
+    as_json: Annotated[bool, Flag("--json", help="print JSON")] = False
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "transcribe",
@@ -40,19 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "  fincon transcribe fincon/data/sample/events/audio/TSLA-2022Q4.ogg --backend faster-whisper \\\n"
         "      --reference examples/TSLA-2022Q4.script.txt --json\n",
     )
-    p.add_argument("file", type=Path, help="audio file (ogg, opus, wav, mp3, ...)")
-    p.add_argument("--backend", choices=("auto", "openai-whisper", "faster-whisper"), default="auto")
-    p.add_argument(
-        "--model", default="tiny.en", help="tiny.en (embedded, offline) or an openai-whisper model name (downloads)"
-    )
-    p.add_argument(
-        "--cache-dir",
-        type=Path,
-        default=None,
-        help="cache folder for transcripts and the converted model (default $FINCON_CACHE_DIR or ~/.cache/fincon)",
-    )
-    p.add_argument("--reference", type=Path, help="text file with the script: also print the word error rate")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    add(p, TranscribeArgs)
     p.set_defaults(func=cmd_transcribe)
 
 
