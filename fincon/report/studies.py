@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from fincon.report.load import ReportData, Training
 from fincon.report.parts import COLORS, esc, num, plot_div, significance_table, table
+from fincon.workflow.tables import experiment as experiment_table
 
 
 def _training_chart(t: Training, div_id: str) -> str:
@@ -224,39 +225,14 @@ def section_experiment(data: ReportData) -> str:
             f"{esc(num(res.get('repeats')))} repeat(s) of {esc(num(res.get('episodes')))} episode(s), brain "
             f"{esc(str(res.get('brain', '?')))}; {esc(str(res.get('returns', '')))}</p>"
         )
-        best = res.get("best_baseline")
-        rows = []
-        for ab, m in (res.get("median") or {}).items():
-            if not isinstance(m, dict):
-                continue
-            wx = m.get("wilcoxon") if isinstance(m.get("wilcoxon"), dict) else {}
-            rows.append(
-                [
-                    f"fincon {ab} (median: r{m.get('repeat', '?')})",
-                    num(m.get("cr_pct")),
-                    num(m.get("sharpe")),
-                    num(m.get("mdd_pct")),
-                    num(wx.get("p_value"), "{:.4f}") if wx else "",
-                    f"{num(m.get('cr_pct_min'), '{:.2f}')} .. {num(m.get('cr_pct_max'), '{:.2f}')}",
-                ]
-            )
-        for name, m in (res.get("baselines") or {}).items():
-            if isinstance(m, dict):
-                rows.append(
-                    [
-                        name + (" *" if name == best else ""),
-                        num(m.get("cr_pct")),
-                        num(m.get("sharpe")),
-                        num(m.get("mdd_pct")),
-                        "",
-                        "",
-                    ]
-                )
-        if rows:
-            out.append(table(["", "CR %", "Sharpe", "MDD %", f"p vs {best or 'best baseline'}", "CR % range"], rows))
+        heads, cells, text = experiment_table(res)
+        if cells:
+            out.append(table(heads, cells, text_cols=text))
             out.append(
                 '<p class="note">* best baseline by Sharpe on the test window; p: two-sided Wilcoxon '
-                "signed-rank test of the median run's daily log returns against it.</p>"
+                "signed-rank test of the median run's daily log returns against it; calls/day: model calls "
+                "(cache hits included); differs %: test days whose target weights differ from the plain fincon "
+                "team's.</p>"
             )
         sig = res.get("significance") if isinstance(res.get("significance"), dict) else {}
         if sig:

@@ -3,12 +3,11 @@ twins: report.studies and report.rolling; the tables both lay out: fincon.workfl
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from fincon.report.table import text_table
 from fincon.workflow.tables import cell as _f
-from fincon.workflow.tables import rolling_summary, significance
+from fincon.workflow.tables import experiment, experiment_rows, rolling_summary, significance
 
 
 def format_rolling(res: dict[str, Any]) -> str:
@@ -58,13 +57,8 @@ def format_significance(res: dict[str, Any], over: str = "the windows' daily ret
     return "\n".join(lines)
 
 
-def _finite(v: Any) -> bool:
-    return isinstance(v, (int, float)) and math.isfinite(v)
-
-
 def format_results(res: dict[str, Any], family=None) -> str:
     """One table: the median run of each ablation and each baseline."""
-    best = res["best_baseline"]
     head = (
         f"{', '.join(res['tickers'])}  train {res['train']['start']} .. {res['train']['end']}, "
         f"test {res['test']['start']} .. {res['test']['end']}  "
@@ -78,66 +72,15 @@ def format_results(res: dict[str, Any], family=None) -> str:
             + ", ".join(f"{w} window {b['label']}" for w, b in knows.items())
             + (f" (model {next(iter(knows.values())).get('model') or 'default'}, cutoff {cut})" if cut else "")
         )
-    rows = [
-        (
-            "run",
-            "CR %",
-            "Sharpe",
-            "AV %",
-            "MDD %",
-            "turnover",
-            "win rate",
-            f"p vs {best or '-'}",
-            "CR % over repeats",
-            "calls/day",
-            "tokens/day",
-            "cost $",
-            "fallbacks",
-            "differs %",
-        )
-    ]
+    lines = [head, *text_table(*experiment(res))]
     measures = []
-
-    def common(m: dict[str, Any]) -> tuple[str, ...]:
-        return (
-            _f(m["cr_pct"], "{:.3f}"),
-            _f(m["sharpe"], "{:.3f}"),
-            _f(m.get("ann_vol_pct"), "{:.2f}"),
-            _f(m["mdd_pct"], "{:.3f}"),
-            _f(m.get("turnover"), "{:.1f}x"),
-            _f(m.get("win_rate"), "{:.2f}"),
-        )
-
-    for v, m in res["median"].items():
-        w = m.get("wilcoxon") or {}
-        p = _f(w.get("p_value"), "{:.4f}") if w.get("p_value") is not None else (w.get("note") and "equal" or "n/a")
-        label = f"{m.get('protocol', 'fincon')} {m.get('ablation', v)} (median: r{m['repeat']})"
-        rows.append(
-            (
-                label,
-                *common(m),
-                p,
-                f"{_f(m['cr_pct_min'], '{:.2f}')} .. {_f(m['cr_pct_max'], '{:.2f}')}",
-                _f(m.get("calls_per_day"), "{:.2f}"),
-                _f(m.get("tokens_per_day"), "{:,.0f}"),
-                _f(m.get("cost_usd"), "{:.4f}"),
-                _f(m.get("fallbacks"), "{:d}"),
-                "-"
-                if m.get("protocol", "fincon") == "fincon"
-                else _f(None if m.get("differs_from_fincon") is None else 100 * m["differs_from_fincon"], "{:.1f}"),
-            )
-        )
-        own = m.get("protocol_measures") or {}
-        if own:
+    for row in experiment_rows(res):
+        own = row.get("protocol_measures") or {}
+        if own and not row.get("baseline"):
             measures.append(
-                f"{label}: " + ", ".join(f"{k} {val}" for k, val in own.items() if isinstance(val, (int, float, str)))
+                f"{row['run']}: "
+                + ", ".join(f"{k} {val}" for k, val in own.items() if isinstance(val, (int, float, str)))
             )
-    for b, m in res["baselines"].items():
-        rows.append((f"{b}{' *' if b == best else ''}", *common(m), *[""] * 7))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = [head]
-    for r in rows:
-        lines.append("  ".join([r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]).rstrip())
     lines.append(
         "* best baseline by Sharpe on the test window; p: two-sided Wilcoxon signed-rank test of the "
         "median run's daily log returns against it; calls/day: model calls (cache hits included); "

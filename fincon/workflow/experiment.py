@@ -254,7 +254,7 @@ def _tone_rewriter(exp: ExperimentConfig):
     from fincon.llm.settings import build_client, layered
     from fincon.workflow.placebo import ToneRewriter
 
-    settings = layered(exp.llm, {**TEAM_LLM, "answer_max_tokens": 600}, exp.team.get("llm") or {})
+    settings = layered(exp.llm, {**TEAM_LLM, "answer_max_tokens": 600}, exp.team.llm)
     return ToneRewriter(build_client(settings))
 
 
@@ -271,7 +271,7 @@ def write_placebos(exp: ExperimentConfig, out: Path) -> None:
     for kind in exp.placebos:
         rewrite = _tone_rewriter(exp) if kind == "flip-tone" and exp.brain == "llm" else None
         try:
-            write_placebo(kind, str(exp.team.get("events", "sample")), exp.tickers, exp.test.start,
+            write_placebo(kind, exp.team.events, exp.tickers, exp.test.start,
                           exp.test.end, exp.seed, placebo_dir(out, kind), source, rewrite)  # fmt: skip
         finally:
             if rewrite is not None:

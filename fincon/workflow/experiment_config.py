@@ -14,9 +14,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, PlainSerializer, ValidationError, field_validator, model_validator
 
 from fincon.agents.team.params import GROUP as TEAM_GROUP
+from fincon.agents.team.params import FinConParams
 from fincon.config import WHAT, RunSections, Section
 from fincon.flag import Flag
 from fincon.validation import IsoDate, format_validation_error
@@ -33,6 +34,10 @@ TEST_WINDOW = (dt.date(2022, 10, 5), dt.date(2023, 6, 9))
 TRAINING = "training"
 ROLLING = "rolling evaluation (instead of one train/test split; docs/experiments.md)"
 SEED_STRIDE = 1000  # llm test runs: the manager's seed of repeat r = base + 1000 * (seed + r - 1)
+
+
+def _given(team: FinConParams) -> dict[str, Any]:
+    return team.model_dump(mode="json", exclude_defaults=True)
 
 
 class Window(Section):
@@ -166,8 +171,9 @@ class ExperimentConfig(RunSections):
             group=WHAT,
         ),
     ] = Field(default_factory=lambda: list(BASELINES))
-    #: the team's parameters (strategy_params.fincon): brain, events, analysts, ...
-    team: dict[str, Any] = Field(default_factory=dict)
+    #: the team's parameters (strategy_params.fincon): brain, events, analysts, ...; written back
+    #: without its defaults (`--events sample` and no --events are the same experiment, and resume)
+    team: Annotated[FinConParams, PlainSerializer(_given)] = Field(default_factory=FinConParams)
     #: llm brain: the manager's sampling temperature in training and test (above 0: repeats differ by seed)
     temperature: Annotated[
         float,
@@ -263,32 +269,32 @@ class ExperimentConfig(RunSections):
             raise ValueError(f"unknown baseline {bad[0]!r}; choose from {', '.join(known)}")
         return list(dict.fromkeys(v))
 
-    @field_validator("team")
+    @field_validator("team", mode="before")
     @classmethod
     def _team(cls, v):
-        from fincon.agents.team import FinConParams
-
+        if isinstance(v, FinConParams):
+            return v
+        if not isinstance(v, dict):
+            raise ValueError("team must map the team's parameters to their values")
         for key in ("beliefs", "cvar", "explore", "explore_seed", "manager_temperature", "manager_seed", "protocol"):
             if key in v:
                 raise ValueError(f"team.{key} is set by the experiment (ablations, repeats); leave it out")
         try:
-            params = FinConParams.model_validate(v)
+            return FinConParams.model_validate(v)
         except ValidationError as exc:
             raise ValueError(format_validation_error("", exc)) from None
-        # defaults left out: `--events sample` and no --events are the same experiment (and resume)
-        return params.model_dump(mode="json", exclude_defaults=True)
 
     @model_validator(mode="after")
     def _dataset_events(self):
         """A dataset directory brings its own events: the team reads them
         unless ``team.events`` names another corpus (fincon.data.inputs, the
         one rule; never the bundled synthetic news beside real prices)."""
-        if self.data.source == "csv" and self.data.dir is not None and "events" not in self.team:
+        if self.data.source == "csv" and self.data.dir is not None and self.team.events == "sample":
             from fincon.data.inputs import open_inputs
 
             spec = open_inputs(self.data.source, self.data.dir).events_spec(None, "the agent team")
             if spec != "sample":
-                self.team = {**self.team, "events": spec}
+                self.team = self.team.model_copy(update={"events": spec})
         return self
 
     @model_validator(mode="after")
@@ -301,4 +307,9 @@ class ExperimentConfig(RunSections):
 
     @property
     def brain(self) -> str:
-        return self.team.get("brain", "llm")
+        return self.team.brain
+
+    def team_given(self) -> dict[str, Any]:
+        """The team's parameters that differ from their defaults (YAML values): what experiment.json
+        holds, and what every unit's team starts from."""
+        return _given(self.team)

@@ -54,7 +54,7 @@ def variant(protocol: str, ablation: str) -> str:
 
 
 def _team(exp: ExperimentConfig, ablation: str, protocol: str = "fincon") -> dict[str, Any]:
-    team = dict(exp.team)
+    team = exp.team_given()
     if ablation == "no-cvar":
         team["cvar"] = False
     if protocol != "fincon":

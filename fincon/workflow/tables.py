@@ -105,3 +105,66 @@ def rolling_summary(rows: Sequence[Mapping[str, Any]]) -> Table:
 def significance(rows: Sequence[Mapping[str, Any]]) -> Table:
     """The rows that have statistics (a PSR), under :data:`SIGNIFICANCE`."""
     return laid_out(SIGNIFICANCE, [r for r in rows if not _missing(r.get("psr"))])
+
+
+def _range(r: Mapping[str, Any]) -> str:
+    return f"{cell(r.get('cr_pct_min'), '{:.2f}')} .. {cell(r.get('cr_pct_max'), '{:.2f}')}"
+
+
+def _p(r: Mapping[str, Any]) -> str:
+    w = r.get("wilcoxon") if isinstance(r.get("wilcoxon"), dict) else {}
+    if w.get("p_value") is not None:
+        return cell(w["p_value"], "{:.4f}")
+    return "equal" if w.get("note") else "n/a"
+
+
+def _differs(r: Mapping[str, Any]) -> str:
+    if r.get("protocol", "fincon") == "fincon":
+        return "-"
+    d = r.get("differs_from_fincon")
+    return cell(None if d is None else 100 * d, "{:.1f}")
+
+
+def _team_only(fmt: Callable[[Any], str], key: str = "") -> Callable[[Any], str]:
+    """A column of the team's rows only: blank on a baseline's."""
+    return lambda r: "" if r.get("baseline") else fmt(r if key == "" else r.get(key))
+
+
+#: an experiment's table (results.json): the median run of each protocol and ablation, then each
+#: baseline (its team columns blank); the ``p vs`` header names the best baseline
+EXPERIMENT: list[Column] = [
+    ("run", "run", str, True),
+    ("CR %", "cr_pct", _cell("{:.3f}"), False),
+    ("Sharpe", "sharpe", _cell("{:.3f}"), False),
+    ("AV %", "ann_vol_pct", _cell("{:.2f}"), False),
+    ("MDD %", "mdd_pct", _cell("{:.3f}"), False),
+    ("turnover", "turnover", _cell("{:.1f}x"), False),
+    ("win rate", "win_rate", _cell("{:.2f}"), False),
+    ("p vs {best}", "", _team_only(_p), False),
+    ("CR % over repeats", "", _team_only(_range), False),
+    ("calls/day", "", _team_only(_cell("{:.2f}"), "calls_per_day"), False),
+    ("tokens/day", "", _team_only(_cell("{:,.0f}"), "tokens_per_day"), False),
+    ("cost $", "", _team_only(_cell("{:.4f}"), "cost_usd"), False),
+    ("fallbacks", "", _team_only(_cell("{:d}"), "fallbacks"), False),
+    ("differs %", "", _team_only(_differs), False),
+]
+
+
+def experiment_rows(res: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """results.json's median runs and baselines as rows of :data:`EXPERIMENT` (``run``: the label)."""
+    best = res.get("best_baseline")
+    rows = []
+    for v, m in (res.get("median") or {}).items():
+        if isinstance(m, dict):
+            label = f"{m.get('protocol', 'fincon')} {m.get('ablation', v)} (median: r{m.get('repeat', '?')})"
+            rows.append({**m, "run": label})
+    for b, m in (res.get("baselines") or {}).items():
+        if isinstance(m, dict):
+            rows.append({**m, "run": f"{b}{' *' if b == best else ''}", "baseline": True})
+    return rows
+
+
+def experiment(res: Mapping[str, Any]) -> Table:
+    heads, cells, text = laid_out(EXPERIMENT, experiment_rows(res))
+    best = res.get("best_baseline")
+    return [h.format(best=best or "-") for h in heads], cells, text
