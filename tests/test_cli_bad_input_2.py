@@ -22,6 +22,7 @@ import pytest
 from fincon.cli.main import main
 from fincon.testing.badinput import SAMPLE, check_case
 from fincon.testing.badinput import fixtures as first_fixtures
+from fincon.workflow.status import SCHEMA_VERSION
 
 AUDIO = SAMPLE / "events" / "audio"
 TINY = ["--brain", "rules", "--start", "2022-03-01", "--end", "2022-03-10", "--no-progress"]
@@ -56,7 +57,14 @@ def fixtures(root: Path) -> dict[str, str]:
     exp = root / "exp_failed"
     exp.mkdir()
     (exp / "experiment.json").write_text(
-        json.dumps({"config": {"tickers": ["TSLA"]}, "status": "failed", "error": "test/full-r2 stopped early"})
+        json.dumps(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "config": {"tickers": ["TSLA"]},
+                "status": "failed",
+                "error": "test/full-r2 stopped early",
+            }
+        )
     )
     for unit in ("full-r1", "full-r2"):
         _run_dir(exp / "test", unit)
@@ -72,7 +80,9 @@ def fixtures(root: Path) -> dict[str, str]:
     f["damaged_train"] = str(root / "damaged_train")
     (root / "running_train").mkdir()
     (root / "running_train" / "train.json").write_text(
-        json.dumps({"config": {"tickers": ["MSFT"]}, "options": {}, "status": "running"})
+        json.dumps(
+            {"schema_version": SCHEMA_VERSION, "config": {"tickers": ["MSFT"]}, "options": {}, "status": "running"}
+        )
     )
     f["running_train"] = str(root / "running_train")
     call = (AUDIO / "TSLA-2022Q4.ogg").read_bytes()
@@ -407,6 +417,7 @@ def test_corrected_rerun_replaces_only_a_failed_runs_leftovers(tmp_path, monkeyp
     (left / "train.json").write_text(
         json.dumps(
             {
+                "schema_version": SCHEMA_VERSION,
                 "config": {"tickers": ["TSLA"], "start": "2022-03-01"},
                 "options": {},
                 "status": "failed",
@@ -567,13 +578,18 @@ def test_claim_names_what_differs_and_tolerates_settings_added_later(tmp_path):
     (out / "train.json").write_text(
         json.dumps(
             {
+                "schema_version": SCHEMA_VERSION,
                 "config": {"metrics": {"alpha": 0.05}, "start": "2022-03-01"},
                 "options": {"lr": 4.0},
                 "status": "complete",
             }
         )
     )
-    new = {"config": {"metrics": {"alpha": 0.05, "days_per_year": None}, "start": "2022-03-01"}, "options": {"lr": 4.0}}
+    new = {
+        "schema_version": SCHEMA_VERSION,
+        "config": {"metrics": {"alpha": 0.05, "days_per_year": None}, "start": "2022-03-01"},
+        "options": {"lr": 4.0},
+    }
     assert claim(out, out / "train.json", new, "training", lambda p: 1, ()) is True  # resumes
     other = {"config": {**new["config"], "start": "2022-03-02"}, "options": {"lr": 2.0}}
     with pytest.raises(

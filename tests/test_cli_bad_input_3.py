@@ -17,6 +17,7 @@ import pytest
 
 from fincon.cli.main import main
 from fincon.testing.badinput import assert_one_line_error, check_case, run_cli
+from fincon.workflow.status import SCHEMA_VERSION
 
 WINDOW = ["--start", "2022-10-05", "--end", "2022-10-20"]
 BT = ["backtest", "--ticker", "AAPL", "--no-progress", *WINDOW]
@@ -52,7 +53,15 @@ def _failed_training(root: Path) -> str:
     d = root / "failed_training"
     d.mkdir()
     (d / "train.json").write_text(
-        json.dumps({"config": {"tickers": ["MSFT"]}, "options": {}, "status": "failed", "error": "x"})
+        json.dumps(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "config": {"tickers": ["MSFT"]},
+                "options": {},
+                "status": "failed",
+                "error": "x",
+            }
+        )
     )
     (d / "thesis.md").write_text("my notes on this training\n")
     return str(d)

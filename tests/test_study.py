@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from fincon.errors import FinconError
+from fincon.workflow.status import SCHEMA_VERSION
 from fincon.workflow.study import Study, run_phases
 
 
@@ -69,7 +70,12 @@ def test_a_failure_marks_the_study_and_keeps_the_finished_phase_then_a_rerun_ski
     out = tmp_path / "toy"
     with pytest.raises(RuntimeError, match="unit c broke"):
         Toy(out, fail_on="c").run()
-    assert state(out) == {"config": {"name": "one"}, "status": "failed", "error": "RuntimeError: unit c broke"}
+    assert state(out) == {
+        "schema_version": SCHEMA_VERSION,
+        "config": {"name": "one"},
+        "status": "failed",
+        "error": "RuntimeError: unit c broke",
+    }
     assert sorted(p.name for p in (out / "units").iterdir()) == ["a", "b"]  # the finished phase stays
     assert not (out / "result.txt").exists()  # nothing presented as a result
 
@@ -77,7 +83,7 @@ def test_a_failure_marks_the_study_and_keeps_the_finished_phase_then_a_rerun_ski
     outcome = toy.run()
     assert toy.calls == ["c", "d"]  # the finished phase is skipped, not run again
     assert (outcome.ran, outcome.skipped) == (["c", "d"], ["a", "b"])
-    assert state(out) == {"config": {"name": "one"}, "status": "complete"}
+    assert state(out) == {"schema_version": SCHEMA_VERSION, "config": {"name": "one"}, "status": "complete"}
     assert (out / "result.txt").read_text() == "a,b,c,d"
 
     again = Toy(out)
@@ -162,6 +168,27 @@ def test_another_config_is_refused_and_nothing_changes(tmp_path):
     with pytest.raises(FinconError, match="exists and is not a fincon toy"):
         Toy(tmp_path / "mine").run()
     assert (tmp_path / "mine" / "notes.md").read_text() == "mine"
+
+
+def test_a_directory_of_another_schema_is_refused_in_one_line_and_kept(tmp_path):
+    out = tmp_path / "toy"
+    Toy(out).run()
+    assert state(out)["schema_version"] == SCHEMA_VERSION  # the marker says which rules wrote it
+    old = {k: v for k, v in state(out).items() if k != "schema_version"}  # a marker of schema 1 had none
+    (out / "toy.json").write_text(json.dumps(old))
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    for marker in (old, {**old, "schema_version": SCHEMA_VERSION + 1}):
+        (out / "toy.json").write_text(json.dumps(marker))
+        with pytest.raises(FinconError) as err:
+            Toy(out).run()  # the same config: still refused, its keys were written by other rules
+        text = str(err.value)
+        assert "\n" not in text and "pick another --out" in text, text
+        assert f"schema {marker.get('schema_version', 1)}; this one writes schema {SCHEMA_VERSION}" in text
+        assert ("an older" if "schema_version" not in marker else "a newer") in text
+    (out / "toy.json").write_text(json.dumps(marker))
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != "toy.json"} == {
+        p: b for p, b in before.items() if p.name != "toy.json"
+    }
 
 
 def test_a_study_may_bring_its_own_claim_and_creation_message(tmp_path):

@@ -322,8 +322,8 @@ def test_llm_training_updates_texts_and_replays_without_calls(tmp_path, unplante
     assert diff == []
 
 
-def test_cvrf_brain_option_is_validated_and_kept_out_of_old_states():
-    assert "cvrf_brain" not in TrainOptions().state()  # trainings from before the option resume
+def test_cvrf_brain_option_is_validated_and_written_in_full():
+    assert TrainOptions().state()["cvrf_brain"] == "team"  # every option in train.json (schema 2), defaults too
     assert TrainOptions(cvrf_brain="llm").state()["cvrf_brain"] == "llm"
     with pytest.raises(ConfigError, match="--cvrf-brain"):
         TrainOptions(cvrf_brain="gpt")

@@ -89,6 +89,7 @@ from fincon.workflow.experiment_units import (  # noqa: F401
     unit_done,
     variant,
 )
+from fincon.workflow.status import versioned
 from fincon.workflow.study import Study, run_phases
 
 
@@ -122,7 +123,7 @@ class ExperimentReport:
 
 
 def default_out(exp: ExperimentConfig, root: Path = Path("runs")) -> Path:
-    key = json.dumps(exp.model_dump(mode="json"), sort_keys=True)
+    key = json.dumps(versioned({"config": exp.model_dump(mode="json")}), sort_keys=True)
     return root / f"experiment_{'-'.join(exp.tickers)[:60]}_{hashlib.sha256(key.encode()).hexdigest()[:8]}"
 
 

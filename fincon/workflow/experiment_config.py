@@ -218,9 +218,8 @@ class ExperimentConfig(RunSections):
         "look (1,000 gives p-values to about +-0.007 near 0.05), more for finer p-values",
     )
     #: placebo test runs of the full team (fincon.workflow.placebo): shuffle-news, flip-tone, price-twin
-    #: (None, not [], when there are none: an experiment from before them resumes)
     placebos: Annotated[
-        list[Literal["shuffle-news", "flip-tone", "price-twin"]] | None,
+        list[Literal["shuffle-news", "flip-tone", "price-twin"]],
         Flag(
             "--placebo",
             parse=str,
@@ -231,7 +230,7 @@ class ExperimentConfig(RunSections):
             "run's, prediction consistency, input dependency and the profit gap (docs/experiments.md)",
             group=WHAT,
         ),
-    ] = None
+    ] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _placebos_need_full(self):

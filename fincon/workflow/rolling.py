@@ -42,6 +42,7 @@ from fincon.workflow.executors import Executor, serial
 from fincon.workflow.experiment_config import ExperimentConfig, Window
 from fincon.workflow.experiment_results import collect
 from fincon.workflow.experiment_units import Job, unit_done
+from fincon.workflow.status import check_schema, read_state
 from fincon.workflow.study import Study, run_phases
 from fincon.workflow.universe import parse_rule, select
 
@@ -236,6 +237,7 @@ def _claim(study: Study) -> bool:
         return False
     if not study.marker.is_file():
         raise FinconError(f"{study.out} exists and is not a fincon rolling evaluation; pick another --out")
+    check_schema(study.out, read_state(study.marker), "rolling evaluation")
     if json.loads(study.marker.read_text()).get("config") != study.state["config"]:
         raise FinconError(f"{study.out} holds a rolling evaluation with another config; pick another --out")
     return True

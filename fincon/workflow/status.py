@@ -60,21 +60,38 @@ def failure(state: dict[str, Any] | None) -> str | None:
     return f"status {status}" + (f": {why}" if why else "")
 
 
-_ABSENT = object()
+#: the version of what a training's, an experiment's and a rolling evaluation's marker says about
+#: its config (``schema_version`` beside ``config``). A directory of another version is refused in one
+#: line (its settings were written by other rules: they cannot be compared key by key); it is raised
+#: when a change would make an unchanged command read a finished directory differently.
+#: 2: the team's and training's options written in full, the cost models as their mappings.
+SCHEMA_VERSION = 2
+
+
+def versioned(state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` as a marker holds it: with this fincon's :data:`SCHEMA_VERSION` first."""
+    return {"schema_version": SCHEMA_VERSION, **state}
 
 
 def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
-    """Dotted keys whose values differ. A key the old state lacks and the new
-    one sets to null is no difference: a setting added by a later fincon
-    version, left at its default (a training from before it still resumes)."""
+    """Dotted keys whose values differ."""
     if isinstance(old, dict) and isinstance(new, dict):
         out: list[str] = []
         for k in sorted(set(old) | set(new), key=str):
-            out += _differences(old.get(k, _ABSENT), new.get(k, _ABSENT), f"{prefix}.{k}" if prefix else str(k))
+            out += _differences(old.get(k), new.get(k), f"{prefix}.{k}" if prefix else str(k))
         return out
-    if old is _ABSENT and new is None:
-        return []
     return [] if old == new else [prefix or "(all)"]
+
+
+def check_schema(out: Path, old: dict[str, Any], kind: str) -> None:
+    """A directory written under another :data:`SCHEMA_VERSION` is refused, in one line saying what to do."""
+    version = old.get("schema_version", 1)
+    if version != SCHEMA_VERSION:
+        raise FinconError(
+            f"{out} holds a {kind} written by {'an older' if version < SCHEMA_VERSION else 'a newer'} fincon "
+            f"(schema {version}; this one writes schema {SCHEMA_VERSION}): its settings cannot be compared with "
+            "this command's, so it is not resumed; pick another --out (the directory is kept as it is)"
+        )
 
 
 def _foreign(out: Path, layout: Collection[str]) -> list[str]:
@@ -111,6 +128,7 @@ def claim(
             return False
         raise FinconError(f"{out} exists and is not a fincon {kind}; pick another --out")
     old = read_state(marker)
+    check_schema(out, old, kind)
     new = json.loads(json.dumps(state))
     diff = _differences({k: old.get(k) for k in new}, new)
     if not diff:

@@ -30,7 +30,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence, TypeVar
 
 from fincon.errors import FinconError
 from fincon.files import write_atomic
-from fincon.workflow.status import claim, marking
+from fincon.workflow.status import claim, marking, versioned
 
 T = TypeVar("T")
 J = TypeVar("J")
@@ -64,6 +64,9 @@ class Study:
     disposable: Callable[[Path], bool] | None = None
     #: the one line when the directory cannot be created ({kind}, {out}, {why})
     cannot_create: str = "cannot create the {kind} directory {out}: {why}"
+
+    def __post_init__(self) -> None:
+        self.state = versioned(self.state)  # the marker says which rules wrote it (status.SCHEMA_VERSION)
 
     @property
     def marker(self) -> Path:

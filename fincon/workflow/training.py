@@ -45,6 +45,7 @@ from fincon.engine.record import METRICS, RunRecord, read_json
 from fincon.errors import ConfigError, DataError, FinconError
 from fincon.files import write_atomic
 from fincon.risk.cvrf import RULES_LR, Trajectory, overlap
+from fincon.workflow.status import versioned
 from fincon.workflow.study import Study, run_phases
 
 TEAM = "fincon"
@@ -83,14 +84,8 @@ class TrainOptions:
             raise ConfigError(f"the training seed {self.seed} is out of range [0, {MAX_SEED}]")
 
     def state(self) -> dict[str, Any]:
-        """The options as saved in train.json and hashed into the default dir;
-        ``seed`` only when set, so trainings from before it existed resume."""
-        out = asdict(self)
-        if not out["seed"]:
-            del out["seed"]
-        if out["cvrf_brain"] == "team":  # trainings from before the option resume
-            del out["cvrf_brain"]
-        return out
+        """The options as saved in train.json and hashed into the default dir."""
+        return asdict(self)
 
 
 @dataclass
@@ -105,7 +100,7 @@ class TrainReport:
 
 
 def default_train_out(cfg: RunConfig, opts: TrainOptions, root: Path = Path("runs")) -> Path:
-    key = json.dumps({"config": cfg.model_dump(mode="json"), "options": opts.state()}, sort_keys=True)
+    key = json.dumps(versioned({"config": cfg.model_dump(mode="json"), "options": opts.state()}), sort_keys=True)
     return (
         root
         / f"train_{'-'.join(cfg.tickers)[:60]}_{cfg.start}_{cfg.end}_{hashlib.sha256(key.encode()).hexdigest()[:8]}"
