@@ -64,7 +64,7 @@ def failure(state: dict[str, Any] | None) -> str | None:
 #: its config (``schema_version`` beside ``config``). A directory of another version is refused in one
 #: line (its settings were written by other rules: they cannot be compared key by key); it is raised
 #: when a change would make an unchanged command read a finished directory differently.
-#: 2: the team's and training's options written in full, the cost models as their mappings.
+#: 2: the training's options written in full (seed, cvrf_brain), an experiment's placebos a list.
 SCHEMA_VERSION = 2
 
 
