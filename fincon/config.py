@@ -50,7 +50,7 @@ from fincon.validation import IsoDate, format_validation_error
 
 #: the help sections of the run's flags (fincon.cli.flags)
 WHAT = "what to run"
-OUTPUT = "metrics and output"
+OUTPUT = "output"
 
 
 class Section(BaseModel):

@@ -14,11 +14,13 @@ Nothing here imports anything.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 
-class Flag:
-    """The spelling of one field on the command line.
+@dataclass(frozen=True, kw_only=True)
+class FlagSpec:
+    """The spelling of one field on the command line (made by :func:`Flag`).
 
     ``names``: the flags (``"--ticker", "--tickers"``; none: ``--field-name``;
     a name without dashes is a positional argument). ``help``: a template of
@@ -35,36 +37,23 @@ class Flag:
     ``group``: the help section the flag is listed in.
     """
 
-    def __init__(
-        self,
-        *names: str,
-        help: str = "",
-        metavar: str | None = None,
-        nargs: str | None = None,
-        required: bool = False,
-        choices: Iterable[Any] | None = None,
-        parse: Callable[[str], Any] | None = None,
-        read: Callable[[Any], Any] | None = None,
-        repeat: bool = False,
-        const: Any = None,
-        prefix: str | None = None,
-        group: str | None = None,
-    ) -> None:
-        self.names = names
-        self.help = help
-        self.metavar = metavar
-        self.nargs = nargs
-        self.required = required
-        self.choices = choices
-        self.parse = parse
-        self.read = read
-        self.repeat = repeat
-        self.const = const
-        self.prefix = prefix
-        self.group = group
+    names: tuple[str, ...] = ()
+    help: str = ""
+    metavar: str | None = None
+    nargs: str | None = None
+    required: bool = False
+    choices: Iterable[Any] | None = None
+    parse: Callable[[str], Any] | None = None
+    read: Callable[[Any], Any] | None = None
+    repeat: bool = False
+    const: Any = None
+    prefix: str | None = None
+    group: str | None = None
 
-    def __repr__(self) -> str:
-        return f"Flag{self.names!r}"
+
+def Flag(*names: str, **kw: Any) -> FlagSpec:  # noqa: N802  (read as a type in ``Annotated[int, Flag(...)]``)
+    """How a field is spelled on the command line: ``Flag("--ticker", "--tickers", metavar="T")``."""
+    return FlagSpec(names=names, **kw)
 
 
 # -- readers: how a given value becomes the field's ---------------------------------------

@@ -10,13 +10,12 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field
-
-from fincon.cli.args import LEDGER_HELP, ledger_path
+from fincon.cli.args import ledger_path
 from fincon.cli.broker_flags import add_broker, broker_overrides, check_broker_flags
-from fincon.cli.flags import Args, add, given
+from fincon.cli.flags import add, given
 from fincon.cli.llm import add_llm_arguments, llm_overrides
 from fincon.cli.options import (
+    RunArgs,
     add_data,
     add_team,
     check_data_flags,
@@ -25,7 +24,7 @@ from fincon.cli.options import (
     load_run_config,
     team_values,
 )
-from fincon.config import OUTPUT, WHAT, RunConfig
+from fincon.config import OUTPUT, RunConfig
 from fincon.errors import ConfigError
 from fincon.flag import Flag
 from fincon.report.table import format_table
@@ -78,33 +77,9 @@ examples:
 TEAM_FLAGS = ("brain", "events", "candidates", "beliefs", "allow_overlap", "cvar", "protocol", "samples", "critics")
 
 
-class BacktestArgs(Args):
+class BacktestArgs(RunArgs):
     """``fincon backtest``'s own flags (what no config model holds)."""
 
-    config: Annotated[Path | None, Flag(help="YAML run config (see README); flags override it", group=WHAT)] = None
-    param: Annotated[
-        list[str],
-        Flag(
-            repeat=True,
-            metavar="STRATEGY.KEY=VALUE",
-            help="strategy parameter, repeatable (value parsed as YAML)",
-            group=WHAT,
-        ),
-    ] = Field(default_factory=list)
-    ledger: Annotated[str | None, Flag(metavar="PATH|off", help=LEDGER_HELP, group=OUTPUT)] = None
-    out: Annotated[
-        str | None,
-        Flag(
-            metavar="DIR",
-            help="run directory (default runs/<strategies>_<tickers>_<window>); an existing one is kept "
-            "and the run goes to DIR-2, DIR-3...",
-            group=OUTPUT,
-        ),
-    ] = None
-    as_json: Annotated[
-        bool, Flag("--json", help="print the metrics as one JSON object instead of a table", group=OUTPUT)
-    ] = False
-    no_progress: Annotated[bool, Flag(help="hide the progress bars", group=OUTPUT)] = False
     replace: Annotated[
         bool,
         Flag(
@@ -127,9 +102,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_plan_flags(p, window=True)
     add(p, RunConfig, "metrics.alpha", "metrics.risk_free")
-    add(p, BacktestArgs, "ledger", "out", "as_json", "no_progress", "replace", "report")
+    add(p, BacktestArgs, "ledger", "out", "as_json", "no_progress", "replace", "report", helps=OUTPUT_HELPS)
     p.set_defaults(func=run)
 
+
+#: what backtest's output flags say
+OUTPUT_HELPS = {
+    "out": "run directory (default runs/<strategies>_<tickers>_<window>); an existing one is kept "
+    "and the run goes to DIR-2, DIR-3...",
+    "as_json": "print the metrics as one JSON object instead of a table",
+}
 
 #: the run config's flags of backtest and forward init (the window: backtest's alone)
 PLAN = ("tickers", "strategies")
@@ -139,7 +121,7 @@ WINDOW = ("start", "end")
 def add_plan_flags(p: argparse.ArgumentParser, *, window: bool) -> None:
     """What a run is (strategies, tickers, parameters, data, costs, the team, the model): the flags
     ``backtest`` and ``forward init`` share; ``window``: also --start and --end."""
-    add(p, BacktestArgs, "config")
+    add(p, BacktestArgs, "config", helps={"config": "YAML run config (see README); flags override it"})
     strategies = (
         f"one or more of: {', '.join(strategy_names())} (default buy-and-hold); NAME@LABEL is a second NAME "
         "with its own --param NAME@LABEL.KEY=VALUE (fincon@rules beside fincon)"

@@ -8,13 +8,11 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
-
 from fincon.agents.team.params import FinConParams
-from fincon.cli.args import LEDGER_HELP, ledger_env, ledger_path
-from fincon.cli.flags import Args, add, given, names
+from fincon.cli.args import ledger_env, ledger_path
+from fincon.cli.flags import add, given, names
 from fincon.cli.llm import add_llm_arguments, llm_overrides
-from fincon.cli.options import add_data, add_team, data_overrides, parse_params, team_values
+from fincon.cli.options import RunArgs, add_data, add_team, data_overrides, parse_params, team_values
 from fincon.config import WHAT
 from fincon.flag import Flag
 from fincon.report import text
@@ -115,13 +113,18 @@ ROLLING_KEYS = ("rolling.window", "rolling.step", "rolling.universes", "rolling.
 EXECUTOR_KEYS = ("executor.kind", "executor.workers", "executor.address", "executor.cpus")
 
 
-class ExperimentArgs(Args):
+#: what experiment's own flags say
+OWN_HELPS = {
+    "config": "YAML experiment config (examples/experiment.yaml); flags override it",
+    "param": "fincon.KEY=VALUE: a team parameter; markowitz.KEY=VALUE etc.: a baseline's; repeatable",
+    "out": "experiment directory (default runs/experiment_<tickers>_<hash>); the same command resumes it",
+    "as_json": "print results.json instead of the table",
+}
+
+
+class ExperimentArgs(RunArgs):
     """``fincon experiment``'s own flags (what experiment.yaml does not hold)."""
 
-    config: Annotated[
-        Path | None,
-        Flag(help="YAML experiment config (examples/experiment.yaml); flags override it", group=WHAT),
-    ] = None
     preset: Annotated[
         Literal["investorbench", "fincon-paper"] | None,
         Flag(
@@ -133,26 +136,6 @@ class ExperimentArgs(Args):
             group=WHAT,
         ),
     ] = None
-    param: Annotated[
-        list[str],
-        Flag(
-            repeat=True,
-            metavar="STRATEGY.KEY=VALUE",
-            help="fincon.KEY=VALUE: a team parameter; markowitz.KEY=VALUE etc.: a baseline's; repeatable",
-            group=WHAT,
-        ),
-    ] = Field(default_factory=list)
-    ledger: Annotated[str | None, Flag(metavar="PATH|off", help=LEDGER_HELP, group="output")] = None
-    out: Annotated[
-        str | None,
-        Flag(
-            metavar="DIR",
-            help="experiment directory (default runs/experiment_<tickers>_<hash>); the same command resumes it",
-            group="output",
-        ),
-    ] = None
-    as_json: Annotated[bool, Flag("--json", help="print results.json instead of the table", group="output")] = False
-    no_progress: Annotated[bool, Flag(help="hide the progress bars", group="output")] = False
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -163,15 +146,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add(p, ExperimentArgs, "config", "preset")
+    add(p, ExperimentArgs, "config", "preset", helps=OWN_HELPS)
     add(p, ExperimentConfig, *WHAT_KEYS)
-    add(p, ExperimentArgs, "param")
+    add(p, ExperimentArgs, "param", helps=OWN_HELPS)
     add_team(p, *TEAM_FLAGS)
     add(p, ExperimentConfig, *TEAM_KEYS, *ROLLING_KEYS)
     add_data(p)
     add_llm_arguments(p, with_cutoff_gate=True, with_masking=True)
     add(p, ExperimentConfig, *EXECUTOR_KEYS, "bootstrap_reps")
-    add(p, ExperimentArgs, "ledger", "out", "as_json", "no_progress")
+    add(p, ExperimentArgs, "ledger", "out", "as_json", "no_progress", helps=OWN_HELPS)
     p.set_defaults(func=run)
 
 

@@ -28,11 +28,11 @@ flags'.
 from __future__ import annotations
 
 import argparse
-import copy
 import datetime as dt
 import enum
 import types
 import typing
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator, Literal, NamedTuple, Sequence
 
@@ -42,7 +42,7 @@ from pydantic_core import PydanticUndefined
 
 from fincon.cli.args import iso_date, number
 from fincon.errors import ConfigError
-from fincon.flag import Flag
+from fincon.flag import Flag, FlagSpec
 
 
 class Args(BaseModel):
@@ -59,7 +59,7 @@ class Spec(NamedTuple):
     names: tuple[str, ...]
     dest: str
     info: FieldInfo
-    flag: Flag
+    flag: FlagSpec
     default: Any
 
 
@@ -72,8 +72,8 @@ def _unwrap(annotation: Any) -> Any:
     return annotation
 
 
-def flag_of_field(info: FieldInfo) -> Flag | None:
-    return next((m for m in info.metadata if isinstance(m, Flag)), None)
+def flag_of_field(info: FieldInfo) -> FlagSpec | None:
+    return next((m for m in info.metadata if isinstance(m, FlagSpec)), None)
 
 
 def _default(info: FieldInfo) -> Any:
@@ -93,9 +93,7 @@ def specs(model: type[BaseModel], *, key: str = "", prefix: str = "--", default:
             sub = specs(_unwrap(info.annotation), key=f"{key}{name}.", prefix=flag.prefix, default=value)
             for spec in sub:  # a section's flags say which section (Window: "first {section} day")
                 if "{section}" in spec.flag.help:
-                    each = copy.copy(spec.flag)
-                    each.help = each.help.replace("{section}", flag.help)
-                    spec = spec._replace(flag=each)
+                    spec = spec._replace(flag=replace(spec.flag, help=spec.flag.help.replace("{section}", flag.help)))
                 yield spec
             continue
         names = flag.names or (prefix + name.replace("_", "-"),)
@@ -198,11 +196,12 @@ def add(
     *keys: str,
     fill: bool | None = None,
     prefix: str = "--",
-    helps: dict[str, str] | None = None,
+    helps: dict[str, str | dict[str, Any]] | None = None,
 ) -> None:
     """The flags of ``model``'s fields ``keys`` (none: all), each in its
     Flag's help section (made once per title) or in ``parser`` itself;
-    ``helps``: a command's own help of a key (what it alone can say)."""
+    ``helps``: a command's own help of a key (what it alone can say), or its
+    own argparse keywords (``{"help": ..., "metavar": ...}``)."""
     fill = issubclass(model, Args) if fill is None else fill
     is_parser = isinstance(parser, argparse.ArgumentParser)
     groups: dict[str, Any] = parser.__dict__.setdefault("_fincon_groups", {}) if is_parser else {}
@@ -214,8 +213,10 @@ def add(
                 groups[title] = parser.add_argument_group(title)
             target = groups[title]
         kw = kwargs_of(spec, fill=fill)
-        if helps and spec.key in helps:
-            kw["help"] = helps[spec.key].replace("%", "%%")
+        own = (helps or {}).get(spec.key)
+        if own is not None:
+            kw.update({"help": own} if isinstance(own, str) else own)
+            kw["help"] = kw["help"].replace("%", "%%")
         target.add_argument(*spec.names, **kw)
 
 

@@ -13,15 +13,38 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
+from pydantic import Field
 
-from fincon.cli.flags import add, given, names
-from fincon.config import DataConfig, RunConfig, load_config
+from fincon.cli.args import LEDGER_HELP
+from fincon.cli.flags import Args, add, given, names
+from fincon.config import OUTPUT, WHAT, DataConfig, RunConfig, load_config
 from fincon.errors import ConfigError
+from fincon.flag import Flag
 
 # -- what to run ----------------------------------------------------------------------------
+
+
+class RunArgs(Args):
+    """The flags of every command that runs strategies (backtest, train, experiment, forward init)
+    that no config model holds; a command says its own help of one with ``add(..., helps=...)``."""
+
+    config: Annotated[Path | None, Flag(help="YAML config; flags override it", group=WHAT)] = None
+    param: Annotated[
+        list[str],
+        Flag(
+            repeat=True,
+            metavar="STRATEGY.KEY=VALUE",
+            help="strategy parameter, repeatable (value parsed as YAML)",
+            group=WHAT,
+        ),
+    ] = Field(default_factory=list)
+    ledger: Annotated[str | None, Flag(metavar="PATH|off", help=LEDGER_HELP, group=OUTPUT)] = None
+    out: Annotated[str | None, Flag(metavar="DIR", help="where the results go", group=OUTPUT)] = None
+    as_json: Annotated[bool, Flag("--json", help="print the results as JSON instead of a table", group=OUTPUT)] = False
+    no_progress: Annotated[bool, Flag(help="hide the progress bars", group=OUTPUT)] = False
 
 
 def parse_params(items: list[str]) -> dict[str, dict[str, Any]]:

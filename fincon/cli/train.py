@@ -8,16 +8,27 @@ import json
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field
-
-from fincon.cli.flags import Args, add, given
+from fincon.cli.flags import add, given
 from fincon.cli.llm import add_llm_arguments, llm_overrides
-from fincon.cli.options import add_data, add_team, check_data_flags, data_overrides, load_run_config, team_values
+from fincon.cli.options import (
+    RunArgs,
+    add_data,
+    add_team,
+    check_data_flags,
+    data_overrides,
+    load_run_config,
+    team_values,
+)
 from fincon.config import WHAT, RunConfig
 from fincon.flag import Flag
 
 TRAIN_START, TRAIN_END = "2022-01-03", "2022-10-04"
 TRAINING = "training"
+#: what train's output flags say
+OUTPUT_HELPS = {
+    "out": "training directory (default runs/train_<tickers>_<window>_<hash>); the same command resumes it",
+    "as_json": "print the episodes as JSON instead of a table",
+}
 
 HELP = f"""\
 Train the agent team's investment beliefs (FinCon's CVRF, Algorithm 1): run
@@ -72,12 +83,9 @@ examples:
 TEAM_FLAGS = ("brain", "events", "candidates", "cvar")
 
 
-class TrainArgs(Args):
+class TrainArgs(RunArgs):
     """``fincon train``'s own flags (the window, knobs and team are the run's and the experiment's fields)."""
 
-    config: Annotated[
-        Path | None, Flag(help="YAML run config (strategies: [fincon]); flags override it", group=WHAT)
-    ] = None
     start: Annotated[
         dt.date | None,
         Flag(help=f"first training day, YYYY-MM-DD (default: the config's start, else {TRAIN_START})", group=WHAT),
@@ -86,11 +94,6 @@ class TrainArgs(Args):
         dt.date | None,
         Flag(help=f"last training day, YYYY-MM-DD (default: the config's end, else {TRAIN_END})", group=WHAT),
     ] = None
-    param: Annotated[
-        list[str],
-        Flag(repeat=True, metavar="fincon.KEY=VALUE", help="team parameter, repeatable (value parsed as YAML)",
-             group=WHAT),
-    ] = Field(default_factory=list)  # fmt: skip
     no_beliefs: Annotated[
         bool, Flag(help="the ablation: run the episodes but never update the beliefs", group=TRAINING)
     ] = False
@@ -103,18 +106,6 @@ class TrainArgs(Args):
             group=TRAINING,
         ),
     ] = "team"
-    out: Annotated[
-        str | None,
-        Flag(
-            metavar="DIR",
-            help="training directory (default runs/train_<tickers>_<window>_<hash>); the same command resumes it",
-            group="output",
-        ),
-    ] = None
-    as_json: Annotated[bool, Flag("--json", help="print the episodes as JSON instead of a table", group="output")] = (
-        False
-    )
-    no_progress: Annotated[bool, Flag(help="hide the progress bars", group="output")] = False
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -127,9 +118,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add(p, TrainArgs, "config")
+    add(p, TrainArgs, "config", helps={"config": "YAML run config (strategies: [fincon]); flags override it"})
     add(p, RunConfig, "tickers")
-    add(p, TrainArgs, "start", "end", "param")
+    add(p, TrainArgs, "start", "end")
+    add(
+        p,
+        TrainArgs,
+        "param",
+        helps={"param": {"metavar": "fincon.KEY=VALUE", "help": "team parameter, repeatable (value parsed as YAML)"}},
+    )
     add_data(p)
     add_team(p, *TEAM_FLAGS)
     add(p, ExperimentConfig, "episodes", fill=True)
@@ -137,7 +134,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add(p, ExperimentConfig, "explore", "lr", fill=True)
     add(p, TrainArgs, "cvrf_brain")
     add_llm_arguments(p, with_cutoff_gate=True, with_masking=True)
-    add(p, TrainArgs, "out", "as_json", "no_progress")
+    add(p, TrainArgs, "out", "as_json", "no_progress", helps=OUTPUT_HELPS)
     p.set_defaults(func=run)
 
 
