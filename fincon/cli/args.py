@@ -24,12 +24,17 @@ def iso_date(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _bound(x) -> str:
+    """A bound as written: an int whole (4294967295, not 4.29497e+09), a float shortest."""
+    return str(x) if isinstance(x, int) else f"{x:g}"
+
+
 def _range_text(lo, hi, lo_open: bool, hi_open: bool) -> str:
     if lo is not None and hi is not None:
-        return f"{'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+        return f"{'(' if lo_open else '['}{_bound(lo)}, {_bound(hi)}{')' if hi_open else ']'}"
     if lo is not None:
-        return f"{'>' if lo_open else '>='} {lo:g}"
-    return f"{'<' if hi_open else '<='} {hi:g}"
+        return f"{'>' if lo_open else '>='} {_bound(lo)}"
+    return f"{'<' if hi_open else '<='} {_bound(hi)}"
 
 
 def number(

@@ -178,7 +178,9 @@ def with_brain(cfg: RunConfig, team: dict[str, Any]) -> RunConfig:
     if "fincon" not in cfg.strategies:
         if own:
             names = ", ".join(flag_of(f"strategy_params.fincon.{key}") for key in own)
-            raise ConfigError(f"{names} apply to the agent team; add fincon to --strategy")
+            raise ConfigError(
+                f"{names} {'applies' if len(own) == 1 else 'apply'} to the agent team; add fincon to --strategy"
+            )
         params = {k: v for k, v in cfg.strategy_params.items() if k != "fincon"}
         cfg = cfg.model_copy(update={"strategy_params": params})
     return cfg
