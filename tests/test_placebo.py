@@ -59,7 +59,8 @@ def test_an_experiment_reports_the_team_on_its_placebos(tmp_path, monkeypatch, c
         p = res["placebo"][kind]
         assert p["real_cr_pct"] == real and p["profit_gap_pct"] == real - p["cr_pct_median"]
         assert 0.0 <= p["prediction_consistency"] <= 1.0 and p["input_dependency"] == 1.0 - p["prediction_consistency"]
-        assert f"{kind:<13} CR" in out
+        row = next(line.split() for line in out.splitlines() if line.startswith(kind + " "))  # its table row
+        assert row[1:4] == [f"{p['cr_pct_median']:.3f}", f"{real:.3f}", f"{p['profit_gap_pct']:+.3f}"], row
     # the team reads tone: reversing it changes most decisions
     assert res["placebo"]["flip-tone"]["prediction_consistency"] < 0.5
     assert (tmp_path / "x" / "placebo" / "shuffle-news" / "TSLA.jsonl.gz").is_file()

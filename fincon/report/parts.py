@@ -129,3 +129,19 @@ def timeline_id(i: int) -> str:
 
 def timeline_runs(data: ReportData) -> list[Run]:
     return [r for r in data.runs if r.team and r.timeline]
+
+
+def placebo_table(res: dict[str, Any], over: str) -> str:
+    """An experiment's or a rolling evaluation's placebo runs (workflow.tables.placebo) with their
+    flags; empty without placebo runs."""
+    from fincon.workflow.tables import placebo, placebo_flags
+
+    if not res.get("placebo"):
+        return ""
+    heads, cells, text = placebo(res)
+    flags = "".join(f"<li>{esc(f)}</li>" for f in placebo_flags(res))
+    return (
+        f"<h4>Placebo runs of the full team ({esc(over)})</h4>"
+        + table(heads, cells, text_cols=text)
+        + (f'<ul class="note">{flags}</ul>' if flags else "")
+    )

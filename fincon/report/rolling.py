@@ -13,7 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from fincon.report.load import ReportData, Rolling
-from fincon.report.parts import COLORS, esc, num, plot_div, significance_table, table
+from fincon.report.parts import COLORS, esc, num, placebo_table, plot_div, significance_table, table
 from fincon.workflow.tables import rolling_summary
 
 BENCH = "buy-and-hold"
@@ -91,6 +91,7 @@ def _one(r: Rolling, i: int) -> list[str]:
     heads, cells, text_cols = rolling_summary(s.to_dict("records"))
     out.append(table(heads, cells, text_cols=text_cols))
     out.append(significance_table(s.to_dict("records"), "each universe's test windows laid end to end"))
+    out.append(placebo_table(res, "medians over windows, each window its median repeat"))
     for j, universe in enumerate(dict.fromkeys(r.windows.universe)):
         w = r.windows[r.windows.universe == universe]
         picks = w.drop_duplicates("window")[["test_start", "test_end", "tickers"]]

@@ -8,7 +8,7 @@ episodes.jsonl, beliefs.json, results.json); returns HTML text.
 from __future__ import annotations
 
 from fincon.report.load import ReportData, Training
-from fincon.report.parts import COLORS, esc, num, plot_div, significance_table, table
+from fincon.report.parts import COLORS, esc, num, placebo_table, plot_div, significance_table, table
 from fincon.workflow.tables import experiment as experiment_table
 
 
@@ -234,6 +234,7 @@ def section_experiment(data: ReportData) -> str:
                 "(cache hits included); differs %: test days whose target weights differ from the plain fincon "
                 "team's.</p>"
             )
+        out.append(placebo_table(res, "medians over repeats"))
         sig = res.get("significance") if isinstance(res.get("significance"), dict) else {}
         if sig:
             out.append(significance_table(sig.get("summary") or [], f"the test window's {sig.get('days')} days"))

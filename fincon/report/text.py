@@ -6,8 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from fincon.report.table import text_table
-from fincon.workflow.tables import cell as _f
-from fincon.workflow.tables import experiment, experiment_rows, rolling_summary, significance
+from fincon.workflow.tables import (
+    experiment,
+    experiment_rows,
+    placebo,
+    placebo_flags,
+    rolling_summary,
+    significance,
+)
 
 
 def format_rolling(res: dict[str, Any]) -> str:
@@ -23,15 +29,7 @@ def format_rolling(res: dict[str, Any]) -> str:
     )
     if res.get("placebo"):
         lines += ["", "placebo runs of the full team, medians over windows (each window: its median repeat):"]
-    for kind, p in (res.get("placebo") or {}).items():
-        for universe, q in [*p["universes"].items(), ("all windows", p)]:
-            lines.append(
-                f"  {kind:<13} {universe:<12} CR {_f(q['cr_pct_median'], '{:.2f}')} % (real "
-                f"{_f(q['real_cr_pct'], '{:.2f}')} %, profit gap {_f(q['profit_gap_pct'], '{:+.2f}')} pp), "
-                f"prediction consistency {_f(q['prediction_consistency'], '{:.0%}')}, "
-                f"{q['windows_flagged']} of {q['windows']} windows flagged"
-            )
-        lines += [f"    FLAG: {flag}" for flag in p["flags"]]
+        lines += [*text_table(*placebo(res)), *(f"FLAG: {f}" for f in placebo_flags(res))]
     if any("psr" in s for s in res["summary"]):
         lines += ["", format_significance(res)]
     if any(s.get("model_knowledge") and not s["model_knowledge"].startswith("no-model") for s in res["summary"]):
@@ -88,23 +86,9 @@ def format_results(res: dict[str, Any], family=None) -> str:
     )
     if measures:
         lines += ["", "protocol measures (median runs):"] + [f"  {x}" for x in measures]
-    placebo = res.get("placebo") or {}
-    if placebo:
+    if res.get("placebo"):
         lines += ["", "placebo runs of the full team (medians over repeats):"]
-        for kind, p in placebo.items():
-            lines.append(
-                f"  {kind:<13} CR {_f(p['cr_pct_median'], '{:.3f}')} % (real {_f(p['real_cr_pct'], '{:.3f}')} %, "
-                f"profit gap {_f(p['profit_gap_pct'], '{:+.3f}')} pp), Sharpe {_f(p['sharpe_median'], '{:.3f}')}, "
-                f"prediction consistency {_f(p['prediction_consistency'], '{:.0%}')}, "
-                f"input dependency {_f(p['input_dependency'], '{:.0%}')}"
-            )
-            if "excess_pct" in p:
-                where = "on the twin" if kind == "price-twin" else "on the placebo"
-                lines.append(
-                    f"    over buy-and-hold {where} {_f(p['excess_pct'], '{:+.3f}')} pp "
-                    f"(on the real corpus and prices {_f(p['real_excess_pct'], '{:+.3f}')} pp)"
-                )
-            lines += [f"    FLAG: {flag}" for flag in p["flags"]]
+        lines += [*text_table(*placebo(res)), *(f"FLAG: {f}" for f in placebo_flags(res))]
     sig = res.get("significance")
     if sig:
         configs = sig.get("configurations", sig["trials"])

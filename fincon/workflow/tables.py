@@ -168,3 +168,56 @@ def experiment(res: Mapping[str, Any]) -> Table:
     heads, cells, text = laid_out(EXPERIMENT, experiment_rows(res))
     best = res.get("best_baseline")
     return [h.format(best=best or "-") for h in heads], cells, text
+
+
+def _percent(v: Any) -> str:
+    return cell(v, "{:.0%}")
+
+
+def _over(key: str) -> Callable[[Any], str]:
+    """A placebo's excess over buy-and-hold, blank where the results have none (a result from before it)."""
+    return lambda r: cell(r[key], "{:+.3f}") if key in r else ""
+
+
+#: an experiment's placebo runs (results.json ``placebo``): per placebo, the medians over repeats
+#: beside the real run's; the flags are listed under the table
+PLACEBO: list[Column] = [
+    ("placebo", "placebo", str, True),
+    ("CR %", "cr_pct_median", _cell("{:.3f}"), False),
+    ("real CR %", "real_cr_pct", _cell("{:.3f}"), False),
+    ("profit gap pp", "profit_gap_pct", _cell("{:+.3f}"), False),
+    ("Sharpe", "sharpe_median", _cell("{:.3f}"), False),
+    ("consistency", "prediction_consistency", _percent, False),
+    ("input dependency", "input_dependency", _percent, False),
+    ("over B&H pp", "", _over("excess_pct"), False),
+    ("real over B&H pp", "", _over("real_excess_pct"), False),
+]
+
+#: a rolling evaluation's placebo runs: per placebo and universe (then all windows), the medians over windows
+ROLLING_PLACEBO: list[Column] = [
+    ("placebo", "placebo", str, True),
+    ("universe", "universe", str, True),
+    ("CR %", "cr_pct_median", _cell("{:.2f}"), False),
+    ("real CR %", "real_cr_pct", _cell("{:.2f}"), False),
+    ("profit gap pp", "profit_gap_pct", _cell("{:+.2f}"), False),
+    ("consistency", "prediction_consistency", _percent, False),
+    ("windows flagged", "", lambda r: f"{r.get('windows_flagged', 0)} of {r.get('windows', 0)}", False),
+]
+
+
+def placebo(res: Mapping[str, Any]) -> Table:
+    """results.json's ``placebo`` under :data:`PLACEBO` (a rolling evaluation's: :data:`ROLLING_PLACEBO`)."""
+    runs = res.get("placebo") or {}
+    if any("universes" in p for p in runs.values()):
+        rows = [
+            {**q, "placebo": kind, "universe": universe}
+            for kind, p in runs.items()
+            for universe, q in [*p["universes"].items(), ("all windows", p)]
+        ]
+        return laid_out(ROLLING_PLACEBO, rows)
+    return laid_out(PLACEBO, [{**p, "placebo": kind} for kind, p in runs.items()])
+
+
+def placebo_flags(res: Mapping[str, Any]) -> list[str]:
+    """Each placebo's flags, as ``kind: flag``."""
+    return [f"{kind}: {flag}" for kind, p in (res.get("placebo") or {}).items() for flag in p.get("flags", [])]
