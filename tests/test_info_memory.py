@@ -167,11 +167,18 @@ def test_ranking_matches_brute_force_over_all_entries(store, monkeypatch, pruned
 
 
 @pytest.mark.slow
-def test_batches_above_chroma_max_are_split(store):
+def test_batches_above_chroma_max_are_split(store, monkeypatch):
+    """More rows than chromadb takes in one call go in batches of its maximum (here made 7, so the
+    test writes 26 rows and not the real maximum's ~5,500), each batch at most that, in row order."""
     pm = store.procedural("bulk", "TSLA")
-    maxb = pm.client.get_max_batch_size()
-    n = maxb + 40
+    monkeypatch.setattr(pm.client, "get_max_batch_size", lambda: 7)
+    sizes = []
+    add = pm.collection.add
+    monkeypatch.setattr(pm.collection, "add", lambda **kw: (sizes.append(len(kw["ids"])), add(**kw))[1])
+    n = 3 * 7 + 5
     assert pm.add([entry(i, "2022-01-03", text=f"t{i}") for i in range(n)]) == n
+    pm.flush()
+    assert sizes == [7, 7, 7, 5]
     assert len(pm) == n
     assert pm.add([entry(0, "2022-01-03")]) == 0  # re-adding is a no-op
 
