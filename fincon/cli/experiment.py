@@ -12,14 +12,19 @@ from fincon.agents.team.params import FinConParams
 from fincon.cli.args import ledger_env, ledger_path
 from fincon.cli.flags import add, given, names
 from fincon.cli.llm import add_llm_arguments, llm_overrides
-from fincon.cli.options import RunArgs, add_data, add_team, data_overrides, parse_params, team_values
+from fincon.cli.options import RunArgs, add_data, add_team, data_overrides, flag_of, parse_params, team_values
 from fincon.config import WHAT
 from fincon.flag import Flag
+from fincon.llm.settings import LLMSettings
 from fincon.report import text
 from fincon.workflow.experiment_config import ExperimentConfig
 
 #: experiment config key -> the flag that sets it (errors name what the user typed)
-FLAGS = {**names(ExperimentConfig), **names(FinConParams, under="team.")}
+FLAGS = {
+    **names(ExperimentConfig),
+    **names(FinConParams, under="team."),
+    **names(LLMSettings, under="llm.", prefix="--llm-"),  # llm.seed is --llm-seed, not the experiment's --seed
+}
 
 HELP = """\
 Run the FinCon paper's protocol for one ticker (or a portfolio):
@@ -222,7 +227,7 @@ def _dataset_manifest(args: argparse.Namespace):
 
 def _flag_names(over: dict[str, Any]) -> dict[str, str]:
     """config key -> the flag that set it (for errors in the user's words)."""
-    return {key: FLAGS.get(key, "--" + key.rsplit(".", 1)[-1].replace("_", "-")) for key in over}
+    return {key: flag_of(key, FLAGS) for key in over}
 
 
 def _load(args: argparse.Namespace, over: dict[str, Any], flags: dict[str, str]):

@@ -12,8 +12,9 @@ built from what was given, and the flag an error names.
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Mapping
 
 import yaml
 from pydantic import Field
@@ -96,7 +97,9 @@ def load_run_config(
     return load_config(config, {**overrides, **(fixed or {})}, flagged)
 
 
-def _flag_names() -> dict[str, str]:
+@functools.cache
+def run_flags() -> dict[str, str]:
+    """A run config's keys and the flags that set them (made once: every error and override reads it)."""
     from fincon.agents.team.params import FinConParams
     from fincon.llm.settings import LLMSettings
 
@@ -107,11 +110,12 @@ def _flag_names() -> dict[str, str]:
     }
 
 
-def flag_of(key: str) -> str:
-    """The flag that sets config ``key`` (from the fields' flags; a broker short
-    form ``broker.commission_min`` is ``--commission-min``; a strategy parameter
-    set with --param is named as that --param)."""
-    known = _flag_names()
+def flag_of(key: str, known: Mapping[str, str] | None = None) -> str:
+    """The flag that sets config ``key``: in ``known`` (default: a run config's,
+    :func:`run_flags`), else a strategy parameter set with --param is named as
+    that --param, and a broker short form ``broker.commission_min`` is
+    ``--commission-min``."""
+    known = run_flags() if known is None else known
     if key in known:
         return known[key]
     if key.startswith("strategy_params."):

@@ -174,11 +174,6 @@ def _percent(v: Any) -> str:
     return cell(v, "{:.0%}")
 
 
-def _over(key: str) -> Callable[[Any], str]:
-    """A placebo's excess over buy-and-hold, blank where the results have none (a result from before it)."""
-    return lambda r: cell(r[key], "{:+.3f}") if key in r else ""
-
-
 #: an experiment's placebo runs (results.json ``placebo``): per placebo, the medians over repeats
 #: beside the real run's; the flags are listed under the table
 PLACEBO: list[Column] = [
@@ -189,8 +184,8 @@ PLACEBO: list[Column] = [
     ("Sharpe", "sharpe_median", _cell("{:.3f}"), False),
     ("consistency", "prediction_consistency", _percent, False),
     ("input dependency", "input_dependency", _percent, False),
-    ("over B&H pp", "", _over("excess_pct"), False),
-    ("real over B&H pp", "", _over("real_excess_pct"), False),
+    ("over B&H pp", "excess_pct", _cell("{:+.3f}"), False),
+    ("real over B&H pp", "real_excess_pct", _cell("{:+.3f}"), False),
 ]
 
 #: a rolling evaluation's placebo runs: per placebo and universe (then all windows), the medians over windows
