@@ -27,11 +27,9 @@ from pydantic import (
     ValidationError,
     field_serializer,
     field_validator,
-    model_serializer,
     model_validator,
 )
 
-from fincon.engine.cost_forms import flat_layout, fold_commission, fold_slippage
 from fincon.engine.costs import CommissionModel, PercentCommission, PercentSlippage, SlippageModel
 from fincon.errors import ConfigError
 from fincon.flag import Flag, absolute
@@ -100,13 +98,9 @@ class BrokerConfig(Section):
 
     ``commission`` and ``slippage`` are typed cost models told apart by
     ``model`` (``commission: {model: per-share, per_share: 0.005, min: 1.0,
-    max: 0.01}``, ``slippage: {model: bps, bps: 5}``). The flags and the flat
-    keys of earlier configs are their short forms: ``commission: 0.001`` is
-    the percent model's rate, ``commission_model`` / ``commission_per_share``
-    / ``commission_min`` / ``commission_max`` and ``slippage`` /
-    ``slippage_model`` pick and set the model. The registered models are
-    written back in that flat layout (config.yaml and every run's identity
-    stay as they were); a model without a short form is written as its mapping.
+    max: 0.01}``, ``slippage: {model: bps, bps: 5}``); without ``model`` a
+    mapping is the percent model's (``commission: {rate: 0.001}``). The
+    flags set the same mappings (fincon.cli.broker_flags).
     """
 
     cash: Annotated[float, Flag(help="starting cash (default {default:,.0f})", group="broker")] = Field(
@@ -114,13 +108,13 @@ class BrokerConfig(Section):
     )
     commission: CommissionModel = Field(
         default_factory=PercentCommission,
-        description="a commission model: percent of value (the short form: a number), per share with a "
+        description="a commission model: percent of value, per share with a "
         "minimum and a maximum per order (Interactive Brokers' style), or zero",
     )
     slippage: SlippageModel = Field(
         default_factory=PercentSlippage,
-        description="a slippage model, against the trader: percent (fraction of price; the short form: a "
-        "number), bps (basis points), or range (fraction of the decision day's high-low range)",
+        description="a slippage model, against the trader: percent (fraction of price), bps (basis points), "
+        "or range (fraction of the decision day's high-low range)",
     )
     participation: Annotated[
         float | None,
@@ -149,25 +143,27 @@ class BrokerConfig(Section):
     ] = "close"
     cash_buffer: float = Field(0.0, ge=0, lt=1)
 
-    @property
-    def commission_model(self) -> str:
-        return self.commission.model
-
-    @property
-    def slippage_model(self) -> str:
-        return self.slippage.model
-
     @model_validator(mode="before")
     @classmethod
-    def _short_forms(cls, data: Any) -> Any:
-        """Fold the short forms into the models; a setting its model does not
-        read is an error, not silently dropped (a per-share price under the
-        percent model ran at zero cost)."""
+    def _models(cls, data: Any) -> Any:
+        """A cost mapping without ``model`` is the percent model's; the flat
+        keys of fincon before schema 3 are refused in one line saying how to
+        write them; a fill rest without a fill cap is an error."""
         if not isinstance(data, Mapping):
             return data
         data = dict(data)
-        data["commission"] = fold_commission(data)
-        data["slippage"] = fold_slippage(data)
+        flat = [k for k in FLAT_COST_KEYS if k in data] + [
+            k for k in ("commission", "slippage") if isinstance(data.get(k), (int, float))
+        ]
+        if flat:
+            raise ValueError(
+                f"broker.{flat[0]} is the flat cost layout of an older fincon; write the cost models as mappings: "
+                "commission: {model: percent, rate: 0.001} or {model: per-share, per_share: 0.005, min: 1, max: 0.01}, "
+                "slippage: {model: percent, fraction: 0.0005} or {model: bps, bps: 5} (docs/engine.md)"
+            )
+        for key in ("commission", "slippage"):
+            if isinstance(data.get(key), Mapping) and "model" not in data[key]:
+                data[key] = {"model": "percent", **data[key]}
         if data.get("participation") is None and data.get("participation_rest", "cancel") != "cancel":
             raise ValueError(
                 "broker.participation_rest applies to a participation cap; set broker.participation (e.g. 0.025) "
@@ -175,10 +171,9 @@ class BrokerConfig(Section):
             )
         return data
 
-    @model_serializer(mode="wrap")
-    def _flat(self, handler):
-        """The registered models in the flat layout configs have always had (fincon.engine.cost_forms)."""
-        return flat_layout(handler(self), self.commission, self.slippage)
+
+#: the broker keys of the flat cost layout (fincon before schema 3), named in the refusal
+FLAT_COST_KEYS = ("commission_model", "commission_per_share", "commission_min", "commission_max", "slippage_model")
 
 
 class MetricsConfig(Section):

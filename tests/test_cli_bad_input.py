@@ -105,7 +105,10 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["backtest", "--ticker", "TSLA", "--data", "{close_only}", *WINDOW, "--participation", "0.025"],
         "--participation needs a Volume",
     ),
-    "percent slippage too large": ([*BT, "--slippage", "0.5"], "too large for the percent model"),
+    "percent slippage too large": (
+        [*BT, "--slippage", "0.5"],
+        "--slippage 0.5: Input should be less than 0.1 (the percent slippage model)",
+    ),
     "participation above one": ([*BT, "--participation", "1.5"], "participation"),
     "rolling length unknown": (["experiment", "--brain", "rules", "--rolling", "1q"], "not a length"),
     "rolling step without rolling": (["experiment", "--brain", "rules", "--step", "6m"], "add --rolling"),

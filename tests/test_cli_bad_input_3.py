@@ -91,8 +91,12 @@ def fixtures(root: Path) -> dict[str, str]:
     (root / "report.html").write_text("<html><body>my own page</body></html>\n")
     f["own_page"] = str(root / "report.html")
     f["no_items"] = _dataset_without_items(root)
-    (root / "zero.yaml").write_text("broker: {commission_model: zero, commission: 0.001}\n")
+    (root / "zero.yaml").write_text("broker: {commission: {model: zero, rate: 0.001}}\n")
     f["zero_cfg"] = str(root / "zero.yaml")
+    (root / "per_share.yaml").write_text("broker: {commission: {model: per-share, per_share: 0.005}}\n")
+    f["per_share_cfg"] = str(root / "per_share.yaml")
+    (root / "flat.yaml").write_text("broker: {slippage_model: bps, slippage: 5}\n")
+    f["flat_cfg"] = str(root / "flat.yaml")
     rows = [f"2020-01-{d:02d},10,11,9,10.5,10.5,1000" for d in (2, 3, 6, 7, 8, 9, 10, 13)]
     for name, edit in (
         ("high_below_low", lambda r: r.replace("2020-01-07,10,11,9", "2020-01-07,10,9,11")),
@@ -160,21 +164,27 @@ CASES: dict[str, tuple[list[str], str]] = {
     # 2. flags silently ignored: each is an error naming the flag
     "per-share price without the per-share model": (
         [*SMA, "--commission-per-share", "0.05", "--json"],
-        "--commission-per-share applies to --commission-model per-share",
+        "--commission-per-share sets the per-share model; this run's commission model is percent (the default): add --commission-model per-share",
     ),
     "per-share price at its default without the model": (
         [*SMA, "--commission-per-share", "0.005"],
-        "--commission-per-share applies to --commission-model per-share",
+        "--commission-per-share sets the per-share model; this run's commission model is percent (the default): add --commission-model per-share",
     ),
-    "commission minimum without the per-share model": ([*SMA, "--commission-min", "2"], "--commission-min applies"),
-    "commission maximum without the per-share model": ([*SMA, "--commission-max", "0.02"], "--commission-max applies"),
+    "commission minimum without the per-share model": (
+        [*SMA, "--commission-min", "2"],
+        "--commission-min sets the per-share model; this run's commission model is percent",
+    ),
+    "commission maximum without the per-share model": (
+        [*SMA, "--commission-max", "0.02"],
+        "--commission-max sets the per-share model; this run's commission model is percent",
+    ),
     "a percent rate under per-share": (
         [*SMA, "--commission-model", "per-share", "--commission", "0.001"],
-        "--commission is the percent model's rate; --commission-model per-share does not read it",
+        "--commission sets the percent model; --commission-model per-share does not read it: drop --commission",
     ),
     "a zero rate under the zero model": (
         [*SMA, "--commission-model", "zero", "--commission", "0"],
-        "--commission-model zero does not read it",
+        "--commission-model zero does not read it: drop --commission",
     ),
     "participation rest without a cap": (
         [*SMA, "--participation-rest", "carry"],
@@ -184,7 +194,15 @@ CASES: dict[str, tuple[list[str], str]] = {
     "a yfinance cache without yfinance": ([*SMA, "--cache-dir", "{prices}"], "--cache-dir is the yfinance"),
     "a config's commission under the zero model": (
         [*SMA, "--config", "{zero_cfg}"],
-        "broker.commission is the percent model's rate",
+        "unknown key 'broker.commission.zero.rate'",
+    ),
+    "a percent rate under a config's per-share model": (
+        [*SMA, "--config", "{per_share_cfg}", "--commission", "0.001"],
+        "commission model is per-share (the config file's): add --commission-model percent or drop --commission",
+    ),
+    "a flat cost key of an older config": (
+        [*SMA, "--config", "{flat_cfg}"],
+        "broker.slippage_model is the flat cost layout of an older fincon",
     ),
     "split windows with --rolling": (
         [*EXP, "--rolling", "1y", "--test-start", "2022-10-05"],

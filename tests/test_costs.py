@@ -61,8 +61,8 @@ def test_per_share_run_charges_it_and_stays_invested(tmp_path):
     m = json.loads((out / "metrics.json").read_text())
     assert m["costs"]["commission_model"] == "per-share"
     assert m["costs"]["commission_paid"] == pytest.approx(size * 0.005, rel=1e-6)
-    cfg = (out / "config.yaml").read_text()
-    assert "commission_model: per-share" in cfg
+    cfg = yaml.safe_load((out / "config.yaml").read_text())
+    assert cfg["broker"]["commission"] == {"model": "per-share", "per_share": 0.005, "minimum": 1.0, "maximum": 0.01}
 
 
 def test_zero_commission_charges_nothing(tmp_path):
@@ -170,16 +170,24 @@ def test_llm_spend_is_charged_to_the_account(tmp_path, buy):
 
 
 def test_each_cost_model_estimates_a_unit_by_hand():
-    from fincon.engine.costs import costs
+    from fincon.engine.costs import (
+        BpsSlippage,
+        Costs,
+        PercentCommission,
+        PercentSlippage,
+        PerShareCommission,
+        RangeSlippage,
+        ZeroCommission,
+    )
 
     # percent 0.1 % + 5 bps = 0.0015 of value
-    assert costs(commission=0.001, slippage_model="bps", slippage=5).unit_cost(250.0) == pytest.approx(0.0015)
+    assert Costs(PercentCommission(rate=0.001), BpsSlippage(bps=5)).unit_cost(250.0) == pytest.approx(0.0015)
     # per-share $0.05 at $250 = 0.02 %; its 1 % cap does not bind; range: 10 % of a $5 range = $0.50 = 0.2 %
-    c = costs(commission_model="per-share", commission_per_share=0.05, slippage_model="range", slippage=0.1)
+    c = Costs(PerShareCommission(per_share=0.05), RangeSlippage(fraction=0.1))
     assert c.unit_cost(250.0, high=252.0, low=247.0) == pytest.approx(0.0002 + 0.002)
     # per-share capped by its maximum: $0.05 a share on a $2 stock is 2.5 %, capped at 1 %
-    assert costs(commission_model="per-share", commission_per_share=0.05).unit_cost(2.0) == pytest.approx(0.01)
-    assert costs(commission_model="zero", slippage=0.002).unit_cost(10.0) == pytest.approx(0.002)
+    assert Costs(PerShareCommission(per_share=0.05)).unit_cost(2.0) == pytest.approx(0.01)
+    assert Costs(ZeroCommission(), PercentSlippage(fraction=0.002)).unit_cost(10.0) == pytest.approx(0.002)
 
 
 TEAM = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", "--no-progress"]
@@ -216,15 +224,15 @@ def test_a_per_share_cost_is_its_percent_equivalent_at_the_days_price(tmp_path):
     team's estimate for that day is the same number, so its decision is too."""
     from fincon.agents.team import make_fincon_team
     from fincon.data.view import PortfolioSnapshot
-    from fincon.engine.costs import costs
+    from fincon.engine.costs import Costs, PercentCommission, PerShareCommission
     from fincon.strategies.base import RunContext
     from fincon.testing import market_for
 
     market = market_for(["TSLA"])
     view = market.view_at(market.first_index, PortfolioSnapshot(1e6, 1e6, {"TSLA": 0.0}, {}))
     price = view.price("TSLA")
-    per_share = costs(commission_model="per-share", commission_per_share=0.002 * price, commission_max=0.0)
-    percent = costs(commission=0.002)
+    per_share = Costs(PerShareCommission(per_share=0.002 * price, maximum=0.0))
+    percent = Costs(PercentCommission(rate=0.002))
 
     def estimate(c) -> float:
         team = make_fincon_team({"brain": "rules", "events": "sample"}, {})
@@ -259,39 +267,64 @@ def test_the_estimate_moves_the_threshold_by_the_documented_amount():
     assert rules_manager(task(NEUTRAL_BAND + shift - 0.001, cost)).actions["T"] == "hold"
 
 
-# -- the config's cost models: typed, told apart by ``model``; the flags are short forms ---------
+# -- the config's cost models: typed, told apart by ``model``; the flags set their fields ---------
 
 
-def test_the_nested_cost_models_and_their_short_forms_are_one_config(tmp_path):
+def test_the_cost_models_are_written_and_read_as_their_mappings(tmp_path):
     """``commission: {model: per-share, ...}`` and ``slippage: {model: bps, ...}`` validate into the
-    engine's own model classes; the flat short forms (flags, earlier configs) give the same models,
-    and the config is written back in the flat layout it always had (config.yaml unchanged)."""
+    engine's own model classes and are written back as the same mappings (config.yaml); a mapping
+    without ``model`` is the percent model's. The flags give the same models."""
     from fincon.config import BrokerConfig, load_config
-    from fincon.engine.costs import BpsSlippage, PerShareCommission
+    from fincon.engine.costs import BpsSlippage, PercentCommission, PerShareCommission
 
     nested = BrokerConfig(
         commission={"model": "per-share", "per_share": 0.004, "min": 0.5, "max": 0.02},
         slippage={"model": "bps", "bps": 5},
     )
-    flat = BrokerConfig(
-        commission_model="per-share",
-        commission_per_share=0.004,
-        commission_min=0.5,
-        commission_max=0.02,
-        slippage_model="bps",
-        slippage=5,
-    )
-    assert nested == flat
     assert nested.commission == PerShareCommission(per_share=0.004, minimum=0.5, maximum=0.02)
     assert nested.slippage == BpsSlippage(bps=5)
     dumped = nested.model_dump(mode="json")
-    assert dumped["commission_model"] == "per-share" and dumped["commission_per_share"] == 0.004
-    assert dumped["slippage"] == 5 and dumped["slippage_model"] == "bps"
+    assert dumped["commission"] == {"model": "per-share", "per_share": 0.004, "minimum": 0.5, "maximum": 0.02}
+    assert dumped["slippage"] == {"model": "bps", "bps": 5.0}
     assert BrokerConfig(**dumped) == nested  # a saved config reads back to the same models
     path = tmp_path / "run.yaml"
     path.write_text("broker:\n  commission: {model: per-share, per_share: 0.004, min: 0.5, max: 0.02}\n")
     assert load_config(path).broker.commission == nested.commission
-    assert BrokerConfig(commission=0.001).commission.rate == 0.001  # a number is the percent model's rate
+    assert BrokerConfig(commission={"rate": 0.001}).commission == PercentCommission(rate=0.001)
+    out = tmp_path / "flags"
+    flags = ["--commission-model", "per-share", "--commission-per-share", "0.004", "--commission-min", "0.5",
+             "--commission-max", "0.02", "--slippage-model", "bps", "--slippage", "5"]  # fmt: skip
+    assert main(["backtest", "--ticker", "TSLA", "--end", "2022-10-12", *flags, "--out", str(out)]) == 0
+    written = yaml.safe_load((out / "config.yaml").read_text())["broker"]
+    assert BrokerConfig(**written) == nested
+    costs = json.loads((out / "metrics.json").read_text())["costs"]
+    assert costs["commission_model"] == "per-share" and costs["slippage"] == 5.0
+
+
+def test_a_flag_sets_a_field_of_the_config_files_model(tmp_path):
+    """--commission-min under a config file's per-share model keeps the file's price a share;
+    --slippage reads as the file's model (bps) reads it; --commission-model replaces the file's
+    model; a flag its model does not read is one line naming what to add."""
+    from fincon.cli.backtest import build_config
+    from fincon.cli.main import build_parser
+    from fincon.errors import ConfigError
+
+    path = tmp_path / "run.yaml"
+    path.write_text(
+        "broker:\n  commission: {model: per-share, per_share: 0.004, min: 0.5}\n  slippage: {model: bps, bps: 2}\n"
+    )
+
+    def cfg(*flags: str):
+        return build_config(build_parser().parse_args(["backtest", "--config", str(path), *flags]))
+
+    b = cfg("--commission-min", "2", "--slippage", "7").broker
+    assert (b.commission.per_share, b.commission.minimum, b.slippage.bps) == (0.004, 2.0, 7.0)
+    b = cfg("--commission-model", "percent", "--commission", "0.001").broker
+    assert b.commission.model == "percent" and b.commission.rate == 0.001
+    with pytest.raises(ConfigError, match=r"model is per-share \(the config file's\): add --commission-model percent"):
+        cfg("--commission", "0.001")
+    with pytest.raises(ConfigError, match=r"--slippage 500.0: .*less than 0\.1 \(the percent slippage model\)"):
+        cfg("--slippage-model", "percent", "--slippage", "500")
 
 
 @pytest.mark.parametrize(
@@ -299,7 +332,8 @@ def test_the_nested_cost_models_and_their_short_forms_are_one_config(tmp_path):
     [
         ({"commission": {"model": "per-share", "pershare": 1}}, "pershare"),
         ({"commission": {"model": "tiered"}}, "tiered"),
-        ({"commission": {"model": "zero"}, "commission_model": "percent"}, "disagree"),
+        ({"commission": 0.001}, "flat cost layout of an older fincon; write the cost models as mappings"),
+        ({"commission_model": "zero"}, "broker.commission_model is the flat cost layout"),
         ({"slippage": {"model": "bps", "bps": 5000}}, "less than 1000"),
     ],
 )

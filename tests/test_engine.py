@@ -51,14 +51,14 @@ def test_commission_and_slippage_cost_exactly_what_they_should():
     market = market_for(["MSFT"])
     p = market.frame("MSFT")["close"]
     c = 0.001
-    res = backtest(market, make_strategy("buy-and-hold"), commission=c)
+    res = backtest(market, make_strategy("buy-and-hold"), commission={"rate": c})
     v0 = 1_000_000.0
     shares = v0 * (1 - 1e-9) / (p.iloc[0] * (1 + c))
     expected_final = shares * p.iloc[-1] + v0 * 1e-9
     assert res.values[-1] == pytest.approx(expected_final, rel=1e-9)
     assert res.trades["commission"].iloc[0] == pytest.approx(shares * p.iloc[0] * c, rel=1e-9)
     # slippage fills worse than the close
-    slipped = backtest(market, make_strategy("buy-and-hold"), slippage=0.002)
+    slipped = backtest(market, make_strategy("buy-and-hold"), slippage={"fraction": 0.002})
     assert slipped.trades["price"].iloc[0] == pytest.approx(p.iloc[0] * 1.002, rel=1e-9)
     assert slipped.values[-1] < backtest(market, make_strategy("buy-and-hold")).values[-1]
 
@@ -141,7 +141,19 @@ def test_full_investment_with_costs_is_never_rejected(fill):
     """Commission and slippage compound in backtrader; sizing must fit the
     cash exactly or the broker rejects the order (margin)."""
     strategy = make_strategy("equal-weight", {"rebalance_every": 1})
-    res = backtest(market_for(["TSLA", "MSFT", "PFE"]), strategy, commission=0.001, slippage=0.0005, fill=fill)
+    res = backtest(
+        market_for(["TSLA", "MSFT", "PFE"]),
+        strategy,
+        commission={"rate": 0.001},
+        slippage={"fraction": 0.0005},
+        fill=fill,
+    )
     assert res.rejected_orders == 0
-    res = backtest(market_for(["TSLA"]), make_strategy("buy-and-hold"), commission=0.001, slippage=0.0005, fill=fill)
+    res = backtest(
+        market_for(["TSLA"]),
+        make_strategy("buy-and-hold"),
+        commission={"rate": 0.001},
+        slippage={"fraction": 0.0005},
+        fill=fill,
+    )
     assert res.rejected_orders == 0 and res.metrics.n_trades == 1

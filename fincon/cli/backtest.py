@@ -150,7 +150,7 @@ def build_config(args: argparse.Namespace) -> RunConfig:
         params=args.param,
         llm=llm_overrides(args),
         # nothing but a flag can set these without a config: an error may name their flags too
-        named=() if args.config is not None else ("broker.commission_model", "broker.participation"),
+        named=() if args.config is not None else ("broker.participation",),
     )
     check_unused_flags(args, cfg)
     return with_brain(cfg, team)

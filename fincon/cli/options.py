@@ -113,8 +113,8 @@ def run_flags() -> dict[str, str]:
 def flag_of(key: str, known: Mapping[str, str] | None = None) -> str:
     """The flag that sets config ``key``: in ``known`` (default: a run config's,
     :func:`run_flags`), else a strategy parameter set with --param is named as
-    that --param, and a broker short form ``broker.commission_min`` is
-    ``--commission-min``."""
+    that --param, and any other key is ``--`` and its last part
+    (``broker.slippage`` is ``--slippage``)."""
     known = run_flags() if known is None else known
     if key in known:
         return known[key]

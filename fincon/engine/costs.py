@@ -178,6 +178,9 @@ class ZeroCommission(Commission):
 class Slippage(_CostModel):
     """How far from the bar's price an order fills, against the trader."""
 
+    #: the field of the model's one number (what ``--slippage`` sets)
+    number: ClassVar[str] = "fraction"
+
     def linear_fraction(self) -> float | None:
         """The fraction of price every order slips when that is all there is
         to it (backtrader's percent slippage), else None."""
@@ -230,6 +233,7 @@ class BpsSlippage(_FractionSlippage):
     """Basis points of the price (5 bps = 0.0005)."""
 
     name = "bps"
+    number = "bps"
     model: Literal["bps"] = "bps"
     bps: float = Field(0.0, ge=0, lt=1000, description="basis points of price, against the trader")
 
@@ -321,16 +325,6 @@ SLIPPAGES: dict[str, type[Slippage]] = {m.name: m for m in (PercentSlippage, Bps
 CommissionModel = Annotated[Union[tuple(COMMISSIONS.values())], Field(discriminator="model")]  # type: ignore[valid-type]
 SlippageModel = Annotated[Union[tuple(SLIPPAGES.values())], Field(discriminator="model")]  # type: ignore[valid-type]
 
-#: the short forms (today's flags and flat config keys): flat key -> (the model it belongs to, its field)
-COMMISSION_SHORT = {
-    "commission": ("percent", "rate"),
-    "commission_per_share": ("per-share", "per_share"),
-    "commission_min": ("per-share", "minimum"),
-    "commission_max": ("per-share", "maximum"),
-}
-#: every slippage model's one number has the short form ``slippage``
-SLIPPAGE_FIELD = {"percent": "fraction", "bps": "bps", "range": "fraction"}
-
 
 @dataclass(frozen=True)
 class Costs:
@@ -376,24 +370,3 @@ class Costs:
         if self.participation is not None:
             out["participation_rest"] = self.participation.rest
         return out
-
-
-def costs(
-    commission_model: str = "percent",
-    slippage_model: str = "percent",
-    participation: float | None = None,
-    participation_rest: str = "cancel",
-    **params: Any,
-) -> Costs:
-    """:class:`Costs` from the short forms the flags use (``commission``,
-    ``commission_per_share``, ``commission_min``, ``commission_max``,
-    ``slippage``); each model takes the keys it owns (:data:`COMMISSION_SHORT`)."""
-    commission = COMMISSIONS[commission_model](
-        **{f: params[k] for k, (m, f) in COMMISSION_SHORT.items() if m == commission_model and k in params}
-    )
-    slip_field = SLIPPAGE_FIELD.get(slippage_model)
-    slippage = SLIPPAGES[slippage_model](
-        **({slip_field: params["slippage"]} if "slippage" in params and slip_field else {})
-    )
-    fill = None if participation is None else Participation(participation=participation, rest=participation_rest)  # type: ignore[arg-type]
-    return Costs(commission, slippage, fill)

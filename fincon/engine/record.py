@@ -256,12 +256,6 @@ def run_status(result: Any) -> str:
     return "stopped_early" if result.stopped else "complete"
 
 
-def uses_new_costs(settings: BrokerSettings) -> bool:
-    """A commission or slippage model, a participation cap or a charged LLM spend is set."""
-    c = settings.costs
-    return not c.linear or c.participation is not None or settings.charge_llm
-
-
 def costs_summary(settings: BrokerSettings, result: Any) -> dict[str, Any]:
     """The cost and fill settings in force and what they cost (metrics.json ``costs``)."""
     out: dict[str, Any] = {
@@ -327,8 +321,7 @@ def write_run(
         metrics["model_knowledge"] = dict(model_knowledge)
     if lookahead:
         metrics["data_lookahead"] = lookahead
-    if uses_new_costs(settings):  # the default broker writes the metrics.json it always wrote (recorded replays)
-        metrics["costs"] = costs_summary(settings, result)
+    metrics["costs"] = costs_summary(settings, result)
     write_json(path / METRICS, metrics)
     summary: dict[str, Any] = {
         "fincon_version": version,

@@ -34,8 +34,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
 
+from pydantic import ValidationError
+
+from fincon.config import BrokerConfig
 from fincon.engine.record import CONFIG, DECISIONS, METRICS, RunRecord
 from fincon.errors import DataError
+from fincon.validation import format_validation_error
 
 PASS, FAIL, NONE = "pass", "fail", "not measured"
 #: a window shorter than this many trading days is "one short window"
@@ -157,9 +161,16 @@ class Evidence:
     config: dict[str, Any]
     decisions: list[dict[str, Any]]
 
-    @property
-    def broker(self) -> dict[str, Any]:
-        return self.config.get("broker") or {}
+    @cached_property
+    def broker(self) -> BrokerConfig:
+        """The run's broker section, typed (a config of an older layout is one line saying so)."""
+        try:
+            return BrokerConfig.model_validate(self.config.get("broker") or {})
+        except ValidationError as exc:
+            raise DataError(
+                f"{self.root}: the run's broker section does not read "
+                f"({format_validation_error('broker', exc, BrokerConfig)}); re-run it with this fincon to grade it"
+            ) from None
 
     @cached_property
     def knowledge(self) -> dict[str, Any]:
@@ -174,8 +185,9 @@ class Evidence:
 
     @property
     def costly(self) -> bool:
+        """Does an order cost anything (100 shares at $100 on a $2 range)?"""
         b = self.broker
-        return bool(b.get("commission") or b.get("slippage") or b.get("commission_model") == "per-share")
+        return b.commission.fee(100, 100.0) > 0 or b.slippage.per_share(100.0, 101.0, 99.0) > 0
 
 
 def evidence(root: Path) -> Evidence:
@@ -233,11 +245,13 @@ def temporal_integrity(ev: Evidence) -> Verdict:
 
 def frictions(ev: Evidence) -> Verdict:
     """Were costs applied at all?"""
-    b = ev.broker
     if not ev.costly:
         return FAIL, "run without costs (no commission, no slippage)"
-    keys = ("commission_model", "commission", "slippage_model", "slippage")
-    return PASS, "costs applied: " + ", ".join(f"{k} {b[k]}" for k in keys if k in b)
+    said = [
+        f"{kind} {m.model}" + "".join(f", {k} {v}" for k, v in m.model_dump().items() if k != "model")
+        for kind, m in (("commission", ev.broker.commission), ("slippage", ev.broker.slippage))
+    ]
+    return PASS, "costs applied: " + "; ".join(said)
 
 
 def counterfactual_robustness(ev: Evidence) -> Verdict:
@@ -329,24 +343,24 @@ def point_in_time(ev: Evidence) -> Verdict:
 
 
 def next_open_fills(ev: Evidence) -> Verdict:
-    if ev.broker.get("fill", "close") == "next_open":
+    if ev.broker.fill == "next_open":
         return PASS, "fill next_open"
     return FAIL, "fill at the decision's own close (--fill next-open)"
 
 
 def costs(ev: Evidence) -> Verdict:
-    if ev.broker.get("commission_model") == "per-share":
+    if ev.broker.commission.model == "per-share":
         return PASS, "per-share commission with a minimum and a maximum"
     return (PASS, "percent costs") if ev.costly else (FAIL, "none")
 
 
 def volume_caps(ev: Evidence) -> Verdict:
-    cap = ev.broker.get("participation")
+    cap = ev.broker.participation
     return (PASS, f"participation {cap}") if cap else (FAIL, "no participation cap (--participation 0.025)")
 
 
 def llm_cost(ev: Evidence) -> Verdict:
-    if ev.broker.get("charge_llm"):
+    if ev.broker.charge_llm:
         return PASS, "model spend charged to the account"
     if ev.knowledge.get("label") in (None, "no-model"):
         return PASS, "no model: nothing to charge"

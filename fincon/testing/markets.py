@@ -29,7 +29,7 @@ def market_for(tickers, warmup=0, start=START, end=END) -> MarketData:
 
 def backtest(market: MarketData, strategy, tmp_path: Path | None = None, **broker):
     """Run ``strategy`` over ``market`` (no progress bar); ``broker`` are a
-    run config's ``broker`` keys (``commission=0.001``, ``slippage_model="bps"``).
+    run config's ``broker`` keys (``commission={"rate": 0.001}``, ``slippage={"model": "bps", "bps": 5}``).
     The run directory defaults to the cwd. A strategy that reads news gets
     the corpus its params name (the sample's by default) as the runner gives
     it, unless ``market`` carries one already."""

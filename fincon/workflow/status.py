@@ -65,7 +65,8 @@ def failure(state: dict[str, Any] | None) -> str | None:
 #: line (its settings were written by other rules: they cannot be compared key by key); it is raised
 #: when a change would make an unchanged command read a finished directory differently.
 #: 2: the training's options written in full (seed, cvrf_brain), an experiment's placebos a list.
-SCHEMA_VERSION = 2
+#: 3: the broker's cost models written as their mappings (no flat ``commission_model`` keys).
+SCHEMA_VERSION = 3
 
 
 def versioned(state: dict[str, Any]) -> dict[str, Any]:
