@@ -157,7 +157,7 @@ class BrokerConfig(Section):
         ]
         if flat:
             raise ValueError(
-                f"broker.{flat[0]} is the flat cost layout of an older fincon; write the cost models as mappings: "
+                f"{flat[0]} is the flat cost layout of an older fincon; write the cost models as mappings: "
                 "commission: {model: percent, rate: 0.001} or {model: per-share, per_share: 0.005, min: 1, max: 0.01}, "
                 "slippage: {model: percent, fraction: 0.0005} or {model: bps, bps: 5} (docs/engine.md)"
             )

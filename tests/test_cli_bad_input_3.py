@@ -202,7 +202,7 @@ CASES: dict[str, tuple[list[str], str]] = {
     ),
     "a flat cost key of an older config": (
         [*SMA, "--config", "{flat_cfg}"],
-        "broker.slippage_model is the flat cost layout of an older fincon",
+        "config: broker: slippage_model is the flat cost layout of an older fincon",
     ),
     "split windows with --rolling": (
         [*EXP, "--rolling", "1y", "--test-start", "2022-10-05"],

@@ -333,7 +333,7 @@ def test_a_flag_sets_a_field_of_the_config_files_model(tmp_path):
         ({"commission": {"model": "per-share", "pershare": 1}}, "pershare"),
         ({"commission": {"model": "tiered"}}, "tiered"),
         ({"commission": 0.001}, "flat cost layout of an older fincon; write the cost models as mappings"),
-        ({"commission_model": "zero"}, "broker.commission_model is the flat cost layout"),
+        ({"commission_model": "zero"}, "broker: commission_model is the flat cost layout"),
         ({"slippage": {"model": "bps", "bps": 5000}}, "less than 1000"),
     ],
 )
