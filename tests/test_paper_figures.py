@@ -41,10 +41,13 @@ def test_a_block_lays_fincons_figures_beside_the_papers():
     ours = {"fincon": {"cr_pct": -5.5, "sharpe": -1.2, "mdd_pct": 9.77}, "buy-and-hold": {"cr_pct": 16.654}}
     block = paper.side_by_side("MSFT", ours, "differs: the model (bundled 1.5B), the corpus (synthetic)")
     lines = block.splitlines()
-    assert "fincon" in lines[0] and "paper (published" in lines[0]
+    assert lines[0] == "MSFT: fincon beside the paper (published, FinCon (arXiv 2407.06567v3))"
+    assert lines[1].split() == ["paper's", "model", "fincon", "strategy", "CR", "%", "SR", "MDD", "%", "paper", "CR", "%",
+                                "paper", "SR", "paper", "MDD", "%"]  # fmt: skip
     fincon = next(x for x in lines if x.startswith("FinCon "))
-    assert "-5.500" in fincon and "31.625" in fincon  # ours, then the paper's
-    assert next(x for x in lines if x.startswith("GA ")).split()[1:4] == ["not", "in", "fincon"]
+    assert fincon.split() == ["FinCon", "fincon", "-5.500", "-1.200", "9.770", "31.625", "1.538", "15.010"]
+    assert next(x for x in lines if x.startswith("GA ")).split()[1:6] == ["not", "in", "fincon", "n/a", "n/a"]
+    assert next(x for x in lines if x.startswith("B&H ")).split()[2:5] == ["16.654", "n/a", "n/a"]
     assert lines[-1].startswith("differs:")
     portfolio = paper.side_by_side(("TSLA", "MSFT", "PFE"), {})
     assert "portfolio TSLA, MSFT, PFE" in portfolio and "113.836" in portfolio and "finrl-a2c" in portfolio

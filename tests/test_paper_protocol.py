@@ -83,6 +83,14 @@ def test_one_command_prints_both_tables_beside_the_papers_figures(tmp_path, monk
     page = (tmp_path / "paper.html").read_text(encoding="utf-8")
     for name in (*SINGLE_BASELINES, *PORTFOLIO_BASELINES):
         assert f">{name}<" in page, name
+    # the paper's comparison is the table paper.md prints: the same cells, laid out as HTML
+    section = page[page.index('<section id="paper">') : page.index("</section>", page.index('<section id="paper">'))]
+    assert "<h4>portfolio TSLA, MSFT</h4>" in section and "differs from the paper: the model is none" in section
+    cells = b_and_h.split()  # B&H, buy-and-hold, then six figures
+    row = "<tr><td class=text>B&amp;H</td><td class=text>buy-and-hold</td>" + "".join(
+        f"<td>{c}</td>" for c in cells[2:]
+    )
+    assert len(cells) == 8 and row + "</tr>" in section
 
 
 def test_llm_rows_carry_their_windows_knowledge_label():
@@ -99,11 +107,12 @@ def test_llm_rows_carry_their_windows_knowledge_label():
 
 def test_the_papers_figures_sit_beside_only_on_the_papers_window():
     from fincon.workflow.experiment import load_experiment
-    from fincon.workflow.paper_protocol import _published, papers_window
+    from fincon.workflow.paper import published
+    from fincon.workflow.paper_protocol import papers_window
 
     blocks = plan({})
-    assert _published(blocks[0])["FinCon"] == {"cr_pct": 82.871, "sharpe": 1.972, "mdd_pct": 29.727}
-    assert _published(plan({"tickers": ["TSLA", "JNJ"]})[-1]) is None  # not one of the paper's portfolios
+    assert published(blocks[0].paper_key)["FinCon"] == {"cr_pct": 82.871, "sharpe": 1.972, "mdd_pct": 29.727}
+    assert published(plan({"tickers": ["TSLA", "JNJ"]})[-1].paper_key) is None  # not one of the paper's portfolios
     assert papers_window(load_experiment(None, blocks[0].overrides))
     assert not papers_window(load_experiment(None, {**blocks[0].overrides, "test.end": "2022-11-30"}))
     text = tables(blocks[:1], {}, "", None, papers_window=False)

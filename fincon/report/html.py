@@ -25,7 +25,7 @@ from fincon.report.parts import esc
 from fincon.report.performance import section_performance
 from fincon.report.rolling import section_rolling
 from fincon.report.runs import section_curves, section_metrics, section_timeline
-from fincon.report.studies import section_experiment, section_training
+from fincon.report.studies import section_experiment, section_paper, section_training
 from fincon.report.usage import section_llm
 
 
@@ -94,6 +94,7 @@ def render(data: ReportData) -> str:
         section_timeline(data),
         section_llm(data),
         section_training(data),
+        section_paper(data),
         section_experiment(data),
         section_rolling(data),
         section_performance(data),
@@ -107,6 +108,7 @@ def render(data: ReportData) -> str:
         ("decisions", "Decisions"),
         ("llm", "LLM usage"),
         ("training", "Training"),
+        ("paper", "The paper's comparison"),
         ("experiment", "Experiment"),
         ("rolling", "Rolling"),
         ("performance", "Performance"),

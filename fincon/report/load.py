@@ -107,6 +107,8 @@ class Source:
 class ReportData:
     sources: list[Source]
     benchmarks: list[Benchmark]
+    #: each ``--preset fincon-paper`` directory given, with its paper.json
+    papers: list[tuple[Path, dict[str, Any]]] = field(default_factory=list)
 
     @property
     def runs(self) -> list[Run]:
@@ -379,11 +381,15 @@ def _benchmarks(sources: list[Source]) -> list[Benchmark]:
     return out
 
 
+def _is_paper(p: Path) -> bool:
+    return (p / "paper.json").is_file() and not (p / "experiment.json").is_file()
+
+
 def _expand(paths: list[Path]) -> list[Path]:
     """A ``--preset fincon-paper`` directory stands for its blocks' experiments (one section each)."""
     out = []
     for p in map(Path, paths):
-        if (p / "paper.json").is_file() and not (p / "experiment.json").is_file():
+        if _is_paper(p):
             blocks = read_json(p / "paper.json").get("blocks")
             if not isinstance(blocks, dict) or not blocks:
                 raise DataError(f"{p / 'paper.json'}: names no experiment; is this a fincon paper run?")
@@ -396,10 +402,11 @@ def _expand(paths: list[Path]) -> list[Path]:
 def load_report_data(paths: list[Path]) -> ReportData:
     if not paths:
         raise DataError("no run directory given")
+    papers = [(p, read_json(p / "paper.json")) for p in map(Path, paths) if _is_paper(p)]
     sources = [load_source(p) for p in _expand(paths)]
     _unique_labels(sources)
     benchmarks = _benchmarks(sources)
     for s in sources:  # a comparison's benchmark column is shown as its benchmark
         if s.runs:
             s.columns.pop(BENCHMARK_KEY, None)
-    return ReportData(sources, benchmarks)
+    return ReportData(sources, benchmarks, papers)

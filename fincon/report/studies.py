@@ -10,6 +10,7 @@ from __future__ import annotations
 from fincon.report.load import ReportData, Training
 from fincon.report.parts import COLORS, esc, num, placebo_table, plot_div, significance_table, table
 from fincon.workflow.tables import experiment as experiment_table
+from fincon.workflow.tables import paper_block
 
 
 def _training_chart(t: Training, div_id: str) -> str:
@@ -198,6 +199,35 @@ def section_training(data: ReportData) -> str:
                     )
                     + "</details>"
                 )
+    out.append("</section>")
+    return "\n".join(out)
+
+
+# -- the paper's comparison -------------------------------------------------------
+
+
+def section_paper(data: ReportData) -> str:
+    """Each ``--preset fincon-paper`` directory's blocks: fincon's figures beside the paper's
+    (workflow.tables.PAPER, the table paper.md prints)."""
+    if not data.papers:
+        return ""
+    from fincon.workflow.paper import block_rows, label
+    from fincon.workflow.paper_protocol import knowledge_line
+
+    out = ['<section id="paper"><h2>The paper\'s comparison</h2>']
+    for path, doc in data.papers:
+        out.append(f'<h3>{esc(path.name)} <span class="muted">({esc(str(doc.get("paper", "")))})</span></h3>')
+        for block in (doc.get("blocks") or {}).values():
+            tickers = tuple(block.get("tickers") or ())
+            key = tickers[0] if len(tickers) == 1 else tickers
+            out.append(f"<h4>{esc(label(key))}</h4>")
+            heads, cells, text = paper_block(block_rows(key, block.get("fincon") or {}, block.get("paper_published")))
+            out.append(table(heads, cells, text_cols=text))
+            known = knowledge_line(block.get("model_knowledge") or {})
+            if known:
+                out.append(f'<p class="note">{esc(known)}</p>')
+        if doc.get("differs"):
+            out.append(f'<p class="note">{esc(str(doc["differs"]))}</p>')
     out.append("</section>")
     return "\n".join(out)
 

@@ -68,13 +68,3 @@ def format_table(columns: dict[str, dict[str, Any]]) -> str:
     for (_, label, _), row in zip(rows, cells):
         lines.append("  ".join([label.ljust(width0)] + [c.rjust(w) for c, w in zip(row, widths)]))
     return "\n".join(lines)
-
-
-def text_table(heads: list[str], cells: list[list[str]], text_cols: list[int]) -> list[str]:
-    """A table as aligned text lines: text columns left, numbers right (the HTML twin: report.parts.table)."""
-    rows = [heads, *cells]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(heads))]
-    return [
-        "  ".join(c.ljust(w) if i in text_cols else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-        for r in rows
-    ]

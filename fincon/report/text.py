@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from fincon.report.table import text_table
 from fincon.workflow.tables import (
     experiment,
     experiment_rows,
@@ -13,6 +12,7 @@ from fincon.workflow.tables import (
     placebo_flags,
     rolling_summary,
     significance,
+    text_table,
 )
 
 

@@ -17,7 +17,6 @@ and FinAgent).
 
 from __future__ import annotations
 
-import math
 from typing import Any, Mapping
 
 #: (CR %, SR, MDD %) as printed; None where the paper has no figure (its DRL agents on COIN)
@@ -89,39 +88,55 @@ PORTFOLIOS: dict[tuple[str, ...], dict[str, Figures]] = {
 }
 
 
-def _cell(v: Any, spec: str) -> str:
-    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else spec.format(v)
+#: the figures of a paper row by name, as paper.json writes them
+FIGURES = ("cr_pct", "sharpe", "mdd_pct")
+
+
+def published(key: str | tuple[str, ...]) -> dict[str, dict[str, float] | None] | None:
+    """The paper's figures for a stock (Table 2) or a portfolio (Table 3) by paper row, as
+    paper.json writes them; None: the paper has no such stock or portfolio."""
+    got = (SINGLE if isinstance(key, str) else PORTFOLIOS).get(key)  # type: ignore[call-overload]
+    if got is None:
+        return None
+    return {m: None if f is None else dict(zip(FIGURES, f)) for m, f in got.items()}
+
+
+def label(key: str | tuple[str, ...]) -> str:
+    return key if isinstance(key, str) else "portfolio " + ", ".join(key)
+
+
+def block_rows(
+    key: str | tuple[str, ...],
+    ours: Mapping[str, Mapping[str, Any]],
+    paper: Mapping[str, Mapping[str, float] | None] | None,
+) -> list[dict[str, Any]]:
+    """The rows of one block (workflow.tables.PAPER): a row per paper model, fincon's CR %, SR and
+    MDD % for the strategy in its place (``ours``: strategy -> metrics), then ``paper``'s figures
+    (:func:`published`; None: a stock, portfolio or window the paper has no figures for, its
+    column empty)."""
+    models = list(_T2 if isinstance(key, str) else next(iter(PORTFOLIOS.values())))
+    rows = []
+    for model in paper or models:
+        name = STRATEGY.get(model)
+        mine = (ours.get(name) if name else None) or {}
+        theirs = (paper or {}).get(model) or {}
+        rows.append(
+            {"model": model, "strategy": name, **{f: mine.get(f) for f in FIGURES},
+             **{f"paper_{f}": theirs.get(f) for f in FIGURES}}
+        )  # fmt: skip
+    return rows
 
 
 def side_by_side(
-    key: str | tuple[str, ...], ours: Mapping[str, Mapping[str, Any]], differs: str = "", published: bool = True
+    key: str | tuple[str, ...], ours: Mapping[str, Mapping[str, Any]], differs: str = "", papers_window: bool = True
 ) -> str:
-    """One of the paper's blocks (a ticker of Table 2, a portfolio of Table 3)
-    with fincon's figures beside the paper's: a row per paper model, fincon's
-    CR %, SR and MDD % for the strategy in its place (``ours``: strategy ->
-    metrics with ``cr_pct``, ``sharpe``, ``mdd_pct``), then the paper's.
-    ``differs``: a line saying what differs from the paper's setting. A
-    stock or portfolio outside the paper (an imported dataset's) gets the
-    same rows with the paper's column empty; so does ``published`` False
-    (fincon's figures are of another window than the paper's)."""
-    single = isinstance(key, str)
-    # a stock or portfolio the paper has no figures for: its models' rows, the paper's column empty
-    rows = _T2 if single else next(iter(PORTFOLIOS.values()))
-    paper = (SINGLE if single else PORTFOLIOS).get(key) if published else None  # type: ignore[call-overload]
-    paper = paper or {m: None for m in rows}
-    label = key if single else "portfolio " + ", ".join(key)
-    head = f"{label:<22}{'fincon':>37}   {'paper (published, ' + PAPER.split(',')[0] + ')':>38}"
-    sub = f"{'':<22}{'strategy':>15}{'CR %':>9}{'SR':>7}{'MDD %':>8}   {'CR %':>12}{'SR':>8}{'MDD %':>9}"
-    lines = [head, sub]
-    for model, fig in paper.items():
-        name = STRATEGY.get(model)
-        m = ours.get(name) if name else None
-        mine = (
-            f"{name or 'not in fincon':>15}{_cell((m or {}).get('cr_pct'), '{:.3f}'):>9}"
-            f"{_cell((m or {}).get('sharpe'), '{:.3f}'):>7}{_cell((m or {}).get('mdd_pct'), '{:.3f}'):>8}"
-        )
-        theirs = "           -       -        -" if fig is None else f"{fig[0]:>12.3f}{fig[1]:>8.3f}{fig[2]:>9.3f}"
-        lines.append(f"{model:<22}{mine}   {theirs}")
-    if differs:
-        lines.append(differs)
-    return "\n".join(lines)
+    """One of the paper's blocks (a ticker of Table 2, a portfolio of Table 3) as text: its label,
+    the table (workflow.tables.PAPER) and ``differs``, a line saying what differs from the paper's
+    setting. ``papers_window`` False: fincon's figures are of another window than the paper's, whose
+    column stays empty."""
+    from fincon.workflow.tables import paper_block, text_table
+
+    rows = block_rows(key, ours, published(key) if papers_window else None)
+    lines = [f"{label(key)}: fincon beside the paper (published, {PAPER.split(',')[0]})"]
+    lines += text_table(*paper_block(rows))
+    return "\n".join(lines + ([differs] if differs else []))

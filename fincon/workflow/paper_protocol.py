@@ -170,7 +170,7 @@ def tables(blocks: list[Block], rows: Mapping[str, Mapping[str, Any]], line: str
             continue
         parts.append(title)
         for b in mine:
-            parts.append(paper.side_by_side(b.paper_key, rows.get(b.key, {}), published=papers_window))
+            parts.append(paper.side_by_side(b.paper_key, rows.get(b.key, {}), papers_window=papers_window))
             label = (knowledge or {}).get(b.key)
             if label:
                 parts.append(label)
@@ -242,7 +242,7 @@ def run_paper(
                 "brain": exp.brain,
                 "fincon": rows[b.key],
                 "model_knowledge": knowledge[b.key],
-                "paper_published": _published(b) if same else None,
+                "paper_published": paper.published(b.paper_key) if same else None,
             }
             for b, exp in experiments
         },
@@ -270,12 +270,3 @@ def _claim(out: Path, keys: list[str]) -> None:
 def papers_window(exp) -> bool:
     """Whether ``exp`` tests on the paper's window (only then are its figures laid beside)."""
     return (str(exp.test.start), str(exp.test.end)) == (BASE["test.start"], BASE["test.end"])
-
-
-def _published(block: Block) -> dict[str, Any] | None:
-    """The paper's figures for the block (None: the paper has no such stock or portfolio)."""
-    table = paper.PORTFOLIOS if block.portfolio else paper.SINGLE
-    got = table.get(block.paper_key)  # type: ignore[call-overload]
-    if got is None:
-        return None
-    return {m: None if f is None else dict(zip(("cr_pct", "sharpe", "mdd_pct"), f)) for m, f in got.items()}

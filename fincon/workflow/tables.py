@@ -1,6 +1,6 @@
 """Result tables, one column list per result: what each column is headed, which field it reads and
-how a cell is written. The CLI prints a table as text (``report.table.text_table``), the report lays
-the same table out as HTML (``report.parts.table``): a header or a rounding is written once.
+how a cell is written. The CLI prints a table as text (:func:`text_table`), the report lays the same
+table out as HTML (``report.parts.table``): a header or a rounding is written once.
 """
 
 from __future__ import annotations
@@ -41,6 +41,16 @@ def laid_out(columns: Sequence[Column], rows: Sequence[Mapping[str, Any]]) -> Ta
     heads = [c[0] for c in columns]
     cells = [[fmt(r if key == "" else r.get(key)) for _, key, fmt, _ in columns] for r in rows]
     return heads, cells, [i for i, c in enumerate(columns) if c[3]]
+
+
+def text_table(heads: list[str], cells: list[list[str]], text_cols: list[int]) -> list[str]:
+    """A table as aligned text lines: text columns left, numbers right (the HTML twin: report.parts.table)."""
+    rows = [heads, *cells]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(heads))]
+    return [
+        "  ".join(c.ljust(w) if i in text_cols else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+        for r in rows
+    ]
 
 
 #: a rolling evaluation's summary (summary.csv, results.json's ``summary``): per universe and strategy
@@ -216,3 +226,22 @@ def placebo(res: Mapping[str, Any]) -> Table:
 def placebo_flags(res: Mapping[str, Any]) -> list[str]:
     """Each placebo's flags, as ``kind: flag``."""
     return [f"{kind}: {flag}" for kind, p in (res.get("placebo") or {}).items() for flag in p.get("flags", [])]
+
+
+#: one block of the paper's comparison (``paper.json``'s blocks): a row per paper model, fincon's
+#: figures for the strategy in its place, then the paper's as printed (workflow.paper.block_rows)
+PAPER: list[Column] = [
+    ("paper's model", "model", str, True),
+    ("fincon strategy", "strategy", lambda v: v or "not in fincon", True),
+    ("CR %", "cr_pct", _cell("{:.3f}"), False),
+    ("SR", "sharpe", _cell("{:.3f}"), False),
+    ("MDD %", "mdd_pct", _cell("{:.3f}"), False),
+    ("paper CR %", "paper_cr_pct", _cell("{:.3f}"), False),
+    ("paper SR", "paper_sharpe", _cell("{:.3f}"), False),
+    ("paper MDD %", "paper_mdd_pct", _cell("{:.3f}"), False),
+]
+
+
+def paper_block(rows: Sequence[Mapping[str, Any]]) -> Table:
+    """A block of the paper's comparison, its rows from ``workflow.paper.block_rows``."""
+    return laid_out(PAPER, rows)
