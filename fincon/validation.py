@@ -12,6 +12,8 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, ValidationError
 
+from fincon.errors import ConfigError
+
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
@@ -106,7 +108,6 @@ def field_range(model: type, loc: tuple) -> str | None:
 def validated(model: type, data: Any, where: str):
     """``data`` as an instance of the pydantic ``model`` (kept as it is when it
     already is one); a bad key or value is a ConfigError naming ``where.KEY``."""
-    from fincon.errors import ConfigError
 
     if isinstance(data, model):
         return data

@@ -38,6 +38,7 @@ from fincon.agents.reports import (
     short_labels,
 )
 from fincon.agents.roles.base import Item, RoleInputs
+from fincon.llm.errors import LLMInvalidAnswer
 from fincon.memory.distill import clip_sentences, uncut
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -314,7 +315,6 @@ class LLMBrain:
         self.client = client
 
     def answer(self, q: Question) -> Answer:
-        from fincon.llm.errors import LLMInvalidAnswer
 
         labels = {k: v for k, v in q.labels.items() if v in q.allowed}
         model = checked(q.model, set(q.allowed) | set(labels), sorted(labels, key=_natural) if labels else None)

@@ -22,8 +22,10 @@ from typing import Any, Mapping
 
 from pydantic import field_validator
 
+from fincon.agents.team.factory import TEAM_LLM
 from fincon.agents.team.params import FinConParams
 from fincon.agents.team.strategy import FinConTeam
+from fincon.validation import validated
 
 
 class FinMemParams(FinConParams):
@@ -56,8 +58,6 @@ class FinMem(FinConTeam):
 
 def make_finmem(params: FinMemParams | Mapping[str, Any], llm=None) -> FinMem:
     """Registry entry: params validated, the run's typed LLM settings under the params' own."""
-    from fincon.agents.team.factory import TEAM_LLM
-    from fincon.validation import validated
 
     p = validated(FinMemParams, params, "strategy_params.finmem")
     settings = None

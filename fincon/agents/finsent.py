@@ -28,8 +28,13 @@ from typing import Any, Literal, Mapping
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from fincon.data.events.model import visible_day
+from fincon.data.lexicon import LoughranMcDonald
 from fincon.errors import ConfigError
+from fincon.llm import LLMInvalidAnswer, LLMUnavailable
+from fincon.llm.types import Message
 from fincon.strategies.base import Decision, RunContext, StopRun, Strategy
+from fincon.validation import validated
 
 log = logging.getLogger(__name__)
 AGENT = "finsent"
@@ -84,7 +89,6 @@ class FinSent(Strategy):
         return self._client
 
     def start(self, ctx: RunContext) -> None:
-        from fincon.data.lexicon import LoughranMcDonald
 
         p = self.params
         if ctx.events is None:
@@ -110,8 +114,6 @@ class FinSent(Strategy):
         """(score, via, call keys) of one item."""
         if self.params.brain == "rules":
             return self._lexicon(e.text), "rules", ()
-        from fincon.llm import LLMInvalidAnswer, LLMUnavailable
-        from fincon.llm.types import Message
 
         text = " ".join(str(e.text).split())[:1500]
         msgs = [
@@ -132,7 +134,6 @@ class FinSent(Strategy):
         return SCORE[res.value.sentiment], "llm", tuple(res.keys)
 
     def decide(self, view) -> Decision | None:
-        from fincon.data.events.model import visible_day
 
         day = pd.Timestamp(view.date).normalize()
         iso = str(day.date())
@@ -192,7 +193,6 @@ class FinSent(Strategy):
 def make_finsent(params: FinSentParams | Mapping[str, Any], llm=None) -> FinSent:
     """Registry entry: params validated; the LLM settings are the run's typed
     ``llm`` section under the params' own."""
-    from fincon.validation import validated
 
     p = validated(FinSentParams, params, "strategy_params.finsent")
     settings = None

@@ -26,7 +26,7 @@ from fincon.errors import ConfigError
 from fincon.llm.client import LLMClient
 from fincon.llm.concurrency import run_concurrently
 from fincon.llm.errors import BudgetExhausted, LLMInvalidAnswer, LLMUnavailable
-from fincon.llm.settings import LLMSettings, build_client
+from fincon.llm.settings import LLMSettings, attach, build_client, detach, layered
 from fincon.strategies.base import Action, Decision, RunContext, StopRun, Strategy
 from fincon.validation import format_validation_error
 
@@ -94,7 +94,6 @@ class LLMTrader(Strategy):
 
     def start(self, ctx: RunContext) -> None:
         client = self.client  # fail on a bad config before day one, not mid-run
-        from fincon.llm.settings import attach
 
         attach(client, self.settings, ctx.tickers)  # the ticker in its prompt becomes a pseudonym
 
@@ -157,7 +156,6 @@ class LLMTrader(Strategy):
     def finish(self, ctx: RunContext) -> Mapping[str, Any]:
         if self._client is None:
             return {}
-        from fincon.llm.settings import detach
 
         rt = self._client.ledger.runtime_summary()
         summary = detach(self._client, ctx.run_dir, self.stopped, close=self._owns_client)
@@ -195,7 +193,6 @@ def make_llm_trader_from_run(params: LLMSettings | Mapping[str, Any], llm: LLMSe
     """Registry entry: the run's typed ``llm`` section overridden by the
     strategy's own params (strategy params win where both set a key; of a
     settings model, the keys it sets)."""
-    from fincon.llm.settings import layered
 
     own = params.model_dump(exclude_unset=True) if isinstance(params, LLMSettings) else dict(params)
     return LLMTrader(layered(llm, None, own, "strategy_params.llm-trader"))

@@ -35,7 +35,9 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from fincon import __version__
+from fincon.data.events.loaders.directory import write_jsonl_gz
 from fincon.data.events.model import SOURCES, Event
+from fincon.data.prices import RAW_COLUMNS, validate_bars
 from fincon.errors import ConfigError, DataError
 from fincon.ownership import listing, shown
 
@@ -284,7 +286,6 @@ def check_replaceable(out: Path) -> None:
 
 
 def _price_frame_out(raw: pd.DataFrame, kind: PriceKind) -> pd.DataFrame:
-    from fincon.data.prices import RAW_COLUMNS
 
     cols = ["Date", "Close"] if kind == "close" else list(RAW_COLUMNS)
     out = raw[cols].copy()
@@ -296,7 +297,6 @@ def _price_frame_out(raw: pd.DataFrame, kind: PriceKind) -> pd.DataFrame:
 
 
 def build_manifest(corpus: ImportedCorpus, source_files: list[SourceFile]) -> Manifest:
-    from fincon.data.prices import validate_bars
 
     spans = []
     for ticker, raw in corpus.prices.items():
@@ -366,7 +366,6 @@ def write_dataset(corpus: ImportedCorpus, out: Path, *, replace: bool = False) -
     Output is byte-identical for the same input (no timestamps, sorted keys,
     gzip without mtime).
     """
-    from fincon.data.events.loaders.directory import write_jsonl_gz
 
     out = Path(out)
     check_out(out, replace)

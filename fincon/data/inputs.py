@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from fincon.data.dataset import Dataset, resolve_dataset
+from fincon.data.events.sources import build_store
 from fincon.data.events.store import EventStore
 from fincon.data.sources import make_source
 from fincon.errors import ConfigError
@@ -33,7 +34,6 @@ SAMPLE = "sample"
 def open_events(spec: str, tickers: Sequence[str], what: str = "events") -> EventStore:
     """The event store of ``spec``: ``sample`` (the bundled corpus) or an
     event directory; ``what`` names the setting in the error."""
-    from fincon.data.events.sources import build_store
 
     if spec == SAMPLE:
         return build_store([{"type": "sample"}], tuple(tickers))

@@ -32,6 +32,9 @@ from typing import Any, Sequence
 
 import pandas as pd
 
+from fincon.data.events.generator import SAMPLE_DIR
+from fincon.data.inputs import open_events
+from fincon.data.sources import make_source
 from fincon.eval import debate_harness as harness
 from fincon.eval.debate_harness import HORIZONS
 from fincon.eval.scoring import make_brain
@@ -62,7 +65,6 @@ class CallResult:
 
 
 def _closes(ticker: str) -> pd.Series:
-    from fincon.data.sources import make_source
 
     return harness.close_series(
         make_source("sample").load(ticker, pd.Timestamp("2018-01-01"), pd.Timestamp("2030-01-01"))
@@ -70,7 +72,6 @@ def _closes(ticker: str) -> pd.Series:
 
 
 def sample_tickers() -> list[str]:
-    from fincon.data.events.generator import SAMPLE_DIR
 
     return sorted(p.name.split(".")[0] for p in Path(SAMPLE_DIR).glob("*.jsonl.gz"))
 
@@ -82,7 +83,6 @@ def run(
     transcripts: str = "text",
     workdir: str | Path | None = None,
 ) -> dict[str, Any]:
-    from fincon.data.inputs import open_events
 
     tickers = [t.upper() for t in (tickers or sample_tickers())]
     brain = make_brain(brain_name, client)

@@ -35,6 +35,8 @@ from typing import Any, Sequence
 
 import pandas as pd
 
+from fincon.data.events.model import decision_cutoff
+from fincon.data.inputs import open_events
 from fincon.eval import debate_harness as harness
 from fincon.eval.debate_harness import HORIZONS
 from fincon.eval.scoring import make_brain
@@ -76,7 +78,6 @@ def dataset_closes(dataset: Path, ticker: str) -> pd.Series:
 def sentiment_call(news: Sequence, day: pd.Timestamp) -> str:
     """The sentiment-tag baseline: majority of the tags visible in the last
     SENTIMENT_DAYS calendar days at ``day``'s decision time."""
-    from fincon.data.events.model import decision_cutoff
 
     cut = decision_cutoff(day)
     lo = cut - pd.Timedelta(days=SENTIMENT_DAYS)
@@ -92,7 +93,6 @@ def run(
     retrieval_model: str | None = None,
     workdir: str | Path | None = None,
 ) -> dict[str, Any]:
-    from fincon.data.inputs import open_events
 
     brain = make_brain(brain_name, client)
     results: list[FilingResult] = []

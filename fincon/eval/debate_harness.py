@@ -27,6 +27,9 @@ from typing import Any, Callable, ContextManager, Iterable, Iterator, Mapping, S
 
 import pandas as pd
 
+from fincon.data.events.model import visible_day
+from fincon.memory.store import MemoryStore
+
 HORIZONS = (1, 5, 20)
 
 
@@ -48,7 +51,6 @@ def protocol(brain_name: str, memory: Path, events: Any, **params: Any) -> Any:
     brain, MiniLM for the model."""
     from fincon.agents.protocols.debate import DebateProtocol
     from fincon.memory.embedders import HashingEmbedder, MiniLMEmbedder
-    from fincon.memory.store import MemoryStore
 
     store = MemoryStore(memory, HashingEmbedder() if brain_name == "rules" else MiniLMEmbedder())
     proto = DebateProtocol(**params)
@@ -62,7 +64,6 @@ def debated(
     """Each event debated on its first visible trading day of ``closes``
     (events visible after the last are skipped): the event, that day's
     position in ``closes``, the debate, its model calls and fallbacks."""
-    from fincon.data.events.model import visible_day
 
     dates = closes.index
     for e in events:

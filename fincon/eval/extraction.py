@@ -41,6 +41,7 @@ from fincon.agents.brains import Question, RulesBrain
 from fincon.agents.critics.claims import Figure, claims_in, figures_in, format_value
 from fincon.agents.critics.critics import critique
 from fincon.agents.roles.base import load_template
+from fincon.data.inputs import open_events
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "agents" / "critics" / "restate.txt"
 KINDS = ("scale", "sign", "period", "unit")
@@ -201,7 +202,6 @@ def scores(cases: Sequence[Case]) -> dict[str, Any]:
 
 
 def load_filings(datasets: Sequence[str | Path]) -> list[tuple[str, str]]:
-    from fincon.data.inputs import open_events
 
     out = []
     for ds in datasets:

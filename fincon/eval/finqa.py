@@ -45,6 +45,7 @@ from pydantic import BaseModel, Field
 
 from fincon.agents.brains import Question
 from fincon.agents.critics.critics import CALCULATION_TEMPLATE, EXTRACTION_TEMPLATE, CalculationAnswer, ExtractionAnswer
+from fincon.errors import DataError
 from fincon.eval import scoring
 from fincon.eval.scoring import Attempt, Outcome
 
@@ -100,7 +101,6 @@ def load(path: str | Path) -> list[FinQAItem]:
     """FinQA's JSON (a list of entries); entries without a numeric exe_ans are
     skipped; a file that is not FinQA's JSON, or holds no usable entry, is a
     one-line :class:`DataError`."""
-    from fincon.errors import DataError
 
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))

@@ -45,6 +45,11 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field
 
+from fincon.errors import DataError
+from fincon.llm import LLMInvalidAnswer, leakage, leakage_inputs
+from fincon.llm.masking_terms import masker_for
+from fincon.llm.types import Message
+
 SYSTEM = (
     "You are a financial historian. Answer each question from what you know about markets and companies. "
     "Answer in the JSON format asked for; if you do not know, give your best guess."
@@ -225,8 +230,6 @@ def reid_questions(
 
 
 def _ask(client, masker, q: Question, output: type[BaseModel], agent: str) -> tuple[BaseModel | None, Any]:
-    from fincon.llm import LLMInvalidAnswer
-    from fincon.llm.types import Message
 
     prompt = masker.text(q.prompt, q.day) if masker is not None else q.prompt
     if masker is not None and output is Who:  # the choices stay real: the model must recognise the firm
@@ -294,8 +297,6 @@ def run(
     ``run_leakage``: the leakage audit of a masked team run on the window
     (``--run``), which the masked verdict cannot clear when it is not blind;
     see the module docstring."""
-    from fincon.errors import DataError
-    from fincon.llm.masking_terms import masker_for
 
     days = sample_days(closes, start, end, samples, seed)
     if not days:
@@ -361,7 +362,6 @@ def _audit_probes(questions: Sequence[Question], ticker: str, events: Sequence[A
     """The leakage audit (fincon.llm.leakage) of the probe's own masked prompts:
     an item or a price in them may give firm and day away where the model's
     answers do not show it."""
-    from fincon.llm import leakage, leakage_inputs
 
     prompts = [
         leakage.Prompt("probe", f"probe-{q.kind}", q.day, str(i), q.sent or "", (q.gold.split("|")[0],))

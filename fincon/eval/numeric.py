@@ -53,6 +53,9 @@ from pydantic import BaseModel, Field
 from fincon.agents.brains import Question
 from fincon.agents.critics.claims import METRICS, Claim, figures_in, metric_of_question, rounded
 from fincon.agents.critics.critics import STAGES, Review, critique
+from fincon.data.events.generator import DEFAULT_TICKERS, NAMES, SAMPLE_DIR, _Ctx, _figures, load_closes
+from fincon.data.events.loaders.directory import DirectoryLoader
+from fincon.data.events.model import MARKET_TZ
 from fincon.eval import scoring
 from fincon.eval.scoring import Attempt, Outcome
 
@@ -123,9 +126,6 @@ def _call_figures(events_by_ticker: dict[str, list], tickers: Sequence[str]) -> 
     generator's own ``_figures`` on the call's day."""
     import pandas as pd
 
-    from fincon.data.events.generator import NAMES, _Ctx, _figures, load_closes
-    from fincon.data.events.model import MARKET_TZ
-
     out: dict[str, dict[str, float]] = {}
     for t in tickers:
         calls = [e for e in events_by_ticker.get(t, []) if e.source == "earnings_call"]
@@ -155,8 +155,6 @@ def _printed_in(text: str, figures: dict[str, float]) -> bool:
 
 def build_set(tickers: Sequence[str] | None = None) -> tuple[list[QAItem], dict[str, int]]:
     """The QA set from the bundled corpus, and what was skipped (self-check)."""
-    from fincon.data.events.generator import DEFAULT_TICKERS, SAMPLE_DIR
-    from fincon.data.events.loaders.directory import DirectoryLoader
 
     tickers = list(tickers or DEFAULT_TICKERS)
     evs = DirectoryLoader(SAMPLE_DIR).load(tickers)

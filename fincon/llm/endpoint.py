@@ -13,7 +13,7 @@ import ipaddress
 import re
 from urllib.parse import urlsplit
 
-from fincon.llm.errors import LLMAuthError
+from fincon.llm.errors import LLMAuthError, LLMUnavailable
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -49,8 +49,6 @@ def check_listening(base_url: str, timeout: float = 3.0) -> None:
     server that was never up); an answering server is not checked further."""
     import socket
     from urllib.parse import urlsplit
-
-    from fincon.llm.errors import LLMUnavailable
 
     parts = urlsplit(base_url)
     host = parts.hostname or "localhost"

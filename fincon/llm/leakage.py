@@ -61,6 +61,7 @@ from fincon.llm.leakage_inputs import (
     runs_in,
     shingles,
 )
+from fincon.proportions import wilson
 
 SESSIONS = 5  # "within ±5 sessions"
 THRESHOLD = 0.10
@@ -306,7 +307,6 @@ def _score(p: Prompt, g: Guess, k: Knowledge) -> dict[str, Any]:
 
 
 def _share(k: int, n: int) -> dict[str, Any]:
-    from fincon.proportions import wilson
 
     lo, hi = wilson(k, n)
     return {"k": k, "n": n, "share": (k / n) if n else None, "wilson_95": [lo, hi] if n else None}

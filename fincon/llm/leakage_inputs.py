@@ -16,6 +16,9 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from fincon.data.aliases import NAMES, PEOPLE, VOCABULARY
+from fincon.data.events.generator import DEFAULT_TICKERS
+from fincon.data.inputs import SAMPLE, open_events, open_inputs
 from fincon.data.terms import distinctive_terms, tokens
 from fincon.errors import DataError
 
@@ -176,8 +179,6 @@ def build_knowledge(runs: Sequence[RunInfo], against: Sequence[Path] = ()) -> Kn
     """Everything the adversaries know for ``runs``: the corpus they read (every
     firm in it), the datasets ``against`` (more firms to tell apart), the prices
     of every ticker there, and each firm's terms."""
-    from fincon.data.events.generator import DEFAULT_TICKERS
-    from fincon.data.inputs import SAMPLE, open_events, open_inputs
 
     corpora: list[tuple[str, tuple[str, ...], Any]] = []  # (events spec, tickers, price source)
     seen: set[str] = set()
@@ -219,7 +220,6 @@ def build_knowledge(runs: Sequence[RunInfo], against: Sequence[Path] = ()) -> Kn
 def knowledge_of(events: Iterable[Any], closes: Mapping[str, pd.Series]) -> Knowledge:
     """The adversaries' :class:`Knowledge` of ``events`` (the items, with their
     dates) and ``closes`` (ticker -> daily closes), with each firm's terms."""
-    from fincon.data.aliases import NAMES, PEOPLE, VOCABULARY
 
     items: list[Item] = []
     docs: dict[str, list[str]] = defaultdict(list)

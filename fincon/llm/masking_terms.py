@@ -12,7 +12,10 @@ from typing import Mapping, Sequence
 
 from pydantic import BaseModel, Field
 
+from fincon.data.aliases import NAMES, PEOPLE, VOCABULARY
+from fincon.data.terms import distinctive_terms, firm_names
 from fincon.llm import masking_rules as rules
+from fincon.llm.errors import LLMInvalidAnswer
 from fincon.llm.masking import Masker
 from fincon.llm.types import Message
 
@@ -26,7 +29,6 @@ def masker_for(
 ) -> Masker:
     """The mask of a run on ``tickers``: the bundled alias and vocabulary tables plus ``extra``
     names (a dataset's, the user's ``--alias``) and ``vocabulary`` (terms mined from the corpus)."""
-    from fincon.data.aliases import NAMES, PEOPLE, VOCABULARY
 
     names = {t: tuple(dict.fromkeys((*NAMES.get(t, ()), *((extra or {}).get(t, ()))))) for t in tickers}
     people = {t: PEOPLE.get(t, ()) for t in tickers}
@@ -54,7 +56,6 @@ def mined_terms(corpus: str | None, tickers: tuple[str, ...], before: dt.date | 
     ticker's items, rare in the other tickers' and in financial English).
     Mined once per process for one corpus, tickers and day."""
     from fincon.data.inputs import corpus_tickers, open_events
-    from fincon.data.terms import distinctive_terms, firm_names
 
     if corpus is None:
         return {}, {}
@@ -108,7 +109,6 @@ class Paraphraser:
         self.fallbacks = 0
 
     def __call__(self, text: str, day: str | None) -> str | None:
-        from fincon.llm.errors import LLMInvalidAnswer
 
         self.calls += 1
         msgs = [Message(role="system", content=PARAPHRASE_SYSTEM), Message(role="user", content=text)]

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
+from fincon.data.events.generator import NAMES
 from fincon.data.events.model import Event
 from fincon.data.events.store import EventStore, EventView
 from fincon.memory.procedural import MemoryEntry, ScoredMemory
@@ -23,7 +24,6 @@ from fincon.memory.working import LexiconSummariser, Summariser, WorkingMemory
 
 def profile_query(profile: str, ticker: str, day: Any, task: str | None = None) -> str:
     """The retrieval query: the agent's profile plus its task."""
-    from fincon.data.events.generator import NAMES
 
     name, sector = NAMES.get(ticker, (ticker, "its industry"))
     task = task or (

@@ -39,6 +39,7 @@ from pydantic import ValidationError
 from fincon.config import BrokerConfig
 from fincon.engine.record import CONFIG, DECISIONS, METRICS, RunRecord
 from fincon.errors import DataError
+from fincon.proportions import wilson
 from fincon.validation import format_validation_error
 
 PASS, FAIL, NONE = "pass", "fail", "not measured"
@@ -316,7 +317,6 @@ def disaggregation(ev: Evidence) -> Verdict:
     """What is each analyst's call worth? A pass needs at least one analyst
     whose hit rate is above a coin's by a Wilson interval that excludes 50 %,
     at 95 % over all analysts together (Bonferroni: each at 1 - 0.05/k)."""
-    from fincon.proportions import wilson
 
     cal = ev.calibration
     per = (cal or {}).get("by_analyst") or {}

@@ -18,8 +18,10 @@ No timestamp, random id or absolute path goes into the page.
 from __future__ import annotations
 
 from fincon import __version__
+from fincon.errors import DataError
 from fincon.ownership import REPORT_MARK
 from fincon.report import assets
+from fincon.report.card import card, section_card
 from fincon.report.load import ReportData
 from fincon.report.parts import esc
 from fincon.report.performance import section_performance
@@ -69,8 +71,6 @@ def _title(data: ReportData) -> tuple[str, str]:
 
 def _cards(data: ReportData) -> str:
     """The report card of each directory the page shows (fincon.report.card)."""
-    from fincon.errors import DataError
-    from fincon.report.card import card, section_card
 
     cards = []
     for s in data.sources:

@@ -16,7 +16,7 @@ from typing import Any, Iterable, Sequence
 import pandas as pd
 
 from fincon.report.load import ReportData, Run
-from fincon.workflow.tables import significance
+from fincon.workflow.tables import placebo, placebo_flags, significance
 
 esc = html.escape
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
@@ -134,7 +134,6 @@ def timeline_runs(data: ReportData) -> list[Run]:
 def placebo_table(res: dict[str, Any], over: str) -> str:
     """An experiment's or a rolling evaluation's placebo runs (workflow.tables.placebo) with their
     flags; empty without placebo runs."""
-    from fincon.workflow.tables import placebo, placebo_flags
 
     if not res.get("placebo"):
         return ""

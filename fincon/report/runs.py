@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from fincon.agents.records import format_day
 from fincon.report.load import ReportData
 from fincon.report.parts import (
     ALERT_COLOR,
@@ -27,10 +28,11 @@ from fincon.report.parts import (
     timeline_id,
     timeline_runs,
 )
+from fincon.report.table import ROWS
+from fincon.risk.metrics import drawdown_series
 
 
 def _metric_rows() -> tuple[list[str], dict[str, tuple[str, str]]]:
-    from fincon.report.table import ROWS
 
     order = [k for k, _, _ in ROWS]
     return order, {k: (label, fmt) for k, label, fmt in ROWS}
@@ -105,8 +107,6 @@ def section_metrics(data: ReportData) -> str:
 def section_curves(data: ReportData) -> str:
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
-
-    from fincon.risk.metrics import drawdown_series
 
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.7, 0.3], vertical_spacing=0.05)
     timelines = {id(r): timeline_id(i) for i, r in enumerate(timeline_runs(data))}
@@ -216,7 +216,6 @@ def section_curves(data: ReportData) -> str:
 
 
 def _day_text(entry: dict[str, Any]) -> str:
-    from fincon.agents.records import format_day
 
     return format_day(entry)
 

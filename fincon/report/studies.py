@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from fincon.report.load import ReportData, Training
 from fincon.report.parts import COLORS, esc, num, placebo_table, plot_div, significance_table, table
+from fincon.workflow.paper import block_rows, label
+from fincon.workflow.paper_protocol import knowledge_line
 from fincon.workflow.tables import experiment as experiment_table
 from fincon.workflow.tables import paper_block
 
@@ -211,8 +213,6 @@ def section_paper(data: ReportData) -> str:
     (workflow.tables.PAPER, the table paper.md prints)."""
     if not data.papers:
         return ""
-    from fincon.workflow.paper import block_rows, label
-    from fincon.workflow.paper_protocol import knowledge_line
 
     out = ['<section id="paper"><h2>The paper\'s comparison</h2>']
     for path, doc in data.papers:

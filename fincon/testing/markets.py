@@ -12,11 +12,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from fincon.config import BrokerConfig
+from fincon.data.inputs import sample_inputs
 from fincon.data.prices import load_prices
 from fincon.data.sources import make_source
 from fincon.data.view import FIELDS, MarketData
 from fincon.engine import run_backtest
 from fincon.strategies import RunContext
+from fincon.workflow.runner import broker_settings, with_corpus
 
 START, END = pd.Timestamp("2022-10-05"), pd.Timestamp("2023-06-09")
 
@@ -33,9 +36,6 @@ def backtest(market: MarketData, strategy, tmp_path: Path | None = None, **broke
     The run directory defaults to the cwd. A strategy that reads news gets
     the corpus its params name (the sample's by default) as the runner gives
     it, unless ``market`` carries one already."""
-    from fincon.config import BrokerConfig
-    from fincon.data.inputs import sample_inputs
-    from fincon.workflow.runner import broker_settings, with_corpus
 
     settings = broker_settings(BrokerConfig(**broker))
     ctx = RunContext(tmp_path or Path("."), market.tickers, costs=settings.costs)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from fincon.config import load_config
 from fincon.engine.record import RunRecord
 
 #: ``fincon experiment`` on TSLA, rules brain, two-week train and test windows,
@@ -90,7 +91,6 @@ TEST_WINDOW = ("2022-07-01", "2022-12-30")
 def team_config(start: str, end: str, out_llm: dict | None = None, **team):
     """A run config of the rules team alone on TSLA (``TRAINING_TEAM`` with
     ``team`` over it; ``out_llm`` sets the run's llm block)."""
-    from fincon.config import load_config
 
     over = {"tickers": ["TSLA"], "start": start, "end": end, "strategies": ["fincon"], "benchmark": False}
     for k, v in {**TRAINING_TEAM, **team}.items():

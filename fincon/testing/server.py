@@ -22,6 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from fincon.llm.types import Message, SamplingParams
+from fincon.testing.doubles import TeamStub
 
 
 class DoubleServer:
@@ -99,7 +100,6 @@ class DoubleServer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from fincon.testing.doubles import TeamStub
 
     p = argparse.ArgumentParser(description="serve a model double on 127.0.0.1 until Ctrl-C")
     p.add_argument("--double", choices=["team-stub"], default="team-stub")

@@ -45,12 +45,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from fincon.agents.team.factory import TEAM_LLM
 from fincon.config import _set_path, read_yaml
+from fincon.data.inputs import open_inputs
 from fincon.engine.record import METRICS
+from fincon.engine.rundir import check_out_path
 from fincon.errors import ConfigError
 
 # the split modules' public names, importable from here as before
 from fincon.files import json_text, write_atomic
+from fincon.llm.endpoint import check_server
+from fincon.llm.knowledge import model_knowledge
+from fincon.llm.settings import build_client, layered
 from fincon.validation import format_validation_error
 from fincon.workflow.executors import Executor, Task, serial  # noqa: F401 (Task: the public name)
 from fincon.workflow.experiment_config import (  # noqa: F401
@@ -89,8 +95,11 @@ from fincon.workflow.experiment_units import (  # noqa: F401
     unit_done,
     variant,
 )
+from fincon.workflow.model_checks import check_knowledge, warn_vacuous
+from fincon.workflow.placebo import ToneRewriter, write_placebo
 from fincon.workflow.status import versioned
 from fincon.workflow.study import Study, run_phases
+from fincon.workflow.training import _model_settings
 
 
 def load_experiment(path: Path | None = None, overrides: dict[str, Any] | None = None) -> ExperimentConfig:
@@ -147,8 +156,6 @@ def run_experiment(
 ) -> ExperimentReport:
     """Run (or resume) the experiment; see the module docstring. Windows the
     team's model may remember are said once (refused with ``require_after_cutoff``)."""
-    from fincon.engine.rundir import check_out_path
-    from fincon.workflow.model_checks import check_knowledge, warn_vacuous
 
     out = check_out_path(out) if out is not None else default_out(exp)
     study = Study(
@@ -174,8 +181,6 @@ def run_experiment(
 
 def check_servers(exp: ExperimentConfig, blocks: dict[str, dict[str, Any]]) -> None:
     """Each model server the experiment's runs would call accepts connections (fincon.llm.endpoint)."""
-    from fincon.llm.endpoint import check_server
-    from fincon.workflow.training import _model_settings
 
     if blocks["test"]["label"] != "no-model":
         check_server(_model_settings(train_config(exp, "full", 1, exp.protocols[0]), train_options(exp, "full", 1)))
@@ -198,8 +203,6 @@ def calls_a_model(exp: ExperimentConfig, blocks: dict[str, dict[str, Any]]) -> b
 def experiment_knowledge(exp: ExperimentConfig) -> dict[str, dict[str, Any]]:
     """The team's training and test windows against its model's cutoff
     (label no-model on the rules brain): what results.json and the table show."""
-    from fincon.llm.knowledge import model_knowledge
-    from fincon.workflow.training import _model_settings
 
     cfg = train_config(exp, "full", 1, exp.protocols[0])
     settings = _model_settings(cfg, train_options(exp, "full", 1))
@@ -251,9 +254,6 @@ def _nothing_kept(root: Path) -> bool:
 
 def _tone_rewriter(exp: ExperimentConfig):
     """The llm brain's flip-tone: the team's own model settings, its cache."""
-    from fincon.agents.team.factory import TEAM_LLM
-    from fincon.llm.settings import build_client, layered
-    from fincon.workflow.placebo import ToneRewriter
 
     settings = layered(exp.llm, {**TEAM_LLM, "answer_max_tokens": 600}, exp.team.llm)
     return ToneRewriter(build_client(settings))
@@ -265,8 +265,6 @@ def write_placebos(exp: ExperimentConfig, out: Path) -> None:
     rolling evaluation calls it for each window."""
     if not exp.placebos:
         return
-    from fincon.data.inputs import open_inputs
-    from fincon.workflow.placebo import write_placebo
 
     source = open_inputs(exp.data.source, exp.data.dir, exp.data.cache_dir).source
     for kind in exp.placebos:

@@ -16,10 +16,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, PlainSerializer, ValidationError, field_validator, model_validator
 
+from fincon.agents.protocols import PROTOCOLS, protocol_names
 from fincon.agents.team.params import GROUP as TEAM_GROUP
 from fincon.agents.team.params import FinConParams
 from fincon.config import WHAT, RunSections, Section
 from fincon.flag import Flag
+from fincon.strategies.registry import strategy_names
 from fincon.validation import IsoDate, format_validation_error
 from fincon.workflow.executors import ExecutorSpec
 
@@ -248,7 +250,6 @@ class ExperimentConfig(RunSections):
     @field_validator("protocols")
     @classmethod
     def _protocols(cls, v):
-        from fincon.agents.protocols import PROTOCOLS, protocol_names
 
         bad = [x for x in v if x not in PROTOCOLS]
         if bad:
@@ -260,7 +261,6 @@ class ExperimentConfig(RunSections):
     @field_validator("baselines")
     @classmethod
     def _baselines(cls, v):
-        from fincon.strategies.registry import strategy_names
 
         known = [n for n in strategy_names() if n != TEAM]
         bad = [b for b in v if b not in known]

@@ -15,6 +15,9 @@ import math
 from pathlib import Path
 from typing import Any
 
+from fincon.agents.beliefs import Beliefs
+from fincon.data.inputs import open_inputs
+from fincon.data.prices import validate_bars
 from fincon.engine.record import RunRecord
 from fincon.files import write_atomic
 from fincon.workflow.experiment_config import ExperimentConfig
@@ -220,9 +223,6 @@ def _buy_and_hold_cr(exp: ExperimentConfig, prices: Path | None) -> float:
     import numpy as np
     import pandas as pd
 
-    from fincon.data.inputs import open_inputs
-    from fincon.data.prices import validate_bars
-
     data = exp.data if prices is None else exp.data.model_copy(update={"source": "csv", "dir": prices})
     source = open_inputs(data.source, data.dir, data.cache_dir).source
     growth = []
@@ -270,7 +270,6 @@ def plot_experiment(exp: ExperimentConfig, root: Path, results: dict[str, Any]) 
 
 def belief_view(ablation: str, repeat: int, train_dir: Path, rows: list[dict[str, Any]]) -> str:
     """Markdown: objective, tau, the edit and the beliefs per episode, then the learned beliefs."""
-    from fincon.agents.beliefs import Beliefs
 
     lines = [
         f"# Belief evolution: {ablation}, repeat {repeat} (the median run)",

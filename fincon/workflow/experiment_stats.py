@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from fincon.risk import significance as sig
+from fincon.workflow import trials
 from fincon.workflow.experiment_config import ExperimentConfig
 from fincon.workflow.experiment_units import Unit, baseline_dir
 from fincon.workflow.rolling_stats import run_returns, universe_statistics
@@ -48,7 +49,6 @@ def significance(
 ) -> dict[str, Any]:
     """The statistics of the experiment under ``root`` (module docstring);
     writes ``summary.csv`` and returns results.json's ``significance``."""
-    from fincon.workflow import trials
 
     # every run the experiment made, read once: each variant's repeats (named fincon-VARIANT-rR: the
     # team's rows are never taken for a baseline) and the baselines

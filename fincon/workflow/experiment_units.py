@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
-from fincon.config import RunConfig
+from fincon.config import RunConfig, load_config
 from fincon.engine.record import METRICS
 from fincon.errors import ConfigError, FinconError
+from fincon.strategies.registry import make_strategy
 from fincon.workflow.experiment_config import SEED_STRIDE, TEAM, ExperimentConfig, Window
 from fincon.workflow.placebo import CORPUS_PLACEBOS
+from fincon.workflow.training import TrainOptions
 
 
 def _run_config(
@@ -33,7 +35,6 @@ def _run_config(
 ) -> RunConfig:
     """A unit's RunConfig: the experiment's run sections on ``window``
     (``data``: another data section, a placebo's twin prices)."""
-    from fincon.config import load_config
 
     tree = {
         **exp.sections(),  # the run sections the experiment shares with each of its runs
@@ -67,7 +68,6 @@ def train_config(exp: ExperimentConfig, ablation: str, repeat: int, protocol: st
 
 
 def train_options(exp: ExperimentConfig, ablation: str, repeat: int):
-    from fincon.workflow.training import TrainOptions
 
     return TrainOptions(
         episodes=exp.episodes,
@@ -130,7 +130,6 @@ def baseline_config(exp: ExperimentConfig) -> RunConfig:
             f"the baselines ({', '.join(exp.baselines)}); team parameters go under team:"
         )
     cfg = _run_config(exp, exp.test, list(exp.baselines), params)
-    from fincon.strategies.registry import make_strategy
 
     for name, p in params.items():  # a bad baseline parameter fails now, not after the trainings
         make_strategy(name, p)

@@ -49,8 +49,13 @@ import yaml
 
 from fincon import __version__
 from fincon.config import RunConfig
+from fincon.engine.resume import Resume, StateError
 from fincon.errors import ConfigError
 from fincon.files import json_text, write_atomic
+from fincon.llm.cache import CallCache
+from fincon.strategies.registry import make_strategy
+from fincon.workflow import trials
+from fincon.workflow.alpaca import BrokerError
 from fincon.workflow.forward_clock import EXCHANGE, next_session, previous_session, session_open, sessions
 from fincon.workflow.forward_plan import Plan, _frozen_config, freeze
 from fincon.workflow.forward_state import keep_state, resume_for
@@ -70,6 +75,7 @@ from fincon.workflow.journal import (
     sealed_part,
     verify_chain,
 )
+from fincon.workflow.model_checks import knowledge
 
 log = logging.getLogger(__name__)
 
@@ -133,8 +139,6 @@ JOURNAL_NAME = "journal.jsonl"
 
 def _models(cfg: RunConfig) -> dict[str, Any]:
     """Each strategy's model: name, knowledge cutoff and, for a local model, the sha256 of its weights."""
-    from fincon.strategies.registry import make_strategy
-    from fincon.workflow.model_checks import knowledge
 
     strategies = {n: make_strategy(n, cfg.strategy_params.get(n), cfg.llm) for n in cfg.strategies}
     blocks = knowledge(cfg, strategies)
@@ -156,7 +160,6 @@ def _models(cfg: RunConfig) -> dict[str, Any]:
 def _ledger_rows(plan: Plan, register: dict[str, Any]) -> None:
     """Every journal counts in the trial ledger (one trial per strategy, from its registration): twenty
     journals cannot be started and the best one shown alone."""
-    from fincon.workflow import trials
 
     path = trials.resolve(None)
     rows = [
@@ -251,7 +254,6 @@ def step(root: Path, *, until: dt.date | None = None, progress: bool = False, no
 def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bool) -> list[dict[str, Any]]:
     """Freeze the inputs of ``day``, run the strategies from the first session to it, check the sealed
     decisions come out again and seal this one's."""
-    from fincon.engine.resume import Resume, StateError
     from fincon.workflow.runner import run_config
 
     sealed_so_far = journal.entries()
@@ -350,7 +352,6 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
 
 def _place(root: Path, broker: Any, entry: dict[str, Any]) -> None:
     """A sealed entry's orders placed on the broker; its answers kept beside the journal (``books/alpaca.json``)."""
-    from fincon.workflow.alpaca import BrokerError
 
     planned = entry["orders"]["alpaca"]["orders"]
     try:
@@ -392,7 +393,6 @@ def _keep_calls(root: Path, cfg: RunConfig, run_dir: Path, day: str) -> list[dic
         keys = [r for r in csv.DictReader(fh) if r["day"] == day]
     if not keys:
         return []
-    from fincon.llm.cache import CallCache
 
     CallCache(root / CALLS, "read-write")._open()  # the call cache's own table: a verifier replays from it
     dst = sqlite3.connect(root / CALLS)

@@ -13,8 +13,12 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from fincon.config import RunConfig
-from fincon.errors import ConfigError
+from fincon.config import RunConfig, load_config
+from fincon.data.events.loaders.directory import write_jsonl_gz
+from fincon.data.events.model import decision_cutoff
+from fincon.data.prices import validate_bars
+from fincon.errors import ConfigError, SourceUnavailable
+from fincon.strategies.registry import params_model
 from fincon.workflow.journal import INPUTS, PLAN_FILE, STATE, ForwardError, tree_hash
 
 
@@ -38,7 +42,6 @@ class Plan:
 
     @classmethod
     def load(cls, root: Path) -> "Plan":
-        from fincon.config import load_config
 
         try:
             data = yaml.safe_load((root / PLAN_FILE).read_text(encoding="utf-8"))
@@ -65,9 +68,6 @@ def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def freeze(root: Path, plan: Plan, day: dt.date) -> dict[str, Any]:
     """The inputs the decision at ``day``'s close reads, new since the last freeze, written into
     ``DIR/inputs/DAY/`` (prices: the bars up to ``day``; events: the items visible by its close)."""
-    from fincon.data.events.loaders.directory import write_jsonl_gz
-    from fincon.data.events.model import decision_cutoff
-    from fincon.data.prices import validate_bars
     from fincon.workflow.runner import inputs_for, with_events
 
     folder = root / INPUTS / str(day)
@@ -80,7 +80,6 @@ def freeze(root: Path, plan: Plan, day: dt.date) -> dict[str, Any]:
     inputs = inputs_for(cfg)
     previous = _frozen_days(root)
     since = previous[-1] if previous else None
-    from fincon.errors import SourceUnavailable
 
     for t in cfg.tickers:
         try:
@@ -134,7 +133,6 @@ def _frozen_config(root: Path, plan: Plan, day: dt.date, keep_state: bool = Fals
     """The plan's config over the first session .. ``day``, reading the frozen inputs alone (every
     freeze's prices and items joined into ``DIR/replay-inputs``). ``keep_state`` (a step, not verify):
     an RL agent trained once is kept in ``DIR/state/NAME`` and loaded by the next step's replay."""
-    from fincon.strategies.registry import params_model
 
     joined = root / ".replay-inputs"
     shutil.rmtree(joined, ignore_errors=True)

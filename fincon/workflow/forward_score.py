@@ -8,7 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from fincon.engine.record import RunRecord, draw_charts
 from fincon.errors import ConfigError, FinconError
+from fincon.llm.cache import CacheMode
+from fincon.workflow import trials
 from fincon.workflow.forward_clock import next_session, session_open
 from fincon.workflow.forward_plan import Plan, _frozen_config
 from fincon.workflow.journal import BOOKS, CALLS, REPLAY, Journal, decided, sealed_decisions, sealed_part, verify_chain
@@ -59,7 +62,6 @@ def verify(root: Path) -> dict[str, Any]:
     if not done:
         return {"ok": True, "entries": len(entries), "replayed": 0}
     cfg = _frozen_config(root, plan, done[-1])
-    from fincon.llm.cache import CacheMode
 
     cfg = cfg.model_copy(
         update={"llm": cfg.llm.model_copy(update={"cache": CacheMode.REPLAY, "cache_path": root / CALLS})}
@@ -102,7 +104,6 @@ def score(root: Path) -> dict[str, Any]:
     import numpy as np
 
     from fincon.risk import significance as sig
-    from fincon.workflow import trials
 
     root = Path(root)
     plan = Plan.load(root)
@@ -111,7 +112,6 @@ def score(root: Path) -> dict[str, Any]:
     if not done or not replay.is_dir():
         raise ConfigError(f"{root}: no session decided yet; score after `fincon forward step {root}`")
     multi = len(plan.config.strategies) > 1
-    from fincon.engine.record import RunRecord, draw_charts
     from fincon.workflow.runner import chart_title
 
     draw_charts(replay, chart_title(plan.config.model_copy(update={"end": done[-1]})), list(plan.config.strategies))

@@ -12,6 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import fincon
 from fincon.errors import DataError
 from fincon.files import json_text, write_atomic
 from fincon.workflow.journal import STATE, sealed_part
@@ -73,7 +74,6 @@ def keep_state(root: Path, name: str, run_dir: Path, day: dt.date) -> None:
 @lru_cache(maxsize=1)
 def code_hash() -> str:
     """The sha256 of fincon's source: a saved state is taken up only by the code that saved it."""
-    import fincon
 
     h = hashlib.sha256()
     top = Path(fincon.__file__).parent

@@ -10,8 +10,12 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from fincon.config import RunConfig
+from fincon.data.aliases import NAMES
 from fincon.data.inputs import RunInputs
 from fincon.errors import ConfigError
+from fincon.llm import leakage, leakage_inputs
+from fincon.llm.knowledge import model_knowledge, warning
+from fincon.llm.masking_terms import mined_terms
 from fincon.strategies.base import Strategy
 
 
@@ -47,8 +51,6 @@ def check_masking(cfg: RunConfig, inputs: RunInputs, strategies: Mapping[str, St
     before the window). Refused before anything is written, pointing at
     ``--alias``; an ``--alias`` for a ticker the run does not trade is refused
     too (it would mask nothing)."""
-    from fincon.data.aliases import NAMES
-    from fincon.llm.masking_terms import mined_terms
 
     masked = [s for s in strategies.values() if s.llm_settings() is not None and s.llm_settings().anonymize]
     if not masked:
@@ -86,8 +88,6 @@ def with_audit(block: Mapping[str, Any], strategy: Strategy, run_path: Path, cfg
     the day). What the report card's temporal integrity reads."""
     import yaml
 
-    from fincon.llm import leakage, leakage_inputs
-
     settings = strategy.llm_settings()
     if settings is None:
         return dict(block)
@@ -101,7 +101,6 @@ def with_audit(block: Mapping[str, Any], strategy: Strategy, run_path: Path, cfg
 def knowledge(cfg: RunConfig, strategies: Mapping[str, Strategy]) -> dict[str, dict[str, Any]]:
     """Each strategy's ``model_knowledge`` block: its model's training-data
     cutoff against the run's window (fincon.llm.knowledge)."""
-    from fincon.llm.knowledge import model_knowledge
 
     return {name: model_knowledge(s.llm_settings(), cfg.start, cfg.end) for name, s in strategies.items()}
 
@@ -110,7 +109,6 @@ def check_knowledge(blocks: Mapping[str, Mapping[str, Any]], *, require: bool = 
     """One warning line per LLM strategy whose window is not after its
     model's cutoff; with ``require`` (--require-after-cutoff) a one-line
     error instead, raised before any model is called."""
-    from fincon.llm.knowledge import warning
 
     lines = [w for name, b in blocks.items() if (w := warning(dict(b), name))]
     if require and lines:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from fincon.workflow.tables import paper_block, text_table
+
 #: (CR %, SR, MDD %) as printed; None where the paper has no figure (its DRL agents on COIN)
 Figures = tuple[float, float, float] | None
 
@@ -134,7 +136,6 @@ def side_by_side(
     the table (workflow.tables.PAPER) and ``differs``, a line saying what differs from the paper's
     setting. ``papers_window`` False: fincon's figures are of another window than the paper's, whose
     column stays empty."""
-    from fincon.workflow.tables import paper_block, text_table
 
     rows = block_rows(key, ours, published(key) if papers_window else None)
     lines = [f"{label(key)}: fincon beside the paper (published, {PAPER.split(',')[0]})"]

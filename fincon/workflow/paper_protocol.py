@@ -31,7 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from fincon.engine.rundir import check_out_path
 from fincon.errors import ConfigError
+from fincon.files import json_text, write_atomic
 from fincon.workflow import paper
 from fincon.workflow.experiment_config import TEST_WINDOW
 
@@ -199,7 +201,6 @@ def run_paper(
     """Run (or resume) every block's experiment under ``out/<block>``, then
     write ``paper.json`` (fincon's figures and the paper's, per block) and
     ``paper.md`` (the tables) once all are complete."""
-    from fincon.files import json_text, write_atomic
     from fincon.workflow.experiment import run_experiment, serial
 
     _claim(out, [b.key for b, _ in experiments])
@@ -256,7 +257,6 @@ def run_paper(
 def _claim(out: Path, keys: list[str]) -> None:
     """``out`` may hold this run's blocks and tables and nothing else: a
     folder with other files is the user's, never written into."""
-    from fincon.engine.rundir import check_out_path
 
     check_out_path(out)
     if out.is_dir():

@@ -45,6 +45,9 @@ from typing import Sequence
 import numpy as np
 from pydantic import BaseModel, Field
 
+from fincon.llm import LLMInvalidAnswer
+from fincon.llm.types import Message
+
 PLACEBOS = ("shuffle-news", "flip-tone", "price-twin")
 #: the placebos that replace the items the team reads (price-twin replaces the prices instead)
 CORPUS_PLACEBOS = ("shuffle-news", "flip-tone")
@@ -132,8 +135,6 @@ class ToneRewriter:
         self.fallbacks = 0
 
     def __call__(self, text: str, day: str) -> str:
-        from fincon.llm import LLMInvalidAnswer
-        from fincon.llm.types import Message
 
         self.calls += 1
         msgs = [Message(role="system", content=REWRITE_SYSTEM), Message(role="user", content=text[:2000])]

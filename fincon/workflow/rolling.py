@@ -36,12 +36,19 @@ from typing import Any
 
 import pandas as pd
 
+from fincon.data.inputs import open_inputs
+from fincon.data.prices import validate_bars
+from fincon.engine.rundir import check_out_path
 from fincon.errors import ConfigError, FinconError
 from fincon.files import json_text, write_atomic
+from fincon.llm.knowledge import warning
+from fincon.strategies.registry import params_model, validate_params
 from fincon.workflow.executors import Executor, serial
+from fincon.workflow.experiment import check_inputs, experiment_knowledge, units, write_placebos
 from fincon.workflow.experiment_config import ExperimentConfig, Window
-from fincon.workflow.experiment_results import collect
+from fincon.workflow.experiment_results import collect, placebo_results
 from fincon.workflow.experiment_units import Job, unit_done
+from fincon.workflow.rolling_results import tables
 from fincon.workflow.status import check_schema, read_state
 from fincon.workflow.study import Study, run_phases
 from fincon.workflow.universe import parse_rule, select
@@ -90,8 +97,6 @@ def windows(exp: ExperimentConfig, last_day: dt.date) -> list[WindowSpec]:
 
 
 def _bars(exp: ExperimentConfig) -> dict[str, pd.DataFrame]:
-    from fincon.data.inputs import open_inputs
-    from fincon.data.prices import validate_bars
 
     source = open_inputs(exp.data.source, exp.data.dir, exp.data.cache_dir).source
     names = getattr(source, "tickers", None)
@@ -149,7 +154,6 @@ def trained_on_window(exp: ExperimentConfig, w: WindowSpec) -> dict[str, Any]:
     the window's own training span, as the team is, unless the config names
     its span. (A one-split experiment leaves them their default: every bar
     before the test window, the paper's DRL protocol.)"""
-    from fincon.strategies.registry import params_model, validate_params
 
     params = dict(exp.strategy_params)
     for name in exp.baselines:
@@ -175,8 +179,6 @@ class RollingReport:
 
 def _check_windows_knowledge(cells, require: bool) -> None:
     """One line for the windows whose test span the team's model may remember."""
-    from fincon.llm.knowledge import warning
-    from fincon.workflow.experiment import experiment_knowledge
 
     blocks = [experiment_knowledge(c.exp)["test"] for c in cells]
     flagged = [b for b in blocks if warning(b, "") is not None]
@@ -205,8 +207,6 @@ def run_rolling(
     """Run (or resume) the rolling evaluation; see the module docstring.
     Windows the team's model may remember are said in one line (refused
     with ``require_after_cutoff``) before anything is written."""
-    from fincon.engine.rundir import check_out_path
-    from fincon.workflow.experiment import check_inputs
 
     if "buy-and-hold" not in exp.baselines:
         raise ConfigError("rolling: buy-and-hold must be among the baselines (every strategy is compared with it)")
@@ -244,9 +244,6 @@ def _claim(study: Study) -> bool:
 
 
 def _run(exp: ExperimentConfig, out: Path, cells: list[Cell], progress: bool, executor: Executor) -> RollingReport:
-    from fincon.workflow.experiment import units, write_placebos
-    from fincon.workflow.experiment_results import placebo_results
-    from fincon.workflow.rolling_results import tables
 
     listing = [
         {

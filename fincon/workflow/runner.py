@@ -21,9 +21,11 @@ import pandas as pd
 
 from fincon import __version__
 from fincon.config import BrokerConfig, RunConfig, typed_strategy_params
+from fincon.data.dataset import infer_calendar
 from fincon.data.inputs import RunInputs, open_inputs
 from fincon.data.prices import load_prices
 from fincon.data.view import MarketData
+from fincon.engine.artifacts import config_hash, manifest, round_trips, summary_row
 from fincon.engine.backtest import run_backtest
 from fincon.engine.broker import BrokerSettings
 from fincon.engine.costs import Costs, Participation
@@ -33,7 +35,7 @@ from fincon.engine.resume import Resume
 from fincon.engine.rundir import RunDir, check_out_path, write_json
 from fincon.errors import ConfigError, FinconError
 from fincon.strategies.base import RunContext, Strategy
-from fincon.strategies.registry import make_strategy, strategy_names
+from fincon.strategies.registry import make_strategy, params_model, strategy_names
 from fincon.workflow import trials
 from fincon.workflow.model_checks import check_knowledge, check_masking, knowledge, warn_vacuous, with_audit
 
@@ -121,7 +123,6 @@ def with_events(cfg: RunConfig, inputs: RunInputs) -> RunConfig:
     its parameters (fincon.data.inputs.RunInputs.events_spec: the one rule,
     ``--events`` over the dataset's own events over the sample corpus), so
     the saved config.yaml names the corpus and a rerun from it reads the same."""
-    from fincon.strategies.registry import params_model, strategy_names
 
     for name in cfg.strategies:
         if name not in strategy_names():
@@ -151,7 +152,6 @@ def calendar_days(cfg: RunConfig, market: MarketData, inputs: RunInputs | None =
     include weekends, else 252), unless the config sets another number. The
     line depends only on the data and the number, so a rerun from the saved
     (resolved) config.yaml writes the same metrics.json."""
-    from fincon.data.dataset import infer_calendar
 
     ds = (inputs or inputs_for(cfg)).dataset
     if ds is not None:
@@ -373,7 +373,6 @@ def _trial_rows(
     cfg: RunConfig, results: Mapping[str, BacktestResult], blocks: Mapping[str, Mapping[str, Any]], role: str
 ) -> list[dict[str, Any]]:
     """One trial per strategy that finished: its config's hash, window, returns and scores."""
-    from fincon.engine.artifacts import config_hash
 
     rows = []
     for name, r in results.items():
@@ -441,7 +440,6 @@ def write_standard(
 ) -> None:
     """round_trips.csv in each run dir; run_summary.csv and run_manifest.json at the top
     (fincon.engine.artifacts: loadable with pandas alone)."""
-    from fincon.engine.artifacts import manifest, round_trips, summary_row
 
     rows = []
     for name, path in run_dirs.items():

@@ -39,12 +39,20 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fincon.agents.beliefs import Beliefs, Reflection
+from fincon.agents.beliefs import Beliefs, Reflection, TrainingWindow
+from fincon.agents.risk_control import Episode, RiskControl
+from fincon.agents.roles import ANALYSTS
+from fincon.agents.team import make_fincon_team
 from fincon.config import RunConfig
 from fincon.engine.record import METRICS, RunRecord, read_json
+from fincon.engine.rundir import check_out_path
 from fincon.errors import ConfigError, DataError, FinconError
 from fincon.files import write_atomic
+from fincon.llm.endpoint import check_server
+from fincon.llm.knowledge import model_knowledge
+from fincon.llm.settings import build_client, layered
 from fincon.risk.cvrf import RULES_LR, Trajectory, overlap
+from fincon.workflow.model_checks import check_knowledge
 from fincon.workflow.status import versioned
 from fincon.workflow.study import Study, run_phases
 
@@ -149,31 +157,26 @@ def _check_config(cfg: RunConfig) -> RunConfig:
 def _model_settings(cfg: RunConfig, opts: TrainOptions):
     """The settings of the model a training calls (the team's, or the CVRF
     update's with --cvrf-brain llm), or None when it calls none."""
-    from fincon.agents.team import make_fincon_team
 
     team = make_fincon_team(_team_params(cfg), cfg.llm)
     if team.params.brain != "llm" and opts.cvrf_brain != "llm":
         return None
-    from fincon.llm.settings import layered
 
     # the rules team has no LLM settings of its own: the run's llm section, with the team's context size
     return team.settings or layered(cfg.llm, {"n_ctx": 4096}, team.params.llm or {})
 
 
 def _risk_control(cfg: RunConfig, opts: TrainOptions, perspectives: tuple[str, ...]):
-    from fincon.agents.risk_control import RiskControl
 
     settings = _model_settings(cfg, opts)
     if settings is None:
         return RiskControl(perspectives, None, opts.lr)
-    from fincon.llm.settings import build_client
 
     return RiskControl(perspectives, build_client(settings), opts.lr)
 
 
 def training_knowledge(cfg: RunConfig, opts: TrainOptions) -> dict[str, Any]:
     """The training window against its model's cutoff: the label the learned beliefs carry."""
-    from fincon.llm.knowledge import model_knowledge
 
     return model_knowledge(_model_settings(cfg, opts), cfg.start, cfg.end)
 
@@ -234,9 +237,6 @@ def train(
     """Run (or resume) a training; see the module docstring. A training
     window the model may remember is said in one line (refused with
     ``require_after_cutoff``), before anything is written."""
-    from fincon.agents.team import make_fincon_team
-    from fincon.engine.rundir import check_out_path
-    from fincon.workflow.model_checks import check_knowledge
     from fincon.workflow.runner import preflight
 
     cfg = _check_config(cfg)
@@ -257,7 +257,6 @@ def train(
 
     def checks() -> None:  # every check before the first file: the data, the corpus, the beliefs, the server
         preflight(cfg)
-        from fincon.llm.endpoint import check_server
 
         check_server(_model_settings(cfg, opts))  # a server that is down: said now, before the training's folder
         check_knowledge(knowledge, warn=warn_knowledge)  # the inputs are good: the window's label, once
@@ -318,8 +317,6 @@ def episode_state(run_dir: Path) -> tuple[str | None, str]:
 
 
 def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, progress: bool) -> TrainReport:
-    from fincon.agents.risk_control import Episode
-    from fincon.agents.roles import ANALYSTS
     from fincon.workflow.runner import run_config
 
     (out / "config.yaml").write_text(cfg.to_yaml())
@@ -462,7 +459,6 @@ def training_window(cfg: RunConfig):
     (``--beliefs`` refuses them for a run that does not start after it)."""
     import hashlib
 
-    from fincon.agents.beliefs import TrainingWindow
     from fincon.workflow.runner import inputs_for
 
     events = str(_team_params(cfg).get("events") or "sample")

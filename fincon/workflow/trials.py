@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from fincon.errors import ConfigError
+from fincon.ownership import sqlite_foreign
 
 COLUMNS = (
     "study",
@@ -126,7 +127,6 @@ def resolve(spec: str | Path | None) -> Path | None:
 
 def check(path: Path, flag: str = "--ledger") -> None:
     """Refuse a file at ``path`` that is not a fincon ledger (nothing is written to it)."""
-    from fincon.ownership import sqlite_foreign
 
     why = sqlite_foreign(path, {"trials": BASE_COLUMNS})
     if why:

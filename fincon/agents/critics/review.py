@@ -29,6 +29,7 @@ from fincon.agents.critics.claims import claims_in, format_value
 from fincon.agents.critics.critics import STAGES, Review, critique
 from fincon.agents.reports import AnalystReport, Insight
 from fincon.agents.roles.base import RoleInputs
+from fincon.data.events.model import decision_cutoff
 
 #: the analysts whose numbers the critics check
 ROLES = ("10-q", "10-k", "earnings-call")
@@ -67,7 +68,6 @@ class NumericCritics:
     def for_team(cls, team: Any) -> "NumericCritics":
         """Sources looked up in the team's event store (memory ``mem-<event id>``),
         only events visible on the day."""
-        from fincon.data.events.model import decision_cutoff
 
         events = {e.id: e for e in team.events.all_events()}
 

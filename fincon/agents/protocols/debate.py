@@ -77,6 +77,8 @@ from fincon.agents.protocols.debate_schemas import (
 )
 from fincon.agents.protocols.fincon import FinConManager
 from fincon.agents.reports import ManagerReport
+from fincon.data.events.model import visible_day
+from fincon.memory.collections import open_collection
 from fincon.strategies.base import Decision
 
 __all__ = [
@@ -165,7 +167,6 @@ class DebateProtocol:
         self.fincon.sampling = value
 
     def bind(self, team) -> None:
-        from fincon.memory.collections import open_collection
 
         self.memory, self.events = team.memory, team.events
         embedder, name = team.memory.embedder, COLLECTION
@@ -205,7 +206,6 @@ class DebateProtocol:
         return self._transcriber(audio)
 
     def index(self, event) -> list[Chunk]:
-        from fincon.data.events.model import visible_day
 
         day = str(visible_day(event.published_at).date())
         chunks = chunk_transcript(self.transcript(event), event.id, event.ticker, day)

@@ -12,6 +12,7 @@ from fincon.agents.brains import NEUTRAL_BAND
 from fincon.agents.protocols.debate_chunks import Chunk
 from fincon.agents.protocols.debate_schemas import DebateReport, Direction, Specialist, View
 from fincon.agents.reports import Citation, Insight
+from fincon.data.lexicon import LoughranMcDonald
 
 #: the rules Skeptic cuts confidence by RISK_SCALE x the risk-word share, at most MAX_CUT
 RISK_SCALE = 4.0
@@ -19,7 +20,6 @@ MAX_CUT = 0.5
 
 
 def _lm():
-    from fincon.data.lexicon import LoughranMcDonald
 
     global _LM
     if _LM is None:

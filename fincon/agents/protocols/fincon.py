@@ -28,11 +28,11 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from fincon.agents.brains import Answer, ManagerTask, Question, hold_band_check, rules_manager
+from fincon.agents.brains import Answer, ManagerTask, Question, consensus, hold_band_check, rules_manager
 from fincon.agents.reports import ManagerReport, portfolio_answer_model, short_labels, ticker_answer_model
 from fincon.agents.roles.base import EMPTY, drop_empty, load_template
 from fincon.memory.distill import clip_sentences
-from fincon.risk.optimizer import mean_variance_weights
+from fincon.risk.optimizer import MeanVarianceProblem, mean_variance_weights
 from fincon.strategies.base import Decision
 from fincon.strategies.markowitz import estimate_moments
 
@@ -214,8 +214,6 @@ class FinConManager:
         optimizer (bounds from the manager's directions) returns the weights,
         used as they come out. Only a book that would borrow (gross above 1)
         is scaled down to 1: a budget, not a re-normalisation."""
-        from fincon.agents.brains import consensus
-        from fincon.risk.optimizer import MeanVarianceProblem
 
         tickers = task.tickers
         rets = self._returns(view, tickers)

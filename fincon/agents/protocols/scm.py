@@ -52,9 +52,11 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from fincon.agents.brains import Answer, ManagerTask, Question, consensus
+from fincon.agents.brains import Answer, ManagerTask, Question, Reuse, consensus
 from fincon.agents.policies import Policies
+from fincon.agents.protocols.fincon import FinConManager
 from fincon.agents.protocols.scm_checks import Day, code_checks, code_checks_block, sections_said
+from fincon.agents.protocols.scm_day import ScmDay
 from fincon.agents.protocols.scm_prompts import prompt_values
 from fincon.agents.protocols.scm_rules import rules_critic, rules_fix, rules_moderator, rules_strategist
 from fincon.agents.protocols.scm_schemas import (
@@ -68,6 +70,7 @@ from fincon.agents.protocols.scm_schemas import (
     VerifyAnswer,
 )
 from fincon.agents.reports import short_labels
+from fincon.data.events.model import decision_cutoff
 from fincon.strategies.base import Decision
 
 __all__ = [
@@ -109,7 +112,6 @@ class ScmProtocol:
         mu_shrinkage: float = 0.5,
         risk_aversion: float = 1.0,
     ):
-        from fincon.agents.protocols.fincon import FinConManager
 
         self.sampling = None
         self.samples = samples
@@ -238,8 +240,6 @@ class ScmProtocol:
         """The day's decision: a reused report as it was, else the rounds of
         :class:`.scm_day.ScmDay` (T0 Strategist samples, T1 Critic, T2 fix and
         verification, T3 Moderator)."""
-        from fincon.agents.brains import Reuse
-        from fincon.agents.protocols.scm_day import ScmDay
 
         if isinstance(brain, Reuse):
             self.totals["reused"] += 1
@@ -268,7 +268,6 @@ class ScmProtocol:
         behind it. The timestamp is the simulated decision time of the day
         (16:00 New York, in UTC): what the protocol knew when, reproducible
         on replay (a wall clock would make every replay differ)."""
-        from fincon.data.events.model import decision_cutoff
 
         at = decision_cutoff(day).strftime("%Y-%m-%dT%H:%M:%SZ")
         role = {

@@ -30,6 +30,7 @@ from fincon.agents.protocols.scm_schemas import (
     VerifyAnswer,
     proposal_model,
 )
+from fincon.llm.concurrency import run_concurrently
 
 
 class ScmDay:
@@ -115,7 +116,6 @@ class ScmDay:
             for k in range(p.samples)
         ]
         conc = getattr(p.team, "concurrency", 1) if p.team is not None else 1
-        from fincon.llm.concurrency import run_concurrently
 
         got = (
             run_concurrently([lambda q=q: brain.answer(q) for q in qs], conc)

@@ -32,8 +32,9 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, create_model
 
-from fincon.agents.beliefs import RISK, Beliefs
+from fincon.agents.beliefs import RISK, Beliefs, touched
 from fincon.agents.roles.base import load_template
+from fincon.llm.types import SamplingParams
 from fincon.memory.distill import uncut, without_fragment
 from fincon.risk.cvrf import RULES_LR, Trajectory, attribution, rules_step, stretches, text_edit_size
 
@@ -180,7 +181,6 @@ class RiskControl:
 
     # -- the model path --------------------------------------------------------
     def _ask(self, template: str, values: dict[str, Any], model, day: str):
-        from fincon.llm.types import SamplingParams
 
         system, user = load_template(str(HERE / template))
         values = {"perspectives": ", ".join(self.perspectives), **values}
@@ -289,7 +289,6 @@ class RiskControl:
         if via != "llm":
             texts = self._rules_texts(beliefs, step, attr) if rate > 0 else {}
         new = beliefs.with_updates(texts=texts, weights=step.after if rate > 0 else None)
-        from fincon.agents.beliefs import touched
 
         changed = touched(beliefs, new)
         edits = {

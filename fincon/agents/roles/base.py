@@ -46,7 +46,9 @@ import pandas as pd
 from fincon.data.events.model import MARKET_TZ
 from fincon.data.events.store import EventView
 from fincon.memory.analyst import AnalystMemory, DayMemory
+from fincon.memory.distill import approx_tokens
 from fincon.memory.procedural import DEFAULT_DECAY
+from fincon.memory.working import LexiconSummariser, LLMSummariser
 
 HERE = Path(__file__).parent
 #: an analyst's prompt carries whole distilled items up to this many estimated
@@ -284,7 +286,6 @@ class EventRole(Role):
 
     def lexicon(self, events, options: dict[str, Any]):
         """The deterministic summariser (its distiller shared by the team)."""
-        from fincon.memory.working import LexiconSummariser
 
         return LexiconSummariser(distiller=options.get("distiller"), resolve=events.audio_path)
 
@@ -295,7 +296,6 @@ class EventRole(Role):
         lexicon = self.lexicon(events, options)
         if options.get("completer") is None:
             return lexicon
-        from fincon.memory.working import LLMSummariser
 
         return LLMSummariser(options["completer"], role=self.profile.role, fallback=lexicon)
 
@@ -366,7 +366,6 @@ class EventRole(Role):
 def within_budget(items: Sequence[Item], budget: int) -> list[Item]:
     """The leading whole items whose estimated tokens fit ``budget``
     (the first item always: an analyst never reads nothing it was given)."""
-    from fincon.memory.distill import approx_tokens
 
     out: list[Item] = []
     used = 0

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from fincon.agents.roles.base import HERE, EventRole, Profile, make_transcriber
+from fincon.memory.working import LexiconSummariser
 
 
 class EarningsCallAnalyst(EventRole):
@@ -30,7 +31,6 @@ class EarningsCallAnalyst(EventRole):
 
     def lexicon(self, events, options: dict[str, Any]):
         """The distilled transcript (whole sentences within the call's budget), not the title."""
-        from fincon.memory.working import LexiconSummariser
 
         if options.get("transcripts", "whisper") == "text":
             return LexiconSummariser(distiller=options.get("distiller"), resolve=events.audio_path)

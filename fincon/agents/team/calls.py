@@ -16,6 +16,8 @@ from typing import Any
 from fincon.agents.brains import Answer, ManagerTask, Reuse, analyst_question
 from fincon.agents.reports import AnalystReport
 from fincon.agents.roles.base import RoleInputs
+from fincon.llm.concurrency import run_concurrently
+from fincon.llm.errors import LLMUnavailable
 from fincon.strategies.base import StopRun
 
 
@@ -29,8 +31,6 @@ class Calls:
     ``concurrency``, ``counts`` and ``_last`` on the team."""
 
     def _answer_all(self, inputs: list[RoleInputs], day: str) -> list[Answer]:
-        from fincon.llm.concurrency import run_concurrently
-        from fincon.llm.errors import LLMUnavailable
 
         out: list[Answer | None] = [None] * len(inputs)
         tasks, slots = [], []
@@ -63,7 +63,6 @@ class Calls:
         return out  # type: ignore[return-value]
 
     def _manage(self, task: ManagerTask, view, day: str):
-        from fincon.llm.errors import LLMUnavailable
 
         agent = self.protocol.agent
         digest = _digest(

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from fincon.data.events.model import visible_day
+
 
 def coverage(store, tickers) -> dict[str, tuple[pd.Timestamp, pd.Timestamp]]:
     """Per ticker: first and last day on which one of its events became visible."""
-    from fincon.data.events.model import visible_day
 
     out: dict[str, tuple[pd.Timestamp, pd.Timestamp]] = {}
     for e in store.all_events():

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from fincon.agents.team.params import FinConParams
 from fincon.agents.team.strategy import FinConTeam
+from fincon.validation import validated
 
 if TYPE_CHECKING:  # pragma: no cover
     from fincon.llm.settings import LLMSettings
@@ -24,7 +25,6 @@ def make_fincon_team(params: FinConParams | Mapping[str, Any], llm: "LLMSettings
     """Registry entry: team params (validated already when they come from a
     run config) and the run's typed LLM settings, under ``params.llm``.
     Nothing is loaded before the run starts."""
-    from fincon.validation import validated
 
     p = validated(FinConParams, params, "strategy_params.fincon")
     settings = None

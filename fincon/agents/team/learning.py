@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fincon.agents.beliefs import RISK, Beliefs, Reflection
+from fincon.agents.beliefs import RISK, Beliefs, Reflection, as_params
 from fincon.agents.brains import Answer
 from fincon.agents.roles.base import RoleInputs
 from fincon.agents.team.reflection import Outcome, reflect
@@ -63,7 +63,6 @@ class Learning:
         untrained defaults; in training, this episode's exploration noise on
         the rules weights. Learned reflections go into episodic memory, dated
         when they were written (all before a test window)."""
-        from fincon.agents.beliefs import as_params
 
         p = self.params
         base = Beliefs.initial({r.name: r.weight for r in self.roles})

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Mapping
 
+from fincon.strategies import state
 from fincon.strategies.base import RunContext, Strategy
 
 
@@ -28,7 +29,6 @@ class Resumable(Strategy):
         """The saved memory store's files in place of the fresh empty one, then the pickled team on
         the fresh run's client, corpus and embedder (its usage ledger carried on by the client)."""
         from fincon.memory.collections import open_client
-        from fincon.strategies import state
 
         client, path, coverage = self._client, self.memory.path, self.coverage  # the fresh corpus's span
         self.memory.client.close()  # chromadb lets go of the fresh store before its files are replaced

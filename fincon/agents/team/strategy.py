@@ -35,10 +35,11 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from fincon.agents.beliefs import as_params
 from fincon.agents.brains import LLMBrain, ManagerTask, RulesBrain
 from fincon.agents.policies import enforce
 from fincon.agents.protocols import make_protocol
-from fincon.agents.reports import AnalystReport
+from fincon.agents.reports import CONTRADICTION, LANGUAGE, AnalystReport
 from fincon.agents.roles import ANALYSTS, ROLES, STOCK_SELECTION
 from fincon.agents.roles.base import EventRole, RoleInputs, ToneBaseline
 from fincon.agents.team.calls import Answer, Calls
@@ -47,6 +48,10 @@ from fincon.agents.team.learning import Learning, _Previous, risk_stance
 from fincon.agents.team.params import FinConParams
 from fincon.agents.team.resumable import Resumable
 from fincon.errors import ConfigError
+from fincon.llm.errors import BudgetExhausted
+from fincon.memory.distill import Distiller
+from fincon.memory.store import MemoryStore
+from fincon.risk.cvar_alert import CvarAlert
 from fincon.strategies.base import Decision, RunContext, StopRun, Strategy
 
 log = logging.getLogger(__name__)
@@ -95,10 +100,8 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
         self.ctx = ctx
         if ctx.start is not None and ctx.end is not None:
             self._check_window(pd.Timestamp(ctx.start), pd.Timestamp(ctx.end))
-        from fincon.memory.store import MemoryStore
 
         self.memory = MemoryStore(Path(ctx.run_dir) / "memory", self._embedder(), write_behind=True)
-        from fincon.memory.distill import Distiller
 
         self.distiller = Distiller()  # one cache of distilled items for all the team's analysts
         if p.distill == "llm" and p.brain != "llm":
@@ -108,7 +111,6 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
         self.decisions = self.memory.procedural(self.protocol.agent, "decisions") if p.decision_memory_k else None
         self._recalled: tuple[str, ...] = ()
         self._load_beliefs(ctx)
-        from fincon.risk.cvar_alert import CvarAlert
 
         self.alerts = CvarAlert(p.cvar_alpha, p.cvar_min_obs) if p.cvar else None
         if hasattr(self.protocol, "bind"):
@@ -181,7 +183,6 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
         candidates among the tickers, an event corpus covering the window for
         every ticker, readable learned beliefs. Commands that create their own
         directory first (train, experiment) call it before they do."""
-        from fincon.agents.beliefs import as_params
 
         p = self.params
         self.universe = tuple(tickers)
@@ -422,7 +423,6 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
         return self.decisions.retrieve(query, date, k=self.params.decision_memory_k)
 
     def _check_budget(self, day: str) -> None:
-        from fincon.llm.errors import BudgetExhausted
 
         try:
             self.client.check_budget()
@@ -487,7 +487,6 @@ def reask_counts(events) -> dict[str, int]:
     the prompt's language: re-asked once, and when the second answer failed
     too, resolved by the stated rule (the rules brain's answer, a counted
     fallback)."""
-    from fincon.agents.reports import CONTRADICTION, LANGUAGE
 
     out = {}
     for marker in (CONTRADICTION, LANGUAGE):

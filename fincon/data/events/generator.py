@@ -31,6 +31,8 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from fincon.data.events.audio import render_call_audio
+from fincon.data.events.loaders.directory import write_jsonl_gz
 from fincon.data.events.model import MARKET_TZ, SOURCES, Event, decision_cutoff
 from fincon.errors import ConfigError, DataError
 
@@ -459,8 +461,6 @@ def write_corpus(
     events: dict[str, list[Event]], out_dir: Path, cfg: GeneratorConfig, audio: bool = True, bitrate: str = "12k"
 ) -> dict:
     """Write ``TICKER.jsonl.gz`` files (+ audio) and a README; returns counts."""
-    from fincon.data.events.audio import render_call_audio
-    from fincon.data.events.loaders.directory import write_jsonl_gz
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

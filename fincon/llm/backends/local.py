@@ -37,6 +37,7 @@ from typing import Any, Sequence
 
 from fincon.errors import ConfigError
 from fincon.llm.backends.grammar import gbnf
+from fincon.llm.backends.runtime import ensure_llama_cpp
 from fincon.llm.bundled import BUNDLED, DEFAULT_MODEL, assemble, file_sha256, resolve_model_path
 from fincon.llm.errors import LLMRequestRejected
 from fincon.llm.types import Completion, Message, SamplingParams
@@ -45,7 +46,6 @@ from fincon.llm.types import Completion, Message, SamplingParams
 def _import_llama():
     """``llama_cpp.Llama``, building llama-cpp-python first if it is missing
     (fincon.llm.backends.runtime: ``make demo`` does not install it)."""
-    from fincon.llm.backends.runtime import ensure_llama_cpp
 
     ensure_llama_cpp()
     from llama_cpp import Llama

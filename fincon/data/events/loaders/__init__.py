@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, Sequence, runtime_checkable
 
-from fincon.data.events.model import Event
+from fincon.data.events.model import MARKET_TZ, Event
 
 
 @runtime_checkable
@@ -27,8 +27,6 @@ class EventLoader(Protocol):
 
 def in_window(e: Event, start: Any, end: Any) -> bool:
     import pandas as pd
-
-    from fincon.data.events.model import MARKET_TZ
 
     local = pd.Timestamp(e.published_at).tz_convert(MARKET_TZ).tz_localize(None).normalize()
     if start is not None and local < pd.Timestamp(start):
