@@ -25,6 +25,7 @@ from pydantic import field_validator
 from fincon.agents.team.factory import TEAM_LLM
 from fincon.agents.team.params import FinConParams
 from fincon.agents.team.strategy import FinConTeam
+from fincon.llm.settings import layered
 from fincon.validation import validated
 
 
@@ -62,7 +63,5 @@ def make_finmem(params: FinMemParams | Mapping[str, Any], llm=None) -> FinMem:
     p = validated(FinMemParams, params, "strategy_params.finmem")
     settings = None
     if p.brain == "llm":
-        from fincon.llm.settings import layered
-
         settings = layered(llm, TEAM_LLM, p.llm, "strategy_params.finmem.llm")
     return FinMem(p, settings)

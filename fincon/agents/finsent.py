@@ -32,6 +32,8 @@ from fincon.data.events.model import visible_day
 from fincon.data.lexicon import LoughranMcDonald
 from fincon.errors import ConfigError
 from fincon.llm import LLMInvalidAnswer, LLMUnavailable
+from fincon.llm.errors import BudgetExhausted
+from fincon.llm.settings import LLMSettings, attach, build_client, detach, layered
 from fincon.llm.types import Message
 from fincon.strategies.base import Decision, RunContext, StopRun, Strategy
 from fincon.validation import validated
@@ -83,8 +85,6 @@ class FinSent(Strategy):
     @property
     def client(self):
         if self._client is None:
-            from fincon.llm.settings import LLMSettings, build_client
-
             self._client = build_client(self.settings or LLMSettings())
         return self._client
 
@@ -101,8 +101,6 @@ class FinSent(Strategy):
         self._prev: pd.Timestamp | None = None
         self._held: dict[str, int] = {}
         if p.brain == "llm":
-            from fincon.llm.settings import attach
-
             attach(self.client, self.settings, ctx.tickers, p.events, ctx.start)
 
     def _lexicon(self, text: str) -> int:
@@ -138,8 +136,6 @@ class FinSent(Strategy):
         day = pd.Timestamp(view.date).normalize()
         iso = str(day.date())
         if self.params.brain == "llm":
-            from fincon.llm.errors import BudgetExhausted
-
             try:
                 self.client.check_budget()
             except BudgetExhausted as exc:
@@ -182,8 +178,6 @@ class FinSent(Strategy):
     def finish(self, ctx: RunContext) -> Mapping[str, Any]:
         out: dict[str, Any] = {"finsent_brain": self.params.brain, "finsent_fallbacks": self.fallbacks}
         if self.params.brain == "llm" and self._client is not None:
-            from fincon.llm.settings import detach
-
             out.update(detach(self._client, ctx.run_dir, self.stopped, close=self._owns_client))
             if self._owns_client:
                 self._client = None
@@ -197,7 +191,5 @@ def make_finsent(params: FinSentParams | Mapping[str, Any], llm=None) -> FinSent
     p = validated(FinSentParams, params, "strategy_params.finsent")
     settings = None
     if p.brain == "llm":
-        from fincon.llm.settings import layered
-
         settings = layered(llm, {"answer_max_tokens": 32}, p.llm, "strategy_params.finsent.llm")
     return FinSent(p, settings)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import math
 
+from fincon.errors import ConfigError, FinconError
+from fincon.files import write_atomic
 from fincon.validation import parse_iso_date
 
 
@@ -72,8 +74,6 @@ def check_output_file(path, flag: str, owned=None):
     traceback) only when it writes its result."""
     from pathlib import Path
 
-    from fincon.errors import ConfigError
-
     p = Path(path)
     if not str(path).strip():
         raise ConfigError(f"{flag} is empty; give a file path such as result.json")
@@ -101,8 +101,6 @@ def check_output_file(path, flag: str, owned=None):
 
 def write_text_atomic(path, text: str, flag: str) -> None:
     """Write ``text`` whole or not at all (fincon.files); a failure is one line naming ``flag``."""
-    from fincon.errors import FinconError
-    from fincon.files import write_atomic
 
     try:
         write_atomic(path, text)

@@ -14,6 +14,7 @@ from fincon.cli.args import ledger_path
 from fincon.cli.broker_flags import add_broker, broker_overrides, check_broker_flags
 from fincon.cli.flags import add, given
 from fincon.cli.llm import add_llm_arguments, llm_overrides
+from fincon.cli.main import EXIT_STOPPED
 from fincon.cli.options import (
     RunArgs,
     add_data,
@@ -25,8 +26,9 @@ from fincon.cli.options import (
     team_values,
 )
 from fincon.config import OUTPUT, RunConfig
-from fincon.errors import ConfigError
+from fincon.errors import ConfigError, FinconError
 from fincon.flag import Flag
+from fincon.report import write_report
 from fincon.report.table import format_table
 from fincon.strategies.registry import strategy_names
 
@@ -249,8 +251,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _write_html_report(run_dir: Path) -> Path:
     """``report.html`` in a finished run directory (``--report``)."""
-    from fincon.errors import FinconError
-    from fincon.report import write_report
 
     try:
         return write_report([run_dir], run_dir / "report.html")
@@ -270,7 +270,6 @@ def run_and_report(
     ledger: Path | None | str = "default",
 ) -> int:
     """Run a resolved config, print the table (or JSON) and the notes; the exit status."""
-    from fincon.cli.main import EXIT_STOPPED
     from fincon.engine.record import run_status
     from fincon.engine.rundir import check_out_path
     from fincon.workflow.runner import BENCHMARK, run_config

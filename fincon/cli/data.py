@@ -11,6 +11,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
+from fincon.data.importers import read_corpus
+
 if TYPE_CHECKING:  # pandas is imported by the commands, not by `fincon --help`
     import pandas as pd
 
@@ -238,7 +240,6 @@ def cmd_import(args: argparse.Namespace) -> int:
     import time
 
     from fincon.data.dataset import item_table, summary_rows, write_dataset
-    from fincon.data.importers import read_corpus
     from fincon.data.importers.common import ImportOptions
 
     start = dt.date.fromisoformat(args.start) if args.start else None

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Annotated
 
 from fincon.cli.flags import Args, add
+from fincon.errors import FinconError
 from fincon.flag import Flag
 
 DEMO_DIR = Path(__file__).resolve().parents[1] / "data" / "demo"
@@ -115,7 +116,6 @@ def seal(path: Path = CACHE) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from fincon.cli.backtest import run_and_report
-    from fincon.errors import FinconError
 
     if not args.record and not CACHE.is_file():
         raise FinconError(

@@ -23,6 +23,7 @@ from fincon.cli.flags import Args, add
 from fincon.cli.llm import add_llm_arguments, settings_from_args
 from fincon.errors import ConfigError, DataError
 from fincon.flag import Flag
+from fincon.llm.settings import build_client
 from fincon.ownership import JSON_MARK, is_fincon_json
 
 NUMERIC = """\
@@ -318,7 +319,6 @@ def _lookahead(args: argparse.Namespace) -> int:
 
 def _run_llm(args: argparse.Namespace, run: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
     """An evaluation that always asks the model (its client, closed whatever happens)."""
-    from fincon.llm.settings import build_client
 
     client = build_client(settings_from_args(args, {"answer_max_tokens": 64}))
     client.budget_per_question = True  # --max-tokens stops the evaluation at the next question
@@ -355,7 +355,6 @@ def _client(args: argparse.Namespace, base: dict[str, Any]):
     """The model client of ``--brain llm`` (None for the rules brain)."""
     if args.brain != "llm":
         return None
-    from fincon.llm.settings import build_client
 
     client = build_client(settings_from_args(args, base))
     client.budget_per_question = True  # --max-tokens stops the evaluation at the next question

@@ -13,10 +13,12 @@ from fincon.cli.args import ledger_env, ledger_path
 from fincon.cli.flags import add, given, names
 from fincon.cli.llm import add_llm_arguments, llm_overrides
 from fincon.cli.options import RunArgs, add_data, add_team, data_overrides, flag_of, parse_params, team_values
-from fincon.config import WHAT
+from fincon.config import WHAT, name_flags
+from fincon.errors import ConfigError
 from fincon.flag import Flag
 from fincon.llm.settings import LLMSettings
 from fincon.report import text
+from fincon.workflow.executors import open_executor
 from fincon.workflow.experiment_config import ExperimentConfig
 
 #: experiment config key -> the flag that sets it (errors name what the user typed)
@@ -165,7 +167,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def experiment_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The flags as dotted config keys (only those given), checked against each other."""
-    from fincon.errors import ConfigError
 
     over: dict[str, Any] = given(args, ExperimentConfig, *WHAT_KEYS, *TEAM_KEYS, *ROLLING_KEYS, *EXECUTOR_KEYS,
                                  "bootstrap_reps")  # fmt: skip
@@ -201,7 +202,6 @@ def experiment_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def build_experiment(args: argparse.Namespace):
     """The experiment the flags (and --config, --preset) describe, validated."""
-    from fincon.errors import ConfigError
 
     over = experiment_overrides(args)
     preset = getattr(args, "preset", None)
@@ -231,8 +231,6 @@ def _flag_names(over: dict[str, Any]) -> dict[str, str]:
 
 
 def _load(args: argparse.Namespace, over: dict[str, Any], flags: dict[str, str]):
-    from fincon.config import name_flags
-    from fincon.errors import ConfigError
     from fincon.workflow.experiment import load_experiment
 
     try:
@@ -321,7 +319,6 @@ def _resumed(report: Any) -> None:
 
 def _execute(args: argparse.Namespace, spec, run, what, out: Path | None):
     """``run(what, out)`` on the executor ``spec`` names, with the command's progress and cutoff flags."""
-    from fincon.workflow.executors import open_executor
 
     with open_executor(spec) as executor:
         return run(what, out, progress=not args.no_progress, executor=executor,

@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from fincon.cli.flags import Args, add
+from fincon.errors import ConfigError
 from fincon.flag import Flag
+from fincon.report import write_report
 
 HELP = """\
 A backtest cannot settle what a model knew: it may have read about the
@@ -114,7 +116,6 @@ class ReadArgs(Args):
 def _init(args: argparse.Namespace) -> int:
 
     from fincon.cli.backtest import build_config
-    from fincon.errors import ConfigError
     from fincon.workflow import forward
 
     if getattr(args, "fill", None) == "close":
@@ -160,7 +161,6 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from fincon.report import write_report
     from fincon.report.card import card
     from fincon.workflow import forward_score as forward
 

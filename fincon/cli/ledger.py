@@ -19,6 +19,7 @@ import json
 from typing import Annotated
 
 from fincon.cli.flags import Args, add
+from fincon.errors import ConfigError
 from fincon.flag import Flag
 
 
@@ -50,7 +51,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fincon.errors import ConfigError
     from fincon.workflow import trials
 
     if args.ledger == "off":
@@ -90,7 +90,6 @@ def _study(args: argparse.Namespace, path, rows: list[dict]) -> int:
     """The rows of the family a study belongs to (its window on its tickers)."""
     import re
 
-    from fincon.errors import ConfigError
     from fincon.workflow import trials
 
     m = re.fullmatch(r"\s*(\S+)\s+(\d{4}-\d{2}-\d{2})\.\.(\d{4}-\d{2}-\d{2})\s*", args.study)

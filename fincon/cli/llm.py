@@ -22,6 +22,8 @@ from pydantic import BaseModel, Field, ValidationError
 from fincon.cli.flags import Args, add, given
 from fincon.errors import ConfigError
 from fincon.flag import Flag
+from fincon.llm.settings import FLAGS, MASKING, LLMSettings, build_client
+from fincon.validation import format_validation_error
 
 #: the help section of the LLM flags (as ``fincon.llm.settings.GROUP``, which --help does not import)
 GROUP = "LLM (see docs/llm.md)"
@@ -64,7 +66,6 @@ def add_llm_arguments(
     any command that calls a model. ``with_cutoff_gate``: the command runs
     windows and refuses, with --require-after-cutoff, one the model may remember.
     ``cache_default`` only changes --llm-cache's help: the command applies it."""
-    from fincon.llm.settings import FLAGS, MASKING, LLMSettings
 
     keys = [k for k in FLAGS if with_budget or k != "max_tokens"]
     add(parser, LLMSettings, *keys, *(MASKING if with_masking else ()), prefix="--llm-")
@@ -87,7 +88,6 @@ def load_prices(path: Path) -> dict[str, Any]:
 def llm_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The LLM settings given on the command line (unset flags left out), as
     plain YAML-safe values, ready to merge into ``strategy_params.<strategy>``."""
-    from fincon.llm.settings import LLMSettings
 
     out = given(args, LLMSettings, prefix="--llm-")
     if "prices" in out:
@@ -108,14 +108,11 @@ def llm_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def settings_from_args(args: argparse.Namespace, base: dict[str, Any] | None = None):
     """``base`` (e.g. a config file section) overridden by the flags, validated."""
-    from fincon.llm.settings import LLMSettings
 
     data = {**(base or {}), **llm_overrides(args)}
     try:
         return LLMSettings.model_validate(data)
     except ValidationError as exc:
-        from fincon.validation import format_validation_error
-
         raise ConfigError(f"bad LLM settings: {format_validation_error('llm', exc, LLMSettings)}") from None
 
 
@@ -163,7 +160,6 @@ ASK_CACHE_DEFAULT = "off"
 
 
 def _cmd_ask(args: argparse.Namespace) -> int:
-    from fincon.llm.settings import build_client
 
     base = {"cache": ASK_CACHE_DEFAULT} if args.llm_cache is None else {}
     settings = settings_from_args(args, base)

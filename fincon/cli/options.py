@@ -19,11 +19,13 @@ from typing import Annotated, Any, Mapping
 import yaml
 from pydantic import Field
 
+from fincon.agents.team.params import FinConParams
 from fincon.cli.args import LEDGER_HELP
 from fincon.cli.flags import Args, add, given, names
 from fincon.config import OUTPUT, WHAT, DataConfig, RunConfig, load_config
 from fincon.errors import ConfigError
 from fincon.flag import Flag
+from fincon.llm.settings import LLMSettings
 
 # -- what to run ----------------------------------------------------------------------------
 
@@ -100,8 +102,6 @@ def load_run_config(
 @functools.cache
 def run_flags() -> dict[str, str]:
     """A run config's keys and the flags that set them (made once: every error and override reads it)."""
-    from fincon.agents.team.params import FinConParams
-    from fincon.llm.settings import LLMSettings
 
     return {
         **names(RunConfig),
@@ -157,13 +157,11 @@ def check_data_flags(args: argparse.Namespace, data: DataConfig) -> None:
 
 def add_team(parser, *keys: str) -> None:
     """The team's flags of ``FinConParams``' fields ``keys``, in that order."""
-    from fincon.agents.team.params import FinConParams
 
     add(parser, FinConParams, *keys)
 
 
 def team_values(args: argparse.Namespace, *keys: str) -> dict[str, Any]:
     """The team flags of ``keys`` that were given, as ``FinConParams`` keys and values."""
-    from fincon.agents.team.params import FinConParams
 
     return given(args, FinConParams, *keys)

@@ -22,7 +22,11 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from fincon.agents.policies import Policies
+from fincon.agents.team.params import FinConParams
 from fincon.cli.flags import _default, _unwrap, bounds_of, flag_of_field
+from fincon.llm.settings import LLMSettings
+from fincon.workflow.executors import ExecutorSpec
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference.md"
 
@@ -137,11 +141,7 @@ def table(model: type[BaseModel], *, prefix: str = "--", flags: dict[str, str] |
 
 def sections() -> list[tuple[str, str, type[BaseModel], str]]:
     """(title, config path, model, flag prefix) of every section, in reading order."""
-    from fincon.agents.policies import Policies
-    from fincon.agents.team.params import FinConParams
     from fincon.config import BrokerConfig, DataConfig, MetricsConfig, RunConfig
-    from fincon.llm.settings import LLMSettings
-    from fincon.workflow.executors import ExecutorSpec
     from fincon.workflow.experiment_config import ExperimentConfig, RollingSpec, Window
 
     return [

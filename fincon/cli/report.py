@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Annotated
 
 from fincon.cli.flags import Args, add
+from fincon.errors import ConfigError
 from fincon.flag import Flag
+from fincon.report import write_report
 
 HELP = """\
 Write one HTML page a person can read about a run, a comparison of runs, a
@@ -67,8 +69,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fincon.errors import ConfigError
-    from fincon.report import write_report
 
     if args.card:
         import json

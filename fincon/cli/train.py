@@ -19,8 +19,10 @@ from fincon.cli.options import (
     load_run_config,
     team_values,
 )
-from fincon.config import WHAT, RunConfig
+from fincon.config import WHAT, RunConfig, read_yaml
+from fincon.errors import ConfigError
 from fincon.flag import Flag
+from fincon.workflow.experiment_config import ExperimentConfig
 
 TRAIN_START, TRAIN_END = "2022-01-03", "2022-10-04"
 TRAINING = "training"
@@ -109,7 +111,6 @@ class TrainArgs(RunArgs):
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from fincon.workflow.experiment_config import ExperimentConfig
 
     p = sub.add_parser(
         "train",
@@ -227,8 +228,6 @@ def next_command(cfg, train_dir: Path) -> str:
 def _config_keys(path: Path) -> set[str]:
     """Top-level keys of the YAML config (empty when it cannot be read: the
     config loader then reports why, in one line)."""
-    from fincon.config import read_yaml
-    from fincon.errors import ConfigError
 
     try:
         return set(read_yaml(path))

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from fincon.cli.flags import Args, add
+from fincon.data.transcription import Transcriber, word_error_rate
 from fincon.data.transcription.checks import check_audio_file
 from fincon.errors import DataError
 from fincon.flag import Flag
@@ -66,7 +67,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_transcribe(args: argparse.Namespace) -> int:
-    from fincon.data.transcription import Transcriber, word_error_rate
 
     check_audio_file(args.file)
     ref = None

@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from fincon.data.dataset import Dataset, resolve_dataset
+from fincon.data.events.generator import DEFAULT_TICKERS
 from fincon.data.events.sources import build_store
 from fincon.data.events.store import EventStore
 from fincon.data.sources import make_source
-from fincon.errors import ConfigError
+from fincon.errors import ConfigError, DataError
 
 #: the bundled synthetic corpus, as an events parameter names it
 SAMPLE = "sample"
@@ -47,8 +48,6 @@ def corpus_tickers(spec: str) -> tuple[str, ...]:
     """Every ticker an event corpus holds items for (the sample's eleven, or
     an event directory's ``TICKER.jsonl*`` files)."""
     if spec == SAMPLE:
-        from fincon.data.events.generator import DEFAULT_TICKERS
-
         return tuple(DEFAULT_TICKERS)
     path = Path(spec).expanduser()
     return tuple(sorted({p.name.split(".")[0] for p in path.glob("*.jsonl*")})) if path.is_dir() else ()
@@ -106,8 +105,6 @@ def open_inputs(
     dataset = resolve_dataset(data_dir) if source == "csv" and data_dir is not None else None
     price_dir = dataset.prices_dir if dataset is not None else data_dir
     if dataset is not None and not dataset.prices_dir.is_dir():
-        from fincon.errors import DataError
-
         raise DataError(f"--data {data_dir}: dataset without a prices/ folder; re-run the import")
     return RunInputs(make_source(source, price_dir, cache_dir), dataset, None if data_dir is None else Path(data_dir))
 

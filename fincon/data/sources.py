@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from fincon.data.events.loaders.online import cache_root
 from fincon.errors import ConfigError, DataError, SourceUnavailable
 from fincon.files import write_atomic
 
@@ -174,8 +175,6 @@ def make_source(name: str, data_dir: str | Path | None = None, cache_dir: str | 
             raise ConfigError("source 'csv' needs a directory: pass --data DIR")
         return CsvDirSource(data_dir)
     if name == "yfinance":
-        from fincon.data.events.loaders.online import cache_root
-
         # $FINCON_CACHE_DIR/yfinance, beside the other on-disk caches (default ~/.cache/fincon)
         return YFinanceSource(cache_dir or cache_root(None) / "yfinance")
     raise ConfigError(f"unknown data source {name!r}; choose one of {', '.join(SOURCES)}")

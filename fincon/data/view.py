@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Mapping
 import numpy as np
 import pandas as pd
 
+from fincon.errors import ConfigError
+
 if TYPE_CHECKING:  # pragma: no cover
     from fincon.data.events.store import EventStore, EventView
 
@@ -141,8 +143,6 @@ class MarketView:
         published after it); an error for a run without an event corpus."""
         store = self._data.events
         if store is None:
-            from fincon.errors import ConfigError
-
             raise ConfigError("this run has no event corpus; a strategy that reads news needs one (--events DIR)")
         return store.view_at(self.date)
 

@@ -37,7 +37,7 @@ from typing import Any, Sequence
 
 from pydantic import BaseModel, Field
 
-from fincon.agents.brains import Question, RulesBrain
+from fincon.agents.brains import LLMBrain, Question, RulesBrain
 from fincon.agents.critics.claims import Figure, claims_in, figures_in, format_value
 from fincon.agents.critics.critics import critique
 from fincon.agents.roles.base import load_template
@@ -220,8 +220,6 @@ def run(
     datasets: Sequence[str | Path], brain_name: str = "rules", client: Any = None, per_filing: int = PER_FILING
 ) -> dict[str, Any]:
     if brain_name == "llm":
-        from fincon.agents.brains import LLMBrain
-
         brain: Any = LLMBrain(client)
     else:
         brain = RulesBrain()

@@ -27,7 +27,7 @@ from typing import Any, Callable, Sequence
 
 from pydantic import BaseModel
 
-from fincon.agents.brains import Question, RulesBrain
+from fincon.agents.brains import LLMBrain, Question, RulesBrain
 from fincon.agents.roles.base import load_template
 
 #: the paper's three settings: (key of an outcome's answers, label of the row)
@@ -61,8 +61,6 @@ def make_brain(brain_name: str, client: Any = None) -> Any:
     """The brain of ``--brain``: ``llm`` asks the model through ``client``,
     anything else is the deterministic rules brain."""
     if brain_name == "llm":
-        from fincon.agents.brains import LLMBrain
-
         return LLMBrain(client)
     return RulesBrain()
 

@@ -53,6 +53,7 @@ from typing import Any, Sequence
 from fincon.llm.errors import CacheMiss, LLMError
 from fincon.llm.schema import canonical_json
 from fincon.llm.types import Message, SamplingParams
+from fincon.ownership import sqlite_foreign
 
 DEFAULT_CACHE_PATH = Path("runs/.cache/llm.sqlite")
 #: set by the Ray executor in its workers: the actor that owns the cache files
@@ -160,8 +161,6 @@ class CallCache:
                 f"replay needs a recorded cache, but {self.path} does not exist; record a run in read-write mode first"
             )
         if self.path.exists():
-            from fincon.ownership import sqlite_foreign
-
             # a database of the user's is never given a calls table in silence; the
             # team's embedding vectors share the file (fincon.memory.vectors)
             why = sqlite_foreign(self.path, {"calls": _COLUMNS[:-1], "vectors": ("key", "vec")})

@@ -32,6 +32,8 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from fincon.llm.bundled import DEFAULT_MODEL
+
 Label = Literal["in-training-data", "straddles-cutoff", "after-cutoff", "cutoff-unknown", "no-model"]
 LABELS: tuple[Label, ...] = ("in-training-data", "straddles-cutoff", "after-cutoff", "cutoff-unknown", "no-model")
 
@@ -91,8 +93,6 @@ def cutoff_of(settings: Any) -> Cutoff | None:
     given = getattr(settings, "knowledge_cutoff", None)
     model = getattr(settings, "model", None)
     if model is None and getattr(settings, "backend", "local") == "local":
-        from fincon.llm.bundled import DEFAULT_MODEL
-
         model = DEFAULT_MODEL
     known = known_cutoff(model)
     if given is None:

@@ -22,7 +22,7 @@ from fincon.llm.client import LLMClient
 from fincon.llm.endpoint import DEFAULT_BASE_URL, check_api_key_env
 from fincon.llm.ledger import ModelPrice, UsageLedger
 from fincon.llm.types import SamplingParams
-from fincon.validation import IsoDate
+from fincon.validation import IsoDate, validated
 
 #: the help section of the LLM flags (fincon.cli.flags)
 GROUP = "LLM (see docs/llm.md)"
@@ -228,7 +228,6 @@ def layered(
     """A strategy's model settings, typed: its ``defaults``, under the keys the
     run's ``llm`` section sets, under the strategy's ``own`` (its params' llm).
     How every strategy that calls a model gets its settings from a run."""
-    from fincon.validation import validated
 
     keys = run.model_dump(exclude_unset=True) if run is not None else {}
     return validated(LLMSettings, {**(defaults or {}), **keys, **(own or {})}, where)

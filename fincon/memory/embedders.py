@@ -144,8 +144,6 @@ class MiniLMEmbedder(EmbeddingFunction[Documents]):
                 try:
                     m = SentenceTransformer(self.model_dir, device="cpu")
                 except (OSError, ValueError) as exc:  # a wrong path, or a hub name not cached (offline)
-                    from fincon.errors import ConfigError
-
                     raise ConfigError(
                         f"sentence-transformers model {self.model_dir!r} cannot be loaded "
                         f"({type(exc).__name__}); give a local model directory, or a hub name already "

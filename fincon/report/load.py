@@ -24,8 +24,13 @@ from typing import Any
 
 import pandas as pd
 
+from fincon.config import RunConfig
+from fincon.data.prices import load_prices
+from fincon.data.view import MarketData
 from fincon.engine.record import METRICS, RunRecord, is_run, read_json, read_jsonl, read_yaml
 from fincon.errors import DataError, FinconError
+from fincon.strategies.base import RunContext
+from fincon.strategies.registry import make_strategy
 from fincon.workflow.status import failure
 
 BENCHMARK = "buy-and-hold"
@@ -306,12 +311,7 @@ def recompute_benchmark(config: dict[str, Any]) -> tuple[pd.Series | None, str]:
     try:
         import tempfile
 
-        from fincon.config import RunConfig
-        from fincon.data.prices import load_prices
-        from fincon.data.view import MarketData
         from fincon.engine.backtest import run_backtest
-        from fincon.strategies.base import RunContext
-        from fincon.strategies.registry import make_strategy
         from fincon.workflow.runner import broker_settings
 
         cfg = RunConfig(

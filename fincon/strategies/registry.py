@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from fincon.errors import ConfigError
 from fincon.strategies.base import Strategy
-from fincon.validation import format_validation_error
+from fincon.validation import format_validation_error, validated
 
 #: baselines: name -> "module:Class" (the class takes its Params model)
 STRATEGIES: dict[str, str] = {
@@ -144,7 +144,6 @@ def make_strategy(name: str, params: Mapping[str, Any] | BaseModel | None = None
     if base_name(name) in FACTORIES:
         if llm is not None and not isinstance(llm, BaseModel):
             from fincon.llm.settings import LLMSettings
-            from fincon.validation import validated
 
             llm = validated(LLMSettings, llm, "llm")
         factory: Callable[[BaseModel, Any], Strategy] = _load(FACTORIES[base_name(name)])

@@ -31,6 +31,7 @@ from typing import Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from fincon.data.events.model import MARKET_TZ
 from fincon.errors import ConfigError
 from fincon.strategies.base import Decision, RunContext, Strategy
 
@@ -80,8 +81,6 @@ class SentimentBaseline(Strategy):
         # same-day (a lookahead): per ticker, (the calendar day it counts on, score) of every tagged item
         self._same_day: dict[str, list[tuple[pd.Timestamp, int]]] = {}
         if self.params.timing == "same-day":
-            from fincon.data.events.model import MARKET_TZ
-
             for e in ctx.events.all_events():
                 score = _tag(e)
                 if score is not None:

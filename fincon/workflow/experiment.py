@@ -76,6 +76,7 @@ from fincon.workflow.experiment_results import (  # noqa: F401
     daily_log_returns,
     load_equity,
     median_repeat,
+    placebo_results,
     plot_experiment,
     wilcoxon_test,
 )
@@ -290,8 +291,6 @@ def _run(exp: ExperimentConfig, out: Path, progress: bool, executor: Executor) -
     results = collect(exp, out)
     results["model_knowledge"] = experiment_knowledge(exp)
     if exp.placebos:
-        from fincon.workflow.experiment_results import placebo_results
-
         results["placebo"] = placebo_results(exp, out, results)
     from fincon.workflow.experiment_stats import significance
 

@@ -23,7 +23,7 @@ from fincon.errors import ConfigError, FinconError
 from fincon.strategies.registry import make_strategy
 from fincon.workflow.experiment_config import SEED_STRIDE, TEAM, ExperimentConfig, Window
 from fincon.workflow.placebo import CORPUS_PLACEBOS
-from fincon.workflow.training import TrainOptions
+from fincon.workflow.training import TrainOptions, train
 
 
 def _run_config(
@@ -183,8 +183,6 @@ def run_unit(unit: Unit, exp: ExperimentConfig, root: Path, progress: bool = Fal
 
     path = unit.path(root)
     if unit.kind == "train":
-        from fincon.workflow.training import train
-
         train(
             train_config(exp, unit.ablation, unit.repeat, unit.protocol),
             path,

@@ -52,10 +52,11 @@ from fincon.config import RunConfig
 from fincon.engine.resume import Resume, StateError
 from fincon.errors import ConfigError
 from fincon.files import json_text, write_atomic
+from fincon.llm.bundled import BUNDLED, file_sha256
 from fincon.llm.cache import CallCache
 from fincon.strategies.registry import make_strategy
 from fincon.workflow import trials
-from fincon.workflow.alpaca import BrokerError
+from fincon.workflow.alpaca import AlpacaPaper, BrokerError, check_available, expected_after
 from fincon.workflow.forward_clock import EXCHANGE, next_session, previous_session, session_open, sessions
 from fincon.workflow.forward_plan import Plan, _frozen_config, freeze
 from fincon.workflow.forward_state import keep_state, resume_for
@@ -90,8 +91,6 @@ def init(
     if (root / JOURNAL_NAME).exists() or (root.exists() and any(root.iterdir())):
         raise ConfigError(f"{root} is not empty; a forward journal starts in a new folder (nothing was changed)")
     if broker == "alpaca":
-        from fincon.workflow.alpaca import check_available
-
         if simulate_from is not None:
             raise ConfigError("--broker alpaca places orders on a paper account: a live journal; drop --simulate-from")
         if len(cfg.strategies) != 1:
@@ -147,8 +146,6 @@ def _models(cfg: RunConfig) -> dict[str, Any]:
         settings = s.llm_settings()
         block = dict(blocks[name])
         if settings is not None and settings.backend == "local":
-            from fincon.llm.bundled import BUNDLED, file_sha256
-
             model = settings.resolved_model()
             # a bundled model's pinned hash (its parts are checked against it when assembled); a GGUF of the
             # user's: its file's
@@ -261,8 +258,6 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
     cfg = _frozen_config(root, plan, day, keep_state=True)
     broker = held = None
     if plan.broker == "alpaca":  # the account must hold what the journal says before anything is decided
-        from fincon.workflow.alpaca import AlpacaPaper
-
         broker = AlpacaPaper()
         held = broker.reconcile(_expected_positions(sealed_so_far))
     out = root / REPLAY
@@ -305,8 +300,6 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
         model = report.knowledge.get(name) or {}
         orders: dict[str, Any] = {"fill": "next open", "targets": (last.get("weights") or {})}
         if broker is not None and held is not None:
-            from fincon.workflow.alpaca import AlpacaPaper, expected_after
-
             equity = broker.equity()
             placed = AlpacaPaper.orders_for(orders["targets"], _closes(root, cfg.tickers, day), equity, held)
             orders["alpaca"] = {"equity": equity, "held": held, "orders": placed,

@@ -39,11 +39,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fincon.agents.beliefs import Beliefs, Reflection, TrainingWindow
+from fincon.agents.beliefs import Beliefs, Reflection, TrainingWindow, as_params
 from fincon.agents.risk_control import Episode, RiskControl
 from fincon.agents.roles import ANALYSTS
 from fincon.agents.team import make_fincon_team
 from fincon.config import RunConfig
+from fincon.engine.artifacts import corpus_hash
 from fincon.engine.record import METRICS, RunRecord, read_json
 from fincon.engine.rundir import check_out_path
 from fincon.errors import ConfigError, DataError, FinconError
@@ -326,8 +327,6 @@ def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, prog
     names = tuple(r.name for r in (ANALYSTS[a] for a in (team.params.analysts or list(ANALYSTS))))
     initial = Beliefs.initial({ANALYSTS[n].name: ANALYSTS[n].weight for n in (team.params.analysts or list(ANALYSTS))})
     if team.params.beliefs:
-        from fincon.agents.beliefs import as_params
-
         learned = as_params(team.params.beliefs)
         initial = initial.model_copy(
             update={"version": learned.version, "perspectives": {**initial.perspectives, **learned.perspectives}}
@@ -470,8 +469,6 @@ def training_window(cfg: RunConfig):
         if events != "sample" and Path(events).resolve() == ds.events_dir.resolve():
             seen["events"] = "dataset"  # the dataset's own events: no machine-specific path in the hash
     if seen["events"] not in ("sample", "dataset") and Path(events).expanduser().is_dir():
-        from fincon.engine.artifacts import corpus_hash
-
         # an event directory enters by its files' contents, not by where it lives
         files = [p for p in Path(events).expanduser().rglob("*") if p.is_file()]
         seen["events"] = corpus_hash(files)

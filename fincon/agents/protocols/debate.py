@@ -77,6 +77,7 @@ from fincon.agents.protocols.debate_schemas import (
 )
 from fincon.agents.protocols.fincon import FinConManager
 from fincon.agents.reports import ManagerReport
+from fincon.agents.roles.base import make_transcriber
 from fincon.data.events.model import visible_day
 from fincon.memory.collections import open_collection
 from fincon.strategies.base import Decision
@@ -200,8 +201,6 @@ class DebateProtocol:
         if self.transcripts == "text" or audio is None:
             return event.text or ""
         if self._transcriber is None:
-            from fincon.agents.roles.base import make_transcriber
-
             self._transcriber = make_transcriber({"cache_dir": self.transcript_cache})
         return self._transcriber(audio)
 

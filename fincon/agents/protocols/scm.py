@@ -71,6 +71,7 @@ from fincon.agents.protocols.scm_schemas import (
 )
 from fincon.agents.reports import short_labels
 from fincon.data.events.model import decision_cutoff
+from fincon.llm.types import SamplingParams
 from fincon.strategies.base import Decision
 
 __all__ = [
@@ -228,8 +229,6 @@ class ScmProtocol:
             return self.sampling
         base = self.sampling or getattr(getattr(brain, "client", None), "params", None)
         if base is None:
-            from fincon.llm.types import SamplingParams
-
             base = SamplingParams()
         return base.model_copy(update={"temperature": max(base.temperature, self.temperature), "seed": base.seed + k})
 

@@ -34,6 +34,7 @@ from pydantic import ConfigDict, Field, create_model
 
 from fincon.agents.beliefs import RISK, Beliefs, touched
 from fincon.agents.roles.base import load_template
+from fincon.llm.errors import LLMInvalidAnswer
 from fincon.llm.types import SamplingParams
 from fincon.memory.distill import uncut, without_fragment
 from fincon.risk.cvrf import RULES_LR, Trajectory, attribution, rules_step, stretches, text_edit_size
@@ -196,7 +197,6 @@ class RiskControl:
         """Conceptual insights of one episode (rules: the stretches themselves)."""
         if self.client is None:
             return self._rules_insights(ep), 0
-        from fincon.llm.errors import LLMInvalidAnswer
 
         t = ep.traj
         tickers = sorted({k for a in t.actions for k in a})
@@ -231,8 +231,6 @@ class RiskControl:
         texts: dict[str, str] = {}
         meta = self._rules_meta(better, worse, attr)
         if self.client is not None and rate > 0:
-            from fincon.llm.errors import LLMInvalidAnswer
-
             # the perspectives in the order of what they earned in the better episode
             # (its own trading, no answer key), in the prompt and the answer's enum: a 1.5B
             # model named the first two of an alphabetical list (10-k, 10-q) whatever the

@@ -45,6 +45,7 @@ import pandas as pd
 
 from fincon.data.events.model import MARKET_TZ
 from fincon.data.events.store import EventView
+from fincon.data.transcription import Transcriber
 from fincon.memory.analyst import AnalystMemory, DayMemory
 from fincon.memory.distill import approx_tokens
 from fincon.memory.procedural import DEFAULT_DECAY
@@ -396,8 +397,6 @@ class _Transcribe:
 
     def __call__(self, path: Path) -> str:
         if self._loaded is None:
-            from fincon.data.transcription import Transcriber
-
             self._loaded = Transcriber(backend=self.backend, cache_dir=self.cache_dir)
         return self._loaded.transcribe(path).text
 

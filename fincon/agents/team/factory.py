@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from fincon.agents.team.params import FinConParams
 from fincon.agents.team.strategy import FinConTeam
+from fincon.llm.settings import layered
 from fincon.validation import validated
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,7 +30,5 @@ def make_fincon_team(params: FinConParams | Mapping[str, Any], llm: "LLMSettings
     p = validated(FinConParams, params, "strategy_params.fincon")
     settings = None
     if p.brain == "llm":
-        from fincon.llm.settings import layered
-
         settings = layered(llm, TEAM_LLM, p.llm, "strategy_params.fincon.llm")
     return FinConTeam(p, settings)

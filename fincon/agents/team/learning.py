@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fincon.agents.beliefs import RISK, Beliefs, Reflection, as_params
+from fincon.agents.beliefs import RISK, Beliefs, Reflection, as_params, check_window
 from fincon.agents.brains import Answer
 from fincon.agents.roles.base import RoleInputs
 from fincon.agents.team.reflection import Outcome, reflect
@@ -69,8 +69,6 @@ class Learning:
         learned = as_params(p.beliefs)
         self.beliefs_warning: str | None = None
         if learned is not None and ctx.start is not None:
-            from fincon.agents.beliefs import check_window
-
             self.beliefs_warning = check_window(learned, str(ctx.start), p.allow_overlap)
             if self.beliefs_warning:
                 log.warning(self.beliefs_warning)

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from fincon.agents.policies import Policies
+from fincon.agents.protocols import PROTOCOLS, protocol_names
 from fincon.flag import Flag, absolute, absolute_or_sample, on_off
 
 EmbedderName = Literal["auto", "hashing", "minilm"]
@@ -180,7 +181,6 @@ class FinConParams(BaseModel):
     @field_validator("protocol")
     @classmethod
     def _protocol(cls, v):
-        from fincon.agents.protocols import PROTOCOLS, protocol_names
 
         if v not in PROTOCOLS:
             raise ValueError(f"unknown protocol {v!r}; choose from {', '.join(protocol_names())}")

@@ -37,6 +37,7 @@ import pandas as pd
 
 from fincon.agents.beliefs import as_params
 from fincon.agents.brains import LLMBrain, ManagerTask, RulesBrain
+from fincon.agents.critics import NumericCritics
 from fincon.agents.policies import enforce
 from fincon.agents.protocols import make_protocol
 from fincon.agents.reports import CONTRADICTION, LANGUAGE, AnalystReport
@@ -49,8 +50,12 @@ from fincon.agents.team.params import FinConParams
 from fincon.agents.team.resumable import Resumable
 from fincon.errors import ConfigError
 from fincon.llm.errors import BudgetExhausted
+from fincon.llm.ledger import UsageLedger
+from fincon.llm.settings import LLMSettings, attach, build_client, detach
 from fincon.memory.distill import Distiller
 from fincon.memory.store import MemoryStore
+from fincon.memory.vectors import VectorCache
+from fincon.memory.working import AskCompleter
 from fincon.risk.cvar_alert import CvarAlert
 from fincon.strategies.base import Decision, RunContext, StopRun, Strategy
 
@@ -116,8 +121,6 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
         if hasattr(self.protocol, "bind"):
             self.protocol.bind(self)
         if p.brain == "llm":
-            from fincon.llm.settings import attach
-
             attach(self.client, self.settings, self.universe, p.events, ctx.start)
             self.brain: Any = LLMBrain(self.client)
             if p.manager_temperature is not None or p.manager_seed is not None:
@@ -132,8 +135,6 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
             self.ledger = self.client.ledger
             self.concurrency = self.settings.concurrency if self.settings else 1
         else:
-            from fincon.llm.ledger import UsageLedger
-
             self.brain = RulesBrain()
             self.ledger = UsageLedger()
             self.concurrency = 1
@@ -156,8 +157,6 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
     @property
     def client(self):
         if self._client is None:
-            from fincon.llm.settings import LLMSettings, build_client
-
             self._client = build_client(self.settings or LLMSettings())
         return self._client
 
@@ -172,8 +171,6 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
         embedder = MiniLMEmbedder()
         cache = self.client.cache if self.params.brain == "llm" else None
         if cache is not None and cache.local_file is not None:
-            from fincon.memory.vectors import VectorCache
-
             # the vectors go into the LLM cache file: a replay reads them and loads no model
             embedder.vectors = VectorCache(cache.local_file, embedder.identity(), writes=cache.writes)
         return embedder
@@ -250,8 +247,6 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
             json.dumps([r.model_dump() for r in self.written], indent=1) + "\n", encoding="utf-8"
         )
         if self.params.brain == "llm" and self._client is not None:
-            from fincon.llm.settings import detach
-
             out.update(detach(self._client, ctx.run_dir, self.stopped, close=self._owns_client))
             out.update(reask_counts(self.ledger.events()))
             if self._owns_client:
@@ -312,8 +307,6 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
         inputs = [self._gather(role, t, view) for t in self.pool for role in self.roles]
         answers = self._answer_all(inputs, day)
         if self.params.critics:  # numeric critics on the filing and call analysts' claims (agents/critics)
-            from fincon.agents.critics import NumericCritics
-
             if getattr(self, "critics", None) is None or self.critics.brain is not self.brain:
                 self.critics = NumericCritics.for_team(self)
             answers, record["critics"] = self.critics.review(inputs, answers, day)
@@ -443,8 +436,6 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
         if key not in self._mems:
             completer = None
             if self.params.distill == "llm":
-                from fincon.memory.working import AskCompleter
-
                 completer = AskCompleter(self.client, agent=f"{key}/distill")
             self._mems[key] = role.open(
                 self.memory,

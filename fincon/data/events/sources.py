@@ -15,6 +15,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from fincon.data.events.generator import SAMPLE_DIR
+from fincon.data.events.loaders.alpaca import AlpacaNewsLoader
+from fincon.data.events.loaders.directory import DirectoryLoader
+from fincon.data.events.loaders.edgar import EdgarLoader
+from fincon.data.events.loaders.yahoo import YahooNewsLoader
 from fincon.data.events.model import Event
 from fincon.data.events.store import EventStore
 from fincon.errors import ConfigError
@@ -27,27 +32,16 @@ def make_loader(spec: Mapping[str, Any]):
     kind = opts.pop("type", None)
     try:
         if kind == "sample":
-            from fincon.data.events.generator import SAMPLE_DIR
-            from fincon.data.events.loaders.directory import DirectoryLoader
-
             return DirectoryLoader(opts.pop("path", SAMPLE_DIR), **opts)
         if kind == "directory":
-            from fincon.data.events.loaders.directory import DirectoryLoader
-
             if "path" not in opts:
                 raise ConfigError("event source 'directory' needs a path")
             return DirectoryLoader(opts.pop("path"), **opts)
         if kind == "edgar":
-            from fincon.data.events.loaders.edgar import EdgarLoader
-
             return EdgarLoader(**opts)
         if kind == "yfinance":
-            from fincon.data.events.loaders.yahoo import YahooNewsLoader
-
             return YahooNewsLoader(**opts)
         if kind == "alpaca":
-            from fincon.data.events.loaders.alpaca import AlpacaNewsLoader
-
             return AlpacaNewsLoader(**opts)
     except TypeError as exc:
         raise ConfigError(f"event source {kind!r}: {exc}") from exc

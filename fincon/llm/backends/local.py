@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from fincon.errors import ConfigError
+from fincon.llm.backends.fast_llama import fast_llama_class
 from fincon.llm.backends.grammar import gbnf
 from fincon.llm.backends.runtime import ensure_llama_cpp
 from fincon.llm.bundled import BUNDLED, DEFAULT_MODEL, assemble, file_sha256, resolve_model_path
@@ -156,8 +157,6 @@ class LocalLlamaBackend:
         if self._llm is None:
             Llama = _import_llama()
             if self.fast_sampling:
-                from fincon.llm.backends.fast_llama import fast_llama_class
-
                 Llama = fast_llama_class(Llama)
             self._llm = Llama(
                 model_path=str(self.path),
