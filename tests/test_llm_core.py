@@ -554,3 +554,27 @@ def test_local_threads_come_from_the_environment_when_the_settings_name_none(mon
         monkeypatch.setenv(THREADS_ENV, bad)
         with pytest.raises(ConfigError, match=f"{THREADS_ENV}='{bad}'"):
             default_threads()
+
+
+def test_a_strategys_own_llm_settings_are_typed_when_the_config_loads(tmp_path):
+    """``strategy_params.fincon.llm`` (and finsent's, finmem's) is LLMOverrides: each key typed and
+    range-checked as in the llm section when the config loads, one line naming the key; only the keys
+    set are written back; the layered whole (run's section under the strategy's) is LLMSettings."""
+    from fincon.config import load_config
+    from fincon.errors import ConfigError
+    from fincon.llm.settings import LLMSettings, layered
+
+    cfg = load_config(None, {"strategies": ["fincon"], "strategy_params.fincon.llm.temperature": 0.3})
+    own = cfg.strategy_params["fincon"].llm
+    assert own.given() == {"temperature": 0.3} and cfg.params("fincon") == {"llm": {"temperature": 0.3}}
+    assert layered(LLMSettings(seed=7), {"n_ctx": 4096}, own) == LLMSettings(seed=7, n_ctx=4096, temperature=0.3)
+    for key, value, said in (
+        ("tempreature", 0.3, "unknown key 'strategy_params.fincon.llm.tempreature'"),
+        ("temperature", 9, "strategy_params.fincon.llm.temperature: Input should be less than or equal to 2"),
+        ("backend", "gpt", "strategy_params.fincon.llm.backend: Input should be 'local' or 'openai'"),
+    ):
+        with pytest.raises(ConfigError) as err:
+            load_config(None, {"strategies": ["finsent" if key == "backend" else "fincon"],
+                               f"strategy_params.{'finsent' if key == 'backend' else 'fincon'}.llm.{key}": value})  # fmt: skip
+        message = str(err.value).replace("finsent", "fincon")
+        assert said in message and "\n" not in message

@@ -33,7 +33,7 @@ from fincon.data.lexicon import LoughranMcDonald
 from fincon.errors import ConfigError
 from fincon.llm import LLMInvalidAnswer, LLMUnavailable
 from fincon.llm.errors import BudgetExhausted
-from fincon.llm.settings import LLMSettings, attach, build_client, detach, layered
+from fincon.llm.settings import LLMOverrides, LLMSettings, attach, build_client, detach, layered
 from fincon.llm.types import Message
 from fincon.strategies.base import Decision, RunContext, StopRun, Strategy
 from fincon.validation import validated
@@ -56,7 +56,8 @@ class FinSentParams(BaseModel):
     allow_short: bool = True
     #: at most this many items scored per ticker and day (the newest)
     max_items: int = Field(8, ge=1, le=100)
-    llm: dict[str, Any] = Field(default_factory=dict)
+    #: LLM settings for this strategy: any key of the llm section, over the run's
+    llm: LLMOverrides = Field(default_factory=LLMOverrides)
 
 
 class ItemSentiment(BaseModel):

@@ -13,7 +13,8 @@ import datetime as dt
 from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_serializer, model_validator
+from pydantic.fields import FieldInfo
 
 from fincon.errors import ConfigError
 from fincon.flag import Flag
@@ -219,10 +220,43 @@ class LLMSettings(BaseModel):
         return SamplingParams(temperature=self.temperature, max_tokens=self.answer_max_tokens, seed=self.seed)
 
 
+class _Overrides(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    #: API keys are never settings, in a strategy's section either
+    _no_keys_in_config = model_validator(mode="before")(LLMSettings._no_keys_in_config.__func__)  # type: ignore[attr-defined]
+
+    @model_serializer(mode="wrap")
+    def _given(self, handler):
+        """Only the keys set: the rest is the run's ``llm`` section's."""
+        return {k: v for k, v in handler(self).items() if k in self.model_fields_set}
+
+    def given(self) -> dict[str, Any]:
+        return self.model_dump(exclude_unset=True)
+
+
+def _optional(f: FieldInfo) -> tuple[Any, FieldInfo]:
+    """``f`` as a key that may be left out (None): its type and range, no default."""
+    ann = f.annotation | None  # type: ignore[operator]
+    return (Annotated[ann, *f.metadata] if f.metadata else ann), FieldInfo(default=None, description=f.description)
+
+
+#: A strategy's own LLM settings (``strategy_params.<name>.llm``): any of :class:`LLMSettings`' keys,
+#: each typed and range-checked as there when the config loads; unset keys are the run's ``llm``
+#: section's. Made from LLMSettings' fields (one copy); the checks across keys (a paraphrase model
+#: needs ``anonymize``) hold for the layered whole (:func:`layered`), not for a part.
+LLMOverrides = create_model(
+    "LLMOverrides",
+    __base__=_Overrides,
+    __doc__="A strategy's own LLM settings over the run's llm section (fincon.llm.settings.LLMOverrides).",
+    **{name: _optional(f) for name, f in LLMSettings.model_fields.items()},  # type: ignore[call-overload]
+)
+
+
 def layered(
     run: LLMSettings | None,
     defaults: Mapping[str, Any] | None = None,
-    own: Mapping[str, Any] | None = None,
+    own: Mapping[str, Any] | _Overrides | None = None,
     where: str = "llm",
 ) -> LLMSettings:
     """A strategy's model settings, typed: its ``defaults``, under the keys the
@@ -230,7 +264,8 @@ def layered(
     How every strategy that calls a model gets its settings from a run."""
 
     keys = run.model_dump(exclude_unset=True) if run is not None else {}
-    return validated(LLMSettings, {**(defaults or {}), **keys, **(own or {})}, where)
+    mine = own.given() if isinstance(own, _Overrides) else dict(own or {})
+    return validated(LLMSettings, {**(defaults or {}), **keys, **mine}, where)
 
 
 def build_backend(settings: LLMSettings):

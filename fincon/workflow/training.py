@@ -164,7 +164,7 @@ def _model_settings(cfg: RunConfig, opts: TrainOptions):
         return None
 
     # the rules team has no LLM settings of its own: the run's llm section, with the team's context size
-    return team.settings or layered(cfg.llm, {"n_ctx": 4096}, team.params.llm or {})
+    return team.settings or layered(cfg.llm, {"n_ctx": 4096}, team.params.llm)
 
 
 def _risk_control(cfg: RunConfig, opts: TrainOptions, perspectives: tuple[str, ...]):

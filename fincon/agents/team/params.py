@@ -7,13 +7,14 @@ May touch: the analyst and protocol registries (to name valid choices).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from fincon.agents.policies import Policies
 from fincon.agents.protocols import PROTOCOLS, protocol_names
 from fincon.flag import Flag, absolute, absolute_or_sample, on_off
+from fincon.llm.settings import LLMOverrides
 
 EmbedderName = Literal["auto", "hashing", "minilm"]
 
@@ -161,8 +162,8 @@ class FinConParams(BaseModel):
     #: differ while the analysts stay at the run's sampling and hit the cache when their inputs repeat
     manager_temperature: float | None = Field(None, ge=0.0, le=2.0)
     manager_seed: int | None = None
-    #: LLM settings for this strategy, over the run's llm section
-    llm: dict[str, Any] = Field(default_factory=dict)
+    #: LLM settings for this strategy: any key of the llm section, over the run's
+    llm: LLMOverrides = Field(default_factory=LLMOverrides)
 
     @field_validator("analysts")
     @classmethod
