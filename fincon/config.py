@@ -267,9 +267,8 @@ class RunSections(Section):
         return llm.model_dump(mode="json", exclude_unset=True)
 
     def sections(self) -> dict[str, Any]:
-        """These sections as a config tree (YAML values): what a unit's
-        RunConfig is built from."""
-        return {k: v for k, v in self.model_dump(mode="json").items() if k in RunSections.model_fields}
+        """These sections, typed: what a unit's RunConfig is built from."""
+        return {k: getattr(self, k) for k in RunSections.model_fields}
 
 
 class RunConfig(RunSections):

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
-from fincon.config import RunConfig, load_config
+from fincon.config import RunConfig
 from fincon.engine.record import METRICS
 from fincon.errors import ConfigError, FinconError
 from fincon.strategies.registry import make_strategy
+from fincon.validation import validated
 from fincon.workflow.experiment_config import SEED_STRIDE, TEAM, ExperimentConfig, Window
 from fincon.workflow.placebo import CORPUS_PLACEBOS
 from fincon.workflow.training import TrainOptions, train
@@ -33,20 +34,19 @@ def _run_config(
     params: Mapping[str, Any],
     data: Mapping[str, Any] | None = None,
 ) -> RunConfig:
-    """A unit's RunConfig: the experiment's run sections on ``window``
+    """A unit's RunConfig, built from the experiment's typed run sections on ``window``
     (``data``: another data section, a placebo's twin prices)."""
-
-    tree = {
+    fields = {
         **exp.sections(),  # the run sections the experiment shares with each of its runs
-        "start": window.start.isoformat(),
-        "end": window.end.isoformat(),
+        "start": window.start,
+        "end": window.end,
         "strategies": strategies,
         "strategy_params": params,
         "benchmark": False,
     }
     if data is not None:
-        tree["data"] = dict(data)
-    return load_config(None, tree)
+        fields["data"] = dict(data)
+    return validated(RunConfig, fields, "experiment config")
 
 
 def variant(protocol: str, ablation: str) -> str:
