@@ -363,21 +363,19 @@ def test_replace_swaps_only_an_earlier_run_that_holds_nothing_else(tmp_path, mon
     assert (tmp_path / "run" / "mine.txt").is_file()
 
 
-def test_a_run_from_before_file_lists_is_replaced_only_with_its_own_files(tmp_path, monkeypatch, capfd):
-    """A run written before manifests listed their files is recognised by its
-    manifest's hashes and replaced when it holds only the files such a run wrote."""
+def test_a_run_from_before_file_lists_is_refused_and_kept(tmp_path, monkeypatch, capfd):
+    """A run written before manifests listed their files (fincon before them) is not replaced: which
+    of its files fincon wrote cannot be told from the user's. One line says so; nothing is changed."""
     monkeypatch.chdir(tmp_path)
     assert run_cli(main, [*BT, "--out", "old"]) == 0
     path = tmp_path / "old" / "run_manifest.json"
-    legacy = {k: v for k, v in json.loads(path.read_text()).items() if k not in ("kind", "files")}
-    path.write_text(json.dumps(legacy))
-    assert run_cli(main, [*BT, "--out", "old", "--replace"]) == 0
-    path.write_text(json.dumps(legacy))
-    (tmp_path / "old" / "draft.docx").write_text("mine\n")
+    older = {k: v for k, v in json.loads(path.read_text()).items() if k not in ("kind", "files")}
+    path.write_text(json.dumps(older))
+    before = sorted(p.name for p in (tmp_path / "old").iterdir())
     code = run_cli(main, [*BT, "--out", "old", "--replace"])
     out, err = capfd.readouterr()
-    assert_one_line_error(code, out, err, "holds draft.docx")
-    assert (tmp_path / "old" / "draft.docx").is_file()
+    assert_one_line_error(code, out, err, "written by an older fincon: its run_manifest.json lists no files")
+    assert sorted(p.name for p in (tmp_path / "old").iterdir()) == before
 
 
 def test_data_import_replaces_only_its_own_dataset(tmp_path, monkeypatch, capfd):

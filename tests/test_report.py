@@ -74,24 +74,21 @@ def test_backtest_report_holds_every_part(report_run, capsys):
     assert "@import" not in page
 
 
-def test_a_run_from_before_the_saved_benchmark_curve_has_it_recomputed(report_run, tmp_path, monkeypatch, capsys):
-    """Issue 44 item 1: a run saves its benchmark's curve, so the report runs no engine to draw it; a run
-    directory from before benchmark_equity.csv gets it recomputed from config.yaml, checked against the
-    final value the run recorded."""
-    import fincon.report.load as load
+def test_the_benchmark_curve_is_the_one_the_run_saved(report_run, tmp_path, monkeypatch, capsys):
+    """A run saves its benchmark's curve and the report draws it without running the engine; a run
+    directory from before benchmark_equity.csv shows the benchmark's metrics, no curve, and says why."""
+    import fincon.engine.backtest as engine
 
-    calls = []
-    real = load.recompute_benchmark
-    monkeypatch.setattr(load, "recompute_benchmark", lambda cfg: calls.append(1) or real(cfg))
+    monkeypatch.setattr(engine, "run_backtest", lambda *a, **k: pytest.fail("the report ran the engine"))
     assert main(["report", str(report_run), "--out", str(tmp_path / "now.html")]) == 0
-    assert calls == []
     old = tmp_path / "old"
     shutil.copytree(report_run, old)
     (old / "benchmark_equity.csv").unlink()
     assert main(["report", str(old), "--out", str(tmp_path / "old.html")]) == 0
-    assert calls == [1]
     page = (tmp_path / "old.html").read_text(encoding="utf-8")
-    assert html.escape("matching the benchmark's recorded final value") in page
+    assert html.escape("curve not drawn: the run saved no curve of it (written before benchmark_equity.csv") in page
+    assert "bench-buy-and-hold" in (tmp_path / "now.html").read_text(encoding="utf-8")
+    assert "bench-buy-and-hold" not in page
     capsys.readouterr()
 
 

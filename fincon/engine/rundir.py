@@ -46,15 +46,6 @@ _PARTIAL = re.compile(r"^\.(?P<name>.+)\.partial-(?P<pid>\d+)(?:@(?P<host>[^@/]+
 MANIFEST = "run_manifest.json"
 #: run_manifest.json's kind for a directory written by fincon.workflow.runner.run_config
 BACKTEST = "backtest"
-#: what a backtest wrote before manifests listed their files (fincon before the
-#: file list): file names at any depth of such a run, and the memory's folders
-_LEGACY_BACKTEST_FILES = frozenset(
-    {
-        "config.yaml", "metrics.json", "equity.csv", "equity.png", "trades.csv", "orders.csv",
-        "decisions.jsonl", "llm_usage.csv", "llm_usage.json", "round_trips.csv", "run_summary.csv", "positions.csv", "trials.csv",
-        MANIFEST, "summary.json", "report.html", "beliefs.json", "fallbacks.csv", "weights.csv",
-    }
-)  # fmt: skip
 #: folders a run owns whole: the agents' memory (chromadb names its files itself)
 _WHOLE = ("memory",)
 
@@ -73,21 +64,24 @@ def check_out_path(out: Path | str) -> Path:
     return path
 
 
-def run_kind(directory: Path) -> tuple[str | None, set[str] | None]:
-    """``(kind, files)`` from ``directory``'s run manifest: ``(None, None)``
-    when it has none (or one that is not fincon's), ``files`` None for a run
-    written before manifests listed their files."""
+def _manifest(directory: Path) -> dict | None:
+    """``directory``'s run manifest when fincon wrote one (its hashes are there), else None."""
     try:
         data = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
-        return None, None
+        return None
     if not isinstance(data, dict) or not {"config_sha256", "data_sha256", "packages"} <= set(data):
+        return None
+    return data
+
+
+def run_kind(directory: Path) -> tuple[str | None, set[str] | None]:
+    """``(kind, files)`` from ``directory``'s run manifest: ``(None, None)``
+    when it has none, or one that is not fincon's or lists no files."""
+    data = _manifest(directory)
+    if data is None or not isinstance(data.get("kind"), str) or not isinstance(data.get("files"), list):
         return None, None
-    files = data.get("files")
-    kind = data.get("kind", BACKTEST)
-    if not isinstance(kind, str):
-        return None, None
-    return kind, set(files) if isinstance(files, list) else None
+    return data["kind"], set(data["files"])
 
 
 def foreign_entries(directory: Path, kind: str, entries: list[str] | None = None) -> list[str] | None:
@@ -101,10 +95,7 @@ def foreign_entries(directory: Path, kind: str, entries: list[str] | None = None
     entries = listing(directory, _WHOLE) if entries is None else entries
     # a report written into the run after it finished (backtest --report, fincon report --out RUN/...)
     entries = [e for e in entries if not (e.endswith(".html") and is_fincon_report(directory / e))]
-    if files is not None:
-        return [e for e in entries if e not in files]
-    # a run from before the file lists: the names such a run wrote, and its memory folders
-    return [e for e in entries if Path(e).name not in _LEGACY_BACKTEST_FILES and Path(e).name != "memory"]
+    return [e for e in entries if e not in (files or ())]
 
 
 def check_replaceable(directory: Path, kind: str) -> None:
@@ -125,7 +116,11 @@ def check_replaceable(directory: Path, kind: str) -> None:
         what = (
             f"a fincon {found} run"
             if found
-            else (f"its {MANIFEST} is not one fincon wrote" if present else f"no {MANIFEST}")
+            else (
+                f"written by an older fincon: its {MANIFEST} lists no files, so what it wrote cannot be told from yours"
+                if _manifest(directory) is not None
+                else (f"its {MANIFEST} is not one fincon wrote" if present else f"no {MANIFEST}")
+            )
         )
         held = f"; it holds {shown(entries)}" if entries else ""
         raise ConfigError(

@@ -8,29 +8,21 @@ absent is left out, a file that is present but unreadable is an error
 naming it. What is not a fincon directory at all is a :class:`DataError`.
 
 The buy-and-hold benchmark's equity curve is read from the run's
-``benchmark_equity.csv``; a run directory written before that file existed
-has only the benchmark's metrics (``summary.json``), so its curve is
-recomputed from ``config.yaml`` with the engine, on the bundled sample or a
-CSV directory (never a download), and kept only if it ends on the benchmark
-value the run recorded.
+``benchmark_equity.csv``; the report runs no engine. A run directory written
+before that file existed shows the benchmark's metrics without its curve,
+and a note saying so.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from fincon.config import RunConfig
-from fincon.data.prices import load_prices
-from fincon.data.view import MarketData
 from fincon.engine.record import METRICS, RunRecord, is_run, read_json, read_jsonl, read_yaml
-from fincon.errors import DataError, FinconError
-from fincon.strategies.base import RunContext
-from fincon.strategies.registry import make_strategy
+from fincon.errors import DataError
 from fincon.workflow.status import failure
 
 BENCHMARK = "buy-and-hold"
@@ -89,8 +81,6 @@ class Benchmark:
     metrics: dict[str, Any] | None = None
     equity: pd.Series | None = None
     note: str = ""
-    #: the curve was read from the run's benchmark_equity.csv (not recomputed)
-    saved: bool = False
     run: Run | None = None  # a buy-and-hold run directory serving as the benchmark
 
 
@@ -296,52 +286,9 @@ def _unique_labels(sources: list[Source]) -> None:
             r.label = f"{r.label} ({n})"
 
 
-def _close(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=1e-7, abs_tol=1e-4)
-
-
-def recompute_benchmark(config: dict[str, Any]) -> tuple[pd.Series | None, str]:
-    """Buy-and-hold's equity on a run's market and broker settings, or why not.
-
-    Only offline sources: the bundled sample, or the run's CSV directory; a
-    yfinance run is not re-downloaded for a report."""
-    source = (config.get("data") or {}).get("source", "sample")
-    if source not in ("sample", "csv"):
-        return None, f"not recomputed: the run's prices come from {source} (a report downloads nothing)"
-    try:
-        import tempfile
-
-        from fincon.engine.backtest import run_backtest
-        from fincon.workflow.runner import broker_settings
-
-        cfg = RunConfig(
-            **{k: config[k] for k in ("tickers", "start", "end", "data", "broker", "metrics") if k in config},
-            strategies=[BENCHMARK],
-        )
-        from fincon.workflow.runner import inputs_for
-
-        src = inputs_for(cfg).source
-        loaded = load_prices(src, tuple(cfg.tickers), pd.Timestamp(cfg.start), pd.Timestamp(cfg.end), warmup=0)
-        market = MarketData(loaded.frames, loaded.first_index)
-        with tempfile.TemporaryDirectory() as tmp:
-            result = run_backtest(
-                market,
-                make_strategy(BENCHMARK),
-                broker_settings(cfg.broker),
-                RunContext(Path(tmp), market.tickers),
-                alpha=cfg.metrics.alpha,
-                risk_free=cfg.metrics.risk_free,
-                progress=False,
-            )
-    except (FinconError, ValueError, TypeError, KeyError, OSError) as exc:
-        return None, f"not recomputed: {' '.join(str(exc).split())[:200]}"
-    return pd.Series(result.values, index=result.dates, name=BENCHMARK), ""
-
-
 def _benchmarks(sources: list[Source]) -> list[Benchmark]:
     """One benchmark per window traded: a buy-and-hold run directory on that
-    window if one was given, else the recorded benchmark metrics and the
-    recomputed curve."""
+    window if one was given, else the recorded benchmark metrics and curve."""
     by_window: dict[tuple, Benchmark] = {}
     for s in sources:
         for r in s.runs:
@@ -354,23 +301,9 @@ def _benchmarks(sources: list[Source]) -> list[Benchmark]:
             metrics = s.columns.get(BENCHMARK_KEY) or r.summary.get("benchmark")
             b = Benchmark(BENCHMARK_KEY, r.window, metrics if isinstance(metrics, dict) else None)
             if r.benchmark_equity is not None:  # the run wrote the benchmark's curve: drawn as it was
-                b.equity, b.saved = r.benchmark_equity, True
-            elif r.config:  # a run directory from before benchmark_equity.csv: recomputed
-                curve, note = recompute_benchmark(r.config)
-                if (
-                    curve is not None
-                    and isinstance(b.metrics, dict)
-                    and isinstance(b.metrics.get("final_value"), float)
-                ):
-                    if not _close(float(curve.iloc[-1]), b.metrics["final_value"]):
-                        curve, note = (
-                            None,
-                            (
-                                f"not shown: recomputed from config.yaml it ends at "
-                                f"{curve.iloc[-1]:,.2f}, the run recorded {b.metrics['final_value']:,.2f}"
-                            ),
-                        )
-                b.equity, b.note = curve, note
+                b.equity = r.benchmark_equity
+            elif isinstance(b.metrics, dict):
+                b.note = "not drawn: the run saved no curve of it (written before benchmark_equity.csv; re-run it to draw one)"
             by_window[r.window] = b
     out = list(by_window.values())
     if len(out) > 1:

@@ -183,13 +183,6 @@ def section_curves(data: ReportData) -> str:
             add(b.label, b.equity, BENCHMARK_STYLE, None, f"bench-{b.label}")
         if b.note:
             notes.append(f"{b.label}: curve {b.note}")
-        elif b.run is None and b.equity is not None and not b.saved:
-            notes.append(
-                f"{b.label}: curve recomputed from the run's config.yaml (buy-and-hold on the same "
-                "prices and broker), matching the benchmark's recorded final value"
-                if b.metrics
-                else f"{b.label}: curve recomputed from the run's config.yaml"
-            )
     fig.update_layout(
         template="plotly_white",
         hovermode="closest",
