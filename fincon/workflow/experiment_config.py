@@ -197,9 +197,8 @@ class ExperimentConfig(RunSections):
     #: how the units run (local or ray); not part of the experiment's identity (excluded
     #: from experiment.json and the directory's hash: either executor resumes the other's run)
     executor: Annotated[ExecutorSpec, Flag(prefix="--")] = Field(default_factory=ExecutorSpec, exclude=True)
-    #: a rolling evaluation (fincon.workflow.rolling) instead of one train/test split; kept out of
-    #: the dump so a one-split experiment's identity (experiment.json, its hash) is unchanged
-    rolling: Annotated[RollingSpec | None, Flag(prefix="--rolling-")] = Field(None, exclude=True)
+    #: a rolling evaluation (fincon.workflow.rolling) instead of one train/test split (None)
+    rolling: Annotated[RollingSpec | None, Flag(prefix="--rolling-")] = None
     #: the statistics' bootstrap repetitions (Sharpe intervals, SPA, StepM): computed again from the
     #: units' files at the end of every run, so not part of the experiment's identity (excluded like the
     #: executor): another count re-computes the statistics of a finished experiment without running a unit

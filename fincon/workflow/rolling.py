@@ -166,7 +166,7 @@ def trained_on_window(exp: ExperimentConfig, w: WindowSpec) -> dict[str, Any]:
 
 
 def identity(exp: ExperimentConfig) -> dict[str, Any]:
-    return {**exp.model_dump(mode="json"), "rolling": exp.rolling.model_dump(mode="json")}
+    return exp.model_dump(mode="json")
 
 
 @dataclass
