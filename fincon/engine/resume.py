@@ -32,10 +32,6 @@ class Book:
                 "pending": None if self.pending is None else dict(sorted(self.pending.items())),
                 "basis": None if self.basis is None else dict(sorted(self.basis.items()))}  # fmt: skip
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "Book":
-        return cls(float(data["cash"]), dict(data["shares"]), data.get("pending"), data.get("basis"))
-
 
 @dataclass(frozen=True)
 class Resume:

@@ -35,9 +35,6 @@ class BundledModel:
     sha256: str
     filename: str
 
-    def requirements(self) -> list[str]:
-        return [f"{self.dist_prefix}{i}=={self.version}" for i in range(1, self.parts + 1)]
-
     def part_paths(self) -> list[Path]:
         """Paths of the part files, in order; raises if a package is missing."""
         paths = []

@@ -195,9 +195,6 @@ class UsageLedger:
         with self._lock:
             return sum(r.prompt_tokens + r.completion_tokens for r in self._rows.values())
 
-    def budget_left(self) -> int | None:
-        return None if self.max_tokens is None else self.max_tokens - self.tokens_used
-
     def check_budget(self) -> None:
         """Raise :class:`BudgetExhausted` once the run has used its budget."""
         if self.max_tokens is None:

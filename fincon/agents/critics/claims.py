@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 
@@ -164,9 +164,6 @@ class Figure:
 
     def show(self) -> str:
         return format_value(self.value, self.unit, self.decimals)
-
-    def with_value(self, value: float, decimals: int | None = None) -> "Figure":
-        return replace(self, value=value, decimals=self.decimals if decimals is None else decimals)
 
 
 def format_value(value: float, unit: str, decimals: int = 2) -> str:

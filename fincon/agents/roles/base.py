@@ -43,7 +43,6 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from fincon.data.events.model import MARKET_TZ
 from fincon.data.events.store import EventView
 from fincon.data.transcription import Transcriber
 from fincon.memory.analyst import AnalystMemory, DayMemory
@@ -379,10 +378,6 @@ def within_budget(items: Sequence[Item], budget: int) -> list[Item]:
     return out
 
 
-def local_date(ts) -> str:
-    return pd.Timestamp(ts).tz_convert(MARKET_TZ).strftime("%Y-%m-%d")
-
-
 def make_transcriber(options: dict[str, Any]) -> Callable[[Path], str]:
     """Whisper through the information layer; transcripts cached by audio hash."""
     return _Transcribe(options.get("whisper_backend", "auto"), options.get("cache_dir"))
@@ -402,7 +397,3 @@ class _Transcribe:
 
     def __getstate__(self) -> dict[str, Any]:
         return {**vars(self), "_loaded": None}
-
-
-def role_names(roles: Sequence[Role]) -> list[str]:
-    return [r.name for r in roles]

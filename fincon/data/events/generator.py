@@ -26,7 +26,7 @@ import math
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -486,8 +486,3 @@ def write_corpus(
         encoding="utf-8",
     )
     return {"counts": counts, "audio": n_audio}
-
-
-def iter_all(events: dict[str, list[Event]]) -> Iterable[Event]:
-    for t in sorted(events):
-        yield from events[t]

@@ -283,31 +283,6 @@ def table_rows(tickers: Sequence[str], start: str, end: str, rows: int, seed: in
     return out
 
 
-def to_fnspid(rows: list[dict]) -> pd.DataFrame:
-    """Generic rows under FNSPID's column names (Date in UTC, '... UTC'), filings dropped."""
-    recs = []
-    for r in rows:
-        if r["source"] != "news":
-            continue
-        ts = pd.Timestamp(r["published"]).tz_convert("UTC")
-        recs.append(
-            {
-                "Date": ts.strftime("%Y-%m-%d %H:%M:%S UTC"),
-                "Article_title": r["title"],
-                "Stock_symbol": r["ticker"],
-                "Url": r["url"],
-                "Publisher": "SYNTHETIC wire",
-                "Author": "",
-                "Article": r["text"],
-                "Lsa_summary": "",
-                "Luhn_summary": "",
-                "Textrank_summary": "",
-                "Lexrank_summary": "",
-            }
-        )
-    return pd.DataFrame(recs, columns=list(FNSPID_COLUMNS))
-
-
 def write_table(path: Path, rows: list[dict] | pd.DataFrame) -> Path:
     """Rows as CSV (``.csv``) or JSONL (``.jsonl``), chosen by the suffix."""
     frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(rows)
