@@ -128,3 +128,59 @@ def test_a_training_or_paper_directory_is_named_as_such(tmp_path):
     (tmp_path / "t" / "train.json").write_text("{}")
     with pytest.raises(DataError, match="is a belief training"):
         card(tmp_path / "t")
+
+
+def test_every_check_gives_each_of_its_verdicts_on_hand_built_evidence(tmp_path):
+    """The checks not exercised above, each from an Evidence built by hand: its pass, its fail (or
+    not measured) and the number it names. With the tests above, every row of CHECKS has one."""
+    import json as _json
+
+    from fincon.report.card import (
+        CHECKS,
+        FAIL,
+        NONE,
+        PASS,
+        Evidence,
+        broad_universes,
+        llm_cost,
+        long_horizons,
+        next_open_fills,
+        numerical_execution,
+        point_in_time,
+        volume_caps,
+    )
+
+    def ev(metrics=None, config=None, rolling=None, results=None, team=None):
+        return Evidence(Path("x"), None, team, rolling, results or {}, metrics or {}, config or {}, [])
+
+    assert point_in_time(ev())[0] == PASS
+    assert point_in_time(ev({"data_lookahead": "events after their day"})) == (FAIL, "events after their day")
+    assert next_open_fills(ev(config={"broker": {"fill": "next_open"}})) == (PASS, "fill next_open")
+    assert next_open_fills(ev())[0] == FAIL
+    assert volume_caps(ev(config={"broker": {"participation": 0.025}})) == (PASS, "participation 0.025")
+    assert volume_caps(ev())[0] == FAIL
+    assert llm_cost(ev(config={"broker": {"charge_llm": True}}))[0] == PASS
+    assert llm_cost(ev()) == (PASS, "no model: nothing to charge")
+    assert llm_cost(ev({"model_knowledge": {"label": "after-cutoff"}})) == (
+        FAIL,
+        "model spend not charged (--charge-llm)",
+    )
+    assert long_horizons(ev({"n_days": 504})) == (PASS, "one window of 504 trading days")  # LONG_DAYS 500
+    assert long_horizons(ev({"n_days": 252}))[0] == FAIL
+    rolled = {"windows": [1, 2, 3], "span": ["2019-01-02", "2024-12-31"], "universes": ["top:5"]}
+    assert (
+        long_horizons(ev(rolling={}, results=rolled))[1]
+        == "rolling evaluation: 3 window rows over 2019-01-02, 2024-12-31"
+    )
+    assert broad_universes(ev(rolling={}, results=rolled)) == (PASS, "universes top:5")
+    assert broad_universes(ev(rolling={}, results={"universes": ["TSLA"]}))[0] == FAIL
+    assert broad_universes(ev(config={"tickers": ["TSLA", "MSFT"]}))[1].startswith(
+        "2 hand-picked ticker(s): TSLA, MSFT"
+    )
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "summary.json").write_text(_json.dumps({"strategy_summary": {"critic_checked": 12, "critic_flagged": 2}}))
+    (team / "metrics.json").write_text("{}")
+    assert numerical_execution(ev()) == (NONE, "numeric critics off (--critics on)")
+    assert numerical_execution(ev(team=team)) == (PASS, "critic_checked 12, critic_flagged 2")
+    assert len(CHECKS) == 13
