@@ -184,3 +184,12 @@ def test_every_check_gives_each_of_its_verdicts_on_hand_built_evidence(tmp_path)
     assert numerical_execution(ev()) == (NONE, "numeric critics off (--critics on)")
     assert numerical_execution(ev(team=team)) == (PASS, "critic_checked 12, critic_flagged 2")
     assert len(CHECKS) == 13
+
+
+def test_a_run_with_the_flat_cost_layout_is_named_as_older():
+    from fincon.errors import DataError
+    from fincon.report.card import Evidence, frictions
+
+    old = Evidence(Path("runs/old"), None, None, None, {}, {}, {"broker": {"commission_model": "percent"}}, [])
+    with pytest.raises(DataError, match="runs/old: written by an older fincon .*re-run it with this fincon"):
+        frictions(old)

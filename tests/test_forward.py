@@ -354,3 +354,24 @@ def test_score_reports_what_a_backtest_does_and_draws_the_charts_a_step_leaves_o
         assert got["cr_pct"] == m["cr_pct"] and got["days"] == 5 and 0.0 <= got["psr"] <= 1.0  # 5 returns, 6 closes
         assert (replay / name / "equity.png").stat().st_size > 5_000
     assert (replay / "equity.png").stat().st_size > 5_000 and (tmp_path / "fw" / "report.html").is_file()
+
+
+def test_a_journal_sealed_before_schema_3_verifies_and_goes_on(tmp_path, capsys):
+    """tests/recordings/forward/sealed-before-schema-3: a journal begun and stepped once by fincon at
+    ba2a20e, whose plan.yaml holds the broker's flat cost keys. A sealed plan is never edited (its
+    hash is in the register entry), so the journal reads it as written: it verifies, shows its
+    status, takes the next session and verifies again."""
+    root = tmp_path / "journal"
+    shutil.copytree(Path(__file__).parent / "recordings" / "forward" / "sealed-before-schema-3", root)
+    assert "commission_model: percent" in (root / "plan.yaml").read_text()
+    assert main(["forward", "verify", str(root)]) == 0
+    assert "2 entries, the chain and every hash hold, 1 decisions replayed" in capsys.readouterr().out
+    assert main(["forward", "step", str(root)]) == 0
+    assert "sealed sma-cross at 2022-10-06's close" in capsys.readouterr().out
+    assert main(["forward", "verify", str(root)]) == 0
+    assert "3 entries, the chain and every hash hold, 2 decisions replayed" in capsys.readouterr().out
+    from fincon.workflow.forward_plan import Plan
+
+    broker = Plan.load(root).config.broker
+    assert broker.commission.model == "percent" and broker.commission.rate == 0.0
+    assert broker.slippage.model == "percent" and broker.slippage.fraction == 0.0

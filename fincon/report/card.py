@@ -36,7 +36,7 @@ from typing import Any, Callable
 
 from pydantic import ValidationError
 
-from fincon.config import BrokerConfig
+from fincon.config import FLAT_COST_KEYS, BrokerConfig
 from fincon.engine.record import CONFIG, DECISIONS, METRICS, RunRecord
 from fincon.errors import DataError
 from fincon.proportions import wilson
@@ -165,12 +165,18 @@ class Evidence:
     @cached_property
     def broker(self) -> BrokerConfig:
         """The run's broker section, typed (a config of an older layout is one line saying so)."""
+        section = self.config.get("broker") or {}
+        if isinstance(section, dict) and any(k in section for k in FLAT_COST_KEYS):
+            raise DataError(
+                f"{self.root}: written by an older fincon (its config.yaml has the flat cost layout, before "
+                "schema 3); re-run it with this fincon to grade it"
+            )
         try:
-            return BrokerConfig.model_validate(self.config.get("broker") or {})
+            return BrokerConfig.model_validate(section)
         except ValidationError as exc:
             raise DataError(
                 f"{self.root}: the run's broker section does not read "
-                f"({format_validation_error('broker', exc, BrokerConfig)}); re-run it with this fincon to grade it"
+                f"({format_validation_error('broker', exc, BrokerConfig)})"
             ) from None
 
     @cached_property

@@ -17,6 +17,7 @@ from fincon.config import RunConfig, load_config
 from fincon.data.events.loaders.directory import write_jsonl_gz
 from fincon.data.events.model import decision_cutoff
 from fincon.data.prices import validate_bars
+from fincon.engine.costs import COMMISSIONS, SLIPPAGES
 from fincon.errors import ConfigError, SourceUnavailable
 from fincon.strategies.registry import params_model
 from fincon.workflow.journal import INPUTS, PLAN_FILE, STATE, ForwardError, tree_hash
@@ -49,8 +50,34 @@ class Plan:
             raise ConfigError(
                 f"{root}: no forward journal here (no readable {PLAN_FILE}); start one with fincon forward init DIR"
             ) from None
-        cfg = load_config(None, _flatten(data["config"]))
+        cfg = load_config(None, _flatten(_sealed_layout(data["config"])))
         return cls(cfg, dt.date.fromisoformat(data["first"]), bool(data["simulated"]), data.get("broker", "paper"))
+
+
+#: the broker's flat cost keys of a plan sealed before schema 3, and the model field each one set
+_FLAT_COMMISSION = {"commission": "rate", "commission_per_share": "per_share", "commission_min": "minimum",
+                    "commission_max": "maximum"}  # fmt: skip
+
+
+def _sealed_layout(tree: dict[str, Any]) -> dict[str, Any]:
+    """A plan as sealed: one written before schema 3 has the broker's cost models in the flat layout
+    (``commission_model: percent``, ``commission: 0.0``, ``slippage_model``, ...). A sealed journal is
+    read as it was written, never edited (its hash is in the register entry), so its broker is read
+    into the models' mappings here; every other config refuses the flat keys."""
+    broker = tree.get("broker")
+    if not isinstance(broker, dict) or "commission_model" not in broker:
+        return tree
+    b = dict(broker)
+    model = b.pop("commission_model")
+    flat = {k: b.pop(k) for k in list(_FLAT_COMMISSION) if k in b}
+    fields = COMMISSIONS[model].model_fields
+    b["commission"] = {
+        "model": model,
+        **{_FLAT_COMMISSION[k]: v for k, v in flat.items() if _FLAT_COMMISSION[k] in fields},
+    }
+    slip = b.pop("slippage_model", "percent")
+    b["slippage"] = {"model": slip, SLIPPAGES[slip].number: b.pop("slippage", 0.0)}
+    return {**tree, "broker": b}
 
 
 def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
