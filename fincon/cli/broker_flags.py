@@ -18,7 +18,7 @@ from fincon.errors import ConfigError
 
 #: the commission flags: dest -> (the model whose field it sets, the field, its metavar)
 COMMISSION_FLAGS = {
-    "commission": ("percent", "rate", None),
+    "commission": ("percent", "rate", "RATE"),
     "commission_per_share": ("per-share", "per_share", "USD"),
     "commission_min": ("per-share", "minimum", "USD"),
     "commission_max": ("per-share", "maximum", "FRAC"),
