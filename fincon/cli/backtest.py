@@ -16,6 +16,7 @@ from fincon.cli.flags import add, given
 from fincon.cli.llm import add_llm_arguments, llm_overrides
 from fincon.cli.main import EXIT_STOPPED
 from fincon.cli.options import (
+    TRANSCRIPTS,
     RunArgs,
     add_data,
     add_team,
@@ -32,7 +33,8 @@ from fincon.report import write_report
 from fincon.report.table import format_table
 from fincon.strategies.registry import strategy_names
 
-HELP = """\
+HELP = (
+    """\
 Run one or more strategies over a window of daily bars and compare them with
 buy-and-hold on the same window. Decisions are taken at each day's close with
 data up to that day only; fills happen at that close (default) or at the
@@ -53,12 +55,9 @@ stopped early (LLM server gone, token budget spent): results are saved up
 to its last finished day, marked stopped_early in metrics.json and in the
 table's status row; 143 terminated by SIGTERM (partial output removed).
 
-Transcripts: the team hears earnings calls through Whisper (rules brain
-too) and caches the transcripts outside the run directory, in
-$FINCON_CACHE_DIR/transcripts/ (default ~/.cache/fincon/transcripts/).
-Move it with FINCON_CACHE_DIR=DIR or --param fincon.transcript_cache=DIR;
-clear it with `rm -r ~/.cache/fincon/transcripts` (docs/information.md).
 """
+    + TRANSCRIPTS
+)
 
 EXAMPLES = """\
 examples:

@@ -12,7 +12,16 @@ from fincon.agents.team.params import FinConParams
 from fincon.cli.args import ledger_env, ledger_path
 from fincon.cli.flags import add, given, names
 from fincon.cli.llm import add_llm_arguments, llm_overrides
-from fincon.cli.options import RunArgs, add_data, add_team, data_overrides, flag_of, parse_params, team_values
+from fincon.cli.options import (
+    TRANSCRIPTS,
+    RunArgs,
+    add_data,
+    add_team,
+    data_overrides,
+    flag_of,
+    parse_params,
+    team_values,
+)
 from fincon.config import WHAT, name_flags
 from fincon.errors import ConfigError
 from fincon.flag import Flag
@@ -28,7 +37,8 @@ FLAGS = {
     **names(LLMSettings, under="llm.", prefix="--llm-"),  # llm.seed is --llm-seed, not the experiment's --seed
 }
 
-HELP = """\
+HELP = (
+    """\
 Run the FinCon paper's protocol for one ticker (or a portfolio):
 
   for each repeat r = 1..R and each ablation (full, no-cvar, no-beliefs):
@@ -87,12 +97,9 @@ Exit status: 0 done; 2 bad input; 3 a unit stopped early (LLM gone, budget
 spent: rerun to resume); 1 a unit failed on a Ray worker (an error that is
 not bad input, or the worker died: rerun to resume); 143 terminated by SIGTERM.
 
-Transcripts: the team hears earnings calls through Whisper (rules brain
-too) and caches the transcripts outside --out, in
-$FINCON_CACHE_DIR/transcripts/ (default ~/.cache/fincon/transcripts/).
-Move it with FINCON_CACHE_DIR=DIR or --param fincon.transcript_cache=DIR;
-clear it with `rm -r ~/.cache/fincon/transcripts` (docs/information.md).
 """
+    + TRANSCRIPTS
+)
 
 EXAMPLES = """\
 examples:

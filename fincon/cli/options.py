@@ -99,6 +99,15 @@ def load_run_config(
     return load_config(config, {**overrides, **(fixed or {})}, flagged)
 
 
+#: the closing paragraph of backtest's, train's and experiment's --help
+TRANSCRIPTS = """Transcripts: the team hears earnings calls through Whisper (rules brain
+too) and caches the transcripts outside the run directory (--out), in
+$FINCON_CACHE_DIR/transcripts/ (default ~/.cache/fincon/transcripts/).
+Move it with FINCON_CACHE_DIR=DIR or --param fincon.transcript_cache=DIR;
+clear it with `rm -r ~/.cache/fincon/transcripts` (docs/information.md).
+"""
+
+
 @functools.cache
 def run_flags() -> dict[str, str]:
     """A run config's keys and the flags that set them (made once: every error and override reads it)."""

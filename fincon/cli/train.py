@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 from fincon.cli.flags import add, given
 from fincon.cli.llm import add_llm_arguments, llm_overrides
 from fincon.cli.options import (
+    TRANSCRIPTS,
     RunArgs,
     add_data,
     add_team,
@@ -32,7 +33,8 @@ OUTPUT_HELPS = {
     "as_json": "print the episodes as JSON instead of a table",
 }
 
-HELP = f"""\
+HELP = (
+    f"""\
 Train the agent team's investment beliefs (FinCon's CVRF, Algorithm 1): run
 the team K times over the training window; after each episode from the
 second on, the risk-control agent compares it with the previous one (the
@@ -65,12 +67,9 @@ what the config leaves out; the paper's training window; the sample corpus cover
 Exit status: 0 done; 2 bad input; 3 an episode stopped early (LLM gone,
 budget spent: rerun to resume); 143 terminated by SIGTERM.
 
-Transcripts: the team hears earnings calls through Whisper (rules brain
-too) and caches the transcripts outside --out, in
-$FINCON_CACHE_DIR/transcripts/ (default ~/.cache/fincon/transcripts/).
-Move it with FINCON_CACHE_DIR=DIR or --param fincon.transcript_cache=DIR;
-clear it with `rm -r ~/.cache/fincon/transcripts` (docs/information.md).
 """
+    + TRANSCRIPTS
+)
 
 EXAMPLES = """\
 examples:

@@ -135,18 +135,14 @@ class LexiconSummariser:
         out = []
         for e in events:
             text, meta = self.summary(e)
-            out.append(
-                MemoryEntry(
-                    id=f"mem-{e.id}",
-                    ticker=ticker,
-                    source=e.source,
-                    day=_mem_day(e, day),
-                    text=text,
-                    event_ids=(e.id,),
-                    metadata=meta,
-                )
-            )
+            out.append(_entry(e, ticker, day, text, meta))
         return out
+
+
+def _entry(e: Event, ticker: str, day: pd.Timestamp, text: str, meta: dict) -> MemoryEntry:
+    """The memory entry of event ``e`` seen on ``day``, with its summary ``text``."""
+    return MemoryEntry(id=f"mem-{e.id}", ticker=ticker, source=e.source, day=_mem_day(e, day), text=text,
+                       event_ids=(e.id,), metadata=meta)  # fmt: skip
 
 
 def _mem_day(e: Event, day: pd.Timestamp) -> pd.Timestamp:
@@ -203,17 +199,7 @@ class LLMSummariser:
                     self.fallbacks,
                 )
                 text, meta = base_text, {**meta, "summariser": "lexicon-fallback"}
-            out.append(
-                MemoryEntry(
-                    id=f"mem-{e.id}",
-                    ticker=ticker,
-                    source=e.source,
-                    day=_mem_day(e, day),
-                    text=text,
-                    event_ids=(e.id,),
-                    metadata=meta,
-                )
-            )
+            out.append(_entry(e, ticker, day, text, meta))
         return out
 
 
