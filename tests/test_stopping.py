@@ -15,6 +15,10 @@ import sys
 FINALIZED = """
 import os, signal, time
 
+# Ctrl-C as a terminal delivers it: a suite started in the background by a shell without job control
+# inherits SIGINT ignored, and Python then leaves it ignored (the sleep below would run out)
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 class Finalized:
     def __init__(self, signum):
         self.signum = signum
