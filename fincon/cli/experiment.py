@@ -304,10 +304,10 @@ def _family(args: argparse.Namespace, results: dict[str, Any]):
 
 def run_paper_command(args: argparse.Namespace) -> int:
     """``--preset fincon-paper``: every block's experiment, then the two tables beside the paper's."""
-    from fincon.workflow.paper_protocol import run_paper
+    from fincon.workflow.paper_protocol import default_out, run_paper
 
     experiments = build_paper(args)
-    out = _out(args, "paper", [exp.model_dump(mode="json") for _, exp in experiments])
+    out = Path(args.out) if args.out else default_out(experiments)
     report = _execute(args, experiments[0][1].executor, run_paper, experiments, out)
     if args.json:
         print(json.dumps({"paper_dir": str(out), "ran": report.ran, "blocks": report.rows}, sort_keys=True))
@@ -332,19 +332,10 @@ def _execute(args: argparse.Namespace, spec, run, what, out: Path | None):
                    require_after_cutoff=args.require_after_cutoff)  # fmt: skip
 
 
-def _out(args: argparse.Namespace, prefix: str, identity: Any) -> Path:
-    """``--out``, or runs/PREFIX_HASH named by what the command runs (the same command resumes)."""
-    if args.out:
-        return Path(args.out)
-    import hashlib
-
-    return Path("runs") / f"{prefix}_{hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:8]}"
-
-
 def run_rolling_command(args: argparse.Namespace, exp) -> int:
-    from fincon.workflow.rolling import identity, run_rolling
+    from fincon.workflow.rolling import default_out, run_rolling
 
-    out = _out(args, "rolling", identity(exp))
+    out = Path(args.out) if args.out else default_out(exp)
     report = _execute(args, exp.executor, run_rolling, exp, out)
     if args.json:
         print(json.dumps({"rolling_dir": str(report.out), "ran": report.ran, **report.results}, sort_keys=True))

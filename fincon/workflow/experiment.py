@@ -37,8 +37,6 @@ same files.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,7 +96,7 @@ from fincon.workflow.experiment_units import (  # noqa: F401
 )
 from fincon.workflow.model_checks import check_knowledge, warn_vacuous
 from fincon.workflow.placebo import ToneRewriter, write_placebo
-from fincon.workflow.status import versioned
+from fincon.workflow.status import default_dir
 from fincon.workflow.study import Study, run_phases
 from fincon.workflow.training import _model_settings
 
@@ -133,8 +131,7 @@ class ExperimentReport:
 
 
 def default_out(exp: ExperimentConfig, root: Path = Path("runs")) -> Path:
-    key = json.dumps(versioned({"config": exp.model_dump(mode="json")}), sort_keys=True)
-    return root / f"experiment_{'-'.join(exp.tickers)[:60]}_{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+    return default_dir(f"experiment_{'-'.join(exp.tickers)[:60]}", exp.model_dump(mode="json"), root)
 
 
 def units(exp: ExperimentConfig) -> tuple[list[Unit], list[Unit]]:

@@ -36,6 +36,7 @@ from fincon.errors import ConfigError
 from fincon.files import json_text, write_atomic
 from fincon.workflow import paper
 from fincon.workflow.experiment_config import TEST_WINDOW
+from fincon.workflow.status import default_dir
 
 PRESET = "fincon-paper"
 SINGLE_BASELINES = ["buy-and-hold", "finsent", "finmem", "a2c", "ppo", "dqn"]
@@ -265,6 +266,10 @@ def _claim(out: Path, keys: list[str]) -> None:
         if other:
             raise ConfigError(f"--out {out} holds {other[0]}, which is not this paper run's; pick another --out")
     out.mkdir(parents=True, exist_ok=True)
+
+
+def default_out(experiments: list[tuple[Block, Any]]) -> Path:
+    return default_dir("paper", [exp.model_dump(mode="json") for _, exp in experiments])
 
 
 def papers_window(exp) -> bool:

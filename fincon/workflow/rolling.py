@@ -49,7 +49,7 @@ from fincon.workflow.experiment_config import ExperimentConfig, Window
 from fincon.workflow.experiment_results import collect, placebo_results
 from fincon.workflow.experiment_units import Job, unit_done
 from fincon.workflow.rolling_results import tables
-from fincon.workflow.status import check_schema, read_state
+from fincon.workflow.status import check_schema, default_dir, read_state
 from fincon.workflow.study import Study, run_phases
 from fincon.workflow.universe import parse_rule, select
 
@@ -148,6 +148,10 @@ def plan(exp: ExperimentConfig) -> list[Cell]:
     return cells
 
 
+def default_out(exp: ExperimentConfig) -> Path:
+    return default_dir("rolling", exp.model_dump(mode="json"))
+
+
 def trained_on_window(exp: ExperimentConfig, w: WindowSpec) -> dict[str, Any]:
     """The baselines' parameters in window ``w``: each baseline that learns
     from bars (the RL agents: a ``train_start`` parameter) is retrained on
@@ -163,10 +167,6 @@ def trained_on_window(exp: ExperimentConfig, w: WindowSpec) -> dict[str, Any]:
         span = {"train_start": w.train.start, "train_end": w.train.end}
         params[name] = validate_params(name, {**span, **given})
     return params
-
-
-def identity(exp: ExperimentConfig) -> dict[str, Any]:
-    return exp.model_dump(mode="json")
 
 
 @dataclass
@@ -223,7 +223,7 @@ def run_rolling(
     study = Study(
         out,
         "rolling.json",
-        {"config": identity(exp)},
+        {"config": exp.model_dump(mode="json")},
         "rolling evaluation",
         claimed=_claim,
         cannot_create="--out {out}: cannot create it ({why}); choose another --out",

@@ -69,6 +69,16 @@ def failure(state: dict[str, Any] | None) -> str | None:
 SCHEMA_VERSION = 3
 
 
+def default_dir(name: str, config: Any, root: Path = Path("runs")) -> Path:
+    """``root/NAME_HASH``: the directory a command writes when no --out is given, named by the
+    config it runs and the schema it writes (the same command resumes there; another schema gets
+    another directory instead of a refusal)."""
+    import hashlib
+
+    key = json.dumps(versioned({"config": config}), sort_keys=True)
+    return root / f"{name}_{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+
+
 def versioned(state: dict[str, Any]) -> dict[str, Any]:
     """``state`` as a marker holds it: with this fincon's :data:`SCHEMA_VERSION` first."""
     return {"schema_version": SCHEMA_VERSION, **state}
