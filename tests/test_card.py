@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fincon.cli.main import main
-from fincon.report.card import calibration, card
+from fincon.report.card import calibration, run_card
 
 RUN = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", "--start", "2022-10-05",
        "--end", "2022-11-15", "--no-progress", "--no-benchmark"]  # fmt: skip
@@ -25,7 +25,7 @@ def test_a_run_without_costs_fails_frictions_and_one_with_them_passes(tmp_path, 
     assert main([*RUN, "--out", "free"]) == 0
     assert main([*RUN, "--commission-model", "per-share", "--participation", "0.025", "--fill", "next-open",
                  "--out", "dear"]) == 0  # fmt: skip
-    free, dear = _rows(card(tmp_path / "free")), _rows(card(tmp_path / "dear"))
+    free, dear = _rows(run_card(tmp_path / "free")), _rows(run_card(tmp_path / "dear"))
     assert free["frictions"]["verdict"] == "fail" and "without costs" in free["frictions"]["measured"]
     assert dear["costs"]["verdict"] == dear["volume caps"]["verdict"] == dear["next-open fills"]["verdict"] == "pass"
     assert free["temporal integrity"]["verdict"] == "pass" and free["temporal integrity"]["measured"] == "no-model"
@@ -33,7 +33,7 @@ def test_a_run_without_costs_fails_frictions_and_one_with_them_passes(tmp_path, 
     assert free["long horizons"]["verdict"] == "fail" and free["numerical execution"]["verdict"] == "not measured"
     capsys.readouterr()
     assert main(["report", "--card", str(tmp_path / "free"), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["failed"] == card(tmp_path / "free")["failed"]
+    assert json.loads(capsys.readouterr().out)["failed"] == run_card(tmp_path / "free")["failed"]
 
 
 def test_calibration_by_hand():
@@ -127,7 +127,7 @@ def test_a_training_or_paper_directory_is_named_as_such(tmp_path):
     (tmp_path / "t").mkdir()
     (tmp_path / "t" / "train.json").write_text("{}")
     with pytest.raises(DataError, match="is a belief training"):
-        card(tmp_path / "t")
+        run_card(tmp_path / "t")
 
 
 def test_every_check_gives_each_of_its_verdicts_on_hand_built_evidence(tmp_path):

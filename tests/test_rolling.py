@@ -196,9 +196,9 @@ def test_small_rolling_run_matches_its_windows(tmp_path, capsys):
     for key in ("cr_pct_median", "real_cr_pct", "profit_gap_pct", "prediction_consistency"):
         assert pooled[key] == pytest.approx(float(np.median([p[key] for p in per])))
     assert "placebo runs of the full team, medians over windows" in placebo_lines and "all windows" in placebo_lines
-    from fincon.report.card import card
+    from fincon.report.card import run_card
 
-    rows = {r["point"]: r for r in card(out)["rows"]}
+    rows = {r["point"]: r for r in run_card(out)["rows"]}
     row = rows["counterfactual robustness"]
     assert row["verdict"] != "not measured" and "shuffle-news: consistency" in row["measured"]
     # the windows' labels against the model's cutoff: the rules team has no model

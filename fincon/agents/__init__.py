@@ -1,0 +1,15 @@
+"""
+
+Its names load on first use (:mod:`fincon.lazy`, PEP 562): importing the
+package costs nothing until a name is used.
+"""
+
+from typing import TYPE_CHECKING
+
+from fincon.lazy import face
+
+if TYPE_CHECKING:
+    from fincon.agents.protocols.debate import DebateProtocol as DebateProtocol
+    from fincon.agents.roles import ROLES as ROLES
+
+__getattr__, __dir__ = face(__name__, __file__)

@@ -315,7 +315,6 @@ class LLMBrain:
         self.client = client
 
     def answer(self, q: Question) -> Answer:
-
         labels = {k: v for k, v in q.labels.items() if v in q.allowed}
         model = checked(q.model, set(q.allowed) | set(labels), sorted(labels, key=_natural) if labels else None)
         try:

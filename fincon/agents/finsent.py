@@ -90,7 +90,6 @@ class FinSent(Strategy):
         return self._client
 
     def start(self, ctx: RunContext) -> None:
-
         p = self.params
         if ctx.events is None:
             raise ConfigError("finsent reads news: run it with an event corpus (fincon.data.inputs)")
@@ -133,7 +132,6 @@ class FinSent(Strategy):
         return SCORE[res.value.sentiment], "llm", tuple(res.keys)
 
     def decide(self, view) -> Decision | None:
-
         day = pd.Timestamp(view.date).normalize()
         iso = str(day.date())
         if self.params.brain == "llm":

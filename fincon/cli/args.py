@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import math
 
+from fincon import workflow
 from fincon.errors import ConfigError, FinconError
 from fincon.files import write_atomic
 from fincon.validation import parse_iso_date
@@ -117,9 +118,8 @@ LEDGER_HELP = (
 
 def ledger_path(args):
     """The ledger ``--ledger`` names (None: off); a directory is one line, now."""
-    from fincon.workflow.trials import resolve
 
-    return resolve(getattr(args, "ledger", None))
+    return workflow.resolve(getattr(args, "ledger", None))
 
 
 def ledger_env(args):

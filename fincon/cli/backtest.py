@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any
 
+from fincon import engine, workflow
 from fincon.cli.args import ledger_path
 from fincon.cli.broker_flags import add_broker, broker_overrides, check_broker_flags
 from fincon.cli.flags import add, given
@@ -269,22 +270,19 @@ def run_and_report(
     ledger: Path | None | str = "default",
 ) -> int:
     """Run a resolved config, print the table (or JSON) and the notes; the exit status."""
-    from fincon.engine.record import run_status
-    from fincon.engine.rundir import check_out_path
-    from fincon.workflow.runner import BENCHMARK, run_config
 
     progress = progress and not as_json
     with _stdout_to_stderr(as_json):
-        report = run_config(
+        report = workflow.run_config(
             cfg,
-            None if out is None else check_out_path(out),
+            None if out is None else engine.check_out_path(out),
             progress=progress,
             replace=replace,
             require_after_cutoff=require_after_cutoff,
             ledger=ledger,
         )
     # status as in metrics.json (complete / stopped_early / failed); the table shows where a stop happened
-    columns = {n: {"status": run_status(r), **r.metrics.as_dict()} for n, r in report.results.items()}
+    columns = {n: {"status": engine.run_status(r), **r.metrics.as_dict()} for n, r in report.results.items()}
     for n, block in report.knowledge.items():  # beside every LLM row: may the model remember this window?
         if n in columns and block["label"] != "no-model":
             audit = (block.get("audit") or {}).get("result")
@@ -293,7 +291,7 @@ def run_and_report(
     for name in report.failed:
         columns[name] = {"status": "failed"}
     if report.benchmark is not None:
-        columns[f"{BENCHMARK} (benchmark)"] = {"status": "complete", **report.benchmark.metrics.as_dict()}
+        columns[f"{workflow.BENCHMARK} (benchmark)"] = {"status": "complete", **report.benchmark.metrics.as_dict()}
     stopped = {n: r.stopped for n, r in report.results.items() if r.stopped}
     page = _write_html_report(report.out) if html_report else None
     if as_json:

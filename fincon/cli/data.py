@@ -18,6 +18,8 @@ if TYPE_CHECKING:  # pandas is imported by the commands, not by `fincon --help`
 
 from pydantic import Field
 
+from fincon import data as fincon_data
+from fincon import memory
 from fincon.cli.flags import Args, add
 from fincon.data.importers import IMPORTERS, formats_help  # the registry only: no pandas before a command runs
 from fincon.errors import ConfigError, DataError
@@ -203,10 +205,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _tickers(arg: str | None):
-    from fincon.data.events.generator import DEFAULT_TICKERS
-
     if not arg:
-        return DEFAULT_TICKERS
+        return fincon_data.DEFAULT_TICKERS
     ts = tuple(t.strip().upper() for t in arg.split(",") if t.strip())
     if not ts:
         raise ConfigError("--tickers is empty; give e.g. TSLA,MSFT")
@@ -239,9 +239,6 @@ def cmd_import(args: argparse.Namespace) -> int:
     import datetime as dt
     import time
 
-    from fincon.data.dataset import item_table, summary_rows, write_dataset
-    from fincon.data.importers.common import ImportOptions
-
     start = dt.date.fromisoformat(args.start) if args.start else None
     end = dt.date.fromisoformat(args.end) if args.end else None
     if start and end and start > end:
@@ -253,10 +250,9 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise ConfigError(f"--prices is for the csv format; {args.format} brings its own prices")
     if args.keep_sentiment and args.format != "investorbench":
         raise ConfigError("--keep-sentiment is for the investorbench format (its news carry sentiment tags)")
-    from fincon.data.dataset import check_out
 
-    check_out(args.out, args.replace)  # before reading anything large
-    opts = ImportOptions(
+    fincon_data.check_out(args.out, args.replace)  # before reading anything large
+    opts = fincon_data.ImportOptions(
         tickers=tickers,
         start=start,
         end=end,
@@ -266,13 +262,13 @@ def cmd_import(args: argparse.Namespace) -> int:
     )
     t0 = time.perf_counter()
     corpus = read_corpus(args.format, args.sources, opts)
-    manifest = write_dataset(corpus, args.out, replace=args.replace)
+    manifest = fincon_data.write_dataset(corpus, args.out, replace=args.replace)
     took = time.perf_counter() - t0
     print(f"wrote dataset {args.out} ({args.format}, {took:.1f} s)")
-    for label, value in summary_rows(manifest):
+    for label, value in fincon_data.summary_rows(manifest):
         print(f"  {label:<16} {value}")
     print()
-    for line in item_table(manifest):
+    for line in fincon_data.item_table(manifest):
         print(f"  {line}")
     if args.same_day:
         print(
@@ -284,31 +280,20 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from fincon.data.dataset import item_table, manifest_dict, open_dataset, summary_rows
-
-    ds = open_dataset(args.dir)
+    ds = fincon_data.open_dataset(args.dir)
     if args.json:
-        print(json.dumps(manifest_dict(ds.manifest), indent=2, sort_keys=True, ensure_ascii=False))
+        print(json.dumps(fincon_data.manifest_dict(ds.manifest), indent=2, sort_keys=True, ensure_ascii=False))
         return 0
     print(f"dataset {ds.root}")
-    for label, value in summary_rows(ds.manifest):
+    for label, value in fincon_data.summary_rows(ds.manifest):
         print(f"  {label:<16} {value}")
     print()
-    for line in item_table(ds.manifest):
+    for line in fincon_data.item_table(ds.manifest):
         print(f"  {line}")
     return 0
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
-    from fincon.data.events.generator import (
-        DEFAULT_END,
-        DEFAULT_START,
-        GeneratorConfig,
-        Planted,
-        generate,
-        write_corpus,
-    )
-
     if args.out.exists() and not args.out.is_dir():
         raise ConfigError(f"--out {args.out} exists and is not a directory; choose another path")
     for parent in args.out.parents:  # the first existing ancestor must be a folder, or mkdir fails later
@@ -317,21 +302,21 @@ def cmd_sample(args: argparse.Namespace) -> int:
                 raise ConfigError(f"--out {args.out}: {parent} is a file, not a folder; choose another path")
             break
     if not args.no_audio:
-        from fincon.data.events.audio import require_binary
-
         check_bitrate(args.bitrate)
-        require_binary("espeak-ng", "espeak-ng")  # now, not after the JSONL files are written
-        require_binary("ffmpeg", "ffmpeg")
-    start = str(_date(args.start, "--start").date()) if args.start else DEFAULT_START
-    end = str(_date(args.end, "--end").date()) if args.end else DEFAULT_END
-    cfg = GeneratorConfig(
+        fincon_data.require_binary("espeak-ng", "espeak-ng")  # now, not after the JSONL files are written
+        fincon_data.require_binary("ffmpeg", "ffmpeg")
+    start = str(_date(args.start, "--start").date()) if args.start else fincon_data.DEFAULT_START
+    end = str(_date(args.end, "--end").date()) if args.end else fincon_data.DEFAULT_END
+    cfg = fincon_data.GeneratorConfig(
         tickers=_tickers(args.tickers),
         start=start,
         end=end,
-        planted=Planted.parse(args.planted),
+        planted=fincon_data.Planted.parse(args.planted),
         audio_dir=None if args.no_audio else "audio",
     )
-    res = write_corpus(generate(cfg), args.out, cfg, audio=not args.no_audio, bitrate=args.bitrate)
+    res = fincon_data.write_corpus(
+        fincon_data.generate(cfg), args.out, cfg, audio=not args.no_audio, bitrate=args.bitrate
+    )
     counts = ", ".join(f"{k} {v}" for k, v in sorted(res["counts"].items()))
     planted = f"; PLANTED look-ahead in {args.planted}" if cfg.planted else ""
     print(f"wrote SYNTHETIC corpus to {args.out}: {counts}; {res['audio']} audio files{planted}")
@@ -351,21 +336,18 @@ def cmd_show(args: argparse.Namespace) -> int:
         raise ConfigError("--k must be 0 (no memories) or more")
     events_dir, prices_dir = args.events, None
     if args.data is not None:
-        from fincon.data.dataset import open_dataset
-
-        ds = open_dataset(args.data)
+        ds = fincon_data.open_dataset(args.data)
         prices_dir = ds.prices_dir
         if events_dir is None:
             if not ds.has_events:
                 raise DataError(f"{args.data} holds prices but no items; give an event corpus with --events DIR")
             events_dir = ds.events_dir
-    from fincon.memory.day_view import build_view
 
     def progress(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
     with tempfile.TemporaryDirectory(prefix="fincon-show-") as tmp:
-        out = build_view(
+        out = memory.build_view(
             ticker, date, events_dir, args.embedder, args.agent, args.k, Path(tmp) / "memory", prices_dir, progress
         )
     if args.json:

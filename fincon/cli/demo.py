@@ -27,7 +27,9 @@ import sqlite3
 from pathlib import Path
 from typing import Annotated
 
+from fincon import cli
 from fincon.cli.flags import Args, add
+from fincon.config import load_config
 from fincon.errors import FinconError
 from fincon.flag import Flag
 
@@ -92,8 +94,6 @@ RECORDING = CACHE.with_name("llm-cache.recording.sqlite")
 
 
 def demo_config(record: bool = False):
-    from fincon.config import load_config
-
     llm = {
         **DEMO["llm"],
         "cache": "read-write" if record else "replay",
@@ -115,8 +115,6 @@ def seal(path: Path = CACHE) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fincon.cli.backtest import run_and_report
-
     if not args.record and not CACHE.is_file():
         raise FinconError(
             f"the demo's recorded cache {CACHE} is missing; run `fincon demo --record` "
@@ -126,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     if args.record:
         for leftover in RECORDING.parent.glob(RECORDING.name + "*"):
             leftover.unlink()
-    code = run_and_report(cfg, args.out, as_json=args.json, replace=True, html_report=True)
+    code = cli.run_and_report(cfg, args.out, as_json=args.json, replace=True, html_report=True)
     if args.record and code == 0 and RECORDING.is_file():
         seal(RECORDING)
         os.replace(RECORDING, CACHE)

@@ -18,6 +18,9 @@ from typing import Annotated, Any, Callable, Literal
 
 from pydantic import Field
 
+from fincon import data as fincon_data
+from fincon import eval as fincon_eval
+from fincon import llm
 from fincon.cli.args import check_output_file, write_text_atomic
 from fincon.cli.flags import Args, add
 from fincon.cli.llm import add_llm_arguments, settings_from_args
@@ -241,13 +244,11 @@ def _register_leakage(inner) -> None:
 
 
 def _leakage(args: argparse.Namespace) -> int:
-    from fincon.llm import leakage
-
-    res = leakage.run_audit(args.run, cache=args.llm_cache_path, against=args.against, threshold=args.threshold)
+    res = llm.leakage.run_audit(args.run, cache=args.llm_cache_path, against=args.against, threshold=args.threshold)
     if args.json:
         print(json.dumps({JSON_MARK: "fincon eval leakage", **res}, indent=1, sort_keys=True, default=str))
     else:
-        print(leakage.report(res))
+        print(llm.leakage.report(res))
     return 0
 
 
@@ -265,22 +266,14 @@ def _register_lookahead(inner) -> None:
 
 
 def _lookahead(args: argparse.Namespace) -> int:
-
     import pandas as pd
-
-    from fincon.data.aliases import NAMES
-    from fincon.data.inputs import SAMPLE, open_inputs
-    from fincon.data.prices import validate_bars
-    from fincon.eval import lookahead
-    from fincon.llm.knowledge import model_knowledge
-    from fincon.llm.masking_terms import user_names
 
     _check_json(args)
     start, end = dt.date.fromisoformat(args.start), dt.date.fromisoformat(args.end)
     if start > end:
         raise ConfigError(f"--start {start} is after --end {end}")
     ticker = args.ticker.strip().upper()
-    inputs = open_inputs("csv", args.data) if args.data is not None else open_inputs()
+    inputs = fincon_data.open_inputs("csv", args.data) if args.data is not None else fincon_data.open_inputs()
     ds = inputs.dataset
     if args.data is not None and ds is None:
         raise DataError(
@@ -288,31 +281,33 @@ def _lookahead(args: argparse.Namespace) -> int:
         )
     source = inputs.source
     raw = source.load(ticker, pd.Timestamp("1900-01-01"), pd.Timestamp("2100-01-01"))
-    closes = validate_bars(raw, ticker, source.describe(ticker))["close"]
+    closes = fincon_data.validate_bars(raw, ticker, source.describe(ticker))["close"]
     if not ((closes.index.date >= start) & (closes.index.date <= end)).any():
         raise DataError(f"{ticker}: no prices in {start}..{end} ({source.describe(ticker)})")
     settings = settings_from_args(args)
-    extra = user_names(settings.aliases)
-    name = (extra.get(ticker) or NAMES.get(ticker) or (ticker,))[0]
-    candidates = sorted({*NAMES, *(ds.manifest.tickers if ds is not None else ())})
+    extra = llm.user_names(settings.aliases)
+    name = (extra.get(ticker) or fincon_data.NAMES.get(ticker) or (ticker,))[0]
+    candidates = sorted({*fincon_data.NAMES, *(ds.manifest.tickers if ds is not None else ())})
     # every firm of the corpus: the re-identification probe draws its items from each in turn
-    corpus = sorted({ticker, *(ds.manifest.tickers if ds is not None else NAMES)})
-    events = inputs.events(inputs.events_spec(None if ds is not None else SAMPLE), tuple(corpus)).all_events()
-    knowledge = model_knowledge(settings, start, end)
+    corpus = sorted({ticker, *(ds.manifest.tickers if ds is not None else fincon_data.NAMES)})
+    events = inputs.events(
+        inputs.events_spec(None if ds is not None else fincon_data.SAMPLE), tuple(corpus)
+    ).all_events()
+    knowledge = llm.model_knowledge(settings, start, end)
     run_leakage = None
     if args.run is not None:
-        from fincon.llm import leakage
-
-        run_leakage = leakage.summary(leakage.run_audit(args.run))  # before any call: a bad RUN_DIR costs nothing
+        run_leakage = llm.leakage.summary(
+            llm.leakage.run_audit(args.run)
+        )  # before any call: a bad RUN_DIR costs nothing
     res = _run_llm(
         args,
-        lambda client: lookahead.run(
+        lambda client: fincon_eval.lookahead.run(
             client, ticker, start, end, closes, events, name=name, candidates=candidates, samples=args.samples,
             seed=args.seed, anonymize=bool(args.anonymize), aliases=extra, knowledge=knowledge,
             run_leakage=run_leakage,
         ),
     )  # fmt: skip
-    print(lookahead.report(res))
+    print(fincon_eval.lookahead.report(res))
     _write_json(args.out, {k: v for k, v in res.items()}, args.eval)
     return 0
 
@@ -329,21 +324,18 @@ def _run_llm(args: argparse.Namespace, run: Callable[[Any], dict[str, Any]]) -> 
 
 
 def _extraction(args: argparse.Namespace) -> int:
-    from fincon.eval import extraction
-
     _check_json(args)
     _check_datasets(args.dataset)
-    res = _run(args, 256, lambda client: extraction.run(args.dataset, args.brain, client, args.per_filing))
-    return _emit(args, extraction.report(res), res, "cases", "cases", [c.__dict__ for c in res["cases"]])
+    res = _run(args, 256, lambda client: fincon_eval.extraction.run(args.dataset, args.brain, client, args.per_filing))
+    return _emit(args, fincon_eval.extraction.report(res), res, "cases", "cases", [c.__dict__ for c in res["cases"]])
 
 
 def _check_datasets(dirs: list[Path]) -> None:
     """Every --dataset is a directory written by ``fincon data import``, with
     events: said before any work, in the words the user typed."""
-    from fincon.data.inputs import open_inputs
 
     for d in dirs:
-        ds = open_inputs("csv", d).dataset if Path(d).is_dir() else None
+        ds = fincon_data.open_inputs("csv", d).dataset if Path(d).is_dir() else None
         if ds is None or not ds.has_events:
             raise DataError(
                 f"--dataset {d}: not a dataset directory with events (no dataset.json and events/ there); "
@@ -396,65 +388,65 @@ def _write_json(path: Path | None, data: dict[str, Any], name: str) -> None:
 
 
 def _numeric(args: argparse.Namespace) -> int:
-    from fincon.eval import numeric
-
     _check_json(args)
     if args.format == "finqa":
         return _finqa(args)
-    res = _run(args, 256, lambda client: numeric.run(args.brain, args.limit, args.split, client))
+    res = _run(args, 256, lambda client: fincon_eval.numeric.run(args.brain, args.limit, args.split, client))
     if not res["questions"]:
         raise ConfigError(
             f"nothing to score: the {args.split} split has no question"
             f"{' within --limit' if args.limit is not None else ''}; use --split all or a larger --limit"
         )
     rows = [{"id": o.item.id, "gold": o.item.gold, **o.answers} for o in res["outcomes"]]
-    return _emit(args, numeric.report(res), res, "outcomes", "answers", rows)
+    return _emit(args, fincon_eval.numeric.report(res), res, "outcomes", "answers", rows)
 
 
 def _finqa(args: argparse.Namespace) -> int:
-    from fincon.eval import finqa
-
     if not args.data:
-        raise ConfigError(f"--format finqa needs --data FILE.json (FinQA's JSON; download: {finqa.DOWNLOAD})")
+        raise ConfigError(
+            f"--format finqa needs --data FILE.json (FinQA's JSON; download: {fincon_eval.finqa.DOWNLOAD})"
+        )
     if not Path(args.data).is_file():
-        raise DataError(f"--data {args.data}: no such file (FinQA's JSON; download: {finqa.DOWNLOAD})")
-    res = _run(args, 256, lambda client: finqa.run(args.data, args.brain, args.limit, client))
+        raise DataError(f"--data {args.data}: no such file (FinQA's JSON; download: {fincon_eval.finqa.DOWNLOAD})")
+    res = _run(args, 256, lambda client: fincon_eval.finqa.run(args.data, args.brain, args.limit, client))
     rows = [{"id": o.item.id, "gold": o.item.gold, "type": o.item.kind, **o.answers} for o in res["outcomes"]]
-    return _emit(args, finqa.report(res), res, "outcomes", "answers", rows)
+    return _emit(args, fincon_eval.finqa.report(res), res, "outcomes", "answers", rows)
 
 
 def _debate(args: argparse.Namespace) -> int:
-    from fincon.eval import debate
-
     _check_json(args)
     tickers = [t for x in (args.tickers or []) for t in x.split(",") if t] or None
     if args.dataset:
-        from fincon.eval import debate_filings
-
         for flag, value in (("--transcripts", args.transcripts), ("--tickers", args.tickers)):
             if value is not None:
                 raise ConfigError(f"{flag} picks the sample calls to score; --dataset scores filings: drop {flag}")
 
         _check_datasets(args.dataset)
-        res = _run(args, 320, lambda client: debate_filings.run(args.dataset, args.brain, client, args.retrieval_model))
+        res = _run(
+            args,
+            320,
+            lambda client: fincon_eval.debate_filings.run(args.dataset, args.brain, client, args.retrieval_model),
+        )
         rows = [r.__dict__ for r in res["results"]]
-        return _emit(args, debate_filings.report(res), res, "results", "filings", rows)
+        return _emit(args, fincon_eval.debate_filings.report(res), res, "results", "filings", rows)
     if args.retrieval_model is not None:
         raise ConfigError(
             "--retrieval-model is the retrieval over filings (--dataset DIR); the sample calls are read whole: "
             "add --dataset or drop --retrieval-model"
         )
-    corpus = debate.sample_tickers()
+    corpus = fincon_eval.debate.sample_tickers()
     missing = [t.upper() for t in (tickers or []) if t.upper() not in corpus]
     if missing:
         raise DataError(
             f"nothing to score for {', '.join(missing)}: the sample corpus has no earnings calls of "
             f"{'it' if len(missing) == 1 else 'them'}; pick from {', '.join(corpus)}"
         )
-    res = _run(args, 320, lambda client: debate.run(args.brain, tickers, client, args.transcripts or "text"))
+    res = _run(
+        args, 320, lambda client: fincon_eval.debate.run(args.brain, tickers, client, args.transcripts or "text")
+    )
     if not res["calls_scored"]:
         raise DataError(
             f"nothing to score: no earnings call of {', '.join(res['tickers'])} in the sample corpus "
             f"is followed by a trading day; pick other tickers ({', '.join(corpus)})"
         )
-    return _emit(args, debate.report(res), res, "results", "calls", [r.__dict__ for r in res["results"]])
+    return _emit(args, fincon_eval.debate.report(res), res, "results", "calls", [r.__dict__ for r in res["results"]])

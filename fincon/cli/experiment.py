@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from fincon import data, workflow
 from fincon.agents.team.params import FinConParams
 from fincon.cli.args import ledger_env, ledger_path
 from fincon.cli.flags import add, given, names
@@ -198,9 +199,7 @@ def experiment_overrides(args: argparse.Namespace) -> dict[str, Any]:
             over[f"team.{key}" if name == "fincon" else f"strategy_params.{name}.{key}"] = value
     rolling_only = [FLAGS[k] for k in ROLLING_KEYS[1:] if k in over]
     if rolling_only and "rolling.window" not in over:
-        from fincon.workflow.experiment import read_yaml
-
-        if not (args.config and isinstance(read_yaml(args.config).get("rolling"), dict)):
+        if not (args.config and isinstance(workflow.read_yaml(args.config).get("rolling"), dict)):
             raise ConfigError(
                 f"{rolling_only[0]} is a setting of the rolling evaluation; add --rolling WINDOW (e.g. 1y)"
             )
@@ -217,18 +216,16 @@ def build_experiment(args: argparse.Namespace):
     manifest = _dataset_manifest(args) if preset else None
     if manifest is not None and not over.get("tickers"):  # a dataset names its tickers
         over["tickers"] = list(manifest.tickers)
-    from fincon.workflow.presets import preset_overrides
 
-    return _load(args, preset_overrides(preset, over), _flag_names(over))
+    return _load(args, workflow.preset_overrides(preset, over), _flag_names(over))
 
 
 def _dataset_manifest(args: argparse.Namespace):
     """The manifest of ``--data DIR`` (None without --data or for a plain price folder)."""
     if args.data is None:
         return None
-    from fincon.data.inputs import open_inputs
 
-    ds = open_inputs("csv", args.data).dataset
+    ds = data.open_inputs("csv", args.data).dataset
     return ds.manifest if ds is not None else None
 
 
@@ -238,21 +235,18 @@ def _flag_names(over: dict[str, Any]) -> dict[str, str]:
 
 
 def _load(args: argparse.Namespace, over: dict[str, Any], flags: dict[str, str]):
-    from fincon.workflow.experiment import load_experiment
-
     try:
-        return load_experiment(args.config, over)
+        return workflow.load_experiment(args.config, over)
     except ConfigError as exc:  # the flag the user typed, not the config key behind it
         raise ConfigError(name_flags(str(exc), flags)) from None
 
 
 def build_paper(args: argparse.Namespace) -> list[tuple[Any, ExperimentConfig]]:
     """``--preset fincon-paper``: the protocol's blocks, each a validated experiment."""
-    from fincon.workflow.paper_protocol import plan
 
     over = experiment_overrides(args)
     manifest = _dataset_manifest(args)
-    blocks = plan(
+    blocks = workflow.plan(
         over,
         list(manifest.tickers) if manifest is not None else None,
         (manifest.start, manifest.end) if manifest is not None else None,
@@ -267,22 +261,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from fincon.workflow.experiment import run_experiment
-
     if getattr(args, "preset", None) == "fincon-paper":
         return run_paper_command(args)
     exp = build_experiment(args)
     if exp.rolling is not None:
         return run_rolling_command(args, exp)
-    report = _execute(args, exp.executor, run_experiment, exp, Path(args.out) if args.out else None)
+    report = _execute(args, exp.executor, workflow.run_experiment, exp, Path(args.out) if args.out else None)
     if args.json:
         print(json.dumps({"experiment_dir": str(report.out), "ran": report.ran, **report.results}, sort_keys=True))
         return 0
     print(text.format_results(report.results, _family(args, report.results)))
     if getattr(args, "preset", None):
-        from fincon.workflow.presets import NOTES
-
-        print(NOTES[args.preset])
+        print(workflow.NOTES[args.preset])
     _resumed(report)
     print(f"\nexperiment directory: {report.out}")
     print(f"results:              {report.out / 'results.json'}")
@@ -294,21 +284,19 @@ def _run(args: argparse.Namespace) -> int:
 
 def _family(args: argparse.Namespace, results: dict[str, Any]):
     """The trial ledger's family of the experiment's test window (None: --ledger off)."""
-    from fincon.workflow import trials
 
     path = ledger_path(args)
     if path is None:
         return None
-    return trials.family(path, results["tickers"], results["test"]["start"], results["test"]["end"])
+    return workflow.trials.family(path, results["tickers"], results["test"]["start"], results["test"]["end"])
 
 
 def run_paper_command(args: argparse.Namespace) -> int:
     """``--preset fincon-paper``: every block's experiment, then the two tables beside the paper's."""
-    from fincon.workflow.paper_protocol import default_out, run_paper
 
     experiments = build_paper(args)
-    out = Path(args.out) if args.out else default_out(experiments)
-    report = _execute(args, experiments[0][1].executor, run_paper, experiments, out)
+    out = Path(args.out) if args.out else workflow.paper_protocol.default_out(experiments)
+    report = _execute(args, experiments[0][1].executor, workflow.run_paper, experiments, out)
     if args.json:
         print(json.dumps({"paper_dir": str(out), "ran": report.ran, "blocks": report.rows}, sort_keys=True))
         return 0
@@ -333,10 +321,8 @@ def _execute(args: argparse.Namespace, spec, run, what, out: Path | None):
 
 
 def run_rolling_command(args: argparse.Namespace, exp) -> int:
-    from fincon.workflow.rolling import default_out, run_rolling
-
-    out = Path(args.out) if args.out else default_out(exp)
-    report = _execute(args, exp.executor, run_rolling, exp, out)
+    out = Path(args.out) if args.out else workflow.rolling.default_out(exp)
+    report = _execute(args, exp.executor, workflow.run_rolling, exp, out)
     if args.json:
         print(json.dumps({"rolling_dir": str(report.out), "ran": report.ran, **report.results}, sort_keys=True))
         return 0

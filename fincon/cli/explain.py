@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Annotated, Any
 
+from fincon import engine, workflow
 from fincon.agents.records import format_day
 from fincon.cli.flags import Args, add
 from fincon.errors import DataError
@@ -67,9 +68,7 @@ def find_team_run(run: Path) -> Path:
         ("rolling.json", "rolling evaluation", "*/*/test/*/decisions.jsonl"),
     ):
         if (run / marker).is_file():
-            from fincon.workflow.status import failure, read_state
-
-            why = failure(read_state(run / marker))
+            why = workflow.failure(workflow.read_state(run / marker))
             subs = sorted(p.parent for p in run.glob(pattern) if _has_records(p))
             note = f" (it did not finish: {why})" if why else ""
             if len(subs) == 1:
@@ -101,9 +100,8 @@ def _has_records(path: Path) -> bool:
 def load_day(run: Path, date: str) -> dict[str, Any]:
     """The team's record of ``date``; a decisions.jsonl that is not what fincon writes is named by
     its line (fincon.engine.record)."""
-    from fincon.engine.record import RunRecord
 
-    rec = RunRecord(find_team_run(run))
+    rec = engine.RunRecord(find_team_run(run))
     path = rec.path / "decisions.jsonl"
     days = []
     for n, entry in enumerate(rec.decisions, 1):
@@ -143,10 +141,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _knowledge_line(run: Path) -> str | None:
     """The run's window against its model's cutoff (metrics.json), as one line."""
-    from fincon.engine.record import RunRecord
 
     try:
-        block = RunRecord(run).metrics.get("model_knowledge")
+        block = engine.RunRecord(run).metrics.get("model_knowledge")
     except DataError:
         return None
     if not isinstance(block, dict) or block.get("label") in (None, "no-model"):

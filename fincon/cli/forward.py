@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Annotated, Literal
 
+from fincon import cli, report, workflow
 from fincon.cli.flags import Args, add
 from fincon.errors import ConfigError
 from fincon.flag import Flag
@@ -50,8 +51,6 @@ examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from fincon.cli.backtest import add_plan_flags
-
     p = sub.add_parser(
         "forward",
         help="forward testing: decisions sealed in a verifiable journal before the session they trade",
@@ -62,7 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     inner = p.add_subparsers(dest="forward", metavar="COMMAND", required=True)
     i = inner.add_parser("init", help="register a journal's plan before its first session")
     add(i, InitArgs, "dir")
-    add_plan_flags(i, window=False)
+    cli.add_plan_flags(i, window=False)
     add(i, InitArgs, "simulate_from", "anchor", "broker")
     i.set_defaults(func=_init)
     s = inner.add_parser("step", help="decide the next session (or, simulated, every one up to --until)")
@@ -114,26 +113,21 @@ class ReadArgs(Args):
 
 
 def _init(args: argparse.Namespace) -> int:
-
-    from fincon.cli.backtest import build_config
-    from fincon.workflow import forward
-
     if getattr(args, "fill", None) == "close":
         raise ConfigError("--fill close: a forward journal decides after the close and fills at the next open")
-    cfg = build_config(args)
+    cfg = cli.build_config(args)
     start = dt.date.fromisoformat(args.simulate_from) if args.simulate_from else None
-    entry = forward.init(args.dir, cfg, simulate_from=start, anchor_git=args.anchor == "git", broker=args.broker)
+    entry = workflow.forward.init(
+        args.dir, cfg, simulate_from=start, anchor_git=args.anchor == "git", broker=args.broker
+    )
     mode = "simulated" if entry["simulated"] else "live"
     print(f"registered {args.dir} ({mode}; first session {entry['first_session']}; hash {entry['hash'][:16]})")
     return 0
 
 
 def _step(args: argparse.Namespace) -> int:
-
-    from fincon.workflow import forward
-
     until = dt.date.fromisoformat(args.until) if args.until else None
-    sealed = forward.step(args.dir, until=until, progress=not args.no_progress)
+    sealed = workflow.forward.step(args.dir, until=until, progress=not args.no_progress)
     for e in sealed:
         if e["kind"] == "session":
             print(f"sealed {e['strategy']} at {e['decided']}'s close for {e['trades']}: {e['decision']['weights']}")
@@ -143,9 +137,7 @@ def _step(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from fincon.workflow import forward_score as forward
-
-    st = forward.status(args.dir)
+    st = workflow.forward_score.status(args.dir)
     if args.json:
         print(json.dumps(st, indent=1, sort_keys=True))
         return 0
@@ -161,26 +153,21 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from fincon.report.card import card
-    from fincon.workflow import forward_score as forward
-
-    res = forward.score(args.dir)
-    replay = Path(args.dir) / forward.REPLAY
-    res["card"] = card(replay)
+    res = workflow.forward_score.score(args.dir)
+    replay = Path(args.dir) / workflow.forward_score.REPLAY
+    res["card"] = report.run_card(replay)
     res["report"] = str(write_report([replay], Path(args.dir) / "report.html"))
     res["equity_plot"] = str(replay / "equity.png")
     if args.json:
         print(json.dumps(res, indent=1, sort_keys=True, default=str))
         return 0
-    print(forward.format_score(res))
+    print(workflow.forward_score.format_score(res))
     print(f"report:      {res['report']}\nequity plot: {res['equity_plot']}")
     return 0
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from fincon.workflow import forward_score as forward
-
-    res = forward.verify(args.dir)
+    res = workflow.forward_score.verify(args.dir)
     if args.json:
         print(json.dumps(res, indent=1, sort_keys=True))
     if res["ok"]:

@@ -18,6 +18,7 @@ import argparse
 import json
 from typing import Annotated
 
+from fincon import workflow
 from fincon.cli.flags import Args, add
 from fincon.errors import ConfigError
 from fincon.flag import Flag
@@ -51,18 +52,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fincon.workflow import trials
-
     if args.ledger == "off":
         raise ConfigError("--ledger off: there is no ledger to read; name one with --ledger PATH")
-    path = trials.resolve(args.ledger)
+    path = workflow.trials.resolve(args.ledger)
     assert path is not None
     if not path.is_file():
         raise ConfigError(f"no trial ledger at {path} yet: every backtest or experiment adds to it")
-    rows = trials.read(path)
+    rows = workflow.trials.read(path)
     if args.study is not None:
         return _study(args, path, rows)
-    summ = trials.summary(rows)
+    summ = workflow.trials.summary(rows)
     if args.json:
         print(json.dumps({"ledger": str(path), "families": summ}, indent=1, sort_keys=True))
         return 0
@@ -90,8 +89,6 @@ def _study(args: argparse.Namespace, path, rows: list[dict]) -> int:
     """The rows of the family a study belongs to (its window on its tickers)."""
     import re
 
-    from fincon.workflow import trials
-
     m = re.fullmatch(r"\s*(\S+)\s+(\d{4}-\d{2}-\d{2})\.\.(\d{4}-\d{2}-\d{2})\s*", args.study)
     if not m:
         raise ConfigError(
@@ -99,9 +96,9 @@ def _study(args: argparse.Namespace, path, rows: list[dict]) -> int:
             "e.g. 'TSLA 2022-10-05..2023-06-09'"
         )
     tickers, start, end = m.group(1).split(","), m.group(2), m.group(3)
-    fam = trials.family_of(rows, tickers, start, end)
+    fam = workflow.trials.family_of(rows, tickers, start, end)
     if not fam.rows:
-        families = [s["family"] for s in trials.summary(rows)]
+        families = [s["family"] for s in workflow.trials.summary(rows)]
         raise ConfigError(
             f"--study {args.study!r}: no trial on {','.join(tickers)} overlaps {start}..{end} in {path}; "
             f"families: {', '.join(families[:5]) or 'none'}"

@@ -19,7 +19,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from fincon import llm
 from fincon.cli.flags import Args, add, given
+from fincon.config import read_yaml
 from fincon.errors import ConfigError
 from fincon.flag import Flag
 from fincon.llm.settings import FLAGS, MASKING, LLMSettings, build_client
@@ -77,7 +79,6 @@ def add_llm_arguments(
 
 def load_prices(path: Path) -> dict[str, Any]:
     """The --llm-prices table (YAML or JSON), read by the one YAML reader."""
-    from fincon.config import read_yaml
 
     data = read_yaml(path, "--llm-prices")
     if not data:
@@ -124,20 +125,18 @@ class SmokeAnswer(BaseModel):
 
 
 def _cmd_model(args: argparse.Namespace) -> int:
-    from fincon.llm.bundled import BUNDLED, DEFAULT_MODEL, assemble
-
-    if args.name is not None and args.name not in BUNDLED:
-        raise ConfigError(f"unknown bundled model {args.name!r}; choose one of {', '.join(BUNDLED)}")
+    if args.name is not None and args.name not in llm.BUNDLED:
+        raise ConfigError(f"unknown bundled model {args.name!r}; choose one of {', '.join(llm.BUNDLED)}")
     if args.all and args.name is not None:
         raise ConfigError(f"give a model name or --all, not both (--all already includes {args.name})")
-    names = list(BUNDLED) if args.all else [args.name or DEFAULT_MODEL]
+    names = list(llm.BUNDLED) if args.all else [args.name or llm.DEFAULT_MODEL]
     for name in names:
-        m = BUNDLED.get(name)
+        m = llm.BUNDLED.get(name)
         if m is None:
-            raise ConfigError(f"unknown bundled model {name!r}; choose one of {', '.join(BUNDLED)}")
+            raise ConfigError(f"unknown bundled model {name!r}; choose one of {', '.join(llm.BUNDLED)}")
         t0 = time.perf_counter()
         try:
-            path = assemble(m, args.model_dir, verify=args.verify)
+            path = llm.assemble(m, args.model_dir, verify=args.verify)
         except OSError as exc:
             where = args.model_dir or "the model directory"
             raise ConfigError(
@@ -145,7 +144,7 @@ def _cmd_model(args: argparse.Namespace) -> int:
                 "pass a writable --model-dir (or set FINCON_MODEL_DIR)"
             ) from None
         took = time.perf_counter() - t0
-        tag = " (default)" if name == DEFAULT_MODEL else ""
+        tag = " (default)" if name == llm.DEFAULT_MODEL else ""
         print(f"{name}{tag}: {path}")
         print(f"  {m.description}")
         print(
@@ -160,7 +159,6 @@ ASK_CACHE_DEFAULT = "off"
 
 
 def _cmd_ask(args: argparse.Namespace) -> int:
-
     base = {"cache": ASK_CACHE_DEFAULT} if args.llm_cache is None else {}
     settings = settings_from_args(args, base)
     client = build_client(settings)

@@ -18,7 +18,7 @@ import signal
 import sys
 from typing import Iterator
 
-from fincon import __version__
+from fincon import __version__, workflow
 from fincon.errors import FinconError
 from fincon.workflow.stopping import resend_swallowed
 
@@ -143,9 +143,8 @@ def _left(exc: BaseException) -> str:
     """What a stop left behind: a study (train, experiment) keeps its finished
     units to resume from (fincon.workflow.status.marking notes where); any
     other command removed its partial output."""
-    from fincon.workflow.status import RESUMABLE
 
-    kept = [n[len(RESUMABLE) :] for n in getattr(exc, "__notes__", ()) if n.startswith(RESUMABLE)]
+    kept = [n[len(workflow.RESUMABLE) :] for n in getattr(exc, "__notes__", ()) if n.startswith(workflow.RESUMABLE)]
     if kept:
         return f"the finished units are kept in {kept[-1]}: run the same command to resume"  # the outermost study
     return "partial output removed"

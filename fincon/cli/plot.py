@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Annotated
 
+from fincon import engine, workflow
 from fincon.cli.flags import Args, add
 from fincon.errors import FinconError
 from fincon.flag import Flag
@@ -42,11 +43,10 @@ def _expand(run: Path) -> list[Path]:
     strategies, a training's episodes, an experiment's median team runs and
     baselines. An unfinished training or experiment is refused with its
     status: its curves would be shown as a result."""
-    from fincon.workflow.status import failure, read_state
 
     for marker, kind in (("experiment.json", "experiment"), ("train.json", "training")):
         if (run / marker).is_file():
-            why = failure(read_state(run / marker))
+            why = workflow.failure(workflow.read_state(run / marker))
             if why:
                 article = "an" if kind[0] in "aeiou" else "a"
                 raise FinconError(
@@ -99,15 +99,13 @@ def _check_writable(out: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fincon.engine.record import RunRecord
-
     curves = {}
     for run_dir in args.runs:
         for path in _expand(run_dir):
             label = str(path)
             if label in curves:
                 continue
-            curves[label] = RunRecord(path).equity
+            curves[label] = engine.RunRecord(path).equity
     if args.out.suffix.lower() != ".png":
         raise FinconError(f"--out {args.out}: give a .png file name")
     if args.out.is_dir():
@@ -118,10 +116,9 @@ def run(args: argparse.Namespace) -> int:
             "(fincon replaces only its own earlier plots)"
         )
     _check_writable(args.out)
-    from fincon.engine.plotting import plot_equity  # matplotlib only once the inputs are good
 
     try:
-        plot_equity(curves, args.out, args.title, software="fincon")
+        engine.plot_equity(curves, args.out, args.title, software="fincon")
     except OSError as exc:
         raise FinconError(f"cannot write {args.out}: {exc.strerror or exc}") from None
     print(f"wrote {args.out} ({len(curves)} run{'s' if len(curves) != 1 else ''})")

@@ -22,9 +22,11 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from fincon import workflow
 from fincon.agents.policies import Policies
 from fincon.agents.team.params import FinConParams
 from fincon.cli.flags import _default, _unwrap, bounds_of, flag_of_field
+from fincon.config import BrokerConfig, DataConfig, MetricsConfig, RunConfig
 from fincon.llm.settings import LLMSettings
 from fincon.workflow.executors import ExecutorSpec
 
@@ -141,8 +143,6 @@ def table(model: type[BaseModel], *, prefix: str = "--", flags: dict[str, str] |
 
 def sections() -> list[tuple[str, str, type[BaseModel], str]]:
     """(title, config path, model, flag prefix) of every section, in reading order."""
-    from fincon.config import BrokerConfig, DataConfig, MetricsConfig, RunConfig
-    from fincon.workflow.experiment_config import ExperimentConfig, RollingSpec, Window
 
     return [
         ("The run", "(top level)", RunConfig, "--"),
@@ -152,9 +152,9 @@ def sections() -> list[tuple[str, str, type[BaseModel], str]]:
         ("The model", "llm (and strategy_params.<strategy>.llm)", LLMSettings, "--llm-"),
         ("The agent team", "strategy_params.fincon (experiment: team)", FinConParams, "--"),
         ("The team's trading policies", "strategy_params.fincon.policies", Policies, "--"),
-        ("The experiment", "(top level of an experiment config)", ExperimentConfig, "--"),
-        ("A window", "train, test", Window, "--train-"),
-        ("Rolling evaluation", "rolling", RollingSpec, "--rolling-"),
+        ("The experiment", "(top level of an experiment config)", workflow.ExperimentConfig, "--"),
+        ("A window", "train, test", workflow.Window, "--train-"),
+        ("Rolling evaluation", "rolling", workflow.RollingSpec, "--rolling-"),
         ("Execution", "executor", ExecutorSpec, "--"),
     ]
 

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Annotated
 
+from fincon import report
 from fincon.cli.flags import Args, add
 from fincon.errors import ConfigError
 from fincon.flag import Flag
@@ -69,11 +70,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-
     if args.card:
         import json
-
-        from fincon.report.card import card, format_card
 
         if len(args.runs) != 1:
             raise ConfigError("--card reads one directory; give one RUN")
@@ -82,8 +80,8 @@ def run(args: argparse.Namespace) -> int:
                 "--card prints the card (--json: as JSON) and writes no file; drop --out, or drop --card for the "
                 "HTML report (which shows the card too)"
             )
-        c = card(args.runs[0])
-        print(json.dumps(c, indent=1, sort_keys=True) if args.json else format_card(c))
+        c = report.run_card(args.runs[0])
+        print(json.dumps(c, indent=1, sort_keys=True) if args.json else report.format_card(c))
         return 0
     if args.json:
         raise ConfigError("--json goes with --card (the HTML report is a page, not JSON)")

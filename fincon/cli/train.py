@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Annotated, Literal
 
+from fincon import workflow
 from fincon.cli.flags import add, given
 from fincon.cli.llm import add_llm_arguments, llm_overrides
 from fincon.cli.options import (
@@ -110,7 +111,6 @@ class TrainArgs(RunArgs):
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-
     p = sub.add_parser(
         "train",
         help="learn the team's investment beliefs over training episodes (CVRF)",
@@ -162,17 +162,15 @@ def build_config(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from fincon.workflow.training import TrainOptions, train
-
     cfg = build_config(args)
-    opts = TrainOptions(
+    opts = workflow.TrainOptions(
         episodes=args.episodes,
         learn=not args.no_beliefs,
         explore=args.explore,
         lr=args.lr,
         cvrf_brain=args.cvrf_brain,
     )
-    report = train(
+    report = workflow.train(
         cfg,
         Path(args.out) if args.out else None,
         opts,

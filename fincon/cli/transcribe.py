@@ -67,7 +67,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_transcribe(args: argparse.Namespace) -> int:
-
     check_audio_file(args.file)
     ref = None
     if args.reference:

@@ -286,7 +286,6 @@ def check_replaceable(out: Path) -> None:
 
 
 def _price_frame_out(raw: pd.DataFrame, kind: PriceKind) -> pd.DataFrame:
-
     cols = ["Date", "Close"] if kind == "close" else list(RAW_COLUMNS)
     out = raw[cols].copy()
     if pd.api.types.is_datetime64_any_dtype(out["Date"]):
@@ -297,7 +296,6 @@ def _price_frame_out(raw: pd.DataFrame, kind: PriceKind) -> pd.DataFrame:
 
 
 def build_manifest(corpus: ImportedCorpus, source_files: list[SourceFile]) -> Manifest:
-
     spans = []
     for ticker, raw in corpus.prices.items():
         bars = validate_bars(raw, ticker, f"{corpus.format} import")

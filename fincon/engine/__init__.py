@@ -4,23 +4,41 @@ It runs any :class:`~fincon.strategies.base.Strategy` it is handed and never
 imports the agents nor builds a strategy by name (that is
 :mod:`fincon.workflow.runner`); see docs/architecture.md.
 
-Its names load on first use: the config imports the cost models
-(:mod:`fincon.engine.costs`) while ``fincon --help`` is built, which must
-not import pandas or backtrader.
+Its names load on first use (:mod:`fincon.lazy`, PEP 562): the config
+imports the cost models (:mod:`fincon.engine.costs`) while ``fincon --help``
+is built, which must not import pandas or backtrader.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-__all__ = ["BacktestResult", "BrokerSettings", "run_backtest"]
+from fincon.lazy import face
 
+if TYPE_CHECKING:
+    from fincon.engine.backtest import BacktestResult as BacktestResult
+    from fincon.engine.backtest import run_backtest as run_backtest
+    from fincon.engine.broker import BrokerSettings as BrokerSettings
+    from fincon.engine.plotting import (
+        alert_days as alert_days,
+    )
+    from fincon.engine.plotting import (
+        plot_beliefs as plot_beliefs,
+    )
+    from fincon.engine.plotting import (
+        plot_equity as plot_equity,
+    )
+    from fincon.engine.record import (
+        DECISIONS as DECISIONS,
+    )
+    from fincon.engine.record import (
+        RunRecord as RunRecord,
+    )
+    from fincon.engine.record import (
+        read_jsonl as read_jsonl,
+    )
+    from fincon.engine.record import (
+        run_status as run_status,
+    )
+    from fincon.engine.resume import Resume as Resume
+    from fincon.engine.rundir import check_out_path as check_out_path
 
-def __getattr__(name: str) -> Any:
-    if name in ("BacktestResult", "run_backtest"):
-        from fincon.engine import backtest
-
-        return getattr(backtest, name)
-    if name == "BrokerSettings":
-        from fincon.engine.broker import BrokerSettings
-
-        return BrokerSettings
-    raise AttributeError(f"module 'fincon.engine' has no attribute {name!r}")
+__getattr__, __dir__ = face(__name__, __file__)

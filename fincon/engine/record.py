@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from fincon import engine
 from fincon.engine.broker import BrokerSettings
 from fincon.engine.rundir import write_json
 from fincon.errors import DataError
@@ -278,10 +279,9 @@ def draw(curves: Mapping[str, pd.Series], out: Path, title: str, decisions: Mapp
     """The equity chart, each strategy's CVaR alert days (from its ``decisions``) marked."""
     # matplotlib is imported only when a run is written: a run that fails
     # earlier (bad input) must not even create matplotlib's font cache
-    from fincon.engine.plotting import alert_days, plot_equity
 
-    alerts = {n: alert_days(d) for n, d in (decisions or {}).items()}
-    plot_equity(dict(curves), out, title, alerts={n: d for n, d in alerts.items() if d})
+    alerts = {n: engine.alert_days(d) for n, d in (decisions or {}).items()}
+    engine.plot_equity(dict(curves), out, title, alerts={n: d for n, d in alerts.items() if d})
 
 
 def write_run(

@@ -65,14 +65,12 @@ class CallResult:
 
 
 def _closes(ticker: str) -> pd.Series:
-
     return harness.close_series(
         make_source("sample").load(ticker, pd.Timestamp("2018-01-01"), pd.Timestamp("2030-01-01"))
     )
 
 
 def sample_tickers() -> list[str]:
-
     return sorted(p.name.split(".")[0] for p in Path(SAMPLE_DIR).glob("*.jsonl.gz"))
 
 
@@ -83,7 +81,6 @@ def run(
     transcripts: str = "text",
     workdir: str | Path | None = None,
 ) -> dict[str, Any]:
-
     tickers = [t.upper() for t in (tickers or sample_tickers())]
     brain = make_brain(brain_name, client)
     events = open_events("sample", tuple(tickers))

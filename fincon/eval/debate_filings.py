@@ -93,7 +93,6 @@ def run(
     retrieval_model: str | None = None,
     workdir: str | Path | None = None,
 ) -> dict[str, Any]:
-
     brain = make_brain(brain_name, client)
     results: list[FilingResult] = []
     calls = fallbacks = 0

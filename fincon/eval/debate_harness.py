@@ -27,6 +27,8 @@ from typing import Any, Callable, ContextManager, Iterable, Iterator, Mapping, S
 
 import pandas as pd
 
+from fincon import agents
+from fincon import memory as fincon_memory
 from fincon.data.events.model import visible_day
 from fincon.memory.store import MemoryStore
 
@@ -49,11 +51,11 @@ def protocol(brain_name: str, memory: Path, events: Any, **params: Any) -> Any:
     """The debate protocol (``params``: its settings) bound to ``events`` and
     a memory store at ``memory``: the offline hashing embedder for the rules
     brain, MiniLM for the model."""
-    from fincon.agents.protocols.debate import DebateProtocol
-    from fincon.memory.embedders import HashingEmbedder, MiniLMEmbedder
 
-    store = MemoryStore(memory, HashingEmbedder() if brain_name == "rules" else MiniLMEmbedder())
-    proto = DebateProtocol(**params)
+    store = MemoryStore(
+        memory, fincon_memory.HashingEmbedder() if brain_name == "rules" else fincon_memory.MiniLMEmbedder()
+    )
+    proto = agents.DebateProtocol(**params)
     proto.bind(SimpleNamespace(memory=store, events=events))
     return proto
 

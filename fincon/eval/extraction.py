@@ -202,7 +202,6 @@ def scores(cases: Sequence[Case]) -> dict[str, Any]:
 
 
 def load_filings(datasets: Sequence[str | Path]) -> list[tuple[str, str]]:
-
     out = []
     for ds in datasets:
         ds = Path(ds)

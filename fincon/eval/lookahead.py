@@ -230,7 +230,6 @@ def reid_questions(
 
 
 def _ask(client, masker, q: Question, output: type[BaseModel], agent: str) -> tuple[BaseModel | None, Any]:
-
     prompt = masker.text(q.prompt, q.day) if masker is not None else q.prompt
     if masker is not None and output is Who:  # the choices stay real: the model must recognise the firm
         cut = prompt.rfind("Which company is it about")

@@ -50,6 +50,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Sequence
 
+from fincon import llm
 from fincon.llm.errors import CacheMiss, LLMError
 from fincon.llm.schema import canonical_json
 from fincon.llm.types import Message, SamplingParams
@@ -151,10 +152,8 @@ class CallCache:
         if self.path is None:
             raise LLMError("an LLM cache path is required unless the cache mode is 'off'")
         if os.environ.get(SERVER_ENV):
-            from fincon.llm.remote_cache import RemoteCache
-
             # the file is opened (and checked) on the driver's machine
-            self._server = RemoteCache(os.environ[SERVER_ENV], self.path, self.mode)
+            self._server = llm.RemoteCache(os.environ[SERVER_ENV], self.path, self.mode)
             return
         if self.mode is CacheMode.REPLAY and not self.path.exists():
             raise CacheMiss(

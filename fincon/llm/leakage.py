@@ -307,7 +307,6 @@ def _score(p: Prompt, g: Guess, k: Knowledge) -> dict[str, Any]:
 
 
 def _share(k: int, n: int) -> dict[str, Any]:
-
     lo, hi = wilson(k, n)
     return {"k": k, "n": n, "share": (k / n) if n else None, "wilson_95": [lo, hi] if n else None}
 

@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from fincon import data as fincon_data
 from fincon.data.aliases import NAMES, PEOPLE, VOCABULARY
 from fincon.data.events.generator import DEFAULT_TICKERS
 from fincon.data.inputs import SAMPLE, open_events, open_inputs
@@ -277,8 +278,6 @@ def _return_table(closes: Mapping[str, pd.Series], horizons: int = 20) -> dict[s
 
 def _background() -> Mapping[str, float]:
     try:
-        from fincon.data.lexicon import document_shares
-
-        return document_shares()
+        return fincon_data.document_shares()
     except Exception:  # the info extra missing: firms told apart by their own corpora only
         return {}

@@ -10,6 +10,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Mapping
 
+from fincon import data
+
 MONTHS = {
     m.lower(): i
     for i, names in enumerate(
@@ -165,9 +167,7 @@ def common() -> Mapping[str, float]:
     """Words of financial English with their document share; empty when the
     dictionary is not installed (then only the tables' names are masked)."""
     try:
-        from fincon.data.lexicon import document_shares
-
-        return document_shares()
+        return data.document_shares()
     except Exception:  # the info extra missing: said in masking.json's rules
         return {}
 
@@ -186,12 +186,11 @@ def gist(text: str) -> str:
     alphabetical order ("gist: adoption, cloud, demand, ..."): what it is
     about and its tone words, with no run of its words a model could have
     read word for word (the placeholders of the mask are kept)."""
-    from fincon.data.terms import FUNCTION
 
     seen: dict[str, None] = {}
     for w in re.findall(r"(?:Company|Person) [A-Z]{1,2}\d*\b|\[[a-z]+\]|[A-Za-z][A-Za-z'-]+", text):
         lw = w if w[0] in "CP" and " " in w else w.lower()
-        if lw.startswith("[") or " " in lw or (len(lw) > 2 and lw not in FUNCTION):
+        if lw.startswith("[") or " " in lw or (len(lw) > 2 and lw not in data.FUNCTION):
             seen.setdefault(lw, None)
         if len(seen) >= GIST_KEEP:
             break
@@ -201,7 +200,6 @@ def gist(text: str) -> str:
 def reword(sentence: str) -> str:
     """A sentence as its content words, unique, in alphabetical order: what it
     is about, without a run of its words that could be found elsewhere."""
-    from fincon.data.terms import STOP
 
-    words = sorted({w.lower() for w in _WORD.findall(sentence) if len(w) > 3 and w.lower() not in STOP})
+    words = sorted({w.lower() for w in _WORD.findall(sentence) if len(w) > 3 and w.lower() not in data.STOP})
     return "key words: " + ", ".join(words[:10]) if words else "[text]"

@@ -12,6 +12,7 @@ from typing import Mapping, Sequence
 
 from pydantic import BaseModel, Field
 
+from fincon import data
 from fincon.data.aliases import NAMES, PEOPLE, VOCABULARY
 from fincon.data.terms import distinctive_terms, firm_names
 from fincon.llm import masking_rules as rules
@@ -55,11 +56,10 @@ def mined_terms(corpus: str | None, tickers: tuple[str, ...], before: dt.date | 
     fincon.data.terms.firm_names and distinctive_terms (frequent in the
     ticker's items, rare in the other tickers' and in financial English).
     Mined once per process for one corpus, tickers and day."""
-    from fincon.data.inputs import corpus_tickers, open_events
 
     if corpus is None:
         return {}, {}
-    events = open_events(corpus, corpus_tickers(corpus) or tickers)
+    events = data.open_events(corpus, data.corpus_tickers(corpus) or tickers)
     docs: dict[str, list[str]] = {}
     for e in events.all_events():
         if e.text and (before is None or e.published_at.date() < before):
@@ -109,7 +109,6 @@ class Paraphraser:
         self.fallbacks = 0
 
     def __call__(self, text: str, day: str | None) -> str | None:
-
         self.calls += 1
         msgs = [Message(role="system", content=PARAPHRASE_SYSTEM), Message(role="user", content=text)]
         try:

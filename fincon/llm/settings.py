@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal, Mapping, Sequence
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_serializer, model_validator
 from pydantic.fields import FieldInfo
 
+from fincon import llm
 from fincon.errors import ConfigError
 from fincon.flag import Flag
 from fincon.llm.cache import DEFAULT_CACHE_PATH, CacheMode, CallCache
@@ -204,9 +205,7 @@ class LLMSettings(BaseModel):
     def resolved_model(self) -> str | None:
         """The model these settings call (the bundled default when a local model is not named)."""
         if self.model is None and self.backend == "local":
-            from fincon.llm.bundled import DEFAULT_MODEL
-
-            return DEFAULT_MODEL
+            return llm.DEFAULT_MODEL
         return self.model
 
     @field_validator("base_url")
@@ -275,9 +274,8 @@ def build_backend(settings: LLMSettings):
             raise ConfigError(
                 "the openai backend needs a model name: pass --llm-model (e.g. gpt-4o-mini, qwen2.5:1.5b)"
             )
-        from fincon.llm.backends.openai_compat import OpenAICompatBackend
 
-        return OpenAICompatBackend(
+        return llm.OpenAICompatBackend(
             settings.model,
             base_url=settings.base_url,
             api_key_env=settings.api_key_env,
@@ -285,9 +283,8 @@ def build_backend(settings: LLMSettings):
             max_retries=settings.max_retries,
             structured=settings.structured,
         )
-    from fincon.llm.backends.local import LocalLlamaBackend
 
-    return LocalLlamaBackend(
+    return llm.LocalLlamaBackend(
         settings.model,
         n_ctx=settings.n_ctx,
         n_threads=settings.n_threads,
@@ -314,16 +311,17 @@ def attach(client, settings, tickers: Sequence[str], corpus: str | None = None, 
     byte-identical), and no prompt holds it."""
     if settings is not None and settings.anonymize and client.masker is None:
         secret = f"{settings.seed}:{','.join(sorted(tickers))}"
-        from fincon.llm.masking_terms import Paraphraser, masker_for, mined_terms, user_names
 
-        names, vocabulary = mined_terms(corpus, tuple(sorted(tickers)), before)
-        extra = user_names(settings.aliases)
+        names, vocabulary = llm.mined_terms(corpus, tuple(sorted(tickers)), before)
+        extra = llm.user_names(settings.aliases)
         extra = {t: (*extra.get(t, ()), *names.get(t, ())) for t in tickers}
-        client.masker = masker_for(tickers, extra, vocabulary=vocabulary, secret=secret)
+        client.masker = llm.masker_for(tickers, extra, vocabulary=vocabulary, secret=secret)
         if settings.paraphrase_model:
             other = settings.model_copy(update={"model": settings.paraphrase_model, "anonymize": False,
                                                 "paraphrase_model": None})  # fmt: skip
-            client.masker.rewriter = Paraphraser(build_client(other, ledger=client.ledger), settings.paraphrase_model)
+            client.masker.rewriter = llm.Paraphraser(
+                build_client(other, ledger=client.ledger), settings.paraphrase_model
+            )
 
 
 def detach(client, run_dir: Path, stopped: str | None = None, close: bool = False) -> dict[str, Any]:
@@ -331,9 +329,8 @@ def detach(client, run_dir: Path, stopped: str | None = None, close: bool = Fals
     mask's manifest and the usage ledger written into ``run_dir``, the ledger's summary returned
     (with ``llm_stop_reason`` when the model stopped the run), the client closed when the strategy
     opened it (``close``)."""
-    from fincon.llm.masking_terms import write_manifest
 
-    write_manifest(client, run_dir)
+    llm.write_manifest(client, run_dir)
     client.ledger.write(Path(run_dir))
     out = dict(client.ledger.summary())
     if stopped:

@@ -3,41 +3,21 @@ trainings and experiments (see :mod:`fincon.report.html` for what it shows).
 
 >>> from fincon.report import write_report
 >>> write_report(["runs/demo"], "report.html")  # doctest: +SKIP
+
+Its names load on first use (:mod:`fincon.lazy`, PEP 562): importing the
+package costs nothing until a name is used.
 """
 
-from __future__ import annotations
+from typing import TYPE_CHECKING
 
-from pathlib import Path
-from typing import Sequence
+from fincon.lazy import face
 
-from fincon.errors import FinconError
-from fincon.files import write_atomic
-from fincon.ownership import is_fincon_report
+if TYPE_CHECKING:
+    from fincon.report.card import format_card as format_card
+    from fincon.report.card import run_card as run_card
+    from fincon.report.html import render as render
+    from fincon.report.load import load_report_data as load_report_data
+    from fincon.report.write import build_report as build_report
+    from fincon.report.write import write_report as write_report
 
-
-def build_report(runs: Sequence[str | Path]) -> str:
-    """The HTML page for the given run directories (same inputs, same bytes)."""
-    from fincon.report.html import render
-    from fincon.report.load import load_report_data
-
-    return render(load_report_data([Path(r) for r in runs]))
-
-
-def write_report(runs: Sequence[str | Path], out: str | Path) -> Path:
-    """Write the page to ``out`` (through a temporary file renamed into place,
-    so a failed report never leaves half a page)."""
-    out = Path(out)
-    if out.is_dir():
-        raise FinconError(f"--out {out} is a directory; give a file name such as {out / 'report.html'}")
-    if not out.parent.is_dir():
-        raise FinconError(f"--out {out}: directory {out.parent} does not exist")
-    if out.exists() and not is_fincon_report(out):
-        raise FinconError(
-            f"--out {out} exists and is not a report fincon wrote; choose another file name (nothing was changed)"
-        )
-    text = build_report(runs)
-    try:
-        write_atomic(out, text)
-    except OSError as exc:
-        raise FinconError(f"cannot write {out}: {exc.strerror or exc}") from None
-    return out
+__getattr__, __dir__ = face(__name__, __file__)

@@ -410,7 +410,7 @@ CHECKS: list[tuple[str, str, Callable[[Evidence], Verdict]]] = [
 ]
 
 
-def card(root: Path) -> dict[str, Any]:
+def run_card(root: Path) -> dict[str, Any]:
     """The card of the run, experiment or rolling directory ``root``."""
     ev = evidence(root)
     rows = []

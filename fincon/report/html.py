@@ -21,7 +21,7 @@ from fincon import __version__
 from fincon.errors import DataError
 from fincon.ownership import REPORT_MARK
 from fincon.report import assets
-from fincon.report.card import card, section_card
+from fincon.report.card import run_card, section_card
 from fincon.report.load import ReportData
 from fincon.report.parts import esc
 from fincon.report.performance import section_performance
@@ -75,7 +75,7 @@ def _cards(data: ReportData) -> str:
     cards = []
     for s in data.sources:
         try:
-            cards.append(card(s.path))
+            cards.append(run_card(s.path))
         except DataError:
             continue  # a directory the card cannot read (a bare training): no card, the rest of the page stays
     # one section: with several directories, the card of each, one after the other

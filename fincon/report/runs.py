@@ -33,7 +33,6 @@ from fincon.risk.metrics import drawdown_series
 
 
 def _metric_rows() -> tuple[list[str], dict[str, tuple[str, str]]]:
-
     order = [k for k, _, _ in ROWS]
     return order, {k: (label, fmt) for k, label, fmt in ROWS}
 
@@ -209,7 +208,6 @@ def section_curves(data: ReportData) -> str:
 
 
 def _day_text(entry: dict[str, Any]) -> str:
-
     return format_day(entry)
 
 

@@ -1,1 +1,14 @@
-"""Risk: performance metrics (FinCon A.10) and the mean-variance optimizer."""
+"""Risk: performance metrics (FinCon A.10) and the mean-variance optimizer.
+
+Its names load on first use (:mod:`fincon.lazy`, PEP 562): importing the
+package costs nothing until a name is used.
+"""
+
+from typing import TYPE_CHECKING
+
+from fincon.lazy import face
+
+if TYPE_CHECKING:
+    from fincon.risk import significance as significance
+
+__getattr__, __dir__ = face(__name__, __file__)

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Mapping, Protocol
 
+from fincon.strategies import state
+
 if TYPE_CHECKING:  # pragma: no cover
     from fincon.data.events.store import EventStore
     from fincon.data.view import MarketView
@@ -153,7 +155,6 @@ class Strategy:
         ``folder`` (a forward step, after :meth:`finish`; ``live`` as
         :meth:`live_objects` gave it before ``finish``). By default every
         attribute is pickled; a strategy with files of its own copies them."""
-        from fincon.strategies import state
 
         state.dump(vars(self), folder / state.STATE_FILE, live)
 
@@ -161,7 +162,6 @@ class Strategy:
         """Take up the state :meth:`save_state` saved (after :meth:`start`
         with the fresh run's ``ctx``): the next decision is the one the
         saved strategy would have taken next."""
-        from fincon.strategies import state
 
         vars(self).update(state.load(folder / state.STATE_FILE, self.live_objects()))
 

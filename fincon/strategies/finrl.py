@@ -106,7 +106,6 @@ class FinRLA2C(RLTrader):
         return make_portfolio_env(close, feats, costs)
 
     def decide(self, view) -> Decision | None:
-
         if self.model is None:
             self._train(view)
         obs = np.concatenate([self.weights, self._features(view, 60)[-1].ravel()]).astype(np.float32)

@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping
 
 from pydantic import BaseModel, ValidationError
 
+from fincon import llm as fincon_llm
 from fincon.errors import ConfigError
 from fincon.strategies.base import Strategy
 from fincon.validation import format_validation_error, validated
@@ -143,9 +144,7 @@ def make_strategy(name: str, params: Mapping[str, Any] | BaseModel | None = None
     typed = validate_params(name, params)
     if base_name(name) in FACTORIES:
         if llm is not None and not isinstance(llm, BaseModel):
-            from fincon.llm.settings import LLMSettings
-
-            llm = validated(LLMSettings, llm, "llm")
+            llm = validated(fincon_llm.LLMSettings, llm, "llm")
         factory: Callable[[BaseModel, Any], Strategy] = _load(FACTORIES[base_name(name)])
         return factory(typed, llm)
     return strategy_class(name)(typed)

@@ -251,7 +251,6 @@ class RLTrader(Strategy):
         return make_env(close, feats, costs, self.params.size)
 
     def _train(self, view) -> None:
-
         try:
             from stable_baselines3 import A2C, DQN, PPO
         except ImportError:
@@ -310,7 +309,6 @@ class RLTrader(Strategy):
         return Path(str(p.model_cache)) / f"{self.algo}-{h.hexdigest()[:24]}"
 
     def decide(self, view) -> Decision | None:
-
         if self.model is None:
             self._train(view)
         t = view.tickers[0]

@@ -27,6 +27,8 @@ import threading
 from pathlib import Path
 from typing import Any, Mapping
 
+from fincon import memory
+
 #: the file a strategy's state is pickled to inside its state folder
 STATE_FILE = "strategy.pkl"
 _LOCK = type(threading.Lock())
@@ -67,9 +69,7 @@ class _In(pickle.Unpickler):
             return threading.RLock() if key else threading.Lock()
         if kind == "collection":
             if key not in self.collections:
-                from fincon.memory.collections import open_collection
-
-                self.collections[key] = open_collection(self.live["chroma"], key, self.live["embedder"])
+                self.collections[key] = memory.open_collection(self.live["chroma"], key, self.live["embedder"])
             return self.collections[key]
         if key not in self.live:
             raise pickle.UnpicklingError(f"the saved state names {key!r}, which the fresh run did not open")

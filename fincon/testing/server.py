@@ -100,7 +100,6 @@ class DoubleServer:
 
 
 def main(argv: list[str] | None = None) -> int:
-
     p = argparse.ArgumentParser(description="serve a model double on 127.0.0.1 until Ctrl-C")
     p.add_argument("--double", choices=["team-stub"], default="team-stub")
     p.add_argument("--port", type=int, default=8765)

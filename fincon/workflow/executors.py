@@ -24,6 +24,7 @@ from typing import Annotated, Any, Callable, Iterator, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from fincon import workflow
 from fincon.flag import Flag
 from fincon.workflow.unit_failures import Task
 
@@ -136,12 +137,10 @@ def open_executor(spec: ExecutorSpec) -> Iterator[Executor]:
         if (spec.workers or 1) == 1:
             yield serial
             return
-        from fincon.workflow.process_pool import ProcessPool
 
-        with ProcessPool(spec.workers or 1) as pool:
+        with workflow.ProcessPool(spec.workers or 1) as pool:
             yield pool
         return
-    from fincon.workflow.ray_executor import RayExecutor
 
-    with RayExecutor(spec.address, spec.cpus) as executor:
+    with workflow.RayExecutor(spec.address, spec.cpus) as executor:
         yield executor

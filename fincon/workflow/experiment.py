@@ -43,6 +43,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from fincon import workflow
 from fincon.agents.team.factory import TEAM_LLM
 from fincon.config import _set_path, read_yaml
 from fincon.data.inputs import open_inputs
@@ -214,12 +215,11 @@ def check_inputs(exp: ExperimentConfig) -> None:
     """What the units would refuse, checked before the experiment writes
     anything: each window's prices for every ticker, the team's corpus over
     both windows, the baselines' parameters."""
-    from fincon.workflow.runner import preflight
 
     for p in exp.protocols:
-        preflight(train_config(exp, "full", 1, p))
-        preflight(_run_config(exp, exp.test, [TEAM], {TEAM: _team(exp, "full", p)}))
-    preflight(baseline_config(exp))
+        workflow.preflight(train_config(exp, "full", 1, p))
+        workflow.preflight(_run_config(exp, exp.test, [TEAM], {TEAM: _team(exp, "full", p)}))
+    workflow.preflight(baseline_config(exp))
 
 
 #: the top-level names an experiment writes (status.claim removes a failed
@@ -289,9 +289,8 @@ def _run(exp: ExperimentConfig, out: Path, progress: bool, executor: Executor) -
     results["model_knowledge"] = experiment_knowledge(exp)
     if exp.placebos:
         results["placebo"] = placebo_results(exp, out, results)
-    from fincon.workflow.experiment_stats import significance
 
-    results["significance"] = significance(exp, out, results, reps=exp.bootstrap_reps)
+    results["significance"] = workflow.experiment_stats.significance(exp, out, results, reps=exp.bootstrap_reps)
     write_atomic(out / "results.json", json_text(results))
     plot_experiment(exp, out, results)
     return ExperimentReport(out, results, done.ran, done.skipped)

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, PlainSerializer, ValidationError, field_validator, model_validator
 
+from fincon import data, workflow
 from fincon.agents.protocols import PROTOCOLS, protocol_names
 from fincon.agents.team.params import GROUP as TEAM_GROUP
 from fincon.agents.team.params import FinConParams
@@ -116,12 +117,10 @@ class RollingSpec(Section):
     @field_validator("universes")
     @classmethod
     def _universes(cls, v: list[str]) -> list[str]:
-        from fincon.workflow.universe import parse_rule
-
         if not v:
             raise ValueError("at least one universe rule is needed")
         for rule in v:
-            parse_rule(rule)
+            workflow.parse_rule(rule)
         return list(dict.fromkeys(v))
 
     @model_validator(mode="after")
@@ -249,7 +248,6 @@ class ExperimentConfig(RunSections):
     @field_validator("protocols")
     @classmethod
     def _protocols(cls, v):
-
         bad = [x for x in v if x not in PROTOCOLS]
         if bad:
             raise ValueError(f"unknown protocol {bad[0]!r}; choose from {', '.join(protocol_names())}")
@@ -260,7 +258,6 @@ class ExperimentConfig(RunSections):
     @field_validator("baselines")
     @classmethod
     def _baselines(cls, v):
-
         known = [n for n in strategy_names() if n != TEAM]
         bad = [b for b in v if b not in known]
         if bad:
@@ -288,9 +285,7 @@ class ExperimentConfig(RunSections):
         unless ``team.events`` names another corpus (fincon.data.inputs, the
         one rule; never the bundled synthetic news beside real prices)."""
         if self.data.source == "csv" and self.data.dir is not None and self.team.events == "sample":
-            from fincon.data.inputs import open_inputs
-
-            spec = open_inputs(self.data.source, self.data.dir).events_spec(None, "the agent team")
+            spec = data.open_inputs(self.data.source, self.data.dir).events_spec(None, "the agent team")
             if spec != "sample":
                 self.team = self.team.model_copy(update={"events": spec})
         return self

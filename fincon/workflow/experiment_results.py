@@ -15,6 +15,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from fincon import engine
 from fincon.agents.beliefs import Beliefs
 from fincon.data.inputs import open_inputs
 from fincon.data.prices import validate_bars
@@ -243,7 +244,6 @@ def _train_rows(path: Path) -> list[dict[str, Any]]:
 def plot_experiment(exp: ExperimentConfig, root: Path, results: dict[str, Any]) -> None:
     """equity.png (median runs + baselines), beliefs.png and beliefs.md (the
     belief evolution of the full ablation's median repeat)."""
-    from fincon.engine.plotting import plot_beliefs, plot_equity
 
     curves = {}
     for v, m in results["median"].items():
@@ -253,7 +253,7 @@ def plot_experiment(exp: ExperimentConfig, root: Path, results: dict[str, Any]) 
     for b in exp.baselines:
         label = f"{b} (best baseline)" if b == results["best_baseline"] else b
         curves[label] = load_equity(baseline_dir(root, exp, b))
-    plot_equity(
+    engine.plot_equity(
         curves,
         root / "equity.png",
         f"{', '.join(exp.tickers)}  test {exp.test.start} .. {exp.test.end}  ({exp.repeats} repeats, median runs)",
@@ -264,7 +264,7 @@ def plot_experiment(exp: ExperimentConfig, root: Path, results: dict[str, Any]) 
     train_dir = Unit("train", a, rep, m.get("protocol", "fincon")).path(root)
     rows = _train_rows(train_dir)
     if rows:
-        plot_beliefs(rows, root / "beliefs.png")
+        engine.plot_beliefs(rows, root / "beliefs.png")
     write_atomic(root / "beliefs.md", belief_view(a, rep, train_dir, rows))
 
 

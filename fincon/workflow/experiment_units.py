@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
+from fincon import workflow
 from fincon.config import RunConfig
 from fincon.engine.record import METRICS
 from fincon.errors import ConfigError, FinconError
@@ -68,7 +69,6 @@ def train_config(exp: ExperimentConfig, ablation: str, repeat: int, protocol: st
 
 
 def train_options(exp: ExperimentConfig, ablation: str, repeat: int):
-
     return TrainOptions(
         episodes=exp.episodes,
         learn=ablation != "no-beliefs",
@@ -179,7 +179,6 @@ def unit_done(unit: Unit, exp: ExperimentConfig, root: Path) -> bool:
 
 def run_unit(unit: Unit, exp: ExperimentConfig, root: Path, progress: bool = False) -> str:
     """Run one unit (resuming a training); returns its directory."""
-    from fincon.workflow.runner import run_config
 
     path = unit.path(root)
     if unit.kind == "train":
@@ -208,7 +207,9 @@ def run_unit(unit: Unit, exp: ExperimentConfig, root: Path, progress: bool = Fal
     )
     path.parent.mkdir(parents=True, exist_ok=True)
     # a placebo run is a control of the full team, never a configuration tried (the ledger's role)
-    report = run_config(cfg, path, progress=progress, replace=True, warn_knowledge=False, control=bool(placebo))
+    report = workflow.run_config(
+        cfg, path, progress=progress, replace=True, warn_knowledge=False, control=bool(placebo)
+    )
     if not report.complete:
         why = "; ".join(
             [f"{n}: {r.stopped}" for n, r in report.results.items() if r.stopped]

@@ -47,7 +47,7 @@ from typing import Any, Iterator
 import pandas as pd
 import yaml
 
-from fincon import __version__
+from fincon import __version__, workflow
 from fincon.config import RunConfig
 from fincon.engine.resume import Resume, StateError
 from fincon.errors import ConfigError
@@ -85,7 +85,6 @@ def init(
     root: Path, cfg: RunConfig, *, simulate_from: dt.date | None, anchor_git: bool = False, broker: str = "paper"
 ) -> dict[str, Any]:
     """Register ``cfg`` as a new journal in ``root`` (which must not hold one)."""
-    from fincon.workflow.runner import preflight
 
     root = Path(root)
     if (root / JOURNAL_NAME).exists() or (root.exists() and any(root.iterdir())):
@@ -110,7 +109,7 @@ def init(
     if simulate_from is not None and not sessions(simulate_from, simulate_from):
         raise ConfigError(f"--simulate-from {simulate_from} is no session of {EXCHANGE}; give a trading day")
     warm = cfg.model_copy(update={"start": first, "end": next_session(first)})
-    preflight(warm)  # the data, the corpus, the strategies' own checks: refused before the journal exists
+    workflow.preflight(warm)  # the data, the corpus, the strategies' own checks: refused before the journal exists
     plan = Plan(cfg.model_copy(update={"start": first, "end": first}), first, simulate_from is not None, broker)
     root.mkdir(parents=True, exist_ok=True)
     write_atomic(root / PLAN_FILE, plan.to_yaml())
@@ -251,7 +250,6 @@ def step(root: Path, *, until: dt.date | None = None, progress: bool = False, no
 def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bool) -> list[dict[str, Any]]:
     """Freeze the inputs of ``day``, run the strategies from the first session to it, check the sealed
     decisions come out again and seal this one's."""
-    from fincon.workflow.runner import run_config
 
     sealed_so_far = journal.entries()
     frozen = freeze(root, plan, day)
@@ -268,7 +266,7 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
         resume = {name: resume_for(root, name, decided(sealed_so_far), past) for name in cfg.strategies}
 
     def replay(resume: dict[str, Resume]):  # score draws the charts
-        return run_config(cfg, out, progress=progress, replace=True, warn_knowledge=False, ledger=None,
+        return workflow.run_config(cfg, out, progress=progress, replace=True, warn_knowledge=False, ledger=None,
                           decide_last=True, plots=False, resume=resume)  # fmt: skip
 
     try:

@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from fincon import workflow
 from fincon.config import RunConfig, load_config
 from fincon.data.events.loaders.directory import write_jsonl_gz
 from fincon.data.events.model import decision_cutoff
@@ -43,7 +44,6 @@ class Plan:
 
     @classmethod
     def load(cls, root: Path) -> "Plan":
-
         try:
             data = yaml.safe_load((root / PLAN_FILE).read_text(encoding="utf-8"))
         except (OSError, yaml.YAMLError):
@@ -95,7 +95,6 @@ def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def freeze(root: Path, plan: Plan, day: dt.date) -> dict[str, Any]:
     """The inputs the decision at ``day``'s close reads, new since the last freeze, written into
     ``DIR/inputs/DAY/`` (prices: the bars up to ``day``; events: the items visible by its close)."""
-    from fincon.workflow.runner import inputs_for, with_events
 
     folder = root / INPUTS / str(day)
     if folder.is_dir():
@@ -104,7 +103,7 @@ def freeze(root: Path, plan: Plan, day: dt.date) -> dict[str, Any]:
     shutil.rmtree(staging, ignore_errors=True)
     (staging / "prices").mkdir(parents=True)
     cfg = plan.config
-    inputs = inputs_for(cfg)
+    inputs = workflow.inputs_for(cfg)
     previous = _frozen_days(root)
     since = previous[-1] if previous else None
 
@@ -126,7 +125,7 @@ def freeze(root: Path, plan: Plan, day: dt.date) -> dict[str, Any]:
                               "Low": bars["low"], "Close": bars["close"], "Adj Close": bars["close"],
                               "Volume": bars["volume"]})  # fmt: skip
         frame.to_csv(staging / "prices" / f"{t}.csv", index=False, float_format="%.10g")
-    spec = _events_spec(with_events(cfg, inputs))
+    spec = _events_spec(workflow.with_events(cfg, inputs))
     if spec is not None:
         cut = decision_cutoff(day)
         lo = decision_cutoff(since) if since is not None else None

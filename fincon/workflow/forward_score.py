@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from fincon import risk, workflow
 from fincon.engine.record import RunRecord, draw_charts
 from fincon.errors import ConfigError, FinconError
 from fincon.llm.cache import CacheMode
@@ -50,8 +51,6 @@ def verify(root: Path) -> dict[str, Any]:
     ``calls.sqlite`` (no model asked): ``ok`` or the first problem."""
     import tempfile
 
-    from fincon.workflow.runner import run_config
-
     root = Path(root)
     plan = Plan.load(root)
     entries = Journal(root).entries()
@@ -73,7 +72,7 @@ def verify(root: Path) -> dict[str, Any]:
                                                                      "cache_path": str(root / CALLS)}})  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="fincon-verify-") as d:
         try:
-            report = run_config(cfg, Path(d) / "replay", progress=False, replace=True, warn_knowledge=False,
+            report = workflow.run_config(cfg, Path(d) / "replay", progress=False, replace=True, warn_knowledge=False,
                                 ledger=None, decide_last=True, plots=False)  # fmt: skip
         except FinconError as exc:
             return {"ok": False, "problem": f"the replay could not run: {exc}", "entries": len(entries),
@@ -103,8 +102,6 @@ def score(root: Path) -> dict[str, Any]:
     to mean something, its DSR against the trial ledger's family, and the report card."""
     import numpy as np
 
-    from fincon.risk import significance as sig
-
     root = Path(root)
     plan = Plan.load(root)
     done = decided(Journal(root).entries())
@@ -112,9 +109,10 @@ def score(root: Path) -> dict[str, Any]:
     if not done or not replay.is_dir():
         raise ConfigError(f"{root}: no session decided yet; score after `fincon forward step {root}`")
     multi = len(plan.config.strategies) > 1
-    from fincon.workflow.runner import chart_title
 
-    draw_charts(replay, chart_title(plan.config.model_copy(update={"end": done[-1]})), list(plan.config.strategies))
+    draw_charts(
+        replay, workflow.chart_title(plan.config.model_copy(update={"end": done[-1]})), list(plan.config.strategies)
+    )
     fam = trials.family(trials.resolve(None), plan.config.tickers, str(plan.first), str(done[-1]))
     out: dict[str, Any] = {"directory": str(root), "sessions": len(done), "first": str(plan.first),
                            "last": str(done[-1]), "simulated": plan.simulated, "strategies": {}}  # fmt: skip
@@ -123,21 +121,23 @@ def score(root: Path) -> dict[str, Any]:
         metrics = rec.metrics
         eq = rec.equity.to_numpy(dtype=float)
         r = eq[1:] / eq[:-1] - 1.0
-        s = sig.sharpe(r)
-        sk, ku = sig.moments(r) if len(r) > 2 else (0.0, 3.0)
-        mintrl = sig.min_track_record(s, sk, ku) if len(r) > 2 else float("nan")
+        s = risk.significance.sharpe(r)
+        sk, ku = risk.significance.moments(r) if len(r) > 2 else (0.0, 3.0)
+        mintrl = risk.significance.min_track_record(s, sk, ku) if len(r) > 2 else float("nan")
         out["strategies"][name] = {
             "cr_pct": metrics.get("cr_pct"),
             "sharpe": metrics.get("sharpe"),
             "mdd_pct": metrics.get("mdd_pct"),
             "days": len(r),
             "sharpe_daily": s,
-            "psr": sig.psr(s, len(r), sk, ku) if len(r) > 2 else None,
+            "psr": risk.significance.psr(s, len(r), sk, ku) if len(r) > 2 else None,
             "min_track_record_days": mintrl,
             # how many more sessions its Sharpe needs to clear zero at 95 % (MinTRL); a Sharpe at or below
             # zero never does
             "sessions_still_needed": max(0, int(np.ceil(mintrl)) - len(r)) if np.isfinite(mintrl) else None,
-            "dsr": sig.dsr(s, len(r), sk, ku, max(fam.trials, 1), fam.sharpe_var()) if len(r) > 2 else None,
+            "dsr": risk.significance.dsr(s, len(r), sk, ku, max(fam.trials, 1), fam.sharpe_var())
+            if len(r) > 2
+            else None,
             "dsr_trials": fam.trials,
             "model_knowledge": metrics.get("model_knowledge"),
         }

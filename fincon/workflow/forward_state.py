@@ -10,36 +10,31 @@ import logging
 import shutil
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import fincon
+from fincon import engine, strategies
 from fincon.errors import DataError
 from fincon.files import json_text, write_atomic
 from fincon.workflow.journal import STATE, sealed_part
 
-if TYPE_CHECKING:  # pragma: no cover
-    from fincon.engine.resume import Resume
-
 log = logging.getLogger(__name__)
 
 
-def resume_for(root: Path, name: str, done: list[dt.date], past: dict[tuple[str, str], Any]) -> Resume:
+def resume_for(root: Path, name: str, done: list[dt.date], past: dict[tuple[str, str], Any]) -> engine.Resume:
     """How strategy ``name``'s replay starts: from the state the last step saved when it stands at the
     journal's last session, its recorded decisions the sealed ones and the code the same; otherwise
     (the first step, a step that failed after saving, fincon changed) asked again from the first session.
     Either way its state after this step is saved to ``state/NAME/resume.next``."""
-    from fincon.engine.record import DECISIONS, read_jsonl
-    from fincon.engine.resume import Resume
-    from fincon.strategies.state import STATE_FILE
 
     folder = root / STATE / name
     nxt = folder / "resume.next"
     shutil.rmtree(nxt, ignore_errors=True)
     saved = folder / "resume"
-    fresh = Resume(save=nxt)
+    fresh = engine.Resume(save=nxt)
     try:
         meta = json.loads((saved / "meta.json").read_text(encoding="utf-8"))
-        recorded = read_jsonl(saved / DECISIONS)
+        recorded = engine.read_jsonl(saved / engine.DECISIONS)
     except (OSError, ValueError, DataError):
         return fresh
     sealed = sorted(d for (n, d) in past if n == name)
@@ -52,20 +47,19 @@ def resume_for(root: Path, name: str, done: list[dt.date], past: dict[tuple[str,
     ):
         log.info("%s: no saved state at the journal's last session; asked again from the first session", name)
         return fresh
-    if not (saved / STATE_FILE).is_file():
+    if not (saved / strategies.STATE_FILE).is_file():
         return fresh
-    return Resume(decisions=tuple(recorded), state=saved, save=nxt)
+    return engine.Resume(decisions=tuple(recorded), state=saved, save=nxt)
 
 
 def keep_state(root: Path, name: str, run_dir: Path, day: dt.date) -> None:
     """After the seal: the state saved by this step's replay becomes the one the next step takes up."""
-    from fincon.engine.record import DECISIONS
 
     folder = root / STATE / name
     nxt = folder / "resume.next"
     if not nxt.is_dir():
         return
-    shutil.copyfile(run_dir / DECISIONS, nxt / DECISIONS)
+    shutil.copyfile(run_dir / engine.DECISIONS, nxt / engine.DECISIONS)
     write_atomic(nxt / "meta.json", json_text({"session": str(day), "code": code_hash()}))
     shutil.rmtree(folder / "resume", ignore_errors=True)
     nxt.rename(folder / "resume")

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from fincon import workflow
 from fincon.engine.rundir import check_out_path
 from fincon.errors import ConfigError
 from fincon.files import json_text, write_atomic
@@ -202,7 +203,6 @@ def run_paper(
     """Run (or resume) every block's experiment under ``out/<block>``, then
     write ``paper.json`` (fincon's figures and the paper's, per block) and
     ``paper.md`` (the tables) once all are complete."""
-    from fincon.workflow.experiment import run_experiment, serial
 
     _claim(out, [b.key for b, _ in experiments])
     rows: dict[str, dict[str, Any]] = {}
@@ -212,11 +212,11 @@ def run_paper(
     for i, (block, exp) in enumerate(experiments):
         if progress:
             print(f"[{i + 1}/{len(experiments)}] {block.key}", flush=True)
-        report = run_experiment(
+        report = workflow.run_experiment(
             exp,
             out / block.key,
             progress=progress,
-            executor=executor or serial,
+            executor=executor or workflow.serial,
             require_after_cutoff=require_after_cutoff,
             warn_knowledge=i == 0,
         )

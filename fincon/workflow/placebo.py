@@ -45,6 +45,7 @@ from typing import Sequence
 import numpy as np
 from pydantic import BaseModel, Field
 
+from fincon import data
 from fincon.llm import LLMInvalidAnswer
 from fincon.llm.types import Message
 
@@ -135,7 +136,6 @@ class ToneRewriter:
         self.fallbacks = 0
 
     def __call__(self, text: str, day: str) -> str:
-
         self.calls += 1
         msgs = [Message(role="system", content=REWRITE_SYSTEM), Message(role="user", content=text[:2000])]
         try:
@@ -200,14 +200,12 @@ def write_price_twin(source, tickers: Sequence[str], start: dt.date, end: dt.dat
     ones before ``start`` and the twin's inside the window (module docstring)."""
     import pandas as pd
 
-    from fincon.data.prices import validate_bars
-
     if out.is_dir() and any(out.glob("*.csv")):
         return out
     staging = out.with_name(f".{out.name}.partial")
     staging.mkdir(parents=True, exist_ok=True)
     for t in sorted(tickers):
-        bars = validate_bars(source.load(t, pd.Timestamp("1900-01-01"), pd.Timestamp(end)), t, source.describe(t))
+        bars = data.validate_bars(source.load(t, pd.Timestamp("1900-01-01"), pd.Timestamp(end)), t, source.describe(t))
         bars = bars.loc[: pd.Timestamp(end)]
         inside = (bars.index >= pd.Timestamp(start)).nonzero()[0]
         if len(inside) and inside[0] > 0:
@@ -245,18 +243,16 @@ def write_placebo(
 ) -> Path:
     """Build the placebo ``kind`` into ``out`` unless it is there: an event
     directory, or for ``price-twin`` a folder of twin prices read from ``source``."""
-    from fincon.data.events.loaders.directory import write_jsonl_gz
-    from fincon.data.inputs import open_events
 
     if kind == "price-twin":
         return write_price_twin(source, tickers, start, end, seed, out)
     if out.is_dir() and any(out.glob("*.jsonl.gz")):
         return out
-    events = placebo_events(kind, open_events(spec, tuple(tickers)).all_events(), start, end, seed, rewrite)
+    events = placebo_events(kind, data.open_events(spec, tuple(tickers)).all_events(), start, end, seed, rewrite)
     staging = out.with_name(f".{out.name}.partial")
     staging.mkdir(parents=True, exist_ok=True)
     for t in sorted({e.ticker for e in events}):
         mine = sorted((e for e in events if e.ticker == t), key=lambda e: (e.published_at, e.id))
-        write_jsonl_gz(staging / f"{t}.jsonl.gz", mine)
+        data.write_jsonl_gz(staging / f"{t}.jsonl.gz", mine)
     staging.rename(out)
     return out

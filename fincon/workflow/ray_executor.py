@@ -89,6 +89,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+from fincon import llm
 from fincon.errors import FinconError
 from fincon.workflow.unit_failures import UNITS_PER_WORKER, Task, UnitFailure, one_line, phase_error
 
@@ -345,15 +346,13 @@ def _work(blob: bytes, cwd: str, env: dict[str, str | None], server: str) -> tup
 
     from ray import cloudpickle
 
-    from fincon.llm.cache import SERVER_ENV
-
     # before the task is unpickled (and imports its libraries): the driver's view
     for key, value in env.items():
         if value is None:
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
-    os.environ[SERVER_ENV] = server
+    os.environ[llm.SERVER_ENV] = server
     try:
         os.chdir(cwd)
     except OSError as exc:
@@ -384,9 +383,7 @@ class _Coordinator:
     owns the LLM cache files the units open."""
 
     def __init__(self):
-        from fincon.llm.cache import SERVER_ENV
-
-        os.environ.pop(SERVER_ENV, None)  # its own caches are the real files
+        os.environ.pop(llm.SERVER_ENV, None)  # its own caches are the real files
         self._caches: dict[tuple[str, str], Any] = {}
 
     def ping(self) -> bool:
@@ -395,12 +392,11 @@ class _Coordinator:
     def cache(self, path: str, mode: str, method: str, *args, **kwargs) -> tuple[str, Any]:
         """Call ``method`` of the cache at ``path`` opened in ``mode``; an error
         comes back as a value, raised again in the worker (:class:`~fincon.llm.remote_cache.RemoteCache`)."""
-        from fincon.llm.cache import CallCache
 
         try:
             cache = self._caches.get((path, mode))
             if cache is None:
-                cache = self._caches[(path, mode)] = CallCache(path, mode)
+                cache = self._caches[(path, mode)] = llm.CallCache(path, mode)
             return "ok", (getattr(cache, method)(*args, **kwargs) if method != "open" else None)
         except Exception as exc:
             try:  # the worker gets the exception itself (CacheMiss, LLMError) when it survives pickling

@@ -97,7 +97,6 @@ def windows(exp: ExperimentConfig, last_day: dt.date) -> list[WindowSpec]:
 
 
 def _bars(exp: ExperimentConfig) -> dict[str, pd.DataFrame]:
-
     source = open_inputs(exp.data.source, exp.data.dir, exp.data.cache_dir).source
     names = getattr(source, "tickers", None)
     if names is None:
@@ -244,7 +243,6 @@ def _claim(study: Study) -> bool:
 
 
 def _run(exp: ExperimentConfig, out: Path, cells: list[Cell], progress: bool, executor: Executor) -> RollingReport:
-
     listing = [
         {
             "universe": c.universe,

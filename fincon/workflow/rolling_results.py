@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from fincon import workflow
 from fincon.engine.record import RunRecord
 from fincon.files import json_text, write_atomic
 from fincon.workflow.experiment_config import ExperimentConfig
@@ -174,9 +175,7 @@ def _significance(out: Path, cells, summary: pd.DataFrame, reps: int) -> tuple[p
     daily returns (and the pooled ones: every universe's laid end to end)."""
     import numpy as np
 
-    from fincon.workflow.rolling_stats import significance, window_returns
-
-    rets = window_returns(out, cells, unit_dirs)
+    rets = workflow.window_returns(out, cells, unit_dirs)
     if len(rets) > 1:
         common = set.intersection(*(set(s) for s in rets.values()))
         rets["pooled"] = {n: np.concatenate([rets[u][n] for u in list(rets)]) for n in sorted(common)}
@@ -184,7 +183,7 @@ def _significance(out: Path, cells, summary: pd.DataFrame, reps: int) -> tuple[p
     # (fincon.risk.significance.trials_and_variance); the trial ledger's families count one-window trials,
     # whose Sharpe ratios spread wider than pooled ones, and depend on what else this machine ran: `fincon
     # ledger` lists them, the files do not hold them (the same config and cache give the same files)
-    return significance(rets, summary, reps=reps)
+    return workflow.rolling_stats.significance(rets, summary, reps=reps)
 
 
 def placebos(blocks: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fincon import engine, workflow
 from fincon.agents.beliefs import Beliefs, Reflection, TrainingWindow, as_params
 from fincon.agents.risk_control import Episode, RiskControl
 from fincon.agents.roles import ANALYSTS
@@ -149,10 +150,9 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
 def _check_config(cfg: RunConfig) -> RunConfig:
     if list(cfg.strategies) != [TEAM]:
         raise ConfigError(f"fincon train trains the agent team: strategies must be [{TEAM}], not {cfg.strategies}")
-    from fincon.workflow.runner import inputs_for, with_events
 
     # the corpus the team reads, resolved once (a dataset's own events): the beliefs' data hash names it
-    return with_events(cfg, inputs_for(cfg)).model_copy(update={"benchmark": False})
+    return workflow.with_events(cfg, workflow.inputs_for(cfg)).model_copy(update={"benchmark": False})
 
 
 def _model_settings(cfg: RunConfig, opts: TrainOptions):
@@ -168,7 +168,6 @@ def _model_settings(cfg: RunConfig, opts: TrainOptions):
 
 
 def _risk_control(cfg: RunConfig, opts: TrainOptions, perspectives: tuple[str, ...]):
-
     settings = _model_settings(cfg, opts)
     if settings is None:
         return RiskControl(perspectives, None, opts.lr)
@@ -238,7 +237,6 @@ def train(
     """Run (or resume) a training; see the module docstring. A training
     window the model may remember is said in one line (refused with
     ``require_after_cutoff``), before anything is written."""
-    from fincon.workflow.runner import preflight
 
     cfg = _check_config(cfg)
     team = make_fincon_team(_team_params(cfg), cfg.llm)  # validates the team's params now
@@ -257,7 +255,7 @@ def train(
     )
 
     def checks() -> None:  # every check before the first file: the data, the corpus, the beliefs, the server
-        preflight(cfg)
+        workflow.preflight(cfg)
 
         check_server(_model_settings(cfg, opts))  # a server that is down: said now, before the training's folder
         check_knowledge(knowledge, warn=warn_knowledge)  # the inputs are good: the window's label, once
@@ -318,8 +316,6 @@ def episode_state(run_dir: Path) -> tuple[str | None, str]:
 
 
 def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, progress: bool) -> TrainReport:
-    from fincon.workflow.runner import run_config
-
     (out / "config.yaml").write_text(cfg.to_yaml())
     (out / "episodes").mkdir(exist_ok=True)
     (out / "beliefs").mkdir(exist_ok=True)
@@ -377,7 +373,9 @@ def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, prog
                 if status is not None:  # a former command's episode that did not cover its window
                     rerun[k] = detail
                 ecfg = _episode_config(cfg, start_path, k, opts, brain)
-                report = run_config(ecfg, run_dir, progress=progress, replace=True, warn_knowledge=False, ledger=None)
+                report = workflow.run_config(
+                    ecfg, run_dir, progress=progress, replace=True, warn_knowledge=False, ledger=None
+                )
                 if not report.complete:
                     days = len(report.results[TEAM].dates) if TEAM in report.results else 0
                     err = FinconError(
@@ -433,9 +431,8 @@ def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, prog
     finally:
         if rc.client is not None:
             rc.client.close()
-    from fincon.engine.plotting import plot_beliefs
 
-    plot_beliefs(rows, out / "beliefs.png")
+    engine.plot_beliefs(rows, out / "beliefs.png")
     learned = Beliefs.model_validate_json((out / "beliefs.json").read_text())
     return TrainReport(out, rows, learned, resumed, ran, rerun)
 
@@ -458,11 +455,9 @@ def training_window(cfg: RunConfig):
     (``--beliefs`` refuses them for a run that does not start after it)."""
     import hashlib
 
-    from fincon.workflow.runner import inputs_for
-
     events = str(_team_params(cfg).get("events") or "sample")
     seen: dict[str, Any] = {"data": cfg.data.model_dump(mode="json", exclude={"cache_dir"}), "events": events}
-    ds = inputs_for(cfg).dataset
+    ds = workflow.inputs_for(cfg).dataset
     if ds is not None:  # a dataset directory: its manifest (it hashes every file) stands for the data
         seen["manifest"] = (ds.root / "dataset.json").read_text(encoding="utf-8")
         seen["data"] = {k: v for k, v in seen["data"].items() if k != "dir"}

@@ -64,6 +64,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
+from fincon import memory
 from fincon.agents.brains import Answer, ManagerTask, Reuse
 from fincon.agents.protocols.debate_chunks import MAX_CHUNK_CHARS, Chunk, chunk_transcript
 from fincon.agents.protocols.debate_round import DebateRound
@@ -168,14 +169,11 @@ class DebateProtocol:
         self.fincon.sampling = value
 
     def bind(self, team) -> None:
-
         self.memory, self.events = team.memory, team.events
         embedder, name = team.memory.embedder, COLLECTION
         if self.retrieval_model:
-            from fincon.memory.embedders import MiniLMEmbedder
-
             # any sentence-transformers model; its own collection (another vector space)
-            embedder = MiniLMEmbedder(self.retrieval_model)
+            embedder = memory.MiniLMEmbedder(self.retrieval_model)
             embedder.model()  # load now: a bad name fails before the first day, not on a call day
             name = f"{COLLECTION}-{re.sub(r'[^A-Za-z0-9_-]+', '-', self.retrieval_model.strip('/')).strip('-')[-40:]}"
         self._col = open_collection(team.memory.client, name, embedder)
@@ -205,7 +203,6 @@ class DebateProtocol:
         return self._transcriber(audio)
 
     def index(self, event) -> list[Chunk]:
-
         day = str(visible_day(event.published_at).date())
         chunks = chunk_transcript(self.transcript(event), event.id, event.ticker, day)
         have = set(self._col.get(ids=[c.id for c in chunks], include=[])["ids"]) if chunks else set()

@@ -20,7 +20,6 @@ MAX_CUT = 0.5
 
 
 def _lm():
-
     global _LM
     if _LM is None:
         _LM = LoughranMcDonald()

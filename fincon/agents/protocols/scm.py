@@ -113,7 +113,6 @@ class ScmProtocol:
         mu_shrinkage: float = 0.5,
         risk_aversion: float = 1.0,
     ):
-
         self.sampling = None
         self.samples = samples
         self.policies = policies or Policies()

@@ -182,7 +182,6 @@ class RiskControl:
 
     # -- the model path --------------------------------------------------------
     def _ask(self, template: str, values: dict[str, Any], model, day: str):
-
         system, user = load_template(str(HERE / template))
         values = {"perspectives": ", ".join(self.perspectives), **values}
         msgs = [

@@ -7,36 +7,24 @@
 * :mod:`.learning` -- yesterday settled: reflections and memory rewards;
 * :mod:`.factory` -- the registry's entry (``make_fincon_team``).
 
-The names below load on first use (PEP 562): the CLI reads
+The names below load on first use (:mod:`fincon.lazy`, PEP 562): the CLI reads
 :class:`FinConParams` to build its team flags, and ``fincon --help`` must not
 import pandas with the corpus and the strategy.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from fincon.lazy import face
 
 if TYPE_CHECKING:
-    from fincon.agents.team.corpus import coverage
-    from fincon.agents.team.factory import make_fincon_team
-    from fincon.agents.team.learning import risk_stance
-    from fincon.agents.team.params import FinConParams
-    from fincon.agents.team.strategy import FinConTeam
-
-#: each public name and the module it lives in
-_HOME = {
-    "FinConParams": "params",
-    "FinConTeam": "strategy",
-    "coverage": "corpus",
-    "make_fincon_team": "factory",
-    "risk_stance": "learning",
-}
+    from fincon.agents.team.corpus import coverage as coverage
+    from fincon.agents.team.factory import make_fincon_team as make_fincon_team
+    from fincon.agents.team.learning import risk_stance as risk_stance
+    from fincon.agents.team.params import FinConParams as FinConParams
+    from fincon.agents.team.strategy import FinConTeam as FinConTeam
 
 __all__ = ["FinConParams", "FinConTeam", "coverage", "make_fincon_team", "risk_stance"]
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOME:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+__getattr__, __dir__ = face(__name__, __file__)

@@ -31,7 +31,6 @@ class Calls:
     ``concurrency``, ``counts`` and ``_last`` on the team."""
 
     def _answer_all(self, inputs: list[RoleInputs], day: str) -> list[Answer]:
-
         out: list[Answer | None] = [None] * len(inputs)
         tasks, slots = [], []
         for n, inp in enumerate(inputs):
@@ -63,7 +62,6 @@ class Calls:
         return out  # type: ignore[return-value]
 
     def _manage(self, task: ManagerTask, view, day: str):
-
         agent = self.protocol.agent
         digest = _digest(
             {

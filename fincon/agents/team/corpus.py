@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from fincon import data
 from fincon.data.events.model import visible_day
 
 
@@ -42,9 +43,7 @@ def _stamp(spec: str) -> tuple:
 
 @functools.lru_cache(maxsize=512)
 def _ticker_coverage(spec: str, ticker: str, stamp: tuple) -> tuple[pd.Timestamp, pd.Timestamp] | None:
-    from fincon.data.inputs import open_events
-
-    store = open_events(spec, (ticker,), "strategy_params.fincon.events")
+    store = data.open_events(spec, (ticker,), "strategy_params.fincon.events")
     return coverage(store, (ticker,)).get(ticker)
 
 

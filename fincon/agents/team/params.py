@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from fincon import agents
 from fincon.agents.policies import Policies
 from fincon.agents.protocols import PROTOCOLS, protocol_names
 from fincon.flag import Flag, absolute, absolute_or_sample, on_off
@@ -168,13 +169,11 @@ class FinConParams(BaseModel):
     @field_validator("analysts")
     @classmethod
     def _known(cls, v):
-        from fincon.agents.roles import ROLES  # the analysts import pandas; --help builds the team flags
-
         if v is None:
             return v
-        bad = [a for a in v if a not in ROLES]
+        bad = [a for a in v if a not in agents.ROLES]
         if bad:
-            raise ValueError(f"unknown analyst {bad[0]!r}; choose from {', '.join(ROLES)}")
+            raise ValueError(f"unknown analyst {bad[0]!r}; choose from {', '.join(agents.ROLES)}")
         if not v:
             raise ValueError("at least one analyst is needed")
         return list(dict.fromkeys(v))
@@ -182,7 +181,6 @@ class FinConParams(BaseModel):
     @field_validator("protocol")
     @classmethod
     def _protocol(cls, v):
-
         if v not in PROTOCOLS:
             raise ValueError(f"unknown protocol {v!r}; choose from {', '.join(protocol_names())}")
         return v

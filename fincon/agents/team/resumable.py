@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Mapping
 
+from fincon import memory
 from fincon.strategies import state
 from fincon.strategies.base import RunContext, Strategy
 
@@ -28,13 +29,12 @@ class Resumable(Strategy):
     def load_state(self, folder: Path, ctx: RunContext) -> None:
         """The saved memory store's files in place of the fresh empty one, then the pickled team on
         the fresh run's client, corpus and embedder (its usage ledger carried on by the client)."""
-        from fincon.memory.collections import open_client
 
         client, path, coverage = self._client, self.memory.path, self.coverage  # the fresh corpus's span
         self.memory.client.close()  # chromadb lets go of the fresh store before its files are replaced
         shutil.rmtree(path)
         shutil.copytree(folder / "memory", path)
-        chroma = open_client(path)
+        chroma = memory.open_client(path)
         try:
             saved = state.load(folder / state.STATE_FILE, {**self.live_objects(), "chroma": chroma})
         except BaseException:

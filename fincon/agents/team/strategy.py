@@ -35,6 +35,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from fincon import memory
 from fincon.agents.beliefs import as_params
 from fincon.agents.brains import LLMBrain, ManagerTask, RulesBrain
 from fincon.agents.critics import NumericCritics
@@ -161,14 +162,12 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
         return self._client
 
     def _embedder(self):
-        from fincon.memory.embedders import HashingEmbedder, MiniLMEmbedder
-
         name = self.params.embedder
         if name == "auto":
             name = "hashing" if self.params.brain == "rules" else "minilm"
         if name == "hashing":
-            return HashingEmbedder()
-        embedder = MiniLMEmbedder()
+            return memory.HashingEmbedder()
+        embedder = memory.MiniLMEmbedder()
         cache = self.client.cache if self.params.brain == "llm" else None
         if cache is not None and cache.local_file is not None:
             # the vectors go into the LLM cache file: a replay reads them and loads no model
@@ -416,7 +415,6 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
         return self.decisions.retrieve(query, date, k=self.params.decision_memory_k)
 
     def _check_budget(self, day: str) -> None:
-
         try:
             self.client.check_budget()
         except BudgetExhausted as exc:

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from fincon import data
 from fincon.data.transcription.checks import check_audio_file
 from fincon.errors import ConfigError, DataError, SourceUnavailable
 from fincon.files import write_atomic
@@ -179,13 +180,11 @@ class Transcriber:
             if not target.is_file():
                 import torch
 
-                from fincon.data.transcription.ct2 import ct2_to_whisper_checkpoint
-
                 log.info("converting %s to an openai-whisper checkpoint at %s", src, target)
                 tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
                 try:
                     target.parent.mkdir(parents=True, exist_ok=True)
-                    torch.save(ct2_to_whisper_checkpoint(src), tmp)
+                    torch.save(data.ct2_to_whisper_checkpoint(src), tmp)
                     tmp.replace(target)
                 except OSError as exc:
                     tmp.unlink(missing_ok=True)
