@@ -15,6 +15,7 @@ Nothing here imports anything.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterable
 
 
@@ -61,7 +62,6 @@ def Flag(*names: str, **kw: Any) -> FlagSpec:  # noqa: N802  (read as a type in 
 
 def absolute(text: Any) -> str:
     """A path saved absolute, so a run's config.yaml works from any directory."""
-    from pathlib import Path
 
     return str(Path(text).expanduser().absolute())
 

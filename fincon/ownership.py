@@ -12,7 +12,9 @@ walk they share and the way a refusal names what it found.
 
 from __future__ import annotations
 
+import json
 import os
+import sqlite3
 from pathlib import Path
 
 
@@ -74,7 +76,6 @@ PNG_MARK = b"tEXtSoftware\x00fincon"
 def is_fincon_json(path: Path) -> bool:
     """Is the file at ``path`` a JSON result fincon wrote (an object whose
     ``generator`` starts with ``fincon``)?"""
-    import json
 
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -100,7 +101,6 @@ def sqlite_foreign(path: Path, tables: dict[str, tuple[str, ...]]) -> str | None
     database, a text file or a file whose ``trials`` table has other columns
     is never altered: opening it with ``CREATE TABLE IF NOT EXISTS`` would add
     a table to it in silence."""
-    import sqlite3
 
     try:
         if not path.exists() or path.stat().st_size == 0:

@@ -10,7 +10,7 @@ import datetime as dt
 import re
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, ValidationError
+from pydantic import BaseModel, BeforeValidator, ValidationError
 
 from fincon.errors import ConfigError
 
@@ -41,7 +41,6 @@ def format_validation_error(prefix: str, exc: ValidationError, model: type | Non
 
 def _fields_at(model: Any, loc: tuple) -> list[str]:
     """The field names of the model reached by following ``loc`` from ``model`` (empty when it is none)."""
-    from pydantic import BaseModel
 
     for part in loc:
         if not (isinstance(model, type) and issubclass(model, BaseModel)) or part not in model.model_fields:
@@ -71,7 +70,6 @@ def parse_iso_date(text: str, what: str = "") -> dt.date:
 def field_range(model: type, loc: tuple) -> str | None:
     """The bounds of the field at ``loc`` in ``model`` (nested models
     followed), as text such as ``(0, 0.5)`` or ``>= 0``; None when unbounded."""
-    from pydantic import BaseModel
 
     field = None
     for part in loc:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from typing import Any, Iterable, Literal, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
@@ -125,7 +126,6 @@ LANGUAGE = "language"
 def foreign_script(text: str) -> str | None:
     """The first letter of ``text`` outside the Latin script (the prompts are
     English: a small model drifting into Chinese mid-answer is re-asked)."""
-    import unicodedata
 
     for ch in text:
         if ch.isalpha() and not ch.isascii() and not unicodedata.name(ch, "").startswith("LATIN"):

@@ -11,7 +11,10 @@ gets one line naming the flag and its range before anything runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import os
+from pathlib import Path
 
 from fincon import workflow
 from fincon.errors import ConfigError, FinconError
@@ -73,7 +76,6 @@ def check_output_file(path, flag: str, owned=None):
     command's earlier result), never a user's file to be replaced. Checked up
     front so an evaluation that runs for minutes does not fail (with a
     traceback) only when it writes its result."""
-    from pathlib import Path
 
     p = Path(path)
     if not str(path).strip():
@@ -125,8 +127,6 @@ def ledger_path(args):
 def ledger_env(args):
     """A context in which this process and the workers it starts use the
     ledger ``--ledger`` names (``$FINCON_LEDGER``), restored afterwards."""
-    import contextlib
-    import os
 
     @contextlib.contextmanager
     def scope():

@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import re
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -226,7 +228,6 @@ def check_bitrate(text: str) -> int:
     """``--bitrate`` as bits per second, within what libopus encodes (500 .. 512k).
     Checked before anything is written: ffmpeg refusing it later left a
     0-byte audio file that a corpus reader then took for a call."""
-    import re
 
     m = re.fullmatch(r"(\d+(?:\.\d+)?)([kK]?)", str(text).strip())
     bits = float(m.group(1)) * (1000 if m.group(2) else 1) if m else None
@@ -236,9 +237,6 @@ def check_bitrate(text: str) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    import datetime as dt
-    import time
-
     start = dt.date.fromisoformat(args.start) if args.start else None
     end = dt.date.fromisoformat(args.end) if args.end else None
     if start and end and start > end:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from typing import Annotated
 
 from fincon import workflow
@@ -87,7 +88,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _study(args: argparse.Namespace, path, rows: list[dict]) -> int:
     """The rows of the family a study belongs to (its window on its tickers)."""
-    import re
 
     m = re.fullmatch(r"\s*(\S+)\s+(\d{4}-\d{2}-\d{2})\.\.(\d{4}-\d{2}-\d{2})\s*", args.study)
     if not m:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -72,7 +73,6 @@ def _training_runs(run: Path) -> list[Path]:
 
 def _experiment_runs(run: Path) -> list[Path]:
     """The median team run of each variant (results.json) and the baselines."""
-    import json
 
     try:
         results = json.loads((run / "results.json").read_text(encoding="utf-8"))

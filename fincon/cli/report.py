@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -71,8 +72,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.card:
-        import json
-
         if len(args.runs) != 1:
             raise ConfigError("--card reads one directory; give one RUN")
         if args.out is not None:

@@ -21,10 +21,12 @@ from __future__ import annotations
 import hashlib
 import subprocess
 from collections import deque
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import pandas as pd
+import yaml
 
 ROUND_TRIP_COLUMNS = [
     "ticker",
@@ -120,8 +122,6 @@ def sha256_bytes(data: bytes) -> str:
 
 
 def _versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
     out = {}
     for name in PACKAGES:
         try:
@@ -171,7 +171,6 @@ def _location_free(node: Any) -> Any:
 
 def config_hash(config_yaml: str) -> str:
     """sha256 of the run config, independent of where the run's files live."""
-    import yaml
 
     tree = _location_free(yaml.safe_load(config_yaml))
     return sha256_bytes(yaml.safe_dump(tree, sort_keys=True).encode())

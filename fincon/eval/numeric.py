@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
+import pandas as pd
 from pydantic import BaseModel, Field
 
 from fincon.agents.brains import Question
@@ -124,7 +125,6 @@ def _printed_filing(meta: dict) -> dict[str, float]:
 def _call_figures(events_by_ticker: dict[str, list], tickers: Sequence[str]) -> dict[str, dict[str, float]]:
     """Call id -> the revenue and margin its script speaks, from the
     generator's own ``_figures`` on the call's day."""
-    import pandas as pd
 
     out: dict[str, dict[str, float]] = {}
     for t in tickers:

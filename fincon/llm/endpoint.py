@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import socket
 from urllib.parse import urlsplit
 
 from fincon.llm.errors import LLMAuthError, LLMUnavailable
@@ -47,8 +48,6 @@ def check_listening(base_url: str, timeout: float = 3.0) -> None:
     """Fail now, in one line, when nothing accepts connections at ``base_url``
     (a command about to write a training must not leave one behind for a
     server that was never up); an answering server is not checked further."""
-    import socket
-    from urllib.parse import urlsplit
 
     parts = urlsplit(base_url)
     host = parts.hostname or "localhost"

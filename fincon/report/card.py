@@ -31,6 +31,7 @@ import json
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from html import escape as esc
 from pathlib import Path
 from typing import Any, Callable
 
@@ -455,7 +456,6 @@ def format_card(c: dict[str, Any]) -> str:
 
 def section_card(c: dict[str, Any], more: list[dict[str, Any]] | None = None) -> str:
     """The card (and ``more`` cards, one table each) as one HTML section (a failed row in red)."""
-    from html import escape as esc
 
     colour = {PASS: "#1a7f37", FAIL: "#cf222e", NONE: "#6e7781"}
 

@@ -15,6 +15,7 @@ import math
 import warnings
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from fincon.report.load import ReportData
@@ -98,8 +99,6 @@ def _stat(fn, fmt: str, *args) -> str:
 
 
 def _qs_column(values: pd.Series, rf: float, bench: pd.Series | None) -> list[str]:
-    import numpy as np
-
     r = _returns(values)
     out = []
     with warnings.catch_warnings(), np.errstate(all="ignore"):

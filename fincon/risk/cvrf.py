@@ -26,6 +26,7 @@ fincon.engine.record: its decisions, equity curve, metrics, summary):
 
 from __future__ import annotations
 
+import difflib
 import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -212,7 +213,6 @@ def rules_step(
 
 def text_edit_size(before: str, after: str) -> float:
     """1 - difflib's similarity ratio of two belief texts (0 = unchanged)."""
-    import difflib
 
     if before == after:
         return 0.0

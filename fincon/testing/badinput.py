@@ -7,7 +7,9 @@ so none of them imports another test file.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import io
 import os
 from pathlib import Path
 from typing import Callable, Sequence
@@ -38,8 +40,6 @@ def run_cli(main: Callable[[list[str]], int], argv: Sequence[str]) -> int:
 
 def captured(main: Callable[[list[str]], int], argv: Sequence[str]) -> tuple[int, str, str]:
     """``fincon ARGV`` run in this process: its exit code, stdout and stderr."""
-    import contextlib
-    import io
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -5,6 +5,7 @@ future perturbed, or a generated corpus with a planted signal."""
 from __future__ import annotations
 
 import dataclasses
+import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -19,7 +20,6 @@ _ROOT = Path(__file__).resolve().parents[2]
 def _shared_investorbench() -> Path:
     """``../shared/data/investorbench`` beside the main checkout (a git worktree's too):
     InvestorBench's files are third-party text, read from there and never copied in."""
-    import subprocess
 
     got = subprocess.run(
         ["git", "rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=_ROOT, capture_output=True, text=True

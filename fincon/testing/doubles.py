@@ -8,6 +8,7 @@ cache and ledger are what the tests exercise, not a mock of them.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import re
@@ -196,7 +197,6 @@ class Clairvoyant(TeamStub):
     def future(self, text: str) -> dict[str, float] | None:
         """ticker -> its return over the next ``horizon`` days, for the tickers
         and the last full date the text names (None when it names neither)."""
-        import datetime as dt
 
         tickers = [t for t in self.closes if re.search(rf"(?<![\w]){re.escape(t)}(?![\w])", text)]
         dates = []

@@ -12,6 +12,7 @@ units will run (llm section, data) are made by
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, PlainSerializer, ValidationError, field_validator, model_validator
@@ -104,8 +105,6 @@ class RollingSpec(Section):
     @field_validator("window", "step")
     @classmethod
     def _period(cls, v: str) -> str:
-        import re
-
         if not re.match(PERIOD_PATTERN, v.strip().lower()):
             raise ValueError(f"{v!r} is not a length such as 1y, 6m, 2w or 90d")
         text = v.strip().lower()

@@ -15,6 +15,9 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from fincon import engine
 from fincon.agents.beliefs import Beliefs
 from fincon.data.inputs import open_inputs
@@ -30,8 +33,6 @@ def load_equity(run: Path):
 
 
 def daily_log_returns(equity):
-    import numpy as np
-
     return np.log(equity / equity.shift(1)).dropna()
 
 
@@ -167,7 +168,6 @@ def placebo_results(exp: ExperimentConfig, root: Path, results: dict[str, Any]) 
     that changed), the *profit gap* (real CR minus placebo CR, medians) and
     the flags a reader must see: an edge that survives a shuffle, decisions
     that barely move when the tone flips."""
-    import numpy as np
 
     real = results["median"]["full"]
     best = results.get("best_baseline")
@@ -221,8 +221,6 @@ def _buy_and_hold_cr(exp: ExperimentConfig, prices: Path | None) -> float:
     log of the book's final over its first value, in percent, as the team's
     ``cr_pct`` and the baseline table's buy-and-hold): on the experiment's
     own prices, or on the folder ``prices`` (the price twin)."""
-    import numpy as np
-    import pandas as pd
 
     data = exp.data if prices is None else exp.data.model_copy(update={"source": "csv", "dir": prices})
     source = open_inputs(data.source, data.dir, data.cache_dir).source

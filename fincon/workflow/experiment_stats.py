@@ -29,6 +29,7 @@ Written into ``summary.csv`` (one row per strategy) and ``results.json``
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,5 @@ def team_row(variant: str) -> str:
 
 def json_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
     """The table's rows as JSON values (NaN as null)."""
-    import json
 
     return json.loads(table.to_json(orient="records"))

@@ -34,11 +34,13 @@ fincon.workflow.forward_score (docs/forward.md).
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import fcntl
 import hashlib
 import logging
 import sqlite3
+import subprocess
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -375,7 +377,6 @@ def _closes(root: Path, tickers: list[str], day: dt.date) -> dict[str, float]:
 def _keep_calls(root: Path, cfg: RunConfig, run_dir: Path, day: str) -> list[dict[str, Any]]:
     """The model calls of ``day`` (the run's llm_calls.csv), copied into ``DIR/calls.sqlite`` with their
     prompt and answer hashes: what a verifier replays the decision from."""
-    import csv
 
     listing = run_dir / "llm_calls.csv"
     if not listing.is_file():
@@ -406,7 +407,6 @@ def _keep_calls(root: Path, cfg: RunConfig, run_dir: Path, day: str) -> list[dic
 
 def _anchor(root: Path, message: str) -> None:
     """``--anchor git``: every sealed step is a commit of DIR (push it to a public remote to timestamp it)."""
-    import subprocess
 
     if not (root / ".git").is_dir():
         subprocess.run(["git", "init", "-q", str(root)], check=True)

@@ -4,6 +4,7 @@ holidays and early closes known), never a weekday rule."""
 from __future__ import annotations
 
 import datetime as dt
+import warnings
 from functools import lru_cache
 
 import pandas as pd
@@ -15,7 +16,6 @@ EXCHANGE = "XNYS"
 @lru_cache(maxsize=4)
 def _calendar(since: dt.date):
     """The exchange's calendar from ``since`` (exchange-calendars: holidays and early closes known)."""
-    import warnings
 
     import exchange_calendars as xcals
 
@@ -25,8 +25,6 @@ def _calendar(since: dt.date):
 
 
 def _quiet(fn, *args):
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return fn(*args)

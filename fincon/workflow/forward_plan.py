@@ -5,6 +5,8 @@ step's replay, so that later revisions of a source change no past decision."""
 from __future__ import annotations
 
 import datetime as dt
+import gzip
+import io
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,17 +173,12 @@ def _frozen_config(root: Path, plan: Plan, day: dt.date, keep_state: bool = Fals
         for f in sorted((root / INPUTS / str(d) / "prices").glob("*.csv")):
             frames.setdefault(f.stem, []).append(pd.read_csv(f))
         for f in sorted((root / INPUTS / str(d) / "events").glob("*.jsonl.gz")):
-            import gzip
-
             events.setdefault(f.name, []).append(gzip.decompress(f.read_bytes()).decode("utf-8"))
     for t, parts in frames.items():
         pd.concat(parts).to_csv(joined / "prices" / f"{t}.csv", index=False, float_format="%.10g")
     cfg = plan.config.model_copy(update={"end": day, "data": plan.config.data.model_copy(
         update={"source": "csv", "dir": joined / "prices"})})  # fmt: skip
     if events:
-        import gzip
-        import io
-
         (joined / "events").mkdir()
         for name, parts in events.items():
             buf = io.BytesIO()

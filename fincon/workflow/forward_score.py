@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from fincon import risk, workflow
 from fincon.engine.record import RunRecord, draw_charts
@@ -49,7 +52,6 @@ def verify(root: Path) -> dict[str, Any]:
     """The chain and every hash it names (fincon.workflow.journal.verify_chain), then every sealed
     decision replayed from the frozen inputs, the model calls answered from the journal's own
     ``calls.sqlite`` (no model asked): ``ok`` or the first problem."""
-    import tempfile
 
     root = Path(root)
     plan = Plan.load(root)
@@ -100,7 +102,6 @@ def score(root: Path) -> dict[str, Any]:
     """What a backtest reports, for the sessions decided so far (the last step's replay directory:
     metrics, equity.png), with each strategy's PSR, MinTRL and the sessions still needed for its Sharpe
     to mean something, its DSR against the trial ledger's family, and the report card."""
-    import numpy as np
 
     root = Path(root)
     plan = Plan.load(root)

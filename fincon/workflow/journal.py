@@ -31,6 +31,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
@@ -222,7 +223,6 @@ def verify_chain(entries: list[dict[str, Any]], root: Path) -> Iterator[str]:
 
 def _check_call(root: Path, call: Mapping[str, Any]) -> str | None:
     """A call the entry names: its prompt and answer, as kept in ``calls.sqlite``, hash as sealed."""
-    import sqlite3
 
     db = root / CALLS
     if not db.is_file():

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
+import yaml
+
 from fincon.config import RunConfig
 from fincon.data.aliases import NAMES
 from fincon.data.inputs import RunInputs
@@ -86,7 +88,6 @@ def with_audit(block: Mapping[str, Any], strategy: Strategy, run_path: Path, cfg
     read back from the call cache (``blind`` / ``not blind``); a run whose
     prompts are named is ``not audited`` (a named prompt names the firm and
     the day). What the report card's temporal integrity reads."""
-    import yaml
 
     settings = strategy.llm_settings()
     if settings is None:

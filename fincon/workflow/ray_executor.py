@@ -85,6 +85,7 @@ import socket
 import sys
 import tempfile
 import time
+import traceback
 import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -342,7 +343,6 @@ def _check_reachable(address: str) -> None:
 
 def _work(blob: bytes, cwd: str, env: dict[str, str | None], server: str) -> tuple[str, Any]:
     """One task in its own Ray worker process: ("ok", result) or ("failed", UnitFailure)."""
-    import traceback
 
     from ray import cloudpickle
 

@@ -19,6 +19,7 @@ import math
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
 import pandas as pd
 
 from fincon import workflow
@@ -173,7 +174,6 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
 def _significance(out: Path, cells, summary: pd.DataFrame, reps: int) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The statistics of fincon.workflow.rolling_stats over each universe's
     daily returns (and the pooled ones: every universe's laid end to end)."""
-    import numpy as np
 
     rets = workflow.window_returns(out, cells, unit_dirs)
     if len(rets) > 1:
@@ -194,7 +194,6 @@ def placebos(blocks: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     prediction consistency, per universe and (the keys the report card reads)
     over every window; how many windows were flagged, and a flag for the
     whole evaluation when a majority of its windows were."""
-    import numpy as np
 
     per: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for universe, block in blocks:

@@ -24,6 +24,8 @@ Computed in fincon.risk.significance; a row with too few days gets empty cells.
 from __future__ import annotations
 
 import math
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -140,9 +142,6 @@ def significance(
     extra: dict[str, Any] = {}
     items = list(returns.items())
     if len(items) > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
         with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("fork")) as pool:
             futures = [
                 pool.submit(universe_statistics, u, dict(s), (deflate or {}).get(u), reps, splits, seed)

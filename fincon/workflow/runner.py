@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import pandas as pd
+import yaml
 
 from fincon import __version__
 from fincon.config import BrokerConfig, RunConfig, typed_strategy_params
@@ -398,7 +399,6 @@ def trial_identity(cfg: RunConfig, name: str, knowledge: Mapping[str, Any] | Non
     the ``llm`` section when it calls no model (``--anonymize``,
     ``--llm-temperature`` or a cutoff on ``sma-cross`` or the rules team change
     nothing it does: the same trial, not a new one)."""
-    import yaml
 
     tree = _single_config(cfg, name).model_dump(mode="json")
     if (knowledge or {}).get("label", "no-model") == "no-model":

@@ -18,6 +18,7 @@ be working in it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import sys
@@ -73,7 +74,6 @@ def default_dir(name: str, config: Any, root: Path = Path("runs")) -> Path:
     """``root/NAME_HASH``: the directory a command writes when no --out is given, named by the
     config it runs and the schema it writes (the same command resumes there; another schema gets
     another directory instead of a refusal)."""
-    import hashlib
 
     key = json.dumps(versioned({"config": config}), sort_keys=True)
     return root / f"{name}_{hashlib.sha256(key.encode()).hexdigest()[:8]}"

@@ -39,6 +39,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from fincon import engine, workflow
 from fincon.agents.beliefs import Beliefs, Reflection, TrainingWindow, as_params
 from fincon.agents.risk_control import Episode, RiskControl
@@ -439,7 +441,6 @@ def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, prog
 
 def _saved_beliefs(path: Path) -> Beliefs:
     """A beliefs version a former command saved; a missing or damaged one is one line naming it."""
-    from pydantic import ValidationError
 
     try:
         return Beliefs.model_validate_json(path.read_text(encoding="utf-8"))
@@ -453,7 +454,6 @@ def _saved_beliefs(path: Path) -> Beliefs:
 def training_window(cfg: RunConfig):
     """The window and a hash of the data the beliefs are learned on
     (``--beliefs`` refuses them for a run that does not start after it)."""
-    import hashlib
 
     events = str(_team_params(cfg).get("events") or "sample")
     seen: dict[str, Any] = {"data": cfg.data.model_dump(mode="json", exclude={"cache_dir"}), "events": events}

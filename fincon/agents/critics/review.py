@@ -24,6 +24,8 @@ import json
 from collections import Counter
 from typing import Any, Callable, Sequence
 
+import pandas as pd
+
 from fincon.agents.brains import Answer
 from fincon.agents.critics.claims import claims_in, format_value
 from fincon.agents.critics.critics import STAGES, Review, critique
@@ -72,8 +74,6 @@ class NumericCritics:
         events = {e.id: e for e in team.events.all_events()}
 
         def source_text(item_id: str, day: str) -> str | None:
-            import pandas as pd
-
             e = events.get(item_id.removeprefix("mem-"))
             if e is None or not e.text or not e.published_at < decision_cutoff(pd.Timestamp(day)):
                 return None

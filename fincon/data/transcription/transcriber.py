@@ -21,6 +21,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import socket
 import time
@@ -341,7 +342,6 @@ def word_error_rate(reference: str, hypothesis: str) -> float:
 
         norm = EnglishTextNormalizer()
     except ImportError:  # pragma: no cover - openai-whisper missing
-        import re
 
         def norm(s: str) -> str:
             return re.sub(r"[^a-z0-9 ]", " ", s.lower())

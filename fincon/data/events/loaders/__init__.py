@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol, Sequence, runtime_checkable
 
+import pandas as pd
+
 from fincon.data.events.model import MARKET_TZ, Event
 
 
@@ -26,8 +28,6 @@ class EventLoader(Protocol):
 
 
 def in_window(e: Event, start: Any, end: Any) -> bool:
-    import pandas as pd
-
     local = pd.Timestamp(e.published_at).tz_convert(MARKET_TZ).tz_localize(None).normalize()
     if start is not None and local < pd.Timestamp(start):
         return False

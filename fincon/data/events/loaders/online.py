@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import json
 import os
 import socket
@@ -22,7 +23,6 @@ def cache_root(cache_dir: str | Path | None) -> Path:
 
 def require_reachable(host: str, what: str, cached_hint: str, timeout: float = 3.0, port: int = 443) -> None:
     """Fail within ``timeout`` seconds (DNS + TCP) instead of a library's long retries."""
-    import concurrent.futures as cf
 
     pool = cf.ThreadPoolExecutor(max_workers=1)
     try:
