@@ -20,8 +20,7 @@ from pathlib import Path
 import pytest
 
 from fincon.cli.main import main
-from fincon.testing.badinput import SAMPLE, check_case
-from fincon.testing.badinput import fixtures as first_fixtures
+from fincon.testing.badinput import SAMPLE, check_case, fixtures as first_fixtures
 from fincon.workflow.status import SCHEMA_VERSION
 
 AUDIO = SAMPLE / "events" / "audio"

@@ -18,8 +18,7 @@ import pytest
 
 from fincon.cli.main import main
 from fincon.errors import ConfigError, FinconError
-from fincon.testing import SMALL_EXPERIMENT as ARGS
-from fincon.testing import TINY_EXPERIMENT as TINY
+from fincon.testing import SMALL_EXPERIMENT as ARGS, TINY_EXPERIMENT as TINY
 from fincon.testing.badinput import captured
 from fincon.workflow.experiment import load_experiment
 from fincon.workflow.process_pool import ProcessPool

@@ -31,9 +31,11 @@ if importlib.util.find_spec("ray") is None:
         pytest.fail("ray is not installed: pip install 'fincon[ray]' (the CI runs these tests)", pytrace=False)
     pytest.skip("ray is not installed (pip install 'fincon[ray]')", allow_module_level=True)
 
-from fincon.testing import SMALL_EXPERIMENT as ARGS  # noqa: E402  (the small experiment of tests/test_experiment.py)
-from fincon.testing import TINY_EXPERIMENT as TINY  # noqa: E402
-from fincon.testing import copy_experiment  # noqa: E402
+from fincon.testing import (
+    SMALL_EXPERIMENT as ARGS,  # noqa: E402  (the small experiment of tests/test_experiment.py)
+    TINY_EXPERIMENT as TINY,  # noqa: E402
+    copy_experiment,  # noqa: E402
+)
 
 RAY = ["--executor", "ray", "--ray-cpus", "2"]
 

@@ -19,9 +19,7 @@ from nbclient import NotebookClient
 
 from fincon.agents.beliefs import Beliefs
 from fincon.data.events.generator import Planted
-from fincon.testing import TRAIN_WINDOW as TRAIN
-from fincon.testing import team_config as cfg_for
-from fincon.testing import training_corpus
+from fincon.testing import TRAIN_WINDOW as TRAIN, team_config as cfg_for, training_corpus
 from fincon.workflow.training import TrainOptions, train
 
 corpus = training_corpus

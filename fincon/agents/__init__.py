@@ -1,8 +1,4 @@
-"""
-
-Its names load on first use (:mod:`fincon.lazy`, PEP 562): importing the
-package costs nothing until a name is used.
-"""
+""" """
 
 from typing import TYPE_CHECKING
 

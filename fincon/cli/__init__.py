@@ -1,8 +1,5 @@
 """Command-line interface. Each sub-command lives in its own module and
 exposes ``register(subparsers)``; :mod:`fincon.cli.main` wires them up.
-
-Its names load on first use (:mod:`fincon.lazy`, PEP 562): importing the
-package costs nothing until a name is used.
 """
 
 from typing import TYPE_CHECKING
@@ -12,11 +9,7 @@ from fincon.lazy import face
 if TYPE_CHECKING:
     from fincon.cli.backtest import (
         add_plan_flags as add_plan_flags,
-    )
-    from fincon.cli.backtest import (
         build_config as build_config,
-    )
-    from fincon.cli.backtest import (
         run_and_report as run_and_report,
     )
 

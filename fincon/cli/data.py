@@ -20,8 +20,7 @@ if TYPE_CHECKING:  # pandas is imported by the commands, not by `fincon --help`
 
 from pydantic import Field
 
-from fincon import data as fincon_data
-from fincon import memory
+from fincon import data as fincon_data, memory
 from fincon.cli.flags import Args, add
 from fincon.data.importers import IMPORTERS, formats_help  # the registry only: no pandas before a command runs
 from fincon.errors import ConfigError, DataError

@@ -18,9 +18,7 @@ from typing import Annotated, Any, Callable, Literal
 
 from pydantic import Field
 
-from fincon import data as fincon_data
-from fincon import eval as fincon_eval
-from fincon import llm
+from fincon import data as fincon_data, eval as fincon_eval, llm
 from fincon.cli.args import check_output_file, write_text_atomic
 from fincon.cli.flags import Args, add
 from fincon.cli.llm import add_llm_arguments, settings_from_args

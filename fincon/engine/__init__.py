@@ -14,28 +14,17 @@ from typing import TYPE_CHECKING
 from fincon.lazy import face
 
 if TYPE_CHECKING:
-    from fincon.engine.backtest import BacktestResult as BacktestResult
-    from fincon.engine.backtest import run_backtest as run_backtest
+    from fincon.engine.backtest import BacktestResult as BacktestResult, run_backtest as run_backtest
     from fincon.engine.broker import BrokerSettings as BrokerSettings
     from fincon.engine.plotting import (
         alert_days as alert_days,
-    )
-    from fincon.engine.plotting import (
         plot_beliefs as plot_beliefs,
-    )
-    from fincon.engine.plotting import (
         plot_equity as plot_equity,
     )
     from fincon.engine.record import (
         DECISIONS as DECISIONS,
-    )
-    from fincon.engine.record import (
         RunRecord as RunRecord,
-    )
-    from fincon.engine.record import (
         read_jsonl as read_jsonl,
-    )
-    from fincon.engine.record import (
         run_status as run_status,
     )
     from fincon.engine.resume import Resume as Resume

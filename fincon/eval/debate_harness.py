@@ -27,8 +27,7 @@ from typing import Any, Callable, ContextManager, Iterable, Iterator, Mapping, S
 
 import pandas as pd
 
-from fincon import agents
-from fincon import memory as fincon_memory
+from fincon import agents, memory as fincon_memory
 from fincon.data.events.model import visible_day
 from fincon.memory.store import MemoryStore
 

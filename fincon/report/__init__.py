@@ -3,9 +3,6 @@ trainings and experiments (see :mod:`fincon.report.html` for what it shows).
 
 >>> from fincon.report import write_report
 >>> write_report(["runs/demo"], "report.html")  # doctest: +SKIP
-
-Its names load on first use (:mod:`fincon.lazy`, PEP 562): importing the
-package costs nothing until a name is used.
 """
 
 from typing import TYPE_CHECKING
@@ -13,11 +10,9 @@ from typing import TYPE_CHECKING
 from fincon.lazy import face
 
 if TYPE_CHECKING:
-    from fincon.report.card import format_card as format_card
-    from fincon.report.card import run_card as run_card
+    from fincon.report.card import format_card as format_card, run_card as run_card
     from fincon.report.html import render as render
     from fincon.report.load import load_report_data as load_report_data
-    from fincon.report.write import build_report as build_report
-    from fincon.report.write import write_report as write_report
+    from fincon.report.write import build_report as build_report, write_report as write_report
 
 __getattr__, __dir__ = face(__name__, __file__)

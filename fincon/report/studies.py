@@ -11,8 +11,7 @@ from fincon.report.load import ReportData, Training
 from fincon.report.parts import COLORS, esc, num, placebo_table, plot_div, significance_table, table
 from fincon.workflow.paper import block_rows, label
 from fincon.workflow.paper_protocol import knowledge_line
-from fincon.workflow.tables import experiment as experiment_table
-from fincon.workflow.tables import paper_block
+from fincon.workflow.tables import experiment as experiment_table, paper_block
 
 
 def _training_chart(t: Training, div_id: str) -> str:

@@ -1,8 +1,4 @@
-"""Risk: performance metrics (FinCon A.10) and the mean-variance optimizer.
-
-Its names load on first use (:mod:`fincon.lazy`, PEP 562): importing the
-package costs nothing until a name is used.
-"""
+"""Risk: performance metrics (FinCon A.10) and the mean-variance optimizer."""
 
 from typing import TYPE_CHECKING
 

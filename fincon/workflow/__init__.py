@@ -11,9 +11,6 @@
 
 It sits between the engine (the loop and the run directory, which never
 imports the agents) and the CLI; see docs/architecture.md.
-
-Its names load on first use (:mod:`fincon.lazy`, PEP 562): importing the
-package costs nothing until a name is used.
 """
 
 from typing import TYPE_CHECKING
@@ -23,77 +20,40 @@ from fincon.lazy import face
 if TYPE_CHECKING:
     from fincon.workflow import (
         experiment_stats as experiment_stats,
-    )
-    from fincon.workflow import (
         forward as forward,
-    )
-    from fincon.workflow import (
         forward_score as forward_score,
-    )
-    from fincon.workflow import (
         paper_protocol as paper_protocol,
-    )
-    from fincon.workflow import (
         rolling as rolling,
-    )
-    from fincon.workflow import (
         rolling_stats as rolling_stats,
-    )
-    from fincon.workflow import (
         trials as trials,
     )
     from fincon.workflow.experiment import (
         load_experiment as load_experiment,
-    )
-    from fincon.workflow.experiment import (
         read_yaml as read_yaml,
-    )
-    from fincon.workflow.experiment import (
         run_experiment as run_experiment,
-    )
-    from fincon.workflow.experiment import (
         serial as serial,
     )
     from fincon.workflow.experiment_config import (
         ExperimentConfig as ExperimentConfig,
-    )
-    from fincon.workflow.experiment_config import (
         RollingSpec as RollingSpec,
-    )
-    from fincon.workflow.experiment_config import (
         Window as Window,
     )
-    from fincon.workflow.paper_protocol import plan as plan
-    from fincon.workflow.paper_protocol import run_paper as run_paper
-    from fincon.workflow.presets import NOTES as NOTES
-    from fincon.workflow.presets import preset_overrides as preset_overrides
+    from fincon.workflow.paper_protocol import plan as plan, run_paper as run_paper
+    from fincon.workflow.presets import NOTES as NOTES, preset_overrides as preset_overrides
     from fincon.workflow.process_pool import ProcessPool as ProcessPool
     from fincon.workflow.ray_executor import RayExecutor as RayExecutor
     from fincon.workflow.rolling import run_rolling as run_rolling
     from fincon.workflow.rolling_stats import window_returns as window_returns
     from fincon.workflow.runner import (
         BENCHMARK as BENCHMARK,
-    )
-    from fincon.workflow.runner import (
         chart_title as chart_title,
-    )
-    from fincon.workflow.runner import (
         inputs_for as inputs_for,
-    )
-    from fincon.workflow.runner import (
         preflight as preflight,
-    )
-    from fincon.workflow.runner import (
         run_config as run_config,
-    )
-    from fincon.workflow.runner import (
         with_events as with_events,
     )
-    from fincon.workflow.status import RESUMABLE as RESUMABLE
-    from fincon.workflow.status import failure as failure
-    from fincon.workflow.status import read_state as read_state
-    from fincon.workflow.training import TrainOptions as TrainOptions
-    from fincon.workflow.training import train as train
+    from fincon.workflow.status import RESUMABLE as RESUMABLE, failure as failure, read_state as read_state
+    from fincon.workflow.training import TrainOptions as TrainOptions, train as train
     from fincon.workflow.trials import resolve as resolve
     from fincon.workflow.universe import parse_rule as parse_rule
 

@@ -19,8 +19,7 @@ from pydantic import Field, PlainSerializer, ValidationError, field_validator, m
 
 from fincon import data, workflow
 from fincon.agents.protocols import PROTOCOLS, protocol_names
-from fincon.agents.team.params import GROUP as TEAM_GROUP
-from fincon.agents.team.params import FinConParams
+from fincon.agents.team.params import GROUP as TEAM_GROUP, FinConParams
 from fincon.config import WHAT, RunSections, Section
 from fincon.flag import Flag
 from fincon.strategies.registry import strategy_names

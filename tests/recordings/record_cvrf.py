@@ -66,8 +66,7 @@ def fingerprint(out: Path) -> dict[str, str]:
 
 
 def train(events: Path, out: Path, mode: str, progress: bool = False):
-    from fincon.workflow.training import TrainOptions
-    from fincon.workflow.training import train as run
+    from fincon.workflow.training import TrainOptions, train as run
 
     return run(config(events, mode), out, TrainOptions(episodes=3, cvrf_brain="llm"), progress=progress)
 

@@ -47,8 +47,7 @@ import pyarrow.parquet as pq
 from fincon.data.dataset import ImportedCorpus
 from fincon.data.events.model import Event
 from fincon.data.importers.common import ImportOptions, dedupe, pick_tickers
-from fincon.data.importers.timing import BadTime, item_time
-from fincon.data.importers.timing import options_record as _record
+from fincon.data.importers.timing import BadTime, item_time, options_record as _record
 from fincon.data.prices import validate_bars
 from fincon.errors import DataError
 

@@ -56,8 +56,7 @@ import pandas as pd
 from fincon.data.dataset import ImportedCorpus, PriceKind
 from fincon.data.events.model import SOURCES, Event
 from fincon.data.importers.common import ImportOptions, dedupe, pick_tickers
-from fincon.data.importers.timing import BadTime, item_time
-from fincon.data.importers.timing import options_record as _record
+from fincon.data.importers.timing import BadTime, item_time, options_record as _record
 from fincon.data.prices import is_close_only, validate_bars
 from fincon.errors import DataError
 

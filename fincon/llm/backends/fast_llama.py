@@ -36,8 +36,7 @@ from typing import Any
 def fast_llama_class(Llama: type) -> type:
     """A subclass of ``llama_cpp.Llama`` with the two shortcuts above."""
     import numpy as np
-    from llama_cpp import LlamaState
-    from llama_cpp import llama_cpp as C
+    from llama_cpp import LlamaState, llama_cpp as C
 
     class FastLlama(Llama):  # type: ignore[misc, valid-type]
         def _init_sampler(self, *args: Any, **kw: Any):
@@ -74,8 +73,7 @@ def grammar_first_greedy(llm: Any, grammar: Any, kw: dict[str, Any]):
     the grammar and greedy samplers: llama-cpp-python's greedy chain with the
     check in front (see the module docstring)."""
     import numpy as np
-    from llama_cpp import _internals
-    from llama_cpp import llama_cpp as C
+    from llama_cpp import _internals, llama_cpp as C
 
     chain = _internals.LlamaSampler()
     chain.add_penalties(
