@@ -4,10 +4,13 @@ the suite fails on an upward import or an import circle as ``make test`` does.""
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,8 +47,6 @@ def test_a_lazy_upward_import_breaks_the_layers(tmp_path):
 
 def _imports_inside_functions() -> list[str]:
     """Every import of a fincon module made inside a function, as ``file:line module``."""
-    import ast
-
     out = []
     for path in sorted((ROOT / "fincon").rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -74,6 +75,39 @@ def _faces() -> list[str]:
     )
 
 
+def _defined_at_top(module: str) -> set[str]:
+    """The names a fincon module binds at its top level (read, not imported), and its submodules'."""
+    path = ROOT.joinpath(*module.split("."))
+    names: set[str] = set()
+    if path.is_dir():
+        names |= {p.stem for p in path.glob("*.py")} | {p.name for p in path.iterdir() if (p / "__init__.py").is_file()}
+        path = path / "__init__"
+    for node in ast.parse(path.with_suffix(".py").read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+def test_every_name_a_face_offers_is_defined_where_it_says():
+    """Read, not imported (the fast tier): each name of each face is bound at the top of the module
+    the face names, or is a submodule of it. The slow test below imports them all."""
+    from fincon.lazy import _offered
+
+    missing = []
+    for face in _faces():
+        init = ROOT.joinpath(*face.split(".")) / "__init__.py"
+        for attr, (module, orig) in _offered(face, str(init)).items():
+            if orig not in _defined_at_top(module):
+                missing.append(f"{face}.{attr}: {module} has no {orig}")
+    assert not missing, "\n".join(missing)
+
+
+@pytest.mark.slow
 def test_every_name_a_face_offers_loads_from_where_it_says():
     """Each name of each face resolves in a fresh process (a face naming a moved or deleted name
     fails here, not in a user's run), and loading a face loads none of the modules it names."""
