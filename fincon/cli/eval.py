@@ -294,9 +294,8 @@ def _lookahead(args: argparse.Namespace) -> int:
     knowledge = llm.model_knowledge(settings, start, end)
     run_leakage = None
     if args.run is not None:
-        run_leakage = llm.leakage.summary(
-            llm.leakage.run_audit(args.run)
-        )  # before any call: a bad RUN_DIR costs nothing
+        # before any call: a bad RUN_DIR costs nothing
+        run_leakage = llm.leakage.summary(llm.leakage.run_audit(args.run))
     res = _run_llm(
         args,
         lambda client: fincon_eval.lookahead.run(
