@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from scipy.stats import wilcoxon
 
 from fincon.cli.main import main
 from fincon.errors import ConfigError
@@ -75,6 +74,8 @@ def test_end_to_end_table_and_files(experiment):
 
 @pytest.mark.slow
 def test_median_and_wilcoxon_recomputed(experiment):
+    from scipy.stats import wilcoxon
+
     out, _, _ = experiment
     res = json.loads((out / "results.json").read_text())
     sharpe = {b: metrics(out / "baselines" / b)["sharpe"] for b in BASELINES}

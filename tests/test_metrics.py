@@ -2,7 +2,6 @@
 
 import math
 
-import empyrical  # empyrical-reloaded, a core dependency: the reference for the industry convention
 import numpy as np
 import pytest
 
@@ -116,6 +115,10 @@ def test_simple_return_sharpe_sortino_volatility_by_hand():
 @pytest.mark.parametrize("book", ["hand", "random-1", "random-2", "buy-and-hold", "equal-weight"])
 @pytest.mark.parametrize("risk_free", [0.0, 0.04])
 def test_every_shared_metric_matches_empyrical(book, risk_free):
+    # empyrical-reloaded, a core dependency: the reference for the industry convention (imported
+    # here, not at the top: every xdist worker collects this file, one runs it)
+    import empyrical
+
     if book == "hand":
         v = VALUES
     elif book.startswith("random"):
@@ -158,6 +161,8 @@ def test_demo_buy_and_hold_in_both_conventions():
 
 def test_where_cvar_conventions_differ():
     """Documented in the README: alpha not of the form 1/k, and ties at the cutoff."""
+    import empyrical
+
     v = np.array([100.0, 97.0, 99.0, 100.0, 98.0])  # 4 returns, alpha = 0.3
     r = v[1:] / v[:-1] - 1.0
     # ours: ceil(0.3 * 4) = 2 worst days; empyrical: int(0.3 * 3) + 1 = 1 worst day
@@ -179,6 +184,8 @@ def test_too_short_or_flat_books_give_null(values):
 
 
 def test_no_losing_day_gives_null_sortino_where_empyrical_says_infinity():
+    import empyrical
+
     v = np.array([1.0, 1.1, 1.2, 1.3])
     d = m.compute_metrics(v).as_dict()
     assert d["sortino"] is None and d["sortino_empyrical"] is None

@@ -5,7 +5,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 pytestmark = pytest.mark.notebook
 
@@ -13,6 +12,8 @@ NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "quickstart.ipynb
 
 
 def test_quickstart_notebook_executes(tmp_path, monkeypatch):
+    from nbclient import NotebookClient
+
     monkeypatch.setenv("TMPDIR", str(tmp_path))  # the notebook's tempfile.mkdtemp() lands here, not in /tmp
     nb = nbformat.read(NOTEBOOK, as_version=4)
     NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
@@ -27,6 +28,8 @@ TEAM_NOTEBOOK = NOTEBOOK.parent / "team_backtest.ipynb"
 
 
 def test_team_notebook_executes_on_the_replayed_demo(tmp_path, monkeypatch):
+    from nbclient import NotebookClient
+
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     nb = nbformat.read(TEAM_NOTEBOOK, as_version=4)
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()

@@ -8,7 +8,6 @@ Cross-checked against cvxpy solving the same problem directly.
 
 from __future__ import annotations
 
-import cvxpy as cp
 import numpy as np
 import pandas as pd
 import pytest
@@ -36,6 +35,8 @@ def _report(role: str, direction: str, conf: float) -> AnalystReport:
 
 
 def test_paper_weights_are_the_optimizer_s_own_against_cvxpy():
+    import cvxpy as cp
+
     rng = np.random.default_rng(3)
     rets = rng.normal(0.0005, [0.02, 0.03, 0.015], size=(61, 3))
     closes = pd.DataFrame(100 * np.cumprod(1 + rets, axis=0), columns=["A", "B", "C"])

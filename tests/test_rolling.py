@@ -10,7 +10,6 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import wilcoxon
 
 from fincon.cli.main import main
 from fincon.workflow.experiment import load_experiment
@@ -83,6 +82,8 @@ def test_rules_read_only_bars_before_the_window():
 
 
 def test_summary_against_buy_and_hold_by_hand():
+    from scipy.stats import wilcoxon
+
     rows = []
     team = [5.0, -2.0, 3.0, 1.0, -4.0, 6.0]
     bh = [1.0, 1.0, 1.0, 1.0, 1.0, 1.0]

@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-from scipy.stats import norm
 
 from fincon.risk import significance as sig
 
@@ -27,6 +26,8 @@ def test_deflated_sharpe_matches_the_papers_worked_example():
 
 def test_psr_and_min_track_record_by_hand():
     # normal returns (skew 0, kurtosis 3): PSR = Phi(SR sqrt(n-1) / sqrt(1 + SR^2 / 2))
+    from scipy.stats import norm
+
     sr, n = 0.1, 101
     assert sig.psr(sr, n) == pytest.approx(norm.cdf(0.1 * 10 / math.sqrt(1 + 0.01 / 2)))
     # MinTRL = 1 + (1 + SR^2/2) (z_0.95 / SR)^2; PSR at that length is 0.95

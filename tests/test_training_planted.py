@@ -15,7 +15,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from fincon.agents.beliefs import Beliefs
 from fincon.data.events.generator import Planted
@@ -47,6 +46,8 @@ def _train(tmp: Path, events: Path, name: str, episodes: int = 4, **kw) -> tuple
 @pytest.mark.slow
 @pytest.mark.notebook
 def test_the_training_notebook_learns_the_planted_source_and_the_trained_team_tests_better(tmp_path, monkeypatch):
+    from nbclient import NotebookClient
+
     monkeypatch.setenv("TMPDIR", str(tmp_path))  # the notebook's tempfile.mkdtemp() lands here, not in /tmp
     nb = nbformat.read(NOTEBOOK, as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell(WHERE))
