@@ -186,11 +186,11 @@ def gist(text: str) -> str:
     alphabetical order ("gist: adoption, cloud, demand, ..."): what it is
     about and its tone words, with no run of its words a model could have
     read word for word (the placeholders of the mask are kept)."""
-
+    function = data.FUNCTION  # once: a name read through the package's face costs a lookup each time
     seen: dict[str, None] = {}
     for w in re.findall(r"(?:Company|Person) [A-Z]{1,2}\d*\b|\[[a-z]+\]|[A-Za-z][A-Za-z'-]+", text):
         lw = w if w[0] in "CP" and " " in w else w.lower()
-        if lw.startswith("[") or " " in lw or (len(lw) > 2 and lw not in data.FUNCTION):
+        if lw.startswith("[") or " " in lw or (len(lw) > 2 and lw not in function):
             seen.setdefault(lw, None)
         if len(seen) >= GIST_KEEP:
             break
@@ -200,6 +200,6 @@ def gist(text: str) -> str:
 def reword(sentence: str) -> str:
     """A sentence as its content words, unique, in alphabetical order: what it
     is about, without a run of its words that could be found elsewhere."""
-
-    words = sorted({w.lower() for w in _WORD.findall(sentence) if len(w) > 3 and w.lower() not in data.STOP})
+    stop = data.STOP  # once, as in gist
+    words = sorted({w.lower() for w in _WORD.findall(sentence) if len(w) > 3 and w.lower() not in stop})
     return "key words: " + ", ".join(words[:10]) if words else "[text]"
