@@ -158,3 +158,30 @@ def test_train_hands_the_builder_only_its_own_flags(tmp_path):
     assert (cfg.start.isoformat(), cfg.end.isoformat()) == (TRAIN_START, TRAIN_END)
     assert cfg.tickers == ["TSLA", "MSFT"]
     assert cfg.params("fincon") == {"brain": "rules", "candidates": ["TSLA", "MSFT"], "events": "sample"}
+
+
+def _helps(parser: argparse.ArgumentParser, path: str = "fincon") -> dict[str, str]:
+    """``--help`` of ``parser`` and of every sub-command under it, by command path."""
+    out = {path: parser.format_help()}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                out.update(_helps(child, f"{path} {name}"))
+    return out
+
+
+def test_a_command_line_builds_its_one_command_and_reads_as_the_whole_parser():
+    """``main`` builds only the command it was given (the others: name and
+    summary): each command's help, and every help under it, is the whole
+    parser's, and so is ``fincon --help`` with no command built at all."""
+    whole = _helps(build_parser())
+    commands = sorted({path.split()[1] for path in whole if path != "fincon"})
+    assert len(commands) == 13 and "backtest" in commands and "forward" in commands
+    bare = _helps(build_parser(""))
+    assert bare["fincon"] == whole["fincon"]
+    assert all(text.count("\n") == 4 for path, text in bare.items() if path != "fincon")  # a stub: usage and -h
+    for command in commands:
+        alone = _helps(build_parser(command))
+        mine = {path: text for path, text in alone.items() if path.split()[1:2] == [command]}
+        assert mine == {path: text for path, text in whole.items() if path.split()[1:2] == [command]}, command
+        assert alone["fincon"] == whole["fincon"]

@@ -1,5 +1,7 @@
-"""Command-line interface. Each sub-command lives in its own module and
-exposes ``register(subparsers)``; :mod:`fincon.cli.main` wires them up.
+"""Command-line interface. Each sub-command lives in its own module, names
+itself (``COMMAND``, ``SUMMARY``) and exposes ``register(subparsers)``;
+:mod:`fincon.cli.main` wires them up, building only the command a command
+line names.
 """
 
 from typing import TYPE_CHECKING

@@ -94,10 +94,14 @@ class BacktestArgs(RunArgs):
     ] = False
 
 
+COMMAND = "backtest"
+SUMMARY = "run strategies on a window and compare them with buy-and-hold"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "backtest",
-        help="run strategies on a window and compare them with buy-and-hold",
+        COMMAND,
+        help=SUMMARY,
         description=HELP,
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -158,8 +158,12 @@ class ShowArgs(Args):
     as_json: Annotated[bool, Flag("--json", help="print JSON instead of text")] = False
 
 
+COMMAND = "data"
+SUMMARY = "import corpora, describe datasets, sample corpus, point-in-time views"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("data", help="import corpora, describe datasets, sample corpus, point-in-time views")
+    p = sub.add_parser(COMMAND, help=SUMMARY)
     dsub = p.add_subparsers(dest="data_command", metavar="ACTION")
 
     i = dsub.add_parser(

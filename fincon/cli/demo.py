@@ -74,10 +74,14 @@ class DemoArgs(Args):
     as_json: Annotated[bool, Flag("--json", help="print the metrics as JSON")] = False
 
 
+COMMAND = "demo"
+SUMMARY = "the agent team trading TSLA beside an SMA crossover and buy-and-hold (replayed, offline)"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "demo",
-        help="the agent team trading TSLA beside an SMA crossover and buy-and-hold (replayed, offline)",
+        COMMAND,
+        help=SUMMARY,
         description=__doc__.split("\n\n", 1)[1].replace("``", "`"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  fincon demo\n  fincon demo --out runs/my-demo\n"

@@ -168,10 +168,14 @@ class LookaheadArgs(Args):
     out: Annotated[Path | None, _out("row and every question")] = None
 
 
+COMMAND = "eval"
+SUMMARY = "score parts of the team against known answers (numeric critics, debate)"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "eval",
-        help="score parts of the team against known answers (numeric critics, debate)",
+        COMMAND,
+        help=SUMMARY,
         description=__doc__.split("\n\n")[0],
     )
     inner = p.add_subparsers(dest="eval", metavar="EVAL", required=True)

@@ -153,10 +153,14 @@ class ExperimentArgs(RunArgs):
     ] = None
 
 
+COMMAND = "experiment"
+SUMMARY = "the paper's protocol: repeats x ablations, baselines, Wilcoxon test"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "experiment",
-        help="the paper's protocol: repeats x ablations, baselines, Wilcoxon test",
+        COMMAND,
+        help=SUMMARY,
         description=HELP,
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -42,10 +42,14 @@ class ExplainArgs(Args):
     as_json: Annotated[bool, Flag("--json", help="print the day's record as JSON")] = False
 
 
+COMMAND = "explain"
+SUMMARY = "what an agent team saw, said and did on one day, with its evidence"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "explain",
-        help="what an agent team saw, said and did on one day, with its evidence",
+        COMMAND,
+        help=SUMMARY,
         description=HELP,
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -50,10 +50,14 @@ examples:
 """
 
 
+COMMAND = "forward"
+SUMMARY = "forward testing: decisions sealed in a verifiable journal before the session they trade"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "forward",
-        help="forward testing: decisions sealed in a verifiable journal before the session they trade",
+        COMMAND,
+        help=SUMMARY,
         description=HELP,
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,

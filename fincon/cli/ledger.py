@@ -39,10 +39,14 @@ class LedgerArgs(Args):
     as_json: Annotated[bool, Flag("--json", help="print JSON instead of a table")] = False
 
 
+COMMAND = "ledger"
+SUMMARY = "the trial ledger: how many configurations were tried per family of windows, and the best of them"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "ledger",
-        help="the trial ledger: how many configurations were tried per family of windows, and the best of them",
+        COMMAND,
+        help=SUMMARY,
         description=__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  fincon ledger\n  fincon ledger --study 'TSLA 2022-10-05..2023-06-09'\n"

@@ -220,10 +220,14 @@ class CacheArgs(Args):
     path: Annotated[Path, Flag(help="the SQLite call cache (default {default})")] = Path("runs/.cache/llm.sqlite")
 
 
+COMMAND = "llm"
+SUMMARY = "bundled model, smoke call and cache of the LLM layer"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "llm",
-        help="bundled model, smoke call and cache of the LLM layer",
+        COMMAND,
+        help=SUMMARY,
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

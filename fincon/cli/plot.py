@@ -24,10 +24,14 @@ class PlotArgs(Args):
     title: Annotated[str, Flag(help="plot title")] = ""
 
 
+COMMAND = "plot"
+SUMMARY = "draw several runs' equity curves and drawdowns in one PNG"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "plot",
-        help="draw several runs' equity curves and drawdowns in one PNG",
+        COMMAND,
+        help=SUMMARY,
         description="Plot the equity curve (top) and drawdown (bottom) of each RUN in one headless PNG. "
         "A RUN is a run directory holding equity.csv; a comparison directory (several strategies) "
         "expands into its runs, a training into its episodes, an experiment into its median team runs and "

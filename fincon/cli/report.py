@@ -58,10 +58,14 @@ class ReportArgs(Args):
     as_json: Annotated[bool, Flag("--json", help="with --card: print it as JSON")] = False
 
 
+COMMAND = "report"
+SUMMARY = "one self-contained HTML page for runs, a training or an experiment"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "report",
-        help="one self-contained HTML page for runs, a training or an experiment",
+        COMMAND,
+        help=SUMMARY,
         description=HELP,
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,

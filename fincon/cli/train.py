@@ -110,10 +110,14 @@ class TrainArgs(RunArgs):
     ] = "team"
 
 
+COMMAND = "train"
+SUMMARY = "learn the team's investment beliefs over training episodes (CVRF)"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "train",
-        help="learn the team's investment beliefs over training episodes (CVRF)",
+        COMMAND,
+        help=SUMMARY,
         description=HELP,
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,

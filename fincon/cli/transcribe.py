@@ -51,10 +51,14 @@ class TranscribeArgs(Args):
     as_json: Annotated[bool, Flag("--json", help="print JSON")] = False
 
 
+COMMAND = "transcribe"
+SUMMARY = "Whisper transcript of an audio file"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "transcribe",
-        help="Whisper transcript of an audio file",
+        COMMAND,
+        help=SUMMARY,
         description=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples (a bundled call and its script, shipped in examples/):\n"
