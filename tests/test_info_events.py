@@ -13,6 +13,7 @@ import pytest
 
 from fincon.data.events import Event, EventStore, decision_cutoff, sample_store
 from fincon.data.events.generator import DEFAULT_TICKERS, PRICES_DIR, SAMPLE_DIR, GeneratorConfig, Planted, generate
+from fincon.data.events.loaders import window
 from fincon.data.events.loaders.directory import DirectoryLoader
 from fincon.data.events.model import visible_day
 from fincon.errors import ConfigError, DataError
@@ -303,3 +304,32 @@ def test_bare_date_in_a_user_directory_is_visible_from_the_next_session(tmp_path
     assert visible_day(bare.published_at) == pd.Timestamp("2022-11-05")  # Saturday: the first session is Monday
     with pytest.raises(DataError, match="not a calendar date"):
         Event.from_dict({**rows[0], "published_at": "2022-02-30"})
+
+
+def test_a_loaders_window_is_the_new_york_day_of_publication():
+    """``window(start, end)``: an event is in when its New York day is in
+    ``[start, end]``; read against pandas' own conversion (the formula the
+    loaders used before the bounds were read once) at instants around New
+    York midnight in summer and winter time, with date, text and time-of-day
+    bounds."""
+
+    def by_pandas(e, start, end):
+        local = pd.Timestamp(e.published_at).tz_convert("America/New_York").tz_localize(None).normalize()
+        return (start is None or local >= pd.Timestamp(start)) and (end is None or local <= pd.Timestamp(end))
+
+    def ev(at: str) -> Event:
+        return Event(id=at, ticker="TSLA", source="news", published_at=at, text="x")
+
+    # by hand: 03:30 UTC on 1 Nov 2022 is 23:30 on 31 Oct in New York (EDT, UTC-4)
+    assert window("2022-10-31", "2022-10-31")(ev("2022-11-01T03:30:00Z"))
+    assert not window("2022-11-01", None)(ev("2022-11-01T03:30:00Z"))
+    assert not window(None, "2022-10-31")(ev("2022-11-01T04:30:00Z"))  # 00:30 EDT on 1 Nov
+    events = [ev(f"2022-{m}T{h}:{mi}:00Z") for m in ("03-13", "03-14", "11-06", "11-07") for h in ("03", "04", "05", "23")
+              for mi in ("00", "59")]  # fmt: skip
+    bounds = [None, "2022-03-13", dt.date(2022, 11, 6), pd.Timestamp("2022-11-06"), pd.Timestamp("2022-03-13 09:30"),
+              dt.datetime(2022, 11, 5, 23, 59)]  # fmt: skip
+    for start in bounds:
+        for end in bounds:
+            keep = window(start, end)
+            assert [keep(e) for e in events] == [by_pandas(e, start, end) for e in events], (start, end)
+    assert sum(window(pd.Timestamp("2022-03-13 09:30"), None)(e) for e in events) < len(events)  # the bounds bite

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Sequence
 
-from fincon.data.events.loaders import in_window
+from fincon.data.events.loaders import window
 from fincon.data.events.model import Event
 from fincon.errors import DataError
 
@@ -43,6 +43,7 @@ class DirectoryLoader:
 
     def load(self, tickers: Sequence[str] | None = None, start: Any = None, end: Any = None) -> list[Event]:
         want = {t.upper() for t in tickers} if tickers else None
+        keep = window(start, end)
         out: list[Event] = []
         for path in self.files():
             for e in _events(path):
@@ -56,7 +57,7 @@ class DirectoryLoader:
                         f"{path.name}: event {e.id} names audio {e.audio}, an empty (0-byte) file; "
                         "render or copy it again"
                     )
-                if in_window(e, start, end):
+                if keep(e):
                     out.append(e)
         return out
 

@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import pandas as pd
 
-from fincon.data.events.loaders import in_window
+from fincon.data.events.loaders import window
 from fincon.data.events.loaders.online import cache_root, read_events, require_reachable, write_events
 from fincon.data.events.model import MARKET_TZ, Event
 from fincon.errors import ConfigError, DataError, SourceUnavailable
@@ -208,7 +208,7 @@ class EdgarLoader:
                 except DataError as exc:
                     self.skipped += 1
                     log.warning("EDGAR %s %s skipped: %s (%d skipped so far)", t, raw.accession, exc, self.skipped)
-            evs = sorted((x for x in evs if in_window(x, s, e)), key=lambda x: (x.published_at, x.id))
+            evs = sorted(filter(window(s, e), evs), key=lambda x: (x.published_at, x.id))
             write_events(cf, evs)
             out += evs
         return out

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from fincon.data.events.loaders import in_window
+from fincon.data.events.loaders import window
 from fincon.data.events.loaders.online import cache_root, require_reachable, write_json
 from fincon.data.events.model import Event
 
@@ -100,5 +100,5 @@ class YahooNewsLoader:
             else:
                 items = self._fetch(t)
                 write_json(f, items)
-            out += [e for e in parse_yahoo_news(t, items) if in_window(e, start, end)]
+            out += filter(window(start, end), parse_yahoo_news(t, items))
         return out
