@@ -1,7 +1,7 @@
-"""Command-line interface. Each sub-command lives in its own module, names
-itself (``COMMAND``, ``SUMMARY``) and exposes ``register(subparsers)``;
-:mod:`fincon.cli.main` wires them up, building only the command a command
-line names.
+"""Command-line interface. Each sub-command lives in its own module, says
+what it is (``COMMAND``, ``SUMMARY``, ``HELP``, ``EXAMPLES``) and exposes
+``register(parser)``; :mod:`fincon.cli.main` makes the parsers, building
+only the command a command line names.
 """
 
 from typing import TYPE_CHECKING

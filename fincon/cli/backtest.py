@@ -98,14 +98,7 @@ COMMAND = "backtest"
 SUMMARY = "run strategies on a window and compare them with buy-and-hold"
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        COMMAND,
-        help=SUMMARY,
-        description=HELP,
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def register(p: argparse.ArgumentParser) -> None:
     add_plan_flags(p, window=True)
     add(p, RunConfig, "metrics.alpha", "metrics.risk_free")
     add(p, BacktestArgs, "ledger", "out", "as_json", "no_progress", "replace", "report", helps=OUTPUT_HELPS)

@@ -160,10 +160,11 @@ class ShowArgs(Args):
 
 COMMAND = "data"
 SUMMARY = "import corpora, describe datasets, sample corpus, point-in-time views"
+HELP = None
+EXAMPLES = None
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(COMMAND, help=SUMMARY)
+def register(p: argparse.ArgumentParser) -> None:
     dsub = p.add_subparsers(dest="data_command", metavar="ACTION")
 
     i = dsub.add_parser(

@@ -76,17 +76,14 @@ class DemoArgs(Args):
 
 COMMAND = "demo"
 SUMMARY = "the agent team trading TSLA beside an SMA crossover and buy-and-hold (replayed, offline)"
+HELP = __doc__.split("\n\n", 1)[1].replace("``", "`")
+EXAMPLES = (
+    "examples:\n  fincon demo\n  fincon demo --out runs/my-demo\n"
+    "  fincon demo --record        # re-record the shipped cache (~25 min on 2 cores)\n"
+)
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        COMMAND,
-        help=SUMMARY,
-        description=__doc__.split("\n\n", 1)[1].replace("``", "`"),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="examples:\n  fincon demo\n  fincon demo --out runs/my-demo\n"
-        "  fincon demo --record        # re-record the shipped cache (~25 min on 2 cores)\n",
-    )
+def register(p: argparse.ArgumentParser) -> None:
     add(p, DemoArgs)
     p.set_defaults(func=run)
 

@@ -170,14 +170,14 @@ class LookaheadArgs(Args):
 
 COMMAND = "eval"
 SUMMARY = "score parts of the team against known answers (numeric critics, debate)"
+HELP = """\
+Evaluations that score a part of the team against known answers (not
+backtests): numeric critics, debate, extraction, look-ahead probes and
+leakage audits. `fincon eval EVAL --help` gives each one's flags."""
+EXAMPLES = None
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        COMMAND,
-        help=SUMMARY,
-        description=__doc__.split("\n\n")[0],
-    )
+def register(p: argparse.ArgumentParser) -> None:
     inner = p.add_subparsers(dest="eval", metavar="EVAL", required=True)
     n = inner.add_parser(
         "numeric",

@@ -157,14 +157,7 @@ COMMAND = "experiment"
 SUMMARY = "the paper's protocol: repeats x ablations, baselines, Wilcoxon test"
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        COMMAND,
-        help=SUMMARY,
-        description=HELP,
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def register(p: argparse.ArgumentParser) -> None:
     add(p, ExperimentArgs, "config", "preset", helps=OWN_HELPS)
     add(p, ExperimentConfig, *WHAT_KEYS)
     add(p, ExperimentArgs, "param", helps=OWN_HELPS)

@@ -46,14 +46,7 @@ COMMAND = "explain"
 SUMMARY = "what an agent team saw, said and did on one day, with its evidence"
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        COMMAND,
-        help=SUMMARY,
-        description=HELP,
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def register(p: argparse.ArgumentParser) -> None:
     add(p, ExplainArgs)
     p.set_defaults(func=run)
 

@@ -54,14 +54,7 @@ COMMAND = "forward"
 SUMMARY = "forward testing: decisions sealed in a verifiable journal before the session they trade"
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        COMMAND,
-        help=SUMMARY,
-        description=HELP,
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def register(p: argparse.ArgumentParser) -> None:
     inner = p.add_subparsers(dest="forward", metavar="COMMAND", required=True)
     i = inner.add_parser("init", help="register a journal's plan before its first session")
     add(i, InitArgs, "dir")

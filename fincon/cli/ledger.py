@@ -41,17 +41,14 @@ class LedgerArgs(Args):
 
 COMMAND = "ledger"
 SUMMARY = "the trial ledger: how many configurations were tried per family of windows, and the best of them"
+HELP = __doc__.split("\n\n", 1)[1]
+EXAMPLES = (
+    "examples:\n  fincon ledger\n  fincon ledger --study 'TSLA 2022-10-05..2023-06-09'\n"
+    "  fincon ledger --ledger runs/trials.sqlite --json\n"
+)
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        COMMAND,
-        help=SUMMARY,
-        description=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="examples:\n  fincon ledger\n  fincon ledger --study 'TSLA 2022-10-05..2023-06-09'\n"
-        "  fincon ledger --ledger runs/trials.sqlite --json\n",
-    )
+def register(p: argparse.ArgumentParser) -> None:
     add(p, LedgerArgs)
     p.set_defaults(func=run)
 

@@ -31,7 +31,7 @@ from fincon.validation import format_validation_error
 GROUP = "LLM (see docs/llm.md)"
 
 #: ``fincon llm --help`` text: plain, unlike the module docstring (argparse prints it verbatim)
-DESCRIPTION = """\
+HELP = """\
 The bundled offline model, a smoke call and the call cache of the LLM layer.
 
   fincon llm model   assemble (once) and hash-check a bundled GGUF; print its path
@@ -222,15 +222,10 @@ class CacheArgs(Args):
 
 COMMAND = "llm"
 SUMMARY = "bundled model, smoke call and cache of the LLM layer"
+EXAMPLES = None
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        COMMAND,
-        help=SUMMARY,
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def register(p: argparse.ArgumentParser) -> None:
     s = p.add_subparsers(dest="llm_command", metavar="SUBCOMMAND")
     add(s.add_parser("model", help="assemble and hash-check a bundled GGUF; print its path"), ModelArgs)
     s.choices["model"].set_defaults(func=_cmd_model)

@@ -1,8 +1,10 @@
 """Entry point of the ``fincon`` console script.
 
 Sub-command modules are listed in :data:`COMMANDS`; each one names its
-command (``COMMAND``, with a one-line ``SUMMARY``), exposes
-``register(subparsers)`` and sets ``func`` on its parser. User errors
+command (``COMMAND``), says what it is (``SUMMARY``, the line of ``fincon
+--help``; ``HELP`` and ``EXAMPLES``, the top and foot of its own ``--help``,
+or None) and ``register(parser)`` adds its flags to the parser made here and
+sets ``func``. User errors
 (:class:`fincon.errors.FinconError`, bad flags) become one line on stderr
 and exit 2. Building the parser imports no numerical library (each command
 imports its work lazily), so ``fincon --help`` answers at once.
@@ -118,7 +120,15 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for name in COMMANDS:
         module = importlib.import_module(name)
         if command is None or command == module.COMMAND:
-            module.register(sub)
+            module.register(
+                sub.add_parser(
+                    module.COMMAND,
+                    help=module.SUMMARY,
+                    description=module.HELP,
+                    epilog=module.EXAMPLES,
+                    formatter_class=argparse.RawDescriptionHelpFormatter,
+                )
+            )
         else:
             sub.add_parser(module.COMMAND, help=module.SUMMARY)
     return parser

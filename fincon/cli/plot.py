@@ -26,19 +26,16 @@ class PlotArgs(Args):
 
 COMMAND = "plot"
 SUMMARY = "draw several runs' equity curves and drawdowns in one PNG"
+HELP = (
+    "Plot the equity curve (top) and drawdown (bottom) of each RUN in one headless PNG. "
+    "A RUN is a run directory holding equity.csv; a comparison directory (several strategies) "
+    "expands into its runs, a training into its episodes, an experiment into its median team runs and "
+    "baselines. A training or experiment that did not finish is refused with its status."
+)
+EXAMPLES = "example:\n  fincon plot runs/demo/markowitz runs/demo/equal-weight --out compare.png"
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        COMMAND,
-        help=SUMMARY,
-        description="Plot the equity curve (top) and drawdown (bottom) of each RUN in one headless PNG. "
-        "A RUN is a run directory holding equity.csv; a comparison directory (several strategies) "
-        "expands into its runs, a training into its episodes, an experiment into its median team runs and "
-        "baselines. A training or experiment that did not finish is refused with its status.",
-        epilog="example:\n  fincon plot runs/demo/markowitz runs/demo/equal-weight --out compare.png",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def register(p: argparse.ArgumentParser) -> None:
     add(p, PlotArgs)
     p.set_defaults(func=run)
 

@@ -62,14 +62,7 @@ COMMAND = "report"
 SUMMARY = "one self-contained HTML page for runs, a training or an experiment"
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        COMMAND,
-        help=SUMMARY,
-        description=HELP,
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def register(p: argparse.ArgumentParser) -> None:
     add(p, ReportArgs)
     p.set_defaults(func=run)
 

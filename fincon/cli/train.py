@@ -114,14 +114,7 @@ COMMAND = "train"
 SUMMARY = "learn the team's investment beliefs over training episodes (CVRF)"
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        COMMAND,
-        help=SUMMARY,
-        description=HELP,
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def register(p: argparse.ArgumentParser) -> None:
     add(p, TrainArgs, "config", helps={"config": "YAML run config (strategies: [fincon]); flags override it"})
     add(p, RunConfig, "tickers")
     add(p, TrainArgs, "start", "end")

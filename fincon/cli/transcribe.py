@@ -53,19 +53,15 @@ class TranscribeArgs(Args):
 
 COMMAND = "transcribe"
 SUMMARY = "Whisper transcript of an audio file"
+EXAMPLES = (
+    "examples (a bundled call and its script, shipped in examples/):\n"
+    "  fincon transcribe fincon/data/sample/events/audio/TSLA-2022Q4.ogg\n"
+    "  fincon transcribe fincon/data/sample/events/audio/TSLA-2022Q4.ogg --backend faster-whisper \\\n"
+    "      --reference examples/TSLA-2022Q4.script.txt --json\n"
+)
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        COMMAND,
-        help=SUMMARY,
-        description=HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="examples (a bundled call and its script, shipped in examples/):\n"
-        "  fincon transcribe fincon/data/sample/events/audio/TSLA-2022Q4.ogg\n"
-        "  fincon transcribe fincon/data/sample/events/audio/TSLA-2022Q4.ogg --backend faster-whisper \\\n"
-        "      --reference examples/TSLA-2022Q4.script.txt --json\n",
-    )
+def register(p: argparse.ArgumentParser) -> None:
     add(p, TranscribeArgs)
     p.set_defaults(func=cmd_transcribe)
 
