@@ -113,3 +113,25 @@ def test_auto_falls_back_to_faster_whisper_and_counts_it(call, tmp_path, monkeyp
     assert word_error_rate(ev.text, out.text) <= 0.15
     with pytest.raises(ConfigError, match="ffmpeg"):
         Transcriber(backend="openai-whisper", cache_dir=tmp_path / "x").transcribe(path)
+
+
+@pytest.mark.slow
+def test_a_model_name_is_checked_against_whispers_own_list_without_importing_it():
+    """The names a typo is told of are read from openai-whisper's source
+    (importing it loads torch): the same list as ``whisper.available_models()``,
+    and torch is still unloaded after a name is refused."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from fincon.data.transcription.transcriber import Transcriber, _whisper_models\n"
+        "from fincon.errors import ConfigError\n"
+        "try:\n    Transcriber(model='tiny.xx')\nexcept ConfigError as e:\n    print(e)\n"
+        "print('torch' in sys.modules, 'whisper' in sys.modules)\n"
+        "import whisper\n"
+        "print(_whisper_models() == whisper.available_models(), len(_whisper_models()))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out[0].startswith("unknown Whisper model 'tiny.xx'") and "large-v3" in out[0]
+    assert out[1:] == ["False False", "True 14"]

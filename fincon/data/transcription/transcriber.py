@@ -17,7 +17,9 @@ backend, model and decoding options, so a rerun is byte-identical and free.
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import importlib.util
 import json
 import logging
 import os
@@ -56,11 +58,18 @@ def embedded_model_dir() -> Path:
 
 def _whisper_models() -> list[str] | None:
     """openai-whisper's model names (None when it is not installed): a name
-    outside them is a typo, not a network problem."""
-    try:
-        import whisper
-    except ImportError:
+    outside them is a typo, not a network problem. Read from the ``_MODELS``
+    table in its source: importing whisper loads torch, 2 s before a typo's
+    one line. A whisper whose source has no such table is imported."""
+    spec = importlib.util.find_spec("whisper")
+    if spec is None or spec.origin is None:
         return None
+    for node in ast.parse(Path(spec.origin).read_bytes()).body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
+            if any(isinstance(t, ast.Name) and t.id == "_MODELS" for t in node.targets):
+                return [str(k.value) for k in node.value.keys if isinstance(k, ast.Constant)]
+    import whisper
+
     return list(whisper.available_models())
 
 
