@@ -169,7 +169,7 @@ class LookaheadArgs(Args):
 
 
 COMMAND = "eval"
-SUMMARY = "score parts of the team against known answers (numeric critics, debate)"
+SUMMARY = "score parts of the team against known answers; probe and audit what a model knows"
 HELP = """\
 Evaluations that score a part of the team against known answers (not
 backtests): numeric critics, debate, extraction, look-ahead probes and
