@@ -9,8 +9,6 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings, strategies as st
-from hypothesis.extra.numpy import arrays
 
 from fincon.cli.main import main
 from fincon.risk.optimizer import _BOUNDS, MeanVarianceProblem, mean_variance_weights
@@ -91,22 +89,33 @@ def test_resolve_after_a_position_goes_back_to_cash():
     assert (p.solve(np.array([2e-3, 1e-3]), ["sell", "hold"]) == 0).all()
 
 
-@st.composite
-def _problems(draw):
-    n = draw(st.integers(1, 8))
-    a = draw(arrays(np.float64, (n, n), elements=st.floats(-0.05, 0.05)))
-    eps = draw(st.floats(1e-6, 1e-3))
-    sigma = a @ a.T + eps * np.eye(n)
-    mu = draw(arrays(np.float64, n, elements=st.floats(-0.01, 0.01)))
-    directions = draw(st.lists(st.sampled_from(["buy", "sell", "hold"]), min_size=n, max_size=n))
-    gamma = draw(st.sampled_from([0.0, 0.1, 1.0, 10.0]))
-    seed = draw(st.integers(0, 2**32 - 1))
-    return mu, sigma, directions, gamma, seed
+def _on_random_problems(check, examples: int) -> None:
+    """``check(problem)`` on hypothesis' random problems. hypothesis is
+    imported here, not at the top: every xdist worker imports every test file
+    and one runs these (1.0 s an import, `python -X importtime`)."""
+    from hypothesis import given, settings, strategies as st
+    from hypothesis.extra.numpy import arrays
+
+    @st.composite
+    def problems(draw):
+        n = draw(st.integers(1, 8))
+        a = draw(arrays(np.float64, (n, n), elements=st.floats(-0.05, 0.05)))
+        eps = draw(st.floats(1e-6, 1e-3))
+        sigma = a @ a.T + eps * np.eye(n)
+        mu = draw(arrays(np.float64, n, elements=st.floats(-0.01, 0.01)))
+        directions = draw(st.lists(st.sampled_from(["buy", "sell", "hold"]), min_size=n, max_size=n))
+        gamma = draw(st.sampled_from([0.0, 0.1, 1.0, 10.0]))
+        seed = draw(st.integers(0, 2**32 - 1))
+        return mu, sigma, directions, gamma, seed
+
+    settings(max_examples=examples, deadline=None)(given(problems())(check))()
 
 
-@settings(max_examples=150, deadline=None)
-@given(_problems())
-def test_signed_form_property(problem):
+def test_signed_form_property():
+    _on_random_problems(_signed_form_holds, examples=150)
+
+
+def _signed_form_holds(problem):
     mu, sigma, directions, gamma, seed = problem
     p = MeanVarianceProblem(sigma, form="signed", risk_aversion=gamma)
     w = p.solve(mu, directions)
@@ -135,9 +144,11 @@ def test_signed_form_property(problem):
             assert best >= _objective(e, mu, sigma, gamma) - tol
 
 
-@settings(max_examples=60, deadline=None)
-@given(_problems())
-def test_long_only_property(problem):
+def test_long_only_property():
+    _on_random_problems(_long_only_holds, examples=60)
+
+
+def _long_only_holds(problem):
     mu, sigma, _, gamma, seed = problem
     p = MeanVarianceProblem(sigma, risk_aversion=gamma)
     w = p.solve(mu)
