@@ -43,6 +43,43 @@ from fincon.testing import END, SMALL_EXPERIMENT, SMALL_TEAM_RUN, START, TINY_EX
 HEAVY_TIERS = ("slow", "live", "notebook", "browser")
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--cpu-report",
+        metavar="DIR",
+        help="write each test's CPU-seconds (its process, and the child processes it reaped) to DIR/<worker>.csv",
+    )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """``--cpu-report DIR``: the budget of CONTRIBUTING.md is CPU-seconds, and
+    ``--durations`` shows wall time, where a test waiting on a subprocess, a
+    server or another xdist worker looks as dear as one computing."""
+    out = item.config.getoption("--cpu-report")
+    if not out:
+        yield
+        return
+    import csv
+    import resource
+
+    def cpu() -> tuple[float, float]:
+        own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+    before = cpu()
+    yield
+    after = cpu()
+    path = Path(out) / f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    new = not path.exists()
+    with path.open("a", newline="") as fh:
+        w = csv.writer(fh)
+        if new:
+            w.writerow(["test", "cpu_s", "children_cpu_s"])
+        w.writerow([item.nodeid, f"{after[0] - before[0]:.3f}", f"{after[1] - before[1]:.3f}"])
+
+
 def pytest_collection_modifyitems(items):
     """Files holding a heavy-tier test run first (files keep their order, tests
     theirs). `make test` hands whole files to xdist workers in this order, so
