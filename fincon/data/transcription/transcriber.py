@@ -221,11 +221,15 @@ class Transcriber:
             raise ConfigError(
                 "openai-whisper needs the ffmpeg binary: apt-get install ffmpeg (or make install-info-extras)"
             )
+        missing = ConfigError("openai-whisper is not installed: make install-info-extras")
+        if importlib.util.find_spec("whisper") is None:
+            raise missing
+        checkpoint = self._openai_checkpoint()  # a model it cannot download: one line before torch loads (2 s)
         try:
             import whisper
         except ImportError as exc:
-            raise ConfigError("openai-whisper is not installed: make install-info-extras") from exc
-        return whisper.load_model(self._openai_checkpoint(), device="cpu")
+            raise missing from exc
+        return whisper.load_model(checkpoint, device="cpu")
 
     def _load_faster(self):
         try:
