@@ -68,8 +68,10 @@ def _whisper_models() -> list[str] | None:
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
             if any(isinstance(t, ast.Name) and t.id == "_MODELS" for t in node.targets):
                 return [str(k.value) for k in node.value.keys if isinstance(k, ast.Constant)]
-    import whisper
-
+    try:
+        import whisper
+    except ImportError:  # found but broken: loading the model names the problem
+        return None
     return list(whisper.available_models())
 
 
