@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pandas is imported by the commands, not by `fincon --help`
 from pydantic import Field
 
 from fincon import data as fincon_data, memory
-from fincon.cli.flags import Args, add
+from fincon.cli.flags import Args, action
 from fincon.data.importers import IMPORTERS, formats_help  # the registry only: no pandas before a command runs
 from fincon.errors import ConfigError, DataError
 from fincon.flag import Flag
@@ -167,46 +167,43 @@ EXAMPLES = None
 def register(p: argparse.ArgumentParser) -> None:
     dsub = p.add_subparsers(dest="data_command", metavar="ACTION")
 
-    i = dsub.add_parser(
+    action(
+        dsub,
         "import",
+        ImportArgs,
+        cmd_import,
         help="import a public corpus into a dataset directory",
         description=IMPORT_HELP.format(formats=formats_help()),
         epilog=IMPORT_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add(i, ImportArgs)
-    i.set_defaults(func=cmd_import)
-
-    n = dsub.add_parser(
+    action(
+        dsub,
         "info",
+        InfoArgs,
+        cmd_info,
         help="describe a dataset directory (its dataset.json)",
         epilog="examples:\n  fincon data info data/ib-msft\n  fincon data info data/ib-msft --json\n",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add(n, InfoArgs)
-    n.set_defaults(func=cmd_info)
-
-    s = dsub.add_parser(
+    action(
+        dsub,
         "sample",
+        SampleArgs,
+        cmd_sample,
         help="regenerate the synthetic event corpus",
         description=SAMPLE_HELP,
         epilog=SAMPLE_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add(s, SampleArgs)
-    s.set_defaults(func=cmd_sample)
-
-    v = dsub.add_parser(
+    action(
+        dsub,
         "show",
+        ShowArgs,
+        cmd_show,
         help="what an agent could see on one day",
         description=SHOW_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  fincon data show --ticker TSLA --date 2022-11-01\n"
         "  fincon data show --data data/ib-msft --ticker MSFT --date 2021-01-27\n"
         "  fincon data show --ticker NIO --date 2023-03-02 --embedder hashing --json\n",
     )
-    add(v, ShowArgs)
-    v.set_defaults(func=cmd_show)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
 

@@ -20,7 +20,7 @@ from pydantic import Field
 
 from fincon import data as fincon_data, eval as fincon_eval, llm
 from fincon.cli.args import check_output_file, write_text_atomic
-from fincon.cli.flags import Args, add
+from fincon.cli.flags import Args, action
 from fincon.cli.llm import add_llm_arguments, settings_from_args
 from fincon.errors import ConfigError, DataError
 from fincon.flag import Flag
@@ -179,32 +179,14 @@ EXAMPLES = None
 
 def register(p: argparse.ArgumentParser) -> None:
     inner = p.add_subparsers(dest="eval", metavar="EVAL", required=True)
-    n = inner.add_parser(
-        "numeric",
-        help="numeric critics: exact match of an analyst alone, with one critic, with both",
-        description=NUMERIC,
-    )
-    _command(n, NumericArgs, _numeric)
-    d = inner.add_parser(
-        "debate",
-        help="debate: direction accuracy of the call reports at 1/5/20 days, with and without the debate round",
-        description=DEBATE,
-    )
-    _command(d, DebateArgs, _debate)
-    x = inner.add_parser(
-        "extraction",
-        help="the extraction critic on real filings: restated figures, half perturbed "
-        "in code; precision and recall of its flags",
-    )
-    _command(x, ExtractionArgs, _extraction)
+    numeric = "numeric critics: exact match of an analyst alone, with one critic, with both"
+    add_llm_arguments(action(inner, "numeric", NumericArgs, _numeric, help=numeric, description=NUMERIC))
+    debate = "debate: direction accuracy of the call reports at 1/5/20 days, with and without the debate round"
+    add_llm_arguments(action(inner, "debate", DebateArgs, _debate, help=debate, description=DEBATE))
+    extraction = "the extraction critic on real filings: restated figures, half perturbed in code; precision and recall of its flags"
+    add_llm_arguments(action(inner, "extraction", ExtractionArgs, _extraction, help=extraction))
     _register_lookahead(inner)
     _register_leakage(inner)
-
-
-def _command(p: argparse.ArgumentParser, model: type[Args], func: Callable, *, masking: bool = False) -> None:
-    add(p, model)
-    add_llm_arguments(p, with_masking=masking)
-    p.set_defaults(func=func)
 
 
 LOOKAHEAD = """\
@@ -232,17 +214,17 @@ giving away firm and day: not blind (docs/llm.md#masked-prompts)."""
 
 
 def _register_leakage(inner) -> None:
-    x = inner.add_parser(
+    action(
+        inner,
         "leakage",
+        LeakageArgs,
+        _leakage,
         help="audit a finished run's prompts: can firm and day be recovered by an adversary that knows the corpus",
         description=LEAKAGE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n"
         "  fincon eval leakage runs/team-msft-masked\n"
         "  fincon eval leakage runs/team-msft-masked --against data/ib-jnj data/ib-hon --json\n",
     )
-    add(x, LeakageArgs)
-    x.set_defaults(func=_leakage)
 
 
 def _leakage(args: argparse.Namespace) -> int:
@@ -255,16 +237,18 @@ def _leakage(args: argparse.Namespace) -> int:
 
 
 def _register_lookahead(inner) -> None:
-    x = inner.add_parser(
+    p = action(
+        inner,
         "lookahead",
+        LookaheadArgs,
+        _lookahead,
         help="recall and re-identification probes: does the model remember the window (named and masked)",
         description=LOOKAHEAD,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n"
         "  fincon eval lookahead --ticker TSLA --start 2022-10-05 --end 2023-06-09 --samples 50 --anonymize\n"
         "  fincon eval lookahead --ticker MSFT --data data/ib-msft --start 2020-10-01 --end 2021-05-06\n",
     )
-    _command(x, LookaheadArgs, _lookahead, masking=True)
+    add_llm_arguments(p, with_masking=True)
 
 
 def _lookahead(args: argparse.Namespace) -> int:

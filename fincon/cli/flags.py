@@ -220,6 +220,27 @@ def add(
         target.add_argument(*spec.names, **kw)
 
 
+def action(
+    actions: Any,
+    name: str,
+    model: type[BaseModel],
+    func: Any,
+    *,
+    help: str,
+    description: str | None = None,
+    epilog: str | None = None,
+) -> argparse.ArgumentParser:
+    """One action of a command that has several (``fincon data import``,
+    ``fincon eval leakage``): its parser in ``actions`` (an ``add_subparsers``),
+    the flags of ``model`` and the function it runs. An action with examples
+    (``epilog``) prints its description and examples as written."""
+    raw = {"formatter_class": argparse.RawDescriptionHelpFormatter} if epilog else {}
+    p = actions.add_parser(name, help=help, description=description, epilog=epilog, **raw)
+    add(p, model)
+    p.set_defaults(func=func)
+    return p
+
+
 def given(
     args: argparse.Namespace, model: type[BaseModel], *keys: str, under: str = "", prefix: str = "--"
 ) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from fincon import cli, report, workflow
-from fincon.cli.flags import Args, add
+from fincon.cli.flags import Args, action, add
 from fincon.errors import ConfigError
 from fincon.flag import Flag
 from fincon.report import write_report
@@ -61,16 +61,13 @@ def register(p: argparse.ArgumentParser) -> None:
     cli.add_plan_flags(i, window=False)
     add(i, InitArgs, "simulate_from", "anchor", "broker")
     i.set_defaults(func=_init)
-    s = inner.add_parser("step", help="decide the next session (or, simulated, every one up to --until)")
-    add(s, StepArgs)
-    s.set_defaults(func=_step)
+    action(inner, "step", StepArgs, _step, help="decide the next session (or, simulated, every one up to --until)")
     for name, fn, help_ in (
         ("status", _status, "the sessions decided, missed and next, and each strategy's book"),
         ("score", _score, "metrics, plot and report card of the journal so far"),
         ("verify", _verify, "recompute the chain and every hash, replay every decision"),
     ):
-        add(inner.add_parser(name, help=help_), ReadArgs)
-        inner.choices[name].set_defaults(func=fn)
+        action(inner, name, ReadArgs, fn, help=help_)
 
 
 class InitArgs(Args):

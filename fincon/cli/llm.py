@@ -20,7 +20,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, ValidationError
 
 from fincon import llm
-from fincon.cli.flags import Args, add, given
+from fincon.cli.flags import Args, action, add, given
 from fincon.config import read_yaml
 from fincon.errors import ConfigError
 from fincon.flag import Flag
@@ -227,12 +227,8 @@ EXAMPLES = None
 
 def register(p: argparse.ArgumentParser) -> None:
     s = p.add_subparsers(dest="llm_command", metavar="SUBCOMMAND")
-    add(s.add_parser("model", help="assemble and hash-check a bundled GGUF; print its path"), ModelArgs)
-    s.choices["model"].set_defaults(func=_cmd_model)
-    a = s.add_parser("ask", help="one schema-checked call through the configured backend")
-    add(a, AskArgs)
+    action(s, "model", ModelArgs, _cmd_model, help="assemble and hash-check a bundled GGUF; print its path")
+    a = action(s, "ask", AskArgs, _cmd_ask, help="one schema-checked call through the configured backend")
     add_llm_arguments(a, with_budget=False, cache_default=ASK_CACHE_DEFAULT)
-    a.set_defaults(func=_cmd_ask)
-    add(s.add_parser("cache", help="summarise an LLM call cache"), CacheArgs)
-    s.choices["cache"].set_defaults(func=_cmd_cache)
+    action(s, "cache", CacheArgs, _cmd_cache, help="summarise an LLM call cache")
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
