@@ -204,3 +204,30 @@ def test_a_study_may_bring_its_own_claim_and_creation_message(tmp_path):
     with pytest.raises(FinconError, match=r"^--out .*file/sub: no \("):
         study.run(lambda: None)
     assert seen == [blocker / "sub" / "toy.json"] and blocker.read_text() == "x"
+
+
+def test_a_stop_names_the_folder_to_resume_only_when_it_is_kept(tmp_path):
+    """Ctrl-C or SIGTERM before a unit finished in a new folder removes it, and
+    the CLI's last line says so instead of 'the finished units are kept in
+    <a folder that is gone>' (found by hand: `fincon train` terminated during
+    its first episode); in a folder that was there, the folder is named."""
+    from fincon.cli.main import _left
+
+    new = tmp_path / "new" / "toy"
+    with pytest.raises(KeyboardInterrupt) as stop:
+        Toy(new, fail_on="a", exc=KeyboardInterrupt()).run()
+    assert not (tmp_path / "new").exists()
+    assert _left(stop.value) == "partial output removed"
+
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    with pytest.raises(KeyboardInterrupt) as stop:
+        Toy(kept, fail_on="a", exc=KeyboardInterrupt()).run()
+    assert state(kept)["status"] == "interrupted"
+    assert _left(stop.value) == f"the finished units are kept in {kept}: run the same command to resume"
+
+    later = tmp_path / "later"
+    with pytest.raises(KeyboardInterrupt) as stop:
+        Toy(later, fail_on="c", exc=KeyboardInterrupt()).run()  # the first phase finished: kept
+    assert sorted(p.name for p in (later / "units").iterdir()) == ["a", "b"]
+    assert _left(stop.value) == f"the finished units are kept in {later}: run the same command to resume"

@@ -30,7 +30,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence, TypeVar
 
 from fincon.errors import FinconError
 from fincon.files import write_atomic
-from fincon.workflow.status import claim, marking, versioned
+from fincon.workflow.status import RESUMABLE, claim, marking, versioned
 
 T = TypeVar("T")
 J = TypeVar("J")
@@ -100,7 +100,7 @@ class Study:
                     self.marker, json.dumps({**self.state, "status": "complete"}, indent=1, sort_keys=True) + "\n"
                 )
                 return result
-        except BaseException:
+        except BaseException as exc:
             if self.out in made and self.disposable is not None and self.disposable(self.out):
                 shutil.rmtree(self.out, ignore_errors=True)  # nothing finished: leave nothing behind
                 for p in reversed(made[:-1]):
@@ -108,6 +108,10 @@ class Study:
                         p.rmdir()
                     except OSError:
                         break
+                # a stop no longer says the finished units are kept here: there are none, nor the folder
+                kept = f"{RESUMABLE}{self.out}"
+                if kept in getattr(exc, "__notes__", ()):
+                    exc.__notes__ = [n for n in exc.__notes__ if n != kept]
             raise
 
 
