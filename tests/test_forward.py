@@ -218,6 +218,28 @@ def test_a_journal_refuses_a_second_step_tampering_and_a_busy_lock(tmp_path, mon
     assert "no step is taken on a journal that does not verify" in capsys.readouterr().err
 
 
+def test_a_date_past_the_exchange_calendar_is_one_line_and_changes_nothing(tmp_path, monkeypatch, capsys):
+    """exchange-calendars knows sessions a year ahead of today: --simulate-from or --until after
+    that was its traceback (found by hand: `fincon forward step j --until 2030-01-01`); now one line
+    naming the flag and the last session it knows, exit 2, no journal made and none changed."""
+    from fincon.workflow.forward_clock import last_known
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    what = ["--ticker", "TSLA", "--strategy", "buy-and-hold"]
+    assert main(["forward", "init", "fw", *what, "--simulate-from", "2099-01-02"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--simulate-from 2099-01-02 is after {last_known()}, the last session" in err
+    assert not (tmp_path / "fw").exists()
+    assert main(["forward", "init", "fw", *what, "--simulate-from", START]) == 0
+    before = (tmp_path / "fw" / "journal.jsonl").read_bytes()
+    capsys.readouterr()
+    assert main(["forward", "step", "fw", "--until", "2099-01-02", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--until 2099-01-02 is after {last_known()}, the last session" in err
+    assert (tmp_path / "fw" / "journal.jsonl").read_bytes() == before
+
+
 def test_an_anchored_journal_commits_every_sealed_step(tmp_path, monkeypatch):
     """Issue 44 item 4: --anchor git makes every sealed step a commit (push it to a public remote for an
     outside timestamp); the working files a step rebuilds are not committed."""

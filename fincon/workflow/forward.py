@@ -57,7 +57,7 @@ from fincon.files import json_text, write_atomic
 from fincon.llm.bundled import BUNDLED, file_sha256
 from fincon.llm.cache import CallCache
 from fincon.strategies.registry import make_strategy
-from fincon.workflow import trials
+from fincon.workflow import forward_clock, trials
 from fincon.workflow.alpaca import AlpacaPaper, BrokerError, check_available, expected_after
 from fincon.workflow.forward_clock import EXCHANGE, next_session, previous_session, session_open, sessions
 from fincon.workflow.forward_plan import Plan, _frozen_config, freeze
@@ -107,6 +107,8 @@ def init(
             f"a live journal reads a live source (--source yfinance); the {cfg.data.source} data ends in the past: "
             "offline, run a simulated journal with --simulate-from YYYY-MM-DD"
         )
+    if simulate_from is not None and simulate_from > forward_clock.last_known():
+        raise forward_clock.beyond(simulate_from, "--simulate-from")
     first = simulate_from if simulate_from is not None else next_session(today)
     if simulate_from is not None and not sessions(simulate_from, simulate_from):
         raise ConfigError(f"--simulate-from {simulate_from} is no session of {EXCHANGE}; give a trading day")
@@ -210,6 +212,8 @@ def step(root: Path, *, until: dt.date | None = None, progress: bool = False, no
                 "--until steps a simulated journal; a live one decides only the next session to open (no backfill)"
             )
         if plan.simulated:
+            if until is not None and until > forward_clock.last_known():
+                raise forward_clock.beyond(until, "--until")
             target = next_session(done[-1]) if done else plan.first
             last = until or target
             todo = [d for d in sessions(target, last)] if last >= target else []

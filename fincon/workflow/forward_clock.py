@@ -9,6 +9,8 @@ from functools import lru_cache
 
 import pandas as pd
 
+from fincon.errors import ConfigError
+
 #: the exchange whose sessions the clock counts (exchange-calendars' code)
 EXCHANGE = "XNYS"
 
@@ -24,6 +26,29 @@ def _calendar(since: dt.date):
         return xcals.get_calendar(EXCHANGE, start=pd.Timestamp(since) - pd.Timedelta(days=400))
 
 
+def last_known() -> dt.date:
+    """The last session the calendar holds: exchange-calendars knows a year
+    ahead of today (holidays are announced about that far out)."""
+    return _calendar(_since(dt.date.today())).last_session.date()
+
+
+def beyond(day: dt.date, what: str) -> ConfigError:
+    """The one line for a day after :func:`last_known` (``what``: the flag or
+    name the user gave it)."""
+    return ConfigError(
+        f"{what} {day} is after {last_known()}, the last session {EXCHANGE}'s calendar knows (exchange-calendars "
+        "holds a year ahead of today); give an earlier date"
+    )
+
+
+def _holding(day: dt.date):
+    """The calendar whose sessions include ``day``'s neighbourhood; a day past
+    the calendar's end is a :class:`ConfigError`, not exchange-calendars' traceback."""
+    if day > last_known():
+        raise beyond(day, "the date")
+    return _calendar(_since(day))
+
+
 def _quiet(fn, *args):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -36,13 +61,15 @@ def _since(day: dt.date) -> dt.date:
 
 def sessions(start: dt.date, end: dt.date) -> list[dt.date]:
     """The exchange's sessions from ``start`` to ``end``."""
-    cal = _calendar(_since(start))
+    cal = _holding(start)
+    if end > last_known():
+        raise beyond(end, "the date")
     return [d.date() for d in _quiet(cal.sessions_in_range, pd.Timestamp(start), pd.Timestamp(end))]
 
 
 def _neighbour(day: dt.date, direction: str) -> dt.date:
     """The first session after (``next``) or the last before (``previous``) ``day``."""
-    cal = _calendar(_since(day))
+    cal = _holding(day)
     t = pd.Timestamp(day)
     if _quiet(cal.is_session, t):
         return _quiet(getattr(cal, f"{direction}_session"), t).date()
@@ -61,7 +88,7 @@ def previous_session(day: dt.date) -> dt.date:
 
 def session_open(day: dt.date) -> dt.datetime:
     """The session's opening time, in UTC (``day`` a session, else the next one's)."""
-    cal = _calendar(_since(day))
+    cal = _holding(day)
     t = pd.Timestamp(day)
     session = t if _quiet(cal.is_session, t) else _quiet(cal.date_to_session, t, "next")
     return _quiet(cal.session_open, session).to_pydatetime()
