@@ -135,6 +135,7 @@ def _dataset_without_items(root: Path) -> str:
 SMA = ["backtest", "--ticker", "AAPL", "--strategy", "sma-cross", "--no-progress", "--start", "2022-10-05",
        "--end", "2022-11-15"]  # fmt: skip
 EXP = ["experiment", "--ticker", "TSLA", "--brain", "rules", "--no-progress"]
+ROLL = ["experiment", "--brain", "rules", "--no-progress"]  # a rolling evaluation's tickers are --universe's
 
 
 # id -> (argv with {fixture} placeholders, a fragment the one line must contain)
@@ -207,6 +208,11 @@ CASES: dict[str, tuple[list[str], str]] = {
     "split windows with --rolling": (
         [*EXP, "--rolling", "1y", "--test-start", "2022-10-05"],
         "--test-start sets the one train/test split; --rolling makes its own windows",
+    ),
+    "tickers with --rolling": (  # was ignored: the universe stayed `all` (found by hand)
+        [*EXP, "--rolling", "3m", "--ticker", "TSLA,MSFT"],
+        "--ticker picks the one split's tickers; --rolling picks each window's with --universe RULE: give "
+        "--universe TSLA,MSFT",
     ),
     "the investorbench preset with --rolling": (
         ["experiment", "--preset", "investorbench", "--rolling", "1y"],
@@ -296,7 +302,7 @@ CASES: dict[str, tuple[list[str], str]] = {
     ),
     "rolling --out under a file": (
         [
-            *EXP,
+            *ROLL,
             "--rolling",
             "2w",
             "--universe",
@@ -311,16 +317,16 @@ CASES: dict[str, tuple[list[str], str]] = {
         "cannot create it",
     ),
     "a rolling step of many years": (
-        [*EXP, "--rolling", "1m", "--step", "99999y"],
+        [*ROLL, "--rolling", "1m", "--step", "99999y"],
         "--step: '99999y' is longer than 30 years",
     ),
     # 5. misleading messages
     "a rolling date without dashes": (
-        [*EXP, "--rolling", "2w", "--rolling-start", "20221003"],
+        [*ROLL, "--rolling", "2w", "--rolling-start", "20221003"],
         "--rolling-start: '20221003' is not a date",
     ),
     "a rolling date as a Unix timestamp": (
-        [*EXP, "--rolling", "2w", "--rolling-start", "1664755200"],
+        [*ROLL, "--rolling", "2w", "--rolling-start", "1664755200"],
         "--rolling-start: '1664755200'",
     ),
     "data info on a file": (["data", "info", "{news}"], "is a file, not a dataset folder"),

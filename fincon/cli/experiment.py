@@ -184,6 +184,12 @@ def experiment_overrides(args: argparse.Namespace) -> dict[str, Any]:
                 f"{FLAGS[split_given[0]]} sets the one train/test split; --rolling makes its own windows "
                 "(--rolling-start, --rolling-end, --step): drop one of them"
             )
+        if "tickers" in over:  # the windows' tickers are the universes' (say so, not ignore the flag)
+            rule = ",".join(over["tickers"]) if isinstance(over["tickers"], list) else over["tickers"]
+            raise ConfigError(
+                f"--ticker picks the one split's tickers; --rolling picks each window's with --universe RULE: "
+                f"give --universe {rule} for these tickers in every window"
+            )
         if getattr(args, "preset", None):
             raise ConfigError(
                 f"--preset {args.preset} is one train/test split with its own windows; --rolling would drop "
