@@ -25,3 +25,10 @@ class ConfigError(FinconError):
 
 class SourceUnavailable(FinconError):
     """An online source could not be reached and nothing usable was cached."""
+
+
+class Busy(FinconError):
+    """Another fincon command holds the folder this one would write (exit 1:
+    nothing is wrong with the command; run it again once the other ends)."""
+
+    exit_code = 1

@@ -231,3 +231,36 @@ def test_a_stop_names_the_folder_to_resume_only_when_it_is_kept(tmp_path):
         Toy(later, fail_on="c", exc=KeyboardInterrupt()).run()  # the first phase finished: kept
     assert sorted(p.name for p in (later / "units").iterdir()) == ["a", "b"]
     assert _left(stop.value) == f"the finished units are kept in {later}: run the same command to resume"
+
+
+def test_a_second_command_on_a_running_study_is_refused_and_changes_nothing(tmp_path, monkeypatch, caplog):
+    """Two `fincon experiment` on one --out ran every unit twice side by side (found by hand); the
+    folder is held while a study runs (a lock on the folder: no file added), and a second command
+    says so in one line, exit 1, and writes, runs and removes nothing. A filesystem that cannot
+    lock a folder is said in a warning and the study runs."""
+    import fcntl
+    import logging
+
+    from fincon.errors import Busy
+    from fincon.workflow.study import held
+
+    out = tmp_path / "toy"
+    out.mkdir()
+    toy = Toy(out)
+    with held(out, "toy"):  # another command's hold (a lock between open files, as between processes)
+        with pytest.raises(Busy, match="another fincon command is running this toy") as refused:
+            toy.run()
+    assert refused.value.exit_code == 1
+    assert toy.calls == [] and list(out.iterdir()) == []  # no status file, no unit
+    toy.run()  # once the other is done
+    assert toy.calls == ["a", "b", "c", "d"] and state(out)["status"] == "complete"
+    assert sorted(p.name for p in out.iterdir()) == ["result.txt", "toy.json", "units"]  # no lock file
+
+    def unsupported(fd, op):
+        raise OSError(9, "Bad file descriptor")
+
+    monkeypatch.setattr(fcntl, "flock", unsupported)
+    caplog.set_level(logging.WARNING)
+    other = Toy(tmp_path / "nfs")
+    other.run()
+    assert other.calls == ["a", "b", "c", "d"] and "cannot lock" in caplog.text

@@ -8,29 +8,38 @@ promises in the same order:
 1. *claim* the directory: the same config resumes, another is refused, and a
    folder holding the user's files is never emptied (:func:`status.claim`);
 2. *preflight*: every input is checked before the first file is written;
-3. *mark* the status file ``running``, then ``complete``, or ``failed`` /
+3. *hold* the directory (an advisory lock on the folder itself, no lock file
+   among the results): a second command on the same folder while the first
+   runs says so and leaves, instead of running every unit again beside it;
+4. *mark* the status file ``running``, then ``complete``, or ``failed`` /
    ``stopped_early`` / ``interrupted`` with the reason (:func:`status.marking`);
    a failure that finished nothing in a directory this command created
    leaves nothing behind;
-4. the *phase loop*: units of work run phase by phase, and a rerun skips the
+5. the *phase loop*: units of work run phase by phase, and a rerun skips the
    units a former command finished.
 
-:class:`Study` holds steps 1 to 3, :func:`run_phases` step 4. What a unit is
+:class:`Study` holds steps 1 to 4, :func:`run_phases` step 5. What a unit is
 (an episode, an experiment's unit, a window's unit) and how it runs stay in
 the workflow's own module.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import logging
+import os
 import shutil
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Collection, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Collection, Iterator, Mapping, Sequence, TypeVar
 
-from fincon.errors import FinconError
+from fincon.errors import Busy, FinconError
 from fincon.files import write_atomic
 from fincon.workflow.status import RESUMABLE, claim, marking, versioned
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 J = TypeVar("J")
@@ -93,6 +102,10 @@ class Study:
         except OSError as exc:
             why = exc.strerror or exc
             raise FinconError(self.cannot_create.format(kind=self.kind, out=self.out, why=why)) from None
+        with held(self.out, self.kind):  # taken outside the clean-up below: a refused second command removes nothing
+            return self._marked(body, made)
+
+    def _marked(self, body: Callable[[], T], made: list[Path]) -> T:
         try:
             with marking(self.marker, self.state):
                 result = body()
@@ -113,6 +126,28 @@ class Study:
                 if kept in getattr(exc, "__notes__", ()):
                     exc.__notes__ = [n for n in exc.__notes__ if n != kept]
             raise
+
+
+@contextmanager
+def held(out: Path, kind: str) -> Iterator[None]:
+    """One command at a time in ``out``: an exclusive ``flock`` on the folder
+    itself (released when the process ends, however it ends); a second command
+    is refused in one line (exit 1). Nothing is written: the results stay the files
+    the study writes."""
+    fd = os.open(out, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise Busy(
+                f"{out}: another fincon command is running this {kind} (wait for it, or pick another --out); "
+                "this one did nothing"
+            ) from None
+        except OSError as exc:  # a filesystem without locks on folders (some network mounts): said, not fatal
+            log.warning("cannot lock %s (%s): a second command on this folder would not be kept out", out, exc)
+        yield
+    finally:
+        os.close(fd)
 
 
 @dataclass
