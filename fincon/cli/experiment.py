@@ -96,7 +96,8 @@ deleted when it stops, and its auth token in the environment: nothing is left in
 
 Exit status: 0 done; 2 bad input; 3 a unit stopped early (LLM gone, budget
 spent: rerun to resume); 1 a unit failed on a Ray worker (an error that is
-not bad input, or the worker died: rerun to resume); 143 terminated by SIGTERM.
+not bad input, or the worker died: rerun to resume), or another command is
+running in the same --out; 143 terminated by SIGTERM.
 
 """
     + TRANSCRIPTS

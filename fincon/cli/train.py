@@ -66,7 +66,8 @@ Window default: {TRAIN_START} .. {TRAIN_END} (also under --config, for
 what the config leaves out; the paper's training window; the sample corpus covers 2022-01-03 .. 2023-06-09).
 
 Exit status: 0 done; 2 bad input; 3 an episode stopped early (LLM gone,
-budget spent: rerun to resume); 143 terminated by SIGTERM.
+budget spent: rerun to resume); 1 another command is running in the same
+--out; 143 terminated by SIGTERM.
 
 """
     + TRANSCRIPTS
