@@ -97,6 +97,8 @@ def fixtures(root: Path) -> dict[str, str]:
     f["per_share_cfg"] = str(root / "per_share.yaml")
     (root / "flat.yaml").write_text("broker: {slippage_model: bps, slippage: 5}\n")
     f["flat_cfg"] = str(root / "flat.yaml")
+    (root / "rolling.yaml").write_text("tickers: [TSLA]\nrolling: {window: 3m}\n")
+    f["rolling_cfg"] = str(root / "rolling.yaml")
     rows = [f"2020-01-{d:02d},10,11,9,10.5,10.5,1000" for d in (2, 3, 6, 7, 8, 9, 10, 13)]
     for name, edit in (
         ("high_below_low", lambda r: r.replace("2020-01-07,10,11,9", "2020-01-07,10,9,11")),
@@ -213,6 +215,10 @@ CASES: dict[str, tuple[list[str], str]] = {
         [*EXP, "--rolling", "3m", "--ticker", "TSLA,MSFT"],
         "--ticker picks the one split's tickers; --rolling picks each window's with --universe RULE: give "
         "--universe TSLA,MSFT",
+    ),
+    "a config's tickers with its rolling section": (  # ignored before, as the flag was
+        [*ROLL, "--config", "{rolling_cfg}"],
+        "experiment config: tickers belongs to one train/test split; a rolling evaluation makes its own windows",
     ),
     "the investorbench preset with --rolling": (
         ["experiment", "--preset", "investorbench", "--rolling", "1y"],

@@ -242,7 +242,6 @@ def test_an_interrupted_rolling_evaluation_says_so(tmp_path):
     exp = load_experiment(
         None,
         {
-            "tickers": ["TSLA"],
             "team.brain": "rules",
             "rolling.window": "1m",
             "rolling.step": "1m",

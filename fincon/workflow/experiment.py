@@ -110,6 +110,14 @@ def load_experiment(path: Path | None = None, overrides: dict[str, Any] | None =
     for key, value in (overrides or {}).items():
         if value is not None:
             _set_path(tree, key, value)
+    if isinstance(tree.get("rolling"), dict):  # its windows and universes replace these: refused, not ignored
+        split = [key for key in ("tickers", "train", "test") if key in tree]
+        if split:
+            raise ConfigError(
+                f"experiment config: {split[0]} belongs to one train/test split; a rolling evaluation makes its own "
+                "windows (rolling.start, rolling.end, rolling.step) and picks their tickers by rolling.universes "
+                "(e.g. [TSLA]): drop it"
+            )
     for name, (start, end) in (("train", TRAIN_WINDOW), ("test", TEST_WINDOW)):
         if isinstance(tree.get(name), dict):  # a window given in part: the other end is the paper's
             tree[name] = {"start": start, "end": end, **tree[name]}
