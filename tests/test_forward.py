@@ -376,6 +376,11 @@ def test_score_reports_what_a_backtest_does_and_draws_the_charts_a_step_leaves_o
         assert got["cr_pct"] == m["cr_pct"] and got["days"] == 5 and 0.0 <= got["psr"] <= 1.0  # 5 returns, 6 closes
         assert (replay / name / "equity.png").stat().st_size > 5_000
     assert (replay / "equity.png").stat().st_size > 5_000 and (tmp_path / "fw" / "report.html").is_file()
+    # `fincon report` on the journal itself says where its report is (it said "not a fincon run directory")
+    capsys.readouterr()
+    assert main(["report", "fw", "--out", "fw.html"]) == 2 and not (tmp_path / "fw.html").exists()
+    assert "fw is a forward journal: `fincon forward score fw` writes its report" in capsys.readouterr().err
+    assert main(["report", "fw/replay", "--out", "fw.html"]) == 0
 
 
 def test_a_journal_sealed_before_schema_3_verifies_and_goes_on(tmp_path, capsys):

@@ -23,6 +23,7 @@ import pandas as pd
 
 from fincon.engine.record import METRICS, RunRecord, is_run, read_json, read_jsonl, read_yaml
 from fincon.errors import DataError
+from fincon.workflow.journal import journal_hint
 from fincon.workflow.status import failure
 
 BENCHMARK = "buy-and-hold"
@@ -149,7 +150,10 @@ def load_source(path: Path) -> Source:
     if (path / "train.json").is_file() or ((path / "episodes.jsonl").is_file() and (path / "episodes").is_dir()):
         return _training(path)
     if not (path / METRICS).is_file():
-        raise DataError(f"{path} is not a fincon run directory (no metrics.json, train.json or experiment.json)")
+        raise DataError(
+            journal_hint(path)
+            or f"{path} is not a fincon run directory (no metrics.json, train.json or experiment.json)"
+        )
     metrics = read_json(path / METRICS)
     if not isinstance(metrics, dict):
         raise DataError(f"{path / 'metrics.json'}: expected a JSON object")

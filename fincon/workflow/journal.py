@@ -175,6 +175,17 @@ def now_utc() -> str:
 PLAN_FILE = "plan.yaml"
 
 
+def journal_hint(path: Path) -> str | None:
+    """What to run on a forward journal given where a run, training or
+    experiment directory belongs (``fincon report J``); None: not a journal."""
+    if not ((path / JOURNAL).is_file() and (path / PLAN_FILE).is_file()):
+        return None
+    return (
+        f"{path} is a forward journal: `fincon forward score {path}` writes its report ({path / 'report.html'}) "
+        f"and the replayed run {path / REPLAY}, which report, plot and explain read"
+    )
+
+
 def verify_chain(entries: list[dict[str, Any]], root: Path) -> Iterator[str]:
     """Why each entry fails, in order (nothing: the chain holds). Checks the
     chain itself, the register entry first, the format, the plan file against
