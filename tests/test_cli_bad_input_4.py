@@ -363,6 +363,28 @@ def test_flags_no_model_reads_are_said_not_dropped(tmp_path, monkeypatch, capfd)
     )
 
 
+def test_every_model_setting_a_run_without_a_model_ignores_is_said(tmp_path, monkeypatch, capfd):
+    """--llm-model, --max-tokens or an llm: key of the config on a run without a model were dropped in
+    silence (found by hand: `--strategy sma-cross --llm-model ...`); the warning names each, as it is
+    spelled (its flag, or its config key when it has none), and the run's results are the same."""
+    monkeypatch.chdir(tmp_path)
+    assert main([*SMA, "--ledger", "off", "--out", "plain"]) == 0
+    assert "calls a model" not in capfd.readouterr().err  # nothing given, nothing said
+    argv = [*SMA, "--llm-model", "qwen2.5-coder-0.5b", "--max-tokens", "500", "--llm-temperature", "0.3",
+            "--ledger", "off", "--out", "flags"]  # fmt: skip
+    assert main(argv) == 0
+    assert (
+        "fincon: warning: --llm-model, --max-tokens, --llm-temperature: no strategy of this run calls a model, "
+        "so they change nothing here" in capfd.readouterr().err
+    )
+    assert (tmp_path / "flags" / "equity.csv").read_bytes() == (tmp_path / "plain" / "equity.csv").read_bytes()
+    (tmp_path / "llm.yaml").write_text("llm: {answer_max_tokens: 100}\n")
+    assert main([*SMA, "--config", "llm.yaml", "--ledger", "off", "--out", "config"]) == 0
+    assert "fincon: warning: llm.answer_max_tokens: no strategy of this run calls a model, so it changes" in (
+        capfd.readouterr().err
+    )
+
+
 def test_results_json_holds_no_bare_nan_and_a_flat_baseline_is_never_best():
     """Issue 42 item 16: results are JSON (a non-finite number is null), and the significance table's best
     non-LLM baseline is the results table's (a book that never moved has no Sharpe ratio)."""

@@ -15,6 +15,7 @@ from fincon.config import RunConfig
 from fincon.data.aliases import NAMES
 from fincon.data.inputs import RunInputs
 from fincon.errors import ConfigError
+from fincon.flag import FlagSpec
 from fincon.llm import leakage, leakage_inputs
 from fincon.llm.knowledge import model_knowledge, warning
 from fincon.llm.masking_terms import mined_terms
@@ -22,27 +23,31 @@ from fincon.strategies.base import Strategy
 
 
 def warn_vacuous(llm: Any, require_after_cutoff: bool, any_model: bool) -> None:
-    """One warning naming the model flags a run without a model would take and
-    ignore (``--anonymize``, ``--alias``, ``--llm-knowledge-cutoff``,
-    ``--require-after-cutoff``): said, never dropped in silence."""
+    """One warning naming every model setting a run without a model would take
+    and ignore (``--anonymize``, ``--llm-model``, ``--max-tokens``, an ``llm:``
+    key of its config, ``--require-after-cutoff``, ...): said, never dropped in
+    silence."""
     if any_model:
         return
-    given = [
-        flag
-        for flag, on in (
-            ("--anonymize", llm.anonymize),
-            ("--alias", bool(llm.aliases)),
-            ("--llm-knowledge-cutoff", llm.knowledge_cutoff is not None),
-            ("--require-after-cutoff", require_after_cutoff),
-        )
-        if on
-    ]
+    first = ("anonymize", "aliases", "knowledge_cutoff")  # the masking and cutoff flags, as they were said first
+    fields = [*(f for f in first if f in llm.model_fields_set)]
+    fields += [f for f in type(llm).model_fields if f in llm.model_fields_set and f not in first]
+    given = [_spelled(type(llm), f) for f in fields] + (["--require-after-cutoff"] if require_after_cutoff else [])
     if given:
         print(
             f"fincon: warning: {', '.join(given)}: no strategy of this run calls a model, so "
             f"{'it changes' if len(given) == 1 else 'they change'} nothing here",
             file=sys.stderr,
         )
+
+
+def _spelled(model: Any, name: str) -> str:
+    """How the user gave field ``name`` of the LLM settings: its flag (``--alias``,
+    ``--llm-model``), or its config key for a field without one."""
+    flag = next((m for m in model.model_fields[name].metadata if isinstance(m, FlagSpec)), None)
+    if flag is None:
+        return f"llm.{name}"
+    return flag.names[0] if flag.names else "--llm-" + name.replace("_", "-")
 
 
 def check_masking(cfg: RunConfig, inputs: RunInputs, strategies: Mapping[str, Strategy]) -> None:
