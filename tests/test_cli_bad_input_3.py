@@ -211,6 +211,10 @@ CASES: dict[str, tuple[list[str], str]] = {
         [*EXP, "--rolling", "1y", "--test-start", "2022-10-05"],
         "--test-start sets the one train/test split; --rolling makes its own windows",
     ),
+    "a team parameter without the team": (  # was dropped in silence, where any other strategy's is refused
+        [*SMA, "--param", "fincon.analysts=[news]"],
+        "strategy_params given for 'fincon', which this run does not run (running: sma-cross)",
+    ),
     "tickers with --rolling": (  # was ignored: the universe stayed `all` (found by hand)
         [*EXP, "--rolling", "3m", "--ticker", "TSLA,MSFT"],
         "--ticker picks the one split's tickers; --rolling picks each window's with --universe RULE: give "

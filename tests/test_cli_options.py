@@ -185,3 +185,25 @@ def test_a_command_line_builds_its_one_command_and_reads_as_the_whole_parser():
         mine = {path: text for path, text in alone.items() if path.split()[1:2] == [command]}
         assert mine == {path: text for path, text in whole.items() if path.split()[1:2] == [command]}, command
         assert alone["fincon"] == whole["fincon"]
+
+
+def test_brain_sets_a_single_agent_baseline_without_the_team_and_a_team_param_alone_is_refused(tmp_path, capsys):
+    """--brain is written for every strategy with a brain, the team's section included; without the team
+    that section goes (the run is finsent's alone) but a --param fincon.KEY given with it stays and is
+    refused as any strategy's parameters the run does not run (it was dropped in silence)."""
+    import yaml
+
+    from fincon.cli.main import main
+
+    base = ["backtest", "--ticker", "TSLA", "--start", "2022-10-05", "--end", "2022-10-20", "--no-progress",
+            "--ledger", "off", "--brain", "rules"]  # fmt: skip
+    assert main([*base, "--strategy", "finsent", "--out", str(tmp_path / "run")]) == 0
+    cfg = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
+    assert cfg["strategy_params"]["finsent"]["brain"] == "rules" and "fincon" not in cfg["strategy_params"]
+    capsys.readouterr()
+    assert (
+        main([*base, "--strategy", "finsent", "--param", "fincon.analysts=[news]", "--out", str(tmp_path / "x")]) == 2
+    )
+    err = capsys.readouterr().err
+    assert "strategy_params given for 'fincon', which this run does not run (running: finsent)" in err
+    assert not (tmp_path / "x").exists()

@@ -180,8 +180,13 @@ def with_brain(cfg: RunConfig, team: dict[str, Any]) -> RunConfig:
             raise ConfigError(
                 f"{names} {'applies' if len(own) == 1 else 'apply'} to the agent team; add fincon to --strategy"
             )
+        # --brain was written for the team too; a --param fincon.KEY (or the config's) stays, and the runner
+        # refuses it as it refuses any strategy's parameters the run does not run
+        rest = {k: v for k, v in cfg.params("fincon").items() if k not in team}
         params = {k: v for k, v in cfg.strategy_params.items() if k != "fincon"}
         cfg = cfg.model_copy(update={"strategy_params": params})
+        if rest:
+            cfg = cfg.with_params("fincon", rest)
     return cfg
 
 
