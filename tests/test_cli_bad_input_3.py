@@ -211,6 +211,10 @@ CASES: dict[str, tuple[list[str], str]] = {
         [*EXP, "--rolling", "1y", "--test-start", "2022-10-05"],
         "--test-start sets the one train/test split; --rolling makes its own windows",
     ),
+    "another strategy's parameter on a training": (  # said "add the strategy to --strategy", which train lacks
+        ["train", "--ticker", "TSLA", "--brain", "rules", "--param", "sma-cross.fast=3"],
+        "--param sma-cross.KEY: fincon train trains the agent team alone; its --param is fincon.KEY=VALUE",
+    ),
     "a team parameter without the team": (  # was dropped in silence, where any other strategy's is refused
         [*SMA, "--param", "fincon.analysts=[news]"],
         "strategy_params given for 'fincon', which this run does not run (running: sma-cross)",

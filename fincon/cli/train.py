@@ -140,6 +140,11 @@ def build_config(args: argparse.Namespace):
     """The training's run config: the team alone, without a benchmark, on the
     training window (its defaults apply to whatever neither a flag nor the
     config gives: a config without dates must not train on the test window)."""
+    other = sorted({item.partition("=")[0].rpartition(".")[0] for item in args.param or ()} - {"fincon", ""})
+    if other:  # a training runs the team alone: there is no --strategy to add them to
+        raise ConfigError(
+            f"--param {other[0]}.KEY: fincon train trains the agent team alone; its --param is fincon.KEY=VALUE"
+        )
     in_config = _config_keys(args.config) if args.config is not None else set()
     flags = {
         "tickers": given(args, RunConfig, "tickers").get("tickers"),
