@@ -385,6 +385,29 @@ def test_every_model_setting_a_run_without_a_model_ignores_is_said(tmp_path, mon
     )
 
 
+def test_a_setting_of_the_other_brain_is_said(tmp_path, monkeypatch, capfd):
+    """An experiment's --temperature samples the llm brain's manager and --explore noises the rules
+    brain's weights: given to the other brain they were dropped in silence (found by hand)."""
+    from fincon.workflow.model_checks import warn_other_brain
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["experiment", "--brain", "rules", "--repeats", "1", "--episodes", "1", "--ablations", "full",
+            "--baselines", "buy-and-hold", "--train-start", "2022-06-01", "--train-end", "2022-06-30",
+            "--test-start", "2022-07-01", "--test-end", "2022-07-29", "--no-progress", "--ledger", "off",
+            "--bootstrap-reps", "1000", "--temperature", "0.2", "--out", "exp"]  # fmt: skip
+    assert main(argv) == 0
+    assert (
+        "fincon: warning: --temperature: a setting of the other brain; with the rules brain it changes nothing "
+        "here" in capfd.readouterr().err
+    )
+    warn_other_brain("llm", {"explore", "temperature", "seed"})
+    assert capfd.readouterr().err == (
+        "fincon: warning: --explore: a setting of the other brain; with the llm brain it changes nothing here\n"
+    )
+    warn_other_brain("rules", {"explore", "seed"})  # its own settings: nothing said
+    assert capfd.readouterr().err == ""
+
+
 def test_results_json_holds_no_bare_nan_and_a_flat_baseline_is_never_best():
     """Issue 42 item 16: results are JSON (a non-finite number is null), and the significance table's best
     non-LLM baseline is the results table's (a book that never moved has no Sharpe ratio)."""

@@ -95,7 +95,7 @@ from fincon.workflow.experiment_units import (  # noqa: F401
     unit_done,
     variant,
 )
-from fincon.workflow.model_checks import check_knowledge, warn_vacuous
+from fincon.workflow.model_checks import check_knowledge, warn_other_brain, warn_vacuous
 from fincon.workflow.placebo import ToneRewriter, write_placebo
 from fincon.workflow.status import default_dir
 from fincon.workflow.study import Study, run_phases
@@ -181,6 +181,7 @@ def run_experiment(
         check_knowledge(blocks, require=require_after_cutoff, warn=warn_knowledge)
         if warn_knowledge:
             warn_vacuous(exp.llm, require_after_cutoff, calls_a_model(exp, blocks))
+            warn_other_brain(exp.brain, exp.model_fields_set)
         check_servers(exp, blocks)  # a server that is down: said now, before the experiment's folder
 
     return study.run(lambda: _run(exp, out, progress, executor), preflight=checks)

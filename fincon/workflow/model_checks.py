@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
 import yaml
 
@@ -37,6 +37,23 @@ def warn_vacuous(llm: Any, require_after_cutoff: bool, any_model: bool) -> None:
         print(
             f"fincon: warning: {', '.join(given)}: no strategy of this run calls a model, so "
             f"{'it changes' if len(given) == 1 else 'they change'} nothing here",
+            file=sys.stderr,
+        )
+
+
+#: an experiment's settings of one brain alone: (the brain that reads it, its flag)
+BRAIN_ONLY = {"temperature": ("llm", "--temperature"), "explore": ("rules", "--explore")}
+
+
+def warn_other_brain(brain: str, given: Collection[str]) -> None:
+    """One warning naming the settings of the other brain an experiment was
+    given (``--temperature`` samples the llm brain's manager, ``--explore``
+    puts noise on the rules brain's weights): said, never dropped in silence."""
+    unused = [flag for key, (reader, flag) in BRAIN_ONLY.items() if key in given and reader != brain]
+    if unused:
+        print(
+            f"fincon: warning: {', '.join(unused)}: {'a setting' if len(unused) == 1 else 'settings'} of the other "
+            f"brain; with the {brain} brain {'it changes' if len(unused) == 1 else 'they change'} nothing here",
             file=sys.stderr,
         )
 
