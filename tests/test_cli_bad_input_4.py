@@ -385,6 +385,15 @@ def test_every_model_setting_a_run_without_a_model_ignores_is_said(tmp_path, mon
     )
 
 
+def test_an_evaluation_on_the_rules_brain_names_the_model_flags_it_ignores(capfd):
+    """`fincon eval numeric --brain rules --llm-model X` dropped the model flags in silence (found by hand)."""
+    assert main(["eval", "numeric", "--brain", "rules", "--limit", "3", "--llm-model", "qwen2.5-coder-0.5b"]) == 0
+    err = capfd.readouterr().err
+    assert "fincon: warning: --llm-model: the rules brain calls no model, so it changes nothing here" in err
+    assert main(["eval", "numeric", "--brain", "rules", "--limit", "3"]) == 0
+    assert "warning" not in capfd.readouterr().err
+
+
 def test_a_setting_of_the_other_brain_is_said(tmp_path, monkeypatch, capfd):
     """An experiment's --temperature samples the llm brain's manager and --explore noises the rules
     brain's weights: given to the other brain they were dropped in silence (found by hand)."""

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Callable, Literal
 
 from pydantic import Field
 
-from fincon import data as fincon_data, eval as fincon_eval, llm
+from fincon import data as fincon_data, eval as fincon_eval, llm, workflow
 from fincon.cli.args import check_output_file, write_text_atomic
 from fincon.cli.flags import Args, action
 from fincon.cli.llm import add_llm_arguments, settings_from_args
@@ -329,8 +329,10 @@ def _check_datasets(dirs: list[Path]) -> None:
 
 
 def _client(args: argparse.Namespace, base: dict[str, Any]):
-    """The model client of ``--brain llm`` (None for the rules brain)."""
+    """The model client of ``--brain llm`` (None for the rules brain, which
+    names the model flags it was given and ignores in one warning)."""
     if args.brain != "llm":
+        workflow.warn_vacuous(settings_from_args(args), False, False, "the rules brain calls no model")
         return None
 
     client = build_client(settings_from_args(args, base))

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         RollingSpec as RollingSpec,
         Window as Window,
     )
+    from fincon.workflow.model_checks import warn_vacuous as warn_vacuous
     from fincon.workflow.paper_protocol import plan as plan, run_paper as run_paper
     from fincon.workflow.presets import NOTES as NOTES, preset_overrides as preset_overrides
     from fincon.workflow.process_pool import ProcessPool as ProcessPool

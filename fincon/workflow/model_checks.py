@@ -22,7 +22,9 @@ from fincon.llm.masking_terms import mined_terms
 from fincon.strategies.base import Strategy
 
 
-def warn_vacuous(llm: Any, require_after_cutoff: bool, any_model: bool) -> None:
+def warn_vacuous(
+    llm: Any, require_after_cutoff: bool, any_model: bool, why: str = "no strategy of this run calls a model"
+) -> None:
     """One warning naming every model setting a run without a model would take
     and ignore (``--anonymize``, ``--llm-model``, ``--max-tokens``, an ``llm:``
     key of its config, ``--require-after-cutoff``, ...): said, never dropped in
@@ -35,7 +37,7 @@ def warn_vacuous(llm: Any, require_after_cutoff: bool, any_model: bool) -> None:
     given = [_spelled(type(llm), f) for f in fields] + (["--require-after-cutoff"] if require_after_cutoff else [])
     if given:
         print(
-            f"fincon: warning: {', '.join(given)}: no strategy of this run calls a model, so "
+            f"fincon: warning: {', '.join(given)}: {why}, so "
             f"{'it changes' if len(given) == 1 else 'they change'} nothing here",
             file=sys.stderr,
         )
