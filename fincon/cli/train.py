@@ -19,6 +19,7 @@ from fincon.cli.options import (
     check_data_flags,
     data_overrides,
     load_run_config,
+    parse_params,
     team_values,
 )
 from fincon.config import WHAT, RunConfig, read_yaml
@@ -140,7 +141,7 @@ def build_config(args: argparse.Namespace):
     """The training's run config: the team alone, without a benchmark, on the
     training window (its defaults apply to whatever neither a flag nor the
     config gives: a config without dates must not train on the test window)."""
-    other = sorted({item.partition("=")[0].rpartition(".")[0] for item in args.param or ()} - {"fincon", ""})
+    other = sorted(set(parse_params(args.param or [])) - {"fincon"})
     if other:  # a training runs the team alone: there is no --strategy to add them to
         raise ConfigError(
             f"--param {other[0]}.KEY: fincon train trains the agent team alone; its --param is fincon.KEY=VALUE"

@@ -32,7 +32,7 @@ def warn_vacuous(
     if any_model:
         return
     first = ("anonymize", "aliases", "knowledge_cutoff")  # the masking and cutoff flags, as they were said first
-    fields = [*(f for f in first if f in llm.model_fields_set)]
+    fields = [f for f in first if f in llm.model_fields_set]
     fields += [f for f in type(llm).model_fields if f in llm.model_fields_set and f not in first]
     given = [_spelled(type(llm), f) for f in fields] + (["--require-after-cutoff"] if require_after_cutoff else [])
     if given:
