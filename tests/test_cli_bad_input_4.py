@@ -409,6 +409,14 @@ def test_a_setting_of_the_other_brain_is_said(tmp_path, monkeypatch, capfd):
         "fincon: warning: --temperature: a setting of the other brain; with the rules brain it changes nothing "
         "here" in capfd.readouterr().err
     )
+    # a training on the llm brain given --explore: said before its first file (here a replay without a recording
+    # stops it next, so no model is loaded)
+    argv = ["train", "--ticker", "TSLA", "--brain", "llm", "--explore", "0.5", "--episodes", "1", "--llm-cache",
+            "replay", "--llm-cache-path", "none.sqlite", "--no-progress", "--out", "tr"]  # fmt: skip
+    assert main(argv) == 2 and not (tmp_path / "tr").exists()
+    assert "fincon: warning: --explore: a setting of the other brain; with the llm brain it changes nothing here" in (
+        capfd.readouterr().err
+    )
     warn_other_brain("llm", {"explore", "temperature", "seed"})
     assert capfd.readouterr().err == (
         "fincon: warning: --explore: a setting of the other brain; with the llm brain it changes nothing here\n"

@@ -43,14 +43,15 @@ def warn_vacuous(
         )
 
 
-#: an experiment's settings of one brain alone: (the brain that reads it, its flag)
+#: a training's or experiment's settings of one brain alone: (the brain that reads it, its flag)
 BRAIN_ONLY = {"temperature": ("llm", "--temperature"), "explore": ("rules", "--explore")}
 
 
 def warn_other_brain(brain: str, given: Collection[str]) -> None:
-    """One warning naming the settings of the other brain an experiment was
-    given (``--temperature`` samples the llm brain's manager, ``--explore``
-    puts noise on the rules brain's weights): said, never dropped in silence."""
+    """One warning naming the settings of the other brain a training or an
+    experiment was given (``--temperature`` samples the llm brain's manager,
+    ``--explore`` puts noise on the rules brain's weights): said, never
+    dropped in silence."""
     unused = [flag for key, (reader, flag) in BRAIN_ONLY.items() if key in given and reader != brain]
     if unused:
         print(

@@ -56,7 +56,7 @@ from fincon.llm.endpoint import check_server
 from fincon.llm.knowledge import model_knowledge
 from fincon.llm.settings import build_client, layered
 from fincon.risk.cvrf import RULES_LR, Trajectory, overlap
-from fincon.workflow.model_checks import check_knowledge
+from fincon.workflow.model_checks import check_knowledge, warn_other_brain
 from fincon.workflow.status import versioned
 from fincon.workflow.study import Study, run_phases
 
@@ -261,6 +261,8 @@ def train(
 
         check_server(_model_settings(cfg, opts))  # a server that is down: said now, before the training's folder
         check_knowledge(knowledge, warn=warn_knowledge)  # the inputs are good: the window's label, once
+        if warn_knowledge:  # an --explore the llm brain would ignore (at its default, it is not told from none)
+            warn_other_brain(brain, {"explore"} if opts.explore != TrainOptions.explore else set())
 
     return study.run(lambda: _train(cfg, out, opts, team, brain, progress), preflight=checks)
 
