@@ -191,7 +191,7 @@ class OpenAICompatBackend:
                 last = exc
                 kinds[exc.kind] = kinds.get(exc.kind, 0) + 1
                 log.warning(
-                    "LLM call to %s failed (attempt %d of %d): %s",
+                    "LLM call to %s failed (attempt %d of at most %d): %s",
                     self.base_url,
                     attempt + 1,
                     self.max_retries + 1,
