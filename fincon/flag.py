@@ -52,6 +52,17 @@ class FlagSpec:
     group: str | None = None
 
 
+def flag_of_field(info: Any) -> FlagSpec | None:
+    """The :class:`FlagSpec` on a pydantic field (its ``FieldInfo``), or None."""
+    return next((m for m in info.metadata if isinstance(m, FlagSpec)), None)
+
+
+def names_of(flag: FlagSpec, field: str, prefix: str = "--") -> tuple[str, ...]:
+    """The flags that set ``field``: the ones its Flag names, else ``prefix``
+    and the field's name (``--llm-`` + ``max_tokens``: ``--llm-max-tokens``)."""
+    return flag.names or (prefix + field.replace("_", "-"),)
+
+
 def Flag(*names: str, **kw: Any) -> FlagSpec:  # noqa: N802  (read as a type in ``Annotated[int, Flag(...)]``)
     """How a field is spelled on the command line: ``Flag("--ticker", "--tickers", metavar="T")``."""
     return FlagSpec(names=names, **kw)

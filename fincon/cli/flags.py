@@ -42,7 +42,7 @@ from pydantic_core import PydanticUndefined
 
 from fincon.cli.args import iso_date, number
 from fincon.errors import ConfigError
-from fincon.flag import Flag, FlagSpec
+from fincon.flag import Flag, FlagSpec, flag_of_field, names_of
 
 
 class Args(BaseModel):
@@ -72,10 +72,6 @@ def _unwrap(annotation: Any) -> Any:
     return annotation
 
 
-def flag_of_field(info: FieldInfo) -> FlagSpec | None:
-    return next((m for m in info.metadata if isinstance(m, FlagSpec)), None)
-
-
 def _default(info: FieldInfo) -> Any:
     if info.default_factory is not None:
         return info.default_factory()  # type: ignore[call-arg]
@@ -96,7 +92,7 @@ def specs(model: type[BaseModel], *, key: str = "", prefix: str = "--", default:
                     spec = spec._replace(flag=replace(spec.flag, help=spec.flag.help.replace("{section}", flag.help)))
                 yield spec
             continue
-        names = flag.names or (prefix + name.replace("_", "-"),)
+        names = names_of(flag, name, prefix)
         dests = [n.lstrip("-").replace("-", "_") for n in names]
         dest = name if name in dests else dests[0]  # --ticker/--tickers: args.tickers
         yield Spec(key + name, names, dest, info, flag, value)

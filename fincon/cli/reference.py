@@ -25,8 +25,9 @@ from pydantic_core import PydanticUndefined
 from fincon import workflow
 from fincon.agents.policies import Policies
 from fincon.agents.team.params import FinConParams
-from fincon.cli.flags import _default, _unwrap, bounds_of, flag_of_field
+from fincon.cli.flags import _default, _unwrap, bounds_of
 from fincon.config import BrokerConfig, DataConfig, MetricsConfig, RunConfig
+from fincon.flag import flag_of_field
 from fincon.llm.settings import LLMSettings
 from fincon.workflow.executors import ExecutorSpec
 

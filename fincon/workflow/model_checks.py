@@ -15,7 +15,7 @@ from fincon.config import RunConfig
 from fincon.data.aliases import NAMES
 from fincon.data.inputs import RunInputs
 from fincon.errors import ConfigError
-from fincon.flag import FlagSpec
+from fincon.flag import flag_of_field, names_of
 from fincon.llm import leakage, leakage_inputs
 from fincon.llm.knowledge import model_knowledge, warning
 from fincon.llm.masking_terms import mined_terms
@@ -64,10 +64,8 @@ def warn_other_brain(brain: str, given: Collection[str]) -> None:
 def _spelled(model: Any, name: str) -> str:
     """How the user gave field ``name`` of the LLM settings: its flag (``--alias``,
     ``--llm-model``), or its config key for a field without one."""
-    flag = next((m for m in model.model_fields[name].metadata if isinstance(m, FlagSpec)), None)
-    if flag is None:
-        return f"llm.{name}"
-    return flag.names[0] if flag.names else "--llm-" + name.replace("_", "-")
+    flag = flag_of_field(model.model_fields[name])
+    return f"llm.{name}" if flag is None else names_of(flag, name, "--llm-")[0]
 
 
 def check_masking(cfg: RunConfig, inputs: RunInputs, strategies: Mapping[str, Strategy]) -> None:
