@@ -14,8 +14,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import socket
 import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+
+from fincon.errors import ConfigError
 
 
 def listing(root: Path, whole: tuple[str, ...] = ()) -> list[str]:
@@ -129,3 +135,103 @@ def sqlite_foreign(path: Path, tables: dict[str, tuple[str, ...]]) -> str | None
             missing = sorted(set(cols) - set(found[name]))
             return f"its {name} table lacks fincon's columns ({shown(missing)})"
     return None
+
+
+@dataclass(frozen=True)
+class OwnedFolder:
+    """A folder one fincon command writes whole (a dataset, a sample corpus):
+    its ``--out`` must be new or empty, or one it wrote before and holds
+    nothing else, with ``--replace``. The files are written to a staging
+    folder beside ``--out`` and renamed into place, so an interrupted command
+    leaves no half-written folder and never a mix of an old one and a new one."""
+
+    #: what the folder is called in messages ("dataset", "sample corpus")
+    kind: str
+    #: the file that marks a folder of this kind (``dataset.json``, ``README.md``)
+    mark: str
+    #: who writes it, as messages name it ("fincon import", "`fincon data sample`")
+    made_by: str
+    #: the files the command that wrote ``out`` made, or None when fincon did not write it
+    own_files: Callable[[Path], set[str] | None]
+
+    def holds(self, out: Path) -> bool:
+        return (Path(out) / self.mark).is_file()
+
+    def check_out(self, out: Path, replace: bool) -> None:
+        """Refuse, in one line and before any work, an ``--out`` this command may not write."""
+        if not out.exists():
+            for parent in out.parents:
+                if parent.exists():
+                    if not parent.is_dir():
+                        raise ConfigError(f"--out {out}: {parent} is a file, not a folder")
+                    break
+            return
+        if not out.is_dir():
+            raise ConfigError(f"--out {out} exists and is a file; choose a new folder")
+        if not self.holds(out):
+            if any(out.iterdir()):
+                raise ConfigError(
+                    f"--out {out} exists and is not a fincon {self.kind}; choose a new folder "
+                    "(fincon never writes into a folder it did not make)"
+                )
+            return
+        if not replace:
+            raise ConfigError(f"--out {out} already holds a {self.kind}; pass --replace to overwrite it")
+        self.check_replaceable(out)
+
+    def check_replaceable(self, out: Path) -> None:
+        """``--replace`` removes a folder only when fincon wrote it and it holds
+        nothing else; anything else in it is named and left alone."""
+        own = self.own_files(out)
+        if own is None:
+            raise ConfigError(
+                f"--replace: {out}/{self.mark} was not written by fincon; fincon replaces only a {self.kind} "
+                f"{self.made_by} wrote: choose a new folder"
+            )
+        dirs = {str(Path(f).parent) + "/" for f in own if "/" in f}
+        foreign = [e for e in listing(out) if e not in own and e not in dirs]
+        if foreign:
+            raise ConfigError(
+                f"--replace: {out} holds {shown(foreign)}, which no {self.made_by} wrote; move "
+                f"{'it' if len(foreign) == 1 else 'them'} out or choose a new folder (nothing was changed)"
+            )
+
+    def staging(self, out: Path) -> Path:
+        """A fresh staging folder beside ``out`` (renamed into place by :meth:`swap_in`)."""
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = out.parent / f".{out.name}.partial-{os.getpid()}@{socket.gethostname()}"
+        if staging.exists():
+            shutil.rmtree(staging)
+        staging.mkdir()
+        return staging
+
+    def swap_in(self, staging: Path, out: Path, replace: bool) -> None:
+        """Rename the finished staging folder to ``out``. Another command that
+        finished first into the same ``out`` wins; this one then fails with one
+        line instead of overwriting it (``--replace`` swaps the old one out)."""
+        taken = ConfigError(
+            f"--out {out} was written by another command while this one ran; nothing was changed "
+            "(pass --replace to overwrite it)"
+        )
+        if out.is_dir() and not out.is_symlink() and not any(out.iterdir()):
+            try:
+                out.rmdir()  # an empty folder given as --out: the new one takes its place
+            except OSError:
+                pass
+        if out.exists():
+            if not (replace and self.holds(out)):
+                raise taken
+            self.check_replaceable(out)  # again: something may have been put into it meanwhile
+            old = out.parent / f".{out.name}.replaced-{os.getpid()}"
+            out.rename(old)
+            try:
+                staging.rename(out)
+            except OSError:
+                old.rename(out)
+                raise
+            shutil.rmtree(old, ignore_errors=True)
+            return
+        try:
+            staging.rename(out)
+        except OSError:  # created meanwhile (rename onto a non-empty folder fails)
+            raise taken from None

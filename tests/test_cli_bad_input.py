@@ -80,7 +80,7 @@ CASES: dict[str, tuple[list[str], str]] = {
     "llm model dir in /proc": (["llm", "model", "--model-dir", "/proc/xx"], "/proc/xx"),
     "data sample onto a file": (
         ["data", "sample", "--tickers", "TSLA", "--no-audio", "--out", "{a_file}"],
-        "is not a directory",
+        "exists and is a file",
     ),
     "data show after the corpus": (
         ["data", "show", "--ticker", "TSLA", "--date", "2030-01-01", "--embedder", "hashing"],

@@ -41,6 +41,57 @@ def test_data_sample_writes_a_planted_corpus(tmp_path, capsys):
     assert "planted look-ahead source: news:0.3" in (out / "README.md").read_text()
 
 
+def _sample(out, tickers, *extra):
+    return main(["data", "sample", "--tickers", tickers, "--start", "2022-03-01", "--end", "2022-03-31",
+                 "--no-audio", "--out", str(out), *extra])  # fmt: skip
+
+
+def test_data_sample_never_mixes_two_corpora_in_one_folder(tmp_path, capsys):
+    """A second sample written into a folder holding a planted TSLA corpus
+    used to add its files beside it, under a README that named the new
+    tickers only and 'planted look-ahead source: none'."""
+    out = tmp_path / "ev"
+    assert _sample(out, "TSLA", "--planted", "news:0.3") == 0
+    assert _sample(out, "GM") == 2
+    assert "already holds a sample corpus; pass --replace" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == ["README.md", "TSLA.jsonl.gz"]
+    assert _sample(out, "GM", "--replace") == 0  # replaced whole: the planted TSLA is gone
+    assert sorted(p.name for p in out.iterdir()) == ["GM.jsonl.gz", "README.md"]
+    assert "planted look-ahead source: none" in (out / "README.md").read_text()
+    (out / "notes.txt").write_text("mine")
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert _sample(out, "TSLA", "--replace") == 2
+    assert "holds notes.txt, which no `fincon data sample` wrote" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    other = tmp_path / "mine"
+    other.mkdir()
+    (other / "prices.csv").write_text("Date,Close\n")
+    assert _sample(other, "TSLA", "--replace") == 2
+    assert "is not a fincon sample corpus" in capsys.readouterr().err
+    assert [p.name for p in other.iterdir()] == ["prices.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ev", "mine"]  # no staging folder left
+
+
+def test_an_interrupted_sample_leaves_no_half_corpus(tmp_path, monkeypatch, capsys):
+    from fincon.data.events import sample_folder
+
+    calls = []
+
+    def render(text, target, bitrate="12k"):
+        calls.append(target)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # what SIGTERM becomes in the CLI
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(b"OggS")
+
+    monkeypatch.setattr(sample_folder, "render_call_audio", render)
+    monkeypatch.setattr("fincon.data.require_binary", lambda *a: "/bin/true")
+    rc = main(["data", "sample", "--tickers", "TSLA", "--start", "2022-01-03", "--end", "2022-12-30",
+               "--out", str(tmp_path / "ev")])  # fmt: skip
+    assert rc == 130 and "partial output removed" in capsys.readouterr().err
+    assert len(calls) == 2 and list(tmp_path.iterdir()) == []  # before: ev/ with TSLA.jsonl.gz and one call
+
+
 def test_data_show_json(capsys):
     rc = main(["data", "show", "--ticker", "TSLA", "--date", "2022-11-01", "--embedder", "hashing", "--json"])
     assert rc == 0

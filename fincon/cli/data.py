@@ -32,14 +32,16 @@ notes, earnings calls with espeak-ng audio) for the given tickers. Every item
 is labelled SYNTHETIC. Tone follows the bundled real prices, using only what
 was known when each item was published. --planted SOURCE:STRENGTH makes one
 source carry a noisy hint of the next day's return (for testing that agents
-can find an informative source); it is never the default.
+can find an informative source); it is never the default. --out must be a
+new or empty folder, or an earlier sample corpus with --replace (replaced
+whole, never mixed with the new one).
 """
 
 SAMPLE_EXAMPLES = """\
 examples:
   fincon data sample --tickers TSLA,MSFT --out runs/events-sample
   fincon data sample --tickers TSLA --planted news:0.3 --out runs/events-planted
-  fincon data sample --out fincon/data/sample/events      # refresh the bundled corpus
+  fincon data sample --out fincon/data/sample/events --replace   # refresh the bundled corpus
 """
 
 SHOW_HELP = """\
@@ -131,6 +133,7 @@ class SampleArgs(Args):
     out: Annotated[Path, Flag(help="output directory (default ./{default})")] = Path("events-sample")
     no_audio: Annotated[bool, Flag(help="skip rendering earnings-call audio (no espeak-ng/ffmpeg needed)")] = False
     bitrate: Annotated[str, Flag(help="Opus bitrate of the call audio (default {default})")] = "12k"
+    replace: Annotated[bool, Flag(help="overwrite --out if it holds an earlier sample corpus")] = False
 
 
 class ShowArgs(Args):
@@ -293,13 +296,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
-    if args.out.exists() and not args.out.is_dir():
-        raise ConfigError(f"--out {args.out} exists and is not a directory; choose another path")
-    for parent in args.out.parents:  # the first existing ancestor must be a folder, or mkdir fails later
-        if parent.exists():
-            if not parent.is_dir():
-                raise ConfigError(f"--out {args.out}: {parent} is a file, not a folder; choose another path")
-            break
+    fincon_data.check_sample_out(args.out, args.replace)  # before any work
     if not args.no_audio:
         check_bitrate(args.bitrate)
         fincon_data.require_binary("espeak-ng", "espeak-ng")  # now, not after the JSONL files are written
@@ -314,7 +311,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
         audio_dir=None if args.no_audio else "audio",
     )
     res = fincon_data.write_corpus(
-        fincon_data.generate(cfg), args.out, cfg, audio=not args.no_audio, bitrate=args.bitrate
+        fincon_data.generate(cfg), args.out, cfg, audio=not args.no_audio, bitrate=args.bitrate, replace=args.replace
     )
     counts = ", ".join(f"{k} {v}" for k, v in sorted(res["counts"].items()))
     planted = f"; PLANTED look-ahead in {args.planted}" if cfg.planted else ""

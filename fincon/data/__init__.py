@@ -22,9 +22,12 @@ if TYPE_CHECKING:
         GeneratorConfig as GeneratorConfig,
         Planted as Planted,
         generate as generate,
-        write_corpus as write_corpus,
     )
     from fincon.data.events.loaders.directory import write_jsonl_gz as write_jsonl_gz
+    from fincon.data.events.sample_folder import (
+        check_sample_out as check_sample_out,
+        write_corpus as write_corpus,
+    )
     from fincon.data.importers.common import ImportOptions as ImportOptions
     from fincon.data.inputs import (
         SAMPLE as SAMPLE,

@@ -24,9 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import os
 import shutil
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
@@ -38,8 +36,8 @@ from fincon import __version__
 from fincon.data.events.loaders.directory import write_jsonl_gz
 from fincon.data.events.model import SOURCES, Event
 from fincon.data.prices import RAW_COLUMNS, validate_bars
-from fincon.errors import ConfigError, DataError
-from fincon.ownership import listing, shown
+from fincon.errors import DataError
+from fincon.ownership import OwnedFolder
 
 MANIFEST = "dataset.json"
 FORMAT_VERSION = 1
@@ -231,29 +229,6 @@ def resolve_dataset(path: str | Path | None) -> Dataset | None:
     return open_dataset(path)
 
 
-def check_out(out: Path, replace: bool) -> None:
-    """``--out`` must be new, or an earlier dataset with ``--replace``."""
-    if not out.exists():
-        for parent in out.parents:
-            if parent.exists():
-                if not parent.is_dir():
-                    raise ConfigError(f"--out {out}: {parent} is a file, not a folder")
-                break
-        return
-    if not out.is_dir():
-        raise ConfigError(f"--out {out} exists and is a file; choose a new folder")
-    if not is_dataset(out):
-        if any(out.iterdir()):
-            raise ConfigError(
-                f"--out {out} exists and is not a fincon dataset; choose a new folder "
-                "(fincon never writes into a folder it did not make)"
-            )
-        return
-    if not replace:
-        raise ConfigError(f"--out {out} already holds a dataset; pass --replace to overwrite it")
-    check_replaceable(out)
-
-
 def _own_files(out: Path) -> set[str] | None:
     """The files the import that wrote the dataset at ``out`` made (its
     manifest and each ticker's prices and items), or None when ``out``'s
@@ -268,21 +243,13 @@ def _own_files(out: Path) -> set[str] | None:
     return {MANIFEST, *(f"prices/{t}.csv" for t in tickers), *(f"events/{t}.jsonl.gz" for t in tickers)}
 
 
-def check_replaceable(out: Path) -> None:
-    """``--replace`` removes a dataset only when it is one fincon wrote and
-    holds nothing else; anything else in it is named and left alone."""
-    own = _own_files(out)
-    if own is None:
-        raise ConfigError(
-            f"--replace: {out}/{MANIFEST} was not written by fincon; fincon replaces only a dataset it "
-            "imported: choose a new folder"
-        )
-    foreign = [e for e in listing(out) if e not in own and e not in ("prices/", "events/")]
-    if foreign:
-        raise ConfigError(
-            f"--replace: {out} holds {shown(foreign)}, which no fincon import wrote; move "
-            f"{'it' if len(foreign) == 1 else 'them'} out or choose a new folder (nothing was changed)"
-        )
+#: a dataset: written whole by ``fincon data import``, replaced only with --replace when it is one fincon wrote
+DATASET = OwnedFolder("dataset", MANIFEST, "fincon import", _own_files)
+
+
+def check_out(out: Path, replace: bool) -> None:
+    """``--out`` must be new, or an earlier dataset with ``--replace``."""
+    DATASET.check_out(out, replace)
 
 
 def _price_frame_out(raw: pd.DataFrame, kind: PriceKind) -> pd.DataFrame:
@@ -379,12 +346,9 @@ def write_dataset(corpus: ImportedCorpus, out: Path, *, replace: bool = False) -
     for e in sorted(corpus.events, key=lambda e: (e.published_at, e.id)):
         by_ticker[e.ticker].append(e)
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = out.parent / f".{out.name}.partial-{os.getpid()}@{socket.gethostname()}"
-    if staging.exists():
-        shutil.rmtree(staging)
+    staging = DATASET.staging(out)
     try:
-        (staging / "prices").mkdir(parents=True)
+        (staging / "prices").mkdir()
         (staging / "events").mkdir()
         for ticker, raw in sorted(corpus.prices.items()):
             _price_frame_out(raw, corpus.price_kind).to_csv(
@@ -397,45 +361,11 @@ def write_dataset(corpus: ImportedCorpus, out: Path, *, replace: bool = False) -
             json.dumps(manifest.model_dump(mode="json"), indent=2, sort_keys=True, ensure_ascii=False) + "\n",
             encoding="utf-8",
         )
-        _swap_in(staging, out, replace)
+        DATASET.swap_in(staging, out, replace)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return manifest
-
-
-def _swap_in(staging: Path, out: Path, replace: bool) -> None:
-    """Rename the finished staging folder to ``out``. Another import that
-    finished first into the same ``out`` wins; this one then fails with one
-    line instead of overwriting it (``--replace`` swaps the old one out)."""
-    if out.is_dir() and not out.is_symlink() and not any(out.iterdir()):
-        try:
-            out.rmdir()  # an empty folder given as --out: the dataset takes its place
-        except OSError:
-            pass
-    if out.exists():
-        if not (replace and is_dataset(out)):
-            raise ConfigError(
-                f"--out {out} was written by another import while this one ran; nothing was changed "
-                "(pass --replace to overwrite it)"
-            )
-        check_replaceable(out)  # again: something may have been put into it while this import ran
-        old = out.parent / f".{out.name}.replaced-{os.getpid()}"
-        out.rename(old)
-        try:
-            staging.rename(out)
-        except OSError:
-            old.rename(out)
-            raise
-        shutil.rmtree(old, ignore_errors=True)
-        return
-    try:
-        staging.rename(out)
-    except OSError:  # created meanwhile (rename onto a non-empty folder fails)
-        raise ConfigError(
-            f"--out {out} was written by another import while this one ran; nothing was changed "
-            "(pass --replace to overwrite it)"
-        ) from None
 
 
 def summary_rows(m: Manifest) -> list[tuple[str, str]]:

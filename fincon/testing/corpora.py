@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from fincon.data.events.generator import SAMPLE_DIR, GeneratorConfig, Planted, generate, write_corpus
+from fincon.data.events.generator import SAMPLE_DIR, GeneratorConfig, Planted, generate
 from fincon.data.events.loaders.directory import DirectoryLoader, write_jsonl_gz
 from fincon.data.events.model import Event, decision_cutoff
+from fincon.data.events.sample_folder import write_corpus
 
 _ROOT = Path(__file__).resolve().parents[2]
 

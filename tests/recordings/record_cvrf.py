@@ -34,7 +34,8 @@ PLANTED_SPAN = ("2022-01-03", "2022-06-30")
 
 
 def planted_corpus(root: Path) -> Path:
-    from fincon.data.events.generator import GeneratorConfig, Planted, generate, write_corpus
+    from fincon.data.events.generator import GeneratorConfig, Planted, generate
+    from fincon.data.events.sample_folder import write_corpus
 
     cfg = GeneratorConfig(
         tickers=["TSLA"], start=PLANTED_SPAN[0], end=PLANTED_SPAN[1], planted=Planted("news", 0.3), audio_dir=None

@@ -31,8 +31,6 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from fincon.data.events.audio import render_call_audio
-from fincon.data.events.loaders.directory import write_jsonl_gz
 from fincon.data.events.model import MARKET_TZ, SOURCES, Event, decision_cutoff
 from fincon.errors import ConfigError, DataError
 
@@ -455,34 +453,3 @@ def generate(cfg: GeneratorConfig) -> dict[str, list[Event]]:
         evs.sort(key=lambda e: (e.published_at, e.id))
         out[t] = evs
     return out
-
-
-def write_corpus(
-    events: dict[str, list[Event]], out_dir: Path, cfg: GeneratorConfig, audio: bool = True, bitrate: str = "12k"
-) -> dict:
-    """Write ``TICKER.jsonl.gz`` files (+ audio) and a README; returns counts."""
-
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    counts: dict[str, int] = {}
-    n_audio = 0
-    for t, evs in sorted(events.items()):
-        write_jsonl_gz(out_dir / f"{t}.jsonl.gz", evs)
-        for e in evs:
-            counts[e.source] = counts.get(e.source, 0) + 1
-            if audio and e.audio:
-                target = out_dir / e.audio
-                render_call_audio(e.text or "", target, bitrate=bitrate)
-                n_audio += 1
-    planted = f"{cfg.planted.source}:{cfg.planted.strength:g}" if cfg.planted else "none"
-    (out_dir / "README.md").write_text(
-        "# Synthetic event corpus\n\n"
-        f"{LABEL}\n\n"
-        "Written by `fincon.data.events.generator` (`fincon data sample`) from the project's own templates; "
-        "tone follows the bundled real prices using only what was known when each item was published.\n\n"
-        f"- tickers: {', '.join(sorted(events))}\n- window: {cfg.start} .. {cfg.end}\n- planted look-ahead source: {planted}\n"
-        + "".join(f"- {k}: {v} events\n" for k, v in sorted(counts.items()))
-        + f"- audio files: {n_audio} (espeak-ng speech, Opus in Ogg)\n",
-        encoding="utf-8",
-    )
-    return {"counts": counts, "audio": n_audio}
