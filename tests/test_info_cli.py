@@ -128,6 +128,23 @@ def test_bad_input_is_one_line_exit_2(argv, capsys):
     assert err.startswith("fincon: error:") and "\n" not in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("text", ["", "\n", " ... -- !\n"])
+def test_a_reference_without_words_is_refused_before_any_model_loads(text, tmp_path, capsys, monkeypatch):
+    """It printed 'WER 6200.0%' (62 words heard against none)."""
+    from fincon.cli import transcribe
+
+    store = sample_store(["PFE"])
+    audio = store.audio_path([e for e in store.all_events() if e.source == "earnings_call"][0])
+    monkeypatch.setattr(transcribe, "Transcriber", lambda **kw: pytest.fail("a model was loaded"))
+    ref = tmp_path / "script.txt"
+    ref.write_text(text, encoding="utf-8")
+    assert main(["transcribe", str(audio), "--reference", str(ref)]) == 2
+    assert (
+        capsys.readouterr().err
+        == f"fincon: error: reference file {ref} holds no words; pass the call's script as a text file\n"
+    )
+
+
 @pytest.mark.slow
 def test_transcribe_cli_with_reference(tmp_path, capsys):
     store = sample_store(["PFE"])

@@ -77,6 +77,8 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
             ref = args.reference.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             raise DataError(f"reference file {args.reference} is not UTF-8 text") from None
+        if not any(ch.isalnum() for ch in ref):  # a word error rate against no words is 100 % per word heard
+            raise DataError(f"reference file {args.reference} holds no words; pass the call's script as a text file")
     tr = Transcriber(backend=args.backend, model=args.model, cache_dir=args.cache_dir).transcribe(args.file)
     out = asdict(tr)
     if ref is not None:
