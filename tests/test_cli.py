@@ -165,3 +165,21 @@ def test_console_script_help_teaches():
     )
     for word in ("--ticker", "--strategy", "--fill", "--param", "examples:", "markowitz", "decisions.jsonl"):
         assert word in proc.stdout
+
+
+def test_every_command_and_sub_action_says_what_it_does_at_the_top_of_its_help():
+    """`fincon llm cache --help` (and nine other sub-actions') printed its
+    usage and flags with no word of what it does."""
+    import argparse
+
+    from fincon.cli.main import build_parser
+
+    def walk(parser, path):
+        yield path, parser
+        for a in parser._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for name, child in a.choices.items():
+                    yield from walk(child, f"{path} {name}")
+
+    silent = [path for path, p in walk(build_parser(), "fincon") if not (p.description or "").strip()]
+    assert silent == []

@@ -163,7 +163,16 @@ class ShowArgs(Args):
 
 COMMAND = "data"
 SUMMARY = "import corpora, describe datasets, sample corpus, point-in-time views"
-HELP = None
+HELP = """\
+Datasets and the event corpus an agent reads.
+
+  fincon data import   a public research corpus, as published, into a dataset
+  fincon data info     what a dataset holds (tickers, spans, items per source)
+  fincon data sample   the synthetic sample corpus (a planted hint if asked)
+  fincon data show     what an agent could see on one day at the decision time
+
+See docs/information.md.
+"""
 EXAMPLES = None
 
 

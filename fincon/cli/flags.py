@@ -229,7 +229,9 @@ def action(
     """One action of a command that has several (``fincon data import``,
     ``fincon eval leakage``): its parser in ``actions`` (an ``add_subparsers``),
     the flags of ``model`` and the function it runs. An action with examples
-    (``epilog``) prints its description and examples as written."""
+    (``epilog``) prints its description and examples as written; one without
+    a description of its own says its one-line ``help`` at the top of ``--help``."""
+    description = description or f"{help[:1].upper()}{help[1:].rstrip('.')}."
     raw = {"formatter_class": argparse.RawDescriptionHelpFormatter} if epilog else {}
     p = actions.add_parser(name, help=help, description=description, epilog=epilog, **raw)
     add(p, model)

@@ -56,7 +56,11 @@ SUMMARY = "forward testing: decisions sealed in a verifiable journal before the 
 
 def register(p: argparse.ArgumentParser) -> None:
     inner = p.add_subparsers(dest="forward", metavar="COMMAND", required=True)
-    i = inner.add_parser("init", help="register a journal's plan before its first session")
+    i = inner.add_parser(
+        "init",
+        help="register a journal's plan before its first session",
+        description="Register a journal's plan (strategies, data, costs, model) before its first session.",
+    )
     add(i, InitArgs, "dir")
     cli.add_plan_flags(i, window=False)
     add(i, InitArgs, "simulate_from", "anchor", "broker")
