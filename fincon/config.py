@@ -254,8 +254,9 @@ class RunSections(Section):
         out = [t.strip().upper() for t in v if t.strip()]
         if not out:
             raise ValueError("at least one ticker is needed")
-        if len(set(out)) != len(out):
-            raise ValueError("tickers repeat")
+        twice = sorted({t for t in out if out.count(t) > 1})
+        if twice:
+            raise ValueError(f"{', '.join(twice)} given more than once")
         return out
 
     @field_serializer("llm")

@@ -193,6 +193,8 @@ CASES: dict[str, tuple[list[str], str]] = {
         [*SMA, "--participation-rest", "carry"],
         "--participation-rest applies to a participation cap",
     ),
+    # it said "--tickers: --tickers repeat"
+    "a ticker twice": ([*SMA, "--tickers", "TSLA,MSFT,tsla"], "--tickers: TSLA given more than once"),
     "sample prices and --data": ([*SMA, "--source", "sample", "--data", "{prices}"], "--source sample does not read"),
     "a yfinance cache without yfinance": ([*SMA, "--cache-dir", "{prices}"], "--cache-dir is the yfinance"),
     "a config's commission under the zero model": (
