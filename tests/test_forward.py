@@ -392,9 +392,9 @@ def test_a_journal_sealed_before_schema_3_verifies_and_goes_on(tmp_path, capsys)
     shutil.copytree(Path(__file__).parent / "recordings" / "forward" / "sealed-before-schema-3", root)
     assert "commission_model: percent" in (root / "plan.yaml").read_text()
     assert main(["forward", "verify", str(root)]) == 0
-    assert "2 entries, the chain and every hash hold, 1 decisions replayed" in capsys.readouterr().out
+    assert "2 entries, the chain and every hash hold, 1 decision replayed" in capsys.readouterr().out
     assert main(["forward", "step", str(root)]) == 0
-    assert "sealed sma-cross at 2022-10-06's close" in capsys.readouterr().out
+    assert "sealed sma-cross at 2022-10-06's close for 2022-10-07: TSLA no order, flat" in capsys.readouterr().out
     assert main(["forward", "verify", str(root)]) == 0
     assert "3 entries, the chain and every hash hold, 2 decisions replayed" in capsys.readouterr().out
     from fincon.workflow.forward_plan import Plan
@@ -402,3 +402,17 @@ def test_a_journal_sealed_before_schema_3_verifies_and_goes_on(tmp_path, capsys)
     broker = Plan.load(root).config.broker
     assert broker.commission.model == "percent" and broker.commission.rate == 0.0
     assert broker.slippage.model == "percent" and broker.slippage.fraction == 0.0
+
+
+def test_a_sealed_decision_is_said_in_words():
+    """`forward step` printed the raw weights: `None` for a baseline's no
+    order and `{}` for the team's hold."""
+    from fincon.cli.forward import said
+
+    short = {"side": "short", "size": 0.436976}
+    assert said({"actions": {"TSLA": "hold"}, "position": {"TSLA": short}, "weights": {}}) == "TSLA hold, short 0.44"
+    half = {"side": "long", "size": 0.5}
+    pair = {"actions": None, "position": {"TSLA": half, "MSFT": half}, "weights": {"MSFT": 0.5, "TSLA": 0.5}}
+    assert said(pair) == "MSFT target +0.50, long 0.50; TSLA target +0.50, long 0.50"
+    flat = {"side": "flat", "size": 0.0}
+    assert said({"actions": None, "position": {"TSLA": flat}, "weights": None}) == "TSLA no order, flat"

@@ -128,10 +128,29 @@ def _step(args: argparse.Namespace) -> int:
     sealed = workflow.forward.step(args.dir, until=until, progress=not args.no_progress)
     for e in sealed:
         if e["kind"] == "session":
-            print(f"sealed {e['strategy']} at {e['decided']}'s close for {e['trades']}: {e['decision']['weights']}")
+            print(f"sealed {e['strategy']} at {e['decided']}'s close for {e['trades']}: {said(e['decision'])}")
         else:
             print(f"missed {e['session']}: {e['reason']}")
     return 0
+
+
+def said(decision: dict) -> str:
+    """A sealed decision in words, per ticker: the team's action (or a
+    baseline's new target weight, or no order) and the book it leads to,
+    e.g. ``TSLA sell, short 0.45``; ``TSLA no order, flat``. (The raw
+    weights read ``None`` for no order and ``{}`` for a team's hold.)"""
+    actions, weights = decision.get("actions") or {}, decision.get("weights")
+    out = []
+    for t, pos in sorted((decision.get("position") or {}).items()):
+        if t in actions:
+            what = actions[t]
+        elif weights is not None and t in weights:
+            what = f"target {weights[t]:+.2f}"
+        else:
+            what = "no order"
+        book = "flat" if pos.get("side") == "flat" else f"{pos.get('side')} {float(pos.get('size', 0)):.2f}"
+        out.append(f"{t} {what}, {book}")
+    return "; ".join(out) or "no position"
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -171,7 +190,7 @@ def _verify(args: argparse.Namespace) -> int:
     if res["ok"]:
         if not args.json:
             print(f"{args.dir}: verified: {res['entries']} entries, the chain and every hash hold, "
-                  f"{res['replayed']} decisions replayed from the frozen inputs")  # fmt: skip
+                  f"{res['replayed']} decision{'' if res['replayed'] == 1 else 's'} replayed from the frozen inputs")  # fmt: skip
         return 0
     print(f"fincon: verify: {res['problem']}", file=sys.stderr)
     return 1
