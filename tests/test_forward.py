@@ -395,6 +395,10 @@ def test_a_journal_sealed_before_schema_3_verifies_and_goes_on(tmp_path, capsys)
     assert "2 entries, the chain and every hash hold, 1 decision replayed" in capsys.readouterr().out
     assert main(["forward", "step", str(root)]) == 0
     assert "sealed sma-cross at 2022-10-06's close for 2022-10-07: TSLA no order, flat" in capsys.readouterr().out
+    assert main(["forward", "status", str(root)]) == 0  # the book in words (it printed {'TSLA': 0.0} and None)
+    assert capsys.readouterr().out.splitlines()[1].split() == [
+        "sma-cross", "cash", "1,000,000.00", "shares", "TSLA", "0.00", "no", "order", "pending"
+    ]  # fmt: skip
     assert main(["forward", "verify", str(root)]) == 0
     assert "3 entries, the chain and every hash hold, 2 decisions replayed" in capsys.readouterr().out
     from fincon.workflow.forward_plan import Plan

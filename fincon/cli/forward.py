@@ -163,8 +163,12 @@ def _status(args: argparse.Namespace) -> int:
         f"{st['decided']} sessions decided, {st['missed']} missed; last {st['last'] or '-'}; next {st['next']}"
     )
     for name, book in st["books"].items():
+        shares = ", ".join(f"{t} {n:,.2f}" for t, n in sorted((book.get("shares") or {}).items())) or "none"
+        pending = book.get("pending")
+        order = ", ".join(f"{t} {w:+.2f}" for t, w in sorted(pending.items())) if pending else ""
         print(
-            f"  {name:<18} cash {book.get('cash', 0):,.2f}  shares {book.get('shares')}  pending {book.get('pending')}"
+            f"  {name:<18} cash {book.get('cash', 0):,.2f}  shares {shares}  "
+            + (f"target weights at the next open {order}" if order else "no order pending")
         )
     return 0
 
