@@ -425,6 +425,32 @@ def test_a_setting_of_the_other_brain_is_said(tmp_path, monkeypatch, capfd):
     assert capfd.readouterr().err == ""
 
 
+def test_an_experiment_says_an_overridden_temperature_and_a_missing_recording_before_its_folder(
+    tmp_path, monkeypatch, capfd
+):
+    """--temperature beside --llm-temperature above 0 changed nothing (the configured temperature samples the
+    manager) and was not said; a replay without its recording ran and kept the baselines, then failed on the
+    team's first call (both found by hand)."""
+    monkeypatch.chdir(tmp_path)
+    argv = ["experiment", "--brain", "llm", "--repeats", "1", "--episodes", "1", "--ablations", "full",
+            "--baselines", "buy-and-hold", "--train-start", "2022-06-01", "--train-end", "2022-06-30",
+            "--test-start", "2022-07-01", "--test-end", "2022-07-29", "--no-progress", "--ledger", "off",
+            "--llm-cache", "replay", "--llm-cache-path", "none.sqlite", "--out", "exp"]  # fmt: skip
+    assert main([*argv, "--temperature", "0.5", "--llm-temperature", "0.3"]) == 2
+    err = capfd.readouterr().err
+    assert (
+        "fincon: warning: --temperature 0.5: the manager samples at the configured LLM temperature 0.3 "
+        "(--llm-temperature); --temperature changes nothing here\n" in err
+    )
+    assert err.endswith(
+        "fincon: error: replay needs a recorded cache, but none.sqlite does not exist; record a run in read-write "
+        "mode first\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+    assert main([*argv, "--temperature", "0.5"]) == 2  # the manager's temperature: nothing to say
+    assert "--temperature" not in capfd.readouterr().err
+
+
 def test_results_json_holds_no_bare_nan_and_a_flat_baseline_is_never_best():
     """Issue 42 item 16: results are JSON (a non-finite number is null), and the significance table's best
     non-LLM baseline is the results table's (a book that never moved has no Sharpe ratio)."""

@@ -156,9 +156,7 @@ class CallCache:
             self._server = llm.RemoteCache(os.environ[SERVER_ENV], self.path, self.mode)
             return
         if self.mode is CacheMode.REPLAY and not self.path.exists():
-            raise CacheMiss(
-                f"replay needs a recorded cache, but {self.path} does not exist; record a run in read-write mode first"
-            )
+            raise CacheMiss.no_recording(self.path)
         if self.path.exists():
             # a database of the user's is never given a calls table in silence; the
             # team's embedding vectors share the file (fincon.memory.vectors)

@@ -12,9 +12,10 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
+from pathlib import Path
 from urllib.parse import urlsplit
 
-from fincon.llm.errors import LLMAuthError, LLMUnavailable
+from fincon.llm.errors import CacheMiss, LLMAuthError, LLMUnavailable
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -62,9 +63,16 @@ def check_listening(base_url: str, timeout: float = 3.0) -> None:
 
 
 def check_server(settings) -> None:
-    """:func:`check_listening` for ``settings`` (an ``LLMSettings``, or None for
-    no model) when they name a server that a run would call: the OpenAI path,
-    not replaying its cache. A command that writes a folder of many runs
-    calls this before its first file."""
-    if settings is not None and settings.backend == "openai" and settings.cache.value != "replay":
+    """What a run of ``settings`` (an ``LLMSettings``, or None for no model)
+    would call is there: for a replay, its recorded cache file; on the OpenAI
+    path, a server that accepts connections (:func:`check_listening`). A
+    command that writes a folder of many runs calls this before its first
+    file (an experiment used to run and keep its baselines, then fail on the
+    team's missing recording)."""
+    if settings is None:
+        return
+    if settings.cache.value == "replay":
+        if not Path(settings.cache_path).exists():
+            raise CacheMiss.no_recording(settings.cache_path)
+    elif settings.backend == "openai":
         check_listening(settings.base_url)

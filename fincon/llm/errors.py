@@ -58,6 +58,11 @@ class LLMUnavailable(LLMError, SourceUnavailable):
 class CacheMiss(LLMError):
     """Replay mode met a call that is not in the cache."""
 
+    @classmethod
+    def no_recording(cls, path: object) -> "CacheMiss":
+        """A replay of a cache file that is not there."""
+        return cls(f"replay needs a recorded cache, but {path} does not exist; record a run in read-write mode first")
+
 
 class BudgetExhausted(LLMError):
     """The run used up its token budget (``--max-tokens``)."""

@@ -37,6 +37,7 @@ same files.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,7 @@ from fincon.workflow.experiment_units import (  # noqa: F401
     _team,
     baseline_config,
     baseline_dir,
+    configured_llm,
     placebo_dir,
     run_unit,
     test_config,
@@ -182,9 +184,23 @@ def run_experiment(
         if warn_knowledge:
             warn_vacuous(exp.llm, require_after_cutoff, calls_a_model(exp, blocks))
             warn_other_brain(exp.brain, exp.model_fields_set)
+            warn_overridden_temperature(exp)
         check_servers(exp, blocks)  # a server that is down: said now, before the experiment's folder
 
     return study.run(lambda: _run(exp, out, progress, executor), preflight=checks)
+
+
+def warn_overridden_temperature(exp: ExperimentConfig) -> None:
+    """A ``--temperature`` given beside a configured LLM temperature above 0
+    (``--llm-temperature``, the config's ``llm.temperature``) changes nothing:
+    the configured one samples the manager. Said, never dropped in silence."""
+    configured = float(configured_llm(exp).get("temperature") or 0)
+    if exp.brain == "llm" and "temperature" in exp.model_fields_set and configured > 0:
+        print(
+            f"fincon: warning: --temperature {exp.temperature:g}: the manager samples at the configured LLM "
+            f"temperature {configured:g} (--llm-temperature); --temperature changes nothing here",
+            file=sys.stderr,
+        )
 
 
 def check_servers(exp: ExperimentConfig, blocks: dict[str, dict[str, Any]]) -> None:

@@ -64,6 +64,13 @@ def _team(exp: ExperimentConfig, ablation: str, protocol: str = "fincon") -> dic
     return team
 
 
+def configured_llm(exp: ExperimentConfig) -> dict[str, Any]:
+    """The LLM settings the experiment's config sets for the team (its ``llm``
+    section under the team's own): a temperature above 0 here samples the
+    manager in place of ``--temperature``, as training does."""
+    return {**exp.llm.model_dump(mode="json", exclude_unset=True), **(exp.team_given().get("llm") or {})}
+
+
 def train_config(exp: ExperimentConfig, ablation: str, repeat: int, protocol: str = "fincon") -> RunConfig:
     return _run_config(exp, exp.train, [TEAM], {TEAM: _team(exp, ablation, protocol)})
 
@@ -111,7 +118,7 @@ def test_config(
         # as in training's exploring episodes: the manager samples (a temperature
         # above 0, one seed per repeat); the analysts keep the run's sampling, so
         # their unchanged inputs are cache hits across repeats and ablations
-        llm = {**exp.llm.model_dump(mode="json", exclude_unset=True), **(team.get("llm") or {})}
+        llm = configured_llm(exp)
         team["manager_temperature"] = float(llm.get("temperature") or exp.temperature)
         team["manager_seed"] = int(llm.get("seed", 0)) + SEED_STRIDE * (exp.seed + repeat - 1)
     data = None

@@ -259,10 +259,11 @@ def train(
     def checks() -> None:  # every check before the first file: the data, the corpus, the beliefs, the server
         workflow.preflight(cfg)
 
-        check_server(_model_settings(cfg, opts))  # a server that is down: said now, before the training's folder
-        check_knowledge(knowledge, warn=warn_knowledge)  # the inputs are good: the window's label, once
         if warn_knowledge:  # an --explore the llm brain would ignore (at its default, it is not told from none)
             warn_other_brain(brain, {"explore"} if opts.explore != TrainOptions.explore else set())
+        # a server that is down, or a replay's missing recording: said now, before the training's folder
+        check_server(_model_settings(cfg, opts))
+        check_knowledge(knowledge, warn=warn_knowledge)  # the inputs are good: the window's label, once
 
     return study.run(lambda: _train(cfg, out, opts, team, brain, progress), preflight=checks)
 
