@@ -19,6 +19,7 @@ from fincon.agents.records import format_day
 from fincon.cli.flags import Args, add
 from fincon.errors import DataError
 from fincon.flag import Flag
+from fincon.workflow.journal import journal_hint
 
 HELP = """\
 Print one day of an agent-team run: each analyst's inputs, its direction and
@@ -81,7 +82,7 @@ def find_team_run(run: Path) -> Path:
     if len(subs) == 1:
         return subs[0]
     if not subs:
-        raise DataError(f"{run} holds no agent-team run (no decisions.jsonl with team records)")
+        raise DataError(journal_hint(run) or f"{run} holds no agent-team run (no decisions.jsonl with team records)")
     raise DataError(f"{run} holds several team runs ({', '.join(p.name for p in subs)}); pass one of them")
 
 

@@ -12,6 +12,7 @@ from fincon.cli.flags import Args, add
 from fincon.errors import FinconError
 from fincon.flag import Flag
 from fincon.ownership import is_fincon_png
+from fincon.workflow.journal import journal_hint
 
 
 class PlotArgs(Args):
@@ -62,7 +63,9 @@ def _expand(run: Path) -> list[Path]:
         subs = sorted(p.parent for p in run.glob("*/equity.csv"))
         if subs:
             return subs
-    raise FinconError(f"{run}: not a run directory (no equity.csv); pass directories written by fincon backtest")
+    raise FinconError(
+        journal_hint(run) or f"{run}: not a run directory (no equity.csv); pass directories written by fincon backtest"
+    )
 
 
 def _training_runs(run: Path) -> list[Path]:
