@@ -74,6 +74,8 @@ CASES: dict[str, tuple[list[str], str]] = {
         "LLM server http://127.0.0.1:9/v1",
     ),
     "plot into /proc": (["plot", "{run_ok}", "--out", "/proc/x.png"], "cannot write"),
+    "report under a file": (["report", "{run_ok}", "--out", "{a_file}/r.html"], "is a file, not a folder"),
+    "plot under a file": (["plot", "{run_ok}", "--out", "{a_file}/x.png"], "is a file, not a folder"),  # "File exists"
     "plot empty equity.csv": (["plot", "{run_empty}", "--out", "x.png"], "equity.csv"),
     "plot garbage equity.csv": (["plot", "{run_garbage}", "--out", "x.png"], "equity.csv"),
     "llm cache on a non-sqlite file": (["llm", "cache", "--path", "{notsqlite}"], "notsqlite"),

@@ -92,6 +92,9 @@ def _check_writable(out: Path) -> None:
     """Fail before drawing (and before matplotlib writes its caches) when the
     PNG cannot be written; a probe file is removed again."""
     existed = out.exists()
+    blocker = next((p for p in out.parents if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():  # mkdir would say only "File exists"
+        raise FinconError(f"--out {out}: {blocker} is a file, not a folder; give another path")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         with open(out, "ab"):

@@ -23,7 +23,8 @@ def write_report(runs: Sequence[str | Path], out: str | Path) -> Path:
     if out.is_dir():
         raise FinconError(f"--out {out} is a directory; give a file name such as {out / 'report.html'}")
     if not out.parent.is_dir():
-        raise FinconError(f"--out {out}: directory {out.parent} does not exist")
+        what = "is a file, not a folder" if out.parent.exists() else "does not exist"
+        raise FinconError(f"--out {out}: directory {out.parent} {what}")
     if out.exists() and not is_fincon_report(out):
         raise FinconError(
             f"--out {out} exists and is not a report fincon wrote; choose another file name (nothing was changed)"
