@@ -327,3 +327,35 @@ def test_cvrf_brain_option_is_validated_and_written_in_full():
     assert TrainOptions(cvrf_brain="llm").state()["cvrf_brain"] == "llm"
     with pytest.raises(ConfigError, match="--cvrf-brain"):
         TrainOptions(cvrf_brain="gpt")
+
+
+def test_the_suggested_test_command_asks_the_trainings_model_with_its_team():
+    """`fincon train` ends with the backtest that tests its beliefs. For a training on a served model with
+    two analysts it said `fincon backtest --ticker TSLA --strategy fincon --beliefs DIR`: copied, the test
+    asked the bundled 1.5B with seven analysts and unmasked prompts. The command keeps the model, what it is
+    shown and the team's settings, and parses back into the same ones."""
+    import shlex
+
+    from fincon.cli.backtest import build_config
+    from fincon.cli.main import build_parser
+    from fincon.cli.train import next_command
+    from fincon.config import RunConfig
+
+    team = {"brain": "llm", "analysts": ["news", "10-q"], "embedder": "hashing", "events": "sample"}
+    llm = {"backend": "openai", "base_url": "http://127.0.0.1:8765/v1", "model": "qwen 0.5b", "anonymize": True,
+           "aliases": {"TSLA": ["Tesla Motors", "TSLA Inc"]}, "cache_path": "tr.sqlite"}  # fmt: skip
+    cfg = RunConfig.model_validate(
+        {"tickers": ["TSLA"], "strategies": ["fincon"], "strategy_params": {"fincon": team}, "llm": llm}
+    )
+    argv = shlex.split(next_command(cfg, Path("runs/tr")))
+    assert argv[:6] == ["fincon", "backtest", "--ticker", "TSLA", "--strategy", "fincon"]
+    assert "--llm-cache-path" not in argv and argv[-2:] == ["--beliefs", "runs/tr"]
+    back = build_config(build_parser("backtest").parse_args(argv[1:]))
+    for key in ("backend", "base_url", "model", "anonymize", "aliases"):
+        assert getattr(back.llm, key) == getattr(cfg.llm, key), key
+    assert {k: back.params("fincon")[k] for k in ("analysts", "embedder")} == {
+        "analysts": ["news", "10-q"],
+        "embedder": "hashing",
+    }
+    rules = cfg.with_params("fincon", {**team, "brain": "rules"})
+    assert "--llm-backend" not in next_command(rules, Path("runs/tr"))  # the rules brain asks no model

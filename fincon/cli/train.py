@@ -206,16 +206,35 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+#: the LLM settings that say which model the team asks and what it is shown:
+#: a test of the beliefs with another model (or unmasked) is another experiment
+SAME_MODEL = ("backend", "model", "base_url", "api_key_env", "knowledge_cutoff", "anonymize", "paraphrase_model")
+
+
 def next_command(cfg, train_dir: Path) -> str:
-    """The backtest that tests the learned beliefs, with the brain, data and
-    corpus the training used (copying it must not switch a rules training's
-    test to the live model, nor to the bundled sample)."""
+    """The backtest that tests the learned beliefs, with the brain, model,
+    team settings, data and corpus the training used (copying it must not
+    switch a rules training's test to the live model, a served model's to
+    the bundled one, a two-analyst team's to seven, nor the data to the
+    bundled sample)."""
+    import json
     import shlex
+
+    from fincon.flag import flag_of_field, names_of
 
     team = cfg.params("fincon")
     parts = ["fincon", "backtest", "--ticker", ",".join(cfg.tickers), "--strategy", "fincon"]
     if team.get("brain", "llm") != "llm":
         parts += ["--brain", str(team["brain"])]
+    else:
+        for name in (k for k in SAME_MODEL if k in cfg.llm.model_fields_set):
+            flag = names_of(flag_of_field(type(cfg.llm).model_fields[name]), name, "--llm-")[0]
+            value = getattr(cfg.llm, name)
+            parts += [flag] if value is True else [] if value is False else [flag, str(value)]
+        parts += [f"--alias={t}={n}" for t, names in sorted(cfg.llm.aliases.items()) for n in names]
+    for key, value in sorted(team.items()):
+        if key not in ("brain", "events", "beliefs"):
+            parts += ["--param", f"fincon.{key}={value if isinstance(value, str) else json.dumps(value)}"]
     if cfg.data.dir is not None:
         parts += ["--data", str(cfg.data.dir)]
     if team.get("events") not in (None, "sample") and not (
