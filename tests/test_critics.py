@@ -425,3 +425,14 @@ def test_a_failed_critic_answer_is_could_not_verify_never_the_rules_check(q3):
     assert r.fallbacks == 1 and r.calls == 2
     assert r.status == "unverified" and r.value == pytest.approx(rev + 1) and r.unverified == ["extraction"]
     assert critique(claim, RULES).status == "corrected"  # the rules brain itself still checks
+
+
+def test_the_usage_line_counts_in_words():
+    from fincon.eval.scoring import usage_line
+
+    one = usage_line({"calls": 9, "fallbacks": 1, "unverified": 1}, "an analyst's: its rules answer, counted; ")
+    assert one == (
+        "model calls 9, invalid answers 1 (an analyst's: its rules answer, counted; a critic's: could not verify, "
+        "1 answer)"
+    )  # it said "1 answers"
+    assert usage_line({"calls": 4, "unverified": 2}).endswith("could not verify, 2 answers)")

@@ -328,7 +328,7 @@ class LLMBrain:
                 keys=exc.keys,
                 detail={"errors": list(exc.errors)},
             )
-            log.warning("%s %s: model answer invalid twice; %s", q.day, q.agent, used)
+            log.warning("%s: model answer invalid twice; %s", f"{q.day} {q.agent}" if q.day else q.agent, used)
             return Answer((q.fallback or q.rules)(), "fallback", len(exc.keys), exc.keys, tuple(exc.errors))
         value = res.value.relabeled(labels) if labels else res.value
         return Answer(q.to_report(value), "llm", res.usage.calls, res.keys)

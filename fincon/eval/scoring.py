@@ -221,5 +221,5 @@ def usage_line(usage: dict[str, int], analyst: str = "") -> str:
     an analyst's invalid answer became, when it can have one."""
     return (
         f"model calls {usage.get('calls', 0)}, invalid answers {usage.get('fallbacks', 0)} ({analyst}a critic's: could "
-        f"not verify, {usage.get('unverified', 0)} answers)"
+        f"not verify, {usage.get('unverified', 0)} answer{'' if usage.get('unverified', 0) == 1 else 's'})"
     )
