@@ -378,6 +378,15 @@ def test_every_model_setting_a_run_without_a_model_ignores_is_said(tmp_path, mon
         "so they change nothing here" in capfd.readouterr().err
     )
     assert (tmp_path / "flags" / "equity.csv").read_bytes() == (tmp_path / "plain" / "equity.csv").read_bytes()
+    # the broker's --charge-llm charges a model's spend: with no model it charged nothing, in silence
+    assert main([*SMA, "--charge-llm", "--ledger", "off", "--out", "charge"]) == 0
+    assert (
+        "fincon: warning: --charge-llm: no strategy of this run calls a model, so it changes nothing here"
+        in capfd.readouterr().err
+    )
+    charged = [line.rsplit(",", 1) for line in (tmp_path / "charge" / "equity.csv").read_text().splitlines()]
+    assert [c[0] for c in charged] == (tmp_path / "plain" / "equity.csv").read_text().splitlines()  # the values
+    assert {c[1] for c in charged[1:]} == {"0.000000"}  # and nothing charged
     (tmp_path / "llm.yaml").write_text("llm: {answer_max_tokens: 100}\n")
     assert main([*SMA, "--config", "llm.yaml", "--ledger", "off", "--out", "config"]) == 0
     assert "fincon: warning: llm.answer_max_tokens: no strategy of this run calls a model, so it changes" in (

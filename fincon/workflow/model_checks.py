@@ -23,18 +23,23 @@ from fincon.strategies.base import Strategy
 
 
 def warn_vacuous(
-    llm: Any, require_after_cutoff: bool, any_model: bool, why: str = "no strategy of this run calls a model"
+    llm: Any,
+    require_after_cutoff: bool,
+    any_model: bool,
+    why: str = "no strategy of this run calls a model",
+    also: Collection[str] = (),
 ) -> None:
     """One warning naming every model setting a run without a model would take
     and ignore (``--anonymize``, ``--llm-model``, ``--max-tokens``, an ``llm:``
-    key of its config, ``--require-after-cutoff``, ...): said, never dropped in
-    silence."""
+    key of its config, ``--require-after-cutoff``, ``also``: the broker's
+    ``--charge-llm``, ...): said, never dropped in silence."""
     if any_model:
         return
     first = ("anonymize", "aliases", "knowledge_cutoff")  # the masking and cutoff flags, as they were said first
     fields = [f for f in first if f in llm.model_fields_set]
     fields += [f for f in type(llm).model_fields if f in llm.model_fields_set and f not in first]
     given = [_spelled(type(llm), f) for f in fields] + (["--require-after-cutoff"] if require_after_cutoff else [])
+    given += list(also)
     if given:
         print(
             f"fincon: warning: {', '.join(given)}: {why}, so "

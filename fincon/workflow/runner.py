@@ -263,7 +263,8 @@ def run_config(
     blocks = {name: dict(b) for name, b in plan.knowledge.items()}
     check_knowledge(blocks, require=require_after_cutoff, warn=False)  # refused before anything else
     if warn_knowledge:
-        warn_vacuous(cfg.llm, require_after_cutoff, any(b["label"] != "no-model" for b in blocks.values()))
+        any_model = any(b["label"] != "no-model" for b in blocks.values())
+        warn_vacuous(cfg.llm, require_after_cutoff, any_model, also=["--charge-llm"] if cfg.broker.charge_llm else [])
     want_benchmark = cfg.benchmark and BENCHMARK not in strategies
     lookahead = inputs.lookahead
     target = check_out_path(out) if out is not None else default_out(cfg)
