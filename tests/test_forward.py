@@ -425,3 +425,15 @@ def test_a_sealed_decision_is_said_in_words():
     assert said(pair) == "MSFT target +0.50, long 0.50; TSLA target +0.50, long 0.50"
     flat = {"side": "flat", "size": 0.0}
     assert said({"actions": None, "position": {"TSLA": flat}, "weights": None}) == "TSLA no order, flat"
+
+
+def test_init_says_the_model_settings_a_plan_without_a_model_would_seal_for_nothing(tmp_path, capsys):
+    """A plan is sealed for good: an --llm-model or --charge-llm given to strategies that call no model was
+    registered in silence (backtest says so; forward init did not)."""
+    argv = ["forward", "init", str(tmp_path / "fw"), "--ticker", "TSLA", "--strategy", "sma-cross",
+            "--llm-model", "qwen2.5-coder-0.5b", "--charge-llm", "--simulate-from", START]  # fmt: skip
+    assert main(argv) == 0
+    assert capsys.readouterr().err == (
+        "fincon: warning: --llm-model, --charge-llm: no strategy of this run calls a model, so they change nothing "
+        "here\n"
+    )

@@ -78,7 +78,7 @@ from fincon.workflow.journal import (
     sealed_part,
     verify_chain,
 )
-from fincon.workflow.model_checks import knowledge
+from fincon.workflow.model_checks import knowledge, warn_vacuous
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,9 @@ def init(
     if simulate_from is not None and not sessions(simulate_from, simulate_from):
         raise ConfigError(f"--simulate-from {simulate_from} is no session of {EXCHANGE}; give a trading day")
     warm = cfg.model_copy(update={"start": first, "end": next_session(first)})
-    workflow.preflight(warm)  # the data, the corpus, the strategies' own checks: refused before the journal exists
+    checked = workflow.preflight(warm)  # the data, the corpus, the strategies' own checks: before the journal exists
+    any_model = any(b["label"] != "no-model" for b in checked.knowledge.values())  # a model setting of no use: said
+    warn_vacuous(cfg.llm, False, any_model, also=["--charge-llm"] if cfg.broker.charge_llm else [])
     plan = Plan(cfg.model_copy(update={"start": first, "end": first}), first, simulate_from is not None, broker)
     root.mkdir(parents=True, exist_ok=True)
     write_atomic(root / PLAN_FILE, plan.to_yaml())

@@ -214,17 +214,19 @@ def plan_run(cfg: RunConfig, *, min_days: int = 2) -> RunPlan:
     return RunPlan(cfg, inputs, strategies, market, broker_settings(cfg.broker), blocks, dropped, calendar)
 
 
-def preflight(cfg: RunConfig) -> None:
+def preflight(cfg: RunConfig) -> RunPlan:
     """Every check :func:`run_config` makes before its first file, and what
     its strategies would refuse when they start (the team: events, beliefs),
-    without writing anything. ``fincon train`` and ``fincon experiment``
-    create their own directory before any run: they call this first, so bad
-    input (a window outside the data, a missing corpus) leaves nothing behind."""
+    without writing anything; returns the plan it checked. ``fincon train``,
+    ``fincon experiment`` and ``fincon forward init`` create their own
+    directory before any run: they call this first, so bad input (a window
+    outside the data, a missing corpus) leaves nothing behind."""
     plan = plan_run(cfg)
     for strategy in plan.strategies.values():
         check = getattr(strategy, "check_inputs", None)
         if check is not None:
             check(plan.market.tickers, pd.Timestamp(plan.config.start), pd.Timestamp(plan.config.end))
+    return plan
 
 
 def run_config(
