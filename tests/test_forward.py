@@ -437,3 +437,19 @@ def test_init_says_the_model_settings_a_plan_without_a_model_would_seal_for_noth
         "fincon: warning: --llm-model, --charge-llm: no strategy of this run calls a model, so they change nothing "
         "here\n"
     )
+
+
+def test_a_journal_counts_in_the_trial_ledger_with_its_models_label(tmp_path, monkeypatch):
+    """Every journal is one trial per strategy from its registration; the ledger row left the model and its
+    knowledge label empty though the register entry seals them."""
+    from fincon.workflow import trials
+
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    argv = ["forward", "init", str(tmp_path / "fw"), "--ticker", "TSLA", "--strategy", "sma-cross,fincon",
+            "--brain", "rules", "--simulate-from", START]  # fmt: skip
+    assert main(argv) == 0
+    rows = trials.read(tmp_path / "trials.sqlite")
+    assert sorted((r["strategy"], r["model_knowledge"], r["start"], r["end"]) for r in rows) == [
+        ("fincon", "no-model", START, START),
+        ("sma-cross", "no-model", START, START),
+    ]

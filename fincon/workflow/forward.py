@@ -173,6 +173,7 @@ def _ledger_rows(plan: Plan, register: dict[str, Any]) -> None:
             end=str(plan.first),
             values=[1.0, 1.0 + int(register["hash"][:8], 16) / 2**40],  # a series of its own: the journal
             metrics={"cr_pct": None, "sharpe": None},
+            knowledge=register["models"].get(name),  # the model and its label, as the register entry seals them
         )
         for name in plan.config.strategies
     ]
