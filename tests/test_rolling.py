@@ -149,6 +149,7 @@ def test_small_rolling_run_matches_its_windows(tmp_path, capsys):
     ]
     assert main(argv) == 0
     placebo_lines = capsys.readouterr().out
+    assert "CI: stationary block bootstrap, 1,000 replications;" in placebo_lines  # it said 10,000 whatever was run
     listing = json.loads((out / "windows.json").read_text())
     assert [(w["test"]["start"], w["test"]["end"]) for w in listing] == [
         ("2022-10-03", "2022-10-16"),

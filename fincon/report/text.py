@@ -45,7 +45,7 @@ def format_significance(res: dict[str, Any], over: str = "the windows' daily ret
     an experiment's: fincon.workflow.experiment_stats)."""
     lines = [f"significance over {over} (docs/experiments.md):", *text_table(*significance(res["summary"]))]
     lines.append(
-        "CI: stationary block bootstrap, 10,000 replications; DSR deflated by the distinct series compared, its "
+        f"CI: stationary block bootstrap, {res['bootstrap_reps']:,} replications; DSR deflated by the distinct series compared, its "
         "variance over the same series (one-window trials in the ledger: `fincon ledger`); SPA: Hansen, "
         "against buy-and-hold and the best non-LLM baseline; StepM: Romano-Wolf at 5 %; PBO: CSCV over the "
         "strategies, ± its sd on pure noise of the same shape (noise gives 0.5); p Holm / BH: the Wilcoxon p-values adjusted across universes"
