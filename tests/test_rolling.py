@@ -219,6 +219,14 @@ def test_small_rolling_run_matches_its_windows(tmp_path, capsys):
     assert not redone["sharpe_ci_lo"].equals(kept["sharpe_ci_lo"])  # the intervals: 200 draws, not 1,000
     assert main(argv) == 0 and (out / "summary.csv").read_bytes() == first  # and back: the same bytes
     capsys.readouterr()
+    # plot: a window is drawn like an experiment; the whole evaluation (windows over different spans) names them
+    png = tmp_path / "window.png"
+    assert main(["plot", str(out / listing[0]["dir"]), "--out", str(png)]) == 0  # it said "not a run directory"
+    assert capsys.readouterr().out == f"wrote {png} (3 runs)\n" and png.stat().st_size > 5_000  # team, 2 baselines
+    assert main(["plot", str(out), "--out", str(png)]) == 2
+    assert f"{out} is a rolling evaluation: plot one of its windows ({out / listing[0]['dir']}, " in (
+        capsys.readouterr().err
+    )
 
     from fincon.report import write_report
 

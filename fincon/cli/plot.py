@@ -43,8 +43,8 @@ def register(p: argparse.ArgumentParser) -> None:
 
 def _expand(run: Path) -> list[Path]:
     """The run directories behind one RUN argument: a run, a comparison's
-    strategies, a training's episodes, an experiment's median team runs and
-    baselines. An unfinished training or experiment is refused with its
+    strategies, a training's episodes, an experiment's (or a rolling
+    window's) median team runs and baselines. An unfinished training or experiment is refused with its
     status: its curves would be shown as a result."""
 
     for marker, kind in (("experiment.json", "experiment"), ("train.json", "training")):
@@ -57,6 +57,15 @@ def _expand(run: Path) -> list[Path]:
                     "finish it, or plot the finished runs inside it"
                 )
             return _experiment_runs(run) if kind == "experiment" else _training_runs(run)
+    if (run / "rolling.json").is_file():  # windows over different spans: one at a time
+        windows = sorted(p.parent for p in run.glob("*/*/results.json"))
+        shown = ", ".join(str(w) for w in windows[:3]) + (f" and {len(windows) - 3} more" if len(windows) > 3 else "")
+        raise FinconError(
+            f"{run} is a rolling evaluation: plot one of its windows ({shown or 'none finished yet'}); "
+            f"`fincon report {run}` shows them all"
+        )
+    if (run / "results.json").is_file() and (run / "test").is_dir():  # a window of a rolling evaluation
+        return _experiment_runs(run)
     if (run / "equity.csv").is_file():
         return [run]
     if run.is_dir():
