@@ -30,8 +30,8 @@ SUMMARY = "draw several runs' equity curves and drawdowns in one PNG"
 HELP = (
     "Plot the equity curve (top) and drawdown (bottom) of each RUN in one headless PNG. "
     "A RUN is a run directory holding equity.csv; a comparison directory (several strategies) "
-    "expands into its runs, a training into its episodes, an experiment into its median team runs and "
-    "baselines. A training or experiment that did not finish is refused with its status."
+    "expands into its runs, a training into its episodes, an experiment (or one window of a rolling "
+    "evaluation) into its median team runs and baselines. A training or experiment that did not finish is refused with its status."
 )
 EXAMPLES = "example:\n  fincon plot runs/demo/markowitz runs/demo/equal-weight --out compare.png"
 
