@@ -1,6 +1,7 @@
 """Price sources and bad input: one-line errors, exit 2, nothing half-written."""
 
 import gzip
+import re
 import shutil
 import subprocess
 import sys
@@ -260,3 +261,15 @@ def test_real_yfinance_offline_fails_fast(tmp_path):
         assert "Traceback" not in proc.stderr
         assert elapsed < 30
         assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    ("close", "said"), [("", "missing or non-numeric Close on"), ("-1", "non-positive Close (-1) on")]
+)
+def test_a_close_only_file_is_told_about_its_close(close, said):
+    """A close-only CSV (Date,Close) with a bad close was told about its 'Open', a column it does not have."""
+    from io import StringIO
+
+    raw = pd.read_csv(StringIO(f"Date,Close\n2022-10-03,10\n2022-10-04,{close}\n2022-10-05,11\n"))
+    with pytest.raises(DataError, match=f"^AAA \\(a.csv\\): {re.escape(said)} 2022-10-04"):
+        validate_bars(raw, "AAA", "a.csv")

@@ -73,8 +73,13 @@ def validate_bars(raw: pd.DataFrame, ticker: str, origin: str) -> pd.DataFrame:
     duplicate or unsorted dates, NaNs, or non-positive prices.
     """
     where = f"{ticker} ({origin})"
-    if is_close_only(raw):
+    close_only = is_close_only(raw)
+    if close_only:
         raw = expand_close_only(raw)
+
+    def named(column: str) -> str:  # a close-only file's bars are all its Close: name the column it has
+        return "Close" if close_only and column != "Volume" else column
+
     missing = [c for c in RAW_COLUMNS if c not in raw.columns]
     if missing:
         raise DataError(
@@ -108,17 +113,20 @@ def validate_bars(raw: pd.DataFrame, ticker: str, origin: str) -> pd.DataFrame:
     if nan_mask.any():
         r, c = np.argwhere(nan_mask)[0]
         raise DataError(
-            f"{where}: missing or non-numeric {RAW_COLUMNS[1 + c]} on {dates.iloc[r].date()}; fill or drop that row"
+            f"{where}: missing or non-numeric {named(RAW_COLUMNS[1 + c])} on {dates.iloc[r].date()}; "
+            "fill or drop that row"
         )
     inf_mask = np.isinf(values.to_numpy(dtype=float))
     if inf_mask.any():
         r, c = np.argwhere(inf_mask)[0]
-        raise DataError(f"{where}: infinite {RAW_COLUMNS[1 + c]} on {dates.iloc[r].date()}; fix or drop that row")
+        raise DataError(
+            f"{where}: infinite {named(RAW_COLUMNS[1 + c])} on {dates.iloc[r].date()}; fix or drop that row"
+        )
     prices = values[["Open", "High", "Low", "Close", "Adj Close"]].to_numpy()
     if (prices <= 0).any():
         r, c = np.argwhere(prices <= 0)[0]
         raise DataError(
-            f"{where}: non-positive {['Open', 'High', 'Low', 'Close', 'Adj Close'][c]} "
+            f"{where}: non-positive {named(['Open', 'High', 'Low', 'Close', 'Adj Close'][c])} "
             f"({prices[r, c]}) on {dates.iloc[r].date()}"
         )
     hi, lo = values["High"].to_numpy(), values["Low"].to_numpy()
