@@ -175,24 +175,24 @@ class OwnedFolder:
                     "(fincon never writes into a folder it did not make)"
                 )
             return
-        if not replace:
+        if not replace and self.own_files(out) is not None:
             raise ConfigError(f"--out {out} already holds a {self.kind}; pass --replace to overwrite it")
-        self.check_replaceable(out)
+        self.check_replaceable(out, "--replace" if replace else f"--out {out}")  # a mark not fincon's, files beside
 
-    def check_replaceable(self, out: Path) -> None:
+    def check_replaceable(self, out: Path, flag: str = "--replace") -> None:
         """``--replace`` removes a folder only when fincon wrote it and it holds
-        nothing else; anything else in it is named and left alone."""
+        nothing else; anything else in it is named (after ``flag``) and left alone."""
         own = self.own_files(out)
         if own is None:
             raise ConfigError(
-                f"--replace: {out}/{self.mark} was not written by fincon; fincon replaces only a {self.kind} "
+                f"{flag}: {out}/{self.mark} was not written by fincon; fincon replaces only a {self.kind} "
                 f"{self.made_by} wrote: choose a new folder"
             )
         dirs = {str(Path(f).parent) + "/" for f in own if "/" in f}
         foreign = [e for e in listing(out) if e not in own and e not in dirs]
         if foreign:
             raise ConfigError(
-                f"--replace: {out} holds {shown(foreign)}, which no {self.made_by} wrote; move "
+                f"{flag}: {out} holds {shown(foreign)}, which no {self.made_by} wrote; move "
                 f"{'it' if len(foreign) == 1 else 'them'} out or choose a new folder (nothing was changed)"
             )
 

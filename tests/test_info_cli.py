@@ -69,6 +69,10 @@ def test_data_sample_never_mixes_two_corpora_in_one_folder(tmp_path, capsys):
     assert _sample(other, "TSLA", "--replace") == 2
     assert "is not a fincon sample corpus" in capsys.readouterr().err
     assert [p.name for p in other.iterdir()] == ["prices.csv"]
+    (other / "README.md").write_text("# my project\n")  # a README of the user's is no sample corpus
+    assert _sample(other, "TSLA") == 2
+    assert f"--out {other}: {other}/README.md was not written by fincon" in capsys.readouterr().err
+    assert sorted(p.name for p in other.iterdir()) == ["README.md", "prices.csv"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ev", "mine"]  # no staging folder left
 
 
