@@ -24,7 +24,7 @@ from fincon.cli.options import (
 )
 from fincon.config import WHAT, RunConfig, read_yaml
 from fincon.errors import ConfigError
-from fincon.flag import Flag
+from fincon.flag import Flag, flag_of_field, names_of
 from fincon.workflow.experiment_config import ExperimentConfig
 
 TRAIN_START, TRAIN_END = "2022-01-03", "2022-10-04"
@@ -217,10 +217,7 @@ def next_command(cfg, train_dir: Path) -> str:
     switch a rules training's test to the live model, a served model's to
     the bundled one, a two-analyst team's to seven, nor the data to the
     bundled sample)."""
-    import json
     import shlex
-
-    from fincon.flag import flag_of_field, names_of
 
     team = cfg.params("fincon")
     parts = ["fincon", "backtest", "--ticker", ",".join(cfg.tickers), "--strategy", "fincon"]
