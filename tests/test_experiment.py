@@ -19,7 +19,9 @@ import yaml
 from fincon.cli.main import main
 from fincon.errors import ConfigError
 from fincon.testing import SMALL_EXPERIMENT, copy_experiment
-from fincon.workflow.experiment import ABLATIONS, BASELINES, load_experiment, median_repeat
+from fincon.workflow.experiment import load_experiment
+from fincon.workflow.experiment_config import ABLATIONS, BASELINES
+from fincon.workflow.experiment_results import median_repeat
 
 # short windows keep the 2 x 3 trainings (2 episodes) and 6 test runs fast
 ARGS = SMALL_EXPERIMENT

@@ -58,44 +58,21 @@ from fincon.llm.endpoint import check_server
 from fincon.llm.knowledge import model_knowledge
 from fincon.llm.settings import build_client, layered
 from fincon.validation import format_validation_error
-from fincon.workflow.executors import Executor, Task, serial  # noqa: F401 (Task: the public name)
-from fincon.workflow.experiment_config import (  # noqa: F401
-    ABLATIONS,
-    BASELINES,
-    SEED_STRIDE,
-    TEAM,
-    TEST_WINDOW,
-    TRAIN_WINDOW,
-    ExperimentConfig,
-    Window,
-)
-from fincon.workflow.experiment_results import (  # noqa: F401
-    KEYS,
-    belief_view,
-    collect,
-    daily_log_returns,
-    load_equity,
-    median_repeat,
-    placebo_results,
-    plot_experiment,
-    wilcoxon_test,
-)
-from fincon.workflow.experiment_units import (  # noqa: F401
+from fincon.workflow.executors import Executor, serial
+from fincon.workflow.experiment_config import TEAM, TEST_WINDOW, TRAIN_WINDOW, ExperimentConfig
+from fincon.workflow.experiment_results import collect, placebo_results, plot_experiment
+from fincon.workflow.experiment_units import (
     Job,
     Unit,
     _run_config,
     _status,
     _team,
     baseline_config,
-    baseline_dir,
     configured_llm,
     placebo_dir,
-    run_unit,
-    test_config,
     train_config,
     train_options,
     unit_done,
-    variant,
 )
 from fincon.workflow.model_checks import check_knowledge, warn_other_brain, warn_vacuous
 from fincon.workflow.placebo import ToneRewriter, write_placebo
