@@ -37,8 +37,6 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from scipy.stats import kurtosis, norm, skew
 
-from fincon.proportions import wilson  # noqa: F401  (the card reads it from here too)
-
 EULER_GAMMA = 0.5772156649015329
 
 
