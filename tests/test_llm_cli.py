@@ -70,11 +70,11 @@ def test_cache_command_summarises_a_cache(capsys, tmp_path):
 
     db = tmp_path / "llm.sqlite"
     cache = CallCache(db, "read-write")
-    for i, agent in enumerate(("analyst", "analyst", "manager")):
+    for i, (agent, model) in enumerate((("analyst", "m"), ("analyst", "m"), ("manager", "m"), ("manager", "big"))):
         cache.put(
             f"k{i}",
             backend="local",
-            model="m",
+            model=model,
             agent=agent,
             messages=[Message(role="user", content=str(i))],
             schema={},
@@ -87,8 +87,15 @@ def test_cache_command_summarises_a_cache(capsys, tmp_path):
     cache.close()
     assert main(["llm", "cache", "--path", str(db)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].endswith(": 3 calls")
-    assert out[1].split()[:5] == ["local", "analyst", "2", "calls", "200"]
+    assert out[0].endswith(": 4 calls")
+    # each model's calls apart (they were summed over models), the agents under it
+    assert [line.split()[:6] for line in out[1:]] == [
+        ["local", "big:", "1", "calls"],
+        ["manager", "1", "calls", "100", "prompt", "10"],
+        ["local", "m:", "3", "calls"],
+        ["analyst", "2", "calls", "200", "prompt", "20"],
+        ["manager", "1", "calls", "100", "prompt", "10"],
+    ]
 
 
 def _one_line_error(capsys) -> str:

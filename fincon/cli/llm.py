@@ -185,8 +185,8 @@ def _cmd_cache(args: argparse.Namespace) -> int:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
             rows = conn.execute(
-                "SELECT backend, agent, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(latency_s) "
-                "FROM calls GROUP BY backend, agent ORDER BY backend, agent"
+                "SELECT backend, model, agent, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(latency_s) "
+                "FROM calls GROUP BY backend, model, agent ORDER BY backend, model, agent"
             ).fetchall()
         finally:
             conn.close()
@@ -195,9 +195,13 @@ def _cmd_cache(args: argparse.Namespace) -> int:
             f"{path} is not an LLM call cache ({_one_line(exc)}); "
             "pass the SQLite file a run wrote (default runs/.cache/llm.sqlite)"
         ) from None
-    print(f"{path}: {sum(r[2] for r in rows)} calls")
-    for b, a, n, p, c, lat in rows:
-        print(f"  {b:8s} {a:20s} {n:6d} calls {p:9d} prompt {c:8d} completion tokens  {lat:8.1f}s live")
+    print(f"{path}: {sum(r[3] for r in rows):,} calls")
+    seen = None
+    for b, m, a, n, p, c, lat in rows:  # each model's calls under it: one cache may hold several
+        if (b, m) != seen:
+            seen = (b, m)
+            print(f"  {b} {m}: {sum(r[3] for r in rows if r[:2] == (b, m)):,} calls")
+        print(f"    {a:22s} {n:7,d} calls {p:11,d} prompt {c:9,d} completion tokens  {lat:8.1f}s live")
     return 0
 
 
