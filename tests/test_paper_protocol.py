@@ -117,3 +117,18 @@ def test_the_papers_figures_sit_beside_only_on_the_papers_window():
     assert not papers_window(load_experiment(None, {**blocks[0].overrides, "test.end": "2022-11-30"}))
     text = tables(blocks[:1], {}, "", None, papers_window=False)
     assert "82.871" not in text and "82.871" in tables(blocks[:1], {}, "")
+
+
+def test_report_on_an_unfinished_paper_comparison_names_its_experiments(tmp_path, capsys):
+    """Its blocks write their experiments first and paper.json at the end: before that, `fincon report DIR`
+    said 'not a fincon run directory (no metrics.json, ...)' about a folder of experiments."""
+    for block in ("TSLA", "AMZN"):
+        (tmp_path / "paper" / block).mkdir(parents=True)
+        (tmp_path / "paper" / block / "experiment.json").write_text('{"status": "running"}')
+    assert main(["report", str(tmp_path / "paper"), "--out", str(tmp_path / "p.html")]) == 2
+    assert capsys.readouterr().err == (
+        f"fincon: error: {tmp_path / 'paper'} holds experiments (AMZN, TSLA) but no paper.json: a --preset "
+        f"fincon-paper comparison that has not finished; report one of them ({tmp_path / 'paper' / 'AMZN'}), or "
+        "rerun its command to finish it\n"
+    )
+    assert not (tmp_path / "p.html").exists()

@@ -150,8 +150,16 @@ def load_source(path: Path) -> Source:
     if (path / "train.json").is_file() or ((path / "episodes.jsonl").is_file() and (path / "episodes").is_dir()):
         return _training(path)
     if not (path / METRICS).is_file():
+        blocks = sorted(p.parent.name for p in path.glob("*/experiment.json"))
+        unfinished = (
+            f"{path} holds experiments ({', '.join(blocks)}) but no paper.json: a --preset fincon-paper comparison "
+            f"that has not finished; report one of them ({path / blocks[0]}), or rerun its command to finish it"
+            if blocks
+            else None
+        )
         raise DataError(
             journal_hint(path)
+            or unfinished
             or f"{path} is not a fincon run directory (no metrics.json, train.json or experiment.json)"
         )
     metrics = read_json(path / METRICS)
