@@ -119,7 +119,7 @@ def test_the_papers_figures_sit_beside_only_on_the_papers_window():
     assert "82.871" not in text and "82.871" in tables(blocks[:1], {}, "")
 
 
-def test_report_on_an_unfinished_paper_comparison_names_its_experiments(tmp_path, capsys):
+def test_report_and_plot_on_a_paper_comparison_name_its_experiments(tmp_path, capsys):
     """Its blocks write their experiments first and paper.json at the end: before that, `fincon report DIR`
     said 'not a fincon run directory (no metrics.json, ...)' about a folder of experiments."""
     for block in ("TSLA", "AMZN"):
@@ -132,3 +132,10 @@ def test_report_on_an_unfinished_paper_comparison_names_its_experiments(tmp_path
         "rerun its command to finish it\n"
     )
     assert not (tmp_path / "p.html").exists()
+    # plot, finished or not: one block at a time (it said "not a run directory")
+    assert main(["plot", str(tmp_path / "paper"), "--out", str(tmp_path / "p.png")]) == 2
+    assert capsys.readouterr().err == (
+        f"fincon: error: {tmp_path / 'paper'} is a --preset fincon-paper comparison: plot one of its experiments "
+        f"({tmp_path / 'paper' / 'AMZN'}, {tmp_path / 'paper' / 'TSLA'}); `fincon report {tmp_path / 'paper'}` "
+        "shows them all\n"
+    )

@@ -64,6 +64,13 @@ def _expand(run: Path) -> list[Path]:
             f"{run} is a rolling evaluation: plot one of its windows ({shown or 'none finished yet'}); "
             f"`fincon report {run}` shows them all"
         )
+    blocks = sorted(p.parent for p in run.glob("*/experiment.json"))
+    if blocks and not (run / "equity.csv").is_file():  # a --preset fincon-paper comparison: a block at a time
+        shown = ", ".join(str(b) for b in blocks[:3]) + (f" and {len(blocks) - 3} more" if len(blocks) > 3 else "")
+        raise FinconError(
+            f"{run} is a --preset fincon-paper comparison: plot one of its experiments ({shown}); "
+            f"`fincon report {run}` shows them all"
+        )
     if (run / "results.json").is_file() and (run / "test").is_dir():  # a window of a rolling evaluation
         return _experiment_runs(run)
     if (run / "equity.csv").is_file():
