@@ -11,7 +11,7 @@ from fincon import engine, workflow
 from fincon.cli.flags import Args, add
 from fincon.errors import FinconError
 from fincon.flag import Flag
-from fincon.ownership import is_fincon_png
+from fincon.ownership import is_fincon_png, shown
 from fincon.workflow.journal import journal_hint
 
 
@@ -58,17 +58,16 @@ def _expand(run: Path) -> list[Path]:
                 )
             return _experiment_runs(run) if kind == "experiment" else _training_runs(run)
     if (run / "rolling.json").is_file():  # windows over different spans: one at a time
-        windows = sorted(p.parent for p in run.glob("*/*/results.json"))
-        shown = ", ".join(str(w) for w in windows[:3]) + (f" and {len(windows) - 3} more" if len(windows) > 3 else "")
+        windows = [str(p.parent) for p in sorted(run.glob("*/*/results.json"))]
         raise FinconError(
-            f"{run} is a rolling evaluation: plot one of its windows ({shown or 'none finished yet'}); "
+            f"{run} is a rolling evaluation: plot one of its windows ({shown(windows) or 'none finished yet'}); "
             f"`fincon report {run}` shows them all"
         )
     blocks = sorted(p.parent for p in run.glob("*/experiment.json"))
     if blocks and not (run / "equity.csv").is_file():  # a --preset fincon-paper comparison: a block at a time
-        shown = ", ".join(str(b) for b in blocks[:3]) + (f" and {len(blocks) - 3} more" if len(blocks) > 3 else "")
         raise FinconError(
-            f"{run} is a --preset fincon-paper comparison: plot one of its experiments ({shown}); "
+            f"{run} is a --preset fincon-paper comparison: plot one of its experiments "
+            f"({shown([str(b) for b in blocks])}); "
             f"`fincon report {run}` shows them all"
         )
     if (run / "results.json").is_file() and (run / "test").is_dir():  # a window of a rolling evaluation

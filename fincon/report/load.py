@@ -23,6 +23,7 @@ import pandas as pd
 
 from fincon.engine.record import METRICS, RunRecord, is_run, read_json, read_jsonl, read_yaml
 from fincon.errors import DataError
+from fincon.ownership import shown
 from fincon.workflow.journal import journal_hint
 from fincon.workflow.status import failure
 
@@ -152,7 +153,7 @@ def load_source(path: Path) -> Source:
     if not (path / METRICS).is_file():
         blocks = sorted(p.parent.name for p in path.glob("*/experiment.json"))
         unfinished = (
-            f"{path} holds experiments ({', '.join(blocks)}) but no paper.json: a --preset fincon-paper comparison "
+            f"{path} holds experiments ({shown(blocks, 6)}) but no paper.json: a --preset fincon-paper comparison "
             f"that has not finished; report one of them ({path / blocks[0]}), or rerun its command to finish it"
             if blocks
             else None
