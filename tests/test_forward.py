@@ -453,3 +453,21 @@ def test_a_journal_counts_in_the_trial_ledger_with_its_models_label(tmp_path, mo
         ("fincon", "no-model", START, START),
         ("sma-cross", "no-model", START, START),
     ]
+
+
+def test_a_journal_on_close_only_prices_is_refused_with_what_it_needs(tmp_path, capsys):
+    """A journal always fills at the next open; on close-only prices (InvestorBench's) init said '--fill
+    next-open needs an Open column ...; use --fill close', a flag the user did not give and init refuses."""
+    from fincon.data.events.generator import load_closes
+
+    closes = load_closes("TSLA")
+    prices = tmp_path / "prices"
+    prices.mkdir()
+    closes["2022-09-01":"2022-11-30"].rename("Close").rename_axis("Date").to_csv(prices / "TSLA.csv")
+    argv = ["forward", "init", str(tmp_path / "fw"), "--source", "csv", "--data", str(prices), "--ticker", "TSLA",
+            "--strategy", "sma-cross", "--simulate-from", START]  # fmt: skip
+    assert main(argv) == 2 and not (tmp_path / "fw").exists()
+    assert capsys.readouterr().err == (
+        f"fincon: error: a forward journal fills each decision at the next open, and TSLA ({prices / 'TSLA.csv'}) "
+        "has close prices only: give prices with an Open column (--source yfinance, or --data with OHLCV prices)\n"
+    )

@@ -79,6 +79,7 @@ from fincon.workflow.journal import (
     verify_chain,
 )
 from fincon.workflow.model_checks import knowledge, warn_vacuous
+from fincon.workflow.runner import CloseOnly
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +114,15 @@ def init(
     if simulate_from is not None and not sessions(simulate_from, simulate_from):
         raise ConfigError(f"--simulate-from {simulate_from} is no session of {EXCHANGE}; give a trading day")
     warm = cfg.model_copy(update={"start": first, "end": next_session(first)})
-    checked = workflow.preflight(warm)  # the data, the corpus, the strategies' own checks: before the journal exists
+    try:  # the data, the corpus, the strategies' own checks: before the journal exists
+        checked = workflow.preflight(warm)
+    except CloseOnly as exc:
+        if exc.column != "open":
+            raise
+        raise ConfigError(  # not --fill's advice ("use --fill close"): a journal cannot fill at the close
+            f"a forward journal fills each decision at the next open, and {exc.which} has close prices only: "
+            "give prices with an Open column (--source yfinance, or --data with OHLCV prices)"
+        ) from None
     any_model = any(b["label"] != "no-model" for b in checked.knowledge.values())  # a model setting of no use: said
     warn_vacuous(cfg.llm, False, any_model, also=["--charge-llm"] if cfg.broker.charge_llm else [])
     plan = Plan(cfg.model_copy(update={"start": first, "end": first}), first, simulate_from is not None, broker)

@@ -98,13 +98,26 @@ def _market(cfg: RunConfig, inputs: RunInputs, warmup: int, min_days: int = 2) -
     if loaded.close_only and needs:
         t = loaded.close_only[0]
         column, flag = next(iter(needs.items()))
-        raise ConfigError(
+        raise CloseOnly(
             f"{flag} needs {COLUMN_WORDS[column]}, and {t} ({source.describe(t)}) has close prices only; "
-            f"{COLUMN_FIX[column]}"
+            f"{COLUMN_FIX[column]}",
+            column,
+            f"{t} ({source.describe(t)})",
         )
     if loaded.dropped_dates:
         log.warning("%d dates not shared by all tickers were dropped", loaded.dropped_dates)
     return MarketData(loaded.frames, loaded.first_index), loaded.dropped_dates
+
+
+class CloseOnly(ConfigError):
+    """A setting needs a bar ``column`` (open, high, low, volume) that the
+    close-only prices of ``which`` (ticker and source) do not have. A command
+    that chose the setting itself (a forward journal always fills at the next
+    open) says so in its own words instead of the flag's fix."""
+
+    def __init__(self, message: str, column: str, which: str) -> None:
+        super().__init__(message)
+        self.column, self.which = column, which
 
 
 #: the flag that asks for a bar column, what it is called, and what to do without it
