@@ -3,6 +3,7 @@ belief training across episodes, the test stage, resume and replay."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import signal
 import subprocess
@@ -345,8 +346,9 @@ def test_the_suggested_test_command_asks_the_trainings_model_with_its_team():
     llm = {"backend": "openai", "base_url": "http://127.0.0.1:8765/v1", "model": "qwen 0.5b", "anonymize": True,
            "aliases": {"TSLA": ["Tesla Motors", "TSLA Inc"]}, "cache_path": "tr.sqlite"}  # fmt: skip
     cfg = RunConfig.model_validate(
-        {"tickers": ["TSLA"], "strategies": ["fincon"], "strategy_params": {"fincon": team}, "llm": llm}
-    )
+        {"tickers": ["TSLA"], "strategies": ["fincon"], "strategy_params": {"fincon": team}, "llm": llm,
+         "start": "2022-01-03", "end": "2022-10-04"}  # the training's default window
+    )  # fmt: skip
     argv = shlex.split(next_command(cfg, Path("runs/tr")))
     assert argv[:6] == ["fincon", "backtest", "--ticker", "TSLA", "--strategy", "fincon"]
     assert "--llm-cache-path" not in argv and argv[-2:] == ["--beliefs", "runs/tr"]
@@ -359,3 +361,13 @@ def test_the_suggested_test_command_asks_the_trainings_model_with_its_team():
     }
     rules = cfg.with_params("fincon", {**team, "brain": "rules"})
     assert "--llm-backend" not in next_command(rules, Path("runs/tr"))  # the rules brain asks no model
+    # the window: the backtest's default follows the default training; a later training is tested after its
+    # end (the printed command was refused: "trained on ... not strictly before the run's start"), and one
+    # that reaches the default end leaves nothing to test on
+    assert "--start" not in argv and "--end" not in argv
+    late = rules.model_copy(update={"start": dt.date(2022, 11, 1), "end": dt.date(2022, 12, 30)})
+    assert shlex.split(next_command(late, Path("runs/tr")))[-4:] == ["--start", "2022-12-31", "--beliefs", "runs/tr"]
+    last = rules.model_copy(update={"start": dt.date(2023, 1, 3), "end": dt.date(2023, 6, 9)})
+    assert next_command(last, Path("runs/tr")) == (
+        "no prices after the training's last day (2023-06-09) to test on: give later ones with --beliefs runs/tr"
+    )

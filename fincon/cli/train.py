@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Annotated, Literal
 
-from fincon import workflow
+from fincon import data as fincon_data, workflow
 from fincon.cli.flags import add, given
 from fincon.cli.llm import add_llm_arguments, llm_overrides
 from fincon.cli.options import (
@@ -238,6 +238,17 @@ def next_command(cfg, train_dir: Path) -> str:
         cfg.data.dir is not None and str(team["events"]).startswith(str(cfg.data.dir))
     ):
         parts += ["--events", str(team["events"])]
+    # the test window: from the day after the training's last (a test on days the beliefs learned from
+    # is refused), to the backtest's default end, or a dataset's last day
+    fields = type(cfg).model_fields
+    start, end = cfg.end + dt.timedelta(days=1), fields["end"].default
+    dataset = fincon_data.resolve_dataset(cfg.data.dir) if cfg.data.dir is not None else None
+    if dataset is not None:
+        end = dataset.manifest.end
+    if start > end:
+        return f"no prices after the training's last day ({cfg.end}) to test on: give later ones with --beliefs {train_dir}"
+    parts += ["--start", str(start)] if start != fields["start"].default else []
+    parts += ["--end", str(end)] if end != fields["end"].default else []
     parts += ["--beliefs", str(train_dir)]
     return shlex.join(parts)
 

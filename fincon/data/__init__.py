@@ -11,6 +11,7 @@ if TYPE_CHECKING:
         item_table as item_table,
         manifest_dict as manifest_dict,
         open_dataset as open_dataset,
+        resolve_dataset as resolve_dataset,
         summary_rows as summary_rows,
         write_dataset as write_dataset,
     )
