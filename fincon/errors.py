@@ -23,6 +23,17 @@ class ConfigError(FinconError):
     """A config file or flag names an unknown key or holds a bad value."""
 
 
+class CloseOnly(ConfigError):
+    """A setting needs a bar ``column`` (open, high, low, volume) that the
+    close-only prices of ``which`` (ticker and source) do not have. A command
+    that chose the setting itself (a forward journal always fills at the next
+    open) says so in its own words instead of the flag's fix."""
+
+    def __init__(self, message: str, column: str, which: str) -> None:
+        super().__init__(message)
+        self.column, self.which = column, which
+
+
 class SourceUnavailable(FinconError):
     """An online source could not be reached and nothing usable was cached."""
 

@@ -52,7 +52,7 @@ import yaml
 from fincon import __version__, workflow
 from fincon.config import RunConfig
 from fincon.engine.resume import Resume, StateError
-from fincon.errors import ConfigError
+from fincon.errors import CloseOnly, ConfigError
 from fincon.files import json_text, write_atomic
 from fincon.llm.bundled import BUNDLED, file_sha256
 from fincon.llm.cache import CallCache
@@ -79,7 +79,6 @@ from fincon.workflow.journal import (
     verify_chain,
 )
 from fincon.workflow.model_checks import knowledge, warn_vacuous
-from fincon.workflow.runner import CloseOnly
 
 log = logging.getLogger(__name__)
 

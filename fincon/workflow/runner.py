@@ -34,7 +34,7 @@ from fincon.engine.record import CHART, METRICS, TRADES, RunRecord, draw, run_st
 from fincon.engine.result import BacktestResult
 from fincon.engine.resume import Resume
 from fincon.engine.rundir import RunDir, check_out_path, write_json
-from fincon.errors import ConfigError, FinconError
+from fincon.errors import CloseOnly, ConfigError, FinconError
 from fincon.strategies.base import RunContext, Strategy
 from fincon.strategies.registry import make_strategy, params_model, strategy_names
 from fincon.workflow import trials
@@ -107,17 +107,6 @@ def _market(cfg: RunConfig, inputs: RunInputs, warmup: int, min_days: int = 2) -
     if loaded.dropped_dates:
         log.warning("%d dates not shared by all tickers were dropped", loaded.dropped_dates)
     return MarketData(loaded.frames, loaded.first_index), loaded.dropped_dates
-
-
-class CloseOnly(ConfigError):
-    """A setting needs a bar ``column`` (open, high, low, volume) that the
-    close-only prices of ``which`` (ticker and source) do not have. A command
-    that chose the setting itself (a forward journal always fills at the next
-    open) says so in its own words instead of the flag's fix."""
-
-    def __init__(self, message: str, column: str, which: str) -> None:
-        super().__init__(message)
-        self.column, self.which = column, which
 
 
 #: the flag that asks for a bar column, what it is called, and what to do without it
