@@ -471,3 +471,32 @@ def test_a_journal_on_close_only_prices_is_refused_with_what_it_needs(tmp_path, 
         f"fincon: error: a forward journal fills each decision at the next open, and TSLA ({prices / 'TSLA.csv'}) "
         "has close prices only: give prices with an Open column (--source yfinance, or --data with OHLCV prices)\n"
     )
+
+
+def test_a_journal_goes_on_through_days_without_news(tmp_path, monkeypatch, capsys):
+    """The team refuses days its corpus does not cover, and a frozen corpus used to cover only up to its
+    last item: on a corpus with quiet days (two items here), the first step said 'event corpus ... covers
+    TSLA from 2022-10-04 to 2022-10-04; the run asks for 2022-10-05..2022-10-05' and every later step the
+    same, so the journal could never go on. A frozen corpus covers every session it was read at."""
+    from importlib import resources
+
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "prices").mkdir()
+    bars = pd.read_csv(resources.files("fincon.data") / "sample" / "prices" / "TSLA.csv.gz")  # OHLCV: next-open fills
+    bars[(bars.Date >= "2022-08-01") & (bars.Date <= "2022-11-30")].to_csv(
+        tmp_path / "prices" / "TSLA.csv", index=False
+    )
+    (tmp_path / "news.csv").write_text(
+        "ticker,date,source,title,text,url\n"
+        "TSLA,2022-10-03,news,Up,Tesla deliveries grow,http://a\nTSLA,2022-10-10,news,Down,Tesla cuts prices,http://b\n"
+    )
+    assert main(["data", "import", "csv", "news.csv", "--prices", "prices", "--out", "ds"]) == 0
+    init = ["forward", "init", "fw", "--data", "ds", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules",
+            "--simulate-from", START]  # fmt: skip
+    assert main(init) == 0
+    capsys.readouterr()
+    assert main(["forward", "step", "fw", "--until", END, "--no-progress"]) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out.count("sealed fincon") == 6
+    assert main(["forward", "verify", "fw"]) == 0
+    assert "7 entries, the chain and every hash hold, 6 decisions replayed" in capsys.readouterr().out

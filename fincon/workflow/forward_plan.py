@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import gzip
 import io
+import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ import pandas as pd
 import yaml
 
 from fincon import workflow
+from fincon.agents.team.corpus import COVERAGE
 from fincon.config import RunConfig, load_config
 from fincon.data.events.loaders.directory import write_jsonl_gz
 from fincon.data.events.model import decision_cutoff
@@ -185,6 +187,10 @@ def _frozen_config(root: Path, plan: Plan, day: dt.date, keep_state: bool = Fals
             with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0) as gz:
                 gz.write("".join(parts).encode("utf-8"))
             (joined / "events" / name).write_bytes(buf.getvalue())
+        # it covers every session it was read at, a quiet one too (no item that day): said, so the
+        # team's coverage check does not end the journal at the last day that had news
+        span = [str(plan.config.start), str(day)]
+        (joined / "events" / COVERAGE).write_text(json.dumps({t: span for t in plan.config.tickers}))
         for name in cfg.strategies:  # every strategy that reads a corpus reads the frozen one
             if "events" in params_model(name).model_fields:
                 cfg = cfg.with_params(name, {**cfg.params(name), "events": str(joined / "events")})

@@ -11,6 +11,7 @@ May touch: the event store (read only); never the memory or the model.
 from __future__ import annotations
 
 import functools
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -29,6 +30,19 @@ def coverage(store, tickers) -> dict[str, tuple[pd.Timestamp, pd.Timestamp]]:
             lo, hi = out.get(e.ticker, (d, d))
             out[e.ticker] = (min(lo, d), max(hi, d))
     return out
+
+
+#: a corpus folder may say which days it covers per ticker (``{"TSLA": ["2022-10-05", "2022-10-12"]}``):
+#: a forward journal's frozen corpus covers every session it was read at, though a quiet day has no item
+COVERAGE = "coverage.json"
+
+
+def declared_coverage(spec: str) -> dict[str, tuple[pd.Timestamp, pd.Timestamp]]:
+    """The days the corpus folder ``spec`` says it covers (its ``coverage.json``), or nothing."""
+    path = Path(spec).expanduser() / COVERAGE if spec != "sample" else None
+    if path is None or not path.is_file():
+        return {}
+    return {t: (pd.Timestamp(lo), pd.Timestamp(hi)) for t, (lo, hi) in json.loads(path.read_text()).items()}
 
 
 def _stamp(spec: str) -> tuple:
@@ -53,8 +67,8 @@ def corpus_coverage(spec: str, tickers) -> dict[str, tuple[pd.Timestamp, pd.Time
     evaluation checks 36 windows of 5 tickers each against one corpus (3 min
     of re-reading, 20 s this way)."""
     stamp = _stamp(spec)
-    out = {}
-    for t in tickers:
+    out = {t: c for t, c in declared_coverage(spec).items() if t in tickers}
+    for t in (t for t in tickers if t not in out):
         c = _ticker_coverage(spec, t, stamp)
         if c is not None:
             out[t] = c

@@ -45,7 +45,7 @@ from fincon.agents.reports import CONTRADICTION, LANGUAGE, AnalystReport
 from fincon.agents.roles import ANALYSTS, ROLES, STOCK_SELECTION
 from fincon.agents.roles.base import EventRole, RoleInputs, ToneBaseline
 from fincon.agents.team.calls import Answer, Calls
-from fincon.agents.team.corpus import corpus_coverage, coverage
+from fincon.agents.team.corpus import corpus_coverage, coverage, declared_coverage
 from fincon.agents.team.learning import Learning, _Previous, risk_stance
 from fincon.agents.team.params import FinConParams
 from fincon.agents.team.resumable import Resumable
@@ -96,7 +96,7 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
         if ctx.events is None:
             raise ConfigError("the agent team reads news: run it with an event corpus (fincon.data.inputs)")
         self.events = ctx.events  # for coverage and audio paths; a day's events come from view.events
-        self.coverage = coverage(self.events, self.universe)
+        self.coverage = {**coverage(self.events, self.universe), **declared_coverage(p.events)}
         for t in self.universe:
             if t not in self.coverage:
                 raise ConfigError(
