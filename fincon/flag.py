@@ -63,6 +63,14 @@ def names_of(flag: FlagSpec, field: str, prefix: str = "--") -> tuple[str, ...]:
     return flag.names or (prefix + field.replace("_", "-"),)
 
 
+def spelled(model: Any, field: str, prefix: str = "--", section: str = "") -> str:
+    """How a user gives ``field`` of the pydantic ``model``: its first flag
+    (``--alias``, ``--llm-model``), or for a field without one its config key
+    (``section`` + field: ``llm.n_ctx``)."""
+    flag = flag_of_field(model.model_fields[field])
+    return f"{section}{field}" if flag is None else names_of(flag, field, prefix)[0]
+
+
 def Flag(*names: str, **kw: Any) -> FlagSpec:  # noqa: N802  (read as a type in ``Annotated[int, Flag(...)]``)
     """How a field is spelled on the command line: ``Flag("--ticker", "--tickers", metavar="T")``."""
     return FlagSpec(names=names, **kw)

@@ -24,7 +24,7 @@ from fincon.cli.options import (
 )
 from fincon.config import WHAT, RunConfig, read_yaml
 from fincon.errors import ConfigError
-from fincon.flag import Flag, flag_of_field, names_of
+from fincon.flag import Flag, spelled
 from fincon.workflow.experiment_config import ExperimentConfig
 
 TRAIN_START, TRAIN_END = "2022-01-03", "2022-10-04"
@@ -225,7 +225,7 @@ def next_command(cfg, train_dir: Path) -> str:
         parts += ["--brain", str(team["brain"])]
     else:
         for name in (k for k in SAME_MODEL if k in cfg.llm.model_fields_set):
-            flag = names_of(flag_of_field(type(cfg.llm).model_fields[name]), name, "--llm-")[0]
+            flag = spelled(type(cfg.llm), name, "--llm-")
             value = getattr(cfg.llm, name)
             parts += [flag] if value is True else [] if value is False else [flag, str(value)]
         parts += [f"--alias={t}={n}" for t, names in sorted(cfg.llm.aliases.items()) for n in names]

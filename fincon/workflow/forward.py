@@ -78,7 +78,7 @@ from fincon.workflow.journal import (
     sealed_part,
     verify_chain,
 )
-from fincon.workflow.model_checks import knowledge, warn_vacuous
+from fincon.workflow.model_checks import knowledge, warn_run_without_model
 
 log = logging.getLogger(__name__)
 
@@ -122,8 +122,7 @@ def init(
             f"a forward journal fills each decision at the next open, and {exc.which} has close prices only: "
             "give prices with an Open column (--source yfinance, or --data with OHLCV prices)"
         ) from None
-    any_model = any(b["label"] != "no-model" for b in checked.knowledge.values())  # a model setting of no use: said
-    warn_vacuous(cfg.llm, False, any_model, also=["--charge-llm"] if cfg.broker.charge_llm else [])
+    warn_run_without_model(cfg, checked.knowledge, False)  # a model setting the plan would seal for nothing: said
     plan = Plan(cfg.model_copy(update={"start": first, "end": first}), first, simulate_from is not None, broker)
     root.mkdir(parents=True, exist_ok=True)
     write_atomic(root / PLAN_FILE, plan.to_yaml())

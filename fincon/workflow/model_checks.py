@@ -15,7 +15,7 @@ from fincon.config import RunConfig
 from fincon.data.aliases import NAMES
 from fincon.data.inputs import RunInputs
 from fincon.errors import ConfigError
-from fincon.flag import flag_of_field, names_of
+from fincon.flag import spelled
 from fincon.llm import leakage, leakage_inputs
 from fincon.llm.knowledge import model_knowledge, warning
 from fincon.llm.masking_terms import mined_terms
@@ -38,7 +38,9 @@ def warn_vacuous(
     first = ("anonymize", "aliases", "knowledge_cutoff")  # the masking and cutoff flags, as they were said first
     fields = [f for f in first if f in llm.model_fields_set]
     fields += [f for f in type(llm).model_fields if f in llm.model_fields_set and f not in first]
-    given = [_spelled(type(llm), f) for f in fields] + (["--require-after-cutoff"] if require_after_cutoff else [])
+    given = [spelled(type(llm), f, "--llm-", "llm.") for f in fields] + (
+        ["--require-after-cutoff"] if require_after_cutoff else []
+    )
     given += list(also)
     if given:
         print(
@@ -46,6 +48,14 @@ def warn_vacuous(
             f"{'it changes' if len(given) == 1 else 'they change'} nothing here",
             file=sys.stderr,
         )
+
+
+def warn_run_without_model(cfg: RunConfig, blocks: Mapping[str, Mapping[str, Any]], require_after_cutoff: bool) -> None:
+    """:func:`warn_vacuous` for a run config whose strategies' knowledge
+    ``blocks`` (label "no-model" for each that calls none) say no model is
+    asked: its LLM settings and the broker's ``--charge-llm``."""
+    any_model = any(b["label"] != "no-model" for b in blocks.values())
+    warn_vacuous(cfg.llm, require_after_cutoff, any_model, also=["--charge-llm"] if cfg.broker.charge_llm else [])
 
 
 #: a training's or experiment's settings of one brain alone: (the brain that reads it, its flag)
@@ -64,13 +74,6 @@ def warn_other_brain(brain: str, given: Collection[str]) -> None:
             f"brain; with the {brain} brain {'it changes' if len(unused) == 1 else 'they change'} nothing here",
             file=sys.stderr,
         )
-
-
-def _spelled(model: Any, name: str) -> str:
-    """How the user gave field ``name`` of the LLM settings: its flag (``--alias``,
-    ``--llm-model``), or its config key for a field without one."""
-    flag = flag_of_field(model.model_fields[name])
-    return f"llm.{name}" if flag is None else names_of(flag, name, "--llm-")[0]
 
 
 def check_masking(cfg: RunConfig, inputs: RunInputs, strategies: Mapping[str, Strategy]) -> None:

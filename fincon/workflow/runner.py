@@ -38,7 +38,7 @@ from fincon.errors import CloseOnly, ConfigError, FinconError
 from fincon.strategies.base import RunContext, Strategy
 from fincon.strategies.registry import make_strategy, params_model, strategy_names
 from fincon.workflow import trials
-from fincon.workflow.model_checks import check_knowledge, check_masking, knowledge, warn_vacuous, with_audit
+from fincon.workflow.model_checks import check_knowledge, check_masking, knowledge, warn_run_without_model, with_audit
 
 log = logging.getLogger(__name__)
 BENCHMARK = "buy-and-hold"
@@ -267,8 +267,7 @@ def run_config(
     blocks = {name: dict(b) for name, b in plan.knowledge.items()}
     check_knowledge(blocks, require=require_after_cutoff, warn=False)  # refused before anything else
     if warn_knowledge:
-        any_model = any(b["label"] != "no-model" for b in blocks.values())
-        warn_vacuous(cfg.llm, require_after_cutoff, any_model, also=["--charge-llm"] if cfg.broker.charge_llm else [])
+        warn_run_without_model(cfg, blocks, require_after_cutoff)
     want_benchmark = cfg.benchmark and BENCHMARK not in strategies
     lookahead = inputs.lookahead
     target = check_out_path(out) if out is not None else default_out(cfg)
