@@ -186,6 +186,24 @@ def test_every_check_gives_each_of_its_verdicts_on_hand_built_evidence(tmp_path)
     assert len(CHECKS) == 13
 
 
+def test_temporal_integrity_passes_a_masked_run_only_when_its_audit_shows_it_blind():
+    """Inside the model's training data, a masked run passes only on an audit that shows the mask
+    holds; an audit of too few prompts to tell (inconclusive) fails, and says so."""
+    from fincon.report.card import FAIL, PASS, Evidence, temporal_integrity
+
+    def ev(result, k, n):
+        audit = {"result": result, "firm_and_day": k, "prompts": n, "threshold": 0.1}
+        know = {"label": "in-training-data", "cutoff": "2024-09-19", "audit": audit}
+        return Evidence(Path("x"), None, None, None, {}, {"model_knowledge": know}, {}, [])
+
+    assert temporal_integrity(ev("blind", 0, 185))[0] == PASS
+    verdict, said = temporal_integrity(ev("inconclusive", 1, 15))
+    assert verdict == FAIL
+    assert "masked, the leakage audit: inconclusive (1 of 15 prompts give away firm and day" in said
+    assert said.endswith("(too few prompts to show the mask holds: fincon eval leakage)")
+    assert temporal_integrity(ev("not blind", 9, 15))[0] == FAIL
+
+
 def test_a_run_with_the_flat_cost_layout_is_named_as_older():
     from fincon.errors import DataError
     from fincon.report.card import Evidence, frictions

@@ -13,6 +13,7 @@ import pytest
 from fincon.cli.main import main
 from fincon.data.inputs import SAMPLE
 from fincon.llm import leakage, leakage_inputs
+from fincon.proportions import wilson
 from fincon.testing.doubles import TeamStub
 from fincon.testing.server import DoubleServer
 
@@ -99,6 +100,37 @@ def test_the_linker_joins_prompts_of_one_day_that_quote_each_other():
     assert groups[0] == groups[1] != groups[2]
 
 
+def _rows(k: int, n: int) -> list[dict]:
+    """``n`` dated prompts of which ``k`` give away firm and day."""
+    return [
+        {"kind": "news", "dated": True, "firm": i < k, "day_exact": i < k, "day_near": i < k, "both": i < k,
+         "firm_cue": "corpus" if i < k else None, "day_cue": None}
+        for i in range(n)
+    ]  # fmt: skip
+
+
+def test_blind_only_when_the_whole_interval_is_under_the_threshold():
+    """A sceptic's point: 0 give-aways in 5 prompts (Wilson 95 % 0-43 %) is no evidence that a mask
+    holds. Blind needs the interval's upper end at or under the threshold (0 in n: 3.84 / (n + 3.84)
+    <= 0.10 from n = 35); a share above it is not blind; between, inconclusive, with the prompts
+    that would settle it at the observed rate."""
+    assert leakage.summarise(_rows(0, 34))["result"] == "inconclusive"  # upper 10.1 %
+    assert leakage.summarise(_rows(0, 35))["result"] == "blind"  # upper 9.9 %
+    assert leakage.summarise(_rows(0, 35))["blind"] is True
+    res = leakage.summarise(_rows(1, 15))  # 7 %, Wilson 1 %-30 %: the run audited by hand on JNJ
+    assert res["result"] == "inconclusive" and res["blind"] is None
+    assert res["verdict"].startswith("inconclusive: 1 of 15 prompts (7%, Wilson 95 % 1%-30%)")
+    need = leakage.prompts_to_settle(1, 15, 0.10)
+    assert "about %d dated prompts at this rate would" % need in res["verdict"]
+    assert wilson(round(need / 15), need)[1] <= 0.10 < wilson(round((need - 1) / 15), need - 1)[1]
+    assert leakage.summarise(_rows(5, 40))["result"] == "not blind"  # 12.5 % > 10 %
+    assert leakage.summarise(_rows(4, 40))["result"] == "inconclusive"  # 10 %, not above: upper 23 %
+    assert leakage.prompts_to_settle(4, 40, 0.10) is None  # at the threshold no sample size shows it under
+    zero = leakage.summarise(_rows(0, 500), threshold=0.0)
+    assert zero["result"] == "inconclusive" and "at this rate no practical number of prompts would" in zero["verdict"]
+    assert leakage.summarise([])["result"] == "not audited"
+
+
 @pytest.mark.slow  # two team runs through the OpenAI path (about 4 s each) and two audits
 def test_a_named_run_is_given_away_and_the_masked_one_is_not(tmp_path, monkeypatch, capsys):
     """The whole path as a user runs it: the team on the sample with a model double behind an
@@ -120,7 +152,9 @@ def test_a_named_run_is_given_away_and_the_masked_one_is_not(tmp_path, monkeypat
     assert named["overall"]["cues"]["explicit date"] == named["overall"]["prompts"]
     assert main(["eval", "leakage", "masked"]) == 0
     text = capsys.readouterr().out
-    assert "verdict: blind by this audit: 0 of" in text and "(masked;" in text
+    # 0 give-aways, but two weeks of prompts are too few to show a share under 10 %
+    # (blind from 35 dated prompts at 0, test_blind_only_when_the_whole_interval_is_under_the_threshold)
+    assert "verdict: inconclusive: 0 of" in text and "(masked;" in text and "dated prompts at this rate" in text
     assert main(["eval", "leakage", "masked", "--threshold", "0"]) == 0  # 0 % is not above a 0 threshold
     with pytest.raises(SystemExit):
         main(["eval", "leakage", "masked", "--threshold", "2"])

@@ -64,6 +64,10 @@ def test_the_probe_flags_a_model_that_remembers_and_the_mask_removes_it():
         "the team run audited is not blind (88 of 88 prompts give away firm and day): its masked figures are not "
         "evidence of skill"
     )
+    few = {"result": "inconclusive", "firm_and_day": 0, "prompts": 16}  # 0 of 16: Wilson 0 %-19 %
+    line = lookahead.verdict(res["rows"], few)
+    assert "blind" not in line.replace("to show they are blind", "")
+    assert "but too few masked prompts to show they are blind (0 of 16 give away firm and day" in line
 
 
 def test_a_model_whose_every_answer_is_invalid_is_inconclusive_not_clear():

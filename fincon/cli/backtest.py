@@ -30,6 +30,7 @@ from fincon.cli.options import (
 from fincon.config import OUTPUT, RunConfig
 from fincon.errors import ConfigError, FinconError
 from fincon.flag import Flag
+from fincon.llm.leakage import AUDITED
 from fincon.report import write_report
 from fincon.report.table import format_table
 from fincon.strategies.registry import strategy_names
@@ -288,7 +289,7 @@ def run_and_report(
     for n, block in report.knowledge.items():  # beside every LLM row: may the model remember this window?
         if n in columns and block["label"] != "no-model":
             audit = (block.get("audit") or {}).get("result")
-            masked = f", masked: {audit}" if audit in ("blind", "not blind") else ""
+            masked = f", masked: {audit}" if audit in AUDITED else ""
             columns[n]["model_knowledge"] = block["label"] + masked
     for name in report.failed:
         columns[name] = {"status": "failed"}

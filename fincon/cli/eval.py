@@ -134,8 +134,8 @@ class LeakageArgs(Args):
         float,
         Flag(
             metavar="SHARE",
-            help="the share of prompts giving away firm and day above which the run is not blind "
-            "(default {default:.2f})",
+            help="the share of prompts giving away firm and day above which the run is not blind, and under "
+            "which the Wilson interval must lie for a blind verdict (default {default:.2f})",
         ),
     ] = Field(0.10, ge=0, le=1)
     llm_cache_path: Annotated[
@@ -210,7 +210,8 @@ no model: the corpus (word 5-grams of every item, with its date), the prices
 linker (prompts of one day that share a verbatim run). Per agent: the share
 of prompts whose firm, whose day (exactly; within 5 sessions) and whose both
 are given away, with a Wilson 95 % interval. More than --threshold of them
-giving away firm and day: not blind (docs/llm.md#masked-prompts)."""
+giving away firm and day: not blind; the whole interval at or under it:
+blind; between: inconclusive, too few prompts to tell (docs/llm.md#masked-prompts)."""
 
 
 def _register_leakage(inner) -> None:

@@ -422,6 +422,11 @@ def verdict(
                 f"; masked: no recall above chance in the answers, but the masked prompts are not blind "
                 f"({audit['firm_and_day']} of {audit['prompts']} give away firm and day: fincon eval leakage)"
             )
+        elif audit is not None and audit.get("result") == "inconclusive":
+            line += (
+                f"; masked: no recall above chance in the answers, but too few masked prompts to show they are blind "
+                f"({audit['firm_and_day']} of {audit['prompts']} give away firm and day: more --samples)"
+            )
         else:
             line += "; masked: no recall above chance, and the leakage audit finds the masked prompts blind"
     if run_audit is not None and run_audit.get("result") == "not blind":

@@ -30,7 +30,10 @@ Per agent and overall: the share of prompts whose firm, whose day (exactly,
 and within ±5 sessions) and whose both can be recovered, with a Wilson 95 %
 interval and the cues that did it. A run where more than ``threshold``
 (default 10 %) of its prompts give away firm and day (within 5 sessions)
-is **not blind**.
+is **not blind**; it is **blind** only when the whole Wilson interval lies
+at or under the threshold (0 give-aways in 5 prompts is no evidence of a
+mask that holds: the share could be 43 %); between the two it is
+**inconclusive**, with the number of prompts that would settle it.
 
 What it does not do: ask a model. A real model may recognise what these
 rules miss (a paraphrase it once read, a style); passing this audit is
@@ -65,6 +68,8 @@ from fincon.proportions import wilson
 
 SESSIONS = 5  # "within ±5 sessions"
 THRESHOLD = 0.10
+#: the results of an audit that attacked something (a named run is ``not audited``)
+AUDITED = ("blind", "inconclusive", "not blind")
 LINK = 8
 #: rare shingles a line must share with one item (and with no other as many) to name it
 MIN_SHARED = 3
@@ -326,11 +331,12 @@ def summarise(rows: Sequence[Mapping[str, Any]], threshold: float = THRESHOLD) -
 
     overall = block(rows)
     kinds = {kind: block([r for r in rows if r["kind"] == kind]) for kind in sorted({r["kind"] for r in rows})}
-    share = overall["firm_and_day"]["share"]
-    blind = share is not None and share <= threshold
+    result = outcome(overall["firm_and_day"], threshold)
     return {
         "threshold": threshold,
-        "blind": blind if share is not None else None,
+        "result": result,
+        # True only when shown blind; None when nothing was audited or too little to tell
+        "blind": {"blind": True, "not blind": False}.get(result),
         "overall": overall,
         "by_agent": kinds,
         "verdict": verdict(overall, threshold),
@@ -338,9 +344,32 @@ def summarise(rows: Sequence[Mapping[str, Any]], threshold: float = THRESHOLD) -
     }
 
 
+def outcome(fd: Mapping[str, Any], threshold: float) -> str:
+    """``not blind`` when more than ``threshold`` of the dated prompts give away
+    firm and day; ``blind`` when even the Wilson interval's upper end is at or
+    under it; else ``inconclusive`` (too few prompts to tell); ``not audited``
+    without a dated prompt."""
+    if not fd["n"]:
+        return "not audited"
+    if fd["share"] > threshold:
+        return "not blind"
+    return "blind" if fd["wilson_95"][1] <= threshold else "inconclusive"
+
+
+def prompts_to_settle(k: int, n: int, threshold: float, most: int = 100_000) -> int | None:
+    """The fewest dated prompts whose Wilson interval would lie at or under
+    ``threshold`` if give-aways kept the rate ``k / n``; None when no number up
+    to ``most`` would (a rate at or near the threshold, or a threshold of 0)."""
+    rate = k / n
+    if threshold <= 0 or rate >= threshold:
+        return None
+    return next((m for m in range(n + 1, most + 1) if wilson(round(rate * m), m)[1] <= threshold), None)
+
+
 def verdict(overall: Mapping[str, Any], threshold: float) -> str:
     fd = overall["firm_and_day"]
-    if not fd["n"]:
+    result = outcome(fd, threshold)
+    if result == "not audited":
         return "not audited: no dated prompt to attack"
     lo, hi = fd["wilson_95"]
     cues = ", ".join(f"{c} {n}" for c, n in sorted(overall["cues"].items(), key=lambda x: -x[1])) or "none"
@@ -348,16 +377,27 @@ def verdict(overall: Mapping[str, Any], threshold: float) -> str:
         f"{fd['k']} of {fd['n']} prompts ({fd['share']:.0%}, Wilson 95 % {lo:.0%}-{hi:.0%}) give away firm and day "
         f"(within {SESSIONS} sessions); cues: {cues}"
     )
-    if fd["share"] > threshold:
+    if result == "not blind":
         return f"not blind: {what} (threshold {threshold:.0%})"
-    return f"blind by this audit: {what} (threshold {threshold:.0%})"
+    if result == "blind":
+        return f"blind by this audit: {what} (threshold {threshold:.0%})"
+    need = prompts_to_settle(fd["k"], fd["n"], threshold)
+    more = (
+        f"about {need} dated prompts at this rate would"
+        if need
+        else "at this rate no practical number of prompts would"
+    )
+    return (
+        f"inconclusive: {what}; the interval reaches above the threshold {threshold:.0%}, so these prompts "
+        f"cannot show the mask holds ({more}: audit a longer run)"
+    )
 
 
 def summary(res: Mapping[str, Any]) -> dict[str, Any]:
     """The few figures a run's ``model_knowledge`` block keeps of its audit."""
     fd = res["overall"]["firm_and_day"]
     return {
-        "result": "not audited" if res["blind"] is None else ("blind" if res["blind"] else "not blind"),
+        "result": res["result"],
         "prompts": res["overall"]["prompts"],
         "firm_and_day": fd["k"],
         "share": None if fd["share"] is None else round(fd["share"], 4),

@@ -40,6 +40,7 @@ from pydantic import ValidationError
 from fincon.config import FLAT_COST_KEYS, BrokerConfig
 from fincon.engine.record import CONFIG, DECISIONS, METRICS, RunRecord
 from fincon.errors import DataError
+from fincon.llm.leakage import AUDITED
 from fincon.proportions import wilson
 from fincon.validation import format_validation_error
 
@@ -239,7 +240,7 @@ def temporal_integrity(ev: Evidence) -> Verdict:
     said = (
         f"; masked, the leakage audit: {result} ({audit.get('firm_and_day')} of {audit.get('prompts')} prompts give "
         f"away firm and day, threshold {audit.get('threshold', 0.1):.0%})"
-        if result in ("blind", "not blind")
+        if result in AUDITED
         else ("; prompts named, not audited" if result == "not audited" else "")
     )
     if label in ("after-cutoff", "no-model"):
@@ -247,7 +248,8 @@ def temporal_integrity(ev: Evidence) -> Verdict:
     if result == "blind":
         return PASS, f"{label}" + (f" (cutoff {know.get('cutoff')})" if know.get("cutoff") else "") + said
     if label in ("in-training-data", "straddles-cutoff"):
-        return FAIL, f"{label}: the window is inside the model's training data (cutoff {know.get('cutoff')}){said}"
+        why = " (too few prompts to show the mask holds: fincon eval leakage)" if result == "inconclusive" else ""
+        return FAIL, f"{label}: the window is inside the model's training data (cutoff {know.get('cutoff')}){said}{why}"
     return NONE, "no model-knowledge label (cutoff unknown, or a run from before the labels)" + said
 
 

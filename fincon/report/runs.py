@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from fincon.agents.records import format_day
+from fincon.llm.leakage import AUDITED
 from fincon.report.load import ReportData
 from fincon.report.parts import (
     ALERT_COLOR,
@@ -39,7 +40,7 @@ def _metric_rows() -> tuple[list[str], dict[str, tuple[str, str]]]:
 
 def _knowledge(metrics: dict[str, Any]) -> dict[str, Any]:
     """``metrics`` with its model_knowledge block shown as its label, the cutoff
-    and, for a masked run, the leakage audit's result (blind / not blind), so
+    and, for a masked run, the leakage audit's result (blind / inconclusive / not blind), so
     the reviewer reading the HTML report sees what the card's temporal point
     rests on."""
     block = metrics.get("model_knowledge")
@@ -48,7 +49,7 @@ def _knowledge(metrics: dict[str, Any]) -> dict[str, Any]:
     cut = f" (cutoff {block['cutoff']})" if block.get("cutoff") else ""
     audit = block.get("audit") or {}
     result = audit.get("result")
-    if result in ("blind", "not blind"):
+    if result in AUDITED:
         cut += f"; masked, leakage audit: {result} ({audit.get('firm_and_day')}/{audit.get('prompts')} prompts give away firm and day)"
     return {**metrics, "model_knowledge": f"{block.get('label')}{cut}"}
 

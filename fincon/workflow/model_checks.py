@@ -116,7 +116,7 @@ def check_masking(cfg: RunConfig, inputs: RunInputs, strategies: Mapping[str, St
 def with_audit(block: Mapping[str, Any], strategy: Strategy, run_path: Path, cfg: RunConfig) -> dict[str, Any]:
     """The strategy's ``model_knowledge`` block with the leakage audit's result
     (fincon.llm.leakage): a masked run is audited as it ends, its prompts
-    read back from the call cache (``blind`` / ``not blind``); a run whose
+    read back from the call cache (``blind`` / ``inconclusive`` / ``not blind``); a run whose
     prompts are named is ``not audited`` (a named prompt names the firm and
     the day). What the report card's temporal integrity reads."""
 
