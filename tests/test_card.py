@@ -186,6 +186,38 @@ def test_every_check_gives_each_of_its_verdicts_on_hand_built_evidence(tmp_path)
     assert len(CHECKS) == 13
 
 
+def _days(moves, confidence):
+    """Decisions of one bullish analyst a day, the close moving by ``moves`` (+1 up, -1 down)."""
+    closes = [100.0]
+    for m in moves:
+        closes.append(closes[-1] + m)
+    call = [{"agent": "news/T", "direction": "bullish", "confidence": confidence}]
+    return [{"record": {"closes": {"T": c}, "agents": call}} for c in closes]
+
+
+def test_calibration_passes_only_below_a_coin_by_more_than_its_uncertainty():
+    """A Brier score under 0.25 over a few days is a coin's within its noise: the point passes
+    only when the one-sided 95 % upper bound (standard error clustered by day) is under 0.25."""
+    from fincon.report.card import FAIL, PASS, Evidence, calibration_point
+
+    def ev(decisions):
+        return Evidence(Path("x"), None, None, None, {}, {}, {}, decisions)
+
+    # 3 days at P(up) 0.6: up, up, down -> scores .16 .16 .36, mean .2267 (under 0.25);
+    # deviations -.0667 -.0667 .1333, se = sqrt(3/2 * .02667) / 3 = .0667, upper .2267 + 1.645 * .0667
+    few = calibration(_days([1, 1, -1], 0.2))
+    assert few["brier"] == pytest.approx(0.2267, abs=1e-4) and few["days"] == 3
+    assert few["brier_upper_95"] == pytest.approx(0.2267 + 1.645 * 0.0667, abs=2e-4)
+    verdict, said = calibration_point(ev(_days([1, 1, -1], 0.2)))
+    assert verdict == FAIL and said.startswith("Brier 0.227 (95 % upper bound 0.336, by day) over 3 analyst calls on 3")
+    # 40 days at P(up) 0.8, up on 36: mean (36 * .04 + 4 * .64) / 40 = 0.1, upper 0.1 + 1.645 * 0.02882
+    many = calibration(_days([1] * 36 + [-1] * 4, 0.6))
+    assert many["brier"] == pytest.approx(0.1) and many["brier_upper_95"] == pytest.approx(0.1474, abs=1e-4)
+    assert calibration_point(ev(_days([1] * 36 + [-1] * 4, 0.6)))[0] == PASS
+    one = calibration_point(ev(_days([1], 0.9)))  # Brier 0.0025 on one day: no spread, no pass
+    assert one[0] == FAIL and "(one day: no bound)" in one[1]
+
+
 def test_temporal_integrity_passes_a_masked_run_only_when_its_audit_shows_it_blind():
     """Inside the model's training data, a masked run passes only on an audit that shows the mask
     holds; an audit of too few prompts to tell (inconclusive) fails, and says so."""

@@ -92,7 +92,7 @@ def calibration(decisions: list[dict[str, Any]]) -> dict[str, Any] | None:
     hit rate by confidence bucket, the Brier score of P(up) = 0.5 +/- conf/2,
     and per analyst kind the hit rate and the count of directional calls."""
     rows = []
-    for d, nxt in zip(decisions, decisions[1:]):
+    for i, (d, nxt) in enumerate(zip(decisions, decisions[1:])):
         rec, rec2 = d.get("record") or {}, nxt.get("record") or {}
         c0, c1 = rec.get("closes") or {}, rec2.get("closes") or {}
         for a in rec.get("agents") or []:
@@ -108,10 +108,10 @@ def calibration(decisions: list[dict[str, Any]]) -> dict[str, Any] | None:
                 if a["direction"] == "bearish"
                 else 0.5
             )
-            rows.append((str(a["agent"]).split("/")[0], a["direction"], conf, p, up))
+            rows.append((str(a["agent"]).split("/")[0], a["direction"], conf, p, up, i))
     if not rows:
         return None
-    brier = sum((p - y) ** 2 for *_, p, y in rows) / len(rows)
+    brier = sum((p - y) ** 2 for *_, p, y, _ in rows) / len(rows)
     directional = [r for r in rows if r[1] != "neutral"]
     buckets = {}
     for lo in (0.0, 0.5, 0.7, 0.9):
@@ -129,9 +129,28 @@ def calibration(decisions: list[dict[str, Any]]) -> dict[str, Any] | None:
         "calls": len(rows),
         "directional": len(directional),
         "brier": round(brier, 4),
+        "days": len({r[5] for r in rows}),
+        "brier_upper_95": _upper_by_day([((r[3] - r[4]) ** 2, r[5]) for r in rows]),
         "by_confidence": buckets,
         "by_analyst": per,
     }
+
+
+def _upper_by_day(scores: list[tuple[float, int]]) -> float | None:
+    """One-sided 95 % upper bound of the mean score, its standard error
+    clustered by day: the analysts of one day score the same close, so their
+    calls are not independent. None with fewer than two days (no spread to
+    measure)."""
+    n = len(scores)
+    mean = sum(s for s, _ in scores) / n
+    by_day: dict[int, float] = {}
+    for s, day in scores:
+        by_day[day] = by_day.get(day, 0.0) + (s - mean)
+    k = len(by_day)
+    if k < 2:
+        return None
+    se = math.sqrt(k / (k - 1) * sum(v * v for v in by_day.values())) / n
+    return round(mean + 1.645 * se, 4)
 
 
 def _rolling_knowledge(results: dict[str, Any]) -> dict[str, Any]:
@@ -307,9 +326,12 @@ def calibration_point(ev: Evidence) -> Verdict:
     if not cal:
         return NONE, "no team records with analysts' confidences"
     buckets = ", ".join(f"{b} {v['hit_rate']:.0%} (n={v['n']})" for b, v in cal["by_confidence"].items())
-    return PASS if cal["brier"] < 0.25 else FAIL, (
-        f"Brier {cal['brier']:.3f} over {cal['calls']} analyst calls (0.25: a coin); hit rate of the "
-        f"{cal['directional']} bullish or bearish ones by confidence {buckets}"
+    upper = cal["brier_upper_95"]
+    bound = f"95 % upper bound {upper:.3f}, by day" if upper is not None else "one day: no bound"
+    # a pass needs the score below a coin's by more than its uncertainty, not a point estimate under 0.25
+    return PASS if upper is not None and upper < 0.25 else FAIL, (
+        f"Brier {cal['brier']:.3f} ({bound}) over {cal['calls']} analyst calls on {cal['days']} days (0.25: a "
+        f"coin); hit rate of the {cal['directional']} bullish or bearish ones by confidence {buckets}"
     )
 
 
