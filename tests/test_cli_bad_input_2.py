@@ -230,6 +230,10 @@ CASES: dict[str, tuple[list[str], str]] = {
     "train day-first date": (["train", "--start", "10/05/2022", "--brain", "rules"], "YYYY-MM-DD"),
     "experiment dotted date": (["experiment", "--test-start", "2022.10.05"], "YYYY-MM-DD"),
     "data sample slashed date": (["data", "sample", "--start", "2022/01/03", "--no-audio"], "YYYY-MM-DD"),
+    "data sample ticker twice": (
+        ["data", "sample", "--tickers", "TSLA,msft,tsla", "--no-audio", "--out", "ev"],
+        "--tickers: TSLA given more than once",
+    ),
     "data show US date": (["data", "show", "--ticker", "TSLA", "--date", "11/01/2022"], "YYYY-MM-DD"),
     "explain short date": (["explain", "{run_ok}", "--date", "2022-1-5"], "YYYY-MM-DD"),
     "config date as a number": (["backtest", "--config", "{int_date}"], "20221005 is not a date"),

@@ -225,6 +225,9 @@ def _tickers(arg: str | None):
     ts = tuple(t.strip().upper() for t in arg.split(",") if t.strip())
     if not ts:
         raise ConfigError("--tickers is empty; give e.g. TSLA,MSFT")
+    twice = sorted({t for t in ts if ts.count(t) > 1})
+    if twice:  # as a run's --tickers says it (fincon.config)
+        raise ConfigError(f"--tickers: {', '.join(twice)} given more than once")
     return ts
 
 
