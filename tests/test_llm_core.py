@@ -540,6 +540,47 @@ def test_timeouts_default_long_for_a_server_on_this_machine():
     assert LLMSettings().timeout_s is None
 
 
+def test_a_server_without_json_schema_is_said_once_when_calls_race(caplog):
+    """Found by hand (a forward step on llama_cpp.server): the first day's four concurrent calls
+    were each rejected for json_schema and each logged the step down, four lines for one fact.
+    Only the call that steps the mode down says so; the others retry in the new mode."""
+    import httpx
+
+    from fincon.llm.backends.openai_compat import OpenAICompatBackend
+    from fincon.llm.types import SamplingParams
+
+    together = threading.Barrier(4, timeout=10)
+    sent = []
+
+    def server(request: httpx.Request) -> httpx.Response:
+        fmt = json.loads(request.content)["response_format"]["type"]
+        sent.append(fmt)
+        if fmt == "json_schema":  # as llama_cpp.server answers it, all four in flight at once
+            together.wait()
+            return httpx.Response(500, json={"detail": "response_format json_schema is not supported"})
+        body = {"choices": [{"message": {"content": '{"x": 1}'}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 2}}  # fmt: skip
+        return httpx.Response(200, json=body)
+
+    backend = OpenAICompatBackend("m", base_url="http://127.0.0.1:9/v1")
+    backend._http = httpx.Client(transport=httpx.MockTransport(server))
+    msgs = [Message(role="user", content="hi")]
+    texts = []
+    with caplog.at_level("WARNING", logger="fincon.llm.backends.openai_compat"):
+        threads = [
+            threading.Thread(target=lambda: texts.append(backend.complete(msgs, {}, SamplingParams()).text))
+            for _ in range(4)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert texts == ['{"x": 1}'] * 4 and sorted(sent) == ["json_object"] * 4 + ["json_schema"] * 4
+    said = [r.getMessage() for r in caplog.records if "rejected response format" in r.getMessage()]
+    assert said == ["http://127.0.0.1:9/v1 rejected response format json_schema (HTTP 500); trying json_object_schema"]
+    assert backend.structured_mode == "json_object_schema"
+
+
 def test_local_threads_come_from_the_environment_when_the_settings_name_none(monkeypatch):
     """FINCON_LLM_THREADS (docs/configuration.md): a whole number of threads
     for a local model; anything else is one ConfigError naming the variable."""

@@ -268,9 +268,11 @@ class OpenAICompatBackend:
         if rejects_format and self._may_downgrade and mode != MODES[-1]:
             nxt = MODES[MODES.index(mode) + 1]
             with self._lock:
-                if self._mode == mode:
+                stepped = self._mode == mode
+                if stepped:
                     self._mode = nxt
-            log.warning("%s rejected response format %s (HTTP %d); trying %s", self.base_url, mode, status, nxt)
+            if stepped:  # calls racing with this one were rejected too: one line says it for all
+                log.warning("%s rejected response format %s (HTTP %d); trying %s", self.base_url, mode, status, nxt)
             return self._attempt(url, messages, schema, params)
         if status in (401, 403):
             raise LLMAuthError(
