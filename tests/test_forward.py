@@ -126,6 +126,40 @@ def test_a_forward_journal_agrees_with_the_next_open_backtest(case, tmp_path, mo
         assert all(e["calls"] and all(len(c["answer_sha256"]) == 64 for c in e["calls"]) for e in entries[1:])
 
 
+@pytest.mark.slow  # the team through the OpenAI path against the test kit's model double, 6 sessions
+def test_a_masked_team_journal_verifies_and_masks_as_a_backtest_does(tmp_path, monkeypatch, capsys):
+    """Found by hand (a masked team journal on llama_cpp.server): what the mask learns as a run goes
+    on (the price index's base, the sentences the model answered, reworded when quoted again) was not
+    carried from step to step, so a step's prompts were not the ones the whole run asks: verify
+    failed on an honest journal, and a step quoted the model's own sentences to the manager word for word."""
+    from fincon.testing.doubles import TeamStub
+    from fincon.testing.server import DoubleServer
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    with DoubleServer(TeamStub()) as url:
+        what = ["--ticker", "TSLA", "--strategy", "fincon", "--brain", "llm", *TEAM, "--no-benchmark",
+                "--llm-backend", "openai", "--llm-base-url", url, "--llm-model", "stub", "--anonymize",
+                "--llm-cache-path", "calls.sqlite"]  # fmt: skip
+        assert main(["forward", "init", "fw", *what, "--simulate-from", START]) == 0
+        assert main(["forward", "step", "fw", "--until", END, "--no-progress"]) == 0
+        assert main(["backtest", *what, "--start", START, "--end", END, "--fill", "next-open", "--out", "bt",
+                     "--no-progress", "--ledger", "off"]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert main(["forward", "verify", "fw"]) == 0, capsys.readouterr().err
+    # the mask of the journal's last step is the whole run's: its price base and the sentences it reworded
+    fw, bt = (json.loads((tmp_path / d / "masking.json").read_text()) for d in ("fw/replay", "bt"))
+    assert fw["start_prices"] == bt["start_prices"] and fw == bt
+    assert _decisions(tmp_path / "fw" / "replay")[:-1] == _decisions(tmp_path / "bt")
+    # code that masks otherwise asks prompts the journal never sent: verify says which, not only that
+    from fincon.llm import masking_rules
+
+    monkeypatch.setattr(masking_rules, "reword", lambda sentence: "[text]")
+    assert main(["forward", "verify", "fw"]) == 1
+    err = capsys.readouterr().err
+    assert "not reproduced from the frozen inputs (the replay stopped: replay: call" in err and "'manager'" in err
+
+
 @pytest.mark.slow
 def test_a_step_takes_up_the_saved_state_and_asks_again_when_it_cannot(tmp_path, monkeypatch, caplog):
     """The state a step saves is a cache: one that cannot be loaded (cut short, written by other code)

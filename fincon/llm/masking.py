@@ -134,6 +134,23 @@ class Masker:
         self._quoted: dict[str, str] = {}  # a sentence a model answered -> its rewording
         self._words: dict[str, str] = {}  # a capitalised word -> itself or "[name]" (decided once)
 
+    # -- what it learns as a run goes on -------------------------------------------------
+    def learned(self) -> dict[str, Any]:
+        """What the mask learned from the run so far and masks by: the closes its price index is
+        based on, the date tokens it wrote (an answer's token maps back to its date) and the
+        sentences a model answered (reworded when a later prompt quotes them). A forward step
+        carries it to the next (fincon.agents.team.resumable), so that every step masks as the
+        whole run would; the rest of its state follows from its settings or is a memo."""
+        return {"start_prices": dict(self.start_prices), "tokens": dict(self._tokens), "quoted": dict(self._quoted)}
+
+    def take_up(self, learned: Mapping[str, Any]) -> None:
+        """Go on from :meth:`learned` (in its order: a sentence is reworded before any it contains)."""
+        self.start_prices.clear()
+        self.start_prices.update(learned["start_prices"])
+        self._tokens = dict(learned["tokens"])
+        self._quoted = dict(learned["quoted"])
+        self._memo.clear()
+
     # -- masking ------------------------------------------------------------------------
     def text(self, s: str, day: str | None = None) -> str:
         """``s`` masked for a prompt of decision day ``day`` (YYYY-MM-DD)."""

@@ -47,6 +47,11 @@ def user_names(aliases: Mapping[str, Sequence[str]] | None = None) -> dict[str, 
     return out
 
 
+#: a frozen corpus folder's names and terms, mined when it was frozen from the whole source corpus
+#: (a forward journal's: fincon.workflow.forward_plan), where the folder holds the journal's firms only
+TERMS = "masking-terms.json"
+
+
 @lru_cache(maxsize=8)
 def mined_terms(corpus: str | None, tickers: tuple[str, ...], before: dt.date | None) -> tuple[dict, dict]:
     """The names and the vocabulary of each ticker mined from the items of the
@@ -59,6 +64,10 @@ def mined_terms(corpus: str | None, tickers: tuple[str, ...], before: dt.date | 
 
     if corpus is None:
         return {}, {}
+    frozen = Path(corpus).expanduser() / TERMS if corpus != "sample" else None
+    if frozen is not None and frozen.is_file():  # mined at the journal's first session, before it
+        got = json.loads(frozen.read_text(encoding="utf-8"))
+        return {t: got["names"].get(t, []) for t in tickers}, {t: got["vocabulary"].get(t, []) for t in tickers}
     events = data.open_events(corpus, data.corpus_tickers(corpus) or tickers)
     docs: dict[str, list[str]] = {}
     for e in events.all_events():

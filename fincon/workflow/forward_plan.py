@@ -24,6 +24,8 @@ from fincon.data.events.model import decision_cutoff
 from fincon.data.prices import validate_bars
 from fincon.engine.costs import COMMISSIONS, SLIPPAGES
 from fincon.errors import ConfigError, SourceUnavailable
+from fincon.files import json_text
+from fincon.llm.masking_terms import TERMS, mined_terms
 from fincon.strategies.registry import params_model
 from fincon.workflow.journal import INPUTS, PLAN_FILE, STATE, ForwardError, tree_hash
 
@@ -138,8 +140,21 @@ def freeze(root: Path, plan: Plan, day: dt.date) -> dict[str, Any]:
             items = [e for e in store.all_events() if e.ticker == t and e.published_at < cut
                      and (lo is None or e.published_at >= lo)]  # fmt: skip
             write_jsonl_gz(staging / "events" / f"{t}.jsonl.gz", items)
+        if since is None and _masks(cfg):
+            # the mask's names and terms are mined from every firm of the source before the first session
+            # (a firm's words tell from the others'): frozen now, as a backtest of the window mines them
+            names, vocabulary = mined_terms(spec, tuple(sorted(cfg.tickers)), plan.first)
+            (staging / "events" / TERMS).write_text(json_text({"before": str(plan.first), "names": names,
+                                                               "vocabulary": vocabulary}))  # fmt: skip
     staging.rename(folder)
     return {"path": f"{INPUTS}/{day}", "sha256": tree_hash(folder)}
+
+
+def _masks(cfg: RunConfig) -> bool:
+    """Does a strategy of ``cfg`` mask its prompts (``llm.anonymize``, the run's or its own)?"""
+    return bool(cfg.llm.anonymize) or any(
+        bool(((cfg.params(name) or {}).get("llm") or {}).get("anonymize")) for name in cfg.strategies
+    )
 
 
 def _events_spec(cfg: RunConfig) -> str | None:
@@ -191,6 +206,9 @@ def _frozen_config(root: Path, plan: Plan, day: dt.date, keep_state: bool = Fals
         # team's coverage check does not end the journal at the last day that had news
         span = [str(plan.config.start), str(day)]
         (joined / "events" / COVERAGE).write_text(json.dumps({t: span for t in plan.config.tickers}))
+        terms = root / INPUTS / str(_frozen_days(root)[0]) / "events" / TERMS  # frozen by the first freeze
+        if terms.is_file():
+            shutil.copyfile(terms, joined / "events" / TERMS)
         for name in cfg.strategies:  # every strategy that reads a corpus reads the frozen one
             if "events" in params_model(name).model_fields:
                 cfg = cfg.with_params(name, {**cfg.params(name), "events": str(joined / "events")})

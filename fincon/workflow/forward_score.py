@@ -87,10 +87,12 @@ def verify(root: Path) -> dict[str, Any]:
         result = report.results.get(e["strategy"])
         got = next((d for d in (result.decisions if result else []) if d["date"] == e["decided"]), None)
         if got is None or sealed_part(got) != sealed[(e["strategy"], e["decided"])]:
+            # a replay that stopped says why (a prompt the journal never sent is a call not in its calls.sqlite)
+            why = f" (the replay stopped: {result.stopped})" if got is None and result and result.stopped else ""
             return {
                 "ok": False,
                 "problem": f"entry {i} (seq {e['seq']}, {e['strategy']} at {e['decided']}): the sealed decision is "
-                "not reproduced from the frozen inputs",
+                f"not reproduced from the frozen inputs{why}",
                 "entries": len(entries),
                 "replayed": replayed,
             }
