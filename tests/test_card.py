@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from fincon.cli.main import main
-from fincon.report.card import calibration, run_card
+from fincon.report.calibration import calibration
+from fincon.report.card import run_card
 
 RUN = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", "--start", "2022-10-05",
        "--end", "2022-11-15", "--no-progress", "--no-benchmark"]  # fmt: skip

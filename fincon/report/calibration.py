@@ -1,0 +1,74 @@
+"""Calibration of the analysts' calls, read from a team's records: each call's direction and
+confidence against the next close, a hit rate per confidence bucket and per analyst, and the
+Brier score with its uncertainty (the report card's calibration and disaggregation points)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def calibration(decisions: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Each analyst's direction and confidence against the next close's move:
+    hit rate by confidence bucket, the Brier score of P(up) = 0.5 +/- conf/2,
+    and per analyst kind the hit rate and the count of directional calls."""
+    rows = []
+    for i, (d, nxt) in enumerate(zip(decisions, decisions[1:])):
+        rec, rec2 = d.get("record") or {}, nxt.get("record") or {}
+        c0, c1 = rec.get("closes") or {}, rec2.get("closes") or {}
+        for a in rec.get("agents") or []:
+            t = str(a.get("agent", "")).split("/")[-1]
+            if t not in c0 or t not in c1 or a.get("direction") not in ("bullish", "bearish", "neutral"):
+                continue
+            up = 1.0 if c1[t] > c0[t] else 0.0
+            conf = float(a.get("confidence") or 0.0)
+            p = (
+                0.5 + conf / 2
+                if a["direction"] == "bullish"
+                else 0.5 - conf / 2
+                if a["direction"] == "bearish"
+                else 0.5
+            )
+            rows.append((str(a["agent"]).split("/")[0], a["direction"], conf, p, up, i))
+    if not rows:
+        return None
+    brier = sum((p - y) ** 2 for *_, p, y, _ in rows) / len(rows)
+    directional = [r for r in rows if r[1] != "neutral"]
+    buckets = {}
+    for lo in (0.0, 0.5, 0.7, 0.9):
+        hi = {0.0: 0.5, 0.5: 0.7, 0.7: 0.9, 0.9: 1.01}[lo]
+        sel = [r for r in directional if lo <= r[2] < hi]
+        if sel:
+            hits = sum((r[1] == "bullish") == (r[4] == 1.0) for r in sel)
+            buckets[f"{lo:.1f}-{min(hi, 1.0):.1f}"] = {"n": len(sel), "hit_rate": round(hits / len(sel), 4)}
+    per = {}
+    for kind in sorted({r[0] for r in directional}):
+        sel = [r for r in directional if r[0] == kind]
+        hits = sum((r[1] == "bullish") == (r[4] == 1.0) for r in sel)
+        per[kind] = {"n": len(sel), "hits": hits, "hit_rate": round(hits / len(sel), 4)}
+    return {
+        "calls": len(rows),
+        "directional": len(directional),
+        "brier": round(brier, 4),
+        "days": len({r[5] for r in rows}),
+        "brier_upper_95": _upper_by_day([((r[3] - r[4]) ** 2, r[5]) for r in rows]),
+        "by_confidence": buckets,
+        "by_analyst": per,
+    }
+
+
+def _upper_by_day(scores: list[tuple[float, int]]) -> float | None:
+    """One-sided 95 % upper bound of the mean score, its standard error
+    clustered by day: the analysts of one day score the same close, so their
+    calls are not independent. None with fewer than two days (no spread to
+    measure)."""
+    n = len(scores)
+    mean = sum(s for s, _ in scores) / n
+    by_day: dict[int, float] = {}
+    for s, day in scores:
+        by_day[day] = by_day.get(day, 0.0) + (s - mean)
+    k = len(by_day)
+    if k < 2:
+        return None
+    se = math.sqrt(k / (k - 1) * sum(v * v for v in by_day.values())) / n
+    return round(mean + 1.645 * se, 4)
