@@ -160,6 +160,32 @@ def test_a_masked_team_journal_verifies_and_masks_as_a_backtest_does(tmp_path, m
     assert "not reproduced from the frozen inputs (the replay stopped: replay: call" in err and "'manager'" in err
 
 
+@pytest.mark.slow  # two single-agent baselines through the OpenAI path against the model double, 4 sessions
+def test_a_masked_journal_of_single_agent_baselines_never_names_the_firm(tmp_path, monkeypatch, capsys):
+    """Found by hand: a loaded llm-trader (and finsent) took its pickled client, None once finish had
+    closed it, and built a client without the mask on its next call: from the second session on, a
+    masked journal sent the model 'Stock: TSLA'. Every kept prompt is masked, and the journal verifies."""
+    import sqlite3
+
+    from fincon.testing.doubles import TeamStub
+    from fincon.testing.server import DoubleServer
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    with DoubleServer(TeamStub()) as url:
+        what = ["--ticker", "TSLA", "--strategy", "llm-trader,finsent", "--param", "finsent.brain=llm",
+                "--no-benchmark", "--llm-backend", "openai", "--llm-base-url", url, "--llm-model", "stub",
+                "--anonymize", "--llm-cache-path", "calls.sqlite"]  # fmt: skip
+        assert main(["forward", "init", "fw", *what, "--simulate-from", START]) == 0
+        assert main(["forward", "step", "fw", "--until", "2022-10-10", "--no-progress"]) == 0
+    with sqlite3.connect(tmp_path / "fw" / "calls.sqlite") as db:
+        kept = db.execute("SELECT agent, messages FROM calls").fetchall()
+    assert {a for a, _ in kept} == {"llm-trader", "finsent"}
+    assert [a for a, m in kept if "TSLA" in m or "Tesla" in m] == []
+    capsys.readouterr()
+    assert main(["forward", "verify", "fw"]) == 0, capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_a_step_takes_up_the_saved_state_and_asks_again_when_it_cannot(tmp_path, monkeypatch, caplog):
     """The state a step saves is a cache: one that cannot be loaded (cut short, written by other code)

@@ -28,6 +28,7 @@ from typing import Any, Literal, Mapping
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from fincon.agents.model_client import CallsAModel
 from fincon.data.events.model import visible_day
 from fincon.data.lexicon import LoughranMcDonald
 from fincon.errors import ConfigError
@@ -35,7 +36,7 @@ from fincon.llm import LLMInvalidAnswer, LLMUnavailable
 from fincon.llm.errors import BudgetExhausted
 from fincon.llm.settings import LLMOverrides, LLMSettings, attach, build_client, detach, layered
 from fincon.llm.types import Message
-from fincon.strategies.base import Decision, RunContext, StopRun, Strategy
+from fincon.strategies.base import Decision, RunContext, StopRun
 from fincon.validation import validated
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ class ItemSentiment(BaseModel):
 SCORE = {"positive": 1, "negative": -1, "neutral": 0}
 
 
-class FinSent(Strategy):
+class FinSent(CallsAModel):
     name = "finsent"
     Params = FinSentParams
     reads_events = True

@@ -22,12 +22,13 @@ from typing import Any, Literal, Mapping
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
+from fincon.agents.model_client import CallsAModel
 from fincon.errors import ConfigError
 from fincon.llm.client import LLMClient
 from fincon.llm.concurrency import run_concurrently
 from fincon.llm.errors import BudgetExhausted, LLMInvalidAnswer, LLMUnavailable
 from fincon.llm.settings import LLMSettings, attach, build_client, detach, layered
-from fincon.strategies.base import Action, Decision, RunContext, StopRun, Strategy
+from fincon.strategies.base import Action, Decision, RunContext, StopRun
 from fincon.validation import format_validation_error
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,7 @@ def build_messages(ticker: str, returns: np.ndarray) -> list[dict[str, str]]:
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
-class LLMTrader(Strategy):
+class LLMTrader(CallsAModel):
     name = "llm-trader"
     warmup = LOOKBACK + 1
 

@@ -10,6 +10,7 @@ message repeats the value.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping, Sequence
 
@@ -322,6 +323,25 @@ def attach(client, settings, tickers: Sequence[str], corpus: str | None = None, 
             client.masker.rewriter = llm.Paraphraser(
                 build_client(other, ledger=client.ledger), settings.paraphrase_model
             )
+
+
+#: what a run's mask learned so far (fincon.llm.masking.Masker.learned), in a saved strategy's folder
+MASK_STATE = "mask.json"
+
+
+def keep_mask(client, folder: Path) -> None:
+    """Between forward steps (fincon.strategies.state): what ``client``'s mask learned so far is the
+    run's, not the client's (a fresh step opens a fresh client), so it is saved beside the strategy."""
+    mask = getattr(client, "masker", None)
+    if mask is not None:
+        (Path(folder) / MASK_STATE).write_text(json.dumps(mask.learned()), encoding="utf-8")
+
+
+def take_up_mask(client, folder: Path) -> None:
+    """The next step's fresh ``client`` (masked by :func:`attach`) goes on from what :func:`keep_mask` saved."""
+    saved = Path(folder) / MASK_STATE
+    if client is not None and client.masker is not None and saved.is_file():
+        client.masker.take_up(json.loads(saved.read_text(encoding="utf-8")))
 
 
 def detach(client, run_dir: Path, stopped: str | None = None, close: bool = False) -> dict[str, Any]:

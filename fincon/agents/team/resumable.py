@@ -5,17 +5,14 @@ chromadb client are opened afresh by ``start`` and put in their place."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any, Mapping
 
 from fincon import memory
+from fincon.llm.settings import keep_mask, take_up_mask
 from fincon.strategies import state
 from fincon.strategies.base import RunContext, Strategy
-
-#: what the mask learned (fincon.llm.masking.Masker.learned), beside the pickled team
-MASK = "mask.json"
 
 
 class Resumable(Strategy):
@@ -29,9 +26,7 @@ class Resumable(Strategy):
         """The pickled team and its memory store's files (flushed by :meth:`finish`)."""
         super().save_state(folder, live)
         shutil.copytree(self.memory.path, folder / "memory")
-        mask = getattr(live.get("client"), "masker", None)
-        if mask is not None:  # what the mask learned so far is the run's, not the client's (Masker.learned)
-            (folder / MASK).write_text(json.dumps(mask.learned(), sort_keys=False), encoding="utf-8")
+        keep_mask(live.get("client"), folder)
 
     def load_state(self, folder: Path, ctx: RunContext) -> None:
         """The saved memory store's files in place of the fresh empty one, then the pickled team on
@@ -52,5 +47,4 @@ class Resumable(Strategy):
         self._client, self.coverage = client, coverage
         if client is not None:
             client.ledger = self.ledger
-            if client.masker is not None and (folder / MASK).is_file():
-                client.masker.take_up(json.loads((folder / MASK).read_text(encoding="utf-8")))
+            take_up_mask(client, folder)
