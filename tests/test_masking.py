@@ -249,8 +249,33 @@ def test_another_model_paraphrases_the_masked_items_and_the_model_under_test_may
     assert "Oct 4" not in sent and sent.startswith("The new server line")  # the paraphraser sees the masked item
     assert "gist: another, applications" in m.text(f"[E1] Oct 5: {same}", "2022-10-10") and m.rewriter.fallbacks == 1
     assert m.manifest()["paraphrase"] == {"model": "other-model", "calls": 2, "fallbacks": 1}
-    with pytest.raises(ConfigError, match="is the model under test"):
+    with pytest.raises(
+        ConfigError, match="is the model under test.*give another model .e.g. the bundled qwen2.5-coder-0.5b"
+    ):
         LLMSettings(anonymize=True, paraphrase_model="qwen2.5-coder-1.5b")
+    with pytest.raises(ConfigError, match="give another model .e.g. the bundled qwen2.5-coder-1.5b"):
+        LLMSettings(model="qwen2.5-coder-0.5b", anonymize=True, paraphrase_model="qwen2.5-coder-0.5b")
     with pytest.raises(ConfigError, match="goes with --anonymize"):
         LLMSettings(paraphrase_model="qwen2.5-coder-0.5b")
     assert LLMSettings(anonymize=True, paraphrase_model="qwen2.5-coder-0.5b").paraphrase_model
+
+
+def test_the_model_under_test_may_not_paraphrase_under_another_name(tmp_path):
+    """A sceptic's point: the same weights named twice (a GGUF path and its copy or link; the bundled
+    name and its assembled file) are the model under test, and would read every item first."""
+    from fincon.errors import ConfigError
+    from fincon.llm.bundled import BUNDLED, weights_identity
+
+    model = tmp_path / "under-test.gguf"
+    model.write_bytes(b"GGUF" + b"\x01" * 64)
+    (tmp_path / "copy.gguf").write_bytes(model.read_bytes())
+    (tmp_path / "link.gguf").symlink_to(model)
+    (tmp_path / "other.gguf").write_bytes(b"GGUF" + b"\x02" * 64)
+    for alias in ("copy.gguf", "link.gguf"):
+        with pytest.raises(ConfigError, match="is the model under test"):
+            LLMSettings(model=str(model), anonymize=True, paraphrase_model=str(tmp_path / alias))
+    assert LLMSettings(model=str(model), anonymize=True, paraphrase_model=str(tmp_path / "other.gguf"))
+    # a bundled name is its file's pinned sha256: no hashing of a gigabyte to tell it
+    assert weights_identity("qwen2.5-coder-0.5b") == BUNDLED["qwen2.5-coder-0.5b"].sha256
+    # served models are told by name only (the server knows what stands behind a name, fincon does not)
+    assert LLMSettings(backend="openai", model="a", anonymize=True, paraphrase_model="b").paraphrase_model == "b"

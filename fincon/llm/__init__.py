@@ -14,7 +14,12 @@ if TYPE_CHECKING:
     from fincon.llm import leakage as leakage
     from fincon.llm.backends.local import LocalLlamaBackend as LocalLlamaBackend
     from fincon.llm.backends.openai_compat import OpenAICompatBackend as OpenAICompatBackend
-    from fincon.llm.bundled import BUNDLED as BUNDLED, DEFAULT_MODEL as DEFAULT_MODEL, assemble as assemble
+    from fincon.llm.bundled import (
+        BUNDLED as BUNDLED,
+        DEFAULT_MODEL as DEFAULT_MODEL,
+        assemble as assemble,
+        weights_identity as weights_identity,
+    )
     from fincon.llm.cache import (
         SERVER_ENV as SERVER_ENV,
         CacheMode as CacheMode,

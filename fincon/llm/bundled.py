@@ -168,6 +168,16 @@ def assemble(model: BundledModel | str = DEFAULT_MODEL, cache_dir: Path | None =
     return target
 
 
+def weights_identity(model: str) -> str:
+    """What a local model is, whatever it is called: a bundled model's sha256, a GGUF file's
+    (hashed once, fincon.llm.bundled.file_sha256), else the name as given. Two names of one
+    file (the bundled name and its assembled path, a copy, a link) are one model."""
+    if model in BUNDLED:
+        return BUNDLED[model].sha256
+    path = Path(model).expanduser()
+    return file_sha256(path) if path.is_file() else model
+
+
 def resolve_model_path(model: str | Path | None, cache_dir: Path | None = None) -> Path:
     """A bundled model name (default: the 1.5B) or the path of any GGUF file."""
     if model is None or str(model) in BUNDLED:

@@ -196,10 +196,19 @@ class LLMSettings(BaseModel):
             return self
         if not self.anonymize:
             raise ConfigError("--llm-paraphrase-model rewrites masked items: it goes with --anonymize")
-        if self.paraphrase_model == self.resolved_model():
+        under_test = self.resolved_model()
+        same = self.paraphrase_model == under_test or (
+            self.backend == "local"
+            and under_test is not None
+            and llm.weights_identity(self.paraphrase_model) == llm.weights_identity(under_test)
+        )
+        if same:
+            mine = llm.weights_identity(under_test) if self.backend == "local" and under_test else None
+            others = [n for n, m in llm.BUNDLED.items() if m.sha256 != mine] if self.backend == "local" else []
             raise ConfigError(
                 f"--llm-paraphrase-model {self.paraphrase_model} is the model under test: a paraphrase request shows "
-                "the model every item before it decides; give another model (e.g. the bundled qwen2.5-coder-0.5b)"
+                "the model every item before it decides; give another model"
+                + (f" (e.g. the bundled {others[0]})" if others else "")
             )
         return self
 
