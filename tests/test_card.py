@@ -168,10 +168,23 @@ def test_every_check_gives_each_of_its_verdicts_on_hand_built_evidence(tmp_path)
     )
     assert long_horizons(ev({"n_days": 504})) == (PASS, "one window of 504 trading days")  # LONG_DAYS 500
     assert long_horizons(ev({"n_days": 252}))[0] == FAIL
-    rolled = {"windows": [1, 2, 3], "span": ["2019-01-02", "2024-12-31"], "universes": ["top:5"]}
-    assert (
-        long_horizons(ev(rolling={}, results=rolled))[1]
-        == "rolling evaluation: 3 window rows over 2019-01-02, 2024-12-31"
+
+    def rows(*spans):  # a rolling evaluation's window rows: two strategies a window
+        return [{"test_start": a, "test_end": b, "strategy": s} for a, b in spans for s in ("fincon", "buy-and-hold")]
+
+    # 2019 (261 weekdays) and 2020 (262), a window across both counted once: 523 >= 500
+    years = rows(("2019-01-01", "2019-12-31"), ("2019-07-01", "2020-06-30"), ("2020-01-01", "2020-12-31"))
+    rolled = {"windows": years, "span": ["2019-01-01", "2020-12-31"], "universes": ["top:5"]}
+    assert long_horizons(ev(rolling={}, results=rolled)) == (
+        PASS,
+        "rolling evaluation: 3 test windows covering 523 weekdays from 2019-01-01 to 2020-12-31",
+    )
+    # two 3-month windows (64 + 65 weekdays) are no long horizon, however many rows they make
+    quarters = {"windows": rows(("2022-01-03", "2022-03-31"), ("2022-04-01", "2022-06-30"))}
+    assert long_horizons(ev(rolling={}, results=quarters)) == (
+        FAIL,
+        "rolling evaluation: 2 test windows covering 129 weekdays from 2022-01-03 to 2022-06-30, under 500 "
+        "(a longer --rolling span)",
     )
     assert broad_universes(ev(rolling={}, results=rolled)) == (PASS, "universes top:5")
     assert broad_universes(ev(rolling={}, results={"universes": ["TSLA"]}))[0] == FAIL

@@ -35,6 +35,7 @@ from html import escape as esc
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
 from pydantic import ValidationError
 
 from fincon.config import FLAT_COST_KEYS, BrokerConfig
@@ -334,9 +335,19 @@ def llm_cost(ev: Evidence) -> Verdict:
 
 
 def long_horizons(ev: Evidence) -> Verdict:
+    """One window of LONG_DAYS trading days, or rolling test windows that together cover as many
+    weekdays (a rolling evaluation of two 3-month windows is not a long horizon)."""
     if ev.rolling is not None:
-        windows = len(ev.results.get("windows") or [])
-        return PASS, f"rolling evaluation: {windows} window rows over {', '.join(ev.results.get('span') or [])}"
+        spans = sorted({(w["test_start"], w["test_end"]) for w in ev.results.get("windows") or []})
+        days = [np.arange(np.datetime64(a), np.datetime64(b) + 1) for a, b in spans]
+        every = np.concatenate(days) if days else np.array([], dtype="datetime64[D]")
+        covered = np.unique(every[np.is_busday(every)])  # overlapping windows count their days once
+        said = f"rolling evaluation: {len(spans)} test windows covering {len(covered)} weekdays" + (
+            f" from {spans[0][0]} to {max(b for _, b in spans)}" if spans else ""
+        )
+        if len(covered) >= LONG_DAYS:
+            return PASS, said
+        return FAIL, f"{said}, under {LONG_DAYS} (a longer --rolling span)"
     days = int(ev.metrics.get("n_days") or 0)
     if days >= LONG_DAYS:
         return PASS, f"one window of {days} trading days"
