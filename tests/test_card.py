@@ -169,8 +169,12 @@ def test_every_check_gives_each_of_its_verdicts_on_hand_built_evidence(tmp_path)
     assert long_horizons(ev({"n_days": 504})) == (PASS, "one window of 504 trading days")  # LONG_DAYS 500
     assert long_horizons(ev({"n_days": 252}))[0] == FAIL
 
-    def rows(*spans):  # a rolling evaluation's window rows: two strategies a window
-        return [{"test_start": a, "test_end": b, "strategy": s} for a, b in spans for s in ("fincon", "buy-and-hold")]
+    def rows(*spans, universe="top-volume:5", tickers="A B C D E"):  # a rolling evaluation's rows: two a window
+        return [
+            {"test_start": a, "test_end": b, "strategy": s, "universe": universe, "tickers": tickers}
+            for a, b in spans
+            for s in ("fincon", "buy-and-hold")
+        ]
 
     # 2019 (261 weekdays) and 2020 (262), a window across both counted once: 523 >= 500
     years = rows(("2019-01-01", "2019-12-31"), ("2019-07-01", "2020-06-30"), ("2020-01-01", "2020-12-31"))
@@ -186,8 +190,23 @@ def test_every_check_gives_each_of_its_verdicts_on_hand_built_evidence(tmp_path)
         "rolling evaluation: 2 test windows covering 129 weekdays from 2022-01-03 to 2022-06-30, under 500 "
         "(a longer --rolling span)",
     )
-    assert broad_universes(ev(rolling={}, results=rolled)) == (PASS, "universes top:5")
-    assert broad_universes(ev(rolling={}, results={"universes": ["TSLA"]}))[0] == FAIL
+    # a rule picking 5 a window, new ones in the second window: 10 distinct tickers over 2 windows, broad
+    two = rows(("2022-01-03", "2022-03-31")) + rows(("2022-04-01", "2022-06-30"), tickers="F G H I J")
+    assert broad_universes(ev(rolling={}, results={"universes": ["top-volume:5"], "windows": two})) == (
+        PASS,
+        "universes top-volume:5: the rules' windows trade 10 distinct tickers over 2 windows",
+    )
+    # a rule picking one ticker, the same in both windows: a rule, but not broad
+    one = rows(("2022-01-03", "2022-03-31"), ("2022-04-01", "2022-06-30"), universe="top-volume:1", tickers="A")
+    assert broad_universes(ev(rolling={}, results={"universes": ["top-volume:1"], "windows": one})) == (
+        FAIL,
+        "universes top-volume:1: the rules' windows trade 1 distinct tickers over 2 windows, under 10 (a rule "
+        "that picks more, over more candidates)",
+    )
+    assert broad_universes(ev(rolling={}, results={"universes": ["TSLA"]})) == (
+        FAIL,
+        "universes TSLA: hand-picked lists (--universe RULE)",
+    )
     assert broad_universes(ev(config={"tickers": ["TSLA", "MSFT"]}))[1].startswith(
         "2 hand-picked ticker(s): TSLA, MSFT"
     )

@@ -205,6 +205,9 @@ def test_small_rolling_run_matches_its_windows(tmp_path, capsys):
     assert row["verdict"] != "not measured" and "shuffle-news: consistency" in row["measured"]
     # the windows' labels against the model's cutoff: the rules team has no model
     assert (rows["temporal integrity"]["verdict"], rows["temporal integrity"]["measured"]) == ("pass", "no-model")
+    # two short test windows on a hand-picked ticker: neither a long horizon nor a broad universe, as measured
+    assert rows["long horizons"]["verdict"] == "fail" and "2 test windows covering" in rows["long horizons"]["measured"]
+    assert rows["broad universes"]["verdict"] == "fail" and "hand-picked" in rows["broad universes"]["measured"]
     assert main(argv) == 0  # resumes: every unit done, the same tables
     assert "resumed" in capsys.readouterr().out
     assert (out / "summary.csv").read_bytes() == first

@@ -49,6 +49,8 @@ from fincon.validation import format_validation_error
 PASS, FAIL, NONE = "pass", "fail", "not measured"
 #: a window shorter than this many trading days is "one short window"
 LONG_DAYS = 500
+#: fewer distinct tickers than this over a rolling evaluation's windows is not a broad universe
+BROAD_TICKERS = 10
 
 
 def _json(path: Path) -> Any:
@@ -355,9 +357,22 @@ def long_horizons(ev: Evidence) -> Verdict:
 
 
 def broad_universes(ev: Evidence) -> Verdict:
+    """Tickers chosen by a rule (not a list), and many of them: the windows of its rules together
+    trade at least BROAD_TICKERS distinct tickers (a rule that picks one ticker is not broad)."""
     if ev.rolling is not None:
         universes = ev.results.get("universes") or []
-        return PASS if any(":" in u or u == "all" for u in universes) else FAIL, f"universes {', '.join(universes)}"
+        rules = [u for u in universes if ":" in u or u == "all"]
+        if not rules:
+            return FAIL, f"universes {', '.join(universes)}: hand-picked lists (--universe RULE)"
+        rows = [w for w in ev.results.get("windows") or [] if w.get("universe") in rules]
+        distinct = {t for w in rows for t in str(w.get("tickers") or "").split()}
+        said = (
+            f"universes {', '.join(universes)}: the rules' windows trade {len(distinct)} distinct tickers over "
+            f"{len({(w.get('universe'), w.get('test_start')) for w in rows})} windows"
+        )
+        if len(distinct) >= BROAD_TICKERS:
+            return PASS, said
+        return FAIL, f"{said}, under {BROAD_TICKERS} (a rule that picks more, over more candidates)"
     tickers = ev.config.get("tickers") or []
     return FAIL, f"{len(tickers)} hand-picked ticker(s): {', '.join(tickers)} (--rolling with --universe RULE)"
 
