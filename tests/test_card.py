@@ -212,10 +212,20 @@ def test_every_check_gives_each_of_its_verdicts_on_hand_built_evidence(tmp_path)
     )
     team = tmp_path / "team"
     team.mkdir()
-    (team / "summary.json").write_text(_json.dumps({"strategy_summary": {"critic_checked": 12, "critic_flagged": 2}}))
     (team / "metrics.json").write_text("{}")
+
+    def critics(**counts):  # the team's summary.json with the critics' counts (fincon.agents.critics.review)
+        critic = {"critic_stages": ["extraction", "calculation"], **{f"critic_{k}": v for k, v in counts.items()}}
+        (team / "summary.json").write_text(_json.dumps({"strategy_summary": critic}))
+        return numerical_execution(ev(team=team))
+
     assert numerical_execution(ev()) == (NONE, "numeric critics off (--critics on)")
-    assert numerical_execution(ev(team=team)) == (PASS, "critic_checked 12, critic_flagged 2")
+    assert critics(claims=12, corrected=2, dropped=1, unverified=0) == (
+        PASS,
+        "12 figures checked: 2 corrected, 1 dropped, 0 not verified",
+    )
+    assert critics(claims=12, corrected=2, dropped=1, unverified=3)[0] == FAIL  # 3 figures went on unchecked
+    assert critics(claims=0)[0] == NONE  # critics on, nothing to check: nothing measured
     assert len(CHECKS) == 13
 
 

@@ -274,12 +274,22 @@ def calibration_point(ev: Evidence) -> Verdict:
 
 
 def numerical_execution(ev: Evidence) -> Verdict:
-    """Did numeric critics check the analysts' figures?"""
+    """Did numeric critics check the analysts' figures (fincon.agents.critics.review's counts)? A
+    pass needs claims checked and none left unverified (a critic's model answer invalid twice: the
+    figure went on as the analyst stated it)."""
     summary = (_run_part(ev.team, "strategy_summary") or {}) if ev.team else {}
-    critic = {k: v for k, v in summary.items() if k.startswith("critic")}
-    if not critic:
+    if not any(k.startswith("critic") for k in summary):
         return NONE, "numeric critics off (--critics on)"
-    return PASS, ", ".join(f"{k} {v}" for k, v in sorted(critic.items()))
+    n = {k: int(summary.get(f"critic_{k}") or 0) for k in ("claims", "corrected", "dropped", "unverified")}
+    said = (
+        f"{n['claims']} figures checked: {n['corrected']} corrected, {n['dropped']} dropped, "
+        f"{n['unverified']} not verified"
+    )
+    if not n["claims"]:
+        return NONE, "numeric critics on, but no figure of the filings' or calls' analysts to check"
+    if n["unverified"]:
+        return FAIL, f"{said} (a critic's answer invalid twice: those figures went on as stated)"
+    return PASS, said
 
 
 def disaggregation(ev: Evidence) -> Verdict:
