@@ -160,6 +160,11 @@ def test_every_check_gives_each_of_its_verdicts_on_hand_built_evidence(tmp_path)
     assert next_open_fills(ev())[0] == FAIL
     assert volume_caps(ev(config={"broker": {"participation": 0.025}})) == (PASS, "participation 0.025")
     assert volume_caps(ev())[0] == FAIL
+    assert volume_caps(ev(config={"broker": {"participation": 0.1}}))[0] == PASS  # MAX_PARTICIPATION
+    assert volume_caps(ev(config={"broker": {"participation": 1.0}})) == (
+        FAIL,
+        "participation 1.0: above 0.1 of the day's volume (--participation 0.025)",
+    )
     assert llm_cost(ev(config={"broker": {"charge_llm": True}}))[0] == PASS
     assert llm_cost(ev()) == (PASS, "no model: nothing to charge")
     assert llm_cost(ev({"model_knowledge": {"label": "after-cutoff"}})) == (

@@ -49,6 +49,8 @@ from fincon.validation import format_validation_error
 PASS, FAIL, NONE = "pass", "fail", "not measured"
 #: a window shorter than this many trading days is "one short window"
 LONG_DAYS = 500
+#: a participation cap above this share of the day's volume is no volume cap
+MAX_PARTICIPATION = 0.1
 #: fewer distinct tickers than this over a rolling evaluation's windows is not a broad universe
 BROAD_TICKERS = 10
 
@@ -334,8 +336,14 @@ def costs(ev: Evidence) -> Verdict:
 
 
 def volume_caps(ev: Evidence) -> Verdict:
+    """An order fills at most a share of the day's volume that a desk could take without moving
+    the price: at most MAX_PARTICIPATION (a cap of the whole day's volume caps nothing real)."""
     cap = ev.broker.participation
-    return (PASS, f"participation {cap}") if cap else (FAIL, "no participation cap (--participation 0.025)")
+    if not cap:
+        return FAIL, "no participation cap (--participation 0.025)"
+    if cap > MAX_PARTICIPATION:
+        return FAIL, f"participation {cap}: above {MAX_PARTICIPATION:g} of the day's volume (--participation 0.025)"
+    return PASS, f"participation {cap}"
 
 
 def llm_cost(ev: Evidence) -> Verdict:
