@@ -30,7 +30,7 @@ from fincon.cli.options import (
 from fincon.config import OUTPUT, RunConfig
 from fincon.errors import ConfigError, FinconError
 from fincon.flag import Flag
-from fincon.llm.leakage import AUDITED
+from fincon.llm.knowledge import AUDITED
 from fincon.report import write_report
 from fincon.report.table import format_table
 from fincon.strategies.registry import strategy_names

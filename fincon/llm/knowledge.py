@@ -75,6 +75,9 @@ KNOWN: dict[str, Cutoff] = {
 
 #: what a user-given cutoff's source reads
 USER_SOURCE = "given by the user (llm.knowledge_cutoff)"
+#: a masked run's ``model_knowledge.audit.result`` when the leakage audit (fincon.llm.leakage) attacked
+#: its prompts; a named run's is ``not audited``
+AUDITED = ("blind", "inconclusive", "not blind")
 
 
 def known_cutoff(model: str | None) -> Cutoff | None:

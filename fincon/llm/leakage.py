@@ -68,8 +68,6 @@ from fincon.proportions import wilson
 
 SESSIONS = 5  # "within ±5 sessions"
 THRESHOLD = 0.10
-#: the results of an audit that attacked something (a named run is ``not audited``)
-AUDITED = ("blind", "inconclusive", "not blind")
 LINK = 8
 #: rare shingles a line must share with one item (and with no other as many) to name it
 MIN_SHARED = 3

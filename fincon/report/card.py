@@ -41,7 +41,7 @@ from pydantic import ValidationError
 from fincon.config import FLAT_COST_KEYS, BrokerConfig
 from fincon.engine.record import CONFIG, DECISIONS, METRICS, RunRecord
 from fincon.errors import DataError
-from fincon.llm.leakage import AUDITED
+from fincon.llm.knowledge import AUDITED
 from fincon.proportions import wilson
 from fincon.report.calibration import calibration
 from fincon.validation import format_validation_error

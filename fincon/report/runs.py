@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from fincon.agents.records import format_day
-from fincon.llm.leakage import AUDITED
+from fincon.llm.knowledge import AUDITED
 from fincon.report.load import ReportData
 from fincon.report.parts import (
     ALERT_COLOR,
