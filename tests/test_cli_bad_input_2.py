@@ -230,6 +230,34 @@ CASES: dict[str, tuple[list[str], str]] = {
     "train day-first date": (["train", "--start", "10/05/2022", "--brain", "rules"], "YYYY-MM-DD"),
     "experiment dotted date": (["experiment", "--test-start", "2022.10.05"], "YYYY-MM-DD"),
     "data sample slashed date": (["data", "sample", "--start", "2022/01/03", "--no-audio"], "YYYY-MM-DD"),
+    "team on a ticker the sample corpus lacks": (
+        ["backtest", "--ticker", "NVDA", "--strategy", "fincon", "--brain", "rules"],
+        "the bundled sample corpus has no events for NVDA (it covers TSLA, AMZN, NIO, MSFT, AAPL, GOOG, NFLX, COIN, "
+        "PFE, GM, LLY); write one that does with `fincon data sample --tickers NVDA --out DIR` and give --events DIR",
+    ),
+    # every window's universe at once (top-volume:3 picks NVDA in one of them), not one window at a time
+    "rolling universes the sample corpus lacks": (
+        [
+            "experiment",
+            "--brain",
+            "rules",
+            "--rolling",
+            "2m",
+            "--step",
+            "2m",
+            "--rolling-start",
+            "2022-10-05",
+            "--rolling-end",
+            "2023-06-09",
+            "--universe",
+            "top-volume:3",
+            "--repeats",
+            "1",
+            "--episodes",
+            "1",
+        ],
+        "`fincon data sample --tickers AAPL,AMZN,NVDA,TSLA --out DIR` and give --events DIR",
+    ),  # fmt: skip
     "data sample ticker twice": (
         ["data", "sample", "--tickers", "TSLA,msft,tsla", "--no-audio", "--out", "ev"],
         "--tickers: TSLA given more than once",

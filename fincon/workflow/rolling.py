@@ -36,6 +36,7 @@ from typing import Any
 
 import pandas as pd
 
+from fincon.agents.team.corpus import corpus_coverage, uncovered
 from fincon.data.inputs import open_inputs
 from fincon.data.prices import validate_bars
 from fincon.engine.rundir import check_out_path
@@ -211,6 +212,10 @@ def run_rolling(
         raise ConfigError("rolling: buy-and-hold must be among the baselines (every strategy is compared with it)")
     out = check_out_path(out)
     cells = plan(exp)
+    every = sorted({t for c in cells for t in c.tickers})  # the corpus for every window's universe, said at once
+    lacking = [t for t in every if t not in corpus_coverage(exp.team.events, every)]
+    if lacking:
+        raise uncovered(exp.team.events, lacking, every)
     for c in cells:  # what a unit would refuse (data, corpus, parameters), before anything is written
         try:
             check_inputs(c.exp)

@@ -18,6 +18,7 @@ import pandas as pd
 
 from fincon import data
 from fincon.data.events.model import visible_day
+from fincon.errors import ConfigError
 
 
 def coverage(store, tickers) -> dict[str, tuple[pd.Timestamp, pd.Timestamp]]:
@@ -73,3 +74,20 @@ def corpus_coverage(spec: str, tickers) -> dict[str, tuple[pd.Timestamp, pd.Time
         if c is not None:
             out[t] = c
     return out
+
+
+def uncovered(spec: str, missing, tickers) -> ConfigError:
+    """The error for tickers the corpus has no item of (``missing``, of the run's ``tickers``), with
+    what to do: the bundled sample covers a few firms; `fincon data sample` writes one for any
+    ticker with bundled prices."""
+    them = ", ".join(missing[:8]) + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
+    if spec == "sample":
+        return ConfigError(
+            f"the bundled sample corpus has no events for {them} (it covers {', '.join(data.corpus_tickers('sample'))});"
+            f" write one that does with `fincon data sample --tickers {','.join(tickers)} --out DIR` and give "
+            "--events DIR"
+        )
+    return ConfigError(
+        f"event corpus {spec!r} has no events for {them}; the team needs events for every ticker: give a corpus "
+        "that covers them (`fincon data sample`, `fincon data import`) or leave them out"
+    )

@@ -45,7 +45,7 @@ from fincon.agents.reports import CONTRADICTION, LANGUAGE, AnalystReport
 from fincon.agents.roles import ANALYSTS, ROLES, STOCK_SELECTION
 from fincon.agents.roles.base import EventRole, RoleInputs, ToneBaseline
 from fincon.agents.team.calls import Answer, Calls
-from fincon.agents.team.corpus import corpus_coverage, coverage, declared_coverage
+from fincon.agents.team.corpus import corpus_coverage, coverage, declared_coverage, uncovered
 from fincon.agents.team.learning import Learning, _Previous, risk_stance
 from fincon.agents.team.params import FinConParams
 from fincon.agents.team.resumable import Resumable
@@ -99,9 +99,7 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
         self.coverage = {**coverage(self.events, self.universe), **declared_coverage(p.events)}
         for t in self.universe:
             if t not in self.coverage:
-                raise ConfigError(
-                    f"event corpus {p.events!r} has no events for {t}; fincon needs events for every ticker"
-                )
+                raise uncovered(p.events, [t], self.universe)
         # the run's cost models: each day the rules manager asks for more evidence to pay a trade
         self.ctx = ctx
         if ctx.start is not None and ctx.end is not None:
@@ -191,9 +189,7 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
         self.coverage = corpus_coverage(p.events, self.universe)
         for t in self.universe:
             if t not in self.coverage:
-                raise ConfigError(
-                    f"event corpus {p.events!r} has no events for {t}; fincon needs events for every ticker"
-                )
+                raise uncovered(p.events, [t], self.universe)
         self._check_window(first, last)
         as_params(p.beliefs)
 
