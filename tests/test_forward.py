@@ -186,6 +186,34 @@ def test_a_masked_journal_of_single_agent_baselines_never_names_the_firm(tmp_pat
     assert main(["forward", "verify", "fw"]) == 0, capsys.readouterr().err
 
 
+@pytest.mark.slow  # two single-agent baselines through the OpenAI path, the server stopped between steps
+def test_a_server_down_at_a_step_seals_nothing_says_so_once_and_the_next_step_decides(tmp_path, monkeypatch, capsys):
+    from fincon.testing.doubles import TeamStub
+    from fincon.testing.server import DoubleServer
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    server = DoubleServer(TeamStub())
+    port = server.url.rsplit(":", 1)[1].split("/")[0]
+    with server as url:
+        what = ["--ticker", "TSLA", "--strategy", "llm-trader,finsent", "--param", "finsent.brain=llm",
+                "--no-benchmark", "--llm-backend", "openai", "--llm-base-url", url, "--llm-model", "stub",
+                "--llm-cache-path", "calls.sqlite"]  # fmt: skip
+        assert main(["forward", "init", "fw", *what, "--simulate-from", START]) == 0
+        assert main(["forward", "step", "fw", "--no-progress"]) == 0
+    before = (tmp_path / "fw" / "journal.jsonl").read_bytes()
+    capsys.readouterr()
+    assert main(["forward", "step", "fw", "--no-progress"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    # the two strategies stopped for one reason: said once, with both names
+    assert err.startswith("fincon: error: 2022-10-06: the strategies could not decide (llm-trader, finsent: LLM unav")
+    assert err.count("LLM unavailable") == 1 and err.endswith("nothing sealed, the next step retries")
+    assert (tmp_path / "fw" / "journal.jsonl").read_bytes() == before
+    with DoubleServer(TeamStub(), port=int(port)):
+        assert main(["forward", "step", "fw", "--no-progress"]) == 0
+    assert main(["forward", "verify", "fw"]) == 0
+
+
 @pytest.mark.slow
 def test_a_step_takes_up_the_saved_state_and_asks_again_when_it_cannot(tmp_path, monkeypatch, caplog):
     """The state a step saves is a cache: one that cannot be loaded (cut short, written by other code)
@@ -446,6 +474,10 @@ def test_score_reports_what_a_backtest_does_and_draws_the_charts_a_step_leaves_o
         capsys.readouterr()
         assert main(argv) == 2 and not (tmp_path / "fw.png").exists()
         assert "fw is a forward journal: `fincon forward score fw` writes" in capsys.readouterr().err
+    # the journal goes on after a score: the charts it drew are the replay's own, replaced with it (the
+    # next step said "--out fw/replay holds equity.png, ... which no fincon run wrote", for good)
+    assert main(["forward", "step", "fw", "--no-progress"]) == 0
+    assert not list(replay.rglob("equity.png")) and main(["forward", "verify", "fw"]) == 0
 
 
 def test_a_journal_sealed_before_schema_3_verifies_and_goes_on(tmp_path, capsys):

@@ -36,7 +36,7 @@ import yaml
 
 from fincon import engine
 from fincon.engine.broker import BrokerSettings
-from fincon.engine.rundir import write_json
+from fincon.engine.rundir import add_files, write_json
 from fincon.errors import DataError
 
 CONFIG = "config.yaml"
@@ -356,11 +356,14 @@ def draw_charts(root: Path, title: str, names: list[str]) -> None:
     """The ``equity.png`` of a run written with its charts off (a forward step's replay), drawn from
     what it wrote: each strategy's curve and decisions (its CVaR alert days), and the comparison's."""
     multi = len(names) > 1
-    curves, decisions = {}, {}
+    curves, decisions, drawn = {}, {}, []
     for name in names:
         rec = RunRecord(root / name if multi else root)
         curves[name] = rec.equity.rename(name)
         decisions[name] = rec.decisions
-        draw({name: curves[name]}, rec.path / CHART, title, {name: decisions[name]})
+        drawn.append(rec.path / CHART)
+        draw({name: curves[name]}, drawn[-1], title, {name: decisions[name]})
     if multi:
-        draw(curves, root / CHART, title, decisions)
+        drawn.append(root / CHART)
+        draw(curves, drawn[-1], title, decisions)
+    add_files(root, drawn)  # the run's own now: the next step replaces the replay, charts and all

@@ -98,6 +98,17 @@ def foreign_entries(directory: Path, kind: str, entries: list[str] | None = None
     return [e for e in entries if e not in (files or ())]
 
 
+def add_files(directory: Path, written: list[Path]) -> None:
+    """Files fincon wrote into a finished run after it was sealed (the charts ``forward score``
+    draws into a step's replay): listed in its manifest, so that the next ``--replace`` of the run
+    takes them as its own rather than as the user's."""
+    data = _manifest(directory)
+    if data is None or not isinstance(data.get("files"), list):
+        return
+    data["files"] = sorted({*data["files"], *(Path(p).relative_to(directory).as_posix() for p in written)})
+    write_json(directory / MANIFEST, data)
+
+
 def check_replaceable(directory: Path, kind: str) -> None:
     """Refuse, in one line naming what is in the way, to replace ``directory``
     unless it is an earlier fincon run of ``kind`` holding only its own files."""
