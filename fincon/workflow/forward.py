@@ -291,7 +291,10 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
         log.warning("%s; asking every strategy again from the first session", exc)
         report = replay({name: Resume(save=r.save) for name, r in resume.items()})
     if report.failed or any(r.stopped for r in report.results.values()):
-        why = "; ".join([*report.failed.values(), *(r.stopped or "" for r in report.results.values())])
+        said: dict[str, list[str]] = {}  # one reason once, with the strategies it stopped (a server down stops all)
+        for name, text in [*report.failed.items(), *((n, r.stopped) for n, r in report.results.items() if r.stopped)]:
+            said.setdefault(text, []).append(name)
+        why = "; ".join(f"{', '.join(names)}: {text}" for text, names in said.items())
         raise ForwardError(f"{day}: the strategies could not decide ({why}); nothing sealed, the next step retries")
     for name, result in report.results.items():
         for d in result.decisions[:-1]:
