@@ -172,3 +172,32 @@ def test_html_report_row_carries_the_audit_result():
     )
     named = {**block, "audit": {"result": "not audited"}}
     assert _knowledge({"model_knowledge": named})["model_knowledge"] == "in-training-data (cutoff 2024-09-19)"
+
+
+@pytest.mark.slow  # a two-episode training of the team through the OpenAI path (about 6 s)
+def test_a_masked_training_masks_what_the_belief_update_reads(tmp_path, monkeypatch):
+    """Found by reading the CVRF prompts: the risk-control agent's client had no mask, so a masked
+    training told the model under test "Episode 1 on TSLA, 2022-10-03 .. 2022-10-07" and the
+    analysts' words in clear when it compared episodes. Every prompt the server sees is masked."""
+
+    class Recording(TeamStub):
+        def __init__(self):
+            super().__init__()
+            self.seen: list[tuple[str, str]] = []
+
+        def complete(self, messages, schema, params):
+            self.seen.append((str(sorted(schema.get("properties", {}))), "\n".join(m.content for m in messages)))
+            return super().complete(messages, schema, params)
+
+    monkeypatch.chdir(tmp_path)
+    double = Recording()
+    with DoubleServer(double) as url:
+        argv = ["train", "--ticker", "TSLA", "--start", "2022-10-03", "--end", "2022-10-07", "--episodes", "2",
+                "--brain", "llm", "--param", "fincon.transcripts=text", "--param", "fincon.embedder=hashing",
+                "--llm-backend", "openai", "--llm-base-url", url, "--llm-model", "stub", "--anonymize",
+                "--llm-cache-path", "calls.sqlite", "--no-progress", "--out", "tr"]  # fmt: skip
+        assert main(argv) == 0
+    compared = [text for props, text in double.seen if "Better episode" in text or "Stretches:" in text]
+    assert compared  # the belief update asked the model
+    named = [text[:120] for _, text in double.seen if "TSLA" in text or "Tesla" in text or "2022-10-0" in text]
+    assert named == []

@@ -159,3 +159,15 @@ def test_the_llm_brain_flips_the_windows_items_with_its_own_model_cached(tmp_pat
     replay = ToneRewriter(LLMClient(_Reverser(), cache=CallCache(cache, "replay"), ledger=UsageLedger()))
     again = placebo_events("flip-tone", events, dt.date(2022, 10, 1), dt.date(2022, 10, 31), 0, replay)
     assert [e.text for e in again] == [e.text for e in out] and replay.client.backend.calls == 0
+
+
+def test_a_masked_experiments_tone_rewriter_is_masked_as_its_team():
+    """A sceptic's point: the model under test rewriting the window's items in clear could write what it
+    remembers of the firm and the period into the placebo corpus; masked, it sees what the team sees."""
+    from fincon.workflow.experiment import _tone_rewriter, load_experiment
+
+    masked = load_experiment(None, {"team": {"brain": "llm"}, "llm": {"anonymize": True}, "tickers": ["TSLA"]})
+    mask = _tone_rewriter(masked).client.masker
+    assert mask is not None and mask.pseudonym == {"TSLA": "Company A"}
+    assert "Tesla" not in mask.text("Tesla said deliveries rose.", str(masked.test.start))
+    assert _tone_rewriter(load_experiment(None, {"team": {"brain": "llm"}, "tickers": ["TSLA"]})).client.masker is None

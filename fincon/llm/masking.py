@@ -157,7 +157,7 @@ class Masker:
         key = (s, day)
         hit = self._memo.get(key)
         if hit is None:
-            hit = self._mask(s, dt.date.fromisoformat(day[:10]) if day else None)
+            hit = self._mask(s, _decision_day(day))
             if len(self._memo) < 200_000:
                 self._memo[key] = hit
         return self._unquote(hit) if self._quoted else hit
@@ -467,6 +467,15 @@ class Masker:
                 "a sentence a model answered, repeated in a later prompt -> its content words in alphabetical order",
             ],
         }
+
+
+def _decision_day(day: str | None) -> dt.date | None:
+    """A prompt's decision day; None for a call that has none (the belief update between episodes is
+    asked on "episode-2"): every date of its prompt is then "[date]"."""
+    try:
+        return dt.date.fromisoformat(day[:10]) if day else None
+    except ValueError:
+        return None
 
 
 def _proper_word(w: str) -> str:

@@ -12,6 +12,7 @@ import datetime as dt
 import hashlib
 import json
 import re
+from typing import Any
 
 from fincon.llm import LLMClient, UsageLedger
 from fincon.llm.types import Completion, Message
@@ -41,6 +42,33 @@ class Scripted:
         pass
 
 
+#: the risk-control agent's schemas (fincon.agents.risk_control): episode insights, the comparison, the edits
+_CVRF = ("EpisodeInsights", "MetaPrompt", "BeliefEdits")
+
+
+def _enum(schema: Any) -> list[str]:
+    """The first enum in ``schema`` (the perspectives a CVRF answer may name)."""
+    if isinstance(schema, dict):
+        if isinstance(schema.get("enum"), list):
+            return schema["enum"]
+        values = schema.values()
+    elif isinstance(schema, list):
+        values = schema
+    else:
+        return []
+    return next((e for v in values if (e := _enum(v))), [])
+
+
+def _cvrf_answer(schema: dict, h: int) -> dict:
+    names = _enum(schema) or ["news"]
+    first = names[h % len(names)]
+    if schema["title"] == "EpisodeInsights":
+        return {"insights": [{"perspective": first, "text": f"stub insight {h % 5}: its views came before gains."}]}
+    if schema["title"] == "MetaPrompt":
+        return {"text": f"stub direction {h % 5}: the better episode trusted {first} more.", "perspectives": [first]}
+    return {"updates": [{"perspective": first, "text": f"stub belief {h % 5}: trust the {first} views more."}]}
+
+
 class TeamStub:
     """A deterministic fake model for the FinCon team's analyst and manager
     schemas: each answer is a function of the prompt's hash, so two runs
@@ -65,6 +93,8 @@ class TeamStub:
         h = int(hashlib.sha256(user.encode()).hexdigest()[:8], 16)
         props = schema.get("properties", {})
         injected = self.obey and "ignore previous instructions" in user.lower()
+        if schema.get("title") in _CVRF:  # the risk-control agent's belief update between episodes
+            return Completion(json.dumps(_cvrf_answer(schema, h)), prompt_tokens=100, completion_tokens=20)
         if "reflection" in props:  # the manager's self-reflection on a settled decision
             ans = {"reflection": f"stub reflection {h % 7}: weigh the filings more than the day's news."}
         elif "insights" in props:

@@ -56,7 +56,7 @@ from fincon.errors import ConfigError
 from fincon.files import json_text, write_atomic
 from fincon.llm.endpoint import check_server
 from fincon.llm.knowledge import model_knowledge
-from fincon.llm.settings import build_client, layered
+from fincon.llm.settings import attach, build_client, layered
 from fincon.validation import format_validation_error
 from fincon.workflow.executors import Executor, serial
 from fincon.workflow.experiment_config import TEAM, TEST_WINDOW, TRAIN_WINDOW, ExperimentConfig
@@ -256,7 +256,11 @@ def _tone_rewriter(exp: ExperimentConfig):
     """The llm brain's flip-tone: the team's own model settings, its cache."""
 
     settings = layered(exp.llm, {**TEAM_LLM, "answer_max_tokens": 600}, exp.team.llm)
-    return ToneRewriter(build_client(settings))
+    client = build_client(settings)
+    # a masked experiment's model rewrites the items masked, as its team reads them: shown in clear, the
+    # model under test could write what it remembers of the firm and the window into the placebo corpus
+    attach(client, settings, exp.tickers, exp.team.events, exp.test.start)
+    return ToneRewriter(client)
 
 
 def write_placebos(exp: ExperimentConfig, out: Path) -> None:

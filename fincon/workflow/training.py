@@ -54,7 +54,7 @@ from fincon.errors import ConfigError, DataError, FinconError
 from fincon.files import write_atomic
 from fincon.llm.endpoint import check_server
 from fincon.llm.knowledge import model_knowledge
-from fincon.llm.settings import build_client, layered
+from fincon.llm.settings import attach, build_client, layered
 from fincon.risk.cvrf import RULES_LR, Trajectory, overlap
 from fincon.workflow.model_checks import check_knowledge, warn_other_brain
 from fincon.workflow.status import versioned
@@ -173,8 +173,11 @@ def _risk_control(cfg: RunConfig, opts: TrainOptions, perspectives: tuple[str, .
     settings = _model_settings(cfg, opts)
     if settings is None:
         return RiskControl(perspectives, None, opts.lr)
-
-    return RiskControl(perspectives, build_client(settings), opts.lr)
+    client = build_client(settings)
+    # it reads the episodes' tickers, dates and the analysts' words: a masked training masks them as the
+    # team's own prompts are (the same pseudonyms), or the model under test is told firm and window here
+    attach(client, settings, cfg.tickers, make_fincon_team(_team_params(cfg), cfg.llm).params.events, cfg.start)
+    return RiskControl(perspectives, client, opts.lr)
 
 
 def training_knowledge(cfg: RunConfig, opts: TrainOptions) -> dict[str, Any]:
