@@ -279,3 +279,21 @@ def test_the_model_under_test_may_not_paraphrase_under_another_name(tmp_path):
     assert weights_identity("qwen2.5-coder-0.5b") == BUNDLED["qwen2.5-coder-0.5b"].sha256
     # served models are told by name only (the server knows what stands behind a name, fincon does not)
     assert LLMSettings(backend="openai", model="a", anonymize=True, paraphrase_model="b").paraphrase_model == "b"
+
+
+def test_a_quoted_answer_is_reworded_whatever_order_the_answers_came_in():
+    """Concurrent calls answer in any order: when one sentence a model answered contains another, the
+    prompt that repeats it must come out the same either way (the call cache is keyed by it)."""
+    short = json.dumps({"text": "Demand rose in every region and margins grew"})  # no full stop: inside the other
+    long = json.dumps({"text": "Demand rose in every region and margins grew as most analysts expected."})
+    prompt = "Reports: Demand rose in every region and margins grew as most analysts expected. Then more."
+    first, second = masker_for(["TSLA"]), masker_for(["TSLA"])
+    first.unmask(short), first.unmask(long)
+    second.unmask(long), second.unmask(short)
+    got = first.text(prompt, "2022-10-10")
+    assert got == second.text(prompt, "2022-10-10")
+    assert got == "Reports: key words: demand, every, expected, grew, margins, region, rose Then more."
+    # and what the mask learned, carried to a forward step's fresh mask, masks the same again
+    third = masker_for(["TSLA"])
+    third.take_up(second.learned())
+    assert third.text(prompt, "2022-10-10") == got

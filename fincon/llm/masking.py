@@ -389,10 +389,11 @@ class Masker:
         return token
 
     def _unquote(self, s: str) -> str:
-        """Each sentence a model answered earlier, where ``s`` repeats it, as its rewording."""
-        for sentence, rewording in self._quoted.items():
+        """Each sentence a model answered earlier, where ``s`` repeats it, as its rewording: the longest
+        first, so that the result does not depend on the order the answers came in (concurrent calls)."""
+        for sentence in sorted((q for q in self._quoted if q in s), key=lambda q: (-len(q), q)):
             if sentence in s:
-                s = s.replace(sentence, rewording)
+                s = s.replace(sentence, self._quoted[sentence])
         return s
 
     def messages(self, msgs: Sequence[Message], day: str | None) -> tuple[Message, ...]:
