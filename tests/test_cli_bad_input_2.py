@@ -354,6 +354,10 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["data", "import", "investorbench", "{truncated_ib}", "--out", "{a_file}"],
         "is a file",
     ),
+    "backtest window beyond the data": (
+        ["backtest", "--start", "2017-06-01", "--end", "2018-03-01"],
+        "outside the data (sample has 2018-01-02..2024-03-08); pick dates inside it, e.g. 2018-01-02..2018-03-01",
+    ),
     "data info a file": (["data", "info", "{a_file}"], "is a file, not a dataset folder"),
     "data info a run directory": (["data", "info", "{run_ok}"], "no dataset.json"),
     "backtest --data a file": (["backtest", "--data", "{a_file}"], "not a directory"),

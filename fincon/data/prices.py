@@ -222,7 +222,8 @@ def load_prices(
         if start < first - slack or end > last + slack:
             raise DataError(
                 f"{ticker}: {start.date()}..{end.date()} is outside the data "
-                f"({source.name} has {first.date()}..{last.date()}); pick dates inside it"
+                f"({source.name} has {first.date()}..{last.date()}); pick dates inside it, e.g. "
+                f"{max(start, first).date()}..{min(end, last).date()}"
             )
         frames[ticker] = bars
     common = frames[tickers[0]].index
