@@ -358,6 +358,15 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["backtest", "--start", "2017-06-01", "--end", "2018-03-01"],
         "outside the data (sample has 2018-01-02..2024-03-08); pick dates inside it, e.g. 2018-01-02..2018-03-01",
     ),
+    "team window beyond its corpus": (
+        ["backtest", "--strategy", "fincon", "--brain", "rules", "--start", "2021-12-01", "--end", "2022-02-01"],
+        "covers TSLA from 2022-01-03 to 2023-06-09; the run asks for 2021-12-01..2022-02-01 (pick a window inside "
+        "it, e.g. 2022-01-03..2022-02-01, or another --events)",
+    ),
+    "team window before its corpus": (
+        ["backtest", "--strategy", "fincon", "--brain", "rules", "--start", "2018-03-01", "--end", "2018-04-02"],
+        "(pick a window inside it, e.g. 2022-01-03..2023-06-09, or another --events)",
+    ),
     "data info a file": (["data", "info", "{a_file}"], "is a file, not a dataset folder"),
     "data info a run directory": (["data", "info", "{run_ok}"], "no dataset.json"),
     "backtest --data a file": (["backtest", "--data", "{a_file}"], "not a directory"),

@@ -199,7 +199,8 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
             if first < lo or last > hi:
                 raise ConfigError(
                     f"event corpus {self.params.events!r} covers {t} from {lo.date()} to {hi.date()}; "
-                    f"the run asks for {first.date()}..{last.date()} (pick a window inside it or another --events)"
+                    f"the run asks for {first.date()}..{last.date()} (pick a window inside it, e.g. "
+                    f"{_overlap(first, last, lo, hi)}, or another --events)"
                 )
 
     def finish(self, ctx: RunContext) -> Mapping[str, Any]:
@@ -482,3 +483,9 @@ def reask_counts(events) -> dict[str, int]:
             e["event"] == "failure" and f"{marker}:" in str(e.get("errors", "")) for e in events
         )
     return out
+
+
+def _overlap(first: pd.Timestamp, last: pd.Timestamp, lo: pd.Timestamp, hi: pd.Timestamp) -> str:
+    """The part of the run's window the corpus covers, or the corpus' span when they do not meet."""
+    a, b = max(first, lo), min(last, hi)
+    return f"{a.date()}..{b.date()}" if a <= b else f"{lo.date()}..{hi.date()}"
