@@ -214,6 +214,25 @@ def test_a_server_down_at_a_step_seals_nothing_says_so_once_and_the_next_step_de
     assert main(["forward", "verify", "fw"]) == 0
 
 
+def test_a_journal_steps_from_any_directory_with_its_own_call_cache(tmp_path, monkeypatch):
+    """cron starts a step in $HOME: the plan's call cache is an absolute path, not runs/.cache/llm.sqlite
+    read from wherever the step runs (an empty cache there, the model asked again)."""
+    from fincon.testing.doubles import TeamStub
+    from fincon.testing.server import DoubleServer
+
+    (tmp_path / "project").mkdir(), (tmp_path / "home").mkdir()
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    with DoubleServer(TeamStub()) as url:
+        monkeypatch.chdir(tmp_path / "project")
+        assert main(["forward", "init", "fw", "--ticker", "TSLA", "--strategy", "llm-trader", "--no-benchmark",
+                     "--llm-backend", "openai", "--llm-base-url", url, "--llm-model", "stub",
+                     "--simulate-from", START]) == 0  # fmt: skip
+        monkeypatch.chdir(tmp_path / "home")
+        assert main(["forward", "step", str(tmp_path / "project" / "fw"), "--no-progress"]) == 0
+    assert (tmp_path / "project" / "runs" / ".cache" / "llm.sqlite").is_file()
+    assert not (tmp_path / "home" / "runs").exists()
+
+
 @pytest.mark.slow
 def test_a_step_takes_up_the_saved_state_and_asks_again_when_it_cannot(tmp_path, monkeypatch, caplog):
     """The state a step saves is a cache: one that cannot be loaded (cut short, written by other code)

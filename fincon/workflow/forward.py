@@ -54,6 +54,7 @@ from fincon.config import RunConfig
 from fincon.engine.resume import Resume, StateError
 from fincon.errors import CloseOnly, ConfigError
 from fincon.files import json_text, write_atomic
+from fincon.flag import absolute
 from fincon.llm.bundled import BUNDLED, file_sha256
 from fincon.llm.cache import CallCache
 from fincon.strategies.registry import make_strategy
@@ -123,6 +124,7 @@ def init(
             "give prices with an Open column (--source yfinance, or --data with OHLCV prices)"
         ) from None
     warn_run_without_model(cfg, checked.knowledge, False)  # a model setting the plan would seal for nothing: said
+    cfg = _cache_from_anywhere(cfg)
     plan = Plan(cfg.model_copy(update={"start": first, "end": first}), first, simulate_from is not None, broker)
     root.mkdir(parents=True, exist_ok=True)
     write_atomic(root / PLAN_FILE, plan.to_yaml())
@@ -146,6 +148,18 @@ def init(
 
 
 JOURNAL_NAME = "journal.jsonl"
+
+
+def _cache_from_anywhere(cfg: RunConfig) -> RunConfig:
+    """The plan's call caches as absolute paths: a step runs from any directory (cron starts it in
+    $HOME), and a cache path read from there would start an empty cache beside it, asking the model
+    again for every session a lost state makes it replay."""
+    cfg = cfg.model_copy(update={"llm": cfg.llm.model_copy(update={"cache_path": cfg.llm.cache_path.absolute()})})
+    for name in cfg.strategies:
+        own = (cfg.params(name) or {}).get("llm") or {}
+        if own.get("cache_path"):
+            cfg = cfg.with_params(name, {**cfg.params(name), "llm": {**own, "cache_path": absolute(own["cache_path"])}})
+    return cfg
 
 
 def _models(cfg: RunConfig) -> dict[str, Any]:
