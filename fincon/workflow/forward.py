@@ -154,7 +154,7 @@ def _cache_from_anywhere(cfg: RunConfig) -> RunConfig:
     """The plan's call caches as absolute paths: a step runs from any directory (cron starts it in
     $HOME), and a cache path read from there would start an empty cache beside it, asking the model
     again for every session a lost state makes it replay."""
-    cfg = cfg.model_copy(update={"llm": cfg.llm.model_copy(update={"cache_path": cfg.llm.cache_path.absolute()})})
+    cfg = cfg.model_copy(update={"llm": cfg.llm.model_copy(update={"cache_path": Path(absolute(cfg.llm.cache_path))})})
     for name in cfg.strategies:
         own = (cfg.params(name) or {}).get("llm") or {}
         if own.get("cache_path"):
