@@ -68,6 +68,11 @@ def test_the_probe_flags_a_model_that_remembers_and_the_mask_removes_it():
     line = lookahead.verdict(res["rows"], few)
     assert "blind" not in line.replace("to show they are blind", "")
     assert "but too few masked prompts to show they are blind (0 of 16 give away firm and day" in line
+    team = {"result": "inconclusive", "firm_and_day": 1, "prompts": 15}
+    assert lookahead.verdict(res["rows"], res["leakage"], team).endswith(
+        "; the team run audited is inconclusive (1 of 15 prompts give away firm and day, too few prompts to show "
+        "it blind): audit a longer run before its masked figures count"
+    )
 
 
 def test_a_model_whose_every_answer_is_invalid_is_inconclusive_not_clear():

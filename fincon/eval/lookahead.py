@@ -434,6 +434,12 @@ def verdict(
             f"; the team run audited is not blind ({run_audit['firm_and_day']} of {run_audit['prompts']} prompts "
             "give away firm and day): its masked figures are not evidence of skill"
         )
+    elif run_audit is not None and run_audit.get("result") == "inconclusive":
+        line += (
+            f"; the team run audited is inconclusive ({run_audit['firm_and_day']} of {run_audit['prompts']} prompts "
+            "give away firm and day, too few prompts to show it blind): audit a longer run before its masked "
+            "figures count"
+        )
     elif run_audit is not None:
         line += f"; the team run audited: {run_audit.get('result')}"
     return line
