@@ -157,11 +157,12 @@ def _check_config(cfg: RunConfig) -> RunConfig:
     return workflow.with_events(cfg, workflow.inputs_for(cfg)).model_copy(update={"benchmark": False})
 
 
-def _model_settings(cfg: RunConfig, opts: TrainOptions):
+def _model_settings(cfg: RunConfig, opts: TrainOptions, team=None):
     """The settings of the model a training calls (the team's, or the CVRF
-    update's with --cvrf-brain llm), or None when it calls none."""
+    update's with --cvrf-brain llm), or None when it calls none (``team``: the
+    training's team, when the caller has made it)."""
 
-    team = make_fincon_team(_team_params(cfg), cfg.llm)
+    team = team or make_fincon_team(_team_params(cfg), cfg.llm)
     if team.params.brain != "llm" and opts.cvrf_brain != "llm":
         return None
 
@@ -170,13 +171,14 @@ def _model_settings(cfg: RunConfig, opts: TrainOptions):
 
 
 def _risk_control(cfg: RunConfig, opts: TrainOptions, perspectives: tuple[str, ...]):
-    settings = _model_settings(cfg, opts)
+    team = make_fincon_team(_team_params(cfg), cfg.llm)
+    settings = _model_settings(cfg, opts, team)
     if settings is None:
         return RiskControl(perspectives, None, opts.lr)
     client = build_client(settings)
     # it reads the episodes' tickers, dates and the analysts' words: a masked training masks them as the
     # team's own prompts are (the same pseudonyms), or the model under test is told firm and window here
-    attach(client, settings, cfg.tickers, make_fincon_team(_team_params(cfg), cfg.llm).params.events, cfg.start)
+    attach(client, settings, cfg.tickers, team.params.events, cfg.start)
     return RiskControl(perspectives, client, opts.lr)
 
 
