@@ -489,7 +489,8 @@ def test_score_reports_what_a_backtest_does_and_draws_the_charts_a_step_leaves_o
     assert "fw is a forward journal: `fincon forward score fw` writes its report" in capsys.readouterr().err
     assert main(["report", "fw/replay", "--out", "fw.html"]) == 0
     # and so do plot and explain (they said "not a run directory" and "holds no agent-team run")
-    for argv in (["plot", "fw", "--out", "fw.png"], ["explain", "fw", "--date", START]):
+    for argv in (["plot", "fw", "--out", "fw.png"], ["explain", "fw", "--date", START], ["report", "--card", "fw"],
+                 ["eval", "leakage", "fw"]):  # fmt: skip
         capsys.readouterr()
         assert main(argv) == 2 and not (tmp_path / "fw.png").exists()
         assert "fw is a forward journal: `fincon forward score fw` writes" in capsys.readouterr().err

@@ -26,6 +26,7 @@ from fincon.errors import ConfigError, DataError
 from fincon.flag import Flag
 from fincon.llm.settings import build_client
 from fincon.ownership import JSON_MARK, is_fincon_json
+from fincon.workflow.journal import journal_hint
 
 NUMERIC = """\
 The numeric critics scored as the paper scores them (exact match of an
@@ -229,6 +230,9 @@ def _register_leakage(inner) -> None:
 
 
 def _leakage(args: argparse.Namespace) -> int:
+    hint = journal_hint(args.run)
+    if hint:  # a journal's prompts are in its replayed run
+        raise DataError(hint)
     res = llm.leakage.run_audit(args.run, cache=args.llm_cache_path, against=args.against, threshold=args.threshold)
     if args.json:
         print(json.dumps({JSON_MARK: "fincon eval leakage", **res}, indent=1, sort_keys=True, default=str))

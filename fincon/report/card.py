@@ -45,6 +45,7 @@ from fincon.llm.knowledge import AUDITED
 from fincon.proportions import wilson
 from fincon.report.calibration import calibration
 from fincon.validation import format_validation_error
+from fincon.workflow.journal import journal_hint
 
 PASS, FAIL, NONE = "pass", "fail", "not measured"
 #: a window shorter than this many trading days is "one short window"
@@ -176,7 +177,9 @@ def evidence(root: Path) -> Evidence:
     results = _json(root / "results.json") or {}
     run = _strategy_run(root) if rolling is None else None
     if rolling is None and run is None:
-        raise DataError(f"{root} holds no run fincon wrote (no metrics.json with its config.yaml)")
+        raise DataError(
+            journal_hint(root) or f"{root} holds no run fincon wrote (no metrics.json with its config.yaml)"
+        )
     metrics = (_run_part(run, "metrics") or {}) if run else {}
     config = _run_part(run, "config") if run else (rolling or {}).get("config", {})
     team = _team_run(root) if rolling is None else None

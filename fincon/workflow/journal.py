@@ -182,7 +182,7 @@ def journal_hint(path: Path) -> str | None:
         return None
     return (
         f"{path} is a forward journal: `fincon forward score {path}` writes its report ({path / 'report.html'}) "
-        f"and the replayed run {path / REPLAY}, which report, plot and explain read"
+        f"and the replayed run {path / REPLAY}, which report (and its --card), plot, explain and eval leakage read"
     )
 
 
