@@ -282,6 +282,9 @@ def test_temporal_integrity_passes_a_masked_run_only_when_its_audit_shows_it_bli
     assert "masked, the leakage audit: inconclusive (1 of 15 prompts give away firm and day" in said
     assert said.endswith("(too few prompts to show the mask holds: fincon eval leakage)")
     assert temporal_integrity(ev("not blind", 9, 15))[0] == FAIL
+    # a run audited before blind needed the whole interval under the threshold: its counts are read again
+    verdict, said = temporal_integrity(ev("blind", 1, 15))
+    assert verdict == FAIL and "the leakage audit: inconclusive (1 of 15 prompts" in said
 
 
 def test_a_run_with_the_flat_cost_layout_is_named_as_older():

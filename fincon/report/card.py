@@ -199,6 +199,9 @@ def temporal_integrity(ev: Evidence) -> Verdict:
     label = know.get("label")
     audit = know.get("audit") or {}
     result = audit.get("result")
+    k, n = audit.get("firm_and_day"), audit.get("prompts")
+    if result == "blind" and n and wilson(k or 0, n)[1] > audit.get("threshold", 0.1):
+        result = "inconclusive"  # a run audited before blind needed the whole interval under the threshold
     said = (
         f"; masked, the leakage audit: {result} ({audit.get('firm_and_day')} of {audit.get('prompts')} prompts give "
         f"away firm and day, threshold {audit.get('threshold', 0.1):.0%})"
