@@ -33,6 +33,21 @@ BAD_CASES = {
         lambda f: f.assign(Open=f.Open.where(f.index != 2, -1.0)),
         "non-positive Open (-1.0) on 2022-10-07",
     ),
+    "a price far off its neighbours": (  # 1e300 for 222.07: a typo, not a market move (the sample's largest is 1.9x)
+        lambda f: f.assign(
+            High=f.High.where(f.index != 2, 1e300),
+            Close=f.Close.where(f.index != 2, 1e300),
+            **{"Adj Close": f["Adj Close"].where(f.index != 2, 1e300)},
+        ),
+        "High (1e+300) is 4.5e+297 times Low (222.02) on 2022-10-07: a mistyped price?",
+    ),
+    "a close far off the day before": (  # a decimal point moved two places: High and Low left as they were
+        lambda f: f.assign(
+            Close=f.Close.where(f.index != 3, f.Close * 100),
+            **{"Adj Close": f["Adj Close"].where(f.index != 3, f["Adj Close"] * 100)},
+        ),
+        "Close jumps from 223.07 (2022-10-07) to 22296 (2022-10-10), x100 in one bar: a mistyped price?",
+    ),
     "bad date": (
         lambda f: f.assign(Date=f.Date.where(f.index != 1, "yesterday")),
         "date 'yesterday' at data row 2 is not YYYY-MM-DD",

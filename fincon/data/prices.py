@@ -11,7 +11,7 @@ return and metric is computed from Adj Close (dividends and splits included).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Protocol
+from typing import Any, Mapping, Protocol
 
 import numpy as np
 import pandas as pd
@@ -59,6 +59,11 @@ class PriceSource(Protocol):
         """Where the ticker's bars come from (a path or URL), for messages."""
         ...
 
+
+#: the largest move accepted within a bar (High/Low) or from one close to the next, adjusted: the
+#: sample's largest is 1.9x, the largest one-day gains of listed stocks about 30x; a decimal point
+#: moved two places is 100x
+MAX_BAR_RATIO = 50.0
 
 #: the longest gap between two daily bars accepted: longer is a mistyped date, not a market holiday
 MAX_GAP_DAYS = 370
@@ -145,6 +150,7 @@ def validate_bars(raw: pd.DataFrame, ticker: str, origin: str) -> pd.DataFrame:
             f"{MAX_GAP_DAYS} days later: a mistyped date (a bar decades away)? Daily bars have no year-long gap"
         )
     factor = values["Adj Close"].to_numpy() / values["Close"].to_numpy()
+    _check_spikes(values, factor, dates, where, named)
     out = pd.DataFrame(
         {
             "open": values["Open"].to_numpy() * factor,
@@ -156,6 +162,32 @@ def validate_bars(raw: pd.DataFrame, ticker: str, origin: str) -> pd.DataFrame:
         index=pd.DatetimeIndex(dates.to_numpy(), name="date"),
     )
     return out
+
+
+def _check_spikes(values: pd.DataFrame, factor: np.ndarray, dates: pd.Series, where: str, named: Any) -> None:
+    """A price :data:`MAX_BAR_RATIO` times its neighbours is a typo (a moved decimal point, 1e300),
+    not a market move: left in, it turns every metric of the run into nonsense without a word. Read on
+    adjusted prices, so that a split (raw Close halves, Adj Close does not) is no spike."""
+
+    hi, lo = values["High"].to_numpy() * factor, values["Low"].to_numpy() * factor
+    wide = hi > lo * MAX_BAR_RATIO
+    if wide.any():
+        r = int(np.flatnonzero(wide)[0])
+        raise DataError(
+            f"{where}: {named('High')} ({values['High'].iloc[r]:.5g}) is {hi[r] / lo[r]:.3g} times "
+            f"{named('Low')} ({values['Low'].iloc[r]:.5g}) on {dates.iloc[r].date()}: a mistyped price? "
+            f"No daily bar moves {MAX_BAR_RATIO:g}x; fix or drop that row"
+        )
+    close = values["Adj Close"].to_numpy()
+    ratio = close[1:] / close[:-1]
+    jump = (ratio > MAX_BAR_RATIO) | (ratio < 1 / MAX_BAR_RATIO)
+    if jump.any():
+        r = int(np.flatnonzero(jump)[0]) + 1
+        raise DataError(
+            f"{where}: Close jumps from {values['Close'].iloc[r - 1]:.5g} ({dates.iloc[r - 1].date()}) to "
+            f"{values['Close'].iloc[r]:.5g} ({dates.iloc[r].date()}), x{ratio[r - 1]:.3g} in one bar: a mistyped "
+            f"price? No daily bar moves {MAX_BAR_RATIO:g}x; fix or drop that row"
+        )
 
 
 _ISO_DATE = r"^\s*\d{4}-\d{2}-\d{2}([ T].*)?\s*$"
