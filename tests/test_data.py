@@ -25,7 +25,13 @@ def good_frame(n=60) -> pd.DataFrame:
 
 
 BAD_CASES = {
-    "missing column": (lambda f: f.drop(columns=["Adj Close"]), "missing column(s) Adj Close"),
+    "missing column": (lambda f: f.drop(columns=["Volume"]), "missing column(s) Volume"),
+    "adjusted prices without Adj Close": (  # yfinance's default (auto_adjust=True) writes these: say what to do
+        lambda f: f.drop(columns=["Adj Close"]),
+        "missing column(s) Adj Close; expected Date,Open,High,Low,Close,Adj Close,Volume (or Date,Close for "
+        "close-only prices); if Close is already adjusted (yfinance's auto_adjust, its default), copy it into an "
+        "Adj Close column",
+    ),
     "nan": (lambda f: f.assign(Close=f.Close.where(f.index != 3)), "missing or non-numeric Close on 2022-10-10"),
     "duplicate": (lambda f: pd.concat([f.iloc[:5], f.iloc[4:]]), "duplicate date 2022-10-11"),
     "unsorted": (lambda f: f.iloc[[0, 2, 1] + list(range(3, len(f)))], "not sorted ascending"),

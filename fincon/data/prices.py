@@ -90,6 +90,11 @@ def validate_bars(raw: pd.DataFrame, ticker: str, origin: str) -> pd.DataFrame:
         raise DataError(
             f"{where}: missing column(s) {', '.join(missing)}; expected {','.join(RAW_COLUMNS)} "
             "(or Date,Close for close-only prices)"
+            + (
+                "; if Close is already adjusted (yfinance's auto_adjust, its default), copy it into an Adj Close column"
+                if missing == ["Adj Close"]
+                else ""
+            )
         )
     if raw.empty:
         raise DataError(f"{where}: no rows")
