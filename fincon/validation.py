@@ -29,6 +29,8 @@ def format_validation_error(prefix: str, exc: ValidationError, model: type | Non
         if err["type"] == "finite_number" and model is not None:
             rng = field_range(model, err["loc"])
             msg += f" (range {rng})" if rng else " (NaN and infinities are not settings)"
+        if err["type"] in ("list_type", "tuple_type", "set_type") and isinstance(err.get("input"), str):
+            msg += f" (values are read as YAML: write a list in brackets, [{err['input']}])"  # 'news,filings'
         if err["type"] == "extra_forbidden":
             valid = _fields_at(model, err["loc"][:-1]) if model is not None else []
             parts.append(f"unknown key {key!r}" + (f" (valid: {', '.join(valid)})" if valid else ""))

@@ -251,6 +251,11 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["backtest", "--ticker", "TSLA", "--strategy", "a2c", "--param", "a2c.bogus=1", "--out", "{run}"],
         "unknown key '--param a2c.bogus' (valid: model_cache, seed, size, timesteps, train_end, train_start)",
     ),
+    "--param with a list written as text says how to write a list": (  # found by hand: analysts=news,filings
+        [*SMA[:4], "fincon", *SMA[6:], "--param", "fincon.analysts=news,filings", "--out", "{run}"],
+        "--param fincon.analysts: Input should be a valid list (values are read as YAML: write a list in "
+        "brackets, [news,filings])",
+    ),
     "--placebo bogus lists the placebos": (
         [*EXP, "--placebo", "bogus", "--out", "{run}"],
         "--placebo bogus: not one of shuffle-news, flip-tone, price-twin",
