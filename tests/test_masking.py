@@ -297,3 +297,21 @@ def test_a_quoted_answer_is_reworded_whatever_order_the_answers_came_in():
     third = masker_for(["TSLA"])
     third.take_up(second.learned())
     assert third.text(prompt, "2022-10-10") == got
+
+
+def test_a_single_firm_corpus_mines_its_name_and_no_abbreviation_of_finance(tmp_path):
+    """Found by hand on InvestorBench's HON: with no other firm to contrast, every capitalised word
+    in a fifth of the items was taken for the firm's name, and CAGR (in 68 % of them) and USD (32 %)
+    were masked as "Company A" ("a Company A of 3-7 %", "Company A [amount]")."""
+    from fincon.data.events.model import Event
+    from fincon.llm.masking_terms import mined_terms
+    from fincon.testing.corpora import corpus
+
+    texts = ["Honeywell wins an order; the market grows at a CAGR of 5% to USD 4 billion.",
+             "Honeywell shares rose after the order.", "Analysts like Honeywell and the CAGR it reports."]  # fmt: skip
+    events = [Event(id=f"n{i}", ticker="HON", source="news", published_at=pd.Timestamp(f"2021-01-0{i + 4}", tz="UTC"),
+                    text=t) for i, t in enumerate(texts)]  # fmt: skip
+    names, _ = mined_terms(str(corpus(tmp_path / "events", ["HON"], events)), ("HON",), None)
+    assert names == {"HON": ["Honeywell"]}
+    masked = masker_for(["HON"], names).text(texts[0], "2021-01-04")
+    assert "Company A wins" in masked and "Company A of" not in masked and "Company A [amount]" not in masked

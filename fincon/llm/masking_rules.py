@@ -88,6 +88,12 @@ KEEP = frozenset(
     YoY QoQ R&D M&A EBITDA EBIT SaaS B2B B2C OK TV PC PCs CVaR VaR JSON ETFs IPOs CEOs EV EVs LLC Inc Corp Ltd
     AM PM GAAP ROE ROI ROA LTM TTM NYSE Nasdaq NASDAQ Dow S&P""".split()
 )
+#: abbreviations of financial English a single firm's corpus can use in most of its items (market
+#: research releases: "a CAGR of 5 % to USD 4 billion"): never taken for the firm's name
+FINANCE_ABBREVIATIONS = frozenset(
+    """CAGR USD EUR GBP JPY CNY RMB INR CHF CAD AUD HKD KRW YTD MoM AUM NAV FCF ROIC WACC DCF NPV IRR ARPU ARR MRR
+    KPI KPIs OTC PLC CAPEX OPEX EBITA IoT B2G SME SMEs APAC EMEA LATAM MEA""".split()
+)
 #: what a word's share of financial documents must reach to count as common English (fincon.data.lexicon)
 COMMON_SHARE = 0.001
 #: the recency a distance in days reads as: never an exact offset

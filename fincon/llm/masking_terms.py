@@ -68,7 +68,9 @@ def mined_terms(corpus: str | None, tickers: tuple[str, ...], before: dt.date | 
     if frozen is not None and frozen.is_file():  # mined at the journal's first session, before it
         got = json.loads(frozen.read_text(encoding="utf-8"))
         return {t: got["names"].get(t, []) for t in tickers}, {t: got["vocabulary"].get(t, []) for t in tickers}
-    events = data.open_events(corpus, data.corpus_tickers(corpus) or tickers)
+    # every firm of the corpus: the sample's list, or a folder's every record (its files need not be
+    # named by ticker: a single events.jsonl.gz is a corpus too)
+    events = data.open_events(corpus, data.corpus_tickers(corpus) if corpus == "sample" else ())
     docs: dict[str, list[str]] = {}
     for e in events.all_events():
         if e.text and (before is None or e.published_at.date() < before):
@@ -76,7 +78,7 @@ def mined_terms(corpus: str | None, tickers: tuple[str, ...], before: dt.date | 
     if not docs:
         return {}, {}
     common = rules.common()
-    names = firm_names(docs, common, generic=rules.KEEP) if common else {}
+    names = firm_names(docs, common, generic=rules.KEEP | rules.FINANCE_ABBREVIATIONS) if common else {}
     vocab = distinctive_terms(docs, background=common)
     given = _dataset_names(corpus)  # the names the source gives (a dataset's dataset.json)
     return {t: [*given.get(t, []), *names.get(t, [])] for t in tickers}, {t: vocab.get(t, []) for t in tickers}
