@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import sqlite3
 
+import pandas as pd
 import pytest
 
 from fincon.cli.main import main
@@ -201,3 +203,27 @@ def test_a_masked_training_masks_what_the_belief_update_reads(tmp_path, monkeypa
     assert compared  # the belief update asked the model
     named = [text[:120] for _, text in double.seen if "TSLA" in text or "Tesla" in text or "2022-10-0" in text]
     assert named == []
+
+
+def test_a_rules_fallback_quoting_its_items_is_reworded_in_the_managers_prompt(tmp_path, monkeypatch, capsys):
+    """Found by hand (JNJ on InvestorBench, the 0.5B): an analyst whose answer was invalid twice fell
+    back to the rules brain, whose insight quotes its items' first sentences; the manager's masked
+    prompt showed them word for word and the corpus adversary named firm and day. A fallback's
+    sentences are now reworded in later prompts as a model's answers are."""
+    monkeypatch.chdir(tmp_path)
+    with DoubleServer(TeamStub(bad_ids=True)) as url:  # every analyst cites ids it was never given: fallbacks
+        argv = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "llm", "--param",
+                "fincon.transcripts=text", "--param", "fincon.embedder=hashing", "--param", "fincon.analysts=[news]",
+                "--llm-backend", "openai", "--llm-base-url", url, "--llm-model", "stub", "--llm-knowledge-cutoff",
+                "2019-01-01", "--llm-cache-path", "m.sqlite", *WINDOW, "--no-progress", "--out", "m", "--ledger",
+                "off", "--no-benchmark", "--anonymize"]  # fmt: skip
+        assert main(argv) == 0
+    with sqlite3.connect(tmp_path / "m.sqlite") as db:
+        manager = [
+            json.loads(m)[1]["content"] for (m,) in db.execute("select messages from calls where agent='manager'")
+        ]
+    usage = pd.read_csv(tmp_path / "m" / "llm_usage.csv")
+    assert len(manager) >= 8 and usage.loc[usage.agent == "news/TSLA", "fallbacks"].sum() >= 8
+    # every sample news item says "... shares rose 2.1% in the latest session": never quoted to the manager
+    quoted = [p for p in manager if "in the latest session" in p]
+    assert quoted == [] and all("key words:" in p for p in manager)

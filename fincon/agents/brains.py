@@ -329,7 +329,10 @@ class LLMBrain:
                 detail={"errors": list(exc.errors)},
             )
             log.warning("%s: model answer invalid twice; %s", f"{q.day} {q.agent}" if q.day else q.agent, used)
-            return Answer((q.fallback or q.rules)(), "fallback", len(exc.keys), exc.keys, tuple(exc.errors))
+            report = (q.fallback or q.rules)()
+            if self.client.masker is not None:  # a rules report quotes its items: reworded in later prompts
+                self.client.masker.said(report.model_dump_json(), q.day)
+            return Answer(report, "fallback", len(exc.keys), exc.keys, tuple(exc.errors))
         value = res.value.relabeled(labels) if labels else res.value
         return Answer(q.to_report(value), "llm", res.usage.calls, res.keys)
 

@@ -35,9 +35,9 @@ What is replaced, deterministically:
   ("+3-7%"); other numbers of two digits or more are "[n]" (fincon's own
   labels, "20-day" spans and values between -1 and 1 are kept);
 * no agent's words are quoted into another's prompt: a sentence of six
-  words or more that a model answered is, wherever a later prompt would
-  repeat it, replaced by its content words in alphabetical order ("key
-  words: cloud, demand, growth").
+  words or more that a model answered (or a rules fallback, quoting items)
+  is, wherever a later prompt would repeat it, replaced by its content
+  words in alphabetical order ("key words: cloud, demand, growth").
 
 Answers map back: a pseudonym in the model's raw answer becomes the ticker
 (or the person) and an id's date token its date before the answer is
@@ -418,7 +418,12 @@ class Masker:
             return answer
         return self._back_re.sub(lambda m: self._back[m.group(0)], answer)
 
-    def _remember(self, answer: str) -> None:
+    def said(self, answer: str, day: str | None = None) -> None:
+        """An answer (JSON) no model gave but a later prompt shows, such as a rules fallback's insight
+        quoting its items' first sentences: its sentences, masked, are reworded there as a model's are."""
+        self._remember(answer, lambda x: self.text(x, day))
+
+    def _remember(self, answer: str, form: Any = str) -> None:
         try:
             data = json.loads(answer)
         except ValueError:
@@ -431,7 +436,7 @@ class Masker:
             elif isinstance(x, list):
                 stack.extend(x)
             elif isinstance(x, str):
-                for sentence in rules.SENTENCE.split(x):
+                for sentence in rules.SENTENCE.split(form(x)):
                     sentence = sentence.strip()
                     if len(sentence.split()) >= 6 and sentence not in self._quoted:
                         self._quoted[sentence] = rules.reword(sentence)
