@@ -65,6 +65,23 @@ def compare(named: Path, masked: Path) -> dict:
     }
 
 
+def prune(cache: Path, runs: list[Path]) -> None:
+    """Keep only the calls the two runs made: a re-recording after a prompt changed (the same command
+    over the old file) leaves the calls no run asks any more, which a replay never reads."""
+    import csv
+    import sqlite3
+
+    keys = {r["key"] for run in runs for r in csv.DictReader((run / "llm_calls.csv").open())}
+    with sqlite3.connect(cache) as db:
+        stale = [k for (k,) in db.execute("select key from calls") if k not in keys]
+        db.executemany("delete from calls where key = ?", [(k,) for k in stale])
+        if db.execute("select 1 from sqlite_master where name = 'vectors'").fetchone():
+            db.executemany("delete from vectors where key = ?", [(k,) for k in stale])
+    with sqlite3.connect(cache) as db:
+        db.execute("vacuum")
+    print(f"{len(stale)} calls no run asks any more removed from {cache.name}", file=sys.stderr)
+
+
 def main() -> int:
     from fincon.cli.main import main as fincon
     from fincon.testing import INVESTORBENCH
@@ -84,6 +101,7 @@ def main() -> int:
             assert fincon(args_for(data, cache, "read-write", out, masked)) == 0
             walls["masked" if masked else "named"] = round(time.time() - t0, 1)
         row = compare(Path(d) / "named", Path(d) / "masked")
+        prune(cache, [Path(d) / "named", Path(d) / "masked"])
         row["wall_s"] = walls
         for name in ("named", "masked"):
             import hashlib

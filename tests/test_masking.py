@@ -315,3 +315,20 @@ def test_a_single_firm_corpus_mines_its_name_and_no_abbreviation_of_finance(tmp_
     assert names == {"HON": ["Honeywell"]}
     masked = masker_for(["HON"], names).text(texts[0], "2021-01-04")
     assert "Company A wins" in masked and "Company A of" not in masked and "Company A [amount]" not in masked
+
+
+def test_a_quoted_sentence_clipped_by_the_managers_prompt_is_reworded_too():
+    """Found by hand (JNJ on InvestorBench): the manager's prompt clips a long insight to its first
+    clauses ("... seven different strategies…", clip_sentences); the clipped head was not the whole
+    sentence the mask had kept, so it reached the manager word for word."""
+    from fincon.agents.protocols.fincon import REPORT_CHARS
+    from fincon.memory.distill import clip_sentences
+
+    m = masker_for(["MSFT"])
+    said = ("The report offers in-depth options trade ideas, covering up to seven different strategies, and "
+            "evaluates all vital aspects of each option trade, with charts, tables and a long list of sources.")  # fmt: skip
+    m.unmask(json.dumps({"insights": [{"text": said}]}))
+    shown = clip_sentences(said, REPORT_CHARS)
+    assert shown.endswith("…") and len(shown) < len(said)
+    out = m.text(f"- news: bearish (confidence 0.63). {shown} [E2]", "2022-10-11")
+    assert "options trade ideas" not in out and "key words: " in out and out.endswith("[E2]")

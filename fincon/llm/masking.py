@@ -160,7 +160,7 @@ class Masker:
             hit = self._mask(s, _decision_day(day))
             if len(self._memo) < 200_000:
                 self._memo[key] = hit
-        return self._unquote(hit) if self._quoted else hit
+        return rules.unquote(hit, self._quoted) if self._quoted else hit
 
     def _mask(self, s: str, day: dt.date | None) -> str:
         s = self._prices(s)  # the whole text: a price is rebased to the last firm named before it
@@ -387,14 +387,6 @@ class Masker:
         token = "D" + hashlib.sha256(f"{self.secret}:{date}".encode()).hexdigest()[:6]
         self._tokens[token] = date
         return token
-
-    def _unquote(self, s: str) -> str:
-        """Each sentence a model answered earlier, where ``s`` repeats it, as its rewording: the longest
-        first, so that the result does not depend on the order the answers came in (concurrent calls)."""
-        for sentence in sorted((q for q in self._quoted if q in s), key=lambda q: (-len(q), q)):
-            if sentence in s:
-                s = s.replace(sentence, self._quoted[sentence])
-        return s
 
     def messages(self, msgs: Sequence[Message], day: str | None) -> tuple[Message, ...]:
         return tuple(Message(role=m.role, content=self.text(m.content, day)) for m in msgs)

@@ -5,6 +5,7 @@ gist an item is reduced to."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -209,3 +210,24 @@ def reword(sentence: str) -> str:
     stop = data.STOP  # once, as in gist
     words = sorted({w.lower() for w in _WORD.findall(sentence) if len(w) > 3 and w.lower() not in stop})
     return "key words: " + ", ".join(words[:10]) if words else "[text]"
+
+
+#: a quoted sentence's first words: where a prompt holds them, it quotes the sentence (whole or clipped)
+_HEAD = re.compile(r"\S+(?:\s+\S+){5}")
+
+
+def unquote(s: str, quoted: Mapping[str, str]) -> str:
+    """``s`` with each sentence of ``quoted`` (one a model answered, or a rules fallback wrote) that
+    it repeats as its rewording: the whole sentence, or the head a prompt clipped it to ("... seven
+    different strategies…": fincon.memory.distill.clip_sentences), from its first six words on. The
+    longest first, so that the result does not depend on the order the answers came in."""
+    for q in sorted(quoted, key=lambda q: (-len(q), q)):
+        head = _HEAD.match(q)
+        start = 0
+        while head is not None and (i := s.find(head.group(0), start)) >= 0:
+            n = len(os.path.commonprefix([s[i : i + len(q)], q]))
+            if n < len(q) and q[n - 1].isalnum() and q[n].isalnum():  # the clip ends a word: not mid-word
+                n = s.rfind(" ", i, i + n) - i
+            new = quoted[q] if n == len(q) else reword(s[i : i + n])
+            s, start = s[:i] + new + s[i + n :], i + len(new)
+    return s
