@@ -158,6 +158,17 @@ def test_a_masked_team_journal_verifies_and_masks_as_a_backtest_does(tmp_path, m
     assert main(["forward", "verify", "fw"]) == 1
     err = capsys.readouterr().err
     assert "not reproduced from the frozen inputs (the replay stopped: replay: call" in err and "'manager'" in err
+    assert "other fincon code" not in err  # the files are the ones that sealed it: the journal, or this process
+    # the register seals the code that made the journal; a verifier on other code is told so, with its commit
+    from fincon.engine import artifacts
+
+    register = json.loads((tmp_path / "fw" / "journal.jsonl").read_text().splitlines()[0])
+    assert register["code"] == {"sha256": artifacts.code_sha256(), "git_revision": artifacts.git_revision()}
+    monkeypatch.setattr(artifacts, "code_sha256", lambda: "f" * 64)
+    assert main(["forward", "verify", "fw"]) == 1
+    err = capsys.readouterr().err
+    assert f"this journal was sealed by other fincon code (sha256 {register['code']['sha256'][:12]}" in err
+    assert "verify it with the code that sealed it" in err
 
 
 @pytest.mark.slow  # two single-agent baselines through the OpenAI path against the model double, 4 sessions

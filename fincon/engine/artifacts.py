@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import subprocess
 from collections import deque
+from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -143,6 +144,19 @@ def git_revision() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return res.stdout.strip() or None if res.returncode == 0 else None
+
+
+@lru_cache(maxsize=1)
+def code_sha256() -> str:
+    """One sha256 over fincon's own files (every .py, .txt, .json and .yaml of the package, by path and
+    bytes): the code and prompts that made a decision. A forward journal seals it, so that a verifier
+    on other code is told so, not left to suspect the journal."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    files = (p for ext in ("py", "txt", "json", "yaml") for p in root.rglob(f"*.{ext}"))
+    for f in sorted(p for p in files if "__pycache__" not in p.parts):
+        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
 
 
 def corpus_hash(files: Iterable[Path]) -> str | None:

@@ -51,6 +51,7 @@ import yaml
 
 from fincon import __version__, workflow
 from fincon.config import RunConfig
+from fincon.engine import artifacts
 from fincon.engine.resume import Resume, StateError
 from fincon.errors import CloseOnly, ConfigError
 from fincon.files import json_text, write_atomic
@@ -139,6 +140,7 @@ def init(
             "plan": yaml.safe_load(plan.to_yaml()),
             "models": _models(plan.config),
             "fincon": __version__,
+            "code": {"sha256": artifacts.code_sha256(), "git_revision": artifacts.git_revision()},
         }
     )
     _ledger_rows(plan, entry)

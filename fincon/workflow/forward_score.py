@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from fincon import risk, workflow
+from fincon.engine import artifacts
 from fincon.engine.record import RunRecord, draw_charts
 from fincon.errors import ConfigError, FinconError
 from fincon.llm.cache import CacheMode
@@ -77,8 +78,8 @@ def verify(root: Path) -> dict[str, Any]:
             report = workflow.run_config(cfg, Path(d) / "replay", progress=False, replace=True, warn_knowledge=False,
                                 ledger=None, decide_last=True, plots=False)  # fmt: skip
         except FinconError as exc:
-            return {"ok": False, "problem": f"the replay could not run: {exc}", "entries": len(entries),
-                    "replayed": 0}  # fmt: skip
+            return {"ok": False, "problem": f"the replay could not run: {exc}{_other_code(entries[0])}",
+                    "entries": len(entries), "replayed": 0}  # fmt: skip
     sealed = sealed_decisions(entries)
     replayed = 0
     for i, e in enumerate(entries):
@@ -92,12 +93,27 @@ def verify(root: Path) -> dict[str, Any]:
             return {
                 "ok": False,
                 "problem": f"entry {i} (seq {e['seq']}, {e['strategy']} at {e['decided']}): the sealed decision is "
-                f"not reproduced from the frozen inputs{why}",
+                f"not reproduced from the frozen inputs{why}{_other_code(entries[0])}",
                 "entries": len(entries),
                 "replayed": replayed,
             }
         replayed += 1
     return {"ok": True, "entries": len(entries), "replayed": replayed}
+
+
+def _other_code(register: dict[str, Any]) -> str:
+    """What a failed replay adds when the journal was sealed by other fincon code than the verifier's (a
+    prompt reworded since asks a call the journal never made): which, and where to verify it."""
+    sealed = register.get("code") or {}
+    if not sealed.get("sha256") or sealed["sha256"] == artifacts.code_sha256():
+        return ""
+    rev = sealed.get("git_revision")
+    at = f", commit {rev[:12]}" if rev else ""
+    return (
+        f"; this journal was sealed by other fincon code (sha256 {sealed['sha256'][:12]}{at}) than this one "
+        f"({artifacts.code_sha256()[:12]}): verify it with the code that sealed it"
+        + (f" (git checkout {rev[:12]})" if rev else "")
+    )
 
 
 def score(root: Path) -> dict[str, Any]:
