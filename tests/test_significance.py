@@ -63,6 +63,25 @@ def test_spa_and_stepm_find_the_planted_edge_and_only_it():
     assert res["stepm"] == ["edge"]
 
 
+def test_stepm_that_finds_every_model_in_turn_stops_instead_of_crashing():
+    """arch 8.0's StepM steps down while its last round found a model, even when none is left: the
+    next round's SPA is over no model and raises numpy's "zero-size array to reduction operation
+    maximum". Found by hand: `fincon experiment --placebo ...` with the rules brain on TSLA, Q4
+    2022, ended in that traceback after every unit had run. fincon steps down itself and stops
+    when every model is found, with arch's SPA (the same draws, so the same answer where arch's
+    StepM did not fail)."""
+    from arch.bootstrap import SPA
+
+    rng = np.random.default_rng(0)
+    bench = rng.normal(0, 0.02, 60)
+    models = {"a": bench + 0.012 + rng.normal(0, 0.02, 60), "c": bench + 0.006 + rng.normal(0, 0.02, 60)}
+    first = SPA(-bench, -np.column_stack(list(models.values())), block_size=4, reps=300,
+                seed=np.random.default_rng(0))  # fmt: skip
+    first.compute()
+    assert list(first.better_models(0.05)) == [0]  # the first round finds "a" alone: "c" needs a second
+    assert sig.spa(bench, models, reps=300)["stepm"] == ["a", "c"]
+
+
 def test_a_strategy_that_is_the_benchmark_does_not_beat_it():
     """A single-asset Markowitz or equal weight holds what buy-and-hold holds:
     its gap has no variance, which arch's studentised statistic turns into

@@ -196,7 +196,7 @@ def spa(
 ) -> dict[str, Any]:
     """Hansen's SPA p-value of each model against ``benchmark`` (daily returns;
     losses are their negatives) and StepM's set of models that beat it at 5 %."""
-    from arch.bootstrap import SPA, StepM
+    from arch.bootstrap import SPA
 
     b = -np.asarray(benchmark, dtype=float)
     block = block or max(2, int(round(len(b) ** (1 / 3))))
@@ -215,11 +215,20 @@ def spa(
         test.compute()
         p[name] = float(test.pvalues["consistent"])
     superior = [n for n in models if n not in tested and p[n] == 0.0]
-    if tested:
+    if tested:  # StepM's step-down on arch's SPA: arch 8.0's StepM goes on past the last model and raises
         losses = -np.column_stack([np.asarray(models[n], dtype=float) for n in tested])
-        step = StepM(b, losses, size=0.05, block_size=block, reps=reps, seed=np.random.default_rng(seed))
-        step.compute()
-        superior += [tested[int(i)] for i in list(step.superior_models or [])]  # type: ignore[call-overload]
+        step = SPA(b, losses, block_size=block, reps=reps, seed=np.random.default_rng(seed))
+        found: list[int] = []
+        while len(found) < len(tested):
+            keep = np.ones(len(tested), dtype=bool)
+            keep[found] = False
+            step.subset(keep)
+            step.compute()
+            new = [int(i) for i in step.better_models(0.05)]
+            if not new:
+                break
+            found += new
+        superior += [tested[i] for i in found]
     return {"p_values": {n: p[n] for n in models}, "stepm": sorted(superior), "block": block, "reps": reps}
 
 
