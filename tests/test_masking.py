@@ -332,3 +332,15 @@ def test_a_quoted_sentence_clipped_by_the_managers_prompt_is_reworded_too():
     assert shown.endswith("…") and len(shown) < len(said)
     out = m.text(f"- news: bearish (confidence 0.63). {shown} [E2]", "2022-10-11")
     assert "options trade ideas" not in out and "key words: " in out and out.endswith("[E2]")
+
+
+def test_the_cvar_alerts_own_words_survive_the_mask():
+    """Found by hand (a masked training's test run): the CVaR alert fincon writes into the manager's
+    prompt read "today's [name] is -1-3%": PnL, fincon's own word, was masked as a proper name (28
+    prompts of the masked MSFT recording). Words fincon writes itself are never names."""
+    from fincon.risk.cvar_alert import alert_series
+
+    reason = alert_series([100.0, 101.0, 99.0, 97.0])[-1].reason  # what the alert says, as the prompt shows it
+    assert "today's PnL is" in reason
+    out = masker_for(["MSFT"]).text(f"CVaR ALERT ({reason}); the P&L of the week", "2022-10-11")
+    assert "[name]" not in out and "PnL" in out, out

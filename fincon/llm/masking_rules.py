@@ -87,7 +87,7 @@ _BUCKETS = ((1.0, "0-1"), (3.0, "1-3"), (7.0, "3-7"), (15.0, "7-15"), (30.0, "15
 KEEP = frozenset(
     """CEO CFO COO CTO CIO US USA UK EU AI API IT GDP EPS IPO ETF ESG FDA SEC COVID COVID-19 Q1 Q2 Q3 Q4 H1 H2 FY
     YoY QoQ R&D M&A EBITDA EBIT SaaS B2B B2C OK TV PC PCs CVaR VaR JSON ETFs IPOs CEOs EV EVs LLC Inc Corp Ltd
-    AM PM GAAP ROE ROI ROA LTM TTM NYSE Nasdaq NASDAQ Dow S&P""".split()
+    AM PM GAAP ROE ROI ROA LTM TTM NYSE Nasdaq NASDAQ Dow S&P PnL P&L""".split()
 )
 #: abbreviations of financial English a single firm's corpus can use in most of its items (market
 #: research releases: "a CAGR of 5 % to USD 4 billion"): never taken for the firm's name
