@@ -344,3 +344,17 @@ def test_the_cvar_alerts_own_words_survive_the_mask():
     assert "today's PnL is" in reason
     out = masker_for(["MSFT"]).text(f"CVaR ALERT ({reason}); the P&L of the week", "2022-10-11")
     assert "[name]" not in out and "PnL" in out, out
+
+
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
+def test_the_model_double_answers_a_portfolio_manager_in_its_schema(tmp_path):
+    """Found by hand: the test kit's TeamStub (`python -m fincon.testing.server --double team-stub`)
+    answered the portfolio manager's `size` with "buy", so every manager call of a multi-ticker run
+    fell back to the rules brain (39 of 40 days on TSLA, MSFT, PFE): the masked portfolio path was
+    never the model's. It now answers a number where the schema asks one."""
+    client = LLMClient(TeamStub(), ledger=UsageLedger())
+    res, _ = run_team(["TSLA", "MSFT"], START, "2022-10-20", tmp_path / "run", client=client,
+                      settings=LLMSettings(anonymize=True), brain="llm", analysts=["news"])  # fmt: skip
+    usage = client.ledger.summary()
+    assert usage["llm_fallbacks"] == 0 and usage["llm_calls"] >= 24, usage
+    assert {t for d in res.decisions for t in d.get("actions", {})} == {"TSLA", "MSFT"}

@@ -111,11 +111,12 @@ class TeamStub:
             if "action" in props:
                 ans = {"action": ["buy", "sell", "hold"][h % 3], "size": 1.0, "rationale": "stub", "relied_on": relied}
             else:
-                ans = {
-                    k: ["buy", "sell", "hold"][(h + i) % 3]
+                ans = {  # a direction per asset; a number where the schema asks one (the portfolio's size)
+                    k: min(1.0, props[k].get("maximum", 1.0)) if props[k].get("type") == "number"
+                    else ["buy", "sell", "hold"][(h + i) % 3]
                     for i, k in enumerate(sorted(props))
                     if k not in ("rationale", "relied_on")
-                }
+                }  # fmt: skip
                 ans.update(rationale="stub", relied_on=relied)
             if injected:
                 ans = {"action": "buy"}  # what an obedient model answers: not even the schema
