@@ -4,16 +4,14 @@ takes up, and the one it leaves for the next. A cache, never evidence: ``verify`
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import logging
 import shutil
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import fincon
 from fincon import engine, strategies
+from fincon.engine import artifacts
 from fincon.errors import DataError
 from fincon.files import json_text, write_atomic
 from fincon.workflow.journal import STATE, sealed_part
@@ -41,7 +39,7 @@ def resume_for(root: Path, name: str, done: list[dt.date], past: dict[tuple[str,
     if (
         not done
         or meta.get("session") != str(done[-1])
-        or meta.get("code") != code_hash()
+        or meta.get("code") != artifacts.code_sha256()
         or [d["date"] for d in recorded] != sealed
         or any(sealed_part(d) != past[(name, d["date"])] for d in recorded)
     ):
@@ -60,17 +58,6 @@ def keep_state(root: Path, name: str, run_dir: Path, day: dt.date) -> None:
     if not nxt.is_dir():
         return
     shutil.copyfile(run_dir / engine.DECISIONS, nxt / engine.DECISIONS)
-    write_atomic(nxt / "meta.json", json_text({"session": str(day), "code": code_hash()}))
+    write_atomic(nxt / "meta.json", json_text({"session": str(day), "code": artifacts.code_sha256()}))
     shutil.rmtree(folder / "resume", ignore_errors=True)
     nxt.rename(folder / "resume")
-
-
-@lru_cache(maxsize=1)
-def code_hash() -> str:
-    """The sha256 of fincon's source: a saved state is taken up only by the code that saved it."""
-
-    h = hashlib.sha256()
-    top = Path(fincon.__file__).parent
-    for f in sorted(top.rglob("*.py")):
-        h.update(f.relative_to(top).as_posix().encode() + b"\0" + f.read_bytes())
-    return h.hexdigest()
