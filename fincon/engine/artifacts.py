@@ -159,6 +159,20 @@ def code_sha256() -> str:
     return h.hexdigest()
 
 
+def git_dirty() -> bool | None:
+    """Whether fincon's own files differ from the checkout's HEAD (None when it is no checkout): a
+    commit named for code that ran with uncommitted changes would not hold that code."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return None
+    try:
+        res = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "fincon"],
+                             capture_output=True, text=True, timeout=10, check=False)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return bool(res.stdout.strip()) if res.returncode == 0 else None
+
+
 def corpus_hash(files: Iterable[Path]) -> str | None:
     """One sha256 over the corpus files' names and bytes (sorted by name)."""
     h = hashlib.sha256()

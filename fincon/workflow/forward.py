@@ -140,7 +140,11 @@ def init(
             "plan": yaml.safe_load(plan.to_yaml()),
             "models": _models(plan.config),
             "fincon": __version__,
-            "code": {"sha256": artifacts.code_sha256(), "git_revision": artifacts.git_revision()},
+            "code": {
+                "sha256": artifacts.code_sha256(),
+                "git_revision": artifacts.git_revision(),
+                "git_dirty": artifacts.git_dirty(),
+            },  # fmt: skip
         }
     )
     _ledger_rows(plan, entry)

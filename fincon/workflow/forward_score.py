@@ -108,11 +108,17 @@ def _other_code(register: dict[str, Any]) -> str:
     if not sealed.get("sha256") or sealed["sha256"] == artifacts.code_sha256():
         return ""
     rev = sealed.get("git_revision")
-    at = f", commit {rev[:12]}" if rev else ""
+    at = f", commit {rev[:12]}" + (" with uncommitted changes" if sealed.get("git_dirty") else "") if rev else ""
+    where = (
+        " (no commit holds it: ask its author)"
+        if sealed.get("git_dirty")
+        else f" (git checkout {rev[:12]})"
+        if rev
+        else ""
+    )
     return (
         f"; this journal was sealed by other fincon code (sha256 {sealed['sha256'][:12]}{at}) than this one "
-        f"({artifacts.code_sha256()[:12]}): verify it with the code that sealed it"
-        + (f" (git checkout {rev[:12]})" if rev else "")
+        f"({artifacts.code_sha256()[:12]}): verify it with the code that sealed it{where}"
     )
 
 
