@@ -358,3 +358,16 @@ def test_the_model_double_answers_a_portfolio_manager_in_its_schema(tmp_path):
     usage = client.ledger.summary()
     assert usage["llm_fallbacks"] == 0 and usage["llm_calls"] >= 24, usage
     assert {t for d in res.decisions for t in d.get("actions", {})} == {"TSLA", "MSFT"}
+
+
+def test_a_sentence_that_begins_as_a_quoted_one_is_not_cut_as_a_clip_of_it():
+    """Found by this session's own test: two quoted sentences sharing their first six words ("...
+    shares fell 1-3% ..." and "... shares fell 3-7% ..."); the first was taken for a clip of the second
+    and cut it mid-sentence ("key words: fell3-7% in the latest session."). A head counts as clipped
+    only where the prompt's clip mark follows it."""
+    from fincon.llm import masking_rules
+
+    quoted = {"Company A (Company A) shares fell 1-3% in the latest session.": "key words: one",
+              "Company A (Company A) shares fell 3-7% in the latest session.": "key words: two"}  # fmt: skip
+    got = masking_rules.unquote("- news: Company A (Company A) shares fell 3-7% in the latest session. [E2]", quoted)
+    assert got == "- news: key words: two [E2]"

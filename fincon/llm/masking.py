@@ -61,7 +61,7 @@ import json
 import re
 import string
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from fincon.llm import masking_rules as rules
 from fincon.llm.types import Message
@@ -415,7 +415,7 @@ class Masker:
         quoting its items' first sentences: its sentences, masked, are reworded there as a model's are."""
         self._remember(answer, lambda x: self.text(x, day))
 
-    def _remember(self, answer: str, form: Any = str) -> None:
+    def _remember(self, answer: str, form: Callable[[str], str] = str) -> None:
         try:
             data = json.loads(answer)
         except ValueError:

@@ -216,18 +216,25 @@ def reword(sentence: str) -> str:
 _HEAD = re.compile(r"\S+(?:\s+\S+){5}")
 
 
+@lru_cache(maxsize=65536)
+def _head(sentence: str) -> str | None:
+    m = _HEAD.match(sentence)
+    return m.group(0) if m else None
+
+
 def unquote(s: str, quoted: Mapping[str, str]) -> str:
     """``s`` with each sentence of ``quoted`` (one a model answered, or a rules fallback wrote) that
     it repeats as its rewording: the whole sentence, or the head a prompt clipped it to ("... seven
     different strategies…": fincon.memory.distill.clip_sentences), from its first six words on. The
     longest first, so that the result does not depend on the order the answers came in."""
-    for q in sorted(quoted, key=lambda q: (-len(q), q)):
-        head = _HEAD.match(q)
-        start = 0
-        while head is not None and (i := s.find(head.group(0), start)) >= 0:
+    hits = [q for q in quoted if (h := _head(q)) is not None and h in s]  # a scan per prompt, as before
+    for q in sorted(hits, key=lambda q: (-len(q), q)):
+        head, start = _head(q), 0
+        while head is not None and (i := s.find(head, start)) >= 0:
             n = len(os.path.commonprefix([s[i : i + len(q)], q]))
-            if n < len(q) and q[n - 1].isalnum() and q[n].isalnum():  # the clip ends a word: not mid-word
-                n = s.rfind(" ", i, i + n) - i
+            if n < len(q) and s[i + n : i + n + 1] != "…":  # not clipped here: another sentence begins alike
+                start = i + 1
+                continue
             new = quoted[q] if n == len(q) else reword(s[i : i + n])
             s, start = s[:i] + new + s[i + n :], i + len(new)
     return s
