@@ -293,3 +293,19 @@ def test_protocols_compared_on_one_table(tmp_path):
         )
     assert differs_share(full, full) == 0.0
     assert "differs %" in text
+
+
+@pytest.mark.slow
+def test_statistics_on_a_short_window_say_they_mean_nothing(experiment):
+    """Found by hand: an experiment on 3 sessions printed PSR 0.80 and MinTRL 5 from 2 daily returns
+    without a word. Under 20 returns the table says they are too few, in text and in the report."""
+    from fincon.report.parts import significance_table
+    from fincon.workflow.tables import MIN_STAT_DAYS, significance_flags
+
+    out, _, text = experiment
+    rows = json.loads((out / "results.json").read_text())["significance"]["summary"]
+    days = min(r["days"] for r in rows)
+    assert days < MIN_STAT_DAYS
+    assert f"FLAG: {days} daily returns: too few for these statistics to mean anything" in text
+    assert "too few for these statistics" in significance_table(rows, "the test window")
+    assert significance_flags([{**r, "days": MIN_STAT_DAYS} for r in rows]) == []

@@ -16,7 +16,7 @@ from typing import Any, Iterable, Sequence
 import pandas as pd
 
 from fincon.report.load import ReportData, Run
-from fincon.workflow.tables import placebo, placebo_flags, significance
+from fincon.workflow.tables import placebo, placebo_flags, significance, significance_flags
 
 esc = html.escape
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
@@ -78,12 +78,14 @@ def significance_table(rows: Iterable[dict[str, Any]], over: str) -> str:
     experiment's rows: fincon.workflow.rolling_stats), as an HTML table with
     a note that says what each column is; empty without statistics."""
 
-    head, body, text_cols = significance(list(rows))
+    rows = list(rows)
+    head, body, text_cols = significance(rows)
     if not body:
         return ""
     return (
         f"<h4>Statistics over {html.escape(over)}</h4>"
         + table(head, body, text_cols=text_cols)
+        + "".join(f'<ul class="note"><li>{html.escape(f)}</li></ul>' for f in significance_flags(rows))
         + '<p class="note">CI: stationary block bootstrap; PSR: probabilistic Sharpe ratio against zero; MinTRL: '
         "minimum track record length at 95 %; DSR: deflated Sharpe ratio with the number of trials it deflates "
         "by; SPA: Hansen's test against buy-and-hold and the best non-LLM baseline; StepM: Romano-Wolf at 5 %; "

@@ -12,6 +12,7 @@ from fincon.workflow.tables import (
     placebo_flags,
     rolling_summary,
     significance,
+    significance_flags,
     text_table,
 )
 
@@ -44,6 +45,7 @@ def format_significance(res: dict[str, Any], over: str = "the windows' daily ret
     """The statistics of each strategy over its daily returns (fincon.workflow.rolling_stats;
     an experiment's: fincon.workflow.experiment_stats)."""
     lines = [f"significance over {over} (docs/experiments.md):", *text_table(*significance(res["summary"]))]
+    lines += [f"FLAG: {f}" for f in significance_flags(res["summary"])]
     lines.append(
         f"CI: stationary block bootstrap, {res['bootstrap_reps']:,} replications; DSR deflated by the distinct series compared, its "
         "variance over the same series (one-window trials in the ledger: `fincon ledger`); SPA: Hansen, "

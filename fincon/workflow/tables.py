@@ -117,6 +117,21 @@ def significance(rows: Sequence[Mapping[str, Any]]) -> Table:
     return laid_out(SIGNIFICANCE, [r for r in rows if not _missing(r.get("psr"))])
 
 
+#: fewer daily returns than this and a Sharpe ratio's statistics (PSR, MinTRL, DSR, SPA, PBO) are noise
+MIN_STAT_DAYS = 20
+
+
+def significance_flags(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What the statistics cannot say: a window too short for them, however they come out."""
+    days = [int(r["days"]) for r in rows if not _missing(r.get("psr")) and r.get("days") is not None]
+    if days and min(days) < MIN_STAT_DAYS:
+        return [
+            f"{min(days)} daily returns: too few for these statistics to mean anything, whatever they show "
+            f"(a test window of {MIN_STAT_DAYS} sessions at the least; a year to settle a Sharpe ratio)"
+        ]
+    return []
+
+
 def _range(r: Mapping[str, Any]) -> str:
     return f"{cell(r.get('cr_pct_min'), '{:.2f}')} .. {cell(r.get('cr_pct_max'), '{:.2f}')}"
 
