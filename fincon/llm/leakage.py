@@ -354,6 +354,11 @@ def outcome(fd: Mapping[str, Any], threshold: float) -> str:
     return "blind" if fd["wilson_95"][1] <= threshold else "inconclusive"
 
 
+def outcome_of(k: int, n: int, threshold: float) -> str:
+    """:func:`outcome` from the counts a stored audit keeps (k of n prompts give firm and day away)."""
+    return outcome(_share(k, n), threshold)
+
+
 def prompts_to_settle(k: int, n: int, threshold: float, most: int = 100_000) -> int | None:
     """The fewest dated prompts whose Wilson interval would lie at or under
     ``threshold`` if give-aways kept the rate ``k / n``; None when no number up

@@ -41,6 +41,7 @@ from pydantic import ValidationError
 from fincon.config import FLAT_COST_KEYS, BrokerConfig
 from fincon.engine.record import CONFIG, DECISIONS, METRICS, RunRecord
 from fincon.errors import DataError
+from fincon.llm import leakage
 from fincon.llm.knowledge import AUDITED
 from fincon.proportions import wilson
 from fincon.report.calibration import calibration
@@ -200,8 +201,8 @@ def temporal_integrity(ev: Evidence) -> Verdict:
     audit = know.get("audit") or {}
     result = audit.get("result")
     k, n = audit.get("firm_and_day"), audit.get("prompts")
-    if result == "blind" and n and wilson(k or 0, n)[1] > audit.get("threshold", 0.1):
-        result = "inconclusive"  # a run audited before blind needed the whole interval under the threshold
+    if result == "blind" and n:  # audited before blind needed the whole interval under the threshold: read again
+        result = leakage.outcome_of(k or 0, n, audit.get("threshold", 0.1))
     said = (
         f"; masked, the leakage audit: {result} ({audit.get('firm_and_day')} of {audit.get('prompts')} prompts give "
         f"away firm and day, threshold {audit.get('threshold', 0.1):.0%})"
