@@ -177,7 +177,7 @@ def test_html_report_row_carries_the_audit_result():
 
 
 @pytest.mark.slow  # a two-episode training of the team through the OpenAI path (about 6 s)
-def test_a_masked_training_masks_what_the_belief_update_reads(tmp_path, monkeypatch):
+def test_a_masked_training_masks_what_the_belief_update_reads(tmp_path, monkeypatch, capsys):
     """Found by reading the CVRF prompts: the risk-control agent's client had no mask, so a masked
     training told the model under test "Episode 1 on TSLA, 2022-10-03 .. 2022-10-07" and the
     analysts' words in clear when it compared episodes. Every prompt the server sees is masked."""
@@ -199,10 +199,15 @@ def test_a_masked_training_masks_what_the_belief_update_reads(tmp_path, monkeypa
                 "--llm-backend", "openai", "--llm-base-url", url, "--llm-model", "stub", "--anonymize",
                 "--llm-cache-path", "calls.sqlite", "--no-progress", "--out", "tr"]  # fmt: skip
         assert main(argv) == 0
+    capsys.readouterr()
     compared = [text for props, text in double.seen if "Better episode" in text or "Stretches:" in text]
     assert compared  # the belief update asked the model
     named = [text[:120] for _, text in double.seen if "TSLA" in text or "Tesla" in text or "2022-10-0" in text]
     assert named == []
+    # the audit of the training reads its episodes' prompts too (it read none of them: they are one level deeper)
+    assert main(["eval", "leakage", "tr", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert {"manager", "risk-control"} <= set(res["by_agent"]) and len(res["runs"]) == 3
 
 
 def test_a_rules_fallback_quoting_its_items_is_reworded_in_the_managers_prompt(tmp_path, monkeypatch, capsys):
@@ -227,3 +232,31 @@ def test_a_rules_fallback_quoting_its_items_is_reworded_in_the_managers_prompt(t
     # every sample news item says "... shares rose 2.1% in the latest session": never quoted to the manager
     quoted = [p for p in manager if "in the latest session" in p]
     assert quoted == [] and all("key words:" in p for p in manager)
+
+
+def test_a_masked_belief_update_rewords_the_views_it_quotes_and_its_audit_reads_it(tmp_path, monkeypatch, capsys):
+    """Found by hand (JNJ on InvestorBench: rules episodes, `--cvrf-brain llm --anonymize`): `fincon eval
+    leakage` on the training ended in a traceback (the belief update is asked on "episode-1", not a
+    date), and the update's prompt showed each stretch's views as the analysts wrote them, a rules
+    insight's first 100 characters, an item's own sentence: the corpus adversary named the firm in
+    2 prompts of 2. The views are reworded as a run rewords what its analysts said, and the audit
+    takes a belief update's prompt to be about the training window."""
+    monkeypatch.chdir(tmp_path)
+    with DoubleServer(TeamStub()) as url:
+        argv = ["train", "--ticker", "TSLA", "--start", "2022-10-03", "--end", "2022-10-14", "--episodes", "2",
+                "--brain", "rules", "--cvrf-brain", "llm", "--param", "fincon.transcripts=text", "--llm-backend",
+                "openai", "--llm-base-url", url, "--llm-model", "stub", "--llm-knowledge-cutoff", "2019-01-01",
+                "--anonymize", "--llm-cache-path", "calls.sqlite", "--no-progress", "--out", "tr"]  # fmt: skip
+        assert main(argv) == 0
+    with sqlite3.connect(tmp_path / "calls.sqlite") as db:
+        asked = [json.loads(m)[1]["content"] for (m,) in db.execute("select messages from calls")]
+    assert len(asked) == 2 and all("Stretches:" in p and "Views at its start:" in p for p in asked)
+    # the sample's 10-Q item and analyst note, as the rules analysts quote them; reworded
+    for sentence in ("operates in electric vehicles", "Our desk rates"):
+        assert not any(sentence in p for p in asked)
+    assert all("key words: " in p for p in asked)
+    capsys.readouterr()
+    assert main(["eval", "leakage", "tr", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["overall"]["prompts"] == 2 and res["overall"]["firm_and_day"]["n"] == 2  # both dated: the window
+    assert res["overall"]["firm"]["k"] == 0

@@ -287,17 +287,19 @@ def _sessions_apart(a: dt.date, b: dt.date, sessions: pd.DatetimeIndex) -> int:
 
 
 def _score(p: Prompt, g: Guess, k: Knowledge) -> dict[str, Any]:
-    truth = dt.date.fromisoformat(p.day) if p.day not in ("-", "") else None
     firm = g.firm is not None and g.firm in p.tickers
-    exact = truth is not None and g.day is not None and g.day == truth
-    near = truth is not None and g.day is not None and _sessions_apart(g.day, truth, k.sessions) <= SESSIONS
+    exact = near = False
+    if p.span is not None and g.day is not None:  # a day inside the span is exact; near: within SESSIONS of it
+        lo, hi = p.span
+        exact = lo <= g.day <= hi
+        near = exact or min(_sessions_apart(g.day, lo, k.sessions), _sessions_apart(g.day, hi, k.sessions)) <= SESSIONS
     return {
         "run": p.run,
         "agent": p.agent,
         "kind": p.kind,
         "day": p.day,
         "key": p.key[:16],
-        "dated": truth is not None,
+        "dated": p.span is not None,
         "firm": firm,
         "day_exact": exact,
         "day_near": near,

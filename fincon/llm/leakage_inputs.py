@@ -41,6 +41,19 @@ class Prompt:
     key: str
     text: str
     tickers: tuple[str, ...]  # the firms the prompt is about (the truth)
+    #: the run's window: what a call between trading days reviews (a belief update, asked on "episode-2")
+    window: tuple[dt.date, dt.date] | None = None
+
+    @property
+    def span(self) -> tuple[dt.date, dt.date] | None:
+        """The days it is about (the truth): its decision day, the window for a belief update, or None."""
+        if self.day in ("-", ""):
+            return None
+        try:
+            d = dt.date.fromisoformat(self.day[:10])
+        except ValueError:
+            return self.window
+        return (d, d)
 
     @property
     def kind(self) -> str:
@@ -69,6 +82,7 @@ def runs_in(root: Path) -> list[Path]:
         raise DataError(f"{root} is not a directory; give a run directory written by fincon backtest")
     found = [root] if (root / "llm_calls.csv").is_file() else []
     found += sorted(p.parent for p in root.glob("*/llm_calls.csv"))
+    found += sorted(p.parent for p in root.glob("episodes/*/llm_calls.csv"))  # a training's episodes
     return found
 
 
@@ -141,7 +155,9 @@ def prompts_of(run: RunInfo) -> list[Prompt]:
     for c in calls:
         own = c["agent"].rsplit("/", 1)[1] if "/" in c["agent"] else None
         tickers = (own,) if own in run.tickers else run.tickers
-        out.append(Prompt(run.path.name, c["agent"], c["day"], c["key"], texts[c["key"]], tickers))
+        out.append(
+            Prompt(run.path.name, c["agent"], c["day"], c["key"], texts[c["key"]], tickers, (run.start, run.end))
+        )
     return out
 
 

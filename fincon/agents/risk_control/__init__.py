@@ -26,6 +26,7 @@ a fallback in the ledger.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -192,6 +193,14 @@ class RiskControl:
         params = SamplingParams(temperature=0.0, max_tokens=self.max_tokens, seed=0)
         return self.client.ask(msgs, model, agent=self.agent, day=day, params=params)
 
+    def _quotes(self, texts: list, day: str) -> None:
+        """Texts a masked prompt of ``day`` will show that the team wrote (its views: a rules insight
+        quotes its items' first sentences) or a former answer did: their sentences are reworded there,
+        as a run's own prompts reword what its analysts said (fincon.llm.masking.Masker.said)."""
+        mask = getattr(self.client, "masker", None)
+        if mask is not None:
+            mask.said(json.dumps(texts), day)
+
     def summarise(self, ep: Episode) -> tuple[list[dict[str, str]], int]:
         """Conceptual insights of one episode (rules: the stretches themselves)."""
         if self.client is None:
@@ -207,10 +216,13 @@ class RiskControl:
             "objective": t.objective,
             "stretches": describe_stretches(ep),
         }
+        # a view reads "bearish 0.46: <the insight's first 100 characters>"
+        day = f"episode-{ep.number}"
+        self._quotes([v.split(": ", 1)[-1] for views in t.views for per in views.values() for v in per.values()], day)
         try:
-            res = self._ask("summarise.txt", values, self.models[0], f"episode-{ep.number}")
+            res = self._ask("summarise.txt", values, self.models[0], day)
         except LLMInvalidAnswer as exc:
-            self._fallback(f"episode-{ep.number}", exc)
+            self._fallback(day, exc)
             return self._rules_insights(ep), len(exc.keys)
         # a text that ran into the schema's length cap keeps its whole sentences (no cut text in a prompt)
         out = [{"perspective": i.perspective, "text": uncut(i.text, TEXT_CAP)} for i in res.value.insights]
@@ -237,6 +249,8 @@ class RiskControl:
             ranked = tuple(sorted(self.perspectives, key=lambda p: (p not in attr, -attr.get(p, 0.0), p)))
             via = "llm"
             day = f"episodes-{worse.number}-{better.number}"
+            # the insights are the summaries' answers (a fallback's quote the views); read back on a resume
+            self._quotes([better.insights, worse.insights], day)
             try:
                 m = self._ask(
                     "compare.txt",
