@@ -260,3 +260,15 @@ def test_a_masked_belief_update_rewords_the_views_it_quotes_and_its_audit_reads_
     res = json.loads(capsys.readouterr().out)
     assert res["overall"]["prompts"] == 2 and res["overall"]["firm_and_day"]["n"] == 2  # both dated: the window
     assert res["overall"]["firm"]["k"] == 0
+
+
+def test_an_experiments_runs_are_found_at_any_depth(tmp_path):
+    """Found by hand: `fincon eval leakage EXPERIMENT` on a masked experiment said "no run here lists its
+    model calls" over four runs that did (train/full-r1, its episodes/ep-NN, test/full-r1)."""
+    for run in ("test/full-r1", "train/full-r1", "train/full-r1/episodes/ep-01", "train/full-r1/episodes/ep-02"):
+        (tmp_path / run).mkdir(parents=True, exist_ok=True)
+        (tmp_path / run / "llm_calls.csv").write_text("day,agent,key\n")
+    (tmp_path / "baselines" / "buy-and-hold").mkdir(parents=True)  # no model: not a run to audit
+    found = [p.relative_to(tmp_path).as_posix() for p in leakage_inputs.runs_in(tmp_path)]
+    assert found == ["test/full-r1", "train/full-r1", "train/full-r1/episodes/ep-01", "train/full-r1/episodes/ep-02"]
+    assert leakage_inputs.runs_in(tmp_path / "train" / "full-r1")[0] == tmp_path / "train" / "full-r1"

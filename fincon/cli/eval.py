@@ -125,7 +125,7 @@ class LeakageArgs(Args):
     run: Annotated[
         Path,
         Flag("run", required=True, metavar="RUN_DIR",
-             help="a run, comparison or training directory of a strategy that called a model"),
+             help="a run, comparison, training or experiment directory of a strategy that called a model"),
     ]  # fmt: skip
     against: Annotated[
         list[Path],

@@ -76,14 +76,12 @@ class RunInfo:
 
 
 def runs_in(root: Path) -> list[Path]:
-    """The run directories under ``root`` that list their model calls (``llm_calls.csv``)."""
+    """``root`` and the run directories under it that list their model calls (``llm_calls.csv``)."""
     root = Path(root)
     if not root.is_dir():
         raise DataError(f"{root} is not a directory; give a run directory written by fincon backtest")
-    found = [root] if (root / "llm_calls.csv").is_file() else []
-    found += sorted(p.parent for p in root.glob("*/llm_calls.csv"))
-    found += sorted(p.parent for p in root.glob("episodes/*/llm_calls.csv"))  # a training's episodes
-    return found
+    # at any depth: a training's episodes (episodes/ep-01), an experiment's trainings and tests
+    return sorted(p.parent for p in root.rglob("llm_calls.csv"))
 
 
 def read_run(path: Path, cache: Path | None = None) -> RunInfo:
