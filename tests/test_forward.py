@@ -503,6 +503,13 @@ def test_score_reports_what_a_backtest_does_and_draws_the_charts_a_step_leaves_o
         assert got["cr_pct"] == m["cr_pct"] and got["days"] == 5 and 0.0 <= got["psr"] <= 1.0  # 5 returns, 6 closes
         assert (replay / name / "equity.png").stat().st_size > 5_000
     assert (replay / "equity.png").stat().st_size > 5_000 and (tmp_path / "fw" / "report.html").is_file()
+    # 5 returns: the PSR and MinTRL above are noise, and the score says so (it printed them without a word)
+    assert res["flags"] == [
+        "5 daily returns: too few for these statistics to mean anything, whatever they show "
+        "(a journal of 20 sessions at the least; a year to settle a Sharpe ratio)"
+    ]
+    assert main(["forward", "score", "fw"]) == 0
+    assert "\nFLAG: 5 daily returns: too few" in capsys.readouterr().out
     # `fincon report` on the journal itself says where its report is (it said "not a fincon run directory")
     capsys.readouterr()
     assert main(["report", "fw", "--out", "fw.html"]) == 2 and not (tmp_path / "fw.html").exists()

@@ -20,6 +20,7 @@ from fincon.workflow import trials
 from fincon.workflow.forward_clock import next_session, session_open
 from fincon.workflow.forward_plan import Plan, _frozen_config
 from fincon.workflow.journal import BOOKS, CALLS, REPLAY, Journal, decided, sealed_decisions, sealed_part, verify_chain
+from fincon.workflow.tables import significance_flags
 
 
 def status(root: Path) -> dict[str, Any]:
@@ -166,6 +167,7 @@ def score(root: Path) -> dict[str, Any]:
             "dsr_trials": fam.trials,
             "model_knowledge": metrics.get("model_knowledge"),
         }
+    out["flags"] = significance_flags(list(out["strategies"].values()), "a journal")
     return out
 
 
@@ -186,6 +188,7 @@ def format_score(res: dict[str, Any]) -> str:
             f"{f(m['sessions_still_needed'], '{:,}') if m['sharpe_daily'] > 0 else 'never (SR<=0)':>15}"
             f"{f(m['dsr'], '{:.2f}') + ' (' + str(m['dsr_trials']) + ')':>12}"
         )
+    lines += [f"FLAG: {f}" for f in res.get("flags", ())]
     c = res.get("card")
     if c:
         lines.append(f"report card: {c['passed']} pass, {c['failed']} fail, {c['not_measured']} not measured "

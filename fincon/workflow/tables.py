@@ -121,13 +121,13 @@ def significance(rows: Sequence[Mapping[str, Any]]) -> Table:
 MIN_STAT_DAYS = 20
 
 
-def significance_flags(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+def significance_flags(rows: Sequence[Mapping[str, Any]], window: str = "a test window") -> list[str]:
     """What the statistics cannot say: a window too short for them, however they come out."""
     days = [int(r["days"]) for r in rows if not _missing(r.get("psr")) and r.get("days") is not None]
     if days and min(days) < MIN_STAT_DAYS:
         return [
             f"{min(days)} daily returns: too few for these statistics to mean anything, whatever they show "
-            f"(a test window of {MIN_STAT_DAYS} sessions at the least; a year to settle a Sharpe ratio)"
+            f"({window} of {MIN_STAT_DAYS} sessions at the least; a year to settle a Sharpe ratio)"
         ]
     return []
 
