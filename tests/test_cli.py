@@ -1,6 +1,7 @@
 """The CLI as a user runs it: tables, --json, run directories, plots, reruns."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -64,6 +65,7 @@ def test_table_shows_strategy_next_to_buy_and_hold(tmp_path, capsys):
     header = next(line for line in text.splitlines() if "markowitz" in line)
     assert "buy-and-hold (benchmark)" in header
     assert "CVaR %" in text and "max drawdown %" in text
+    assert "FLAG:" not in text  # the default window: 170 sessions
     summary = json.loads((out / "summary.json").read_text())
     assert summary["benchmark"]["strategy"] == "buy-and-hold"
     curve = pd.read_csv(out / "benchmark_equity.csv")  # the benchmark's curve, saved with the run
@@ -72,6 +74,16 @@ def test_table_shows_strategy_next_to_buy_and_hold(tmp_path, capsys):
     positions = pd.read_csv(out / "positions.csv")
     assert set(positions.columns) == {"date", "ticker", "shares", "weight"}
     assert positions.groupby("date").weight.sum().iloc[1:-1].between(0.999, 1.0 + 1e-9).all()
+
+
+def test_a_window_too_short_for_its_ratios_is_flagged_under_the_table(tmp_path, capsys):
+    """Found by hand: a 10-session run printed a Sharpe of 7.9 and a Sortino of 23 as figures like any
+    other. Under 20 daily returns the table says they are noise."""
+    argv = ["backtest", "--ticker", "TSLA", "--strategy", "sma-cross", "--start", "2022-10-03", "--end",
+            "2022-10-14", "--out", str(tmp_path / "short"), "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert re.search(r"\ndays +10 +10\nFLAG: 9 daily returns: Sharpe, Sortino, volatility, VaR and CVaR", text)
 
 
 @pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast

@@ -32,7 +32,7 @@ from fincon.errors import ConfigError, FinconError
 from fincon.flag import Flag
 from fincon.llm.knowledge import AUDITED
 from fincon.report import write_report
-from fincon.report.table import format_table
+from fincon.report.table import format_table, short_window_flags
 from fincon.strategies.registry import strategy_names
 
 HELP = (
@@ -323,6 +323,8 @@ def run_and_report(
                 }
             )
         )
+        for flag in short_window_flags(columns):
+            print(f"FLAG: {flag}")
         for name, result in report.results.items():
             line = _llm_line(result.strategy_summary)
             if line:

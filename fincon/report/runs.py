@@ -29,7 +29,7 @@ from fincon.report.parts import (
     timeline_id,
     timeline_runs,
 )
-from fincon.report.table import ROWS
+from fincon.report.table import ROWS, short_window_flags
 from fincon.risk.metrics import drawdown_series
 
 
@@ -99,6 +99,7 @@ def section_metrics(data: ReportData) -> str:
         for name, m in s.columns.items():
             if m.get("status") == "failed":
                 notes.append(f"{name} finished no day: {m.get('stop_reason', '')}")
+    notes += [f"FLAG: {f}" for f in short_window_flags(cols)]
     out += [f'<p class="note">{esc(" ".join(n.split()))}</p>' for n in notes]
     out.append("</section>")
     return "\n".join(out)

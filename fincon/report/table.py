@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from fincon.workflow.tables import MIN_STAT_DAYS
+
 #: (metric key, label, format)
 ROWS = [
     ("status", "status", "{}"),
@@ -68,3 +70,15 @@ def format_table(columns: dict[str, dict[str, Any]]) -> str:
     for (_, label, _), row in zip(rows, cells):
         lines.append("  ".join([label.ljust(width0)] + [c.rjust(w) for c, w in zip(row, widths)]))
     return "\n".join(lines)
+
+
+def short_window_flags(columns: dict[str, dict[str, Any]]) -> list[str]:
+    """The ratios above from too few days to mean anything (a 10-session window printed a Sharpe of 7.9
+    and a Sortino of 23 as figures like any other)."""
+    days = [int(c["n_days"]) - 1 for c in columns.values() if c.get("n_days")]
+    if days and min(days) < MIN_STAT_DAYS:
+        return [
+            f"{min(days)} daily returns: Sharpe, Sortino, volatility, VaR and CVaR from so few are noise, "
+            f"whatever they show ({MIN_STAT_DAYS} sessions at the least; a year to settle a Sharpe ratio)"
+        ]
+    return []
