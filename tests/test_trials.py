@@ -10,6 +10,7 @@ import pytest
 
 from fincon.cli.main import main
 from fincon.workflow import trials
+from fincon.workflow.tables import MIN_STAT_DAYS
 
 RUN = ["backtest", "--ticker", "TSLA", "--start", "2022-10-05", "--end", "2022-11-30", "--no-progress"]
 
@@ -93,6 +94,30 @@ def test_overlapping_windows_are_one_family_and_identical_series_one_trial():
     assert summ["controls"] == 1 and summ["windows"] == 3 and summ["tried_before_best"] == 2
     # the family of a window that overlaps it, asked for before it was run
     assert trials.family_of(rows, ["TSLA"], "2022-12-01", "2023-01-10").trials == 5  # joins both TSLA families
+
+
+def test_a_trial_too_short_to_score_is_counted_but_never_a_familys_best(tmp_path, capsys):
+    """Found by hand: `fincon ledger` named a 2-session run's Sharpe of 16.3 (two daily returns) as its
+    family's best, over 60- and 170-session runs, and its daily Sharpe of 1.03 entered the variance every
+    DSR of the family is deflated by. A try is a try (N counts it); its Sharpe is noise."""
+    rows = [
+        _row("sma-cross", "2022-05-02", "2022-09-30", "a", 0.01),
+        _row("fincon", "2022-05-02", "2022-09-30", "b", 0.05),
+        {**_row("fincon", "2022-05-02", "2022-05-04", "c", 1.03), "n_days": 2},
+        {**_row("sma-cross", "2022-05-02", "2022-05-27", "d", -0.02), "n_days": MIN_STAT_DAYS},  # just enough
+    ]
+    (fam,) = trials.families(rows)
+    assert fam.trials == 4 and [r["returns_digest"] for r in fam.scorable] == ["a", "b", "d"]
+    s = [0.01, 0.05, -0.02]
+    assert fam.sharpe_var() == pytest.approx(sum((x - sum(s) / 3) ** 2 for x in s) / 2, rel=1e-12)
+    (summ,) = trials.summary(rows)
+    assert summ["best_sharpe"] == pytest.approx(0.05 * 252**0.5) and summ["too_short"] == 1
+    assert summ["trials"] == 4 and summ["tried_before_best"] == 1
+    ledger = tmp_path / "t.sqlite"
+    trials.append(ledger, rows)
+    assert main(["ledger", "--ledger", str(ledger)]) == 0
+    out = capsys.readouterr().out
+    assert "1 trials of fewer than 20 daily returns: counted as tries, never a family's best" in out
 
 
 @pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast

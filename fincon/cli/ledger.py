@@ -84,6 +84,12 @@ def run(args: argparse.Namespace) -> int:
             f"{s['best_strategy'] or ''}"
         )
     print("trials: distinct daily return series; runs: rows recorded; a family: the same tickers, overlapping windows")
+    short = sum(s["too_short"] for s in summ)
+    if short:
+        print(
+            f"{short} trials of fewer than {workflow.tables.MIN_STAT_DAYS} daily returns: counted as tries, never a "
+            "family's best, kept out of the Sharpe variance DSR deflates by (their Sharpe ratios are noise)"
+        )
     return 0
 
 

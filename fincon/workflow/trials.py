@@ -46,6 +46,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from fincon.errors import ConfigError
 from fincon.ownership import sqlite_foreign
+from fincon.workflow.tables import MIN_STAT_DAYS
 
 COLUMNS = (
     "study",
@@ -304,9 +305,16 @@ class Family:
     def trials(self) -> int:
         return len(self.distinct)
 
+    @property
+    def scorable(self) -> list[dict[str, Any]]:
+        """The distinct trials with a Sharpe ratio worth the name (:data:`MIN_STAT_DAYS` daily returns or
+        more): a 2-day run's Sharpe of 16 is noise, so it is counted as a try but is never a family's best,
+        and its spread (its estimate's, not the tries') is kept out of the variance."""
+        return [r for r in self.distinct if int(r.get("n_days") or 0) >= MIN_STAT_DAYS]
+
     def sharpe_var(self) -> float:
-        """The variance (ddof 1) of the distinct trials' daily Sharpe ratios (0 for fewer than two)."""
-        s = [_daily(r) for r in self.distinct]
+        """The variance (ddof 1) of the scorable trials' daily Sharpe ratios (0 for fewer than two)."""
+        s = [_daily(r) for r in self.scorable]
         s = [x for x in s if x is not None]
         if len(s) < 2:
             return 0.0
@@ -363,13 +371,13 @@ def family(path: Path | None, tickers: Sequence[str], start: str, end: str) -> F
 
 
 def summary(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per family: its windows, the distinct trials, the runs recorded and the
-    controls, the best Sharpe among the trials, its strategy and how many
+    """Per family: its windows, the distinct trials (and how many are too short to score), the runs
+    recorded and the controls, the best Sharpe among the scorable trials, its strategy and how many
     distinct trials came before it."""
     out = []
     for f in families(rows):
         distinct = f.distinct
-        scored = [r for r in distinct if r.get("sharpe") is not None and r["sharpe"] == r["sharpe"]]
+        scored = [r for r in f.scorable if r.get("sharpe") is not None and r["sharpe"] == r["sharpe"]]
         best = max(scored, key=lambda r: r["sharpe"], default=None)
         out.append(
             {
@@ -378,6 +386,7 @@ def summary(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "windows": len({(r["start"], r["end"]) for r in f.rows}),
                 "studies": sorted({r["study"] for r in f.rows}),
                 "trials": len(distinct),
+                "too_short": len(distinct) - len(f.scorable),
                 "runs": len(f.trial_rows),
                 "controls": len(f.controls),
                 "configurations": len({r["config_hash"] for r in f.trial_rows}),
