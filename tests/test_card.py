@@ -287,6 +287,21 @@ def test_temporal_integrity_passes_a_masked_run_only_when_its_audit_shows_it_bli
     assert verdict == FAIL and "the leakage audit: inconclusive (1 of 15 prompts" in said
 
 
+def test_costs_too_small_to_be_frictions_fail_both_cost_rows(tmp_path, monkeypatch):
+    """Found by hand: `--commission 0.0000001 --slippage 0.0000001` (a rate of 1e-7, no trade's cost
+    above a cent) passed "frictions: costs applied" and "costs: percent costs". An order must cost at
+    least 1 bp a side (100 shares at $100: $1); IB's per-share minimum alone is that."""
+    monkeypatch.chdir(tmp_path)
+    assert main([*RUN, "--commission", "0.0000001", "--slippage", "0.0000001", "--out", "cheap"]) == 0
+    assert main([*RUN, "--slippage-model", "bps", "--slippage", "1", "--out", "bp1"]) == 0  # 1 bp: just enough
+    cheap, bp1 = _rows(run_card(tmp_path / "cheap")), _rows(run_card(tmp_path / "bp1"))
+    assert cheap["frictions"] == {**cheap["frictions"], "verdict": "fail", "measured": (
+        "costs of 0.002 bp a side (100 shares at $100): under 1 bp, less than a broker and the spread take "
+        "(--slippage-model bps --slippage 5)")}  # fmt: skip
+    assert cheap["costs"]["verdict"] == "fail" and cheap["costs"]["measured"].startswith("costs of 0.002 bp")
+    assert bp1["frictions"]["verdict"] == bp1["costs"]["verdict"] == "pass"
+
+
 def test_a_run_with_the_flat_cost_layout_is_named_as_older():
     from fincon.errors import DataError
     from fincon.report.card import Evidence, frictions

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING
 from fincon.lazy import face
 
 if TYPE_CHECKING:
-    from fincon.report.card import format_card as format_card, run_card as run_card
+    from fincon.report.card import run_card as run_card
     from fincon.report.html import render as render
     from fincon.report.load import load_report_data as load_report_data
+    from fincon.report.text import format_card as format_card
     from fincon.report.write import build_report as build_report, write_report as write_report
 
 __getattr__, __dir__ = face(__name__, __file__)

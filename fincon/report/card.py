@@ -31,7 +31,6 @@ import json
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from html import escape as esc
 from pathlib import Path
 from typing import Any, Callable
 
@@ -55,6 +54,9 @@ LONG_DAYS = 500
 MAX_PARTICIPATION = 0.1
 #: fewer distinct tickers than this over a rolling evaluation's windows is not a broad universe
 BROAD_TICKERS = 10
+#: an order costing less than this (bp of its value, a side) is a run without frictions: IB's per-share
+#: minimum alone is 1 bp of a $10,000 order, a large cap's half spread about as much
+MIN_COST_BP = 1.0
 
 
 def _json(path: Path) -> Any:
@@ -154,10 +156,9 @@ class Evidence:
         return calibration(self.decisions)
 
     @property
-    def costly(self) -> bool:
-        """Does an order cost anything (100 shares at $100 on a $2 range)?"""
-        b = self.broker
-        return b.commission.fee(100, 100.0) > 0 or b.slippage.per_share(100.0, 101.0, 99.0) > 0
+    def cost_bp(self) -> float:
+        """What an order costs a side, in bp of its value: 100 shares at $100 on a $2 range ($1 is 1 bp)."""
+        return self.broker.commission.fee(100, 100.0) + 100 * self.broker.slippage.per_share(100.0, 101.0, 99.0)
 
 
 def evidence(root: Path) -> Evidence:
@@ -220,9 +221,9 @@ def temporal_integrity(ev: Evidence) -> Verdict:
 
 
 def frictions(ev: Evidence) -> Verdict:
-    """Were costs applied at all?"""
-    if not ev.costly:
-        return FAIL, "run without costs (no commission, no slippage)"
+    """Were costs applied, at least MIN_COST_BP a side? (a rate of 1e-7 passed as "costs applied")"""
+    if ev.cost_bp < MIN_COST_BP:
+        return FAIL, "run without costs (no commission, no slippage)" if not ev.cost_bp else _too_cheap(ev)
     said = [
         f"{kind} {m.model}" + "".join(f", {k} {v}" for k, v in m.model_dump().items() if k != "model")
         for kind, m in (("commission", ev.broker.commission), ("slippage", ev.broker.slippage))
@@ -336,10 +337,19 @@ def next_open_fills(ev: Evidence) -> Verdict:
     return FAIL, "fill at the decision's own close (--fill next-open)"
 
 
+def _too_cheap(ev: Evidence) -> str:
+    return (
+        f"costs of {ev.cost_bp:.2g} bp a side (100 shares at $100): under {MIN_COST_BP:g} bp, less than a broker "
+        "and the spread take (--slippage-model bps --slippage 5)"
+    )
+
+
 def costs(ev: Evidence) -> Verdict:
+    if ev.cost_bp < MIN_COST_BP:
+        return FAIL, _too_cheap(ev) if ev.cost_bp else "none"
     if ev.broker.commission.model == "per-share":
         return PASS, "per-share commission with a minimum and a maximum"
-    return (PASS, "percent costs") if ev.costly else (FAIL, "none")
+    return PASS, "percent costs"
 
 
 def volume_caps(ev: Evidence) -> Verdict:
@@ -449,46 +459,6 @@ def _pp(x: Any) -> str:
 
 def _num(x: Any) -> float:
     return float(x) if _finite(x) else float("nan")
-
-
-def format_card(c: dict[str, Any]) -> str:
-    lines = [
-        f"report card: {c['directory']}  ({c['passed']} pass, {c['failed']} fail, {c['not_measured']} not measured)"
-    ]
-    group = None
-    for r in c["rows"]:
-        if r["checklist"] != group:
-            group = r["checklist"]
-            lines.append(f"\n{group}")
-        lines.append(f"  {r['point']:<28} {r['verdict'].upper():<13} {r['measured']}")
-    return "\n".join(lines)
-
-
-def section_card(c: dict[str, Any], more: list[dict[str, Any]] | None = None) -> str:
-    """The card (and ``more`` cards, one table each) as one HTML section (a failed row in red)."""
-
-    colour = {PASS: "#1a7f37", FAIL: "#cf222e", NONE: "#6e7781"}
-
-    def table(x: dict[str, Any]) -> str:
-        body = "".join(
-            f"<tr><td>{esc(r['checklist'])}</td><td>{esc(r['point'])}</td>"
-            f'<td style="color:{colour[r["verdict"]]};font-weight:bold">{esc(r["verdict"])}</td>'
-            f"<td>{esc(r['measured'])}</td></tr>"
-            for r in x["rows"]
-        )
-        return (
-            f"<h3>{esc(Path(x['directory']).name)}: {x['passed']} pass, {x['failed']} fail, "
-            f"{x['not_measured']} not measured</h3>"
-            "<table><thead><tr><th>checklist</th><th>point</th><th>verdict</th><th>measured</th></tr></thead>"
-            f"<tbody>{body}</tbody></table>"
-        )
-
-    return (
-        '<section id="card"><h2>Report card</h2><p class="note">What a reviewer checks of an LLM-trading result: '
-        "the six-point protocol and FINSABER's checklist; a failed point is red, not a footnote.</p>"
-        + "".join(table(x) for x in [c, *(more or [])])
-        + "</section>"
-    )
 
 
 def _finite(x: Any) -> bool:

@@ -21,9 +21,9 @@ from fincon import __version__
 from fincon.errors import DataError
 from fincon.ownership import REPORT_MARK
 from fincon.report import assets
-from fincon.report.card import run_card, section_card
+from fincon.report.card import run_card
 from fincon.report.load import ReportData
-from fincon.report.parts import esc
+from fincon.report.parts import esc, section_card
 from fincon.report.performance import section_performance
 from fincon.report.rolling import section_rolling
 from fincon.report.runs import section_curves, section_metrics, section_timeline

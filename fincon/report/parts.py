@@ -11,10 +11,12 @@ from __future__ import annotations
 import html
 import json
 import math
+from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
+from fincon.report.card import FAIL, NONE, PASS
 from fincon.report.load import ReportData, Run
 from fincon.workflow.tables import placebo, placebo_flags, significance, significance_flags
 
@@ -145,4 +147,31 @@ def placebo_table(res: dict[str, Any], over: str) -> str:
         f"<h4>Placebo runs of the full team ({esc(over)})</h4>"
         + table(heads, cells, text_cols=text)
         + (f'<ul class="note">{flags}</ul>' if flags else "")
+    )
+
+
+def section_card(c: dict[str, Any], more: list[dict[str, Any]] | None = None) -> str:
+    """The card (and ``more`` cards, one table each) as one HTML section (a failed row in red)."""
+
+    colour = {PASS: "#1a7f37", FAIL: "#cf222e", NONE: "#6e7781"}
+
+    def table(x: dict[str, Any]) -> str:
+        body = "".join(
+            f"<tr><td>{esc(r['checklist'])}</td><td>{esc(r['point'])}</td>"
+            f'<td style="color:{colour[r["verdict"]]};font-weight:bold">{esc(r["verdict"])}</td>'
+            f"<td>{esc(r['measured'])}</td></tr>"
+            for r in x["rows"]
+        )
+        return (
+            f"<h3>{esc(Path(x['directory']).name)}: {x['passed']} pass, {x['failed']} fail, "
+            f"{x['not_measured']} not measured</h3>"
+            "<table><thead><tr><th>checklist</th><th>point</th><th>verdict</th><th>measured</th></tr></thead>"
+            f"<tbody>{body}</tbody></table>"
+        )
+
+    return (
+        '<section id="card"><h2>Report card</h2><p class="note">What a reviewer checks of an LLM-trading result: '
+        "the six-point protocol and FINSABER's checklist; a failed point is red, not a footnote.</p>"
+        + "".join(table(x) for x in [c, *(more or [])])
+        + "</section>"
     )

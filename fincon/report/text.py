@@ -110,3 +110,16 @@ def format_results(res: dict[str, Any], family=None) -> str:
         )
         lines += ["", format_significance(sig, f"the test window's {sig['days']} daily returns", notes)]
     return "\n".join(lines)
+
+
+def format_card(c: dict[str, Any]) -> str:
+    lines = [
+        f"report card: {c['directory']}  ({c['passed']} pass, {c['failed']} fail, {c['not_measured']} not measured)"
+    ]
+    group = None
+    for r in c["rows"]:
+        if r["checklist"] != group:
+            group = r["checklist"]
+            lines.append(f"\n{group}")
+        lines.append(f"  {r['point']:<28} {r['verdict'].upper():<13} {r['measured']}")
+    return "\n".join(lines)
