@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fincon.llm import LLMClient, UsageLedger
+from fincon.llm import LLMClient, UsageLedger, masking_rules as rules
 from fincon.llm.cache import CacheMode, CallCache
 from fincon.llm.masking_terms import masker_for
 from fincon.llm.settings import LLMSettings
@@ -371,3 +371,26 @@ def test_a_sentence_that_begins_as_a_quoted_one_is_not_cut_as_a_clip_of_it():
               "Company A (Company A) shares fell 3-7% in the latest session.": "key words: two"}  # fmt: skip
     got = masking_rules.unquote("- news: Company A (Company A) shares fell 3-7% in the latest session. [E2]", quoted)
     assert got == "- news: key words: two [E2]"
+
+
+def test_percentages_written_every_way_are_bucketed_once():
+    """Found reading the masked MSFT recording: the manager's prompt said "the daily CVaR at 3-7-15% is
+    about -3-7-15%" and "volatility is about [n]-60-100%": the data analyst quoted its masked prompt's
+    "3-7%" back, and the mask bucketed the "7%" of it again; a model's "40-60%" lost its lower end to the
+    number rule, and "14.2 percent" or "3.5 %" (a space) were no percentages at all ("[n] percent").
+    A range is one bucket, a bucket stays itself, and masked text masked again is unchanged."""
+    m = masker_for(["TSLA"], secret="s1")
+    cases = {
+        "the daily CVaR at 3-7% is about -3-7%": "the daily CVaR at 3-7% is about -3-7%",
+        "volatility is about 40-60%": "volatility is about 30-60%",
+        "rose 12-18% while 2.5 – 3.5 % fell; 60-150%": "rose 7-30% while 1-7 % fell; over 60%",
+        "rose 14.2 percent and 3.5 % and 12 %": "rose 7-15 percent and 3-7 % and 7-15 %",
+        "up 250% and over 100%": "up over 100% and over 100%",
+        "20 trading days, a 61-day high, 30,000 seats, confidence 0.37": "20 trading days, a 61-day high, [n] seats, "
+        "confidence 0.37",
+    }
+    for text, masked in cases.items():
+        assert m.text(text, "2022-10-10") == masked
+        assert m.text(masked, "2022-10-10") == masked
+    assert [rules.bucket_range(a, b) for a, b in ((3, 7), (40, 60), (12, 18), (60, 150), (150, 200))] == [
+        "3-7", "30-60", "7-30", "over 60", "over 100"]  # fmt: skip

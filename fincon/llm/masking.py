@@ -286,8 +286,16 @@ class Masker:
                 return text
             return "[n]"
 
+        def span(m: re.Match) -> str:
+            try:
+                a, b = float(m.group(2).replace(",", "")), float(m.group(3).replace(",", ""))
+            except ValueError:
+                return m.group(0)
+            return f"{m.group(1)}{rules.bucket_range(a, b)}{m.group(4)}{m.group(5)}"
+
         s = rules.NUMBER.sub(num, s)
-        s = rules.PERCENT.sub(pct, s)  # after the numbers: a bucket's bounds are not numbers to mask
+        # after the numbers: a bucket's bounds are not numbers to mask; a range before its upper end
+        s = rules.PERCENT.sub(pct, rules.PERCENT_RANGE.sub(span, s) if "-" in s or "–" in s else s)
         return s.replace("\x01", "COVID-19")
 
     def _proper(self, s: str) -> str:

@@ -63,11 +63,18 @@ DOLLARS = re.compile(
 PRICE_WORDS = re.compile(
     r"\b(?:close|closed|closing|price|priced|shares? (?:at|traded|trading)|trading at)\b[^.$]{0,30}$", re.I
 )
-PERCENT = re.compile(rf"(?<![\w.])([+-]?)(\d[\d,]*(?:\.\d+)?)({SP}?)(%|percent\b)")
+#: a percentage; not the upper end of a range ("3-7%": its lower end is read with it) nor a bucket the mask
+#: wrote ("over 100%"), so that masking masked text leaves it as it is ("3-7%" read "3-7-15%" when a model
+#: quoted it back)
+PERCENT = re.compile(rf"(?<![\w.])(?<!\d[-–])(?<!over )([+-]?)(\d[\d,]*(?:\.\d+)?)({SP}?)(%|percent\b)")
+_NUM = r"\d[\d,]*(?:\.\d+)?"
+#: a range of percentages ("40-60%", "3-7 %"): one bucket from the lower end's to the upper end's
+PERCENT_RANGE = re.compile(rf"(?<![\w.])([+-]?)({_NUM}){SP}?[-–]{SP}?({_NUM})({SP}?)(%|percent\b)")
 #: numbers kept as they are: item labels (E1), spans ("20-day", "20 trading days"), values in [-1, 1]
 #: (confidences, tones, weights), a single digit; anything else of two digits or more is "[n]"
 NUMBER = re.compile(
     r"(?<![\w.\-\[])([+-]?\d(?:[\d,]*\d)?(?:\.\d+)?)(?![\w.]*\d)(?!-[A-Za-z])(?![\w%])"
+    rf"(?!{SP}?(?:[-–]{SP}?{_NUM}{SP}?)?(?:%|percent\b))"  # a percentage ("14.2 percent"), a range's lower end
     rf"(?!{SP}+(?:trading{SP}+)?(?:days?|sessions?|weeks?|months?)\b)"  # a span of time ("20 trading days") says nothing
 )
 #: what the number and name rules leave alone: ids and labels in brackets, fincon's price indices
@@ -118,6 +125,18 @@ def recency(n: int) -> str:
 def bucket(value: float) -> str:
     v = abs(value)
     return next(label for hi, label in _BUCKETS if v < hi)
+
+
+def bucket_range(a: float, b: float) -> str:
+    """A range of percentages as one bucket: from the bucket of its lower end to the one its upper end
+    closes ("3-7" stays "3-7", "40-60" reads "30-60", "12-18" "7-30", "60-150" "over 60")."""
+    lo, hi = sorted((abs(a), abs(b)))
+    first = bucket(lo)
+    last = next(label for top, label in _BUCKETS if hi <= top)
+    if first == last:
+        return first
+    low = first.split("-")[0] if not first.startswith("over") else "100"
+    return f"over {low}" if last.startswith("over") else f"{low}-{last.split('-')[1]}"
 
 
 def offset(y: int, mo: int, d: int, day: dt.date) -> str:
