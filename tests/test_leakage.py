@@ -272,3 +272,21 @@ def test_an_experiments_runs_are_found_at_any_depth(tmp_path):
     found = [p.relative_to(tmp_path).as_posix() for p in leakage_inputs.runs_in(tmp_path)]
     assert found == ["test/full-r1", "train/full-r1", "train/full-r1/episodes/ep-01", "train/full-r1/episodes/ep-02"]
     assert leakage_inputs.runs_in(tmp_path / "train" / "full-r1")[0] == tmp_path / "train" / "full-r1"
+
+
+def test_a_portfolio_schema_names_no_ticker_and_the_audit_reads_one_in_title_case(knowledge):
+    """Found reading the masked portfolio schema: pydantic titles each ticker's field after its alias,
+    "Tsla", "Msft", "Brk-B", and the mask replaced tickers as written (in capitals) only; the schema is
+    part of the prompt (and an OpenAI endpoint's response format). A title naming a firm reads as its
+    pseudonym, and the vocabulary adversary reads a ticker in title case where it is no English word."""
+    from fincon.agents.reports import portfolio_answer_model
+    from fincon.llm.masking_terms import masker_for
+
+    tickers = ["TSLA", "MSFT", "BRK-B"]
+    m = masker_for(tickers, secret="x")
+    schema = m.schema(portfolio_answer_model(tickers).model_json_schema(by_alias=True))
+    titles = {k: v.get("title") for k, v in schema["properties"].items()}
+    assert titles == {"Company A": "Company A", "Company B": "Company B", "Company C": "Company C",
+                      "rationale": "Rationale", "relied_on": "Relied On", "size": "Size"}  # fmt: skip
+    assert leakage.vocabulary_guess('{"properties":{"Company A":{"title":"Tsla"}}} Tsla Tsla', knowledge).firm == "TSLA"
+    assert leakage.vocabulary_guess("All in all, the stock is on the rise", knowledge).firm is None

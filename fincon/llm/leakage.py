@@ -52,7 +52,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from fincon.data.terms import tokens
+from fincon.data.terms import STOP, tokens
 from fincon.errors import DataError
 from fincon.llm.leakage_inputs import (
     SHINGLE,
@@ -64,6 +64,7 @@ from fincon.llm.leakage_inputs import (
     runs_in,
     shingles,
 )
+from fincon.llm.masking_rules import common
 from fincon.proportions import wilson
 
 SESSIONS = 5  # "within ±5 sessions"
@@ -198,8 +199,10 @@ def vocabulary_guess(text: str, k: Knowledge) -> Guess:
     for t, words in k.terms.items():
         s = 0.0
         for w, weight in words.items():
-            if w == t:  # the ticker itself: as a word in capitals
-                if re.search(rf"(?<![\w$]){re.escape(t)}(?![\w])", text):
+            if w == t:  # the ticker itself: as a word in capitals, or in title case where that is no word
+                if re.search(rf"(?<![\w$]){re.escape(t)}(?![\w])", text) or (
+                    t.title() in text and _titled(t) and re.search(rf"(?<![\w$]){re.escape(t.title())}(?![\w])", text)
+                ):
                     s += weight
             elif " " in w or not w.isalnum():
                 if w.lower() in low if not w.islower() else w in pairs or w in low:
@@ -216,6 +219,12 @@ def vocabulary_guess(text: str, k: Knowledge) -> Guess:
     if s >= 2.0 and s >= 1.5 * second:
         return Guess(firm=top, firm_cue="vocabulary")
     return Guess()
+
+
+def _titled(ticker: str) -> bool:
+    """Does the ticker in title case name its firm ("Msft", a schema's title of a field named after it),
+    being no word of English ("On", "All" are)?"""
+    return len(ticker) >= 3 and ticker.lower() not in common() and ticker.lower() not in STOP
 
 
 def link(prompts: Sequence[Prompt]) -> list[int]:

@@ -400,11 +400,16 @@ class Masker:
         return tuple(Message(role=m.role, content=self.text(m.content, day)) for m in msgs)
 
     def schema(self, schema: dict) -> dict:
-        """The answer schema with the run's tickers as pseudonyms (a portfolio's keys)."""
+        """The answer schema with the run's tickers as pseudonyms (a portfolio's keys, and their titles:
+        pydantic titles a field after its alias, "Msft", which the entity rule in capitals missed)."""
         s = json.dumps(schema, sort_keys=True)
         hit = self._schemas.get(s)
         if hit is None:
-            hit = self._schemas[s] = self._entity.sub(self._entity_name, s) if self._entity is not None else s
+            hit = self._entity.sub(self._entity_name, s) if self._entity is not None else s
+            titled = {t.title(): self.pseudonym[t] for t in self.tickers if t.title() != t}
+            hit = self._schemas[s] = re.sub(
+                r'"title": "([^"]*)"', lambda m: f'"title": "{titled.get(m.group(1), m.group(1))}"', hit
+            )
         return json.loads(hit)  # a new object on every call: the caller may change it
 
     # -- answers ------------------------------------------------------------------------
