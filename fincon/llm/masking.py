@@ -217,7 +217,7 @@ class Masker:
             return f"\x00{chr(rules.HOLD + len(kept) - 1)}\x00"
 
         s = rules.HELD.sub(hold, s)
-        s = self._proper(self._numbers(s))
+        s = self._proper(rules.numbers(s))
         return rules.HELD_BACK.sub(lambda m: kept[ord(m.group(1)) - rules.HOLD], s) if kept else s
 
     def _item_line(self, m: re.Match, day: dt.date | None) -> str:
@@ -262,41 +262,6 @@ class Masker:
             return f"price index {self.base * value / ref:.1f}" if ref else "[amount]"
 
         return rules.DOLLARS.sub(one, s)
-
-    def _numbers(self, s: str) -> str:
-        """Percentages bucketed, other numbers of two digits or more "[n]"; bracketed ids and labels kept."""
-        if not rules.DIGIT.search(s):
-            return s
-        s = s.replace("COVID-19", "\x01")
-
-        def pct(m: re.Match) -> str:
-            try:
-                v = float(m.group(2).replace(",", ""))
-            except ValueError:
-                return m.group(0)
-            return f"{m.group(1)}{rules.bucket(v)}{m.group(3)}{m.group(4)}"
-
-        def num(m: re.Match) -> str:
-            text = m.group(1)
-            try:
-                v = float(text.replace(",", ""))
-            except ValueError:
-                return text
-            if abs(v) <= 1.0 or (len(text.lstrip("+-")) == 1):
-                return text
-            return "[n]"
-
-        def span(m: re.Match) -> str:
-            try:
-                a, b = float(m.group(2).replace(",", "")), float(m.group(3).replace(",", ""))
-            except ValueError:
-                return m.group(0)
-            return f"{m.group(1)}{rules.bucket_range(a, b)}{m.group(4)}{m.group(5)}"
-
-        s = rules.NUMBER.sub(num, s)
-        # after the numbers: a bucket's bounds are not numbers to mask; a range before its upper end
-        s = rules.PERCENT.sub(pct, rules.PERCENT_RANGE.sub(span, s) if "-" in s or "–" in s else s)
-        return s.replace("\x01", "COVID-19")
 
     def _proper(self, s: str) -> str:
         """Every capitalised word that is no common word of financial English, no

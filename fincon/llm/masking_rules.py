@@ -122,6 +122,42 @@ def recency(n: int) -> str:
     return "over a year ago"
 
 
+def numbers(s: str) -> str:
+    """Percentages bucketed, other numbers of two digits or more "[n]"; bracketed ids and labels kept."""
+    if not DIGIT.search(s):
+        return s
+    s = s.replace("COVID-19", "\x01")
+
+    def pct(m: re.Match) -> str:
+        try:
+            v = float(m.group(2).replace(",", ""))
+        except ValueError:
+            return m.group(0)
+        return f"{m.group(1)}{bucket(v)}{m.group(3)}{m.group(4)}"
+
+    def num(m: re.Match) -> str:
+        text = m.group(1)
+        try:
+            v = float(text.replace(",", ""))
+        except ValueError:
+            return text
+        if abs(v) <= 1.0 or (len(text.lstrip("+-")) == 1):
+            return text
+        return "[n]"
+
+    def span(m: re.Match) -> str:
+        try:
+            a, b = float(m.group(2).replace(",", "")), float(m.group(3).replace(",", ""))
+        except ValueError:
+            return m.group(0)
+        return f"{m.group(1)}{bucket_range(a, b)}{m.group(4)}{m.group(5)}"
+
+    s = NUMBER.sub(num, s)
+    # after the numbers: a bucket's bounds are not numbers to mask; a range before its upper end
+    s = PERCENT.sub(pct, PERCENT_RANGE.sub(span, s) if "-" in s or "–" in s else s)
+    return s.replace("\x01", "COVID-19")
+
+
 def bucket(value: float) -> str:
     v = abs(value)
     return next(label for hi, label in _BUCKETS if v < hi)
