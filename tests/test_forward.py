@@ -383,6 +383,41 @@ def test_an_anchored_journal_commits_every_sealed_step(tmp_path, monkeypatch):
     assert "journal.jsonl" in tracked and not any(t.startswith(("replay/", ".replay-inputs/")) for t in tracked)
 
 
+def test_verify_reads_the_git_anchor_a_re_signed_chain_cannot_fool(tmp_path, monkeypatch, capsys):
+    """Found by hand: verify never read the anchor. A chain re-signed from an edited entry on holds every
+    hash (here: entry 2's sealed_at moved a day earlier, as a late seal would be disguised), and verified;
+    the git history shows the line a former commit held, changed. Verify now says which commit rewrote it,
+    and on a sound journal how many commits anchor it (a simulated journal's times date nothing)."""
+    import subprocess
+
+    from fincon.workflow.journal import canonical, entry_hash
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    assert main(["forward", "init", "fw", "--ticker", "TSLA", "--strategy", "buy-and-hold", "--simulate-from",
+                 START, "--anchor", "git"]) == 0  # fmt: skip
+    assert main(["forward", "step", "fw", "--until", "2022-10-07", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["forward", "verify", "fw"]) == 0
+    assert "; anchored in 4 git commits, append-only (simulated: their times date nothing)" in capsys.readouterr().out
+    path = tmp_path / "fw" / "journal.jsonl"
+    entries = [json.loads(line) for line in path.read_text().splitlines()]
+    entries[2]["sealed_at"] = "2022-10-05T12:00:00+00:00"
+    for i in range(2, len(entries)):  # the forger re-signs the chain from the edit on
+        entries[i]["prev_hash"] = entries[i - 1]["hash"]
+        entries[i]["hash"] = entry_hash(entries[i])
+    path.write_text("".join(canonical(e) + "\n" for e in entries))
+    subprocess.run(["git", "-C", "fw", "commit", "-qam", "seal 2022-10-07"], check=True,
+                   env={"PATH": "/usr/bin:/bin", "GIT_AUTHOR_NAME": "x", "GIT_AUTHOR_EMAIL": "x@x",
+                        "GIT_COMMITTER_NAME": "x", "GIT_COMMITTER_EMAIL": "x@x"})  # fmt: skip
+    shutil.copytree(tmp_path / "fw", tmp_path / "no-git", ignore=shutil.ignore_patterns(".git"))
+    assert main(["forward", "verify", "no-git"]) == 0  # the chain alone holds
+    capsys.readouterr()
+    assert main(["forward", "verify", "fw"]) == 1
+    err = capsys.readouterr().err
+    assert "changed entry 2 of the journal, which an earlier commit held: the history was rewritten" in err
+
+
 def test_a_full_disk_seals_nothing_and_the_next_step_completes_the_session(tmp_path, monkeypatch, capsys):
     """Issue 44 item 7: the disk fills while a step freezes its inputs, then halfway through writing the
     journal: one line each, exit 1, the journal byte for byte as it was (no strategy's entry of the session
@@ -639,3 +674,27 @@ def test_a_journal_goes_on_through_days_without_news(tmp_path, monkeypatch, caps
     assert capsys.readouterr().out.count("sealed fincon") == 6
     assert main(["forward", "verify", "fw"]) == 0
     assert "7 entries, the chain and every hash hold, 6 decisions replayed" in capsys.readouterr().out
+
+
+def test_a_live_session_committed_after_its_open_is_named(tmp_path):
+    """The anchor's times for a live journal: a session first committed after the open of the session it
+    trades is named (commit times are the author's clock; a public remote's push times the referee's)."""
+    import subprocess
+
+    from fincon.workflow.forward_anchor import anchored, said
+
+    entries = [{"kind": "register"}, {"kind": "session", "strategy": "fincon", "trades": "2022-10-06"}]
+    (tmp_path / "journal.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
+    env = {"PATH": "/usr/bin:/bin", "GIT_AUTHOR_NAME": "x", "GIT_AUTHOR_EMAIL": "x@x", "GIT_COMMITTER_NAME": "x",
+           "GIT_COMMITTER_EMAIL": "x@x"}  # fmt: skip
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, env=env)
+    subprocess.run(["git", "-C", str(tmp_path), "add", "-A"], check=True, env=env)
+    subprocess.run(["git", "-C", str(tmp_path), "commit", "-qm", "seal"], check=True, env=env)
+    a = anchored(tmp_path, entries)
+    assert a == {"commits": 1, "late": ["fincon 2022-10-06"], "simulated": False}
+    assert said(a) == "; anchored in 1 git commits, append-only, but 1 session(s) first committed after their open: " \
+        "fincon 2022-10-06"  # fmt: skip
+    with open(tmp_path / "journal.jsonl", "a") as fh:  # a line no commit holds
+        fh.write(json.dumps({"kind": "session", "strategy": "fincon", "trades": "2022-10-07"}) + "\n")
+    assert anchored(tmp_path, entries)["problem"] == "entries 2.. are in no commit: the anchor does not date them " \
+        "(commit them)"  # fmt: skip

@@ -193,8 +193,10 @@ def _verify(args: argparse.Namespace) -> int:
         print(json.dumps(res, indent=1, sort_keys=True))
     if res["ok"]:
         if not args.json:
+            anchor = workflow.forward_anchor.said(res["anchor"]) if res.get("anchor") else ""
             print(f"{args.dir}: verified: {res['entries']} entries, the chain and every hash hold, "
-                  f"{res['replayed']} decision{'' if res['replayed'] == 1 else 's'} replayed from the frozen inputs")  # fmt: skip
+                  f"{res['replayed']} decision{'' if res['replayed'] == 1 else 's'} replayed from the frozen inputs"
+                  f"{anchor}")  # fmt: skip
         return 0
     print(f"fincon: verify: {res['problem']}", file=sys.stderr)
     return 1

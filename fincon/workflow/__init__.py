@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from fincon.workflow import (
         experiment_stats as experiment_stats,
         forward as forward,
+        forward_anchor as forward_anchor,
         forward_score as forward_score,
         paper_protocol as paper_protocol,
         rolling as rolling,

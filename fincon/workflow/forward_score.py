@@ -17,6 +17,7 @@ from fincon.engine.record import RunRecord, draw_charts
 from fincon.errors import ConfigError, FinconError
 from fincon.llm.cache import CacheMode
 from fincon.workflow import trials
+from fincon.workflow.forward_anchor import anchored
 from fincon.workflow.forward_clock import next_session, session_open
 from fincon.workflow.forward_plan import Plan, _frozen_config
 from fincon.workflow.journal import BOOKS, CALLS, REPLAY, Journal, decided, sealed_decisions, sealed_part, verify_chain
@@ -59,11 +60,14 @@ def verify(root: Path) -> dict[str, Any]:
     plan = Plan.load(root)
     entries = Journal(root).entries()
     problems = list(verify_chain(entries, root))
+    anchor = anchored(root, entries) if (root / ".git").is_dir() else None  # a re-signed chain holds; git does not
+    if anchor is not None and "problem" in anchor:
+        problems.append(anchor["problem"])
     if problems:
         return {"ok": False, "problem": problems[0], "entries": len(entries), "replayed": 0}
     done = decided(entries)
     if not done:
-        return {"ok": True, "entries": len(entries), "replayed": 0}
+        return {"ok": True, "entries": len(entries), "replayed": 0, "anchor": anchor}
     cfg = _frozen_config(root, plan, done[-1])
 
     cfg = cfg.model_copy(
@@ -99,7 +103,7 @@ def verify(root: Path) -> dict[str, Any]:
                 "replayed": replayed,
             }
         replayed += 1
-    return {"ok": True, "entries": len(entries), "replayed": replayed}
+    return {"ok": True, "entries": len(entries), "replayed": replayed, "anchor": anchor}
 
 
 def _other_code(register: dict[str, Any]) -> str:
