@@ -112,6 +112,24 @@ def test_summary_against_buy_and_hold_by_hand():
     assert s.loc["fincon", "model_knowledge"] == "in-training-data 5/6, no-model 1/6"  # each window's label, counted
 
 
+def test_too_few_windows_for_the_wilcoxon_test_are_flagged():
+    """Found by hand (InvestorBench MSFT, 5 two-month windows): "p vs B&H 0.0625" where the team lost in
+    every window, the smallest p a two-sided Wilcoxon test of 5 pairs can give (scipy's exact test, as
+    the summary computes it): no result of 5 windows could reach 0.05, and the table did not say so."""
+    from scipy.stats import wilcoxon
+
+    from fincon.workflow.tables import rolling_flags
+
+    assert wilcoxon([-1.0, -2.0, -3.0, -4.0, -5.0]).pvalue == pytest.approx(2 / 2**5)
+    assert wilcoxon([-1.0, -2.0, -3.0, -4.0, -5.0, -6.0]).pvalue < 0.05
+    five = [{"windows": 5, "wilcoxon_p": 0.0625}, {"windows": 5, "wilcoxon_p": None}]
+    assert rolling_flags(five) == [
+        "5 windows: a two-sided Wilcoxon test of 5 pairs cannot give a p under 0.0625, whatever the windows show "
+        "(6 windows at the least to reach 0.05)"
+    ]
+    assert rolling_flags([{"windows": 6, "wilcoxon_p": 0.03}]) == [] and rolling_flags([five[1]]) == []
+
+
 @pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_small_rolling_run_matches_its_windows(tmp_path, capsys):
     out = tmp_path / "roll"
@@ -150,6 +168,7 @@ def test_small_rolling_run_matches_its_windows(tmp_path, capsys):
     assert main(argv) == 0
     placebo_lines = capsys.readouterr().out
     assert "CI: stationary block bootstrap, 1,000 replications;" in placebo_lines  # it said 10,000 whatever was run
+    assert "\nFLAG: 2 windows: a two-sided Wilcoxon test of 2 pairs cannot give a p under 0.5000" in placebo_lines
     listing = json.loads((out / "windows.json").read_text())
     assert [(w["test"]["start"], w["test"]["end"]) for w in listing] == [
         ("2022-10-03", "2022-10-16"),
@@ -239,6 +258,7 @@ def test_small_rolling_run_matches_its_windows(tmp_path, capsys):
     assert page == (tmp_path / "b.html").read_text(encoding="utf-8")
     assert '<section id="rolling">' in page and "rolling-1-1-heat" in page and "rolling-1-1-lines" in page
     assert '<section id="metrics">' not in page  # no run of its own: no empty metrics table above the tables
+    assert "<li>FLAG: 2 windows: a two-sided Wilcoxon test of 2 pairs cannot give a p under 0.5000" in page
     team = df[df.strategy == "fincon"]
     for e, c in zip(team.excess_cr_pct, team.cr_pct):  # each heatmap cell's text: excess and CR
         assert f"{e:+.2f} pp (CR {c:.2f} %)" in page

@@ -14,7 +14,7 @@ import pandas as pd
 
 from fincon.report.load import ReportData, Rolling
 from fincon.report.parts import COLORS, esc, num, placebo_table, plot_div, significance_table, table
-from fincon.workflow.tables import rolling_summary
+from fincon.workflow.tables import rolling_flags, rolling_summary
 
 BENCH = "buy-and-hold"
 
@@ -90,6 +90,7 @@ def _one(r: Rolling, i: int) -> list[str]:
     s = r.summary
     heads, cells, text_cols = rolling_summary(s.to_dict("records"))
     out.append(table(heads, cells, text_cols=text_cols))
+    out += [f'<ul class="note"><li>{esc(f"FLAG: {f}")}</li></ul>' for f in rolling_flags(s.to_dict("records"))]
     out.append(significance_table(s.to_dict("records"), "each universe's test windows laid end to end"))
     out.append(placebo_table(res, "medians over windows, each window its median repeat"))
     for j, universe in enumerate(dict.fromkeys(r.windows.universe)):

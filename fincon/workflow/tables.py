@@ -238,6 +238,22 @@ def placebo(res: Mapping[str, Any]) -> Table:
     return laid_out(PLACEBO, [{**p, "placebo": kind} for kind, p in runs.items()])
 
 
+#: fewer windows than this and a two-sided Wilcoxon test of their pairs cannot reach p < 0.05 (2 / 2^5 = 0.0625)
+MIN_WILCOXON_PAIRS = 6
+
+
+def rolling_flags(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What the per-window test cannot say: too few windows for any p under 0.05, however they come out."""
+    n = [int(r["windows"]) for r in rows if not _missing(r.get("wilcoxon_p")) and r.get("windows")]
+    if n and min(n) < MIN_WILCOXON_PAIRS:
+        return [
+            f"{min(n)} windows: a two-sided Wilcoxon test of {min(n)} pairs cannot give a p under "
+            f"{2 / 2 ** min(n):.4f}, whatever the windows show ({MIN_WILCOXON_PAIRS} windows at the least "
+            "to reach 0.05)"
+        ]
+    return []
+
+
 def placebo_flags(res: Mapping[str, Any]) -> list[str]:
     """Each placebo's flags, as ``kind: flag``."""
     return [f"{kind}: {flag}" for kind, p in (res.get("placebo") or {}).items() for flag in p.get("flags", [])]
