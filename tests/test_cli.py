@@ -83,7 +83,9 @@ def test_a_window_too_short_for_its_ratios_is_flagged_under_the_table(tmp_path, 
             "2022-10-14", "--out", str(tmp_path / "short"), "--no-progress"]  # fmt: skip
     assert main(argv) == 0
     text = capsys.readouterr().out
-    assert re.search(r"\ndays +10 +10\nFLAG: 9 daily returns: Sharpe, Sortino, volatility, VaR and CVaR", text)
+    assert re.search(
+        r"\ndays +10 +10\nFLAG: 9 daily returns: too few for Sharpe, Sortino, volatility, VaR and CVaR to mean", text
+    )
 
 
 @pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast

@@ -46,7 +46,7 @@ def test_backtest_report_holds_every_part(report_run, capsys):
         if key != "strategy":
             assert f"<code>{key}</code>" in page
     assert "buy-and-hold (benchmark)" in page
-    assert "FLAG: 11 daily returns: Sharpe, Sortino, volatility, VaR and CVaR from so few are noise" in page
+    assert "FLAG: 11 daily returns: too few for Sharpe, Sortino, volatility, VaR and CVaR to mean anything" in page
     assert f"{json.loads((report_run / 'summary.json').read_text())['benchmark']['final_value']:,.0f}" in page
     # the curves: team, its alert markers, the benchmark as the run saved it (benchmark_equity.csv)
     days = days_of(report_run)

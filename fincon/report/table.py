@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from fincon.workflow.tables import MIN_STAT_DAYS
+from fincon.workflow.tables import too_few_returns
 
 #: (metric key, label, format)
 ROWS = [
@@ -76,9 +76,4 @@ def short_window_flags(columns: dict[str, dict[str, Any]]) -> list[str]:
     """The ratios above from too few days to mean anything (a 10-session window printed a Sharpe of 7.9
     and a Sortino of 23 as figures like any other)."""
     days = [int(c["n_days"]) - 1 for c in columns.values() if c.get("n_days")]
-    if days and min(days) < MIN_STAT_DAYS:
-        return [
-            f"{min(days)} daily returns: Sharpe, Sortino, volatility, VaR and CVaR from so few are noise, "
-            f"whatever they show ({MIN_STAT_DAYS} sessions at the least; a year to settle a Sharpe ratio)"
-        ]
-    return []
+    return too_few_returns(days, "Sharpe, Sortino, volatility, VaR and CVaR", "a window")

@@ -121,15 +121,22 @@ def significance(rows: Sequence[Mapping[str, Any]]) -> Table:
 MIN_STAT_DAYS = 20
 
 
-def significance_flags(rows: Sequence[Mapping[str, Any]], window: str = "a test window") -> list[str]:
-    """What the statistics cannot say: a window too short for them, however they come out."""
-    days = [int(r["days"]) for r in rows if not _missing(r.get("psr")) and r.get("days") is not None]
+def too_few_returns(days: Sequence[int], what: str = "these statistics", window: str = "a test window") -> list[str]:
+    """The flag of figures from fewer than :data:`MIN_STAT_DAYS` daily returns (``days``: each series' count),
+    however they come out: an experiment's statistics, a journal's, a backtest's ratios."""
     if days and min(days) < MIN_STAT_DAYS:
         return [
-            f"{min(days)} daily returns: too few for these statistics to mean anything, whatever they show "
+            f"{min(days)} daily returns: too few for {what} to mean anything, whatever they show "
             f"({window} of {MIN_STAT_DAYS} sessions at the least; a year to settle a Sharpe ratio)"
         ]
     return []
+
+
+def significance_flags(rows: Sequence[Mapping[str, Any]], window: str = "a test window") -> list[str]:
+    """What the statistics cannot say: a window too short for them."""
+    return too_few_returns(
+        [int(r["days"]) for r in rows if not _missing(r.get("psr")) and r.get("days") is not None], window=window
+    )
 
 
 def _range(r: Mapping[str, Any]) -> str:
