@@ -48,7 +48,10 @@ def test_the_mask_by_hand():
         '{"TSLA": "x", "TSLA": "buy", "cites": ["mem-TSLA-news-20221007-7"], "why": "Elon Musk said"}'
     )
     assert m.schema({"properties": {"TSLA": {}, "MSFT": {}}}) == {"properties": {"Company B": {}, "Company A": {}}}
-    kept = "You are the 10-K analyst; over the next 20 trading days; a 61-day high; confidence 0.37 (tone +0.50)"
+    kept = (
+        "You are the 10-K analyst; over the next 20 trading days; a 61-day high; confidence 0.37 (tone +0.50); "
+        "one short sentence (at most 25 words)"  # fincon's own limit: it read "at most [n] words" in every prompt
+    )
     assert m.text(kept, "2022-10-10") == kept
     assert m.text("Oct 3", "2022-10-10") == "this week" and m.text("2021-06-01", "2022-10-10") == "over a year ago"
 

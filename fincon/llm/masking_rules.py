@@ -75,7 +75,8 @@ PERCENT_RANGE = re.compile(rf"(?<![\w.])([+-]?)({_NUM}){SP}?[-–]{SP}?({_NUM})(
 NUMBER = re.compile(
     r"(?<![\w.\-\[])([+-]?\d(?:[\d,]*\d)?(?:\.\d+)?)(?![\w.]*\d)(?!-[A-Za-z])(?![\w%])"
     rf"(?!{SP}?(?:[-–]{SP}?{_NUM}{SP}?)?(?:%|percent\b))"  # a percentage ("14.2 percent"), a range's lower end
-    rf"(?!{SP}+(?:trading{SP}+)?(?:days?|sessions?|weeks?|months?)\b)"  # a span of time ("20 trading days") says nothing
+    # a span of time ("20 trading days") says nothing, nor a length fincon asks for ("at most 25 words")
+    rf"(?!{SP}+(?:(?:trading{SP}+)?(?:days?|sessions?|weeks?|months?)|words|characters)\b)"
 )
 #: what the number and name rules leave alone: ids and labels in brackets, fincon's price indices
 HELD = re.compile(r"\[[^\[\]\n]{1,80}\]|price index \d+(?:\.\d+)?")
