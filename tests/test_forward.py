@@ -676,7 +676,7 @@ def test_a_journal_goes_on_through_days_without_news(tmp_path, monkeypatch, caps
     assert "7 entries, the chain and every hash hold, 6 decisions replayed" in capsys.readouterr().out
 
 
-def test_a_live_session_committed_after_its_open_is_named(tmp_path):
+def test_a_live_session_committed_after_its_open_is_named(tmp_path, monkeypatch):
     """The anchor's times for a live journal: a session first committed after the open of the session it
     trades is named (commit times are the author's clock; a public remote's push times the referee's)."""
     import subprocess
@@ -698,3 +698,14 @@ def test_a_live_session_committed_after_its_open_is_named(tmp_path):
         fh.write(json.dumps({"kind": "session", "strategy": "fincon", "trades": "2022-10-07"}) + "\n")
     assert anchored(tmp_path, entries)["problem"] == "entries 2.. are in no commit: the anchor does not date them " \
         "(commit them)"  # fmt: skip
+    # a referee without git: the chain and the replay still stand; the line says the anchor went unread
+    real = subprocess.run
+
+    def no_git(argv, *a, **k):
+        if argv[0] == "git":
+            raise FileNotFoundError(2, "No such file or directory", "git")
+        return real(argv, *a, **k)
+
+    monkeypatch.setattr("fincon.workflow.forward_anchor.subprocess.run", no_git)
+    gone = anchored(tmp_path, entries)
+    assert said(gone) == "; git cannot run here (No such file or directory): the anchor is not read"

@@ -32,8 +32,10 @@ def anchored(root: Path, entries: list[dict[str, Any]]) -> dict[str, Any]:
     commits and, for a live journal, the sessions first committed after their open."""
     try:
         log = [line.split() for line in _git(root, "log", "--reverse", "--format=%H %ct", "--", JOURNAL).splitlines()]
-    except (OSError, subprocess.CalledProcessError) as exc:
-        return {"problem": f"the git anchor could not be read ({getattr(exc, 'stderr', '') or exc})".strip()}
+    except OSError as exc:  # no git here: the chain and the replay still stand, the anchor is not read
+        return {"unread": f"git cannot run here ({exc.strerror or exc}): the anchor is not read"}
+    except subprocess.CalledProcessError as exc:
+        return {"problem": f"the git anchor could not be read ({(exc.stderr or '').strip() or exc})"}
     held: list[str] = []
     first: list[int] = []  # each line's first commit time
     for sha, ct in log:
@@ -63,6 +65,8 @@ def anchored(root: Path, entries: list[dict[str, Any]]) -> dict[str, Any]:
 
 def said(a: dict[str, Any]) -> str:
     """The anchor as the verify line says it."""
+    if "unread" in a:
+        return f"; {a['unread']}"
     if a["simulated"]:
         return f"; anchored in {a['commits']} git commits, append-only (simulated: their times date nothing)"
     if a["late"]:
