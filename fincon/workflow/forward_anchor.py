@@ -13,12 +13,16 @@ the referee's (docs/forward.md, "Publishing the chain").
 from __future__ import annotations
 
 import datetime as dt
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from fincon.workflow.forward_clock import session_open
 from fincon.workflow.journal import JOURNAL
+
+#: a zero-context hunk header: where the old lines were, how many were removed and added
+_HUNK = re.compile(r"^@@ -(?P<at>\d+)(?:,(?P<removed>\d+))? \+\d+(?:,(?P<added>\d+))? @@")
 
 
 def _git(root: Path, *args: str) -> str:
@@ -30,29 +34,29 @@ def _git(root: Path, *args: str) -> str:
 def anchored(root: Path, entries: list[dict[str, Any]]) -> dict[str, Any]:
     """``{"problem": ...}`` for a history that is not append-only or entries no commit holds, else the
     commits and, for a live journal, the sessions first committed after their open."""
-    try:
-        log = [line.split() for line in _git(root, "log", "--reverse", "--format=%H %ct", "--", JOURNAL).splitlines()]
+    try:  # the history as zero-context diffs, in one call: an append-only journal's hunks remove no line
+        history = _git(root, "log", "--reverse", "-p", "-U0", "--format=commit %H %ct", "--", JOURNAL)
+        since = _git(root, "diff", "-U0", "HEAD", "--", JOURNAL) if history else ""  # what no commit holds
     except OSError as exc:  # no git here: the chain and the replay still stand, the anchor is not read
         return {"unread": f"git cannot run here ({exc.strerror or exc}): the anchor is not read"}
     except subprocess.CalledProcessError as exc:
         return {"problem": f"the git anchor could not be read ({(exc.stderr or '').strip() or exc})"}
-    held: list[str] = []
-    first: list[int] = []  # each line's first commit time
-    for sha, ct in log:
-        lines = _git(root, "show", f"{sha}:{JOURNAL}").splitlines()
-        changed = next((i for i, (a, b) in enumerate(zip(held, lines)) if a != b), None)
-        if changed is not None or len(lines) < len(held):
-            k = changed if changed is not None else len(lines)
-            return {"problem": f"git commit {sha[:12]} changed entry {k} of the journal, which an earlier commit "
-                    "held: the history was rewritten after it was committed"}  # fmt: skip
-        first += [int(ct)] * (len(lines) - len(held))
-        held = lines
-    now = (root / JOURNAL).read_text(encoding="utf-8").splitlines()
-    if now[: len(held)] != held:
-        k = next(i for i, (a, b) in enumerate(zip(held, now)) if a != b)
-        return {"problem": f"entry {k} differs from the journal's last commit: edited after it was committed"}
-    if len(now) > len(held):
-        return {"problem": f"entries {len(held)}.. are in no commit: the anchor does not date them (commit them)"}
+    commits, first, sha, ct = 0, [], "", 0  # first: each line's first commit time
+    for line in history.splitlines():
+        if line.startswith("commit "):
+            _, sha, when = line.split()
+            commits, ct = commits + 1, int(when)
+        elif (hunk := _HUNK.match(line)) is not None:
+            if hunk["removed"] != "0":
+                return {"problem": f"git commit {sha[:12]} changed entry {int(hunk['at']) - 1} of the journal, "
+                        "which an earlier commit held: the history was rewritten after it was committed"}  # fmt: skip
+            first += [ct] * int(hunk["added"] or 1)
+    for hunk in filter(None, map(_HUNK.match, since.splitlines())):
+        if hunk["removed"] != "0":
+            return {"problem": f"entry {int(hunk['at']) - 1} differs from the journal's last commit: edited after "
+                    "it was committed"}  # fmt: skip
+    if since or len(entries) > len(first):
+        return {"problem": f"entries {len(first)}.. are in no commit: the anchor does not date them (commit them)"}
     late = [
         f"{e['strategy']} {e['trades']}"
         for e, t in zip(entries, first)
@@ -60,7 +64,7 @@ def anchored(root: Path, entries: list[dict[str, Any]]) -> dict[str, Any]:
         and not e.get("simulated")
         and dt.datetime.fromtimestamp(t, dt.timezone.utc) >= session_open(dt.date.fromisoformat(e["trades"]))
     ]
-    return {"commits": len(log), "late": late, "simulated": any(e.get("simulated") for e in entries)}
+    return {"commits": commits, "late": late, "simulated": any(e.get("simulated") for e in entries)}
 
 
 def said(a: dict[str, Any]) -> str:
