@@ -166,6 +166,24 @@ def test_every_check_gives_each_of_its_verdicts_on_hand_built_evidence(tmp_path)
         "participation 1.0: above 0.1 of the day's volume (--participation 0.025)",
     )
     assert llm_cost(ev(config={"broker": {"charge_llm": True}}))[0] == PASS
+    # charged, but the price table had no price for the model: $0 taken from the account is no cost
+    asked, priced = {"label": "after-cutoff", "model": "stub"}, {"stub": {"input_per_million": 0.5}}
+    charged = {"broker": {"charge_llm": True}, "llm": {"backend": "openai", "model": "stub"}}
+    assert llm_cost(ev({"model_knowledge": asked, "costs": {"llm_charged_usd": 0.0}}, charged)) == (
+        FAIL,
+        "model spend charged at $0.00: no price for the model stub (--llm-prices FILE, USD per million tokens)",
+    )
+    assert llm_cost(ev({"model_knowledge": asked, "costs": {"llm_charged_usd": 0.0123}}, charged)) == (
+        PASS,
+        "model spend charged to the account: $0.01",
+    )
+    assert llm_cost(ev({"model_knowledge": asked}, charged))[0] == FAIL  # a rolling evaluation: its price table read
+    assert (
+        llm_cost(
+            ev({"model_knowledge": asked}, {**charged, "llm": {"backend": "openai", "model": "stub", "prices": priced}})
+        )[0]
+        == PASS
+    )
     assert llm_cost(ev()) == (PASS, "no model: nothing to charge")
     assert llm_cost(ev({"model_knowledge": {"label": "after-cutoff"}})) == (
         FAIL,

@@ -408,6 +408,27 @@ def test_an_evaluation_on_the_rules_brain_names_the_model_flags_it_ignores(capfd
     assert "warning" not in capfd.readouterr().err
 
 
+def test_charging_a_model_the_price_table_does_not_price_is_said(tmp_path, monkeypatch, capfd):
+    """--charge-llm with no price for the model charged $0 and the card passed "LLM cost as cost" (found by
+    hand: the team on the OpenAI path, 32 calls, 3,840 tokens, $0.00 taken): a warning names the row
+    the price table lacks (an in-process GGUF's is ``local``), and none is said once it is priced."""
+    monkeypatch.chdir(tmp_path)
+    team = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--start", "2022-10-05", "--end",
+            "2022-10-12", "--charge-llm", "--llm-cache", "replay", "--llm-cache-path", "none.sqlite",
+            "--ledger", "off", "--no-progress"]  # fmt: skip
+    main([*team, "--out", "local"])  # the replay has no recording: the run stops, the warning came first
+    assert (
+        "fincon: warning: --charge-llm: the price table has no row for fincon's model (local), so its calls are "
+        "charged $0 (--llm-prices FILE, USD per million tokens)" in capfd.readouterr().err
+    )
+    (tmp_path / "prices.yaml").write_text("gpt-x: {input_per_million: 0.15, output_per_million: 0.6}\n")
+    openai = ["--llm-backend", "openai", "--llm-model", "gpt-x", "--llm-knowledge-cutoff", "2019-01-01"]
+    main([*team, *openai, "--llm-prices", "prices.yaml", "--out", "priced"])
+    assert "charged $0" not in capfd.readouterr().err
+    main([*team, *openai[:3], "gpt-y", *openai[4:], "--llm-prices", "prices.yaml", "--out", "other"])
+    assert "fincon's model (gpt-y), so its calls are charged $0" in capfd.readouterr().err
+
+
 def test_a_setting_of_the_other_brain_is_said(tmp_path, monkeypatch, capfd):
     """An experiment's --temperature samples the llm brain's manager and --explore noises the rules
     brain's weights: given to the other brain they were dropped in silence (found by hand)."""

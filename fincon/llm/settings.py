@@ -119,7 +119,7 @@ class LLMSettings(BaseModel):
     #: local backend: RAM for saved prompt states (prefix reuse across agents' calls); 0 = off
     prompt_cache_mb: int = Field(1024, ge=0)
     model_dir: Path | None = None
-    #: USD per million tokens by model name; models not listed (all local ones) cost 0
+    #: USD per million tokens by model name, every in-process GGUF as `local`; a model not listed costs 0
     prices: Annotated[
         dict[str, ModelPrice],
         _flag(
@@ -224,6 +224,12 @@ class LLMSettings(BaseModel):
         if not v.startswith(("http://", "https://")):
             raise ConfigError(f"--llm-base-url must start with http:// or https://, not {v!r}")
         return v.rstrip("/")
+
+    @property
+    def price_key(self) -> str:
+        """This model's row in the price table (``prices``): the endpoint's model name, or ``local``
+        for every in-process GGUF (the backends' ``price_model``)."""
+        return "local" if self.backend == "local" else str(self.model)
 
     def sampling(self) -> SamplingParams:
         return SamplingParams(temperature=self.temperature, max_tokens=self.answer_max_tokens, seed=self.seed)

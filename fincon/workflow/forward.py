@@ -124,7 +124,7 @@ def init(
             f"a forward journal fills each decision at the next open, and {exc.which} has close prices only: "
             "give prices with an Open column (--source yfinance, or --data with OHLCV prices)"
         ) from None
-    warn_run_without_model(cfg, checked.knowledge, False)  # a model setting the plan would seal for nothing: said
+    warn_run_without_model(cfg, checked.knowledge, False, checked.strategies)  # a setting sealed for nothing: said
     cfg = _cache_from_anywhere(cfg)
     plan = Plan(cfg.model_copy(update={"start": first, "end": first}), first, simulate_from is not None, broker)
     root.mkdir(parents=True, exist_ok=True)

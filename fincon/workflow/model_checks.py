@@ -50,12 +50,34 @@ def warn_vacuous(
         )
 
 
-def warn_run_without_model(cfg: RunConfig, blocks: Mapping[str, Mapping[str, Any]], require_after_cutoff: bool) -> None:
+def warn_run_without_model(
+    cfg: RunConfig,
+    blocks: Mapping[str, Mapping[str, Any]],
+    require_after_cutoff: bool,
+    strategies: Mapping[str, Strategy] = {},
+) -> None:
     """:func:`warn_vacuous` for a run config whose strategies' knowledge
     ``blocks`` (label "no-model" for each that calls none) say no model is
-    asked: its LLM settings and the broker's ``--charge-llm``."""
+    asked: its LLM settings and the broker's ``--charge-llm``; and
+    :func:`warn_unpriced` for the ``strategies`` that do call one."""
     any_model = any(b["label"] != "no-model" for b in blocks.values())
     warn_vacuous(cfg.llm, require_after_cutoff, any_model, also=["--charge-llm"] if cfg.broker.charge_llm else [])
+    if cfg.broker.charge_llm:
+        warn_unpriced(strategies)
+
+
+def warn_unpriced(strategies: Mapping[str, Strategy]) -> None:
+    """``--charge-llm`` takes a model's spend at the price table's price: a
+    model with no row there is charged $0, which the run would report as a
+    cost charged. One warning per strategy whose model has no price."""
+    for name, strategy in strategies.items():
+        llm = strategy.llm_settings()
+        if llm is not None and llm.price_key not in llm.prices:
+            print(
+                f"fincon: warning: --charge-llm: the price table has no row for {name}'s model ({llm.price_key}), "
+                "so its calls are charged $0 (--llm-prices FILE, USD per million tokens)",
+                file=sys.stderr,
+            )
 
 
 #: a training's or experiment's settings of one brain alone: (the brain that reads it, its flag)

@@ -267,7 +267,7 @@ def run_config(
     blocks = {name: dict(b) for name, b in plan.knowledge.items()}
     check_knowledge(blocks, require=require_after_cutoff, warn=False)  # refused before anything else
     if warn_knowledge:
-        warn_run_without_model(cfg, blocks, require_after_cutoff)
+        warn_run_without_model(cfg, blocks, require_after_cutoff, strategies)
     want_benchmark = cfg.benchmark and BENCHMARK not in strategies
     lookahead = inputs.lookahead
     target = check_out_path(out) if out is not None else default_out(cfg)
