@@ -43,6 +43,8 @@ def finite(obj: Any) -> Any:
     return obj
 
 
-def json_text(obj: Any, indent: int = 1) -> str:
-    """``obj`` as sorted, indented JSON with a final newline; NaN and infinities as null."""
-    return json.dumps(finite(obj), indent=indent, sort_keys=True, allow_nan=False) + "\n"
+def json_text(obj: Any, indent: int | None = 1, sort_keys: bool = True, **kw: Any) -> str:
+    """``obj`` as sorted, indented JSON with a final newline; NaN and infinities as null, so that
+    a strict reader (jq, JavaScript's JSON.parse) reads it: what every ``--json`` prints
+    (``kw``: ``json.dumps``'s ``default``, ``ensure_ascii``)."""
+    return json.dumps(finite(obj), indent=indent, sort_keys=sort_keys, allow_nan=False, **kw) + "\n"

@@ -18,7 +18,7 @@ import pytest
 
 from fincon.cli.main import main
 from fincon.errors import ConfigError, FinconError
-from fincon.testing import SMALL_EXPERIMENT as ARGS, TINY_EXPERIMENT as TINY
+from fincon.testing import SMALL_EXPERIMENT as ARGS, TINY_EXPERIMENT as TINY, strict_json
 from fincon.testing.badinput import captured
 from fincon.workflow.experiment import load_experiment
 from fincon.workflow.process_pool import ProcessPool
@@ -45,7 +45,7 @@ def test_two_workers_write_the_same_files_as_one_process(tmp_path, tiny_experime
     code, text2, err = run(TINY + ["--out", str(two), "--json", "--workers", "2"])
     assert code == 0, err
     ran = json.loads(text2)["ran"]
-    assert sorted(ran) == sorted(json.loads(tiny_experiment[1])["ran"]) and len(ran) == 5  # 1 + 2 trainings + 2 tests
+    assert sorted(ran) == sorted(strict_json(tiny_experiment[1])["ran"]) and len(ran) == 5  # 1 + 2 trainings + 2 tests
     a, b = files(one), files(two)
     assert sorted(a) == sorted(b) and "train/full-r1/episodes.jsonl" in a and "test/no-cvar-r1/equity.csv" in a
     for name in a:

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from fincon.cli.main import main
+from fincon.testing import strict_json
 
 START, END = "2022-10-05", "2022-10-12"  # 6 sessions
 TEAM = ["--param", "fincon.transcripts=text", "--param", "fincon.embedder=hashing"]
@@ -530,13 +531,18 @@ def test_score_reports_what_a_backtest_does_and_draws_the_charts_a_step_leaves_o
     assert not list(replay.rglob("equity.png"))
     capsys.readouterr()
     assert main(["forward", "score", "fw", "--json"]) == 0
-    res = json.loads(capsys.readouterr().out)
+    res = strict_json(capsys.readouterr().out)  # a Sharpe at or below zero: MinTRL n/a, never Infinity
     assert res["sessions"] == 6 and set(res["strategies"]) == {"sma-cross", "buy-and-hold"}
     for name in ("sma-cross", "buy-and-hold"):
         m = json.loads((replay / name / "metrics.json").read_text())
         got = res["strategies"][name]
-        assert got["cr_pct"] == m["cr_pct"] and got["days"] == 5 and 0.0 <= got["psr"] <= 1.0  # 5 returns, 6 closes
+        assert got["cr_pct"] == m["cr_pct"] and got["days"] == 5  # 5 returns, 6 closes
+        if m["sharpe"] is None:  # it never held a position: no Sharpe, so no PSR or DSR (not a coin's 0.5)
+            assert got["psr"] is None and got["dsr"] is None and got["sharpe_daily"] == 0.0
+        else:
+            assert 0.0 <= got["psr"] <= 1.0 and 0.0 <= got["dsr"] <= 1.0
         assert (replay / name / "equity.png").stat().st_size > 5_000
+    assert [res["strategies"][n]["psr"] is None for n in ("sma-cross", "buy-and-hold")] == [True, False]
     assert (replay / "equity.png").stat().st_size > 5_000 and (tmp_path / "fw" / "report.html").is_file()
     # 5 returns: the PSR and MinTRL above are noise, and the score says so (it printed them without a word)
     assert res["flags"] == [

@@ -149,3 +149,29 @@ def test_adjusted_p_values_are_statsmodels_float_for_float(method):
         assert got[:1] + got[2:-1] == want and math.isnan(got[1]) and math.isnan(got[-1])
     with pytest.raises(ValueError, match="'bonferroni'"):
         sig.adjust([0.1], "bonferroni")
+
+
+def test_a_series_that_never_moved_claims_nothing():
+    """A strategy that never held a position has no Sharpe ratio to be unsure of: `fincon forward score`
+    showed one flat for 40 sessions with Sharpe n/a beside PSR 0.50 and DSR 0.24 (found by hand), a
+    coin's odds for a series that cannot beat zero. Its PSR, MinTRL and DSR are n/a, its row stays in
+    the table, and a short window is still flagged."""
+    from fincon.workflow import tables
+
+    flat = sig.track_record(np.zeros(40), 4, 0.01)
+    assert flat["sharpe_daily"] == 0.0
+    assert all(math.isnan(flat[k]) for k in ("psr", "min_track_record_days", "dsr"))
+    r = np.random.default_rng(0).normal(0.001, 0.01, 250)
+    s = sig.sharpe(r)
+    sk, ku = sig.moments(r)
+    assert sig.track_record(r, 4, 0.01) == {
+        "sharpe_daily": s,
+        "psr": sig.psr(s, 250, sk, ku),
+        "min_track_record_days": sig.min_track_record(s, sk, ku),
+        "dsr": sig.dsr(s, 250, sk, ku, 4, 0.01),
+    }
+    assert math.isnan(sig.track_record(r[:2], 1, 0.0)["psr"])  # two returns: no skewness, no kurtosis
+    heads, cells, _ = tables.significance([{"strategy": "sma-cross", "days": 40, "dsr_trials": 4, **flat}])
+    row = dict(zip(heads, cells[0]))
+    assert (row["strategy"], row["PSR"], row["MinTRL d"], row["DSR (trials)"]) == ("sma-cross", "n/a", "n/a", "n/a (4)")
+    assert tables.significance_flags([{"days": 10, **sig.track_record(np.zeros(10), 1, 0.0)}])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 from pathlib import Path
@@ -29,6 +28,7 @@ from fincon.cli.options import (
 )
 from fincon.config import OUTPUT, RunConfig
 from fincon.errors import ConfigError, FinconError
+from fincon.files import json_text
 from fincon.flag import Flag
 from fincon.llm.knowledge import AUDITED
 from fincon.report import write_report
@@ -309,7 +309,7 @@ def run_and_report(
             obj = {"run_dir": str(report.out), "strategies": columns}
         if page is not None:
             obj["report"] = str(page)
-        print(json.dumps(obj, sort_keys=True))
+        print(json_text(obj, indent=None), end="")
     else:
         print(
             f"{', '.join(cfg.tickers)}  {cfg.start} .. {cfg.end}  (alpha={cfg.metrics.alpha}, "

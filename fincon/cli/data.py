@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import re
 import sys
 import tempfile
@@ -24,6 +23,7 @@ from fincon import data as fincon_data, memory
 from fincon.cli.flags import Args, action
 from fincon.data.importers import IMPORTERS, formats_help  # the registry only: no pandas before a command runs
 from fincon.errors import ConfigError, DataError
+from fincon.files import json_text
 from fincon.flag import Flag
 
 SAMPLE_HELP = """\
@@ -296,7 +296,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_info(args: argparse.Namespace) -> int:
     ds = fincon_data.open_dataset(args.dir)
     if args.json:
-        print(json.dumps(fincon_data.manifest_dict(ds.manifest), indent=2, sort_keys=True, ensure_ascii=False))
+        print(json_text(fincon_data.manifest_dict(ds.manifest), indent=2, ensure_ascii=False), end="")
         return 0
     print(f"dataset {ds.root}")
     for label, value in fincon_data.summary_rows(ds.manifest):
@@ -359,7 +359,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             ticker, date, events_dir, args.embedder, args.agent, args.k, Path(tmp) / "memory", prices_dir, progress
         )
     if args.json:
-        print(json.dumps(out, indent=2, sort_keys=True))
+        print(json_text(out, indent=2), end="")
         return 0
     label = "SYNTHETIC sample corpus" if out["synthetic"] else "event corpus"
     print(

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 from pathlib import Path
 from typing import Annotated, Any, Callable, Literal
 
@@ -23,6 +22,7 @@ from fincon.cli.args import check_output_file, write_text_atomic
 from fincon.cli.flags import Args, action
 from fincon.cli.llm import add_llm_arguments, settings_from_args
 from fincon.errors import ConfigError, DataError
+from fincon.files import json_text
 from fincon.flag import Flag
 from fincon.llm.settings import build_client
 from fincon.ownership import JSON_MARK, is_fincon_json
@@ -235,7 +235,7 @@ def _leakage(args: argparse.Namespace) -> int:
         raise DataError(hint)
     res = llm.leakage.run_audit(args.run, cache=args.llm_cache_path, against=args.against, threshold=args.threshold)
     if args.json:
-        print(json.dumps({JSON_MARK: "fincon eval leakage", **res}, indent=1, sort_keys=True, default=str))
+        print(json_text({JSON_MARK: "fincon eval leakage", **res}, default=str), end="")
     else:
         print(llm.leakage.report(res))
     return 0
@@ -375,7 +375,7 @@ def _write_json(path: Path | None, data: dict[str, Any], name: str) -> None:
     """Whole or not at all (the path was checked before the evaluation ran),
     marked as fincon's so that a later run may replace it (and nothing else)."""
     if path:
-        text = json.dumps({JSON_MARK: f"fincon eval {name}", **data}, indent=1, default=str) + "\n"
+        text = json_text({JSON_MARK: f"fincon eval {name}", **data}, sort_keys=False, default=str)
         write_text_atomic(path, text, "--out")
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -25,6 +24,7 @@ from fincon.cli.options import (
 )
 from fincon.config import WHAT, name_flags
 from fincon.errors import ConfigError
+from fincon.files import json_text
 from fincon.flag import Flag
 from fincon.llm.settings import LLMSettings
 from fincon.report import text
@@ -272,7 +272,7 @@ def _run(args: argparse.Namespace) -> int:
         return run_rolling_command(args, exp)
     report = _execute(args, exp.executor, workflow.run_experiment, exp, Path(args.out) if args.out else None)
     if args.json:
-        print(json.dumps({"experiment_dir": str(report.out), "ran": report.ran, **report.results}, sort_keys=True))
+        print(json_text({"experiment_dir": str(report.out), "ran": report.ran, **report.results}, None), end="")
         return 0
     print(text.format_results(report.results, _family(args, report.results)))
     if getattr(args, "preset", None):
@@ -302,7 +302,7 @@ def run_paper_command(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else workflow.paper_protocol.default_out(experiments)
     report = _execute(args, experiments[0][1].executor, workflow.run_paper, experiments, out)
     if args.json:
-        print(json.dumps({"paper_dir": str(out), "ran": report.ran, "blocks": report.rows}, sort_keys=True))
+        print(json_text({"paper_dir": str(out), "ran": report.ran, "blocks": report.rows}, None), end="")
         return 0
     print(report.text)
     _resumed(report)
@@ -328,7 +328,7 @@ def run_rolling_command(args: argparse.Namespace, exp) -> int:
     out = Path(args.out) if args.out else workflow.rolling.default_out(exp)
     report = _execute(args, exp.executor, workflow.run_rolling, exp, out)
     if args.json:
-        print(json.dumps({"rolling_dir": str(report.out), "ran": report.ran, **report.results}, sort_keys=True))
+        print(json_text({"rolling_dir": str(report.out), "ran": report.ran, **report.results}, None), end="")
         return 0
     print(text.format_rolling(report.results))
     _resumed(report)

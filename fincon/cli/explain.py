@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,6 +17,7 @@ from fincon import engine, workflow
 from fincon.agents.records import format_day
 from fincon.cli.flags import Args, add
 from fincon.errors import DataError
+from fincon.files import json_text
 from fincon.flag import Flag
 from fincon.workflow.journal import journal_hint
 
@@ -120,7 +120,7 @@ def load_day(run: Path, date: str) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     entry = load_day(args.run, args.date)
     if args.json:
-        print(json.dumps(entry, indent=2, sort_keys=True))
+        print(json_text(entry, indent=2), end="")
         return 0
     try:
         text = format_day(entry)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Literal
@@ -12,6 +11,7 @@ from typing import Annotated, Literal
 from fincon import cli, report, workflow
 from fincon.cli.flags import Args, action, add
 from fincon.errors import ConfigError
+from fincon.files import json_text
 from fincon.flag import Flag
 from fincon.report import write_report
 
@@ -156,7 +156,7 @@ def said(decision: dict) -> str:
 def _status(args: argparse.Namespace) -> int:
     st = workflow.forward_score.status(args.dir)
     if args.json:
-        print(json.dumps(st, indent=1, sort_keys=True))
+        print(json_text(st), end="")
         return 0
     print(
         f"{args.dir}: {'simulated' if st['simulated'] else 'live'}; first session {st['first_session']}; "
@@ -180,7 +180,7 @@ def _score(args: argparse.Namespace) -> int:
     res["report"] = str(write_report([replay], Path(args.dir) / "report.html"))
     res["equity_plot"] = str(replay / "equity.png")
     if args.json:
-        print(json.dumps(res, indent=1, sort_keys=True, default=str))
+        print(json_text(res, default=str), end="")
         return 0
     print(workflow.forward_score.format_score(res))
     print(f"report:      {res['report']}\nequity plot: {res['equity_plot']}")
@@ -190,7 +190,7 @@ def _score(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     res = workflow.forward_score.verify(args.dir)
     if args.json:
-        print(json.dumps(res, indent=1, sort_keys=True))
+        print(json_text(res), end="")
     if res["ok"]:
         if not args.json:
             anchor = workflow.forward_anchor.said(res["anchor"]) if res.get("anchor") else ""

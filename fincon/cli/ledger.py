@@ -15,13 +15,13 @@ ratio of a rolling evaluation is deflated by that count."""
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from typing import Annotated
 
 from fincon import workflow
 from fincon.cli.flags import Args, add
 from fincon.errors import ConfigError
+from fincon.files import json_text
 from fincon.flag import Flag
 
 
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         return _study(args, path, rows)
     summ = workflow.trials.summary(rows)
     if args.json:
-        print(json.dumps({"ledger": str(path), "families": summ}, indent=1, sort_keys=True))
+        print(json_text({"ledger": str(path), "families": summ}), end="")
         return 0
     n_controls = sum(s["controls"] for s in summ)
     print(
@@ -111,7 +111,7 @@ def _study(args: argparse.Namespace, path, rows: list[dict]) -> int:
             f"families: {', '.join(families[:5]) or 'none'}"
         )
     if args.json:
-        print(json.dumps({"family": fam.name, "trials": fam.trials, "rows": fam.rows}, indent=1, sort_keys=True))
+        print(json_text({"family": fam.name, "trials": fam.trials, "rows": fam.rows}), end="")
         return 0
     print(f"family {fam.name}: {fam.trials} distinct trials, {len(fam.trial_rows)} runs, {len(fam.controls)} controls")
     print(

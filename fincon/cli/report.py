@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Annotated
 
 from fincon import report
 from fincon.cli.flags import Args, add
 from fincon.errors import ConfigError
+from fincon.files import json_text
 from fincon.flag import Flag
 from fincon.report import write_report
 
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
                 "HTML report (which shows the card too)"
             )
         c = report.run_card(args.runs[0])
-        print(json.dumps(c, indent=1, sort_keys=True) if args.json else report.format_card(c))
+        print(json_text(c).rstrip("\n") if args.json else report.format_card(c))
         return 0
     if args.json:
         raise ConfigError("--json goes with --card (the HTML report is a page, not JSON)")

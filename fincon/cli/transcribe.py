@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Literal
@@ -12,6 +11,7 @@ from fincon.cli.flags import Args, add
 from fincon.data.transcription import Transcriber, word_error_rate
 from fincon.data.transcription.checks import check_audio_file
 from fincon.errors import DataError
+from fincon.files import json_text
 from fincon.flag import Flag
 
 HELP = """\
@@ -84,7 +84,7 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
     if ref is not None:
         out["wer"] = round(word_error_rate(ref, tr.text), 4)
     if args.json:
-        print(json.dumps(out, indent=2, sort_keys=True))
+        print(json_text(out, indent=2), end="")
     else:
         print(tr.text)
         extra = f", WER {out['wer']:.1%}" if ref is not None else ""

@@ -96,6 +96,25 @@ def dsr(sr: float, n: int, skewness: float, kurt: float, n_trials: int, var_tria
     return psr(sr, n, skewness, kurt, expected_max_sharpe(n_trials, var_trials))
 
 
+def track_record(r: np.ndarray, n_trials: int, var_trials: float) -> dict[str, float]:
+    """A return series' per-period Sharpe and what it can claim: PSR (P(true SR > 0)), the minimum
+    track record length and the DSR against ``n_trials`` whose Sharpe ratios vary by ``var_trials``.
+    A series that never moved (a strategy that never held a position) has no Sharpe ratio to be
+    unsure of, and two returns no skewness or kurtosis: PSR, MinTRL and DSR are NaN there, not a
+    coin's 0.5."""
+    r = np.asarray(r, dtype=float)
+    s = sharpe(r)
+    if len(r) < 3 or not r.std() > 0:
+        return {"sharpe_daily": s, "psr": math.nan, "min_track_record_days": math.nan, "dsr": math.nan}
+    sk, ku = moments(r)
+    return {
+        "sharpe_daily": s,
+        "psr": psr(s, len(r), sk, ku),
+        "min_track_record_days": min_track_record(s, sk, ku),
+        "dsr": dsr(s, len(r), sk, ku, n_trials, var_trials),
+    }
+
+
 def distinct_series(series: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """One entry per distinct daily return series, the first name kept: two
     configurations whose every daily return agrees to within ``_SAME`` (float

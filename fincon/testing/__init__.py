@@ -37,6 +37,7 @@ from fincon.testing.runs import (
     TRAINING_TEAM,
     copy_experiment,
     decisions_of,
+    strict_json,
     team_config,
 )
 from fincon.testing.team import RULES, day_records, run_team
@@ -67,6 +68,7 @@ __all__ = [
     "perturb_events",
     "perturbed",
     "run_team",
+    "strict_json",
     "team_config",
     "training_corpus",
     "stub_client",

@@ -4,6 +4,7 @@ of what a run wrote. Shared here so one test file never imports another
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -112,3 +113,13 @@ def copy_experiment(src: Path, dst: Path) -> Path:
             if old in data:
                 p.write_bytes(data.replace(old, new))
     return dst
+
+
+def strict_json(text: str):
+    """``text`` read as a strict JSON reader reads it (jq, JavaScript's ``JSON.parse``): ``NaN`` and
+    ``Infinity``, which Python writes and reads by default, are refused."""
+
+    def refuse(constant: str):
+        raise ValueError(f"{constant} is not JSON (a strict reader refuses it)")
+
+    return json.loads(text, parse_constant=refuse)

@@ -151,28 +151,30 @@ def score(root: Path) -> dict[str, Any]:
         metrics = rec.metrics
         eq = rec.equity.to_numpy(dtype=float)
         r = eq[1:] / eq[:-1] - 1.0
-        s = risk.significance.sharpe(r)
-        sk, ku = risk.significance.moments(r) if len(r) > 2 else (0.0, 3.0)
-        mintrl = risk.significance.min_track_record(s, sk, ku) if len(r) > 2 else float("nan")
+        record = risk.significance.track_record(r, max(fam.trials, 1), fam.sharpe_var())
+        mintrl = record["min_track_record_days"]
         out["strategies"][name] = {
             "cr_pct": metrics.get("cr_pct"),
             "sharpe": metrics.get("sharpe"),
             "mdd_pct": metrics.get("mdd_pct"),
             "days": len(r),
-            "sharpe_daily": s,
-            "psr": risk.significance.psr(s, len(r), sk, ku) if len(r) > 2 else None,
+            "sharpe_daily": record["sharpe_daily"],
+            "psr": _finite(record["psr"]),
             "min_track_record_days": mintrl,
             # how many more sessions its Sharpe needs to clear zero at 95 % (MinTRL); a Sharpe at or below
             # zero never does
             "sessions_still_needed": max(0, int(np.ceil(mintrl)) - len(r)) if np.isfinite(mintrl) else None,
-            "dsr": risk.significance.dsr(s, len(r), sk, ku, max(fam.trials, 1), fam.sharpe_var())
-            if len(r) > 2
-            else None,
+            "dsr": _finite(record["dsr"]),
             "dsr_trials": fam.trials,
             "model_knowledge": metrics.get("model_knowledge"),
         }
     out["flags"] = significance_flags(list(out["strategies"].values()), "a journal")
     return out
+
+
+def _finite(x: float) -> float | None:
+    """A statistic as JSON holds it: None where it is undefined (NaN)."""
+    return x if np.isfinite(x) else None
 
 
 def format_score(res: dict[str, Any]) -> str:

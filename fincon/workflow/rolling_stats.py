@@ -94,22 +94,21 @@ def universe_statistics(
         "trials_sharpe_var": var,
     }
     for name, r in series.items():
-        s = sig.sharpe(r)
-        sk, ku = sig.moments(r)
+        record = sig.track_record(r, n_trials, var)
         ci = intervals[name]
         rows.append(
             {
                 "universe": universe,
                 "strategy": name,
                 "days": len(r),
-                "sharpe_daily": s,
+                "sharpe_daily": record["sharpe_daily"],
                 "sharpe_ci_lo": ci["sharpe_ci"][0],
                 "sharpe_ci_hi": ci["sharpe_ci"][1],
                 "sharpe_diff_bh_ci_lo": (ci["diff_ci"] or [None, None])[0],
                 "sharpe_diff_bh_ci_hi": (ci["diff_ci"] or [None, None])[1],
-                "psr": sig.psr(s, len(r), sk, ku),
-                "min_track_record_days": sig.min_track_record(s, sk, ku),
-                "dsr": sig.dsr(s, len(r), sk, ku, n_trials, var),
+                "psr": record["psr"],
+                "min_track_record_days": record["min_track_record_days"],
+                "dsr": record["dsr"],
                 "dsr_trials": n_trials,
                 "spa_p_vs_bh": spa_bh["p_values"].get(name) if spa_bh else None,
                 "spa_p_vs_best_baseline": spa_best["p_values"].get(name) if spa_best else None,

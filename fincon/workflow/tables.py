@@ -113,8 +113,8 @@ def rolling_summary(rows: Sequence[Mapping[str, Any]]) -> Table:
 
 
 def significance(rows: Sequence[Mapping[str, Any]]) -> Table:
-    """The rows that have statistics (a PSR), under :data:`SIGNIFICANCE`."""
-    return laid_out(SIGNIFICANCE, [r for r in rows if not _missing(r.get("psr"))])
+    """The rows that have statistics (a daily Sharpe ratio), under :data:`SIGNIFICANCE`."""
+    return laid_out(SIGNIFICANCE, [r for r in rows if not _missing(r.get("sharpe_daily"))])
 
 
 #: fewer daily returns than this and a Sharpe ratio's statistics (PSR, MinTRL, DSR, SPA, PBO) are noise
@@ -135,7 +135,8 @@ def too_few_returns(days: Sequence[int], what: str = "these statistics", window:
 def significance_flags(rows: Sequence[Mapping[str, Any]], window: str = "a test window") -> list[str]:
     """What the statistics cannot say: a window too short for them."""
     return too_few_returns(
-        [int(r["days"]) for r in rows if not _missing(r.get("psr")) and r.get("days") is not None], window=window
+        [int(r["days"]) for r in rows if not _missing(r.get("sharpe_daily")) and r.get("days") is not None],
+        window=window,
     )
 
 
