@@ -517,6 +517,46 @@ def test_a_live_clock_decides_the_next_session_seals_missed_ones_and_never_goes_
 
 
 @pytest.mark.slow
+def test_a_missed_session_is_never_decided_by_a_later_replay(tmp_path, monkeypatch):
+    """A session no step ran is sealed missed; the next step's replay asked the strategy on it anyway and
+    traded what it said: found by hand (a live clock, sma-cross 1/2 on TSLA, no step from the 12th's close
+    to the 18th's), the replay sold at the 17th's open and bought again at the 18th's on decisions of the
+    missed 14th and 17th, and the 18th's sealed book held 4,393.70 shares at $229.50 where the journal's
+    own decisions hold the 4,800.77 bought at the 13th's open at $208.30. On a missed session nothing is
+    asked and every position is kept; the replay's decisions.jsonl marks it missed."""
+    import dataclasses
+    import datetime as dt
+
+    import pandas as pd
+
+    from fincon.workflow import forward
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    assert main(["forward", "init", "fw", "--ticker", "TSLA", "--strategy", "sma-cross", "--no-benchmark",
+                 "--param", "sma-cross.fast=1", "--param", "sma-cross.slow=2", "--simulate-from", START]) == 0  # fmt: skip
+    load = forward.Plan.load
+    monkeypatch.setattr(
+        forward.Plan, "load", classmethod(lambda cls, root: dataclasses.replace(load(root), simulated=False))
+    )
+    root = tmp_path / "fw"
+    sealed = []
+    for day in (5, 6, 7, 10, 11, 12, 18, 19):
+        sealed += forward.step(root, now=dt.datetime(2022, 10, day, 21, 30, tzinfo=dt.timezone.utc))
+    assert [e.get("session") for e in sealed if e["kind"] == "missed"] == ["2022-10-13", "2022-10-14", "2022-10-17"]
+    assert [(e["decided"], e["decision"]["weights"]) for e in sealed if (e.get("decision") or {}).get("weights")] == [
+        ("2022-10-05", {"TSLA": 0.0}), ("2022-10-12", {"TSLA": 1.0})]  # fmt: skip
+    book = sealed[-1]["book"]
+    assert book["shares"]["TSLA"] == pytest.approx(4800.768049) and book["basis"]["TSLA"] == pytest.approx(208.300003)
+    orders = pd.read_csv(root / "replay" / "orders.csv")
+    assert orders[["date", "side"]].values.tolist() == [["2022-10-13", "buy"]]  # the only decision to trade
+    replayed = [json.loads(x) for x in (root / "replay" / "decisions.jsonl").read_text().splitlines()]
+    assert [d["date"] for d in replayed if d.get("missed")] == ["2022-10-13", "2022-10-14", "2022-10-17"]
+    monkeypatch.setattr(forward.Plan, "load", load)
+    assert main(["forward", "verify", "fw"]) == 0
+
+
+@pytest.mark.slow
 def test_score_reports_what_a_backtest_does_and_draws_the_charts_a_step_leaves_out(tmp_path, monkeypatch, capsys):
     """Issue 44 item 3: a step's replay writes no chart (score draws them: a step need not pay for one each
     session); score gives each strategy's metrics as the next-open backtest's, its PSR and MinTRL, the

@@ -71,10 +71,11 @@ class _Loop:
         settings: BrokerSettings,
         progress: bool,
         decide_last: bool,
-        recorded: tuple[Mapping[str, Any], ...] = (),
+        resume: Resume,
     ):
         self.market = market
-        self.recorded = recorded  # a resumed forward step: the sessions decided before, as recorded
+        self.recorded = resume.decisions  # a resumed forward step: the sessions decided before, as recorded
+        self.missed = resume.missed  # a forward journal's sessions no step ran: nothing asked, nothing traded
         self.decide_last = decide_last  # a forward step: the last session's decision is its own order
         self.strategy = strategy
         self.settings = settings
@@ -142,6 +143,8 @@ class _Loop:
                         f"{view.date.date()}: they are not this window's"
                     )
                 decision = recorded_decision(entry)
+            elif view.date.strftime("%Y-%m-%d") in self.missed:
+                decision = None
             else:
                 decision = self.strategy.decide(view)
         except (StopRun, FinconError) as stop:
@@ -152,7 +155,7 @@ class _Loop:
             self.values[i] = np.nan
             bts.env.runstop()
             return
-        self._record_decision(view.date, decision, weights)
+        self._record_decision(view.date, decision, weights, view.date.strftime("%Y-%m-%d") in self.missed)
         if self.settings.charge_llm:
             spent = float(self.strategy.spent_usd())
             if spent > self.charged:  # charged at this close: the cash is lower from the next bar on
@@ -179,8 +182,8 @@ class _Loop:
             self.bar.set_postfix(postfix, refresh=False)
         self.bar.update(1)
 
-    def _record_decision(self, date: pd.Timestamp, decision: Decision | None, held: Mapping[str, float]) -> None:
-        entry: dict[str, Any] = {"date": date.strftime("%Y-%m-%d")}
+    def _record_decision(self, date: pd.Timestamp, decision: Decision | None, held: Mapping[str, float], missed: bool):
+        entry: dict[str, Any] = {"date": date.strftime("%Y-%m-%d"), **({"missed": True} if missed else {})}
         # the book the decision leaves (its target weights, the rest kept as held), apart from the
         # decision itself: a "hold" keeps a long, a "sell" may open a short
         targets = {**held, **(decision.weights if decision is not None else {})}
@@ -414,7 +417,7 @@ def run_backtest(
     resume = resume or Resume()
     if resume.decisions and settings.charge_llm:
         raise ConfigError("a resumed run cannot charge the model's spend (broker.charge_llm): ask every session")
-    loop = _Loop(market, strategy, settings, progress, decide_last, resume.decisions)
+    loop = _Loop(market, strategy, settings, progress, decide_last, resume)
     loop.broker = broker
     cerebro.addstrategy(_Bridge, loop=loop)
     strategy.start(ctx)

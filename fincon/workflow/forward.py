@@ -296,10 +296,11 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
         held = broker.reconcile(_expected_positions(sealed_so_far))
     out = root / REPLAY
     past = sealed_decisions(sealed_so_far)
+    missed = frozenset(e["session"] for e in sealed_so_far if e.get("kind") == "missed")  # nothing asked on them
     if cfg.broker.charge_llm:  # the model's spend is charged on the day it is made: every session asked again
-        resume = {name: Resume() for name in cfg.strategies}
+        resume = {name: Resume(missed=missed) for name in cfg.strategies}
     else:
-        resume = {name: resume_for(root, name, decided(sealed_so_far), past) for name in cfg.strategies}
+        resume = {name: resume_for(root, name, decided(sealed_so_far), past, missed) for name in cfg.strategies}
 
     def replay(resume: dict[str, Resume]):  # score draws the charts
         return workflow.run_config(cfg, out, progress=progress, replace=True, warn_knowledge=False, ledger=None,
@@ -309,7 +310,7 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
         report = replay(resume)
     except StateError as exc:  # the saved state is a cache: without it, every session is asked again
         log.warning("%s; asking every strategy again from the first session", exc)
-        report = replay({name: Resume(save=r.save) for name, r in resume.items()})
+        report = replay({name: Resume(save=r.save, missed=missed) for name, r in resume.items()})
     if report.failed or any(r.stopped for r in report.results.values()):
         said: dict[str, list[str]] = {}  # one reason once, with the strategies it stopped (a server down stops all)
         for name, text in [*report.failed.items(), *((n, r.stopped) for n, r in report.results.items() if r.stopped)]:

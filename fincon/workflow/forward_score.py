@@ -14,6 +14,7 @@ import numpy as np
 from fincon import risk, workflow
 from fincon.engine import artifacts
 from fincon.engine.record import RunRecord, draw_charts
+from fincon.engine.resume import Resume
 from fincon.errors import ConfigError, FinconError
 from fincon.llm.cache import CacheMode
 from fincon.workflow import trials
@@ -80,8 +81,10 @@ def verify(root: Path) -> dict[str, Any]:
                                                                      "cache_path": str(root / CALLS)}})  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="fincon-verify-") as d:
         try:
+            missed = frozenset(e["session"] for e in entries if e.get("kind") == "missed")  # asked nothing there
             report = workflow.run_config(cfg, Path(d) / "replay", progress=False, replace=True, warn_knowledge=False,
-                                ledger=None, decide_last=True, plots=False)  # fmt: skip
+                                ledger=None, decide_last=True, plots=False,
+                                resume={name: Resume(missed=missed) for name in cfg.strategies})  # fmt: skip
         except FinconError as exc:
             return {"ok": False, "problem": f"the replay could not run: {exc}{_other_code(entries[0])}",
                     "entries": len(entries), "replayed": 0}  # fmt: skip

@@ -19,35 +19,39 @@ from fincon.workflow.journal import STATE, sealed_part
 log = logging.getLogger(__name__)
 
 
-def resume_for(root: Path, name: str, done: list[dt.date], past: dict[tuple[str, str], Any]) -> engine.Resume:
+def resume_for(
+    root: Path, name: str, done: list[dt.date], past: dict[tuple[str, str], Any], missed: frozenset[str]
+) -> engine.Resume:
     """How strategy ``name``'s replay starts: from the state the last step saved when it stands at the
     journal's last session, its recorded decisions the sealed ones and the code the same; otherwise
     (the first step, a step that failed after saving, fincon changed) asked again from the first session.
-    Either way its state after this step is saved to ``state/NAME/resume.next``."""
+    Either way its state after this step is saved to ``state/NAME/resume.next``, and it is asked nothing
+    on the ``missed`` sessions (engine ``Resume``)."""
 
     folder = root / STATE / name
     nxt = folder / "resume.next"
     shutil.rmtree(nxt, ignore_errors=True)
     saved = folder / "resume"
-    fresh = engine.Resume(save=nxt)
+    fresh = engine.Resume(save=nxt, missed=missed)
     try:
         meta = json.loads((saved / "meta.json").read_text(encoding="utf-8"))
         recorded = engine.read_jsonl(saved / engine.DECISIONS)
     except (OSError, ValueError, DataError):
         return fresh
     sealed = sorted(d for (n, d) in past if n == name)
+    asked = [d for d in recorded if d["date"] not in missed]
     if (
         not done
         or meta.get("session") != str(done[-1])
         or meta.get("code") != artifacts.code_sha256()
-        or [d["date"] for d in recorded] != sealed
-        or any(sealed_part(d) != past[(name, d["date"])] for d in recorded)
+        or [d["date"] for d in asked] != sealed
+        or any(sealed_part(d) != past[(name, d["date"])] for d in asked)
     ):
         log.info("%s: no saved state at the journal's last session; asked again from the first session", name)
         return fresh
     if not (saved / strategies.STATE_FILE).is_file():
         return fresh
-    return engine.Resume(decisions=tuple(recorded), state=saved, save=nxt)
+    return engine.Resume(decisions=tuple(recorded), state=saved, save=nxt, missed=missed)
 
 
 def keep_state(root: Path, name: str, run_dir: Path, day: dt.date) -> None:
