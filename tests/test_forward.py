@@ -693,6 +693,39 @@ def test_a_journal_on_close_only_prices_is_refused_with_what_it_needs(tmp_path, 
     )
 
 
+def test_a_simulated_journal_seals_a_hole_in_its_data_missed_and_goes_on(tmp_path, monkeypatch, capsys):
+    """A simulated journal on prices without 2022-10-12 (a halt, a vendor's gap) said 'stale data, nothing
+    decided; the next step retries' at that session on every step, for good: its data never grows, so the
+    journal could never pass the hole (found by hand). A session the source has no bar for while it has
+    later ones is sealed missed with the reason, as a live clock seals a session no step decided; a source
+    that ends before the session is still stale, retried."""
+    import gzip
+
+    import pandas as pd
+
+    with gzip.open(Path(__file__).parents[1] / "fincon" / "data" / "sample" / "prices" / "TSLA.csv.gz") as fh:
+        bars = pd.read_csv(fh)
+    prices = tmp_path / "prices"
+    prices.mkdir()
+    bars[(bars["Date"] != "2022-10-12") & (bars["Date"] <= "2022-10-20")].to_csv(prices / "TSLA.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    assert main(["forward", "init", "fw", "--source", "csv", "--data", str(prices), "--ticker", "TSLA", "--strategy",
+                 "buy-and-hold", "--no-benchmark", "--simulate-from", START]) == 0  # fmt: skip
+    assert main(["forward", "step", "fw", "--until", "2022-10-19", "--no-progress"]) == 0
+    entries = [json.loads(x) for x in (tmp_path / "fw" / "journal.jsonl").read_text().splitlines()]
+    assert [(e["kind"], e.get("session") or e.get("decided")) for e in entries[-7:]] == [
+        ("session", "2022-10-11"), ("missed", "2022-10-12"), ("session", "2022-10-13"), ("session", "2022-10-14"),
+        ("session", "2022-10-17"), ("session", "2022-10-18"), ("session", "2022-10-19")]  # fmt: skip
+    assert entries[-6]["reason"] == "TSLA: the source has no bar for 2022-10-12 and has later ones: a hole in its data"
+    capsys.readouterr()
+    assert main(["forward", "step", "fw", "--until", "2022-10-25", "--no-progress"]) == 1  # the data ends on the 20th
+    assert "TSLA: the last bar the source has is 2022-10-20, older than the session 2022-10-21: stale data" in (
+        capsys.readouterr().err
+    )
+    assert main(["forward", "verify", "fw"]) == 0
+
+
 def test_a_journal_goes_on_through_days_without_news(tmp_path, monkeypatch, capsys):
     """The team refuses days its corpus does not cover, and a frozen corpus used to cover only up to its
     last item: on a corpus with quiet days (two items here), the first step said 'event corpus ... covers

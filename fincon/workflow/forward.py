@@ -62,7 +62,7 @@ from fincon.strategies.registry import make_strategy
 from fincon.workflow import forward_clock, trials
 from fincon.workflow.alpaca import AlpacaPaper, BrokerError, check_available, expected_after
 from fincon.workflow.forward_clock import EXCHANGE, next_session, previous_session, session_open, sessions
-from fincon.workflow.forward_plan import Plan, _frozen_config, freeze
+from fincon.workflow.forward_plan import Plan, _frozen_config, a_hole, freeze
 from fincon.workflow.forward_state import keep_state, resume_for
 from fincon.workflow.journal import (
     BOOKS,
@@ -74,6 +74,7 @@ from fincon.workflow.journal import (
     ForwardError,
     Journal,
     JournalError,
+    StaleSource,
     decided,
     now_utc,
     sealed_decisions,
@@ -274,6 +275,13 @@ def step(root: Path, *, until: dt.date | None = None, progress: bool = False, no
         for day in todo:
             try:
                 sealed += _decide(root, plan, journal, day, progress)
+            except StaleSource as exc:
+                if not (plan.simulated and a_hole(plan, exc, todo[-1])):
+                    raise
+                # the simulated clock has passed a session its data never holds: missed, as a live one seals it
+                reason = f"{exc.ticker}: the source has no bar for {day} and has later ones: a hole in its data"
+                sealed.append(journal.append({"kind": "missed", "session": str(day), "sealed_at": now_utc(),
+                                              "reason": reason}))  # fmt: skip
             except OSError as exc:  # a full disk, a folder made read-only: before the seal, nothing is sealed
                 where = f" ({exc.filename})" if exc.filename else ""
                 raise ForwardError(

@@ -27,7 +27,7 @@ from fincon.errors import ConfigError, SourceUnavailable
 from fincon.files import json_text
 from fincon.llm.masking_terms import TERMS, mined_terms
 from fincon.strategies.registry import params_model
-from fincon.workflow.journal import INPUTS, PLAN_FILE, STATE, ForwardError, tree_hash
+from fincon.workflow.journal import INPUTS, PLAN_FILE, STATE, ForwardError, StaleSource, tree_hash
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,20 @@ def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def a_hole(plan: Plan, stale: StaleSource, until: dt.date) -> bool:
+    """Whether the source lacks ``stale``'s session but has a bar after it by ``until``: a hole in its
+    data (a halt, a vendor's gap) that no retry fills, where a source that ends before the session is
+    stale and may catch up."""
+    source = workflow.inputs_for(plan.config).source
+    day = pd.Timestamp(stale.day)
+    try:
+        raw = source.load(stale.ticker, day + pd.Timedelta(days=1), pd.Timestamp(until))
+    except SourceUnavailable:
+        return False
+    bars = validate_bars(raw, stale.ticker, source.describe(stale.ticker))
+    return bool((bars.index > day).any())  # a source may hand over its history before the start too
+
+
 def freeze(root: Path, plan: Plan, day: dt.date) -> dict[str, Any]:
     """The inputs the decision at ``day``'s close reads, new since the last freeze, written into
     ``DIR/inputs/DAY/`` (prices: the bars up to ``day``; events: the items visible by its close)."""
@@ -121,9 +135,12 @@ def freeze(root: Path, plan: Plan, day: dt.date) -> dict[str, Any]:
             raise ForwardError(f"{t}: the source is down ({exc}); nothing decided, the next step retries") from None
         bars = validate_bars(raw, t, inputs.source.describe(t)).loc[: pd.Timestamp(day)]
         if bars.empty or bars.index[-1].date() < day:
-            raise ForwardError(
+            shutil.rmtree(staging, ignore_errors=True)
+            raise StaleSource(
                 f"{t}: the last bar the source has is {bars.index[-1].date() if len(bars) else 'none'}, older than "
-                f"the session {day}: stale data, nothing decided; the next step retries"
+                f"the session {day}: stale data, nothing decided; the next step retries",
+                t,
+                str(day),
             )
         if since is not None:
             bars = bars.loc[pd.Timestamp(since) + pd.Timedelta(days=1) :]

@@ -64,6 +64,15 @@ class ForwardError(FinconError):
     exit_code = 1
 
 
+class StaleSource(ForwardError):
+    """A ticker's source has no bar for the session a step decides at (``ticker``, ``day``): stale,
+    or a hole in its data when it has later bars."""
+
+    def __init__(self, message: str, ticker: str, day: str):
+        super().__init__(message)
+        self.ticker, self.day = ticker, day
+
+
 def canonical(entry: Mapping[str, Any]) -> str:
     """The entry as the chain hashes it: sorted keys, no spaces, no NaN."""
     return json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
