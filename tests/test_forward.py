@@ -693,6 +693,45 @@ def test_a_journal_on_close_only_prices_is_refused_with_what_it_needs(tmp_path, 
     )
 
 
+@pytest.mark.slow
+def test_a_step_stopped_by_sigterm_says_what_it_sealed_and_kept(tmp_path):
+    """A step printed its sealed sessions only once all were decided: SIGTERM after 35 of them (found by
+    hand, output to a file as cron writes it) left no line of them and the last line said 'terminated;
+    partial output removed', though the 35 were sealed and kept (an error mid-step the same: 'stale
+    data, nothing decided' after five sealed). Each session is said as it is sealed, and a stop says the
+    sealed ones are kept and the next step goes on."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "FINCON_LEDGER": str(tmp_path / "trials.sqlite")}
+    cli = [sys.executable, "-m", "fincon.cli.main", "forward"]
+    subprocess.run([*cli, "init", "fw", "--ticker", "TSLA", "--strategy", "buy-and-hold", "--no-benchmark",
+                    "--simulate-from", START], cwd=tmp_path, env=env, check=True, capture_output=True)  # fmt: skip
+    journal = tmp_path / "fw" / "journal.jsonl"
+    with open(tmp_path / "out.txt", "w") as out, open(tmp_path / "err.txt", "w") as err:
+        step = subprocess.Popen([*cli, "step", "fw", "--until", "2022-12-30", "--no-progress"], cwd=tmp_path,
+                                env=env, stdout=out, stderr=err)  # fmt: skip
+        deadline = time.monotonic() + 120
+        while len(journal.read_text().splitlines()) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        step.send_signal(signal.SIGTERM)
+        assert step.wait(timeout=120) == 143
+    sessions = [json.loads(x) for x in journal.read_text().splitlines()][1:]
+    said = (tmp_path / "out.txt").read_text().splitlines()
+    assert 3 <= len(sessions) < 60 and said == [
+        f"sealed buy-and-hold at {e['decided']}'s close for {e['trades']}: "
+        + ("TSLA target +1.00, long 1.00" if i == 0 else "TSLA no order, long 1.00")
+        for i, e in enumerate(sessions)
+    ]
+    assert (tmp_path / "err.txt").read_text().splitlines()[-1] == (
+        f"fincon: terminated; the {len(sessions)} sessions this step sealed are kept in fw: step again to go on"
+    )
+    assert subprocess.run([*cli, "verify", "fw"], cwd=tmp_path, env=env, capture_output=True).returncode == 0
+
+
 def test_a_simulated_journal_seals_a_hole_in_its_data_missed_and_goes_on(tmp_path, monkeypatch, capsys):
     """A simulated journal on prices without 2022-10-12 (a halt, a vendor's gap) said 'stale data, nothing
     decided; the next step retries' at that session on every step, for good: its data never grows, so the

@@ -125,13 +125,16 @@ def _init(args: argparse.Namespace) -> int:
 
 def _step(args: argparse.Namespace) -> int:
     until = dt.date.fromisoformat(args.until) if args.until else None
-    sealed = workflow.forward.step(args.dir, until=until, progress=not args.no_progress)
-    for e in sealed:
-        if e["kind"] == "session":
-            print(f"sealed {e['strategy']} at {e['decided']}'s close for {e['trades']}: {said(e['decision'])}")
-        else:
-            print(f"missed {e['session']}: {e['reason']}")
+    workflow.forward.step(args.dir, until=until, progress=not args.no_progress, on_seal=_say)
     return 0
+
+
+def _say(e: dict) -> None:
+    """A sealed entry in one line, at once (a step stopped later has said what it sealed)."""
+    if e["kind"] == "session":
+        print(f"sealed {e['strategy']} at {e['decided']}'s close for {e['trades']}: {said(e['decision'])}", flush=True)
+    else:
+        print(f"missed {e['session']}: {e['reason']}", flush=True)
 
 
 def said(decision: dict) -> str:

@@ -173,6 +173,9 @@ def _left(exc: BaseException) -> str:
     units to resume from (fincon.workflow.status.marking notes where); any
     other command removed its partial output."""
 
+    said = [n[len(workflow.KEPT) :] for n in getattr(exc, "__notes__", ()) if n.startswith(workflow.KEPT)]
+    if said:
+        return said[-1]
     kept = [n[len(workflow.RESUMABLE) :] for n in getattr(exc, "__notes__", ()) if n.startswith(workflow.RESUMABLE)]
     if kept:
         return f"the finished units are kept in {kept[-1]}: run the same command to resume"  # the outermost study

@@ -54,7 +54,12 @@ if TYPE_CHECKING:
         run_config as run_config,
         with_events as with_events,
     )
-    from fincon.workflow.status import RESUMABLE as RESUMABLE, failure as failure, read_state as read_state
+    from fincon.workflow.status import (
+        KEPT as KEPT,
+        RESUMABLE as RESUMABLE,
+        failure as failure,
+        read_state as read_state,
+    )
     from fincon.workflow.training import TrainOptions as TrainOptions, train as train
     from fincon.workflow.trials import resolve as resolve
     from fincon.workflow.universe import parse_rule as parse_rule

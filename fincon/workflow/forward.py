@@ -44,7 +44,7 @@ import subprocess
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pandas as pd
 import yaml
@@ -53,7 +53,7 @@ from fincon import __version__, workflow
 from fincon.config import RunConfig
 from fincon.engine import artifacts
 from fincon.engine.resume import Resume, StateError
-from fincon.errors import CloseOnly, ConfigError
+from fincon.errors import CloseOnly, ConfigError, FinconError
 from fincon.files import json_text, write_atomic
 from fincon.flag import absolute
 from fincon.llm.bundled import BUNDLED, file_sha256
@@ -226,12 +226,45 @@ def locked(root: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def step(root: Path, *, until: dt.date | None = None, progress: bool = False, now: dt.datetime | None = None):
-    """Decide the next session (or, simulated, every session up to ``until``); returns the sealed entries."""
+def step(
+    root: Path,
+    *,
+    until: dt.date | None = None,
+    progress: bool = False,
+    now: dt.datetime | None = None,
+    on_seal: Callable[[dict[str, Any]], None] = lambda entry: None,
+):
+    """Decide the next session (or, simulated, every session up to ``until``); returns the sealed entries,
+    each also handed to ``on_seal`` as it is sealed (said at once: a stop or an error later in the step
+    leaves them sealed, and the user is told so)."""
     root = Path(root)
+    sealed = _Sealed(on_seal)
+    try:
+        _step(root, until, progress, now, sealed)
+    except BaseException as exc:
+        n = len({e["decided"] for e in sealed if e["kind"] == "session"})
+        if n and not isinstance(exc, FinconError):  # a stop (SIGTERM, Ctrl-C): what the CLI says on the way out
+            exc.add_note(f"{workflow.KEPT}the {n} session{'s' if n > 1 else ''} this step sealed "
+                         f"{'are' if n > 1 else 'is'} kept in {root}: step again to go on")  # fmt: skip
+        raise
+    return list(sealed)
+
+
+class _Sealed(list):
+    """The entries a step sealed, each said as it is added."""
+
+    def __init__(self, on_seal: Callable[[dict[str, Any]], None]):
+        super().__init__()
+        self.on_seal = on_seal
+
+    def append(self, entry: dict[str, Any]) -> None:
+        super().append(entry)
+        self.on_seal(entry)
+
+
+def _step(root: Path, until: dt.date | None, progress: bool, now: dt.datetime | None, sealed: _Sealed) -> None:
     plan = Plan.load(root)
     journal = Journal(root)
-    sealed: list[dict[str, Any]] = []
     with locked(root):
         entries = journal.entries()
         problems = list(verify_chain(entries, root))
@@ -251,7 +284,7 @@ def step(root: Path, *, until: dt.date | None = None, progress: bool = False, no
             if not todo:
                 print(f"fincon: {root}: session {target} is decided already" if until is None and done and
                       target <= done[-1] else f"fincon: {root}: nothing to decide up to {last}", file=sys.stderr)  # fmt: skip
-                return sealed
+                return
         else:
             wall = now or dt.datetime.now(dt.timezone.utc)
             if done and wall.date() < done[-1]:
@@ -266,7 +299,7 @@ def step(root: Path, *, until: dt.date | None = None, progress: bool = False, no
                 print(
                     f"fincon: {root}: the session {trades} is decided already (at {done[-1]}'s close)", file=sys.stderr
                 )
-                return sealed
+                return
             gap = sessions(next_session(done[-1]), day) if done else []
             for missed in gap[:-1]:
                 sealed.append(journal.append({"kind": "missed", "session": str(missed), "sealed_at": now_utc(),
@@ -274,7 +307,8 @@ def step(root: Path, *, until: dt.date | None = None, progress: bool = False, no
             todo = [day]
         for day in todo:
             try:
-                sealed += _decide(root, plan, journal, day, progress)
+                for entry in _decide(root, plan, journal, day, progress):
+                    sealed.append(entry)
             except StaleSource as exc:
                 if not (plan.simulated and a_hole(plan, exc, todo[-1])):
                     raise
@@ -288,7 +322,6 @@ def step(root: Path, *, until: dt.date | None = None, progress: bool = False, no
                     f"{root}: cannot write the session {day}'s inputs or replay: {exc.strerror or exc}{where}; "
                     "nothing sealed, the journal is as it was: free the space and step again"
                 ) from None
-    return sealed
 
 
 def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bool) -> list[dict[str, Any]]:

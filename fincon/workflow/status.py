@@ -33,6 +33,8 @@ from fincon.files import write_atomic
 UNFINISHED = ("running", "failed", "stopped_early", "interrupted")
 #: the note a stop signal carries out of a study that keeps its finished units (then the folder's path)
 RESUMABLE = "fincon-resumable: "
+#: a note on a stop whose text after it is what the stop left, said as it is (a forward step's sealed sessions)
+KEPT = "fincon-kept: "
 
 
 def read_state(marker: Path) -> dict[str, Any]:
