@@ -303,6 +303,13 @@ def test_temporal_integrity_passes_a_masked_run_only_when_its_audit_shows_it_bli
     # a run audited before blind needed the whole interval under the threshold: its counts are read again
     verdict, said = temporal_integrity(ev("blind", 1, 15))
     assert verdict == FAIL and "the leakage audit: inconclusive (1 of 15 prompts" in said
+    # a cutoff fincon does not know, only claimed (--llm-knowledge-cutoff): the row passed naming it like a
+    # known one ("after-cutoff (cutoff 2019-01-01)" for the test kit's double); the claim is said as a claim
+    claimed = {"label": "after-cutoff", "cutoff": "2019-01-01", "source": "given by the user (llm.knowledge_cutoff)"}
+    assert temporal_integrity(Evidence(Path("x"), None, None, None, {}, {"model_knowledge": claimed}, {}, [])) == (
+        PASS,
+        "after-cutoff (cutoff 2019-01-01, given by the user: fincon does not know this model's)",
+    )
 
 
 def test_costs_too_small_to_be_frictions_fail_both_cost_rows(tmp_path, monkeypatch):

@@ -41,7 +41,7 @@ from fincon.config import FLAT_COST_KEYS, BrokerConfig
 from fincon.engine.record import CONFIG, DECISIONS, METRICS, RunRecord
 from fincon.errors import DataError
 from fincon.llm import leakage
-from fincon.llm.knowledge import AUDITED
+from fincon.llm.knowledge import AUDITED, USER_SOURCE
 from fincon.proportions import wilson
 from fincon.report.calibration import calibration
 from fincon.validation import format_validation_error
@@ -210,10 +210,10 @@ def temporal_integrity(ev: Evidence) -> Verdict:
         if result in AUDITED
         else ("; prompts named, not audited" if result == "not audited" else "")
     )
-    if label in ("after-cutoff", "no-model"):
-        return PASS, f"{label}" + (f" (cutoff {know.get('cutoff')})" if know.get("cutoff") else "") + said
-    if result == "blind":
-        return PASS, f"{label}" + (f" (cutoff {know.get('cutoff')})" if know.get("cutoff") else "") + said
+    claimed = ", given by the user: fincon does not know this model's" if know.get("source") == USER_SOURCE else ""
+    cutoff = f" (cutoff {know.get('cutoff')}{claimed})" if know.get("cutoff") else ""
+    if label in ("after-cutoff", "no-model") or result == "blind":
+        return PASS, f"{label}{cutoff}{said}"
     if label in ("in-training-data", "straddles-cutoff"):
         why = " (too few prompts to show the mask holds: fincon eval leakage)" if result == "inconclusive" else ""
         return FAIL, f"{label}: the window is inside the model's training data (cutoff {know.get('cutoff')}){said}{why}"
