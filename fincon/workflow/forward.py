@@ -81,7 +81,7 @@ from fincon.workflow.journal import (
     sealed_part,
     verify_chain,
 )
-from fincon.workflow.model_checks import knowledge, warn_run_without_model
+from fincon.workflow.model_checks import check_knowledge, knowledge, warn_run_without_model
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +126,7 @@ def init(
             "give prices with an Open column (--source yfinance, or --data with OHLCV prices)"
         ) from None
     warn_run_without_model(cfg, checked.knowledge, False, checked.strategies)  # a setting sealed for nothing: said
+    check_knowledge(checked.knowledge)  # a window the model may remember: said as a backtest says it
     cfg = _cache_from_anywhere(cfg)
     plan = Plan(cfg.model_copy(update={"start": first, "end": first}), first, simulate_from is not None, broker)
     root.mkdir(parents=True, exist_ok=True)
@@ -199,7 +200,8 @@ def _ledger_rows(plan: Plan, register: dict[str, Any]) -> None:
             tickers=plan.config.tickers,
             start=str(plan.first),
             end=str(plan.first),
-            values=[1.0, 1.0 + int(register["hash"][:8], 16) / 2**40],  # a series of its own: the journal
+            # a series of its own: the journal's strategy (two strategies of one journal are two trials)
+            values=[1.0, 1.0 + int(hashlib.sha256(f"{register['hash']}:{name}".encode()).hexdigest()[:8], 16) / 2**40],
             metrics={"cr_pct": None, "sharpe": None},
             knowledge=register["models"].get(name),  # the model and its label, as the register entry seals them
         )

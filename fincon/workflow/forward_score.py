@@ -22,7 +22,7 @@ from fincon.workflow.forward_anchor import anchored
 from fincon.workflow.forward_clock import next_session, session_open
 from fincon.workflow.forward_plan import Plan, _frozen_config
 from fincon.workflow.journal import BOOKS, CALLS, REPLAY, Journal, decided, sealed_decisions, sealed_part, verify_chain
-from fincon.workflow.tables import significance_flags
+from fincon.workflow.tables import MIN_STAT_DAYS, significance_flags
 
 
 def status(root: Path) -> dict[str, Any]:
@@ -172,6 +172,12 @@ def score(root: Path) -> dict[str, Any]:
             "model_knowledge": metrics.get("model_knowledge"),
         }
     out["flags"] = significance_flags(list(out["strategies"].values()), "a journal")
+    if fam.trials > 1 and len(fam.sharpes) < 2:
+        out["flags"].append(
+            f"DSR n/a: the trial ledger holds a Sharpe ratio of {MIN_STAT_DAYS} sessions or more for "
+            f"{len(fam.sharpes)} of this family's {fam.trials} trials (a journal counts from its registration, its "
+            "Sharpe unknown there): fewer than two, no spread to deflate by"
+        )
     return out
 
 

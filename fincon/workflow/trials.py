@@ -312,12 +312,17 @@ class Family:
         and its spread (its estimate's, not the tries') is kept out of the variance."""
         return [r for r in self.distinct if int(r.get("n_days") or 0) >= MIN_STAT_DAYS]
 
+    @property
+    def sharpes(self) -> list[float]:
+        """The daily Sharpe ratios the ledger holds for the scorable trials (a journal's is unknown)."""
+        return [x for x in (_daily(r) for r in self.scorable) if x is not None]
+
     def sharpe_var(self) -> float:
-        """The variance (ddof 1) of the scorable trials' daily Sharpe ratios (0 for fewer than two)."""
-        s = [_daily(r) for r in self.scorable]
-        s = [x for x in s if x is not None]
+        """The variance (ddof 1) of :attr:`sharpes`; NaN for fewer than two: unknown, so a DSR over the
+        family's trials has no spread to deflate by (0 would deflate by nothing and read as deflated)."""
+        s = self.sharpes
         if len(s) < 2:
-            return 0.0
+            return math.nan
         mean = sum(s) / len(s)
         return sum((x - mean) ** 2 for x in s) / (len(s) - 1)
 
