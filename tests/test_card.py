@@ -175,7 +175,7 @@ def test_every_check_gives_each_of_its_verdicts_on_hand_built_evidence(tmp_path)
     )
     assert llm_cost(ev({"model_knowledge": asked, "costs": {"llm_charged_usd": 0.0123}}, charged)) == (
         PASS,
-        "model spend charged to the account: $0.01",
+        "model spend charged to the account: $0.0123",
     )
     assert llm_cost(ev({"model_knowledge": asked}, charged))[0] == FAIL  # a rolling evaluation: its price table read
     assert (

@@ -377,7 +377,7 @@ def llm_cost(ev: Evidence) -> Verdict:
                 f"model spend charged at $0.00: no price for the model {row} (--llm-prices FILE, USD per "
                 "million tokens)"
             )
-        return PASS, "model spend charged to the account" + (f": ${charged:,.2f}" if _finite(charged) else "")
+        return PASS, "model spend charged to the account" + (f": ${charged:,.4f}" if _finite(charged) else "")
     if not asked:
         return PASS, "no model: nothing to charge"
     return FAIL, "model spend not charged (--charge-llm)"
