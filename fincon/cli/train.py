@@ -24,6 +24,7 @@ from fincon.cli.options import (
 )
 from fincon.config import WHAT, RunConfig, read_yaml
 from fincon.errors import ConfigError
+from fincon.files import json_text
 from fincon.flag import Flag, spelled
 from fincon.workflow.experiment_config import ExperimentConfig
 
@@ -182,17 +183,13 @@ def run(args: argparse.Namespace) -> int:
         require_after_cutoff=args.require_after_cutoff,
     )
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "train_dir": str(report.out),
-                    "episodes": report.rows,
-                    "rerun": {str(k): v for k, v in sorted(report.rerun.items())},
-                    "beliefs": report.beliefs.model_dump(),
-                },
-                sort_keys=True,
-            )
-        )
+        out = {
+            "train_dir": str(report.out),
+            "episodes": report.rows,
+            "rerun": {str(k): v for k, v in sorted(report.rerun.items())},
+            "beliefs": report.beliefs.model_dump(),
+        }
+        print(json_text(out, None), end="")
         return 0
     print(format_episodes(report.rows))
     for k, why in sorted(report.rerun.items()):
