@@ -452,6 +452,9 @@ def test_a_setting_of_the_other_brain_is_said(tmp_path, monkeypatch, capfd):
     assert "fincon: warning: --explore: a setting of the other brain; with the llm brain it changes nothing here" in (
         capfd.readouterr().err
     )
+    # its default given by hand is given all the same (it was not told from none)
+    argv[argv.index("--explore") + 1] = "0.3"
+    assert main(argv) == 2 and "fincon: warning: --explore: a setting of the other brain" in capfd.readouterr().err
     warn_other_brain("llm", {"explore", "temperature", "seed"})
     assert capfd.readouterr().err == (
         "fincon: warning: --explore: a setting of the other brain; with the llm brain it changes nothing here\n"

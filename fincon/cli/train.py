@@ -131,7 +131,8 @@ def register(p: argparse.ArgumentParser) -> None:
     add_team(p, *TEAM_FLAGS)
     add(p, ExperimentConfig, "episodes", fill=True)
     add(p, TrainArgs, "no_beliefs")
-    add(p, ExperimentConfig, "explore", "lr", fill=True)
+    add(p, ExperimentConfig, "explore", fill=False)  # None when not given: a warning names one the brain ignores
+    add(p, ExperimentConfig, "lr", fill=True)
     add(p, TrainArgs, "cvrf_brain")
     add_llm_arguments(p, with_cutoff_gate=True, with_masking=True)
     add(p, TrainArgs, "out", "as_json", "no_progress", helps=OUTPUT_HELPS)
@@ -171,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
     opts = workflow.TrainOptions(
         episodes=args.episodes,
         learn=not args.no_beliefs,
-        explore=args.explore,
+        explore=workflow.TrainOptions.explore if args.explore is None else args.explore,
         lr=args.lr,
         cvrf_brain=args.cvrf_brain,
     )
@@ -181,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
         opts,
         progress=not args.no_progress,
         require_after_cutoff=args.require_after_cutoff,
+        given=["explore"] if args.explore is not None else [],
     )
     if args.json:
         out = {

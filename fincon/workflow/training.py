@@ -37,7 +37,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection
 
 from pydantic import ValidationError
 
@@ -240,10 +240,12 @@ def train(
     *,
     require_after_cutoff: bool = False,
     warn_knowledge: bool = True,
+    given: Collection[str] = (),
 ) -> TrainReport:
     """Run (or resume) a training; see the module docstring. A training
     window the model may remember is said in one line (refused with
-    ``require_after_cutoff``), before anything is written."""
+    ``require_after_cutoff``), before anything is written; so is each option
+    the user ``given`` that the training's brain ignores (``explore``)."""
 
     cfg = _check_config(cfg)
     team = make_fincon_team(_team_params(cfg), cfg.llm)  # validates the team's params now
@@ -264,8 +266,8 @@ def train(
     def checks() -> None:  # every check before the first file: the data, the corpus, the beliefs, the server
         workflow.preflight(cfg)
 
-        if warn_knowledge:  # an --explore the llm brain would ignore (at its default, it is not told from none)
-            warn_other_brain(brain, {"explore"} if opts.explore != TrainOptions.explore else set())
+        if warn_knowledge:  # an --explore the llm brain would ignore
+            warn_other_brain(brain, given)
         # a server that is down, or a replay's missing recording: said now, before the training's folder
         check_server(_model_settings(cfg, opts))
         check_knowledge(knowledge, warn=warn_knowledge)  # the inputs are good: the window's label, once
