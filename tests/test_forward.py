@@ -541,9 +541,16 @@ def test_a_missed_session_is_never_decided_by_a_later_replay(tmp_path, monkeypat
     )
     root = tmp_path / "fw"
     sealed = []
+    decide = forward._decide
     for day in (5, 6, 7, 10, 11, 12, 18, 19):
+        if day == 18:  # the 18th's session cannot be decided at first: the missed ones are sealed once all the same
+            monkeypatch.setattr(forward, "_decide", lambda *a: (_ for _ in ()).throw(forward.ForwardError("down")))
+            with pytest.raises(forward.ForwardError, match="down"):
+                forward.step(root, now=dt.datetime(2022, 10, 18, 21, 30, tzinfo=dt.timezone.utc))
+            monkeypatch.setattr(forward, "_decide", decide)
         sealed += forward.step(root, now=dt.datetime(2022, 10, day, 21, 30, tzinfo=dt.timezone.utc))
-    assert [e.get("session") for e in sealed if e["kind"] == "missed"] == ["2022-10-13", "2022-10-14", "2022-10-17"]
+    entries = [json.loads(x) for x in (root / "journal.jsonl").read_text().splitlines()]
+    assert [e.get("session") for e in entries if e["kind"] == "missed"] == ["2022-10-13", "2022-10-14", "2022-10-17"]
     assert [(e["decided"], e["decision"]["weights"]) for e in sealed if (e.get("decision") or {}).get("weights")] == [
         ("2022-10-05", {"TSLA": 0.0}), ("2022-10-12", {"TSLA": 1.0})]  # fmt: skip
     book = sealed[-1]["book"]
@@ -773,12 +780,40 @@ def test_a_simulated_journal_seals_a_hole_in_its_data_missed_and_goes_on(tmp_pat
     monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
     assert main(["forward", "init", "fw", "--source", "csv", "--data", str(prices), "--ticker", "TSLA", "--strategy",
                  "buy-and-hold", "--no-benchmark", "--simulate-from", START]) == 0  # fmt: skip
-    assert main(["forward", "step", "fw", "--until", "2022-10-19", "--no-progress"]) == 0
+    assert main(["forward", "step", "fw", "--until", "2022-10-17", "--no-progress"]) == 0
     entries = [json.loads(x) for x in (tmp_path / "fw" / "journal.jsonl").read_text().splitlines()]
-    assert [(e["kind"], e.get("session") or e.get("decided")) for e in entries[-7:]] == [
+    assert [(e["kind"], e.get("session") or e.get("decided")) for e in entries[-5:]] == [
         ("session", "2022-10-11"), ("missed", "2022-10-12"), ("session", "2022-10-13"), ("session", "2022-10-14"),
-        ("session", "2022-10-17"), ("session", "2022-10-18"), ("session", "2022-10-19")]  # fmt: skip
-    assert entries[-6]["reason"] == "TSLA: the source has no bar for 2022-10-12 and has later ones: a hole in its data"
+        ("session", "2022-10-17")]  # fmt: skip
+    assert entries[-4]["reason"] == "TSLA: the source has no bar for 2022-10-12 and has later ones: a hole in its data"
+    # a step that stops right after sealing a session missed: the next one seals it again, and the live
+    # clock's missed sessions the same when the session after them could not be decided
+    import datetime as dt
+
+    from fincon.workflow import forward
+    from fincon.workflow.journal import decided
+
+    decide = forward._decide
+    calls = []
+
+    def stops_once(root, plan, journal, day, progress):
+        calls.append(str(day))
+        if str(day) == "2022-10-19" and calls.count("2022-10-19") == 1:
+            raise forward.ForwardError("the source is down; nothing decided, the next step retries")
+        return decide(root, plan, journal, day, progress)
+
+    monkeypatch.setattr(forward, "_decide", stops_once)
+    prices.joinpath("TSLA.csv").write_text(
+        "\n".join(x for x in prices.joinpath("TSLA.csv").read_text().splitlines() if not x.startswith("2022-10-18"))
+        + "\n"
+    )  # a second hole, at the next session: sealed missed, then the step stops at the one after it
+    capsys.readouterr()
+    assert main(["forward", "step", "fw", "--until", "2022-10-20", "--no-progress"]) == 1
+    assert main(["forward", "step", "fw", "--until", "2022-10-20", "--no-progress"]) == 0
+    monkeypatch.setattr(forward, "_decide", decide)
+    entries = [json.loads(x) for x in (tmp_path / "fw" / "journal.jsonl").read_text().splitlines()]
+    assert [e.get("session") for e in entries if e["kind"] == "missed"] == ["2022-10-12", "2022-10-18"]
+    assert decided(entries)[-2:] == [dt.date(2022, 10, 19), dt.date(2022, 10, 20)]
     capsys.readouterr()
     assert main(["forward", "step", "fw", "--until", "2022-10-25", "--no-progress"]) == 1  # the data ends on the 20th
     assert "TSLA: the last bar the source has is 2022-10-20, older than the session 2022-10-21: stale data" in (

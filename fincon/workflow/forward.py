@@ -273,6 +273,7 @@ def _step(root: Path, until: dt.date | None, progress: bool, now: dt.datetime | 
         if problems:
             raise JournalError(f"{root}: {problems[0]}; no step is taken on a journal that does not verify")
         done = decided(entries)
+        gone = {dt.date.fromisoformat(e["session"]) for e in entries if e.get("kind") == "missed"}  # sealed once
         if until is not None and not plan.simulated:
             raise ConfigError(
                 "--until steps a simulated journal; a live one decides only the next session to open (no backfill)"
@@ -280,7 +281,8 @@ def _step(root: Path, until: dt.date | None, progress: bool, now: dt.datetime | 
         if plan.simulated:
             if until is not None and until > forward_clock.last_known():
                 raise forward_clock.beyond(until, "--until")
-            target = next_session(done[-1]) if done else plan.first
+            settled = max([*done, *gone], default=None)  # a session sealed missed is not taken again
+            target = next_session(settled) if settled else plan.first
             last = until or target
             todo = [d for d in sessions(target, last)] if last >= target else []
             if not todo:
@@ -303,7 +305,7 @@ def _step(root: Path, until: dt.date | None, progress: bool, now: dt.datetime | 
                 )
                 return
             gap = sessions(next_session(done[-1]), day) if done else []
-            for missed in gap[:-1]:
+            for missed in [d for d in gap[:-1] if d not in gone]:
                 sealed.append(journal.append({"kind": "missed", "session": str(missed), "sealed_at": now_utc(),
                                               "reason": "no step ran for this session"}))  # fmt: skip
             todo = [day]
