@@ -74,11 +74,14 @@ from fincon.workflow.journal import (
     ForwardError,
     Journal,
     JournalError,
+    Sealed,
     StaleSource,
     decided,
+    missed,
     now_utc,
     sealed_decisions,
     sealed_part,
+    settled,
     verify_chain,
 )
 from fincon.workflow.model_checks import check_knowledge, knowledge, warn_run_without_model
@@ -240,7 +243,7 @@ def step(
     each also handed to ``on_seal`` as it is sealed (said at once: a stop or an error later in the step
     leaves them sealed, and the user is told so)."""
     root = Path(root)
-    sealed = _Sealed(on_seal)
+    sealed = Sealed(on_seal)
     try:
         _step(root, until, progress, now, sealed)
     except BaseException as exc:
@@ -252,19 +255,7 @@ def step(
     return list(sealed)
 
 
-class _Sealed(list):
-    """The entries a step sealed, each said as it is added."""
-
-    def __init__(self, on_seal: Callable[[dict[str, Any]], None]):
-        super().__init__()
-        self.on_seal = on_seal
-
-    def append(self, entry: dict[str, Any]) -> None:
-        super().append(entry)
-        self.on_seal(entry)
-
-
-def _step(root: Path, until: dt.date | None, progress: bool, now: dt.datetime | None, sealed: _Sealed) -> None:
+def _step(root: Path, until: dt.date | None, progress: bool, now: dt.datetime | None, sealed: Sealed) -> None:
     plan = Plan.load(root)
     journal = Journal(root)
     with locked(root):
@@ -273,7 +264,7 @@ def _step(root: Path, until: dt.date | None, progress: bool, now: dt.datetime | 
         if problems:
             raise JournalError(f"{root}: {problems[0]}; no step is taken on a journal that does not verify")
         done = decided(entries)
-        gone = {dt.date.fromisoformat(e["session"]) for e in entries if e.get("kind") == "missed"}  # sealed once
+        gone = missed(entries)  # sealed once
         if until is not None and not plan.simulated:
             raise ConfigError(
                 "--until steps a simulated journal; a live one decides only the next session to open (no backfill)"
@@ -281,8 +272,8 @@ def _step(root: Path, until: dt.date | None, progress: bool, now: dt.datetime | 
         if plan.simulated:
             if until is not None and until > forward_clock.last_known():
                 raise forward_clock.beyond(until, "--until")
-            settled = max([*done, *gone], default=None)  # a session sealed missed is not taken again
-            target = next_session(settled) if settled else plan.first
+            after = settled(entries)  # a session sealed missed is not taken again
+            target = next_session(after) if after else plan.first
             last = until or target
             todo = [d for d in sessions(target, last)] if last >= target else []
             if not todo:
@@ -305,8 +296,8 @@ def _step(root: Path, until: dt.date | None, progress: bool, now: dt.datetime | 
                 )
                 return
             gap = sessions(next_session(done[-1]), day) if done else []
-            for missed in [d for d in gap[:-1] if d not in gone]:
-                sealed.append(journal.append({"kind": "missed", "session": str(missed), "sealed_at": now_utc(),
+            for lost in [d for d in gap[:-1] if d not in gone]:
+                sealed.append(journal.append({"kind": "missed", "session": str(lost), "sealed_at": now_utc(),
                                               "reason": "no step ran for this session"}))  # fmt: skip
             todo = [day]
         for day in todo:
@@ -341,11 +332,11 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
         held = broker.reconcile(_expected_positions(sealed_so_far))
     out = root / REPLAY
     past = sealed_decisions(sealed_so_far)
-    missed = frozenset(e["session"] for e in sealed_so_far if e.get("kind") == "missed")  # nothing asked on them
+    skip = frozenset(str(d) for d in missed(sealed_so_far))  # sessions no step ran: nothing asked on them
     if cfg.broker.charge_llm:  # the model's spend is charged on the day it is made: every session asked again
-        resume = {name: Resume(missed=missed) for name in cfg.strategies}
+        resume = {name: Resume(missed=skip) for name in cfg.strategies}
     else:
-        resume = {name: resume_for(root, name, decided(sealed_so_far), past, missed) for name in cfg.strategies}
+        resume = {name: resume_for(root, name, decided(sealed_so_far), past, skip) for name in cfg.strategies}
 
     def replay(resume: dict[str, Resume]):  # score draws the charts
         return workflow.run_config(cfg, out, progress=progress, replace=True, warn_knowledge=False, ledger=None,
@@ -355,7 +346,7 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
         report = replay(resume)
     except StateError as exc:  # the saved state is a cache: without it, every session is asked again
         log.warning("%s; asking every strategy again from the first session", exc)
-        report = replay({name: Resume(save=r.save, missed=missed) for name, r in resume.items()})
+        report = replay({name: Resume(save=r.save, missed=skip) for name, r in resume.items()})
     if report.failed or any(r.stopped for r in report.results.values()):
         said: dict[str, list[str]] = {}  # one reason once, with the strategies it stopped (a server down stops all)
         for name, text in [*report.failed.items(), *((n, r.stopped) for n, r in report.results.items() if r.stopped)]:

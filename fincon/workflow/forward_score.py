@@ -21,7 +21,18 @@ from fincon.workflow import trials
 from fincon.workflow.forward_anchor import anchored
 from fincon.workflow.forward_clock import next_session, session_open
 from fincon.workflow.forward_plan import Plan, _frozen_config
-from fincon.workflow.journal import BOOKS, CALLS, REPLAY, Journal, decided, sealed_decisions, sealed_part, verify_chain
+from fincon.workflow.journal import (
+    BOOKS,
+    CALLS,
+    REPLAY,
+    Journal,
+    decided,
+    missed,
+    sealed_decisions,
+    sealed_part,
+    settled,
+    verify_chain,
+)
 from fincon.workflow.tables import MIN_STAT_DAYS, significance_flags
 
 
@@ -32,7 +43,8 @@ def status(root: Path) -> dict[str, Any]:
     entries = Journal(root).entries()
     done = decided(entries)
     if plan.simulated:
-        nxt = next_session(done[-1]) if done else plan.first
+        after = settled(entries)  # the last session decided or sealed missed
+        nxt = next_session(after) if after else plan.first
     else:
         wall = dt.datetime.now(dt.timezone.utc)
         nxt = next_session(wall.date()) if session_open(wall.date()) <= wall else wall.date()
@@ -43,7 +55,7 @@ def status(root: Path) -> dict[str, Any]:
         "simulated": plan.simulated,
         "first_session": str(plan.first),
         "decided": len(done),
-        "missed": sum(e.get("kind") == "missed" for e in entries),
+        "missed": len(missed(entries)),
         "last": str(done[-1]) if done else None,
         "next": str(nxt),
         "strategies": plan.config.strategies,
@@ -81,10 +93,10 @@ def verify(root: Path) -> dict[str, Any]:
                                                                      "cache_path": str(root / CALLS)}})  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="fincon-verify-") as d:
         try:
-            missed = frozenset(e["session"] for e in entries if e.get("kind") == "missed")  # asked nothing there
+            skip = frozenset(str(d) for d in missed(entries))  # sessions no step ran: asked nothing there
             report = workflow.run_config(cfg, Path(d) / "replay", progress=False, replace=True, warn_knowledge=False,
                                 ledger=None, decide_last=True, plots=False,
-                                resume={name: Resume(missed=missed) for name in cfg.strategies})  # fmt: skip
+                                resume={name: Resume(missed=skip) for name in cfg.strategies})  # fmt: skip
         except FinconError as exc:
             return {"ok": False, "problem": f"the replay could not run: {exc}{_other_code(entries[0])}",
                     "entries": len(entries), "replayed": 0}  # fmt: skip

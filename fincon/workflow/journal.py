@@ -34,7 +34,7 @@ import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from fincon.errors import FinconError
 
@@ -272,6 +272,16 @@ def decided(entries: list[dict[str, Any]]) -> list[dt.date]:
     return out
 
 
+def missed(entries: list[dict[str, Any]]) -> set[dt.date]:
+    """The sessions the journal sealed ``missed`` (never decided, never sealed again)."""
+    return {dt.date.fromisoformat(e["session"]) for e in entries if e.get("kind") == "missed"}
+
+
+def settled(entries: list[dict[str, Any]]) -> dt.date | None:
+    """The last session the journal decided or sealed missed: a simulated clock goes on after it."""
+    return max([*decided(entries), *missed(entries)], default=None)
+
+
 def sealed_part(d: dict[str, Any]) -> dict[str, Any]:
     """What a session entry seals of a decision record: its targets and actions (the rest is in the replay)."""
     return {"weights": d.get("weights"), "actions": d.get("actions"), "position": d.get("position")}
@@ -279,3 +289,15 @@ def sealed_part(d: dict[str, Any]) -> dict[str, Any]:
 
 def sealed_decisions(entries: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
     return {(e["strategy"], e["decided"]): e["decision"] for e in entries if e.get("kind") == "session"}
+
+
+class Sealed(list):
+    """The entries a forward step sealed, each handed to ``on_seal`` as it is added (said at once)."""
+
+    def __init__(self, on_seal: Callable[[dict[str, Any]], None]):
+        super().__init__()
+        self.on_seal = on_seal
+
+    def append(self, entry: dict[str, Any]) -> None:
+        super().append(entry)
+        self.on_seal(entry)
