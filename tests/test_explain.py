@@ -66,3 +66,20 @@ def test_explain_json_and_errors(team_run, capsys):
     assert "not a decision day" in capsys.readouterr().err
     assert main(["explain", str(team_run / "buy-and-hold"), "--date", "2022-10-25"]) == 2
     assert "no team record" in capsys.readouterr().err
+
+
+def test_explain_names_a_session_a_forward_journal_missed(team_run, tmp_path, capsys):
+    """A journal's replay asks the team nothing on a session no step ran (its decisions.jsonl marks it
+    missed); explain said '... has no team record (is this a --strategy fincon run?)' of the team's own run."""
+    import shutil
+
+    run = shutil.copytree(team_run / "fincon", tmp_path / "fincon")
+    lines = (run / "decisions.jsonl").read_text().splitlines()
+    day = json.loads(lines[2])["date"]
+    lines[2] = json.dumps({"date": day, "missed": True, "decision": None, "position": {}})
+    (run / "decisions.jsonl").write_text("\n".join(lines) + "\n")
+    assert main(["explain", str(run), "--date", day]) == 2
+    assert capsys.readouterr().err == (
+        f"fincon: error: {day} is a session the forward journal missed (no step ran): the team was asked nothing, "
+        "every position was kept\n"
+    )

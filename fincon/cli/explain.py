@@ -107,6 +107,11 @@ def load_day(run: Path, date: str) -> dict[str, Any]:
             raise DataError(f"{path}:{n}: not a decision line (a JSON object with a date) as fincon writes")
         days.append(entry["date"])
         if entry["date"] == date:
+            if entry.get("missed"):
+                raise DataError(
+                    f"{date} is a session the forward journal missed (no step ran): the team was asked nothing, "
+                    "every position was kept"
+                )
             if "record" not in entry:
                 raise DataError(f"{path}: {date} has no team record (is this a --strategy fincon run?)")
             return entry
