@@ -599,8 +599,7 @@ def test_score_reports_what_a_backtest_does_and_draws_the_charts_a_step_leaves_o
         "5 daily returns: too few for these statistics to mean anything, whatever they show "
         "(a journal of 20 sessions at the least; a year to settle a Sharpe ratio)",
         "DSR n/a: the trial ledger holds a Sharpe ratio of 20 sessions or more for 0 of this family's 2 trials "
-        "(a journal counts from its registration, its Sharpe unknown there): fewer than two, no spread to "
-        "deflate by",
+        "(a journal's, once it has as many sessions): fewer than two, no spread to deflate by",
     ]
     assert main(["forward", "score", "fw"]) == 0
     assert "\nFLAG: 5 daily returns: too few" in capsys.readouterr().out
@@ -702,6 +701,37 @@ def test_a_journal_counts_in_the_trial_ledger_with_its_models_label(tmp_path, mo
         ("fincon", "no-model", START, START),
         ("sma-cross", "no-model", START, START),
     ]
+
+
+@pytest.mark.slow
+def test_each_step_brings_a_journals_trial_up_to_date_in_the_ledger(tmp_path, monkeypatch, capsys):
+    """A journal's ledger row kept its first session as its window and no Sharpe, so `fincon ledger` showed
+    a 45-session journal as "TSLA 2022-10-05..2022-10-05" and a family of journals had no Sharpe spread
+    for a DSR to deflate by (score printed the PSR again as "DSR (4)"). Each step brings the trial's window,
+    return series and Sharpe up to date: one trial a strategy, still, with the journal's track record."""
+    from fincon.workflow import trials
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    for name, slow in (("a", "4"), ("b", "2")):
+        assert main(["forward", "init", name, "--ticker", "TSLA", "--strategy", "sma-cross,buy-and-hold",
+                     "--no-benchmark", "--param", f"sma-cross.fast={int(slow) // 2}", "--param", f"sma-cross.slow={slow}",
+                     "--simulate-from", START]) == 0  # fmt: skip
+        assert main(["forward", "step", name, "--until", "2022-11-07", "--no-progress"]) == 0
+    rows = trials.read(tmp_path / "trials.sqlite")
+    assert len(rows) == 4 and {(r["start"], r["end"], r["n_days"]) for r in rows} == {(START, "2022-11-07", 23)}
+    metrics = json.loads((tmp_path / "a" / "replay" / "sma-cross" / "metrics.json").read_text())
+    row = next(r for r in rows if r["strategy"] == "sma-cross" and r["config_hash"] == rows[0]["config_hash"])
+    assert row["cr_pct"] == pytest.approx(metrics["cr_pct"]) and row["sharpe"] == pytest.approx(metrics["sharpe"])
+    fam = trials.family(tmp_path / "trials.sqlite", ["TSLA"], START, "2022-11-07")
+    assert fam.trials == 3 and len(fam.sharpes) == 3  # the two buy-and-hold journals trade the same series
+    capsys.readouterr()
+    assert main(["forward", "score", "a", "--json"]) == 0
+    res = strict_json(capsys.readouterr().out)
+    assert res["strategies"]["sma-cross"]["dsr_trials"] == 3 and res["strategies"]["sma-cross"]["dsr"] is not None
+    assert not any(f.startswith("DSR n/a") for f in res["flags"])
+    assert main(["ledger"]) == 0
+    assert "TSLA 2022-10-05..2022-11-07" in capsys.readouterr().out
 
 
 def test_a_journal_on_close_only_prices_is_refused_with_what_it_needs(tmp_path, capsys):

@@ -59,7 +59,7 @@ from fincon.flag import absolute
 from fincon.llm.bundled import BUNDLED, file_sha256
 from fincon.llm.cache import CallCache
 from fincon.strategies.registry import make_strategy
-from fincon.workflow import forward_clock, trials
+from fincon.workflow import forward_clock, forward_ledger
 from fincon.workflow.alpaca import AlpacaPaper, BrokerError, check_available, expected_after
 from fincon.workflow.forward_clock import EXCHANGE, next_session, previous_session, session_open, sessions
 from fincon.workflow.forward_plan import Plan, _frozen_config, a_hole, freeze
@@ -152,7 +152,7 @@ def init(
             },  # fmt: skip
         }
     )
-    _ledger_rows(plan, entry)
+    forward_ledger.register(plan, entry)
     if anchor_git:
         _anchor(root, f"register {first}")
     return entry
@@ -189,28 +189,6 @@ def _models(cfg: RunConfig) -> dict[str, Any]:
             block["weights_sha256"] = BUNDLED[model].sha256 if model in BUNDLED else file_sha256(Path(model))
         out[name] = block
     return out
-
-
-def _ledger_rows(plan: Plan, register: dict[str, Any]) -> None:
-    """Every journal counts in the trial ledger (one trial per strategy, from its registration): twenty
-    journals cannot be started and the best one shown alone."""
-
-    path = trials.resolve(None)
-    rows = [
-        trials.row(
-            config_hash=register["plan_sha256"],
-            strategy=name,
-            tickers=plan.config.tickers,
-            start=str(plan.first),
-            end=str(plan.first),
-            # a series of its own: the journal's strategy (two strategies of one journal are two trials)
-            values=[1.0, 1.0 + int(hashlib.sha256(f"{register['hash']}:{name}".encode()).hexdigest()[:8], 16) / 2**40],
-            metrics={"cr_pct": None, "sharpe": None},
-            knowledge=register["models"].get(name),  # the model and its label, as the register entry seals them
-        )
-        for name in plan.config.strategies
-    ]
-    trials.append(path, rows)
 
 
 # -- a step ------------------------------------------------------------------------------------------
@@ -409,6 +387,7 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
         ) from None
     for name in report.results:  # the state each strategy stands in after this session, for the next step
         keep_state(root, name, report.run_dirs[name], day)
+    forward_ledger.track(plan, sealed_so_far[0], report.results, day)
     if broker is not None:  # sealed first: an order placed is always on the record
         for e in sealed:
             _place(root, broker, e)

@@ -187,8 +187,8 @@ def score(root: Path) -> dict[str, Any]:
     if fam.trials > 1 and len(fam.sharpes) < 2:
         out["flags"].append(
             f"DSR n/a: the trial ledger holds a Sharpe ratio of {MIN_STAT_DAYS} sessions or more for "
-            f"{len(fam.sharpes)} of this family's {fam.trials} trials (a journal counts from its registration, its "
-            "Sharpe unknown there): fewer than two, no spread to deflate by"
+            f"{len(fam.sharpes)} of this family's {fam.trials} trials (a journal's, once it has as many sessions): "
+            "fewer than two, no spread to deflate by"
         )
     return out
 

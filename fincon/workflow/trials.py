@@ -245,6 +245,32 @@ def append(path: Path | None, rows: Sequence[Mapping[str, Any]]) -> int:
         conn.close()
 
 
+def track(path: Path | None, rows: Sequence[Mapping[str, Any]]) -> None:
+    """A forward journal's trials brought up to date: each row replaces the one of its journal (its plan's
+    hash) and strategy, whatever window it had; a row not there yet is added (one trial a strategy)."""
+    if path is None or not rows:
+        return
+    conn = _connect(path)
+    keep = [k for k in COLUMNS if k not in ("config_hash", "strategy", "repeat", "role")]
+    try:
+        with conn:
+            for r in rows:
+                cur = conn.execute(
+                    f"UPDATE trials SET {', '.join(f'{k} = ?' for k in keep)} "
+                    "WHERE config_hash = ? AND strategy = ? AND role = ?",
+                    [*(r.get(k) for k in keep), r["config_hash"], r["strategy"], TRIAL],
+                )
+                if not cur.rowcount:
+                    now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+                    conn.execute(
+                        f"INSERT OR IGNORE INTO trials (first_seen, {', '.join(COLUMNS)}) "
+                        f"VALUES (?, {', '.join('?' for _ in COLUMNS)})",
+                        (now, *(r.get(k) for k in COLUMNS)),
+                    )
+    finally:
+        conn.close()
+
+
 def read(path: Path) -> list[dict[str, Any]]:
     """Every row in the order it was added (a row of a ledger from before the role: a trial)."""
     if not path.is_file():

@@ -1,0 +1,59 @@
+"""A forward journal in the trial ledger (fincon.workflow.trials): one trial per strategy from its
+registration, so that twenty journals cannot be started and the best one shown alone; each step brings
+the trial's window, return series and Sharpe up to date, so that a family of journals has the spread of
+Sharpe ratios a deflated Sharpe ratio needs (a registration alone has none)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+import sqlite3
+from typing import Any, Mapping
+
+from fincon.engine.result import BacktestResult
+from fincon.errors import ConfigError
+from fincon.workflow import trials
+from fincon.workflow.forward_plan import Plan
+
+log = logging.getLogger(__name__)
+
+
+def register(plan: Plan, entry: Mapping[str, Any]) -> None:
+    """The journal's trials at its registration (``entry``: the register entry), each a series of its own
+    until a step gives it the journal's (two strategies of one journal are two trials)."""
+
+    def own(name: str) -> list[float]:
+        return [1.0, 1.0 + int(hashlib.sha256(f"{entry['hash']}:{name}".encode()).hexdigest()[:8], 16) / 2**40]
+
+    first = str(plan.first)
+    trials.append(
+        trials.resolve(None),
+        [
+            _row(plan, entry, name, first, own(name), {"cr_pct": None, "sharpe": None})
+            for name in plan.config.strategies
+        ],
+    )
+
+
+def track(plan: Plan, entry: Mapping[str, Any], results: Mapping[str, BacktestResult], day: dt.date) -> None:
+    """Each strategy's trial after the session decided at ``day``: the replay's values and metrics to date.
+    A ledger that cannot be written is said in a warning: the session is sealed, the journal holds it."""
+    rows = [_row(plan, entry, name, str(day), list(r.values), r.metrics.as_dict()) for name, r in results.items()]
+    try:
+        trials.track(trials.resolve(None), rows)
+    except (ConfigError, sqlite3.Error, OSError) as exc:
+        log.warning("the trial ledger was not brought up to date (%s); the next step tries again", exc)
+
+
+def _row(plan: Plan, entry: Mapping[str, Any], name: str, end: str, values: list[float], metrics: Mapping[str, Any]):
+    return trials.row(
+        config_hash=entry["plan_sha256"],
+        strategy=name,
+        tickers=plan.config.tickers,
+        start=str(plan.first),
+        end=end,
+        values=values,
+        metrics=metrics,
+        knowledge=entry["models"].get(name),  # the model and its label, as the register entry seals them
+    )
