@@ -475,6 +475,25 @@ def test_a_full_disk_seals_nothing_and_the_next_step_completes_the_session(tmp_p
     assert main(["forward", "verify", "fw"]) == 0
 
 
+def _live_sma_journal(tmp_path, monkeypatch, fast: int, slow: int):
+    """A journal of sma-cross (``fast``/``slow``) on TSLA whose plan reads as live (each step is given its wall
+    time): the forward module, the journal's folder and the plan loader to put back before verify."""
+    import dataclasses
+
+    from fincon.workflow import forward
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    assert main(["forward", "init", "fw", "--ticker", "TSLA", "--strategy", "sma-cross", "--no-benchmark",
+                 "--param", f"sma-cross.fast={fast}", "--param", f"sma-cross.slow={slow}",
+                 "--simulate-from", START]) == 0  # fmt: skip
+    load = forward.Plan.load
+    monkeypatch.setattr(
+        forward.Plan, "load", classmethod(lambda cls, root: dataclasses.replace(load(root), simulated=False))
+    )
+    return forward, tmp_path / "fw", load
+
+
 @pytest.mark.slow
 def test_a_live_clock_decides_the_next_session_seals_missed_ones_and_never_goes_back(tmp_path, monkeypatch, capsys):
     """Issue 44 items 4 and 7 on the live clock (its wall time given; the plan read as live, the journal
@@ -482,21 +501,10 @@ def test_a_live_clock_decides_the_next_session_seals_missed_ones_and_never_goes_
     sessions no step ran are sealed missed and only the 12th is decided (no backfill); a clock that reads
     an earlier day decides nothing; a second step in the session says it is decided. And a plan edited
     after registration is named by verify."""
-    import dataclasses
     import datetime as dt
 
-    from fincon.workflow import forward
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
-    assert main(["forward", "init", "fw", "--ticker", "TSLA", "--strategy", "sma-cross", "--no-benchmark",
-                 "--param", "sma-cross.fast=2", "--param", "sma-cross.slow=4", "--simulate-from", START]) == 0  # fmt: skip
-    load = forward.Plan.load
-    monkeypatch.setattr(
-        forward.Plan, "load", classmethod(lambda cls, root: dataclasses.replace(load(root), simulated=False))
-    )
+    forward, root, load = _live_sma_journal(tmp_path, monkeypatch, 2, 4)
     utc = dt.timezone.utc
-    root = tmp_path / "fw"
     sealed = forward.step(root, now=dt.datetime(2022, 10, 7, 21, 30, tzinfo=utc))
     assert [(e["decided"], e["trades"]) for e in sealed] == [("2022-10-07", "2022-10-10")]
     sealed = forward.step(root, now=dt.datetime(2022, 10, 12, 21, 30, tzinfo=utc))
@@ -524,22 +532,11 @@ def test_a_missed_session_is_never_decided_by_a_later_replay(tmp_path, monkeypat
     missed 14th and 17th, and the 18th's sealed book held 4,393.70 shares at $229.50 where the journal's
     own decisions hold the 4,800.77 bought at the 13th's open at $208.30. On a missed session nothing is
     asked and every position is kept; the replay's decisions.jsonl marks it missed."""
-    import dataclasses
     import datetime as dt
 
     import pandas as pd
 
-    from fincon.workflow import forward
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
-    assert main(["forward", "init", "fw", "--ticker", "TSLA", "--strategy", "sma-cross", "--no-benchmark",
-                 "--param", "sma-cross.fast=1", "--param", "sma-cross.slow=2", "--simulate-from", START]) == 0  # fmt: skip
-    load = forward.Plan.load
-    monkeypatch.setattr(
-        forward.Plan, "load", classmethod(lambda cls, root: dataclasses.replace(load(root), simulated=False))
-    )
-    root = tmp_path / "fw"
+    forward, root, load = _live_sma_journal(tmp_path, monkeypatch, 1, 2)
     sealed = []
     decide = forward._decide
     for day in (5, 6, 7, 10, 11, 12, 18, 19):
