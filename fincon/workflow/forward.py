@@ -61,7 +61,14 @@ from fincon.llm.cache import CallCache
 from fincon.strategies.registry import make_strategy
 from fincon.workflow import forward_clock, forward_ledger
 from fincon.workflow.alpaca import AlpacaPaper, BrokerError, check_available, expected_after
-from fincon.workflow.forward_clock import EXCHANGE, next_session, previous_session, session_open, sessions
+from fincon.workflow.forward_clock import (
+    EXCHANGE,
+    next_session,
+    previous_session,
+    session_close,
+    session_open,
+    sessions,
+)
 from fincon.workflow.forward_plan import Plan, _frozen_config, a_hole, freeze
 from fincon.workflow.forward_state import keep_state, resume_for
 from fincon.workflow.journal import (
@@ -222,10 +229,15 @@ def step(
     leaves them sealed, and the user is told so)."""
     root = Path(root)
     sealed = Sealed(on_seal)
+    journal = Journal(root)
+    start = len(journal.entries())
     try:
         _step(root, until, progress, now, sealed)
     except BaseException as exc:
-        n = len({e["decided"] for e in sealed if e["kind"] == "session"})
+        try:  # the journal's count: a stop between a seal and its line on stdout leaves it unsaid, never uncounted
+            n = len({e["decided"] for e in journal.entries()[start:] if e["kind"] == "session"})
+        except FinconError:
+            n = len({e["decided"] for e in sealed if e["kind"] == "session"})
         if n and not isinstance(exc, FinconError):  # a stop (SIGTERM, Ctrl-C): what the CLI says on the way out
             exc.add_note(f"{workflow.KEPT}the {n} session{'s' if n > 1 else ''} this step sealed "
                          f"{'are' if n > 1 else 'is'} kept in {root}: step again to go on")  # fmt: skip
@@ -265,6 +277,10 @@ def _step(root: Path, until: dt.date | None, progress: bool, now: dt.datetime | 
                     f"{root}: the clock reads {wall.date()}, before the journal's last session {done[-1]}: a clock "
                     "that went backwards decides nothing"
                 )
+            if session_open(wall.date()) <= wall < (close := session_close(wall.date())):
+                print(f"fincon: {root}: the session {wall.date()} is open until {close:%H:%M} UTC; the decision for "
+                      f"{next_session(wall.date())} is made at its close: step after it", file=sys.stderr)  # fmt: skip
+                return
             trades = next_session(wall.date()) if session_open(wall.date()) <= wall else wall.date()
             # the decision is made at the last close before the session it trades
             day = previous_session(trades)

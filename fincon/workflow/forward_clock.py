@@ -88,7 +88,16 @@ def previous_session(day: dt.date) -> dt.date:
 
 def session_open(day: dt.date) -> dt.datetime:
     """The session's opening time, in UTC (``day`` a session, else the next one's)."""
+    return _bound(day, "session_open")
+
+
+def session_close(day: dt.date) -> dt.datetime:
+    """The session's closing time, in UTC (an early close's too; ``day`` a session, else the next one's)."""
+    return _bound(day, "session_close")
+
+
+def _bound(day: dt.date, which: str) -> dt.datetime:
     cal = _holding(day)
     t = pd.Timestamp(day)
     session = t if _quiet(cal.is_session, t) else _quiet(cal.date_to_session, t, "next")
-    return _quiet(cal.session_open, session).to_pydatetime()
+    return _quiet(getattr(cal, which), session).to_pydatetime()
