@@ -148,11 +148,12 @@ def test_train_hands_the_builder_only_its_own_flags(tmp_path):
     args = build_parser().parse_args(["train", "--brain", "rules", "--candidates", "tsla,msft", "--events", "sample"])
     for faked in ("strategies", "no_benchmark", "cash", "commission", "fill", "alpha", "beliefs", "protocol"):
         assert not hasattr(args, faked), faked  # no defaults for flags train does not have
-    assert (args.episodes, args.explore, args.lr) == (
-        TrainOptions.episodes,
-        TrainOptions.explore,
-        TrainOptions.lr,
-    )
+    # --explore is None unless given (so an --explore 0.3 the llm brain ignores is said): the training's default
+    # then, the one its help states
+    assert (args.episodes, args.explore, args.lr) == (TrainOptions.episodes, None, TrainOptions.lr)
+    sub = next(a for a in build_parser("train")._actions if isinstance(a, argparse._SubParsersAction))
+    explore = next(a for a in sub.choices["train"]._actions if a.dest == "explore")
+    assert explore.help.endswith(f"(default {TrainOptions.explore})")
     cfg = build_config(args)
     assert cfg.strategies == ["fincon"] and cfg.benchmark is False
     assert (cfg.start.isoformat(), cfg.end.isoformat()) == (TRAIN_START, TRAIN_END)
