@@ -802,6 +802,7 @@ def test_a_step_stopped_by_sigterm_says_what_it_sealed_and_kept(tmp_path):
     assert subprocess.run([*cli, "verify", "fw"], cwd=tmp_path, env=env, capture_output=True).returncode == 0
 
 
+@pytest.mark.slow  # 3.5 s on 2 cores: in make test, not in make test-fast
 def test_a_simulated_journal_seals_a_hole_in_its_data_missed_and_goes_on(tmp_path, monkeypatch, capsys):
     """A simulated journal on prices without 2022-10-12 (a halt, a vendor's gap) said 'stale data, nothing
     decided; the next step retries' at that session on every step, for good: its data never grows, so the
