@@ -143,7 +143,7 @@ class _Loop:
                         f"{view.date.date()}: they are not this window's"
                     )
                 decision = recorded_decision(entry)
-            elif view.date.strftime("%Y-%m-%d") in self.missed:
+            elif view.date.date() in self.missed:
                 decision = None
             else:
                 decision = self.strategy.decide(view)
@@ -155,7 +155,7 @@ class _Loop:
             self.values[i] = np.nan
             bts.env.runstop()
             return
-        self._record_decision(view.date, decision, weights, view.date.strftime("%Y-%m-%d") in self.missed)
+        self._record_decision(view.date, decision, weights, view.date.date() in self.missed)
         if self.settings.charge_llm:
             spent = float(self.strategy.spent_usd())
             if spent > self.charged:  # charged at this close: the cash is lower from the next bar on

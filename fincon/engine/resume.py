@@ -4,6 +4,7 @@ the strategy saved). The loop that uses them is :mod:`fincon.engine.backtest`.""
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -41,14 +42,14 @@ class Resume:
     loop feeds each to the broker as the strategy's decision of that day (the book comes out as it
     was, fill for fill) and asks the strategy only from the session after them, once it has loaded
     the state saved in ``state`` (None: the strategy is asked every day). ``save``: where the strategy's
-    state is saved after the run, for the next step. ``missed``: the days (ISO) of sessions the journal
+    state is saved after the run, for the next step. ``missed``: the days of sessions the journal
     sealed missed: no step ran, so the strategy is not asked on them and every position is kept (a
     later replay that asked would trade on decisions never sealed)."""
 
     decisions: tuple[Mapping[str, Any], ...] = ()
     state: Path | None = None
     save: Path | None = None
-    missed: frozenset[str] = frozenset()
+    missed: frozenset[dt.date] = frozenset()
 
 
 class StateError(FinconError):

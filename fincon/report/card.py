@@ -42,6 +42,7 @@ from fincon.engine.record import CONFIG, DECISIONS, METRICS, RunRecord
 from fincon.errors import DataError
 from fincon.llm import leakage
 from fincon.llm.knowledge import AUDITED, USER_SOURCE
+from fincon.llm.settings import LLMSettings
 from fincon.proportions import wilson
 from fincon.report.calibration import calibration
 from fincon.validation import format_validation_error
@@ -370,9 +371,12 @@ def llm_cost(ev: Evidence) -> Verdict:
     asked = ev.knowledge.get("label") not in (None, "no-model")
     if ev.broker.charge_llm:
         charged = (ev.metrics.get("costs") or {}).get("llm_charged_usd")
-        llm = ev.config.get("llm") or {}
-        row = "local" if llm.get("backend", "local") == "local" else llm.get("model")  # LLMSettings.price_key
-        if asked and (not charged if _finite(charged) else row not in (llm.get("prices") or {})):
+        try:  # the run's model and price table as the run read them
+            llm = LLMSettings.model_validate(ev.config.get("llm") or {})
+        except ValidationError:
+            llm = LLMSettings()
+        row = llm.price_key
+        if asked and (not charged if _finite(charged) else row not in llm.prices):
             return FAIL, (
                 f"model spend charged at $0.00: no price for the model {row} (--llm-prices FILE, USD per "
                 "million tokens)"

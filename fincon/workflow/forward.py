@@ -326,7 +326,7 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
         held = broker.reconcile(_expected_positions(sealed_so_far))
     out = root / REPLAY
     past = sealed_decisions(sealed_so_far)
-    skip = frozenset(str(d) for d in missed(sealed_so_far))  # sessions no step ran: nothing asked on them
+    skip = frozenset(missed(sealed_so_far))  # sessions no step ran: nothing asked on them
     if cfg.broker.charge_llm:  # the model's spend is charged on the day it is made: every session asked again
         resume = {name: Resume(missed=skip) for name in cfg.strategies}
     else:

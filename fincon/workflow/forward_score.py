@@ -93,10 +93,9 @@ def verify(root: Path) -> dict[str, Any]:
                                                                      "cache_path": str(root / CALLS)}})  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="fincon-verify-") as d:
         try:
-            skip = frozenset(str(d) for d in missed(entries))  # sessions no step ran: asked nothing there
             report = workflow.run_config(cfg, Path(d) / "replay", progress=False, replace=True, warn_knowledge=False,
                                 ledger=None, decide_last=True, plots=False,
-                                resume={name: Resume(missed=skip) for name in cfg.strategies})  # fmt: skip
+                                resume={name: Resume(missed=frozenset(missed(entries))) for name in cfg.strategies})  # fmt: skip
         except FinconError as exc:
             return {"ok": False, "problem": f"the replay could not run: {exc}{_other_code(entries[0])}",
                     "entries": len(entries), "replayed": 0}  # fmt: skip

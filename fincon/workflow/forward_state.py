@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 
 
 def resume_for(
-    root: Path, name: str, done: list[dt.date], past: dict[tuple[str, str], Any], missed: frozenset[str]
+    root: Path, name: str, done: list[dt.date], past: dict[tuple[str, str], Any], missed: frozenset[dt.date]
 ) -> engine.Resume:
     """How strategy ``name``'s replay starts: from the state the last step saved when it stands at the
     journal's last session, its recorded decisions the sealed ones and the code the same; otherwise
@@ -39,7 +39,7 @@ def resume_for(
     except (OSError, ValueError, DataError):
         return fresh
     sealed = sorted(d for (n, d) in past if n == name)
-    asked = [d for d in recorded if d["date"] not in missed]
+    asked = [d for d in recorded if dt.date.fromisoformat(d["date"]) not in missed]
     if (
         not done
         or meta.get("session") != str(done[-1])

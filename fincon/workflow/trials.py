@@ -254,21 +254,18 @@ def track(path: Path | None, rows: Sequence[Mapping[str, Any]]) -> None:
     keep = [k for k in COLUMNS if k not in ("config_hash", "strategy", "repeat", "role")]
     try:
         with conn:
-            for r in rows:
-                cur = conn.execute(
+            new = [
+                r
+                for r in rows
+                if not conn.execute(
                     f"UPDATE trials SET {', '.join(f'{k} = ?' for k in keep)} "
                     "WHERE config_hash = ? AND strategy = ? AND role = ?",
                     [*(r.get(k) for k in keep), r["config_hash"], r["strategy"], TRIAL],
-                )
-                if not cur.rowcount:
-                    now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-                    conn.execute(
-                        f"INSERT OR IGNORE INTO trials (first_seen, {', '.join(COLUMNS)}) "
-                        f"VALUES (?, {', '.join('?' for _ in COLUMNS)})",
-                        (now, *(r.get(k) for k in COLUMNS)),
-                    )
+                ).rowcount
+            ]
     finally:
         conn.close()
+    append(path, new)
 
 
 def read(path: Path) -> list[dict[str, Any]]:
@@ -340,7 +337,7 @@ class Family:
 
     @property
     def sharpes(self) -> list[float]:
-        """The daily Sharpe ratios the ledger holds for the scorable trials (a journal's is unknown)."""
+        """The daily Sharpe ratios the ledger holds for the scorable trials (a journal's once a step has given it)."""
         return [x for x in (_daily(r) for r in self.scorable) if x is not None]
 
     def sharpe_var(self) -> float:
