@@ -90,3 +90,39 @@ def test_a_line_a_stop_cut_short_was_never_sealed_and_is_written_over(tmp_path):
     es = j.entries()
     assert [e["seq"] for e in es] == [0, 1, 2, 3, 4] and _problems(j) == []
     assert j.path.read_text().startswith(whole) and j.path.read_text().endswith("}\n")
+
+
+def test_a_stop_after_the_whole_write_keeps_the_entry_a_reader_may_have_seen(tmp_path, monkeypatch):
+    """CI failed once on the SIGTERM step test: it saw a third session's whole line in the journal, sent
+    SIGTERM, and the journal then held two. The stop arrived while the write was synced, and the cleanup
+    meant for a write cut short truncated a line already whole on disk: a sealed entry that a reader
+    (`forward status`, a copy, a cron mail) had seen went away. A stop after the whole line is written keeps
+    it, synced; a failed write (a full disk) still keeps nothing."""
+    from fincon.workflow import journal as journal_mod
+
+    j = _journal(tmp_path)
+    before = j.path.read_text()
+    real_fsync = journal_mod.os.fsync
+    calls = []
+
+    def stopped_fsync(fd):
+        calls.append(fd)
+        if len(calls) == 1:
+            raise KeyboardInterrupt  # the stop, raised by the handler between the write and its sync
+        real_fsync(fd)
+
+    monkeypatch.setattr(journal_mod.os, "fsync", stopped_fsync)
+    with pytest.raises(KeyboardInterrupt):
+        j.append({"kind": "missed", "session": "2022-10-07"})
+    assert len(calls) == 2  # synced after all
+    es = j.entries()
+    assert len(es) == 4 and es[-1]["session"] == "2022-10-07" and _problems(j) == []
+    assert j.path.read_text().startswith(before)
+
+    def full_disk(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(journal_mod.os, "fsync", full_disk)
+    with pytest.raises(OSError):
+        j.append({"kind": "missed", "session": "2022-10-10"})
+    assert len(j.entries()) == 4 and _problems(j) == []

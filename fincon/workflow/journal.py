@@ -146,7 +146,8 @@ class Journal:
         here, chained) and append them in one write, synced before this
         returns: a session's entries for every strategy go in together, and a
         step stopped mid-write leaves no sealed line (a torn last line is
-        dropped and written over)."""
+        dropped and written over). A stop once the lines are whole keeps them
+        (a reader may have seen them); a failed write keeps none."""
         last = self.last()
         sealed = []
         for entry in entries:
@@ -163,6 +164,7 @@ class Journal:
             data = self.path.read_bytes()
             keep = data.rfind(b"\n") + 1  # a torn last line (a stop mid-write) is not kept
         data = memoryview("".join(canonical(e) + "\n" for e in sealed).encode("utf-8"))
+        whole = keep + len(data)
         with open(self.path, "r+b" if self.path.is_file() else "wb", buffering=0) as fh:  # unbuffered: undoable
             os.ftruncate(fh.fileno(), keep)
             fh.seek(keep)
@@ -170,8 +172,14 @@ class Journal:
                 while data:
                     data = data[fh.write(data) or 0 :]
                 os.fsync(fh.fileno())
-            except BaseException:  # a full disk mid-write: no strategy's entry of the session is kept
+            except Exception:  # a full disk: no strategy's entry of the session is kept
                 os.ftruncate(fh.fileno(), keep)
+                raise
+            except BaseException:  # a stop: a line already whole on disk may have been read, so it stays
+                if os.fstat(fh.fileno()).st_size == whole:
+                    os.fsync(fh.fileno())
+                else:
+                    os.ftruncate(fh.fileno(), keep)
                 raise
         return sealed
 
