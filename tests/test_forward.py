@@ -505,21 +505,21 @@ def test_a_live_clock_decides_the_next_session_seals_missed_ones_and_never_goes_
 
     forward, root, load = _live_sma_journal(tmp_path, monkeypatch, 2, 4)
     utc = dt.timezone.utc
-    sealed = forward.step(root, now=dt.datetime(2022, 10, 7, 21, 30, tzinfo=utc))
+    sealed = forward.step(root, clock=lambda: dt.datetime(2022, 10, 7, 21, 30, tzinfo=utc))
     assert [(e["decided"], e["trades"]) for e in sealed] == [("2022-10-07", "2022-10-10")]
-    sealed = forward.step(root, now=dt.datetime(2022, 10, 12, 21, 30, tzinfo=utc))
+    sealed = forward.step(root, clock=lambda: dt.datetime(2022, 10, 12, 21, 30, tzinfo=utc))
     assert [(e["kind"], e.get("session") or e["decided"]) for e in sealed] == [
         ("missed", "2022-10-10"), ("missed", "2022-10-11"), ("session", "2022-10-12")]  # fmt: skip
     with pytest.raises(forward.ForwardError, match="the clock reads 2022-10-11, before the journal's last session"):
-        forward.step(root, now=dt.datetime(2022, 10, 11, 21, 30, tzinfo=utc))
+        forward.step(root, clock=lambda: dt.datetime(2022, 10, 11, 21, 30, tzinfo=utc))
     capsys.readouterr()
     # before the 13th opens, the session it would trade is the 13th: decided already at the 12th's close
-    assert forward.step(root, now=dt.datetime(2022, 10, 13, 13, 0, tzinfo=utc)) == []
+    assert forward.step(root, clock=lambda: dt.datetime(2022, 10, 13, 13, 0, tzinfo=utc)) == []
     assert "the session 2022-10-13 is decided already" in capsys.readouterr().err
     # while the 13th trades, its close is not known: a step then decided "at the 13th's close" on a live source's
     # intraday bar (its last row is today's, at the price of the moment) and froze that price as the close
     before = (root / "journal.jsonl").read_bytes()
-    assert forward.step(root, now=dt.datetime(2022, 10, 13, 17, 0, tzinfo=utc)) == []
+    assert forward.step(root, clock=lambda: dt.datetime(2022, 10, 13, 17, 0, tzinfo=utc)) == []
     assert capsys.readouterr().err == (
         f"fincon: {root}: the session 2022-10-13 is open until 20:00 UTC; the decision for 2022-10-14 is made at "
         "its close: step after it\n"
@@ -552,9 +552,9 @@ def test_a_missed_session_is_never_decided_by_a_later_replay(tmp_path, monkeypat
         if day == 18:  # the 18th's session cannot be decided at first: the missed ones are sealed once all the same
             monkeypatch.setattr(forward, "_decide", lambda *a: (_ for _ in ()).throw(forward.ForwardError("down")))
             with pytest.raises(forward.ForwardError, match="down"):
-                forward.step(root, now=dt.datetime(2022, 10, 18, 21, 30, tzinfo=dt.timezone.utc))
+                forward.step(root, clock=lambda: dt.datetime(2022, 10, 18, 21, 30, tzinfo=dt.timezone.utc))
             monkeypatch.setattr(forward, "_decide", decide)
-        sealed += forward.step(root, now=dt.datetime(2022, 10, day, 21, 30, tzinfo=dt.timezone.utc))
+        sealed += forward.step(root, clock=lambda: dt.datetime(2022, 10, day, 21, 30, tzinfo=dt.timezone.utc))
     entries = [json.loads(x) for x in (root / "journal.jsonl").read_text().splitlines()]
     assert [e.get("session") for e in entries if e["kind"] == "missed"] == ["2022-10-13", "2022-10-14", "2022-10-17"]
     assert [(e["decided"], e["decision"]["weights"]) for e in sealed if (e.get("decision") or {}).get("weights")] == [
@@ -567,6 +567,45 @@ def test_a_missed_session_is_never_decided_by_a_later_replay(tmp_path, monkeypat
     assert [d["date"] for d in replayed if d.get("missed")] == ["2022-10-13", "2022-10-14", "2022-10-17"]
     monkeypatch.setattr(forward.Plan, "load", load)
     assert main(["forward", "verify", "fw"]) == 0
+
+
+@pytest.mark.slow
+def test_a_live_decision_ready_after_the_open_is_sealed_missed_and_verify_refuses_a_late_seal(tmp_path, monkeypatch):
+    """Nothing compared a seal's time with the open of the session it trades: a live step begun at 13:00 UTC
+    whose model took 40 minutes sealed its decision at 13:40, after the 10th opened at 13:30 (its open
+    price known by then), and verify passed it; a chain re-signed with such a time verified too. A decision
+    ready only after the open is sealed missed with the time and the reason; verify names an entry sealed
+    at or after its session's open. (The seal's time is the step's clock: the wall clock, or a test's.)"""
+    import datetime as dt
+
+    from fincon.workflow.forward_score import verify
+
+    forward, root, load = _live_sma_journal(tmp_path, monkeypatch, 2, 4)
+    utc = dt.timezone.utc
+    readings = iter([dt.datetime(2022, 10, 10, 13, 0, tzinfo=utc), dt.datetime(2022, 10, 10, 13, 40, tzinfo=utc)])
+    sealed = forward.step(root, clock=lambda: next(readings))
+    assert [(e["kind"], e["session"], e["sealed_at"]) for e in sealed] == [
+        ("missed", "2022-10-07", "2022-10-10T13:40:00+00:00")]  # fmt: skip
+    assert sealed[0]["reason"] == (
+        "decided at 2022-10-10 13:40:00 UTC, after 2022-10-10 opened at 13:30 UTC: too late to trade it (a slow "
+        "model or machine: step earlier)"
+    )
+    sealed = forward.step(root, clock=lambda: dt.datetime(2022, 10, 10, 21, 0, tzinfo=utc))
+    assert [(e["decided"], e["trades"], e["sealed_at"]) for e in sealed] == [
+        ("2022-10-10", "2022-10-11", "2022-10-10T21:00:00+00:00")]  # fmt: skip
+    monkeypatch.setattr(forward.Plan, "load", load)
+    assert main(["forward", "verify", "fw"]) == 0
+    # the author re-signs the chain with the session sealed after the 11th opened: every hash holds
+    journal = forward.Journal(root)
+    entries = journal.entries()
+    entries[-1]["sealed_at"] = "2022-10-11T13:45:00+00:00"
+    (root / "journal.jsonl").unlink()
+    journal.append_all([{k: v for k, v in e.items() if k not in ("seq", "prev_hash", "hash")} for e in entries])
+    res = verify(root)
+    assert not res["ok"] and res["problem"] == (
+        "entry 2 (seq 2, session sma-cross 2022-10-10): sealed at 2022-10-11T13:45:00+00:00, once 2022-10-11 "
+        "had opened (2022-10-11 13:30 UTC): a decision sealed after the open of its session settles nothing"
+    )
 
 
 @pytest.mark.slow
@@ -838,11 +877,11 @@ def test_a_simulated_journal_seals_a_hole_in_its_data_missed_and_goes_on(tmp_pat
     decide = forward._decide
     calls = []
 
-    def stops_once(root, plan, journal, day, progress):
+    def stops_once(root, plan, journal, day, *rest):
         calls.append(str(day))
         if str(day) == "2022-10-19" and calls.count("2022-10-19") == 1:
             raise forward.ForwardError("the source is down; nothing decided, the next step retries")
-        return decide(root, plan, journal, day, progress)
+        return decide(root, plan, journal, day, *rest)
 
     monkeypatch.setattr(forward, "_decide", stops_once)
     prices.joinpath("TSLA.csv").write_text(

@@ -78,18 +78,21 @@ from fincon.workflow.journal import (
     PLAN_FILE,
     REPLAY,
     STATE,
+    Clock,
     ForwardError,
     Journal,
     JournalError,
+    Late,
     Sealed,
     StaleSource,
     decided,
     missed,
-    now_utc,
     sealed_decisions,
     sealed_part,
     settled,
+    stamp,
     verify_chain,
+    wall_clock,
 )
 from fincon.workflow.model_checks import check_knowledge, knowledge, warn_run_without_model
 
@@ -145,7 +148,7 @@ def init(
     entry = journal.append(
         {
             "kind": "register",
-            "sealed_at": now_utc(),
+            "sealed_at": stamp(),
             "simulated": plan.simulated,
             "first_session": str(first),
             "plan_sha256": hashlib.sha256((root / PLAN_FILE).read_bytes()).hexdigest(),
@@ -221,18 +224,20 @@ def step(
     *,
     until: dt.date | None = None,
     progress: bool = False,
-    now: dt.datetime | None = None,
+    clock: Clock = wall_clock,
     on_seal: Callable[[dict[str, Any]], None] = lambda entry: None,
 ):
     """Decide the next session (or, simulated, every session up to ``until``); returns the sealed entries,
     each also handed to ``on_seal`` as it is sealed (said at once: a stop or an error later in the step
-    leaves them sealed, and the user is told so)."""
+    leaves them sealed, and the user is told so). ``clock`` (UTC) says which session is next on a live
+    journal and stamps every seal; a live decision ready only once the session it trades has opened is
+    sealed missed, never as a decision."""
     root = Path(root)
     sealed = Sealed(on_seal)
     journal = Journal(root)
     start = len(journal.entries())
     try:
-        _step(root, until, progress, now, sealed)
+        _step(root, until, progress, clock, sealed)
     except BaseException as exc:
         try:  # the journal's count: a stop between a seal and its line on stdout leaves it unsaid, never uncounted
             n = len({e["decided"] for e in journal.entries()[start:] if e["kind"] == "session"})
@@ -245,7 +250,7 @@ def step(
     return list(sealed)
 
 
-def _step(root: Path, until: dt.date | None, progress: bool, now: dt.datetime | None, sealed: Sealed) -> None:
+def _step(root: Path, until: dt.date | None, progress: bool, clock: Clock, sealed: Sealed) -> None:
     plan = Plan.load(root)
     journal = Journal(root)
     with locked(root):
@@ -271,7 +276,7 @@ def _step(root: Path, until: dt.date | None, progress: bool, now: dt.datetime | 
                       target <= done[-1] else f"fincon: {root}: nothing to decide up to {last}", file=sys.stderr)  # fmt: skip
                 return
         else:
-            wall = now or dt.datetime.now(dt.timezone.utc)
+            wall = clock()
             if done and wall.date() < done[-1]:
                 raise ForwardError(
                     f"{root}: the clock reads {wall.date()}, before the journal's last session {done[-1]}: a clock "
@@ -291,19 +296,22 @@ def _step(root: Path, until: dt.date | None, progress: bool, now: dt.datetime | 
                 return
             gap = sessions(next_session(done[-1]), day) if done else []
             for lost in [d for d in gap[:-1] if d not in gone]:
-                sealed.append(journal.append({"kind": "missed", "session": str(lost), "sealed_at": now_utc(),
+                sealed.append(journal.append({"kind": "missed", "session": str(lost), "sealed_at": stamp(clock),
                                               "reason": "no step ran for this session"}))  # fmt: skip
             todo = [day]
         for day in todo:
             try:
-                for entry in _decide(root, plan, journal, day, progress):
+                for entry in _decide(root, plan, journal, day, progress, clock):
                     sealed.append(entry)
+            except Late as exc:
+                sealed.append(journal.append({"kind": "missed", "session": str(day), "sealed_at": exc.at,
+                                              "reason": str(exc)}))  # fmt: skip
             except StaleSource as exc:
                 if not (plan.simulated and a_hole(plan, exc, todo[-1])):
                     raise
                 # the simulated clock has passed a session its data never holds: missed, as a live one seals it
                 reason = f"{exc.ticker}: the source has no bar for {day} and has later ones: a hole in its data"
-                sealed.append(journal.append({"kind": "missed", "session": str(day), "sealed_at": now_utc(),
+                sealed.append(journal.append({"kind": "missed", "session": str(day), "sealed_at": stamp(clock),
                                               "reason": reason}))  # fmt: skip
             except OSError as exc:  # a full disk, a folder made read-only: before the seal, nothing is sealed
                 where = f" ({exc.filename})" if exc.filename else ""
@@ -313,7 +321,7 @@ def _step(root: Path, until: dt.date | None, progress: bool, now: dt.datetime | 
                 ) from None
 
 
-def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bool) -> list[dict[str, Any]]:
+def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bool, clock: Clock = wall_clock) -> list:
     """Freeze the inputs of ``day``, run the strategies from the first session to it, check the sealed
     decisions come out again and seal this one's."""
 
@@ -355,6 +363,10 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
                     f"{name} on {d['date']}: the sealed decision is not reproduced from the frozen inputs "
                     "(edited inputs, another model, or fincon changed); nothing sealed"
                 )
+    at, opens = clock(), session_open(next_session(day))
+    if not plan.simulated and at >= opens:  # its open is known by now: a decision sealed now could trade on it
+        raise Late(f"decided at {at:%Y-%m-%d %H:%M:%S} UTC, after {next_session(day)} opened at {opens:%H:%M} UTC: "
+                   "too late to trade it (a slow model or machine: step earlier)", at.isoformat(timespec="seconds"))  # fmt: skip
     entries = []
     books: dict[str, str] = {}
     for name, result in report.results.items():
@@ -378,7 +390,7 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
                 "strategy": name,
                 "decided": str(day),
                 "trades": str(next_session(day)),
-                "sealed_at": now_utc(),
+                "sealed_at": at.isoformat(timespec="seconds"),
                 "simulated": plan.simulated,
                 "inputs": frozen,
                 "model": {k: model.get(k) for k in ("model", "cutoff", "label")},

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from fincon.errors import FinconError
+from fincon.workflow.forward_clock import session_open
 
 JOURNAL = "journal.jsonl"
 INPUTS = "inputs"
@@ -62,6 +63,14 @@ class ForwardError(FinconError):
     nothing sealed; the next step retries."""
 
     exit_code = 1
+
+
+class Late(ForwardError):
+    """A live decision ready only after the session it trades opened (``at``: when): sealed missed."""
+
+    def __init__(self, message: str, at: str):
+        super().__init__(message)
+        self.at = at
 
 
 class StaleSource(ForwardError):
@@ -184,8 +193,18 @@ class Journal:
         return sealed
 
 
-def now_utc() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+#: a step's clock: UTC now (the machine's, or a test's)
+Clock = Callable[[], dt.datetime]
+
+
+def wall_clock() -> dt.datetime:
+    """The machine's clock, in UTC: a live journal's time (tests hand a step their own)."""
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def stamp(clock: Clock = wall_clock) -> str:
+    """A seal's time as the journal writes it."""
+    return clock().isoformat(timespec="seconds")
 
 
 #: the plan a journal registers (plan.yaml), its hash sealed in the register entry
@@ -225,6 +244,10 @@ def verify_chain(entries: list[dict[str, Any]], root: Path) -> Iterator[str]:
             yield f"{where}: the first entry is not the plan's registration"
             return
         prev = e["hash"]
+        late = _sealed_late(e)
+        if late:
+            yield f"{where}: {late}"
+            return
         plan = root / PLAN_FILE
         if (
             e.get("plan_sha256")
@@ -247,6 +270,20 @@ def verify_chain(entries: list[dict[str, Any]], root: Path) -> Iterator[str]:
             if why:
                 yield f"{where}: {why}"
                 return
+
+
+def _sealed_late(e: Mapping[str, Any]) -> str | None:
+    """Why a live entry was sealed too late to say what was known before its session: a decision at or
+    after the open of the session it trades, a registration at or after its first session's open."""
+    day = e.get("trades") if e.get("kind") == "session" else e.get("first_session")
+    if e.get("simulated") is not False or not day or e.get("kind") not in ("session", "register"):
+        return None
+    at, opens = dt.datetime.fromisoformat(e["sealed_at"]), session_open(dt.date.fromisoformat(day))
+    if at < opens:
+        return None
+    what = "a decision" if e["kind"] == "session" else "a registration"
+    return (f"sealed at {e['sealed_at']}, once {day} had opened ({opens:%Y-%m-%d %H:%M} UTC): {what} sealed after "
+            "the open of its session settles nothing")  # fmt: skip
 
 
 def _check_call(root: Path, call: Mapping[str, Any]) -> str | None:
