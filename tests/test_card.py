@@ -100,6 +100,21 @@ def test_counterfactual_robustness_passes_only_an_edge_no_placebo_keeps():
     assert verdict == PASS and measured.startswith("an edge of +6.00 pp over buy-and-hold that no placebo keeps")
 
 
+def test_counterfactual_robustness_fails_an_edge_whose_placebo_the_experiment_flagged():
+    """The card passed "an edge no placebo keeps" beside the experiment's own flag on that placebo: with every
+    tone reversed, 95 % of the team's decisions were the same ("the news barely matters"), yet the placebo's
+    CR came out below buy-and-hold and the row passed. An edge the experiment's placebo says does not come
+    from the news is no pass; the flag is named (a rolling evaluation's, once most windows raise it)."""
+    from fincon.report.card import FAIL, PASS, counterfactual_robustness
+
+    flag = "95% of decisions unchanged with every tone reversed: the news barely matters"
+    flipped = {"flip-tone": _placebo(-3.0, 8.0, 2.0, 2.0, prediction_consistency=0.95, flags=[flag])}
+    verdict, measured = counterfactual_robustness(_evidence({"placebo": flipped}))
+    assert verdict == FAIL and measured.startswith(f"an edge of +6.00 pp over buy-and-hold, but flip-tone: {flag}; ")
+    unflagged = {"flip-tone": _placebo(-3.0, 8.0, 2.0, 2.0, flags=[])}
+    assert counterfactual_robustness(_evidence({"placebo": unflagged}))[0] == PASS
+
+
 def test_disaggregation_passes_only_an_analyst_better_than_a_coin_by_its_interval():
     """Issue 42 item 4: analysts at 48-52 % (a coin) are reported, none informative; one at 70 % of
     200 calls is informative by a Bonferroni-adjusted Wilson interval."""

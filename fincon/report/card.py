@@ -236,8 +236,9 @@ def counterfactual_robustness(ev: Evidence) -> Verdict:
     """Does the team's edge depend on what it reads? A pass needs an edge over
     buy-and-hold on the real corpus that no placebo keeps: a placebo run that
     does as well or better, or still beats buy-and-hold on its own market,
-    shows the edge came from elsewhere; a team with no edge has nothing a
-    placebo could remove."""
+    or that the experiment flags (decisions unchanged with the tone
+    reversed), shows the edge came from elsewhere; a team with no edge has
+    nothing a placebo could remove."""
     placebo = ev.results.get("placebo") or {}
     if not placebo:
         return FAIL, "no placebo run (fincon experiment --placebo shuffle-news,flip-tone,price-twin)"
@@ -266,6 +267,9 @@ def counterfactual_robustness(ev: Evidence) -> Verdict:
             f"the edge ({_pp(edge)} over buy-and-hold) survives {', '.join(survived)}: the placebo run does as well, "
             "or still beats buy-and-hold; " + "; ".join(parts)
         )
+    flagged = [f"{k}: {'; '.join(p['flags'])}" for k, p in placebo.items() if p.get("flags")]
+    if flagged:  # the experiment's own reading of its placebo: the edge does not come from the information
+        return FAIL, f"an edge of {_pp(edge)} over buy-and-hold, but {'; '.join(flagged)}; " + "; ".join(parts)
     return PASS, f"an edge of {_pp(edge)} over buy-and-hold that no placebo keeps; " + "; ".join(parts)
 
 
