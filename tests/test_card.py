@@ -50,10 +50,11 @@ def test_calibration_by_hand():
     cal = calibration(day(100.0, 101.0, [up, down, flat]))  # the close rose: news right, 10-q wrong
     assert cal["calls"] == 3 and cal["directional"] == 2  # a neutral call counts in Brier (p = 0.5), not in hits
     assert cal["brier"] == pytest.approx(((0.9 - 1) ** 2 + (0.2 - 1) ** 2 + (0.5 - 1) ** 2) / 3)
-    assert cal["by_analyst"] == {
-        "10-q": {"n": 1, "hits": 0, "hit_rate": 0.0},
-        "news": {"n": 1, "hits": 1, "hit_rate": 1.0},
+    assert cal["by_analyst"] == {  # chance: a bearish call before a rise hits never, a bullish one always
+        "10-q": {"n": 1, "hits": 0, "hit_rate": 0.0, "chance": 0.0},
+        "news": {"n": 1, "hits": 1, "hit_rate": 1.0, "chance": 1.0},
     }
+    assert cal["base_rate"] == 1.0 and cal["brier_base"] == 0.0  # every call was followed by a rise
 
 
 def test_a_rolling_card_takes_the_worst_window_label_of_the_team():
@@ -120,12 +121,14 @@ def test_disaggregation_passes_only_an_analyst_better_than_a_coin_by_its_interva
     200 calls is informative by a Bonferroni-adjusted Wilson interval."""
     from fincon.report.card import FAIL, PASS, disaggregation
 
-    def decisions(rates):
+    def decisions(rates):  # 200 days, the close up on even ones; each analyst right on its first rate * 200
         out = []
         for i in range(200):
-            agents = [{"agent": f"{k}/T", "direction": "bullish" if i < rate * 200 else "bearish", "confidence": 0.5}
-                      for k, rate in rates.items()]  # fmt: skip
-            out += [{"record": {"closes": {"T": 100.0}, "agents": agents}}, {"record": {"closes": {"T": 101.0}}}]
+            rise = i % 2 == 0
+            agents = [{"agent": f"{k}/T", "direction": "bullish" if rise == (i < rate * 200) else "bearish",
+                       "confidence": 0.5} for k, rate in rates.items()]  # fmt: skip
+            out += [{"record": {"closes": {"T": 100.0}, "agents": agents}},
+                    {"record": {"closes": {"T": 101.0 if rise else 99.0}}}]  # fmt: skip
         return out
 
     coin = decisions({"news": 0.48, "10-q": 0.52, "10-k": 0.50})
@@ -279,7 +282,7 @@ def _days(moves, confidence):
 def test_calibration_passes_only_below_a_coin_by_more_than_its_uncertainty():
     """A Brier score under 0.25 over a few days is a coin's within its noise: the point passes
     only when the one-sided 95 % upper bound (standard error clustered by day) is under 0.25."""
-    from fincon.report.card import FAIL, PASS, Evidence, calibration_point
+    from fincon.report.card import FAIL, Evidence, calibration_point
 
     def ev(decisions):
         return Evidence(Path("x"), None, None, None, {}, {}, {}, decisions)
@@ -294,9 +297,51 @@ def test_calibration_passes_only_below_a_coin_by_more_than_its_uncertainty():
     # 40 days at P(up) 0.8, up on 36: mean (36 * .04 + 4 * .64) / 40 = 0.1, upper 0.1 + 1.645 * 0.02882
     many = calibration(_days([1] * 36 + [-1] * 4, 0.6))
     assert many["brier"] == pytest.approx(0.1) and many["brier_upper_95"] == pytest.approx(0.1474, abs=1e-4)
-    assert calibration_point(ev(_days([1] * 36 + [-1] * 4, 0.6)))[0] == PASS
+    # (always bullish while the market rose on 36 of 40: below a coin, not below the base rate: see
+    # test_a_bull_market_is_no_skill_calibration_and_disaggregation_judge_against_the_base_rate)
     one = calibration_point(ev(_days([1], 0.9)))  # Brier 0.0025 on one day: no spread, no pass
     assert one[0] == FAIL and "(one day: no bound)" in one[1]
+
+
+def test_a_bull_market_is_no_skill_calibration_and_disaggregation_judge_against_the_base_rate():
+    """The card passed calibration for an analyst that said "bullish, confidence 0.6" every day of a market
+    that rose on 36 of 40 (Brier 0.100, upper bound 0.147 < a coin's 0.25), though always saying the base
+    rate, P(up) = 0.9, scores 0.090: its calls told nothing the market's drift did not. And disaggregation
+    named "informative" an analyst bullish on 70 % of 200 days of a market that rose every day: its hit rate
+    is its bullish share. Both are judged against the base rate: calibration passes a Brier under the base
+    rate's (and a coin's) by more than its noise; an analyst is informative when its hit rate beats what its
+    own mix of bullish and bearish calls would score by chance on those days."""
+    from fincon.report.card import FAIL, PASS, Evidence, calibration_point, disaggregation
+
+    def ev(decisions):
+        return Evidence(Path("x"), None, None, None, {}, {}, {}, decisions)
+
+    drift = _days([1] * 36 + [-1] * 4, 0.6)
+    cal = calibration(drift)
+    assert cal["base_rate"] == pytest.approx(0.9) and cal["brier_base"] == pytest.approx(0.09)
+    verdict, said = calibration_point(ev(drift))
+    assert verdict == FAIL and "the base rate (up after 90% of the calls) scores 0.090" in said, said
+    # 40 days, up on 24: the analyst bullish before each rise and bearish before each fall scores 0.040 against
+    # the base rate's 0.240 (excess -0.200, at most -0.174): skill. (On the 36-of-40 market above, 4 falls
+    # are too few to show it: the bound of the excess is above 0.)
+    moves = [1, 1, 1, -1, -1] * 8 + [1]
+    closes = [100.0]
+    for m in moves[:-1]:
+        closes.append(closes[-1] + m)
+    right = [{"record": {"closes": {"T": c}, "agents": [{"agent": "news/T", "confidence": 0.6,
+              "direction": "bullish" if m > 0 else "bearish"}]}} for c, m in zip(closes, moves)]  # fmt: skip
+    assert calibration(right)["over_base_upper_95"] == pytest.approx(-0.2 + 1.645 * 0.01569, abs=1e-4)
+    assert calibration_point(ev(right))[0] == PASS
+
+    def bull(rate):  # 200 days, every close up; the analyst bullish on the first rate * 200 of them
+        out = []
+        for i in range(200):
+            agents = [{"agent": "news/T", "direction": "bullish" if i < rate * 200 else "bearish", "confidence": 0.5}]
+            out += [{"record": {"closes": {"T": 100.0}, "agents": agents}}, {"record": {"closes": {"T": 101.0}}}]
+        return out
+
+    verdict, measured = disaggregation(ev(bull(0.7)))
+    assert verdict == FAIL and "news 70% [" in measured and "by chance 70%" in measured, measured
 
 
 def test_temporal_integrity_passes_a_masked_run_only_when_its_audit_shows_it_blind():

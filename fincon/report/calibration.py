@@ -10,8 +10,11 @@ from typing import Any
 
 def calibration(decisions: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Each analyst's direction and confidence against the next close's move:
-    hit rate by confidence bucket, the Brier score of P(up) = 0.5 +/- conf/2,
-    and per analyst kind the hit rate and the count of directional calls."""
+    hit rate by confidence bucket, the Brier score of P(up) = 0.5 +/- conf/2
+    beside the base rate's (always saying the share of rises: a bull market's
+    "bullish" every day is no skill), and per analyst kind the hit rate, the
+    count of directional calls and ``chance``, the hit rate its own mix of
+    bullish and bearish calls would score on those days if it told nothing."""
     rows = []
     for i, (d, nxt) in enumerate(zip(decisions, decisions[1:])):
         rec, rec2 = d.get("record") or {}, nxt.get("record") or {}
@@ -45,13 +48,19 @@ def calibration(decisions: list[dict[str, Any]]) -> dict[str, Any] | None:
     for kind in sorted({r[0] for r in directional}):
         sel = [r for r in directional if r[0] == kind]
         hits = sum((r[1] == "bullish") == (r[4] == 1.0) for r in sel)
-        per[kind] = {"n": len(sel), "hits": hits, "hit_rate": round(hits / len(sel), 4)}
+        bullish, up = (sum(r[1] == "bullish" for r in sel) / len(sel), sum(r[4] for r in sel) / len(sel))
+        per[kind] = {"n": len(sel), "hits": hits, "hit_rate": round(hits / len(sel), 4),
+                     "chance": round(bullish * up + (1 - bullish) * (1 - up), 4)}  # fmt: skip
+    base = sum(r[4] for r in rows) / len(rows)  # the share of calls followed by a rise: the drift, in hindsight
     return {
         "calls": len(rows),
         "directional": len(directional),
         "brier": round(brier, 4),
         "days": len({r[5] for r in rows}),
         "brier_upper_95": _upper_by_day([((r[3] - r[4]) ** 2, r[5]) for r in rows]),
+        "base_rate": round(base, 4),
+        "brier_base": round(base * (1 - base), 4),
+        "over_base_upper_95": _upper_by_day([((r[3] - r[4]) ** 2 - (base - r[4]) ** 2, r[5]) for r in rows]),
         "by_confidence": buckets,
         "by_analyst": per,
     }

@@ -22,7 +22,8 @@ the next close the record holds).
 Each point is one function of the directory's :class:`Evidence` returning
 its verdict and the number behind it, listed in :data:`CHECKS`; a verdict
 follows from its numbers (a placebo a team with no edge "passes" is a fail,
-analysts no better than a coin are "none informative").
+analysts no better than a coin, or than their own bias in a drifting market,
+are "none informative").
 """
 
 from __future__ import annotations
@@ -274,17 +275,25 @@ def counterfactual_robustness(ev: Evidence) -> Verdict:
 
 
 def calibration_point(ev: Evidence) -> Verdict:
-    """Do the analysts' stated confidences match how often they are right?"""
+    """Do the analysts' stated confidences match how often they are right, better than the drift?
+    A pass needs the Brier score under a coin's 0.25 and under the base rate's (always saying the
+    share of rises), each by more than its noise (one-sided 95 % bounds, clustered by day)."""
     cal = ev.calibration
     if not cal:
         return NONE, "no team records with analysts' confidences"
     buckets = ", ".join(f"{b} {v['hit_rate']:.0%} (n={v['n']})" for b, v in cal["by_confidence"].items())
-    upper = cal["brier_upper_95"]
+    upper, over = cal["brier_upper_95"], cal.get("over_base_upper_95")
     bound = f"95 % upper bound {upper:.3f}, by day" if upper is not None else "one day: no bound"
-    # a pass needs the score below a coin's by more than its uncertainty, not a point estimate under 0.25
-    return PASS if upper is not None and upper < 0.25 else FAIL, (
+    base = (
+        f"; the base rate (up after {cal['base_rate']:.0%} of the calls) scores {cal['brier_base']:.3f}"
+        + (f", the Brier's excess over it at most {over:+.3f}" if over is not None else "")
+        if "base_rate" in cal
+        else ""
+    )
+    ok = upper is not None and upper < 0.25 and over is not None and over < 0
+    return PASS if ok else FAIL, (
         f"Brier {cal['brier']:.3f} ({bound}) over {cal['calls']} analyst calls on {cal['days']} days (0.25: a "
-        f"coin); hit rate of the {cal['directional']} bullish or bearish ones by confidence {buckets}"
+        f"coin){base}; hit rate of the {cal['directional']} bullish or bearish ones by confidence {buckets}"
     )
 
 
@@ -309,8 +318,10 @@ def numerical_execution(ev: Evidence) -> Verdict:
 
 def disaggregation(ev: Evidence) -> Verdict:
     """What is each analyst's call worth? A pass needs at least one analyst
-    whose hit rate is above a coin's by a Wilson interval that excludes 50 %,
-    at 95 % over all analysts together (Bonferroni: each at 1 - 0.05/k)."""
+    whose hit rate is above chance by a Wilson interval that excludes it, at
+    95 % over all analysts together (Bonferroni: each at 1 - 0.05/k); chance
+    is a coin's 50 % or, if higher, what the analyst's own mix of bullish and
+    bearish calls scores on those days (bullish every day of a rise is no call)."""
 
     cal = ev.calibration
     per = (cal or {}).get("by_analyst") or {}
@@ -320,13 +331,14 @@ def disaggregation(ev: Evidence) -> Verdict:
     rows, informative = [], []
     for kind, v in per.items():
         lo, hi = wilson(v["hits"], v["n"], level)
-        rows.append(f"{kind} {v['hit_rate']:.0%} [{lo:.0%}, {hi:.0%}] (n={v['n']})")
-        if lo > 0.5:
+        chance = max(0.5, v.get("chance", 0.5))  # its own bias on those days: all-bullish in a rise scores its share
+        rows.append(f"{kind} {v['hit_rate']:.0%} [{lo:.0%}, {hi:.0%}] by chance {chance:.0%} (n={v['n']})")
+        if lo > chance:
             informative.append(kind)
     how = f"hit rate by analyst, Wilson {level:.1%} intervals (Bonferroni over {len(per)}): " + ", ".join(rows)
     if informative:
         return PASS, f"informative: {', '.join(informative)}; {how}"
-    return FAIL, f"reported, none informative (every interval includes a coin's 50 %); {how}"
+    return FAIL, f"reported, none informative (every interval includes chance); {how}"
 
 
 def point_in_time(ev: Evidence) -> Verdict:
