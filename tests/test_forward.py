@@ -608,6 +608,34 @@ def test_a_live_decision_ready_after_the_open_is_sealed_missed_and_verify_refuse
     )
 
 
+def test_a_step_refuses_weights_other_than_the_ones_registered(tmp_path, monkeypatch, capsys):
+    """The register entry seals a local model's weights sha256, and nothing read it again: a GGUF of the
+    user's swapped between steps (a fine-tune that knows what came later) decided the next sessions under
+    the registered name, and verify (answered from the journal's calls) could not tell. Each step hashes the
+    weights in full (not the size-and-mtime stamp, which a copy with its mtime set back fools) and refuses
+    other ones before anything is asked."""
+    import os
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    model = tmp_path / "mine.gguf"
+    model.write_bytes(b"\0" * 4096)
+    assert main(["forward", "init", "fw", "--ticker", "TSLA", "--strategy", "llm-trader", "--no-benchmark",
+                 "--llm-backend", "local", "--llm-model", str(model), "--llm-knowledge-cutoff", "2019-01-01",
+                 "--simulate-from", START]) == 0  # fmt: skip
+    capsys.readouterr()
+    # the same weights: the step goes on to load them (these are no GGUF, which it then says)
+    assert main(["forward", "step", "fw", "--no-progress"]) == 2
+    assert "is not a GGUF file" in capsys.readouterr().err
+    stat = model.stat()
+    model.write_bytes(b"\1" * 4096)  # other weights, the same size, the mtime set back
+    os.utime(model, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert main(["forward", "step", "fw", "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "llm-trader: the weights of " in err and "differ from the ones registered" in err, err
+    assert len((tmp_path / "fw" / "journal.jsonl").read_text().splitlines()) == 1  # nothing sealed
+
+
 @pytest.mark.slow
 def test_score_reports_what_a_backtest_does_and_draws_the_charts_a_step_leaves_out(tmp_path, monkeypatch, capsys):
     """Issue 44 item 3: a step's replay writes no chart (score draws them: a step need not pay for one each

@@ -56,9 +56,7 @@ from fincon.engine.resume import Resume, StateError
 from fincon.errors import CloseOnly, ConfigError, FinconError
 from fincon.files import json_text, write_atomic
 from fincon.flag import absolute
-from fincon.llm.bundled import BUNDLED, file_sha256
 from fincon.llm.cache import CallCache
-from fincon.strategies.registry import make_strategy
 from fincon.workflow import forward_clock, forward_ledger
 from fincon.workflow.alpaca import AlpacaPaper, BrokerError, check_available, expected_after
 from fincon.workflow.forward_clock import (
@@ -69,7 +67,7 @@ from fincon.workflow.forward_clock import (
     session_open,
     sessions,
 )
-from fincon.workflow.forward_plan import Plan, _frozen_config, a_hole, freeze
+from fincon.workflow.forward_plan import Plan, _frozen_config, a_hole, freeze, models, same_weights
 from fincon.workflow.forward_state import keep_state, resume_for
 from fincon.workflow.journal import (
     BOOKS,
@@ -94,7 +92,7 @@ from fincon.workflow.journal import (
     verify_chain,
     wall_clock,
 )
-from fincon.workflow.model_checks import check_knowledge, knowledge, warn_run_without_model
+from fincon.workflow.model_checks import check_knowledge, warn_run_without_model
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +151,7 @@ def init(
             "first_session": str(first),
             "plan_sha256": hashlib.sha256((root / PLAN_FILE).read_bytes()).hexdigest(),
             "plan": yaml.safe_load(plan.to_yaml()),
-            "models": _models(plan.config),
+            "models": models(plan.config),
             "fincon": __version__,
             "code": {
                 "sha256": artifacts.code_sha256(),
@@ -181,24 +179,6 @@ def _cache_from_anywhere(cfg: RunConfig) -> RunConfig:
         if own.get("cache_path"):
             cfg = cfg.with_params(name, {**cfg.params(name), "llm": {**own, "cache_path": absolute(own["cache_path"])}})
     return cfg
-
-
-def _models(cfg: RunConfig) -> dict[str, Any]:
-    """Each strategy's model: name, knowledge cutoff and, for a local model, the sha256 of its weights."""
-
-    strategies = {n: make_strategy(n, cfg.strategy_params.get(n), cfg.llm) for n in cfg.strategies}
-    blocks = knowledge(cfg, strategies)
-    out = {}
-    for name, s in strategies.items():
-        settings = s.llm_settings()
-        block = dict(blocks[name])
-        if settings is not None and settings.backend == "local":
-            model = settings.resolved_model()
-            # a bundled model's pinned hash (its parts are checked against it when assembled); a GGUF of the
-            # user's: its file's
-            block["weights_sha256"] = BUNDLED[model].sha256 if model in BUNDLED else file_sha256(Path(model))
-        out[name] = block
-    return out
 
 
 # -- a step ------------------------------------------------------------------------------------------
@@ -258,6 +238,7 @@ def _step(root: Path, until: dt.date | None, progress: bool, clock: Clock, seale
         problems = list(verify_chain(entries, root))
         if problems:
             raise JournalError(f"{root}: {problems[0]}; no step is taken on a journal that does not verify")
+        same_weights(plan.config, entries[0])
         done = decided(entries)
         gone = missed(entries)  # sealed once
         if until is not None and not plan.simulated:

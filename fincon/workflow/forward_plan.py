@@ -25,9 +25,11 @@ from fincon.data.prices import validate_bars
 from fincon.engine.costs import COMMISSIONS, SLIPPAGES
 from fincon.errors import ConfigError, SourceUnavailable
 from fincon.files import json_text
+from fincon.llm.bundled import BUNDLED, file_sha256
 from fincon.llm.masking_terms import TERMS, mined_terms
-from fincon.strategies.registry import params_model
+from fincon.strategies.registry import make_strategy, params_model
 from fincon.workflow.journal import INPUTS, PLAN_FILE, STATE, ForwardError, StaleSource, tree_hash
+from fincon.workflow.model_checks import knowledge
 
 
 @dataclass(frozen=True)
@@ -234,3 +236,41 @@ def _frozen_config(root: Path, plan: Plan, day: dt.date, keep_state: bool = Fals
             if "model_cache" in params_model(name).model_fields and cfg.params(name).get("model_cache") is None:
                 cfg = cfg.with_params(name, {**cfg.params(name), "model_cache": str(root / STATE / name)})
     return cfg
+
+
+def _weights(strategies: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """Each local model and its weights' sha256: a bundled model's pinned hash (its parts are checked
+    against it when assembled), a GGUF of the user's hashed in full (a size-and-mtime stamp is fooled by a
+    copy with its mtime set back)."""
+    out = {}
+    for name, s in strategies.items():
+        settings = s.llm_settings()
+        if settings is not None and settings.backend == "local":
+            model = settings.resolved_model()
+            out[name] = (model, BUNDLED[model].sha256 if model in BUNDLED else file_sha256(Path(model), force=True))
+    return out
+
+
+def models(cfg: RunConfig) -> dict[str, Any]:
+    """Each strategy's model as the register entry seals it: name, knowledge cutoff and, for a local
+    model, the sha256 of its weights."""
+    strategies = {n: make_strategy(n, cfg.strategy_params.get(n), cfg.llm) for n in cfg.strategies}
+    blocks, weights = knowledge(cfg, strategies), _weights(strategies)
+    return {n: {**blocks[n], **({"weights_sha256": weights[n][1]} if n in weights else {})} for n in strategies}
+
+
+def same_weights(cfg: RunConfig, register: dict[str, Any]) -> None:
+    """A step decides with the weights its journal registered, or not at all (a swapped GGUF would decide
+    under the registered name, and verify, answered from the journal's calls, cannot tell)."""
+    sealed = {n: m["weights_sha256"] for n, m in (register.get("models") or {}).items() if m.get("weights_sha256")}
+    if not sealed:
+        return
+    now = _weights({n: make_strategy(n, cfg.strategy_params.get(n), cfg.llm) for n in sealed})
+    for name, sha in sealed.items():
+        model, got = now.get(name, ("no local model", ""))
+        if got != sha:
+            raise ForwardError(
+                f"{name}: the weights of {model} (sha256 {got[:16] or 'none'}) differ from the ones registered "
+                f"(sha256 {sha[:16]}): a journal decides with the model it registered; put those weights back, "
+                "or start a new journal"
+            )
