@@ -387,6 +387,25 @@ def test_costs_too_small_to_be_frictions_fail_both_cost_rows(tmp_path, monkeypat
     assert bp1["frictions"]["verdict"] == bp1["costs"]["verdict"] == "pass"
 
 
+def test_the_costs_row_names_the_per_share_terms_and_fails_one_without_a_minimum_or_a_maximum():
+    """`--commission-model per-share --commission-min 0 --commission-max 0` passed "costs: per-share commission with a
+    minimum and a maximum", words its own numbers contradict (no minimum, no cap). The row names the terms
+    and fails a per-share commission without a minimum or without a maximum; IB's passes."""
+    from fincon.report.card import FAIL, PASS, Evidence, costs
+
+    def ev(commission):
+        broker = {"commission": {"model": "per-share", **commission}, "slippage": {"model": "bps", "bps": 5}}
+        return Evidence(Path("x"), None, None, None, {}, {}, {"broker": broker}, [])
+
+    assert costs(ev({"per_share": 0.005, "min": 0, "max": 0})) == (
+        FAIL,
+        "per-share commission $0.005 a share without a minimum and without a maximum (FINSABER's asks both: "
+        "--commission-model per-share keeps IB's $1.00 and 1 %)",
+    )
+    assert costs(ev({"per_share": 0.005, "min": 1.0, "max": 0}))[0] == FAIL
+    assert costs(ev({})) == (PASS, "per-share commission $0.005 a share, at least $1.00, at most 1 % of the value")
+
+
 def test_a_run_with_the_flat_cost_layout_is_named_as_older():
     from fincon.errors import DataError
     from fincon.report.card import Evidence, frictions

@@ -362,11 +362,24 @@ def _too_cheap(ev: Evidence) -> str:
 
 
 def costs(ev: Evidence) -> Verdict:
+    """At least MIN_COST_BP a side; a per-share commission (FINSABER's) with its minimum and its maximum
+    named, and failed without either (its words then contradict its numbers)."""
     if ev.cost_bp < MIN_COST_BP:
         return FAIL, _too_cheap(ev) if ev.cost_bp else "none"
-    if ev.broker.commission.model == "per-share":
-        return PASS, "per-share commission with a minimum and a maximum"
-    return PASS, "percent costs"
+    c = ev.broker.commission
+    if c.model != "per-share":
+        return PASS, "percent costs"
+    terms = [
+        f"at least ${c.minimum:,.2f}" if c.minimum > 0 else "",
+        f"at most {100 * c.maximum:.3g} % of the value" if c.maximum > 0 else "",
+    ]
+    if all(terms):
+        return PASS, f"per-share commission ${c.per_share:g} a share, {terms[0]}, {terms[1]}"
+    missing = " and ".join(f"without a {w}" for w, t in zip(("minimum", "maximum"), terms) if not t)
+    return FAIL, (
+        f"per-share commission ${c.per_share:g} a share {missing} (FINSABER's asks both: --commission-model "
+        "per-share keeps IB's $1.00 and 1 %)"
+    )
 
 
 def volume_caps(ev: Evidence) -> Verdict:
