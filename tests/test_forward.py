@@ -962,12 +962,15 @@ def test_a_journal_goes_on_through_days_without_news(tmp_path, monkeypatch, caps
 
 def test_a_live_session_committed_after_its_open_is_named(tmp_path, monkeypatch):
     """The anchor's times for a live journal: a session first committed after the open of the session it
-    trades is named (commit times are the author's clock; a public remote's push times the referee's)."""
+    trades is named (commit times are the author's clock; a public remote's push times the referee's), and
+    so is a registration first committed after its first session's open (it read only sessions: a plan
+    committed once its first session traded passed as pre-registered)."""
     import subprocess
 
     from fincon.workflow.forward_anchor import anchored, said
 
-    entries = [{"kind": "register"}, {"kind": "session", "strategy": "fincon", "trades": "2022-10-06"}]
+    entries = [{"kind": "register", "simulated": False, "first_session": "2022-10-06"},
+               {"kind": "session", "strategy": "fincon", "trades": "2022-10-06"}]  # fmt: skip
     (tmp_path / "journal.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
     env = {"PATH": "/usr/bin:/bin", "GIT_AUTHOR_NAME": "x", "GIT_AUTHOR_EMAIL": "x@x", "GIT_COMMITTER_NAME": "x",
            "GIT_COMMITTER_EMAIL": "x@x"}  # fmt: skip
@@ -975,9 +978,10 @@ def test_a_live_session_committed_after_its_open_is_named(tmp_path, monkeypatch)
     subprocess.run(["git", "-C", str(tmp_path), "add", "-A"], check=True, env=env)
     subprocess.run(["git", "-C", str(tmp_path), "commit", "-qm", "seal"], check=True, env=env)
     a = anchored(tmp_path, entries)
-    assert a == {"commits": 1, "late": ["fincon 2022-10-06"], "simulated": False}
-    assert said(a) == "; anchored in 1 git commits, append-only, but 1 session(s) first committed after their open: " \
-        "fincon 2022-10-06"  # fmt: skip
+    assert a == {"commits": 1, "late": ["the registration (first session 2022-10-06)", "fincon 2022-10-06"],
+                 "simulated": False}  # fmt: skip
+    assert said(a) == "; anchored in 1 git commits, append-only, but 2 entries first committed after the open of " \
+        "their session: the registration (first session 2022-10-06), fincon 2022-10-06"  # fmt: skip
     with open(tmp_path / "journal.jsonl", "a") as fh:  # a line no commit holds
         fh.write(json.dumps({"kind": "session", "strategy": "fincon", "trades": "2022-10-07"}) + "\n")
     assert anchored(tmp_path, entries)["problem"] == "entries 2.. are in no commit: the anchor does not date them " \

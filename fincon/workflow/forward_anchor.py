@@ -5,7 +5,8 @@ author re-signed from the edit on: every hash then holds. The git history
 does: each step committed the journal as it stood, so a history in which a
 later commit changed a line an earlier one held was rewritten after it was
 committed. And each session entry's first commit says when it was written:
-for a live journal, before the open of the session it trades, or not.
+for a live journal, before the open of the session it trades, or not (the
+registration: before its first session's open, or it is no pre-registration).
 Commit times are the author's own clock; a public remote's push times are
 the referee's (docs/forward.md, "Publishing the chain").
 """
@@ -58,11 +59,12 @@ def anchored(root: Path, entries: list[dict[str, Any]]) -> dict[str, Any]:
     if since or len(entries) > len(first):
         return {"problem": f"entries {len(first)}.. are in no commit: the anchor does not date them (commit them)"}
     late = [
-        f"{e['strategy']} {e['trades']}"
+        f"{e['strategy']} {e['trades']}" if e["kind"] == "session" else f"the registration (first session {day})"
         for e, t in zip(entries, first)
-        if e.get("kind") == "session"
+        if (day := e.get("trades") if e.get("kind") == "session" else e.get("first_session"))
+        and e.get("kind") in ("session", "register")
         and not e.get("simulated")
-        and dt.datetime.fromtimestamp(t, dt.timezone.utc) >= session_open(dt.date.fromisoformat(e["trades"]))
+        and dt.datetime.fromtimestamp(t, dt.timezone.utc) >= session_open(dt.date.fromisoformat(day))
     ]
     return {"commits": commits, "late": late, "simulated": any(e.get("simulated") for e in entries)}
 
@@ -75,7 +77,8 @@ def said(a: dict[str, Any]) -> str:
         return f"; anchored in {a['commits']} git commits, append-only (simulated: their times date nothing)"
     if a["late"]:
         return (
-            f"; anchored in {a['commits']} git commits, append-only, but {len(a['late'])} session(s) first committed "
-            f"after their open: {', '.join(a['late'][:5])}"
+            f"; anchored in {a['commits']} git commits, append-only, but {len(a['late'])} "
+            f"entr{'y' if len(a['late']) == 1 else 'ies'} first committed after the open of their session: "
+            f"{', '.join(a['late'][:5])}"
         )
     return f"; anchored in {a['commits']} git commits, append-only, every session committed before its open"
