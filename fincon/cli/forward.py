@@ -196,7 +196,7 @@ def _verify(args: argparse.Namespace) -> int:
         print(json_text(res), end="")
     if res["ok"]:
         if not args.json:
-            anchor = workflow.forward_anchor.said(res["anchor"]) if res.get("anchor") else ""
+            anchor = workflow.forward_anchor.said(res.get("anchor"))
             print(f"{args.dir}: verified: {res['entries']} entries, the chain and every hash hold, "
                   f"{res['replayed']} decision{'' if res['replayed'] == 1 else 's'} replayed from the frozen inputs"
                   f"{anchor}")  # fmt: skip

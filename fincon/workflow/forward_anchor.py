@@ -69,8 +69,13 @@ def anchored(root: Path, entries: list[dict[str, Any]]) -> dict[str, Any]:
     return {"commits": commits, "late": late, "simulated": any(e.get("simulated") for e in entries)}
 
 
-def said(a: dict[str, Any]) -> str:
-    """The anchor as the verify line says it."""
+def said(a: dict[str, Any] | None) -> str:
+    """The anchor as the verify line says it (``None``: the journal has none, and what that leaves open)."""
+    if a is None:
+        return (
+            "; not anchored: entries cut from its end, or the whole journal written again, would hold every hash "
+            "(fincon forward init --anchor git, pushed to a public remote, dates and fixes each step)"
+        )
     if "unread" in a:
         return f"; {a['unread']}"
     if a["simulated"]:
