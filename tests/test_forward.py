@@ -693,6 +693,31 @@ def test_score_reports_what_a_backtest_does_and_draws_the_charts_a_step_leaves_o
     assert not list(replay.rglob("equity.png")) and main(["forward", "verify", "fw"]) == 0
 
 
+@pytest.mark.slow
+def test_score_settles_on_a_replay_of_the_sealed_record_never_on_an_editable_folder(tmp_path, monkeypatch, capsys):
+    """Found by hand: `forward score` read the replay folder the last step left, so a metrics.json edited to
+    CR 42 % and Sharpe 3.1 was printed as the journal's score while verify passed (the folder is no part
+    of the sealed record). Score replays the journal from its frozen inputs first, as verify does, and
+    scores that replay; a journal that does not verify gets no score."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    assert main(["forward", "init", "fw", "--ticker", "TSLA", "--strategy", "buy-and-hold", "--no-benchmark",
+                 "--simulate-from", START]) == 0  # fmt: skip
+    assert main(["forward", "step", "fw", "--until", END, "--no-progress"]) == 0
+    metrics = tmp_path / "fw" / "replay" / "metrics.json"
+    m = json.loads(metrics.read_text())
+    metrics.write_text(json.dumps({**m, "cr_pct": 42.0, "sharpe": 3.1}))
+    capsys.readouterr()
+    assert main(["forward", "score", "fw", "--json"]) == 0
+    got = strict_json(capsys.readouterr().out)["strategies"]["buy-and-hold"]
+    assert (got["cr_pct"], got["sharpe"]) == (m["cr_pct"], m["sharpe"]) != (42.0, 3.1)
+    assert json.loads(metrics.read_text())["cr_pct"] == m["cr_pct"]  # the folder is the replay scored
+    journal = tmp_path / "fw" / "journal.jsonl"
+    journal.write_text(journal.read_text().replace('"2022-10-07"', '"2022-10-08"', 1))
+    assert main(["forward", "score", "fw"]) == 1
+    assert "does not verify" in capsys.readouterr().err
+
+
 def test_a_journal_sealed_before_schema_3_verifies_and_goes_on(tmp_path, capsys):
     """tests/recordings/forward/sealed-before-schema-3: a journal begun and stepped once by fincon at
     ba2a20e, whose plan.yaml holds the broker's flat cost keys. A sealed plan is never edited (its

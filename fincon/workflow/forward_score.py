@@ -26,6 +26,7 @@ from fincon.workflow.journal import (
     CALLS,
     REPLAY,
     Journal,
+    JournalError,
     decided,
     missed,
     sealed_decisions,
@@ -64,10 +65,11 @@ def status(root: Path) -> dict[str, Any]:
     }
 
 
-def verify(root: Path) -> dict[str, Any]:
+def verify(root: Path, into: Path | None = None) -> dict[str, Any]:
     """The chain and every hash it names (fincon.workflow.journal.verify_chain), then every sealed
     decision replayed from the frozen inputs, the model calls answered from the journal's own
-    ``calls.sqlite`` (no model asked): ``ok`` or the first problem."""
+    ``calls.sqlite`` (no model asked): ``ok`` or the first problem. The replay is written to ``into``
+    (score's), else to a folder removed after."""
 
     root = Path(root)
     plan = Plan.load(root)
@@ -93,7 +95,7 @@ def verify(root: Path) -> dict[str, Any]:
                                                                      "cache_path": str(root / CALLS)}})  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="fincon-verify-") as d:
         try:
-            report = workflow.run_config(cfg, Path(d) / "replay", progress=False, replace=True, warn_knowledge=False,
+            report = workflow.run_config(cfg, into or Path(d) / "replay", progress=False, replace=True, warn_knowledge=False,
                                 ledger=None, decide_last=True, plots=False,
                                 resume={name: Resume(missed=frozenset(missed(entries))) for name in cfg.strategies})  # fmt: skip
         except FinconError as exc:
@@ -152,6 +154,11 @@ def score(root: Path) -> dict[str, Any]:
     replay = root / REPLAY
     if not done or not replay.is_dir():
         raise ConfigError(f"{root}: no session decided yet; score after `fincon forward step {root}`")
+    # the score is the sealed record's, replayed here: the folder a step left is no part of it (an edited
+    # metrics.json was printed as the score while verify passed)
+    checked = verify(root, into=replay)
+    if not checked["ok"]:
+        raise JournalError(f"{root}: the journal does not verify ({checked['problem']}); no score")
     multi = len(plan.config.strategies) > 1
 
     draw_charts(
