@@ -718,6 +718,25 @@ def test_score_settles_on_a_replay_of_the_sealed_record_never_on_an_editable_fol
     assert "does not verify" in capsys.readouterr().err
 
 
+def test_status_shows_the_sealed_books_not_the_folder_of_copies(tmp_path, monkeypatch, capsys):
+    """`forward status` read its books from DIR/books/, copies a step writes for people to read: an edited
+    copy was shown as the journal's book, and the Alpaca orders a broker step keeps there (alpaca.json)
+    were listed as a strategy "alpaca" with cash 0.00. Status shows each strategy's book as its last
+    session entry sealed it."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    assert main(["forward", "init", "fw", "--ticker", "TSLA", "--strategy", "buy-and-hold", "--no-benchmark",
+                 "--simulate-from", START]) == 0  # fmt: skip
+    assert main(["forward", "step", "fw", "--until", END, "--no-progress"]) == 0
+    book = json.loads((tmp_path / "fw" / "journal.jsonl").read_text().splitlines()[-1])["book"]
+    (tmp_path / "fw" / "books" / "buy-and-hold.json").write_text(json.dumps({**book, "cash": 5e6}))
+    (tmp_path / "fw" / "books" / "alpaca.json").write_text(json.dumps({"session": END, "placed": []}))
+    capsys.readouterr()
+    assert main(["forward", "status", "fw"]) == 0
+    lines = capsys.readouterr().out.splitlines()[1:]
+    assert len(lines) == 1 and lines[0].split()[:3] == ["buy-and-hold", "cash", f"{book['cash']:,.2f}"], lines
+
+
 def test_a_journal_sealed_before_schema_3_verifies_and_goes_on(tmp_path, capsys):
     """tests/recordings/forward/sealed-before-schema-3: a journal begun and stepped once by fincon at
     ba2a20e, whose plan.yaml holds the broker's flat cost keys. A sealed plan is never edited (its

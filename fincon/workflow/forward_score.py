@@ -4,7 +4,6 @@ from its frozen inputs) and ``score`` (everything a backtest reports, to date)."
 from __future__ import annotations
 
 import datetime as dt
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,6 @@ from fincon.workflow.forward_anchor import anchored
 from fincon.workflow.forward_clock import next_session, session_open
 from fincon.workflow.forward_plan import Plan, _frozen_config
 from fincon.workflow.journal import (
-    BOOKS,
     CALLS,
     REPLAY,
     Journal,
@@ -49,9 +47,11 @@ def status(root: Path) -> dict[str, Any]:
     else:
         wall = dt.datetime.now(dt.timezone.utc)
         nxt = next_session(wall.date()) if session_open(wall.date()) <= wall else wall.date()
-    books = {}
-    for f in sorted((root / BOOKS).glob("*.json")) if (root / BOOKS).is_dir() else []:
-        books[f.stem] = json.loads(f.read_text(encoding="utf-8"))
+    # each strategy's book as its last session entry sealed it (DIR/books/ holds copies for people to read,
+    # and the Alpaca orders a broker step placed)
+    last = {e["strategy"]: e for e in entries if e.get("kind") == "session"}
+    books = {n: {"session": last[n]["decided"], **last[n]["book"]} for n in plan.config.strategies
+             if n in last and last[n].get("book")}  # fmt: skip
     return {
         "simulated": plan.simulated,
         "first_session": str(plan.first),
