@@ -712,6 +712,13 @@ def test_score_settles_on_a_replay_of_the_sealed_record_never_on_an_editable_fol
     got = strict_json(capsys.readouterr().out)["strategies"]["buy-and-hold"]
     assert (got["cr_pct"], got["sharpe"]) == (m["cr_pct"], m["sharpe"]) != (42.0, 3.1)
     assert json.loads(metrics.read_text())["cr_pct"] == m["cr_pct"]  # the folder is the replay scored
+    # the page says what it is: it read as any backtest's, a simulated journal's as if traded live
+    page = (tmp_path / "fw" / "report.html").read_text()
+    assert (
+        "forward journal fw: simulated (decided on past data, session by session: its times prove nothing); "
+        "6 sessions 2022-10-05..2022-10-12; verified when scored: the chain, every hash, 6 decisions replayed; "
+        "not anchored"
+    ) in page
     journal = tmp_path / "fw" / "journal.jsonl"
     journal.write_text(journal.read_text().replace('"2022-10-07"', '"2022-10-08"', 1))
     assert main(["forward", "score", "fw"]) == 1

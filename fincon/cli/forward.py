@@ -180,7 +180,7 @@ def _score(args: argparse.Namespace) -> int:
     res = workflow.forward_score.score(args.dir)
     replay = Path(args.dir) / workflow.forward_score.REPLAY
     res["card"] = report.run_card(replay)
-    res["report"] = str(write_report([replay], Path(args.dir) / "report.html"))
+    res["report"] = str(write_report([replay], Path(args.dir) / "report.html", note=res["note"]))
     res["equity_plot"] = str(replay / "equity.png")
     if args.json:
         print(json_text(res, default=str), end="")

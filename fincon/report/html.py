@@ -82,8 +82,8 @@ def _cards(data: ReportData) -> str:
     return section_card(cards[0]) if len(cards) == 1 else (section_card(cards[0], more=cards[1:]) if cards else "")
 
 
-def render(data: ReportData) -> str:
-    """The report page."""
+def render(data: ReportData, note: str = "") -> str:
+    """The report page (``note``: a line under its title saying what it is)."""
     from plotly import __version__ as plotly_version
     from plotly.offline import get_plotlyjs
 
@@ -126,7 +126,9 @@ def render(data: ReportData) -> str:
             f"<style>{assets.CSS}</style>",
             f'<script type="text/javascript">{get_plotlyjs()}</script>',
             "</head><body>",
-            f'<header><h1>{esc(title)}</h1><p class="sub">{esc(sub)}</p><nav>{"".join(nav)}</nav></header>',
+            f'<header><h1>{esc(title)}</h1><p class="sub">{esc(sub)}</p>'
+            + (f'<p class="sub">{esc(note)}</p>' if note else "")
+            + f"<nav>{''.join(nav)}</nav></header>",
             *section_failures(data),
             *sections,
             f"<footer>fincon {esc(__version__)}; plotly {esc(plotly_version)}; self-contained: no network needed to "

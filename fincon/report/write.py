@@ -11,12 +11,13 @@ from fincon.files import write_atomic
 from fincon.ownership import is_fincon_report
 
 
-def build_report(runs: Sequence[str | Path]) -> str:
-    """The HTML page for the given run directories (same inputs, same bytes)."""
-    return report.render(report.load_report_data([Path(r) for r in runs]))
+def build_report(runs: Sequence[str | Path], note: str = "") -> str:
+    """The HTML page for the given run directories (same inputs, same bytes); ``note``: what the page
+    is, under its title (a forward journal's: simulated or live, verified, anchored)."""
+    return report.render(report.load_report_data([Path(r) for r in runs]), note)
 
 
-def write_report(runs: Sequence[str | Path], out: str | Path) -> Path:
+def write_report(runs: Sequence[str | Path], out: str | Path, note: str = "") -> Path:
     """Write the page to ``out`` (through a temporary file renamed into place,
     so a failed report never leaves half a page)."""
     out = Path(out)
@@ -29,7 +30,7 @@ def write_report(runs: Sequence[str | Path], out: str | Path) -> Path:
         raise FinconError(
             f"--out {out} exists and is not a report fincon wrote; choose another file name (nothing was changed)"
         )
-    text = build_report(runs)
+    text = build_report(runs, note)
     try:
         write_atomic(out, text)
     except OSError as exc:

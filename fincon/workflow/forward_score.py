@@ -17,7 +17,7 @@ from fincon.engine.resume import Resume
 from fincon.errors import ConfigError, FinconError
 from fincon.llm.cache import CacheMode
 from fincon.workflow import trials
-from fincon.workflow.forward_anchor import anchored
+from fincon.workflow.forward_anchor import anchored, said
 from fincon.workflow.forward_clock import next_session, session_open
 from fincon.workflow.forward_plan import Plan, _frozen_config
 from fincon.workflow.journal import (
@@ -189,6 +189,13 @@ def score(root: Path) -> dict[str, Any]:
             "dsr_trials": fam.trials,
             "model_knowledge": metrics.get("model_knowledge"),
         }
+    clock = (
+        "simulated (decided on past data, session by session: its times prove nothing)" if plan.simulated else "live"
+    )
+    out["note"] = (  # what the page is, atop the report (it read as any backtest's)
+        f"forward journal {root}: {clock}; {len(done)} sessions {plan.first}..{done[-1]}; verified when scored: the "
+        f"chain, every hash, {checked['replayed']} decisions replayed; {said(checked.get('anchor')).removeprefix('; ')}"
+    )
     out["flags"] = significance_flags(list(out["strategies"].values()), "a journal")
     if fam.trials > 1 and len(fam.sharpes) < 2:
         out["flags"].append(
