@@ -12,18 +12,15 @@ Two checklists, each row with what fincon measured, a verdict (``pass``,
 * FINSABER's honesty checklist: point in time, next-open fills, costs,
   volume caps, the LLM's spend as a cost, long horizons, broad universes.
 
-A run made without costs, on one short window or without a placebo fails
-those rows, shown in red on the HTML page, not in a footnote. The card reads
-only what a directory holds (a backtest run, an experiment or a rolling
-evaluation); it computes calibration and the per-analyst hit rates from the
-team's ``decisions.jsonl`` (each analyst's direction and confidence against
-the next close the record holds).
+A failed row is shown in red on the HTML page, not in a footnote. The card
+reads only what a directory holds (a run, an experiment or a rolling
+evaluation); calibration and the hit rates come from the team's
+``decisions.jsonl`` (each analyst's call against the next close).
 
 Each point is one function of the directory's :class:`Evidence` returning
 its verdict and the number behind it, listed in :data:`CHECKS`; a verdict
-follows from its numbers (a placebo a team with no edge "passes" is a fail,
-analysts no better than a coin, or than their own bias in a drifting market,
-are "none informative").
+follows from its numbers (a placebo a team with no edge "passes" is a fail;
+analysts no better than a coin, or their own bias, are "none informative").
 """
 
 from __future__ import annotations
@@ -282,18 +279,13 @@ def calibration_point(ev: Evidence) -> Verdict:
     if not cal:
         return NONE, "no team records with analysts' confidences"
     buckets = ", ".join(f"{b} {v['hit_rate']:.0%} (n={v['n']})" for b, v in cal["by_confidence"].items())
-    upper, over = cal["brier_upper_95"], cal.get("over_base_upper_95")
+    upper, over = cal["brier_upper_95"], cal["over_base_upper_95"]
     bound = f"95 % upper bound {upper:.3f}, by day" if upper is not None else "one day: no bound"
-    base = (
-        f"; the base rate (up after {cal['base_rate']:.0%} of the calls) scores {cal['brier_base']:.3f}"
-        + (f", the Brier's excess over it at most {over:+.3f}" if over is not None else "")
-        if "base_rate" in cal
-        else ""
-    )
-    ok = upper is not None and upper < 0.25 and over is not None and over < 0
-    return PASS if ok else FAIL, (
+    excess = f", the Brier's excess over it at most {over:+.3f}" if over is not None else ""
+    return PASS if upper is not None and over is not None and upper < 0.25 and over < 0 else FAIL, (
         f"Brier {cal['brier']:.3f} ({bound}) over {cal['calls']} analyst calls on {cal['days']} days (0.25: a "
-        f"coin){base}; hit rate of the {cal['directional']} bullish or bearish ones by confidence {buckets}"
+        f"coin); the base rate (up after {cal['base_rate']:.0%} of the calls) scores {cal['brier_base']:.3f}"
+        f"{excess}; hit rate of the {cal['directional']} bullish or bearish ones by confidence {buckets}"
     )
 
 
@@ -369,10 +361,8 @@ def costs(ev: Evidence) -> Verdict:
     c = ev.broker.commission
     if c.model != "per-share":
         return PASS, "percent costs"
-    terms = [
-        f"at least ${c.minimum:,.2f}" if c.minimum > 0 else "",
-        f"at most {100 * c.maximum:.3g} % of the value" if c.maximum > 0 else "",
-    ]
+    terms = [f"at least ${c.minimum:,.2f}" if c.minimum > 0 else "",
+             f"at most {100 * c.maximum:.3g} % of the value" if c.maximum > 0 else ""]  # fmt: skip
     if all(terms):
         return PASS, f"per-share commission ${c.per_share:g} a share, {terms[0]}, {terms[1]}"
     missing = " and ".join(f"without a {w}" for w, t in zip(("minimum", "maximum"), terms) if not t)

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
+from fincon import workflow
 from fincon.errors import FinconError
-from fincon.workflow.forward_clock import session_open
 
 JOURNAL = "journal.jsonl"
 INPUTS = "inputs"
@@ -278,7 +278,11 @@ def _sealed_late(e: Mapping[str, Any]) -> str | None:
     day = e.get("trades") if e.get("kind") == "session" else e.get("first_session")
     if e.get("simulated") is not False or not day or e.get("kind") not in ("session", "register"):
         return None
-    at, opens = dt.datetime.fromisoformat(e["sealed_at"]), session_open(dt.date.fromisoformat(day))
+    # the exchange's calendar through the package's face: the CLI's --help reads this module, not pandas
+    at, opens = (
+        dt.datetime.fromisoformat(e["sealed_at"]),
+        workflow.forward_clock.session_open(dt.date.fromisoformat(day)),
+    )
     if at < opens:
         return None
     what = "a decision" if e["kind"] == "session" else "a registration"
