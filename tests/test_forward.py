@@ -865,6 +865,31 @@ def test_each_step_brings_a_journals_trial_up_to_date_in_the_ledger(tmp_path, mo
     assert "TSLA 2022-10-05..2022-11-07" in capsys.readouterr().out
 
 
+@pytest.mark.slow
+def test_two_journals_of_one_plan_are_two_runs_of_one_trial_and_each_step_tracks_its_own(tmp_path, monkeypatch, caplog):
+    """Found by hand: a second journal of the same plan (same config, same first session: the same plan
+    hash) warned "the trial ledger was not brought up to date (UNIQUE constraint failed ...)" at every
+    session of every step, for good: the ledger knew a journal by its plan's hash, so a step updated both
+    journals' rows to one window. A journal is known by its registration (the register entry's hash): two
+    journals of one plan are two runs of one trial (the same return series), each brought up to date."""
+    import logging
+
+    from fincon.workflow import trials
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    for name, until in (("a", "2022-10-20"), ("b", "2022-10-20"), ("b", "2022-11-07")):
+        if not (tmp_path / name).exists():
+            assert main(["forward", "init", name, "--ticker", "TSLA", "--strategy", "buy-and-hold",
+                         "--no-benchmark", "--simulate-from", START]) == 0  # fmt: skip
+        with caplog.at_level(logging.WARNING):
+            assert main(["forward", "step", name, "--until", until, "--no-progress"]) == 0
+    assert not [r.message for r in caplog.records if "ledger" in r.message]
+    rows = trials.read(tmp_path / "trials.sqlite")
+    assert sorted(r["end"] for r in rows) == ["2022-10-20", "2022-11-07"]
+    assert trials.family(tmp_path / "trials.sqlite", ["TSLA"], START, "2022-10-20").trials == 2  # two windows
+
+
 def test_a_journal_on_close_only_prices_is_refused_with_what_it_needs(tmp_path, capsys):
     """A journal always fills at the next open; on close-only prices (InvestorBench's) init said '--fill
     next-open needs an Open column ...; use --fill close', a flag the user did not give and init refuses."""

@@ -48,7 +48,9 @@ def track(plan: Plan, entry: Mapping[str, Any], results: Mapping[str, BacktestRe
 
 def _row(plan: Plan, entry: Mapping[str, Any], name: str, end: str, values: list[float], metrics: Mapping[str, Any]):
     return trials.row(
-        config_hash=entry["plan_sha256"],
+        # the journal is its registration: two journals of one plan are two runs (of one trial, if their
+        # series agree); keyed by the plan's hash, a step updated both journals' rows to one window
+        config_hash=entry["hash"],
         strategy=name,
         tickers=plan.config.tickers,
         start=str(plan.first),

@@ -246,8 +246,9 @@ def append(path: Path | None, rows: Sequence[Mapping[str, Any]]) -> int:
 
 
 def track(path: Path | None, rows: Sequence[Mapping[str, Any]]) -> None:
-    """A forward journal's trials brought up to date: each row replaces the one of its journal (its plan's
-    hash) and strategy, whatever window it had; a row not there yet is added (one trial a strategy)."""
+    """A forward journal's trials brought up to date: each row replaces the one of its journal (its
+    register entry's hash) and strategy, whatever window it had; a row not there yet is added (one trial a
+    strategy)."""
     if path is None or not rows:
         return
     conn = _connect(path)
