@@ -744,6 +744,28 @@ def test_status_shows_the_sealed_books_not_the_folder_of_copies(tmp_path, monkey
     assert len(lines) == 1 and lines[0].split()[:3] == ["buy-and-hold", "cash", f"{book['cash']:,.2f}"], lines
 
 
+def test_a_score_while_a_step_runs_waits_its_turn(tmp_path, monkeypatch, capsys):
+    """Found by hand: `forward score` while a step ran wrote its replay and charts into the folder the step
+    was writing, and the step stopped ("--out fw/replay holds sma-cross/equity.png, which no fincon run
+    wrote", exit 2). A score takes the journal's lock as a step does: the second says the other runs."""
+    import fcntl
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    assert main(["forward", "init", "fw", "--ticker", "TSLA", "--strategy", "buy-and-hold", "--no-benchmark",
+                 "--simulate-from", START]) == 0  # fmt: skip
+    assert main(["forward", "step", "fw", "--until", END, "--no-progress"]) == 0
+    replay = sorted(p.name for p in (tmp_path / "fw" / "replay").iterdir())
+    capsys.readouterr()
+    with open(tmp_path / "fw" / ".lock", "w") as held:  # a step under way
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert main(["forward", "score", "fw"]) == 1
+        assert main(["forward", "verify", "fw"]) == 0  # verify replays into a folder of its own
+    assert "fw: a step is running; the score did nothing: score again once it is done" in capsys.readouterr().err
+    assert sorted(p.name for p in (tmp_path / "fw" / "replay").iterdir()) == replay  # untouched
+    assert main(["forward", "score", "fw"]) == 0
+
+
 def test_a_journal_sealed_before_schema_3_verifies_and_goes_on(tmp_path, capsys):
     """tests/recordings/forward/sealed-before-schema-3: a journal begun and stepped once by fincon at
     ba2a20e, whose plan.yaml holds the broker's flat cost keys. A sealed plan is never edited (its

@@ -36,15 +36,13 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import fcntl
 import hashlib
 import logging
 import sqlite3
 import subprocess
 import sys
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pandas as pd
 import yaml
@@ -84,6 +82,7 @@ from fincon.workflow.journal import (
     Sealed,
     StaleSource,
     decided,
+    locked,
     missed,
     sealed_decisions,
     sealed_part,
@@ -182,21 +181,6 @@ def _cache_from_anywhere(cfg: RunConfig) -> RunConfig:
 
 
 # -- a step ------------------------------------------------------------------------------------------
-
-
-@contextmanager
-def locked(root: Path) -> Iterator[None]:
-    """One step at a time (cron may start two): the second says so and leaves."""
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / LOCK, "w") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ForwardError(f"{root}: another step is running; this one did nothing") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def step(

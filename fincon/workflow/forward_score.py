@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -26,6 +27,7 @@ from fincon.workflow.journal import (
     Journal,
     JournalError,
     decided,
+    locked,
     missed,
     sealed_decisions,
     sealed_part,
@@ -143,12 +145,19 @@ def _other_code(register: dict[str, Any]) -> str:
     )
 
 
-def score(root: Path) -> dict[str, Any]:
-    """What a backtest reports, for the sessions decided so far (the last step's replay directory:
+@contextmanager
+def score(root: Path) -> Iterator[dict[str, Any]]:
+    """What a backtest reports, for the sessions decided so far (the journal replayed into ``DIR/replay``:
     metrics, equity.png), with each strategy's PSR, MinTRL and the sessions still needed for its Sharpe
-    to mean something, its DSR against the trial ledger's family, and the report card."""
+    to mean something and its DSR against the trial ledger's family; the journal's lock is held until the
+    ``with`` block ends (the card and the page read the replay, which a step rewrites)."""
 
-    root = Path(root)
+    Plan.load(Path(root))  # no journal there: said before the lock would make its folder
+    with locked(Path(root), "score"):
+        yield _score(Path(root))
+
+
+def _score(root: Path) -> dict[str, Any]:
     plan = Plan.load(root)
     done = decided(Journal(root).entries())
     replay = root / REPLAY
@@ -159,11 +168,10 @@ def score(root: Path) -> dict[str, Any]:
     checked = verify(root, into=replay)
     if not checked["ok"]:
         raise JournalError(f"{root}: the journal does not verify ({checked['problem']}); no score")
-    multi = len(plan.config.strategies) > 1
-
     draw_charts(
         replay, workflow.chart_title(plan.config.model_copy(update={"end": done[-1]})), list(plan.config.strategies)
     )
+    multi = len(plan.config.strategies) > 1
     fam = trials.family(trials.resolve(None), plan.config.tickers, str(plan.first), str(done[-1]))
     out: dict[str, Any] = {"directory": str(root), "sessions": len(done), "first": str(plan.first),
                            "last": str(done[-1]), "simulated": plan.simulated, "strategies": {}}  # fmt: skip

@@ -28,10 +28,12 @@ from the frozen inputs is the forward command's (fincon.workflow.forward).
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import hashlib
 import json
 import os
 import sqlite3
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
@@ -195,6 +197,26 @@ class Journal:
 
 #: a step's clock: UTC now (the machine's, or a test's)
 Clock = Callable[[], dt.datetime]
+
+
+@contextmanager
+def locked(root: Path, who: str = "step") -> Iterator[None]:
+    """One step at a time (cron may start two), and no score while one runs (both write the replay): the
+    second says so and leaves."""
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / LOCK, "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ForwardError(
+                f"{root}: another step is running; this one did nothing"
+                if who == "step"
+                else f"{root}: a step is running; the {who} did nothing: {who} again once it is done"
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def wall_clock() -> dt.datetime:
