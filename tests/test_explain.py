@@ -80,6 +80,14 @@ def test_explain_names_a_session_a_forward_journal_missed(team_run, tmp_path, ca
     (run / "decisions.jsonl").write_text("\n".join(lines) + "\n")
     assert main(["explain", str(run), "--date", day]) == 2
     assert capsys.readouterr().err == (
-        f"fincon: error: {day} is a session the forward journal missed (no step ran): the team was asked nothing, "
-        "every position was kept\n"
+        f"fincon: error: {day} is a session the forward journal sealed missed (its journal, not beside this run, "
+        "says why): the team was asked nothing, every position was kept\n"
+    )
+    # beside its journal, the reason it sealed: a session is missed for three ("no step ran" was said of all)
+    why = "decided at 2022-10-26 13:40:00 UTC, after 2022-10-26 opened at 13:30 UTC: too late to trade it"
+    (tmp_path / "journal.jsonl").write_text(json.dumps({"kind": "missed", "session": day, "reason": why}) + "\n")
+    assert main(["explain", str(run), "--date", day]) == 2
+    assert capsys.readouterr().err == (
+        f"fincon: error: {day} is a session the forward journal sealed missed ({why}): the team was asked "
+        "nothing, every position was kept\n"
     )

@@ -19,7 +19,7 @@ from fincon.cli.flags import Args, add
 from fincon.errors import DataError
 from fincon.files import json_text
 from fincon.flag import Flag
-from fincon.workflow.journal import journal_hint
+from fincon.workflow.journal import JOURNAL, Journal, journal_hint
 
 HELP = """\
 Print one day of an agent-team run: each analyst's inputs, its direction and
@@ -109,8 +109,8 @@ def load_day(run: Path, date: str) -> dict[str, Any]:
         if entry["date"] == date:
             if entry.get("missed"):
                 raise DataError(
-                    f"{date} is a session the forward journal missed (no step ran): the team was asked nothing, "
-                    "every position was kept"
+                    f"{date} is a session the forward journal sealed missed ({_missed_reason(rec.path, date)}): "
+                    "the team was asked nothing, every position was kept"
                 )
             if "record" not in entry:
                 raise DataError(f"{path}: {date} has no team record (is this a --strategy fincon run?)")
@@ -120,6 +120,17 @@ def load_day(run: Path, date: str) -> dict[str, Any]:
     raise DataError(
         f"{date} is not a decision day of this run ({days[0]}..{days[-1]}; the last day of a run makes no decision)"
     )
+
+
+def _missed_reason(run: Path, date: str) -> str:
+    """Why the journal whose replay ``run`` is sealed ``date`` missed (no step ran, a hole in the data, a
+    decision too late to trade), from its entry; a replay copied away from its journal cannot say."""
+    for root in (run.parent, run.parent.parent):
+        if (root / JOURNAL).is_file():
+            for e in Journal(root).entries():
+                if e.get("kind") == "missed" and e.get("session") == date:
+                    return str(e.get("reason"))
+    return "its journal, not beside this run, says why"
 
 
 def run(args: argparse.Namespace) -> int:
