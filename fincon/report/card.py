@@ -323,7 +323,7 @@ def disaggregation(ev: Evidence) -> Verdict:
     rows, informative = [], []
     for kind, v in per.items():
         lo, hi = wilson(v["hits"], v["n"], level)
-        chance = max(0.5, v.get("chance", 0.5))  # its own bias on those days: all-bullish in a rise scores its share
+        chance = max(0.5, v["chance"])  # its own bias on those days: all-bullish in a rise scores its share
         rows.append(f"{kind} {v['hit_rate']:.0%} [{lo:.0%}, {hi:.0%}] by chance {chance:.0%} (n={v['n']})")
         if lo > chance:
             informative.append(kind)

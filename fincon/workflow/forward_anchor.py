@@ -19,8 +19,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from fincon.workflow.forward_clock import session_open
-from fincon.workflow.journal import JOURNAL
+from fincon.workflow.journal import JOURNAL, must_precede
 
 #: a zero-context hunk header: where the old lines were, how many were removed and added
 _HUNK = re.compile(r"^@@ -(?P<at>\d+)(?:,(?P<removed>\d+))? \+\d+(?:,(?P<added>\d+))? @@")
@@ -59,12 +58,9 @@ def anchored(root: Path, entries: list[dict[str, Any]]) -> dict[str, Any]:
     if since or len(entries) > len(first):
         return {"problem": f"entries {len(first)}.. are in no commit: the anchor does not date them (commit them)"}
     late = [
-        f"{e['strategy']} {e['trades']}" if e["kind"] == "session" else f"the registration (first session {day})"
+        f"{e['strategy']} {e['trades']}" if e["kind"] == "session" else f"the registration (first session {b[0]})"
         for e, t in zip(entries, first)
-        if (day := e.get("trades") if e.get("kind") == "session" else e.get("first_session"))
-        and e.get("kind") in ("session", "register")
-        and not e.get("simulated")
-        and dt.datetime.fromtimestamp(t, dt.timezone.utc) >= session_open(dt.date.fromisoformat(day))
+        if (b := must_precede(e)) is not None and dt.datetime.fromtimestamp(t, dt.timezone.utc) >= b[1]
     ]
     return {"commits": commits, "late": late, "simulated": any(e.get("simulated") for e in entries)}
 

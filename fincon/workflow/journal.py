@@ -294,22 +294,25 @@ def verify_chain(entries: list[dict[str, Any]], root: Path) -> Iterator[str]:
                 return
 
 
-def _sealed_late(e: Mapping[str, Any]) -> str | None:
-    """Why a live entry was sealed too late to say what was known before its session: a decision at or
-    after the open of the session it trades, a registration at or after its first session's open."""
+def must_precede(e: Mapping[str, Any]) -> tuple[dt.date, dt.datetime] | None:
+    """The session a live entry must be sealed (and committed) before, and that session's open: a
+    decision's, the session it trades; a registration's, its first. None for anything else."""
     day = e.get("trades") if e.get("kind") == "session" else e.get("first_session")
-    if e.get("simulated") is not False or not day or e.get("kind") not in ("session", "register"):
+    if e.get("simulated") or not day or e.get("kind") not in ("session", "register"):
         return None
     # the exchange's calendar through the package's face: the CLI's --help reads this module, not pandas
-    at, opens = (
-        dt.datetime.fromisoformat(e["sealed_at"]),
-        workflow.forward_clock.session_open(dt.date.fromisoformat(day)),
-    )
-    if at < opens:
+    session = dt.date.fromisoformat(day)
+    return session, workflow.forward_clock.session_open(session)
+
+
+def _sealed_late(e: Mapping[str, Any]) -> str | None:
+    """Why a live entry was sealed too late to say what was known before its session (:func:`must_precede`)."""
+    bound = must_precede(e)
+    if bound is None or dt.datetime.fromisoformat(e["sealed_at"]) < bound[1]:
         return None
     what = "a decision" if e["kind"] == "session" else "a registration"
-    return (f"sealed at {e['sealed_at']}, once {day} had opened ({opens:%Y-%m-%d %H:%M} UTC): {what} sealed after "
-            "the open of its session settles nothing")  # fmt: skip
+    return (f"sealed at {e['sealed_at']}, once {bound[0]} had opened ({bound[1]:%Y-%m-%d %H:%M} UTC): {what} sealed "
+            "after the open of its session settles nothing")  # fmt: skip
 
 
 def _check_call(root: Path, call: Mapping[str, Any]) -> str | None:
