@@ -974,6 +974,44 @@ def test_a_step_stopped_by_sigterm_says_what_it_sealed_and_kept(tmp_path):
     assert subprocess.run([*cli, "verify", "fw"], cwd=tmp_path, env=env, capture_output=True).returncode == 0
 
 
+@pytest.mark.slow
+def test_a_split_that_rewrites_the_vendors_history_is_no_crash_in_the_journal(tmp_path, monkeypatch):
+    """A vendor's adjusted prices are rewritten back in time by every split (and dividend): a journal froze
+    the bars it read at each step, so after a 3-for-1 split its frozen history stood at the old prices and
+    the new bars at a third of them, and the replay saw a -66 % day (buy-and-hold's book "lost" two
+    thirds; a strategy reading prices saw a crash). A step compares the source's bar of the last frozen
+    session with the frozen one and rescales the new bars into the journal's basis (prices by the ratio,
+    volume by its inverse), kept in the session's inputs (adjustments.json): returns stay the market's."""
+    import gzip
+
+    import pandas as pd
+
+    with gzip.open(Path(__file__).parents[1] / "fincon" / "data" / "sample" / "prices" / "TSLA.csv.gz") as fh:
+        bars = pd.read_csv(fh)
+    bars = bars[bars["Date"] <= "2022-10-20"].reset_index(drop=True)
+    prices = tmp_path / "prices"
+    prices.mkdir()
+    before = bars[bars["Date"] <= "2022-10-07"].copy()  # what the vendor showed before the split: 3x the price
+    cols = ["Open", "High", "Low", "Close", "Adj Close"]
+    before[cols] *= 3
+    before["Volume"] /= 3
+    before.to_csv(prices / "TSLA.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    assert main(["forward", "init", "fw", "--source", "csv", "--data", str(prices), "--ticker", "TSLA", "--strategy",
+                 "buy-and-hold", "--no-benchmark", "--simulate-from", START]) == 0  # fmt: skip
+    assert main(["forward", "step", "fw", "--until", "2022-10-07", "--no-progress"]) == 0
+    bars.to_csv(prices / "TSLA.csv", index=False)  # after the split: history adjusted, new bars at the new price
+    assert main(["forward", "step", "fw", "--until", "2022-10-12", "--no-progress"]) == 0
+    equity = pd.read_csv(tmp_path / "fw" / "replay" / "equity.csv", index_col="date")["value"]
+    close = bars.set_index("Date")["Close"]
+    assert equity["2022-10-10"] / equity["2022-10-07"] == pytest.approx(close["2022-10-10"] / close["2022-10-07"])
+    assert json.loads((tmp_path / "fw" / "inputs" / "2022-10-10" / "adjustments.json").read_text()) == {
+        "TSLA": {"against": "2022-10-07", "factor": pytest.approx(3.0)}
+    }
+    assert main(["forward", "verify", "fw"]) == 0
+
+
 @pytest.mark.slow  # 3.5 s on 2 cores: in make test, not in make test-fast
 def test_a_simulated_journal_seals_a_hole_in_its_data_missed_and_goes_on(tmp_path, monkeypatch, capsys):
     """A simulated journal on prices without 2022-10-12 (a halt, a vendor's gap) said 'stale data, nothing

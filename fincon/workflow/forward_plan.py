@@ -128,6 +128,7 @@ def freeze(root: Path, plan: Plan, day: dt.date) -> dict[str, Any]:
     inputs = workflow.inputs_for(cfg)
     previous = _frozen_days(root)
     since = previous[-1] if previous else None
+    adjustments: dict[str, dict[str, Any]] = {}
 
     for t in cfg.tickers:
         try:
@@ -145,7 +146,12 @@ def freeze(root: Path, plan: Plan, day: dt.date) -> dict[str, Any]:
                 str(day),
             )
         if since is not None:
+            factor = _rebased(root, since, t, bars)
             bars = bars.loc[pd.Timestamp(since) + pd.Timedelta(days=1) :]
+            if factor != 1.0:  # a split or a dividend rewrote the vendor's history: the new bars in the frozen basis
+                bars = bars.assign(**{c: bars[c] * factor for c in ("open", "high", "low", "close")},
+                                   volume=bars["volume"] / factor)  # fmt: skip
+                adjustments[t] = {"against": str(since), "factor": factor}
         frame = pd.DataFrame({"Date": bars.index.strftime("%Y-%m-%d"), "Open": bars["open"], "High": bars["high"],
                               "Low": bars["low"], "Close": bars["close"], "Adj Close": bars["close"],
                               "Volume": bars["volume"]})  # fmt: skip
@@ -165,8 +171,28 @@ def freeze(root: Path, plan: Plan, day: dt.date) -> dict[str, Any]:
             names, vocabulary = mined_terms(spec, tuple(sorted(cfg.tickers)), plan.first)
             (staging / "events" / TERMS).write_text(json_text({"before": str(plan.first), "names": names,
                                                                "vocabulary": vocabulary}))  # fmt: skip
+    if adjustments:
+        (staging / ADJUSTMENTS).write_text(json_text(adjustments))
     staging.rename(folder)
     return {"path": f"{INPUTS}/{day}", "sha256": tree_hash(folder)}
+
+
+#: the ratios a freeze rescaled its new bars by, per ticker (a split or a dividend since the last freeze)
+ADJUSTMENTS = "adjustments.json"
+
+
+def _rebased(root: Path, since: dt.date, ticker: str, bars: pd.DataFrame) -> float:
+    """The frozen close of ``since`` over the source's close of it today: 1.0 while the vendor's history
+    stands as frozen; after a 3-for-1 split, 3.0 (adjusted prices are rewritten back in time, the frozen
+    ones are not). 1.0 where either lacks the bar (a hole: nothing to compare)."""
+    frozen = root / INPUTS / str(since) / "prices" / f"{ticker}.csv"
+    if not frozen.is_file() or pd.Timestamp(since) not in bars.index:
+        return 1.0
+    last = pd.read_csv(frozen).iloc[-1]
+    if last["Date"] != str(since):
+        return 1.0
+    ratio = float(last["Close"]) / float(bars.loc[pd.Timestamp(since), "close"])
+    return 1.0 if abs(ratio - 1.0) < 1e-7 else ratio  # the 10 digits a frozen price is written to
 
 
 def _masks(cfg: RunConfig) -> bool:
