@@ -1007,9 +1007,20 @@ def test_a_split_that_rewrites_the_vendors_history_is_no_crash_in_the_journal(tm
     close = bars.set_index("Date")["Close"]
     assert equity["2022-10-10"] / equity["2022-10-07"] == pytest.approx(close["2022-10-10"] / close["2022-10-07"])
     assert json.loads((tmp_path / "fw" / "inputs" / "2022-10-10" / "adjustments.json").read_text()) == {
-        "TSLA": {"against": "2022-10-07", "factor": pytest.approx(3.0)}
+        "TSLA": {"against": "2022-10-06", "factor": pytest.approx(3.0)}  # read on the bar before the last
     }
     assert main(["forward", "verify", "fw"]) == 0
+    # a vendor's correction of one close (the last frozen one, +1 %) is no split: a split or a dividend
+    # rewrites every bar by one ratio, so the ratio is read on the bar before (still the split's 3)
+    revised = bars.copy()
+    revised.loc[revised["Date"] == "2022-10-12", ["Close", "Adj Close"]] *= 1.01
+    revised.to_csv(prices / "TSLA.csv", index=False)
+    assert main(["forward", "step", "fw", "--until", "2022-10-13", "--no-progress"]) == 0
+    assert json.loads((tmp_path / "fw" / "inputs" / "2022-10-13" / "adjustments.json").read_text()) == {
+        "TSLA": {"against": "2022-10-11", "factor": pytest.approx(3.0)}
+    }
+    equity = pd.read_csv(tmp_path / "fw" / "replay" / "equity.csv", index_col="date")["value"]
+    assert equity["2022-10-13"] / equity["2022-10-12"] == pytest.approx(close["2022-10-13"] / close["2022-10-12"])
 
 
 @pytest.mark.slow  # 3.5 s on 2 cores: in make test, not in make test-fast

@@ -146,12 +146,12 @@ def freeze(root: Path, plan: Plan, day: dt.date) -> dict[str, Any]:
                 str(day),
             )
         if since is not None:
-            factor = _rebased(root, since, t, bars)
+            factor, against = _rebased(root, previous, t, bars)
             bars = bars.loc[pd.Timestamp(since) + pd.Timedelta(days=1) :]
             if factor != 1.0:  # a split or a dividend rewrote the vendor's history: the new bars in the frozen basis
                 bars = bars.assign(**{c: bars[c] * factor for c in ("open", "high", "low", "close")},
                                    volume=bars["volume"] / factor)  # fmt: skip
-                adjustments[t] = {"against": str(since), "factor": factor}
+                adjustments[t] = {"against": against, "factor": factor}
         frame = pd.DataFrame({"Date": bars.index.strftime("%Y-%m-%d"), "Open": bars["open"], "High": bars["high"],
                               "Low": bars["low"], "Close": bars["close"], "Adj Close": bars["close"],
                               "Volume": bars["volume"]})  # fmt: skip
@@ -181,18 +181,24 @@ def freeze(root: Path, plan: Plan, day: dt.date) -> dict[str, Any]:
 ADJUSTMENTS = "adjustments.json"
 
 
-def _rebased(root: Path, since: dt.date, ticker: str, bars: pd.DataFrame) -> float:
-    """The frozen close of ``since`` over the source's close of it today: 1.0 while the vendor's history
-    stands as frozen; after a 3-for-1 split, 3.0 (adjusted prices are rewritten back in time, the frozen
-    ones are not). 1.0 where either lacks the bar (a hole: nothing to compare)."""
-    frozen = root / INPUTS / str(since) / "prices" / f"{ticker}.csv"
-    if not frozen.is_file() or pd.Timestamp(since) not in bars.index:
-        return 1.0
-    last = pd.read_csv(frozen).iloc[-1]
-    if last["Date"] != str(since):
-        return 1.0
-    ratio = float(last["Close"]) / float(bars.loc[pd.Timestamp(since), "close"])
-    return 1.0 if abs(ratio - 1.0) < 1e-7 else ratio  # the 10 digits a frozen price is written to
+def _rebased(root: Path, frozen_days: list[dt.date], ticker: str, bars: pd.DataFrame) -> tuple[float, str]:
+    """The journal's price basis against the source's today, and the session it is read on: 1.0 while
+    the vendor's history stands as frozen; after a 3-for-1 split, 3.0 (adjusted prices are rewritten back
+    in time, the frozen ones are not). Read on the frozen bar before the last one where there is one: a
+    split or a dividend rewrites every bar by one ratio, a vendor's correction only the bar it corrects.
+    1.0 where the source lacks the bar (a hole: nothing to compare)."""
+    rows = [
+        pd.read_csv(f) for d in frozen_days[-2:] if (f := root / INPUTS / str(d) / "prices" / f"{ticker}.csv").is_file()
+    ]
+    frozen = pd.concat(rows).tail(2) if rows else pd.DataFrame()
+    if frozen.empty:
+        return 1.0, ""
+    ref = frozen.iloc[0]
+    day = pd.Timestamp(ref["Date"])
+    if day not in bars.index:
+        return 1.0, ""
+    ratio = float(ref["Close"]) / float(bars.loc[day, "close"])
+    return (1.0 if abs(ratio - 1.0) < 1e-7 else ratio), str(ref["Date"])  # a frozen price has 10 digits
 
 
 def _masks(cfg: RunConfig) -> bool:
