@@ -309,3 +309,22 @@ def test_statistics_on_a_short_window_say_they_mean_nothing(experiment):
     assert f"FLAG: {days} daily returns: too few for these statistics to mean anything" in text
     assert "too few for these statistics" in significance_table(rows, "the test window")
     assert significance_flags([{**r, "days": MIN_STAT_DAYS} for r in rows]) == []
+
+
+def test_an_experiment_takes_the_broker_flags_a_backtest_does_and_each_unit_runs_with_them():
+    """The card graded an experiment "LLM cost as cost: model spend not charged (--charge-llm)" and its
+    frictions "(--slippage-model bps --slippage 5)", flags `fincon experiment` refused ("unrecognized
+    arguments"): an experiment's costs could be set only in its YAML's broker section. It takes the
+    backtest's broker flags (one declaration, fincon.cli.broker_flags), and every unit runs with them."""
+    from fincon.cli.experiment import build_experiment
+    from fincon.cli.main import build_parser
+    from fincon.workflow.experiment_units import baseline_config, train_config
+
+    argv = ["experiment", "--ticker", "TSLA", "--brain", "rules", "--charge-llm", "--commission-model", "per-share",
+            "--slippage-model", "bps", "--slippage", "5", "--participation", "0.025", "--fill", "next-open"]  # fmt: skip
+    exp = build_experiment(build_parser("experiment").parse_args(argv))
+    for cfg in (baseline_config(exp), train_config(exp, "full", 1)):
+        b = cfg.broker
+        assert (b.charge_llm, b.commission.model, b.slippage.model, b.participation, b.fill) == (
+            True, "per-share", "bps", 0.025, "next_open")  # fmt: skip
+        assert b.slippage.bps == 5 and b.commission.minimum == 1.0

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 from fincon import data, workflow
 from fincon.agents.team.params import FinConParams
 from fincon.cli.args import ledger_env, ledger_path
+from fincon.cli.broker_flags import add_broker, broker_overrides, check_broker_flags
 from fincon.cli.flags import add, given, names
 from fincon.cli.llm import add_llm_arguments, llm_overrides
 from fincon.cli.options import (
@@ -165,6 +166,7 @@ def register(p: argparse.ArgumentParser) -> None:
     add_team(p, *TEAM_FLAGS)
     add(p, ExperimentConfig, *TEAM_KEYS, *ROLLING_KEYS)
     add_data(p)
+    add_broker(p)  # the backtest's cost, cap and fill flags: every unit runs with them
     add_llm_arguments(p, with_cutoff_gate=True, with_masking=True)
     add(p, ExperimentConfig, *EXECUTOR_KEYS, "bootstrap_reps")
     add(p, ExperimentArgs, "ledger", "out", "as_json", "no_progress", helps=OWN_HELPS)
@@ -178,6 +180,7 @@ def experiment_overrides(args: argparse.Namespace) -> dict[str, Any]:
                                  "bootstrap_reps")  # fmt: skip
     over.update({f"team.{key}": value for key, value in team_values(args, *TEAM_FLAGS).items()})
     over.update({k: v for k, v in data_overrides(args).items() if v is not None})
+    over.update({k: v for k, v in broker_overrides(args).items() if v is not None})
     if "rolling.window" in over:
         split_given = [k for k in ("train.start", "train.end", "test.start", "test.end") if k in over]
         if split_given:
@@ -221,7 +224,9 @@ def build_experiment(args: argparse.Namespace):
     if manifest is not None and not over.get("tickers"):  # a dataset names its tickers
         over["tickers"] = list(manifest.tickers)
 
-    return _load(args, workflow.preset_overrides(preset, over), _flag_names(over))
+    exp = _load(args, workflow.preset_overrides(preset, over), _flag_names(over))
+    check_broker_flags(args, exp.broker)
+    return exp
 
 
 def _dataset_manifest(args: argparse.Namespace):
