@@ -382,6 +382,12 @@ def test_an_anchored_journal_commits_every_sealed_step(tmp_path, monkeypatch):
     assert log.split("\n")[:4] == ["seal 2022-10-07", "seal 2022-10-06", "seal 2022-10-05", "register 2022-10-05"]
     tracked = subprocess.run(["git", "-C", "fw", "ls-files"], capture_output=True, text=True).stdout.split()
     assert "journal.jsonl" in tracked and not any(t.startswith(("replay/", ".replay-inputs/")) for t in tracked)
+    # a score between two steps: its page (plotly inlined, 4.8 MB, new at every score) went into the next
+    # step's commit, so a year of daily scores would push gigabytes to the public remote (found by hand)
+    assert main(["forward", "score", "fw"]) == 0
+    assert main(["forward", "step", "fw", "--until", "2022-10-10", "--no-progress"]) == 0
+    tracked = subprocess.run(["git", "-C", "fw", "ls-files"], capture_output=True, text=True).stdout.split()
+    assert "report.html" not in tracked and "journal.jsonl" in tracked
 
 
 def test_verify_reads_the_git_anchor_a_re_signed_chain_cannot_fool(tmp_path, monkeypatch, capsys):

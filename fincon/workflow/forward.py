@@ -456,8 +456,17 @@ def _anchor(root: Path, message: str) -> None:
 
     if not (root / ".git").is_dir():
         subprocess.run(["git", "init", "-q", str(root)], check=True)
-        (root / ".gitignore").write_text(f"{REPLAY}/\n.replay-inputs/\n{STATE}/\n{LOCK}\n")
+    # what a step or a score rebuilds is no part of the record (score's page inlines plotly: 4.8 MB a score)
+    ignore = root / ".gitignore"
+    kept = ignore.read_text().splitlines() if ignore.is_file() else []
+    missing = [p for p in (f"{REPLAY}/", ".replay-inputs/", f"{STATE}/", LOCK, "report.html") if p not in kept]
+    if missing:
+        ignore.write_text("".join(f"{p}\n" for p in [*kept, *missing]))
     env = {"GIT_AUTHOR_NAME": "fincon", "GIT_AUTHOR_EMAIL": "fincon@localhost", "GIT_COMMITTER_NAME": "fincon",
            "GIT_COMMITTER_EMAIL": "fincon@localhost", "PATH": "/usr/bin:/bin"}  # fmt: skip
+    # a page an earlier step committed leaves the index (the file stays)
+    subprocess.run(
+        ["git", "-C", str(root), "rm", "-q", "--cached", "--ignore-unmatch", "report.html"], check=True, env=env
+    )
     subprocess.run(["git", "-C", str(root), "add", "-A"], check=True, env=env)
     subprocess.run(["git", "-C", str(root), "commit", "-q", "-m", message], check=True, env=env)
