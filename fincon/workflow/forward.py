@@ -261,23 +261,20 @@ def _step(root: Path, until: dt.date | None, progress: bool, clock: Clock, seale
                 return
             gap = sessions(next_session(done[-1]), day) if done else []
             for lost in [d for d in gap[:-1] if d not in gone]:
-                sealed.append(journal.append({"kind": "missed", "session": str(lost), "sealed_at": stamp(clock),
-                                              "reason": "no step ran for this session"}))  # fmt: skip
+                sealed.append(journal.miss(lost, "no step ran for this session", stamp(clock)))
             todo = [day]
         for day in todo:
             try:
                 for entry in _decide(root, plan, journal, day, progress, clock):
                     sealed.append(entry)
             except Late as exc:
-                sealed.append(journal.append({"kind": "missed", "session": str(day), "sealed_at": exc.at,
-                                              "reason": str(exc)}))  # fmt: skip
+                sealed.append(journal.miss(day, str(exc), exc.at))
             except StaleSource as exc:
                 if not (plan.simulated and a_hole(plan, exc, todo[-1])):
                     raise
                 # the simulated clock has passed a session its data never holds: missed, as a live one seals it
                 reason = f"{exc.ticker}: the source has no bar for {day} and has later ones: a hole in its data"
-                sealed.append(journal.append({"kind": "missed", "session": str(day), "sealed_at": stamp(clock),
-                                              "reason": reason}))  # fmt: skip
+                sealed.append(journal.miss(day, reason, stamp(clock)))
             except OSError as exc:  # a full disk, a folder made read-only: before the seal, nothing is sealed
                 where = f" ({exc.filename})" if exc.filename else ""
                 raise ForwardError(

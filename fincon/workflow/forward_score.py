@@ -152,13 +152,12 @@ def score(root: Path) -> Iterator[dict[str, Any]]:
     to mean something and its DSR against the trial ledger's family; the journal's lock is held until the
     ``with`` block ends (the card and the page read the replay, which a step rewrites)."""
 
-    Plan.load(Path(root))  # no journal there: said before the lock would make its folder
+    plan = Plan.load(Path(root))  # no journal there: said before the lock would make its folder
     with locked(Path(root), "score"):
-        yield _score(Path(root))
+        yield _score(Path(root), plan)
 
 
-def _score(root: Path) -> dict[str, Any]:
-    plan = Plan.load(root)
+def _score(root: Path, plan: Plan) -> dict[str, Any]:
     done = decided(Journal(root).entries())
     replay = root / REPLAY
     if not done or not replay.is_dir():

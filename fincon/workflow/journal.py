@@ -152,6 +152,10 @@ class Journal:
         """Seal ``entry`` and append it (:meth:`append_all`)."""
         return self.append_all([entry])[0]
 
+    def miss(self, session: dt.date, reason: str, at: str) -> dict[str, Any]:
+        """Seal ``session`` missed (no step ran, a hole in the data, a decision too late to trade) at ``at``."""
+        return self.append({"kind": "missed", "session": str(session), "sealed_at": at, "reason": reason})
+
     def append_all(self, entries: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Seal ``entries`` (each one's ``seq``, ``prev_hash`` and ``hash`` set
         here, chained) and append them in one write, synced before this
