@@ -58,7 +58,7 @@ def test_calibration_by_hand():
 
 
 def test_a_rolling_card_takes_the_worst_window_label_of_the_team():
-    from fincon.report.card import _rolling_knowledge
+    from fincon.report.evidence import _rolling_knowledge
 
     summary = [
         {"strategy": "fincon", "model_knowledge": "after-cutoff 4/6, in-training-data 2/6"},
@@ -370,6 +370,48 @@ def test_temporal_integrity_passes_a_masked_run_only_when_its_audit_shows_it_bli
         PASS,
         "after-cutoff (cutoff 2019-01-01, given by the user: fincon does not know this model's)",
     )
+
+
+def test_temporal_integrity_of_a_journal_passes_a_live_record_committed_before_each_open_whatever_the_cutoff(
+    tmp_path,
+):
+    """Found by hand: the card of a forward journal's replay graded temporal integrity by the model's cutoff
+    label alone, as any backtest's. Only a record sealed before the session it trades settles what a model
+    knew: a live journal whose every entry git dates before its open passes, a model of unknown cutoff too;
+    a simulated journal's times, a live one without an anchor or with entries committed late prove
+    nothing, and the row says which (the label's verdict stands)."""
+    from fincon.report.card import NONE, PASS, Evidence, temporal_integrity
+
+    def ev(sealed, label="cutoff-unknown", root=Path("x")):
+        return Evidence(root, None, None, None, {}, {"model_knowledge": {"label": label}}, {}, [], sealed)
+
+    kept = {"commits": 7, "late": [], "simulated": False}
+    assert temporal_integrity(ev({"simulated": False, "anchor": kept})) == (
+        PASS,
+        "a live journal, verified: every decision sealed and committed to git (7 commits) before the open of "
+        "the session it trades, which no model could then have read",
+    )
+    late = {**kept, "late": ["fincon 2026-11-30"]}
+    for sealed, why in (
+        ({"simulated": True, "anchor": {**kept, "simulated": True}}, "a simulated journal: decided on past data, "
+         "its seal times prove nothing"),
+        ({"simulated": False, "anchor": None}, "a live journal sealed by its author's clock only: not anchored, "
+         "nothing outside dates its seals"),
+        ({"simulated": False, "anchor": late}, "a live journal, but 1 of its entries were committed after their "
+         "open"),
+    ):  # fmt: skip
+        assert temporal_integrity(ev(sealed)) == (
+            NONE, f"no model-knowledge label (cutoff unknown, or a run from before the labels); {why}")  # fmt: skip
+    verdict, said = temporal_integrity(ev({"simulated": True, "anchor": None}, label="in-training-data"))
+    assert verdict == "fail" and said.endswith(
+        "; a simulated journal: decided on past data, its seal times prove nothing"
+    )
+    # the card of a journal's replay read by hand, not by score: it says where the seals are graded
+    (tmp_path / "j").mkdir()
+    for name in ("journal.jsonl", "plan.yaml"):
+        (tmp_path / "j" / name).write_text("")
+    assert temporal_integrity(ev(None, "no-model", tmp_path / "j" / "replay")) == (
+        PASS, f"no-model; a forward journal's replay: `fincon forward score {tmp_path / 'j'}` grades what its seals prove")  # fmt: skip
 
 
 def test_costs_too_small_to_be_frictions_fail_both_cost_rows(tmp_path, monkeypatch):

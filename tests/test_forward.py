@@ -682,6 +682,15 @@ def test_score_reports_what_a_backtest_does_and_draws_the_charts_a_step_leaves_o
     ]
     assert main(["forward", "score", "fw"]) == 0
     assert "\nFLAG: 5 daily returns: too few" in capsys.readouterr().out
+    # the card knows it grades a journal: a simulated one's seal times settle nothing (the row read as any
+    # backtest's), on the page as in the score; read by hand, the card says where its seals are graded
+    row = next(r for r in res["card"]["rows"] if r["point"] == "temporal integrity")
+    assert row["measured"] == "no-model; a simulated journal: decided on past data, its seal times prove nothing"
+    assert "its seal times prove nothing</td>" in (tmp_path / "fw" / "report.html").read_text()
+    assert main(["report", "--card", "fw/replay"]) == 0
+    assert "a forward journal's replay: `fincon forward score fw` grades what its seals prove" in (
+        capsys.readouterr().out
+    )
     # `fincon report` on the journal itself says where its report is (it said "not a fincon run directory")
     capsys.readouterr()
     assert main(["report", "fw", "--out", "fw.html"]) == 2 and not (tmp_path / "fw.html").exists()

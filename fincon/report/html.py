@@ -17,6 +17,8 @@ No timestamp, random id or absolute path goes into the page.
 
 from __future__ import annotations
 
+from typing import Any
+
 from fincon import __version__
 from fincon.errors import DataError
 from fincon.ownership import REPORT_MARK
@@ -69,26 +71,27 @@ def _title(data: ReportData) -> tuple[str, str]:
     return title, "; ".join(windows) + (" | " if windows else "") + ", ".join(kinds)
 
 
-def _cards(data: ReportData) -> str:
+def _cards(data: ReportData, sealed: dict[str, Any] | None) -> str:
     """The report card of each directory the page shows (fincon.report.card)."""
 
     cards = []
     for s in data.sources:
         try:
-            cards.append(run_card(s.path))
+            cards.append(run_card(s.path, sealed if len(data.sources) == 1 else None))
         except DataError:
             continue  # a directory the card cannot read (a bare training): no card, the rest of the page stays
     # one section: with several directories, the card of each, one after the other
     return section_card(cards[0]) if len(cards) == 1 else (section_card(cards[0], more=cards[1:]) if cards else "")
 
 
-def render(data: ReportData, note: str = "") -> str:
-    """The report page (``note``: a line under its title saying what it is)."""
+def render(data: ReportData, note: str = "", sealed: dict[str, Any] | None = None) -> str:
+    """The report page (``note``: a line under its title saying what it is; ``sealed``: a journal's
+    verified seals, for its card)."""
     from plotly import __version__ as plotly_version
     from plotly.offline import get_plotlyjs
 
     sections = [
-        _cards(data),
+        _cards(data, sealed),
         section_metrics(data),
         section_curves(data) if any(r.equity is not None for r in data.runs) else "",
         section_timeline(data),

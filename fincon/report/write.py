@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from fincon import report
 from fincon.errors import FinconError
@@ -11,13 +11,16 @@ from fincon.files import write_atomic
 from fincon.ownership import is_fincon_report
 
 
-def build_report(runs: Sequence[str | Path], note: str = "") -> str:
+def build_report(runs: Sequence[str | Path], note: str = "", sealed: dict[str, Any] | None = None) -> str:
     """The HTML page for the given run directories (same inputs, same bytes); ``note``: what the page
-    is, under its title (a forward journal's: simulated or live, verified, anchored)."""
-    return report.render(report.load_report_data([Path(r) for r in runs]), note)
+    is, under its title (a forward journal's: simulated or live, verified, anchored); ``sealed``: what
+    the journal's verification found, for its card (fincon.report.evidence.Evidence)."""
+    return report.render(report.load_report_data([Path(r) for r in runs]), note, sealed)
 
 
-def write_report(runs: Sequence[str | Path], out: str | Path, note: str = "") -> Path:
+def write_report(
+    runs: Sequence[str | Path], out: str | Path, note: str = "", sealed: dict[str, Any] | None = None
+) -> Path:
     """Write the page to ``out`` (through a temporary file renamed into place,
     so a failed report never leaves half a page)."""
     out = Path(out)
@@ -30,7 +33,7 @@ def write_report(runs: Sequence[str | Path], out: str | Path, note: str = "") ->
         raise FinconError(
             f"--out {out} exists and is not a report fincon wrote; choose another file name (nothing was changed)"
         )
-    text = build_report(runs, note)
+    text = build_report(runs, note, sealed)
     try:
         write_atomic(out, text)
     except OSError as exc:

@@ -83,3 +83,22 @@ def said(a: dict[str, Any] | None) -> str:
             f"{', '.join(a['late'][:5])}"
         )
     return f"; anchored in {a['commits']} git commits, append-only, every session committed before its open"
+
+
+def settles_the_window(simulated: bool, anchor: dict[str, Any] | None) -> tuple[bool, str]:
+    """Whether a verified journal's record settles what its model could have known of the sessions it
+    traded (the card's temporal integrity), and why: only a live journal's decisions, each committed to
+    git before its session's open, do, whatever the model's cutoff; a simulated journal's times, or a
+    live one's own clock alone, prove nothing to a referee."""
+    if simulated:
+        return False, "a simulated journal: decided on past data, its seal times prove nothing"
+    if anchor is None or "commits" not in anchor:
+        return False, "a live journal sealed by its author's clock only: " + (
+            anchor["unread"] if anchor else "not anchored, nothing outside dates its seals"
+        )
+    if anchor["late"]:
+        return False, f"a live journal, but {len(anchor['late'])} of its entries were committed after their open"
+    return True, (
+        f"a live journal, verified: every decision sealed and committed to git ({anchor['commits']} commits) "
+        "before the open of the session it trades, which no model could then have read"
+    )

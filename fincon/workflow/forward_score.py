@@ -203,6 +203,7 @@ def _score(root: Path, plan: Plan) -> dict[str, Any]:
         f"forward journal {root}: {clock}; {len(done)} sessions {plan.first}..{done[-1]}; verified when scored: the "
         f"chain, every hash, {checked['replayed']} decisions replayed; {said(checked.get('anchor')).removeprefix('; ')}"
     )
+    out["sealed"] = {"simulated": plan.simulated, "anchor": checked.get("anchor")}  # for the card's temporal integrity
     out["flags"] = significance_flags(list(out["strategies"].values()), "a journal")
     if fam.trials > 1 and len(fam.sharpes) < 2:
         out["flags"].append(

@@ -1,0 +1,153 @@
+"""What the report card reads from one directory (a backtest run, an experiment or a rolling
+evaluation), loaded once and handed to every check of fincon.report.card: the run that holds the
+team's records, its metrics, config and decisions, and for a forward journal's replay what
+`fincon forward score` verified of its seals."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from fincon.config import FLAT_COST_KEYS, BrokerConfig
+from fincon.engine.record import CONFIG, DECISIONS, METRICS, RunRecord
+from fincon.errors import DataError
+from fincon.report.calibration import calibration
+from fincon.validation import format_validation_error
+from fincon.workflow.journal import journal_hint
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _run_part(run: Path, part: str) -> Any:
+    """A run's ``metrics``, ``config`` or ``strategy_summary`` (engine.record), None when unreadable."""
+    try:
+        return getattr(RunRecord(run), part)
+    except DataError:
+        return None
+
+
+def _team_run(root: Path) -> Path | None:
+    """The directory whose decisions.jsonl holds team records (the run, its fincon sub-run, an experiment's full median)."""
+    for cand in (root, root / "fincon"):
+        if (cand / DECISIONS).is_file() and '"record"' in (cand / DECISIONS).read_text()[:20000]:
+            return cand
+    res = _json(root / "results.json")
+    if isinstance(res, dict) and isinstance(res.get("median"), dict) and "full" in res["median"]:
+        return root / res["median"]["full"]["run_dir"]
+    return None
+
+
+def _strategy_run(root: Path) -> Path | None:
+    """A run directory with metrics.json and config.yaml: the team's if any, else the first."""
+    team = _team_run(root)
+    if team is not None and (team / METRICS).is_file():
+        return team
+    for cand in [root, *sorted(p for p in root.iterdir() if p.is_dir())] if root.is_dir() else []:
+        m = _run_part(cand, "metrics") if (cand / METRICS).is_file() else None
+        if isinstance(m, dict) and "cr_pct" in m and (cand / CONFIG).is_file():
+            return cand
+    return None
+
+
+def _rolling_knowledge(results: dict[str, Any]) -> dict[str, Any]:
+    """The team's windows against its model's cutoff in a rolling evaluation:
+    its summary rows count each label ("in-training-data 5/6, no-model 1/6");
+    the card takes the worst one any window has."""
+    seen = {
+        part.split()[0]
+        for row in results.get("summary") or []
+        if str(row.get("strategy", "")).startswith("fincon") and row.get("model_knowledge")
+        for part in str(row["model_knowledge"]).split(", ")
+    }
+    for label in ("in-training-data", "straddles-cutoff", "cutoff-unknown", "after-cutoff", "no-model"):
+        if label in seen:
+            return {"label": label}
+    return {}
+
+
+@dataclass
+class Evidence:
+    """What a card reads from one directory (a backtest run, an experiment or
+    a rolling evaluation), loaded once and handed to every check."""
+
+    root: Path
+    run: Path | None
+    team: Path | None
+    rolling: dict[str, Any] | None
+    results: dict[str, Any]
+    metrics: dict[str, Any]
+    config: dict[str, Any]
+    decisions: list[dict[str, Any]]
+    #: a forward journal's replay: whether it is simulated and its git anchor, as `forward score` verified them
+    sealed: dict[str, Any] | None = None
+
+    @cached_property
+    def broker(self) -> BrokerConfig:
+        """The run's broker section, typed (a config of an older layout is one line saying so)."""
+        section = self.config.get("broker") or {}
+        if isinstance(section, dict) and any(k in section for k in FLAT_COST_KEYS):
+            raise DataError(
+                f"{self.root}: written by an older fincon (its config.yaml has the flat cost layout, before "
+                "schema 3); re-run it with this fincon to grade it"
+            )
+        try:
+            return BrokerConfig.model_validate(section)
+        except ValidationError as exc:
+            raise DataError(
+                f"{self.root}: the run's broker section does not read "
+                f"({format_validation_error('broker', exc, BrokerConfig)})"
+            ) from None
+
+    @cached_property
+    def knowledge(self) -> dict[str, Any]:
+        know = self.metrics.get("model_knowledge") or (self.results.get("model_knowledge") or {}).get("test") or {}
+        if self.rolling is not None and not know:
+            know = _rolling_knowledge(self.results)
+        return know
+
+    @cached_property
+    def calibration(self) -> dict[str, Any] | None:
+        return calibration(self.decisions)
+
+    @property
+    def cost_bp(self) -> float:
+        """What an order costs a side, in bp of its value: 100 shares at $100 on a $2 range ($1 is 1 bp)."""
+        return self.broker.commission.fee(100, 100.0) + 100 * self.broker.slippage.per_share(100.0, 101.0, 99.0)
+
+
+def evidence(root: Path) -> Evidence:
+    """The :class:`Evidence` of the run, experiment or rolling directory ``root``."""
+    root = Path(root)
+    if not root.is_dir():
+        raise DataError(f"{root} is not a directory; give a run, experiment or rolling directory")
+    for marker, what, hint in (
+        ("train.json", "a belief training", f"its test is a backtest: fincon backtest --beliefs {root}"),
+        ("paper.json", "the paper's comparison", "give one of its experiments (a folder inside it)"),
+    ):
+        if (root / marker).is_file():
+            raise DataError(
+                f"{root} is {what} ({marker}); the card grades a tested result (a backtest run, an experiment "
+                f"or a rolling evaluation): {hint}"
+            )
+    rolling = _json(root / "rolling.json")
+    results = _json(root / "results.json") or {}
+    run = _strategy_run(root) if rolling is None else None
+    if rolling is None and run is None:
+        raise DataError(
+            journal_hint(root) or f"{root} holds no run fincon wrote (no metrics.json with its config.yaml)"
+        )
+    metrics = (_run_part(run, "metrics") or {}) if run else {}
+    config = _run_part(run, "config") if run else (rolling or {}).get("config", {})
+    team = _team_run(root) if rolling is None else None
+    decisions = RunRecord(team).decisions if team else []
+    return Evidence(root, run, team, rolling, results, metrics, config or {}, decisions)
