@@ -183,7 +183,10 @@ def test_every_check_gives_each_of_its_verdicts_on_hand_built_evidence(tmp_path)
         FAIL,
         "participation 1.0: above 0.1 of the day's volume (--participation 0.025)",
     )
-    assert llm_cost(ev(config={"broker": {"charge_llm": True}}))[0] == PASS
+    # no model asked, costs charged (`--brain rules --charge-llm`): the row said "model spend charged to the
+    # account: $0.0000" of a run that spent nothing (found by hand)
+    nothing = {"model_knowledge": {"label": "no-model"}, "costs": {"llm_charged_usd": 0.0}}
+    assert llm_cost(ev(nothing, {"broker": {"charge_llm": True}})) == (PASS, "no model: nothing to charge")
     # charged, but the price table had no price for the model: $0 taken from the account is no cost
     asked, priced = {"label": "after-cutoff", "model": "stub"}, {"stub": {"input_per_million": 0.5}}
     charged = {"broker": {"charge_llm": True}, "llm": {"backend": "openai", "model": "stub"}}

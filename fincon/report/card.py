@@ -260,7 +260,8 @@ def llm_cost(ev: Evidence) -> Verdict:
     """The model's spend taken from the cash (``--charge-llm``), at a price: a model the price table
     does not price is charged $0, which is no cost (the run's charged total, or for a rolling
     evaluation its price table)."""
-    asked = ev.knowledge.get("label") not in (None, "no-model")
+    if ev.knowledge.get("label") in (None, "no-model"):
+        return PASS, "no model: nothing to charge"
     if ev.broker.charge_llm:
         charged = (ev.metrics.get("costs") or {}).get("llm_charged_usd")
         try:  # the run's model and price table as the run read them
@@ -268,14 +269,12 @@ def llm_cost(ev: Evidence) -> Verdict:
         except ValidationError:
             llm = LLMSettings()
         row = llm.price_key
-        if asked and (not charged if _finite(charged) else row not in llm.prices):
+        if not charged if _finite(charged) else row not in llm.prices:
             return FAIL, (
                 f"model spend charged at $0.00: no price for the model {row} (--llm-prices FILE, USD per "
                 "million tokens)"
             )
         return PASS, "model spend charged to the account" + (f": ${charged:,.4f}" if _finite(charged) else "")
-    if not asked:
-        return PASS, "no model: nothing to charge"
     return FAIL, "model spend not charged (--charge-llm)"
 
 
