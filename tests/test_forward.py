@@ -1166,3 +1166,44 @@ def test_a_live_session_committed_after_its_open_is_named(tmp_path, monkeypatch)
     monkeypatch.setattr("fincon.workflow.forward_anchor.subprocess.run", no_git)
     gone = anchored(tmp_path, entries)
     assert said(gone) == "; git cannot run here (No such file or directory): the anchor is not read"
+
+
+def test_a_journal_counts_its_trials_in_the_ledger_it_registered_in_and_a_ledger_off_deflates_nothing(
+    tmp_path, monkeypatch, capsys
+):
+    """Found by hand: the ledger a journal counts in was whatever FINCON_LEDGER said at each step and score,
+    so a journal registered with the ledger off scored "DSR 0.72 (0)" (its PSR, deflated by nothing), and
+    one stepped or scored under another FINCON_LEDGER counted in that one. The register entry seals the
+    ledger; steps and scores use it; a journal in no ledger has no DSR, and the score says why."""
+    from fincon.workflow import trials
+
+    monkeypatch.chdir(tmp_path)
+    what = ["--ticker", "TSLA", "--strategy", "buy-and-hold", "--no-benchmark", "--simulate-from", START]
+    monkeypatch.setenv("FINCON_LEDGER", "off")
+    assert main(["forward", "init", "off", *what]) == 0
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "a.sqlite"))
+    assert main(["forward", "init", "on", *what]) == 0
+    first = json.loads((tmp_path / "on" / "journal.jsonl").read_text().splitlines()[0])
+    assert first["ledger"] == str(tmp_path / "a.sqlite")
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "b.sqlite"))  # later, the environment says another
+    for name in ("off", "on"):
+        assert main(["forward", "step", name, "--until", END, "--no-progress"]) == 0
+    assert not (tmp_path / "b.sqlite").exists()
+    (row,) = trials.read(tmp_path / "a.sqlite")
+    assert row["end"] == END and row["config_hash"] == first["hash"]
+    capsys.readouterr()
+    assert main(["forward", "score", "on", "--json"]) == 0
+    got = strict_json(capsys.readouterr().out)
+    assert got["strategies"]["buy-and-hold"]["dsr_trials"] == 1 and got["strategies"]["buy-and-hold"]["dsr"]
+    assert not any("DSR n/a" in f for f in got["flags"])
+    assert main(["forward", "score", "off", "--json"]) == 0
+    got = strict_json(capsys.readouterr().out)
+    assert got["strategies"]["buy-and-hold"]["dsr"] is None and got["strategies"]["buy-and-hold"]["dsr_trials"] == 0
+    assert "DSR n/a: this journal was registered with the trial ledger off, so nothing counts the journals " \
+        "begun beside it" in got["flags"]  # fmt: skip
+    # scored where its ledger is not (another machine, a referee's): counted nowhere, said so
+    (tmp_path / "a.sqlite").rename(tmp_path / "moved.sqlite")
+    assert main(["forward", "score", "on", "--json"]) == 0
+    flags = strict_json(capsys.readouterr().out)["flags"]
+    assert f"DSR n/a: the trial ledger it was registered in, {tmp_path / 'a.sqlite'}, holds none of its trials " \
+        "(not this machine's, or moved): the journals begun beside it are not counted" in flags  # fmt: skip

@@ -138,6 +138,7 @@ def init(
     warn_run_without_model(cfg, checked.knowledge, False, checked.strategies)  # a setting sealed for nothing: said
     check_knowledge(checked.knowledge)  # a window the model may remember: said as a backtest says it
     cfg = _cache_from_anywhere(cfg)
+    ledger = forward_ledger.resolve()  # a ledger that is no fincon ledger: said before the journal exists
     plan = Plan(cfg.model_copy(update={"start": first, "end": first}), first, simulate_from is not None, broker)
     root.mkdir(parents=True, exist_ok=True)
     write_atomic(root / PLAN_FILE, plan.to_yaml())
@@ -151,6 +152,7 @@ def init(
             "plan_sha256": hashlib.sha256((root / PLAN_FILE).read_bytes()).hexdigest(),
             "plan": yaml.safe_load(plan.to_yaml()),
             "models": models(plan.config),
+            "ledger": ledger,
             "fincon": __version__,
             "code": {
                 "sha256": artifacts.code_sha256(),

@@ -9,6 +9,7 @@ import datetime as dt
 import hashlib
 import logging
 import sqlite3
+from pathlib import Path
 from typing import Any, Mapping
 
 from fincon.engine.result import BacktestResult
@@ -17,6 +18,23 @@ from fincon.workflow import trials
 from fincon.workflow.forward_plan import Plan
 
 log = logging.getLogger(__name__)
+
+
+def resolve() -> str:
+    """The ledger a journal registers in (``--ledger`` given as FINCON_LEDGER, checked now): its absolute
+    path, or ``off``. The register entry seals it, so that every step and every score counts the journal's
+    trials in that one ledger, whatever the environment says later."""
+    path = trials.resolve(None)
+    return str(path.absolute()) if path is not None else "off"
+
+
+def ledger_of(entry: Mapping[str, Any]) -> Path | None:
+    """The ledger the register ``entry`` sealed (None: off); a journal registered before the entry sealed
+    one counts in today's default ledger."""
+    sealed = entry.get("ledger")
+    if sealed is None:
+        return trials.resolve(None)
+    return None if sealed == "off" else Path(sealed)
 
 
 def register(plan: Plan, entry: Mapping[str, Any]) -> None:
@@ -28,7 +46,7 @@ def register(plan: Plan, entry: Mapping[str, Any]) -> None:
 
     first = str(plan.first)
     trials.append(
-        trials.resolve(None),
+        ledger_of(entry),
         [
             _row(plan, entry, name, first, own(name), {"cr_pct": None, "sharpe": None})
             for name in plan.config.strategies
@@ -41,7 +59,7 @@ def track(plan: Plan, entry: Mapping[str, Any], results: Mapping[str, BacktestRe
     A ledger that cannot be written is said in a warning: the session is sealed, the journal holds it."""
     rows = [_row(plan, entry, name, str(day), list(r.values), r.metrics.as_dict()) for name, r in results.items()]
     try:
-        trials.track(trials.resolve(None), rows)
+        trials.track(ledger_of(entry), rows)
     except (ConfigError, sqlite3.Error, OSError) as exc:
         log.warning("the trial ledger was not brought up to date (%s); the next step tries again", exc)
 

@@ -20,6 +20,7 @@ from fincon.llm.cache import CacheMode
 from fincon.workflow import trials
 from fincon.workflow.forward_anchor import anchored, said
 from fincon.workflow.forward_clock import next_session, session_open
+from fincon.workflow.forward_ledger import ledger_of
 from fincon.workflow.forward_plan import Plan, _frozen_config
 from fincon.workflow.journal import (
     CALLS,
@@ -158,7 +159,8 @@ def score(root: Path) -> Iterator[dict[str, Any]]:
 
 
 def _score(root: Path, plan: Plan) -> dict[str, Any]:
-    done = decided(Journal(root).entries())
+    entries = Journal(root).entries()
+    done = decided(entries)
     replay = root / REPLAY
     if not done or not replay.is_dir():
         raise ConfigError(f"{root}: no session decided yet; score after `fincon forward step {root}`")
@@ -171,7 +173,8 @@ def _score(root: Path, plan: Plan) -> dict[str, Any]:
         replay, workflow.chart_title(plan.config.model_copy(update={"end": done[-1]})), list(plan.config.strategies)
     )
     multi = len(plan.config.strategies) > 1
-    fam = trials.family(trials.resolve(None), plan.config.tickers, str(plan.first), str(done[-1]))
+    ledger = ledger_of(entries[0])  # the one it registered in: FINCON_LEDGER set otherwise today counts others
+    fam = trials.family(ledger, plan.config.tickers, str(plan.first), str(done[-1]))
     out: dict[str, Any] = {"directory": str(root), "sessions": len(done), "first": str(plan.first),
                            "last": str(done[-1]), "simulated": plan.simulated, "strategies": {}}  # fmt: skip
     for name in plan.config.strategies:
@@ -192,7 +195,7 @@ def _score(root: Path, plan: Plan) -> dict[str, Any]:
             # how many more sessions its Sharpe needs to clear zero at 95 % (MinTRL); a Sharpe at or below
             # zero never does
             "sessions_still_needed": max(0, int(np.ceil(mintrl)) - len(r)) if np.isfinite(mintrl) else None,
-            "dsr": _finite(record["dsr"]),
+            "dsr": _finite(record["dsr"]) if fam.trials else None,  # in no ledger: a DSR of nothing counted
             "dsr_trials": fam.trials,
             "model_knowledge": metrics.get("model_knowledge"),
         }
@@ -205,6 +208,14 @@ def _score(root: Path, plan: Plan) -> dict[str, Any]:
     )
     out["sealed"] = {"simulated": plan.simulated, "anchor": checked.get("anchor")}  # for the card's temporal integrity
     out["flags"] = significance_flags(list(out["strategies"].values()), "a journal")
+    if not fam.trials:
+        out["flags"].append(
+            "DSR n/a: this journal was registered with the trial ledger off, so nothing counts the journals begun "
+            "beside it"
+            if ledger is None
+            else f"DSR n/a: the trial ledger it was registered in, {ledger}, holds "
+            "none of its trials (not this machine's, or moved): the journals begun beside it are not counted"
+        )
     if fam.trials > 1 and len(fam.sharpes) < 2:
         out["flags"].append(
             f"DSR n/a: the trial ledger holds a Sharpe ratio of {MIN_STAT_DAYS} sessions or more for "
