@@ -390,6 +390,45 @@ def test_an_anchored_journal_commits_every_sealed_step(tmp_path, monkeypatch):
     assert "report.html" not in tracked and "journal.jsonl" in tracked
 
 
+def test_an_anchor_git_cannot_make_is_said_and_a_journal_never_goes_on_unanchored(tmp_path, monkeypatch, capsys):
+    """Found by hand: `forward init --anchor git` where git cannot run printed a traceback after sealing the
+    registration, and every step then went on unanchored without a word (a step anchors when .git is
+    there). Init says so first and makes nothing; a journal registered with the anchor refuses to step once
+    its .git is gone; a commit that fails says the session is sealed and how to commit it, and the next
+    step does."""
+    import subprocess
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", "off")
+    init = ["forward", "init", "fw", "--ticker", "TSLA", "--strategy", "buy-and-hold", "--simulate-from", START,
+            "--anchor", "git"]  # fmt: skip
+    with monkeypatch.context() as m:
+        m.setenv("PATH", str(tmp_path / "no-git-here"))
+        assert main(init) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "fincon: error: --anchor git: git cannot run here (No such file or directory); install git, or " \
+        "init without --anchor" and not (tmp_path / "fw").exists()  # fmt: skip
+    assert main(init) == 0
+    (tmp_path / "fw" / ".git" / "index.lock").write_text("")  # another git at work in it: the commit fails
+    assert main(["forward", "step", "fw", "--no-progress"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"the session {START} is sealed, but the git anchor could not commit it " \
+        "(fatal: Unable to create" in err and "git -C fw add -A && git -C fw commit" in err, err  # fmt: skip
+    (tmp_path / "fw" / ".git" / "index.lock").unlink()
+    assert main(["forward", "step", "fw", "--no-progress"]) == 0
+    log = subprocess.run(["git", "-C", "fw", "log", "--format=%s"], capture_output=True, text=True).stdout.split("\n")
+    assert log[:2] == ["seal 2022-10-06", "register 2022-10-05"]  # the 5th's entry is in the 6th's commit
+    assert main(["forward", "verify", "fw"]) == 0
+    import shutil
+
+    shutil.rmtree(tmp_path / "fw" / ".git")
+    before = (tmp_path / "fw" / "journal.jsonl").read_bytes()
+    capsys.readouterr()
+    assert main(["forward", "step", "fw", "--no-progress"]) == 1
+    assert "fw was registered with --anchor git and holds no .git now" in capsys.readouterr().err
+    assert (tmp_path / "fw" / "journal.jsonl").read_bytes() == before
+
+
 def test_verify_reads_the_git_anchor_a_re_signed_chain_cannot_fool(tmp_path, monkeypatch, capsys):
     """Found by hand: verify never read the anchor. A chain re-signed from an edited entry on holds every
     hash (here: entry 2's sealed_at moved a day earlier, as a late seal would be disguised), and verified;

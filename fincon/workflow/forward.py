@@ -39,7 +39,6 @@ import datetime as dt
 import hashlib
 import logging
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -55,7 +54,7 @@ from fincon.errors import CloseOnly, ConfigError, FinconError
 from fincon.files import json_text, write_atomic
 from fincon.flag import absolute
 from fincon.llm.cache import CallCache
-from fincon.workflow import forward_clock, forward_ledger
+from fincon.workflow import forward_anchor, forward_clock, forward_ledger
 from fincon.workflow.alpaca import AlpacaPaper, BrokerError, check_available, expected_after
 from fincon.workflow.forward_clock import (
     EXCHANGE,
@@ -70,10 +69,8 @@ from fincon.workflow.forward_state import keep_state, resume_for
 from fincon.workflow.journal import (
     BOOKS,
     CALLS,
-    LOCK,
     PLAN_FILE,
     REPLAY,
-    STATE,
     Clock,
     ForwardError,
     Journal,
@@ -112,6 +109,8 @@ def init(
                 f"--broker alpaca: an Alpaca account is one book, so one strategy (--strategy gave {len(cfg.strategies)})"
             )
         check_available()
+    if anchor_git:
+        forward_anchor.git_runs()
     if cfg.broker.fill != "next_open":
         cfg = cfg.model_copy(update={"broker": cfg.broker.model_copy(update={"fill": "next_open"})})
     today = dt.datetime.now(dt.timezone.utc).date()
@@ -153,6 +152,7 @@ def init(
             "plan": yaml.safe_load(plan.to_yaml()),
             "models": models(plan.config),
             "ledger": ledger,
+            "anchor": "git" if anchor_git else None,  # a step refuses to go on unanchored once its .git is gone
             "fincon": __version__,
             "code": {
                 "sha256": artifacts.code_sha256(),
@@ -163,7 +163,7 @@ def init(
     )
     forward_ledger.register(plan, entry)
     if anchor_git:
-        _anchor(root, f"register {first}")
+        forward_anchor.commit(root, f"register {first}", f"{root} is registered")
     return entry
 
 
@@ -225,6 +225,7 @@ def _step(root: Path, until: dt.date | None, progress: bool, clock: Clock, seale
         if problems:
             raise JournalError(f"{root}: {problems[0]}; no step is taken on a journal that does not verify")
         same_weights(plan.config, entries[0])
+        forward_anchor.still_there(root, entries[0])
         done = decided(entries)
         gone = missed(entries)  # sealed once
         if until is not None and not plan.simulated:
@@ -384,7 +385,7 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
         for e in sealed:
             _place(root, broker, e)
     if (root / ".git").is_dir():
-        _anchor(root, f"seal {day}")
+        forward_anchor.commit(root, f"seal {day}", f"the session {day} is sealed")
     return sealed
 
 
@@ -448,24 +449,3 @@ def _keep_calls(root: Path, cfg: RunConfig, run_dir: Path, day: str) -> list[dic
         return out
     finally:
         dst.close()
-
-
-def _anchor(root: Path, message: str) -> None:
-    """``--anchor git``: every sealed step is a commit of DIR (push it to a public remote to timestamp it)."""
-
-    if not (root / ".git").is_dir():
-        subprocess.run(["git", "init", "-q", str(root)], check=True)
-    # what a step or a score rebuilds is no part of the record (score's page inlines plotly: 4.8 MB a score)
-    ignore = root / ".gitignore"
-    kept = ignore.read_text().splitlines() if ignore.is_file() else []
-    missing = [p for p in (f"{REPLAY}/", ".replay-inputs/", f"{STATE}/", LOCK, "report.html") if p not in kept]
-    if missing:
-        ignore.write_text("".join(f"{p}\n" for p in [*kept, *missing]))
-    env = {"GIT_AUTHOR_NAME": "fincon", "GIT_AUTHOR_EMAIL": "fincon@localhost", "GIT_COMMITTER_NAME": "fincon",
-           "GIT_COMMITTER_EMAIL": "fincon@localhost", "PATH": "/usr/bin:/bin"}  # fmt: skip
-    # a page an earlier step committed leaves the index (the file stays)
-    subprocess.run(
-        ["git", "-C", str(root), "rm", "-q", "--cached", "--ignore-unmatch", "report.html"], check=True, env=env
-    )
-    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True, env=env)
-    subprocess.run(["git", "-C", str(root), "commit", "-q", "-m", message], check=True, env=env)

@@ -14,20 +14,82 @@ the referee's (docs/forward.md, "Publishing the chain").
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 import subprocess
 from pathlib import Path
 from typing import Any
 
-from fincon.workflow.journal import JOURNAL, must_precede
+from fincon.errors import ConfigError
+from fincon.workflow.journal import JOURNAL, LOCK, REPLAY, STATE, ForwardError, must_precede
 
 #: a zero-context hunk header: where the old lines were, how many were removed and added
 _HUNK = re.compile(r"^@@ -(?P<at>\d+)(?:,(?P<removed>\d+))? \+\d+(?:,(?P<added>\d+))? @@")
 
 
+def _env() -> dict[str, str]:
+    """git's environment: the user's PATH, no HOME (no user config: a signing or a hook there would stop a
+    step), fincon as the author."""
+    name = {"GIT_AUTHOR_NAME": "fincon", "GIT_AUTHOR_EMAIL": "fincon@localhost", "GIT_COMMITTER_NAME": "fincon",
+            "GIT_COMMITTER_EMAIL": "fincon@localhost"}  # fmt: skip
+    return {**name, "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+
+
+def git_runs() -> None:
+    """``--anchor git`` asked where git cannot run: said before the journal exists (it was a traceback after
+    the registration was sealed, and the journal then went on unanchored)."""
+    try:
+        subprocess.run(["git", "--version"], check=True, capture_output=True, env=_env())
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise ConfigError(
+            f"--anchor git: git cannot run here ({_why(exc)}); install git, or init without --anchor"
+        ) from None
+
+
+def still_there(root: Path, register: dict[str, Any]) -> None:
+    """A journal registered with ``--anchor git`` whose .git is gone: a step would go on unanchored."""
+    if register.get("anchor") == "git" and not (root / ".git").is_dir():
+        raise ForwardError(
+            f"{root} was registered with --anchor git and holds no .git now: a step would seal sessions no commit "
+            "dates; put the repository back (a clone of its remote) and step again (nothing was sealed)"
+        )
+
+
+def commit(root: Path, message: str, done: str) -> None:
+    """``--anchor git``: every sealed step is a commit of DIR (push it to a public remote to timestamp it);
+    ``done``: what is sealed already, for the line a failed commit gives."""
+    # what a step or a score rebuilds is no part of the record (score's page inlines plotly: 4.8 MB a score)
+    ignore = root / ".gitignore"
+    kept = ignore.read_text().splitlines() if ignore.is_file() else []
+    missing = [p for p in (f"{REPLAY}/", ".replay-inputs/", f"{STATE}/", LOCK, "report.html") if p not in kept]
+    if missing:
+        ignore.write_text("".join(f"{p}\n" for p in [*kept, *missing]))
+    try:
+        for argv in (
+            ["init", "-q"],
+            ["rm", "-q", "--cached", "--ignore-unmatch", "report.html"],  # a page an earlier step committed
+            ["add", "-A"],
+            ["commit", "-q", "-m", message],
+        ):
+            subprocess.run(["git", "-C", str(root), *argv], check=True, capture_output=True, env=_env())
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise ForwardError(
+            f"{done}, but the git anchor could not commit it ({_why(exc)}): no commit dates it yet; fix git and "
+            f"commit it (git -C {root} add -A && git -C {root} commit -m '{message}') or step again, which does"
+        ) from None
+
+
+def _why(exc: OSError | subprocess.CalledProcessError) -> str:
+    """git's first line of complaint (``fatal: ...``; what follows is advice), or why it did not start."""
+    lines = (getattr(exc, "stderr", None) or b"").decode(errors="replace").strip().splitlines()
+    if lines:
+        return next((x for x in lines if x.startswith(("fatal:", "error:"))), lines[0])
+    return getattr(exc, "strerror", None) or str(exc)
+
+
 def _git(root: Path, *args: str) -> str:
     return subprocess.run(
-        ["git", "-C", str(root), *args], check=True, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}
+        ["git", "-C", str(root), *args], check=True, capture_output=True, text=True, env=_env()
     ).stdout
 
 
