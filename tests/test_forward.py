@@ -421,6 +421,11 @@ def test_an_anchor_git_cannot_make_is_said_and_a_journal_never_goes_on_unanchore
     assert main(["forward", "verify", "fw"]) == 0
     import shutil
 
+    shutil.copytree(tmp_path / "fw", tmp_path / "copy", ignore=shutil.ignore_patterns(".git"))
+    capsys.readouterr()
+    assert main(["forward", "verify", "copy"]) == 0  # a copy without the repository: the anchor unread, said so
+    assert capsys.readouterr().out.strip().endswith("; registered with --anchor git, and this copy holds no .git: "
+                                                    "the anchor is not read (verify a clone of its remote)")  # fmt: skip
     shutil.rmtree(tmp_path / "fw" / ".git")
     before = (tmp_path / "fw" / "journal.jsonl").read_bytes()
     capsys.readouterr()

@@ -79,6 +79,9 @@ def verify(root: Path, into: Path | None = None) -> dict[str, Any]:
     entries = Journal(root).entries()
     problems = list(verify_chain(entries, root))
     anchor = anchored(root, entries) if (root / ".git").is_dir() else None  # a re-signed chain holds; git does not
+    if anchor is None and entries and entries[0].get("anchor") == "git":  # a copy of an anchored journal
+        anchor = {"unread": "registered with --anchor git, and this copy holds no .git: the anchor is not read "
+                  "(verify a clone of its remote)"}  # fmt: skip
     if anchor is not None and "problem" in anchor:
         problems.append(anchor["problem"])
     if problems:
