@@ -16,16 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from fincon import engine
 from fincon.agents.beliefs import Beliefs
-from fincon.data.inputs import open_inputs
-from fincon.data.prices import validate_bars
 from fincon.engine.record import RunRecord
 from fincon.files import write_atomic
 from fincon.workflow.experiment_config import ExperimentConfig
-from fincon.workflow.experiment_units import Unit, baseline_dir, placebo_dir, variant
+from fincon.workflow.experiment_units import Unit, baseline_dir, buy_and_hold_run, placebo_dir, variant
 
 
 def load_equity(run: Path):
@@ -172,7 +169,7 @@ def placebo_results(exp: ExperimentConfig, root: Path, results: dict[str, Any]) 
     real = results["median"]["full"]
     best = results.get("best_baseline")
     best_cr = _num(results["baselines"][best]["cr_pct"]) if best else float("nan")
-    bh_real = _buy_and_hold_cr(exp, None)  # the edge the team has to lose (real market)
+    bh_real = _num(_metrics(buy_and_hold_run(exp, root))["cr_pct"])  # the edge the team has to lose (real market)
     out: dict[str, Any] = {}
     for kind in exp.placebos or ():
         crs, sharpes, same = [], [], []
@@ -192,7 +189,8 @@ def placebo_results(exp: ExperimentConfig, root: Path, results: dict[str, Any]) 
             flags.append("the edge over the best baseline survives shuffled news: it does not come from reading them")
         # excess over buy-and-hold on each market (the twin's own path is not the real one): what the
         # report card asks of a placebo, that an edge on the real corpus does not survive on it
-        bh = _buy_and_hold_cr(exp, placebo_dir(root, kind)) if kind == "price-twin" else bh_real
+        twin = placebo_dir(root, kind) if kind == "price-twin" else None
+        bh = _num(_metrics(buy_and_hold_run(exp, root, twin))["cr_pct"]) if twin else bh_real
         extra: dict[str, Any] = {"buy_and_hold_cr_pct": bh, "real_buy_and_hold_cr_pct": bh_real,
                                  "excess_pct": cr - bh, "real_excess_pct": _num(real["cr_pct"]) - bh_real}  # fmt: skip
         if kind == "price-twin" and 0 < extra["real_excess_pct"] <= extra["excess_pct"]:
@@ -214,22 +212,6 @@ def placebo_results(exp: ExperimentConfig, root: Path, results: dict[str, Any]) 
             **extra,
         }
     return out
-
-
-def _buy_and_hold_cr(exp: ExperimentConfig, prices: Path | None) -> float:
-    """Equal-weight buy-and-hold over the test window as CR is measured (the
-    log of the book's final over its first value, in percent, as the team's
-    ``cr_pct`` and the baseline table's buy-and-hold): on the experiment's
-    own prices, or on the folder ``prices`` (the price twin)."""
-
-    data = exp.data if prices is None else exp.data.model_copy(update={"source": "csv", "dir": prices})
-    source = open_inputs(data.source, data.dir, data.cache_dir).source
-    growth = []
-    for t in exp.tickers:
-        bars = validate_bars(source.load(t, pd.Timestamp(exp.test.start), pd.Timestamp(exp.test.end)), t, "")
-        c = bars["close"].loc[pd.Timestamp(exp.test.start) : pd.Timestamp(exp.test.end)].to_numpy()
-        growth.append(c[-1] / c[0] if len(c) > 1 else float("nan"))
-    return float(100.0 * np.log(np.mean(growth)))
 
 
 def _train_rows(path: Path) -> list[dict[str, Any]]:

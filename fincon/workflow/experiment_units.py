@@ -143,6 +143,22 @@ def baseline_config(exp: ExperimentConfig) -> RunConfig:
     return cfg
 
 
+def buy_and_hold_run(exp: ExperimentConfig, root: Path, prices: Path | None = None) -> Path:
+    """Buy-and-hold on the test window as the experiment's broker runs it (its costs, its fills): on the
+    real prices the baselines' own run when buy-and-hold is one, else a control run of its own; on a price
+    twin's folder ``prices``, a control run beside the twin. What a placebo measures the team's edge
+    against on each market: a close-to-close ratio without costs made the placebo table's buy-and-hold
+    another number than the baseline table's."""
+    if prices is None and "buy-and-hold" in exp.baselines:
+        return baseline_dir(root, exp, "buy-and-hold")
+    path = root / "placebo" / ("buy-and-hold" if prices is None else f"buy-and-hold-on-{prices.name}")
+    if _status(path, METRICS) != "complete":
+        data = None if prices is None else {"source": "csv", "dir": str(Path(prices).absolute())}
+        cfg = _run_config(exp, exp.test, ["buy-and-hold"], {}, data)
+        workflow.run_config(cfg, path, progress=False, replace=True, warn_knowledge=False, control=True, plots=False)
+    return path
+
+
 @dataclass(frozen=True)
 class Unit:
     """One independent piece of work: a training, a test run or the baselines."""
