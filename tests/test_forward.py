@@ -1212,6 +1212,7 @@ def test_a_live_session_committed_after_its_open_is_named(tmp_path, monkeypatch)
     assert said(gone) == "; git cannot run here (No such file or directory): the anchor is not read"
 
 
+@pytest.mark.slow  # two journals stepped, three scores: 2.8 s on 2 cores
 def test_a_journal_counts_its_trials_in_the_ledger_it_registered_in_and_a_ledger_off_deflates_nothing(
     tmp_path, monkeypatch, capsys
 ):
