@@ -8,9 +8,10 @@ ratio means little without the number of configurations tried before it:
 this command lists them per family (the same tickers, test windows that
 overlap: moving a window by a day is another try at the same question),
 counting distinct daily return series (configurations that traded
-identically are one trial); an experiment's placebo runs are listed as
-controls, never counted and never a family's best. The deflated Sharpe
-ratio of a rolling evaluation is deflated by that count."""
+identically are one trial); an experiment's placebo runs (and buy-and-hold
+on its price twin) are listed as controls, never counted and never a
+family's best. The deflated Sharpe ratio of a rolling evaluation is
+deflated by that count."""
 
 from __future__ import annotations
 
@@ -70,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
     n_controls = sum(s["controls"] for s in summ)
     print(
         f"trial ledger {path}: {sum(s['trials'] for s in summ)} distinct trials in {len(summ)} families "
-        f"({len(rows) - n_controls} runs recorded, {n_controls} placebo controls not counted)"
+        f"({len(rows) - n_controls} runs recorded, {n_controls} controls not counted: placebo runs and buy-and-hold "
+        "on a price twin)"
     )
     width = max([len(s["family"]) for s in summ] + [6])
     print(
