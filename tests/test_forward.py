@@ -1230,6 +1230,10 @@ def test_a_journal_counts_its_trials_in_the_ledger_it_registered_in_and_a_ledger
     assert main(["forward", "init", "on", *what]) == 0
     first = json.loads((tmp_path / "on" / "journal.jsonl").read_text().splitlines()[0])
     assert first["ledger"] == str(tmp_path / "a.sqlite")
+    assert main(["forward", "init", "flagged", *what, "--ledger", "c.sqlite"]) == 0  # the flag, as a backtest's
+    assert json.loads((tmp_path / "flagged" / "journal.jsonl").read_text().splitlines()[0])["ledger"] == str(
+        tmp_path / "c.sqlite"
+    )
     monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "b.sqlite"))  # later, the environment says another
     for name in ("off", "on"):
         assert main(["forward", "step", name, "--until", END, "--no-progress"]) == 0

@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 
 from fincon import cli, report, workflow
 from fincon.cli.flags import Args, action, add
+from fincon.cli.options import RunArgs
 from fincon.errors import ConfigError
 from fincon.files import json_text
 from fincon.flag import Flag
@@ -64,6 +65,15 @@ def register(p: argparse.ArgumentParser) -> None:
     add(i, InitArgs, "dir")
     cli.add_plan_flags(i, window=False)
     add(i, InitArgs, "simulate_from", "anchor", "broker")
+    add(
+        i,
+        RunArgs,
+        "ledger",
+        helps={
+            "ledger": "the trial ledger the journal counts in, sealed at its registration "
+            "(default $FINCON_LEDGER, else ~/.local/share/fincon/trials.sqlite; off: none)"
+        },
+    )
     i.set_defaults(func=_init)
     action(inner, "step", StepArgs, _step, help="decide the next session (or, simulated, every one up to --until)")
     for name, fn, help_ in (
@@ -116,7 +126,7 @@ def _init(args: argparse.Namespace) -> int:
     cfg = cli.build_config(args)
     start = dt.date.fromisoformat(args.simulate_from) if args.simulate_from else None
     entry = workflow.forward.init(
-        args.dir, cfg, simulate_from=start, anchor_git=args.anchor == "git", broker=args.broker
+        args.dir, cfg, simulate_from=start, anchor_git=args.anchor == "git", broker=args.broker, ledger=args.ledger
     )
     mode = "simulated" if entry["simulated"] else "live"
     print(f"registered {args.dir} ({mode}; first session {entry['first_session']}; hash {entry['hash'][:16]})")

@@ -94,9 +94,16 @@ log = logging.getLogger(__name__)
 
 
 def init(
-    root: Path, cfg: RunConfig, *, simulate_from: dt.date | None, anchor_git: bool = False, broker: str = "paper"
+    root: Path,
+    cfg: RunConfig,
+    *,
+    simulate_from: dt.date | None,
+    anchor_git: bool = False,
+    broker: str = "paper",
+    ledger: str | None = None,
 ) -> dict[str, Any]:
-    """Register ``cfg`` as a new journal in ``root`` (which must not hold one)."""
+    """Register ``cfg`` as a new journal in ``root`` (which must not hold one); ``ledger``: the trial ledger
+    it counts in (``--ledger``: a path or ``off``; None: ``$FINCON_LEDGER`` or the default)."""
 
     root = Path(root)
     if (root / JOURNAL_NAME).exists() or (root.exists() and any(root.iterdir())):
@@ -137,7 +144,7 @@ def init(
     warn_run_without_model(cfg, checked.knowledge, False, checked.strategies)  # a setting sealed for nothing: said
     check_knowledge(checked.knowledge)  # a window the model may remember: said as a backtest says it
     cfg = _cache_from_anywhere(cfg)
-    ledger = forward_ledger.resolve()  # a ledger that is no fincon ledger: said before the journal exists
+    ledger = forward_ledger.resolve(ledger)  # a ledger that is no fincon ledger: said before the journal exists
     plan = Plan(cfg.model_copy(update={"start": first, "end": first}), first, simulate_from is not None, broker)
     root.mkdir(parents=True, exist_ok=True)
     write_atomic(root / PLAN_FILE, plan.to_yaml())

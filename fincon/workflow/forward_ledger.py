@@ -20,11 +20,11 @@ from fincon.workflow.forward_plan import Plan
 log = logging.getLogger(__name__)
 
 
-def resolve() -> str:
-    """The ledger a journal registers in (``--ledger`` given as FINCON_LEDGER, checked now): its absolute
-    path, or ``off``. The register entry seals it, so that every step and every score counts the journal's
-    trials in that one ledger, whatever the environment says later."""
-    path = trials.resolve(None)
+def resolve(spec: str | None) -> str:
+    """The ledger a journal registers in (``--ledger``; None: FINCON_LEDGER or the default; checked now):
+    its absolute path, or ``off``. The register entry seals it, so that every step and every score counts
+    the journal's trials in that one ledger, whatever the environment says later."""
+    path = trials.resolve(spec)
     return str(path.absolute()) if path is not None else "off"
 
 
