@@ -4,6 +4,7 @@ directory holds, a missing measure said as such, calibration by hand."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -458,3 +459,30 @@ def test_a_run_with_the_flat_cost_layout_is_named_as_older():
     old = Evidence(Path("runs/old"), None, None, None, {}, {}, {"broker": {"commission_model": "percent"}}, [])
     with pytest.raises(DataError, match="runs/old: written by an older fincon .*re-run it with this fincon"):
         frictions(old)
+
+
+def test_the_card_of_a_multi_strategy_run_grades_the_strategy_that_asks_a_model(tmp_path):
+    """Found by hand: `fincon backtest --strategy llm-trader,buy-and-hold` (and a forward journal of the two)
+    got the card of buy-and-hold, the first sub-run by name: temporal integrity passed as "no-model" while
+    llm-trader's window lay inside its model's training data. The card grades the strategy that asks a
+    model, and says which."""
+    from fincon.report.text import format_card
+
+    know = {"label": "in-training-data", "cutoff": "2024-09-19", "model": "qwen2.5-coder-0.5b"}
+    (tmp_path / "config.yaml").write_text("strategies: [llm-trader, buy-and-hold]\n")
+    (tmp_path / "metrics.json").write_text("{}")
+    for name, label in (("buy-and-hold", {"label": "no-model"}), ("llm-trader", know)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.yaml").write_text(f"strategies: [{name}]\n")
+        (tmp_path / name / "metrics.json").write_text(json.dumps({"cr_pct": 1.0, "model_knowledge": label}))
+    card = run_card(tmp_path)
+    assert card["run"] == str(tmp_path / "llm-trader") and card["graded"] == "llm-trader"
+    row = {r["point"]: r for r in card["rows"]}["temporal integrity"]
+    assert row["verdict"] == "fail" and row["measured"].startswith("in-training-data")
+    assert (
+        format_card(card).splitlines()[0]
+        == f"report card: {tmp_path} (of llm-trader)  (1 pass, 9 fail, 3 not measured)"
+    )
+    # a run of baselines alone: the first, as before
+    shutil.rmtree(tmp_path / "llm-trader")
+    assert run_card(tmp_path)["graded"] == "buy-and-hold"

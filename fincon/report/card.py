@@ -349,6 +349,8 @@ def run_card(root: Path, sealed: dict[str, Any] | None = None) -> dict[str, Any]
     return {
         "directory": str(ev.root),
         "run": str(ev.run) if ev.run else None,
+        # one strategy of a multi-strategy run: the card grades it alone, and says which
+        "graded": ev.run.name if ev.run is not None and ev.run.parent == ev.root else None,
         "rows": rows,
         "passed": sum(r["verdict"] == PASS for r in rows),
         "failed": sum(r["verdict"] == FAIL for r in rows),

@@ -48,15 +48,18 @@ def _team_run(root: Path) -> Path | None:
 
 
 def _strategy_run(root: Path) -> Path | None:
-    """A run directory with metrics.json and config.yaml: the team's if any, else the first."""
+    """A run directory with metrics.json and config.yaml: the team's if any, else the first that asks a
+    model (what is under test; in a run of llm-trader beside buy-and-hold the card graded buy-and-hold,
+    and passed temporal integrity as "no-model"), else the first."""
     team = _team_run(root)
     if team is not None and (team / METRICS).is_file():
         return team
+    runs = []
     for cand in [root, *sorted(p for p in root.iterdir() if p.is_dir())] if root.is_dir() else []:
         m = _run_part(cand, "metrics") if (cand / METRICS).is_file() else None
         if isinstance(m, dict) and "cr_pct" in m and (cand / CONFIG).is_file():
-            return cand
-    return None
+            runs.append((cand, (m.get("model_knowledge") or {}).get("label") not in (None, "no-model")))
+    return next((c for c, asks in runs if asks), runs[0][0] if runs else None)
 
 
 def _rolling_knowledge(results: dict[str, Any]) -> dict[str, Any]:

@@ -163,7 +163,8 @@ def section_card(c: dict[str, Any], more: list[dict[str, Any]] | None = None) ->
             for r in x["rows"]
         )
         return (
-            f"<h3>{esc(Path(x['directory']).name)}: {x['passed']} pass, {x['failed']} fail, "
+            f"<h3>{esc(Path(x['directory']).name)}{esc(' (of ' + x['graded'] + ')') if x.get('graded') else ''}: "
+            f"{x['passed']} pass, {x['failed']} fail, "
             f"{x['not_measured']} not measured</h3>"
             "<table><thead><tr><th>checklist</th><th>point</th><th>verdict</th><th>measured</th></tr></thead>"
             f"<tbody>{body}</tbody></table>"

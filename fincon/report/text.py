@@ -116,7 +116,8 @@ def format_results(res: dict[str, Any], family=None) -> str:
 
 def format_card(c: dict[str, Any]) -> str:
     lines = [
-        f"report card: {c['directory']}  ({c['passed']} pass, {c['failed']} fail, {c['not_measured']} not measured)"
+        f"report card: {c['directory']}{' (of ' + c['graded'] + ')' if c.get('graded') else ''}  "
+        f"({c['passed']} pass, {c['failed']} fail, {c['not_measured']} not measured)"
     ]
     group = None
     for r in c["rows"]:
