@@ -725,7 +725,15 @@ def test_score_reports_what_a_backtest_does_and_draws_the_charts_a_step_leaves_o
         "(a journal's, once it has as many sessions): fewer than two, no spread to deflate by",
     ]
     assert main(["forward", "score", "fw"]) == 0
-    assert "\nFLAG: 5 daily returns: too few" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "\nFLAG: 5 daily returns: too few" in out
+    # two Sharpe ratios, each named: the table's (log returns, annualised) and the daily one of simple returns
+    # that PSR, MinTRL and DSR are computed on (a Sharpe of 1.31 sat beside a PSR of a 1.42 one, unsaid)
+    row = next(x.split() for x in out.splitlines() if x.startswith("buy-and-hold "))
+    bh = res["strategies"]["buy-and-hold"]
+    assert row[2] == f"{bh['sharpe']:.3f}" and row[4] == f"{bh['sharpe_daily']:+.3f}" and row[5] == f"{bh['psr']:.2f}"
+    assert "\nSharpe: annualised, of daily log returns (as a backtest's); SR/day: of daily simple returns, the one " \
+        "PSR, MinTRL and DSR are computed on\n" in out  # fmt: skip
     # the card knows it grades a journal: a simulated one's seal times settle nothing (the row read as any
     # backtest's), on the page as in the score; read by hand, the card says where its seals are graded
     row = next(r for r in res["card"]["rows"] if r["point"] == "temporal integrity")

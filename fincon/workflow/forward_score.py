@@ -237,7 +237,8 @@ def format_score(res: dict[str, Any]) -> str:
     lines = [
         f"forward journal {res['directory']}: {res['sessions']} sessions {res['first']}..{res['last']} "
         f"({'simulated' if res['simulated'] else 'live'})",
-        f"{'strategy':<18}{'CR %':>9}{'Sharpe':>8}{'MDD %':>8}{'PSR':>6}{'MinTRL d':>10}{'still needed':>15}{'DSR (N)':>12}",
+        f"{'strategy':<18}{'CR %':>9}{'Sharpe':>8}{'MDD %':>8}{'SR/day':>8}{'PSR':>6}{'MinTRL d':>10}{'still needed':>15}"
+        f"{'DSR (N)':>12}",
     ]
     for name, m in res["strategies"].items():
 
@@ -246,10 +247,12 @@ def format_score(res: dict[str, Any]) -> str:
 
         lines.append(
             f"{name:<18}{f(m['cr_pct'], '{:.3f}'):>9}{f(m['sharpe'], '{:.3f}'):>8}{f(m['mdd_pct'], '{:.2f}'):>8}"
-            f"{f(m['psr'], '{:.2f}'):>6}{f(m['min_track_record_days'], '{:,.0f}') if m['sharpe_daily'] > 0 else '-':>10}"
+            f"{f(m['sharpe_daily'], '{:+.3f}'):>8}{f(m['psr'], '{:.2f}'):>6}{f(m['min_track_record_days'], '{:,.0f}') if m['sharpe_daily'] > 0 else '-':>10}"
             f"{f(m['sessions_still_needed'], '{:,}') if m['sharpe_daily'] > 0 else 'never (SR<=0)':>15}"
             f"{f(m['dsr'], '{:.2f}') + ' (' + str(m['dsr_trials']) + ')':>12}"
         )
+    lines.append("Sharpe: annualised, of daily log returns (as a backtest's); SR/day: of daily simple returns, the "
+                 "one PSR, MinTRL and DSR are computed on")  # fmt: skip
     lines += [f"FLAG: {f}" for f in res.get("flags", ())]
     c = res.get("card")
     if c:
