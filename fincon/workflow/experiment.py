@@ -159,7 +159,8 @@ def run_experiment(
         blocks = experiment_knowledge(exp)
         check_knowledge(blocks, require=require_after_cutoff, warn=warn_knowledge)
         if warn_knowledge:
-            warn_vacuous(exp.llm, require_after_cutoff, calls_a_model(exp, blocks))
+            also = ["--charge-llm"] if exp.broker.charge_llm else []  # as a backtest says it (it went unsaid here)
+            warn_vacuous(exp.llm, require_after_cutoff, calls_a_model(exp, blocks), also=also)
             warn_other_brain(exp.brain, exp.model_fields_set)
             warn_overridden_temperature(exp)
         check_servers(exp, blocks)  # a server that is down: said now, before the experiment's folder
