@@ -102,6 +102,21 @@ def test_counterfactual_robustness_passes_only_an_edge_no_placebo_keeps():
     assert verdict == PASS and measured.startswith("an edge of +6.00 pp over buy-and-hold that no placebo keeps")
 
 
+def test_a_rolling_cards_edge_over_buy_and_hold_is_said_to_be_the_median_over_its_windows():
+    """Found by hand: a rolling card said "the team is -11.13 pp against buy-and-hold" beside a summary
+    whose mean excess was -6.83 pp (windows +6.59, -10.64, -11.66, -11.62): the card's figure is their
+    median, and it now says so."""
+    from fincon.report.card import FAIL, Evidence, counterfactual_robustness
+
+    twin = {"price-twin": _placebo(-4.71, -5.80, 1.95, 5.33, windows=4)}
+    ev = Evidence(Path("x"), None, None, {}, {"placebo": twin}, {}, {}, [])
+    verdict, measured = counterfactual_robustness(ev)
+    assert verdict == FAIL and measured.startswith(
+        "no edge to lose: the team is -11.13 pp (the median over 4 windows: the summary's mean excess is another "
+        "figure) against buy-and-hold on the real corpus"
+    )
+
+
 def test_counterfactual_robustness_fails_an_edge_whose_placebo_the_experiment_flagged():
     """The card passed "an edge no placebo keeps" beside the experiment's own flag on that placebo: with every
     tone reversed, 95 % of the team's decisions were the same ("the news barely matters"), yet the placebo's

@@ -119,11 +119,13 @@ def counterfactual_robustness(ev: Evidence) -> Verdict:
         for k, p in placebo.items()
     ]
     edge = next((p["real_excess_pct"] for p in placebo.values() if _finite(p.get("real_excess_pct"))), None)
+    n = next((p["windows"] for p in placebo.values() if p.get("windows")), 0) if ev.rolling is not None else 0
+    per = f" (the median over {n} windows: the summary's mean excess is another figure)" if n else ""
     if edge is None:
         return NONE, "; ".join(parts) + " (no excess over buy-and-hold recorded: rerun the experiment to measure it)"
     if edge <= 0:
         return FAIL, (
-            f"no edge to lose: the team is {_pp(edge)} against buy-and-hold on the real corpus, so no placebo "
+            f"no edge to lose: the team is {_pp(edge)}{per} against buy-and-hold on the real corpus, so no placebo "
             "can show its result depends on the information; " + "; ".join(parts)
         )
     survived = [
@@ -135,13 +137,13 @@ def counterfactual_robustness(ev: Evidence) -> Verdict:
     ]
     if survived:
         return FAIL, (
-            f"the edge ({_pp(edge)} over buy-and-hold) survives {', '.join(survived)}: the placebo run does as well, "
+            f"the edge ({_pp(edge)}{per} over buy-and-hold) survives {', '.join(survived)}: the placebo run does as well, "
             "or still beats buy-and-hold; " + "; ".join(parts)
         )
     flagged = [f"{k}: {'; '.join(p['flags'])}" for k, p in placebo.items() if p.get("flags")]
     if flagged:  # the experiment's own reading of its placebo: the edge does not come from the information
-        return FAIL, f"an edge of {_pp(edge)} over buy-and-hold, but {'; '.join(flagged)}; " + "; ".join(parts)
-    return PASS, f"an edge of {_pp(edge)} over buy-and-hold that no placebo keeps; " + "; ".join(parts)
+        return FAIL, f"an edge of {_pp(edge)}{per} over buy-and-hold, but {'; '.join(flagged)}; " + "; ".join(parts)
+    return PASS, f"an edge of {_pp(edge)}{per} over buy-and-hold that no placebo keeps; " + "; ".join(parts)
 
 
 def calibration_point(ev: Evidence) -> Verdict:
