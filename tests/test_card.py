@@ -410,6 +410,8 @@ def test_temporal_integrity_of_a_journal_passes_a_live_record_committed_before_e
         "a live journal, verified: every decision sealed and committed to git (7 commits) before the open of "
         "the session it trades, which no model could then have read",
     )
+    # a plan read as live over entries sealed simulated (their times are checked against no open): nothing settled
+    assert temporal_integrity(ev({"simulated": False, "anchor": {**kept, "simulated": True}}))[0] == NONE
     late = {**kept, "late": ["fincon 2026-11-30"]}
     for sealed, why in (
         ({"simulated": True, "anchor": {**kept, "simulated": True}}, "a simulated journal: decided on past data, "

@@ -152,7 +152,7 @@ def settles_the_window(simulated: bool, anchor: dict[str, Any] | None) -> tuple[
     traded (the card's temporal integrity), and why: only a live journal's decisions, each committed to
     git before its session's open, do, whatever the model's cutoff; a simulated journal's times, or a
     live one's own clock alone, prove nothing to a referee."""
-    if simulated:
+    if simulated or (anchor or {}).get("simulated"):  # the plan's word or any entry's: a simulated one dates nothing
         return False, "a simulated journal: decided on past data, its seal times prove nothing"
     if anchor is None or "commits" not in anchor:
         return False, "a live journal sealed by its author's clock only: " + (
