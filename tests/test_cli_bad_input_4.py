@@ -281,6 +281,14 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["forward", "init", "{run}", "--ticker", "TSLA", "--simulate-from", "2022-10-08"],
         "--simulate-from 2022-10-08 is no session of XNYS",
     ),
+    "forward init --ledger on the user's database": (
+        ["forward", "init", "{run}", "--ticker", "TSLA", "--simulate-from", "2022-10-05", "--ledger", "{users_db}"],
+        "--ledger {users_db} is not a fincon trial ledger (it holds tables fincon did not write (notes))",
+    ),
+    "forward init --ledger on a directory": (
+        ["forward", "init", "{run}", "--ticker", "TSLA", "--simulate-from", "2022-10-05", "--ledger", "{training}"],
+        "is a directory; give a file such as",
+    ),
     "forward init live on data that ended years ago": (
         ["forward", "init", "{run}", "--ticker", "TSLA"],
         "a live journal reads a live source (--source yfinance); the sample data ends in the past",
