@@ -71,8 +71,8 @@ def run(args: argparse.Namespace) -> int:
     n_controls = sum(s["controls"] for s in summ)
     print(
         f"trial ledger {path}: {sum(s['trials'] for s in summ)} distinct trials in {len(summ)} families "
-        f"({len(rows) - n_controls} runs recorded, {n_controls} controls not counted: placebo runs and buy-and-hold "
-        "on a price twin)"
+        f"({len(rows) - n_controls} runs recorded, {n_controls} controls not counted"
+        f"{': placebo runs and buy-and-hold on a price twin' if n_controls else ''})"
     )
     width = max([len(s["family"]) for s in summ] + [6])
     print(
