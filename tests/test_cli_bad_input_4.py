@@ -89,6 +89,9 @@ def _unnamed_dataset(root: Path) -> str:
     return str(out)
 
 
+#: a simulated journal of TSLA from 2022-10-05, into the fixtures' fresh run folder
+FORWARD_INIT = ["forward", "init", "{run}", "--ticker", "TSLA", "--simulate-from", "2022-10-05"]
+
 # id -> (argv with {fixture} placeholders, a fragment the one line must contain)
 CASES: dict[str, tuple[list[str], str]] = {
     # 9. data loss: a file fincon did not write is never replaced or altered
@@ -274,7 +277,7 @@ CASES: dict[str, tuple[list[str], str]] = {
     "forward step on a folder that holds no journal": (["forward", "step", "{training}"], "no forward journal here"),
     "forward verify on a folder that holds no journal": (["forward", "verify", "{training}"], "no forward journal"),
     "forward init --fill close": (
-        ["forward", "init", "{run}", "--ticker", "TSLA", "--fill", "close", "--simulate-from", "2022-10-05"],
+        [*FORWARD_INIT, "--fill", "close"],
         "--fill close: a forward journal decides after the close and fills at the next open",
     ),
     "forward init --simulate-from a Saturday": (
@@ -282,11 +285,11 @@ CASES: dict[str, tuple[list[str], str]] = {
         "--simulate-from 2022-10-08 is no session of XNYS",
     ),
     "forward init --ledger on the user's database": (
-        ["forward", "init", "{run}", "--ticker", "TSLA", "--simulate-from", "2022-10-05", "--ledger", "{users_db}"],
+        [*FORWARD_INIT, "--ledger", "{users_db}"],
         "--ledger {users_db} is not a fincon trial ledger (it holds tables fincon did not write (notes))",
     ),
     "forward init --ledger on a directory": (
-        ["forward", "init", "{run}", "--ticker", "TSLA", "--simulate-from", "2022-10-05", "--ledger", "{training}"],
+        [*FORWARD_INIT, "--ledger", "{training}"],
         "is a directory; give a file such as",
     ),
     "forward init live on data that ended years ago": (
