@@ -36,7 +36,7 @@ from fincon.llm import leakage
 from fincon.llm.knowledge import AUDITED, USER_SOURCE
 from fincon.llm.settings import LLMSettings
 from fincon.proportions import wilson
-from fincon.report.evidence import Evidence, _run_part, evidence
+from fincon.report.evidence import Evidence, evidence, run_part
 from fincon.workflow.forward_anchor import settles_the_window
 from fincon.workflow.journal import REPLAY, journal_hint
 
@@ -168,7 +168,7 @@ def numerical_execution(ev: Evidence) -> Verdict:
     """Did numeric critics check the analysts' figures (fincon.agents.critics.review's counts)? A
     pass needs claims checked and none left unverified (a critic's model answer invalid twice: the
     figure went on as the analyst stated it)."""
-    summary = (_run_part(ev.team, "strategy_summary") or {}) if ev.team else {}
+    summary = (run_part(ev.team, "strategy_summary") or {}) if ev.team else {}
     if not any(k.startswith("critic") for k in summary):
         return NONE, "numeric critics off (--critics on)"
     n = {k: int(summary.get(f"critic_{k}") or 0) for k in ("claims", "corrected", "dropped", "unverified")}
@@ -342,8 +342,7 @@ CHECKS: list[tuple[str, str, Callable[[Evidence], Verdict]]] = [
 
 def run_card(root: Path, sealed: dict[str, Any] | None = None) -> dict[str, Any]:
     """The card of the run, experiment or rolling directory ``root`` (``sealed``: see :class:`Evidence`)."""
-    ev = evidence(root)
-    ev.sealed = sealed
+    ev = evidence(root, sealed)
     rows = []
     for group, point, check in CHECKS:
         verdict, measured = check(ev)

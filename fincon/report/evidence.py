@@ -28,7 +28,7 @@ def _json(path: Path) -> Any:
         return None
 
 
-def _run_part(run: Path, part: str) -> Any:
+def run_part(run: Path, part: str) -> Any:
     """A run's ``metrics``, ``config`` or ``strategy_summary`` (engine.record), None when unreadable."""
     try:
         return getattr(RunRecord(run), part)
@@ -56,7 +56,7 @@ def _strategy_run(root: Path) -> Path | None:
         return team
     runs = []
     for cand in [root, *sorted(p for p in root.iterdir() if p.is_dir())] if root.is_dir() else []:
-        m = _run_part(cand, "metrics") if (cand / METRICS).is_file() else None
+        m = run_part(cand, "metrics") if (cand / METRICS).is_file() else None
         if isinstance(m, dict) and "cr_pct" in m and (cand / CONFIG).is_file():
             runs.append((cand, (m.get("model_knowledge") or {}).get("label") not in (None, "no-model")))
     return next((c for c, asks in runs if asks), runs[0][0] if runs else None)
@@ -128,8 +128,9 @@ class Evidence:
         return self.broker.commission.fee(100, 100.0) + 100 * self.broker.slippage.per_share(100.0, 101.0, 99.0)
 
 
-def evidence(root: Path) -> Evidence:
-    """The :class:`Evidence` of the run, experiment or rolling directory ``root``."""
+def evidence(root: Path, sealed: dict[str, Any] | None = None) -> Evidence:
+    """The :class:`Evidence` of the run, experiment or rolling directory ``root`` (``sealed``: what
+    `fincon forward score` verified of a journal whose replay ``root`` is)."""
     root = Path(root)
     if not root.is_dir():
         raise DataError(f"{root} is not a directory; give a run, experiment or rolling directory")
@@ -149,8 +150,8 @@ def evidence(root: Path) -> Evidence:
         raise DataError(
             journal_hint(root) or f"{root} holds no run fincon wrote (no metrics.json with its config.yaml)"
         )
-    metrics = (_run_part(run, "metrics") or {}) if run else {}
-    config = _run_part(run, "config") if run else (rolling or {}).get("config", {})
+    metrics = (run_part(run, "metrics") or {}) if run else {}
+    config = run_part(run, "config") if run else (rolling or {}).get("config", {})
     team = _team_run(root) if rolling is None else None
     decisions = RunRecord(team).decisions if team else []
-    return Evidence(root, run, team, rolling, results, metrics, config or {}, decisions)
+    return Evidence(root, run, team, rolling, results, metrics, config or {}, decisions, sealed)

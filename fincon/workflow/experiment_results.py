@@ -5,7 +5,9 @@ episodes.jsonl, beliefs.json) and writes nothing but what it is asked to:
 :func:`collect` builds results.json's content (each unit's test metrics,
 the median repeat by CR, a two-sided Wilcoxon signed-rank test of its daily
 log returns against the best baseline by Sharpe); :func:`plot_experiment`
-writes equity.png, beliefs.png and beliefs.md into the experiment directory.
+writes equity.png, beliefs.png and beliefs.md into the experiment directory;
+:func:`placebo_results` runs buy-and-hold once as a control where no unit
+ran it (the price twin's market: fincon.workflow.experiment_units.buy_and_hold_run).
 """
 
 from __future__ import annotations

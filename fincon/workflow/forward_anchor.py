@@ -64,13 +64,11 @@ def commit(root: Path, message: str, done: str) -> None:
     missing = [p for p in (f"{REPLAY}/", ".replay-inputs/", f"{STATE}/", LOCK, "report.html") if p not in kept]
     if missing:
         ignore.write_text("".join(f"{p}\n" for p in [*kept, *missing]))
+    steps = [] if (root / ".git").is_dir() else [["init", "-q"]]
+    steps += [["rm", "-q", "--cached", "--ignore-unmatch", "report.html"],  # a page an earlier step committed
+              ["add", "-A"], ["commit", "-q", "-m", message]]  # fmt: skip
     try:
-        for argv in (
-            ["init", "-q"],
-            ["rm", "-q", "--cached", "--ignore-unmatch", "report.html"],  # a page an earlier step committed
-            ["add", "-A"],
-            ["commit", "-q", "-m", message],
-        ):
+        for argv in steps:
             subprocess.run(["git", "-C", str(root), *argv], check=True, capture_output=True, env=_env())
     except (OSError, subprocess.CalledProcessError) as exc:
         raise ForwardError(
