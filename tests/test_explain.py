@@ -65,7 +65,28 @@ def test_explain_json_and_errors(team_run, capsys):
     assert main(["explain", str(team_run), "--date", "2022-10-22"]) == 2  # a Saturday
     assert "not a decision day" in capsys.readouterr().err
     assert main(["explain", str(team_run / "buy-and-hold"), "--date", "2022-10-25"]) == 2
-    assert "no team record" in capsys.readouterr().err
+    assert "no team record (explain reads an agent team's); that line holds this strategy's decision {'MSFT': " in (
+        capsys.readouterr().err
+    )
+
+
+def test_explain_of_a_single_agents_day_names_the_call_it_cites(tmp_path, capsys):
+    """explain reads a team's records; of llm-trader's day it said only "no team record (is this a --strategy
+    fincon run?)", though the line holds its decision and the key of the call it cites, which `fincon llm
+    cache --key` prints (found by hand)."""
+    run = tmp_path / "llm-trader"
+    run.mkdir()
+    (run / "config.yaml").write_text("llm: {cache_path: runs/.cache/trader.sqlite}\nstrategies: [llm-trader]\n")
+    line = {"date": "2022-10-05", "actions": {"TSLA": "buy"}, "evidence": ["0e190382bd7b6ce4" + "0" * 48],
+            "rationale": "TSLA: buy (0.95)"}  # fmt: skip
+    (run / "decisions.jsonl").write_text(json.dumps(line) + "\n")
+    assert main(["explain", str(run), "--date", "2022-10-05"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(
+        "2022-10-05 has no team record (explain reads an agent team's); that line holds this strategy's decision "
+        "{'TSLA': 'buy'}, and the call it cites: fincon llm cache --path runs/.cache/trader.sqlite --key "
+        "0e190382bd7b6ce4"
+    )
 
 
 def test_explain_names_a_session_a_forward_journal_missed(team_run, tmp_path, capsys):

@@ -98,6 +98,31 @@ def test_cache_command_summarises_a_cache(capsys, tmp_path):
     ]
 
 
+def test_cache_command_prints_the_call_a_decision_cites(capsys, tmp_path):
+    """A decision's evidence is its call's key (decisions.jsonl, llm_calls.csv); nothing showed the call: a
+    sceptic had to open the SQLite file. `--key` prints its messages, as the model saw them, and its answer."""
+    from fincon.llm.cache import CallCache
+    from fincon.llm.types import Message, SamplingParams
+
+    db = tmp_path / "llm.sqlite"
+    cache = CallCache(db, "read-write")
+    for key, content in (("ab12cd34ef", "Stock: TSLA\nreturns: -8.61%"), ("ab12cd34ff", "other")):
+        cache.put(key, backend="local", model="m", agent="llm-trader",
+                  messages=[Message(role="system", content="You trade."), Message(role="user", content=content)],
+                  schema={}, params=SamplingParams(), answer='{"action":"buy"}', prompt_tokens=41,
+                  completion_tokens=7, latency_s=1.0)  # fmt: skip
+    cache.close()
+    assert main(["llm", "cache", "--path", str(db), "--key", "ab12cd34ef"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "call ab12cd34ef" and out[1].startswith("  agent llm-trader; local m; 41 prompt + 7 completion")
+    assert out[2:] == ["--- system", "You trade.", "--- user", "Stock: TSLA", "returns: -8.61%", "--- answer",
+                       '{"action":"buy"}']  # fmt: skip
+    for key, why in (("ab12cd34", "several calls start so; give more"), ("00000000", "no call in"),
+                     ("ab12", "give a call's key, 8 to 64 hex digits")):  # fmt: skip
+        assert main(["llm", "cache", "--path", str(db), "--key", key]) == 2
+        assert why in _one_line_error(capsys)
+
+
 def _one_line_error(capsys) -> str:
     cap = capsys.readouterr()
     assert cap.out == "" and cap.err.count("\n") == 1 and cap.err.startswith("fincon: error: "), cap.err

@@ -112,8 +112,15 @@ def load_day(run: Path, date: str) -> dict[str, Any]:
                     f"{date} is a session the forward journal sealed missed ({_missed_reason(rec.path, date)}): "
                     "the team was asked nothing, every position was kept"
                 )
-            if "record" not in entry:
-                raise DataError(f"{path}: {date} has no team record (is this a --strategy fincon run?)")
+            if "record" not in entry:  # a single agent's or a baseline's decision: said, and where its evidence is
+                cited = ", ".join(str(k)[:16] for k in entry.get("evidence") or [])
+                cache = (rec.config.get("llm") or {}).get("cache_path") or "CACHE"  # the run's, as it was started
+                what = entry.get("actions") or entry.get("weights") or entry.get("position")
+                raise DataError(
+                    f"{path}: {date} has no team record (explain reads an agent team's); that line holds this "
+                    f"strategy's decision {what}"
+                    + (f", and the call it cites: fincon llm cache --path {cache} --key {cited}" if cited else "")
+                )
             return entry
     if not days:
         raise DataError(f"{path} is empty")

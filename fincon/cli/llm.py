@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -181,9 +182,15 @@ def _cmd_cache(args: argparse.Namespace) -> int:
         raise ConfigError(f"no LLM cache at {path}; runs create it in read-write mode")
     if not path.is_file():
         raise ConfigError(f"{path} is not a file; pass the LLM cache file with --path")
+    if args.key is not None and not re.fullmatch(r"[0-9a-f]{8,64}", args.key):
+        raise ConfigError(f"--key {args.key!r}: give a call's key, 8 to 64 hex digits (decisions.jsonl's evidence)")
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
+            if args.key is not None:  # one call, as the model saw it: the audit trail behind a cited decision
+                return _print_call(path, args.key, conn.execute(
+                    "SELECT key, backend, model, agent, created_at, prompt_tokens, completion_tokens, messages, answer "
+                    "FROM calls WHERE key LIKE ? LIMIT 2", (args.key + "%",)).fetchall())  # fmt: skip
             rows = conn.execute(
                 "SELECT backend, model, agent, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(latency_s) "
                 "FROM calls GROUP BY backend, model, agent ORDER BY backend, model, agent"
@@ -205,6 +212,20 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_call(path: Path, key: str, rows: list[tuple]) -> int:
+    """One cached call: who asked what, as the model saw it (masked, if the run masked), and its answer."""
+    if len(rows) != 1:
+        raise ConfigError(
+            f"--key {key}: no call in {path} has it" if not rows else f"--key {key}: several calls start so; give more"
+        )
+    k, backend, model, agent, created, p, c, messages, answer = rows[0]
+    print(f"call {k}\n  agent {agent}; {backend} {model}; {p:,} prompt + {c:,} completion tokens; asked {created}")
+    for m in json.loads(messages):
+        print(f"--- {m.get('role')}\n{m.get('content')}")
+    print(f"--- answer\n{answer}")
+    return 0
+
+
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
@@ -222,6 +243,14 @@ class AskArgs(Args):
 
 class CacheArgs(Args):
     path: Annotated[Path, Flag(help="the SQLite call cache (default {default})")] = Path("runs/.cache/llm.sqlite")
+    key: Annotated[
+        str | None,
+        Flag(
+            metavar="KEY",
+            help="print one call, its messages and answer: a key a run's decisions.jsonl cites as evidence "
+            "(llm_calls.csv lists them); its first 8 or more characters do",
+        ),
+    ] = None
 
 
 COMMAND = "llm"
