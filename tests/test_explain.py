@@ -87,6 +87,11 @@ def test_explain_of_a_single_agents_day_names_the_call_it_cites(tmp_path, capsys
         "{'TSLA': 'buy'}, and the call it cites: fincon llm cache --path runs/.cache/trader.sqlite --key "
         "0e190382bd7b6ce4"
     )
+    # several calls cited: one command that runs (the first key), and how many more (they were joined by commas)
+    line["evidence"].append("1" * 64)
+    (run / "decisions.jsonl").write_text(json.dumps(line) + "\n")
+    assert main(["explain", str(run), "--date", "2022-10-05"]) == 2
+    assert capsys.readouterr().err.strip().endswith("--key 0e190382bd7b6ce4 (and 1 more on that line)")
 
 
 def test_explain_names_a_session_a_forward_journal_missed(team_run, tmp_path, capsys):

@@ -113,13 +113,18 @@ def load_day(run: Path, date: str) -> dict[str, Any]:
                     "the team was asked nothing, every position was kept"
                 )
             if "record" not in entry:  # a single agent's or a baseline's decision: said, and where its evidence is
-                cited = ", ".join(str(k)[:16] for k in entry.get("evidence") or [])
+                keys = [str(k)[:16] for k in entry.get("evidence") or []]  # one command: the first key, and a count
+                more = f" (and {len(keys) - 1} more on that line)" if len(keys) > 1 else ""
                 cache = (rec.config.get("llm") or {}).get("cache_path") or "CACHE"  # the run's, as it was started
                 what = entry.get("actions") or entry.get("weights") or entry.get("position")
                 raise DataError(
                     f"{path}: {date} has no team record (explain reads an agent team's); that line holds this "
                     f"strategy's decision {what}"
-                    + (f", and the call it cites: fincon llm cache --path {cache} --key {cited}" if cited else "")
+                    + (
+                        f", and the call it cites: fincon llm cache --path {cache} --key {keys[0]}{more}"
+                        if keys
+                        else ""
+                    )
                 )
             return entry
     if not days:
