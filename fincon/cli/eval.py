@@ -46,6 +46,10 @@ def _out(what: str) -> Any:
     return Flag(metavar="FILE", help=OUT_HELP.format(what=what))
 
 
+#: the bar of the questions asked (an hour of a 1.5B's calls shows its ETA); on stderr, after 2 s
+NO_PROGRESS = Flag(help="hide the progress bar")
+
+
 class NumericArgs(Args):
     brain: Annotated[
         Literal["rules", "llm"],
@@ -67,6 +71,7 @@ class NumericArgs(Args):
     ] = "synthetic"
     data: Annotated[Path | None, Flag(metavar="FILE.json", help="the FinQA file of --format finqa")] = None
     out: Annotated[Path | None, _out("answer")] = None
+    no_progress: Annotated[bool, NO_PROGRESS] = False
 
 
 class DebateArgs(Args):
@@ -100,6 +105,7 @@ class DebateArgs(Args):
         ),
     ] = None
     out: Annotated[Path | None, _out("call")] = None
+    no_progress: Annotated[bool, NO_PROGRESS] = False
 
 
 class ExtractionArgs(Args):
@@ -119,6 +125,7 @@ class ExtractionArgs(Args):
         8, ge=1
     )
     out: Annotated[Path | None, _out("case")] = None
+    no_progress: Annotated[bool, NO_PROGRESS] = False
 
 
 class LeakageArgs(Args):
@@ -167,6 +174,7 @@ class LookaheadArgs(Args):
         ),
     ] = None
     out: Annotated[Path | None, _out("row and every question")] = None
+    no_progress: Annotated[bool, NO_PROGRESS] = False
 
 
 COMMAND = "eval"
@@ -294,7 +302,7 @@ def _lookahead(args: argparse.Namespace) -> int:
         lambda client: fincon_eval.lookahead.run(
             client, ticker, start, end, closes, events, name=name, candidates=candidates, samples=args.samples,
             seed=args.seed, anonymize=bool(args.anonymize), aliases=extra, knowledge=knowledge,
-            run_leakage=run_leakage,
+            run_leakage=run_leakage, progress=not args.no_progress,
         ),
     )  # fmt: skip
     print(fincon_eval.lookahead.report(res))
@@ -316,7 +324,13 @@ def _run_llm(args: argparse.Namespace, run: Callable[[Any], dict[str, Any]]) -> 
 def _extraction(args: argparse.Namespace) -> int:
     _check_json(args)
     _check_datasets(args.dataset)
-    res = _run(args, 256, lambda client: fincon_eval.extraction.run(args.dataset, args.brain, client, args.per_filing))
+    res = _run(
+        args,
+        256,
+        lambda client: fincon_eval.extraction.run(
+            args.dataset, args.brain, client, args.per_filing, progress=not args.no_progress
+        ),
+    )
     return _emit(args, fincon_eval.extraction.report(res), res, "cases", "cases", [c.__dict__ for c in res["cases"]])
 
 
@@ -383,7 +397,13 @@ def _numeric(args: argparse.Namespace) -> int:
     _check_json(args)
     if args.format == "finqa":
         return _finqa(args)
-    res = _run(args, 256, lambda client: fincon_eval.numeric.run(args.brain, args.limit, args.split, client))
+    res = _run(
+        args,
+        256,
+        lambda client: fincon_eval.numeric.run(
+            args.brain, args.limit, args.split, client, progress=not args.no_progress
+        ),
+    )
     if not res["questions"]:
         raise ConfigError(
             f"nothing to score: the {args.split} split has no question"
@@ -400,7 +420,11 @@ def _finqa(args: argparse.Namespace) -> int:
         )
     if not Path(args.data).is_file():
         raise DataError(f"--data {args.data}: no such file (FinQA's JSON; download: {fincon_eval.finqa.DOWNLOAD})")
-    res = _run(args, 256, lambda client: fincon_eval.finqa.run(args.data, args.brain, args.limit, client))
+    res = _run(
+        args,
+        256,
+        lambda client: fincon_eval.finqa.run(args.data, args.brain, args.limit, client, progress=not args.no_progress),
+    )
     rows = [{"id": o.item.id, "gold": o.item.gold, "type": o.item.kind, **o.answers} for o in res["outcomes"]]
     return _emit(args, fincon_eval.finqa.report(res), res, "outcomes", "answers", rows)
 
@@ -417,7 +441,9 @@ def _debate(args: argparse.Namespace) -> int:
         res = _run(
             args,
             320,
-            lambda client: fincon_eval.debate_filings.run(args.dataset, args.brain, client, args.retrieval_model),
+            lambda client: fincon_eval.debate_filings.run(
+                args.dataset, args.brain, client, args.retrieval_model, progress=not args.no_progress
+            ),
         )
         rows = [r.__dict__ for r in res["results"]]
         return _emit(args, fincon_eval.debate_filings.report(res), res, "results", "filings", rows)
@@ -434,7 +460,11 @@ def _debate(args: argparse.Namespace) -> int:
             f"{'it' if len(missing) == 1 else 'them'}; pick from {', '.join(corpus)}"
         )
     res = _run(
-        args, 320, lambda client: fincon_eval.debate.run(args.brain, tickers, client, args.transcripts or "text")
+        args,
+        320,
+        lambda client: fincon_eval.debate.run(
+            args.brain, tickers, client, args.transcripts or "text", progress=not args.no_progress
+        ),
     )
     if not res["calls_scored"]:
         raise DataError(

@@ -80,6 +80,7 @@ def run(
     client=None,
     transcripts: str = "text",
     workdir: str | Path | None = None,
+    progress: bool = False,
 ) -> dict[str, Any]:
     tickers = [t.upper() for t in (tickers or sample_tickers())]
     brain = make_brain(brain_name, client)
@@ -91,7 +92,7 @@ def run(
         for t in tickers:
             closes = _closes(t)
             earnings = [e for e in events.all_events() if e.ticker == t and e.source == "earnings_call"]
-            for e, i, d, c, _ in harness.debated(proto, brain, earnings, closes):
+            for e, i, d, c, _ in harness.debated(proto, brain, earnings, closes, progress, f"debate {t}"):
                 calls += c
                 results.append(
                     CallResult(

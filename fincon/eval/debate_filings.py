@@ -92,6 +92,7 @@ def run(
     client=None,
     retrieval_model: str | None = None,
     workdir: str | Path | None = None,
+    progress: bool = False,
 ) -> dict[str, Any]:
     brain = make_brain(brain_name, client)
     results: list[FilingResult] = []
@@ -116,7 +117,7 @@ def run(
                 evs = [e for e in events.all_events() if e.ticker == t]
                 news = [e for e in evs if e.source == "news" and e.metadata.get("sentiment")]
                 filings = sorted((e for e in evs if e.source in SOURCES), key=lambda e: (e.published_at, e.id))
-                for e, i, d, c, f in harness.debated(proto, brain, filings, closes):
+                for e, i, d, c, f in harness.debated(proto, brain, filings, closes, progress, f"debate {t}"):
                     calls, fallbacks = calls + c, fallbacks + f
                     day = closes.index[i]
                     results.append(

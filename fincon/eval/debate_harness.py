@@ -29,6 +29,7 @@ import pandas as pd
 
 from fincon import agents, memory as fincon_memory
 from fincon.data.events.model import visible_day
+from fincon.eval.progress import each
 from fincon.memory.store import MemoryStore
 
 HORIZONS = (1, 5, 20)
@@ -60,14 +61,15 @@ def protocol(brain_name: str, memory: Path, events: Any, **params: Any) -> Any:
 
 
 def debated(
-    proto: Any, brain: Any, events: Iterable[Any], closes: pd.Series
+    proto: Any, brain: Any, events: Sequence[Any], closes: pd.Series, progress: bool = False, what: str = "debate"
 ) -> Iterator[tuple[Any, int, Any, int, int]]:
     """Each event debated on its first visible trading day of ``closes``
     (events visible after the last are skipped): the event, that day's
-    position in ``closes``, the debate, its model calls and fallbacks."""
+    position in ``closes``, the debate, its model calls and fallbacks
+    (``progress``: a bar named ``what`` of the events, on stderr)."""
 
     dates = closes.index
-    for e in events:
+    for e in each(events, what, progress, unit="event"):
         i = int(dates.searchsorted(visible_day(e.published_at)))
         if i >= len(dates):
             continue

@@ -42,6 +42,7 @@ from fincon.agents.critics.claims import Figure, claims_in, figures_in, format_v
 from fincon.agents.critics.critics import critique
 from fincon.agents.roles.base import load_template
 from fincon.data.inputs import open_events
+from fincon.eval.progress import each
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "agents" / "critics" / "restate.txt"
 KINDS = ("scale", "sign", "period", "unit")
@@ -129,11 +130,11 @@ def _pick(filing: str, index: int) -> str:
 
 
 def build_cases(
-    filings: Sequence[tuple[str, str]], brain: Any, per_filing: int = PER_FILING
+    filings: Sequence[tuple[str, str]], brain: Any, per_filing: int = PER_FILING, progress: bool = False
 ) -> tuple[list[Case], Counter]:
     usage: Counter = Counter()
     cases: list[Case] = []
-    for fid, text in filings:
+    for fid, text in each(filings, "restating", progress, unit="filing"):
         figs = figures_in(text)
         for k, f in enumerate(figs[:per_filing]):
             ans = brain.answer(restate_question(fid, text, f))
@@ -153,9 +154,9 @@ def build_cases(
     return cases, usage
 
 
-def check(cases: Sequence[Case], filings: dict[str, str], brain: Any) -> Counter:
+def check(cases: Sequence[Case], filings: dict[str, str], brain: Any, progress: bool = False) -> Counter:
     usage: Counter = Counter()
-    for c in cases:
+    for c in each(cases, "checking", progress, unit="figure"):
         src = filings[c.filing]
         claims = claims_in(c.shown, [src])
         if not claims:
@@ -216,15 +217,19 @@ def load_filings(datasets: Sequence[str | Path]) -> list[tuple[str, str]]:
 
 
 def run(
-    datasets: Sequence[str | Path], brain_name: str = "rules", client: Any = None, per_filing: int = PER_FILING
+    datasets: Sequence[str | Path],
+    brain_name: str = "rules",
+    client: Any = None,
+    per_filing: int = PER_FILING,
+    progress: bool = False,
 ) -> dict[str, Any]:
     if brain_name == "llm":
         brain: Any = LLMBrain(client)
     else:
         brain = RulesBrain()
     filings = load_filings(datasets)
-    cases, u1 = build_cases(filings, brain, per_filing)
-    u2 = check(cases, dict(filings), brain)
+    cases, u1 = build_cases(filings, brain, per_filing, progress)
+    u2 = check(cases, dict(filings), brain, progress)
     usage = {
         "restate_calls": u1.get("calls", 0),
         "restate_fallbacks": u1.get("restate_fallbacks", 0),

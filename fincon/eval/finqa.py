@@ -330,10 +330,10 @@ def revise_question(item: FinQAItem, a: Attempt, rv: Review, stages: Sequence[st
 # -- the evaluation ---------------------------------------------------------------------
 
 
-def evaluate(brain: Any, items: Sequence[FinQAItem]) -> tuple[list[Outcome], Counter]:
+def evaluate(brain: Any, items: Sequence[FinQAItem], progress: bool = False) -> tuple[list[Outcome], Counter]:
     """The shared pipeline (:func:`fincon.eval.scoring.evaluate`) with FinQA's
     analyst and this module's generic-figure critics."""
-    return scoring.evaluate(brain, items, analyst_question, critique, revise_question)
+    return scoring.evaluate(brain, items, analyst_question, critique, revise_question, progress)
 
 
 def table(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
@@ -353,9 +353,11 @@ def table(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
     return scoring.table(outcomes, lambda pred, i: correct(pred, i.gold), lambda i: i.kind, TYPES, cells)
 
 
-def run(path: str | Path, brain_name: str = "rules", limit: int | None = None, client: Any = None) -> dict[str, Any]:
+def run(
+    path: str | Path, brain_name: str = "rules", limit: int | None = None, client: Any = None, progress: bool = False
+) -> dict[str, Any]:
     items = load(path)[:limit] if limit else load(path)
-    outcomes, usage = evaluate(scoring.make_brain(brain_name, client), items)
+    outcomes, usage = evaluate(scoring.make_brain(brain_name, client), items, progress)
     return {
         "format": "finqa",
         "data": str(path),

@@ -46,6 +46,7 @@ import pandas as pd
 from pydantic import BaseModel, Field
 
 from fincon.errors import DataError
+from fincon.eval.progress import bar
 from fincon.llm import LLMInvalidAnswer, leakage, leakage_inputs
 from fincon.llm.masking_terms import masker_for
 from fincon.llm.types import Message
@@ -243,12 +244,16 @@ def _ask(client, masker, q: Question, output: type[BaseModel], agent: str) -> tu
     return res.value, res.usage
 
 
-def _probe(name: str, mode: str, client, masker, questions: list[Question], output, chance: float) -> ProbeResult:
+def _probe(
+    name: str, mode: str, client, masker, questions: list[Question], output, chance: float, bar: Any = None
+) -> ProbeResult:
     res = ProbeResult(name, mode, 0, 0, chance)
     before_calls = client.ledger.summary().get("llm_calls", 0)
     before_tokens = client.ledger.tokens_used
     for q in questions:
         value, _ = _ask(client, masker, q, output, f"probe-{name}-{mode}")
+        if bar is not None:
+            bar.update()
         res.n += 1
         if value is None:
             res.invalid += 1
@@ -288,6 +293,7 @@ def run(
     aliases: dict[str, Sequence[str]] | None = None,
     knowledge: dict[str, Any] | None = None,
     run_leakage: dict[str, Any] | None = None,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Both probes, named (and masked with ``anonymize``; ``aliases``: more
     names to mask); ``events``: the items of every firm the corpus has (the
@@ -295,7 +301,7 @@ def run(
     ``model_knowledge`` block for the window, carried into the result;
     ``run_leakage``: the leakage audit of a masked team run on the window
     (``--run``), which the masked verdict cannot clear when it is not blind;
-    see the module docstring."""
+    see the module docstring; ``progress``: a bar of the questions on stderr."""
 
     days = sample_days(closes, start, end, samples, seed)
     if not days:
@@ -316,30 +322,35 @@ def run(
     rows: list[dict[str, Any]] = []
     detail: dict[str, list[dict[str, Any]]] = {}
     audit: dict[str, Any] | None = None
-    for mode, mask in modes:
-        recall = recall_questions(ticker, name, closes, days)
-        for kind in ("up/down-5", "up/down-20", "bucket-20"):
-            qs = [q for q in recall if q.kind == kind]
-            if kind.startswith("up/down"):
-                ups = sum(q.gold == "up" for q in qs)
-                chance = max(ups, len(qs) - ups) / len(qs) if qs else 0.5
-                r = _probe(f"recall {kind}", mode, client, mask, qs, Direction, chance)
-            else:
-                r = _probe(f"recall {kind}", mode, client, mask, qs, Bucket, 1 / len(BUCKETS))
-            rows.append(r.stats())
-            detail[f"{mode} {r.name}"] = [q.__dict__ for q in qs]
-        reid = reid_questions(window_events, samples, seed, cands, years)
-        r = _probe("reid", mode, client, mask, reid, Who, 0.0)
-        # the year's chance rate is the best constant answer (a model that always says the most
-        # common year of the sample, say from a bias to recent years, scores that much)
-        for part, chance in (("company", _best_constant(reid, 0)), ("year", _best_constant(reid, 1))):
-            half = _split(r, part)
-            half.chance = chance
-            half.calls, half.tokens = (r.calls, r.tokens) if part == "company" else (0, 0)
-            rows.append(half.stats())
-        detail[f"{mode} reid"] = [q.__dict__ for q in reid]
-        if mode == "masked":
-            audit = _audit_probes(recall + reid, ticker, window_events, closes)
+    asked = len(recall_questions(ticker, name, closes, days)) + len(
+        reid_questions(window_events, samples, seed, cands, years)
+    )
+    asked *= len(modes)
+    with bar(asked, f"lookahead {ticker}", progress) as b:
+        for mode, mask in modes:
+            recall = recall_questions(ticker, name, closes, days)
+            for kind in ("up/down-5", "up/down-20", "bucket-20"):
+                qs = [q for q in recall if q.kind == kind]
+                if kind.startswith("up/down"):
+                    ups = sum(q.gold == "up" for q in qs)
+                    chance = max(ups, len(qs) - ups) / len(qs) if qs else 0.5
+                    r = _probe(f"recall {kind}", mode, client, mask, qs, Direction, chance, b)
+                else:
+                    r = _probe(f"recall {kind}", mode, client, mask, qs, Bucket, 1 / len(BUCKETS), b)
+                rows.append(r.stats())
+                detail[f"{mode} {r.name}"] = [q.__dict__ for q in qs]
+            reid = reid_questions(window_events, samples, seed, cands, years)
+            r = _probe("reid", mode, client, mask, reid, Who, 0.0, b)
+            # the year's chance rate is the best constant answer (a model that always says the most
+            # common year of the sample, say from a bias to recent years, scores that much)
+            for part, chance in (("company", _best_constant(reid, 0)), ("year", _best_constant(reid, 1))):
+                half = _split(r, part)
+                half.chance = chance
+                half.calls, half.tokens = (r.calls, r.tokens) if part == "company" else (0, 0)
+                rows.append(half.stats())
+            detail[f"{mode} reid"] = [q.__dict__ for q in reid]
+            if mode == "masked":
+                audit = _audit_probes(recall + reid, ticker, window_events, closes)
     return {
         "ticker": ticker,
         "window": {"start": str(start), "end": str(end)},

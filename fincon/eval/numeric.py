@@ -339,7 +339,9 @@ def as_claim(item: QAItem, a: Attempt) -> Claim:
 # -- the evaluation ---------------------------------------------------------------
 
 
-def evaluate(brain: Any, items: Sequence[QAItem], example: dict[str, str]) -> tuple[list[Outcome], Counter]:
+def evaluate(
+    brain: Any, items: Sequence[QAItem], example: dict[str, str], progress: bool = False
+) -> tuple[list[Outcome], Counter]:
     """The shared pipeline (:func:`fincon.eval.scoring.evaluate`) with this
     set's analyst (its prompt's worked example: ``example``) and the team's
     numeric critics reviewing the answer as a claim."""
@@ -349,6 +351,7 @@ def evaluate(brain: Any, items: Sequence[QAItem], example: dict[str, str]) -> tu
         lambda item: analyst_question(item, example),
         lambda item, a, b: critique(as_claim(item, a), b, STAGES, agent="qa-critic"),
         revise_question,
+        progress,
     )
 
 
@@ -389,6 +392,7 @@ def run(
     split: str = "test",
     client: Any = None,
     tickers: Sequence[str] | None = None,
+    progress: bool = False,
 ) -> dict[str, Any]:
     items, skipped = build_set(tickers)
     dev = [i for i in items if i.split == "dev"]
@@ -405,7 +409,7 @@ def run(
                     chosen.append(v[k])
             k += 1
     example = _example(dev)
-    outcomes, usage = evaluate(scoring.make_brain(brain_name, client), chosen, example)
+    outcomes, usage = evaluate(scoring.make_brain(brain_name, client), chosen, example, progress)
     return {
         "brain": brain_name,
         "split": split,

@@ -29,6 +29,7 @@ from pydantic import BaseModel
 
 from fincon.agents.brains import LLMBrain, Question, RulesBrain
 from fincon.agents.roles.base import load_template
+from fincon.eval.progress import each
 
 #: the paper's three settings: (key of an outcome's answers, label of the row)
 ROWS = (
@@ -131,6 +132,7 @@ def evaluate(
     analyst: Callable[[Any], Question],
     critique: Callable[[Any, Attempt, Any], Any],
     revise: Callable[[Any, Attempt, Any, Sequence[str]], Question],
+    progress: bool = False,
 ) -> tuple[list[Outcome], Counter]:
     """Every item through the pipeline. ``analyst(item)``: the analyst's
     question (its report an :class:`Attempt`); ``critique(item, attempt,
@@ -138,7 +140,8 @@ def evaluate(
     ``unverified``, ``extraction_failed`` and ``calculation_failed``;
     ``revise(item, attempt, review, stages)``: the revision's question.
     Returns the outcomes and the usage (``calls``, ``fallbacks``: invalid
-    answers, ``unverified``: answers a critic could not verify)."""
+    answers, ``unverified``: answers a critic could not verify); ``progress``:
+    a bar of the items on stderr."""
     usage: Counter = Counter()
     out = []
 
@@ -148,7 +151,7 @@ def evaluate(
         usage["fallbacks"] += ans.via == "fallback"
         return ans.report
 
-    for item in items:
+    for item in each(items, "questions", progress):
         a0: Attempt = ask(analyst(item))
         answers: dict[str, float | None] = {"alone": a0.answer}
         flagged = {"alone": False}
