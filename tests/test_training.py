@@ -202,6 +202,37 @@ def test_tau_stretches_and_weight_step_by_hand():
     assert same.after == same.before and same.size == 0
 
 
+def test_a_source_that_never_reported_keeps_its_weight_and_is_not_touched():
+    """Real MSFT has no analyst notes and no calls: centred with the sources that lost, those two
+    gained weight every step and the training table listed them as touched."""
+    import math
+
+    from fincon.agents.risk_control import Episode, RiskControl
+
+    idx = ["2022-01-03", "2022-01-04", "2022-01-05", "2022-01-06"]
+    closes = [{"T": c} for c in (100.0, 99.0, 98.0, 99.0)]
+
+    def episode(number, pnl, said):
+        signals = [{"news": {"T": said}, "10-k": {"T": 0.0}} for _ in idx]
+        traj = Trajectory(idx, [{"T": "buy"}] * 4, pd.Series(pnl, index=idx), sum(pnl), signals, closes)
+        return Episode(number, traj)
+
+    weights = {"news": 0.3, "10-k": 0.1, "analyst-notes": 0.15, "earnings-call": 0.1}
+    beliefs = Beliefs.initial(weights)
+    a, b = episode(1, [0.0, -1.0, -1.0, 1.0], 0.8), episode(2, [0.0, -0.5, -0.5, 0.5], 0.4)
+    upd = RiskControl(tuple(weights)).update(beliefs, a, b, tau=0.5)
+    assert upd.touched == ["10-k", "news"]  # news lost (bullish into a fall), 10-k said nothing and gains
+    after = upd.beliefs.weights()
+    assert after["analyst-notes"] == 0.15 and after["earnings-call"] == 0.1
+    # the step by hand: attribution news -1/3 (bullish 0.4 x 0.3 into -1 %, -1.0101 %, +1.0204 %), 10-k 0
+    r = [99 / 100 - 1, 98 / 99 - 1, 99 / 98 - 1]
+    news = 0.3 * 0.4 * sum(r) / (0.3 * 0.4 * sum(abs(x) for x in r))
+    g = {"news": news / 2, "10-k": -news / 2}
+    raw = {k: w * math.exp((1 - 0.5) * 4.0 * g[k]) for k, w in (("news", 0.3), ("10-k", 0.1))}
+    assert after["news"] == pytest.approx(0.4 * raw["news"] / sum(raw.values()), abs=1e-6)
+    assert after["news"] + after["10-k"] == pytest.approx(0.4, abs=1e-6)
+
+
 def _files(root: Path) -> dict[str, bytes]:
     skip = ("memory/", "train.json")
     # configs name their own directory (absolute beliefs paths): compare them relative to it

@@ -232,7 +232,10 @@ class RiskControl:
         """The belief step after episodes ``a`` (earlier) and ``b`` (later)."""
         better, worse = (b, a) if b.traj.objective > a.traj.objective else (a, b)
         rate = max(0.0, 1.0 - tau)
-        analysts = {k: v for k, v in beliefs.weights().items() if k != RISK}
+        # a role that reported on no day of either episode (a corpus without analyst notes) earned and lost
+        # nothing: centred with the rest it gained weight whenever they lost, and was listed as touched
+        spoke = {role for day in (*better.traj.signals, *worse.traj.signals) for role in day}
+        analysts = {k: v for k, v in beliefs.weights().items() if k != RISK and k in spoke}
         # the rules weights in force in the better episode (with its exploration) are what earned
         attr = attribution(better.traj, {**analysts, **better.traj.weights})
         step = rules_step(analysts, attr, tau, self.lr)
