@@ -171,6 +171,17 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["data", "sample", "--tickers", "TSLA", "--no-audio", "--out", "{a_file}/ev"],
         "is a file, not a folder",
     ),
+    # a mistyped flag: refused by its command (its --help), with the flag it is closest to
+    "backtest a misspelt flag": (
+        ["backtest", "--tickr", "MSFT", "--comission=0.001"],
+        "unrecognized arguments: --tickr MSFT --comission=0.001 (--tickr: did you mean --ticker?; --comission: did "
+        "you mean --commission?) (see `fincon backtest --help`)",
+    ),
+    "forward init --simulated": (
+        ["forward", "init", "{missing_dir_json}", "--simulated", "--bogus"],
+        "unrecognized arguments: --simulated --bogus (--simulated: did you mean --simulate-from?) (see `fincon "
+        "forward init --help`)",
+    ),
     # 2. nothing to score
     "eval debate on a ticker without events": (["eval", "debate", "--tickers", "ABBV"], "nothing to score"),
     "eval numeric --limit 0": (["eval", "numeric", "--limit", "0"], "out of range >= 1"),

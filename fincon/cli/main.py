@@ -140,10 +140,33 @@ def _named(argv: list[str]) -> str:
     return next((a for a in argv if not a.startswith("-")), "")
 
 
+def _refuse_unknown(parser: argparse.ArgumentParser, argv: list[str], unknown: list[str]) -> None:
+    """Words no parser took, refused by the command they were typed for (its ``--help``, not
+    ``fincon --help``), with the flag each mistyped one is closest to (``--simulated``: did you
+    mean ``--simulate-from``?)."""
+    import difflib
+
+    deepest = parser
+    for word in (a for a in argv if not a.startswith("-")):
+        sub = next((a for a in deepest._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if sub is None or word not in sub.choices:
+            break
+        deepest = sub.choices[word]
+    flags = [o for a in deepest._actions for o in a.option_strings if o.startswith("--")]
+    near = [
+        f"{word.split('=')[0]}: did you mean {close[0]}?"
+        for word in unknown
+        if word.startswith("--") and (close := difflib.get_close_matches(word.split("=")[0], flags, n=1, cutoff=0.75))
+    ]
+    deepest.error(f"unrecognized arguments: {' '.join(unknown)}" + (f" ({'; '.join(near)})" if near else ""))
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(_named(argv))
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        _refuse_unknown(parser, argv, unknown)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
