@@ -703,6 +703,7 @@ def test_score_reports_what_a_backtest_does_and_draws_the_charts_a_step_leaves_o
     assert main(["forward", "score", "fw", "--json"]) == 0
     res = strict_json(capsys.readouterr().out)  # a Sharpe at or below zero: MinTRL n/a, never Infinity
     assert res["sessions"] == 6 and set(res["strategies"]) == {"sma-cross", "buy-and-hold"}
+    assert res["benchmark"] is None  # --no-benchmark: no row of its own (buy-and-hold is a strategy here)
     for name in ("sma-cross", "buy-and-hold"):
         m = json.loads((replay / name / "metrics.json").read_text())
         got = res["strategies"][name]
@@ -761,6 +762,31 @@ def test_score_reports_what_a_backtest_does_and_draws_the_charts_a_step_leaves_o
 
 
 @pytest.mark.slow
+def test_score_holds_each_strategy_against_buy_and_hold_on_its_sessions(tmp_path, monkeypatch, capsys):
+    """A score gave markowitz +15.16 % over 61 sessions and no market to hold it against, though the plan
+    asked for the benchmark and the replay ran it: buy-and-hold's row is now in the table, as the
+    next-open backtest of the same window gives it."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", "off")
+    what = ["--ticker", "TSLA", "--strategy", "sma-cross", "--param", "sma-cross.fast=2", "--param", "sma-cross.slow=4"]
+    assert main(["forward", "init", "fw", *what, "--simulate-from", START]) == 0
+    assert main(["forward", "step", "fw", "--until", END, "--no-progress"]) == 0
+    assert main(["backtest", *what, "--start", START, "--end", END, "--fill", "next-open", "--out", "bt",
+                 "--no-progress", "--json"]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert main(["forward", "score", "fw", "--json"]) == 0
+    got = strict_json(capsys.readouterr().out)["benchmark"]
+    bench = json.loads((tmp_path / "bt" / "summary.json").read_text())["benchmark"]
+    eq = pd.read_csv(tmp_path / "bt" / "benchmark_equity.csv")["value"].to_numpy()
+    r = eq[1:] / eq[:-1] - 1
+    assert {k: got[k] for k in ("cr_pct", "sharpe", "mdd_pct")} == {k: bench[k] for k in ("cr_pct", "sharpe", "mdd_pct")}
+    assert got["days"] == 5 and got["sharpe_daily"] == pytest.approx(r.mean() / r.std(ddof=1), rel=1e-12)
+    assert main(["forward", "score", "fw"]) == 0
+    row = next(x.split() for x in capsys.readouterr().out.splitlines() if x.startswith("buy-and-hold "))
+    assert row == ["buy-and-hold", f"{bench['cr_pct']:.3f}", f"{bench['sharpe']:.3f}", f"{bench['mdd_pct']:.2f}",
+                   f"{got['sharpe_daily']:+.3f}", "(benchmark)"]  # fmt: skip
+
+
 def test_score_settles_on_a_replay_of_the_sealed_record_never_on_an_editable_folder(tmp_path, monkeypatch, capsys):
     """Found by hand: `forward score` read the replay folder the last step left, so a metrics.json edited to
     CR 42 % and Sharpe 3.1 was printed as the journal's score while verify passed (the folder is no part

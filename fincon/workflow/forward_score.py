@@ -202,6 +202,7 @@ def _score(root: Path, plan: Plan) -> dict[str, Any]:
             "dsr_trials": fam.trials,
             "model_knowledge": metrics.get("model_knowledge"),
         }
+    out["benchmark"] = _benchmark(RunRecord(replay / plan.config.strategies[0] if multi else replay))
     clock = (
         "simulated (decided on past data, session by session: its times prove nothing)" if plan.simulated else "live"
     )
@@ -228,9 +229,25 @@ def _score(root: Path, plan: Plan) -> dict[str, Any]:
     return out
 
 
+def _benchmark(rec: RunRecord) -> dict[str, Any] | None:
+    """Buy-and-hold on the journal's sessions, as the replay ran it beside the strategies (a score
+    without it read +15 % over 61 sessions with nothing to hold it against); None: planned without."""
+    bench, eq = (rec.summary.get("benchmark") or {}), rec.benchmark_equity
+    if not bench or eq is None:
+        return None
+    v = eq.to_numpy(dtype=float)
+    r = v[1:] / v[:-1] - 1.0
+    daily = float(r.mean() / r.std(ddof=1)) if len(r) > 1 and r.std(ddof=1) > 0 else float("nan")
+    return {k: bench.get(k) for k in ("cr_pct", "sharpe", "mdd_pct")} | {"days": len(r), "sharpe_daily": _finite(daily)}
+
+
 def _finite(x: float) -> float | None:
     """A statistic as JSON holds it: None where it is undefined (NaN)."""
     return x if np.isfinite(x) else None
+
+
+def _cell(x: Any, spec: str) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and x != x) else spec.format(x)
 
 
 def format_score(res: dict[str, Any]) -> str:
@@ -240,16 +257,19 @@ def format_score(res: dict[str, Any]) -> str:
         f"{'strategy':<18}{'CR %':>9}{'Sharpe':>8}{'MDD %':>8}{'SR/day':>8}{'PSR':>6}{'MinTRL d':>10}{'still needed':>15}"
         f"{'DSR (N)':>12}",
     ]
+    f = _cell
     for name, m in res["strategies"].items():
-
-        def f(x, spec):  # noqa: E306
-            return "n/a" if x is None or (isinstance(x, float) and x != x) else spec.format(x)
-
         lines.append(
             f"{name:<18}{f(m['cr_pct'], '{:.3f}'):>9}{f(m['sharpe'], '{:.3f}'):>8}{f(m['mdd_pct'], '{:.2f}'):>8}"
             f"{f(m['sharpe_daily'], '{:+.3f}'):>8}{f(m['psr'], '{:.2f}'):>6}{f(m['min_track_record_days'], '{:,.0f}') if m['sharpe_daily'] > 0 else '-':>10}"
             f"{f(m['sessions_still_needed'], '{:,}') if m['sharpe_daily'] > 0 else 'never (SR<=0)':>15}"
             f"{f(m['dsr'], '{:.2f}') + ' (' + str(m['dsr_trials']) + ')':>12}"
+        )
+    b = res.get("benchmark")
+    if b:  # the market over the same sessions: no trial, so no PSR or DSR of its own
+        lines.append(
+            f"{'buy-and-hold':<18}{_cell(b['cr_pct'], '{:.3f}'):>9}{_cell(b['sharpe'], '{:.3f}'):>8}"
+            f"{_cell(b['mdd_pct'], '{:.2f}'):>8}{_cell(b['sharpe_daily'], '{:+.3f}'):>8}{'(benchmark)':>16}"
         )
     lines.append("Sharpe: annualised, of daily log returns (as a backtest's); SR/day: of daily simple returns, the "
                  "one PSR, MinTRL and DSR are computed on")  # fmt: skip
