@@ -779,7 +779,9 @@ def test_score_holds_each_strategy_against_buy_and_hold_on_its_sessions(tmp_path
     bench = json.loads((tmp_path / "bt" / "summary.json").read_text())["benchmark"]
     eq = pd.read_csv(tmp_path / "bt" / "benchmark_equity.csv")["value"].to_numpy()
     r = eq[1:] / eq[:-1] - 1
-    assert {k: got[k] for k in ("cr_pct", "sharpe", "mdd_pct")} == {k: bench[k] for k in ("cr_pct", "sharpe", "mdd_pct")}
+    assert {k: got[k] for k in ("cr_pct", "sharpe", "mdd_pct")} == {
+        k: bench[k] for k in ("cr_pct", "sharpe", "mdd_pct")
+    }
     assert got["days"] == 5 and got["sharpe_daily"] == pytest.approx(r.mean() / r.std(ddof=1), rel=1e-12)
     assert main(["forward", "score", "fw"]) == 0
     row = next(x.split() for x in capsys.readouterr().out.splitlines() if x.startswith("buy-and-hold "))
