@@ -15,6 +15,7 @@ from fincon.data.inputs import open_events
 from fincon.errors import ConfigError
 from fincon.strategies.base import RunContext
 from fincon.strategies.registry import make_strategy
+from fincon.testing import INVESTORBENCH
 
 ITEMS = [  # (published_at, sentiment): date-only items are read as published at that day's close
     ("2022-07-05", "positive"),
@@ -104,3 +105,96 @@ def test_investorbench_preset_fills_the_protocol_and_flags_win():
     assert over["baselines"] == ["buy-and-hold", "sentiment", "sentiment-same-day"]
     assert "warm-up window only" in NOTES["investorbench"]
     assert preset_overrides(None, {"repeats": 2}) == {"repeats": 2}
+
+
+LOOKAHEAD = "sentiment-same-day reads each news tag at its calendar day's own decision"
+
+
+def test_the_same_day_run_is_labelled_a_lookahead_and_its_card_fails_point_in_time(
+    events, tmp_path_factory, monkeypatch, capfd
+):
+    """Its card said "point in time: PASS, enforced by the engine" of a strategy that reads the corpus ahead
+    by design; the point-in-time one carries no label."""
+    from fincon.cli.main import main
+
+    work = tmp_path_factory.mktemp("work")  # beside the corpus folder, not in it (its files would be read as events)
+    monkeypatch.chdir(work)
+    argv = ["backtest", "--ticker", "TSLA", "--start", "2022-07-01", "--end", "2022-07-15", "--no-progress",
+            "--ledger", "off", "--param", f"sentiment-same-day.events={events}"]  # fmt: skip
+    both = ["--strategy", "sentiment,sentiment-same-day", "--param", f"sentiment.events={events}", "--out", "both"]
+    assert main([*argv, *both]) == 0
+    assert f"fincon: warning: {LOOKAHEAD}" in capfd.readouterr().err
+    ahead = json.loads((work / "both" / "sentiment-same-day" / "metrics.json").read_text())["data_lookahead"]
+    assert ahead.startswith(LOOKAHEAD) and ahead.endswith(
+        "(the benchmark's same-day convention: a deliberate lookahead)"
+    )
+    assert "data_lookahead" not in json.loads((work / "both" / "sentiment" / "metrics.json").read_text())
+    assert json.loads((work / "both" / "run_manifest.json").read_text())["data_lookahead"] == ahead
+    assert main([*argv, "--strategy", "sentiment-same-day", "--out", "sd"]) == 0
+    capfd.readouterr()
+    assert main(["report", "--card", "sd", "--json"]) == 0
+    row = next(r for r in json.loads(capfd.readouterr().out)["rows"] if r["point"] == "point in time")
+    assert (row["verdict"], row["measured"]) == ("fail", ahead)
+
+
+@pytest.mark.slow  # an experiment on real MSFT, 15 s on 2 cores
+@pytest.mark.skipif(not (INVESTORBENCH / "msft.json.gz").is_file(), reason="../shared/data/investorbench is absent")
+def test_a_lookahead_baseline_is_shown_in_the_experiment_and_never_the_one_to_beat(tmp_path, monkeypatch, capsys):
+    """The investorbench preset runs sentiment-same-day beside the team, and the best baseline by Sharpe is
+    what the team is tested against: a lookahead could have been the baseline to beat, unmarked."""
+    from fincon.cli.main import main
+    from fincon.workflow.experiment_config import ExperimentConfig
+    from fincon.workflow.experiment_results import collect
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["data", "import", "investorbench", str(INVESTORBENCH / "msft.json.gz"), "--out", "ib"]) == 0
+    assert main(["experiment", "--data", "ib", "--ticker", "MSFT", "--brain", "rules", "--baselines",
+                 "buy-and-hold,sentiment,sentiment-same-day", "--repeats", "1", "--episodes", "1", "--ablations",
+                 "full", "--train-start", "2020-10-01", "--train-end", "2020-10-15", "--test-start", "2020-10-16",
+                 "--test-end", "2020-11-13", "--out", "ex", "--no-progress", "--ledger", "off",
+                 "--bootstrap-reps", "1000"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    res = json.loads((tmp_path / "ex" / "results.json").read_text())
+    assert res["baselines"]["sentiment-same-day"]["lookahead"].startswith(LOOKAHEAD)
+    assert not any("lookahead" in res["baselines"][b] for b in ("buy-and-hold", "sentiment"))
+    assert "\nsentiment-same-day (lookahead) " in out and res["best_baseline"] != "sentiment-same-day"
+    assert res["significance"]["best_non_llm_baseline"] != "sentiment-same-day"
+    # the best by Sharpe, it is still shown and not the one the team is tested against
+    m = tmp_path / "ex" / "baselines" / "sentiment-same-day" / "metrics.json"
+    m.write_text(json.dumps({**json.loads(m.read_text()), "sharpe": 99.0}))
+    exp = ExperimentConfig.model_validate(json.loads((tmp_path / "ex" / "experiment.json").read_text())["config"])
+    assert collect(exp, tmp_path / "ex")["best_baseline"] == "buy-and-hold"  # the tie of the other two: listed first
+
+
+def test_the_significance_of_a_universe_holds_no_one_against_a_lookahead():
+    """SPA "vs best" and the best non-LLM baseline (experiment and rolling tables) skip a baseline that
+    sees more than the rest, however well it did."""
+    import numpy as np
+
+    from fincon.workflow.rolling_stats import universe_statistics
+
+    rng = np.random.default_rng(0)
+    series = {"buy-and-hold": rng.normal(0.0, 0.01, 60), "sentiment": rng.normal(0.0, 0.01, 60)}
+    series["sentiment-same-day"] = np.abs(rng.normal(0.002, 0.01, 60))  # never a losing day
+    _, told = universe_statistics("u", series, None, 200, 4, 0)
+    _, fair = universe_statistics("u", series, None, 200, 4, 0, frozenset({"sentiment-same-day"}))
+    assert told["best_non_llm_baseline"] == "sentiment-same-day"
+    assert fair["best_non_llm_baseline"] in ("buy-and-hold", "sentiment")
+
+
+def test_a_rolling_evaluation_finds_the_runs_that_see_more_than_buy_and_hold(tmp_path):
+    from fincon.workflow.rolling_stats import lookahead_runs
+
+    dataset = "same-day dataset ib: items known only by their date are visible at that day's own decision"
+    labels = {"buy-and-hold": dataset, "sentiment": dataset, "sentiment-same-day": f"{dataset}; {LOOKAHEAD}"}
+    cells = ["w1", "w2"]
+    for c in cells:
+        for name, label in labels.items():
+            (tmp_path / c / name).mkdir(parents=True)
+            (tmp_path / c / name / "metrics.json").write_text(json.dumps({"data_lookahead": label}))
+
+    def unit_dirs(cell, out):
+        return {name: out / cell / name for name in labels}
+
+    # on a same-day dataset every run is labelled; only the one that sees more than buy-and-hold counts
+    assert lookahead_runs(tmp_path, cells, unit_dirs) == {"sentiment-same-day"}

@@ -131,6 +131,12 @@ class Strategy:
         day); asked after every day, so keep it cheap."""
         return {}
 
+    def lookahead(self) -> str | None:
+        """What this strategy sees early by design (a deliberate lookahead, kept to show what a
+        convention is worth), or None: its run carries the label as a same-day dataset's does, so
+        the card fails its point in time (it passed sentiment-same-day as "enforced by the engine")."""
+        return None
+
     def llm_settings(self) -> Any | None:
         """The settings (an ``LLMSettings``) of the model this strategy calls,
         or None when it calls none: what the run labels its window against

@@ -88,6 +88,14 @@ class SentimentBaseline(Strategy):
                     self._same_day.setdefault(e.ticker, []).append((day, score))
         self._prev, self._signal = None, {}
 
+    def lookahead(self) -> str | None:
+        if self.params.timing != "same-day":
+            return None
+        return (
+            f"{self.name} reads each news tag at its calendar day's own decision, though an item known only by "
+            "its date may come out after that close (the benchmark's same-day convention: a deliberate lookahead)"
+        )
+
     def score(self, ticker: str, view) -> int:
         """Sum of the tags that became usable after the previous decision, up to the view's day."""
         day = pd.Timestamp(view.date).normalize()

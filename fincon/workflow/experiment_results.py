@@ -102,7 +102,14 @@ def _num(v) -> float:
 def collect(exp: ExperimentConfig, root: Path) -> dict[str, Any]:
     """results.json: every unit's test metrics, the median runs and their tests."""
     baselines = {b: _metrics(baseline_dir(root, exp, b)) for b in exp.baselines}
-    ranked = [b for b in exp.baselines if not math.isnan(_num(baselines[b]["sharpe"]))]
+    team = RunRecord(Unit("test", exp.ablations[0], 1, exp.protocols[0]).path(root)).metrics.get("data_lookahead")
+    for b in exp.baselines:  # one that sees more than the team (sentiment-same-day) is shown, never the one to beat
+        own = RunRecord(baseline_dir(root, exp, b)).metrics.get("data_lookahead")
+        if own and own != team:
+            baselines[b]["lookahead"] = own
+    ranked = [
+        b for b in exp.baselines if not math.isnan(_num(baselines[b]["sharpe"])) and "lookahead" not in baselines[b]
+    ]
     best = max(ranked, key=lambda b: (_num(baselines[b]["sharpe"]), -exp.baselines.index(b))) if ranked else None
     best_returns = daily_log_returns(load_equity(baseline_dir(root, exp, best))) if best else None
     runs: dict[str, dict[str, Any]] = {}
@@ -234,6 +241,7 @@ def plot_experiment(exp: ExperimentConfig, root: Path, results: dict[str, Any]) 
         )
     for b in exp.baselines:
         label = f"{b} (best baseline)" if b == results["best_baseline"] else b
+        label += " (lookahead)" if results["baselines"][b].get("lookahead") else ""
         curves[label] = load_equity(baseline_dir(root, exp, b))
     engine.plot_equity(
         curves,

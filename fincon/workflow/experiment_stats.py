@@ -63,7 +63,8 @@ def significance(
     series.update({b: every[b] for b in exp.baselines})
     study = trials.study_of(exp.tickers, str(exp.test.start), str(exp.test.end))
     n_trials, var = sig.trials_and_variance(every)
-    rows, extra = universe_statistics(UNIVERSE, series, (n_trials, var), reps, splits, exp.seed)
+    ahead = frozenset(b for b, m in results["baselines"].items() if m.get("lookahead"))  # never the best
+    rows, extra = universe_statistics(UNIVERSE, series, (n_trials, var), reps, splits, exp.seed, ahead)
     cscv = sig.pbo(np.column_stack(list(every.values())), splits=splits)
     for row in rows:
         row["pbo"], row["pbo_noise_sd"], row["pbo_splits"] = cscv["pbo"], cscv.get("noise_sd"), cscv["splits"]

@@ -183,7 +183,8 @@ def _significance(out: Path, cells, summary: pd.DataFrame, reps: int) -> tuple[p
     # (fincon.risk.significance.trials_and_variance); the trial ledger's families count one-window trials,
     # whose Sharpe ratios spread wider than pooled ones, and depend on what else this machine ran: `fincon
     # ledger` lists them, the files do not hold them (the same config and cache give the same files)
-    return workflow.rolling_stats.significance(rets, summary, reps=reps)
+    ahead = workflow.rolling_stats.lookahead_runs(out, cells, unit_dirs)
+    return workflow.rolling_stats.significance(rets, summary, reps=reps, ahead=ahead)
 
 
 def placebos(blocks: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:

@@ -55,6 +55,16 @@ def window_returns(out: Path, cells, unit_dirs) -> dict[str, dict[str, np.ndarra
     return {u: {n: np.concatenate(parts) for n, parts in s.items()} for u, s in by.items()}
 
 
+def lookahead_runs(out: Path, cells, unit_dirs) -> frozenset[str]:
+    """The strategies whose runs see more than buy-and-hold's on the same data (sentiment-same-day's own
+    lookahead, in its metrics): shown, never the best baseline the rest are held against."""
+    seen: dict[str, set] = {}
+    for c in cells:
+        for name, path in unit_dirs(c, out).items():
+            seen.setdefault(name, set()).add(RunRecord(path).metrics.get("data_lookahead"))
+    return frozenset(n for n, labels in seen.items() if labels - seen.get(BENCH, {None}))
+
+
 def _is_llm(name: str) -> bool:
     return name.startswith(LLM_PREFIXES)
 
@@ -66,14 +76,16 @@ def universe_statistics(
     reps: int,
     splits: int,
     seed: int,
+    ahead: frozenset[str] = frozenset(),
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """One universe's rows and figures (run in a worker process of its own);
-    ``deflate``: DSR's N and V (None: over the distinct series compared here)."""
+    ``deflate``: DSR's N and V (None: over the distinct series compared here); ``ahead``: the
+    baselines that see more than the rest (:func:`lookahead_runs`), never the best one."""
     rows: list[dict[str, Any]] = []
     names = [n for n in series if n != BENCH]
     bench = series.get(BENCH)
     n_trials, var = deflate or sig.trials_and_variance(series)
-    baselines = [n for n in series if not _is_llm(n)]  # buy-and-hold is one
+    baselines = [n for n in series if not _is_llm(n) and n not in ahead]  # buy-and-hold is one
     # a baseline whose book never moved has no Sharpe ratio (the results table leaves it out of "best" too)
     moved = [n for n in baselines if np.std(series[n]) > 0]
     best = max(moved, key=lambda n: sig.sharpe(series[n]), default=None)
@@ -130,10 +142,11 @@ def significance(
     reps: int,
     splits: int = 16,
     seed: int = 0,
+    ahead: frozenset[str] = frozenset(),
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """``summary`` with the statistics' columns, and the per-universe figures
     (PBO, StepM); ``deflate``: per universe, DSR's N and V when not the
-    distinct series compared there."""
+    distinct series compared there; ``ahead``: see :func:`universe_statistics`."""
 
     # the universes are independent: two at a time, in forked worker processes (arch's bootstrap
     # loops hold the GIL); one universe is computed here
@@ -143,12 +156,12 @@ def significance(
     if len(items) > 1:
         with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("fork")) as pool:
             futures = [
-                pool.submit(universe_statistics, u, dict(s), (deflate or {}).get(u), reps, splits, seed)
+                pool.submit(universe_statistics, u, dict(s), (deflate or {}).get(u), reps, splits, seed, ahead)
                 for u, s in items
             ]
             results = [f.result() for f in futures]
     else:
-        results = [universe_statistics(u, s, (deflate or {}).get(u), reps, splits, seed) for u, s in items]
+        results = [universe_statistics(u, s, (deflate or {}).get(u), reps, splits, seed, ahead) for u, s in items]
     for (universe, _), (r, e) in zip(items, results):
         rows += r
         extra[universe] = e

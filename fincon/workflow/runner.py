@@ -275,8 +275,10 @@ def run_config(
 
     with RunDir(target, replace=replace) as staging:
         check_knowledge(blocks, warn=warn_knowledge)  # once the inputs are known good, before any model call
-        if lookahead and warn_knowledge:
-            print(f"fincon: warning: {lookahead}", file=sys.stderr)
+        early = {n: s.lookahead() for n, s in strategies.items()}  # a strategy's own (sentiment-same-day)
+        for said in (lookahead, *early.values()):
+            if said and warn_knowledge:
+                print(f"fincon: warning: {said}", file=sys.stderr)
         results: dict[str, BacktestResult] = {}
         failed: dict[str, str] = {}
         benchmark = None
@@ -327,7 +329,7 @@ def run_config(
                 dropped=plan.dropped_dates,
                 calendar=plan.calendar,
                 model_knowledge=blocks[name],
-                lookahead=lookahead,
+                lookahead="; ".join(x for x in (lookahead, early[name]) if x) or None,
                 plot=plots,
             )
         if not results:
@@ -338,7 +340,7 @@ def run_config(
             market,
             {n: (staging.path / n if multi else staging.path) for n in results},
             blocks,
-            lookahead,
+            "; ".join(x for x in (lookahead, *early.values()) if x) or None,
         )
         if multi:
             (staging.path / "config.yaml").write_text(cfg.to_yaml())

@@ -193,7 +193,8 @@ def experiment_rows(res: Mapping[str, Any]) -> list[dict[str, Any]]:
             rows.append({**m, "run": label})
     for b, m in (res.get("baselines") or {}).items():
         if isinstance(m, dict):
-            rows.append({**m, "run": f"{b}{' *' if b == best else ''}", "baseline": True})
+            said = " (lookahead)" if m.get("lookahead") else ""  # sees more than the team: never the best
+            rows.append({**m, "run": f"{b}{' *' if b == best else ''}{said}", "baseline": True})
     return rows
 
 
