@@ -4,6 +4,7 @@ convention only under its own name (``sentiment-same-day``)."""
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -130,6 +131,9 @@ def test_the_same_day_run_is_labelled_a_lookahead_and_its_card_fails_point_in_ti
     )
     assert "data_lookahead" not in json.loads((work / "both" / "sentiment" / "metrics.json").read_text())
     assert json.loads((work / "both" / "run_manifest.json").read_text())["data_lookahead"] == ahead
+    # a reference, never a configuration tried: the ledger's best trial of the family was sentiment-same-day
+    roles = {r["strategy"]: r["role"] for r in csv.DictReader((work / "both" / "trials.csv").open())}
+    assert roles == {"sentiment": "trial", "sentiment-same-day": "control"}
     assert main([*argv, "--strategy", "sentiment-same-day", "--out", "sd"]) == 0
     capfd.readouterr()
     assert main(["report", "--card", "sd", "--json"]) == 0

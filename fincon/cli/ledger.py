@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"trial ledger {path}: {sum(s['trials'] for s in summ)} distinct trials in {len(summ)} families "
         f"({len(rows) - n_controls} runs recorded, {n_controls} controls not counted"
-        f"{': placebo runs and buy-and-hold on a price twin' if n_controls else ''})"
+        f"{': placebo runs, buy-and-hold on a price twin and runs that read ahead by design' if n_controls else ''})"
     )
     width = max([len(s["family"]) for s in summ] + [6])
     print(

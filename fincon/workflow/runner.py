@@ -358,7 +358,9 @@ def run_config(
                 curves[BENCHMARK] = benchmark.equity
             if plots:
                 draw(curves, staging.path / CHART, chart_title(cfg), {n: r.decisions for n, r in results.items()})
-        trial_rows = _trial_rows(cfg, results, blocks, trials.CONTROL if control else trials.TRIAL)
+        # a strategy that reads ahead by design (sentiment-same-day) is a reference, never a configuration tried
+        roles = {n: trials.CONTROL if control or early[n] else trials.TRIAL for n in results}
+        trial_rows = _trial_rows(cfg, results, blocks, roles)
         (staging.path / "trials.csv").write_text(trials.rows_csv(trial_rows))
         final = staging.commit()
     trials.append(
@@ -377,27 +379,28 @@ def run_config(
 
 
 def _trial_rows(
-    cfg: RunConfig, results: Mapping[str, BacktestResult], blocks: Mapping[str, Mapping[str, Any]], role: str
+    cfg: RunConfig,
+    results: Mapping[str, BacktestResult],
+    blocks: Mapping[str, Mapping[str, Any]],
+    roles: Mapping[str, str],
 ) -> list[dict[str, Any]]:
-    """One trial per strategy that finished: its config's hash, window, returns and scores."""
-
-    rows = []
-    for name, r in results.items():
-        rows.append(
-            trials.row(
-                config_hash=config_hash(trial_identity(cfg, name, blocks.get(name))),
-                strategy=name,
-                tickers=cfg.tickers,
-                start=str(cfg.start),
-                end=str(cfg.end),
-                values=list(r.values),
-                metrics=r.metrics.as_dict(),
-                knowledge=blocks.get(name),
-                beliefs_version=(r.strategy_summary or {}).get("team_beliefs_version"),
-                role=role,
-            )
+    """One row per strategy that finished, in its role (``roles``: trial or control): its config's hash,
+    window, returns and scores."""
+    return [
+        trials.row(
+            config_hash=config_hash(trial_identity(cfg, name, blocks.get(name))),
+            strategy=name,
+            tickers=cfg.tickers,
+            start=str(cfg.start),
+            end=str(cfg.end),
+            values=list(r.values),
+            metrics=r.metrics.as_dict(),
+            knowledge=blocks.get(name),
+            beliefs_version=(r.strategy_summary or {}).get("team_beliefs_version"),
+            role=roles[name],
         )
-    return rows
+        for name, r in results.items()
+    ]
 
 
 def trial_identity(cfg: RunConfig, name: str, knowledge: Mapping[str, Any] | None) -> str:
