@@ -231,6 +231,20 @@ def test_a_source_that_never_reported_keeps_its_weight_and_is_not_touched():
     raw = {k: w * math.exp((1 - 0.5) * 4.0 * g[k]) for k, w in (("news", 0.3), ("10-k", 0.1))}
     assert after["news"] == pytest.approx(0.4 * raw["news"] / sum(raw.values()), abs=1e-6)
     assert after["news"] + after["10-k"] == pytest.approx(0.4, abs=1e-6)
+    # the model's step is offered only the roles that reported (an edit of another would reach no analyst)
+    from fincon.llm import LLMClient, UsageLedger
+    from fincon.testing.doubles import TeamStub
+
+    class Seen(TeamStub):
+        def complete(self, messages, schema, params):
+            self.sent = [*getattr(self, "sent", []), (messages, schema)]
+            return super().complete(messages, schema, params)
+
+    stub = Seen()
+    RiskControl(tuple(weights), client=LLMClient(stub, ledger=UsageLedger())).update(beliefs, a, b, tau=0.5)
+    compare, schema = next((m, schema) for m, schema in stub.sent if schema["title"] == "MetaPrompt")
+    assert "those whose views earned most in the better episode first: 10-k, news, risk." in compare[0].content
+    assert "analyst-notes" not in json.dumps(schema) and "earnings-call" not in json.dumps(schema)
 
 
 def _files(root: Path) -> dict[str, bytes]:

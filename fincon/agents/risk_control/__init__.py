@@ -249,7 +249,9 @@ class RiskControl:
             # (its own trading, no answer key), in the prompt and the answer's enum: a 1.5B
             # model named the first two of an alphabetical list (10-k, 10-q) whatever the
             # attribution line said (tests/test_cvrf_live.py)
-            ranked = tuple(sorted(self.perspectives, key=lambda p: (p not in attr, -attr.get(p, 0.0), p)))
+            # (a role that never reported is not offered: an edit of it would reach no analyst)
+            offered = [p for p in self.perspectives if p in spoke or p == RISK]
+            ranked = tuple(sorted(offered, key=lambda p: (p not in attr, -attr.get(p, 0.0), p)))
             via = "llm"
             day = f"episodes-{worse.number}-{better.number}"
             # the insights are the summaries' answers (a fallback's quote the views); read back on a resume
