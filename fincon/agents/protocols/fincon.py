@@ -32,7 +32,7 @@ from fincon.agents.brains import Answer, ManagerTask, Question, consensus, hold_
 from fincon.agents.reports import ManagerReport, portfolio_answer_model, short_labels, ticker_answer_model
 from fincon.agents.roles.base import EMPTY, drop_empty, load_template
 from fincon.memory.distill import clip_sentences
-from fincon.risk.optimizer import MeanVarianceProblem, mean_variance_weights
+from fincon.risk.optimizer import MeanVarianceProblem
 from fincon.strategies.base import Decision
 from fincon.strategies.markowitz import estimate_moments
 
@@ -152,6 +152,9 @@ class FinConManager:
         self.portfolio_form = portfolio_form
         #: model reversals the hold band turned into a hold (counted in the summary)
         self.band_kept = 0
+        #: "direction" portfolio days, and those on which every asset the manager traded sat at its bound
+        #: before the scaling to gross 1: weights 1/N by sign, the optimizer's trade-off bound away
+        self.mv_days = self.mv_at_bounds = 0
 
     @classmethod
     def from_params(cls, params: Any) -> "FinConManager":
@@ -202,7 +205,11 @@ class FinConManager:
         floor = 0.1 * np.sqrt(np.clip(np.diag(sigma), 0.0, None))
         sign = np.array([{"buy": 1.0, "sell": -1.0, "hold": 0.0}[d] for d in directions])
         mu_view = sign * np.maximum(np.abs(mu), floor)
-        w = mean_variance_weights(mu_view, sigma, directions=directions, risk_aversion=self.risk_aversion)
+        problem = MeanVarianceProblem(sigma, form="signed", risk_aversion=self.risk_aversion)
+        w = problem.solve(mu_view, directions)
+        held = np.abs(np.asarray(problem.last_solution, dtype=float))[sign != 0]
+        self.mv_days += 1
+        self.mv_at_bounds += bool(len(held) > 1 and np.all(held >= 1.0 - 1e-9))
         return {t: float(x) for t, x in zip(tickers, w)}
 
     def paper_weights(self, view, task: ManagerTask, actions: Mapping[str, str]) -> dict[str, float]:
@@ -266,4 +273,7 @@ class FinConManager:
         return decision, ans, {**mr.model_dump(), **({"hold_band": band} if band else {})}
 
     def summary(self) -> dict[str, Any]:
-        return {"team_hold_band_kept": self.band_kept}
+        out: dict[str, Any] = {"team_hold_band_kept": self.band_kept}
+        if self.mv_days:  # a portfolio in the "direction" form: how often its mean-variance weights were 1/N
+            out.update(team_mv_days=self.mv_days, team_mv_at_bounds=self.mv_at_bounds)
+        return out
