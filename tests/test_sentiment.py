@@ -126,9 +126,7 @@ def test_the_same_day_run_is_labelled_a_lookahead_and_its_card_fails_point_in_ti
     assert main([*argv, *both]) == 0
     assert f"fincon: warning: {LOOKAHEAD}" in capfd.readouterr().err
     ahead = json.loads((work / "both" / "sentiment-same-day" / "metrics.json").read_text())["data_lookahead"]
-    assert ahead.startswith(LOOKAHEAD) and ahead.endswith(
-        "(the benchmark's same-day convention: a deliberate lookahead)"
-    )
+    assert ahead.startswith(LOOKAHEAD) and ahead.endswith("its point-in-time form is the strategy sentiment)")
     assert "data_lookahead" not in json.loads((work / "both" / "sentiment" / "metrics.json").read_text())
     assert json.loads((work / "both" / "run_manifest.json").read_text())["data_lookahead"] == ahead
     # a reference, never a configuration tried: the ledger's best trial of the family was sentiment-same-day
@@ -139,6 +137,15 @@ def test_the_same_day_run_is_labelled_a_lookahead_and_its_card_fails_point_in_ti
     assert main(["report", "--card", "sd", "--json"]) == 0
     row = next(r for r in json.loads(capfd.readouterr().out)["rows"] if r["point"] == "point in time")
     assert (row["verdict"], row["measured"]) == ("fail", ahead)
+    # a forward journal seals only what was out before each session: it cannot give the strategy what it reads
+    init = ["forward", "init", "fj", "--ticker", "TSLA", "--simulate-from", "2022-07-05", "--ledger", "off"]
+    assert main([*init, "--strategy", "sentiment-same-day", "--param", f"sentiment-same-day.events={events}"]) == 2
+    assert capfd.readouterr().err == (
+        f"fincon: error: {ahead}: a forward journal seals only what was out before each session and cannot give "
+        "it that; journal its point-in-time form\n"
+    )
+    assert not (work / "fj").exists()
+    assert main([*init, "--strategy", "sentiment", "--param", f"sentiment.events={events}"]) == 0
 
 
 @pytest.mark.slow  # an experiment on real MSFT, 15 s on 2 cores

@@ -93,7 +93,8 @@ class SentimentBaseline(Strategy):
             return None
         return (
             f"{self.name} reads each news tag at its calendar day's own decision, though an item known only by "
-            "its date may come out after that close (the benchmark's same-day convention: a deliberate lookahead)"
+            "its date may come out after that close (the benchmark's same-day convention: a deliberate lookahead; "
+            "its point-in-time form is the strategy sentiment)"
         )
 
     def score(self, ticker: str, view) -> int:

@@ -141,6 +141,11 @@ def init(
             f"a forward journal fills each decision at the next open, and {exc.which} has close prices only: "
             "give prices with an Open column (--source yfinance, or --data with OHLCV prices)"
         ) from None
+    ahead = next((s.lookahead() for s in checked.strategies.values() if s.lookahead()), None)
+    if ahead:  # what it reads is not out before the session: a journal would trade another strategy than named
+        raise ConfigError(
+            f"{ahead}: a forward journal seals only what was out before each session and cannot give it that; journal its point-in-time form"
+        )
     warn_run_without_model(cfg, checked.knowledge, False, checked.strategies)  # a setting sealed for nothing: said
     check_knowledge(checked.knowledge)  # a window the model may remember: said as a backtest says it
     cfg = _cache_from_anywhere(cfg)
