@@ -456,6 +456,7 @@ def test_a_setting_of_the_other_brain_is_said(tmp_path, monkeypatch, capfd):
         "here" in err  # fmt: skip
     # and the broker's --charge-llm, said by a backtest, went unsaid by an experiment (found by hand)
     assert "fincon: warning: --charge-llm: no strategy of this run calls a model, so it changes nothing here" in err
+    assert "beliefs move only between two episodes" not in err  # one episode, but no no-beliefs row to equal
     # a training on the llm brain given --explore: said before its first file (here a replay without a recording
     # stops it next, so no model is loaded)
     argv = ["train", "--ticker", "TSLA", "--brain", "llm", "--explore", "0.5", "--episodes", "1", "--llm-cache",
@@ -519,3 +520,19 @@ def test_results_json_holds_no_bare_nan_and_a_flat_baseline_is_never_best():
               "sma-cross": np.zeros(60)}  # fmt: skip
     _, extra = universe_statistics("u", series, None, reps=200, splits=4, seed=0)
     assert extra["best_non_llm_baseline"] == "buy-and-hold"
+
+
+def test_one_training_episode_beside_the_no_beliefs_ablation_is_said(capfd):
+    """A rolling evaluation with --episodes 1 printed "fincon" and "fincon no-beliefs" with the same figures
+    in every column, and nothing said why: one episode never moves the beliefs (CVRF steps between two)."""
+    from fincon.workflow.experiment import warn_one_episode
+    from fincon.workflow.experiment_config import ExperimentConfig
+
+    warn_one_episode(ExperimentConfig(episodes=1, ablations=["full", "no-cvar", "no-beliefs"]))
+    assert capfd.readouterr().err == (
+        "fincon: warning: --episodes 1: the beliefs move only between two episodes, so no training here moves "
+        "them and no-beliefs is the full team run again (give --episodes 2 or more)\n"
+    )
+    for quiet in (ExperimentConfig(episodes=2), ExperimentConfig(episodes=1, ablations=["no-cvar", "no-beliefs"])):
+        warn_one_episode(quiet)
+        assert capfd.readouterr().err == ""

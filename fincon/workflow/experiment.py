@@ -163,9 +163,21 @@ def run_experiment(
             warn_vacuous(exp.llm, require_after_cutoff, calls_a_model(exp, blocks), also=also)
             warn_other_brain(exp.brain, exp.model_fields_set)
             warn_overridden_temperature(exp)
+            warn_one_episode(exp)
         check_servers(exp, blocks)  # a server that is down: said now, before the experiment's folder
 
     return study.run(lambda: _run(exp, out, progress, executor), preflight=checks)
+
+
+def warn_one_episode(exp: ExperimentConfig) -> None:
+    """CVRF moves the beliefs between two episodes: a training of one never moves them, and the
+    no-beliefs ablation is then the full team run again (a table showed the two rows identical, unsaid)."""
+    if exp.episodes < 2 and {"full", "no-beliefs"} <= set(exp.ablations):
+        print(
+            "fincon: warning: --episodes 1: the beliefs move only between two episodes, so no training here "
+            "moves them and no-beliefs is the full team run again (give --episodes 2 or more)",
+            file=sys.stderr,
+        )
 
 
 def warn_overridden_temperature(exp: ExperimentConfig) -> None:

@@ -45,7 +45,7 @@ from fincon.files import json_text, write_atomic
 from fincon.llm.knowledge import warning
 from fincon.strategies.registry import params_model, validate_params
 from fincon.workflow.executors import Executor, serial
-from fincon.workflow.experiment import check_inputs, experiment_knowledge, units, write_placebos
+from fincon.workflow.experiment import check_inputs, experiment_knowledge, units, warn_one_episode, write_placebos
 from fincon.workflow.experiment_config import ExperimentConfig, Window
 from fincon.workflow.experiment_results import collect, placebo_results
 from fincon.workflow.experiment_units import Job, unit_done
@@ -224,6 +224,7 @@ def run_rolling(
                 f"rolling window {c.window.test.start}..{c.window.test.end} ({c.universe}): {exc}"
             ) from None
     _check_windows_knowledge(cells, require_after_cutoff)
+    warn_one_episode(exp)
     study = Study(
         out,
         "rolling.json",
