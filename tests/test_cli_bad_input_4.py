@@ -536,3 +536,17 @@ def test_one_training_episode_beside_the_no_beliefs_ablation_is_said(capfd):
     for quiet in (ExperimentConfig(episodes=2), ExperimentConfig(episodes=1, ablations=["no-cvar", "no-beliefs"])):
         warn_one_episode(quiet)
         assert capfd.readouterr().err == ""
+
+
+@pytest.mark.slow  # three trainings, 5 s on 2 cores: in make test, not in make test-fast
+def test_a_training_whose_beliefs_never_moved_says_why(tmp_path, monkeypatch, capsys):
+    """`fincon train --episodes 1` printed "learned beliefs: ... (version 0)", as if something was learned."""
+    monkeypatch.chdir(tmp_path)
+    tiny = ["train", "--brain", "rules", "--start", "2022-03-01", "--end", "2022-03-10", "--no-progress"]
+    assert main([*tiny, "--episodes", "1", "--out", "one"]) == 0
+    assert "(version 0: the initial ones; one episode never moves them, CVRF compares two: --episodes 2 or " \
+        "more)\n" in capsys.readouterr().out  # fmt: skip
+    assert main([*tiny, "--episodes", "2", "--no-beliefs", "--out", "none"]) == 0
+    assert "(version 0: the initial ones, no update ran)\n" in capsys.readouterr().out
+    assert main([*tiny, "--episodes", "2", "--out", "two"]) == 0
+    assert "beliefs.json  (version 1)\n" in capsys.readouterr().out

@@ -199,7 +199,16 @@ def run(args: argparse.Namespace) -> int:
     if report.resumed_from:
         print(f"\nresumed: episodes 1..{report.resumed_from} were already finished")
     print(f"\ntraining directory: {report.out}")
-    print(f"learned beliefs:    {report.out / 'beliefs.json'}  (version {report.beliefs.version})")
+    unmoved = (
+        ""
+        if report.beliefs.version
+        else (
+            ": the initial ones; one episode never moves them, CVRF compares two: --episodes 2 or more"
+            if len(report.rows) < 2
+            else ": the initial ones, no update ran"
+        )
+    )
+    print(f"learned beliefs:    {report.out / 'beliefs.json'}  (version {report.beliefs.version}{unmoved})")
     print(f"belief evolution:   {report.out / 'beliefs.png'}")
     print(f"test them:          {next_command(cfg, report.out)}")
     return 0
