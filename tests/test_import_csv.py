@@ -358,3 +358,20 @@ def test_streamed_in_blocks_same_items_and_row_numbers(suffix, tmp_path, monkeyp
     bad = write_table(tmp_path / f"bad{suffix}", [*GENERIC, {**GENERIC[5], "published": "next week"}])
     with pytest.raises(Exception, match=r"row 9: published 'next week' is not YYYY-MM-DD"):
         read([bad], ImportOptions(prices=px))
+
+
+def test_gzipped_price_files_are_read_as_a_run_reads_them(tmp_path):
+    """--prices refused a folder of TICKER.csv.gz ("has no TSLA.csv"), which `--data` reads, and in which
+    the sample's own prices are kept; a plain TICKER.csv beside its .csv.gz is the one read."""
+    import gzip
+
+    px = prices_folder(tmp_path / "px")
+    gz = tmp_path / "gz"
+    gz.mkdir()
+    for t in ("AAA", "BBB"):
+        (gz / f"{t}.csv.gz").write_bytes(gzip.compress((px / f"{t}.csv").read_bytes()))
+    table = write_table(tmp_path / "t.csv", GENERIC[:1])
+    plain, zipped = (read([table], ImportOptions(tickers=("AAA",), prices=d)) for d in (px, gz))
+    assert zipped.prices["AAA"].equals(plain.prices["AAA"]) and zipped.price_kind == "ohlcv"
+    (gz / "AAA.csv").write_text((px / "BBB.csv").read_text())  # beside it, a plain file of other prices
+    assert read([table], ImportOptions(tickers=("AAA",), prices=gz)).price_kind == "close"

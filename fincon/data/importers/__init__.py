@@ -60,7 +60,7 @@ IMPORTERS: dict[str, Importer] = {
         (
             "a news/filing table (.csv or .jsonl: ticker, published or",
             "date, source, title, text, url; FNSPID's columns accepted)",
-            "plus --prices DIR of TICKER.csv",
+            "plus --prices DIR of TICKER.csv (or .csv.gz)",
         ),
     ),
 }

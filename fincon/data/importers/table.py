@@ -269,7 +269,9 @@ def price_files(folder: Path | None) -> dict[str, Path]:
             if not folder.exists()
             else f"--prices {folder}: is a file; give the folder of TICKER.csv files"
         )
-    return {p.stem.upper(): p for p in sorted(folder.glob("*.csv"))}
+    # TICKER.csv or TICKER.csv.gz, as --data reads them (a folder of the sample's gzipped files was refused)
+    found = sorted(p for p in folder.iterdir() if p.name.lower().endswith((".csv", ".csv.gz")))
+    return {p.name.split(".")[0].upper(): p for p in reversed(found)}  # a plain .csv wins over its .csv.gz
 
 
 def read_price_file(path: Path, ticker: str, options: ImportOptions) -> pd.DataFrame:
