@@ -141,7 +141,7 @@ def init(
             f"a forward journal fills each decision at the next open, and {exc.which} has close prices only: "
             "give prices with an Open column (--source yfinance, or --data with OHLCV prices)"
         ) from None
-    ahead = next((s.lookahead() for s in checked.strategies.values() if s.lookahead()), None)
+    ahead = next((said for s in checked.strategies.values() if (said := s.lookahead())), None)
     if ahead:  # what it reads is not out before the session: a journal would trade another strategy than named
         raise ConfigError(
             f"{ahead}: a forward journal seals only what was out before each session and cannot give it that; journal its point-in-time form"

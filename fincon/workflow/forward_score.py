@@ -236,9 +236,11 @@ def _benchmark(rec: RunRecord) -> dict[str, Any] | None:
     if not bench or eq is None:
         return None
     v = eq.to_numpy(dtype=float)
-    r = v[1:] / v[:-1] - 1.0
-    daily = float(r.mean() / r.std(ddof=1)) if len(r) > 1 and r.std(ddof=1) > 0 else float("nan")
-    return {k: bench.get(k) for k in ("cr_pct", "sharpe", "mdd_pct")} | {"days": len(r), "sharpe_daily": _finite(daily)}
+    r = v[1:] / v[:-1] - 1.0  # the daily Sharpe ratio as the strategies' rows compute theirs
+    return {k: bench.get(k) for k in ("cr_pct", "sharpe", "mdd_pct")} | {
+        "days": len(r),
+        "sharpe_daily": risk.significance.sharpe(r),
+    }
 
 
 def _finite(x: float) -> float | None:
@@ -268,12 +270,12 @@ def format_score(res: dict[str, Any]) -> str:
     b = res.get("benchmark")
     if b:  # the market over the same sessions: no trial, so no PSR or DSR of its own
         lines.append(
-            f"{'buy-and-hold':<18}{_cell(b['cr_pct'], '{:.3f}'):>9}{_cell(b['sharpe'], '{:.3f}'):>8}"
-            f"{_cell(b['mdd_pct'], '{:.2f}'):>8}{_cell(b['sharpe_daily'], '{:+.3f}'):>8}{'(benchmark)':>16}"
+            f"{'buy-and-hold':<18}{f(b['cr_pct'], '{:.3f}'):>9}{f(b['sharpe'], '{:.3f}'):>8}"
+            f"{f(b['mdd_pct'], '{:.2f}'):>8}{f(b['sharpe_daily'], '{:+.3f}'):>8}{'(benchmark)':>16}"
         )
     lines.append("Sharpe: annualised, of daily log returns (as a backtest's); SR/day: of daily simple returns, the "
                  "one PSR, MinTRL and DSR are computed on")  # fmt: skip
-    lines += [f"FLAG: {f}" for f in res.get("flags", ())]
+    lines += [f"FLAG: {flag}" for flag in res.get("flags", ())]
     c = res.get("card")
     if c:
         lines.append(f"report card: {c['passed']} pass, {c['failed']} fail, {c['not_measured']} not measured "
