@@ -286,6 +286,14 @@ def test_every_check_gives_each_of_its_verdicts_on_hand_built_evidence(tmp_path)
     )
     assert critics(claims=12, corrected=2, dropped=1, unverified=3)[0] == FAIL  # 3 figures went on unchecked
     assert critics(claims=0)[0] == NONE  # critics on, nothing to check: nothing measured
+    # a rolling evaluation: every window's team, summed (it read no team and said "numeric critics off")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "metrics.json").write_text("{}")
+    (other / "summary.json").write_text(_json.dumps({"strategy_summary": {"critic_claims": 5, "critic_corrected": 1}}))
+    critics(claims=12, corrected=2, dropped=1, unverified=0)
+    rolling = Evidence(Path("x"), None, None, {}, {}, {}, {}, [], None, (team, other))
+    assert numerical_execution(rolling) == (PASS, "17 figures checked: 3 corrected, 1 dropped, 0 not verified")
     assert len(CHECKS) == 13
 
 

@@ -227,6 +227,18 @@ def test_small_rolling_run_matches_its_windows(tmp_path, capsys):
     # two short test windows on a hand-picked ticker: neither a long horizon nor a broad universe, as measured
     assert rows["long horizons"]["verdict"] == "fail" and "2 test windows covering" in rows["long horizons"]["measured"]
     assert rows["broad universes"]["verdict"] == "fail" and "hand-picked" in rows["broad universes"]["measured"]
+    # the analysts' calls of every window's team (it said "no team records" of an evaluation full of them)
+    from fincon.report.calibration import calibration
+
+    teams = [out / w["dir"] / json.loads((out / w["dir"] / "results.json").read_text())["median"]["full"]["run_dir"]
+             for w in listing]  # fmt: skip
+    decisions = [json.loads(x) for t in teams for x in (t / "decisions.jsonl").read_text().splitlines()]
+    cal, one = calibration(decisions), calibration([json.loads(x) for x in (teams[0] / "decisions.jsonl").open()])
+    assert (
+        cal["days"] > one["days"]
+        and f"over {cal['calls']} analyst calls on {cal['days']} days" in (rows["calibration"]["measured"])
+    )
+    assert rows["multi-agent disaggregation"]["verdict"] != "not measured"
     assert main(argv) == 0  # resumes: every unit done, the same tables
     assert "resumed" in capsys.readouterr().out
     assert (out / "summary.csv").read_bytes() == first

@@ -168,10 +168,11 @@ def numerical_execution(ev: Evidence) -> Verdict:
     """Did numeric critics check the analysts' figures (fincon.agents.critics.review's counts)? A
     pass needs claims checked and none left unverified (a critic's model answer invalid twice: the
     figure went on as the analyst stated it)."""
-    summary = (run_part(ev.team, "strategy_summary") or {}) if ev.team else {}
-    if not any(k.startswith("critic") for k in summary):
+    summaries = [run_part(t, "strategy_summary") or {} for t in ev.team_runs]  # a rolling evaluation's: each window's
+    if not any(k.startswith("critic") for s in summaries for k in s):
         return NONE, "numeric critics off (--critics on)"
-    n = {k: int(summary.get(f"critic_{k}") or 0) for k in ("claims", "corrected", "dropped", "unverified")}
+    keys = ("claims", "corrected", "dropped", "unverified")
+    n = {k: sum(int(s.get(f"critic_{k}") or 0) for s in summaries) for k in keys}
     said = (
         f"{n['claims']} figures checked: {n['corrected']} corrected, {n['dropped']} dropped, "
         f"{n['unverified']} not verified"

@@ -93,6 +93,13 @@ class Evidence:
     decisions: list[dict[str, Any]]
     #: a forward journal's replay: whether it is simulated and its git anchor, as `forward score` verified them
     sealed: dict[str, Any] | None = None
+    #: a rolling evaluation's team run of each window (its full median), whose records the card reads
+    windows: tuple[Path, ...] = ()
+
+    @property
+    def team_runs(self) -> tuple[Path, ...]:
+        """The team runs behind the card's analyst checks: the run's (or experiment's), else the windows'."""
+        return (self.team,) if self.team is not None else self.windows
 
     @cached_property
     def broker(self) -> BrokerConfig:
@@ -153,5 +160,7 @@ def evidence(root: Path, sealed: dict[str, Any] | None = None) -> Evidence:
     metrics = (run_part(run, "metrics") or {}) if run else {}
     config = run_part(run, "config") if run else (rolling or {}).get("config", {})
     team = _team_run(root) if rolling is None else None
-    decisions = RunRecord(team).decisions if team else []
-    return Evidence(root, run, team, rolling, results, metrics, config or {}, decisions, sealed)
+    # a rolling evaluation: each window is an experiment folder (UNIVERSE/kNN) with its team's median run
+    windows = tuple(t for r in sorted(root.glob("*/*/results.json")) if (t := _team_run(r.parent))) if rolling else ()
+    decisions = [d for t in ((team,) if team else windows) for d in RunRecord(t).decisions]
+    return Evidence(root, run, team, rolling, results, metrics, config or {}, decisions, sealed, windows)
