@@ -99,7 +99,8 @@ def format_results(res: dict[str, Any], family=None) -> str:
         held = (
             "no trial ledger (--ledger off)"
             if family is None
-            else f"the trial ledger holds {family.trials} distinct trials ({len(family.controls)} controls apart) "
+            else f"the trial ledger holds {family.trials} distinct trial{'s' * (family.trials != 1)} "
+            f"({len(family.controls)} control{'s' * (len(family.controls) != 1)} apart) "
             f"in the family {family.name} on this machine: `fincon ledger`"
         )
         notes = (
