@@ -11,7 +11,9 @@ import pytest
 
 from fincon.cli.main import main
 from fincon.report.calibration import calibration
-from fincon.report.card import run_card
+from fincon.report.card import FAIL, run_card
+from fincon.report.evidence import Evidence
+from fincon.testing import INVESTORBENCH
 
 RUN = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", "--start", "2022-10-05",
        "--end", "2022-11-15", "--no-progress", "--no-benchmark"]  # fmt: skip
@@ -511,3 +513,23 @@ def test_the_card_of_a_multi_strategy_run_grades_the_strategy_that_asks_a_model(
     # a run of baselines alone: the first, as before
     shutil.rmtree(tmp_path / "llm-trader")
     assert run_card(tmp_path)["graded"] == "buy-and-hold"
+
+
+@pytest.mark.skipif(not (INVESTORBENCH / "jnj.json.gz").is_file(), reason="../shared/data/investorbench is absent")
+def test_on_close_only_data_the_card_says_what_a_next_open_or_a_cap_needs(tmp_path, monkeypatch):
+    """On InvestorBench's closes the card advised --fill next-open and --participation 0.025, both refused
+    by a run on that data ("needs an Open column"): it says what they need instead."""
+    from fincon.report.card import next_open_fills, volume_caps
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["data", "import", "investorbench", str(INVESTORBENCH / "jnj.json.gz"), "--out", "ib"]) == 0
+    need = "its dataset has close prices only: a dataset of OHLCV prices, or --source yfinance"
+
+    def ev(folder):
+        return Evidence(Path("x"), None, None, None, {}, {}, {"data": {"dir": folder}}, [])
+
+    assert next_open_fills(ev(str(tmp_path / "ib"))) == (FAIL, f"fill at the decision's own close ({need})")
+    assert volume_caps(ev(str(tmp_path / "ib"))) == (FAIL, f"no participation cap ({need})")
+    for other in (None, str(tmp_path / "gone")):  # the sample or yfinance; a dataset moved since the run
+        assert next_open_fills(ev(other))[1] == "fill at the decision's own close (--fill next-open)"
+        assert volume_caps(ev(other))[1] == "no participation cap (--participation 0.025)"

@@ -32,6 +32,8 @@ from typing import Any, Callable
 import numpy as np
 from pydantic import ValidationError
 
+from fincon.data.dataset import open_dataset
+from fincon.errors import FinconError
 from fincon.llm import leakage
 from fincon.llm.knowledge import AUDITED, USER_SOURCE
 from fincon.llm.settings import LLMSettings
@@ -216,10 +218,21 @@ def point_in_time(ev: Evidence) -> Verdict:
     return PASS, "enforced by the engine and tested by perturbing the future (tests/test_point_in_time.py)"
 
 
+def _closes_only(ev: Evidence) -> str:
+    """What a run on a dataset of close prices (InvestorBench's) needs for the next open or a volume cap,
+    which ``--fill next-open`` or ``--participation`` cannot give it; "" for other data."""
+    folder = (ev.config.get("data") or {}).get("dir")
+    try:
+        close = bool(folder) and open_dataset(folder).manifest.prices == "close"
+    except FinconError:  # moved or gone since the run: the plain advice
+        close = False
+    return "its dataset has close prices only: a dataset of OHLCV prices, or --source yfinance" if close else ""
+
+
 def next_open_fills(ev: Evidence) -> Verdict:
     if ev.broker.fill == "next_open":
         return PASS, "fill next_open"
-    return FAIL, "fill at the decision's own close (--fill next-open)"
+    return FAIL, f"fill at the decision's own close ({_closes_only(ev) or '--fill next-open'})"
 
 
 def _too_cheap(ev: Evidence) -> str:
@@ -253,7 +266,7 @@ def volume_caps(ev: Evidence) -> Verdict:
     the price: at most MAX_PARTICIPATION (a cap of the whole day's volume caps nothing real)."""
     cap = ev.broker.participation
     if not cap:
-        return FAIL, "no participation cap (--participation 0.025)"
+        return FAIL, f"no participation cap ({_closes_only(ev) or '--participation 0.025'})"
     if cap > MAX_PARTICIPATION:
         return FAIL, f"participation {cap}: above {MAX_PARTICIPATION:g} of the day's volume (--participation 0.025)"
     return PASS, f"participation {cap}"
