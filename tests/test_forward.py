@@ -328,7 +328,9 @@ def test_a_journal_refuses_a_second_step_tampering_and_a_busy_lock(tmp_path, mon
     # the session is decided already: said, exit 0, nothing sealed
     lines = (tmp_path / "fw" / "journal.jsonl").read_text()
     assert main(["forward", "step", "fw", "--until", "2022-10-07", "--no-progress"]) == 0
-    assert "nothing to decide up to 2022-10-07" in capsys.readouterr().err
+    assert "nothing to decide up to 2022-10-07 (decided through 2022-10-07)" in capsys.readouterr().err
+    assert main(["forward", "step", "fw", "--until", "2022-10-05", "--no-progress"]) == 0  # before what is decided
+    assert capsys.readouterr().err == "fincon: fw: nothing to decide up to 2022-10-05 (decided through 2022-10-07)\n"
     assert (tmp_path / "fw" / "journal.jsonl").read_text() == lines
     # two steps at once: the second leaves at once
     from fincon.workflow.forward import locked

@@ -252,8 +252,9 @@ def _step(root: Path, until: dt.date | None, progress: bool, clock: Clock, seale
             last = until or target
             todo = [d for d in sessions(target, last)] if last >= target else []
             if not todo:
+                through = f" (decided through {done[-1]})" if done else ""
                 print(f"fincon: {root}: session {target} is decided already" if until is None and done and
-                      target <= done[-1] else f"fincon: {root}: nothing to decide up to {last}", file=sys.stderr)  # fmt: skip
+                      target <= done[-1] else f"fincon: {root}: nothing to decide up to {last}{through}", file=sys.stderr)  # fmt: skip
                 return
         else:
             wall = clock()
