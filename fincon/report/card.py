@@ -32,8 +32,6 @@ from typing import Any, Callable
 import numpy as np
 from pydantic import ValidationError
 
-from fincon.data.dataset import open_dataset
-from fincon.errors import FinconError
 from fincon.llm import leakage
 from fincon.llm.knowledge import AUDITED, USER_SOURCE
 from fincon.llm.settings import LLMSettings
@@ -221,12 +219,9 @@ def point_in_time(ev: Evidence) -> Verdict:
 def _closes_only(ev: Evidence) -> str:
     """What a run on a dataset of close prices (InvestorBench's) needs for the next open or a volume cap,
     which ``--fill next-open`` or ``--participation`` cannot give it; "" for other data."""
-    folder = (ev.config.get("data") or {}).get("dir")
-    try:
-        close = bool(folder) and open_dataset(folder).manifest.prices == "close"
-    except FinconError:  # moved or gone since the run: the plain advice
-        close = False
-    return "its dataset has close prices only: a dataset of OHLCV prices, or --source yfinance" if close else ""
+    return (
+        "its dataset has close prices only: a dataset of OHLCV prices, or --source yfinance" if ev.closes_only else ""
+    )
 
 
 def next_open_fills(ev: Evidence) -> Verdict:

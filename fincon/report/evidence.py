@@ -14,8 +14,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from fincon.config import FLAT_COST_KEYS, BrokerConfig
+from fincon.data.dataset import open_dataset
 from fincon.engine.record import CONFIG, DECISIONS, METRICS, RunRecord
-from fincon.errors import DataError
+from fincon.errors import DataError, FinconError
 from fincon.report.calibration import calibration
 from fincon.validation import format_validation_error
 from fincon.workflow.journal import journal_hint
@@ -124,6 +125,16 @@ class Evidence:
         if self.rolling is not None and not know:
             know = _rolling_knowledge(self.results)
         return know
+
+    @cached_property
+    def closes_only(self) -> bool:
+        """The run's data is a dataset of close prices only (InvestorBench's): no next open, no volume
+        (read once for the rows that need them; a dataset moved since the run reads as not)."""
+        folder = (self.config.get("data") or {}).get("dir")
+        try:
+            return bool(folder) and open_dataset(folder).manifest.prices == "close"
+        except FinconError:
+            return False
 
     @cached_property
     def calibration(self) -> dict[str, Any] | None:
