@@ -5,6 +5,7 @@ convention only under its own name (``sentiment-same-day``)."""
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -169,6 +170,7 @@ def test_a_lookahead_baseline_is_shown_in_the_experiment_and_never_the_one_to_be
     assert res["baselines"]["sentiment-same-day"]["lookahead"].startswith(LOOKAHEAD)
     assert not any("lookahead" in res["baselines"][b] for b in ("buy-and-hold", "sentiment"))
     assert "\nsentiment-same-day (lookahead) " in out and res["best_baseline"] != "sentiment-same-day"
+    assert out.count("sentiment-same-day (lookahead)") == 2  # the results table and the significance table
     assert res["significance"]["best_non_llm_baseline"] != "sentiment-same-day"
     # the best by Sharpe, it is still shown and not the one the team is tested against
     m = tmp_path / "ex" / "baselines" / "sentiment-same-day" / "metrics.json"
@@ -209,3 +211,27 @@ def test_a_rolling_evaluation_finds_the_runs_that_see_more_than_buy_and_hold(tmp
 
     # on a same-day dataset every run is labelled; only the one that sees more than buy-and-hold counts
     assert lookahead_runs(tmp_path, cells, unit_dirs) == {"sentiment-same-day"}
+
+
+def test_the_rolling_tables_mark_a_lookahead_row_as_the_experiment_table_does():
+    """The rolling summary and significance tables listed sentiment-same-day as any other strategy; the
+    statistics already left it out of "best", the reader could not see why."""
+    import numpy as np
+
+    from fincon.workflow.rolling_stats import significance
+    from fincon.workflow.tables import rolling_summary, significance as significance_table
+
+    rng = np.random.default_rng(1)
+    names = ["buy-and-hold", "sentiment", "sentiment-same-day"]
+    series = {"u": {n: rng.normal(0.0, 0.01, 40) for n in names}}
+    summary = pd.DataFrame({"universe": "u", "strategy": names, "windows": 2, "wilcoxon_p": [None, 0.5, 0.5]})
+    plain, _ = significance(series, summary, reps=100)
+    assert "lookahead" not in plain  # summary.csv of an evaluation without one is as it was
+    marked, _ = significance(series, summary, reps=100, ahead=frozenset({"sentiment-same-day"}))
+    assert marked.lookahead.tolist() == [False, False, True]
+    for table in (rolling_summary, significance_table):
+        _, cells, _ = table(marked.to_dict("records"))
+        assert [row[1] for row in cells] == ["buy-and-hold", "sentiment", "sentiment-same-day (lookahead)"]
+    # as summary.csv gives it back to the HTML report
+    csv_rows = pd.read_csv(io.StringIO(marked.to_csv(index=False))).to_dict("records")
+    assert rolling_summary(csv_rows)[1][2][1] == "sentiment-same-day (lookahead)"

@@ -76,6 +76,8 @@ def significance(
     for row in rows:
         row["wilcoxon_p"], row["wilcoxon_p_holm"], row["wilcoxon_p_bh"] = adjusted.get(row["strategy"], (None,) * 3)
     table = pd.DataFrame(rows)
+    if ahead:  # its row is marked as in the results table; an experiment without one keeps its columns
+        table["lookahead"] = table.strategy.isin(ahead)
     table.to_csv(root / "summary.csv", index=False, float_format="%.6g", lineterminator="\n")
     return {
         "summary": json_rows(table),

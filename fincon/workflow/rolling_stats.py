@@ -174,4 +174,6 @@ def significance(
         p = [None if pd.isna(x) else float(x) for x in g["wilcoxon_p"]]
         out.loc[g.index, "wilcoxon_p_holm"] = sig.adjust(p, "holm")
         out.loc[g.index, "wilcoxon_p_bh"] = sig.adjust(p, "fdr_bh")
+    if ahead:  # the tables mark its rows; an evaluation without one keeps its columns
+        out["lookahead"] = out.strategy.isin(ahead)
     return out, extra

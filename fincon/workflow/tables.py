@@ -30,6 +30,11 @@ def _share(v: Any) -> str:
     return "" if _missing(v) else f"{v:.0%}"
 
 
+def _strategy(r: Mapping[str, Any]) -> str:
+    """A strategy's name, marked when it sees more than the rest (read back from summary.csv or not)."""
+    return f"{r['strategy']}{' (lookahead)' if r.get('lookahead') in (True, 'True') else ''}"
+
+
 def _knowledge(v: Any) -> str:
     """The windows' labels against the model's cutoff; blank for no model (or a summary from before)."""
     return v if isinstance(v, str) and not v.startswith("no-model") else ""
@@ -56,7 +61,7 @@ def text_table(heads: list[str], cells: list[list[str]], text_cols: list[int]) -
 #: a rolling evaluation's summary (summary.csv, results.json's ``summary``): per universe and strategy
 ROLLING_SUMMARY: list[Column] = [
     ("universe", "universe", str, True),
-    ("strategy", "strategy", str, True),
+    ("strategy", "", _strategy, True),
     ("windows", "windows", lambda v: str(int(v)), False),
     ("median CR %", "median_cr_pct", _cell("{:.2f}"), False),
     ("median SR", "median_sharpe", _cell("{:.3f}"), False),
@@ -93,7 +98,7 @@ def _pbo(r: Mapping[str, Any]) -> str:
 #: each strategy's statistics over its daily returns (fincon.workflow.rolling_stats, experiment_stats)
 SIGNIFICANCE: list[Column] = [
     ("universe", "universe", lambda v: "" if v is None else str(v), True),
-    ("strategy", "strategy", str, True),
+    ("strategy", "", _strategy, True),
     ("days", "days", lambda v: "n/a" if _missing(v) else str(int(v)), False),
     ("daily SR [95% CI]", "", _ci, True),
     ("PSR", "psr", _cell("{:.2f}"), False),
