@@ -192,3 +192,21 @@ def test_llm_help_is_plain_text(capsys):
     out = capsys.readouterr().out
     assert "fincon llm model" in out and "fincon llm cache" in out
     assert "``" not in out and ":func:" not in out and ":meth:" not in out
+
+
+def test_llm_cache_keeps_its_columns_under_a_long_agent_name(tmp_path, capsys):
+    """Names over 22 characters (a team's reflection and critic agents) pushed their row's figures right."""
+    from fincon.llm import CallCache, SamplingParams
+    from fincon.llm.types import Message
+
+    db = tmp_path / "llm.sqlite"
+    cache = CallCache(db, "read-write")
+    for i, agent in enumerate(("manager", "analyst-earnings-call-reflection", "news")):
+        cache.put(f"k{i}", backend="local", model="m", agent=agent, messages=[Message(role="user", content=str(i))],
+                  schema={}, params=SamplingParams(), answer="{}", prompt_tokens=100 * 10**i,
+                  completion_tokens=10, latency_s=1.5)  # fmt: skip
+    cache.close()
+    assert main(["llm", "cache", "--path", str(db)]) == 0
+    rows = capsys.readouterr().out.splitlines()[2:]
+    assert len(rows) == 3 and len({r.index(" calls") for r in rows}) == 1
+    assert len({r.index(" prompt") for r in rows}) == 1 and len({len(r) for r in rows}) == 1

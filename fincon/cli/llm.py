@@ -203,12 +203,12 @@ def _cmd_cache(args: argparse.Namespace) -> int:
             "pass the SQLite file a run wrote (default runs/.cache/llm.sqlite)"
         ) from None
     print(f"{path}: {sum(r[3] for r in rows):,} calls")
-    seen = None
+    seen, width = None, max((len(r[2]) for r in rows), default=0)
     for b, m, a, n, p, c, lat in rows:  # each model's calls under it: one cache may hold several
         if (b, m) != seen:
             seen = (b, m)
             print(f"  {b} {m}: {sum(r[3] for r in rows if r[:2] == (b, m)):,} calls")
-        print(f"    {a:22s} {n:7,d} calls {p:11,d} prompt {c:9,d} completion tokens  {lat:8.1f}s live")
+        print(f"    {a:{width}s} {n:7,d} calls {p:11,d} prompt {c:9,d} completion tokens  {lat:8.1f}s live")
     return 0
 
 
