@@ -32,6 +32,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from fincon.data.events.model import MARKET_TZ
+from fincon.data.inputs import open_events
 from fincon.errors import ConfigError
 from fincon.strategies.base import Decision, RunContext, Strategy
 
@@ -54,6 +55,21 @@ def _tag(event) -> int | None:
     return SCORE.get(str(event.metadata.get("sentiment", "")).lower())
 
 
+def _check_corpus(events, tickers) -> None:
+    if events is None:
+        raise ConfigError(
+            "sentiment baseline: no events; run it on a dataset directory with events "
+            "(--data DIR) or set strategy_params.sentiment.events"
+        )
+    tagged = {e.ticker for e in events.all_events() if _tag(e) is not None}
+    untagged = [t for t in tickers if t not in tagged]
+    if untagged:  # a corpus without tags would hold cash every day, silently
+        raise ConfigError(
+            f"sentiment baseline: the event corpus has no sentiment-tagged news for {untagged[0]} (tags come "
+            "with `fincon data import investorbench`); run it on a dataset with tagged news"
+        )
+
+
 class SentimentBaseline(Strategy):
     name = "sentiment"
     Params = SentimentParams
@@ -65,19 +81,16 @@ class SentimentBaseline(Strategy):
         self._prev: pd.Timestamp | None = None
         self._signal: dict[str, int] = {}
 
+    def check_inputs(self, tickers, first: pd.Timestamp, last: pd.Timestamp) -> None:
+        """What :meth:`start` refuses, before a command that makes its own directory (a forward journal's
+        registration, sealed for good) has made it."""
+        spec = self.params.events
+        _check_corpus(
+            None if spec is None else open_events(spec, tuple(tickers), "strategy_params.sentiment.events"), tickers
+        )
+
     def start(self, ctx: RunContext) -> None:
-        if ctx.events is None:
-            raise ConfigError(
-                "sentiment baseline: no events; run it on a dataset directory with events "
-                "(--data DIR) or set strategy_params.sentiment.events"
-            )
-        tagged = {e.ticker for e in ctx.events.all_events() if _tag(e) is not None}
-        untagged = [t for t in ctx.tickers if t not in tagged]
-        if untagged:  # a corpus without tags would hold cash every day, silently
-            raise ConfigError(
-                f"sentiment baseline: the event corpus has no sentiment-tagged news for {untagged[0]} (tags come "
-                "with `fincon data import investorbench`); run it on a dataset with tagged news"
-            )
+        _check_corpus(ctx.events, ctx.tickers)
         # same-day (a lookahead): per ticker, (the calendar day it counts on, score) of every tagged item
         self._same_day: dict[str, list[tuple[pd.Timestamp, int]]] = {}
         if self.params.timing == "same-day":
