@@ -296,6 +296,55 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["forward", "init", "{run}", "--ticker", "TSLA"],
         "a live journal reads a live source (--source yfinance); the sample data ends in the past",
     ),
+    # a strategy that cannot start on the plan is refused before the registration is sealed (each step failed)
+    "forward init of a sentiment journal on a corpus without tags": (
+        [*FORWARD_INIT, "--strategy", "buy-and-hold,sentiment"],
+        "sentiment baseline: the event corpus has no sentiment-tagged news for TSLA",
+    ),
+    "forward init of finsent on a ticker its corpus has no item of": (
+        [
+            "forward",
+            "init",
+            "{run}",
+            "--ticker",
+            "JNJ",
+            "--simulate-from",
+            "2022-10-05",
+            "--strategy",
+            "finsent",
+            "--param",
+            "finsent.brain=rules",
+        ],  # fmt: skip
+        "finsent: the corpus 'sample' has no items for JNJ",
+    ),
+    "forward init of a2c on two tickers": (
+        ["forward", "init", "{run}", "--ticker", "TSLA,MSFT", "--simulate-from", "2022-10-05", "--strategy", "a2c"],
+        "a2c trades one stock (the paper's single-stock task); give one --ticker",
+    ),
+    "forward init of ppo trained past its first session": (
+        [*FORWARD_INIT, "--strategy", "ppo", "--param", "ppo.train_end=2022-12-01"],
+        "--param ppo.train_end=2022-12-01 is inside the test window (it starts 2022-10-05)",
+    ),
+    "forward init of finrl-a2c trained past its first session": (
+        [*FORWARD_INIT, "--strategy", "finrl-a2c", "--param", "finrl-a2c.train_end=2022-10-05"],
+        "--param finrl-a2c.train_end=2022-10-05 is inside the test window (it starts 2022-10-05)",
+    ),
+    "forward init of markowitz with a direction for a ticker it does not trade": (
+        [
+            "forward",
+            "init",
+            "{run}",
+            "--ticker",
+            "TSLA,MSFT",
+            "--simulate-from",
+            "2022-10-05",
+            "--strategy",
+            "markowitz",
+            "--param",
+            'markowitz.directions={{"AAPL": "buy"}}',
+        ],  # fmt: skip
+        "strategy_params.markowitz.directions names AAPL, not among this run's tickers (TSLA, MSFT)",
+    ),
     # 17. a server that is down is found before the experiment's folder is made
     "experiment --brain llm with the server down": (
         [

@@ -97,18 +97,6 @@ def test_flat_instead_of_short_and_a_missing_corpus_is_one_line(events, tmp_path
         make_strategy("sentiment").start(RunContext(tmp_path, ("TSLA",), events=open_events("sample", ("TSLA",))))
 
 
-def test_a_forward_journal_of_a_corpus_without_tags_is_refused_before_it_exists(tmp_path, monkeypatch, capfd):
-    """`forward init` registered (and sealed) a sentiment journal on the untagged sample corpus, whose every
-    step then failed: the strategy's own check ran only when it started."""
-    from fincon.cli.main import main
-
-    monkeypatch.chdir(tmp_path)
-    init = ["forward", "init", "fj", "--ticker", "TSLA", "--simulate-from", "2022-10-05", "--ledger", "off"]
-    assert main([*init, "--strategy", "buy-and-hold,sentiment"]) == 2
-    assert capfd.readouterr().err.startswith("fincon: error: sentiment baseline: the event corpus has no sentiment-")
-    assert not (tmp_path / "fj").exists()
-
-
 def test_investorbench_preset_fills_the_protocol_and_flags_win():
     from fincon.workflow.presets import NOTES, preset_overrides
 

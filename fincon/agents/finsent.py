@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from fincon.agents.model_client import CallsAModel
 from fincon.data.events.model import visible_day
+from fincon.data.inputs import open_events
 from fincon.data.lexicon import LoughranMcDonald
 from fincon.errors import ConfigError
 from fincon.llm import LLMInvalidAnswer, LLMUnavailable
@@ -90,14 +91,23 @@ class FinSent(CallsAModel):
             self._client = build_client(self.settings or LLMSettings())
         return self._client
 
+    def check_inputs(self, tickers, first, last) -> None:
+        spec = self.params.events
+        self._check_corpus(
+            None if spec is None else open_events(spec, tuple(tickers), "strategy_params.finsent.events"), tickers
+        )
+
+    def _check_corpus(self, events, tickers) -> None:
+        if events is None:
+            raise ConfigError("finsent reads news: run it with an event corpus (fincon.data.inputs)")
+        have = {e.ticker for e in events.all_events() if e.text}
+        for t in tickers:
+            if t not in have:
+                raise ConfigError(f"finsent: the corpus {self.params.events!r} has no items for {t}")
+
     def start(self, ctx: RunContext) -> None:
         p = self.params
-        if ctx.events is None:
-            raise ConfigError("finsent reads news: run it with an event corpus (fincon.data.inputs)")
-        have = {e.ticker for e in ctx.events.all_events() if e.text}
-        for t in ctx.tickers:
-            if t not in have:
-                raise ConfigError(f"finsent: the corpus {p.events!r} has no items for {t}")
+        self._check_corpus(ctx.events, ctx.tickers)
         self.lm = LoughranMcDonald()
         self._prev: pd.Timestamp | None = None
         self._held: dict[str, int] = {}

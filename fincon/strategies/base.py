@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Literal, Mapping, Protocol
 from fincon.strategies import state
 
 if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
     from fincon.data.events.store import EventStore
     from fincon.data.view import MarketView
 
@@ -110,6 +112,12 @@ class Strategy:
     #: the strategy reads news (its params name a corpus in ``events``): the
     #: runner opens that corpus (fincon.data.inputs) and serves it in the view
     reads_events: bool = False
+
+    def check_inputs(self, tickers: tuple[str, ...], first: "pd.Timestamp", last: "pd.Timestamp") -> None:
+        """Raise what :meth:`start` would refuse of these tickers and window (a ConfigError naming the
+        setting), without loading a model or writing anything. The commands that make their folder
+        before any run (train, experiment, rolling, ``forward init``, whose registration is sealed
+        for good) call it first; a strategy's ``start`` calls it too, so the two never disagree."""
 
     def start(self, ctx: RunContext) -> None:
         """Called once before the first day."""

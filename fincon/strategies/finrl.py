@@ -26,7 +26,7 @@ import numpy as np
 
 from fincon.errors import ConfigError
 from fincon.strategies.base import Decision, RunContext
-from fincon.strategies.rl import RL_MISSING, RLTrader, indicators, predict
+from fincon.strategies.rl import RL_MISSING, RLTrader, check_training_window, indicators, predict
 
 
 def softmax(x: np.ndarray) -> np.ndarray:
@@ -80,7 +80,11 @@ class FinRLA2C(RLTrader):
     name = "finrl-a2c"
     algo = "a2c"
 
+    def check_inputs(self, tickers, first, last) -> None:
+        check_training_window(self.name, self.params, first.date())  # any number of tickers: a portfolio
+
     def start(self, ctx: RunContext) -> None:
+        check_training_window(self.name, self.params, ctx.start)
         self.ctx = ctx
         self.model = None
         self.curve = []

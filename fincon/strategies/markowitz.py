@@ -67,16 +67,19 @@ class Markowitz(Strategy):
         self.warmup = self.params.lookback
         self._warned_short = False
 
-    def start(self, ctx: RunContext) -> None:
-        self._warned_short = False
+    def check_inputs(self, tickers, first, last) -> None:
         directions = self.params.directions
         if isinstance(directions, dict):
-            unknown = [t for t in directions if t not in ctx.tickers]
+            unknown = [t for t in directions if t not in tickers]
             if unknown:
                 raise ConfigError(
                     f"strategy_params.markowitz.directions names {', '.join(unknown)}, "
-                    f"not among this run's tickers ({', '.join(ctx.tickers)})"
+                    f"not among this run's tickers ({', '.join(tickers)})"
                 )
+
+    def start(self, ctx: RunContext) -> None:
+        self._warned_short = False
+        self.check_inputs(ctx.tickers, ctx.start, ctx.end)
 
     def decide(self, view):
         p = self.params

@@ -149,16 +149,16 @@ def make_env(close: np.ndarray, feats: np.ndarray, unit_cost: np.ndarray, size: 
     return TradingEnv()
 
 
-def check_training_window(name: str, params, ctx: RunContext) -> None:
+def check_training_window(name: str, params, start: dt.date | None) -> None:
     """A ``train_end`` (or ``train_start``) on or after the test window's first
-    day is refused, never cut back in silence: the agent trains only on the
-    bars before the window."""
+    day (``start``) is refused, never cut back in silence: the agent trains only
+    on the bars before the window."""
     for key in ("train_start", "train_end"):
         day = getattr(params, key, None)
-        if day is not None and ctx.start is not None and day >= ctx.start:
+        if day is not None and start is not None and day >= start:
             raise ConfigError(
-                f"--param {name}.{key}={day} is inside the test window (it starts {ctx.start}): the agent trains "
-                f"only on the bars before it; give a day before {ctx.start} or leave {key} out"
+                f"--param {name}.{key}={day} is inside the test window (it starts {start}): the agent trains "
+                f"only on the bars before it; give a day before {start} or leave {key} out"
             )
 
 
@@ -195,13 +195,19 @@ class RLTrader(Strategy):
         self.curve: list[tuple[int, float]] = []
         self.pos = 0.0
 
-    def start(self, ctx: RunContext) -> None:
-        if len(ctx.tickers) != 1:
+    def check_inputs(self, tickers, first, last) -> None:
+        self._check(tickers, first.date())
+
+    def _check(self, tickers, start: dt.date | None) -> None:
+        if len(tickers) != 1:
             raise ConfigError(
                 f"{self.name} trades one stock (the paper's single-stock task); give one --ticker "
                 "(finrl-a2c allocates a portfolio)"
             )
-        check_training_window(self.name, self.params, ctx)
+        check_training_window(self.name, self.params, start)
+
+    def start(self, ctx: RunContext) -> None:
+        self._check(ctx.tickers, ctx.start)
         self.ctx = ctx
         self.model = None
         self.curve = []

@@ -225,9 +225,7 @@ def preflight(cfg: RunConfig) -> RunPlan:
     outside the data, a missing corpus) leaves nothing behind."""
     plan = plan_run(cfg)
     for strategy in plan.strategies.values():
-        check = getattr(strategy, "check_inputs", None)
-        if check is not None:
-            check(plan.market.tickers, pd.Timestamp(plan.config.start), pd.Timestamp(plan.config.end))
+        strategy.check_inputs(plan.market.tickers, pd.Timestamp(plan.config.start), pd.Timestamp(plan.config.end))
     return plan
 
 
