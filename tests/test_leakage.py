@@ -58,9 +58,11 @@ def _small(knowledge):
         leakage_inputs.Item(t, dt.date.fromisoformat(d), frozenset(leakage.shingles(leakage_inputs.tokens(x))))
         for (t, d), x in TEXTS.items()
     ]
-    return leakage.Knowledge(
+    k = leakage.Knowledge(
         items, leakage_inputs.index_items(items), knowledge.closes, knowledge.sessions, knowledge.terms
     )
+    k.bags = leakage_inputs.Bags(list(TEXTS.values()))
+    return k
 
 
 def test_each_adversary_by_hand(knowledge):
@@ -72,11 +74,21 @@ def test_each_adversary_by_hand(knowledge):
     # ... with coarse recency, the day within a week of the item's
     g = leakage.corpus_guess(f"[E1] this week: {text}", small)
     assert g.firm == "TSLA" and not g.exact and 0 < (g.day - dt.date(2022, 10, 4)).days <= 7
-    # ... half of it, still; as its gist, nothing
-    from fincon.llm.masking_rules import gist
+    # ... half of it, still; as a bag of its words (the mask's gist before 2026-11-30), no 5-word run is left
+    from fincon.llm.masking_rules import topics
 
     assert leakage.corpus_guess(f"[E1] this week: {text[: len(text) // 2]}", small).firm == "TSLA"
-    assert leakage.corpus_guess(f"[E1] this week: {gist(text)}", small).firm is None
+    bag = "gist: " + ", ".join(sorted({w for w in leakage_inputs.tokens(text) if len(w) > 3}))
+    assert leakage.corpus_guess(f"[E1] this week: {bag}", small).firm is None
+    # bag of words: ... but its words still name the item, and the recency places the day
+    g = leakage.bag_guess(f"[E1] this week: {bag}", small)
+    assert (g.firm, g.firm_cue, g.exact) == ("TSLA", "bag of words", False) and 0 < (
+        g.day - dt.date(2022, 10, 4)
+    ).days <= 7
+    assert leakage.bag_guess(f"[E1] the decision day: {bag}", small).day == dt.date(2022, 10, 4)
+    # ... as the mask gives it now, its topics: no item is closer than the others
+    assert topics(text) == "topics: supply"
+    assert leakage.bag_guess(f"[E1] this week: {topics(text)}", small).firm is None
     # prices: three consecutive daily returns of TSLA, to two decimals
     closes = knowledge.closes["TSLA"]
     i = closes.index.get_loc(closes.loc["2022-10-10":].index[0])

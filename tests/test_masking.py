@@ -98,16 +98,16 @@ def test_the_line_by_line_pass_masks_as_the_whole_text_does():
     assert all(f"[E{i}]" in out for i in range(1, 9)) and "\x00" not in out
 
 
-def test_an_item_is_read_as_its_gist_and_an_answer_is_never_quoted_verbatim():
-    """Issue 43 item 2: a listed item of 12 words or more reaches the model as its content words in
-    alphabetical order (no 5-word run of it survives); a sentence a model answered is, in any later
-    prompt, its key words (the manager never quotes its analysts)."""
+def test_an_item_is_read_as_its_topics_and_an_answer_is_never_quoted_verbatim():
+    """Issue 43 item 2: a listed item of 12 words or more reaches the model as the first two topics of a
+    fixed list it touches (none of its own words: a bag of them names the item to a reader of the corpus,
+    fincon.llm.leakage.bag_guess); a sentence a model answered is, in any later prompt, its key words
+    (the manager never quotes its analysts)."""
     m = masker_for(["MSFT"])
-    line = "[E1] Oct 4: The new server line is designed for demanding applications in many industries. (tone +0.50)"
-    out = m.text(line, "2022-10-10")
-    assert out == (
-        "[E1] this week: gist: applications, demanding, designed, industries, line, many, new, server (tone +0.50)"
-    )
+    line = "[E1] Oct 4: The new server product line grew sales as demand for cloud software rose. (tone +0.50)"
+    assert m.text(line, "2022-10-10") == "[E1] this week: topics: growth, product (tone +0.50)"
+    line = "[E2] Oct 4: The new server line is designed for demanding applications in many industries. (tone +0.50)"
+    assert m.text(line, "2022-10-10") == "[E2] this week: topics: none of the list (tone +0.50)"
     m.unmask('{"insights": [{"text": "Cloud demand keeps growing across every large enterprise customer."}]}')
     prompt = "- news: bullish (confidence 0.70). Cloud demand keeps growing across every large enterprise customer."
     assert m.text(prompt, "2022-10-11") == (
@@ -233,13 +233,13 @@ def test_llm_trader_masked_writes_its_masking_json(tmp_path):
 def test_another_model_paraphrases_the_masked_items_and_the_model_under_test_may_not():
     """Issue 43 item 2: with --llm-paraphrase-model an item reaches the team as another model's rewriting of
     the masked item, masked again (a name it puts back is a pseudonym); an answer that is no rewriting leaves
-    the gist, counted; the model under test may not paraphrase (it would read every item first)."""
+    the item's topics, counted; the model under test may not paraphrase (it would read every item first)."""
     from fincon.errors import ConfigError
     from fincon.llm.masking_terms import Paraphraser
     from fincon.testing.doubles import Scripted
 
     rewrite = json.dumps({"text": "Microsoft said demand for its servers rose sharply in many industries."})
-    same = "Another long item about the new server line and demanding applications in industries."
+    same = "Another long item about the new server line and demand for cloud applications in industries."
     echo = json.dumps({"text": same})  # the item given back: no rewriting
     backend = Scripted([rewrite, echo, echo])
     m = masker_for(["MSFT"])
@@ -250,7 +250,7 @@ def test_another_model_paraphrases_the_masked_items_and_the_model_under_test_may
     )
     sent = backend.seen[0][-1].content
     assert "Oct 4" not in sent and sent.startswith("The new server line")  # the paraphraser sees the masked item
-    assert "gist: another, applications" in m.text(f"[E1] Oct 5: {same}", "2022-10-10") and m.rewriter.fallbacks == 1
+    assert "topics: demand, technology" in m.text(f"[E1] Oct 5: {same}", "2022-10-10") and m.rewriter.fallbacks == 1
     assert m.manifest()["paraphrase"] == {"model": "other-model", "calls": 2, "fallbacks": 1}
     with pytest.raises(
         ConfigError, match="is the model under test.*give another model .e.g. the bundled qwen2.5-coder-0.5b"

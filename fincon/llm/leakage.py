@@ -64,7 +64,7 @@ from fincon.llm.leakage_inputs import (
     runs_in,
     shingles,
 )
-from fincon.llm.masking_rules import common
+from fincon.llm.masking_rules import ITEM_LINE, common
 from fincon.proportions import wilson
 
 SESSIONS = 5  # "within ±5 sessions"
@@ -88,6 +88,10 @@ _FULL_DATE = re.compile(
     r"|(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+((?:19|20)\d{2}))\b",
     re.I,
 )
+#: a line's bag of words names an item at least this close to it (cosine of TF-IDF bags) ...
+BAG_SIMILARITY = 0.3
+#: ... and this many times closer than to any item of another story
+BAG_MARGIN = 1.5
 _PERCENT = re.compile(r"(?<![\w.])([+-]?\d{1,3}\.\d{2})\s?%")
 # -- the adversaries ----------------------------------------------------------------------------------
 
@@ -144,27 +148,60 @@ def corpus_guess(text: str, k: Knowledge) -> Guess:
         (best, n), *rest = hits.most_common(2) + [(None, 0)]
         if n < MIN_SHARED or (rest and rest[0][1] == n and k.items[rest[0][0]].ticker != k.items[best].ticker):
             continue
-        item = k.items[best]
-        firms[item.ticker] += 1
-        low = line.lower()
-        m = _OFFSET.search(low)
-        if m:
-            n_days = int(m.group(1)) * (1 if m.group(2) == "before" else -1)
-            days.append((item.day + dt.timedelta(days=n_days), True))
-            continue
-        span = next((v for p, v in RECENCY_SPANS.items() if p in low), None)
-        lo, hi = span if span is not None else (1, 7)
-        days.append((item.day + dt.timedelta(days=(lo + hi) // 2), False))
+        firms[k.items[best].ticker] += 1
+        days.append(_line_day(line, k.items[best].day))
+    return _placed(g, firms, days, "corpus")
+
+
+def _line_day(line: str, item_day: dt.date) -> tuple[dt.date, bool]:
+    """The decision day a line naming an item of ``item_day`` places, and whether exactly: from its
+    exact offset ("3 days before the decision day"), else the middle of its recency phrase's span."""
+    low = line.lower()
+    m = _OFFSET.search(low)
+    if m:
+        return item_day + dt.timedelta(days=int(m.group(1)) * (1 if m.group(2) == "before" else -1)), True
+    lo, hi = next((v for p, v in RECENCY_SPANS.items() if p in low), (1, 7))
+    return item_day + dt.timedelta(days=(lo + hi) // 2), False
+
+
+def _placed(g: Guess, firms: Counter, days: list[tuple[dt.date, bool]], cue: str) -> Guess:
+    """``g`` with the firm named by most lines and the day they place (an exact one first)."""
     if firms:
-        g.firm, g.firm_cue = firms.most_common(1)[0][0], "corpus"
+        g.firm, g.firm_cue = firms.most_common(1)[0][0], cue
     if days and not g.exact:
         exact = [d for d, e in days if e]
         if exact:
             g.day, g.exact = Counter(exact).most_common(1)[0][0], True
         else:
             g.day, g.exact = max(d for d, _ in days), False  # the newest item read: the day is just after it
-        g.day_cue = "corpus"
+        g.day_cue = cue
     return g
+
+
+def bag_guess(text: str, k: Knowledge) -> Guess:
+    """Item lines of ``text`` ("[E1] this week: ..."), as bags of words, each closer to one corpus
+    item than :data:`BAG_MARGIN` times any item of another story (another firm, or over a week
+    apart) and at least :data:`BAG_SIMILARITY` close: the firm and day they give away, placed as the
+    corpus adversary places its lines. The mask's gist keeps no 5-word run of an item but its
+    content words, sorted: the words still name the item to one who read the corpus."""
+    found = [(m.group(0), m.group(2)) for line in text.splitlines() if (m := ITEM_LINE.match(line))]
+    if k.bags is None or not found:
+        return Guess()
+    firms: Counter = Counter()
+    days: list[tuple[dt.date, bool]] = []
+    for (line, _), row in zip(found, k.bags.similarity([bag for _, bag in found])):
+        order = np.argsort(-row, kind="stable")[:50]
+        best = k.items[order[0]]
+        other = next((row[j] for j in order[1:] if _apart(k.items[j], best)), 0.0)
+        if row[order[0]] >= BAG_SIMILARITY and row[order[0]] >= BAG_MARGIN * other:
+            firms[best.ticker] += 1
+            days.append(_line_day(line, best.day))
+    return _placed(Guess(), firms, days, "bag of words")
+
+
+def _apart(a, b) -> bool:
+    """Two items of different stories: other firms, or over a week apart (a story is reprinted)."""
+    return a.ticker != b.ticker or abs((a.day - b.day).days) > 7
 
 
 def price_guess(text: str, k: Knowledge) -> Guess:
@@ -267,6 +304,7 @@ def audit(prompts: Sequence[Prompt], k: Knowledge, threshold: float = THRESHOLD)
     guesses = []
     for p in prompts:
         g = corpus_guess(p.text, k)
+        g.take(bag_guess(p.text, k))
         g.take(price_guess(p.text, k))
         g.take(vocabulary_guess(p.text, k))
         guesses.append(g)

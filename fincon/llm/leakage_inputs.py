@@ -180,6 +180,24 @@ class Knowledge:
     terms: dict[str, dict[str, float]]  # ticker -> term -> weight
     returns: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)  # "-2.33" -> (ticker, day, k)
     daily: dict[str, list[str]] = field(default_factory=dict)  # ticker -> its daily returns as "-2.33" by day index
+    bags: "Bags | None" = None  # every item as a bag of words (the adversary of gists), parallel to ``items``
+
+
+class Bags:
+    """Every item of the corpus as a TF-IDF bag of its words (scikit-learn's vectorizer: sublinear term
+    counts, smoothed inverse document frequency, rows of unit length), so that a line given as a bag of
+    words (the mask's gist: an item's content words in alphabetical order) can be matched to the items
+    whose words it holds, whatever their order."""
+
+    def __init__(self, texts: Sequence[str]):
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        self.vectorizer = TfidfVectorizer(token_pattern=r"[A-Za-z][A-Za-z'-]+", sublinear_tf=True)
+        self.matrix = self.vectorizer.fit_transform(texts)
+
+    def similarity(self, lines: Sequence[str]) -> np.ndarray:
+        """lines x items: the cosine similarity of each line's bag to each item's."""
+        return (self.vectorizer.transform(lines) @ self.matrix.T).toarray()
 
 
 def shingles(toks: Sequence[str], k: int = SHINGLE) -> set[int]:
@@ -237,11 +255,13 @@ def knowledge_of(events: Iterable[Any], closes: Mapping[str, pd.Series]) -> Know
     dates) and ``closes`` (ticker -> daily closes), with each firm's terms."""
 
     items: list[Item] = []
+    texts: list[str] = []
     docs: dict[str, list[str]] = defaultdict(list)
     for e in events:
         if not e.text:
             continue
         items.append(Item(e.ticker, e.published_at.date(), frozenset(shingles(tokens(e.text)))))
+        texts.append(e.text)
         docs[e.ticker].append(e.text)
     closes = dict(closes)
     index = index_items(items)
@@ -256,6 +276,7 @@ def knowledge_of(events: Iterable[Any], closes: Mapping[str, pd.Series]) -> Know
             terms[t].setdefault(w, 1.0)
     sessions = pd.DatetimeIndex(sorted(set().union(*(set(s.index) for s in closes.values())))) if closes else None
     k = Knowledge(items, index, closes, sessions if sessions is not None else pd.DatetimeIndex([]), dict(terms))
+    k.bags = Bags(texts) if texts else None
     k.returns = _return_table(closes, horizons=1)
     k.daily = {
         t: ["nan"] + [f"{100.0 * (b / a - 1.0):.2f}" for a, b in zip(v, v[1:])]

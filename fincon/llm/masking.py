@@ -34,6 +34,10 @@ What is replaced, deterministically:
   the base in ``masking.json``, never in a prompt); percentages are bucketed
   ("+3-7%"); other numbers of two digits or more are "[n]" (fincon's own
   labels, "20-day" spans and values between -1 and 1 are kept);
+* items: a listed item of twelve words or more is given as its topics (two
+  of a fixed list of 43, ``rules.TOPICS``: "topics: growth, partnership")
+  beside its tone; its own words, even sorted and even only the common
+  ones, name it to a reader of the corpus (fincon.llm.leakage.bag_guess);
 * no agent's words are quoted into another's prompt: a sentence of six
   words or more that a model answered (or a rules fallback, quoting items)
   is, wherever a later prompt would repeat it, replaced by its content
@@ -46,11 +50,12 @@ is written into the run directory (``masking.json``). Masked text is
 memoised by content; the call cache is keyed by the masked prompt, so a
 replay stays byte-identical.
 
-What still leaks (a reader should know): the rules.gist of an item (what
-happened, in common words), which a model that read the corpus may still
-recognise; the industry (through common words); and anything a paraphrase
-would remove (``fincon eval leakage`` measures what its adversaries can
-recover; it does not ask a model).
+What still leaks (a reader should know): an item's two topics and its tone
+(which an adversary that applies this mask to every item of the corpus can
+still match: 5 % of InvestorBench's MSFT items have a pair of topics no item
+of another week has); the industry (through the topics); and, with a
+paraphrase, what the paraphrase keeps (``fincon eval leakage`` measures
+what its adversaries can recover; it does not ask a model).
 """
 
 from __future__ import annotations
@@ -82,7 +87,7 @@ class Masker:
     vocabulary: Mapping[str, Sequence[str]] = field(default_factory=dict)
     start_prices: dict[str, float] = field(default_factory=dict)
     secret: str = "fincon"
-    #: an item's rewriting instead of its rules.gist (another model's paraphrase: :class:`Paraphraser`)
+    #: an item's rewriting instead of its topics (rules.topics) (another model's paraphrase: :class:`Paraphraser`)
     rewriter: Any = None
 
     def __post_init__(self) -> None:
@@ -223,7 +228,7 @@ class Masker:
     def _item_line(self, m: re.Match, day: dt.date | None) -> str:
         """A listed item of ``rules.GIST_WORDS`` words or more: another model's
         paraphrase of it (masked again: a paraphrase may put a name back) or,
-        without one or when it fails, its rules.gist."""
+        without one or when it fails, its topics (rules.topics)."""
         text = m.group(2)
         if len(text.split()) < rules.GIST_WORDS:
             return m.group(0)
@@ -232,7 +237,7 @@ class Masker:
             if new:
                 again = self._mask(new, day)
                 return f"{m.group(1)}{again}{m.group(3)}"
-        return f"{m.group(1)}{rules.gist(text)}{m.group(3)}"
+        return f"{m.group(1)}{rules.topics(text)}{m.group(3)}"
 
     def _entity_name(self, m: re.Match) -> str:
         word = m.group(1)

@@ -111,7 +111,7 @@ class Paraphraser:
     one cached call an item, in the run's cache and ledger (agent ``paraphrase``),
     so a masked run with paraphrases replays byte for byte. It sees the item
     already masked; an answer that is no rewriting (invalid twice, or the text
-    back) leaves the item to its gist, counted in ``fallbacks``."""
+    back) leaves the item to its topics, counted in ``fallbacks``."""
 
     def __init__(self, client, model: str):
         self.client = client
@@ -128,7 +128,7 @@ class Paraphraser:
             got = ""
         if not got or got == text.strip():
             self.fallbacks += 1
-            self.client.ledger.record_fallback("paraphrase", day, reason="no rewriting: the item's gist instead")
+            self.client.ledger.record_fallback("paraphrase", day, reason="no rewriting: the item's topics instead")
             return None
         return got
 

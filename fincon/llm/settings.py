@@ -144,7 +144,7 @@ class LLMSettings(BaseModel):
             "--anonymize",
             help="mask every prompt: the firm's ticker, names and people become pseudonyms ('Company A'), its "
             "products [term], other names [name], dates coarse recency, amounts [amount], percentages buckets, "
-            "items their gist; answers map back; the run is audited for leakage as it ends (docs/llm.md). The "
+            "items their topics; answers map back; the run is audited for leakage as it ends (docs/llm.md). The "
             "rules brain is untouched",
             group=GROUP,
         ),
@@ -168,7 +168,7 @@ class LLMSettings(BaseModel):
         _flag(
             metavar="NAME",
             help="with --anonymize: another model (same backend and server) rewrites each masked item in its own "
-            "words instead of its gist, cached like every call; never the model under test",
+            "words instead of its topics, cached like every call; never the model under test",
         ),
     ] = None
 
