@@ -13,6 +13,11 @@ no model, each knowing what such a model could know:
   day: exactly from an exact offset, else the item's date plus the middle
   of the phrase's span. A prompt that writes a full date ("Today is Oct 5
   2022") gives it away directly (cue ``explicit date``).
+* **bag of words**: the same items as TF-IDF bags of their words. A listed
+  item ("[E1] this week: ...") whose words are far closer to one item than to
+  any item of another story names it, in any order (the mask's gist, an
+  item's content words sorted, did not hide it: 20 of 66 prompts of a masked
+  MSFT run); placed as a corpus line is.
 * **prices**: the daily closes of every ticker of the corpus. A run of
   three or more consecutive returns written to two decimals (or a set of
   precise percentages that are one ticker's k-day returns to the same day)
@@ -88,10 +93,6 @@ _FULL_DATE = re.compile(
     r"|(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+((?:19|20)\d{2}))\b",
     re.I,
 )
-#: a line's bag of words names an item at least this close to it (cosine of TF-IDF bags) ...
-BAG_SIMILARITY = 0.3
-#: ... and this many times closer than to any item of another story
-BAG_MARGIN = 1.5
 _PERCENT = re.compile(r"(?<![\w.])([+-]?\d{1,3}\.\d{2})\s?%")
 # -- the adversaries ----------------------------------------------------------------------------------
 
@@ -179,29 +180,20 @@ def _placed(g: Guess, firms: Counter, days: list[tuple[dt.date, bool]], cue: str
 
 
 def bag_guess(text: str, k: Knowledge) -> Guess:
-    """Item lines of ``text`` ("[E1] this week: ..."), as bags of words, each closer to one corpus
-    item than :data:`BAG_MARGIN` times any item of another story (another firm, or over a week
-    apart) and at least :data:`BAG_SIMILARITY` close: the firm and day they give away, placed as the
-    corpus adversary places its lines. The mask's gist keeps no 5-word run of an item but its
-    content words, sorted: the words still name the item to one who read the corpus."""
+    """Item lines of ``text`` ("[E1] this week: ...") whose bag of words names one corpus item
+    (:meth:`Bags.named <fincon.llm.leakage_inputs.Bags.named>`): the firm and day they give away, placed
+    as the corpus adversary places its lines. A bag of an item's words keeps no 5-word run of it (the
+    mask's gist did that) and still names it to one who read the corpus."""
     found = [(m.group(0), m.group(2)) for line in text.splitlines() if (m := ITEM_LINE.match(line))]
     if k.bags is None or not found:
         return Guess()
     firms: Counter = Counter()
     days: list[tuple[dt.date, bool]] = []
-    for (line, _), row in zip(found, k.bags.similarity([bag for _, bag in found])):
-        order = np.argsort(-row, kind="stable")[:50]
-        best = k.items[order[0]]
-        other = next((row[j] for j in order[1:] if _apart(k.items[j], best)), 0.0)
-        if row[order[0]] >= BAG_SIMILARITY and row[order[0]] >= BAG_MARGIN * other:
-            firms[best.ticker] += 1
-            days.append(_line_day(line, best.day))
+    for (line, _), i in zip(found, k.bags.named([bag for _, bag in found], k.items)):
+        if i is not None:
+            firms[k.items[i].ticker] += 1
+            days.append(_line_day(line, k.items[i].day))
     return _placed(Guess(), firms, days, "bag of words")
-
-
-def _apart(a, b) -> bool:
-    """Two items of different stories: other firms, or over a week apart (a story is reprinted)."""
-    return a.ticker != b.ticker or abs((a.day - b.day).days) > 7
 
 
 def price_guess(text: str, k: Knowledge) -> Guess:

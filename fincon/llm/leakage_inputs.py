@@ -27,6 +27,10 @@ from fincon.errors import DataError
 SHINGLE = 5
 #: an item shingle shared by more items than this carries no identity (boilerplate)
 RARE_DF = 3
+#: a line's bag of words names an item at least this close to it (cosine of TF-IDF bags) ...
+BAG_SIMILARITY = 0.3
+#: ... and this many times closer than to any item of another story
+BAG_MARGIN = 1.5
 
 # -- what the run sent ----------------------------------------------------------------------------
 
@@ -195,9 +199,24 @@ class Bags:
         self.vectorizer = TfidfVectorizer(token_pattern=r"[A-Za-z][A-Za-z'-]+", sublinear_tf=True)
         self.matrix = self.vectorizer.fit_transform(texts)
 
-    def similarity(self, lines: Sequence[str]) -> np.ndarray:
-        """lines x items: the cosine similarity of each line's bag to each item's."""
-        return (self.vectorizer.transform(lines) @ self.matrix.T).toarray()
+    def named(self, lines: Sequence[str], items: Sequence[Item]) -> list[int | None]:
+        """Per line, the item its bag of words names, or None: the closest item (cosine of the bags),
+        at least :data:`BAG_SIMILARITY` close and :data:`BAG_MARGIN` times closer than any item of
+        another story (another firm, or over a week apart: a story is reprinted)."""
+        out: list[int | None] = []
+        for row in (self.vectorizer.transform(lines) @ self.matrix.T).toarray():
+            order = np.argsort(-row, kind="stable")[:50]
+            best = items[order[0]]
+            other = next(
+                (
+                    row[j]
+                    for j in order[1:]
+                    if items[j].ticker != best.ticker or abs((items[j].day - best.day).days) > 7
+                ),
+                0.0,
+            )
+            out.append(int(order[0]) if row[order[0]] >= max(BAG_SIMILARITY, BAG_MARGIN * other) else None)
+        return out
 
 
 def shingles(toks: Sequence[str], k: int = SHINGLE) -> set[int]:
