@@ -86,9 +86,17 @@ def test_each_adversary_by_hand(knowledge):
         g.day - dt.date(2022, 10, 4)
     ).days <= 7
     assert leakage.bag_guess(f"[E1] the decision day: {bag}", small).day == dt.date(2022, 10, 4)
-    # ... as the mask gives it now, its topics: no item is closer than the others
+    # ... as the mask gives it now, its topic: the adversary masks the corpus the same way and looks it up,
+    # naming the item only when no other story is given so (here, of three items, it is the one)
     assert topics(text) == "topics: supply"
-    assert leakage.bag_guess(f"[E1] this week: {topics(text)}", small).firm is None
+    g = leakage.bag_guess(f"[E1] this week: {topics(text)}", small)
+    assert (g.firm, g.firm_cue) == ("TSLA", "topics")
+    other = "Suppliers of the drug maker warned that the autumn wave would stretch deliveries of the raw material."
+    small.bags = leakage_inputs.Bags([*TEXTS.values(), other])
+    small.items.append(leakage_inputs.Item("PFE", dt.date(2022, 11, 20), frozenset()))
+    assert (
+        topics(other) == "topics: supply" and leakage.bag_guess(f"[E1] this week: {topics(text)}", small).firm is None
+    )
     # prices: three consecutive daily returns of TSLA, to two decimals
     closes = knowledge.closes["TSLA"]
     i = closes.index.get_loc(closes.loc["2022-10-10":].index[0])

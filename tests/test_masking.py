@@ -99,13 +99,13 @@ def test_the_line_by_line_pass_masks_as_the_whole_text_does():
 
 
 def test_an_item_is_read_as_its_topics_and_an_answer_is_never_quoted_verbatim():
-    """Issue 43 item 2: a listed item of 12 words or more reaches the model as the first two topics of a
+    """Issue 43 item 2: a listed item of 12 words or more reaches the model as the first topic of a
     fixed list it touches (none of its own words: a bag of them names the item to a reader of the corpus,
     fincon.llm.leakage.bag_guess); a sentence a model answered is, in any later prompt, its key words
     (the manager never quotes its analysts)."""
     m = masker_for(["MSFT"])
     line = "[E1] Oct 4: The new server product line grew sales as demand for cloud software rose. (tone +0.50)"
-    assert m.text(line, "2022-10-10") == "[E1] this week: topics: growth, product (tone +0.50)"
+    assert m.text(line, "2022-10-10") == "[E1] this week: topics: product (tone +0.50)"
     line = "[E2] Oct 4: The new server line is designed for demanding applications in many industries. (tone +0.50)"
     assert m.text(line, "2022-10-10") == "[E2] this week: topics: none of the list (tone +0.50)"
     m.unmask('{"insights": [{"text": "Cloud demand keeps growing across every large enterprise customer."}]}')
@@ -250,7 +250,7 @@ def test_another_model_paraphrases_the_masked_items_and_the_model_under_test_may
     )
     sent = backend.seen[0][-1].content
     assert "Oct 4" not in sent and sent.startswith("The new server line")  # the paraphraser sees the masked item
-    assert "topics: demand, technology" in m.text(f"[E1] Oct 5: {same}", "2022-10-10") and m.rewriter.fallbacks == 1
+    assert "topics: demand" in m.text(f"[E1] Oct 5: {same}", "2022-10-10") and m.rewriter.fallbacks == 1
     assert m.manifest()["paraphrase"] == {"model": "other-model", "calls": 2, "fallbacks": 1}
     with pytest.raises(
         ConfigError, match="is the model under test.*give another model .e.g. the bundled qwen2.5-coder-0.5b"

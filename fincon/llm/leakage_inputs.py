@@ -23,6 +23,7 @@ from fincon.data.events.generator import DEFAULT_TICKERS
 from fincon.data.inputs import SAMPLE, open_events, open_inputs
 from fincon.data.terms import distinctive_terms, tokens
 from fincon.errors import DataError
+from fincon.llm.masking_rules import GIST_WORDS, topics
 
 SHINGLE = 5
 #: an item shingle shared by more items than this carries no identity (boilerplate)
@@ -184,39 +185,47 @@ class Knowledge:
     terms: dict[str, dict[str, float]]  # ticker -> term -> weight
     returns: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)  # "-2.33" -> (ticker, day, k)
     daily: dict[str, list[str]] = field(default_factory=dict)  # ticker -> its daily returns as "-2.33" by day index
-    bags: "Bags | None" = None  # every item as a bag of words (the adversary of gists), parallel to ``items``
+    bags: "Bags | None" = None  # every item as a bag of words and as the mask gives it, parallel to ``items``
 
 
 class Bags:
     """Every item of the corpus as a TF-IDF bag of its words (scikit-learn's vectorizer: sublinear term
     counts, smoothed inverse document frequency, rows of unit length), so that a line given as a bag of
-    words (the mask's gist: an item's content words in alphabetical order) can be matched to the items
-    whose words it holds, whatever their order."""
+    words (the mask's gist until 2026-11-29: an item's content words in alphabetical order) can be
+    matched to the items whose words it holds, whatever their order; and as the mask gives it now (its
+    topics, fincon.llm.masking_rules.topics), for a line in that form to be looked up."""
 
     def __init__(self, texts: Sequence[str]):
         from sklearn.feature_extraction.text import TfidfVectorizer
 
         self.vectorizer = TfidfVectorizer(token_pattern=r"[A-Za-z][A-Za-z'-]+", sublinear_tf=True)
         self.matrix = self.vectorizer.fit_transform(texts)
+        #: the mask's topics of every item it would reduce (the adversary knows the mask's rules)
+        self.topics: dict[str, list[int]] = defaultdict(list)
+        for i, text in enumerate(texts):
+            if len(text.split()) >= GIST_WORDS:
+                self.topics[topics(text)].append(i)
 
     def named(self, lines: Sequence[str], items: Sequence[Item]) -> list[int | None]:
-        """Per line, the item its bag of words names, or None: the closest item (cosine of the bags),
-        at least :data:`BAG_SIMILARITY` close and :data:`BAG_MARGIN` times closer than any item of
-        another story (another firm, or over a week apart: a story is reprinted)."""
+        """Per line, the item it names, or None. A line in the mask's own form ("topics: growth") names
+        the item when every item the mask gives so is of one story (the adversary applies the mask's
+        rules to the corpus); any other line, the item closest to its bag of words (cosine), at least
+        :data:`BAG_SIMILARITY` close and :data:`BAG_MARGIN` times closer than any other story's."""
         out: list[int | None] = []
-        for row in (self.vectorizer.transform(lines) @ self.matrix.T).toarray():
+        for line, row in zip(lines, (self.vectorizer.transform(lines) @ self.matrix.T).toarray()):
+            if line.startswith("topics: "):
+                same = self.topics.get(line, [])
+                out.append(same[0] if same and all(_story(items[j], items[same[0]]) for j in same) else None)
+                continue
             order = np.argsort(-row, kind="stable")[:50]
-            best = items[order[0]]
-            other = next(
-                (
-                    row[j]
-                    for j in order[1:]
-                    if items[j].ticker != best.ticker or abs((items[j].day - best.day).days) > 7
-                ),
-                0.0,
-            )
+            other = next((row[j] for j in order[1:] if not _story(items[j], items[order[0]])), 0.0)
             out.append(int(order[0]) if row[order[0]] >= max(BAG_SIMILARITY, BAG_MARGIN * other) else None)
         return out
+
+
+def _story(a: Item, b: Item) -> bool:
+    """Two items of one story: one firm's, at most a week apart (a story is reprinted)."""
+    return a.ticker == b.ticker and abs((a.day - b.day).days) <= 7
 
 
 def shingles(toks: Sequence[str], k: int = SHINGLE) -> set[int]:
