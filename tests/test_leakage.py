@@ -97,6 +97,9 @@ def test_each_adversary_by_hand(knowledge):
     assert (
         topics(other) == "topics: supply" and leakage.bag_guess(f"[E1] this week: {topics(text)}", small).firm is None
     )
+    # a corpus of figures only has no word to make a bag of: nothing is named, nothing fails
+    small.bags = leakage_inputs.Bags(["1 2 3 4", "5 6 7 8"])
+    assert leakage.bag_guess(f"[E1] this week: {bag}", small).firm is None
     # prices: three consecutive daily returns of TSLA, to two decimals
     closes = knowledge.closes["TSLA"]
     i = closes.index.get_loc(closes.loc["2022-10-10":].index[0])

@@ -199,7 +199,10 @@ class Bags:
         from sklearn.feature_extraction.text import TfidfVectorizer
 
         self.vectorizer = TfidfVectorizer(token_pattern=r"[A-Za-z][A-Za-z'-]+", sublinear_tf=True)
-        self.matrix = self.vectorizer.fit_transform(texts)
+        try:
+            self.matrix = self.vectorizer.fit_transform(texts)
+        except ValueError:  # no word of two letters in any item (figures only): no bag names anything
+            self.matrix = None
         #: the mask's topics of every item it would reduce (the adversary knows the mask's rules)
         self.topics: dict[str, list[int]] = defaultdict(list)
         for i, text in enumerate(texts):
@@ -212,10 +215,14 @@ class Bags:
         rules to the corpus); any other line, the item closest to its bag of words (cosine), at least
         :data:`BAG_SIMILARITY` close and :data:`BAG_MARGIN` times closer than any other story's."""
         out: list[int | None] = []
-        for line, row in zip(lines, (self.vectorizer.transform(lines) @ self.matrix.T).toarray()):
+        sims = (self.vectorizer.transform(lines) @ self.matrix.T).toarray() if self.matrix is not None else None
+        for line, row in zip(lines, sims if sims is not None else [None] * len(lines)):
             if line.startswith("topics: "):
                 same = self.topics.get(line, [])
                 out.append(same[0] if same and all(_story(items[j], items[same[0]]) for j in same) else None)
+                continue
+            if row is None:
+                out.append(None)
                 continue
             order = np.argsort(-row, kind="stable")[:50]
             other = next((row[j] for j in order[1:] if not _story(items[j], items[order[0]])), 0.0)
