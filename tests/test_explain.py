@@ -117,3 +117,23 @@ def test_explain_names_a_session_a_forward_journal_missed(team_run, tmp_path, ca
         f"fincon: error: {day} is a session the forward journal sealed missed ({why}): the team was asked "
         "nothing, every position was kept\n"
     )
+
+
+def test_explain_of_finsents_day_is_not_read_as_a_team_and_names_the_items_it_scored(tmp_path, capsys):
+    """finsent's decision lines hold a record of their own (each item's score): explain printed it as a
+    team's day, "brain=None protocol=None", a manager of "None", and every item finsent scored "(not among
+    the agent's inputs)". A comparison with finsent in it was taken for a team run too (found by hand)."""
+    argv = ["backtest", "--ticker", "TSLA", "--strategy", "sma-cross,finsent", "--param", "finsent.brain=rules",
+            "--start", "2022-10-25", "--end", "2022-11-04", "--no-progress", "--ledger", "off", "--no-benchmark",
+            "--out", str(tmp_path / "cmp")]  # fmt: skip
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert main(["explain", str(tmp_path / "cmp"), "--date", "2022-11-01"]) == 2
+    assert capsys.readouterr().err.strip().endswith("holds no agent-team run (no decisions.jsonl with team records)")
+    assert main(["explain", str(tmp_path / "cmp" / "finsent"), "--date", "2022-11-01"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(
+        "2022-11-01 has no team record (explain reads an agent team's); that line holds this strategy's decision "
+        "{'TSLA': 'hold'}, and the 3 items it scored (TSLA-call-2022Q3 -1, TSLA-news-20221101-0 +1, "
+        "TSLA-news-20221101-1 +1): fincon explain --json prints the line"
+    )

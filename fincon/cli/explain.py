@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Mapping
 
 from fincon import engine, workflow
 from fincon.agents.records import format_day
@@ -92,7 +93,25 @@ def _has_records(path: Path) -> bool:
             first = fh.readline()
     except (OSError, UnicodeDecodeError):
         raise DataError(f"{path}: cannot read (not the text fincon wrote)") from None
-    return '"record"' in first
+    try:
+        return engine.team_day(json.loads(first))
+    except ValueError:
+        return False
+
+
+def _cited(entry: Mapping[str, Any], cache: str) -> str:
+    """What a single agent's or a baseline's line says it read: the items it scored, or the call it cites."""
+    scored = [x for v in (entry.get("record") or {}).values() if isinstance(v, list) for x in v if isinstance(x, dict)]
+    scored = [x for x in scored if "id" in x and isinstance(x.get("score"), int)]
+    if scored:
+        listed = ", ".join(f"{x['id']} {x['score']:+d}" for x in scored[:6])
+        more = f" and {len(scored) - 6} more" if len(scored) > 6 else ""
+        return f", and the {len(scored)} items it scored ({listed}{more}): fincon explain --json prints the line"
+    keys = [str(k)[:16] for k in entry.get("evidence") or []]  # one command: the first key, and a count
+    if not keys:
+        return ""
+    more = f" (and {len(keys) - 1} more on that line)" if len(keys) > 1 else ""
+    return f", and the call it cites: fincon llm cache --path {cache} --key {keys[0]}{more}"
 
 
 def load_day(run: Path, date: str) -> dict[str, Any]:
@@ -112,19 +131,12 @@ def load_day(run: Path, date: str) -> dict[str, Any]:
                     f"{date} is a session the forward journal sealed missed ({_missed_reason(rec.path, date)}): "
                     "the team was asked nothing, every position was kept"
                 )
-            if "record" not in entry:  # a single agent's or a baseline's decision: said, and where its evidence is
-                keys = [str(k)[:16] for k in entry.get("evidence") or []]  # one command: the first key, and a count
-                more = f" (and {len(keys) - 1} more on that line)" if len(keys) > 1 else ""
+            if not engine.team_day(entry):  # a single agent's or a baseline's decision: said, and where its evidence is
                 cache = (rec.config.get("llm") or {}).get("cache_path") or "CACHE"  # the run's, as it was started
                 what = entry.get("actions") or entry.get("weights") or entry.get("position")
                 raise DataError(
                     f"{path}: {date} has no team record (explain reads an agent team's); that line holds this "
-                    f"strategy's decision {what}"
-                    + (
-                        f", and the call it cites: fincon llm cache --path {cache} --key {keys[0]}{more}"
-                        if keys
-                        else ""
-                    )
+                    f"strategy's decision {what}{_cited(entry, str(cache))}"
                 )
             return entry
     if not days:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         RunRecord as RunRecord,
         read_jsonl as read_jsonl,
         run_status as run_status,
+        team_day as team_day,
     )
     from fincon.engine.resume import Resume as Resume
     from fincon.engine.rundir import check_out_path as check_out_path

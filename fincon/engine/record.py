@@ -174,6 +174,12 @@ def is_run(path: Path) -> bool:
     return (path / METRICS).is_file() and (path / EQUITY).is_file()
 
 
+def team_day(entry: Any) -> bool:
+    """A decision line of an agent team: its record lists the agents (finsent keeps a record too, of
+    its items' scores, and is no team)."""
+    return isinstance(entry, dict) and isinstance(entry.get("record"), dict) and "agents" in entry["record"]
+
+
 class RunRecord:
     """One strategy's run directory, read: each field when first asked for."""
 
@@ -236,8 +242,8 @@ class RunRecord:
 
     @property
     def team(self) -> bool:
-        """The run is an agent team's (its decisions carry records)."""
-        return any("record" in d for d in self.decisions)
+        """The run is an agent team's (its decisions carry records of its agents)."""
+        return any(team_day(d) for d in self.decisions)
 
     @property
     def window(self) -> tuple[tuple[str, ...], str, str]:
