@@ -10,6 +10,7 @@ import json
 import sqlite3
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -196,18 +197,27 @@ class Bags:
     topics, fincon.llm.masking_rules.topics), for a line in that form to be looked up."""
 
     def __init__(self, texts: Sequence[str]):
+        self.texts = list(texts)  # each index built on its first use: a masked run's prompts need only one
+
+    @cached_property
+    def matrix(self):
+        """The items' bags (None when no item holds a word of two letters: figures only)."""
         from sklearn.feature_extraction.text import TfidfVectorizer
 
         self.vectorizer = TfidfVectorizer(token_pattern=r"[A-Za-z][A-Za-z'-]+", sublinear_tf=True)
         try:
-            self.matrix = self.vectorizer.fit_transform(texts)
-        except ValueError:  # no word of two letters in any item (figures only): no bag names anything
-            self.matrix = None
-        #: the mask's topics of every item it would reduce (the adversary knows the mask's rules)
-        self.topics: dict[str, list[int]] = defaultdict(list)
-        for i, text in enumerate(texts):
+            return self.vectorizer.fit_transform(self.texts)
+        except ValueError:
+            return None
+
+    @cached_property
+    def topics(self) -> dict[str, list[int]]:
+        """The mask's topics of every item it would reduce (the adversary knows the mask's rules)."""
+        out: dict[str, list[int]] = defaultdict(list)
+        for i, text in enumerate(self.texts):
             if len(text.split()) >= GIST_WORDS:
-                self.topics[topics(text)].append(i)
+                out[topics(text)].append(i)
+        return dict(out)
 
     def named(self, lines: Sequence[str], items: Sequence[Item]) -> list[int | None]:
         """Per line, the item it names, or None. A line in the mask's own form ("topics: growth") names
@@ -215,15 +225,15 @@ class Bags:
         rules to the corpus); any other line, the item closest to its bag of words (cosine), at least
         :data:`BAG_SIMILARITY` close and :data:`BAG_MARGIN` times closer than any other story's."""
         out: list[int | None] = []
-        sims = (self.vectorizer.transform(lines) @ self.matrix.T).toarray() if self.matrix is not None else None
-        for line, row in zip(lines, sims if sims is not None else [None] * len(lines)):
+        for line in lines:
             if line.startswith("topics: "):
                 same = self.topics.get(line, [])
                 out.append(same[0] if same and all(_story(items[j], items[same[0]]) for j in same) else None)
                 continue
-            if row is None:
+            if self.matrix is None:
                 out.append(None)
                 continue
+            row = (self.vectorizer.transform([line]) @ self.matrix.T).toarray()[0]
             order = np.argsort(-row, kind="stable")[:50]
             other = next((row[j] for j in order[1:] if not _story(items[j], items[order[0]])), 0.0)
             out.append(int(order[0]) if row[order[0]] >= max(BAG_SIMILARITY, BAG_MARGIN * other) else None)

@@ -292,7 +292,10 @@ TOPICS: dict[str, str] = {
     "energy": r"oil|natural gas|energy|batter(?:y|ies)",
     "vehicles": r"vehicles?|cars?|deliveries",
 }
-_TOPICS = [(name, re.compile(rf"\b(?:{words})\b", re.I)) for name, words in TOPICS.items()]
+#: every topic's words in one pattern, the topics in alphabetical order: a search finds the leftmost word
+#: of any topic (at one place, the topic first by name), one pass over the text instead of 43
+_TOPICS = re.compile(r"\b(?:" + "|".join(f"(?P<t{i}>{TOPICS[n]})" for i, n in enumerate(sorted(TOPICS))) + r")\b", re.I)
+_TOPIC_NAMES = sorted(TOPICS)
 
 
 @lru_cache(maxsize=65536)  # an item is reduced again on every day that lists it under a new recency
@@ -301,8 +304,14 @@ def topics(text: str) -> str:
     growth"), or "topics: none of the list": what kind of news it is, with its tone beside
     it, and nothing of its own words (the leakage audit's bag-of-words adversary finds an item from
     them, fincon.llm.leakage.bag_guess)."""
-    found = sorted((m.start(), name) for name, pattern in _TOPICS if (m := pattern.search(text)))
-    return "topics: " + (", ".join(sorted(name for _, name in found[:TOPICS_KEEP])) or "none of the list")
+    found: list[str] = []
+    for m in _TOPICS.finditer(text):
+        name = _TOPIC_NAMES[int(m.lastgroup[1:])]  # type: ignore[index]
+        if name not in found:
+            found.append(name)
+        if len(found) == TOPICS_KEEP:
+            break
+    return "topics: " + (", ".join(sorted(found)) or "none of the list")
 
 
 def reword(sentence: str) -> str:
