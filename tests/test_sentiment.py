@@ -172,6 +172,8 @@ def test_a_lookahead_baseline_is_shown_in_the_experiment_and_never_the_one_to_be
     assert "\nsentiment-same-day (lookahead) " in out and res["best_baseline"] != "sentiment-same-day"
     assert out.count("sentiment-same-day (lookahead)") == 2  # the results table and the significance table
     assert res["significance"]["best_non_llm_baseline"] != "sentiment-same-day"
+    # a control, not a configuration tried: the team's one run, buy-and-hold and sentiment
+    assert res["significance"]["configurations"] == 3 and res["significance"]["trials"] <= 3
     # the best by Sharpe, it is still shown and not the one the team is tested against
     m = tmp_path / "ex" / "baselines" / "sentiment-same-day" / "metrics.json"
     m.write_text(json.dumps({**json.loads(m.read_text()), "sharpe": 99.0}))
@@ -190,9 +192,17 @@ def test_the_significance_of_a_universe_holds_no_one_against_a_lookahead():
     series = {"buy-and-hold": rng.normal(0.0, 0.01, 60), "sentiment": rng.normal(0.0, 0.01, 60)}
     series["sentiment-same-day"] = np.abs(rng.normal(0.002, 0.01, 60))  # never a losing day
     _, told = universe_statistics("u", series, None, 200, 4, 0)
-    _, fair = universe_statistics("u", series, None, 200, 4, 0, frozenset({"sentiment-same-day"}))
+    rows, fair = universe_statistics("u", series, None, 200, 4, 0, frozenset({"sentiment-same-day"}))
     assert told["best_non_llm_baseline"] == "sentiment-same-day"
     assert fair["best_non_llm_baseline"] in ("buy-and-hold", "sentiment")
+    # nor is it a configuration tried: DSR's trials and the PBO's matrix are the other two (as in the ledger,
+    # where it is a control); it still has its own row
+    from fincon.risk.significance import pbo, trials_and_variance
+
+    assert told["trials"] == 3 and fair["trials"] == 2
+    assert (fair["trials"], fair["trials_sharpe_var"]) == trials_and_variance({n: series[n] for n in list(series)[:2]})
+    assert fair["pbo"] == pbo(np.column_stack([series["buy-and-hold"], series["sentiment"]]), splits=4)
+    assert [r["strategy"] for r in rows] == list(series) and {r["dsr_trials"] for r in rows} == {2}
 
 
 def test_a_rolling_evaluation_finds_the_runs_that_see_more_than_buy_and_hold(tmp_path):

@@ -62,13 +62,17 @@ def significance(
     series = {team_row(v): every[f"{team_row(v)}-r{m['repeat']}"] for v, m in results["median"].items()}
     series.update({b: every[b] for b in exp.baselines})
     study = trials.study_of(exp.tickers, str(exp.test.start), str(exp.test.end))
-    n_trials, var = sig.trials_and_variance(every)
     ahead = frozenset(b for b, m in results["baselines"].items() if m.get("lookahead"))  # never the best
+    every = {k: s for k, s in every.items() if k not in ahead}  # nor a configuration tried (a control)
+    n_trials, var = sig.trials_and_variance(every)
     rows, extra = universe_statistics(UNIVERSE, series, (n_trials, var), reps, splits, exp.seed, ahead)
     cscv = sig.pbo(np.column_stack(list(every.values())), splits=splits)
     for row in rows:
         row["pbo"], row["pbo_noise_sd"], row["pbo_splits"] = cscv["pbo"], cscv.get("noise_sd"), cscv["splits"]
-    extra["pbo"] = {**cscv, "over": "every configuration run: each variant's repeats and the baselines"}
+    extra["pbo"] = {
+        **cscv,
+        "over": "every configuration run: each variant's repeats and the baselines (a lookahead baseline is a control, not one)",
+    }
     names = list(results["median"])
     p = [(results["median"][v].get("wilcoxon") or {}).get("p_value") for v in names]
     holm, bh = sig.adjust(p, "holm"), sig.adjust(p, "fdr_bh")

@@ -80,11 +80,13 @@ def universe_statistics(
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """One universe's rows and figures (run in a worker process of its own);
     ``deflate``: DSR's N and V (None: over the distinct series compared here); ``ahead``: the
-    baselines that see more than the rest (:func:`lookahead_runs`), never the best one."""
+    baselines that see more than the rest (:func:`lookahead_runs`), never the best one, nor a
+    configuration tried (DSR's trials, the PBO's matrix: the trial ledger counts them as controls)."""
     rows: list[dict[str, Any]] = []
     names = [n for n in series if n != BENCH]
     bench = series.get(BENCH)
-    n_trials, var = deflate or sig.trials_and_variance(series)
+    tried = {n: s for n, s in series.items() if n not in ahead}
+    n_trials, var = deflate or sig.trials_and_variance(tried)
     baselines = [n for n in series if not _is_llm(n) and n not in ahead]  # buy-and-hold is one
     # a baseline whose book never moved has no Sharpe ratio (the results table leaves it out of "best" too)
     moved = [n for n in baselines if np.std(series[n]) > 0]
@@ -95,8 +97,7 @@ def universe_statistics(
         if best is not None
         else None
     )
-    m = np.column_stack([series[n] for n in series])
-    cscv = sig.pbo(m, splits=splits)
+    cscv = sig.pbo(np.column_stack(list(tried.values())), splits=splits)
     intervals = sig.sharpe_intervals(series, BENCH, reps=reps, seed=seed)
     extra_u = {
         "pbo": cscv,
