@@ -24,7 +24,7 @@ from fincon.data.events.generator import DEFAULT_TICKERS
 from fincon.data.inputs import SAMPLE, open_events, open_inputs
 from fincon.data.terms import distinctive_terms, tokens
 from fincon.errors import DataError
-from fincon.llm.masking_rules import GIST_WORDS, topics
+from fincon.llm.masking_rules import ITEM_WORDS, topics
 
 SHINGLE = 5
 #: an item shingle shared by more items than this carries no identity (boilerplate)
@@ -215,7 +215,7 @@ class Bags:
         """The mask's topics of every item it would reduce (the adversary knows the mask's rules)."""
         out: dict[str, list[int]] = defaultdict(list)
         for i, text in enumerate(self.texts):
-            if len(text.split()) >= GIST_WORDS:
+            if len(text.split()) >= ITEM_WORDS:
                 out[topics(text)].append(i)
         return dict(out)
 

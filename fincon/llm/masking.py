@@ -34,10 +34,11 @@ What is replaced, deterministically:
   the base in ``masking.json``, never in a prompt); percentages are bucketed
   ("+3-7%"); other numbers of two digits or more are "[n]" (fincon's own
   labels, "20-day" spans and values between -1 and 1 are kept);
-* items: a listed item of twelve words or more is given as its topics (two
-  of a fixed list of 43, ``rules.TOPICS``: "topics: growth, partnership")
-  beside its tone; its own words, even sorted and even only the common
-  ones, name it to a reader of the corpus (fincon.llm.leakage.bag_guess);
+* items: a listed item of twelve words or more is given as its topic (the
+  first it touches of a fixed list of 43, ``rules.TOPICS``: "topics:
+  growth") beside its tone; its own words, even sorted and even only the
+  common ones, name it to a reader of the corpus
+  (fincon.llm.leakage.bag_guess);
 * no agent's words are quoted into another's prompt: a sentence of six
   words or more that a model answered (or a rules fallback, quoting items)
   is, wherever a later prompt would repeat it, replaced by its content
@@ -50,12 +51,13 @@ is written into the run directory (``masking.json``). Masked text is
 memoised by content; the call cache is keyed by the masked prompt, so a
 replay stays byte-identical.
 
-What still leaks (a reader should know): an item's two topics and its tone
-(which an adversary that applies this mask to every item of the corpus can
-still match: 5 % of InvestorBench's MSFT items have a pair of topics no item
-of another week has); the industry (through the topics); and, with a
-paraphrase, what the paraphrase keeps (``fincon eval leakage`` measures
-what its adversaries can recover; it does not ask a model).
+What still leaks (a reader should know): an item's topic and its tone (an
+adversary that applies this mask to every item of the corpus finds 1 of
+InvestorBench's 1,173 items of Oct-Dec 2020 by its topic; a day's items
+together may be rarer, and the audit matches them one at a time); the
+industry (through the topics); and, with a paraphrase, what the paraphrase
+keeps (``fincon eval leakage`` measures what its adversaries can recover;
+it does not ask a model).
 """
 
 from __future__ import annotations
@@ -226,11 +228,11 @@ class Masker:
         return rules.HELD_BACK.sub(lambda m: kept[ord(m.group(1)) - rules.HOLD], s) if kept else s
 
     def _item_line(self, m: re.Match, day: dt.date | None) -> str:
-        """A listed item of ``rules.GIST_WORDS`` words or more: another model's
+        """A listed item of ``rules.ITEM_WORDS`` words or more: another model's
         paraphrase of it (masked again: a paraphrase may put a name back) or,
         without one or when it fails, its topics (rules.topics)."""
         text = m.group(2)
-        if len(text.split()) < rules.GIST_WORDS:
+        if len(text.split()) < rules.ITEM_WORDS:
             return m.group(0)
         if self.rewriter is not None:
             new = self.rewriter(text, str(day) if day else None)

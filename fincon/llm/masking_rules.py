@@ -235,13 +235,13 @@ def common() -> Mapping[str, float]:
         return {}
 
 
-#: an item as a prompt lists it: "[E1] this week: text (tone +0.50)"; its text becomes its gist
+#: an item as a prompt lists it: "[E1] this week: text (tone +0.50)"; its text becomes its topic
 ITEM_LINE = re.compile(r"(?m)^(\[[^\]\n]{1,80}\][^:\n]{0,40}: )(.+?)((?: \(tone [+-]?\d\.\d+\))?)$")
 #: an item of this many words or more is given as its topics; a shorter line (an indicator) is kept
-GIST_WORDS = 12
-#: the topics an item keeps: the first this many it touches, in its own order, then sorted. Two
-#: pairs of InvestorBench's Oct-Dec 2020 items (MSFT 4 %, JNJ 9 %, HON 15 %) occur in no other week of
-#: their corpus, so one who applies this mask to the corpus finds them; one topic, 1 item of 1,173
+ITEM_WORDS = 12
+#: the topics an item keeps: the first this many it touches, in its own order, then sorted. With two,
+#: 4-15 % of InvestorBench's Oct-Dec 2020 items (MSFT 4 %, JNJ 9 %, HON 15 %) have a pair no other week
+#: of their corpus has, which one who applies this mask to the corpus finds; with one, 1 item of 1,173
 TOPICS_KEEP = 1
 #: what an item may be said to be about: a fixed list, the same for every firm, each topic with the
 #: words that mark it. An item's own words, even sorted and even only its common ones, name it to one

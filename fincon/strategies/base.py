@@ -117,7 +117,8 @@ class Strategy:
         """Raise what :meth:`start` would refuse of these tickers and window (a ConfigError naming the
         setting), without loading a model or writing anything. The commands that make their folder
         before any run (train, experiment, rolling, ``forward init``, whose registration is sealed
-        for good) call it first; a strategy's ``start`` calls it too, so the two never disagree."""
+        for good) call it first; a strategy's ``start`` makes the same check (the same code, on the
+        corpus the run opened), so the two never disagree."""
 
     def start(self, ctx: RunContext) -> None:
         """Called once before the first day."""
