@@ -200,15 +200,15 @@ class Bags:
         self.texts = list(texts)  # each index built on its first use: a masked run's prompts need only one
 
     @cached_property
-    def matrix(self):
-        """The items' bags (None when no item holds a word of two letters: figures only)."""
+    def fitted(self):
+        """The vectorizer and the items' bags (None when no item holds a word of two letters: figures only)."""
         from sklearn.feature_extraction.text import TfidfVectorizer
 
-        self.vectorizer = TfidfVectorizer(token_pattern=r"[A-Za-z][A-Za-z'-]+", sublinear_tf=True)
+        vectorizer = TfidfVectorizer(token_pattern=r"[A-Za-z][A-Za-z'-]+", sublinear_tf=True)
         try:
-            return self.vectorizer.fit_transform(self.texts)
+            return vectorizer, vectorizer.fit_transform(self.texts)
         except ValueError:
-            return None
+            return vectorizer, None
 
     @cached_property
     def topics(self) -> dict[str, list[int]]:
@@ -230,10 +230,11 @@ class Bags:
                 same = self.topics.get(line, [])
                 out.append(same[0] if same and all(_story(items[j], items[same[0]]) for j in same) else None)
                 continue
-            if self.matrix is None:
+            vectorizer, matrix = self.fitted
+            if matrix is None:
                 out.append(None)
                 continue
-            row = (self.vectorizer.transform([line]) @ self.matrix.T).toarray()[0]
+            row = (vectorizer.transform([line]) @ matrix.T).toarray()[0]
             order = np.argsort(-row, kind="stable")[:50]
             other = next((row[j] for j in order[1:] if not _story(items[j], items[order[0]])), 0.0)
             out.append(int(order[0]) if row[order[0]] >= max(BAG_SIMILARITY, BAG_MARGIN * other) else None)

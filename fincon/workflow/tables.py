@@ -31,8 +31,8 @@ def _share(v: Any) -> str:
 
 
 def _strategy(r: Mapping[str, Any]) -> str:
-    """A strategy's name, marked when it sees more than the rest (read back from summary.csv or not)."""
-    return f"{r['strategy']}{' (lookahead)' if r.get('lookahead') in (True, 'True') else ''}"
+    """A strategy's name, marked when it sees more than the rest (a summary without the column: none does)."""
+    return f"{r['strategy']}{' (lookahead)' if bool(r.get('lookahead')) else ''}"
 
 
 def _knowledge(v: Any) -> str:
