@@ -12,6 +12,7 @@ import sqlite3
 import pandas as pd
 import pytest
 
+from fincon import data as fincon_data
 from fincon.cli.main import main
 from fincon.data.inputs import SAMPLE
 from fincon.llm import leakage, leakage_inputs
@@ -112,6 +113,34 @@ def test_each_adversary_by_hand(knowledge):
     assert leakage.vocabulary_guess("orders and output rose", knowledge).firm is None
     # explicit dates
     assert leakage.explicit_date("Today is Oct 5 2022. Filed 2022-09-30.") == dt.date(2022, 10, 5)
+
+
+def test_the_tone_beside_a_masked_item_is_looked_up_with_its_topic(knowledge):
+    """A masked item reads "topics: supply (tone +0.00)": the adversary knows the public lexicon
+    too, so the tone picks among the items of one topic. To two decimals it named 8-14 % of a masked
+    run's prompts on InvestorBench (docs/notes, 2026-11-30); the mask now gives it as a word."""
+    from fincon.llm.masking_rules import topics
+
+    small = _small(knowledge)
+    text = TEXTS[("TSLA", "2022-10-04")]  # tone 0.00 (no word of the lexicon's)
+    other = "Suppliers of the drug maker warned that the autumn wave would stretch deliveries of the raw material."
+    small.bags = leakage_inputs.Bags([*TEXTS.values(), other])  # the same topic; tone -1.00 ("warned")
+    small.items.append(leakage_inputs.Item("PFE", dt.date(2022, 11, 20), frozenset()))
+    assert topics(text) == topics(other) == "topics: supply"
+    # the topic alone names neither; with the tone, to two decimals or as a word, the one it is
+    assert leakage.bag_guess("[E1] this week: topics: supply", small).firm is None
+    for tone in ("+0.00", "neutral"):
+        g = leakage.bag_guess(f"[E1] this week: topics: supply (tone {tone})", small)
+        assert (g.firm, g.firm_cue) == ("TSLA", "topics") and 0 < (g.day - dt.date(2022, 10, 4)).days <= 7
+    assert leakage.bag_guess("[E1] this week: topics: supply (tone -1.00)", small).firm == "PFE"
+    # a third story of that topic, tone +0.20 (3 positive words, 2 negative): two decimals tell it from the
+    # first, the word (neutral, as both) does not
+    third = "Suppliers posted strong gains and improved output, with a loss and weak orders in the quarter."
+    assert fincon_data.LoughranMcDonald().score(third).tone == pytest.approx(0.2)
+    small.bags = leakage_inputs.Bags([*TEXTS.values(), other, third])
+    small.items.append(leakage_inputs.Item("GM", dt.date(2022, 12, 20), frozenset()))
+    assert leakage.bag_guess("[E1] this week: topics: supply (tone +0.00)", small).firm == "TSLA"
+    assert leakage.bag_guess("[E1] this week: topics: supply (tone neutral)", small).firm is None
 
 
 def test_the_linker_joins_prompts_of_one_day_that_quote_each_other():

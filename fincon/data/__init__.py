@@ -36,7 +36,11 @@ if TYPE_CHECKING:
         open_events as open_events,
         open_inputs as open_inputs,
     )
-    from fincon.data.lexicon import document_shares as document_shares
+    from fincon.data.lexicon import (
+        LoughranMcDonald as LoughranMcDonald,
+        document_shares as document_shares,
+        tone_label as tone_label,
+    )
     from fincon.data.prices import validate_bars as validate_bars
     from fincon.data.terms import FUNCTION as FUNCTION, STOP as STOP
     from fincon.data.transcription.ct2 import ct2_to_whisper_checkpoint as ct2_to_whisper_checkpoint

@@ -22,6 +22,14 @@ from fincon.errors import ConfigError
 
 CATEGORIES = ("Negative", "Positive", "Uncertainty", "Litigious", "Constraining")
 _WORD = re.compile(r"[A-Za-z]+")
+#: a tone above this is "positive", below its negative "negative", else "neutral" (the summariser's label)
+TONE_NEUTRAL = 0.2
+
+
+def tone_label(tone: float) -> str:
+    """A net tone as a word: what a memory's summary says of it, and all a masked prompt shows of an
+    item's tone (its two decimals, beside its topic, named one item of the corpus: docs/notes, 2026-11-30)."""
+    return "positive" if tone > TONE_NEUTRAL else "negative" if tone < -TONE_NEUTRAL else "neutral"
 
 
 def lm_csv_path() -> Path:

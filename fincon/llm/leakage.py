@@ -18,7 +18,8 @@ no model, each knowing what such a model could know:
   any item of another story names it, in any order (the mask's gist, an
   item's content words sorted, did not hide it: 20 of 66 prompts of a masked
   MSFT run); placed as a corpus line is. A line in the mask's own form
-  (its topics) is looked up among the corpus's items masked the same way.
+  (its topic and tone) is looked up among the corpus's items masked the same
+  way (a tone to two decimals named items a topic alone did not).
 * **prices**: the daily closes of every ticker of the corpus. A run of
   three or more consecutive returns written to two decimals (or a set of
   precise percentages that are one ticker's k-day returns to the same day)
@@ -182,19 +183,19 @@ def _placed(g: Guess, firms: Counter, days: list[tuple[dt.date, bool]], cue: str
 
 def bag_guess(text: str, k: Knowledge) -> Guess:
     """Item lines of ``text`` ("[E1] this week: ...") that name one corpus item by their bag of words,
-    or by the topics the mask gives (:meth:`Bags.named <fincon.llm.leakage_inputs.Bags.named>`): the
+    or by the topic and tone the mask gives (:meth:`Bags.named <fincon.llm.leakage_inputs.Bags.named>`): the
     firm and day they give away, placed as the corpus adversary places its lines. A bag of an item's
     words keeps no 5-word run of it (the mask's gist did that) and still names it to one who read the
     corpus."""
-    found = [(m.group(0), m.group(2)) for line in text.splitlines() if (m := ITEM_LINE.match(line))]
+    found = [m for line in text.splitlines() if (m := ITEM_LINE.match(line))]
     if k.bags is None or not found:
         return Guess()
     firms: Counter = Counter()
     days: list[tuple[dt.date, bool]] = []
-    for (line, _), i in zip(found, k.bags.named([bag for _, bag in found], k.items)):
+    for m, i in zip(found, k.bags.named([(m.group(2), m.group(3)) for m in found], k.items)):
         if i is not None:
             firms[k.items[i].ticker] += 1
-            days.append(_line_day(line, k.items[i].day))
+            days.append(_line_day(m.group(0), k.items[i].day))
     return _placed(Guess(), firms, days, "topics" if "topics: " in text else "bag of words")
 
 

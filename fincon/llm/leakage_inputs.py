@@ -211,23 +211,27 @@ class Bags:
             return vectorizer, None
 
     @cached_property
-    def topics(self) -> dict[str, list[int]]:
-        """The mask's topics of every item it would reduce (the adversary knows the mask's rules)."""
-        out: dict[str, list[int]] = defaultdict(list)
+    def topics(self) -> dict[str, list[tuple[int, float]]]:
+        """The mask's topics of every item it would reduce, with the item's lexicon tone (the adversary
+        knows the mask's rules and the public lexicon)."""
+        lexicon = fincon_data.LoughranMcDonald()
+        out: dict[str, list[tuple[int, float]]] = defaultdict(list)
         for i, text in enumerate(self.texts):
             if len(text.split()) >= ITEM_WORDS:
-                out[topics(text)].append(i)
+                out[topics(text)].append((i, lexicon.score(text).tone))
         return dict(out)
 
-    def named(self, lines: Sequence[str], items: Sequence[Item]) -> list[int | None]:
-        """Per line, the item it names, or None. A line in the mask's own form ("topics: growth") names
-        the item when every item the mask gives so is of one story (the adversary applies the mask's
+    def named(self, lines: Sequence[tuple[str, str]], items: Sequence[Item]) -> list[int | None]:
+        """Per (line, its tone as the prompt gives it: " (tone +0.50)", " (tone positive)" or ""), the
+        item it names, or None. A line in the mask's own form ("topics: growth") names the item when
+        every item the mask gives so, with that tone, is of one story (the adversary applies the mask's
         rules to the corpus); any other line, the item closest to its bag of words (cosine), at least
         :data:`BAG_SIMILARITY` close and :data:`BAG_MARGIN` times closer than any other story's."""
         out: list[int | None] = []
-        for line in lines:
+        for line, tone in lines:
             if line.startswith("topics: "):
-                same = self.topics.get(line, [])
+                shown = tone[len(" (tone ") : -1]
+                same = [i for i, t in self.topics.get(line, []) if not shown or _as_shown(t, shown) == shown]
                 out.append(same[0] if same and all(_story(items[j], items[same[0]]) for j in same) else None)
                 continue
             vectorizer, matrix = self.fitted
@@ -239,6 +243,11 @@ class Bags:
             other = next((row[j] for j in order[1:] if not _story(items[j], items[order[0]])), 0.0)
             out.append(int(order[0]) if row[order[0]] >= max(BAG_SIMILARITY, BAG_MARGIN * other) else None)
         return out
+
+
+def _as_shown(tone: float, like: str) -> str:
+    """``tone`` written as a prompt wrote ``like``: a word (the mask's) or two decimals."""
+    return fincon_data.tone_label(tone) if like[-1].isalpha() else f"{tone:+.2f}"
 
 
 def _story(a: Item, b: Item) -> bool:

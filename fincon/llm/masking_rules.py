@@ -235,8 +235,11 @@ def common() -> Mapping[str, float]:
         return {}
 
 
-#: an item as a prompt lists it: "[E1] this week: text (tone +0.50)"; its text becomes its topic
-ITEM_LINE = re.compile(r"(?m)^(\[[^\]\n]{1,80}\][^:\n]{0,40}: )(.+?)((?: \(tone [+-]?\d\.\d+\))?)$")
+#: an item as a prompt lists it: "[E1] this week: text (tone +0.50)"; its text becomes its topic, its tone
+#: a word ("(tone positive)", as the mask gives it)
+ITEM_LINE = re.compile(
+    r"(?m)^(\[[^\]\n]{1,80}\][^:\n]{0,40}: )(.+?)((?: \(tone (?:[+-]?\d\.\d+|positive|neutral|negative)\))?)$"
+)
 #: an item of this many words or more is given as its topics; a shorter line (an indicator) is kept
 ITEM_WORDS = 12
 #: the topics an item keeps: the first this many it touches, in its own order, then sorted. With two,

@@ -28,7 +28,7 @@ import pandas as pd
 from pydantic import BaseModel, Field
 
 from fincon.data.events.model import MARKET_TZ, Event, visible_day
-from fincon.data.lexicon import LoughranMcDonald
+from fincon.data.lexicon import LoughranMcDonald, tone_label
 from fincon.memory.distill import ITEM_BUDGET, Distiller
 from fincon.memory.procedural import MemoryEntry
 
@@ -120,10 +120,9 @@ class LexiconSummariser:
         rest = " ".join(x for x in _SENT.split(rest) if "synthetic sample" not in x.lower())
         lead = self.distiller.distill(rest, self.budgets.get(event.source, 100)).strip()
         sc = self.lm.score(body)
-        label = "positive" if sc.tone > 0.2 else "negative" if sc.tone < -0.2 else "neutral"
         date = pd.Timestamp(event.published_at).tz_convert(MARKET_TZ).strftime("%Y-%m-%d %H:%M")
         syn = " [synthetic]" if event.synthetic else ""
-        text = f"[{event.source} {date}{syn}] {title}. {lead} Tone: {label} (LM {sc.tone:+.2f}, uncertainty {sc.uncertainty:.1%})."
+        text = f"[{event.source} {date}{syn}] {title}. {lead} Tone: {tone_label(sc.tone)} (LM {sc.tone:+.2f}, uncertainty {sc.uncertainty:.1%})."
         return text, {
             "lm_tone": round(sc.tone, 4),
             "lm_uncertainty": round(sc.uncertainty, 4),
