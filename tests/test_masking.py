@@ -397,3 +397,27 @@ def test_percentages_written_every_way_are_bucketed_once():
         assert m.text(masked, "2022-10-10") == masked
     assert [rules.bucket_range(a, b) for a, b in ((3, 7), (40, 60), (12, 18), (60, 150), (150, 200))] == [
         "3-7", "30-60", "7-30", "over 60", "over 100"]  # fmt: skip
+
+
+def test_an_answer_recorded_while_another_prompt_is_masked_does_not_break_the_mask(monkeypatch):
+    """The team's analysts ask at once (fincon.llm.run_concurrently): one thread records a model's answer
+    (its sentences, reworded wherever a later prompt would quote them) while another masks its prompt
+    against the sentences recorded so far. The scan read the dict as it was written: "dictionary changed
+    size during iteration", a traceback mid-run, seen re-recording bench/record_masking_msft.py with the
+    1.5B. Made certain here: the other thread's answer arrives during the scan."""
+    m = masker_for(["MSFT"])
+    m.unmask('{"text": "Cloud demand keeps growing across every large enterprise customer."}')
+    head, arrived = rules._head, []
+
+    def answer_arrives(sentence):
+        if not arrived:
+            arrived.append(sentence)
+            m.unmask('{"text": "Another analyst thinks the software margin will widen next quarter."}')
+        return head(sentence)
+
+    monkeypatch.setattr(rules, "_head", answer_arrives)
+    prompt = "- news: bullish (confidence 0.70). Cloud demand keeps growing across every large enterprise customer."
+    assert m.text(prompt, "2022-10-11") == (
+        "- news: bullish (confidence 0.70). key words: across, cloud, customer, demand, enterprise, every, growing, "
+        "keeps, large"
+    ) and arrived

@@ -339,8 +339,10 @@ def unquote(s: str, quoted: Mapping[str, str]) -> str:
     """``s`` with each sentence of ``quoted`` (one a model answered, or a rules fallback wrote) that
     it repeats as its rewording: the whole sentence, or the head a prompt clipped it to ("... seven
     different strategies…": fincon.memory.distill.clip_sentences), from its first six words on. The
-    longest first, so that the result does not depend on the order the answers came in."""
-    hits = [q for q in quoted if (h := _head(q)) is not None and h in s]  # a scan per prompt, as before
+    longest first, so that the result does not depend on the order the answers came in. The sentences
+    are read from a copy (``tuple`` copies in one step under the GIL): the team's analysts ask at once,
+    and another thread's answer may add one during the scan (a sentence only ever added, never removed)."""
+    hits = [q for q in tuple(quoted) if (h := _head(q)) is not None and h in s]  # a scan per prompt
     for q in sorted(hits, key=lambda q: (-len(q), q)):
         head, start = _head(q), 0
         while head is not None and (i := s.find(head, start)) >= 0:
