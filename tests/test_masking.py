@@ -105,9 +105,15 @@ def test_an_item_is_read_as_its_topics_and_an_answer_is_never_quoted_verbatim():
     (the manager never quotes its analysts)."""
     m = masker_for(["MSFT"])
     line = "[E1] Oct 4: The new server product line grew sales as demand for cloud software rose. (tone +0.50)"
-    assert m.text(line, "2022-10-10") == "[E1] this week: topics: product (tone +0.50)"
+    assert m.text(line, "2022-10-10") == "[E1] this week: topics: product (tone positive)"
     line = "[E2] Oct 4: The new server line is designed for demanding applications in many industries. (tone +0.50)"
-    assert m.text(line, "2022-10-10") == "[E2] this week: topics: none of the list (tone +0.50)"
+    assert m.text(line, "2022-10-10") == "[E2] this week: topics: none of the list (tone positive)"
+    # its tone as a word, as the summariser labels it (to two decimals, beside the topic, it named the item to
+    # a reader of the corpus who knows the public lexicon: fincon.llm.leakage_inputs.Bags.named)
+    for tone, word in (("+0.20", "neutral"), ("-0.20", "neutral"), ("-0.21", "negative"), ("+1.00", "positive")):
+        line = f"[E3] Oct 4: The new server product line grew sales as demand for cloud software rose. (tone {tone})"
+        assert m.text(line, "2022-10-10") == f"[E3] this week: topics: product (tone {word})"
+    assert m.text("[E4] Oct 4: shares rose (tone +0.33)", "2022-10-10") == "[E4] this week: shares rose (tone +0.33)"
     m.unmask('{"insights": [{"text": "Cloud demand keeps growing across every large enterprise customer."}]}')
     prompt = "- news: bullish (confidence 0.70). Cloud demand keeps growing across every large enterprise customer."
     assert m.text(prompt, "2022-10-11") == (
@@ -246,7 +252,7 @@ def test_another_model_paraphrases_the_masked_items_and_the_model_under_test_may
     m.rewriter = Paraphraser(LLMClient(backend, ledger=UsageLedger()), "other-model")
     line = "[E1] Oct 4: The new server line is designed for demanding applications in many industries. (tone +0.50)"
     assert m.text(line, "2022-10-10") == (
-        "[E1] this week: Company A said demand for its servers rose sharply in many industries. (tone +0.50)"
+        "[E1] this week: Company A said demand for its servers rose sharply in many industries. (tone positive)"
     )
     sent = backend.seen[0][-1].content
     assert "Oct 4" not in sent and sent.startswith("The new server line")  # the paraphraser sees the masked item
@@ -417,7 +423,11 @@ def test_an_answer_recorded_while_another_prompt_is_masked_does_not_break_the_ma
 
     monkeypatch.setattr(rules, "_head", answer_arrives)
     prompt = "- news: bullish (confidence 0.70). Cloud demand keeps growing across every large enterprise customer."
-    assert m.text(prompt, "2022-10-11") == (
-        "- news: bullish (confidence 0.70). key words: across, cloud, customer, demand, enterprise, every, growing, "
-        "keeps, large"
-    ) and arrived
+    assert (
+        m.text(prompt, "2022-10-11")
+        == (
+            "- news: bullish (confidence 0.70). key words: across, cloud, customer, demand, enterprise, every, growing, "
+            "keeps, large"
+        )
+        and arrived
+    )

@@ -36,9 +36,10 @@ What is replaced, deterministically:
   labels, "20-day" spans and values between -1 and 1 are kept);
 * items: a listed item of twelve words or more is given as its topic (the
   first it touches of a fixed list of 43, ``rules.TOPICS``: "topics:
-  growth") beside its tone; its own words, even sorted and even only the
-  common ones, name it to a reader of the corpus
-  (fincon.llm.leakage.bag_guess);
+  growth") beside its tone as a word ("(tone positive)"); its own words,
+  even sorted and even only the common ones, name it to a reader of the
+  corpus (fincon.llm.leakage.bag_guess), and so did its tone to two
+  decimals beside its topic;
 * no agent's words are quoted into another's prompt: a sentence of six
   words or more that a model answered (or a rules fallback, quoting items)
   is, wherever a later prompt would repeat it, replaced by its content
@@ -51,10 +52,11 @@ is written into the run directory (``masking.json``). Masked text is
 memoised by content; the call cache is keyed by the masked prompt, so a
 replay stays byte-identical.
 
-What still leaks (a reader should know): an item's topic and its tone (an
-adversary that applies this mask to every item of the corpus finds 1 of
-InvestorBench's 1,173 items of Oct-Dec 2020 by its topic; a day's items
-together may be rarer, and the audit matches them one at a time); the
+What still leaks (a reader should know): an item's topic and its tone word
+(an adversary that applies this mask and the public lexicon to every item
+of the corpus names an item in 0-2 % of a masked run's prompts on
+InvestorBench; a day's items together may be rarer, and the audit matches
+them one at a time); the
 industry (through the topics); and, with a paraphrase, what the paraphrase
 keeps (``fincon eval leakage`` measures what its adversaries can recover;
 it does not ask a model).
@@ -230,7 +232,8 @@ class Masker:
     def _item_line(self, m: re.Match, day: dt.date | None) -> str:
         """A listed item of ``rules.ITEM_WORDS`` words or more: another model's
         paraphrase of it (masked again: a paraphrase may put a name back) or,
-        without one or when it fails, its topics (rules.topics)."""
+        without one or when it fails, its topics (rules.topics); its tone as a
+        word either way (rules.tone_word)."""
         text = m.group(2)
         if len(text.split()) < rules.ITEM_WORDS:
             return m.group(0)
@@ -238,8 +241,8 @@ class Masker:
             new = self.rewriter(text, str(day) if day else None)
             if new:
                 again = self._mask(new, day)
-                return f"{m.group(1)}{again}{m.group(3)}"
-        return f"{m.group(1)}{rules.topics(text)}{m.group(3)}"
+                return f"{m.group(1)}{again}{rules.tone_word(m.group(3))}"
+        return f"{m.group(1)}{rules.topics(text)}{rules.tone_word(m.group(3))}"
 
     def _entity_name(self, m: re.Match) -> str:
         word = m.group(1)
