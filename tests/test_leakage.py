@@ -143,6 +143,34 @@ def test_the_tone_beside_a_masked_item_is_looked_up_with_its_topic(knowledge):
     assert leakage.bag_guess("[E1] this week: topics: supply (tone neutral)", small).firm is None
 
 
+def test_a_days_masked_items_together_name_firm_and_day_where_each_alone_does_not(knowledge):
+    """Each masked line is one of many items' (its topic and tone are another story's too), but the only
+    firm and day that all the lines of a prompt fit are one: the adversary intersects the (firm, day)
+    pairs each line fits, its recency giving the span (cue "topics jointly")."""
+    supply, regulators = TEXTS[("TSLA", "2022-10-04")], TEXTS[("TSLA", "2022-10-11")]
+    corpus = [  # (firm, published, text): TSLA's two items of 2022-10-04, and one story like each elsewhere
+        ("TSLA", "2022-10-04", supply),
+        ("TSLA", "2022-10-04", regulators),
+        ("PFE", "2022-11-21", "Suppliers of the drug maker said the autumn wave would stretch deliveries of the raw material."),
+        ("GM", "2022-12-20", "Regulators opened a review of the lane keeping software after complaints, the agency said."),
+    ]  # fmt: skip
+    items = [leakage_inputs.Item(t, dt.date.fromisoformat(d), frozenset()) for t, d, _ in corpus]
+    k = leakage.Knowledge(items, {}, knowledge.closes, knowledge.sessions, knowledge.terms)
+    k.bags = leakage_inputs.Bags([x for _, _, x in corpus])
+    lines = [
+        "[E1] the decision day: topics: supply (tone neutral)",
+        "[E2] the decision day: topics: regulation (tone negative)",
+    ]
+    for line in lines:  # each alone: two stories
+        assert leakage.bag_guess(line, k).firm is None
+    g = leakage.bag_guess("\n".join(lines), k)
+    assert (g.firm, g.firm_cue, g.day_cue, g.exact) == ("TSLA", "topics jointly", "topics jointly", False)
+    assert dt.date(2022, 10, 4) <= g.day <= dt.date(2022, 10, 7)  # read on the day, or after a weekend
+    # a line that fits no day of that firm leaves nothing; a line of a year's span is no constraint worth its set
+    assert leakage.bag_guess("\n".join([*lines, "[E3] this week: topics: dividend (tone positive)"]), k).firm is None
+    assert leakage.bag_guess("\n".join([*lines, "[E3] this year: topics: dividend (tone positive)"]), k).firm == "TSLA"
+
+
 def test_the_linker_joins_prompts_of_one_day_that_quote_each_other():
     quote = "the supply chain is easing faster than the street expects this quarter"
     ps = [

@@ -214,8 +214,9 @@ Could a model that has read the corpus tell which firm and which day a
 prompt is about? The audit reads back every prompt a finished run sent (its
 llm_calls.csv and call cache) and attacks it with five adversaries that need
 no model: the corpus (word 5-grams of every item, with its date), the bag of
-words (every item's TF-IDF bag; a masked item's topic and tone looked up
-among the corpus's items masked the same way), the prices (precise returns
+words (every item's TF-IDF bag; a masked item's topic and tone looked up,
+alone and with the prompt's others, among the corpus's items masked the
+same way), the prices (precise returns
 matched against every ticker's series), the vocabulary (each firm's names,
 products and the terms mined from the corpus) and a linker (prompts of one
 day that share a verbatim run). Per agent: the share

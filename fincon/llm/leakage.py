@@ -2,49 +2,34 @@
 
 A mask that hides names and ISO dates blinds a model that looks facts up by
 name and date; a model that has *read the corpus* needs neither. This audit
-attacks what a finished run actually sent (its prompts, read back from the
-call cache through the run's ``llm_calls.csv``) with adversaries that need
-no model, each knowing what such a model could know:
+attacks the prompts a finished run sent (read back from the call cache
+through its ``llm_calls.csv``) with adversaries that need no model, each
+knowing what such a model could know (docs/llm.md#masked-prompts):
 
-* **corpus**: the text of every item of the corpus the run read, with its
-  date. A line of a prompt that shares enough rare word 5-grams with exactly
-  one item names that item's firm; the item's date and the line's own date
-  phrase ("3 days before the decision day", "this week") place the decision
-  day: exactly from an exact offset, else the item's date plus the middle
-  of the phrase's span. A prompt that writes a full date ("Today is Oct 5
-  2022") gives it away directly (cue ``explicit date``).
-* **bag of words**: the same items as TF-IDF bags of their words. A listed
-  item ("[E1] this week: ...") whose words are far closer to one item than to
-  any item of another story names it, in any order (the mask's gist, an
-  item's content words sorted, did not hide it: 20 of 66 prompts of a masked
-  MSFT run); placed as a corpus line is. A line in the mask's own form
-  (its topic and tone) is looked up among the corpus's items masked the same
-  way (a tone to two decimals named items a topic alone did not).
-* **prices**: the daily closes of every ticker of the corpus. A run of
-  three or more consecutive returns written to two decimals (or a set of
-  precise percentages that are one ticker's k-day returns to the same day)
-  names the ticker and the day.
-* **vocabulary**: each firm's names, people and products (fincon's tables,
-  ``--alias``, the dataset's own names) and the terms mined from the corpus
-  that are frequent in one firm's items and rare in the others'
-  (:func:`distinctive_terms`, the statistic the mask also uses): a prompt
-  whose terms point to one firm names it.
-* **linker**: prompts of one day that share a verbatim 8-word run found in
-  no other day's prompts (the manager quoting its analysts) are one group:
-  what any of them gives away, all of them do.
+* **corpus**: every item of the corpus, with its date. A line sharing enough
+  rare word 5-grams with one item names its firm; the item's date and the
+  line's date phrase ("3 days before the decision day", "this week") place
+  the day. A full date in a prompt gives it away (cue ``explicit date``).
+* **bag of words**: the items as TF-IDF bags. A listed item far closer to
+  one item than to any other story's names it, in any word order. A line in
+  the mask's form (topic and tone) is looked up among the corpus's items
+  masked the same way, one line at a time, then a prompt's lines together
+  (the firm and days they all fit: cue ``topics jointly``).
+* **prices**: three or more consecutive daily returns to two decimals (or
+  precise k-day returns to one day) matched against every ticker's closes.
+* **vocabulary**: each firm's names, people, products and the terms mined
+  from the corpus (:func:`distinctive_terms`, the statistic the mask uses).
+* **linker**: prompts of one day sharing a verbatim 8-word run no other
+  day's prompts hold are one group: what one gives away, all do.
 
-Per agent and overall: the share of prompts whose firm, whose day (exactly,
-and within ±5 sessions) and whose both can be recovered, with a Wilson 95 %
-interval and the cues that did it. A run where more than ``threshold``
-(default 10 %) of its prompts give away firm and day (within 5 sessions)
-is **not blind**; it is **blind** only when the whole Wilson interval lies
-at or under the threshold (0 give-aways in 5 prompts is no evidence of a
-mask that holds: the share could be 43 %); between the two it is
-**inconclusive**, with the number of prompts that would settle it.
-
-What it does not do: ask a model. A real model may recognise what these
-rules miss (a paraphrase it once read, a style); passing this audit is
-necessary for a blind run, not a proof of one.
+Per agent and overall: the share of prompts whose firm, day (exactly; within
+±5 sessions) and both are recovered, with a Wilson 95 % interval and the
+cues. More than ``threshold`` (10 %) giving away firm and day: **not
+blind**; **blind** only when the whole interval lies at or under it (0 of 5
+could still be 43 %); between: **inconclusive**, with the prompts that
+would settle it. It asks no model: a real one may recognise what these
+rules miss (a paraphrase it once read, a style); passing is necessary for a
+blind run, not a proof of one.
 """
 
 from __future__ import annotations
@@ -156,15 +141,20 @@ def corpus_guess(text: str, k: Knowledge) -> Guess:
     return _placed(g, firms, days, "corpus")
 
 
-def _line_day(line: str, item_day: dt.date) -> tuple[dt.date, bool]:
-    """The decision day a line naming an item of ``item_day`` places, and whether exactly: from its
-    exact offset ("3 days before the decision day"), else the middle of its recency phrase's span."""
+def _span(line: str) -> tuple[int, int, bool] | None:
+    """The days before the decision day a line's date phrase says (fewest, most) and whether exactly:
+    its offset ("3 days before the decision day"), else its recency phrase's span; None without either."""
     low = line.lower()
-    m = _OFFSET.search(low)
-    if m:
-        return item_day + dt.timedelta(days=int(m.group(1)) * (1 if m.group(2) == "before" else -1)), True
-    lo, hi = next((v for p, v in RECENCY_SPANS.items() if p in low), (1, 7))
-    return item_day + dt.timedelta(days=(lo + hi) // 2), False
+    if m := _OFFSET.search(low):
+        n = int(m.group(1)) * (1 if m.group(2) == "before" else -1)
+        return n, n, True
+    return next(((lo, hi, False) for p, (lo, hi) in RECENCY_SPANS.items() if p in low), None)
+
+
+def _line_day(line: str, item_day: dt.date) -> tuple[dt.date, bool]:
+    """The decision day a line naming an item of ``item_day`` places (its span's middle), and whether exactly."""
+    lo, hi, exact = _span(line) or (1, 7, False)
+    return item_day + dt.timedelta(days=(lo + hi) // 2), exact
 
 
 def _placed(g: Guess, firms: Counter, days: list[tuple[dt.date, bool]], cue: str) -> Guess:
@@ -196,7 +186,23 @@ def bag_guess(text: str, k: Knowledge) -> Guess:
         if i is not None:
             firms[k.items[i].ticker] += 1
             days.append(_line_day(m.group(0), k.items[i].day))
-    return _placed(Guess(), firms, days, "topics" if "topics: " in text else "bag of words")
+    return (
+        _placed(Guess(), firms, days, "topics" if "topics: " in text else "bag of words")
+        if firms
+        else _jointly(found, k)
+    )
+
+
+def _jointly(found: Sequence[re.Match], k: Knowledge) -> Guess:
+    """A prompt's masked items together, where none alone names a story: the firm and the middle day when
+    every (firm, day) they all fit (:meth:`~fincon.llm.leakage_inputs.Bags.fitting`) is one firm's, within
+    2 x ``SESSIONS`` sessions. A line of a recency over a month long constrains too little: left out."""
+    spans = [(m.group(2), m.group(3), *(_span(m.group(1)) or (0, 999))[:2]) for m in found]
+    lines = [x for x in spans if x[0].startswith("topics: ") and x[3] - x[2] <= 31]
+    fits = sorted(k.bags.fitting(lines, k.items), key=lambda f: f[1]) if k.bags else []
+    if not fits or len({f for f, _ in fits}) > 1 or _sessions_apart(fits[0][1], fits[-1][1], k.sessions) > 2 * SESSIONS:
+        return Guess()
+    return Guess(fits[0][0], "topics jointly", fits[len(fits) // 2][1], False, "topics jointly")
 
 
 def price_guess(text: str, k: Knowledge) -> Guess:
@@ -323,7 +329,7 @@ def audit(prompts: Sequence[Prompt], k: Knowledge, threshold: float = THRESHOLD)
 
 def _sessions_apart(a: dt.date, b: dt.date, sessions: pd.DatetimeIndex) -> int:
     if len(sessions) == 0:
-        return abs(np.busday_count(min(a, b), max(a, b)))
+        return abs(int(np.busday_count(min(a, b), max(a, b))))
     i, j = sessions.searchsorted(pd.Timestamp(a)), sessions.searchsorted(pd.Timestamp(b))
     return abs(int(i) - int(j))
 

@@ -244,6 +244,21 @@ class Bags:
             out.append(int(order[0]) if row[order[0]] >= max(BAG_SIMILARITY, BAG_MARGIN * other) else None)
         return out
 
+    def fitting(self, lines: Sequence[tuple[str, str, int, int]], items: Sequence[Item]) -> set[tuple[str, dt.date]]:
+        """The (firm, decision day) pairs every line fits, for two lines or more in the mask's form, each
+        with its tone as shown and the fewest and most days before the decision day it was published: an
+        item of the corpus with that topic and tone published so long before (3 days more: an item of a
+        weekend, or of an evening, is read on the next session)."""
+        out: set[tuple[str, dt.date]] | None = None
+        for line, tone, lo, hi in sorted(lines, key=lambda x: x[3] - x[2]) if len(lines) > 1 else ():
+            shown = tone[len(" (tone ") : -1]
+            same = [i for i, t in self.topics.get(line, []) if not shown or _as_shown(t, shown) == shown]
+            fits = {(items[i].ticker, items[i].day + dt.timedelta(days=o)) for i in same for o in range(lo, hi + 4)}
+            out = fits if out is None else out & fits
+            if not out:
+                break
+        return out or set()
+
 
 def _as_shown(tone: float, like: str) -> str:
     """``tone`` written as a prompt wrote ``like``: a word (the mask's) or two decimals."""
