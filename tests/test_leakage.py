@@ -240,6 +240,15 @@ def test_a_named_run_is_given_away_and_the_masked_one_is_not(tmp_path, monkeypat
     assert main(["eval", "leakage", "masked", "--threshold", "0"]) == 0  # 0 % is not above a 0 threshold
     with pytest.raises(SystemExit):
         main(["eval", "leakage", "masked", "--threshold", "2"])
+    # explain of a masked day prints the items as they are, and says that the model read none of them so:
+    # where the prompts as sent are, and what the audit found (a named run's says nothing of it)
+    capsys.readouterr()
+    assert main(["explain", "masked", "--date", "2022-10-12"]) == 0
+    said = capsys.readouterr().out.splitlines()[-1]
+    assert said.startswith("masked: the model read the items above masked") and "leakage audit: inconclusive" in said
+    assert main(["llm", "cache", "--path", "masked.sqlite", "--key", said.split("--key ")[1].split()[0]]) == 0
+    assert "Company A" in capsys.readouterr().out
+    assert main(["explain", "named", "--date", "2022-10-12"]) == 0 and "masked" not in capsys.readouterr().out
 
 
 def test_html_report_row_carries_the_audit_result():
