@@ -33,7 +33,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from fincon.risk import significance as sig
@@ -65,12 +64,9 @@ def significance(
     ahead = frozenset(b for b, m in results["baselines"].items() if m.get("lookahead"))  # never the best
     every = {k: s for k, s in every.items() if k not in ahead}  # nor a configuration tried (a control)
     n_trials, var = sig.trials_and_variance(every)
-    rows, extra = universe_statistics(UNIVERSE, series, (n_trials, var), reps, splits, exp.seed, ahead)
-    cscv = sig.pbo(np.column_stack(list(every.values())), splits=splits)
-    for row in rows:
-        row["pbo"], row["pbo_noise_sd"], row["pbo_splits"] = cscv["pbo"], cscv.get("noise_sd"), cscv["splits"]
+    rows, extra = universe_statistics(UNIVERSE, series, (n_trials, var), reps, splits, exp.seed, ahead, every)
     extra["pbo"] = {
-        **cscv,
+        **extra["pbo"],
         "over": "every configuration run: each variant's repeats and the baselines (a lookahead baseline is a control, not one)",
     }
     names = list(results["median"])

@@ -77,15 +77,18 @@ def universe_statistics(
     splits: int,
     seed: int,
     ahead: frozenset[str] = frozenset(),
+    tried: Mapping[str, np.ndarray] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """One universe's rows and figures (run in a worker process of its own);
     ``deflate``: DSR's N and V (None: over the distinct series compared here); ``ahead``: the
     baselines that see more than the rest (:func:`lookahead_runs`), never the best one, nor a
-    configuration tried (DSR's trials, the PBO's matrix: the trial ledger counts them as controls)."""
+    configuration tried (DSR's trials, the PBO's matrix: the trial ledger counts them as controls);
+    ``tried``: the configurations the PBO is over (None: the series compared here, less ``ahead``;
+    an experiment gives every repeat, not only the median ones)."""
     rows: list[dict[str, Any]] = []
     names = [n for n in series if n != BENCH]
     bench = series.get(BENCH)
-    tried = {n: s for n, s in series.items() if n not in ahead}
+    tried = tried if tried is not None else {n: s for n, s in series.items() if n not in ahead}
     n_trials, var = deflate or sig.trials_and_variance(tried)
     baselines = [n for n in series if not _is_llm(n) and n not in ahead]  # buy-and-hold is one
     # a baseline whose book never moved has no Sharpe ratio (the results table leaves it out of "best" too)
