@@ -197,8 +197,8 @@ def _jointly(found: Sequence[re.Match], k: Knowledge) -> Guess:
     """A prompt's masked items together, where none alone names a story: the firm and the middle day when
     every (firm, day) they all fit (:meth:`~fincon.llm.leakage_inputs.Bags.fitting`) is one firm's, within
     2 x ``SESSIONS`` sessions. A line of a recency over a month long constrains too little: left out."""
-    spans = [(m.group(2), m.group(3), *(_span(m.group(1)) or (0, 999))[:2]) for m in found]
-    lines = [x for x in spans if x[0].startswith("topics: ") and x[3] - x[2] <= 31]
+    spans = [(m.group(2), m.group(3), _span(m.group(1))) for m in found if m.group(2).startswith("topics: ")]
+    lines = [(line, tone, sp[0], sp[1]) for line, tone, sp in spans if sp and sp[1] - sp[0] <= 31]
     fits = sorted(k.bags.fitting(lines, k.items), key=lambda f: f[1]) if k.bags else []
     if not fits or len({f for f, _ in fits}) > 1 or _sessions_apart(fits[0][1], fits[-1][1], k.sessions) > 2 * SESSIONS:
         return Guess()

@@ -221,6 +221,12 @@ class Bags:
                 out[topics(text)].append((i, lexicon.score(text).tone))
         return dict(out)
 
+    def alike(self, line: str, tone: str) -> list[int]:
+        """The items the mask gives as ``line`` ("topics: growth") with ``tone`` as a prompt shows it
+        (" (tone +0.50)", " (tone positive)", or "": any tone)."""
+        shown = tone[len(" (tone ") : -1]
+        return [i for i, t in self.topics.get(line, []) if not shown or _as_shown(t, shown) == shown]
+
     def named(self, lines: Sequence[tuple[str, str]], items: Sequence[Item]) -> list[int | None]:
         """Per (line, its tone as the prompt gives it: " (tone +0.50)", " (tone positive)" or ""), the
         item it names, or None. A line in the mask's own form ("topics: growth") names the item when
@@ -230,8 +236,7 @@ class Bags:
         out: list[int | None] = []
         for line, tone in lines:
             if line.startswith("topics: "):
-                shown = tone[len(" (tone ") : -1]
-                same = [i for i, t in self.topics.get(line, []) if not shown or _as_shown(t, shown) == shown]
+                same = self.alike(line, tone)
                 out.append(same[0] if same and all(_story(items[j], items[same[0]]) for j in same) else None)
                 continue
             vectorizer, matrix = self.fitted
@@ -251,8 +256,7 @@ class Bags:
         weekend, or of an evening, is read on the next session)."""
         out: set[tuple[str, dt.date]] | None = None
         for line, tone, lo, hi in sorted(lines, key=lambda x: x[3] - x[2]) if len(lines) > 1 else ():
-            shown = tone[len(" (tone ") : -1]
-            same = [i for i, t in self.topics.get(line, []) if not shown or _as_shown(t, shown) == shown]
+            same = self.alike(line, tone)
             fits = {(items[i].ticker, items[i].day + dt.timedelta(days=o)) for i in same for o in range(lo, hi + 4)}
             out = fits if out is None else out & fits
             if not out:
