@@ -171,6 +171,27 @@ def test_a_days_masked_items_together_name_firm_and_day_where_each_alone_does_no
     assert leakage.bag_guess("\n".join([*lines, "[E3] this year: topics: dividend (tone positive)"]), k).firm == "TSLA"
 
 
+def test_a_masked_prompts_topics_name_the_firm_by_its_industry_and_never_the_day(knowledge):
+    """A drug maker's items are mostly of "healthcare", a carmaker's of "vehicles": a prompt's topics,
+    scored against each firm's share of every topic of the corpus, name its firm when the odds against the
+    next are 10:1 or more (cue "topics' industry"). Each item here is its own story (a month apart), so no
+    line names one, and topics never date an item: no day."""
+    MONTHS = ("2022-10-03", "2022-11-07", "2022-12-05")
+    corpus = [
+        *(("TSLA", d, "The carmaker said deliveries of its vehicles in the region rose in the week.") for d in MONTHS),
+        *(("PFE", d, "The drug maker said the clinical trial of its vaccine enrolled more patients.") for d in MONTHS),
+        ("PFE", "2023-01-09", "The drug maker said deliveries of its vaccine to the region were delayed by a week."),
+    ]  # fmt: skip
+    items = [leakage_inputs.Item(t, dt.date.fromisoformat(d), frozenset()) for t, d, _ in corpus]
+    k = leakage.Knowledge(items, {}, knowledge.closes, knowledge.sessions, knowledge.terms)
+    k.bags = leakage_inputs.Bags([x for _, _, x in corpus])
+    two = "[E1] this month: topics: healthcare (tone neutral)\n[E2] this year: topics: healthcare (tone neutral)"
+    g = leakage.bag_guess(two, k)
+    assert (g.firm, g.firm_cue, g.day) == ("PFE", "topics' industry", None)
+    assert leakage.bag_guess("[E1] this month: topics: vehicles (tone neutral)", k).firm is None  # 5:1, under 10:1
+    assert leakage.bag_guess("[E1] this month: topics: earnings (tone neutral)", k).firm is None  # no firm's topic
+
+
 def test_the_linker_joins_prompts_of_one_day_that_quote_each_other():
     quote = "the supply chain is easing faster than the street expects this quarter"
     ps = [

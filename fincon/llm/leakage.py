@@ -172,11 +172,10 @@ def _placed(g: Guess, firms: Counter, days: list[tuple[dt.date, bool]], cue: str
 
 
 def bag_guess(text: str, k: Knowledge) -> Guess:
-    """Item lines of ``text`` ("[E1] this week: ...") that name one corpus item by their bag of words,
-    or by the topic and tone the mask gives (:meth:`Bags.named <fincon.llm.leakage_inputs.Bags.named>`): the
-    firm and day they give away, placed as the corpus adversary places its lines. A bag of an item's
-    words keeps no 5-word run of it (the mask's gist did that) and still names it to one who read the
-    corpus."""
+    """Item lines of ``text`` ("[E1] this week: ...") that name one corpus item by their bag of words (no
+    5-word run of it needed), or by the topic and tone the mask gives (``Bags.named``; else together,
+    :func:`_jointly`): the firm and day, placed as corpus lines are; else the firm their topics' industry
+    names (``Bags.industry``)."""
     found = [m for line in text.splitlines() if (m := ITEM_LINE.match(line))]
     if k.bags is None or not found:
         return Guess()
@@ -186,11 +185,11 @@ def bag_guess(text: str, k: Knowledge) -> Guess:
         if i is not None:
             firms[k.items[i].ticker] += 1
             days.append(_line_day(m.group(0), k.items[i].day))
-    return (
-        _placed(Guess(), firms, days, "topics" if "topics: " in text else "bag of words")
-        if firms
-        else _jointly(found, k)
-    )
+    cue = "topics" if "topics: " in text else "bag of words"
+    g = _placed(Guess(), firms, days, cue) if firms else _jointly(found, k)
+    if g.firm is None and (f := k.bags.industry([m.group(2) for m in found if m.group(2)[:8] == "topics: "], k.items)):
+        g.firm, g.firm_cue = f, "topics' industry"
+    return g
 
 
 def _jointly(found: Sequence[re.Match], k: Knowledge) -> Guess:

@@ -7,6 +7,7 @@ import csv
 import datetime as dt
 import hashlib
 import json
+import math
 import sqlite3
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -33,6 +34,8 @@ RARE_DF = 3
 BAG_SIMILARITY = 0.3
 #: ... and this many times closer than to any item of another story
 BAG_MARGIN = 1.5
+#: the odds against the next firm at which a masked prompt's topics name a firm by its industry
+INDUSTRY_ODDS = 10.0
 
 # -- what the run sent ----------------------------------------------------------------------------
 
@@ -198,6 +201,7 @@ class Bags:
 
     def __init__(self, texts: Sequence[str]):
         self.texts = list(texts)  # each index built on its first use: a masked run's prompts need only one
+        self._firms: tuple[dict[str, Counter], Counter] | None = None  # per topic, the firms of its items
 
     @cached_property
     def fitted(self):
@@ -248,6 +252,23 @@ class Bags:
             other = next((row[j] for j in order[1:] if not _story(items[j], items[order[0]])), 0.0)
             out.append(int(order[0]) if row[order[0]] >= max(BAG_SIMILARITY, BAG_MARGIN * other) else None)
         return out
+
+    def industry(self, lines: Sequence[str], items: Sequence[Item]) -> str | None:
+        """The firm a prompt's masked lines ("topics: healthcare") point to by their topics alone, what
+        kind of news each firm's items are: naive Bayes over each firm's share of every topic (a uniform
+        prior, one smoothing count), when its odds against the next firm are :data:`INDUSTRY_ODDS` or more.
+        Topics date nothing: a firm, never a day."""
+        if self._firms is None:
+            per = {t: Counter(items[i].ticker for i, _ in v) for t, v in self.topics.items()}
+            self._firms = per, sum(per.values(), Counter())
+        per, totals = self._firms
+        if not lines or len(totals) < 2:
+            return None
+        score = {
+            f: sum(math.log((per.get(x, {}).get(f, 0) + 1) / (n + len(per))) for x in lines) for f, n in totals.items()
+        }
+        (best, a), (_, b) = sorted(score.items(), key=lambda x: (-x[1], x[0]))[:2]
+        return best if a - b >= math.log(INDUSTRY_ODDS) else None
 
     def fitting(self, lines: Sequence[tuple[str, str, int, int]], items: Sequence[Item]) -> set[tuple[str, dt.date]]:
         """The (firm, decision day) pairs every line fits, for two lines or more in the mask's form, each
