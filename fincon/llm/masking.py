@@ -55,10 +55,10 @@ replay stays byte-identical.
 What still leaks (a reader should know): an item's topic and its tone word
 (an adversary that applies this mask and the public lexicon to every item
 of the corpus names an item in 0-2 % of a masked run's prompts on
-InvestorBench, a day's lines together 0-1 %); the
-industry (through the topics); and, with a paraphrase, what the paraphrase
-keeps (``fincon eval leakage`` measures what its adversaries can recover;
-it does not ask a model).
+InvestorBench, a day's lines together 0-1 %); the industry, through the
+topics (a firm, never a day: the audit's cue "topics' industry"); and,
+with a paraphrase, what the paraphrase keeps (``fincon eval leakage``
+measures what its adversaries can recover; it does not ask a model).
 """
 
 from __future__ import annotations
