@@ -215,15 +215,15 @@ prompt is about? The audit reads back every prompt a finished run sent (its
 llm_calls.csv and call cache) and attacks it with five adversaries that need
 no model: the corpus (word 5-grams of every item, with its date), the bag of
 words (every item's TF-IDF bag; a masked item's topic and tone looked up,
-alone and with the prompt's others, among the corpus's items masked the
-same way; the firm its topics' industry names), the prices (precise
-returns matched against every ticker's series), the vocabulary (each
-firm's names, products and the terms mined from the corpus) and a linker
-(prompts of one day that share a verbatim run). Per agent: the share of prompts whose firm, whose day (exactly;
-within 5 sessions) and whose both are given away, with a Wilson 95 %
-interval. More than --threshold of them giving away firm and day: not
-blind; the whole interval at or under it: blind; between: inconclusive,
-too few prompts to tell (docs/llm.md#masked-prompts)."""
+alone and with the prompt's others, among the corpus's items masked the same
+way; the firm its topics' industry names), the prices (precise returns
+matched against every ticker's series), the vocabulary (each firm's names,
+products and the terms mined from the corpus) and a linker (prompts of one
+day that share a verbatim run). Per agent: the share of prompts whose firm,
+whose day (exactly; within 5 sessions) and whose both are given away, with a
+Wilson 95 % interval. More than --threshold of them giving away firm and
+day: not blind; the whole interval at or under it: blind; between:
+inconclusive, too few prompts to tell (docs/llm.md#masked-prompts)."""
 
 
 def _register_leakage(inner) -> None:
