@@ -445,6 +445,7 @@ def test_temporal_integrity_of_a_journal_passes_a_live_record_committed_before_e
         PASS, f"no-model; a forward journal's replay: `fincon forward score {tmp_path / 'j'}` grades what its seals prove")  # fmt: skip
 
 
+@pytest.mark.slow  # 1.5-4.6 s on 2 cores: in make test, not in make test-fast (under a minute)
 def test_costs_too_small_to_be_frictions_fail_both_cost_rows(tmp_path, monkeypatch):
     """Found by hand: `--commission 0.0000001 --slippage 0.0000001` (a rate of 1e-7, no trade's cost
     above a cent) passed "frictions: costs applied" and "costs: percent costs". An order must cost at

@@ -387,6 +387,7 @@ def test_bad_input_gets_one_line_and_exit_2(case, tmp_path, monkeypatch, capfd):
     check_case(main, fixtures, argv, fragment, tmp_path, monkeypatch, capfd)
 
 
+@pytest.mark.slow  # 1.5-4.6 s on 2 cores: in make test, not in make test-fast (under a minute)
 def test_an_eval_replaces_its_own_json_and_plot_its_own_png(tmp_path, monkeypatch, capfd):
     """What fincon wrote it may write again; a PNG of the user's at --out is refused (exit 2, untouched)."""
     monkeypatch.chdir(tmp_path)
@@ -428,6 +429,7 @@ def test_flags_no_model_reads_are_said_not_dropped(tmp_path, monkeypatch, capfd)
     )
 
 
+@pytest.mark.slow  # 1.5-4.6 s on 2 cores: in make test, not in make test-fast (under a minute)
 def test_every_model_setting_a_run_without_a_model_ignores_is_said(tmp_path, monkeypatch, capfd):
     """--llm-model, --max-tokens or an llm: key of the config on a run without a model were dropped in
     silence (found by hand: `--strategy sma-cross --llm-model ...`); the warning names each, as it is
@@ -489,6 +491,7 @@ def test_charging_a_model_the_price_table_does_not_price_is_said(tmp_path, monke
     assert "fincon's model (gpt-y), so its calls are charged $0" in capfd.readouterr().err
 
 
+@pytest.mark.slow  # 1.5-4.6 s on 2 cores: in make test, not in make test-fast (under a minute)
 def test_a_setting_of_the_other_brain_is_said(tmp_path, monkeypatch, capfd):
     """An experiment's --temperature samples the llm brain's manager and --explore noises the rules
     brain's weights: given to the other brain they were dropped in silence (found by hand)."""

@@ -59,6 +59,7 @@ def test_explain_quotes_every_citation(team_run, capsys):
     assert "model calls: 0 made" in text
 
 
+@pytest.mark.slow  # 1.5-4.6 s on 2 cores: in make test, not in make test-fast (under a minute)
 def test_explain_json_and_errors(team_run, capsys):
     assert main(["explain", str(team_run / "fincon"), "--date", "2022-10-25", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["date"] == "2022-10-25"
@@ -94,6 +95,7 @@ def test_explain_of_a_single_agents_day_names_the_call_it_cites(tmp_path, capsys
     assert capsys.readouterr().err.strip().endswith("--key 0e190382bd7b6ce4 (and 1 more on that line)")
 
 
+@pytest.mark.slow  # its module's fixture takes 2 s: in make test, not in make test-fast (under a minute)
 def test_explain_names_a_session_a_forward_journal_missed(team_run, tmp_path, capsys):
     """A journal's replay asks the team nothing on a session no step ran (its decisions.jsonl marks it
     missed); explain said '... has no team record (is this a --strategy fincon run?)' of the team's own run."""

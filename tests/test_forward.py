@@ -1182,6 +1182,7 @@ def test_a_simulated_journal_seals_a_hole_in_its_data_missed_and_goes_on(tmp_pat
     assert main(["forward", "verify", "fw"]) == 0
 
 
+@pytest.mark.slow  # 1.5-4.6 s on 2 cores: in make test, not in make test-fast (under a minute)
 def test_a_journal_goes_on_through_days_without_news(tmp_path, monkeypatch, capsys):
     """The team refuses days its corpus does not cover, and a frozen corpus used to cover only up to its
     last item: on a corpus with quiet days (two items here), the first step said 'event corpus ... covers

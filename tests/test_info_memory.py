@@ -54,6 +54,7 @@ def test_a13_score_is_scaled_relevancy_plus_decayed_importance(store):
     assert scores == sorted(scores, reverse=True)
 
 
+@pytest.mark.slow  # 1.5-4.6 s on 2 cores: in make test, not in make test-fast (under a minute)
 @pytest.mark.parametrize("n_features", [1024, 256])
 def test_hashing_vectors_are_scikit_learns_bit_for_bit(n_features):
     """HashingEmbedder writes out scikit-learn's HashingVectorizer over mmh3

@@ -320,6 +320,7 @@ def test_a_masked_training_masks_what_the_belief_update_reads(tmp_path, monkeypa
     assert {"manager", "risk-control"} <= set(res["by_agent"]) and len(res["runs"]) == 3
 
 
+@pytest.mark.slow  # 1.5-4.6 s on 2 cores: in make test, not in make test-fast (under a minute)
 def test_a_rules_fallback_quoting_its_items_is_reworded_in_the_managers_prompt(tmp_path, monkeypatch, capsys):
     """Found by hand (JNJ on InvestorBench, the 0.5B): an analyst whose answer was invalid twice fell
     back to the rules brain, whose insight quotes its items' first sentences; the manager's masked
@@ -344,6 +345,7 @@ def test_a_rules_fallback_quoting_its_items_is_reworded_in_the_managers_prompt(t
     assert quoted == [] and all("key words:" in p for p in manager)
 
 
+@pytest.mark.slow  # 1.5-4.6 s on 2 cores: in make test, not in make test-fast (under a minute)
 def test_a_masked_belief_update_rewords_the_views_it_quotes_and_its_audit_reads_it(tmp_path, monkeypatch, capsys):
     """Found by hand (JNJ on InvestorBench: rules episodes, `--cvrf-brain llm --anonymize`): `fincon eval
     leakage` on the training ended in a traceback (the belief update is asked on "episode-1", not a

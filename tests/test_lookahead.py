@@ -101,6 +101,7 @@ class _AlwaysTSLA:
         pass
 
 
+@pytest.mark.slow  # 1.5-4.6 s on 2 cores: in make test, not in make test-fast (under a minute)
 def test_a_constant_answer_scores_no_better_than_the_best_constant_answer():
     """Issue 42 item 11: the items come from several firms and the company is scored against the most
     common one's share, so naming the probed ticker every time is chance (it scored p = 3e-7 against 1/42);

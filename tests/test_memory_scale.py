@@ -77,6 +77,7 @@ CASES = [  # (query, day offset from DAY0, sources)
 ]
 
 
+@pytest.mark.slow  # 1.5-4.6 s on 2 cores: in make test, not in make test-fast (under a minute)
 @pytest.mark.parametrize("query,offset,sources", CASES)
 def test_top_k_equals_brute_force_at_scale(big, query, offset, sources):
     path, pm, es, marked, X = big
@@ -89,6 +90,7 @@ def test_top_k_equals_brute_force_at_scale(big, query, offset, sources):
     same(top10, brute(es, marked, X, query, day, k=10, sources=sources))
 
 
+@pytest.mark.slow  # its module's fixture takes 2 s: in make test, not in make test-fast (under a minute)
 def test_the_importance_bound_prunes_on_a_backtest_day(big):
     path, pm, es, marked, X = big
     assert N > SMALL

@@ -111,6 +111,7 @@ def _on_random_problems(check, examples: int) -> None:
     settings(max_examples=examples, deadline=None)(given(problems())(check))()
 
 
+@pytest.mark.slow  # 1.5-4.6 s on 2 cores: in make test, not in make test-fast (under a minute)
 def test_signed_form_property():
     _on_random_problems(_signed_form_holds, examples=150)
 

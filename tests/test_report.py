@@ -75,6 +75,7 @@ def test_backtest_report_holds_every_part(report_run, capsys):
     assert "@import" not in page
 
 
+@pytest.mark.slow  # 1.5-4.6 s on 2 cores: in make test, not in make test-fast (under a minute)
 def test_the_benchmark_curve_is_the_one_the_run_saved(report_run, tmp_path, monkeypatch, capsys):
     """A run saves its benchmark's curve and the report draws it without running the engine; a run
     directory from before benchmark_equity.csv shows the benchmark's metrics, no curve, and says why."""
