@@ -270,6 +270,11 @@ def test_a_named_run_is_given_away_and_the_masked_one_is_not(tmp_path, monkeypat
     assert main(["llm", "cache", "--path", "masked.sqlite", "--key", said.split("--key ")[1].split()[0]]) == 0
     assert "Company A" in capsys.readouterr().out
     assert main(["explain", "named", "--date", "2022-10-12"]) == 0 and "masked" not in capsys.readouterr().out
+    # ... and the HTML report's timeline shows each masked day with the same line
+    from fincon.report import write_report
+
+    write_report([tmp_path / "masked"], tmp_path / "masked.html")
+    assert said.replace("'", "&#x27;") in (tmp_path / "masked.html").read_text(encoding="utf-8")
 
 
 def test_html_report_row_carries_the_audit_result():

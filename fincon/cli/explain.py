@@ -9,7 +9,6 @@ the text the agent read.
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime as dt
 import json
 from pathlib import Path
@@ -173,38 +172,10 @@ def run(args: argparse.Namespace) -> int:
         ) from None
     print(text)
     run = find_team_run(args.run)
-    for line in (_knowledge_line(run), _masked_line(run, args.date)):
+    for line in (_knowledge_line(run), engine.RunRecord(run).masked_note(args.date)):
         if line:
             print(line)
     return 0
-
-
-def _masked_line(run: Path, date: str) -> str | None:
-    """A masked run's model read none of the texts above as they are printed: said, with the command
-    that prints a prompt of the day as sent and what the run's leakage audit found."""
-    rec = engine.RunRecord(run)
-    llm = rec.config.get("llm") or {}
-    if not llm.get("anonymize"):
-        return None
-    calls = run / "llm_calls.csv"
-    keys = [r for r in csv.DictReader(calls.open(newline="")) if r.get("day") == date] if calls.is_file() else []
-    audit = (rec.metrics.get("model_knowledge") or {}).get("audit") or {}
-    return (
-        "masked: the model read the items above masked (firms as pseudonyms, dates as recency, an item as its "
-        "topic and tone word; who is who in masking.json), not as printed; "
-        + (
-            f"the day's {len(keys)} prompts as sent: fincon llm cache --path {llm.get('cache_path') or 'CACHE'} "
-            f"--key {keys[0]['key'][:16]} ({keys[0]['agent']}; llm_calls.csv lists the others)"
-            if keys
-            else "no prompt of the day in llm_calls.csv (its reports were reused)"
-        )
-        + (
-            f"; leakage audit: {audit['result']} ({audit.get('firm_and_day')} of {audit.get('prompts')} prompts "
-            "give firm and day away)"
-            if audit.get("result")
-            else ""
-        )
-    )
 
 
 def _knowledge_line(run: Path) -> str | None:

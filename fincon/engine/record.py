@@ -231,6 +231,37 @@ class RunRecord:
     def audit(self) -> list[dict[str, Any]]:
         return read_jsonl(self.path / AUDIT)
 
+    @cached_property
+    def calls(self) -> list[dict[str, str]]:
+        """``llm_calls.csv``: each model call's day, agent and cache key ([] without one)."""
+        return read_csv_rows(self.path / "llm_calls.csv")
+
+    def masked_note(self, date: str) -> str | None:
+        """For a masked run, what a reader of its day (``fincon explain``, the report's timeline) must
+        know: the model read none of the items as they are printed; the command that prints one of the
+        day's prompts as sent; what the run's leakage audit found. None for a named run."""
+        llm = self.config.get("llm") or {}
+        if not llm.get("anonymize"):
+            return None
+        keys = [r for r in self.calls if r.get("day") == date]
+        audit = (self.metrics.get("model_knowledge") or {}).get("audit") or {}
+        sent = (
+            f"the day's {len(keys)} prompts as sent: fincon llm cache --path {llm.get('cache_path') or 'CACHE'} "
+            f"--key {keys[0]['key'][:16]} ({keys[0]['agent']}; llm_calls.csv lists the others)"
+            if keys
+            else "no prompt of the day in llm_calls.csv (its reports were reused)"
+        )
+        found = (
+            f"; leakage audit: {audit['result']} ({audit.get('firm_and_day')} of {audit.get('prompts')} "
+            "prompts give firm and day away)"
+            if audit.get("result")
+            else ""
+        )
+        return (
+            "masked: the model read the items above masked (firms as pseudonyms, dates as recency, an item as its "
+            f"topic and tone word; who is who in masking.json), not as printed; {sent}{found}"
+        )
+
     @property
     def strategy(self) -> str:
         return str(self.metrics.get("strategy") or self.summary.get("strategy") or self.path.name)

@@ -247,7 +247,7 @@ def section_timeline(data: ReportData) -> str:
             if alert:
                 head += f'<p class="alert-line">CVaR alert: {esc(str(risk.get("reason", "")))}</p>'
             try:
-                text = _day_text(d)
+                text = "\n".join(x for x in (_day_text(d), r.masked_note(str(d.get("date")))) if x)
             except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a record of another format
                 text = f"(this day's record could not be laid out: {type(exc).__name__}; as stored)\n" + json.dumps(
                     d, indent=1, sort_keys=True
