@@ -114,11 +114,10 @@ def _cited(entry: Mapping[str, Any], cache: str) -> str:
     return f", and the call it cites: fincon llm cache --path {cache} --key {keys[0]}{more}"
 
 
-def load_day(run: Path, date: str) -> dict[str, Any]:
+def load_day(rec: engine.RunRecord, date: str) -> dict[str, Any]:
     """The team's record of ``date``; a decisions.jsonl that is not what fincon writes is named by
     its line (fincon.engine.record)."""
 
-    rec = engine.RunRecord(find_team_run(run))
     path = rec.path / "decisions.jsonl"
     days = []
     for n, entry in enumerate(rec.decisions, 1):
@@ -158,7 +157,8 @@ def _missed_reason(run: Path, date: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    entry = load_day(args.run, args.date)
+    rec = engine.RunRecord(find_team_run(args.run))  # read once: the day, the knowledge and the mask lines
+    entry = load_day(rec, args.date)
     if args.json:
         print(json_text(entry, indent=2), end="")
         return 0
@@ -171,24 +171,25 @@ def run(args: argparse.Namespace) -> int:
             f"({type(exc).__name__}: {exc}); `fincon explain ... --json` prints it as stored"
         ) from None
     print(text)
-    run = find_team_run(args.run)
-    for line in (_knowledge_line(run), engine.RunRecord(run).masked_note(args.date)):
-        if line:
-            print(line)
+    for line in _after_the_day(rec, args.date):
+        print(line)
     return 0
 
 
-def _knowledge_line(run: Path) -> str | None:
-    """The run's window against its model's cutoff (metrics.json), as one line."""
+def _after_the_day(rec: engine.RunRecord, date: str) -> list[str]:
+    """The run's window against its model's cutoff (metrics.json), and for a masked run what its model
+    read (RunRecord.masked_note): a line each; none when metrics.json cannot be read."""
 
     try:
-        block = engine.RunRecord(run).metrics.get("model_knowledge")
+        block, masked = rec.metrics.get("model_knowledge"), rec.masked_note(date)
     except DataError:
-        return None
+        return []
+    lines = [masked] if masked else []
     if not isinstance(block, dict) or block.get("label") in (None, "no-model"):
-        return None
+        return lines
     cut = block.get("cutoff") or "unknown"
-    return (
+    return [
         f"model knowledge: {block['label']} (model {block.get('model') or 'default'}, training-data cutoff {cut}): "
-        + ("the window lies after it" if block["label"] == "after-cutoff" else "the model may remember this window")
-    )
+        + ("the window lies after it" if block["label"] == "after-cutoff" else "the model may remember this window"),
+        *lines,
+    ]
