@@ -114,7 +114,13 @@ def _cited(entry: Mapping[str, Any], cache: str) -> str:
     return f", and the call it cites: fincon llm cache --path {cache} --key {keys[0]}{more}"
 
 
-def load_day(rec: engine.RunRecord, date: str) -> dict[str, Any]:
+def load_day(run: Path, date: str) -> dict[str, Any]:
+    """The team's record of ``date`` in the run, comparison or journal folder ``run`` (the notebooks
+    call it so)."""
+    return _day(engine.RunRecord(find_team_run(run)), date)
+
+
+def _day(rec: engine.RunRecord, date: str) -> dict[str, Any]:
     """The team's record of ``date``; a decisions.jsonl that is not what fincon writes is named by
     its line (fincon.engine.record)."""
 
@@ -158,7 +164,7 @@ def _missed_reason(run: Path, date: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     rec = engine.RunRecord(find_team_run(args.run))  # read once: the day, the knowledge and the mask lines
-    entry = load_day(rec, args.date)
+    entry = _day(rec, args.date)
     if args.json:
         print(json_text(entry, indent=2), end="")
         return 0
