@@ -407,3 +407,33 @@ def test_a_portfolio_schema_names_no_ticker_and_the_audit_reads_one_in_title_cas
                       "rationale": "Rationale", "relied_on": "Relied On", "size": "Size"}  # fmt: skip
     assert leakage.vocabulary_guess('{"properties":{"Company A":{"title":"Tsla"}}} Tsla Tsla', knowledge).firm == "TSLA"
     assert leakage.vocabulary_guess("All in all, the stock is on the rise", knowledge).firm is None
+
+
+def test_a_short_history_is_said_without_its_length_and_the_audit_dates_the_day_by_it(knowledge):
+    """A run that begins near its data's first close: the data analyst wrote "about 3-7% below the
+    6-day high", the number of closes so far, which is the data's sixth session (found by hand on
+    InvestorBench's MSFT from 2020-03-16, masked: 49 data-analysis prompts from "the 6-day high" to
+    "the 54-day high", and the audit counted none). The audit dates a count below the run's largest
+    (the full window); the analyst no longer writes one."""
+    from fincon.agents.roles.data_analysis import ROLE
+
+    closes = knowledge.closes["TSLA"]
+    g = leakage.history_guess("[E5]: about 3-7% below the 6-day high", knowledge, cap=61)
+    assert (g.firm, g.day, g.exact, g.day_cue) == (None, closes.index[5].date(), True, "history length")
+    assert leakage.history_guess("[E5]: about 3-7% below the 61-day high", knowledge, cap=61).day is None
+    assert leakage.history_guess("[E5]: about 3-7% below the 6-day high", knowledge, cap=None).day is None
+    # the audit: the run's largest count is its window; the prompts below it are dated exactly
+    text = (
+        "Indicators computed from the daily closes up to today (label, value):\n[E5]: about 0-1% below the {}-day high"
+    )
+    days = [str(d.date()) for d in closes.index[:61]]
+    ps = [leakage.Prompt("r", "data-analysis/TSLA", days[n - 1], f"k{n}", text.format(n), ("TSLA",)) for n in (7, 61)]
+    found = leakage.audit(ps, knowledge)["by_agent"]["data-analysis"]["day_exact"]
+    assert (found["k"], found["n"]) == (1, 2)
+    # the analyst: a full window is named by its length, as before; a shorter history by no count
+    full, _ = ROLE.indicators(closes.to_numpy()[:61], days[60], window=61)
+    short, _ = ROLE.indicators(closes.to_numpy()[:6], days[5], window=61)
+    # TSLA's close of 2018-03-29, 17.74, is 25.5 % under its high of 2018-02-26, 23.83: to the nearest ten, 30
+    assert [i.text for i in full if "high" in i.text] == ["about 30% below the 61-day high"]
+    assert [i.text for i in short if "high" in i.text] == ["about 0% below its highest close so far"]
+    assert not any(str(n) in i.text for i in short for n in range(5, 8))

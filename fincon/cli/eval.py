@@ -217,7 +217,8 @@ no model: the corpus (word 5-grams of every item, with its date), the bag of
 words (every item's TF-IDF bag; a masked item's topic and tone looked up,
 alone and with the prompt's others, among the corpus's items masked the same
 way; the firm its topics' industry names), the prices (precise returns
-matched against every ticker's series), the vocabulary (each firm's names,
+matched against every ticker's series; a count of closes shorter than the
+run's window, the data's session number), the vocabulary (each firm's names,
 products and the terms mined from the corpus) and a linker (prompts of one
 day that share a verbatim run). Per agent: the share of prompts whose firm,
 whose day (exactly; within 5 sessions) and whose both are given away, with a

@@ -15,8 +15,10 @@ knowing what such a model could know (docs/llm.md#masked-prompts):
   the mask's form (topic and tone) is looked up among the corpus's items
   masked the same way, one line at a time, then a prompt's lines together
   (the firm and days they all fit: cue ``topics jointly``).
-* **prices**: three or more consecutive daily returns to two decimals (or
-  precise k-day returns to one day) matched against every ticker's closes.
+* **prices** (:mod:`fincon.llm.leakage_numbers`): three or more consecutive
+  daily returns to two decimals matched against every ticker's closes; a
+  count of closes under the run's window ("the 6-day high") is the data's
+  session number (cue ``history length``).
 * **vocabulary**: each firm's names, people, products and the terms mined
   from the corpus (:func:`distinctive_terms`, the statistic the mask uses).
 * **linker**: prompts of one day sharing a verbatim 8-word run no other
@@ -37,7 +39,6 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -48,6 +49,7 @@ from fincon.data.terms import STOP, tokens
 from fincon.errors import DataError
 from fincon.llm.leakage_inputs import (
     SHINGLE,
+    Guess,
     Knowledge,
     Prompt,
     build_knowledge,
@@ -56,6 +58,7 @@ from fincon.llm.leakage_inputs import (
     runs_in,
     shingles,
 )
+from fincon.llm.leakage_numbers import history_caps, history_guess, price_guess
 from fincon.llm.masking_rules import ITEM_LINE, common
 from fincon.proportions import wilson
 
@@ -80,24 +83,7 @@ _FULL_DATE = re.compile(
     r"|(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+((?:19|20)\d{2}))\b",
     re.I,
 )
-_PERCENT = re.compile(r"(?<![\w.])([+-]?\d{1,3}\.\d{2})\s?%")
 # -- the adversaries ----------------------------------------------------------------------------------
-
-
-@dataclass
-class Guess:
-    firm: str | None = None
-    firm_cue: str | None = None
-    day: dt.date | None = None
-    exact: bool = False
-    day_cue: str | None = None
-
-    def take(self, other: "Guess") -> None:
-        """Fill what this guess lacks from ``other`` (an earlier cue wins)."""
-        if self.firm is None and other.firm is not None:
-            self.firm, self.firm_cue = other.firm, other.firm_cue
-        if other.day is not None and (self.day is None or (other.exact and not self.exact)):
-            self.day, self.exact, self.day_cue = other.day, other.exact, other.day_cue
 
 
 def explicit_date(text: str) -> dt.date | None:
@@ -204,29 +190,6 @@ def _jointly(found: Sequence[re.Match], k: Knowledge) -> Guess:
     return Guess(fits[0][0], "topics jointly", fits[len(fits) // 2][1], False, "topics jointly")
 
 
-def price_guess(text: str, k: Knowledge) -> Guess:
-    """Three or more percentages written to two decimals, in a row in ``text``,
-    that are one ticker's daily returns on consecutive sessions: the ticker
-    and the last of those sessions. (Single precise returns are left alone: a
-    value to two decimals is some ticker's return on some day hundreds of
-    times over, so matching them one by one finds what is not there.)"""
-    values = [f"{float(v):.2f}" for v in _PERCENT.findall(text)]
-    if len(values) < 3 or not k.returns:
-        return Guess()
-    for i in range(len(values) - 2):
-        for t, j, horizon in k.returns.get(values[i], ()):
-            if horizon != 1:
-                continue
-            daily = k.daily[t]
-            n = 1
-            while i + n < len(values) and j + n < len(daily) and daily[j + n] == values[i + n]:
-                n += 1
-            if n >= 3:
-                day = k.closes[t].index[j + n - 1].date()
-                return Guess(firm=t, firm_cue="prices", day=day, exact=True, day_cue="prices")
-    return Guess()
-
-
 def vocabulary_guess(text: str, k: Knowledge) -> Guess:
     """The firm whose names, products and distinctive terms ``text`` uses most (one firm, clearly)."""
     low = text.lower()
@@ -301,12 +264,13 @@ def link(prompts: Sequence[Prompt]) -> list[int]:
 
 def audit(prompts: Sequence[Prompt], k: Knowledge, threshold: float = THRESHOLD) -> dict[str, Any]:
     """Every adversary on every prompt, the linker over their findings, and the shares (module docstring)."""
-    guesses = []
+    guesses, caps = [], history_caps(prompts)
     for p in prompts:
         g = corpus_guess(p.text, k)
         g.take(bag_guess(p.text, k))
         g.take(price_guess(p.text, k))
         g.take(vocabulary_guess(p.text, k))
+        g.take(history_guess(p.text, k, caps.get(p.run), g.firm))
         guesses.append(g)
     groups = link(prompts)
     by_group: dict[int, Guess] = {}

@@ -179,6 +179,24 @@ class Item:
 
 
 @dataclass
+class Guess:
+    """What an adversary found of a prompt: the firm and the decision day, each with the cue that gave it."""
+
+    firm: str | None = None
+    firm_cue: str | None = None
+    day: dt.date | None = None
+    exact: bool = False
+    day_cue: str | None = None
+
+    def take(self, other: "Guess") -> None:
+        """Fill what this guess lacks from ``other`` (an earlier cue wins)."""
+        if self.firm is None and other.firm is not None:
+            self.firm, self.firm_cue = other.firm, other.firm_cue
+        if other.day is not None and (self.day is None or (other.exact and not self.exact)):
+            self.day, self.exact, self.day_cue = other.day, other.exact, other.day_cue
+
+
+@dataclass
 class Knowledge:
     """The corpus, its prices and each firm's terms, indexed for the adversaries."""
 

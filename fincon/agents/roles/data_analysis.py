@@ -58,8 +58,10 @@ class DataAnalyst(Role):
         target="tell the manager whether the price action is bullish, bearish or neutral and how risky it is, citing the indicators.",
     )
 
-    def indicators(self, closes: np.ndarray, day: str, alpha: float = 0.05) -> tuple[list[Item], float]:
-        """(items, risk penalty in [0, 1)) from closes up to today."""
+    def indicators(self, closes: np.ndarray, day: str, window: int, alpha: float = 0.05) -> tuple[list[Item], float]:
+        """(items, risk penalty in [0, 1)) from closes up to today; ``window``: the closes asked for. A
+        history shorter than the window is said as such, never by its length: the count of closes since
+        the data began is the day's session number (a masked prompt's "the 6-day high" dated it)."""
         c = np.asarray(closes, dtype=float)
         rets = c[1:] / c[:-1] - 1.0
         vol_d = float(np.std(rets[-20:], ddof=1)) if len(rets) >= 3 else 0.02
@@ -98,9 +100,8 @@ class DataAnalyst(Role):
         vol_a = _r(100.0 * vol_d * math.sqrt(252), 20.0)
         items.append(Item("ind-volatility-20d", day, "prices", f"annualised volatility about {vol_a:.0f}%", None, 0.0))
         dd = _r(100.0 * (1.0 - c[-1] / float(np.max(c))), 10.0)
-        items.append(
-            Item(f"ind-drawdown-{len(c)}d", day, "prices", f"about {dd:.0f}% below the {len(c)}-day high", None, 0.0)
-        )
+        high = f"the {len(c)}-day high" if len(c) >= window else "its highest close so far"
+        items.append(Item(f"ind-drawdown-{len(c)}d", day, "prices", f"about {dd:.0f}% below {high}", None, 0.0))
         penalty = 0.0
         if len(rets) >= 20:
             cvar = _r(100.0 * conditional_value_at_risk(rets, alpha), 2.0)
@@ -122,7 +123,7 @@ class DataAnalyst(Role):
         closes = view.history(ticker, "close", lookback + 1)
         closes = closes[np.isfinite(closes)]
         day = str(pd.Timestamp(view.date).date())
-        items, penalty = self.indicators(closes, day) if len(closes) >= 6 else ([], 0.0)
+        items, penalty = self.indicators(closes, day, lookback + 1) if len(closes) >= 6 else ([], 0.0)
         return RoleInputs(
             self.name,
             self.agent(ticker),
