@@ -296,7 +296,7 @@ def test_every_check_gives_each_of_its_verdicts_on_hand_built_evidence(tmp_path)
     critics(claims=12, corrected=2, dropped=1, unverified=0)
     rolling = Evidence(Path("x"), None, None, {}, {}, {}, {}, [], None, (team, other))
     assert numerical_execution(rolling) == (PASS, "17 figures checked: 3 corrected, 1 dropped, 0 not verified")
-    assert len(CHECKS) == 13
+    assert len(CHECKS) == 14
 
 
 def _days(moves, confidence):
@@ -509,7 +509,7 @@ def test_the_card_of_a_multi_strategy_run_grades_the_strategy_that_asks_a_model(
     assert row["verdict"] == "fail" and row["measured"].startswith("in-training-data")
     assert (
         format_card(card).splitlines()[0]
-        == f"report card: {tmp_path} (of llm-trader)  (1 pass, 9 fail, 3 not measured)"
+        == f"report card: {tmp_path} (of llm-trader)  (1 pass, 9 fail, 4 not measured)"
     )
     # a run of baselines alone: the first, as before
     shutil.rmtree(tmp_path / "llm-trader")
@@ -534,3 +534,52 @@ def test_on_close_only_data_the_card_says_what_a_next_open_or_a_cap_needs(tmp_pa
     for other in (None, str(tmp_path / "gone")):  # the sample or yfinance; a dataset moved since the run
         assert next_open_fills(ev(other))[1] == "fill at the decision's own close (--fill next-open)"
         assert volume_caps(ev(other))[1] == "no participation cap (--participation 0.025)"
+
+
+def _usage(folder: Path, rows: list[tuple[str, str, int, int]]) -> Path:
+    """A run's llm_usage.csv by hand: (day, agent, calls, fallbacks)."""
+    folder.mkdir()
+    lines = ["day,agent,calls,prompt_tokens,completion_tokens,total_tokens,cost_usd,reasks,fallbacks,failures"]
+    lines += [f"{d},{a},{c},1,1,2,0.0,{f},{f},{f}" for d, a, c, f in rows]
+    (folder / "llm_usage.csv").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def test_a_run_whose_model_answers_failed_on_many_days_is_not_graded_as_the_models(tmp_path):
+    """Found by hand (a model double behind the OpenAI path whose answer to 4 manager prompts in 10 was
+    prose, on TSLA 2022-10-03..12-30): the rules brain decided 22 of 62 days, counted in the usage
+    line, and the card graded the run as the model's; llm-trader beside it fell back to momentum every
+    day. Up to one day in twenty passes, with the count; more fails; a run with no model passes."""
+    from fincon.report.card import CHECKS, PASS, model_decided
+
+    def ev(run, label="after-cutoff"):
+        return Evidence(Path("x"), run, None, None, {}, {"model_knowledge": {"label": label}}, {}, [])
+
+    assert "model decided" in {point for _, point, _ in CHECKS}
+    days = [f"2022-10-{d:02d}" for d in range(1, 31)] + ["2022-11-01", "2022-11-02"]  # 32 days
+    team = [(d, a, 2 if a == "manager" else 1, 1 if a == "manager" and i < 9 else 0)
+            for i, d in enumerate(days) for a in ("news/TSLA", "manager")]  # fmt: skip
+    assert model_decided(ev(_usage(tmp_path / "team", team))) == (
+        FAIL,
+        "the rules stood in for 9 answer(s) invalid twice, on 9 of the 32 days the model was asked (28.1%): more "
+        "than 1 day in 20, the figures are partly the rules' (llm_audit.jsonl says which)",
+    )
+    few = [(d, a, c, f if i < 2 else 0) for i, (d, a, c, f) in enumerate(team)]  # 1 day in 32: 3.1 %
+    assert model_decided(ev(_usage(tmp_path / "few", few))) == (
+        PASS,
+        "the rules stood in for 1 answer(s) invalid twice, on 1 of the 32 days the model was asked (3.1%): at "
+        "most 1 day in 20 (llm_audit.jsonl says which)",
+    )
+    two = [(d, a, c, f if i < 4 else 0) for i, (d, a, c, f) in enumerate(team)]  # 2 days in 32: 6.3 %
+    assert model_decided(ev(_usage(tmp_path / "two", two)))[0] == FAIL
+    # the mask's rewriter giving up is no decision of the rules; every other answer the model's
+    clean = [(d, a, c, 0) for d, a, c, _ in team] + [(days[0], "paraphrase", 1, 1)]
+    assert model_decided(ev(_usage(tmp_path / "clean", clean))) == (
+        PASS,
+        "every answer the model's: the rules stood in on 0 of the 32 days the model was asked (0.0%)",
+    )
+    assert model_decided(ev(tmp_path / "nothing", "no-model")) == (
+        PASS,
+        "no model: nothing the rules could stand in for",
+    )
+    assert model_decided(ev(tmp_path / "nothing"))[0] == "not measured"  # a model, but no usage file to count

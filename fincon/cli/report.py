@@ -51,8 +51,8 @@ class ReportArgs(Args):
     card: Annotated[
         bool,
         Flag(
-            help="print the report card instead (the six-point protocol and FINSABER's checklist: pass, fail or "
-            "not measured, with the number behind each); one RUN"
+            help="print the report card instead (the six-point protocol, fincon's checks and FINSABER's checklist: "
+            "pass, fail or not measured, with the number behind each); one RUN"
         ),
     ] = False
     as_json: Annotated[bool, Flag("--json", help="with --card: print it as JSON")] = False

@@ -1,6 +1,6 @@
 """The report card: what a reviewer of an LLM-trading result checks, point by point.
 
-Two checklists, each row with what fincon measured, a verdict (``pass``,
+Three checklists, each row with what fincon measured, a verdict (``pass``,
 ``fail``, ``not measured``) and the number behind it:
 
 * the six points "The Alpha Illusion" (arXiv 2605.16895) asks of an LLM
@@ -9,6 +9,7 @@ Two checklists, each row with what fincon measured, a verdict (``pass``,
   runs), calibration (do the analysts' stated confidences match how often
   they are right), numerical execution (the numeric critics), multi-agent
   disaggregation (what each analyst's calls are worth);
+* fincon's own: model decided (the rules stood in for few of its answers);
 * FINSABER's honesty checklist: point in time, next-open fills, costs,
   volume caps, the LLM's spend as a cost, long horizons, broad universes.
 
@@ -32,6 +33,7 @@ from typing import Any, Callable
 import numpy as np
 from pydantic import ValidationError
 
+from fincon.engine.record import RunRecord
 from fincon.llm import leakage
 from fincon.llm.knowledge import AUDITED, USER_SOURCE
 from fincon.llm.settings import LLMSettings
@@ -50,6 +52,11 @@ BROAD_TICKERS = 10
 #: an order costing less than this (bp of its value, a side) is a run without frictions: IB's per-share
 #: minimum alone is 1 bp of a $10,000 order, a large cap's half spread about as much
 MIN_COST_BP = 1.0
+
+
+#: the share of the days the model was asked on which the rules may stand in for one of its answers
+#: before a run is graded as partly a rules run: one day in twenty
+MAX_FALLBACK = 0.05
 
 
 #: a check: what it measured in the evidence, as (verdict, the number behind it)
@@ -209,6 +216,35 @@ def disaggregation(ev: Evidence) -> Verdict:
     return FAIL, f"reported, none informative (every interval includes chance); {how}"
 
 
+def model_decided(ev: Evidence) -> Verdict:
+    """Are the figures the model's? An answer invalid twice is replaced by the rules (the team's rules
+    brain, llm-trader's momentum, finsent's lexicon), counted in each run's ``llm_usage.csv``; on more
+    than ``MAX_FALLBACK`` of the days the model was asked, the run is partly a rules run, whatever its
+    label says (the mask's rewriter is no decision: its fallbacks are left out)."""
+    asked: set[tuple[Path, str]] = set()
+    fell: set[tuple[Path, str]] = set()
+    answers = 0
+    for run in (ev.run,) if ev.run is not None else ev.windows:
+        for row in RunRecord(run).usage:
+            k = int(row.get("fallbacks") or 0) if row.get("agent") != "paraphrase" else 0
+            if k or (int(row.get("calls") or 0) and row.get("agent") != "paraphrase"):
+                asked.add((run, row["day"]))
+            if k:
+                fell.add((run, row["day"]))
+                answers += k
+    if not asked:
+        if ev.knowledge.get("label") in (None, "no-model"):
+            return PASS, "no model: nothing the rules could stand in for"
+        return NONE, "no llm_usage.csv beside the run: the model's answers cannot be counted"
+    said = f"on {len(fell)} of the {len(asked)} days the model was asked ({len(fell) / len(asked):.1%})"
+    if not fell:
+        return PASS, f"every answer the model's: the rules stood in {said}"
+    said = f"the rules stood in for {answers} answer(s) invalid twice, {said}"
+    if len(fell) > MAX_FALLBACK * len(asked):
+        return FAIL, f"{said}: more than 1 day in 20, the figures are partly the rules' (llm_audit.jsonl says which)"
+    return PASS, f"{said}: at most 1 day in 20 (llm_audit.jsonl says which)"
+
+
 def point_in_time(ev: Evidence) -> Verdict:
     look = ev.metrics.get("data_lookahead")
     if look:
@@ -330,7 +366,7 @@ def broad_universes(ev: Evidence) -> Verdict:
     return FAIL, f"{len(tickers)} hand-picked ticker(s): {', '.join(tickers)} (--rolling with --universe RULE)"
 
 
-SIX_POINT, FINSABER = "six-point protocol", "FINSABER checklist"
+SIX_POINT, FINCON, FINSABER = "six-point protocol", "fincon's checks", "FINSABER checklist"
 #: the card's rows in order: (checklist, point, check); a new check is one function and one line here
 CHECKS: list[tuple[str, str, Callable[[Evidence], Verdict]]] = [
     (SIX_POINT, "temporal integrity", temporal_integrity),
@@ -339,6 +375,7 @@ CHECKS: list[tuple[str, str, Callable[[Evidence], Verdict]]] = [
     (SIX_POINT, "calibration", calibration_point),
     (SIX_POINT, "numerical execution", numerical_execution),
     (SIX_POINT, "multi-agent disaggregation", disaggregation),
+    (FINCON, "model decided", model_decided),
     (FINSABER, "point in time", point_in_time),
     (FINSABER, "next-open fills", next_open_fills),
     (FINSABER, "costs", costs),

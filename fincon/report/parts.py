@@ -172,7 +172,7 @@ def section_card(c: dict[str, Any], more: list[dict[str, Any]] | None = None) ->
 
     return (
         '<section id="card"><h2>Report card</h2><p class="note">What a reviewer checks of an LLM-trading result: '
-        "the six-point protocol and FINSABER's checklist; a failed point is red, not a footnote.</p>"
+        "the six-point protocol, fincon's checks and FINSABER's checklist; a failed point is red, not a footnote.</p>"
         + "".join(table(x) for x in [c, *(more or [])])
         + "</section>"
     )
