@@ -583,3 +583,44 @@ def test_a_run_whose_model_answers_failed_on_many_days_is_not_graded_as_the_mode
         "no model: nothing the rules could stand in for",
     )
     assert model_decided(ev(tmp_path / "nothing"))[0] == "not measured"  # a model, but no usage file to count
+
+
+def test_frictions_read_what_the_runs_own_orders_paid():
+    """Found by hand: an experiment on InvestorBench's MSFT with IB's per-share commission and no
+    slippage passed "frictions: costs applied", judged on an order of 100 shares at $100, whose $1
+    minimum is exactly 1 bp; its own orders, a third of a $1M book each, paid $765.64 on $32.6M
+    traded: 0.24 bp a side, under the card's own 1 bp. The row reads the orders a run placed."""
+    from fincon.report.card import PASS, frictions
+
+    root = Path(__file__).parent  # never read: the run folder is given
+    per_share = {"commission": {"model": "per-share", "per_share": 0.005, "minimum": 1.0, "maximum": 0.01}}
+
+    def ev(run, broker):
+        return Evidence(root, run, None, None, {}, {}, {"broker": broker}, [])
+
+    def orders(folder: Path, fills: list[tuple[float, float, float]]) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        head = "date,ticker,side,requested,filled,price,commission,status,reason\n"
+        rows = [f"2020-10-0{i + 1},MSFT,buy,{q},{q},{p},{c},filled,\n" for i, (q, p, c) in enumerate(fills)]
+        (folder / "orders.csv").write_text(head + "".join(rows))
+        return folder
+
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        # two orders of $330,000 (1,650 shares at $200): $8.25 each, 0.25 bp a side
+        big = orders(Path(tmp) / "big", [(1650, 200.0, 8.25), (1650, 200.0, 8.25)])
+        assert frictions(ev(big, per_share)) == (
+            FAIL,
+            "costs applied (commission per-share, per_share 0.005, minimum 1.0, maximum 0.01; slippage percent, "
+            "fraction 0.0), but the run's orders paid 0.25 bp a side ($16.50 on $660,000 traded): under 1 bp, "
+            "less than a broker and the spread take (--slippage-model bps --slippage 5)",
+        )
+        spread = {**per_share, "slippage": {"model": "bps", "bps": 5.0}}  # + 5 bp a side: 5.25
+        assert frictions(ev(big, spread))[0] == PASS
+        # small orders: the $1 minimum is 1 bp of $10,000 and more of less
+        small = orders(Path(tmp) / "small", [(50, 100.0, 1.0), (30, 100.0, 1.0)])
+        assert frictions(ev(small, per_share))[0] == PASS
+        # a run that never traded (or a folder without orders) is judged on its cost models alone
+        assert frictions(ev(orders(Path(tmp) / "idle", []), per_share))[0] == PASS
+        assert frictions(ev(None, per_share))[0] == PASS

@@ -100,14 +100,23 @@ def temporal_integrity(ev: Evidence) -> Verdict:
 
 
 def frictions(ev: Evidence) -> Verdict:
-    """Were costs applied, at least MIN_COST_BP a side? (a rate of 1e-7 passed as "costs applied")"""
+    """Were costs applied, at least MIN_COST_BP a side? On an order of 100 shares at $100 (a rate of 1e-7
+    passed as "costs applied") and on the run's own orders (a per-share commission's $1 minimum is 1 bp of
+    $10,000 and a quarter of a bp of the $330,000 a third of a $1M book trades)."""
     if ev.cost_bp < MIN_COST_BP:
         return FAIL, "run without costs (no commission, no slippage)" if not ev.cost_bp else _too_cheap(ev)
-    said = [
+    said = "; ".join(
         f"{kind} {m.model}" + "".join(f", {k} {v}" for k, v in m.model_dump().items() if k != "model")
         for kind, m in (("commission", ev.broker.commission), ("slippage", ev.broker.slippage))
-    ]
-    return PASS, "costs applied: " + "; ".join(said)
+    )
+    if ev.paid is not None and ev.paid[0] < MIN_COST_BP:
+        bp, commission, traded = ev.paid
+        return FAIL, (
+            f"costs applied ({said}), but the run's orders paid {bp:.2g} bp a side (${commission:,.2f} on "
+            f"${traded:,.0f} traded): under {MIN_COST_BP:g} bp, less than a broker and the spread take "
+            "(--slippage-model bps --slippage 5)"
+        )
+    return PASS, "costs applied: " + said
 
 
 def counterfactual_robustness(ev: Evidence) -> Verdict:

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from fincon.config import FLAT_COST_KEYS, BrokerConfig
 from fincon.data.dataset import open_dataset
-from fincon.engine.record import CONFIG, DECISIONS, METRICS, RunRecord
+from fincon.engine.record import CONFIG, DECISIONS, METRICS, ORDERS, RunRecord, read_csv_rows
 from fincon.errors import DataError, FinconError
 from fincon.report.calibration import calibration
 from fincon.validation import format_validation_error
@@ -145,6 +145,19 @@ class Evidence:
         """What an order costs a side, in bp of its value: 100 shares at $100 on a $2 range ($1 is 1 bp)."""
         return self.broker.commission.fee(100, 100.0) + 100 * self.broker.slippage.per_share(100.0, 101.0, 99.0)
 
+    @cached_property
+    def paid(self) -> tuple[float, float, float] | None:
+        """(bp a side, commission $, value traded $) the run's own orders paid: their commission over the
+        value they traded, plus the slippage model's bp as :attr:`cost_bp` takes it (a per-share minimum
+        is 1 bp of a $10,000 order and a fortieth of that of a $400,000 one). None for a run that traded
+        nothing, or a directory with no run's orders (a rolling evaluation)."""
+        rows = [r for r in read_csv_rows(self.run / ORDERS) if _float(r.get("filled"))] if self.run else []
+        traded = sum(abs(_float(r.get("filled")) * _float(r.get("price"))) for r in rows)
+        if not traded:
+            return None
+        commission = sum(_float(r.get("commission")) for r in rows)
+        return 1e4 * commission / traded + 100 * self.broker.slippage.per_share(100.0, 101.0, 99.0), commission, traded
+
 
 def evidence(root: Path, sealed: dict[str, Any] | None = None) -> Evidence:
     """The :class:`Evidence` of the run, experiment or rolling directory ``root`` (``sealed``: what
@@ -175,3 +188,11 @@ def evidence(root: Path, sealed: dict[str, Any] | None = None) -> Evidence:
     windows = tuple(t for r in sorted(root.glob("*/*/results.json")) if (t := _team_run(r.parent))) if rolling else ()
     decisions = [d for t in ((team,) if team else windows) for d in RunRecord(t).decisions]
     return Evidence(root, run, team, rolling, results, metrics, config or {}, decisions, sealed, windows)
+
+
+def _float(x: Any) -> float:
+    """A number of a CSV fincon wrote (0 for an empty cell)."""
+    try:
+        return float(x or 0)
+    except ValueError:
+        return 0.0
