@@ -624,3 +624,7 @@ def test_frictions_read_what_the_runs_own_orders_paid():
         # a run that never traded (or a folder without orders) is judged on its cost models alone
         assert frictions(ev(orders(Path(tmp) / "idle", []), per_share))[0] == PASS
         assert frictions(ev(None, per_share))[0] == PASS
+        # a rolling evaluation: its windows' team runs together, $16.50 + $2.00 on $660,000 + $8,000: 0.277 bp
+        rolling = Evidence(root, None, None, {}, {}, {}, {"broker": per_share}, [], None, (big, small))
+        assert frictions(rolling)[1].endswith("paid 0.28 bp a side ($18.50 on $668,000 traded): under 1 bp, "
+                                             "less than a broker and the spread take (--slippage-model bps --slippage 5)")  # fmt: skip

@@ -149,9 +149,10 @@ class Evidence:
     def paid(self) -> tuple[float, float, float] | None:
         """(bp a side, commission $, value traded $) the run's own orders paid: their commission over the
         value they traded, plus the slippage model's bp as :attr:`cost_bp` takes it (a per-share minimum
-        is 1 bp of a $10,000 order and a fortieth of that of a $400,000 one). None for a run that traded
-        nothing, or a directory with no run's orders (a rolling evaluation)."""
-        rows = [r for r in read_csv_rows(self.run / ORDERS) if _float(r.get("filled"))] if self.run else []
+        is 1 bp of a $10,000 order and a fortieth of that of a $400,000 one); of a rolling evaluation, every
+        window's team run together. None when they traded nothing."""
+        runs = (self.run,) if self.run is not None else self.windows
+        rows = [r for run in runs for r in read_csv_rows(run / ORDERS) if _float(r.get("filled"))]
         traded = sum(abs(_float(r.get("filled")) * _float(r.get("price"))) for r in rows)
         if not traded:
             return None
