@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from fincon.cli.main import main
+from fincon.errors import DataError
 from fincon.report.calibration import calibration
 from fincon.report.card import FAIL, run_card
 from fincon.report.evidence import Evidence
@@ -624,6 +625,9 @@ def test_frictions_read_what_the_runs_own_orders_paid():
         # a run that never traded (or a folder without orders) is judged on its cost models alone
         assert frictions(ev(orders(Path(tmp) / "idle", []), per_share))[0] == PASS
         assert frictions(ev(None, per_share))[0] == PASS
+        (Path(tmp) / "idle" / "orders.csv").write_text("date,filled,price,commission\n2020-10-01,10,abc,1\n")
+        with pytest.raises(DataError, match=r"idle/orders.csv: a cell that is no number"):
+            frictions(ev(Path(tmp) / "idle", per_share))
         # a rolling evaluation: its windows' team runs together, $16.50 + $2.00 on $660,000 + $8,000: 0.277 bp
         rolling = Evidence(root, None, None, {}, {}, {}, {"broker": per_share}, [], None, (big, small))
         assert frictions(rolling)[1].endswith("paid 0.28 bp a side ($18.50 on $668,000 traded): under 1 bp, "

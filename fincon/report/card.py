@@ -235,9 +235,10 @@ def model_decided(ev: Evidence) -> Verdict:
     answers = 0
     for run in (ev.run,) if ev.run is not None else ev.windows:
         for row in RunRecord(run).usage:
-            k = int(row.get("fallbacks") or 0) if row.get("agent") != "paraphrase" else 0
-            if k or (int(row.get("calls") or 0) and row.get("agent") != "paraphrase"):
-                asked.add((run, row["day"]))
+            k = int(row.get("fallbacks") or 0)
+            if row.get("agent") == "paraphrase" or not (k or int(row.get("calls") or 0)):
+                continue
+            asked.add((run, row["day"]))
             if k:
                 fell.add((run, row["day"]))
                 answers += k

@@ -143,21 +143,28 @@ class Evidence:
     @property
     def cost_bp(self) -> float:
         """What an order costs a side, in bp of its value: 100 shares at $100 on a $2 range ($1 is 1 bp)."""
-        return self.broker.commission.fee(100, 100.0) + 100 * self.broker.slippage.per_share(100.0, 101.0, 99.0)
+        return self.broker.commission.fee(100, 100.0) + self.slippage_bp
+
+    @property
+    def slippage_bp(self) -> float:
+        """The slippage model's cost a side, in bp, at $100 on a $2 range."""
+        return 100 * self.broker.slippage.per_share(100.0, 101.0, 99.0)
 
     @cached_property
     def paid(self) -> tuple[float, float, float] | None:
         """(bp a side, commission $, value traded $) the run's own orders paid: their commission over the
-        value they traded, plus the slippage model's bp as :attr:`cost_bp` takes it (a per-share minimum
-        is 1 bp of a $10,000 order and a fortieth of that of a $400,000 one); of a rolling evaluation, every
-        window's team run together. None when they traded nothing."""
-        runs = (self.run,) if self.run is not None else self.windows
-        rows = [r for run in runs for r in read_csv_rows(run / ORDERS) if _float(r.get("filled"))]
-        traded = sum(abs(_float(r.get("filled")) * _float(r.get("price"))) for r in rows)
-        if not traded:
-            return None
-        commission = sum(_float(r.get("commission")) for r in rows)
-        return 1e4 * commission / traded + 100 * self.broker.slippage.per_share(100.0, 101.0, 99.0), commission, traded
+        value they traded, plus :attr:`slippage_bp` (a per-share minimum is 1 bp of a $10,000 order and a
+        fortieth of that of a $400,000 one); of a rolling evaluation, every window's team run together.
+        None when they traded nothing."""
+        commission = traded = 0.0
+        for run in (self.run,) if self.run is not None else self.windows:
+            try:
+                for r in read_csv_rows(run / ORDERS):
+                    traded += abs(float(r.get("filled") or 0) * float(r.get("price") or 0))
+                    commission += float(r.get("commission") or 0)
+            except ValueError:
+                raise DataError(f"{run / ORDERS}: a cell that is no number; not the orders.csv fincon wrote") from None
+        return (1e4 * commission / traded + self.slippage_bp, commission, traded) if traded else None
 
 
 def evidence(root: Path, sealed: dict[str, Any] | None = None) -> Evidence:
@@ -189,11 +196,3 @@ def evidence(root: Path, sealed: dict[str, Any] | None = None) -> Evidence:
     windows = tuple(t for r in sorted(root.glob("*/*/results.json")) if (t := _team_run(r.parent))) if rolling else ()
     decisions = [d for t in ((team,) if team else windows) for d in RunRecord(t).decisions]
     return Evidence(root, run, team, rolling, results, metrics, config or {}, decisions, sealed, windows)
-
-
-def _float(x: Any) -> float:
-    """A number of a CSV fincon wrote (0 for an empty cell)."""
-    try:
-        return float(x or 0)
-    except ValueError:
-        return 0.0
