@@ -632,3 +632,36 @@ def test_frictions_read_what_the_runs_own_orders_paid():
         rolling = Evidence(root, None, None, {}, {}, {}, {"broker": per_share}, [], None, (big, small))
         assert frictions(rolling)[1].endswith("paid 0.28 bp a side ($18.50 on $668,000 traded): under 1 bp, "
                                              "less than a broker and the spread take (--slippage-model bps --slippage 5)")  # fmt: skip
+
+
+@pytest.mark.slow  # two team runs through the OpenAI path, about 3 s each
+def test_a_backtest_flags_a_run_the_rules_decided_and_its_card_fails_it(tmp_path, monkeypatch, capsys):
+    """The whole path: the team with a model double behind an OpenAI-compatible server on 127.0.0.1.
+    Whose analysts cite ids they were never given (every report the rules brain's, after a re-ask):
+    the backtest prints a FLAG under its table and the card fails "model decided"; a double that
+    answers well gets neither."""
+    from fincon.testing.doubles import TeamStub
+    from fincon.testing.server import DoubleServer
+
+    monkeypatch.chdir(tmp_path)
+    common = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "llm", "--param",
+              "fincon.embedder=hashing", "--llm-backend", "openai", "--llm-model", "stub", "--llm-knowledge-cutoff",
+              "2019-01-01", "--start", "2022-10-05", "--end", "2022-10-12", "--no-progress", "--ledger", "off",
+              "--no-benchmark"]  # fmt: skip
+    for name, double in (("bad", TeamStub(bad_ids=True)), ("good", TeamStub())):
+        with DoubleServer(double) as url:
+            assert main([*common, "--llm-base-url", url, "--llm-cache-path", f"{name}.sqlite", "--out", name]) == 0
+        out = capsys.readouterr().out
+        row = _rows(run_card(tmp_path / name))["model decided"]
+        if name == "bad":
+            flags = [line for line in out.splitlines() if line.startswith("FLAG: fincon: the rules stood in")]
+            assert flags == [f"FLAG: fincon: {row['measured']}"] and row["verdict"] == FAIL
+            # five decided days (the window's last close decides nothing): the six analysts on the first,
+            # then those with something new to read (2, 2, 1, 1): 12 answers, every one replaced
+            assert row["measured"].startswith("the rules stood in for 12 answer(s) invalid twice, on 5 of the 5 days")
+        else:
+            assert "FLAG: fincon" not in out and row["verdict"] == "pass"
+            assert (
+                row["measured"]
+                == "every answer the model's: the rules stood in on 0 of the 5 days the model was asked (0.0%)"
+            )

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any
 
-from fincon import engine, workflow
+from fincon import engine, report as reports, workflow
 from fincon.cli.args import ledger_path
 from fincon.cli.broker_flags import add_broker, broker_overrides, check_broker_flags
 from fincon.cli.flags import add, given
@@ -325,6 +325,9 @@ def run_and_report(
         )
         for flag in short_window_flags(columns):
             print(f"FLAG: {flag}")
+        for name, folder in report.run_dirs.items():  # the card's "model decided" row, as it fails
+            if stood_in := reports.rules_flag(folder):
+                print(f"FLAG: {name}: {stood_in}")
         for name, result in report.results.items():
             line = _llm_line(result.strategy_summary)
             if line:

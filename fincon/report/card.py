@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 from pydantic import ValidationError
@@ -225,15 +225,15 @@ def disaggregation(ev: Evidence) -> Verdict:
     return FAIL, f"reported, none informative (every interval includes chance); {how}"
 
 
-def model_decided(ev: Evidence) -> Verdict:
-    """Are the figures the model's? An answer invalid twice is replaced by the rules (the team's rules
-    brain, llm-trader's momentum, finsent's lexicon), counted in each run's ``llm_usage.csv``; on more
-    than ``MAX_FALLBACK`` of the days the model was asked, the run is partly a rules run, whatever its
-    label says (the mask's rewriter is no decision: its fallbacks are left out)."""
+def rules_stood_in(runs: Iterable[Path]) -> Verdict | None:
+    """Did the rules stand in for the model on more than ``MAX_FALLBACK`` of the days it was asked? Days
+    with a fallback (an answer invalid twice, replaced by the team's rules brain, llm-trader's momentum,
+    finsent's lexicon) over the days asked, from each run's ``llm_usage.csv`` (the mask's rewriter giving
+    up is no decision: left out); None when no model was asked. The card's row and the backtest's FLAG."""
     asked: set[tuple[Path, str]] = set()
     fell: set[tuple[Path, str]] = set()
     answers = 0
-    for run in (ev.run,) if ev.run is not None else ev.windows:
+    for run in runs:
         for row in RunRecord(run).usage:
             k = int(row.get("fallbacks") or 0)
             if row.get("agent") == "paraphrase" or not (k or int(row.get("calls") or 0)):
@@ -243,9 +243,7 @@ def model_decided(ev: Evidence) -> Verdict:
                 fell.add((run, row["day"]))
                 answers += k
     if not asked:
-        if ev.knowledge.get("label") in (None, "no-model"):
-            return PASS, "no model: nothing the rules could stand in for"
-        return NONE, "no llm_usage.csv beside the run: the model's answers cannot be counted"
+        return None
     said = f"on {len(fell)} of the {len(asked)} days the model was asked ({len(fell) / len(asked):.1%})"
     if not fell:
         return PASS, f"every answer the model's: the rules stood in {said}"
@@ -253,6 +251,23 @@ def model_decided(ev: Evidence) -> Verdict:
     if len(fell) > MAX_FALLBACK * len(asked):
         return FAIL, f"{said}: more than 1 day in 20, the figures are partly the rules' (llm_audit.jsonl says which)"
     return PASS, f"{said}: at most 1 day in 20 (llm_audit.jsonl says which)"
+
+
+def rules_flag(run: Path) -> str | None:
+    """What a backtest flags of a run whose "model decided" row fails (None when it passes)."""
+    verdict = rules_stood_in([run])
+    return verdict[1] if verdict is not None and verdict[0] == FAIL else None
+
+
+def model_decided(ev: Evidence) -> Verdict:
+    """Are the figures the model's? (:func:`rules_stood_in` over the run's, or a rolling evaluation's
+    windows', usage.)"""
+    verdict = rules_stood_in((ev.run,) if ev.run is not None else ev.windows)
+    if verdict is not None:
+        return verdict
+    if ev.knowledge.get("label") in (None, "no-model"):
+        return PASS, "no model: nothing the rules could stand in for"
+    return NONE, "no llm_usage.csv beside the run: the model's answers cannot be counted"
 
 
 def point_in_time(ev: Evidence) -> Verdict:
