@@ -579,6 +579,18 @@ def test_a_run_whose_model_answers_failed_on_many_days_is_not_graded_as_the_mode
         PASS,
         "every answer the model's: the rules stood in on 0 of the 32 days the model was asked (0.0%)",
     )
+    # a rules report read again on later days (its inputs unchanged: reused, no call) stands in on those too:
+    # a 10-K analyst's fallback on the first day is what the manager reads for a quarter
+    reused = _usage(tmp_path / "reused", [(d, a, c, f if i < 2 else 0) for i, (d, a, c, f) in enumerate(team)])
+    (reused / "llm_audit.jsonl").write_text(
+        "".join(f'{{"event": "reuse", "agent": "10-k/TSLA", "day": "{d}", "of": "fallback"}}\n' for d in days[1:5])
+    )
+    assert model_decided(ev(reused)) == (
+        "fail",
+        "the rules stood in for 1 answer(s) invalid twice, on 5 of the 32 days the model was asked (15.6%; on 4 "
+        "of them a report of theirs read again): more than 1 day in 20, the figures are partly the rules' "
+        "(llm_audit.jsonl says which)",
+    )
     assert model_decided(ev(tmp_path / "nothing", "no-model")) == (
         PASS,
         "no model: nothing the rules could stand in for",
@@ -659,6 +671,10 @@ def test_a_backtest_flags_a_run_the_rules_decided_and_its_card_fails_it(tmp_path
             # five decided days (the window's last close decides nothing): the six analysts on the first,
             # then those with something new to read (2, 2, 1, 1): 12 answers, every one replaced
             assert row["measured"].startswith("the rules stood in for 12 answer(s) invalid twice, on 5 of the 5 days")
+            reread = [json.loads(line) for line in (tmp_path / name / "llm_audit.jsonl").read_text().splitlines()]
+            reread = [e for e in reread if e["event"] == "reuse" and e.get("of") == "fallback"]
+            assert {e["agent"] for e in reread} >= {"10-k/TSLA", "10-q/TSLA"}  # filings read again, the rules'
+
         else:
             assert "FLAG: fincon" not in out and row["verdict"] == "pass"
             assert (

@@ -228,13 +228,17 @@ def disaggregation(ev: Evidence) -> Verdict:
 def rules_stood_in(runs: Iterable[Path]) -> Verdict | None:
     """Did the rules stand in for the model on more than ``MAX_FALLBACK`` of the days it was asked? Days
     with a fallback (an answer invalid twice, replaced by the team's rules brain, llm-trader's momentum,
-    finsent's lexicon) over the days asked, from each run's ``llm_usage.csv`` (the mask's rewriter giving
-    up is no decision: left out); None when no model was asked. The card's row and the backtest's FLAG."""
+    finsent's lexicon), from each run's ``llm_usage.csv`` (the mask's rewriter giving up is no decision:
+    left out), or on which such a report was read again (its inputs unchanged: a ``reuse`` event ``of`` a
+    fallback in ``llm_audit.jsonl``; a 10-K analyst's is read for a quarter), over the days asked; None
+    when no model was asked. The card's row and the backtest's FLAG."""
     asked: set[tuple[Path, str]] = set()
     fell: set[tuple[Path, str]] = set()
+    again: set[tuple[Path, str]] = set()
     answers = 0
     for run in runs:
-        for row in RunRecord(run).usage:
+        record = RunRecord(run)
+        for row in record.usage:
             k = int(row.get("fallbacks") or 0)
             if row.get("agent") == "paraphrase" or not (k or int(row.get("calls") or 0)):
                 continue
@@ -242,9 +246,13 @@ def rules_stood_in(runs: Iterable[Path]) -> Verdict | None:
             if k:
                 fell.add((run, row["day"]))
                 answers += k
+        again |= {(run, e["day"]) for e in record.audit if e.get("event") == "reuse" and e.get("of") == "fallback"}
     if not asked:
         return None
-    said = f"on {len(fell)} of the {len(asked)} days the model was asked ({len(fell) / len(asked):.1%})"
+    asked |= again
+    fell |= again
+    reread = f"; on {len(again)} of them a report of theirs read again" if again else ""
+    said = f"on {len(fell)} of the {len(asked)} days the model was asked ({len(fell) / len(asked):.1%}{reread})"
     if not fell:
         return PASS, f"every answer the model's: the rules stood in {said}"
     said = f"the rules stood in for {answers} answer(s) invalid twice, {said}"

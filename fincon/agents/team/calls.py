@@ -25,6 +25,13 @@ def _digest(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def _of(answer: Answer) -> dict[str, str]:
+    """What a reuse event adds when the report read again was the rules' (a fallback): the card counts
+    the days it stands in (fincon.report.card.rules_stood_in); nothing otherwise, so a run without
+    fallbacks writes the audit it always did."""
+    return {"of": "fallback"} if answer.via == "fallback" else {}
+
+
 class Calls:
     """Mixin of :class:`~fincon.agents.team.strategy.FinConTeam`: needs
     ``brain``, ``ledger``, ``roles``, ``protocol``, ``universe``,
@@ -40,7 +47,7 @@ class Calls:
                 out[n] = Answer(AnalystReport(role=inp.role, ticker=inp.ticker), "empty")
             elif prev is not None and prev[0] == digest:
                 out[n] = Answer(prev[1].report, "reuse")
-                self.ledger.record_event("reuse", inp.agent, day, digest=digest[:16])
+                self.ledger.record_event("reuse", inp.agent, day, digest=digest[:16], **_of(prev[1]))
             else:
                 role = next(r for r in self.roles if r.name == inp.role)
                 tasks.append(lambda role=role, inp=inp: self.brain.answer(analyst_question(role, inp)))
@@ -79,7 +86,7 @@ class Calls:
         )
         prev = self._last.get(agent)
         if prev is not None and prev[0] == digest:
-            self.ledger.record_event("reuse", agent, day, digest=digest[:16])
+            self.ledger.record_event("reuse", agent, day, digest=digest[:16], **_of(prev[1]))
             self.counts["reused"] += 1
 
             return self.protocol.decide(Reuse(prev[1].report), task, view, self.universe)
