@@ -232,6 +232,11 @@ class RunRecord:
         return read_jsonl(self.path / AUDIT)
 
     @cached_property
+    def orders(self) -> list[dict[str, str]]:
+        """``orders.csv`` as text rows ([] without one)."""
+        return read_csv_rows(self.path / ORDERS)
+
+    @cached_property
     def calls(self) -> list[dict[str, str]]:
         """``llm_calls.csv``: each model call's day, agent and cache key ([] without one)."""
         return read_csv_rows(self.path / "llm_calls.csv")

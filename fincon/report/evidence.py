@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from fincon.config import FLAT_COST_KEYS, BrokerConfig
 from fincon.data.dataset import open_dataset
-from fincon.engine.record import CONFIG, DECISIONS, METRICS, ORDERS, RunRecord, read_csv_rows
+from fincon.engine.record import CONFIG, DECISIONS, METRICS, ORDERS, RunRecord
 from fincon.errors import DataError, FinconError
 from fincon.report.calibration import calibration
 from fincon.validation import format_validation_error
@@ -159,7 +159,7 @@ class Evidence:
         commission = traded = 0.0
         for run in (self.run,) if self.run is not None else self.windows:
             try:
-                for r in read_csv_rows(run / ORDERS):
+                for r in RunRecord(run).orders:
                     traded += abs(float(r.get("filled") or 0) * float(r.get("price") or 0))
                     commission += float(r.get("commission") or 0)
             except ValueError:
