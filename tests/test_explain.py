@@ -139,3 +139,17 @@ def test_explain_of_finsents_day_is_not_read_as_a_team_and_names_the_items_it_sc
         "{'TSLA': 'hold'}, and the 3 items it scored (TSLA-call-2022Q3 -1, TSLA-news-20221101-0 +1, "
         "TSLA-news-20221101-1 +1): fincon explain --json prints the line"
     )
+
+
+def test_a_day_the_rules_decided_for_the_manager_says_why():
+    """`fincon explain` of a day whose manager answer was invalid twice printed "manager (fallback, 2
+    call(s) ...)" and the rules' rationale as if it were the model's; it says, as an analyst's line
+    does, that the model's answer was invalid twice and the rules brain decided."""
+    from fincon.agents.records import format_day
+
+    day = {"date": "2022-10-03", "record": {"brain": "llm", "protocol": "fincon", "pool": ["TSLA"], "agents": [],
+           "manager": {"via": "fallback", "calls": 2, "reflections_read": 0, "rationale": "TSLA: weighted view +0.17"}}}  # fmt: skip
+    text = format_day(day)
+    assert "manager (model answer invalid twice, rules brain used; 2 call(s), 0 reflection(s) read):" in text
+    day["record"]["manager"]["via"] = "llm"
+    assert "manager (llm, 2 call(s), 0 reflection(s) read):" in format_day(day)

@@ -87,9 +87,8 @@ def format_day(entry: dict[str, Any]) -> str:
                 if isinstance(p, dict)
             )
         )
-    out.append(
-        f"manager ({m.get('via')}, {m.get('calls', 0)} call(s), {m.get('reflections_read', 0)} reflection(s) read):"
-    )
+    how = "model answer invalid twice, rules brain used;" if m.get("via") == "fallback" else f"{m.get('via')},"
+    out.append(f"manager ({how} {m.get('calls', 0)} call(s), {m.get('reflections_read', 0)} reflection(s) read):")
     out.append(_wrap(m.get("rationale") or entry.get("rationale", ""), "  "))
     relied = m.get("relied_on") or entry.get("evidence") or []
     if relied:
