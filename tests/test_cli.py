@@ -169,6 +169,14 @@ def test_plot_command_draws_several_runs(tmp_path, capsys):
     png = tmp_path / "cmp.png"
     assert main(["plot", *map(str, runs), "--out", str(png)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    assert "share no day" not in capsys.readouterr().out
+    # a run of another window beside them: said (their curves are side by side, not against each other)
+    early = tmp_path / "early"
+    assert main(["backtest", "--ticker", "NVDA", "--start", "2019-01-02", "--end", "2019-02-28", "--out", str(early),
+                 "--no-progress", "--no-benchmark"]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert main(["plot", *map(str, runs), str(early), "--out", str(png)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith(f"note: {early} (2019-01-02..2019-02-28) and ")
     assert main(["plot", str(tmp_path / "nothing")]) == 2
     assert "not a run directory" in capsys.readouterr().err
 

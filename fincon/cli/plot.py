@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from fincon import engine, workflow
 from fincon.cli.flags import Args, add
@@ -144,4 +144,23 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise FinconError(f"cannot write {args.out}: {exc.strerror or exc}") from None
     print(f"wrote {args.out} ({len(curves)} run{'s' if len(curves) != 1 else ''})")
+    if note := _apart(curves):
+        print(note)
     return 0
+
+
+def _apart(curves: dict[str, Any]) -> str | None:
+    """A line when two of the runs share no day: their curves are side by side on the date axis, and a
+    reader comparing them compares two markets (found by hand: MSFT 2020-21 beside TSLA 2022-23)."""
+    spans = {k: (c.index[0], c.index[-1]) for k, c in curves.items() if len(c)}
+    if len(spans) < 2:
+        return None
+    first = min(spans, key=lambda k: spans[k][1])  # ends first
+    last = max(spans, key=lambda k: spans[k][0])  # starts last
+    if spans[last][0] <= spans[first][1]:
+        return None
+    when = {k: f"{spans[k][0]:%Y-%m-%d}..{spans[k][1]:%Y-%m-%d}" for k in (first, last)}
+    return (
+        f"note: {first} ({when[first]}) and {last} ({when[last]}) share no day: their curves stand side by "
+        "side on one date axis, not against each other"
+    )
