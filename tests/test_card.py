@@ -674,6 +674,11 @@ def test_a_backtest_flags_a_run_the_rules_decided_and_its_card_fails_it(tmp_path
             reread = [json.loads(line) for line in (tmp_path / name / "llm_audit.jsonl").read_text().splitlines()]
             reread = [e for e in reread if e["event"] == "reuse" and e.get("of") == "fallback"]
             assert {e["agent"] for e in reread} >= {"10-k/TSLA", "10-q/TSLA"}  # filings read again, the rules'
+            days = [json.loads(line) for line in (tmp_path / name / "decisions.jsonl").read_text().splitlines()]
+            again = {(d["date"], a["agent"]) for d in days for a in d["record"]["agents"] if a.get("of") == "fallback"}
+            assert again == {
+                (e["day"], e["agent"]) for e in reread if e["agent"] != "manager"
+            }  # the record says so too
 
         else:
             assert "FLAG: fincon" not in out and row["verdict"] == "pass"

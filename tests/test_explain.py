@@ -153,3 +153,16 @@ def test_a_day_the_rules_decided_for_the_manager_says_why():
     assert "manager (model answer invalid twice, rules brain used; 2 call(s), 0 reflection(s) read):" in text
     day["record"]["manager"]["via"] = "llm"
     assert "manager (llm, 2 call(s), 0 reflection(s) read):" in format_day(day)
+
+
+def test_a_rules_report_read_again_is_named_the_rules_in_explain():
+    """A report reused on a later day (its inputs unchanged, no call) that was the rules' fallback read
+    "reused yesterday's report": the record says `"of": "fallback"` and explain names it the rules'."""
+    from fincon.agents.records import format_day
+
+    agent = {"agent": "10-k/TSLA", "via": "reuse", "of": "fallback", "direction": "neutral", "confidence": 0.5}
+    day = {"date": "2022-10-06", "record": {"agents": [agent], "manager": {"via": "llm", "calls": 1}}}
+    assert "10-k/TSLA: neutral (0.50)  [reused yesterday's report, the rules brain's (the model's answer was " \
+           "invalid twice; inputs unchanged, no call)]" in format_day(day)  # fmt: skip
+    del agent["of"]
+    assert "10-k/TSLA: neutral (0.50)  [reused yesterday's report (inputs unchanged, no call)]" in format_day(day)

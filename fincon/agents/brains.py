@@ -80,14 +80,16 @@ class Question:
 
 @dataclass(frozen=True)
 class Answer:
-    """A report plus how it was obtained: ``via`` is llm, rules or fallback;
-    ``calls`` counts model calls (a re-ask is a second call)."""
+    """A report plus how it was obtained: ``via`` is llm, rules or fallback (or reuse, empty);
+    ``calls`` counts model calls (a re-ask is a second call); ``of``: a reused report's own ``via``
+    when that was a fallback (the rules' report read again), else None."""
 
     report: Any
     via: str
     calls: int = 0
     keys: tuple[str, ...] = ()
     errors: tuple[str, ...] = field(default_factory=tuple)
+    of: str | None = None
 
 
 # -- the rules -----------------------------------------------------------------

@@ -51,7 +51,12 @@ def format_day(entry: dict[str, Any]) -> str:
         via = a.get("via")
         calls = a.get("calls", 0)
         how = {
-            "reuse": "reused yesterday's report (inputs unchanged, no call)",
+            "reuse": "reused yesterday's report"
+            + (
+                ", the rules brain's (the model's answer was invalid twice; inputs unchanged, no call)"
+                if a.get("of") == "fallback"
+                else " (inputs unchanged, no call)"
+            ),
             "empty": "nothing to read",
             "fallback": f"model answer invalid twice, rules brain used ({calls} calls)",
             "llm": f"model, {calls} call{'s' if calls != 1 else ''}",

@@ -26,9 +26,9 @@ def _digest(obj: Any) -> str:
 
 
 def _of(answer: Answer) -> dict[str, str]:
-    """What a reuse event adds when the report read again was the rules' (a fallback): the card counts
-    the days it stands in (fincon.report.card.rules_stood_in); nothing otherwise, so a run without
-    fallbacks writes the audit it always did."""
+    """What a reuse event and the reused answer (its record) add when the report read again was the rules'
+    (a fallback): the card counts the days it stands in (fincon.report.card.rules_stood_in), explain names
+    it; nothing otherwise, so a run without fallbacks writes what it always did."""
     return {"of": "fallback"} if answer.via == "fallback" else {}
 
 
@@ -46,7 +46,7 @@ class Calls:
             if not inp.items:
                 out[n] = Answer(AnalystReport(role=inp.role, ticker=inp.ticker), "empty")
             elif prev is not None and prev[0] == digest:
-                out[n] = Answer(prev[1].report, "reuse")
+                out[n] = Answer(prev[1].report, "reuse", **_of(prev[1]))
                 self.ledger.record_event("reuse", inp.agent, day, digest=digest[:16], **_of(prev[1]))
             else:
                 role = next(r for r in self.roles if r.name == inp.role)
@@ -106,6 +106,7 @@ class Calls:
         return {
             "agent": inp.agent,
             "via": ans.via,
+            **({"of": ans.of} if ans.of else {}),
             "calls": ans.calls,
             "keys": [k[:16] for k in ans.keys],
             "direction": r.direction,
