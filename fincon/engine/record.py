@@ -51,6 +51,7 @@ SUMMARY = "summary.json"
 CHART = "equity.png"
 USAGE = "llm_usage.csv"
 AUDIT = "llm_audit.jsonl"
+CALLS = "llm_calls.csv"
 
 
 # -- small readers -----------------------------------------------------------------------------
@@ -239,7 +240,7 @@ class RunRecord:
     @cached_property
     def calls(self) -> list[dict[str, str]]:
         """``llm_calls.csv``: each model call's day, agent and cache key ([] without one)."""
-        return read_csv_rows(self.path / "llm_calls.csv")
+        return read_csv_rows(self.path / CALLS)
 
     def masked_note(self, date: str) -> str | None:
         """For a masked run, what a reader of its day (``fincon explain``, the report's timeline) must
