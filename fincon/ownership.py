@@ -17,6 +17,7 @@ import os
 import shutil
 import socket
 import sqlite3
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,6 +99,21 @@ def is_fincon_png(path: Path) -> bool:
     except OSError:
         return False
     return head.startswith(b"\x89PNG") and PNG_MARK in head
+
+
+def sqlite_wal(conn: sqlite3.Connection, seconds: float = 30.0) -> None:
+    """Switch ``conn``'s file to WAL, waiting up to ``seconds`` for another process that holds it. SQLite
+    gives the switch no busy wait: two runs creating one file at once (a call cache, the trial ledger)
+    had the second fail at once with "database is locked", whatever its busy_timeout said."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def sqlite_foreign(path: Path, tables: dict[str, tuple[str, ...]]) -> str | None:

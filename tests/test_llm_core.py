@@ -619,3 +619,37 @@ def test_a_strategys_own_llm_settings_are_typed_when_the_config_loads(tmp_path):
                                f"strategy_params.{'finsent' if key == 'backend' else 'fincon'}.llm.{key}": value})  # fmt: skip
         message = str(err.value).replace("finsent", "fincon")
         assert said in message and "\n" not in message
+
+
+def test_two_runs_creating_one_cache_at_once_both_open_it(tmp_path):
+    """Two masked team runs started together on a new --llm-cache-path: the second stopped before its
+    first day with "not a usable SQLite file (database is locked)" (9 of 15 races of two processes).
+    SQLite gives the switch to WAL no busy wait: while the other run held its first write, the switch
+    failed at once, whatever busy_timeout said. It is tried again, as a busy write waits."""
+    import sqlite3
+    import threading
+    import time
+
+    from fincon.llm.cache import CacheMode, CallCache
+
+    path = tmp_path / "one.sqlite"
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")  # the other run, mid-way through creating the file
+    opened: dict[str, object] = {}
+
+    def open_it():
+        t0 = time.monotonic()
+        try:
+            CallCache(path, CacheMode.READ_WRITE)._connection(create=True)
+            opened["waited"] = time.monotonic() - t0
+        except Exception as exc:  # noqa: BLE001 - the test reports what it was
+            opened["error"] = str(exc)
+
+    worker = threading.Thread(target=open_it)
+    worker.start()
+    time.sleep(0.3)
+    other.execute("COMMIT")
+    worker.join(10)
+    assert "error" not in opened, opened
+    assert opened["waited"] >= 0.25  # it waited for the other run, as a write would
+    other.close()

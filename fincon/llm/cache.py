@@ -54,7 +54,7 @@ from fincon import llm
 from fincon.llm.errors import CacheMiss, LLMError
 from fincon.llm.schema import canonical_json
 from fincon.llm.types import Message, SamplingParams
-from fincon.ownership import sqlite_foreign
+from fincon.ownership import sqlite_foreign, sqlite_wal
 
 DEFAULT_CACHE_PATH = Path("runs/.cache/llm.sqlite")
 #: set by the Ray executor in its workers: the actor that owns the cache files
@@ -191,7 +191,7 @@ class CallCache:
         try:
             conn.execute("PRAGMA busy_timeout=30000")
             if self.mode is not CacheMode.REPLAY:
-                conn.execute("PRAGMA journal_mode=WAL")
+                sqlite_wal(conn)
                 conn.execute(_SCHEMA)
             else:
                 conn.execute("SELECT COUNT(*) FROM calls").fetchone()

@@ -33,6 +33,8 @@ from typing import Sequence
 
 import numpy as np
 
+from fincon.ownership import sqlite_wal
+
 _SCHEMA = "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vec BLOB NOT NULL)"
 
 
@@ -56,7 +58,7 @@ class VectorCache:
             if self.writes:
                 conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
                 conn.execute("PRAGMA busy_timeout=30000")
-                conn.execute("PRAGMA journal_mode=WAL")  # as the call cache opens it
+                sqlite_wal(conn)  # as the call cache opens it
             else:  # read only, no -wal/-shm beside a recording shipped in a checkout
                 conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
             self._conn = conn

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from fincon.errors import ConfigError
-from fincon.ownership import sqlite_foreign
+from fincon.ownership import sqlite_foreign, sqlite_wal
 from fincon.workflow.tables import MIN_STAT_DAYS
 
 COLUMNS = (
@@ -210,7 +210,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     check(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(path), timeout=30)
-    conn.execute("PRAGMA journal_mode=WAL")
+    sqlite_wal(conn)
     conn.execute(SCHEMA)
     have = {r[1] for r in conn.execute("PRAGMA table_info(trials)")}
     for col, decl in _ADDED.items():  # a ledger from before the column: its rows are trials, daily Sharpe unknown
