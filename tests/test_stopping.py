@@ -1,4 +1,4 @@
-"""A stop signal that lands in a finalizer still stops (fincon.workflow.stopping).
+"""A stop signal lost on its way out still stops (fincon.stopping): in a finalizer, in a library.
 
 Python cannot raise an exception in a ``__del__``: it prints "Exception
 ignored in ..." and goes on. A SIGTERM that arrived during a tqdm bar's
@@ -73,3 +73,88 @@ print(failure.message)
     )
     assert lines[0] == "failed True"
     assert "terminated (SIGTERM) before the unit finished" in lines[1]
+
+
+#: a backtest whose third day's record sends the run SIGTERM and then swallows the stop (a library's bare
+#: except) or turns it into 'Bad file descriptor' (CPython 3.11's shutil.rmtree); python -c ARGS
+LOST_IN_A_DAY = """
+import errno, os, signal, sys, time
+from fincon.cli.main import main
+from fincon.engine import backtest
+record, days = backtest._Loop._record_decision, []
+def recorded(self, *args):
+    record(self, *args)
+    days.append(1)
+    if len(days) == 3:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(20)
+        except BaseException:
+            if sys.argv[1] == "ebadf":
+                raise OSError(errno.EBADF, "Bad file descriptor")
+backtest._Loop._record_decision = recorded
+sys.exit(main(["backtest", "--ticker", "TSLA", "--strategy", "buy-and-hold", "--start", "2022-10-05",
+               "--end", "2022-11-30", "--out", "runs", "--no-progress"]))
+"""
+
+
+def test_a_backtest_stops_on_a_sigterm_a_library_swallowed_or_turned_into_an_error(tmp_path):
+    """The run ends at the next day with 143 and leaves no folder. Before the fix: exit 0 with the whole
+    run written (swallowed), and a traceback of 'OSError: Bad file descriptor' with exit 1 (ebadf)."""
+    for lost in ("swallow", "ebadf"):
+        res = subprocess.run([sys.executable, "-c", LOST_IN_A_DAY, lost], cwd=tmp_path, capture_output=True,
+                             text=True, timeout=120)  # fmt: skip
+        assert (res.returncode, res.stderr) == (143, "fincon: terminated; partial output removed\n"), lost
+        assert not (tmp_path / "runs").exists()
+
+
+def test_an_experiments_status_says_interrupted_when_a_stop_became_an_error(tmp_path):
+    """A study's status file said 'failed' with the error's text when a stop came out as another error
+    (resume would have read a failure the user did not have)."""
+    lines = _run(
+        """
+import errno, json
+from pathlib import Path
+from fincon.cli.main import Terminated, _stoppable
+from fincon.errors import FinconError
+from fincon.workflow.status import marking
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+marker = Path(%r) / "status.json"
+try:
+    with _stoppable(), marking(marker, {}):
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(20)
+        except Terminated:
+            raise FinconError("cannot write: Bad file descriptor")
+except Terminated as exc:
+    print(type(exc.__cause__).__name__, json.loads(marker.read_text())["status"])
+"""
+        % str(tmp_path)
+    )
+    assert lines == ["FinconError interrupted"]
+
+
+def test_an_experiment_worker_reports_a_stop_that_became_an_error_as_the_stop():
+    """Before the fix the unit failed with 'OSError: Bad file descriptor' (a bug to report, not a stop to
+    resume from); the worker then takes its next unit afresh."""
+    lines = _run(
+        """
+import errno
+from fincon.workflow.process_pool import _Stopped, _run, _worker_init
+_worker_init()
+def stopped_in_rmtree():
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(20)
+    except _Stopped:
+        raise OSError(errno.EBADF, "Bad file descriptor")
+status, failure = _run((0, stopped_in_rmtree))
+print(status, failure.message)
+print(*_run((1, lambda: "next")))
+"""
+    )
+    assert lines == [
+        "failed its worker process was terminated (SIGTERM) before the unit finished; rerun the same command to resume",
+        "ok next",
+    ]

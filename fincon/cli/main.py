@@ -21,9 +21,8 @@ import signal
 import sys
 from typing import Iterator
 
-from fincon import __version__, workflow
+from fincon import __version__, stopping, workflow
 from fincon.errors import FinconError
-from fincon.workflow.stopping import resend_swallowed
 
 COMMANDS = (
     "fincon.cli.backtest",
@@ -80,24 +79,28 @@ def _on_sigterm(signum, frame):
 
 @contextlib.contextmanager
 def _stoppable() -> Iterator[None]:
-    """SIGTERM raises :class:`Terminated` in the main thread while the
-    command runs, and a Terminated or KeyboardInterrupt that Python swallowed
-    in a finalizer is sent again (:mod:`fincon.workflow.stopping`); the
-    handler and hook before are put back after. In embedded use (not the
-    main thread) signals are left alone."""
+    """SIGTERM raises :class:`Terminated` and Ctrl-C KeyboardInterrupt in the
+    main thread while the command runs, also when the stop was lost on its
+    way out (:mod:`fincon.stopping`): swallowed by a finalizer (sent again),
+    or turned into another error (that error ends the command as the stop,
+    its notes kept). The handlers and hook before are put back after. In
+    embedded use (not the main thread) signals are left alone."""
     try:
-        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+        undo = stopping.install({signal.SIGTERM: Terminated, signal.SIGINT: KeyboardInterrupt})
     except ValueError:  # not the main thread
         yield
         return
-    undo = resend_swallowed({Terminated: signal.SIGTERM, KeyboardInterrupt: signal.SIGINT})
     try:
         yield
+    except BaseException as exc:
+        stop = stopping.received()
+        if stop is None or isinstance(exc, stop):
+            raise
+        instead = stop()  # e.g. shutil.rmtree's 'Bad file descriptor': what the user did was stop the command
+        instead.__notes__ = list(getattr(exc, "__notes__", ()))
+        raise instead from exc
     finally:
-        try:
-            undo()
-        finally:
-            signal.signal(signal.SIGTERM, previous)
+        undo()
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from fincon import stopping
 from fincon.data.view import MarketData, PortfolioSnapshot
 from fincon.engine.broker import BrokerSettings, size_orders
 from fincon.engine.feed import make_feed
@@ -98,21 +99,14 @@ class _Loop:
         self.llm_cost = np.zeros(n)  # charge_llm: the model spend charged on each day
         self.charged = 0.0
         self.days_done = 0
-        self.bar = tqdm(
-            total=n,
-            unit="day",
-            delay=2.0,
-            disable=not progress,
-            file=sys.stderr,
-            desc=strategy.name,
-            leave=False,
-            dynamic_ncols=True,
-        )
+        self.bar = tqdm(total=n, unit="day", delay=2.0, disable=not progress, file=sys.stderr, desc=strategy.name,
+                        leave=False, dynamic_ncols=True)  # fmt: skip
 
     # -- one trading day -------------------------------------------------
     def on_bar(self, bts: _Bridge) -> None:
         if self.stopped:
             return
+        stopping.check()  # a stop lost on its way out (fincon.stopping) ends the run here
         i = len(bts) - 1
         datas = bts.datas
         broker = bts.broker
@@ -148,6 +142,7 @@ class _Loop:
             else:
                 decision = self.strategy.decide(view)
         except (StopRun, FinconError) as stop:
+            stopping.check()  # a failure a stop caused is the stop
             # A user-actionable failure mid-run (a dead LLM server, a spent
             # budget) ends the run cleanly: everything up to the previous
             # day is kept and the run is marked stopped_early.

@@ -46,7 +46,7 @@ from typing import Any, Callable
 import pandas as pd
 import yaml
 
-from fincon import __version__, workflow
+from fincon import __version__, stopping, workflow
 from fincon.config import RunConfig
 from fincon.engine import artifacts
 from fincon.engine.resume import Resume, StateError
@@ -221,7 +221,7 @@ def step(
             n = len({e["decided"] for e in journal.entries()[start:] if e["kind"] == "session"})
         except FinconError:
             n = len({e["decided"] for e in sealed if e["kind"] == "session"})
-        if n and not isinstance(exc, FinconError):  # a stop (SIGTERM, Ctrl-C): what the CLI says on the way out
+        if n and (not isinstance(exc, FinconError) or stopping.received()):  # a stop: what the CLI says on the way out
             exc.add_note(f"{workflow.KEPT}the {n} session{'s' if n > 1 else ''} this step sealed "
                          f"{'are' if n > 1 else 'is'} kept in {root}: step again to go on")  # fmt: skip
         raise
@@ -280,6 +280,7 @@ def _step(root: Path, until: dt.date | None, progress: bool, clock: Clock, seale
                 sealed.append(journal.miss(lost, "no step ran for this session", stamp(clock)))
             todo = [day]
         for day in todo:
+            stopping.check()  # a stop lost on its way out (fincon.stopping) ends the step here
             try:
                 for entry in _decide(root, plan, journal, day, progress, clock):
                     sealed.append(entry)

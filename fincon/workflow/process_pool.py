@@ -32,43 +32,46 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Sequence
 
+from fincon import stopping
 from fincon.errors import FinconError
-from fincon.workflow.stopping import resend_swallowed
 from fincon.workflow.unit_failures import UNITS_PER_WORKER, Task, UnitFailure, one_line, phase_error
 
 
 class _Stopped(SystemExit):
     """SIGTERM in a worker (exit status 143)."""
 
-
-def _stop(signum, frame) -> None:
-    raise _Stopped(143)
+    def __init__(self) -> None:
+        super().__init__(143)
 
 
 def _worker_init() -> None:
     """In each worker: Ctrl-C is the driver's to handle (it stops the
     workers); SIGTERM (how the driver stops them) unwinds the unit so its
-    ``with`` blocks clean up, also when it first lands in a finalizer
-    (:mod:`fincon.workflow.stopping`; for the worker's lifetime)."""
+    ``with`` blocks clean up, also when it was lost on its way out
+    (:mod:`fincon.stopping`; for the worker's lifetime)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _stop)
-    resend_swallowed({_Stopped: signal.SIGTERM})
+    stopping.install({signal.SIGTERM: _Stopped})
 
 
 def _run(item: tuple[int, Task]) -> tuple[str, Any]:
     _, task = item
     try:
         return "ok", task()
-    except FinconError as exc:
-        return "failed", UnitFailure(" ".join(str(exc).split()), exc.exit_code, traceback.format_exc(), fincon=True)
-    except Exception as exc:
-        return "failed", UnitFailure(f"{type(exc).__name__}: {one_line(exc)}", 1, traceback.format_exc())
-    except SystemExit:  # SIGTERM to this worker alone (the driver's own stop ends the driver first)
-        return "failed", UnitFailure(
-            "its worker process was terminated (SIGTERM) before the unit finished; rerun the same command to resume",
-            1,
-            "",
-        )
+    except BaseException as exc:
+        if isinstance(exc, SystemExit) or stopping.received():  # SIGTERM to this worker alone (the driver's
+            return "failed", UnitFailure(  # own stop ends the driver first), also one turned into an error
+                "its worker process was terminated (SIGTERM) before the unit finished; rerun the same command to "
+                "resume",
+                1,
+                "",
+            )
+        if isinstance(exc, FinconError):
+            return "failed", UnitFailure(" ".join(str(exc).split()), exc.exit_code, traceback.format_exc(), fincon=True)
+        if isinstance(exc, Exception):
+            return "failed", UnitFailure(f"{type(exc).__name__}: {one_line(exc)}", 1, traceback.format_exc())
+        raise
+    finally:
+        stopping.forget()  # a worker stopped alone takes its next unit afresh
 
 
 class ProcessPool:

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Collection, Iterator
 
+from fincon import stopping
 from fincon.errors import DataError, FinconError
 from fincon.files import write_atomic
 
@@ -186,10 +187,10 @@ def marking(marker: Path, state: dict[str, Any]) -> Iterator[None]:
     try:
         yield
     except BaseException as exc:
-        if isinstance(exc, FinconError):
+        if isinstance(exc, FinconError) and not stopping.received():  # an error a stop caused is the stop
             status = "stopped_early" if exc.exit_code == 3 else "failed"
             why = " ".join(str(exc).split())
-        elif isinstance(exc, Exception):
+        elif isinstance(exc, Exception) and not stopping.received():
             status, why = "failed", f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
         else:  # KeyboardInterrupt, SIGTERM: what the CLI says on the way out (fincon.cli.main)
             status, why = "interrupted", "Ctrl-C or SIGTERM; rerun the same command to resume"
