@@ -527,6 +527,40 @@ def test_a_full_disk_seals_nothing_and_the_next_step_completes_the_session(tmp_p
     assert main(["forward", "verify", "fw"]) == 0
 
 
+def test_a_full_disk_after_the_seal_does_not_say_nothing_was_sealed(tmp_path, monkeypatch, capsys):
+    """The disk fills once a session is sealed, while its step keeps the strategy's state for the next one
+    (a cache): the step said 'nothing sealed, the journal is as it was' over a journal holding the session
+    (found by injecting a stop at each of a step's folder removals). It says the session is sealed and
+    what was not written; the next step goes on from it, and the journal verifies."""
+    import errno
+
+    from fincon.workflow import forward
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    assert main(["forward", "init", "fw", "--ticker", "TSLA", "--strategy", "buy-and-hold", "--no-benchmark",
+                 "--simulate-from", START]) == 0  # fmt: skip
+    capsys.readouterr()
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device", "fw/state/buy-and-hold/resume.next/meta.json")
+
+    with monkeypatch.context() as m:
+        m.setattr(forward, "keep_state", full)
+        assert main(["forward", "step", "fw", "--until", "2022-10-06", "--no-progress"]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""  # the first session's step stopped after its seal, before its line
+    assert err == (
+        "fincon: error: fw: the session 2022-10-05 is sealed, but what its step keeps beside the journal could not "
+        "be written: No space left on device (fw/state/buy-and-hold/resume.next/meta.json); free the space and "
+        "step again, which writes it\n"
+    )
+    assert main(["forward", "step", "fw", "--until", "2022-10-06", "--no-progress"]) == 0
+    entries = [json.loads(x) for x in (tmp_path / "fw" / "journal.jsonl").read_text().splitlines()]
+    assert [e["decided"] for e in entries[1:]] == ["2022-10-05", "2022-10-06"]
+    assert main(["forward", "verify", "fw"]) == 0
+
+
 def _live_sma_journal(tmp_path, monkeypatch, fast: int, slow: int):
     """A journal of sma-cross (``fast``/``slow``) on TSLA whose plan reads as live (each step is given its wall
     time): the forward module, the journal's folder and the plan loader to put back before verify."""

@@ -292,11 +292,16 @@ def _step(root: Path, until: dt.date | None, progress: bool, clock: Clock, seale
                 # the simulated clock has passed a session its data never holds: missed, as a live one seals it
                 reason = f"{exc.ticker}: the source has no bar for {day} and has later ones: a hole in its data"
                 sealed.append(journal.miss(day, reason, stamp(clock)))
-            except OSError as exc:  # a full disk, a folder made read-only: before the seal, nothing is sealed
-                where = f" ({exc.filename})" if exc.filename else ""
+            except OSError as exc:  # a full disk, a folder made read-only
+                why = f"{exc.strerror or exc}{f' ({exc.filename})' if exc.filename else ''}"
+                if day in decided(journal.entries()):  # after the seal: what the step keeps beside the journal
+                    raise ForwardError(
+                        f"{root}: the session {day} is sealed, but what its step keeps beside the journal could not "
+                        f"be written: {why}; free the space and step again, which writes it"
+                    ) from None
                 raise ForwardError(
-                    f"{root}: cannot write the session {day}'s inputs or replay: {exc.strerror or exc}{where}; "
-                    "nothing sealed, the journal is as it was: free the space and step again"
+                    f"{root}: cannot write the session {day}'s inputs or replay: {why}; nothing sealed, the journal "
+                    "is as it was: free the space and step again"
                 ) from None
 
 
