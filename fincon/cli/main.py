@@ -73,10 +73,6 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"fincon: error: {message} (see `{self.prog} --help`)\n")
 
 
-def _on_sigterm(signum, frame):
-    raise Terminated()
-
-
 @contextlib.contextmanager
 def _stoppable() -> Iterator[None]:
     """SIGTERM raises :class:`Terminated` and Ctrl-C KeyboardInterrupt in the
