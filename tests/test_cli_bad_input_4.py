@@ -602,3 +602,31 @@ def test_a_training_whose_beliefs_never_moved_says_why(tmp_path, monkeypatch, ca
     assert "(version 0: the initial ones, no update ran)\n" in capsys.readouterr().out
     assert main([*tiny, "--episodes", "2", "--out", "two"]) == 0
     assert "beliefs.json  (version 1)\n" in capsys.readouterr().out
+
+
+def test_an_out_that_would_hold_the_models_call_cache_is_refused_before_anything_is_made(tmp_path, monkeypatch, capsys):
+    """`--out runs`, a user's first run of a strategy with a model: the call cache's default path is
+    runs/.cache/llm.sqlite, made before the run is written, so the run found its own folder taken and
+    went to runs-2 ("fincon: runs already exists; this run was written to runs-2", of a folder the user
+    never had). Refused in one line naming both ways out; nothing is made, no model asked. A folder of
+    its own, or the cache elsewhere, runs."""
+    monkeypatch.chdir(tmp_path)
+    common = ["backtest", "--ticker", "TSLA", "--strategy", "finsent", "--brain", "llm", "--llm-backend", "openai",
+              "--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", "stub", "--llm-knowledge-cutoff", "2019-01-01",
+              "--start", "2022-10-05", "--end", "2022-10-12", "--no-progress", "--ledger", "off"]  # fmt: skip
+    assert main([*common, "--out", "runs"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "fincon: error: --out runs would hold the model's call cache (runs/.cache/llm.sqlite, the default "
+        "--llm-cache-path), made before the run is written, so the run could not take its name: give the run a "
+        "folder of its own (--out runs/NAME) or the cache another path (--llm-cache-path FILE)"
+    ]
+    assert list(tmp_path.iterdir()) == []
+    from fincon.testing.doubles import TeamStub
+    from fincon.testing.server import DoubleServer
+
+    with DoubleServer(TeamStub()) as url:
+        common[common.index("http://127.0.0.1:9/v1")] = url
+        assert main([*common, "--out", "runs/finsent"]) == 0
+        assert main([*common, "--out", "mine", "--llm-cache-path", "calls.sqlite"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["calls.sqlite", "mine", "runs"]
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [".cache", "finsent"]

@@ -17,6 +17,7 @@ from fincon.data.inputs import RunInputs
 from fincon.errors import ConfigError
 from fincon.flag import spelled
 from fincon.llm import leakage, leakage_inputs
+from fincon.llm.cache import DEFAULT_CACHE_PATH, CacheMode
 from fincon.llm.knowledge import model_knowledge, warning
 from fincon.llm.masking_terms import mined_terms
 from fincon.strategies.base import Strategy
@@ -170,3 +171,23 @@ def check_knowledge(blocks: Mapping[str, Mapping[str, Any]], *, require: bool = 
     if warn:
         for line in lines:
             print(f"fincon: warning: {line}", file=sys.stderr)
+
+
+def check_cache_outside(strategies: Mapping[str, Strategy], out: Path) -> None:
+    """Refuse a new run directory ``out`` that a strategy's call cache would lie in: the cache is made
+    before the run is written, so the run would find its own name taken and go to ``out``-2."""
+    if out.exists():
+        return  # taken already: the run goes to a free -N name, as --out's help says
+    for s in strategies.values():
+        llm = s.llm_settings()
+        if (
+            llm is not None
+            and llm.cache is not CacheMode.OFF
+            and llm.cache_path.resolve().is_relative_to(out.resolve())
+        ):
+            flag = "the default --llm-cache-path" if llm.cache_path == DEFAULT_CACHE_PATH else "--llm-cache-path"
+            raise ConfigError(
+                f"--out {out} would hold the model's call cache ({llm.cache_path}, {flag}), made before the run "
+                f"is written, so the run could not take its name: give the run a folder of its own (--out "
+                f"{out}/NAME) or the cache another path (--llm-cache-path FILE)"
+            )

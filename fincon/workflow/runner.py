@@ -37,8 +37,7 @@ from fincon.engine.rundir import RunDir, check_out_path, write_json
 from fincon.errors import CloseOnly, ConfigError, FinconError
 from fincon.strategies.base import RunContext, Strategy
 from fincon.strategies.registry import make_strategy, params_model, strategy_names
-from fincon.workflow import trials
-from fincon.workflow.model_checks import check_knowledge, check_masking, knowledge, warn_run_without_model, with_audit
+from fincon.workflow import model_checks as checks, trials
 
 log = logging.getLogger(__name__)
 BENCHMARK = "buy-and-hold"
@@ -208,8 +207,8 @@ def plan_run(cfg: RunConfig, *, min_days: int = 2) -> RunPlan:
     cfg = with_events(cfg, inputs)
     strategies = {name: make_strategy(name, cfg.strategy_params.get(name), cfg.llm) for name in cfg.strategies}
     cfg = _resolved(cfg, strategies)
-    check_masking(cfg, inputs, strategies)
-    blocks = knowledge(cfg, strategies)
+    checks.check_masking(cfg, inputs, strategies)
+    blocks = checks.knowledge(cfg, strategies)
     market, dropped = _market(cfg, inputs, max(s.warmup for s in strategies.values()), min_days=min_days)
     days_per_year, calendar = calendar_days(cfg, market, inputs)
     cfg = cfg.model_copy(update={"metrics": cfg.metrics.model_copy(update={"days_per_year": days_per_year})})
@@ -263,16 +262,17 @@ def run_config(
     plan = plan_run(cfg, min_days=1 if decide_last else 2)
     cfg, inputs, strategies, market, settings = plan.config, plan.inputs, plan.strategies, plan.market, plan.settings
     blocks = {name: dict(b) for name, b in plan.knowledge.items()}
-    check_knowledge(blocks, require=require_after_cutoff, warn=False)  # refused before anything else
+    checks.check_knowledge(blocks, require=require_after_cutoff, warn=False)  # refused before anything else
     if warn_knowledge:
-        warn_run_without_model(cfg, blocks, require_after_cutoff, strategies)
+        checks.warn_run_without_model(cfg, blocks, require_after_cutoff, strategies)
     want_benchmark = cfg.benchmark and BENCHMARK not in strategies
     lookahead = inputs.lookahead
     target = check_out_path(out) if out is not None else default_out(cfg)
+    checks.check_cache_outside(strategies, target)
     multi = len(strategies) > 1
 
     with RunDir(target, replace=replace) as staging:
-        check_knowledge(blocks, warn=warn_knowledge)  # once the inputs are known good, before any model call
+        checks.check_knowledge(blocks, warn=warn_knowledge)  # once the inputs are known good, before any model call
         early = {n: s.lookahead() for n, s in strategies.items()}  # a strategy's own (sentiment-same-day)
         for said in (lookahead, *early.values()):
             if said and warn_knowledge:
@@ -315,7 +315,7 @@ def run_config(
                 continue
             results[name] = result
             bench = benchmark if name != BENCHMARK else None
-            blocks[name] = with_audit(blocks[name], strategy, run_path, single_cfg)
+            blocks[name] = checks.with_audit(blocks[name], strategy, run_path, single_cfg)
             write_run(
                 run_path,
                 single_cfg.to_yaml(),
