@@ -402,6 +402,23 @@ def test_temporal_integrity_passes_a_masked_run_only_when_its_audit_shows_it_bli
     )
 
 
+def test_temporal_integrity_fails_a_run_whose_decisions_read_data_from_after_them():
+    """sentiment-same-day on InvestorBench's MSFT (each day's news tags read at that day's own close, though
+    an item known only by its date may come out after it): the card failed point in time with the lookahead
+    and passed temporal integrity ("no-model") two rows above it. Nothing a decision reads may come from
+    after it, whether remembered by a model or read from the data: the row fails and names the lookahead."""
+    from fincon.report.card import FAIL, PASS, Evidence, temporal_integrity
+
+    def ev(label, look=None):
+        metrics = {"model_knowledge": {"label": label}, **({"data_lookahead": look} if look else {})}
+        return Evidence(Path("x"), None, None, None, {}, metrics, {}, [])
+
+    assert temporal_integrity(ev("no-model")) == (PASS, "no-model")
+    look = "sentiment-same-day reads each news tag at its calendar day's own decision"
+    assert temporal_integrity(ev("no-model", look)) == (FAIL, f"its decisions read data from after them: {look}")
+    assert temporal_integrity(ev("after-cutoff", look))[0] == FAIL
+
+
 def test_temporal_integrity_of_a_journal_passes_a_live_record_committed_before_each_open_whatever_the_cutoff(
     tmp_path,
 ):

@@ -67,7 +67,10 @@ def temporal_integrity(ev: Evidence) -> Verdict:
     """The window against the model's cutoff: a run inside its training data
     may be remembered. It passes after the cutoff, or masked with prompts the
     leakage audit finds blind (fincon.llm.leakage), or as a live journal whose
-    every decision was committed before its session's open (whatever the cutoff)."""
+    every decision was committed before its session's open (whatever the cutoff).
+    A run whose decisions read data from after them (point in time) fails it too."""
+    if look := ev.metrics.get("data_lookahead"):
+        return FAIL, f"its decisions read data from after them: {look}"
     why = ""
     if ev.sealed is not None:
         settled, why = settles_the_window(ev.sealed["simulated"], ev.sealed.get("anchor"))
