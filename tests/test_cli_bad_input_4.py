@@ -604,6 +604,7 @@ def test_a_training_whose_beliefs_never_moved_says_why(tmp_path, monkeypatch, ca
     assert "beliefs.json  (version 1)\n" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_an_out_that_would_hold_the_models_call_cache_is_refused_before_anything_is_made(tmp_path, monkeypatch, capsys):
     """`--out runs`, a user's first run of a strategy with a model: the call cache's default path is
     runs/.cache/llm.sqlite, made before the run is written, so the run found its own folder taken and

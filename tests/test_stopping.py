@@ -12,6 +12,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 FINALIZED = """
 import os, signal, time
 
@@ -98,6 +100,7 @@ sys.exit(main(["backtest", "--ticker", "TSLA", "--strategy", "buy-and-hold", "--
 """
 
 
+@pytest.mark.slow
 def test_a_backtest_stops_on_a_sigterm_a_library_swallowed_or_turned_into_an_error(tmp_path):
     """The run ends at the next day with 143 and leaves no folder. Before the fix: exit 0 with the whole
     run written (swallowed), and a traceback of 'OSError: Bad file descriptor' with exit 1 (ebadf)."""
