@@ -187,10 +187,11 @@ def marking(marker: Path, state: dict[str, Any]) -> Iterator[None]:
     try:
         yield
     except BaseException as exc:
-        if isinstance(exc, FinconError) and not stopping.received():  # an error a stop caused is the stop
+        stop = stopping.received()  # an error a stop caused is the stop
+        if isinstance(exc, FinconError) and not stop:
             status = "stopped_early" if exc.exit_code == 3 else "failed"
             why = " ".join(str(exc).split())
-        elif isinstance(exc, Exception) and not stopping.received():
+        elif isinstance(exc, Exception) and not stop:
             status, why = "failed", f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
         else:  # KeyboardInterrupt, SIGTERM: what the CLI says on the way out (fincon.cli.main)
             status, why = "interrupted", "Ctrl-C or SIGTERM; rerun the same command to resume"
