@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_stopping import LOSE
 
 from fincon.cli.main import main
 from fincon.testing import strict_json
@@ -1106,9 +1107,10 @@ def test_a_step_stopped_by_sigterm_says_what_it_sealed_and_kept(tmp_path):
 
 
 #: a forward step whose strategy's state is kept (after each seal) through a stand-in that, on the
-#: third session, sends the step SIGTERM and then does what a library did with the stop: python -c ARGS
-STOP_LOST = """
-import errno, os, signal, sys, time
+#: third session, sends the step SIGTERM and loses the stop as a library may; python -c ARGS
+STOP_LOST = (
+    LOSE
+    + """
 from fincon.cli.main import main
 from fincon.workflow import forward
 kept, calls = forward.keep_state, []
@@ -1116,16 +1118,11 @@ def keep_state(*args):
     kept(*args)
     calls.append(1)
     if len(calls) == 3:
-        try:
-            os.kill(os.getpid(), signal.SIGTERM)
-            time.sleep(20)
-        except BaseException:
-            if sys.argv[1] == "ebadf":  # CPython 3.11's shutil.rmtree, stopped between two lines: EBADF in its place
-                raise OSError(errno.EBADF, "Bad file descriptor")
-            # "swallow": a bare except in a library
+        lose(sys.argv[1])
 forward.keep_state = keep_state
 sys.exit(main(["forward", "step", "fw", "--until", "2022-12-30", "--no-progress"]))
 """
+)
 
 
 @pytest.mark.slow

@@ -77,10 +77,22 @@ print(failure.message)
     assert "terminated (SIGTERM) before the unit finished" in lines[1]
 
 
-#: a backtest whose third day's record sends the run SIGTERM and then swallows the stop (a library's bare
-#: except) or turns it into 'Bad file descriptor' (CPython 3.11's shutil.rmtree); python -c ARGS
-LOST_IN_A_DAY = """
+#: python source: lose(how) sends this process SIGTERM, then loses the stop as a library may: "swallow" (a
+#: bare except) or "ebadf" (CPython 3.11's shutil.rmtree, stopped between two lines, raises EBADF in its place)
+LOSE = """
 import errno, os, signal, sys, time
+def lose(how):
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(20)
+    except BaseException:
+        if how == "ebadf":
+            raise OSError(errno.EBADF, "Bad file descriptor")
+"""
+#: a backtest whose third day's record sends the run SIGTERM and loses the stop; python -c ARGS
+LOST_IN_A_DAY = (
+    LOSE
+    + """
 from fincon.cli.main import main
 from fincon.engine import backtest
 record, days = backtest._Loop._record_decision, []
@@ -88,16 +100,12 @@ def recorded(self, *args):
     record(self, *args)
     days.append(1)
     if len(days) == 3:
-        try:
-            os.kill(os.getpid(), signal.SIGTERM)
-            time.sleep(20)
-        except BaseException:
-            if sys.argv[1] == "ebadf":
-                raise OSError(errno.EBADF, "Bad file descriptor")
+        lose(sys.argv[1])
 backtest._Loop._record_decision = recorded
 sys.exit(main(["backtest", "--ticker", "TSLA", "--strategy", "buy-and-hold", "--start", "2022-10-05",
                "--end", "2022-11-30", "--out", "runs", "--no-progress"]))
 """
+)
 
 
 @pytest.mark.slow
