@@ -528,6 +528,7 @@ def test_a_full_disk_seals_nothing_and_the_next_step_completes_the_session(tmp_p
     assert main(["forward", "verify", "fw"]) == 0
 
 
+@pytest.mark.slow  # 1.9 s on 2 cores
 def test_a_full_disk_after_the_seal_does_not_say_nothing_was_sealed(tmp_path, monkeypatch, capsys):
     """The disk fills once a session is sealed, while its step keeps the strategy's state for the next one
     (a cache): the step said 'nothing sealed, the journal is as it was' over a journal holding the session
