@@ -7,7 +7,10 @@ an earlier fincon command of the same kind wrote; anything else (a user's
 notes, a data folder, files put into a run directory afterwards) is named in
 a one-line refusal and left alone. The run directories, the datasets and the
 status-file studies each know their own files; this module holds the one
-walk they share and the way a refusal names what it found.
+walk they share and the way a refusal names what it found. fincon's SQLite
+files (the call cache, the vector cache, the trial ledger) are checked as
+fincon's here too (:func:`sqlite_foreign`), and opened in WAL mode
+(:func:`sqlite_wal`) by the one helper that waits for another process.
 """
 
 from __future__ import annotations
