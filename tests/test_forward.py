@@ -170,7 +170,8 @@ def test_a_masked_team_journal_verifies_and_masks_as_a_backtest_does(tmp_path, m
     monkeypatch.setattr(artifacts, "code_sha256", lambda: "f" * 64)
     assert main(["forward", "verify", "fw"]) == 1
     err = capsys.readouterr().err
-    assert f"this journal was sealed by other fincon code (sha256 {register['code']['sha256'][:12]}" in err
+    # the entry that failed names the code that decided it (fincon.workflow.forward_code): the registered one
+    assert f"this entry was sealed by other fincon code (sha256 {register['code']['sha256'][:12]}" in err
     assert "verify it with the code that sealed it" in err
     # sealed from a checkout with uncommitted changes: no commit to send the verifier to
     sealed = {**register, "code": {**register["code"], "git_revision": "a" * 40, "git_dirty": True}}

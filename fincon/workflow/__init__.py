@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         forward as forward,
         forward_anchor as forward_anchor,
         forward_clock as forward_clock,
+        forward_code as forward_code,
         forward_score as forward_score,
         paper_protocol as paper_protocol,
         rolling as rolling,

@@ -48,13 +48,12 @@ import yaml
 
 from fincon import __version__, stopping, workflow
 from fincon.config import RunConfig
-from fincon.engine import artifacts
 from fincon.engine.resume import Resume, StateError
 from fincon.errors import CloseOnly, ConfigError, FinconError
 from fincon.files import json_text, write_atomic
 from fincon.flag import absolute
 from fincon.llm.cache import CallCache
-from fincon.workflow import forward_anchor, forward_clock, forward_ledger
+from fincon.workflow import forward_anchor, forward_clock, forward_code, forward_ledger
 from fincon.workflow.alpaca import AlpacaPaper, BrokerError, check_available, expected_after
 from fincon.workflow.forward_clock import (
     EXCHANGE,
@@ -166,11 +165,7 @@ def init(
             "ledger": ledger,
             "anchor": "git" if anchor_git else None,  # a step refuses to go on unanchored once its .git is gone
             "fincon": __version__,
-            "code": {
-                "sha256": artifacts.code_sha256(),
-                "git_revision": artifacts.git_revision(),
-                "git_dirty": artifacts.git_dirty(),
-            },  # fmt: skip
+            "code": forward_code.stamp(),
         }
     )
     forward_ledger.register(plan, entry)
@@ -237,6 +232,9 @@ def _step(root: Path, until: dt.date | None, progress: bool, clock: Clock, seale
         if problems:
             raise JournalError(f"{root}: {problems[0]}; no step is taken on a journal that does not verify")
         same_weights(plan.config, entries[0])
+        code = forward_code.stamp()
+        if other := forward_code.other_than_registered(entries[0], code):
+            print(f"fincon: warning: {root}: {other}", file=sys.stderr)
         forward_anchor.still_there(root, entries[0])
         done = decided(entries)
         gone = missed(entries)  # sealed once
@@ -282,7 +280,7 @@ def _step(root: Path, until: dt.date | None, progress: bool, clock: Clock, seale
         for day in todo:
             stopping.check()  # a stop lost on its way out (fincon.stopping) ends the step here
             try:
-                for entry in _decide(root, plan, journal, day, progress, clock):
+                for entry in _decide(root, plan, journal, day, progress, clock, code):
                     sealed.append(entry)
             except Late as exc:
                 sealed.append(journal.miss(day, str(exc), exc.at))
@@ -305,7 +303,10 @@ def _step(root: Path, until: dt.date | None, progress: bool, clock: Clock, seale
                 ) from None
 
 
-def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bool, clock: Clock = wall_clock) -> list:
+def _decide(
+    root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bool, clock: Clock = wall_clock,
+    code: dict[str, Any] | None = None,
+) -> list:  # fmt: skip
     """Freeze the inputs of ``day``, run the strategies from the first session to it, check the sealed
     decisions come out again and seal this one's."""
 
@@ -378,6 +379,7 @@ def _decide(root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bo
                 "simulated": plan.simulated,
                 "inputs": frozen,
                 "model": {k: model.get(k) for k in ("model", "cutoff", "label")},
+                "code": code or forward_code.stamp(),  # the code that decided it (fincon.workflow.forward_code)
                 "calls": calls,
                 "decision": sealed_part(last),
                 "orders": orders,

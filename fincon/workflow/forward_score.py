@@ -17,7 +17,7 @@ from fincon.engine.record import RunRecord, draw_charts
 from fincon.engine.resume import Resume
 from fincon.errors import ConfigError, FinconError
 from fincon.llm.cache import CacheMode
-from fincon.workflow import trials
+from fincon.workflow import forward_code, trials
 from fincon.workflow.forward_anchor import anchored, said
 from fincon.workflow.forward_clock import next_session, session_open
 from fincon.workflow.forward_ledger import ledger_of
@@ -88,7 +88,13 @@ def verify(root: Path, into: Path | None = None) -> dict[str, Any]:
         return {"ok": False, "problem": problems[0], "entries": len(entries), "replayed": 0}
     done = decided(entries)
     if not done:
-        return {"ok": True, "entries": len(entries), "replayed": 0, "anchor": anchor}
+        return {
+            "ok": True,
+            "entries": len(entries),
+            "replayed": 0,
+            "anchor": anchor,
+            "code": forward_code.record(entries),
+        }
     cfg = _frozen_config(root, plan, done[-1])
 
     cfg = cfg.model_copy(
@@ -120,22 +126,23 @@ def verify(root: Path, into: Path | None = None) -> dict[str, Any]:
             return {
                 "ok": False,
                 "problem": f"entry {i} (seq {e['seq']}, {e['strategy']} at {e['decided']}): the sealed decision is "
-                f"not reproduced from the frozen inputs{why}{_other_code(entries[0])}",
+                f"not reproduced from the frozen inputs{why}{_other_code(e if e.get('code') else entries[0])}",
                 "entries": len(entries),
                 "replayed": replayed,
             }
         replayed += 1
-    return {"ok": True, "entries": len(entries), "replayed": replayed, "anchor": anchor}
+    return {"ok": True, "entries": len(entries), "replayed": replayed, "anchor": anchor,
+            "code": forward_code.record(entries)}  # fmt: skip
 
 
-def _other_code(register: dict[str, Any]) -> str:
-    """What a failed replay adds when the journal was sealed by other fincon code than the verifier's (a
-    prompt reworded since asks a call the journal never made): which, and where to verify it."""
-    sealed = register.get("code") or {}
+def _other_code(entry: dict[str, Any]) -> str:
+    """What a failed replay adds when the entry (the register, or a session naming the code that decided
+    it) was sealed by other fincon code than the verifier's (a prompt reworded since asks a call the
+    journal never made): which, and where to verify it."""
+    sealed = entry.get("code") or {}
     if not sealed.get("sha256") or sealed["sha256"] == artifacts.code_sha256():
         return ""
     rev = sealed.get("git_revision")
-    at = f", commit {rev[:12]}" + (" with uncommitted changes" if sealed.get("git_dirty") else "") if rev else ""
     where = (
         " (no commit holds it: ask its author)"
         if sealed.get("git_dirty")
@@ -144,7 +151,8 @@ def _other_code(register: dict[str, Any]) -> str:
         else ""
     )
     return (
-        f"; this journal was sealed by other fincon code (sha256 {sealed['sha256'][:12]}{at}) than this one "
+        f"; this {'journal' if entry.get('kind') != 'session' else 'entry'} was sealed by other fincon code "
+        f"({forward_code.named(sealed)}) than this one "
         f"({artifacts.code_sha256()[:12]}): verify it with the code that sealed it{where}"
     )
 
@@ -209,9 +217,14 @@ def _score(root: Path, plan: Plan) -> dict[str, Any]:
     out["note"] = (  # what the page is, atop the report (it read as any backtest's)
         f"forward journal {root}: {clock}; {len(done)} sessions {plan.first}..{done[-1]}; verified when scored: the "
         f"chain, every hash, {checked['replayed']} decisions replayed; {said(checked.get('anchor')).removeprefix('; ')}"
+        f"{forward_code.said(checked['code'])}"
     )
     out["sealed"] = {"simulated": plan.simulated, "anchor": checked.get("anchor")}  # for the card's temporal integrity
     out["flags"] = significance_flags(list(out["strategies"].values()), "a journal")
+    out["flags"] += [  # a record of two codes is not the one plan it registered
+        f"{part}: not the plan it registered carried out" for part in forward_code.said(checked["code"])[2:].split("; ")
+        if "than the journal registered" in part
+    ]  # fmt: skip
     if not fam.trials:
         out["flags"].append(
             "DSR n/a: this journal was registered with the trial ledger off, so nothing counts the journals begun "
