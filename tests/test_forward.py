@@ -163,10 +163,10 @@ def test_a_masked_team_journal_verifies_and_masks_as_a_backtest_does(tmp_path, m
     assert "other fincon code" not in err  # the files are the ones that sealed it: the journal, or this process
     # the register seals the code that made the journal; a verifier on other code is told so, with its commit
     from fincon.engine import artifacts
+    from fincon.workflow import forward_code
 
     register = json.loads((tmp_path / "fw" / "journal.jsonl").read_text().splitlines()[0])
-    assert register["code"] == {"sha256": artifacts.code_sha256(), "git_revision": artifacts.git_revision(),
-                                "git_dirty": artifacts.git_dirty()}  # fmt: skip
+    assert register["code"] == forward_code.stamp() and register["code"]["sha256"] == artifacts.code_sha256()
     monkeypatch.setattr(artifacts, "code_sha256", lambda: "f" * 64)
     assert main(["forward", "verify", "fw"]) == 1
     err = capsys.readouterr().err
@@ -175,12 +175,10 @@ def test_a_masked_team_journal_verifies_and_masks_as_a_backtest_does(tmp_path, m
     assert "verify it with the code that sealed it" in err
     # sealed from a checkout with uncommitted changes: no commit to send the verifier to
     sealed = {**register, "code": {**register["code"], "git_revision": "a" * 40, "git_dirty": True}}
-    from fincon.workflow import forward_score
-
-    assert forward_score._other_code(sealed).endswith(
+    assert forward_code.hint(sealed).endswith(
         "verify it with the code that sealed it (no commit holds it: ask its author)"
     )
-    assert "commit aaaaaaaaaaaa with uncommitted changes" in forward_score._other_code(sealed)
+    assert "commit aaaaaaaaaaaa with uncommitted changes" in forward_code.hint(sealed)
 
 
 @pytest.mark.slow  # two single-agent baselines through the OpenAI path against the model double, 4 sessions

@@ -10,7 +10,7 @@ import pytest
 
 from fincon.cli.main import main
 from fincon.engine import artifacts
-from fincon.workflow import forward_score
+from fincon.workflow import forward_code
 
 SMA = ["--param", "sma-cross.fast=2", "--param", "sma-cross.slow=4"]
 
@@ -55,7 +55,7 @@ def test_sessions_decided_by_other_code_than_registered_are_named_by_step_verify
     assert main(["forward", "verify", "fw"]) == 0
     out = capsys.readouterr().out
     assert "decided by other fincon code" in out
-    assert "replayed by fincon code (sha256 cccccccccccc) that sealed none of it" in out
+    assert "replayed by fincon code (sha256 cccccccccccc" in out and "that sealed none of it: the decisions" in out
     # the score flags a record of two codes
     assert main(["forward", "score", "fw"]) == 0
     out = capsys.readouterr().out
@@ -66,7 +66,22 @@ def test_sessions_decided_by_other_code_than_registered_are_named_by_step_verify
 
 def test_a_failed_replay_names_the_code_of_the_entry_it_failed_at():
     session = {"kind": "session", "code": {"sha256": "d" * 64, "git_revision": "e" * 40, "git_dirty": False}}
-    said = forward_score._other_code(session)
+    said = forward_code.hint(session)
     assert said.startswith("; this entry was sealed by other fincon code (sha256 dddddddddddd, commit eeeeeeeeeeee)")
     assert said.endswith("verify it with the code that sealed it (git checkout eeeeeeeeeeee)")
-    assert forward_score._other_code({"kind": "session"}) == ""  # an entry from before entries named their code
+    assert forward_code.hint({"kind": "session"}) == ""  # an entry from before entries named their code
+
+
+def test_packages_other_than_the_ones_that_sealed_an_entry_are_named(monkeypatch):
+    """The same fincon files over another pandas can compute another decision: the hint names the
+    package and both versions, and sends no one to a commit (the files are the same)."""
+    now = forward_code.stamp()
+    sealed = {**now, "packages": {**now["packages"], "pandas": "1.0.0"}}
+    said = forward_code.hint({"kind": "session", "code": sealed})
+    assert f"pandas 1.0.0, not {now['packages']['pandas']}" in said and "git checkout" not in said
+    assert forward_code.hint({"kind": "session", "code": now}) == ""
+    # a step on them warns as on other files
+    warned = forward_code.other_than_registered({"code": sealed}, now)
+    assert warned is not None and f"pandas {now['packages']['pandas']}, not 1.0.0" in warned
+    assert forward_code.other_than_registered({"code": now}, now) is None
+    assert {"python", "pandas", "numpy", "backtrader"} <= set(now["packages"])

@@ -12,7 +12,6 @@ from typing import Any, Iterator
 import numpy as np
 
 from fincon import risk, workflow
-from fincon.engine import artifacts
 from fincon.engine.record import RunRecord, draw_charts
 from fincon.engine.resume import Resume
 from fincon.errors import ConfigError, FinconError
@@ -111,7 +110,7 @@ def verify(root: Path, into: Path | None = None) -> dict[str, Any]:
                                 ledger=None, decide_last=True, plots=False,
                                 resume={name: Resume(missed=frozenset(missed(entries))) for name in cfg.strategies})  # fmt: skip
         except FinconError as exc:
-            return {"ok": False, "problem": f"the replay could not run: {exc}{_other_code(entries[0])}",
+            return {"ok": False, "problem": f"the replay could not run: {exc}{forward_code.hint(entries[0])}",
                     "entries": len(entries), "replayed": 0}  # fmt: skip
     sealed = sealed_decisions(entries)
     replayed = 0
@@ -126,35 +125,13 @@ def verify(root: Path, into: Path | None = None) -> dict[str, Any]:
             return {
                 "ok": False,
                 "problem": f"entry {i} (seq {e['seq']}, {e['strategy']} at {e['decided']}): the sealed decision is "
-                f"not reproduced from the frozen inputs{why}{_other_code(e if e.get('code') else entries[0])}",
+                f"not reproduced from the frozen inputs{why}{forward_code.hint(e if e.get('code') else entries[0])}",
                 "entries": len(entries),
                 "replayed": replayed,
             }
         replayed += 1
     return {"ok": True, "entries": len(entries), "replayed": replayed, "anchor": anchor,
             "code": forward_code.record(entries)}  # fmt: skip
-
-
-def _other_code(entry: dict[str, Any]) -> str:
-    """What a failed replay adds when the entry (the register, or a session naming the code that decided
-    it) was sealed by other fincon code than the verifier's (a prompt reworded since asks a call the
-    journal never made): which, and where to verify it."""
-    sealed = entry.get("code") or {}
-    if not sealed.get("sha256") or sealed["sha256"] == artifacts.code_sha256():
-        return ""
-    rev = sealed.get("git_revision")
-    where = (
-        " (no commit holds it: ask its author)"
-        if sealed.get("git_dirty")
-        else f" (git checkout {rev[:12]})"
-        if rev
-        else ""
-    )
-    return (
-        f"; this {'journal' if entry.get('kind') != 'session' else 'entry'} was sealed by other fincon code "
-        f"({forward_code.named(sealed)}) than this one "
-        f"({artifacts.code_sha256()[:12]}): verify it with the code that sealed it{where}"
-    )
 
 
 @contextmanager
