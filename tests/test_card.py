@@ -55,8 +55,8 @@ def test_calibration_by_hand():
     assert cal["calls"] == 3 and cal["directional"] == 2  # a neutral call counts in Brier (p = 0.5), not in hits
     assert cal["brier"] == pytest.approx(((0.9 - 1) ** 2 + (0.2 - 1) ** 2 + (0.5 - 1) ** 2) / 3)
     assert cal["by_analyst"] == {  # chance: a bearish call before a rise hits never, a bullish one always
-        "10-q": {"n": 1, "hits": 0, "hit_rate": 0.0, "chance": 0.0},
-        "news": {"n": 1, "hits": 1, "hit_rate": 1.0, "chance": 1.0},
+        "10-q": {"n": 1, "hits": 0, "hit_rate": 0.0, "chance": 0.0, "judgements": 1},
+        "news": {"n": 1, "hits": 1, "hit_rate": 1.0, "chance": 1.0, "judgements": 1},
     }
     assert cal["base_rate"] == 1.0 and cal["brier_base"] == 0.0  # every call was followed by a rise
 
@@ -323,7 +323,9 @@ def test_calibration_passes_only_below_a_coin_by_more_than_its_uncertainty():
     assert few["brier"] == pytest.approx(0.2267, abs=1e-4) and few["days"] == 3
     assert few["brier_upper_95"] == pytest.approx(0.2267 + 1.645 * 0.0667, abs=2e-4)
     verdict, said = calibration_point(ev(_days([1, 1, -1], 0.2)))
-    assert verdict == FAIL and said.startswith("Brier 0.227 (95 % upper bound 0.336, by day) over 3 analyst calls on 3")
+    assert verdict == FAIL and said.startswith(
+        "Brier 0.227 (95 % upper bound 0.336, by day and judgement) over 3 analyst calls on 3"
+    )
     # 40 days at P(up) 0.8, up on 36: mean (36 * .04 + 4 * .64) / 40 = 0.1, upper 0.1 + 1.645 * 0.02882
     many = calibration(_days([1] * 36 + [-1] * 4, 0.6))
     assert many["brier"] == pytest.approx(0.1) and many["brier_upper_95"] == pytest.approx(0.1474, abs=1e-4)
@@ -372,6 +374,61 @@ def test_a_bull_market_is_no_skill_calibration_and_disaggregation_judge_against_
 
     verdict, measured = disaggregation(ev(bull(0.7)))
     assert verdict == FAIL and "news 70% [" in measured and "by chance 70%" in measured, measured
+
+
+def test_a_report_read_again_is_one_judgement_however_many_days_it_is_scored_on():
+    """The card called an analyst informative by a Wilson interval over the days its call was scored on,
+    though a filing's analyst reads one report again, unchanged, for a quarter (``via: reuse``): on
+    InvestorBench's MSFT, 10-q "52 % [37 %, 66 %] (n=64)" for 4 calls made. Bullish once before 100 days
+    that rose on 70 of them and bearish once before 100 that fell on 70, it hit 70 % of 200 days by 2
+    judgements: informative by days (its interval [63 %, 76 %]), not by judgements. The same calls made
+    afresh each day stay informative."""
+    from fincon.report.card import FAIL, PASS, disaggregation
+
+    def days(via):
+        out = []
+        for i in range(200):
+            bull = i < 100
+            rise = (i % 10 < 7) == bull  # 70 % of the first half rise, 70 % of the second fall
+            agents = [{"agent": "10-q/T", "direction": "bullish" if bull else "bearish", "confidence": 0.5,
+                       "via": "llm" if i in (0, 100) else via}]  # fmt: skip
+            out += [{"record": {"closes": {"T": 100.0}, "agents": agents}},
+                    {"record": {"closes": {"T": 101.0 if rise else 99.0}}}]  # fmt: skip
+        return out
+
+    reread = calibration(days("reuse"))["by_analyst"]["10-q"]
+    assert (reread["n"], reread["hits"], reread["judgements"], reread["chance"]) == (200, 140, 2, 0.5)
+    verdict, measured = disaggregation(_evidence(decisions=days("reuse")))
+    assert verdict == FAIL and "10-q 70% [" in measured and "(n=200, 2 judgements)" in measured, measured
+    assert measured.endswith("not the days a report read again repeats one on")
+    verdict, measured = disaggregation(_evidence(decisions=days("llm")))
+    assert verdict == PASS and "10-q 70% [63%, 76%] by chance 50% (n=200)" in measured, measured
+
+
+def test_calibrations_bound_counts_a_report_read_again_as_one_judgement():
+    """The Brier's bound was clustered by day only: four calls, each read again for 10 days (right on 10,
+    10, 6 and 6 of them), passed as forty (bound 0.223 < 0.25). Clustered by judgement too (Cameron,
+    Gelbach and Miller's two ways, never narrower than by day), they fail (0.274); made afresh each day,
+    the same calls keep the by-day bound."""
+    from fincon.report.card import FAIL, PASS, calibration_point
+
+    def days(via):
+        out = []
+        for d, moves in [("bullish", [1] * 10), ("bearish", [-1] * 10), ("bullish", [1] * 6 + [-1] * 4),
+                         ("bearish", [-1] * 6 + [1] * 4)]:  # fmt: skip
+            for j, m in enumerate(moves):
+                agents = [{"agent": "10-q/T", "direction": d, "confidence": 0.6, "via": "llm" if j == 0 else via}]
+                out += [{"record": {"closes": {"T": 100.0}, "agents": agents}},
+                        {"record": {"closes": {"T": 101.0 if m > 0 else 99.0}}}]  # fmt: skip
+        return out
+
+    fresh, reread = calibration(days("llm")), calibration(days("reuse"))
+    assert fresh["brier"] == reread["brier"] == pytest.approx(0.16)
+    assert (fresh["brier_upper_95"], fresh["over_base_upper_95"]) == (0.2232, -0.0268)
+    assert (reread["brier_upper_95"], reread["over_base_upper_95"]) == (0.274, 0.024)
+    assert calibration_point(_evidence(decisions=days("llm")))[0] == PASS
+    verdict, said = calibration_point(_evidence(decisions=days("reuse")))
+    assert verdict == FAIL and said.startswith("Brier 0.160 (95 % upper bound 0.274, by day and judgement)")
 
 
 def test_temporal_integrity_passes_a_masked_run_only_when_its_audit_shows_it_blind():

@@ -14,13 +14,20 @@ def calibration(decisions: list[dict[str, Any]]) -> dict[str, Any] | None:
     beside the base rate's (always saying the share of rises: a bull market's
     "bullish" every day is no skill), and per analyst kind the hit rate, the
     count of directional calls and ``chance``, the hit rate its own mix of
-    bullish and bearish calls would score on those days if it told nothing."""
+    bullish and bearish calls would score on those days if it told nothing,
+    and ``judgements``: the calls it made afresh (a report read again with
+    its inputs unchanged, ``via: reuse``, is the judgement it repeats: a
+    10-Q analyst's one call scored on the 60 days of a quarter is one
+    judgement, not 60 independent ones)."""
     rows = []
+    judged: dict[str, int] = {}  # each analyst's judgements so far: a report read again unchanged is none
     for i, (d, nxt) in enumerate(zip(decisions, decisions[1:])):
         rec, rec2 = d.get("record") or {}, nxt.get("record") or {}
         c0, c1 = rec.get("closes") or {}, rec2.get("closes") or {}
         for a in rec.get("agents") or []:
-            t = str(a.get("agent", "")).split("/")[-1]
+            who = str(a.get("agent", ""))
+            judged[who] = judged.get(who, 0) + (a.get("via") != "reuse" or who not in judged)
+            t = who.split("/")[-1]
             if t not in c0 or t not in c1 or a.get("direction") not in ("bullish", "bearish", "neutral"):
                 continue
             up = 1.0 if c1[t] > c0[t] else 0.0
@@ -32,10 +39,10 @@ def calibration(decisions: list[dict[str, Any]]) -> dict[str, Any] | None:
                 if a["direction"] == "bearish"
                 else 0.5
             )
-            rows.append((str(a["agent"]).split("/")[0], a["direction"], conf, p, up, i))
+            rows.append((who.split("/")[0], a["direction"], conf, p, up, i, (who, judged[who])))
     if not rows:
         return None
-    brier = sum((p - y) ** 2 for *_, p, y, _ in rows) / len(rows)
+    brier = sum((r[3] - r[4]) ** 2 for r in rows) / len(rows)
     directional = [r for r in rows if r[1] != "neutral"]
     buckets = {}
     for lo in (0.0, 0.5, 0.7, 0.9):
@@ -50,34 +57,41 @@ def calibration(decisions: list[dict[str, Any]]) -> dict[str, Any] | None:
         hits = sum((r[1] == "bullish") == (r[4] == 1.0) for r in sel)
         bullish, up = (sum(r[1] == "bullish" for r in sel) / len(sel), sum(r[4] for r in sel) / len(sel))
         per[kind] = {"n": len(sel), "hits": hits, "hit_rate": round(hits / len(sel), 4),
-                     "chance": round(bullish * up + (1 - bullish) * (1 - up), 4)}  # fmt: skip
+                     "chance": round(bullish * up + (1 - bullish) * (1 - up), 4),
+                     "judgements": len({r[6] for r in sel})}  # fmt: skip
     base = sum(r[4] for r in rows) / len(rows)  # the share of calls followed by a rise: the drift, in hindsight
     return {
         "calls": len(rows),
         "directional": len(directional),
         "brier": round(brier, 4),
         "days": len({r[5] for r in rows}),
-        "brier_upper_95": _upper_by_day([((r[3] - r[4]) ** 2, r[5]) for r in rows]),
+        "brier_upper_95": _upper_by_day([((r[3] - r[4]) ** 2, r[5], r[6]) for r in rows]),
         "base_rate": round(base, 4),
         "brier_base": round(base * (1 - base), 4),
-        "over_base_upper_95": _upper_by_day([((r[3] - r[4]) ** 2 - (base - r[4]) ** 2, r[5]) for r in rows]),
+        "over_base_upper_95": _upper_by_day([((r[3] - r[4]) ** 2 - (base - r[4]) ** 2, r[5], r[6]) for r in rows]),
         "by_confidence": buckets,
         "by_analyst": per,
     }
 
 
-def _upper_by_day(scores: list[tuple[float, int]]) -> float | None:
+def _upper_by_day(scores: list[tuple[float, int, Any]]) -> float | None:
     """One-sided 95 % upper bound of the mean score, its standard error
-    clustered by day: the analysts of one day score the same close, so their
-    calls are not independent. None with fewer than two days (no spread to
-    measure)."""
+    clustered two ways (Cameron, Gelbach and Miller): by day, since one day's
+    analysts score the same close, and by judgement, since a report read
+    again scores its one call on every day it is read; never narrower than
+    by day alone. None with fewer than two days (no spread to measure)."""
     n = len(scores)
-    mean = sum(s for s, _ in scores) / n
-    by_day: dict[int, float] = {}
-    for s, day in scores:
-        by_day[day] = by_day.get(day, 0.0) + (s - mean)
-    k = len(by_day)
-    if k < 2:
+    mean = sum(s for s, *_ in scores) / n
+
+    def var(key: Any) -> float | None:
+        sums: dict[Any, float] = {}
+        for row in scores:
+            sums[key(row)] = sums.get(key(row), 0.0) + (row[0] - mean)
+        k = len(sums)
+        return k / (k - 1) * sum(v * v for v in sums.values()) / n**2 if k > 1 else None
+
+    by_day = var(lambda r: r[1])
+    if by_day is None:
         return None
-    se = math.sqrt(k / (k - 1) * sum(v * v for v in by_day.values())) / n
-    return round(mean + 1.645 * se, 4)
+    both = (var(lambda r: r[2]) or 0.0) - (var(lambda r: (r[1], r[2])) or 0.0)  # judgement's, less their overlap
+    return round(mean + 1.645 * math.sqrt(max(by_day + both, by_day)), 4)

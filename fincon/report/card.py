@@ -168,13 +168,14 @@ def counterfactual_robustness(ev: Evidence) -> Verdict:
 def calibration_point(ev: Evidence) -> Verdict:
     """Do the analysts' stated confidences match how often they are right, better than the drift?
     A pass needs the Brier score under a coin's 0.25 and under the base rate's (always saying the
-    share of rises), each by more than its noise (one-sided 95 % bounds, clustered by day)."""
+    share of rises), each by more than its noise (one-sided 95 % bounds, clustered by day and by judgement:
+    a report read again scores its one call on each day)."""
     cal = ev.calibration
     if not cal:
         return NONE, "no team records with analysts' confidences"
     buckets = ", ".join(f"{b} {v['hit_rate']:.0%} (n={v['n']})" for b, v in cal["by_confidence"].items())
     upper, over = cal["brier_upper_95"], cal["over_base_upper_95"]
-    bound = f"95 % upper bound {upper:.3f}, by day" if upper is not None else "one day: no bound"
+    bound = f"95 % upper bound {upper:.3f}, by day and judgement" if upper is not None else "one day: no bound"
     excess = f", the Brier's excess over it at most {over:+.3f}" if over is not None else ""
     return PASS if upper is not None and over is not None and upper < 0.25 and over < 0 else FAIL, (
         f"Brier {cal['brier']:.3f} ({bound}) over {cal['calls']} analyst calls on {cal['days']} days (0.25: a "
@@ -208,21 +209,30 @@ def disaggregation(ev: Evidence) -> Verdict:
     whose hit rate is above chance by a Wilson interval that excludes it, at
     95 % over all analysts together (Bonferroni: each at 1 - 0.05/k); chance
     is a coin's 50 % or, if higher, what the analyst's own mix of bullish and
-    bearish calls scores on those days (bullish every day of a rise is no call)."""
+    bearish calls scores on those days (bullish every day of a rise is no call).
+    The interval's n is the analyst's judgements: a report read again unchanged
+    repeats one, scored on each day it is read (its hit rate stays by day)."""
 
     cal = ev.calibration
     per = (cal or {}).get("by_analyst") or {}
     if not per:
         return NONE, "no analyst records to attribute"
     level = 1.0 - 0.05 / len(per)
-    rows, informative = [], []
+    rows, informative, repeated = [], [], False
     for kind, v in per.items():
-        lo, hi = wilson(v["hits"], v["n"], level)
+        # the interval counts judgements: a report read again unchanged repeats one (a filing's, for a quarter),
+        # and its days said n=64 for 3 calls made (as many as the days where each was made afresh: unchanged)
+        m = min(v.get("judgements") or v["n"], v["n"])
+        lo, hi = wilson(v["hits"] / v["n"] * m, m, level)
         chance = max(0.5, v["chance"])  # its own bias on those days: all-bullish in a rise scores its share
-        rows.append(f"{kind} {v['hit_rate']:.0%} [{lo:.0%}, {hi:.0%}] by chance {chance:.0%} (n={v['n']})")
+        made = f", {m} judgement{'s' if m > 1 else ''}" if m < v["n"] else ""
+        repeated |= m < v["n"]
+        rows.append(f"{kind} {v['hit_rate']:.0%} [{lo:.0%}, {hi:.0%}] by chance {chance:.0%} (n={v['n']}{made})")
         if lo > chance:
             informative.append(kind)
     how = f"hit rate by analyst, Wilson {level:.1%} intervals (Bonferroni over {len(per)}): " + ", ".join(rows)
+    if repeated:
+        how += "; an interval counts an analyst's judgements, not the days a report read again repeats one on"
     if informative:
         return PASS, f"informative: {', '.join(informative)}; {how}"
     return FAIL, f"reported, none informative (every interval includes chance); {how}"
