@@ -90,8 +90,11 @@ def _one(r: Rolling, i: int) -> list[str]:
     s = r.summary
     heads, cells, text_cols = rolling_summary(s.to_dict("records"))
     out.append(table(heads, cells, text_cols=text_cols))
-    out += [f'<ul class="note"><li>{esc(f"FLAG: {f}")}</li></ul>' for f in rolling_flags(s.to_dict("records"))]
-    out.append(significance_table(s.to_dict("records"), "each universe's test windows laid end to end"))
+    out += [
+        f'<ul class="note"><li>{esc(f"FLAG: {f}")}</li></ul>'
+        for f in rolling_flags(s.to_dict("records"), res.get("windows") or ())
+    ]
+    out.append(significance_table(s.to_dict("records"), "each universe's test windows, each day once"))
     out.append(placebo_table(res, "medians over windows, each window its median repeat"))
     for j, universe in enumerate(dict.fromkeys(r.windows.universe)):
         w = r.windows[r.windows.universe == universe]

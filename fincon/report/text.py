@@ -25,7 +25,7 @@ def format_rolling(res: dict[str, Any]) -> str:
         f"({res['brain']} brain, {res['episodes']} training episode(s))"
     )
     lines = [head, *text_table(*rolling_summary(res["summary"]))]
-    lines += [f"FLAG: {f}" for f in rolling_flags(res["summary"])]
+    lines += [f"FLAG: {f}" for f in rolling_flags(res["summary"], res.get("windows") or ())]
     lines.append(
         "beats B&H: share of windows with a CR above buy-and-hold's on the same window and tickers; "
         "p: two-sided Wilcoxon signed-rank test of per-window CRs paired with buy-and-hold's"

@@ -173,12 +173,14 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
 
 def _significance(out: Path, cells, summary: pd.DataFrame, reps: int) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The statistics of fincon.workflow.rolling_stats over each universe's
-    daily returns (and the pooled ones: every universe's laid end to end)."""
+    daily returns (and the pooled ones: each day once, the mean of every universe's trading it)."""
 
-    rets = workflow.window_returns(out, cells, unit_dirs)
-    if len(rets) > 1:
-        common = set.intersection(*(set(s) for s in rets.values()))
-        rets["pooled"] = {n: np.concatenate([rets[u][n] for u in list(rets)]) for n in sorted(common)}
+    by_date = workflow.window_returns(out, cells, unit_dirs)
+    if len(by_date) > 1:
+        common = set.intersection(*(set(s) for s in by_date.values()))
+        overlay = workflow.rolling_stats.overlay
+        by_date["pooled"] = {n: overlay([by_date[u][n] for u in list(by_date)]) for n in sorted(common)}
+    rets = {u: {n: r.to_numpy() for n, r in s.items()} for u, s in by_date.items()}
     # DSR's N and V over one set of the same length: the distinct pooled series compared in a universe
     # (fincon.risk.significance.trials_and_variance); the trial ledger's families count one-window trials,
     # whose Sharpe ratios spread wider than pooled ones, and depend on what else this machine ran: `fincon

@@ -1,5 +1,6 @@
 """The statistics of a rolling evaluation (issue 32): per universe and
-strategy, over the daily returns of every test window laid end to end.
+strategy, over the daily returns of its test windows, each day once (the
+mean of the windows trading it, where windows overlap: :func:`overlay`).
 
 * a stationary block-bootstrap 95 % interval of the daily Sharpe ratio and
   of its difference against buy-and-hold on the same days;
@@ -46,13 +47,23 @@ def run_returns(run: Path) -> pd.Series:
     return pd.Series(v[1:] / v[:-1] - 1.0, index=eq.index[1:])
 
 
-def window_returns(out: Path, cells, unit_dirs) -> dict[str, dict[str, np.ndarray]]:
-    """universe -> strategy -> the daily returns of its test windows, in window order."""
-    by: dict[str, dict[str, list[np.ndarray]]] = {}
+def overlay(parts: list[pd.Series]) -> pd.Series:
+    """Date-indexed daily returns of several runs as one series, each day once: the mean of the runs
+    trading it (a book split evenly among them, as overlapping portfolios are held). Windows that do
+    not overlap are laid end to end, their returns as they were; overlapping ones (the default 1y
+    stepped by 6m) laid end to end counted every day twice, and every statistic's n with it."""
+    if len(parts) == 1:
+        return parts[0]
+    return pd.concat(parts, axis=1).mean(axis=1).sort_index()
+
+
+def window_returns(out: Path, cells, unit_dirs) -> dict[str, dict[str, pd.Series]]:
+    """universe -> strategy -> the daily returns of its test windows by date (:func:`overlay`)."""
+    by: dict[str, dict[str, list[pd.Series]]] = {}
     for c in cells:
         for name, path in unit_dirs(c, out).items():
-            by.setdefault(c.universe, {}).setdefault(name, []).append(run_returns(path).to_numpy())
-    return {u: {n: np.concatenate(parts) for n, parts in s.items()} for u, s in by.items()}
+            by.setdefault(c.universe, {}).setdefault(name, []).append(run_returns(path))
+    return {u: {n: overlay(parts) for n, parts in s.items()} for u, s in by.items()}
 
 
 def lookahead_runs(out: Path, cells, unit_dirs) -> frozenset[str]:

@@ -256,16 +256,27 @@ def placebo(res: Mapping[str, Any]) -> Table:
 MIN_WILCOXON_PAIRS = 6
 
 
-def rolling_flags(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """What the per-window test cannot say: too few windows for any p under 0.05, however they come out."""
+def rolling_flags(rows: Sequence[Mapping[str, Any]], windows: Sequence[Mapping[str, Any]] = ()) -> list[str]:
+    """What the per-window test cannot say: too few windows for any p under 0.05, however they come out;
+    windows (results.json's rows: universe, test_start, test_end) that share days, whose pairs it takes
+    for independent ones."""
+    flags = []
     n = [int(r["windows"]) for r in rows if not _missing(r.get("wilcoxon_p")) and r.get("windows")]
     if n and min(n) < MIN_WILCOXON_PAIRS:
-        return [
+        flags.append(
             f"{min(n)} windows: a two-sided Wilcoxon test of {min(n)} pairs cannot give a p under "
             f"{2 / 2 ** min(n):.4f}, whatever the windows show ({MIN_WILCOXON_PAIRS} windows at the least "
             "to reach 0.05)"
-        ]
-    return []
+        )
+    spans = {(w.get("universe"), w["test_start"], w["test_end"]) for w in windows}
+    most = max((sum(u == v and a <= s <= b for v, a, b in spans) for u, s, _ in spans), default=0)
+    if most > 1:
+        flags.append(
+            f"the test windows overlap (a day in up to {most} of them): the Wilcoxon p pairs windows that share "
+            "days as if they were independent, and reads stronger than it is; the statistics take each day "
+            "once, the mean of the windows trading it"
+        )
+    return flags
 
 
 def placebo_flags(res: Mapping[str, Any]) -> list[str]:
