@@ -203,6 +203,31 @@ def test_the_linker_joins_prompts_of_one_day_that_quote_each_other():
     assert groups[0] == groups[1] != groups[2]
 
 
+def test_a_text_sent_again_is_one_prompt_and_gives_away_what_any_sending_does(knowledge):
+    """`fincon eval leakage` on a masked training of 3 episodes counted 150 prompts where 110 texts were
+    sent (each episode asks its analysts what the last asked): the Wilson interval that says "blind"
+    narrowed on copies. And a copy in another run hid a day's link: the 8-word run a manager's prompt
+    shares with its analyst's, found in each run, looked like another day's, so no run's day was linked.
+    A text is one prompt now, giving away what any of its sendings does."""
+    small = _small(knowledge)
+    span = (dt.date(2022, 10, 7), dt.date(2022, 10, 7))
+    quote = "the supply chain is easing faster than the street expects this quarter"
+    named = f"[E1] 3 days before the decision day: {TEXTS[('TSLA', '2022-10-04')]} {quote}"
+    quiet = f"reports: {quote}"  # gives nothing away alone; its day's analyst prompt does
+    ps = [
+        *(leakage.Prompt(f"ep-0{i}", "manager", "2022-10-07", f"m{i}", quiet, ("TSLA",), span) for i in (1, 2, 3)),
+        leakage.Prompt("ep-01", "news/TSLA", "2022-10-07", "n1", named, ("TSLA",), span),
+        *(leakage.Prompt(f"ep-0{i}", "news/TSLA", "2022-10-07", "n1", named, ("TSLA",), span) for i in (2, 3)),
+    ]
+    res = leakage.audit(ps, small)
+    assert res["sent"] == 6 and res["overall"]["prompts"] == 2  # two texts
+    assert res["overall"]["firm_and_day"]["k"] == 2  # the manager's, linked to its day's analyst in ep-01
+    assert res["by_agent"]["manager"]["firm_and_day"]["k"] == 1
+    alone = leakage.audit([ps[0], *ps[1:3]], small)  # the manager's copies alone: one text, nothing given away
+    assert alone["overall"]["prompts"] == 1 and alone["overall"]["firm_and_day"]["k"] == 0
+    assert "(masked; 2 prompts, distinct texts of 6 sent)" in leakage.report({**res, "masked": True})
+
+
 def _rows(k: int, n: int) -> list[dict]:
     """``n`` dated prompts of which ``k`` give away firm and day."""
     return [

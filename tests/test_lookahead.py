@@ -38,7 +38,11 @@ def _row(res, probe, mode):
     return next(r for r in res["rows"] if r["probe"] == probe and r["mode"] == mode)
 
 
-def test_the_probe_flags_a_model_that_remembers_and_the_mask_removes_it():
+def test_the_probe_flags_a_model_that_remembers_and_the_mask_removes_it(monkeypatch):
+    from fincon.llm import leakage
+
+    sent, audit = [], leakage.audit
+    monkeypatch.setattr(leakage, "audit", lambda prompts, *a, **k: sent.extend(prompts) or audit(prompts, *a, **k))
     res = _run(Clairvoyant({"TSLA": _closes()}))
     for probe in ("recall up/down-5", "recall up/down-20", "recall bucket-20"):
         named, masked = _row(res, probe, "named"), _row(res, probe, "masked")
@@ -58,7 +62,10 @@ def test_the_probe_flags_a_model_that_remembers_and_the_mask_removes_it():
     )
     assert all(r["calls"] > 0 for r in res["rows"] if r["probe"] != "reid-year")
     # issue 43: the probe's own masked prompts are audited, and a team run that is not blind is never cleared
-    assert res["leakage"]["result"] == "blind" and res["leakage"]["prompts"] == 4 * 60
+    # (each probe's 60 questions, masked: a text sent again is one prompt, and masked, 73 of the 240 read
+    # as another day's)
+    assert len(sent) == 4 * 60 and res["leakage"]["prompts"] == len({p.text for p in sent}) == 167
+    assert res["leakage"]["result"] == "blind"
     line = lookahead.verdict(res["rows"], res["leakage"], {"result": "not blind", "firm_and_day": 88, "prompts": 88})
     assert "masked: no recall above chance" in line and line.endswith(
         "the team run audited is not blind (88 of 88 prompts give away firm and day): its masked figures are not "
@@ -166,6 +173,8 @@ def test_the_live_probe_of_the_bundled_model_replays(tmp_path, monkeypatch, caps
     got = json.loads((tmp_path / "probe.json").read_text())
     want = json.loads(RECORDED.with_suffix(".json").read_text())
     assert got["rows"] == want["rows"] and got["verdict"] == want["verdict"]
+    # the audit of its masked prompts: 80 sent, 64 texts (16 read as another question's)
+    assert got["leakage"] == want["leakage"] and want["leakage"]["prompts"] == 64
     out = capsys.readouterr().out
     assert "verdict:" in out and "model qwen2.5-coder-1.5b: cutoff 2024-09-19" in out and "in-training-data" in out
     # issue 42 item 11: --max-tokens stops the probe (cached answers count, as in every command): one line, no file
@@ -193,5 +202,5 @@ def test_the_live_probe_on_investorbench_msft_replays(tmp_path, monkeypatch, cap
     assert main(argv) == 0
     got = json.loads((tmp_path / "probe.json").read_text())
     want = json.loads(recorded.with_suffix(".json").read_text())
-    assert got["rows"] == want["rows"] and got["verdict"] == want["verdict"]
+    assert got["rows"] == want["rows"] and got["verdict"] == want["verdict"] and got["leakage"] == want["leakage"]
     assert "verdict:" in capsys.readouterr().out

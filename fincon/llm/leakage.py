@@ -229,12 +229,19 @@ def _titled(ticker: str) -> bool:
 
 def link(prompts: Sequence[Prompt]) -> list[int]:
     """A group id per prompt: prompts of one run and day that share a verbatim
-    8-word run no other day's prompts contain (the manager quoting its analysts)."""
+    8-word run no other day's prompts contain (the manager quoting its analysts).
+    A text sent again (another episode or repeat asking what it asked) is where
+    it was first sent: its copies in other runs made every run of it look like
+    another day, and no day's prompts were linked."""
     runs: dict[int, set[int]] = {}
     for i, p in enumerate(prompts):
         runs[i] = shingles(tokens(p.text), LINK)
     days_of: dict[int, set[tuple[str, str]]] = defaultdict(set)
+    sent: set[str] = set()
     for i, sh in runs.items():
+        if prompts[i].text in sent:
+            continue
+        sent.add(prompts[i].text)
         for h in sh:
             days_of[h].add((prompts[i].run, prompts[i].day))  # one run's day: runs are not linked to each other
     parent = list(range(len(prompts)))
@@ -263,7 +270,11 @@ def link(prompts: Sequence[Prompt]) -> list[int]:
 
 
 def audit(prompts: Sequence[Prompt], k: Knowledge, threshold: float = THRESHOLD) -> dict[str, Any]:
-    """Every adversary on every prompt, the linker over their findings, and the shares (module docstring)."""
+    """Every adversary on every prompt, the linker over their findings, and the shares (module docstring).
+    A text sent again (by another episode, repeat or ablation asking what it asked, or the same run) is
+    one prompt, which gives away what any of its sendings does: it tells an adversary nothing new, and
+    counted again it narrowed the interval that says "blind" (a masked training of 3 episodes: 150
+    sent, 110 texts)."""
     guesses, caps = [], history_caps(prompts)
     for p in prompts:
         g = corpus_guess(p.text, k)
@@ -286,8 +297,17 @@ def audit(prompts: Sequence[Prompt], k: Knowledge, threshold: float = THRESHOLD)
             "linked" if found.day else None,
         )
         g.take(linked)
-    rows = [_score(p, g, k) for p, g in zip(prompts, guesses)]
-    return summarise(rows, threshold)
+    rows: dict[str, dict[str, Any]] = {}
+    for p, g in zip(prompts, guesses):
+        row = _score(p, g, k)
+        if (seen := rows.get(p.text)) is None:
+            rows[p.text] = row
+            continue
+        for key in ("firm", "day_exact", "day_near", "both"):  # what any sending gave away, with its cue
+            if row[key] and not seen[key]:
+                seen.update({key: True, **{c: row[c] for c in ("firm_guess", "day_guess", "firm_cue", "day_cue")
+                                           if row[c] and not seen[c]}})  # fmt: skip
+    return {**summarise(list(rows.values()), threshold), "sent": len(prompts)}
 
 
 def _sessions_apart(a: dt.date, b: dt.date, sessions: pd.DatetimeIndex) -> int:
@@ -444,7 +464,13 @@ def report(res: Mapping[str, Any]) -> str:
     """The audit as a table: per agent, the shares of prompts that give away firm, day and both."""
     head = (
         f"leakage audit: {res.get('directory', '')} ({'masked' if res.get('masked') else 'named'}; "
-        f"{res['overall']['prompts']} prompts)"
+        f"{res['overall']['prompts']} prompts"
+        + (
+            f", distinct texts of {res['sent']} sent"
+            if res.get("sent", res["overall"]["prompts"]) > res["overall"]["prompts"]
+            else ""
+        )
+        + ")"
     )
     cols = f"{'agent':<18}{'prompts':>8}{'firm':>8}{'day =':>8}{'day ±5':>8}{'both':>8}  {'both, Wilson 95 %':<18}"
     lines = [head, cols, "-" * len(cols)]
