@@ -65,16 +65,16 @@ def calibration(decisions: list[dict[str, Any]]) -> dict[str, Any] | None:
         "directional": len(directional),
         "brier": round(brier, 4),
         "days": len({r[5] for r in rows}),
-        "brier_upper_95": _upper_by_day([((r[3] - r[4]) ** 2, r[5], r[6]) for r in rows]),
+        "brier_upper_95": _upper_bound([((r[3] - r[4]) ** 2, r[5], r[6]) for r in rows]),
         "base_rate": round(base, 4),
         "brier_base": round(base * (1 - base), 4),
-        "over_base_upper_95": _upper_by_day([((r[3] - r[4]) ** 2 - (base - r[4]) ** 2, r[5], r[6]) for r in rows]),
+        "over_base_upper_95": _upper_bound([((r[3] - r[4]) ** 2 - (base - r[4]) ** 2, r[5], r[6]) for r in rows]),
         "by_confidence": buckets,
         "by_analyst": per,
     }
 
 
-def _upper_by_day(scores: list[tuple[float, int, Any]]) -> float | None:
+def _upper_bound(scores: list[tuple[float, int, Any]]) -> float | None:
     """One-sided 95 % upper bound of the mean score, its standard error
     clustered two ways (Cameron, Gelbach and Miller): by day, since one day's
     analysts score the same close, and by judgement, since a report read

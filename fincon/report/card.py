@@ -220,8 +220,8 @@ def disaggregation(ev: Evidence) -> Verdict:
     level = 1.0 - 0.05 / len(per)
     rows, informative, repeated = [], [], False
     for kind, v in per.items():
-        # the interval counts judgements: a report read again unchanged repeats one (a filing's, for a quarter),
-        # and its days said n=64 for 3 calls made (as many as the days where each was made afresh: unchanged)
+        # the interval counts judgements: a report read again unchanged repeats one (a filing's, for a quarter:
+        # InvestorBench MSFT's 10-q, n=64 days for 4 calls made); an analyst judging afresh each day keeps n
         m = min(v.get("judgements") or v["n"], v["n"])
         lo, hi = wilson(v["hits"] / v["n"] * m, m, level)
         chance = max(0.5, v["chance"])  # its own bias on those days: all-bullish in a rise scores its share
