@@ -85,3 +85,8 @@ def test_packages_other_than_the_ones_that_sealed_an_entry_are_named(monkeypatch
     assert warned is not None and f"pandas {now['packages']['pandas']}, not 1.0.0" in warned
     assert forward_code.other_than_registered({"code": now}, now) is None
     assert {"python", "pandas", "numpy", "backtrader"} <= set(now["packages"])
+    # score's flag is the whole phrase, packages and all (it was cut at the "; " between them)
+    rec = {"registered": now, "others": [{**sealed, "sessions": ["2022-10-10"]}], "reader": now}
+    (flag,) = forward_code.other_sessions(rec)
+    assert flag.startswith("1 session (2022-10-10) decided by other fincon code (sha256 ")
+    assert f"; pandas 1.0.0, not {now['packages']['pandas']}) than the journal registered" in flag

@@ -82,19 +82,27 @@ def record(entries: list[dict[str, Any]]) -> dict[str, Any]:
     return {"registered": registered, "others": list(others.values()), "reader": stamp()}
 
 
-def said(rec: dict[str, Any]) -> str:
-    """What verify and score add about the code (empty when the registered code decided every session
-    and reads the journal now, or when the register names none)."""
+def other_sessions(rec: dict[str, Any]) -> list[str]:
+    """One phrase per other code that decided sessions: which sessions, which code, against the registered
+    (none when the register names no code)."""
     registered = rec["registered"]
     if not registered.get("sha256"):
-        return ""
-    parts = [
+        return []
+    return [
         f"{len(o['sessions'])} session{'s' if len(o['sessions']) > 1 else ''} ({o['sessions'][0]}"
         f"{'..' + o['sessions'][-1] if len(o['sessions']) > 1 else ''}) decided by other fincon code "
         f"({named(o, registered)}) than the journal registered ({named(registered)})"
         for o in rec["others"]
     ]
-    reader = rec["reader"]
+
+
+def said(rec: dict[str, Any]) -> str:
+    """What verify and score add about the code (empty when the registered code decided every session
+    and reads the journal now, or when the register names none)."""
+    registered, reader = rec["registered"], rec["reader"]
+    if not registered.get("sha256"):
+        return ""
+    parts = other_sessions(rec)
     if not any(_same(reader, c) for c in (registered, *rec["others"])):
         parts.append(
             f"replayed by fincon code ({named(reader, registered)}) that sealed none of it: the decisions come "

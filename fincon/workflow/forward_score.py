@@ -199,9 +199,8 @@ def _score(root: Path, plan: Plan) -> dict[str, Any]:
     out["sealed"] = {"simulated": plan.simulated, "anchor": checked.get("anchor")}  # for the card's temporal integrity
     out["flags"] = significance_flags(list(out["strategies"].values()), "a journal")
     out["flags"] += [  # a record of two codes is not the one plan it registered
-        f"{part}: not the plan it registered carried out" for part in forward_code.said(checked["code"])[2:].split("; ")
-        if "than the journal registered" in part
-    ]  # fmt: skip
+        f"{part}: not the plan it registered carried out" for part in forward_code.other_sessions(checked["code"])
+    ]
     if not fam.trials:
         out["flags"].append(
             "DSR n/a: this journal was registered with the trial ledger off, so nothing counts the journals begun "
