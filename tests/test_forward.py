@@ -1044,6 +1044,31 @@ def test_two_journals_of_one_plan_are_two_runs_of_one_trial_and_each_step_tracks
     assert trials.family(tmp_path / "trials.sqlite", ["TSLA"], START, "2022-10-20").trials == 2  # two windows
 
 
+@pytest.mark.slow
+def test_two_journals_of_one_plan_registered_in_one_second_are_two_registrations(tmp_path, monkeypatch):
+    """Found by hand: twenty journals of one plan started in a loop (an LLM at temperature 0.7, say, to
+    publish the best) registered in one second had one register hash, so the ledger held one row for all
+    of them and each step overwrote it with its own journal's series: the family counted one trial. Each
+    registration is its own (a random ``journal_id`` sealed in it): one row a journal, each its own."""
+    from fincon.workflow import forward, trials
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    monkeypatch.setattr(forward, "stamp", lambda *a: "2026-11-30T14:07:24+00:00")  # one second for both
+    for name in ("a", "b"):
+        assert main(["forward", "init", name, "--ticker", "TSLA", "--strategy", "buy-and-hold",
+                     "--no-benchmark", "--simulate-from", START]) == 0  # fmt: skip
+    first = [json.loads((tmp_path / n / "journal.jsonl").read_text().splitlines()[0]) for n in "ab"]
+    assert first[0]["hash"] != first[1]["hash"] and first[0]["journal_id"] != first[1]["journal_id"]
+    assert len(first[0]["journal_id"]) == 32
+    assert main(["forward", "step", "b", "--until", "2022-10-07", "--no-progress"]) == 0
+    rows = trials.read(tmp_path / "trials.sqlite")
+    assert sorted((r["config_hash"], r["end"]) for r in rows) == sorted(
+        [(first[0]["hash"], START), (first[1]["hash"], "2022-10-07")]
+    )  # b's step tracked b's row only
+    assert main(["forward", "verify", "b"]) == 0
+
+
 def test_a_journal_on_close_only_prices_is_refused_with_what_it_needs(tmp_path, capsys):
     """A journal always fills at the next open; on close-only prices (InvestorBench's) init said '--fill
     next-open needs an Open column ...; use --fill close', a flag the user did not give and init refuses."""

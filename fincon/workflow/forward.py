@@ -38,6 +38,7 @@ import csv
 import datetime as dt
 import hashlib
 import logging
+import secrets
 import sqlite3
 import sys
 from pathlib import Path
@@ -157,6 +158,9 @@ def init(
         {
             "kind": "register",
             "sealed_at": stamp(),
+            # its own: two journals of one plan registered in one second had one hash, so one ledger row
+            # that each step overwrote (twenty started in a loop counted as one trial)
+            "journal_id": secrets.token_hex(16),
             "simulated": plan.simulated,
             "first_session": str(first),
             "plan_sha256": hashlib.sha256((root / PLAN_FILE).read_bytes()).hexdigest(),
