@@ -1069,6 +1069,25 @@ def test_two_journals_of_one_plan_registered_in_one_second_are_two_registrations
     assert main(["forward", "verify", "b"]) == 0
 
 
+@pytest.mark.slow
+def test_a_journals_score_names_the_journals_on_other_tickers_over_its_sessions(tmp_path, monkeypatch, capsys):
+    """A journal per ticker, the best one published: its DSR counts its own family only (other tickers trade
+    other series), so the score says what the ledger holds beside it over the same sessions."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    for name in ("TSLA", "MSFT", "AMZN"):
+        assert main(["forward", "init", name, "--ticker", name, "--strategy", "sma-cross", "--no-benchmark",
+                     "--simulate-from", START]) == 0  # fmt: skip
+        assert main(["forward", "step", name, "--until", END, "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["forward", "score", "TSLA", "--json"]) == 0
+    flags = strict_json(capsys.readouterr().out)["flags"]
+    assert (
+        "DSR deflates by this family's 1 trial; over the same days the trial ledger also holds AMZN 1 trial, "
+        "MSFT 1 trial on other tickers: a journal picked among tickers was picked among those too"
+    ) in flags
+
+
 def test_a_journal_on_close_only_prices_is_refused_with_what_it_needs(tmp_path, capsys):
     """A journal always fills at the next open; on close-only prices (InvestorBench's) init said '--fill
     next-open needs an Open column ...; use --fill close', a flag the user did not give and init refuses."""

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from fincon.cli.main import main
+from fincon.report import text
 from fincon.workflow import trials
 from fincon.workflow.tables import MIN_STAT_DAYS
 
@@ -94,6 +95,52 @@ def test_overlapping_windows_are_one_family_and_identical_series_one_trial():
     assert summ["controls"] == 1 and summ["windows"] == 3 and summ["tried_before_best"] == 2
     # the family of a window that overlaps it, asked for before it was run
     assert trials.family_of(rows, ["TSLA"], "2022-12-01", "2023-01-10").trials == 5  # joins both TSLA families
+
+
+def test_a_family_names_the_trials_on_other_tickers_over_the_days_it_shares(tmp_path, capsys):
+    """Found by hand: sma-cross run on four of the sample's tickers over one window; `fincon ledger` read
+    TSLA's Sharpe of 1.05 as its family's best, "tried before it: 0", the pick among four tickers nowhere.
+    Each family names the other ticker sets tried over days it shares, with their distinct trials; its own
+    count (DSR's N) is unchanged: other tickers trade other series."""
+    rows = [
+        _row("sma-cross", "2022-10-05", "2023-03-30", "a", 0.07),
+        _row("sma-cross", "2022-10-05", "2023-03-30", "b", 0.01, tickers="MSFT"),
+        _row("fincon", "2022-10-05", "2023-03-30", "c", 0.02, tickers="MSFT"),
+        _row("fincon", "2022-10-05", "2023-03-30", "c", 0.02, tickers="MSFT", config="r2"),  # the same series
+        _row("sma-cross", "2023-01-03", "2023-06-30", "d", 0.00, tickers="AMZN"),  # overlaps the window's end
+        _row("sma-cross", "2023-04-03", "2023-06-30", "e", 0.03, tickers="NFLX"),  # after it: another question
+        _row("fincon", "2022-10-05", "2023-03-30", "f", 0.09, tickers="AMZN", role="control"),  # never a try
+    ]
+    fam = trials.family_of(rows, ["TSLA"], "2022-10-05", "2023-03-30")
+    assert fam.trials == 1 and fam.beside == {"AMZN": 1, "MSFT": 2}
+    assert trials.said_beside(fam.beside) == "AMZN 1 trial, MSFT 2 trials"
+    summ = {x["family"]: x for x in trials.summary(rows)}
+    assert (
+        summ["TSLA 2022-10-05..2023-03-30"]["other_tickers"],
+        summ["TSLA 2022-10-05..2023-03-30"]["other_trials"],
+    ) == (2, 3)
+    assert (
+        summ["NFLX 2023-04-03..2023-06-30"]["other_tickers"],
+        summ["NFLX 2023-04-03..2023-06-30"]["other_trials"],
+    ) == (1, 1)
+    ledger = tmp_path / "t.sqlite"
+    trials.append(ledger, rows)
+    assert main(["ledger", "--ledger", str(ledger)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "TSLA 2022-10-05..2023-03-30        1       1      1         0        1.111                0          2 (3)  sma-cross"
+        in out
+    )
+    assert (
+        "other tickers: ticker sets tried over days the family shares (their trials): a best picked among "
+        "tickers was picked among these too; DSR does not deflate by them (other series)" in out
+    )
+    assert main(["ledger", "--ledger", str(ledger), "--study", "TSLA 2022-10-05..2023-03-30"]) == 0
+    assert "tried over the same days on other tickers too: AMZN 1 trial, MSFT 2 trials" in capsys.readouterr().out
+    assert text.ledger_said(fam) == (  # an experiment's significance footnote
+        "the trial ledger holds 1 distinct trial (0 controls apart) in the family TSLA 2022-10-05..2023-03-30 on "
+        "this machine, and over the same days on other tickers AMZN 1 trial, MSFT 2 trials: `fincon ledger`"
+    )
 
 
 def test_a_trial_too_short_to_score_is_counted_but_never_a_familys_best(tmp_path, capsys):

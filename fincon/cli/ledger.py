@@ -77,15 +77,21 @@ def run(args: argparse.Namespace) -> int:
     width = max([len(s["family"]) for s in summ] + [6])
     print(
         f"{'family':<{width}}  {'windows':>7}  {'trials':>6}  {'runs':>5}  {'controls':>8}  {'best Sharpe':>11}  "
-        f"{'tried before it':>15}  best strategy"
+        f"{'tried before it':>15}  {'other tickers':>13}  best strategy"
     )
     for s in summ:
+        other = f"{s['other_tickers']} ({s['other_trials']})" if s["other_tickers"] else "-"
         print(
             f"{s['family']:<{width}}  {s['windows']:>7}  {s['trials']:>6}  {s['runs']:>5}  {s['controls']:>8}  "
-            f"{_num(s['best_sharpe'], '{:.3f}'):>11}  {_num(s['tried_before_best'], '{}'):>15}  "
+            f"{_num(s['best_sharpe'], '{:.3f}'):>11}  {_num(s['tried_before_best'], '{}'):>15}  {other:>13}  "
             f"{s['best_strategy'] or ''}"
         )
     print("trials: distinct daily return series; runs: rows recorded; a family: the same tickers, overlapping windows")
+    if any(s["other_tickers"] for s in summ):
+        print(
+            "other tickers: ticker sets tried over days the family shares (their trials): a best picked among "
+            "tickers was picked among these too; DSR does not deflate by them (other series)"
+        )
     short = sum(s["too_short"] for s in summ)
     if short:
         print(
@@ -113,9 +119,11 @@ def _study(args: argparse.Namespace, path, rows: list[dict]) -> int:
             f"families: {', '.join(families[:5]) or 'none'}"
         )
     if args.json:
-        print(json_text({"family": fam.name, "trials": fam.trials, "rows": fam.rows}), end="")
+        print(json_text({"family": fam.name, "trials": fam.trials, "beside": fam.beside, "rows": fam.rows}), end="")
         return 0
     print(f"family {fam.name}: {fam.trials} distinct trials, {len(fam.trial_rows)} runs, {len(fam.controls)} controls")
+    if fam.beside:
+        print(f"tried over the same days on other tickers too: {workflow.trials.said_beside(fam.beside)}")
     print(
         f"{'first seen':<26}{'role':<9}{'strategy':<24}{'config':<10}{'window':<24}{'model knowledge':<20}"
         f"{'days':>6}{'CR %':>9}{'Sharpe':>8}"

@@ -16,6 +16,7 @@ from fincon.workflow.tables import (
     significance_flags,
     text_table,
 )
+from fincon.workflow.trials import said_beside
 
 
 def format_rolling(res: dict[str, Any]) -> str:
@@ -96,13 +97,7 @@ def format_results(res: dict[str, Any], family=None) -> str:
     sig = res.get("significance")
     if sig:
         configs = sig.get("configurations", sig["trials"])
-        held = (
-            "no trial ledger (--ledger off)"
-            if family is None
-            else f"the trial ledger holds {family.trials} distinct trial{'s' * (family.trials != 1)} "
-            f"({len(family.controls)} control{'s' * (len(family.controls) != 1)} apart) "
-            f"in the family {family.name} on this machine: `fincon ledger`"
-        )
+        held = ledger_said(family)
         notes = (
             f"CI: stationary block bootstrap, {sig['bootstrap_reps']:,} replications; DSR deflated by the "
             f"{sig['trials']} distinct return series among the {configs} configurations run here, its variance "
@@ -127,3 +122,17 @@ def format_card(c: dict[str, Any]) -> str:
             lines.append(f"\n{group}")
         lines.append(f"  {r['point']:<28} {r['verdict'].upper():<13} {r['measured']}")
     return "\n".join(lines)
+
+
+def ledger_said(family) -> str:
+    """What the trial ledger holds of an experiment's family (a :class:`fincon.workflow.trials.Family`;
+    None: no ledger), the other tickers tried over the same days with it."""
+    if family is None:
+        return "no trial ledger (--ledger off)"
+    return (
+        f"the trial ledger holds {family.trials} distinct trial{'s' * (family.trials != 1)} "
+        f"({len(family.controls)} control{'s' * (len(family.controls) != 1)} apart) "
+        f"in the family {family.name} on this machine"
+        + (f", and over the same days on other tickers {said_beside(family.beside)}" if family.beside else "")
+        + ": `fincon ledger`"
+    )

@@ -209,6 +209,12 @@ def _score(root: Path, plan: Plan) -> dict[str, Any]:
             else f"DSR n/a: the trial ledger it was registered in, {ledger}, holds "
             "none of its trials (not this machine's, or moved): the journals begun beside it are not counted"
         )
+    if fam.beside:  # a journal picked among tickers: a pick no family of one ticker counts
+        out["flags"].append(
+            f"DSR deflates by this family's {fam.trials} trial{'s' * (fam.trials != 1)}; over the same days the trial ledger also holds "
+            f"{trials.said_beside(fam.beside)} on other tickers: a journal picked among tickers was picked among "
+            "those too"
+        )
     if fam.trials > 1 and len(fam.sharpes) < 2:
         out["flags"].append(
             f"DSR n/a: the trial ledger holds a Sharpe ratio of {MIN_STAT_DAYS} sessions or more for "

@@ -28,7 +28,10 @@ family a trial is a distinct daily return series (its digest): two
 configurations that traded identically (repeats identical with one episode,
 an ablation that changed nothing, a flag no model reads) are one trial, and
 the variance of the trials' Sharpe ratios is taken over the same distinct
-series. ``fincon ledger`` lists and summarises it.
+series. Trials on other tickers over days a family shares are other
+questions (other series, so DSR does not deflate by them) but a result
+picked among tickers was picked among them too: each family names them
+(``beside``). ``fincon ledger`` lists and summarises it.
 """
 
 from __future__ import annotations
@@ -304,6 +307,8 @@ class Family:
     start: str
     end: str
     rows: list[dict[str, Any]] = field(default_factory=list)
+    #: the distinct trials of each other ticker set tried over days this family's window shares
+    beside: dict[str, int] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -390,7 +395,25 @@ def family_of(rows: Sequence[Mapping[str, Any]], tickers: Sequence[str], start: 
         if f.start <= end and start <= f.end:
             joined.start, joined.end = min(joined.start, f.start), max(joined.end, f.end)
             joined.rows += f.rows
+    joined.beside = beside(rows, key, joined.start, joined.end)
     return joined
+
+
+def beside(rows: Sequence[Mapping[str, Any]], tickers: str, start: str, end: str) -> dict[str, int]:
+    """Each other ticker set's distinct trials over days ``start``..``end`` shares (its families that
+    overlap it): ten tickers tried and the best one shown is a pick among ten, which no family of one
+    ticker counts (found by hand: sma-cross on four of the sample's tickers, TSLA's Sharpe of 1.05 read
+    "tried before it: 0")."""
+    out: dict[str, int] = {}
+    for f in families([r for r in rows if r["tickers"] != tickers]):
+        if f.start <= end and start <= f.end and f.trials:
+            out[f.tickers] = out.get(f.tickers, 0) + f.trials
+    return out
+
+
+def said_beside(beside: Mapping[str, int]) -> str:
+    """:attr:`Family.beside` as a sentence lists it ("AMZN 1 trial, MSFT 2 trials")."""
+    return ", ".join(f"{t} {n} trial{'s' * (n != 1)}" for t, n in sorted(beside.items()))
 
 
 def family(path: Path | None, tickers: Sequence[str], start: str, end: str) -> Family:
@@ -406,6 +429,7 @@ def summary(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for f in families(rows):
         distinct = f.distinct
+        others = beside(rows, f.tickers, f.start, f.end)
         scored = [r for r in f.scorable if r.get("sharpe") is not None and r["sharpe"] == r["sharpe"]]
         best = max(scored, key=lambda r: r["sharpe"], default=None)
         out.append(
@@ -425,6 +449,8 @@ def summary(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "tried_before_best": distinct.index(best) if best else None,
                 "sharpe_daily_var": f.sharpe_var(),
                 "model_labels": sorted({r["model_knowledge"] for r in f.trial_rows if r.get("model_knowledge")}),
+                "other_tickers": len(others),  # ticker sets tried over days the family shares
+                "other_trials": sum(others.values()),
             }
         )
     return out
