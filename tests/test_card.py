@@ -429,6 +429,10 @@ def test_calibrations_bound_counts_a_report_read_again_as_one_judgement():
     assert calibration_point(_evidence(decisions=days("llm")))[0] == PASS
     verdict, said = calibration_point(_evidence(decisions=days("reuse")))
     assert verdict == FAIL and said.startswith("Brier 0.160 (95 % upper bound 0.274, by day and judgement)")
+    # the hit rate by confidence counted the forty as forty calls too: (n=40) for four judgements
+    assert reread["by_confidence"] == {"0.5-0.7": {"n": 40, "hit_rate": 0.8, "judgements": 4}}
+    assert said.endswith("by confidence 0.5-0.7 80% (n=40, 4 judgements)"), said
+    assert calibration_point(_evidence(decisions=days("llm")))[1].endswith("by confidence 0.5-0.7 80% (n=40)")
 
 
 def test_temporal_integrity_passes_a_masked_run_only_when_its_audit_shows_it_blind():

@@ -50,7 +50,8 @@ def calibration(decisions: list[dict[str, Any]]) -> dict[str, Any] | None:
         sel = [r for r in directional if lo <= r[2] < hi]
         if sel:
             hits = sum((r[1] == "bullish") == (r[4] == 1.0) for r in sel)
-            buckets[f"{lo:.1f}-{min(hi, 1.0):.1f}"] = {"n": len(sel), "hit_rate": round(hits / len(sel), 4)}
+            buckets[f"{lo:.1f}-{min(hi, 1.0):.1f}"] = {"n": len(sel), "hit_rate": round(hits / len(sel), 4),
+                                                       "judgements": len({r[6] for r in sel})}  # fmt: skip
     per = {}
     for kind in sorted({r[0] for r in directional}):
         sel = [r for r in directional if r[0] == kind]

@@ -173,7 +173,7 @@ def calibration_point(ev: Evidence) -> Verdict:
     cal = ev.calibration
     if not cal:
         return NONE, "no team records with analysts' confidences"
-    buckets = ", ".join(f"{b} {v['hit_rate']:.0%} (n={v['n']})" for b, v in cal["by_confidence"].items())
+    buckets = ", ".join(f"{b} {v['hit_rate']:.0%} ({_n(v)})" for b, v in cal["by_confidence"].items())
     upper, over = cal["brier_upper_95"], cal["over_base_upper_95"]
     bound = f"95 % upper bound {upper:.3f}, by day and judgement" if upper is not None else "one day: no bound"
     excess = f", the Brier's excess over it at most {over:+.3f}" if over is not None else ""
@@ -204,6 +204,13 @@ def numerical_execution(ev: Evidence) -> Verdict:
     return PASS, said
 
 
+def _n(v: dict) -> str:
+    """A count of calls, with the judgements they are where a report read again repeats one ("n=27, 3
+    judgements"): the calls alone read as that many independent ones."""
+    m = min(v.get("judgements") or v["n"], v["n"])
+    return f"n={v['n']}" + (f", {m} judgement{'s' if m > 1 else ''}" if m < v["n"] else "")
+
+
 def disaggregation(ev: Evidence) -> Verdict:
     """What is each analyst's call worth? A pass needs at least one analyst
     whose hit rate is above chance by a Wilson interval that excludes it, at
@@ -225,9 +232,8 @@ def disaggregation(ev: Evidence) -> Verdict:
         m = min(v.get("judgements") or v["n"], v["n"])
         lo, hi = wilson(v["hits"] / v["n"] * m, m, level)
         chance = max(0.5, v["chance"])  # its own bias on those days: all-bullish in a rise scores its share
-        made = f", {m} judgement{'s' if m > 1 else ''}" if m < v["n"] else ""
         repeated |= m < v["n"]
-        rows.append(f"{kind} {v['hit_rate']:.0%} [{lo:.0%}, {hi:.0%}] by chance {chance:.0%} (n={v['n']}{made})")
+        rows.append(f"{kind} {v['hit_rate']:.0%} [{lo:.0%}, {hi:.0%}] by chance {chance:.0%} ({_n(v)})")
         if lo > chance:
             informative.append(kind)
     how = f"hit rate by analyst, Wilson {level:.1%} intervals (Bonferroni over {len(per)}): " + ", ".join(rows)
