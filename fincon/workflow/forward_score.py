@@ -211,9 +211,9 @@ def _score(root: Path, plan: Plan) -> dict[str, Any]:
         )
     if fam.beside:  # a journal picked among tickers: a pick no family of one ticker counts
         out["flags"].append(
-            f"DSR deflates by this family's {fam.trials} trial{'s' * (fam.trials != 1)}; over the same days the trial ledger also holds "
-            f"{trials.said_beside(fam.beside)} on other tickers: a journal picked among tickers was picked among "
-            "those too"
+            f"DSR deflates by this family's {fam.trials} trial{'s' * (fam.trials != 1)}; over the same days the "
+            f"trial ledger also holds {trials.said_beside(fam.beside)} on other tickers: a journal picked among "
+            "tickers was picked among those too"
         )
     if fam.trials > 1 and len(fam.sharpes) < 2:
         out["flags"].append(
