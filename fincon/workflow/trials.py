@@ -395,19 +395,20 @@ def family_of(rows: Sequence[Mapping[str, Any]], tickers: Sequence[str], start: 
         if f.start <= end and start <= f.end:
             joined.start, joined.end = min(joined.start, f.start), max(joined.end, f.end)
             joined.rows += f.rows
-    joined.beside = beside(rows, key, joined.start, joined.end)
+    others = families([r for r in rows if r["tickers"] != key])
+    joined.beside = beside([(f.tickers, f.start, f.end, f.trials) for f in others], key, joined.start, joined.end)
     return joined
 
 
-def beside(rows: Sequence[Mapping[str, Any]], tickers: str, start: str, end: str) -> dict[str, int]:
-    """Each other ticker set's distinct trials over days ``start``..``end`` shares (its families that
-    overlap it): ten tickers tried and the best one shown is a pick among ten, which no family of one
-    ticker counts (found by hand: sma-cross on four of the sample's tickers, TSLA's Sharpe of 1.05 read
-    "tried before it: 0")."""
+def beside(counted: Sequence[tuple[str, str, str, int]], tickers: str, start: str, end: str) -> dict[str, int]:
+    """Each other ticker set's distinct trials over days ``start``..``end`` shares, from its families
+    (``counted``: tickers, start, end and distinct trials of each) that overlap it: ten tickers tried and
+    the best one shown is a pick among ten, which no family of one ticker counts (found by hand:
+    sma-cross on four of the sample's tickers, TSLA's Sharpe of 1.05 read "tried before it: 0")."""
     out: dict[str, int] = {}
-    for f in families([r for r in rows if r["tickers"] != tickers]):
-        if f.start <= end and start <= f.end and f.trials:
-            out[f.tickers] = out.get(f.tickers, 0) + f.trials
+    for t, s, e, n in counted:
+        if t != tickers and s <= end and start <= e and n:
+            out[t] = out.get(t, 0) + n
     return out
 
 
@@ -427,9 +428,11 @@ def summary(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     recorded and the controls, the best Sharpe among the scorable trials, its strategy and how many
     distinct trials came before it."""
     out = []
-    for f in families(rows):
+    fams = families(rows)
+    counted = [(f.tickers, f.start, f.end, f.trials) for f in fams]
+    for f in fams:
         distinct = f.distinct
-        others = beside(rows, f.tickers, f.start, f.end)
+        others = beside(counted, f.tickers, f.start, f.end)
         scored = [r for r in f.scorable if r.get("sharpe") is not None and r["sharpe"] == r["sharpe"]]
         best = max(scored, key=lambda r: r["sharpe"], default=None)
         out.append(
