@@ -143,6 +143,27 @@ def test_a_family_names_the_trials_on_other_tickers_over_the_days_it_shares(tmp_
     )
 
 
+def test_a_config_run_again_with_another_outcome_is_another_draw(tmp_path):
+    """Found by hand: the same config run again is the same trial, so the ledger kept the first run's row
+    and dropped the rerun's, whatever it traded: a model at temperature without a cache (or a new cache)
+    run until a good series came out counted one trial, with the first, unlucky series. A rerun that
+    trades the same adds nothing; one that trades otherwise is another draw of the config (the next
+    repeat), and a draw seen before adds nothing again."""
+    ledger = tmp_path / "t.sqlite"
+    first = _row("llm-trader", "2022-10-05", "2023-03-30", "a", 0.01, config="cfg")
+    assert trials.append(ledger, [first]) == 1
+    assert trials.append(ledger, [first]) == 0  # the same run again
+    assert trials.append(ledger, [{**first, "returns_digest": "b", "sharpe_daily": 0.08}]) == 1  # another draw
+    assert trials.append(ledger, [{**first, "returns_digest": "b"}]) == 0  # that draw again
+    assert trials.append(ledger, [{**first, "returns_digest": "c"}]) == 1
+    rows = trials.read(ledger)
+    assert [(r["repeat"], r["returns_digest"]) for r in rows] == [(1, "a"), (2, "b"), (3, "c")]
+    assert trials.family(ledger, ["TSLA"], "2022-10-05", "2023-03-30").trials == 3
+    # an experiment's repeats that traded alike are still one trial and two runs
+    same = [{**first, "config_hash": "exp", "repeat": k} for k in (1, 2)]
+    assert trials.append(ledger, same) == 2 and trials.append(ledger, same) == 0
+
+
 def test_a_trial_too_short_to_score_is_counted_but_never_a_familys_best(tmp_path, capsys):
     """Found by hand: `fincon ledger` named a 2-session run's Sharpe of 16.3 (two daily returns) as its
     family's best, over 60- and 170-session runs, and its daily Sharpe of 1.03 entered the variance every

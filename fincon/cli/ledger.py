@@ -3,7 +3,8 @@
 Each backtest, experiment test run and baseline, rolling window and
 protocol comparison adds one row per strategy and window to the trial
 ledger (a SQLite file: $FINCON_LEDGER, else ~/.local/share/fincon/trials.sqlite);
-the same config run again is the same trial, not a new one. A best Sharpe
+the same config run again is the same trial, not a new one, unless it
+traded otherwise (a model asked afresh: another draw). A best Sharpe
 ratio means little without the number of configurations tried before it:
 this command lists them per family (the same tickers, test windows that
 overlap: moving a window by a day is another try at the same question),

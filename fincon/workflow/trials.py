@@ -18,7 +18,8 @@ days, a digest of the daily returns, CR, Sharpe (annualised and daily) and
 its role: a ``trial`` (a configuration tried) or a ``control`` (a placebo run
 of an experiment: a check of a trial, never a configuration tried and never
 a study's best). The same config run again is the same trial (its hash and
-window), never a new one. The run's own directory gets the same rows as
+window), never a new one, unless it traded otherwise (a model at
+temperature asked afresh): that is another draw, the next repeat. The run's own directory gets the same rows as
 ``trials.csv`` (without the time, so the run stays byte-identical).
 
 Counting (what DSR's N and ``fincon ledger`` use): trials on the same
@@ -227,7 +228,10 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 
 def append(path: Path | None, rows: Sequence[Mapping[str, Any]]) -> int:
-    """Add ``rows`` (a rerun of a trial already there adds nothing); the count added."""
+    """Add ``rows``; the count added. A rerun of a trial already there that traded the same adds
+    nothing; one that traded otherwise (a model at temperature, asked afresh) is another draw of its
+    config, added as the next repeat, so that running a config until a good series comes out counts
+    every series (a draw seen before adds nothing again)."""
     if path is None or not rows:
         return 0
     now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
@@ -235,15 +239,32 @@ def append(path: Path | None, rows: Sequence[Mapping[str, Any]]) -> int:
         conn = _connect(path)
     except (sqlite3.Error, OSError) as exc:
         raise ConfigError(f"trial ledger {path}: cannot open ({exc}); give another with --ledger PATH") from None
+    insert = (
+        f"INSERT OR IGNORE INTO trials (first_seen, {', '.join(COLUMNS)}) VALUES (?, {', '.join('?' for _ in COLUMNS)})"
+    )
     try:
-        with conn:
+        conn.isolation_level = None
+        conn.execute("BEGIN IMMEDIATE")  # another run's draw between the look and the insert: not the same repeat
+        try:
             before = conn.total_changes
-            conn.executemany(
-                f"INSERT OR IGNORE INTO trials (first_seen, {', '.join(COLUMNS)}) "
-                f"VALUES (?, {', '.join('?' for _ in COLUMNS)})",
-                [(now, *(r.get(k) for k in COLUMNS)) for r in rows],
-            )
-            return conn.total_changes - before
+            for r in rows:
+                key = (r["config_hash"], r["strategy"], r["start"], r["end"])
+                drawn = conn.execute(
+                    "SELECT repeat, returns_digest FROM trials WHERE config_hash = ? AND strategy = ? AND start = ? "
+                    "AND end = ?",
+                    key,
+                ).fetchall()
+                at = dict(drawn).get(r["repeat"])
+                if at is not None and at != r["returns_digest"]:  # its repeat holds another series
+                    if any(d == r["returns_digest"] for _, d in drawn):
+                        continue
+                    r = {**r, "repeat": max(k for k, _ in drawn) + 1}
+                conn.execute(insert, (now, *(r.get(k) for k in COLUMNS)))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return conn.total_changes - before
     finally:
         conn.close()
 
