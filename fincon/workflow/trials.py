@@ -19,8 +19,9 @@ its role: a ``trial`` (a configuration tried) or a ``control`` (a placebo run
 of an experiment: a check of a trial, never a configuration tried and never
 a study's best). The same config run again is the same trial (its hash and
 window), never a new one, unless it traded otherwise (a model at
-temperature asked afresh): that is another draw, the next repeat. The run's own directory gets the same rows as
-``trials.csv`` (without the time, so the run stays byte-identical).
+temperature asked afresh): that is another draw, the next repeat. The
+run's own directory gets the same rows as ``trials.csv`` (without the
+time, so the run stays byte-identical).
 
 Counting (what DSR's N and ``fincon ledger`` use): trials on the same
 tickers whose test windows overlap form one *family*: moving a window by a
