@@ -164,6 +164,30 @@ def test_a_config_run_again_with_another_outcome_is_another_draw(tmp_path):
     assert trials.append(ledger, same) == 2 and trials.append(ledger, same) == 0
 
 
+def test_one_universe_named_in_another_order_is_one_family(tmp_path, capsys):
+    """Found by hand: equal-weight on --ticker TSLA,MSFT and markowitz on --ticker MSFT,TSLA over one
+    window were two families, each its own best with "tried before it 0" (and each the other's "other
+    tickers"). A family is the set of tickers, in any order."""
+    rows = [
+        _row("equal-weight", "2022-10-05", "2022-12-30", "a", -0.2, tickers="TSLA,MSFT"),
+        _row("markowitz", "2022-10-05", "2022-12-30", "b", -0.04, tickers="MSFT,TSLA"),
+        _row("sma-cross", "2022-10-05", "2022-12-30", "c", 0.01, tickers="TSLA"),
+    ]
+    fams = {f.name: f for f in trials.families(rows)}
+    assert sorted(fams) == ["MSFT,TSLA 2022-10-05..2022-12-30", "TSLA 2022-10-05..2022-12-30"]
+    assert fams["MSFT,TSLA 2022-10-05..2022-12-30"].trials == 2
+    for order in (["TSLA", "MSFT"], ["MSFT", "TSLA"]):
+        fam = trials.family_of(rows, order, "2022-11-01", "2022-11-30")
+        assert fam.trials == 2 and fam.beside == {"TSLA": 1}, order
+    (summ,) = [x for x in trials.summary(rows) if x["family"].startswith("MSFT,TSLA")]
+    assert (summ["trials"], summ["best_strategy"], summ["tried_before_best"], summ["other_tickers"]) == (
+        2,
+        "markowitz",
+        1,
+        1,
+    )
+
+
 def test_a_trial_too_short_to_score_is_counted_but_never_a_familys_best(tmp_path, capsys):
     """Found by hand: `fincon ledger` named a 2-session run's Sharpe of 16.3 (two daily returns) as its
     family's best, over 60- and 170-session runs, and its daily Sharpe of 1.03 entered the variance every

@@ -386,12 +386,19 @@ def _daily(r: Mapping[str, Any]) -> float | None:
     return float(r["sharpe"]) / math.sqrt(_DAYS_PER_YEAR)
 
 
+def universe(tickers: str) -> str:
+    """A row's tickers as a family knows them: the set, sorted ("MSFT,TSLA" for "TSLA,MSFT"; one
+    universe named in two orders was two families, each its own best)."""
+    return ",".join(sorted(tickers.split(",")))
+
+
 def families(rows: Sequence[Mapping[str, Any]]) -> list[Family]:
-    """The ledger's rows cut into families (module docstring), by tickers, then start."""
+    """The ledger's rows cut into families (module docstring), by tickers (the set, in any order), then
+    start."""
     out: list[Family] = []
     by: dict[str, list[tuple[int, Mapping[str, Any]]]] = {}
     for i, r in enumerate(rows):
-        by.setdefault(r["tickers"], []).append((i, r))
+        by.setdefault(universe(r["tickers"]), []).append((i, r))
     for tickers in sorted(by):
         current: Family | None = None
         order: list[list[int]] = []
@@ -411,13 +418,13 @@ def families(rows: Sequence[Mapping[str, Any]]) -> list[Family]:
 
 def family_of(rows: Sequence[Mapping[str, Any]], tickers: Sequence[str], start: str, end: str) -> Family:
     """The family a window on ``tickers`` belongs to (its rows' families that it overlaps, joined)."""
-    key = ",".join(tickers)
+    key = universe(",".join(tickers))
     joined = Family(key, start, end)
-    for f in families([r for r in rows if r["tickers"] == key]):
+    for f in families([r for r in rows if universe(r["tickers"]) == key]):
         if f.start <= end and start <= f.end:
             joined.start, joined.end = min(joined.start, f.start), max(joined.end, f.end)
             joined.rows += f.rows
-    others = families([r for r in rows if r["tickers"] != key])
+    others = families([r for r in rows if universe(r["tickers"]) != key])
     joined.beside = beside([(f.tickers, f.start, f.end, f.trials) for f in others], key, joined.start, joined.end)
     return joined
 
