@@ -87,7 +87,9 @@ def run(args: argparse.Namespace) -> int:
             f"{_num(s['best_sharpe'], '{:.3f}'):>11}  {_num(s['tried_before_best'], '{}'):>15}  {other:>13}  "
             f"{s['best_strategy'] or ''}"
         )
-    print("trials: distinct daily return series; runs: rows recorded; a family: the same tickers (in any order), overlapping windows")
+    print(
+        "trials: distinct daily return series; runs: rows recorded; a family: the same tickers (in any order), overlapping windows"
+    )
     if any(s["other_tickers"] for s in summ):
         print(
             "other tickers: ticker sets tried over days the family shares (their trials): a best picked among "
