@@ -88,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
             f"{s['best_strategy'] or ''}"
         )
     print(
-        "trials: distinct daily return series; runs: rows recorded; a family: the same tickers (in any order), overlapping windows"
+        "trials: distinct daily return series; runs: rows recorded; a family: the same tickers (in any order), "
+        "overlapping windows"
     )
     if any(s["other_tickers"] for s in summ):
         print(
