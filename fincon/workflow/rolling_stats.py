@@ -180,6 +180,7 @@ def significance(
     items = list(returns.items())
     if len(items) > 1:
         ctx = multiprocessing.get_context("fork")
+        before = set(multiprocessing.active_children())  # children of others (a caller's): never this pool's to stop
         pool = ProcessPoolExecutor(max_workers=2, mp_context=ctx, initializer=_ends_when_terminated)
         try:
             futures = [
@@ -188,7 +189,7 @@ def significance(
             ]
             results = [f.result() for f in futures]
         except BaseException:  # a stop: the next run takes the statistics again; no one waits for a worker
-            workers = [p for p in multiprocessing.active_children() if p.name.startswith("ForkProcess")]
+            workers = [p for p in multiprocessing.active_children() if p not in before]
             pool.shutdown(wait=False, cancel_futures=True)
             for p in workers:
                 p.terminate()
