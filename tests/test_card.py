@@ -4,6 +4,7 @@ directory holds, a missing measure said as such, calibration by hand."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -38,7 +39,9 @@ def test_a_run_without_costs_fails_frictions_and_one_with_them_passes(tmp_path, 
     assert free["long horizons"]["verdict"] == "fail" and free["numerical execution"]["verdict"] == "not measured"
     capsys.readouterr()
     assert main(["report", "--card", str(tmp_path / "free"), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["failed"] == run_card(tmp_path / "free")["failed"]
+    # the CLI reads the trial ledger (conftest's): its selection row is graded, where run_card() alone reads none
+    ledger = Path(os.environ["FINCON_LEDGER"])
+    assert json.loads(capsys.readouterr().out)["failed"] == run_card(tmp_path / "free", ledger=ledger)["failed"]
 
 
 def test_calibration_by_hand():
@@ -297,7 +300,7 @@ def test_every_check_gives_each_of_its_verdicts_on_hand_built_evidence(tmp_path)
     critics(claims=12, corrected=2, dropped=1, unverified=0)
     rolling = Evidence(Path("x"), None, None, {}, {}, {}, {}, [], None, (team, other))
     assert numerical_execution(rolling) == (PASS, "17 figures checked: 3 corrected, 1 dropped, 0 not verified")
-    assert len(CHECKS) == 14
+    assert len(CHECKS) == 15
 
 
 def _days(moves, confidence):
@@ -588,7 +591,7 @@ def test_the_card_of_a_multi_strategy_run_grades_the_strategy_that_asks_a_model(
     assert row["verdict"] == "fail" and row["measured"].startswith("in-training-data")
     assert (
         format_card(card).splitlines()[0]
-        == f"report card: {tmp_path} (of llm-trader)  (1 pass, 9 fail, 4 not measured)"
+        == f"report card: {tmp_path} (of llm-trader)  (1 pass, 9 fail, 5 not measured)"
     )
     # a run of baselines alone: the first, as before
     shutil.rmtree(tmp_path / "llm-trader")

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 from fincon import report
+from fincon.cli.args import ledger_path
 from fincon.cli.flags import Args, add
 from fincon.errors import ConfigError
 from fincon.files import json_text
@@ -56,6 +57,14 @@ class ReportArgs(Args):
         ),
     ] = False
     as_json: Annotated[bool, Flag("--json", help="with --card: print it as JSON")] = False
+    ledger: Annotated[
+        str | None,
+        Flag(
+            metavar="PATH|off",
+            help="with --card: the trial ledger its selection row counts the tries beside the run in (default "
+            "$FINCON_LEDGER or the user's; off: not read)",
+        ),
+    ] = None
 
 
 COMMAND = "report"
@@ -76,11 +85,14 @@ def run(args: argparse.Namespace) -> int:
                 "--card prints the card (--json: as JSON) and writes no file; drop --out, or drop --card for the "
                 "HTML report (which shows the card too)"
             )
-        c = report.run_card(args.runs[0])
+        c = report.run_card(args.runs[0], ledger=ledger_path(args))
         print(json_text(c).rstrip("\n") if args.json else report.format_card(c))
         return 0
-    if args.json:
-        raise ConfigError("--json goes with --card (the HTML report is a page, not JSON)")
+    if args.json or args.ledger is not None:
+        raise ConfigError(
+            f"{'--json' if args.json else '--ledger'} goes with --card (the HTML page reads no ledger, so that its "
+            "bytes are the directories')"
+        )
 
     out = write_report(args.runs, args.out if args.out is not None else Path("report.html"))
     print(f"report: {out} ({out.stat().st_size:,} bytes)")

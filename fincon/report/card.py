@@ -38,11 +38,11 @@ from fincon.llm import leakage
 from fincon.llm.knowledge import AUDITED, USER_SOURCE
 from fincon.llm.settings import LLMSettings
 from fincon.proportions import wilson
-from fincon.report.evidence import Evidence, evidence, run_part
+from fincon.report.evidence import FAIL, NONE, PASS, Evidence, Verdict, evidence, run_part
+from fincon.report.selection import selection
 from fincon.workflow.forward_anchor import settles_the_window
 from fincon.workflow.journal import REPLAY, journal_hint
 
-PASS, FAIL, NONE = "pass", "fail", "not measured"
 #: a window shorter than this many trading days is "one short window"
 LONG_DAYS = 500
 #: a participation cap above this share of the day's volume is no volume cap
@@ -57,10 +57,6 @@ MIN_COST_BP = 1.0
 #: the share of the days the model was asked on which the rules may stand in for one of its answers
 #: before a run is graded as partly a rules run: one day in twenty
 MAX_FALLBACK = 0.05
-
-
-#: a check: what it measured in the evidence, as (verdict, the number behind it)
-Verdict = tuple[str, str]
 
 
 def temporal_integrity(ev: Evidence) -> Verdict:
@@ -428,6 +424,7 @@ CHECKS: list[tuple[str, str, Callable[[Evidence], Verdict]]] = [
     (SIX_POINT, "numerical execution", numerical_execution),
     (SIX_POINT, "multi-agent disaggregation", disaggregation),
     (FINCON, "model decided", model_decided),
+    (FINCON, "selection", selection),
     (FINSABER, "point in time", point_in_time),
     (FINSABER, "next-open fills", next_open_fills),
     (FINSABER, "costs", costs),
@@ -438,9 +435,10 @@ CHECKS: list[tuple[str, str, Callable[[Evidence], Verdict]]] = [
 ]
 
 
-def run_card(root: Path, sealed: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The card of the run, experiment or rolling directory ``root`` (``sealed``: see :class:`Evidence`)."""
-    ev = evidence(root, sealed)
+def run_card(root: Path, sealed: dict[str, Any] | None = None, ledger: Path | None = None) -> dict[str, Any]:
+    """The card of the run, experiment or rolling directory ``root`` (``sealed``, ``ledger``: see
+    :class:`Evidence`)."""
+    ev = evidence(root, sealed, ledger)
     rows = []
     for group, point, check in CHECKS:
         verdict, measured = check(ev)

@@ -21,6 +21,10 @@ from fincon.report.calibration import calibration
 from fincon.validation import format_validation_error
 from fincon.workflow.journal import journal_hint
 
+PASS, FAIL, NONE = "pass", "fail", "not measured"
+#: a check of fincon.report.card: what it measured in the evidence, as (verdict, the number behind it)
+Verdict = tuple[str, str]
+
 
 def _json(path: Path) -> Any:
     try:
@@ -96,6 +100,9 @@ class Evidence:
     sealed: dict[str, Any] | None = None
     #: a rolling evaluation's team run of each window (its full median), whose records the card reads
     windows: tuple[Path, ...] = ()
+    #: the trial ledger that counts what was tried beside the run (None: not read; the HTML page reads
+    #: none, so that its bytes are the directory's)
+    ledger: Path | None = None
 
     @property
     def team_runs(self) -> tuple[Path, ...]:
@@ -167,9 +174,10 @@ class Evidence:
         return (1e4 * commission / traded + self.slippage_bp, commission, traded) if traded else None
 
 
-def evidence(root: Path, sealed: dict[str, Any] | None = None) -> Evidence:
+def evidence(root: Path, sealed: dict[str, Any] | None = None, ledger: Path | None = None) -> Evidence:
     """The :class:`Evidence` of the run, experiment or rolling directory ``root`` (``sealed``: what
-    `fincon forward score` verified of a journal whose replay ``root`` is)."""
+    `fincon forward score` verified of a journal whose replay ``root`` is; ``ledger``: the trial ledger
+    to read)."""
     root = Path(root)
     if not root.is_dir():
         raise DataError(f"{root} is not a directory; give a run, experiment or rolling directory")
@@ -195,4 +203,4 @@ def evidence(root: Path, sealed: dict[str, Any] | None = None) -> Evidence:
     # a rolling evaluation: each window is an experiment folder (UNIVERSE/kNN) with its team's median run
     windows = tuple(t for r in sorted(root.glob("*/*/results.json")) if (t := _team_run(r.parent))) if rolling else ()
     decisions = [d for t in ((team,) if team else windows) for d in RunRecord(t).decisions]
-    return Evidence(root, run, team, rolling, results, metrics, config or {}, decisions, sealed, windows)
+    return Evidence(root, run, team, rolling, results, metrics, config or {}, decisions, sealed, windows, ledger)

@@ -331,6 +331,8 @@ class Family:
     rows: list[dict[str, Any]] = field(default_factory=list)
     #: the distinct trials of each other ticker set tried over days this family's window shares
     beside: dict[str, int] = field(default_factory=dict)
+    #: those ticker sets' families (:func:`family_of`), whose Sharpe ratios a pick among tickers was made from
+    others: list[Family] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -426,6 +428,7 @@ def family_of(rows: Sequence[Mapping[str, Any]], tickers: Sequence[str], start: 
             joined.rows += f.rows
     others = families([r for r in rows if universe(r["tickers"]) != key])
     joined.beside = beside([(f.tickers, f.start, f.end, f.trials) for f in others], key, joined.start, joined.end)
+    joined.others = [f for f in others if f.start <= joined.end and joined.start <= f.end and f.trials]
     return joined
 
 

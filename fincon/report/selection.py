@@ -1,0 +1,104 @@
+"""The card's selection row: was the graded result one try among many?
+
+Every other row grades the run as if it were the only one ever made. Run
+sma-cross on five tickers, card the best: each row reads the same, and
+nothing says the Sharpe ratio is the largest of five draws (found by hand,
+the card of TSLA's 1.63 passing what it passed alone). The trial ledger
+(fincon.workflow.trials) counts the tries, so this row deflates the run's
+Sharpe ratio by them (Bailey & López de Prado's DSR): the trials of its
+family (its tickers, windows that overlap) and of the other ticker sets
+tried over the same days, a pick among tickers being a pick too, their
+Sharpe ratios' spread pooled. It passes at a DSR of 0.95.
+
+The ledger is this machine's, not the directory's: the row reads one only
+when asked (``fincon report --card``, a journal's score: the ledger its
+registration sealed); the HTML page reads none, so that its bytes are the
+directory's.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fincon import risk
+from fincon.engine.record import RunRecord
+from fincon.errors import DataError
+from fincon.report.evidence import FAIL, NONE, PASS, Evidence, Verdict
+from fincon.workflow import trials
+from fincon.workflow.tables import MIN_STAT_DAYS
+
+#: the DSR a result must reach: 95 % that its Sharpe ratio beats the best of its trials with no edge
+MIN_DSR = 0.95
+TRIALS_CSV = "trials.csv"
+
+
+def _trial_row(run: Path) -> dict[str, Any] | None:
+    """The ledger's row of ``run`` as the run wrote it: its own ``trials.csv`` (a run of one strategy, an
+    experiment's run) or its comparison's, by the strategy's name."""
+    for path, name in ((run / TRIALS_CSV, None), (run.parent / TRIALS_CSV, run.name)):
+        if path.is_file():
+            with path.open(newline="", encoding="utf-8") as fh:
+                rows = [
+                    r
+                    for r in csv.DictReader(fh)
+                    if r.get("role") == trials.TRIAL and (name is None or r.get("strategy") == name)
+                ]
+            return rows[0] if len(rows) == 1 else None
+    return None
+
+
+def _pooled(fam: trials.Family) -> tuple[int, float, str]:
+    """The trials a result over the family's days was picked among (its own and the other ticker sets'),
+    the variance (ddof 1) of their Sharpe ratios (NaN for fewer than two) and what they were."""
+    sharpes = [*fam.sharpes, *(s for f in fam.others for s in f.sharpes)]
+    n = fam.trials + sum(fam.beside.values())
+    var = float(np.var(sharpes, ddof=1)) if len(sharpes) > 1 else math.nan
+    said = f"{fam.trials} in {fam.name}" + (
+        f", {trials.said_beside(fam.beside)} on other tickers over the same days" if fam.beside else ""
+    )
+    return n, var, said
+
+
+def selection(ev: Evidence) -> Verdict:
+    if ev.rolling is not None:
+        return NONE, "a rolling evaluation: each window's DSR is in its table, deflated by the trial ledger's count"
+    if ev.ledger is None:
+        return NONE, "the trial ledger not read (`fincon report --card RUN` reads it; the HTML page does not)"
+    row = _trial_row(ev.run) if ev.run is not None else None
+    if row is None:
+        return NONE, "no trials.csv names this run's series (a run written before the trial ledger)"
+    fam = trials.family(ev.ledger, row["tickers"].split(","), row["start"], row["end"])
+    if row["returns_digest"] not in {r["returns_digest"] for r in fam.rows}:
+        return NONE, (
+            f"the trial ledger {ev.ledger} does not hold this run (run with --ledger off, on another machine, or "
+            "another ledger: --ledger PATH): what was tried beside it is not known"
+        )
+    try:
+        eq = RunRecord(ev.run).equity.to_numpy(dtype=float)
+    except DataError:
+        return NONE, "no equity curve to read"
+    r = eq[1:] / eq[:-1] - 1.0
+    if len(r) < MIN_STAT_DAYS:
+        return NONE, f"{len(r)} daily returns: too few for a Sharpe ratio to mean anything (under {MIN_STAT_DAYS})"
+    n, var, said = _pooled(fam)
+    dsr = risk.significance.track_record(r, n, var)["dsr"]
+    measured = (
+        f"DSR {dsr:.2f} of a daily Sharpe {risk.significance.sharpe(r):.3f} over {len(r)} days, deflated by "
+        f"{n} trial{'s' * (n != 1)} ({said})"
+    )
+    if not math.isfinite(dsr):
+        return NONE, (
+            f"{n} trials ({said}) and fewer than two Sharpe ratios of {MIN_STAT_DAYS} days or more among them: "
+            "no spread to deflate by"
+            if n > 1
+            else "a series that never moved: no Sharpe ratio to test"
+        )
+    if dsr >= MIN_DSR:
+        return PASS, measured
+    luck = "zero" if n == 1 else f"the best of {n} tries with no edge"
+    return FAIL, f"{measured}: under {MIN_DSR}, not told apart from {luck}"

@@ -1,0 +1,105 @@
+"""The card's selection row (fincon.report.selection): a run's Sharpe ratio deflated by what the trial
+ledger holds beside it. Found by hand: sma-cross on five sample tickers, the card of the best graded each
+row as if it were the only run made."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import kurtosis, norm, skew
+
+from fincon.cli.main import main
+from fincon.report.card import NONE, run_card
+from fincon.report.evidence import Evidence
+from fincon.report.selection import selection
+
+TICKERS = ("NVDA", "TSLA", "MSFT", "AAPL", "AMZN")
+
+
+def _row(card):
+    return next(r for r in card["rows"] if r["point"] == "selection")
+
+
+def _returns(run: Path) -> np.ndarray:
+    v = pd.read_csv(run / "equity.csv")["value"].to_numpy(dtype=float)
+    return v[1:] / v[:-1] - 1.0
+
+
+def _sr(r):
+    return r.mean() / r.std(ddof=1)
+
+
+def _dsr_by_hand(r: np.ndarray, sharpes: list[float]) -> float:
+    """Bailey & López de Prado: PSR against the expected best of N trials with no edge, written out here
+    (not fincon.risk.significance): E[max] = sqrt(V) ((1 - g) z(1 - 1/N) + g z(1 - 1/(N e)))."""
+    n, sr = len(sharpes), _sr(r)
+    g = 0.5772156649015329
+    star = (
+        0.0
+        if n < 2
+        else math.sqrt(np.var(sharpes, ddof=1)) * ((1 - g) * norm.ppf(1 - 1 / n) + g * norm.ppf(1 - 1 / (n * math.e)))
+    )
+    sk, ku = skew(r), kurtosis(r, fisher=False)
+    return float(norm.cdf((sr - star) * math.sqrt(len(r) - 1) / math.sqrt(1 - sk * sr + (ku - 1) / 4 * sr * sr)))
+
+
+@pytest.mark.slow  # five backtests
+def test_the_best_of_five_tickers_is_deflated_by_the_four_tried_beside_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    ledger = tmp_path / "trials.sqlite"
+    run = ["backtest", "--strategy", "sma-cross", "--no-progress", "--no-benchmark", "--ledger", str(ledger)]
+    assert main([*run, "--ticker", "NVDA", "--out", "NVDA"]) == 0
+    nvda = _returns(tmp_path / "NVDA")
+    alone = _row(run_card(tmp_path / "NVDA", ledger=ledger))
+    # one trial: the DSR is the PSR against zero
+    psr = _dsr_by_hand(nvda, [_sr(nvda)])
+    assert alone["measured"].startswith(f"DSR {psr:.2f} of a daily Sharpe {_sr(nvda):.3f} over {len(nvda)} days")
+    assert "deflated by 1 trial (1 in NVDA 2022-10-05..2023-06-09)" in alone["measured"]
+    assert alone["verdict"] == ("pass" if psr >= 0.95 else "fail")
+
+    for t in TICKERS[1:]:
+        assert main([*run, "--ticker", t, "--out", t]) == 0
+    sharpes = [_sr(_returns(tmp_path / t)) for t in TICKERS]
+    for t in TICKERS:
+        row = _row(run_card(tmp_path / t, ledger=ledger))
+        dsr = _dsr_by_hand(_returns(tmp_path / t), sharpes)
+        assert row["measured"].startswith(f"DSR {dsr:.2f} "), (t, row)
+        assert "deflated by 5 trials (1 in " in row["measured"]
+        others = ", ".join(f"{o} 1 trial" for o in sorted(set(TICKERS) - {t}))
+        assert f"{others} on other tickers over the same days" in row["measured"]
+        assert row["verdict"] == ("pass" if dsr >= 0.95 else "fail"), (t, dsr)
+        if dsr < 0.95:
+            assert row["measured"].endswith("under 0.95, not told apart from the best of 5 tries with no edge")
+    # the tries beside it cost NVDA's result what luck among five would give
+    assert _dsr_by_hand(nvda, sharpes) < psr
+
+    # the CLI reads the ledger it is given; off, or a ledger that does not hold the run: not measured
+    capsys.readouterr()
+    assert main(["report", "--card", "NVDA", "--ledger", str(ledger)]) == 0
+    assert "selection                    " in capsys.readouterr().out
+    off = _row(run_card(tmp_path / "NVDA"))
+    assert off == {"checklist": "fincon's checks", "point": "selection", "verdict": NONE,
+                   "measured": "the trial ledger not read (`fincon report --card RUN` reads it; the HTML page does not)"}  # fmt: skip
+    other = tmp_path / "other.sqlite"
+    assert main([*run[:-1], str(other), "--ticker", "TSLA", "--out", "elsewhere"]) == 0
+    missing = _row(run_card(tmp_path / "NVDA", ledger=other))
+    assert missing["verdict"] == NONE and "does not hold this run" in missing["measured"]
+    # the page reads no ledger: a --ledger without --card is refused in one line
+    assert main(["report", "NVDA", "--ledger", str(ledger)]) == 2
+    assert "--ledger goes with --card" in capsys.readouterr().err
+
+
+def test_a_rolling_evaluation_and_a_card_without_a_ledger_are_not_measured():
+    def ev(rolling=None, ledger=None):
+        return Evidence(Path("x"), None, None, rolling, {}, {}, {}, [], None, (), ledger)
+
+    assert selection(ev(rolling={}))[0] == NONE
+    assert selection(ev())[1].startswith("the trial ledger not read")
+    assert selection(ev(ledger=Path("l.sqlite"))) == (
+        NONE,
+        "no trials.csv names this run's series (a run written before the trial ledger)",
+    )
