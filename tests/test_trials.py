@@ -209,7 +209,8 @@ def test_a_trial_too_short_to_score_is_counted_but_never_a_familys_best(tmp_path
     trials.append(ledger, rows)
     assert main(["ledger", "--ledger", str(ledger)]) == 0
     out = capsys.readouterr().out
-    assert "1 trials of fewer than 20 daily returns: counted as tries, never a family's best" in out
+    assert "1 trial of fewer than 20 daily returns: counted as tries, never a family's best" in out
+    assert ": 4 distinct trials in 1 family (4 runs recorded, 0 controls not counted)" in out  # "in 1 families"
 
 
 @pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast

@@ -69,10 +69,12 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json_text({"ledger": str(path), "families": summ}), end="")
         return 0
-    n_controls = sum(s["controls"] for s in summ)
+    n_controls, n_trials = sum(s["controls"] for s in summ), sum(s["trials"] for s in summ)
     print(
-        f"trial ledger {path}: {sum(s['trials'] for s in summ)} distinct trials in {len(summ)} families "
-        f"({len(rows) - n_controls} runs recorded, {n_controls} controls not counted"
+        f"trial ledger {path}: {n_trials} distinct trial{'s' * (n_trials != 1)} in {len(summ)} "
+        f"famil{'ies' if len(summ) != 1 else 'y'} "
+        f"({len(rows) - n_controls} run{'s' * (len(rows) - n_controls != 1)} recorded, {n_controls} "
+        f"control{'s' * (n_controls != 1)} not counted"
         f"{': placebo runs, buy-and-hold on a price twin and runs that read ahead by design' if n_controls else ''})"
     )
     width = max([len(s["family"]) for s in summ] + [6])
@@ -99,8 +101,8 @@ def run(args: argparse.Namespace) -> int:
     short = sum(s["too_short"] for s in summ)
     if short:
         print(
-            f"{short} trials of fewer than {workflow.tables.MIN_STAT_DAYS} daily returns: counted as tries, never a "
-            "family's best, kept out of the Sharpe variance DSR deflates by (their Sharpe ratios are noise)"
+            f"{short} trial{'s' * (short != 1)} of fewer than {workflow.tables.MIN_STAT_DAYS} daily returns: counted "
+            "as tries, never a family's best, kept out of the Sharpe variance DSR deflates by (their Sharpe ratios are noise)"
         )
     return 0
 
