@@ -33,7 +33,7 @@ def _sr(r):
     return r.mean() / r.std(ddof=1)
 
 
-def _dsr_by_hand(r: np.ndarray, sharpes: list[float]) -> float:
+def dsr_by_hand(r: np.ndarray, sharpes: list[float]) -> float:
     """Bailey & López de Prado: PSR against the expected best of N trials with no edge, written out here
     (not fincon.risk.significance): E[max] = sqrt(V) ((1 - g) z(1 - 1/N) + g z(1 - 1/(N e)))."""
     n, sr = len(sharpes), _sr(r)
@@ -56,7 +56,7 @@ def test_the_best_of_five_tickers_is_deflated_by_the_four_tried_beside_it(tmp_pa
     nvda = _returns(tmp_path / "NVDA")
     alone = _row(run_card(tmp_path / "NVDA", ledger=ledger))
     # one trial: the DSR is the PSR against zero
-    psr = _dsr_by_hand(nvda, [_sr(nvda)])
+    psr = dsr_by_hand(nvda, [_sr(nvda)])
     assert alone["measured"].startswith(f"DSR {psr:.2f} of a daily Sharpe {_sr(nvda):.3f} over {len(nvda)} days")
     assert "deflated by 1 trial (1 in NVDA 2022-10-05..2023-06-09)" in alone["measured"]
     assert alone["verdict"] == ("pass" if psr >= 0.95 else "fail")
@@ -66,7 +66,7 @@ def test_the_best_of_five_tickers_is_deflated_by_the_four_tried_beside_it(tmp_pa
     sharpes = [_sr(_returns(tmp_path / t)) for t in TICKERS]
     for t in TICKERS:
         row = _row(run_card(tmp_path / t, ledger=ledger))
-        dsr = _dsr_by_hand(_returns(tmp_path / t), sharpes)
+        dsr = dsr_by_hand(_returns(tmp_path / t), sharpes)
         assert row["measured"].startswith(f"DSR {dsr:.2f} "), (t, row)
         assert "deflated by 5 trials (1 in " in row["measured"]
         others = ", ".join(f"{o} 1 trial" for o in sorted(set(TICKERS) - {t}))
@@ -75,7 +75,7 @@ def test_the_best_of_five_tickers_is_deflated_by_the_four_tried_beside_it(tmp_pa
         if dsr < 0.95:
             assert row["measured"].endswith("under 0.95, not told apart from the best of 5 tries with no edge")
     # the tries beside it cost NVDA's result what luck among five would give
-    assert _dsr_by_hand(nvda, sharpes) < psr
+    assert dsr_by_hand(nvda, sharpes) < psr
 
     # the CLI reads the ledger it is given; off, or a ledger that does not hold the run: not measured
     capsys.readouterr()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_card_selection import dsr_by_hand
 from test_stopping import LOSE
 
 from fincon.cli.main import main
@@ -1076,20 +1077,34 @@ def test_two_journals_of_one_plan_registered_in_one_second_are_two_registrations
 @pytest.mark.slow
 def test_a_journals_score_names_the_journals_on_other_tickers_over_its_sessions(tmp_path, monkeypatch, capsys):
     """A journal per ticker, the best one published: its DSR counts its own family only (other tickers trade
-    other series), so the score says what the ledger holds beside it over the same sessions."""
+    other series), so the score says what the ledger holds beside it over the same sessions, and the DSR
+    deflated by those too (the card's selection row's, which the score's table did not give)."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
-    for name in ("TSLA", "MSFT", "AMZN"):
-        assert main(["forward", "init", name, "--ticker", name, "--strategy", "sma-cross", "--no-benchmark",
+    for name in ("TSLA", "AMZN"):
+        assert main(["forward", "init", name, "--ticker", name, "--strategy", "buy-and-hold", "--no-benchmark",
                      "--simulate-from", START]) == 0  # fmt: skip
-        assert main(["forward", "step", name, "--until", END, "--no-progress"]) == 0
+        assert main(["forward", "step", name, "--until", "2022-11-04", "--no-progress"]) == 0  # 23 sessions
     capsys.readouterr()
     assert main(["forward", "score", "TSLA", "--json"]) == 0
-    flags = strict_json(capsys.readouterr().out)["flags"]
+    res = strict_json(capsys.readouterr().out)
+    # deflated by both, as the card's selection row is: by hand, from each journal's 22 daily returns
+    r = {
+        t: pd.read_csv(tmp_path / t / "replay" / "equity.csv")["value"].pct_change().dropna().to_numpy()
+        for t in ("TSLA", "AMZN")
+    }
+    dsr = dsr_by_hand(r["TSLA"], [x.mean() / x.std(ddof=1) for x in r.values()])
+    got = res["strategies"]["buy-and-hold"]
+    assert got["dsr_trials"] == 1 and got["dsr_among_tickers"] == pytest.approx(dsr, abs=1e-9)
     assert (
-        "DSR deflates by this family's 1 trial; over the same days the trial ledger also holds AMZN 1 trial, "
-        "MSFT 1 trial on other tickers: a journal picked among tickers was picked among those too"
-    ) in flags
+        "DSR deflates by this family's 1 trial; over the same days the trial ledger also holds AMZN 1 trial on "
+        "other tickers: a journal picked among tickers was picked among those too (deflated by all 2: DSR "
+        f"buy-and-hold {dsr:.2f})"
+    ) in res["flags"]
+    row = next(r for r in res["card"]["rows"] if r["point"] == "selection")
+    assert row["measured"].startswith(
+        f"DSR {dsr:.2f} of a daily Sharpe {got['sharpe_daily']:.3f} over 22 days, deflated by 2"
+    )
 
 
 def test_a_journal_on_close_only_prices_is_refused_with_what_it_needs(tmp_path, capsys):

@@ -23,8 +23,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from fincon import risk
 from fincon.engine.record import RunRecord
 from fincon.errors import DataError
@@ -52,16 +50,10 @@ def _trial_row(run: Path) -> dict[str, Any] | None:
     return None
 
 
-def _pooled(fam: trials.Family) -> tuple[int, float, str]:
-    """The trials a result over the family's days was picked among (its own and the other ticker sets'),
-    the variance (ddof 1) of their Sharpe ratios (NaN for fewer than two) and what they were."""
-    sharpes = [*fam.sharpes, *(s for f in fam.others for s in f.sharpes)]
-    n = fam.trials + sum(fam.beside.values())
-    var = float(np.var(sharpes, ddof=1)) if len(sharpes) > 1 else math.nan
-    said = f"{fam.trials} in {fam.name}" + (
+def _said(fam: trials.Family) -> str:
+    return f"{fam.trials} in {fam.name}" + (
         f", {trials.said_beside(fam.beside)} on other tickers over the same days" if fam.beside else ""
     )
-    return n, var, said
 
 
 def selection(ev: Evidence) -> Verdict:
@@ -85,7 +77,7 @@ def selection(ev: Evidence) -> Verdict:
     r = eq[1:] / eq[:-1] - 1.0
     if len(r) < MIN_STAT_DAYS:
         return NONE, f"{len(r)} daily returns: too few for a Sharpe ratio to mean anything (under {MIN_STAT_DAYS})"
-    n, var, said = _pooled(fam)
+    (n, var), said = fam.picked_among(), _said(fam)
     dsr = risk.significance.track_record(r, n, var)["dsr"]
     measured = (
         f"DSR {dsr:.2f} of a daily Sharpe {risk.significance.sharpe(r):.3f} over {len(r)} days, deflated by "

@@ -171,6 +171,7 @@ def _score(root: Path, plan: Plan) -> dict[str, Any]:
         eq = rec.equity.to_numpy(dtype=float)
         r = eq[1:] / eq[:-1] - 1.0
         record = risk.significance.track_record(r, max(fam.trials, 1), fam.sharpe_var())
+        among = risk.significance.track_record(r, *fam.picked_among())["dsr"] if fam.beside else None
         mintrl = record["min_track_record_days"]
         out["strategies"][name] = {
             "cr_pct": metrics.get("cr_pct"),
@@ -185,6 +186,8 @@ def _score(root: Path, plan: Plan) -> dict[str, Any]:
             "sessions_still_needed": max(0, int(np.ceil(mintrl)) - len(r)) if np.isfinite(mintrl) else None,
             "dsr": _finite(record["dsr"]) if fam.trials else None,  # in no ledger: a DSR of nothing counted
             "dsr_trials": fam.trials,
+            # deflated by the other tickers' trials over the same sessions too, as the card's selection row is
+            "dsr_among_tickers": _finite(among) if among is not None else None,
             "model_knowledge": metrics.get("model_knowledge"),
         }
     out["benchmark"] = _benchmark(RunRecord(replay / plan.config.strategies[0] if multi else replay))
@@ -214,7 +217,9 @@ def _score(root: Path, plan: Plan) -> dict[str, Any]:
         out["flags"].append(
             f"DSR deflates by this family's {fam.trials} trial{'s' * (fam.trials != 1)}; over the same days the "
             f"trial ledger also holds {trials.said_beside(fam.beside)} on other tickers: a journal picked among "
-            "tickers was picked among those too"
+            f"tickers was picked among those too (deflated by all {fam.picked_among()[0]}: DSR "
+            + ", ".join(f"{n} {_said_dsr(m['dsr_among_tickers'])}" for n, m in out["strategies"].items())
+            + ")"
         )
     if fam.trials > 1 and len(fam.sharpes) < 2:
         out["flags"].append(
@@ -223,6 +228,10 @@ def _score(root: Path, plan: Plan) -> dict[str, Any]:
             "fewer than two, no spread to deflate by"
         )
     return out
+
+
+def _said_dsr(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
 
 
 def _benchmark(rec: RunRecord) -> dict[str, Any] | None:

@@ -379,6 +379,14 @@ class Family:
         mean = sum(s) / len(s)
         return sum((x - mean) ** 2 for x in s) / (len(s) - 1)
 
+    def picked_among(self) -> tuple[int, float]:
+        """The trials a result over these days was picked among, this family's and :attr:`others`' (a pick
+        among tickers is a pick too), and the variance (ddof 1) of their Sharpe ratios (NaN under two)."""
+        s = [*self.sharpes, *(x for f in self.others for x in f.sharpes)]
+        mean = sum(s) / len(s) if s else math.nan
+        var = sum((x - mean) ** 2 for x in s) / (len(s) - 1) if len(s) > 1 else math.nan
+        return self.trials + sum(self.beside.values()), var
+
 
 def _daily(r: Mapping[str, Any]) -> float | None:
     if r.get("sharpe_daily") is not None:
