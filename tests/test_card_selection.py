@@ -103,3 +103,45 @@ def test_a_rolling_evaluation_and_a_card_without_a_ledger_are_not_measured():
         NONE,
         "no trials.csv names this run's series (a run written before the trial ledger)",
     )
+
+
+def _run(folder: Path, values: list[float], ledger: Path, strategy: str = "x") -> Path:
+    """A run directory as the card reads it (equity.csv, trials.csv), its trial in ``ledger``."""
+    from fincon.workflow import trials
+
+    folder.mkdir()
+    days = pd.bdate_range("2022-10-03", periods=len(values))
+    pd.DataFrame({"date": days.strftime("%Y-%m-%d"), "value": values}).to_csv(folder / "equity.csv", index=False)
+    row = trials.row(config_hash=strategy, strategy=strategy, tickers=["TSLA"], start="2022-10-03",
+                     end=str(days[-1].date()), values=values, metrics={})  # fmt: skip
+    (folder / "trials.csv").write_text(trials.rows_csv([row]))
+    trials.append(ledger, [row])
+    return folder
+
+
+def test_a_series_that_never_moved_and_a_family_without_a_spread_are_not_measured(tmp_path):
+    """The demo's team held cash for 60 days: the row said "4 trials ... fewer than two Sharpe ratios" of a
+    family that had two; a flat series has no Sharpe ratio to test, whatever the family holds."""
+
+    def card(run, ledger):
+        return selection(Evidence(run, run, None, None, {}, {}, {}, [], None, (), ledger))
+
+    flat = _run(tmp_path / "flat", [100.0] * 31, tmp_path / "a.sqlite")
+    assert card(flat, tmp_path / "a.sqlite") == (
+        NONE,
+        "a series that never moved over 30 days: no Sharpe ratio to test",
+    )
+    ledger = tmp_path / "b.sqlite"
+    rng = np.random.default_rng(0)
+    moved = _run(tmp_path / "moved", list(100 * np.cumprod(1 + rng.normal(0, 0.01, 31))), ledger, "y")
+    short = _run(tmp_path / "short", [100.0, 101.0, 100.5, 102.0], ledger, "z")
+    # two trials, one Sharpe ratio of 20 days or more (a 3-day one's is noise, kept out): no spread to deflate by
+    assert card(moved, ledger) == (
+        NONE,
+        "2 trials (2 in TSLA 2022-10-03..2022-11-14) and fewer than two Sharpe ratios of 20 days or more among "
+        "them: no spread to deflate by",
+    )
+    assert card(short, ledger) == (NONE, "3 daily returns: too few for a Sharpe ratio to mean anything (under 20)")
+    # in a family of three with a spread (its own 0 and the moved one's): it never moved, and says so
+    flat = _run(tmp_path / "flat-b", [100.0] * 31, ledger, "w")
+    assert card(flat, ledger) == (NONE, "a series that never moved over 30 days: no Sharpe ratio to test")

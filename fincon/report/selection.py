@@ -84,11 +84,11 @@ def selection(ev: Evidence) -> Verdict:
         f"{n} trial{'s' * (n != 1)} ({said})"
     )
     if not math.isfinite(dsr):
+        if not r.std() > 0:
+            return NONE, f"a series that never moved over {len(r)} days: no Sharpe ratio to test"
         return NONE, (
             f"{n} trials ({said}) and fewer than two Sharpe ratios of {MIN_STAT_DAYS} days or more among them: "
             "no spread to deflate by"
-            if n > 1
-            else "a series that never moved: no Sharpe ratio to test"
         )
     if dsr >= MIN_DSR:
         return PASS, measured
