@@ -443,20 +443,26 @@ def test_temporal_integrity_passes_a_masked_run_only_when_its_audit_shows_it_bli
     holds; an audit of too few prompts to tell (inconclusive) fails, and says so."""
     from fincon.report.card import FAIL, PASS, Evidence, temporal_integrity
 
-    def ev(result, k, n):
+    def ev(result, k, n, kd=None, nd=None):
         audit = {"result": result, "firm_and_day": k, "prompts": n, "threshold": 0.1}
+        audit |= {"days_firm_and_day": kd, "days": nd} if nd is not None else {}
         know = {"label": "in-training-data", "cutoff": "2024-09-19", "audit": audit}
         return Evidence(Path("x"), None, None, None, {}, {"model_knowledge": know}, {}, [])
 
-    assert temporal_integrity(ev("blind", 0, 185))[0] == PASS
-    verdict, said = temporal_integrity(ev("inconclusive", 1, 15))
+    assert temporal_integrity(ev("blind", 0, 185, 0, 60))[0] == PASS
+    verdict, said = temporal_integrity(ev("inconclusive", 1, 15, 1, 8))
     assert verdict == FAIL
-    assert "masked, the leakage audit: inconclusive (1 of 15 prompts give away firm and day" in said
+    assert "masked, the leakage audit: inconclusive (1 of 15 prompts on 1 of 8 days give away firm and day" in said
     assert said.endswith("(too few prompts to show the mask holds: fincon eval leakage)")
-    assert temporal_integrity(ev("not blind", 9, 15))[0] == FAIL
+    assert temporal_integrity(ev("not blind", 9, 15, 5, 8))[0] == FAIL
     # a run audited before blind needed the whole interval under the threshold: its counts are read again
-    verdict, said = temporal_integrity(ev("blind", 1, 15))
-    assert verdict == FAIL and "the leakage audit: inconclusive (1 of 15 prompts" in said
+    verdict, said = temporal_integrity(ev("blind", 1, 15, 1, 8))
+    assert verdict == FAIL and "the leakage audit: inconclusive (1 of 15 prompts on 1 of 8 days" in said
+    # ... and before it counted days: 0 of 63 prompts was blind, but they were 20 days' (the masked MSFT
+    # comparison of the bundled 1.5B), 0 of 20 reaching 16 %
+    assert temporal_integrity(ev("blind", 0, 63, 0, 20))[0] == FAIL
+    verdict, said = temporal_integrity(ev("blind", 0, 185))
+    assert verdict == FAIL and "(audited before the bound counted days: fincon eval leakage RUN again)" in said
     # a cutoff fincon does not know, only claimed (--llm-knowledge-cutoff): the row passed naming it like a
     # known one ("after-cutoff (cutoff 2019-01-01)" for the test kit's double); the claim is said as a claim
     claimed = {"label": "after-cutoff", "cutoff": "2019-01-01", "source": "given by the user (llm.knowledge_cutoff)"}

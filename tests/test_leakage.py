@@ -240,7 +240,7 @@ def _rows(k: int, n: int) -> list[dict]:
 def test_blind_only_when_the_whole_interval_is_under_the_threshold():
     """A sceptic's point: 0 give-aways in 5 prompts (Wilson 95 % 0-43 %) is no evidence that a mask
     holds. Blind needs the interval's upper end at or under the threshold (0 in n: 3.84 / (n + 3.84)
-    <= 0.10 from n = 35); a share above it is not blind; between, inconclusive, with the prompts
+    <= 0.10 from n = 35); a share above it is not blind; between, inconclusive, with the days
     that would settle it at the observed rate."""
     assert leakage.summarise(_rows(0, 34))["result"] == "inconclusive"  # upper 10.1 %
     assert leakage.summarise(_rows(0, 35))["result"] == "blind"  # upper 9.9 %
@@ -248,15 +248,44 @@ def test_blind_only_when_the_whole_interval_is_under_the_threshold():
     res = leakage.summarise(_rows(1, 15))  # 7 %, Wilson 1 %-30 %: the run audited by hand on JNJ
     assert res["result"] == "inconclusive" and res["blind"] is None
     assert res["verdict"].startswith("inconclusive: 1 of 15 prompts (7%, Wilson 95 % 1%-30%)")
-    need = leakage.prompts_to_settle(1, 15, 0.10)
-    assert "about %d dated prompts at this rate would" % need in res["verdict"]
+    need = leakage.to_settle(1, 15, 0.10)
+    assert "about %d days at this rate would" % need in res["verdict"]
     assert wilson(round(need / 15), need)[1] <= 0.10 < wilson(round((need - 1) / 15), need - 1)[1]
     assert leakage.summarise(_rows(5, 40))["result"] == "not blind"  # 12.5 % > 10 %
     assert leakage.summarise(_rows(4, 40))["result"] == "inconclusive"  # 10 %, not above: upper 23 %
-    assert leakage.prompts_to_settle(4, 40, 0.10) is None  # at the threshold no sample size shows it under
+    assert leakage.to_settle(4, 40, 0.10) is None  # at the threshold no sample size shows it under
     zero = leakage.summarise(_rows(0, 500), threshold=0.0)
-    assert zero["result"] == "inconclusive" and "at this rate no practical number of prompts would" in zero["verdict"]
+    assert zero["result"] == "inconclusive" and "at this rate no practical number of days would" in zero["verdict"]
     assert leakage.summarise([])["result"] == "not audited"
+
+
+def test_a_days_prompts_are_one_draw_for_the_bound_that_says_blind():
+    """The masked MSFT comparison of the bundled 1.5B read "blind by this audit: 0 of 63 prompts (0%,
+    Wilson 95 % 0%-6%)": 63 prompts of 20 days, counted as 63 independent draws, though the linker gives a
+    day's give-away to every prompt quoting it. 0 of 20 days reaches 16 %: inconclusive; blind takes 35
+    days however many prompts each holds. A share over the threshold is still read on the prompts."""
+
+    def days(k_days: int, n_days: int, per_day: int) -> list[dict]:
+        rows = _rows(0, n_days * per_day)
+        for i, r in enumerate(rows):
+            r["day"] = f"d{i // per_day:03d}"
+            r["both"] = i // per_day < k_days
+        return rows
+
+    res = leakage.summarise(days(0, 20, 3))  # 60 prompts, upper 6.0 % alone
+    assert res["overall"]["firm_and_day"]["wilson_95"][1] < 0.10 and res["result"] == "inconclusive"
+    assert res["overall"]["firm_and_day_days"] == {"k": 0, "n": 20, "share": 0.0, "wilson_95": list(wilson(0, 20))}
+    assert res["verdict"].startswith(
+        "inconclusive: 0 of 60 prompts (0%, Wilson 95 % 0%-6%) give away firm and day (within 5 sessions), on 0 of "
+        "20 days (Wilson 95 % 0%-16%: a day's prompts give it away together, so the bound is never narrower than "
+        "by day)"
+    )
+    assert "(about 35 days at this rate would: audit a longer run)" in res["verdict"]
+    assert leakage.summarise(days(0, 35, 3))["result"] == "blind"
+    # one day given away of 40, its 3 prompts of 120: 2.5 % either way, but 1 of 40 days reaches 13 %
+    assert leakage.summarise(days(1, 40, 3))["result"] == "inconclusive"
+    assert leakage.summarise(days(1, 200, 3))["result"] == "blind"  # 1 of 200 days: upper 2.8 %
+    assert leakage.outcome_of(0, 63, 0.1, 0, 20) == "inconclusive" and leakage.outcome_of(0, 63, 0.1, 0, 40) == "blind"
 
 
 @pytest.mark.slow  # two team runs through the OpenAI path (about 4 s each) and two audits
@@ -282,7 +311,7 @@ def test_a_named_run_is_given_away_and_the_masked_one_is_not(tmp_path, monkeypat
     text = capsys.readouterr().out
     # 0 give-aways, but two weeks of prompts are too few to show a share under 10 %
     # (blind from 35 dated prompts at 0, test_blind_only_when_the_whole_interval_is_under_the_threshold)
-    assert "verdict: inconclusive: 0 of" in text and "(masked;" in text and "dated prompts at this rate" in text
+    assert "verdict: inconclusive: 0 of" in text and "(masked;" in text and "days at this rate would" in text
     assert main(["eval", "leakage", "masked", "--threshold", "0"]) == 0  # 0 % is not above a 0 threshold
     with pytest.raises(SystemExit):
         main(["eval", "leakage", "masked", "--threshold", "2"])

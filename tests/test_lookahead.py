@@ -74,7 +74,7 @@ def test_the_probe_flags_a_model_that_remembers_and_the_mask_removes_it(monkeypa
     few = {"result": "inconclusive", "firm_and_day": 0, "prompts": 16}  # 0 of 16: Wilson 0 %-19 %
     line = lookahead.verdict(res["rows"], few)
     assert "blind" not in line.replace("to show they are blind", "")
-    assert "but too few masked prompts to show they are blind (0 of 16 give away firm and day" in line
+    assert "but too few masked prompts to show they are blind (0 of 16 prompts give away firm and day" in line
     team = {"result": "inconclusive", "firm_and_day": 1, "prompts": 15}
     assert lookahead.verdict(res["rows"], res["leakage"], team).endswith(
         "; the team run audited is inconclusive (1 of 15 prompts give away firm and day, too few prompts to show "

@@ -431,29 +431,34 @@ def verdict(
             # the model's answers show nothing, but its prompts give firm and day away: no clearance
             line += (
                 f"; masked: no recall above chance in the answers, but the masked prompts are not blind "
-                f"({audit['firm_and_day']} of {audit['prompts']} give away firm and day: fincon eval leakage)"
+                f"({_given(audit)} give away firm and day: fincon eval leakage)"
             )
         elif audit is not None and audit.get("result") == "inconclusive":
             line += (
                 f"; masked: no recall above chance in the answers, but too few masked prompts to show they are blind "
-                f"({audit['firm_and_day']} of {audit['prompts']} give away firm and day: more --samples)"
+                f"({_given(audit)} give away firm and day: more --samples)"
             )
         else:
             line += "; masked: no recall above chance, and the leakage audit finds the masked prompts blind"
     if run_audit is not None and run_audit.get("result") == "not blind":
         line += (
-            f"; the team run audited is not blind ({run_audit['firm_and_day']} of {run_audit['prompts']} prompts "
-            "give away firm and day): its masked figures are not evidence of skill"
+            f"; the team run audited is not blind ({_given(run_audit)} give away firm and day): its masked "
+            "figures are not evidence of skill"
         )
     elif run_audit is not None and run_audit.get("result") == "inconclusive":
         line += (
-            f"; the team run audited is inconclusive ({run_audit['firm_and_day']} of {run_audit['prompts']} prompts "
-            "give away firm and day, too few prompts to show it blind): audit a longer run before its masked "
-            "figures count"
+            f"; the team run audited is inconclusive ({_given(run_audit)} give away firm and day, too few "
+            "prompts to show it blind): audit a longer run before its masked figures count"
         )
     elif run_audit is not None:
         line += f"; the team run audited: {run_audit.get('result')}"
     return line
+
+
+def _given(audit: dict[str, Any]) -> str:
+    """An audit's give-aways as a verdict names them: of its prompts, and of its days when it counted them."""
+    days = f" on {audit['days_firm_and_day']} of {audit['days']} days" if audit.get("days") is not None else ""
+    return f"{audit['firm_and_day']} of {audit['prompts']} prompts{days}"
 
 
 def report(res: dict[str, Any]) -> str:

@@ -351,18 +351,23 @@ def summarise(rows: Sequence[Mapping[str, Any]], threshold: float = THRESHOLD) -
     def block(rs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         dated = [r for r in rs if r["dated"]]
         cues = Counter(r["firm_cue"] for r in rs if r["firm_cue"]) + Counter(r["day_cue"] for r in rs if r["day_cue"])
+        days: dict[str, bool] = {}  # a decision day, in any run: given away when one of its prompts is
+        for i, r in enumerate(dated):
+            day = r.get("day") or f"#{i}"
+            days[day] = days.get(day, False) or bool(r["both"])
         return {
             "prompts": len(rs),
             "firm": _share(sum(r["firm"] for r in rs), len(rs)),
             "day_exact": _share(sum(r["day_exact"] for r in dated), len(dated)),
             "day_within_5_sessions": _share(sum(r["day_near"] for r in dated), len(dated)),
             "firm_and_day": _share(sum(r["both"] for r in dated), len(dated)),
+            "firm_and_day_days": _share(sum(days.values()), len(days)),
             "cues": dict(sorted(cues.items())),
         }
 
     overall = block(rows)
     kinds = {kind: block([r for r in rows if r["kind"] == kind]) for kind in sorted({r["kind"] for r in rows})}
-    result = outcome(overall["firm_and_day"], threshold)
+    result = outcome(overall["firm_and_day"], threshold, overall["firm_and_day_days"])
     return {
         "threshold": threshold,
         "result": result,
@@ -375,25 +380,29 @@ def summarise(rows: Sequence[Mapping[str, Any]], threshold: float = THRESHOLD) -
     }
 
 
-def outcome(fd: Mapping[str, Any], threshold: float) -> str:
-    """``not blind`` when more than ``threshold`` of the dated prompts give away
-    firm and day; ``blind`` when even the Wilson interval's upper end is at or
-    under it; else ``inconclusive`` (too few prompts to tell); ``not audited``
-    without a dated prompt."""
+def outcome(fd: Mapping[str, Any], threshold: float, days: Mapping[str, Any] | None = None) -> str:
+    """``not blind`` when more than ``threshold`` of the dated prompts give away firm and day;
+    ``blind`` when even the Wilson interval's upper end is at or under it, of the prompts and of the
+    decision days (``days``: a day is given away when any of its prompts is); else ``inconclusive``;
+    ``not audited`` without a dated prompt. One day's prompts are no independent draws (the linker
+    gives one's give-away to all quoting it): 0 of 63 prompts over 20 days read "blind" (upper end 6 %)
+    where 0 of 20 days reaches 16 %, so the bound is never narrower than by day, as calibration's."""
     if not fd["n"]:
         return "not audited"
     if fd["share"] > threshold:
         return "not blind"
-    return "blind" if fd["wilson_95"][1] <= threshold else "inconclusive"
+    upper = max(fd["wilson_95"][1], days["wilson_95"][1] if days and days["n"] else 0.0)
+    return "blind" if upper <= threshold else "inconclusive"
 
 
-def outcome_of(k: int, n: int, threshold: float) -> str:
-    """:func:`outcome` from the counts a stored audit keeps (k of n prompts give firm and day away)."""
-    return outcome(_share(k, n), threshold)
+def outcome_of(k: int, n: int, threshold: float, k_days: int, n_days: int) -> str:
+    """:func:`outcome` from the counts a stored audit keeps (k of n prompts, on k_days of n_days days,
+    give firm and day away)."""
+    return outcome(_share(k, n), threshold, _share(k_days, n_days))
 
 
-def prompts_to_settle(k: int, n: int, threshold: float, most: int = 100_000) -> int | None:
-    """The fewest dated prompts whose Wilson interval would lie at or under
+def to_settle(k: int, n: int, threshold: float, most: int = 100_000) -> int | None:
+    """The fewest draws (days, as :func:`verdict` asks) whose Wilson interval would lie at or under
     ``threshold`` if give-aways kept the rate ``k / n``; None when no number up
     to ``most`` would (a rate at or near the threshold, or a threshold of 0)."""
     rate = k / n
@@ -403,26 +412,23 @@ def prompts_to_settle(k: int, n: int, threshold: float, most: int = 100_000) -> 
 
 
 def verdict(overall: Mapping[str, Any], threshold: float) -> str:
-    fd = overall["firm_and_day"]
-    result = outcome(fd, threshold)
+    fd, days = overall["firm_and_day"], overall["firm_and_day_days"]
+    result = outcome(fd, threshold, days)
     if result == "not audited":
         return "not audited: no dated prompt to attack"
-    lo, hi = fd["wilson_95"]
+    (lo, hi), (dlo, dhi) = fd["wilson_95"], days["wilson_95"]
     cues = ", ".join(f"{c} {n}" for c, n in sorted(overall["cues"].items(), key=lambda x: -x[1])) or "none"
     what = (
         f"{fd['k']} of {fd['n']} prompts ({fd['share']:.0%}, Wilson 95 % {lo:.0%}-{hi:.0%}) give away firm and day "
-        f"(within {SESSIONS} sessions); cues: {cues}"
+        f"(within {SESSIONS} sessions), on {days['k']} of {days['n']} days (Wilson 95 % {dlo:.0%}-{dhi:.0%}: a day's "
+        f"prompts give it away together, so the bound is never narrower than by day); cues: {cues}"
     )
     if result == "not blind":
         return f"not blind: {what} (threshold {threshold:.0%})"
     if result == "blind":
         return f"blind by this audit: {what} (threshold {threshold:.0%})"
-    need = prompts_to_settle(fd["k"], fd["n"], threshold)
-    more = (
-        f"about {need} dated prompts at this rate would"
-        if need
-        else "at this rate no practical number of prompts would"
-    )
+    need = to_settle(days["k"], days["n"], threshold)
+    more = f"about {need} days at this rate would" if need else "at this rate no practical number of days would"
     return (
         f"inconclusive: {what}; the interval reaches above the threshold {threshold:.0%}, so these prompts "
         f"cannot show the mask holds ({more}: audit a longer run)"
@@ -431,11 +437,13 @@ def verdict(overall: Mapping[str, Any], threshold: float) -> str:
 
 def summary(res: Mapping[str, Any]) -> dict[str, Any]:
     """The few figures a run's ``model_knowledge`` block keeps of its audit."""
-    fd = res["overall"]["firm_and_day"]
+    fd, days = res["overall"]["firm_and_day"], res["overall"]["firm_and_day_days"]
     return {
         "result": res["result"],
         "prompts": res["overall"]["prompts"],
         "firm_and_day": fd["k"],
+        "days": days["n"],
+        "days_firm_and_day": days["k"],
         "share": None if fd["share"] is None else round(fd["share"], 4),
         "threshold": res["threshold"],
         "cues": res["overall"]["cues"],

@@ -78,12 +78,14 @@ def temporal_integrity(ev: Evidence) -> Verdict:
     label = know.get("label")
     audit = know.get("audit") or {}
     result = audit.get("result")
-    k, n = audit.get("firm_and_day"), audit.get("prompts")
-    if result == "blind" and n:  # audited before blind needed the whole interval under the threshold: read again
-        result = leakage.outcome_of(k or 0, n, audit.get("threshold", 0.1))
+    k, n, kd, nd = (audit.get(x) for x in ("firm_and_day", "prompts", "days_firm_and_day", "days"))
+    on_days = f" on {kd} of {nd} days" if nd is not None else ""
+    if result == "blind" and n:  # read again: an audit that counted its prompts as independent said blind early
+        result = leakage.outcome_of(k or 0, n, audit.get("threshold", 0.1), kd or 0, nd) if nd else "inconclusive"
+        on_days = on_days or " (audited before the bound counted days: fincon eval leakage RUN again)"
     said = (
-        f"; masked, the leakage audit: {result} ({audit.get('firm_and_day')} of {audit.get('prompts')} prompts give "
-        f"away firm and day, threshold {audit.get('threshold', 0.1):.0%})"
+        f"; masked, the leakage audit: {result} ({k} of {n} prompts{on_days} give away firm and day, threshold "
+        f"{audit.get('threshold', 0.1):.0%})"
         if result in AUDITED
         else ("; prompts named, not audited" if result == "not audited" else "")
     )
