@@ -88,6 +88,8 @@ def test_the_best_of_five_tickers_is_deflated_by_the_four_tried_beside_it(tmp_pa
     assert main([*run[:-1], str(other), "--ticker", "TSLA", "--out", "elsewhere"]) == 0
     missing = _row(run_card(tmp_path / "NVDA", ledger=other))
     assert missing["verdict"] == NONE and "does not hold this run" in missing["measured"]
+    nowhere = _row(run_card(tmp_path / "NVDA", ledger=tmp_path / "none.sqlite"))["measured"]
+    assert nowhere.startswith("no trial ledger at ") and not (tmp_path / "none.sqlite").exists()
     # the page reads no ledger: a --ledger without --card is refused in one line
     assert main(["report", "NVDA", "--ledger", str(ledger)]) == 2
     assert "--ledger goes with --card" in capsys.readouterr().err

@@ -64,6 +64,8 @@ def selection(ev: Evidence) -> Verdict:
     row = _trial_row(ev.run) if ev.run is not None else None
     if row is None:
         return NONE, "no trials.csv names this run's series (a run written before the trial ledger)"
+    if not ev.ledger.is_file():
+        return NONE, f"no trial ledger at {ev.ledger} (--ledger PATH names the one the run was counted in)"
     fam = trials.family(ev.ledger, row["tickers"].split(","), row["start"], row["end"])
     if row["returns_digest"] not in {r["returns_digest"] for r in fam.rows}:
         return NONE, (
