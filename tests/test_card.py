@@ -453,7 +453,7 @@ def test_temporal_integrity_passes_a_masked_run_only_when_its_audit_shows_it_bli
     verdict, said = temporal_integrity(ev("inconclusive", 1, 15, 1, 8))
     assert verdict == FAIL
     assert "masked, the leakage audit: inconclusive (1 of 15 prompts on 1 of 8 days give away firm and day" in said
-    assert said.endswith("(too few prompts to show the mask holds: fincon eval leakage)")
+    assert said.endswith("(too few days of prompts to show the mask holds)")
     assert temporal_integrity(ev("not blind", 9, 15, 5, 8))[0] == FAIL
     # a run audited before blind needed the whole interval under the threshold: its counts are read again
     verdict, said = temporal_integrity(ev("blind", 1, 15, 1, 8))
@@ -462,7 +462,10 @@ def test_temporal_integrity_passes_a_masked_run_only_when_its_audit_shows_it_bli
     # comparison of the bundled 1.5B), 0 of 20 reaching 16 %
     assert temporal_integrity(ev("blind", 0, 63, 0, 20))[0] == FAIL
     verdict, said = temporal_integrity(ev("blind", 0, 185))
-    assert verdict == FAIL and "(audited before the bound counted days: fincon eval leakage RUN again)" in said
+    assert verdict == FAIL and said.endswith(
+        "inconclusive (0 of 185 prompts give away firm and day, threshold 10%; audited before the bound counted "
+        "days: fincon eval leakage x)"
+    )
     # a cutoff fincon does not know, only claimed (--llm-knowledge-cutoff): the row passed naming it like a
     # known one ("after-cutoff (cutoff 2019-01-01)" for the test kit's double); the claim is said as a claim
     claimed = {"label": "after-cutoff", "cutoff": "2019-01-01", "source": "given by the user (llm.knowledge_cutoff)"}

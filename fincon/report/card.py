@@ -79,13 +79,13 @@ def temporal_integrity(ev: Evidence) -> Verdict:
     audit = know.get("audit") or {}
     result = audit.get("result")
     k, n, kd, nd = (audit.get(x) for x in ("firm_and_day", "prompts", "days_firm_and_day", "days"))
-    on_days = f" on {kd} of {nd} days" if nd is not None else ""
+    on_days, again = (f" on {kd} of {nd} days" if nd is not None else ""), ""
     if result == "blind" and n:  # read again: an audit that counted its prompts as independent said blind early
         result = leakage.outcome_of(k or 0, n, audit.get("threshold", 0.1), kd or 0, nd) if nd else "inconclusive"
-        on_days = on_days or " (audited before the bound counted days: fincon eval leakage RUN again)"
+        again = "" if nd else f"; audited before the bound counted days: fincon eval leakage {ev.run or ev.root}"
     said = (
         f"; masked, the leakage audit: {result} ({k} of {n} prompts{on_days} give away firm and day, threshold "
-        f"{audit.get('threshold', 0.1):.0%})"
+        f"{audit.get('threshold', 0.1):.0%}{again})"
         if result in AUDITED
         else ("; prompts named, not audited" if result == "not audited" else "")
     )
@@ -95,7 +95,7 @@ def temporal_integrity(ev: Evidence) -> Verdict:
     if label in ("after-cutoff", "no-model") or result == "blind":
         return PASS, f"{label}{cutoff}{said}"
     if label in ("in-training-data", "straddles-cutoff"):
-        few = " (too few prompts to show the mask holds: fincon eval leakage)" if result == "inconclusive" else ""
+        few = " (too few days of prompts to show the mask holds)" if result == "inconclusive" and not again else ""
         return FAIL, f"{label}: the window is inside the model's training data (cutoff {know.get('cutoff')}){said}{few}"
     return NONE, "no model-knowledge label (cutoff unknown, or a run from before the labels)" + said
 
