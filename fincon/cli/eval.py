@@ -143,7 +143,8 @@ class LeakageArgs(Args):
         Flag(
             metavar="SHARE",
             help="the share of prompts giving away firm and day above which the run is not blind, and under "
-            "which the Wilson interval must lie for a blind verdict (default {default:.2f})",
+            "which the Wilson interval must lie, of the prompts and of the days, for a blind verdict (default "
+            "{default:.2f})",
         ),
     ] = Field(0.10, ge=0, le=1)
     llm_cache_path: Annotated[
@@ -223,8 +224,9 @@ products and the terms mined from the corpus) and a linker (prompts of one
 day that share a verbatim run). Per agent: the share of prompts whose firm,
 whose day (exactly; within 5 sessions) and whose both are given away, with a
 Wilson 95 % interval. More than --threshold of them giving away firm and
-day: not blind; the whole interval at or under it: blind; between:
-inconclusive, too few prompts to tell (docs/llm.md#masked-prompts)."""
+day: not blind; the whole interval at or under it, of the prompts and of the
+decision days (a day's prompts give it away together): blind; between:
+inconclusive, too few days to tell (docs/llm.md#masked-prompts)."""
 
 
 def _register_leakage(inner) -> None:
