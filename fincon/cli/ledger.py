@@ -102,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
     if short:
         print(
             f"{short} trial{'s' * (short != 1)} of fewer than {workflow.tables.MIN_STAT_DAYS} daily returns: counted "
-            "as tries, never a family's best, kept out of the Sharpe variance DSR deflates by (their Sharpe ratios are noise)"
+            "as tries, never a family's best, kept out of the Sharpe variance DSR deflates by (their Sharpe ratios "
+            "are noise)"
         )
     return 0
 

@@ -88,11 +88,10 @@ def run(args: argparse.Namespace) -> int:
         c = report.run_card(args.runs[0], ledger=ledger_path(args))
         print(json_text(c).rstrip("\n") if args.json else report.format_card(c))
         return 0
-    if args.json or args.ledger is not None:
-        raise ConfigError(
-            f"{'--json' if args.json else '--ledger'} goes with --card (the HTML page reads no ledger, so that its "
-            "bytes are the directories')"
-        )
+    if args.json:
+        raise ConfigError("--json goes with --card (the HTML report is a page, not JSON)")
+    if args.ledger is not None:
+        raise ConfigError("--ledger goes with --card (the HTML page reads no ledger, so that its bytes are the runs')")
 
     out = write_report(args.runs, args.out if args.out is not None else Path("report.html"))
     print(f"report: {out} ({out.stat().st_size:,} bytes)")
