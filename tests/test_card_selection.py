@@ -103,7 +103,7 @@ def test_a_rolling_evaluation_and_a_card_without_a_ledger_are_not_measured():
     assert selection(ev())[1].startswith("the trial ledger not read")
     assert selection(ev(ledger=Path("l.sqlite"))) == (
         NONE,
-        "no trials.csv names this run's series (a run written before the trial ledger)",
+        "no trial in its trials.csv names this run (a control, or a run from before the trial ledger)",
     )
 
 

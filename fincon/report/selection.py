@@ -2,8 +2,8 @@
 
 Every other row grades the run as if it were the only one ever made. Run
 sma-cross on five tickers, card the best: each row reads the same, and
-nothing says the Sharpe ratio is the largest of five draws (found by hand,
-the card of TSLA's 1.63 passing what it passed alone). The trial ledger
+nothing says the Sharpe ratio is the largest of five draws (found by hand:
+NVDA's card on the sample read as it did alone). The trial ledger
 (fincon.workflow.trials) counts the tries, so this row deflates the run's
 Sharpe ratio by them (Bailey & López de Prado's DSR): the trials of its
 family (its tickers, windows that overlap) and of the other ticker sets
@@ -63,7 +63,7 @@ def selection(ev: Evidence) -> Verdict:
         return NONE, "the trial ledger not read (`fincon report --card RUN` reads it; the HTML page does not)"
     row = _trial_row(ev.run) if ev.run is not None else None
     if row is None:
-        return NONE, "no trials.csv names this run's series (a run written before the trial ledger)"
+        return NONE, "no trial in its trials.csv names this run (a control, or a run from before the trial ledger)"
     if not ev.ledger.is_file():
         return NONE, f"no trial ledger at {ev.ledger} (--ledger PATH names the one the run was counted in)"
     fam = trials.family(ev.ledger, row["tickers"].split(","), row["start"], row["end"])
