@@ -163,6 +163,7 @@ def _score(root: Path, plan: Plan) -> dict[str, Any]:
     multi = len(plan.config.strategies) > 1
     ledger = ledger_of(entries[0])  # the one it registered in: FINCON_LEDGER set otherwise today counts others
     fam = trials.family(ledger, plan.config.tickers, str(plan.first), str(done[-1]))
+    picked = fam.picked_among()  # the trials on other tickers too, as the card's selection row deflates by
     out: dict[str, Any] = {"directory": str(root), "sessions": len(done), "first": str(plan.first),
                            "last": str(done[-1]), "simulated": plan.simulated, "strategies": {}}  # fmt: skip
     for name in plan.config.strategies:
@@ -171,7 +172,7 @@ def _score(root: Path, plan: Plan) -> dict[str, Any]:
         eq = rec.equity.to_numpy(dtype=float)
         r = eq[1:] / eq[:-1] - 1.0
         record = risk.significance.track_record(r, max(fam.trials, 1), fam.sharpe_var())
-        among = risk.significance.track_record(r, *fam.picked_among())["dsr"] if fam.beside else None
+        among = risk.significance.track_record(r, *picked)["dsr"] if fam.beside else None
         mintrl = record["min_track_record_days"]
         out["strategies"][name] = {
             "cr_pct": metrics.get("cr_pct"),
@@ -217,7 +218,7 @@ def _score(root: Path, plan: Plan) -> dict[str, Any]:
         out["flags"].append(
             f"DSR deflates by this family's {fam.trials} trial{'s' * (fam.trials != 1)}; over the same days the "
             f"trial ledger also holds {trials.said_beside(fam.beside)} on other tickers: a journal picked among "
-            f"tickers was picked among those too (deflated by all {fam.picked_among()[0]}: DSR "
+            f"tickers was picked among those too (deflated by all {picked[0]}: DSR "
             + ", ".join(f"{n} {_said_dsr(m['dsr_among_tickers'])}" for n, m in out["strategies"].items())
             + ")"
         )

@@ -373,19 +373,20 @@ class Family:
     def sharpe_var(self) -> float:
         """The variance (ddof 1) of :attr:`sharpes`; NaN for fewer than two: unknown, so a DSR over the
         family's trials has no spread to deflate by (0 would deflate by nothing and read as deflated)."""
-        s = self.sharpes
-        if len(s) < 2:
-            return math.nan
-        mean = sum(s) / len(s)
-        return sum((x - mean) ** 2 for x in s) / (len(s) - 1)
+        return _var(self.sharpes)
 
     def picked_among(self) -> tuple[int, float]:
         """The trials a result over these days was picked among, this family's and :attr:`others`' (a pick
         among tickers is a pick too), and the variance (ddof 1) of their Sharpe ratios (NaN under two)."""
-        s = [*self.sharpes, *(x for f in self.others for x in f.sharpes)]
-        mean = sum(s) / len(s) if s else math.nan
-        var = sum((x - mean) ** 2 for x in s) / (len(s) - 1) if len(s) > 1 else math.nan
-        return self.trials + sum(self.beside.values()), var
+        pooled = [*self.sharpes, *(x for f in self.others for x in f.sharpes)]
+        return self.trials + sum(self.beside.values()), _var(pooled)
+
+
+def _var(s: Sequence[float]) -> float:
+    if len(s) < 2:
+        return math.nan
+    mean = sum(s) / len(s)
+    return sum((x - mean) ** 2 for x in s) / (len(s) - 1)
 
 
 def _daily(r: Mapping[str, Any]) -> float | None:
