@@ -83,7 +83,7 @@ def test_the_best_of_five_tickers_is_deflated_by_the_four_tried_beside_it(tmp_pa
     assert "selection                    " in capsys.readouterr().out
     off = _row(run_card(tmp_path / "NVDA"))
     assert off == {"checklist": "fincon's checks", "point": "selection", "verdict": NONE,
-                   "measured": "the trial ledger not read (`fincon report --card RUN` reads it; the HTML page does not)"}  # fmt: skip
+                   "measured": "the trial ledger not read (`fincon report --card RUN` reads it; a run's HTML page does not)"}  # fmt: skip
     other = tmp_path / "other.sqlite"
     assert main([*run[:-1], str(other), "--ticker", "TSLA", "--out", "elsewhere"]) == 0
     missing = _row(run_card(tmp_path / "NVDA", ledger=other))

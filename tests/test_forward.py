@@ -779,9 +779,11 @@ def test_score_reports_what_a_backtest_does_and_draws_the_charts_a_step_leaves_o
     assert row["measured"] == "no-model; a simulated journal: decided on past data, its seal times prove nothing"
     assert "its seal times prove nothing</td>" in (tmp_path / "fw" / "report.html").read_text()
     # its selection row counts in the ledger the registration sealed: the journal is found there (5 returns:
-    # too few to deflate), where a ledger that does not hold it would say so
+    # too few to deflate), where a ledger that does not hold it would say so; its page reads the same (it
+    # said "the trial ledger not read" there while the score read it)
     row = next(r for r in res["card"]["rows"] if r["point"] == "selection")
-    assert row["measured"].startswith("5 daily returns: too few for a Sharpe ratio") and res["ledger"]
+    assert row["measured"].startswith("5 daily returns: too few for a Sharpe ratio") and res["sealed"]["ledger"]
+    assert "5 daily returns: too few for a Sharpe ratio" in (tmp_path / "fw" / "report.html").read_text()
     assert main(["report", "--card", "fw/replay"]) == 0
     assert "a forward journal's replay: `fincon forward score fw` grades what its seals prove" in (
         capsys.readouterr().out

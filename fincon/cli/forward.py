@@ -189,8 +189,7 @@ def _status(args: argparse.Namespace) -> int:
 def _score(args: argparse.Namespace) -> int:
     replay = Path(args.dir) / workflow.forward_score.REPLAY
     with workflow.forward_score.score(args.dir) as res:  # no step rewrites the replay while it is read
-        ledger = res["ledger"]  # the one its registration sealed: the card's selection row counts there
-        res["card"] = report.run_card(replay, res["sealed"], Path(ledger) if ledger else None)
+        res["card"] = report.run_card(replay, res["sealed"])
         res["report"] = str(write_report([replay], Path(args.dir) / "report.html", res["note"], res["sealed"]))
         res["equity_plot"] = str(replay / "equity.png")
     if args.json:

@@ -100,8 +100,8 @@ class Evidence:
     sealed: dict[str, Any] | None = None
     #: a rolling evaluation's team run of each window (its full median), whose records the card reads
     windows: tuple[Path, ...] = ()
-    #: the trial ledger that counts what was tried beside the run (None: not read; the HTML page reads
-    #: none, so that its bytes are the directory's)
+    #: the trial ledger that counts what was tried beside the run (None: not read; the HTML page of a run
+    #: reads none, so that its bytes are the directory's; a journal's, the ledger its registration sealed)
     ledger: Path | None = None
 
     @property
@@ -177,8 +177,10 @@ class Evidence:
 def evidence(root: Path, sealed: dict[str, Any] | None = None, ledger: Path | None = None) -> Evidence:
     """The :class:`Evidence` of the run, experiment or rolling directory ``root`` (``sealed``: what
     `fincon forward score` verified of a journal whose replay ``root`` is; ``ledger``: the trial ledger
-    to read)."""
+    to read, by default the one a journal's registration sealed, on its page as in its score)."""
     root = Path(root)
+    if ledger is None and sealed is not None and sealed.get("ledger"):
+        ledger = Path(sealed["ledger"])
     if not root.is_dir():
         raise DataError(f"{root} is not a directory; give a run, experiment or rolling directory")
     for marker, what, hint in (

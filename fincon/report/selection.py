@@ -11,9 +11,9 @@ tried over the same days, a pick among tickers being a pick too, their
 Sharpe ratios' spread pooled. It passes at a DSR of 0.95.
 
 The ledger is this machine's, not the directory's: the row reads one only
-when asked (``fincon report --card``, a journal's score: the ledger its
-registration sealed); the HTML page reads none, so that its bytes are the
-directory's.
+when asked (``fincon report --card``; a journal's score and its page: the
+ledger its registration sealed); a run's HTML page reads none, so that its
+bytes are the directory's.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def selection(ev: Evidence) -> Verdict:
     if ev.rolling is not None:
         return NONE, "a rolling evaluation: each window's DSR is in its table, deflated by the trial ledger's count"
     if ev.ledger is None:
-        return NONE, "the trial ledger not read (`fincon report --card RUN` reads it; the HTML page does not)"
+        return NONE, "the trial ledger not read (`fincon report --card RUN` reads it; a run's HTML page does not)"
     row = _trial_row(ev.run) if ev.run is not None else None
     if row is None:
         return NONE, "no trial in its trials.csv names this run (a control, or a run from before the trial ledger)"

@@ -200,8 +200,11 @@ def _score(root: Path, plan: Plan) -> dict[str, Any]:
         f"chain, every hash, {checked['replayed']} decisions replayed; {said(checked.get('anchor')).removeprefix('; ')}"
         f"{forward_code.said(checked['code'])}"
     )
-    out["sealed"] = {"simulated": plan.simulated, "anchor": checked.get("anchor")}  # for the card's temporal integrity
-    out["ledger"] = str(ledger) if ledger is not None else None
+    out["sealed"] = {  # for the card: its temporal integrity, and the ledger its selection row counts in
+        "simulated": plan.simulated,
+        "anchor": checked.get("anchor"),
+        "ledger": str(ledger) if ledger is not None else None,
+    }
     out["flags"] = significance_flags(list(out["strategies"].values()), "a journal")
     out["flags"] += [  # a record of two codes is not the one plan it registered
         f"{part}: not the plan it registered carried out" for part in forward_code.other_sessions(checked["code"])
