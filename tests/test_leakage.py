@@ -281,6 +281,9 @@ def test_a_days_prompts_are_one_draw_for_the_bound_that_says_blind():
         "by day)"
     )
     assert "(about 35 days at this rate would: audit a longer run)" in res["verdict"]
+    # the table shows the bound by day under the prompts' (it showed "all ... 0%-6%" above an inconclusive)
+    by_day = next(line for line in leakage.report(res).splitlines() if line.startswith("all, by day"))
+    assert by_day.split() == ["all,", "by", "day", "20", "d", "0%", "0%-16%"]
     assert leakage.summarise(days(0, 35, 3))["result"] == "blind"
     # one day given away of 40, its 3 prompts of 120: 2.5 % either way, but 1 of 40 days reaches 13 %
     assert leakage.summarise(days(1, 40, 3))["result"] == "inconclusive"

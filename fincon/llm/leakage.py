@@ -493,5 +493,8 @@ def report(res: Mapping[str, Any]) -> str:
             f"{name:<18}{b['prompts']:>8}{pct(b['firm']):>8}{pct(b['day_exact']):>8}"
             f"{pct(b['day_within_5_sessions']):>8}{pct(b['firm_and_day']):>8}  {ci:<18}"
         )
+    d = res["overall"]["firm_and_day_days"]  # the bound blind needs too: a day's prompts give it away together
+    ci = f"{d['wilson_95'][0]:.0%}-{d['wilson_95'][1]:.0%}" if d["wilson_95"] else "n/a"
+    lines.append(f"{'all, by day':<18}{str(d['n']) + ' d':>8}{'':>24}{pct(d):>8}  {ci:<18}")
     lines.append(f"\nverdict: {res['verdict']}")
     return "\n".join(lines)
