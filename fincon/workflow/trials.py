@@ -162,9 +162,8 @@ def daily_sharpe(values: Sequence[float]) -> float | None:
     r = [x for x in daily_returns(values) if x == x]
     if len(r) < 2:
         return None
-    mean = sum(r) / len(r)
-    sd = math.sqrt(sum((x - mean) ** 2 for x in r) / (len(r) - 1))
-    return mean / sd if sd > 0 else 0.0
+    sd = math.sqrt(_var(r))
+    return sum(r) / len(r) / sd if sd > 0 else 0.0
 
 
 def row(
@@ -322,17 +321,20 @@ def read(path: Path) -> list[dict[str, Any]]:
 
 @dataclass
 class Family:
-    """Rows on the same tickers whose windows overlap (chained: a window that
-    overlaps either of two joins them), trials and controls apart."""
+    """Rows on the same tickers whose windows overlap (chained: a window that overlaps either of two joins
+    them), trials and controls apart."""
 
     tickers: str
     start: str
     end: str
     rows: list[dict[str, Any]] = field(default_factory=list)
-    #: the distinct trials of each other ticker set tried over days this family's window shares
-    beside: dict[str, int] = field(default_factory=dict)
-    #: those ticker sets' families (:func:`family_of`), whose Sharpe ratios a pick among tickers was made from
+    #: the other ticker sets' families over days this one shares (:func:`family_of`): a pick among tickers
     others: list[Family] = field(default_factory=list)
+
+    @property
+    def beside(self) -> dict[str, int]:
+        """The distinct trials of each ticker set in :attr:`others` ("a family of ten tickers tried")."""
+        return beside([(f.tickers, f.start, f.end, f.trials) for f in self.others], self.tickers, self.start, self.end)
 
     @property
     def name(self) -> str:
@@ -383,10 +385,8 @@ class Family:
 
 
 def _var(s: Sequence[float]) -> float:
-    if len(s) < 2:
-        return math.nan
-    mean = sum(s) / len(s)
-    return sum((x - mean) ** 2 for x in s) / (len(s) - 1)
+    mean = sum(s) / len(s) if s else math.nan
+    return sum((x - mean) ** 2 for x in s) / (len(s) - 1) if len(s) > 1 else math.nan
 
 
 def _daily(r: Mapping[str, Any]) -> float | None:
@@ -436,7 +436,6 @@ def family_of(rows: Sequence[Mapping[str, Any]], tickers: Sequence[str], start: 
             joined.start, joined.end = min(joined.start, f.start), max(joined.end, f.end)
             joined.rows += f.rows
     others = families([r for r in rows if universe(r["tickers"]) != key])
-    joined.beside = beside([(f.tickers, f.start, f.end, f.trials) for f in others], key, joined.start, joined.end)
     joined.others = [f for f in others if f.start <= joined.end and joined.start <= f.end and f.trials]
     return joined
 
