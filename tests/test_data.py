@@ -54,6 +54,14 @@ BAD_CASES = {
         ),
         "Close jumps from 223.07 (2022-10-07) to 22296 (2022-10-10), x100 in one bar: a mistyped price?",
     ),
+    "a close a decimal point off for one day": (  # x10 and back the next day: within any day's move, not a market
+        lambda f: f.assign(
+            Close=f.Close.where(f.index != 3, f.Close * 10),
+            **{"Adj Close": f["Adj Close"].where(f.index != 3, f["Adj Close"] * 10)},
+        ),
+        "Close jumps from 223.07 (2022-10-07) to 2229.6 (2022-10-10) and back to 216.5 (2022-10-11), x10 and "
+        "back in one bar: a mistyped price?",
+    ),
     "bad date": (
         lambda f: f.assign(Date=f.Date.where(f.index != 1, "yesterday")),
         "date 'yesterday' at data row 2 is not YYYY-MM-DD",
@@ -72,6 +80,20 @@ def test_validate_bars_names_the_problem(case):
         validate_bars(mutate(good_frame()), "TSLA", "x.csv")
     assert expected in str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_a_move_that_stays_or_a_smaller_round_trip_is_a_market_not_a_typo():
+    f = good_frame()
+    stays = f.assign(
+        Close=f.Close.where(f.index < 3, f.Close * 10),
+        **{"Adj Close": f["Adj Close"].where(f.index < 3, f["Adj Close"] * 10)},
+    )
+    assert validate_bars(stays, "TSLA", "x.csv").close.iloc[3] == pytest.approx(2229.60007)
+    back = f.assign(
+        Close=f.Close.where(f.index != 3, f.Close * 4.9),
+        **{"Adj Close": f["Adj Close"].where(f.index != 3, f["Adj Close"] * 4.9)},
+    )
+    assert validate_bars(back, "TSLA", "x.csv").close.iloc[3] == pytest.approx(222.960007 * 4.9)
 
 
 @pytest.mark.parametrize("case", sorted(BAD_CASES))

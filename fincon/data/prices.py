@@ -65,6 +65,11 @@ class PriceSource(Protocol):
 #: moved two places is 100x
 MAX_BAR_RATIO = 50.0
 
+#: a close this many times both its neighbours (or a fifth of both) is a decimal point moved one place:
+#: a market may gain 10x in a day, but it does not give it all back the next (the sample's largest
+#: one-day excursion and return is 1.2x)
+SPIKE_RATIO = 5.0
+
 #: the longest gap between two daily bars accepted: longer is a mistyped date, not a market holiday
 MAX_GAP_DAYS = 370
 
@@ -192,6 +197,16 @@ def _check_spikes(values: pd.DataFrame, factor: np.ndarray, dates: pd.Series, wh
             f"{where}: Close jumps from {values['Close'].iloc[r - 1]:.5g} ({dates.iloc[r - 1].date()}) to "
             f"{values['Close'].iloc[r]:.5g} ({dates.iloc[r].date()}), x{ratio[r - 1]:.3g} in one bar: a mistyped "
             f"price? No daily bar moves {MAX_BAR_RATIO:g}x; fix or drop that row"
+        )
+    up, back = ratio[:-1], ratio[1:]  # into a close, and out of it the next day
+    spike = ((up > SPIKE_RATIO) & (back < 1 / SPIKE_RATIO)) | ((up < 1 / SPIKE_RATIO) & (back > SPIKE_RATIO))
+    if spike.any():
+        r = int(np.flatnonzero(spike)[0]) + 1
+        c = values["Close"]
+        raise DataError(
+            f"{where}: Close jumps from {c.iloc[r - 1]:.5g} ({dates.iloc[r - 1].date()}) to {c.iloc[r]:.5g} "
+            f"({dates.iloc[r].date()}) and back to {c.iloc[r + 1]:.5g} ({dates.iloc[r + 1].date()}), "
+            f"x{ratio[r - 1]:.3g} and back in one bar: a mistyped price? fix or drop that row"
         )
 
 
