@@ -55,6 +55,10 @@ CASES: dict[str, tuple[list[str], str]] = {
     ),
     "api key pasted as api_key_env": (["backtest", "--config", "{key_cfg}"], "api_key_env"),
     "unknown ticker": (["backtest", "--ticker", "NOPE", *WINDOW], "NOPE"),
+    "no --ticker on data without the default": (
+        ["backtest", "--data", "{msft_only}", *WINDOW],
+        "available: MSFT (TSLA is the default ticker: pick one of these with --ticker MSFT)",
+    ),
     "start after end": (["backtest", "--start", "2023-01-10", "--end", "2023-01-01"], "after"),
     "llm server down on the first day": (
         [

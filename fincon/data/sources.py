@@ -72,6 +72,8 @@ class CsvDirSource:
         if p is None:
             known = self.tickers()
             hint = f"; available: {', '.join(known[:12])}{' ...' if len(known) > 12 else ''}" if known else ""
+            if ticker == "TSLA" and "TSLA" not in known and known:  # the sample's ticker, every command's default
+                hint += f" (TSLA is the default ticker: pick one of these with --ticker {known[0]})"
             raise DataError(f"unknown ticker {ticker!r}: no {ticker}.csv in {self.directory}{hint}")
         return _read_csv(p, ticker)
 

@@ -113,6 +113,9 @@ def fixtures(root: Path) -> dict[str, str]:
     f["inf_adj"] = _csv_dir(root, "inf_adj", lambda ls: _set_field(ls, 1200, 5, "inf"))
     f["day_first"] = _csv_dir(root, "day_first", _day_first)
     f["close_only"] = _csv_dir(root, "close_only", lambda ls: [",".join(x.split(",")[i] for i in (0, 4)) for x in ls])
+    (root / "msft_only").mkdir()  # a dataset without the default ticker
+    (root / "msft_only" / "MSFT.csv.gz").write_bytes((SAMPLE / "prices" / "MSFT.csv.gz").read_bytes())
+    f["msft_only"] = str(root / "msft_only")
     gz = root / "corrupt_gz"
     gz.mkdir()
     (gz / "TSLA.csv.gz").write_bytes((SAMPLE / "prices" / "TSLA.csv.gz").read_bytes()[:400])
