@@ -24,6 +24,12 @@ def good_frame(n=60) -> pd.DataFrame:
     return raw[(raw.Date >= "2022-10-05")].head(n).reset_index(drop=True)
 
 
+def _scaled(f: pd.DataFrame, rows, k: float) -> pd.DataFrame:
+    """``f`` with every price of ``rows`` times ``k``."""
+    cols = ["Open", "High", "Low", "Close", "Adj Close"]
+    return f.assign(**{c: f[c].where(~rows, f[c] * k) for c in cols})
+
+
 BAD_CASES = {
     "missing column": (lambda f: f.drop(columns=["Volume"]), "missing column(s) Volume"),
     "adjusted prices without Adj Close": (  # yfinance's default (auto_adjust=True) writes these: say what to do
@@ -47,20 +53,25 @@ BAD_CASES = {
         ),
         "High (1e+300) is 4.5e+297 times Low (222.02) on 2022-10-07: a mistyped price?",
     ),
-    "a close far off the day before": (  # a decimal point moved two places: High and Low left as they were
-        lambda f: f.assign(
-            Close=f.Close.where(f.index != 3, f.Close * 100),
-            **{"Adj Close": f["Adj Close"].where(f.index != 3, f["Adj Close"] * 100)},
-        ),
+    "a close far off the day before": (  # a decimal point moved two places in the whole bar (as in a close-only file)
+        lambda f: _scaled(f, f.index == 3, 100),
         "Close jumps from 223.07 (2022-10-07) to 22296 (2022-10-10), x100 in one bar: a mistyped price?",
     ),
     "a close a decimal point off for one day": (  # x10 and back the next day: within any day's move, not a market
+        lambda f: _scaled(f, f.index == 3, 10),
+        "Close jumps from 223.07 (2022-10-07) to 2229.6 (2022-10-10) and back to 216.5 (2022-10-11), x10 and "
+        "back in one bar: a mistyped price?",
+    ),
+    "a close outside its day's range": (  # the close alone mistyped, its High and Low as they were
         lambda f: f.assign(
             Close=f.Close.where(f.index != 3, f.Close * 10),
             **{"Adj Close": f["Adj Close"].where(f.index != 3, f["Adj Close"] * 10)},
         ),
-        "Close jumps from 223.07 (2022-10-07) to 2229.6 (2022-10-10) and back to 216.5 (2022-10-11), x10 and "
-        "back in one bar: a mistyped price?",
+        "Close 2229.6 lies outside the day's Low..High (218.36..226.99) on 2022-10-10: a mistyped price?",
+    ),
+    "an open a decimal point off": (  # the day's fill at the next open: 2239 for a day traded 218-227
+        lambda f: f.assign(Open=f.Open.where(f.index != 3, f.Open * 10)),
+        "Open 2239.3 lies outside the day's Low..High (218.36..226.99) on 2022-10-10: a mistyped price?",
     ),
     "bad date": (
         lambda f: f.assign(Date=f.Date.where(f.index != 1, "yesterday")),
@@ -84,16 +95,16 @@ def test_validate_bars_names_the_problem(case):
 
 def test_a_move_that_stays_or_a_smaller_round_trip_is_a_market_not_a_typo():
     f = good_frame()
-    stays = f.assign(
-        Close=f.Close.where(f.index < 3, f.Close * 10),
-        **{"Adj Close": f["Adj Close"].where(f.index < 3, f["Adj Close"] * 10)},
+    assert validate_bars(_scaled(f, f.index >= 3, 10), "TSLA", "x.csv").close.iloc[3] == pytest.approx(2229.60007)
+    assert validate_bars(_scaled(f, f.index == 3, 4.9), "TSLA", "x.csv").close.iloc[3] == pytest.approx(
+        222.960007 * 4.9
     )
-    assert validate_bars(stays, "TSLA", "x.csv").close.iloc[3] == pytest.approx(2229.60007)
-    back = f.assign(
-        Close=f.Close.where(f.index != 3, f.Close * 4.9),
-        **{"Adj Close": f["Adj Close"].where(f.index != 3, f["Adj Close"] * 4.9)},
+    # a vendor's close a little outside its day's range (a late print) is read as it is
+    late = f.assign(
+        Close=f.Close.where(f.index != 3, f.High * 1.05),
+        **{"Adj Close": f["Adj Close"].where(f.index != 3, f.High * 1.05)},
     )
-    assert validate_bars(back, "TSLA", "x.csv").close.iloc[3] == pytest.approx(222.960007 * 4.9)
+    assert validate_bars(late, "TSLA", "x.csv").close.iloc[3] == pytest.approx(226.990005 * 1.05)
 
 
 @pytest.mark.parametrize("case", sorted(BAD_CASES))

@@ -197,7 +197,8 @@ def test_view_arrays_are_read_only():
 
 def _write_perturbed_csvs(directory, tickers, cut_date, seed=3):
     """Copy the sample bars of ``tickers`` into ``directory`` as CSVs whose
-    every row after ``cut_date`` is scrambled (prices x U(0.3, 3))."""
+    every row after ``cut_date`` is scrambled (prices x U(0.5, 2), each day its own: a file a source
+    reads, so never a bar 5 times both its neighbours, which fincon.data.prices refuses as a typo)."""
     from fincon.data.sources import make_source
 
     rng = np.random.default_rng(seed)
@@ -206,7 +207,7 @@ def _write_perturbed_csvs(directory, tickers, cut_date, seed=3):
     for t in tickers:
         raw = sample.load(t, None, None)
         after = pd.to_datetime(raw["Date"]) > pd.Timestamp(cut_date)
-        shock = rng.uniform(0.3, 3.0, size=int(after.sum()))
+        shock = rng.uniform(0.5, 2.0, size=int(after.sum()))
         for col in ("Open", "High", "Low", "Close", "Adj Close"):
             raw.loc[after, col] = raw.loc[after, col].to_numpy() * shock
         raw.to_csv(directory / f"{t}.csv", index=False)

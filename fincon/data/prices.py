@@ -70,6 +70,10 @@ MAX_BAR_RATIO = 50.0
 #: one-day excursion and return is 1.2x)
 SPIKE_RATIO = 5.0
 
+#: how far an open or a close may lie outside its day's Low..High: a vendor's late print a little
+#: outside is read as it is; 10 % outside is a mistyped price, and a next-open fill would pay it
+BAR_SLACK = 1.1
+
 #: the longest gap between two daily bars accepted: longer is a mistyped date, not a market holiday
 MAX_GAP_DAYS = 370
 
@@ -148,6 +152,15 @@ def validate_bars(raw: pd.DataFrame, ticker: str, origin: str) -> pd.DataFrame:
     if (hi < lo).any():
         r = int(np.flatnonzero(hi < lo)[0])
         raise DataError(f"{where}: High {hi[r]} is below Low {lo[r]} on {dates.iloc[r].date()}; fix or drop that row")
+    for col in ("Open", "Close"):
+        v = values[col].to_numpy()
+        off = (v > hi * BAR_SLACK) | (v < lo / BAR_SLACK)
+        if off.any():
+            r = int(np.flatnonzero(off)[0])
+            raise DataError(
+                f"{where}: {col} {v[r]:.5g} lies outside the day's Low..High ({lo[r]:.5g}..{hi[r]:.5g}) on "
+                f"{dates.iloc[r].date()}: a mistyped price? fix or drop that row"
+            )
     vol = values["Volume"].to_numpy()
     if (vol < 0).any():
         r = int(np.flatnonzero(vol < 0)[0])
