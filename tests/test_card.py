@@ -29,11 +29,13 @@ def _rows(c):
 def test_a_run_without_costs_fails_frictions_and_one_with_them_passes(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main([*RUN, "--out", "free"]) == 0
-    assert main([*RUN, "--commission-model", "per-share", "--participation", "0.025", "--fill", "next-open",
-                 "--out", "dear"]) == 0  # fmt: skip
+    # IB's per-share commission alone pays 0.25 bp a side on a $1M book's TSLA orders: the spread besides
+    assert main([*RUN, "--commission-model", "per-share", "--slippage-model", "bps", "--slippage", "5",
+                 "--participation", "0.025", "--fill", "next-open", "--out", "dear"]) == 0  # fmt: skip
     free, dear = _rows(run_card(tmp_path / "free")), _rows(run_card(tmp_path / "dear"))
     assert free["frictions"]["verdict"] == "fail" and "without costs" in free["frictions"]["measured"]
     assert dear["costs"]["verdict"] == dear["volume caps"]["verdict"] == dear["next-open fills"]["verdict"] == "pass"
+    assert dear["frictions"]["verdict"] == "pass"
     assert free["temporal integrity"]["verdict"] == "pass" and free["temporal integrity"]["measured"] == "no-model"
     assert free["counterfactual robustness"]["verdict"] == "fail"  # no placebo: said, in the table
     assert free["long horizons"]["verdict"] == "fail" and free["numerical execution"]["verdict"] == "not measured"
@@ -693,7 +695,7 @@ def test_frictions_read_what_the_runs_own_orders_paid():
     slippage passed "frictions: costs applied", judged on an order of 100 shares at $100, whose $1
     minimum is exactly 1 bp; its own orders, a third of a $1M book each, paid $765.64 on $32.6M
     traded: 0.24 bp a side, under the card's own 1 bp. The row reads the orders a run placed."""
-    from fincon.report.card import PASS, frictions
+    from fincon.report.card import PASS, costs, frictions
 
     root = Path(__file__).parent  # never read: the run folder is given
     per_share = {"commission": {"model": "per-share", "per_share": 0.005, "minimum": 1.0, "maximum": 0.01}}
@@ -719,11 +721,18 @@ def test_frictions_read_what_the_runs_own_orders_paid():
             "fraction 0.0), but the run's orders paid 0.25 bp a side ($16.50 on $660,000 traded): under 1 bp, "
             "less than a broker and the spread take (--slippage-model bps --slippage 5)",
         )
+        # FINSABER's costs row asks the same 1 bp a side: it passed these orders on the 100 shares at $100
+        assert costs(ev(big, per_share)) == (
+            FAIL,
+            "per-share commission $0.005 a share, at least $1.00, at most 1 % of the value, but the run's orders "
+            "paid 0.25 bp a side ($16.50 on $660,000 traded): under 1 bp, less than a broker and the spread take "
+            "(--slippage-model bps --slippage 5)",
+        )
         spread = {**per_share, "slippage": {"model": "bps", "bps": 5.0}}  # + 5 bp a side: 5.25
-        assert frictions(ev(big, spread))[0] == PASS
+        assert frictions(ev(big, spread))[0] == PASS and costs(ev(big, spread))[0] == PASS
         # small orders: the $1 minimum is 1 bp of $10,000 and more of less
         small = orders(Path(tmp) / "small", [(50, 100.0, 1.0), (30, 100.0, 1.0)])
-        assert frictions(ev(small, per_share))[0] == PASS
+        assert frictions(ev(small, per_share))[0] == PASS and costs(ev(small, per_share))[0] == PASS
         # a run that never traded (or a folder without orders) is judged on its cost models alone
         assert frictions(ev(orders(Path(tmp) / "idle", []), per_share))[0] == PASS
         assert frictions(ev(None, per_share))[0] == PASS

@@ -110,14 +110,19 @@ def frictions(ev: Evidence) -> Verdict:
         f"{kind} {m.model}" + "".join(f", {k} {v}" for k, v in m.model_dump().items() if k != "model")
         for kind, m in (("commission", ev.broker.commission), ("slippage", ev.broker.slippage))
     )
-    if ev.paid is not None and ev.paid[0] < MIN_COST_BP:
-        bp, commission, traded = ev.paid
-        return FAIL, (
-            f"costs applied ({said}), but the run's orders paid {bp:.2g} bp a side (${commission:,.2f} on "
-            f"${traded:,.0f} traded): under {MIN_COST_BP:g} bp, less than a broker and the spread take "
-            "(--slippage-model bps --slippage 5)"
-        )
-    return PASS, "costs applied: " + said
+    paid = _paid_too_little(ev)
+    return (FAIL, f"costs applied ({said}), {paid}") if paid else (PASS, "costs applied: " + said)
+
+
+def _paid_too_little(ev: Evidence) -> str:
+    """What the run's own orders paid, when under MIN_COST_BP a side ("" when not, or no orders)."""
+    if ev.paid is None or ev.paid[0] >= MIN_COST_BP:
+        return ""
+    bp, commission, traded = ev.paid
+    return (
+        f"but the run's orders paid {bp:.2g} bp a side (${commission:,.2f} on ${traded:,.0f} traded): under "
+        f"{MIN_COST_BP:g} bp, less than a broker and the spread take (--slippage-model bps --slippage 5)"
+    )
 
 
 def counterfactual_robustness(ev: Evidence) -> Verdict:
@@ -324,17 +329,20 @@ def _too_cheap(ev: Evidence) -> str:
 
 
 def costs(ev: Evidence) -> Verdict:
-    """At least MIN_COST_BP a side; a per-share commission (FINSABER's) with its minimum and its maximum
-    named, and failed without either (its words then contradict its numbers)."""
+    """At least MIN_COST_BP a side, on the 100 shares at $100 and on the run's own orders (as frictions);
+    a per-share commission (FINSABER's) with its minimum and its maximum named, and failed without
+    either (its words then contradict its numbers)."""
     if ev.cost_bp < MIN_COST_BP:
         return FAIL, _too_cheap(ev) if ev.cost_bp else "none"
     c = ev.broker.commission
+    paid = _paid_too_little(ev)
     if c.model != "per-share":
-        return PASS, "percent costs"
+        return (FAIL, f"percent costs, {paid}") if paid else (PASS, "percent costs")
     terms = [f"at least ${c.minimum:,.2f}" if c.minimum > 0 else "",
              f"at most {100 * c.maximum:.3g} % of the value" if c.maximum > 0 else ""]  # fmt: skip
     if all(terms):
-        return PASS, f"per-share commission ${c.per_share:g} a share, {terms[0]}, {terms[1]}"
+        said = f"per-share commission ${c.per_share:g} a share, {terms[0]}, {terms[1]}"
+        return (FAIL, f"{said}, {paid}") if paid else (PASS, said)
     missing = " and ".join(f"without a {w}" for w, t in zip(("minimum", "maximum"), terms) if not t)
     return FAIL, (
         f"per-share commission ${c.per_share:g} a share {missing} (FINSABER's asks both: --commission-model "
