@@ -258,15 +258,35 @@ def test_every_check_gives_each_of_its_verdicts_on_hand_built_evidence(tmp_path)
         "rolling evaluation: 2 test windows covering 129 weekdays from 2022-01-03 to 2022-06-30, under 500 "
         "(a longer --rolling span)",
     )
-    # a rule picking 5 a window, new ones in the second window: 10 distinct tickers over 2 windows, broad
+    # a rule picking 5 a window, new ones in the second window: 10 distinct tickers over 2 windows, broad,
+    # from a pool that keeps 2 firms whose bars end before the data's last day
     two = rows(("2022-01-03", "2022-03-31")) + rows(("2022-04-01", "2022-06-30"), tickers="F G H I J")
-    assert broad_universes(ev(rolling={}, results={"universes": ["top-volume:5"], "windows": two})) == (
+    left = {"candidates": 40, "last_day": "2024-03-08", "ended": ["K", "L"]}
+    assert broad_universes(ev(rolling={}, results={"universes": ["top-volume:5"], "windows": two, "pool": left})) == (
         PASS,
-        "universes top-volume:5: the rules' windows trade 10 distinct tickers over 2 windows",
+        "universes top-volume:5: the rules' windows trade 10 distinct tickers over 2 windows, picked from 40 "
+        "candidates of which 2 end before the data's last day (2024-03-08): firms that left are in the pool",
+    )
+    # found by hand: the bundled sample's 42 large caps, picked in 2024, passed as a broad universe; every
+    # one trades to the data's last day, so a rule picks among the firms that lasted (survivorship)
+    survivors = {"candidates": 42, "last_day": "2024-03-08", "ended": []}
+    assert broad_universes(
+        ev(rolling={}, results={"universes": ["top-volume:5"], "windows": two, "pool": survivors})
+    ) == (
+        FAIL,
+        "universes top-volume:5: the rules' windows trade 10 distinct tickers over 2 windows, picked from 42 "
+        "candidates that all trade to the data's last day (2024-03-08): a pool of survivors, so a rule picks among "
+        "firms that lasted (a dataset that keeps the firms that left)",
+    )
+    # a rolling evaluation written before its pool was recorded: not measured, and what to do
+    assert broad_universes(ev(rolling={}, results={"universes": ["top-volume:5"], "windows": two})) == (
+        NONE,
+        "universes top-volume:5: the rules' windows trade 10 distinct tickers over 2 windows; the pool they were "
+        "picked from is not recorded (a rolling evaluation from before 2026-11-30: run it again)",
     )
     # a rule picking one ticker, the same in both windows: a rule, but not broad
     one = rows(("2022-01-03", "2022-03-31"), ("2022-04-01", "2022-06-30"), universe="top-volume:1", tickers="A")
-    assert broad_universes(ev(rolling={}, results={"universes": ["top-volume:1"], "windows": one})) == (
+    assert broad_universes(ev(rolling={}, results={"universes": ["top-volume:1"], "windows": one, "pool": left})) == (
         FAIL,
         "universes top-volume:1: the rules' windows trade 1 distinct tickers over 2 windows, under 10 (a rule "
         "that picks more, over more candidates)",

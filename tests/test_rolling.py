@@ -51,6 +51,16 @@ def test_rules_parse_and_refuse():
             parse_rule(bad)
 
 
+def test_the_pool_names_the_firms_whose_bars_end_early():
+    from fincon.workflow.rolling import pool_of
+
+    full, short = _bars([100.0] * 300, 1e6), _bars([100.0] * 290, 1e6)  # 10 bars (two weeks) fewer
+    days_short = _bars([100.0] * 296, 1e6)  # 4 bars fewer: within a week of the last day (a holiday, a halt)
+    pool = pool_of({"A": full, "B": short, "C": days_short})
+    assert pool == {"candidates": 3, "last_day": str(full.index[-1].date()), "ended": ["B"]}
+    assert pool_of({"A": full, "C": days_short})["ended"] == []
+
+
 def test_rules_read_only_bars_before_the_window():
     n = 300
     up = [100 * 1.001**i for i in range(n)]  # +34.9 % over the last 300 days
@@ -230,6 +240,8 @@ def test_small_rolling_run_matches_its_windows(tmp_path, capsys):
     assert summ.loc["fincon", "dsr"] <= summ.loc["fincon", "psr"]  # deflating never raises it
     res = json.loads((out / "results.json").read_text())
     assert res["significance"]["TSLA"]["best_non_llm_baseline"] in ("sma-cross", "buy-and-hold")
+    # the pool the universes pick from: the bundled sample's 42 firms, every one trading to its last day
+    assert res["pool"] == {"candidates": 42, "last_day": "2024-03-08", "ended": []}
     # issue 32 item 3 in a rolling evaluation: each window's own placebo corpus and block, the medians over windows
     per = []
     for w in listing:

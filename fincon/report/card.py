@@ -405,7 +405,8 @@ def long_horizons(ev: Evidence) -> Verdict:
 
 def broad_universes(ev: Evidence) -> Verdict:
     """Tickers chosen by a rule (not a list), and many of them: the windows of its rules together
-    trade at least BROAD_TICKERS distinct tickers (a rule that picks one ticker is not broad)."""
+    trade at least BROAD_TICKERS distinct tickers (a rule that picks one ticker is not broad), from a
+    pool that keeps firms that left (FINSABER's survivorship: a rule over today's firms picks winners)."""
     if ev.rolling is not None:
         universes = ev.results.get("universes") or []
         rules = [u for u in universes if ":" in u or u == "all"]
@@ -417,9 +418,24 @@ def broad_universes(ev: Evidence) -> Verdict:
             f"universes {', '.join(universes)}: the rules' windows trade {len(distinct)} distinct tickers over "
             f"{len({(w.get('universe'), w.get('test_start')) for w in rows})} windows"
         )
-        if len(distinct) >= BROAD_TICKERS:
-            return PASS, said
-        return FAIL, f"{said}, under {BROAD_TICKERS} (a rule that picks more, over more candidates)"
+        if len(distinct) < BROAD_TICKERS:
+            return FAIL, f"{said}, under {BROAD_TICKERS} (a rule that picks more, over more candidates)"
+        pool = ev.results.get("pool")
+        if not pool:
+            return NONE, (
+                f"{said}; the pool they were picked from is not recorded (a rolling evaluation from before "
+                "2026-11-30: run it again)"
+            )
+        n, last, ended = pool["candidates"], pool["last_day"], len(pool["ended"])
+        if ended:
+            return PASS, (
+                f"{said}, picked from {n} candidates of which {ended} end before the data's last day ({last}): "
+                "firms that left are in the pool"
+            )
+        return FAIL, (
+            f"{said}, picked from {n} candidates that all trade to the data's last day ({last}): a pool of "
+            "survivors, so a rule picks among firms that lasted (a dataset that keeps the firms that left)"
+        )
     tickers = ev.config.get("tickers") or []
     return FAIL, f"{len(tickers)} hand-picked ticker(s): {', '.join(tickers)} (--rolling with --universe RULE)"
 

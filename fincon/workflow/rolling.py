@@ -123,8 +123,18 @@ class Cell:
         return out / self.slug / self.window.name
 
 
-def plan(exp: ExperimentConfig) -> list[Cell]:
-    """Every (universe, window) with its tickers, picked at the window's start."""
+def pool_of(bars: dict[str, pd.DataFrame]) -> dict[str, Any]:
+    """The candidates the rules pick from, for the card's survivorship check: how many, the data's
+    last day, and those whose bars end a week or more before it (a firm that left: delisted, merged,
+    or its data stops). None ending early is a pool of survivors, as a list of today's firms is."""
+    last = max(b.index[-1] for b in bars.values())
+    ended = sorted(t for t, b in bars.items() if b.index[-1] < last - pd.Timedelta(days=7))
+    return {"candidates": len(bars), "last_day": str(last.date()), "ended": ended}
+
+
+def plan(exp: ExperimentConfig) -> tuple[list[Cell], dict[str, Any]]:
+    """Every (universe, window) with its tickers, picked at the window's start; and the pool they
+    are picked from (:func:`pool_of`)."""
     bars = _bars(exp)
     last = max(b.index[-1] for b in bars.values()).date()
     cells = []
@@ -145,7 +155,7 @@ def plan(exp: ExperimentConfig) -> list[Cell]:
                 }  # fmt: skip
             )
             cells.append(Cell(rule_text, rule.slug, w, tuple(tickers), sub))
-    return cells
+    return cells, pool_of(bars)
 
 
 def default_out(exp: ExperimentConfig) -> Path:
@@ -211,7 +221,7 @@ def run_rolling(
     if "buy-and-hold" not in exp.baselines:
         raise ConfigError("rolling: buy-and-hold must be among the baselines (every strategy is compared with it)")
     out = check_out_path(out)
-    cells = plan(exp)
+    cells, pool = plan(exp)
     every = sorted({t for c in cells for t in c.tickers})  # the corpus for every window's universe, said at once
     lacking = [t for t in every if t not in corpus_coverage(exp.team.events, every)]
     if lacking:
@@ -233,7 +243,7 @@ def run_rolling(
         claimed=_claim,
         cannot_create="--out {out}: cannot create it ({why}); choose another --out",
     )
-    return study.run(lambda: _run(exp, out, cells, progress, executor))
+    return study.run(lambda: _run(exp, out, cells, pool, progress, executor))
 
 
 def _claim(study: Study) -> bool:
@@ -248,7 +258,9 @@ def _claim(study: Study) -> bool:
     return True
 
 
-def _run(exp: ExperimentConfig, out: Path, cells: list[Cell], progress: bool, executor: Executor) -> RollingReport:
+def _run(
+    exp: ExperimentConfig, out: Path, cells: list[Cell], pool: dict[str, Any], progress: bool, executor: Executor
+) -> RollingReport:
     listing = [
         {
             "universe": c.universe,
@@ -284,7 +296,7 @@ def _run(exp: ExperimentConfig, out: Path, cells: list[Cell], progress: bool, ex
             res["placebo"] = placebo_results(c.exp, c.root(out), res)
             placebo_blocks.append((c.universe, res["placebo"]))
         write_atomic(c.root(out) / "results.json", json_text(res))
-    results = tables(exp, out, cells, placebo_blocks)
+    results = tables(exp, out, cells, placebo_blocks, pool)
     return RollingReport(out, results, done.ran, done.skipped)
 
 

@@ -235,9 +235,12 @@ def placebos(blocks: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     return out_
 
 
-def tables(exp: ExperimentConfig, out: Path, cells, placebo_blocks: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+def tables(
+    exp: ExperimentConfig, out: Path, cells, placebo_blocks: list[tuple[str, dict[str, Any]]], pool: dict[str, Any]
+) -> dict[str, Any]:
     """windows.csv, summary.csv and results.json of a finished rolling evaluation
-    (``placebo_blocks``: fincon.workflow.rolling_results.placebos)."""
+    (``placebo_blocks``: fincon.workflow.rolling_results.placebos; ``pool``: the candidates the
+    universe rules picked from, fincon.workflow.rolling.pool_of)."""
     df = window_rows(out, cells)
     summary = summarize(df)
     summary, significance = _significance(out, cells, summary, exp.bootstrap_reps)
@@ -249,6 +252,7 @@ def tables(exp: ExperimentConfig, out: Path, cells, placebo_blocks: list[tuple[s
         "step": r.step,
         "span": [r.start.isoformat(), r.end.isoformat()],
         "universes": r.universes,
+        "pool": pool,
         "brain": exp.brain,
         "episodes": exp.episodes,
         "repeats": exp.repeats,
