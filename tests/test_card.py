@@ -64,6 +64,10 @@ def test_calibration_by_hand():
         "news": {"n": 1, "hits": 1, "hit_rate": 1.0, "chance": 1.0, "judgements": 1},
     }
     assert cal["base_rate"] == 1.0 and cal["brier_base"] == 0.0  # every call was followed by a rise
+    # found by hand (the masked team on InvestorBench's JNJ): an analyst with nothing to read that day
+    # (via "empty": no item, no model, the default "neutral") made no call; "24 analyst calls" were 12
+    idle = {"agent": "10-k/T", "direction": "neutral", "confidence": 0.0, "via": "empty"}
+    assert calibration(day(100.0, 101.0, [up, down, flat, idle])) == cal
 
 
 def test_a_rolling_card_takes_the_worst_window_label_of_the_team():

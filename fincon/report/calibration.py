@@ -18,13 +18,16 @@ def calibration(decisions: list[dict[str, Any]]) -> dict[str, Any] | None:
     and ``judgements``: the calls it made afresh (a report read again with
     its inputs unchanged, ``via: reuse``, is the judgement it repeats: a
     10-Q analyst's one call scored on the 60 days of a quarter is one
-    judgement, not 60 independent ones)."""
+    judgement, not 60 independent ones). An analyst with nothing to read
+    (``via: empty``) made no call: its default "neutral" is not scored."""
     rows = []
     judged: dict[str, int] = {}  # each analyst's judgements so far: a report read again unchanged is none
     for i, (d, nxt) in enumerate(zip(decisions, decisions[1:])):
         rec, rec2 = d.get("record") or {}, nxt.get("record") or {}
         c0, c1 = rec.get("closes") or {}, rec2.get("closes") or {}
         for a in rec.get("agents") or []:
+            if a.get("via") == "empty":  # nothing to read that day: the default "neutral" is no call
+                continue
             who = str(a.get("agent", ""))
             judged[who] = judged.get(who, 0) + (a.get("via") != "reuse" or who not in judged)
             t = who.split("/")[-1]
