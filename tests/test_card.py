@@ -628,8 +628,20 @@ def test_the_card_of_a_multi_strategy_run_grades_the_strategy_that_asks_a_model(
         format_card(card).splitlines()[0]
         == f"report card: {tmp_path} (of llm-trader)  (1 pass, 9 fail, 5 not measured)"
     )
-    # a run of baselines alone: the first, as before
+    # a run of baselines alone: the first the run lists that is not buy-and-hold, the yardstick (found by
+    # hand: a forward journal of sma-cross and buy-and-hold was carded as buy-and-hold, first by name)
     shutil.rmtree(tmp_path / "llm-trader")
+    (tmp_path / "config.yaml").write_text("strategies: [sma-cross@slow, sma-cross, buy-and-hold]\n")
+    for name in ("sma-cross", "sma-cross@slow"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.yaml").write_text(f"strategies: [{name}]\n")
+        (tmp_path / name / "metrics.json").write_text(
+            json.dumps({"cr_pct": 1.0, "model_knowledge": {"label": "no-model"}})
+        )
+    assert run_card(tmp_path)["graded"] == "sma-cross@slow"
+    shutil.rmtree(tmp_path / "sma-cross@slow")
+    assert run_card(tmp_path)["graded"] == "sma-cross"
+    shutil.rmtree(tmp_path / "sma-cross")
     assert run_card(tmp_path)["graded"] == "buy-and-hold"
 
 

@@ -766,6 +766,8 @@ def test_score_reports_what_a_backtest_does_and_draws_the_charts_a_step_leaves_o
     assert main(["forward", "score", "fw"]) == 0
     out = capsys.readouterr().out
     assert "\nFLAG: 5 daily returns: too few" in out
+    # the card grades the strategy under test, sma-cross, and says so (it graded buy-and-hold, first by name)
+    assert "\nreport card of sma-cross: " in out
     # two Sharpe ratios, each named: the table's (log returns, annualised) and the daily one of simple returns
     # that PSR, MinTRL and DSR are computed on (a Sharpe of 1.31 sat beside a PSR of a 1.42 one, unsaid)
     row = next(x.split() for x in out.splitlines() if x.startswith("buy-and-hold "))

@@ -55,7 +55,8 @@ def _team_run(root: Path) -> Path | None:
 def _strategy_run(root: Path) -> Path | None:
     """A run directory with metrics.json and config.yaml: the team's if any, else the first that asks a
     model (what is under test; in a run of llm-trader beside buy-and-hold the card graded buy-and-hold,
-    and passed temporal integrity as "no-model"), else the first."""
+    and passed temporal integrity as "no-model"), else the first the run lists that is not buy-and-hold
+    (the yardstick: a journal of sma-cross beside it was carded as buy-and-hold, first by name)."""
     team = _team_run(root)
     if team is not None and (team / METRICS).is_file():
         return team
@@ -64,6 +65,10 @@ def _strategy_run(root: Path) -> Path | None:
         m = run_part(cand, "metrics") if (cand / METRICS).is_file() else None
         if isinstance(m, dict) and "cr_pct" in m and (cand / CONFIG).is_file():
             runs.append((cand, (m.get("model_knowledge") or {}).get("label") not in (None, "no-model")))
+    listed = list((run_part(root, "config") or {}).get("strategies") or []) if (root / CONFIG).is_file() else []
+    runs.sort(
+        key=lambda r: (r[0].name == "buy-and-hold", listed.index(r[0].name) if r[0].name in listed else len(listed))
+    )
     return next((c for c, asks in runs if asks), runs[0][0] if runs else None)
 
 

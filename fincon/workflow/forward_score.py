@@ -287,6 +287,7 @@ def format_score(res: dict[str, Any]) -> str:
     lines += [f"FLAG: {flag}" for flag in res.get("flags", ())]
     c = res.get("card")
     if c:
-        lines.append(f"report card: {c['passed']} pass, {c['failed']} fail, {c['not_measured']} not measured "
+        of = f" of {c['graded']}" if c.get("graded") else ""
+        lines.append(f"report card{of}: {c['passed']} pass, {c['failed']} fail, {c['not_measured']} not measured "
                      f"(fincon report --card {res['directory']}/replay)")  # fmt: skip
     return "\n".join(lines)
