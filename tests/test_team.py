@@ -255,6 +255,16 @@ def test_portfolio_weights_stay_inside_the_direction_bounds(tmp_path):
         equal += len(held) > 1 and max(held) - min(held) < 1e-9
     s = res.strategy_summary
     assert s["team_mv_days"] == len(res.decisions) and s["team_mv_at_bounds"] == equal > 0
+    # and the run says so under its table when it is most days (96 of 122 in a sceptic's run, unsaid)
+    from fincon.report.table import optimizer_flags
+
+    said = optimizer_flags({"fincon": s})
+    assert said == ([
+        f"fincon: its portfolio weights were 1/N by the manager's signs on {equal} of {len(res.decisions)} days "
+        "(every traded asset at its mean-variance bound before the scaling to gross 1: the optimizer shaped "
+        "nothing; --param fincon.portfolio_form=paper lets it)"
+    ] if 2 * equal >= len(res.decisions) else [])  # fmt: skip
+    assert optimizer_flags({"fincon": {**s, "team_mv_at_bounds": 0}}) == [] and optimizer_flags({"x": {}}) == []
 
 
 @pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast

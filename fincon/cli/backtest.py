@@ -32,7 +32,7 @@ from fincon.files import json_text
 from fincon.flag import Flag
 from fincon.llm.knowledge import AUDITED
 from fincon.report import write_report
-from fincon.report.table import format_table, short_window_flags
+from fincon.report.table import format_table, optimizer_flags, short_window_flags
 from fincon.strategies.registry import strategy_names
 
 HELP = (
@@ -323,7 +323,8 @@ def run_and_report(
                 }
             )
         )
-        for flag in short_window_flags(columns):
+        summaries = {n: r.strategy_summary for n, r in report.results.items()}
+        for flag in [*short_window_flags(columns), *optimizer_flags(summaries)]:
             print(f"FLAG: {flag}")
         for name, folder in report.run_dirs.items():  # the card's "model decided" row, as it fails
             if stood_in := reports.rules_flag(folder):

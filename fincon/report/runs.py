@@ -29,7 +29,7 @@ from fincon.report.parts import (
     timeline_id,
     timeline_runs,
 )
-from fincon.report.table import ROWS, short_window_flags
+from fincon.report.table import ROWS, optimizer_flags, short_window_flags
 from fincon.risk.metrics import drawdown_series
 
 
@@ -100,6 +100,9 @@ def section_metrics(data: ReportData) -> str:
             if m.get("status") == "failed":
                 notes.append(f"{name} finished no day: {m.get('stop_reason', '')}")
     notes += [f"FLAG: {f}" for f in short_window_flags(cols)]
+    notes += [
+        f"FLAG: {f}" for f in optimizer_flags({r.label: r.summary.get("strategy_summary") or {} for r in data.runs})
+    ]
     out += [f'<p class="note">{esc(" ".join(n.split()))}</p>' for n in notes]
     out.append("</section>")
     return "\n".join(out)
