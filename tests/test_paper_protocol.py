@@ -71,6 +71,15 @@ def test_one_command_prints_both_tables_beside_the_papers_figures(tmp_path, monk
     assert set(tsla["fincon"]) == {"fincon", *SINGLE_BASELINES}
     for name in SINGLE_BASELINES:
         assert tsla["fincon"][name]["sharpe"] == res["baselines"][name]["sharpe"]
+    # Table 3's team: its weights 1/N by the manager's signs on most days, said under the block (it was not)
+    port = json.loads((tmp_path / "paper" / "portfolio-TSLA-MSFT" / "results.json").read_text())["median"]["full"]
+    days, bound = port["team_mv_days"], port["team_mv_at_bounds"]
+    assert days == port["n_days"] - 1 and 2 * bound >= days  # a decision each day but the last
+    assert (
+        f"FLAG: fincon full (median: r1): its portfolio weights were 1/N by the manager's signs on {bound} of {days} days"
+        in text
+    )
+    assert "team_mv_days" not in res["median"]["full"]  # a single stock has no portfolio weights
     b_and_h = [line for line in text.splitlines() if line.startswith("B&H")][0]
     assert f"{res['baselines']['buy-and-hold']['cr_pct']:.3f}" in b_and_h and "6.425" not in b_and_h
     # a second run resumes every block: nothing runs again, the same tables

@@ -256,7 +256,7 @@ def test_portfolio_weights_stay_inside_the_direction_bounds(tmp_path):
     s = res.strategy_summary
     assert s["team_mv_days"] == len(res.decisions) and s["team_mv_at_bounds"] == equal > 0
     # and the run says so under its table when it is most days (96 of 122 in a sceptic's run, unsaid)
-    from fincon.report.table import optimizer_flags
+    from fincon.workflow.tables import optimizer_flags
 
     said = optimizer_flags({"fincon": s})
     assert said == ([

@@ -32,8 +32,9 @@ from fincon.files import json_text
 from fincon.flag import Flag
 from fincon.llm.knowledge import AUDITED
 from fincon.report import write_report
-from fincon.report.table import format_table, optimizer_flags, short_window_flags
+from fincon.report.table import format_table, short_window_flags
 from fincon.strategies.registry import strategy_names
+from fincon.workflow.tables import optimizer_flags
 
 HELP = (
     """\

@@ -29,8 +29,9 @@ from fincon.report.parts import (
     timeline_id,
     timeline_runs,
 )
-from fincon.report.table import ROWS, optimizer_flags, short_window_flags
+from fincon.report.table import ROWS, short_window_flags
 from fincon.risk.metrics import drawdown_series
+from fincon.workflow.tables import optimizer_flags
 
 
 def _metric_rows() -> tuple[list[str], dict[str, tuple[str, str]]]:

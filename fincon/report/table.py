@@ -77,19 +77,3 @@ def short_window_flags(columns: dict[str, dict[str, Any]]) -> list[str]:
     and a Sortino of 23 as figures like any other)."""
     days = [int(c["n_days"]) - 1 for c in columns.values() if c.get("n_days")]
     return too_few_returns(days, "Sharpe, Sortino, volatility, VaR and CVaR", "a window")
-
-
-def optimizer_flags(summaries: dict[str, dict[str, Any]]) -> list[str]:
-    """A team portfolio whose mean-variance step shaped nothing on most days: every traded asset at its
-    bound before the scaling to gross 1, so the weights were 1/N by the manager's signs (the ``direction``
-    form; ``summary.json`` counted it, and a run of 96 such days in 122 said nothing)."""
-    out = []
-    for name, s in summaries.items():
-        days, bound = int(s.get("team_mv_days") or 0), int(s.get("team_mv_at_bounds") or 0)
-        if days and bound and 2 * bound >= days:
-            out.append(
-                f"{name}: its portfolio weights were 1/N by the manager's signs on {bound} of {days} days (every "
-                "traded asset at its mean-variance bound before the scaling to gross 1: the optimizer shaped "
-                "nothing; --param fincon.portfolio_form=paper lets it)"
-            )
-    return out

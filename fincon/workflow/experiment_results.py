@@ -48,7 +48,7 @@ def _usage(run: Path, protocol: str) -> dict[str, Any]:
     s = RunRecord(run).strategy_summary
     days = max(1, int(s.get("team_days") or 0))
     own = {k: v for k, v in sorted(s.items()) if protocol != "fincon" and k.startswith(f"{protocol}_")}
-    return {
+    out = {
         "calls_per_day": round((s.get("llm_calls") or 0) / days, 3),
         "asks_per_day": s.get("team_calls_per_day"),
         "tokens_per_day": round((s.get("llm_tokens") or 0) / days, 1),
@@ -57,6 +57,9 @@ def _usage(run: Path, protocol: str) -> dict[str, Any]:
         "alerts": s.get("team_alerts", 0),
         "protocol_measures": own,
     }
+    if s.get("team_mv_days"):  # a portfolio: the days its optimizer's weights were 1/N (report.table.optimizer_flags)
+        out.update(team_mv_days=s["team_mv_days"], team_mv_at_bounds=s.get("team_mv_at_bounds", 0))
+    return out
 
 
 def day_decisions(run: Path) -> dict[str, Any]:

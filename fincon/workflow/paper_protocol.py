@@ -38,6 +38,7 @@ from fincon.files import json_text, write_atomic
 from fincon.workflow import paper
 from fincon.workflow.experiment_config import TEST_WINDOW
 from fincon.workflow.status import default_dir
+from fincon.workflow.tables import median_optimizer_flags
 
 PRESET = "fincon-paper"
 SINGLE_BASELINES = ["buy-and-hold", "finsent", "finmem", "a2c", "ppo", "dqn"]
@@ -207,6 +208,7 @@ def run_paper(
     _claim(out, [b.key for b, _ in experiments])
     rows: dict[str, dict[str, Any]] = {}
     knowledge: dict[str, dict[str, Any]] = {}
+    results: dict[str, dict[str, Any]] = {}
     ran: list[str] = []
     skipped: list[str] = []
     for i, (block, exp) in enumerate(experiments):
@@ -221,6 +223,7 @@ def run_paper(
             warn_knowledge=i == 0,
         )
         rows[block.key] = figures(report.results)
+        results[block.key] = report.results
         knowledge[block.key] = report.results.get("model_knowledge", {}).get("test") or {"label": "no-model"}
         ran += [f"{block.key}/{u}" for u in report.ran]
         skipped += [f"{block.key}/{u}" for u in report.skipped]
@@ -231,7 +234,8 @@ def run_paper(
     if not same:
         line += (f" The test window here is {exp0.test.start}..{exp0.test.end}, not the paper's: its column is "
                  "left empty (its figures are of another period).")  # fmt: skip
-    lines = {key: knowledge_line(block) for key, block in knowledge.items()}
+    flags = {b.key: [f"FLAG: {f}" for f in median_optimizer_flags(results[b.key])] for b, _ in experiments}
+    lines = {key: "\n".join(x for x in (knowledge_line(block), *flags[key]) if x) for key, block in knowledge.items()}
     text = tables([b for b, _ in experiments], rows, line, lines, same)
     doc = {
         "paper": paper.PAPER,

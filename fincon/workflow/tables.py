@@ -301,3 +301,26 @@ PAPER: list[Column] = [
 def paper_block(rows: Sequence[Mapping[str, Any]]) -> Table:
     """A block of the paper's comparison, its rows from ``workflow.paper.block_rows``."""
     return laid_out(PAPER, rows)
+
+
+def optimizer_flags(summaries: dict[str, dict[str, Any]]) -> list[str]:
+    """A team portfolio whose mean-variance step shaped nothing on most days: every traded asset at its
+    bound before the scaling to gross 1, so the weights were 1/N by the manager's signs (the ``direction``
+    form; ``summary.json`` counted it, and a run of 96 such days in 122 said nothing)."""
+    out = []
+    for name, s in summaries.items():
+        days, bound = int(s.get("team_mv_days") or 0), int(s.get("team_mv_at_bounds") or 0)
+        if days and bound and 2 * bound >= days:
+            out.append(
+                f"{name}: its portfolio weights were 1/N by the manager's signs on {bound} of {days} days (every "
+                "traded asset at its mean-variance bound before the scaling to gross 1: the optimizer shaped "
+                "nothing; --param fincon.portfolio_form=paper lets it)"
+            )
+    return out
+
+
+def median_optimizer_flags(results: dict[str, Any]) -> list[str]:
+    """:func:`optimizer_flags` of an experiment's median team runs (``results.json``)."""
+    return optimizer_flags(
+        {f"fincon {v} (median: r{m.get('repeat')})": m for v, m in results.get("median", {}).items()}
+    )
