@@ -57,7 +57,9 @@ def _usage(run: Path, protocol: str) -> dict[str, Any]:
         "alerts": s.get("team_alerts", 0),
         "protocol_measures": own,
     }
-    if s.get("team_mv_days"):  # a portfolio: the days its optimizer's weights were 1/N (report.table.optimizer_flags)
+    if s.get(
+        "team_mv_days"
+    ):  # a portfolio: the days its optimizer's weights were 1/N (workflow.tables.optimizer_flags)
         out.update(team_mv_days=s["team_mv_days"], team_mv_at_bounds=s.get("team_mv_at_bounds", 0))
     return out
 

@@ -136,7 +136,8 @@ def plan(exp: ExperimentConfig) -> tuple[list[Cell], dict[str, Any]]:
     """Every (universe, window) with its tickers, picked at the window's start; and the pool they
     are picked from (:func:`pool_of`)."""
     bars = _bars(exp)
-    last = max(b.index[-1] for b in bars.values()).date()
+    pool = pool_of(bars)
+    last = dt.date.fromisoformat(pool["last_day"])
     cells = []
     for rule_text in exp.rolling.universes:
         rule = parse_rule(rule_text)
@@ -155,7 +156,7 @@ def plan(exp: ExperimentConfig) -> tuple[list[Cell], dict[str, Any]]:
                 }  # fmt: skip
             )
             cells.append(Cell(rule_text, rule.slug, w, tuple(tickers), sub))
-    return cells, pool_of(bars)
+    return cells, pool
 
 
 def default_out(exp: ExperimentConfig) -> Path:
