@@ -30,6 +30,7 @@ from pydantic import (
     model_validator,
 )
 
+from fincon.data import DEFAULT_TICKER
 from fincon.engine.costs import CommissionModel, PercentCommission, PercentSlippage, SlippageModel
 from fincon.errors import ConfigError
 from fincon.flag import Flag, absolute
@@ -233,7 +234,7 @@ class RunSections(Section):
             help="ticker, or comma-separated tickers for a portfolio (default TSLA)",
             group=WHAT,
         ),
-    ] = Field(default_factory=lambda: ["TSLA"])
+    ] = Field(default_factory=lambda: [DEFAULT_TICKER])
     strategy_params: StrategyParams = Field(
         default_factory=dict,
         description="each strategy's parameters, validated into its params model (a baseline's Params, "

@@ -4,6 +4,10 @@ from typing import TYPE_CHECKING
 
 from fincon.lazy import face
 
+#: the sample's ticker every command trades when none is given (fincon.config's default; a source's
+#: "unknown ticker" line names it as the default); here, so that neither pays for pandas to read it
+DEFAULT_TICKER = "TSLA"
+
 if TYPE_CHECKING:
     from fincon.data.aliases import NAMES as NAMES
     from fincon.data.dataset import (

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from fincon.data import DEFAULT_TICKER
 from fincon.data.events.loaders.online import cache_root
 from fincon.errors import ConfigError, DataError, SourceUnavailable
 from fincon.files import write_atomic
@@ -72,8 +73,8 @@ class CsvDirSource:
         if p is None:
             known = self.tickers()
             hint = f"; available: {', '.join(known[:12])}{' ...' if len(known) > 12 else ''}" if known else ""
-            if ticker == "TSLA" and "TSLA" not in known and known:  # the sample's ticker, every command's default
-                hint += f" (TSLA is the default ticker: pick one of these with --ticker {known[0]})"
+            if ticker == DEFAULT_TICKER and known:  # a user who typed no ticker: say where this one came from
+                hint += f" ({DEFAULT_TICKER} is the default ticker: pick one of these with --ticker {known[0]})"
             raise DataError(f"unknown ticker {ticker!r}: no {ticker}.csv in {self.directory}{hint}")
         return _read_csv(p, ticker)
 

@@ -208,7 +208,7 @@ def run_paper(
     _claim(out, [b.key for b, _ in experiments])
     rows: dict[str, dict[str, Any]] = {}
     knowledge: dict[str, dict[str, Any]] = {}
-    results: dict[str, dict[str, Any]] = {}
+    flags: dict[str, list[str]] = {}  # each block's team portfolio at its optimizer's bounds
     ran: list[str] = []
     skipped: list[str] = []
     for i, (block, exp) in enumerate(experiments):
@@ -223,7 +223,7 @@ def run_paper(
             warn_knowledge=i == 0,
         )
         rows[block.key] = figures(report.results)
-        results[block.key] = report.results
+        flags[block.key] = [f"FLAG: {f}" for f in median_optimizer_flags(report.results)]
         knowledge[block.key] = report.results.get("model_knowledge", {}).get("test") or {"label": "no-model"}
         ran += [f"{block.key}/{u}" for u in report.ran]
         skipped += [f"{block.key}/{u}" for u in report.skipped]
@@ -234,7 +234,6 @@ def run_paper(
     if not same:
         line += (f" The test window here is {exp0.test.start}..{exp0.test.end}, not the paper's: its column is "
                  "left empty (its figures are of another period).")  # fmt: skip
-    flags = {b.key: [f"FLAG: {f}" for f in median_optimizer_flags(results[b.key])] for b, _ in experiments}
     lines = {key: "\n".join(x for x in (knowledge_line(block), *flags[key]) if x) for key, block in knowledge.items()}
     text = tables([b for b, _ in experiments], rows, line, lines, same)
     doc = {
