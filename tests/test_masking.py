@@ -395,6 +395,8 @@ def test_percentages_written_every_way_are_bucketed_once():
         "rose 12-18% while 2.5 – 3.5 % fell; 60-150%": "rose 7-30% while 1-7 % fell; over 60%",
         "rose 14.2 percent and 3.5 % and 12 %": "rose 7-15 percent and 3-7 % and 7-15 %",
         "up 250% and over 100%": "up over 100% and over 100%",
+        # an approximation of the top bucket read "about over 100%" (the data analyst's volatility line)
+        "volatility about 120% and around 60-150%": "volatility over 100% and over 60%",
         "20 trading days, a 61-day high, 30,000 seats, confidence 0.37": "20 trading days, a 61-day high, [n] seats, "
         "confidence 0.37",
     }

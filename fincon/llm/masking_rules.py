@@ -88,6 +88,8 @@ PROPER = re.compile(r"(?<![\w\[-])([A-Za-z]*[A-Z][A-Za-z]*(?:[&'.-][A-Za-z]+)*)(
 PSEUDO = re.compile(r"^(?:Company|Person)$|^[A-Z]{1,2}\d?$")
 SENTENCE = re.compile(r"(?<=[.!?;])\s+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
+#: an approximation before an open bucket ("about 120%" read "about over 100%"): the bucket says it
+_NEAR_OVER = re.compile(r"\b(?:about|around|roughly|approximately|nearly|almost|some)\s+(?=over \d)", re.I)
 #: percent buckets: (upper bound, label)
 _BUCKETS = ((1.0, "0-1"), (3.0, "1-3"), (7.0, "3-7"), (15.0, "7-15"), (30.0, "15-30"), (60.0, "30-60"),
             (100.0, "60-100"), (float("inf"), "over 100"))  # fmt: skip
@@ -156,7 +158,7 @@ def numbers(s: str) -> str:
     s = NUMBER.sub(num, s)
     # after the numbers: a bucket's bounds are not numbers to mask; a range before its upper end
     s = PERCENT.sub(pct, PERCENT_RANGE.sub(span, s) if "-" in s or "–" in s else s)
-    return s.replace("\x01", "COVID-19")
+    return _NEAR_OVER.sub("", s).replace("\x01", "COVID-19")
 
 
 def bucket(value: float) -> str:
