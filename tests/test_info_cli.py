@@ -171,3 +171,23 @@ def test_transcribe_cli_with_reference(tmp_path, capsys):
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert out["backend"] == "faster-whisper" and out["wer"] <= 0.15 and "Pfizer" in out["text"]
+
+
+@pytest.mark.slow
+def test_data_show_anonymize_prints_what_a_masked_run_reads(capsys):
+    """A sceptic checking the mask asked `data show` what a masked run's analysts read on a day and got
+    the firm's name, its ticker and the dates: `--anonymize` shows the view through the run's own mask
+    (its pseudonym, dates as recency, percentages as buckets) and names neither firm nor day."""
+    argv = ["data", "show", "--ticker", "TSLA", "--date", "2022-11-01", "--embedder", "hashing", "--anonymize"]
+    assert main([*argv, "--k", "0"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("Company ") and "masked as a run's prompts read it" in text
+    assert "this week  Company A earnings call" in text and "the decision day  Company A: strong" in text
+    assert main([*argv, "--json"]) == 0
+    raw = capsys.readouterr().out
+    out = json.loads(raw)
+    assert out["ticker"].startswith("Company ") and out["masked"] is True
+    assert len(out["new_today"]) == 3 and len(out["memories"]) == 5
+    for shown in (text, raw):
+        for clue in ("Tesla", "TSLA", "2022", "Oct 31", "181.70", "Elon"):
+            assert clue not in shown, clue

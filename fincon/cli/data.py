@@ -10,6 +10,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from fincon.data.importers import read_corpus
@@ -25,6 +26,7 @@ from fincon.data.importers import IMPORTERS, formats_help  # the registry only: 
 from fincon.errors import ConfigError, DataError
 from fincon.files import json_text
 from fincon.flag import Flag
+from fincon.llm.settings import LLMSettings, attach
 
 SAMPLE_HELP = """\
 Write the project's synthetic event corpus (news, 10-Q/10-K MD&A, analyst
@@ -158,6 +160,11 @@ class ShowArgs(Args):
             "takes minutes with the minilm embedder)"
         ),
     ] = Field(5, ge=0, le=100)
+    anonymize: Annotated[
+        bool,
+        Flag(help="show the day through the mask of a run with --anonymize (its pseudonym, dates as recency, "
+             "percentages as buckets): what a masked model reads"),
+    ] = False  # fmt: skip
     as_json: Annotated[bool, Flag("--json", help="print JSON instead of text")] = False
 
 
@@ -358,13 +365,14 @@ def cmd_show(args: argparse.Namespace) -> int:
         out = memory.build_view(
             ticker, date, events_dir, args.embedder, args.agent, args.k, Path(tmp) / "memory", prices_dir, progress
         )
+    if args.anonymize:
+        out = _masked(out, ticker, events_dir)
     if args.json:
         print(json_text(out, indent=2), end="")
         return 0
     label = "SYNTHETIC sample corpus" if out["synthetic"] else "event corpus"
-    print(
-        f"{ticker} on {out['date']}, decision time {out['decision_time']} ({label}; {out['visible_events']} events visible)"
-    )
+    when = "masked as a run's prompts read it" if args.anonymize else f"decision time {out['decision_time']}"
+    print(f"{out['ticker']} on {out['date']}, {when} ({label}; {out['visible_events']} events visible)")
     print("visible by source: " + ", ".join(f"{s} {n}" for s, n in out["visible_by_source"].items()))
     print(f"\nnew since the previous decision ({len(out['new_today'])}), by source:")
     for source in sorted(
@@ -392,3 +400,38 @@ def cmd_show(args: argparse.Namespace) -> int:
             f"  {m['score']:.3f} = {m['relevancy']:.3f} + {m['importance']:.3f}  age {m['age_days']:>3}d  {m['source']:<13} {m['text'][:110]}"
         )
     return 0
+
+
+def _masked(view: dict, ticker: str, events_dir: Path | None) -> dict:
+    """``view`` as a masked run's prompts read it: the mask a run on ``ticker`` builds
+    (fincon.llm.settings.attach: the bundled names, the corpus' own mined before the day, the
+    default seed's secret) over every text; ids and audio paths, which name the firm, left out."""
+    holder = SimpleNamespace(masker=None)
+    day = view["date"]
+    corpus = str(events_dir) if events_dir is not None else "sample"
+    attach(holder, LLMSettings(anonymize=True), [ticker], corpus, dt.date.fromisoformat(day))
+    mask = holder.masker
+
+    def row(e: dict | None) -> dict | None:
+        if e is None:
+            return None
+        keep = {k: e[k] for k in ("source", "sentiment", "synthetic") if k in e}
+        return keep | {
+            "published": mask.text(e["published"][:10], day),
+            "title": mask.text(e["title"], day),
+            "audio": None,
+        }
+
+    memories = [
+        {k: v for k, v in m.items() if k != "id"} | {"text": mask.text(m["text"], day)} for m in view["memories"]
+    ]
+    return view | {
+        "ticker": mask.pseudonym[ticker],
+        "date": "the decision day",
+        "decision_time": None,
+        "masked": True,
+        "new_today": [row(e) for e in view["new_today"]],
+        "latest": {s: row(e) for s, e in view["latest"].items()},
+        "query": mask.text(view["query"], day) if view["query"] else None,
+        "memories": memories,
+    }
