@@ -125,6 +125,13 @@ class BrokerConfig(Section):
             group="broker",
         ),
     ] = Field(None, gt=0, le=1, description="an order fills at most this fraction of the day's volume (e.g. 0.025)")
+    borrow: Annotated[float, Flag(metavar="RATE", help="{desc} (default {default:g})", group="broker")] = Field(
+        0.0,
+        ge=0,
+        lt=1,
+        description="yearly fee on the value of short positions (e.g. 0.003 for a large cap easy to borrow), "
+        "taken from the cash each calendar day, in metrics.json's costs.borrow_paid",
+    )
     charge_llm: Annotated[bool, Flag(group="broker")] = Field(
         False,
         description="take each day's LLM spend (the ledger's cost, priced by --llm-prices) from the cash: "

@@ -157,3 +157,29 @@ def test_full_investment_with_costs_is_never_rejected(fill):
         fill=fill,
     )
     assert res.rejected_orders == 0 and res.metrics.n_trades == 1
+
+
+def test_a_short_pays_its_borrow_fee_by_calendar_day():
+    """The team sells short and paid nothing to borrow the shares: a short of TSLA from the window's
+    first close to its last gained the whole fall. ``broker.borrow`` is a yearly fee on the value
+    borrowed, as backtrader's broker charges credit interest: shares x entry price x rate / 365 a
+    calendar day (weekends included) from the session its fill is booked (a close fill's: the next),
+    taken from the cash and reported beside the commission, never inside it."""
+    market = market_for(["TSLA"])
+    p = market.frame("TSLA")["close"]
+    free = backtest(market, _ShortOnce())
+    res = backtest(market, _ShortOnce(), borrow=0.05)
+    shares = -res.trades["size"].iloc[0]
+    days = (p.index[-1] - p.index[1]).days
+    fee = shares * p.iloc[0] * 0.05 * days / 365
+    assert fee == pytest.approx(1_000_000.0 * 0.05 * days / 365, rel=1e-6)  # the whole book, shorted
+    assert res.values[1] == pytest.approx(free.values[1], rel=1e-12)  # booked on day 1: nothing owed yet
+    assert free.values[2] - res.values[2] == pytest.approx(
+        shares * p.iloc[0] * 0.05 * (p.index[2] - p.index[1]).days / 365
+    )
+    assert res.values[-1] == pytest.approx(free.values[-1] - fee, rel=1e-9)
+    assert res.borrow_paid == pytest.approx(fee, rel=1e-9)
+    assert res.trades["commission"].sum() == 0.0
+    # a long book borrows nothing
+    long = backtest(market, make_strategy("buy-and-hold"), borrow=0.05)
+    assert long.borrow_paid == 0.0 and long.values[-1] == backtest(market, make_strategy("buy-and-hold")).values[-1]

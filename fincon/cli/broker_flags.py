@@ -34,7 +34,7 @@ def _slippage_range() -> dict[str, Any]:
 
 
 #: the broker's fields with a flag of their own (the cost models' flags are below)
-FIELDS = ("broker.participation", "broker.charge_llm", "broker.participation_rest", "broker.fill")
+FIELDS = ("broker.participation", "broker.borrow", "broker.charge_llm", "broker.participation_rest", "broker.fill")
 
 
 def add_broker(parser: argparse.ArgumentParser) -> None:

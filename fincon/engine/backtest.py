@@ -484,6 +484,7 @@ def run_backtest(
         orders=orders_frame(loop.orders.values()),
         scaled_days=loop.scaled_days,
         llm_cost=loop.llm_cost[:n] if settings.charge_llm else None,
+        borrow_paid=float(sum(bts.broker.d_credit.values())),
         strategy_summary=strategy_summary,
         analyzers=analyzers,
         book=Book(

@@ -68,8 +68,9 @@ class Commission(_CostModel):
         """A unit of the book traded at ``price``: commission as a fraction of value."""
 
     @abstractmethod
-    def install(self, broker: bt.brokers.BackBroker) -> None:
-        """Set the commission on backtrader's broker."""
+    def install(self, broker: bt.brokers.BackBroker, borrow: float = 0.0) -> None:
+        """Set the commission on backtrader's broker, with ``borrow`` as its credit interest: a yearly
+        fee on short positions' value (shares x entry price x rate / 365 a calendar day)."""
 
 
 class PercentCommission(Commission):
@@ -88,8 +89,8 @@ class PercentCommission(Commission):
     def estimate(self, price: float) -> float:
         return self.rate
 
-    def install(self, broker: bt.brokers.BackBroker) -> None:
-        broker.setcommission(commission=self.rate)
+    def install(self, broker: bt.brokers.BackBroker, borrow: float = 0.0) -> None:
+        broker.setcommission(commission=self.rate, interest=borrow)
 
     def summary(self) -> dict[str, Any]:
         return {"commission": self.rate}
@@ -147,9 +148,11 @@ class PerShareCommission(Commission):
         rate = self.per_share / price
         return min(rate, self.maximum) if self.maximum > 0 else rate
 
-    def install(self, broker: bt.brokers.BackBroker) -> None:
+    def install(self, broker: bt.brokers.BackBroker, borrow: float = 0.0) -> None:
         broker.addcommissioninfo(
-            _per_share_comm_info()(per_share=self.per_share, minimum=self.minimum, maximum=self.maximum)
+            _per_share_comm_info()(
+                per_share=self.per_share, minimum=self.minimum, maximum=self.maximum, interest=borrow
+            )
         )
 
     def summary(self) -> dict[str, Any]:
@@ -168,8 +171,8 @@ class ZeroCommission(Commission):
     def estimate(self, price: float) -> float:
         return 0.0
 
-    def install(self, broker: bt.brokers.BackBroker) -> None:
-        broker.setcommission(commission=0.0)
+    def install(self, broker: bt.brokers.BackBroker, borrow: float = 0.0) -> None:
+        broker.setcommission(commission=0.0, interest=borrow)
 
 
 # -- slippage -------------------------------------------------------------------------------
@@ -333,6 +336,9 @@ class Costs:
     commission: Commission = field(default_factory=lambda: PercentCommission(rate=0.0))
     slippage: Slippage = field(default_factory=lambda: PercentSlippage(fraction=0.0))
     participation: Participation | None = None
+    #: a yearly fee on the value of short positions (backtrader's credit interest), kept out of the
+    #: commission: the broker leaves it in its credit account (int2pnl off), read as ``borrow_paid``
+    borrow: float = 0.0
 
     @property
     def linear(self) -> bool:
@@ -353,7 +359,8 @@ class Costs:
         return self.commission.estimate(price) + self.slippage.estimate(price, high, low)
 
     def install(self, broker: bt.brokers.BackBroker, close_fill: bool) -> None:
-        self.commission.install(broker)
+        self.commission.install(broker, self.borrow)
+        broker.set_int2pnl(False)  # the borrow fee stays out of the orders' commission
         self.slippage.install(broker)
         if self.participation is not None:
             self.participation.install(broker, close_fill)
@@ -369,4 +376,6 @@ class Costs:
         }
         if self.participation is not None:
             out["participation_rest"] = self.participation.rest
+        if self.borrow:
+            out["borrow"] = self.borrow
         return out

@@ -306,6 +306,8 @@ def costs_summary(settings: BrokerSettings, result: Any) -> dict[str, Any]:
         **settings.costs.summary(),
         "commission_paid": round(float(result.trades["commission"].sum()), 6) if len(result.trades) else 0.0,
     }
+    if settings.costs.borrow:
+        out["borrow_paid"] = round(float(result.borrow_paid), 6)
     if result.llm_cost is not None:
         out["llm_charged_usd"] = round(float(result.llm_cost.sum()), 6)
     if result.orders is not None and len(result.orders):

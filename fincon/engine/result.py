@@ -32,6 +32,8 @@ class BacktestResult:
     orders: pd.DataFrame | None = None
     #: broker.charge_llm: the model spend charged on each day (None when not charged)
     llm_cost: np.ndarray | None = None
+    #: what the short positions paid to borrow their shares (``Costs.borrow``), taken from the cash
+    borrow_paid: float = 0.0
     scaled_days: int = 0
     strategy_summary: dict[str, Any] = field(default_factory=dict)
     analyzers: dict[str, Any] = field(default_factory=dict)

@@ -494,5 +494,5 @@ def broker_settings(broker: BrokerConfig) -> BrokerSettings:
         fill=broker.fill,
         cash_buffer=broker.cash_buffer,
         charge_llm=broker.charge_llm,
-        costs=Costs(broker.commission, broker.slippage, fill),
+        costs=Costs(broker.commission, broker.slippage, fill, broker.borrow),
     )
