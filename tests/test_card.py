@@ -29,9 +29,10 @@ def _rows(c):
 def test_a_run_without_costs_fails_frictions_and_one_with_them_passes(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main([*RUN, "--out", "free"]) == 0
-    # IB's per-share commission alone pays 0.25 bp a side on a $1M book's TSLA orders: the spread besides
+    # IB's per-share commission alone pays 0.25 bp a side on a $1M book's TSLA orders: the spread besides;
+    # the team sells short: the shares it borrows cost a fee
     assert main([*RUN, "--commission-model", "per-share", "--slippage-model", "bps", "--slippage", "5",
-                 "--participation", "0.025", "--fill", "next-open", "--out", "dear"]) == 0  # fmt: skip
+                 "--participation", "0.025", "--fill", "next-open", "--borrow", "0.003", "--out", "dear"]) == 0  # fmt: skip
     free, dear = _rows(run_card(tmp_path / "free")), _rows(run_card(tmp_path / "dear"))
     assert free["frictions"]["verdict"] == "fail" and "without costs" in free["frictions"]["measured"]
     assert dear["costs"]["verdict"] == dear["volume caps"]["verdict"] == dear["next-open fills"]["verdict"] == "pass"
@@ -569,7 +570,7 @@ def test_costs_too_small_to_be_frictions_fail_both_cost_rows(tmp_path, monkeypat
     least 1 bp a side (100 shares at $100: $1); IB's per-share minimum alone is that."""
     monkeypatch.chdir(tmp_path)
     assert main([*RUN, "--commission", "0.0000001", "--slippage", "0.0000001", "--out", "cheap"]) == 0
-    assert main([*RUN, "--slippage-model", "bps", "--slippage", "1", "--out", "bp1"]) == 0  # 1 bp: just enough
+    assert main([*RUN, "--slippage-model", "bps", "--slippage", "1", "--borrow", "0.003", "--out", "bp1"]) == 0
     cheap, bp1 = _rows(run_card(tmp_path / "cheap")), _rows(run_card(tmp_path / "bp1"))
     assert cheap["frictions"] == {**cheap["frictions"], "verdict": "fail", "measured": (
         "costs of 0.002 bp a side (100 shares at $100): under 1 bp, less than a broker and the spread take "
@@ -821,3 +822,34 @@ def test_a_backtest_flags_a_run_the_rules_decided_and_its_card_fails_it(tmp_path
                 row["measured"]
                 == "every answer the model's: the rules stood in on 0 of the 5 days the model was asked (0.0%)"
             )
+
+
+def test_frictions_fail_shorts_that_paid_nothing_to_borrow(tmp_path):
+    """Found reading the team's card: the rules team on TSLA (2022-10-05..11-15) held a short on 25 of its 29 days, its
+    frictions row said "costs applied" and nothing charged it for the shares it borrowed (a short
+    gains the whole fall, free). A run that held a short fails frictions without ``broker.borrow``;
+    with one it passes and says the rate."""
+    from fincon.report.card import PASS, frictions
+
+    def run(sides: list[str]) -> Path:
+        folder = tmp_path / "-".join(sides)
+        folder.mkdir()
+        lines = [{"date": f"2022-10-0{i + 3}", "position": {"TSLA": {"side": s, "size": 1.0}}, "decision": None}
+                 for i, s in enumerate(sides)]  # fmt: skip
+        (folder / "decisions.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+        return folder
+
+    spread = {"slippage": {"model": "bps", "bps": 5.0}}
+
+    def ev(folder: Path, broker: dict) -> Evidence:
+        return Evidence(tmp_path, folder, None, None, {}, {}, {"broker": broker}, [])
+
+    shorts = run(["long", "short", "short", "flat"])
+    assert frictions(ev(shorts, spread)) == (
+        FAIL,
+        "costs applied (commission percent, rate 0.0; slippage bps, bps 5.0), but shorts held on 2 of 4 days "
+        "paid nothing to borrow their shares (--borrow 0.003: a large cap easy to borrow)",
+    )
+    assert frictions(ev(shorts, {**spread, "borrow": 0.003})) == (
+        PASS, "costs applied: commission percent, rate 0.0; slippage bps, bps 5.0; borrow 0.003 a year on shorts")  # fmt: skip
+    assert frictions(ev(run(["long", "flat"]), spread))[0] == PASS  # no short, nothing to borrow

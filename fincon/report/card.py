@@ -109,8 +109,10 @@ def frictions(ev: Evidence) -> Verdict:
     said = "; ".join(
         f"{kind} {m.model}" + "".join(f", {k} {v}" for k, v in m.model_dump().items() if k != "model")
         for kind, m in (("commission", ev.broker.commission), ("slippage", ev.broker.slippage))
-    )
-    paid = _paid_too_little(ev)
+    ) + (f"; borrow {ev.broker.borrow:g} a year on shorts" if ev.broker.borrow else "")
+    short, days = ev.shorts if not ev.broker.borrow else (0, 0)
+    paid = _paid_too_little(ev) or (short and f"but shorts held on {short} of {days} days paid nothing to borrow "
+                                    "their shares (--borrow 0.003: a large cap easy to borrow)")  # fmt: skip
     return (FAIL, f"costs applied ({said}), {paid}") if paid else (PASS, "costs applied: " + said)
 
 

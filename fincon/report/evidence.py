@@ -178,6 +178,13 @@ class Evidence:
                 raise DataError(f"{run / ORDERS}: a cell that is no number; not the orders.csv fincon wrote") from None
         return (1e4 * commission / traded + self.slippage_bp, commission, traded) if traded else None
 
+    @cached_property
+    def shorts(self) -> tuple[int, int]:
+        """(days the book held a short, days) of the graded run, or of every window's team run."""
+        days = [d for run in ((self.run,) if self.run is not None else self.windows) for d in RunRecord(run).decisions]
+        short = sum(any(p.get("side") == "short" for p in (d.get("position") or {}).values()) for d in days)
+        return short, len(days)
+
 
 def evidence(root: Path, sealed: dict[str, Any] | None = None, ledger: Path | None = None) -> Evidence:
     """The :class:`Evidence` of the run, experiment or rolling directory ``root`` (``sealed``: what
