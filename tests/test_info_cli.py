@@ -177,7 +177,8 @@ def test_transcribe_cli_with_reference(tmp_path, capsys):
 def test_data_show_anonymize_prints_what_a_masked_run_reads(capsys):
     """A sceptic checking the mask asked `data show` what a masked run's analysts read on a day and got
     the firm's name, its ticker and the dates: `--anonymize` shows the view through the run's own mask
-    (its pseudonym, dates as recency, percentages as buckets) and names neither firm nor day."""
+    (its pseudonym, dates as recency, percentages as buckets, an item listed as its topics) and names
+    neither firm nor day."""
     argv = ["data", "show", "--ticker", "TSLA", "--date", "2022-11-01", "--embedder", "hashing", "--anonymize"]
     assert main([*argv, "--k", "0"]) == 0
     text = capsys.readouterr().out
@@ -188,6 +189,8 @@ def test_data_show_anonymize_prints_what_a_masked_run_reads(capsys):
     out = json.loads(raw)
     assert out["ticker"].startswith("Company ") and out["masked"] is True
     assert len(out["new_today"]) == 3 and len(out["memories"]) == 5
+    # a memory is listed as a prompt lists an item: one of twelve words or more as its topics
+    assert [m["text"] for m in out["memories"]][:2] == ["topics: earnings", "topics: decline"]
     for shown in (text, raw):
         for clue in ("Tesla", "TSLA", "2022", "Oct 31", "181.70", "Elon"):
             assert clue not in shown, clue

@@ -405,33 +405,40 @@ def cmd_show(args: argparse.Namespace) -> int:
 def _masked(view: dict, ticker: str, events_dir: Path | None) -> dict:
     """``view`` as a masked run's prompts read it: the mask a run on ``ticker`` builds
     (fincon.llm.settings.attach: the bundled names, the corpus' own mined before the day, the
-    default seed's secret) over every text; ids and audio paths, which name the firm, left out."""
+    default seed's secret) over each memory listed as a prompt lists it (``[E1] Oct 31: text``: one
+    of twelve words or more reads as its topics), each event's title and the query; ids and audio
+    paths, which name the firm, left out."""
     holder = SimpleNamespace(masker=None)
     day = view["date"]
     corpus = str(events_dir) if events_dir is not None else "sample"
     attach(holder, LLMSettings(anonymize=True), [ticker], corpus, dt.date.fromisoformat(day))
     mask = holder.masker
 
-    def row(e: dict | None) -> dict | None:
+    def listed(n: int, date: str, text: str) -> tuple[str, str]:
+        """(the date, the text) of ``text`` listed as item ``n`` of a prompt, masked."""
+        when, _, what = mask.text(f"[E{n}] {date}: {text}", day).partition(": ")
+        return when.removeprefix(f"[E{n}] "), what
+
+    def row(n: int, e: dict | None) -> dict | None:
         if e is None:
             return None
-        keep = {k: e[k] for k in ("source", "sentiment", "synthetic") if k in e}
-        return keep | {
-            "published": mask.text(e["published"][:10], day),
-            "title": mask.text(e["title"], day),
-            "audio": None,
-        }
+        when, what = listed(n, e["published"][:10], e["title"])
+        return {k: e[k] for k in ("source", "sentiment", "synthetic") if k in e} | {
+            "published": when, "title": what, "audio": None}  # fmt: skip
 
+    first = dt.date.fromisoformat(day)
     memories = [
-        {k: v for k, v in m.items() if k != "id"} | {"text": mask.text(m["text"], day)} for m in view["memories"]
+        {k: v for k, v in m.items() if k != "id"}
+        | {"text": listed(n, str(first - dt.timedelta(days=m["age_days"])), m["text"])[1]}
+        for n, m in enumerate(view["memories"], 1)
     ]
     return view | {
         "ticker": mask.pseudonym[ticker],
         "date": "the decision day",
         "decision_time": None,
         "masked": True,
-        "new_today": [row(e) for e in view["new_today"]],
-        "latest": {s: row(e) for s, e in view["latest"].items()},
+        "new_today": [row(n, e) for n, e in enumerate(view["new_today"], 1)],
+        "latest": {s: row(n, e) for n, (s, e) in enumerate(view["latest"].items(), 1)},
         "query": mask.text(view["query"], day) if view["query"] else None,
         "memories": memories,
     }
