@@ -205,3 +205,34 @@ def test_every_command_and_sub_action_says_what_it_does_at_the_top_of_its_help()
 
     silent = [path for path, p in walk(build_parser(), "fincon") if not (p.description or "").strip()]
     assert silent == []
+
+
+def test_the_table_counts_fills_and_gives_the_win_rate_of_round_trips(tmp_path, capsys):
+    """Found reading sma-cross on TSLA (2022-10-05..2023-06-09): "trades 5, win rate 0.67" (two
+    thirds of five?). The five are fills, the win rate is over the three round trips they make (one
+    still open, marked at the last close). Each row says what it counts, and both match the files."""
+    out = tmp_path / "sma"
+    argv = ["backtest", "--ticker", "TSLA", "--strategy", "sma-cross", "--start", "2022-10-05", "--end", "2023-06-09",
+            "--no-benchmark", "--no-progress", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    rows = {line[:40].strip(): line[40:].strip() for line in capsys.readouterr().out.splitlines()}
+    fills, trips = pd.read_csv(out / "trades.csv"), pd.read_csv(out / "round_trips.csv")
+    assert (len(fills), len(trips)) == (5, 3)
+    assert rows["fills"] == "5"
+    assert rows["win rate (round trips)"] == f"{(trips['pnl'] > 0).mean():.2f}" == "0.67"
+
+
+@pytest.mark.slow
+def test_the_win_rate_is_the_share_of_round_trips_csv_that_made_money(tmp_path):
+    """The rules team on TSLA (2022-10-05..11-15) wrote win rate 0.667 and a round_trips.csv of 18
+    lots of which 10 made money (0.556): the rate counted backtrader's trades (a position from open
+    to flat), the file pyfolio's round trips (fills matched first in, first out). One definition:
+    the file's, which a reader can check line by line."""
+    out = tmp_path / "team"
+    argv = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", "--start", "2022-10-05",
+            "--end", "2022-11-15", "--no-benchmark", "--no-progress", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    trips = pd.read_csv(out / "round_trips.csv")
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert len(trips) == 18 and (trips["pnl"] > 0).sum() == 10
+    assert metrics["win_rate"] == pytest.approx(10 / 18, abs=1e-9)

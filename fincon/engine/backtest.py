@@ -32,6 +32,7 @@ from tqdm import tqdm
 
 from fincon import stopping
 from fincon.data.view import MarketData, PortfolioSnapshot
+from fincon.engine.artifacts import round_trips
 from fincon.engine.broker import BrokerSettings, size_orders
 from fincon.engine.feed import make_feed
 from fincon.engine.result import BacktestResult, orders_frame, position
@@ -58,9 +59,6 @@ class _Bridge(bt.Strategy):
     def notify_order(self, order):
         self.p.loop.on_order(order)
 
-    def notify_trade(self, trade):
-        self.p.loop.on_trade(trade)
-
 
 class _Loop:
     """State of one run: the records the bridge fills in bar by bar."""
@@ -85,8 +83,6 @@ class _Loop:
         self.observed_shares = np.zeros((n, len(market.tickers)))
         self.decisions: list[dict[str, Any]] = []
         self.fills: list[dict[str, Any]] = []
-        self.trades: dict[str, bt.Trade] = {}
-        self.closed_pnls: list[float] = []
         self.rejected = 0
         self.scaled_days = 0
         self.stopped: str | None = None
@@ -345,13 +341,6 @@ class _Loop:
             prev = self.carry.get(order.data._name, (0.0, row["date"]))
             self.carry[order.data._name] = (prev[0] + (rest if order.isbuy() else -rest), prev[1])
 
-    def on_trade(self, trade: bt.Trade) -> None:
-        if trade.isclosed:
-            self.closed_pnls.append(float(trade.pnlcomm))
-            self.trades.pop(trade.data._name, None)
-        else:
-            self.trades[trade.data._name] = trade
-
 
 def _held_at_close(loop: _Loop, settings: BrokerSettings, n: int) -> np.ndarray:
     """Shares held at the close of each day, after that day's trades.
@@ -450,7 +439,9 @@ def run_backtest(
     traded = trades.groupby("date")["value"].sum() if len(trades) else pd.Series(dtype=float)
     traded_value = np.array([traded.get(d.strftime("%Y-%m-%d"), 0.0) for d in dates])
     last_close = {tk: closes[-1, j] for j, tk in enumerate(market.tickers)} if n else {}
-    open_pnls = [tr.size * (last_close[name] - tr.price) - tr.commission for name, tr in sorted(loop.trades.items())]
+    # the win rate's round trips are round_trips.csv's (fills matched first in, first out; open lots
+    # marked at the last close), not backtrader's trades (a position from open to flat): one definition
+    trips = round_trips(trades, last_close, dates[-1].strftime("%Y-%m-%d")) if n else None
     single = len(market.tickers) == 1
     metrics = compute_metrics(
         values,
@@ -461,7 +452,7 @@ def run_backtest(
         directions=np.sign(held[:, 0]) if single else None,
         traded_value=traded_value,
         n_trades=len(trades),
-        trade_pnls=np.array(loop.closed_pnls + open_pnls),
+        trade_pnls=trips["pnl"].to_numpy() if trips is not None else None,
         days_per_year=days_per_year,
     )
     analyzers = {

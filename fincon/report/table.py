@@ -38,8 +38,8 @@ ROWS = [
     ("var_pct", "VaR % (daily, alpha)", "{:.3f}"),
     ("cvar_pct", "CVaR % (daily, alpha)", "{:.3f}"),
     ("turnover", "turnover (x value)", "{:.2f}"),
-    ("n_trades", "trades", "{:d}"),
-    ("win_rate", "win rate", "{:.2f}"),
+    ("n_trades", "fills", "{:d}"),
+    ("win_rate", "win rate (round trips)", "{:.2f}"),
     ("n_days", "days", "{:d}"),
 ]
 
