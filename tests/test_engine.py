@@ -180,6 +180,11 @@ def test_a_short_pays_its_borrow_fee_by_calendar_day():
     assert res.values[-1] == pytest.approx(free.values[-1] - fee, rel=1e-9)
     assert res.borrow_paid == pytest.approx(fee, rel=1e-9)
     assert res.trades["commission"].sum() == 0.0
+    # round_trips.csv holds fills (pyfolio's round trips, no financing): its P&L less the fee is the run's
+    from fincon.engine.artifacts import round_trips
+
+    trips = round_trips(res.trades, {"TSLA": p.iloc[-1]}, p.index[-1].strftime("%Y-%m-%d"))
+    assert trips["pnl"].sum() - res.borrow_paid == pytest.approx(res.values[-1] - 1_000_000.0, abs=1e-3)
     # a long book borrows nothing
     long = backtest(market, make_strategy("buy-and-hold"), borrow=0.05)
     assert long.borrow_paid == 0.0 and long.values[-1] == backtest(market, make_strategy("buy-and-hold")).values[-1]
