@@ -350,14 +350,15 @@ def run_and_report(
     if rejected:
         print(f"fincon: warning: {rejected} order(s) were rejected by the broker; see the log (-v)", file=sys.stderr)
     bench = {"buy-and-hold (benchmark)": report.benchmark} if report.benchmark is not None else {}
-    for name, result in {**report.results, **bench}.items():  # a cap that cut the book, said where it is read
+    cap = cfg.broker.participation
+    why = f" under the participation cap ({100 * cap:.3g}% of the day's volume)" if cap else ""
+    for name, result in {**report.results, **bench}.items():  # a book cut short, said where it is read
         orders = result.orders
         cut = int((orders["status"] == "partial").sum()) if orders is not None and len(orders) else 0
         if cut:
             print(
-                f"fincon: warning: {name}: {cut} of {len(orders)} orders filled in part under the participation cap "
-                f"({100 * cfg.broker.participation:.3g}% of the day's volume): the book held less than it decided "
-                "(orders.csv names each)",
+                f"fincon: warning: {name}: {cut} of {len(orders)} orders filled in part{why}: the book held less "
+                "than it decided (orders.csv names each)",
                 file=sys.stderr,
             )
     return 0 if report.complete else EXIT_STOPPED

@@ -426,10 +426,10 @@ def _masked(view: dict, ticker: str, events_dir: Path | None) -> dict:
         return {k: e[k] for k in ("source", "sentiment", "synthetic") if k in e} | {
             "published": when, "title": what, "audio": None}  # fmt: skip
 
-    first = dt.date.fromisoformat(day)
+    today = dt.date.fromisoformat(day)
     memories = [
         {k: v for k, v in m.items() if k != "id"}
-        | {"text": listed(n, str(first - dt.timedelta(days=m["age_days"])), m["text"])[1]}
+        | {"text": listed(n, str(today - dt.timedelta(days=m["age_days"])), m["text"])[1]}
         for n, m in enumerate(view["memories"], 1)
     ]
     return view | {
