@@ -27,6 +27,7 @@ from pydantic import (
     ValidationError,
     field_serializer,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -150,6 +151,16 @@ class BrokerConfig(Section):
         ),
     ] = "close"
     cash_buffer: float = Field(0.0, ge=0, lt=1)
+
+    @model_serializer(mode="wrap")
+    def _no_fee_as_before(self, handler: Any) -> Any:
+        """Without a borrow fee the broker is written as before the field existed: a default run's
+        config.yaml, an experiment's identity and a journal's plan stay what an older fincon wrote, so
+        a directory it wrote is resumed by its own command (not refused as another config)."""
+        data = handler(self)
+        if isinstance(data, dict) and not self.borrow:
+            data.pop("borrow", None)
+        return data
 
     @model_validator(mode="before")
     @classmethod

@@ -353,3 +353,27 @@ def test_a_bad_cost_model_is_one_line_naming_it(broker, message, tmp_path):
     with pytest.raises(ConfigError, match=message) as err:
         load_config(path)
     assert "\n" not in str(err.value) and "broker" in str(err.value)
+
+
+def test_a_broker_without_a_borrow_fee_is_written_as_before_the_fee_existed(tmp_path, capsys):
+    """Found by hand: a finished experiment from before ``broker.borrow`` existed, run again with its own
+    command to print its table, was refused ("another config: config.broker.borrow"): the new field's
+    default had joined its identity. Without a fee the broker is written as before (a default run's
+    config.yaml, an experiment's identity, a journal's plan); with one, the fee is in all of them."""
+    from fincon.config import BrokerConfig, RunConfig
+    from fincon.workflow.status import claim, versioned
+
+    assert "borrow" not in BrokerConfig().model_dump(mode="json")
+    assert "borrow" not in RunConfig().model_dump(mode="json")["broker"]
+    assert BrokerConfig(borrow=0.003).model_dump(mode="json")["borrow"] == 0.003
+    out = _run(tmp_path)
+    assert "borrow" not in yaml.safe_load((out / "config.yaml").read_text())["broker"]
+    # an experiment.json written before the field (2026-11-30's): the same settings read as the same study
+    before = {"cash": 1000000.0, "cash_buffer": 0.0, "charge_llm": False, "commission": {"model": "percent", "rate": 0.0},
+              "fill": "close", "participation": None, "participation_rest": "cancel",
+              "slippage": {"fraction": 0.0, "model": "percent"}}  # fmt: skip
+    folder = tmp_path / "study"
+    folder.mkdir()
+    (folder / "marker.json").write_text(json.dumps({**versioned({"config": {"broker": before}}), "status": "complete"}))
+    now = versioned({"config": {"broker": BrokerConfig().model_dump(mode="json")}})
+    assert claim(folder, folder / "marker.json", now, "experiment", lambda _: 1, ()) is True
