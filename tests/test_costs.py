@@ -377,3 +377,24 @@ def test_a_broker_without_a_borrow_fee_is_written_as_before_the_fee_existed(tmp_
     (folder / "marker.json").write_text(json.dumps({**versioned({"config": {"broker": before}}), "status": "complete"}))
     now = versioned({"config": {"broker": BrokerConfig().model_dump(mode="json")}})
     assert claim(folder, folder / "marker.json", now, "experiment", lambda _: 1, ()) is True
+
+
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
+def test_the_table_says_what_commission_and_the_borrow_fee_took(tmp_path, capsys):
+    """Found by hand: a run with costs printed its final value net of them and nothing of what they took
+    (the rules team on TSLA with --commission 0.001 --borrow 0.003: neither figure on the terminal). The
+    row appears when a column paid any; a run without costs prints the table it always did."""
+    team = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", "--start", "2022-10-05",
+            "--end", "2022-11-15", "--no-progress"]  # fmt: skip
+    capsys.readouterr()
+    assert main([*team, "--commission", "0.001", "--borrow", "0.003", "--out", str(tmp_path / "dear")]) == 0
+    row = [x for x in capsys.readouterr().out.splitlines() if x.startswith("commission + borrow paid ($)")]
+    assert len(row) == 1
+    team_cell, bench_cell = row[0].split()[-2:]
+    costs = json.loads((tmp_path / "dear" / "metrics.json").read_text())["costs"]
+    assert costs["borrow_paid"] > 0 and costs["commission_paid"] > 0
+    assert team_cell == f"{costs['commission_paid'] + costs['borrow_paid']:,.2f}"
+    # buy-and-hold buys once with all the cash, net of 0.1 %: 1,000,000 / 1.001 x 0.001
+    assert bench_cell == f"{1_000_000 / 1.001 * 0.001:,.2f}" == "999.00"
+    assert main([*team, "--out", str(tmp_path / "free")]) == 0
+    assert "paid" not in capsys.readouterr().out

@@ -296,6 +296,10 @@ def run_and_report(
         columns[name] = {"status": "failed"}
     if report.benchmark is not None:
         columns[f"{workflow.BENCHMARK} (benchmark)"] = {"status": "complete", **report.benchmark.metrics.as_dict()}
+    results = {**report.results, f"{workflow.BENCHMARK} (benchmark)": report.benchmark}
+    for n, r in results.items():  # a cost the table would otherwise hide in the final value; none: no key
+        if r is not None and (paid := r.commission_paid + r.borrow_paid):
+            columns[n]["costs_paid"] = paid
     stopped = {n: r.stopped for n, r in report.results.items() if r.stopped}
     page = _write_html_report(report.out) if html_report else None
     if as_json:
@@ -305,7 +309,9 @@ def run_and_report(
             if result.stopped:
                 obj["stop_reason"] = result.stopped
             if report.benchmark is not None:
-                obj["benchmark"] = report.benchmark.metrics.as_dict()
+                obj["benchmark"] = {
+                    k: v for k, v in columns[f"{workflow.BENCHMARK} (benchmark)"].items() if k != "status"
+                }
         else:
             obj = {"run_dir": str(report.out), "strategies": columns}
         if page is not None:

@@ -304,7 +304,7 @@ def costs_summary(settings: BrokerSettings, result: Any) -> dict[str, Any]:
     """The cost and fill settings in force and what they cost (metrics.json ``costs``)."""
     out: dict[str, Any] = {
         **settings.costs.summary(),
-        "commission_paid": round(float(result.trades["commission"].sum()), 6) if len(result.trades) else 0.0,
+        "commission_paid": round(result.commission_paid, 6),
     }
     if settings.costs.borrow:
         out["borrow_paid"] = round(float(result.borrow_paid), 6)

@@ -41,6 +41,11 @@ class BacktestResult:
     book: "Book | None" = None
 
     @property
+    def commission_paid(self) -> float:
+        """The orders' commission, summed over the fills (``trades.csv``'s column)."""
+        return float(self.trades["commission"].sum()) if len(self.trades) else 0.0
+
+    @property
     def equity(self) -> pd.Series:
         return pd.Series(self.values, index=self.dates, name="value")
 

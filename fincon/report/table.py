@@ -38,6 +38,9 @@ ROWS = [
     ("var_pct", "VaR % (daily, alpha)", "{:.3f}"),
     ("cvar_pct", "CVaR % (daily, alpha)", "{:.3f}"),
     ("turnover", "turnover (x value)", "{:.2f}"),
+    # what commission and the borrow fee took from the cash (slippage is in the fill prices):
+    # shown only when some column paid any (a run without costs prints the table it always did)
+    ("costs_paid", "commission + borrow paid ($)", "{:,.2f}"),
     ("n_trades", "fills", "{:d}"),
     ("win_rate", "win rate (round trips)", "{:.2f}"),
     ("n_days", "days", "{:d}"),
@@ -53,6 +56,7 @@ def format_table(columns: dict[str, dict[str, Any]]) -> str:
         for r in ROWS
         if (r[0] != "status" or any(c.get("status", "complete") != "complete" for c in columns.values()))
         and (r[0] != "model_knowledge" or any(c.get("model_knowledge") for c in columns.values()))
+        and (r[0] != "costs_paid" or any(c.get("costs_paid") for c in columns.values()))
     ]
     labels = [label for _, label, _ in rows]
     width0 = max(len(x) for x in labels)
