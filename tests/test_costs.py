@@ -71,10 +71,15 @@ def test_zero_commission_charges_nothing(tmp_path):
     assert json.loads((out / "metrics.json").read_text())["costs"]["commission_model"] == "zero"
 
 
-def test_bps_slippage(tmp_path):
-    out = _run(tmp_path, "--slippage-model", "bps", "--slippage", "10")
+@pytest.mark.parametrize("fill", ["close", "next-open"])
+def test_bps_slippage_and_what_it_took(tmp_path, fill):
+    out = _run(tmp_path, "--slippage-model", "bps", "--slippage", "10", "--fill", fill)
     t = pd.read_csv(out / "trades.csv")
-    assert t["price"][0] == pytest.approx(_bars().loc["2022-10-05", "Close"] * 1.001)
+    # the price it slipped from: the decision close, or the next session's open
+    ref = _bars().loc["2022-10-05", "Close"] if fill == "close" else _bars().loc["2022-10-06", "Open"]
+    assert t["price"][0] == pytest.approx(ref * 1.001)
+    costs = json.loads((out / "metrics.json").read_text())["costs"]
+    assert costs["slippage_paid"] == pytest.approx(t["size"][0] * ref * 0.001, rel=1e-9)
 
 
 def test_range_slippage_is_a_share_of_the_decision_days_range(tmp_path):
@@ -82,6 +87,10 @@ def test_range_slippage_is_a_share_of_the_decision_days_range(tmp_path):
     b = _bars().loc["2022-10-05"]  # Adj Close == Close on these days, so no adjustment factor
     t = pd.read_csv(out / "trades.csv")
     assert t["price"][0] == pytest.approx(b["Close"] + 0.5 * (b["High"] - b["Low"]))  # 240.81 + 0.5 x 13.40
+    paid = json.loads((out / "metrics.json").read_text())["costs"]["slippage_paid"]
+    assert paid == pytest.approx(t["size"][0] * 0.5 * (b["High"] - b["Low"]), rel=1e-9)
+    # no slippage set: no figure (a default run's metrics.json as it always was)
+    assert "slippage_paid" not in json.loads((_run(tmp_path / "none") / "metrics.json").read_text())["costs"]
 
 
 @pytest.mark.parametrize("rest", ["cancel", "carry"])
@@ -382,19 +391,24 @@ def test_a_broker_without_a_borrow_fee_is_written_as_before_the_fee_existed(tmp_
 @pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_the_table_says_what_commission_and_the_borrow_fee_took(tmp_path, capsys):
     """Found by hand: a run with costs printed its final value net of them and nothing of what they took
-    (the rules team on TSLA with --commission 0.001 --borrow 0.003: neither figure on the terminal). The
-    row appears when a column paid any; a run without costs prints the table it always did."""
+    (the rules team on TSLA with --commission 0.001 --borrow 0.003: neither figure on the terminal), and
+    slippage, in the fill prices, was in no file (the rules team on MSFT and JNJ turned its book over 68
+    times at 5 bp). The row appears when a column paid any; a run without costs prints the table it
+    always did."""
     team = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", "--start", "2022-10-05",
             "--end", "2022-11-15", "--no-progress"]  # fmt: skip
     capsys.readouterr()
-    assert main([*team, "--commission", "0.001", "--borrow", "0.003", "--out", str(tmp_path / "dear")]) == 0
-    row = [x for x in capsys.readouterr().out.splitlines() if x.startswith("commission + borrow paid ($)")]
+    dear = ["--commission", "0.001", "--slippage-model", "bps", "--slippage", "5", "--borrow", "0.003"]
+    assert main([*team, *dear, "--out", str(tmp_path / "dear")]) == 0
+    row = [x for x in capsys.readouterr().out.splitlines() if x.startswith("costs paid ($: fees, slippage, borrow)")]
     assert len(row) == 1
     team_cell, bench_cell = row[0].split()[-2:]
     costs = json.loads((tmp_path / "dear" / "metrics.json").read_text())["costs"]
-    assert costs["borrow_paid"] > 0 and costs["commission_paid"] > 0
-    assert team_cell == f"{costs['commission_paid'] + costs['borrow_paid']:,.2f}"
-    # buy-and-hold buys once with all the cash, net of 0.1 %: 1,000,000 / 1.001 x 0.001
-    assert bench_cell == f"{1_000_000 / 1.001 * 0.001:,.2f}" == "999.00"
+    assert costs["borrow_paid"] > 0 and costs["commission_paid"] > 0 and costs["slippage_paid"] > 0
+    assert team_cell == f"{costs['commission_paid'] + costs['slippage_paid'] + costs['borrow_paid']:,.2f}"
+    # buy-and-hold buys once with all the cash at the close slipped 5 bp, net of 0.1 %: of the
+    # 1,000,000 spent, 0.001 / 1.001 went in commission and 0.0005 / 1.0005 of the rest in slippage
+    spent = 1_000_000 / 1.001
+    assert bench_cell == f"{1_000_000 - spent + spent * 0.0005 / 1.0005:,.2f}" == "1,498.25"
     assert main([*team, "--out", str(tmp_path / "free")]) == 0
     assert "paid" not in capsys.readouterr().out

@@ -298,7 +298,7 @@ def run_and_report(
         columns[f"{workflow.BENCHMARK} (benchmark)"] = {"status": "complete", **report.benchmark.metrics.as_dict()}
     results = {**report.results, f"{workflow.BENCHMARK} (benchmark)": report.benchmark}
     for n, r in results.items():  # a cost the table would otherwise hide in the final value; none: no key
-        if r is not None and (paid := r.commission_paid + r.borrow_paid):
+        if r is not None and (paid := r.costs_paid):
             columns[n]["costs_paid"] = paid
     stopped = {n: r.stopped for n, r in report.results.items() if r.stopped}
     page = _write_html_report(report.out) if html_report else None

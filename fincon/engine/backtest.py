@@ -307,6 +307,9 @@ class _Loop:
         """trades.csv gets what the order executed (a capped order: when the cap binds)."""
         ex = order.executed
         if ex.size:
+            # the price it slipped from: the decision close (backtrader's cheat-on-close keeps it on the
+            # order) or, with next-open fills, the open of the bar it filled in
+            ref = float(order.created.pclose) if self.settings.fill == "close" else float(order.data.open[0])
             self.fills.append(
                 {
                     "date": bt.num2date(ex.dt).strftime("%Y-%m-%d"),
@@ -316,6 +319,9 @@ class _Loop:
                     "price": float(ex.price),
                     "value": float(abs(ex.size) * ex.price),
                     "commission": float(ex.comm),
+                    # against the trader, > 0 either side; none set: 0 (an order that crosses zero
+                    # fills at an average price a rounding away from the close)
+                    "slippage": float((ex.price - ref) * ex.size) if self.settings.costs.slips else 0.0,
                 }
             )
         if row is not None:
@@ -476,6 +482,7 @@ def run_backtest(
         scaled_days=loop.scaled_days,
         llm_cost=loop.llm_cost[:n] if settings.charge_llm else None,
         borrow_paid=float(sum(bts.broker.d_credit.values())),
+        slippage_paid=float(sum(f["slippage"] for f in fills)),
         strategy_summary=strategy_summary,
         analyzers=analyzers,
         book=Book(

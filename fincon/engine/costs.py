@@ -346,6 +346,11 @@ class Costs:
         return isinstance(self.commission, PercentCommission) and isinstance(self.slippage, PercentSlippage)
 
     @property
+    def slips(self) -> bool:
+        """Whether the slippage model moves a price at all (its one number above 0)."""
+        return bool(getattr(self.slippage, self.slippage.number))
+
+    @property
     def columns(self) -> tuple[str, ...]:
         """The bar columns the models read besides the close."""
         cols = [*self.commission.columns, *self.slippage.columns]

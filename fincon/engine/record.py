@@ -306,6 +306,8 @@ def costs_summary(settings: BrokerSettings, result: Any) -> dict[str, Any]:
         **settings.costs.summary(),
         "commission_paid": round(result.commission_paid, 6),
     }
+    if settings.costs.slips:
+        out["slippage_paid"] = round(float(result.slippage_paid), 6)
     if settings.costs.borrow:
         out["borrow_paid"] = round(float(result.borrow_paid), 6)
     if result.llm_cost is not None:

@@ -34,6 +34,8 @@ class BacktestResult:
     llm_cost: np.ndarray | None = None
     #: what the short positions paid to borrow their shares (``Costs.borrow``), taken from the cash
     borrow_paid: float = 0.0
+    #: what slippage took from the fills: each fill's price against the price it slipped from, times its size
+    slippage_paid: float = 0.0
     scaled_days: int = 0
     strategy_summary: dict[str, Any] = field(default_factory=dict)
     analyzers: dict[str, Any] = field(default_factory=dict)
@@ -44,6 +46,11 @@ class BacktestResult:
     def commission_paid(self) -> float:
         """The orders' commission, summed over the fills (``trades.csv``'s column)."""
         return float(self.trades["commission"].sum()) if len(self.trades) else 0.0
+
+    @property
+    def costs_paid(self) -> float:
+        """Commission, slippage and the borrow fee: what the costs took from the book."""
+        return self.commission_paid + self.slippage_paid + self.borrow_paid
 
     @property
     def equity(self) -> pd.Series:

@@ -38,9 +38,9 @@ ROWS = [
     ("var_pct", "VaR % (daily, alpha)", "{:.3f}"),
     ("cvar_pct", "CVaR % (daily, alpha)", "{:.3f}"),
     ("turnover", "turnover (x value)", "{:.2f}"),
-    # what commission and the borrow fee took from the cash (slippage is in the fill prices):
-    # shown only when some column paid any (a run without costs prints the table it always did)
-    ("costs_paid", "commission + borrow paid ($)", "{:,.2f}"),
+    # what commission, slippage (each fill against the price it slipped from) and the borrow fee
+    # took: shown only when some column paid any (a run without costs prints the table it always did)
+    ("costs_paid", "costs paid ($: fees, slippage, borrow)", "{:,.2f}"),
     ("n_trades", "fills", "{:d}"),
     ("win_rate", "win rate (round trips)", "{:.2f}"),
     ("n_days", "days", "{:d}"),
