@@ -136,6 +136,36 @@ def test_decision_from_action_validates():
     assert Decision.from_action("TSLA", "buy", 0.5).weights == {"TSLA": 0.5}
 
 
+class _FlipBook(Strategy):
+    """The whole book short across every ticker, then long on the same dollars, every third session."""
+
+    name = "flip-book"
+
+    def decide(self, view):
+        if view.day % 3:
+            return None
+        side = -1.0 if (view.day // 3) % 2 == 0 else 1.0
+        return Decision(weights={t: side / len(view.tickers) for t in view.tickers})
+
+
+@pytest.mark.parametrize("fill", ["close", "next_open"])
+def test_a_book_that_flips_from_short_to_long_pays_its_borrow_fee_and_is_never_refused(fill):
+    """Found by hand: the rules team on MSFT and JNJ flipped its whole book from short to long on
+    2020-10-15 with a borrow fee and its MSFT buy was refused for margin, half the book out for the day:
+    backtrader takes the day's borrow fee from the cash before the orders fill, and they were sized on
+    the cash before it. Sized on what is left: every order fills, each flip holds the whole book."""
+    market = market_for(["TSLA", "MSFT"])
+    res = backtest(
+        market, _FlipBook(), borrow=0.05, commission={"rate": 0.001}, slippage={"fraction": 0.0005}, fill=fill
+    )
+    assert res.rejected_orders == 0 and res.borrow_paid > 0
+    assert (res.orders["status"] == "filled").all()
+    pos = res.positions.pivot(index="date", columns="ticker", values="weight")
+    lag = 0 if fill == "close" else 1
+    for day in range(3 + lag, len(pos), 6):  # the sessions the book holds its first long
+        assert pos.iloc[day].sum() == pytest.approx(1.0, abs=0.005), pos.index[day]
+
+
 @pytest.mark.parametrize("fill", ["close", "next_open"])
 def test_full_investment_with_costs_is_never_rejected(fill):
     """Commission and slippage compound in backtrader; sizing must fit the

@@ -164,7 +164,8 @@ class _Loop:
         if decision is not None and decision.weights:
             self._check_tickers(decision, shares)
             if self.settings.fill == "close" and not last:
-                self._submit(bts, decision, shares, prices, value, cash)
+                fee = self.settings.costs.borrow_due(broker, datas, self.market.dates[t + 1].to_pydatetime())
+                self._submit(bts, decision, shares, prices, value - fee, cash - fee)
             else:  # next_open: sized at the next open; the last session's: left for the session after the window
                 self.pending = decision
         self.days_done = i + 1
@@ -198,7 +199,8 @@ class _Loop:
         decision, self.pending = self.pending, None
         shares = {d._name: bts.getposition(d).size for d in bts.datas}
         prices = {d._name: d.open[0] for d in bts.datas}
-        cash = bts.broker.getcash()
+        fee = self.settings.costs.borrow_due(bts.broker, bts.datas, bts.datas[0].datetime.datetime(0))
+        cash = bts.broker.getcash() - fee
         value = cash + sum(shares[k] * prices[k] for k in shares)
         self._submit(bts, decision, shares, prices, value, cash)
 

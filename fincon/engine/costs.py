@@ -26,6 +26,7 @@ docs/engine.md (CONTRIBUTING.md, "Adding a cost model").
 
 from __future__ import annotations
 
+import datetime
 import functools
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -362,6 +363,17 @@ class Costs:
         """What trading one unit of the book costs, as a fraction of the value
         traded, for an order decided on a bar with this close and range."""
         return self.commission.estimate(price) + self.slippage.estimate(price, high, low)
+
+    def borrow_due(self, broker: bt.brokers.BackBroker, datas: Any, day: datetime.datetime) -> float:
+        """The borrow fee ``broker`` takes from the cash on ``day`` before the orders fill: backtrader
+        charges its credit interest first in its day, so a book that flips from short to long on every
+        dollar, sized on the cash before the fee, had its last buy refused for margin (the rules team on
+        MSFT and JNJ, 2020-10-15: half the book out for a day over $8 of fee). Orders are sized on what
+        is left."""
+        if not self.borrow:
+            return 0.0
+        held = [(d, broker.getposition(d)) for d in datas]
+        return float(sum(broker.getcommissioninfo(d).get_credit_interest(d, p, day) for d, p in held if p.size))
 
     def install(self, broker: bt.brokers.BackBroker, close_fill: bool) -> None:
         self.commission.install(broker, self.borrow)
