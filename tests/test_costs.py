@@ -412,3 +412,9 @@ def test_the_table_says_what_commission_and_the_borrow_fee_took(tmp_path, capsys
     assert bench_cell == f"{1_000_000 - spent + spent * 0.0005 / 1.0005:,.2f}" == "1,498.25"
     assert main([*team, "--out", str(tmp_path / "free")]) == 0
     assert "paid" not in capsys.readouterr().out
+    # a column that paid nothing beside one that paid reads 0.00 (found live: the team held cash all week
+    # and its cell read n/a, as if no cost applied to it)
+    idle = ["backtest", "--ticker", "TSLA", "--strategy", "sma-cross", "--start", "2022-10-05", "--end", "2022-10-12"]
+    assert main([*idle, "--commission", "0.001", "--no-progress", "--out", str(tmp_path / "idle")]) == 0
+    row = [x for x in capsys.readouterr().out.splitlines() if x.startswith("costs paid")]
+    assert row[0].split()[-2:] == ["0.00", "999.00"]  # sma-cross waits out its averages: no fill

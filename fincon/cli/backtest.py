@@ -296,10 +296,12 @@ def run_and_report(
         columns[name] = {"status": "failed"}
     if report.benchmark is not None:
         columns[f"{workflow.BENCHMARK} (benchmark)"] = {"status": "complete", **report.benchmark.metrics.as_dict()}
-    results = {**report.results, f"{workflow.BENCHMARK} (benchmark)": report.benchmark}
-    for n, r in results.items():  # a cost the table would otherwise hide in the final value; none: no key
-        if r is not None and (paid := r.costs_paid):
-            columns[n]["costs_paid"] = paid
+    # what the costs took, hidden in the final value otherwise: every run's once any paid (a team that
+    # never traded paid 0.00, not n/a); when none paid, no key (a run without costs prints as it did)
+    results = {n: r for n, r in {**report.results, f"{workflow.BENCHMARK} (benchmark)": report.benchmark}.items() if r}
+    if any(r.costs_paid for r in results.values()):
+        for n, r in results.items():
+            columns[n]["costs_paid"] = r.costs_paid
     stopped = {n: r.stopped for n, r in report.results.items() if r.stopped}
     page = _write_html_report(report.out) if html_report else None
     if as_json:
