@@ -294,11 +294,13 @@ def run_and_report(
             columns[n]["model_knowledge"] = block["label"] + masked
     for name in report.failed:
         columns[name] = {"status": "failed"}
+    bench = f"{workflow.BENCHMARK} (benchmark)"
+    # every run with a result, the benchmark's as its column is named
+    results = {**report.results, **({bench: report.benchmark} if report.benchmark is not None else {})}
     if report.benchmark is not None:
-        columns[f"{workflow.BENCHMARK} (benchmark)"] = {"status": "complete", **report.benchmark.metrics.as_dict()}
+        columns[bench] = {"status": "complete", **report.benchmark.metrics.as_dict()}
     # what the costs took, hidden in the final value otherwise: every run's once any paid (a team that
     # never traded paid 0.00, not n/a); when none paid, no key (a run without costs prints as it did)
-    results = {n: r for n, r in {**report.results, f"{workflow.BENCHMARK} (benchmark)": report.benchmark}.items() if r}
     if any(r.costs_paid for r in results.values()):
         for n, r in results.items():
             columns[n]["costs_paid"] = r.costs_paid
@@ -311,9 +313,7 @@ def run_and_report(
             if result.stopped:
                 obj["stop_reason"] = result.stopped
             if report.benchmark is not None:
-                obj["benchmark"] = {
-                    k: v for k, v in columns[f"{workflow.BENCHMARK} (benchmark)"].items() if k != "status"
-                }
+                obj["benchmark"] = {k: v for k, v in columns[bench].items() if k != "status"}
         else:
             obj = {"run_dir": str(report.out), "strategies": columns}
         if page is not None:
@@ -357,10 +357,9 @@ def run_and_report(
     rejected = sum(r.rejected_orders for r in report.results.values())
     if rejected:
         print(f"fincon: warning: {rejected} order(s) were rejected by the broker; see the log (-v)", file=sys.stderr)
-    bench = {"buy-and-hold (benchmark)": report.benchmark} if report.benchmark is not None else {}
     cap = cfg.broker.participation
     why = f" under the participation cap ({100 * cap:.3g}% of the day's volume)" if cap else ""
-    for name, result in {**report.results, **bench}.items():  # a book cut short, said where it is read
+    for name, result in results.items():  # a book cut short, said where it is read
         orders = result.orders
         cut = int((orders["status"] == "partial").sum()) if orders is not None and len(orders) else 0
         if cut:
