@@ -410,8 +410,9 @@ def _masked(view: dict, ticker: str, events_dir: Path | None) -> dict:
     paths, which name the firm, left out."""
     holder = SimpleNamespace(masker=None)
     day = view["date"]
+    today = dt.date.fromisoformat(day)
     corpus = str(events_dir) if events_dir is not None else "sample"
-    attach(holder, LLMSettings(anonymize=True), [ticker], corpus, dt.date.fromisoformat(day))
+    attach(holder, LLMSettings(anonymize=True), [ticker], corpus, today)
     mask = holder.masker
 
     def listed(n: int, date: str, text: str) -> tuple[str, str]:
@@ -426,7 +427,6 @@ def _masked(view: dict, ticker: str, events_dir: Path | None) -> dict:
         return {k: e[k] for k in ("source", "sentiment", "synthetic") if k in e} | {
             "published": when, "title": what, "audio": None}  # fmt: skip
 
-    today = dt.date.fromisoformat(day)
     memories = [
         {k: v for k, v in m.items() if k != "id"}
         | {"text": listed(n, str(today - dt.timedelta(days=m["age_days"])), m["text"])[1]}
