@@ -389,7 +389,7 @@ def test_a_broker_without_a_borrow_fee_is_written_as_before_the_fee_existed(tmp_
 
 
 @pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
-def test_the_table_says_what_commission_and_the_borrow_fee_took(tmp_path, capsys):
+def test_the_table_says_what_the_costs_took(tmp_path, capsys):
     """Found by hand: a run with costs printed its final value net of them and nothing of what they took
     (the rules team on TSLA with --commission 0.001 --borrow 0.003: neither figure on the terminal), and
     slippage, in the fill prices, was in no file (the rules team on MSFT and JNJ turned its book over 68
