@@ -418,3 +418,56 @@ def test_the_table_says_what_the_costs_took(tmp_path, capsys):
     assert main([*idle, "--commission", "0.001", "--no-progress", "--out", str(tmp_path / "idle")]) == 0
     row = [x for x in capsys.readouterr().out.splitlines() if x.startswith("costs paid")]
     assert row[0].split()[-2:] == ["0.00", "999.00"]  # sma-cross waits out its averages: no fill
+
+
+def _metric_rows(page: str) -> dict[str, list[str]]:
+    """The HTML report's metrics table: each row's key (its <code>) to its cells, as text."""
+    import html as _html
+    import re
+
+    section = page[page.index('<section id="metrics">') :]
+    section = section[: section.index("</section>")]
+    rows = {}
+    for row in re.findall(r"<tr>(.*?)</tr>", section, re.S):
+        cells = [_html.unescape(re.sub("<[^>]+>", "", c)) for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row, re.S)]
+        key = re.findall(r"<code>(.*?)</code>", row)
+        rows[_html.unescape(key[0]) if key else cells[0]] = cells[1:]
+    return rows
+
+
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
+def test_the_benchmarks_costs_are_in_its_files_and_the_page_shows_each_cost(tmp_path, capsys):
+    """Found by reading a costed run's files: the terminal said buy-and-hold paid $1,498.25, but no file
+    did (summary.json's and a comparison's metrics.json benchmark held its metrics and no costs), and
+    the HTML report showed each run's costs block as one JSON string in one cell, the benchmark's cell
+    empty. The benchmark's costs are written beside its metrics when a cost is set (a run without
+    costs writes the files it always did) and the page shows one row per cost."""
+    week = ["backtest", "--ticker", "TSLA", "--start", "2022-10-05", "--end", "2022-10-12", "--no-progress"]
+    dear = ["--commission", "0.001", "--slippage-model", "bps", "--slippage", "5", "--borrow", "0.003"]
+    spent = 1_000_000 / 1.001  # buy-and-hold's one buy: all the cash, net of 0.1 %, at the close slipped 5 bp
+    commission, slippage = 1_000_000 - spent, spent * 0.0005 / 1.0005
+    assert main([*week, "--strategy", "sma-cross", *dear, "--report", "--out", str(tmp_path / "one")]) == 0
+    bench = json.loads((tmp_path / "one" / "summary.json").read_text())["benchmark"]
+    assert round(bench["costs"]["commission_paid"], 2) == round(commission, 2) == 999.00
+    assert round(bench["costs"]["slippage_paid"], 2) == round(slippage, 2) == 499.25
+    assert bench["costs"]["borrow_paid"] == 0.0 and bench["costs"]["orders"] == 1
+    assert {k: v for k, v in bench["costs"].items() if not k.endswith("paid") and not k.startswith("orders")} == {
+        k: v
+        for k, v in json.loads((tmp_path / "one" / "metrics.json").read_text())["costs"].items()
+        if not k.endswith("paid") and not k.startswith("orders")
+    }  # the same settings as the strategy's
+    rows = _metric_rows((tmp_path / "one" / "report.html").read_text(encoding="utf-8"))
+    assert not [k for k, cells in rows.items() if any(c.startswith("{") for c in cells)]  # no JSON in a cell
+    assert rows["costs_paid"] == ["0.00", "1,498.25"]  # sma-cross waits out its averages; the benchmark's buy
+    assert rows["costs.commission_paid"] == ["0.00", "999.00"]
+    assert rows["costs.slippage_paid"] == ["0.00", "499.25"]
+    assert rows["costs.borrow_paid"] == ["0.00", "0.00"]
+    assert rows["costs"][0] == rows["costs"][1] and "per side" in rows["costs"][0]
+    # a comparison: its metrics.json names the benchmark's costs too
+    assert main([*week, "--strategy", "sma-cross,equal-weight", *dear, "--out", str(tmp_path / "two")]) == 0
+    table = json.loads((tmp_path / "two" / "metrics.json").read_text())
+    assert table["buy-and-hold (benchmark)"]["costs"] == bench["costs"]
+    # without costs: the files a run always wrote (no costs key for the benchmark)
+    assert main([*week, "--strategy", "sma-cross", "--out", str(tmp_path / "free")]) == 0
+    assert "costs" not in json.loads((tmp_path / "free" / "summary.json").read_text())["benchmark"]
+    capsys.readouterr()

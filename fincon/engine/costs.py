@@ -347,6 +347,11 @@ class Costs:
         return isinstance(self.commission, PercentCommission) and isinstance(self.slippage, PercentSlippage)
 
     @property
+    def default(self) -> bool:
+        """No cost model set (a run without costs): what the files written before a cost existed assume."""
+        return self.summary() == Costs().summary()
+
+    @property
     def slips(self) -> bool:
         """Whether the slippage model moves a price at all (its one number above 0)."""
         return bool(getattr(self.slippage, self.slippage.number))

@@ -331,6 +331,17 @@ def draw(curves: Mapping[str, pd.Series], out: Path, title: str, decisions: Mapp
     engine.plot_equity(dict(curves), out, title, alerts={n: d for n, d in alerts.items() if d})
 
 
+def benchmark_metrics(settings: BrokerSettings, benchmark: Any, strategy: bool = False) -> dict[str, Any]:
+    """The benchmark's metrics as summary.json and a comparison's metrics.json hold them: with its costs
+    block when a cost is set (it pays them too: the terminal said buy-and-hold paid $1,498.25 and no file
+    did), and without one otherwise, as a run without costs always wrote them."""
+    out = {"strategy": benchmark.strategy} if strategy else {}
+    out.update(benchmark.metrics.as_dict())
+    if not settings.costs.default:
+        out["costs"] = costs_summary(settings, benchmark)
+    return out
+
+
 def write_run(
     path: Path,
     config_yaml: str,
@@ -383,9 +394,7 @@ def write_run(
         "dropped_dates": dropped,
         "backtrader_drawdown_max_pct": round(result.analyzers["drawdown_max_pct"], 10),
         "strategy_summary": result.strategy_summary,
-        "benchmark": (
-            {"strategy": benchmark.strategy, **benchmark.metrics.as_dict()} if benchmark is not None else None
-        ),
+        "benchmark": benchmark_metrics(settings, benchmark, strategy=True) if benchmark is not None else None,
     }
     write_json(path / SUMMARY, summary)
     if benchmark is not None:  # its curve, so that a report draws it without running the engine again

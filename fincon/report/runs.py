@@ -29,14 +29,25 @@ from fincon.report.parts import (
     timeline_id,
     timeline_runs,
 )
-from fincon.report.table import ROWS, short_window_flags
+from fincon.report.table import COST_ROWS, ROWS, cost_cells, short_window_flags
 from fincon.risk.metrics import drawdown_series
 from fincon.workflow.tables import optimizer_flags
 
 
 def _metric_rows() -> tuple[list[str], dict[str, tuple[str, str]]]:
-    order = [k for k, _, _ in ROWS]
-    return order, {k: (label, fmt) for k, label, fmt in ROWS}
+    """The terminal's rows, each cost's after the sum of them."""
+    at = [k for k, _, _ in ROWS].index("costs_paid") + 1
+    rows = [*ROWS[:at], *COST_ROWS, *ROWS[at:]]
+    return [k for k, _, _ in rows], {k: (label, fmt) for k, label, fmt in rows}
+
+
+def _cells(metrics: dict[str, Any]) -> dict[str, Any]:
+    """A column's metrics as the table shows them: the model_knowledge block as words, the costs block
+    as one row a figure."""
+    out = _knowledge(metrics)
+    if isinstance(out.get("costs"), dict):
+        out = {**{k: v for k, v in out.items() if k != "costs"}, **cost_cells(out["costs"])}
+    return out
 
 
 def _knowledge(metrics: dict[str, Any]) -> dict[str, Any]:
@@ -59,13 +70,13 @@ def _columns(data: ReportData) -> dict[str, dict[str, Any]]:
     cols: dict[str, dict[str, Any]] = {}
     for s in data.sources:
         for r in s.runs:
-            cols[r.label] = _knowledge(r.metrics)
+            cols[r.label] = _cells(r.metrics)
     for b in data.benchmarks:
         if b.run is None and b.metrics is not None:
-            cols[b.label] = {"status": "complete", **b.metrics}
+            cols[b.label] = {"status": "complete", **_cells(b.metrics)}
     for s in data.sources:
         for name, m in s.columns.items():
-            cols[name if name not in cols else f"{s.path.name}/{name}"] = m
+            cols[name if name not in cols else f"{s.path.name}/{name}"] = _cells(m)
     return cols
 
 

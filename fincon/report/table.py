@@ -47,6 +47,57 @@ ROWS = [
 ]
 
 
+#: the rows a run's ``costs`` block (metrics.json) gives the HTML report, one a figure: a block shown as one
+#: JSON string in one cell was read by nobody, and the benchmark's costs were in no file at all
+COST_ROWS = [
+    ("costs", "costs in force", "{}"),
+    ("costs.commission_paid", "commission paid ($)", "{:,.2f}"),
+    ("costs.slippage_paid", "slippage paid ($)", "{:,.2f}"),
+    ("costs.borrow_paid", "borrow fee paid ($)", "{:,.2f}"),
+    ("costs.llm_charged_usd", "model spend charged ($)", "{:,.4f}"),
+    ("costs.orders", "orders", "{:d}"),
+    ("costs.orders_partial", "orders filled in part", "{:d}"),
+    ("costs.orders_rejected", "orders refused", "{:d}"),
+]
+PAID = ("commission_paid", "slippage_paid", "borrow_paid")
+
+
+def cost_cells(block: dict[str, Any]) -> dict[str, Any]:
+    """A ``costs`` block as the report's cells: the settings in words, each figure paid and the orders
+    (keys of :data:`COST_ROWS`), and ``costs_paid``, their sum, as the terminal prints it."""
+    cells: dict[str, Any] = {"costs": describe_costs(block)}
+    keys = {key for key, _, _ in COST_ROWS}
+    cells.update({f"costs.{k}": v for k, v in block.items() if f"costs.{k}" in keys})
+    cells["costs_paid"] = sum(float(block.get(k) or 0.0) for k in PAID)
+    return cells
+
+
+def describe_costs(block: dict[str, Any]) -> str:
+    """The cost settings of a ``costs`` block in words ("commission 0.1 % of value per side; ...")."""
+    model, parts = block.get("commission_model"), []
+    if model == "per-share":
+        cap = f", at most {block['commission_max'] * 100:g} % of value" if block.get("commission_max") else ""
+        parts.append(
+            f"commission ${block['commission_per_share']:g} a share per side (at least ${block['commission_min']:g}{cap})"
+        )
+    elif model == "percent" and block.get("commission"):
+        parts.append(f"commission {block['commission'] * 100:g} % of value per side")
+    else:
+        parts.append("no commission")
+    slip, slip_model = block.get("slippage") or 0.0, block.get("slippage_model")
+    if slip:
+        size = {"bps": f"{slip:g} bp", "range": f"{slip * 100:g} % of the day's high-low range"}
+        parts.append(f"slippage {size.get(slip_model or '', f'{slip * 100:g} %')} per side")
+    else:
+        parts.append("no slippage")
+    if block.get("participation"):
+        rest = block.get("participation_rest", "cancel")
+        parts.append(f"fills at most {block['participation'] * 100:g} % of a bar's volume (the rest: {rest})")
+    if block.get("borrow"):
+        parts.append(f"borrow {block['borrow'] * 100:g} % a year on shorts")
+    return "; ".join(parts)
+
+
 def format_table(columns: dict[str, dict[str, Any]]) -> str:
     """The metrics side by side; a status row appears when a column did not
     complete its window (so a stopped run is never read as a full one)."""

@@ -30,7 +30,7 @@ from fincon.engine.artifacts import config_hash, manifest, round_trips, summary_
 from fincon.engine.backtest import run_backtest
 from fincon.engine.broker import BrokerSettings
 from fincon.engine.costs import Costs, Participation
-from fincon.engine.record import CHART, METRICS, TRADES, RunRecord, draw, run_status, write_run
+from fincon.engine.record import CHART, METRICS, TRADES, RunRecord, benchmark_metrics, draw, run_status, write_run
 from fincon.engine.result import BacktestResult
 from fincon.engine.resume import Resume
 from fincon.engine.rundir import RunDir, check_out_path, write_json
@@ -349,7 +349,7 @@ def run_config(
             for n, reason in failed.items():
                 table[n] = {"status": "failed", "stop_reason": reason}
             if benchmark is not None:
-                table[f"{BENCHMARK} (benchmark)"] = benchmark.metrics.as_dict()
+                table[f"{BENCHMARK} (benchmark)"] = benchmark_metrics(settings, benchmark)
             write_json(staging.path / METRICS, table)
             curves = {n: r.equity for n, r in results.items()}
             if benchmark is not None:
