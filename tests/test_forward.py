@@ -835,6 +835,37 @@ def test_score_holds_each_strategy_against_buy_and_hold_on_its_sessions(tmp_path
                    f"{got['sharpe_daily']:+.3f}", "(benchmark)"]  # fmt: skip
 
 
+def test_score_says_what_the_costs_took_beside_buy_and_hold(tmp_path, monkeypatch, capsys):
+    """A journal with costs scored its CR net of them and said nothing of what they took (the rules team
+    on TSLA with 0.1 %, 5 bp and a borrow fee: $6,723 of fees, slippage and borrow over 30 sessions, in
+    no line of the score). A `costs $` column now gives each row's, buy-and-hold's too, as the
+    next-open backtest of the same window paid them; a journal without costs scores as it did (the
+    test above)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", "off")
+    what = ["--ticker", "TSLA", "--strategy", "sma-cross", "--param", "sma-cross.fast=1", "--param", "sma-cross.slow=2",
+            "--commission", "0.001", "--slippage-model", "bps", "--slippage", "5", "--borrow", "0.003"]  # fmt: skip
+    assert main(["forward", "init", "fw", *what, "--simulate-from", START]) == 0
+    assert main(["forward", "step", "fw", "--until", "2022-10-20", "--no-progress"]) == 0
+    assert main(["backtest", *what, "--start", START, "--end", "2022-10-20", "--fill", "next-open", "--out", "bt",
+                 "--no-progress"]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert main(["forward", "score", "fw", "--json"]) == 0
+    got = strict_json(capsys.readouterr().out)
+    paid = ("commission_paid", "slippage_paid", "borrow_paid")
+    costs = json.loads((tmp_path / "bt" / "metrics.json").read_text())["costs"]
+    bench = json.loads((tmp_path / "bt" / "summary.json").read_text())["benchmark"]["costs"]
+    assert costs["commission_paid"] > 0 and bench["commission_paid"] > 0  # both traded
+    assert got["strategies"]["sma-cross"]["costs_paid"] == pytest.approx(sum(costs[k] for k in paid), abs=1e-6)
+    assert got["benchmark"]["costs_paid"] == pytest.approx(sum(bench[k] for k in paid), abs=1e-6)
+    assert main(["forward", "score", "fw"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "costs $" in next(x for x in lines if x.startswith("strategy "))
+    assert next(x for x in lines if x.startswith("sma-cross ")).split()[-1] == f"{sum(costs[k] for k in paid):,.2f}"
+    row = next(x for x in lines if x.startswith("buy-and-hold ")).split()
+    assert row[-2:] == ["(benchmark)", f"{sum(bench[k] for k in paid):,.2f}"]
+
+
 def test_score_settles_on_a_replay_of_the_sealed_record_never_on_an_editable_folder(tmp_path, monkeypatch, capsys):
     """Found by hand: `forward score` read the replay folder the last step left, so a metrics.json edited to
     CR 42 % and Sharpe 3.1 was printed as the journal's score while verify passed (the folder is no part

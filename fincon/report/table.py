@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from fincon.engine.record import total_paid
 from fincon.workflow.tables import too_few_returns
 
 #: (metric key, label, format)
@@ -59,7 +60,6 @@ COST_ROWS = [
     ("costs.orders_partial", "orders filled in part", "{:d}"),
     ("costs.orders_rejected", "orders refused", "{:d}"),
 ]
-PAID = ("commission_paid", "slippage_paid", "borrow_paid")
 
 
 def cost_cells(block: dict[str, Any]) -> dict[str, Any]:
@@ -68,7 +68,7 @@ def cost_cells(block: dict[str, Any]) -> dict[str, Any]:
     cells: dict[str, Any] = {"costs": describe_costs(block)}
     keys = {key for key, _, _ in COST_ROWS}
     cells.update({f"costs.{k}": v for k, v in block.items() if f"costs.{k}" in keys})
-    cells["costs_paid"] = sum(float(block.get(k) or 0.0) for k in PAID)
+    cells["costs_paid"] = total_paid(block)
     return cells
 
 

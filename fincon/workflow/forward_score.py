@@ -12,7 +12,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from fincon import risk, workflow
-from fincon.engine.record import RunRecord, draw_charts
+from fincon.engine.record import RunRecord, draw_charts, total_paid
 from fincon.engine.resume import Resume
 from fincon.errors import ConfigError, FinconError
 from fincon.llm.cache import CacheMode
@@ -34,6 +34,7 @@ from fincon.workflow.journal import (
     settled,
     verify_chain,
 )
+from fincon.workflow.runner import broker_settings
 from fincon.workflow.tables import MIN_STAT_DAYS, significance_flags
 
 
@@ -164,6 +165,7 @@ def _score(root: Path, plan: Plan) -> dict[str, Any]:
     ledger = ledger_of(entries[0])  # the one it registered in: FINCON_LEDGER set otherwise today counts others
     fam = trials.family(ledger, plan.config.tickers, str(plan.first), str(done[-1]))
     picked = fam.picked_among()  # the trials on other tickers too, as the card's selection row deflates by
+    costed = not broker_settings(plan.config.broker).costs.default
     out: dict[str, Any] = {"directory": str(root), "sessions": len(done), "first": str(plan.first),
                            "last": str(done[-1]), "simulated": plan.simulated, "strategies": {}}  # fmt: skip
     for name in plan.config.strategies:
@@ -191,6 +193,8 @@ def _score(root: Path, plan: Plan) -> dict[str, Any]:
             "dsr_among_tickers": _finite(among) if among is not None else None,
             "model_knowledge": metrics.get("model_knowledge"),
         }
+        if costed:  # net of them, the CR said nothing of what they took
+            out["strategies"][name]["costs_paid"] = total_paid(metrics.get("costs") or {})
     out["benchmark"] = _benchmark(RunRecord(replay / plan.config.strategies[0] if multi else replay))
     clock = (
         "simulated (decided on past data, session by session: its times prove nothing)" if plan.simulated else "live"
@@ -246,10 +250,13 @@ def _benchmark(rec: RunRecord) -> dict[str, Any] | None:
         return None
     v = eq.to_numpy(dtype=float)
     r = v[1:] / v[:-1] - 1.0  # the daily Sharpe ratio as the strategies' rows compute theirs
-    return {k: bench.get(k) for k in ("cr_pct", "sharpe", "mdd_pct")} | {
+    out = {k: bench.get(k) for k in ("cr_pct", "sharpe", "mdd_pct")} | {
         "days": len(r),
         "sharpe_daily": risk.significance.sharpe(r),
     }
+    if "costs" in bench:  # written when a cost is set: it paid them too
+        out["costs_paid"] = total_paid(bench["costs"])
+    return out
 
 
 def _finite(x: float) -> float | None:
@@ -262,11 +269,13 @@ def _cell(x: Any, spec: str) -> str:
 
 
 def format_score(res: dict[str, Any]) -> str:
+    # fees, slippage and borrow, when the plan set any (a journal without costs prints as it did)
+    costed = any("costs_paid" in m for m in res["strategies"].values())
     lines = [
         f"forward journal {res['directory']}: {res['sessions']} sessions {res['first']}..{res['last']} "
         f"({'simulated' if res['simulated'] else 'live'})",
         f"{'strategy':<18}{'CR %':>9}{'Sharpe':>8}{'MDD %':>8}{'SR/day':>8}{'PSR':>6}{'MinTRL d':>10}{'still needed':>15}"
-        f"{'DSR (N)':>12}",
+        f"{'DSR (N)':>12}" + (f"{'costs $':>13}" if costed else ""),
     ]
     f = _cell
     for name, m in res["strategies"].items():
@@ -275,12 +284,14 @@ def format_score(res: dict[str, Any]) -> str:
             f"{f(m['sharpe_daily'], '{:+.3f}'):>8}{f(m['psr'], '{:.2f}'):>6}{f(m['min_track_record_days'], '{:,.0f}') if m['sharpe_daily'] > 0 else '-':>10}"
             f"{f(m['sessions_still_needed'], '{:,}') if m['sharpe_daily'] > 0 else 'never (SR<=0)':>15}"
             f"{f(m['dsr'], '{:.2f}') + ' (' + str(m['dsr_trials']) + ')':>12}"
+            + (f"{f(m.get('costs_paid'), '{:,.2f}'):>13}" if costed else "")
         )
     b = res.get("benchmark")
     if b:  # the market over the same sessions: no trial, so no PSR or DSR of its own
         lines.append(
             f"{'buy-and-hold':<18}{f(b['cr_pct'], '{:.3f}'):>9}{f(b['sharpe'], '{:.3f}'):>8}"
             f"{f(b['mdd_pct'], '{:.2f}'):>8}{f(b['sharpe_daily'], '{:+.3f}'):>8}{'(benchmark)':>16}"
+            + (f"{f(b.get('costs_paid'), '{:,.2f}'):>37}" if costed else "")
         )
     lines.append("Sharpe: annualised, of daily log returns (as a backtest's); SR/day: of daily simple returns, the "
                  "one PSR, MinTRL and DSR are computed on")  # fmt: skip
