@@ -4,6 +4,7 @@ median runs, the Wilcoxon test, the views, resume and the YAML config."""
 from __future__ import annotations
 
 import contextlib
+import html
 import io
 import json
 import shutil
@@ -22,6 +23,7 @@ from fincon.testing import SMALL_EXPERIMENT, copy_experiment
 from fincon.workflow.experiment import load_experiment
 from fincon.workflow.experiment_config import ABLATIONS, BASELINES
 from fincon.workflow.experiment_results import median_repeat
+from fincon.workflow.tables import identical_flags
 
 # short windows keep the 2 x 3 trainings (2 episodes) and 6 test runs fast
 ARGS = SMALL_EXPERIMENT
@@ -159,6 +161,60 @@ def test_the_statistics_of_the_experiment_recomputed(experiment):
 
     page = render(load_report_data([out]))
     assert "Statistics over the test window" in page and f"({sig['trials']})" in page
+
+
+@pytest.mark.slow
+def test_runs_that_traded_identically_are_named_under_the_table(experiment):
+    """Found on InvestorBench's MSFT with the rules brain (3 repeats x 2 episodes, per-share costs): full
+    and no-beliefs printed the same 2.970 % in every column and each variant's three repeats one CR,
+    unsaid. results.json groups the test runs that traded identically (checked here against the equity
+    files by hand) and the table names each group of rows it cannot tell apart, in text and on the page."""
+    from fincon.report.html import render
+    from fincon.report.load import load_report_data
+    from fincon.workflow.tables import identical_flags
+
+    out, _, text = experiment
+    res = json.loads((out / "results.json").read_text())
+    runs = {f"fincon-{a}-r{r}": out / "test" / f"{a}-r{r}" for a in ABLATIONS for r in (1, 2)}
+    runs.update({b: out / "baselines" / b for b in BASELINES})
+    rets = {n: pd.read_csv(p / "equity.csv")["value"].to_numpy() for n, p in runs.items()}
+    rets = {n: np.round(v[1:] / v[:-1] - 1.0, 12) for n, v in rets.items()}
+    groups: list[list[str]] = []
+    for n, r in rets.items():
+        g = next((g for g in groups if np.array_equal(rets[g[0]], r)), None)
+        groups.append([n]) if g is None else g.append(n)
+    assert res["significance"]["identical"] == [g for g in groups if len(g) > 1] != []
+    flags = identical_flags(res)
+    assert flags and all(f"FLAG: {f}" in text for f in flags)
+    page = render(load_report_data([out]))
+    assert all(html.escape(f"FLAG: {f}") in page for f in flags)
+
+
+def test_the_flags_of_identical_runs_say_what_changed_no_decision():
+    res = {
+        "repeats": 3,
+        "median": {a: {"protocol": "fincon", "ablation": a, "repeat": 2} for a in ABLATIONS},
+        "runs": {f"full-r{r}": {"train_objectives": [2.43, o]} for r, o in ((1, 3.74), (2, 1.66), (3, 0.75))},
+        "baselines": {"buy-and-hold": {}, "sma-cross": {}},
+        "significance": {"identical": [
+            [*(f"fincon-full-r{r}" for r in (1, 2, 3)), *(f"fincon-no-beliefs-r{r}" for r in (1, 2, 3))],
+            ["fincon-no-cvar-r1", "fincon-no-cvar-r3"],
+        ]},
+    }  # fmt: skip
+    assert identical_flags(res) == [
+        "fincon full: its 3 repeats traded identically on the test window, though their trainings ended apart "
+        "(last episode's CR % 0.75..3.74): 'CR % over repeats' measures no spread",
+        "fincon no-beliefs: its 3 repeats traded identically on the test window: 'CR % over repeats' measures "
+        "no spread",
+        "fincon full and fincon no-beliefs (the rows above): the same daily returns on the test window; the "
+        "beliefs its training learned changed no decision; the table's differences between them measure nothing",
+    ]  # no-cvar's median repeat (2) traded apart from the other two: no flag of its own
+    res["significance"]["identical"] = [["fincon-full-r2", "buy-and-hold"]]
+    assert identical_flags(res) == [
+        "fincon full and buy-and-hold (the rows above): the same daily returns on the test window; the table's "
+        "differences between them measure nothing"
+    ]
+    assert identical_flags({**res, "significance": {}}) == []
 
 
 @pytest.mark.slow

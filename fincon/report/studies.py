@@ -11,7 +11,7 @@ from fincon.report.load import ReportData, Training
 from fincon.report.parts import COLORS, esc, num, placebo_table, plot_div, significance_table, table
 from fincon.workflow.paper import block_rows, label
 from fincon.workflow.paper_protocol import knowledge_line
-from fincon.workflow.tables import experiment as experiment_table, paper_block
+from fincon.workflow.tables import experiment as experiment_table, identical_flags, median_optimizer_flags, paper_block
 
 
 def _training_chart(t: Training, div_id: str) -> str:
@@ -263,6 +263,9 @@ def section_experiment(data: ReportData) -> str:
                 "(cache hits included); differs %: test days whose target weights differ from the plain fincon "
                 "team's.</p>"
             )
+            out += [
+                f'<p class="note">FLAG: {esc(f)}</p>' for f in [*median_optimizer_flags(res), *identical_flags(res)]
+            ]
         out.append(placebo_table(res, "medians over repeats"))
         sig = res.get("significance") if isinstance(res.get("significance"), dict) else {}
         if sig:

@@ -8,6 +8,7 @@ from typing import Any
 from fincon.workflow.tables import (
     experiment,
     experiment_rows,
+    identical_flags,
     median_optimizer_flags,
     placebo,
     placebo_flags,
@@ -90,7 +91,7 @@ def format_results(res: dict[str, Any], family=None) -> str:
         "median run's daily log returns against it; calls/day: model calls (cache hits included); "
         "differs %: test days whose target weights differ from the plain fincon team's"
     )
-    lines += [f"FLAG: {f}" for f in median_optimizer_flags(res)]
+    lines += [f"FLAG: {f}" for f in [*median_optimizer_flags(res), *identical_flags(res)]]
     if measures:
         lines += ["", "protocol measures (median runs):"] + [f"  {x}" for x in measures]
     if res.get("placebo"):

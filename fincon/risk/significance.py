@@ -115,17 +115,26 @@ def track_record(r: np.ndarray, n_trials: int, var_trials: float) -> dict[str, f
     }
 
 
-def distinct_series(series: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """One entry per distinct daily return series, the first name kept: two
-    configurations whose every daily return agrees to within ``_SAME`` (float
-    noise of two computations of one book) traded identically and are one
-    trial, not two independent ones."""
-    kept: dict[str, np.ndarray] = {}
+def same_series(series: Mapping[str, np.ndarray]) -> list[list[str]]:
+    """The names of ``series`` grouped by their daily returns, in order of first appearance: two
+    configurations whose every daily return agrees to within ``_SAME`` (float noise of two computations
+    of one book) traded identically."""
+    groups: list[tuple[np.ndarray, list[str]]] = []
     for name, r in series.items():
         r = np.asarray(r, dtype=float)
-        if not any(len(k) == len(r) and np.allclose(k, r, rtol=0.0, atol=_SAME, equal_nan=True) for k in kept.values()):
-            kept[name] = r
-    return kept
+        for k, names in groups:
+            if len(k) == len(r) and np.allclose(k, r, rtol=0.0, atol=_SAME, equal_nan=True):
+                names.append(name)
+                break
+        else:
+            groups.append((r, [name]))
+    return [names for _, names in groups]
+
+
+def distinct_series(series: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """One entry per distinct daily return series (:func:`same_series`), the first name kept: two
+    configurations that traded identically are one trial, not two independent ones."""
+    return {names[0]: np.asarray(series[names[0]], dtype=float) for names in same_series(series)}
 
 
 def trials_and_variance(series: Mapping[str, np.ndarray]) -> tuple[int, float]:

@@ -88,6 +88,9 @@ def significance(
         **{k: v for k, v in extra.items() if k != "pbo"},
         "pbo": extra["pbo"],
         "bootstrap_reps": reps,
+        # the configurations that traded identically on the test window (each group of two or more): an
+        # ablation that changed no decision, repeats that measured no spread (fincon.workflow.tables)
+        "identical": [g for g in sig.same_series(every) if len(g) > 1],
     }
 
 

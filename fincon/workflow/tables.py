@@ -324,3 +324,51 @@ def median_optimizer_flags(results: dict[str, Any]) -> list[str]:
     return optimizer_flags(
         {f"fincon {v} (median: r{m.get('repeat')})": m for v, m in results.get("median", {}).items()}
     )
+
+
+#: what an ablation takes away from the full team: said when the two traded identically
+ABLATED = {"no-beliefs": "the beliefs its training learned", "no-cvar": "the CVaR alert"}
+
+
+def identical_flags(res: Mapping[str, Any]) -> list[str]:
+    """What the table cannot tell apart: runs that traded identically on the test window (results.json
+    ``significance.identical``). Found on InvestorBench's MSFT with the rules brain: full and no-beliefs
+    printed the same 2.970 % in every column and each variant's three repeats one CR, unsaid (the
+    beliefs training moved each weight by under 0.002, which changed no decision)."""
+    groups = ((res.get("significance") or {}).get("identical")) or []
+    where = {name: i for i, g in enumerate(groups) for name in g}
+    medians, runs = res.get("median") or {}, res.get("runs") or {}
+    repeats, out = int(res.get("repeats") or 0), []
+    label = {f"fincon-{v}-r{m.get('repeat')}": f"{m.get('protocol', 'fincon')} {m.get('ablation', v)}"
+             for v, m in medians.items()}  # fmt: skip
+    for v in medians:
+        if repeats > 1 and len({where.get(f"fincon-{v}-r{r}", -r) for r in range(1, repeats + 1)}) == 1:
+            last = [
+                o[-1] for r in range(1, repeats + 1) if (o := (runs.get(f"{v}-r{r}") or {}).get("train_objectives"))
+            ]
+            apart = (
+                f", though their trainings ended apart (last episode's CR % {min(last):.2f}..{max(last):.2f})"
+                if last and max(last) - min(last) > 1e-9
+                else ""
+            )
+            name = label[f"fincon-{v}-r{medians[v].get('repeat')}"]
+            out.append(
+                f"{name}: its {repeats} repeats traded identically on the test window{apart}: "
+                "'CR % over repeats' measures no spread"
+            )
+    label.update({b: b for b in res.get("baselines") or {}})
+    for g in groups:
+        same = [label[n] for n in g if n in label]
+        if len(same) < 2:
+            continue
+        why = [
+            f"; {what} changed no decision"
+            for ablation, what in ABLATED.items()
+            for name in same
+            if name.endswith(" full") and name.removesuffix(" full") + f" {ablation}" in same
+        ]
+        out.append(
+            f"{' and '.join(same)} (the rows above): the same daily returns on the test window{''.join(why)}; "
+            "the table's differences between them measure nothing"
+        )
+    return out
