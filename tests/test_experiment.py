@@ -218,6 +218,37 @@ def test_the_flags_of_identical_runs_say_what_changed_no_decision():
 
 
 @pytest.mark.slow
+def test_an_experiment_with_costs_says_what_they_took(experiment, tmp_path, capsys):
+    """Found on InvestorBench's MSFT (per-share commission, 5 bp, a borrow fee): the rules team turned its
+    book over 24.5 times and the table said nothing of what that cost, where a backtest's terminal and a
+    journal's score say it. A `trading costs $` column (fees, slippage, borrow: each run's metrics.json)
+    when a cost is set; an experiment without costs prints the table it did."""
+    from fincon.testing import TINY_EXPERIMENT
+
+    args = [*TINY_EXPERIMENT, "--ablations", "full", "--baselines", "buy-and-hold,sma-cross", "--ledger", "off"]
+    dear = ["--commission", "0.001", "--slippage-model", "bps", "--slippage", "5", "--borrow", "0.003"]
+    assert main([*args, *dear, "--out", str(tmp_path / "dear")]) == 0
+    text = capsys.readouterr().out
+    res = json.loads((tmp_path / "dear" / "results.json").read_text())
+    paid = ("commission_paid", "slippage_paid", "borrow_paid")
+
+    def took(run: Path) -> float:
+        costs = metrics(run)["costs"]
+        return sum(costs[k] for k in paid)
+
+    assert res["runs"]["full-r1"]["costs_paid"] == pytest.approx(took(tmp_path / "dear" / "test" / "full-r1"))
+    assert res["median"]["full"]["costs_paid"] > 0
+    head, *rows = [x for x in text.splitlines() if x.startswith(("run ", "fincon full", "buy-and-hold", "sma-cross"))]
+    assert "trading costs $" in head
+    for row in rows:
+        name = row.split("  ")[0].split(" (")[0].removesuffix(" *")
+        run = tmp_path / "dear" / ("test/full-r1" if name == "fincon full" else f"baselines/{name}")
+        assert f" {took(run):,.2f} " in f"{row} ", row
+    assert "trading costs $" not in experiment[2]  # the small experiment has no costs
+    assert "costs_paid" not in json.loads((experiment[0] / "results.json").read_text())["runs"]["full-r1"]
+
+
+@pytest.mark.slow
 def test_rerun_resumes_with_nothing_to_run(experiment, capsys, tmp_path):
     out = copy_experiment(experiment[0], tmp_path / "tsla")  # the session's experiment is shared, read only
     before = (out / "results.json").read_bytes()

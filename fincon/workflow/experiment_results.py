@@ -21,10 +21,11 @@ import numpy as np
 
 from fincon import engine
 from fincon.agents.beliefs import Beliefs
-from fincon.engine.record import RunRecord
+from fincon.engine.record import RunRecord, total_paid
 from fincon.files import write_atomic
 from fincon.workflow.experiment_config import ExperimentConfig
 from fincon.workflow.experiment_units import Unit, baseline_dir, buy_and_hold_run, placebo_dir, variant
+from fincon.workflow.runner import broker_settings
 
 
 def load_equity(run: Path):
@@ -38,9 +39,13 @@ def daily_log_returns(equity):
 KEYS = ("cr_pct", "sharpe", "mdd_pct", "sortino", "ann_vol_pct", "n_trades", "n_days", "turnover", "win_rate")
 
 
-def _metrics(run: Path) -> dict[str, Any]:
+def _metrics(run: Path, costed: bool = False) -> dict[str, Any]:
+    """The run's metrics the table reads, with what the costs took when a cost is set (``costed``)."""
     m = RunRecord(run).metrics
-    return {k: m.get(k) for k in KEYS}
+    out = {k: m.get(k) for k in KEYS}
+    if costed:  # fees, slippage and the borrow fee: a turnover of 24.5x said nothing of what it cost
+        out["costs_paid"] = total_paid(m.get("costs") or {})
+    return out
 
 
 def _usage(run: Path, protocol: str) -> dict[str, Any]:
@@ -106,7 +111,8 @@ def _num(v) -> float:
 
 def collect(exp: ExperimentConfig, root: Path) -> dict[str, Any]:
     """results.json: every unit's test metrics, the median runs and their tests."""
-    baselines = {b: _metrics(baseline_dir(root, exp, b)) for b in exp.baselines}
+    costed = not broker_settings(exp.broker).costs.default
+    baselines = {b: _metrics(baseline_dir(root, exp, b), costed) for b in exp.baselines}
     team = RunRecord(Unit("test", exp.ablations[0], 1, exp.protocols[0]).path(root)).metrics.get("data_lookahead")
     for b in exp.baselines:  # one that sees more than the team (sentiment-same-day) is shown, never the one to beat
         own = RunRecord(baseline_dir(root, exp, b)).metrics.get("data_lookahead")
@@ -122,7 +128,7 @@ def collect(exp: ExperimentConfig, root: Path) -> dict[str, Any]:
     for p, a in [(p, a) for p in exp.protocols for a in exp.ablations]:
         v = variant(p, a)
         by_repeat = {
-            r: {**_metrics(Unit("test", a, r, p).path(root)), **_usage(Unit("test", a, r, p).path(root), p)}
+            r: {**_metrics(Unit("test", a, r, p).path(root), costed), **_usage(Unit("test", a, r, p).path(root), p)}
             for r in range(1, exp.repeats + 1)
         }
         for r, m in by_repeat.items():

@@ -203,8 +203,16 @@ def experiment_rows(res: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+#: what commission, slippage and the borrow fee took from each run: a column when the experiment set a cost
+TRADING_COSTS: Column = ("trading costs $", "costs_paid", _cell("{:,.2f}"), False)
+
+
 def experiment(res: Mapping[str, Any]) -> Table:
-    heads, cells, text = laid_out(EXPERIMENT, experiment_rows(res))
+    rows = experiment_rows(res)
+    columns = list(EXPERIMENT)
+    if any("costs_paid" in r for r in rows):  # an experiment without costs prints the table it did
+        columns.insert([c[0] for c in columns].index("win rate"), TRADING_COSTS)
+    heads, cells, text = laid_out(columns, rows)
     best = res.get("best_baseline")
     return [h.format(best=best or "-") for h in heads], cells, text
 
