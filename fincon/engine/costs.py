@@ -30,7 +30,7 @@ import datetime
 import functools
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Mapping, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -401,3 +401,12 @@ class Costs:
         if self.borrow:
             out["borrow"] = self.borrow
         return out
+
+
+#: what a ``costs`` block says each cost took, summed as the terminal's ``costs paid`` row sums them
+PAID = ("commission_paid", "slippage_paid", "borrow_paid")
+
+
+def total_paid(costs: Mapping[str, Any]) -> float:
+    """Fees, slippage and the borrow fee a ``costs`` block says were paid (the model spend charged apart)."""
+    return float(sum(costs.get(k) or 0.0 for k in PAID))

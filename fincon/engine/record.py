@@ -331,15 +331,6 @@ def draw(curves: Mapping[str, pd.Series], out: Path, title: str, decisions: Mapp
     engine.plot_equity(dict(curves), out, title, alerts={n: d for n, d in alerts.items() if d})
 
 
-#: what a ``costs`` block says each cost took, summed as the terminal's ``costs paid`` row sums them
-PAID = ("commission_paid", "slippage_paid", "borrow_paid")
-
-
-def total_paid(costs: Mapping[str, Any]) -> float:
-    """Fees, slippage and the borrow fee a ``costs`` block says were paid (the model spend charged apart)."""
-    return float(sum(costs.get(k) or 0.0 for k in PAID))
-
-
 def benchmark_metrics(settings: BrokerSettings, benchmark: Any, strategy: bool = False) -> dict[str, Any]:
     """The benchmark's metrics as summary.json and a comparison's metrics.json hold them: with its costs
     block when a cost is set (it pays them too: the terminal said buy-and-hold paid $1,498.25 and no file

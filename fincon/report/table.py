@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from fincon.engine.record import total_paid
+from fincon.engine.costs import total_paid
 from fincon.workflow.tables import too_few_returns
 
 #: (metric key, label, format)

@@ -21,7 +21,8 @@ import numpy as np
 
 from fincon import engine
 from fincon.agents.beliefs import Beliefs
-from fincon.engine.record import RunRecord, total_paid
+from fincon.engine.costs import total_paid
+from fincon.engine.record import RunRecord
 from fincon.files import write_atomic
 from fincon.workflow.experiment_config import ExperimentConfig
 from fincon.workflow.experiment_units import Unit, baseline_dir, buy_and_hold_run, placebo_dir, variant

@@ -12,7 +12,8 @@ from typing import Any, Iterator
 import numpy as np
 
 from fincon import risk, workflow
-from fincon.engine.record import RunRecord, draw_charts, total_paid
+from fincon.engine.costs import total_paid
+from fincon.engine.record import RunRecord, draw_charts
 from fincon.engine.resume import Resume
 from fincon.errors import ConfigError, FinconError
 from fincon.llm.cache import CacheMode
