@@ -122,6 +122,55 @@ def test_summary_against_buy_and_hold_by_hand():
     assert s.loc["fincon", "model_knowledge"] == "in-training-data 5/6, no-model 1/6"  # each window's label, counted
 
 
+def test_a_rolling_evaluation_with_costs_says_what_they_took(tmp_path):
+    """An experiment's table and a journal's score say what fees, slippage and the borrow fee took; a
+    rolling evaluation's summary did not. Each window's row reads its run's costs block when a cost is
+    set, the summary sums them over the windows, and the table shows the column only then."""
+    from types import SimpleNamespace
+
+    from fincon.cli.main import main
+    from fincon.config import BrokerConfig
+    from fincon.workflow.rolling_results import window_rows
+    from fincon.workflow.tables import rolling_summary
+
+    week = ["backtest", "--ticker", "TSLA", "--start", "2022-10-05", "--end", "2022-10-12", "--no-progress",
+            "--strategy", "buy-and-hold", "--no-benchmark"]  # fmt: skip
+    dear = ["--commission", "0.001", "--slippage-model", "bps", "--slippage", "5"]
+    assert main([*week, *dear, "--out", str(tmp_path / "dear")]) == 0
+    costs = json.loads((tmp_path / "dear" / "metrics.json").read_text())["costs"]
+    took = costs["commission_paid"] + costs["slippage_paid"]
+    assert round(took, 2) == 1498.25  # all the cash: 0.1 % of it in commission, 5 bp of the rest slipped
+
+    class Window:  # a window whose every strategy is the costed run (rolling_results.unit_dirs' answer)
+        def __init__(self, name: str, broker: BrokerConfig):
+            self.universe, self.tickers = "TSLA", ["TSLA"]
+            self.window = SimpleNamespace(
+                name=name, test=SimpleNamespace(start=dt.date(2022, 10, 5), end=dt.date(2022, 10, 12))
+            )
+            self.exp = SimpleNamespace(broker=broker)
+
+    from unittest import mock
+
+    with mock.patch(
+        "fincon.workflow.rolling_results.unit_dirs",
+        lambda c, out: {"fincon": tmp_path / "dear", "buy-and-hold": tmp_path / "dear"},
+    ):
+        costly = BrokerConfig.model_validate(
+            {"commission": {"model": "percent", "rate": 0.001}, "slippage": {"model": "bps", "bps": 5}}
+        )
+        df = window_rows(tmp_path, [Window("k0", costly), Window("k1", costly)])
+        free = window_rows(tmp_path, [Window("k0", BrokerConfig())])
+    assert list(df.columns).index("costs_paid") == list(df.columns).index("turnover") + 1
+    assert df["costs_paid"].tolist() == pytest.approx([took] * 4)
+    assert "costs_paid" not in free.columns  # without a cost: the windows.csv it wrote
+    s = summarize(df).set_index("strategy")
+    assert s.loc["fincon", "costs_paid"] == pytest.approx(2 * took)  # over both windows
+    heads, cells, _ = rolling_summary(summarize(df).to_dict("records"))
+    assert "trading costs $ (all windows)" in heads
+    assert cells[0][heads.index("trading costs $ (all windows)")] == f"{2 * took:,.2f}" == "2,996.50"
+    assert "trading costs $ (all windows)" not in rolling_summary(summarize(free).to_dict("records"))[0]
+
+
 def test_too_few_windows_for_the_wilcoxon_test_are_flagged():
     """Found by hand (InvestorBench MSFT, 5 two-month windows): "p vs B&H 0.0625" where the team lost in
     every window, the smallest p a two-sided Wilcoxon test of 5 pairs can give (scipy's exact test, as

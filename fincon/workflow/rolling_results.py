@@ -23,10 +23,12 @@ import numpy as np
 import pandas as pd
 
 from fincon import workflow
+from fincon.engine.costs import total_paid
 from fincon.engine.record import RunRecord
 from fincon.files import json_text, write_atomic
 from fincon.workflow.experiment_config import ExperimentConfig
 from fincon.workflow.experiment_units import baseline_dir
+from fincon.workflow.runner import broker_settings
 
 
 class Cell(Protocol):
@@ -58,10 +60,12 @@ COLUMNS = (
 )
 
 
-def _read(run: Path) -> dict[str, Any]:
+def _read(run: Path, costed: bool = False) -> dict[str, Any]:
+    """A window's run as windows.csv's row holds it (``costed``: with what its costs took)."""
     rec = RunRecord(run)
     m, s = rec.metrics, rec.strategy_summary
     block = m.get("model_knowledge")
+    costs = {"costs_paid": total_paid(m.get("costs") or {})} if costed else {}
     return {
         # the test window against the strategy's model cutoff (fincon.llm.knowledge)
         "model_knowledge": block.get("label") if isinstance(block, dict) else None,
@@ -72,13 +76,16 @@ def _read(run: Path) -> dict[str, Any]:
         "n_trades": m.get("n_trades"),
         "llm_calls": int(s.get("llm_calls") or 0),
         "llm_cost_usd": float(s.get("llm_cost_usd") or 0.0),
+        **costs,
     }
 
 
 def window_rows(out: Path, cells) -> pd.DataFrame:
-    rows = []
+    # fees, slippage and the borrow fee, when the evaluation sets a cost (without one: the files it wrote)
+    cells, rows = list(cells), []
+    costed = any(not broker_settings(c.exp.broker).costs.default for c in cells)
     for c in cells:
-        per = {name: _read(path) for name, path in unit_dirs(c, out).items()}
+        per = {name: _read(path, costed) for name, path in unit_dirs(c, out).items()}
         bench = per[BENCH]["cr_pct"]
         for name, m in per.items():
             rows.append(
@@ -93,7 +100,10 @@ def window_rows(out: Path, cells) -> pd.DataFrame:
                     "excess_cr_pct": None if m["cr_pct"] is None or bench is None else m["cr_pct"] - bench,
                 }
             )
-    return pd.DataFrame(rows, columns=list(COLUMNS))
+    columns = list(COLUMNS)
+    if costed:
+        columns.insert(columns.index("turnover") + 1, "costs_paid")
+    return pd.DataFrame(rows, columns=columns)
 
 
 def unit_dirs(cell: Cell, out: Path) -> dict[str, Path]:
@@ -163,6 +173,7 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
                     "share_beats_bh": None if name == BENCH else float((cr > b).mean()),
                     "wilcoxon_p": test.get("p_value"),
                     "median_turnover": _finite(s["turnover"].astype(float).median()),
+                    **({"costs_paid": float(s["costs_paid"].sum())} if "costs_paid" in s else {}),
                     "llm_calls": int(s["llm_calls"].sum()),
                     "llm_cost_usd": float(s["llm_cost_usd"].sum()),
                     "model_knowledge": _labels(s["model_knowledge"]),

@@ -76,6 +76,10 @@ ROLLING_SUMMARY: list[Column] = [
 ]
 
 
+#: what commission, slippage and the borrow fee took from a strategy, summed over its windows
+ROLLING_COSTS: Column = ("trading costs $ (all windows)", "costs_paid", _cell("{:,.2f}"), False)
+
+
 def _ci(r: Mapping[str, Any]) -> str:
     f = _cell("{:+.3f}")
     return f"{f(r.get('sharpe_daily'))} [{f(r.get('sharpe_ci_lo'))}, {f(r.get('sharpe_ci_hi'))}]"
@@ -114,7 +118,12 @@ SIGNIFICANCE: list[Column] = [
 
 
 def rolling_summary(rows: Sequence[Mapping[str, Any]]) -> Table:
-    return laid_out(ROLLING_SUMMARY, rows)
+    """The summary's rows under :data:`ROLLING_SUMMARY`, with what the costs took over every window when
+    the evaluation set a cost (an evaluation without costs prints the table it did)."""
+    columns = list(ROLLING_SUMMARY)
+    if any(not _missing(r.get("costs_paid")) for r in rows):
+        columns.insert([c[0] for c in columns].index("median turnover") + 1, ROLLING_COSTS)
+    return laid_out(columns, rows)
 
 
 def significance(rows: Sequence[Mapping[str, Any]]) -> Table:
