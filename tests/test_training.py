@@ -416,3 +416,30 @@ def test_the_suggested_test_command_asks_the_trainings_model_with_its_team():
     assert next_command(last, Path("runs/tr")) == (
         "no prices after the training's last day (2023-06-09) to test on: give later ones with --beliefs runs/tr"
     )
+
+
+def test_two_episodes_that_tied_are_said_tied_and_a_step_of_rate_0_moves_nothing():
+    """Found live (the 0.5B team through llama_cpp.server on MSFT, 2 episodes of 2020-09-21..25): both
+    episodes lost 1.46 % with the same actions, and episodes.jsonl said "Episode 1 (-1.46%) beat episode 2
+    (-1.46%)"."""
+    from fincon.agents.risk_control import Episode, RiskControl
+
+    idx = ["2022-01-03", "2022-01-04", "2022-01-05"]
+    closes = [{"T": c} for c in (100.0, 99.0, 98.0)]
+
+    def episode(number, pnl):
+        signals = [{"news": {"T": 0.5}} for _ in idx]
+        return Episode(
+            number, Trajectory(idx, [{"T": "buy"}] * 3, pd.Series(pnl, index=idx), sum(pnl), signals, closes)
+        )
+
+    beliefs = Beliefs.initial({"news": 0.3, "10-k": 0.1})
+    a, b = episode(1, [0.0, -1.0, -1.0]), episode(2, [0.0, -1.0, -1.0])
+    same = RiskControl(("news", "10-k")).update(beliefs, a, b, tau=1.0)
+    assert same.meta.startswith("Episodes 1 and 2 tied (-2.00% each); the step follows episode 1's views.")
+    assert same.meta.endswith("No step: tau 1.00, the same actions on every day.")
+    assert same.beliefs.weights() == beliefs.weights() and same.touched == []
+    half = RiskControl(("news", "10-k")).update(beliefs, a, b, tau=0.5)
+    assert half.meta.startswith("Episodes 1 and 2 tied") and "No step" not in half.meta
+    apart = RiskControl(("news", "10-k")).update(beliefs, a, episode(2, [0.0, -0.5, -0.5]), tau=0.5)
+    assert apart.meta.startswith("Episode 2 (-1.00%) beat episode 1 (-2.00%).")

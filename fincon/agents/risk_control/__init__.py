@@ -243,7 +243,7 @@ class RiskControl:
         calls = 0
         via = "rules"
         texts: dict[str, str] = {}
-        meta = self._rules_meta(better, worse, attr)
+        meta = self._rules_meta(better, worse, attr, rate)
         if self.client is not None and rate > 0:
             # the perspectives in the order of what they earned in the better episode
             # (its own trading, no answer key), in the prompt and the answer's enum: a 1.5B
@@ -334,14 +334,22 @@ class RiskControl:
         return [{"perspective": "risk", "text": line[2:300]} for line in describe_stretches(ep).splitlines()]
 
     @staticmethod
-    def _rules_meta(better: Episode, worse: Episode, attr: dict[str, float]) -> str:
+    def _rules_meta(better: Episode, worse: Episode, attr: dict[str, float], rate: float = 1.0) -> str:
+        """The comparison in words. Two episodes with one objective tied (a live 0.5B team's two
+        episodes both lost 1.46 %: "episode 1 beat episode 2" said otherwise), and a step of rate 0
+        (every day's actions the same, tau 1) moves nothing: both said."""
         ranked = sorted(attr.items(), key=lambda kv: (-kv[1], kv[0]))
         parts = ", ".join(f"{k} {v:+.2f}" for k, v in ranked)
-        return (
-            f"Episode {better.number} ({better.traj.objective:+.2f}%) beat episode {worse.number} "
-            f"({worse.traj.objective:+.2f}%). Share of its view-weighted next-day PnL each source earned: "
-            f"{parts or 'none'}."
+        first, second = sorted((better.number, worse.number))
+        said = (
+            f"Episodes {first} and {second} tied ({better.traj.objective:+.2f}% each); the step follows episode "
+            f"{better.number}'s views."
+            if better.traj.objective == worse.traj.objective
+            else f"Episode {better.number} ({better.traj.objective:+.2f}%) beat episode {worse.number} "
+            f"({worse.traj.objective:+.2f}%)."
         )
+        still = " No step: tau 1.00, the same actions on every day." if rate <= 0 else ""
+        return f"{said} Share of its view-weighted next-day PnL each source earned: {parts or 'none'}.{still}"
 
     @staticmethod
     def _rules_texts(beliefs: Beliefs, step, attr: dict[str, float]) -> dict[str, str]:
