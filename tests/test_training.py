@@ -443,3 +443,25 @@ def test_two_episodes_that_tied_are_said_tied_and_a_step_of_rate_0_moves_nothing
     assert half.meta.startswith("Episodes 1 and 2 tied") and "No step" not in half.meta
     apart = RiskControl(("news", "10-k")).update(beliefs, a, episode(2, [0.0, -0.5, -0.5]), tau=0.5)
     assert apart.meta.startswith("Episode 2 (-1.00%) beat episode 1 (-2.00%).")
+
+
+def test_the_belief_page_says_how_far_the_training_moved_them(tmp_path):
+    """InvestorBench's MSFT, rules brain: full and no-beliefs traded identically and beliefs.md said
+    "Learned beliefs (version 1)" of weights the training had moved by 0.0012 at most."""
+    from fincon.workflow.experiment_results import belief_view
+
+    start = {"news": 0.3, "10-k": 0.1}
+    rows = [{"episode": 1, "objective": 1.0, "weights_in_force": start, "beliefs_before": 0, "beliefs_after": 0}]
+    learned = Beliefs.initial(start).with_updates(texts={"news": "lost 5 %"}, weights={"news": 0.2988, "10-k": 0.1004})
+    (tmp_path / "beliefs.json").write_text(learned.model_dump_json())
+    page = belief_view("full", 1, tmp_path, rows)
+    n = len(learned.perspectives)
+    assert (
+        "The training moved the rules weights by at most 0.0012 (news: 0.300 -> 0.299) from those its first "
+        f"episode traded on; 1 of {n} perspectives hold a belief text." in page
+    )
+    (tmp_path / "beliefs.json").write_text(Beliefs.initial(start).with_updates().model_dump_json())
+    assert (
+        f"The training moved no rules weight from those its first episode traded on; 0 of {n} perspectives hold "
+        "a belief text." in belief_view("full", 1, tmp_path, rows)
+    )

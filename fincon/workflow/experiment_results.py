@@ -270,6 +270,26 @@ def plot_experiment(exp: ExperimentConfig, root: Path, results: dict[str, Any]) 
     write_atomic(root / "beliefs.md", belief_view(a, rep, train_dir, rows))
 
 
+def how_far(learned: Beliefs, rows: list[dict[str, Any]]) -> str:
+    """How far the training moved the beliefs from those its first episode traded on: the rules weight
+    that moved most and the belief texts written. On InvestorBench's MSFT the full team and no-beliefs
+    traded identically, and the page said "Learned beliefs (version 1)" of weights moved by 0.0017."""
+    first = (rows[0].get("weights_in_force") or {}) if rows else {}
+    moved = {k: (first[k], p.weight) for k, p in learned.perspectives.items() if k in first}
+    texts = sum(1 for p in learned.perspectives.values() if p.text)
+    said = f"{texts} of {len(learned.perspectives)} perspectives hold a belief text"
+    if moved:
+        k = max(sorted(moved), key=lambda n: abs(moved[n][1] - moved[n][0]))
+        before, after = moved[k]
+        said = (
+            f"the training moved the rules weights by at most {abs(after - before):.4f} ({k}: {before:.3f} -> "
+            f"{after:.3f}) from those its first episode traded on; {said}"
+            if abs(after - before) >= 5e-7
+            else f"the training moved no rules weight from those its first episode traded on; {said}"
+        )
+    return said[0].upper() + said[1:] + "."
+
+
 def belief_view(ablation: str, repeat: int, train_dir: Path, rows: list[dict[str, Any]]) -> str:
     """Markdown: objective, tau, the edit and the beliefs per episode, then the learned beliefs."""
 
@@ -292,7 +312,7 @@ def belief_view(ablation: str, repeat: int, train_dir: Path, rows: list[dict[str
     path = train_dir / "beliefs.json"
     if path.is_file():
         b = Beliefs.model_validate_json(path.read_text())
-        lines += ["", f"## Learned beliefs (version {b.version})", ""]
+        lines += ["", f"## Learned beliefs (version {b.version})", "", how_far(b, rows), ""]
         for name, p in sorted(b.perspectives.items()):
             lines.append(f"- **{name}** (weight {p.weight:.3f}): {p.text or '(no text)'}")
     return "\n".join(lines) + "\n"
