@@ -273,7 +273,7 @@ def plot_experiment(exp: ExperimentConfig, root: Path, results: dict[str, Any]) 
 def how_far(learned: Beliefs, rows: list[dict[str, Any]]) -> str:
     """How far the training moved the beliefs from those its first episode traded on: the rules weight
     that moved most and the belief texts written. On InvestorBench's MSFT the full team and no-beliefs
-    traded identically, and the page said "Learned beliefs (version 1)" of weights moved by 0.0017."""
+    traded identically, and the page said "Learned beliefs (version 1)" of weights moved by 0.0012 at most."""
     first = (rows[0].get("weights_in_force") or {}) if rows else {}
     moved = {k: (first[k], p.weight) for k, p in learned.perspectives.items() if k in first}
     texts = sum(1 for p in learned.perspectives.values() if p.text)
