@@ -214,6 +214,8 @@ def test_the_flags_of_identical_runs_say_what_changed_no_decision():
         "fincon full and buy-and-hold (the rows above): the same daily returns on the test window; the table's "
         "differences between them measure nothing"
     ]
+    res["significance"]["identical"] = [["buy-and-hold", "sma-cross", "fincon-no-cvar-r2"]]
+    assert identical_flags(res)[0].startswith("buy-and-hold, sma-cross and fincon no-cvar (the rows above)")
     assert identical_flags({**res, "significance": {}}) == []
 
 

@@ -80,6 +80,15 @@ def test_one_command_prints_both_tables_beside_the_papers_figures(tmp_path, monk
         in text
     )
     assert "team_mv_days" not in res["median"]["full"]  # a single stock has no portfolio weights
+    # the rows a block cannot tell apart (runs that traded identically) are named under it, as an experiment's
+    from fincon.workflow.tables import identical_flags
+
+    said = [
+        f
+        for b in doc["blocks"]
+        for f in identical_flags(json.loads((tmp_path / "paper" / b / "results.json").read_text()))
+    ]
+    assert said and all(f"FLAG: {f}" in text for f in said)
     b_and_h = [line for line in text.splitlines() if line.startswith("B&H")][0]
     assert f"{res['baselines']['buy-and-hold']['cr_pct']:.3f}" in b_and_h and "6.425" not in b_and_h
     # a second run resumes every block: nothing runs again, the same tables

@@ -38,7 +38,7 @@ from fincon.files import json_text, write_atomic
 from fincon.workflow import paper
 from fincon.workflow.experiment_config import TEST_WINDOW
 from fincon.workflow.status import default_dir
-from fincon.workflow.tables import median_optimizer_flags
+from fincon.workflow.tables import identical_flags, median_optimizer_flags
 
 PRESET = "fincon-paper"
 SINGLE_BASELINES = ["buy-and-hold", "finsent", "finmem", "a2c", "ppo", "dqn"]
@@ -223,7 +223,9 @@ def run_paper(
             warn_knowledge=i == 0,
         )
         rows[block.key] = figures(report.results)
-        flags[block.key] = [f"FLAG: {f}" for f in median_optimizer_flags(report.results)]
+        flags[block.key] = [  # and the rows it cannot tell apart (runs that traded identically)
+            f"FLAG: {f}" for f in [*median_optimizer_flags(report.results), *identical_flags(report.results)]
+        ]
         knowledge[block.key] = report.results.get("model_knowledge", {}).get("test") or {"label": "no-model"}
         ran += [f"{block.key}/{u}" for u in report.ran]
         skipped += [f"{block.key}/{u}" for u in report.skipped]

@@ -385,7 +385,8 @@ def identical_flags(res: Mapping[str, Any]) -> list[str]:
             if name.endswith(" full") and name.removesuffix(" full") + f" {ablation}" in same
         ]
         out.append(
-            f"{' and '.join(same)} (the rows above): the same daily returns on the test window{''.join(why)}; "
+            f"{', '.join(same[:-1])} and {same[-1]} (the rows above): the same daily returns on the test window"
+            f"{''.join(why)}; "
             "the table's differences between them measure nothing"
         )
     return out
