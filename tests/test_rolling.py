@@ -171,6 +171,46 @@ def test_a_rolling_evaluation_with_costs_says_what_they_took(tmp_path):
     assert "trading costs $ (all windows)" not in rolling_summary(summarize(free).to_dict("records"))[0]
 
 
+def test_windows_where_a_strategy_traded_as_buy_and_hold_are_counted(tmp_path):
+    """With 200 training timesteps ppo and a2c traded as buy-and-hold on TSLA (the paper's comparison),
+    and an sma-cross long a whole window does too: such a window's excess CR is 0, counted as not beating
+    buy-and-hold, and the Wilcoxon test drops the pair, unsaid. windows.csv marks them and a FLAG counts
+    them; an evaluation where no strategy did writes the columns it did."""
+    from types import SimpleNamespace
+    from unittest import mock
+
+    from fincon.cli.main import main
+    from fincon.config import BrokerConfig
+    from fincon.workflow.rolling_results import window_rows
+    from fincon.workflow.tables import rolling_flags
+
+    week = ["backtest", "--ticker", "TSLA", "--start", "2022-10-05", "--end", "2022-10-12", "--no-progress",
+            "--no-benchmark"]  # fmt: skip
+    assert main([*week, "--strategy", "buy-and-hold", "--out", str(tmp_path / "bh")]) == 0
+    assert main([*week, "--strategy", "sma-cross", "--out", str(tmp_path / "flat")]) == 0  # no fill in a week
+    bh, flat = tmp_path / "bh", tmp_path / "flat"
+
+    def window(name: str, dirs: dict):
+        test = SimpleNamespace(start=dt.date(2022, 10, 5), end=dt.date(2022, 10, 12))
+        return SimpleNamespace(universe="TSLA", tickers=["TSLA"], window=SimpleNamespace(name=name, test=test),
+                               exp=SimpleNamespace(broker=BrokerConfig()), dirs=dirs)  # fmt: skip
+
+    with mock.patch("fincon.workflow.rolling_results.unit_dirs", lambda c, out: c.dirs):
+        df = window_rows(tmp_path, [window("k0", {"fincon": flat, "sma-cross": bh, "buy-and-hold": bh}),
+                                    window("k1", {"fincon": flat, "sma-cross": flat, "buy-and-hold": bh})])  # fmt: skip
+        apart = window_rows(tmp_path, [window("k0", {"fincon": flat, "buy-and-hold": bh})])
+    rows = df.set_index(["window", "strategy"])["same_as_buy_and_hold"]
+    assert rows[("k0", "sma-cross")] == True and rows[("k1", "sma-cross")] == False  # noqa: E712
+    assert not rows[("k0", "fincon")] and not rows[("k1", "fincon")]
+    assert "same_as_buy_and_hold" not in apart.columns
+    flags = rolling_flags(summarize(df).to_dict("records"), json.loads(df.to_json(orient="records")))
+    assert (
+        "sma-cross (TSLA) traded as buy-and-hold in 1 of 2 windows: their excess CR is 0, counted as not beating "
+        "it, and the Wilcoxon test drops those pairs" in flags
+    )
+    assert not [f for f in flags if f.startswith("fincon")]
+
+
 def test_too_few_windows_for_the_wilcoxon_test_are_flagged():
     """Found by hand (InvestorBench MSFT, 5 two-month windows): "p vs B&H 0.0625" where the team lost in
     every window, the smallest p a two-sided Wilcoxon test of 5 pairs can give (scipy's exact test, as

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from fincon import workflow
+from fincon import risk, workflow
 from fincon.engine.costs import total_paid
 from fincon.engine.record import RunRecord
 from fincon.files import json_text, write_atomic
@@ -82,11 +82,13 @@ def _read(run: Path, costed: bool = False) -> dict[str, Any]:
 
 def window_rows(out: Path, cells) -> pd.DataFrame:
     # fees, slippage and the borrow fee, when the evaluation sets a cost (without one: the files it wrote)
-    cells, rows = list(cells), []
+    cells, rows, any_same = list(cells), [], False
     costed = any(not broker_settings(c.exp.broker).costs.default for c in cells)
     for c in cells:
-        per = {name: _read(path, costed) for name, path in unit_dirs(c, out).items()}
+        dirs = unit_dirs(c, out)
+        per = {name: _read(path, costed) for name, path in dirs.items()}
         bench = per[BENCH]["cr_pct"]
+        as_bench = traded_as_bench(dirs)
         for name, m in per.items():
             rows.append(
                 {
@@ -98,12 +100,25 @@ def window_rows(out: Path, cells) -> pd.DataFrame:
                     "strategy": name,
                     **m,
                     "excess_cr_pct": None if m["cr_pct"] is None or bench is None else m["cr_pct"] - bench,
+                    **({"same_as_buy_and_hold": name in as_bench} if name != BENCH else {}),
                 }
             )
+            any_same = any_same or name in as_bench
     columns = list(COLUMNS)
     if costed:
         columns.insert(columns.index("turnover") + 1, "costs_paid")
+    if any_same:  # a window where a strategy traded as buy-and-hold: said (workflow.tables.rolling_flags)
+        columns.append("same_as_buy_and_hold")
     return pd.DataFrame(rows, columns=columns)
+
+
+def traded_as_bench(dirs: dict[str, Path]) -> set[str]:
+    """The strategies of a window whose every daily return was buy-and-hold's: their excess CR is 0,
+    counted as not beating it, and the Wilcoxon test drops the pair (an sma-cross long the whole
+    window, an RL agent that learned to hold)."""
+    rets = {n: RunRecord(p).equity.pct_change().dropna().to_numpy() for n, p in dirs.items()}
+    group = next(g for g in risk.significance.same_series(rets) if BENCH in g)
+    return set(group) - {BENCH}
 
 
 def unit_dirs(cell: Cell, out: Path) -> dict[str, Path]:

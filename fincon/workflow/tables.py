@@ -285,6 +285,16 @@ def rolling_flags(rows: Sequence[Mapping[str, Any]], windows: Sequence[Mapping[s
             f"{2 / 2 ** min(n):.4f}, whatever the windows show ({MIN_WILCOXON_PAIRS} windows at the least "
             "to reach 0.05)"
         )
+    same: dict[tuple[str, str], list[bool]] = {}
+    for w in windows:
+        if w.get("strategy") != "buy-and-hold" and "same_as_buy_and_hold" in w:
+            same.setdefault((str(w.get("universe")), str(w["strategy"])), []).append(bool(w["same_as_buy_and_hold"]))
+    flags += [
+        f"{strategy} ({universe}) traded as buy-and-hold in {sum(marks)} of {len(marks)} windows: their excess CR "
+        "is 0, counted as not beating it, and the Wilcoxon test drops those pairs"
+        for (universe, strategy), marks in same.items()
+        if any(marks)
+    ]
     spans = {(w.get("universe"), w["test_start"], w["test_end"]) for w in windows}
     most = max((sum(u == v and a <= s <= b for v, a, b in spans) for u, s, _ in spans), default=0)
     if most > 1:
