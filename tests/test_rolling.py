@@ -174,8 +174,9 @@ def test_a_rolling_evaluation_with_costs_says_what_they_took(tmp_path):
 def test_windows_where_a_strategy_traded_as_buy_and_hold_are_counted(tmp_path):
     """With 200 training timesteps ppo and a2c traded as buy-and-hold on TSLA (the paper's comparison),
     and an sma-cross long a whole window does too: such a window's excess CR is 0, counted as not beating
-    buy-and-hold, and the Wilcoxon test drops the pair, unsaid. windows.csv marks them and a FLAG counts
-    them; an evaluation where no strategy did writes the columns it did."""
+    buy-and-hold, and the Wilcoxon test drops the pair, unsaid; two strategies that traded identically are
+    one result in two rows. windows.csv's traded_as names each one's twins and a FLAG counts the windows;
+    an evaluation where no two did writes the columns it did."""
     from types import SimpleNamespace
     from unittest import mock
 
@@ -199,16 +200,21 @@ def test_windows_where_a_strategy_traded_as_buy_and_hold_are_counted(tmp_path):
         df = window_rows(tmp_path, [window("k0", {"fincon": flat, "sma-cross": bh, "buy-and-hold": bh}),
                                     window("k1", {"fincon": flat, "sma-cross": flat, "buy-and-hold": bh})])  # fmt: skip
         apart = window_rows(tmp_path, [window("k0", {"fincon": flat, "buy-and-hold": bh})])
-    rows = df.set_index(["window", "strategy"])["same_as_buy_and_hold"]
-    assert rows[("k0", "sma-cross")] == True and rows[("k1", "sma-cross")] == False  # noqa: E712
-    assert not rows[("k0", "fincon")] and not rows[("k1", "fincon")]
-    assert "same_as_buy_and_hold" not in apart.columns
+    rows = df.set_index(["window", "strategy"])["traded_as"]
+    assert rows[("k0", "sma-cross")] == "buy-and-hold" and rows[("k0", "buy-and-hold")] == "sma-cross"
+    assert rows[("k0", "fincon")] == "" and rows[("k1", "fincon")] == "sma-cross"  # both flat in k1
+    assert "traded_as" not in apart.columns
     flags = rolling_flags(summarize(df).to_dict("records"), json.loads(df.to_json(orient="records")))
     assert (
         "sma-cross (TSLA) traded as buy-and-hold in 1 of 2 windows: their excess CR is 0, counted as not beating "
         "it, and the Wilcoxon test drops those pairs" in flags
     )
-    assert not [f for f in flags if f.startswith("fincon")]
+    assert "fincon and sma-cross (TSLA) traded identically in 1 of 2 windows: one result in two rows there" in flags
+    assert len(flags) == 3  # and the two windows' Wilcoxon flag; each pair said once
+    # read back from windows.csv (an empty cell is NaN there): the same flags
+    df.to_csv(tmp_path / "windows.csv", index=False)
+    again = pd.read_csv(tmp_path / "windows.csv").to_dict("records")
+    assert rolling_flags(summarize(df).to_dict("records"), again) == flags
 
 
 def test_too_few_windows_for_the_wilcoxon_test_are_flagged():

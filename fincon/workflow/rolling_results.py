@@ -88,7 +88,7 @@ def window_rows(out: Path, cells) -> pd.DataFrame:
         dirs = unit_dirs(c, out)
         per = {name: _read(path, costed) for name, path in dirs.items()}
         bench = per[BENCH]["cr_pct"]
-        as_bench = traded_as_bench(dirs)
+        twins = traded_as(dirs)
         for name, m in per.items():
             rows.append(
                 {
@@ -100,25 +100,25 @@ def window_rows(out: Path, cells) -> pd.DataFrame:
                     "strategy": name,
                     **m,
                     "excess_cr_pct": None if m["cr_pct"] is None or bench is None else m["cr_pct"] - bench,
-                    **({"same_as_buy_and_hold": name in as_bench} if name != BENCH else {}),
+                    "traded_as": "; ".join(twins.get(name, ())),
                 }
             )
-            any_same = any_same or name in as_bench
+            any_same = any_same or bool(twins.get(name))
     columns = list(COLUMNS)
     if costed:
         columns.insert(columns.index("turnover") + 1, "costs_paid")
-    if any_same:  # a window where a strategy traded as buy-and-hold: said (workflow.tables.rolling_flags)
-        columns.append("same_as_buy_and_hold")
+    if any_same:  # a window where two strategies traded identically: said (workflow.tables.rolling_flags)
+        columns.append("traded_as")
     return pd.DataFrame(rows, columns=columns)
 
 
-def traded_as_bench(dirs: dict[str, Path]) -> set[str]:
-    """The strategies of a window whose every daily return was buy-and-hold's: their excess CR is 0,
-    counted as not beating it, and the Wilcoxon test drops the pair (an sma-cross long the whole
-    window, an RL agent that learned to hold)."""
+def traded_as(dirs: dict[str, Path]) -> dict[str, list[str]]:
+    """Each strategy of a window with the others whose every daily return was the same as its own. One
+    that traded as buy-and-hold (an sma-cross long the whole window, an RL agent that learned to hold)
+    has an excess CR of 0, counted as not beating it, and the Wilcoxon test drops the pair; two team
+    variants that traded identically are one result in two rows."""
     rets = {n: RunRecord(p).equity.pct_change().dropna().to_numpy() for n, p in dirs.items()}
-    group = next(g for g in risk.significance.same_series(rets) if BENCH in g)
-    return set(group) - {BENCH}
+    return {n: [m for m in g if m != n] for g in risk.significance.same_series(rets) for n in g if len(g) > 1}
 
 
 def unit_dirs(cell: Cell, out: Path) -> dict[str, Path]:

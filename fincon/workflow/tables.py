@@ -285,16 +285,7 @@ def rolling_flags(rows: Sequence[Mapping[str, Any]], windows: Sequence[Mapping[s
             f"{2 / 2 ** min(n):.4f}, whatever the windows show ({MIN_WILCOXON_PAIRS} windows at the least "
             "to reach 0.05)"
         )
-    same: dict[tuple[str, str], list[bool]] = {}
-    for w in windows:
-        if w.get("strategy") != "buy-and-hold" and "same_as_buy_and_hold" in w:
-            same.setdefault((str(w.get("universe")), str(w["strategy"])), []).append(bool(w["same_as_buy_and_hold"]))
-    flags += [
-        f"{strategy} ({universe}) traded as buy-and-hold in {sum(marks)} of {len(marks)} windows: their excess CR "
-        "is 0, counted as not beating it, and the Wilcoxon test drops those pairs"
-        for (universe, strategy), marks in same.items()
-        if any(marks)
-    ]
+    flags += traded_as_flags(windows)
     spans = {(w.get("universe"), w["test_start"], w["test_end"]) for w in windows}
     most = max((sum(u == v and a <= s <= b for v, a, b in spans) for u, s, _ in spans), default=0)
     if most > 1:
@@ -304,6 +295,37 @@ def rolling_flags(rows: Sequence[Mapping[str, Any]], windows: Sequence[Mapping[s
             "once, the mean of the windows trading it"
         )
     return flags
+
+
+def traded_as_flags(windows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The windows where a strategy traded as buy-and-hold (its excess CR 0, counted as not beating it,
+    the pair dropped by the Wilcoxon test) or two strategies traded identically (one result in two
+    rows), counted per universe from windows.csv's ``traded_as``."""
+    runs: dict[tuple[str, str], int] = {}
+    twins: dict[tuple[str, str, str], int] = {}
+    for w in windows:
+        if "traded_as" not in w:
+            continue
+        key = (str(w.get("universe")), str(w["strategy"]))
+        runs[key] = runs.get(key, 0) + 1
+        names = w.get("traded_as") if isinstance(w.get("traded_as"), str) else ""  # NaN: a CSV's empty cell
+        for other in filter(None, names.split("; ")):
+            twins[(*key, other)] = twins.get((*key, other), 0) + 1
+    out, said = [], set()
+    for (universe, strategy, other), k in twins.items():
+        n = runs[(universe, strategy)]
+        pair = (universe, frozenset((strategy, other)))
+        if strategy == "buy-and-hold" or pair in said:
+            continue
+        said.add(pair)
+        out.append(
+            f"{strategy} ({universe}) traded as buy-and-hold in {k} of {n} windows: their excess CR is 0, counted "
+            "as not beating it, and the Wilcoxon test drops those pairs"
+            if other == "buy-and-hold"
+            else f"{strategy} and {other} ({universe}) traded identically in {k} of {n} windows: one result in two "
+            "rows there"
+        )
+    return out
 
 
 def placebo_flags(res: Mapping[str, Any]) -> list[str]:
