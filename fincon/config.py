@@ -32,7 +32,7 @@ from pydantic import (
 )
 
 from fincon.data import DEFAULT_TICKER
-from fincon.engine.costs import CommissionModel, PercentCommission, PercentSlippage, SlippageModel
+from fincon.engine.costs import CommissionModel, Costs, PercentCommission, PercentSlippage, SlippageModel
 from fincon.errors import ConfigError
 from fincon.flag import Flag, absolute
 from fincon.llm.settings import LLMSettings
@@ -151,6 +151,12 @@ class BrokerConfig(Section):
         ),
     ] = "close"
     cash_buffer: float = Field(0.0, ge=0, lt=1)
+
+    @property
+    def sets_a_cost(self) -> bool:
+        """Whether it charges anything (commission, slippage, a borrow fee) or caps fills: then the tables
+        say what the costs took; without, every file is written as before costs existed."""
+        return self.participation is not None or not Costs(self.commission, self.slippage, None, self.borrow).default
 
     @model_serializer(mode="wrap")
     def _no_fee_as_before(self, handler: Any) -> Any:

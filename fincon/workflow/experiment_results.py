@@ -26,7 +26,6 @@ from fincon.engine.record import RunRecord
 from fincon.files import write_atomic
 from fincon.workflow.experiment_config import ExperimentConfig
 from fincon.workflow.experiment_units import Unit, baseline_dir, buy_and_hold_run, placebo_dir, variant
-from fincon.workflow.runner import broker_settings
 
 
 def load_equity(run: Path):
@@ -112,7 +111,7 @@ def _num(v) -> float:
 
 def collect(exp: ExperimentConfig, root: Path) -> dict[str, Any]:
     """results.json: every unit's test metrics, the median runs and their tests."""
-    costed = not broker_settings(exp.broker).costs.default
+    costed = exp.broker.sets_a_cost
     baselines = {b: _metrics(baseline_dir(root, exp, b), costed) for b in exp.baselines}
     team = RunRecord(Unit("test", exp.ablations[0], 1, exp.protocols[0]).path(root)).metrics.get("data_lookahead")
     for b in exp.baselines:  # one that sees more than the team (sentiment-same-day) is shown, never the one to beat

@@ -35,7 +35,6 @@ from fincon.workflow.journal import (
     settled,
     verify_chain,
 )
-from fincon.workflow.runner import broker_settings
 from fincon.workflow.tables import MIN_STAT_DAYS, significance_flags
 
 
@@ -166,7 +165,7 @@ def _score(root: Path, plan: Plan) -> dict[str, Any]:
     ledger = ledger_of(entries[0])  # the one it registered in: FINCON_LEDGER set otherwise today counts others
     fam = trials.family(ledger, plan.config.tickers, str(plan.first), str(done[-1]))
     picked = fam.picked_among()  # the trials on other tickers too, as the card's selection row deflates by
-    costed = not broker_settings(plan.config.broker).costs.default
+    costed = plan.config.broker.sets_a_cost
     out: dict[str, Any] = {"directory": str(root), "sessions": len(done), "first": str(plan.first),
                            "last": str(done[-1]), "simulated": plan.simulated, "strategies": {}}  # fmt: skip
     for name in plan.config.strategies:

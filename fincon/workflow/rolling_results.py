@@ -28,7 +28,6 @@ from fincon.engine.record import RunRecord
 from fincon.files import json_text, write_atomic
 from fincon.workflow.experiment_config import ExperimentConfig
 from fincon.workflow.experiment_units import baseline_dir
-from fincon.workflow.runner import broker_settings
 
 
 class Cell(Protocol):
@@ -83,7 +82,7 @@ def _read(run: Path, costed: bool = False) -> dict[str, Any]:
 def window_rows(out: Path, cells) -> pd.DataFrame:
     # fees, slippage and the borrow fee, when the evaluation sets a cost (without one: the files it wrote)
     cells, rows, any_same = list(cells), [], False
-    costed = any(not broker_settings(c.exp.broker).costs.default for c in cells)
+    costed = any(c.exp.broker.sets_a_cost for c in cells)
     for c in cells:
         dirs = unit_dirs(c, out)
         per = {name: _read(path, costed) for name, path in dirs.items()}

@@ -40,6 +40,12 @@ def _knowledge(v: Any) -> str:
     return v if isinstance(v, str) and not v.startswith("no-model") else ""
 
 
+def _with(columns: Sequence[Column], column: Column, after: str) -> list[Column]:
+    """``columns`` with ``column`` after the one headed ``after`` (a column shown only when it applies)."""
+    at = [c[0] for c in columns].index(after) + 1
+    return [*columns[:at], column, *columns[at:]]
+
+
 def laid_out(columns: Sequence[Column], rows: Sequence[Mapping[str, Any]]) -> Table:
     """``rows`` under ``columns``: (headers, cells, the indices of the text columns); a column whose
     field is ``""`` is written from the whole row."""
@@ -120,10 +126,8 @@ SIGNIFICANCE: list[Column] = [
 def rolling_summary(rows: Sequence[Mapping[str, Any]]) -> Table:
     """The summary's rows under :data:`ROLLING_SUMMARY`, with what the costs took over every window when
     the evaluation set a cost (an evaluation without costs prints the table it did)."""
-    columns = list(ROLLING_SUMMARY)
-    if any(not _missing(r.get("costs_paid")) for r in rows):
-        columns.insert([c[0] for c in columns].index("median turnover") + 1, ROLLING_COSTS)
-    return laid_out(columns, rows)
+    costed = any(not _missing(r.get("costs_paid")) for r in rows)
+    return laid_out(_with(ROLLING_SUMMARY, ROLLING_COSTS, after="median turnover") if costed else ROLLING_SUMMARY, rows)
 
 
 def significance(rows: Sequence[Mapping[str, Any]]) -> Table:
@@ -218,10 +222,8 @@ TRADING_COSTS: Column = ("trading costs $", "costs_paid", _cell("{:,.2f}"), Fals
 
 def experiment(res: Mapping[str, Any]) -> Table:
     rows = experiment_rows(res)
-    columns = list(EXPERIMENT)
-    if any("costs_paid" in r for r in rows):  # an experiment without costs prints the table it did
-        columns.insert([c[0] for c in columns].index("win rate"), TRADING_COSTS)
-    heads, cells, text = laid_out(columns, rows)
+    costed = any("costs_paid" in r for r in rows)  # an experiment without costs prints the table it did
+    heads, cells, text = laid_out(_with(EXPERIMENT, TRADING_COSTS, after="turnover") if costed else EXPERIMENT, rows)
     best = res.get("best_baseline")
     return [h.format(best=best or "-") for h in heads], cells, text
 
