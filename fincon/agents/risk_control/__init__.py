@@ -334,7 +334,7 @@ class RiskControl:
         return [{"perspective": "risk", "text": line[2:300]} for line in describe_stretches(ep).splitlines()]
 
     @staticmethod
-    def _rules_meta(better: Episode, worse: Episode, attr: dict[str, float], rate: float = 1.0) -> str:
+    def _rules_meta(better: Episode, worse: Episode, attr: dict[str, float], rate: float) -> str:
         """The comparison in words. Two episodes with one objective tied (a live 0.5B team's two
         episodes both lost 1.46 %: "episode 1 beat episode 2" said otherwise), and a step of rate 0
         (every day's actions the same, tau 1) moves nothing: both said."""
