@@ -213,7 +213,7 @@ class MetricsConfig(Section):
         ge=200,
         le=366,
         description="sessions per year for annualising Sharpe, Sortino and volatility; default: the data's "
-        "calendar (dataset.json, else 365 when the bars include weekends, else 252)",
+        "calendar: 365 when the bars the run's tickers share include weekends, else 252",
     )
 
 

@@ -224,6 +224,56 @@ def test_seven_day_calendar_annualises_with_365(tmp_path):
     assert metrics["sharpe"] == pytest.approx(r.mean() / r.std(ddof=1) * np.sqrt(365), rel=1e-6)
 
 
+def _sharpe(run: Path, days: int) -> float:
+    import numpy as np
+
+    v = pd.read_csv(run / "equity.csv")["value"].to_numpy()
+    r = np.log(v[1:] / v[:-1])
+    return float(r.mean() / r.std(ddof=1) * np.sqrt(days))
+
+
+def test_each_run_annualises_with_its_own_tickers_calendar(tmp_path):
+    """A dataset that holds a coin (a bar every day) and a stock (weekdays)
+    has a 24/7 calendar as a whole; the stock's runs trade weekdays and are
+    annualised with 252 days, not 365 (InvestorBench's btc and hon imported
+    together gave HON's buy-and-hold a Sharpe of 1.857 where its own
+    calendar gives 1.543), the coin's with 365 even over a window of
+    weekdays, and the two together trade the sessions they share (weekdays)."""
+    coin = {}
+    for i, d in enumerate(pd.date_range("2023-01-01", periods=40, freq="D")):
+        coin[str(d.date())] = {"prices": 20000.0 * (1.01 if i % 3 else 0.985) ** i, "news": [f"coin item {i}"]}
+    stock = small_days(28, start="2023-01-02")
+    for i, rec in enumerate(stock.values()):
+        rec["prices"] = 100.0 * (1.02 if i % 2 else 0.99) ** i
+    srcs = [write_ib(tmp_path / "coin.json", coin), write_ib(tmp_path / "acme.json", stock)]
+    assert run_cli("data", "import", "investorbench", *srcs, "--out", tmp_path / "ds") == 0
+    m = open_dataset(tmp_path / "ds").manifest
+    assert m.calendar.name == "24/7"  # the union of the two files' days
+    assert any("ACME: exchange" in n and "COIN: 24/7" in n for n in m.notes), m.notes
+    want = {  # tickers, window -> days a year, sessions traded, words in the label
+        ("ACME",): (252, 20, "exchange calendar of ACME's bars (the dataset's is 24/7)"),
+        ("COIN",): (365, 28, "dataset calendar 24/7"),
+        ("ACME", "COIN"): (252, 20, "exchange calendar of ACME+COIN's bars (the dataset's is 24/7)"),
+    }
+    for tickers, (days, n, label) in want.items():
+        run = tmp_path / "-".join(tickers)
+        window = (
+            ("2023-01-02", "2023-01-27") if len(tickers) > 1 or tickers == ("ACME",) else ("2023-01-02", "2023-01-29")
+        )
+        argv = ["backtest", "--tickers", ",".join(tickers), "--data", tmp_path / "ds", "--start", window[0]]
+        argv += ["--end", window[1], "--out", run, "--no-progress"]
+        assert run_cli(*argv) == 0, tickers
+        metrics = json.loads((run / "metrics.json").read_text())
+        assert (metrics["days_per_year"], metrics["n_days"]) == (days, n), tickers
+        assert metrics["annualisation"] == f"annualised with {days} days: {label}"
+        assert metrics["sharpe"] == pytest.approx(_sharpe(run, days), rel=1e-6)
+    # the coin alone over a window of weekdays only is still annualised with 365
+    run = tmp_path / "coin-weekdays"
+    argv = ["backtest", "--ticker", "COIN", "--data", tmp_path / "ds", "--start", "2023-01-02", "--end", "2023-01-06"]
+    assert run_cli(*argv, "--out", run, "--no-progress") == 0
+    assert json.loads((run / "metrics.json").read_text())["days_per_year"] == 365
+
+
 BAD = {
     "truncated gzip": lambda d: (d / "acme.json.gz").write_bytes(gzip.compress(b'{"2021-01-04": {"prices": 1}}')[:20]),
     "not JSON": lambda d: (d / "acme.json").write_text("<html>not json</html>"),

@@ -366,3 +366,36 @@ def test_report_bad_input(case, report_run, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("fincon: error: ") and err.count("\n") == 1, err
     assert sorted(p.name for p in tmp_path.rglob("*")) == before
+
+
+def test_performance_is_annualised_with_the_runs_calendar(tmp_path, capsys):
+    """A coin trades every day: its run's metrics are annualised with 365 days,
+    and so is the report's quantstats table, whose Sharpe (zero risk-free
+    rate) is then the metrics table's ``sharpe_empyrical`` as its note says;
+    with 252 it was that figure / 1.20 for the run and for its benchmark."""
+    import numpy as np
+    import pandas as pd
+
+    days = pd.date_range("2023-01-01", periods=40, freq="D")
+    close = 20000.0 * np.cumprod(np.where(np.arange(40) % 3, 1.012, 0.984))
+    bars = pd.DataFrame({"Date": days.strftime("%Y-%m-%d"), "Open": close, "High": close * 1.01,
+                         "Low": close * 0.99, "Close": close, "Adj Close": close, "Volume": 1000})  # fmt: skip
+    (tmp_path / "prices").mkdir()
+    bars.to_csv(tmp_path / "prices" / "COIN.csv", index=False)
+    run = tmp_path / "run"
+    argv = ["backtest", "--ticker", "COIN", "--data", tmp_path / "prices", "--strategy", "sma-cross"]
+    argv += ["--start", "2023-01-05", "--end", "2023-02-09", "--out", run, "--no-progress", "--report"]
+    assert main([str(a) for a in argv]) == 0
+    capsys.readouterr()
+    metrics = json.loads((run / "metrics.json").read_text())
+    bench = json.loads((run / "summary.json").read_text())["benchmark"]
+    assert metrics["days_per_year"] == 365
+    page = (run / "report.html").read_text(encoding="utf-8")
+    perf = page[page.index('<section id="performance">') :]
+    row = re.search(r"<td>Sharpe</td><td>([-0-9.]+)</td><td>([-0-9.]+)</td>", perf)
+    assert row, perf[:2000]
+    assert [float(x) for x in row.groups()] == [
+        round(metrics["sharpe_empyrical"], 3),
+        round(bench["sharpe_empyrical"], 3),
+    ]
+    assert "annualised with each curve's days a year (365 here" in perf

@@ -8,8 +8,8 @@
 
 and every command takes ``--data DIR`` as it is: prices come from
 ``DIR/prices``, the agent team reads ``DIR/events`` (unless ``--events``
-points elsewhere), and the trading calendar of ``dataset.json`` sets the
-annualisation. ``dataset.json`` states the point-in-time rule that was
+points elsewhere), and each run is annualised with the calendar of its
+own tickers' bars (:mod:`fincon.data.calendar`). ``dataset.json`` states the point-in-time rule that was
 applied to items known only by their date, so a reader of a result knows
 whether that day of look-ahead was in it.
 
@@ -33,6 +33,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from fincon import __version__
+from fincon.data.calendar import ALWAYS_OPEN, Calendar, infer_calendar, weekend_bars
 from fincon.data.events.loaders.directory import write_jsonl_gz
 from fincon.data.events.model import SOURCES, Event
 from fincon.data.prices import RAW_COLUMNS, validate_bars
@@ -58,42 +59,6 @@ VISIBILITY_RULES: dict[str, str] = {
         "then reaches that day's trade"
     ),
 }
-
-
-class Calendar(BaseModel):
-    """The trading calendar of the prices: which days have a session."""
-
-    model_config = ConfigDict(extra="forbid")
-    name: Literal["exchange", "24/7"]
-    days_per_year: int
-    note: str
-
-
-EXCHANGE = Calendar(
-    name="exchange",
-    days_per_year=252,
-    note="weekday sessions as in the price file (exchange holidays closed); annualised with 252 days",
-)
-ALWAYS_OPEN = Calendar(
-    name="24/7", days_per_year=365, note="a session every calendar day (crypto); annualised with 365 days"
-)
-
-
-#: the share of weekend bars from which a price file is read as trading every day (a 24/7
-#: market has 2/7 = 29 %); a stray weekend bar in a stock file does not switch its calendar
-WEEKEND_SHARE_24_7 = 0.1
-
-
-def weekend_bars(dates: Sequence[pd.Timestamp]) -> int:
-    idx = pd.DatetimeIndex(dates)
-    return int((idx.day_of_week >= 5).sum())
-
-
-def infer_calendar(dates: Sequence[pd.Timestamp]) -> Calendar:
-    """24/7 when at least a tenth of the bars fall on weekends, else an
-    exchange calendar (a few weekend bars are a note, not a new calendar)."""
-    idx = pd.DatetimeIndex(dates)
-    return ALWAYS_OPEN if len(idx) and weekend_bars(idx) >= WEEKEND_SHARE_24_7 * len(idx) else EXCHANGE
 
 
 class SourceFile(BaseModel):
@@ -264,9 +229,11 @@ def _price_frame_out(raw: pd.DataFrame, kind: PriceKind) -> pd.DataFrame:
 
 def build_manifest(corpus: ImportedCorpus, source_files: list[SourceFile]) -> Manifest:
     spans = []
-    for ticker, raw in corpus.prices.items():
+    own: dict[str, str] = {}  # ticker -> its own calendar's name
+    for ticker, raw in sorted(corpus.prices.items()):
         bars = validate_bars(raw, ticker, f"{corpus.format} import")
         spans.append(bars.index)
+        own[ticker] = infer_calendar(bars.index).name
     all_dates = spans[0]
     for idx in spans[1:]:
         all_dates = all_dates.union(idx)
@@ -277,6 +244,11 @@ def build_manifest(corpus: ImportedCorpus, source_files: list[SourceFile]) -> Ma
     items = {t: {s: c[s] for s in SOURCES if s in c} for t, c in items.items()}
     calendar = infer_calendar(all_dates)
     notes = list(corpus.notes)
+    if len(set(own.values())) > 1:
+        notes.append(
+            f"calendars differ by ticker ({', '.join(f'{t}: {c}' for t, c in own.items())}): a run is "
+            "annualised with the sessions its own tickers share, not with this dataset's calendar"
+        )
     stray = weekend_bars(all_dates)
     if stray and calendar.name != ALWAYS_OPEN.name:
         first = next(d for d in all_dates if d.day_of_week >= 5)

@@ -16,6 +16,7 @@ from typing import Any, Mapping, Protocol
 import numpy as np
 import pandas as pd
 
+from fincon.data.calendar import Calendar, infer_calendar
 from fincon.errors import DataError
 
 RAW_COLUMNS = ("Date", "Open", "High", "Low", "Close", "Adj Close", "Volume")
@@ -248,6 +249,9 @@ class LoadedPrices:
 
     frames: Mapping[str, pd.DataFrame]
     first_index: int
+    #: the calendar of the sessions the tickers share, read from their whole price files (a window
+    #: of weekdays is still a coin's: the run is annualised with it)
+    calendar: Calendar
     dropped_dates: int = 0
     close_only: tuple[str, ...] = ()  # tickers whose source has no open/high/low/volume
 
@@ -306,4 +310,10 @@ def load_prices(
     lo = max(0, first_pos - warmup)
     keep = common[lo : int(common.get_loc(in_window[-1])) + 1]
     aligned = {t: f.loc[keep] for t, f in frames.items()}
-    return LoadedPrices(frames=aligned, first_index=first_pos - lo, dropped_dates=dropped, close_only=tuple(close_only))
+    return LoadedPrices(
+        frames=aligned,
+        first_index=first_pos - lo,
+        dropped_dates=dropped,
+        close_only=tuple(close_only),
+        calendar=infer_calendar(common),
+    )

@@ -22,9 +22,9 @@ import yaml
 
 from fincon import __version__
 from fincon.config import BrokerConfig, RunConfig, typed_strategy_params
-from fincon.data.dataset import infer_calendar
+from fincon.data.calendar import Calendar
 from fincon.data.inputs import RunInputs, open_inputs
-from fincon.data.prices import load_prices
+from fincon.data.prices import LoadedPrices, load_prices
 from fincon.data.view import MarketData
 from fincon.engine.artifacts import config_hash, manifest, round_trips, summary_row
 from fincon.engine.backtest import run_backtest
@@ -85,7 +85,7 @@ def inputs_for(cfg: RunConfig) -> RunInputs:
     return open_inputs(cfg.data.source, cfg.data.dir, cfg.data.cache_dir)
 
 
-def _market(cfg: RunConfig, inputs: RunInputs, warmup: int, min_days: int = 2) -> tuple[MarketData, int]:
+def _market(cfg: RunConfig, inputs: RunInputs, warmup: int, min_days: int = 2) -> tuple[MarketData, LoadedPrices]:
     source = inputs.source
     loaded = load_prices(
         source, tuple(cfg.tickers), pd.Timestamp(cfg.start), pd.Timestamp(cfg.end), warmup=warmup, min_days=min_days
@@ -105,7 +105,7 @@ def _market(cfg: RunConfig, inputs: RunInputs, warmup: int, min_days: int = 2) -
         )
     if loaded.dropped_dates:
         log.warning("%d dates not shared by all tickers were dropped", loaded.dropped_dates)
-    return MarketData(loaded.frames, loaded.first_index), loaded.dropped_dates
+    return MarketData(loaded.frames, loaded.first_index), loaded
 
 
 #: the flag that asks for a bar column, what it is called, and what to do without it
@@ -148,20 +148,20 @@ def with_corpus(market: MarketData, strategy: Strategy, inputs: RunInputs) -> Ma
     )
 
 
-def calendar_days(cfg: RunConfig, market: MarketData, inputs: RunInputs | None = None) -> tuple[int, str]:
+def calendar_days(cfg: RunConfig, cal: Calendar, inputs: RunInputs) -> tuple[int, str]:
     """Sessions per year for annualising, and a line saying so for
-    metrics.json: the data's calendar (the dataset's, else 365 when the bars
-    include weekends, else 252), unless the config sets another number. The
-    line depends only on the data and the number, so a rerun from the saved
-    (resolved) config.yaml writes the same metrics.json."""
-
-    ds = (inputs or inputs_for(cfg)).dataset
-    if ds is not None:
-        cal = ds.manifest.calendar
-        days, label = cal.days_per_year, f"dataset calendar {cal.name}"
+    metrics.json: the calendar of the sessions the run's tickers share
+    (``cal``: 365 when their bars include weekends, else 252; a dataset's own
+    calendar is its files' union, a coin's beside a stock's), unless the
+    config sets another number. The line depends only on the data and the
+    number, so a rerun from the saved (resolved) config.yaml writes the same
+    metrics.json."""
+    days, ds = cal.days_per_year, inputs.dataset
+    if ds is not None and ds.manifest.calendar == cal:
+        label = f"dataset calendar {cal.name}"
+    elif ds is not None:
+        label = f"{cal.name} calendar of {'+'.join(cfg.tickers)}'s bars (the dataset's is {ds.manifest.calendar.name})"
     else:
-        cal = infer_calendar(market.frame(market.tickers[0]).index)
-        days = cal.days_per_year
         label = "bars on weekends: a 24/7 calendar" if cal.name == "24/7" else "exchange calendar (weekday sessions)"
     if cfg.metrics.days_per_year and cfg.metrics.days_per_year != days:
         return cfg.metrics.days_per_year, (
@@ -209,10 +209,10 @@ def plan_run(cfg: RunConfig, *, min_days: int = 2) -> RunPlan:
     cfg = _resolved(cfg, strategies)
     checks.check_masking(cfg, inputs, strategies)
     blocks = checks.knowledge(cfg, strategies)
-    market, dropped = _market(cfg, inputs, max(s.warmup for s in strategies.values()), min_days=min_days)
-    days_per_year, calendar = calendar_days(cfg, market, inputs)
+    market, loaded = _market(cfg, inputs, max(s.warmup for s in strategies.values()), min_days=min_days)
+    days_per_year, calendar = calendar_days(cfg, loaded.calendar, inputs)
     cfg = cfg.model_copy(update={"metrics": cfg.metrics.model_copy(update={"days_per_year": days_per_year})})
-    return RunPlan(cfg, inputs, strategies, market, broker_settings(cfg.broker), blocks, dropped, calendar)
+    return RunPlan(cfg, inputs, strategies, market, broker_settings(cfg.broker), blocks, loaded.dropped_dates, calendar)
 
 
 def preflight(cfg: RunConfig) -> RunPlan:
