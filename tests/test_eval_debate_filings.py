@@ -51,3 +51,39 @@ def test_the_cli_scores_filings(datasets, capsys):
     assert main(["eval", "debate", "--dataset", str(datasets[0])]) == 0
     out = capsys.readouterr().out
     assert "debate on filings, brain rules: 5 10-Q/10-K of MSFT" in out
+
+
+@pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
+def test_cells_give_their_counts_baselines_score_the_reports_filings_and_rows_that_are_one_are_flagged(
+    datasets, tmp_path
+):
+    """A sceptic's reading of the table: 69.2 % over 13 filings is 9 of 13 (each cell says so); the
+    report called 13 of the 15 filings and always bullish was scored on all 15, so the two rows
+    compared different filings (each baseline is also scored on the report's 13); the three debate
+    rows, and the tags and always bullish, made the same call on every filing (flagged, as the
+    experiment's identical rows are); and a coin with no filing is not named as a source of one."""
+    res = debate_filings.run(datasets, "rules")
+    t = res["table"]
+    called = [r for r in res["results"] if r.report != "neutral"]
+    assert len(called) == 13 < res["filings"]
+    for h in (1, 5, 20):
+        rises = [r.returns[h] > 0 for r in called if h in r.returns]
+        paired = t["always bullish (report's calls)"]
+        assert paired[f"n_{h}d"] == len(rises) == t["report"][f"n_{h}d"]
+        assert paired[f"acc_{h}d"] == pytest.approx(sum(rises) / len(rises), abs=1e-4)
+    out = debate_filings.report(res)
+    assert "69.2% 9/13" in out and "45.5% 5/11" in out  # the report at 1d and at its own horizon
+    assert (
+        "FLAG: report, debate (safe) and debate (leader raw) made the same direction call on every filing: their accuracies are one result"
+        in out
+    )
+    assert (
+        "FLAG: sentiment tags and always bullish made the same direction call on every filing: their accuracies are one result"
+        in out
+    )
+    btc = tmp_path / "btc"
+    argv = ["data", "import", "investorbench", str(SHARED / "btc.json.gz"), "--out", str(btc)]
+    assert main([*argv, "--start", "2023-01-01", "--end", "2023-01-20"]) == 0
+    res = debate_filings.run([datasets[2], btc], "rules")
+    assert res["tickers"] == ["HON"] and res["without_filings"] == ["BTC"]
+    assert debate_filings.report(res).startswith("debate on filings, brain rules: 5 10-Q/10-K of HON (none of BTC);")

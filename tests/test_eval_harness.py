@@ -151,4 +151,18 @@ def test_the_debate_scores_directional_calls_at_each_horizon_and_their_own():
     assert t["bull"]["acc_1d"] == 1.0 and t["bull"]["n_5d"] == 3 and t["bull"]["acc_20d"] == 0.5
     assert t["bull"]["acc_own_h"] == pytest.approx(1.0) and t["bull"]["n_own_h"] == 2  # the bearish call's 20d: none
     lines = debate_harness.format_rows({"call": {**t["call"], "directional": 2}})
-    assert lines[1] == f"{'call':22s}   50.0%  100.0%    0.0%  100.0%       2"
+    # each share with its hits and scored calls, counted by hand from the items above
+    assert (
+        lines[1] == f"{'call':22s} {'50.0% 1/2':>13s} {'100.0% 2/2':>13s} {'0.0% 0/1':>13s} {'100.0% 1/1':>13s}       2"
+    )
+    # always bullish on the calls the row made (the neutral one left out): 1d right, right; 5d right, wrong
+    p = debate_harness.paired(results, {"call": lambda r: r.direction, "bull": lambda r: "bullish"}, ["bull"],
+                              lambda docs: own, of="call")  # fmt: skip
+    assert list(p) == ["bull (call's calls)"]
+    assert (p["bull (call's calls)"]["n_1d"], p["bull (call's calls)"]["acc_1d"]) == (2, 1.0)
+    assert (p["bull (call's calls)"]["n_5d"], p["bull (call's calls)"]["acc_5d"]) == (2, 0.5)
+    rows = {"call": lambda r: r.direction, "bull": lambda r: "bullish", "also bull": lambda r: "bullish"}
+    assert debate_harness.same_calls(results, rows) == [["bull", "also bull"]]
+    assert debate_harness.flag_lines([["a", "b", "c"]], "call") == [
+        "FLAG: a, b and c made the same direction call on every call: their accuracies are one result"
+    ]

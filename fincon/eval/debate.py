@@ -39,14 +39,16 @@ from fincon.eval import debate_harness as harness
 from fincon.eval.debate_harness import HORIZONS
 from fincon.eval.scoring import make_brain
 
-ROWS = ("report", "debate (safe)", "debate (leader raw)", "always bullish")
-#: each row's (direction, confidence) of a call
+BASELINES = ("always bullish",)
+#: each row's (direction, confidence) of a call (the rows in this order)
 PICK = {
     "report": lambda r: (r.report, r.confidence_report),
     "debate (safe)": lambda r: (r.final, r.confidence_final),
     "debate (leader raw)": lambda r: (r.leader, r.confidence_final),
     "always bullish": lambda r: ("bullish", 1.0),
 }
+#: each row's direction of a call
+DIRECTION = {row: (lambda r, row=row: PICK[row](r)[0]) for row in PICK}
 
 
 @dataclass
@@ -121,27 +123,34 @@ def run(
 
 
 def table(results: Sequence[CallResult]) -> dict[str, dict[str, Any]]:
-    """The shared accuracy columns, then ``acc_own_h`` (each report at its own
-    horizon), ``directional`` and ``mean_conf`` (of the directional calls);
-    the always-bullish row has no horizon or confidence of its own."""
+    """The shared accuracy columns, then ``acc_own_h`` and ``n_own_h`` (each
+    report at its own horizon), ``directional`` and ``mean_conf`` (of the
+    directional calls); the always-bullish row has no horizon or confidence
+    of its own. Then always bullish on the calls the report called."""
 
-    def own(row: str, hits: list[bool]) -> dict[str, Any]:
-        baseline = row == "always bullish"
-        confs = [conf for direction, conf in map(PICK[row], results) if direction != "neutral"]
-        return {
-            "acc_own_h": None if baseline else harness.share(hits),
-            "directional": len(confs),
-            "mean_conf": round(sum(confs) / len(confs), 4) if confs and not baseline else None,
-        }
+    def own(docs: Sequence[CallResult]):
+        def cells(row: str, hits: list[bool]) -> dict[str, Any]:
+            baseline = row == "always bullish"
+            confs = [conf for direction, conf in map(PICK[row], docs) if direction != "neutral"]
+            return {
+                "acc_own_h": None if baseline else harness.share(hits),
+                "n_own_h": None if baseline else len(hits),
+                "directional": len(confs),
+                "mean_conf": round(sum(confs) / len(confs), 4) if confs and not baseline else None,
+            }
 
-    return harness.table(results, {row: (lambda r, row=row: PICK[row](r)[0]) for row in ROWS}, own)
+        return cells
+
+    return {**harness.table(results, DIRECTION, own(results)), **harness.paired(results, DIRECTION, BASELINES, own)}
 
 
 def report(res: dict[str, Any]) -> str:
     lines = [
         f"debate eval, brain {res['brain']}: {res['calls_scored']} earnings calls of {len(res['tickers'])} "
-        f"tickers ({', '.join(res['tickers'])}); direction accuracy vs realised return",
+        f"tickers ({', '.join(res['tickers'])}); direction accuracy vs realised return, with the hits and the "
+        'scored calls ("(report\'s calls)": on the calls the report made, not neutral)',
         *harness.format_rows(res["table"], conf=True),
+        *harness.flag_lines(harness.same_calls(res["results"], DIRECTION), "earnings call"),
     ]
     n = res["table"]["report"]
     lines.append(

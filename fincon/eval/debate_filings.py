@@ -43,8 +43,8 @@ from fincon.eval.scoring import make_brain
 
 SOURCES = ("10-K", "10-Q")
 SENTIMENT_DAYS = 7
-ROWS = ("report", "debate (safe)", "debate (leader raw)", "sentiment tags", "always bullish")
-#: each row's direction of a filing
+BASELINES = ("sentiment tags", "always bullish")
+#: each row's direction of a filing (the rows in this order)
 PICK = {
     "report": lambda r: r.report,
     "debate (safe)": lambda r: r.final,
@@ -98,6 +98,7 @@ def run(
     results: list[FilingResult] = []
     calls = fallbacks = 0
     tickers: list[str] = []
+    without: list[str] = []  # tickers whose datasets hold no filing (a coin)
     with harness.workspace(workdir, "fincon-eval-filings-") as wd:
         for n, ds in enumerate(datasets):
             ds = Path(ds)
@@ -112,11 +113,11 @@ def run(
                 retrieval_model=retrieval_model,
             )
             for t in found:
-                tickers.append(t)
                 closes = dataset_closes(ds, t)
                 evs = [e for e in events.all_events() if e.ticker == t]
                 news = [e for e in evs if e.source == "news" and e.metadata.get("sentiment")]
                 filings = sorted((e for e in evs if e.source in SOURCES), key=lambda e: (e.published_at, e.id))
+                (tickers if filings else without).append(t)
                 for e, i, d, c, f in harness.debated(proto, brain, filings, closes, progress, f"debate {t}"):
                     calls, fallbacks = calls + c, fallbacks + f
                     day = closes.index[i]
@@ -142,6 +143,7 @@ def run(
     return {
         "brain": brain_name,
         "tickers": tickers,
+        "without_filings": without,
         "filings": len(results),
         "model_calls": calls,
         "fallbacks": fallbacks,
@@ -156,24 +158,33 @@ def run(
 def table(results: Sequence[FilingResult]) -> dict[str, dict[str, Any]]:
     """The shared accuracy columns, then ``acc_own_h`` and ``n_own_h`` (the
     final call's stated horizon, baselines at the same horizon) and
-    ``directional``."""
+    ``directional``; then each baseline on the filings the report called."""
 
-    def own(row: str, hits: list[bool]) -> dict[str, Any]:
-        return {
-            "acc_own_h": harness.share(hits),
-            "n_own_h": len(hits),
-            "directional": sum(PICK[row](r) != "neutral" for r in results),
-        }
+    def own(docs: Sequence[FilingResult]):
+        def cells(row: str, hits: list[bool]) -> dict[str, Any]:
+            return {
+                "acc_own_h": harness.share(hits),
+                "n_own_h": len(hits),
+                "directional": sum(PICK[row](r) != "neutral" for r in docs),
+            }
 
-    return harness.table(results, {row: PICK[row] for row in ROWS}, own)
+        return cells
+
+    return {
+        **harness.table(results, PICK, own(results)),
+        **harness.paired(results, PICK, BASELINES, own),
+    }
 
 
 def report(res: dict[str, Any]) -> str:
+    none = f" (none of {', '.join(res['without_filings'])})" if res["without_filings"] else ""
     lines = [
-        f"debate on filings, brain {res['brain']}: {res['filings']} 10-Q/10-K of {', '.join(res['tickers'])}; "
-        "direction accuracy vs the realised return (own h: the final call's stated horizon, "
-        "baselines scored at the same horizon)",
+        f"debate on filings, brain {res['brain']}: {res['filings']} 10-Q/10-K of {', '.join(res['tickers'])}{none}; "
+        "direction accuracy vs the realised return, with the hits and the scored calls (own h: the final "
+        "call's stated horizon, baselines scored at the same horizon; \"(report's calls)\": on the filings "
+        "the report called, not neutral)",
         *harness.format_rows(res["table"]),
+        *harness.flag_lines(harness.same_calls(res["results"], PICK), "filing"),
     ]
     lines.append(
         f"debated {res['debated']} of {res['filings']} (a neutral report is not debated); flips prevented "

@@ -123,21 +123,61 @@ def table(
     return out
 
 
-def _percent(x: float | None) -> str:
-    return "   -  " if x is None else f"{x * 100:5.1f}%"
+def paired(
+    results: Sequence[Any],
+    rows: Mapping[str, Callable[[Any], str]],
+    baselines: Sequence[str],
+    own: Callable[[Sequence[Any]], Callable[[str, list[bool]], dict[str, Any]]],
+    of: str = "report",
+) -> dict[str, dict[str, Any]]:
+    """Each baseline scored on the documents row ``of`` called (not neutral), as rows named
+    "BASELINE (report's calls)": a row that abstains on some documents is compared with the
+    baselines on the same documents, not on a set it skipped part of (``own(documents)``:
+    the evaluation's own cells over those documents)."""
+    called = [r for r in results if rows[of](r) != "neutral"]
+    scored = table(called, {b: rows[b] for b in baselines}, own(called))
+    return {f"{b} ({of}'s calls)": row for b, row in scored.items()}
+
+
+def same_calls(results: Sequence[Any], rows: Mapping[str, Callable[[Any], str]]) -> list[list[str]]:
+    """Groups of two or more rows that made the same call on every document: one result
+    under several names, whose differences in the table measure nothing."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for row, direction in rows.items():
+        groups.setdefault(tuple(direction(r) for r in results), []).append(row)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def flag_lines(groups: Sequence[Sequence[str]], what: str) -> list[str]:
+    """A FLAG line per group of :func:`same_calls` (``what``: the documents, "filing", "call")."""
+    out = []
+    for g in groups:
+        names = f"{', '.join(g[:-1])} and {g[-1]}"
+        out.append(f"FLAG: {names} made the same direction call on every {what}: their accuracies are one result")
+    return out
+
+
+def _cell(c: Mapping[str, Any], key: str) -> str:
+    """A share with its count ("69.2% 9/13"): over a few documents, a percentage alone hides
+    how few (an ``n_`` key beside it; the own-horizon share of a row without one: no count)."""
+    x, n = c[f"acc_{key}"], c.get(f"n_{key}")
+    if x is None:
+        return "-"
+    return f"{x * 100:.1f}%" + (f" {round(x * n)}/{n}" if n is not None else "")
 
 
 def format_rows(table: Mapping[str, Mapping[str, Any]], conf: bool = False) -> list[str]:
-    """The table's header and rows as text; ``conf``: with the mean confidence column."""
+    """The table's header and rows as text, each share with its count; ``conf``: with the mean
+    confidence column."""
+    w = max(22, *(len(row) for row in table))
     lines = [
-        f"{'':22s} {'1d':>7s} {'5d':>7s} {'20d':>7s} {'own h':>7s} {'called':>7s}" + (f" {'conf':>6s}" if conf else "")
+        f"{'':{w}s} {'1d':>13s} {'5d':>13s} {'20d':>13s} {'own h':>13s} {'called':>7s}"
+        + (f" {'conf':>6s}" if conf else "")
     ]
     for row, c in table.items():
-        line = (
-            f"{row:22s} {_percent(c['acc_1d']):>7s} {_percent(c['acc_5d']):>7s} {_percent(c['acc_20d']):>7s} "
-            f"{_percent(c['acc_own_h']):>7s} {c['directional']:7d}"
-        )
+        cells = " ".join(f"{_cell(c, k):>13s}" for k in ("1d", "5d", "20d", "own_h"))
+        line = f"{row:{w}s} {cells} {c['directional']:7d}"
         if conf:
-            line += " " + ("    - " if c["mean_conf"] is None else f"{c['mean_conf']:6.2f}")
+            line += " " + ("    - " if c.get("mean_conf") is None else f"{c['mean_conf']:6.2f}")
         lines.append(line)
     return lines
