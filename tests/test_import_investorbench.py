@@ -274,6 +274,37 @@ def test_each_run_annualises_with_its_own_tickers_calendar(tmp_path):
     assert json.loads((run / "metrics.json").read_text())["days_per_year"] == 365
 
 
+def test_a_coin_with_days_missing_is_said_to_be_annualised_too_high(tmp_path, capsys):
+    """InvestorBench's ETH has no bar on 65 of the 383 days it spans (52 of them weekend days):
+    a return across a gap spans several days, so 365 a year annualises each row as one day
+    (Sharpe and volatility about sqrt(383 / 318) = 1.10x too high). The import says so in its
+    notes, with the days a year its bars have, and a coin without gaps gets no such note."""
+    days = pd.date_range("2023-01-01", periods=40, freq="D")
+    gone = [d for d in days[1:] if d.day_of_week >= 5][:6] + [days[10]]  # three weekends and a Wednesday
+    coin = {str(d.date()): {"prices": 100.0 + i, "news": []} for i, d in enumerate(days) if d not in gone}
+    whole = {str(d.date()).replace("2023", "2022"): {"prices": 50.0 + i, "news": []} for i, d in enumerate(days)}
+    srcs = [write_ib(tmp_path / "gappy.json", coin), write_ib(tmp_path / "whole.json", whole)]
+    assert run_cli("data", "import", "investorbench", *srcs, "--out", tmp_path / "ds") == 0
+    notes = [n for n in open_dataset(tmp_path / "ds").manifest.notes if "no bar" in n]
+    assert notes == [
+        "GAPPY: 7 of 40 calendar days have no bar (6 of them weekend days) in a 24/7 market: a return "
+        "across a gap spans several days, so annualised with 365 its Sharpe and volatility come out "
+        "about 1.10x too high; metrics.days_per_year: 301 (its bars a year) annualises with the sessions it has"
+    ]
+    # a run on it says so in its annualisation line (and on stderr); with the days set, as it says
+    run = tmp_path / "run"
+    argv = ["backtest", "--ticker", "GAPPY", "--data", tmp_path / "ds", "--start", "2023-01-02", "--end", "2023-02-09"]
+    assert run_cli(*argv, "--out", run, "--no-progress") == 0
+    line = json.loads((run / "metrics.json").read_text())["annualisation"]
+    assert line == "annualised with 365 days: dataset calendar 24/7; " + notes[0]
+    assert notes[0] in capsys.readouterr().err
+    (tmp_path / "days.yaml").write_text("metrics:\n  days_per_year: 301\n")
+    assert run_cli(*argv, "--out", tmp_path / "run301", "--no-progress", "--config", tmp_path / "days.yaml") == 0
+    metrics = json.loads((tmp_path / "run301" / "metrics.json").read_text())
+    assert metrics["days_per_year"] == 301 and metrics["annualisation"].startswith("annualised with 301 days, set in")
+    assert metrics["sharpe"] == pytest.approx(_sharpe(tmp_path / "run301", 301), rel=1e-6)
+
+
 BAD = {
     "truncated gzip": lambda d: (d / "acme.json.gz").write_bytes(gzip.compress(b'{"2021-01-04": {"prices": 1}}')[:20]),
     "not JSON": lambda d: (d / "acme.json").write_text("<html>not json</html>"),

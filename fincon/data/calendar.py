@@ -46,3 +46,52 @@ def infer_calendar(dates: Sequence[pd.Timestamp]) -> Calendar:
     exchange calendar (a few weekend bars are a note, not a new calendar)."""
     idx = pd.DatetimeIndex(dates)
     return ALWAYS_OPEN if len(idx) and weekend_bars(idx) >= WEEKEND_SHARE_24_7 * len(idx) else EXCHANGE
+
+
+#: the share of a 24/7 file's calendar days that may have no bar before its import says so (a
+#: day or two a year is an exchange's outage; InvestorBench's ETH misses 17 %)
+MISSING_SHARE_NOTED = 0.02
+
+
+def gaps_note(ticker: str, dates: Sequence[pd.Timestamp]) -> str | None:
+    """A line for a 24/7 price file with calendar days missing, else None. A return across a
+    gap spans several days while 365 a year annualises each row as one: Sharpe and volatility
+    come out about sqrt(days / bars) too high (a random walk's variance grows with the days),
+    and the note gives the days a year its bars do have, to set as ``metrics.days_per_year``."""
+    idx = pd.DatetimeIndex(dates)
+    if infer_calendar(idx) != ALWAYS_OPEN or len(idx) < 2:
+        return None
+    span = (idx[-1] - idx[0]).days + 1
+    missing = pd.date_range(idx[0], idx[-1], freq="D").difference(idx)
+    if len(missing) <= MISSING_SHARE_NOTED * span:
+        return None
+    return (
+        f"{ticker}: {len(missing)} of {span} calendar days have no bar ({weekend_bars(missing)} of them weekend days) "
+        "in a 24/7 market: a return across a gap spans several days, so annualised with 365 its Sharpe and "
+        f"volatility come out about {(span / len(idx)) ** 0.5:.2f}x too high; metrics.days_per_year: "
+        f"{round(len(idx) / span * 365)} (its bars a year) annualises with the sessions it has"
+    )
+
+
+def annualisation(
+    cal: Calendar, gaps: str | None, tickers: Sequence[str], dataset: Calendar | None, configured: int | None
+) -> tuple[int, str]:
+    """Sessions per year for annualising a run, and a line saying so for metrics.json: the
+    calendar of the sessions the run's tickers share (``cal``: 365 when their bars
+    include weekends, else 252; ``dataset``, a dataset's own, is its files' union, a coin's beside
+    a stock's), with what their ``gaps`` do to the figures (:func:`gaps_note`), unless the config sets another number
+    (``configured``). The line depends only on the data and the number, so a rerun from the saved
+    (resolved) config.yaml writes the same metrics.json."""
+    days = cal.days_per_year
+    if dataset is not None and dataset == cal:
+        label = f"dataset calendar {cal.name}"
+    elif dataset is not None:
+        label = f"{cal.name} calendar of {'+'.join(tickers)}'s bars (the dataset's is {dataset.name})"
+    else:
+        label = "bars on weekends: a 24/7 calendar" if cal.name == "24/7" else "exchange calendar (weekday sessions)"
+    if configured and configured != days:
+        return (
+            configured,
+            f"annualised with {configured} days, set in the config (metrics.days_per_year; the data's {label} has {days})",
+        )
+    return days, f"annualised with {days} days: {label}" + (f"; {gaps}" if gaps else "")

@@ -33,7 +33,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from fincon import __version__
-from fincon.data.calendar import ALWAYS_OPEN, Calendar, infer_calendar, weekend_bars
+from fincon.data.calendar import ALWAYS_OPEN, Calendar, gaps_note, infer_calendar, weekend_bars
 from fincon.data.events.loaders.directory import write_jsonl_gz
 from fincon.data.events.model import SOURCES, Event
 from fincon.data.prices import RAW_COLUMNS, validate_bars
@@ -230,10 +230,12 @@ def _price_frame_out(raw: pd.DataFrame, kind: PriceKind) -> pd.DataFrame:
 def build_manifest(corpus: ImportedCorpus, source_files: list[SourceFile]) -> Manifest:
     spans = []
     own: dict[str, str] = {}  # ticker -> its own calendar's name
+    gaps: list[str | None] = []  # per ticker: a 24/7 file's missing days
     for ticker, raw in sorted(corpus.prices.items()):
         bars = validate_bars(raw, ticker, f"{corpus.format} import")
         spans.append(bars.index)
         own[ticker] = infer_calendar(bars.index).name
+        gaps.append(gaps_note(ticker, bars.index))
     all_dates = spans[0]
     for idx in spans[1:]:
         all_dates = all_dates.union(idx)
@@ -244,6 +246,7 @@ def build_manifest(corpus: ImportedCorpus, source_files: list[SourceFile]) -> Ma
     items = {t: {s: c[s] for s in SOURCES if s in c} for t, c in items.items()}
     calendar = infer_calendar(all_dates)
     notes = list(corpus.notes)
+    notes += [g for g in gaps if g]
     if len(set(own.values())) > 1:
         notes.append(
             f"calendars differ by ticker ({', '.join(f'{t}: {c}' for t, c in own.items())}): a run is "

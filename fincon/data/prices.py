@@ -16,7 +16,7 @@ from typing import Any, Mapping, Protocol
 import numpy as np
 import pandas as pd
 
-from fincon.data.calendar import Calendar, infer_calendar
+from fincon.data.calendar import Calendar, gaps_note, infer_calendar
 from fincon.errors import DataError
 
 RAW_COLUMNS = ("Date", "Open", "High", "Low", "Close", "Adj Close", "Volume")
@@ -252,6 +252,8 @@ class LoadedPrices:
     #: the calendar of the sessions the tickers share, read from their whole price files (a window
     #: of weekdays is still a coin's: the run is annualised with it)
     calendar: Calendar
+    #: what the shared bars' missing days do to annualised figures (a 24/7 file with gaps), or None
+    gaps: str | None
     dropped_dates: int = 0
     close_only: tuple[str, ...] = ()  # tickers whose source has no open/high/low/volume
 
@@ -316,4 +318,5 @@ def load_prices(
         dropped_dates=dropped,
         close_only=tuple(close_only),
         calendar=infer_calendar(common),
+        gaps=gaps_note("+".join(tickers), common),
     )

@@ -22,7 +22,7 @@ import yaml
 
 from fincon import __version__
 from fincon.config import BrokerConfig, RunConfig, typed_strategy_params
-from fincon.data.calendar import Calendar
+from fincon.data.calendar import annualisation
 from fincon.data.inputs import RunInputs, open_inputs
 from fincon.data.prices import LoadedPrices, load_prices
 from fincon.data.view import MarketData
@@ -148,29 +148,6 @@ def with_corpus(market: MarketData, strategy: Strategy, inputs: RunInputs) -> Ma
     )
 
 
-def calendar_days(cfg: RunConfig, cal: Calendar, inputs: RunInputs) -> tuple[int, str]:
-    """Sessions per year for annualising, and a line saying so for
-    metrics.json: the calendar of the sessions the run's tickers share
-    (``cal``: 365 when their bars include weekends, else 252; a dataset's own
-    calendar is its files' union, a coin's beside a stock's), unless the
-    config sets another number. The line depends only on the data and the
-    number, so a rerun from the saved (resolved) config.yaml writes the same
-    metrics.json."""
-    days, ds = cal.days_per_year, inputs.dataset
-    if ds is not None and ds.manifest.calendar == cal:
-        label = f"dataset calendar {cal.name}"
-    elif ds is not None:
-        label = f"{cal.name} calendar of {'+'.join(cfg.tickers)}'s bars (the dataset's is {ds.manifest.calendar.name})"
-    else:
-        label = "bars on weekends: a 24/7 calendar" if cal.name == "24/7" else "exchange calendar (weekday sessions)"
-    if cfg.metrics.days_per_year and cfg.metrics.days_per_year != days:
-        return cfg.metrics.days_per_year, (
-            f"annualised with {cfg.metrics.days_per_year} days, set in the config "
-            f"(metrics.days_per_year; the data's {label} has {days})"
-        )
-    return days, f"annualised with {days} days: {label}"
-
-
 def _single_config(cfg: RunConfig, name: str) -> RunConfig:
     params = {name: cfg.strategy_params[name]} if name in cfg.strategy_params else {}
     return cfg.model_copy(update={"strategies": [name], "strategy_params": params})
@@ -192,6 +169,8 @@ class RunPlan:
     dropped_dates: int
     #: how the metrics are annualised, in metrics.json's words
     calendar: str
+    #: a warning: the bars' missing days inflate the annualised figures (a 24/7 file with gaps)
+    gaps: str | None = None
 
     def single(self, name: str) -> RunConfig:
         """Strategy ``name``'s own config (its run directory's ``config.yaml``)."""
@@ -210,9 +189,12 @@ def plan_run(cfg: RunConfig, *, min_days: int = 2) -> RunPlan:
     checks.check_masking(cfg, inputs, strategies)
     blocks = checks.knowledge(cfg, strategies)
     market, loaded = _market(cfg, inputs, max(s.warmup for s in strategies.values()), min_days=min_days)
-    days_per_year, calendar = calendar_days(cfg, loaded.calendar, inputs)
+    ds = inputs.dataset.manifest.calendar if inputs.dataset is not None else None
+    days_per_year, calendar = annualisation(loaded.calendar, loaded.gaps, cfg.tickers, ds, cfg.metrics.days_per_year)
     cfg = cfg.model_copy(update={"metrics": cfg.metrics.model_copy(update={"days_per_year": days_per_year})})
-    return RunPlan(cfg, inputs, strategies, market, broker_settings(cfg.broker), blocks, loaded.dropped_dates, calendar)
+    gaps = loaded.gaps if days_per_year == loaded.calendar.days_per_year else None  # unless the days were set
+    settings = broker_settings(cfg.broker)
+    return RunPlan(cfg, inputs, strategies, market, settings, blocks, loaded.dropped_dates, calendar, gaps)
 
 
 def preflight(cfg: RunConfig) -> RunPlan:
@@ -274,7 +256,7 @@ def run_config(
     with RunDir(target, replace=replace) as staging:
         checks.check_knowledge(blocks, warn=warn_knowledge)  # once the inputs are known good, before any model call
         early = {n: s.lookahead() for n, s in strategies.items()}  # a strategy's own (sentiment-same-day)
-        for said in (lookahead, *early.values()):
+        for said in (lookahead, *early.values(), plan.gaps):
             if said and warn_knowledge:
                 print(f"fincon: warning: {said}", file=sys.stderr)
         results: dict[str, BacktestResult] = {}
