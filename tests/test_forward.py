@@ -594,7 +594,10 @@ def test_a_live_clock_decides_the_next_session_seals_missed_ones_and_never_goes_
     forward, root, load = _live_sma_journal(tmp_path, monkeypatch, 2, 4)
     utc = dt.timezone.utc
     sealed = forward.step(root, clock=lambda: dt.datetime(2022, 10, 7, 21, 30, tzinfo=utc))
-    assert [(e["decided"], e["trades"]) for e in sealed] == [("2022-10-07", "2022-10-10")]
+    # the sessions since the first (the 5th) that no step ran are sealed missed: the replay, which runs from
+    # the first session, traded them unsealed (verify now refuses a replay's decision on such a day)
+    assert [(e["kind"], e.get("session") or e["decided"], e.get("trades")) for e in sealed] == [
+        ("missed", "2022-10-05", None), ("missed", "2022-10-06", None), ("session", "2022-10-07", "2022-10-10")]  # fmt: skip
     sealed = forward.step(root, clock=lambda: dt.datetime(2022, 10, 12, 21, 30, tzinfo=utc))
     assert [(e["kind"], e.get("session") or e["decided"]) for e in sealed] == [
         ("missed", "2022-10-10"), ("missed", "2022-10-11"), ("session", "2022-10-12")]  # fmt: skip
@@ -670,11 +673,16 @@ def test_a_live_decision_ready_after_the_open_is_sealed_missed_and_verify_refuse
 
     forward, root, load = _live_sma_journal(tmp_path, monkeypatch, 2, 4)
     utc = dt.timezone.utc
-    readings = iter([dt.datetime(2022, 10, 10, 13, 0, tzinfo=utc), dt.datetime(2022, 10, 10, 13, 40, tzinfo=utc)])
+    # the clock read at the step's start, at the seals of the 5th and 6th (no step ran) and at the decision
+    readings = iter(
+        [dt.datetime(2022, 10, 10, 13, 0, tzinfo=utc)] * 3 + [dt.datetime(2022, 10, 10, 13, 40, tzinfo=utc)]
+    )
     sealed = forward.step(root, clock=lambda: next(readings))
     assert [(e["kind"], e["session"], e["sealed_at"]) for e in sealed] == [
+        ("missed", "2022-10-05", "2022-10-10T13:00:00+00:00"), ("missed", "2022-10-06", "2022-10-10T13:00:00+00:00"),
         ("missed", "2022-10-07", "2022-10-10T13:40:00+00:00")]  # fmt: skip
-    assert sealed[0]["reason"] == (
+    assert sealed[0]["reason"] == sealed[1]["reason"] == "no step ran for this session"
+    assert sealed[2]["reason"] == (
         "decided at 2022-10-10 13:40:00 UTC, after 2022-10-10 opened at 13:30 UTC: too late to trade it (a slow "
         "model or machine: step earlier)"
     )
@@ -691,7 +699,7 @@ def test_a_live_decision_ready_after_the_open_is_sealed_missed_and_verify_refuse
     journal.append_all([{k: v for k, v in e.items() if k not in ("seq", "prev_hash", "hash")} for e in entries])
     res = verify(root)
     assert not res["ok"] and res["problem"] == (
-        "entry 2 (seq 2, session sma-cross 2022-10-10): sealed at 2022-10-11T13:45:00+00:00, once 2022-10-11 "
+        "entry 4 (seq 4, session sma-cross 2022-10-10): sealed at 2022-10-11T13:45:00+00:00, once 2022-10-11 "
         "had opened (2022-10-11 13:30 UTC): a decision sealed after the open of its session settles nothing"
     )
 
@@ -1475,3 +1483,52 @@ def test_a_journal_counts_its_trials_in_the_ledger_it_registered_in_and_a_ledger
     flags = strict_json(capsys.readouterr().out)["flags"]
     assert f"DSR n/a: the trial ledger it was registered in, {tmp_path / 'a.sqlite'}, holds none of its trials " \
         "(not this machine's, or moved): the journals begun beside it are not counted" in flags  # fmt: skip
+
+
+def _bars_with(tmp_path: Path, days: pd.DatetimeIndex) -> Path:
+    """OHLCV bars of a made-up ticker on ``days`` (a drift and a wiggle), in a CSV folder."""
+    import numpy as np
+
+    close = 100.0 * np.cumprod(1.0 + 0.01 * np.sin(np.arange(len(days))))
+    prices = tmp_path / "prices"
+    prices.mkdir(exist_ok=True)
+    pd.DataFrame({"Date": days.strftime("%Y-%m-%d"), "Open": close * 0.995, "High": close * 1.01, "Low": close * 0.99,
+                  "Close": close, "Adj Close": close, "Volume": 1e6}).to_csv(prices / "COIN.csv", index=False)  # fmt: skip
+    return prices
+
+
+def test_a_journal_never_trades_a_day_that_is_no_session(tmp_path, monkeypatch, capsys):
+    """A journal decides and fills on the exchange's sessions. On a coin's bars (every day) it sealed
+    weekdays, and its replay, over every bar, decided on weekends too: sma-cross went flat on a
+    Sunday no entry sealed, its fills fell on Saturdays, and score graded that book while verify passed
+    (found on InvestorBench's BTC with opens). Init refuses a 24/7 file; a step refuses bars on a day
+    that is no session (a stock file's stray weekend bar) and seals nothing; verify refuses a journal
+    whose replay decided on a day it neither sealed nor missed."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    prices = _bars_with(tmp_path, pd.date_range("2022-06-01", "2022-10-31", freq="D"))
+    init = ["forward", "init", "fw", "--source", "csv", "--data", str(prices), "--ticker", "COIN", "--strategy",
+            "sma-cross", "--param", "sma-cross.fast=2", "--param", "sma-cross.slow=4", "--simulate-from", START]  # fmt: skip
+    assert main(init) == 2 and not (tmp_path / "fw").exists()
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"fincon: error: COIN ({prices / 'COIN.csv'}) has a bar every day")
+    assert "a forward journal decides and fills on the sessions of XNYS" in err[0]
+    # weekday bars, then one on a Saturday inside the window: the step that would read it refuses
+    weekdays = pd.bdate_range("2022-06-01", "2022-10-31")
+    _bars_with(tmp_path, weekdays)
+    assert main(init) == 0
+    assert main(["forward", "step", "fw", "--until", "2022-10-07", "--no-progress"]) == 0
+    _bars_with(tmp_path, weekdays.union(pd.DatetimeIndex(["2022-10-08"])))
+    capsys.readouterr()
+    sealed = (tmp_path / "fw" / "journal.jsonl").read_bytes()
+    assert main(["forward", "step", "fw", "--until", "2022-10-12", "--no-progress"]) != 0
+    assert "COIN: the source has a bar on 2022-10-08, no session of XNYS" in capsys.readouterr().err
+    assert (tmp_path / "fw" / "journal.jsonl").read_bytes() == sealed
+    # a journal whose replay trades such a day (sealed by a fincon before this check): verify says so
+    from fincon.workflow import forward_plan
+
+    monkeypatch.setattr(forward_plan, "check_sessions", lambda *a, **k: None)
+    assert main(["forward", "step", "fw", "--until", "2022-10-12", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["forward", "verify", "fw"]) == 1
+    assert "decided on 2022-10-08, a day the journal neither sealed nor missed" in capsys.readouterr().err

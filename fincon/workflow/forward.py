@@ -141,6 +141,13 @@ def init(
             f"a forward journal fills each decision at the next open, and {exc.which} has close prices only: "
             "give prices with an Open column (--source yfinance, or --data with OHLCV prices)"
         ) from None
+    if checked.bars.name != "exchange":  # every ticker trades every day: its weekends would be traded unsealed
+        t = cfg.tickers[0]
+        raise ConfigError(
+            f"{t} ({checked.inputs.source.describe(t)}) has a bar every day (a 24/7 market): a forward journal decides "
+            f"and fills on the sessions of {EXCHANGE}, and its replay would trade the days between them it never "
+            "sealed; backtest it (fincon backtest), or give prices on the exchange's sessions"
+        )
     ahead = next((said for s in checked.strategies.values() if (said := s.lookahead())), None)
     if ahead:  # what it reads is not out before the session: a journal would trade another strategy than named
         raise ConfigError(
@@ -277,7 +284,9 @@ def _step(root: Path, until: dt.date | None, progress: bool, clock: Clock, seale
                     f"fincon: {root}: the session {trades} is decided already (at {done[-1]}'s close)", file=sys.stderr
                 )
                 return
-            gap = sessions(next_session(done[-1]), day) if done else []
+            # sessions no step ran (since the first session, at the first step): sealed missed, or the
+            # replay, which runs from the first session, would trade them unsealed
+            gap = sessions(next_session(done[-1]), day) if done else sessions(plan.first, day)
             for lost in [d for d in gap[:-1] if d not in gone]:
                 sealed.append(journal.miss(lost, "no step ran for this session", stamp(clock)))
             todo = [day]

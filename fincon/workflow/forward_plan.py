@@ -28,6 +28,7 @@ from fincon.files import json_text
 from fincon.llm.bundled import BUNDLED, file_sha256
 from fincon.llm.masking_terms import TERMS, mined_terms
 from fincon.strategies.registry import make_strategy, params_model
+from fincon.workflow.forward_clock import EXCHANGE, sessions
 from fincon.workflow.journal import INPUTS, PLAN_FILE, STATE, ForwardError, StaleSource, tree_hash
 from fincon.workflow.model_checks import knowledge
 
@@ -114,6 +115,21 @@ def a_hole(plan: Plan, stale: StaleSource, until: dt.date) -> bool:
     return bool((bars.index > day).any())  # a source may hand over its history before the start too
 
 
+def check_sessions(ticker: str, dates: pd.DatetimeIndex, first: dt.date, day: dt.date) -> None:
+    """Refuse bars from ``first`` to ``day`` on a day that is no session of the exchange: a journal
+    decides and fills on its sessions, and a replay over such a bar would decide on it, or fill on
+    it, with nothing sealed (a stock file's stray weekend bar; a coin's data, which init refuses)."""
+    held = dates[(dates >= pd.Timestamp(first)) & (dates <= pd.Timestamp(day))]
+    extra = held.difference(pd.DatetimeIndex(sessions(first, day)))
+    if len(extra):
+        more = f" and {len(extra) - 1} other day(s)" if len(extra) > 1 else ""
+        raise ForwardError(
+            f"{ticker}: the source has a bar on {extra[0].date()}{more}, no session of {EXCHANGE}: a journal decides "
+            "and fills on the exchange's sessions only, and a replay over that bar would trade a day it never "
+            "sealed; drop the bar from the prices (or backtest them); nothing decided"
+        )
+
+
 def freeze(root: Path, plan: Plan, day: dt.date) -> dict[str, Any]:
     """The inputs the decision at ``day``'s close reads, new since the last freeze, written into
     ``DIR/inputs/DAY/`` (prices: the bars up to ``day``; events: the items visible by its close)."""
@@ -137,6 +153,11 @@ def freeze(root: Path, plan: Plan, day: dt.date) -> dict[str, Any]:
             shutil.rmtree(staging, ignore_errors=True)
             raise ForwardError(f"{t}: the source is down ({exc}); nothing decided, the next step retries") from None
         bars = validate_bars(raw, t, inputs.source.describe(t)).loc[: pd.Timestamp(day)]
+        try:
+            check_sessions(t, bars.index, plan.first, day)
+        except ForwardError:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
         if bars.empty or bars.index[-1].date() < day:
             shutil.rmtree(staging, ignore_errors=True)
             raise StaleSource(

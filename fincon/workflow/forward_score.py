@@ -114,6 +114,13 @@ def verify(root: Path, into: Path | None = None) -> dict[str, Any]:
             return {"ok": False, "problem": f"the replay could not run: {exc}{forward_code.hint(entries[0])}",
                     "entries": len(entries), "replayed": 0}  # fmt: skip
     sealed = sealed_decisions(entries)
+    kept = {d for _, d in sealed} | set(map(str, missed(entries)))
+    for name, result in report.results.items():  # a day the replay traded that no entry sealed or missed
+        extra = next((d["date"] for d in (result.decisions if result else []) if d["date"] not in kept), None)
+        if extra is not None:
+            return {"ok": False, "problem": f"the replay of {name} decided on {extra}, a day the journal neither "
+                    "sealed nor missed (its prices hold a bar on a day that is no session): its score is not the "
+                    "sealed record's", "entries": len(entries), "replayed": 0}  # fmt: skip
     replayed = 0
     for i, e in enumerate(entries):
         if e.get("kind") != "session":

@@ -22,7 +22,7 @@ import yaml
 
 from fincon import __version__
 from fincon.config import BrokerConfig, RunConfig, typed_strategy_params
-from fincon.data.calendar import annualisation
+from fincon.data.calendar import Calendar, annualisation
 from fincon.data.inputs import RunInputs, open_inputs
 from fincon.data.prices import LoadedPrices, load_prices
 from fincon.data.view import MarketData
@@ -169,6 +169,8 @@ class RunPlan:
     dropped_dates: int
     #: how the metrics are annualised, in metrics.json's words
     calendar: str
+    #: the calendar of the bars the tickers share (a forward journal refuses a 24/7 one)
+    bars: Calendar
     #: a warning: the bars' missing days inflate the annualised figures (a 24/7 file with gaps)
     gaps: str | None = None
 
@@ -194,7 +196,9 @@ def plan_run(cfg: RunConfig, *, min_days: int = 2) -> RunPlan:
     cfg = cfg.model_copy(update={"metrics": cfg.metrics.model_copy(update={"days_per_year": days_per_year})})
     gaps = loaded.gaps if days_per_year == loaded.calendar.days_per_year else None  # unless the days were set
     settings = broker_settings(cfg.broker)
-    return RunPlan(cfg, inputs, strategies, market, settings, blocks, loaded.dropped_dates, calendar, gaps)
+    return RunPlan(
+        cfg, inputs, strategies, market, settings, blocks, loaded.dropped_dates, calendar, loaded.calendar, gaps
+    )
 
 
 def preflight(cfg: RunConfig) -> RunPlan:
