@@ -88,6 +88,11 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["data", "sample", "--tickers", "TSLA", "--no-audio", "--out", "{a_file}"],
         "exists and is a file",
     ),
+    # a Saturday: the sample's last session before it named (it said "pick a weekday", of a coin's missing day too)
+    "data show on a day without a session": (
+        ["data", "show", "--ticker", "TSLA", "--date", "2022-11-05", "--embedder", "hashing"],
+        "2022-11-05 is no session of TSLA (its prices have no bar that day); the last before it: 2022-11-04",
+    ),
     "data show after the corpus": (
         ["data", "show", "--ticker", "TSLA", "--date", "2030-01-01", "--embedder", "hashing"],
         "after",

@@ -80,7 +80,8 @@ def build_view(
             raise DataError(
                 f"{date.date()} is after the last {ticker} price ({days[-1].date()}); pick an earlier --date"
             )
-        raise DataError(f"{date.date()} is not a trading day for {ticker}; pick a weekday with a session")
+        before = f"; the last before it: {days[-1].date()}" if len(days) else ""
+        raise DataError(f"{date.date()} is no session of {ticker} (its prices have no bar that day){before}")
     top: list = []
     query = None
     if k > 0:
