@@ -77,11 +77,11 @@ def annualisation(
     cal: Calendar, gaps: str | None, tickers: Sequence[str], dataset: Calendar | None, configured: int | None
 ) -> tuple[int, str]:
     """Sessions per year for annualising a run, and a line saying so for metrics.json: the
-    calendar of the sessions the run's tickers share (``cal``: 365 when their bars
-    include weekends, else 252; ``dataset``, a dataset's own, is its files' union, a coin's beside
-    a stock's), with what their ``gaps`` do to the figures (:func:`gaps_note`), unless the config sets another number
-    (``configured``). The line depends only on the data and the number, so a rerun from the saved
-    (resolved) config.yaml writes the same metrics.json."""
+    calendar of the sessions the run's tickers share (``cal``: 365 when their bars include
+    weekends, else 252; ``dataset``, a dataset's own, is its files' union, a coin's beside a
+    stock's), with what their ``gaps`` do to the figures (:func:`gaps_note`), unless the config
+    sets another number (``configured``). The line depends only on the data and the number, so
+    a rerun from the saved (resolved) config.yaml writes the same metrics.json."""
     days = cal.days_per_year
     if dataset is not None and dataset == cal:
         label = f"dataset calendar {cal.name}"
