@@ -241,6 +241,13 @@ def test_every_check_gives_each_of_its_verdicts_on_hand_built_evidence(tmp_path)
     )
     assert long_horizons(ev({"n_days": 504})) == (PASS, "one window of 504 trading days")  # LONG_DAYS 500
     assert long_horizons(ev({"n_days": 252}))[0] == FAIL
+    # a coin's 600 bars are 1.6 years, not the two years 500 stock sessions are: 725 (500 x 365 / 252) needed
+    assert long_horizons(ev({"n_days": 600, "days_per_year": 365})) == (
+        FAIL,
+        "one window of 600 trading days, under 725 (two years of a market open 365 days a year) "
+        "(fincon experiment --rolling 1y)",
+    )
+    assert long_horizons(ev({"n_days": 725, "days_per_year": 365})) == (PASS, "one window of 725 trading days")
 
     def rows(*spans, universe="top-volume:5", tickers="A B C D E"):  # a rolling evaluation's rows: two a window
         return [

@@ -18,11 +18,10 @@ reads only what a directory holds (a run, an experiment or a rolling
 evaluation); calibration and the hit rates come from the team's
 ``decisions.jsonl`` (each analyst's call against the next close).
 
-Each point is one function of the directory's :class:`Evidence` returning
-its verdict and the number behind it, listed in :data:`CHECKS`; a verdict
-follows from its numbers (a placebo a team with no edge "passes" is a fail;
-analysts no better than a coin, or their own bias, are "none informative").
-"""
+Each point is one function of the directory's :class:`Evidence` returning its verdict and the
+number behind it, listed in :data:`CHECKS`; a verdict follows from its numbers (a placebo a team
+with no edge "passes" is a fail; analysts no better than a coin, or their own bias, are "none
+informative")."""
 
 from __future__ import annotations
 
@@ -43,7 +42,7 @@ from fincon.report.selection import selection
 from fincon.workflow.forward_anchor import settles_the_window
 from fincon.workflow.journal import REPLAY, journal_hint
 
-#: a window shorter than this many trading days is "one short window"
+#: a window shorter than this many trading days (two years at 252 a year) is "one short window"
 LONG_DAYS = 500
 #: a participation cap above this share of the day's volume is no volume cap
 MAX_PARTICIPATION = 0.1
@@ -386,8 +385,8 @@ def llm_cost(ev: Evidence) -> Verdict:
 
 
 def long_horizons(ev: Evidence) -> Verdict:
-    """One window of LONG_DAYS trading days, or rolling test windows that together cover as many
-    weekdays (a rolling evaluation of two 3-month windows is not a long horizon)."""
+    """One window of LONG_DAYS sessions (as many years of a 24/7 calendar), or rolling test windows
+    covering as many weekdays (a rolling evaluation of two 3-month windows is not a long horizon)."""
     if ev.rolling is not None:
         spans = sorted({(w["test_start"], w["test_end"]) for w in ev.results.get("windows") or []})
         days = [np.arange(np.datetime64(a), np.datetime64(b) + 1) for a, b in spans]
@@ -399,10 +398,11 @@ def long_horizons(ev: Evidence) -> Verdict:
         if len(covered) >= LONG_DAYS:
             return PASS, said
         return FAIL, f"{said}, under {LONG_DAYS} (a longer --rolling span)"
-    days = int(ev.metrics.get("n_days") or 0)
-    if days >= LONG_DAYS:
+    days, per_year = int(ev.metrics.get("n_days") or 0), int(ev.metrics.get("days_per_year") or 252)
+    if days >= (need := math.ceil(LONG_DAYS * per_year / 252)):  # two years of its calendar (a coin: 725)
         return PASS, f"one window of {days} trading days"
-    return FAIL, f"one window of {days} trading days (fincon experiment --rolling 1y)"
+    under = "" if need == LONG_DAYS else f", under {need} (two years of a market open {per_year} days a year)"
+    return FAIL, f"one window of {days} trading days{under} (fincon experiment --rolling 1y)"
 
 
 def broad_universes(ev: Evidence) -> Verdict:
