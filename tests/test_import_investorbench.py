@@ -281,7 +281,9 @@ def test_a_coin_with_days_missing_is_said_to_be_annualised_too_high(tmp_path, ca
     notes, with the days a year its bars have, and a coin without gaps gets no such note."""
     days = pd.date_range("2023-01-01", periods=40, freq="D")
     gone = [d for d in days[1:] if d.day_of_week >= 5][:6] + [days[10]]  # three weekends and a Wednesday
-    coin = {str(d.date()): {"prices": 100.0 + i, "news": []} for i, d in enumerate(days) if d not in gone}
+    coin = {
+        str(d.date()): {"prices": 100.0 + i, "news": [f"coin item {i}"]} for i, d in enumerate(days) if d not in gone
+    }
     whole = {str(d.date()).replace("2023", "2022"): {"prices": 50.0 + i, "news": []} for i, d in enumerate(days)}
     srcs = [write_ib(tmp_path / "gappy.json", coin), write_ib(tmp_path / "whole.json", whole)]
     assert run_cli("data", "import", "investorbench", *srcs, "--out", tmp_path / "ds") == 0
@@ -303,6 +305,13 @@ def test_a_coin_with_days_missing_is_said_to_be_annualised_too_high(tmp_path, ca
     metrics = json.loads((tmp_path / "run301" / "metrics.json").read_text())
     assert metrics["days_per_year"] == 301 and metrics["annualisation"].startswith("annualised with 301 days, set in")
     assert metrics["sharpe"] == pytest.approx(_sharpe(tmp_path / "run301", 301), rel=1e-6)
+    # an experiment says it once, before its first unit (its units run without warnings)
+    from fincon.workflow.experiment import check_inputs, load_experiment
+
+    exp = load_experiment(None, {"tickers": ["GAPPY"], "data.source": "csv", "data.dir": str(tmp_path / "ds"), "team.brain": "rules",
+                                 "train.start": "2023-01-02", "train.end": "2023-01-20", "test.start": "2023-01-21",
+                                 "test.end": "2023-02-09"})  # fmt: skip
+    assert check_inputs(exp) == notes[0]
 
 
 BAD = {

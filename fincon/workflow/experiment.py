@@ -155,7 +155,9 @@ def run_experiment(
     )
 
     def checks() -> None:  # every check before the first file: both windows' data, the corpus, the baselines
-        check_inputs(exp)
+        gaps = check_inputs(exp)
+        if gaps and warn_knowledge:
+            print(f"fincon: warning: {gaps}", file=sys.stderr)
         blocks = experiment_knowledge(exp)
         check_knowledge(blocks, require=require_after_cutoff, warn=warn_knowledge)
         if warn_knowledge:
@@ -226,15 +228,17 @@ def experiment_knowledge(exp: ExperimentConfig) -> dict[str, dict[str, Any]]:
     }
 
 
-def check_inputs(exp: ExperimentConfig) -> None:
+def check_inputs(exp: ExperimentConfig) -> str | None:
     """What the units would refuse, checked before the experiment writes
     anything: each window's prices for every ticker, the team's corpus over
-    both windows, the baselines' parameters."""
+    both windows, the baselines' parameters. Returns what the test window's
+    gaps do to its annualised figures (a 24/7 file with days missing), for
+    the experiment to say once (each unit's metrics.json says it too)."""
 
     for p in exp.protocols:
         workflow.preflight(train_config(exp, "full", 1, p))
         workflow.preflight(_run_config(exp, exp.test, [TEAM], {TEAM: _team(exp, "full", p)}))
-    workflow.preflight(baseline_config(exp))
+    return workflow.preflight(baseline_config(exp)).gaps
 
 
 #: the top-level names an experiment writes (status.claim removes a failed
