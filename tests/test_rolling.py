@@ -91,6 +91,25 @@ def test_rules_read_only_bars_before_the_window():
         select(parse_rule("NEW,UP"), late, hist, start)
 
 
+def test_momentum_reads_twelve_months_of_each_tickers_own_sessions():
+    """momentum:N ranks by the return over 12 months, read as 252 bars: a coin's 252 bars are 8
+    months, so beside a stock it was ranked on another span. Here the coin fell from 200 to 100 over
+    the 12 months' first third and rose to 150 since (12 months: -25 %; its last 252 bars: +50 %), the
+    stock rose 5 %: the stock leads over 12 months of each one's sessions."""
+    start = pd.Timestamp("2021-06-01")
+    days = pd.date_range(start - pd.Timedelta(days=400), start - pd.Timedelta(days=1), freq="D")
+    ago = (start - days).days.to_numpy()  # days before the window
+    coin = np.where(
+        ago > 365, 200.0, np.where(ago > 253, 200.0 - 100.0 * (365 - ago) / 112, 100.0 + 50.0 * (253 - ago) / 252)
+    )
+    weekdays = days[days.day_of_week < 5]
+    stock = np.linspace(100.0, 105.0, len(weekdays))
+    frame = lambda idx, c: pd.DataFrame({"open": c, "high": c, "low": c, "close": c, "volume": 1e6}, index=idx)  # noqa: E731
+    bars = {"COIN": frame(days, coin), "STOCK": frame(weekdays, stock)}
+    assert coin[-1] / coin[-366] - 1 == pytest.approx(-0.25) and coin[-1] / coin[-253] - 1 == pytest.approx(0.5)
+    assert select(parse_rule("momentum:1"), bars, days[0].date(), start.date()) == ["STOCK"]
+
+
 def test_summary_against_buy_and_hold_by_hand():
     from scipy.stats import wilcoxon
 

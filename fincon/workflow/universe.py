@@ -10,7 +10,8 @@ A rule is a string (``--universe RULE``):
 * ``top-volume:N``: the N with the largest mean dollar volume (close x
   volume) over the 60 trading days before the window;
 * ``momentum:N``: the N with the largest total return over the 12 months
-  (252 trading days) before the window, close to close;
+  before the window, close to close (252 bars of a stock, 365 of a coin: each
+  ticker's own sessions, read from its bars before the window);
 * ``AAPL,MSFT,...``: a fixed list (each must be eligible).
 
 Eligible at a window's start: bars from the start of its training window
@@ -29,6 +30,9 @@ from typing import Mapping
 
 import numpy as np
 import pandas as pd
+
+from fincon.data.calendar import infer_calendar
+from fincon.risk.metrics import TRADING_DAYS
 
 VOLUME_DAYS = 60
 MOMENTUM_DAYS = 252
@@ -135,8 +139,9 @@ def select(rule: Rule, bars: Mapping[str, pd.DataFrame], history_from: dt.date, 
                         "rank by momentum:N or name the tickers"
                     )
                 score[t] = float((w["close"] * w["volume"]).mean())
-            else:
-                w = past["close"].iloc[-(MOMENTUM_DAYS + 1) :]
+            else:  # 12 months of its own sessions: 252 a stock's, 365 a coin's (its bars before the window)
+                year = infer_calendar(past.index).days_per_year
+                w = past["close"].iloc[-(MOMENTUM_DAYS * year // TRADING_DAYS + 1) :]
                 score[t] = float(w.iloc[-1] / w.iloc[0] - 1.0)
         picked = sorted(pool, key=lambda t: (-score[t], t))[: rule.n]
     if not picked:
