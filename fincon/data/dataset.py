@@ -9,9 +9,9 @@
 and every command takes ``--data DIR`` as it is: prices come from
 ``DIR/prices``, the agent team reads ``DIR/events`` (unless ``--events``
 points elsewhere), and each run is annualised with the calendar of its
-own tickers' bars (:mod:`fincon.data.calendar`). ``dataset.json`` states the point-in-time rule that was
-applied to items known only by their date, so a reader of a result knows
-whether that day of look-ahead was in it.
+own tickers' bars (:mod:`fincon.data.calendar`). ``dataset.json`` states
+the point-in-time rule that was applied to items known only by their date,
+so a reader of a result knows whether that day of look-ahead was in it.
 
 Nothing here knows a corpus format: the importers in
 :mod:`fincon.data.importers` hand over an :class:`ImportedCorpus`, and
