@@ -82,3 +82,47 @@ def test_the_portfolio_answer_carries_a_size_and_refuses_a_contradiction():
         M.model_validate({"A": "buy", "B": "hold", "size": 0.0, "rationale": "r", "relied_on": []})
     M.model_validate({"A": "hold", "B": "hold", "size": 0.0, "rationale": "r", "relied_on": []})  # all cash: fine
     assert list(M.model_json_schema()["properties"])[-3:] == ["A", "B", "size"]
+
+
+def test_a_coins_volatility_is_annualised_with_its_own_sessions():
+    """The paper form's covariance and the data analyst's volatility were annualised with 252
+    days whatever the market: a coin's bars (every day) are 365 a year, so its annual volatility
+    came out sqrt(252 / 365) = 0.83 of itself (the analyst told the manager "about 60%" of a coin
+    whose daily moves make 76 %) and the paper form's weights were those of another risk. Both read
+    the calendar from the dates up to the decision day (point in time); weekday bars keep 252."""
+    from fincon.agents.roles.data_analysis import ROLE
+    from fincon.data.view import MarketData
+
+    rng = np.random.default_rng(5)
+    days = pd.date_range("2023-01-01", periods=61, freq="D")
+    rets = rng.normal(0.0, 0.04, size=60)
+    last = rets[-20:]  # the analyst's volatility: of the last 20 returns, here exactly 4 % a day
+    rets[-20:] = (last - last.mean()) / last.std(ddof=1) * 0.04
+    close = 100 * np.cumprod(np.r_[1.0, 1 + rets])
+    frame = pd.DataFrame({"open": close, "high": close, "low": close, "close": close, "volume": 1.0}, index=days)
+    view = MarketData({"COIN": frame}).view_at(60)
+    said = [i.text for i in ROLE.gather(view, "COIN", 60).items if "volatility" in i.text]
+    assert said == ["annualised volatility about 80%"]  # 4 % x sqrt(365) = 76.4, to the nearest 20
+    weekdays = MarketData({"COIN": frame.set_index(pd.bdate_range("2023-01-02", periods=61))}).view_at(60)
+    assert [i.text for i in ROLE.gather(weekdays, "COIN", 60).items if "volatility" in i.text] == [
+        "annualised volatility about 60%"  # 4 % x sqrt(252) = 63.5
+    ]
+    # the paper form: the covariance in a coin's annual units (x 365), against cvxpy as above
+    import cvxpy as cp
+
+    rets2 = rng.normal(0.0005, [0.02, 0.03], size=(61, 2))
+    closes = pd.DataFrame(100 * np.cumprod(1 + rets2, axis=0), columns=["A", "B"], index=days)
+    task = ManagerTask(day="2023-03-02", tickers=("A", "B"), reports={"A": [_report("news", "bullish", 0.8)],
+                       "B": [_report("news", "bearish", 0.4)]}, weights={"news": 1.0})  # fmt: skip
+    got = FinConManager(lookback=60, portfolio_form="paper").paper_weights(
+        _View(closes), task, {"A": "buy", "B": "sell"}
+    )
+    c = closes.to_numpy()
+    _, sigma = estimate_moments(c[1:] / c[:-1] - 1, 0.5)
+    sigma = sigma * 365
+    mu = np.array([0.8, -0.4]) * np.sqrt(np.diag(sigma))
+    w = cp.Variable(2)
+    cp.Problem(cp.Maximize(mu @ w - 3.0 * cp.quad_form(w, cp.psd_wrap(sigma))),
+               [w[0] >= 0, w[0] <= 1, w[1] <= 0, w[1] >= -1]).solve()  # fmt: skip
+    expect = np.asarray(w.value) / max(1.0, float(np.abs(w.value).sum()))
+    assert np.allclose([got["A"], got["B"]], expect, atol=1e-5)

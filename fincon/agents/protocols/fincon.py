@@ -31,14 +31,13 @@ import numpy as np
 from fincon.agents.brains import Answer, ManagerTask, Question, consensus, hold_band_check, rules_manager
 from fincon.agents.reports import ManagerReport, portfolio_answer_model, short_labels, ticker_answer_model
 from fincon.agents.roles.base import EMPTY, drop_empty, load_template
+from fincon.data.calendar import infer_calendar
 from fincon.memory.distill import clip_sentences
 from fincon.risk.optimizer import MeanVarianceProblem
 from fincon.strategies.base import Decision
 from fincon.strategies.markowitz import estimate_moments
 
 TEMPLATE = Path(__file__).with_name("fincon.txt")
-#: the paper form's moments are annualised with this many trading days
-ANNUAL_DAYS = 252
 #: the paper form's risk aversion (annual units): a full-confidence view on a stock with 30 %
 #: annual volatility alone asks for a weight of 1 / (2 x 3 x 0.3) = 0.56
 PAPER_RISK_AVERSION = 3.0
@@ -228,7 +227,7 @@ class FinConManager:
         if rets is None or all(d == "hold" for d in directions):
             return {t: 0.0 for t in tickers}
         _, sigma = estimate_moments(rets, self.mu_shrinkage)
-        sigma = sigma * ANNUAL_DAYS
+        sigma = sigma * infer_calendar(view.closes(self.lookback + 1).index).days_per_year  # a coin's: 365
         vol = np.sqrt(np.clip(np.diag(sigma), 0.0, None))
         view_score = np.array([consensus(task, t)[0] for t in tickers])
         problem = MeanVarianceProblem(sigma, form="signed", risk_aversion=PAPER_RISK_AVERSION)

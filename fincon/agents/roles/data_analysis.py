@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from fincon.agents.roles.base import HERE, Item, Profile, Role, RoleInputs
+from fincon.data.calendar import infer_calendar
 from fincon.risk.metrics import conditional_value_at_risk
 
 
@@ -58,7 +59,9 @@ class DataAnalyst(Role):
         target="tell the manager whether the price action is bullish, bearish or neutral and how risky it is, citing the indicators.",
     )
 
-    def indicators(self, closes: np.ndarray, day: str, window: int, alpha: float = 0.05) -> tuple[list[Item], float]:
+    def indicators(
+        self, closes: np.ndarray, day: str, window: int, alpha: float = 0.05, days_per_year: int = 252
+    ) -> tuple[list[Item], float]:
         """(items, risk penalty in [0, 1)) from closes up to today; ``window``: the closes asked for. A
         history shorter than the window is said as such, never by its length: the count of closes since
         the data began is the day's session number (a masked prompt's "the 6-day high" dated it)."""
@@ -97,7 +100,7 @@ class DataAnalyst(Role):
                     0.3,
                 )
             )
-        vol_a = _r(100.0 * vol_d * math.sqrt(252), 20.0)
+        vol_a = _r(100.0 * vol_d * math.sqrt(days_per_year), 20.0)
         items.append(Item("ind-volatility-20d", day, "prices", f"annualised volatility about {vol_a:.0f}%", None, 0.0))
         dd = _r(100.0 * (1.0 - c[-1] / float(np.max(c))), 10.0)
         high = f"the {len(c)}-day high" if len(c) >= window else "its highest close so far"
@@ -121,9 +124,12 @@ class DataAnalyst(Role):
 
     def gather(self, view, ticker: str, lookback: int, stance: str = "", beliefs: str = "") -> RoleInputs:
         closes = view.history(ticker, "close", lookback + 1)
+        year = infer_calendar(view.dates(lookback + 1)).days_per_year  # a coin's 365: its days up to today
         closes = closes[np.isfinite(closes)]
         day = str(pd.Timestamp(view.date).date())
-        items, penalty = self.indicators(closes, day, lookback + 1) if len(closes) >= 6 else ([], 0.0)
+        items, penalty = (
+            self.indicators(closes, day, lookback + 1, days_per_year=year) if len(closes) >= 6 else ([], 0.0)
+        )
         return RoleInputs(
             self.name,
             self.agent(ticker),
