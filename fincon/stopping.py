@@ -30,7 +30,8 @@ import os
 import signal
 import sys
 import threading
-from typing import Callable, Mapping
+from contextlib import contextmanager
+from typing import Callable, Iterator, Mapping
 
 #: how long a swallowed signal waits to be sent again: sent at once, it lands
 #: in the hook itself, where Python loses it for good
@@ -81,6 +82,32 @@ def check() -> None:
     session begins, so a lost stop ends the command there."""
     if _received:
         raise _received[-1]()
+
+
+@contextmanager
+def held() -> Iterator[None]:
+    """Hold SIGTERM and SIGINT while a cleanup runs (a staging folder removed on the way out of a
+    stop): one that arrives is remembered, not raised inside it, and sent again once it is done. A
+    stop swallowed by a finalizer is raised again at the next day (:func:`check`) and also sent
+    again by a timer: the second landed inside the first's cleanup, ended ``shutil.rmtree`` half
+    way and left the folder. Outside the main thread (no handler can be set there) it holds
+    nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: list[int] = []
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    for signum, handler in before.items():
+        if callable(handler):  # a Python handler (ours): the default and an ignored signal stay as they are
+            signal.signal(signum, lambda s, frame: got.append(s))
+    try:
+        yield
+    finally:
+        for signum, handler in before.items():
+            if callable(handler):
+                signal.signal(signum, handler)
+        for signum in dict.fromkeys(got):
+            signal.raise_signal(signum)
 
 
 def forget() -> None:

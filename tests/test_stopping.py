@@ -169,3 +169,35 @@ print(*_run((1, lambda: "next")))
         "failed its worker process was terminated (SIGTERM) before the unit finished; rerun the same command to resume",
         "ok next",
     ]
+
+
+def test_a_second_stop_during_the_staging_removal_still_removes_it(tmp_path):
+    """A run stopped by SIGTERM exited 143, said "partial output removed", and left its staging folder
+    (once in 1,321 tests, tests/test_cli_runs.py): a stop swallowed by a finalizer is raised again at
+    the next day (stopping.check) and also sent again by a timer, and the second landed inside the
+    first's cleanup, ending shutil.rmtree half way. A stop that arrives while a staging folder is
+    removed is held until it is gone, then raised. Here the stop is sent from inside the removal."""
+    lines = _run(
+        f"""
+import shutil
+from pathlib import Path
+from fincon.cli.main import Terminated, _stoppable
+from fincon.engine import rundir
+
+real = shutil.rmtree
+def interrupted(path, *a, **k):  # the second stop arrives as the removal begins
+    os.kill(os.getpid(), signal.SIGTERM)
+    for _ in range(100_000):  # its handler runs here
+        pass
+    return real(path, *a, **k)
+rundir.shutil.rmtree = interrupted
+try:
+    with _stoppable():
+        with rundir.RunDir(Path({str(tmp_path / "run")!r})) as run:
+            (run.path / "equity.csv").write_text("date,value")
+            raise Terminated()
+except Terminated:
+    print("Terminated", sorted(p.name for p in Path({str(tmp_path)!r}).iterdir()))
+"""
+    )
+    assert lines == ["Terminated []"]

@@ -32,7 +32,7 @@ from typing import Any, Literal, Mapping, Sequence
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from fincon import __version__
+from fincon import __version__, stopping
 from fincon.data.calendar import ALWAYS_OPEN, Calendar, gaps_note, infer_calendar, weekend_bars
 from fincon.data.events.loaders.directory import write_jsonl_gz
 from fincon.data.events.model import SOURCES, Event
@@ -338,7 +338,8 @@ def write_dataset(corpus: ImportedCorpus, out: Path, *, replace: bool = False) -
         )
         DATASET.swap_in(staging, out, replace)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        with stopping.held():  # a second stop must not end the removal half way
+            shutil.rmtree(staging, ignore_errors=True)
         raise
     return manifest
 

@@ -36,6 +36,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fincon import stopping
 from fincon.errors import ConfigError, FinconError
 from fincon.ownership import is_fincon_report, listing, shown, top_level
 
@@ -271,8 +272,9 @@ class RunDir:
         raise FinconError(f"could not find a free name next to {self.final}; result kept in {self.staging}")
 
     def abort(self) -> None:
-        shutil.rmtree(self.staging, ignore_errors=True)
-        self._remove_made_parents()
+        with stopping.held():  # a second stop must not end the removal half way (the folder left behind)
+            shutil.rmtree(self.staging, ignore_errors=True)
+            self._remove_made_parents()
 
     def _remove_made_parents(self) -> None:
         """Remove the (empty) parent directories this run created, so a run

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Collection, Iterator, Mapping, Sequence, TypeVar
 
+from fincon import stopping
 from fincon.errors import Busy, FinconError
 from fincon.files import write_atomic
 from fincon.workflow.status import RESUMABLE, claim, marking, versioned
@@ -115,7 +116,8 @@ class Study:
                 return result
         except BaseException as exc:
             if self.out in made and self.disposable is not None and self.disposable(self.out):
-                shutil.rmtree(self.out, ignore_errors=True)  # nothing finished: leave nothing behind
+                with stopping.held():  # nothing finished: leave nothing behind, a second stop or not
+                    shutil.rmtree(self.out, ignore_errors=True)
                 for p in reversed(made[:-1]):
                     try:
                         p.rmdir()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from fincon import stopping
 from fincon.data.events.audio import render_call_audio
 from fincon.data.events.generator import LABEL, GeneratorConfig
 from fincon.data.events.loaders.directory import write_jsonl_gz
@@ -71,7 +72,8 @@ def write_corpus(
         res = _write(events, staging, cfg, audio, bitrate)
         SAMPLE_CORPUS.swap_in(staging, out_dir, replace)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        with stopping.held():  # a second stop must not end the removal half way
+            shutil.rmtree(staging, ignore_errors=True)
         raise
     return res
 
