@@ -110,6 +110,23 @@ def test_momentum_reads_twelve_months_of_each_tickers_own_sessions():
     assert select(parse_rule("momentum:1"), bars, days[0].date(), start.date()) == ["STOCK"]
 
 
+def test_top_volume_reads_three_months_of_each_tickers_own_sessions():
+    """top-volume:N averaged the dollar volume of the last 60 bars: 3 months of a stock's sessions,
+    2 of a coin's. A coin that traded $7e8 a day until 60 days before the window and $0.5e8 since,
+    beside a stock at $2e8 throughout: over the coin's own 3 months (86 bars) it averages
+    (26 x 7e8 + 60 x 0.5e8) / 86 = $2.47e8 and leads; over 60 bars ($0.5e8) it trailed."""
+    start = pd.Timestamp("2021-06-01")
+    days = pd.date_range(start - pd.Timedelta(days=200), start - pd.Timedelta(days=1), freq="D")
+    ago = (start - days).days.to_numpy()
+    weekdays = days[days.day_of_week < 5]
+
+    def frame(idx, volume):  # a close of 100: the dollar volume is 100 x volume
+        return pd.DataFrame({"open": 100.0, "high": 100.0, "low": 100.0, "close": 100.0, "volume": volume}, index=idx)
+
+    bars = {"COIN": frame(days, np.where(ago > 60, 7e6, 0.5e6)), "STOCK": frame(weekdays, 2e6)}
+    assert select(parse_rule("top-volume:1"), bars, days[0].date(), start.date()) == ["COIN"]
+
+
 def test_summary_against_buy_and_hold_by_hand():
     from scipy.stats import wilcoxon
 

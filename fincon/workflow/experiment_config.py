@@ -95,7 +95,7 @@ class RollingSpec(Section):
             parse=str,
             metavar="RULE",
             help="tickers of each window, picked at its start from earlier bars: all, random:N:SEED, "
-            "top-volume:N (60-day dollar volume), momentum:N (12-month return) or T1,T2,...; "
+            "top-volume:N (3-month dollar volume), momentum:N (12-month return) or T1,T2,...; "
             "repeatable (default all)",
             group=ROLLING,
         ),

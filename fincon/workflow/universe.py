@@ -8,7 +8,8 @@ A rule is a string (``--universe RULE``):
   generator seeded with (SEED, the window's first day), so each window draws
   anew and the same command draws the same;
 * ``top-volume:N``: the N with the largest mean dollar volume (close x
-  volume) over the 60 trading days before the window;
+  volume) over the 3 months before the window (60 bars of a stock, 86 of a
+  coin: each ticker's own sessions, read from its bars before the window);
 * ``momentum:N``: the N with the largest total return over the 12 months
   before the window, close to close (252 bars of a stock, 365 of a coin: each
   ticker's own sessions, read from its bars before the window);
@@ -131,16 +132,17 @@ def select(rule: Rule, bars: Mapping[str, pd.DataFrame], history_from: dt.date, 
         score = {}
         for t in pool:
             past = _before(bars[t], start)
+            # its own sessions: 252 a year of a stock's, 365 of a coin's (its bars before the window)
+            year = infer_calendar(past.index).days_per_year
             if rule.kind == "top-volume":
-                w = past.iloc[-VOLUME_DAYS:]
+                w = past.iloc[-(VOLUME_DAYS * year // TRADING_DAYS) :]
                 if not (w["volume"] > 0).any():  # close-only prices: no volume to rank by (not alphabetical)
                     raise ValueError(
                         f"universe top-volume:{rule.n}: {t} has no volume before {start} (close-only prices?); "
                         "rank by momentum:N or name the tickers"
                     )
                 score[t] = float((w["close"] * w["volume"]).mean())
-            else:  # 12 months of its own sessions: 252 a stock's, 365 a coin's (its bars before the window)
-                year = infer_calendar(past.index).days_per_year
+            else:
                 w = past["close"].iloc[-(MOMENTUM_DAYS * year // TRADING_DAYS + 1) :]
                 score[t] = float(w.iloc[-1] / w.iloc[0] - 1.0)
         picked = sorted(pool, key=lambda t: (-score[t], t))[: rule.n]
