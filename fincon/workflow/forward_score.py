@@ -116,7 +116,7 @@ def verify(root: Path, into: Path | None = None) -> dict[str, Any]:
     sealed = sealed_decisions(entries)
     kept = {d for _, d in sealed} | set(map(str, missed(entries)))
     for name, result in report.results.items():  # a day the replay traded that no entry sealed or missed
-        extra = next((d["date"] for d in (result.decisions if result else []) if d["date"] not in kept), None)
+        extra = next((d["date"] for d in result.decisions if d["date"] not in kept), None)
         if extra is not None:
             return {"ok": False, "problem": f"the replay of {name} decided on {extra}, a day the journal neither "
                     "sealed nor missed (its prices hold a bar on a day that is no session): its score is not the "
