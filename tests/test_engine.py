@@ -189,26 +189,29 @@ def test_full_investment_with_costs_is_never_rejected(fill):
     assert res.rejected_orders == 0 and res.metrics.n_trades == 1
 
 
-def test_a_short_pays_its_borrow_fee_by_calendar_day():
+def test_a_short_pays_its_borrow_fee_by_calendar_day_on_the_shares_value():
     """The team sells short and paid nothing to borrow the shares: a short of TSLA from the window's
     first close to its last gained the whole fall. ``broker.borrow`` is a yearly fee on the value
-    borrowed, as backtrader's broker charges credit interest: shares x entry price x rate / 365 a
+    borrowed, charged as a broker charges it: shares x the last close before the day x rate / 365 a
     calendar day (weekends included) from the session its fill is booked (a close fill's: the next),
-    taken from the cash and reported beside the commission, never inside it."""
+    taken from the cash and reported beside the commission, never inside it. backtrader's own credit
+    interest priced the shares at the entry price for as long as they were held (TSLA's closes over
+    the window averaged 25 % below the entry: a short held to the end paid 1.34x what the shares owed)."""
     market = market_for(["TSLA"])
     p = market.frame("TSLA")["close"]
     free = backtest(market, _ShortOnce())
     res = backtest(market, _ShortOnce(), borrow=0.05)
     shares = -res.trades["size"].iloc[0]
-    days = (p.index[-1] - p.index[1]).days
-    fee = shares * p.iloc[0] * 0.05 * days / 365
-    assert fee == pytest.approx(1_000_000.0 * 0.05 * days / 365, rel=1e-6)  # the whole book, shorted
+    assert shares * p.iloc[0] == pytest.approx(1_000_000.0, rel=1e-6)  # the whole book, shorted
+    each = [shares * p.iloc[i - 1] * 0.05 * (p.index[i] - p.index[i - 1]).days / 365 for i in range(2, len(p))]
+    fee = sum(each)
     assert res.values[1] == pytest.approx(free.values[1], rel=1e-12)  # booked on day 1: nothing owed yet
-    assert free.values[2] - res.values[2] == pytest.approx(
-        shares * p.iloc[0] * 0.05 * (p.index[2] - p.index[1]).days / 365
-    )
+    assert free.values[2] - res.values[2] == pytest.approx(each[0], rel=1e-9)  # day 1's close, not day 0's
+    assert each[0] != pytest.approx(shares * p.iloc[0] * 0.05 * (p.index[2] - p.index[1]).days / 365, rel=1e-3)
     assert res.values[-1] == pytest.approx(free.values[-1] - fee, rel=1e-9)
     assert res.borrow_paid == pytest.approx(fee, rel=1e-9)
+    entry = shares * p.iloc[0] * 0.05 * (p.index[-1] - p.index[1]).days / 365
+    assert entry / fee > 1.2  # what the entry price would have charged on a falling stock
     assert res.trades["commission"].sum() == 0.0
     # round_trips.csv holds fills (pyfolio's round trips, no financing): its P&L less the fee is the run's
     from fincon.engine.artifacts import round_trips

@@ -71,7 +71,8 @@ class Commission(_CostModel):
     @abstractmethod
     def install(self, broker: bt.brokers.BackBroker, borrow: float = 0.0) -> None:
         """Set the commission on backtrader's broker, with ``borrow`` as its credit interest: a yearly
-        fee on short positions' value (shares x entry price x rate / 365 a calendar day)."""
+        fee on short positions' value (shares x the last close before the day x rate / 365 a calendar
+        day, :func:`_marked`)."""
 
 
 class PercentCommission(Commission):
@@ -91,7 +92,7 @@ class PercentCommission(Commission):
         return self.rate
 
     def install(self, broker: bt.brokers.BackBroker, borrow: float = 0.0) -> None:
-        broker.setcommission(commission=self.rate, interest=borrow)
+        _set_percent(broker, self.rate, borrow)
 
     def summary(self) -> dict[str, Any]:
         return {"commission": self.rate}
@@ -105,6 +106,29 @@ def per_share_commission(size: float, price: float, per_share: float, minimum: f
         return 0.0
     fee = max(shares * per_share, minimum)
     return min(fee, maximum * shares * price) if maximum > 0 else fee
+
+
+@functools.cache
+def _marked(base: type) -> type:
+    """backtrader's commission scheme ``base`` with its credit interest (the borrow fee) on the shares'
+    value at the last close before the day charged, as a broker marks a short each day: backtrader's
+    own prices the shares at their entry price for as long as they are held (a short of TSLA held
+    eight months while its closes averaged 25 % below the entry paid 1.34x what it owed). The last close before ``dt0`` is the bar's previous one
+    when the broker charges on a session's bar, its current one when a strategy estimates the next
+    session's fee (:meth:`Costs.borrow_due`): both read the same close, never one after the day."""
+
+    def _get_credit_interest(self, data, size, price, days, dt0, dt1):
+        mark = data.close[0] if data.datetime.date(0) < dt0 else data.close[-1]
+        return days * self._creditrate * abs(size) * mark
+
+    return type(f"Marked{base.__name__}", (base,), {"_get_credit_interest": _get_credit_interest})
+
+
+def _set_percent(broker: bt.brokers.BackBroker, rate: float, borrow: float) -> None:
+    """``broker.setcommission(commission=rate, interest=borrow)`` with the borrow fee marked (:func:`_marked`)."""
+    import backtrader as bt
+
+    broker.addcommissioninfo(_marked(bt.CommInfoBase)(commission=rate, percabs=True, interest=borrow))
 
 
 @functools.cache
@@ -125,7 +149,7 @@ def _per_share_comm_info() -> type:
         def _getcommission(self, size, price, pseudoexec):
             return per_share_commission(size, price, self.p.per_share, self.p.minimum, self.p.maximum)
 
-    return PerShareCommInfo
+    return _marked(PerShareCommInfo)
 
 
 class PerShareCommission(Commission):
@@ -173,7 +197,7 @@ class ZeroCommission(Commission):
         return 0.0
 
     def install(self, broker: bt.brokers.BackBroker, borrow: float = 0.0) -> None:
-        broker.setcommission(commission=0.0, interest=borrow)
+        _set_percent(broker, 0.0, borrow)
 
 
 # -- slippage -------------------------------------------------------------------------------
