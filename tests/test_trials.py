@@ -234,3 +234,16 @@ def test_a_moved_window_and_flags_no_model_reads_count_as_they_should(tmp_path, 
     assert main(["ledger", "--ledger", str(ledger), "--json"]) == 0
     (fam,) = json.loads(capsys.readouterr().out)["families"]
     assert fam["family"] == "TSLA 2022-05-02..2022-09-30" and fam["trials"] == 2 and fam["windows"] == 2
+
+
+def test_a_familys_best_is_its_best_daily_sharpe_whatever_days_a_year_annualised_it():
+    """Found by hand: HON's buy-and-hold beside BTC was annualised with 365 days (a coin's) before a
+    run took its own tickers' calendar, and with 252 after: the ledger's best compared annualised
+    figures, so a series annualised with 365 beat a better one annualised with 252. The best is the
+    best daily Sharpe (what DSR deflates), shown with its own annualised figure."""
+    coin_year = _row("buy-and-hold", "2020-07-01", "2020-12-30", "a", 0.10)
+    coin_year["sharpe"] = 0.10 * 365**0.5  # 1.911
+    stock_year = _row("sma-cross", "2020-07-01", "2020-12-30", "b", 0.11)  # 0.11 * sqrt(252) = 1.746
+    (summ,) = trials.summary([coin_year, stock_year])
+    assert summ["best_strategy"] == "sma-cross" and summ["best_sharpe"] == pytest.approx(0.11 * 252**0.5)
+    assert summ["tried_before_best"] == 1

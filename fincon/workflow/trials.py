@@ -474,7 +474,8 @@ def summary(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         distinct = f.distinct
         others = beside(counted, f.tickers, f.start, f.end)
         scored = [r for r in f.scorable if r.get("sharpe") is not None and r["sharpe"] == r["sharpe"]]
-        best = max(scored, key=lambda r: r["sharpe"], default=None)
+        # by daily Sharpe (DSR's): a family's annualised figures may use other days a year, so never compared
+        best = max(scored, key=lambda r: _daily(r) or -math.inf, default=None)
         out.append(
             {
                 "family": f.name,
