@@ -71,6 +71,25 @@ def test_calibration_by_hand():
     assert calibration(day(100.0, 101.0, [up, down, flat, idle])) == cal
 
 
+def test_calibration_scores_each_call_against_its_own_runs_next_close():
+    """Found in review: a rolling evaluation's windows were joined into one list of decisions, so each
+    window's last call was scored against the next window's first close, months earlier when windows
+    overlap (2020-12-30's call against 2020-07-01's close). Each run is scored apart; the same date in
+    two windows is one day (one close moved both)."""
+
+    def run(*days):
+        call = [{"agent": "news/T", "direction": "bullish", "confidence": 0.5}]
+        return [{"date": d, "record": {"closes": {"T": c}, "agents": call}} for d, c in days]
+
+    late = run(("2020-12-29", 100.0), ("2020-12-30", 101.0))  # rose: a hit
+    early = run(("2020-07-01", 80.0), ("2020-07-02", 81.0))  # rose: a hit
+    both = calibration(late, early)
+    assert (both["calls"], both["by_analyst"]["news"]["hits"], both["days"]) == (2, 2, 2)
+    assert both["by_analyst"]["news"]["judgements"] == 2  # one per run: the analyst judged afresh in each
+    again = calibration(late, run(("2020-12-29", 100.0), ("2020-12-30", 99.0)))  # overlapping: one day
+    assert (again["calls"], again["days"]) == (2, 1)
+
+
 def test_a_rolling_card_takes_the_worst_window_label_of_the_team():
     from fincon.report.evidence import _rolling_knowledge
 
@@ -88,7 +107,7 @@ def test_a_rolling_card_takes_the_worst_window_label_of_the_team():
 def _evidence(results=None, decisions=None):
     from fincon.report.card import Evidence
 
-    return Evidence(Path("x"), None, None, None, results or {}, {}, {}, decisions or [])
+    return Evidence(Path("x"), None, None, None, results or {}, {}, {}, [decisions] if decisions else [])
 
 
 def _placebo(cr, real_cr, bh, real_bh, **more):
@@ -352,7 +371,7 @@ def test_calibration_passes_only_below_a_coin_by_more_than_its_uncertainty():
     from fincon.report.card import FAIL, Evidence, calibration_point
 
     def ev(decisions):
-        return Evidence(Path("x"), None, None, None, {}, {}, {}, decisions)
+        return Evidence(Path("x"), None, None, None, {}, {}, {}, [decisions])
 
     # 3 days at P(up) 0.6: up, up, down -> scores .16 .16 .36, mean .2267 (under 0.25);
     # deviations -.0667 -.0667 .1333, se = sqrt(3/2 * .02667) / 3 = .0667, upper .2267 + 1.645 * .0667
@@ -383,7 +402,7 @@ def test_a_bull_market_is_no_skill_calibration_and_disaggregation_judge_against_
     from fincon.report.card import FAIL, PASS, Evidence, calibration_point, disaggregation
 
     def ev(decisions):
-        return Evidence(Path("x"), None, None, None, {}, {}, {}, decisions)
+        return Evidence(Path("x"), None, None, None, {}, {}, {}, [decisions])
 
     drift = _days([1] * 36 + [-1] * 4, 0.6)
     cal = calibration(drift)

@@ -8,8 +8,10 @@ import math
 from typing import Any
 
 
-def calibration(decisions: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Each analyst's direction and confidence against the next close's move:
+def calibration(*runs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Each analyst's direction and confidence in each run's decisions against that run's next close's
+    move (runs apart: a rolling evaluation's window never scores its last call against the next window's
+    first close; a date in two windows is one day, one close moved both):
     hit rate by confidence bucket, the Brier score of P(up) = 0.5 +/- conf/2
     beside the base rate's (always saying the share of rises: a bull market's
     "bullish" every day is no skill), and per analyst kind the hit rate, the
@@ -21,28 +23,8 @@ def calibration(decisions: list[dict[str, Any]]) -> dict[str, Any] | None:
     judgement, not 60 independent ones). An analyst with nothing to read
     (``via: empty``) made no call: its default "neutral" is not scored."""
     rows = []
-    judged: dict[str, int] = {}  # each analyst's judgements so far: a report read again unchanged is none
-    for i, (d, nxt) in enumerate(zip(decisions, decisions[1:])):
-        rec, rec2 = d.get("record") or {}, nxt.get("record") or {}
-        c0, c1 = rec.get("closes") or {}, rec2.get("closes") or {}
-        for a in rec.get("agents") or []:
-            if a.get("via") == "empty":  # nothing to read that day: the default "neutral" is no call
-                continue
-            who = str(a.get("agent", ""))
-            judged[who] = judged.get(who, 0) + (a.get("via") != "reuse" or who not in judged)
-            t = who.split("/")[-1]
-            if t not in c0 or t not in c1 or a.get("direction") not in ("bullish", "bearish", "neutral"):
-                continue
-            up = 1.0 if c1[t] > c0[t] else 0.0
-            conf = float(a.get("confidence") or 0.0)
-            p = (
-                0.5 + conf / 2
-                if a["direction"] == "bullish"
-                else 0.5 - conf / 2
-                if a["direction"] == "bearish"
-                else 0.5
-            )
-            rows.append((who.split("/")[0], a["direction"], conf, p, up, i, (who, judged[who])))
+    for k, decisions in enumerate(runs):
+        rows += _scored(k, decisions)
     if not rows:
         return None
     brier = sum((r[3] - r[4]) ** 2 for r in rows) / len(rows)
@@ -76,6 +58,35 @@ def calibration(decisions: list[dict[str, Any]]) -> dict[str, Any] | None:
         "by_confidence": buckets,
         "by_analyst": per,
     }
+
+
+def _scored(k: int, decisions: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """The scored calls of run ``k``: (analyst kind, direction, confidence, P(up), up, day, judgement)."""
+    rows = []
+    judged: dict[str, int] = {}  # each analyst's judgements so far: a report read again unchanged is none
+    for i, (d, nxt) in enumerate(zip(decisions, decisions[1:])):
+        rec, rec2 = d.get("record") or {}, nxt.get("record") or {}
+        c0, c1 = rec.get("closes") or {}, rec2.get("closes") or {}
+        for a in rec.get("agents") or []:
+            if a.get("via") == "empty":  # nothing to read that day: the default "neutral" is no call
+                continue
+            who = str(a.get("agent", ""))
+            judged[who] = judged.get(who, 0) + (a.get("via") != "reuse" or who not in judged)
+            t = who.split("/")[-1]
+            if t not in c0 or t not in c1 or a.get("direction") not in ("bullish", "bearish", "neutral"):
+                continue
+            up = 1.0 if c1[t] > c0[t] else 0.0
+            conf = float(a.get("confidence") or 0.0)
+            p = (
+                0.5 + conf / 2
+                if a["direction"] == "bullish"
+                else 0.5 - conf / 2
+                if a["direction"] == "bearish"
+                else 0.5
+            )
+            day = d.get("date", (k, i))  # a date two windows share is one day
+            rows.append((who.split("/")[0], a["direction"], conf, p, up, day, (k, who, judged[who])))
+    return rows
 
 
 def _upper_bound(scores: list[tuple[float, int, Any]]) -> float | None:

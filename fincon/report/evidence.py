@@ -100,7 +100,8 @@ class Evidence:
     results: dict[str, Any]
     metrics: dict[str, Any]
     config: dict[str, Any]
-    decisions: list[dict[str, Any]]
+    #: each team run's decisions, apart (a rolling evaluation's windows: a call is scored against its own run's next close)
+    decisions: list[list[dict[str, Any]]]
     #: a forward journal's replay: whether it is simulated and its git anchor, as `forward score` verified them
     sealed: dict[str, Any] | None = None
     #: a rolling evaluation's team run of each window (its full median), whose records the card reads
@@ -150,7 +151,7 @@ class Evidence:
 
     @cached_property
     def calibration(self) -> dict[str, Any] | None:
-        return calibration(self.decisions)
+        return calibration(*self.decisions)
 
     @property
     def cost_bp(self) -> float:
@@ -216,5 +217,5 @@ def evidence(root: Path, sealed: dict[str, Any] | None = None, ledger: Path | No
     team = _team_run(root) if rolling is None else None
     # a rolling evaluation: each window is an experiment folder (UNIVERSE/kNN) with its team's median run
     windows = tuple(t for r in sorted(root.glob("*/*/results.json")) if (t := _team_run(r.parent))) if rolling else ()
-    decisions = [d for t in ((team,) if team else windows) for d in RunRecord(t).decisions]
+    decisions = [RunRecord(t).decisions for t in ((team,) if team else windows)]
     return Evidence(root, run, team, rolling, results, metrics, config or {}, decisions, sealed, windows, ledger)
