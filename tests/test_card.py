@@ -202,6 +202,9 @@ def test_every_check_gives_each_of_its_verdicts_on_hand_built_evidence(tmp_path)
     not measured) and the number it names. With the tests above, every row of CHECKS has one."""
     import json as _json
 
+    import exchange_calendars as xcals
+    import pandas as pd
+
     from fincon.report.card import (
         CHECKS,
         FAIL,
@@ -217,8 +220,12 @@ def test_every_check_gives_each_of_its_verdicts_on_hand_built_evidence(tmp_path)
         volume_caps,
     )
 
-    def ev(metrics=None, config=None, rolling=None, results=None, team=None):
-        return Evidence(Path("x"), None, team, rolling, results or {}, metrics or {}, config or {}, [])
+    def ev(metrics=None, config=None, rolling=None, results=None, team=None, runs=()):
+        return Evidence(Path("x"), None, team, rolling, results or {}, metrics or {}, config or {}, list(runs))
+
+    def sessions(results, days=pd.bdate_range):  # each window's team run: a decision a session
+        return [[{"date": f"{d:%Y-%m-%d}"} for d in days(w["test_start"], w["test_end"])]
+                for w in results["windows"] if w["strategy"] == "fincon"]  # fmt: skip
 
     assert point_in_time(ev())[0] == PASS
     assert point_in_time(ev({"data_lookahead": "events after their day"})) == (FAIL, "events after their day")
@@ -278,17 +285,34 @@ def test_every_check_gives_each_of_its_verdicts_on_hand_built_evidence(tmp_path)
     # 2019 (261 weekdays) and 2020 (262), a window across both counted once: 523 >= 500
     years = rows(("2019-01-01", "2019-12-31"), ("2019-07-01", "2020-06-30"), ("2020-01-01", "2020-12-31"))
     rolled = {"windows": years, "span": ["2019-01-01", "2020-12-31"], "universes": ["top:5"]}
-    assert long_horizons(ev(rolling={}, results=rolled)) == (
+    assert long_horizons(ev(rolling={}, results=rolled, runs=sessions(rolled))) == (
         PASS,
-        "rolling evaluation: 3 test windows covering 523 weekdays from 2019-01-01 to 2020-12-31",
+        "rolling evaluation: 3 test windows covering 523 sessions from 2019-01-01 to 2020-12-31",
     )
-    # two 3-month windows (64 + 65 weekdays) are no long horizon, however many rows they make
-    quarters = {"windows": rows(("2022-01-03", "2022-03-31"), ("2022-04-01", "2022-06-30"))}
-    assert long_horizons(ev(rolling={}, results=quarters)) == (
+    # found in review: the windows' weekdays were counted, holidays included, where one run counts its
+    # sessions: 2022-01-03..2023-12-01 is 500 weekdays and 482 NYSE sessions, a pass a single run fails
+    held = {"windows": rows(("2022-01-03", "2022-12-30"), ("2023-01-03", "2023-12-01"))}
+    nyse = xcals.get_calendar("XNYS")
+    assert long_horizons(ev(rolling={}, results=held, runs=sessions(held, nyse.sessions_in_range))) == (
         FAIL,
-        "rolling evaluation: 2 test windows covering 129 weekdays from 2022-01-03 to 2022-06-30, under 500 "
+        "rolling evaluation: 2 test windows covering 482 sessions from 2022-01-03 to 2023-12-01, under 500 "
         "(a longer --rolling span)",
     )
+    # a coin's windows: two years of its calendar are 725 sessions, as for one run (600 were 500 weekdays)
+    coin = {"windows": rows(("2022-01-01", "2022-12-31"), ("2023-01-01", "2023-08-23"))}
+    assert long_horizons(ev(rolling={}, results=coin, runs=sessions(coin, pd.date_range))) == (
+        FAIL,
+        "rolling evaluation: 2 test windows covering 600 sessions from 2022-01-01 to 2023-08-23, under 725 "
+        "(two years of a market open 365 days a year) (a longer --rolling span)",
+    )
+    # two 3-month windows (64 + 65 sessions) are no long horizon, however many rows they make
+    quarters = {"windows": rows(("2022-01-03", "2022-03-31"), ("2022-04-01", "2022-06-30"))}
+    assert long_horizons(ev(rolling={}, results=quarters, runs=sessions(quarters))) == (
+        FAIL,
+        "rolling evaluation: 2 test windows covering 129 sessions from 2022-01-03 to 2022-06-30, under 500 "
+        "(a longer --rolling span)",
+    )
+    assert long_horizons(ev(rolling={}, results=quarters))[0] == NONE  # no window's team run to count
     # a rule picking 5 a window, new ones in the second window: 10 distinct tickers over 2 windows, broad,
     # from a pool that keeps 2 firms whose bars end before the data's last day
     two = rows(("2022-01-03", "2022-03-31")) + rows(("2022-04-01", "2022-06-30"), tickers="F G H I J")
