@@ -206,6 +206,17 @@ def test_a_masked_journal_of_single_agent_baselines_never_names_the_firm(tmp_pat
     assert [a for a, m in kept if "TSLA" in m or "Tesla" in m] == []
     capsys.readouterr()
     assert main(["forward", "verify", "fw"]) == 0, capsys.readouterr().err
+    # found in review: the replay answered from every row of calls.sqlite, where only the calls an entry
+    # names are hashed: an entry naming none (a chain written again) replayed from rows nobody sealed
+    original = (tmp_path / "fw" / "journal.jsonl").read_bytes()
+
+    def unnamed(entries):
+        return [{**e, "calls": []} if e.get("decided") == "2022-10-10" else e for e in entries]
+
+    _resign(tmp_path / "fw", unnamed)
+    assert main(["forward", "verify", "fw"]) == 1
+    assert "not reproduced from the frozen inputs (the replay stopped: replay: call" in capsys.readouterr().err
+    (tmp_path / "fw" / "journal.jsonl").write_bytes(original)
 
 
 @pytest.mark.slow  # two single-agent baselines through the OpenAI path, the server stopped between steps
@@ -661,7 +672,9 @@ def test_a_missed_session_is_never_decided_by_a_later_replay(tmp_path, monkeypat
 
 
 @pytest.mark.slow
-def test_a_live_decision_ready_after_the_open_is_sealed_missed_and_verify_refuses_a_late_seal(tmp_path, monkeypatch):
+def test_a_live_decision_ready_after_the_open_is_sealed_missed_and_verify_refuses_a_late_seal(
+    tmp_path, monkeypatch, capsys
+):
     """Nothing compared a seal's time with the open of the session it trades: a live step begun at 13:00 UTC
     whose model took 40 minutes sealed its decision at 13:40, after the 10th opened at 13:30 (its open
     price known by then), and verify passed it; a chain re-signed with such a time verified too. A decision
@@ -673,6 +686,12 @@ def test_a_live_decision_ready_after_the_open_is_sealed_missed_and_verify_refuse
 
     forward, root, load = _live_sma_journal(tmp_path, monkeypatch, 2, 4)
     utc = dt.timezone.utc
+    # found in review: the evening a live journal is registered (its first session the next day), a step
+    # froze every bar up to that day, failed ("start 2022-10-05 is after end 2022-10-04") and left them
+    # frozen, unsealed, under the folder every later replay reads first
+    assert forward.step(root, clock=lambda: dt.datetime(2022, 10, 4, 21, 30, tzinfo=utc)) == []
+    assert "the journal's first session is 2022-10-05; its decision is made at its close" in capsys.readouterr().err
+    assert not (root / "inputs").exists() or not list((root / "inputs").iterdir())
     # the clock read at the step's start, at the seals of the 5th and 6th (no step ran) and at the decision
     readings = iter(
         [dt.datetime(2022, 10, 10, 13, 0, tzinfo=utc)] * 3 + [dt.datetime(2022, 10, 10, 13, 40, tzinfo=utc)]
@@ -686,9 +705,13 @@ def test_a_live_decision_ready_after_the_open_is_sealed_missed_and_verify_refuse
         "decided at 2022-10-10 13:40:00 UTC, after 2022-10-10 opened at 13:30 UTC: too late to trade it (a slow "
         "model or machine: step earlier)"
     )
+    # the late decision's inputs, frozen and sealed by no entry, are gone: the next step freezes its bars
+    # again, under an entry (found in review: left, they were read unsealed by every later replay and score)
+    assert not (root / "inputs" / "2022-10-07").exists()
     sealed = forward.step(root, clock=lambda: dt.datetime(2022, 10, 10, 21, 0, tzinfo=utc))
     assert [(e["decided"], e["trades"], e["sealed_at"]) for e in sealed] == [
         ("2022-10-10", "2022-10-11", "2022-10-10T21:00:00+00:00")]  # fmt: skip
+    assert sorted(p.name for p in (root / "inputs").iterdir()) == ["2022-10-10"]
     monkeypatch.setattr(forward.Plan, "load", load)
     assert main(["forward", "verify", "fw"]) == 0
     # the author re-signs the chain with the session sealed after the 11th opened: every hash holds
@@ -1532,3 +1555,75 @@ def test_a_journal_never_trades_a_day_that_is_no_session(tmp_path, monkeypatch, 
     capsys.readouterr()
     assert main(["forward", "verify", "fw"]) == 1
     assert "decided on 2022-10-08, a day the journal neither sealed nor missed" in capsys.readouterr().err
+
+
+def _resign(root, edit):
+    """The journal's chain written again by its author with ``edit`` applied to its entries (a list):
+    every hash holds, as any re-signed chain without an outside anchor does."""
+    from fincon.workflow.journal import Journal
+
+    journal = Journal(root)
+    entries = edit([{k: v for k, v in e.items() if k not in ("seq", "prev_hash", "hash")} for e in journal.entries()])
+    (root / "journal.jsonl").unlink()
+    journal.append_all(entries)
+
+
+@pytest.mark.slow  # a simulated sma-cross journal of 6 sessions, verified six times
+def test_verify_refuses_inputs_no_entry_seals_and_fields_the_replay_does_not_bear_out(tmp_path, monkeypatch):
+    """Found in review (a sceptic's reading of verify): a folder of frozen inputs that no entry names
+    was read by the replay and the score (a step that froze a session's bars and sealed nothing), so
+    its bars could be edited after the fact (the sealed buy's fill 20 % cheaper, CR -10.07 % read as
+    +12.24 %) and verify passed; an entry's ``trades`` and the registration's ``first_session``, which
+    the late-seal check reads, were taken as written (a decision sealed after the open of the session
+    it traded passed with ``trades`` one session on); and a second entry for a session already sealed,
+    with another decision, was compared with the first's. Each is refused."""
+    from fincon.workflow.forward_score import verify
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    assert main(["forward", "init", "fw", "--ticker", "TSLA", "--strategy", "sma-cross", "--no-benchmark",
+                 "--param", "sma-cross.fast=2", "--param", "sma-cross.slow=4", "--simulate-from", START]) == 0  # fmt: skip
+    assert main(["forward", "step", "fw", "--until", END, "--no-progress"]) == 0
+    root = tmp_path / "fw"
+    assert verify(root)["ok"]
+    shutil.copytree(root / "inputs" / END, root / "inputs" / "2022-10-13")
+    assert verify(root)["problem"] == (
+        "inputs/2022-10-13: frozen inputs no entry seals (a step that froze them and sealed nothing): a replay "
+        "and a score would read them; remove the folder (the next step freezes them again)"
+    )
+    assert main(["forward", "step", "fw", "--until", "2022-10-13", "--no-progress"]) == 1  # no step on it either
+    shutil.rmtree(root / "inputs" / "2022-10-13")
+    shutil.copytree(root / "inputs" / START, root / "inputs" / "2022-10-04")  # before sealed ones: read by them
+    assert verify(root)["problem"] == (
+        "inputs/2022-10-04: frozen inputs no entry seals (a step that froze them and sealed nothing), read by the "
+        "replay of every session sealed after it: those rest on bars nobody sealed"
+    )
+    shutil.rmtree(root / "inputs" / "2022-10-04")
+    original = (root / "journal.jsonl").read_bytes()
+
+    def last_trades_later(entries):
+        entries[-1]["trades"] = "2022-10-14"
+        return entries
+
+    _resign(root, last_trades_later)
+    assert verify(root)["problem"].endswith(
+        "it says it trades 2022-10-14, and a decision at 2022-10-12's close trades 2022-10-13"
+    )
+    (root / "journal.jsonl").write_bytes(original)
+
+    def first_later(entries):
+        entries[0]["first_session"] = "2022-10-06"
+        return entries
+
+    _resign(root, first_later)
+    assert verify(root)["problem"].endswith("its first session is written 2022-10-06; plan.yaml's is 2022-10-05")
+    (root / "journal.jsonl").write_bytes(original)
+
+    def twice(entries):
+        again = {**entries[-1], "decision": {**entries[-1]["decision"], "weights": {"TSLA": -1.0}}}
+        return [*entries, again]
+
+    _resign(root, twice)
+    assert verify(root)["problem"].endswith("sma-cross's decision at 2022-10-12 is sealed already (seq 6)")
+    (root / "journal.jsonl").write_bytes(original)
+    assert verify(root)["ok"]

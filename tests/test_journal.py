@@ -25,8 +25,9 @@ def _journal(tmp_path):
     db.close()
     call = {"key": "k1", "agent": "manager", "prompt_sha256": hashlib.sha256(b'[{"role": "user"}]').hexdigest(),
             "answer_sha256": hashlib.sha256(b'{"action": "buy"}').hexdigest()}  # fmt: skip
-    for s in ("2022-10-05", "2022-10-06"):
-        j.append({"kind": "session", "session": s, "inputs": {"path": "inputs/2022-10-05", "sha256": tree_hash(inputs)},
+    for s, trades in (("2022-10-05", "2022-10-06"), ("2022-10-06", "2022-10-07")):
+        j.append({"kind": "session", "strategy": "buy-and-hold", "decided": s, "trades": trades, "simulated": True,
+                  "inputs": {"path": "inputs/2022-10-05", "sha256": tree_hash(inputs)},
                   "calls": [call], "decision": {"TSLA": 1.0}})  # fmt: skip
     return j
 
@@ -45,12 +46,15 @@ def test_a_sealed_chain_verifies_and_each_line_hashes_itself(tmp_path):
 @pytest.mark.parametrize(
     "tamper, why",
     [
-        ("edit", "entry 1 (seq 1, session 2022-10-05): its contents do not match its hash"),
-        ("remove", "entry 1 (seq 2, session 2022-10-06): it does not follow the entry before it"),
-        ("reorder", "entry 1 (seq 2, session 2022-10-06): it does not follow the entry before it"),
-        ("resign", "entry 2 (seq 2, session 2022-10-06): it does not follow the entry before it"),
-        ("inputs", "entry 1 (seq 1, session 2022-10-05): its frozen inputs inputs/2022-10-05 were changed"),
-        ("answer", "entry 1 (seq 1, session 2022-10-05): the answer of call k1 (manager) was changed"),
+        ("edit", "entry 1 (seq 1, session buy-and-hold 2022-10-05): its contents do not match its hash"),
+        ("remove", "entry 1 (seq 2, session buy-and-hold 2022-10-06): it does not follow the entry before it"),
+        ("reorder", "entry 1 (seq 2, session buy-and-hold 2022-10-06): it does not follow the entry before it"),
+        ("resign", "entry 2 (seq 2, session buy-and-hold 2022-10-06): it does not follow the entry before it"),
+        (
+            "inputs",
+            "entry 1 (seq 1, session buy-and-hold 2022-10-05): its frozen inputs inputs/2022-10-05 were changed",
+        ),
+        ("answer", "entry 1 (seq 1, session buy-and-hold 2022-10-05): the answer of call k1 (manager) was changed"),
     ],
 )
 def test_each_kind_of_tampering_is_named_at_its_first_entry(tmp_path, tamper, why):

@@ -64,7 +64,7 @@ from fincon.workflow.forward_clock import (
     session_open,
     sessions,
 )
-from fincon.workflow.forward_plan import Plan, _frozen_config, a_hole, freeze, models, same_weights
+from fincon.workflow.forward_plan import Plan, _frozen_config, a_hole, frozen_inputs, models, same_weights
 from fincon.workflow.forward_state import keep_state, resume_for
 from fincon.workflow.journal import (
     BOOKS,
@@ -279,6 +279,10 @@ def _step(root: Path, until: dt.date | None, progress: bool, clock: Clock, seale
             trades = next_session(wall.date()) if session_open(wall.date()) <= wall else wall.date()
             # the decision is made at the last close before the session it trades
             day = previous_session(trades)
+            if day < plan.first:  # registered today: the step that evening has nothing to decide yet
+                print(f"fincon: {root}: the journal's first session is {plan.first}; its decision is made at its "
+                      "close: step after it", file=sys.stderr)  # fmt: skip
+                return
             if done and day <= done[-1]:
                 print(
                     f"fincon: {root}: the session {trades} is decided already (at {done[-1]}'s close)", file=sys.stderr
@@ -320,107 +324,110 @@ def _decide(
     root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bool, clock: Clock = wall_clock,
     code: dict[str, Any] | None = None,
 ) -> list:  # fmt: skip
-    """Freeze the inputs of ``day``, run the strategies from the first session to it, check the sealed
-    decisions come out again and seal this one's."""
+    """Freeze the inputs of ``day`` (:func:`frozen_inputs`), run the strategies from the first session to
+    it, check the sealed decisions come out again and seal this one's."""
 
     sealed_so_far = journal.entries()
-    frozen = freeze(root, plan, day)
-    cfg = _frozen_config(root, plan, day, keep_state=True)
-    broker = held = None
-    if plan.broker == "alpaca":  # the account must hold what the journal says before anything is decided
-        broker = AlpacaPaper()
-        held = broker.reconcile(_expected_positions(sealed_so_far))
-    out = root / REPLAY
-    past = sealed_decisions(sealed_so_far)
-    skip = frozenset(missed(sealed_so_far))  # sessions no step ran: nothing asked on them
-    if cfg.broker.charge_llm:  # the model's spend is charged on the day it is made: every session asked again
-        resume = {name: Resume(missed=skip) for name in cfg.strategies}
-    else:
-        resume = {name: resume_for(root, name, decided(sealed_so_far), past, skip) for name in cfg.strategies}
+    with frozen_inputs(root, plan, day, journal) as frozen:
+        cfg = _frozen_config(root, plan, day, keep_state=True)
+        broker = held = None
+        if plan.broker == "alpaca":  # the account must hold what the journal says before anything is decided
+            broker = AlpacaPaper()
+            held = broker.reconcile(_expected_positions(sealed_so_far))
+        out = root / REPLAY
+        past = sealed_decisions(sealed_so_far)
+        skip = frozenset(missed(sealed_so_far))  # sessions no step ran: nothing asked on them
+        if cfg.broker.charge_llm:  # the model's spend is charged on the day it is made: every session asked again
+            resume = {name: Resume(missed=skip) for name in cfg.strategies}
+        else:
+            resume = {name: resume_for(root, name, decided(sealed_so_far), past, skip) for name in cfg.strategies}
 
-    def replay(resume: dict[str, Resume]):  # score draws the charts
-        return workflow.run_config(cfg, out, progress=progress, replace=True, warn_knowledge=False, ledger=None,
-                          decide_last=True, plots=False, resume=resume)  # fmt: skip
+        def replay(resume: dict[str, Resume]):  # score draws the charts
+            return workflow.run_config(cfg, out, progress=progress, replace=True, warn_knowledge=False, ledger=None,
+                              decide_last=True, plots=False, resume=resume)  # fmt: skip
 
-    try:
-        report = replay(resume)
-    except StateError as exc:  # the saved state is a cache: without it, every session is asked again
-        log.warning("%s; asking every strategy again from the first session", exc)
-        report = replay({name: Resume(save=r.save, missed=skip) for name, r in resume.items()})
-    if report.failed or any(r.stopped for r in report.results.values()):
-        said: dict[str, list[str]] = {}  # one reason once, with the strategies it stopped (a server down stops all)
-        for name, text in [*report.failed.items(), *((n, r.stopped) for n, r in report.results.items() if r.stopped)]:
-            said.setdefault(text, []).append(name)
-        why = "; ".join(f"{', '.join(names)}: {text}" for text, names in said.items())
-        raise ForwardError(f"{day}: the strategies could not decide ({why}); nothing sealed, the next step retries")
-    for name, result in report.results.items():
-        for d in result.decisions[:-1]:
-            want = past.get((name, d["date"]))
-            if want is not None and sealed_part(d) != want:
-                raise JournalError(
-                    f"{name} on {d['date']}: the sealed decision is not reproduced from the frozen inputs "
-                    "(edited inputs, another model, or fincon changed); nothing sealed"
-                )
-    at, opens = clock(), session_open(next_session(day))
-    if not plan.simulated and at >= opens:  # its open is known by now: a decision sealed now could trade on it
-        raise Late(f"decided at {at:%Y-%m-%d %H:%M:%S} UTC, after {next_session(day)} opened at {opens:%H:%M} UTC: "
-                   "too late to trade it (a slow model or machine: step earlier)", at.isoformat(timespec="seconds"))  # fmt: skip
-    entries = []
-    books: dict[str, str] = {}
-    for name, result in report.results.items():
-        last = result.decisions[-1]
-        if last["date"] != str(day):
-            raise ForwardError(f"{name}: the data ends before {day}; nothing sealed, the next step retries")
-        run_dir = report.run_dirs[name]
-        calls = _keep_calls(root, cfg, run_dir, str(day))
-        book = result.book.to_json() if result.book is not None else None
-        books[name] = json_text({"session": str(day), **(book or {})})
-        model = report.knowledge.get(name) or {}
-        orders: dict[str, Any] = {"fill": "next open", "targets": (last.get("weights") or {})}
-        if broker is not None and held is not None:
-            equity = broker.equity()
-            placed = AlpacaPaper.orders_for(orders["targets"], _closes(root, cfg.tickers, day), equity, held)
-            orders["alpaca"] = {"equity": equity, "held": held, "orders": placed,
-                                "expected": expected_after(held, placed)}  # fmt: skip
-        entries.append(
-            {
-                "kind": "session",
-                "strategy": name,
-                "decided": str(day),
-                "trades": str(next_session(day)),
-                "sealed_at": at.isoformat(timespec="seconds"),
-                "simulated": plan.simulated,
-                "inputs": frozen,
-                "model": {k: model.get(k) for k in ("model", "cutoff", "label")},
-                "code": code or forward_code.stamp(),  # the code that decided it (fincon.workflow.forward_code)
-                "calls": calls,
-                "decision": sealed_part(last),
-                "orders": orders,
-                "book": book,
-            }
-        )
-    try:
-        sealed = journal.append_all(entries)  # every strategy's decision of the session, in one write
-    except OSError as exc:
-        raise ForwardError(f"{root}: cannot write the journal ({exc.strerror or exc}); nothing sealed") from None
-    try:
-        (root / BOOKS).mkdir(exist_ok=True)
-        for name, text in books.items():
-            write_atomic(root / BOOKS / f"{name}.json", text)
-    except OSError as exc:  # the entries hold the books: these files are a copy the next step rewrites
-        raise ForwardError(
-            f"{root}: the session {day} is sealed, but its books' copy in {BOOKS}/ could not be written "
-            f"({exc.strerror or exc}); the journal holds them, and the next step rewrites the copy"
-        ) from None
-    for name in report.results:  # the state each strategy stands in after this session, for the next step
-        keep_state(root, name, report.run_dirs[name], day)
-    forward_ledger.track(plan, sealed_so_far[0], report.results, day)
-    if broker is not None:  # sealed first: an order placed is always on the record
-        for e in sealed:
-            _place(root, broker, e)
-    if (root / ".git").is_dir():
-        forward_anchor.commit(root, f"seal {day}", f"the session {day} is sealed")
-    return sealed
+        try:
+            report = replay(resume)
+        except StateError as exc:  # the saved state is a cache: without it, every session is asked again
+            log.warning("%s; asking every strategy again from the first session", exc)
+            report = replay({name: Resume(save=r.save, missed=skip) for name, r in resume.items()})
+        if report.failed or any(r.stopped for r in report.results.values()):
+            said: dict[str, list[str]] = {}  # one reason once, with the strategies it stopped (a server down stops all)
+            for name, text in [
+                *report.failed.items(),
+                *((n, r.stopped) for n, r in report.results.items() if r.stopped),
+            ]:
+                said.setdefault(text, []).append(name)
+            why = "; ".join(f"{', '.join(names)}: {text}" for text, names in said.items())
+            raise ForwardError(f"{day}: the strategies could not decide ({why}); nothing sealed, the next step retries")
+        for name, result in report.results.items():
+            for d in result.decisions[:-1]:
+                want = past.get((name, d["date"]))
+                if want is not None and sealed_part(d) != want:
+                    raise JournalError(
+                        f"{name} on {d['date']}: the sealed decision is not reproduced from the frozen inputs "
+                        "(edited inputs, another model, or fincon changed); nothing sealed"
+                    )
+        at, opens = clock(), session_open(next_session(day))
+        if not plan.simulated and at >= opens:  # its open is known by now: a decision sealed now could trade on it
+            raise Late(f"decided at {at:%Y-%m-%d %H:%M:%S} UTC, after {next_session(day)} opened at {opens:%H:%M} UTC: "
+                       "too late to trade it (a slow model or machine: step earlier)", at.isoformat(timespec="seconds"))  # fmt: skip
+        entries = []
+        books: dict[str, str] = {}
+        for name, result in report.results.items():
+            last = result.decisions[-1]
+            if last["date"] != str(day):
+                raise ForwardError(f"{name}: the data ends before {day}; nothing sealed, the next step retries")
+            run_dir = report.run_dirs[name]
+            calls = _keep_calls(root, cfg, run_dir, str(day))
+            book = result.book.to_json() if result.book is not None else None
+            books[name] = json_text({"session": str(day), **(book or {})})
+            model = report.knowledge.get(name) or {}
+            orders: dict[str, Any] = {"fill": "next open", "targets": (last.get("weights") or {})}
+            if broker is not None and held is not None:
+                equity = broker.equity()
+                placed = AlpacaPaper.orders_for(orders["targets"], _closes(root, cfg.tickers, day), equity, held)
+                orders["alpaca"] = {"equity": equity, "held": held, "orders": placed,
+                                    "expected": expected_after(held, placed)}  # fmt: skip
+            entries.append(
+                {
+                    "kind": "session",
+                    "strategy": name,
+                    "decided": str(day),
+                    "trades": str(next_session(day)),
+                    "sealed_at": at.isoformat(timespec="seconds"),
+                    "simulated": plan.simulated,
+                    "inputs": frozen,
+                    "model": {k: model.get(k) for k in ("model", "cutoff", "label")},
+                    "code": code or forward_code.stamp(),  # the code that decided it (fincon.workflow.forward_code)
+                    "calls": calls,
+                    "decision": sealed_part(last),
+                    "orders": orders,
+                    "book": book,
+                }
+            )
+        try:
+            sealed = journal.append_all(entries)  # every strategy's decision of the session, in one write
+        except OSError as exc:
+            raise ForwardError(f"{root}: cannot write the journal ({exc.strerror or exc}); nothing sealed") from None
+        try:
+            (root / BOOKS).mkdir(exist_ok=True)
+            for name, text in books.items():
+                write_atomic(root / BOOKS / f"{name}.json", text)
+        except OSError as exc:  # the entries hold the books: these files are a copy the next step rewrites
+            raise ForwardError(
+                f"{root}: the session {day} is sealed, but its books' copy in {BOOKS}/ could not be written "
+                f"({exc.strerror or exc}); the journal holds them, and the next step rewrites the copy"
+            ) from None
+        for name in report.results:  # the state each strategy stands in after this session, for the next step
+            keep_state(root, name, report.run_dirs[name], day)
+        forward_ledger.track(plan, sealed_so_far[0], report.results, day)
+        if broker is not None:  # sealed first: an order placed is always on the record
+            for e in sealed:
+                _place(root, broker, e)
+        if (root / ".git").is_dir():
+            forward_anchor.commit(root, f"seal {day}", f"the session {day} is sealed")
+        return sealed
 
 
 def _place(root: Path, broker: Any, entry: dict[str, Any]) -> None:

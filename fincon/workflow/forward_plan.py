@@ -9,14 +9,15 @@ import gzip
 import io
 import json
 import shutil
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pandas as pd
 import yaml
 
-from fincon import workflow
+from fincon import stopping, workflow
 from fincon.agents.team.corpus import COVERAGE
 from fincon.config import RunConfig, load_config
 from fincon.data.events.loaders.directory import write_jsonl_gz
@@ -29,7 +30,7 @@ from fincon.llm.bundled import BUNDLED, file_sha256
 from fincon.llm.masking_terms import TERMS, mined_terms
 from fincon.strategies.registry import make_strategy, params_model
 from fincon.workflow.forward_clock import EXCHANGE, sessions
-from fincon.workflow.journal import INPUTS, PLAN_FILE, STATE, ForwardError, StaleSource, tree_hash
+from fincon.workflow.journal import INPUTS, PLAN_FILE, STATE, ForwardError, Journal, StaleSource, tree_hash
 from fincon.workflow.model_checks import knowledge
 
 
@@ -235,6 +236,21 @@ def _events_spec(cfg: RunConfig) -> str | None:
         if spec:
             return str(spec)
     return None
+
+
+@contextmanager
+def frozen_inputs(root: Path, plan: Plan, day: dt.date, journal: Journal) -> Iterator[dict[str, Any]]:
+    """:func:`freeze`, its folder removed again unless an entry of ``journal`` came to name it (a decision
+    too late, a strategy that could not decide, a stop): a later step's freeze starts after the last
+    folder, and a replay and a score read every one, so one left would be read unsealed."""
+    frozen = freeze(root, plan, day)
+    try:
+        yield frozen
+    except BaseException:
+        if not any((e.get("inputs") or {}).get("path") == frozen["path"] for e in journal.entries()):
+            with stopping.held():
+                shutil.rmtree(root / frozen["path"], ignore_errors=True)
+        raise
 
 
 def _frozen_days(root: Path) -> list[dt.date]:

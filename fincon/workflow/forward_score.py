@@ -4,8 +4,9 @@ from its frozen inputs) and ``score`` (everything a backtest reports, to date)."
 from __future__ import annotations
 
 import datetime as dt
+import sqlite3
 import tempfile
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -16,7 +17,7 @@ from fincon.engine.costs import total_paid
 from fincon.engine.record import RunRecord, draw_charts
 from fincon.engine.resume import Resume
 from fincon.errors import ConfigError, FinconError
-from fincon.llm.cache import CacheMode
+from fincon.llm.cache import CacheMode, CallCache
 from fincon.workflow import forward_code, trials
 from fincon.workflow.forward_anchor import anchored, said
 from fincon.workflow.forward_clock import next_session, session_open
@@ -24,6 +25,7 @@ from fincon.workflow.forward_ledger import ledger_of
 from fincon.workflow.forward_plan import Plan, _frozen_config
 from fincon.workflow.journal import (
     CALLS,
+    PLAN_FILE,
     REPLAY,
     Journal,
     JournalError,
@@ -78,6 +80,9 @@ def verify(root: Path, into: Path | None = None) -> dict[str, Any]:
     plan = Plan.load(root)
     entries = Journal(root).entries()
     problems = list(verify_chain(entries, root))
+    if not problems and entries and entries[0].get("first_session") != str(plan.first):  # the late check reads it
+        problems.append(f"entry 0 (seq 0, register): its first session is written {entries[0].get('first_session')}; "
+                        f"{PLAN_FILE}'s is {plan.first}")  # fmt: skip
     anchor = anchored(root, entries) if (root / ".git").is_dir() else None  # a re-signed chain holds; git does not
     if anchor is None and entries and entries[0].get("anchor") == "git":  # a copy of an anchored journal
         anchor = {"unread": "registered with --anchor git, and this copy holds no .git: the anchor is not read "
@@ -95,17 +100,17 @@ def verify(root: Path, into: Path | None = None) -> dict[str, Any]:
             "anchor": anchor,
             "code": forward_code.record(entries),
         }
-    cfg = _frozen_config(root, plan, done[-1])
-
-    cfg = cfg.model_copy(
-        update={"llm": cfg.llm.model_copy(update={"cache": CacheMode.REPLAY, "cache_path": root / CALLS})}
-    )
-    for name in cfg.strategies:  # a strategy's own llm section points at the journal's calls too
-        own = (cfg.params(name) or {}).get("llm")
-        if own:
-            cfg = cfg.with_params(name, {**cfg.params(name), "llm": {**own, "cache": "replay",
-                                                                     "cache_path": str(root / CALLS)}})  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="fincon-verify-") as d:
+        calls = _named_calls(root, entries, Path(d) / CALLS)
+        cfg = _frozen_config(root, plan, done[-1])
+        cfg = cfg.model_copy(
+            update={"llm": cfg.llm.model_copy(update={"cache": CacheMode.REPLAY, "cache_path": calls})}
+        )
+        for name in cfg.strategies:  # a strategy's own llm section points at the journal's calls too
+            own = (cfg.params(name) or {}).get("llm")
+            if own:
+                cfg = cfg.with_params(name, {**cfg.params(name), "llm": {**own, "cache": "replay",
+                                                                         "cache_path": str(calls)}})  # fmt: skip
         try:
             report = workflow.run_config(cfg, into or Path(d) / "replay", progress=False, replace=True, warn_knowledge=False,
                                 ledger=None, decide_last=True, plots=False,
@@ -140,6 +145,19 @@ def verify(root: Path, into: Path | None = None) -> dict[str, Any]:
         replayed += 1
     return {"ok": True, "entries": len(entries), "replayed": replayed, "anchor": anchor,
             "code": forward_code.record(entries)}  # fmt: skip
+
+
+def _named_calls(root: Path, entries: list[dict[str, Any]], into: Path) -> Path:
+    """A copy of the journal's ``calls.sqlite`` holding only the calls its entries name (their hashes
+    checked by verify_chain), at ``into``: the replay answers from these, never from a row nobody sealed."""
+    CallCache(into, "read-write")._open()  # the call cache's own table
+    keys = sorted({c["key"] for e in entries for c in e.get("calls") or ()})
+    if keys and (root / CALLS).is_file():
+        with closing(sqlite3.connect(into)) as db:
+            db.execute("ATTACH DATABASE ? AS src", (f"{(root / CALLS).resolve().as_uri()}?mode=ro",))
+            db.executemany("INSERT OR IGNORE INTO calls SELECT * FROM src.calls WHERE key = ?", [(k,) for k in keys])
+            db.commit()
+    return into
 
 
 @contextmanager

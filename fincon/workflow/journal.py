@@ -252,8 +252,11 @@ def verify_chain(entries: list[dict[str, Any]], root: Path) -> Iterator[str]:
     """Why each entry fails, in order (nothing: the chain holds). Checks the
     chain itself, the register entry first, the format, the plan file against
     the hash the register entry sealed, and the hashes of the frozen inputs
-    and of the kept calls each session entry names."""
+    and of the kept calls each session entry names; that no session is sealed twice, that a decision
+    trades the session after its own, and that no folder of frozen inputs is named by no entry (a
+    replay and a score read every one)."""
     prev = GENESIS
+    seen: dict[tuple[str | None, str], int] = {}  # (strategy, session) sealed, and a miss's (None, session)
     for i, e in enumerate(entries):
         what = " ".join(str(x) for x in (e.get("kind"), e.get("strategy"), e.get("session") or e.get("decided")) if x)
         where = f"entry {i} (seq {e.get('seq')}, {what})"
@@ -270,6 +273,10 @@ def verify_chain(entries: list[dict[str, Any]], root: Path) -> Iterator[str]:
             yield f"{where}: the first entry is not the plan's registration"
             return
         prev = e["hash"]
+        again = _sealed_again(e, seen)
+        if again:
+            yield f"{where}: {again}"
+            return
         late = _sealed_late(e)
         if late:
             yield f"{where}: {late}"
@@ -296,6 +303,35 @@ def verify_chain(entries: list[dict[str, Any]], root: Path) -> Iterator[str]:
             if why:
                 yield f"{where}: {why}"
                 return
+    named = {e["inputs"]["path"] for e in entries if e.get("inputs")}
+    folders = sorted(f"{INPUTS}/{p.name}" for p in (root / INPUTS).glob("[!.]*") if p.is_dir())
+    for path in [f for f in folders if f not in named][:1]:
+        said = f"{path}: frozen inputs no entry seals (a step that froze them and sealed nothing)"
+        if any(f > path for f in named):
+            yield f"{said}, read by the replay of every session sealed after it: those rest on bars nobody sealed"
+        else:
+            yield f"{said}: a replay and a score would read them; remove the folder (the next step freezes them again)"
+
+
+def _sealed_again(e: Mapping[str, Any], seen: dict[tuple[str | None, str], int]) -> str | None:
+    """Why ``e`` seals what an earlier entry sealed (a session decided or missed twice), or a decision a
+    session it does not trade; ``seen`` records what ``e`` seals."""
+    if e.get("kind") == "missed":
+        day = str(e.get("session"))
+        first = seen.get((None, day), next((k for (s, d), k in seen.items() if d == day), None))
+        seen[(None, day)] = int(e.get("seq") or 0)
+        return None if first is None else f"the session {day} is sealed already (seq {first})"
+    if e.get("kind") != "session":
+        return None
+    day, name = str(e.get("decided")), str(e.get("strategy"))
+    first = seen.get((name, day), seen.get((None, day)))
+    seen[(name, day)] = int(e.get("seq") or 0)
+    if first is not None:
+        return f"{name}'s decision at {day} is sealed already (seq {first})"
+    trades = str(workflow.forward_clock.next_session(dt.date.fromisoformat(day)))
+    if e.get("trades") != trades:
+        return f"it says it trades {e.get('trades')}, and a decision at {day}'s close trades {trades}"
+    return None
 
 
 def must_precede(e: Mapping[str, Any]) -> tuple[dt.date, dt.datetime] | None:
