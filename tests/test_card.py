@@ -586,7 +586,8 @@ def test_temporal_integrity_of_a_journal_passes_a_live_record_committed_before_e
     assert temporal_integrity(ev({"simulated": False, "anchor": kept})) == (
         PASS,
         "a live journal, verified: every decision sealed and committed to git (7 commits) before the open of "
-        "the session it trades, which no model could then have read",
+        "the session it trades, which no model could then have read (by the commits' times, set by the author's "
+        "clock: the public remote's push times are what date them for a referee)",
     )
     # a plan read as live over entries sealed simulated (their times are checked against no open): nothing settled
     assert temporal_integrity(ev({"simulated": False, "anchor": {**kept, "simulated": True}}))[0] == NONE

@@ -142,7 +142,10 @@ def said(a: dict[str, Any] | None) -> str:
             f"entr{'y' if len(a['late']) == 1 else 'ies'} first committed after the open of their session: "
             f"{', '.join(a['late'][:5])}"
         )
-    return f"; anchored in {a['commits']} git commits, append-only, every session committed before its open"
+    return (
+        f"; anchored in {a['commits']} git commits, append-only, every session committed before its open (by the "
+        "commits' times, which the committer's clock sets: the public remote's push times date them for others)"
+    )
 
 
 def settles_the_window(simulated: bool, anchor: dict[str, Any] | None) -> tuple[bool, str]:
@@ -160,5 +163,6 @@ def settles_the_window(simulated: bool, anchor: dict[str, Any] | None) -> tuple[
         return False, f"a live journal, but {len(anchor['late'])} of its entries were committed after their open"
     return True, (
         f"a live journal, verified: every decision sealed and committed to git ({anchor['commits']} commits) "
-        "before the open of the session it trades, which no model could then have read"
+        "before the open of the session it trades, which no model could then have read (by the commits' times, "
+        "set by the author's clock: the public remote's push times are what date them for a referee)"
     )
