@@ -669,6 +669,13 @@ def test_a_missed_session_is_never_decided_by_a_later_replay(tmp_path, monkeypat
     assert [d["date"] for d in replayed if d.get("missed")] == ["2022-10-13", "2022-10-14", "2022-10-17"]
     monkeypatch.setattr(forward.Plan, "load", load)
     assert main(["forward", "verify", "fw"]) == 0
+    # the score said "8 sessions 2022-10-05..2022-10-19" of 8 decided and 3 missed (found in review)
+    from fincon.workflow.forward_score import format_score, score
+
+    with score(root) as res:
+        assert (res["sessions"], res["missed"]) == (8, 3)
+        assert format_score(res).startswith(f"forward journal {root}: 8 sessions decided, 3 missed, 2022-10-05..")
+        assert "; 8 sessions decided, 3 missed, 2022-10-05..2022-10-19; verified" in res["note"]
 
 
 @pytest.mark.slow

@@ -191,8 +191,10 @@ def _score(root: Path, plan: Plan) -> dict[str, Any]:
     fam = trials.family(ledger, plan.config.tickers, str(plan.first), str(done[-1]))
     picked = fam.picked_among()  # the trials on other tickers too, as the card's selection row deflates by
     costed = plan.config.broker.sets_a_cost
-    out: dict[str, Any] = {"directory": str(root), "sessions": len(done), "first": str(plan.first),
-                           "last": str(done[-1]), "simulated": plan.simulated, "strategies": {}}  # fmt: skip
+    out: dict[str, Any] = {"directory": str(root), "sessions": len(done), "missed": len(missed(entries)),
+                           "first": str(plan.first), "last": str(done[-1]), "simulated": plan.simulated,
+                           "strategies": {}}  # fmt: skip
+    gone = f" decided, {out['missed']} missed," if out["missed"] else ""  # held through, nothing decided on them
     for name in plan.config.strategies:
         rec = RunRecord(replay / name if multi else replay)
         metrics = rec.metrics
@@ -225,7 +227,7 @@ def _score(root: Path, plan: Plan) -> dict[str, Any]:
         "simulated (decided on past data, session by session: its times prove nothing)" if plan.simulated else "live"
     )
     out["note"] = (  # what the page is, atop the report (it read as any backtest's)
-        f"forward journal {root}: {clock}; {len(done)} sessions {plan.first}..{done[-1]}; verified when scored: the "
+        f"forward journal {root}: {clock}; {len(done)} sessions{gone} {plan.first}..{done[-1]}; verified when scored: the "
         f"chain, every hash, {checked['replayed']} decisions replayed; {said(checked.get('anchor')).removeprefix('; ')}"
         f"{forward_code.said(checked['code'])}"
     )
@@ -297,7 +299,9 @@ def format_score(res: dict[str, Any]) -> str:
     # fees, slippage and borrow, when the plan set any (a journal without costs prints as it did)
     costed = any("costs_paid" in m for m in res["strategies"].values())
     lines = [
-        f"forward journal {res['directory']}: {res['sessions']} sessions {res['first']}..{res['last']} "
+        f"forward journal {res['directory']}: {res['sessions']} sessions"
+        + (f" decided, {res['missed']} missed," if res.get("missed") else "")
+        + f" {res['first']}..{res['last']} "
         f"({'simulated' if res['simulated'] else 'live'})",
         f"{'strategy':<18}{'CR %':>9}{'Sharpe':>8}{'MDD %':>8}{'SR/day':>8}{'PSR':>6}{'MinTRL d':>10}{'still needed':>15}"
         f"{'DSR (N)':>12}" + (f"{'costs $':>13}" if costed else ""),
