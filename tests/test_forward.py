@@ -1634,3 +1634,23 @@ def test_verify_refuses_inputs_no_entry_seals_and_fields_the_replay_does_not_bea
     assert verify(root)["problem"].endswith("sma-cross's decision at 2022-10-12 is sealed already (seq 6)")
     (root / "journal.jsonl").write_bytes(original)
     assert verify(root)["ok"]
+
+
+@pytest.mark.slow  # one live step of sma-cross
+def test_a_seal_is_stamped_after_everything_but_its_write(tmp_path, monkeypatch):
+    """Found in review: a step read the clock for ``sealed_at`` before it kept the session's calls and asked
+    Alpaca for the account's equity (a network call), so a slow broker could write a seal after the open
+    under a time before it. The clock is read last, just before the write."""
+    import datetime as dt
+
+    forward, root, load = _live_sma_journal(tmp_path, monkeypatch, 2, 4)
+    events = []
+    keep = forward._keep_calls
+    monkeypatch.setattr(forward, "_keep_calls", lambda *a: (events.append("calls"), keep(*a))[1])
+
+    def clock():
+        events.append("clock")
+        return dt.datetime(2022, 10, 5, 21, 30, tzinfo=dt.timezone.utc)
+
+    assert [e["decided"] for e in forward.step(root, clock=clock)] == ["2022-10-05"]
+    assert events[-2:] == ["calls", "clock"]

@@ -368,10 +368,6 @@ def _decide(
                         f"{name} on {d['date']}: the sealed decision is not reproduced from the frozen inputs "
                         "(edited inputs, another model, or fincon changed); nothing sealed"
                     )
-        at, opens = clock(), session_open(next_session(day))
-        if not plan.simulated and at >= opens:  # its open is known by now: a decision sealed now could trade on it
-            raise Late(f"decided at {at:%Y-%m-%d %H:%M:%S} UTC, after {next_session(day)} opened at {opens:%H:%M} UTC: "
-                       "too late to trade it (a slow model or machine: step earlier)", at.isoformat(timespec="seconds"))  # fmt: skip
         entries = []
         books: dict[str, str] = {}
         for name, result in report.results.items():
@@ -395,7 +391,7 @@ def _decide(
                     "strategy": name,
                     "decided": str(day),
                     "trades": str(next_session(day)),
-                    "sealed_at": at.isoformat(timespec="seconds"),
+                    "sealed_at": None,  # the clock read last, once everything but the write is done
                     "simulated": plan.simulated,
                     "inputs": frozen,
                     "model": {k: model.get(k) for k in ("model", "cutoff", "label")},
@@ -406,6 +402,13 @@ def _decide(
                     "book": book,
                 }
             )
+        # read after the calls are kept and a broker asked (a slow one once stamped an earlier time than its write)
+        at, opens = clock(), session_open(next_session(day))
+        if not plan.simulated and at >= opens:  # its open is known by now: a decision sealed now could trade on it
+            raise Late(f"decided at {at:%Y-%m-%d %H:%M:%S} UTC, after {next_session(day)} opened at {opens:%H:%M} UTC: "
+                       "too late to trade it (a slow model or machine: step earlier)", at.isoformat(timespec="seconds"))  # fmt: skip
+        for e in entries:
+            e["sealed_at"] = at.isoformat(timespec="seconds")
         try:
             sealed = journal.append_all(entries)  # every strategy's decision of the session, in one write
         except OSError as exc:
