@@ -1654,3 +1654,21 @@ def test_a_seal_is_stamped_after_everything_but_its_write(tmp_path, monkeypatch)
 
     assert [e["decided"] for e in forward.step(root, clock=clock)] == ["2022-10-05"]
     assert events[-2:] == ["calls", "clock"]
+
+
+def test_the_session_a_live_step_trades_is_a_session_on_a_holiday_or_a_weekend():
+    """Found in review: before the open on a holiday, a live step and `status` named the holiday as the
+    session to trade ("the session 2022-07-04 is decided already"): the next session's open was read as
+    the day's. The session is the next one that has not opened."""
+    import datetime as dt
+
+    from fincon.workflow.forward_clock import session_to_trade
+
+    def at(*when):
+        return dt.datetime(*when, tzinfo=dt.timezone.utc)
+
+    assert session_to_trade(at(2022, 7, 4, 10)) == dt.date(2022, 7, 5)  # Independence Day, before 13:30 UTC
+    assert session_to_trade(at(2022, 7, 2, 10)) == dt.date(2022, 7, 5)  # a Saturday before the holiday
+    assert session_to_trade(at(2022, 7, 5, 10)) == dt.date(2022, 7, 5)  # a session not yet open
+    assert session_to_trade(at(2022, 7, 5, 13, 30)) == dt.date(2022, 7, 6)  # open: the next one
+    assert session_to_trade(at(2022, 11, 25, 21)) == dt.date(2022, 11, 28)  # after an early close, a Friday

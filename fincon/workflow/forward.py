@@ -62,6 +62,7 @@ from fincon.workflow.forward_clock import (
     previous_session,
     session_close,
     session_open,
+    session_to_trade,
     sessions,
 )
 from fincon.workflow.forward_plan import Plan, _frozen_config, a_hole, frozen_inputs, models, same_weights
@@ -276,7 +277,7 @@ def _step(root: Path, until: dt.date | None, progress: bool, clock: Clock, seale
                 print(f"fincon: {root}: the session {wall.date()} is open until {close:%H:%M} UTC; the decision for "
                       f"{next_session(wall.date())} is made at its close: step after it", file=sys.stderr)  # fmt: skip
                 return
-            trades = next_session(wall.date()) if session_open(wall.date()) <= wall else wall.date()
+            trades = session_to_trade(wall)
             # the decision is made at the last close before the session it trades
             day = previous_session(trades)
             if day < plan.first:  # registered today: the step that evening has nothing to decide yet

@@ -86,6 +86,13 @@ def previous_session(day: dt.date) -> dt.date:
     return _neighbour(day, "previous")
 
 
+def session_to_trade(wall: dt.datetime) -> dt.date:
+    """The session the next decision trades at ``wall`` (UTC): today's if it is a session not yet open,
+    else the next one (a holiday's or a weekend's open, read as the day's, is the next session's)."""
+    day = wall.date()
+    return day if sessions(day, day) and wall < session_open(day) else next_session(day)
+
+
 def session_open(day: dt.date) -> dt.datetime:
     """The session's opening time, in UTC (``day`` a session, else the next one's)."""
     return _bound(day, "session_open")

@@ -20,7 +20,7 @@ from fincon.errors import ConfigError, FinconError
 from fincon.llm.cache import CacheMode, CallCache
 from fincon.workflow import forward_code, trials
 from fincon.workflow.forward_anchor import anchored, said
-from fincon.workflow.forward_clock import next_session, session_open
+from fincon.workflow.forward_clock import next_session, session_to_trade
 from fincon.workflow.forward_ledger import ledger_of
 from fincon.workflow.forward_plan import Plan, _frozen_config
 from fincon.workflow.journal import (
@@ -51,7 +51,7 @@ def status(root: Path) -> dict[str, Any]:
         nxt = next_session(after) if after else plan.first
     else:
         wall = dt.datetime.now(dt.timezone.utc)
-        nxt = next_session(wall.date()) if session_open(wall.date()) <= wall else wall.date()
+        nxt = session_to_trade(wall)
     # each strategy's book as its last session entry sealed it (DIR/books/ holds copies for people to read,
     # and the Alpaca orders a broker step placed)
     last = {e["strategy"]: e for e in entries if e.get("kind") == "session"}
