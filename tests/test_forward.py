@@ -813,6 +813,12 @@ def test_score_reports_what_a_backtest_does_and_draws_the_charts_a_step_leaves_o
     assert row[2] == f"{bh['sharpe']:.3f}" and row[4] == f"{bh['sharpe_daily']:+.3f}" and row[5] == f"{bh['psr']:.2f}"
     assert "\nSharpe: annualised, of daily log returns (as a backtest's); SR/day: of daily simple returns, the one " \
         "PSR, MinTRL and DSR are computed on\n" in out  # fmt: skip
+    # found in review: two journals of one question, each registered against its own ledger, each scored
+    # "DSR (1)" unflagged; the ledger the count was read from is named, and what it cannot count
+    assert (
+        f"\nDSR (N): N counts this family's trials in the trial ledger {tmp_path / 'trials.sqlite'}, the one "
+        "the journal registered in; journals begun against another ledger count nowhere here\n"
+    ) in out
     # the card knows it grades a journal: a simulated one's seal times settle nothing (the row read as any
     # backtest's), on the page as in the score; read by hand, the card says where its seals are graded
     row = next(r for r in res["card"]["rows"] if r["point"] == "temporal integrity")

@@ -324,6 +324,9 @@ def format_score(res: dict[str, Any]) -> str:
         )
     lines.append("Sharpe: annualised, of daily log returns (as a backtest's); SR/day: of daily simple returns, the "
                  "one PSR, MinTRL and DSR are computed on")  # fmt: skip
+    if (res.get("sealed") or {}).get("ledger"):
+        lines.append(f"DSR (N): N counts this family's trials in the trial ledger {res['sealed']['ledger']}, the one "
+                     "the journal registered in; journals begun against another ledger count nowhere here")  # fmt: skip
     lines += [f"FLAG: {flag}" for flag in res.get("flags", ())]
     c = res.get("card")
     if c:
