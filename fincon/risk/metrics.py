@@ -227,7 +227,7 @@ def compute_metrics(
 
     ``prices``/``directions`` (single ticker) add ``cr_paper_pct``.
     ``traded_value`` is the absolute value traded each day; turnover is
-    sum_t traded_t / v_t (one-way; buying in once = 1.0). ``trade_pnls`` are
+    sum_t traded_t / v_t (both legs: buying in once = 1.0, in and out 2.0). ``trade_pnls`` are
     the PnLs of round trips (open ones marked at the last close); the win
     rate is the share that made money.
 
