@@ -127,6 +127,31 @@ def test_top_volume_reads_three_months_of_each_tickers_own_sessions():
     assert select(parse_rule("top-volume:1"), bars, days[0].date(), start.date()) == ["COIN"]
 
 
+def test_top_volume_ranks_on_no_dividend_paid_after_the_window_starts():
+    """Found in review: a bar's close is the vendor's adjusted close (each close before a dividend
+    scaled down by it, however much later it is paid) and its volume was the raw one, so top-volume's
+    close x volume ranked on dividends paid after the window's start (here BBB, 5 % more traded, lost
+    to AAA over a 10 % payout five months into the window), and the participation cap read the same
+    raw shares against adjusted prices. The volume is adjusted as the price is (shares x price, the
+    dollars traded, is the day's own), so the ranking reads the past alone."""
+    from fincon.data.prices import validate_bars
+
+    days = pd.bdate_range("2020-01-01", "2021-12-31")
+    start = dt.date(2021, 1, 4)
+
+    def raw(volume, payout=0.0):
+        close = np.full(len(days), 100.0)
+        adj = np.where(days < pd.Timestamp("2021-06-01"), 100.0 * (1 - payout), 100.0)
+        return pd.DataFrame({"Date": days.strftime("%Y-%m-%d"), "Open": close, "High": close, "Low": close,
+                             "Close": close, "Adj Close": adj, "Volume": volume})  # fmt: skip
+
+    for payout in (0.0, 0.10):
+        bars = {"AAA": validate_bars(raw(1e6), "AAA", "x"), "BBB": validate_bars(raw(1.05e6, payout), "BBB", "x")}
+        assert select(parse_rule("top-volume:1"), bars, days[0].date(), start) == ["BBB"], payout
+        before = bars["BBB"].loc[: pd.Timestamp("2021-05-28")]
+        assert (before["close"] * before["volume"]).to_numpy() == pytest.approx(100.0 * 1.05e6)  # the day's dollars
+
+
 def test_summary_against_buy_and_hold_by_hand():
     from scipy.stats import wilcoxon
 

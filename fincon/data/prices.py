@@ -83,8 +83,10 @@ def validate_bars(raw: pd.DataFrame, ticker: str, origin: str) -> pd.DataFrame:
     """Check a raw Yahoo-layout frame and return adjusted bars.
 
     Returns a frame indexed by date with columns open/high/low/close/volume
-    where ``close`` is Adj Close and open/high/low are scaled by the same
-    factor. Raises DataError (one line) on missing columns, unparsable or
+    where ``close`` is Adj Close, open/high/low are scaled by the same
+    factor and volume by its inverse (shares in the adjusted price's units:
+    price x volume is the dollars the day traded, never scaled by a
+    dividend paid later; a participation cap and top-volume read it). Raises DataError (one line) on missing columns, unparsable or
     duplicate or unsorted dates, NaNs, or non-positive prices.
     """
     where = f"{ticker} ({origin})"
@@ -181,7 +183,7 @@ def validate_bars(raw: pd.DataFrame, ticker: str, origin: str) -> pd.DataFrame:
             "high": values["High"].to_numpy() * factor,
             "low": values["Low"].to_numpy() * factor,
             "close": values["Adj Close"].to_numpy(),
-            "volume": values["Volume"].to_numpy(dtype=float),
+            "volume": values["Volume"].to_numpy(dtype=float) / factor,
         },
         index=pd.DatetimeIndex(dates.to_numpy(), name="date"),
     )
