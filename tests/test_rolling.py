@@ -61,6 +61,31 @@ def test_the_pool_names_the_firms_whose_bars_end_early():
     assert pool_of({"A": full, "C": days_short})["ended"] == []
 
 
+def test_a_pick_that_leaves_inside_its_window_is_refused_in_words_that_say_why(monkeypatch):
+    """Found in review: a rule picks point in time, among firms that will leave too, and a firm picked
+    whose bars end inside the window stopped the whole evaluation with "DEAD: 2021-01-01..2021-12-31 is
+    outside the data ...; pick dates inside it": advice about dates the user never gave. fincon holds no
+    firm to its exit (no delisting return), and dropping it would pick among survivors: said so, with
+    the last span an evaluation can cover."""
+    from fincon.errors import ConfigError
+    from fincon.workflow import rolling
+
+    full = _bars([100.0] * 800, 1e6, start="2019-01-01")
+    dead = full.loc[: pd.Timestamp("2021-06-30")].assign(volume=5e6)
+    monkeypatch.setattr(rolling, "_bars", lambda exp: {"AAA": full, "DEAD": dead})
+    exp = load_experiment(None, {"team.brain": "rules", "rolling.window": "1y", "rolling.step": "1y",
+                                 "rolling.start": "2020-01-01", "rolling.end": "2021-12-31",
+                                 "rolling.universes": ["top-volume:1"]})  # fmt: skip
+    with pytest.raises(ConfigError) as exc:
+        rolling.plan(exp)
+    assert str(exc.value) == (
+        "rolling window 2021-01-01..2021-12-31 (top-volume:1): the rule picked DEAD at the window's start, "
+        "and its bars end on 2021-06-30, inside the window: fincon does not hold a firm to its exit (no delisting "
+        "return), and leaving it out would pick among survivors; an evaluation whose picks outlive their windows "
+        "ends by 2020-12-31 here (--rolling-end)"
+    )
+
+
 def test_rules_read_only_bars_before_the_window():
     n = 300
     up = [100 * 1.001**i for i in range(n)]  # +34.9 % over the last 300 days

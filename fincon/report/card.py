@@ -431,7 +431,7 @@ def broad_universes(ev: Evidence) -> Verdict:
         if ended:
             return PASS, (
                 f"{said}, picked from {n} candidates of which {ended} end before the data's last day ({last}): "
-                "firms that left are in the pool"
+                "firms that left are in the pool (a pick never left inside its window: fincon refuses one that does)"
             )
         return FAIL, (
             f"{said}, picked from {n} candidates that all trade to the data's last day ({last}): a pool of "

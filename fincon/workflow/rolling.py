@@ -141,11 +141,22 @@ def plan(exp: ExperimentConfig) -> tuple[list[Cell], dict[str, Any]]:
     cells = []
     for rule_text in exp.rolling.universes:
         rule = parse_rule(rule_text)
+        held: list[dt.date] = []  # the windows whose picks outlive them, so far
         for w in windows(exp, last):
             try:
                 tickers = select(rule, bars, w.train.start, w.test.start)
             except ValueError as exc:
                 raise ConfigError(f"rolling window {w.test.start}..{w.test.end}: {exc}") from None
+            for t in tickers:  # picked point in time among firms that leave too: one may leave inside its window
+                if (gone := bars[t].index[-1].date()) < w.test.end - dt.timedelta(days=4):
+                    raise ConfigError(
+                        f"rolling window {w.test.start}..{w.test.end} ({rule_text}): the rule picked {t} at the window's "
+                        f"start, and its bars end on {gone}, inside the window: fincon does not hold a firm to its exit "
+                        "(no delisting return), and leaving it out would pick among survivors; "
+                        + (f"an evaluation whose picks outlive their windows ends by {max(held)} here (--rolling-end)"
+                           if held else "no window of this evaluation can be run with it in the data")
+                    )  # fmt: skip
+            held.append(w.test.end)
             sub = exp.model_copy(
                 update={
                     "tickers": tickers,
