@@ -392,6 +392,27 @@ def load_config(
         raise ConfigError(name_flags(str(exc), flags)) from None
 
 
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader, a date-shaped value that is no date (``2022-13-45``) a YAML error with its
+    line (PyYAML raises a bare ValueError from its constructor)."""
+
+    def construct_yaml_timestamp(self, node: yaml.Node) -> Any:  # type: ignore[override]
+        try:
+            return super().construct_yaml_timestamp(node)  # type: ignore[arg-type]
+        except ValueError as exc:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{node.value} is not a calendar date ({exc}; YYYY-MM-DD)", node.start_mark
+            ) from None
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _Loader.construct_yaml_timestamp)
+
+
+def load_yaml(text: str) -> Any:
+    """``yaml.safe_load`` where a date that is no date is a ``yaml.YAMLError`` (:class:`_Loader`)."""
+    return yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader)
+
+
 def read_yaml(path: Path | str, what: str = "config") -> dict[str, Any]:
     """A YAML file's top-level mapping (empty for an empty file); a file that
     is not UTF-8 YAML text, or whose top is not a mapping, is one line naming
@@ -409,11 +430,12 @@ def read_yaml(path: Path | str, what: str = "config") -> dict[str, Any]:
     if "\x00" in text:
         raise ConfigError(f"{what} {path} is a binary file, not YAML text")
     try:
-        loaded = yaml.safe_load(text)
+        loaded = load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"{what} {path}{where}: not valid YAML") from None
+        problem = exc.problem if isinstance(exc, yaml.constructor.ConstructorError) else "not valid YAML"
+        raise ConfigError(f"{what} {path}{where}: {problem}") from None
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):

@@ -38,6 +38,18 @@ CASES: dict[str, tuple[list[str], str]] = {
     "out dev null": ([*BT, "--out", "/dev/null"], "is not a directory"),
     "config latin-1": (["backtest", "--config", "{latin1}"], "not UTF-8"),
     "config binary": (["backtest", "--config", "{binary}"], "not UTF-8"),
+    # found in review: a traceback (PyYAML's ValueError "month must be in 1..12"), from every YAML a user gives
+    "config date that is no date": (["backtest", "--config", "{no_date}"], "line 2: 2022-13-45 is not a calendar date"),
+    "experiment config date that is no date": (
+        ["experiment", "--brain", "rules", "--config", "{no_date}"],
+        "2022-13-45 is not a calendar date",
+    ),
+    "train config date that is no date": (
+        ["train", "--brain", "rules", "--config", "{no_date}"],
+        "not a calendar date",
+    ),
+    "llm prices date that is no date": ([*BT, "--llm-prices", "{no_date}"], "--llm-prices"),
+    "param date that is no date": ([*BT, "--strategy", "sma-cross", "--param", "sma-cross.fast=2022-13-45"], "fast"),
     "param for a strategy not run": ([*BT, "--param", "sma_cross.fast=5"], "did you mean 'sma-cross'"),
     "variant of no strategy": ([*BT, "--strategy", "fincn@rules"], "did you mean 'fincon'"),
     "variant label with a dot": ([*BT, "--strategy", "sma-cross@a.b"], "after @ give a label"),

@@ -22,7 +22,7 @@ from pydantic import Field
 from fincon.agents.team.params import FinConParams
 from fincon.cli.args import LEDGER_HELP
 from fincon.cli.flags import Args, add, given, names
-from fincon.config import OUTPUT, WHAT, DataConfig, RunConfig, load_config
+from fincon.config import OUTPUT, WHAT, DataConfig, RunConfig, load_config, load_yaml
 from fincon.errors import ConfigError
 from fincon.flag import Flag
 from fincon.llm.settings import LLMSettings
@@ -59,7 +59,7 @@ def parse_params(items: list[str]) -> dict[str, dict[str, Any]]:
         if not sep or not dot or not name or not field:
             raise ConfigError(f"--param {item!r}: expected STRATEGY.KEY=VALUE, e.g. markowitz.lookback=60")
         try:
-            value = yaml.safe_load(raw)
+            value = load_yaml(raw)
         except yaml.YAMLError:
             value = raw
         out.setdefault(name, {})[field] = value

@@ -149,7 +149,7 @@ def read_yaml(path: Path) -> dict[str, Any]:
         return {}
     try:
         obj = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError):  # ValueError: a date that is no date
         raise DataError(f"{path}: not a readable YAML config") from None
     return obj if isinstance(obj, dict) else {}
 

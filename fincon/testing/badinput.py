@@ -130,6 +130,8 @@ def fixtures(root: Path) -> dict[str, str]:
         "strategies: [llm-trader]\nllm: {backend: openai, model: x, api_key_env: sk-proj-abc123def456}\n"
     )
     f["key_cfg"] = str(root / "key.yaml")
+    (root / "no_date.yaml").write_text("tickers: [TSLA]\nstart: 2022-13-45\n")  # date-shaped, no date: PyYAML raised
+    f["no_date"] = str(root / "no_date.yaml")
     (root / "notsqlite").write_text("hello, I am not a database\n" * 50)
     f["notsqlite"] = str(root / "notsqlite")
     for name, text in (("run_empty", ""), ("run_garbage", "what,is\nthis,file\n")):
