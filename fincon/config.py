@@ -92,6 +92,10 @@ class DataConfig(Section):
     def _csv_needs_dir(self):
         if self.source == "csv" and self.dir is None:
             raise ValueError("source 'csv' needs data.dir (or --data DIR)")
+        if self.dir is not None and self.source != "csv":
+            if "source" in self.model_fields_set:  # a folder the run would never read
+                raise ValueError(f"data.dir is read by source csv only; this config gives source '{self.source}'")
+            self.source = "csv"  # as --data implies it
         return self
 
 

@@ -418,3 +418,19 @@ def test_a_strategy_runs_beside_its_variant_with_its_own_parameters(tmp_path):
     assert trades["sma-cross"] == trades["sma-cross@same"] != trades["sma-cross@slow"]
     metrics = json.loads((out / "metrics.json").read_text())
     assert {"sma-cross", "sma-cross@slow", "sma-cross@same"} <= set(json.dumps(metrics).split('"'))
+
+
+def test_a_config_that_names_a_data_folder_reads_it(tmp_path):
+    """Found in review: a config with ``data: {dir: DIR}`` and no source ran on the bundled sample
+    (exit 0, ``source=sample``; a folder that did not exist too) and its config.yaml recorded both the
+    folder and the sample. As ``--data`` does, a folder implies source csv; a folder beside another
+    source is refused naming both keys."""
+    from fincon.config import load_config
+
+    (tmp_path / "prices").mkdir()
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(f"tickers: [TSLA]\ndata: {{dir: {tmp_path}}}\n")
+    assert load_config(cfg).data.source == "csv"
+    cfg.write_text(f"tickers: [TSLA]\ndata: {{source: sample, dir: {tmp_path}}}\n")
+    with pytest.raises(ConfigError, match="data.dir is read by source csv only; this config gives source 'sample'"):
+        load_config(cfg)
