@@ -67,6 +67,12 @@ CASES: dict[str, tuple[list[str], str]] = {
     ),
     "api key pasted as api_key_env": (["backtest", "--config", "{key_cfg}"], "api_key_env"),
     "unknown ticker": (["backtest", "--ticker", "NOPE", *WINDOW], "NOPE"),
+    # found in review: the hint said "pick one of these with --ticker tsla", which is read as TSLA again
+    "a ticker's file in lower case": (
+        ["backtest", "--ticker", "tsla", "--data", "{lower_name}", *WINDOW],
+        "has tsla.csv.gz, not TSLA.csv.gz (tickers are read in upper case): rename the file TSLA.csv.gz",
+    ),
+    "a run directory as --data": (["backtest", "--data", "{a_run}", *WINDOW], "is a fincon run directory"),
     "no --ticker on data without the default": (
         ["backtest", "--data", "{msft_only}", *WINDOW],
         "available: MSFT (TSLA is the default ticker: pick one of these with --ticker MSFT)",

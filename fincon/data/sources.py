@@ -72,6 +72,19 @@ class CsvDirSource:
         p = self._path(ticker)
         if p is None:
             known = self.tickers()
+            twin = next((k for k in known if k.upper() == ticker.upper()), None)
+            found = self._path(twin) if twin is not None else None
+            if twin is not None and found is not None:  # --ticker is read in upper case: "--ticker tsla" too
+                name = ticker + found.name[len(twin) :]
+                raise DataError(
+                    f"unknown ticker {ticker!r}: {self.directory} has {found.name}, not {name} (tickers are read in "
+                    f"upper case): rename the file {name}"
+                )
+            if (self.directory / "metrics.json").is_file() or (self.directory / "run_manifest.json").is_file():
+                raise DataError(
+                    f"--data {self.directory} is a fincon run directory (its CSV files are results), not prices: give "
+                    "a dataset from `fincon data import` or a folder of TICKER.csv files"
+                )
             hint = f"; available: {', '.join(known[:12])}{' ...' if len(known) > 12 else ''}" if known else ""
             if ticker == DEFAULT_TICKER and known:  # a user who typed no ticker: say where this one came from
                 hint += f" ({DEFAULT_TICKER} is the default ticker: pick one of these with --ticker {known[0]})"

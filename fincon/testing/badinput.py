@@ -130,6 +130,13 @@ def fixtures(root: Path) -> dict[str, str]:
         "strategies: [llm-trader]\nllm: {backend: openai, model: x, api_key_env: sk-proj-abc123def456}\n"
     )
     f["key_cfg"] = str(root / "key.yaml")
+    (root / "lower_name").mkdir()  # a file named in lower case: --ticker tsla is read as TSLA
+    (root / "lower_name" / "tsla.csv.gz").write_bytes((SAMPLE / "prices" / "TSLA.csv.gz").read_bytes())
+    f["lower_name"] = str(root / "lower_name")
+    (root / "a_run").mkdir()  # a run directory given as --data: its equity.csv read as a ticker's prices
+    for name in ("equity.csv", "metrics.json"):
+        (root / "a_run" / name).write_text("{}\n")
+    f["a_run"] = str(root / "a_run")
     (root / "no_date.yaml").write_text("tickers: [TSLA]\nstart: 2022-13-45\n")  # date-shaped, no date: PyYAML raised
     f["no_date"] = str(root / "no_date.yaml")
     (root / "notsqlite").write_text("hello, I am not a database\n" * 50)
