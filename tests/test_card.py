@@ -673,6 +673,7 @@ def test_the_card_of_a_multi_strategy_run_grades_the_strategy_that_asks_a_model(
         (tmp_path / name).mkdir()
         (tmp_path / name / "config.yaml").write_text(f"strategies: [{name}]\n")
         (tmp_path / name / "metrics.json").write_text(json.dumps({"cr_pct": 1.0, "model_knowledge": label}))
+        (tmp_path / name / "equity.csv").write_text("date,value\n2022-10-05,1000000\n")  # the card reads it whole
     card = run_card(tmp_path)
     assert card["run"] == str(tmp_path / "llm-trader") and card["graded"] == "llm-trader"
     row = {r["point"]: r for r in card["rows"]}["temporal integrity"]
@@ -691,6 +692,7 @@ def test_the_card_of_a_multi_strategy_run_grades_the_strategy_that_asks_a_model(
         (tmp_path / name / "metrics.json").write_text(
             json.dumps({"cr_pct": 1.0, "model_knowledge": {"label": "no-model"}})
         )
+        (tmp_path / name / "equity.csv").write_text("date,value\n2022-10-05,1000000\n")
     assert run_card(tmp_path)["graded"] == "sma-cross@slow"
     shutil.rmtree(tmp_path / "sma-cross@slow")
     assert run_card(tmp_path)["graded"] == "sma-cross"
@@ -905,3 +907,23 @@ def test_frictions_fail_shorts_that_paid_nothing_to_borrow(tmp_path):
     assert frictions(ev(shorts, {**spread, "borrow": 0.003})) == (
         PASS, "costs applied: commission percent, rate 0.0; slippage bps, bps 5.0; borrow 0.003 a year on shorts")  # fmt: skip
     assert frictions(ev(run(["long", "flat"]), spread))[0] == PASS  # no short, nothing to borrow
+
+
+@pytest.mark.slow  # one backtest, carded whole and in four damaged copies
+def test_the_card_of_a_damaged_run_names_the_damage_as_the_page_does(tmp_path, capsys):
+    """Found in review: `fincon report --card` graded a run whose config.yaml, metrics.json, equity.csv
+    or decisions.jsonl was damaged from defaults and exited 0 ("0 hand-picked ticker(s)"), where
+    `fincon report` refused the same directory naming the file. The card reads its run whole first."""
+    run = tmp_path / "run"
+    assert main(["backtest", "--ticker", "TSLA", "--strategy", "sma-cross", "--start", "2022-10-05", "--end",
+                 "2022-10-20", "--no-benchmark", "--no-progress", "--ledger", "off", "--out", str(run)]) == 0  # fmt: skip
+    damage = {"config.yaml": "a: [\n", "metrics.json": "{bad", "equity.csv": "", "decisions.jsonl": '{"date": \n'}
+    for name, text in damage.items():
+        shutil.copytree(run, tmp_path / name)
+        (tmp_path / name / name).write_text(text)
+    capsys.readouterr()
+    assert main(["report", "--card", str(run)]) == 0
+    for name in damage:
+        assert main(["report", "--card", str(tmp_path / name)]) == 2, name
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"{tmp_path / name / name}" in err[0], err

@@ -62,7 +62,7 @@ def _strategy_run(root: Path) -> Path | None:
         return team
     runs = []
     for cand in [root, *sorted(p for p in root.iterdir() if p.is_dir())] if root.is_dir() else []:
-        m = run_part(cand, "metrics") if (cand / METRICS).is_file() else None
+        m = RunRecord(cand).metrics if (cand / METRICS).is_file() else None  # a damaged one named, not skipped
         if isinstance(m, dict) and "cr_pct" in m and (cand / CONFIG).is_file():
             runs.append((cand, (m.get("model_knowledge") or {}).get("label") not in (None, "no-model")))
     listed = list((run_part(root, "config") or {}).get("strategies") or []) if (root / CONFIG).is_file() else []
@@ -212,6 +212,9 @@ def evidence(root: Path, sealed: dict[str, Any] | None = None, ledger: Path | No
         raise DataError(
             journal_hint(root) or f"{root} holds no run fincon wrote (no metrics.json with its config.yaml)"
         )
+    if run is not None:  # the graded run read whole: a damaged file is named, as the page names it
+        for part in ("config", "metrics", "equity", "decisions"):
+            getattr(RunRecord(run), part)
     metrics = (run_part(run, "metrics") or {}) if run else {}
     config = run_part(run, "config") if run else (rolling or {}).get("config", {})
     team = _team_run(root) if rolling is None else None
