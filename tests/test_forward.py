@@ -215,7 +215,9 @@ def test_a_masked_journal_of_single_agent_baselines_never_names_the_firm(tmp_pat
 
     _resign(tmp_path / "fw", unnamed)
     assert main(["forward", "verify", "fw"]) == 1
-    assert "not reproduced from the frozen inputs (the replay stopped: replay: call" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "not reproduced from the frozen inputs (the replay stopped: replay: call" in err
+    assert "is not in the calls of calls.sqlite the entries name" in err  # not verify's temporary copy
     (tmp_path / "fw" / "journal.jsonl").write_bytes(original)
 
 

@@ -135,6 +135,7 @@ def verify(root: Path, into: Path | None = None) -> dict[str, Any]:
         if got is None or sealed_part(got) != sealed[(e["strategy"], e["decided"])]:
             # a replay that stopped says why (a prompt the journal never sent is a call not in its calls.sqlite)
             why = f" (the replay stopped: {result.stopped})" if got is None and result and result.stopped else ""
+            why = why.replace(str(calls), f"the calls of {CALLS} the entries name")  # not verify's temporary copy
             return {
                 "ok": False,
                 "problem": f"entry {i} (seq {e['seq']}, {e['strategy']} at {e['decided']}): the sealed decision is "
