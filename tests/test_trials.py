@@ -247,3 +247,8 @@ def test_a_familys_best_is_its_best_daily_sharpe_whatever_days_a_year_annualised
     (summ,) = trials.summary([coin_year, stock_year])
     assert summ["best_strategy"] == "sma-cross" and summ["best_sharpe"] == pytest.approx(0.11 * 252**0.5)
     assert summ["tried_before_best"] == 1
+    # the same series run again once its run took its own calendar: one trial, shown as annualised now
+    # (the ledger kept "HON best Sharpe 1.857", its first run's 365 days, for 1.543)
+    again = {**coin_year, "sharpe": 0.10 * 252**0.5, "first_seen": "2026-01-02T00:00:00"}
+    (summ,) = trials.summary([coin_year, again])
+    assert summ["trials"] == 1 and summ["best_sharpe"] == pytest.approx(0.10 * 252**0.5)

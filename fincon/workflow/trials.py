@@ -474,8 +474,8 @@ def summary(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         distinct = f.distinct
         others = beside(counted, f.tickers, f.start, f.end)
         scored = [r for r in f.scorable if r.get("sharpe") is not None and r["sharpe"] == r["sharpe"]]
-        # by daily Sharpe (DSR's): a family's annualised figures may use other days a year, so never compared
-        best = max(scored, key=lambda r: _daily(r) or -math.inf, default=None)
+        best = max(scored, key=lambda r: _daily(r) or -math.inf, default=None)  # daily: DSR's, no days a year
+        runs = [r for r in f.trial_rows if best and r["returns_digest"] == best["returns_digest"]]  # its series'
         out.append(
             {
                 "family": f.name,
@@ -487,7 +487,7 @@ def summary(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "runs": len(f.trial_rows),
                 "controls": len(f.controls),
                 "configurations": len({r["config_hash"] for r in f.trial_rows}),
-                "best_sharpe": best["sharpe"] if best else None,
+                "best_sharpe": runs[-1]["sharpe"] if best else None,  # as its latest run annualised it
                 "best_strategy": best["strategy"] if best else None,
                 "best_study": best["study"] if best else None,
                 "tried_before_best": distinct.index(best) if best else None,
