@@ -139,18 +139,41 @@ def _named(argv: list[str]) -> str:
     return next((a for a in argv if not a.startswith("-")), "")
 
 
-def _refuse_unknown(parser: argparse.ArgumentParser, argv: list[str], unknown: list[str]) -> None:
-    """Words no parser took, refused by the command they were typed for (its ``--help``, not
-    ``fincon --help``), with the flag each mistyped one is closest to (``--simulated``: did you
-    mean ``--simulate-from``?)."""
-    import difflib
-
+def _command_parser(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.ArgumentParser:
+    """The parser of the (sub)command ``argv`` names (``fincon data import``'s, not ``fincon``'s)."""
     deepest = parser
     for word in (a for a in argv if not a.startswith("-")):
         sub = next((a for a in deepest._actions if isinstance(a, argparse._SubParsersAction)), None)
         if sub is None or word not in sub.choices:
             break
         deepest = sub.choices[word]
+    return deepest
+
+
+def _refuse_repeated(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """A flag that takes one value given twice (``--strategy a --strategy b``, ``--ticker A --tickers
+    B``): argparse keeps the last and the first was dropped without a word."""
+    deepest, seen = _command_parser(parser, argv), {}
+    for word in (a.split("=")[0] for a in argv if a.startswith("--") and a != "--"):
+        action = deepest._option_string_actions.get(word)
+        if type(action) is not argparse._StoreAction:  # an append (--param), a switch, or none
+            continue
+        if action.dest in seen:
+            both = (
+                f"{word} given twice" if seen[action.dest] == word else f"{seen[action.dest]} and {word} set one value"
+            )
+            deepest.error(f"{both}: the last would replace the first; give it once (a flag that takes a list takes "
+                          "one comma-separated word: --strategy A,B)")  # fmt: skip
+        seen[action.dest] = word
+
+
+def _refuse_unknown(parser: argparse.ArgumentParser, argv: list[str], unknown: list[str]) -> None:
+    """Words no parser took, refused by the command they were typed for (its ``--help``, not
+    ``fincon --help``), with the flag each mistyped one is closest to (``--simulated``: did you
+    mean ``--simulate-from``?)."""
+    import difflib
+
+    deepest = _command_parser(parser, argv)
     flags = [o for a in deepest._actions for o in a.option_strings if o.startswith("--")]
     near = [
         f"{word.split('=')[0]}: did you mean {close[0]}?"
@@ -166,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         _refuse_unknown(parser, argv, unknown)
+    _refuse_repeated(parser, argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
