@@ -147,6 +147,7 @@ class BrokerConfig(Section):
     ] = Field("cancel", description="the unfilled rest of a capped order: cancelled, or placed again the next day")
     fill: Annotated[
         Literal["close", "next_open"],
+        BeforeValidator(lambda v: v.replace("-", "_") if isinstance(v, str) else v),  # the flag's next-open too
         Flag(
             choices=("close", "next-open"),
             read=lambda v: v.replace("-", "_"),

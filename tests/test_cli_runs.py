@@ -434,3 +434,13 @@ def test_a_config_that_names_a_data_folder_reads_it(tmp_path):
     cfg.write_text(f"tickers: [TSLA]\ndata: {{source: sample, dir: {tmp_path}}}\n")
     with pytest.raises(ConfigError, match="data.dir is read by source csv only; this config gives source 'sample'"):
         load_config(cfg)
+
+
+def test_a_config_takes_the_fill_as_the_flag_spells_it(tmp_path):
+    """Found in review: ``broker: {fill: next-open}``, the flag's own spelling, was refused with "Input
+    should be 'close' or 'next_open'"."""
+    from fincon.config import load_config
+
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text("broker: {fill: next-open}\n")
+    assert load_config(cfg).broker.fill == "next_open"
