@@ -68,6 +68,8 @@ CASES: dict[str, tuple[list[str], str]] = {
     "api key pasted as api_key_env": (["backtest", "--config", "{key_cfg}"], "api_key_env"),
     "unknown ticker": (["backtest", "--ticker", "NOPE", *WINDOW], "NOPE"),
     # found in review: argparse kept the last of a repeated flag and dropped the first without a word
+    # found in review: a check as the run starts named the config key ("strategy_params.fincon.events: ...")
+    "events a file": ([*BT, "--strategy", "fincon", "--brain", "rules", "--events", "{a_file}"], "error: --events: "),
     "a flag given twice": ([*BT, "--strategy", "sma-cross", "--strategy", "markowitz"], "--strategy given twice"),
     "two names of one flag": (["backtest", "--tickers", "MSFT", *BT[1:]], "--tickers and --ticker set one value"),
     # found in review: the hint said "pick one of these with --ticker tsla", which is read as TSLA again
