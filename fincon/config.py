@@ -409,6 +409,18 @@ class _Loader(yaml.SafeLoader):
                 None, None, f"{node.value} is not a calendar date ({exc}; YYYY-MM-DD)", node.start_mark
             ) from None
 
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        """A key given twice in one mapping is refused with its line: PyYAML keeps the last, silently."""
+        seen: list[Any] = []  # a list: a key may be unhashable (a YAML sequence)
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"{key} is given twice (the last would replace the first)", key_node.start_mark
+                )
+            seen.append(key)
+        return super().construct_mapping(node, deep=deep)
+
 
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _Loader.construct_yaml_timestamp)
 

@@ -40,6 +40,8 @@ CASES: dict[str, tuple[list[str], str]] = {
     "config binary": (["backtest", "--config", "{binary}"], "not UTF-8"),
     # found in review: a traceback (PyYAML's ValueError "month must be in 1..12"), from every YAML a user gives
     "config date that is no date": (["backtest", "--config", "{no_date}"], "line 2: 2022-13-45 is not a calendar date"),
+    # found in review: PyYAML keeps the last of a key given twice, and the first was dropped without a word
+    "config key given twice": (["backtest", "--config", "{dup_key}"], "line 3: broker is given twice"),
     "experiment config date that is no date": (
         ["experiment", "--brain", "rules", "--config", "{no_date}"],
         "2022-13-45 is not a calendar date",

@@ -139,6 +139,8 @@ def fixtures(root: Path) -> dict[str, str]:
     f["a_run"] = str(root / "a_run")
     (root / "no_date.yaml").write_text("tickers: [TSLA]\nstart: 2022-13-45\n")  # date-shaped, no date: PyYAML raised
     f["no_date"] = str(root / "no_date.yaml")
+    (root / "dup_key.yaml").write_text("tickers: [TSLA]\nbroker: {cash: 1000}\nbroker: {fill: close}\n")
+    f["dup_key"] = str(root / "dup_key.yaml")
     (root / "notsqlite").write_text("hello, I am not a database\n" * 50)
     f["notsqlite"] = str(root / "notsqlite")
     for name, text in (("run_empty", ""), ("run_garbage", "what,is\nthis,file\n")):
