@@ -27,6 +27,9 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["backtest", "--ticker", "TSLA", "--data", "{inf_adj}", "--start", "2022-10-05", "--end", "2022-10-20"],
         "infinite Adj Close",
     ),
+    # found in review: "missing column(s) Date, Open, ..." of a header that holds them in another case or separator
+    "header in lower case": (["backtest", "--data", "{lower_header}", *WINDOW], "names are read exactly"),
+    "semicolon-separated csv": (["backtest", "--data", "{semicolons}", *WINDOW], "fincon reads commas"),
     "day-first dates": (["backtest", "--ticker", "TSLA", "--data", "{day_first}", *WINDOW], "not YYYY-MM-DD"),
     "corrupt csv.gz": (["backtest", "--ticker", "TSLA", "--data", "{corrupt_gz}", *WINDOW], "cannot read CSV"),
     "cash inf": ([*BT, "--cash", "inf"], "finite"),

@@ -79,6 +79,19 @@ BAR_SLACK = 1.1
 MAX_GAP_DAYS = 370
 
 
+def _header_hint(header: list[Any]) -> str:
+    """Why a header that holds the columns did not match them: another separator, or their case or
+    spaces (names are read exactly)."""
+    if len(header) == 1 and any(sep in str(header[0]) for sep in ";\t|"):
+        return f"; its header is one column ({str(header[0])[:40]!r}): fincon reads commas, not another separator"
+    near = [c for c in header if str(c).strip().lower() in {r.lower() for r in RAW_COLUMNS} and c not in RAW_COLUMNS]
+    return (
+        f"; its header has {', '.join(repr(c) for c in near[:3])}: names are read exactly (case and spaces)"
+        if near
+        else ""
+    )
+
+
 def validate_bars(raw: pd.DataFrame, ticker: str, origin: str) -> pd.DataFrame:
     """Check a raw Yahoo-layout frame and return adjusted bars.
 
@@ -105,7 +118,7 @@ def validate_bars(raw: pd.DataFrame, ticker: str, origin: str) -> pd.DataFrame:
             + (
                 "; if Close is already adjusted (yfinance's auto_adjust, its default), copy it into an Adj Close column"
                 if missing == ["Adj Close"]
-                else ""
+                else _header_hint(list(raw.columns))
             )
         )
     if raw.empty:

@@ -112,6 +112,8 @@ def fixtures(root: Path) -> dict[str, str]:
     f["inf_close"] = _csv_dir(root, "inf_close", lambda ls: _set_field(ls, 1200, 4, "inf"))
     f["inf_adj"] = _csv_dir(root, "inf_adj", lambda ls: _set_field(ls, 1200, 5, "inf"))
     f["day_first"] = _csv_dir(root, "day_first", _day_first)
+    f["lower_header"] = _csv_dir(root, "lower_header", lambda ls: [ls[0].lower(), *ls[1:]])
+    f["semicolons"] = _csv_dir(root, "semicolons", lambda ls: [x.replace(",", ";") for x in ls])
     f["close_only"] = _csv_dir(root, "close_only", lambda ls: [",".join(x.split(",")[i] for i in (0, 4)) for x in ls])
     (root / "msft_only").mkdir()  # a dataset without the default ticker
     (root / "msft_only" / "MSFT.csv.gz").write_bytes((SAMPLE / "prices" / "MSFT.csv.gz").read_bytes())
