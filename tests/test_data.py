@@ -327,3 +327,20 @@ def test_a_close_only_file_is_told_about_its_close(close, said):
     raw = pd.read_csv(StringIO(f"Date,Close\n2022-10-03,10\n2022-10-04,{close}\n2022-10-05,11\n"))
     with pytest.raises(DataError, match=f"^AAA \\(a.csv\\): {re.escape(said)} 2022-10-04"):
         validate_bars(raw, "AAA", "a.csv")
+
+
+def test_dates_not_shared_by_all_tickers_are_said_with_the_first_and_who_lacked_it(tmp_path):
+    """Found in review: "1 dates not shared by all tickers were dropped" named neither the date nor the
+    ticker without a bar on it (summary.json counted it as dropped_dates)."""
+    from fincon.data.prices import load_prices
+
+    days = pd.bdate_range("2022-10-03", "2022-10-14")
+    for t, skip in (("AAA", None), ("BBB", days[4])):
+        d = days if skip is None else days.drop(skip)
+        pd.DataFrame({"Date": d.strftime("%Y-%m-%d"), "Open": 10.0, "High": 10.0, "Low": 10.0, "Close": 10.0,
+                      "Adj Close": 10.0, "Volume": 1000}).to_csv(tmp_path / f"{t}.csv", index=False)  # fmt: skip
+    loaded = load_prices(CsvDirSource(tmp_path), ("AAA", "BBB"), days[0], days[-1])
+    assert loaded.dropped_dates == 1
+    assert (
+        loaded.dropped_note == "1 date(s) not shared by all tickers were dropped, the first 2022-10-07 (BBB had no bar)"
+    )

@@ -270,6 +270,8 @@ class LoadedPrices:
     #: what the shared bars' missing days do to annualised figures (a 24/7 file with gaps), or None
     gaps: str | None
     dropped_dates: int = 0
+    #: the dropped dates said: how many, the first and the tickers without a bar on it
+    dropped_note: str | None = None
     close_only: tuple[str, ...] = ()  # tickers whose source has no open/high/low/volume
 
 
@@ -322,7 +324,8 @@ def load_prices(
     union_in_window = set()
     for f in frames.values():
         union_in_window.update(f.index[(f.index >= start) & (f.index <= end)])
-    dropped = len(union_in_window) - len(in_window)
+    gone = sorted(union_in_window.difference(in_window))
+    dropped = len(gone)
     first_pos = int(common.get_loc(in_window[0]))
     lo = max(0, first_pos - warmup)
     keep = common[lo : int(common.get_loc(in_window[-1])) + 1]
@@ -331,6 +334,12 @@ def load_prices(
         frames=aligned,
         first_index=first_pos - lo,
         dropped_dates=dropped,
+        dropped_note=(
+            f"{dropped} date(s) not shared by all tickers were dropped, the first {gone[0].date()} "
+            f"({', '.join(t for t, f in frames.items() if gone[0] not in f.index)} had no bar)"
+            if gone
+            else None
+        ),
         close_only=tuple(close_only),
         calendar=infer_calendar(common),
         gaps=gaps_note("+".join(tickers), common),

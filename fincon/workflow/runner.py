@@ -104,7 +104,7 @@ def _market(cfg: RunConfig, inputs: RunInputs, warmup: int, min_days: int = 2) -
             f"{t} ({source.describe(t)})",
         )
     if loaded.dropped_dates:
-        log.warning("%d dates not shared by all tickers were dropped", loaded.dropped_dates)
+        log.warning("%s", loaded.dropped_note)
     return MarketData(loaded.frames, loaded.first_index), loaded
 
 
