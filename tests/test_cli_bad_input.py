@@ -108,6 +108,13 @@ CASES: dict[str, tuple[list[str], str]] = {
     "plot into /proc": (["plot", "{run_ok}", "--out", "/proc/x.png"], "cannot write"),
     "report under a file": (["report", "{run_ok}", "--out", "{a_file}/r.html"], "is a file, not a folder"),
     "plot under a file": (["plot", "{run_ok}", "--out", "{a_file}/x.png"], "is a file, not a folder"),  # "File exists"
+    # found in review: a path that does not exist was "not a run directory (no equity.csv)"
+    "plot a path that does not exist": (["plot", "{a_file}.gone", "--out", "x.png"], "a_file.gone does not exist"),
+    "card of a path that does not exist": (["report", "--card", "{a_file}.gone"], "a_file.gone does not exist"),
+    "explain a path that does not exist": (
+        ["explain", "{a_file}.gone", "--date", "2022-10-10"],
+        "a_file.gone does not exist",
+    ),
     "plot empty equity.csv": (["plot", "{run_empty}", "--out", "x.png"], "equity.csv"),
     "plot garbage equity.csv": (["plot", "{run_garbage}", "--out", "x.png"], "equity.csv"),
     "llm cache on a non-sqlite file": (["llm", "cache", "--path", "{notsqlite}"], "notsqlite"),

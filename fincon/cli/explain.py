@@ -58,7 +58,8 @@ def find_team_run(run: Path) -> Path:
     sub-run, or, for a training or an experiment, its one team run one level
     further down (several: they are listed, and one is asked for)."""
     if not run.is_dir():
-        raise DataError(f"{run} is not a run directory; pass a directory written by fincon backtest")
+        what = "is not a run directory" if run.exists() else "does not exist"
+        raise DataError(f"{run} {what}; pass a directory written by fincon backtest")
     if (run / "decisions.jsonl").is_file():
         return run
     for marker, kind, pattern in (

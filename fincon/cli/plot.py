@@ -78,6 +78,8 @@ def _expand(run: Path) -> list[Path]:
         subs = sorted(p.parent for p in run.glob("*/equity.csv"))
         if subs:
             return subs
+    if not run.exists():
+        raise FinconError(f"{run} does not exist; pass directories written by fincon backtest")
     raise FinconError(
         journal_hint(run) or f"{run}: not a run directory (no equity.csv); pass directories written by fincon backtest"
     )

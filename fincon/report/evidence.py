@@ -195,7 +195,8 @@ def evidence(root: Path, sealed: dict[str, Any] | None = None, ledger: Path | No
     if ledger is None and sealed is not None and sealed.get("ledger"):
         ledger = Path(sealed["ledger"])
     if not root.is_dir():
-        raise DataError(f"{root} is not a directory; give a run, experiment or rolling directory")
+        what = "is not a directory" if root.exists() else "does not exist"
+        raise DataError(f"{root} {what}; give a run, experiment or rolling directory")
     for marker, what, hint in (
         ("train.json", "a belief training", f"its test is a backtest: fincon backtest --beliefs {root}"),
         ("paper.json", "the paper's comparison", "give one of its experiments (a folder inside it)"),
