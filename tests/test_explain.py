@@ -66,9 +66,8 @@ def test_explain_json_and_errors(team_run, capsys):
     assert main(["explain", str(team_run), "--date", "2022-10-22"]) == 2  # a Saturday
     assert "not a decision day" in capsys.readouterr().err
     assert main(["explain", str(team_run / "buy-and-hold"), "--date", "2022-10-25"]) == 2
-    assert "no team record (explain reads an agent team's); that line holds this strategy's decision {'MSFT': " in (
-        capsys.readouterr().err
-    )
+    assert "is a run of buy-and-hold, not of the agent team (explain reads the team's records: --strategy fincon); its " \
+        "line of 2022-10-25 holds this strategy's decision {'MSFT': " in capsys.readouterr().err  # fmt: skip
 
 
 def test_explain_of_a_single_agents_day_names_the_call_it_cites(tmp_path, capsys):
@@ -84,9 +83,9 @@ def test_explain_of_a_single_agents_day_names_the_call_it_cites(tmp_path, capsys
     assert main(["explain", str(run), "--date", "2022-10-05"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.endswith(
-        "2022-10-05 has no team record (explain reads an agent team's); that line holds this strategy's decision "
-        "{'TSLA': 'buy'}, and the call it cites: fincon llm cache --path runs/.cache/trader.sqlite --key "
-        "0e190382bd7b6ce4"
+        "is a run of llm-trader, not of the agent team (explain reads the team's records: --strategy fincon); its "
+        "line of 2022-10-05 holds this strategy's decision {'TSLA': 'buy'}, and the call it cites: fincon llm cache "
+        "--path runs/.cache/trader.sqlite --key 0e190382bd7b6ce4"
     )
     # several calls cited: one command that runs (the first key), and how many more (they were joined by commas)
     line["evidence"].append("1" * 64)
@@ -135,8 +134,8 @@ def test_explain_of_finsents_day_is_not_read_as_a_team_and_names_the_items_it_sc
     assert main(["explain", str(tmp_path / "cmp" / "finsent"), "--date", "2022-11-01"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.endswith(
-        "2022-11-01 has no team record (explain reads an agent team's); that line holds this strategy's decision "
-        "{'TSLA': 'hold'}, and the 3 items it scored (TSLA-call-2022Q3 -1, TSLA-news-20221101-0 +1, "
+        "is a run of finsent, not of the agent team (explain reads the team's records: --strategy fincon); its line "
+        "of 2022-11-01 holds this strategy's decision {'TSLA': 'hold'}, and the 3 items it scored (TSLA-call-2022Q3 -1, TSLA-news-20221101-0 +1, "
         "TSLA-news-20221101-1 +1): fincon explain --json prints the line"
     )
 
