@@ -118,6 +118,11 @@ CASES: dict[str, tuple[list[str], str]] = {
     "plot empty equity.csv": (["plot", "{run_empty}", "--out", "x.png"], "equity.csv"),
     "plot garbage equity.csv": (["plot", "{run_garbage}", "--out", "x.png"], "equity.csv"),
     "llm cache on a non-sqlite file": (["llm", "cache", "--path", "{notsqlite}"], "notsqlite"),
+    # found in review: "give another file, or off", and `fincon ledger --ledger off` is refused
+    "ledger of a file that is no ledger": (
+        ["ledger", "--ledger", "{notsqlite}"],
+        "is not a fincon trial ledger (it is not a SQLite file); it was left as it is: give another file",
+    ),
     "llm model dir in /proc": (["llm", "model", "--model-dir", "/proc/xx"], "/proc/xx"),
     "data sample onto a file": (
         ["data", "sample", "--tickers", "TSLA", "--no-audio", "--out", "{a_file}"],

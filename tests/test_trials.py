@@ -252,3 +252,13 @@ def test_a_familys_best_is_its_best_daily_sharpe_whatever_days_a_year_annualised
     again = {**coin_year, "sharpe": 0.10 * 252**0.5, "first_seen": "2026-01-02T00:00:00"}
     (summ,) = trials.summary([coin_year, again])
     assert summ["trials"] == 1 and summ["best_sharpe"] == pytest.approx(0.10 * 252**0.5)
+
+
+def test_the_ledger_command_never_advises_off(tmp_path, capsys):
+    """Found in review: `fincon ledger --ledger FILE` of a file that is no ledger advised "give another file,
+    or off", and `fincon ledger --ledger off` is refused (there is nothing to read)."""
+    from fincon.cli.main import main
+
+    (tmp_path / "notes.txt").write_text("not a database\n" * 20)
+    assert main(["ledger", "--ledger", str(tmp_path / "notes.txt")]) == 2
+    assert capsys.readouterr().err.rstrip().endswith("it was left as it is: give another file")

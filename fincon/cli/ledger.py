@@ -58,7 +58,10 @@ def register(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.ledger == "off":
         raise ConfigError("--ledger off: there is no ledger to read; name one with --ledger PATH")
-    path = workflow.trials.resolve(args.ledger)
+    try:
+        path = workflow.trials.resolve(args.ledger)
+    except ConfigError as exc:  # "..., or off" is a run's way to keep none: no ledger is no ledger to read here
+        raise ConfigError(str(exc).removesuffix(", or off")) from None
     assert path is not None
     if not path.is_file():
         raise ConfigError(f"no trial ledger at {path} yet: every backtest or experiment adds to it")
