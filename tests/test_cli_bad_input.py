@@ -74,6 +74,10 @@ CASES: dict[str, tuple[list[str], str]] = {
     "unknown ticker": (["backtest", "--ticker", "NOPE", *WINDOW], "NOPE"),
     # found in review: argparse kept the last of a repeated flag and dropped the first without a word
     # found in review: a check as the run starts named the config key ("strategy_params.fincon.events: ...")
+    "events a path that does not exist": (
+        [*BT, "--strategy", "fincon", "--brain", "rules", "--events", "{a_file}.gone"],
+        "a_file.gone' does not exist (give 'sample' or a directory of TICKER.jsonl files)",
+    ),
     "events a file": ([*BT, "--strategy", "fincon", "--brain", "rules", "--events", "{a_file}"], "error: --events: "),
     "a flag given twice": ([*BT, "--strategy", "sma-cross", "--strategy", "markowitz"], "--strategy given twice"),
     "two names of one flag": (["backtest", "--tickers", "MSFT", *BT[1:]], "--tickers and --ticker set one value"),

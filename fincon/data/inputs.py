@@ -40,7 +40,8 @@ def open_events(spec: str, tickers: Sequence[str], what: str = "events") -> Even
         return build_store([{"type": "sample"}], tuple(tickers))
     path = Path(spec).expanduser()
     if not path.is_dir():
-        raise ConfigError(f"{what}: {spec!r} is neither 'sample' nor an event directory")
+        is_not = "does not exist" if not path.exists() else "is neither 'sample' nor an event directory"
+        raise ConfigError(f"{what}: {spec!r} {is_not} (give 'sample' or a directory of TICKER.jsonl files)")
     return build_store([{"type": "directory", "path": path}], tuple(tickers))
 
 
