@@ -47,7 +47,11 @@ class ReportArgs(Args):
         list[Path], Flag("runs", required=True, metavar="RUN", help="run, comparison, training or experiment directory")
     ]
     out: Annotated[
-        Path | None, Flag(metavar="FILE", help="HTML file to write (default report.html; replaced if it exists)")
+        Path | None,
+        Flag(
+            metavar="FILE",
+            help="HTML file to write (default report.html; a page fincon wrote there before is replaced, any other file refused)",
+        ),
     ] = None
     card: Annotated[
         bool,
