@@ -50,7 +50,8 @@ class ReportArgs(Args):
         Path | None,
         Flag(
             metavar="FILE",
-            help="HTML file to write (default report.html; a page fincon wrote there before is replaced, any other file refused)",
+            help="HTML file to write (default report.html; a page fincon wrote there before is replaced, any other "
+            "file refused)",
         ),
     ] = None
     card: Annotated[
