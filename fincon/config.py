@@ -94,7 +94,9 @@ class DataConfig(Section):
             raise ValueError("source 'csv' needs data.dir (or --data DIR)")
         if self.dir is not None and self.source != "csv":
             if "source" in self.model_fields_set:  # a folder the run would never read
-                raise ValueError(f"data.dir is read by source csv only; this config gives source '{self.source}'")
+                raise ValueError(
+                    f"data.source {self.source} does not read data.dir {self.dir} (a folder of prices): drop one of them"
+                )
             self.source = "csv"  # as --data implies it
         return self
 

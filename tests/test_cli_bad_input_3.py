@@ -194,7 +194,7 @@ CASES: dict[str, tuple[list[str], str]] = {
         "--participation-rest applies to a participation cap",
     ),
     # it said "--tickers: --tickers repeat"
-    "a ticker twice": ([*SMA, "--tickers", "TSLA,MSFT,tsla"], "--tickers: TSLA given more than once"),
+    "a ticker twice": ([*SMA[:1], *SMA[3:], "--tickers", "TSLA,MSFT,tsla"], "--tickers: TSLA given more than once"),
     "sample prices and --data": ([*SMA, "--source", "sample", "--data", "{prices}"], "--source sample does not read"),
     "a yfinance cache without yfinance": ([*SMA, "--cache-dir", "{prices}"], "--cache-dir is the yfinance"),
     "a config's commission under the zero model": (
@@ -222,7 +222,7 @@ CASES: dict[str, tuple[list[str], str]] = {
         "strategy_params given for 'fincon', which this run does not run (running: sma-cross)",
     ),
     "tickers with --rolling": (  # was ignored: the universe stayed `all` (found by hand)
-        [*EXP, "--rolling", "3m", "--ticker", "TSLA,MSFT"],
+        [*ROLL, "--rolling", "3m", "--ticker", "TSLA,MSFT"],
         "--ticker picks the one split's tickers; --rolling picks each window's with --universe RULE: give "
         "--universe TSLA,MSFT",
     ),

@@ -117,7 +117,7 @@ CASES: dict[str, tuple[list[str], str]] = {
     ),
     "plot --out over a PNG of the user's": (
         ["plot", "{run}", "--out", "{own_png}"],
-        "not a run directory",  # the runs are read first; the PNG below with a real run
+        "run does not exist",  # the runs are read first; the PNG below with a real run
     ),
     "--ledger on the user's own SQLite database": (
         [*SMA, "--ledger", "{users_db}", "--out", "{run}"],

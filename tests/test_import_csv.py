@@ -140,7 +140,8 @@ def test_yahoo_prices_are_adjusted(tmp_path):
     corpus = read([write_table(tmp_path / "t.csv", GENERIC[:1])], ImportOptions(tickers=("AAA",), prices=px))
     assert corpus.price_kind == "ohlcv"
     bars = validate_bars(corpus.prices["AAA"], "AAA", "test")
-    assert bars.iloc[0][["open", "high", "low", "close", "volume"]].tolist() == [49.0, 52.0, 48.0, 50.0, 1000.0]
+    # the volume in the adjusted price's units (Adj Close / Close = 0.5): 50 x 2000 is the day's $100,000
+    assert bars.iloc[0][["open", "high", "low", "close", "volume"]].tolist() == [49.0, 52.0, 48.0, 50.0, 2000.0]
 
 
 def test_visibility_date_only_and_after_close(tmp_path):
