@@ -178,7 +178,7 @@ def test_plot_command_draws_several_runs(tmp_path, capsys):
     assert main(["plot", *map(str, runs), str(early), "--out", str(png)]) == 0
     assert capsys.readouterr().out.splitlines()[-1].startswith(f"note: {early} (2019-01-02..2019-02-28) and ")
     assert main(["plot", str(tmp_path / "nothing")]) == 2
-    assert "not a run directory" in capsys.readouterr().err
+    assert "does not exist" in capsys.readouterr().err
 
 
 def test_console_script_help_teaches():

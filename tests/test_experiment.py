@@ -19,7 +19,7 @@ import yaml
 
 from fincon.cli.main import main
 from fincon.errors import ConfigError
-from fincon.testing import SMALL_EXPERIMENT, copy_experiment
+from fincon.testing import SMALL_EXPERIMENT, copy_experiment, setting
 from fincon.workflow.experiment import load_experiment
 from fincon.workflow.experiment_config import ABLATIONS, BASELINES
 from fincon.workflow.experiment_results import median_repeat
@@ -225,9 +225,9 @@ def test_an_experiment_with_costs_says_what_they_took(experiment, tmp_path, caps
     book over 24.5 times and the table said nothing of what that cost, where a backtest's terminal and a
     journal's score say it. A `trading costs $` column (fees, slippage, borrow: each run's metrics.json)
     when a cost is set; an experiment without costs prints the table it did."""
-    from fincon.testing import TINY_EXPERIMENT
+    from fincon.testing import TINY_EXPERIMENT, setting
 
-    args = [*TINY_EXPERIMENT, "--ablations", "full", "--baselines", "buy-and-hold,sma-cross", "--ledger", "off"]
+    args = setting(TINY_EXPERIMENT, "--ablations", "full", "--baselines", "buy-and-hold,sma-cross", "--ledger", "off")
     dear = ["--commission", "0.001", "--slippage-model", "bps", "--slippage", "5", "--borrow", "0.003"]
     assert main([*args, *dear, "--out", str(tmp_path / "dear")]) == 0
     text = capsys.readouterr().out
@@ -261,7 +261,7 @@ def test_rerun_resumes_with_nothing_to_run(experiment, capsys, tmp_path):
     assert (out / "results.json").read_bytes() == before
     # the bootstrap count is no part of the experiment's identity: another one recomputes the
     # statistics of the finished experiment and runs no unit
-    assert main(ARGS + ["--out", str(out), "--json", "--bootstrap-reps", "200"]) == 0
+    assert main(setting(ARGS, "--bootstrap-reps", "200") + ["--out", str(out), "--json"]) == 0
     obj = json.loads(capsys.readouterr().out)
     assert obj["ran"] == [] and obj["significance"]["bootstrap_reps"] == 200
     assert obj["median"] == json.loads(before)["median"]
@@ -280,7 +280,7 @@ def test_rerun_resumes_with_nothing_to_run(experiment, capsys, tmp_path):
     assert json.loads(proc.stdout)["ran"] == ["test/no-cvar-r2"]
     assert (out / "results.json").read_bytes() == before
     # another config into the same directory is refused
-    assert main(ARGS + ["--out", str(out), "--repeats", "3"]) == 2
+    assert main(setting(ARGS, "--repeats", "3") + ["--out", str(out)]) == 2
     assert "another config" in capsys.readouterr().err
 
 

@@ -35,6 +35,7 @@ from fincon.testing import (
     SMALL_EXPERIMENT as ARGS,  # noqa: E402  (the small experiment of tests/test_experiment.py)
     TINY_EXPERIMENT as TINY,  # noqa: E402
     copy_experiment,  # noqa: E402
+    setting,  # noqa: E402
 )
 
 RAY = ["--executor", "ray", "--ray-cpus", "2"]
@@ -126,7 +127,7 @@ def test_a_test_window_outside_the_data_is_refused_before_any_unit_runs(tmp_path
     (data / "TSLA.csv").write_text("\n".join([lines[0]] + [x for x in lines[1:] if x < "2022-05"]) + "\n")
     out = tmp_path / "exp"
     small = ["--repeats", "1", "--episodes", "1", "--ablations", "full", "--baselines", "buy-and-hold"]
-    code, _, err = run(ARGS + small + ["--out", str(out), "--data", str(data)] + RAY)
+    code, _, err = run(setting(ARGS, *small) + ["--out", str(out), "--data", str(data)] + RAY)
     assert code == 2
     assert err.count("\n") == 1 and err.startswith("fincon: error: TSLA: no data in 2022-05-02"), err
     assert not out.exists()

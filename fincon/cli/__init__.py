@@ -14,5 +14,6 @@ if TYPE_CHECKING:
         build_config as build_config,
         run_and_report as run_and_report,
     )
+    from fincon.cli.options import as_typed as as_typed
 
 __getattr__, __dir__ = face(__name__, __file__)

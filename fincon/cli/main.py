@@ -21,7 +21,7 @@ import signal
 import sys
 from typing import Iterator
 
-from fincon import __version__, stopping, workflow
+from fincon import __version__, cli, stopping, workflow
 from fincon.errors import FinconError
 
 COMMANDS = (
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         with _stoppable():
             return int(args.func(args) or 0)
     except FinconError as exc:
-        print(f"fincon: error: {_as_typed(' '.join(str(exc).split()), args)}", file=sys.stderr)
+        print(f"fincon: error: {cli.as_typed(' '.join(str(exc).split()), args)}", file=sys.stderr)
         return exc.exit_code
     except (KeyboardInterrupt, Terminated) as exc:
         print(f"fincon: {'interrupted' if isinstance(exc, KeyboardInterrupt) else 'terminated'}; {_left(exc)}",
@@ -212,21 +212,6 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
-
-
-def _as_typed(message: str, args: argparse.Namespace) -> str:
-    """``message`` with each team setting the user gave as a flag named as that flag: a check made as
-    the run starts names its config key (``strategy_params.fincon.events: ...`` of ``--events``)."""
-    from fincon.agents.team.params import FinConParams
-    from fincon.cli.flags import given, names
-    from fincon.config import name_flags
-
-    flags = names(FinConParams)
-    try:
-        typed = given(args, FinConParams)
-    except FinconError:  # a value the flag's reader refuses: its error was said already
-        return message
-    return name_flags(message, {f"{at}{k}": flags[k] for k in typed for at in ("strategy_params.fincon.", "team.")})
 
 
 def _left(exc: BaseException) -> str:

@@ -22,8 +22,8 @@ from pydantic import Field
 from fincon.agents.team.params import FinConParams
 from fincon.cli.args import LEDGER_HELP
 from fincon.cli.flags import Args, add, given, names
-from fincon.config import OUTPUT, WHAT, DataConfig, RunConfig, load_config, load_yaml
-from fincon.errors import ConfigError
+from fincon.config import OUTPUT, WHAT, DataConfig, RunConfig, load_config, load_yaml, name_flags
+from fincon.errors import ConfigError, FinconError
 from fincon.flag import Flag
 from fincon.llm.settings import LLMSettings
 
@@ -64,6 +64,17 @@ def parse_params(items: list[str]) -> dict[str, dict[str, Any]]:
             value = raw
         out.setdefault(name, {})[field] = value
     return out
+
+
+def as_typed(message: str, args: argparse.Namespace) -> str:
+    """``message`` with each team setting the user gave as a flag named as that flag: a check made as
+    the run starts names its config key (``strategy_params.fincon.events: ...`` of ``--events``)."""
+    flags = names(FinConParams)
+    try:
+        typed = given(args, FinConParams)
+    except FinconError:  # a value the flag's reader refuses: its error was said already
+        return message
+    return name_flags(message, {f"{at}{k}": flags[k] for k in typed for at in ("strategy_params.fincon.", "team.")})
 
 
 # -- the run config ---------------------------------------------------------------------

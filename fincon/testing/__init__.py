@@ -37,6 +37,7 @@ from fincon.testing.runs import (
     TRAINING_TEAM,
     copy_experiment,
     decisions_of,
+    setting,
     strict_json,
     team_config,
 )
@@ -68,6 +69,7 @@ __all__ = [
     "perturb_events",
     "perturbed",
     "run_team",
+    "setting",
     "strict_json",
     "team_config",
     "training_corpus",

@@ -101,6 +101,18 @@ def team_config(start: str, end: str, out_llm: dict | None = None, **team):
     return load_config(None, over)
 
 
+def setting(argv: list[str], *pairs: str) -> list[str]:
+    """``argv`` with each flag of ``pairs`` (flag, value, flag, value, ...) given that value: its value
+    replaced where ``argv`` gives the flag, else the two added (fincon refuses a flag given twice)."""
+    out = list(argv)
+    for flag, value in zip(pairs[::2], pairs[1::2]):
+        if flag in out:
+            out[out.index(flag) + 1] = value
+        else:
+            out += [flag, value]
+    return out
+
+
 def copy_experiment(src: Path, dst: Path) -> Path:
     """A copy of experiment directory ``src`` at ``dst`` as if it had been
     run there: the absolute paths a run writes into its text files (the
