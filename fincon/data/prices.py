@@ -99,8 +99,9 @@ def validate_bars(raw: pd.DataFrame, ticker: str, origin: str) -> pd.DataFrame:
     where ``close`` is Adj Close, open/high/low are scaled by the same
     factor and volume by its inverse (shares in the adjusted price's units:
     price x volume is the dollars the day traded, never scaled by a
-    dividend paid later; a participation cap and top-volume read it). Raises DataError (one line) on missing columns, unparsable or
-    duplicate or unsorted dates, NaNs, or non-positive prices.
+    dividend paid later; a participation cap and top-volume read it).
+    Raises DataError (one line) on missing columns, unparsable or duplicate
+    or unsorted dates, NaNs, or non-positive prices.
     """
     where = f"{ticker} ({origin})"
     close_only = is_close_only(raw)
