@@ -140,9 +140,10 @@ def _day(rec: engine.RunRecord, date: str) -> dict[str, Any]:
             if not engine.team_day(entry):  # a single agent's or a baseline's decision: said, and where its evidence is
                 cache = (rec.config.get("llm") or {}).get("cache_path") or "CACHE"  # the run's, as it was started
                 what = entry.get("actions") or entry.get("weights") or entry.get("position")
+                who = (rec.config.get("strategies") or [rec.path.name])[0]
                 said = (f"{path}: {date} has no team record (explain reads an agent team's)" if rec.team else
-                        f"{rec.path} is a run of {(rec.config.get('strategies') or [rec.path.name])[0]}, not of the agent team (explain reads the team's "
-                        f"records: --strategy fincon); its line of {date}")  # fmt: skip
+                        f"{rec.path} is a run of {who}, not of the agent team (explain reads the team's records: "
+                        f"--strategy fincon); its line of {date}")  # fmt: skip
                 raise DataError(f"{said} holds this strategy's decision {what}{_cited(entry, str(cache))}")
             return entry
     if not days:
