@@ -133,6 +133,10 @@ def test_generic_table_counts_ids_metadata_and_prices(tmp_path, capsys):
     }
     assert evs["BBB-news-20200107-0"].text == "BBB headline only"
     assert evs["AAA-10-Q-20200107-0"].published_at == dt.datetime(2020, 1, 7, 15, 0, tzinfo=dt.timezone.utc)
+    # found in review: a price file lost from the dataset was "unknown ticker 'BBB'" of a ticker it lists
+    (out / "prices" / "BBB.csv").unlink()
+    rc, _, err = run_cli(["backtest", "--data", str(out), "--ticker", "AAA", "--start", "2020-01-02"], capsys)
+    assert rc == 2 and "dataset.json lists BBB, and prices/ holds no BBB.csv: an incomplete dataset" in err
 
 
 def test_yahoo_prices_are_adjusted(tmp_path):

@@ -184,6 +184,14 @@ def open_dataset(path: str | Path) -> Dataset:
             f"{manifest.items_total if missing[0] == 'events' else len(manifest.tickers)} "
             f"{'items' if missing[0] == 'events' else 'tickers'}); import the dataset again"
         )
+    lost = [
+        t for t in manifest.tickers if not any((root / "prices" / f"{t}{x}").is_file() for x in (".csv", ".csv.gz"))
+    ]
+    if lost:  # else "unknown ticker" of a ticker the dataset says it holds
+        raise DataError(
+            f"{root}: dataset.json lists {lost[0]}{f' and {len(lost) - 1} more' if len(lost) > 1 else ''}, and "
+            f"prices/ holds no {lost[0]}.csv: an incomplete dataset; import the dataset again"
+        )
     return ds
 
 
