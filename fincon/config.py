@@ -333,7 +333,10 @@ class RunConfig(RunSections):
         out = [s.strip() for s in v if s.strip()]
         if not out:
             raise ValueError("at least one strategy is needed")
-        return list(dict.fromkeys(out))
+        twice = sorted({s for s in out if out.count(s) > 1})  # as a ticker given twice: said, not dropped
+        if twice:
+            raise ValueError(f"{', '.join(twice)} given more than once (two runs of one are two names: {twice[0]}@a)")
+        return out
 
     @model_validator(mode="after")
     def _window(self):

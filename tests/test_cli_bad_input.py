@@ -79,6 +79,8 @@ CASES: dict[str, tuple[list[str], str]] = {
         "a_file.gone' does not exist (give 'sample' or a directory of TICKER.jsonl files)",
     ),
     "events a file": ([*BT, "--strategy", "fincon", "--brain", "rules", "--events", "{a_file}"], "error: --events: "),
+    # found in review: de-duplicated without a word, where a ticker given twice is refused
+    "a strategy twice in its list": ([*BT, "--strategy", "sma-cross,sma-cross"], "sma-cross given more than once"),
     "a flag given twice": ([*BT, "--strategy", "sma-cross", "--strategy", "markowitz"], "--strategy given twice"),
     "two names of one flag": (["backtest", "--tickers", "MSFT", *BT[1:]], "--tickers and --ticker set one value"),
     # found in review: the hint said "pick one of these with --ticker tsla", which is read as TSLA again
