@@ -119,6 +119,24 @@ def test_two_invalid_answers_raise_typed_failure_and_are_counted():
     assert [e["event"] for e in ledger.events()] == ["failure", "reask"]
 
 
+@pytest.mark.parametrize(
+    "raw, why",
+    [
+        ('{"action": "hold", "n": ' + "9" * 5000 + "}", "too long to read"),  # Python's int-string limit
+        ('{"action": ' + "[" * 100_000 + "]" * 100_000 + "}", "too deeply nested"),  # json's recursion
+    ],
+)
+def test_json_python_cannot_read_is_an_invalid_answer_asked_again(raw, why):
+    """Found in review: json.loads raises ValueError (a 5,000-digit number) or RecursionError (brackets
+    nested 100,000 deep) besides JSONDecodeError, and both left LLMClient.ask as a traceback: no re-ask,
+    no failure counted (and the cached answer crashed its replay the same way)."""
+    backend = Scripted([raw, '{"action": "buy", "confidence": 0.6}'])
+    ledger = UsageLedger()
+    res = LLMClient(backend, ledger=ledger).ask(MSGS, Verdict, agent="analyst", day="2023-01-05")
+    assert res.value.action == "buy" and res.usage.reasks == 1
+    assert why in ledger.events()[0]["error"]
+
+
 def test_code_fenced_json_is_accepted():
     res = LLMClient(Scripted(['```json\n{"action": "hold", "confidence": 0.5}\n```'])).ask(MSGS, Verdict)
     assert res.value.action == "hold"

@@ -135,6 +135,9 @@ def parse_answer(text: str, model: type[BaseModel]) -> BaseModel:
         raise AnswerInvalid(
             f"not valid JSON ({exc.msg} at char {exc.pos} of {len(body)}; was it cut off by max_tokens?): {snippet!r}"
         ) from None
+    except (ValueError, RecursionError) as exc:  # a number too long to read, brackets too deeply nested
+        what = "too deeply nested" if isinstance(exc, RecursionError) else "a number too long to read"
+        raise AnswerInvalid(f"JSON Python cannot read ({what}, {len(body)} characters)") from None
     if not isinstance(data, dict):
         raise AnswerInvalid(f"expected a JSON object, got {type(data).__name__}")
     try:
