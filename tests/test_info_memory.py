@@ -287,6 +287,34 @@ def test_ask_completer_adapts_an_ask_style_client():
     assert calls[0][2:] == ("news-analyst", "2022-11-01")
 
 
+def test_an_llm_summary_that_falls_back_is_counted_and_a_server_down_stops():
+    """Found in review: the summariser (the team with distill: llm) caught every exception into a
+    lexicon summary the ledger never counted: an answer invalid twice or a whitespace-only summary was
+    no fallback in llm_usage.csv, and a server down or a replay miss went on with other memories. A
+    fallback is recorded in the ledger; what ends a run (the completer's ``fatal``) is raised."""
+    from fincon.llm import LLMClient, LLMUnavailable, UsageLedger
+    from fincon.memory.working import AskCompleter
+    from fincon.testing import Scripted
+
+    ev = Event(id="a", ticker="TSLA", source="news", published_at="2022-11-01 09:00", text="t\nTesla raised prices")
+    for answers in (["not json", "still not"], ['{"summary": "   "}']):
+        ledger = UsageLedger()
+        client = LLMClient(Scripted(answers), ledger=ledger)
+        s = LLMSummariser(AskCompleter(client, agent="TSLA/news/distill", fatal=(LLMUnavailable,)))
+        out = s.summarise("TSLA", pd.Timestamp("2022-11-01"), [ev])
+        assert out[0].metadata["summariser"] == "lexicon-fallback"
+        assert ledger.summary()["llm_fallbacks"] == 1, answers
+        [fell] = [e for e in ledger.events() if e["event"] == "fallback"]
+        assert fell["agent"] == "TSLA/news/distill" and fell["day"] == "2022-11-01" and "summary of a" in fell["reason"]
+
+    class Down:
+        def ask(self, *a, **k):
+            raise LLMUnavailable("nothing is listening")
+
+    with pytest.raises(LLMUnavailable):
+        LLMSummariser(AskCompleter(Down(), fatal=(LLMUnavailable,))).summarise("TSLA", pd.Timestamp("2022-11-01"), [ev])
+
+
 def test_lexicon_lists_and_scores():
     lm = LoughranMcDonald()
     assert len(lm.words("Negative")) > 2000 and len(lm.words("Positive")) > 300

@@ -339,3 +339,23 @@ def test_corpus_coverage_is_the_loaded_stores_and_follows_the_files(tmp_path):
     corpus(tmp_path / "c", ["TSLA", "MSFT"], events=early)  # the same directory, rewritten
     shrunk = corpus_coverage(d, ("TSLA",))["TSLA"]
     assert shrunk[0] == want["TSLA"][0] and shrunk[1] < want["TSLA"][1]
+
+
+def test_a_server_down_while_items_are_distilled_stops_the_team_as_an_analysts_call_would(tmp_path):
+    """Found in review: with distill: llm, the summariser caught a server down (and a replay miss) into
+    the lexicon's summary, uncounted, and the run went on with other memories than the model's: it stops
+    the day, said, as a server down during an analyst's call does."""
+    from fincon.llm import LLMClient, LLMUnavailable, UsageLedger
+    from fincon.testing import TeamStub
+
+    class DownForSummaries(TeamStub):  # the analysts and the manager answered; a summary's call fails
+        def complete(self, messages, schema, params):
+            if "summary" in (schema.get("properties") or {}):
+                raise LLMUnavailable("nothing is listening at http://127.0.0.1:9/v1")
+            return super().complete(messages, schema, params)
+
+    client = LLMClient(DownForSummaries(), ledger=UsageLedger())
+    res, team = run_team(
+        ["TSLA"], "2022-10-05", "2022-10-20", tmp_path / "run", client=client, distill="llm", brain="llm"
+    )
+    assert res.stopped.startswith("LLM unavailable on 2022-10-05: nothing is listening")

@@ -61,13 +61,21 @@ class AskCompleter:
     returning an object with ``.value`` (the fincon LLM layer's public
     interface) to :class:`TextCompleter`, without importing that layer."""
 
-    def __init__(self, client: Any, agent: str = "analyst"):
+    def __init__(self, client: Any, agent: str = "analyst", fatal: tuple[type[BaseException], ...] = ()):
         self.client = client
         self.agent = agent
+        #: what ends the run instead of falling back (the LLM layer's unavailable, replay miss, budget)
+        self.fatal = fatal
 
     def complete(self, prompt: str, day: str | None = None) -> str:
         messages = [{"role": "user", "content": prompt}]
         return self.client.ask(messages, SummaryAnswer, agent=self.agent, day=day).value.summary
+
+    def fell_back(self, day: str | None, reason: str) -> None:
+        """A summary the lexicon's stands in for, counted in the client's ledger as every agent's fallback."""
+        ledger = getattr(self.client, "ledger", None)
+        if ledger is not None:
+            ledger.record_fallback(self.agent, day, reason)
 
 
 def _body(
@@ -182,14 +190,17 @@ class LLMSummariser:
                 published_at=e.published_at.isoformat(),
                 text=body,
             )
+            date = str(pd.Timestamp(day).date())
             try:
-                text = self.completer.complete(prompt, day=str(pd.Timestamp(day).date())).strip()
+                text = self.completer.complete(prompt, day=date).strip()
                 if not text:
                     raise ValueError("empty completion")
                 meta = {**meta, "summariser": "llm"}
                 if e.synthetic:
                     text = f"[synthetic] {text}"
-            except Exception as exc:  # noqa: BLE001 - any LLM failure falls back, counted
+            except getattr(self.completer, "fatal", ()):  # a server down, a replay miss: the run stops, said
+                raise
+            except Exception as exc:  # noqa: BLE001 - any other LLM failure falls back, counted
                 self.fallbacks += 1
                 log.warning(
                     "LLM summary of %s failed (%s); using the lexicon summary (%d fallbacks so far)",
@@ -197,6 +208,8 @@ class LLMSummariser:
                     exc,
                     self.fallbacks,
                 )
+                if (record := getattr(self.completer, "fell_back", None)) is not None:
+                    record(date, f"summary of {e.id}: {exc}")
                 text, meta = base_text, {**meta, "summariser": "lexicon-fallback"}
             out.append(_entry(e, ticker, day, text, meta))
         return out

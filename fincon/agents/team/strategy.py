@@ -50,7 +50,7 @@ from fincon.agents.team.learning import Learning, _Previous, risk_stance
 from fincon.agents.team.params import FinConParams
 from fincon.agents.team.resumable import Resumable
 from fincon.errors import ConfigError
-from fincon.llm.errors import BudgetExhausted
+from fincon.llm.errors import BudgetExhausted, CacheMiss, LLMUnavailable
 from fincon.llm.ledger import UsageLedger
 from fincon.llm.settings import LLMSettings, attach, build_client, detach
 from fincon.memory.distill import Distiller
@@ -431,7 +431,8 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
         if key not in self._mems:
             completer = None
             if self.params.distill == "llm":
-                completer = AskCompleter(self.client, agent=f"{key}/distill")
+                # a server down or a replay miss ends the day as an analyst's call would (no lexicon stand-in)
+                completer = AskCompleter(self.client, f"{key}/distill", (LLMUnavailable, CacheMiss, BudgetExhausted))
             self._mems[key] = role.open(
                 self.memory,
                 self.events,
@@ -455,15 +456,15 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
     def _gather(self, role, ticker: str, view) -> RoleInputs:
         if isinstance(role, EventRole):
             baseline = self._tones.setdefault(role.agent(ticker), ToneBaseline())
-            inputs, _ = role.gather(
-                self._memory(role, ticker),
-                ticker,
-                view.events,
-                self.params.memory_k,
-                beliefs=self._context(role, view),
-                baseline=baseline,
-                budget=self.params.analyst_budget_tokens,
-            )
+            try:  # the items are distilled by the model with distill: llm
+                inputs, _ = role.gather(self._memory(role, ticker), ticker, view.events, self.params.memory_k,
+                                        beliefs=self._context(role, view), baseline=baseline,
+                                        budget=self.params.analyst_budget_tokens)  # fmt: skip
+            except (LLMUnavailable, BudgetExhausted) as exc:
+                day = f"{view.date:%Y-%m-%d}"
+                self.stopped = (f"LLM unavailable on {day}: {exc}" if isinstance(exc, LLMUnavailable) else
+                                f"{exc}; stopped on {day}, results saved up to the previous day")  # fmt: skip
+                raise StopRun(self.stopped) from None
             return inputs
         return role.gather(view, ticker, self.params.lookback, beliefs=self._context(role, view))
 
