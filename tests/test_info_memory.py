@@ -203,6 +203,16 @@ def test_episodic_memory_is_point_in_time(store):
     assert all(e.day <= pd.Timestamp("2022-11-01") for e in ep.search("belief", "2022-11-01", k=5))
 
 
+def test_recent_episodes_of_one_day_come_in_the_order_they_were_added(store):
+    """Found in review: episodes of one day were ordered by id as text, and an id ends with the count of
+    episodes before it, so "-10".."-19" sorted before "-2": the 20 reflections a training carries into its
+    next episode (all dated the day before the window) gave the manager its 7th to 9th as the latest three."""
+    ep = store.episodic("manager")
+    for i in range(20):
+        ep.add("2022-10-03", "reflection", f"carried #{i}")
+    assert [e.text for e in ep.recent("2022-10-04", n=3)] == ["carried #17", "carried #18", "carried #19"]
+
+
 def test_write_behind_episodes_are_read_at_once_and_stored_at_flush(tmp_path):
     """The manager reads its reflections every day from the episodes kept in
     the process; with write_behind they reach chromadb at flush (the run's

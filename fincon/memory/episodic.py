@@ -98,7 +98,7 @@ class EpisodicMemory:
     def recent(self, day: Any, n: int = 5, kinds: Sequence[str] | None = None) -> list[Episode]:
         last = pd.Timestamp(str(day_int(day)))
         eps = [e for e in self._rows.values() if e.day <= last and (not kinds or e.kind in kinds)]
-        eps.sort(key=lambda e: (e.day, e.id))
+        eps.sort(key=lambda e: (e.day, _added(e.id), e.id))  # "-10" after "-9": the order they were added
         return eps[-n:] if n else eps
 
     def latest_belief(self, day: Any) -> Episode | None:
@@ -119,3 +119,9 @@ class EpisodicMemory:
         return self._episodes(
             {"ids": got["ids"][0], "documents": got["documents"][0], "metadatas": got["metadatas"][0]}
         )
+
+
+def _added(eid: str) -> int:
+    """The count an id made by :meth:`EpisodicMemory.add` ends with (when it was added), else -1."""
+    tail = eid.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else -1
