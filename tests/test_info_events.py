@@ -304,6 +304,14 @@ def test_bare_date_in_a_user_directory_is_visible_from_the_next_session(tmp_path
     assert visible_day(bare.published_at) == pd.Timestamp("2022-11-05")  # Saturday: the first session is Monday
     with pytest.raises(DataError, match="not a calendar date"):
         Event.from_dict({**rows[0], "published_at": "2022-02-30"})
+    # found in review: a date written with a midnight (as a spreadsheet or pandas writes a date) was read
+    # as 00:00 New York and shown at Friday's decision, where the importers read it as a bare date
+    for midnight in ("2022-11-04 00:00:00", "2022-11-04T00:00:00"):
+        e = Event.from_dict({**rows[0], "published_at": midnight})
+        assert e.published_at == bare.published_at, midnight
+    # with an offset, midnight is an instant: 20:00 New York on the 4th, as fincon writes it in UTC
+    e = Event.from_dict({**rows[0], "published_at": "2022-11-05T00:00:00+00:00"})
+    assert e.published_at == pd.Timestamp("2022-11-05T00:00:00Z").to_pydatetime()
 
 
 def test_a_loaders_window_is_the_new_york_day_of_publication():

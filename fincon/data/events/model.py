@@ -50,7 +50,10 @@ def parse_timestamp(value: Any) -> dt.datetime:
     what US filings and news desks mean). A bare date (``YYYY-MM-DD``, or a
     ``datetime.date``) is read as that day's close, 16:00 New York, so the
     item is visible from the *next* trading day's decision: a date alone
-    cannot show that the item came out before the close.
+    cannot show that the item came out before the close. A timestamp of
+    exactly midnight without an offset is such a date too (a date a
+    spreadsheet or pandas wrote with a time), as the importers read it; with
+    an offset it is an instant (20:00 New York is midnight UTC).
     """
     if isinstance(value, dt.datetime):
         ts = value
@@ -68,6 +71,8 @@ def parse_timestamp(value: Any) -> dt.datetime:
         except (ValueError, TypeError) as exc:
             raise DataError(f"bad published_at {value!r}: use ISO 8601, e.g. 2022-11-01T08:30:00-04:00") from exc
     if ts.tzinfo is None:
+        if ts.time() == dt.time(0, 0):  # a date a spreadsheet or pandas wrote with a midnight: a bare date
+            return parse_timestamp(ts.date())
         ts = ts.replace(tzinfo=MARKET_TZ)
     return ts.astimezone(UTC)
 
