@@ -341,3 +341,23 @@ def test_a_loaders_window_is_the_new_york_day_of_publication():
             keep = window(start, end)
             assert [keep(e) for e in events] == [by_pandas(e, start, end) for e in events], (start, end)
     assert sum(window(pd.Timestamp("2022-03-13 09:30"), None)(e) for e in events) < len(events)  # the bounds bite
+
+
+def test_on_an_early_close_an_item_after_the_close_waits_for_the_next_session(tmp_path):
+    """Found in review: the decision time was 16:00 New York every day, and on 2022-11-25 the exchange
+    closed at 13:00: an item published at 14:30 was visible at the decision that day, which fills at the
+    13:00 close. On an early close the decision time is the close."""
+    from fincon.data.events.model import decision_cutoff
+
+    assert decision_cutoff("2022-11-25") == pd.Timestamp("2022-11-25 18:00", tz="UTC").to_pydatetime()
+    assert decision_cutoff("2022-11-28") == pd.Timestamp("2022-11-28 21:00", tz="UTC").to_pydatetime()
+    rows = [
+        {"id": "before", "ticker": "TSLA", "source": "news", "published_at": "2022-11-25T12:59:00", "text": "a"},
+        {"id": "after", "ticker": "TSLA", "source": "news", "published_at": "2022-11-25T14:30:00", "text": "b"},
+    ]
+    (tmp_path / "e.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    store = EventStore(DirectoryLoader(tmp_path).load())
+    assert [e.id for e in store.view_at("2022-11-25").events("TSLA")] == ["before"]
+    assert [e.id for e in store.view_at("2022-11-28").events("TSLA")] == ["before", "after"]
+    after = [e for e in store.all_events() if e.id == "after"][0]
+    assert visible_day(after.published_at) == pd.Timestamp("2022-11-26")

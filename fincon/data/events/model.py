@@ -4,9 +4,10 @@ An :class:`Event` is one published item: a news story, a 10-K or 10-Q MD&A
 section, an analyst note or an earnings call (audio and/or transcript).
 Whatever the loader, events carry a timezone-aware ``published_at`` and are
 judged against one explicit decision time: the close of the US market,
-16:00 America/New_York. An event is visible on trading day ``t`` only if it
-was published strictly before ``t``'s decision time; an item published at
-16:00:00 or later belongs to the next trading day.
+16:00 America/New_York (13:00 on the exchange's early closes). An event is
+visible on trading day ``t`` only if it was published strictly before
+``t``'s decision time; an item published at the close or later belongs to
+the next trading day.
 
 An item known only by its date (``2021-01-27``, no time) may have been
 published after that day's close (an evening press release, a filing
@@ -20,8 +21,10 @@ same-day convention is an explicit import option (``fincon data import
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import re
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 from zoneinfo import ZoneInfo
@@ -36,10 +39,27 @@ DECISION_TIME = dt.time(16, 0)
 UTC = dt.timezone.utc
 
 
+@functools.cache
+def _early_closes() -> dict[dt.date, dt.time]:
+    """The New York Stock Exchange's early closes (the day after Thanksgiving, Christmas Eve: 13:00), from
+    exchange-calendars, whose sessions the forward journal's clock reads too."""
+    import exchange_calendars  # ~0.4 s to load: only when a decision time is asked for
+
+    with warnings.catch_warnings():  # pandas' deprecation notes about the package's own calls, not the user's
+        warnings.simplefilter("ignore")
+        cal = exchange_calendars.get_calendar("XNYS")
+        return {d.date(): cal.session_close(d).tz_convert(MARKET_TZ).time() for d in cal.early_closes}
+
+
+def close_time(day: dt.date) -> dt.time:
+    """``day``'s decision time in New York: the close, 16:00, or an early close's (13:00)."""
+    return _early_closes().get(day, DECISION_TIME)
+
+
 def decision_cutoff(day: Any) -> dt.datetime:
-    """The decision time of ``day`` (its close, 16:00 New York) in UTC."""
+    """The decision time of ``day`` (its close: 16:00 New York, 13:00 on an early close) in UTC."""
     d = pd.Timestamp(day).date()
-    local = dt.datetime.combine(d, DECISION_TIME, tzinfo=MARKET_TZ)
+    local = dt.datetime.combine(d, close_time(d), tzinfo=MARKET_TZ)
     return local.astimezone(UTC)
 
 
@@ -88,10 +108,11 @@ def is_bare_date(value: Any) -> bool:
 def visible_day(published_at: dt.datetime) -> pd.Timestamp:
     """The first calendar day at whose decision time the item is visible:
     its New York publication date, or the next day if published at or after
-    16:00. (The first *trading* day is the first session on or after it.)"""
+    its close (16:00, an early close's 13:00). (The first *trading* day is
+    the first session on or after it.)"""
     local = published_at.astimezone(MARKET_TZ)
     d = pd.Timestamp(local.date())
-    return d + pd.Timedelta(days=1) if local.time() >= DECISION_TIME else d
+    return d + pd.Timedelta(days=1) if local.time() >= close_time(local.date()) else d
 
 
 def day_int(day: Any) -> int:
