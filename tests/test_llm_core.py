@@ -671,3 +671,30 @@ def test_two_runs_creating_one_cache_at_once_both_open_it(tmp_path):
     assert "error" not in opened, opened
     assert opened["waited"] >= 0.25  # it waited for the other run, as a write would
     other.close()
+
+
+def test_a_refusal_is_an_answer_counted_not_a_broken_body_retried():
+    """Found in review: an OpenAI-compatible server's refusal (content null, a ``refusal`` text) was
+    taken for a malformed body: retried four times, each billed and none counted (the ledger said 0
+    calls, 0 tokens), ending as "LLM unavailable ... check --llm-base-url". It is the model's answer:
+    cached with its text, counted, asked again once, then a counted failure the agent falls back from."""
+    import httpx
+
+    from fincon.llm.backends.openai_compat import OpenAICompatBackend
+
+    posts = []
+
+    def server(request):
+        posts.append(request)
+        msg = {"role": "assistant", "content": None, "refusal": "I'm sorry, I can't help with that."}
+        return httpx.Response(200, json={"choices": [{"message": msg, "finish_reason": "stop"}],
+                                         "usage": {"prompt_tokens": 900, "completion_tokens": 12}})  # fmt: skip
+
+    backend = OpenAICompatBackend("gpt-x", base_url="http://127.0.0.1:9/v1", backoff_s=0.0, max_backoff_s=0.0)
+    backend._http = httpx.Client(transport=httpx.MockTransport(server))
+    ledger = UsageLedger()
+    with pytest.raises(LLMInvalidAnswer) as info:
+        LLMClient(backend, ledger=ledger).ask(MSGS, Verdict, agent="llm-trader", day="2022-10-04")
+    assert len(posts) == 2 and "I'm sorry" in info.value.errors[0]
+    s = ledger.summary()
+    assert (s["llm_calls"], s["llm_tokens"], s["llm_reasks"], s["llm_failures"]) == (2, 2 * 912, 1, 1)

@@ -298,6 +298,8 @@ class OpenAICompatBackend:
             data = resp.json()
             choice = data["choices"][0]
             text = choice["message"]["content"]
+            if text is None:  # a refusal (its text in "refusal") or an empty turn: the model's answer, counted
+                text = str(choice["message"].get("refusal") or "")
             if not isinstance(text, str):
                 raise TypeError("message content is not a string")
             usage = data.get("usage") or {}
