@@ -81,6 +81,10 @@ CASES: dict[str, tuple[list[str], str]] = {
     "events a file": ([*BT, "--strategy", "fincon", "--brain", "rules", "--events", "{a_file}"], "error: --events: "),
     # found in review: de-duplicated without a word, where a ticker given twice is refused
     "a strategy twice in its list": ([*BT, "--strategy", "sma-cross,sma-cross"], "sma-cross given more than once"),
+    "a baseline twice in its list": (
+        ["experiment", "--brain", "rules", "--baselines", "buy-and-hold,buy-and-hold"],
+        "--baselines: buy-and-hold given more than once",
+    ),
     "a flag given twice": ([*BT, "--strategy", "sma-cross", "--strategy", "markowitz"], "--strategy given twice"),
     "two names of one flag": (["backtest", "--tickers", "MSFT", *BT[1:]], "--tickers and --ticker set one value"),
     # found in review: the hint said "pick one of these with --ticker tsla", which is read as TSLA again
