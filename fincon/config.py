@@ -37,7 +37,7 @@ from fincon.errors import ConfigError
 from fincon.flag import Flag, absolute
 from fincon.llm.settings import LLMSettings
 from fincon.strategies.registry import validate_params
-from fincon.validation import IsoDate, format_validation_error
+from fincon.validation import IsoDate, format_validation_error, once
 
 #: the help sections of the run's flags (fincon.cli.flags)
 WHAT = "what to run"
@@ -286,10 +286,7 @@ class RunSections(Section):
         out = [t.strip().upper() for t in v if t.strip()]
         if not out:
             raise ValueError("at least one ticker is needed")
-        twice = sorted({t for t in out if out.count(t) > 1})
-        if twice:
-            raise ValueError(f"{', '.join(twice)} given more than once")
-        return out
+        return once(out)
 
     @field_serializer("llm")
     def _llm_as_set(self, llm: LLMSettings) -> dict[str, Any]:
@@ -333,10 +330,7 @@ class RunConfig(RunSections):
         out = [s.strip() for s in v if s.strip()]
         if not out:
             raise ValueError("at least one strategy is needed")
-        twice = sorted({s for s in out if out.count(s) > 1})  # as a ticker given twice: said, not dropped
-        if twice:
-            raise ValueError(f"{', '.join(twice)} given more than once (two runs of one are two names: {twice[0]}@a)")
-        return out
+        return once(out, " (two runs of one are two names: {first}@a)")
 
     @model_validator(mode="after")
     def _window(self):

@@ -132,3 +132,12 @@ def iso_date_value(v: Any) -> Any:
 
 #: a date field of a config: a YAML date or a YYYY-MM-DD string, refused by name otherwise
 IsoDate = Annotated[dt.date, BeforeValidator(iso_date_value)]
+
+
+def once(values: list[str], hint: str = "") -> list[str]:
+    """``values`` as given; a name given twice is refused (``hint`` added to the message), never dropped
+    without a word: tickers, strategies, an experiment's baselines, ablations, universes and protocols."""
+    twice = sorted({v for v in values if values.count(v) > 1})
+    if twice:
+        raise ValueError(f"{', '.join(twice)} given more than once{hint.format(first=twice[0])}")
+    return values

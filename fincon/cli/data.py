@@ -27,6 +27,7 @@ from fincon.errors import ConfigError, DataError
 from fincon.files import json_text
 from fincon.flag import Flag
 from fincon.llm.settings import LLMSettings, attach
+from fincon.validation import once
 
 SAMPLE_HELP = """\
 Write the project's synthetic event corpus (news, 10-Q/10-K MD&A, analyst
@@ -232,9 +233,10 @@ def _tickers(arg: str | None):
     ts = tuple(t.strip().upper() for t in arg.split(",") if t.strip())
     if not ts:
         raise ConfigError("--tickers is empty; give e.g. TSLA,MSFT")
-    twice = sorted({t for t in ts if ts.count(t) > 1})
-    if twice:  # as a run's --tickers says it (fincon.config)
-        raise ConfigError(f"--tickers: {', '.join(twice)} given more than once")
+    try:  # as a run's --tickers says it (fincon.config)
+        once(ts)
+    except ValueError as exc:
+        raise ConfigError(f"--tickers: {exc}") from None
     return ts
 
 

@@ -23,7 +23,7 @@ from fincon.agents.team.params import GROUP as TEAM_GROUP, FinConParams
 from fincon.config import WHAT, RunSections, Section
 from fincon.flag import Flag
 from fincon.strategies.registry import strategy_names
-from fincon.validation import IsoDate, format_validation_error
+from fincon.validation import IsoDate, format_validation_error, once
 from fincon.workflow.executors import ExecutorSpec
 
 TEAM = "fincon"
@@ -119,7 +119,7 @@ class RollingSpec(Section):
             raise ValueError("at least one universe rule is needed")
         for rule in v:
             workflow.parse_rule(rule)
-        return _once(v)
+        return once(v)
 
     @model_validator(mode="after")
     def _span(self):
@@ -241,7 +241,7 @@ class ExperimentConfig(RunSections):
     def _ablations(cls, v):
         if not v:
             raise ValueError("at least one ablation is needed")
-        return _once(v)
+        return once(v)
 
     @field_validator("protocols")
     @classmethod
@@ -251,7 +251,7 @@ class ExperimentConfig(RunSections):
             raise ValueError(f"unknown protocol {bad[0]!r}; choose from {', '.join(protocol_names())}")
         if not v:
             raise ValueError("at least one protocol is needed")
-        return _once(v)
+        return once(v)
 
     @field_validator("baselines")
     @classmethod
@@ -260,7 +260,7 @@ class ExperimentConfig(RunSections):
         bad = [b for b in v if b not in known]
         if bad:
             raise ValueError(f"unknown baseline {bad[0]!r}; choose from {', '.join(known)}")
-        return _once(v)
+        return once(v)
 
     @field_validator("team", mode="before")
     @classmethod
@@ -304,12 +304,3 @@ class ExperimentConfig(RunSections):
         """The team's parameters that differ from their defaults (YAML values): what experiment.json
         holds, and what every unit's team starts from."""
         return _given(self.team)
-
-
-def _once(v: list[str]) -> list[str]:
-    """``v`` as given, a name given twice refused (as a ticker or a strategy given twice is): the second
-    was dropped without a word."""
-    twice = sorted({x for x in v if v.count(x) > 1})
-    if twice:
-        raise ValueError(f"{', '.join(twice)} given more than once")
-    return v
