@@ -213,13 +213,14 @@ def evidence(root: Path, sealed: dict[str, Any] | None = None, ledger: Path | No
         raise DataError(
             journal_hint(root) or f"{root} holds no run fincon wrote (no metrics.json with its config.yaml)"
         )
-    if run is not None:  # the graded run read whole: a damaged file is named, as the page names it
-        for part in ("config", "metrics", "equity", "decisions"):
-            getattr(RunRecord(run), part)
-    metrics = (run_part(run, "metrics") or {}) if run else {}
-    config = run_part(run, "config") if run else (rolling or {}).get("config", {})
+    metrics, config, rec = {}, (rolling or {}).get("config", {}), None
+    if run is not None:  # the graded run read whole, once: a damaged file is named, as the page names it
+        rec = RunRecord(run)
+        metrics, config, _, _ = rec.metrics, rec.config, rec.equity, rec.decisions
     team = _team_run(root) if rolling is None else None
     # a rolling evaluation: each window is an experiment folder (UNIVERSE/kNN) with its team's median run
     windows = tuple(t for r in sorted(root.glob("*/*/results.json")) if (t := _team_run(r.parent))) if rolling else ()
-    decisions = [RunRecord(t).decisions for t in ((team,) if team else windows)]
+    decisions = [
+        (rec if rec is not None and t == run else RunRecord(t)).decisions for t in ((team,) if team else windows)
+    ]
     return Evidence(root, run, team, rolling, results, metrics, config or {}, decisions, sealed, windows, ledger)
