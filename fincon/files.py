@@ -16,6 +16,15 @@ from pathlib import Path
 from typing import Any
 
 
+def name_before(name: str, suffixes: tuple[str, ...]) -> str:
+    """``name`` without the first of ``suffixes`` it ends with (any case), else
+    up to its first dot: a dotted ticker's file, ``BRK.B.csv``, is BRK.B's,
+    not BRK's."""
+    low = name.lower()
+    cut = next((len(s) for s in suffixes if low.endswith(s) and len(name) > len(s)), None)
+    return name[:-cut] if cut else name.split(".", 1)[0]
+
+
 def write_atomic(path: Path | str, text: str | bytes) -> None:
     """Write ``text`` to ``path`` whole or not at all; the temporary file is
     removed when the write fails (the error is the caller's to word)."""

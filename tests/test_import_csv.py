@@ -380,3 +380,40 @@ def test_gzipped_price_files_are_read_as_a_run_reads_them(tmp_path):
     assert zipped.prices["AAA"].equals(plain.prices["AAA"]) and zipped.price_kind == "ohlcv"
     (gz / "AAA.csv").write_text((px / "BBB.csv").read_text())  # beside it, a plain file of other prices
     assert read([table], ImportOptions(tickers=("AAA",), prices=gz)).price_kind == "close"
+
+
+def test_a_row_with_more_fields_than_the_header_is_refused_naming_its_line(tmp_path, capsys):
+    """An unquoted comma in a title shifted the row's text into the url (and
+    a ticker column in FNSPID's order) with exit 0: pandas drops a row's extra
+    fields without a word when only some columns are read. One line, naming
+    the line and what to do."""
+    px = prices_folder(tmp_path / "px")
+    table = tmp_path / "t.csv"
+    table.write_text(
+        "ticker,published,source,title,text,url\n"
+        "AAA,2020-01-03,news,AAA beats,Revenue rose,https://x.invalid/1\n"
+        "AAA,2020-01-06,news,AAA misses, shares fall,Revenue fell 9%,https://x.invalid/2\n"
+    )
+    rc, _, err = run_cli(
+        ["data", "import", "csv", str(table), "--prices", str(px), "--out", str(tmp_path / "ds")], capsys
+    )
+    assert rc == 2 and err.count("\n") == 1, err
+    assert "line 3 has 7 fields where the header has 6" in err and "quote" in err, err
+    assert not (tmp_path / "ds").exists()
+
+
+def test_a_dotted_tickers_price_file_is_found(tmp_path, capsys):
+    """BRK.B.csv was read as BRK's ("--prices has no BRK.B.csv")."""
+    px = prices_folder(tmp_path / "px")
+    (px / "AAA.csv").rename(px / "BRK.B.csv")
+    rows = [{**GENERIC[0], "ticker": "BRK.B"}]
+    table = write_table(tmp_path / "t.csv", rows)
+    out = tmp_path / "ds"
+    rc, _, err = run_cli(
+        ["data", "import", "csv", str(table), "--prices", str(px), "--out", str(out), "--tickers", "BRK.B"], capsys
+    )
+    assert rc == 0, err
+    assert (out / "prices" / "BRK.B.csv").exists() or (out / "prices" / "BRK.B.csv.gz").exists()
+    from fincon.data.sources import CsvDirSource
+
+    assert "BRK.B" in CsvDirSource(px).tickers()

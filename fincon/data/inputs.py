@@ -27,6 +27,7 @@ from fincon.data.events.sources import build_store
 from fincon.data.events.store import EventStore
 from fincon.data.sources import make_source
 from fincon.errors import ConfigError, DataError
+from fincon.files import name_before
 
 #: the bundled synthetic corpus, as an events parameter names it
 SAMPLE = "sample"
@@ -51,7 +52,8 @@ def corpus_tickers(spec: str) -> tuple[str, ...]:
     if spec == SAMPLE:
         return tuple(DEFAULT_TICKERS)
     path = Path(spec).expanduser()
-    return tuple(sorted({p.name.split(".")[0] for p in path.glob("*.jsonl*")})) if path.is_dir() else ()
+    names = {name_before(p.name, (".jsonl", ".jsonl.gz")) for p in path.glob("*.jsonl*")}
+    return tuple(sorted(names)) if path.is_dir() else ()
 
 
 @dataclass(frozen=True)

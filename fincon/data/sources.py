@@ -21,7 +21,7 @@ import pandas as pd
 from fincon.data import DEFAULT_TICKER
 from fincon.data.events.loaders.online import cache_root
 from fincon.errors import ConfigError, DataError, SourceUnavailable
-from fincon.files import write_atomic
+from fincon.files import name_before, write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ class CsvDirSource:
         return None
 
     def tickers(self) -> list[str]:
-        names = {p.name.split(".")[0] for p in self.directory.glob("*.csv*")}
+        names = {name_before(p.name, (".csv", ".csv.gz")) for p in self.directory.glob("*.csv*")}
         return sorted(names)
 
     def describe(self, ticker: str) -> str:

@@ -21,8 +21,7 @@ import yaml
 
 from fincon import data as fincon_data
 from fincon.data.aliases import NAMES, PEOPLE, VOCABULARY
-from fincon.data.events.generator import DEFAULT_TICKERS
-from fincon.data.inputs import SAMPLE, open_events, open_inputs
+from fincon.data.inputs import corpus_tickers, open_events, open_inputs
 from fincon.data.terms import distinctive_terms, tokens
 from fincon.errors import DataError
 from fincon.llm.masking_rules import ITEM_WORDS, topics
@@ -331,10 +330,7 @@ def build_knowledge(runs: Sequence[RunInfo], against: Sequence[Path] = ()) -> Kn
     for r in runs:
         inputs = open_inputs(r.data.get("source", "sample"), r.data.get("dir"), r.data.get("cache_dir"))
         spec = r.events
-        if spec == SAMPLE:
-            tickers = tuple(DEFAULT_TICKERS)
-        else:
-            tickers = tuple(sorted(p.name.split(".")[0] for p in Path(spec).glob("*.jsonl*")))
+        tickers = corpus_tickers(spec)
         if spec not in seen:
             seen.add(spec)
             corpora.append((spec, tickers, inputs.source))

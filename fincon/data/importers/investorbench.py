@@ -13,8 +13,9 @@ Items carry a date only. Under the default rule they are visible from the
 next trading day's decision (``fincon.data.importers.common.published_at``); the
 benchmark's same-day convention is ``--same-day``.
 
-The ticker is the file name up to its first dot (``msft.json.gz`` -> MSFT),
-or the one named after it (``ib-nflx.json.gz=NFLX``).
+The ticker is the file name without ``.json`` or ``.json.gz`` (``msft.json.gz``
+-> MSFT, ``brk.b.json`` -> BRK.B), or the one named after it
+(``ib-nflx.json.gz=NFLX``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from fincon.data.dataset import ImportedCorpus
 from fincon.data.events.model import Event
 from fincon.data.importers.common import ImportOptions, dedupe, pick_tickers, published_at
 from fincon.errors import DataError
+from fincon.files import name_before
 
 #: The benchmark's keys and the event sources they become.
 FILING_KEYS = {"10k": "10-K", "10q": "10-Q"}
@@ -43,7 +45,7 @@ _TICKER = re.compile(r"^[A-Z0-9][A-Z0-9.\-]{0,14}$")
 
 
 def ticker_of(path: Path) -> str:
-    t = path.name.split(".", 1)[0].upper()
+    t = name_before(path.name, (".json", ".json.gz")).upper()
     if not _TICKER.match(t):
         raise DataError(
             f"{path}: cannot take a ticker from the file name {path.name!r}; "

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -59,6 +60,7 @@ from fincon.data.importers.common import ImportOptions, dedupe, pick_tickers
 from fincon.data.importers.timing import BadTime, item_time, options_record as _record
 from fincon.data.prices import is_close_only, validate_bars
 from fincon.errors import DataError
+from fincon.files import name_before
 
 ROLES: dict[str, tuple[str, ...]] = {
     "ticker": ("ticker", "symbol", "stock_symbol", "stock"),
@@ -90,6 +92,11 @@ def _check_path(path: Path) -> None:
 
 def _unreadable(path: Path, exc: BaseException) -> DataError:
     first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+    if m := re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", first):
+        return DataError(
+            f"{path}: line {m[2]} has {m[3]} fields where the header has {m[1]}; "
+            'quote a field that holds a comma ("a, b")'
+        )
     return DataError(f"{path}: cannot read the table ({first})")
 
 
@@ -102,20 +109,25 @@ def chunks(path: Path) -> Iterator[pd.DataFrame]:
     try:
         if csv:
             header = pd.read_csv(path, nrows=0, encoding="utf-8-sig")
-            cols = columns_of(list(header.columns), path)
+            used = sorted(set(columns_of(list(header.columns), path).values()))
+            # every column is read and the unused dropped per block: with
+            # usecols pandas drops a row's extra fields without a word, so an
+            # unquoted comma shifted a title's end into the text column
             reader = pd.read_csv(
                 path,
                 encoding="utf-8-sig",  # a byte-order mark is not part of the first column's name
                 dtype=str,
                 keep_default_na=False,
                 na_filter=False,
-                usecols=sorted(set(cols.values())),
                 chunksize=CHUNK_ROWS,
             )
+            with reader:
+                for block in reader:
+                    yield block[used]
         else:
             reader = pd.read_json(path, lines=True, dtype=False, chunksize=CHUNK_ROWS, **_NO_DATE_GUESS)
-        with reader:
-            yield from reader
+            with reader:
+                yield from reader
     except pd.errors.EmptyDataError:
         raise DataError(f"{path}: empty file; no header and no rows") from None
     except TypeError:  # pandas' own words for a JSONL line that is an array or a number
@@ -271,7 +283,9 @@ def price_files(folder: Path | None) -> dict[str, Path]:
         )
     # TICKER.csv or TICKER.csv.gz, as --data reads them (a folder of the sample's gzipped files was refused)
     found = sorted(p for p in folder.iterdir() if p.name.lower().endswith((".csv", ".csv.gz")))
-    return {p.name.split(".")[0].upper(): p for p in reversed(found)}  # a plain .csv wins over its .csv.gz
+    return {
+        name_before(p.name, (".csv", ".csv.gz")).upper(): p for p in reversed(found)
+    }  # a plain .csv wins over its .csv.gz
 
 
 def read_price_file(path: Path, ticker: str, options: ImportOptions) -> pd.DataFrame:
