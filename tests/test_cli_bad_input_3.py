@@ -114,6 +114,11 @@ def fixtures(root: Path) -> dict[str, str]:
         '{"2020-10-01": {"prices": 10.0, "news": []}, "2020-10-01": {"prices": 11.0, "news": []}}'
     )
     f["dup_json"] = str(root / "dup.json")
+    (root / "dupkey.json").write_text(  # a day's news given twice: JSON kept the second list only
+        '{"2020-10-01": {"prices": 10.0, "news": ["a (Sentiment: positive)"], "news": ["b"]},'
+        ' "2020-10-02": {"prices": 11.0, "news": []}}'
+    )
+    f["dupkey_json"] = str(root / "dupkey.json")
     (root / "array.jsonl").write_text('{"ticker": "AAA", "published": "2020-01-03", "text": "x"}\n[1, 2, 3]\n')
     f["array_jsonl"] = str(root / "array.jsonl")
     (root / "far_news.csv").write_text("ticker,published,source,title,text,url\nAAA,1948-01-03,news,t,AAA beats.,\n")
@@ -306,6 +311,10 @@ CASES: dict[str, tuple[list[str], str]] = {
     "a date key twice in InvestorBench JSON": (
         ["data", "import", "investorbench", "{dup_json}", "--out", "o"],
         "date 2020-10-01 appears 2 times",
+    ),
+    "a key twice in an InvestorBench day": (
+        ["data", "import", "investorbench", "{dupkey_json}", "--out", "o"],
+        "2020-10-01 gives 'news' twice (JSON keeps only the last); merge the two lists",
     ),
     # 4. what was a traceback
     "a JSONL line that is an array": (

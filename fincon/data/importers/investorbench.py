@@ -74,12 +74,14 @@ def load_json(path: Path) -> dict[str, Any]:
         except (EOFError, OSError, zlib.error) as exc:
             raise DataError(f"{path}: truncated or corrupt gzip ({exc}); download the file again") from None
     dups: list[str] = []
+    inner: dict[int, str] = {}  # id of a day's record that gave a key twice -> that key
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: dict[str, Any] = {}
         for k, v in items:
             if k in seen:
                 dups.append(k)
+                inner.setdefault(id(seen), k)
             seen[k] = v
         return seen
 
@@ -98,6 +100,11 @@ def load_json(path: Path) -> dict[str, Any]:
             f"{path}: date {day_dups[0]} appears {dups.count(day_dups[0]) + 1} times (JSON keeps only the last "
             "record); merge or drop the duplicates"
         )
+    for day, record in obj.items():
+        if id(record) in inner:
+            raise DataError(
+                f"{path}: {day} gives {inner[id(record)]!r} twice (JSON keeps only the last); merge the two lists"
+            )
     if not obj:
         raise DataError(f"{path}: the JSON object is empty; no days to import")
     return obj
