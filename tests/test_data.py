@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from fincon.cli.main import main
-from fincon.data.prices import validate_bars
+from fincon.data.prices import load_prices, validate_bars
 from fincon.data.sources import CsvDirSource, YFinanceSource, make_source
 from fincon.errors import DataError, SourceUnavailable
 
@@ -344,3 +344,44 @@ def test_dates_not_shared_by_all_tickers_are_said_with_the_first_and_who_lacked_
     assert (
         loaded.dropped_note == "1 date(s) not shared by all tickers were dropped, the first 2022-10-07 (BBB had no bar)"
     )
+
+
+def test_a_file_that_stops_sessions_before_the_windows_end_is_refused(tmp_path, monkeypatch):
+    """Four calendar days of slack let a price file that stopped on a Monday serve a window to
+    Friday: the run ended four sessions early under the window's name (and a yfinance cache that
+    stale was served without asking). One session (a holiday next to the data) is slack."""
+    import yfinance
+
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    with gzip.open(SAMPLE / "TSLA.csv.gz") as src:
+        whole = pd.read_csv(src)
+    whole[whole["Date"] <= "2024-03-04"].to_csv(cut / "TSLA.csv", index=False)  # ends Monday
+    source = CsvDirSource(cut)
+    with pytest.raises(DataError, match="outside the data"):
+        load_prices(source, ("TSLA",), pd.Timestamp("2024-02-01"), pd.Timestamp("2024-03-08"))
+    with pytest.raises(DataError, match="outside the data"):  # Wednesday: two sessions short
+        load_prices(source, ("TSLA",), pd.Timestamp("2024-02-01"), pd.Timestamp("2024-03-06"))
+    ok = load_prices(source, ("TSLA",), pd.Timestamp("2024-02-01"), pd.Timestamp("2024-03-05"))
+    assert str(ok.frames["TSLA"].index[-1].date()) == "2024-03-04"
+    # starts: Saturday and a Monday holiday before the first bar pass; a week does not
+    whole[whole["Date"] >= "2024-02-20"].to_csv(cut / "TSLA.csv", index=False)  # Tuesday after Presidents' Day
+    assert load_prices(source, ("TSLA",), pd.Timestamp("2024-02-17"), pd.Timestamp("2024-03-01")).frames
+    with pytest.raises(DataError, match="outside the data"):
+        load_prices(source, ("TSLA",), pd.Timestamp("2024-02-12"), pd.Timestamp("2024-03-01"))
+
+    asked = []
+
+    def download(*a, **k):
+        asked.append(k.get("end"))
+        return pd.DataFrame()  # offline
+
+    monkeypatch.setattr(yfinance, "download", download)
+    cache = tmp_path / "yf"
+    cache.mkdir()
+    whole[whole["Date"] <= "2024-03-04"].to_csv(cache / "TSLA.csv", index=False)
+    yf = YFinanceSource(cache)
+    assert len(yf.load("TSLA", pd.Timestamp("2024-02-01"), pd.Timestamp("2024-03-05"))) and not asked
+    with pytest.raises(SourceUnavailable, match="holds only 2018-01-02..2024-03-04"):
+        yf.load("TSLA", pd.Timestamp("2024-02-01"), pd.Timestamp("2024-03-08"))
+    assert asked

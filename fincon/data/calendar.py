@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Literal, Sequence
 
+import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
@@ -95,3 +96,21 @@ def annualisation(
             f"annualised with {configured} days, set in the config (metrics.days_per_year; the data's {label} has {days})",
         )
     return days, f"annualised with {days} days: {label}" + (f"; {gaps}" if gaps else "")
+
+
+#: the sessions a window may start before a file's first bar or end after its last: one, a holiday
+#: next to the data (four calendar days let a file that stopped on a Monday serve a window to
+#: Friday, the run ending four sessions early under the window's name)
+EDGE_SESSIONS = 1
+
+
+def sessions_between(after: pd.Timestamp, upto: pd.Timestamp, dates: Sequence[pd.Timestamp]) -> int:
+    """Sessions in (after, upto] of the calendar ``dates`` are on: weekdays for an exchange's
+    (its holidays unknown, so each counts), days for a coin's."""
+    after, upto = pd.Timestamp(after).normalize(), pd.Timestamp(upto).normalize()
+    if upto <= after:
+        return 0
+    if infer_calendar(dates) == ALWAYS_OPEN:
+        return (upto - after).days
+    one = pd.Timedelta(days=1)
+    return int(np.busday_count((after + one).date(), (upto + one).date()))

@@ -16,7 +16,7 @@ from typing import Any, Mapping, Protocol
 import numpy as np
 import pandas as pd
 
-from fincon.data.calendar import Calendar, gaps_note, infer_calendar
+from fincon.data.calendar import EDGE_SESSIONS, Calendar, gaps_note, infer_calendar, sessions_between
 from fincon.errors import DataError
 
 RAW_COLUMNS = ("Date", "Open", "High", "Low", "Close", "Adj Close", "Volume")
@@ -305,10 +305,11 @@ def load_prices(
             raise DataError(
                 f"{ticker}: no data in {start.date()}..{end.date()}; {source.name} has {first.date()}..{last.date()}"
             )
-        # A few days of slack lets a window start or end on a weekend or
-        # holiday next to the data; more than that means days are missing.
-        slack = pd.Timedelta(days=4)
-        if start < first - slack or end > last + slack:
+        # a window may start or end on a weekend or a holiday next to the data; a session more means
+        # days are missing (the run would end early under the window's name)
+        before = sessions_between(start - pd.Timedelta(days=1), first - pd.Timedelta(days=1), bars.index)
+        after = sessions_between(last, end, bars.index)
+        if max(before, after) > EDGE_SESSIONS:
             raise DataError(
                 f"{ticker}: {start.date()}..{end.date()} is outside the data "
                 f"({source.name} has {first.date()}..{last.date()}); pick dates inside it, e.g. "

@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from fincon.data import DEFAULT_TICKER
+from fincon.data.calendar import EDGE_SESSIONS, sessions_between
 from fincon.data.events.loaders.online import cache_root
 from fincon.errors import ConfigError, DataError, SourceUnavailable
 from fincon.files import name_before, write_atomic
@@ -129,7 +130,8 @@ class YFinanceSource:
         if path.exists():
             cached = _read_csv(path, ticker)
             dates = pd.to_datetime(cached.get("Date"), errors="coerce")
-            if len(cached) and dates.min() <= start and dates.max() >= end - pd.Timedelta(days=4):
+            known = dates.dropna()
+            if len(known) and known.min() <= start and sessions_between(known.max(), end, known) <= EDGE_SESSIONS:
                 return cached
             if len(cached) and dates.notna().any():
                 stale = f"{dates.min():%Y-%m-%d}..{dates.max():%Y-%m-%d}"

@@ -37,6 +37,7 @@ from typing import Any
 import pandas as pd
 
 from fincon.agents.team.corpus import corpus_coverage, uncovered
+from fincon.data.calendar import EDGE_SESSIONS, sessions_between
 from fincon.data.inputs import open_inputs
 from fincon.data.prices import validate_bars
 from fincon.engine.rundir import check_out_path
@@ -148,7 +149,8 @@ def plan(exp: ExperimentConfig) -> tuple[list[Cell], dict[str, Any]]:
             except ValueError as exc:
                 raise ConfigError(f"rolling window {w.test.start}..{w.test.end}: {exc}") from None
             for t in tickers:  # picked point in time among firms that leave too: one may leave inside its window
-                if (gone := bars[t].index[-1].date()) < w.test.end - dt.timedelta(days=4):
+                gone = bars[t].index[-1].date()
+                if sessions_between(pd.Timestamp(gone), pd.Timestamp(w.test.end), bars[t].index) > EDGE_SESSIONS:
                     raise ConfigError(
                         f"rolling window {w.test.start}..{w.test.end} ({rule_text}): the rule picked {t} at the window's "
                         f"start, and its bars end on {gone}, inside the window: fincon does not hold a firm to its exit "
