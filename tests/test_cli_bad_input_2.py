@@ -160,7 +160,16 @@ CASES: dict[str, tuple[list[str], str]] = {
         "--llm-prices",
     ),
     "backtest --beliefs binary": (["backtest", "--strategy", "fincon", "--beliefs", "{binary}", *TINY], "not UTF-8"),
-    "train fincon.beliefs binary": (["train", "--param", "fincon.beliefs={binary}", *TINY], "not UTF-8"),
+    # what a training sets for each episode: a seed of beliefs learned on another window was relabelled
+    # as this window's (past the test stage's lookahead check); an explore given was replaced unsaid
+    "train fincon.beliefs": (
+        ["train", "--param", "fincon.beliefs={binary}", *TINY],
+        "--param fincon.beliefs is set by fincon train for each episode; a training starts from the initial",
+    ),
+    "train fincon.explore": (
+        ["train", "--param", "fincon.explore=0.9", *TINY],
+        "--param fincon.explore is set by fincon train for each episode; give --explore",
+    ),
     # 1. eval --out pointing at a folder or into a missing folder (checked before the evaluation runs)
     "eval numeric --out a folder": (["eval", "numeric", "--out", "{audio_dir}"], "is a directory"),
     "eval numeric --out a missing folder": (["eval", "numeric", "--out", "{missing_dir_json}"], "does not exist"),

@@ -42,7 +42,7 @@ from typing import Any, Collection
 from pydantic import ValidationError
 
 from fincon import engine, workflow
-from fincon.agents.beliefs import Beliefs, Reflection, TrainingWindow, as_params
+from fincon.agents.beliefs import Beliefs, Reflection, TrainingWindow
 from fincon.agents.risk_control import Episode, RiskControl
 from fincon.agents.roles import ANALYSTS
 from fincon.agents.team import make_fincon_team
@@ -149,9 +149,24 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+TRAINING_SETS = {
+    "beliefs": "a training starts from the initial beliefs (a test stage reads learned ones: backtest --beliefs)",
+    "carried_reflections": "the manager's reflections carry from episode to episode",
+    "explore": "give --explore",
+    "explore_seed": "each episode's noise is seeded by its number (an experiment's repeats move it)",
+    "manager_temperature": "give --llm-temperature",
+    "manager_seed": "give --llm-seed",
+}
+
+
 def _check_config(cfg: RunConfig) -> RunConfig:
     if list(cfg.strategies) != [TEAM]:
         raise ConfigError(f"fincon train trains the agent team: strategies must be [{TEAM}], not {cfg.strategies}")
+    # what each episode sets: a --param of these was replaced without a word (and seeding beliefs
+    # learned on another window relabelled them as this window's, past the test stage's lookahead check)
+    for key, instead in TRAINING_SETS.items():
+        if key in _team_params(cfg):
+            raise ConfigError(f"--param {TEAM}.{key} is set by fincon train for each episode; {instead}")
 
     # the corpus the team reads, resolved once (a dataset's own events): the beliefs' data hash names it
     return workflow.with_events(cfg, workflow.inputs_for(cfg)).model_copy(update={"benchmark": False})
@@ -334,11 +349,6 @@ def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, prog
 
     names = tuple(r.name for r in (ANALYSTS[a] for a in (team.params.analysts or list(ANALYSTS))))
     initial = Beliefs.initial({ANALYSTS[n].name: ANALYSTS[n].weight for n in (team.params.analysts or list(ANALYSTS))})
-    if team.params.beliefs:
-        learned = as_params(team.params.beliefs)
-        initial = initial.model_copy(
-            update={"version": learned.version, "perspectives": {**initial.perspectives, **learned.perspectives}}
-        )
     v0 = out / "beliefs" / "v0.json"
     if not v0.is_file():
         write_atomic(v0, initial.dump())
