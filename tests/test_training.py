@@ -465,3 +465,48 @@ def test_the_belief_page_says_how_far_the_training_moved_them(tmp_path):
         f"The training moved no rules weight from those its first episode traded on; 0 of {n} perspectives hold "
         "a belief text." in belief_view("full", 1, tmp_path, rows)
     )
+
+
+def test_tau_refuses_episodes_that_decided_on_other_days():
+    """A cut decisions file gave tau over the days both episodes kept (0.95 where the whole files give 0.91)."""
+    idx = ["2022-01-03", "2022-01-04", "2022-01-05"]
+    pnl = pd.Series([1.0, 2.0, 1.0], index=idx)
+    a = Trajectory(idx, [{"T": "buy"}] * 3, pnl, 0.0, [], [])
+    b = Trajectory(idx[:2], [{"T": "buy"}] * 2, pnl[:2], 0.0, [], [])
+    with pytest.raises(ValueError, match=r"decided on different days \(3 and 2; 1 in one only, first 2022-01-05\)"):
+        overlap(a, b)
+
+
+@pytest.mark.slow
+def test_a_stop_between_an_episodes_row_and_its_beliefs_resumes_to_the_learned_beliefs(
+    tmp_path, unplanted, monkeypatch
+):
+    """episodes.jsonl (what says an episode is done) was written before beliefs.json: stopped between
+    the two, the resume skipped the episode and kept the beliefs learned before it, marked complete.
+    A cut decisions file of a finished episode is damage, not fewer days."""
+    import fincon.workflow.training as training
+
+    cfg = cfg_for("2022-03-01", "2022-04-14", events=str(unplanted))
+    whole = train(cfg, tmp_path / "whole", TrainOptions(episodes=2), progress=False)
+    real = training.write_atomic
+
+    def stop_after_the_last_row(path, text):
+        real(path, text)
+        if Path(path).name == "episodes.jsonl" and str(text).count("\n") == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(training, "write_atomic", stop_after_the_last_row)
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg, tmp_path / "cut", TrainOptions(episodes=2), progress=False)
+    monkeypatch.setattr(training, "write_atomic", real)
+    again = train(cfg, tmp_path / "cut", TrainOptions(episodes=2), progress=False)
+    assert again.beliefs.version == whole.beliefs.version >= 1
+    assert (tmp_path / "cut" / "beliefs.json").read_bytes() == (whole.out / "beliefs.json").read_bytes()
+
+    # a finished episode's decisions cut short: refused as damaged (the training resumes from its rows)
+    rows = (tmp_path / "cut" / "episodes.jsonl").read_text().splitlines()
+    (tmp_path / "cut" / "episodes.jsonl").write_text(rows[0] + "\n")
+    dec = tmp_path / "cut" / "episodes" / "ep-02" / "decisions.jsonl"
+    dec.write_text("".join(dec.read_text().splitlines(keepends=True)[:10]))
+    with pytest.raises(Exception, match=r"ep-02 is damaged"):
+        train(cfg, tmp_path / "cut", TrainOptions(episodes=2), progress=False)

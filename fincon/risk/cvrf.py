@@ -101,8 +101,16 @@ def objective(traj: Trajectory) -> float:
 
 
 def overlap(a: Trajectory, b: Trajectory) -> float:
-    """tau: share of the common decision days on which both episodes took
-    the same action on every traded ticker (a missing action reads hold)."""
+    """tau: share of the decision days on which both episodes took the same
+    action on every traded ticker (a missing action reads hold). Two episodes
+    of one window decide on the same days; when they do not, one is damaged
+    (a cut decisions file gave tau over the days left)."""
+    if sorted(a.dates) != sorted(b.dates):
+        only = sorted(set(a.dates) ^ set(b.dates))
+        raise ValueError(
+            f"the episodes decided on different days ({len(a.dates)} and {len(b.dates)}; "
+            f"{len(only)} in one only, first {only[0] if only else 'a day given twice'})"
+        )
     bd = dict(zip(b.dates, b.actions))
     same = n = 0
     for d, act in zip(a.dates, a.actions):

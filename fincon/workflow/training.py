@@ -368,6 +368,8 @@ def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, prog
             try:
                 rec = RunRecord(out / "episodes" / f"ep-{k:02d}")
                 traj = Trajectory.of(rec.decisions, rec.equity, rec.metrics, rec.strategy_summary)
+                if len(traj.dates) != int(rec.strategy_summary["team_days"]):  # a cut decisions file
+                    raise ValueError(f"{len(traj.dates)} decisions of {rec.strategy_summary['team_days']} days")
             except (
                 OSError,
                 ValueError,
@@ -415,7 +417,12 @@ def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, prog
             row["beliefs_before"] = beliefs.version
             if k >= 2:
                 prev = episode(k - 1)
-                tau = overlap(prev.traj, ep.traj)
+                try:
+                    tau = overlap(prev.traj, ep.traj)
+                except ValueError as exc:
+                    raise DataError(
+                        f"episodes {k - 1} and {k} of {out}: {exc}; delete the training directory to start over"
+                    ) from None
                 row["tau"] = round(tau, 6)
                 if opts.learn:
                     upd = rc.update(beliefs, prev, ep, tau)
@@ -425,14 +432,16 @@ def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, prog
             if not path.is_file():
                 write_atomic(path, beliefs.dump())
             row["beliefs_after"] = beliefs.version
-            rows.append(row)
-            write_atomic(rows_path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+            # the learned beliefs before the row that says the episode is done: stopped between the
+            # two, a resume skipped the episode and kept the beliefs of the one before as learned
             write_atomic(
                 out / "beliefs.json",
                 _with_reflections(beliefs, run_dir)
                 .model_copy(update={"window": training_window(cfg), "model_knowledge": training_knowledge(cfg, opts)})
                 .dump(),
             )
+            rows.append(row)
+            write_atomic(rows_path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
             if rc.client is not None:
                 rc.client.ledger.write(out)
             finished(i, row)
