@@ -417,3 +417,28 @@ def test_a_dotted_tickers_price_file_is_found(tmp_path, capsys):
     from fincon.data.sources import CsvDirSource
 
     assert "BRK.B" in CsvDirSource(px).tickers()
+
+
+def test_a_labelled_strategy_reads_the_datasets_events(tmp_path, capsys):
+    """finsent@b, finmem@b and fincon@rules kept the bundled sample's news beside a dataset with its
+    own (a label is not a registered name): each reads the corpus its unlabelled twin reads."""
+    from fincon.config import RunConfig
+    from fincon.workflow import inputs_for
+    from fincon.workflow.runner import with_events
+
+    table = write_table(tmp_path / "t.csv", GENERIC)
+    out = tmp_path / "ds"
+    assert (
+        run_cli(
+            ["data", "import", "csv", str(table), "--prices", str(prices_folder(tmp_path / "px")), "--out", str(out)],
+            capsys,
+        )[0]
+        == 0
+    )
+    names = ["finsent", "finsent@b", "finmem@b", "fincon@rules"]
+    cfg = RunConfig.model_validate(
+        {"tickers": ["AAA"], "data": {"source": "csv", "dir": str(out)}, "strategies": names,
+         "start": "2020-01-02", "end": "2020-01-10"}
+    )  # fmt: skip
+    resolved = with_events(cfg, inputs_for(cfg))
+    assert {n: resolved.params(n)["events"] for n in names} == {n: str(out / "events") for n in names}

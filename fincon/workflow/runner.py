@@ -36,7 +36,7 @@ from fincon.engine.resume import Resume
 from fincon.engine.rundir import RunDir, check_out_path, write_json
 from fincon.errors import CloseOnly, ConfigError, FinconError
 from fincon.strategies.base import RunContext, Strategy
-from fincon.strategies.registry import make_strategy, params_model, strategy_names
+from fincon.strategies.registry import base_name, make_strategy, params_model, strategy_names
 from fincon.workflow import model_checks as checks, trials
 
 log = logging.getLogger(__name__)
@@ -127,12 +127,12 @@ def with_events(cfg: RunConfig, inputs: RunInputs) -> RunConfig:
     the saved config.yaml names the corpus and a rerun from it reads the same."""
 
     for name in cfg.strategies:
-        if name not in strategy_names():
+        if base_name(name) not in strategy_names():  # finsent@b is finsent's: it read the sample beside a dataset
             continue  # an unknown name is make_strategy's one-line error
         if "events" not in params_model(name).model_fields:
             continue
         given = cfg.params(name).get("events")
-        spec = inputs.events_spec(given, READERS.get(name, name))
+        spec = inputs.events_spec(given, READERS.get(base_name(name), name))
         if spec != given:
             cfg = cfg.with_params(name, {**cfg.params(name), "events": spec})
     return cfg
