@@ -387,7 +387,8 @@ def test_a_rules_fallback_quoting_its_items_is_reworded_in_the_managers_prompt(t
     """Found by hand (JNJ on InvestorBench, the 0.5B): an analyst whose answer was invalid twice fell
     back to the rules brain, whose insight quotes its items' first sentences; the manager's masked
     prompt showed them word for word and the corpus adversary named firm and day. A fallback's
-    sentences are now reworded in later prompts as a model's answers are."""
+    sentences were then reworded as a model's answers are, to their key words, which named an item too
+    (11 of 28 manager prompts of a masked MSFT run): they are shown as their topics, as items are."""
     monkeypatch.chdir(tmp_path)
     with DoubleServer(TeamStub(bad_ids=True)) as url:  # every analyst cites ids it was never given: fallbacks
         argv = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "llm", "--param",
@@ -404,7 +405,9 @@ def test_a_rules_fallback_quoting_its_items_is_reworded_in_the_managers_prompt(t
     assert len(manager) >= 8 and usage.loc[usage.agent == "news/TSLA", "fallbacks"].sum() >= 8
     # every sample news item says "... shares rose 2.1% in the latest session": never quoted to the manager
     quoted = [p for p in manager if "in the latest session" in p]
-    assert quoted == [] and all("key words:" in p for p in manager)
+    reports = [line for p in manager for line in p.splitlines() if line.startswith("- Company A news:")]
+    assert quoted == [] and len(reports) == len(manager)
+    assert all("topics: " in r and "key words:" not in r for r in reports)  # as items are
 
 
 @pytest.mark.slow  # 1.5-4.6 s on 2 cores: in make test, not in make test-fast (under a minute)
@@ -413,7 +416,7 @@ def test_a_masked_belief_update_rewords_the_views_it_quotes_and_its_audit_reads_
     leakage` on the training ended in a traceback (the belief update is asked on "episode-1", not a
     date), and the update's prompt showed each stretch's views as the analysts wrote them, a rules
     insight's first 100 characters, an item's own sentence: the corpus adversary named the firm in
-    2 prompts of 2. The views are reworded as a run rewords what its analysts said, and the audit
+    2 prompts of 2. The views are shown as a run shows what its rules analysts said, and the audit
     takes a belief update's prompt to be about the training window."""
     monkeypatch.chdir(tmp_path)
     with DoubleServer(TeamStub()) as url:
@@ -428,7 +431,7 @@ def test_a_masked_belief_update_rewords_the_views_it_quotes_and_its_audit_reads_
     # the sample's 10-Q item and analyst note, as the rules analysts quote them; reworded
     for sentence in ("operates in electric vehicles", "Our desk rates"):
         assert not any(sentence in p for p in asked)
-    assert all("key words: " in p for p in asked)
+    assert all("topics: " in p for p in asked)  # a rules insight's sentences, as its items' topics
     capsys.readouterr()
     assert main(["eval", "leakage", "tr", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)

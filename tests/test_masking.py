@@ -433,3 +433,30 @@ def test_an_answer_recorded_while_another_prompt_is_masked_does_not_break_the_ma
         )
         and arrived
     )
+
+
+def test_a_fallback_is_shown_as_its_topics_and_a_debates_list_fallback_is_read():
+    """A rules fallback's insight quotes its items' sentences; their key words (a model answer's
+    rewording) named an item from the week before to the corpus adversary in 11 of 28 manager prompts
+    of a masked InvestorBench MSFT run: a fallback's sentences are shown as their topics, as items are.
+    The debate's trust step falls back to a list (its skeptic to a tuple): masked, that was a traceback."""
+    from pydantic import BaseModel
+
+    from fincon.agents.brains import LLMBrain, Question
+    from fincon.testing.doubles import Scripted
+
+    m = masker_for(["MSFT"])
+    quote = "Microsoft shares rose after the company reported strong cloud revenue growth this quarter."
+    m.said(json.dumps({"insights": [{"text": quote}]}), "2020-10-22")
+    shown = m.text(f"- news: bullish (confidence 0.10). {quote} [E3]", "2020-10-23")
+    assert "key words" not in shown and "topics: " in shown and "cloud" not in shown, shown
+
+    class Trust(BaseModel):
+        evidence: list[str]
+
+    for masked in (False, True):
+        client = LLMClient(Scripted(["{}", "{}"]), ledger=UsageLedger())
+        client.masker = masker_for(["MSFT"]) if masked else None
+        q = Question(agent="debate-trust/MSFT", day="2020-10-22", messages=lambda: [{"role": "user", "content": "x"}],
+                     model=Trust, allowed=frozenset(), to_report=lambda a: a, rules=lambda: ["E1 is fresh"])  # fmt: skip
+        assert LLMBrain(client).answer(q).via == "fallback"

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from pydantic import BaseModel
+from pydantic_core import to_json
 
 from fincon.agents.reports import (
     INSIGHT_CHARS,
@@ -333,7 +334,7 @@ class LLMBrain:
             log.warning("%s: model answer invalid twice; %s", f"{q.day} {q.agent}" if q.day else q.agent, used)
             report = (q.fallback or q.rules)()
             if self.client.masker is not None:  # a rules report quotes its items: reworded in later prompts
-                self.client.masker.said(report.model_dump_json(), q.day)
+                self.client.masker.said(to_json(report).decode(), q.day)  # a model, or a debate's list
             return Answer(report, "fallback", len(exc.keys), exc.keys, tuple(exc.errors))
         value = res.value.relabeled(labels) if labels else res.value
         return Answer(q.to_report(value), "llm", res.usage.calls, res.keys)
