@@ -405,8 +405,9 @@ class Masker:
         self._remember(answer, lambda x: self.text(x, day), rules.topics)
 
     def _remember(
-        self, answer: str, form: Callable[[str], str] = str, shown: Callable[[str], str] = rules.reword
+        self, answer: str, form: Callable[[str], str] = str, shown: Callable[[str], str] | None = None
     ) -> None:
+        shown = shown or rules.reword  # read at the call: a module's function, as the rules are
         try:
             data = json.loads(answer)
         except ValueError:
