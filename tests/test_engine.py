@@ -166,6 +166,34 @@ def test_a_book_that_flips_from_short_to_long_pays_its_borrow_fee_and_is_never_r
         assert pos.iloc[day].sum() == pytest.approx(1.0, abs=0.005), pos.index[day]
 
 
+class _WeekendShort(Strategy):
+    """The whole book short at each Friday's close, flat at every other."""
+
+    name = "weekend-short"
+
+    def decide(self, view):
+        return Decision(weights={t: -1.0 if view.date.day_of_week == 4 else 0.0 for t in view.tickers})
+
+
+@pytest.mark.parametrize("fill", ["close", "next_open"])
+def test_a_weekend_short_pays_for_the_nights_it_is_held(fill):
+    """Found in review: with close fills backtrader fills a close's orders in the next bar and charged
+    its credit interest first, on the book before them: a short opened at a Friday close and covered at
+    Monday's paid one night (Monday to Tuesday, after the cover) where it owed three; over the window it
+    paid 32 % of what its shorts owed. The fee is what the shares held over each night owe, at the
+    close before it, read back from positions.csv (the book after each fill; next-open fills were right)."""
+    market = market_for(["AAPL"])
+    res = backtest(market, _WeekendShort(), borrow=0.10, fill=fill)
+    held = res.positions.set_index("date")["shares"]
+    days = pd.to_datetime(held.index)
+    close = market.frame("AAPL")["close"].reindex(days).to_numpy()
+    owed = sum(
+        -min(held.iloc[i], 0.0) * close[i] * 0.10 / 365 * (days[i + 1] - days[i]).days for i in range(len(days) - 1)
+    )
+    assert (held < 0).sum() > 20 and res.rejected_orders == 0
+    assert res.borrow_paid == pytest.approx(owed, rel=1e-9)
+
+
 @pytest.mark.parametrize("fill", ["close", "next_open"])
 def test_full_investment_with_costs_is_never_rejected(fill):
     """Commission and slippage compound in backtrader; sizing must fit the
@@ -193,24 +221,25 @@ def test_a_short_pays_its_borrow_fee_by_calendar_day_on_the_shares_value():
     """The team sells short and paid nothing to borrow the shares: a short of TSLA from the window's
     first close to its last gained the whole fall. ``broker.borrow`` is a yearly fee on the value
     borrowed, charged as a broker charges it: shares x the last close before the day x rate / 365 a
-    calendar day (weekends included) from the session its fill is booked (a close fill's: the next),
-    taken from the cash and reported beside the commission, never inside it. backtrader's own credit
-    interest priced the shares at the entry price for as long as they were held (TSLA's closes over
-    the window averaged 25 % below the entry: a short held to the end paid 1.34x what the shares owed)."""
+    calendar day (weekends included) from the close it is filled at, taken from the cash and reported
+    beside the commission, never inside it. backtrader's own credit interest priced the shares at the
+    entry price for as long as they were held (TSLA's closes over the window averaged 25 % below the
+    entry: a short held to the end paid 1.34x what the shares owed), and with close fills charged a
+    night on the book before that close's fills (the night after the short's first went unpaid)."""
     market = market_for(["TSLA"])
     p = market.frame("TSLA")["close"]
     free = backtest(market, _ShortOnce())
     res = backtest(market, _ShortOnce(), borrow=0.05)
     shares = -res.trades["size"].iloc[0]
     assert shares * p.iloc[0] == pytest.approx(1_000_000.0, rel=1e-6)  # the whole book, shorted
-    each = [shares * p.iloc[i - 1] * 0.05 * (p.index[i] - p.index[i - 1]).days / 365 for i in range(2, len(p))]
+    each = [shares * p.iloc[i - 1] * 0.05 * (p.index[i] - p.index[i - 1]).days / 365 for i in range(1, len(p))]
     fee = sum(each)
-    assert res.values[1] == pytest.approx(free.values[1], rel=1e-12)  # booked on day 1: nothing owed yet
-    assert free.values[2] - res.values[2] == pytest.approx(each[0], rel=1e-9)  # day 1's close, not day 0's
-    assert each[0] != pytest.approx(shares * p.iloc[0] * 0.05 * (p.index[2] - p.index[1]).days / 365, rel=1e-3)
+    assert free.values[1] - res.values[1] == pytest.approx(each[0], rel=1e-9)  # the first night, on day 0's close
+    assert free.values[2] - res.values[2] == pytest.approx(each[0] + each[1], rel=1e-9)  # then day 1's close
+    assert each[1] != pytest.approx(shares * p.iloc[0] * 0.05 * (p.index[2] - p.index[1]).days / 365, rel=1e-3)
     assert res.values[-1] == pytest.approx(free.values[-1] - fee, rel=1e-9)
     assert res.borrow_paid == pytest.approx(fee, rel=1e-9)
-    entry = shares * p.iloc[0] * 0.05 * (p.index[-1] - p.index[1]).days / 365
+    entry = shares * p.iloc[0] * 0.05 * (p.index[-1] - p.index[0]).days / 365
     assert entry / fee > 1.2  # what the entry price would have charged on a falling stock
     assert res.trades["commission"].sum() == 0.0
     # round_trips.csv holds fills (pyfolio's round trips, no financing): its P&L less the fee is the run's

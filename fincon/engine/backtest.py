@@ -163,9 +163,8 @@ class _Loop:
                 self._submit_carry(bts, view.date)
         if decision is not None and decision.weights:
             self._check_tickers(decision, shares)
-            if self.settings.fill == "close" and not last:
-                fee = self.settings.costs.borrow_due(broker, datas, self.market.dates[t + 1].to_pydatetime())
-                self._submit(bts, decision, shares, prices, value - fee, cash - fee)
+            if self.settings.fill == "close" and not last:  # they fill before the borrow fee is charged
+                self._submit(bts, decision, shares, prices, value, cash)
             else:  # next_open: sized at the next open; the last session's: left for the session after the window
                 self.pending = decision
         self.days_done = i + 1
@@ -395,9 +394,7 @@ def run_backtest(
     cerebro = bt.Cerebro(stdstats=False, preload=True, cheat_on_open=next_open)
     for ticker in market.tickers:
         cerebro.adddata(make_feed(market.frame(ticker), ticker), name=ticker)
-    own = settings.costs.slippage.broker()
-    if own is not None:
-        cerebro.setbroker(own)
+    cerebro.setbroker(settings.costs.broker(close_fill=not next_open))
     broker = cerebro.broker
     broker.setcash(settings.cash)
     settings.costs.install(broker, close_fill=not next_open)

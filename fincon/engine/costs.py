@@ -118,10 +118,46 @@ def _marked(base: type) -> type:
     session's fee (:meth:`Costs.borrow_due`): both read the same close, never one after the day."""
 
     def _get_credit_interest(self, data, size, price, days, dt0, dt1):
+        if self.deferred:  # a close-fill broker charges after the fills (_charged_after_fills)
+            return 0.0
         mark = data.close[0] if data.datetime.date(0) < dt0 else data.close[-1]
         return days * self._creditrate * abs(size) * mark
 
-    return type(f"Marked{base.__name__}", (base,), {"_get_credit_interest": _get_credit_interest})
+    return type(f"Marked{base.__name__}", (base,), {"_get_credit_interest": _get_credit_interest, "deferred": False})
+
+
+@functools.cache
+def _charged_after_fills(base: type) -> type:
+    """backtrader's broker ``base`` charging the borrow fee after the orders of the last close have
+    filled, on the book held over the nights since that close: with close fills backtrader fills a
+    close's orders in the next bar, and charged its credit interest first, on the book before them (a
+    short opened at a Friday close and covered at Monday's paid for one night, Monday to Tuesday, where
+    it owed three; a strategy short on weekends only paid 32 % of what its shorts owed)."""
+
+    class ChargedAfterFills(base):
+        def next(self):
+            infos = list(self.comminfo.values())
+            for info in infos:
+                info.deferred = True
+            try:
+                super().next()
+            finally:
+                for info in infos:
+                    info.deferred = False
+            credit = 0.0
+            for data, pos in self.positions.items():
+                info = self.getcommissioninfo(data)
+                if not pos or len(data) < 2 or (pos.size > 0 and not info.p.interest_long):
+                    continue
+                dt0, dt1 = data.datetime.date(0), data.datetime.date(-1)
+                due = info._get_credit_interest(data, pos.size, pos.price, (dt0 - dt1).days, dt0, dt1)
+                self.d_credit[data] += due
+                credit += due
+            if credit:
+                self.cash -= credit
+                self._get_value()
+
+    return ChargedAfterFills
 
 
 def _set_percent(broker: bt.brokers.BackBroker, rate: float, borrow: float) -> None:
@@ -223,9 +259,14 @@ class Slippage(_CostModel):
         """The same as a fraction of price."""
         return self.per_share(price, high, low) / price if price > 0 else 0.0
 
-    def broker(self) -> bt.brokers.BackBroker | None:
-        """A broker of its own the model needs (None: backtrader's default)."""
-        return None
+    def broker_type(self) -> type:
+        """The broker the model needs (backtrader's own by default) and its parameters."""
+        import backtrader as bt
+
+        return bt.brokers.BackBroker
+
+    def broker_params(self) -> dict[str, Any]:
+        return {}
 
     def install(self, broker: bt.brokers.BackBroker) -> None:
         """Set the slippage on backtrader's broker."""
@@ -303,8 +344,11 @@ class RangeSlippage(Slippage):
             return 0.0
         return self.fraction * max(0.0, float(high) - float(low))
 
-    def broker(self) -> bt.brokers.BackBroker:
-        return _range_slippage_broker()(slip_range=self.fraction, slip_open=True, slip_match=True, slip_out=True)
+    def broker_type(self) -> type:
+        return _range_slippage_broker()
+
+    def broker_params(self) -> dict[str, Any]:
+        return {"slip_range": self.fraction, "slip_open": True, "slip_match": True, "slip_out": True}
 
     def summary(self) -> dict[str, Any]:
         return {"slippage": self.fraction}
@@ -394,15 +438,22 @@ class Costs:
         return self.commission.estimate(price) + self.slippage.estimate(price, high, low)
 
     def borrow_due(self, broker: bt.brokers.BackBroker, datas: Any, day: datetime.datetime) -> float:
-        """The borrow fee ``broker`` takes from the cash on ``day`` before the orders fill: backtrader
-        charges its credit interest first in its day, so a book that flips from short to long on every
-        dollar, sized on the cash before the fee, had its last buy refused for margin (the rules team on
-        MSFT and JNJ, 2020-10-15: half the book out for a day over $8 of fee). Orders are sized on what
-        is left."""
+        """The borrow fee ``broker`` takes from the cash on ``day`` before next-open orders fill:
+        backtrader charges its credit interest first in its day, so a book that flips from short to
+        long on every dollar, sized on the cash before the fee, had its last buy refused for margin
+        (the rules team on MSFT and JNJ, 2020-10-15: half the book out for a day over $8 of fee).
+        Orders are sized on what is left. (Close fills fill before the fee: :func:`_charged_after_fills`.)"""
         if not self.borrow:
             return 0.0
         held = [(d, broker.getposition(d)) for d in datas]
         return float(sum(broker.getcommissioninfo(d).get_credit_interest(d, p, day) for d, p in held if p.size))
+
+    def broker(self, close_fill: bool) -> bt.brokers.BackBroker:
+        """The broker these costs need: the slippage model's, charging the borrow fee after a close's
+        fills when orders fill at the close (:func:`_charged_after_fills`)."""
+        base = self.slippage.broker_type()
+        kind = _charged_after_fills(base) if close_fill and self.borrow else base
+        return kind(**self.slippage.broker_params())
 
     def install(self, broker: bt.brokers.BackBroker, close_fill: bool) -> None:
         self.commission.install(broker, self.borrow)
