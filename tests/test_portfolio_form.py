@@ -126,3 +126,26 @@ def test_a_coins_volatility_is_annualised_with_its_own_sessions():
                [w[0] >= 0, w[0] <= 1, w[1] <= 0, w[1] >= -1]).solve()  # fmt: skip
     expect = np.asarray(w.value) / max(1.0, float(np.abs(w.value).sum()))
     assert np.allclose([got["A"], got["B"]], expect, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_a_small_held_position_is_kept_by_the_rules_manager(tmp_path):
+    """Found in review: the team told its manager the book rounded to a tenth, so a position under a
+    twentieth (most of the paper form's, whose gross exposure is a few percent) read as none, and the
+    rules manager's "hold" (in a portfolio: no position) closed it where its own rule keeps a held side.
+    Every ticker held into a decision is restated or reversed, never held to nothing."""
+    from fincon.testing.team import run_team
+
+    res, _ = run_team(["AAPL", "MSFT", "TSLA"], "2023-01-03", "2023-02-28", tmp_path, portfolio_form="paper")
+    shares = res.positions.pivot(index="date", columns="ticker", values="shares")
+    small = closed = 0
+    for d in res.decisions:
+        before = shares.index[shares.index < d["date"]]
+        if not d.get("actions") or not len(before):
+            continue
+        for t, a in d["actions"].items():
+            held = shares.loc[before[-1], t]
+            w = res.positions.set_index(["date", "ticker"]).loc[(before[-1], t), "weight"]
+            small += bool(held) and abs(w) < 0.05
+            closed += bool(held) and a == "hold"
+    assert small > 10 and closed == 0

@@ -169,6 +169,7 @@ class ManagerTask:
     decisions: tuple[str, ...] = ()
     stance: str = ""
     beliefs: str = ""
+    #: the book's weights as held; the manager decides from :meth:`held`
     position: Mapping[str, float] = field(default_factory=dict)
     #: share of its usual exposure the rules manager keeps (below 1 on a CVaR alert day)
     exposure: float = 1.0
@@ -182,6 +183,14 @@ class ManagerTask:
     @property
     def portfolio(self) -> bool:
         return len(self.tickers) > 1
+
+    def held(self, ticker: str) -> float:
+        """The position the manager decides from, as its prompt says it: one stock's to a tenth (a
+        long cut below a twentieth by risk alerts reads as none, and a signal opens it again at full
+        size), a portfolio's to a hundredth: its "hold" means no position, and a weight under a
+        twentieth (most of the paper form's) read as none was closed where the rules keep a held side."""
+        w = float(self.position.get(ticker, 0.0))
+        return round(w, 2) if self.portfolio else round(w, 1)
 
     def cited(self) -> list[str]:
         return list(dict.fromkeys(c for t in self.tickers for r in self.reports.get(t, ()) for c in r.cited_ids()))
@@ -220,7 +229,7 @@ def rules_manager(task: ManagerTask) -> ManagerReport:
     sizes = []
     for t in task.tickers:
         score, parts = consensus(task, t)
-        held = float(task.position.get(t, 0.0))
+        held = task.held(t)
         h = (held > 0) - (held < 0)
         want = "buy" if score > 0 else "sell"
         units = 1.0 if h == 0 else 2.0  # a reversal sells the held unit and buys the other side
@@ -246,7 +255,7 @@ def rules_manager(task: ManagerTask) -> ManagerReport:
         # a single stock held through a "hold" is cut too
         cut = ""
         if len(task.tickers) == 1 and actions[task.tickers[0]] == "hold":
-            held = float(task.position.get(task.tickers[0], 0.0))
+            held = task.held(task.tickers[0])
             if held:
                 actions[task.tickers[0]] = "buy" if held > 0 else "sell"
                 size = min(1.0, abs(held))
@@ -270,7 +279,7 @@ def hold_band_check(task: ManagerTask, report: ManagerReport) -> tuple[ManagerRe
     if task.portfolio or task.hold_band <= 0:
         return report, None
     t = task.tickers[0]
-    held = float(task.position.get(t, 0.0))
+    held = task.held(t)
     h = (held > 0) - (held < 0)
     a = report.actions.get(t, "hold")
     if h == 0 or a == "hold" or (a == "buy") == (h > 0):

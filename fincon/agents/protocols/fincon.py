@@ -107,7 +107,7 @@ def manager_messages(task: ManagerTask, labels: Mapping[str, str] | None = None)
     -> label, :func:`manager_labels`). Empty sections (no reflections yet,
     no risk stance, no beliefs) are left out, as in the analysts' prompts."""
     system, user = load_template(str(TEMPLATE))
-    position = ", ".join(f"{t} {task.position.get(t, 0.0):+.2f}" for t in task.tickers)
+    position = ", ".join(f"{t} {task.held(t):+.2f}" for t in task.tickers)
     question = (
         f"What do you do with {task.tickers[0]} today?"
         if not task.portfolio

@@ -48,7 +48,7 @@ class SingleAgent:
     def decide(self, brain, task: ManagerTask, view, universe: tuple[str, ...]) -> tuple[Decision, Answer, dict]:
         views = {t: rs[0] for t, rs in task.reports.items() if rs}
         actions = {t: ACTION[r.direction] for t, r in views.items()}
-        held = {t: float(task.position.get(t, 0.0)) for t in actions}
+        held = {t: task.held(t) for t in actions}
         # the side already held: keep the position (no re-sizing trade on every same-side day)
         actions = {t: "hold" if SIDE.get(a, 0.0) * held[t] > 0 else a for t, a in actions.items()}
         relied = [c for r in views.values() for c in r.cited_ids()]

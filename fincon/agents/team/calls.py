@@ -77,7 +77,7 @@ class Calls:
                 "decisions": task.decisions,
                 "stance": task.stance,
                 "beliefs": task.beliefs,
-                "position": task.position,
+                "position": {t: task.held(t) for t in task.position},
                 "weights": dict(task.weights),
                 "exposure": task.exposure,
                 # what else the protocol's decision depends on (e.g. the debate: today's new calls)

@@ -329,7 +329,7 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
             exposure=self.risk_exposure if stance else 1.0,
             hold_band=self.params.hold_band,
             unit_cost=self.unit_costs(view),
-            position={t: round(float(view.portfolio.weights.get(t, 0.0)), 1) for t in self.pool},
+            position={t: float(view.portfolio.weights.get(t, 0.0)) for t in self.pool},
         )
         decision, m_ans, m_rec = self._manage(task, view, day)
         decision, policy_notes = enforce(decision, self.params.policies, any(a.report.insights for a in answers))
