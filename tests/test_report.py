@@ -399,3 +399,30 @@ def test_performance_is_annualised_with_the_runs_calendar(tmp_path, capsys):
         round(bench["sharpe_empyrical"], 3),
     ]
     assert "annualised with each curve's days a year (365 here" in perf
+
+
+def test_each_run_is_compared_with_the_benchmark_of_its_own_costs(tmp_path, capsys):
+    """Benchmarks were kept by window alone: the first run given on a window supplied the benchmark
+    of every other (TSLA, 1 % commission and next-open fills beside a run without costs: its
+    benchmark's CR read 1.055 or 1.480 by the order the runs were given). One per window and settings,
+    each run against its own, named apart."""
+    from fincon.report.load import load_report_data
+
+    window = ["--ticker", "TSLA", "--start", "2022-10-05", "--end", "2022-11-30", "--no-progress"]
+    free, costly = tmp_path / "free", tmp_path / "costly"
+    assert main(["backtest", "--strategy", "sma-cross", *window, "--out", str(free)]) == 0
+    assert main(["backtest", "--strategy", "sma-cross", "--commission", "0.01", "--fill", "next-open", *window,
+                 "--out", str(costly)]) == 0  # fmt: skip
+    capsys.readouterr()
+    own = {p: json.loads((p / "summary.json").read_text())["benchmark"]["cr_pct"] for p in (free, costly)}
+    assert own[free] != own[costly]
+    for n, order in enumerate(([free, costly], [costly, free])):
+        page = tmp_path / f"r{n}.html"
+        assert main(["report", *map(str, order), "--out", str(page)]) == 0
+        text = page.read_text(encoding="utf-8")
+        assert all(f"<td>{own[p]:.3f}</td>" in text for p in order), order  # both benchmarks' CR shown
+        data = load_report_data(order)
+        bench = {b.terms: b for b in data.benchmarks}
+        assert {r.path: bench[r.terms].metrics["cr_pct"] for r in data.runs} == own
+        assert len({b.label for b in data.benchmarks}) == 2
+    capsys.readouterr()

@@ -15,6 +15,8 @@ and a note saying so.
 
 from __future__ import annotations
 
+import json
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,13 @@ class Run(RunRecord):
         super().__init__(path)
         self.label = label or self.strategy
         self.timeline = timeline
+
+    @property
+    def terms(self) -> tuple[tuple[tuple[str, ...], str, str], str]:
+        """What its benchmark is: buy-and-hold on its window, on its prices, with its costs, fills and
+        cash, annualised as it is (a run of another broker's on the window was its benchmark when
+        given first)."""
+        return self.window, json.dumps({k: self.config.get(k) for k in ("broker", "data", "metrics")}, sort_keys=True)
 
 
 @dataclass
@@ -79,11 +88,16 @@ class Benchmark:
     """Buy-and-hold on a window: its metrics, and its curve when known."""
 
     label: str
-    window: tuple[tuple[str, ...], str, str]
+    terms: tuple[tuple[tuple[str, ...], str, str], str]  # its window and settings (Run.terms)
     metrics: dict[str, Any] | None = None
     equity: pd.Series | None = None
     note: str = ""
     run: Run | None = None  # a buy-and-hold run directory serving as the benchmark
+    of: str = ""  # the first run it is the benchmark of
+
+    @property
+    def window(self) -> tuple[tuple[str, ...], str, str]:
+        return self.terms[0]
 
 
 @dataclass
@@ -300,30 +314,33 @@ def _unique_labels(sources: list[Source]) -> None:
 
 
 def _benchmarks(sources: list[Source]) -> list[Benchmark]:
-    """One benchmark per window traded: a buy-and-hold run directory on that
-    window if one was given, else the recorded benchmark metrics and curve."""
-    by_window: dict[tuple, Benchmark] = {}
+    """One benchmark per window and settings traded (:attr:`Run.terms`): a buy-and-hold run directory
+    on them if one was given, else the recorded benchmark metrics and curve."""
+    by_terms: dict[tuple, Benchmark] = {}
     for s in sources:
         for r in s.runs:
-            if r.strategy == BENCHMARK and r.window not in by_window:
-                by_window[r.window] = Benchmark(r.label, r.window, r.metrics, r.equity, run=r)
+            if r.strategy == BENCHMARK and r.terms not in by_terms:
+                by_terms[r.terms] = Benchmark(r.label, r.terms, r.metrics, r.equity, run=r, of=r.label)
     for s in sources:
         for r in s.runs:
-            if r.strategy == BENCHMARK or r.window in by_window:
+            if r.strategy == BENCHMARK or r.terms in by_terms:
                 continue
             metrics = s.columns.get(BENCHMARK_KEY) or r.summary.get("benchmark")
-            b = Benchmark(BENCHMARK_KEY, r.window, metrics if isinstance(metrics, dict) else None)
+            b = Benchmark(BENCHMARK_KEY, r.terms, metrics if isinstance(metrics, dict) else None, of=r.label)
             if r.benchmark_equity is not None:  # the run wrote the benchmark's curve: drawn as it was
                 b.equity = r.benchmark_equity
             elif isinstance(b.metrics, dict):
                 b.note = "not drawn: the run saved no curve of it (written before benchmark_equity.csv; re-run it to draw one)"
-            by_window[r.window] = b
-    out = list(by_window.values())
+            by_terms[r.terms] = b
+    out = list(by_terms.values())
     if len(out) > 1:
+        windows = [b.window for b in out]
         for b in out:
             if b.run is None:
                 tickers, start, end = b.window
                 b.label = f"{BENCHMARK_KEY} {', '.join(tickers)} {start}..{end}"
+                if windows.count(b.window) > 1:  # one window, other costs, fills, cash or prices
+                    b.label += f" as {b.of} trades"
     return out
 
 

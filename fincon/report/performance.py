@@ -119,18 +119,18 @@ def _qs_column(values: pd.Series, rf: float, bench: pd.Series | None, n: int) ->
 
 def section_performance(data: ReportData) -> str:
     """quantstats statistics for every curve; the relative ones against its window's benchmark."""
-    by_window = {b.window: b for b in data.benchmarks}
+    by_terms = {b.terms: b for b in data.benchmarks}
     columns: dict[str, list[str]] = {}
     skipped = []
     years: set[int] = set()
-    curves = [(r.label, r.equity, r.config, r.window, r) for r in data.runs]
-    configs = {r.window: r.config for r in reversed(data.runs)}  # a benchmark takes its window's risk-free rate
-    curves += [(b.label, b.equity, configs.get(b.window, {}), b.window, None) for b in data.benchmarks if b.run is None]
-    for label, values, config, window, run in curves:
+    curves = [(r.label, r.equity, r.config, r.terms, r) for r in data.runs]
+    configs = {r.terms: r.config for r in reversed(data.runs)}  # a benchmark takes its runs' risk-free rate
+    curves += [(b.label, b.equity, configs.get(b.terms, {}), b.terms, None) for b in data.benchmarks if b.run is None]
+    for label, values, config, terms, run in curves:
         if values is None or len(values) < 3:
             skipped.append(label)
             continue
-        b = by_window.get(window)
+        b = by_terms.get(terms)
         is_bench = b is not None and (run is None or b.run is run)
         settings = config.get("metrics") or {}
         rf = float(settings.get("risk_free", 0.0) or 0.0)
