@@ -16,7 +16,6 @@ and a note saying so.
 from __future__ import annotations
 
 import json
-
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
