@@ -231,9 +231,20 @@ def test_llm_trader_masked_writes_its_masking_json(tmp_path):
     client = LLMClient(Scripted(answers), ledger=UsageLedger())
     trader = LLMTrader(LLMSettings(anonymize=True), client=client)
     market = market_for(["TSLA"], start=pd.Timestamp(START), end=pd.Timestamp("2022-10-20"))
+    sent = []
+    complete = client.backend.complete
+    client.backend.complete = lambda messages, schema, params: (
+        sent.append(messages[-1]) or complete(messages, schema, params)
+    )
     backtest(market, trader, tmp_path)
     m = json.loads((tmp_path / "masking.json").read_text())
     assert m["pseudonyms"] == {"TSLA": "Company A"} and "Tesla" in m["names"]["TSLA"]
+    # the days' returns summed up, not in order: ten days' buckets in a row named firm and day (53 of 63
+    # prompts of a masked MSFT run), and the leakage audit did not read them
+    texts = [x.content if hasattr(x, "content") else x["content"] for x in sent]
+    assert texts and all(re.search(r"Over the last \d+ trading days: \d+ up, \d+ down; cumulative return "
+                                   r"[+-][\d-]+%; largest daily move [+-][\d-]+%\.", t) for t in texts), texts[0]  # fmt: skip
+    assert not any("Daily returns" in t for t in texts)
 
 
 def test_another_model_paraphrases_the_masked_items_and_the_model_under_test_may_not():

@@ -39,6 +39,10 @@ MOMENTUM_DAYS = 5
 _HERE = Path(__file__).parent
 SYSTEM_PROMPT = (_HERE / "simple_trader.system.txt").read_text(encoding="utf-8").strip()
 USER_PROMPT = (_HERE / "simple_trader.user.txt").read_text(encoding="utf-8").strip()
+#: masked (--anonymize): the days' returns summed up. Each masked to its bucket, ten days in a row
+#: named the firm and the day for 53 of 63 prompts of a masked MSFT run (96 % of ten-day bucket
+#: sequences of 13 stocks' histories are unique), which the leakage audit did not read
+MASKED_PROMPT = (_HERE / "simple_trader.masked.txt").read_text(encoding="utf-8").strip()
 
 
 class TradeCall(BaseModel):
@@ -65,12 +69,20 @@ def momentum_action(returns: np.ndarray) -> Action:
     return "buy" if s > 0 else "sell" if s < 0 else "hold"
 
 
-def build_messages(ticker: str, returns: np.ndarray) -> list[dict[str, str]]:
+def build_messages(ticker: str, returns: np.ndarray, masked: bool = False) -> list[dict[str, str]]:
     """The prompt for one ticker. No date in it: the model sees only numbers
-    up to the decision day, so it cannot recall what happened next."""
-    pct = ", ".join(f"{r * 100:+.2f}%" for r in returns)
+    up to the decision day, so it cannot recall what happened next; masked,
+    not the days' returns in order either (:data:`MASKED_PROMPT`)."""
     cumulative = float(np.prod(1.0 + returns) - 1.0) if len(returns) else 0.0
-    user = USER_PROMPT.format(ticker=ticker, n=len(returns), returns=pct, cumulative=f"{cumulative * 100:+.2f}%")
+    if masked:
+        largest = float(returns[np.argmax(np.abs(returns))]) if len(returns) else 0.0
+        user = MASKED_PROMPT.format(
+            ticker=ticker, n=len(returns), up=int((returns > 0).sum()), down=int((returns < 0).sum()),
+            cumulative=f"{cumulative * 100:+.2f}%", largest=f"{largest * 100:+.2f}%",
+        )  # fmt: skip
+    else:
+        pct = ", ".join(f"{r * 100:+.2f}%" for r in returns)
+        user = USER_PROMPT.format(ticker=ticker, n=len(returns), returns=pct, cumulative=f"{cumulative * 100:+.2f}%")
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
@@ -101,7 +113,8 @@ class LLMTrader(CallsAModel):
     # -- one ticker ---------------------------------------------------------
     def _ask(self, ticker: str, returns: np.ndarray, day: str) -> TickerCall:
         try:
-            res = self.client.ask(build_messages(ticker, returns), TradeCall, agent=AGENT, day=day)
+            messages = build_messages(ticker, returns, masked=self.client.masker is not None)
+            res = self.client.ask(messages, TradeCall, agent=AGENT, day=day)
         except LLMInvalidAnswer as exc:
             action = momentum_action(returns)
             self.client.ledger.record_fallback(
