@@ -288,6 +288,17 @@ def test_a_days_prompts_are_one_draw_for_the_bound_that_says_blind():
     # one day given away of 40, its 3 prompts of 120: 2.5 % either way, but 1 of 40 days reaches 13 %
     assert leakage.summarise(days(1, 40, 3))["result"] == "inconclusive"
     assert leakage.summarise(days(1, 200, 3))["result"] == "blind"  # 1 of 200 days: upper 2.8 %
+    # every day given away under few of the prompts (a summariser's many a day): 6 of 6 days, Wilson 61-100 %,
+    # read "inconclusive" on 8 % of the prompts
+    many = days(6, 6, 12)
+    for i, r in enumerate(many):
+        r["both"] = i % 12 == 0
+    res = leakage.summarise(many)
+    assert res["overall"]["firm_and_day"]["share"] < 0.10 and res["result"] == "not blind"
+    assert res["verdict"].startswith("not blind: 6 of 72 prompts (8%")
+    for i, r in enumerate(many):
+        r["both"] = i == 0
+    assert leakage.summarise(many)["result"] == "inconclusive"  # 1 of 6 days: lower end 3 %
     assert leakage.outcome_of(0, 63, 0.1, 0, 20) == "inconclusive" and leakage.outcome_of(0, 63, 0.1, 0, 40) == "blind"
 
 

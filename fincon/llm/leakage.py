@@ -386,10 +386,12 @@ def outcome(fd: Mapping[str, Any], threshold: float, days: Mapping[str, Any] | N
     decision days (``days``: a day is given away when any of its prompts is); else ``inconclusive``;
     ``not audited`` without a dated prompt. One day's prompts are no independent draws (the linker
     gives one's give-away to all quoting it): 0 of 63 prompts over 20 days read "blind" (upper end 6 %)
-    where 0 of 20 days reaches 16 %, so the bound is never narrower than by day, as calibration's."""
+    where 0 of 20 days reaches 16 %, so the bound is never narrower than by day, as calibration's.
+    ``not blind`` too when even the days' interval's lower end is over it: a summariser's many prompts
+    a day hid 6 of 6 days given away (Wilson 61-100 %) under 8 % of the prompts ("inconclusive")."""
     if not fd["n"]:
         return "not audited"
-    if fd["share"] > threshold:
+    if fd["share"] > threshold or (days and days["k"] and days["wilson_95"][0] > threshold):
         return "not blind"
     upper = max(fd["wilson_95"][1], days["wilson_95"][1] if days and days["n"] else 0.0)
     return "blind" if upper <= threshold else "inconclusive"
