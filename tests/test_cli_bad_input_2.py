@@ -673,3 +673,38 @@ def test_a_retrieval_model_that_cannot_load_is_one_config_error():
 
     with pytest.raises(ConfigError, match="cannot be loaded .*runs offline"):
         MiniLMEmbedder("/nonexistent/model").model()
+
+
+def test_a_rerun_under_another_config_never_removes_work_kept(tmp_path):
+    """An experiment stopped while its first training had committed an episode counted nothing finished
+    (no unit complete), so a rerun with another seed removed the folder as "the leftovers of an
+    experiment that interrupted before finishing anything", right after fincon said the finished work
+    was kept. Refused, nothing changed. And a study claimed while another command wrote one of another
+    config into the folder (a slow preflight) does not resume that one's units as its own."""
+    from fincon.errors import FinconError
+    from fincon.workflow.experiment import EXPERIMENT_LAYOUT, _finished_units, _nothing_kept
+    from fincon.workflow.status import claim
+    from fincon.workflow.study import Study
+
+    out = tmp_path / "x"
+    episode = out / "train" / "full-r1" / "episodes" / "ep-01"
+    episode.mkdir(parents=True)
+    (episode / "metrics.json").write_text("{}")
+    old = {"schema_version": SCHEMA_VERSION, "config": {"seed": 0}, "status": "interrupted"}
+    (out / "experiment.json").write_text(json.dumps(old))
+    new = {"schema_version": SCHEMA_VERSION, "config": {"seed": 1}}
+    with pytest.raises(FinconError, match=r"x holds a experiment that interrupted under another config \(config.seed\), "
+                       r"with work it kept in train/; rerun its own command"):  # fmt: skip
+        claim(out, out / "experiment.json", new, "experiment", _finished_units, EXPERIMENT_LAYOUT, _nothing_kept)
+    assert (episode / "metrics.json").is_file()
+
+    fresh = tmp_path / "y"
+    study = Study(fresh, "experiment.json", dict(new), "experiment")
+
+    def another_command_writes_meanwhile():
+        fresh.mkdir()
+        (fresh / "experiment.json").write_text(json.dumps({**old, "status": "complete"}))
+
+    with pytest.raises(FinconError, match="another fincon command wrote a experiment with another config"):
+        study.run(lambda: pytest.fail("ran in another's folder"), preflight=another_command_writes_meanwhile)
+    assert json.loads((fresh / "experiment.json").read_text())["status"] == "complete"

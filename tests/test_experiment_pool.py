@@ -58,6 +58,26 @@ def _named(name: str, fn, *args):
     return task
 
 
+def _refuse(why: str):
+    from fincon.errors import DataError
+
+    raise DataError(why)
+
+
+def test_the_serial_executor_names_a_failing_unit_too():
+    """A damaged beliefs.json of a test unit read "--beliefs: cannot read ...": a flag the user never
+    gave, and no unit named, where the workers and Ray name it."""
+    from fincon.errors import DataError
+    from fincon.workflow.executors import serial
+
+    done: list = []
+    with pytest.raises(DataError) as info:
+        serial([_named("train/full-r1", str, "ok"), _named("test/full-r2", _refuse, "--beliefs: cannot read")],
+               lambda i, r: done.append(r))  # fmt: skip
+    assert str(info.value) == "test/full-r2: --beliefs: cannot read" and info.value.exit_code == 2
+    assert done == ["ok"]
+
+
 def test_a_failing_unit_is_named_and_the_others_finish():
     done: list[tuple[int, object]] = []
     tasks = [
@@ -147,3 +167,63 @@ def test_a_phase_longer_than_a_workers_share_runs_to_its_end():
     with ProcessPool(2) as pool:
         pool([functools.partial(str, k) for k in range(n)], lambda i, r: got.append((i, r)))
     assert sorted(got) == [(k, str(k)) for k in range(n)]
+
+
+_DRIVER = """
+import functools, os, signal, sys
+from fincon import stopping
+from fincon.workflow.process_pool import ProcessPool
+stopping.install({signal.SIGTERM: KeyboardInterrupt})
+d = sys.argv[1]
+if sys.argv[2] == "python":  # a unit in Python code: a signal reaches it at once
+    import time
+    tasks = [functools.partial(time.sleep, 60) for i in range(4)]
+else:  # a unit that says it started, then waits outside Python
+    tasks = [functools.partial(os.system, f"touch {d}/{i}; sleep {sys.argv[2]}") for i in range(4)]
+with ProcessPool(2) as pool:
+    pool(tasks, lambda i, r: open(f"{d}/done-{i}", "w").close())
+"""
+
+
+def _children(pid: int) -> list[str]:
+    return subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+
+
+def _alive(pid: str) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.slow
+def test_a_stopped_driver_starts_no_queued_unit_and_a_killed_ones_workers_stop(tmp_path):
+    """Found in review: on Ctrl-C or SIGTERM with --workers 2 the units queued to the workers started
+    after the stop and ran to their end before the command exited (20-72 s), and a driver killed
+    (SIGKILL, the out-of-memory killer) left its workers running for ever, holding their units' locks."""
+
+    def started(d: Path) -> list[str]:
+        return sorted(p.name for p in d.iterdir() if not p.name.startswith("done"))
+
+    stopped = tmp_path / "stopped"
+    stopped.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", _DRIVER, str(stopped), "3"], stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while time.time() < deadline and len(started(stopped)) < 2:
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    time.sleep(4)  # a unit queued and started would have touched its file by now
+    assert started(stopped) == ["0", "1"]
+
+    proc = subprocess.Popen([sys.executable, "-c", _DRIVER, str(tmp_path), "python"])
+    while time.time() < deadline + 60 and len(_children(proc.pid)) < 3:  # two workers, the resource tracker
+        time.sleep(0.1)
+    time.sleep(5)  # their imports done, each in its unit
+    workers = _children(proc.pid)
+    proc.kill()
+    proc.wait(10)
+    end = time.time() + 20
+    while time.time() < end and any(_alive(w) for w in workers):
+        time.sleep(0.2)
+    assert workers and not any(_alive(w) for w in workers), "workers outlived their killed driver"

@@ -18,6 +18,7 @@ does not change a file.
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import re
 from typing import Annotated, Any, Callable, Iterator, Literal, Sequence
@@ -25,6 +26,7 @@ from typing import Annotated, Any, Callable, Iterator, Literal, Sequence
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fincon import workflow
+from fincon.errors import FinconError
 from fincon.flag import Flag
 from fincon.workflow.unit_failures import Task
 
@@ -38,9 +40,20 @@ Executor = Callable[[Sequence[Task], Callable[[int, Any], None]], None]
 
 
 def serial(tasks: Sequence[Task], done: Callable[[int, Any], None]) -> None:
-    """The default executor: one task after the other, in order."""
+    """The default executor: one task after the other, in order; a failure names its unit, as the
+    workers' and Ray's do (a damaged beliefs.json of a test unit read "--beliefs: cannot read ...",
+    a flag the user never gave, with no unit named)."""
     for i, task in enumerate(tasks):
-        done(i, task())
+        try:
+            result = task()
+        except FinconError as exc:
+            name = getattr(task, "name", None)
+            if not name or str(name) in str(exc):
+                raise
+            named = copy.copy(exc)
+            named.args = (f"{name}: {exc}",)
+            raise named from None
+        done(i, result)
 
 
 class ExecutorSpec(BaseModel):

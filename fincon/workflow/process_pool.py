@@ -19,14 +19,20 @@ Failures are reported as the Ray executor reports them: the phase runs to
 its end, every other unit keeps its results, then the first failure comes
 back as one line naming its unit. Stopping: on Ctrl-C or SIGTERM the driver
 terminates its workers; a worker ends its unit on the way out (its staging
-run directory is removed, as in a serial run), and what a killed worker left
-is swept by the next run.
+run directory is removed, as in a serial run) and starts no unit queued to
+it (one did, and ran to its end before the command exited); one still
+running after 30 s is killed, and what a killed worker left is swept by the
+next run. A worker whose driver is killed stops the same way (it held its
+units' locks and waited on its queue for ever).
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
+import threading
+import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -44,17 +50,40 @@ class _Stopped(SystemExit):
         super().__init__(143)
 
 
-def _worker_init() -> None:
+#: in a worker: the driver's "stop" (set before it terminates its workers), and whether the driver
+#: is gone (killed: the worker would hold its units' locks and wait on its queue for ever)
+_DRIVER_STOP: Any = None
+_ORPHANED = threading.Event()
+
+
+def _worker_init(stop: Any = None) -> None:
     """In each worker: Ctrl-C is the driver's to handle (it stops the
     workers); SIGTERM (how the driver stops them) unwinds the unit so its
     ``with`` blocks clean up, also when it was lost on its way out
-    (:mod:`fincon.stopping`; for the worker's lifetime)."""
+    (:mod:`fincon.stopping`; for the worker's lifetime). A worker whose
+    driver dies (SIGKILL, the out-of-memory killer) stops as if terminated."""
+    global _DRIVER_STOP
+    _DRIVER_STOP = stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     stopping.install({signal.SIGTERM: _Stopped})
+    threading.Thread(target=_watch_driver, args=(os.getppid(),), daemon=True).start()
+
+
+def _watch_driver(driver: int, every: float = 1.0) -> None:
+    while os.getppid() == driver:
+        time.sleep(every)
+    _ORPHANED.set()
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _stop_asked() -> bool:
+    return _ORPHANED.is_set() or (_DRIVER_STOP is not None and _DRIVER_STOP.is_set())
 
 
 def _run(item: tuple[int, Task]) -> tuple[str, Any]:
     _, task = item
+    if _stop_asked():  # queued before the stop: the pool hands a worker its next unit as the last one ends
+        return "failed", UnitFailure("not started: the command was stopped; rerun the same command to resume", 1, "")
     try:
         return "ok", task()
     except BaseException as exc:
@@ -72,6 +101,8 @@ def _run(item: tuple[int, Task]) -> tuple[str, Any]:
         raise
     finally:
         stopping.forget()  # a worker stopped alone takes its next unit afresh
+        if _ORPHANED.is_set():  # its unit cleaned up; nobody reads its answer
+            os._exit(143)
 
 
 class ProcessPool:
@@ -88,6 +119,7 @@ class ProcessPool:
             raise ValueError("workers must be at least 1")
         self.workers = workers
         self._pool: ProcessPoolExecutor | None = None
+        self._stop: Any = None
 
     def __enter__(self) -> "ProcessPool":
         return self
@@ -103,11 +135,17 @@ class ProcessPool:
             pool.shutdown(wait=True)
             return
         workers = [p for p in multiprocessing.active_children() if p.name.startswith("SpawnProcess")]
+        if self._stop is not None:
+            self._stop.set()  # a unit queued to a worker is not started (_run)
         pool.shutdown(wait=False, cancel_futures=True)
         for p in workers:  # each ends its unit on the way out (_worker_init)
             p.terminate()
         for p in workers:
             p.join(timeout=30)
+        for p in workers:  # one that did not end its unit in time is not left running it
+            if p.is_alive():
+                p.kill()
+                p.join(timeout=5)
 
     def __call__(self, tasks: Sequence[Task], done: Callable[[int, Any], None]) -> None:
         names = [str(getattr(t, "name", None) or f"task {i + 1}") for i, t in enumerate(tasks)]
@@ -115,8 +153,10 @@ class ProcessPool:
         batch = self.workers * UNITS_PER_WORKER
         try:
             for lo in range(0, len(tasks), batch):
+                spawn = multiprocessing.get_context("spawn")
+                self._stop = spawn.Event()
                 self._pool = ProcessPoolExecutor(
-                    self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init
+                    self.workers, mp_context=spawn, initializer=_worker_init, initargs=(self._stop,)
                 )
                 futures = {self._pool.submit(_run, (i, tasks[i])): i for i in range(lo, min(lo + batch, len(tasks)))}
                 broken = False

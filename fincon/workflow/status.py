@@ -24,7 +24,7 @@ import shutil
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Collection, Iterator
+from typing import Any, Callable, Collection, Iterator, Mapping
 
 from fincon import stopping
 from fincon.errors import DataError, FinconError
@@ -121,6 +121,12 @@ def _foreign(out: Path, layout: Collection[str]) -> list[str]:
     return out_names
 
 
+def differences(old: Mapping[str, Any], state: Mapping[str, Any]) -> list[str]:
+    """The keys of ``state`` (a study's config and options) a status file's ``old`` state has otherwise."""
+    new = json.loads(json.dumps(state))
+    return _differences({k: old.get(k) for k in new}, new)
+
+
 def claim(
     out: Path,
     marker: Path,
@@ -128,6 +134,7 @@ def claim(
     kind: str,
     finished: Callable[[Path], int],
     layout: Collection[str],
+    disposable: Callable[[Path], bool] | None = None,
 ) -> bool:
     """May this command write ``state``'s run into ``out``? True: resume it
     (same config), False: it is new. ``finished(out)`` counts what a former
@@ -143,13 +150,19 @@ def claim(
         raise FinconError(f"{out} exists and is not a fincon {kind}; pick another --out")
     old = read_state(marker)
     check_schema(out, old, kind)
-    new = json.loads(json.dumps(state))
-    diff = _differences({k: old.get(k) for k in new}, new)
+    diff = differences(old, state)
     if not diff:
         return True
     shown = ", ".join(diff[:3]) + (f" and {len(diff) - 3} more" if len(diff) > 3 else "")
     status = old.get("status")
     done = finished(out)
+    if status in ("failed", "stopped_early", "interrupted") and done == 0 and disposable and not disposable(out):
+        # nothing finished, but work kept (a training's committed episodes): never removed for a rerun
+        raise FinconError(
+            f"{out} holds a {kind} that {status.replace('_', ' ')} under another config ({shown}), with work "
+            f"it kept in {', '.join(sorted(p.name + '/' for p in out.iterdir() if p.is_dir()))}; rerun its own "
+            "command to resume it, or pick another --out (nothing was changed)"
+        )
     if status in ("failed", "stopped_early", "interrupted") and done == 0:
         foreign = _foreign(out, {*layout, marker.name})
         if foreign:

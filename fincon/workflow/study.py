@@ -38,7 +38,7 @@ from typing import Any, Callable, Collection, Iterator, Mapping, Sequence, TypeV
 from fincon import stopping
 from fincon.errors import Busy, FinconError
 from fincon.files import write_atomic
-from fincon.workflow.status import RESUMABLE, claim, marking, versioned
+from fincon.workflow.status import RESUMABLE, claim, differences, marking, read_state, versioned
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ class Study:
         :class:`FinconError`) a directory that is not this study's."""
         if self.claimed is not None:
             return self.claimed(self)
-        return claim(self.out, self.marker, self.state, self.kind, self.finished, self.layout)
+        return claim(self.out, self.marker, self.state, self.kind, self.finished, self.layout, self.disposable)
 
     def run(self, body: Callable[[], T], preflight: Callable[[], None] | None = None) -> T:
         """Claim the directory, run ``preflight`` (every check before the
@@ -104,7 +104,18 @@ class Study:
             why = exc.strerror or exc
             raise FinconError(self.cannot_create.format(kind=self.kind, out=self.out, why=why)) from None
         with held(self.out, self.kind):  # taken outside the clean-up below: a refused second command removes nothing
+            self._claimed_still()
             return self._marked(body, made)
+
+    def _claimed_still(self) -> None:
+        """The directory is still the one claimed: another command may have written a study of another
+        config into it while this one ran its checks (a slow download), whose finished units this one
+        would then have resumed as its own, under its own config."""
+        if self.marker.is_file() and (diff := differences(read_state(self.marker), self.state)):
+            raise FinconError(
+                f"{self.out}: another fincon command wrote a {self.kind} with another config ({', '.join(diff[:3])}) "
+                "there while this one checked its inputs; pick another --out (nothing was changed)"
+            )
 
     def _marked(self, body: Callable[[], T], made: list[Path]) -> T:
         try:
