@@ -37,8 +37,8 @@ def test_the_same_seed_and_data_give_the_same_decisions_byte_for_byte(algo, tmp_
     assert main([*argv, "--out", "a"]) == 0
     assert main([*argv, "--out", "b"]) == 0
     assert (tmp_path / "a" / "decisions.jsonl").read_bytes() == (tmp_path / "b" / "decisions.jsonl").read_bytes()
-    for name in ("rl_model.zip", "rl_training.csv", "rl_training.png"):
-        assert (tmp_path / "a" / name).is_file(), name
+    for name in ("rl_model.zip", "rl_training.csv", "rl_training.png"):  # the model too (its zip kept times)
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())["strategy_summary"]
     assert summary["rl_trained_on"][1] < "2022-10-05" and summary["rl_trained_on"][0] == "2018-01-02"
     assert summary["rl_algo"] == algo and summary["rl_timesteps"] == 1500
@@ -127,3 +127,14 @@ def test_a_kept_agent_is_loaded_not_retrained_and_decides_as_the_trained_one(tmp
         assert (tmp_path / "loaded" / name).read_bytes() == (tmp_path / "fresh" / name).read_bytes(), name
     assert main([*argv, *keep, "--param", "dqn.seed=3", "--out", "other"]) == 0
     assert len(list((tmp_path / "kept").glob("dqn-*.zip"))) == 2
+
+
+@pytest.mark.slow
+def test_finrls_a2c_and_a2c_keep_their_own_agents(tmp_path, monkeypatch):
+    """Found in review: the kept agent was named by its algorithm, so finrl-a2c loaded a2c's single-stock
+    agent from the same model_cache and ended in a traceback (its observations are another shape)."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("a2c", "finrl-a2c"):
+        argv = [*RUN, "--strategy", name, "--param", f"{name}.timesteps=300", "--param", f"{name}.model_cache=kept"]
+        assert main([*argv, "--out", name]) == 0
+    assert sorted(p.name.split("-")[0] for p in (tmp_path / "kept").glob("*.zip")) == ["a2c", "finrl"]

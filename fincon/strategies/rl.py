@@ -29,7 +29,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import os
+import logging
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Literal, Mapping
@@ -40,6 +40,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from fincon.errors import ConfigError
 from fincon.files import write_atomic
 from fincon.strategies.base import Decision, RunContext, Strategy
+
+log = logging.getLogger(__name__)
 
 ALGOS = ("a2c", "ppo", "dqn")
 RL_MISSING = (
@@ -175,6 +177,33 @@ def one_thread() -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
+def save_model(model: Any, path: Path) -> None:
+    """``model`` as stable-baselines3 saves it, byte for byte the same for the same network: its zip
+    kept the time its training started (``start_time``) and its episodes' wall times (``t`` of
+    ``ep_info_buffer``), each entry's write time and, in ``data``
+    (whose ``:serialized:`` fields are what loads), the addresses of the policy's functions
+    (``<function ... at 0x7f93...>``), so two identical runs wrote two rl_model.zip. Written whole or
+    not at all."""
+    import io
+    import re
+    import zipfile
+
+    model.start_time = 0
+    for episode in getattr(model, "ep_info_buffer", None) or ():
+        if "t" in episode:
+            episode["t"] = 0.0
+    raw = io.BytesIO()
+    model.save(raw)
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(raw.getvalue())) as zin, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info in zin.infolist():
+            body = zin.read(info)
+            if info.filename == "data":
+                body = re.sub(rb" at 0x[0-9a-f]+>", b">", body)
+            zout.writestr(zipfile.ZipInfo(info.filename, date_time=(1980, 1, 1, 0, 0, 0)), body)
+    write_atomic(path, out.getvalue())
+
+
 def predict(model: Any, obs: np.ndarray) -> Any:
     """The policy's deterministic action for ``obs``, on one thread."""
     with one_thread():
@@ -267,9 +296,12 @@ class RLTrader(Strategy):
         cls = {"a2c": A2C, "ppo": PPO, "dqn": DQN}[self.algo]
         kept = self._kept(view, keep) if p.model_cache is not None else None
         if kept is not None and kept.with_suffix(".zip").is_file():  # trained the same before: loaded, not retrained
-            self.model = cls.load(str(kept.with_suffix(".zip")), device="cpu")
-            self.curve = [tuple(x) for x in json.loads(kept.with_suffix(".json").read_text())]
-            return
+            model = cls.load(str(kept.with_suffix(".zip")), device="cpu")
+            if model.observation_space == env.observation_space and model.action_space == env.action_space:
+                self.model = model
+                self.curve = [tuple(x) for x in json.loads(kept.with_suffix(".json").read_text())]
+                return
+            log.warning("%s: %s holds another kind of agent; trained anew", self.name, kept.with_suffix(".zip"))
         with one_thread():  # the same seed and data give the same network, bit for bit
             kw: dict[str, Any] = {"seed": p.seed, "verbose": 0, "device": "cpu"}
             if self.algo == "dqn":
@@ -297,22 +329,21 @@ class RLTrader(Strategy):
             self.model.learn(total_timesteps=p.timesteps, callback=Curve())
         if kept is not None:
             kept.parent.mkdir(parents=True, exist_ok=True)
-            partial = kept.with_name(kept.name + f".{os.getpid()}.partial.zip")
-            self.model.save(str(partial))
             write_atomic(kept.with_suffix(".json"), json.dumps(self.curve))
-            os.replace(partial, kept.with_suffix(".zip"))  # the model last: its presence means both are whole
+            save_model(self.model, kept.with_suffix(".zip"))  # the model last: its presence means both are whole
 
     def _kept(self, view, keep: np.ndarray) -> Path:
         """Where the agent trained on the rows ``keep`` is kept: the hash of the algorithm, its params,
         and each ticker's training bars and their unit costs, so that any change trains anew."""
         p = self.params
-        h = hashlib.sha256(f"{self.algo}:{p.model_dump_json(exclude={'model_cache'})}".encode())
+        # the strategy's name: finrl-a2c is an a2c of another environment (it loaded a2c's agent)
+        h = hashlib.sha256(f"{self.name}:{p.model_dump_json(exclude={'model_cache'})}".encode())
         for t in view.tickers:
             close, high, low = (view.history(t, f)[:-1][keep] for f in ("close", "high", "low"))
             costs = [self.ctx.unit_cost(c, hi, lo) for c, hi, lo in zip(close, high, low)]
             for arr in (close, high, low, costs):
                 h.update(np.ascontiguousarray(arr, dtype=np.float64).tobytes())
-        return Path(str(p.model_cache)) / f"{self.algo}-{h.hexdigest()[:24]}"
+        return Path(str(p.model_cache)) / f"{self.name}-{h.hexdigest()[:24]}"
 
     def decide(self, view) -> Decision | None:
         if self.model is None:
@@ -332,7 +363,7 @@ class RLTrader(Strategy):
         if self.model is None:
             return {}
         run = Path(ctx.run_dir)
-        self.model.save(str(run / "rl_model.zip"))
+        save_model(self.model, run / "rl_model.zip")
         lines = ["timestep,episode_reward"] + [f"{s},{r:.8f}" for s, r in self.curve]
         (run / "rl_training.csv").write_text("\n".join(lines) + "\n")
         if self.curve:
