@@ -135,3 +135,44 @@ def test_a_model_name_is_checked_against_whispers_own_list_without_importing_it(
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
     assert out[0].startswith("unknown Whisper model 'tiny.xx'") and "large-v3" in out[0]
     assert out[1:] == ["False False", "True 14"]
+
+
+class _Decoder:
+    """faster-whisper's side: the words it hears, and the options it was given."""
+
+    def __init__(self, words: list[str], seconds: float):
+        self.words, self.seconds, self.options = words, seconds, {}
+
+    def transcribe(self, path, **options):
+        import types
+
+        self.options = options
+        return iter([types.SimpleNamespace(text=w) for w in self.words]), types.SimpleNamespace(duration=self.seconds)
+
+
+def test_an_empty_transcript_is_refused_not_cached_and_decoding_is_greedy(call, tmp_path):
+    """Found in review: no words from 30 minutes of audio (silence, music, another language) was returned,
+    cached for ever and read as a neutral call. And faster-whisper sampled (its default schedule of
+    temperatures when a segment fails, unseeded) where openai-whisper decodes greedily."""
+    _, path = call
+    tr = Transcriber(backend="faster-whisper", cache_dir=tmp_path)
+    tr._impl = ("faster-whisper", _Decoder([], 1800.0))
+    with pytest.raises(DataError, match=r"0 words from 30.0 minutes of audio .*nothing cached"):
+        tr.transcribe(path)
+    assert tr._impl[1].options["temperature"] == 0.0
+    assert not list((tmp_path / "transcripts").glob("*.json"))
+    tr._impl = ("faster-whisper", _Decoder(["Revenue", "grew."], 30.0))
+    assert tr.transcribe(path).text == "Revenue grew."
+
+
+def test_a_checkpoint_file_is_cached_by_its_contents(tmp_path):
+    """A model given as a file was keyed by its path: another checkpoint at the same path reused the
+    first one's transcripts."""
+    model = tmp_path / "mine.pt"
+    model.write_bytes(b"model A")
+    a = Transcriber(backend="openai-whisper", model=str(model), cache_dir=tmp_path)._key("d", "openai-whisper")
+    model.write_bytes(b"model B, another checkpoint")
+    b = Transcriber(backend="openai-whisper", model=str(model), cache_dir=tmp_path)._key("d", "openai-whisper")
+    assert a != b
+    embedded = Transcriber(backend="openai-whisper", cache_dir=tmp_path)._key("d", "openai-whisper")
+    assert embedded.name == "d-7a1a681a8870.json"  # the recorded transcripts' key, as before

@@ -18,6 +18,7 @@ backend, model and decoding options, so a rerun is byte-identical and free.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import importlib.util
 import json
@@ -259,13 +260,22 @@ class Transcriber:
         return self._impl
 
     # -- public ---------------------------------------------------------------
+    @functools.cached_property
+    def _model_id(self) -> str:
+        """The model as the cache knows it: a name, or a checkpoint file's contents (another file at
+        the same path reused the first one's transcripts)."""
+        path = Path(self.model)
+        return f"{self.model}@{sha256_file(path)[:16]}" if self.model != EMBEDDED and path.is_file() else self.model
+
     def _key(self, digest: str, backend: str) -> Path:
         opts = json.dumps(
             {
                 "backend": backend,
-                "model": self.model,
+                "model": self._model_id,
                 "beam": self.beam_size,
                 "ct": self.compute_type if backend == "faster-whisper" else None,
+                # greedy, as openai-whisper's is (its default schedule samples when a segment fails)
+                **({"temperature": 0.0} if backend == "faster-whisper" else {}),
             },
             sort_keys=True,
         )
@@ -317,6 +327,7 @@ class Transcriber:
                     str(path),
                     language="en",
                     beam_size=self.beam_size,
+                    temperature=0.0,
                     condition_on_previous_text=False,
                     vad_filter=False,
                 )
@@ -328,6 +339,11 @@ class Transcriber:
             raise DataError(
                 f"cannot transcribe {path.name}: {decoder_complaint(str(exc)) or exc.__class__.__name__}"
             ) from None
+        if len(text.split()) < max(1.0, seconds / 60):  # cached, it would be read as a quiet call for ever
+            raise DataError(
+                f"cannot transcribe {path.name}: {len(text.split())} words from {seconds / 60:.1f} minutes of audio "
+                "(silence, music or another language?); nothing cached: check the file, or give the call's text"
+            )
         tr = Transcript(
             text=text,
             backend=name,
