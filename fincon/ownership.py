@@ -216,7 +216,12 @@ class OwnedFolder:
             )
 
     def staging(self, out: Path) -> Path:
-        """A fresh staging folder beside ``out`` (renamed into place by :meth:`swap_in`)."""
+        """A fresh staging folder beside ``out`` (renamed into place by :meth:`swap_in`). ``--out .``
+        staged inside itself (its name is empty) and failed as "written by another command"; the
+        folder a command runs in cannot be swapped for a new one, and is refused."""
+        if out.resolve() == Path.cwd().resolve():
+            raise ConfigError(f"--out {out} is the folder this command runs in; give a new folder (e.g. --out data)")
+        out = out.resolve()
         out.parent.mkdir(parents=True, exist_ok=True)
         staging = out.parent / f".{out.name}.partial-{os.getpid()}@{socket.gethostname()}"
         if staging.exists():

@@ -442,3 +442,16 @@ def test_a_labelled_strategy_reads_the_datasets_events(tmp_path, capsys):
     )  # fmt: skip
     resolved = with_events(cfg, inputs_for(cfg))
     assert {n: resolved.params(n)["events"] for n in names} == {n: str(out / "events") for n in names}
+
+
+def test_the_folder_a_command_runs_in_is_refused_as_out(tmp_path, capsys, monkeypatch):
+    """`--out .` in an empty folder staged the import inside itself and failed as "written by another
+    command while this one ran": one line that says what is wrong."""
+    table = write_table(tmp_path / "t.csv", GENERIC)
+    px = prices_folder(tmp_path / "px")
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    rc, _, err = run_cli(["data", "import", "csv", str(table), "--prices", str(px), "--out", "."], capsys)
+    assert rc == 2 and "--out . is the folder this command runs in; give a new folder" in err, err
+    assert list(here.iterdir()) == []
