@@ -77,3 +77,7 @@ def test_artifacts_of_a_run(tmp_path):
     man = json.loads((out / "run_manifest.json").read_text())
     assert man["config_sha256"] == hashlib.sha256((out / "config.yaml").read_bytes()).hexdigest()
     assert set(man["data_sha256"]) == {"AAPL", "MSFT"} and "backtrader" in man["packages"]
+    # the code that ran, not only the commit (a checkout with changes ran other code than its HEAD's)
+    from fincon.engine.artifacts import code_sha256, git_dirty
+
+    assert man["code_sha256"] == code_sha256() and man["git_dirty"] == git_dirty()

@@ -40,6 +40,7 @@ def test_backtest_report_holds_every_part(report_run, capsys):
         "llm",
         "performance",
     ]  # no training, no experiment
+    assert '"rangebreaks":[{"bounds":["sat","mon"]}]' in page.replace(" ", "")  # a stock's: no weekend line
     # every key metrics.json holds, beside the benchmark's from summary.json
     metrics = json.loads((report_run / "metrics.json").read_text())
     for key in metrics:
@@ -399,6 +400,10 @@ def test_performance_is_annualised_with_the_runs_calendar(tmp_path, capsys):
         round(bench["sharpe_empyrical"], 3),
     ]
     assert "annualised with each curve's days a year (365 here" in perf
+    # a coin's weekend closes are drawn: the chart's weekend break (a stock's) hid them
+    assert '"rangebreaks":[{"bounds":["sat","mon"]}]' not in page.replace(" ", "")
+    assert main(["report", str(run), "--out", str(tmp_path / "again.html")]) == 0
+    capsys.readouterr()
 
 
 def test_each_run_is_compared_with_the_benchmark_of_its_own_costs(tmp_path, capsys):

@@ -220,4 +220,7 @@ def manifest(
         "corpus_sha256": corpus_hash(files),
         "seeds": dict(seeds),
         "git_revision": git_revision(),
+        # the commit alone named code the run did not run when the checkout had changes
+        "git_dirty": git_dirty(),
+        "code_sha256": code_sha256(),
     }

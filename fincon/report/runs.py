@@ -205,7 +205,10 @@ def section_curves(data: ReportData) -> str:
         margin={"l": 70, "r": 20, "t": 40, "b": 40},
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
     )
-    fig.update_xaxes(rangebreaks=[{"bounds": ["sat", "mon"]}])  # no flat line over weekends
+    curves = [r.equity for r in data.runs] + [b.equity for b in data.benchmarks]
+    if not any(c is not None and (pd.DatetimeIndex(c.index).day_of_week >= 5).any() for c in curves):
+        # no flat line over weekends; a coin's weekend bars would fall in the break and vanish
+        fig.update_xaxes(rangebreaks=[{"bounds": ["sat", "mon"]}])
     fig.update_yaxes(title_text="portfolio value ($)", tickformat=",.0f", row=1, col=1)
     fig.update_yaxes(title_text="drawdown (%)", row=2, col=1)
     out = [
