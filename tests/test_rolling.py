@@ -206,6 +206,12 @@ def test_summary_against_buy_and_hold_by_hand():
     assert s.loc["fincon", "wilcoxon_p"] == pytest.approx(wilcoxon(np.subtract(team, bh)).pvalue)
     assert s.loc["buy-and-hold", "wilcoxon_p"] is None or np.isnan(s.loc["buy-and-hold", "wilcoxon_p"])
     assert s.loc["fincon", "model_knowledge"] == "in-training-data 5/6, no-model 1/6"  # each window's label, counted
+    # a window sat out (no return, no volatility) has no Sharpe ratio: it counts as 0, not as absent
+    # (the median of the 3 windows that traded was shown beside "windows 8")
+    flat = pd.DataFrame(rows)
+    flat.loc[flat.strategy == "fincon", ["cr_pct", "sharpe"]] = [[0.0, np.nan]] * 4 + [[3.0, 0.3], [-4.0, -0.4]]
+    s = summarize(flat).set_index("strategy")
+    assert s.loc["fincon", "median_sharpe"] == pytest.approx(0.0)  # median of 0, 0, 0, 0, 0.3, -0.4
 
 
 def test_a_rolling_evaluation_with_costs_says_what_they_took(tmp_path):

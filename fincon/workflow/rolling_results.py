@@ -174,6 +174,9 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
         for name in dict.fromkeys(g.strategy):
             s = g[g.strategy == name].set_index(["universe", "window"])
             cr, b = s["cr_pct"].astype(float), bench.reindex(s.index).astype(float)
+            # a window the strategy sat out (no return, no volatility) has no Sharpe ratio: it counts as 0,
+            # or the median was of the windows that traded, shown beside the count of all (3 of 8)
+            sharpe = s["sharpe"].astype(float).where(s["sharpe"].notna() | (cr != 0), 0.0)
             test = paired_test(cr, b) if name != BENCH else {"n": int(len(cr)), "p_value": None}
             rows.append(
                 {
@@ -181,7 +184,7 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
                     "strategy": name,
                     "windows": int(len(s)),
                     "median_cr_pct": _finite(cr.median()),
-                    "median_sharpe": _finite(s["sharpe"].astype(float).median()),
+                    "median_sharpe": _finite(sharpe.median()),
                     "median_mdd_pct": _finite(s["mdd_pct"].astype(float).median()),
                     "mean_excess_cr_pct": _finite((cr - b).mean()),
                     "share_beats_bh": None if name == BENCH else float((cr > b).mean()),
