@@ -431,3 +431,41 @@ def test_each_run_is_compared_with_the_benchmark_of_its_own_costs(tmp_path, caps
         assert {r.path: bench[r.terms].metrics["cr_pct"] for r in data.runs} == own
         assert len({b.label for b in data.benchmarks}) == 2
     capsys.readouterr()
+
+
+def test_a_damaged_run_is_named_not_shown_as_complete(report_run, tmp_path, capsys):
+    """Found in review: an equity.csv cut to 100 of 171 closes was drawn and scored beside metrics.json's
+    figures of the whole run (the page contradicting itself, exit 0), a comparison whose strategy's folder
+    was gone showed its top-level metrics as complete, and `fincon plot` drew any folder holding an
+    equity.csv, and a run that stopped early beside whole windows, without a word."""
+    cut = tmp_path / "cut"
+    shutil.copytree(report_run, cut)
+    lines = (cut / "equity.csv").read_text().splitlines(keepends=True)
+    (cut / "equity.csv").write_text("".join(lines[:6]))
+    for cmd in (
+        ["report", str(cut), "--out", str(tmp_path / "r.html")],
+        ["plot", str(cut), "--out", str(tmp_path / "p.png")],
+    ):
+        assert main(cmd) == 2
+        err = capsys.readouterr().err
+        assert "equity.csv: 5 closes" in err and "the run directory is damaged; run it again" in err, err
+
+    both = tmp_path / "both"
+    assert main(["backtest", "--ticker", "TSLA", "--strategy", "sma-cross,buy-and-hold", "--start", "2022-10-05",
+                 "--end", "2022-11-30", "--no-progress", "--out", str(both)]) == 0  # fmt: skip
+    shutil.rmtree(both / "sma-cross")
+    capsys.readouterr()
+    assert main(["report", str(both), "--out", str(tmp_path / "b.html")]) == 2
+    assert "names sma-cross, complete, but" in capsys.readouterr().err
+
+    bare = tmp_path / "bare"
+    shutil.copytree(report_run, bare)
+    (bare / "metrics.json").unlink()
+    assert main(["plot", str(bare), "--out", str(tmp_path / "q.png")]) == 2
+    assert "holds equity.csv but no metrics.json" in capsys.readouterr().err
+    stopped = tmp_path / "stopped"
+    shutil.copytree(report_run, stopped)
+    m = json.loads((stopped / "metrics.json").read_text())
+    (stopped / "metrics.json").write_text(json.dumps({**m, "status": "stopped_early"}))
+    assert main(["plot", str(report_run), str(stopped), "--out", str(tmp_path / "s.png")]) == 0
+    assert f"note: did not cover its window: {stopped} (stopped_early, to" in capsys.readouterr().out

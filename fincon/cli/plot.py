@@ -123,13 +123,18 @@ def _check_writable(out: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    curves = {}
+    curves, unfinished = {}, []
     for run_dir in args.runs:
         for path in _expand(run_dir):
             label = str(path)
             if label in curves:
                 continue
-            curves[label] = engine.RunRecord(path).equity
+            if not engine.is_run(path):  # a curve with no metrics.json says nothing of how its run ended
+                raise FinconError(f"{path} holds equity.csv but no metrics.json: not a whole fincon run; run it again")
+            rec = engine.RunRecord(path)
+            curves[label] = rec.equity
+            if rec.metrics.get("status", "complete") != "complete":
+                unfinished.append(f"{label} ({rec.metrics['status']}, to {rec.equity.index[-1]:%Y-%m-%d})")
     if args.out.suffix.lower() != ".png":
         raise FinconError(f"--out {args.out}: give a .png file name")
     if args.out.is_dir():
@@ -146,6 +151,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise FinconError(f"cannot write {args.out}: {exc.strerror or exc}") from None
     print(f"wrote {args.out} ({len(curves)} run{'s' if len(curves) != 1 else ''})")
+    if unfinished:  # drawn beside whole windows, a run that stopped early reads as a result
+        print(f"note: did not cover its window: {', '.join(unfinished)}")
     if note := _apart(curves):
         print(note)
     return 0

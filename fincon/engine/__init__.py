@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from fincon.engine.record import (
         DECISIONS as DECISIONS,
         RunRecord as RunRecord,
+        is_run as is_run,
         read_jsonl as read_jsonl,
         run_status as run_status,
         team_day as team_day,

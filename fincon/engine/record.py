@@ -212,7 +212,20 @@ class RunRecord:
 
     @cached_property
     def equity(self) -> pd.Series:
-        return read_curve(self.path / EQUITY)
+        """The curve, as whole as metrics.json and summary.json say it is: one cut short was drawn and
+        scored beside the metrics of the whole run (a report contradicting itself, exit 0)."""
+        curve = read_curve(self.path / EQUITY)
+        days = read_json(self.path / METRICS).get("n_days") if (self.path / METRICS).is_file() else None
+        span = (self.summary.get("first_day"), self.summary.get("last_day"))
+        held = (f"{curve.index[0]:%Y-%m-%d}", f"{curve.index[-1]:%Y-%m-%d}") if len(curve) else (None, None)
+        if (isinstance(days, int) and days != len(curve)) or (all(span) and span != held):
+            said = f"{days} closes" if isinstance(days, int) else "its closes"
+            raise DataError(
+                f"{self.path / EQUITY}: {len(curve)} closes, {held[0]}..{held[1]}, where {METRICS} counts {said}"
+                + (f" from {span[0]} to {span[1]}" if all(span) else "")
+                + ": the run directory is damaged; run it again"
+            )
+        return curve
 
     @cached_property
     def benchmark_equity(self) -> pd.Series | None:

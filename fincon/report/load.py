@@ -201,6 +201,11 @@ def _comparison(path: Path, metrics: dict[str, Any]) -> Source:
         sub = path / name
         if is_run(sub):
             src.runs.append(load_run(sub, label=name))
+        elif name != BENCHMARK_KEY and m.get("status") == "complete":  # its folder gone: not a failed strategy
+            raise DataError(
+                f"{path / METRICS} names {name}, complete, but {sub} holds no run (its metrics.json and "
+                "equity.csv): the run directory is damaged; run it again"
+            )
         else:  # the benchmark's metrics, or a strategy that failed before its first day
             src.columns[name] = m
     if not src.runs and not src.columns:

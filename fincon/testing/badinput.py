@@ -151,6 +151,7 @@ def fixtures(root: Path) -> dict[str, str]:
         f[name] = str(root / name)
     (root / "run_ok").mkdir()
     (root / "run_ok" / "equity.csv").write_text("date,value\n2023-01-03,100.0\n2023-01-04,101.0\n")
+    (root / "run_ok" / "metrics.json").write_text('{"n_days": 2, "status": "complete"}\n')
     f["run_ok"] = str(root / "run_ok")
     (root / "audio_dir").mkdir()
     f["audio_dir"] = str(root / "audio_dir")
