@@ -469,3 +469,21 @@ def test_a_damaged_run_is_named_not_shown_as_complete(report_run, tmp_path, caps
     (stopped / "metrics.json").write_text(json.dumps({**m, "status": "stopped_early"}))
     assert main(["plot", str(report_run), str(stopped), "--out", str(tmp_path / "s.png")]) == 0
     assert f"note: did not cover its window: {stopped} (stopped_early, to" in capsys.readouterr().out
+
+
+def test_runs_of_other_windows_are_said_to_be(tmp_path, capsys):
+    """Found in review: a 171-day run beside a 4-day one (or TSLA beside a three-stock book) was drawn
+    and tabled with nothing but folder names: each run is labelled with its window when they differ."""
+    args = ["backtest", "--ticker", "TSLA", "--strategy", "sma-cross", "--no-progress"]
+    assert main([*args, "--start", "2022-10-05", "--end", "2022-11-30", "--out", str(tmp_path / "long")]) == 0
+    assert main([*args, "--start", "2022-11-01", "--end", "2022-11-07", "--out", str(tmp_path / "short")]) == 0
+    capsys.readouterr()
+    assert main(["plot", str(tmp_path / "long"), str(tmp_path / "short"), "--out", str(tmp_path / "p.png")]) == 0
+    assert "note: the runs trade other tickers or windows" in capsys.readouterr().out
+    assert main(["report", str(tmp_path / "long"), str(tmp_path / "short"), "--out", str(tmp_path / "r.html")]) == 0
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert (
+        "long/sma-cross (TSLA 2022-10-05..2022-11-30)" in page
+        and "short/sma-cross (TSLA 2022-11-01..2022-11-07)" in page
+    )
+    capsys.readouterr()

@@ -123,7 +123,7 @@ def _check_writable(out: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    curves, unfinished = {}, []
+    curves, unfinished, windows = {}, [], {}
     for run_dir in args.runs:
         for path in _expand(run_dir):
             label = str(path)
@@ -133,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
                 raise FinconError(f"{path} holds equity.csv but no metrics.json: not a whole fincon run; run it again")
             rec = engine.RunRecord(path)
             curves[label] = rec.equity
+            windows[label] = rec.window
             if rec.metrics.get("status", "complete") != "complete":
                 unfinished.append(f"{label} ({rec.metrics['status']}, to {rec.equity.index[-1]:%Y-%m-%d})")
     if args.out.suffix.lower() != ".png":
@@ -155,6 +156,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: did not cover its window: {', '.join(unfinished)}")
     if note := _apart(curves):
         print(note)
+    elif len(set(windows.values())) > 1:  # each curve starts at its cash on its own first day
+        said = ", ".join(f"{k} ({', '.join(t)} {a}..{b})" for k, (t, a, b) in windows.items())
+        print(f"note: the runs trade other tickers or windows, each from its own first day: {said}")
     return 0
 
 

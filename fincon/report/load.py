@@ -372,6 +372,11 @@ def load_report_data(paths: list[Path]) -> ReportData:
     papers = [(p, read_json(p / "paper.json")) for p in map(Path, paths) if _is_paper(p)]
     sources = [load_source(p) for p in _expand(paths)]
     _unique_labels(sources)
+    runs = [r for s in sources for r in s.runs]
+    if len({r.window for r in runs}) > 1:  # a 171-day CR beside a 42-day one, unsaid
+        for r in runs:
+            tickers, start, end = r.window
+            r.label += f" ({', '.join(tickers)} {start}..{end})"
     benchmarks = _benchmarks(sources)
     for s in sources:  # a comparison's benchmark column is shown as its benchmark
         if s.runs:
