@@ -164,7 +164,7 @@ CASES: dict[str, tuple[list[str], str]] = {
     # as this window's (past the test stage's lookahead check); an explore given was replaced unsaid
     "train fincon.beliefs": (
         ["train", "--param", "fincon.beliefs={binary}", *TINY],
-        "--param fincon.beliefs is set by fincon train for each episode; a training starts from the initial",
+        "--param fincon.beliefs is set by fincon train for each episode; leave it out (a training starts from",
     ),
     "train fincon.explore": (
         ["train", "--param", "fincon.explore=0.9", *TINY],

@@ -381,14 +381,13 @@ def summarise(rows: Sequence[Mapping[str, Any]], threshold: float = THRESHOLD) -
 
 
 def outcome(fd: Mapping[str, Any], threshold: float, days: Mapping[str, Any] | None = None) -> str:
-    """``not blind`` when more than ``threshold`` of the dated prompts give away firm and day;
+    """``not blind`` when more than ``threshold`` of the dated prompts give away firm and day, or the
+    days' Wilson interval lies above it (6 of 6 days hid under 8 % of a summariser's many prompts);
     ``blind`` when even the Wilson interval's upper end is at or under it, of the prompts and of the
     decision days (``days``: a day is given away when any of its prompts is); else ``inconclusive``;
     ``not audited`` without a dated prompt. One day's prompts are no independent draws (the linker
     gives one's give-away to all quoting it): 0 of 63 prompts over 20 days read "blind" (upper end 6 %)
-    where 0 of 20 days reaches 16 %, so the bound is never narrower than by day, as calibration's.
-    ``not blind`` too when even the days' interval's lower end is over it: a summariser's many prompts
-    a day hid 6 of 6 days given away (Wilson 61-100 %) under 8 % of the prompts ("inconclusive")."""
+    where 0 of 20 days reaches 16 %, so the bound is never narrower than by day, as calibration's."""
     if not fd["n"]:
         return "not audited"
     if fd["share"] > threshold or (days and days["k"] and days["wilson_95"][0] > threshold):
@@ -398,8 +397,7 @@ def outcome(fd: Mapping[str, Any], threshold: float, days: Mapping[str, Any] | N
 
 
 def outcome_of(k: int, n: int, threshold: float, k_days: int, n_days: int) -> str:
-    """:func:`outcome` from the counts a stored audit keeps (k of n prompts, on k_days of n_days days,
-    give firm and day away)."""
+    """:func:`outcome` from a stored audit's counts (k of n prompts, k_days of n_days days give away)."""
     return outcome(_share(k, n), threshold, _share(k_days, n_days))
 
 

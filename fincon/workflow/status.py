@@ -156,13 +156,6 @@ def claim(
     shown = ", ".join(diff[:3]) + (f" and {len(diff) - 3} more" if len(diff) > 3 else "")
     status = old.get("status")
     done = finished(out)
-    if status in ("failed", "stopped_early", "interrupted") and done == 0 and disposable and not disposable(out):
-        # nothing finished, but work kept (a training's committed episodes): never removed for a rerun
-        raise FinconError(
-            f"{out} holds a {kind} that {status.replace('_', ' ')} under another config ({shown}), with work "
-            f"it kept in {', '.join(sorted(p.name + '/' for p in out.iterdir() if p.is_dir()))}; rerun its own "
-            "command to resume it, or pick another --out (nothing was changed)"
-        )
     if status in ("failed", "stopped_early", "interrupted") and done == 0:
         foreign = _foreign(out, {*layout, marker.name})
         if foreign:
@@ -171,6 +164,12 @@ def claim(
                 f"{out} holds the leftovers of a {kind} that {status.replace('_', ' ')} (another config: {shown}) "
                 f"and {', '.join(foreign[:3])}{more}, which no fincon {kind} wrote; move "
                 f"{'it' if len(foreign) == 1 else 'them'} out or pick another --out (nothing was changed)"
+            )
+        if disposable and not disposable(out):  # nothing finished, but work kept (committed episodes)
+            raise FinconError(
+                f"{out} holds a {kind} that {status.replace('_', ' ')} under another config ({shown}), with work "
+                f"it kept in {', '.join(sorted(p.name + '/' for p in out.iterdir() if p.is_dir()))}; rerun its "
+                "own command to resume it, or pick another --out (nothing was changed)"
             )
         shutil.rmtree(out)
         print(

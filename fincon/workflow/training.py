@@ -149,14 +149,9 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-TRAINING_SETS = {
-    "beliefs": "a training starts from the initial beliefs (a test stage reads learned ones: backtest --beliefs)",
-    "carried_reflections": "the manager's reflections carry from episode to episode",
-    "explore": "give --explore",
-    "explore_seed": "each episode's noise is seeded by its number (an experiment's repeats move it)",
-    "manager_temperature": "give --llm-temperature",
-    "manager_seed": "give --llm-seed",
-}
+#: what a training sets for each episode, and the flag that sets it instead
+TRAINING_SETS = {"beliefs": None, "carried_reflections": None, "explore": "--explore", "explore_seed": None,
+                 "manager_temperature": "--llm-temperature", "manager_seed": "--llm-seed"}  # fmt: skip
 
 
 def _check_config(cfg: RunConfig) -> RunConfig:
@@ -164,9 +159,10 @@ def _check_config(cfg: RunConfig) -> RunConfig:
         raise ConfigError(f"fincon train trains the agent team: strategies must be [{TEAM}], not {cfg.strategies}")
     # what each episode sets: a --param of these was replaced without a word (and seeding beliefs
     # learned on another window relabelled them as this window's, past the test stage's lookahead check)
-    for key, instead in TRAINING_SETS.items():
+    for key, flag in TRAINING_SETS.items():
         if key in _team_params(cfg):
-            raise ConfigError(f"--param {TEAM}.{key} is set by fincon train for each episode; {instead}")
+            do = f"give {flag}" if flag else "leave it out (a training starts from the initial beliefs)"
+            raise ConfigError(f"--param {TEAM}.{key} is set by fincon train for each episode; {do}")
 
     # the corpus the team reads, resolved once (a dataset's own events): the beliefs' data hash names it
     return workflow.with_events(cfg, workflow.inputs_for(cfg)).model_copy(update={"benchmark": False})
@@ -370,14 +366,7 @@ def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, prog
                 traj = Trajectory.of(rec.decisions, rec.equity, rec.metrics, rec.strategy_summary)
                 if len(traj.dates) != int(rec.strategy_summary["team_days"]):  # a cut decisions file
                     raise ValueError(f"{len(traj.dates)} decisions of {rec.strategy_summary['team_days']} days")
-            except (
-                OSError,
-                ValueError,
-                KeyError,
-                TypeError,
-                AttributeError,
-                DataError,
-            ) as exc:  # files a former run left
+            except (OSError, ValueError, KeyError, TypeError, AttributeError, DataError) as exc:  # a former run's files
                 raise DataError(
                     f"{out / 'episodes' / f'ep-{k:02d}'} is damaged ({type(exc).__name__}); the "
                     "training cannot resume from it (delete the training directory to start over, "
