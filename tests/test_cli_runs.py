@@ -149,9 +149,9 @@ def test_stop_mid_run_exits_3_and_marks_the_table(tmp_path, flaky, capsys):
     captured = capsys.readouterr()
     assert code == 3
     status = next(line for line in captured.out.splitlines() if line.startswith("status"))
-    assert "stopped 2022-10-11" in status and "complete" in status  # the benchmark column
+    assert "stopped 2022-10-12" in status and "complete" in status  # the benchmark column
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["status"] == "stopped_early" and metrics["n_days"] == 5
+    assert metrics["status"] == "stopped_early" and metrics["n_days"] == 6  # 5 decided, the 6th close
     assert "full window" in captured.err
 
 

@@ -115,10 +115,38 @@ class _StopAfter(Strategy):
 
 
 def test_stop_run_keeps_finished_days_only():
+    """The decisions up to the day before the stop, and the stopped day's close: it holds the last
+    decision's fills (with close fills booked in the next bar). Without it trades.csv held fills that
+    neither the final value nor positions.csv did (a stop after a day of 1 % commission: the final
+    value $16,740 too high, round trips not adding up to the run's P&L)."""
     res = backtest(market_for(["TSLA"]), _StopAfter(5))
     assert res.stopped == "budget exhausted"
-    assert len(res.values) == 5 and len(res.decisions) == 5
+    assert len(res.values) == 6 and len(res.decisions) == 5
     assert not np.isnan(res.values).any()
+    for fill in ("close", "next_open"):
+        flip = backtest(market_for(["AAPL", "MSFT"]), _FlipAndStop(6), commission={"rate": 0.01}, fill=fill)
+        assert flip.stopped and len(flip.decisions) == 6 and len(flip.values) == 7
+        trips = flip.trades.groupby("ticker")["size"].sum()
+        last = flip.positions[flip.positions.date == flip.positions.date.max()].set_index("ticker")["shares"]
+        assert trips.reindex(last.index).to_numpy() == pytest.approx(last.to_numpy())  # the fills are the book
+        from fincon.engine.artifacts import round_trips
+
+        close = {t: market_for([t]).frame(t)["close"].loc[flip.dates[-1]] for t in ("AAPL", "MSFT")}
+        pnl = round_trips(flip.trades, close, flip.dates[-1].strftime("%Y-%m-%d"))["pnl"].sum()
+        assert pnl == pytest.approx(flip.values[-1] - 1_000_000.0, abs=1e-3)
+
+
+class _FlipAndStop(Strategy):
+    name = "flip-and-stop"
+
+    def __init__(self, n):
+        self.n = n
+
+    def decide(self, view):
+        if view.day == self.n:
+            raise StopRun("budget exhausted")
+        a, b = view.tickers
+        return Decision(weights={a: float(view.day % 2), b: float(1 - view.day % 2)})
 
 
 def test_multi_ticker_rebalance_reaches_target_weights():

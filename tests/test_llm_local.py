@@ -237,7 +237,7 @@ def test_token_budget_stops_the_run_cleanly(recorded, small_backend):
     kept, summary = _run(_trader(small_backend, cache, "replay", max_tokens=budget), _market(), root / "budget")
     assert len(kept) == 1 and kept[0] == rows[0]
     assert summary["stopped"].startswith(f"LLM token budget exhausted: {budget} tokens used of --max-tokens {budget}")
-    assert "results saved up to the previous day" in summary["llm_stop_reason"]
+    assert "results kept to its close, undecided" in summary["llm_stop_reason"]
     usage = (root / "budget" / "llm_usage.csv").read_text().splitlines()
     assert len(usage) == 2 and usage[1].split(",")[0] == rows[0]["date"]
     events = [json.loads(line) for line in (root / "budget" / "llm_audit.jsonl").read_text().splitlines()]

@@ -149,7 +149,7 @@ class FinSent(CallsAModel):
             try:
                 self.client.check_budget()
             except BudgetExhausted as exc:
-                self.stopped = f"{exc}; stopped before {iso}, results saved up to the previous day"
+                self.stopped = f"{exc}; stopped before {iso}, results kept to its close, undecided"
                 raise StopRun(self.stopped) from None
         lo = self._prev if self._prev is not None else day - pd.offsets.BDay(1)
         p = self.params

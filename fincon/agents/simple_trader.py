@@ -137,7 +137,7 @@ class LLMTrader(CallsAModel):
         try:
             self.client.check_budget()
         except BudgetExhausted as exc:
-            self.stopped = f"{exc}; stopped before {day}, results saved up to the previous day"
+            self.stopped = f"{exc}; stopped before {day}, results kept to its close, undecided"
             self.client.ledger.record_event("budget_stop", AGENT, day, reason=str(exc))
             raise StopRun(self.stopped) from None
         rets = view.returns(LOOKBACK)

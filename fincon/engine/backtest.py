@@ -140,10 +140,17 @@ class _Loop:
         except (StopRun, FinconError) as stop:
             stopping.check()  # a failure a stop caused is the stop
             # A user-actionable failure mid-run (a dead LLM server, a spent
-            # budget) ends the run cleanly: everything up to the previous
-            # day is kept and the run is marked stopped_early.
+            # budget) ends the run cleanly and marks it stopped_early: every
+            # decision up to the previous day is kept, and this day's close,
+            # which holds the previous decision's fills (a close fill's are
+            # booked this bar: without this close trades.csv held fills that
+            # neither the final value nor positions.csv did). A first day that
+            # fails keeps nothing.
             self.stopped = stop.reason if isinstance(stop, StopRun) else str(stop)
-            self.values[i] = np.nan
+            if i == 0:
+                self.values[i] = np.nan
+            else:
+                self.days_done = i + 1
             bts.env.runstop()
             return
         self._record_decision(view.date, decision, weights, view.date.date() in self.missed)

@@ -415,7 +415,7 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
         try:
             self.client.check_budget()
         except BudgetExhausted as exc:
-            self.stopped = f"{exc}; stopped before {day}, results saved up to the previous day"
+            self.stopped = f"{exc}; stopped before {day}, results kept to its close, undecided"
             self.ledger.record_event("budget_stop", self.protocol.agent, day, reason=str(exc))
             raise StopRun(self.stopped) from None
 
@@ -463,7 +463,7 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
             except (LLMUnavailable, BudgetExhausted) as exc:
                 day = f"{view.date:%Y-%m-%d}"
                 self.stopped = (f"LLM unavailable on {day}: {exc}" if isinstance(exc, LLMUnavailable) else
-                                f"{exc}; stopped on {day}, results saved up to the previous day")  # fmt: skip
+                                f"{exc}; stopped on {day}, results kept to its close, undecided")  # fmt: skip
                 raise StopRun(self.stopped) from None
             return inputs
         return role.gather(view, ticker, self.params.lookback, beliefs=self._context(role, view))
