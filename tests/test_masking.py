@@ -113,7 +113,8 @@ def test_an_item_is_read_as_its_topics_and_an_answer_is_never_quoted_verbatim():
     for tone, word in (("+0.20", "neutral"), ("-0.20", "neutral"), ("-0.21", "negative"), ("+1.00", "positive")):
         line = f"[E3] Oct 4: The new server product line grew sales as demand for cloud software rose. (tone {tone})"
         assert m.text(line, "2022-10-10") == f"[E3] this week: topics: product (tone {word})"
-    assert m.text("[E4] Oct 4: shares rose (tone +0.33)", "2022-10-10") == "[E4] this week: shares rose (tone +0.33)"
+    # a short line is kept, its tone a word too (two decimals beside it named items; found in review)
+    assert m.text("[E4] Oct 4: shares rose (tone +0.33)", "2022-10-10") == "[E4] this week: shares rose (tone positive)"
     m.unmask('{"insights": [{"text": "Cloud demand keeps growing across every large enterprise customer."}]}')
     prompt = "- news: bullish (confidence 0.70). Cloud demand keeps growing across every large enterprise customer."
     assert m.text(prompt, "2022-10-11") == (
@@ -414,6 +415,16 @@ def test_percentages_written_every_way_are_bucketed_once():
     for text, masked in cases.items():
         assert m.text(text, "2022-10-10") == masked
         assert m.text(masked, "2022-10-10") == masked
+    # found in review: exact figures, dates and periods a remembering model places
+    found = {
+        "grew over 537% and over 14.73 percent": "grew over 100% and over 7-15 percent",
+        "filed 30.09.2020 and 9/30/2020": "filed this month and this month",
+        "FY21 Q1 beat; Q4 FY20, 3Q20 and 1H21": "FY [year] Q1 beat; Q4 FY [year], Q3 [year] and H1 [year]",
+        "115M units, 7.57B, 1,000bps, 2.5x; 0.5x and 5x": "[n]M units, [n]B, [n]bps, [n]x; 0.5x and 5x",
+    }
+    for text, masked in found.items():
+        assert m.text(text, "2020-10-10") == masked
+        assert m.text(masked, "2020-10-10") == masked
     assert [rules.bucket_range(a, b) for a, b in ((3, 7), (40, 60), (12, 18), (60, 150), (150, 200))] == [
         "3-7", "30-60", "7-30", "over 60", "over 100"]  # fmt: skip
 

@@ -66,7 +66,13 @@ PRICE_WORDS = re.compile(
 #: a percentage; not the upper end of a range ("3-7%": its lower end is read with it) nor a bucket the mask
 #: wrote ("over 100%"), so that masking masked text leaves it as it is ("3-7%" read "3-7-15%" when a model
 #: quoted it back)
-PERCENT = re.compile(rf"(?<![\w.])(?<!\d[-–])(?<!over )([+-]?)(\d[\d,]*(?:\.\d+)?)({SP}?)(%|percent\b)")
+PERCENT = re.compile(rf"(?<![\w.])(?<!\d[-–])([+-]?)(\d[\d,]*(?:\.\d+)?)({SP}?)(%|percent\b)")
+#: a number glued to its unit ("115M", "7.57B", "1,000bps", "2.5x"): the number rule reads none of them
+UNIT_NUMBER = re.compile(r"(?<![\w.\-\[$])(\d[\d,]*(?:\.\d+)?)(K|M|B|bn|mn|bps|x)(?![\w])")
+#: a date in digits ("30.09.2020", "9/30/2020"): a slash reads month first, a dot day first
+NUMERIC_DATE = re.compile(r"(?<![\w./])(\d{1,2})([./])(\d{1,2})\2((?:19|20)\d{2})(?![\w/]|\.\d)")
+#: a fiscal period with a two-digit year ("FY21", "3Q20", "1H21", "Q4'20"): its year, as "FY2021"'s
+FISCAL_SHORT = re.compile(r"(?<![\w'])(?:(FY)'?|([1-4])Q'?|([12])H'?|(Q[1-4]|H[12])'?)(\d{2})(?![\w'])")
 _NUM = r"\d[\d,]*(?:\.\d+)?"
 #: a range of percentages ("40-60%", "3-7 %"): one bucket from the lower end's to the upper end's
 PERCENT_RANGE = re.compile(rf"(?<![\w.])([+-]?)({_NUM}){SP}?[-–]{SP}?({_NUM})({SP}?)(%|percent\b)")
@@ -93,6 +99,8 @@ _NEAR_OVER = re.compile(r"\b(?:about|around|roughly|approximately|nearly|almost|
 #: percent buckets: (upper bound, label)
 _BUCKETS = ((1.0, "0-1"), (3.0, "1-3"), (7.0, "3-7"), (15.0, "7-15"), (30.0, "15-30"), (60.0, "30-60"),
             (100.0, "60-100"), (float("inf"), "over 100"))  # fmt: skip
+#: the bounds of the buckets, as an open one is written ("over 60%")
+_BOUNDS = frozenset(f"{b:g}" for b, _ in _BUCKETS[:-1])
 #: generic words in capitals that name no one (kept by the proper-name rule)
 KEEP = frozenset(
     """CEO CFO COO CTO CIO US USA UK EU AI API IT GDP EPS IPO ETF ESG FDA SEC COVID COVID-19 Q1 Q2 Q3 Q4 H1 H2 FY
@@ -136,7 +144,20 @@ def numbers(s: str) -> str:
             v = float(m.group(2).replace(",", ""))
         except ValueError:
             return m.group(0)
-        return f"{m.group(1)}{bucket(v)}{m.group(3)}{m.group(4)}"
+        label = bucket(v)
+        if m.string[max(0, m.start() - 5) : m.start()] == "over ":  # "over 537%" was kept as it was
+            if m.group(2) in _BOUNDS:  # a bucket the mask wrote ("over 100%", a range's "over 60%")
+                return m.group(0)
+            label = label.removeprefix("over ")
+        return f"{m.group(1)}{label}{m.group(3)}{m.group(4)}"
+
+    def unit(m: re.Match) -> str:
+        text = m.group(1)
+        try:
+            v = float(text.replace(",", ""))
+        except ValueError:
+            return m.group(0)
+        return m.group(0) if abs(v) <= 1.0 or len(text) == 1 else f"[n]{m.group(2)}"
 
     def num(m: re.Match) -> str:
         text = m.group(1)
@@ -155,7 +176,7 @@ def numbers(s: str) -> str:
             return m.group(0)
         return f"{m.group(1)}{bucket_range(a, b)}{m.group(4)}{m.group(5)}"
 
-    s = NUMBER.sub(num, s)
+    s = NUMBER.sub(num, UNIT_NUMBER.sub(unit, s))
     # after the numbers: a bucket's bounds are not numbers to mask; a range before its upper end
     s = PERCENT.sub(pct, PERCENT_RANGE.sub(span, s) if "-" in s or "–" in s else s)
     return _NEAR_OVER.sub("", s).replace("\x01", "COVID-19")
