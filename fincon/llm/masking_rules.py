@@ -240,10 +240,11 @@ def mark_index(letters: str) -> int:
 
 @lru_cache(maxsize=1)
 def prompt_words() -> frozenset[str]:
-    """The capitalised words of fincon's own prompt templates (agents' ``*.txt``): never masked as names."""
-    root = Path(__file__).resolve().parents[1] / "agents"
+    """The capitalised words of fincon's own prompt templates (``*.txt`` of the agents, the memory and
+    the model layer): never masked as names (the summariser was told "[name] the item below")."""
+    root = Path(__file__).resolve().parents[1]
     words: set[str] = set()
-    for f in root.rglob("*.txt"):
+    for f in (f for part in ("agents", "memory", "llm") for f in (root / part).rglob("*.txt")):
         words.update(m.group(1) for m in PROPER.finditer(f.read_text(encoding="utf-8")))
     return frozenset(words)
 
