@@ -60,7 +60,9 @@ _PAIRS = {
     "favorable": "adverse",
     "profitable": "unprofitable",
     "better": "worse",
-    "stable": "volatile",
+    "stable": "unstable",  # not "volatile", one of the generator's neutral words (which turned into stable)
+    "encouraging": "disappointing",  # the generator's negative words each have an opposite (these two had none)
+    "progress": "delays",
     "solid gains": "losses",
     "a clear rebound": "a downturn",
     "record progress": "a slowdown",
