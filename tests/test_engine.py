@@ -278,3 +278,22 @@ def test_a_short_pays_its_borrow_fee_by_calendar_day_on_the_shares_value():
     # a long book borrows nothing
     long = backtest(market, make_strategy("buy-and-hold"), borrow=0.05)
     assert long.borrow_paid == 0.0 and long.values[-1] == backtest(market, make_strategy("buy-and-hold")).values[-1]
+
+
+@pytest.mark.parametrize("per_share", [False, True])
+def test_a_cover_is_never_shrunk_with_the_buys(per_share):
+    """Found in review: when the buys did not fit the cash, every buy shrank by one factor, a short's
+    cover too: markowitz's target of TSLA 0.0 left -2.04 shares short for two months (paying its borrow
+    fee; orders.csv said filled). Covers go in whole; the longs shrink to what is left."""
+    from fincon.engine.broker import BrokerSettings, size_orders
+    from fincon.engine.costs import Costs, PercentCommission, PerShareCommission
+
+    fee = PerShareCommission(per_share=0.005) if per_share else PercentCommission(rate=0.001)
+    settings = BrokerSettings(costs=Costs(commission=fee))
+    shares = {"A": -1000.0, "B": 0.0, "C": 500.0}
+    prices = {"A": 10.0, "B": 10.0, "C": 10.0}
+    value = 10_000.0 + 5_000.0 - 10_000.0 + 10_000.0  # cash 20,000 after the short's proceeds
+    sized = size_orders({"A": 0.0, "B": 0.9, "C": 0.2}, shares, prices, value, 20_000.0 - 5_000.0, settings)
+    orders = {o.ticker: o.size for o in sized.orders}
+    assert orders["A"] == pytest.approx(1000.0) and sized.buy_scale < 1.0  # the cover whole, B shrunk
+    assert 0 < orders["B"] < 0.9 * value / 10.0

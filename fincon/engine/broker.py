@@ -83,13 +83,43 @@ def size_orders(
             continue
         (buys if delta > 0 else sells).append(Order(ticker, delta))
     freed = sum(-o.size * prices[o.ticker] * sell_factor for o in sells)
-    need = sum(o.size * prices[o.ticker] * buy_factor for o in buys)
     budget = cash + freed - ROUNDING_SLACK * value
+
+    def need(orders: list[Order]) -> float:
+        return sum(o.size * prices[o.ticker] * buy_factor for o in orders)
+
+    return _scaled(sells, buys, shares, budget, need, linear=True)
+
+
+def _covers(buys: list[Order], shares: Mapping[str, float]) -> tuple[list[Order], list[Order]]:
+    """Each buy as the short it covers and the long it opens or adds to."""
+    cover = [Order(o.ticker, min(o.size, -shares.get(o.ticker, 0.0))) for o in buys if shares.get(o.ticker, 0.0) < 0]
+    held = {o.ticker: o.size for o in cover}
+    longs = [Order(o.ticker, o.size - held.get(o.ticker, 0.0)) for o in buys]
+    return cover, [o for o in longs if o.size > 0]
+
+
+def _scaled(sells, buys, shares, budget: float, need, linear: bool = False) -> SizedOrders:
+    """The buys shrunk by one factor to fit ``budget`` (``need(orders)``: what they cost), covers last:
+    a cover shrunk with the rest left a short where the target was flat (found in review: -2 shares of
+    TSLA kept for two months, paying its borrow fee, orders.csv saying filled)."""
+    cover, longs = _covers(buys, shares)
+    total = need(buys)
+    if total <= 0 or total <= budget:
+        return SizedOrders(orders=tuple(sells + buys), buy_scale=1.0)
+    left = budget - need(cover)
+    if left < 0:  # not even the covers fit: all shrink alike
+        cover, longs, left = [], buys, budget
     scale = 1.0
-    if need > 0 and need > budget:
-        scale = max(0.0, budget / need)
-        buys = [Order(o.ticker, o.size * scale) for o in buys]
-    return SizedOrders(orders=tuple(sells + buys), buy_scale=scale)
+    for _ in range(1 if linear else 50):  # a minimum fee is not linear: a few passes
+        cost = need([Order(o.ticker, o.size * scale) for o in longs])
+        if cost <= left or cost <= 0:
+            break
+        scale *= max(0.0, left / cost) * (1.0 if linear else 1.0 - 1e-12)
+    sized: dict[str, float] = {o.ticker: o.size for o in cover}
+    for o in longs:
+        sized[o.ticker] = sized.get(o.ticker, 0.0) + o.size * scale
+    return SizedOrders(orders=tuple(sells + [Order(t, q) for t, q in sorted(sized.items())]), buy_scale=scale)
 
 
 def _size_general(
@@ -123,13 +153,4 @@ def _size_general(
     def need(orders: list[Order]) -> float:
         return sum(o.size * fill_price(o) + fee(o.size, fill_price(o)) for o in orders)
 
-    scale = 1.0
-    total = need(buys)
-    for _ in range(50):
-        if total <= budget or total <= 0:
-            break
-        scale *= max(0.0, budget / total) * (1.0 - 1e-12)
-        total = need([Order(o.ticker, o.size * scale) for o in buys])
-    if scale < 1.0:
-        buys = [Order(o.ticker, o.size * scale) for o in buys]
-    return SizedOrders(orders=tuple(sells + buys), buy_scale=scale)
+    return _scaled(sells, buys, shares, budget, need)
