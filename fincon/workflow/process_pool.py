@@ -166,7 +166,16 @@ class ProcessPool:
                         status, value = fut.result()
                     except BrokenProcessPool as exc:  # a worker died (killed, out of memory)
                         broken = True
-                        status, value = "failed", UnitFailure(f"its worker process died ({one_line(exc)})", 1, "")
+                        # which unit's worker died is not known: every unit the pool lost is named as lost
+                        status, value = (
+                            "failed",
+                            UnitFailure(
+                                f"a worker process died while this unit was unfinished ({one_line(exc)})",
+                                1,
+                                "",
+                                fincon=True,
+                            ),
+                        )
                     if status == "ok":
                         done(i, value)
                     else:
