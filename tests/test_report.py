@@ -154,17 +154,10 @@ def _write_usage(run: Path) -> None:
                 "failures": 1,
             }
         )
-    (run / "llm_audit.jsonl").write_text(
-        json.dumps(
-            {
-                "agent": "manager",
-                "day": "2022-10-06",
-                "event": "fallback",
-                "reason": "invalid or badly cited answer after one re-ask; rules brain used",
-            }
-        )
-        + "\n"
-    )
+    fallback = {"agent": "manager", "day": "2022-10-06", "event": "fallback",
+                "reason": "invalid or badly cited answer after one re-ask; rules brain used"}  # fmt: skip
+    reuse = {"agent": "news/TSLA", "day": "2022-10-07", "event": "reuse", "digest": "ab"}
+    (run / "llm_audit.jsonl").write_text("".join(json.dumps(e) + "\n" for e in (fallback, reuse, reuse)))
 
 
 @pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
@@ -205,7 +198,7 @@ def test_comparison_of_runs_with_llm_usage(report_run, tmp_path, capsys):
     assert "recomputed" not in page
     assert page.count('"name":"buy-and-hold"') == 2  # equity and drawdown
     # LLM usage from the ledger, with the audit trail
-    assert "llm_audit.jsonl: 1 event(s)" in page
+    assert "llm_audit.jsonl: 3 event(s) (2 reuse, 1 fallback)" in page  # 254 reuses read "(re-asks, ...)"
     assert re.search(
         r"<td>manager</td><td>3</td><td>2,000</td><td>300</td><td>0.0020</td><td>1</td><td>1</td>"
         r"<td>1</td>",

@@ -6,6 +6,8 @@ Reads only the runs handed in; returns HTML text.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from fincon.report.load import ReportData, Run
 from fincon.report.parts import esc, table
 
@@ -99,10 +101,11 @@ def section_llm(data: ReportData) -> str:
                         detail[:400] + ("..." if len(detail) > 400 else ""),
                     ]
                 )
+            kinds = Counter(str(e.get("event", "")) for e in r.audit)  # 254 reuses read "(re-asks, fallbacks, ...)"
+            said = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda x: (-x[1], x[0])))
             block.append(
-                f"<details><summary>llm_audit.jsonl: {len(r.audit)} event(s) (re-asks, fallbacks, "
-                f"failures)</summary>{table(['day', 'agent', 'event', 'detail'], audit_rows, text_cols=[3])}"
-                "</details>"
+                f"<details><summary>llm_audit.jsonl: {len(r.audit)} event(s) ({esc(said)})</summary>"
+                f"{table(['day', 'agent', 'event', 'detail'], audit_rows, text_cols=[3])}</details>"
             )
         blocks.append("\n".join(block))
     if not blocks:
