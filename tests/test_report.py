@@ -158,6 +158,10 @@ def _write_usage(run: Path) -> None:
                 "reason": "invalid or badly cited answer after one re-ask; rules brain used"}  # fmt: skip
     reuse = {"agent": "news/TSLA", "day": "2022-10-07", "event": "reuse", "digest": "ab"}
     (run / "llm_audit.jsonl").write_text("".join(json.dumps(e) + "\n" for e in (fallback, reuse, reuse)))
+    (run / "llm_runtime.csv").write_text(  # a replay: every call from the cache
+        "day,agent,live_calls,cache_hits,latency_s,spent_usd,queued_s,model_s\n"
+        "2022-10-06,manager,0,3,0.0,0.0,0.0,0.0\n2022-10-06,news/TSLA,0,2,0.0,0.0,0.0,0.0\n"
+    )
 
 
 @pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
@@ -199,6 +203,7 @@ def test_comparison_of_runs_with_llm_usage(report_run, tmp_path, capsys):
     assert page.count('"name":"buy-and-hold"') == 2  # equity and drawdown
     # LLM usage from the ledger, with the audit trail
     assert "llm_audit.jsonl: 3 event(s) (2 reuse, 1 fallback)" in page  # 254 reuses read "(re-asks, ...)"
+    assert "0 asked live, 5 answered from the call cache" in page  # a replay's calls, all the cache's
     assert re.search(
         r"<td>manager</td><td>3</td><td>2,000</td><td>300</td><td>0.0020</td><td>1</td><td>1</td>"
         r"<td>1</td>",
