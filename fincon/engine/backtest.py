@@ -221,7 +221,13 @@ class _Loop:
             raise ValueError(f"{self.strategy.name} returned weights for unknown tickers {sorted(unknown)}")
 
     def _submit(self, bts, decision: Decision, shares, prices, value, cash) -> None:
-        sized = size_orders(decision.weights, shares, prices, value, cash, self.settings, self._day_ranges(bts))
+        cap = self.settings.costs.participation
+        caps = (  # a close fill's cap is known now (this bar's volume): its sells are budgeted on what they fill
+            {d._name: cap.participation * float(d.volume[0]) for d in bts.datas}
+            if cap is not None and self.settings.fill == "close"
+            else None
+        )
+        sized = size_orders(decision.weights, shares, prices, value, cash, self.settings, self._day_ranges(bts), caps)
         if sized.buy_scale < 0.999:
             self.scaled_days += 1
             log.info("buys scaled by %.4f to fit cash on %s", sized.buy_scale, bts.datas[0].datetime.date(0))

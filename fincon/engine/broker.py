@@ -57,6 +57,7 @@ def size_orders(
     cash: float,
     settings: BrokerSettings,
     slip_per_share: Mapping[str, float] | None = None,
+    sell_caps: Mapping[str, float] | None = None,
 ) -> SizedOrders:
     """Orders that move ``shares`` to ``targets`` (weights of ``value``).
 
@@ -66,8 +67,9 @@ def size_orders(
     """
     costs = settings.costs
     commission, slippage = costs.commission.linear_rate(), costs.slippage.linear_fraction()
+    caps = sell_caps or {}
     if not costs.linear or commission is None or slippage is None:
-        return _size_general(targets, shares, prices, value, cash, settings, slip_per_share or {})
+        return _size_general(targets, shares, prices, value, cash, settings, slip_per_share or {}, caps)
     # backtrader slips the price first and charges commission on the slipped
     # value, so the costs compound: buy at p(1+s)(1+c), sell at p(1-s)(1-c)
     buy_factor = (1.0 + slippage) * (1.0 + commission)
@@ -82,13 +84,20 @@ def size_orders(
         if abs(delta) * price < 1e-6 * max(value, 1.0):
             continue
         (buys if delta > 0 else sells).append(Order(ticker, delta))
-    freed = sum(-o.size * prices[o.ticker] * sell_factor for o in sells)
+    freed = sum(_sold(o, caps) * prices[o.ticker] * sell_factor for o in sells)
     budget = cash + freed - ROUNDING_SLACK * value
 
     def need(orders: list[Order]) -> float:
         return sum(o.size * prices[o.ticker] * buy_factor for o in orders)
 
     return _scaled(sells, buys, shares, budget, need, linear=True)
+
+
+def _sold(order: Order, caps: Mapping[str, float]) -> float:
+    """The shares a sell will fill: a participation cap known when it is sized (close fills: the decision
+    day's volume) fills less, and buys budgeted on the whole sale were refused whole for margin (an NVDA
+    buy of $237M where $124M would have fit, the XOM sale capped to 6 %)."""
+    return min(-order.size, caps.get(order.ticker, float("inf")))
 
 
 def _covers(buys: list[Order], shares: Mapping[str, float]) -> tuple[list[Order], list[Order]]:
@@ -123,7 +132,7 @@ def _scaled(sells, buys, shares, budget: float, need, linear: bool = False) -> S
 
 
 def _size_general(
-    targets, shares, prices, value, cash, settings: BrokerSettings, slip_per_share: Mapping[str, float]
+    targets, shares, prices, value, cash, settings: BrokerSettings, slip_per_share: Mapping[str, float], caps
 ) -> SizedOrders:
     """size_orders for every other cost model (per-share or zero commission,
     bps or range slippage): each order's cost computed as the broker will
@@ -147,7 +156,7 @@ def _size_general(
         slip = p * frac + slip_per_share.get(o.ticker, 0.0)
         return p + slip if o.size > 0 else p - slip
 
-    freed = sum(-o.size * fill_price(o) - fee(o.size, fill_price(o)) for o in sells)
+    freed = sum(_sold(o, caps) * fill_price(o) - fee(-_sold(o, caps), fill_price(o)) for o in sells)
     budget = cash + freed - ROUNDING_SLACK * value
 
     def need(orders: list[Order]) -> float:
