@@ -348,8 +348,8 @@ def run_and_report(
             print(f"report:        {page}")
     for name, reason in stopped.items():
         print(
-            f"fincon: {name} stopped early ({' '.join(reason.split())}); results saved up to the last "
-            "finished day; the benchmark covers the full window",
+            f"fincon: {name} stopped early ({' '.join(reason.split())}); its decisions are saved up to the last "
+            "finished day, its book to the stopped day's close; the benchmark covers the full window",
             file=sys.stderr,
         )
     for name, reason in report.failed.items():

@@ -53,7 +53,8 @@ exit status:
   2    bad input or a failure before anything finished (one line on stderr;
        no run directory is left, and nothing of yours is touched)
   3    a run stopped early (LLM server gone, token budget spent): its
-       results are saved up to the last finished day and marked stopped_early
+       decisions are saved up to the last finished day, its book to the
+       stopped day's close, and it is marked stopped_early
   130  interrupted (Ctrl-C); 143 terminated (SIGTERM): partial output removed
 """
 
