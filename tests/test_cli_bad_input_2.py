@@ -693,7 +693,7 @@ def test_a_rerun_under_another_config_never_removes_work_kept(tmp_path):
     old = {"schema_version": SCHEMA_VERSION, "config": {"seed": 0}, "status": "interrupted"}
     (out / "experiment.json").write_text(json.dumps(old))
     new = {"schema_version": SCHEMA_VERSION, "config": {"seed": 1}}
-    with pytest.raises(FinconError, match=r"x holds a experiment that interrupted under another config \(config.seed\), "
+    with pytest.raises(FinconError, match=r"x holds an experiment that interrupted under another config \(config.seed\), "
                        r"with work it kept in train/; rerun its own command"):  # fmt: skip
         claim(out, out / "experiment.json", new, "experiment", _finished_units, EXPERIMENT_LAYOUT, _nothing_kept)
     assert (episode / "metrics.json").is_file()
@@ -705,6 +705,6 @@ def test_a_rerun_under_another_config_never_removes_work_kept(tmp_path):
         fresh.mkdir()
         (fresh / "experiment.json").write_text(json.dumps({**old, "status": "complete"}))
 
-    with pytest.raises(FinconError, match="another fincon command wrote a experiment with another config"):
+    with pytest.raises(FinconError, match="another fincon command wrote an experiment with another config"):
         study.run(lambda: pytest.fail("ran in another's folder"), preflight=another_command_writes_meanwhile)
     assert json.loads((fresh / "experiment.json").read_text())["status"] == "complete"

@@ -102,7 +102,7 @@ def check_schema(out: Path, old: dict[str, Any], kind: str) -> None:
     version = old.get("schema_version", 1)
     if version != SCHEMA_VERSION:
         raise FinconError(
-            f"{out} holds a {kind} written by {'an older' if version < SCHEMA_VERSION else 'a newer'} fincon "
+            f"{out} holds {an(kind)} written by {'an older' if version < SCHEMA_VERSION else 'a newer'} fincon "
             f"(schema {version}; this one writes schema {SCHEMA_VERSION}): its settings cannot be compared with "
             "this command's, so it is not resumed; pick another --out (the directory is kept as it is)"
         )
@@ -119,6 +119,11 @@ def _foreign(out: Path, layout: Collection[str]) -> list[str]:
             continue
         out_names.append(name + ("/" if entry.is_dir() and not entry.is_symlink() else ""))
     return out_names
+
+
+def an(kind: str) -> str:
+    """``kind`` with its article: an experiment, a training."""
+    return f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
 
 
 def differences(old: Mapping[str, Any], state: Mapping[str, Any]) -> list[str]:
@@ -161,30 +166,30 @@ def claim(
         if foreign:
             more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
             raise FinconError(
-                f"{out} holds the leftovers of a {kind} that {status.replace('_', ' ')} (another config: {shown}) "
+                f"{out} holds the leftovers of {an(kind)} that {status.replace('_', ' ')} (another config: {shown}) "
                 f"and {', '.join(foreign[:3])}{more}, which no fincon {kind} wrote; move "
                 f"{'it' if len(foreign) == 1 else 'them'} out or pick another --out (nothing was changed)"
             )
         if disposable and not disposable(out):  # nothing finished, but work kept (committed episodes)
             raise FinconError(
-                f"{out} holds a {kind} that {status.replace('_', ' ')} under another config ({shown}), with work "
+                f"{out} holds {an(kind)} that {status.replace('_', ' ')} under another config ({shown}), with work "
                 f"it kept in {', '.join(sorted(p.name + '/' for p in out.iterdir() if p.is_dir()))}; rerun its "
                 "own command to resume it, or pick another --out (nothing was changed)"
             )
         shutil.rmtree(out)
         print(
-            f"fincon: {out} held only the leftovers of a {kind} that {status.replace('_', ' ')} before finishing "
+            f"fincon: {out} held only the leftovers of {an(kind)} that {status.replace('_', ' ')} before finishing "
             f"anything (another config: {shown}); removed them",
             file=sys.stderr,
         )
         return False
     if status == "running" and done == 0:
         raise FinconError(
-            f"{out} holds a {kind} with another config ({shown}) whose status is running (still "
+            f"{out} holds {an(kind)} with another config ({shown}) whose status is running (still "
             f"running, or killed); if no fincon command works in it, delete it, or pick another --out"
         )
     raise FinconError(
-        f"{out} holds a {kind} with another config ({shown}; status {status}, {done} finished "
+        f"{out} holds {an(kind)} with another config ({shown}; status {status}, {done} finished "
         f"{'episode' if kind == 'training' else 'unit'}{'' if done == 1 else 's'}); pick another "
         "--out (or delete it to start over)"
     )

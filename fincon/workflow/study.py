@@ -38,7 +38,7 @@ from typing import Any, Callable, Collection, Iterator, Mapping, Sequence, TypeV
 from fincon import stopping
 from fincon.errors import Busy, FinconError
 from fincon.files import write_atomic
-from fincon.workflow.status import RESUMABLE, claim, differences, marking, read_state, versioned
+from fincon.workflow.status import RESUMABLE, an, claim, differences, marking, read_state, versioned
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ class Study:
         would then have resumed as its own, under its own config."""
         if self.marker.is_file() and (diff := differences(read_state(self.marker), self.state)):
             raise FinconError(
-                f"{self.out}: another fincon command wrote a {self.kind} with another config ({', '.join(diff[:3])}) "
+                f"{self.out}: another fincon command wrote {an(self.kind)} with another config ({', '.join(diff[:3])}) "
                 "there while this one checked its inputs; pick another --out (nothing was changed)"
             )
 
