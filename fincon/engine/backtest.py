@@ -139,13 +139,10 @@ class _Loop:
                 decision = self.strategy.decide(view)
         except (StopRun, FinconError) as stop:
             stopping.check()  # a failure a stop caused is the stop
-            # A user-actionable failure mid-run (a dead LLM server, a spent
-            # budget) ends the run cleanly and marks it stopped_early: every
-            # decision up to the previous day is kept, and this day's close,
-            # which holds the previous decision's fills (a close fill's are
-            # booked this bar: without this close trades.csv held fills that
-            # neither the final value nor positions.csv did). A first day that
-            # fails keeps nothing.
+            # A user-actionable failure mid-run (a dead LLM server, a spent budget) ends the run
+            # cleanly, stopped_early: the decisions up to the previous day, and this day's close,
+            # which holds their fills (trades.csv kept them, the final value did not); a first day
+            # that fails keeps nothing.
             self.stopped = stop.reason if isinstance(stop, StopRun) else str(stop)
             if i == 0:
                 self.values[i] = np.nan
@@ -221,12 +218,7 @@ class _Loop:
             raise ValueError(f"{self.strategy.name} returned weights for unknown tickers {sorted(unknown)}")
 
     def _submit(self, bts, decision: Decision, shares, prices, value, cash) -> None:
-        cap = self.settings.costs.participation
-        caps = (  # a close fill's cap is known now (this bar's volume): its sells are budgeted on what they fill
-            {d._name: cap.participation * float(d.volume[0]) for d in bts.datas}
-            if cap is not None and self.settings.fill == "close"
-            else None
-        )
+        caps = self.settings.costs.sell_caps(bts.datas, self.settings.fill == "close")
         sized = size_orders(decision.weights, shares, prices, value, cash, self.settings, self._day_ranges(bts), caps)
         if sized.buy_scale < 0.999:
             self.scaled_days += 1

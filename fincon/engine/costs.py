@@ -455,6 +455,14 @@ class Costs:
         kind = _charged_after_fills(base) if close_fill and self.borrow else base
         return kind(**self.slippage.broker_params())
 
+    def sell_caps(self, datas: Any, close_fill: bool) -> dict[str, float] | None:
+        """The shares each order may fill under the participation cap, when it is known as the orders
+        are sized: a close fill's is this bar's volume (a next-open fill's is the next day's)."""
+        cap = self.participation
+        if cap is None or not close_fill:
+            return None
+        return {d._name: cap.participation * float(d.volume[0]) for d in datas}
+
     def install(self, broker: bt.brokers.BackBroker, close_fill: bool) -> None:
         self.commission.install(broker, self.borrow)
         broker.set_int2pnl(False)  # the borrow fee stays out of the orders' commission

@@ -344,7 +344,7 @@ class Masker:
         years = "19" in s or "20" in s  # every pattern with a four-digit year
         if years:
             s = rules.ISO.sub(lambda m: offset(int(m.group(1)), int(m.group(2)), int(m.group(3))), s)
-            s = rules.NUMERIC_DATE.sub(lambda m: _numeric_date(m, offset), s)
+            s = rules.NUMERIC_DATE.sub(lambda m: rules.numeric_date(m, offset), s)
             s = rules.COMPACT.sub(self._date_token, s)
             s = rules.MDY.sub(
                 lambda m: offset(int(m.group(3)), rules.MONTHS[m.group(1).lower().rstrip(".")], int(m.group(2))), s
@@ -358,7 +358,7 @@ class Masker:
             s = rules.MY_MD.sub(lambda m: "[month]" if m.group(2) else month_day(m.group(1), m.group(3)), s)
         if years:
             s = rules.QUARTER_YEAR.sub(lambda m: f"{m.group(1)} [year]", s)
-        s = rules.FISCAL_SHORT.sub(_fiscal, s)
+        s = rules.FISCAL_SHORT.sub(rules.fiscal, s)
         if "'" in s:
             s = rules.SHORT_YEAR.sub("[year]", s)
         if not years:
@@ -484,21 +484,3 @@ def _proper_word(w: str) -> str:
 def _inner_capital(w: str) -> bool:
     """A capital inside a word (iPhone, LinkedIn, DevSecOps): a name, however common its parts."""
     return any(c.isupper() for c in w[1:]) and not w.isupper()
-
-
-def _numeric_date(m: re.Match, offset: Callable[[int, int, int], str]) -> str:
-    """A date in digits as the date rules read one: month first with a slash, day first with a dot
-    (either way round when the first could be no month)."""
-    a, b, year = int(m.group(1)), int(m.group(3)), int(m.group(4))
-    first, second = (a, b) if m.group(2) == "/" else (b, a)  # the month's place, the day's
-    month, day = (first, second) if first <= 12 else (second, first)
-    try:
-        return offset(year, month, day)
-    except ValueError:
-        return "[date]"
-
-
-def _fiscal(m: re.Match) -> str:
-    """A fiscal period with a two-digit year: its period kept, its year "[year]" ("3Q20": "Q3 [year]")."""
-    fy, q, h, named = m.group(1), m.group(2), m.group(3), m.group(4)
-    return "FY [year]" if fy else f"{named or ('Q' + q if q else 'H' + h)} [year]"

@@ -9,7 +9,7 @@ import os
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from fincon import data
 
@@ -385,3 +385,21 @@ def unquote(s: str, quoted: Mapping[str, str]) -> str:
             new = quoted[q] if n == len(q) else reword(s[i : i + n])
             s, start = s[:i] + new + s[i + n :], i + len(new)
     return s
+
+
+def numeric_date(m: re.Match, offset: Callable[[int, int, int], str]) -> str:
+    """A date in digits as the date rules read one: month first with a slash, day first with a dot
+    (either way round when the first could be no month)."""
+    a, b, year = int(m.group(1)), int(m.group(3)), int(m.group(4))
+    first, second = (a, b) if m.group(2) == "/" else (b, a)  # the month's place, the day's
+    month, day = (first, second) if first <= 12 else (second, first)
+    try:
+        return offset(year, month, day)
+    except ValueError:
+        return "[date]"
+
+
+def fiscal(m: re.Match) -> str:
+    """A fiscal period with a two-digit year: its period kept, its year "[year]" ("3Q20": "Q3 [year]")."""
+    fy, q, h, named = m.group(1), m.group(2), m.group(3), m.group(4)
+    return "FY [year]" if fy else f"{named or ('Q' + q if q else 'H' + h)} [year]"
