@@ -927,3 +927,18 @@ def test_the_card_of_a_damaged_run_names_the_damage_as_the_page_does(tmp_path, c
         assert main(["report", "--card", str(tmp_path / name)]) == 2, name
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and f"{tmp_path / name / name}" in err[0], err
+
+
+def test_the_card_of_an_unfinished_experiment_says_so(tmp_path, capsys):
+    """Found in review: the card of an experiment stopped before its results.json said it "holds no run
+    fincon wrote" where the experiment's status says why it is unfinished and what to do."""
+    from fincon.cli.main import main
+    from fincon.workflow.status import SCHEMA_VERSION
+
+    exp = tmp_path / "exp"
+    (exp / "train").mkdir(parents=True)
+    (exp / "experiment.json").write_text(json.dumps({"schema_version": SCHEMA_VERSION, "config": {},
+                                                     "status": "interrupted", "error": "terminated"}))  # fmt: skip
+    assert main(["report", "--card", str(exp)]) == 2
+    err = capsys.readouterr().err
+    assert "is an experiment that did not finish" in err and "rerun its command" in err, err

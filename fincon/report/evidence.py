@@ -20,6 +20,7 @@ from fincon.errors import DataError, FinconError
 from fincon.report.calibration import calibration
 from fincon.validation import format_validation_error
 from fincon.workflow.journal import journal_hint
+from fincon.workflow.status import failure
 
 PASS, FAIL, NONE = "pass", "fail", "not measured"
 #: a check of fincon.report.card: what it measured in the evidence, as (verdict, the number behind it)
@@ -210,6 +211,9 @@ def evidence(root: Path, sealed: dict[str, Any] | None = None, ledger: Path | No
     results = _json(root / "results.json") or {}
     run = _strategy_run(root) if rolling is None else None
     if rolling is None and run is None:
+        state = _json(root / "experiment.json")  # an experiment that did not finish: its status, not "no run"
+        if isinstance(state, dict) and (why := failure(state)):
+            raise DataError(f"{root} is an experiment that did not finish ({why}); rerun its command to finish it")
         raise DataError(
             journal_hint(root) or f"{root} holds no run fincon wrote (no metrics.json with its config.yaml)"
         )
