@@ -74,12 +74,9 @@ def find_team_run(run: Path) -> Path:
             if len(subs) == 1:
                 return subs[0]
             if not subs:
-                raise DataError(f"{run} is {'an' if kind[0] in 'aeiou' else 'a'} {kind} with no team run yet{note}")
+                raise DataError(f"{run} is {workflow.an(kind)} with no team run yet{note}")
             shown = ", ".join(str(p) for p in subs[:6]) + (f" and {len(subs) - 6} more" if len(subs) > 6 else "")
-            raise DataError(
-                f"{run} is {'an' if kind[0] in 'aeiou' else 'a'} {kind}{note}; its team runs are "
-                f"{shown}: pass one of them"
-            )
+            raise DataError(f"{run} is {workflow.an(kind)}{note}; its team runs are {shown}: pass one of them")
     subs = sorted(p.parent for p in run.glob("*/decisions.jsonl") if _has_records(p))
     if len(subs) == 1:
         return subs[0]

@@ -51,9 +51,8 @@ def _expand(run: Path) -> list[Path]:
         if (run / marker).is_file():
             why = workflow.failure(workflow.read_state(run / marker))
             if why:
-                article = "an" if kind[0] in "aeiou" else "a"
                 raise FinconError(
-                    f"{run} is {article} {kind} that did not finish ({why}); rerun its command to "
+                    f"{run} is {workflow.an(kind)} that did not finish ({why}); rerun its command to "
                     "finish it, or plot the finished runs inside it"
                 )
             return _experiment_runs(run) if kind == "experiment" else _training_runs(run)

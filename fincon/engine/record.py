@@ -50,6 +50,7 @@ METRICS = "metrics.json"
 SUMMARY = "summary.json"
 CHART = "equity.png"
 USAGE = "llm_usage.csv"
+RUNTIME = "llm_runtime.csv"
 AUDIT = "llm_audit.jsonl"
 CALLS = "llm_calls.csv"
 
@@ -215,7 +216,7 @@ class RunRecord:
         """The curve, as whole as metrics.json and summary.json say it is: one cut short was drawn and
         scored beside the metrics of the whole run (a report contradicting itself, exit 0)."""
         curve = read_curve(self.path / EQUITY)
-        days = read_json(self.path / METRICS).get("n_days") if (self.path / METRICS).is_file() else None
+        days = self.metrics.get("n_days") if (self.path / METRICS).is_file() else None
         span = (self.summary.get("first_day"), self.summary.get("last_day"))
         held = (f"{curve.index[0]:%Y-%m-%d}", f"{curve.index[-1]:%Y-%m-%d}") if len(curve) else (None, None)
         if (isinstance(days, int) and days != len(curve)) or (all(span) and span != held):
@@ -240,6 +241,12 @@ class RunRecord:
     @cached_property
     def usage(self) -> list[dict[str, str]]:
         return read_csv_rows(self.path / USAGE)
+
+    @cached_property
+    def runtime(self) -> list[dict[str, str]]:
+        """``llm_runtime.csv``: each day and agent's live calls and cache hits ([] without one)."""
+        path = self.path / RUNTIME
+        return read_csv_rows(path) if path.is_file() else []
 
     @cached_property
     def audit(self) -> list[dict[str, Any]]:

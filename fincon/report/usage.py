@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-from fincon.engine.record import read_csv_rows
 from fincon.report.load import ReportData, Run
 from fincon.report.parts import esc, table
 
@@ -76,10 +75,8 @@ def section_llm(data: ReportData) -> str:
         line = [f"{days} decision day(s)"]
         if r.team:
             line.append(f"{made} model call(s) made by the team" + (f" ({made / days:.2f} a day)" if days else ""))
-            runtime = r.path / "llm_runtime.csv"
-            if runtime.is_file():  # a replay's calls are all the cache's: "made" read as if asked
-                rows_rt = read_csv_rows(runtime)
-                live, hits = (sum(int(float(x.get(k) or 0)) for x in rows_rt) for k in ("live_calls", "cache_hits"))
+            if r.runtime:  # a replay's calls are all the cache's: "made" read as if asked
+                live, hits = (sum(int(float(x.get(k) or 0)) for x in r.runtime) for k in ("live_calls", "cache_hits"))
                 line.append(f"{live} asked live, {hits} answered from the call cache")
         if s.get("team_brain"):
             line.append(f"brain {s['team_brain']}")

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from fincon.workflow.status import (
         KEPT as KEPT,
         RESUMABLE as RESUMABLE,
+        an as an,
         failure as failure,
         read_state as read_state,
     )
