@@ -1045,7 +1045,7 @@ def test_init_says_the_model_settings_a_plan_without_a_model_would_seal_for_noth
 def test_init_says_a_simulated_journals_window_is_inside_its_models_training_data(tmp_path, monkeypatch, capsys):
     """A backtest warns when its window lies inside the model's training data; forward init sealed the
     label in-training-data in its register entry in silence (found by hand: the team on the bundled 0.5B
-    from 2022-10-05, cutoff 2024-09-19), and no step says it either."""
+    from 2022-10-05, cutoff 2024-11-12), and no step says it either."""
     argv = ["forward", "init", str(tmp_path / "fw"), "--ticker", "TSLA", "--strategy", "fincon", "--llm-backend",
             "openai", "--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", "qwen2.5-coder-0.5b",
             "--simulate-from", START]  # fmt: skip
@@ -1053,7 +1053,7 @@ def test_init_says_a_simulated_journals_window_is_inside_its_models_training_dat
     assert main(argv) == 0
     assert capsys.readouterr().err == (
         "fincon: warning: fincon: the window 2022-10-05..2022-10-06 lies inside the model's training data (cutoff "
-        "2024-09-19): the model may remember what happened; its figures here are not evidence of skill "
+        "2024-11-12): the model may remember what happened; its figures here are not evidence of skill "
         "(in-training-data)\n"
     )
 

@@ -35,7 +35,14 @@ def test_a_window_is_labelled_against_the_cutoff(start, end, expected):
 def test_known_models_carry_their_cutoff_and_its_source():
     bundled = known_cutoff("qwen2.5-coder-1.5b")
     assert bundled is not None and bundled.date == D(2024, 9, 19) and "2409.12186" in bundled.source
-    assert known_cutoff("/models/Qwen2.5-Coder-0.5B-Instruct-Q4_K_M.gguf") == bundled  # a GGUF path
+    assert known_cutoff("/models/Qwen2.5-Coder-1.5B-Instruct-Q4_K_M.gguf") == bundled  # a GGUF path
+    # each Qwen2.5 release its own bound (found in review): the Coder 0.5B came out on 2024-11-12, and models
+    # released in 2025 under the family's name have no bound here (a September one called a window they may
+    # have read after-cutoff)
+    assert known_cutoff("/models/Qwen2.5-Coder-0.5B-Instruct-Q4_K_M.gguf").date == D(2024, 11, 12)
+    assert known_cutoff("qwen2.5-7b-instruct") == bundled
+    late = ("Qwen/Qwen2.5-VL-32B-Instruct", "Qwen2.5-Omni-7B", "Qwen2.5-14B-Instruct-1M", "qwen2.5-max")
+    assert [known_cutoff(m) for m in late] == [None] * 4
     assert known_cutoff("gpt-4o-mini-2024-07-18").date == D(2023, 10, 31)  # the longest key wins
     assert known_cutoff("gpt-4.1-nano").date == D(2024, 6, 30)
     assert known_cutoff("my-finetune") is None

@@ -22,8 +22,10 @@ on as after its cutoff, so it is kept as the user's claim
 (``claimed_cutoff`` in the block), said in the run's warning, and not used. Vendors state a cutoff as a
 month: it is taken as that month's last day, so a window inside the cutoff
 month counts as in the training data. Where a vendor states none (the Qwen2.5
-family), the public release date bounds it from above: a window before the
-release may be in the training data, one after it cannot be.
+family), the model's own public release date bounds it from above: a window
+before the release may be in the training data, one after it cannot be
+(each release its own date: the Coder 0.5B came out two months after the
+1.5B).
 """
 
 from __future__ import annotations
@@ -51,15 +53,30 @@ _QWEN25 = Cutoff(
     "no cutoff published; bounded by the Qwen2.5 family's public release on 2024-09-19 "
     "(Qwen2.5-Coder technical report, arXiv 2409.12186)",
 )
+_QWEN25_CODER_LATER = Cutoff(
+    dt.date(2024, 11, 12),
+    "no cutoff published; bounded by its public release on 2024-11-12 (the Qwen2.5-Coder sizes 0.5B, 3B, 14B "
+    "and 32B came two months after the 1.5B and 7B; arXiv 2409.12186 v3)",
+)
+#: names a Qwen2.5 key would match that were released later (the 1M-context models, January 2025): no
+#: bound known here, so cutoff-unknown rather than the family's September bound
+LATER_VARIANTS = ("-1m",)
 
 #: known cutoffs by model name (a name matches the longest key it starts with,
-#: case-insensitively); docs/llm.md lists them with their sources
+#: case-insensitively); docs/llm.md lists them with their sources. The Qwen2.5 keys name each release:
+#: a bare "qwen2.5" would give models released later (Qwen2.5-VL, -Omni, -Max in 2025) a September 2024
+#: bound and call a window they may have read "after-cutoff"
 KNOWN: dict[str, Cutoff] = {
     # the bundled models (fincon/llm/bundled.py): Qwen2.5-Coder-Instruct GGUFs
     "qwen2.5-coder-1.5b": _QWEN25,
-    "qwen2.5-coder-0.5b": _QWEN25,
-    "qwen2.5": _QWEN25,
-    "qwen05": _QWEN25,  # the name docs and tests give the bundled 0.5B behind llama_cpp.server
+    "qwen2.5-coder-7b": _QWEN25,
+    "qwen2.5-coder-0.5b": _QWEN25_CODER_LATER,
+    "qwen2.5-coder-3b": _QWEN25_CODER_LATER,
+    "qwen2.5-coder-14b": _QWEN25_CODER_LATER,
+    "qwen2.5-coder-32b": _QWEN25_CODER_LATER,
+    **{f"qwen2.5-{size}b": _QWEN25 for size in ("0.5", "1.5", "3", "7", "14", "32", "72")},
+    "qwen2.5-math": _QWEN25,
+    "qwen05": _QWEN25_CODER_LATER,  # the name docs and tests give the bundled 0.5B behind llama_cpp.server
     "qwen15": _QWEN25,
     # common endpoint models: the vendors' model pages
     "gpt-4o": Cutoff(dt.date(2023, 10, 31), "OpenAI model documentation: knowledge cutoff October 2023"),
@@ -87,7 +104,9 @@ def known_cutoff(model: str | None) -> Cutoff | None:
     name = str(model).replace("\\", "/").rsplit("/", 1)[-1].lower()
     name = name.removesuffix(".gguf")
     best = max((k for k in KNOWN if name.startswith(k)), key=len, default=None)
-    return KNOWN[best] if best is not None else None
+    if best is None or any(v in name for v in LATER_VARIANTS):
+        return None
+    return KNOWN[best]
 
 
 def cutoff_of(settings: Any) -> Cutoff | None:
