@@ -204,3 +204,45 @@ def test_the_live_probe_on_investorbench_msft_replays(tmp_path, monkeypatch, cap
     want = json.loads(recorded.with_suffix(".json").read_text())
     assert got["rows"] == want["rows"] and got["verdict"] == want["verdict"] and got["leakage"] == want["leakage"]
     assert "verdict:" in capsys.readouterr().out
+
+
+class _Reader:
+    """A model with no memory that reads: the year off the item's date line, the firm off the first ticker
+    of the list its text names; "up" and "C" to every recall question."""
+
+    name = model_id = price_model = "reader"
+
+    def complete(self, messages, schema, params):
+        import re
+
+        from fincon.llm.types import Completion
+
+        text = messages[-1].content
+        if "ticker" in schema.get("properties", {}):
+            year = re.search(r"\[E1\] \w+ \d+ (\d{4})", text)
+            names = text[text.rfind("one of:") :].split("(")[0].replace("one of:", "").split(",")
+            firm = next((t.strip() for t in names if re.search(rf"\b{re.escape(t.strip())}\b", text[:900])), "TSLA")
+            ans = {"ticker": firm, "year": int(year.group(1)) if year else 2022}
+        else:
+            ans = {"answer": "up" if "up" in str(schema) else "C"}
+        return Completion(json.dumps(ans), prompt_tokens=10, completion_tokens=5)
+
+    def close(self):
+        pass
+
+
+@pytest.mark.slow
+def test_a_model_that_only_reads_the_named_items_is_not_called_one_that_remembers():
+    """Found in review: named, an item names its firm and carries its date, so a model with no memory that
+    reads them re-identified 95 % of them, and the verdict called that "re-identifies its items ... not
+    evidence of skill"; the named re-identification rows are the text's baseline, the verdict is recall's.
+    And masked, the bucket question's five ranges were masked alike ("from -15-30% to -15-30%"): no memory
+    could pick one; they stay in the clear as the firm and year choices do."""
+    res = _run(_Reader(), n=30)
+    assert _row(res, "reid-year", "named")["accuracy"] == 1.0  # it reads the date line
+    assert not res["verdict"].startswith("the model") and "re-identifies" not in res["verdict"]
+    assert res["verdict"].startswith("no recall detected at 30 samples")
+    named = {q["day"]: q["prompt"] for q in res["questions"]["named recall bucket-20"]}
+    for q in res["questions"]["masked recall bucket-20"]:
+        choices = named[q["day"]][named[q["day"]].rfind("Answer the letter") :]
+        assert q["sent"].endswith(choices) and "%" in choices and "TSLA" not in q["sent"]

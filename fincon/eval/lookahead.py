@@ -80,6 +80,7 @@ class Question:
     gold: str
     answer: str | None = None
     sent: str | None = None  # the prompt as the model saw it (masked): what the leakage audit attacks
+    choices: str = ""  # where the answer choices begin: they stay in the clear when masked (see _ask)
 
 
 @dataclass
@@ -188,6 +189,7 @@ def recall_questions(ticker: str, name: str, closes: pd.Series, days: Sequence[p
                 f"{head}\nWhere did the close land 20 trading days after {day}, as a change from that day's "
                 "close? Answer the letter of the range:\n" + "\n".join(ranges),
                 bucket,
+                choices="Answer the letter of the range:",
             )
         )
     return out
@@ -223,7 +225,9 @@ def reid_questions(
             f"Which company is it about, and in which year was it written? The company is one of: "
             f"{', '.join(tickers)} (answer its ticker). The year is one of: {', '.join(map(str, years))}."
         )
-        out.append(Question("company+year", str(day), prompt, f"{e.ticker}|{day.year}"))
+        out.append(
+            Question("company+year", str(day), prompt, f"{e.ticker}|{day.year}", choices="Which company is it about")
+        )
     return out
 
 
@@ -232,9 +236,10 @@ def reid_questions(
 
 def _ask(client, masker, q: Question, output: type[BaseModel], agent: str) -> tuple[BaseModel | None, Any]:
     prompt = masker.text(q.prompt, q.day) if masker is not None else q.prompt
-    if masker is not None and output is Who:  # the choices stay real: the model must recognise the firm
-        cut = prompt.rfind("Which company is it about")
-        prompt = prompt[:cut] + q.prompt[q.prompt.rfind("Which company is it about") :]
+    if masker is not None and q.choices:
+        # the choices stay real: the model must recognise the firm, or the range (masked, the five ranges
+        # read alike, "from -15-30% to -15-30%", and no memory could pick one)
+        prompt = prompt[: prompt.rfind(q.choices)] + q.prompt[q.prompt.rfind(q.choices) :]
     q.sent = prompt
     msgs = [Message(role="system", content=SYSTEM), Message(role="user", content=prompt)]
     try:
@@ -396,27 +401,25 @@ def verdict(
     """One line: does the named model recall the window (or re-identify its
     items), and does the mask remove it? Rows that measured nothing are left
     out; when none measured anything the line says inconclusive."""
-    named = [r for r in rows if r["mode"] == "named" and not r.get("inconclusive")]
+    # named, an item carries its firm and its date as written: naming them is reading, not memory, so the
+    # named re-identification rows are a baseline of what the text gives away and never the verdict
+    recall = [r for r in rows if r["mode"] == "named" and r["probe"].startswith("recall")]
+    named = [r for r in recall if not r.get("inconclusive")]
     if not named:
-        why = sorted({r["inconclusive"] for r in rows if r["mode"] == "named" and r.get("inconclusive")})
-        return "inconclusive: no probe measured anything (" + "; ".join(why) + ")"
+        why = sorted({r["inconclusive"] for r in recall if r.get("inconclusive")})
+        return "inconclusive: no recall probe measured anything (" + "; ".join(why) + ")"
     flagged = [r for r in named if r["p_value"] < 0.01]
     if flagged:
-        parts = []
-        for what, rows_of in (("recalls this window", "recall"), ("re-identifies its items", "reid")):
-            mine = [r for r in flagged if r["probe"].startswith(rows_of)]
-            if mine:
-                worst = min(mine, key=lambda r: r["p_value"])
-                parts.append(
-                    f"{what} ({worst['probe']}: {worst['accuracy']:.0%} against a chance rate of "
-                    f"{worst['chance']:.0%}, p = {worst['p_value']:.2g})"
-                )
-        line = f"the model {' and '.join(parts)}: its LLM results here are not evidence of skill"
+        worst = min(flagged, key=lambda r: r["p_value"])
+        line = (
+            f"the model recalls this window ({worst['probe']}: {worst['accuracy']:.0%} against a chance rate of "
+            f"{worst['chance']:.0%}, p = {worst['p_value']:.2g}): its LLM results here are not evidence of skill"
+        )
     else:
         widest = max(named, key=lambda r: r["wilson_95"][1] - r["wilson_95"][0])
         ci = f"{widest['wilson_95'][0]:.0%}..{widest['wilson_95'][1]:.0%}"
         line = f"no recall detected at {widest['n']} samples: the widest interval is {ci} ({widest['probe']})"
-    left_out = [r["probe"] for r in rows if r["mode"] == "named" and r.get("inconclusive")]
+    left_out = [r["probe"] for r in recall if r.get("inconclusive")]
     if left_out:
         line += f" ({', '.join(left_out)} inconclusive)"
     masked_rows = [r for r in rows if r["mode"] == "masked"]
