@@ -29,9 +29,15 @@ and a row with more invalid answers than valid ones is inconclusive, never
 "no recall". The verdict names the model's knowledge label for the window
 (its cutoff, from fincon's table or ``--llm-knowledge-cutoff``).
 
+The verdict is the recall rows': named, an item names its firm and carries
+its date, so the named re-identification rows measure what the text gives
+away (a model with no memory that reads scores them), a baseline for the
+masked rows, which test the mask.
+
 The masked pass masks the question and the item itself and leaves the
-answer choices (the real tickers, the years) in the clear: the model must
-recognise the firm from the text, not pick the one pseudonym on the list.
+answer choices (the real tickers, the years, the bucket's five ranges) in
+the clear: the model must recognise the firm from the text, not pick the one
+pseudonym on the list, and masked alike the ranges could not be told apart.
 Every call goes through the LLM client's cache: a probe replays.
 """
 
