@@ -87,3 +87,23 @@ def test_cells_give_their_counts_baselines_score_the_reports_filings_and_rows_th
     res = debate_filings.run([datasets[2], btc], "rules")
     assert res["tickers"] == ["HON"] and res["without_filings"] == ["BTC"]
     assert debate_filings.report(res).startswith("debate on filings, brain rules: 5 10-Q/10-K of HON (none of BTC);")
+
+
+def test_a_dataset_price_file_is_checked_as_a_backtest_checks_it(datasets, tmp_path, capsys):
+    """Found in review: the debate read a dataset's prices with pandas alone, so a second 2020-05-01 row
+    moved a filing's 20-day return from -0.17 % to -1.37 % unsaid, and a header of Day,Close was a KeyError
+    traceback; a backtest refuses both in one line."""
+    import shutil
+
+    ds = tmp_path / "msft"
+    shutil.copytree(datasets[0], ds)
+    prices = ds / "prices" / "MSFT.csv"
+    lines = prices.read_text().splitlines()
+    row = next(line for line in lines if line.startswith("2020-05-01"))
+    prices.write_text("\n".join([*lines, row]) + "\n")
+    assert main(["eval", "debate", "--dataset", str(ds)]) == 2
+    err = capsys.readouterr().err
+    assert "MSFT.csv" in err and "2020-05-01" in err and len(err.strip().splitlines()) == 1
+    prices.write_text("\n".join(line.replace("Date", "Day", 1) if i == 0 else line for i, line in enumerate(lines)))
+    assert main(["eval", "debate", "--dataset", str(ds)]) == 2
+    assert "missing column" in capsys.readouterr().err

@@ -309,6 +309,19 @@ def test_eval_debate_prints_its_table(capsys, tmp_path):
     assert data["table"]["report"]["acc_5d"] == data["table"]["debate (safe)"]["acc_5d"]
 
 
+def test_eval_debate_counts_the_rules_answers_it_gave_for_the_models(tmp_path):
+    """Found in review: with every answer invalid, `eval debate --brain llm` printed the rules brain's
+    accuracies headed "brain llm" and named no fallback (the filings variant counted them)."""
+    from fincon.eval import debate
+    from fincon.llm import LLMClient, UsageLedger
+    from fincon.testing.doubles import Scripted
+
+    client = LLMClient(Scripted(["not json"] * 2000), ledger=UsageLedger())
+    res = debate.run("llm", ["TSLA"], client, workdir=tmp_path)
+    assert res["model_calls"] > 0 and res["fallbacks"] > 0
+    assert f"fallbacks {res['fallbacks']}" in debate.report(res)
+
+
 class Recording(RulesBrain):
     """The rules brain, keeping every role's messages."""
 

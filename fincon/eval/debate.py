@@ -67,9 +67,9 @@ class CallResult:
 
 
 def _closes(ticker: str) -> pd.Series:
-    return harness.close_series(
-        make_source("sample").load(ticker, pd.Timestamp("2018-01-01"), pd.Timestamp("2030-01-01"))
-    )
+    source = make_source("sample")
+    raw = source.load(ticker, pd.Timestamp("2018-01-01"), pd.Timestamp("2030-01-01"))
+    return harness.close_series(raw, ticker, source.describe(ticker))
 
 
 def sample_tickers() -> list[str]:
@@ -88,14 +88,14 @@ def run(
     brain = make_brain(brain_name, client)
     events = open_events("sample", tuple(tickers))
     results: list[CallResult] = []
-    calls = 0
+    calls = fallbacks = 0
     with harness.workspace(workdir, "fincon-eval-debate-") as wd:
         proto = harness.protocol(brain_name, Path(wd) / "memory", events, transcripts=transcripts)
         for t in tickers:
             closes = _closes(t)
             earnings = [e for e in events.all_events() if e.ticker == t and e.source == "earnings_call"]
-            for e, i, d, c, _ in harness.debated(proto, brain, earnings, closes, progress, f"debate {t}"):
-                calls += c
+            for e, i, d, c, f in harness.debated(proto, brain, earnings, closes, progress, f"debate {t}"):
+                calls, fallbacks = calls + c, fallbacks + f
                 results.append(
                     CallResult(
                         t,
@@ -116,6 +116,7 @@ def run(
         "tickers": tickers,
         "calls_scored": len(results),
         "model_calls": calls,
+        "fallbacks": fallbacks,  # answers the rules brain gave where the model's was invalid
         "flips_prevented": sum(r.flip_prevented for r in results),
         "table": table(results),
         "results": results,
@@ -155,6 +156,6 @@ def report(res: dict[str, Any]) -> str:
     n = res["table"]["report"]
     lines.append(
         f"scored calls per horizon: 1d {n['n_1d']}, 5d {n['n_5d']}, 20d {n['n_20d']} (directional); "
-        f"flips prevented {res['flips_prevented']}; model calls {res['model_calls']}"
+        f"flips prevented {res['flips_prevented']}; model calls {res['model_calls']}, fallbacks {res['fallbacks']}"
     )
     return "\n".join(lines)

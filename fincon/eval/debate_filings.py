@@ -37,6 +37,7 @@ import pandas as pd
 
 from fincon.data.events.model import decision_cutoff
 from fincon.data.inputs import open_events
+from fincon.data.sources import make_source
 from fincon.eval import debate_harness as harness
 from fincon.eval.debate_harness import HORIZONS
 from fincon.eval.scoring import make_brain
@@ -72,7 +73,9 @@ class FilingResult:
 
 
 def dataset_closes(dataset: Path, ticker: str) -> pd.Series:
-    return harness.close_series(pd.read_csv(Path(dataset) / "prices" / f"{ticker}.csv"))
+    source = make_source("csv", Path(dataset) / "prices")  # read as a backtest reads it: one line on a bad file
+    raw = source.load(ticker, pd.Timestamp("1900-01-01"), pd.Timestamp("2100-01-01"))
+    return harness.close_series(raw, ticker, source.describe(ticker))
 
 
 def sentiment_call(news: Sequence, day: pd.Timestamp) -> str:

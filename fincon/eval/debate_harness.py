@@ -27,7 +27,7 @@ from typing import Any, Callable, ContextManager, Iterable, Iterator, Mapping, S
 
 import pandas as pd
 
-from fincon import agents, memory as fincon_memory
+from fincon import agents, data as fincon_data, memory as fincon_memory
 from fincon.data.events.model import visible_day
 from fincon.eval.progress import each
 from fincon.memory.store import MemoryStore
@@ -35,10 +35,11 @@ from fincon.memory.store import MemoryStore
 HORIZONS = (1, 5, 20)
 
 
-def close_series(df: pd.DataFrame) -> pd.Series:
-    """The adjusted close (the close where there is none) by date, in date order."""
-    col = "Adj Close" if "Adj Close" in df.columns else "Close"
-    return pd.Series(df[col].to_numpy(dtype=float), index=pd.to_datetime(df["Date"])).sort_index()
+def close_series(raw: pd.DataFrame, ticker: str, origin: str) -> pd.Series:
+    """The adjusted close by date, checked as every price file is (fincon.data.validate_bars: a duplicate
+    day, a missing column or a price that is not a number is one line naming the file, never a return
+    computed from it)."""
+    return fincon_data.validate_bars(raw, ticker, origin)["close"]
 
 
 def workspace(workdir: str | Path | None, prefix: str) -> ContextManager[str | Path]:
