@@ -297,6 +297,18 @@ def test_killed_training_resumes_to_the_same_files(tmp_path, unplanted):
     whole, cut = _files(tmp_path / "whole"), _files(tmp_path / "cut")
     assert whole.keys() == cut.keys()
     assert [k for k in whole if whole[k] != cut[k]] == []
+    # found in review: a learned version (beliefs/v1.json) named no window, so a test run inside the
+    # training's window passed the lookahead check with it; each names the window beliefs.json does
+    learned = json.loads((tmp_path / "whole" / "beliefs.json").read_text())["window"]
+    assert json.loads((tmp_path / "whole" / "beliefs" / "v1.json").read_text())["window"] == learned
+    test = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", "--start", "2022-04-01",
+            "--end", "2022-04-08", "--events", str(unplanted), "--param", "fincon.transcripts=text", "--no-progress"]
+    for given in ("--beliefs", str(tmp_path / "whole" / "beliefs" / "v1.json")), (
+        "--param", f"fincon.carried_reflections={tmp_path / 'whole' / 'episodes' / 'ep-02' / 'reflections.json'}"
+    ):  # fmt: skip
+        r = subprocess.run(FINCON + test + [*given, "--out", str(tmp_path / "t")], capture_output=True, text=True)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+        assert ("not strictly before" if given[0] == "--beliefs" else "set by fincon train") in r.stderr
 
 
 class TrainStub:

@@ -150,8 +150,9 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
 
 
 #: what a training sets for each episode, and the flag that sets it instead
-TRAINING_SETS = {"beliefs": None, "carried_reflections": None, "explore": "--explore", "explore_seed": None,
-                 "manager_temperature": "--llm-temperature", "manager_seed": "--llm-seed"}  # fmt: skip
+TRAINING_SETS = {"beliefs": None, "carried_reflections": None, "episode": None, "explore": "--explore",
+                 "explore_seed": None, "manager_temperature": "--llm-temperature",
+                 "manager_seed": "--llm-seed"}  # fmt: skip
 
 
 def _check_config(cfg: RunConfig) -> RunConfig:
@@ -209,6 +210,7 @@ def _episode_config(cfg: RunConfig, beliefs_path: Path, k: int, opts: TrainOptio
             "beliefs": str(beliefs_path.absolute()),
             "explore": opts.explore if (k >= 2 and brain == "rules" and opts.learn) else 0.0,
             "explore_seed": k + SEED_STRIDE * opts.seed,
+            "episode": k,
         }
     )
     if brain == "llm" and k >= 2 and opts.learn:
@@ -417,18 +419,16 @@ def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, prog
                     upd = rc.update(beliefs, prev, ep, tau)
                     row["update"] = upd.row()
                     beliefs = upd.beliefs
+            # every learned version names the window it learned on (a test run given beliefs/v2.json
+            # passed the lookahead check with no window to check)
+            learned_on = {"window": training_window(cfg), "model_knowledge": training_knowledge(cfg, opts)}
             path = out / "beliefs" / f"v{beliefs.version}.json"
             if not path.is_file():
-                write_atomic(path, beliefs.dump())
+                write_atomic(path, beliefs.model_copy(update=learned_on).dump())
             row["beliefs_after"] = beliefs.version
             # the learned beliefs before the row that says the episode is done: stopped between the
             # two, a resume skipped the episode and kept the beliefs of the one before as learned
-            write_atomic(
-                out / "beliefs.json",
-                _with_reflections(beliefs, run_dir)
-                .model_copy(update={"window": training_window(cfg), "model_knowledge": training_knowledge(cfg, opts)})
-                .dump(),
-            )
+            write_atomic(out / "beliefs.json", _with_reflections(beliefs, run_dir).model_copy(update=learned_on).dump())
             rows.append(row)
             write_atomic(rows_path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
             if rc.client is not None:

@@ -68,7 +68,7 @@ class Learning:
         base = Beliefs.initial({r.name: r.weight for r in self.roles})
         learned = as_params(p.beliefs)
         self.beliefs_warning: str | None = None
-        if learned is not None and ctx.start is not None:
+        if learned is not None and ctx.start is not None and not p.episode:  # an episode reads its own window's
             self.beliefs_warning = check_window(learned, str(ctx.start), p.allow_overlap)
             if self.beliefs_warning:
                 log.warning(self.beliefs_warning)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fincon import agents
 from fincon.agents.policies import Policies
@@ -147,6 +147,9 @@ class FinConParams(BaseModel):
     #: training only: the previous episode's reflections.json; its reflections enter the manager's
     #: episodic memory before the first day (the paper's episodic memory carried across episodes)
     carried_reflections: str | None = None
+    #: set by fincon train: this run is its episode N, which reads beliefs learned on its own window
+    #: (the lookahead check a test run passes is for runs after the training); 0: not an episode
+    episode: int = Field(0, ge=0)
     #: accept beliefs trained on a window that overlaps or follows the run (loudly flagged; not a clean test)
     allow_overlap: Annotated[
         bool,
@@ -177,6 +180,16 @@ class FinConParams(BaseModel):
         if not v:
             raise ValueError("at least one analyst is needed")
         return list(dict.fromkeys(v))
+
+    @model_validator(mode="after")
+    def _training_only(self):
+        # reflections written on later days, re-dated before the start, entered a backtest unflagged
+        if self.carried_reflections and not self.episode:
+            raise ValueError(
+                "carried_reflections is set by fincon train for its episodes; a test run reads learned "
+                "reflections through beliefs (checked against its window)"
+            )
+        return self
 
     @field_validator("protocol")
     @classmethod
