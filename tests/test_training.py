@@ -302,7 +302,8 @@ def test_killed_training_resumes_to_the_same_files(tmp_path, unplanted):
     learned = json.loads((tmp_path / "whole" / "beliefs.json").read_text())["window"]
     assert json.loads((tmp_path / "whole" / "beliefs" / "v1.json").read_text())["window"] == learned
     test = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", "--start", "2022-04-01",
-            "--end", "2022-04-08", "--events", str(unplanted), "--param", "fincon.transcripts=text", "--no-progress"]
+            "--end", "2022-04-08", "--events", str(unplanted), "--param", "fincon.transcripts=text",
+            "--no-progress"]  # fmt: skip
     for given in ("--beliefs", str(tmp_path / "whole" / "beliefs" / "v1.json")), (
         "--param", f"fincon.carried_reflections={tmp_path / 'whole' / 'episodes' / 'ep-02' / 'reflections.json'}"
     ):  # fmt: skip
