@@ -130,6 +130,17 @@ def test_bad_beliefs_file_is_one_line_exit_2(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_a_beliefs_day_that_is_not_a_date_is_named_in_one_line(tmp_path):
+    """Found in review: a reflection dated 2022-13-45 was a 35-line pandas traceback where the team read it
+    (and "today" would have been the wall clock's date)."""
+    b = json.loads(Beliefs.initial({"news": 0.3}).dump())
+    for day in ("2022-13-45", "today"):
+        b["reflections"] = [{"day": day, "text": "x"}]
+        (tmp_path / "b.json").write_text(json.dumps(b))
+        with pytest.raises(ConfigError, match=r"reflections\.0\.day: .*is not a"):
+            Beliefs.load(tmp_path / "b.json")
+
+
 @pytest.mark.slow
 def test_beliefs_trained_on_or_after_the_backtest_are_refused_in_one_line(tmp_path):
     from fincon.agents.beliefs import TrainingWindow, check_window

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Annotated, Any, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from fincon.errors import ConfigError
+from fincon.validation import parse_iso_date
 
 #: the manager's own perspective: how much risk to keep when a CVaR alert fires
 RISK = "risk"
@@ -31,6 +32,9 @@ RISK = "risk"
 DEFAULT_RISK_EXPOSURE = 0.5
 #: beliefs.json format version (bump on an incompatible change)
 FORMAT = 1
+#: a day as beliefs.json writes it, YYYY-MM-DD, kept as the text (a bad one was a pandas traceback where it
+#: was read, and "today" a wall-clock date)
+Day = Annotated[str, AfterValidator(lambda v: str(parse_iso_date(v)) and v)]
 
 
 class Perspective(BaseModel):
@@ -43,7 +47,7 @@ class Perspective(BaseModel):
 class Reflection(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN/inf are never settings
 
-    day: str
+    day: Day
     text: str
 
 
@@ -53,8 +57,8 @@ class TrainingWindow(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    start: str
-    end: str
+    start: Day
+    end: Day
     #: sha256 of what the training read (the dataset manifest or the data/events config)
     data_hash: str = ""
 
