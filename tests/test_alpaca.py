@@ -81,16 +81,19 @@ def test_the_adapter_orders_reconciles_and_names_a_drift(replay):
 
 def test_orders_take_the_book_to_its_targets_in_whole_shares():
     """Hand-computed: 30 % of 50,000 at 99.50 is 150 shares (150.75 truncated), held 200: sell 50; a short
-    of 20 % at 40.00 is -250, held 0: sell 250; a ticker the targets leave out is closed."""
-    got = alpaca.AlpacaPaper.orders_for(
-        {"AAA": 0.3, "BBB": -0.2}, {"AAA": 99.5, "BBB": 40.0, "CCC": 10.0}, 50_000.0, {"AAA": 200, "CCC": 7}
-    )
+    of 20 % at 40.00 is -250, held 0: sell 250; a weight of 0 closes (DDD); a ticker the targets leave out
+    keeps its shares, as in the backtest (found in review: a hold, which names nothing, sold the whole
+    account while the journal's book stayed long, and the reconciliation expected it)."""
+    closes = {"AAA": 99.5, "BBB": 40.0, "CCC": 10.0, "DDD": 5.0}
+    held = {"AAA": 200, "CCC": 7, "DDD": 3}
+    got = alpaca.AlpacaPaper.orders_for({"AAA": 0.3, "BBB": -0.2, "DDD": 0.0}, closes, 50_000.0, held)
     assert got == [
         {"symbol": "AAA", "side": "sell", "qty": 50.0},
         {"symbol": "BBB", "side": "sell", "qty": 250.0},
-        {"symbol": "CCC", "side": "sell", "qty": 7.0},
+        {"symbol": "DDD", "side": "sell", "qty": 3.0},
     ]
-    assert alpaca.expected_after({"AAA": 200, "CCC": 7}, got) == {"AAA": 150.0, "BBB": -250.0}
+    assert alpaca.expected_after(held, got) == {"AAA": 150.0, "BBB": -250.0, "CCC": 7.0}
+    assert alpaca.AlpacaPaper.orders_for({}, closes, 50_000.0, held) == []  # a hold: no order
 
 
 @pytest.mark.parametrize(

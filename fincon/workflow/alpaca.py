@@ -90,10 +90,12 @@ class AlpacaPaper:
     def orders_for(
         weights: Mapping[str, float], closes: Mapping[str, float], equity: float, positions: Mapping[str, float]
     ) -> list[dict[str, Any]]:
-        """Whole-share orders taking ``positions`` to ``weights`` of ``equity`` at ``closes`` (a ticker the
-        weights leave out is closed)."""
+        """Whole-share orders taking ``positions`` to ``weights`` of ``equity`` at ``closes``. A ticker the
+        weights leave out keeps its shares, as in the backtest (fincon.strategies.Decision: a hold, "no
+        order", names nothing; closing what it left out sold the whole account on every hold while the
+        journal's book stayed long); a weight of 0 closes."""
         out = []
-        for t in sorted(set(weights) | set(positions)):
+        for t in sorted(weights):
             w = float(weights.get(t, 0.0))
             target = math.trunc(w * equity / closes[t]) if w else 0
             delta = target - float(positions.get(t, 0.0))
