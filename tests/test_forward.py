@@ -483,6 +483,34 @@ def test_verify_reads_the_git_anchor_a_re_signed_chain_cannot_fool(tmp_path, mon
     assert main(["forward", "verify", "fw"]) == 1
     err = capsys.readouterr().err
     assert "changed entry 2 of the journal, which an earlier commit held: the history was rewritten" in err
+    # found in review: the same forgery committed as a merge passed ("append-only"), as did a side branch
+    # built from an early commit merged with -s ours (git log -p shows a merge no diff, and prunes the side)
+    git = {"PATH": "/usr/bin:/bin", "GIT_AUTHOR_NAME": "x", "GIT_AUTHOR_EMAIL": "x@x", "GIT_COMMITTER_NAME": "x",
+           "GIT_COMMITTER_EMAIL": "x@x"}  # fmt: skip
+    for how in ("merge", "ours"):
+        repo = tmp_path / how
+        shutil.copytree(tmp_path / "fw", repo)
+        run = lambda *a: subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True, env=git)  # noqa: E731
+        run("reset", "-q", "--hard", "HEAD~1")
+        if how == "merge":
+            run("checkout", "-q", "-b", "side")
+            run("commit", "-q", "--allow-empty", "-m", "side")
+            run("checkout", "-q", "-")
+            run("merge", "-q", "--no-ff", "--no-commit", "side")
+            path = repo / "journal.jsonl"
+            path.write_text("".join(canonical(e) + "\n" for e in entries))
+            run("commit", "-qam", "merge side")
+        else:
+            run("checkout", "-q", "-b", "side", "HEAD~2")
+            (repo / "journal.jsonl").write_text("".join(canonical(e) + "\n" for e in entries))
+            run("commit", "-qam", "forged")
+            run("checkout", "-q", "-")
+            run("merge", "-q", "-s", "ours", "side", "-m", "merge side")
+            run("checkout", "side", "--", ".")
+            run("commit", "-qam", "take side")
+        capsys.readouterr()
+        assert main(["forward", "verify", str(repo)]) == 1, how
+        assert "which an earlier commit held: the history was rewritten" in capsys.readouterr().err
 
 
 def test_a_full_disk_seals_nothing_and_the_next_step_completes_the_session(tmp_path, monkeypatch, capsys):

@@ -15,17 +15,12 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import re
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from fincon.errors import ConfigError
 from fincon.workflow.journal import JOURNAL, LOCK, REPLAY, STATE, ForwardError, must_precede
-
-#: a zero-context hunk header: where the old lines were, how many were removed and added
-_HUNK = re.compile(r"^@@ -(?P<at>\d+)(?:,(?P<removed>\d+))? \+\d+(?:,(?P<added>\d+))? @@")
-
 
 def _env() -> dict[str, str]:
     """git's environment: the user's PATH, no HOME (no user config: a signing or a hook there would stop a
@@ -91,31 +86,68 @@ def _git(root: Path, *args: str) -> str:
     ).stdout
 
 
+def _history(root: Path) -> list[tuple[str, int, list[str], list[str]]]:
+    """Every commit HEAD descends from (merges and their other parents too), oldest first: its sha, its
+    commit time, its parents and the journal's lines in it (none before the journal was added)."""
+    listing = _git(root, "rev-list", "--reverse", "--topo-order", "--parents", "--format=%ct", "HEAD")
+    commits: list[tuple[str, int, list[str]]] = []
+    for head, when in zip(*[iter(listing.splitlines())] * 2):
+        _, sha, *parents = head.split()
+        commits.append((sha, int(when), parents))
+    batch = subprocess.run(
+        ["git", "-C", str(root), "cat-file", "--batch"],
+        input="".join(f"{sha}:{JOURNAL}\n" for sha, _, _ in commits).encode(),
+        check=True, capture_output=True, env=_env(),
+    ).stdout  # fmt: skip
+    out, at = [], 0
+    for sha, when, parents in commits:
+        end = batch.index(b"\n", at)
+        head = batch[at:end].split()
+        if head[-1] == b"missing":
+            lines, at = [], end + 1
+        else:
+            size = int(head[2])
+            lines, at = batch[end + 1 : end + 1 + size].decode().splitlines(), end + 1 + size + 1
+        out.append((sha, when, parents, lines))
+    return out
+
+
 def anchored(root: Path, entries: list[dict[str, Any]]) -> dict[str, Any]:
     """``{"problem": ...}`` for a history that is not append-only or entries no commit holds, else the
-    commits and, for a live journal, the sessions first committed after their open."""
-    try:  # the history as zero-context diffs, in one call: an append-only journal's hunks remove no line
-        history = _git(root, "log", "--reverse", "-p", "-U0", "--format=commit %H %ct", "--", JOURNAL)
-        since = _git(root, "diff", "-U0", "HEAD", "--", JOURNAL) if history else ""  # what no commit holds
+    commits and, for a live journal, the sessions first committed after their open. Every commit's
+    journal must begin with each of its parents' (a merge's other parent too: ``git log -p`` shows a
+    merge no diff, and a merge commit rewrote twelve sessions past a log of zero-context diffs)."""
+    try:
+        history = _history(root)
     except OSError as exc:  # no git here: the chain and the replay still stand, the anchor is not read
         return {"unread": f"git cannot run here ({exc.strerror or exc}): the anchor is not read"}
     except subprocess.CalledProcessError as exc:
-        return {"problem": f"the git anchor could not be read ({(exc.stderr or '').strip() or exc})"}
-    commits, first, sha, ct = 0, [], "", 0  # first: each line's first commit time
-    for line in history.splitlines():
-        if line.startswith("commit "):
-            _, sha, when = line.split()
-            commits, ct = commits + 1, int(when)
-        elif (hunk := _HUNK.match(line)) is not None:
-            if hunk["removed"] != "0":
-                return {"problem": f"git commit {sha[:12]} changed entry {int(hunk['at']) - 1} of the journal, "
+        why = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else exc.stderr
+        return {"problem": f"the git anchor could not be read ({(why or '').strip() or exc})"}
+    held = {sha: lines for sha, _, _, lines in history}
+    commits, earliest = 0, {}  # earliest: the first commit time of a journal of so many lines
+    for sha, when, parents, lines in history:
+        for parent in parents:
+            before = held.get(parent, [])
+            if lines[: len(before)] != before:
+                k = next((i for i, (a, b) in enumerate(zip(before, lines)) if a != b), len(lines))
+                return {"problem": f"git commit {sha[:12]} changed entry {k} of the journal, "
                         "which an earlier commit held: the history was rewritten after it was committed"}  # fmt: skip
-            first += [ct] * int(hunk["added"] or 1)
-    for hunk in filter(None, map(_HUNK.match, since.splitlines())):
-        if hunk["removed"] != "0":
-            return {"problem": f"entry {int(hunk['at']) - 1} differs from the journal's last commit: edited after "
-                    "it was committed"}  # fmt: skip
-    if since or len(entries) > len(first):
+        commits += lines != (held.get(parents[0], []) if parents else [])
+        earliest[len(lines)] = min(when, earliest.get(len(lines), when))
+    # each line's first commit: the earliest of the commits that hold it (every one holds the same line
+    # there, the check above), on a side branch or not
+    first = [0] * max(earliest, default=0)
+    running = max(earliest.values(), default=0)
+    for i in reversed(range(len(first))):  # line i is held by every journal of more than i lines
+        running = first[i] = min(running, earliest.get(i + 1, running))
+    last = history[-1][3] if history else []
+    path = root / JOURNAL
+    now = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    if now[: len(last)] != last:
+        k = next((i for i, (a, b) in enumerate(zip(last, now)) if a != b), len(now))
+        return {"problem": f"entry {k} differs from the journal's last commit: edited after it was committed"}
+    if len(now) > len(last) or len(entries) > len(first):
         return {"problem": f"entries {len(first)}.. are in no commit: the anchor does not date them (commit them)"}
     late = [
         f"{e['strategy']} {e['trades']}" if e["kind"] == "session" else f"the registration (first session {b[0]})"
