@@ -22,6 +22,7 @@ from typing import Any
 from fincon.errors import ConfigError
 from fincon.workflow.journal import JOURNAL, LOCK, REPLAY, STATE, ForwardError, must_precede
 
+
 def _env() -> dict[str, str]:
     """git's environment: the user's PATH, no HOME (no user config: a signing or a hook there would stop a
     step), fincon as the author."""
