@@ -126,7 +126,7 @@ def anchored(root: Path, entries: list[dict[str, Any]]) -> dict[str, Any]:
         why = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else exc.stderr
         return {"problem": f"the git anchor could not be read ({(why or '').strip() or exc})"}
     held = {sha: lines for sha, _, _, lines in history}
-    commits, earliest = 0, {}  # earliest: the first commit time of a journal of so many lines
+    commits, earliest = 0, dict[int, int]()  # earliest: the first commit time of a journal of so many lines
     for sha, when, parents, lines in history:
         for parent in parents:
             before = held.get(parent, [])
