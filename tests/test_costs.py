@@ -492,3 +492,36 @@ def test_buys_are_budgeted_on_what_capped_sells_will_fill(tmp_path, capsys):
     rows = list(csv.DictReader((out / "orders.csv").open()))
     assert len(rows) > 50 and not [r for r in rows if r["status"] == "rejected"]
     assert sum(r["status"] == "partial" for r in rows) > 40  # the cap still binds, as before
+
+
+def test_every_strategy_that_calls_a_model_is_charged_what_its_calls_cost(tmp_path):
+    """Found in review: under --charge-llm llm-trader and finsent kept the base strategy's spend of $0, so
+    their equity never paid what llm_usage.csv priced (the team alone did). By hand: the stub's 66 calls
+    priced at $1,000/$2,000 per million tokens cost $9.24, taken from the account."""
+    from fincon.agents.model_client import CallsAModel
+    from fincon.agents.simple_trader import LLMTrader
+    from fincon.agents.team.strategy import FinConTeam
+    from fincon.engine.backtest import run_backtest
+    from fincon.engine.broker import BrokerSettings
+    from fincon.llm import LLMClient, UsageLedger
+    from fincon.llm.ledger import ModelPrice
+    from fincon.llm.settings import LLMSettings
+    from fincon.strategies import registry
+    from fincon.strategies.base import RunContext, Strategy
+    from fincon.testing.doubles import TeamStub
+    from fincon.testing.markets import market_for
+
+    stub = TeamStub()
+    price = ModelPrice(input_per_million=1000, output_per_million=2000)
+    client = LLMClient(stub, ledger=UsageLedger(prices={stub.price_model: price}))
+    market = market_for(["TSLA"], start=pd.Timestamp("2022-09-01"), end=pd.Timestamp("2022-10-20"))
+    ctx = RunContext(tmp_path, ("TSLA",), start=pd.Timestamp("2022-10-05"), end=pd.Timestamp("2022-10-20"))
+    res = run_backtest(market, LLMTrader(LLMSettings(), client=client), BrokerSettings(charge_llm=True), ctx,
+                       progress=False)  # fmt: skip
+    spent = client.ledger.summary()["llm_cost_usd"]
+    assert spent == pytest.approx(9.24) and res.llm_cost.sum() == pytest.approx(spent)
+    # and no strategy that asks a model keeps the base's $0: each reads its own client or ledger
+    for name in registry.STRATEGIES:
+        cls = type(registry.make_strategy(name))
+        if issubclass(cls, (CallsAModel, FinConTeam)):
+            assert cls.spent_usd is not Strategy.spent_usd, name

@@ -25,6 +25,12 @@ class CallsAModel(Strategy):
     def live_objects(self) -> Mapping[str, Any]:
         return {**super().live_objects(), "client": self._client, "settings": self.settings}
 
+    def spent_usd(self) -> float:
+        """The client's spend so far (the base strategy's 0 charged llm-trader and finsent nothing under
+        ``--charge-llm`` while their usage file priced every call)."""
+        client = getattr(self, "_client", None)
+        return float(client.ledger.summary()["llm_cost_usd"]) if client is not None else 0.0
+
     def save_state(self, folder: Path, live: Mapping[str, Any]) -> None:
         super().save_state(folder, live)
         keep_mask(live.get("client"), folder)
