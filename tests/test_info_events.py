@@ -309,8 +309,12 @@ def test_bare_date_in_a_user_directory_is_visible_from_the_next_session(tmp_path
     for midnight in ("2022-11-04 00:00:00", "2022-11-04T00:00:00"):
         e = Event.from_dict({**rows[0], "published_at": midnight})
         assert e.published_at == bare.published_at, midnight
-    # with an offset, midnight is an instant: 20:00 New York on the 4th, as fincon writes it in UTC
-    e = Event.from_dict({**rows[0], "published_at": "2022-11-05T00:00:00+00:00"})
+    # with an offset too (found in review: "2022-03-02T00:00:00Z", as a JSON encoder writes a date, was read
+    # as 19:00 New York on 03-01 and shown at 03-02's decision, where the importers read it as a date) ...
+    utc = Event.from_dict({**rows[0], "published_at": "2022-11-04T00:00:00Z"})
+    assert utc.published_at == bare.published_at
+    # ... unless fincon's importer timed the item to the second: 20:00 New York on the 4th, written in UTC
+    e = Event.from_dict({**rows[0], "published_at": "2022-11-05T00:00:00+00:00", "metadata": {"time": "20:00:00"}})
     assert e.published_at == pd.Timestamp("2022-11-05T00:00:00Z").to_pydatetime()
 
 

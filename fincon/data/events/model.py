@@ -63,7 +63,7 @@ def decision_cutoff(day: Any) -> dt.datetime:
     return local.astimezone(UTC)
 
 
-def parse_timestamp(value: Any) -> dt.datetime:
+def parse_timestamp(value: Any, timed: bool = False) -> dt.datetime:
     """ISO-8601 (or datetime) -> aware UTC datetime.
 
     A timestamp without an offset is read as New York local time (that is
@@ -71,9 +71,12 @@ def parse_timestamp(value: Any) -> dt.datetime:
     ``datetime.date``) is read as that day's close, 16:00 New York, so the
     item is visible from the *next* trading day's decision: a date alone
     cannot show that the item came out before the close. A timestamp of
-    exactly midnight without an offset is such a date too (a date a
-    spreadsheet or pandas wrote with a time), as the importers read it; with
-    an offset it is an instant (20:00 New York is midnight UTC).
+    exactly midnight is such a date too, with an offset or without (a date a
+    spreadsheet, pandas or a JSON encoder wrote with a time: "2022-03-02
+    00:00:00 UTC" read as an instant was 19:00 New York on 03-01, visible a
+    session early), as the importers read it (importers/timing.py); unless
+    ``timed``: an item fincon's importer timed to the second (its metadata's
+    ``time`` is a clock time), whose midnight in UTC is the instant it wrote.
     """
     if isinstance(value, dt.datetime):
         ts = value
@@ -90,13 +93,15 @@ def parse_timestamp(value: Any) -> dt.datetime:
             ts = pd.Timestamp(str(value)).to_pydatetime()
         except (ValueError, TypeError) as exc:
             raise DataError(f"bad published_at {value!r}: use ISO 8601, e.g. 2022-11-01T08:30:00-04:00") from exc
+    if ts.time() == dt.time(0, 0) and not (timed and ts.tzinfo is not None):  # a date with a midnight: the day
+        return parse_timestamp(ts.date())
     if ts.tzinfo is None:
-        if ts.time() == dt.time(0, 0):  # a date a spreadsheet or pandas wrote with a midnight: a bare date
-            return parse_timestamp(ts.date())
         ts = ts.replace(tzinfo=MARKET_TZ)
     return ts.astimezone(UTC)
 
 
+#: the ``time`` an importer records for an item it timed to the second (importers/timing.py)
+_CLOCK = re.compile(r"^\d{2}:\d{2}:\d{2}$")
 _BARE_DATE = re.compile(r"^\s*\d{4}-\d{2}-\d{2}\s*$")
 
 
@@ -149,7 +154,8 @@ class Event:
             raise DataError(f"event {self.id}: ticker must be upper case, got {self.ticker!r}")
         if not self.text and not self.audio:
             raise DataError(f"event {self.id}: needs text or an audio path")
-        object.__setattr__(self, "published_at", parse_timestamp(self.published_at))
+        timed = _CLOCK.match(str(self.metadata.get("time", ""))) is not None
+        object.__setattr__(self, "published_at", parse_timestamp(self.published_at, timed=timed))
 
     def visible_on(self, day: Any) -> bool:
         """True if published before ``day``'s decision time."""
@@ -197,7 +203,7 @@ class Event:
             id=str(d["id"]),
             ticker=str(d["ticker"]).upper(),
             source=str(d["source"]),
-            published_at=parse_timestamp(d["published_at"]),
+            published_at=d["published_at"],  # read in __post_init__, with the metadata's time
             text=str(text) if text not in (None, "") and not _isnan(text) else None,
             audio=str(audio) if audio not in (None, "") and not _isnan(audio) else None,
             metadata=dict(meta),
