@@ -8,6 +8,7 @@ import json
 import time
 
 import httpx
+import pandas as pd
 import pytest
 
 from fincon.data.events import EventStore
@@ -164,6 +165,15 @@ def test_alpaca_pagination_parsing_and_cache(tmp_path):
     assert sorted(e.ticker for e in both) == ["AAPL", "TSLA"]
     n = len(seen)
     assert [e.id for e in ld.load(["TSLA"], "2022-11-01", "2022-11-30")] == [e.id for e in evs] and len(seen) == n
+    # found in review: the text is the latest revision, so the item is stamped when it was revised (a
+    # headline revised after the close was shown at that day's decision, with the first version's time)
+    assert evs[0].published_at == pd.Timestamp("2022-11-01T13:40:00Z").to_pydatetime()
+    page = alpaca_page([1], None)
+    page["news"][0]["updated_at"] = "2022-11-01T22:30:00Z"
+    (late,) = parse_alpaca_news(page, ["TSLA"])
+    assert not late.visible_on("2022-11-01") and late.visible_on("2022-11-02")
+    page["news"][0]["updated_at"] = "2022-11-01T12:00:00Z"  # an earlier "update" than the creation: the creation
+    assert parse_alpaca_news(page, ["TSLA"])[0].published_at == pd.Timestamp("2022-11-01T13:31:00Z").to_pydatetime()
 
 
 def test_alpaca_errors(tmp_path, monkeypatch):

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from fincon.data.events.loaders.online import cache_root, read_events, require_reachable, write_events
-from fincon.data.events.model import Event
+from fincon.data.events.model import Event, parse_timestamp
 from fincon.errors import ConfigError, SourceUnavailable
 
 ALPACA_URL = "https://data.alpaca.markets/v1beta1/news"
@@ -31,6 +31,13 @@ def alpaca_keys() -> tuple[str, str] | None:
     k = os.environ.get("APCA_API_KEY_ID") or os.environ.get("ALPACA_API_KEY")
     s = os.environ.get("APCA_API_SECRET_KEY") or os.environ.get("ALPACA_SECRET_KEY")
     return (k, s) if k and s else None
+
+
+def _latest(created: str, updated: str | None) -> Any:
+    """The later of the item's two times (as written; either may be absent or equal)."""
+    if not updated:
+        return created
+    return updated if parse_timestamp(updated) > parse_timestamp(created) else created
 
 
 def parse_alpaca_news(page: dict, tickers: Sequence[str]) -> list[Event]:
@@ -46,7 +53,9 @@ def parse_alpaca_news(page: dict, tickers: Sequence[str]) -> list[Event]:
                     id=f"{sym}-alpaca-{it['id']}",
                     ticker=sym,
                     source="news",
-                    published_at=it["created_at"],
+                    # the text is the latest revision: it exists from updated_at on (a headline revised
+                    # after the close was shown at that day's decision, stamped with the first version's time)
+                    published_at=_latest(it["created_at"], it.get("updated_at")),
                     text=text,
                     metadata={
                         "title": it.get("headline", ""),
@@ -128,7 +137,8 @@ class AlpacaNewsLoader:
         s, e = str(pd.Timestamp(start).date()), str(pd.Timestamp(end).date())
         out: list[Event] = []
         for t in (x.upper() for x in tickers):
-            key = hashlib.sha256(f"{t}|{s}|{e}".encode()).hexdigest()[:16]
+            # "|revised": items stamped at their latest revision (a cache of the first versions' times is not read)
+            key = hashlib.sha256(f"{t}|{s}|{e}|revised".encode()).hexdigest()[:16]
             cf = self.cache / f"{t}-{key}.jsonl"
             if cf.is_file():
                 out += read_events(cf)
