@@ -942,3 +942,45 @@ def test_the_card_of_an_unfinished_experiment_says_so(tmp_path, capsys):
     assert main(["report", "--card", str(exp)]) == 2
     err = capsys.readouterr().err
     assert "is an experiment that did not finish" in err and "rerun its command" in err, err
+
+
+def test_the_card_reads_what_every_graded_run_says_of_its_lookahead_and_its_paid_slippage(tmp_path):
+    """Found in review: a rolling evaluation on a same-day dataset passed "point in time" and "temporal
+    integrity" (its folder holds no metrics; each window's run said "one day of look-ahead"); a run on
+    beliefs learned on its own window (--allow-overlap) passed both; and KO's range slippage, 1 bp on the
+    card's $100 order, paid $27.63 on $1,000,000 traded (0.28 bp) and passed "costs" as "percent costs"
+    under a zero commission."""
+    import json
+
+    from fincon.report.card import PASS, costs, frictions, point_in_time, temporal_integrity
+
+    def run(folder: Path, metrics: dict, summary: dict | None = None, orders: str = "") -> Path:
+        folder.mkdir(parents=True)
+        (folder / "metrics.json").write_text(json.dumps(metrics))
+        (folder / "summary.json").write_text(json.dumps({"strategy_summary": summary or {}}))
+        head = "date,ticker,side,requested,filled,price,commission,status,reason\n"
+        (folder / "orders.csv").write_text(head + orders)
+        return folder
+
+    look = "same-day dataset ib: its items are visible on their own day, one day of look-ahead"
+    windows = (run(tmp_path / "MSFT" / "k01" / "full", {}), run(tmp_path / "MSFT" / "k02" / "full",
+               {"data_lookahead": look}))  # fmt: skip
+    rolling = Evidence(tmp_path, None, None, {}, {}, {}, {}, [], None, windows)
+    assert point_in_time(rolling) == (FAIL, f"{look} (MSFT/k02/full)")
+    assert temporal_integrity(rolling)[0] == FAIL
+    overlap = "WARNING: --beliefs were trained on 2022-10-05..2022-12-30, which is not strictly before the run's start"
+    ovl = run(tmp_path / "ovl", {}, {"team_beliefs_overlap": overlap})
+    graded = Evidence(tmp_path, ovl, None, None, {}, {}, {}, [])
+    assert point_in_time(graded) == (FAIL, overlap.removeprefix("WARNING: "))
+    assert temporal_integrity(graded)[0] == FAIL
+    zero_range = {"commission": {"model": "zero"}, "slippage": {"model": "range", "fraction": 0.005}}
+    ko = run(tmp_path / "ko", {"costs": {"slippage_paid": 27.628004}},
+             orders="2023-02-08,KO,buy,17272.61637,17272.61637,57.89510853,0,filled,\n")  # fmt: skip
+    ev = Evidence(tmp_path, ko, None, None, {}, {}, {"broker": zero_range}, [])
+    assert ev.cost_bp == pytest.approx(1.0)  # $0.01 a share on the card's order: the bar, just
+    assert costs(ev) == (FAIL, "zero commission, range slippage, but the run's orders paid 0.28 bp a side ($27.63 on "
+                         "$1,000,000 traded): under 1 bp, less than a broker and the spread take (--slippage-model "
+                         "bps --slippage 5)")  # fmt: skip
+    assert frictions(ev)[0] == FAIL
+    (ko / "metrics.json").write_text(json.dumps({"costs": {"slippage_paid": 500.0}}))  # 5 bp paid
+    assert costs(Evidence(tmp_path, ko, None, None, {}, {}, {"broker": zero_range}, []))[0] == PASS

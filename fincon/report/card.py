@@ -65,7 +65,7 @@ def temporal_integrity(ev: Evidence) -> Verdict:
     leakage audit finds blind (fincon.llm.leakage), or as a live journal whose
     every decision was committed before its session's open (whatever the cutoff).
     A run whose decisions read data from after them (point in time) fails it too."""
-    if look := ev.metrics.get("data_lookahead"):
+    if look := ev.lookahead:
         return FAIL, f"its decisions read data from after them: {look}"
     why = ""
     if ev.sealed is not None:
@@ -120,9 +120,9 @@ def _paid_too_little(ev: Evidence) -> str:
     """What the run's own orders paid, when under MIN_COST_BP a side ("" when not, or no orders)."""
     if ev.paid is None or ev.paid[0] >= MIN_COST_BP:
         return ""
-    bp, commission, traded = ev.paid
+    bp, paid, traded = ev.paid
     return (
-        f"but the run's orders paid {bp:.2g} bp a side (${commission:,.2f} on ${traded:,.0f} traded): under "
+        f"but the run's orders paid {bp:.2g} bp a side (${paid:,.2f} on ${traded:,.0f} traded): under "
         f"{MIN_COST_BP:g} bp, less than a broker and the spread take (--slippage-model bps --slippage 5)"
     )
 
@@ -303,8 +303,7 @@ def model_decided(ev: Evidence) -> Verdict:
 
 
 def point_in_time(ev: Evidence) -> Verdict:
-    look = ev.metrics.get("data_lookahead")
-    if look:
+    if look := ev.lookahead:
         return FAIL, look
     return PASS, "enforced by the engine and tested by perturbing the future (tests/test_point_in_time.py)"
 
@@ -338,8 +337,9 @@ def costs(ev: Evidence) -> Verdict:
         return FAIL, _too_cheap(ev) if ev.cost_bp else "none"
     c = ev.broker.commission
     paid = _paid_too_little(ev)
-    if c.model != "per-share":
-        return (FAIL, f"percent costs, {paid}") if paid else (PASS, "percent costs")
+    if c.model != "per-share":  # "percent costs" named a zero commission too
+        said = "percent costs" if c.model == "percent" else f"{c.model} commission, {ev.broker.slippage.model} slippage"
+        return (FAIL, f"{said}, {paid}") if paid else (PASS, said)
     terms = [f"at least ${c.minimum:,.2f}" if c.minimum > 0 else "",
              f"at most {100 * c.maximum:.3g} % of the value" if c.maximum > 0 else ""]  # fmt: skip
     if all(terms):

@@ -166,19 +166,49 @@ class Evidence:
 
     @cached_property
     def paid(self) -> tuple[float, float, float] | None:
-        """(bp a side, commission $, value traded $) the run's own orders paid: their commission over the
-        value they traded, plus :attr:`slippage_bp` (a per-share minimum is 1 bp of a $10,000 order and a
-        fortieth of that of a $400,000 one); of a rolling evaluation, every window's team run together.
-        None when they traded nothing."""
-        commission = traded = 0.0
+        """(bp a side, commission and slippage $, value traded $) the run's own orders paid: their
+        commission and the slippage their fills paid (metrics.json) over the value they traded (a per-share
+        minimum is 1 bp of a $10,000 order and a fortieth of that of a $400,000 one; a folder without its
+        metrics adds :attr:`slippage_bp`, the model's estimate); of a rolling evaluation, every window's team
+        run together. None when they traded nothing."""
+        commission = traded = slipped = 0.0
+        estimated = False  # a run without its metrics' slippage paid: the model's estimate at $100 stands in
         for run in (self.run,) if self.run is not None else self.windows:
             try:
-                for r in RunRecord(run).orders:
+                rec = RunRecord(run)
+                for r in rec.orders:
                     traded += abs(float(r.get("filled") or 0) * float(r.get("price") or 0))
                     commission += float(r.get("commission") or 0)
             except ValueError:
                 raise DataError(f"{run / ORDERS}: a cell that is no number; not the orders.csv fincon wrote") from None
-        return (1e4 * commission / traded + self.slippage_bp, commission, traded) if traded else None
+            paid = ((rec.metrics if (run / "metrics.json").is_file() else {}).get("costs") or {}).get("slippage_paid")
+            if paid is None:
+                estimated = True
+            else:  # what the fills paid (a range model's 1 bp at $100 on a $2 range was 0.28 bp of KO's orders)
+                slipped += float(paid)
+        if not traded:
+            return None
+        return (
+            1e4 * (commission + slipped) / traded + (self.slippage_bp if estimated else 0.0),
+            commission + slipped,
+            traded,
+        )
+
+    @cached_property
+    def lookahead(self) -> str:
+        """Why a graded run's decisions read data from after them ("" when none did): its data (a same-day
+        dataset) or beliefs learned on its own window (--allow-overlap), of the run, the experiment's team
+        run and every window's team run of a rolling evaluation (whose own folder holds no metrics)."""
+        if look := self.metrics.get("data_lookahead"):  # the graded run's
+            return str(look)
+        for run in dict.fromkeys(r for r in (self.run, self.team, *self.windows) if r is not None):
+            rec = RunRecord(run)
+            metrics = rec.metrics if run != self.run and (run / "metrics.json").is_file() else {}
+            if look := metrics.get("data_lookahead"):
+                return f"{look} ({run.relative_to(self.root) if run.is_relative_to(self.root) else run})"
+            if overlap := rec.strategy_summary.get("team_beliefs_overlap"):
+                return str(overlap).removeprefix("WARNING: ")
+        return ""
 
     @cached_property
     def shorts(self) -> tuple[int, int]:
