@@ -281,6 +281,47 @@ def test_yfinance_download_is_written_to_cache(tmp_path, monkeypatch):
     assert list(got.columns) == ["Date", "Open", "High", "Low", "Close", "Adj Close", "Volume"]
 
 
+def test_the_yfinance_cache_keeps_what_it_had_keeps_no_unclosed_bar_and_reads_back_what_was_used(tmp_path, monkeypatch):
+    """Found in review (a fake Yahoo): today's unfinished bar was cached as final; a later window replaced
+    the cache (an earlier window then failed offline); a vendor frame with a bad row was cached and blocked
+    every run after; %.6f prices made a rerun from the cache differ from the run that downloaded
+    (866,023.3863 against 866,023.3846); and a cache one session short was served where Yahoo had it."""
+    import yfinance
+
+    full = pd.read_csv(SAMPLE / "TSLA.csv.gz")
+    full[["Open", "High", "Low", "Close", "Adj Close"]] *= 1.0 + 1e-9  # float64 as Yahoo sends it
+    asked: list[tuple[str, str]] = []
+
+    def download(ticker, start, end, **k):  # Yahoo's answer for [start, end): every bar it has
+        asked.append((start, end))
+        f = full[(full.Date >= start) & (full.Date < end)].set_index("Date")
+        f.index = pd.to_datetime(f.index)
+        return f
+
+    monkeypatch.setattr(yfinance, "download", download)
+    src = YFinanceSource(tmp_path, today=lambda: pd.Timestamp("2022-03-02"))  # 2022-03-02 not closed
+    got = src.load("TSLA", pd.Timestamp("2022-01-03"), pd.Timestamp("2022-03-02"))
+    assert got["Date"].iloc[-1] == "2022-03-01"  # today's bar left out
+    assert got.equals(src.load("TSLA", pd.Timestamp("2022-01-03"), pd.Timestamp("2022-03-01")))  # read back
+    assert got["Close"].iloc[-1] == full.loc[full.Date == "2022-03-01", "Close"].iloc[0]  # every digit kept
+    n = len(asked)
+    src.today = lambda: pd.Timestamp("2022-03-10")
+    assert src.load("TSLA", pd.Timestamp("2022-01-03"), pd.Timestamp("2022-03-02"))["Date"].iloc[-1] == "2022-03-02"
+    assert len(asked) == n + 1  # one session short, and Yahoo had it: asked again
+    later = src.load("TSLA", pd.Timestamp("2022-06-01"), pd.Timestamp("2022-06-30"))
+    assert later["Date"].iloc[0] <= "2021-01-04"  # one download over the cache's span and the window's
+    monkeypatch.setattr(yfinance, "download", lambda *a, **k: pd.DataFrame())  # offline
+    assert src.load("TSLA", pd.Timestamp("2021-06-01"), pd.Timestamp("2021-06-30"))["Date"].iloc[0] <= "2021-06-01"
+    bad = full.copy()
+    bad.loc[bad.Date == "2020-12-07", "Volume"] = float("nan")
+    full = bad
+    monkeypatch.setattr(yfinance, "download", download)
+    before = (tmp_path / "TSLA.csv").read_bytes()
+    with pytest.raises(DataError, match="missing or non-numeric Volume on 2020-12-07.*nothing was cached"):
+        src.load("TSLA", pd.Timestamp("2023-06-01"), pd.Timestamp("2023-06-30"))
+    assert (tmp_path / "TSLA.csv").read_bytes() == before
+
+
 @pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast
 def test_real_yfinance_offline_fails_fast(tmp_path):
     """On a machine without Yahoo access the real call fails in seconds with

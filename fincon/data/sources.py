@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import io
+import json
 import logging
 import zlib
 from contextlib import redirect_stderr, redirect_stdout
@@ -21,6 +22,8 @@ import pandas as pd
 from fincon.data import DEFAULT_TICKER
 from fincon.data.calendar import EDGE_SESSIONS, sessions_between
 from fincon.data.events.loaders.online import cache_root
+from fincon.data.events.model import MARKET_TZ
+from fincon.data.prices import validate_bars
 from fincon.errors import ConfigError, DataError, SourceUnavailable
 from fincon.files import name_before, write_atomic
 
@@ -106,17 +109,27 @@ class SampleSource(CsvDirSource):
 class YFinanceSource:
     """Yahoo Finance via yfinance, cached as CSV under ``cache_dir``.
 
-    The whole available daily history of a ticker is downloaded once and
-    kept; later runs read the cache and never go online. Offline, yfinance
-    does not raise (it prints a curl error and returns an empty frame), so
-    an empty answer is treated as "unreachable".
+    A ticker's daily history is downloaded and kept: later runs read the
+    cache and never go online while it covers their window. A window it does
+    not cover is downloaded again over the cache's span and the window's
+    together, in one download (Yahoo's Adj Close is back-adjusted to the day
+    of the download: rows of two downloads are on two bases, so they are never
+    joined), and the refresh is said. Beside the file, ``TICKER.json`` records
+    the last day the download asked for that had closed: a window ending on
+    or before it is covered even where the file has no bar (a holiday). A
+    bar of a session not yet closed (today's, in New York) is never kept, and
+    a download that does not validate is never cached. Offline, yfinance does
+    not raise (it prints a curl error and returns an empty frame), so an empty
+    answer is treated as "unreachable".
     """
 
     name = "yfinance"
 
-    def __init__(self, cache_dir: Path | str, timeout: float = 10.0):
+    def __init__(self, cache_dir: Path | str, timeout: float = 10.0, today=None):
         self.cache_dir = Path(cache_dir)
         self.timeout = timeout
+        #: the New York calendar date now (a test's clock in place of the machine's)
+        self.today = today or (lambda: pd.Timestamp.now(tz=MARKET_TZ).tz_localize(None).normalize())
 
     def _cache_path(self, ticker: str) -> Path:
         return self.cache_dir / f"{ticker}.csv"
@@ -124,23 +137,58 @@ class YFinanceSource:
     def describe(self, ticker: str) -> str:
         return str(self._cache_path(ticker))
 
+    def _covers(self, ticker: str, known: pd.Series, start: pd.Timestamp, end: pd.Timestamp) -> bool:
+        if not len(known):
+            return False
+        meta = self.cache_dir / f"{ticker}.json"
+        if meta.is_file():  # asked of Yahoo from and through these days (closed): nothing more was there
+            try:
+                asked = json.loads(meta.read_text())
+                since, through = pd.Timestamp(asked["from"]), pd.Timestamp(asked["through"])
+            except (OSError, ValueError, KeyError, TypeError):
+                return False
+            return min(known.min(), since) <= start and end <= max(known.max(), through)
+        # a cache written before the record: one session of slack, as any price file has (a holiday)
+        return known.min() <= start and sessions_between(known.max(), end, known) <= EDGE_SESSIONS
+
     def load(self, ticker: str, start: pd.Timestamp, end: pd.Timestamp) -> pd.DataFrame:
         path = self._cache_path(ticker)
-        stale = None
+        stale, lo, hi = None, start - pd.Timedelta(days=400), end
         if path.exists():
             cached = _read_csv(path, ticker)
             dates = pd.to_datetime(cached.get("Date"), errors="coerce")
             known = dates.dropna()
-            if len(known) and known.min() <= start and sessions_between(known.max(), end, known) <= EDGE_SESSIONS:
+            if self._covers(ticker, known, start, end):
                 return cached
             if len(cached) and dates.notna().any():
                 stale = f"{dates.min():%Y-%m-%d}..{dates.max():%Y-%m-%d}"
-        raw = self._download(ticker, start, end, stale)
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, raw.to_csv(index=False, float_format="%.6f"))
-        return raw
+                lo, hi = min(lo, known.min()), max(hi, known.max())  # the history a user had stays
+        raw = self._download(ticker, lo, hi, stale, (start, end))
+        today = self.today()
+        raw = raw[pd.to_datetime(raw["Date"]) < today]  # today's bar is not final before the close
+        if raw.empty:
+            raise SourceUnavailable(f"yfinance returned no closed session for {ticker} before {today:%Y-%m-%d}")
+        try:
+            validate_bars(raw, ticker, "yfinance's download")
+        except DataError as exc:
+            raise DataError(f"{exc}; nothing was cached ({path})") from None
+        try:
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+            # floats as Python writes them: what a rerun reads from the cache is what this run used
+            write_atomic(path, raw.to_csv(index=False))
+            through = min(hi, today - pd.Timedelta(days=1))
+            asked = {"from": f"{lo:%Y-%m-%d}", "through": f"{through:%Y-%m-%d}"}
+            write_atomic(self.cache_dir / f"{ticker}.json", json.dumps(asked) + "\n")
+        except OSError as exc:
+            raise DataError(f"cannot write the yfinance cache {path}: {exc.strerror or exc}") from None
+        if stale:
+            log.warning("yfinance: %s's cache held %s; downloaded again over %s..%s", ticker, stale,
+                        f"{pd.Timestamp(raw['Date'].iloc[0]):%Y-%m-%d}", f"{pd.Timestamp(raw['Date'].iloc[-1]):%Y-%m-%d}")  # fmt: skip
+        return _read_csv(path, ticker)
 
-    def _download(self, ticker: str, start: pd.Timestamp, end: pd.Timestamp, stale: str | None = None) -> pd.DataFrame:
+    def _download(
+        self, ticker: str, start: pd.Timestamp, end: pd.Timestamp, stale: str | None, window: tuple[pd.Timestamp, ...]
+    ) -> pd.DataFrame:
         import yfinance as yf
 
         sink = io.StringIO()
@@ -151,7 +199,7 @@ class YFinanceSource:
             with redirect_stdout(sink), redirect_stderr(sink):
                 frame = yf.download(
                     ticker,
-                    start=(start - pd.Timedelta(days=400)).strftime("%Y-%m-%d"),
+                    start=start.strftime("%Y-%m-%d"),
                     end=(end + pd.Timedelta(days=1)).strftime("%Y-%m-%d"),
                     auto_adjust=False,
                     actions=False,
@@ -167,7 +215,7 @@ class YFinanceSource:
         if frame is None or frame.empty:
             log.debug("yfinance said: %s", sink.getvalue().strip())
             cached = (
-                f"the cache {self._cache_path(ticker)} holds only {stale}, not {start:%Y-%m-%d}..{end:%Y-%m-%d}"
+                f"the cache {self._cache_path(ticker)} holds only {stale}, not {window[0]:%Y-%m-%d}..{window[1]:%Y-%m-%d}"
                 if stale
                 else f"nothing cached at {self._cache_path(ticker)}"
             )
