@@ -208,3 +208,45 @@ def test_brain_sets_a_single_agent_baseline_without_the_team_and_a_team_param_al
     err = capsys.readouterr().err
     assert "strategy_params given for 'fincon', which this run does not run (running: finsent)" in err
     assert not (tmp_path / "x").exists()
+
+
+def test_a_flag_a_strategys_own_setting_contradicts_is_refused_and_brain_reaches_labelled_copies(tmp_path, capsys):
+    """Found in review: --brain rules beside --param fincon.brain=llm ran the model (the --param won, unsaid);
+    --brain rules reached fincon and not fincon@r; and --anonymize --max-tokens 100 lost to a config's
+    strategy_params.llm-trader.{anonymize: false, max_tokens: 1000000}, while config.yaml's llm section
+    recorded the flags. Each contradiction is one line now, and --brain reaches every copy."""
+    import yaml
+
+    from fincon.cli.main import main
+
+    base = ["backtest", "--ticker", "TSLA", "--start", "2022-10-05", "--end", "2022-10-07", "--no-progress",
+            "--ledger", "off"]  # fmt: skip
+    for extra, said in (
+        (["--strategy", "fincon", "--brain", "rules", "--param", "fincon.brain=llm"],
+         "--brain rules and --param fincon.brain=llm disagree; give one"),
+        (["--strategy", "fincon", "--no-cvar", "--param", "fincon.cvar=true"],
+         "--no-cvar and --param fincon.cvar=true disagree; give one"),
+    ):  # fmt: skip
+        assert main([*base, *extra, "--out", str(tmp_path / "x")]) == 2
+        assert capsys.readouterr().err.strip().endswith(said) and not (tmp_path / "x").exists()
+    capsys.readouterr()
+    assert main(["experiment", "--brain", "rules", "--param", "fincon.brain=llm", "--out", str(tmp_path / "e")]) == 2
+    assert capsys.readouterr().err.strip().endswith("--brain rules and --param fincon.brain=llm disagree; give one")
+    run = tmp_path / "copies"
+    assert main([*base, "--strategy", "fincon,fincon@r", "--brain", "rules", "--out", str(run)]) == 0
+    params = yaml.safe_load((run / "config.yaml").read_text())["strategy_params"]
+    assert params["fincon"]["brain"] == params["fincon@r"]["brain"] == "rules"
+    config = tmp_path / "own.yaml"
+    config.write_text(
+        "strategies: [llm-trader]\nstrategy_params:\n  llm-trader: {anonymize: false, max_tokens: 1000000}\n"
+    )
+    capsys.readouterr()
+    assert main([*base, "--config", str(config), "--anonymize", "--out", str(tmp_path / "y")]) == 2
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith(
+            "--anonymize and strategy_params.llm-trader.anonymize=false disagree (the strategy's own setting "
+            "would win); give one"
+        )
+    )

@@ -33,7 +33,7 @@ from fincon.flag import Flag
 from fincon.llm.knowledge import AUDITED
 from fincon.report import write_report
 from fincon.report.table import format_table, short_window_flags
-from fincon.strategies.registry import strategy_names
+from fincon.strategies.registry import base_name, strategy_names
 from fincon.workflow.tables import optimizer_flags
 
 HELP = (
@@ -165,7 +165,8 @@ def with_brain(cfg: RunConfig, team: dict[str, Any]) -> RunConfig:
     """``--brain`` for every strategy of the run that has one (the team, the
     single-agent baselines); the other team flags are the team's alone, an
     error naming them when it is not run."""
-    brainy = [s for s in cfg.strategies if s in BRAINY]
+    # labelled copies too (fincon@r beside fincon: --brain rules reached fincon alone, and fincon@r asked a model)
+    brainy = [s for s in cfg.strategies if base_name(s) in BRAINY]
     if "brain" in team:
         if not brainy:
             raise ConfigError(f"--brain applies to {', '.join(BRAINY)}; none of them is in --strategy")

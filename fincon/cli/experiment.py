@@ -20,7 +20,7 @@ from fincon.cli.options import (
     add_team,
     data_overrides,
     flag_of,
-    parse_params,
+    params_beside,
     team_values,
 )
 from fincon.config import WHAT, name_flags
@@ -178,7 +178,8 @@ def experiment_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
     over: dict[str, Any] = given(args, ExperimentConfig, *WHAT_KEYS, *TEAM_KEYS, *ROLLING_KEYS, *EXECUTOR_KEYS,
                                  "bootstrap_reps")  # fmt: skip
-    over.update({f"team.{key}": value for key, value in team_values(args, *TEAM_FLAGS).items()})
+    team = team_values(args, *TEAM_FLAGS)
+    over.update({f"team.{key}": value for key, value in team.items()})
     over.update({k: v for k, v in data_overrides(args).items() if v is not None})
     over.update({k: v for k, v in broker_overrides(args).items() if v is not None})
     if "rolling.window" in over:
@@ -201,7 +202,7 @@ def experiment_overrides(args: argparse.Namespace) -> dict[str, Any]:
             )
     for key, value in llm_overrides(args).items():
         over[f"llm.{key}"] = value
-    for name, params in parse_params(args.param).items():
+    for name, params in params_beside(team, args.param).items():
         for key, value in params.items():
             over[f"team.{key}" if name == "fincon" else f"strategy_params.{name}.{key}"] = value
     rolling_only = [FLAGS[k] for k in ROLLING_KEYS[1:] if k in over]

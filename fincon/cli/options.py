@@ -103,11 +103,51 @@ def load_run_config(
         overrides["tickers"] = team["candidates"]
     overrides.update({f"llm.{key}": value for key, value in llm.items()})
     overrides.update({f"strategy_params.fincon.{key}": value for key, value in team.items()})
-    for name, values in parse_params(params).items():
+    parsed = params_beside(team, params)
+    for name, values in parsed.items():
         overrides.update({f"strategy_params.{name}.{key}": value for key, value in values.items()})
     flagged = {key: flag_of(key) for key, value in overrides.items() if value is not None}
     flagged.update({key: flag_of(key) for key in named})
-    return load_config(config, {**overrides, **(fixed or {})}, flagged)
+    cfg = load_config(config, {**overrides, **(fixed or {})}, flagged)
+    _flags_reach_every_model(cfg, {k: v for k, v in llm.items() if v is not None})
+    return cfg
+
+
+def params_beside(team: Mapping[str, Any], params: list[str]) -> dict[str, dict[str, Any]]:
+    """The ``--param`` items, parsed; one that contradicts a team flag is refused (--brain rules beside
+    --param fincon.brain=llm ran the model: the --param won, unsaid)."""
+    parsed = parse_params(params)
+    for key, value in team.items():
+        given_ = (parsed.get("fincon") or {}).get(key, value)
+        if value is not None and given_ != value:
+            raise ConfigError(f"{_typed(f'strategy_params.fincon.{key}', value)} and --param "
+                              f"fincon.{key}={_said(given_)} disagree; give one")  # fmt: skip
+    return parsed
+
+
+def _said(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _typed(key: str, value: Any) -> str:
+    """What the user typed for config ``key``: a switch alone (--no-cvar), else the flag and its value."""
+    return flag_of(key) if isinstance(value, bool) else f"{flag_of(key)} {value}"
+
+
+def _flags_reach_every_model(cfg: RunConfig, llm: Mapping[str, Any]) -> None:
+    """A strategy's own LLM settings win over the run's (fincon.llm.settings.layered): an --llm-* flag a
+    strategy's own key contradicts would change nothing for it, said nowhere (--anonymize asked, the
+    config's strategy_params.llm-trader.anonymize=false ran it unmasked). Refused in one line."""
+    for name in cfg.strategies:
+        flat = name.partition("@")[0] == "llm-trader"  # its params are LLM settings themselves
+        own = cfg.params(name) if flat else cfg.params(name).get("llm") or {}
+        for key, value in llm.items():
+            if key in own and own[key] != value and not (key == "model" and str(own[key]) == str(value)):
+                where = f"strategy_params.{name}.{'' if flat else 'llm.'}{key}"
+                raise ConfigError(
+                    f"{_typed(f'llm.{key}', value)} and {where}={_said(own[key])} disagree (the "
+                    "strategy's own setting would win); give one"
+                )
 
 
 #: the closing paragraph of backtest's, train's and experiment's --help
