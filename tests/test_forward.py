@@ -620,6 +620,12 @@ def _live_sma_journal(tmp_path, monkeypatch, fast: int, slow: int):
     monkeypatch.setattr(
         forward.Plan, "load", classmethod(lambda cls, root: dataclasses.replace(load(root), simulated=False))
     )
+    # the registration re-signed as live too: verify holds every session to the registration's word
+    journal = forward.Journal(tmp_path / "fw")
+    (register,) = journal.entries()
+    (tmp_path / "fw" / "journal.jsonl").unlink()
+    journal.append_all([{k: v for k, v in register.items() if k not in ("seq", "prev_hash", "hash")} | {
+        "simulated": False, "sealed_at": "2022-10-04T20:00:00+00:00"}])  # fmt: skip
     return forward, tmp_path / "fw", load
 
 
@@ -761,6 +767,14 @@ def test_a_live_decision_ready_after_the_open_is_sealed_missed_and_verify_refuse
     assert not res["ok"] and res["problem"] == (
         "entry 4 (seq 4, session sma-cross 2022-10-10): sealed at 2022-10-11T13:45:00+00:00, once 2022-10-11 "
         "had opened (2022-10-11 13:30 UTC): a decision sealed after the open of its session settles nothing"
+    )
+    # found in review: the same entry re-signed as "simulated" switched its late check off (verify: ok)
+    entries[-1]["simulated"] = True
+    (root / "journal.jsonl").unlink()
+    journal.append_all([{k: v for k, v in e.items() if k not in ("seq", "prev_hash", "hash")} for e in entries])
+    res = verify(root)
+    assert not res["ok"] and res["problem"] == (
+        "entry 4 (seq 4, session sma-cross 2022-10-10): says simulated=True in a journal registered simulated=False"
     )
 
 

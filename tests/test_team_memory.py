@@ -137,3 +137,39 @@ def test_the_run_store_holds_every_memory_once_the_run_is_done(tmp_path):
         assert {i: (stored.docs[r], stored.meta(r)) for i, r in stored.rows.items()} == live
         rewarded += sum(meta["access"] for _, meta in live.values())
     assert rewarded > 0  # access counters reached the store too
+
+
+def test_an_analyst_weighs_each_item_at_its_age_whatever_day_the_run_started(tmp_path):
+    """Found in review: on a run's first day every past item is new and weighed as today's (TSLA's 2022 Q1
+    and Q2 10-Qs both 0.80 on 2022-10-05: neutral 0.0), where a run that started on 2022-09-01 weighed them
+    at their ages (0.036 and 0.224: bearish 0.3628); and the rules analyst's report of an unchanged item set
+    was reused whatever its weights (its reuse key lacked them), so the decay never reached it."""
+    import pandas as pd
+
+    from fincon.agents.brains import rules_analyst
+    from fincon.agents.roles import ROLES
+    from fincon.agents.roles.base import ToneBaseline
+    from fincon.data.events import sample_store
+    from fincon.memory.embedders import HashingEmbedder
+    from fincon.memory.store import MemoryStore
+
+    store = sample_store(["TSLA"])
+
+    def report_on(days, folder):
+        ms = MemoryStore(folder, HashingEmbedder())
+        try:
+            role, baseline = ROLES["10-q"], ToneBaseline()
+            mem = role.open(ms, store, "TSLA", 5, {})
+            for d in days:
+                inp, _ = role.gather(mem, "TSLA", store.view_at(pd.Timestamp(d)), 5, baseline=baseline)
+            return inp, rules_analyst(inp)
+        finally:
+            ms.close()
+
+    late, early = report_on(["2022-10-05"], tmp_path / "a"), report_on(["2022-09-01", "2022-10-05"], tmp_path / "b")
+    weights = lambda inp: sorted((i.id, round(i.weight, 3)) for i in inp.items)  # noqa: E731
+    assert weights(late[0]) == weights(early[0]) == [("mem-TSLA-10q-2022Q1", 0.036), ("mem-TSLA-10q-2022Q2", 0.224)]
+    assert (late[1].direction, late[1].confidence) == (early[1].direction, early[1].confidence) == ("bearish", 0.3628)
+    # the reuse key of the rules analyst holds the weights: a day later (decayed) is another key
+    _, later = late[0], report_on(["2022-10-05", "2022-10-06"], tmp_path / "c")[0]
+    assert later.digest() == late[0].digest() and later.digest(weighted=True) != late[0].digest(weighted=True)

@@ -255,7 +255,7 @@ def verify_chain(entries: list[dict[str, Any]], root: Path) -> Iterator[str]:
     and of the kept calls each session entry names; that no session is sealed twice, that a decision
     trades the session after its own, and that no folder of frozen inputs is named by no entry (a
     replay and a score read every one)."""
-    prev = GENESIS
+    prev, simulated = GENESIS, False
     seen: dict[tuple[str | None, str], int] = {}  # (strategy, session) sealed, and a miss's (None, session)
     for i, e in enumerate(entries):
         what = " ".join(str(x) for x in (e.get("kind"), e.get("strategy"), e.get("session") or e.get("decided")) if x)
@@ -271,6 +271,12 @@ def verify_chain(entries: list[dict[str, Any]], root: Path) -> Iterator[str]:
             return
         if i == 0 and e.get("kind") != "register":
             yield f"{where}: the first entry is not the plan's registration"
+            return
+        if i == 0:
+            simulated = bool(e.get("simulated"))
+        elif e.get("kind") == "session" and bool(e.get("simulated")) != simulated:  # one entry's flag switched
+            # the late-seal check off (must_precede reads each entry's own)
+            yield f"{where}: says simulated={bool(e.get('simulated'))} in a journal registered simulated={simulated}"
             return
         prev = e["hash"]
         again = _sealed_again(e, seen)

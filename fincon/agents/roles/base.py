@@ -123,13 +123,16 @@ class RoleInputs:
     beliefs: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def digest(self) -> str:
+    def digest(self, weighted: bool = False) -> str:
         """Hash of what a brain reads, without the date: the reuse key (the
-        items as a set: the same memories in another rank order are reused)."""
+        items as a set: the same memories in another rank order are reused).
+        ``weighted``: with each item's weight, which the rules analyst reads
+        (its decayed importance: without it, the first report of an unchanged
+        item set was reused for 58 days and the decay never reached it)."""
         payload = {
             "role": self.role,
             "ticker": self.ticker,
-            "items": sorted(i.key() for i in self.items),
+            "items": sorted([*i.key(), round(i.weight, 6)] if weighted else i.key() for i in self.items),
             "facts": list(self.facts),
             "stance": self.stance,
             "beliefs": self.beliefs,
@@ -328,6 +331,9 @@ class EventRole(Role):
         items: list[Item] = []
         for e in sorted(dm.new_entries, key=lambda e: e.id)[-k:]:
             tone = e.metadata.get("lm_tone")
+            # at its age: on a run's first day every past item is new, and a 154-day-old 10-Q weighed as
+            # today's (the same day read differently by runs that started on other days)
+            age = max(0, (pd.Timestamp(events.date).normalize() - pd.Timestamp(e.day).normalize()).days)
             items.append(
                 Item(
                     e.id,
@@ -335,7 +341,7 @@ class EventRole(Role):
                     e.source,
                     memory_text(e.text, tone),
                     baseline.relative(tone),
-                    DEFAULT_DECAY[e.source].importance(0) / 100.0,
+                    DEFAULT_DECAY[e.source].importance(age) / 100.0,
                     True,
                 )
             )

@@ -13,7 +13,7 @@ import hashlib
 import json
 from typing import Any
 
-from fincon.agents.brains import Answer, ManagerTask, Reuse, analyst_question
+from fincon.agents.brains import Answer, ManagerTask, Reuse, RulesBrain, analyst_question
 from fincon.agents.reports import AnalystReport
 from fincon.agents.roles.base import RoleInputs
 from fincon.llm.concurrency import run_concurrently
@@ -40,8 +40,9 @@ class Calls:
     def _answer_all(self, inputs: list[RoleInputs], day: str) -> list[Answer]:
         out: list[Answer | None] = [None] * len(inputs)
         tasks, slots = [], []
+        weighted = isinstance(self.brain, RulesBrain)  # the rules analyst reads the items' weights
         for n, inp in enumerate(inputs):
-            digest = inp.digest()
+            digest = inp.digest(weighted)
             prev = self._last.get(inp.agent)
             if not inp.items:
                 out[n] = Answer(AnalystReport(role=inp.role, ticker=inp.ticker), "empty")
@@ -60,7 +61,7 @@ class Calls:
             raise StopRun(self.stopped) from None
         for n, ans in zip(slots, got):
             out[n] = ans
-            self._last[inputs[n].agent] = (inputs[n].digest(), ans)
+            self._last[inputs[n].agent] = (inputs[n].digest(weighted), ans)
         for a in out:
             self.counts["model_calls"] += a.calls
             self.counts["reused"] += a.via == "reuse"
