@@ -56,6 +56,13 @@ CASES: dict[str, tuple[list[str], str]] = {
     "llm prices date that is no date": ([*BT, "--llm-prices", "{no_date}"], "--llm-prices"),
     "param date that is no date": ([*BT, "--strategy", "sma-cross", "--param", "sma-cross.fast=2022-13-45"], "fast"),
     "param for a strategy not run": ([*BT, "--param", "sma_cross.fast=5"], "did you mean 'sma-cross'"),
+    # found in review: an empty value ran the default, a key given twice kept the last, --cas was --cash
+    "param without a value": ([*BT, "--strategy", "markowitz", "--param", "markowitz.lookback="], "gives no value"),
+    "param given twice": (
+        [*BT, "--strategy", "sma-cross", "--param", "sma-cross.fast=5", "--param", "sma-cross.fast=6"],
+        "--param sma-cross.fast is given twice",
+    ),  # fmt: skip
+    "abbreviated flag beside the flag": ([*BT, "--cash", "5000", "--cas", "100"], "--cas: did you mean --cash?"),
     "variant of no strategy": ([*BT, "--strategy", "fincn@rules"], "did you mean 'fincon'"),
     "variant label with a dot": ([*BT, "--strategy", "sma-cross@a.b"], "after @ give a label"),
     "directions for a ticker not run": (

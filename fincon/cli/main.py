@@ -68,7 +68,13 @@ class Terminated(BaseException):
 
 class _Parser(argparse.ArgumentParser):
     """argparse with a one-line error: the usage block is noise when one
-    flag value is wrong; ``--help`` shows it."""
+    flag value is wrong; ``--help`` shows it. No abbreviations (every
+    subcommand's parser is one of these): ``--cash 5000 --cas 100`` ran with
+    $100, past the check that refuses a flag given twice."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
         self.exit(2, f"fincon: error: {message} (see `{self.prog} --help`)\n")

@@ -58,6 +58,10 @@ def parse_params(items: list[str]) -> dict[str, dict[str, Any]]:
         name, dot, field = key.rpartition(".")
         if not sep or not dot or not name or not field:
             raise ConfigError(f"--param {item!r}: expected STRATEGY.KEY=VALUE, e.g. markowitz.lookback=60")
+        if not raw.strip():  # read as null, which the config drops: the default ran, unsaid
+            raise ConfigError(f"--param {item!r} gives no value; give one, or drop the --param for the default")
+        if field in out.get(name, {}):
+            raise ConfigError(f"--param {key} is given twice; give it once")
         try:
             value = load_yaml(raw)
         except yaml.YAMLError:
