@@ -340,10 +340,17 @@ def test_the_qa_set_is_generated_from_the_corpus_and_holds_out_test_documents():
     dev = [i for i in items if i.split == "dev"]
     test = [i for i in items if i.split == "test"]
     assert dev and test and not ({i.doc for i in dev} & {i.doc for i in test})
-    ex = numeric._example(dev)
+    ex = numeric._example(numeric._example_item(dev))
     q = numeric.analyst_question(test[0], ex).messages()
     for doc in {i.doc: i for i in test}.values():  # no test document is in the prompt's example
         assert " ".join(doc.text.split()) not in q[0]["content"]
+    # found in review: with --split dev or all, the worked example's own question was scored with its gold in
+    # the system prompt; no question on its document is scored now, whatever the split
+    shown = numeric._example_item(dev)
+    for split in ("dev", "all"):
+        res = numeric.run("rules", split=split, tickers=["TSLA", "MSFT"])
+        assert res["example_document_left_out"] == shown.doc
+        assert res["outcomes"] and shown.doc not in {o.item.doc for o in res["outcomes"]}
     # gold: right at the precision the document prints
     i = next(i for i in items if i.metric == "revenue_change")
     f = {x.metric: x.value for x in figures_in(i.text)}

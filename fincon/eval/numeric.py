@@ -268,9 +268,13 @@ def rules_revise(item: QAItem, a: Attempt, review: Review, stages: Sequence[str]
     return Attempt(figs, None if value is None else rounded(value, item.decimals))
 
 
-def _example(dev: Sequence[QAItem]) -> dict[str, str]:
+def _example_item(dev: Sequence[QAItem]) -> QAItem | None:
+    """The dev question whose worked answer the analyst's prompt shows."""
+    return next((i for i in dev if i.metric == "revenue_change"), None) or (dev[0] if dev else None)
+
+
+def _example(ex: QAItem | None) -> dict[str, str]:
     """One worked example for the analyst's prompt, from the dev split only."""
-    ex = next((i for i in dev if i.metric == "revenue_change"), None) or (dev[0] if dev else None)
     if ex is None:
         return {"example_document": "(none)", "example_question": "(none)", "example_answer": "(none)"}
     figs = {m: ex.figures[m] for m in _needs(ex)}
@@ -396,7 +400,10 @@ def run(
 ) -> dict[str, Any]:
     items, skipped = build_set(tickers)
     dev = [i for i in items if i.split == "dev"]
-    chosen = [i for i in items if split == "all" or i.split == split]
+    shown = _example_item(dev)
+    # never a question on the worked example's document: its figures and answer are in every prompt (with
+    # --split dev or all its own question was scored with its gold in the system prompt)
+    chosen = [i for i in items if (split == "all" or i.split == split) and (shown is None or i.doc != shown.doc)]
     if limit is not None:
         # spread over question kinds: round-robin by metric
         by_metric: dict[str, list[QAItem]] = {}
@@ -408,7 +415,7 @@ def run(
                 if k < len(v) and len(chosen) < limit:
                     chosen.append(v[k])
             k += 1
-    example = _example(dev)
+    example = _example(shown)
     outcomes, usage = evaluate(scoring.make_brain(brain_name, client), chosen, example, progress)
     return {
         "brain": brain_name,
@@ -416,6 +423,7 @@ def run(
         "questions": len(chosen),
         "documents": len({i.doc for i in chosen}),
         "dev_documents": len({i.doc for i in dev}),
+        "example_document_left_out": shown.doc if shown is not None else None,
         "skipped_documents": skipped,
         "example": example,
         "rows": table(outcomes),
@@ -435,7 +443,7 @@ def report(res: dict[str, Any]) -> str:
     out = [
         f"numeric critics, brain {res['brain']}: {res['questions']} questions from {res['documents']} documents "
         f"({res['split']} split; the prompt's example comes from the {res['dev_documents']} dev documents, "
-        f"never scored on test)",
+        f"and no question on its document is scored)",
         "exact match after rounding to the question's precision ($bn: 2 decimals, %: 1 decimal)",
         "",
         format_table(res["rows"]),
