@@ -69,6 +69,24 @@ def test_finqa_json_is_read_with_the_key_kept_for_scoring_only():
     assert "subtract" not in i.text and "0.01639" not in i.text
     assert finqa.correct(0.016390, 0.01639) and not finqa.correct(0.0164, 0.01639)  # FinQA: 5 decimals
     assert finqa.close(1.64, 0.01639) and finqa.close(0.0164, 0.01639) and not finqa.close(0.017, 0.01639)
+    # found in review: a gold stated in percent (multiply(#1, const_100): 1.63902) and an answer that follows
+    # the prompt's "a percentage as a fraction" (0.01639) was wrong in both columns
+    assert finqa.close(0.01639, 1.63902) and not finqa.close(0.017, 1.63902)
+
+
+def test_entries_with_a_yes_no_answer_are_counted_and_said(tmp_path):
+    """Found in review: FinQA's greater() answers "yes"/"no" and its own evaluation counts those entries;
+    they were dropped from the denominator with "as FinQA scores it" said of the rest."""
+    import json
+
+    data = json.loads(DATA.read_text())
+    data += [{**data[0], "id": f"yn-{k}", "qa": {**data[0]["qa"], "exe_ans": "yes"}} for k in range(6)]
+    path = tmp_path / "yn.json"
+    path.write_text(json.dumps(data))
+    assert finqa.load_counted(path)[1] == 6
+    res = finqa.run(path, "rules")
+    assert res["questions"] == 12 and res["left_out"] == 6
+    assert "6 entries with a yes/no answer left out" in finqa.report(res)
 
 
 def test_critic_rows_per_question_type_on_a_stub():

@@ -99,8 +99,14 @@ def _shape_problem(e: Any) -> str | None:
 
 def load(path: str | Path) -> list[FinQAItem]:
     """FinQA's JSON (a list of entries); entries without a numeric exe_ans are
-    skipped; a file that is not FinQA's JSON, or holds no usable entry, is a
-    one-line :class:`DataError`."""
+    skipped (:func:`load_counted` counts them); a file that is not FinQA's
+    JSON, or holds no usable entry, is a one-line :class:`DataError`."""
+    return load_counted(path)[0]
+
+
+def load_counted(path: str | Path) -> tuple[list[FinQAItem], int]:
+    """:func:`load`, and how many entries it left out: a yes/no answer (FinQA's ``greater``), which
+    FinQA's own evaluation counts in its denominator."""
 
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -108,7 +114,7 @@ def load(path: str | Path) -> list[FinQAItem]:
         raise DataError(f"{path} is not JSON text ({type(exc).__name__}); give FinQA's dataset/test.json") from None
     if not isinstance(data, list):
         raise DataError(f"{path}: FinQA's JSON is a list of entries, this is a {type(data).__name__}")
-    out = []
+    out, left = [], 0
     for n, e in enumerate(data, 1):
         why = _shape_problem(e)
         if why:
@@ -118,6 +124,7 @@ def load(path: str | Path) -> list[FinQAItem]:
         qa = e.get("qa") or {}
         gold = qa.get("exe_ans")
         if isinstance(gold, bool) or not isinstance(gold, (int, float)):
+            left += 1
             continue
         program = str(qa.get("program", ""))
         out.append(
@@ -135,7 +142,7 @@ def load(path: str | Path) -> list[FinQAItem]:
             f"{path}: no entry with a qa.question and a numeric qa.exe_ans ({len(data)} entries read); "
             "is this FinQA's JSON?"
         )
-    return out
+    return out, left
 
 
 def correct(pred: float | None, gold: float) -> bool:
@@ -144,10 +151,11 @@ def correct(pred: float | None, gold: float) -> bool:
 
 
 def close(pred: float | None, gold: float) -> bool:
-    """Lenient: within 1 % relative (or 1e-4 absolute), or the same value as a percentage."""
+    """Lenient: within 1 % relative (or 1e-4 absolute), or the same value as a percentage or as a fraction
+    (0.01639 for a gold of 1.63902 %: the prompt asks for a percentage as a fraction)."""
     if pred is None:
         return False
-    for p in (pred, pred / 100.0):
+    for p in (pred, pred / 100.0, pred * 100.0):  # a percentage as a fraction too (the prompt asks for one)
         if abs(p - gold) <= max(1e-4, 0.01 * abs(gold)):
             return True
     return False
@@ -356,13 +364,15 @@ def table(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
 def run(
     path: str | Path, brain_name: str = "rules", limit: int | None = None, client: Any = None, progress: bool = False
 ) -> dict[str, Any]:
-    items = load(path)[:limit] if limit else load(path)
+    items, left = load_counted(path)
+    items = items[:limit] if limit else items
     outcomes, usage = evaluate(scoring.make_brain(brain_name, client), items, progress)
     return {
         "format": "finqa",
         "data": str(path),
         "brain": brain_name,
         "questions": len(items),
+        "left_out": left,  # entries with a yes/no answer, which FinQA's own evaluation scores
         "rows": table(outcomes),
         "usage": dict(usage),
         "outcomes": outcomes,
@@ -377,7 +387,13 @@ def report(res: dict[str, Any]) -> str:
     )
     lines = [
         f"numeric critics on FinQA ({res['data']}), brain {res['brain']}: {res['questions']} questions; "
-        "execution accuracy as FinQA scores it (equal at 5 decimals); ±1%: within 1 % relative",
+        "execution accuracy as FinQA scores it (equal at 5 decimals); ±1%: within 1 % relative"
+        + (
+            f"; {res['left_out']} entries with a yes/no answer left out (FinQA's own evaluation counts them: "
+            "its accuracy and this one have different denominators)"
+            if res.get("left_out")
+            else ""
+        ),
         "",
         head,
         "-" * len(head),
