@@ -88,7 +88,7 @@ def test_a_model_whose_every_answer_is_invalid_is_inconclusive_not_clear():
     named = _row(res, "recall up/down-5", "named")
     assert named["invalid"] == named["n"] == 60 and named["correct"] == 0
     assert named["inconclusive"] == "60 of 60 answers invalid"
-    assert res["verdict"].startswith("inconclusive: no probe measured anything (60 of 60 answers invalid")
+    assert res["verdict"].startswith("inconclusive: no recall probe measured anything (60 of 60 answers invalid")
     assert "inconclusive" in lookahead.report(res)
 
 
