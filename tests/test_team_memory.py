@@ -173,3 +173,26 @@ def test_an_analyst_weighs_each_item_at_its_age_whatever_day_the_run_started(tmp
     # the reuse key of the rules analyst holds the weights: a day later (decayed) is another key
     _, later = late[0], report_on(["2022-10-05", "2022-10-06"], tmp_path / "c")[0]
     assert later.digest() == late[0].digest() and later.digest(weighted=True) != late[0].digest(weighted=True)
+
+
+@pytest.mark.slow  # a month of the rules team, about 4 s on 2 cores
+def test_a_decision_is_settled_on_the_day_the_book_had(tmp_path):
+    """Found in review: with next-open fills a decision was settled on its target weights times the
+    close-to-close return, a day the book did not have (the old position held overnight, the new one from
+    the open, costs paid): 9 of 59 days had the wrong sign, rewards went to memories behind a loss and a
+    reflection called a -1.55 % day profitable. The settled P&L is the book's own return."""
+    import pandas as pd
+
+    from fincon.cli.main import main
+
+    run = tmp_path / "run"
+    assert main(["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", "--start",
+                 "2022-10-05", "--end", "2022-11-04", "--fill", "next-open", "--commission", "0.001",
+                 "--ledger", "off", "--no-progress", "--out", str(run)]) == 0  # fmt: skip
+    equity = pd.read_csv(run / "equity.csv", index_col=0)["value"]
+    days = [json.loads(line) for line in (run / "decisions.jsonl").read_text().splitlines()]
+    settled = [(d["date"], d["record"]["settled"]) for d in days if d["record"].get("settled")]
+    assert len(settled) >= 20
+    for date, s in settled:
+        book = equity.loc[date] / equity.loc[s["day"]] - 1.0
+        assert s["pnl"] == pytest.approx(book, abs=2e-6), date

@@ -49,6 +49,8 @@ class _Previous:
     rationale: str = ""
     #: the manager's past-decision memories it was shown for this decision (rewarded on a profit)
     recalled: tuple[str, ...] = ()
+    #: the book's value at the decision (before its orders): what the day after it is measured from
+    value: float = 0.0
 
 
 class Learning:
@@ -117,7 +119,8 @@ class Learning:
         closes = {t: view.price(t) for t in self.universe}
         acts = ", ".join(f"{t} {a}" for t, a in sorted(decision.actions.items()))
         recalled = tuple(getattr(self, "_recalled", ()))
-        self._prev = _Previous(day, held, closes, relied, acts, decision.rationale or "", recalled)
+        value = float(getattr(view.portfolio, "value", 0.0) or 0.0)
+        self._prev = _Previous(day, held, closes, relied, acts, decision.rationale or "", recalled, value)
 
     def _settle(self, view, day: str, risk=None) -> dict[str, Any] | None:
         """Yesterday's P&L -> a reflection on a losing or CVaR-alert day; a
@@ -125,10 +128,15 @@ class Learning:
         prev, self._prev = self._prev, None
         if prev is None:
             return None
-        pnl = 0.0
-        for t, w in prev.weights.items():
-            if w and np.isfinite(prev.closes.get(t, np.nan)) and prev.closes[t] > 0:
-                pnl += w * (view.price(t) / prev.closes[t] - 1.0)
+        # the book's own day: yesterday's decision, filled as the broker fills it (with next-open fills the
+        # old position held overnight and the new one from the open: its target weights times the
+        # close-to-close return graded 9 of 59 days with the wrong sign), its costs paid
+        now = float(getattr(view.portfolio, "value", 0.0) or 0.0)
+        pnl = now / prev.value - 1.0 if prev.value > 0 and np.isfinite(now) else 0.0
+        if not prev.value > 0:  # a view with no book (a test's): the target weights' close-to-close return
+            for t, w in prev.weights.items():
+                if w and np.isfinite(prev.closes.get(t, np.nan)) and prev.closes[t] > 0:
+                    pnl += w * (view.price(t) / prev.closes[t] - 1.0)
         rewarded: list[str] = []
         if pnl > 0:
             by_agent: dict[str, list[str]] = {}
