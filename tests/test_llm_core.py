@@ -698,3 +698,28 @@ def test_a_refusal_is_an_answer_counted_not_a_broken_body_retried():
     assert len(posts) == 2 and "I'm sorry" in info.value.errors[0]
     s = ledger.summary()
     assert (s["llm_calls"], s["llm_tokens"], s["llm_reasks"], s["llm_failures"]) == (2, 2 * 912, 1, 1)
+
+
+def test_a_server_that_reports_no_usage_is_charged_an_estimate_and_said_once(caplog):
+    """Found in review: an OpenAI-compatible answer without "usage" was booked as 0 tokens and $0, so
+    --max-tokens never fired and the run was free; the tokens are estimated from the text (4 characters a
+    token), the budget reads them, and the missing usage is said once."""
+    import logging
+
+    from fincon.llm.backends.openai_compat import OpenAICompatBackend
+    from fincon.llm.errors import BudgetExhausted
+    from fincon.testing.server import DoubleServer
+
+    answer = json.dumps({"action": "buy", "confidence": 0.7})
+    with DoubleServer(Scripted([answer] * 5), usage=False) as url, caplog.at_level(logging.WARNING):
+        backend = OpenAICompatBackend("double", base_url=url)
+        client = LLMClient(backend, ledger=UsageLedger(max_tokens=100))
+        prompt = "x" * 200  # 50 tokens, and the schema's instruction the client adds
+        res = client.ask([Message(role="user", content=prompt)], Verdict)
+        assert res.usage.prompt_tokens > 50 and res.usage.completion_tokens == -(-len(answer) // 4)
+        with pytest.raises(BudgetExhausted):  # the budget a run checks each day reads the estimate
+            client.ledger.check_budget()
+        client.ask([Message(role="user", content=prompt + "y")], Verdict)
+        backend.close()
+    said = [r for r in caplog.records if "reports no token usage" in r.getMessage()]
+    assert len(said) == 1

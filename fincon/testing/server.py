@@ -29,9 +29,10 @@ class DoubleServer:
     """Serve ``double`` (an object with ``complete(messages, schema, params)``)
     on 127.0.0.1 (``port`` 0: a free one); a context manager whose value is
     the base URL (``http://127.0.0.1:PORT/v1``). Calls are answered one at a
-    time, in the order they arrive (a double's state is not thread-safe)."""
+    time, in the order they arrive (a double's state is not thread-safe);
+    ``usage`` False: no token usage in the answers (as some servers send)."""
 
-    def __init__(self, double: Any, port: int = 0):
+    def __init__(self, double: Any, port: int = 0, usage: bool = True):
         self.double = double
         self.calls = 0
         lock = threading.Lock()
@@ -78,11 +79,17 @@ class DoubleServer:
                                 "finish_reason": "stop",
                             }
                         ],
-                        "usage": {
-                            "prompt_tokens": done.prompt_tokens,
-                            "completion_tokens": done.completion_tokens,
-                            "total_tokens": done.prompt_tokens + done.completion_tokens,
-                        },
+                        **(
+                            {
+                                "usage": {
+                                    "prompt_tokens": done.prompt_tokens,
+                                    "completion_tokens": done.completion_tokens,
+                                    "total_tokens": done.prompt_tokens + done.completion_tokens,
+                                }
+                            }
+                            if usage
+                            else {}
+                        ),
                     },
                 )
 

@@ -134,6 +134,7 @@ class OpenAICompatBackend:
         self._may_downgrade = structured == "auto"
         self._rng = rng or random.Random()
         self._lock = threading.Lock()
+        self._no_usage = False  # said once: the server gave no token usage
         headers = {"Content-Type": "application/json"}
         if self._key:
             headers["Authorization"] = f"Bearer {self._key}"
@@ -307,6 +308,19 @@ class OpenAICompatBackend:
             completion_tokens = int(usage.get("completion_tokens") or 0)
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
             raise _Retryable(f"malformed response body ({type(exc).__name__}): {body[:80]!r}", "malformed") from None
+        if not usage.get("prompt_tokens") and not usage.get("completion_tokens"):
+            # no usage in the answer: booked as 0 tokens and $0, the run was free and --max-tokens never
+            # fired; estimated from the text instead (4 characters a token), and said once
+            prompt_tokens = -(-sum(len(str(getattr(m, "content", m))) for m in messages) // 4)
+            completion_tokens = -(-len(text) // 4)
+            with self._lock:
+                said, self._no_usage = self._no_usage, True
+            if not said:
+                log.warning(
+                    "%s reports no token usage: tokens estimated from the text (4 characters a token) for "
+                    "--max-tokens, prices and llm_usage.csv",
+                    self.base_url,
+                )
         return Completion(
             text=text,
             prompt_tokens=prompt_tokens,
