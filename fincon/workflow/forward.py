@@ -54,7 +54,7 @@ from fincon.errors import CloseOnly, ConfigError, FinconError
 from fincon.files import json_text, write_atomic
 from fincon.flag import absolute
 from fincon.llm.cache import CallCache
-from fincon.workflow import forward_anchor, forward_clock, forward_code, forward_ledger
+from fincon.workflow import forward_anchor, forward_clock, forward_code, forward_ledger, forward_plan
 from fincon.workflow.alpaca import AlpacaPaper, BrokerError, check_available, expected_after
 from fincon.workflow.forward_clock import (
     EXCHANGE,
@@ -240,6 +240,7 @@ def _step(root: Path, until: dt.date | None, progress: bool, clock: Clock, seale
     journal = Journal(root)
     with locked(root):
         entries = journal.entries()
+        forward_plan.unfrozen_tail(root, entries)
         problems = list(verify_chain(entries, root))
         if problems:
             raise JournalError(f"{root}: {problems[0]}; no step is taken on a journal that does not verify")

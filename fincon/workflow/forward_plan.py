@@ -131,6 +131,17 @@ def check_sessions(ticker: str, dates: pd.DatetimeIndex, first: dt.date, day: dt
         )
 
 
+def unfrozen_tail(root: Path, entries: list[dict[str, Any]]) -> None:
+    """Remove the frozen inputs of a step killed before it sealed them (SIGKILL, power: no handler ran),
+    which come after every folder an entry names; a step freezes them again. Left, every later step
+    refused the journal until a person removed them. A folder before a sealed one stays for verify."""
+    named = {e["inputs"]["path"] for e in entries if e.get("inputs")}
+    last = max(named, default="")
+    for folder in sorted((root / INPUTS).glob("[!.]*")) if (root / INPUTS).is_dir() else ():
+        if folder.is_dir() and f"{INPUTS}/{folder.name}" not in named and f"{INPUTS}/{folder.name}" > last:
+            shutil.rmtree(folder)
+
+
 def freeze(root: Path, plan: Plan, day: dt.date) -> dict[str, Any]:
     """The inputs the decision at ``day``'s close reads, new since the last freeze, written into
     ``DIR/inputs/DAY/`` (prices: the bars up to ``day``; events: the items visible by its close)."""
