@@ -1727,3 +1727,32 @@ def test_the_session_a_live_step_trades_is_a_session_on_a_holiday_or_a_weekend()
     assert session_to_trade(at(2022, 7, 5, 10)) == dt.date(2022, 7, 5)  # a session not yet open
     assert session_to_trade(at(2022, 7, 5, 13, 30)) == dt.date(2022, 7, 6)  # open: the next one
     assert session_to_trade(at(2022, 11, 25, 21)) == dt.date(2022, 11, 28)  # after an early close, a Friday
+
+
+def test_an_init_stopped_before_its_registration_leaves_nothing_and_an_empty_journal_is_refused(
+    tmp_path, monkeypatch, capsys
+):
+    """Found in review: a Ctrl-C while init hashed a model's weights (or a full disk at the registration)
+    left plan.yaml and no entry, said "partial output removed", and then step was an IndexError traceback
+    and verify said "verified: 0 entries"."""
+    from fincon.workflow import forward, forward_plan
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+
+    def stopped(cfg):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(forward, "models", stopped)
+    argv = ["forward", "init", "fw", "--ticker", "TSLA", "--strategy", "buy-and-hold", "--simulate-from", START]
+    assert main(argv) != 0
+    assert not (tmp_path / "fw").exists()
+    monkeypatch.setattr(forward, "models", forward_plan.models)
+    (tmp_path / "half").mkdir()
+    assert main([*argv[:2], "half", *argv[3:]]) == 0
+    (tmp_path / "half" / "journal.jsonl").write_text("")  # a registration lost
+    capsys.readouterr()
+    assert main(["forward", "step", "half", "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "holds no registration" in err and "Traceback" not in err and err.count("\n") == 1
+    assert main(["forward", "verify", "half"]) == 1

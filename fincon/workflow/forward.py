@@ -39,6 +39,7 @@ import datetime as dt
 import hashlib
 import logging
 import secrets
+import shutil
 import sqlite3
 import sys
 from pathlib import Path
@@ -52,7 +53,6 @@ from fincon.config import RunConfig
 from fincon.engine.resume import Resume, StateError
 from fincon.errors import CloseOnly, ConfigError, FinconError
 from fincon.files import json_text, write_atomic
-from fincon.flag import absolute
 from fincon.llm.cache import CallCache
 from fincon.workflow import forward_anchor, forward_clock, forward_code, forward_ledger, forward_plan
 from fincon.workflow.alpaca import AlpacaPaper, BrokerError, check_available, expected_after
@@ -156,13 +156,30 @@ def init(
         )
     warn_run_without_model(cfg, checked.knowledge, False, checked.strategies)  # a setting sealed for nothing: said
     check_knowledge(checked.knowledge)  # a window the model may remember: said as a backtest says it
-    cfg = _cache_from_anywhere(cfg)
+    cfg = forward_plan.cache_from_anywhere(cfg)
     ledger = forward_ledger.resolve(ledger)  # a ledger that is no fincon ledger: said before the journal exists
     plan = Plan(cfg.model_copy(update={"start": first, "end": first}), first, simulate_from is not None, broker)
+    hashed = models(plan.config)  # a local model's weights hashed in full: before anything is written
+    fresh = not root.exists()
     root.mkdir(parents=True, exist_ok=True)
-    write_atomic(root / PLAN_FILE, plan.to_yaml())
-    journal = Journal(root)
-    entry = journal.append(
+    try:  # a plan without its registration (stopped between the two) was a folder every command misread
+        write_atomic(root / PLAN_FILE, plan.to_yaml())
+        entry = _register(root, plan, first, hashed, ledger, anchor_git)
+    except BaseException:
+        for made in (root / PLAN_FILE, root / JOURNAL_NAME):
+            made.unlink(missing_ok=True)
+        if fresh:
+            shutil.rmtree(root, ignore_errors=True)
+        raise
+    forward_ledger.register(plan, entry)
+    if anchor_git:
+        forward_anchor.commit(root, f"register {first}", f"{root} is registered")
+    return entry
+
+
+def _register(root: Path, plan: Plan, first: dt.date, hashed: Any, ledger: Any, anchor_git: bool) -> dict[str, Any]:
+    """The registration entry, the journal's first."""
+    return Journal(root).append(
         {
             "kind": "register",
             "sealed_at": stamp(),
@@ -173,32 +190,16 @@ def init(
             "first_session": str(first),
             "plan_sha256": hashlib.sha256((root / PLAN_FILE).read_bytes()).hexdigest(),
             "plan": yaml.safe_load(plan.to_yaml()),
-            "models": models(plan.config),
+            "models": hashed,
             "ledger": ledger,
             "anchor": "git" if anchor_git else None,  # a step refuses to go on unanchored once its .git is gone
             "fincon": __version__,
             "code": forward_code.stamp(),
         }
     )
-    forward_ledger.register(plan, entry)
-    if anchor_git:
-        forward_anchor.commit(root, f"register {first}", f"{root} is registered")
-    return entry
 
 
 JOURNAL_NAME = "journal.jsonl"
-
-
-def _cache_from_anywhere(cfg: RunConfig) -> RunConfig:
-    """The plan's call caches as absolute paths: a step runs from any directory (cron starts it in
-    $HOME), and a cache path read from there would start an empty cache beside it, asking the model
-    again for every session a lost state makes it replay."""
-    cfg = cfg.model_copy(update={"llm": cfg.llm.model_copy(update={"cache_path": Path(absolute(cfg.llm.cache_path))})})
-    for name in cfg.strategies:
-        own = (cfg.params(name) or {}).get("llm") or {}
-        if own.get("cache_path"):
-            cfg = cfg.with_params(name, {**cfg.params(name), "llm": {**own, "cache_path": absolute(own["cache_path"])}})
-    return cfg
 
 
 # -- a step ------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from fincon.data.prices import validate_bars
 from fincon.engine.costs import COMMISSIONS, SLIPPAGES
 from fincon.errors import ConfigError, SourceUnavailable
 from fincon.files import json_text
+from fincon.flag import absolute
 from fincon.llm.bundled import BUNDLED, file_sha256
 from fincon.llm.masking_terms import TERMS, mined_terms
 from fincon.strategies.registry import make_strategy, params_model
@@ -129,6 +130,18 @@ def check_sessions(ticker: str, dates: pd.DatetimeIndex, first: dt.date, day: dt
             "and fills on the exchange's sessions only, and a replay over that bar would trade a day it never "
             "sealed; drop the bar from the prices (or backtest them); nothing decided"
         )
+
+
+def cache_from_anywhere(cfg: RunConfig) -> RunConfig:
+    """The plan's call caches as absolute paths: a step runs from any directory (cron starts it in
+    $HOME), and a cache path read from there would start an empty cache beside it, asking the model
+    again for every session a lost state makes it replay."""
+    cfg = cfg.model_copy(update={"llm": cfg.llm.model_copy(update={"cache_path": Path(absolute(cfg.llm.cache_path))})})
+    for name in cfg.strategies:
+        own = (cfg.params(name) or {}).get("llm") or {}
+        if own.get("cache_path"):
+            cfg = cfg.with_params(name, {**cfg.params(name), "llm": {**own, "cache_path": absolute(own["cache_path"])}})
+    return cfg
 
 
 def unfrozen_tail(root: Path, entries: list[dict[str, Any]]) -> None:

@@ -257,6 +257,9 @@ def verify_chain(entries: list[dict[str, Any]], root: Path) -> Iterator[str]:
     replay and a score read every one)."""
     prev, simulated = GENESIS, False
     seen: dict[tuple[str | None, str], int] = {}  # (strategy, session) sealed, and a miss's (None, session)
+    if not entries:  # verified as "0 entries, every hash holds", and a step was an IndexError traceback
+        yield "the journal holds no registration (an init that did not finish): remove the folder and init again"
+        return
     for i, e in enumerate(entries):
         what = " ".join(str(x) for x in (e.get("kind"), e.get("strategy"), e.get("session") or e.get("decided")) if x)
         where = f"entry {i} (seq {e.get('seq')}, {what})"
