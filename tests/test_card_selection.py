@@ -14,7 +14,7 @@ from scipy.stats import kurtosis, norm, skew
 
 from fincon.cli.main import main
 from fincon.report.card import NONE, run_card
-from fincon.report.evidence import Evidence
+from fincon.report.evidence import FAIL, Evidence
 from fincon.report.selection import selection
 
 TICKERS = ("NVDA", "TSLA", "MSFT", "AAPL", "AMZN")
@@ -147,3 +147,29 @@ def test_a_series_that_never_moved_and_a_family_without_a_spread_are_not_measure
     # in a family of three with a spread (its own 0 and the moved one's): it never moved, and says so
     flat = _run(tmp_path / "flat-b", [100.0] * 31, ledger, "w")
     assert card(flat, ledger) == (NONE, "a series that never moved over 30 days: no Sharpe ratio to test")
+
+
+def test_one_invested_day_and_a_ruined_book_are_not_a_selection_pass(tmp_path):
+    """Found in review: sma-cross flat for 76 of 77 days then +10.8 % passed "selection" with DSR 0.97 over
+    77 days (the one return's skew made it sure); a book that fell below zero (a rejected cover) kept
+    Sharpe ratios of returns whose sign flipped with it."""
+
+    def card(run, ledger):
+        return selection(Evidence(run, run, None, None, {}, {}, {}, [], None, (), ledger))
+
+    ledger = tmp_path / "l.sqlite"
+    once = _run(tmp_path / "once", [1_000_000.0] * 77 + [1_108_000.0], ledger, "once")
+    assert card(once, ledger) == (
+        NONE,
+        "1 of 77 daily returns moved (the book in cash the rest): too few for a Sharpe ratio to mean anything "
+        "(under 20)",
+    )
+    ruined = _run(tmp_path / "ruined", [100.0 + k for k in range(15)] + [-50.0] * 5 + [80.0 + k for k in range(15)],
+                  ledger, "ruined")  # fmt: skip
+    assert card(ruined, ledger) == (
+        FAIL,
+        "the book's value fell to zero or below: no Sharpe ratio of its returns means anything",
+    )
+    from fincon.workflow import trials
+
+    assert trials.daily_sharpe([100.0, 90.0, -10.0, -5.0, 20.0]) is None  # kept out of the family's spread

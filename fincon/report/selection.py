@@ -79,6 +79,14 @@ def selection(ev: Evidence) -> Verdict:
     r = eq[1:] / eq[:-1] - 1.0
     if len(r) < MIN_STAT_DAYS:
         return NONE, f"{len(r)} daily returns: too few for a Sharpe ratio to mean anything (under {MIN_STAT_DAYS})"
+    if (eq <= 0).any():  # a ruined book's returns change sign with it: no Sharpe ratio is one
+        return FAIL, "the book's value fell to zero or below: no Sharpe ratio of its returns means anything"
+    moved = int((r != 0).sum())
+    if 0 < moved < MIN_STAT_DAYS:  # one invested day out of 77 passed with DSR 0.97 (its skew made it sure)
+        return NONE, (
+            f"{moved} of {len(r)} daily returns moved (the book in cash the rest): too few for a Sharpe ratio to "
+            f"mean anything (under {MIN_STAT_DAYS})"
+        )
     (n, var), said = fam.picked_among(), _said(fam)
     dsr = risk.significance.track_record(r, n, var)["dsr"]
     measured = (

@@ -160,7 +160,7 @@ def daily_sharpe(values: Sequence[float]) -> float | None:
     """Mean over the sample standard deviation (ddof 1) of the daily returns,
     as fincon.risk.significance computes it (None: fewer than two days)."""
     r = [x for x in daily_returns(values) if x == x]
-    if len(r) < 2:
+    if len(r) < 2 or min(values) <= 0:  # a book at or below zero: its returns' sign flips with it (no Sharpe)
         return None
     sd = math.sqrt(_var(r))
     return sum(r) / len(r) / sd if sd > 0 else 0.0
