@@ -11,8 +11,10 @@ overlap: moving a window by a day is another try at the same question),
 counting distinct daily return series (configurations that traded
 identically are one trial); an experiment's placebo runs (and buy-and-hold
 on its price twin) are listed as controls, never counted and never a
-family's best. The deflated Sharpe ratio of a rolling evaluation is
-deflated by that count."""
+family's best. The report card's selection row deflates a run's Sharpe
+ratio by that count and the other tickers' trials over the same days; a
+rolling evaluation's tables deflate each window by the series tried inside
+the evaluation alone, not by this ledger."""
 
 from __future__ import annotations
 
@@ -99,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     if any(s["other_tickers"] for s in summ):
         print(
             "other tickers: ticker sets tried over days the family shares (their trials): a best picked among "
-            "tickers was picked among these too; DSR does not deflate by them (other series)"
+            "tickers was picked among these too; the report card's selection row deflates by them too"
         )
     short = sum(s["too_short"] for s in summ)
     if short:

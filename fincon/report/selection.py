@@ -58,7 +58,10 @@ def _said(fam: trials.Family) -> str:
 
 def selection(ev: Evidence) -> Verdict:
     if ev.rolling is not None:
-        return NONE, "a rolling evaluation: each window's DSR is in its table, deflated by the trial ledger's count"
+        return NONE, (  # it said the windows' DSR was deflated by the ledger's count: by the evaluation's own series
+            "a rolling evaluation: each window's DSR in its table is deflated by the series tried inside the "
+            "evaluation, not by the trial ledger (`fincon ledger` counts what else was tried over its windows)"
+        )
     if ev.ledger is None:
         return NONE, "the trial ledger not read (`fincon report --card RUN` reads it; a run's HTML page does not)"
     row = _trial_row(ev.run) if ev.run is not None else None

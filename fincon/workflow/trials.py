@@ -31,9 +31,9 @@ configurations that traded identically (repeats identical with one episode,
 an ablation that changed nothing, a flag no model reads) are one trial, and
 the variance of the trials' Sharpe ratios is taken over the same distinct
 series. Trials on other tickers over days a family shares are other
-questions (other series, so DSR does not deflate by them) but a result
-picked among tickers was picked among them too: each family names them
-(``beside``). ``fincon ledger`` lists and summarises it.
+questions (other series) but a result picked among tickers was picked
+among them too: each family names them (``beside``), and
+:meth:`Family.picked_among` counts them. ``fincon ledger`` lists and summarises it.
 """
 
 from __future__ import annotations
