@@ -133,7 +133,7 @@ def test_a_family_names_the_trials_on_other_tickers_over_the_days_it_shares(tmp_
     )
     assert (
         "other tickers: ticker sets tried over days the family shares (their trials): a best picked among "
-        "tickers was picked among these too; DSR does not deflate by them (other series)" in out
+        "tickers was picked among these too; the report card's selection row deflates by them too" in out
     )
     assert main(["ledger", "--ledger", str(ledger), "--study", "TSLA 2022-10-05..2023-03-30"]) == 0
     assert "tried over the same days on other tickers too: AMZN 1 trial, MSFT 2 trials" in capsys.readouterr().out
