@@ -95,6 +95,8 @@ def fixtures(root: Path) -> dict[str, str]:
     f["zero_cfg"] = str(root / "zero.yaml")
     (root / "per_share.yaml").write_text("broker: {commission: {model: per-share, per_share: 0.005}}\n")
     f["per_share_cfg"] = str(root / "per_share.yaml")
+    (root / "bps.yaml").write_text("broker: {slippage: {model: bps, bps: 5}}\n")
+    f["bps_cfg"] = str(root / "bps.yaml")
     (root / "flat.yaml").write_text("broker: {slippage_model: bps, slippage: 5}\n")
     f["flat_cfg"] = str(root / "flat.yaml")
     (root / "rolling.yaml").write_text("tickers: [TSLA]\nrolling: {window: 3m}\n")
@@ -209,6 +211,11 @@ CASES: dict[str, tuple[list[str], str]] = {
     "a percent rate under a config's per-share model": (
         [*SMA, "--config", "{per_share_cfg}", "--commission", "0.001"],
         "commission model is per-share (the config file's): add --commission-model percent or drop --commission",
+    ),
+    # found in review: --slippage 0.0005 was 5 bp alone and 0.0005 bp beside a config of bps slippage, unsaid
+    "slippage beside a config's bps model": (
+        [*SMA, "--config", "{bps_cfg}", "--slippage", "0.0005"],
+        "--slippage 0.0005 would read as the config file's slippage model bps, not as the default percent",
     ),
     "a flat cost key of an older config": (
         [*SMA, "--config", "{flat_cfg}"],

@@ -79,6 +79,14 @@ def broker_overrides(args: argparse.Namespace) -> dict[str, Any]:
     section = _file_broker(args.config)
     commission = {dest: getattr(args, dest) for dest in COMMISSION_FLAGS if getattr(args, dest) is not None}
     slippage = {} if args.slippage is None else {"slippage": (None, None, args.slippage)}
+    in_file = (section.get("slippage") or {}) if isinstance(section.get("slippage"), Mapping) else {}
+    if slippage and args.slippage_model is None and in_file.get("model", "percent") != "percent":
+        # read as the file's model's number: 0.0005 was 5 bp alone and 0.0005 bp beside a bps config
+        m = in_file["model"]
+        raise ConfigError(
+            f"--slippage {args.slippage:g} would read as the config file's slippage model {m}, not as the default "
+            f"percent: say which with --slippage-model {m} (or percent)"
+        )
     return {
         "broker.commission": _cost_model(
             "commission", COMMISSIONS, args.commission_model, section.get("commission"),
