@@ -723,3 +723,33 @@ def test_a_server_that_reports_no_usage_is_charged_an_estimate_and_said_once(cap
         backend.close()
     said = [r for r in caplog.records if "reports no token usage" in r.getMessage()]
     assert len(said) == 1
+
+
+def test_a_cache_that_fails_mid_run_is_one_line_that_stops_the_run_as_an_unreachable_model(tmp_path):
+    """Found in review: a damaged page of the call cache (or a file another process kept locked past the
+    30 s wait) was a sqlite3 traceback mid-run, exit 1, the days decided so far lost; it is the error an
+    unreachable model raises (the run stops early, its days kept), naming the file."""
+    import sqlite3
+
+    from fincon.llm.errors import LLMUnavailable
+
+    cache = CallCache(tmp_path / "c.sqlite", "read-write")
+    cache.put("k", backend="b", model="m", agent="a", messages=[], schema={}, params=SamplingParams(),
+              answer="x", prompt_tokens=1, completion_tokens=1, latency_s=0.0)  # fmt: skip
+
+    class Damaged:
+        def __init__(self, why):
+            self.why = why
+
+        def execute(self, *a):
+            raise self.why
+
+    for why, what in ((sqlite3.DatabaseError("database disk image is malformed"), "read"),
+                      (sqlite3.OperationalError("database is locked"), "written")):  # fmt: skip
+        cache._connection = lambda create, why=why: Damaged(why)
+        with pytest.raises(LLMUnavailable, match=rf"the LLM cache .*c\.sqlite could not be {what} \("):
+            if what == "read":
+                cache.get("k")
+            else:
+                cache.put("k2", backend="b", model="m", agent="a", messages=[], schema={}, params=SamplingParams(),
+                          answer="x", prompt_tokens=1, completion_tokens=1, latency_s=0.0)  # fmt: skip

@@ -40,6 +40,7 @@ and one owner keeps "first writer wins" across machines; see
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sqlite3
@@ -48,10 +49,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from fincon import llm
-from fincon.llm.errors import CacheMiss, LLMError
+from fincon.llm.errors import CacheMiss, LLMError, LLMUnavailable
 from fincon.llm.schema import canonical_json
 from fincon.llm.types import Message, SamplingParams
 from fincon.ownership import sqlite_foreign, sqlite_wal
@@ -246,12 +247,25 @@ class CallCache:
             return None
         if self._server is not None:
             return self._server.get(key)
-        with self._lock:
+        with self._lock, self._failing("read"):
             conn = self._connection(create=False)
             if conn is None:
                 return None
             row = conn.execute(f"SELECT {self._read} FROM calls WHERE key = ?", (key,)).fetchone()
         return CachedCall(*row) if row else None
+
+    @contextlib.contextmanager
+    def _failing(self, what: str) -> Iterator[None]:
+        """A database error mid-run (a damaged page, a file another process keeps locked past the 30 s
+        wait) was a sqlite3 traceback that lost the run's days; the run stops as when the model is
+        unreachable, its days kept, with one line."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise LLMUnavailable(
+                f"the LLM cache {self.path} could not be {what} ({_one_line(exc)}); move it away or pass another "
+                "--llm-cache-path"
+            ) from None
 
     def put(
         self,
@@ -310,7 +324,7 @@ class CallCache:
             now,
             structured_mode,
         )
-        with self._lock:
+        with self._lock, self._failing("written"):
             conn = self._connection(create=True)
             if conn is None:  # closed
                 return mine
