@@ -212,11 +212,6 @@ CASES: dict[str, tuple[list[str], str]] = {
         [*SMA, "--config", "{per_share_cfg}", "--commission", "0.001"],
         "commission model is per-share (the config file's): add --commission-model percent or drop --commission",
     ),
-    # found in review: --slippage 0.0005 was 5 bp alone and 0.0005 bp beside a config of bps slippage, unsaid
-    "slippage beside a config's bps model": (
-        [*SMA, "--config", "{bps_cfg}", "--slippage", "0.0005"],
-        "--slippage 0.0005 would read as the config file's slippage model bps, not as the default percent",
-    ),
     "a flat cost key of an older config": (
         [*SMA, "--config", "{flat_cfg}"],
         "config: broker: slippage_model is the flat cost layout of an older fincon",

@@ -317,7 +317,7 @@ def test_the_cost_models_are_written_and_read_as_their_mappings(tmp_path):
     assert costs["commission_model"] == "per-share" and costs["slippage"] == 5.0
 
 
-def test_a_flag_sets_a_field_of_the_config_files_model(tmp_path):
+def test_a_flag_sets_a_field_of_the_config_files_model(tmp_path, capsys):
     """--commission-min under a config file's per-share model keeps the file's price a share;
     --slippage reads as the file's model (bps) reads it; --commission-model replaces the file's
     model; a flag its model does not read is one line naming what to add."""
@@ -335,6 +335,10 @@ def test_a_flag_sets_a_field_of_the_config_files_model(tmp_path):
 
     b = cfg("--commission-min", "2", "--slippage", "7").broker
     assert (b.commission.per_share, b.commission.minimum, b.slippage.bps) == (0.004, 2.0, 7.0)
+    # found in review: the same number is 7 bp here and a fraction 7 alone: said (silenced by the model flag)
+    assert "--slippage 7 reads as the config file's slippage model, bps" in capsys.readouterr().err
+    cfg("--slippage", "7", "--slippage-model", "bps")
+    assert capsys.readouterr().err == ""
     b = cfg("--commission-model", "percent", "--commission", "0.001").broker
     assert b.commission.model == "percent" and b.commission.rate == 0.001
     with pytest.raises(ConfigError, match=r"model is per-share \(the config file's\): add --commission-model percent"):

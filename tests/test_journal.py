@@ -14,7 +14,7 @@ from fincon.workflow.journal import CALLS, Journal, entry_hash, tree_hash, verif
 
 def _journal(tmp_path):
     j = Journal(tmp_path)
-    j.append({"kind": "register", "plan": {"strategies": ["buy-and-hold"], "tickers": ["TSLA"]}})
+    j.append({"kind": "register", "simulated": True, "plan": {"strategies": ["buy-and-hold"], "tickers": ["TSLA"]}})
     inputs = tmp_path / "inputs" / "2022-10-05"
     inputs.mkdir(parents=True)
     (inputs / "TSLA.csv").write_text("Date,Close\n2022-10-04,249.4\n2022-10-05,240.8\n")

@@ -5,6 +5,7 @@ config's ``broker`` section as the cost models' mappings."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -81,11 +82,13 @@ def broker_overrides(args: argparse.Namespace) -> dict[str, Any]:
     slippage = {} if args.slippage is None else {"slippage": (None, None, args.slippage)}
     in_file = (section.get("slippage") or {}) if isinstance(section.get("slippage"), Mapping) else {}
     if slippage and args.slippage_model is None and in_file.get("model", "percent") != "percent":
-        # read as the file's model's number: 0.0005 was 5 bp alone and 0.0005 bp beside a bps config
+        # read as the file's model's number, as designed, but said: 0.0005 was 5 bp alone and 0.0005 bp
+        # beside a bps config, unsaid
         m = in_file["model"]
-        raise ConfigError(
-            f"--slippage {args.slippage:g} would read as the config file's slippage model {m}, not as the default "
-            f"percent: say which with --slippage-model {m} (or percent)"
+        print(
+            f"fincon: warning: --slippage {args.slippage:g} reads as the config file's slippage model, {m} (not "
+            f"as the default percent's fraction); --slippage-model {m} says so and silences this",
+            file=sys.stderr,
         )
     return {
         "broker.commission": _cost_model(

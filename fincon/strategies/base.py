@@ -80,7 +80,8 @@ class RunContext:
     artifacts of its own (LLM usage, audit logs) writes them there in
     :meth:`Strategy.finish`. ``start`` and ``end`` are the backtest window
     (None when a caller runs a strategy outside a configured run);
-    ``costs`` are the run's cost models (None: trading is free).
+    ``costs`` are the run's cost models (None: trading is free); ``fill``
+    the broker's fill timing.
     ``events`` is the event corpus the run opened for this strategy (None
     for one that reads no news), for checks made once at the start (which
     days it covers, where a call's audio lies): a day's events come from
@@ -93,6 +94,8 @@ class RunContext:
     end: dt.date | None = None
     costs: CostEstimate | None = None
     events: "EventStore | None" = None
+    #: when a decision fills: at its own close, or the next session's open (``next_open``)
+    fill: str = "close"
 
     def unit_cost(self, price: float, high: float | None = None, low: float | None = None) -> float:
         """The run's cost of trading one unit of the book (0 without cost models)."""

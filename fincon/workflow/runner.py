@@ -281,7 +281,7 @@ def run_config(
             run_path = staging.path / name if multi else staging.path
             run_path.mkdir(parents=True, exist_ok=True)
             single_cfg = plan.single(name)
-            ctx = RunContext(run_path, market.tickers, cfg.start, cfg.end, settings.costs)
+            ctx = RunContext(run_path, market.tickers, cfg.start, cfg.end, settings.costs, fill=settings.fill)
             result = run_backtest(
                 with_corpus(market, strategy, inputs),
                 strategy,

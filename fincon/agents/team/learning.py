@@ -67,6 +67,7 @@ class Learning:
         when they were written (all before a test window)."""
 
         p = self.params
+        self._fill = ctx.fill  # how yesterday's decision is settled (_settle)
         base = Beliefs.initial({r.name: r.weight for r in self.roles})
         learned = as_params(p.beliefs)
         self.beliefs_warning: str | None = None
@@ -128,12 +129,14 @@ class Learning:
         prev, self._prev = self._prev, None
         if prev is None:
             return None
-        # the book's own day: yesterday's decision, filled as the broker fills it (with next-open fills the
-        # old position held overnight and the new one from the open: its target weights times the
-        # close-to-close return graded 9 of 59 days with the wrong sign), its costs paid
+        # with next-open fills, the book's own day: the old position held overnight and the new one from
+        # the open (its target weights times the close-to-close return graded 9 of 59 days with the wrong
+        # sign); with close fills the book held the targets from the close: their return, before costs
         now = float(getattr(view.portfolio, "value", 0.0) or 0.0)
-        pnl = now / prev.value - 1.0 if prev.value > 0 and np.isfinite(now) else 0.0
-        if not prev.value > 0:  # a view with no book (a test's): the target weights' close-to-close return
+        pnl = 0.0
+        if getattr(self, "_fill", "close") == "next_open" and prev.value > 0 and np.isfinite(now):
+            pnl = now / prev.value - 1.0
+        else:
             for t, w in prev.weights.items():
                 if w and np.isfinite(prev.closes.get(t, np.nan)) and prev.closes[t] > 0:
                     pnl += w * (view.price(t) / prev.closes[t] - 1.0)
