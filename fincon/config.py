@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal, Mapping
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -64,6 +65,12 @@ class Section(BaseModel):
             raise ConfigError("config: " + format_validation_error("", exc, type(self))) from None
 
 
+def _absolute(path: Path | None) -> Path | None:
+    """A folder saved absolute whatever gave it (a flag, a YAML file, --param): config.yaml kept a YAML's
+    relative ``dir: prices``, and rerun from another folder it read other prices, unsaid."""
+    return None if path is None else Path(absolute(path))
+
+
 class DataConfig(Section):
     source: Annotated[
         Literal["sample", "csv", "yfinance"],
@@ -71,6 +78,7 @@ class DataConfig(Section):
     ] = "sample"
     dir: Annotated[
         Path | None,
+        AfterValidator(_absolute),
         Flag(
             "--data",
             metavar="DIR",
@@ -84,7 +92,7 @@ class DataConfig(Section):
         description="directory of TICKER.csv files, or a dataset directory written by "
         "`fincon data import` (source: csv)",
     )
-    cache_dir: Annotated[Path | None, Flag(read=absolute, group="data")] = Field(
+    cache_dir: Annotated[Path | None, AfterValidator(_absolute), Flag(read=absolute, group="data")] = Field(
         None, description="yfinance cache (default $FINCON_CACHE_DIR/yfinance, else ~/.cache/fincon/yfinance)"
     )
 

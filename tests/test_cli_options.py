@@ -250,3 +250,29 @@ def test_a_flag_a_strategys_own_setting_contradicts_is_refused_and_brain_reaches
             "would win); give one"
         )
     )
+
+
+@pytest.mark.slow  # a short team run, about 3 s
+def test_paths_a_config_file_or_param_gives_are_saved_absolute(tmp_path, monkeypatch):
+    """Found in review: a YAML's `data: {dir: prices}` (and --param fincon.events=ev, --llm-cache-path
+    c.sqlite) stayed relative in config.yaml, so the run's config rerun from another folder read that
+    folder's prices (the benchmark ended at 1,618,429 where the run's read 1,602,405), unsaid."""
+    import shutil
+
+    import yaml
+
+    from fincon.cli.main import main
+    from fincon.data.sources import SampleSource
+
+    a = tmp_path / "A"
+    (a / "prices").mkdir(parents=True)
+    shutil.copy(SampleSource().directory / "TSLA.csv.gz", a / "prices" / "TSLA.csv.gz")
+    (a / "run.yaml").write_text("tickers: [TSLA]\nstrategies: [fincon]\ndata: {dir: prices}\n"
+                                "strategy_params:\n  fincon: {brain: rules, transcripts: text, transcript_cache: tc}\n")  # fmt: skip
+    monkeypatch.chdir(a)
+    assert main(["backtest", "--config", "run.yaml", "--start", "2022-10-05", "--end", "2022-10-07",
+                 "--llm-cache-path", "c.sqlite", "--ledger", "off", "--no-progress", "--out", "r"]) == 0  # fmt: skip
+    cfg = yaml.safe_load((a / "r" / "config.yaml").read_text())
+    assert cfg["data"]["dir"] == str(a / "prices")
+    assert cfg["strategy_params"]["fincon"]["transcript_cache"] == str(a / "tc")
+    assert cfg["llm"]["cache_path"] == str(a / "c.sqlite")

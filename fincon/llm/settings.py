@@ -14,12 +14,21 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_serializer, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    create_model,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 
 from fincon import llm
 from fincon.errors import ConfigError
-from fincon.flag import Flag
+from fincon.flag import Flag, absolute
 from fincon.llm.cache import DEFAULT_CACHE_PATH, CacheMode, CallCache
 from fincon.llm.client import LLMClient
 from fincon.llm.endpoint import DEFAULT_BASE_URL, check_api_key_env
@@ -84,9 +93,11 @@ class LLMSettings(BaseModel):
         CacheMode,
         _flag(help="call cache mode (default read-write; replay fails on any call not recorded)"),
     ] = CacheMode.READ_WRITE
-    cache_path: Annotated[Path, _flag(metavar="FILE", help="SQLite call cache (default runs/.cache/llm.sqlite)")] = (
-        DEFAULT_CACHE_PATH
-    )
+    cache_path: Annotated[
+        Path,
+        AfterValidator(lambda p: Path(absolute(p))),  # given, saved absolute (a replay's config.yaml, anywhere)
+        _flag(metavar="FILE", help="SQLite call cache (default runs/.cache/llm.sqlite)"),
+    ] = DEFAULT_CACHE_PATH
     #: run-wide token budget (prompt + completion, cached calls included); None = unlimited
     max_tokens: Annotated[
         int | None,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fincon import agents
 from fincon.agents.policies import Policies
@@ -21,6 +21,10 @@ EmbedderName = Literal["auto", "hashing", "minilm"]
 
 #: the help section of the team's flags (fincon.cli.flags)
 GROUP = "agent team (--strategy fincon; see README)"
+
+
+def _absolute(path: str | None) -> str | None:
+    return None if path is None else absolute(path)
 
 
 class FinConParams(BaseModel):
@@ -38,6 +42,7 @@ class FinConParams(BaseModel):
     #: "sample" (the bundled synthetic corpus) or a directory in the event format
     events: Annotated[
         str,
+        AfterValidator(absolute_or_sample),  # from a YAML or --param too: config.yaml works from any folder
         Flag(
             metavar="sample|DIR",
             read=absolute_or_sample,
@@ -74,7 +79,7 @@ class FinConParams(BaseModel):
     #: whisper: calls are heard through Whisper (cached by audio hash); text: read the event text (tests)
     transcripts: Literal["whisper", "text"] = "whisper"
     #: where Whisper transcripts are cached by audio hash (default ~/.cache/fincon); the demo ships its own
-    transcript_cache: str | None = None
+    transcript_cache: Annotated[str | None, AfterValidator(_absolute)] = None
     #: the decision step after the analysts (fincon/agents/protocols: fincon, ...)
     protocol: Annotated[
         str,
@@ -136,6 +141,7 @@ class FinConParams(BaseModel):
     #: learned beliefs (and reflections) to start from: a beliefs.json or a `fincon train` run dir
     beliefs: Annotated[
         str | None,
+        AfterValidator(_absolute),
         Flag(
             metavar="FILE|RUN",
             read=absolute,
@@ -146,7 +152,7 @@ class FinConParams(BaseModel):
     ] = None
     #: training only: the previous episode's reflections.json; its reflections enter the manager's
     #: episodic memory before the first day (the paper's episodic memory carried across episodes)
-    carried_reflections: str | None = None
+    carried_reflections: Annotated[str | None, AfterValidator(_absolute)] = None
     #: set by fincon train: this run is its episode N, which reads beliefs learned on its own window
     #: (the lookahead check a test run passes is for runs after the training); 0: not an episode
     episode: int = Field(0, ge=0)
