@@ -320,6 +320,10 @@ def test_the_yfinance_cache_keeps_what_it_had_keeps_no_unclosed_bar_and_reads_ba
     with pytest.raises(DataError, match="missing or non-numeric Volume on 2020-12-07.*nothing was cached"):
         src.load("TSLA", pd.Timestamp("2023-06-01"), pd.Timestamp("2023-06-30"))
     assert (tmp_path / "TSLA.csv").read_bytes() == before
+    full = full.drop(columns=["Adj Close"])  # a frame without it: named, not a KeyError traceback
+    with pytest.raises(DataError, match="missing column.s. Adj Close"):
+        YFinanceSource(tmp_path / "other", today=src.today).load("TSLA", pd.Timestamp("2022-06-01"),
+                                                                 pd.Timestamp("2022-06-30"))  # fmt: skip
 
 
 @pytest.mark.slow  # over 1 s on 2 cores: in make test, not in make test-fast

@@ -226,7 +226,8 @@ class YFinanceSource:
         frame = frame.reset_index()
         frame = frame.rename(columns={"index": "Date", "Datetime": "Date"})
         frame["Date"] = pd.to_datetime(frame["Date"]).dt.strftime("%Y-%m-%d")
-        return frame[["Date", "Open", "High", "Low", "Close", "Adj Close", "Volume"]]
+        # the columns it has: a missing one (Adj Close) is named by validate_bars, not a KeyError traceback
+        return frame[[c for c in ("Date", "Open", "High", "Low", "Close", "Adj Close", "Volume") if c in frame.columns]]
 
 
 SOURCES = ("sample", "csv", "yfinance")
