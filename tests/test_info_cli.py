@@ -96,11 +96,23 @@ def test_an_interrupted_sample_leaves_no_half_corpus(tmp_path, monkeypatch, caps
     assert len(calls) == 2 and list(tmp_path.iterdir()) == []  # before: ev/ with TSLA.jsonl.gz and one call
 
 
+def test_a_day_with_no_item_visible_is_not_called_the_synthetic_sample(tmp_path, capsys):
+    """Found in review: InvestorBench's MSFT on a day before any item was visible read "SYNTHETIC sample
+    corpus; 0 events visible" (all() of no item is true)."""
+    (tmp_path / "TSLA.jsonl").write_text(json.dumps({"id": "late", "ticker": "TSLA", "source": "news",
+                                                     "published_at": "2022-11-01T17:00:00-04:00", "text": "x"}) + "\n")  # fmt: skip
+    rc = main(["data", "show", "--ticker", "TSLA", "--date", "2022-11-01", "--events", str(tmp_path), "--k", "0",
+               "--json"])  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["visible_events"] == 0 and out["synthetic"] is False
+
+
 def test_data_show_json(capsys):
     rc = main(["data", "show", "--ticker", "TSLA", "--date", "2022-11-01", "--embedder", "hashing", "--json"])
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert out["synthetic"] and out["decision_time"] == "2022-11-01T16:00:00-04:00"
+
     assert [e["id"] for e in out["new_today"]] == ["TSLA-call-2022Q3", "TSLA-news-20221101-1", "TSLA-news-20221101-0"]
     assert len(out["memories"]) == 5
     for m in out["memories"]:

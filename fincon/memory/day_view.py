@@ -127,7 +127,7 @@ def build_view(
         "ticker": ticker,
         "date": str(date.date()),
         "decision_time": decision_cutoff(date).astimezone(MARKET_TZ).isoformat(),
-        "synthetic": all(e.synthetic for e in visible),
+        "synthetic": bool(visible) and all(e.synthetic for e in visible),  # no item visible: says nothing of it
         "visible_events": len(visible),
         "visible_by_source": {s: n for s, n in by_source.items() if n},
         "new_today": [ev_row(e) for e in new],
