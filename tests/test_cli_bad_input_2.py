@@ -196,6 +196,11 @@ CASES: dict[str, tuple[list[str], str]] = {
     "eval numeric --limit 0": (["eval", "numeric", "--limit", "0"], "out of range >= 1"),
     # 1. issue 21's evaluations: FinQA files and imported datasets
     "eval numeric finqa without --data": (["eval", "numeric", "--format", "finqa"], "needs --data FILE.json"),
+    # found in review: --split was ignored with --format finqa, unsaid
+    "eval numeric finqa with --split": (
+        ["eval", "numeric", "--format", "finqa", "--split", "dev"],
+        "--split dev chooses among the synthetic questions",
+    ),  # fmt: skip
     "eval numeric finqa missing file": (
         ["eval", "numeric", "--format", "finqa", "--data", "{missing_dir_json}"],
         "no such file",

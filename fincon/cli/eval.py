@@ -420,6 +420,11 @@ def _numeric(args: argparse.Namespace) -> int:
 
 
 def _finqa(args: argparse.Namespace) -> int:
+    if args.split != "test":  # ignored, unsaid (the JSON said split null)
+        raise ConfigError(
+            f"--split {args.split} chooses among the synthetic questions; --format finqa scores the file it is "
+            "given (FinQA ships its splits as files: dev.json, test.json)"
+        )
     if not args.data:
         raise ConfigError(
             f"--format finqa needs --data FILE.json (FinQA's JSON; download: {fincon_eval.finqa.DOWNLOAD})"
