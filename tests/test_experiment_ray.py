@@ -318,3 +318,22 @@ def test_sweep_keeps_another_machines_staging_dir(tmp_path):
     run_dir = RunDir(tmp_path / "full-r4")
     assert run_dir.path.name == f".full-r4.partial-{os.getpid()}@{_host()}"
     run_dir.abort()
+
+
+def test_a_unit_on_a_cluster_started_apart_counts_in_the_drivers_ledger(tmp_path, monkeypatch):
+    """Found in review: with --ray-address a unit ran in a worker whose environment was the cluster's, so
+    --ledger LR.sqlite was never written (the trials went to the worker's default ledger, and the driver
+    said it held 0 trials). The driver's FINCON_LEDGER is handed to each unit."""
+    import os
+
+    from ray import cloudpickle
+
+    from fincon.workflow import ray_executor
+
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "LR.sqlite"))
+    env = {k: os.environ.get(k) for k in ray_executor._DRIVER_ENV}  # what the driver sends
+    monkeypatch.delenv("FINCON_LEDGER")  # the worker's own environment
+    status, seen = ray_executor._work(
+        cloudpickle.dumps(lambda: os.environ.get("FINCON_LEDGER")), str(tmp_path), env, ""
+    )
+    assert (status, seen) == ("ok", str(tmp_path / "LR.sqlite"))

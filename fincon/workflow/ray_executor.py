@@ -98,7 +98,7 @@ log = logging.getLogger(__name__)
 
 RAY_MISSING = "the ray executor needs Ray, an optional extra: pip install 'fincon[ray]'"
 #: environment variables Ray changes in its workers that the units must see as the driver does
-_DRIVER_ENV = ("OMP_NUM_THREADS",)
+_DRIVER_ENV = ("OMP_NUM_THREADS", "FINCON_LEDGER")  # the ledger --ledger names: a cluster started apart kept its own
 #: the local cluster's object store: tasks and results are small (a pickled unit, a path)
 _OBJECT_STORE_BYTES = 256 * 2**20
 
