@@ -176,3 +176,15 @@ def test_a_series_that_never_moved_claims_nothing():
     row = dict(zip(heads, cells[0]))
     assert (row["strategy"], row["PSR"], row["MinTRL d"], row["DSR (trials)"]) == ("sma-cross", "n/a", "n/a", "n/a (4)")
     assert tables.significance_flags([{"days": 10, **sig.track_record(np.zeros(10), 1, 0.0)}])
+
+
+def test_a_series_with_a_nan_is_not_tested_and_never_superior():
+    """Found in review: one NaN in a strategy's returns gave SPA p = 0.0 ("superior") where the same series
+    without it gave 1.0 (np.ptp of NaN skipped the exact branch and reached arch)."""
+    rng = np.random.default_rng(0)
+    bench = rng.normal(0, 0.01, 200)
+    same = bench.copy()
+    holed = bench.copy()
+    holed[50] = np.nan
+    res = sig.spa(bench, {"same": same, "holed": holed}, reps=200, seed=1)
+    assert res["p_values"]["same"] == 1.0 and np.isnan(res["p_values"]["holed"]) and res["stepm"] == []

@@ -229,12 +229,16 @@ def spa(
     b = -np.asarray(benchmark, dtype=float)
     block = block or max(2, int(round(len(b) ** (1 / 3))))
     p: dict[str, float] = {}
+    # a series with a value that is not a number is not tested (NaN): one skipped the exact branch below and
+    # reached arch, whose p-value was then 0.0 ("superior"); a benchmark's, none is
+    finite = bool(np.isfinite(b).all())
+    p.update({n: math.nan for n, r in models.items() if not finite or not np.isfinite(np.asarray(r, float)).all()})
     for name, r in models.items():
         # A constant gap to the benchmark (above all none: a single-asset Markowitz or equal
         # weight *is* buy-and-hold) has no variance to studentise: arch's statistic is then
         # 0/0 and its p-value 0.0, "beats the benchmark for sure". The answer is exact instead.
         gap = np.asarray(r, dtype=float) + b
-        if np.ptp(gap) <= _SAME:
+        if name not in p and np.ptp(gap) <= _SAME:
             p[name] = 0.0 if gap.mean() > _SAME else 1.0
     tested = [n for n in models if n not in p]
     for name in tested:
@@ -242,7 +246,7 @@ def spa(
                    seed=np.random.default_rng(seed))  # fmt: skip
         test.compute()
         p[name] = float(test.pvalues["consistent"])
-    superior = [n for n in models if n not in tested and p[n] == 0.0]
+    superior = [n for n in models if n not in tested and p[n] == 0.0]  # NaN is never 0.0
     if tested:  # StepM's step-down on arch's SPA: arch 8.0's StepM goes on past the last model and raises
         losses = -np.column_stack([np.asarray(models[n], dtype=float) for n in tested])
         step = SPA(b, losses, block_size=block, reps=reps, seed=np.random.default_rng(seed))
