@@ -74,9 +74,19 @@ def verify(root: Path, into: Path | None = None) -> dict[str, Any]:
     """The chain and every hash it names (fincon.workflow.journal.verify_chain), then every sealed
     decision replayed from the frozen inputs, the model calls answered from the journal's own
     ``calls.sqlite`` (no model asked): ``ok`` or the first problem. The replay is written to ``into``
-    (score's), else to a folder removed after."""
+    (score's, which holds the journal's lock), else to a folder removed after, under the lock: verify
+    beside a running step read the folders it was about to seal as sealed by nobody, and said to
+    remove them."""
 
     root = Path(root)
+    if into is not None:
+        return _verify(root, into)
+    Plan.load(root)  # no journal there: said before the lock would make its folder
+    with locked(root, "verify"):
+        return _verify(root, into)
+
+
+def _verify(root: Path, into: Path | None) -> dict[str, Any]:
     plan = Plan.load(root)
     entries = Journal(root).entries()
     problems = list(verify_chain(entries, root))
