@@ -430,3 +430,23 @@ def test_a_file_that_stops_sessions_before_the_windows_end_is_refused(tmp_path, 
     with pytest.raises(SourceUnavailable, match="holds only 2018-01-02..2024-03-04"):
         yf.load("TSLA", pd.Timestamp("2024-02-01"), pd.Timestamp("2024-03-08"))
     assert asked
+
+
+def test_a_hole_in_an_exchanges_prices_is_said(tmp_path, capsys):
+    """Found in review: MSFT with 2022-03-01..09-30 deleted ran unsaid, one row spanning 2022-02-28 to
+    10-03: annual volatility 50.24 % and CVaR -7.31 % where the whole file gave 35.39 % and -4.62 %. A hole
+    longer than any closure an exchange has had (four weekdays, 2001-09-11..14) is said on stderr and in
+    metrics.json; the sample's holidays (one weekday at most) are not."""
+    import json
+
+    raw = pd.read_csv(SAMPLE / "MSFT.csv.gz")
+    raw = raw[(raw.Date < "2022-03-01") | (raw.Date > "2022-09-30")]
+    (tmp_path / "px").mkdir()
+    raw.to_csv(tmp_path / "px" / "MSFT.csv", index=False)
+    argv = ["backtest", "--ticker", "MSFT", "--start", "2022-01-03", "--end", "2022-12-30", "--no-progress",
+            "--ledger", "off", "--no-benchmark"]  # fmt: skip
+    assert main([*argv, "--data", str(tmp_path / "px"), "--out", str(tmp_path / "r")]) == 0
+    said = "MSFT: no bar on the 154 weekdays between 2022-02-28 and 2022-10-03"
+    assert said in capsys.readouterr().err
+    assert said in json.dumps(json.loads((tmp_path / "r" / "metrics.json").read_text()))
+    assert main([*argv, "--out", str(tmp_path / "s")]) == 0 and "no bar on the" not in capsys.readouterr().err

@@ -54,14 +54,32 @@ def infer_calendar(dates: Sequence[pd.Timestamp]) -> Calendar:
 MISSING_SHARE_NOTED = 0.02
 
 
+#: the most weekdays in a row an exchange has closed (NYSE, 2001-09-11..14): more missing is a hole in a file
+MAX_CLOSED_WEEKDAYS = 4
+
+
 def gaps_note(ticker: str, dates: Sequence[pd.Timestamp]) -> str | None:
-    """A line for a 24/7 price file with calendar days missing, else None. A return across a
+    """A line for an exchange's price file with a hole longer than any closure (2022-03..09 deleted passed
+    silently: annual volatility 50 % where the whole file gave 35 %), or a 24/7 price file with calendar
+    days missing, else None. A return across a
     gap spans several days while 365 a year annualises each row as one: Sharpe and volatility
     come out about sqrt(days / bars) too high (a random walk's variance grows with the days),
     and the note gives the days a year its bars do have, to set as ``metrics.days_per_year``."""
     idx = pd.DatetimeIndex(dates)
-    if infer_calendar(idx) != ALWAYS_OPEN or len(idx) < 2:
+    if len(idx) < 2:
         return None
+    if infer_calendar(idx) != ALWAYS_OPEN:  # an exchange's: a hole longer than any closure it ever had
+        days = idx.values.astype("datetime64[D]")
+        missing = np.busday_count(days[:-1], days[1:]) - 1  # weekdays with no bar between two bars
+        k = int(np.argmax(missing))
+        if missing[k] <= MAX_CLOSED_WEEKDAYS:
+            return None
+        return (
+            f"{ticker}: no bar on the {int(missing[k])} weekdays between {idx[k].date()} and {idx[k + 1].date()} (an "
+            f"exchange has closed {MAX_CLOSED_WEEKDAYS} at most, 2001-09-11..14): the return across them is read as "
+            "one day's, so volatility, Sharpe and CVaR take that move for a daily one; fill the prices, or start the "
+            "window after the hole"
+        )
     span = (idx[-1] - idx[0]).days + 1
     missing = pd.date_range(idx[0], idx[-1], freq="D").difference(idx)
     if len(missing) <= MISSING_SHARE_NOTED * span:
