@@ -276,3 +276,19 @@ def test_paths_a_config_file_or_param_gives_are_saved_absolute(tmp_path, monkeyp
     assert cfg["data"]["dir"] == str(a / "prices")
     assert cfg["strategy_params"]["fincon"]["transcript_cache"] == str(a / "tc")
     assert cfg["llm"]["cache_path"] == str(a / "c.sqlite")
+
+
+def test_train_says_a_run_configs_strategies_and_benchmark_are_not_its_own(tmp_path, capsys):
+    """Found in review: `fincon train --config` with strategies [markowitz, sma-cross] and benchmark true
+    trained the team alone and said nothing of the two keys it replaced."""
+    from fincon.cli.main import build_parser
+    from fincon.cli.train import build_config
+
+    path = tmp_path / "run.yaml"
+    path.write_text("tickers: [TSLA]\nstrategies: [markowitz, sma-cross]\nbenchmark: true\n")
+    cfg = build_config(build_parser().parse_args(["train", "--config", str(path), "--brain", "rules"]))
+    assert cfg.strategies == ["fincon"] and cfg.benchmark is False
+    assert capsys.readouterr().err == (
+        f"fincon: warning: {path}: strategies: ['markowitz', 'sma-cross'] and benchmark: True are the "
+        "backtest's; fincon train runs the team alone, without a benchmark\n"
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import sys
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -149,6 +150,16 @@ def build_config(args: argparse.Namespace):
             f"--param {other[0]}.KEY: fincon train trains the agent team alone; its --param is fincon.KEY=VALUE"
         )
     in_config = _config_keys(args.config) if args.config is not None else set()
+    if args.config is not None and in_config:  # replaced unsaid: the training ran the team alone
+        said = read_yaml(args.config)
+        keys = [k for k in ("strategies", "benchmark") if k in said and said[k] not in (["fincon"], False)]
+        if keys:
+            print(
+                f"fincon: warning: {args.config}: {' and '.join(f'{k}: {said[k]}' for k in keys)} "
+                f"{'are' if len(keys) > 1 else 'is'} the backtest's; fincon train runs the team alone, without "
+                "a benchmark",
+                file=sys.stderr,
+            )
     flags = {
         "tickers": given(args, RunConfig, "tickers").get("tickers"),
         "start": args.start or (None if "start" in in_config else TRAIN_START),
