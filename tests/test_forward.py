@@ -1761,3 +1761,15 @@ def test_an_init_stopped_before_its_registration_leaves_nothing_and_an_empty_jou
     err = capsys.readouterr().err
     assert "holds no registration" in err and "Traceback" not in err and err.count("\n") == 1
     assert main(["forward", "verify", "half"]) == 1
+
+
+def test_init_says_a_configs_window_is_not_a_journals(tmp_path, monkeypatch, capsys):
+    """Found in review: forward init --config replaced the config's start and end (2021-01-04.. became
+    2022-10-05) unsaid."""
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    (tmp_path / "fw.yaml").write_text(
+        "tickers: [TSLA]\nstrategies: [buy-and-hold]\nstart: 2021-01-04\nend: 2021-06-30\n"
+    )
+    assert main(["forward", "init", str(tmp_path / "fw"), "--config", str(tmp_path / "fw.yaml"), "--simulate-from",
+                 START]) == 0  # fmt: skip
+    assert "start and end are a backtest's window; a journal's sessions are its clock's" in capsys.readouterr().err

@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 from fincon import cli, report, workflow
 from fincon.cli.flags import Args, action, add
 from fincon.cli.options import RunArgs
+from fincon.config import read_yaml
 from fincon.errors import ConfigError
 from fincon.files import json_text
 from fincon.flag import Flag
@@ -124,6 +125,10 @@ def _init(args: argparse.Namespace) -> int:
     if getattr(args, "fill", None) == "close":
         raise ConfigError("--fill close: a forward journal decides after the close and fills at the next open")
     cfg = cli.build_config(args)
+    if args.config is not None and (window := [k for k in ("start", "end") if k in (read_yaml(args.config) or {})]):
+        # replaced unsaid (2021-01-04.. became 2022-10-05): the clock names a journal's sessions
+        print(f"fincon: warning: {args.config}: {' and '.join(window)} are a backtest's window; a journal's sessions "
+              "are its clock's (--simulate-from, or the next to open)", file=sys.stderr)  # fmt: skip
     start = dt.date.fromisoformat(args.simulate_from) if args.simulate_from else None
     entry = workflow.forward.init(
         args.dir, cfg, simulate_from=start, anchor_git=args.anchor == "git", broker=args.broker, ledger=args.ledger
