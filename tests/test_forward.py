@@ -1773,3 +1773,39 @@ def test_init_says_a_configs_window_is_not_a_journals(tmp_path, monkeypatch, cap
     assert main(["forward", "init", str(tmp_path / "fw"), "--config", str(tmp_path / "fw.yaml"), "--simulate-from",
                  START]) == 0  # fmt: skip
     assert "start and end are a backtest's window; a journal's sessions are its clock's" in capsys.readouterr().err
+
+
+def test_a_saved_state_its_step_did_not_write_is_not_taken_up(tmp_path, monkeypatch):
+    """Found in review: a step took up any state/NAME/resume whose meta and decisions matched, so a state
+    edited (sma-cross's signal flipped) sealed a decision no replay reproduces, and cron went on sealing
+    over a journal verify refused. The state's hash is in its meta: another is not taken up (the step
+    replays from the first session)."""
+    import pickle
+
+    from fincon.workflow.forward_score import verify
+
+    class Pid:
+        def __init__(self, pid):
+            self.pid = pid
+
+    class In(pickle.Unpickler):
+        def persistent_load(self, pid):
+            return Pid(pid)
+
+    class Out(pickle.Pickler):
+        def persistent_id(self, obj):
+            return obj.pid if isinstance(obj, Pid) else None
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    assert main(["forward", "init", "fw", "--ticker", "TSLA", "--strategy", "sma-cross", "--no-benchmark",
+                 "--param", "sma-cross.fast=2", "--param", "sma-cross.slow=4", "--simulate-from", START]) == 0  # fmt: skip
+    assert main(["forward", "step", "fw", "--until", "2022-10-12", "--no-progress"]) == 0
+    path = tmp_path / "fw" / "state" / "sma-cross" / "resume" / "strategy.pkl"
+    with open(path, "rb") as fh:
+        state = In(fh).load()
+    state["_signal"] = {t: 1 if v <= 0 else 0 for t, v in state["_signal"].items()}  # the signal changed
+    with open(path, "wb") as fh:
+        Out(fh, protocol=pickle.HIGHEST_PROTOCOL).dump(state)
+    assert main(["forward", "step", "fw", "--until", "2022-10-14", "--no-progress"]) == 0
+    assert verify(tmp_path / "fw")["ok"]

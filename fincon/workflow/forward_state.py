@@ -49,7 +49,11 @@ def resume_for(
     ):
         log.info("%s: no saved state at the journal's last session; asked again from the first session", name)
         return fresh
-    if not (saved / strategies.STATE_FILE).is_file():
+    state = saved / strategies.STATE_FILE
+    # the state written with it: another (edited, swapped, damaged) was taken up and sealed decisions
+    # no replay reproduces, session after session, until someone ran verify
+    if not state.is_file() or meta.get("state_sha256") != artifacts.sha256_bytes(state.read_bytes()):
+        log.info("%s: the saved state is not the one its step wrote; asked again from the first session", name)
         return fresh
     return engine.Resume(decisions=tuple(recorded), state=saved, save=nxt, missed=missed)
 
@@ -62,6 +66,10 @@ def keep_state(root: Path, name: str, run_dir: Path, day: dt.date) -> None:
     if not nxt.is_dir():
         return
     shutil.copyfile(run_dir / engine.DECISIONS, nxt / engine.DECISIONS)
-    write_atomic(nxt / "meta.json", json_text({"session": str(day), "code": artifacts.code_sha256()}))
+    state = nxt / strategies.STATE_FILE
+    meta = {"session": str(day), "code": artifacts.code_sha256()}
+    if state.is_file():
+        meta["state_sha256"] = artifacts.sha256_bytes(state.read_bytes())
+    write_atomic(nxt / "meta.json", json_text(meta))
     shutil.rmtree(folder / "resume", ignore_errors=True)
     nxt.rename(folder / "resume")
