@@ -38,14 +38,14 @@ from fincon.errors import ConfigError
 from fincon.flag import Flag, absolute
 from fincon.llm.settings import LLMSettings
 from fincon.strategies.registry import validate_params
-from fincon.validation import IsoDate, format_validation_error, once
+from fincon.validation import IsoDate, Settings, format_validation_error, once
 
 #: the help sections of the run's flags (fincon.cli.flags)
 WHAT = "what to run"
 OUTPUT = "output"
 
 
-class Section(BaseModel):
+class Section(Settings):
     # inf/nan are never meaningful settings (``--cash inf`` ran with NaN values)
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 

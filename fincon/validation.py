@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import types
+import typing
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ValidationError
+from pydantic import BaseModel, BeforeValidator, ValidationError, model_validator
 
 from fincon.errors import ConfigError
 
@@ -141,3 +143,27 @@ def once(values: list[str], hint: str = "") -> list[str]:
     if twice:
         raise ValueError(f"{', '.join(twice)} given more than once{hint.format(first=twice[0])}")
     return values
+
+
+def _numeric(annotation: Any) -> bool:
+    """An int or float field (optional or not), bool not among its types."""
+    args = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, types.UnionType) else ()
+    kinds = set(args) if args else {annotation}
+    return bool(kinds & {int, float}) and bool not in kinds
+
+
+class Settings(BaseModel):
+    """A model of user settings (a config's sections, a strategy's parameters, a cost model): a yes/no
+    where a number belongs is refused by its key. pydantic's lax mode reads True as 1, so
+    ``broker: {cash: true}`` ran with $1 and ``--param sma-cross.fast=true`` with a 1-day average."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_yes_no_numbers(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for name, f in cls.model_fields.items():
+                for key in (name, f.alias):
+                    value = data.get(key) if key else None
+                    if isinstance(value, bool) and _numeric(f.annotation):
+                        raise ValueError(f"{key}: {str(value).lower()} is a yes/no, and {key} is a number")
+        return data

@@ -55,6 +55,11 @@ CASES: dict[str, tuple[list[str], str]] = {
     ),
     "llm prices date that is no date": ([*BT, "--llm-prices", "{no_date}"], "--llm-prices"),
     "param date that is no date": ([*BT, "--strategy", "sma-cross", "--param", "sma-cross.fast=2022-13-45"], "fast"),
+    # found in review: pydantic read a yes/no as 1 (a 1-day average; a config's cash: true ran with $1)
+    "param yes/no for a number": (
+        [*BT, "--strategy", "sma-cross", "--param", "sma-cross.fast=true"],
+        "fast: true is a yes/no, and fast is a number",
+    ),  # fmt: skip
     "param for a strategy not run": ([*BT, "--param", "sma_cross.fast=5"], "did you mean 'sma-cross'"),
     # found in review: an empty value ran the default, a key given twice kept the last, --cas was --cash
     "param without a value": ([*BT, "--strategy", "markowitz", "--param", "markowitz.lookback="], "gives no value"),

@@ -38,7 +38,7 @@ from fincon.llm.errors import BudgetExhausted
 from fincon.llm.settings import LLMOverrides, LLMSettings, attach, build_client, detach, layered
 from fincon.llm.types import Message
 from fincon.strategies.base import Decision, RunContext, StopRun
-from fincon.validation import validated
+from fincon.validation import Settings, validated
 
 log = logging.getLogger(__name__)
 AGENT = "finsent"
@@ -49,7 +49,7 @@ SYSTEM = (
 )
 
 
-class FinSentParams(BaseModel):
+class FinSentParams(Settings):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     brain: Literal["llm", "rules"] = "llm"
     #: the event corpus: sample (bundled) or a directory (a dataset's events/)

@@ -32,13 +32,15 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Mapping, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from fincon.validation import Settings
 
 if TYPE_CHECKING:  # backtrader loads when a broker is built, not when a config is read (fincon --help)
     import backtrader as bt
 
 
-class _CostModel(BaseModel, ABC):
+class _CostModel(Settings, ABC):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, populate_by_name=True)
     #: the name the config (``model:``) and metrics.json use
     name: ClassVar[str]

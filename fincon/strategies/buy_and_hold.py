@@ -3,12 +3,13 @@ and hold to the last day. The benchmark every other strategy is shown next to.""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from fincon.strategies.base import Decision, Strategy
+from fincon.validation import Settings
 
 
-class BuyAndHoldParams(BaseModel):
+class BuyAndHoldParams(Settings):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN/inf are never settings
 
 

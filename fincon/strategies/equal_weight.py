@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from fincon.strategies.base import Decision, Strategy
+from fincon.validation import Settings
 
 
-class EqualWeightParams(BaseModel):
+class EqualWeightParams(Settings):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN/inf are never settings
     rebalance_every: int = Field(21, ge=1, description="trading days between rebalances")
 

@@ -26,16 +26,17 @@ import logging
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from fincon.errors import ConfigError
 from fincon.risk.optimizer import MeanVarianceProblem
 from fincon.strategies.base import Decision, RunContext, Strategy
+from fincon.validation import Settings
 
 log = logging.getLogger(__name__)
 
 
-class MarkowitzParams(BaseModel):
+class MarkowitzParams(Settings):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN/inf are never settings
     lookback: int = Field(126, ge=10, description="trading days of returns used for mu and Sigma")
     rebalance_every: int = Field(21, ge=1, description="trading days between rebalances")

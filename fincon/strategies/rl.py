@@ -35,11 +35,12 @@ from pathlib import Path
 from typing import Any, Iterator, Literal, Mapping
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from fincon.errors import ConfigError
 from fincon.files import write_atomic
 from fincon.strategies.base import Decision, RunContext, Strategy
+from fincon.validation import Settings
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +51,7 @@ RL_MISSING = (
 )
 
 
-class RLParams(BaseModel):
+class RLParams(Settings):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     #: environment steps of training (one step a training day; the paper's FinRL runs use tens of thousands)
     timesteps: int = Field(20_000, ge=100, le=5_000_000)

@@ -29,17 +29,18 @@ from __future__ import annotations
 from typing import Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from fincon.data.events.model import MARKET_TZ
 from fincon.data.inputs import open_events
 from fincon.errors import ConfigError
 from fincon.strategies.base import Decision, RunContext, Strategy
+from fincon.validation import Settings
 
 SCORE = {"positive": 1, "negative": -1}
 
 
-class SentimentParams(BaseModel):
+class SentimentParams(Settings):
     model_config = ConfigDict(extra="forbid")
     #: an event directory; default: the events/ folder of the run's --data dataset
     events: str | None = None

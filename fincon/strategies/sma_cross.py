@@ -8,12 +8,13 @@ trades exactly like backtrader's classic SMA-crossover sample.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from fincon.strategies.base import Decision, Strategy
+from fincon.validation import Settings
 
 
-class SmaCrossParams(BaseModel):
+class SmaCrossParams(Settings):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN/inf are never settings
     fast: int = Field(10, ge=1)
     slow: int = Field(30, ge=2)

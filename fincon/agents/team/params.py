@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_validator
 
 from fincon import agents
 from fincon.agents.policies import Policies
 from fincon.agents.protocols import PROTOCOLS, protocol_names
 from fincon.flag import Flag, absolute, absolute_or_sample, on_off
 from fincon.llm.settings import LLMOverrides
+from fincon.validation import Settings
 
 EmbedderName = Literal["auto", "hashing", "minilm"]
 
@@ -27,7 +28,7 @@ def _absolute(path: str | None) -> str | None:
     return None if path is None else absolute(path)
 
 
-class FinConParams(BaseModel):
+class FinConParams(Settings):
     """``strategy_params.fincon`` (``--param fincon.KEY=VALUE``)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN/inf are never settings
