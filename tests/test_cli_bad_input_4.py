@@ -545,9 +545,9 @@ def test_an_experiment_says_an_overridden_temperature_and_a_missing_recording_be
         "fincon: warning: --temperature 0.5: the manager samples at the configured LLM temperature 0.3 "
         "(--llm-temperature); --temperature changes nothing here\n" in err
     )
-    assert err.endswith(
-        "fincon: error: replay needs a recorded cache, but none.sqlite does not exist; record a run in read-write "
-        "mode first\n"
+    assert err.endswith(  # the path given saved absolute (config.yaml reads the same cache from any folder)
+        f"fincon: error: replay needs a recorded cache, but {Path.cwd() / 'none.sqlite'} does not exist; record a "
+        "run in read-write mode first\n"
     )
     assert list(tmp_path.iterdir()) == []
     assert main([*argv, "--temperature", "0.5"]) == 2  # the manager's temperature: nothing to say

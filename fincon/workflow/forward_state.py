@@ -52,8 +52,13 @@ def resume_for(
     state = saved / strategies.STATE_FILE
     # the state written with it: another (edited, swapped, damaged) was taken up and sealed decisions
     # no replay reproduces, session after session, until someone ran verify
-    if not state.is_file() or meta.get("state_sha256") != artifacts.sha256_bytes(state.read_bytes()):
-        log.info("%s: the saved state is not the one its step wrote; asked again from the first session", name)
+    if not state.is_file() or "state_sha256" not in meta:  # none, or kept before its hash was
+        return fresh
+    if meta["state_sha256"] != artifacts.sha256_bytes(state.read_bytes()):
+        log.warning(
+            "%s: its saved state in %s is not the one its step wrote (edited, swapped or damaged); asked "
+            "again from the first session", name, saved,
+        )  # fmt: skip
         return fresh
     return engine.Resume(decisions=tuple(recorded), state=saved, save=nxt, missed=missed)
 
