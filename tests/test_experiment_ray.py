@@ -333,7 +333,12 @@ def test_a_unit_on_a_cluster_started_apart_counts_in_the_drivers_ledger(tmp_path
     monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "LR.sqlite"))
     env = {k: os.environ.get(k) for k in ray_executor._DRIVER_ENV}  # what the driver sends
     monkeypatch.delenv("FINCON_LEDGER")  # the worker's own environment
-    status, seen = ray_executor._work(
-        cloudpickle.dumps(lambda: os.environ.get("FINCON_LEDGER")), str(tmp_path), env, ""
-    )
+    before, cwd = dict(os.environ), os.getcwd()
+    try:  # _work sets the process's environment and folder, as a Ray worker's: put back for the next tests
+        task = cloudpickle.dumps(lambda: os.environ.get("FINCON_LEDGER"))
+        status, seen = ray_executor._work(task, str(tmp_path), env, "")
+    finally:
+        os.environ.clear()
+        os.environ.update(before)
+        os.chdir(cwd)
     assert (status, seen) == ("ok", str(tmp_path / "LR.sqlite"))
