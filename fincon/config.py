@@ -35,7 +35,7 @@ from pydantic import (
 from fincon.data import DEFAULT_TICKER
 from fincon.engine.costs import CommissionModel, Costs, PercentCommission, PercentSlippage, SlippageModel
 from fincon.errors import ConfigError
-from fincon.flag import Flag, absolute
+from fincon.flag import Flag, absolute, kept_absolute
 from fincon.llm.settings import LLMSettings
 from fincon.strategies.registry import validate_params
 from fincon.validation import IsoDate, Settings, format_validation_error, once
@@ -65,12 +65,6 @@ class Section(Settings):
             raise ConfigError("config: " + format_validation_error("", exc, type(self))) from None
 
 
-def _absolute(path: Path | None) -> Path | None:
-    """A folder saved absolute whatever gave it (a flag, a YAML file, --param): config.yaml kept a YAML's
-    relative ``dir: prices``, and rerun from another folder it read other prices, unsaid."""
-    return None if path is None else Path(absolute(path))
-
-
 class DataConfig(Section):
     source: Annotated[
         Literal["sample", "csv", "yfinance"],
@@ -78,7 +72,7 @@ class DataConfig(Section):
     ] = "sample"
     dir: Annotated[
         Path | None,
-        AfterValidator(_absolute),
+        AfterValidator(kept_absolute),
         Flag(
             "--data",
             metavar="DIR",
@@ -92,7 +86,7 @@ class DataConfig(Section):
         description="directory of TICKER.csv files, or a dataset directory written by "
         "`fincon data import` (source: csv)",
     )
-    cache_dir: Annotated[Path | None, AfterValidator(_absolute), Flag(read=absolute, group="data")] = Field(
+    cache_dir: Annotated[Path | None, AfterValidator(kept_absolute), Flag(read=absolute, group="data")] = Field(
         None, description="yfinance cache (default $FINCON_CACHE_DIR/yfinance, else ~/.cache/fincon/yfinance)"
     )
 

@@ -85,6 +85,15 @@ def absolute(text: Any) -> str:
     return str(Path(text).expanduser().absolute())
 
 
+def kept_absolute(path: Any) -> Any:
+    """A path saved absolute whatever gave it (a flag, a YAML file, --param), of its own type; None stays
+    None. config.yaml kept a YAML's relative ``dir: prices``, and rerun from another folder it read that
+    folder's prices, unsaid (a pydantic ``AfterValidator``)."""
+    if path is None:
+        return None
+    return Path(absolute(path)) if isinstance(path, Path) else absolute(path)
+
+
 def absolute_or_sample(text: str) -> str:
     """``sample`` (the bundled corpus) as it is, any other path absolute."""
     return text if text == "sample" else absolute(text)

@@ -28,7 +28,7 @@ from pydantic.fields import FieldInfo
 
 from fincon import llm
 from fincon.errors import ConfigError
-from fincon.flag import Flag, absolute
+from fincon.flag import Flag, kept_absolute
 from fincon.llm.cache import DEFAULT_CACHE_PATH, CacheMode, CallCache
 from fincon.llm.client import LLMClient
 from fincon.llm.endpoint import DEFAULT_BASE_URL, check_api_key_env
@@ -95,7 +95,7 @@ class LLMSettings(BaseModel):
     ] = CacheMode.READ_WRITE
     cache_path: Annotated[
         Path,
-        AfterValidator(lambda p: Path(absolute(p))),  # given, saved absolute (a replay's config.yaml, anywhere)
+        AfterValidator(kept_absolute),  # given, saved absolute (a replay's config.yaml, anywhere)
         _flag(metavar="FILE", help="SQLite call cache (default runs/.cache/llm.sqlite)"),
     ] = DEFAULT_CACHE_PATH
     #: run-wide token budget (prompt + completion, cached calls included); None = unlimited

@@ -14,7 +14,7 @@ from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_v
 from fincon import agents
 from fincon.agents.policies import Policies
 from fincon.agents.protocols import PROTOCOLS, protocol_names
-from fincon.flag import Flag, absolute, absolute_or_sample, on_off
+from fincon.flag import Flag, absolute, absolute_or_sample, kept_absolute, on_off
 from fincon.llm.settings import LLMOverrides
 from fincon.validation import Settings
 
@@ -22,10 +22,6 @@ EmbedderName = Literal["auto", "hashing", "minilm"]
 
 #: the help section of the team's flags (fincon.cli.flags)
 GROUP = "agent team (--strategy fincon; see README)"
-
-
-def _absolute(path: str | None) -> str | None:
-    return None if path is None else absolute(path)
 
 
 class FinConParams(Settings):
@@ -80,7 +76,7 @@ class FinConParams(Settings):
     #: whisper: calls are heard through Whisper (cached by audio hash); text: read the event text (tests)
     transcripts: Literal["whisper", "text"] = "whisper"
     #: where Whisper transcripts are cached by audio hash (default ~/.cache/fincon); the demo ships its own
-    transcript_cache: Annotated[str | None, AfterValidator(_absolute)] = None
+    transcript_cache: Annotated[str | None, AfterValidator(kept_absolute)] = None
     #: the decision step after the analysts (fincon/agents/protocols: fincon, ...)
     protocol: Annotated[
         str,
@@ -142,7 +138,7 @@ class FinConParams(Settings):
     #: learned beliefs (and reflections) to start from: a beliefs.json or a `fincon train` run dir
     beliefs: Annotated[
         str | None,
-        AfterValidator(_absolute),
+        AfterValidator(kept_absolute),
         Flag(
             metavar="FILE|RUN",
             read=absolute,
@@ -153,7 +149,7 @@ class FinConParams(Settings):
     ] = None
     #: training only: the previous episode's reflections.json; its reflections enter the manager's
     #: episodic memory before the first day (the paper's episodic memory carried across episodes)
-    carried_reflections: Annotated[str | None, AfterValidator(_absolute)] = None
+    carried_reflections: Annotated[str | None, AfterValidator(kept_absolute)] = None
     #: set by fincon train: this run is its episode N, which reads beliefs learned on its own window
     #: (the lookahead check a test run passes is for runs after the training); 0: not an episode
     episode: int = Field(0, ge=0)
