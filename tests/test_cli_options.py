@@ -292,3 +292,23 @@ def test_train_says_a_run_configs_strategies_and_benchmark_are_not_its_own(tmp_p
         f"fincon: warning: {path}: strategies: ['markowitz', 'sma-cross'] and benchmark: True are the "
         "backtest's; fincon train runs the team alone, without a benchmark\n"
     )
+
+
+def test_a_flag_and_a_strategys_own_setting_naming_one_path_agree(tmp_path, monkeypatch):
+    """The strategy's own path is saved absolute, the flag's as typed: the same file both ways is no
+    contradiction (another file is)."""
+    from fincon.cli.backtest import build_config
+    from fincon.cli.main import build_parser
+    from fincon.errors import ConfigError
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "own.yaml").write_text(
+        "strategies: [llm-trader]\nstrategy_params:\n  llm-trader: {cache_path: c.sqlite}\n"
+    )
+
+    def cfg(path):
+        return build_config(build_parser().parse_args(["backtest", "--config", "own.yaml", "--llm-cache-path", path]))
+
+    assert cfg("c.sqlite").params("llm-trader")["cache_path"] == str(tmp_path / "c.sqlite")
+    with pytest.raises(ConfigError, match="--llm-cache-path d.sqlite and strategy_params.llm-trader.cache_path="):
+        cfg("d.sqlite")

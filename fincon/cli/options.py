@@ -24,7 +24,7 @@ from fincon.cli.args import LEDGER_HELP
 from fincon.cli.flags import Args, add, given, names
 from fincon.config import OUTPUT, WHAT, DataConfig, RunConfig, load_config, load_yaml, name_flags
 from fincon.errors import ConfigError, FinconError
-from fincon.flag import Flag
+from fincon.flag import Flag, absolute
 from fincon.llm.settings import LLMSettings
 
 # -- what to run ----------------------------------------------------------------------------
@@ -146,7 +146,7 @@ def _flags_reach_every_model(cfg: RunConfig, llm: Mapping[str, Any]) -> None:
         flat = name.partition("@")[0] == "llm-trader"  # its params are LLM settings themselves
         own = cfg.params(name) if flat else cfg.params(name).get("llm") or {}
         for key, value in llm.items():
-            if key in own and own[key] != value and not (key == "model" and str(own[key]) == str(value)):
+            if key in own and own[key] != value and absolute(str(own[key])) != absolute(str(value)):  # a path as typed
                 where = f"strategy_params.{name}.{'' if flat else 'llm.'}{key}"
                 raise ConfigError(
                     f"{_typed(f'llm.{key}', value)} and {where}={_said(own[key])} disagree (the "
