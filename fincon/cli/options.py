@@ -123,7 +123,7 @@ def params_beside(team: Mapping[str, Any], params: list[str]) -> dict[str, dict[
     parsed = parse_params(params)
     for key, value in team.items():
         given_ = (parsed.get("fincon") or {}).get(key, value)
-        if value is not None and given_ != value:
+        if value is not None and given_ != value and absolute(str(given_)) != absolute(str(value)):  # a path as typed
             raise ConfigError(f"{_typed(f'strategy_params.fincon.{key}', value)} and --param "
                               f"fincon.{key}={_said(given_)} disagree; give one")  # fmt: skip
     return parsed
