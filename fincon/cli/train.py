@@ -7,7 +7,7 @@ import datetime as dt
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fincon import data as fincon_data, workflow
 from fincon.cli.flags import add, given
@@ -149,9 +149,9 @@ def build_config(args: argparse.Namespace):
         raise ConfigError(
             f"--param {other[0]}.KEY: fincon train trains the agent team alone; its --param is fincon.KEY=VALUE"
         )
-    in_config = _config_keys(args.config) if args.config is not None else set()
-    if args.config is not None and in_config:  # replaced unsaid: the training ran the team alone
-        said = read_yaml(args.config)
+    said = _config(args.config) if args.config is not None else {}
+    in_config = set(said)
+    if said:  # replaced unsaid: the training ran the team alone
         keys = [k for k in ("strategies", "benchmark") if k in said and said[k] not in (["fincon"], False)]
         if keys:
             print(
@@ -272,14 +272,14 @@ def next_command(cfg, train_dir: Path) -> str:
     return shlex.join(parts)
 
 
-def _config_keys(path: Path) -> set[str]:
-    """Top-level keys of the YAML config (empty when it cannot be read: the
-    config loader then reports why, in one line)."""
+def _config(path: Path) -> dict[str, Any]:
+    """The YAML config's top level (empty when it cannot be read: the config
+    loader then reports why, in one line)."""
 
     try:
-        return set(read_yaml(path))
+        return dict(read_yaml(path))
     except ConfigError:
-        return set()
+        return {}
 
 
 def format_episodes(rows: list[dict]) -> str:

@@ -6,7 +6,7 @@ team's records, its metrics, config and decisions, and for a forward journal's r
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -110,6 +110,13 @@ class Evidence:
     #: the trial ledger that counts what was tried beside the run (None: not read; the HTML page of a run
     #: reads none, so that its bytes are the directory's; a journal's, the ledger its registration sealed)
     ledger: Path | None = None
+    #: each run's record, read once for every check that reads it (paid, lookahead, shorts)
+    _records: dict[Path, RunRecord] = field(default_factory=dict, repr=False, compare=False)
+
+    def record(self, run: Path) -> RunRecord:
+        if run not in self._records:
+            self._records[run] = RunRecord(run)
+        return self._records[run]
 
     @property
     def team_runs(self) -> tuple[Path, ...]:
@@ -175,7 +182,7 @@ class Evidence:
         estimated = False  # a run without its metrics' slippage paid: the model's estimate at $100 stands in
         for run in (self.run,) if self.run is not None else self.windows:
             try:
-                rec = RunRecord(run)
+                rec = self.record(run)
                 for r in rec.orders:
                     traded += abs(float(r.get("filled") or 0) * float(r.get("price") or 0))
                     commission += float(r.get("commission") or 0)
@@ -202,7 +209,7 @@ class Evidence:
         if look := self.metrics.get("data_lookahead"):  # the graded run's
             return str(look)
         for run in dict.fromkeys(r for r in (self.run, self.team, *self.windows) if r is not None):
-            rec = RunRecord(run)
+            rec = self.record(run)
             metrics = rec.metrics if run != self.run and (run / "metrics.json").is_file() else {}
             if look := metrics.get("data_lookahead"):
                 return f"{look} ({run.relative_to(self.root) if run.is_relative_to(self.root) else run})"
@@ -213,7 +220,7 @@ class Evidence:
     @cached_property
     def shorts(self) -> tuple[int, int]:
         """(days the book held a short, days) of the graded run, or of every window's team run."""
-        days = [d for run in ((self.run,) if self.run is not None else self.windows) for d in RunRecord(run).decisions]
+        days = [d for run in ((self.run,) if self.run is not None else self.windows) for d in self.record(run).decisions]
         short = sum(any(p.get("side") == "short" for p in (d.get("position") or {}).values()) for d in days)
         return short, len(days)
 
@@ -257,4 +264,7 @@ def evidence(root: Path, sealed: dict[str, Any] | None = None, ledger: Path | No
     decisions = [
         (rec if rec is not None and t == run else RunRecord(t)).decisions for t in ((team,) if team else windows)
     ]
-    return Evidence(root, run, team, rolling, results, metrics, config or {}, decisions, sealed, windows, ledger)
+    ev = Evidence(root, run, team, rolling, results, metrics, config or {}, decisions, sealed, windows, ledger)
+    if rec is not None and run is not None:
+        ev._records[run] = rec  # the graded run, read whole above
+    return ev
