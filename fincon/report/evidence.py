@@ -220,7 +220,9 @@ class Evidence:
     @cached_property
     def shorts(self) -> tuple[int, int]:
         """(days the book held a short, days) of the graded run, or of every window's team run."""
-        days = [d for run in ((self.run,) if self.run is not None else self.windows) for d in self.record(run).decisions]
+        days = [
+            d for run in ((self.run,) if self.run is not None else self.windows) for d in self.record(run).decisions
+        ]
         short = sum(any(p.get("side") == "short" for p in (d.get("position") or {}).values()) for d in days)
         return short, len(days)
 
