@@ -157,3 +157,25 @@ def test_report_and_plot_on_a_paper_comparison_name_its_experiments(tmp_path, ca
         f"({tmp_path / 'paper' / 'AMZN'}, {tmp_path / 'paper' / 'TSLA'}); `fincon report {tmp_path / 'paper'}` "
         "shows them all\n"
     )
+
+
+def test_the_line_under_the_tables_names_every_setting_that_is_not_the_papers():
+    """Found in review: a run with a one-month training window, one repeat, one episode and a 1 %
+    commission printed the paper's figures beside its own under a line naming none of it (and "the
+    team's figure is its median of the repeats" of one run); --tickers MSFT,TSLA,PFE left Table 3's
+    column empty, the paper's portfolio looked up in its own order only."""
+    from fincon.workflow.experiment import load_experiment
+    from fincon.workflow.paper import published
+    from fincon.workflow.paper_protocol import differs
+
+    base = plan({"tickers": ["MSFT"]})[0].overrides
+    plain = differs(load_experiment(None, base), "the sample")
+    assert "median of the repeats" in plain and "training window" not in plain and "broker" not in plain
+    short = {**base, "repeats": 1, "episodes": 1, "train.start": "2022-09-01",
+             "broker.commission": {"model": "percent", "rate": 0.01}}  # fmt: skip
+    line = differs(load_experiment(None, short), "the sample")
+    for said in ("the team's figure is its one run", "the training window is 2022-09-01..2022-10-04 (the paper's: "
+                 "2022-01-03..2022-10-04)", "1 repeat(s) (the preset's: 5)", "1 training episode(s) (the paper's: 4)",
+                 "the broker's commission set"):  # fmt: skip
+        assert said in line, said
+    assert published(("MSFT", "TSLA", "PFE")) == published(("TSLA", "MSFT", "PFE")) is not None

@@ -18,7 +18,7 @@ import pandas as pd
 
 from fincon.report.card import FAIL, NONE, PASS
 from fincon.report.load import ReportData, Run
-from fincon.workflow.tables import placebo, placebo_flags, significance, significance_flags
+from fincon.workflow.tables import placebo, placebo_flags, placebo_notes, significance, significance_flags
 
 esc = html.escape
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
@@ -142,7 +142,7 @@ def placebo_table(res: dict[str, Any], over: str) -> str:
     if not res.get("placebo"):
         return ""
     heads, cells, text = placebo(res)
-    flags = "".join(f"<li>{esc(f)}</li>" for f in placebo_flags(res))
+    flags = "".join(f"<li>{esc(f)}</li>" for f in [*placebo_flags(res), *placebo_notes(res)])
     return (
         f"<h4>Placebo runs of the full team ({esc(over)})</h4>"
         + table(heads, cells, text_cols=text)

@@ -12,6 +12,7 @@ from fincon.workflow.tables import (
     median_optimizer_flags,
     placebo,
     placebo_flags,
+    placebo_notes,
     rolling_flags,
     rolling_summary,
     significance,
@@ -95,8 +96,9 @@ def format_results(res: dict[str, Any], family=None) -> str:
     if measures:
         lines += ["", "protocol measures (median runs):"] + [f"  {x}" for x in measures]
     if res.get("placebo"):
-        lines += ["", "placebo runs of the full team (medians over repeats):"]
+        lines += ["", "placebo runs of the full team (each its median run by CR, as the real team's):"]
         lines += [*text_table(*placebo(res)), *(f"FLAG: {f}" for f in placebo_flags(res))]
+        lines += [f"note: {n}" for n in placebo_notes(res)]
     sig = res.get("significance")
     if sig:
         configs = sig.get("configurations", sig["trials"])

@@ -26,6 +26,7 @@ from fincon.engine.record import RunRecord
 from fincon.files import write_atomic
 from fincon.workflow.experiment_config import ExperimentConfig
 from fincon.workflow.experiment_units import Unit, baseline_dir, buy_and_hold_run, placebo_dir, variant
+from fincon.workflow.placebo import CORPUS_PLACEBOS, read_stats
 
 
 def load_equity(run: Path):
@@ -192,19 +193,26 @@ def placebo_results(exp: ExperimentConfig, root: Path, results: dict[str, Any]) 
     bh_real = _num(_metrics(buy_and_hold_run(exp, root))["cr_pct"])  # the edge the team has to lose (real market)
     out: dict[str, Any] = {}
     for kind in exp.placebos or ():
-        crs, sharpes, same = [], [], []
+        by_repeat, same, flags = {}, [], []
         for r in range(1, exp.repeats + 1):
-            m = _metrics(Unit("test", f"placebo-{kind}", r).path(root))
-            crs.append(_num(m["cr_pct"]))
-            sharpes.append(_num(m["sharpe"]))
+            by_repeat[r] = _metrics(Unit("test", f"placebo-{kind}", r).path(root))
             a = _actions(Unit("test", "full", r).path(root))
             b = _actions(Unit("test", f"placebo-{kind}", r).path(root))
             days = sorted(set(a) & set(b))
             same.append(sum(a[d] == b[d] for d in days) / len(days) if days else float("nan"))
         consistency = float(np.nanmedian(same)) if same else float("nan")
-        cr = float(np.nanmedian(crs))
+        # the median run by the real runs' rule (even repeats: the lower middle run, not the mean of the two:
+        # a placebo that changed nothing then showed a profit gap of its own)
+        crs = {r: _num(m["cr_pct"]) for r, m in by_repeat.items() if not np.isnan(_num(m["cr_pct"]))}
+        mid = by_repeat[median_repeat(crs)] if crs else {"cr_pct": None, "sharpe": None}
+        cr = _num(mid["cr_pct"])
         gap = _num(real["cr_pct"]) - cr
-        flags = []
+        corpus = read_stats(placebo_dir(root, kind)) if kind in CORPUS_PLACEBOS else None
+        if corpus and corpus.get("toned") and corpus["tone_reversed"] < 0.9 * corpus["toned"]:
+            flags.append(
+                f"only {corpus['tone_reversed']} of the window's {corpus['toned']} items with a tone read with "
+                "it reversed: the placebo did not reverse what the team reads"
+            )
         if kind == "shuffle-news" and _num(real["cr_pct"]) > best_cr and cr >= best_cr:
             flags.append("the edge over the best baseline survives shuffled news: it does not come from reading them")
         # excess over buy-and-hold on each market (the twin's own path is not the real one): what the
@@ -222,12 +230,13 @@ def placebo_results(exp: ExperimentConfig, root: Path, results: dict[str, Any]) 
             flags.append(f"{consistency:.0%} of decisions unchanged with every tone reversed: the news barely matters")
         out[kind] = {
             "cr_pct_median": cr,
-            "sharpe_median": float(np.nanmedian(sharpes)),
+            "sharpe_median": _num(mid["sharpe"]),
             "real_cr_pct": _num(real["cr_pct"]),
             "profit_gap_pct": gap,
             "prediction_consistency": consistency,
             "input_dependency": 1.0 - consistency,
             "repeats": exp.repeats,
+            "corpus": corpus,
             "flags": flags,
             **extra,
         }

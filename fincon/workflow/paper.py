@@ -97,7 +97,10 @@ FIGURES = ("cr_pct", "sharpe", "mdd_pct")
 def published(key: str | tuple[str, ...]) -> dict[str, dict[str, float] | None] | None:
     """The paper's figures for a stock (Table 2) or a portfolio (Table 3) by paper row, as
     paper.json writes them; None: the paper has no such stock or portfolio."""
-    got = (SINGLE if isinstance(key, str) else PORTFOLIOS).get(key)  # type: ignore[call-overload]
+    if isinstance(key, str):
+        got = SINGLE.get(key)
+    else:  # a portfolio is its tickers in any order (--tickers MSFT,TSLA,PFE is Table 3's first)
+        got = next((v for k, v in PORTFOLIOS.items() if sorted(k) == sorted(key)), None)
     if got is None:
         return None
     return {m: None if f is None else dict(zip(FIGURES, f)) for m, f in got.items()}

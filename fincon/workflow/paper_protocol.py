@@ -138,14 +138,34 @@ def figures(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def differs(brain: str, model: str | None, corpus: str, test_end: str) -> str:
-    """The line under each table: what is not the paper's setting."""
-    who = "none, the rules brain decides" if brain == "rules" else f"{model or 'the bundled model'}"
+def differs(exp, corpus: str) -> str:
+    """The line under each table: what is not the paper's setting (the model, the corpus, the DRL
+    agents' actions, and any of the training window, the repeats, the episodes and the broker's
+    costs that are not the preset's)."""
+    model = exp.llm.model if exp.brain == "llm" else None
+    who = "none, the rules brain decides" if exp.brain == "rules" else f"{model or 'the bundled model'}"
+    team = "its median of the repeats" if exp.repeats > 1 else "its one run"
+    parts = [
+        f"the model is {who} (the paper's: {paper.MODEL})",
+        f"the corpus is {corpus} (the paper's is private)",
+        "the DRL agents act long / keep / short on the whole book (the paper's A2C and PPO trade a continuous "
+        "share count)",
+        f"each baseline runs once (seeded), the team's figure is {team}",
+    ]
+    if (str(exp.train.start), str(exp.train.end)) != paper.TRAIN_WINDOW:
+        parts.append(f"the training window is {exp.train.start}..{exp.train.end} (the paper's: "
+                     f"{paper.TRAIN_WINDOW[0]}..{paper.TRAIN_WINDOW[1]})")  # fmt: skip
+    if exp.repeats != BASE["repeats"]:
+        parts.append(f"{exp.repeats} repeat(s) (the preset's: {BASE['repeats']})")
+    default = type(exp)()
+    if exp.episodes != default.episodes:
+        parts.append(f"{exp.episodes} training episode(s) (the paper's: {default.episodes})")
+    if exp.broker != default.broker:
+        changed = [k for k, v in exp.broker.model_dump().items() if v != default.broker.model_dump().get(k)]
+        parts.append(f"the broker's {', '.join(changed)} set (not the preset's)")
     return (
-        f"differs from the paper: the model is {who} (the paper's: {paper.MODEL}); the corpus is {corpus} "
-        "(the paper's is private); the DRL agents act long / keep / short on the whole book (the paper's A2C and PPO trade a "
-        "continuous share count); each baseline runs once (seeded), the team's figure is its median of the "
-        f"repeats; the test window ends {test_end}. The paper's columns are its published figures, not rerun."
+        f"differs from the paper: {'; '.join(parts)}; the test window ends {exp.test.end}. The paper's columns "
+        "are its published figures, not rerun."
     )
 
 
@@ -232,7 +252,7 @@ def run_paper(
     exp0 = experiments[0][1]
     corpus = "fincon's synthetic sample" if exp0.data.dir is None else f"the dataset {exp0.data.dir.name}"
     same = papers_window(exp0)
-    line = differs(exp0.brain, exp0.llm.model if exp0.brain == "llm" else None, corpus, str(exp0.test.end))
+    line = differs(exp0, corpus)
     if not same:
         line += (f" The test window here is {exp0.test.start}..{exp0.test.end}, not the paper's: its column is "
                  "left empty (its figures are of another period).")  # fmt: skip

@@ -335,6 +335,21 @@ def placebo_flags(res: Mapping[str, Any]) -> list[str]:
     return [f"{kind}: {flag}" for kind, p in (res.get("placebo") or {}).items() for flag in p.get("flags", [])]
 
 
+def placebo_notes(res: Mapping[str, Any]) -> list[str]:
+    """What each placebo corpus changed in the test window (its ``corpus``: placebo.json), as ``kind: note``."""
+    out = []
+    for kind, p in (res.get("placebo") or {}).items():
+        c = p.get("corpus") or {}
+        if "moved" in c:
+            out.append(f"{kind}: {c['moved']} of the window's {c['items']} text items moved to a later day")
+        if "toned" in c:
+            note = f"{kind}: Loughran-McDonald tone reversed in {c['tone_reversed']} of {c['toned']} items with one"
+            if "model_calls" in c:
+                note += f"; the model rewrote {c['model_calls']} chunk(s), {c['model_fallbacks']} by the word list"
+            out.append(note)
+    return out
+
+
 #: one block of the paper's comparison (``paper.json``'s blocks): a row per paper model, fincon's
 #: figures for the strategy in its place, then the paper's as printed (workflow.paper.block_rows)
 PAPER: list[Column] = [
