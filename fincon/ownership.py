@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from fincon import stopping
 from fincon.errors import ConfigError
 
 
@@ -247,13 +248,16 @@ class OwnedFolder:
                 raise taken
             self.check_replaceable(out)  # again: something may have been put into it meanwhile
             old = out.parent / f".{out.name}.replaced-{os.getpid()}"
-            out.rename(old)
-            try:
-                staging.rename(out)
-            except OSError:
-                old.rename(out)
-                raise
-            shutil.rmtree(old, ignore_errors=True)
+            # a stop between the two renames left the user's folder hidden under ``old`` and nothing at
+            # ``out`` ("partial output removed"): the stop waits for the swap (sent again after it)
+            with stopping.held():
+                out.rename(old)
+                try:
+                    staging.rename(out)
+                except OSError:
+                    old.rename(out)
+                    raise
+                shutil.rmtree(old, ignore_errors=True)
             return
         try:
             staging.rename(out)

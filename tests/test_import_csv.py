@@ -402,6 +402,30 @@ def test_a_row_with_more_fields_than_the_header_is_refused_naming_its_line(tmp_p
     assert not (tmp_path / "ds").exists()
 
 
+def test_rows_that_each_hold_one_field_too_many_are_refused_not_shifted(tmp_path, capsys):
+    """Found in review: when every row held one unquoted comma, pandas read the first column as an index
+    and shifted the rest left: 0 items imported, exit 0 (and a price file with a trailing comma on each
+    row: "date '10' ... is not YYYY-MM-DD"). One line each, nothing written."""
+    px = prices_folder(tmp_path / "px")
+    table = tmp_path / "t.csv"
+    table.write_text(
+        "ticker,published,title,text\n"
+        "AAA,2020-01-03,Results,Revenue up, margins down\n"
+        "AAA,2020-01-06,Guidance,Outlook raised, shares up\n"
+    )
+    argv = ["data", "import", "csv", str(table), "--prices", str(px), "--tickers", "AAA", "--out", str(tmp_path / "ds")]
+    rc, _, err = run_cli(argv, capsys)
+    assert rc == 2 and err.count("\n") == 1 and "rows hold more fields than the header's 4" in err, err
+    assert not (tmp_path / "ds").exists()
+    table.write_text('ticker,published,title,text\nAAA,2020-01-03,Results,"Revenue up, margins down"\n')
+    price = next(px.glob("AAA*"))
+    head, *rows = price.read_text().splitlines()
+    price.write_text("\n".join([head, *(row + "," for row in rows)]) + "\n")
+    rc, _, err = run_cli(argv, capsys)
+    assert rc == 2 and f"{price}: its rows hold more fields than the header's" in err, err
+    assert not (tmp_path / "ds").exists()
+
+
 def test_a_dotted_tickers_price_file_is_found(tmp_path, capsys):
     """BRK.B.csv was read as BRK's ("--prices has no BRK.B.csv")."""
     px = prices_folder(tmp_path / "px")

@@ -462,3 +462,20 @@ def test_other_column_types_text_dates_utc_times_and_a_year_column(tmp_path):
     assert sorted(e.id for e in corpus.events if e.source == "news") == ["AAA-news-20200106-0", "AAA-news-20200106-1"]
     assert first_seen(store, "AAA-news-20200106-0", DAYS) == dt.date(2020, 1, 6)
     assert first_seen(store, "AAA-news-20200106-1", DAYS) == dt.date(2020, 1, 7)
+
+
+def test_timestamped_items_are_numbered_within_their_stored_date(tmp_path):
+    """Found in review: item 0 of 2020-01-07 02:00 UTC (New York's evening of the 6th) and item 0 of
+    2020-01-06 15:00 UTC shared one id (the New York day's) and the import refused them as "two
+    different texts"; the index numbers a stored date's items, so the id names the stored date."""
+    utc = dt.timezone.utc
+    news = [
+        news_row(dt.datetime(2020, 1, 6, 15, 0, tzinfo=utc), "AAA", 0, "AAA morning story."),
+        news_row(dt.datetime(2020, 1, 7, 2, 0, tzinfo=utc), "AAA", 0, "AAA evening story."),
+    ]
+    root = hand_tree(tmp_path / "fs", news=news, news_type=pa.timestamp("us", tz="UTC"))
+    corpus = read([root], ImportOptions(start=dt.date(2020, 1, 3), end=dt.date(2020, 1, 8)))
+    got = {e.id: e.metadata["date"] for e in corpus.events if e.source == "news"}
+    assert got == {"AAA-news-20200106-0": "2020-01-06", "AAA-news-20200107-0": "2020-01-06"}
+    first = EventStore(corpus.events)
+    assert first_seen(first, "AAA-news-20200107-0", DAYS) == dt.date(2020, 1, 7)  # after the close of the 6th

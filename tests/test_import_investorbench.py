@@ -354,6 +354,7 @@ def test_bad_command_lines(tmp_path, capsys):
     (tmp_path / "busy" / "notes.txt").write_text("mine")
     cases = [
         (["--tickers", "MSFT"], "has no MSFT"),
+        (["--tickers", ""], "--tickers is empty"),  # an unset shell variable imported every ticker (review)
         (["--out", tmp_path / "busy"], "is not a fincon dataset"),
         (["--start", "5/10/2021"], "is not a date"),
         (["--start", "2021-02-01", "--end", "2021-01-01"], "is after --end"),
@@ -460,3 +461,20 @@ def test_team_decisions_up_to_t_ignore_the_future(tmp_path):
         assert decisions["a"][d] == decisions["b"][d], d
     after = [d for d in decisions["a"] if d > t]
     assert any(decisions["a"][d] != decisions["b"][d] for d in after)
+
+
+def test_a_listed_weekday_without_a_price_or_an_item_is_said(tmp_path, capsys):
+    """Found in review: a listed Friday with ``"prices": null`` and no items vanished without a word (its
+    move joined Monday's bar; a day with items and no price is refused). It is dropped and said now; a
+    listed weekend without a price is no session and is not."""
+    days = small_days()
+    days["2021-01-08"] = {"prices": None, "news": [], "10k": [], "10q": []}  # a Friday
+    days["2021-01-09"] = {"prices": None, "news": [], "10k": [], "10q": []}  # a Saturday
+    assert (
+        run_cli("data", "import", "investorbench", write_ib(tmp_path / "acme.json", days), "--out", tmp_path / "ds")
+        == 0
+    )
+    notes = open_dataset(tmp_path / "ds").manifest.notes
+    said = "weekdays listed with no price and no item dropped (the move over each falls into the next bar): "
+    assert said + "ACME 1 (first 2021-01-08)" in notes, notes
+    assert "2021-01-08" not in pd.read_csv(tmp_path / "ds" / "prices" / "ACME.csv")["Date"].tolist()

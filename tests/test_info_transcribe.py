@@ -176,3 +176,27 @@ def test_a_checkpoint_file_is_cached_by_its_contents(tmp_path):
     assert a != b
     embedded = Transcriber(backend="openai-whisper", cache_dir=tmp_path)._key("d", "openai-whisper")
     assert embedded.name == "d-7a1a681a8870.json"  # the recorded transcripts' key, as before
+
+
+def test_a_file_that_is_no_whisper_checkpoint_is_one_line(tmp_path, call):
+    """Found in review: --model pointing at a text file or an empty file was a KeyError / EOFError
+    traceback from torch's unpickling."""
+    need_ffmpeg()
+    _, path = call
+    for name, body in (("fake.pt", b"not a model"), ("empty.pt", b"")):
+        (tmp_path / name).write_bytes(body)
+        with pytest.raises(ConfigError, match=rf"{name}: not a Whisper checkpoint openai-whisper can load"):
+            Transcriber(backend="openai-whisper", model=str(tmp_path / name), cache_dir=tmp_path).transcribe(path)
+
+
+@pytest.mark.slow
+def test_a_damaged_conversion_of_the_embedded_model_is_made_again(openai_tr, call, tmp_path, caplog):
+    """Found in review: the default model's converted checkpoint cut short in the cache (a stop, a full
+    disk) was a PytorchStreamReader traceback on every later call; it is converted again, once, said."""
+    openai_tr._backend()  # the session's cache holds the conversion
+    (done,) = (openai_tr.cache_dir / "models").glob("tiny.en-ct2-*.pt")
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / done.name).write_bytes(done.read_bytes()[:3_000_000])
+    tr = Transcriber(backend="openai-whisper", cache_dir=tmp_path)
+    assert tr._backend()[0] == "openai-whisper" and "is damaged" in caplog.text
+    assert (tmp_path / "models" / done.name).stat().st_size == done.stat().st_size

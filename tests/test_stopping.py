@@ -201,3 +201,43 @@ except Terminated:
 """
     )
     assert lines == ["Terminated []"]
+
+
+def test_a_stop_between_the_two_renames_of_a_replace_keeps_a_folder_at_out(tmp_path, monkeypatch):
+    """Found in review: a SIGTERM right after ``--replace`` moved the user's dataset aside (before the
+    new one took its place) ended the command with "partial output removed" and nothing at --out, the old
+    dataset hidden as .NAME.replaced-PID. The stop waits for the pair of renames, then stops."""
+    import os
+    import signal
+    from pathlib import Path
+
+    from fincon import stopping
+    from fincon.ownership import OwnedFolder
+
+    folder = OwnedFolder("dataset", "mark.json", "test", lambda p: {"mark.json", "a.txt"})
+    out = tmp_path / "ds"
+    out.mkdir()
+    (out / "mark.json").write_text("{}")
+    (out / "a.txt").write_text("old")
+    staging = folder.staging(out)
+    (staging / "mark.json").write_text("{}")
+    (staging / "a.txt").write_text("new")
+    rename = Path.rename
+
+    def stopped_after_first(self, target):
+        got = rename(self, target)
+        if ".replaced-" in str(target):
+            os.kill(os.getpid(), signal.SIGTERM)
+        return got
+
+    class Stop(Exception):
+        pass
+
+    monkeypatch.setattr(Path, "rename", stopped_after_first)
+    undo = stopping.install({signal.SIGTERM: Stop})
+    try:
+        with pytest.raises(Stop):
+            folder.swap_in(staging, out, replace=True)
+    finally:
+        undo()
+    assert (out / "a.txt").read_text() == "new" and not list(tmp_path.glob(".ds.*"))

@@ -228,7 +228,7 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def _tickers(arg: str | None):
-    if not arg:
+    if arg is None:  # not given ("" is given empty: an unset shell variable, refused below)
         return fincon_data.DEFAULT_TICKERS
     ts = tuple(t.strip().upper() for t in arg.split(",") if t.strip())
     if not ts:
@@ -266,7 +266,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     end = dt.date.fromisoformat(args.end) if args.end else None
     if start and end and start > end:
         raise ConfigError(f"--start {start} is after --end {end}")
-    tickers = _tickers(args.tickers) if args.tickers else None
+    tickers = _tickers(args.tickers) if args.tickers is not None else None
     if args.format == "csv" and args.prices is None:
         raise ConfigError("csv: give the price files with --prices DIR (TICKER.csv per ticker)")
     if args.format != "csv" and args.prices is not None:

@@ -268,9 +268,14 @@ def read_items(
             meta["form"] = source
         if cik is not None:
             meta["cik"] = cik
+        # the id names the date as stored, which the index numbers its items within (a timestamp late in
+        # the UTC day is the New York day before: two stored dates' item 0 shared one id and were refused)
+        stored = (
+            raw_day.date() if isinstance(raw_day, dt.datetime) else raw_day if isinstance(raw_day, dt.date) else day
+        )
         events.append(
             Event(
-                id=f"{ticker}-{source}-{day.strftime('%Y%m%d')}-{idx}",
+                id=f"{ticker}-{source}-{stored.strftime('%Y%m%d')}-{idx}",
                 ticker=ticker,
                 source=source,
                 published_at=published,
@@ -282,9 +287,10 @@ def read_items(
     repeated = [k for k, n in Counter(e.id for e in kept).items() if n > 1]
     if repeated:
         e = next(e for e in kept if e.id == repeated[0])
+        stamp = e.id.rsplit("-", 2)[-2]
         raise DataError(
-            f"{table.folder}: {e.ticker} {e.metadata['date']}: {index_col} {e.metadata[index_col]} "
-            "holds two different texts; each item of a day needs its own index"
+            f"{table.folder}: {e.ticker} {stamp[:4]}-{stamp[4:6]}-{stamp[6:]}: {index_col} {e.metadata[index_col]} "
+            "holds two different texts; each item of a stored date needs its own index"
         )
     return kept, dups, empty, used
 

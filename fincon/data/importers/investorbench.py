@@ -137,10 +137,14 @@ def _texts(rec: dict[str, Any], key: str, day: dt.date, path: Path) -> list[str]
     return items
 
 
-def read_file(path: Path, ticker: str, options: ImportOptions) -> tuple[pd.DataFrame, list[Event], int, int]:
-    """Prices, events, duplicates dropped and empty texts skipped for one asset."""
+def read_file(
+    path: Path, ticker: str, options: ImportOptions
+) -> tuple[pd.DataFrame, list[Event], int, int, list[dt.date]]:
+    """Prices, events, duplicates dropped, empty texts skipped and the days
+    listed without a price or an item (dropped, and said) for one asset."""
     obj = load_json(path)
     rows: list[tuple[str, float]] = []
+    no_price: list[dt.date] = []
     events: list[Event] = []
     empty = 0
     for key in sorted(obj):
@@ -159,6 +163,7 @@ def read_file(path: Path, ticker: str, options: ImportOptions) -> tuple[pd.DataF
         if rec.get("prices") is None:
             if any(texts.values()):
                 raise DataError(f"{path}: {day}: items but no price; every day with news or filings needs a close")
+            no_price.append(day)
             continue
         rows.append((key, _price(rec["prices"], day, path)))
         when = published_at(day, options.visibility)
@@ -193,7 +198,7 @@ def read_file(path: Path, ticker: str, options: ImportOptions) -> tuple[pd.DataF
         raise DataError(f"{path}: no days with a price in the chosen window")
     prices = pd.DataFrame(rows, columns=["Date", "Close"])
     kept, dup = dedupe(events, lambda e: e.metadata["date"])
-    return prices, kept, dup, empty
+    return prices, kept, dup, empty, no_price
 
 
 def read(sources: list[Path], options: ImportOptions) -> ImportedCorpus:
@@ -217,10 +222,14 @@ def read(sources: list[Path], options: ImportOptions) -> ImportedCorpus:
     prices: dict[str, pd.DataFrame] = {}
     events: list[Event] = []
     dups = empty = 0
+    unpriced: list[str] = []
     for t in tickers:
-        frame, evs, d, e = read_file(by_ticker[t], t, options)
+        frame, evs, d, e, gone = read_file(by_ticker[t], t, options)
         prices[t], dups, empty = frame, dups + d, empty + e
         events += evs
+        weekdays = [x for x in gone if x.weekday() < 5]  # a listed weekday without a close: its move joins the next bar
+        if weekdays:
+            unpriced.append(f"{t} {len(weekdays)} (first {weekdays[0]})")
     notes = []
     if not options.keep_sentiment:
         notes.append("news sentiment tags parsed into metadata.sentiment and removed from the text")
@@ -228,6 +237,11 @@ def read(sources: list[Path], options: ImportOptions) -> ImportedCorpus:
         notes.append("news sentiment tags kept in the text (--keep-sentiment), as the benchmark's agents read them")
     if empty:
         notes.append(f"{empty} empty texts skipped")
+    if unpriced:
+        notes.append(
+            "weekdays listed with no price and no item dropped (the move over each falls into the next bar): "
+            + ", ".join(unpriced)
+        )
     return ImportedCorpus(
         format="investorbench",
         sources=[by_ticker[t] for t in tickers],

@@ -100,6 +100,19 @@ def _unreadable(path: Path, exc: BaseException) -> DataError:
     return DataError(f"{path}: cannot read the table ({first})")
 
 
+def _fields_as_header(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """``frame`` as read, or one line when its rows hold more fields than the
+    header names: pandas then takes the first column for an index without a
+    word and shifts every column one to the left (a table whose texts each hold
+    one unquoted comma imported with 0 items)."""
+    if not isinstance(frame.index, pd.RangeIndex):
+        raise DataError(
+            f"{path}: its rows hold more fields than the header's {len(frame.columns)} (a row's first field "
+            'was read as an index); quote a field that holds a comma ("a, b") or name every column'
+        )
+    return frame
+
+
 def chunks(path: Path) -> Iterator[pd.DataFrame]:
     """The table in blocks of rows: CSV as strings (only the columns a role
     uses: FNSPID's summaries are never loaded), JSONL as JSON values (no type
@@ -123,7 +136,7 @@ def chunks(path: Path) -> Iterator[pd.DataFrame]:
             )
             with reader:
                 for block in reader:
-                    yield block[used]
+                    yield _fields_as_header(block, path)[used]
         else:
             reader = pd.read_json(path, lines=True, dtype=False, chunksize=CHUNK_ROWS, **_NO_DATE_GUESS)
             with reader:
@@ -296,6 +309,7 @@ def read_price_file(path: Path, ticker: str, options: ImportOptions) -> pd.DataF
         raise DataError(f"{path}: empty price file") from None
     except (pd.errors.ParserError, ValueError, UnicodeDecodeError, OSError) as exc:
         raise DataError(f"{path}: cannot read prices ({str(exc).strip().splitlines()[0][:200]})") from None
+    raw = _fields_as_header(raw, path)
     raw.columns = [str(c).strip() for c in raw.columns]
     bars = validate_bars(raw, ticker, str(path))
     days = bars.index.date

@@ -232,7 +232,21 @@ class Transcriber:
             import whisper
         except ImportError as exc:
             raise missing from exc
-        return whisper.load_model(checkpoint, device="cpu")
+        try:
+            return whisper.load_model(checkpoint, device="cpu")
+        except Exception as exc:  # torch's unpickling: KeyError, EOFError, RuntimeError, UnpicklingError ...
+            first = (str(exc).strip().splitlines() or [""])[0][:120]
+            if self.model == EMBEDDED:  # our own conversion, damaged (a stop, a full disk): made again once
+                Path(checkpoint).unlink(missing_ok=True)
+                log.warning("%s is damaged (%s); converting the embedded model again", checkpoint, first)
+                try:
+                    return whisper.load_model(self._openai_checkpoint(), device="cpu")
+                except Exception as again:
+                    exc, first = again, (str(again).strip().splitlines() or [""])[0][:120]
+            raise ConfigError(
+                f"{checkpoint}: not a Whisper checkpoint openai-whisper can load ({type(exc).__name__}: {first}); "
+                f"give a .pt file openai-whisper wrote, or the embedded default --model {EMBEDDED}"
+            ) from None
 
     def _load_faster(self):
         try:
