@@ -81,3 +81,22 @@ def test_artifacts_of_a_run(tmp_path):
     from fincon.engine.artifacts import code_sha256, git_dirty
 
     assert man["code_sha256"] == code_sha256() and man["git_dirty"] == git_dirty()
+
+
+@pytest.mark.slow
+def test_round_trips_csv_is_the_frame_the_win_rate_counts(tmp_path):
+    """Found in review: round_trips.csv was rebuilt from trades.csv's rounded sizes, so a signed
+    markowitz book held lots of 5.5e-07 shares (73 rows where the win rate counted 68: 0.48 against
+    metrics.json's 0.456). It is written from the frame the win rate counts."""
+    from fincon.cli.main import main
+
+    out = tmp_path / "run"
+    argv = ["backtest", "--tickers", "TSLA,MSFT,PFE", "--strategy", "markowitz", "--no-benchmark", "--param",
+            "markowitz.form=signed", "--param", "markowitz.rebalance_every=5", "--borrow", "0.05", "--commission",
+            "0.001", "--start", "2022-10-05", "--end", "2023-03-31", "--ledger", "off", "--no-progress",
+            "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    rt = pd.read_csv(out / "round_trips.csv")
+    m = json.loads((out / "metrics.json").read_text())
+    assert rt["shares"].min() > 1e-3, rt.nsmallest(3, "shares")
+    assert m["win_rate"] == pytest.approx((rt["pnl"] > 0).mean(), abs=1e-9) and len(rt) > 30

@@ -108,7 +108,7 @@ def test_participation_cap_binds(tmp_path, rest, capsys):
     first = orders.iloc[0]
     assert first["status"] == "partial"
     assert first["filled"] == pytest.approx(0.025 * bars.loc["2022-10-05", "Volume"])  # 2,174,567.5 shares
-    assert "participation cap 2.50%" in first["reason"]
+    assert "participation cap 2.5% " in first["reason"]
     trades = pd.read_csv(out / "trades.csv")
     assert trades["size"].sum() == pytest.approx(orders["filled"].sum())
     m = json.loads((out / "metrics.json").read_text())["costs"]
@@ -122,6 +122,46 @@ def test_participation_cap_binds(tmp_path, rest, capsys):
             assert row["reason"].startswith("rest carried from")
             assert row["filled"] == pytest.approx(0.025 * bars.loc[d, "Volume"])
             assert row["requested"] == pytest.approx(first["requested"] - orders["filled"][orders["date"] < d].sum())
+
+
+@pytest.mark.parametrize("fill", ["close", "next-open"])
+def test_a_carried_rest_is_sized_as_a_new_order_and_never_refused_whole_for_margin(tmp_path, fill):
+    """Found in review: a carried rest went in again at its first size; when its price had risen it cost
+    more than the cash left (a PFE rest of $170k against $166k, of which the cap would have filled $28k)
+    and backtrader refused it whole for margin, the decided book never bought. Sized as new orders are
+    (sells first, buys scaled to the cash left), no carried rest is refused."""
+    out = tmp_path / "run"
+    argv = ["backtest", "--tickers", "TSLA,MSFT,PFE", "--strategy", "equal-weight", "--param",
+            "equal-weight.rebalance_every=5", "--no-benchmark", "--commission", "0.001", "--slippage", "0.0005",
+            "--participation", "0.00003", "--participation-rest", "carry", "--fill", fill, "--start", "2022-10-05",
+            "--end", "2022-11-10", "--ledger", "off", "--no-progress", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    orders = pd.read_csv(out / "orders.csv")
+    carried = orders[orders["reason"].str.startswith("rest carried", na=False)]
+    assert len(carried) >= 8 and (carried["status"] != "rejected").all(), carried[carried["status"] == "rejected"]
+    assert (orders["status"] != "rejected").all()
+
+
+@pytest.mark.parametrize("minimum", [1.0, 5.0])
+def test_an_order_that_crosses_zero_pays_one_minimum(tmp_path, minimum):
+    """Found in review: backtrader charges a reversal (cover a short, open a long, one order) in two
+    parts, and the per-order minimum came twice: sma-cross with shorts, six orders of 130-194 shares,
+    paid $11 (with a $5 minimum $55) where one minimum an order gives $6 ($30)."""
+    out = tmp_path / "run"
+    argv = ["backtest", "--ticker", "TSLA", "--strategy", "sma-cross", "--param", "sma-cross.allow_short=true",
+            "--no-benchmark", "--commission-model", "per-share", "--commission-min", str(minimum), "--cash", "10000",
+            "--start", "2022-10-05", "--end", "2023-06-09", "--ledger", "off", "--no-progress", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    trades = pd.read_csv(out / "trades.csv")
+    assert len(trades) == 6 and (trades["commission"] == minimum).all() and (trades["size"].abs() < 200).all()
+    paid = json.loads((out / "metrics.json").read_text())["costs"]["commission_paid"]
+    assert paid == 6 * minimum
+    # the equity is what the fills and their fees leave: the last value less the start is the P&L
+    pnl = (trades["size"] * -trades["price"]).sum() - paid
+    held = trades["size"].sum()
+    eq = pd.read_csv(out / "equity.csv")
+    last = _bars().loc[eq["date"].iloc[-1], "Adj Close"]
+    assert eq["value"].iloc[-1] == pytest.approx(10_000 + pnl + held * last, abs=0.01)
 
 
 class _Spender:

@@ -297,3 +297,23 @@ def test_a_cover_is_never_shrunk_with_the_buys(per_share):
     orders = {o.ticker: o.size for o in sized.orders}
     assert orders["A"] == pytest.approx(1000.0) and sized.buy_scale < 1.0  # the cover whole, B shrunk
     assert 0 < orders["B"] < 0.9 * value / 10.0
+
+
+def test_a_window_whose_history_is_shorter_than_a_strategys_warm_up_is_said(tmp_path, caplog):
+    """Found in review: with one ticker's prices beginning shortly before the window, the team decided
+    its first weeks on 9 rows of returns where it wants 60, and sma-cross waited, both unsaid (only
+    markowitz warned). One line names each strategy that gets less history than it wants."""
+    from fincon.cli.main import main
+
+    argv = ["backtest", "--ticker", "TSLA", "--strategy", "sma-cross,buy-and-hold", "--start", "2018-01-10",
+            "--end", "2018-02-28", "--ledger", "off", "--no-progress", "--out", str(tmp_path / "r")]  # fmt: skip
+    assert main(argv) == 0
+    said = [r.getMessage() for r in caplog.records if "session(s) of history" in r.getMessage()]
+    assert said == [
+        "only 6 session(s) of history before the window (TSLA's prices begin 2018-01-02); strategies wanting "
+        "more decide their first days on fewer (sma-cross 30): start later"
+    ]
+    caplog.clear()
+    later = [*argv[:6], "2018-03-01", "--end", "2018-03-30", *argv[9:-1], str(tmp_path / "later")]
+    assert main(later) == 0
+    assert not [r for r in caplog.records if "session(s) of history" in r.getMessage()]

@@ -274,6 +274,22 @@ class LoadedPrices:
     #: the dropped dates said: how many, the first and the tickers without a bar on it
     dropped_note: str | None = None
     close_only: tuple[str, ...] = ()  # tickers whose source has no open/high/low/volume
+    #: the ticker whose prices begin last, and its first date: what bounds the warm-up
+    latest_start: tuple[str, pd.Timestamp] | None = None
+
+    def short_history(self, wants: Mapping[str, int]) -> str | None:
+        """A line naming the strategies (name -> sessions of history they want) that get fewer sessions
+        before the window than they ask for, or None: the team and sma-cross decided on the few rows
+        there were, unsaid, where markowitz warned in the same run."""
+        short = {n: w for n, w in wants.items() if w > self.first_index}
+        if not short or self.latest_start is None:
+            return None
+        t, first = self.latest_start
+        asked = ", ".join(f"{n} {w}" for n, w in sorted(short.items()))
+        return (
+            f"only {self.first_index} session(s) of history before the window ({t}'s prices begin "
+            f"{first.date()}); strategies wanting more decide their first days on fewer ({asked}): start later"
+        )
 
 
 def load_prices(
@@ -343,6 +359,7 @@ def load_prices(
             else None
         ),
         close_only=tuple(close_only),
+        latest_start=max(((t, f.index[0]) for t, f in frames.items()), key=lambda x: (x[1], x[0])),
         calendar=infer_calendar(common),
         gaps=gaps_note("+".join(tickers), common),
     )

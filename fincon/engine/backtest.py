@@ -33,9 +33,9 @@ from tqdm import tqdm
 from fincon import stopping
 from fincon.data.view import MarketData, PortfolioSnapshot
 from fincon.engine.artifacts import round_trips
-from fincon.engine.broker import BrokerSettings, size_orders
+from fincon.engine.broker import BrokerSettings, carried_targets, size_orders
 from fincon.engine.feed import make_feed
-from fincon.engine.result import BacktestResult, orders_frame, position
+from fincon.engine.result import BacktestResult, orders_frame, position, positions_frame
 from fincon.engine.resume import Book, Resume, StateError, recorded_decision
 from fincon.errors import ConfigError, FinconError
 from fincon.risk.metrics import compute_metrics
@@ -164,7 +164,7 @@ class _Loop:
             if decision is not None and decision.weights:
                 self.carry.clear()  # the new targets supersede the unfilled rest
             elif self.settings.fill == "close":
-                self._submit_carry(bts, view.date)
+                self._submit_carry(bts, shares, prices, value, cash)
         if decision is not None and decision.weights:
             self._check_tickers(decision, shares)
             if self.settings.fill == "close" and not last:  # they fill before the borrow fee is charged
@@ -200,24 +200,27 @@ class _Loop:
         if self.pending is None or self.stopped:
             return
         decision, self.pending = self.pending, None
-        shares = {d._name: bts.getposition(d).size for d in bts.datas}
-        prices = {d._name: d.open[0] for d in bts.datas}
-        fee = self.settings.costs.borrow_due(bts.broker, bts.datas, bts.datas[0].datetime.datetime(0))
-        cash = bts.broker.getcash() - fee
-        value = cash + sum(shares[k] * prices[k] for k in shares)
-        self._submit(bts, decision, shares, prices, value, cash)
+        self._submit(bts, decision, *self._open_book(bts))
 
     def on_open_carry(self, bts: _Bridge) -> None:
         """next_open mode: a carried rest goes in at the open when no new decision supersedes it."""
         if self.carry and self.pending is None and not self.stopped:
-            self._submit_carry(bts, bt.num2date(bts.datas[0].datetime[0]))
+            self._submit_carry(bts, *self._open_book(bts))
+
+    def _open_book(self, bts: _Bridge) -> tuple[dict[str, float], dict[str, float], float, float]:
+        """Shares, open prices, value and cash (after the night's borrow fee) at today's open."""
+        shares = {d._name: bts.getposition(d).size for d in bts.datas}
+        prices = {d._name: d.open[0] for d in bts.datas}
+        fee = self.settings.costs.borrow_due(bts.broker, bts.datas, bts.datas[0].datetime.datetime(0))
+        cash = bts.broker.getcash() - fee
+        return shares, prices, cash + sum(shares[k] * prices[k] for k in shares), cash
 
     def _check_tickers(self, decision: Decision, shares) -> None:
         unknown = set(decision.weights) - set(shares)
         if unknown:
             raise ValueError(f"{self.strategy.name} returned weights for unknown tickers {sorted(unknown)}")
 
-    def _submit(self, bts, decision: Decision, shares, prices, value, cash) -> None:
+    def _submit(self, bts, decision: Decision, shares, prices, value, cash, notes: Mapping[str, str] = {}) -> None:
         caps = self.settings.costs.sell_caps(bts.datas, self.settings.fill == "close")
         sized = size_orders(decision.weights, shares, prices, value, cash, self.settings, self._day_ranges(bts), caps)
         if sized.buy_scale < 0.999:
@@ -226,7 +229,7 @@ class _Loop:
         by_name = {d._name: d for d in bts.datas}
         day = bt.num2date(bts.datas[0].datetime[0]).strftime("%Y-%m-%d")
         for order in sized.orders:
-            self._place(bts, by_name[order.ticker], order.size, day, "")
+            self._place(bts, by_name[order.ticker], order.size, day, notes.get(order.ticker, ""))
 
     def _day_ranges(self, bts) -> dict[str, float] | None:
         """A slippage that is no fraction of price (the range model): each
@@ -256,11 +259,12 @@ class _Loop:
             "reason": note,
         }
 
-    def _submit_carry(self, bts, date: pd.Timestamp) -> None:
-        by_name = {d._name: d for d in bts.datas}
+    def _submit_carry(self, bts, shares, prices, value, cash) -> None:
+        """The rests carried, sized as new orders are (broker.carried_targets)."""
         carry, self.carry = self.carry, {}
-        for ticker, (size, since) in sorted(carry.items()):
-            self._place(bts, by_name[ticker], size, date.strftime("%Y-%m-%d"), f"rest carried from {since}")
+        rest = Decision(weights=carried_targets(carry, shares, prices, value, self.settings))
+        notes = {t: f"rest carried from {s}" for t, (_, s) in carry.items()}
+        self._submit(bts, rest, shares, prices, value, cash, notes)
 
     # -- broker events ---------------------------------------------------
     def on_order(self, order: bt.Order) -> None:
@@ -345,7 +349,7 @@ class _Loop:
         rest = row["requested"] - filled
         carry = cap.rest == "carry" and rest > 1e-12
         note = (
-            f"participation cap {cap.participation:.2%} of the day's volume: {rest:.4f} shares not "
+            f"participation cap {cap.participation * 100:.4g}% of the day's volume: {rest:.4f} shares not "
             f"filled, {'carried to the next day' if carry else 'cancelled'}"
         )
         row["reason"] = "; ".join(x for x in (row["reason"], note) if x)
@@ -361,10 +365,7 @@ def _held_at_close(loop: _Loop, settings: BrokerSettings, n: int) -> np.ndarray:
     books them when it processes day t+1, so the book seen on t+1 is the
     book held at the close of t."""
     obs = loop.observed_shares[:n]
-    if settings.fill == "close":
-        held = np.vstack([obs[1:], obs[-1:]])
-        return held
-    return obs
+    return np.vstack([obs[1:], obs[-1:]]) if settings.fill == "close" else obs
 
 
 def run_backtest(
@@ -439,11 +440,7 @@ def run_backtest(
     values = loop.values[:n]
     held = _held_at_close(loop, settings, n)
     closes = market._arrays["close"][market.first_index : market.first_index + n]
-    rows = []
-    for i, d in enumerate(dates):
-        for j, tk in enumerate(market.tickers):
-            rows.append((d.strftime("%Y-%m-%d"), tk, held[i, j], held[i, j] * closes[i, j] / values[i]))
-    positions = pd.DataFrame(rows, columns=["date", "ticker", "shares", "weight"])
+    positions = positions_frame(dates, market.tickers, held, closes, values)
     fills = [f for f in loop.fills if f["date"] <= dates[-1].strftime("%Y-%m-%d")] if n else []
     trades = pd.DataFrame(fills, columns=["date", "ticker", "side", "size", "price", "value", "commission"])
     traded = trades.groupby("date")["value"].sum() if len(trades) else pd.Series(dtype=float)
@@ -483,6 +480,7 @@ def run_backtest(
         stopped=loop.stopped,
         rejected_orders=loop.rejected,
         orders=orders_frame(loop.orders.values()),
+        round_trips=trips,
         scaled_days=loop.scaled_days,
         llm_cost=loop.llm_cost[:n] if settings.charge_llm else None,
         borrow_paid=float(sum(bts.broker.d_credit.values())),

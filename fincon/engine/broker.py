@@ -163,3 +163,16 @@ def _size_general(
         return sum(o.size * fill_price(o) + fee(o.size, fill_price(o)) for o in orders)
 
     return _scaled(sells, buys, shares, budget, need)
+
+
+def carried_targets(
+    carry: Mapping[str, tuple[float, str]], shares: Mapping[str, float], prices: Mapping[str, float], value: float,
+    settings: BrokerSettings,
+) -> dict[str, float]:  # fmt: skip
+    """The weights that move each ticker by its carried rest (shares), for
+    :func:`size_orders`: a rest placed again whole at its first size was
+    refused whole for margin when its price had risen (a PFE rest of $170k
+    against $166k of cash, of which the cap would have filled $28k); sized as
+    new orders, sells come first and buys shrink to the cash left."""
+    investable = value * (1.0 - settings.cash_buffer)
+    return {t: (shares.get(t, 0.0) + size) * prices[t] / investable for t, (size, _) in carry.items()}

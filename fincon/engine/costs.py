@@ -27,13 +27,13 @@ docs/engine.md (CONTRIBUTING.md, "Adding a cost model").
 from __future__ import annotations
 
 import datetime
-import functools
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Mapping, Union
 
 from pydantic import ConfigDict, Field
 
+from fincon.engine import bt_side
 from fincon.validation import Settings
 
 if TYPE_CHECKING:  # backtrader loads when a broker is built, not when a config is read (fincon --help)
@@ -74,7 +74,7 @@ class Commission(_CostModel):
     def install(self, broker: bt.brokers.BackBroker, borrow: float = 0.0) -> None:
         """Set the commission on backtrader's broker, with ``borrow`` as its credit interest: a yearly
         fee on short positions' value (shares x the last close before the day x rate / 365 a calendar
-        day, :func:`_marked`)."""
+        day, :func:`fincon.engine.bt_side.marked`)."""
 
 
 class PercentCommission(Commission):
@@ -94,7 +94,7 @@ class PercentCommission(Commission):
         return self.rate
 
     def install(self, broker: bt.brokers.BackBroker, borrow: float = 0.0) -> None:
-        _set_percent(broker, self.rate, borrow)
+        bt_side.set_percent(broker, self.rate, borrow)
 
     def summary(self) -> dict[str, Any]:
         return {"commission": self.rate}
@@ -108,86 +108,6 @@ def per_share_commission(size: float, price: float, per_share: float, minimum: f
         return 0.0
     fee = max(shares * per_share, minimum)
     return min(fee, maximum * shares * price) if maximum > 0 else fee
-
-
-@functools.cache
-def _marked(base: type) -> type:
-    """backtrader's commission scheme ``base`` with its credit interest (the borrow fee) on the shares'
-    value at the last close before the day charged, as a broker marks a short each day: backtrader's
-    own prices the shares at their entry price for as long as they are held (a short of TSLA held
-    eight months while its closes averaged 25 % below the entry paid 1.34x what it owed). The last close before ``dt0`` is the bar's previous one
-    when the broker charges on a session's bar, its current one when a strategy estimates the next
-    session's fee (:meth:`Costs.borrow_due`): both read the same close, never one after the day."""
-
-    def _get_credit_interest(self, data, size, price, days, dt0, dt1):
-        if self.deferred:  # a close-fill broker charges after the fills (_charged_after_fills)
-            return 0.0
-        mark = data.close[0] if data.datetime.date(0) < dt0 else data.close[-1]
-        return days * self._creditrate * abs(size) * mark
-
-    return type(f"Marked{base.__name__}", (base,), {"_get_credit_interest": _get_credit_interest, "deferred": False})
-
-
-@functools.cache
-def _charged_after_fills(base: type) -> type:
-    """backtrader's broker ``base`` charging the borrow fee after the orders of the last close have
-    filled, on the book held over the nights since that close: with close fills backtrader fills a
-    close's orders in the next bar, and charged its credit interest first, on the book before them (a
-    short opened at a Friday close and covered at Monday's paid for one night, Monday to Tuesday, where
-    it owed three; a strategy short on weekends only paid 32 % of what its shorts owed)."""
-
-    class ChargedAfterFills(base):
-        def next(self):
-            infos = list(self.comminfo.values())
-            for info in infos:
-                info.deferred = True
-            try:
-                super().next()
-            finally:
-                for info in infos:
-                    info.deferred = False
-            credit = 0.0
-            for data, pos in self.positions.items():
-                info = self.getcommissioninfo(data)
-                if not pos or len(data) < 2 or (pos.size > 0 and not info.p.interest_long):
-                    continue
-                dt0, dt1 = data.datetime.date(0), data.datetime.date(-1)
-                due = info._get_credit_interest(data, pos.size, pos.price, (dt0 - dt1).days, dt0, dt1)
-                self.d_credit[data] += due
-                credit += due
-            if credit:
-                self.cash -= credit
-                self._get_value()
-
-    return ChargedAfterFills
-
-
-def _set_percent(broker: bt.brokers.BackBroker, rate: float, borrow: float) -> None:
-    """``broker.setcommission(commission=rate, interest=borrow)`` with the borrow fee marked (:func:`_marked`)."""
-    import backtrader as bt
-
-    broker.addcommissioninfo(_marked(bt.CommInfoBase)(commission=rate, percabs=True, interest=borrow))
-
-
-@functools.cache
-def _per_share_comm_info() -> type:
-    """backtrader's side of :class:`PerShareCommission` (built on first use)."""
-    import backtrader as bt
-
-    class PerShareCommInfo(bt.CommInfoBase):
-        params = (
-            ("stocklike", True),
-            ("commtype", bt.CommInfoBase.COMM_FIXED),
-            ("percabs", True),
-            ("per_share", 0.005),
-            ("minimum", 1.0),
-            ("maximum", 0.01),
-        )
-
-        def _getcommission(self, size, price, pseudoexec):
-            return per_share_commission(size, price, self.p.per_share, self.p.minimum, self.p.maximum)
-
-    return _marked(PerShareCommInfo)
 
 
 class PerShareCommission(Commission):
@@ -213,7 +133,7 @@ class PerShareCommission(Commission):
 
     def install(self, broker: bt.brokers.BackBroker, borrow: float = 0.0) -> None:
         broker.addcommissioninfo(
-            _per_share_comm_info()(
+            bt_side.per_share_comm_info(per_share_commission)(
                 per_share=self.per_share, minimum=self.minimum, maximum=self.maximum, interest=borrow
             )
         )
@@ -235,7 +155,7 @@ class ZeroCommission(Commission):
         return 0.0
 
     def install(self, broker: bt.brokers.BackBroker, borrow: float = 0.0) -> None:
-        _set_percent(broker, 0.0, borrow)
+        bt_side.set_percent(broker, 0.0, borrow)
 
 
 # -- slippage -------------------------------------------------------------------------------
@@ -315,24 +235,6 @@ class BpsSlippage(_FractionSlippage):
         return {"slippage": self.bps}
 
 
-@functools.cache
-def _range_slippage_broker() -> type:
-    """backtrader's broker, slipping each order by a fraction of the decision
-    day's high-low range (the bar before the one it executes in: known when
-    the order was decided) through backtrader's own fixed-slippage path."""
-    import backtrader as bt
-
-    class RangeSlippageBroker(bt.brokers.BackBroker):
-        params = (("slip_range", 0.0),)
-
-        def _try_exec(self, order):
-            data = order.data
-            self.p.slip_fixed = self.p.slip_range * max(0.0, float(data.high[-1]) - float(data.low[-1]))
-            return super()._try_exec(order)
-
-    return RangeSlippageBroker
-
-
 class RangeSlippage(Slippage):
     """A fraction of the decision day's high-low range (wide days cost more)."""
 
@@ -347,7 +249,7 @@ class RangeSlippage(Slippage):
         return self.fraction * max(0.0, float(high) - float(low))
 
     def broker_type(self) -> type:
-        return _range_slippage_broker()
+        return bt_side.range_slippage_broker()
 
     def broker_params(self) -> dict[str, Any]:
         return {"slip_range": self.fraction, "slip_open": True, "slip_match": True, "slip_out": True}
@@ -444,7 +346,7 @@ class Costs:
         backtrader charges its credit interest first in its day, so a book that flips from short to
         long on every dollar, sized on the cash before the fee, had its last buy refused for margin
         (the rules team on MSFT and JNJ, 2020-10-15: half the book out for a day over $8 of fee).
-        Orders are sized on what is left. (Close fills fill before the fee: :func:`_charged_after_fills`.)"""
+        Orders are sized on what is left. (Close fills fill before the fee: :func:`fincon.engine.bt_side.charged_after_fills`.)"""
         if not self.borrow:
             return 0.0
         held = [(d, broker.getposition(d)) for d in datas]
@@ -452,10 +354,10 @@ class Costs:
 
     def broker(self, close_fill: bool) -> bt.brokers.BackBroker:
         """The broker these costs need: the slippage model's, charging the borrow fee after a close's
-        fills when orders fill at the close (:func:`_charged_after_fills`)."""
+        fills when orders fill at the close (:func:`fincon.engine.bt_side.charged_after_fills`)."""
         base = self.slippage.broker_type()
-        kind = _charged_after_fills(base) if close_fill and self.borrow else base
-        return kind(**self.slippage.broker_params())
+        kind = bt_side.charged_after_fills(base) if close_fill and self.borrow else base
+        return bt_side.one_fee_per_fill(kind)(**self.slippage.broker_params())
 
     def sell_caps(self, datas: Any, close_fill: bool) -> dict[str, float] | None:
         """The shares each order may fill under the participation cap, when it is known as the orders

@@ -44,6 +44,7 @@ EQUITY = "equity.csv"
 BENCHMARK_EQUITY = "benchmark_equity.csv"
 POSITIONS = "positions.csv"
 TRADES = "trades.csv"
+ROUND_TRIPS = "round_trips.csv"
 ORDERS = "orders.csv"
 DECISIONS = "decisions.jsonl"
 METRICS = "metrics.json"
@@ -388,6 +389,8 @@ def write_run(
     result.trades.to_csv(path / TRADES, index=False, float_format="%.10g")
     if result.orders is not None:
         result.orders.to_csv(path / ORDERS, index=False, float_format="%.10g")
+    if result.round_trips is not None:
+        result.round_trips.to_csv(path / ROUND_TRIPS, index=False, float_format="%.10g", lineterminator="\n")
     with open(path / DECISIONS, "w") as fh:
         for entry in result.decisions:
             fh.write(json.dumps(entry, sort_keys=True) + "\n")

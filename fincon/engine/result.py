@@ -30,6 +30,9 @@ class BacktestResult:
     rejected_orders: int = 0
     #: every order: date, ticker, side, requested, filled, price, commission, status, reason
     orders: pd.DataFrame | None = None
+    #: the fills matched first in, first out (open lots marked at the last close): round_trips.csv and
+    #: the win rate, one frame (rebuilt from trades.csv's rounded sizes it held lots of 5.5e-07 shares)
+    round_trips: pd.DataFrame | None = None
     #: broker.charge_llm: the model spend charged on each day (None when not charged)
     llm_cost: np.ndarray | None = None
     #: what the short positions paid to borrow their shares (``Costs.borrow``), taken from the cash
@@ -80,3 +83,13 @@ def position(weight: float) -> dict[str, Any]:
     if abs(w) < 1e-9:
         return {"side": "flat", "size": 0.0}
     return {"side": "long" if w > 0 else "short", "size": round(abs(w), 6)}
+
+
+def positions_frame(dates: pd.DatetimeIndex, tickers, held: np.ndarray, closes: np.ndarray, values: np.ndarray):
+    """positions.csv: each day's shares held at the close per ticker and their weight of the book."""
+    rows = [
+        (d.strftime("%Y-%m-%d"), tk, held[i, j], held[i, j] * closes[i, j] / values[i])
+        for i, d in enumerate(dates)
+        for j, tk in enumerate(tickers)
+    ]
+    return pd.DataFrame(rows, columns=["date", "ticker", "shares", "weight"])

@@ -26,11 +26,11 @@ from fincon.data.calendar import Calendar, annualisation
 from fincon.data.inputs import RunInputs, open_inputs
 from fincon.data.prices import LoadedPrices, load_prices
 from fincon.data.view import MarketData
-from fincon.engine.artifacts import config_hash, manifest, round_trips, summary_row
+from fincon.engine.artifacts import config_hash, manifest, summary_row
 from fincon.engine.backtest import run_backtest
 from fincon.engine.broker import BrokerSettings
 from fincon.engine.costs import Costs, Participation
-from fincon.engine.record import CHART, METRICS, TRADES, RunRecord, benchmark_metrics, draw, run_status, write_run
+from fincon.engine.record import CHART, METRICS, RunRecord, benchmark_metrics, draw, run_status, write_run
 from fincon.engine.result import BacktestResult
 from fincon.engine.resume import Resume
 from fincon.engine.rundir import RunDir, check_out_path, write_json
@@ -191,6 +191,9 @@ def plan_run(cfg: RunConfig, *, min_days: int = 2) -> RunPlan:
     checks.check_masking(cfg, inputs, strategies)
     blocks = checks.knowledge(cfg, strategies)
     market, loaded = _market(cfg, inputs, max(s.warmup for s in strategies.values()), min_days=min_days)
+    thin = loaded.short_history({n: s.warmup for n, s in strategies.items()})
+    if thin:
+        log.warning("%s", thin)
     ds = inputs.dataset.manifest.calendar if inputs.dataset is not None else None
     days_per_year, calendar = annualisation(loaded.calendar, loaded.gaps, cfg.tickers, ds, cfg.metrics.days_per_year)
     cfg = cfg.model_copy(update={"metrics": cfg.metrics.model_copy(update={"days_per_year": days_per_year})})
@@ -431,19 +434,10 @@ def write_standard(
     blocks: Mapping[str, Mapping[str, Any]] | None = None,
     lookahead: str | None = None,
 ) -> None:
-    """round_trips.csv in each run dir; run_summary.csv and run_manifest.json at the top
-    (fincon.engine.artifacts: loadable with pandas alone)."""
+    """run_summary.csv and run_manifest.json at the top (fincon.engine.artifacts: loadable with
+    pandas alone; each run dir's round_trips.csv is written with it, from the frame its win rate read)."""
 
-    rows = []
-    for name, path in run_dirs.items():
-        rec = RunRecord(path)
-        trades = pd.read_csv(path / TRADES)
-        last_day = rec.equity.index[-1].strftime("%Y-%m-%d")
-        closes = {t: float(market.frame(t)["close"].loc[pd.Timestamp(last_day)]) for t in market.tickers}
-        round_trips(trades, closes, last_day).to_csv(
-            path / "round_trips.csv", index=False, float_format="%.10g", lineterminator="\n"
-        )
-        rows.append({"strategy": name, **summary_row(rec.metrics)})
+    rows = [{"strategy": name, **summary_row(RunRecord(path).metrics)} for name, path in run_dirs.items()]
     pd.DataFrame(rows).drop_duplicates().to_csv(
         top / "run_summary.csv", index=False, float_format="%.10g", lineterminator="\n"
     )
