@@ -315,12 +315,16 @@ def test_killed_training_resumes_to_the_same_files(tmp_path, unplanted):
     test = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", "--start", "2022-04-01",
             "--end", "2022-04-08", "--events", str(unplanted), "--param", "fincon.transcripts=text",
             "--no-progress"]  # fmt: skip
-    for given in ("--beliefs", str(tmp_path / "whole" / "beliefs" / "v1.json")), (
-        "--param", f"fincon.carried_reflections={tmp_path / 'whole' / 'episodes' / 'ep-02' / 'reflections.json'}"
-    ):  # fmt: skip
+    # and (review) --param fincon.episode=1, an episode's own flag, switched the check off: the training's
+    # own channel (RunContext.episode), which no parameter reaches, says a run is its episode
+    v1 = str(tmp_path / "whole" / "beliefs" / "v1.json")
+    carried = f"fincon.carried_reflections={tmp_path / 'whole' / 'episodes' / 'ep-02' / 'reflections.json'}"
+    for given in (("--beliefs", v1), ("--param", carried), ("--beliefs", v1, "--param", "fincon.episode=1"),
+                  ("--param", carried, "--param", "fincon.episode=1")):  # fmt: skip
         r = subprocess.run(FINCON + test + [*given, "--out", str(tmp_path / "t")], capture_output=True, text=True)
-        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
-        assert ("not strictly before" if given[0] == "--beliefs" else "set by fincon train") in r.stderr
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, (given, r.stderr)
+        assert ("not strictly before" if given == ("--beliefs", v1) else "set by fincon train") in r.stderr
+        assert not (tmp_path / "t").exists()
 
 
 class TrainStub:

@@ -96,6 +96,9 @@ class RunContext:
     events: "EventStore | None" = None
     #: when a decision fills: at its own close, or the next session's open (``next_open``)
     fill: str = "close"
+    #: the run is an episode of ``fincon train`` (its own channel, not a parameter a user can set): an
+    #: episode reads beliefs and reflections learned on its own window, which a test run may not
+    episode: bool = False
 
     def unit_cost(self, price: float, high: float | None = None, low: float | None = None) -> float:
         """The run's cost of trading one unit of the book (0 without cost models)."""

@@ -230,6 +230,7 @@ def run_config(
     decide_last: bool = False,
     plots: bool = True,
     resume: Mapping[str, Resume] | None = None,
+    episode: bool = False,
 ) -> RunReport:
     """Run every strategy of ``cfg`` (plus the benchmark) and write the runs.
 
@@ -247,6 +248,7 @@ def run_config(
     (fincon.workflow.forward): the window's last session is decided too.
     ``plots`` off (a forward step's replay, whose charts ``score`` draws): no ``equity.png``.
     ``resume``: a forward step's strategies that take up their saved state, by name (engine ``Resume``).
+    ``episode``: the run is an episode of ``fincon train`` (``RunContext.episode``).
     """
     plan = plan_run(cfg, min_days=1 if decide_last else 2)
     cfg, inputs, strategies, market, settings = plan.config, plan.inputs, plan.strategies, plan.market, plan.settings
@@ -284,7 +286,9 @@ def run_config(
             run_path = staging.path / name if multi else staging.path
             run_path.mkdir(parents=True, exist_ok=True)
             single_cfg = plan.single(name)
-            ctx = RunContext(run_path, market.tickers, cfg.start, cfg.end, settings.costs, fill=settings.fill)
+            ctx = RunContext(
+                run_path, market.tickers, cfg.start, cfg.end, settings.costs, fill=settings.fill, episode=episode
+            )
             result = run_backtest(
                 with_corpus(market, strategy, inputs),
                 strategy,

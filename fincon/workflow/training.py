@@ -389,7 +389,7 @@ def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, prog
                     rerun[k] = detail
                 ecfg = _episode_config(cfg, start_path, k, opts, brain)
                 report = workflow.run_config(
-                    ecfg, run_dir, progress=progress, replace=True, warn_knowledge=False, ledger=None
+                    ecfg, run_dir, progress=progress, replace=True, warn_knowledge=False, ledger=None, episode=True
                 )
                 if not report.complete:
                     days = len(report.results[TEAM].dates) if TEAM in report.results else 0

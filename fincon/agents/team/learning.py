@@ -26,6 +26,7 @@ from fincon.agents.beliefs import RISK, Beliefs, Reflection, as_params, check_wi
 from fincon.agents.brains import Answer
 from fincon.agents.roles.base import RoleInputs
 from fincon.agents.team.reflection import Outcome, reflect
+from fincon.errors import ConfigError
 from fincon.memory.procedural import MemoryEntry
 from fincon.strategies.base import Decision, RunContext
 
@@ -67,6 +68,14 @@ class Learning:
         when they were written (all before a test window)."""
 
         p = self.params
+        if (p.episode or p.carried_reflections) and not ctx.episode:
+            # --param fincon.episode=1 skipped the lookahead check of beliefs learned on the run's own
+            # window, and carried reflections written on later days entered from its first day
+            key = "episode" if p.episode else "carried_reflections"
+            raise ConfigError(
+                f"fincon.{key} is set by fincon train for its own episodes; a backtest reads learned beliefs "
+                "with --beliefs (checked against its window)"
+            )
         self._fill = ctx.fill  # how yesterday's decision is settled (_settle)
         base = Beliefs.initial({r.name: r.weight for r in self.roles})
         learned = as_params(p.beliefs)
