@@ -241,3 +241,52 @@ def test_a_stop_between_the_two_renames_of_a_replace_keeps_a_folder_at_out(tmp_p
     finally:
         undo()
     assert (out / "a.txt").read_text() == "new" and not list(tmp_path.glob(".ds.*"))
+
+
+def test_a_stop_or_a_kill_inside_a_runs_replace_keeps_a_run_at_out(tmp_path, monkeypatch):
+    """Found in review: ``backtest --replace`` moved the earlier run aside, then a SIGTERM before the new
+    one took its name removed the new run and left the earlier one hidden as .X.replaced-PID (a later run
+    treated X as new and never swept it); a SIGKILL there left both, and the next run removed the new one.
+    A stop waits for the swap; a run moved aside by a killed process is put back."""
+    import os
+    import signal
+    from pathlib import Path
+
+    from fincon import stopping
+    from fincon.cli.main import Terminated
+    from fincon.engine import rundir
+
+    def earlier(name):
+        with rundir.RunDir(tmp_path / name) as run:
+            (run.path / "equity.csv").write_text("old")
+            rundir.write_json(run.path / rundir.MANIFEST, {"config_sha256": "", "data_sha256": {}, "packages": {}})
+            run.commit()
+
+    earlier("x")
+    rename = Path.rename
+
+    def stopped_after_first(self, target):
+        got = rename(self, target)
+        if ".replaced-" in str(target):
+            os.kill(os.getpid(), signal.SIGTERM)
+        return got
+
+    monkeypatch.setattr(Path, "rename", stopped_after_first)
+    undo = stopping.install({signal.SIGTERM: Terminated})
+    try:
+        with pytest.raises(Terminated):
+            with rundir.RunDir(tmp_path / "x", replace=True) as run:
+                (run.path / "equity.csv").write_text("new")
+                rundir.write_json(run.path / rundir.MANIFEST, {"config_sha256": "", "data_sha256": {}, "packages": {}})
+                run.commit()
+    finally:
+        undo()
+    monkeypatch.undo()
+    assert (tmp_path / "x" / "equity.csv").read_text() == "new" and sorted(os.listdir(tmp_path)) == ["x"]
+    # killed between the renames (a process that is gone): the earlier run is put back by the next run
+    earlier("y")
+    gone = 2**22 + 17  # no such process
+    (tmp_path / "y").rename(tmp_path / f".y.replaced-{gone}@{rundir._host()}")
+    (tmp_path / f".y.partial-{gone}@{rundir._host()}").mkdir()
+    rundir.sweep_stale_partials(tmp_path)
+    assert (tmp_path / "y" / "equity.csv").read_text() == "old" and sorted(os.listdir(tmp_path)) == ["x", "y"]

@@ -43,6 +43,8 @@ from fincon.ownership import is_fincon_report, listing, shown, top_level
 log = logging.getLogger(__name__)
 
 _PARTIAL = re.compile(r"^\.(?P<name>.+)\.partial-(?P<pid>\d+)(?:@(?P<host>[^@/]+))?$")
+#: an earlier run moved aside by a --replace while the new one takes its name (RunDir.commit)
+_REPLACED = re.compile(r"^\.(?P<name>.+)\.replaced-(?P<pid>\d+)@(?P<host>[^@/]+)$")
 #: the file that marks a directory as a fincon run: the kind of run and what it wrote
 MANIFEST = "run_manifest.json"
 #: run_manifest.json's kind for a directory written by fincon.workflow.runner.run_config
@@ -177,15 +179,23 @@ def _pid_alive(pid: int) -> bool:
 
 def sweep_stale_partials(parent: Path) -> list[Path]:
     """Remove ``.NAME.partial-PID[@HOST]`` directories in ``parent`` whose
-    process (on this machine) is gone; each removal is reported on stderr."""
+    process (on this machine) is gone, and the runs a ``--replace`` moved
+    aside (``.NAME.replaced-PID@HOST``): put back at ``NAME`` when the process
+    was killed before the new run took the name, else removed; each is
+    reported on stderr."""
     removed: list[Path] = []
     try:
         entries = list(parent.iterdir())
     except OSError:
         return removed
-    for entry in entries:
-        m = _PARTIAL.match(entry.name)
+    for entry in sorted(entries, key=lambda e: not _REPLACED.match(e.name)):  # a run moved aside first
+        m = _PARTIAL.match(entry.name) or _REPLACED.match(entry.name)
         if not m or not entry.is_dir() or m.group("host") not in (None, _host()) or _pid_alive(int(m.group("pid"))):
+            continue
+        final = parent / m.group("name")
+        if m.re is _REPLACED and not final.exists():  # killed between the two renames: the earlier run is put back
+            entry.rename(final)
+            print(f"fincon: {final} put back, moved aside by a --replace killed before it finished", file=sys.stderr)
             continue
         shutil.rmtree(entry, ignore_errors=True)
         if not entry.exists():
@@ -250,10 +260,17 @@ class RunDir:
                 print(f"fincon: {exc}; not replaced", file=sys.stderr)
                 self.replace = False
                 return self.commit()
-            old = self.final.with_name(f".{self.final.name}.replaced-{os.getpid()}")
-            self.final.rename(old)
-            self.staging.rename(self.final)
-            shutil.rmtree(old, ignore_errors=True)
+            old = self.final.with_name(f".{self.final.name}.replaced-{os.getpid()}@{_host()}")
+            # a stop between the renames left the earlier run hidden and removed the new one ("partial
+            # output removed"): the swap holds it (sent again after), and a failed rename puts it back
+            with stopping.held():
+                self.final.rename(old)
+                try:
+                    self.staging.rename(self.final)
+                except OSError:
+                    old.rename(self.final)
+                    raise
+                shutil.rmtree(old, ignore_errors=True)
             return self.final
         for _ in range(1000):
             target = free_path(self.final)
