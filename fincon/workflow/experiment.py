@@ -77,7 +77,7 @@ from fincon.workflow.experiment_units import (
 from fincon.workflow.model_checks import check_knowledge, warn_other_brain, warn_vacuous
 from fincon.workflow.placebo import ToneRewriter, write_placebo
 from fincon.workflow.status import default_dir
-from fincon.workflow.study import Study, run_phases
+from fincon.workflow.study import Study, inputs_state, run_phases
 from fincon.workflow.training import _model_settings
 
 
@@ -147,7 +147,15 @@ def run_experiment(
     study = Study(
         out,
         "experiment.json",
-        {"config": exp.model_dump(mode="json")},
+        {
+            "config": exp.model_dump(mode="json"),
+            "inputs": inputs_state(
+                open_inputs(exp.data.source, exp.data.dir, exp.data.cache_dir),
+                exp.tickers,
+                exp.test.end,
+                exp.team.events,
+            ),
+        },
         "experiment",
         finished=_finished_units,
         layout=EXPERIMENT_LAYOUT,

@@ -51,8 +51,8 @@ from fincon.workflow.experiment_config import ExperimentConfig, Window
 from fincon.workflow.experiment_results import collect, placebo_results
 from fincon.workflow.experiment_units import Job, unit_done
 from fincon.workflow.rolling_results import tables
-from fincon.workflow.status import check_schema, default_dir, read_state
-from fincon.workflow.study import Study, run_phases
+from fincon.workflow.status import check_schema, default_dir, differences, other_inputs, read_state
+from fincon.workflow.study import Study, inputs_state, run_phases
 from fincon.workflow.universe import parse_rule, select
 
 
@@ -133,10 +133,10 @@ def pool_of(bars: dict[str, pd.DataFrame]) -> dict[str, Any]:
     return {"candidates": len(bars), "last_day": str(last.date()), "ended": ended}
 
 
-def plan(exp: ExperimentConfig) -> tuple[list[Cell], dict[str, Any]]:
+def plan(exp: ExperimentConfig, bars: dict[str, pd.DataFrame] | None = None) -> tuple[list[Cell], dict[str, Any]]:
     """Every (universe, window) with its tickers, picked at the window's start; and the pool they
-    are picked from (:func:`pool_of`)."""
-    bars = _bars(exp)
+    are picked from (:func:`pool_of`). ``bars``: every ticker's (:func:`_bars`), when the caller has them."""
+    bars = _bars(exp) if bars is None else bars
     pool = pool_of(bars)
     last = dt.date.fromisoformat(pool["last_day"])
     cells = []
@@ -235,7 +235,8 @@ def run_rolling(
     if "buy-and-hold" not in exp.baselines:
         raise ConfigError("rolling: buy-and-hold must be among the baselines (every strategy is compared with it)")
     out = check_out_path(out)
-    cells, pool = plan(exp)
+    bars = _bars(exp)
+    cells, pool = plan(exp, bars)
     every = sorted({t for c in cells for t in c.tickers})  # the corpus for every window's universe, said at once
     lacking = [t for t in every if t not in corpus_coverage(exp.team.events, every)]
     if lacking:
@@ -252,7 +253,12 @@ def run_rolling(
     study = Study(
         out,
         "rolling.json",
-        {"config": exp.model_dump(mode="json")},
+        {
+            "config": exp.model_dump(mode="json"),
+            "inputs": inputs_state(
+                open_inputs(exp.data.source, exp.data.dir, exp.data.cache_dir), (), None, exp.team.events, bars
+            ),
+        },
         "rolling evaluation",
         claimed=_claim,
         cannot_create="--out {out}: cannot create it ({why}); choose another --out",
@@ -266,9 +272,12 @@ def _claim(study: Study) -> bool:
         return False
     if not study.marker.is_file():
         raise FinconError(f"{study.out} exists and is not a fincon rolling evaluation; pick another --out")
-    check_schema(study.out, read_state(study.marker), "rolling evaluation")
-    if json.loads(study.marker.read_text()).get("config") != study.state["config"]:
+    old = read_state(study.marker)
+    check_schema(study.out, old, "rolling evaluation")
+    if old.get("config") != study.state["config"]:
         raise FinconError(f"{study.out} holds a rolling evaluation with another config; pick another --out")
+    if diff := differences({"inputs": old.get("inputs")}, {"inputs": study.state["inputs"]}):
+        raise other_inputs(study.out, "rolling evaluation", diff)
     return True
 
 

@@ -158,6 +158,8 @@ def claim(
     diff = differences(old, state)
     if not diff:
         return True
+    if all(d.startswith("inputs") for d in diff) and finished(out):
+        raise other_inputs(out, kind, diff)
     shown = ", ".join(diff[:3]) + (f" and {len(diff) - 3} more" if len(diff) > 3 else "")
     status = old.get("status")
     done = finished(out)
@@ -192,6 +194,24 @@ def claim(
         f"{out} holds {an(kind)} with another config ({shown}; status {status}, {done} finished "
         f"{'episode' if kind == 'training' else 'unit'}{'' if done == 1 else 's'}); pick another "
         "--out (or delete it to start over)"
+    )
+
+
+#: what each key of a study's input fingerprint (workflow.study.inputs_state) names
+INPUTS = {"inputs.prices": "the price data", "inputs.events": "the event corpus", "inputs.code": "fincon's code"}
+
+
+def other_inputs(out: Path, kind: str, diff: list[str]) -> FinconError:
+    """The one line for a study whose finished units ran on inputs that have changed since."""
+    what = (
+        "the fincon that ran them recorded none"
+        if "inputs" in diff
+        else ", ".join(INPUTS.get(d, d) for d in diff) + " changed since"
+    )
+    return FinconError(
+        f"{out} holds {an(kind)} whose finished {'episodes' if kind == 'training' else 'units'} ran on other "
+        f"inputs ({what}): resumed, its results would "
+        "mix the two; pick another --out, or delete it to start over"
     )
 
 

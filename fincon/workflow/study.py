@@ -35,7 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Collection, Iterator, Mapping, Sequence, TypeVar
 
+import pandas as pd
+
 from fincon import stopping
+from fincon.data.inputs import RunInputs
+from fincon.data.prices import validate_bars
+from fincon.engine.artifacts import code_sha256, corpus_hash, sha256_bytes
 from fincon.errors import Busy, FinconError
 from fincon.files import write_atomic
 from fincon.workflow.status import RESUMABLE, an, claim, differences, marking, read_state, versioned
@@ -224,3 +229,33 @@ def run_phases(
         if progress is not None:
             progress.close()
     return outcome
+
+
+def inputs_state(
+    inputs: RunInputs,
+    tickers: Sequence[str],
+    end: Any,
+    events: str | None,
+    bars: Mapping[str, pd.DataFrame] | None = None,
+) -> dict[str, str | None]:
+    """What a study's units read besides its config, as one fingerprint the status file keeps beside
+    it: each ticker's bars up to ``end`` (``bars`` when the caller has them), the event corpus (a
+    folder's files; None for the bundled sample, which changes only with the code) and fincon's own
+    code. A rerun whose fingerprint differs is refused (:func:`status.claim`): the finished units ran on
+    the old inputs, and resumed beside units on the new ones a training's beliefs, an experiment's
+    table and a rolling window's tickers mixed the two, marked complete."""
+    if bars is None:
+        source, last = inputs.source, pd.Timestamp(end)
+        lo = pd.Timestamp("1900-01-01")
+        bars = {t: validate_bars(source.load(t, lo, last), t, source.describe(t)).loc[:last] for t in tickers}
+    prices = "".join(
+        f"{t}\0{sha256_bytes(bars[t].to_csv(float_format='%.10g', lineterminator=chr(10)).encode())}\n"
+        for t in sorted(bars)
+    )
+    try:
+        events = inputs.events_spec(events)  # the team's corpus as its runs resolve it
+    except FinconError:  # a dataset without items: the preflight says it, in its own words
+        events = None
+    folder = Path(events) if events not in (None, "sample") else None
+    files = sorted(p for p in folder.glob("*") if p.is_file()) if folder is not None and folder.is_dir() else []
+    return {"prices": sha256_bytes(prices.encode()), "events": corpus_hash(files), "code": code_sha256()}

@@ -58,7 +58,7 @@ from fincon.llm.settings import attach, build_client, layered
 from fincon.risk.cvrf import RULES_LR, Trajectory, overlap
 from fincon.workflow.model_checks import check_knowledge, warn_other_brain
 from fincon.workflow.status import versioned
-from fincon.workflow.study import Study, run_phases
+from fincon.workflow.study import Study, inputs_state, run_phases
 
 TEAM = "fincon"
 #: reflections of the last episode that travel with the learned beliefs
@@ -269,7 +269,11 @@ def train(
     study = Study(
         out,
         "train.json",
-        {"config": cfg.model_dump(mode="json"), "options": opts.state()},
+        {
+            "config": cfg.model_dump(mode="json"),
+            "options": opts.state(),
+            "inputs": inputs_state(workflow.inputs_for(cfg), cfg.tickers, cfg.end, team.params.events),
+        },
         "training",
         finished=_finished_episodes,
         layout=TRAINING_LAYOUT,
