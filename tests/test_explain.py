@@ -165,3 +165,23 @@ def test_a_rules_report_read_again_is_named_the_rules_in_explain():
            "invalid twice; inputs unchanged, no call)]" in format_day(day)  # fmt: skip
     del agent["of"]
     assert "10-k/TSLA: neutral (0.50)  [reused yesterday's report (inputs unchanged, no call)]" in format_day(day)
+
+
+def test_a_day_after_an_early_stop_is_said_to_be_after_the_stop(team_run, tmp_path, capsys):
+    """Found in review: a run stopped early (a spent token budget) answered a day after its stop with
+    "not a decision day of this run (..; the last day of a run makes no decision)", as if the window
+    had ended there; it names the stop and its reason."""
+    import shutil
+
+    run = tmp_path / "stopped"
+    shutil.copytree(team_run, run)
+    for path, key, value in ((run / "fincon" / "metrics.json", "status", "stopped_early"),
+                             (run / "fincon" / "summary.json", "stop_reason", "LLM token budget exhausted")):  # fmt: skip
+        data = json.loads(path.read_text())
+        path.write_text(json.dumps({**data, key: value}))
+    capsys.readouterr()
+    assert main(["explain", str(run), "--date", "2022-11-04"]) == 2
+    assert capsys.readouterr().err == (
+        "fincon: error: 2022-11-04 is not a decision day of this run: it stopped early after 2022-11-03 "
+        "(LLM token budget exhausted)\n"
+    )

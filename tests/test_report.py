@@ -485,3 +485,70 @@ def test_runs_of_other_windows_are_said_to_be(tmp_path, capsys):
         and "short/sma-cross (TSLA 2022-11-01..2022-11-07)" in page
     )
     capsys.readouterr()
+
+
+def test_a_run_missing_its_decisions_or_usage_or_cut_short_is_refused_not_shown_complete(report_run, tmp_path, capsys):
+    """Found in review: a team run without decisions.jsonl was shown "complete" without its decisions
+    (the card then scored calibration "not measured", kinder than the run's FAIL), one cut to 30 of its
+    60 lines showed 30 days beside "days 61", and the demo without llm_usage.csv said "no model was
+    asked" beside 166 calls. Each is refused in one line naming the file."""
+
+    def damaged(name, harm):
+        run = tmp_path / name
+        shutil.copytree(report_run, run)
+        harm(run / "fincon" if (run / "fincon").is_dir() else run)
+        capsys.readouterr()
+        assert main(["report", str(run), "--out", str(tmp_path / f"{name}.html")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "the run directory is damaged; run it again" in err, err
+        return err
+
+    assert "decisions.jsonl: missing, where" in damaged("gone", lambda r: (r / "decisions.jsonl").unlink())
+
+    def cut(run):
+        lines = (run / "decisions.jsonl").read_text().splitlines(keepends=True)
+        (run / "decisions.jsonl").write_text("".join(lines[: len(lines) // 2]))
+
+    assert "decisions where metrics.json counts" in damaged("cut", cut)
+
+    def asked(run):  # a run whose decisions record model calls, its usage file gone
+        rows = [json.loads(x) for x in (run / "decisions.jsonl").read_text().splitlines()]
+        rows[0].setdefault("record", {})["calls"] = {"made": 3}
+        (run / "decisions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        (run / "llm_usage.csv").unlink(missing_ok=True)
+
+    assert "llm_usage.csv: missing, where its decisions record model calls" in damaged("usage", asked)
+
+
+@pytest.mark.slow
+def test_runs_that_differ_in_settings_are_labelled_and_a_damaged_comparison_is_not_plotted(tmp_path, capsys):
+    """Found in review: two runs of one curve with risk-free rates 0 and 5 % were laid side by side with
+    Sharpe 1.95 and 1.78 and the page never said why; plot overlaid runs of other costs, fills and cash
+    without a word, drew a comparison with a strategy's folder gone (exit 0, "1 run") and the staging
+    folder of a killed run. Settings that differ are named in each column and legend; the others refused."""
+    base = ["backtest", "--ticker", "TSLA", "--strategy", "sma-cross", "--start", "2022-10-05", "--end",
+            "2022-11-30", "--ledger", "off", "--no-progress"]  # fmt: skip
+    assert main([*base, "--out", str(tmp_path / "a")]) == 0
+    assert main([*base, "--risk-free", "0.05", "--out", str(tmp_path / "b")]) == 0
+    assert main(["report", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "r.html")]) == 0
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "sma-cross (risk_free 0.0)" in page and "sma-cross (risk_free 0.05)" in page
+    capsys.readouterr()
+    assert main(["plot", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "p.png")]) == 0
+    out = capsys.readouterr().out
+    assert (
+        f"note: the runs differ in their settings: {tmp_path / 'a'}: risk_free 0.0; {tmp_path / 'b'}: risk_free 0.05"
+        in out
+    )
+    # a comparison whose strategy's folder is gone, and a killed run's staging folder: refused
+    both = tmp_path / "both"
+    assert main([*base[:4], "sma-cross,buy-and-hold", *base[5:], "--out", str(both)]) == 0
+    shutil.rmtree(both / "sma-cross")
+    assert main(["plot", str(both), "--out", str(tmp_path / "q.png")]) == 2
+    assert "names sma-cross, complete, but" in capsys.readouterr().err
+    staging = tmp_path / ".k.partial-123@host"
+    shutil.copytree(tmp_path / "a", staging)
+    assert main(["plot", str(staging), "--out", str(tmp_path / "s.png")]) == 2
+    assert "is the staging folder of a run that was stopped or still runs" in capsys.readouterr().err
+    assert main(["report", str(staging), "--out", str(tmp_path / "s.html")]) == 2
+    assert "is the staging folder of a run that was stopped or still runs" in capsys.readouterr().err

@@ -145,6 +145,9 @@ def _day(rec: engine.RunRecord, date: str) -> dict[str, Any]:
             return entry
     if not days:
         raise DataError(f"{path} is empty")
+    if rec.status == "stopped_early" and date > days[-1]:  # its window runs on: the days it never reached
+        why = rec.summary.get("stop_reason") or "its summary.json gives no reason"
+        raise DataError(f"{date} is not a decision day of this run: it stopped early after {days[-1]} ({why})")
     raise DataError(
         f"{date} is not a decision day of this run ({days[0]}..{days[-1]}; the last day of a run makes no decision)"
     )

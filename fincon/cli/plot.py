@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Annotated, Any
 
-from fincon import engine, workflow
+from fincon import engine, report, workflow
 from fincon.cli.flags import Args, add
 from fincon.errors import FinconError
 from fincon.flag import Flag
@@ -47,6 +47,8 @@ def _expand(run: Path) -> list[Path]:
     window's) median team runs and baselines. An unfinished training or experiment is refused with its
     status: its curves would be shown as a result."""
 
+    if engine.staging_name(run.name):  # a run that was stopped (or still runs): its finished half read as whole
+        raise FinconError(f"{run} is the staging folder of a run that was stopped or still runs: nothing to plot")
     for marker, kind in (("experiment.json", "experiment"), ("train.json", "training")):
         if (run / marker).is_file():
             why = workflow.failure(workflow.read_state(run / marker))
@@ -73,6 +75,11 @@ def _expand(run: Path) -> list[Path]:
         return _experiment_runs(run)
     if (run / "equity.csv").is_file():
         return [run]
+    if (run / "metrics.json").is_file():  # a comparison: each strategy its top metrics.json names, all there
+        top = engine.read_json(run / "metrics.json")
+        subs = [engine.member_run(run, n, m) for n, m in sorted(top.items())] if isinstance(top, dict) else []
+        if any(subs):
+            return [p for p in subs if p is not None]
     if run.is_dir():
         subs = sorted(p.parent for p in run.glob("*/equity.csv"))
         if subs:
@@ -122,7 +129,7 @@ def _check_writable(out: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    curves, unfinished, windows = {}, [], {}
+    curves, unfinished, windows, configs = {}, [], {}, {}
     for run_dir in args.runs:
         for path in _expand(run_dir):
             label = str(path)
@@ -133,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
             rec = engine.RunRecord(path)
             curves[label] = rec.equity
             windows[label] = rec.window
+            configs[label] = rec.config
             if rec.metrics.get("status", "complete") != "complete":
                 unfinished.append(f"{label} ({rec.metrics['status']}, to {rec.equity.index[-1]:%Y-%m-%d})")
     if args.out.suffix.lower() != ".png":
@@ -145,6 +153,8 @@ def run(args: argparse.Namespace) -> int:
             "(fincon replaces only its own earlier plots)"
         )
     _check_writable(args.out)
+    apart = report.settings_apart(configs)  # other costs, fills, cash or rates: said in the legend and below
+    curves = {f"{k} ({apart[k]})" if apart else k: c for k, c in curves.items()}
 
     try:
         engine.plot_equity(curves, args.out, args.title, software="fincon")
@@ -153,6 +163,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {args.out} ({len(curves)} run{'s' if len(curves) != 1 else ''})")
     if unfinished:  # drawn beside whole windows, a run that stopped early reads as a result
         print(f"note: did not cover its window: {', '.join(unfinished)}")
+    if apart:
+        print(f"note: the runs differ in their settings: {'; '.join(f'{k}: {v}' for k, v in apart.items())}")
     if note := _apart(curves):
         print(note)
     elif len(set(windows.values())) > 1:  # each curve starts at its cash on its own first day

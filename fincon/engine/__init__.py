@@ -25,11 +25,13 @@ if TYPE_CHECKING:
         DECISIONS as DECISIONS,
         RunRecord as RunRecord,
         is_run as is_run,
+        member_run as member_run,
+        read_json as read_json,
         read_jsonl as read_jsonl,
         run_status as run_status,
         team_day as team_day,
     )
     from fincon.engine.resume import Resume as Resume
-    from fincon.engine.rundir import check_out_path as check_out_path
+    from fincon.engine.rundir import check_out_path as check_out_path, staging_name as staging_name
 
 __getattr__, __dir__ = face(__name__, __file__)

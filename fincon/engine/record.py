@@ -36,7 +36,7 @@ import yaml
 
 from fincon import engine
 from fincon.engine.broker import BrokerSettings
-from fincon.engine.rundir import add_files, write_json
+from fincon.engine.rundir import add_files, run_kind, write_json
 from fincon.errors import DataError
 
 CONFIG = "config.yaml"
@@ -177,6 +177,21 @@ def is_run(path: Path) -> bool:
     return (path / METRICS).is_file() and (path / EQUITY).is_file()
 
 
+def member_run(top: Path, name: str, metrics: Any) -> Path | None:
+    """Strategy ``name``'s run in the comparison ``top`` (its top metrics.json gave ``metrics``), or
+    None for one with no run (the benchmark's column, a strategy that failed before its first day); a
+    complete strategy whose folder is gone is refused (plot drew the rest as the whole comparison)."""
+    sub = top / name
+    if is_run(sub):
+        return sub
+    if isinstance(metrics, dict) and metrics.get("status") == "complete" and not name.endswith("(benchmark)"):
+        raise DataError(
+            f"{top / METRICS} names {name}, complete, but {sub} holds no run (its metrics.json and equity.csv): "
+            "the run directory is damaged; run it again"
+        )
+    return None
+
+
 def team_day(entry: Any) -> bool:
     """A decision line of an agent team: its record lists the agents (finsent keeps a record too, of
     its items' scores, and is no team)."""
@@ -236,32 +251,61 @@ class RunRecord:
         return read_curve(path) if path.is_file() else None
 
     @cached_property
+    def written(self) -> set[str] | None:
+        """The files of this run its run manifest (its own, or its comparison's) says were written, by
+        name within the run, or None when no manifest lists them (a run of an older fincon, a test's)."""
+        for top, prefix in ((self.path, ""), (self.path.parent, f"{self.path.name}/")):
+            _, files = run_kind(top)
+            if files is not None:
+                return {f[len(prefix) :] for f in files if f.startswith(prefix)} or None
+        return None
+
+    def _file(self, name: str, why: str | None = None) -> Path:
+        """``name`` in the run, refused when it is gone and the manifest lists it (or ``why`` says what
+        else shows it was written): a reader that took a missing file for an empty one showed a run
+        without decisions (or usage) as complete, and the report card scored the damaged copy kinder."""
+        path = self.path / name
+        if not path.is_file() and (why or name in (self.written or ())):
+            where = why or "run_manifest.json lists it"
+            raise DataError(f"{path}: missing, where {where}: the run directory is damaged; run it again")
+        return path
+
+    @cached_property
     def decisions(self) -> list[dict[str, Any]]:
-        return read_jsonl(self.path / DECISIONS, DECISION_SHAPE)
+        days = self.metrics.get("n_days") if (self.path / METRICS).is_file() else None
+        written = f"{METRICS} counts {days} days" if isinstance(days, int) and days > 1 else None
+        rows = read_jsonl(self._file(DECISIONS, written), DECISION_SHAPE)
+        if isinstance(days, int) and len(rows) not in (days - 1, days):  # one a day, the last but one's
+            raise DataError(
+                f"{self.path / DECISIONS}: {len(rows)} decisions where {METRICS} counts {days} days (one a day "
+                "before the last): the run directory is damaged; run it again"
+            )
+        return rows
 
     @cached_property
     def usage(self) -> list[dict[str, str]]:
-        return read_csv_rows(self.path / USAGE)
+        made = any(((d.get("record") or {}).get("calls") or {}).get("made") for d in self.decisions)
+        return read_csv_rows(self._file(USAGE, "its decisions record model calls" if made else None))
 
     @cached_property
     def runtime(self) -> list[dict[str, str]]:
         """``llm_runtime.csv``: each day and agent's live calls and cache hits ([] without one)."""
-        path = self.path / RUNTIME
+        path = self._file(RUNTIME)
         return read_csv_rows(path) if path.is_file() else []
 
     @cached_property
     def audit(self) -> list[dict[str, Any]]:
-        return read_jsonl(self.path / AUDIT)
+        return read_jsonl(self._file(AUDIT))
 
     @cached_property
     def orders(self) -> list[dict[str, str]]:
         """``orders.csv`` as text rows ([] without one)."""
-        return read_csv_rows(self.path / ORDERS)
+        return read_csv_rows(self._file(ORDERS))
 
     @cached_property
     def calls(self) -> list[dict[str, str]]:
         """``llm_calls.csv``: each model call's day, agent and cache key ([] without one)."""
-        return read_csv_rows(self.path / CALLS)
+        return read_csv_rows(self._file(CALLS))
 
     def masked_note(self, date: str) -> str | None:
         """For a masked run, what a reader of its day (``fincon explain``, the report's timeline) must

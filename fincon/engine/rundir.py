@@ -45,6 +45,14 @@ log = logging.getLogger(__name__)
 _PARTIAL = re.compile(r"^\.(?P<name>.+)\.partial-(?P<pid>\d+)(?:@(?P<host>[^@/]+))?$")
 #: an earlier run moved aside by a --replace while the new one takes its name (RunDir.commit)
 _REPLACED = re.compile(r"^\.(?P<name>.+)\.replaced-(?P<pid>\d+)@(?P<host>[^@/]+)$")
+
+
+def staging_name(name: str) -> bool:
+    """``name`` is a run's staging folder (``.NAME.partial-PID@HOST``): a run not committed, which no
+    reader takes for a run."""
+    return _PARTIAL.match(name) is not None
+
+
 #: the file that marks a directory as a fincon run: the kind of run and what it wrote
 MANIFEST = "run_manifest.json"
 #: run_manifest.json's kind for a directory written by fincon.workflow.runner.run_config

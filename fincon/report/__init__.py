@@ -12,7 +12,7 @@ from fincon.lazy import face
 if TYPE_CHECKING:
     from fincon.report.card import rules_flag as rules_flag, run_card as run_card
     from fincon.report.html import render as render
-    from fincon.report.load import load_report_data as load_report_data
+    from fincon.report.load import load_report_data as load_report_data, settings_apart as settings_apart
     from fincon.report.text import format_card as format_card
     from fincon.report.write import build_report as build_report, write_report as write_report
 
