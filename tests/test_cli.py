@@ -236,3 +236,29 @@ def test_the_win_rate_is_the_share_of_round_trips_csv_that_made_money(tmp_path):
     metrics = json.loads((out / "metrics.json").read_text())
     assert len(trips) == 18 and (trips["pnl"] > 0).sum() == 10
     assert metrics["win_rate"] == pytest.approx(10 / 18, abs=1e-9)
+
+
+def test_a_full_disk_is_one_line_and_nothing_half_written(tmp_path, monkeypatch, capsys):
+    """Found in review: --out on a full filesystem ended in a 54-line traceback from PIL writing
+    equity.png (a training's, from chromadb's "database or disk is full"). One line; the staging folder
+    goes as for any failure."""
+    import errno
+    import sqlite3
+
+    from fincon.engine import record
+
+    argv = ["backtest", "--ticker", "TSLA", "--strategy", "sma-cross,buy-and-hold", "--start", "2022-10-05",
+            "--end", "2022-10-31", "--ledger", "off", "--no-progress", "--out", str(tmp_path / "x")]  # fmt: skip
+    for exc in (OSError(errno.ENOSPC, "No space left on device", "equity.png"),
+                sqlite3.OperationalError("database or disk is full")):  # fmt: skip
+
+        def full(*a, exc=exc, **k):
+            raise exc
+
+        monkeypatch.setattr(record, "draw", full)
+        monkeypatch.setattr("fincon.workflow.runner.draw", full)
+        capsys.readouterr()
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "free some space (or write elsewhere)" in err, err
+        assert "partial output removed" in err and list(tmp_path.iterdir()) == []

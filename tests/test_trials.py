@@ -58,6 +58,32 @@ def test_ledger_off_keeps_none_and_a_directory_is_refused(tmp_path, monkeypatch,
     capfd.readouterr()
     assert main([*RUN, "--ledger", str(tmp_path), "--out", "c"]) == 2
     assert "is a directory" in capfd.readouterr().err
+    # found in review: a ledger that cannot be written failed only once the run was committed (exit 2
+    # beside a complete run that no ledger counted); it is opened before any work now
+    (tmp_path / "afile").write_text("")
+    assert main([*RUN, "--ledger", str(tmp_path / "afile" / "l.sqlite"), "--out", "d"]) == 2
+    assert "trial ledger" in capfd.readouterr().err and not (tmp_path / "d").exists()
+
+
+def test_a_stop_as_a_run_is_committed_leaves_it_counted(tmp_path, monkeypatch):
+    """Found in review: a SIGTERM between the commit and the ledger's row left a complete run that no
+    ledger counted ("partial output removed", exit 143). The stop waits for both."""
+    import os
+    import signal
+
+    from fincon.engine import rundir
+
+    commit = rundir.RunDir.commit
+
+    def stopped(self):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return commit(self)
+
+    monkeypatch.setattr(rundir.RunDir, "commit", stopped)
+    argv = [*RUN, "--strategy", "sma-cross", "--ledger", str(tmp_path / "l.sqlite"), "--out", str(tmp_path / "x")]
+    assert main(argv) == 143
+    assert json.loads((tmp_path / "x" / "metrics.json").read_text())["status"] == "complete"
+    assert len(trials.read(tmp_path / "l.sqlite")) == 1
 
 
 def _row(strategy, start, end, digest, sharpe, role="trial", tickers="TSLA", config=None):

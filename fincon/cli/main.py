@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib
 import logging
 import os
@@ -219,6 +220,15 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except Exception as exc:  # a full (or read-only) disk: a 54-line traceback from whichever library wrote last
+        full = isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+        if not (full or "disk is full" in str(exc)):
+            raise
+        where = f"{exc.filename}: " if isinstance(exc, OSError) and exc.filename else ""
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "database or disk is full"
+        print(f"fincon: error: {where}{why}; free some space (or write elsewhere) and run the same command again "
+              f"({_left(exc)})", file=sys.stderr)  # fmt: skip
+        return 1
 
 
 def _left(exc: BaseException) -> str:

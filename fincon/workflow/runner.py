@@ -20,7 +20,7 @@ from typing import Any, Mapping
 import pandas as pd
 import yaml
 
-from fincon import __version__
+from fincon import __version__, stopping
 from fincon.config import BrokerConfig, RunConfig, typed_strategy_params
 from fincon.data.calendar import Calendar, annualisation
 from fincon.data.inputs import RunInputs, open_inputs
@@ -261,6 +261,10 @@ def run_config(
     target = check_out_path(out) if out is not None else default_out(cfg)
     checks.check_cache_outside(strategies, target)
     multi = len(strategies) > 1
+    # the ledger opened now: one that cannot be written failed once the run was committed (exit 2 beside
+    # a complete run, which no ledger counted)
+    ledger_path = trials.resolve(None) if ledger == "default" else (None if ledger is None else Path(ledger))
+    trials.writable(ledger_path)
 
     with RunDir(target, replace=replace) as staging:
         checks.check_knowledge(blocks, warn=warn_knowledge)  # once the inputs are known good, before any model call
@@ -353,10 +357,9 @@ def run_config(
         roles = {n: trials.CONTROL if control or early[n] else trials.TRIAL for n in results}
         trial_rows = _trial_rows(cfg, results, blocks, roles)
         (staging.path / "trials.csv").write_text(trials.rows_csv(trial_rows))
-        final = staging.commit()
-    trials.append(
-        trials.resolve(None) if ledger == "default" else (None if ledger is None else Path(ledger)), trial_rows
-    )
+        with stopping.held():  # a stop between the two left a complete run that no ledger counted
+            final = staging.commit()
+            trials.append(ledger_path, trial_rows)
     run_dirs = {n: (final / n if multi else final) for n in results}
     return RunReport(
         out=final,

@@ -53,24 +53,8 @@ from fincon.errors import ConfigError
 from fincon.ownership import sqlite_foreign, sqlite_wal
 from fincon.workflow.tables import MIN_STAT_DAYS
 
-COLUMNS = (
-    "study",
-    "config_hash",
-    "strategy",
-    "repeat",
-    "model",
-    "model_knowledge",
-    "beliefs_version",
-    "tickers",
-    "start",
-    "end",
-    "n_days",
-    "returns_digest",
-    "cr_pct",
-    "sharpe",
-    "sharpe_daily",
-    "role",
-)
+COLUMNS = ("study", "config_hash", "strategy", "repeat", "model", "model_knowledge", "beliefs_version", "tickers",
+           "start", "end", "n_days", "returns_digest", "cr_pct", "sharpe", "sharpe_daily", "role")  # fmt: skip
 #: the columns every fincon ledger has had; the two after them are added to an older ledger when it is opened
 BASE_COLUMNS = COLUMNS[:-2]
 TRIAL, CONTROL = "trial", "control"
@@ -227,6 +211,20 @@ def _connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def writable(path: Path | None) -> None:
+    """Open (create) the ledger before a run's work: found as the run ended, a ledger that cannot be
+    written left the committed run counted nowhere (exit 2 beside it)."""
+    if path is not None:
+        _open(path).close()
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    try:
+        return _connect(path)
+    except (sqlite3.Error, OSError) as exc:
+        raise ConfigError(f"trial ledger {path}: cannot open ({exc}); give another with --ledger PATH") from None
+
+
 def append(path: Path | None, rows: Sequence[Mapping[str, Any]]) -> int:
     """Add ``rows``; the count added. A rerun of a trial already there that traded the same adds
     nothing; one that traded otherwise (a model at temperature, asked afresh) is another draw of its
@@ -235,10 +233,7 @@ def append(path: Path | None, rows: Sequence[Mapping[str, Any]]) -> int:
     if path is None or not rows:
         return 0
     now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    try:
-        conn = _connect(path)
-    except (sqlite3.Error, OSError) as exc:
-        raise ConfigError(f"trial ledger {path}: cannot open ({exc}); give another with --ledger PATH") from None
+    conn = _open(path)
     insert = (
         f"INSERT OR IGNORE INTO trials (first_seen, {', '.join(COLUMNS)}) VALUES (?, {', '.join('?' for _ in COLUMNS)})"
     )
@@ -275,7 +270,7 @@ def track(path: Path | None, rows: Sequence[Mapping[str, Any]]) -> None:
     strategy)."""
     if path is None or not rows:
         return
-    conn = _connect(path)
+    conn = _open(path)
     keep = [k for k in COLUMNS if k not in ("config_hash", "strategy", "repeat", "role")]
     try:
         with conn:
