@@ -23,6 +23,15 @@ def test_negative_pnl_alone_raises_the_alert():
     assert states[3].alert and "CVaR" not in states[3].reason and "PnL is -1.000" in states[3].reason
 
 
+def test_a_flat_days_float_noise_is_no_loss():
+    """Found in review: TSLA closed at 194.699997 two days running, and the book's two equal closes came
+    through float as a PnL of -2.2e-14 %: "today's PnL is -0.000%" raised the alert and halved a short."""
+    flat = 1021443.900704444479
+    states = alert_series([100, 101, 99, flat, flat * (1 - 2.2e-16)])
+    assert not states[-1].alert and states[-1].pnl < 0
+    assert alert_series([100, 101, 99, flat, flat * (1 - 1e-6)])[-1].alert  # a loss of a cent per $10k is one
+
+
 def test_rho_is_the_empirical_tail_mean_with_enough_observations():
     rng = np.random.default_rng(3)
     values = 100 * np.cumprod(1 + rng.normal(0, 0.02, 400))

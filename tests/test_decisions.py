@@ -132,3 +132,19 @@ def test_every_day_that_holds_a_position_says_what_it_rests_on_and_what_it_leave
         if action != "hold":
             assert "-> hold" not in d["rationale"]  # the risk cut restates a kept position as a trade
     assert any(d["actions"]["TSLA"] == "hold" and d["position"]["TSLA"]["side"] != "flat" for d in days)
+
+
+def test_an_alert_cuts_a_held_stock_to_part_of_its_usual_size_once_not_again_and_again():
+    """Found in review: on each alert day the rules manager cut a held position by the exposure again,
+    so a short of 0.45 of the book went to 0.2, 0.1, 0.05 over three alert days (and stayed there), and
+    a note said "exposure cut to 50%" on days the position did not move. It is cut to the exposure's part
+    of the size its view asks for (0.5 here) and no further, and the note says when it is within it."""
+    from dataclasses import replace
+
+    first = rules_manager(replace(_task(-0.02, -0.45), exposure=0.5))
+    assert first.actions == {"T": "sell"} and first.size == 0.25
+    assert "the held short is kept, smaller" in first.rationale
+    again = rules_manager(replace(_task(-0.02, -0.25), exposure=0.5))
+    assert again.actions == {"T": "hold"} and "the held short, 25% of the book, is within it already" in again.rationale
+    full = rules_manager(replace(_task(-0.9, -1.0), exposure=0.5))  # a strong view's usual size is the whole book
+    assert full.actions == {"T": "sell"} and full.size == 0.5

@@ -371,3 +371,23 @@ def test_a_filing_debate_reads_the_filing_and_names_it():
             "specialist", kind="annual 10-K filing", role="risk", focus="x", ticker="MSFT", date="2021-01-01", chunks=""
         )[0]["content"]
     )
+
+
+@pytest.mark.slow
+def test_a_cvar_alert_cuts_a_debated_call_for_the_day(tmp_path):
+    """Found in review: on a day the debate decided (or held its call) the manager was not asked, and
+    the size was the call's confidence whatever the alert: on 7 of 20 days an alert was counted and its
+    stance said "cut", the weight stayed -0.2771. The call is cut to the alert's exposure for the day."""
+    argv = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", "--protocol", "debate",
+            "--start", "2022-10-31", "--end", "2022-11-14", "--param", "fincon.transcripts=text", "--ledger", "off",
+            "--no-progress", "--out", str(tmp_path / "d")]  # fmt: skip
+    assert main(argv) == 0
+    days = [json.loads(x) for x in (tmp_path / "d" / "decisions.jsonl").read_text().splitlines()]
+    held = [d for d in days if "holding the call" in d["rationale"] or "debated" in d["rationale"]]
+    alert = [d for d in held if d["record"]["risk"]["alert"]]
+    calm = [d for d in held if not d["record"]["risk"]["alert"]]
+    assert alert and calm
+    size = abs(calm[0]["weights"]["TSLA"])
+    for d in alert:  # the team's risk exposure: 0.5 untrained
+        assert abs(d["weights"]["TSLA"]) == pytest.approx(size * 0.5, abs=1e-4), d
+        assert "risk alert: exposure cut to 50%" in d["rationale"]

@@ -472,3 +472,42 @@ def test_an_llm_run_on_a_stub_replays_byte_for_byte(tmp_path, monkeypatch):
         if "scm-strategist" in r["agent"]
     }
     assert len(seeds) == 3
+
+
+def test_a_critique_without_its_issues_key_is_no_answer():
+    """Found in review: ``{}`` and ``{"Issues": [... high ...]}`` were valid critiques with no issue (the
+    key defaulted to []), so a malformed Critic answer read as "no issue", no fallback counted."""
+    from pydantic import ValidationError
+
+    from fincon.agents.protocols.scm_schemas import CritiqueAnswer
+
+    bad = {"alternative": "A", "category": "risks", "severity": "high", "issue": "x", "question": "y"}
+    for answer in ({}, {"Issues": [bad]}, {"issues": [], "note": "none"}):
+        with pytest.raises(ValidationError):
+            CritiqueAnswer.model_validate(answer)
+    assert CritiqueAnswer.model_validate({"issues": []}).issues == []
+    assert CritiqueAnswer.model_json_schema()["required"] == ["issues"]
+
+
+def test_the_protocol_tables_fallbacks_are_answers_not_days(tmp_path):
+    """Found in review: the experiment's fallbacks column read team_fallbacks, one per protocol day: SCM
+    with every Strategist sample malformed showed 3 where its 12 answers fell back (the card said 12)."""
+    from fincon.workflow.experiment_results import _usage
+
+    (tmp_path / "summary.json").write_text(
+        json.dumps({"strategy_summary": {"team_days": 3, "team_fallbacks": 3, "llm_fallbacks": 12}})
+    )
+    assert _usage(tmp_path, "scm")["fallbacks"] == 12
+
+
+def test_the_team_refuses_the_one_traders_protocol():
+    """Found in review: --protocol single on the team decided from the news analyst's report alone (the
+    other five discarded) and never read the alert's stance; it is finmem's protocol."""
+    from pydantic import ValidationError
+
+    from fincon.agents.finmem import FinMemParams
+    from fincon.agents.team import FinConParams
+
+    with pytest.raises(ValidationError, match="protocol single is finmem's one trader"):
+        FinConParams(protocol="single")
+    assert FinMemParams().protocol == "single"

@@ -251,17 +251,21 @@ def rules_manager(task: ManagerTask) -> ManagerReport:
             relied += [c for r in agree for c in r.cited_ids()[:2]]
     size = sizes[0] if len(task.tickers) == 1 and actions[task.tickers[0]] != "hold" else 1.0
     if task.exposure < 1.0:
-        # risk-averse stance (CVaR alert): keep only part of the usual exposure;
-        # a single stock held through a "hold" is cut too
+        # risk-averse stance (CVaR alert): keep only part of the usual exposure; a single stock held
+        # through a "hold" is cut to that part of the size its view asks for, and no further (cut from
+        # what was held, alert days compounded: a short of 0.45 of the book became 0.05)
         cut = ""
-        if len(task.tickers) == 1 and actions[task.tickers[0]] == "hold":
-            held = task.held(task.tickers[0])
-            if held:
-                actions[task.tickers[0]] = "buy" if held > 0 else "sell"
-                size = min(1.0, abs(held))
+        t = task.tickers[0]
+        held = float(task.position.get(t, 0.0))
+        if len(task.tickers) == 1 and actions[t] == "hold" and task.held(t):
+            side = "long" if held > 0 else "short"
+            if abs(held) > sizes[0] * task.exposure:
+                actions[t], size = ("buy" if held > 0 else "sell"), sizes[0]
                 # the note says what the day does: the kept position is restated, smaller
-                notes[0] = notes[0].replace("-> hold", f"-> {actions[task.tickers[0]]}", 1)
-                cut = f" (the held {'long' if held > 0 else 'short'} is kept, smaller)"
+                notes[0] = notes[0].replace("-> hold", f"-> {actions[t]}", 1)
+                cut = f" (the held {side} is kept, smaller)"
+            else:
+                cut = f" (the held {side}, {abs(held):.0%} of the book, is within it already)"
         size = round(size * task.exposure, 6)
         notes.append(f"risk alert: exposure cut to {task.exposure:.0%}{cut}")
     return ManagerReport(

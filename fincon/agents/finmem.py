@@ -18,7 +18,7 @@ rather than buy/sell/hold of a share count.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 from pydantic import field_validator
 
@@ -34,6 +34,7 @@ class FinMemParams(FinConParams):
     llm...), one trader deciding alone, no CVaR alert (FinMem has none)."""
 
     analysts: list[str] | None = ["trader"]
+    one_trader: ClassVar[bool] = True
     protocol: str = "single"
     cvar: bool = False
 

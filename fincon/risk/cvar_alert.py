@@ -84,9 +84,13 @@ class CvarAlert:
         reasons = []
         if prev is not None and rho < prev - 1e-12:
             reasons.append(f"CVaR fell from {prev:.3f}% to {rho:.3f}%")
-        if today < 0:
+        if today < -LOSS_NOISE:  # a flat day's -2.2e-14 % (two equal closes through float) halved a short
             reasons.append(f"today's PnL is {today:.3f}%")
         return AlertState(bool(reasons), rho, prev, today, "; ".join(reasons))
+
+
+#: a day's PnL (percent) above minus this is no loss: the float noise of a flat book's two closes
+LOSS_NOISE = 1e-9
 
 
 def alert_series(values, alpha: float = DEFAULT_ALPHA, min_obs: int = DEFAULT_MIN_OBS) -> list[AlertState]:

@@ -59,7 +59,9 @@ def _usage(run: Path, protocol: str) -> dict[str, Any]:
         "asks_per_day": s.get("team_calls_per_day"),
         "tokens_per_day": round((s.get("llm_tokens") or 0) / days, 1),
         "cost_usd": s.get("llm_cost_usd", 0.0),
-        "fallbacks": s.get("team_fallbacks", 0),
+        # answers that fell back, as the card counts them (team_fallbacks counts a protocol's day once: SCM
+        # with every strategist sample malformed read 3 where its 12 answers fell back)
+        "fallbacks": s.get("llm_fallbacks", s.get("team_fallbacks", 0)),
         "alerts": s.get("team_alerts", 0),
         "protocol_measures": own,
     }

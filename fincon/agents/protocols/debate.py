@@ -290,8 +290,11 @@ class DebateProtocol:
         if not task.portfolio:
             t = task.tickers[0]
             r = final[t]
-            # the position size follows the conviction: the final confidence
-            size = round(min(1.0, max(0.0, r.confidence)), 4) if r.direction != "neutral" else 0.0
+            # the position size follows the conviction: the final confidence; a CVaR alert cuts it for the
+            # day as it cuts the manager's (the manager is not asked on a debated day: it went uncut)
+            size = round(min(1.0, max(0.0, r.confidence)) * task.exposure, 4) if r.direction != "neutral" else 0.0
+            if task.exposure < 1.0:
+                note += f"; risk alert: exposure cut to {task.exposure:.0%}"
             mr = ManagerReport(
                 actions={t: action[t]}, size=size, rationale=f"{note}. {r.summary}"[:600], relied_on=relied
             )

@@ -69,9 +69,9 @@ def rules_strategist(day: Day) -> Proposal:
         ]
         alts += sized if strong else sized[::-1]
     else:
-        alts.append(
-            ("keep", {t: day.current.get(t, 0.0) for t in tk}, f"no clear view ({view}): keep the current position")
-        )
+        # a CVaR alert keeps at most the day's cut exposure (kept whole, the alert was a no-op)
+        keep = {t: float(np.clip(day.current.get(t, 0.0), -task.exposure, task.exposure)) for t in tk}
+        alts.append(("keep", keep, f"no clear view ({view}): keep the current position"))
     alts.append(("flat", {t: 0.0 for t in tk}, "stay out of the market: no position until the evidence is stronger"))
     out, seen = [], set()
     for kind, w, rule in alts:
@@ -80,9 +80,9 @@ def rules_strategist(day: Day) -> Proposal:
         if a.key() not in seen and len(out) < 3:
             seen.add(a.key())
             out.append(a)
-    if task.exposure < 1.0:
+    if task.exposure < 1.0:  # the alert first: a long rule cut at 160 characters lost it
         for a in out:
-            a.rule = (a.rule + f"; risk alert: exposure cut to {task.exposure:.0%}")[:160]
+            a.rule = f"risk alert: exposure cut to {task.exposure:.0%}; {a.rule}"[:160]
     return Proposal(alternatives=out)
 
 

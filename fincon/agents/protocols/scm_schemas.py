@@ -78,10 +78,13 @@ class IssueAnswer(BaseModel):
 
 
 class CritiqueAnswer(BaseModel):
+    #: an answer without "issues" (``{}``, or ``{"Issues": [...]}`` with a high-severity issue) read as
+    #: "no issue", no fallback counted: the key is required (``[]`` says none) and no other key is taken
+    model_config = ConfigDict(extra="forbid")
     #: three short issues fit the team's 320-token answer cap (six long ones were cut
     #: off mid-string in a live 1.5B run: invalid JSON twice, a counted fallback);
     #: the code checks add their own issues beside the Critic's
-    issues: list[IssueAnswer] = Field(default_factory=list, max_length=3)
+    issues: list[IssueAnswer] = Field(max_length=3)
 
     def cited(self) -> Iterable[str]:
         return iter(())

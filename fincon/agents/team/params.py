@@ -7,7 +7,7 @@ May touch: the analyst and protocol registries (to name valid choices).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_validator
 
@@ -78,6 +78,8 @@ class FinConParams(Settings):
     #: where Whisper transcripts are cached by audio hash (default ~/.cache/fincon); the demo ships its own
     transcript_cache: Annotated[str | None, AfterValidator(kept_absolute)] = None
     #: the decision step after the analysts (fincon/agents/protocols: fincon, ...)
+    #: the params of one trader (finmem), whose protocol is ``single``: the team's may not be
+    one_trader: ClassVar[bool] = False
     protocol: Annotated[
         str,
         Flag(
@@ -199,6 +201,8 @@ class FinConParams(Settings):
     def _protocol(cls, v):
         if v not in PROTOCOLS:
             raise ValueError(f"unknown protocol {v!r}; choose from {', '.join(protocol_names())}")
+        if v == "single" and not cls.one_trader:  # the team decided from its news analyst's report alone
+            raise ValueError("protocol single is finmem's one trader; the team decides with fincon, scm or debate")
         return v
 
     @field_validator("candidates")
