@@ -51,6 +51,22 @@ def test_rules_parse_and_refuse():
             parse_rule(bad)
 
 
+def test_each_universe_has_its_own_directory_and_is_given_once():
+    """Found in review: two 13-ticker lists sharing their first 60 characters wrote into one directory
+    (the second's baselines over the first's), and MSFT beside msft (random:1:5 beside random:1:05) was
+    one universe counted twice in the pooled Wilcoxon test (p 0.5 where it is 1.0)."""
+    from fincon.errors import ConfigError
+    from fincon.workflow.experiment import load_experiment
+
+    common = "AAPL,AMZN,GOOG,META,MSFT,NVDA,TSLA,ORCL,INTC,AMD,CSCO,ADBE,NFLX"
+    assert parse_rule(f"{common},NVDA").slug != parse_rule(f"{common},IBM").slug
+    assert parse_rule("AAPL,MSFT").slug == "list-AAPL-MSFT"  # a short list: its name as before
+    for twice in (["MSFT", "msft"], ["random:1:5", "random:1:05"], ["AAPL,MSFT", "MSFT, AAPL"]):
+        spec = {"rolling": {"start": "2022-01-03", "end": "2022-12-30", "universes": twice}}
+        with pytest.raises(ConfigError, match="again; give each universe once"):
+            load_experiment(None, spec)
+
+
 def test_the_pool_names_the_firms_whose_bars_end_early():
     from fincon.workflow.rolling import pool_of
 

@@ -117,8 +117,12 @@ class RollingSpec(Section):
     def _universes(cls, v: list[str]) -> list[str]:
         if not v:
             raise ValueError("at least one universe rule is needed")
-        for rule in v:
-            workflow.parse_rule(rule)
+        seen: dict[tuple, str] = {}
+        for rule in v:  # one universe spelled twice (MSFT and msft) was counted twice in the pooled test
+            key = workflow.parse_rule(rule).canonical
+            if key in seen:
+                raise ValueError(f"universe {rule!r} is {seen[key]!r} again; give each universe once")
+            seen[key] = rule
         return once(v)
 
     @model_validator(mode="after")

@@ -25,6 +25,7 @@ then (point in time). Pure functions of the bars handed in: no I/O here.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import re
 from dataclasses import dataclass
 from typing import Mapping
@@ -54,9 +55,17 @@ class Rule:
             return "all"
         if self.kind == "random":
             return f"random-{self.n}-s{self.seed}"
-        if self.kind == "fixed":
-            return "list-" + "-".join(self.tickers)[:60]
+        if self.kind == "fixed":  # cut short, the name ends in a hash of the whole list: two lists sharing
+            name = "-".join(self.tickers)  # their first 60 characters wrote into one directory
+            return "list-" + (
+                name if len(name) <= 60 else f"{name[:51]}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+            )
         return f"{self.kind}-{self.n}"
+
+    @property
+    def canonical(self) -> tuple:
+        """What the rule picks, whatever its spelling (msft and MSFT, a seed of 05 and 5, a list's order)."""
+        return (self.kind, self.n, self.seed, tuple(sorted(self.tickers)))
 
 
 def _count(text: str, rule: str) -> int:
