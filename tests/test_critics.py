@@ -443,3 +443,25 @@ def test_the_usage_line_counts_in_words():
         "1 answer)"
     )  # it said "1 answers"
     assert usage_line({"calls": 4, "unverified": 2}).endswith("could not verify, 2 answers)")
+
+
+def test_a_ranges_upper_end_is_no_negative_figure():
+    """Found in review: "Revenue grew about 3-7%" (a range, or a masked run's bucket) read as a claim of
+    -7 %, which the critic then found the source did not state and dropped the analyst's insight."""
+    for text in ("Revenue grew about 3-7% in the period", "operating margin 30-60%", "revenue grew 3 to 7%"):
+        assert [f.value for f in figures_in(text)] == [], text
+    assert [f.value for f in figures_in("revenue fell -4.0% in Q3")] == [-4.0]
+    assert [f.value for f in figures_in("Revenue fell 4.0%")] == [-4.0]
+
+
+def test_a_masked_run_refuses_the_critics(tmp_path, capsys):
+    """Found in review: under --anonymize the numeric critics sent each cited filing's sentences as
+    written (MSFT's three segment names and its fiscal quarter; JNJ's three segments and its half-year),
+    and the audit read it inconclusive. The combination is refused before anything runs."""
+    from fincon.cli.main import main
+
+    argv = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "llm", "--critics", "on",
+            "--anonymize", "--start", "2022-10-05", "--end", "2022-10-20", "--out", str(tmp_path / "x")]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--anonymize with --critics on (fincon)" in err and not (tmp_path / "x").exists()

@@ -201,6 +201,8 @@ def test_data_show_anonymize_prints_what_a_masked_run_reads(capsys):
     out = json.loads(raw)
     assert out["ticker"].startswith("Company ") and out["masked"] is True
     assert len(out["new_today"]) == 3 and len(out["memories"]) == 5
+    # found in review: the running count of items seen so far maps to one trading day (92 % of JNJ's)
+    assert out["visible_events"] is None and out["visible_by_source"] is None and "events visible" not in text
     # a memory is listed as a prompt lists an item: one of twelve words or more as its topics
     assert [m["text"] for m in out["memories"]][:2] == ["topics: earnings", "topics: decline"]
     for shown in (text, raw):

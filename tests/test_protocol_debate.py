@@ -391,3 +391,23 @@ def test_a_cvar_alert_cuts_a_debated_call_for_the_day(tmp_path):
     for d in alert:  # the team's risk exposure: 0.5 untrained
         assert abs(d["weights"]["TSLA"]) == pytest.approx(size * 0.5, abs=1e-4), d
         assert "risk alert: exposure cut to 50%" in d["rationale"]
+
+
+def test_a_masked_debates_rules_fallbacks_name_topics_never_the_words():
+    """Found in review: under --anonymize a specialist's rules fallback quoted 300 characters of its chunk
+    and the synthesis prompt carried them (\"a change in the estimated useful lives of server and network
+    equipment\": MSFT's 10-Q of the decision day; the leakage audit read 14 of 26 prompts not blind). A
+    masked run's fallbacks (view, trust, skeptic) name the chunks' topics, as a masked item is shown."""
+    from fincon.agents.protocols.debate_chunks import Chunk
+    from fincon.agents.protocols.debate_rules import rules_report, rules_skeptic, rules_trust, rules_view
+
+    words = "Operating income rose by 24% to $15.9 billion, aided by a change in the estimated useful lives of server and network equipment, despite litigation risk."
+    chunk = Chunk("c1", "MSFT-10-Q", "MSFT", "2020-10-27", "prepared", "cfo", 1, 0, words)
+    for masked in (False, True):
+        views = [rules_view(spec, [chunk], masked) for spec in SPECIALISTS]
+        report = rules_report(views, "MSFT", "MSFT-10-Q", "2020-10-27")
+        texts = [i.text for v in views for i in v.insights] + [i.text for i in rules_trust(report, [chunk], masked)]
+        texts += [i.text for i in rules_skeptic(report, [chunk], masked)[0]]
+        quoted = [t for t in texts if "useful lives of server" in t]
+        assert (quoted == []) if masked else quoted, texts
+        assert all("topics:" in t for t in texts) if masked else True

@@ -374,8 +374,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         return 0
     label = "SYNTHETIC sample corpus" if out["synthetic"] else "event corpus"
     when = "masked as a run's prompts read it" if args.anonymize else f"decision time {out['decision_time']}"
-    print(f"{out['ticker']} on {out['date']}, {when} ({label}; {out['visible_events']} events visible)")
-    print("visible by source: " + ", ".join(f"{s} {n}" for s, n in out["visible_by_source"].items()))
+    seen = "" if out["visible_events"] is None else f"; {out['visible_events']} events visible"
+    print(f"{out['ticker']} on {out['date']}, {when} ({label}{seen})")
+    if out["visible_by_source"] is not None:
+        print("visible by source: " + ", ".join(f"{s} {n}" for s, n in out["visible_by_source"].items()))
     print(f"\nnew since the previous decision ({len(out['new_today'])}), by source:")
     for source in sorted(
         {e["source"] for e in out["new_today"]}, key=lambda s: [e["source"] for e in out["new_today"]].index(s)
@@ -439,6 +441,9 @@ def _masked(view: dict, ticker: str, events_dir: Path | None) -> dict:
         "date": "the decision day",
         "decision_time": None,
         "masked": True,
+        # the running counts of items so far map to one trading day (92 % of JNJ's values): no prompt says them
+        "visible_events": None,
+        "visible_by_source": None,
         "new_today": [row(n, e) for n, e in enumerate(view["new_today"], 1)],
         "latest": {s: row(n, e) for n, (s, e) in enumerate(view["latest"].items(), 1)},
         "query": mask.text(view["query"], day) if view["query"] else None,

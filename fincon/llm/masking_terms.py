@@ -33,10 +33,23 @@ def masker_for(
 
     names = {t: tuple(dict.fromkeys((*NAMES.get(t, ()), *((extra or {}).get(t, ()))))) for t in tickers}
     people = {t: PEOPLE.get(t, ()) for t in tickers}
-    # a mined term is lower case: masked as written, capitalised and in capitals
-    mined = {t: [v for w in (vocabulary or {}).get(t, ()) for v in (w, w.capitalize(), w.upper())] for t in tickers}
-    vocab = {t: tuple(dict.fromkeys((*VOCABULARY.get(t, ()), *mined[t]))) for t in tickers}
+    # a term is masked as written, in lower case, capitalised, in title case and in capitals: the bundled
+    # table's were masked as written only ("productivity and business processes" left "Productivity and
+    # Business Processes", one of MSFT's three segments, in a masked prompt)
+    given = {t: (*VOCABULARY.get(t, ()), *(vocabulary or {}).get(t, ())) for t in tickers}
+    vocab = {t: tuple(dict.fromkeys(v for w in given[t] for v in cases(w))) for t in tickers}
     return Masker(tuple(tickers), names, people, vocab, secret=secret)
+
+
+#: words title case leaves in lower case inside a name ("Productivity and Business Processes")
+_SMALL = frozenset({"a", "an", "and", "as", "at", "by", "for", "in", "of", "on", "or", "the", "to", "with"})
+
+
+def cases(term: str) -> tuple[str, ...]:
+    """``term`` as it may be written: as given, lower case, capitalised, title case, capitals."""
+    words = term.split(" ")
+    title = " ".join(w if i and w.lower() in _SMALL else w[:1].upper() + w[1:] for i, w in enumerate(words))
+    return tuple(dict.fromkeys((term, term.lower(), term.capitalize(), title, term.upper())))
 
 
 def user_names(aliases: Mapping[str, Sequence[str]] | None = None) -> dict[str, tuple[str, ...]]:

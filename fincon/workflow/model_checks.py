@@ -118,6 +118,13 @@ def check_masking(cfg: RunConfig, inputs: RunInputs, strategies: Mapping[str, St
             f"--alias {stray[0]}=...: {stray[0]} is not traded in this run (tickers: {', '.join(cfg.tickers)}); "
             "drop it or add the ticker"
         )
+    critic = next((s for s in masked if getattr(getattr(s, "params", None), "critics", False)), None)
+    if critic is not None:  # their prompt quotes the cited filing: MSFT's three segments named the firm and its quarter
+        raise ConfigError(
+            f"--anonymize with --critics on ({critic.name}): the numeric critics send each cited filing's sentences "
+            "to the model as written (1,500 characters), naming the firm and its quarter; leave the critics off "
+            "in a masked run"
+        )
     readers = [s for s in masked if getattr(s, "reads_events", False)]
     if not readers:
         return  # no item reaches a prompt: the tickers alone are masked

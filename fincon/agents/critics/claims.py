@@ -148,6 +148,8 @@ _MONEY = re.compile(
 )
 _PCT = re.compile(r"(?P<sign>[-+\u2212])?" + _NUM + r"\s?(?P<pct>%|percent\b|per cent\b)", re.I)
 WINDOW = 60  # characters before a number searched for its metric keyword
+#: a number's lower neighbour in a range: "3-7%", "3%-7%", "3 to 7%", "3–7 %"
+_RANGE = re.compile(r"\d\s?%?\s?(?:[-\u2013\u2212]|to)\s?$")
 
 
 @dataclass(frozen=True)
@@ -235,6 +237,8 @@ def figures_in(text: str) -> list[Figure]:
         s, e = m.span()
         if any(a <= s < b for a, b in taken):
             continue
+        if _RANGE.search(text[max(0, m.start("num") - 8) : m.start("num")]):
+            continue  # a range's upper end ("3-7%", a masked bucket's too) is no figure: it read as -7 %
         v = float(m.group("num").replace(",", ""))
         metric = _metric_for(text, s, e, "%")
         sign = m.group("sign")

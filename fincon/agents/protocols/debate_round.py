@@ -64,6 +64,8 @@ class DebateRound:
         protocol); ``retrieve(chunks, query)``: the top chunks for a
         specialist's query; ``sampling``: the manager's sampling params."""
         self.brain, self.event, self.day = brain, event, day
+        #: under --anonymize: a rules fallback names its chunks' topics, never their words
+        self.masked = getattr(getattr(brain, "client", None), "masker", None) is not None
         self.chunks = list(chunks)
         self.retrieve = retrieve
         self.sampling = sampling
@@ -143,7 +145,7 @@ class DebateRound:
                         horizon=a.horizon,
                         insights=_insights(a.insights, self.by_id),
                     ),
-                    lambda spec=spec, got=got: rules_view(spec, got),
+                    lambda spec=spec, got=got: rules_view(spec, got, self.masked),
                 )
             )
         seen = list(dict.fromkeys(c.id for s in SPECIALISTS for c in retrieved[s.name]))
@@ -188,7 +190,7 @@ class DebateRound:
             ),
             TrustAnswer,
             lambda a: _insights(a.evidence, self.by_id),
-            lambda: rules_trust(report, read),
+            lambda: rules_trust(report, read, self.masked),
         )
 
     def skeptic(
@@ -210,7 +212,7 @@ class DebateRound:
             ),
             SkepticAnswer,
             lambda a: (_insights(a.risks, self.by_id), a.hedge, a.confidence),
-            lambda: rules_skeptic(report, evidence_chunks),
+            lambda: rules_skeptic(report, evidence_chunks, self.masked),
         )
 
     def leader(

@@ -13,6 +13,7 @@ from fincon.agents.protocols.debate_chunks import Chunk
 from fincon.agents.protocols.debate_schemas import DebateReport, Direction, Specialist, View
 from fincon.agents.reports import Citation, Insight
 from fincon.data.lexicon import LoughranMcDonald
+from fincon.llm.masking_rules import topics
 
 #: the rules Skeptic cuts confidence by RISK_SCALE x the risk-word share, at most MAX_CUT
 RISK_SCALE = 4.0
@@ -52,16 +53,24 @@ def risk_share(chunks: Sequence[Chunk]) -> float:
     return risky / max(sc.words, 1)
 
 
-def rules_view(spec: Specialist, chunks: Sequence[Chunk]) -> View:
+def rules_view(spec: Specialist, chunks: Sequence[Chunk], masked: bool = False) -> View:
     """LM tone of the specialist's retrieved chunks; the risk specialist
-    lowers it by the risk-word share (it reads risks, not just tone)."""
+    lowers it by the risk-word share (it reads risks, not just tone). Each
+    insight quotes its chunk, or, ``masked`` (a run under --anonymize), names
+    its topics as a masked item is shown: quoted, a fallback's 300 characters
+    of a 10-Q reached the synthesis prompt word for word ("a change in the
+    estimated useful lives of server and network equipment": MSFT's 10-Q of
+    the decision day)."""
     t = tone(chunks)
     if spec.name == "risk":
         t -= risk_share(chunks)
     d = _label(t)
     conf = 0.0 if d == "neutral" else round(min(1.0, abs(t)), 4)
     insights = [
-        Insight(text=f"{c.text[:300]} -> reads {_label(tone([c]))} ({tone([c]):+.2f})", citations=[_cite(c)])
+        Insight(
+            text=f"{_quote(c, masked)} -> reads {_label(tone([c]))} ({tone([c]):+.2f})",
+            citations=[_cite(c)],
+        )
         for c in chunks[:2]
     ]
     return View(role=spec.name, direction=d, confidence=conf, horizon=5, insights=insights)
@@ -95,22 +104,29 @@ def rules_report(views: Sequence[View], ticker: str, event_id: str, day: str) ->
     )
 
 
-def rules_trust(report: DebateReport, chunks: Sequence[Chunk]) -> list[Insight]:
+def _quote(c: Chunk, masked: bool) -> str:
+    """A chunk as a fallback quotes it: its first 300 characters, or masked its topics (rules_view)."""
+    return topics(c.text) if masked else c.text[:300]
+
+
+def rules_trust(report: DebateReport, chunks: Sequence[Chunk], masked: bool = False) -> list[Insight]:
     """Keep the report; add the retrieved chunk that most supports its direction, if any."""
     cited = set(report.cited_ids())
     s = _sign(report.direction)
     best = sorted((c for c in chunks if c.id not in cited and s * tone([c]) > 0), key=lambda c: (-s * tone([c]), c.id))
-    return [Insight(text=f"supports: {c.text[:300]}", citations=[_cite(c)]) for c in best[:1]]
+    return [Insight(text=f"supports: {_quote(c, masked)}", citations=[_cite(c)]) for c in best[:1]]
 
 
-def rules_skeptic(report: DebateReport, chunks: Sequence[Chunk]) -> tuple[list[Insight], str, float]:
+def rules_skeptic(
+    report: DebateReport, chunks: Sequence[Chunk], masked: bool = False
+) -> tuple[list[Insight], str, float]:
     """The chunks with the highest risk-word share as risks; confidence cut by
     RISK_SCALE x the risk-word share of ``chunks`` (at most MAX_CUT). The
     protocol passes the specialists' evidence: the chunks they cited."""
     share = risk_share(chunks)
     cut = min(MAX_CUT, RISK_SCALE * share)
     risky = sorted((c for c in chunks if risk_share([c]) > 0), key=lambda c: (-risk_share([c]), c.id))[:2]
-    risks = [Insight(text=f"risk: {c.text[:300]}", citations=[_cite(c)]) for c in risky]
+    risks = [Insight(text=f"risk: {_quote(c, masked)}", citations=[_cite(c)]) for c in risky]
     hedge = f"risk words are {share:.1%} of the evidence: size down by {cut:.0%}" if cut else "no hedge needed"
     return risks, hedge, round(report.confidence * (1.0 - cut), 4)
 
