@@ -205,7 +205,8 @@ def test_flip_tone_reverses_the_lexicons_tone_exactly_and_the_headline_with_it()
     """Found in review: flip-tone swapped 30 words, so on real InvestorBench JNJ news 135 of 203 items
     kept the sign of the Loughran-McDonald tone the rules analysts read (correlation +0.70 with the
     original), and the unflipped headline led every memory's summary. Every lexicon word flips now (the
-    pairs keep the lexicon's reading: tested here), the tone comes out exactly negated, and the title,
+    pairs keep the lexicon's reading: tested here), the tone comes out negated (names, capitals and compounds
+    left as written), and the title,
     rating and tone tag flip with the text."""
     from fincon.data.events.model import Event, parse_timestamp
     from fincon.data.lexicon import LoughranMcDonald
@@ -223,12 +224,16 @@ def test_flip_tone_reverses_the_lexicons_tone_exactly_and_the_headline_with_it()
     text = (
         "The company faces litigation and an impairment charge; management expects strong demand, but auditors "
         "found a material weakness. Shares tumbled after the recall, despite record profitability and the "
-        "successful launch. Counterclaims were DISMISSED."
+        "successful launch. Counterclaims were dismissed."
     )
     tone = lm.score(text).tone
     assert tone != 0 and lm.score(flip_text(text)).tone == -tone
     assert lm.score(flip_text(flip_text(text))).tone == tone
-    assert "DISMISSED" not in flip_text(text) and flip_text(text).split()[-1].isupper()  # case kept
+    assert flip_text("Losses widened.").startswith("Gains")  # a sentence's first word: flipped, its capital kept
+    # (review) names, labels in capitals, compounds, codes and placeholders are no tone: left as written
+    for kept in ("former CEO of Best Buy's board", "Stand Out With HONOR", "OMNI UP365", "valued at $REDACTED",
+                 "a start-up with eco-friendly, cost-effective follow-up", "the Global Task Force"):  # fmt: skip
+        assert flip_text(kept) == kept, kept
     item = Event(
         id="n1", ticker="TSLA", source="analyst_note", published_at=parse_timestamp("2022-10-10"),
         text="Tesla rated Buy on strong demand.",

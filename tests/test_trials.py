@@ -288,3 +288,30 @@ def test_the_ledger_command_never_advises_off(tmp_path, capsys):
     (tmp_path / "notes.txt").write_text("not a database\n" * 20)
     assert main(["ledger", "--ledger", str(tmp_path / "notes.txt")]) == 2
     assert capsys.readouterr().err.rstrip().endswith("it was left as it is: give another file")
+
+
+def test_a_ledger_that_opens_but_takes_no_write_is_refused_before_the_run(tmp_path, monkeypatch, capsys):
+    """Found in review: the ledger was only opened before the run; a read-only one (or one locked, or
+    on a disk that filled) failed at the INSERT after the commit, a traceback beside a complete run that
+    no ledger counted. A write is tried (and undone) before any work; one that fails after the run says
+    so in one line and leaves the run as it is."""
+    import sqlite3
+
+    ledger = tmp_path / "l.sqlite"
+    trials.writable(ledger)
+    real = trials._connect
+    monkeypatch.setattr(trials, "_connect", lambda p: sqlite3.connect(f"file:{p}?mode=ro", uri=True))
+    argv = [*RUN, "--strategy", "sma-cross", "--ledger", str(ledger)]
+    assert main([*argv, "--out", str(tmp_path / "a")]) == 2
+    assert "cannot write (attempt to write a readonly database)" in capsys.readouterr().err
+    assert not (tmp_path / "a").exists()
+    # writable at the start, not at the end: the run stands, said to be in no ledger
+    monkeypatch.setattr(trials, "_connect", real)
+    monkeypatch.setattr(
+        trials,
+        "append",
+        lambda *a: (_ for _ in ()).throw(trials.ConfigError("trial ledger x: cannot write (disk I/O error)")),
+    )
+    assert main([*argv, "--out", str(tmp_path / "b")]) == 0
+    err = capsys.readouterr().err
+    assert f"the run is complete in {tmp_path / 'b'}, its trials are in its trials.csv and in no ledger" in err

@@ -152,8 +152,9 @@ def run_experiment(
             "inputs": inputs_state(
                 open_inputs(exp.data.source, exp.data.dir, exp.data.cache_dir),
                 exp.tickers,
-                exp.test.end,
+                (exp.train.start, exp.test.end),
                 exp.team.events,
+                every_item=exp.llm.anonymize,
             ),
         },
         "experiment",

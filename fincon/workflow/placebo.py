@@ -60,7 +60,7 @@ CORPUS_PLACEBOS = ("shuffle-news", "flip-tone")
 #: positive -> negative; the reverse is added below (case is kept as written). Each pair keeps the
 #: Loughran-McDonald reading: a positive word of the lexicon becomes a negative one, a word it does not
 #: score one it does not score either (tests/test_placebo.py checks every pair), so that with
-#: :data:`_TO_NEGATIVE` and :data:`_TO_POSITIVE` a lexicon's tone comes out exactly reversed
+#: :data:`_TO_NEGATIVE` and :data:`_TO_POSITIVE` a lexicon's tone comes out reversed (names and compounds aside)
 _PAIRS = {
     "strong": "weak",
     "improved": "deteriorated",
@@ -105,7 +105,9 @@ FLIP = {**_PAIRS, **{v: k for k, v in _PAIRS.items() if v not in _PAIRS}}
 _TO_NEGATIVE = ("adverse", "weak", "deteriorated", "losses", "worse", "unprofitable", "unstable", "disappointing")
 _TO_POSITIVE = ("favorable", "strong", "improved", "gains", "better", "profitable", "stable", "encouraging")
 _PHRASES = sorted((w for w in FLIP if " " in w), key=len, reverse=True)
-_FLIP_RE = re.compile(r"(?<![\w-])(" + "|".join(re.escape(w) for w in _PHRASES) + r")(?![\w-])|[A-Za-z]+", re.I)
+_FLIP_RE = re.compile(
+    r"(?<![\w-])(" + "|".join(re.escape(w) for w in _PHRASES) + r")(?![\w-])|(?<![\w$-])[A-Za-z]+(?![\w-])", re.I
+)
 _SENTIMENT = {"positive": "negative", "negative": "positive"}
 #: the metadata an item's tone is also written in: its headline (which a memory's summary leads with),
 #: a note's rating, the generator's tone label; "tone" (a number) is negated
@@ -115,15 +117,23 @@ _TONE_TEXT = ("title", "rating", "tone_label")
 def flip_text(text: str) -> str:
     """``text`` with each tone word swapped for its opposite, capitals kept:
     the pairs' words for their pair, every other word of the lexicon's
-    positive and negative lists for a word of the other list (tokens as the
-    lexicon reads them), so the Loughran-McDonald tone is exactly negated."""
+    positive and negative lists for a word of the other list, so the
+    Loughran-McDonald tone is negated. Left alone: a capitalised word inside
+    a sentence and a word in capitals (names and labels: "Best Buy" read
+    "Losses Sell"), and a word inside a compound, a code or a placeholder
+    ("start-up", "UP365", "$REDACTED"): the share of items whose tone the
+    flip reversed is measured (:func:`corpus_stats`), not assumed."""
     lm = LoughranMcDonald()
     pos, neg = lm.words("Positive"), lm.words("Negative")
 
     def one(m: re.Match) -> str:
         word = m.group(0)
+        if word[:1].isupper() and not _sentence_start(text, m.start()) and _after_capital(text, m.start()):
+            return word  # inside a name ("Best Buy", "Global Task Force"): no tone
         other = FLIP.get(word) or FLIP.get(word.lower())
         if other is None:
+            if word[:1].isupper() and (word.isupper() or not _sentence_start(text, m.start())):
+                return word  # a name or a label in capitals is no tone either
             up = word.upper()
             pool = _TO_NEGATIVE if up in pos else _TO_POSITIVE if up in neg else None
             if pool is None:
@@ -136,6 +146,19 @@ def flip_text(text: str) -> str:
         return other
 
     return _FLIP_RE.sub(one, text)
+
+
+def _sentence_start(text: str, at: int) -> bool:
+    """Whether the word at ``at`` begins ``text``, a line or a sentence (its capital is no name's)."""
+    before = text[:at].rstrip(" \t\"'(")
+    return not before or before[-1] in ".!?:\n"
+
+
+def _after_capital(text: str, at: int) -> bool:
+    """Whether the word before ``at`` is capitalised, not in capitals (the word at ``at`` continues a
+    name: "Best Buy"; "rates Tesla (TSLA) Buy" is a rating after a ticker)."""
+    before = re.search(r"([A-Za-z]+)\W*$", text[:at])
+    return before is not None and before.group(1)[:1].isupper() and not before.group(1).isupper()
 
 
 def flip_metadata(meta: dict) -> dict:

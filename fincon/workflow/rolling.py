@@ -256,7 +256,12 @@ def run_rolling(
         {
             "config": exp.model_dump(mode="json"),
             "inputs": inputs_state(
-                open_inputs(exp.data.source, exp.data.dir, exp.data.cache_dir), (), None, exp.team.events, bars
+                open_inputs(exp.data.source, exp.data.dir, exp.data.cache_dir),
+                (),
+                (exp.rolling.start, exp.rolling.end),
+                exp.team.events,
+                bars,
+                every_item=True,  # the universe rules pick among every firm of the pool
             ),
         },
         "rolling evaluation",

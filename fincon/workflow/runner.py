@@ -359,7 +359,11 @@ def run_config(
         (staging.path / "trials.csv").write_text(trials.rows_csv(trial_rows))
         with stopping.held():  # a stop between the two left a complete run that no ledger counted
             final = staging.commit()
-            trials.append(ledger_path, trial_rows)
+            try:
+                trials.append(ledger_path, trial_rows)
+            except ConfigError as exc:  # writable before the run, not now: the run stands, said uncounted
+                print(f"fincon: warning: {exc}; the run is complete in {final}, its trials are in its "
+                      "trials.csv and in no ledger", file=sys.stderr)  # fmt: skip
     run_dirs = {n: (final / n if multi else final) for n in results}
     return RunReport(
         out=final,

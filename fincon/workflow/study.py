@@ -42,7 +42,7 @@ from fincon.data.inputs import RunInputs
 from fincon.data.prices import validate_bars
 from fincon.engine.artifacts import code_sha256, corpus_hash, sha256_bytes
 from fincon.errors import Busy, FinconError
-from fincon.files import write_atomic
+from fincon.files import name_before, write_atomic
 from fincon.workflow.status import RESUMABLE, an, claim, differences, marking, read_state, versioned
 
 log = logging.getLogger(__name__)
@@ -234,22 +234,27 @@ def run_phases(
 def inputs_state(
     inputs: RunInputs,
     tickers: Sequence[str],
-    end: Any,
+    span: tuple[Any, Any],
     events: str | None,
     bars: Mapping[str, pd.DataFrame] | None = None,
+    every_item: bool = False,
 ) -> dict[str, str | None]:
     """What a study's units read besides its config, as one fingerprint the status file keeps beside
-    it: each ticker's bars up to ``end`` (``bars`` when the caller has them), the event corpus (a
-    folder's files; None for the bundled sample, which changes only with the code) and fincon's own
-    code. A rerun whose fingerprint differs is refused (:func:`status.claim`): the finished units ran on
-    the old inputs, and resumed beside units on the new ones a training's beliefs, an experiment's
-    table and a rolling window's tickers mixed the two, marked complete."""
+    it: each ticker's bars over ``span`` (its first day less :data:`WARMUP_DAYS` for the lookbacks, to
+    its last; ``bars`` when the caller has them), the event corpus's files for those tickers (every
+    firm's with ``every_item``: a masked run mines names from all of them; none for the bundled sample,
+    which changes only with the code) and fincon's own code. A rerun whose fingerprint differs is refused
+    (:func:`status.claim`): the finished units ran on the old inputs, and resumed beside units on the new
+    ones a training's beliefs, an experiment's table and a rolling window's tickers mixed the two, marked
+    complete. The bars are asked for as a run asks (its window: a cache that covers it is read, no
+    download), and only files a run opens are read (a stray file beside the corpus changes nothing)."""
+    lo, hi = pd.Timestamp(span[0]), pd.Timestamp(span[1])
+    first = lo - pd.Timedelta(days=WARMUP_DAYS)
     if bars is None:
-        source, last = inputs.source, pd.Timestamp(end)
-        lo = pd.Timestamp("1900-01-01")
-        bars = {t: validate_bars(source.load(t, lo, last), t, source.describe(t)).loc[:last] for t in tickers}
+        source = inputs.source
+        bars = {t: validate_bars(source.load(t, lo, hi), t, source.describe(t)) for t in tickers}
     prices = "".join(
-        f"{t}\0{sha256_bytes(bars[t].to_csv(float_format='%.10g', lineterminator=chr(10)).encode())}\n"
+        f"{t}\0{sha256_bytes(bars[t].loc[first:hi].to_csv(float_format='%.10g', lineterminator=chr(10)).encode())}\n"
         for t in sorted(bars)
     )
     try:
@@ -257,5 +262,19 @@ def inputs_state(
     except FinconError:  # a dataset without items: the preflight says it, in its own words
         events = None
     folder = Path(events) if events not in (None, "sample") else None
-    files = sorted(p for p in folder.glob("*") if p.is_file()) if folder is not None and folder.is_dir() else []
+    names = {t.upper() for t in bars}
+    files = (
+        sorted(
+            p
+            for p in folder.glob("*.jsonl*")
+            if p.is_file() and (every_item or name_before(p.name, (".jsonl", ".jsonl.gz")).upper() in names)
+        )
+        if folder is not None and folder.is_dir()
+        else []
+    )
     return {"prices": sha256_bytes(prices.encode()), "events": corpus_hash(files), "code": code_sha256()}
+
+
+#: calendar days before a study's first day its fingerprint covers: the longest lookback a strategy
+#: reads (252 sessions of momentum) with room
+WARMUP_DAYS = 400

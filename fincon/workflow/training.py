@@ -272,7 +272,13 @@ def train(
         {
             "config": cfg.model_dump(mode="json"),
             "options": opts.state(),
-            "inputs": inputs_state(workflow.inputs_for(cfg), cfg.tickers, cfg.end, team.params.events),
+            "inputs": inputs_state(
+                workflow.inputs_for(cfg),
+                cfg.tickers,
+                (cfg.start, cfg.end),
+                team.params.events,
+                every_item=cfg.llm.anonymize,
+            ),
         },
         "training",
         finished=_finished_episodes,

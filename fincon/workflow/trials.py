@@ -61,23 +61,10 @@ TRIAL, CONTROL = "trial", "control"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS trials (
-    first_seen TEXT NOT NULL,
-    study TEXT NOT NULL,
-    config_hash TEXT NOT NULL,
-    strategy TEXT NOT NULL,
-    repeat INTEGER NOT NULL,
-    model TEXT,
-    model_knowledge TEXT,
-    beliefs_version INTEGER,
-    tickers TEXT NOT NULL,
-    start TEXT NOT NULL,
-    end TEXT NOT NULL,
-    n_days INTEGER NOT NULL,
-    returns_digest TEXT NOT NULL,
-    cr_pct REAL,
-    sharpe REAL,
-    sharpe_daily REAL,
-    role TEXT NOT NULL DEFAULT 'trial',
+    first_seen TEXT NOT NULL, study TEXT NOT NULL, config_hash TEXT NOT NULL, strategy TEXT NOT NULL,
+    repeat INTEGER NOT NULL, model TEXT, model_knowledge TEXT, beliefs_version INTEGER, tickers TEXT NOT NULL,
+    start TEXT NOT NULL, end TEXT NOT NULL, n_days INTEGER NOT NULL, returns_digest TEXT NOT NULL, cr_pct REAL,
+    sharpe REAL, sharpe_daily REAL, role TEXT NOT NULL DEFAULT 'trial',
     PRIMARY KEY (config_hash, strategy, start, end, repeat)
 )
 """
@@ -119,6 +106,8 @@ def check(path: Path, flag: str = "--ledger") -> None:
     """Refuse a file at ``path`` that is not a fincon ledger (nothing is written to it)."""
 
     why = sqlite_foreign(path, {"trials": BASE_COLUMNS})
+    if why and ("I/O" in why or "locked" in why):  # a ledger that cannot be read now, not another file
+        raise ConfigError(f"{flag} {path} cannot be read now ({why}); give another file, or off")
     if why:
         raise ConfigError(
             f"{flag} {path} is not a fincon trial ledger ({why}); it was left as it is: give another file, or off"
@@ -212,10 +201,21 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 
 def writable(path: Path | None) -> None:
-    """Open (create) the ledger before a run's work: found as the run ended, a ledger that cannot be
-    written left the committed run counted nowhere (exit 2 beside it)."""
-    if path is not None:
-        _open(path).close()
+    """Open (create) the ledger and take its write lock once, before a run's work: found as the run
+    ended, a ledger that cannot be written (read-only, on a full disk) left the committed run counted
+    nowhere (exit 2 beside it)."""
+    if path is None:
+        return
+    conn = _open(path)
+    try:
+        conn.isolation_level = None
+        conn.execute("BEGIN IMMEDIATE")  # a write (of the header's own value), undone: a read-only file fails here
+        conn.execute(f"PRAGMA user_version = {int(conn.execute('PRAGMA user_version').fetchone()[0])}")
+        conn.execute("ROLLBACK")
+    except sqlite3.Error as exc:
+        raise ConfigError(f"trial ledger {path}: cannot write ({exc}); give another with --ledger PATH") from None
+    finally:
+        conn.close()
 
 
 def _open(path: Path) -> sqlite3.Connection:
@@ -257,9 +257,12 @@ def append(path: Path | None, rows: Sequence[Mapping[str, Any]]) -> int:
                 conn.execute(insert, (now, *(r.get(k) for k in COLUMNS)))
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
         return conn.total_changes - before
+    except sqlite3.Error as exc:  # locked past its timeout, read-only since, a disk that filled
+        raise ConfigError(f"trial ledger {path}: cannot write ({exc})") from None
     finally:
         conn.close()
 
