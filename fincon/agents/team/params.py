@@ -77,9 +77,9 @@ class FinConParams(Settings):
     transcripts: Literal["whisper", "text"] = "whisper"
     #: where Whisper transcripts are cached by audio hash (default ~/.cache/fincon); the demo ships its own
     transcript_cache: Annotated[str | None, AfterValidator(kept_absolute)] = None
-    #: the decision step after the analysts (fincon/agents/protocols: fincon, ...)
     #: the params of one trader (finmem), whose protocol is ``single``: the team's may not be
     one_trader: ClassVar[bool] = False
+    #: the decision step after the analysts (fincon/agents/protocols: fincon, ...)
     protocol: Annotated[
         str,
         Flag(
