@@ -13,7 +13,7 @@ import math
 from functools import lru_cache
 from typing import Any, Iterable, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from fincon.agents.reports import Citation, _field, _real
 
@@ -78,13 +78,21 @@ class IssueAnswer(BaseModel):
 
 
 class CritiqueAnswer(BaseModel):
-    #: an answer without "issues" (``{}``, or ``{"Issues": [...]}`` with a high-severity issue) read as
-    #: "no issue", no fallback counted: the key is required (``[]`` says none) and no other key is taken
-    model_config = ConfigDict(extra="forbid")
     #: three short issues fit the team's 320-token answer cap (six long ones were cut
     #: off mid-string in a live 1.5B run: invalid JSON twice, a counted fallback);
     #: the code checks add their own issues beside the Critic's
-    issues: list[IssueAnswer] = Field(max_length=3)
+    issues: list[IssueAnswer] = Field(default_factory=list, max_length=3)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _said(cls, data: Any) -> Any:
+        """An answer without "issues" (``{}``, or ``{"Issues": [...]}`` with a high-severity issue) read as
+        "no issue", no fallback counted: the key must be there (``[]`` says none) and no other. Checked
+        here, not in the schema the model is shown (the recorded days' prompts and keys stay as they were)."""
+        if isinstance(data, dict) and set(data) != {"issues"}:
+            other = sorted(set(data) - {"issues"})
+            raise ValueError(f"answer with the key issues only (found {', '.join(other) or 'none'})")
+        return data
 
     def cited(self) -> Iterable[str]:
         return iter(())
