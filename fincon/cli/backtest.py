@@ -70,7 +70,7 @@ examples:
   fincon backtest --ticker AAPL --data ./my_csvs --strategy sma-cross --param sma-cross.fast=5
   fincon backtest --ticker TSLA --strategy fincon --brain rules                 # the agent team, rules brain
   fincon backtest --tickers TSLA,MSFT,PFE --strategy fincon,markowitz          # the team (bundled LLM) on a portfolio
-  fincon backtest --candidates TSLA,MSFT,PFE,AAPL,NFLX --strategy fincon --brain rules --events runs/events-planted
+  fincon backtest --candidates TSLA,MSFT,PFE,AAPL,NFLX --strategy fincon --brain rules   # it picks its stocks
   fincon backtest --ticker TSLA --strategy llm-trader --max-tokens 20000        # bundled local model
   fincon backtest --ticker TSLA --strategy llm-trader --llm-backend openai \
       --llm-base-url http://localhost:11434/v1 --llm-model qwen2.5:1.5b          # Ollama

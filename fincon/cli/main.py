@@ -45,7 +45,7 @@ EPILOG = """\
 examples:
   fincon backtest --ticker TSLA --strategy buy-and-hold --start 2022-10-05 --end 2023-06-09
   fincon backtest --tickers TSLA,MSFT,PFE --strategy markowitz --start 2022-10-05 --end 2023-06-09
-  fincon plot runs/demo/markowitz runs/demo/buy-and-hold --out compare.png
+  fincon plot runs/demo/fincon runs/demo/sma-cross --out compare.png
 
 Run `fincon COMMAND --help` for the options of one command.
 

@@ -33,7 +33,7 @@ HELP = (
     "expands into its runs, a training into its episodes, an experiment (or one window of a rolling "
     "evaluation) into its median team runs and baselines. A training or experiment that did not finish is refused with its status."
 )
-EXAMPLES = "example:\n  fincon plot runs/demo/markowitz runs/demo/equal-weight --out compare.png"
+EXAMPLES = "example:\n  fincon plot runs/demo/fincon runs/demo/sma-cross --out compare.png"
 
 
 def register(p: argparse.ArgumentParser) -> None:
