@@ -9,6 +9,7 @@ then a 20 s sleep that only a signal sent again interrupts."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 
@@ -203,15 +204,39 @@ except Terminated:
     assert lines == ["Terminated []"]
 
 
-def test_a_stop_between_the_two_renames_of_a_replace_keeps_a_folder_at_out(tmp_path, monkeypatch):
-    """Found in review: a SIGTERM right after ``--replace`` moved the user's dataset aside (before the
-    new one took its place) ended the command with "partial output removed" and nothing at --out, the old
-    dataset hidden as .NAME.replaced-PID. The stop waits for the pair of renames, then stops."""
+@contextlib.contextmanager
+def stopped_mid_swap(monkeypatch):
+    """A SIGTERM sent as a ``--replace`` has moved the earlier folder aside (the first of its two
+    renames), with fincon's stop handler installed; yields the stop's exception class."""
     import os
     import signal
     from pathlib import Path
 
     from fincon import stopping
+    from fincon.cli.main import Terminated
+
+    rename = Path.rename
+
+    def stopped_after_first(self, target):
+        got = rename(self, target)
+        if ".replaced-" in str(target):
+            os.kill(os.getpid(), signal.SIGTERM)
+        return got
+
+    with monkeypatch.context() as m:
+        m.setattr(Path, "rename", stopped_after_first)
+        undo = stopping.install({signal.SIGTERM: Terminated})
+        try:
+            yield Terminated
+        finally:
+            undo()
+
+
+def test_a_stop_between_the_two_renames_of_a_replace_keeps_a_folder_at_out(tmp_path, monkeypatch):
+    """Found in review: a SIGTERM right after ``--replace`` moved the user's dataset aside (before the
+    new one took its place) ended the command with "partial output removed" and nothing at --out, the old
+    dataset hidden as .NAME.replaced-PID. The stop waits for the pair of renames, then stops."""
+
     from fincon.ownership import OwnedFolder
 
     folder = OwnedFolder("dataset", "mark.json", "test", lambda p: {"mark.json", "a.txt"})
@@ -222,24 +247,8 @@ def test_a_stop_between_the_two_renames_of_a_replace_keeps_a_folder_at_out(tmp_p
     staging = folder.staging(out)
     (staging / "mark.json").write_text("{}")
     (staging / "a.txt").write_text("new")
-    rename = Path.rename
-
-    def stopped_after_first(self, target):
-        got = rename(self, target)
-        if ".replaced-" in str(target):
-            os.kill(os.getpid(), signal.SIGTERM)
-        return got
-
-    class Stop(Exception):
-        pass
-
-    monkeypatch.setattr(Path, "rename", stopped_after_first)
-    undo = stopping.install({signal.SIGTERM: Stop})
-    try:
-        with pytest.raises(Stop):
-            folder.swap_in(staging, out, replace=True)
-    finally:
-        undo()
+    with stopped_mid_swap(monkeypatch) as stop, pytest.raises(stop):
+        folder.swap_in(staging, out, replace=True)
     assert (out / "a.txt").read_text() == "new" and not list(tmp_path.glob(".ds.*"))
 
 
@@ -249,11 +258,7 @@ def test_a_stop_or_a_kill_inside_a_runs_replace_keeps_a_run_at_out(tmp_path, mon
     treated X as new and never swept it); a SIGKILL there left both, and the next run removed the new one.
     A stop waits for the swap; a run moved aside by a killed process is put back."""
     import os
-    import signal
-    from pathlib import Path
 
-    from fincon import stopping
-    from fincon.cli.main import Terminated
     from fincon.engine import rundir
 
     def earlier(name):
@@ -263,25 +268,11 @@ def test_a_stop_or_a_kill_inside_a_runs_replace_keeps_a_run_at_out(tmp_path, mon
             run.commit()
 
     earlier("x")
-    rename = Path.rename
-
-    def stopped_after_first(self, target):
-        got = rename(self, target)
-        if ".replaced-" in str(target):
-            os.kill(os.getpid(), signal.SIGTERM)
-        return got
-
-    monkeypatch.setattr(Path, "rename", stopped_after_first)
-    undo = stopping.install({signal.SIGTERM: Terminated})
-    try:
-        with pytest.raises(Terminated):
-            with rundir.RunDir(tmp_path / "x", replace=True) as run:
-                (run.path / "equity.csv").write_text("new")
-                rundir.write_json(run.path / rundir.MANIFEST, {"config_sha256": "", "data_sha256": {}, "packages": {}})
-                run.commit()
-    finally:
-        undo()
-    monkeypatch.undo()
+    with stopped_mid_swap(monkeypatch) as stop, pytest.raises(stop):
+        with rundir.RunDir(tmp_path / "x", replace=True) as run:
+            (run.path / "equity.csv").write_text("new")
+            rundir.write_json(run.path / rundir.MANIFEST, {"config_sha256": "", "data_sha256": {}, "packages": {}})
+            run.commit()
     assert (tmp_path / "x" / "equity.csv").read_text() == "new" and sorted(os.listdir(tmp_path)) == ["x"]
     # killed between the renames (a process that is gone): the earlier run is put back by the next run
     earlier("y")
