@@ -266,25 +266,10 @@ def train(
     knowledge = {"training": training_knowledge(cfg, opts)}
     check_knowledge(knowledge, require=require_after_cutoff, warn=False)  # refused before anything else
     out = check_out_path(out) if out is not None else default_train_out(cfg, opts)
-    study = Study(
-        out,
-        "train.json",
-        {
-            "config": cfg.model_dump(mode="json"),
-            "options": opts.state(),
-            "inputs": inputs_state(
-                workflow.inputs_for(cfg),
-                cfg.tickers,
-                (cfg.start, cfg.end),
-                team.params.events,
-                every_item=cfg.llm.anonymize,
-            ),
-        },
-        "training",
-        finished=_finished_episodes,
-        layout=TRAINING_LAYOUT,
-        disposable=_nothing_kept,
-    )
+    inputs = inputs_state(workflow.inputs_for(cfg), cfg.tickers, (cfg.start, cfg.end), team.params.events,
+                          every_item=cfg.llm.anonymize)  # fmt: skip
+    state = {"config": cfg.model_dump(mode="json"), "options": opts.state(), "inputs": inputs}
+    study = Study(out, "train.json", state, "training", _finished_episodes, TRAINING_LAYOUT, disposable=_nothing_kept)
 
     def checks() -> None:  # every check before the first file: the data, the corpus, the beliefs, the server
         workflow.preflight(cfg)
