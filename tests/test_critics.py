@@ -448,8 +448,9 @@ def test_the_usage_line_counts_in_words():
 def test_a_ranges_upper_end_is_no_negative_figure():
     """Found in review: "Revenue grew about 3-7%" (a range, or a masked run's bucket) read as a claim of
     -7 %, which the critic then found the source did not state and dropped the analyst's insight."""
-    for text in ("Revenue grew about 3-7% in the period", "operating margin 30-60%", "revenue grew 3 to 7%"):
+    for text in ("Revenue grew about 3-7% in the period", "operating margin 30-60%", "revenue grew 3–7%"):
         assert [f.value for f in figures_in(text)] == [], text
+    assert [f.value for f in figures_in("revenue grew by 33% to 17.7%")] == [33.0, 17.7]  # a change, no range
     assert [f.value for f in figures_in("revenue fell -4.0% in Q3")] == [-4.0]
     assert [f.value for f in figures_in("Revenue fell 4.0%")] == [-4.0]
 

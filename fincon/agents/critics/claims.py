@@ -148,8 +148,9 @@ _MONEY = re.compile(
 )
 _PCT = re.compile(r"(?P<sign>[-+\u2212])?" + _NUM + r"\s?(?P<pct>%|percent\b|per cent\b)", re.I)
 WINDOW = 60  # characters before a number searched for its metric keyword
-#: a number's lower neighbour in a range: "3-7%", "3%-7%", "3 to 7%", "3–7 %"
-_RANGE = re.compile(r"\d\s?%?\s?(?:[-\u2013\u2212]|to)\s?$")
+#: a number's lower neighbour in a range: "3-7%", "3%-7%", "3–7 %" (a masked bucket is one); "3% to 7%"
+#: is no range here: "grew by 33% to $17.7 billion" reads so once a figure's unit is wrong
+_RANGE = re.compile(r"\d\s?%?\s?[-\u2013\u2212]\s?$")
 
 
 @dataclass(frozen=True)
