@@ -47,7 +47,6 @@ from pydantic import ValidationError
 from fincon import workflow
 from fincon.agents.team.factory import TEAM_LLM
 from fincon.config import _set_path, read_yaml
-from fincon.data.inputs import open_inputs
 from fincon.engine.record import METRICS
 from fincon.engine.rundir import check_out_path
 from fincon.errors import ConfigError
@@ -76,6 +75,7 @@ from fincon.workflow.experiment_units import (
 )
 from fincon.workflow.model_checks import check_knowledge, warn_other_brain, warn_vacuous
 from fincon.workflow.placebo import ToneRewriter, write_placebo
+from fincon.workflow.runner import inputs_for
 from fincon.workflow.status import default_dir
 from fincon.workflow.study import Study, inputs_state, run_phases
 from fincon.workflow.training import _model_settings
@@ -150,7 +150,7 @@ def run_experiment(
         {
             "config": exp.model_dump(mode="json"),
             "inputs": inputs_state(
-                open_inputs(exp.data.source, exp.data.dir, exp.data.cache_dir),
+                inputs_for(exp),
                 exp.tickers,
                 (exp.train.start, exp.test.end),
                 exp.team.events,
@@ -296,7 +296,7 @@ def write_placebos(exp: ExperimentConfig, out: Path) -> None:
     if not exp.placebos:
         return
 
-    source = open_inputs(exp.data.source, exp.data.dir, exp.data.cache_dir).source
+    source = inputs_for(exp).source
     for kind in exp.placebos:
         rewrite = _tone_rewriter(exp) if kind == "flip-tone" and exp.brain == "llm" else None
         try:

@@ -38,7 +38,6 @@ import pandas as pd
 
 from fincon.agents.team.corpus import corpus_coverage, uncovered
 from fincon.data.calendar import EDGE_SESSIONS, sessions_between
-from fincon.data.inputs import open_inputs
 from fincon.data.prices import validate_bars
 from fincon.engine.rundir import check_out_path
 from fincon.errors import ConfigError, FinconError
@@ -51,6 +50,7 @@ from fincon.workflow.experiment_config import ExperimentConfig, Window
 from fincon.workflow.experiment_results import collect, placebo_results
 from fincon.workflow.experiment_units import Job, unit_done
 from fincon.workflow.rolling_results import tables
+from fincon.workflow.runner import inputs_for
 from fincon.workflow.status import check_schema, default_dir, differences, other_inputs, read_state
 from fincon.workflow.study import Study, inputs_state, run_phases
 from fincon.workflow.universe import parse_rule, select
@@ -99,7 +99,7 @@ def windows(exp: ExperimentConfig, last_day: dt.date) -> list[WindowSpec]:
 
 
 def _bars(exp: ExperimentConfig) -> dict[str, pd.DataFrame]:
-    source = open_inputs(exp.data.source, exp.data.dir, exp.data.cache_dir).source
+    source = inputs_for(exp).source
     names = getattr(source, "tickers", None)
     if names is None:
         raise ConfigError(
@@ -256,7 +256,7 @@ def run_rolling(
         {
             "config": exp.model_dump(mode="json"),
             "inputs": inputs_state(
-                open_inputs(exp.data.source, exp.data.dir, exp.data.cache_dir),
+                inputs_for(exp),
                 (),
                 (exp.rolling.start, exp.rolling.end),
                 exp.team.events,

@@ -21,7 +21,7 @@ import pandas as pd
 import yaml
 
 from fincon import __version__, stopping
-from fincon.config import BrokerConfig, RunConfig, typed_strategy_params
+from fincon.config import BrokerConfig, RunConfig, RunSections, typed_strategy_params
 from fincon.data.calendar import Calendar, annualisation
 from fincon.data.inputs import RunInputs, open_inputs
 from fincon.data.prices import LoadedPrices, load_prices
@@ -80,8 +80,8 @@ def default_out(cfg: RunConfig, root: Path = Path("runs")) -> Path:
     return root / name
 
 
-def inputs_for(cfg: RunConfig) -> RunInputs:
-    """The run's inputs, opened once (fincon.data.inputs)."""
+def inputs_for(cfg: RunSections) -> RunInputs:
+    """The inputs of a run's (or an experiment's) data section, opened once (fincon.data.inputs)."""
     return open_inputs(cfg.data.source, cfg.data.dir, cfg.data.cache_dir)
 
 
