@@ -113,8 +113,10 @@ def test_an_item_is_read_as_its_topics_and_an_answer_is_never_quoted_verbatim():
     for tone, word in (("+0.20", "neutral"), ("-0.20", "neutral"), ("-0.21", "negative"), ("+1.00", "positive")):
         line = f"[E3] Oct 4: The new server product line grew sales as demand for cloud software rose. (tone {tone})"
         assert m.text(line, "2022-10-10") == f"[E3] this week: topics: product (tone {word})"
-    # a short line is kept, its tone a word too (two decimals beside it named items; found in review)
-    assert m.text("[E4] Oct 4: shares rose (tone +0.33)", "2022-10-10") == "[E4] this week: shares rose (tone positive)"
+    # a short item too (it was kept whole, found in a real run), its tone a word (two decimals named items)
+    assert (
+        m.text("[E4] Oct 4: shares rose (tone +0.33)", "2022-10-10") == "[E4] this week: topics: rise (tone positive)"
+    )
     m.unmask('{"insights": [{"text": "Cloud demand keeps growing across every large enterprise customer."}]}')
     prompt = "- news: bullish (confidence 0.70). Cloud demand keeps growing across every large enterprise customer."
     assert m.text(prompt, "2022-10-11") == (
@@ -482,3 +484,34 @@ def test_a_fallback_is_shown_as_its_topics_and_a_debates_list_fallback_is_read()
         q = Question(agent="debate-trust/MSFT", day="2020-10-22", messages=lambda: [{"role": "user", "content": "x"}],
                      model=Trust, allowed=frozenset(), to_report=lambda a: a, rules=lambda: ["E1 is fresh"])  # fmt: skip
         assert LLMBrain(client).answer(q).via == "fallback"
+
+
+def test_a_passage_of_the_corpus_is_its_topics_whatever_its_length_and_its_label():
+    """Found in a real run (llama_cpp.server, --protocol debate --anonymize on the sample's TSLA call, a
+    transcript without speakers cut a sentence a chunk): a chunk under twelve words was shown whole ("the
+    short line of an indicator"), the Skeptic's evidence lines ("(cited by earnings, market, ...)", over
+    40 characters before the colon) were not read as items at all, and a speaker's turn of two lines
+    showed its second line whole: the leakage audit read 9 of 22 prompts not blind. A line of the corpus
+    (dated, or a passage with its section) is its topics at any length; fincon's own indicators (a bare
+    label: never dated) are kept."""
+    from fincon.agents.protocols.debate_chunks import Chunk, chunk_transcript
+    from fincon.agents.protocols.debate_prompts import _chunk_lines, _evidence_lines
+    from fincon.data.events.generator import SAMPLE_DIR
+    from fincon.data.events.loaders.directory import DirectoryLoader
+
+    m, day = masker_for(["TSLA"]), "2022-11-01"
+    short = "Looking ahead, we expect a difficult environment next quarter."
+    assert m.text(f"[E4] (prepared remarks): {short}", day) == "[E4] (prepared remarks): topics: none of the list"
+    indicator = "[E1]: 20-day momentum: flat against its usual range"
+    assert m.text(indicator, day) == indicator
+
+    call = next(e for e in DirectoryLoader(SAMPLE_DIR).load(["TSLA"]) if e.id == "TSLA-call-2022Q3")
+    chunks = chunk_transcript(call.text, call.id, "TSLA", day)
+    turn = "Revenue grew in every region this quarter.\nMargins were lower as we cut prices on the older models."
+    chunks.append(Chunk("x#c1", "x", "TSLA", day, "qa", "Jane Doe (CFO)", 1, 0, turn))
+    labels = {c.id: f"E{i}" for i, c in enumerate(chunks, 1)}
+    cited = {c.id: ["earnings", "market", "sentiment", "valuation"] for c in chunks}
+    prompt = m.text(_chunk_lines(chunks, labels) + "\n" + _evidence_lines(chunks, cited, labels), day)
+    runs = {" ".join(w[i : i + 5]) for c in chunks for w in [c.text.split()] for i in range(len(w) - 4)}
+    assert len(runs) > 40 and [r for r in runs if r in prompt] == [], prompt
+    assert prompt.count("topics: ") == 2 * len(chunks), prompt

@@ -24,7 +24,7 @@ from fincon.data.aliases import NAMES, PEOPLE, VOCABULARY
 from fincon.data.inputs import corpus_tickers, open_events, open_inputs
 from fincon.data.terms import distinctive_terms, tokens
 from fincon.errors import DataError
-from fincon.llm.masking_rules import ITEM_WORDS, topics
+from fincon.llm.masking_rules import topics
 
 SHINGLE = 5
 #: an item shingle shared by more items than this carries no identity (boilerplate)
@@ -237,9 +237,8 @@ class Bags:
         knows the mask's rules and the public lexicon)."""
         lexicon = fincon_data.LoughranMcDonald()
         out: dict[str, list[tuple[int, float]]] = defaultdict(list)
-        for i, text in enumerate(self.texts):
-            if len(text.split()) >= ITEM_WORDS:
-                out[topics(text)].append((i, lexicon.score(text).tone))
+        for i, text in enumerate(self.texts):  # every item of the corpus, at any length (rules.ITEM_WORDS)
+            out[topics(text)].append((i, lexicon.score(text).tone))
         return dict(out)
 
     def alike(self, line: str, tone: str) -> list[int]:

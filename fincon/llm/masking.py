@@ -34,7 +34,7 @@ What is replaced, deterministically:
   the base in ``masking.json``, never in a prompt); percentages are bucketed
   ("+3-7%"); other numbers of two digits or more are "[n]" (fincon's own
   labels, "20-day" spans and values between -1 and 1 are kept);
-* items: a listed item of twelve words or more is given as its topic (the
+* items: a listed item of the corpus, at any length, is given as its topic (the
   first it touches of a fixed list of 43, ``rules.TOPICS``: "topics:
   growth") beside its tone as a word ("(tone positive)"); its own words,
   even sorted and even only the common ones, name it to a reader of the
@@ -229,12 +229,13 @@ class Masker:
         return rules.HELD_BACK.sub(lambda m: kept[ord(m.group(1)) - rules.HOLD], s) if kept else s
 
     def _item_line(self, m: re.Match, day: dt.date | None) -> str:
-        """A listed item of ``rules.ITEM_WORDS`` words or more: another model's
-        paraphrase of it (masked again: a paraphrase may put a name back) or,
-        without one or when it fails, its topics (rules.topics); its tone as a
-        word either way (rules.tone_word)."""
+        """A listed item of the corpus: another model's paraphrase of it
+        (masked again: a paraphrase may put a name back) or, without one or
+        when it fails, its topics (rules.topics); its tone as a word either way
+        (rules.tone_word). A short line under a bare label, fincon's own
+        indicator, is kept (rules.ITEM_WORDS)."""
         text = m.group(2)
-        if len(text.split()) < rules.ITEM_WORDS:  # its tone a word too: two decimals beside it named items
+        if m.group(1).endswith("]: ") and len(text.split()) < rules.ITEM_WORDS:  # two decimals named items
             return f"{m.group(1)}{text}{rules.tone_word(m.group(3))}"
         if self.rewriter is not None:
             new = self.rewriter(text, str(day) if day else None)

@@ -23,10 +23,16 @@ def _template(name: str) -> tuple[str, str]:
     return load_template(str(HERE / f"debate_{name}.txt"))
 
 
+def _line(text: str) -> str:
+    """A passage on one line: a prompt lists a passage a line each, and the mask reads a passage's line
+    as one item (a speaker's second line, on a line of its own, was shown whole)."""
+    return " ".join(text[:CHUNK_CHARS_IN_PROMPT].split())
+
+
 def _chunk_lines(chunks: Sequence[Chunk], labels: dict[str, str]) -> str:
     return "\n".join(
         f"[{labels.get(c.id, c.id)}] ({'Q&A' if c.section == 'qa' else 'prepared remarks'}"
-        f"{'' if c.speaker == 'unknown' else ', ' + c.speaker}): {c.text[:CHUNK_CHARS_IN_PROMPT]}"
+        f"{'' if c.speaker == 'unknown' else ', ' + c.speaker}): {_line(c.text)}"
         for c in chunks
     )
 
@@ -62,8 +68,7 @@ def _insights(answers: Sequence[InsightAnswer], by_id: dict[str, Chunk]) -> list
 def _evidence_lines(chunks: Sequence[Chunk], cited_by: dict[str, list[str]], labels: dict[str, str]) -> str:
     """The specialists' evidence for the Skeptic: each passage they cited, with who cited it."""
     return "\n".join(
-        f"[{labels.get(c.id, c.id)}] (cited by {', '.join(cited_by.get(c.id, [])) or 'nobody'}): "
-        f"{c.text[:CHUNK_CHARS_IN_PROMPT]}"
+        f"[{labels.get(c.id, c.id)}] (cited by {', '.join(cited_by.get(c.id, [])) or 'nobody'}): {_line(c.text)}"
         for c in chunks
     )
 
