@@ -479,3 +479,25 @@ def test_the_folder_a_command_runs_in_is_refused_as_out(tmp_path, capsys, monkey
     rc, _, err = run_cli(["data", "import", "csv", str(table), "--prices", str(px), "--out", "."], capsys)
     assert rc == 2 and "--out . is the folder this command runs in; give a new folder" in err, err
     assert list(here.iterdir()) == []
+
+
+def test_an_item_after_the_close_renumbers_nothing_seen_that_day_and_a_repost_keeps_the_first(tmp_path):
+    """Found in review: ids counted in file order within a day, so one item published after day D's close,
+    added to a table written newest first, renumbered D's items and the team's rules analyst read others on
+    D (hold became a 25 % short); a repost after the close was kept and the morning's item dropped from D.
+    Items are numbered in publication order now (file order among equals), a duplicate keeps the earliest."""
+    day = "2020-01-06"
+    morning = [
+        {"ticker": "AAA", "published": f"{day}T0{h}:00:00-05:00", "source": "news", "title": "", "text": f"AAA item {h}.", "url": ""}
+        for h in range(5, 9)
+    ]  # fmt: skip
+    late = {**morning[0], "published": f"{day}T18:30:00-05:00", "text": "AAA after hours."}
+    repost = {**morning[1], "published": f"{day}T18:00:00-05:00"}
+    seen = []
+    for i, rows in enumerate((morning, [*morning, late], [*morning, repost])):
+        path = write_table(tmp_path / f"t{i}.csv", list(reversed(rows)))  # newest first
+        store = EventStore(read([path], ImportOptions(prices=prices_folder(tmp_path / f"px{i}"))).events)
+        seen.append([(e.id, e.text, str(e.published_at)) for e in store.view_at(dt.date(2020, 1, 6)).events()])
+    assert seen[0] == seen[1] == seen[2] and len(seen[0]) == 4, seen
+    assert [t for _, t, _ in seen[0]] == [f"AAA item {h}." for h in range(5, 9)]
+    assert [i for i, _, _ in seen[0]] == [f"AAA-news-20200106-{n}" for n in range(4)]

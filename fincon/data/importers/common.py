@@ -63,12 +63,15 @@ def text_key(ticker: str, day: Any, text: str) -> str:
 
 
 def dedupe(events: Iterable[Event], day_of: Callable[[Event], Any]) -> tuple[list[Event], int]:
-    """Drop items whose (ticker, day, whitespace-normalised text) repeats;
-    returns the kept events (first occurrence) and how many were dropped."""
+    """Drop items whose (ticker, day, whitespace-normalised text) repeats; returns the kept events in
+    publication order (file order among equals), each the earliest published of its copies, and how
+    many were dropped. In file order, a table written newest first kept a repost after the close and
+    dropped the morning's item, and an item after the close renumbered the day's items (the importers
+    number a day's items as they come): what a run saw on day D depended on what came after."""
     seen: set[str] = set()
     kept: list[Event] = []
     dropped = 0
-    for e in events:
+    for e in sorted(events, key=lambda e: e.published_at):  # stable: file order among equals
         k = text_key(e.ticker, day_of(e), e.text or e.audio or "")
         if k in seen:
             dropped += 1
