@@ -14,7 +14,7 @@ import pytest
 from fincon.cli.main import main
 from fincon.data.inputs import open_events
 from fincon.data.sources import make_source
-from fincon.workflow.placebo import flip_text, placebo_events
+from fincon.workflow.placebo import ToneRewriter, flip_text, placebo_events
 
 START, END = dt.date(2022, 10, 3), dt.date(2022, 11, 30)
 
@@ -189,16 +189,24 @@ def test_the_llm_brain_flips_the_windows_items_with_its_own_model_cached(tmp_pat
     assert [e.text for e in again] == [e.text for e in out] and replay.client.backend.calls == 0
 
 
-def test_a_masked_experiments_tone_rewriter_is_masked_as_its_team():
-    """A sceptic's point: the model under test rewriting the window's items in clear could write what it
-    remembers of the firm and the period into the placebo corpus; masked, it sees what the team sees."""
-    from fincon.workflow.experiment import _tone_rewriter, load_experiment
+def test_a_masked_experiments_flip_tone_is_the_word_lists_and_no_model_reads_an_item_whole(tmp_path):
+    """Found in review: a masked experiment's rewriter sent the model under test every item of the test
+    window whole (masked word by word only; the team reads them as topics), 64 of 66 of them named to
+    the corpus adversary, in calls no audit read. Masked, the word list flips the tone, no model is asked,
+    and placebo.json says so; unmasked the model still rewrites."""
+    from fincon.workflow.experiment import _tone_rewriter, load_experiment, write_placebos
+    from fincon.workflow.placebo import read_stats
 
-    masked = load_experiment(None, {"team": {"brain": "llm"}, "llm": {"anonymize": True}, "tickers": ["TSLA"]})
-    mask = _tone_rewriter(masked).client.masker
-    assert mask is not None and mask.pseudonym == {"TSLA": "Company A"}
-    assert "Tesla" not in mask.text("Tesla said deliveries rose.", str(masked.test.start))
-    assert _tone_rewriter(load_experiment(None, {"team": {"brain": "llm"}, "tickers": ["TSLA"]})).client.masker is None
+    cfg = {"team": {"brain": "llm"}, "llm": {"anonymize": True}, "tickers": ["TSLA"], "placebos": ["flip-tone"]}
+    masked = load_experiment(None, {**cfg, "test": {"start": "2022-11-01", "end": "2022-11-30"}})
+    assert _tone_rewriter(masked) is None
+    write_placebos(masked, tmp_path)
+    stats = read_stats(tmp_path / "placebo" / "flip-tone")
+    assert "model_calls" not in stats and stats["note"].startswith("word list: a masked run's model never")
+    assert stats["tone_reversed"] >= 0.9 * stats["toned"] > 0
+    assert not list(tmp_path.rglob("*.sqlite"))
+    plain = _tone_rewriter(load_experiment(None, {"team": {"brain": "llm"}, "tickers": ["TSLA"]}))
+    assert isinstance(plain, ToneRewriter) and plain.client.masker is None
 
 
 def test_flip_tone_reverses_the_lexicons_tone_exactly_and_the_headline_with_it():

@@ -55,7 +55,7 @@ from fincon.errors import ConfigError
 from fincon.files import json_text, write_atomic
 from fincon.llm.endpoint import check_server
 from fincon.llm.knowledge import model_knowledge
-from fincon.llm.settings import attach, build_client, layered
+from fincon.llm.settings import build_client, layered
 from fincon.validation import format_validation_error
 from fincon.workflow.executors import Executor, serial
 from fincon.workflow.experiment_config import TEAM, TEST_WINDOW, TRAIN_WINDOW, ExperimentConfig
@@ -278,15 +278,20 @@ def _nothing_kept(root: Path) -> bool:
     return not _finished_units(root) and not any((root / d).exists() for d in ("train", "test"))
 
 
-def _tone_rewriter(exp: ExperimentConfig):
-    """The llm brain's flip-tone: the team's own model settings, its cache."""
+#: placebo.json's word of a masked experiment's flip-tone, which the word list builds
+MASKED_FLIP = (
+    "word list: a masked run's model never rewrites an item (a rewrite request shows it the item whole, "
+    "which the mask gives its team as topics)"
+)
 
+
+def _tone_rewriter(exp: ExperimentConfig) -> ToneRewriter | None:
+    """The llm brain's flip-tone: the team's own model settings, its cache; None in a masked
+    experiment (found in review: the rewriter sent the model under test each of the test window's
+    items whole, masked only word by word, and 64 of 66 named their MSFT item to the corpus adversary,
+    in calls no audit read)."""
     settings = layered(exp.llm, {**TEAM_LLM, "answer_max_tokens": 600}, exp.team.llm)
-    client = build_client(settings)
-    # a masked experiment's model rewrites the items masked, as its team reads them: shown in clear, the
-    # model under test could write what it remembers of the firm and the window into the placebo corpus
-    attach(client, settings, exp.tickers, exp.team.events, exp.test.start)
-    return ToneRewriter(client)
+    return None if settings.anonymize else ToneRewriter(build_client(settings))
 
 
 def write_placebos(exp: ExperimentConfig, out: Path) -> None:
@@ -299,9 +304,10 @@ def write_placebos(exp: ExperimentConfig, out: Path) -> None:
     source = inputs_for(exp).source
     for kind in exp.placebos:
         rewrite = _tone_rewriter(exp) if kind == "flip-tone" and exp.brain == "llm" else None
+        note = MASKED_FLIP if kind == "flip-tone" and exp.brain == "llm" and rewrite is None else None
         try:
             write_placebo(kind, exp.team.events, exp.tickers, exp.test.start,
-                          exp.test.end, exp.seed, placebo_dir(out, kind), source, rewrite)  # fmt: skip
+                          exp.test.end, exp.seed, placebo_dir(out, kind), source, rewrite, note)  # fmt: skip
         finally:
             if rewrite is not None:
                 rewrite.client.close()

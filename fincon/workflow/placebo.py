@@ -20,7 +20,8 @@ corpus built here from the real one:
   llm brain the items of the test window are rewritten by the run's own
   model instead (:class:`ToneRewriter`: cached and replayed like every call;
   an answer that is not a rewrite falls back to the word list, counted),
-  the items before it by the word list;
+  the items before it by the word list; a masked experiment's by the word
+  list too (a rewrite request shows the model an item whole);
 
 * ``price-twin``: the prices of the test window replaced by a synthetic twin,
   the items kept: the window's daily log returns resampled by a stationary
@@ -376,9 +377,11 @@ def write_placebo(
     out: Path,
     source=None,
     rewrite: ToneRewriter | None = None,
+    note: str | None = None,
 ) -> Path:
     """Build the placebo ``kind`` into ``out`` unless it is there: an event
-    directory, or for ``price-twin`` a folder of twin prices read from ``source``."""
+    directory, or for ``price-twin`` a folder of twin prices read from ``source``
+    (``note``: how it was built, when not as its kind says, kept in :data:`STATS`)."""
 
     if kind == "price-twin":
         return write_price_twin(source, tickers, start, end, seed, out)
@@ -391,7 +394,7 @@ def write_placebo(
     for t in sorted({e.ticker for e in events}):
         mine = sorted((e for e in events if e.ticker == t), key=lambda e: (e.published_at, e.id))
         data.write_jsonl_gz(staging / f"{t}.jsonl.gz", mine)
-    stats = corpus_stats(kind, real, events, start, end, rewrite)
+    stats = corpus_stats(kind, real, events, start, end, rewrite) | ({"note": note} if note else {})
     (staging / STATS).write_text(json.dumps(stats, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     staging.rename(out)
     return out
