@@ -508,3 +508,30 @@ def test_a_short_history_is_said_without_its_length_and_the_audit_dates_the_day_
     assert [i.text for i in full if "high" in i.text] == ["about 30% below the 61-day high"]
     assert [i.text for i in short if "high" in i.text] == ["about 0% below its highest close so far"]
     assert not any(str(n) in i.text for i in short for n in range(5, 8))
+
+
+@pytest.mark.slow
+def test_the_paraphrase_models_calls_are_not_the_model_under_tests_prompts(tmp_path, monkeypatch, capsys):
+    """Found in review: with --llm-paraphrase-model the audit read the other model's inputs (each item,
+    masked word by word, to be paraphrased) as prompts of the model under test, so a paraphrase run read
+    not blind (11 of 28 prompts; the team's own 14 at 0 %) whatever the traded model saw."""
+    from fincon.llm.types import Completion
+
+    class Paraphrasing(TeamStub):
+        def complete(self, messages, schema, params):
+            if schema.get("title") == "Rewrite":
+                return Completion(json.dumps({"text": "A firm reported an event; its outlook changed."}), 10, 10)
+            return super().complete(messages, schema, params)
+
+    monkeypatch.chdir(tmp_path)
+    with DoubleServer(Paraphrasing()) as url:
+        argv = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "llm", "--param",
+                "fincon.transcripts=text", "--param", "fincon.embedder=hashing", "--llm-backend", "openai",
+                "--llm-base-url", url, "--llm-model", "stub", "--llm-paraphrase-model", "other",
+                "--llm-knowledge-cutoff", "2019-01-01", "--llm-cache-path", "pp.sqlite", "--start", "2022-10-25", "--end", "2022-10-28", "--no-progress",
+                "--out", "pp", "--ledger", "off", "--no-benchmark", "--anonymize"]  # fmt: skip
+        assert main(argv) == 0
+    calls = (tmp_path / "pp" / "llm_calls.csv").read_text().splitlines()[1:]
+    para = sum(",paraphrase," in c for c in calls)
+    audit = json.loads((tmp_path / "pp" / "metrics.json").read_text())["model_knowledge"]["audit"]
+    assert para > 5 and 10 <= audit["prompts"] <= len(calls) - para and audit["firm_and_day"] == 0, audit

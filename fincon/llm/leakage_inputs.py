@@ -24,7 +24,7 @@ from fincon.data.aliases import NAMES, PEOPLE, VOCABULARY
 from fincon.data.inputs import corpus_tickers, open_events, open_inputs
 from fincon.data.terms import distinctive_terms, tokens
 from fincon.errors import DataError
-from fincon.llm.masking_rules import topics
+from fincon.llm.masking_rules import PARAPHRASE_AGENT, topics
 
 SHINGLE = 5
 #: an item shingle shared by more items than this carries no identity (boilerplate)
@@ -128,9 +128,11 @@ def run_info(path: Path, cfg: Mapping[str, Any], cache: Path | None = None) -> R
 
 
 def prompts_of(run: RunInfo) -> list[Prompt]:
-    """Every prompt the run sent, read back from its call cache by the keys in ``llm_calls.csv``."""
+    """Every prompt the run sent to the model under test, read back from its call cache by the keys in
+    ``llm_calls.csv``: not the paraphrase model's (another model, LLMSettings refuses the same; counted as
+    every prompt of it read as given away, a paraphrase run could never read blind, found in review)."""
     with open(run.path / "llm_calls.csv", newline="", encoding="utf-8") as fh:
-        calls = list(csv.DictReader(fh))
+        calls = [c for c in csv.DictReader(fh) if c["agent"] != PARAPHRASE_AGENT]
     if not calls:
         return []
     if not run.cache.is_file():

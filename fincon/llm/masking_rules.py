@@ -259,6 +259,9 @@ def common() -> Mapping[str, float]:
         return {}
 
 
+#: the agent name of the paraphrase model's calls (another model than the one under test, which reads only
+#: what it writes, masked again): the leakage audit leaves them out
+PARAPHRASE_AGENT = "paraphrase"
 #: an item as a prompt lists it: "[E1] this week: text (tone +0.50)", "[E3] (cited by earnings, market,
 #: sentiment, valuation): text"; its text becomes its topic, its tone a word ("(tone positive)")
 ITEM_LINE = re.compile(

@@ -136,12 +136,12 @@ class Paraphraser:
         self.calls += 1
         msgs = [Message(role="system", content=PARAPHRASE_SYSTEM), Message(role="user", content=text)]
         try:
-            got = self.client.ask(msgs, Rewrite, agent="paraphrase", day=day).value.text.strip()
+            got = self.client.ask(msgs, Rewrite, agent=rules.PARAPHRASE_AGENT, day=day).value.text.strip()
         except LLMInvalidAnswer:
             got = ""
         if not got or got == text.strip():
             self.fallbacks += 1
-            self.client.ledger.record_fallback("paraphrase", day, reason="no rewriting: the item's topics instead")
+            self.client.ledger.record_fallback(rules.PARAPHRASE_AGENT, day, reason="no rewriting: the item's topics instead")
             return None
         return got
 
