@@ -96,6 +96,19 @@ def test_a_line_a_stop_cut_short_was_never_sealed_and_is_written_over(tmp_path):
     assert j.path.read_text().startswith(whole) and j.path.read_text().endswith("}\n")
 
 
+def test_a_whole_last_entry_without_its_newline_is_kept_and_not_written_over(tmp_path):
+    """Found in review: a copy that dropped the final newline lost the last sealed entry without a word
+    (verify read 12 of 13), and the next step wrote over it, so the git anchor then read the history as
+    rewritten. A last line whose hash holds is an entry; its newline is put back before the next one."""
+    j = _journal(tmp_path)
+    whole = j.path.read_text()
+    j.path.write_text(whole[:-1])
+    assert len(j.entries()) == 3 and _problems(j) == []
+    j.append({"kind": "missed", "session": "2022-10-07"})
+    assert [e["seq"] for e in j.entries()] == [0, 1, 2, 3] and _problems(j) == []
+    assert j.path.read_text().startswith(whole)
+
+
 def test_a_stop_after_the_whole_write_keeps_the_entry_a_reader_may_have_seen(tmp_path, monkeypatch):
     """CI failed once on the SIGTERM step test: it saw a third session's whole line in the journal, sent
     SIGTERM, and the journal then held two. The stop arrived while the write was synced, and the cleanup

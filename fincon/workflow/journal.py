@@ -94,6 +94,15 @@ def entry_hash(entry: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical({k: v for k, v in entry.items() if k != "hash"}).encode()).hexdigest()
 
 
+def _whole(line: str) -> bool:
+    """Whether ``line`` is a sealed entry (JSON whose hash holds), not a write cut short."""
+    try:
+        e = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(e, dict) and e.get("hash") == entry_hash(e)
+
+
 def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -122,13 +131,15 @@ class Journal:
 
     def entries(self) -> list[dict[str, Any]]:
         """Every entry, in order; a line that is not JSON is a :class:`JournalError` naming it. A last
-        line without its newline is a write a stop cut short: never sealed, so not an entry
-        (:meth:`append` writes over it)."""
+        line without its newline is a write a stop cut short, never sealed, so not an entry
+        (:meth:`append` writes over it), unless it is a whole entry whose hash holds (a copy or an
+        editor that dropped the final newline: dropped, a sealed decision was lost and written over)."""
         if not self.path.is_file():
             return []
         text = self.path.read_text(encoding="utf-8")
         if text and not text.endswith("\n"):
-            text = text[: text.rfind("\n") + 1]
+            cut = text.rfind("\n") + 1
+            text = text + "\n" if _whole(text[cut:]) else text[:cut]
         out = []
         for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():
@@ -174,11 +185,13 @@ class Journal:
             sealed.append(e)
             last = e
         self.root.mkdir(parents=True, exist_ok=True)
-        keep = 0
+        keep, lead = 0, ""
         if self.path.is_file():
             data = self.path.read_bytes()
             keep = data.rfind(b"\n") + 1  # a torn last line (a stop mid-write) is not kept
-        data = memoryview("".join(canonical(e) + "\n" for e in sealed).encode("utf-8"))
+            if keep < len(data) and _whole(data[keep:].decode("utf-8", "replace")):
+                keep, lead = len(data), "\n"  # a whole entry without its newline: kept, its newline put back
+        data = memoryview((lead + "".join(canonical(e) + "\n" for e in sealed)).encode("utf-8"))
         whole = keep + len(data)
         with open(self.path, "r+b" if self.path.is_file() else "wb", buffering=0) as fh:  # unbuffered: undoable
             os.ftruncate(fh.fileno(), keep)
