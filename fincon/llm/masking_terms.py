@@ -141,7 +141,9 @@ class Paraphraser:
             got = ""
         if not got or got == text.strip():
             self.fallbacks += 1
-            self.client.ledger.record_fallback(rules.PARAPHRASE_AGENT, day, reason="no rewriting: the item's topics instead")
+            self.client.ledger.record_fallback(
+                rules.PARAPHRASE_AGENT, day, reason="no rewriting: the item's topics instead"
+            )
             return None
         return got
 
