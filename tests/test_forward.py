@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pandas as pd
@@ -14,6 +15,7 @@ from test_card_selection import dsr_by_hand
 from test_stopping import LOSE
 
 from fincon.cli.main import main
+from fincon.config import RunConfig
 from fincon.testing import strict_json
 
 START, END = "2022-10-05", "2022-10-12"  # 6 sessions
@@ -1303,6 +1305,7 @@ STOP_LOST = (
     LOSE
     + """
 from fincon.cli.main import main
+from fincon.config import RunConfig
 from fincon.workflow import forward
 kept, calls = forward.keep_state, []
 def keep_state(*args):
@@ -1809,3 +1812,28 @@ def test_a_saved_state_its_step_did_not_write_is_not_taken_up(tmp_path, monkeypa
         Out(fh, protocol=pickle.HIGHEST_PROTOCOL).dump(state)
     assert main(["forward", "step", "fw", "--until", "2022-10-14", "--no-progress"]) == 0
     assert verify(tmp_path / "fw")["ok"]
+
+
+def test_a_journal_keeps_every_call_it_seals_or_refuses(tmp_path, monkeypatch, capsys):
+    """Found in review: `--llm-cache off` made the first step a traceback and the next ones seal decisions
+    without their calls (verify then never replayed them); a call missing from the cache was skipped
+    without a word. init refuses the mode; a call the step cannot keep stops it, nothing sealed."""
+    from fincon.workflow import forward_calls
+    from fincon.workflow.journal import ForwardError
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    argv = ["forward", "init", "fw", "--ticker", "TSLA", "--strategy", "llm-trader", "--no-benchmark",
+            "--llm-cache", "off", "--llm-cache-path", "c.sqlite", "--simulate-from", START]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--llm-cache off keeps no call" in err and len(err.strip().splitlines()) == 1 and not Path("fw").exists()
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "llm_calls.csv").write_text("day,agent,key\n2022-10-05,llm-trader/TSLA,abc123\n")
+    sqlite3.connect(tmp_path / "c.sqlite").execute("CREATE TABLE calls (key TEXT, messages TEXT, answer TEXT)")
+    cfg = RunConfig(llm={"cache_path": str(tmp_path / "c.sqlite")})
+    (tmp_path / "j").mkdir()
+    with pytest.raises(ForwardError, match="call abc123 of 2022-10-05 .* is not in its call cache"):
+        forward_calls.keep(tmp_path / "j", cfg, "llm-trader", run, "2022-10-05")

@@ -34,13 +34,11 @@ fincon.workflow.forward_score (docs/forward.md).
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import hashlib
 import logging
 import secrets
 import shutil
-import sqlite3
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -53,8 +51,7 @@ from fincon.config import RunConfig
 from fincon.engine.resume import Resume, StateError
 from fincon.errors import CloseOnly, ConfigError, FinconError
 from fincon.files import json_text, write_atomic
-from fincon.llm.cache import CallCache
-from fincon.workflow import forward_anchor, forward_clock, forward_code, forward_ledger, forward_plan
+from fincon.workflow import forward_anchor, forward_calls, forward_clock, forward_code, forward_ledger, forward_plan
 from fincon.workflow.alpaca import AlpacaPaper, BrokerError, check_available, expected_after
 from fincon.workflow.forward_clock import (
     EXCHANGE,
@@ -69,7 +66,6 @@ from fincon.workflow.forward_plan import Plan, _frozen_config, a_hole, frozen_in
 from fincon.workflow.forward_state import keep_state, resume_for
 from fincon.workflow.journal import (
     BOOKS,
-    CALLS,
     PLAN_FILE,
     REPLAY,
     Clock,
@@ -154,6 +150,7 @@ def init(
         raise ConfigError(
             f"{ahead}: a forward journal seals only what was out before each session and cannot give it that; journal its point-in-time form"
         )
+    forward_calls.check_kept(checked.strategies)  # a journal replays each call it sealed
     warn_run_without_model(cfg, checked.knowledge, False, checked.strategies)  # a setting sealed for nothing: said
     check_knowledge(checked.knowledge)  # a window the model may remember: said as a backtest says it
     cfg = forward_plan.cache_from_anywhere(cfg)
@@ -378,7 +375,7 @@ def _decide(
             if last["date"] != str(day):
                 raise ForwardError(f"{name}: the data ends before {day}; nothing sealed, the next step retries")
             run_dir = report.run_dirs[name]
-            calls = _keep_calls(root, cfg, run_dir, str(day))
+            calls = forward_calls.keep(root, cfg, name, run_dir, str(day))
             book = result.book.to_json() if result.book is not None else None
             books[name] = json_text({"session": str(day), **(book or {})})
             model = report.knowledge.get(name) or {}
@@ -465,34 +462,3 @@ def _closes(root: Path, tickers: list[str], day: dt.date) -> dict[str, float]:
         frame = pd.read_csv(root / ".replay-inputs" / "prices" / f"{t}.csv").set_index("Date")
         out[t] = float(frame.loc[str(day), "Close"])
     return out
-
-
-def _keep_calls(root: Path, cfg: RunConfig, run_dir: Path, day: str) -> list[dict[str, Any]]:
-    """The model calls of ``day`` (the run's llm_calls.csv), copied into ``DIR/calls.sqlite`` with their
-    prompt and answer hashes: what a verifier replays the decision from."""
-
-    listing = run_dir / "llm_calls.csv"
-    if not listing.is_file():
-        return []
-    with open(listing, newline="", encoding="utf-8") as fh:
-        keys = [r for r in csv.DictReader(fh) if r["day"] == day]
-    if not keys:
-        return []
-
-    CallCache(root / CALLS, "read-write")._open()  # the call cache's own table: a verifier replays from it
-    dst = sqlite3.connect(root / CALLS)
-    try:
-        dst.execute("ATTACH DATABASE ? AS src", (f"{Path(cfg.llm.cache_path).resolve().as_uri()}?mode=ro",))
-        out = []
-        for r in keys:
-            row = dst.execute("SELECT messages, answer FROM src.calls WHERE key = ?", (r["key"],)).fetchone()
-            if row is None:
-                continue
-            dst.execute("INSERT OR IGNORE INTO calls SELECT * FROM src.calls WHERE key = ?", (r["key"],))
-            out.append({"key": r["key"], "agent": r["agent"],
-                        "prompt_sha256": hashlib.sha256(row[0].encode()).hexdigest(),
-                        "answer_sha256": hashlib.sha256(row[1].encode()).hexdigest()})  # fmt: skip
-        dst.commit()
-        return out
-    finally:
-        dst.close()

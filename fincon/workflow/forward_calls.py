@@ -1,0 +1,69 @@
+"""A forward journal's model calls: each decision is sealed with the calls it made, copied into
+``DIR/calls.sqlite`` with their prompt and answer hashes, which a verifier replays the decision from.
+A call that cannot be kept stops the step (nothing sealed): a decision sealed without its calls could
+never be verified."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import sqlite3
+from pathlib import Path
+from typing import Any, Mapping
+
+from fincon.config import RunConfig
+from fincon.errors import ConfigError
+from fincon.llm.cache import CacheMode, CallCache
+from fincon.workflow.journal import CALLS, ForwardError
+
+
+def check_kept(strategies: Mapping[str, Any]) -> None:
+    """Refuse a plan whose model calls are not kept (``--llm-cache off``: found in review, its first step
+    was a traceback, its next ones sealed decisions without calls, and verify could never replay them)."""
+    for name, strategy in strategies.items():
+        llm = strategy.llm_settings()
+        if llm is not None and llm.cache == CacheMode.OFF:
+            raise ConfigError(
+                f"{name}: --llm-cache off keeps no call, and a journal seals each decision with the calls it made "
+                "(verify replays them); keep --llm-cache read-write (the default)"
+            )
+
+
+def _cache_of(cfg: RunConfig, name: str) -> Path:
+    own = (cfg.params(name) or {}).get("llm") or {}
+    return Path(own.get("cache_path") or cfg.llm.cache_path)
+
+
+def keep(root: Path, cfg: RunConfig, name: str, run_dir: Path, day: str) -> list[dict[str, Any]]:
+    """The model calls of ``day`` (``name``'s llm_calls.csv), copied into ``DIR/calls.sqlite`` from the
+    strategy's call cache with their prompt and answer hashes; a call not there stops the step."""
+    listing = run_dir / "llm_calls.csv"
+    if not listing.is_file():
+        return []
+    with open(listing, newline="", encoding="utf-8") as fh:
+        keys = [r for r in csv.DictReader(fh) if r["day"] == day]
+    if not keys:
+        return []
+    cache = _cache_of(cfg, name)
+    CallCache(root / CALLS, "read-write")._open()  # the call cache's own table: a verifier replays from it
+    dst = sqlite3.connect(root / CALLS)
+    try:
+        dst.execute("ATTACH DATABASE ? AS src", (f"{cache.resolve().as_uri()}?mode=ro",))
+        out = []
+        for r in keys:
+            row = dst.execute("SELECT messages, answer FROM src.calls WHERE key = ?", (r["key"],)).fetchone()
+            if row is None:
+                raise ForwardError(
+                    f"{name}: call {r['key']} of {day} ({r['agent']}) is not in its call cache {cache}, so the "
+                    "decision cannot be sealed with it; nothing sealed (keep --llm-cache read-write)"
+                )
+            dst.execute("INSERT OR IGNORE INTO calls SELECT * FROM src.calls WHERE key = ?", (r["key"],))
+            out.append({"key": r["key"], "agent": r["agent"],
+                        "prompt_sha256": hashlib.sha256(row[0].encode()).hexdigest(),
+                        "answer_sha256": hashlib.sha256(row[1].encode()).hexdigest()})  # fmt: skip
+        dst.commit()
+        return out
+    except sqlite3.Error as exc:
+        raise ForwardError(f"{name}: its call cache {cache} could not be read ({exc}); nothing sealed") from None
+    finally:
+        dst.close()
