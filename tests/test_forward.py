@@ -1837,3 +1837,48 @@ def test_a_journal_keeps_every_call_it_seals_or_refuses(tmp_path, monkeypatch, c
     (tmp_path / "j").mkdir()
     with pytest.raises(ForwardError, match="call abc123 of 2022-10-05 .* is not in its call cache"):
         forward_calls.keep(tmp_path / "j", cfg, "llm-trader", run, "2022-10-05")
+
+
+class _Always:
+    """A model double that answers every trade call with one action."""
+
+    name, model_id, price_model = "always", "always-1", "always-1"
+
+    def __init__(self, action: str):
+        self.action = action
+
+    def complete(self, messages, schema, params):
+        from fincon.llm.types import Completion
+
+        return Completion(json.dumps({"action": self.action, "confidence": 0.9, "reasoning": "x"}), 10, 5)
+
+    def close(self):
+        pass
+
+
+@pytest.mark.slow
+def test_a_copy_of_a_journal_stepped_apart_is_another_run_in_the_ledger(tmp_path, monkeypatch, capsys, caplog):
+    """Found in review: a journal copied at its registration and stepped with other answers (a model at
+    temperature, a fork) updated the one trial of the first: two records of different returns, one trial
+    in the ledger, and each scored with a DSR over 1 trial. The copy's series is another run now; a
+    journal stepped on is still one row (its series so far is the start of the new one)."""
+    from fincon.testing.server import DoubleServer
+    from fincon.workflow import trials
+
+    monkeypatch.chdir(tmp_path)
+    ledger = tmp_path / "trials.sqlite"
+    monkeypatch.setenv("FINCON_LEDGER", str(ledger))
+    with DoubleServer(_Always("buy")) as url:
+        what = ["--ticker", "TSLA", "--strategy", "llm-trader", "--no-benchmark", "--llm-backend", "openai",
+                "--llm-base-url", url, "--llm-model", "stub", "--llm-cache-path", str(tmp_path / "c.sqlite")]  # fmt: skip
+        assert main(["forward", "init", "j1", *what, "--simulate-from", START]) == 0
+        shutil.copytree("j1", "j2")
+        assert main(["forward", "step", "j1", "--until", "2022-10-07", "--no-progress"]) == 0
+        assert main(["forward", "step", "j1", "--until", END, "--no-progress"]) == 0
+    assert len(trials.read(ledger)) == 1
+    (tmp_path / "c.sqlite").unlink()
+    with DoubleServer(_Always("sell"), port=int(url.split(":")[-1].split("/")[0])):
+        assert main(["forward", "step", "j2", "--until", END, "--no-progress"]) == 0
+    rows = trials.read(ledger)
+    assert len(rows) == 2 and len({r["returns_digest"] for r in rows}) == 2 and {r["end"] for r in rows} == {END}
+    assert "a copy of the journal, stepped apart" in caplog.text

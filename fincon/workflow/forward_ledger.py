@@ -41,25 +41,39 @@ def register(plan: Plan, entry: Mapping[str, Any]) -> None:
     """The journal's trials at its registration (``entry``: the register entry), each a series of its own
     until a step gives it the journal's (two strategies of one journal are two trials)."""
 
-    def own(name: str) -> list[float]:
-        return [1.0, 1.0 + int(hashlib.sha256(f"{entry['hash']}:{name}".encode()).hexdigest()[:8], 16) / 2**40]
-
     first = str(plan.first)
     trials.append(
         ledger_of(entry),
         [
-            _row(plan, entry, name, first, own(name), {"cr_pct": None, "sharpe": None})
+            _row(plan, entry, name, first, _own(entry, name), {"cr_pct": None, "sharpe": None})
             for name in plan.config.strategies
         ],
     )
+
+
+def _own(entry: Mapping[str, Any], name: str) -> list[float]:
+    """A registered strategy's series until a step gives it the journal's: its own, so that two
+    registrations are two trials."""
+    return [1.0, 1.0 + int(hashlib.sha256(f"{entry['hash']}:{name}".encode()).hexdigest()[:8], 16) / 2**40]
 
 
 def track(plan: Plan, entry: Mapping[str, Any], results: Mapping[str, BacktestResult], day: dt.date) -> None:
     """Each strategy's trial after the session decided at ``day``: the replay's values and metrics to date.
     A ledger that cannot be written is said in a warning: the session is sealed, the journal holds it."""
     rows = [_row(plan, entry, name, str(day), list(r.values), r.metrics.as_dict()) for name, r in results.items()]
+
+    def same(row: Mapping[str, Any], n_days: int, digest: str) -> bool:  # the row is this journal's so far
+        values = list(results[row["strategy"]].values)
+        registered = trials.returns_digest(_own(entry, row["strategy"]))
+        return digest == registered or (n_days < len(values) and digest == trials.returns_digest(values[: n_days + 1]))
+
     try:
-        trials.track(ledger_of(entry), rows)
+        for name in trials.track(ledger_of(entry), rows, same):
+            log.warning(
+                "%s: this journal's returns are not those its registration's trial holds (a copy of the journal, "
+                "stepped apart): counted in the ledger as another run of the trial, as a second try is",
+                name,
+            )
     except (ConfigError, sqlite3.Error, OSError) as exc:
         log.warning("the trial ledger was not brought up to date (%s); the next step tries again", exc)
 
