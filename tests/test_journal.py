@@ -143,3 +143,40 @@ def test_a_stop_after_the_whole_write_keeps_the_entry_a_reader_may_have_seen(tmp
     with pytest.raises(OSError):
         j.append({"kind": "missed", "session": "2022-10-10"})
     assert len(j.entries()) == 4 and _problems(j) == []
+
+
+@pytest.mark.parametrize("damage", ["garbage", "no table", "inputs unhashed", "bad decided"])
+def test_a_damaged_cache_or_a_resigned_malformed_entry_is_one_line_naming_the_entry(tmp_path, damage):
+    """Found in review: a calls.sqlite that was no database, or had lost its table, and entries re-signed
+    with inputs without their hash, or a date that is none, were tracebacks in verify and step."""
+    j = _journal(tmp_path)
+    if damage == "garbage":
+        (tmp_path / CALLS).write_bytes(b"not a database" * 100)
+    elif damage == "no table":
+        db = sqlite3.connect(tmp_path / CALLS)
+        db.execute("DROP TABLE calls")
+        db.commit()
+        db.close()
+    else:
+        lines = j.path.read_text().splitlines()
+        e = json.loads(lines[1])
+        if damage == "inputs unhashed":
+            e["inputs"] = {"path": "inputs/2022-10-05"}
+        else:
+            e["decided"] = "nope"
+        e["hash"] = entry_hash(e)
+        lines[1] = json.dumps(e, sort_keys=True, separators=(",", ":"))
+        j.path.write_text("\n".join(lines) + "\n")
+    problems = _problems(j)
+    assert problems and problems[0].startswith("entry 1 (seq 1, session buy-and-hold"), problems
+
+
+def test_a_plan_edited_out_of_shape_is_one_line(tmp_path):
+    """Found in review: a plan.yaml without its first session, or with a date that is none, was a traceback."""
+    from fincon.errors import ConfigError
+    from fincon.workflow.forward_plan import Plan
+
+    for text in ("config: {}\nsimulated: true\n", "config: {}\nfirst: someday\nsimulated: true\n"):
+        (tmp_path / "plan.yaml").write_text(text)
+        with pytest.raises(ConfigError, match="not a plan fincon wrote"):
+            Plan.load(tmp_path)

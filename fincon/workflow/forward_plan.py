@@ -61,8 +61,14 @@ class Plan:
             raise ConfigError(
                 f"{root}: no forward journal here (no readable {PLAN_FILE}); start one with fincon forward init DIR"
             ) from None
-        cfg = load_config(None, _flatten(_sealed_layout(data["config"])))
-        return cls(cfg, dt.date.fromisoformat(data["first"]), bool(data["simulated"]), data.get("broker", "paper"))
+        try:
+            cfg = load_config(None, _flatten(_sealed_layout(data["config"])))
+            return cls(cfg, dt.date.fromisoformat(data["first"]), bool(data["simulated"]), data.get("broker", "paper"))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a plan edited by hand: a traceback
+            raise ConfigError(
+                f"{root / PLAN_FILE}: not a plan fincon wrote ({type(exc).__name__}: {exc}); it was edited after "
+                "init, and the journal does not verify"
+            ) from None
 
 
 #: the broker's flat cost keys of a plan sealed before schema 3, and the model field each one set

@@ -276,56 +276,16 @@ def verify_chain(entries: list[dict[str, Any]], root: Path) -> Iterator[str]:
     for i, e in enumerate(entries):
         what = " ".join(str(x) for x in (e.get("kind"), e.get("strategy"), e.get("session") or e.get("decided")) if x)
         where = f"entry {i} (seq {e.get('seq')}, {what})"
-        if e.get("format") != FORMAT:
-            yield f"{where}: written by another journal format ({e.get('format')!r}, this fincon reads {FORMAT})"
+        try:
+            problem = _entry_problem(i, e, prev, simulated, seen, root)
+        except (KeyError, TypeError, ValueError, sqlite3.Error) as exc:  # a re-signed malformed entry, a damaged file
+            problem = f"it cannot be read as a sealed entry ({type(exc).__name__}: {exc})"
+        if problem:
+            yield f"{where}: {problem}"
             return
-        if e.get("hash") != entry_hash(e):
-            yield f"{where}: its contents do not match its hash (edited after it was sealed)"
-            return
-        if e.get("seq") != i or e.get("prev_hash") != prev:
-            yield f"{where}: it does not follow the entry before it (an entry was removed, inserted or reordered)"
-            return
-        if i == 0 and e.get("kind") != "register":
-            yield f"{where}: the first entry is not the plan's registration"
-            return
-        if i == 0:
-            simulated = bool(e.get("simulated"))
-        elif e.get("kind") == "session" and bool(e.get("simulated")) != simulated:  # one entry's flag switched
-            # the late-seal check off (must_precede reads each entry's own)
-            yield f"{where}: says simulated={bool(e.get('simulated'))} in a journal registered simulated={simulated}"
-            return
+        simulated = bool(e.get("simulated")) if i == 0 else simulated
         prev = e["hash"]
-        again = _sealed_again(e, seen)
-        if again:
-            yield f"{where}: {again}"
-            return
-        late = _sealed_late(e)
-        if late:
-            yield f"{where}: {late}"
-            return
-        plan = root / PLAN_FILE
-        if (
-            e.get("plan_sha256")
-            and plan.is_file()
-            and hashlib.sha256(plan.read_bytes()).hexdigest() != e["plan_sha256"]
-        ):
-            yield f"{where}: {PLAN_FILE} was changed after it was registered (its hash differs from the one sealed)"
-            return
-        inputs = e.get("inputs")
-        if inputs:
-            folder = root / inputs["path"]
-            if not folder.is_dir():
-                yield f"{where}: its frozen inputs {inputs['path']} are missing"
-                return
-            if tree_hash(folder) != inputs["sha256"]:
-                yield f"{where}: its frozen inputs {inputs['path']} were changed or swapped (their hash differs)"
-                return
-        for call in e.get("calls") or ():
-            why = _check_call(root, call)
-            if why:
-                yield f"{where}: {why}"
-                return
-    named = {e["inputs"]["path"] for e in entries if e.get("inputs")}
+    named = {e["inputs"]["path"] for e in entries if isinstance(e.get("inputs"), dict) and "path" in e["inputs"]}
     folders = sorted(f"{INPUTS}/{p.name}" for p in (root / INPUTS).glob("[!.]*") if p.is_dir())
     for path in [f for f in folders if f not in named][:1]:
         said = f"{path}: frozen inputs no entry seals (a step that froze them and sealed nothing)"
@@ -333,6 +293,42 @@ def verify_chain(entries: list[dict[str, Any]], root: Path) -> Iterator[str]:
             yield f"{said}, read by the replay of every session sealed after it: those rest on bars nobody sealed"
         else:
             yield f"{said}: a replay and a score would read them; remove the folder (the next step freezes them again)"
+
+
+def _entry_problem(
+    i: int, e: Mapping[str, Any], prev: str, simulated: bool, seen: dict[tuple[str | None, str], int], root: Path
+) -> str | None:
+    """Why entry ``i`` fails (:func:`verify_chain`), or None; ``prev``: the hash before it, ``simulated``:
+    the registration's clock, ``seen``: what earlier entries sealed (updated)."""
+    if e.get("format") != FORMAT:
+        return f"written by another journal format ({e.get('format')!r}, this fincon reads {FORMAT})"
+    if e.get("hash") != entry_hash(e):
+        return "its contents do not match its hash (edited after it was sealed)"
+    if e.get("seq") != i or e.get("prev_hash") != prev:
+        return "it does not follow the entry before it (an entry was removed, inserted or reordered)"
+    if i == 0 and e.get("kind") != "register":
+        return "the first entry is not the plan's registration"
+    if i > 0 and e.get("kind") == "session" and bool(e.get("simulated")) != simulated:  # one entry's flag switched
+        # the late-seal check off (must_precede reads each entry's own)
+        return f"says simulated={bool(e.get('simulated'))} in a journal registered simulated={simulated}"
+    why = _sealed_again(e, seen) or _sealed_late(e)
+    if why:
+        return why
+    plan = root / PLAN_FILE
+    if e.get("plan_sha256") and plan.is_file() and hashlib.sha256(plan.read_bytes()).hexdigest() != e["plan_sha256"]:
+        return f"{PLAN_FILE} was changed after it was registered (its hash differs from the one sealed)"
+    inputs = e.get("inputs")
+    if inputs:
+        folder = root / inputs["path"]
+        if not folder.is_dir():
+            return f"its frozen inputs {inputs['path']} are missing"
+        if tree_hash(folder) != inputs["sha256"]:
+            return f"its frozen inputs {inputs['path']} were changed or swapped (their hash differs)"
+    for call in e.get("calls") or ():
+        why = _check_call(root, call)
+        if why:
+            return why
+    return None
 
 
 def _sealed_again(e: Mapping[str, Any], seen: dict[tuple[str | None, str], int]) -> str | None:
