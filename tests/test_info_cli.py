@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 
 from fincon.cli.main import main
@@ -210,3 +211,16 @@ def test_data_show_anonymize_prints_what_a_masked_run_reads(capsys):
     for shown in (text, raw):
         for clue in ("Tesla", "TSLA", "2022", "Oct 31", "181.70", "Elon"):
             assert clue not in shown, clue
+
+
+def test_data_show_reads_dates_with_an_offset_as_a_run_does(tmp_path):
+    """Found in review: price dates written with their offset ("2020-03-12 00:00:00-04:00"), which every
+    run reads, made `data show` a TypeError traceback: its trading days are read as a run reads them."""
+    from fincon.memory.day_view import trading_days
+
+    days = ["2020-03-12", "2020-03-13", "2020-03-16"]
+    (tmp_path / "MSFT.csv").write_text(
+        "Date,Close\n" + "".join(f"{d} 00:00:00-04:00,{100 + i}\n" for i, d in enumerate(days))
+    )
+    got = trading_days("MSFT", pd.Timestamp("2020-03-01"), pd.Timestamp("2020-03-31"), tmp_path)
+    assert [str(d.date()) for d in got] == days

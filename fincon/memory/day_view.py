@@ -20,6 +20,7 @@ from fincon.data.events import sample_store
 from fincon.data.events.generator import PRICES_DIR, SAMPLE_DIR, load_closes
 from fincon.data.events.model import MARKET_TZ, SOURCES, decision_cutoff
 from fincon.data.sources import CsvDirSource
+from fincon.data.prices import validate_bars
 from fincon.errors import DataError
 from fincon.memory.analyst import profile_query
 from fincon.memory.embedders import make_embedder
@@ -36,8 +37,8 @@ def trading_days(
         src = CsvDirSource(prices_dir)
         if ticker not in src.tickers():
             raise DataError(f"{prices_dir} has no prices for {ticker}; it holds {', '.join(src.tickers()) or 'none'}")
-        raw = src.load(ticker, first, last)
-        idx = pd.DatetimeIndex(pd.to_datetime(raw["Date"]))
+        # the dates as a run reads them (a timestamp with an offset was a TypeError traceback here)
+        idx = pd.DatetimeIndex(validate_bars(src.load(ticker, first, last), ticker, src.describe(ticker)).index)
         return idx[(idx >= first) & (idx <= last)]
     if (PRICES_DIR / f"{ticker}.csv.gz").is_file():
         idx = pd.DatetimeIndex(load_closes(ticker).index)
