@@ -94,6 +94,41 @@ FORWARD_INIT = ["forward", "init", "{run}", "--ticker", "TSLA", "--simulate-from
 
 # id -> (argv with {fixture} placeholders, a fragment the one line must contain)
 CASES: dict[str, tuple[list[str], str]] = {
+    # found in review: --samples with a protocol that samples nothing ran byte-identical to a run without it
+    "backtest --samples beside the fincon protocol": (
+        [
+            "backtest",
+            "--ticker",
+            "TSLA",
+            "--strategy",
+            "fincon",
+            "--brain",
+            "rules",
+            "--samples",
+            "5",
+            "--out",
+            "{run}",
+        ],
+        "--samples is scm's (its Strategist's proposals a day); --protocol fincon samples none",
+    ),
+    "forward init --samples beside the debate protocol": (
+        [
+            "forward",
+            "init",
+            "{run}",
+            "--strategy",
+            "fincon",
+            "--brain",
+            "rules",
+            "--protocol",
+            "debate",
+            "--samples",
+            "5",
+            "--simulate-from",
+            "2022-10-05",
+        ],  # fmt: skip
+        "--protocol debate samples none",
+    ),
     # 9. data loss: a file fincon did not write is never replaced or altered
     "eval numeric --out over the user's notes": (
         [*NUMERIC, "--out", "{notes}"],

@@ -1882,3 +1882,13 @@ def test_a_copy_of_a_journal_stepped_apart_is_another_run_in_the_ledger(tmp_path
     rows = trials.read(ledger)
     assert len(rows) == 2 and len({r["returns_digest"] for r in rows}) == 2 and {r["end"] for r in rows} == {END}
     assert "a copy of the journal, stepped apart" in caplog.text
+
+
+def test_init_help_says_a_journal_fills_at_the_next_open(capsys):
+    """Found in review: `forward init --help` called --fill close the default, which init refuses."""
+    with pytest.raises(SystemExit):
+        main(["forward", "init", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert (
+        "fills at the next open (next-open, the only choice)" in text and "at the decision close (default)" not in text
+    )

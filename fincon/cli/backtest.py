@@ -199,6 +199,12 @@ def check_unused_flags(args: argparse.Namespace, cfg: RunConfig) -> None:
     defaults; this catches a flag given at its default value too."""
     check_broker_flags(args, cfg.broker)
     check_data_flags(args, cfg.data)
+    protocol = (cfg.params("fincon") or {}).get("protocol", "fincon")
+    if getattr(args, "samples", None) is not None and protocol != "scm":  # its runs came out byte-identical
+        raise ConfigError(
+            f"--samples is scm's (its Strategist's proposals a day); --protocol {protocol} samples none: "
+            "drop it, or add --protocol scm"
+        )
 
 
 @contextlib.contextmanager

@@ -65,6 +65,9 @@ def register(p: argparse.ArgumentParser) -> None:
     )
     add(i, InitArgs, "dir")
     cli.add_plan_flags(i, window=False)
+    for a in i._actions:  # a backtest's default (close) is refused here: its help said it was the default
+        if a.dest == "fill":
+            a.help = "a journal decides after the close and fills at the next open (next-open, the only choice)"
     add(i, InitArgs, "simulate_from", "anchor", "broker")
     add(
         i,
