@@ -76,6 +76,23 @@ def test_local_backend_generates_schema_valid_json(small_backend):
 
 
 @pytest.mark.live
+def test_an_answer_the_context_would_cut_short_is_refused_not_kept():
+    """Found in review: llama.cpp cuts max_tokens to what the context has left without a word; the cut
+    answer was cached, and a rerun with a larger n_ctx replayed it. Refused in one line, nothing kept."""
+    from fincon.llm.errors import LLMRequestRejected
+    from fincon.llm.types import Message
+
+    b = LocalLlamaBackend("qwen2.5-coder-0.5b", n_ctx=256)
+    schema = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+    msgs = [Message(role="user", content="Write a long story about the sea, in many words. " * 12)]
+    try:
+        with pytest.raises(LLMRequestRejected, match=r"left \d+ of the answer's 200 in the context of 256"):
+            b.complete(msgs, schema, SamplingParams(max_tokens=200))
+    finally:
+        b.close()
+
+
+@pytest.mark.live
 def test_cache_key_of_local_model_is_its_content_hash(small_backend):
     assert small_backend.model_id == QWEN_0_5B.sha256 and small_backend.name == "local"
 

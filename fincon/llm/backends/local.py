@@ -204,6 +204,15 @@ class LocalLlamaBackend:
             model_s = time.perf_counter() - t0
         choice = out["choices"][0]
         usage = out.get("usage") or {}
+        used = int(usage.get("completion_tokens") or 0)
+        if choice.get("finish_reason") == "length" and used < params.max_tokens:
+            # llama.cpp cut max_tokens to what the context had left, without a word: the cut answer was
+            # cached, and a rerun with a larger n_ctx replayed it (found in review)
+            raise LLMRequestRejected(
+                f"local model: the prompt ({usage.get('prompt_tokens')} tokens) left {used} of the answer's "
+                f"{params.max_tokens} in the context of {self.n_ctx}; raise n_ctx in the llm settings "
+                "(e.g. llm: {n_ctx: 8192}) or shorten the prompt"
+            )
         return Completion(
             text=choice["message"]["content"] or "",
             prompt_tokens=int(usage.get("prompt_tokens") or 0),
