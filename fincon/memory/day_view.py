@@ -19,8 +19,8 @@ import pandas as pd
 from fincon.data.events import sample_store
 from fincon.data.events.generator import PRICES_DIR, SAMPLE_DIR, load_closes
 from fincon.data.events.model import MARKET_TZ, SOURCES, decision_cutoff
-from fincon.data.sources import CsvDirSource
 from fincon.data.prices import validate_bars
+from fincon.data.sources import CsvDirSource
 from fincon.errors import DataError
 from fincon.memory.analyst import profile_query
 from fincon.memory.embedders import make_embedder
