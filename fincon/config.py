@@ -38,7 +38,7 @@ from fincon.errors import ConfigError
 from fincon.flag import Flag, absolute, kept_absolute
 from fincon.llm.settings import LLMSettings
 from fincon.strategies.registry import validate_params
-from fincon.validation import IsoDate, Settings, format_validation_error, once
+from fincon.validation import IsoDate, Settings, format_validation_error, once, symbol
 
 #: the help sections of the run's flags (fincon.cli.flags)
 WHAT = "what to run"
@@ -285,7 +285,7 @@ class RunSections(Section):
     @field_validator("tickers")
     @classmethod
     def _tickers(cls, v: list[str]) -> list[str]:
-        out = [t.strip().upper() for t in v if t.strip()]
+        out = [symbol(t) for t in v if t.strip()]
         if not out:
             raise ValueError("at least one ticker is needed")
         return once(out)

@@ -136,6 +136,19 @@ def iso_date_value(v: Any) -> Any:
 IsoDate = Annotated[dt.date, BeforeValidator(iso_date_value)]
 
 
+#: a ticker as a file name and a folder's name take it: letters, digits and the ". - ^ = _" of real symbols
+_SYMBOL = re.compile(r"\^?[A-Z0-9][A-Z0-9.=_-]*")
+
+
+def symbol(t: str) -> str:
+    """``t`` stripped and in capitals; a ticker that is no symbol (a "/", "..", a space) is refused: it was
+    a path, which read prices from outside --data and wrote the run outside runs/ (found in review)."""
+    t = t.strip().upper()
+    if not _SYMBOL.fullmatch(t) or ".." in t:
+        raise ValueError(f"ticker {t!r} is not a symbol (letters, digits and . - ^ = _ only)")
+    return t
+
+
 def once(values: list[str], hint: str = "") -> list[str]:
     """``values`` as given; a name given twice is refused (``hint`` added to the message), never dropped
     without a word: tickers, strategies, an experiment's baselines, ablations, universes and protocols."""

@@ -94,6 +94,15 @@ FORWARD_INIT = ["forward", "init", "{run}", "--ticker", "TSLA", "--simulate-from
 
 # id -> (argv with {fixture} placeholders, a fragment the one line must contain)
 CASES: dict[str, tuple[list[str], str]] = {
+    # found in review: a ticker was a path: prices read from outside --data, the run written outside runs/
+    "backtest a ticker that is a path": (
+        ["backtest", "--ticker", "SUB/../../ESC", "--strategy", "buy-and-hold"],
+        "ticker 'SUB/../../ESC' is not a symbol (letters, digits and . - ^ = _ only)",
+    ),
+    "team candidates with a space": (
+        ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", "--candidates", "TSLA,A B"],
+        "ticker 'A B' is not a symbol",
+    ),
     # found in review: --samples with a protocol that samples nothing ran byte-identical to a run without it
     "backtest --samples beside the fincon protocol": (
         [

@@ -27,7 +27,7 @@ from fincon.errors import ConfigError, DataError
 from fincon.files import json_text
 from fincon.flag import Flag
 from fincon.llm.settings import LLMSettings, attach
-from fincon.validation import once
+from fincon.validation import once, symbol
 
 SAMPLE_HELP = """\
 Write the project's synthetic event corpus (news, 10-Q/10-K MD&A, analyst
@@ -230,11 +230,11 @@ def register(p: argparse.ArgumentParser) -> None:
 def _tickers(arg: str | None):
     if arg is None:  # not given ("" is given empty: an unset shell variable, refused below)
         return fincon_data.DEFAULT_TICKERS
-    ts = tuple(t.strip().upper() for t in arg.split(",") if t.strip())
-    if not ts:
+    if not arg.strip(", "):
         raise ConfigError("--tickers is empty; give e.g. TSLA,MSFT")
     try:  # as a run's --tickers says it (fincon.config)
-        once(ts)
+        ts = tuple(symbol(t) for t in arg.split(",") if t.strip())
+        once(list(ts))
     except ValueError as exc:
         raise ConfigError(f"--tickers: {exc}") from None
     return ts

@@ -16,7 +16,7 @@ from fincon.agents.policies import Policies
 from fincon.agents.protocols import PROTOCOLS, protocol_names
 from fincon.flag import Flag, absolute, absolute_or_sample, kept_absolute, on_off
 from fincon.llm.settings import LLMOverrides
-from fincon.validation import Settings
+from fincon.validation import Settings, symbol
 
 EmbedderName = Literal["auto", "hashing", "minilm"]
 
@@ -208,4 +208,4 @@ class FinConParams(Settings):
     @field_validator("candidates")
     @classmethod
     def _upper(cls, v):
-        return None if v is None else [t.upper() for t in v]
+        return None if v is None else [symbol(t) for t in v]
