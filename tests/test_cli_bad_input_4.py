@@ -94,6 +94,15 @@ FORWARD_INIT = ["forward", "init", "{run}", "--ticker", "TSLA", "--simulate-from
 
 # id -> (argv with {fixture} placeholders, a fragment the one line must contain)
 CASES: dict[str, tuple[list[str], str]] = {
+    # found in review: a journal's folder that is a file, or under one, was a NotADirectoryError traceback
+    "forward init into a file of the user's": (
+        ["forward", "init", "{notes}", "--strategy", "buy-and-hold", "--simulate-from", "2022-10-05"],
+        "{notes} is a file; a forward journal starts in a new folder",
+    ),
+    "forward init under a file of the user's": (
+        ["forward", "init", "{notes}/j", "--strategy", "buy-and-hold", "--simulate-from", "2022-10-05"],
+        "{notes} is a file; a forward journal starts in a new folder",
+    ),
     # found in review: a ticker was a path: prices read from outside --data, the run written outside runs/
     "backtest a ticker that is a path": (
         ["backtest", "--ticker", "SUB/../../ESC", "--strategy", "buy-and-hold"],

@@ -103,6 +103,9 @@ def init(
     it counts in (``--ledger``: a path or ``off``; None: ``$FINCON_LEDGER`` or the default)."""
 
     root = Path(root)
+    above = next((p for p in (root, *root.parents) if p.exists()), None)  # a file there or above: a traceback
+    if above is not None and not above.is_dir():
+        raise ConfigError(f"{root}: {above} is a file; a forward journal starts in a new folder (nothing was changed)")
     if (root / JOURNAL_NAME).exists() or (root.exists() and any(root.iterdir())):
         raise ConfigError(f"{root} is not empty; a forward journal starts in a new folder (nothing was changed)")
     if broker == "alpaca":
