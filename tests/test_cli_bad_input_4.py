@@ -94,6 +94,25 @@ FORWARD_INIT = ["forward", "init", "{run}", "--ticker", "TSLA", "--simulate-from
 
 # id -> (argv with {fixture} placeholders, a fragment the one line must contain)
 CASES: dict[str, tuple[list[str], str]] = {
+    # found in review: checked on the team's first day, a typo wrote a partial run and exited 3
+    "a debate source that is none": (
+        [
+            "backtest",
+            "--ticker",
+            "TSLA",
+            "--strategy",
+            "fincon,sma-cross",
+            "--brain",
+            "rules",
+            "--protocol",
+            "debate",
+            "--param",
+            "fincon.debate_sources=[foo]",
+            "--out",
+            "{run}",
+        ],  # fmt: skip
+        "unknown source 'foo'; a debate reads news, 10-K, 10-Q, analyst_note, earnings_call",
+    ),
     # found in review: a journal's folder that is a file, or under one, was a NotADirectoryError traceback
     "forward init into a file of the user's": (
         ["forward", "init", "{notes}", "--strategy", "buy-and-hold", "--simulate-from", "2022-10-05"],

@@ -14,6 +14,7 @@ from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_v
 from fincon import agents
 from fincon.agents.policies import Policies
 from fincon.agents.protocols import PROTOCOLS, protocol_names
+from fincon.data.events.model import SOURCES
 from fincon.flag import Flag, absolute, absolute_or_sample, kept_absolute, on_off
 from fincon.llm.settings import LLMOverrides
 from fincon.validation import Settings, symbol
@@ -203,6 +204,14 @@ class FinConParams(Settings):
             raise ValueError(f"unknown protocol {v!r}; choose from {', '.join(protocol_names())}")
         if v == "single" and not cls.one_trader:  # the team decided from its news analyst's report alone
             raise ValueError("protocol single is finmem's one trader; the team decides with fincon, scm or debate")
+        return v
+
+    @field_validator("debate_sources")
+    @classmethod
+    def _sources(cls, v):  # checked on the team's first day, a typo wrote a partial run (exit 3)
+        wrong = [x for x in v if x not in SOURCES]
+        if wrong:
+            raise ValueError(f"unknown source {wrong[0]!r}; a debate reads {', '.join(SOURCES)}")
         return v
 
     @field_validator("candidates")
