@@ -100,3 +100,47 @@ def test_round_trips_csv_is_the_frame_the_win_rate_counts(tmp_path):
     m = json.loads((out / "metrics.json").read_text())
     assert rt["shares"].min() > 1e-3, rt.nsmallest(3, "shares")
     assert m["win_rate"] == pytest.approx((rt["pnl"] > 0).mean(), abs=1e-9) and len(rt) > 30
+
+
+def test_the_manifest_hashes_the_beliefs_read_and_every_file_of_the_corpus(tmp_path):
+    """Found in review: a config names its beliefs by path, and config.yaml keeps the last component, so
+    the same manifest stood beside two runs of different beliefs (Sharpe -2.02 and -4.60); two calls'
+    audio swapped inside the corpus's audio/ left it byte-identical too (CR -3.04 % and -7.83 %)."""
+    from fincon.engine.artifacts import manifest
+
+    corpus = tmp_path / "events"
+    (corpus / "audio").mkdir(parents=True)
+    (corpus / "TSLA.jsonl").write_text("{}\n")
+    a, b = corpus / "audio" / "q1.ogg", corpus / "audio" / "q2.ogg"
+    a.write_bytes(b"one")
+    b.write_bytes(b"two")
+    beliefs = tmp_path / "beliefs.json"
+    beliefs.write_text('{"news": 0.3}')
+
+    def seen() -> dict:
+        return manifest("tickers: [TSLA]\n", {}, corpus, {}, {"fincon.beliefs": beliefs})
+
+    first = seen()
+    a.write_bytes(b"two")
+    b.write_bytes(b"one")
+    swapped = seen()
+    beliefs.write_text('{"news": 0.9}')
+    edited = seen()
+    assert first["corpus_sha256"] != swapped["corpus_sha256"] == edited["corpus_sha256"]
+    assert first["inputs_sha256"] == swapped["inputs_sha256"] != edited["inputs_sha256"]
+    assert "inputs_sha256" not in manifest("tickers: [TSLA]\n", {}, corpus, {})
+
+
+@pytest.mark.slow
+def test_a_runs_manifest_names_the_beliefs_it_read(tmp_path):
+    from fincon.agents.beliefs import Beliefs
+
+    path = tmp_path / "beliefs.json"
+    path.write_text(Beliefs.initial({"news": 0.3, "data-analysis": 0.7}).dump())
+    out = tmp_path / "run"
+    argv = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", "--beliefs", str(path),
+            "--param", "fincon.transcripts=text", "--start", "2022-10-05", "--end", "2022-10-07", "--out", str(out),
+            "--no-progress", "--ledger", "off", "--no-benchmark"]  # fmt: skip
+    assert main(argv) == 0
+    man = json.loads((out / "run_manifest.json").read_text())
+    assert man["inputs_sha256"] == {"fincon.beliefs": hashlib.sha256(path.read_bytes()).hexdigest()}

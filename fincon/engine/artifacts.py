@@ -173,12 +173,13 @@ def git_dirty() -> bool | None:
     return bool(res.stdout.strip()) if res.returncode == 0 else None
 
 
-def corpus_hash(files: Iterable[Path]) -> str | None:
-    """One sha256 over the corpus files' names and bytes (sorted by name)."""
+def corpus_hash(files: Iterable[Path], root: Path | None = None) -> str | None:
+    """One sha256 over the corpus files' names (relative to ``root``, when given) and bytes, sorted by name."""
     h = hashlib.sha256()
     seen = False
-    for f in sorted(files, key=lambda p: p.name):
-        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    named = sorted(((f.relative_to(root).as_posix() if root is not None else f.name), f) for f in files)
+    for name, f in named:
+        h.update(name.encode() + b"\0" + f.read_bytes())
         seen = True
     return h.hexdigest() if seen else None
 
@@ -205,22 +206,30 @@ def config_hash(config_yaml: str) -> str:
 
 
 def manifest(
-    config_yaml: str, frames: Mapping[str, pd.DataFrame], corpus: Path | None, seeds: Mapping[str, Any]
+    config_yaml: str,
+    frames: Mapping[str, pd.DataFrame],
+    corpus: Path | None,
+    seeds: Mapping[str, Any],
+    inputs: Mapping[str, Path] | None = None,
 ) -> dict[str, Any]:
-    """run_manifest.json's content."""
+    """run_manifest.json's content (``inputs``: files the config names, such as beliefs, by key)."""
     data = {
         t: sha256_bytes(f.to_csv(float_format="%.10g", lineterminator="\n").encode()) for t, f in sorted(frames.items())
     }
-    files = [p for p in sorted(corpus.glob("*")) if p.is_file()] if corpus is not None and corpus.is_dir() else []
-    return {
+    # every file, its audio/ too (two calls' audio swapped read byte-identical here, and the run otherwise)
+    files = [p for p in sorted(corpus.rglob("*")) if p.is_file()] if corpus is not None and corpus.is_dir() else []
+    out = {
         "packages": _versions(),
         "config_sha256": config_hash(config_yaml),
         "data_sha256": data,
         "corpus": corpus.name if corpus is not None else None,
-        "corpus_sha256": corpus_hash(files),
+        "corpus_sha256": corpus_hash(files, corpus),
         "seeds": dict(seeds),
         "git_revision": git_revision(),
         # the commit alone named code the run did not run when the checkout had changes
         "git_dirty": git_dirty(),
         "code_sha256": code_sha256(),
     }
+    if inputs:  # files a config names by path only (its copy holds the last component): their bytes
+        out["inputs_sha256"] = {k: sha256_bytes(Path(v).read_bytes()) for k, v in sorted(inputs.items())}
+    return out

@@ -467,7 +467,12 @@ def write_standard(
     seeds.update(
         {f"llm.{k}": v for k, v in sorted(cfg.llm.model_dump(mode="json", exclude_unset=True).items()) if "seed" in k}
     )
-    content = manifest(cfg.to_yaml(), {t: market.frame(t) for t in market.tickers}, corpus, seeds)
+    beliefs = {  # the beliefs a strategy read: its config names a path, which two files of one name share
+        f"{n}.beliefs": p / "beliefs.json" if p.is_dir() else p
+        for n in sorted(cfg.strategy_params)
+        if isinstance(b := cfg.params(n).get("beliefs"), str) and (p := Path(b).expanduser()).exists()
+    }
+    content = manifest(cfg.to_yaml(), {t: market.frame(t) for t in market.tickers}, corpus, seeds, beliefs)
     if lookahead:
         content["data_lookahead"] = lookahead
     if blocks:
