@@ -48,6 +48,8 @@ def rerun(argv: list[str], capsys) -> str:
 @pytest.mark.slow
 def test_a_training_resumed_on_changed_prices_or_events_is_refused(tmp_path, capsys):
     data, events = prices(tmp_path / "px"), training_corpus(tmp_path / "ev")
+    (events / "audio").mkdir(exist_ok=True)
+    (events / "audio" / "TSLA-2022Q1.ogg").write_bytes(b"a call")
     argv = ["train", "--ticker", "TSLA", "--brain", "rules", "--episodes", "2", "--start", "2022-01-03", "--end",
             "2022-02-28", "--data", str(data), "--events", str(events), "--param", "fincon.transcripts=text",
             "--no-progress", "--out", str(tmp_path / "t")]  # fmt: skip
@@ -63,9 +65,15 @@ def test_a_training_resumed_on_changed_prices_or_events_is_refused(tmp_path, cap
     prices_back.rename(data)
     assert main(argv) == 0  # the data as it was: resumed
     item = next(events.glob("*.jsonl*"))
-    item.write_bytes(item.read_bytes() + (gzip.compress(b"\n") if item.suffix == ".gz" else b"\n"))
+    kept = item.read_bytes()
+    item.write_bytes(kept + (gzip.compress(b"\n") if item.suffix == ".gz" else b"\n"))
     err = rerun(argv, capsys)
     assert "(the event corpus changed since)" in err
+    item.write_bytes(kept)
+    assert main(argv) == 0
+    # a call's audio re-recorded (the team transcribes it): found in review, resumed without a word
+    (events / "audio" / "TSLA-2022Q1.ogg").write_bytes(b"another call")
+    assert "(the event corpus changed since)" in rerun(argv, capsys)
 
 
 @pytest.mark.slow

@@ -272,7 +272,18 @@ def inputs_state(
         if folder is not None and folder.is_dir()
         else []
     )
-    return {"prices": sha256_bytes(prices.encode()), "events": corpus_hash(files), "code": code_sha256()}
+    # the calls' audio too, which the team transcribes (TICKER-....ogg: a re-recorded call was not said)
+    audio = (
+        sorted(
+            p
+            for p in (folder / "audio").rglob("*")
+            if p.is_file() and (every_item or p.name.split("-")[0].upper() in names)
+        )
+        if folder is not None and (folder / "audio").is_dir()
+        else []
+    )
+    events = corpus_hash(files) if not audio else corpus_hash([*files, *audio], folder)
+    return {"prices": sha256_bytes(prices.encode()), "events": events, "code": code_sha256()}
 
 
 #: calendar days before a study's first day its fingerprint covers: the longest lookback a strategy
