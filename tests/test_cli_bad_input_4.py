@@ -703,3 +703,20 @@ def test_an_out_that_would_hold_the_models_call_cache_is_refused_before_anything
         assert main([*common, "--out", "mine", "--llm-cache-path", "calls.sqlite"]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["calls.sqlite", "mine", "runs"]
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [".cache", "finsent"]
+
+
+@pytest.mark.slow
+def test_a_trainings_own_config_says_the_options_it_ran_with(tmp_path, monkeypatch, capfd):
+    """Found in review: a training's config.yaml holds its episodes' run config, not its options (train.json
+    does); `fincon train --config DIR/config.yaml` trained 4 episodes where it ran 2, other beliefs, unsaid."""
+    monkeypatch.chdir(tmp_path)
+    argv = ["train", "--ticker", "TSLA", "--brain", "rules", "--start", "2022-11-01", "--end", "2022-11-08",
+            "--param", "fincon.transcripts=text", "--no-progress"]  # fmt: skip
+    assert main([*argv, "--episodes", "2", "--explore", "0.2", "--out", "t1"]) == 0
+    capfd.readouterr()
+    assert main(["train", "--config", "t1/config.yaml", "--episodes", "2", "--no-progress", "--out", "t2"]) == 0
+    err = capfd.readouterr().err
+    assert "t1/config.yaml is the config of a training that ran --explore 0.2 (t1/train.json)" in err, err
+    assert main(["train", "--config", "t1/config.yaml", "--episodes", "2", "--explore", "0.2", "--no-progress",
+                 "--out", "t3"]) == 0  # fmt: skip
+    assert "is the config of a training" not in capfd.readouterr().err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import sys
@@ -187,6 +188,7 @@ def run(args: argparse.Namespace) -> int:
         lr=args.lr,
         cvrf_brain=args.cvrf_brain,
     )
+    _said_options(args.config, opts)
     report = workflow.train(
         cfg,
         Path(args.out) if args.out else None,
@@ -223,6 +225,33 @@ def run(args: argparse.Namespace) -> int:
     print(f"belief evolution:   {report.out / 'beliefs.png'}")
     print(f"test them:          {next_command(cfg, report.out)}")
     return 0
+
+
+#: a training's options as its flags give them (train.json's "options")
+_OPTION_FLAGS = {"episodes": "--episodes", "explore": "--explore", "lr": "--lr", "cvrf_brain": "--cvrf-brain"}
+
+
+def _said_options(config: Path | None, opts) -> None:
+    """A training's own config.yaml given to ``--config`` holds its episodes' run config, not its options
+    (train.json beside it does): rerun with other options, it trained something else without a word
+    (found in review: 4 episodes for 2, other beliefs). The options that differ are said."""
+    beside = Path(config).parent / "train.json" if config is not None else None
+    if beside is None or not beside.is_file():
+        return
+    try:
+        ran = json.loads(beside.read_text(encoding="utf-8")).get("options") or {}
+    except (OSError, ValueError):
+        return
+    now = dataclasses.asdict(opts)
+    differ = [f"{flag} {ran[k]}" for k, flag in _OPTION_FLAGS.items() if k in ran and ran[k] != now[k]]
+    if ran.get("learn") is False and now["learn"]:
+        differ.append("--no-beliefs")
+    if differ:
+        print(
+            f"fincon: warning: {config} is the config of a training that ran {' '.join(differ)} ({beside}); "
+            "this one runs otherwise: give those flags to train it again",
+            file=sys.stderr,
+        )
 
 
 #: the LLM settings that say which model the team asks and what it is shown:
