@@ -1892,3 +1892,29 @@ def test_init_help_says_a_journal_fills_at_the_next_open(capsys):
     assert (
         "fills at the next open (next-open, the only choice)" in text and "at the decision close (default)" not in text
     )
+
+
+def test_verify_names_why_a_replay_finished_no_day(tmp_path, monkeypatch, capsys):
+    """Found in review: a replay that could not run a strategy (its audio gone from the sealed path) was
+    reported as a sealed decision "not reproduced from the frozen inputs", its reason dropped."""
+    from fincon import workflow
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", "off")
+    what = ["--ticker", "TSLA", "--strategy", "buy-and-hold", "--no-benchmark"]
+    assert main(["forward", "init", "fw", *what, "--simulate-from", START]) == 0
+    assert main(["forward", "step", "fw", "--until", "2022-10-07", "--no-progress"]) == 0
+    real = workflow.run_config
+
+    def failing(*args, **kwargs):
+        report = real(*args, **kwargs)
+        report.failed["buy-and-hold"] = "audio file /gone/TSLA-2021Q4.ogg does not exist"
+        return report
+
+    monkeypatch.setattr(workflow, "run_config", failing)
+    capsys.readouterr()
+    assert main(["forward", "verify", "fw"]) == 1
+    err = capsys.readouterr()
+    assert (
+        "the replay of buy-and-hold could not run: audio file /gone/TSLA-2021Q4.ogg does not exist" in err.out + err.err
+    )

@@ -128,6 +128,11 @@ def _verify(root: Path, into: Path | None) -> dict[str, Any]:
         except FinconError as exc:
             return {"ok": False, "problem": f"the replay could not run: {exc}{forward_code.hint(entries[0])}",
                     "entries": len(entries), "replayed": 0}  # fmt: skip
+    if report.failed:  # a replay that finished no day: its reason, not "not reproduced" (found in review)
+        name, why = next(iter(sorted(report.failed.items())))
+        why = why.replace(str(calls), f"the calls of {CALLS} the entries name")
+        return {"ok": False, "problem": f"the replay of {name} could not run: {why}{forward_code.hint(entries[0])}",
+                "entries": len(entries), "replayed": 0}  # fmt: skip
     sealed = sealed_decisions(entries)
     kept = {d for _, d in sealed} | set(map(str, missed(entries)))
     for name, result in report.results.items():  # a day the replay traded that no entry sealed or missed
