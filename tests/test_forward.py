@@ -1918,3 +1918,24 @@ def test_verify_names_why_a_replay_finished_no_day(tmp_path, monkeypatch, capsys
     assert (
         "the replay of buy-and-hold could not run: audio file /gone/TSLA-2021Q4.ogg does not exist" in err.out + err.err
     )
+
+
+def test_two_inits_at_once_register_one_journal(tmp_path, monkeypatch, capsys):
+    """Found in review: two inits into one new folder both passed its emptiness check, both said
+    "registered", and the journal then failed verify. The folder is claimed; the second is refused."""
+    from fincon.workflow import forward_ledger
+
+    monkeypatch.chdir(tmp_path)
+    real = forward_ledger.resolve
+
+    def other_init_meanwhile(spec):  # the other init claims the folder between the check and the claim
+        (tmp_path / "fw").mkdir()
+        (tmp_path / "fw" / "journal.jsonl").write_text("")
+        return real(spec)
+
+    monkeypatch.setattr(forward_ledger, "resolve", other_init_meanwhile)
+    argv = ["forward", "init", "fw", "--ticker", "TSLA", "--strategy", "buy-and-hold", "--ledger", "off",
+            "--simulate-from", START]  # fmt: skip
+    assert main(argv) == 2
+    assert "fw: another init registers a journal there; nothing was changed" in capsys.readouterr().err
+    assert sorted(p.name for p in (tmp_path / "fw").iterdir()) == ["journal.jsonl"]

@@ -37,6 +37,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
+import os
 import secrets
 import shutil
 import sys
@@ -162,6 +163,10 @@ def init(
     hashed = models(plan.config)  # a local model's weights hashed in full: before anything is written
     fresh = not root.exists()
     root.mkdir(parents=True, exist_ok=True)
+    try:  # the folder claimed: two inits at once both passed the check above and wrote one folder
+        os.close(os.open(root / JOURNAL_NAME, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        raise ConfigError(f"{root}: another init registers a journal there; nothing was changed") from None
     try:  # a plan without its registration (stopped between the two) was a folder every command misread
         write_atomic(root / PLAN_FILE, plan.to_yaml())
         entry = _register(root, plan, first, hashed, ledger, anchor_git)
