@@ -1380,20 +1380,28 @@ def test_a_split_that_rewrites_the_vendors_history_is_no_crash_in_the_journal(tm
     close = bars.set_index("Date")["Close"]
     assert equity["2022-10-10"] / equity["2022-10-07"] == pytest.approx(close["2022-10-10"] / close["2022-10-07"])
     assert json.loads((tmp_path / "fw" / "inputs" / "2022-10-10" / "adjustments.json").read_text()) == {
-        "TSLA": {"against": "2022-10-06", "factor": pytest.approx(3.0)}  # read on the bar before the last
+        "TSLA": {"against": "2022-10-07", "factor": pytest.approx(3.0)}  # the ratio the last frozen bars share
     }
     assert main(["forward", "verify", "fw"]) == 0
-    # a vendor's correction of one close (the last frozen one, +1 %) is no split: a split or a dividend
-    # rewrites every bar by one ratio, so the ratio is read on the bar before (still the split's 3)
-    revised = bars.copy()
-    revised.loc[revised["Date"] == "2022-10-12", ["Close", "Adj Close"]] *= 1.01
-    revised.to_csv(prices / "TSLA.csv", index=False)
-    assert main(["forward", "step", "fw", "--until", "2022-10-13", "--no-progress"]) == 0
-    assert json.loads((tmp_path / "fw" / "inputs" / "2022-10-13" / "adjustments.json").read_text()) == {
-        "TSLA": {"against": "2022-10-11", "factor": pytest.approx(3.0)}
-    }
+    # a vendor's correction of one close (the last frozen one, +1 %, then the one before it, -1 %) is no
+    # split: a split or a dividend rewrites every bar by one ratio, so the ratio is the one most of the last
+    # frozen bars share (still the split's 3), and the corrected session is said (read on one bar, a
+    # correction of it rescaled the next session by 0.99: found in review)
+    for day, move, until in (("2022-10-12", 1.01, "2022-10-13"), ("2022-10-12", 0.99, "2022-10-17")):
+        revised = bars.copy()
+        revised.loc[revised["Date"] == day, ["Close", "Adj Close"]] *= move
+        revised.to_csv(prices / "TSLA.csv", index=False)
+        assert main(["forward", "step", "fw", "--until", until, "--no-progress"]) == 0
+        assert json.loads((tmp_path / "fw" / "inputs" / until / "adjustments.json").read_text()) == {
+            "TSLA": {
+                "against": "2022-10-14" if until > "2022-10-13" else "2022-10-11",
+                "factor": pytest.approx(3.0),
+                "corrected": ["2022-10-12"],
+            }  # fmt: skip
+        }
     equity = pd.read_csv(tmp_path / "fw" / "replay" / "equity.csv", index_col="date")["value"]
-    assert equity["2022-10-13"] / equity["2022-10-12"] == pytest.approx(close["2022-10-13"] / close["2022-10-12"])
+    for a, b in (("2022-10-12", "2022-10-13"), ("2022-10-14", "2022-10-17")):
+        assert equity[b] / equity[a] == pytest.approx(close[b] / close[a])
 
 
 @pytest.mark.slow  # 3.5 s on 2 cores: in make test, not in make test-fast

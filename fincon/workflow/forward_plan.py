@@ -198,12 +198,19 @@ def freeze(root: Path, plan: Plan, day: dt.date) -> dict[str, Any]:
                 str(day),
             )
         if since is not None:
-            factor, against = _rebased(root, previous, t, bars)
+            try:
+                factor, against, corrected = _rebased(root, previous, t, bars)
+            except ForwardError:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
             bars = bars.loc[pd.Timestamp(since) + pd.Timedelta(days=1) :]
             if factor != 1.0:  # a split or a dividend rewrote the vendor's history: the new bars in the frozen basis
                 bars = bars.assign(**{c: bars[c] * factor for c in ("open", "high", "low", "close")},
                                    volume=bars["volume"] / factor)  # fmt: skip
-                adjustments[t] = {"against": against, "factor": factor}
+            if factor != 1.0 or corrected:  # a correction of a frozen bar: said, the frozen bar kept
+                adjustments[t] = {"against": against, "factor": factor} | (
+                    {"corrected": corrected} if corrected else {}
+                )
         frame = pd.DataFrame({"Date": bars.index.strftime("%Y-%m-%d"), "Open": bars["open"], "High": bars["high"],
                               "Low": bars["low"], "Close": bars["close"], "Adj Close": bars["close"],
                               "Volume": bars["volume"]})  # fmt: skip
@@ -233,24 +240,43 @@ def freeze(root: Path, plan: Plan, day: dt.date) -> dict[str, Any]:
 ADJUSTMENTS = "adjustments.json"
 
 
-def _rebased(root: Path, frozen_days: list[dt.date], ticker: str, bars: pd.DataFrame) -> tuple[float, str]:
-    """The journal's price basis against the source's today, and the session it is read on: 1.0 while
-    the vendor's history stands as frozen; after a 3-for-1 split, 3.0 (adjusted prices are rewritten back
-    in time, the frozen ones are not). Read on the frozen bar before the last one where there is one: a
-    split or a dividend rewrites every bar by one ratio, a vendor's correction only the bar it corrects.
-    1.0 where the source lacks the bar (a hole: nothing to compare)."""
+#: the frozen bars a step compares with the source's to read the vendor's rebasing
+REBASE_BARS = 5
+
+
+def _rebased(root: Path, frozen_days: list[dt.date], ticker: str, bars: pd.DataFrame) -> tuple[float, str, list[str]]:
+    """The journal's price basis against the source's today, the session it is read on, and the frozen
+    sessions the vendor corrected since: 1.0 while the vendor's history stands as frozen; after a 3-for-1
+    split, 3.0 (adjusted prices are rewritten back in time, the frozen ones are not). Read on the last
+    :data:`REBASE_BARS` frozen bars, the ratio most of them share (a split or a dividend rewrites every bar
+    by one ratio, a vendor's correction only the bar it corrects: read on one bar, a correction of it
+    rescaled the next session's prices, found in review); no ratio most share is one line. 1.0 where the
+    source lacks the bars (a hole: nothing to compare)."""
     rows = [
-        pd.read_csv(f) for d in frozen_days[-2:] if (f := root / INPUTS / str(d) / "prices" / f"{ticker}.csv").is_file()
+        pd.read_csv(f)
+        for d in frozen_days[-REBASE_BARS:]
+        if (f := root / INPUTS / str(d) / "prices" / f"{ticker}.csv").is_file()
     ]
-    frozen = pd.concat(rows).tail(2) if rows else pd.DataFrame()
-    if frozen.empty:
-        return 1.0, ""
-    ref = frozen.iloc[0]
-    day = pd.Timestamp(ref["Date"])
-    if day not in bars.index:
-        return 1.0, ""
-    ratio = float(ref["Close"]) / float(bars.loc[day, "close"])
-    return (1.0 if abs(ratio - 1.0) < 1e-7 else ratio), str(ref["Date"])  # a frozen price has 10 digits
+    frozen = pd.concat(rows).tail(REBASE_BARS) if rows else pd.DataFrame()
+    seen = [(str(r["Date"]), float(r["Close"]) / float(bars.loc[pd.Timestamp(r["Date"]), "close"]))
+            for _, r in frozen.iterrows() if pd.Timestamp(r["Date"]) in bars.index]  # fmt: skip
+    if not seen:
+        return 1.0, "", []
+    groups: list[list[tuple[str, float]]] = []  # the bars by the ratio they share (a frozen price: 10 digits)
+    for d, x in seen:
+        g = next((g for g in groups if abs(x / g[0][1] - 1.0) < 1e-7), None)
+        groups.append([(d, x)]) if g is None else g.append((d, x))
+    most = max(len(g) for g in groups)
+    top = [g for g in groups if len(g) == most]
+    if len(top) > 1:  # a tie: no change, where one side is none
+        top = [g for g in top if abs(g[0][1] - 1.0) < 1e-7]
+        if not top:
+            raise ForwardError(
+                f"{ticker}: the source's history differs from the frozen bars by no one ratio (not a split or a "
+                f"dividend: {', '.join(f'{d} x{x:.6f}' for d, x in seen)}); nothing decided: check the source"
+            )
+    ratio, kept = top[0][0][1], {d for d, _ in top[0]}
+    return (1.0 if abs(ratio - 1.0) < 1e-7 else ratio), top[0][-1][0], [d for d, _ in seen if d not in kept]
 
 
 def _masks(cfg: RunConfig) -> bool:
