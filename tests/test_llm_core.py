@@ -173,6 +173,10 @@ def test_replay_miss_names_the_call(tmp_path):
     client = LLMClient(Scripted([]), cache=CallCache(db, "replay"))
     with pytest.raises(CacheMiss, match=r"agent 'pm', day 2023-02-01.*TSLA fell 3 days"):
         client.ask(MSGS, Verdict, agent="pm", day="2023-02-01")
+    # the stop is in the audit (found in review: llm_audit.jsonl held the re-asks only, no word of the stop)
+    client.ledger.write(tmp_path)
+    (stop,) = [json.loads(x) for x in (tmp_path / "llm_audit.jsonl").read_text().splitlines()]
+    assert stop["event"] == "stop" and stop["agent"] == "pm" and stop["reason"].startswith("CacheMiss: replay: call")
 
 
 def test_replay_without_recording_is_an_error(tmp_path):

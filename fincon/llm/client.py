@@ -35,7 +35,7 @@ from typing import Sequence
 
 from fincon.llm.backends.base import Backend
 from fincon.llm.cache import CacheMode, CallCache, call_key
-from fincon.llm.errors import CacheMiss, LLMInvalidAnswer
+from fincon.llm.errors import CacheMiss, LLMAuthError, LLMInvalidAnswer, LLMModelNotFound, LLMRequestRejected
 from fincon.llm.ledger import UsageLedger
 from fincon.llm.masking import Masker
 from fincon.llm.schema import AnswerInvalid, parse_answer, reask_message, schema_for, schema_instruction
@@ -189,12 +189,18 @@ class LLMClient:
         if self.cache.mode is CacheMode.REPLAY:
             last_user = next((m.content for m in reversed(msgs) if m.role == "user"), "")
             snippet = " ".join(last_user.split())[:80]
-            raise CacheMiss(
+            miss = CacheMiss(
                 f"replay: call {key[:16]} (agent {agent!r}, day {day or '-'}, backend {b.name}, "
                 f"model {getattr(b, 'model_name', b.price_model)}) is not in {self.cache.path}; prompt starts {snippet!r}. "
                 "Re-record with --llm-cache read-write"
             )
-        completion = b.complete(msgs, schema, params)
+            self.ledger.record_event("stop", agent, day, reason=f"CacheMiss: {miss}")
+            raise miss
+        try:
+            completion = b.complete(msgs, schema, params)
+        except (LLMAuthError, LLMModelNotFound, LLMRequestRejected) as exc:  # the run stops: its audit says why
+            self.ledger.record_event("stop", agent, day, reason=f"{type(exc).__name__}: {exc}")
+            raise
         latency = time.perf_counter() - t0
         mode = completion.structured_mode or str(getattr(b, "structured_mode", "") or "")
         stored = self.cache.put(
