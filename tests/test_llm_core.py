@@ -757,3 +757,24 @@ def test_a_cache_that_fails_mid_run_is_one_line_that_stops_the_run_as_an_unreach
             else:
                 cache.put("k2", backend="b", model="m", agent="a", messages=[], schema={}, params=SamplingParams(),
                           answer="x", prompt_tokens=1, completion_tokens=1, latency_s=0.0)  # fmt: skip
+
+
+def test_a_cache_row_edited_out_of_type_is_one_line(tmp_path, capsys):
+    """Found in review: token counts edited to '5x' passed SQLite's integrity check and were a ValueError
+    traceback in a replay, and `fincon llm cache` a format error."""
+    import sqlite3
+
+    from fincon.cli.main import main
+    from fincon.llm.errors import LLMUnavailable
+
+    db = tmp_path / "llm.sqlite"
+    _recorded_cache(db)
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE calls SET completion_tokens = '5x'")
+    conn.commit()
+    conn.close()
+    client = LLMClient(Scripted([]), cache=CallCache(db, "replay"))
+    with pytest.raises(LLMUnavailable, match="holds no answer and token counts as fincon writes them"):
+        client.ask([{"role": "user", "content": "unrelated"}], Verdict)
+    assert main(["llm", "cache", "--path", str(db)]) == 2
+    assert "1 call(s) hold token counts fincon never writes" in capsys.readouterr().err

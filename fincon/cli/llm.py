@@ -192,9 +192,16 @@ def _cmd_cache(args: argparse.Namespace) -> int:
                     "SELECT key, backend, model, agent, created_at, prompt_tokens, completion_tokens, messages, answer "
                     "FROM calls WHERE key LIKE ? LIMIT 2", (args.key + "%",)).fetchall())  # fmt: skip
             rows = conn.execute(
-                "SELECT backend, model, agent, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(latency_s) "
+                "SELECT backend, model, agent, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(latency_s), "
+                "SUM(typeof(prompt_tokens) != 'integer' OR typeof(completion_tokens) != 'integer') "
                 "FROM calls GROUP BY backend, model, agent ORDER BY backend, model, agent"
             ).fetchall()
+            if any(r[7] for r in rows):  # a row edited by hand ('5x' tokens): a ValueError traceback below
+                raise ConfigError(
+                    f"{path}: {sum(r[7] for r in rows)} call(s) hold token counts fincon never writes (edited?); "
+                    "move the file away or pass another --path"
+                )
+            rows = [r[:7] for r in rows]
         finally:
             conn.close()
     except sqlite3.Error as exc:

@@ -252,7 +252,15 @@ class CallCache:
             if conn is None:
                 return None
             row = conn.execute(f"SELECT {self._read} FROM calls WHERE key = ?", (key,)).fetchone()
-        return CachedCall(*row) if row else None
+        if row is None:
+            return None
+        hit = CachedCall(*row)
+        if not (isinstance(hit.answer, str) and type(hit.prompt_tokens) is int and type(hit.completion_tokens) is int):
+            raise LLMUnavailable(  # a row edited by hand ('5x' tokens): a ValueError traceback in the ledger
+                f"the LLM cache {self.path}: call {key[:16]} holds no answer and token counts as fincon writes "
+                "them (edited?); move it away or pass another --llm-cache-path"
+            )
+        return hit
 
     @contextlib.contextmanager
     def _failing(self, what: str) -> Iterator[None]:
