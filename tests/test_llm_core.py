@@ -778,3 +778,16 @@ def test_a_cache_row_edited_out_of_type_is_one_line(tmp_path, capsys):
         client.ask([{"role": "user", "content": "unrelated"}], Verdict)
     assert main(["llm", "cache", "--path", str(db)]) == 2
     assert "1 call(s) hold token counts fincon never writes" in capsys.readouterr().err
+
+
+def test_a_refused_connection_says_the_attempts_it_gets(caplog):
+    """Found in review: a refused connection (2 attempts) was said "attempt 1 of at most 4", then
+    "attempt 2 of at most 4" beside the error line that gave up after 2."""
+    from fincon.llm.backends.openai_compat import OpenAICompatBackend
+    from fincon.llm.errors import LLMUnavailable
+
+    b = OpenAICompatBackend("x", base_url="http://127.0.0.1:9/v1", backoff_s=0.0)
+    with pytest.raises(LLMUnavailable, match="failed 2 attempts"):
+        b.complete((Message(role="user", content="hi"),), {"type": "object"}, SamplingParams())
+    said = [r.getMessage() for r in caplog.records if "failed (attempt" in r.getMessage()]
+    assert len(said) == 1 and "(attempt 1 of at most 2; retrying)" in said[0], said

@@ -191,17 +191,18 @@ class OpenAICompatBackend:
             except _Retryable as exc:
                 last = exc
                 kinds[exc.kind] = kinds.get(exc.kind, 0) + 1
+                # the attempts this kind of failure gets ("at most 4" was said of a refused connection, given 2)
+                limit = {"timeout": self.timeout_retries, "connect": self.connect_retries}.get(exc.kind)
+                at_most = self.max_retries + 1 if limit is None else min(self.max_retries, limit) + 1
+                if kinds[exc.kind] >= at_most or attempt == self.max_retries:
+                    break  # the last: the error's line says it
                 log.warning(
-                    "LLM call to %s failed (attempt %d of at most %d): %s",
+                    "LLM call to %s failed (attempt %d of at most %d; retrying): %s",
                     self.base_url,
                     attempt + 1,
-                    self.max_retries + 1,
+                    at_most,
                     exc,
                 )
-                if exc.kind == "timeout" and kinds["timeout"] > self.timeout_retries:
-                    break
-                if exc.kind == "connect" and kinds["connect"] > self.connect_retries:
-                    break
         raise LLMUnavailable(self._give_up(attempts, last))
 
     def _give_up(self, attempts: int, last: _Retryable | None) -> str:
