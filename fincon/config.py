@@ -414,6 +414,8 @@ class _Loader(yaml.SafeLoader):
         """A key given twice in one mapping is refused with its line: PyYAML keeps the last, silently."""
         seen: list[Any] = []  # a list: a key may be unhashable (a YAML sequence)
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # "<<: *base": merged below, its keys overridable
+                continue  # (constructed here, it was PyYAML's "could not determine a constructor")
             key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
             if key in seen:
                 raise yaml.constructor.ConstructorError(

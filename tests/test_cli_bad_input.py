@@ -237,3 +237,16 @@ def test_bad_input_gets_one_line_and_exit_2(case, tmp_path, monkeypatch, capfd):
     argv, fragment = CASES[case]
     out, err = check_case(main, fixtures, argv, fragment, tmp_path, monkeypatch, capfd)
     assert "sk-proj-abc123def456" not in err + out
+
+
+def test_a_config_may_merge_a_mapping_and_override_its_keys(tmp_path):
+    """Found in review: YAML's merge key (``<<: *base``) was refused with PyYAML's internal "could not
+    determine a constructor"; a key given twice is still refused."""
+    from fincon.config import load_yaml
+
+    assert load_yaml("a: &base {fast: 5, slow: 20}\nb: {<<: *base, fast: 10}\n") == {
+        "a": {"fast": 5, "slow": 20},
+        "b": {"fast": 10, "slow": 20},
+    }
+    with pytest.raises(Exception, match="fast is given twice"):
+        load_yaml("b: {fast: 5, fast: 10}\n")
