@@ -167,8 +167,8 @@ class Transcriber:
             if p.exists():  # the first existing ancestor must be a folder, or every write fails later
                 if not p.is_dir():
                     raise ConfigError(
-                        f"transcript cache {self.cache_dir}: {p} is a file, not a folder; pass a "
-                        "folder with --cache-dir (or set FINCON_CACHE_DIR)"
+                        f"transcript cache {self.cache_dir}: {p} is a file, not a folder; give a folder "
+                        "(fincon transcribe --cache-dir, a run's --param fincon.transcript_cache=DIR, or FINCON_CACHE_DIR)"
                     )
                 break
         if model != EMBEDDED and not Path(model).is_file():
