@@ -1716,8 +1716,8 @@ def test_a_seal_is_stamped_after_everything_but_its_write(tmp_path, monkeypatch)
 
     forward, root, load = _live_sma_journal(tmp_path, monkeypatch, 2, 4)
     events = []
-    keep = forward._keep_calls
-    monkeypatch.setattr(forward, "_keep_calls", lambda *a: (events.append("calls"), keep(*a))[1])
+    keep = forward.forward_calls.keep
+    monkeypatch.setattr(forward.forward_calls, "keep", lambda *a: (events.append("calls"), keep(*a))[1])
 
     def clock():
         events.append("clock")

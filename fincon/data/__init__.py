@@ -7,6 +7,9 @@ from fincon.lazy import face
 #: the sample's ticker every command trades when none is given (fincon.config's default; a source's
 #: "unknown ticker" line names it as the default); here, so that neither pays for pandas to read it
 DEFAULT_TICKER = "TSLA"
+#: the kinds of event a corpus holds (fincon.data.events.model's; here, so that a config's check of a
+#: source name pays nothing for pandas at --help)
+SOURCES: tuple[str, ...] = ("news", "10-K", "10-Q", "analyst_note", "earnings_call")
 
 if TYPE_CHECKING:
     from fincon.data.aliases import NAMES as NAMES

@@ -10,7 +10,7 @@ import hashlib
 import logging
 import sqlite3
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from fincon.engine.result import BacktestResult
 from fincon.errors import ConfigError
@@ -68,7 +68,7 @@ def track(plan: Plan, entry: Mapping[str, Any], results: Mapping[str, BacktestRe
         return digest == registered or (n_days < len(values) and digest == trials.returns_digest(values[: n_days + 1]))
 
     try:
-        for name in trials.track(ledger_of(entry), rows, same):
+        for name in _track(ledger_of(entry), rows, same):
             log.warning(
                 "%s: this journal's returns are not those its registration's trial holds (a copy of the journal, "
                 "stepped apart): counted in the ledger as another run of the trial, as a second try is",
@@ -91,3 +91,45 @@ def _row(plan: Plan, entry: Mapping[str, Any], name: str, end: str, values: list
         metrics=metrics,
         knowledge=entry["models"].get(name),  # the model and its label, as the register entry seals them
     )
+
+
+def _track(
+    path: Path | None,
+    rows: Sequence[Mapping[str, Any]],
+    same: Callable[[Mapping[str, Any], int, str], bool] = lambda r, n, d: True,
+) -> list[str]:
+    """A forward journal's trials brought up to date: each row replaces the one of its journal (its
+    register entry's hash) and strategy whose series ``same(row, n_days, digest)`` says the row's own
+    (its registration's, or the start of the row's series), whatever window it had; a row not there yet
+    is added (one trial a strategy). A row none of whose journal's is its own is a copy of the journal
+    stepped apart (found in review: its steps overwrote the other's series, two journals of different
+    returns counted as one trial): added as another repeat. Returns the strategies so added."""
+    if path is None or not rows:
+        return []
+    conn = trials.open_ledger(path)
+    keep = [k for k in trials.COLUMNS if k not in ("config_hash", "strategy", "repeat", "role")]
+    new, forks = [], []
+    try:
+        with conn:
+            for r in rows:
+                key = [r["config_hash"], r["strategy"], trials.TRIAL]
+                had = conn.execute(
+                    "SELECT repeat, n_days, returns_digest FROM trials WHERE config_hash = ? AND strategy = ? "
+                    "AND role = ? ORDER BY repeat",
+                    key,
+                ).fetchall()
+                own = next((rep for rep, n, d in had if same(r, int(n), d)), None)
+                if own is not None:
+                    conn.execute(
+                        f"UPDATE trials SET {', '.join(f'{k} = ?' for k in keep)} "
+                        "WHERE config_hash = ? AND strategy = ? AND role = ? AND repeat = ?",
+                        [*(r.get(k) for k in keep), *key, own],
+                    )
+                elif had:
+                    forks.append({**r, "repeat": max(rep for rep, _, _ in had) + 1})
+                else:
+                    new.append(r)
+    finally:
+        conn.close()
+    trials.append(path, new + forks)
+    return [r["strategy"] for r in forks]

@@ -47,7 +47,7 @@ import os
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from fincon.errors import ConfigError
 from fincon.ownership import sqlite_foreign, sqlite_wal
@@ -206,7 +206,7 @@ def writable(path: Path | None) -> None:
     nowhere (exit 2 beside it)."""
     if path is None:
         return
-    conn = _open(path)
+    conn = open_ledger(path)
     try:
         conn.isolation_level = None
         conn.execute("BEGIN IMMEDIATE")  # a write (of the header's own value), undone: a read-only file fails here
@@ -218,7 +218,8 @@ def writable(path: Path | None) -> None:
         conn.close()
 
 
-def _open(path: Path) -> sqlite3.Connection:
+def open_ledger(path: Path) -> sqlite3.Connection:
+    """The ledger at ``path``, opened (its table made), or one line naming why not."""
     try:
         return _connect(path)
     except (sqlite3.Error, OSError) as exc:
@@ -233,7 +234,7 @@ def append(path: Path | None, rows: Sequence[Mapping[str, Any]]) -> int:
     if path is None or not rows:
         return 0
     now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    conn = _open(path)
+    conn = open_ledger(path)
     insert = (
         f"INSERT OR IGNORE INTO trials (first_seen, {', '.join(COLUMNS)}) VALUES (?, {', '.join('?' for _ in COLUMNS)})"
     )
@@ -265,48 +266,6 @@ def append(path: Path | None, rows: Sequence[Mapping[str, Any]]) -> int:
         raise ConfigError(f"trial ledger {path}: cannot write ({exc})") from None
     finally:
         conn.close()
-
-
-def track(
-    path: Path | None,
-    rows: Sequence[Mapping[str, Any]],
-    same: Callable[[Mapping[str, Any], int, str], bool] = lambda r, n, d: True,
-) -> list[str]:
-    """A forward journal's trials brought up to date: each row replaces the one of its journal (its
-    register entry's hash) and strategy whose series ``same(row, n_days, digest)`` says the row's own
-    (its registration's, or the start of the row's series), whatever window it had; a row not there yet
-    is added (one trial a strategy). A row none of whose journal's is its own is a copy of the journal
-    stepped apart (found in review: its steps overwrote the other's series, two journals of different
-    returns counted as one trial): added as another repeat. Returns the strategies so added."""
-    if path is None or not rows:
-        return []
-    conn = _open(path)
-    keep = [k for k in COLUMNS if k not in ("config_hash", "strategy", "repeat", "role")]
-    new, forks = [], []
-    try:
-        with conn:
-            for r in rows:
-                key = [r["config_hash"], r["strategy"], TRIAL]
-                had = conn.execute(
-                    "SELECT repeat, n_days, returns_digest FROM trials WHERE config_hash = ? AND strategy = ? "
-                    "AND role = ? ORDER BY repeat",
-                    key,
-                ).fetchall()
-                own = next((rep for rep, n, d in had if same(r, int(n), d)), None)
-                if own is not None:
-                    conn.execute(
-                        f"UPDATE trials SET {', '.join(f'{k} = ?' for k in keep)} "
-                        "WHERE config_hash = ? AND strategy = ? AND role = ? AND repeat = ?",
-                        [*(r.get(k) for k in keep), *key, own],
-                    )
-                elif had:
-                    forks.append({**r, "repeat": max(rep for rep, _, _ in had) + 1})
-                else:
-                    new.append(r)
-    finally:
-        conn.close()
-    append(path, new + forks)
-    return [r["strategy"] for r in forks]
 
 
 def read(path: Path) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_v
 from fincon import agents
 from fincon.agents.policies import Policies
 from fincon.agents.protocols import PROTOCOLS, protocol_names
-from fincon.data.events.model import SOURCES
+from fincon.data import SOURCES
 from fincon.flag import Flag, absolute, absolute_or_sample, kept_absolute, on_off
 from fincon.llm.settings import LLMOverrides
 from fincon.validation import Settings, symbol

@@ -31,9 +31,9 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 
+from fincon.data import SOURCES
 from fincon.errors import DataError
 
-SOURCES: tuple[str, ...] = ("news", "10-K", "10-Q", "analyst_note", "earnings_call")
 MARKET_TZ = ZoneInfo("America/New_York")
 DECISION_TIME = dt.time(16, 0)
 UTC = dt.timezone.utc
