@@ -1947,3 +1947,21 @@ def test_two_inits_at_once_register_one_journal(tmp_path, monkeypatch, capsys):
     assert main(argv) == 2
     assert "fw: another init registers a journal there; nothing was changed" in capsys.readouterr().err
     assert sorted(p.name for p in (tmp_path / "fw").iterdir()) == ["journal.jsonl"]
+
+
+def test_a_copy_behind_its_journal_with_the_same_returns_is_no_second_trial(tmp_path, monkeypatch, capsys):
+    """Found in review of the fork's fix: a copy one step behind its journal could not match the longer
+    row, counted as a fork with the same returns (N 1 -> 2, every DSR of the family deflated more)."""
+    from fincon.workflow import trials
+
+    monkeypatch.chdir(tmp_path)
+    ledger = tmp_path / "led.sqlite"
+    argv = ["--strategy", "sma-cross", "--ticker", "TSLA", "--ledger", str(ledger), "--simulate-from", START]
+    assert main(["forward", "init", "fa", *argv]) == 0
+    assert main(["forward", "step", "fa", "--until", "2022-10-07", "--no-progress"]) == 0
+    shutil.copytree("fa", "fb")
+    assert main(["forward", "step", "fa", "--until", "2022-10-12", "--no-progress"]) == 0
+    assert main(["forward", "step", "fb", "--until", "2022-10-11", "--no-progress"]) == 0
+    assert main(["forward", "step", "fb", "--until", "2022-10-12", "--no-progress"]) == 0
+    rows = trials.read(ledger)
+    assert len(rows) == 1 and rows[0]["end"] == "2022-10-12", rows

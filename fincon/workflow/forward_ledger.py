@@ -62,10 +62,13 @@ def track(plan: Plan, entry: Mapping[str, Any], results: Mapping[str, BacktestRe
     A ledger that cannot be written is said in a warning: the session is sealed, the journal holds it."""
     rows = [_row(plan, entry, name, str(day), list(r.values), r.metrics.as_dict()) for name, r in results.items()]
 
-    def same(row: Mapping[str, Any], n_days: int, digest: str) -> bool:  # the row is this journal's so far
+    def same(row: Mapping[str, Any], n_days: int, digest: str) -> bool | None:  # the row is this journal's so far
         values = list(results[row["strategy"]].values)
-        registered = trials.returns_digest(_own(entry, row["strategy"]))
-        return digest == registered or (n_days < len(values) and digest == trials.returns_digest(values[: n_days + 1]))
+        if digest == trials.returns_digest(_own(entry, row["strategy"])):
+            return True
+        if n_days >= len(values):  # a copy further on: its start is not kept, so no telling yet
+            return None
+        return digest == trials.returns_digest(values[: n_days + 1])
 
     try:
         for name in _track(ledger_of(entry), rows, same):
@@ -96,12 +99,13 @@ def _row(plan: Plan, entry: Mapping[str, Any], name: str, end: str, values: list
 def _track(
     path: Path | None,
     rows: Sequence[Mapping[str, Any]],
-    same: Callable[[Mapping[str, Any], int, str], bool] = lambda r, n, d: True,
+    same: Callable[[Mapping[str, Any], int, str], bool | None] = lambda r, n, d: True,
 ) -> list[str]:
     """A forward journal's trials brought up to date: each row replaces the one of its journal (its
     register entry's hash) and strategy whose series ``same(row, n_days, digest)`` says the row's own
     (its registration's, or the start of the row's series), whatever window it had; a row not there yet
-    is added (one trial a strategy). A row none of whose journal's is its own is a copy of the journal
+    is added (one trial a strategy). A row none of whose journal's is its own, where each could be told
+    (None: a row further on than the row's series, left as it is until it can), is a copy of the journal
     stepped apart (found in review: its steps overwrote the other's series, two journals of different
     returns counted as one trial): added as another repeat. Returns the strategies so added."""
     if path is None or not rows:
@@ -118,7 +122,10 @@ def _track(
                     "AND role = ? ORDER BY repeat",
                     key,
                 ).fetchall()
-                own = next((rep for rep, n, d in had if same(r, int(n), d)), None)
+                told = [(rep, same(r, int(n), d)) for rep, n, d in had]
+                own = next((rep for rep, yes in told if yes), None)
+                if own is None and any(yes is None for _, yes in told):
+                    continue  # a copy behind the row: told apart (or not) once it has caught up
                 if own is not None:
                     conn.execute(
                         f"UPDATE trials SET {', '.join(f'{k} = ?' for k in keep)} "
