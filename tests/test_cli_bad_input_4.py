@@ -146,7 +146,27 @@ CASES: dict[str, tuple[list[str], str]] = {
             "--out",
             "{run}",
         ],
-        "--samples is scm's (its Strategist's proposals a day); --protocol fincon samples none",
+        "samples is scm's (its Strategist's proposals a day); protocol fincon samples none",
+    ),
+    "--param fincon.samples beside the fincon protocol": (
+        [
+            "backtest",
+            "--ticker",
+            "TSLA",
+            "--strategy",
+            "fincon",
+            "--brain",
+            "rules",
+            "--param",
+            "fincon.samples=5",
+            "--out",
+            "{run}",
+        ],  # fmt: skip
+        "samples is scm's (its Strategist's proposals a day); protocol fincon samples none",
+    ),
+    "--samples beside no team": (
+        ["backtest", "--ticker", "TSLA", "--strategy", "buy-and-hold", "--samples", "3", "--out", "{run}"],
+        "--samples applies to the agent team; add fincon to --strategy",
     ),
     "forward init --samples beside the debate protocol": (
         [
@@ -164,7 +184,7 @@ CASES: dict[str, tuple[list[str], str]] = {
             "--simulate-from",
             "2022-10-05",
         ],  # fmt: skip
-        "--protocol debate samples none",
+        "protocol debate samples none",
     ),
     # 9. data loss: a file fincon did not write is never replaced or altered
     "eval numeric --out over the user's notes": (

@@ -200,7 +200,7 @@ def check_unused_flags(args: argparse.Namespace, cfg: RunConfig) -> None:
     check_broker_flags(args, cfg.broker)
     check_data_flags(args, cfg.data)
     protocol = (cfg.params("fincon") or {}).get("protocol", "fincon")
-    if getattr(args, "samples", None) is not None and protocol != "scm":  # its runs came out byte-identical
+    if getattr(args, "samples", None) is not None and protocol != "scm" and "fincon" in cfg.strategies:
         raise ConfigError(
             f"--samples is scm's (its Strategist's proposals a day); --protocol {protocol} samples none: "
             "drop it, or add --protocol scm"

@@ -188,6 +188,15 @@ class FinConParams(Settings):
         return list(dict.fromkeys(v))
 
     @model_validator(mode="after")
+    def _sampled(self):  # --param fincon.samples=5 beside the fincon protocol: byte-identical, unsaid (review)
+        if self.samples != type(self).model_fields["samples"].default and self.protocol != "scm":
+            raise ValueError(
+                f"samples is scm's (its Strategist's proposals a day); protocol {self.protocol} samples none: "
+                "drop it, or use protocol scm"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _training_only(self):
         # reflections written on later days, re-dated before the start, entered a backtest unflagged
         if self.carried_reflections and not self.episode:
