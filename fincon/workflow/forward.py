@@ -164,7 +164,7 @@ def init(
     fresh = not root.exists()
     root.mkdir(parents=True, exist_ok=True)
     try:  # the folder claimed: two inits at once both passed the check above and wrote one folder
-        os.close(os.open(root / JOURNAL_NAME, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        os.close(os.open(root / JOURNAL_NAME, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))  # umask applies
     except FileExistsError:
         raise ConfigError(f"{root}: another init registers a journal there; nothing was changed") from None
     try:  # a plan without its registration (stopped between the two) was a folder every command misread

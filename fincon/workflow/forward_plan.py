@@ -240,8 +240,10 @@ def freeze(root: Path, plan: Plan, day: dt.date) -> dict[str, Any]:
 ADJUSTMENTS = "adjustments.json"
 
 
-#: the frozen bars a step compares with the source's to read the vendor's rebasing
-REBASE_BARS = 5
+#: the frozen bars a step compares with the source's to read the vendor's rebasing, and the relative gap
+#: under which two ratios are one: a vendor's adjusted closes carry float32's seven digits (at 1e-7, 15 %
+#: of dividend steps listed a correction that never was; found in review)
+REBASE_BARS, REBASE_TOL = 5, 1e-6
 
 
 def _rebased(root: Path, frozen_days: list[dt.date], ticker: str, bars: pd.DataFrame) -> tuple[float, str, list[str]]:
@@ -264,19 +266,21 @@ def _rebased(root: Path, frozen_days: list[dt.date], ticker: str, bars: pd.DataF
         return 1.0, "", []
     groups: list[list[tuple[str, float]]] = []  # the bars by the ratio they share (a frozen price: 10 digits)
     for d, x in seen:
-        g = next((g for g in groups if abs(x / g[0][1] - 1.0) < 1e-7), None)
+        g = next(
+            (g for g in groups if abs(x / g[0][1] - 1.0) < REBASE_TOL), None
+        )  # float32's digits (1e-7: false corrections)
         groups.append([(d, x)]) if g is None else g.append((d, x))
     most = max(len(g) for g in groups)
     top = [g for g in groups if len(g) == most]
     if len(top) > 1:  # a tie: no change, where one side is none
-        top = [g for g in top if abs(g[0][1] - 1.0) < 1e-7]
+        top = [g for g in top if abs(g[0][1] - 1.0) < REBASE_TOL]
         if not top:
             raise ForwardError(
                 f"{ticker}: the source's history differs from the frozen bars by no one ratio (not a split or a "
                 f"dividend: {', '.join(f'{d} x{x:.6f}' for d, x in seen)}); nothing decided: check the source"
             )
     ratio, kept = top[0][0][1], {d for d, _ in top[0]}
-    return (1.0 if abs(ratio - 1.0) < 1e-7 else ratio), top[0][-1][0], [d for d, _ in seen if d not in kept]
+    return (1.0 if abs(ratio - 1.0) < REBASE_TOL else ratio), top[0][-1][0], [d for d, _ in seen if d not in kept]
 
 
 def _masks(cfg: RunConfig) -> bool:

@@ -272,14 +272,12 @@ def inputs_state(
         if folder is not None and folder.is_dir()
         else []
     )
-    # the calls' audio too, which the team transcribes (TICKER-....ogg: a re-recorded call was not said)
+    # every other file of the corpus too: the calls' audio the team transcribes, wherever the corpus keeps
+    # it (a re-recorded call was not said; then only audio/ was read, and a name filter read
+    # "BRK-B-2022Q1.ogg" as BRK's: found in review)
     audio = (
-        sorted(
-            p
-            for p in (folder / "audio").rglob("*")
-            if p.is_file() and (every_item or p.name.split("-")[0].upper() in names)
-        )
-        if folder is not None and (folder / "audio").is_dir()
+        sorted(p for p in folder.rglob("*") if p.is_file() and ".jsonl" not in p.name)
+        if folder is not None and folder.is_dir()
         else []
     )
     events = corpus_hash(files) if not audio else corpus_hash([*files, *audio], folder)

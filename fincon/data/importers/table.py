@@ -274,7 +274,8 @@ def items_of(rows: Rows, wanted: set[str], options: ImportOptions) -> tuple[list
 
 
 def final_ids(events: list[Event]) -> list[Event]:
-    """``TICKER-SOURCE-YYYYMMDD-N``, N in file order within ticker, source and day."""
+    """``TICKER-SOURCE-YYYYMMDD-N``, N in the order of ``events`` within ticker, source and day (dedupe's:
+    publication order, file order among equals)."""
     seen: dict[str, int] = {}
     out = []
     for e in events:

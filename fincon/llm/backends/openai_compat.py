@@ -196,10 +196,11 @@ class OpenAICompatBackend:
                 at_most = self.max_retries + 1 if limit is None else min(self.max_retries, limit) + 1
                 if kinds[exc.kind] >= at_most or attempt == self.max_retries:
                     break  # the last: the error's line says it
-                log.warning(
-                    "LLM call to %s failed (attempt %d of at most %d; retrying): %s",
+                log.warning(  # attempts of this kind: mixed kinds had the overall count beside a kind's ceiling
+                    "LLM call to %s failed (%s %d of at most %d; retrying): %s",
                     self.base_url,
-                    attempt + 1,
+                    exc.kind,
+                    kinds[exc.kind],
                     at_most,
                     exc,
                 )
