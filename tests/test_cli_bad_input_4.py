@@ -26,6 +26,7 @@ EXP = ["experiment", "--ticker", "TSLA", "--brain", "rules", "--no-progress", "-
        "--train-start", "2022-04-01", "--train-end", "2022-04-08", "--test-start", "2022-05-02",
        "--test-end", "2022-05-10"]  # fmt: skip
 NUMERIC = ["eval", "numeric", "--brain", "rules", "--limit", "3"]
+TEAM = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules"]
 SERVER = ["--llm-backend", "openai", "--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", "m",
           "--llm-knowledge-cutoff", "2020-01-01"]  # fmt: skip
 ASK = ["llm", "ask", "hi", "--llm-backend", "openai", "--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", "m",
@@ -96,21 +97,7 @@ FORWARD_INIT = ["forward", "init", "{run}", "--ticker", "TSLA", "--simulate-from
 CASES: dict[str, tuple[list[str], str]] = {
     # found in review: checked on the team's first day, a typo wrote a partial run and exited 3
     "a debate source that is none": (
-        [
-            "backtest",
-            "--ticker",
-            "TSLA",
-            "--strategy",
-            "fincon,sma-cross",
-            "--brain",
-            "rules",
-            "--protocol",
-            "debate",
-            "--param",
-            "fincon.debate_sources=[foo]",
-            "--out",
-            "{run}",
-        ],  # fmt: skip
+        [*TEAM, "--protocol", "debate", "--param", "fincon.debate_sources=[foo]", "--out", "{run}"],
         "unknown source 'foo'; a debate reads news, 10-K, 10-Q, analyst_note, earnings_call",
     ),
     # found in review: a journal's folder that is a file, or under one, was a NotADirectoryError traceback
@@ -127,41 +114,14 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["backtest", "--ticker", "SUB/../../ESC", "--strategy", "buy-and-hold"],
         "ticker 'SUB/../../ESC' is not a symbol (letters, digits and . - ^ = _ only)",
     ),
-    "team candidates with a space": (
-        ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", "--candidates", "TSLA,A B"],
-        "ticker 'A B' is not a symbol",
-    ),
-    # found in review: --samples with a protocol that samples nothing ran byte-identical to a run without it
+    "team candidates with a space": ([*TEAM, "--candidates", "TSLA,A B"], "ticker 'A B' is not a symbol"),
+    # found in review: samples beside a protocol that samples nothing ran byte-identical to a run without it
     "backtest --samples beside the fincon protocol": (
-        [
-            "backtest",
-            "--ticker",
-            "TSLA",
-            "--strategy",
-            "fincon",
-            "--brain",
-            "rules",
-            "--samples",
-            "5",
-            "--out",
-            "{run}",
-        ],
+        [*TEAM, "--samples", "5", "--out", "{run}"],
         "samples is scm's (its Strategist's proposals a day); protocol fincon samples none",
     ),
     "--param fincon.samples beside the fincon protocol": (
-        [
-            "backtest",
-            "--ticker",
-            "TSLA",
-            "--strategy",
-            "fincon",
-            "--brain",
-            "rules",
-            "--param",
-            "fincon.samples=5",
-            "--out",
-            "{run}",
-        ],  # fmt: skip
+        [*TEAM, "--param", "fincon.samples=5", "--out", "{run}"],
         "samples is scm's (its Strategist's proposals a day); protocol fincon samples none",
     ),
     "--samples beside no team": (
@@ -173,17 +133,14 @@ CASES: dict[str, tuple[list[str], str]] = {
             "forward",
             "init",
             "{run}",
-            "--strategy",
-            "fincon",
-            "--brain",
-            "rules",
+            *TEAM[3:],
             "--protocol",
             "debate",
             "--samples",
             "5",
             "--simulate-from",
             "2022-10-05",
-        ],  # fmt: skip
+        ],
         "protocol debate samples none",
     ),
     # 9. data loss: a file fincon did not write is never replaced or altered
