@@ -116,3 +116,31 @@ def test_a_rolling_evaluation_on_other_inputs_is_refused(tmp_path):
     moved = Study(out, "rolling.json", {"config": {"a": 1}, "inputs": {**old["inputs"], "prices": "p2"}}, "x")
     with pytest.raises(FinconError, match=r"rolling evaluation whose finished units ran on other inputs \(the price"):
         _claim(moved)
+
+
+def test_inputs_that_change_while_a_study_runs_leave_it_failed_not_complete(tmp_path, monkeypatch):
+    """Found in review: a dataset replaced (--same-day, look-ahead) while an experiment ran gave a table of
+    units from two corpora marked complete; only a rerun noticed. The fingerprint is read again before
+    ``complete``: changed, the study is failed with what changed."""
+    import json
+
+    from fincon.errors import FinconError
+    from fincon.workflow.study import Study
+
+    seen = {"prices": "p1", "events": "e1", "code": "c1"}
+    study = Study(tmp_path / "x", "experiment.json", {"config": {}, "inputs": dict(seen)}, "experiment",
+                  inputs_now=lambda: dict(seen))  # fmt: skip
+
+    def body():
+        (tmp_path / "x" / "unit").mkdir()
+        seen["events"] = "e2"  # the dataset replaced while the units ran
+
+    with pytest.raises(FinconError, match="the event corpus changed while the experiment ran"):
+        study.run(body)
+    state = json.loads((tmp_path / "x" / "experiment.json").read_text())
+    assert state["status"] == "failed" and "not marked complete" in state["error"]
+    seen["events"] = "e1"
+    again = Study(tmp_path / "y", "experiment.json", {"config": {}, "inputs": dict(seen)}, "experiment",
+                  inputs_now=lambda: dict(seen))  # fmt: skip
+    again.run(lambda: None)
+    assert json.loads((tmp_path / "y" / "experiment.json").read_text())["status"] == "complete"

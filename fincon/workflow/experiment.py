@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -144,23 +145,19 @@ def run_experiment(
     team's model may remember are said once (refused with ``require_after_cutoff``)."""
 
     out = check_out_path(out) if out is not None else default_out(exp)
+    span = (exp.train.start, exp.test.end)
+    fingerprint = partial(
+        inputs_state, inputs_for(exp), exp.tickers, span, exp.team.events, every_item=exp.llm.anonymize
+    )
     study = Study(
         out,
         "experiment.json",
-        {
-            "config": exp.model_dump(mode="json"),
-            "inputs": inputs_state(
-                inputs_for(exp),
-                exp.tickers,
-                (exp.train.start, exp.test.end),
-                exp.team.events,
-                every_item=exp.llm.anonymize,
-            ),
-        },
+        {"config": exp.model_dump(mode="json"), "inputs": fingerprint()},
         "experiment",
         finished=_finished_units,
         layout=EXPERIMENT_LAYOUT,
         disposable=_nothing_kept,
+        inputs_now=fingerprint,
     )
 
     def checks() -> None:  # every check before the first file: both windows' data, the corpus, the baselines

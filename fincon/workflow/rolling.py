@@ -31,6 +31,7 @@ import datetime as dt
 import json
 import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -250,23 +251,18 @@ def run_rolling(
             ) from None
     _check_windows_knowledge(cells, require_after_cutoff)
     warn_one_episode(exp)
+    span = (exp.rolling.start, exp.rolling.end)
+    # every firm of the pool: the universe rules pick among them (the bars as loaded: a recheck reads the corpus
+    # and the code again)
+    fingerprint = partial(inputs_state, inputs_for(exp), (), span, exp.team.events, bars, every_item=True)
     study = Study(
         out,
         "rolling.json",
-        {
-            "config": exp.model_dump(mode="json"),
-            "inputs": inputs_state(
-                inputs_for(exp),
-                (),
-                (exp.rolling.start, exp.rolling.end),
-                exp.team.events,
-                bars,
-                every_item=True,  # the universe rules pick among every firm of the pool
-            ),
-        },
+        {"config": exp.model_dump(mode="json"), "inputs": fingerprint()},
         "rolling evaluation",
         claimed=_claim,
         cannot_create="--out {out}: cannot create it ({why}); choose another --out",
+        inputs_now=fingerprint,
     )
     return study.run(lambda: _run(exp, out, cells, pool, progress, executor))
 

@@ -43,7 +43,7 @@ from fincon.data.prices import validate_bars
 from fincon.engine.artifacts import code_sha256, corpus_hash, sha256_bytes
 from fincon.errors import Busy, FinconError
 from fincon.files import name_before, write_atomic
-from fincon.workflow.status import RESUMABLE, an, claim, differences, marking, read_state, versioned
+from fincon.workflow.status import INPUTS, RESUMABLE, an, claim, differences, marking, read_state, versioned
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +79,8 @@ class Study:
     disposable: Callable[[Path], bool] | None = None
     #: the one line when the directory cannot be created ({kind}, {out}, {why})
     cannot_create: str = "cannot create the {kind} directory {out}: {why}"
+    #: the inputs' fingerprint read again (state["inputs"]'s): checked before ``complete`` is written
+    inputs_now: Callable[[], dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         self.state = versioned(self.state)  # the marker says which rules wrote it (status.SCHEMA_VERSION)
@@ -122,10 +124,24 @@ class Study:
                 "there while this one checked its inputs; pick another --out (nothing was changed)"
             )
 
+    def _inputs_held(self) -> None:
+        """The inputs are still the ones the study began on: a dataset replaced or code changed while it ran
+        gave units of two corpora (one with look-ahead) in one table marked complete (found in review)."""
+        if self.inputs_now is None:
+            return
+        was, now = self.state.get("inputs") or {}, self.inputs_now()
+        diff = [INPUTS.get(f"inputs.{k}", k) for k in sorted(now) if now[k] != was.get(k)]
+        if diff:
+            raise FinconError(
+                f"{self.out}: {', '.join(diff)} changed while the {self.kind} ran, so its units read different "
+                "inputs: not marked complete; rerun it into another --out"
+            )
+
     def _marked(self, body: Callable[[], T], made: list[Path]) -> T:
         try:
             with marking(self.marker, self.state):
                 result = body()
+                self._inputs_held()
                 write_atomic(
                     self.marker, json.dumps({**self.state, "status": "complete"}, indent=1, sort_keys=True) + "\n"
                 )

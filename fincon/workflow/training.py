@@ -36,6 +36,7 @@ import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Collection
 
@@ -266,10 +267,11 @@ def train(
     knowledge = {"training": training_knowledge(cfg, opts)}
     check_knowledge(knowledge, require=require_after_cutoff, warn=False)  # refused before anything else
     out = check_out_path(out) if out is not None else default_train_out(cfg, opts)
-    inputs = inputs_state(workflow.inputs_for(cfg), cfg.tickers, (cfg.start, cfg.end), team.params.events,
-                          every_item=cfg.llm.anonymize)  # fmt: skip
-    state = {"config": cfg.model_dump(mode="json"), "options": opts.state(), "inputs": inputs}
-    study = Study(out, "train.json", state, "training", _finished_episodes, TRAINING_LAYOUT, disposable=_nothing_kept)
+    inputs = partial(inputs_state, workflow.inputs_for(cfg), cfg.tickers, (cfg.start, cfg.end), team.params.events,
+                     every_item=cfg.llm.anonymize)  # fmt: skip
+    state = {"config": cfg.model_dump(mode="json"), "options": opts.state(), "inputs": inputs()}
+    study = Study(out, "train.json", state, "training", _finished_episodes, TRAINING_LAYOUT, disposable=_nothing_kept,
+                  inputs_now=inputs)  # fmt: skip
 
     def checks() -> None:  # every check before the first file: the data, the corpus, the beliefs, the server
         workflow.preflight(cfg)
