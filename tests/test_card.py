@@ -984,3 +984,25 @@ def test_the_card_reads_what_every_graded_run_says_of_its_lookahead_and_its_paid
     assert frictions(ev)[0] == FAIL
     (ko / "metrics.json").write_text(json.dumps({"costs": {"slippage_paid": 500.0}}))  # 5 bp paid
     assert costs(Evidence(tmp_path, ko, None, None, {}, {}, {"broker": zero_range}, []))[0] == PASS
+
+
+def test_a_rolling_evaluation_that_did_not_finish_is_no_card(tmp_path):
+    """Found in review: `report --card` on a running rolling evaluation graded its leftovers as a verdict
+    (3 pass, 6 fail; finished: 4 pass, 9 fail), where an unfinished experiment is refused."""
+    import json
+
+    from fincon.errors import DataError
+    from fincon.report.evidence import evidence
+
+    (tmp_path / "rolling.json").write_text(json.dumps({"config": {}, "status": "running"}))
+    with pytest.raises(DataError, match="is a rolling evaluation that did not finish \\(status running"):
+        evidence(tmp_path)
+
+
+def test_a_rolling_evaluation_takes_an_empty_out(tmp_path):
+    """Found in review: an empty --out was "not a fincon rolling evaluation", where an experiment takes one."""
+    from fincon.workflow.rolling import _claim
+    from fincon.workflow.study import Study
+
+    (tmp_path / "E").mkdir()
+    assert _claim(Study(tmp_path / "E", "rolling.json", {"config": {}, "inputs": {}}, "rolling evaluation")) is False

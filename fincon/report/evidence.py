@@ -247,6 +247,8 @@ def evidence(root: Path, sealed: dict[str, Any] | None = None, ledger: Path | No
                 f"or a rolling evaluation): {hint}"
             )
     rolling = _json(root / "rolling.json")
+    if isinstance(rolling, dict) and (why := failure(rolling)):  # leftovers graded as a verdict (review)
+        raise DataError(f"{root} is a rolling evaluation that did not finish ({why}); rerun its command to finish it")
     results = _json(root / "results.json") or {}
     run = _strategy_run(root) if rolling is None else None
     if rolling is None and run is None:

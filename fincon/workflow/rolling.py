@@ -269,7 +269,7 @@ def run_rolling(
 
 def _claim(study: Study) -> bool:
     """The same config resumes; a directory that is not this rolling evaluation is refused."""
-    if not study.out.exists():
+    if not study.out.exists() or (study.out.is_dir() and not any(study.out.iterdir())):  # an empty folder: new
         return False
     if not study.marker.is_file():
         raise FinconError(f"{study.out} exists and is not a fincon rolling evaluation; pick another --out")
