@@ -176,7 +176,11 @@ def test_a_plan_edited_out_of_shape_is_one_line(tmp_path):
     from fincon.errors import ConfigError
     from fincon.workflow.forward_plan import Plan
 
-    for text in ("config: {}\nsimulated: true\n", "config: {}\nfirst: someday\nsimulated: true\n"):
+    for text in ("config: {}\nsimulated: true\n", "config: {}\nfirst: someday\nsimulated: true\n", "- a list\n"):
         (tmp_path / "plan.yaml").write_text(text)
         with pytest.raises(ConfigError, match="not a plan fincon wrote"):
             Plan.load(tmp_path)
+    # not YAML at all: said so, not "no forward journal here; start one with init" (init refuses the folder)
+    (tmp_path / "plan.yaml").write_text("config: [unclosed\n")
+    with pytest.raises(ConfigError, match="plan.yaml: not YAML fincon wrote"):
+        Plan.load(tmp_path)

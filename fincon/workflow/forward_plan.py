@@ -57,10 +57,16 @@ class Plan:
     def load(cls, root: Path) -> "Plan":
         try:
             data = yaml.safe_load((root / PLAN_FILE).read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError):
+        except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
+            if (root / PLAN_FILE).is_file() and not isinstance(exc, OSError):  # init would refuse the folder
+                raise ConfigError(
+                    f"{root / PLAN_FILE}: not YAML fincon wrote (edited?); the journal does not verify"
+                ) from None
             raise ConfigError(
                 f"{root}: no forward journal here (no readable {PLAN_FILE}); start one with fincon forward init DIR"
             ) from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{root / PLAN_FILE}: not a plan fincon wrote (edited?); the journal does not verify")
         try:
             cfg = load_config(None, _flatten(_sealed_layout(data["config"])))
             return cls(cfg, dt.date.fromisoformat(data["first"]), bool(data["simulated"]), data.get("broker", "paper"))
