@@ -52,7 +52,15 @@ from fincon.config import RunConfig
 from fincon.engine.resume import Resume, StateError
 from fincon.errors import CloseOnly, ConfigError, FinconError
 from fincon.files import json_text, write_atomic
-from fincon.workflow import forward_anchor, forward_calls, forward_clock, forward_code, forward_ledger, forward_plan
+from fincon.workflow import (
+    forward_anchor,
+    forward_calls,
+    forward_clock,
+    forward_code,
+    forward_ledger,
+    forward_media,
+    forward_plan,
+)
 from fincon.workflow.alpaca import AlpacaPaper, BrokerError, check_available, expected_after
 from fincon.workflow.forward_clock import (
     EXCHANGE,
@@ -159,7 +167,9 @@ def init(
     check_knowledge(checked.knowledge)  # a window the model may remember: said as a backtest says it
     cfg = forward_plan.cache_from_anywhere(cfg)
     ledger = forward_ledger.resolve(ledger)  # a ledger that is no fincon ledger: said before the journal exists
-    plan = Plan(cfg.model_copy(update={"start": first, "end": first}), first, simulate_from is not None, broker)
+    beliefs = forward_media.sealed_beliefs(cfg)  # sealed with the plan: a file rewritten later trades nothing
+    plan = Plan(cfg.model_copy(update={"start": first, "end": first}), first, simulate_from is not None, broker,
+                beliefs)  # fmt: skip
     hashed = models(plan.config)  # a local model's weights hashed in full: before anything is written
     fresh = not root.exists()
     root.mkdir(parents=True, exist_ok=True)

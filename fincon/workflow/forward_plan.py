@@ -10,7 +10,7 @@ import io
 import json
 import shutil
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -30,6 +30,7 @@ from fincon.flag import absolute
 from fincon.llm.bundled import BUNDLED, file_sha256
 from fincon.llm.masking_terms import TERMS, mined_terms
 from fincon.strategies.registry import make_strategy, params_model
+from fincon.workflow import forward_media
 from fincon.workflow.forward_clock import EXCHANGE, sessions
 from fincon.workflow.journal import INPUTS, PLAN_FILE, STATE, ForwardError, Journal, StaleSource, tree_hash
 from fincon.workflow.model_checks import knowledge
@@ -45,12 +46,16 @@ class Plan:
     simulated: bool
     #: where decisions are also placed: "paper" (the built-in paper broker alone) or "alpaca" (fincon.workflow.alpaca)
     broker: str = "paper"
+    #: each strategy's learned beliefs as text (fincon.workflow.forward_media): sealed with the plan
+    beliefs: dict[str, str] = field(default_factory=dict)
 
     def to_yaml(self) -> str:
         tree = yaml.safe_load(self.config.to_yaml())
         data = {"config": tree, "first": str(self.first), "simulated": self.simulated}
         if self.broker != "paper":  # the key a journal on the paper broker never had
             data["broker"] = self.broker
+        if self.beliefs:  # the key a journal without beliefs never had
+            data["beliefs"] = dict(self.beliefs)
         return yaml.safe_dump(data, sort_keys=True)
 
     @classmethod
@@ -69,7 +74,11 @@ class Plan:
             raise ConfigError(f"{root / PLAN_FILE}: not a plan fincon wrote (edited?); the journal does not verify")
         try:
             cfg = load_config(None, _flatten(_sealed_layout(data["config"])))
-            return cls(cfg, dt.date.fromisoformat(data["first"]), bool(data["simulated"]), data.get("broker", "paper"))
+            beliefs = data.get("beliefs") or {}
+            if not all(isinstance(v, str) for v in beliefs.values()):
+                raise TypeError("beliefs: not text")
+            first = dt.date.fromisoformat(data["first"])
+            return cls(cfg, first, bool(data["simulated"]), data.get("broker", "paper"), dict(beliefs))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a plan edited by hand: a traceback
             raise ConfigError(
                 f"{root / PLAN_FILE}: not a plan fincon wrote ({type(exc).__name__}: {exc}); it was edited after "
@@ -229,7 +238,8 @@ def freeze(root: Path, plan: Plan, day: dt.date) -> dict[str, Any]:
         for t in cfg.tickers:
             items = [e for e in store.all_events() if e.ticker == t and e.published_at < cut
                      and (lo is None or e.published_at >= lo)]  # fmt: skip
-            write_jsonl_gz(staging / "events" / f"{t}.jsonl.gz", items)
+            write_jsonl_gz(staging / "events" / f"{t}.jsonl.gz", forward_media.freeze_audio(staging / "events", items))
+        forward_media.freeze_transcripts(staging, cfg)
         if since is None and _masks(cfg):
             # the mask's names and terms are mined from every firm of the source before the first session
             # (a firm's words tell from the others'): frozen now, as a backtest of the window mines them
@@ -366,6 +376,8 @@ def _frozen_config(root: Path, plan: Plan, day: dt.date, keep_state: bool = Fals
         for name in cfg.strategies:  # every strategy that reads a corpus reads the frozen one
             if "events" in params_model(name).model_fields:
                 cfg = cfg.with_params(name, {**cfg.params(name), "events": str(joined / "events")})
+    cfg = forward_media.join([root / INPUTS / str(d) for d in _frozen_days(root) if d <= day], joined, cfg,
+                             plan.beliefs)  # fmt: skip
     if keep_state:  # every strategy that can keep a trained model keeps it in DIR/state/NAME
         for name in cfg.strategies:
             if "model_cache" in params_model(name).model_fields and cfg.params(name).get("model_cache") is None:

@@ -296,6 +296,12 @@ class Transcriber:
         tag = hashlib.sha256(opts.encode()).hexdigest()[:12]
         return self.cache_dir / "transcripts" / f"{digest}-{tag}.json"
 
+    def cache_file(self, path: str | Path) -> Path:
+        """The cache entry of ``path``'s transcript, transcribed first where there is none: what a forward
+        journal keeps beside the audio, so that its replay reads the words its step read."""
+        tr = self.transcribe(path)
+        return self._key(tr.audio_sha256, tr.backend)
+
     def transcribe(self, path: str | Path) -> Transcript:
         path = Path(path)
         check_audio_file(path)
