@@ -423,6 +423,11 @@ def test_percentages_written_every_way_are_bucketed_once():
         "filed 30.09.2020 and 9/30/2020": "filed this month and this month",
         "FY21 Q1 beat; Q4 FY20, 3Q20 and 1H21": "FY [year] Q1 beat; Q4 FY [year], Q3 [year] and H1 [year]",
         "115M units, 7.57B, 1,000bps, 2.5x; 0.5x and 5x": "[n]M units, [n]B, [n]bps, [n]x; 0.5x and 5x",
+        # a later review: a day written with hyphens or year first stood whole, as did a quarter's year
+        # after a hyphen and the second year of a span
+        "on 30-Sep-2020, 09-30-2020 and 2020.09.30": "on this month, this month and this month",
+        "filed 2020/10/07; guided Q1-2021 and 2021-Q2": "filed this week; guided Q1 [year] and [year] Q2",
+        "the 2020-2021 season, 2020-21 and 2019/20": "the [year]-[year] season, [year]-[year] and [year]/[year]",
     }
     for text, masked in found.items():
         assert m.text(text, "2020-10-10") == masked

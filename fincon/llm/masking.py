@@ -345,13 +345,17 @@ class Masker:
         years = "19" in s or "20" in s  # every pattern with a four-digit year
         if years:
             s = rules.ISO.sub(lambda m: offset(int(m.group(1)), int(m.group(2)), int(m.group(3))), s)
+            s = rules.YMD.sub(lambda m: rules.year_first(m, offset), s)
             s = rules.NUMERIC_DATE.sub(lambda m: rules.numeric_date(m, offset), s)
             s = rules.COMPACT.sub(self._date_token, s)
             s = rules.MDY.sub(
                 lambda m: offset(int(m.group(3)), rules.MONTHS[m.group(1).lower().rstrip(".")], int(m.group(2))), s
             )
             s = rules.DMY.sub(
-                lambda m: offset(int(m.group(3)), rules.MONTHS[m.group(2).lower().rstrip(".")], int(m.group(1))), s
+                lambda m: offset(
+                    int(m.group(4)), rules.MONTHS[(m.group(2) or m.group(3)).lower().rstrip(".")], int(m.group(1))
+                ),
+                s,
             )
         if month_day is None:
             s = rules.MY.sub("[month]", s) if years else s
@@ -364,6 +368,7 @@ class Masker:
             s = rules.SHORT_YEAR.sub("[year]", s)
         if not years:
             return s
+        s = rules.YEAR_RANGE.sub(lambda m: f"[year]{m.group(2)}[year]", s)
         return rules.YEAR.sub(lambda m: "[year]" + (f" {m.group(2)}" if m.group(2) else ""), s)
 
     def _date_token(self, m: re.Match) -> str:

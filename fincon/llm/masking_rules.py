@@ -47,15 +47,24 @@ SP = r"[^\S\n]"
 _TIME = r"(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)?"
 ISO = re.compile(r"(?=[12])(?<![\d-])((?:19|20)\d{2})-(\d{2})-(\d{2})" + _TIME + r"(?![\d])")
 MDY = re.compile(rf"{_OPENS}\b({_MONTH}){SP}+(\d{{1,2}})(?:st|nd|rd|th)?(?:,{SP}*|{SP}+)((?:19|20)\d{{2}})\b", re.I)
-DMY = re.compile(rf"(?=\d)\b(\d{{1,2}})(?:st|nd|rd|th)?{SP}+({_MONTH})(?:,{SP}*|{SP}+)((?:19|20)\d{{2}})\b", re.I)
+#: a day, month and year: "27 Oct 2020", "27th October, 2020", "27-Oct-2020" (a hyphenated one read as
+#: none, found in review: the day stood whole in a masked prompt)
+DMY = re.compile(
+    rf"(?=\d)\b(\d{{1,2}})(?:(?:st|nd|rd|th)?{SP}+({_MONTH})(?:,{SP}*|{SP}+)|-({_MONTH})-)((?:19|20)\d{{2}})\b", re.I
+)
 MY = re.compile(rf"{_OPENS}\b({_MONTH}){SP}+((?:19|20)\d{{2}})\b", re.I)
 MY_MD = re.compile(rf"{_OPENS}\b({_MONTH}){SP}+(?:((?:19|20)\d{{2}})\b|(\d{{1,2}})(?:st|nd|rd|th)?\b(?!:\d))", re.I)
 SHORT_YEAR = re.compile(r"(?=')(?<![\w'])'(\d{2})(?![\w'])")
 #: a date written as YYYYMMDD (inside an item's id): an opaque token per run, mapped back in answers
 COMPACT = re.compile(r"(?=[12])(?<!\d)((?:19|20)\d{2})(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])(?!\d)")
 TOKEN_BACK = re.compile(r"\bD[0-9a-f]{6}\b")
-YEAR = re.compile(rf"(?=[Ff'12])(?<![\w$.-])(?:FY|fiscal{SP}+)?'?((?:19|20)\d{{2}})(?:{SP}?([QH][1-4]))?(?![\w-])")
-QUARTER_YEAR = re.compile(rf"(?=[QH])\b([QH][1-4]){SP}?((?:19|20)\d{{2}})\b")
+YEAR = re.compile(
+    rf"(?=[Ff'12])(?<![\w$.-])(?:FY|fiscal{SP}+)?'?((?:19|20)\d{{2}})(?:(?:{SP}?|-)([QH][1-4]))?(?![\w-])"
+)
+#: a span of years, "2020-2021", "2020-21", "2020/21" (the second year stood whole: found in review)
+YEAR_RANGE = re.compile(r"(?=[12])(?<![\w$.-])((?:19|20)\d{2})([-–/])((?:19|20)\d{2}|\d{2})(?![\w-])")
+#: a quarter or half and its year: "Q1 2021", "Q12021", "Q1-2021" (the hyphen's kept whole, found in review)
+QUARTER_YEAR = re.compile(rf"(?=[QH])\b([QH][1-4])(?:{SP}?|-)((?:19|20)\d{{2}})\b")
 DOLLARS = re.compile(
     r"(?=[U$])(?:US)?\$\s?(\d[\d,]*(?:\.\d+)?)\s*(trillion|billion|million|thousand|tn|bn|mn|[kKmMbBtT])?(?![\w])"
 )
@@ -69,8 +78,10 @@ PRICE_WORDS = re.compile(
 PERCENT = re.compile(rf"(?<![\w.])(?<!\d[-–])([+-]?)(\d[\d,]*(?:\.\d+)?)({SP}?)(%|percent\b)")
 #: a number glued to its unit ("115M", "7.57B", "1,000bps", "2.5x"): the number rule reads none of them
 UNIT_NUMBER = re.compile(r"(?<![\w.\-\[$])(\d[\d,]*(?:\.\d+)?)(K|M|B|bn|mn|bps|x)(?![\w])")
-#: a date in digits ("30.09.2020", "9/30/2020"): a slash reads month first, a dot day first
-NUMERIC_DATE = re.compile(r"(?<![\w./])(\d{1,2})([./])(\d{1,2})\2((?:19|20)\d{2})(?![\w/]|\.\d)")
+#: a date in digits ("30.09.2020", "9/30/2020", "10-27-2020"): a slash or a hyphen reads month first, a dot
+#: day first (a hyphenated one, and one written year first, "2020.10.27", were read as none: found in review)
+NUMERIC_DATE = re.compile(r"(?<![\w./-])(\d{1,2})([./-])(\d{1,2})\2((?:19|20)\d{2})(?![\w/-]|\.\d)")
+YMD = re.compile(r"(?=[12])(?<![\w./-])((?:19|20)\d{2})([./])(\d{1,2})\2(\d{1,2})(?![\w/-]|\.\d)")
 #: a fiscal period with a two-digit year ("FY21", "3Q20", "1H21", "Q4'20"): its year, as "FY2021"'s
 FISCAL_SHORT = re.compile(r"(?<![\w'])(?:(FY)'?|([1-4])Q'?|([12])H'?|(Q[1-4]|H[12])'?)(\d{2})(?![\w'])")
 _NUM = r"\d[\d,]*(?:\.\d+)?"
@@ -397,7 +408,7 @@ def numeric_date(m: re.Match, offset: Callable[[int, int, int], str]) -> str:
     """A date in digits as the date rules read one: month first with a slash, day first with a dot
     (either way round when the first could be no month)."""
     a, b, year = int(m.group(1)), int(m.group(3)), int(m.group(4))
-    first, second = (a, b) if m.group(2) == "/" else (b, a)  # the month's place, the day's
+    first, second = (a, b) if m.group(2) in "/-" else (b, a)  # the month's place, the day's
     month, day = (first, second) if first <= 12 else (second, first)
     try:
         return offset(year, month, day)
@@ -409,3 +420,11 @@ def fiscal(m: re.Match) -> str:
     """A fiscal period with a two-digit year: its period kept, its year "[year]" ("3Q20": "Q3 [year]")."""
     fy, q, h, named = m.group(1), m.group(2), m.group(3), m.group(4)
     return "FY [year]" if fy else f"{named or ('Q' + q if q else 'H' + h)} [year]"
+
+
+def year_first(m: re.Match, offset: Callable[[int, int, int], str]) -> str:
+    """A date in digits written year first ("2020.10.27", "2020/10/27"): year, month, day."""
+    try:
+        return offset(int(m.group(1)), int(m.group(3)), int(m.group(4)))
+    except ValueError:
+        return "[date]"
