@@ -386,7 +386,7 @@ def test_a_date_past_the_exchange_calendar_is_one_line_and_changes_nothing(tmp_p
     assert (tmp_path / "fw" / "journal.jsonl").read_bytes() == before
 
 
-def test_an_anchored_journal_commits_every_sealed_step(tmp_path, monkeypatch):
+def test_an_anchored_journal_commits_every_sealed_step(tmp_path, monkeypatch, capsys):
     """Issue 44 item 4: --anchor git makes every sealed step a commit (push it to a public remote for an
     outside timestamp); the working files a step rebuilds are not committed."""
     import subprocess
@@ -406,6 +406,32 @@ def test_an_anchored_journal_commits_every_sealed_step(tmp_path, monkeypatch):
     assert main(["forward", "step", "fw", "--until", "2022-10-10", "--no-progress"]) == 0
     tracked = subprocess.run(["git", "-C", "fw", "ls-files"], capture_output=True, text=True).stdout.split()
     assert "report.html" not in tracked and "journal.jsonl" in tracked
+    # found in review: a session sealed missed was committed by no step (verify failed until a later step
+    # decided one); it is committed by the step that seals it
+    from fincon.workflow import forward, journal
+
+    def late(root, plan, journal_, day, *a, **k):
+        raise journal.Late(f"decided after {day} opened", "2022-10-11T13:40:00+00:00")
+
+    decide = forward._decide
+    monkeypatch.setattr(forward, "_decide", late)
+    assert main(["forward", "step", "fw", "--until", "2022-10-11", "--no-progress"]) == 0
+    log = subprocess.run(["git", "-C", "fw", "log", "--format=%s"], capture_output=True, text=True).stdout
+    assert log.split("\n")[0] == "seal missed sessions"
+    monkeypatch.setattr(forward, "_decide", decide)
+    assert main(["forward", "verify", "fw"]) == 0
+    # found in review: a journal cut back to an earlier entry (a backup restored) was stepped, its session
+    # decided again and committed over the one the anchor held; the step refuses it as verify does
+    path = tmp_path / "fw" / "journal.jsonl"
+    cut = path.read_text().splitlines(keepends=True)[:-2]
+    path.write_text("".join(cut))
+    shutil.rmtree(tmp_path / "fw" / "inputs" / "2022-10-10")
+    capsys.readouterr()
+    assert main(["forward", "step", "fw", "--until", "2022-10-11", "--no-progress"]) == 1
+    assert "differs from the journal's last commit: edited after it was committed; no step is taken" in (
+        capsys.readouterr().err
+    )
+    assert path.read_text() == "".join(cut) and not (tmp_path / "fw" / "inputs" / "2022-10-10").exists()
 
 
 def test_an_anchor_git_cannot_make_is_said_and_a_journal_never_goes_on_unanchored(tmp_path, monkeypatch, capsys):
@@ -650,7 +676,7 @@ def test_a_live_clock_decides_the_next_session_seals_missed_ones_and_never_goes_
     sealed = forward.step(root, clock=lambda: dt.datetime(2022, 10, 12, 21, 30, tzinfo=utc))
     assert [(e["kind"], e.get("session") or e["decided"]) for e in sealed] == [
         ("missed", "2022-10-10"), ("missed", "2022-10-11"), ("session", "2022-10-12")]  # fmt: skip
-    with pytest.raises(forward.ForwardError, match="the clock reads 2022-10-11, before the journal's last session"):
+    with pytest.raises(forward.ForwardError, match="the clock reads 2022-10-11 21:30 UTC, before the journal's last"):
         forward.step(root, clock=lambda: dt.datetime(2022, 10, 11, 21, 30, tzinfo=utc))
     capsys.readouterr()
     # before the 13th opens, the session it would trade is the 13th: decided already at the 12th's close
@@ -753,6 +779,12 @@ def test_a_live_decision_ready_after_the_open_is_sealed_missed_and_verify_refuse
     # the late decision's inputs, frozen and sealed by no entry, are gone: the next step freezes its bars
     # again, under an entry (found in review: left, they were read unsealed by every later replay and score)
     assert not (root / "inputs" / "2022-10-07").exists()
+    # found in review: a clock set back (a machine's snapshot restored) then decided the session sealed
+    # missed, sealed a line verify refused for ever and exited 0; it decides nothing now
+    before = (root / "journal.jsonl").read_bytes()
+    with pytest.raises(forward.ForwardError, match=r"last entry \(sealed 2022-10-10 13:40 UTC\): a clock that went"):
+        forward.step(root, clock=lambda: dt.datetime(2022, 10, 7, 21, 45, tzinfo=utc))
+    assert (root / "journal.jsonl").read_bytes() == before
     sealed = forward.step(root, clock=lambda: dt.datetime(2022, 10, 10, 21, 0, tzinfo=utc))
     assert [(e["decided"], e["trades"], e["sealed_at"]) for e in sealed] == [
         ("2022-10-10", "2022-10-11", "2022-10-10T21:00:00+00:00")]  # fmt: skip
@@ -770,6 +802,15 @@ def test_a_live_decision_ready_after_the_open_is_sealed_missed_and_verify_refuse
         "entry 4 (seq 4, session sma-cross 2022-10-10): sealed at 2022-10-11T13:45:00+00:00, once 2022-10-11 "
         "had opened (2022-10-11 13:30 UTC): a decision sealed after the open of its session settles nothing"
     )
+    # a seal dated before the one before it: a clock set back
+    entries[-1]["sealed_at"] = "2022-10-10T13:35:00+00:00"
+    (root / "journal.jsonl").unlink()
+    journal.append_all([{k: v for k, v in e.items() if k not in ("seq", "prev_hash", "hash")} for e in entries])
+    assert verify(root)["problem"] == (
+        "entry 4 (seq 4, session sma-cross 2022-10-10): sealed at 2022-10-10T13:35:00+00:00, before the entry "
+        "before it (2022-10-10T13:40:00+00:00): a clock set back"
+    )
+    entries[-1]["sealed_at"] = "2022-10-11T13:45:00+00:00"
     # found in review: the same entry re-signed as "simulated" switched its late check off (verify: ok)
     entries[-1]["simulated"] = True
     (root / "journal.jsonl").unlink()

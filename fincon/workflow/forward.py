@@ -254,8 +254,9 @@ def step(
 def _step(root: Path, until: dt.date | None, progress: bool, clock: Clock, sealed: Sealed) -> None:
     plan = Plan.load(root)
     journal = Journal(root)
-    with locked(root):
+    with locked(root), forward_anchor.commits_what_it_seals(root, journal):
         entries = journal.entries()
+        forward_anchor.refuse_unless_anchored(root, entries)  # before a folder the last commit holds is removed
         forward_plan.unfrozen_tail(root, entries)
         problems = list(verify_chain(entries, root))
         if problems:
@@ -285,10 +286,11 @@ def _step(root: Path, until: dt.date | None, progress: bool, clock: Clock, seale
                 return
         else:
             wall = clock()
-            if done and wall.date() < done[-1]:
+            last_seal = max(dt.datetime.fromisoformat(e["sealed_at"]) for e in entries)
+            if wall < last_seal:  # a missed session was decided again under a clock set back (found in review)
                 raise ForwardError(
-                    f"{root}: the clock reads {wall.date()}, before the journal's last session {done[-1]}: a clock "
-                    "that went backwards decides nothing"
+                    f"{root}: the clock reads {wall:%Y-%m-%d %H:%M} UTC, before the journal's last entry (sealed "
+                    f"{last_seal:%Y-%m-%d %H:%M} UTC): a clock that went backwards decides nothing"
                 )
             if session_open(wall.date()) <= wall < (close := session_close(wall.date())):
                 print(f"fincon: {root}: the session {wall.date()} is open until {close:%H:%M} UTC; the decision for "
@@ -305,6 +307,9 @@ def _step(root: Path, until: dt.date | None, progress: bool, clock: Clock, seale
                 print(
                     f"fincon: {root}: the session {trades} is decided already (at {done[-1]}'s close)", file=sys.stderr
                 )
+                return
+            if day in gone or (gone and day < max(gone)):  # sealed missed: never decided later
+                print(f"fincon: {root}: the decision at {day}'s close is sealed missed already", file=sys.stderr)
                 return
             # sessions no step ran (since the first session, at the first step): sealed missed, or the
             # replay, which runs from the first session, would trade them unsealed

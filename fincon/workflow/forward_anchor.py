@@ -16,8 +16,9 @@ from __future__ import annotations
 import datetime as dt
 import os
 import subprocess
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from fincon.errors import ConfigError
 from fincon.workflow.journal import JOURNAL, LOCK, REPLAY, STATE, ForwardError, must_precede
@@ -71,6 +72,38 @@ def commit(root: Path, message: str, done: str) -> None:
             f"{done}, but the git anchor could not commit it ({_why(exc)}): no commit dates it yet; fix git and "
             f"commit it (git -C {root} add -A && git -C {root} commit -m '{message}') or step again, which does"
         ) from None
+
+
+def refuse_unless_anchored(root: Path, entries: list[dict[str, Any]]) -> None:
+    """A step on a journal whose git anchor shows it edited, cut or rewritten after a commit: refused, as
+    verify refuses it (found in review: a step on a journal cut back to an earlier entry decided again,
+    committed the new line and left the anchor showing a rewritten history for ever). Entries no commit
+    holds yet are what a step commits."""
+    if (root / ".git").is_dir() and (said := anchored(root, entries)).get("problem") and not said.get("behind"):
+        raise ForwardError(f"{root}: {said['problem']}; no step is taken on a journal that does not verify")
+
+
+@contextmanager
+def commits_what_it_seals(root: Path, journal: Any) -> Iterator[None]:
+    """Every entry a step seals is committed before the step ends, a session sealed missed too (left
+    uncommitted, the journal failed verify until a later step decided one; found in review); a commit
+    that fails while the step fails is said beside the step's own error."""
+    n = len(journal.entries())
+
+    def left() -> None:
+        entries = journal.entries()
+        if (root / ".git").is_dir() and len(entries) > n and anchored(root, entries).get("behind"):
+            commit(root, "seal missed sessions", "the missed sessions are sealed")
+
+    try:
+        yield
+    except BaseException as exc:
+        try:
+            left()
+        except ForwardError as failed:
+            exc.add_note(f"fincon: {failed}")
+        raise
+    left()
 
 
 def _why(exc: OSError | subprocess.CalledProcessError) -> str:
@@ -149,7 +182,10 @@ def anchored(root: Path, entries: list[dict[str, Any]]) -> dict[str, Any]:
         k = next((i for i, (a, b) in enumerate(zip(last, now)) if a != b), len(now))
         return {"problem": f"entry {k} differs from the journal's last commit: edited after it was committed"}
     if len(now) > len(last) or len(entries) > len(first):
-        return {"problem": f"entries {len(first)}.. are in no commit: the anchor does not date them (commit them)"}
+        return {
+            "problem": f"entries {len(first)}.. are in no commit: the anchor does not date them (commit them)",
+            "behind": True,  # what a step commits (its commit failed, or it stopped before it)
+        }
     late = [
         f"{e['strategy']} {e['trades']}" if e["kind"] == "session" else f"the registration (first session {b[0]})"
         for e, t in zip(entries, first)

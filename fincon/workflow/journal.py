@@ -268,7 +268,7 @@ def verify_chain(entries: list[dict[str, Any]], root: Path) -> Iterator[str]:
     and of the kept calls each session entry names; that no session is sealed twice, that a decision
     trades the session after its own, and that no folder of frozen inputs is named by no entry (a
     replay and a score read every one)."""
-    prev, simulated = GENESIS, False
+    prev, simulated, last_at = GENESIS, False, dt.datetime.min.replace(tzinfo=dt.timezone.utc)
     seen: dict[tuple[str | None, str], int] = {}  # (strategy, session) sealed, and a miss's (None, session)
     if not entries:  # verified as "0 entries, every hash holds", and a step was an IndexError traceback
         yield "the journal holds no registration (an init that did not finish): remove the folder and init again"
@@ -284,7 +284,16 @@ def verify_chain(entries: list[dict[str, Any]], root: Path) -> Iterator[str]:
             yield f"{where}: {problem}"
             return
         simulated = bool(e.get("simulated")) if i == 0 else simulated
-        prev = e["hash"]
+        try:
+            at = dt.datetime.fromisoformat(e["sealed_at"])
+            back = i > 0 and not simulated and at < last_at  # a live clock set back: its seals out of time order
+        except (KeyError, TypeError, ValueError) as exc:
+            yield f"{where}: it cannot be read as a sealed entry (its time: {type(exc).__name__}: {exc})"
+            return
+        if back:
+            yield f"{where}: sealed at {e['sealed_at']}, before the entry before it ({last_at.isoformat()}): a clock set back"
+            return
+        prev, last_at = e["hash"], at
     named = {e["inputs"]["path"] for e in entries if isinstance(e.get("inputs"), dict) and "path" in e["inputs"]}
     folders = sorted(f"{INPUTS}/{p.name}" for p in (root / INPUTS).glob("[!.]*") if p.is_dir())
     for path in [f for f in folders if f not in named][:1]:
