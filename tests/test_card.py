@@ -1006,3 +1006,29 @@ def test_a_rolling_evaluation_takes_an_empty_out(tmp_path):
 
     (tmp_path / "E").mkdir()
     assert _claim(Study(tmp_path / "E", "rolling.json", {"config": {}, "inputs": {}}, "rolling evaluation")) is False
+
+
+@pytest.mark.slow  # two week-long runs of the rules team on a generated corpus
+def test_a_run_on_a_planted_corpus_fails_temporal_integrity_and_says_why(tmp_path, monkeypatch, capsys):
+    """Found in review: a team on a corpus made with `fincon data sample --planted news:0.3` (its news carry
+    the next day's return by design) was graded "temporal integrity: pass (no-model)", printed no word, and
+    its paper table called the corpus "fincon's synthetic sample". Each item says it is planted: the run
+    says so on stderr and in metrics.json, and the card fails it; the same corpus unplanted passes."""
+    from fincon.data.events.generator import Planted
+    from fincon.testing.corpora import generated_corpus
+
+    monkeypatch.chdir(tmp_path)
+    run = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", "--start", "2022-10-03",
+           "--end", "2022-10-10", "--no-progress", "--no-benchmark", "--param", "fincon.embedder=hashing"]  # fmt: skip
+    for name, planted in (("clean", None), ("planted", Planted("news", 0.3))):
+        generated_corpus(tmp_path / f"ev-{name}", ["TSLA"], "2022-08-01", "2022-10-14", planted)
+        capsys.readouterr()
+        assert main([*run, "--events", f"ev-{name}", "--out", name]) == 0
+        said = "corpus ev-planted has a PLANTED look-ahead (news:0.3): its items carry the next day's return"
+        assert (said in capsys.readouterr().err) == (planted is not None)
+        metrics = json.loads((tmp_path / name / "metrics.json").read_text())
+        assert (said in metrics.get("data_lookahead", "")) == (planted is not None)
+        row = _rows(run_card(tmp_path / name))["temporal integrity"]
+        assert (row["verdict"], row["measured"].startswith("its decisions read data from after them: corpus")) == (
+            ("fail", True) if planted else ("pass", False)
+        )

@@ -179,3 +179,21 @@ def test_the_line_under_the_tables_names_every_setting_that_is_not_the_papers():
                  "the broker's commission set"):  # fmt: skip
         assert said in line, said
     assert published(("MSFT", "TSLA", "PFE")) == published(("TSLA", "MSFT", "PFE")) is not None
+
+
+def test_the_line_under_the_tables_names_the_corpus_the_team_read_and_a_planted_look_ahead(tmp_path):
+    """Found in review: a team given a planted corpus with --events (its news carry the next day's return)
+    was laid beside the paper's figures as "fincon's synthetic sample"."""
+    from fincon.data.events.generator import Planted
+    from fincon.testing.corpora import generated_corpus
+    from fincon.workflow.experiment_config import ExperimentConfig
+    from fincon.workflow.paper_protocol import corpus_read
+
+    for name, planted in (("ev", None), ("ev-planted", Planted("news", 0.3))):
+        generated_corpus(tmp_path / name, ["MSFT"], "2022-09-01", "2022-09-09", planted)
+    exp = lambda **team: ExperimentConfig.model_validate({"tickers": ["MSFT"], "team": team})  # noqa: E731
+    assert corpus_read(exp()) == "fincon's synthetic sample"
+    assert corpus_read(exp(events=str(tmp_path / "ev"))) == "the corpus ev"
+    assert corpus_read(exp(events=str(tmp_path / "ev-planted"))) == (
+        "the corpus ev-planted, with a PLANTED look-ahead (news:0.3): never evidence of skill"
+    )

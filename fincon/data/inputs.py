@@ -88,6 +88,19 @@ class RunInputs:
             self._stores[key] = open_events(spec, tickers, what)
         return self._stores[key]
 
+    def planted(self, specs: Sequence[str], tickers: Sequence[str]) -> str | None:
+        """The look-ahead planted in a corpus of ``specs`` (a generated one's ``--planted``), said as a
+        same-day dataset's is: a run on it is no test of point in time (found in review: a team on a
+        planted corpus was graded "temporal integrity: pass" and set beside the paper's figures)."""
+        said = [
+            f"corpus {spec if spec == SAMPLE else Path(spec).name} has a PLANTED look-ahead ({', '.join(p)}): its "
+            "items carry the next day's return by design (fincon data sample --planted), a test of the pipeline "
+            "and never evidence of skill"
+            for spec in dict.fromkeys(specs)
+            if (p := self.events(spec, tuple(tickers)).planted)
+        ]
+        return "; ".join(said) or None
+
     @property
     def lookahead(self) -> str | None:
         """What a ``--same-day`` dataset lets a run see early (None for the

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from fincon import workflow
+from fincon import data, workflow
 from fincon.engine.rundir import check_out_path
 from fincon.errors import ConfigError
 from fincon.files import json_text, write_atomic
@@ -136,6 +136,21 @@ def figures(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             "cr_pct_max": full.get("cr_pct_max"),
         }
     return out
+
+
+def corpus_read(exp) -> str:
+    """The corpus the team read, as the line under the tables names it: the sample, the dataset's own, or
+    the one ``--events`` gave, and a look-ahead planted in it (found in review: a planted corpus given
+    with --events was called "fincon's synthetic sample", the name the dataset's section gave)."""
+    events = exp.team.events
+    corpus = (
+        "fincon's synthetic sample" if events == "sample"
+        else f"the dataset {exp.data.dir.name}"
+        if exp.data.dir is not None and Path(events).is_relative_to(Path(exp.data.dir).absolute())
+        else f"the corpus {Path(events).name}"
+    )  # fmt: skip
+    planted = data.open_events(events, tuple(exp.tickers)).planted if events != "sample" else ()
+    return corpus + (f", with a PLANTED look-ahead ({', '.join(planted)}): never evidence of skill" if planted else "")
 
 
 def differs(exp, corpus: str) -> str:
@@ -250,7 +265,7 @@ def run_paper(
         ran += [f"{block.key}/{u}" for u in report.ran]
         skipped += [f"{block.key}/{u}" for u in report.skipped]
     exp0 = experiments[0][1]
-    corpus = "fincon's synthetic sample" if exp0.data.dir is None else f"the dataset {exp0.data.dir.name}"
+    corpus = corpus_read(exp0)
     same = papers_window(exp0)
     line = differs(exp0, corpus)
     if not same:

@@ -257,7 +257,8 @@ def run_config(
     if warn_knowledge:
         checks.warn_run_without_model(cfg, blocks, require_after_cutoff, strategies)
     want_benchmark = cfg.benchmark and BENCHMARK not in strategies
-    lookahead = inputs.lookahead
+    specs = [str(e) for n in cfg.strategies if isinstance(e := (cfg.params(n) or {}).get("events"), str)]
+    lookahead = "; ".join(x for x in (inputs.lookahead, inputs.planted(specs, market.tickers)) if x) or None
     target = check_out_path(out) if out is not None else default_out(cfg)
     checks.check_cache_outside(strategies, target)
     multi = len(strategies) > 1

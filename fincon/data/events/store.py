@@ -47,6 +47,12 @@ class EventStore:
         return len(self._events)
 
     @property
+    def planted(self) -> tuple[str, ...]:
+        """The planted look-ahead of a generated corpus (``fincon data sample --planted news:0.3``: its
+        items carry the next day's return by design), as each item's metadata says it; () for none."""
+        return tuple(sorted({str(p) for e in self._events if (p := e.metadata.get("planted"))}))
+
+    @property
     def tickers(self) -> tuple[str, ...]:
         return tuple(sorted({e.ticker for e in self._events}))
 
