@@ -191,3 +191,13 @@ def test_no_losing_day_gives_null_sortino_where_empyrical_says_infinity():
     assert d["sortino"] is None and d["sortino_empyrical"] is None
     assert d["sharpe_empyrical"] == pytest.approx(empyrical.sharpe_ratio(v[1:] / v[:-1] - 1), rel=1e-9)
     assert math.isinf(empyrical.sortino_ratio(v[1:] / v[:-1] - 1))
+
+
+def test_a_book_that_went_through_zero_has_no_tail_as_it_has_no_sharpe():
+    """Found in review: a short book that reached -$19,903 and then +$29,005 (a $48,908 gain) entered the
+    loss tail as a -245.7 % day (its ratio of two values of opposite sign); Sharpe and CR were null. Both
+    tails are null now, and a book that stayed above zero keeps its own."""
+    d = m.compute_metrics(np.array([61214.0, -19903.0, 29005.0, 30000.0]), alpha=0.5).as_dict()
+    assert d["sharpe"] is None and d["var_pct"] is None and d["cvar_pct"] is None
+    d = m.compute_metrics(np.array([100.0, 90.0, 99.0, 100.0]), alpha=0.3).as_dict()
+    assert d["var_pct"] == pytest.approx(-10.0) and d["cvar_pct"] == pytest.approx(-10.0)

@@ -236,7 +236,10 @@ def compute_metrics(
     ``metrics.json``), CR is 0 and the final value is the initial one.
     """
     v = np.asarray(values, dtype=float)
-    daily = simple_returns(v) * 100.0
+    # a book at or below zero has no return (NaN, as Sharpe reads it): its tail is none either (read as
+    # returns, -$19,903 to +$29,005 entered the loss tail as -245.7 %; found in review)
+    daily = _returns(v, "simple") * 100.0
+    daily = daily if not np.isnan(daily).any() else np.array([])
     turnover = 0.0
     if traded_value is not None:
         turnover = float(np.sum(np.asarray(traded_value, dtype=float) / v))
