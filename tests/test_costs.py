@@ -569,3 +569,30 @@ def test_every_strategy_that_calls_a_model_is_charged_what_its_calls_cost(tmp_pa
         cls = type(registry.make_strategy(name))
         if issubclass(cls, (CallsAModel, FinConTeam)):
             assert cls.spent_usd is not Strategy.spent_usd, name
+
+
+def test_a_spend_charged_at_the_close_is_out_of_the_cash_the_next_open_sizes():
+    """Found in review: with --charge-llm and next-open fills, the spend charged at a close waited in
+    backtrader's queue of cash additions until after the next open's fills, so the open's orders were
+    sized on cash that was already spent: a book restating 100 % MSFT each session at $3 of calls a
+    session had 98 of 170 orders refused (none with close fills) and ended on -$21 of cash."""
+    from fincon.strategies import Decision, Strategy
+    from fincon.testing import backtest, market_for
+
+    class AllIn(Strategy):
+        name = "all-in"
+
+        def start(self, ctx):
+            self.n = 0
+
+        def decide(self, view):
+            self.n += 1
+            return Decision(weights={view.tickers[0]: 1.0})
+
+        def spent_usd(self):
+            return 3.0 * self.n
+
+    for fill in ("close", "next_open"):
+        res = backtest(market_for(["MSFT"]), AllIn(), fill=fill, charge_llm=True)
+        assert (res.rejected_orders, round(res.llm_cost.sum(), 6)) == (0, 3.0 * len(res.orders)), fill
+        assert res.book.cash >= -1e-6, fill

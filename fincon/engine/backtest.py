@@ -212,7 +212,10 @@ class _Loop:
         shares = {d._name: bts.getposition(d).size for d in bts.datas}
         prices = {d._name: d.open[0] for d in bts.datas}
         fee = self.settings.costs.borrow_due(bts.broker, bts.datas, bts.datas[0].datetime.datetime(0))
-        cash = bts.broker.getcash() - fee
+        # the spend charged at the last close (--charge-llm) waits in backtrader's queue until after the open's
+        # fills: sized without it, the book ran on negative cash and orders were refused (found in review)
+        queued = float(sum(getattr(bts.broker, "_cash_addition", ())))
+        cash = bts.broker.getcash() + queued - fee
         return shares, prices, cash + sum(shares[k] * prices[k] for k in shares), cash
 
     def _check_tickers(self, decision: Decision, shares) -> None:
