@@ -596,3 +596,24 @@ def test_a_spend_charged_at_the_close_is_out_of_the_cash_the_next_open_sizes():
         res = backtest(market_for(["MSFT"]), AllIn(), fill=fill, charge_llm=True)
         assert (res.rejected_orders, round(res.llm_cost.sum(), 6)) == (0, 3.0 * len(res.orders)), fill
         assert res.book.cash >= -1e-6, fill
+
+
+@pytest.mark.slow  # a year of a daily rebalance over three tickers
+def test_an_order_that_moves_less_than_its_minimum_fee_is_not_placed(tmp_path):
+    """Found in review: under a per-share commission with a $1 minimum and no cap, equal-weight rebalancing
+    $300 daily placed sells of a few cents the cash could not pay the fee of (refused: 227 orders) and buys
+    shrunk to dust (1.2e-09 shares) that paid a whole minimum each: CR -97.9 %, $185 of the $300 in fees.
+    An order worth less than its own fee is not placed; the $10,000 book has no refusal."""
+    import csv
+
+    from fincon.cli.main import main
+
+    for cash in ("300", "10000"):
+        out = tmp_path / cash
+        assert main(["backtest", "--tickers", "TSLA,MSFT,PFE", "--strategy", "equal-weight", "--param",
+                     "equal-weight.rebalance_every=1", "--commission-model", "per-share", "--commission-max", "0",
+                     "--cash", cash, "--no-benchmark", "--no-progress", "--ledger", "off", "--out", str(out)]) == 0  # fmt: skip
+        orders = list(csv.DictReader((out / "orders.csv").open()))
+        assert orders and not [o for o in orders if o["status"] != "filled"], cash
+        fills = list(csv.DictReader((out / "trades.csv").open()))
+        assert all(abs(float(f["size"])) * float(f["price"]) > float(f["commission"]) for f in fills), cash

@@ -144,17 +144,23 @@ def _size_general(
     investable = value * (1.0 - settings.cash_buffer)
     sells: list[Order] = []
     buys: list[Order] = []
-    for ticker in sorted(targets):
-        price = prices[ticker]
-        delta = targets[ticker] * investable / price - shares.get(ticker, 0.0)
-        if abs(delta) * price < 1e-6 * max(value, 1.0):
-            continue
-        (buys if delta > 0 else sells).append(Order(ticker, delta))
 
     def fill_price(o: Order) -> float:
         p = prices[o.ticker]
         slip = p * frac + slip_per_share.get(o.ticker, 0.0)
         return p + slip if o.size > 0 else p - slip
+
+    def worth_its_fee(o: Order) -> bool:
+        """An order that moves more than the fee it pays (a minimum fee over a few cents of stock: a sell
+        the cash could not pay was refused, a dust buy paid a whole minimum; found in review)."""
+        return abs(o.size) * fill_price(o) > fee(abs(o.size), fill_price(o)) and abs(o.size) * prices[
+            o.ticker
+        ] >= 1e-6 * max(value, 1.0)
+
+    for ticker in sorted(targets):
+        delta = targets[ticker] * investable / prices[ticker] - shares.get(ticker, 0.0)
+        if worth_its_fee(order := Order(ticker, delta)):
+            (buys if delta > 0 else sells).append(order)
 
     freed = sum(_sold(o, caps) * fill_price(o) - fee(-_sold(o, caps), fill_price(o)) for o in sells)
     budget = cash + freed - ROUNDING_SLACK * value
@@ -162,7 +168,9 @@ def _size_general(
     def need(orders: list[Order]) -> float:
         return sum(o.size * fill_price(o) + fee(o.size, fill_price(o)) for o in orders)
 
-    return _scaled(sells, buys, shares, budget, need)
+    sized = _scaled(sells, buys, shares, budget, need)
+    kept = tuple(o for o in sized.orders if o.size < 0 or worth_its_fee(o))  # buys shrunk to dust: dropped
+    return sized if len(kept) == len(sized.orders) else SizedOrders(orders=kept, buy_scale=sized.buy_scale)
 
 
 def carried_targets(
