@@ -115,3 +115,25 @@ def test_every_run_writes_its_block_and_a_rules_run_says_no_model(tmp_path, monk
     manifest = json.loads((tmp_path / "run" / "run_manifest.json").read_text())
     assert set(manifest["model_knowledge"]) == {"fincon", "sma-cross"}
     assert json.loads((tmp_path / "run" / "metrics.json").read_text())["fincon"]["model_knowledge"] == "no-model"
+
+
+@pytest.mark.slow  # an experiment's and a rolling evaluation's checks, before anything is written
+def test_require_after_cutoff_reads_an_experiments_llm_baselines_too(tmp_path, monkeypatch, capfd):
+    """Found in review: an experiment (and a rolling evaluation) checked --require-after-cutoff against the
+    team's model alone; with the rules team and llm-trader among the baselines it passed, said nothing,
+    and sent the baseline's prompts of a window inside its model's training data to the model."""
+    monkeypatch.chdir(tmp_path)
+    before = tree(tmp_path)
+    llm = ["--llm-backend", "openai", "--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", "gpt-4o",
+           "--require-after-cutoff", "--no-progress", "--ledger", "off"]  # fmt: skip
+    for argv in (
+        ["experiment", "--ticker", "TSLA", "--brain", "rules", "--baselines", "buy-and-hold,llm-trader",
+         "--repeats", "1", "--episodes", "1", "--ablations", "full", "--test-end", "2022-10-31", "--out", "exp"],
+        ["experiment", "--universe", "TSLA", "--brain", "rules", "--baselines", "buy-and-hold,llm-trader",
+         "--episodes", "1", "--rolling", "2m", "--step", "2m", "--rolling-start", "2022-09-01", "--rolling-end",
+         "2022-12-30", "--out", "roll"],
+    ):  # fmt: skip
+        code = run_cli(main, [*argv, *llm])
+        out, err = capfd.readouterr()
+        assert code == 2 and "--require-after-cutoff: " in err and "cutoff" in err, (argv[0], err)
+        assert tree(tmp_path) == before

@@ -57,6 +57,7 @@ from fincon.files import json_text, write_atomic
 from fincon.llm.endpoint import check_server
 from fincon.llm.knowledge import model_knowledge
 from fincon.llm.settings import build_client, layered
+from fincon.strategies.registry import make_strategy
 from fincon.validation import format_validation_error
 from fincon.workflow.executors import Executor, serial
 from fincon.workflow.experiment_config import TEAM, TEST_WINDOW, TRAIN_WINDOW, ExperimentConfig
@@ -74,7 +75,7 @@ from fincon.workflow.experiment_units import (
     train_options,
     unit_done,
 )
-from fincon.workflow.model_checks import check_knowledge, warn_other_brain, warn_vacuous
+from fincon.workflow.model_checks import check_knowledge, knowledge, warn_other_brain, warn_vacuous
 from fincon.workflow.placebo import ToneRewriter, write_placebo
 from fincon.workflow.runner import inputs_for
 from fincon.workflow.status import default_dir
@@ -165,7 +166,7 @@ def run_experiment(
         if gaps and warn_knowledge:
             print(f"fincon: warning: {gaps}", file=sys.stderr)
         blocks = experiment_knowledge(exp)
-        check_knowledge(blocks, require=require_after_cutoff, warn=warn_knowledge)
+        check_knowledge({**blocks, **baseline_knowledge(exp)}, require=require_after_cutoff, warn=warn_knowledge)
         if warn_knowledge:
             also = ["--charge-llm"] if exp.broker.charge_llm else []  # as a backtest says it (it went unsaid here)
             warn_vacuous(exp.llm, require_after_cutoff, calls_a_model(exp, blocks), also=also)
@@ -232,6 +233,15 @@ def experiment_knowledge(exp: ExperimentConfig) -> dict[str, dict[str, Any]]:
         "training": model_knowledge(settings, exp.train.start, exp.train.end),
         "test": model_knowledge(settings, exp.test.start, exp.test.end),
     }
+
+
+def baseline_knowledge(exp: ExperimentConfig) -> dict[str, dict[str, Any]]:
+    """Each baseline that asks a model: its model's cutoff against the test window (found in review:
+    --require-after-cutoff read the team's model alone, and llm-trader asked its model on a window inside
+    its training data without a word)."""
+    cfg = baseline_config(exp)
+    strategies = {n: make_strategy(n, cfg.strategy_params.get(n), cfg.llm) for n in cfg.strategies}
+    return {n: b for n, b in knowledge(cfg, strategies).items() if b.get("label") != "no-model"}
 
 
 def check_inputs(exp: ExperimentConfig) -> str | None:

@@ -46,7 +46,14 @@ from fincon.files import json_text, write_atomic
 from fincon.llm.knowledge import warning
 from fincon.strategies.registry import params_model, validate_params
 from fincon.workflow.executors import Executor, serial
-from fincon.workflow.experiment import check_inputs, experiment_knowledge, units, warn_one_episode, write_placebos
+from fincon.workflow.experiment import (
+    baseline_knowledge,
+    check_inputs,
+    experiment_knowledge,
+    units,
+    warn_one_episode,
+    write_placebos,
+)
 from fincon.workflow.experiment_config import ExperimentConfig, Window
 from fincon.workflow.experiment_results import collect, placebo_results
 from fincon.workflow.experiment_units import Job, unit_done
@@ -203,15 +210,17 @@ class RollingReport:
 
 
 def _check_windows_knowledge(cells, require: bool) -> None:
-    """One line for the windows whose test span the team's model may remember."""
+    """One line for the windows whose test span the team's model, or an LLM baseline's, may remember."""
 
     blocks = [experiment_knowledge(c.exp)["test"] for c in cells]
+    blocks += [b for c in cells for b in baseline_knowledge(c.exp).values()]  # llm-trader's too (found in review)
     flagged = [b for b in blocks if warning(b, "") is not None]
     if not flagged:
         return
     first = flagged[0]
     line = (
-        f"{len(flagged)} of {len(blocks)} test windows are not after the team's model's training-data cutoff "
+        f"{len(flagged)} of {len(blocks)} test windows (the team's and each LLM baseline's) are not after the "
+        "model's training-data cutoff "
         f"({first['cutoff'] or 'unknown'}; labels: "
         + ", ".join(sorted({b["label"] for b in flagged}))
         + "): the model may remember them; their LLM figures are not evidence of skill"
