@@ -92,6 +92,35 @@ def test_a_model_whose_every_answer_is_invalid_is_inconclusive_not_clear():
     assert "inconclusive" in lookahead.report(res)
 
 
+class _Flaky(Clairvoyant):
+    """Remembers every answer, but on a fixed share of prompts (and every bucket prompt) answers no JSON."""
+
+    def complete(self, messages, schema, params):
+        import hashlib
+
+        from fincon.llm.types import Completion
+
+        h = int(hashlib.sha256(messages[1].content.encode()).hexdigest(), 16) % 1000
+        if h < 400 or "letter of the range" in messages[1].content:
+            return Completion("I am not sure", prompt_tokens=10, completion_tokens=5)
+        return super().complete(messages[:2], schema, params)
+
+
+@pytest.mark.slow  # 60 samples of the probes against a model double
+def test_an_invalid_answer_is_no_answer_never_a_wrong_one():
+    """Found in review: a model right on every one of its 71 valid answers, invalid on 23 and 26 of 60
+    direction prompts, scored 62 % and 57 % against chances of 52 % and 62 % and was cleared: "no recall
+    detected". Invalid answers are left out of the accuracy and the test (and counted): it recalls."""
+    res = _run(_Flaky({"TSLA": _closes()}))
+    row = _row(res, "recall up/down-5", "named")
+    assert 0 < row["invalid"] < row["n"] / 2 and row["correct"] == row["n"] - row["invalid"]
+    assert row["accuracy"] == 1.0 and row["p_value"] < 0.01
+    assert res["verdict"].startswith("the model recalls this window (recall up/down-")
+    bucket = _row(res, "recall bucket-20", "named")
+    assert bucket["accuracy"] is None and bucket["wilson_95"] == [None, None] and bucket["inconclusive"]
+    assert "n/a" in lookahead.report(res)
+
+
 class _AlwaysTSLA:
     """A model that answers the probed ticker, the year 2022 and "up" to every question."""
 

@@ -16,18 +16,17 @@ Two probes, each asked of the model as it is (named) and, with
 
 Each probe reports the accuracy, the chance rate it is tested against, a
 Wilson 95 % interval, a one-sided binomial p-value (accuracy above chance),
-and the calls and tokens it took. The chance rate is the best a model that
-knows nothing can do, the best constant answer: for a direction question
-the share of the more frequent answer among the sampled days (always saying
-"up" in a rising window scores that), for the buckets one in five, for the
-company the share of the most common firm among the sampled items (always
-naming the probed ticker scores that) and for the year the share of the
-most common year. A row whose best constant answer is always right (every
-item about one firm, a window inside one year) measures nothing and says
-so; a model that answers invalidly twice counts as wrong (and is counted),
-and a row with more invalid answers than valid ones is inconclusive, never
-"no recall". The verdict names the model's knowledge label for the window
-(its cutoff, from fincon's table or ``--llm-knowledge-cutoff``).
+and the calls and tokens it took. The chance rate is the best constant
+answer, the best a model that knows nothing can do: for a direction the
+share of the more frequent answer among the sampled days, for the buckets
+one in five, for the company the share of the most common firm among the
+sampled items, for the year the most common year's. A row whose best
+constant answer is always right (one firm, one year) measures nothing and
+says so; an answer invalid twice is no answer (counted, and left out of the
+accuracy, the interval and the test: counted wrong, a model right on every
+valid answer read "no recall"), and a row with more invalid answers than
+valid ones is inconclusive. The verdict names the model's knowledge label
+for the window (its cutoff, from fincon's table or ``--llm-knowledge-cutoff``).
 
 The verdict is the recall rows': named, an item names its firm and carries
 its date, so the named re-identification rows measure what the text gives
@@ -102,8 +101,12 @@ class ProbeResult:
     questions: list[Question] = field(default_factory=list)
 
     @property
+    def valid(self) -> int:  # an invalid answer is no answer: neither right nor wrong (module docstring)
+        return self.n - self.invalid
+
+    @property
     def accuracy(self) -> float:
-        return self.correct / self.n if self.n else float("nan")
+        return self.correct / self.valid if self.valid else float("nan")
 
     def inconclusive(self) -> str | None:
         """Why this row measured nothing (None: it measured something)."""
@@ -116,15 +119,15 @@ class ProbeResult:
         return None
 
     def stats(self) -> dict[str, Any]:
-        lo, hi, p = wilson_and_p(self.correct, self.n, self.chance)
+        lo, hi, p = wilson_and_p(self.correct, self.valid, self.chance)
         return {
             "probe": self.name,
             "mode": self.mode,
             "n": self.n,
             "correct": self.correct,
-            "accuracy": round(self.accuracy, 4),
+            "accuracy": round(self.accuracy, 4) if self.valid else None,
             "chance": round(self.chance, 4),
-            "wilson_95": [round(lo, 4), round(hi, 4)],
+            "wilson_95": [round(lo, 4), round(hi, 4)] if self.valid else [None, None],
             "p_value": p,
             "invalid": self.invalid,
             "calls": self.calls,
@@ -424,7 +427,9 @@ def verdict(
     else:
         widest = max(named, key=lambda r: r["wilson_95"][1] - r["wilson_95"][0])
         ci = f"{widest['wilson_95'][0]:.0%}..{widest['wilson_95'][1]:.0%}"
-        line = f"no recall detected at {widest['n']} samples: the widest interval is {ci} ({widest['probe']})"
+        left = f", {widest['invalid']} invalid answers left out" if widest["invalid"] else ""
+        line = (f"no recall detected at {widest['n'] - widest['invalid']} samples{left}: the widest interval is "
+                f"{ci} ({widest['probe']})")  # fmt: skip
     left_out = [r["probe"] for r in recall if r.get("inconclusive")]
     if left_out:
         line += f" ({', '.join(left_out)} inconclusive)"
@@ -455,10 +460,8 @@ def verdict(
             "figures are not evidence of skill"
         )
     elif run_audit is not None and run_audit.get("result") == "inconclusive":
-        line += (
-            f"; the team run audited is inconclusive ({_given(run_audit)} give away firm and day, too few "
-            "prompts to show it blind): audit a longer run before its masked figures count"
-        )
+        line += (f"; the team run audited is inconclusive ({_given(run_audit)} give away firm and day, too few "
+                 "prompts to show it blind): audit a longer run before its masked figures count")  # fmt: skip
     elif run_audit is not None:
         line += f"; the team run audited: {run_audit.get('result')}"
     return line
@@ -482,9 +485,8 @@ def report(res: dict[str, Any]) -> str:
     cols = f"{'probe':<22}{'mode':<8}{'n':>5}{'acc':>7}{'chance':>8}{'Wilson 95%':>15}{'p':>10}{'invalid':>9}{'calls':>7}{'tokens':>9}"
     lines = [head, cols, "-" * len(cols)]
     for r in res["rows"]:
-        lo, hi = r["wilson_95"]
-        acc = f"{r['accuracy']:.1%}" if r["n"] else "n/a"
-        ci = f"{lo:.0%}..{hi:.0%}" if r["n"] else "n/a"
+        (lo, hi), scored = r["wilson_95"], r["n"] > r["invalid"]
+        acc, ci = (f"{r['accuracy']:.1%}", f"{lo:.0%}..{hi:.0%}") if scored else ("n/a", "n/a")
         lines.append(
             f"{r['probe']:<22}{r['mode']:<8}{r['n']:>5}{acc:>7}{r['chance']:>8.1%}"
             f"{ci:>15}{r['p_value']:>10.2g}{r['invalid']:>9}{r['calls']:>7}{r['tokens']:>9,}"
