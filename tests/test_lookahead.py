@@ -275,3 +275,19 @@ def test_a_model_that_only_reads_the_named_items_is_not_called_one_that_remember
     for q in res["questions"]["masked recall bucket-20"]:
         choices = named[q["day"]][named[q["day"]].rfind("Answer the letter") :]
         assert q["sent"].endswith(choices) and "%" in choices and "TSLA" not in q["sent"]
+
+
+def test_run_must_be_of_the_probed_ticker_and_window(tmp_path, monkeypatch, capsys):
+    """Found in review: `--run` audited any folder, and a masked MSFT run of October 2020 was audited
+    into a TSLA 2022-23 verdict ("the team run audited: ..."). It is refused in one line, before any call."""
+    from fincon.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "msft").mkdir()
+    (tmp_path / "msft" / "config.yaml").write_text("tickers: [MSFT]\nstart: 2020-10-01\nend: 2020-10-28\n")
+    argv = ["eval", "lookahead", "--ticker", "TSLA", "--start", "2022-10-05", "--end", "2023-03-31", "--samples",
+            "5", "--run", "msft", "--llm-cache", "replay", "--llm-cache-path", "none.sqlite"]  # fmt: skip
+    assert main(argv) == 2
+    assert "--run msft: a run of MSFT over 2020-10-01..2020-10-28, not of TSLA over 2022-10-05..2023-03-31" in (
+        capsys.readouterr().err
+    )

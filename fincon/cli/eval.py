@@ -302,6 +302,7 @@ def _lookahead(args: argparse.Namespace) -> int:
     run_leakage = None
     if args.run is not None:
         # before any call: a bad RUN_DIR costs nothing
+        _same_window(args.run, ticker, start, end)
         run_leakage = llm.leakage.summary(llm.leakage.run_audit(args.run))
     res = _run_llm(
         args,
@@ -314,6 +315,20 @@ def _lookahead(args: argparse.Namespace) -> int:
     print(fincon_eval.lookahead.report(res))
     _write_json(args.out, {k: v for k, v in res.items()}, args.eval)
     return 0
+
+
+def _same_window(run: Path, ticker: str, start: dt.date, end: dt.date) -> None:
+    """``--run``: a run of the probed ticker and window (an MSFT run of 2020 was audited into a TSLA verdict)."""
+    import yaml
+
+    try:
+        cfg = yaml.safe_load((Path(run) / "config.yaml").read_text(encoding="utf-8"))
+        tickers, first, last = [str(t) for t in cfg["tickers"]], str(cfg["start"]), str(cfg["end"])
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, KeyError, TypeError):
+        return
+    if ticker not in tickers or first > str(end) or last < str(start):
+        raise ConfigError(f"--run {run}: a run of {','.join(tickers)} over {first}..{last}, not of {ticker} over "
+                          f"{start}..{end}; give a masked team run of the probed ticker and window")  # fmt: skip
 
 
 def _run_llm(args: argparse.Namespace, run: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
