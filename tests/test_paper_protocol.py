@@ -171,12 +171,13 @@ def test_the_line_under_the_tables_names_every_setting_that_is_not_the_papers():
     base = plan({"tickers": ["MSFT"]})[0].overrides
     plain = differs(load_experiment(None, base), "the sample")
     assert "median of the repeats" in plain and "training window" not in plain and "broker" not in plain
+    assert "metrics" not in plain
     short = {**base, "repeats": 1, "episodes": 1, "train.start": "2022-09-01",
-             "broker.commission": {"model": "percent", "rate": 0.01}}  # fmt: skip
+             "broker.commission": {"model": "percent", "rate": 0.01}, "metrics.risk_free": 0.05}  # fmt: skip
     line = differs(load_experiment(None, short), "the sample")
     for said in ("the team's figure is its one run", "the training window is 2022-09-01..2022-10-04 (the paper's: "
                  "2022-01-03..2022-10-04)", "1 repeat(s) (the preset's: 5)", "1 training episode(s) (the paper's: 4)",
-                 "the broker's commission set"):  # fmt: skip
+                 "the broker's commission set", "the metrics' risk_free 0.05 (not the preset's)"):  # fmt: skip
         assert said in line, said
     assert published(("MSFT", "TSLA", "PFE")) == published(("TSLA", "MSFT", "PFE")) is not None
 

@@ -178,6 +178,9 @@ def differs(exp, corpus: str) -> str:
     if exp.broker != default.broker:
         changed = [k for k, v in exp.broker.model_dump().items() if v != default.broker.model_dump().get(k)]
         parts.append(f"the broker's {', '.join(changed)} set (not the preset's)")
+    if exp.metrics != default.metrics:  # a risk-free rate moved B&H's Sharpe 1.237 -> 1.365 unsaid (found in review)
+        given = {k: v for k, v in exp.metrics.model_dump().items() if v != default.metrics.model_dump().get(k)}
+        parts.append(f"the metrics' {', '.join(f'{k} {v}' for k, v in given.items())} (not the preset's)")
     return (
         f"differs from the paper: {'; '.join(parts)}; the test window ends {exp.test.end}. The paper's columns "
         "are its published figures, not rerun."
