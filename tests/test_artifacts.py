@@ -114,33 +114,41 @@ def test_the_manifest_hashes_the_beliefs_read_and_every_file_of_the_corpus(tmp_p
     a, b = corpus / "audio" / "q1.ogg", corpus / "audio" / "q2.ogg"
     a.write_bytes(b"one")
     b.write_bytes(b"two")
-    beliefs = tmp_path / "beliefs.json"
-    beliefs.write_text('{"news": 0.3}')
 
-    def seen() -> dict:
+    def seen(beliefs: str) -> dict:
         return manifest("tickers: [TSLA]\n", {}, corpus, {}, {"fincon.beliefs": beliefs})
 
-    first = seen()
+    first = seen("a1")
     a.write_bytes(b"two")
     b.write_bytes(b"one")
-    swapped = seen()
-    beliefs.write_text('{"news": 0.9}')
-    edited = seen()
+    swapped = seen("a1")
+    edited = seen("b2")
     assert first["corpus_sha256"] != swapped["corpus_sha256"] == edited["corpus_sha256"]
-    assert first["inputs_sha256"] == swapped["inputs_sha256"] != edited["inputs_sha256"]
+    assert first["inputs_sha256"] == swapped["inputs_sha256"] == {"fincon.beliefs": "a1"} != edited["inputs_sha256"]
     assert "inputs_sha256" not in manifest("tickers: [TSLA]\n", {}, corpus, {})
 
 
 @pytest.mark.slow
-def test_a_runs_manifest_names_the_beliefs_it_read(tmp_path):
+def test_a_runs_manifest_names_the_beliefs_it_read(tmp_path, monkeypatch):
+    """Found in review: the manifest hashed the beliefs file as it was when the run ended, so a file replaced
+    after the team read it (a training resumed over the beliefs.json being tested) named beliefs the run
+    never traded on. The hash is of the bytes the team parsed."""
     from fincon.agents.beliefs import Beliefs
 
     path = tmp_path / "beliefs.json"
     path.write_text(Beliefs.initial({"news": 0.3, "data-analysis": 0.7}).dump())
+    read, want = Beliefs.read.__func__, hashlib.sha256(path.read_bytes()).hexdigest()
+
+    def then_replaced(cls, given):
+        got = read(cls, given)
+        path.write_text(Beliefs.initial({"news": 0.9, "data-analysis": 0.1}).dump())  # after the team's read
+        return got
+
+    monkeypatch.setattr(Beliefs, "read", classmethod(then_replaced))
     out = tmp_path / "run"
     argv = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", "--beliefs", str(path),
             "--param", "fincon.transcripts=text", "--start", "2022-10-05", "--end", "2022-10-07", "--out", str(out),
             "--no-progress", "--ledger", "off", "--no-benchmark"]  # fmt: skip
     assert main(argv) == 0
     man = json.loads((out / "run_manifest.json").read_text())
-    assert man["inputs_sha256"] == {"fincon.beliefs": hashlib.sha256(path.read_bytes()).hexdigest()}
+    assert man["inputs_sha256"] == {"fincon.beliefs": want} and want != hashlib.sha256(path.read_bytes()).hexdigest()

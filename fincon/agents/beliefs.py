@@ -17,11 +17,12 @@ training episode, so the test stage starts from them (``--beliefs``).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Annotated, Any, Mapping
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from fincon.errors import ConfigError
 from fincon.validation import parse_iso_date
@@ -77,6 +78,7 @@ class Beliefs(BaseModel):
     #: set on the beliefs.json a training writes: its window against the cutoff of the model that
     #: trained it (fincon.llm.knowledge; label no-model for a rules training); None: not recorded
     model_knowledge: dict[str, Any] | None = None
+    _sha256: str | None = PrivateAttr(default=None)
 
     # -- construction ------------------------------------------------------------
     @classmethod
@@ -88,12 +90,18 @@ class Beliefs(BaseModel):
 
     @classmethod
     def load(cls, path: str | Path) -> "Beliefs":
+        return cls.read(path)[0]
+
+    @classmethod
+    def read(cls, path: str | Path) -> tuple["Beliefs", bytes]:
+        """The beliefs of ``path`` (a beliefs.json or a `fincon train` folder) and the bytes parsed."""
         p = Path(path).expanduser()
         if p.is_dir():
             _check_training_finished(p)
             p = p / "beliefs.json"
         try:
-            raw = json.loads(p.read_text(encoding="utf-8"))
+            data = p.read_bytes()  # read once: what the run recorded is what it read (fincon.workflow.runner)
+            raw = json.loads(data.decode("utf-8"))
         except FileNotFoundError:
             raise ConfigError(
                 f"--beliefs: {p} does not exist (give a beliefs.json or a `fincon train` run dir)"
@@ -118,7 +126,14 @@ class Beliefs(BaseModel):
             raise ConfigError(f"--beliefs: {p} is not a beliefs file ({where}: {first['msg']})") from None
         if b.format != FORMAT:
             raise ConfigError(f"--beliefs: {p} has format {b.format}; this fincon reads format {FORMAT}")
-        return b
+        b._sha256 = hashlib.sha256(data).hexdigest()
+        return b, data
+
+    @property
+    def sha256(self) -> str | None:
+        """The sha256 of the bytes :meth:`load` parsed (None: not read from a file). Hashed again at the
+        run's end, a file replaced meanwhile named beliefs the run never read (found in review)."""
+        return self._sha256
 
     def dump(self) -> str:
         data = self.model_dump()

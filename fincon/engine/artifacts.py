@@ -210,9 +210,10 @@ def manifest(
     frames: Mapping[str, pd.DataFrame],
     corpus: Path | None,
     seeds: Mapping[str, Any],
-    inputs: Mapping[str, Path] | None = None,
+    inputs: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """run_manifest.json's content (``inputs``: files the config names, such as beliefs, by key)."""
+    """run_manifest.json's content (``inputs``: the sha256 of files the config names, such as beliefs, by key,
+    hashed by what read them)."""
     data = {
         t: sha256_bytes(f.to_csv(float_format="%.10g", lineterminator="\n").encode()) for t, f in sorted(frames.items())
     }
@@ -231,5 +232,5 @@ def manifest(
         "code_sha256": code_sha256(),
     }
     if inputs:  # files a config names by path only (its copy holds the last component): their bytes
-        out["inputs_sha256"] = {k: sha256_bytes(Path(v).read_bytes()) for k, v in sorted(inputs.items())}
+        out["inputs_sha256"] = dict(sorted(inputs.items()))
     return out

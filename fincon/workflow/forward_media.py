@@ -34,9 +34,7 @@ def sealed_beliefs(cfg: RunConfig) -> dict[str, str]:
         given = (cfg.params(name) or {}).get("beliefs")
         if "beliefs" not in params_model(name).model_fields or not given:
             continue
-        Beliefs.load(given)  # a damaged or unfinished one: its one line, before the journal exists
-        path = Path(given).expanduser()
-        out[name] = ((path / "beliefs.json") if path.is_dir() else path).read_text(encoding="utf-8")
+        out[name] = Beliefs.read(given)[1].decode("utf-8")  # checked as the strategy reads it: one line if not
     return out
 
 

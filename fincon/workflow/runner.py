@@ -468,10 +468,11 @@ def write_standard(
     seeds.update(
         {f"llm.{k}": v for k, v in sorted(cfg.llm.model_dump(mode="json", exclude_unset=True).items()) if "seed" in k}
     )
-    beliefs = {  # the beliefs a strategy read: its config names a path, which two files of one name share
-        f"{n}.beliefs": p / "beliefs.json" if p.is_dir() else p
-        for n in sorted(cfg.strategy_params)
-        if isinstance(b := cfg.params(n).get("beliefs"), str) and (p := Path(b).expanduser()).exists()
+    beliefs = {  # the bytes of the beliefs a strategy read, hashed as it read them (its config names a path,
+        # which two files of one name share; hashed here again, a file replaced during the run named others)
+        f"{n}.beliefs": sha
+        for n, path in sorted(run_dirs.items())
+        if (sha := RunRecord(path).strategy_summary.get("team_beliefs_sha256"))
     }
     content = manifest(cfg.to_yaml(), {t: market.frame(t) for t in market.tickers}, corpus, seeds, beliefs)
     if lookahead:

@@ -79,6 +79,7 @@ class Learning:
         self._fill = ctx.fill  # how yesterday's decision is settled (_settle)
         base = Beliefs.initial({r.name: r.weight for r in self.roles})
         learned = as_params(p.beliefs)
+        self.beliefs_sha256 = learned.sha256 if learned is not None else None  # the bytes read, for the manifest
         self.beliefs_warning: str | None = None
         if learned is not None and ctx.start is not None and not p.episode:  # an episode reads its own window's
             self.beliefs_warning = check_window(learned, str(ctx.start), p.allow_overlap)

@@ -235,6 +235,7 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
             "team_alerts": c["alerts"],
             "team_beliefs_version": self.beliefs.version,
             **({"team_beliefs_overlap": self.beliefs_warning} if getattr(self, "beliefs_warning", None) else {}),
+            **({"team_beliefs_sha256": sha} if (sha := getattr(self, "beliefs_sha256", None)) else {}),
             "team_weights": {k: round(v, 6) for k, v in sorted(self.role_weights.items())},
             **(self.critics.summary() if self.params.critics and getattr(self, "critics", None) else {}),
         }
