@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from fincon.agents.beliefs import Beliefs
+from fincon.agents.roles import ANALYSTS
 from fincon.cli.main import main
 
 SAMPLE = Path(__file__).resolve().parents[1] / "fincon" / "data" / "sample" / "events"
@@ -30,7 +31,7 @@ def test_a_journal_replays_its_own_audio_transcripts_and_beliefs(tmp_path, monke
     for f in SAMPLE.glob("audio/TSLA-*"):
         shutil.copyfile(f, tmp_path / "ev" / "audio" / f.name)
     shutil.copytree(DEMO / "transcripts", tmp_path / "cache" / "transcripts")
-    beliefs = Beliefs.initial({"news": 1.5, "earnings_call": 2.0}).dump()
+    beliefs = Beliefs.initial({**{n: r.weight for n, r in ANALYSTS.items()}, "news": 1.5}).dump()
     (tmp_path / "b.json").write_text(beliefs)
     team = ["--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", "--param", "fincon.embedder=hashing",
             "--param", f"fincon.events={tmp_path / 'ev'}", "--param", f"fincon.transcript_cache={tmp_path / 'cache'}",

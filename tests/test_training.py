@@ -144,8 +144,10 @@ def test_a_beliefs_day_that_is_not_a_date_is_named_in_one_line(tmp_path):
 @pytest.mark.slow
 def test_beliefs_trained_on_or_after_the_backtest_are_refused_in_one_line(tmp_path):
     from fincon.agents.beliefs import TrainingWindow, check_window
+    from fincon.agents.roles import ANALYSTS
 
-    b = Beliefs.initial({"news": 0.3}).model_copy(
+    team = {n: r.weight for n, r in ANALYSTS.items()}  # the team's own analysts (others are refused)
+    b = Beliefs.initial({**team, "news": 0.3}).model_copy(
         update={"window": TrainingWindow(start="2022-01-03", end="2022-10-04", data_hash="x")}
     )
     assert check_window(b, "2022-10-05") is None  # strictly before: fine
@@ -538,3 +540,38 @@ def test_a_stop_between_an_episodes_row_and_its_beliefs_resumes_to_the_learned_b
     dec.write_text("".join(dec.read_text().splitlines(keepends=True)[:10]))
     with pytest.raises(Exception, match=r"ep-02 is damaged"):
         train(cfg, tmp_path / "cut", TrainOptions(episodes=2), progress=False)
+
+
+@pytest.mark.slow  # a two-episode training and three short test runs of the rules team
+def test_beliefs_of_another_team_or_ticker_are_refused_and_a_partial_training_is_said(tmp_path, monkeypatch, capsys):
+    """Found in review: `--beliefs` took beliefs learned on TSLA for an AAPL run (TSLA's reflections in its
+    manager's memory), a team of other analysts (the roles the beliefs lack read their defaults, the run
+    still labelled trained), an empty or negative-version file, and the beliefs.json of a training that
+    stopped after 1 of 2 episodes as an ordinary trained test. Each is one line now, or said and marked."""
+    from fincon.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", "off")
+    team = ["--strategy", "fincon", "--brain", "rules", "--param", "fincon.embedder=hashing", "--no-progress"]
+    assert main(["train", "--ticker", "TSLA", "--brain", "rules", "--episodes", "2", "--start", "2022-03-01", "--end",
+                 "2022-03-31", "--out", "t", "--no-progress", "--param", "fincon.embedder=hashing"]) == 0  # fmt: skip
+    window = json.loads((tmp_path / "t" / "beliefs.json").read_text())["window"]
+    assert (window["tickers"], window["episodes_done"], window["episodes_planned"]) == (["TSLA"], 2, 2)
+    test = ["backtest", *team, "--start", "2022-04-18", "--end", "2022-04-22", "--ledger", "off"]
+    capsys.readouterr()
+    assert main([*test, "--ticker", "AAPL", "--beliefs", "t", "--out", "aapl"]) == 2
+    assert "--beliefs were learned on TSLA, and this run trades AAPL" in capsys.readouterr().err
+    assert main([*test, "--ticker", "TSLA", "--beliefs", "t", "--param", "fincon.analysts=[news]", "--out", "n"]) == 2
+    assert "and this team has news: give the team the training's analysts" in capsys.readouterr().err
+    learned = json.loads((tmp_path / "t" / "beliefs.json").read_text())
+    for name, edit in (("empty", {"perspectives": {}}), ("negative", {"version": -5})):
+        (tmp_path / f"{name}.json").write_text(json.dumps({**learned, **edit}))
+        assert main([*test, "--ticker", "TSLA", "--beliefs", f"{name}.json", "--out", name]) == 2
+        assert "is not a beliefs file" in capsys.readouterr().err
+    learned["window"]["episodes_done"] = 1  # the file a training stopped after its first episode left
+    (tmp_path / "partial.json").write_text(json.dumps(learned))
+    assert main([*test, "--ticker", "TSLA", "--beliefs", "partial.json", "--out", "partial"]) == 0
+    summary = json.loads((tmp_path / "partial" / "summary.json").read_text())["strategy_summary"]
+    assert (
+        summary["team_beliefs_partial"] == "--beliefs were learned in 1 of 2 episodes: a training that did not finish"
+    )

@@ -17,12 +17,11 @@ training episode, so the test stage starts from them (``--beliefs``).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
-from typing import Annotated, Any, Mapping
+from typing import Annotated, Any, Mapping, Sequence
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from fincon.errors import ConfigError
 from fincon.validation import parse_iso_date
@@ -62,6 +61,11 @@ class TrainingWindow(BaseModel):
     end: Day
     #: sha256 of what the training read (the dataset manifest or the data/events config)
     data_hash: str = ""
+    #: the tickers the beliefs were learned on, and the training's episodes done of those planned (None:
+    #: a file written before they were recorded)
+    tickers: list[str] | None = None
+    episodes_done: int | None = Field(None, ge=0)
+    episodes_planned: int | None = Field(None, ge=1)
 
 
 class Beliefs(BaseModel):
@@ -70,15 +74,14 @@ class Beliefs(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN/inf are never settings
 
     format: int = FORMAT
-    version: int = 0
-    perspectives: dict[str, Perspective]
+    version: int = Field(0, ge=0)
+    perspectives: dict[str, Perspective] = Field(min_length=1)
     reflections: list[Reflection] = Field(default_factory=list)
     #: set on the beliefs.json a training writes; None: unknown (older files, episodes' intermediate versions)
     window: TrainingWindow | None = None
     #: set on the beliefs.json a training writes: its window against the cutoff of the model that
     #: trained it (fincon.llm.knowledge; label no-model for a rules training); None: not recorded
     model_knowledge: dict[str, Any] | None = None
-    _sha256: str | None = PrivateAttr(default=None)
 
     # -- construction ------------------------------------------------------------
     @classmethod
@@ -126,19 +129,15 @@ class Beliefs(BaseModel):
             raise ConfigError(f"--beliefs: {p} is not a beliefs file ({where}: {first['msg']})") from None
         if b.format != FORMAT:
             raise ConfigError(f"--beliefs: {p} has format {b.format}; this fincon reads format {FORMAT}")
-        b._sha256 = hashlib.sha256(data).hexdigest()
         return b, data
-
-    @property
-    def sha256(self) -> str | None:
-        """The sha256 of the bytes :meth:`load` parsed (None: not read from a file). Hashed again at the
-        run's end, a file replaced meanwhile named beliefs the run never read (found in review)."""
-        return self._sha256
 
     def dump(self) -> str:
         data = self.model_dump()
         if data.get("model_knowledge") is None:
             data.pop("model_knowledge", None)  # versions written before it (and episodes' versions) keep their bytes
+        for key in ("tickers", "episodes_done", "episodes_planned"):  # likewise
+            if data.get("window") and data["window"].get(key) is None:
+                data["window"].pop(key)
         return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
     # -- reading -----------------------------------------------------------------
@@ -195,6 +194,28 @@ def check_window(beliefs: Beliefs, start: str, allow_overlap: bool = False) -> s
     return "WARNING: " + msg + " (--allow-overlap: results are not a clean test)"
 
 
+def check_learned_for(beliefs: Beliefs, roles: Sequence[str], tickers: Sequence[str]) -> str | None:
+    """Refuse beliefs learned for another team or other tickers (ConfigError, one line: found in review, a
+    perspective the team lacks was dropped and a role the beliefs lack read its default, the run still
+    labelled trained; TSLA's reflections entered an AAPL run's memory); returns a warning for beliefs of
+    a training that did not finish (a beliefs.json passed on its own), else None."""
+    have, want = set(beliefs.perspectives) - {RISK}, set(roles)
+    if have != want:
+        raise ConfigError(
+            f"--beliefs were learned for the analysts {', '.join(sorted(have))}, and this team has "
+            f"{', '.join(sorted(want))}: give the team the training's analysts (--param fincon.analysts=[...])"
+        )
+    w = beliefs.window
+    if w is not None and w.tickers is not None and sorted(w.tickers) != sorted(tickers):
+        raise ConfigError(
+            f"--beliefs were learned on {','.join(w.tickers)}, and this run trades {','.join(tickers)}: their "
+            "reflections name the other firm's days; train on these tickers"
+        )
+    if w is not None and w.episodes_planned is not None and (w.episodes_done or 0) < w.episodes_planned:
+        return f"--beliefs were learned in {w.episodes_done} of {w.episodes_planned} episodes: a training that did not finish"
+    return None
+
+
 def _check_training_finished(run: Path) -> None:
     """A `fincon train` directory given as --beliefs must have finished: the
     beliefs.json of a training that stopped after episode 2 of 4 are not its
@@ -228,6 +249,13 @@ def touched(before: Beliefs, after: Beliefs) -> list[str]:
         if q is None or q.text != p.text or abs(q.weight - p.weight) > 1e-12:
             out.append(k)
     return sorted(out)
+
+
+def read_params(value: Any) -> tuple[Beliefs | None, bytes | None]:
+    """:func:`as_params` and the bytes it parsed when ``value`` is a path (None: none read). What a run
+    records is what it read: hashed again at the run's end, a file replaced meanwhile named beliefs the
+    run never traded on (found in review)."""
+    return Beliefs.read(value) if isinstance(value, str) else (as_params(value), None)
 
 
 def as_params(value: Any) -> Beliefs | None:

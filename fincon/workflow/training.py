@@ -418,7 +418,10 @@ def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, prog
                     beliefs = upd.beliefs
             # every learned version names the window it learned on (a test run given beliefs/v2.json
             # passed the lookahead check with no window to check)
-            learned_on = {"window": training_window(cfg), "model_knowledge": training_knowledge(cfg, opts)}
+            window = training_window(cfg).model_copy(
+                update={"tickers": list(cfg.tickers), "episodes_done": k, "episodes_planned": opts.episodes}
+            )  # what a test run checks its own against (its tickers; a training that did not finish)
+            learned_on = {"window": window, "model_knowledge": training_knowledge(cfg, opts)}
             path = out / "beliefs" / f"v{beliefs.version}.json"
             if not path.is_file():
                 write_atomic(path, beliefs.model_copy(update=learned_on).dump())

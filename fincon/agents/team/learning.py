@@ -13,6 +13,7 @@ counters; the model only through :func:`.reflection.reflect`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fincon.agents.beliefs import RISK, Beliefs, Reflection, as_params, check_window
+from fincon.agents.beliefs import RISK, Beliefs, Reflection, check_learned_for, check_window, read_params
 from fincon.agents.brains import Answer
 from fincon.agents.roles.base import RoleInputs
 from fincon.agents.team.reflection import Outcome, reflect
@@ -78,9 +79,15 @@ class Learning:
             )
         self._fill = ctx.fill  # how yesterday's decision is settled (_settle)
         base = Beliefs.initial({r.name: r.weight for r in self.roles})
-        learned = as_params(p.beliefs)
-        self.beliefs_sha256 = learned.sha256 if learned is not None else None  # the bytes read, for the manifest
+        learned, read = read_params(p.beliefs)
+        self.beliefs_sha256 = hashlib.sha256(read).hexdigest() if read is not None else None  # for the manifest
         self.beliefs_warning: str | None = None
+        self.beliefs_partial = None
+        if learned is not None:
+            partial = check_learned_for(learned, [r.name for r in self.roles], list(ctx.tickers))
+            if partial and not p.episode:  # an episode reads the version its own training is at
+                self.beliefs_partial = partial
+                log.warning(partial)
         if learned is not None and ctx.start is not None and not p.episode:  # an episode reads its own window's
             self.beliefs_warning = check_window(learned, str(ctx.start), p.allow_overlap)
             if self.beliefs_warning:

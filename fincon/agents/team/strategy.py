@@ -36,7 +36,7 @@ from typing import Any, Mapping
 import pandas as pd
 
 from fincon import memory
-from fincon.agents.beliefs import as_params
+from fincon.agents.beliefs import as_params, check_learned_for
 from fincon.agents.brains import LLMBrain, ManagerTask, RulesBrain
 from fincon.agents.critics import NumericCritics
 from fincon.agents.policies import enforce
@@ -191,7 +191,8 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
             if t not in self.coverage:
                 raise uncovered(p.events, [t], self.universe)
         self._check_window(first, last)
-        as_params(p.beliefs)
+        if (learned := as_params(p.beliefs)) is not None:  # of this team and these tickers, before any file
+            check_learned_for(learned, [ROLES[a].name for a in (p.analysts or list(ANALYSTS))], list(tickers))
 
     def _check_window(self, first: pd.Timestamp, last: pd.Timestamp) -> None:
         for t in getattr(self, "pool", None) or self.universe:
@@ -236,6 +237,7 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
             "team_beliefs_version": self.beliefs.version,
             **({"team_beliefs_overlap": self.beliefs_warning} if getattr(self, "beliefs_warning", None) else {}),
             **({"team_beliefs_sha256": sha} if (sha := getattr(self, "beliefs_sha256", None)) else {}),
+            **({"team_beliefs_partial": part} if (part := getattr(self, "beliefs_partial", None)) else {}),
             "team_weights": {k: round(v, 6) for k, v in sorted(self.role_weights.items())},
             **(self.critics.summary() if self.params.critics and getattr(self, "critics", None) else {}),
         }
