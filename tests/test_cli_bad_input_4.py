@@ -390,9 +390,27 @@ CASES: dict[str, tuple[list[str], str]] = {
             "--strategy",
             "markowitz",
             "--param",
+            "markowitz.form=signed",
+            "--param",
             'markowitz.directions={{"AAPL": "buy"}}',
         ],  # fmt: skip
         "strategy_params.markowitz.directions names AAPL, not among this run's tickers (TSLA, MSFT)",
+    ),
+    # found in review: directions beside the long-only form were dropped without a word (MSFT held long
+    # under {MSFT: sell}, config.yaml naming the sell)
+    "markowitz directions without the signed form": (
+        [
+            "backtest",
+            "--tickers",
+            "TSLA,MSFT",
+            "--strategy",
+            "markowitz",
+            "--param",
+            "markowitz.directions={{MSFT: sell}}",
+            "--out",
+            "{run}",
+        ],  # fmt: skip
+        "directions are read by form: signed only (long_only holds every asset long): set form: signed",
     ),
     # 17. a server that is down is found before the experiment's folder is made
     "experiment --brain llm with the server down": (

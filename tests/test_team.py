@@ -359,3 +359,15 @@ def test_a_server_down_while_items_are_distilled_stops_the_team_as_an_analysts_c
         ["TSLA"], "2022-10-05", "2022-10-20", tmp_path / "run", client=client, distill="llm", brain="llm"
     )
     assert res.stopped.startswith("LLM unavailable on 2022-10-05: nothing is listening")
+
+
+def test_stock_selection_reads_a_price_that_never_moved_as_uncorrelated():
+    """Found in review: a candidate whose close never moved over the lookback (a halted stock, a close-only
+    file filled forward) made the correlation NaN and the clustering a ValueError traceback. It has no
+    correlation with the others (0) and a Sharpe of 0, and the selection goes on."""
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    rets = pd.DataFrame(rng.normal(0.001, 0.02, (60, 3)), columns=["MSFT", "PFE", "TSLA"]).assign(NFLX=0.0)
+    pool, rep = STOCK_SELECTION.select(rets, 2, "2023-01-03")
+    assert len(pool) == 2 and "NFLX (Sharpe +0.00)" in " ".join(i.text for i in rep.insights)

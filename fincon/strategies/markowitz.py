@@ -26,7 +26,7 @@ import logging
 from typing import Literal
 
 import numpy as np
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from fincon.errors import ConfigError
 from fincon.risk.optimizer import MeanVarianceProblem
@@ -45,6 +45,16 @@ class MarkowitzParams(Settings):
     form: Literal["long_only", "signed"] = "long_only"
     directions: dict[str, Literal["buy", "sell", "hold"]] | Literal["auto"] = "auto"
     solver: Literal["OSQP", "CLARABEL"] = "OSQP"
+
+    @model_validator(mode="after")
+    def _directions_need_signed(self) -> "MarkowitzParams":
+        # the long-only form reads no direction: {MSFT: sell} was dropped without a word and the run held
+        # MSFT long, its config.yaml naming the sells (found in review)
+        if self.directions != "auto" and self.form != "signed":
+            raise ValueError(
+                "directions are read by form: signed only (long_only holds every asset long): set form: signed"
+            )
+        return self
 
 
 def estimate_moments(returns: np.ndarray, mu_shrinkage: float) -> tuple[np.ndarray, np.ndarray]:
@@ -79,16 +89,20 @@ class Markowitz(Strategy):
                 )
 
     def start(self, ctx: RunContext) -> None:
-        self._warned_short = False
+        self._warned_short, self._due = False, 0
         self.check_inputs(ctx.tickers, ctx.start, ctx.end)
 
     def decide(self, view):
         p = self.params
-        if view.day % p.rebalance_every:
+        due = getattr(self, "_due", None)  # the next rebalance: rebalance_every sessions after the last
+        if due is None:  # a state pickled before it was kept (a forward journal's): its every-Nth-day schedule
+            due = -(-view.day // p.rebalance_every) * p.rebalance_every
+        if view.day < due:
             return None
         closes = view.matrix("close", p.lookback + 1)
-        if len(closes) < 3:
+        if len(closes) < 3:  # asked again the next session (it waited rebalance_every in cash; found in review)
             return None
+        self._due = view.day + p.rebalance_every
         returns = closes[1:] / closes[:-1] - 1.0
         if len(returns) < p.lookback and not self._warned_short:
             self._warned_short = True

@@ -42,7 +42,11 @@ class StockSelector(Role):
         x = r.to_numpy(dtype=float)
         sd = x.std(axis=0, ddof=1)
         sharpe = np.where(sd > 0, x.mean(axis=0) / np.where(sd > 0, sd, 1.0) * math.sqrt(252), 0.0)
-        corr = np.corrcoef(x, rowvar=False) if len(tickers) > 1 else np.ones((1, 1))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            corr = np.corrcoef(x, rowvar=False) if len(tickers) > 1 else np.ones((1, 1))
+        # a price that never moved (a halted stock, a close-only file filled forward) has no correlation:
+        # read as none (0), it sits apart, where its NaN was a clustering traceback (found in review)
+        corr = np.where(np.isnan(corr), np.eye(len(tickers)), corr)
         k = max(1, min(pool_size, len(tickers)))
         if k == len(tickers):
             labels = np.arange(len(tickers))
