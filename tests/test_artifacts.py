@@ -154,3 +154,46 @@ def test_a_runs_manifest_names_the_beliefs_it_read(tmp_path, monkeypatch):
     assert main(argv) == 0
     man = json.loads((out / "run_manifest.json").read_text())
     assert man["inputs_sha256"] == {"fincon.beliefs": want} and want != hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.slow  # two week-long runs of the rules team reading calls through Whisper's cached transcripts
+def test_the_manifest_names_each_calls_audio_and_the_transcript_read(tmp_path):
+    """Found in review: a corpus may name audio outside its folder (an absolute path, a linked audio/),
+    which the corpus hash never read, and nothing recorded the transcripts a run read: a cache entry
+    edited by hand moved CR from 10.998 % to 6.244 % under a byte-identical manifest. Each call's audio
+    is hashed by its contents, and each transcript entry the team read."""
+    import gzip
+    import shutil
+    from pathlib import Path
+
+    demo = Path(__file__).resolve().parents[1] / "fincon" / "data" / "demo"
+    sample = Path(__file__).resolve().parents[1] / "fincon" / "data" / "sample" / "events"
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (tmp_path / "ev").mkdir()
+    rows = [json.loads(x) for x in gzip.open(sample / "TSLA.jsonl.gz", "rt")]
+    for r in rows:  # every call's audio named by an absolute path outside the corpus
+        if r["audio"]:
+            shutil.copyfile(sample / r["audio"], outside / Path(r["audio"]).name)
+            r["audio"] = str(outside / Path(r["audio"]).name)
+    (tmp_path / "ev" / "TSLA.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    shutil.copytree(demo / "transcripts", tmp_path / "cache" / "transcripts")
+    argv = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", "--param",
+            "fincon.embedder=hashing", "--events", str(tmp_path / "ev"), "--param",
+            f"fincon.transcript_cache={tmp_path / 'cache'}", "--start", "2022-10-05", "--end", "2022-10-07",
+            "--no-progress", "--ledger", "off", "--no-benchmark"]  # fmt: skip
+    assert main([*argv, "--out", str(tmp_path / "a")]) == 0
+    first = json.loads((tmp_path / "a" / "run_manifest.json").read_text())
+    assert sorted(first["audio_sha256"]) == ["TSLA-call-2021Q4", "TSLA-call-2022Q1", "TSLA-call-2022Q2"]
+    assert sorted(first["transcripts_sha256"]["fincon"]) == sorted(first["audio_sha256"])
+    entry = tmp_path / "cache" / "transcripts" / f"{first['audio_sha256']['TSLA-call-2022Q2']}-7a1a681a8870.json"
+    entry.write_text(entry.read_text().replace("the ", "a ", 1))  # a hand edit of the words a run reads
+    shutil.copyfile(outside / "TSLA-2021Q4.ogg", outside / "TSLA-2022Q1.ogg")  # and one call's audio swapped
+    assert main([*argv, "--out", str(tmp_path / "b")]) == 0
+    second = json.loads((tmp_path / "b" / "run_manifest.json").read_text())
+    assert second["corpus_sha256"] == first["corpus_sha256"]  # the corpus folder itself is unchanged
+    assert second["audio_sha256"]["TSLA-call-2022Q1"] != first["audio_sha256"]["TSLA-call-2022Q1"]
+    changed = {
+        k for k, v in second["transcripts_sha256"]["fincon"].items() if v != first["transcripts_sha256"]["fincon"][k]
+    }
+    assert changed == {"TSLA-call-2022Q1", "TSLA-call-2022Q2"}  # Q1's audio is Q4's now: Q4's entry is read

@@ -161,8 +161,14 @@ def test_an_empty_transcript_is_refused_not_cached_and_decoding_is_greedy(call, 
         tr.transcribe(path)
     assert tr._impl[1].options["temperature"] == 0.0
     assert not list((tmp_path / "transcripts").glob("*.json"))
-    tr._impl = ("faster-whisper", _Decoder(["Revenue", "grew."], 30.0))
-    assert tr.transcribe(path).text == "Revenue grew."
+    # a later review: Whisper on 90 s of silence wrote "You You You", which one word a minute let through,
+    # cached and read as a call; speech holds 120-160 words a minute, a transcript at least 20
+    tr._impl = ("faster-whisper", _Decoder(["You", "You", "You"], 90.0))
+    with pytest.raises(DataError, match=r"3 words from 1.5 minutes of audio"):
+        tr.transcribe(path)
+    said = "Revenue grew in every region and margins widened, the chief financial officer said."
+    tr._impl = ("faster-whisper", _Decoder(said.split(), 30.0))
+    assert tr.transcribe(path).text == said
 
 
 def test_a_checkpoint_file_is_cached_by_its_contents(tmp_path):
@@ -200,3 +206,29 @@ def test_a_damaged_conversion_of_the_embedded_model_is_made_again(openai_tr, cal
     tr = Transcriber(backend="openai-whisper", cache_dir=tmp_path)
     assert tr._backend()[0] == "openai-whisper" and "is damaged" in caplog.text
     assert (tmp_path / "models" / done.name).stat().st_size == done.stat().st_size
+
+
+def test_a_cache_entry_that_is_not_this_audios_transcript_is_not_read(call, tmp_path, caplog):
+    """Found in review: the entry of another call copied under this audio's key was read as this call's
+    (`fincon transcribe` printed the other audio's hash and text, cached: true), a null text was a
+    traceback mid-run and an empty one read as a quiet call. Such an entry is transcribed again, said."""
+    import json
+    import logging
+
+    from fincon.data.transcription.transcriber import sha256_file
+
+    _, path = call
+    said = "Revenue grew in every region and margins widened, the chief financial officer said."
+    tr = Transcriber(backend="faster-whisper", cache_dir=tmp_path)
+    entry = tr._key(sha256_file(path), "faster-whisper")
+    entry.parent.mkdir(parents=True)
+    other = {"audio_sha256": "0" * 64, "audio_seconds": 30.0, "backend": "faster-whisper", "cached": False,
+             "compute_seconds": 1.0, "model": "tiny.en", "text": "Another call's words entirely."}  # fmt: skip
+    for bad in (other, {**other, "audio_sha256": sha256_file(path), "text": None}):
+        entry.write_text(json.dumps(bad))
+        tr._impl = ("faster-whisper", _Decoder(said.split(), 30.0))
+        with caplog.at_level(logging.WARNING):
+            assert tr.transcribe(path).text == said
+        assert "is not this audio's transcript" in caplog.text
+        caplog.clear()
+    assert tr.transcribe(path).cached  # the entry written again is this audio's: read

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from fincon.agents.beliefs import Beliefs
 from fincon.config import RunConfig
@@ -20,6 +20,7 @@ from fincon.data.transcription import Transcriber
 from fincon.data.transcription.transcriber import sha256_file
 from fincon.strategies.registry import params_model
 from fincon.workflow.journal import ForwardError
+from fincon.workflow.provenance import whisper_caches
 
 #: the folders of a session's frozen inputs that hold a call's audio (under ``events/``) and each
 #: strategy's transcripts of it
@@ -35,19 +36,6 @@ def sealed_beliefs(cfg: RunConfig) -> dict[str, str]:
         if "beliefs" not in params_model(name).model_fields or not given:
             continue
         out[name] = Beliefs.read(given)[1].decode("utf-8")  # checked as the strategy reads it: one line if not
-    return out
-
-
-def whisper_caches(cfg: RunConfig) -> dict[str, Any]:
-    """The strategies that read a call through Whisper, each with its transcript cache (None: the default)."""
-    out = {}
-    for name in cfg.strategies:
-        fields = params_model(name).model_fields
-        if "transcript_cache" not in fields:
-            continue
-        params = cfg.params(name) or {}
-        if params.get("transcripts", fields["transcripts"].default) == "whisper":
-            out[name] = params.get("transcript_cache")
     return out
 
 

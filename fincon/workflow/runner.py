@@ -37,7 +37,7 @@ from fincon.engine.rundir import RunDir, check_out_path, write_json
 from fincon.errors import CloseOnly, ConfigError, FinconError
 from fincon.strategies.base import RunContext, Strategy
 from fincon.strategies.registry import base_name, make_strategy, params_model, strategy_names
-from fincon.workflow import model_checks as checks, trials
+from fincon.workflow import model_checks as checks, provenance, trials
 
 log = logging.getLogger(__name__)
 BENCHMARK = "buy-and-hold"
@@ -337,6 +337,7 @@ def run_config(
             {n: (staging.path / n if multi else staging.path) for n in results},
             blocks,
             "; ".join(x for x in (lookahead, *early.values()) if x) or None,
+            provenance.calls_read(cfg, inputs, market.tickers),
         )
         if multi:
             (staging.path / "config.yaml").write_text(cfg.to_yaml())
@@ -445,6 +446,7 @@ def write_standard(
     run_dirs: dict[str, Path],
     blocks: Mapping[str, Mapping[str, Any]] | None = None,
     lookahead: str | None = None,
+    calls: Mapping[str, Any] | None = None,
 ) -> None:
     """run_summary.csv and run_manifest.json at the top (fincon.engine.artifacts: loadable with
     pandas alone; each run dir's round_trips.csv is written with it, from the frame its win rate read)."""
@@ -475,6 +477,7 @@ def write_standard(
         if (sha := RunRecord(path).strategy_summary.get("team_beliefs_sha256"))
     }
     content = manifest(cfg.to_yaml(), {t: market.frame(t) for t in market.tickers}, corpus, seeds, beliefs)
+    content.update(calls or {})  # the calls' audio and transcripts read (fincon.workflow.provenance)
     if lookahead:
         content["data_lookahead"] = lookahead
     if blocks:

@@ -143,6 +143,10 @@ class Transcript:
     cached: bool = False
 
 
+#: the fewest words a minute of audio a transcript holds to be read as speech
+MIN_WORDS_A_MINUTE = 20
+
+
 class Transcriber:
     """``Transcriber().transcribe(path) -> Transcript``; models load lazily, once."""
 
@@ -296,6 +300,27 @@ class Transcriber:
         tag = hashlib.sha256(opts.encode()).hexdigest()[:12]
         return self.cache_dir / "transcripts" / f"{digest}-{tag}.json"
 
+    def cached(self, digest: str) -> Path | None:
+        """The cache entry a transcription of the audio of sha256 ``digest`` reads (either backend of the
+        configured preference), or None. An entry that is not this audio's transcript as fincon writes it
+        (unreadable, another call's, text that is none) is recomputed with a warning, never read (found in
+        review: another call's entry copied under this key, and a null text, were read as this call's)."""
+        order = ["openai-whisper", "faster-whisper"] if self.backend == "auto" else [self.backend]
+        for b in order:
+            f = self._key(digest, b)
+            if not f.is_file():
+                continue
+            try:
+                d = json.loads(f.read_text(encoding="utf-8"))
+                if d.get("audio_sha256") != digest or d.get("backend") != b or not str(d.get("text") or "").strip():
+                    raise ValueError("not this audio's transcript")
+                Transcript(**{**d, "cached": True})
+                return f
+            except (OSError, ValueError, TypeError, AttributeError):
+                log.warning("transcript cache entry %s is not this audio's transcript (damaged or edited?); "
+                            "transcribing again", f)  # fmt: skip
+        return None
+
     def cache_file(self, path: str | Path) -> Path:
         """The cache entry of ``path``'s transcript, transcribed first where there is none: what a forward
         journal keeps beside the audio, so that its replay reads the words its step read."""
@@ -306,16 +331,9 @@ class Transcriber:
         path = Path(path)
         check_audio_file(path)
         digest = sha256_file(path)
-        # a transcript cached by either backend of the configured preference is reused
-        order = ["openai-whisper", "faster-whisper"] if self.backend == "auto" else [self.backend]
-        for b in order:
-            f = self._key(digest, b)
-            if f.is_file():
-                try:
-                    d = json.loads(f.read_text(encoding="utf-8"))
-                    return Transcript(**{**d, "cached": True})
-                except (OSError, ValueError, TypeError):  # a damaged cache entry is recomputed, not trusted
-                    log.warning("transcript cache entry %s is unreadable; transcribing again", f)
+        f = self.cached(digest)
+        if f is not None:
+            return Transcript(**{**json.loads(f.read_text(encoding="utf-8")), "cached": True})
         probe_audio(path)
         try:  # the cache folder, before minutes of decoding: a path that cannot be written fails now
             (self.cache_dir / "transcripts").mkdir(parents=True, exist_ok=True)
@@ -359,7 +377,9 @@ class Transcriber:
             raise DataError(
                 f"cannot transcribe {path.name}: {decoder_complaint(str(exc)) or exc.__class__.__name__}"
             ) from None
-        if len(text.split()) < max(1.0, seconds / 60):  # cached, it would be read as a quiet call for ever
+        # cached, it would be read as a quiet call for ever: speech is 120-160 words a minute (the sample's
+        # 126); Whisper on 90 s of silence wrote "You You You" (3 words), which one word a minute let through
+        if len(text.split()) < max(1.0, MIN_WORDS_A_MINUTE * seconds / 60):
             raise DataError(
                 f"cannot transcribe {path.name}: {len(text.split())} words from {seconds / 60:.1f} minutes of audio "
                 "(silence, music or another language?); nothing cached: check the file, or give the call's text"

@@ -1,0 +1,58 @@
+"""What a run read of its calls besides the corpus's own files, for ``run_manifest.json``: each call's
+audio by its contents (a corpus may name audio outside its folder, by an absolute path or through a
+linked ``audio/``, which the corpus hash never reads), and the cached Whisper transcript each strategy
+read of it (an entry edited in the cache changed a run's numbers under a byte-identical manifest;
+found in review)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from fincon.config import RunConfig
+from fincon.data.events.model import decision_cutoff
+from fincon.data.transcription import Transcriber
+from fincon.data.transcription.transcriber import sha256_file
+from fincon.strategies.registry import params_model
+
+
+def whisper_caches(cfg: RunConfig) -> dict[str, Any]:
+    """The strategies that read a call through Whisper, each with its transcript cache (None: the default)."""
+    out = {}
+    for name in cfg.strategies:
+        fields = params_model(name).model_fields
+        if "transcript_cache" not in fields:
+            continue
+        params = cfg.params(name) or {}
+        if params.get("transcripts", fields["transcripts"].default) == "whisper":
+            out[name] = params.get("transcript_cache")
+    return out
+
+
+def calls_read(cfg: RunConfig, inputs: Any, tickers: Sequence[str]) -> dict[str, Any]:
+    """``audio_sha256`` (call id -> its audio's sha256) of every call out by the run's last decision, and
+    ``transcripts_sha256`` (strategy -> call id -> the sha256 of the cache entry its transcriber reads, or
+    None: none cached); {} when the run read no audio."""
+    audio: dict[str, str] = {}
+    transcripts: dict[str, dict[str, str | None]] = {}
+    whisper, cut = whisper_caches(cfg), decision_cutoff(cfg.end)
+    for name in cfg.strategies:
+        spec = (cfg.params(name) or {}).get("events")
+        if not isinstance(spec, str) or "transcript_cache" not in params_model(name).model_fields:
+            continue
+        store = inputs.events(spec, tuple(tickers))
+        reader = Transcriber(cache_dir=whisper[name]) if name in whisper else None
+        for e in store.all_events():
+            path = store.audio_path(e) if e.audio and e.published_at < cut else None
+            if path is None or not path.is_file():
+                continue
+            audio[e.id] = digest = audio.get(e.id) or sha256_file(path)
+            if reader is not None:
+                entry = reader.cached(digest)
+                transcripts.setdefault(name, {})[e.id] = sha256_file(entry) if entry is not None else None
+    if not audio:
+        return {}
+    return {"audio_sha256": dict(sorted(audio.items()))} | (
+        {"transcripts_sha256": {n: dict(sorted(t.items())) for n, t in sorted(transcripts.items())}}
+        if transcripts
+        else {}
+    )
