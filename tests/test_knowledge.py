@@ -137,3 +137,37 @@ def test_require_after_cutoff_reads_an_experiments_llm_baselines_too(tmp_path, m
         out, err = capfd.readouterr()
         assert code == 2 and "--require-after-cutoff: " in err and "cutoff" in err, (argv[0], err)
         assert tree(tmp_path) == before
+
+
+def test_beliefs_written_by_a_model_that_knew_the_window_fail_the_card_and_the_guard(tmp_path, monkeypatch, capfd):
+    """Found in review: a team whose model is after its window (given cutoff 2022-10-14) read, every day,
+    beliefs that gpt-4o (cutoff 2023-10-31) wrote in training; the card passed temporal integrity and
+    --require-after-cutoff let it run. The beliefs' writer is labelled against the window: the guard
+    refuses it, a warning says it, and the card fails it."""
+    from pathlib import Path
+
+    from fincon.agents.beliefs import Beliefs
+    from fincon.agents.roles import ANALYSTS
+    from fincon.report.card import FAIL, Evidence, temporal_integrity
+
+    monkeypatch.chdir(tmp_path)
+    writer = {"label": "in-training-data", "model": "gpt-4o", "cutoff": "2023-10-31", "source": "OpenAI model card",
+              "window": {"start": "2022-10-03", "end": "2022-10-14"}}  # fmt: skip
+    learned = Beliefs.initial({n: r.weight for n, r in ANALYSTS.items()}).model_copy(update={"model_knowledge": writer})
+    (tmp_path / "b.json").write_text(learned.dump())
+    before = tree(tmp_path)
+    argv = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "llm", "--start", "2022-10-17",
+            "--end", "2022-11-18", "--llm-backend", "openai", "--llm-base-url", "http://127.0.0.1:9/v1",
+            "--llm-model", "stub", "--llm-knowledge-cutoff", "2022-10-14", "--beliefs", "b.json",
+            "--require-after-cutoff"]  # fmt: skip
+    code = run_cli(main, argv)
+    out, err = capfd.readouterr()
+    assert_one_line_error(
+        code, out, err, "--require-after-cutoff: fincon (its --beliefs written by gpt-4o): the window"
+    )
+    assert "2022-10-17..2022-11-18 lies inside the model's training data (cutoff 2023-10-31)" in err
+    assert tree(tmp_path) == before
+    block = {"label": "after-cutoff", "model": "stub", "cutoff": "2022-10-14", "source": "given by the user",
+             "beliefs": {**writer, "window": {"start": "2022-10-17", "end": "2022-11-18"}}}  # fmt: skip
+    verdict, said = temporal_integrity(Evidence(Path("x"), None, None, None, {}, {"model_knowledge": block}, {}, []))
+    assert verdict == FAIL and said.startswith("its --beliefs were written by gpt-4o, which may know the window")

@@ -157,8 +157,29 @@ def model_knowledge(settings: Any | None, start: dt.date, end: dt.date) -> dict[
     return block
 
 
+def written_by(writer: dict[str, Any] | None, start: dt.date, end: dt.date) -> dict[str, Any] | None:
+    """The model that wrote learned beliefs (their ``model_knowledge``, from ``fincon train``) against the
+    window of the run that reads them: a model that knew the test window may have written what happened
+    into the beliefs the run's model reads every day (found in review: the card passed such a run). None:
+    the beliefs name no model."""
+    if not writer or not writer.get("model"):
+        return None
+    cut = Cutoff(dt.date.fromisoformat(writer["cutoff"]), writer.get("source") or "") if writer.get("cutoff") else None
+    window = {"start": str(start), "end": str(end)}
+    return {"label": label(start, end, cut), "model": writer["model"], "cutoff": writer.get("cutoff"), "window": window}
+
+
 def warning(block: dict[str, Any], who: str) -> str | None:
-    """One line for an LLM run whose window is not after the model's cutoff, else None."""
+    """One line for an LLM run whose window is not after the model's cutoff (or whose learned beliefs a
+    model wrote that may know it: ``block["beliefs"]``), else None."""
+    own = _own_warning(block, who)
+    beliefs = block.get("beliefs")
+    if own or not beliefs or beliefs["label"] == "after-cutoff":
+        return own
+    return _own_warning(beliefs, f"{who} (its --beliefs written by {beliefs['model']})")
+
+
+def _own_warning(block: dict[str, Any], who: str) -> str | None:
     lab = block["label"]
     if block.get("claimed_cutoff"):
         who += (

@@ -60,11 +60,10 @@ MAX_FALLBACK = 0.05
 
 
 def temporal_integrity(ev: Evidence) -> Verdict:
-    """The window against the model's cutoff: a run inside its training data
-    may be remembered. It passes after the cutoff, or masked with prompts the
-    leakage audit finds blind (fincon.llm.leakage), or as a live journal whose
-    every decision was committed before its session's open (whatever the cutoff).
-    A run whose decisions read data from after them (point in time) fails it too."""
+    """The window against the model's cutoff: a run inside its training data may be remembered. It passes
+    after the cutoff, or masked with prompts the leakage audit finds blind (fincon.llm.leakage), or as a live
+    journal whose every decision was committed before its session's open (whatever the cutoff). A run whose
+    decisions read data from after them, or beliefs a model wrote that may know the window, fails it."""
     if look := ev.lookahead:
         return FAIL, f"its decisions read data from after them: {look}"
     why = ""
@@ -92,6 +91,8 @@ def temporal_integrity(ev: Evidence) -> Verdict:
     claimed = ", given by the user: fincon does not know this model's" if know.get("source") == USER_SOURCE else ""
     cutoff = f" (cutoff {know.get('cutoff')}{claimed})" if know.get("cutoff") else ""
     said += f"; {why}" if why else ""
+    if (wrote := know.get("beliefs") or {}) and wrote.get("label") != "after-cutoff":  # who wrote what it reads
+        return FAIL, f"its --beliefs were written by {wrote.get('model')}, which may know the window ({wrote.get('label')}, cutoff {wrote.get('cutoff')}); {label}{cutoff}{said}"  # fmt: skip
     if label in ("after-cutoff", "no-model") or result == "blind":
         return PASS, f"{label}{cutoff}{said}"
     if label in ("in-training-data", "straddles-cutoff"):

@@ -11,6 +11,7 @@ from typing import Any, Collection, Mapping
 
 import yaml
 
+from fincon.agents.beliefs import Beliefs
 from fincon.config import RunConfig
 from fincon.data.aliases import NAMES
 from fincon.data.inputs import RunInputs
@@ -18,7 +19,7 @@ from fincon.errors import ConfigError
 from fincon.flag import spelled
 from fincon.llm import leakage, leakage_inputs
 from fincon.llm.cache import DEFAULT_CACHE_PATH, CacheMode
-from fincon.llm.knowledge import model_knowledge, warning
+from fincon.llm.knowledge import model_knowledge, warning, written_by
 from fincon.llm.masking_terms import mined_terms
 from fincon.strategies.base import Strategy
 
@@ -164,7 +165,15 @@ def knowledge(cfg: RunConfig, strategies: Mapping[str, Strategy]) -> dict[str, d
     """Each strategy's ``model_knowledge`` block: its model's training-data
     cutoff against the run's window (fincon.llm.knowledge)."""
 
-    return {name: model_knowledge(s.llm_settings(), cfg.start, cfg.end) for name, s in strategies.items()}
+    out = {}
+    for name, s in strategies.items():
+        block = model_knowledge(s.llm_settings(), cfg.start, cfg.end)
+        given = (cfg.params(name) or {}).get("beliefs")  # texts a model reads every day: who wrote them
+        if block["label"] != "no-model" and isinstance(given, str):
+            writer = written_by(Beliefs.load(given).model_knowledge, cfg.start, cfg.end)
+            block = block | ({"beliefs": writer} if writer else {})
+        out[name] = block
+    return out
 
 
 def check_knowledge(blocks: Mapping[str, Mapping[str, Any]], *, require: bool = False, warn: bool = True) -> None:
