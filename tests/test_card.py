@@ -149,6 +149,17 @@ def test_a_rolling_cards_edge_over_buy_and_hold_is_said_to_be_the_median_over_it
     )
 
 
+def test_a_rolling_placebo_that_won_its_windows_keeps_the_edge_whatever_its_medians_say():
+    """Found in review: over three windows of (buy-and-hold, team, shuffled news) CR (0, -5, -4), (0, 3, 4),
+    (0, 10, -1), the medians compare 3 > -1 (the team's over the placebo's), yet the placebo beat the team in
+    two windows and the median paired gap printed beside the pass was -1.00 pp. The paired gap decides."""
+    from fincon.report.card import FAIL, Evidence, counterfactual_robustness
+
+    won = {"shuffle-news": {**_placebo(-1.0, 3.0, 0.0, 0.0, windows=3), "profit_gap_pct": -1.0}}
+    verdict, measured = counterfactual_robustness(Evidence(Path("x"), None, None, {}, {"placebo": won}, {}, {}, []))
+    assert verdict == FAIL and "survives shuffle-news" in measured and "profit gap -1.00 pp" in measured
+
+
 def test_counterfactual_robustness_fails_an_edge_whose_placebo_the_experiment_flagged():
     """The card passed "an edge no placebo keeps" beside the experiment's own flag on that placebo: with every
     tone reversed, 95 % of the team's decisions were the same ("the news barely matters"), yet the placebo's
@@ -1032,3 +1043,14 @@ def test_a_run_on_a_planted_corpus_fails_temporal_integrity_and_says_why(tmp_pat
         assert (row["verdict"], row["measured"].startswith("its decisions read data from after them: corpus")) == (
             ("fail", True) if planted else ("pass", False)
         )
+
+
+@pytest.mark.slow  # a week of sma-cross
+def test_the_costs_row_names_the_commission_it_passed(tmp_path, monkeypatch):
+    """Found in review: a run with 5 bp of slippage and no commission passed "costs: percent costs", beside a
+    frictions row saying `commission percent, rate 0.0`. The row names what was charged."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["backtest", "--ticker", "NVDA", "--strategy", "sma-cross", "--start", "2023-01-03", "--end",
+                 "2023-03-31", "--slippage-model", "bps", "--slippage", "5", "--out", "bps", "--no-progress"]) == 0  # fmt: skip
+    row = _rows(run_card(tmp_path / "bps"))["costs"]
+    assert (row["verdict"], row["measured"]) == ("pass", "commission 0 %, bps slippage")

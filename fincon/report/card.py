@@ -129,12 +129,10 @@ def _paid_too_little(ev: Evidence) -> str:
 
 
 def counterfactual_robustness(ev: Evidence) -> Verdict:
-    """Does the team's edge depend on what it reads? A pass needs an edge over
-    buy-and-hold on the real corpus that no placebo keeps: a placebo run that
-    does as well or better, or still beats buy-and-hold on its own market,
-    or that the experiment flags (decisions unchanged with the tone
-    reversed), shows the edge came from elsewhere; a team with no edge has
-    nothing a placebo could remove."""
+    """Does the team's edge depend on what it reads? A pass needs an edge over buy-and-hold on the real
+    corpus that no placebo keeps: a placebo run that does as well or better (its own median or the
+    median of the paired gaps), or still beats buy-and-hold on its own market, or that the experiment
+    flags (decisions unchanged with the tone reversed), shows the edge came from elsewhere."""
     placebo = ev.results.get("placebo") or {}
     if not placebo:
         return FAIL, "no placebo run (fincon experiment --placebo shuffle-news,flip-tone,price-twin)"
@@ -159,6 +157,7 @@ def counterfactual_robustness(ev: Evidence) -> Verdict:
         if not _finite(p.get("excess_pct"))
         or p["excess_pct"] >= 0
         or _num(p.get("cr_pct_median")) >= _num(p.get("real_cr_pct"))
+        or _num(p.get("profit_gap_pct")) <= 0  # paired: a rolling median of each series hid it (found in review)
     ]
     if survived:
         return FAIL, (
@@ -339,7 +338,8 @@ def costs(ev: Evidence) -> Verdict:
     c = ev.broker.commission
     paid = _paid_too_little(ev)
     if c.model != "per-share":  # "percent costs" named a zero commission too
-        said = "percent costs" if c.model == "percent" else f"{c.model} commission, {ev.broker.slippage.model} slippage"
+        rate = f"commission {100 * c.rate:g} %" if c.model == "percent" else f"{c.model} commission"  # a 0 said 0
+        said = f"{rate}, {ev.broker.slippage.model} slippage"
         return (FAIL, f"{said}, {paid}") if paid else (PASS, said)
     terms = [f"at least ${c.minimum:,.2f}" if c.minimum > 0 else "",
              f"at most {100 * c.maximum:.3g} % of the value" if c.maximum > 0 else ""]  # fmt: skip
