@@ -331,8 +331,8 @@ def test_every_check_gives_each_of_its_verdicts_on_hand_built_evidence(tmp_path)
     assert broad_universes(ev(rolling={}, results={"universes": ["top-volume:5"], "windows": two, "pool": left})) == (
         PASS,
         "universes top-volume:5: the rules' windows trade 10 distinct tickers over 2 windows, picked from 40 "
-        "candidates of which 2 end before the data's last day (2024-03-08): firms that left are in the pool (a pick "
-        "never left inside its window: fincon refuses one that does)",
+        "candidates of which 2 left before the data's last day (2024-03-08) after a window could pick them: firms "
+        "that left are in the pool (a pick never left inside its window)",
     )
     # found by hand: the bundled sample's 42 large caps, picked in 2024, passed as a broad universe; every
     # one trades to the data's last day, so a rule picks among the firms that lasted (survivorship)

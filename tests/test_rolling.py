@@ -77,6 +77,24 @@ def test_the_pool_names_the_firms_whose_bars_end_early():
     assert pool_of({"A": full, "C": days_short})["ended"] == []
 
 
+def test_a_firm_that_left_before_any_window_is_no_firm_that_left_the_pool(monkeypatch):
+    """Found in review: a firm whose bars end three years before the first window (never in any window's
+    choice set) was the pool's one firm that left, and the card passed "firms that left are in the pool"
+    for picks all made among survivors. It counts only where a window could pick it."""
+    from fincon.workflow import rolling
+
+    full = _bars([100.0] * 800, 1e6, start="2019-01-01")
+    early = full.loc[: pd.Timestamp("2019-05-31")]  # gone before the first window's pick (2020-01-01)
+    later = full.loc[: pd.Timestamp("2020-09-30")]  # gone after a pick it could have been in
+    exp = load_experiment(None, {"team.brain": "rules", "rolling.window": "6m", "rolling.step": "6m",
+                                 "rolling.start": "2020-01-01", "rolling.end": "2020-06-30",
+                                 "rolling.universes": ["top-volume:1"]})  # fmt: skip
+    monkeypatch.setattr(rolling, "_bars", lambda exp: {"AAA": full, "EARLY": early})
+    assert rolling.plan(exp)[1]["ended"] == []
+    monkeypatch.setattr(rolling, "_bars", lambda exp: {"AAA": full, "EARLY": early, "LATER": later})
+    assert rolling.plan(exp)[1]["ended"] == ["LATER"]
+
+
 def test_a_pick_that_leaves_inside_its_window_is_refused_in_words_that_say_why(monkeypatch):
     """Found in review: a rule picks point in time, among firms that will leave too, and a firm picked
     whose bars end inside the window stopped the whole evaluation with "DEAD: 2021-01-01..2021-12-31 is

@@ -406,9 +406,9 @@ def long_horizons(ev: Evidence) -> Verdict:
 
 
 def broad_universes(ev: Evidence) -> Verdict:
-    """Tickers chosen by a rule (not a list), and many of them: the windows of its rules together
-    trade at least BROAD_TICKERS distinct tickers (a rule that picks one ticker is not broad), from a
-    pool that keeps firms that left (FINSABER's survivorship: a rule over today's firms picks winners)."""
+    """Tickers chosen by a rule (not a list), and many: its windows together trade at least BROAD_TICKERS
+    distinct tickers, from a pool that keeps firms that left (FINSABER's survivorship: a rule over
+    today's firms picks winners)."""
     if ev.rolling is not None:
         universes = ev.results.get("universes") or []
         rules = [u for u in universes if ":" in u or u == "all"]
@@ -431,8 +431,8 @@ def broad_universes(ev: Evidence) -> Verdict:
         n, last, ended = pool["candidates"], pool["last_day"], len(pool["ended"])
         if ended:
             return PASS, (
-                f"{said}, picked from {n} candidates of which {ended} end before the data's last day ({last}): "
-                "firms that left are in the pool (a pick never left inside its window: fincon refuses one that does)"
+                f"{said}, picked from {n} candidates of which {ended} left before the data's last day ({last}) after "
+                "a window could pick them: firms that left are in the pool (a pick never left inside its window)"
             )
         return FAIL, (
             f"{said}, picked from {n} candidates that all trade to the data's last day ({last}): a pool of "

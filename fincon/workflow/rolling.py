@@ -135,7 +135,8 @@ class Cell:
 def pool_of(bars: dict[str, pd.DataFrame]) -> dict[str, Any]:
     """The candidates the rules pick from, for the card's survivorship check: how many, the data's
     last day, and those whose bars end a week or more before it (a firm that left: delisted, merged,
-    or its data stops). None ending early is a pool of survivors, as a list of today's firms is."""
+    or its data stops; :func:`plan` keeps those a window could pick). None ending early is a pool of
+    survivors, as a list of today's firms is."""
     last = max(b.index[-1] for b in bars.values())
     ended = sorted(t for t, b in bars.items() if b.index[-1] < last - pd.Timedelta(days=7))
     return {"candidates": len(bars), "last_day": str(last.date()), "ended": ended}
@@ -177,6 +178,10 @@ def plan(exp: ExperimentConfig, bars: dict[str, pd.DataFrame] | None = None) -> 
                 }  # fmt: skip
             )
             cells.append(Cell(rule_text, rule.slug, w, tuple(tickers), sub))
+    # a firm that left counts only where a window could pick it (trading on a selection day): one gone
+    # before the first window passed the card's survivorship check for picks made among survivors alone
+    picks = sorted({c.window.test.start for c in cells})
+    pool["ended"] = [t for t in pool["ended"] if any(bars[t].index[0].date() <= d <= bars[t].index[-1].date() for d in picks)]  # fmt: skip
     return cells, pool
 
 
