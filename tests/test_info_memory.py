@@ -428,3 +428,23 @@ def test_analyst_memory_by_source_and_forward_only(store):
     assert am.reward([day.top[-1].id]) == 1
     with pytest.raises(ValueError, match="step back"):
         am.step(st.view_at("2022-11-01"))
+
+
+def test_a_call_with_audio_only_read_as_text_is_one_line_not_an_empty_call(tmp_path):
+    """Found in review: under transcripts=text a call with audio and no text was read as an empty call
+    ("Tesla earnings call, 2022Q3 (synthetic). (tone +0.00)"), without a word: CR 9.710 against 10.998
+    when Whisper heard it. It is said, with what to do."""
+    import datetime as dt
+
+    import pandas as pd
+    import pytest
+
+    from fincon.data.events.model import Event
+    from fincon.errors import DataError
+    from fincon.memory.working import LexiconSummariser
+
+    (tmp_path / "q3.ogg").write_bytes(b"OggS")
+    call = Event("TSLA-call-2022Q3", "TSLA", "earnings_call", dt.datetime(2022, 10, 19, 21, 0, tzinfo=dt.timezone.utc),
+                 audio=str(tmp_path / "q3.ogg"), metadata={"title": "Tesla earnings call, 2022Q3"})  # fmt: skip
+    with pytest.raises(DataError, match="TSLA-call-2022Q3 has audio and no text, and its calls are read as text"):
+        LexiconSummariser().summarise("TSLA", pd.Timestamp("2022-10-20"), [call])

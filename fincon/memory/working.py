@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 
 from fincon.data.events.model import MARKET_TZ, Event, visible_day
 from fincon.data.lexicon import LoughranMcDonald, tone_label
+from fincon.errors import DataError
 from fincon.memory.distill import ITEM_BUDGET, Distiller
 from fincon.memory.procedural import MemoryEntry
 
@@ -91,6 +92,11 @@ def _body(
     if event.audio and transcribe is not None:
         path = resolve(event) if resolve else Path(event.audio)
         return transcribe(path)
+    if event.audio:  # read as an empty call, without a word (found in review: CR 9.710 against 10.998)
+        raise DataError(
+            f"{event.id} has audio and no text, and its calls are read as text (transcripts=text): give the "
+            "call's text in the corpus, or hear it (--param fincon.transcripts=whisper)"
+        )
     return ""
 
 

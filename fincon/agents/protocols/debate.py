@@ -80,6 +80,7 @@ from fincon.agents.protocols.fincon import FinConManager
 from fincon.agents.reports import ManagerReport
 from fincon.agents.roles.base import make_transcriber
 from fincon.data.events.model import visible_day
+from fincon.errors import DataError
 from fincon.memory.collections import open_collection
 from fincon.strategies.base import Decision
 
@@ -197,6 +198,9 @@ class DebateProtocol:
     def transcript(self, event) -> str:
         audio = self.events.audio_path(event) if event.audio else None
         if self.transcripts == "text" or audio is None:
+            if not event.text and audio is not None:  # an empty call, read without a word
+                raise DataError(f"{event.id} has audio and no text, and the debate reads calls as text "
+                                "(transcripts=text): give the call's text, or --param fincon.transcripts=whisper")  # fmt: skip
             return event.text or ""
         if self._transcriber is None:
             self._transcriber = make_transcriber({"cache_dir": self.transcript_cache})
