@@ -635,3 +635,21 @@ def test_a_stop_during_the_statistics_ends_their_workers_at_once():
     lines = out.split("\n")
     assert lines[0].startswith("stopped ") and float(lines[0].split()[1]) < 10, (out, err)
     assert lines[1] == "workers left 0"
+
+
+def test_the_pooled_row_pairs_each_window_once_whatever_the_universes_that_traded_it():
+    """Found in review: two windows of one stock under three universes that all picked it made six pairs in
+    the pooled Wilcoxon (p 0.031, where two pairs cannot give under 0.5) and "6 windows"."""
+    from fincon.workflow.rolling_results import summarize
+
+    rows = []
+    for u in ("TSLA", "all", "momentum:1"):
+        for k, (team, bh) in enumerate(((5.0, 1.0), (3.0, -2.0)), 1):
+            for name, cr in (("fincon", team), ("buy-and-hold", bh)):
+                rows.append({"universe": u, "window": f"k0{k}", "strategy": name, "cr_pct": cr, "sharpe": 1.0,
+                             "mdd_pct": 2.0, "turnover": 1.0, "llm_calls": 0, "llm_cost_usd": 0.0,
+                             "model_knowledge": "no-model"})  # fmt: skip
+    table = summarize(pd.DataFrame(rows)).set_index(["universe", "strategy"])
+    assert table.loc[("TSLA", "fincon"), "wilcoxon_p"] == 0.5
+    pooled = table.loc[("pooled", "fincon")]
+    assert (pooled["windows"], pooled["wilcoxon_p"], pooled["mean_excess_cr_pct"]) == (2, 0.5, 4.5)

@@ -177,17 +177,24 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
             # a window the strategy sat out (no return, no volatility) has no Sharpe ratio: it counts as 0,
             # or the median was of the windows that traded, shown beside the count of all (3 of 8)
             sharpe = s["sharpe"].astype(float).where(s["sharpe"].notna() | (cr != 0), 0.0)
-            test = paired_test(cr, b) if name != BENCH else {"n": int(len(cr)), "p_value": None}
+            # pooled: one pair a window, the universes that traded it averaged (each universe's copy of a
+            # window was a pair of its own: two windows of one stock in three universes gave p 0.031)
+            pc, pb = (
+                (cr, b)
+                if universe != "pooled"
+                else (cr.groupby(level="window").mean(), b.groupby(level="window").mean())
+            )
+            test = paired_test(pc, pb) if name != BENCH else {"n": int(len(pc)), "p_value": None}
             rows.append(
                 {
                     "universe": universe,
                     "strategy": name,
-                    "windows": int(len(s)),
+                    "windows": int(len(pc)),
                     "median_cr_pct": _finite(cr.median()),
                     "median_sharpe": _finite(sharpe.median()),
                     "median_mdd_pct": _finite(s["mdd_pct"].astype(float).median()),
-                    "mean_excess_cr_pct": _finite((cr - b).mean()),
-                    "share_beats_bh": None if name == BENCH else float((cr > b).mean()),
+                    "mean_excess_cr_pct": _finite((pc - pb).mean()),
+                    "share_beats_bh": None if name == BENCH else float((pc > pb).mean()),
                     "wilcoxon_p": test.get("p_value"),
                     "median_turnover": _finite(s["turnover"].astype(float).median()),
                     **({"costs_paid": float(s["costs_paid"].sum())} if "costs_paid" in s else {}),
