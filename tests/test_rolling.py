@@ -653,3 +653,26 @@ def test_the_pooled_row_pairs_each_window_once_whatever_the_universes_that_trade
     assert table.loc[("TSLA", "fincon"), "wilcoxon_p"] == 0.5
     pooled = table.loc[("pooled", "fincon")]
     assert (pooled["windows"], pooled["wilcoxon_p"], pooled["mean_excess_cr_pct"]) == (2, 0.5, 4.5)
+
+
+def test_a_rolling_evaluation_says_its_settings_and_a_server_down_before_its_folder(tmp_path, monkeypatch, capsys):
+    """Found in review: a rolling evaluation ran none of the one-split experiment's checks of its settings:
+    with the model's server down it failed in its first training and left its folder (a finished baseline
+    run inside), and --anonymize, --charge-llm and --temperature beside the rules brain went unsaid."""
+    from fincon.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    roll = ["experiment", "--rolling", "2m", "--step", "2m", "--rolling-start", "2022-04-01", "--rolling-end",
+            "2022-05-31", "--universe", "TSLA", "--repeats", "1", "--episodes", "2", "--ablations", "full",
+            "--baselines", "buy-and-hold", "--no-progress", "--ledger", "off"]  # fmt: skip
+    down = ["--brain", "llm", "--llm-backend", "openai", "--llm-base-url", "http://127.0.0.1:9/v1", "--out", "S"]
+    assert main([*roll, *down]) == 2
+    assert "nothing is listening at http://127.0.0.1:9/v1" in capsys.readouterr().err and not (tmp_path / "S").exists()
+    import fincon.workflow.rolling as rolling
+
+    monkeypatch.setattr(rolling, "Study", None)  # the settings are said before anything runs
+    with pytest.raises(TypeError):
+        main([*roll, "--brain", "rules", "--anonymize", "--charge-llm", "--temperature", "0.5", "--out", "R"])
+    err = capsys.readouterr().err
+    assert "--anonymize, --charge-llm: no strategy of this run calls a model, so they change nothing here" in err
+    assert "--temperature: a setting of the other brain; with the rules brain it changes nothing here" in err

@@ -167,15 +167,24 @@ def run_experiment(
             print(f"fincon: warning: {gaps}", file=sys.stderr)
         blocks = experiment_knowledge(exp)
         check_knowledge({**blocks, **baseline_knowledge(exp)}, require=require_after_cutoff, warn=warn_knowledge)
-        if warn_knowledge:
-            also = ["--charge-llm"] if exp.broker.charge_llm else []  # as a backtest says it (it went unsaid here)
-            warn_vacuous(exp.llm, require_after_cutoff, calls_a_model(exp, blocks), also=also)
-            warn_other_brain(exp.brain, exp.model_fields_set)
-            warn_overridden_temperature(exp)
-            warn_one_episode(exp)
-        check_servers(exp, blocks)  # a server that is down: said now, before the experiment's folder
+        settings_said(exp, blocks, require_after_cutoff, warn_knowledge)
 
     return study.run(lambda: _run(exp, out, progress, executor), preflight=checks)
+
+
+def settings_said(
+    exp: ExperimentConfig, blocks: dict[str, Any], require: bool, warn: bool = True, given: Any = None
+) -> None:
+    """What an experiment (and each window of a rolling evaluation: it said none of it, found in review)
+    says of its settings before its folder exists: those that change nothing, the other brain's (of
+    ``given``, the fields the user set: ``exp``'s own by default), and a model server that is down (refused)."""
+    if warn:
+        also = ["--charge-llm"] if exp.broker.charge_llm else []  # as a backtest says it (it went unsaid here)
+        warn_vacuous(exp.llm, require, calls_a_model(exp, blocks), also=also)
+        warn_other_brain(exp.brain, exp.model_fields_set if given is None else given)
+        warn_overridden_temperature(exp)
+        warn_one_episode(exp)
+    check_servers(exp, blocks)  # a server that is down: said now, before the experiment's folder
 
 
 def warn_one_episode(exp: ExperimentConfig) -> None:

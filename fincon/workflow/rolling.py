@@ -50,8 +50,8 @@ from fincon.workflow.experiment import (
     baseline_knowledge,
     check_inputs,
     experiment_knowledge,
+    settings_said,
     units,
-    warn_one_episode,
     write_placebos,
 )
 from fincon.workflow.experiment_config import ExperimentConfig, Window
@@ -264,7 +264,8 @@ def run_rolling(
                 f"rolling window {c.window.test.start}..{c.window.test.end} ({c.universe}): {exc}"
             ) from None
     _check_windows_knowledge(cells, require_after_cutoff)
-    warn_one_episode(exp)
+    # every window's settings as its one-split experiment says them, once (the first window's: all share them)
+    settings_said(cells[0].exp, experiment_knowledge(cells[0].exp), require_after_cutoff, given=exp.model_fields_set)
     span = (exp.rolling.start, exp.rolling.end)
     # every firm of the pool: the universe rules pick among them (the bars as loaded: a recheck reads the corpus
     # and the code again)
