@@ -676,3 +676,19 @@ def test_a_rolling_evaluation_says_its_settings_and_a_server_down_before_its_fol
     err = capsys.readouterr().err
     assert "--anonymize, --charge-llm: no strategy of this run calls a model, so they change nothing here" in err
     assert "--temperature: a setting of the other brain; with the rules brain it changes nothing here" in err
+
+
+def test_windows_as_long_as_their_step_tile_the_span_from_a_months_end():
+    """Found in review: each window's end was its own start plus the window, so a start clipped to a
+    month's end was clipped again: 1m windows stepped by 1m from 2022-01-31 tested ..03-27 and then
+    03-31.., leaving 03-28..30 in no test window."""
+    import datetime as dt
+
+    from fincon.workflow.rolling import windows
+
+    exp = load_experiment(None, {"team.brain": "rules", "rolling.window": "1m", "rolling.step": "1m",
+                                 "rolling.start": "2022-01-31", "rolling.end": "2022-06-30",
+                                 "rolling.universes": ["TSLA"]})  # fmt: skip
+    tests = [w.test for w in windows(exp, dt.date(2023, 1, 1))]
+    assert all(b.start == a.end + dt.timedelta(days=1) for a, b in zip(tests, tests[1:]))
+    assert (tests[1].start, tests[1].end) == (dt.date(2022, 2, 28), dt.date(2022, 3, 30))
