@@ -692,3 +692,22 @@ def test_windows_as_long_as_their_step_tile_the_span_from_a_months_end():
     tests = [w.test for w in windows(exp, dt.date(2023, 1, 1))]
     assert all(b.start == a.end + dt.timedelta(days=1) for a, b in zip(tests, tests[1:]))
     assert (tests[1].start, tests[1].end) == (dt.date(2022, 2, 28), dt.date(2022, 3, 30))
+
+
+def test_the_few_windows_flag_counts_the_pairs_the_test_reads():
+    """Found in review: the flag counted every window, though the Wilcoxon test drops a window whose CR equals
+    buy-and-hold's: six windows, one traded as buy-and-hold, showed no flag while no p could go under 0.0625."""
+    from fincon.workflow.rolling_results import summarize
+    from fincon.workflow.tables import rolling_flags
+
+    rows = []
+    for k, (team, bh) in enumerate(((5.0, 1.0), (3.0, -2.0), (2.0, 2.0), (4.0, 1.0), (6.0, 0.0), (1.0, 0.5)), 1):
+        for name, cr in (("fincon", team), ("buy-and-hold", bh)):
+            rows.append({"universe": "TSLA", "window": f"k0{k}", "strategy": name, "cr_pct": cr, "sharpe": 1.0,
+                         "mdd_pct": 2.0, "turnover": 1.0, "llm_calls": 0, "llm_cost_usd": 0.0,
+                         "model_knowledge": "no-model"})  # fmt: skip
+    table = summarize(pd.DataFrame(rows))
+    assert rolling_flags(table.to_dict("records")) == [
+        "5 of 6 windows differing from buy-and-hold: a two-sided Wilcoxon test of 5 pairs cannot give a p under "
+        "0.0625, whatever the windows show (6 windows at the least to reach 0.05)"
+    ]

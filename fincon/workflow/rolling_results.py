@@ -142,7 +142,9 @@ def paired_test(cr: pd.Series, bench: pd.Series) -> dict[str, Any]:
     from scipy.stats import wilcoxon
 
     d = (cr - bench).dropna()
-    out: dict[str, Any] = {"n": int(len(d)), "statistic": None, "p_value": None}
+    # pairs: the windows the test reads (scipy drops a zero difference): what the smallest p it can give
+    # depends on (the windows counted, a window traded as buy-and-hold hid the flag; found in review)
+    out: dict[str, Any] = {"n": int(len(d)), "pairs": int((d != 0).sum()), "statistic": None, "p_value": None}
     if len(d) == 0 or (d == 0).all():
         out["note"] = "no window differs from buy-and-hold"
         return out
@@ -196,6 +198,7 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
                     "mean_excess_cr_pct": _finite((pc - pb).mean()),
                     "share_beats_bh": None if name == BENCH else float((pc > pb).mean()),
                     "wilcoxon_p": test.get("p_value"),
+                    **({"wilcoxon_pairs": test["pairs"]} if test.get("pairs", len(pc)) != len(pc) else {}),
                     "median_turnover": _finite(s["turnover"].astype(float).median()),
                     **({"costs_paid": float(s["costs_paid"].sum())} if "costs_paid" in s else {}),
                     "llm_calls": int(s["llm_calls"].sum()),

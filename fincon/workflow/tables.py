@@ -280,11 +280,17 @@ def rolling_flags(rows: Sequence[Mapping[str, Any]], windows: Sequence[Mapping[s
     windows (results.json's rows: universe, test_start, test_end) that share days, whose pairs it takes
     for independent ones."""
     flags = []
-    n = [int(r["windows"]) for r in rows if not _missing(r.get("wilcoxon_p")) and r.get("windows")]
-    if n and min(n) < MIN_WILCOXON_PAIRS:
+    n = [  # the pairs the test read (a window traded as buy-and-hold is none), of the windows
+        (int(r["windows"] if _missing(r.get("wilcoxon_pairs")) else r["wilcoxon_pairs"]), int(r["windows"]))
+        for r in rows
+        if not _missing(r.get("wilcoxon_p")) and r.get("windows")
+    ]
+    if n and min(n)[0] < MIN_WILCOXON_PAIRS:
+        pairs, of = min(n)
+        said = f"{pairs} windows" if pairs == of else f"{pairs} of {of} windows differing from buy-and-hold"
         flags.append(
-            f"{min(n)} windows: a two-sided Wilcoxon test of {min(n)} pairs cannot give a p under "
-            f"{2 / 2 ** min(n):.4f}, whatever the windows show ({MIN_WILCOXON_PAIRS} windows at the least "
+            f"{said}: a two-sided Wilcoxon test of {pairs} pairs cannot give a p under "
+            f"{2 / 2**pairs:.4f}, whatever the windows show ({MIN_WILCOXON_PAIRS} windows at the least "
             "to reach 0.05)"
         )
     flags += traded_as_flags(windows)
