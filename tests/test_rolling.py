@@ -711,3 +711,18 @@ def test_the_few_windows_flag_counts_the_pairs_the_test_reads():
         "5 of 6 windows differing from buy-and-hold: a two-sided Wilcoxon test of 5 pairs cannot give a p under "
         "0.0625, whatever the windows show (6 windows at the least to reach 0.05)"
     ]
+
+
+def test_an_rl_baseline_short_of_training_bars_is_refused_before_anything_runs(tmp_path, monkeypatch, capsys):
+    """Found in review: --rolling 2m gave a2c 42 training bars a window; it failed at its first decision,
+    after the trainings had run, as "baselines stopped early ... rerun the same command to resume" (exit 3),
+    and a rerun failed alike. Refused in one line before the evaluation's folder."""
+    from fincon.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["experiment", "--brain", "rules", "--rolling", "2m", "--step", "2m", "--rolling-start", "2022-04-01",
+            "--rolling-end", "2022-05-31", "--universe", "TSLA", "--repeats", "1", "--episodes", "1", "--ablations",
+            "full", "--baselines", "buy-and-hold,a2c", "--out", "A1", "--no-progress", "--ledger", "off"]  # fmt: skip
+    assert main(argv) == 2
+    assert "a2c would train on 42 bars of 2022-02-01..2022-03-31 (it needs 60)" in capsys.readouterr().err
+    assert not (tmp_path / "A1").exists()

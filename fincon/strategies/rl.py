@@ -152,6 +152,10 @@ def make_env(close: np.ndarray, feats: np.ndarray, unit_cost: np.ndarray, size: 
     return TradingEnv()
 
 
+#: the fewest bars an agent trains on
+MIN_TRAINING_BARS = 60
+
+
 def check_training_window(name: str, params, start: dt.date | None) -> None:
     """A ``train_end`` (or ``train_start``) on or after the test window's first
     day (``start``) is refused, never cut back in silence: the agent trains only
@@ -270,10 +274,10 @@ class RLTrader(Strategy):
             keep &= dates.date >= p.train_start
         if p.train_end is not None:
             keep &= dates.date <= p.train_end
-        if keep.sum() < 60:
+        if keep.sum() < MIN_TRAINING_BARS:
             raise ConfigError(
                 f"{self.name}: only {int(keep.sum())} training bars before {view.date.date()} "
-                "(need 60); start the test window later or widen train_start/train_end"
+                f"(need {MIN_TRAINING_BARS}); start the test window later or widen train_start/train_end"
             )
         self.trained_on = (str(dates[keep][0].date()), str(dates[keep][-1].date()))
         return keep

@@ -45,6 +45,7 @@ from fincon.errors import ConfigError, FinconError
 from fincon.files import json_text, write_atomic
 from fincon.llm.knowledge import warning
 from fincon.strategies.registry import params_model, validate_params
+from fincon.strategies.rl import MIN_TRAINING_BARS
 from fincon.workflow.executors import Executor, serial
 from fincon.workflow.experiment import (
     baseline_knowledge,
@@ -172,6 +173,7 @@ def plan(exp: ExperimentConfig, bars: dict[str, pd.DataFrame] | None = None) -> 
                            if held else "no window of this evaluation can be run with it in the data")
                     )  # fmt: skip
             held.append(w.test.end)
+            _enough_to_train(exp, w, tickers, bars)
             sub = exp.model_copy(
                 update={
                     "tickers": tickers,
@@ -187,6 +189,21 @@ def plan(exp: ExperimentConfig, bars: dict[str, pd.DataFrame] | None = None) -> 
     picks = sorted({c.window.test.start for c in cells})
     pool["ended"] = [t for t in pool["ended"] if any(bars[t].index[0].date() <= d <= bars[t].index[-1].date() for d in picks)]  # fmt: skip
     return cells, pool
+
+
+def _enough_to_train(exp: ExperimentConfig, w: WindowSpec, tickers: list[str], bars: dict[str, pd.DataFrame]) -> None:
+    """Each agent that learns from bars (RL) gets enough of them in the window's training span: short of
+    them it failed in its first decision, the evaluation "stopped early ... rerun to resume" (exit 3), a
+    rerun never helping (found in review)."""
+    params = trained_on_window(exp, w)
+    for name in [b for b in exp.baselines if "train_start" in params_model(b).model_fields]:
+        lo, hi = params[name].train_start or dt.date.min, min(params[name].train_end or w.train.end, w.train.end)
+        n = min(int(((d := bars[t].index.date) >= lo).sum() - (d > hi).sum()) for t in tickers)
+        if n < MIN_TRAINING_BARS:
+            raise ConfigError(
+                f"rolling window {w.test.start}..{w.test.end}: {name} would train on {n} bars of {lo}..{hi} "
+                f"(it needs {MIN_TRAINING_BARS}): give a longer --rolling window, or {name}.train_start"
+            )
 
 
 def default_out(exp: ExperimentConfig) -> Path:
