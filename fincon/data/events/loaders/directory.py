@@ -49,9 +49,10 @@ class DirectoryLoader:
             for e in _events(path):
                 if want is not None and e.ticker not in want:
                     continue
-                if e.audio and not (self.root / e.audio).exists() and not Path(e.audio).is_absolute():
-                    raise DataError(f"{path.name}: event {e.id} names audio {e.audio} which is not in {self.root}")
                 audio = Path(e.audio) if e.audio and Path(e.audio).is_absolute() else self.root / (e.audio or "")
+                if e.audio and not audio.exists():  # an absolute path too (found only on the call's day: exit 3)
+                    where = "which does not exist" if Path(e.audio).is_absolute() else f"which is not in {self.root}"
+                    raise DataError(f"{path.name}: event {e.id} names audio {e.audio} {where}")
                 if e.audio and audio.is_file() and audio.stat().st_size == 0:
                     raise DataError(
                         f"{path.name}: event {e.id} names audio {e.audio}, an empty (0-byte) file; "
