@@ -791,3 +791,30 @@ def test_a_refused_connection_says_the_attempts_it_gets(caplog):
         b.complete((Message(role="user", content="hi"),), {"type": "object"}, SamplingParams())
     said = [r.getMessage() for r in caplog.records if "; retrying)" in r.getMessage()]
     assert len(said) == 1 and "(connect 1 of at most 2; retrying)" in said[0], said
+
+
+def test_a_cache_answer_edited_after_it_was_recorded_is_one_line_and_an_older_cache_still_replays(tmp_path):
+    """Found in review: an answer edited in a cache row (same length, same type) replayed without a word,
+    and the run's numbers moved under the same cache. Each row seals its answer's hash; a cache written
+    before the column replays as it did (nothing to check), and a write adds the column."""
+    import sqlite3
+
+    from fincon.llm.errors import LLMUnavailable
+
+    db = tmp_path / "llm.sqlite"
+    _recorded_cache(db)
+    ask = lambda: LLMClient(Scripted([]), cache=CallCache(db, "replay")).ask(  # noqa: E731
+        [{"role": "user", "content": "unrelated"}], Verdict
+    )
+    assert ask().value.action == "hold"
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE calls SET answer = replace(answer, 'hold', 'sell')")
+    conn.commit()
+    with pytest.raises(LLMUnavailable, match="answer differs from the one recorded .its hash differs"):
+        ask()
+    conn.execute("ALTER TABLE calls DROP COLUMN answer_sha256")  # a cache from before the column
+    conn.commit()
+    conn.close()
+    assert ask().value.action == "sell"  # nothing sealed to check it against: read as recorded
+    CallCache(db, "read-write").close()  # a run that writes adds the column
+    assert "answer_sha256" in {r[1] for r in sqlite3.connect(db).execute("PRAGMA table_info(calls)")}

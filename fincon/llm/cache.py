@@ -75,7 +75,8 @@ CREATE TABLE IF NOT EXISTS calls (
     completion_tokens INTEGER NOT NULL,
     latency_s REAL NOT NULL,
     created_at TEXT NOT NULL,
-    structured_mode TEXT NOT NULL DEFAULT ''
+    structured_mode TEXT NOT NULL DEFAULT '',
+    answer_sha256 TEXT NOT NULL DEFAULT ''
 )
 """
 _COLUMNS = (
@@ -92,7 +93,10 @@ _COLUMNS = (
     "latency_s",
     "created_at",
     "structured_mode",
+    "answer_sha256",
 )
+#: the columns a cache written before them lacks (read as ""; added when a run writes to it)
+_LATER = ("structured_mode", "answer_sha256")
 _READ = "key, answer, prompt_tokens, completion_tokens, latency_s, created_at"
 
 
@@ -136,6 +140,13 @@ class CachedCall:
     structured_mode: str = ""
 
 
+def answer_hash(key: str, answer: str) -> str:
+    """What a row seals of its answer: a hand edit of the answer (or of the key it answers) no longer
+    matches. Not a secret: an audit trail against edits, not against a forger (a forward journal seals
+    its calls' hashes in its chain)."""
+    return hashlib.sha256(f"{key}\0{answer}".encode("utf-8")).hexdigest()
+
+
 class CallCache:
     """Thread-safe SQLite store of calls. ``path=None`` with mode ``off``
     creates nothing on disk."""
@@ -146,7 +157,7 @@ class CallCache:
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._closed = False
-        self._read = _READ
+        self._read = _READ + ", ''" * len(_LATER)
         self._server = None
         if self.mode is CacheMode.OFF:
             return
@@ -161,7 +172,7 @@ class CallCache:
         if self.path.exists():
             # a database of the user's is never given a calls table in silence; the
             # team's embedding vectors share the file (fincon.memory.vectors)
-            why = sqlite_foreign(self.path, {"calls": _COLUMNS[:-1], "vectors": ("key", "vec")})
+            why = sqlite_foreign(self.path, {"calls": _COLUMNS[: -len(_LATER)], "vectors": ("key", "vec")})
             if why:
                 raise LLMError(
                     f"--llm-cache-path {self.path} is not an LLM call cache ({why}); it was left as it is: "
@@ -197,22 +208,23 @@ class CallCache:
             else:
                 conn.execute("SELECT COUNT(*) FROM calls").fetchone()
             columns = {r[1] for r in conn.execute("PRAGMA table_info(calls)")}
-            if "structured_mode" not in columns and self.mode is CacheMode.READ_WRITE:
-                # a cache written before the column existed: add it (old rows read as "")
-                try:
-                    conn.execute("ALTER TABLE calls ADD COLUMN structured_mode TEXT NOT NULL DEFAULT ''")
+            for later in _LATER if self.mode is CacheMode.READ_WRITE else ():
+                if later in columns:
+                    continue
+                try:  # a cache written before the column existed: add it (old rows read as "")
+                    conn.execute(f"ALTER TABLE calls ADD COLUMN {later} TEXT NOT NULL DEFAULT ''")
                 except sqlite3.OperationalError as exc:
                     if "duplicate column" not in str(exc):  # another run added it just now
                         raise
-                columns.add("structured_mode")
+                columns.add(later)
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise LLMError(
                 f"LLM cache {self.path} is not a usable SQLite file ({_one_line(exc)}); move it away or "
                 "pass another --llm-cache-path"
             ) from None
-        # a replay never alters the file, so an old cache is read without the column
-        self._read = _READ + (", structured_mode" if "structured_mode" in columns else "")
+        # a replay never alters the file, so an old cache is read without the columns
+        self._read = _READ + "".join(f", {c}" if c in columns else ", ''" for c in _LATER)
         self._conn = conn
         return conn
 
@@ -254,7 +266,12 @@ class CallCache:
             row = conn.execute(f"SELECT {self._read} FROM calls WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
-        hit = CachedCall(*row)
+        hit, sealed = CachedCall(*row[:-1]), row[-1]
+        if sealed and sealed != answer_hash(key, hit.answer):
+            raise LLMUnavailable(  # replayed as recorded, a hand edit moved a run's numbers without a word
+                f"the LLM cache {self.path}: call {key[:16]}'s answer differs from the one recorded (its hash "
+                "differs: edited after the call?); move the cache away or pass another --llm-cache-path"
+            )
         if not (isinstance(hit.answer, str) and type(hit.prompt_tokens) is int and type(hit.completion_tokens) is int):
             raise LLMUnavailable(  # a row edited by hand ('5x' tokens): a ValueError traceback in the ledger
                 f"the LLM cache {self.path}: call {key[:16]} holds no answer and token counts as fincon writes "
@@ -331,6 +348,7 @@ class CallCache:
             float(latency_s),
             now,
             structured_mode,
+            answer_hash(key, answer),
         )
         with self._lock, self._failing("written"):
             conn = self._connection(create=True)
@@ -348,7 +366,7 @@ class CallCache:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-        return CachedCall(*row)
+        return CachedCall(*row[:-1])
 
     def __len__(self) -> int:
         if self._server is not None:
