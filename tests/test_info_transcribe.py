@@ -232,3 +232,24 @@ def test_a_cache_entry_that_is_not_this_audios_transcript_is_not_read(call, tmp_
         assert "is not this audio's transcript" in caplog.text
         caplog.clear()
     assert tr.transcribe(path).cached  # the entry written again is this audio's: read
+
+
+def test_a_cache_folder_that_cannot_be_written_stops_before_any_model_is_loaded(call, tmp_path, monkeypatch):
+    """Found in review: a read-only cache folder (it exists, so the mkdir passed) failed only after the
+    decoding (45 s of a 30 s call), and first sent openai-whisper's conversion into a fallback to
+    faster-whisper. A file is written there first: one line, no model loaded."""
+    import errno
+
+    import fincon.data.transcription.transcriber as module
+
+    _, path = call
+    (tmp_path / "transcripts").mkdir()
+
+    def read_only(*a, **k):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(module.tempfile, "TemporaryFile", read_only)
+    tr = Transcriber(backend="auto", cache_dir=tmp_path)
+    monkeypatch.setattr(tr, "_backend", lambda: pytest.fail("a model was loaded"))
+    with pytest.raises(ConfigError, match="cannot write the transcript cache in .*Read-only file system"):
+        tr.transcribe(path)

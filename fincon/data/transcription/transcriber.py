@@ -27,6 +27,7 @@ import os
 import re
 import shutil
 import socket
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -337,6 +338,9 @@ class Transcriber:
         probe_audio(path)
         try:  # the cache folder, before minutes of decoding: a path that cannot be written fails now
             (self.cache_dir / "transcripts").mkdir(parents=True, exist_ok=True)
+            # a folder that exists read-only passed the mkdir: written only after the decoding (45 s for a
+            # 30 s call, minutes for an hour), and first read as openai-whisper missing (found in review)
+            tempfile.TemporaryFile(dir=self.cache_dir / "transcripts").close()
         except OSError as exc:
             raise ConfigError(
                 f"cannot write the transcript cache in {self.cache_dir}: {exc.strerror or exc}; pass "
