@@ -1043,6 +1043,12 @@ def test_a_run_on_a_planted_corpus_fails_temporal_integrity_and_says_why(tmp_pat
         assert (row["verdict"], row["measured"].startswith("its decisions read data from after them: corpus")) == (
             ("fail", True) if planted else ("pass", False)
         )
+    # a later review: beside the team, a strategy that reads prices alone was stamped and failed too
+    both = [*run[:4], "fincon,sma-cross", *run[5:]]
+    assert main([*both, "--events", "ev-planted", "--out", "both"]) == 0
+    assert "data_lookahead" in json.loads((tmp_path / "both" / "fincon" / "metrics.json").read_text())
+    assert "data_lookahead" not in json.loads((tmp_path / "both" / "sma-cross" / "metrics.json").read_text())
+    assert _rows(run_card(tmp_path / "both" / "sma-cross"))["temporal integrity"]["verdict"] == "pass"
 
 
 @pytest.mark.slow  # a week of sma-cross

@@ -470,6 +470,12 @@ def test_an_anchor_git_cannot_make_is_said_and_a_journal_never_goes_on_unanchore
     assert main(["forward", "verify", "copy"]) == 0  # a copy without the repository: the anchor unread, said so
     assert capsys.readouterr().out.strip().endswith("; registered with --anchor git, and this copy holds no .git: "
                                                     "the anchor is not read (verify a clone of its remote)")  # fmt: skip
+    # found in review: an anchor whose first commit failed (init's own: "step again, which does") has no
+    # HEAD, and the step that reads the anchor first refused it as unreadable; its entries are uncommitted
+    shutil.copytree(tmp_path / "copy", tmp_path / "nohead")
+    subprocess.run(["git", "-C", "nohead", "init", "-q"], check=True)
+    assert main(["forward", "step", "nohead", "--no-progress"]) == 0
+    assert subprocess.run(["git", "-C", "nohead", "log", "--format=%s"], capture_output=True, text=True).stdout
     shutil.rmtree(tmp_path / "fw" / ".git")
     before = (tmp_path / "fw" / "journal.jsonl").read_bytes()
     capsys.readouterr()

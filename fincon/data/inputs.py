@@ -88,19 +88,6 @@ class RunInputs:
             self._stores[key] = open_events(spec, tickers, what)
         return self._stores[key]
 
-    def planted(self, specs: Sequence[str], tickers: Sequence[str]) -> str | None:
-        """The look-ahead planted in a corpus of ``specs`` (a generated one's ``--planted``), said as a
-        same-day dataset's is: a run on it is no test of point in time (found in review: a team on a
-        planted corpus was graded "temporal integrity: pass" and set beside the paper's figures)."""
-        said = [
-            f"corpus {spec if spec == SAMPLE else Path(spec).name} has a PLANTED look-ahead ({', '.join(p)}): its "
-            "items carry the next day's return by design (fincon data sample --planted), a test of the pipeline "
-            "and never evidence of skill"
-            for spec in dict.fromkeys(specs)
-            if (p := self.events(spec, tuple(tickers)).planted)
-        ]
-        return "; ".join(said) or None
-
     @property
     def lookahead(self) -> str | None:
         """What a ``--same-day`` dataset lets a run see early (None for the
@@ -128,3 +115,17 @@ def open_inputs(
 def sample_inputs() -> RunInputs:
     """The bundled sample (prices and events): what helpers and tests run on."""
     return open_inputs()
+
+
+def planted_said(store: EventStore | None, spec: Any = None) -> str | None:
+    """The look-ahead planted in a corpus (a generated one's ``--planted``: its items say so), said as a
+    same-day dataset's is: a run that reads it is no test of point in time (found in review: a team on a
+    planted corpus was graded "temporal integrity: pass" and set beside the paper's figures)."""
+    planted = store.planted if store is not None else ()
+    if not planted:
+        return None
+    name = Path(str(spec)).name if spec else "sample"  # the corpus as its strategy names it
+    return (
+        f"corpus {name} has a PLANTED look-ahead ({', '.join(planted)}): its items carry the next day's return "
+        "by design (fincon data sample --planted), a test of the pipeline and never evidence of skill"
+    )

@@ -286,7 +286,9 @@ def _step(root: Path, until: dt.date | None, progress: bool, clock: Clock, seale
                 return
         else:
             wall = clock()
-            last_seal = max(dt.datetime.fromisoformat(e["sealed_at"]) for e in entries)
+            last_seal = max(
+                (dt.datetime.fromisoformat(e["sealed_at"]) for e in entries if e.get("sealed_at")), default=wall
+            )
             if wall < last_seal:  # a missed session was decided again under a clock set back (found in review)
                 raise ForwardError(
                     f"{root}: the clock reads {wall:%Y-%m-%d %H:%M} UTC, before the journal's last entry (sealed "

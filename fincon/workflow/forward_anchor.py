@@ -151,8 +151,11 @@ def anchored(root: Path, entries: list[dict[str, Any]]) -> dict[str, Any]:
     commits and, for a live journal, the sessions first committed after their open. Every commit's
     journal must begin with each of its parents' (a merge's other parent too: ``git log -p`` shows a
     merge no diff, and a merge commit rewrote twelve sessions past a log of zero-context diffs)."""
-    try:
-        history = _history(root)
+    try:  # no commit yet (init's own failed): every entry is one no commit holds, as a step commits them
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--verify", "-q", "HEAD"], capture_output=True, env=_env()
+        )
+        history = _history(root) if head.returncode == 0 else []
     except OSError as exc:  # no git here: the chain and the replay still stand, the anchor is not read
         return {"unread": f"git cannot run here ({exc.strerror or exc}): the anchor is not read"}
     except subprocess.CalledProcessError as exc:

@@ -12,13 +12,13 @@ from fincon.config import RunConfig
 from fincon.data.events.model import decision_cutoff
 from fincon.data.transcription import Transcriber
 from fincon.data.transcription.transcriber import sha256_file
-from fincon.strategies.registry import params_model
+from fincon.strategies.registry import base_name, params_model, strategy_names
 
 
 def whisper_caches(cfg: RunConfig) -> dict[str, Any]:
     """The strategies that read a call through Whisper, each with its transcript cache (None: the default)."""
     out = {}
-    for name in cfg.strategies:
+    for name in [n for n in cfg.strategies if base_name(n) in strategy_names()]:  # a test kit's own: none
         fields = params_model(name).model_fields
         if "transcript_cache" not in fields:
             continue
@@ -28,6 +28,13 @@ def whisper_caches(cfg: RunConfig) -> dict[str, Any]:
     return out
 
 
+def beliefs_read(summaries: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """Each strategy's beliefs as the sha256 of the bytes it parsed, from its summary (its config names a
+    path, which two files of one name share; hashed again at the run's end, a file replaced during the
+    run named beliefs it never read: found in review)."""
+    return {f"{n}.beliefs": sha for n, s in sorted(summaries.items()) if (sha := s.get("team_beliefs_sha256"))}
+
+
 def calls_read(cfg: RunConfig, inputs: Any, tickers: Sequence[str]) -> dict[str, Any]:
     """``audio_sha256`` (call id -> its audio's sha256) of every call out by the run's last decision, and
     ``transcripts_sha256`` (strategy -> call id -> the sha256 of the cache entry its transcriber reads, or
@@ -35,7 +42,7 @@ def calls_read(cfg: RunConfig, inputs: Any, tickers: Sequence[str]) -> dict[str,
     audio: dict[str, str] = {}
     transcripts: dict[str, dict[str, str | None]] = {}
     whisper, cut = whisper_caches(cfg), decision_cutoff(cfg.end)
-    for name in cfg.strategies:
+    for name in [n for n in cfg.strategies if base_name(n) in strategy_names()]:
         spec = (cfg.params(name) or {}).get("events")
         if not isinstance(spec, str) or "transcript_cache" not in params_model(name).model_fields:
             continue

@@ -23,7 +23,7 @@ import yaml
 from fincon import __version__, stopping
 from fincon.config import BrokerConfig, RunConfig, RunSections, typed_strategy_params
 from fincon.data.calendar import Calendar, annualisation
-from fincon.data.inputs import RunInputs, open_inputs
+from fincon.data.inputs import RunInputs, open_inputs, planted_said
 from fincon.data.prices import LoadedPrices, load_prices
 from fincon.data.view import MarketData
 from fincon.engine.artifacts import config_hash, manifest, summary_row
@@ -257,8 +257,7 @@ def run_config(
     if warn_knowledge:
         checks.warn_run_without_model(cfg, blocks, require_after_cutoff, strategies)
     want_benchmark = cfg.benchmark and BENCHMARK not in strategies
-    specs = [str(e) for n in cfg.strategies if isinstance(e := (cfg.params(n) or {}).get("events"), str)]
-    lookahead = "; ".join(x for x in (inputs.lookahead, inputs.planted(specs, market.tickers)) if x) or None
+    lookahead = inputs.lookahead
     target = check_out_path(out) if out is not None else default_out(cfg)
     checks.check_cache_outside(strategies, target)
     multi = len(strategies) > 1
@@ -294,8 +293,12 @@ def run_config(
             ctx = RunContext(
                 run_path, market.tickers, cfg.start, cfg.end, settings.costs, fill=settings.fill, episode=episode
             )
+            seen = with_corpus(market, strategy, inputs)
+            if planted := planted_said(seen.events, strategy.params.events) if seen is not market else None:
+                early[name] = "; ".join(x for x in (early[name], planted) if x)  # its own corpus: said, never others'
+                print(f"fincon: warning: {planted}", file=sys.stderr) if warn_knowledge else None
             result = run_backtest(
-                with_corpus(market, strategy, inputs),
+                seen,
                 strategy,
                 settings,
                 ctx,
@@ -470,12 +473,7 @@ def write_standard(
     seeds.update(
         {f"llm.{k}": v for k, v in sorted(cfg.llm.model_dump(mode="json", exclude_unset=True).items()) if "seed" in k}
     )
-    beliefs = {  # the bytes of the beliefs a strategy read, hashed as it read them (its config names a path,
-        # which two files of one name share; hashed here again, a file replaced during the run named others)
-        f"{n}.beliefs": sha
-        for n, path in sorted(run_dirs.items())
-        if (sha := RunRecord(path).strategy_summary.get("team_beliefs_sha256"))
-    }
+    beliefs = provenance.beliefs_read({n: RunRecord(p).strategy_summary for n, p in run_dirs.items()})
     content = manifest(cfg.to_yaml(), {t: market.frame(t) for t in market.tickers}, corpus, seeds, beliefs)
     content.update(calls or {})  # the calls' audio and transcripts read (fincon.workflow.provenance)
     if lookahead:
