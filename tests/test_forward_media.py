@@ -79,3 +79,22 @@ def test_a_plan_whose_beliefs_are_not_text_is_one_line(tmp_path, capsys):
     plan.write_text(plan.read_text() + "beliefs:\n  fincon: [1, 2]\n")
     with pytest.raises(ConfigError, match="not a plan fincon wrote .*edited after init"):
         Plan.load(tmp_path / "fw")
+
+
+def test_a_plan_sealed_with_directions_markowitz_never_read_still_loads(tmp_path):
+    """Found in review of the day's diff: markowitz's directions beside its long-only form are refused now
+    (they were dropped without a word), and a journal sealed before with them could no longer be stepped,
+    verified or scored. Never read then, they are left out of the plan as it is read: it replays as it traded."""
+    import yaml
+
+    from fincon.workflow.forward_plan import Plan
+
+    assert main(["forward", "init", str(tmp_path / "fw"), "--tickers", "MSFT,AAPL", "--strategy", "markowitz",
+                 "--simulate-from", "2022-10-05", "--ledger", "off"]) == 0  # fmt: skip
+    plan = tmp_path / "fw" / "plan.yaml"
+    tree = yaml.safe_load(plan.read_text())
+    sealed = tree["config"].setdefault("strategy_params", {}).setdefault("markowitz", {})
+    sealed["directions"] = {"MSFT": "sell", "AAPL": "buy"}  # as a journal sealed them before
+    plan.write_text(yaml.safe_dump(tree, sort_keys=True))
+    params = Plan.load(tmp_path / "fw").config.params("markowitz")
+    assert params.get("directions", "auto") == "auto" and params.get("form", "long_only") == "long_only"

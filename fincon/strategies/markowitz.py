@@ -89,20 +89,19 @@ class Markowitz(Strategy):
                 )
 
     def start(self, ctx: RunContext) -> None:
-        self._warned_short, self._due = False, 0
+        self._warned_short, self._pending = False, False
         self.check_inputs(ctx.tickers, ctx.start, ctx.end)
 
     def decide(self, view):
         p = self.params
-        due = getattr(self, "_due", None)  # the next rebalance: rebalance_every sessions after the last
-        if due is None:  # a state pickled before it was kept (a forward journal's): its every-Nth-day schedule
-            due = -(-view.day // p.rebalance_every) * p.rebalance_every
-        if view.day < due:
+        # every rebalance_every-th session, as sealed journals replay it; a rebalance without three closes
+        # is asked again the next session (it waited rebalance_every in cash; found in review)
+        if view.day % p.rebalance_every and not getattr(self, "_pending", False):
             return None
         closes = view.matrix("close", p.lookback + 1)
-        if len(closes) < 3:  # asked again the next session (it waited rebalance_every in cash; found in review)
+        self._pending = len(closes) < 3
+        if self._pending:
             return None
-        self._due = view.day + p.rebalance_every
         returns = closes[1:] / closes[:-1] - 1.0
         if len(returns) < p.lookback and not self._warned_short:
             self._warned_short = True

@@ -95,7 +95,15 @@ def _sealed_layout(tree: dict[str, Any]) -> dict[str, Any]:
     """A plan as sealed: one written before schema 3 has the broker's cost models in the flat layout
     (``commission_model: percent``, ``commission: 0.0``, ``slippage_model``, ...). A sealed journal is
     read as it was written, never edited (its hash is in the register entry), so its broker is read
-    into the models' mappings here; every other config refuses the flat keys."""
+    into the models' mappings here; every other config refuses the flat keys. Likewise markowitz's
+    ``directions`` beside its long-only form, refused since 2026-12-02 and never read before: the
+    journal traded without them, and is replayed so."""
+    params = tree.get("strategy_params")
+    if isinstance(params, dict):
+        unread = {n: {k: v for k, v in p.items() if k != "directions"} for n, p in params.items()
+                  if n.partition("@")[0] == "markowitz" and isinstance(p, dict) and "directions" in p
+                  and p.get("form", "long_only") != "signed"}  # fmt: skip
+        tree = {**tree, "strategy_params": {**params, **unread}}
     broker = tree.get("broker")
     if not isinstance(broker, dict) or "commission_model" not in broker:
         return tree
