@@ -111,6 +111,15 @@ def fixtures(root: Path) -> dict[str, str]:
         r["audio"] = str(root / "nowhere" / Path(r["audio"]).name) if r["audio"] else None
     (gone / "TSLA.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     f["corpus_gone_audio"] = str(gone)
+    heard = root / "corpus_heard_only"  # its calls' text blanked: audio alone, read as text
+    (heard / "audio").mkdir(parents=True)
+    for p in AUDIO.glob("TSLA-*.ogg"):
+        shutil.copy(p, heard / "audio")
+    rows = [json.loads(x) for x in gzip.open(SAMPLE / "events" / "TSLA.jsonl.gz", "rt")]
+    (heard / "TSLA.jsonl").write_text(
+        "".join(json.dumps({**r, "text": None} if r["audio"] else r) + "\n" for r in rows)
+    )
+    f["corpus_heard_only"] = str(heard)
     for name, text in (
         ("int_date.yaml", "start: 20221005\n"),
         ("us_date_exp.yaml", "test: {start: 5/10/2022}\n"),
@@ -367,6 +376,28 @@ CASES: dict[str, tuple[list[str], str]] = {
     "train on a corpus naming audio that does not exist": (
         ["train", "--events", "{corpus_gone_audio}", *TINY, "--out", "t"],
         "event TSLA-call-2021Q4 names audio",
+    ),
+    "backtest reading calls only heard as text": (
+        [
+            "backtest",
+            "--ticker",
+            "TSLA",
+            "--strategy",
+            "fincon",
+            "--brain",
+            "rules",
+            "--events",
+            "{corpus_heard_only}",
+            "--param",
+            "fincon.transcripts=text",
+            "--start",
+            "2022-10-03",
+            "--end",
+            "2022-10-07",
+            "--out",
+            "r",
+        ],  # fmt: skip
+        "TSLA-call-2021Q4 has audio and no text, and its calls are read as text (transcripts=text)",
     ),
     "train into a damaged training": (["train", *TINY, "--out", "{damaged_train}"], "is damaged"),
     "train into a running training of another config": (

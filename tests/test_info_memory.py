@@ -448,3 +448,6 @@ def test_a_call_with_audio_only_read_as_text_is_one_line_not_an_empty_call(tmp_p
                  audio=str(tmp_path / "q3.ogg"), metadata={"title": "Tesla earnings call, 2022Q3"})  # fmt: skip
     with pytest.raises(DataError, match="TSLA-call-2022Q3 has audio and no text, and its calls are read as text"):
         LexiconSummariser().summarise("TSLA", pd.Timestamp("2022-10-20"), [call])
+    # `fincon data show` lists it by its title (found in review of the day's diff: it refused the corpus)
+    (shown,) = LexiconSummariser(strict=False).summarise("TSLA", pd.Timestamp("2022-10-20"), [call])
+    assert "] Tesla earnings call, 2022Q3.  Tone: neutral" in shown.text

@@ -89,7 +89,7 @@ def build_view(
         mem = MemoryStore(memory_dir, make_embedder(embedder)).procedural(agent, ticker)
         # the working-memory step of every day, stored in one batch (same entries
         # and days as calling WorkingMemory.step daily, far fewer chromadb writes)
-        summ, entries, prev_d = LexiconSummariser(), [], None
+        summ, entries, prev_d = LexiconSummariser(strict=False), [], None  # a call only heard: its title
         for d in days:
             entries += summ.summarise(ticker, d, store.view_at(d).events(ticker, since=prev_d))
             prev_d = d

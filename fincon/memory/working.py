@@ -84,6 +84,7 @@ def _body(
     transcribe: Callable[[Path], str] | None,
     resolve: Callable[[Event], Path | None] | None,
     prefer_audio: bool = False,
+    strict: bool = True,
 ) -> str:
     """The event's words: its text, or (no text, or ``prefer_audio``) the
     transcript of its audio through ``transcribe``."""
@@ -92,7 +93,7 @@ def _body(
     if event.audio and transcribe is not None:
         path = resolve(event) if resolve else Path(event.audio)
         return transcribe(path)
-    if event.audio:  # read as an empty call, without a word (found in review: CR 9.710 against 10.998)
+    if event.audio and strict:  # read as an empty call, without a word (found in review: CR 9.710 against 10.998)
         raise DataError(
             f"{event.id} has audio and no text, and its calls are read as text (transcripts=text): give the "
             "call's text in the corpus, or hear it (--param fincon.transcripts=whisper)"
@@ -112,22 +113,24 @@ class LexiconSummariser:
         resolve: Callable[[Event], Path | None] | None = None,
         prefer_audio: bool = False,
         budgets: dict[str, int] | None = None,
+        strict: bool = True,
     ):
         """``transcribe`` (e.g. ``lambda p: Transcriber().transcribe(p).text``)
         and ``resolve`` (e.g. ``EventStore.audio_path``) let audio-only calls
         be read; ``prefer_audio`` uses the audio even when a transcript exists
         (so the earnings-call analyst really listens through Whisper).
         ``distiller`` (shared by a team's analysts: one cache) and
-        ``budgets`` (estimated tokens per source) shape the distilled body."""
+        ``budgets`` (estimated tokens per source) shape the distilled body. ``strict`` refuses a call it
+        can only hear (audio, no text, no ``transcribe``); off (``fincon data show``), it reads as its title."""
         self.lm = lexicon or LoughranMcDonald()
         self.distiller = distiller or Distiller(self.lm)
         self.budgets = {**ITEM_BUDGET, **(budgets or {})}
         self.transcribe = transcribe
         self.resolve = resolve
-        self.prefer_audio = prefer_audio
+        self.prefer_audio, self.strict = prefer_audio, strict
 
     def summary(self, event: Event) -> tuple[str, dict]:
-        body = _body(event, self.transcribe, self.resolve, self.prefer_audio)
+        body = _body(event, self.transcribe, self.resolve, self.prefer_audio, getattr(self, "strict", True))
         lines = [ln for ln in body.splitlines() if ln.strip() and not ln.startswith("SYNTHETIC SAMPLE")]
         title = event.metadata.get("title") or (lines[0] if lines else event.id)
         rest = " ".join(ln for ln in lines if ln != title)
@@ -185,9 +188,13 @@ class LLMSummariser:
         out = []
         for e in events:
             base_text, meta = self.fallback.summary(e)
-            body = _body(e, self.fallback.transcribe, self.fallback.resolve, self.fallback.prefer_audio)[
-                : self.max_chars
-            ]
+            body = _body(
+                e,
+                self.fallback.transcribe,
+                self.fallback.resolve,
+                self.fallback.prefer_audio,
+                getattr(self.fallback, "strict", True),
+            )[: self.max_chars]
             prompt = self.template.format(
                 role=self.role,
                 ticker=ticker,

@@ -91,3 +91,16 @@ def uncovered(spec: str, missing, tickers) -> ConfigError:
         f"event corpus {spec!r} has no events for {them}; the team needs events for every ticker: give a corpus "
         "that covers them (`fincon data sample`, `fincon data import`) or leave them out"
     )
+
+
+def refuse_audio_only(spec: str, tickers) -> None:
+    """A call with audio and no text, in a corpus read as text (``transcripts=text``): refused before the
+    run, one line (found in review: read as an empty call without a word, then found only on its day, a
+    partial run and exit 3)."""
+    store = data.open_events(spec, tuple(tickers), "strategy_params.fincon.events")
+    mute = next((e.id for e in store.all_events() if e.audio and not e.text), None)
+    if mute is not None:
+        raise ConfigError(
+            f"{mute} has audio and no text, and its calls are read as text (transcripts=text): give the call's "
+            "text in the corpus, or hear it (--param fincon.transcripts=whisper)"
+        )

@@ -45,7 +45,7 @@ from fincon.agents.reports import CONTRADICTION, LANGUAGE, AnalystReport
 from fincon.agents.roles import ANALYSTS, ROLES, STOCK_SELECTION
 from fincon.agents.roles.base import EventRole, RoleInputs, ToneBaseline
 from fincon.agents.team.calls import Answer, Calls
-from fincon.agents.team.corpus import corpus_coverage, coverage, declared_coverage, uncovered
+from fincon.agents.team.corpus import corpus_coverage, coverage, declared_coverage, refuse_audio_only, uncovered
 from fincon.agents.team.learning import Learning, _Previous, risk_stance
 from fincon.agents.team.params import FinConParams
 from fincon.agents.team.resumable import Resumable
@@ -190,6 +190,8 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
         for t in self.universe:
             if t not in self.coverage:
                 raise uncovered(p.events, [t], self.universe)
+        if p.transcripts == "text":  # a call only heard: an empty call, or a stop on its day
+            refuse_audio_only(p.events, self.universe)
         self._check_window(first, last)
         if (learned := as_params(p.beliefs)) is not None:  # of this team and these tickers, before any file
             check_learned_for(learned, [ROLES[a].name for a in (p.analysts or list(ANALYSTS))], list(tickers))
