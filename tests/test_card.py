@@ -1049,6 +1049,12 @@ def test_a_run_on_a_planted_corpus_fails_temporal_integrity_and_says_why(tmp_pat
     assert "data_lookahead" in json.loads((tmp_path / "both" / "fincon" / "metrics.json").read_text())
     assert "data_lookahead" not in json.loads((tmp_path / "both" / "sma-cross" / "metrics.json").read_text())
     assert _rows(run_card(tmp_path / "both" / "sma-cross"))["temporal integrity"]["verdict"] == "pass"
+    # and a training on it says it once (its episodes' metrics alone did)
+    capsys.readouterr()
+    assert main(["train", "--ticker", "TSLA", "--brain", "rules", "--episodes", "1", "--events", "ev-planted",
+                 "--start", "2022-09-01", "--end", "2022-09-30", "--out", "tp", "--no-progress", "--param",
+                 "fincon.embedder=hashing"]) == 0  # fmt: skip
+    assert capsys.readouterr().err.count(said) == 1
 
 
 @pytest.mark.slow  # a week of sma-cross

@@ -224,7 +224,8 @@ def test_a_cache_entry_that_is_not_this_audios_transcript_is_not_read(call, tmp_
     entry.parent.mkdir(parents=True)
     other = {"audio_sha256": "0" * 64, "audio_seconds": 30.0, "backend": "faster-whisper", "cached": False,
              "compute_seconds": 1.0, "model": "tiny.en", "text": "Another call's words entirely."}  # fmt: skip
-    for bad in (other, {**other, "audio_sha256": sha256_file(path), "text": None}):
+    silence = {**other, "audio_sha256": sha256_file(path), "audio_seconds": 90.0, "text": "You You You"}
+    for bad in (other, {**other, "audio_sha256": sha256_file(path), "text": None}, silence):
         entry.write_text(json.dumps(bad))
         tr._impl = ("faster-whisper", _Decoder(said.split(), 30.0))
         with caplog.at_level(logging.WARNING):

@@ -428,6 +428,9 @@ def test_percentages_written_every_way_are_bucketed_once():
         "on 30-Sep-2020, 09-30-2020 and 2020.09.30": "on this month, this month and this month",
         "filed 2020/10/07; guided Q1-2021 and 2021-Q2": "filed this week; guided Q1 [year] and [year] Q2",
         "the 2020-2021 season, 2020-21 and 2019/20": "the [year]-[year] season, [year]-[year] and [year]/[year]",
+        # and the review of that fix: a month, a fiscal span and quarters with a hyphen
+        "FY2020-21 guidance after the Sep-2020 event": "FY [year]-[year] guidance after the [month] event",
+        "in Q3-20 and 3Q-2020": "in Q3 [year] and 3Q [year]",
     }
     for text, masked in found.items():
         assert m.text(text, "2020-10-10") == masked

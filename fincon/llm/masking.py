@@ -360,7 +360,9 @@ class Masker:
         if month_day is None:
             s = rules.MY.sub("[month]", s) if years else s
         else:  # rules.MY then _MD in one pass (the same result: neither can match inside or across the other)
-            s = rules.MY_MD.sub(lambda m: "[month]" if m.group(2) else month_day(m.group(1), m.group(3)), s)
+            s = rules.MY_MD.sub(
+                lambda m: "[month]" if m.group(2) or m.group(4) else month_day(m.group(1), m.group(3)), s
+            )
         if years:
             s = rules.QUARTER_YEAR.sub(lambda m: f"{m.group(1)} [year]", s)
         s = rules.FISCAL_SHORT.sub(rules.fiscal, s)
@@ -368,7 +370,7 @@ class Masker:
             s = rules.SHORT_YEAR.sub("[year]", s)
         if not years:
             return s
-        s = rules.YEAR_RANGE.sub(lambda m: f"[year]{m.group(2)}[year]", s)
+        s = rules.YEAR_RANGE.sub(lambda m: f"{'FY ' if m.group(1) else ''}[year]{m.group(3)}[year]", s)
         return rules.YEAR.sub(lambda m: "[year]" + (f" {m.group(2)}" if m.group(2) else ""), s)
 
     def _date_token(self, m: re.Match) -> str:

@@ -52,8 +52,12 @@ MDY = re.compile(rf"{_OPENS}\b({_MONTH}){SP}+(\d{{1,2}})(?:st|nd|rd|th)?(?:,{SP}
 DMY = re.compile(
     rf"(?=\d)\b(\d{{1,2}})(?:(?:st|nd|rd|th)?{SP}+({_MONTH})(?:,{SP}*|{SP}+)|-({_MONTH})-)((?:19|20)\d{{2}})\b", re.I
 )
-MY = re.compile(rf"{_OPENS}\b({_MONTH}){SP}+((?:19|20)\d{{2}})\b", re.I)
-MY_MD = re.compile(rf"{_OPENS}\b({_MONTH}){SP}+(?:((?:19|20)\d{{2}})\b|(\d{{1,2}})(?:st|nd|rd|th)?\b(?!:\d))", re.I)
+#: a month and its year, "Sep 2020" or "Sep-2020" (the hyphen's stood whole: found in review)
+MY = re.compile(rf"{_OPENS}\b({_MONTH})(?:{SP}+|-)((?:19|20)\d{{2}})\b", re.I)
+MY_MD = re.compile(
+    rf"{_OPENS}\b({_MONTH})(?:{SP}+(?:((?:19|20)\d{{2}})\b|(\d{{1,2}})(?:st|nd|rd|th)?\b(?!:\d))|-((?:19|20)\d{{2}})\b)",
+    re.I,
+)
 SHORT_YEAR = re.compile(r"(?=')(?<![\w'])'(\d{2})(?![\w'])")
 #: a date written as YYYYMMDD (inside an item's id): an opaque token per run, mapped back in answers
 COMPACT = re.compile(r"(?=[12])(?<!\d)((?:19|20)\d{2})(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])(?!\d)")
@@ -62,9 +66,9 @@ YEAR = re.compile(
     rf"(?=[Ff'12])(?<![\w$.-])(?:FY|fiscal{SP}+)?'?((?:19|20)\d{{2}})(?:(?:{SP}?|-)([QH][1-4]))?(?![\w-])"
 )
 #: a span of years, "2020-2021", "2020-21", "2020/21" (the second year stood whole: found in review)
-YEAR_RANGE = re.compile(r"(?=[12])(?<![\w$.-])((?:19|20)\d{2})([-–/])((?:19|20)\d{2}|\d{2})(?![\w-])")
+YEAR_RANGE = re.compile(r"(?=[Ff12])(?<![\w$.-])(FY|fiscal\s+)?((?:19|20)\d{2})([-–/])((?:19|20)\d{2}|\d{2})(?![\w-])")
 #: a quarter or half and its year: "Q1 2021", "Q12021", "Q1-2021" (the hyphen's kept whole, found in review)
-QUARTER_YEAR = re.compile(rf"(?=[QH])\b([QH][1-4])(?:{SP}?|-)((?:19|20)\d{{2}})\b")
+QUARTER_YEAR = re.compile(rf"(?=[QH1-4])\b([QH][1-4]|[1-4][QH])(?:{SP}?|-)((?:19|20)\d{{2}})\b")
 DOLLARS = re.compile(
     r"(?=[U$])(?:US)?\$\s?(\d[\d,]*(?:\.\d+)?)\s*(trillion|billion|million|thousand|tn|bn|mn|[kKmMbBtT])?(?![\w])"
 )
@@ -83,7 +87,7 @@ UNIT_NUMBER = re.compile(r"(?<![\w.\-\[$])(\d[\d,]*(?:\.\d+)?)(K|M|B|bn|mn|bps|x
 NUMERIC_DATE = re.compile(r"(?<![\w./-])(\d{1,2})([./-])(\d{1,2})\2((?:19|20)\d{2})(?![\w/-]|\.\d)")
 YMD = re.compile(r"(?=[12])(?<![\w./-])((?:19|20)\d{2})([./])(\d{1,2})\2(\d{1,2})(?![\w/-]|\.\d)")
 #: a fiscal period with a two-digit year ("FY21", "3Q20", "1H21", "Q4'20"): its year, as "FY2021"'s
-FISCAL_SHORT = re.compile(r"(?<![\w'])(?:(FY)'?|([1-4])Q'?|([12])H'?|(Q[1-4]|H[12])'?)(\d{2})(?![\w'])")
+FISCAL_SHORT = re.compile(r"(?<![\w'])(?:(FY)['-]?|([1-4])Q['-]?|([12])H['-]?|(Q[1-4]|H[12])['-]?)(\d{2})(?![\w'-])")
 _NUM = r"\d[\d,]*(?:\.\d+)?"
 #: a range of percentages ("40-60%", "3-7 %"): one bucket from the lower end's to the upper end's
 PERCENT_RANGE = re.compile(rf"(?<![\w.])([+-]?)({_NUM}){SP}?[-–]{SP}?({_NUM})({SP}?)(%|percent\b)")

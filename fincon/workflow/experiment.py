@@ -77,6 +77,7 @@ from fincon.workflow.experiment_units import (
 )
 from fincon.workflow.model_checks import check_knowledge, knowledge, warn_other_brain, warn_vacuous
 from fincon.workflow.placebo import ToneRewriter, write_placebo
+from fincon.workflow.provenance import planted_line
 from fincon.workflow.runner import inputs_for
 from fincon.workflow.status import default_dir
 from fincon.workflow.study import Study, inputs_state, run_phases
@@ -184,6 +185,8 @@ def settings_said(
         warn_other_brain(exp.brain, exp.model_fields_set if given is None else given)
         warn_overridden_temperature(exp)
         warn_one_episode(exp)
+        if planted := planted_line(exp.team.events, exp.tickers):  # the team's corpus, once
+            print(f"fincon: warning: {planted}", file=sys.stderr)
     check_servers(exp, blocks)  # a server that is down: said now, before the experiment's folder
 
 

@@ -10,6 +10,7 @@ from typing import Any, Sequence
 
 from fincon.config import RunConfig
 from fincon.data.events.model import decision_cutoff
+from fincon.data.inputs import open_events, planted_said
 from fincon.data.transcription import Transcriber
 from fincon.data.transcription.transcriber import sha256_file
 from fincon.strategies.registry import base_name, params_model, strategy_names
@@ -26,6 +27,12 @@ def whisper_caches(cfg: RunConfig) -> dict[str, Any]:
         if params.get("transcripts", fields["transcripts"].default) == "whisper":
             out[name] = params.get("transcript_cache")
     return out
+
+
+def planted_line(spec: Any, tickers: Sequence[str]) -> str | None:
+    """What a training or an experiment says, once, of a corpus with a planted look-ahead (each of its runs
+    says it in its metrics; the command said nothing: found in review)."""
+    return planted_said(open_events(str(spec), tuple(tickers)), spec) if spec and spec != "sample" else None
 
 
 def beliefs_read(summaries: dict[str, dict[str, Any]]) -> dict[str, str]:

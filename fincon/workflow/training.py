@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import sys
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -58,6 +59,7 @@ from fincon.llm.knowledge import model_knowledge
 from fincon.llm.settings import attach, build_client, layered
 from fincon.risk.cvrf import RULES_LR, Trajectory, overlap
 from fincon.workflow.model_checks import check_knowledge, warn_other_brain
+from fincon.workflow.provenance import planted_line
 from fincon.workflow.status import versioned
 from fincon.workflow.study import Study, inputs_state, run_phases
 
@@ -281,6 +283,8 @@ def train(
         # a server that is down, or a replay's missing recording: said now, before the training's folder
         check_server(_model_settings(cfg, opts))
         check_knowledge(knowledge, warn=warn_knowledge)  # the inputs are good: the window's label, once
+        if warn_knowledge and (planted := planted_line(_team_params(cfg).get("events"), cfg.tickers)):
+            print(f"fincon: warning: {planted}", file=sys.stderr)
 
     return study.run(lambda: _train(cfg, out, opts, team, brain, progress), preflight=checks)
 

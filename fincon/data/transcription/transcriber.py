@@ -313,7 +313,13 @@ class Transcriber:
                 continue
             try:
                 d = json.loads(f.read_text(encoding="utf-8"))
-                if d.get("audio_sha256") != digest or d.get("backend") != b or not str(d.get("text") or "").strip():
+                words = len(str(d.get("text") or "").split())  # silence cached under the old floor: not a call
+                if (
+                    d.get("audio_sha256") != digest
+                    or d.get("backend") != b
+                    or not words
+                    or words < (MIN_WORDS_A_MINUTE * float(d.get("audio_seconds") or 0) / 60)
+                ):
                     raise ValueError("not this audio's transcript")
                 Transcript(**{**d, "cached": True})
                 return f
