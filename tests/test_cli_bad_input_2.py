@@ -25,6 +25,7 @@ from fincon.testing.badinput import SAMPLE, check_case, fixtures as first_fixtur
 from fincon.workflow.status import SCHEMA_VERSION
 
 AUDIO = SAMPLE / "events" / "audio"
+TEAM = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules"]
 TINY = ["--brain", "rules", "--start", "2022-03-01", "--end", "2022-03-10", "--no-progress"]
 
 
@@ -378,25 +379,7 @@ CASES: dict[str, tuple[list[str], str]] = {
         "event TSLA-call-2021Q4 names audio",
     ),
     "backtest reading calls only heard as text": (
-        [
-            "backtest",
-            "--ticker",
-            "TSLA",
-            "--strategy",
-            "fincon",
-            "--brain",
-            "rules",
-            "--events",
-            "{corpus_heard_only}",
-            "--param",
-            "fincon.transcripts=text",
-            "--start",
-            "2022-10-03",
-            "--end",
-            "2022-10-07",
-            "--out",
-            "r",
-        ],  # fmt: skip
+        [*TEAM, "--events", "{corpus_heard_only}", "--param", "fincon.transcripts=text", "--out", "r"],
         "TSLA-call-2021Q4 has audio and no text, and its calls are read as text (transcripts=text)",
     ),
     "train into a damaged training": (["train", *TINY, "--out", "{damaged_train}"], "is damaged"),

@@ -399,17 +399,7 @@ CASES: dict[str, tuple[list[str], str]] = {
     # found in review: directions beside the long-only form were dropped without a word (MSFT held long
     # under {MSFT: sell}, config.yaml naming the sell)
     "markowitz directions without the signed form": (
-        [
-            "backtest",
-            "--tickers",
-            "TSLA,MSFT",
-            "--strategy",
-            "markowitz",
-            "--param",
-            "markowitz.directions={{MSFT: sell}}",
-            "--out",
-            "{run}",
-        ],  # fmt: skip
+        [*SMA[:4], "markowitz", "--param", "markowitz.directions={{TSLA: sell}}", "--out", "{run}"],
         "directions are read by form: signed only (long_only holds every asset long): set form: signed",
     ),
     # 17. a server that is down is found before the experiment's folder is made
