@@ -22,7 +22,6 @@ renames that into place only when complete (a failed import leaves nothing).
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import shutil
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from fincon.data.events.loaders.directory import write_jsonl_gz
 from fincon.data.events.model import SOURCES, Event
 from fincon.data.prices import RAW_COLUMNS, validate_bars
 from fincon.errors import DataError
+from fincon.files import sha256_file
 from fincon.ownership import OwnedFolder
 
 MANIFEST = "dataset.json"
@@ -113,14 +113,6 @@ class ImportedCorpus:
     notes: list[str] = field(default_factory=list)
     #: ticker -> the firm's names the source gives (a table's company column)
     names: dict[str, list[str]] = field(default_factory=dict)
-
-
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 def is_dataset(path: Path) -> bool:

@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from fincon.files import sha256_file
 from fincon.llm.errors import ModelFileError
 
 CHUNK = 1 << 20
@@ -83,14 +84,6 @@ def model_cache_dir() -> Path:
         return Path(os.environ["FINCON_MODEL_DIR"])
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "fincon" / "models"
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _stamp_path(path: Path) -> Path:

@@ -40,6 +40,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from fincon import workflow
 from fincon.errors import FinconError
+from fincon.files import sha256_file
 
 JOURNAL = "journal.jsonl"
 INPUTS = "inputs"
@@ -101,14 +102,6 @@ def _whole(line: str) -> bool:
     except ValueError:
         return False
     return isinstance(e, dict) and e.get("hash") == entry_hash(e)
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
 
 
 def tree_hash(folder: Path) -> str:

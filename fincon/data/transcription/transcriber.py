@@ -36,7 +36,7 @@ from typing import Any
 from fincon import data
 from fincon.data.transcription.checks import check_audio_file
 from fincon.errors import ConfigError, DataError, SourceUnavailable
-from fincon.files import write_atomic
+from fincon.files import sha256_file, write_atomic
 from fincon.installed import package_dir
 
 log = logging.getLogger(__name__)
@@ -123,14 +123,6 @@ def probe_audio(path: Path) -> None:
             f"cannot transcribe {path.name}: not audio ffmpeg can read "
             f"({decoder_complaint(r.stderr) or f'ffprobe exit {r.returncode}'})"
         )
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 @dataclass(frozen=True)
