@@ -140,6 +140,15 @@ class CachedCall:
     structured_mode: str = ""
 
 
+def copy_calls(conn: sqlite3.Connection, source: str, keys: Sequence[str]) -> None:
+    """The rows of ``keys`` from the attached database ``source`` into ``calls``, by the columns both hold (a
+    cache written before a column lacks it: ``SELECT *`` failed on the count, found in the day's suite)."""
+    have = {r[1] for r in conn.execute(f"PRAGMA {source}.table_info(calls)")}
+    cols = ", ".join(c for c in _COLUMNS if c in have)
+    sql = f"INSERT OR IGNORE INTO calls ({cols}) SELECT {cols} FROM {source}.calls WHERE key = ?"
+    conn.executemany(sql, [(k,) for k in keys])
+
+
 def answer_hash(key: str, answer: str) -> str:
     """What a row seals of its answer: a hand edit of the answer (or of the key it answers) no longer
     matches. Not a secret: an audit trail against edits, not against a forger (a forward journal seals

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from fincon.config import RunConfig
 from fincon.errors import ConfigError
-from fincon.llm.cache import CacheMode, CallCache
+from fincon.llm.cache import CacheMode, CallCache, copy_calls
 from fincon.workflow.journal import CALLS, ForwardError
 
 
@@ -57,7 +57,7 @@ def keep(root: Path, cfg: RunConfig, name: str, run_dir: Path, day: str) -> list
                     f"{name}: call {r['key']} of {day} ({r['agent']}) is not in its call cache {cache}, so the "
                     "decision cannot be sealed with it; nothing sealed (keep --llm-cache read-write)"
                 )
-            dst.execute("INSERT OR IGNORE INTO calls SELECT * FROM src.calls WHERE key = ?", (r["key"],))
+            copy_calls(dst, "src", [r["key"]])
             out.append({"key": r["key"], "agent": r["agent"],
                         "prompt_sha256": hashlib.sha256(row[0].encode()).hexdigest(),
                         "answer_sha256": hashlib.sha256(row[1].encode()).hexdigest()})  # fmt: skip

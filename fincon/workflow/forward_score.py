@@ -17,7 +17,7 @@ from fincon.engine.costs import total_paid
 from fincon.engine.record import RunRecord, draw_charts
 from fincon.engine.resume import Resume
 from fincon.errors import ConfigError, FinconError
-from fincon.llm.cache import CacheMode, CallCache
+from fincon.llm.cache import CacheMode, CallCache, copy_calls
 from fincon.workflow import forward_code, trials
 from fincon.workflow.forward_anchor import anchored, said
 from fincon.workflow.forward_clock import next_session, session_to_trade
@@ -171,7 +171,7 @@ def _named_calls(root: Path, entries: list[dict[str, Any]], into: Path) -> Path:
     if keys and (root / CALLS).is_file():
         with closing(sqlite3.connect(into)) as db:
             db.execute("ATTACH DATABASE ? AS src", (f"{(root / CALLS).resolve().as_uri()}?mode=ro",))
-            db.executemany("INSERT OR IGNORE INTO calls SELECT * FROM src.calls WHERE key = ?", [(k,) for k in keys])
+            copy_calls(db, "src", keys)
             db.commit()
     return into
 
