@@ -294,7 +294,12 @@ class Transcriber:
         return self.cache_dir / "transcripts" / f"{digest}-{tag}.json"
 
     def cached(self, digest: str) -> Path | None:
-        """The cache entry a transcription of the audio of sha256 ``digest`` reads (either backend of the
+        """:meth:`_entry`'s file."""
+        hit = self._entry(digest)
+        return hit[0] if hit is not None else None
+
+    def _entry(self, digest: str) -> tuple[Path, Transcript] | None:
+        """The cache entry (and its transcript) a transcription of the audio of sha256 ``digest`` reads (either backend of the
         configured preference), or None. An entry that is not this audio's transcript as fincon writes it
         (unreadable, another call's, text that is none) is recomputed with a warning, never read (found in
         review: another call's entry copied under this key, and a null text, were read as this call's)."""
@@ -313,8 +318,7 @@ class Transcriber:
                     or words < (MIN_WORDS_A_MINUTE * float(d.get("audio_seconds") or 0) / 60)
                 ):
                     raise ValueError("not this audio's transcript")
-                Transcript(**{**d, "cached": True})
-                return f
+                return f, Transcript(**{**d, "cached": True})  # read once: the transcript is what was checked
             except (OSError, ValueError, TypeError, AttributeError):
                 log.warning("transcript cache entry %s is not this audio's transcript (damaged or edited?); "
                             "transcribing again", f)  # fmt: skip
@@ -330,9 +334,9 @@ class Transcriber:
         path = Path(path)
         check_audio_file(path)
         digest = sha256_file(path)
-        f = self.cached(digest)
-        if f is not None:
-            return Transcript(**{**json.loads(f.read_text(encoding="utf-8")), "cached": True})
+        hit = self._entry(digest)
+        if hit is not None:
+            return hit[1]
         probe_audio(path)
         try:  # the cache folder, before minutes of decoding: a path that cannot be written fails now
             (self.cache_dir / "transcripts").mkdir(parents=True, exist_ok=True)
