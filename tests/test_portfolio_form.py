@@ -149,3 +149,31 @@ def test_a_small_held_position_is_kept_by_the_rules_manager(tmp_path):
             small += bool(held) and abs(w) < 0.05
             closed += bool(held) and a == "hold"
     assert small > 10 and closed == 0
+
+
+def test_directions_left_uninvested_are_counted_and_said():
+    """Found in review: the paper form closed a direction the manager chose when the analysts' view
+    pointed the other way (its box [0, 1] holds a negative mu at 0: 18 of 84 days on MSFT+JNJ), and
+    either form held cash on a day with under 3 days of returns; both without a word. Counted in the
+    summary and said under the run's table."""
+    from fincon.workflow.tables import optimizer_flags
+
+    rng = np.random.default_rng(7)
+    rets = rng.normal(0.0005, [0.02, 0.03], size=(61, 2))
+    closes = pd.DataFrame(100 * np.cumprod(1 + rets, axis=0), columns=["A", "B"])
+    reports = {"A": [_report("news", "bearish", 0.7)], "B": [_report("news", "bearish", 0.5)]}
+    task = ManagerTask(day="2022-11-02", tickers=("A", "B"), reports=reports, weights={"news": 1.0})
+    mgr = FinConManager(lookback=60, portfolio_form="paper")
+    got = mgr.paper_weights(_View(closes), task, {"A": "buy", "B": "sell"})  # A: bought against its view
+    assert got["A"] == 0.0 and got["B"] < 0 and mgr.paper_zeroed == 1
+    assert mgr.paper_weights(_View(closes.head(3)), task, {"A": "buy", "B": "sell"}) == {"A": 0.0, "B": 0.0}
+    assert mgr.weights(_View(closes.head(3)), ("A", "B"), {"A": "buy", "B": "sell"}) == {"A": 0.0, "B": 0.0}
+    assert mgr.weights(_View(closes.head(3)), ("A", "B"), {"A": "hold", "B": "hold"}) == {"A": 0.0, "B": 0.0}
+    s = mgr.summary()
+    assert s["team_short_history_days"] == 2 and s["team_paper_zeroed"] == 1
+    assert optimizer_flags({"fincon": s}) == [
+        "fincon: held cash on 2 days it chose a direction (under 3 days of returns)",
+        "fincon: the paper form set 1 of the manager's directions to weight 0 (the analysts' view pointed the "
+        "other way, the optimizer's box held it at 0)",
+    ]
+    assert "team_paper_zeroed" not in FinConManager(lookback=60).summary()

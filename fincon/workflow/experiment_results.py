@@ -69,6 +69,7 @@ def _usage(run: Path, protocol: str) -> dict[str, Any]:
         "team_mv_days"
     ):  # a portfolio: the days its optimizer's weights were 1/N (workflow.tables.optimizer_flags)
         out.update(team_mv_days=s["team_mv_days"], team_mv_at_bounds=s.get("team_mv_at_bounds", 0))
+    out.update({k: s[k] for k in ("team_short_history_days", "team_paper_zeroed") if s.get(k)})
     return out
 
 

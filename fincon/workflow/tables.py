@@ -388,6 +388,13 @@ def optimizer_flags(summaries: dict[str, dict[str, Any]]) -> list[str]:
                 "traded asset at its mean-variance bound before the scaling to gross 1: the optimizer shaped "
                 "nothing; --param fincon.portfolio_form=paper lets it)"
             )
+        if short := int(s.get("team_short_history_days") or 0):
+            out.append(f"{name}: held cash on {short} days it chose a direction (under 3 days of returns)")
+        if zeroed := int(s.get("team_paper_zeroed") or 0):
+            out.append(
+                f"{name}: the paper form set {zeroed} of the manager's directions to weight 0 (the analysts' "
+                "view pointed the other way, the optimizer's box held it at 0)"
+            )
     return out
 
 

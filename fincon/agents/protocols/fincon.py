@@ -133,6 +133,10 @@ def manager_messages(task: ManagerTask, labels: Mapping[str, str] | None = None)
 class FinConManager:
     name = "fincon"
     agent = "manager"
+    #: portfolio days with a direction but under 3 days of returns (the book held cash), and the paper
+    #: form's directions set to weight 0 because the analysts' view pointed the other way (class-level
+    #: zeros: a forward journal's manager pickled before these counts reads them too)
+    short_history = paper_zeroed = 0
 
     def __init__(
         self,
@@ -194,11 +198,19 @@ class FinConManager:
         rets = rets[np.all(np.isfinite(rets), axis=1)]
         return rets if len(rets) >= 3 else None
 
+    def _idle(self, rets: np.ndarray | None, directions: list[str]) -> bool:
+        """True on a day the book holds cash: every direction a hold, or too little history for the
+        moments (counted: the summary says how many days a chosen direction went uninvested)."""
+        if all(d == "hold" for d in directions):
+            return True
+        self.short_history += rets is None
+        return rets is None
+
     def weights(self, view, tickers: tuple[str, ...], actions: Mapping[str, str]) -> dict[str, float]:
         """Signed mean-variance weights for the manager's directions."""
         rets = self._returns(view, tickers)
         directions = [actions[t] for t in tickers]
-        if rets is None or all(d == "hold" for d in directions):
+        if self._idle(rets, directions):
             return {t: 0.0 for t in tickers}
         mu, sigma = estimate_moments(rets, self.mu_shrinkage)
         floor = 0.1 * np.sqrt(np.clip(np.diag(sigma), 0.0, None))
@@ -224,7 +236,7 @@ class FinConManager:
         tickers = task.tickers
         rets = self._returns(view, tickers)
         directions = [actions[t] for t in tickers]
-        if rets is None or all(d == "hold" for d in directions):
+        if self._idle(rets, directions):
             return {t: 0.0 for t in tickers}
         _, sigma = estimate_moments(rets, self.mu_shrinkage)
         sigma = sigma * infer_calendar(view.closes(self.lookback + 1).index).days_per_year  # a coin's: 365
@@ -233,6 +245,7 @@ class FinConManager:
         problem = MeanVarianceProblem(sigma, form="signed", risk_aversion=PAPER_RISK_AVERSION)
         problem.solve(view_score * vol, directions)
         w = np.asarray(problem.last_solution, dtype=float)
+        self.paper_zeroed += sum(d != "hold" and abs(x) < 1e-9 for d, x in zip(directions, w))
         gross = float(np.abs(w).sum())
         if gross > 1.0:
             w = w / gross
@@ -275,4 +288,8 @@ class FinConManager:
         out: dict[str, Any] = {"team_hold_band_kept": self.band_kept}
         if self.mv_days:  # a portfolio in the "direction" form: how often its mean-variance weights were 1/N
             out.update(team_mv_days=self.mv_days, team_mv_at_bounds=self.mv_at_bounds)
+        if self.short_history:
+            out["team_short_history_days"] = self.short_history
+        if self.portfolio_form == "paper" and self.paper_zeroed:
+            out["team_paper_zeroed"] = self.paper_zeroed
         return out
