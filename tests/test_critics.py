@@ -466,3 +466,46 @@ def test_a_masked_run_refuses_the_critics(tmp_path, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--anonymize with --critics on (fincon)" in err and not (tmp_path / "x").exists()
+
+
+def test_a_segments_figure_is_no_wrong_revenue():
+    """Found in review on real MSFT filings: the extraction critic compared every revenue figure with the
+    first one the filing states (total revenue), so a segment's right $13.3bn became "$35.0 billion [critic:
+    was $13.3 billion]" and Azure's 59 % growth "15 %"; and "39.6 million subscribers" read as $39.6mn of
+    revenue. A figure the source states for its metric stands (the count too: the source states it);
+    with several stated values and none matching, it is dropped (which one was meant is unknown)."""
+    source = (
+        "Total revenue rose 15% to $35.0 billion. Commercial cloud revenue grew 39% to $13.3 billion, with "
+        "Azure revenue growing 59%. Consumer revenue increased 15%, with 39.6 million subscribers."
+    )
+    ok = review(
+        "Commercial cloud revenue grew 39% to $13.3 billion, with Azure revenue growing 59%; consumer revenue "
+        "increased 15%, with 39.6 million subscribers.",
+        source,
+    )
+    assert [(r.claim.metric, r.status, r.value) for r in ok] == [
+        ("revenue_growth", "ok", 39.0),
+        ("revenue", "ok", 13.3),
+        ("revenue_growth", "ok", 59.0),
+        ("revenue_growth", "ok", 15.0),
+        ("revenue", "ok", 0.0396),
+    ]
+    [r] = review("Revenue was $20.0 billion.", source)  # stated nowhere; the source states two revenues
+    assert r.status == "dropped" and r.extraction_failed  # which one was meant is unknown: not rewritten
+
+
+def test_a_figure_the_model_did_not_judge_is_unverified_never_checked(q3):
+    """Found in review: the model's extraction answer judged F1 only, and F2 (a growth of 50 % where the
+    source says -6.6) was recorded as checked and right, its "source value" the analyst's own 50."""
+    from fincon.agents.critics.critics import ExtractionAnswer, FigureCheck, extraction_question
+
+    rev = q3.metadata["revenue_bn"]
+    claim = Claim("prior_revenue", 4.0, "bn", 2, {"revenue": rev, "revenue_growth": 50.0}, (q3.text,))
+    q = extraction_question(claim, "critic", "2022-11-01")
+    v = q.to_report(ExtractionAnswer(checks=[FigureCheck(figure="F1", ok=True)]))
+    assert not v.verified and [(f.metric, f.ok, f.source_value) for f in v.figures] == [
+        ("revenue", True, rev),
+        ("revenue_growth", True, None),
+    ]
+    both = q.to_report(ExtractionAnswer(checks=[FigureCheck(figure="F1", ok=True), FigureCheck(figure="F2", ok=True)]))
+    assert both.verified

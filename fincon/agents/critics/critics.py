@@ -74,7 +74,8 @@ class ExtractionVerdict:
     """Per figure (the claim's inputs, then the claim itself when it is a stated figure)."""
 
     figures: tuple[FigureVerdict, ...]
-    #: False: the model's answer was invalid twice; the figures stand unchecked
+    #: False: not every figure could be checked (the model's answer invalid twice, or a figure it did not
+    #: judge); those stand as stated, counted
     verified: bool = True
 
     @property
@@ -144,27 +145,27 @@ def _to_check(claim: Claim) -> list[tuple[str, float, int | None]]:
 
 
 def rules_extraction(claim: Claim) -> ExtractionVerdict:
+    """Each figure checked against what the cited sources state. A figure they state for its metric
+    anywhere (an unlabelled one: in its unit), up to rounding, stands: a filing states several revenues (total, a segment's) and several
+    growths, and the first one read as "the" revenue rewrote a segment's right $13.3bn into $35.0bn on
+    real MSFT filings. One the sources never state is corrected to the metric's figure when they state
+    only one value for it; with several it cannot tell which was meant: not corrected (the claim dropped)."""
     facts = stated_values(claim.sources)
+    stated = [g for s in claim.sources for g in figures_in(s)]
     out = []
     for metric, value, dec in _to_check(claim):
-        if metric == UNLABELLED:  # anywhere in the source, same unit, up to rounding
-            hit = next(
-                (
-                    g
-                    for s in claim.sources
-                    for g in figures_in(s)
-                    if g.unit == claim.unit and close(value, g.value, min(claim.decimals, g.decimals))
-                ),
-                None,
-            )
-            out.append(FigureVerdict(metric, value, hit is not None, None if hit is None else hit.value))
+        same = [g for g in stated if (g.unit == claim.unit if metric == UNLABELLED else g.metric == metric)]
+        hit = next(
+            (g for g in same if close(value, g.value, g.decimals if dec is None else min(dec, g.decimals))), None
+        )
+        if hit is not None:
+            out.append(FigureVerdict(metric, value, True, hit.value))
             continue
+        values = {g.value for g in same} if metric != UNLABELLED else set()
         f = facts.get(metric)
-        if f is None:
-            out.append(FigureVerdict(metric, value, False, None))
-            continue
-        tol = f.decimals if dec is None else min(dec, f.decimals)
-        out.append(FigureVerdict(metric, value, close(value, f.value, tol), f.value))
+        # wrong; corrected to the one value the sources state for the metric, or (none, or several: which
+        # one the analyst meant is not known) no source value: the claim cannot stand
+        out.append(FigureVerdict(metric, value, False, f.value if f is not None and len(values) == 1 else None))
     return ExtractionVerdict(tuple(out))
 
 
@@ -241,11 +242,11 @@ def extraction_question(claim: Claim, agent: str, day: str) -> Question:
         out = []
         for lb, (m, v, _) in zip(labels, figs):
             c = said.get(lb)
-            if c is None:  # not judged: keep the analyst's figure
-                out.append(FigureVerdict(m, v, True, v))
+            if c is None:  # not judged: the analyst's figure stands, unverified (it read as checked and right)
+                out.append(FigureVerdict(m, v, True, None))
             else:
                 out.append(FigureVerdict(m, v, c.ok, c.source_value if not c.ok else v))
-        return ExtractionVerdict(tuple(out))
+        return ExtractionVerdict(tuple(out), verified=len(said.keys() & set(labels)) == len(labels))
 
     def not_verified() -> ExtractionVerdict:
         return ExtractionVerdict(tuple(FigureVerdict(m, v, True, v) for m, v, _ in figs), verified=False)
