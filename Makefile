@@ -132,5 +132,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/import.py
 	$(BIN)/python bench/stats.py
 
+# The virtualenv and the test cache only: runs/ holds the user's results, the LLM call cache (the
+# audit trail a replay reads) and forward journals (sealed, never made again); delete those by hand.
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) .pytest_cache

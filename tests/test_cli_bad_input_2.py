@@ -533,6 +533,52 @@ def test_corrected_rerun_replaces_only_a_failed_runs_leftovers(tmp_path, monkeyp
     assert "1 finished episode)" in err and (left / "episodes" / "ep-01" / "metrics.json").is_file()
 
 
+def test_a_failed_trainings_leftovers_are_kept_with_a_file_the_user_put_inside(tmp_path, monkeypatch, capfd):
+    """Found in review: the leftovers were checked by their top-level names only, so a rerun removed a
+    failed training's folder whole with the user's beliefs/NOTES.txt and a hand-made beliefs file; and a
+    training stopped while the user wrote into its beliefs/ removed them with its partial output."""
+    from fincon.workflow.status import strays
+    from fincon.workflow.study import Study
+    from fincon.workflow.training import TRAINING_EARLY
+
+    monkeypatch.chdir(tmp_path)
+    left = tmp_path / "t"
+    (left / "episodes").mkdir(parents=True)
+    (left / "beliefs").mkdir()
+    (left / "beliefs" / "v0.json").write_text("{}")
+    (left / "beliefs" / "NOTES.txt").write_text("mine")
+    old = {"schema_version": SCHEMA_VERSION, "config": {"tickers": ["TSLA"]}, "options": {}, "status": "interrupted"}
+    (left / "train.json").write_text(json.dumps(old))
+    assert strays(left, TRAINING_EARLY) == ["beliefs/NOTES.txt"]
+    assert main(TRAIN[:6] + ["1"] + TRAIN[7:] + ["--out", "t"]) == 2
+    err = capfd.readouterr().err
+    assert "and beliefs/NOTES.txt, which no fincon training wrote; move it out" in err, err
+    assert (left / "beliefs" / "NOTES.txt").read_text() == "mine" and (left / "beliefs" / "v0.json").is_file()
+
+    # a study stopped while a file of the user's sits inside: the folder is kept and the stop says so
+    out = tmp_path / "new"
+
+    def body():
+        (out / "beliefs").mkdir()
+        (out / "beliefs" / "v0.json").write_text("{}")
+        (out / "beliefs" / "NOTES.txt").write_text("mine")
+        raise KeyboardInterrupt
+
+    study = Study(out, "train.json", {"config": {}}, "training", disposable=lambda p: True, early=TRAINING_EARLY)
+    with pytest.raises(KeyboardInterrupt) as stop:
+        study.run(body)
+    assert (out / "beliefs" / "NOTES.txt").read_text() == "mine"
+    assert f"fincon-kept: {out} is kept: it holds beliefs/NOTES.txt, which no fincon training wrote" in (
+        stop.value.__notes__
+    )
+    gone = tmp_path / "gone"  # and one holding only its own leftovers goes, as before
+    with pytest.raises(KeyboardInterrupt):
+        Study(gone, "train.json", {"config": {}}, "training", disposable=lambda p: True, early=TRAINING_EARLY).run(
+            lambda: (_ for _ in ()).throw(KeyboardInterrupt)
+        )
+    assert not gone.exists()
+
+
 def test_train_config_without_dates_trains_on_the_training_window(tmp_path, monkeypatch):
     """The training window's defaults apply to what neither the config nor a flag gives."""
     import fincon.workflow.training as training

@@ -159,6 +159,7 @@ def run_experiment(
         finished=_finished_units,
         layout=EXPERIMENT_LAYOUT,
         disposable=_nothing_kept,
+        early=EXPERIMENT_EARLY,
         inputs_now=fingerprint,
     )
 
@@ -275,6 +276,11 @@ EXPERIMENT_LAYOUT = frozenset(
     {"experiment.json", "results.json", "equity.png", "beliefs.png", "beliefs.md", "train", "test", "baselines",
      "config.yaml", "report.html", "placebo"}
 )  # fmt: skip
+
+
+#: what an experiment writes before a unit has started: its status, the placebo corpora, baselines
+#: running (a disposable folder holding more is kept)
+EXPERIMENT_EARLY = ("experiment.json", "config.yaml", "placebo/*", "baselines/*")
 
 
 def _finished_units(root: Path) -> int:

@@ -18,6 +18,7 @@ be working in it.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import shutil
@@ -121,6 +122,28 @@ def _foreign(out: Path, layout: Collection[str]) -> list[str]:
     return out_names
 
 
+def strays(out: Path, early: Collection[str]) -> list[str]:
+    """Files under ``out``, at any depth, that a study which finished nothing does not write (``early``: glob
+    patterns of the paths it writes then, relative to ``out``; its hidden staging and temporary names count
+    as its own). A failed training's leftovers were removed whole with a file the user had put in its
+    ``beliefs/`` (found in review): these keep the folder."""
+    found = []
+    for p in sorted(out.rglob("*")):
+        rel = p.relative_to(out).as_posix()
+        if (p.is_dir() and not p.is_symlink()) or any(
+            part.startswith(".") and (".partial-" in part or ".tmp-" in part) for part in rel.split("/")
+        ):
+            continue
+        if not any(fnmatch.fnmatchcase(rel, pattern) for pattern in early):
+            found.append(rel)
+    return found
+
+
+def named(paths: list[str]) -> str:
+    """Up to three paths, then how many more."""
+    return ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+
+
 def an(kind: str) -> str:
     """``kind`` with its article: an experiment, a training."""
     return f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
@@ -140,13 +163,15 @@ def claim(
     finished: Callable[[Path], int],
     layout: Collection[str],
     disposable: Callable[[Path], bool] | None = None,
+    early: Collection[str] | None = None,
 ) -> bool:
     """May this command write ``state``'s run into ``out``? True: resume it
     (same config), False: it is new. ``finished(out)`` counts what a former
     run there finished; nothing is written or removed unless the directory
     holds only a failed run's leftovers under another config, and nothing
-    but what such a run writes (``layout``: its top-level names): a folder
-    the user has put files into is refused, naming them, never emptied."""
+    but what such a run writes (``layout``: its top-level names; ``early``: the
+    paths it writes before it finishes anything, at any depth): a folder the
+    user has put files into is refused, naming them, never emptied."""
     if not out.exists():
         return False
     if not marker.is_file():
@@ -171,6 +196,13 @@ def claim(
                 f"{out} holds the leftovers of {an(kind)} that {status.replace('_', ' ')} (another config: {shown}) "
                 f"and {', '.join(foreign[:3])}{more}, which no fincon {kind} wrote; move "
                 f"{'it' if len(foreign) == 1 else 'them'} out or pick another --out (nothing was changed)"
+            )
+        stray = strays(out, early) if early is not None else []
+        if stray:
+            raise FinconError(
+                f"{out} holds the leftovers of {an(kind)} that {status.replace('_', ' ')} (another config: {shown}) "
+                f"and {named(stray)}, which no fincon {kind} wrote; move {'it' if len(stray) == 1 else 'them'} "
+                "out or pick another --out (nothing was changed)"
             )
         if disposable and not disposable(out):  # nothing finished, but work kept (committed episodes)
             raise FinconError(

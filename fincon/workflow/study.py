@@ -43,7 +43,19 @@ from fincon.data.prices import validate_bars
 from fincon.engine.artifacts import code_sha256, corpus_hash, sha256_bytes
 from fincon.errors import Busy, FinconError
 from fincon.files import name_before, write_atomic
-from fincon.workflow.status import INPUTS, RESUMABLE, an, claim, differences, marking, read_state, versioned
+from fincon.workflow.status import (
+    INPUTS,
+    KEPT,
+    RESUMABLE,
+    an,
+    claim,
+    differences,
+    marking,
+    named,
+    read_state,
+    strays,
+    versioned,
+)
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +89,9 @@ class Study:
     layout: Collection[str] = ()
     claimed: Callable[[Study], bool] | None = None
     disposable: Callable[[Path], bool] | None = None
+    #: glob patterns of the paths (relative to ``out``, any depth) the study writes before it finishes
+    #: anything: a disposable folder holding any other file is kept, the file named (status.strays)
+    early: Collection[str] | None = None
     #: the one line when the directory cannot be created ({kind}, {out}, {why})
     cannot_create: str = "cannot create the {kind} directory {out}: {why}"
     #: the inputs' fingerprint read again (state["inputs"]'s): checked before ``complete`` is written
@@ -94,7 +109,9 @@ class Study:
         :class:`FinconError`) a directory that is not this study's."""
         if self.claimed is not None:
             return self.claimed(self)
-        return claim(self.out, self.marker, self.state, self.kind, self.finished, self.layout, self.disposable)
+        return claim(
+            self.out, self.marker, self.state, self.kind, self.finished, self.layout, self.disposable, self.early
+        )
 
     def run(self, body: Callable[[], T], preflight: Callable[[], None] | None = None) -> T:
         """Claim the directory, run ``preflight`` (every check before the
@@ -147,7 +164,10 @@ class Study:
                 )
                 return result
         except BaseException as exc:
-            if self.out in made and self.disposable is not None and self.disposable(self.out):
+            stray = strays(self.out, self.early) if self.early is not None and self.out.is_dir() else []
+            if stray:  # a file the user put there while it ran: the folder stays, and the stop says why
+                exc.add_note(f"{KEPT}{self.out} is kept: it holds {named(stray)}, which no fincon {self.kind} wrote")
+            elif self.out in made and self.disposable is not None and self.disposable(self.out):
                 with stopping.held():  # nothing finished: leave nothing behind, a second stop or not
                     shutil.rmtree(self.out, ignore_errors=True)
                 for p in reversed(made[:-1]):

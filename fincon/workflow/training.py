@@ -273,7 +273,7 @@ def train(
                      every_item=cfg.llm.anonymize)  # fmt: skip
     state = {"config": cfg.model_dump(mode="json"), "options": opts.state(), "inputs": inputs()}
     study = Study(out, "train.json", state, "training", _finished_episodes, TRAINING_LAYOUT, disposable=_nothing_kept,
-                  inputs_now=inputs)  # fmt: skip
+                  early=TRAINING_EARLY, inputs_now=inputs)  # fmt: skip
 
     def checks() -> None:  # every check before the first file: the data, the corpus, the beliefs, the server
         workflow.preflight(cfg)
@@ -306,6 +306,10 @@ def _read_rows_lenient(path: Path) -> list[dict[str, Any]]:
         return _read_rows(path)
     except (OSError, ValueError):
         return []
+
+
+#: what a training writes before its first episode commits (a disposable folder holding more is kept)
+TRAINING_EARLY = ("train.json", "config.yaml", "beliefs/v0.json")
 
 
 def _nothing_kept(out: Path) -> bool:
