@@ -164,10 +164,13 @@ class Study:
                 )
                 return result
         except BaseException as exc:
-            stray = strays(self.out, self.early) if self.early is not None and self.out.is_dir() else []
-            if stray:  # a file the user put there while it ran: the folder stays, and the stop says why
-                exc.add_note(f"{KEPT}{self.out} is kept: it holds {named(stray)}, which no fincon {self.kind} wrote")
-            elif self.out in made and self.disposable is not None and self.disposable(self.out):
+            if self.out in made and self.disposable is not None and self.disposable(self.out):
+                stray = strays(self.out, self.early) if self.early is not None else []
+                if stray:  # a file the user put there while it ran: the folder stays, and the stop says why
+                    exc.add_note(
+                        f"{KEPT}{self.out} is kept: it holds {named(stray)}, which no fincon {self.kind} wrote"
+                    )
+                    raise
                 with stopping.held():  # nothing finished: leave nothing behind, a second stop or not
                     shutil.rmtree(self.out, ignore_errors=True)
                 for p in reversed(made[:-1]):
