@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -281,3 +282,30 @@ def test_a_stop_or_a_kill_inside_a_runs_replace_keeps_a_run_at_out(tmp_path, mon
     (tmp_path / f".y.partial-{gone}@{rundir._host()}").mkdir()
     rundir.sweep_stale_partials(tmp_path)
     assert (tmp_path / "y" / "equity.csv").read_text() == "old" and sorted(os.listdir(tmp_path)) == ["x", "y"]
+
+
+def test_a_stop_while_score_draws_the_charts_leaves_a_replay_the_next_step_replaces(tmp_path, monkeypatch):
+    """Found in review: ``forward score`` drew the replay's charts and only then listed them in its
+    manifest; a stop in between (6.5 s of a 32 s score) left charts no manifest named, and every later
+    ``forward step`` refused the replay ("which no fincon run wrote"). Listed first, drawn after."""
+    from fincon.config import RunConfig
+    from fincon.engine import record, rundir
+    from fincon.workflow.runner import run_config
+
+    cfg = RunConfig.model_validate(
+        {"tickers": ["TSLA"], "strategies": ["sma-cross", "buy-and-hold"], "start": "2022-10-03", "end": "2022-10-21"}
+    )
+    out = tmp_path / "replay"
+    run_config(cfg, out, progress=False, ledger=None, plots=False)
+    drawn = []
+
+    def stopped(curves, path, *a, **k):
+        drawn.append(path)
+        Path(path).write_bytes(b"half a png")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(record, "draw", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        record.draw_charts(out, "t", ["sma-cross", "buy-and-hold"])
+    assert drawn == [out / "sma-cross" / "equity.png"]
+    rundir.check_replaceable(out, "backtest")  # the half-drawn chart is the run's own: no refusal

@@ -479,14 +479,13 @@ def draw_charts(root: Path, title: str, names: list[str]) -> None:
     """The ``equity.png`` of a run written with its charts off (a forward step's replay), drawn from
     what it wrote: each strategy's curve and decisions (its CVaR alert days), and the comparison's."""
     multi = len(names) > 1
-    curves, decisions, drawn = {}, {}, []
-    for name in names:
-        rec = RunRecord(root / name if multi else root)
-        curves[name] = rec.equity.rename(name)
-        decisions[name] = rec.decisions
-        drawn.append(rec.path / CHART)
-        draw({name: curves[name]}, drawn[-1], title, {name: decisions[name]})
+    runs = {name: RunRecord(root / name if multi else root) for name in names}
+    # the run's own before a pixel is drawn: a stop while drawing left charts no manifest listed, and
+    # every later step refused to replace the replay ("which no fincon run wrote", found in review)
+    add_files(root, [r.path / CHART for r in runs.values()] + ([root / CHART] if multi else []))
+    curves = {name: rec.equity.rename(name) for name, rec in runs.items()}
+    decisions = {name: rec.decisions for name, rec in runs.items()}
+    for name, rec in runs.items():
+        draw({name: curves[name]}, rec.path / CHART, title, {name: decisions[name]})
     if multi:
-        drawn.append(root / CHART)
-        draw(curves, drawn[-1], title, decisions)
-    add_files(root, drawn)  # the run's own now: the next step replaces the replay, charts and all
+        draw(curves, root / CHART, title, decisions)

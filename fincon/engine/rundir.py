@@ -38,6 +38,7 @@ from typing import Any
 
 from fincon import stopping
 from fincon.errors import ConfigError, FinconError
+from fincon.files import write_atomic
 from fincon.ownership import is_fincon_report, listing, shown, top_level
 
 log = logging.getLogger(__name__)
@@ -112,12 +113,14 @@ def foreign_entries(directory: Path, kind: str, entries: list[str] | None = None
 def add_files(directory: Path, written: list[Path]) -> None:
     """Files fincon wrote into a finished run after it was sealed (the charts ``forward score``
     draws into a step's replay): listed in its manifest, so that the next ``--replace`` of the run
-    takes them as its own rather than as the user's."""
+    takes them as its own rather than as the user's. Listed before they are drawn (a listed file
+    that is absent harms nothing; a drawn one unlisted made every later step refuse the replay), and
+    the sealed run's manifest replaced whole."""
     data = _manifest(directory)
     if data is None or not isinstance(data.get("files"), list):
         return
     data["files"] = sorted({*data["files"], *(Path(p).relative_to(directory).as_posix() for p in written)})
-    write_json(directory / MANIFEST, data)
+    write_atomic(directory / MANIFEST, json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n")
 
 
 def check_replaceable(directory: Path, kind: str) -> None:
