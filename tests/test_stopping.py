@@ -309,3 +309,26 @@ def test_a_stop_while_score_draws_the_charts_leaves_a_replay_the_next_step_repla
         record.draw_charts(out, "t", ["sma-cross", "buy-and-hold"])
     assert drawn == [out / "sma-cross" / "equity.png"]
     rundir.check_replaceable(out, "backtest")  # the half-drawn chart is the run's own: no refusal
+
+
+def test_two_replace_runs_on_one_out_keep_both(tmp_path):
+    """Found in review: two ``backtest --replace`` on one --out at once both said their run was there;
+    the second deleted the first's, committed seconds before, as "the earlier run". A run replaces the
+    folder that was at --out when it started, and takes a free name when another took its place."""
+    from fincon.engine import rundir
+
+    def run(replace, text):
+        r = rundir.RunDir(tmp_path / "x", replace=replace)
+        (r.path / "equity.csv").write_text(text)
+        rundir.write_json(r.path / rundir.MANIFEST, {"config_sha256": "", "data_sha256": {}, "packages": {}})
+        return r
+
+    run(False, "earlier").commit()
+    first = run(True, "first")
+    first.staging = first.staging.rename(tmp_path / ".x.partial-first")  # another process's staging name
+    second = run(True, "second")
+    assert first.commit() == tmp_path / "x"  # the earlier run replaced, as asked
+    assert second.commit() == tmp_path / "x-2"  # the first's run is not the one it was asked to replace
+    assert (tmp_path / "x" / "equity.csv").read_text() == "first"
+    assert (tmp_path / "x-2" / "equity.csv").read_text() == "second"
+    assert run(True, "third").commit() == tmp_path / "x"  # and a replace of what is there now still works

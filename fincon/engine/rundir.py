@@ -218,6 +218,15 @@ def sweep_stale_partials(parent: Path) -> list[Path]:
     return removed
 
 
+def _identity(folder: Path) -> tuple[int, int] | None:
+    """Which folder is at ``folder`` (device and inode; a run renamed into its place is another)."""
+    try:
+        st = folder.stat()
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
 class RunDir:
     """A staging directory that becomes ``final`` (or a free ``final-N``) on
     :meth:`commit`."""
@@ -228,6 +237,9 @@ class RunDir:
         self.kind = kind
         if replace:
             check_replaceable(final, kind)
+        #: the folder --replace replaces: the one at ``final`` now (None: nothing), never one written there
+        #: while this run works (two --replace runs on one --out: each said its run was there, one deleted)
+        self._replaces = _identity(final) if replace else None
         self.staging = final.with_name(f".{final.name}.partial-{os.getpid()}@{_host()}")
         self._made_parents = [p for p in reversed(final.parents) if not p.exists()]
         try:
@@ -260,13 +272,15 @@ class RunDir:
         """Rename the staging directory to its final name and return it.
 
         With ``replace``, the earlier run is checked again (something may
-        have been put into it while this run worked): if it is no longer
-        replaceable, this run takes a free ``-N`` name instead, with one line
+        have been put into it while this run worked, or another command's run
+        taken its place): if it is no longer replaceable, this run takes a free ``-N`` name instead, with one line
         saying why, and nothing of the earlier folder is touched."""
         self._seal()
         if self.replace and self.final.exists():
             try:
                 check_replaceable(self.final, self.kind)
+                if _identity(self.final) != self._replaces:
+                    raise ConfigError(f"{self.final} was written by another command while this run worked")
             except ConfigError as exc:
                 print(f"fincon: {exc}; not replaced", file=sys.stderr)
                 self.replace = False
