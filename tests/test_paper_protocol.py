@@ -198,3 +198,23 @@ def test_the_line_under_the_tables_names_the_corpus_the_team_read_and_a_planted_
     assert corpus_read(exp(events=str(tmp_path / "ev-planted"))) == (
         "the corpus ev-planted, with a PLANTED look-ahead (news:0.3): never evidence of skill"
     )
+
+
+def test_a_users_own_paper_md_is_never_written_over(tmp_path):
+    """Found in review: --out was accepted when it held files named paper.json or paper.md whoever wrote
+    them, and the run wrote its tables over the user's notes. Only the tables a paper run wrote are its own."""
+    from fincon.workflow.paper_protocol import _claim
+
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "paper.md").write_text("# My notes on the FinCon paper\n")
+    with pytest.raises(ConfigError, match="holds paper.md, which is not this paper run's"):
+        _claim(out, ["tsla"])
+    (out / "paper.json").write_text(json.dumps({"paper": paper.PAPER, "blocks": {}}))
+    with pytest.raises(ConfigError, match="holds paper.md"):
+        _claim(out, ["tsla"])
+    (out / "paper.md").write_text("```\nthe tables\n```\n")
+    _claim(out, ["tsla"])  # a paper run's own: resumed into
+    (out / "paper.json").write_text('{"mine": 1}')
+    with pytest.raises(ConfigError, match="holds paper.json"):
+        _claim(out, ["tsla"])

@@ -26,6 +26,8 @@ value here, as with every preset.
 
 from __future__ import annotations
 
+import json
+
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
@@ -306,9 +308,22 @@ def _claim(out: Path, keys: list[str]) -> None:
     if out.is_dir():
         mine = {*keys, "paper.json", "paper.md"}
         other = sorted(p.name for p in out.iterdir() if p.name not in mine)
+        other += [name for name in ("paper.json", "paper.md") if (out / name).exists() and not _ours(out, name)]
         if other:
             raise ConfigError(f"--out {out} holds {other[0]}, which is not this paper run's; pick another --out")
     out.mkdir(parents=True, exist_ok=True)
+
+
+def _ours(out: Path, name: str) -> bool:
+    """Whether ``out/name`` is the tables a paper run wrote (a user's own paper.md was written over,
+    found in review): paper.json names the paper and its blocks; paper.md is its fenced text beside it."""
+    try:
+        doc = json.loads((out / "paper.json").read_text(encoding="utf-8"))
+        text = (out / name).read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return False
+    ours = isinstance(doc, dict) and doc.get("paper") == paper.PAPER and isinstance(doc.get("blocks"), dict)
+    return ours and (name == "paper.json" or (text.startswith("```\n") and text.endswith("```\n")))
 
 
 def default_out(experiments: list[tuple[Block, Any]]) -> Path:
