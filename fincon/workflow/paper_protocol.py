@@ -26,9 +26,8 @@ value here, as with every preset.
 
 from __future__ import annotations
 
-import json
-
 import datetime as dt
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
