@@ -201,6 +201,8 @@ class Scripted:
             "moderator": self.verdict,
             "verify": self.verify,
         }[role]
+        if given == "invalid":  # the model's answer invalid twice: the question's fallback, as LLMBrain gives it
+            return Answer((q.fallback or q.rules)(), "fallback", 2)
         return Answer(given if given is not None else q.rules(), "llm", 1)
 
 
@@ -510,3 +512,42 @@ def test_the_team_refuses_the_one_traders_protocol():
     with pytest.raises(ValidationError, match="protocol single is finmem's one trader"):
         FinConParams(protocol="single")
     assert FinMemParams().protocol == "single"
+
+
+def test_an_invalid_verifier_answer_fixes_nothing():
+    """Found in review: the verifier's answer invalid twice fell back to the rules re-check in code, which
+    cannot judge a critic's point of meaning: the high issue read "fixed" and the long the verifier would
+    have blocked went through. Nothing is verified then: the issue stands unresolved, counted a fallback."""
+    a, b = _alt("A", {"TSLA": 0.5}), _alt("B", {"TSLA": 0.0}, ev=())
+    crit = Critique(
+        issues=[Issue(alternative="A", category="evidence", severity="high", issue="the news is bearish",
+                      question="Does any report support a long?", by="critic")]
+    )  # fmt: skip
+    fixed = Proposal(alternatives=[_alt("A", {"TSLA": 0.5}, risks=("a rebound story that fades",)), b])
+    proto, decision, ans, rec = _decide(Scripted([Proposal(alternatives=[a, b])], crit, fix=fixed, verify="invalid"))
+    issue = next(i for i in rec["critiques"] if i["by"] == "critic")
+    assert issue["status"] == "unresolved" and issue["rechecked_by"] == "fallback" and rec["chosen"] == "B"
+    assert "invalid twice" in issue["answer"] and decision.weights.get("TSLA", 0.0) == 0.0
+    s = proto.summary()
+    assert s["scm_verification_passed"] == 0 and s["scm_fallbacks"] == 1
+
+
+def test_a_fallen_back_sample_does_not_vote():
+    """Found in review: samples whose answers were invalid twice voted as copies of the rules strategist's
+    answer and outvoted the model's one valid sample (majority short against the model's long), and a
+    plurality (2 of 4) passed for the majority the docs name."""
+    long_ = Proposal(alternatives=[_alt("A", {"TSLA": 0.6}), _alt("B", {"TSLA": 0.0}, ev=())])
+    proto, decision, ans, rec = _decide(Scripted([long_, "invalid", "invalid"]), samples=3)
+    assert rec["majority"] == {"TSLA": 1} and rec["agreement"] == 1.0
+    assert proto._consensus == {"TSLA": pytest.approx(0.6)}
+    s = proto.summary()  # measured on what the model said: its 2 alternatives, not the rules' copies
+    assert s["scm_alternatives_proposed"] == 2 and s["scm_citation_share"] == 1.0 and s["scm_fallbacks"] == 2
+    # every sample fell back: the rules answers vote (the day's decision is theirs)
+    proto, decision, ans, rec = _decide(Scripted(["invalid", "invalid", "invalid"]), samples=3)
+    rules = _decide(Scripted([None, None, None]), samples=3)[3]
+    assert rec["majority"] == rules["majority"]
+    # a plurality is no majority: flat
+    four = [Proposal(alternatives=[_alt("A", {"TSLA": x}), _alt("B", {"TSLA": 0.0}, ev=())]) for x in (0.6, 0.2, -1.0)]
+    four.append(Proposal(alternatives=[_alt("B", {"TSLA": 0.0}, ev=())]))
+    proto, decision, ans, rec = _decide(Scripted(four), samples=4)
+    assert rec["majority"] == {"TSLA": 0} and proto._consensus == {"TSLA": 0.0}

@@ -208,7 +208,9 @@ class ScmProtocol:
             )
         return Proposal(alternatives=out)
 
-    def _q(self, role: str, day: Day, model, messages, to_report, rules, params=None, cites=False) -> Question:
+    def _q(
+        self, role: str, day: Day, model, messages, to_report, rules, params=None, cites=False, fallback=None
+    ) -> Question:
         allowed = frozenset(day.citations) if cites else frozenset()
         labels = {v: k for k, v in day.labels.items()} if cites else {}
         return Question(
@@ -221,6 +223,7 @@ class ScmProtocol:
             rules=rules,
             params=params,
             labels=labels,
+            fallback=fallback,
         )
 
     def _sample_params(self, brain, k: int):
@@ -300,22 +303,29 @@ class ScmProtocol:
         d = sum(abs(a.weights.get(t, 0.0) - c) for t, c in cons.items())
         return round(max(0.0, 1.0 - d / 2.0), 4)
 
-    def _slate(self, proposals: Sequence[Sequence[Alternative]], day: Day) -> tuple[list[Alternative], bool]:
+    def _slate(
+        self,
+        proposals: Sequence[Sequence[Alternative]],
+        day: Day,
+        voters: Sequence[Sequence[Alternative]] | None = None,
+    ) -> tuple[list[Alternative], bool]:
         """Pooled, deduplicated alternatives ranked by concordance with the
-        samples' consensus: per ticker the majority direction of the samples'
-        preferred alternatives, sized by the median size among the samples
-        in that majority (no majority: flat). The top three, renamed A, B, C.
-        ``stable``: every sample preferred the same directions; the agreement
-        rate (share of samples whose preferred directions are the majority's)
-        is kept for the record and the summary."""
-        firsts = [p[0] for p in proposals if p]
+        samples' consensus: per ticker the majority direction (more than half)
+        of the voting samples' (``voters``, by default all) preferred
+        alternatives, sized by the median size among the samples in that
+        majority (no majority: flat). The top three, renamed A, B, C.
+        ``stable``: every voting sample preferred the same directions; the
+        agreement rate (share of them whose preferred directions are the
+        majority's) is kept for the record and the summary."""
+        firsts = [p[0] for p in (proposals if voters is None else voters) if p]
         cons, majority = {}, {}
         for t in day.tickers:  # the majority direction across samples, then the median size within it
             signs = [int(np.sign(round(a.weights.get(t, 0.0), 6))) for a in firsts]
             counts = {d: signs.count(d) for d in (1, -1, 0)}
             top = max(counts.values()) if signs else 0
             winners = [d for d in (1, -1, 0) if counts[d] == top]
-            d = winners[0] if len(winners) == 1 else 0  # no majority: no direction
+            # no majority, no direction (2 of 4 samples long, one short, one flat: a plurality went long)
+            d = winners[0] if len(winners) == 1 and 2 * top > len(signs) else 0
             majority[t] = d
             sizes = [abs(a.weights.get(t, 0.0)) for a, s in zip(firsts, signs) if s == d]
             cons[t] = float(d * np.median(sizes)) if d and sizes else 0.0

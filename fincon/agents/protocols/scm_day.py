@@ -32,6 +32,9 @@ from fincon.agents.protocols.scm_schemas import (
 )
 from fincon.llm.concurrency import run_concurrently
 
+#: a critic's issue whose verification the model's answer (invalid twice) never gave: unresolved
+UNVERIFIED = "could not verify: the verifier's answer was invalid twice"
+
 
 class ScmDay:
     """The state of one day's rounds: the questions asked, their answers
@@ -54,10 +57,13 @@ class ScmDay:
     def run(self):
         """The day: every round, then the decision (see :meth:`.scm.ScmProtocol.decide`)."""
         proposals, got = self.strategist()
-        slate, stable = self.p._slate(proposals, self.day)
+        # the model's samples vote and are measured; a sample whose answer fell back is the rules
+        # strategist's, which outvoted the model's one valid sample (they vote only when all fell back)
+        said = [p for p, a in zip(proposals, got) if a.via != "fallback"]
+        slate, stable = self.p._slate(proposals, self.day, voters=said or proposals)
         majority, agreement = self.p._majority, self.p._agreement
         self.totals["agreement"] += agreement
-        self.p._measure(proposals, self.day)
+        self.p._measure(said, self.day)
         self.log.append(
             {
                 "step": "T0",
@@ -241,13 +247,16 @@ class ScmDay:
                     lambda: [(ok, why, "rules", []) for ok, why in rules_verify(to_verify, by_rev, day)],
                     params=p.sampling,
                     cites=True,
+                    # the model's answer invalid twice: nothing verified (the rules re-check in code cannot
+                    # judge a critic's point of meaning, and passed every high issue it was handed)
+                    fallback=lambda: [(False, UNVERIFIED, "fallback", []) for _ in to_verify],
                 ),
                 "verify",
             )
             for i, (ok, why, by, cites) in zip(to_verify, ver.report):
-                i.answer, i.answer_cites, i.rechecked_by = why, list(cites), by if ver.via != "fallback" else "rules"
+                i.answer, i.answer_cites, i.rechecked_by = why, list(cites), by
                 i.status = "fixed" if ok else "unresolved"
-            self.totals["verified"] += len(to_verify)
+            self.totals["verified"] += len(to_verify) if ver.via != "fallback" else 0  # none was, counted a fallback
             self.totals["verify_passed"] += sum(i.status == "fixed" for i in to_verify)
             self.log.append(
                 {

@@ -210,7 +210,7 @@ class Issue(BaseModel):
     #: the verification question answered on the revised alternative (critic issues)
     answer: str = ""
     answer_cites: list[str] = Field(default_factory=list)
-    rechecked_by: str = ""  # code | model | rules (the verifier that answered)
+    rechecked_by: str = ""  # code | model | rules (the verifier that answered) | fallback (none did)
 
 
 class Critique(BaseModel):
