@@ -144,7 +144,12 @@ def test_the_safe_debate_never_returns_a_flipped_direction(tmp_path):
     d, calls, _, _ = proto.debate(Flipper(), _call(proto), CALL_DAY)
     assert d.report.direction != "neutral"
     assert d.leader_direction != d.report.direction and d.flip_prevented
-    assert d.final == d.report  # the original report stands, untouched
+    # overruled on the direction only: the Skeptic's risks, hedge and confidence stand (the report as it was
+    # before the debate dropped them, and sized 57 % larger than an agreeing Leader's: found in review)
+    agreed, *_ = proto.debate(RulesBrain(), _call(proto), CALL_DAY)
+    assert d.final.direction == d.report.direction and d.final.confidence == agreed.final.confidence
+    assert d.final.confidence <= d.report.confidence and d.final.risks == agreed.final.risks
+    assert d.final.hedge == agreed.final.hedge and d.final.summary == d.report.summary
     # through decide: the decision follows the original report and the flip is counted
     view = SimpleNamespace(
         date=pd.Timestamp(CALL_DAY),
