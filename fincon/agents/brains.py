@@ -225,8 +225,8 @@ def rules_manager(task: ManagerTask) -> ManagerReport:
     cost of the flip on the other side; anything less keeps the position
     ("hold"), so a day's change of tone alone does not trade."""
     actions: dict[str, str] = {}
-    notes, relied = [], []
-    sizes = []
+    notes, sizes = [], []
+    relied: dict[str, list[str]] = {}
     for t in task.tickers:
         score, parts = consensus(task, t)
         held = task.held(t)
@@ -248,7 +248,7 @@ def rules_manager(task: ManagerTask) -> ManagerReport:
                 (r for r in task.reports.get(t, ()) if r.direction == want),
                 key=lambda r: (-task.weights.get(r.role, 0.0) * r.confidence, r.role),
             )
-            relied += [c for r in agree for c in r.cited_ids()[:2]]
+            relied[t] = list(dict.fromkeys(c for r in agree for c in r.cited_ids()[:2]))[:RELIED_PER_TICKER]
     size = sizes[0] if len(task.tickers) == 1 and actions[task.tickers[0]] != "hold" else 1.0
     if task.exposure < 1.0:
         # risk-averse stance (CVaR alert): keep only part of the usual exposure; a single stock held
@@ -268,9 +268,15 @@ def rules_manager(task: ManagerTask) -> ManagerReport:
                 cut = f" (the held {side}, {abs(held):.0%} of the book, is within it already)"
         size = round(size * task.exposure, 6)
         notes.append(f"risk alert: exposure cut to {task.exposure:.0%}{cut}")
-    return ManagerReport(
-        actions=actions, size=size, rationale="; ".join(notes)[:600], relied_on=list(dict.fromkeys(relied))[:5]
-    )
+    # each traded ticker's own, in the tickers' sorted order: one cap for the day gave every slot to the
+    # first ticker given (--tickers TSLA,MSFT,AAPL: AAPL held 39 days on no evidence of its own, and its
+    # memories never rewarded), so the order of --tickers changed the trades (found in review)
+    cited = list(dict.fromkeys(c for t in sorted(relied) for c in relied[t]))
+    return ManagerReport(actions=actions, size=size, rationale="; ".join(notes)[:600], relied_on=cited)
+
+
+#: the items the rules manager relies on for each ticker it trades (its top reports' first two each)
+RELIED_PER_TICKER = 5
 
 
 def hold_band_check(task: ManagerTask, report: ManagerReport) -> tuple[ManagerReport, str | None]:

@@ -397,8 +397,8 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
             weighed = [r for r in reports[t] if r.insights]
             on_side = [r for r in weighed if r.direction == side] or weighed
             on_side.sort(key=lambda r: (-self.role_weights.get(r.role, 0.0) * r.confidence, r.role))
-            ids += [c for r in on_side for c in r.cited_ids()[:2]]
-        ids = list(dict.fromkeys(ids))[:5]
+            ids += list(dict.fromkeys(c for r in on_side for c in r.cited_ids()[:2]))[:5]  # each ticker its own
+        ids = list(dict.fromkeys(ids))
         if not ids:
             return (), ""
         return tuple(ids), "the manager cited nothing: the items of the reports on the side of the position it keeps"
