@@ -185,3 +185,30 @@ def test_a_day_after_an_early_stop_is_said_to_be_after_the_stop(team_run, tmp_pa
         "fincon: error: 2022-11-04 is not a decision day of this run: it stopped early after 2022-11-03 "
         "(LLM token budget exhausted)\n"
     )
+
+
+def test_an_id_two_agents_read_as_different_items_shows_each():
+    """Found in review: a portfolio's indicator ids name no ticker, and explain showed the last agent's
+    item for every agent's: JNJ's "momentum flat" as the reason of an MSFT buy (26 of 41 days). An id read
+    as different items is shown with each agent's; an id all read alike, once. The settled P&L says it
+    is before costs (the risk line beside it is after them)."""
+    from fincon.agents.records import format_day
+
+    def agent(t, text):
+        item = {"id": "ind-momentum-20d", "source": "prices", "date": "2020-10-15", "text": text}
+        return {"agent": f"data-analysis/{t}", "direction": "bullish", "confidence": 0.5, "via": "rules",
+                "inputs": [item, {"id": "mem-1", "source": "news", "date": "2020-10-14", "text": "same"}]}  # fmt: skip
+
+    day = {"date": "2020-10-15", "record": {
+        "brain": "rules", "protocol": "fincon", "pool": ["JNJ", "MSFT"],
+        "agents": [agent("MSFT", "20-day momentum: up"), agent("JNJ", "20-day momentum: flat")],
+        "manager": {"via": "rules", "calls": 0, "relied_on": ["ind-momentum-20d", "mem-1"]},
+        "settled": {"day": "2020-10-14", "pnl": -0.0004}}}  # fmt: skip
+    text = format_day(day)
+    assert (
+        "    [ind-momentum-20d] the id of 2 different items (it names no ticker); each as its agent read it:\n"
+        "      data-analysis/JNJ: [ind-momentum-20d] prices 2020-10-15: 20-day momentum: flat\n"
+        "      data-analysis/MSFT: [ind-momentum-20d] prices 2020-10-15: 20-day momentum: up\n"
+        "    [mem-1] news 2020-10-14: same"
+    ) in text
+    assert "settled 2020-10-14: P&L -0.04% (the positions' move, before costs)" in text

@@ -27,6 +27,17 @@ def _quote(ev: dict[str, Any] | None, cid: str) -> str:
     return f"[{cid}] {ev.get('source', '?')} {ev.get('date', '?')}: {words}"
 
 
+def _relied(cid: str, read: dict[str, dict[str, Any]]) -> list[str]:
+    """The lines of one item the manager relied on: the item, or, when agents read different items under
+    the id, each with the agent that read it (the last agent's was shown for all: JNJ's "flat" as the
+    reason of an MSFT buy, on 26 of 41 days of a portfolio, found in review)."""
+    items = {(str(x.get("source")), str(x.get("date")), str(x.get("text"))): x for x in read.values()}
+    if len(items) <= 1:
+        return ["    " + _quote(next(iter(read.values()), None), cid)]
+    head = f"    [{cid}] the id of {len(items)} different items (it names no ticker); each as its agent read it:"
+    return [head] + [f"      {agent}: " + _quote(x, cid) for agent, x in sorted(read.items())]
+
+
 def _wrap(text: str, indent: str) -> str:
     rest = " " * len(indent)
     return textwrap.fill(" ".join(str(text).split()), WIDTH, initial_indent=indent, subsequent_indent=rest)
@@ -38,7 +49,9 @@ def format_day(entry: dict[str, Any]) -> str:
         f"{entry['date']}  brain={rec.get('brain')}  protocol={rec.get('protocol')}  "
         f"pool={', '.join(rec.get('pool', []))}"
     ]
-    evidence: dict[str, dict[str, Any]] = {}
+    #: id -> agent -> the item that agent read under the id (a portfolio's indicator ids name no ticker:
+    #: MSFT's "momentum up" and JNJ's "momentum flat" are both ind-momentum-20d)
+    evidence: dict[str, dict[str, dict[str, Any]]] = {}
     sel = rec.get("selection")
     if sel:
         out.append(f"\nstock selection: {sel.get('direction', '')}")
@@ -47,7 +60,8 @@ def format_day(entry: dict[str, Any]) -> str:
     out.append("\nWHAT THE TEAM SAW AND SAID")
     for a in rec.get("agents", []):
         inputs = {x["id"]: x for x in a.get("inputs", []) if isinstance(x, dict)}
-        evidence.update(inputs)
+        for cid, item in inputs.items():
+            evidence.setdefault(cid, {})[str(a.get("agent"))] = item
         via = a.get("via")
         calls = a.get("calls", 0)
         how = {
@@ -100,7 +114,7 @@ def format_day(entry: dict[str, Any]) -> str:
         basis = rec.get("evidence_basis")
         out.append(f"  relied on ({basis}):" if basis else "  relied on:")
         for cid in relied:
-            out.append("    " + _quote(evidence.get(cid), cid))
+            out += _relied(cid, evidence.get(cid, {}))
     for key in ("stance", "beliefs"):
         if m.get(key):
             out.append(_wrap(f"{key}: {m[key]}", "  "))
@@ -113,7 +127,7 @@ def format_day(entry: dict[str, Any]) -> str:
     st = rec.get("settled")
     if st:
         out.append(
-            f"settled {st['day']}: P&L {st['pnl']:+.2%}"
+            f"settled {st['day']}: P&L {st['pnl']:+.2%} (the positions' move, before costs)"
             + (f"; rewarded {len(st.get('rewarded', []))} memories (+5)" if st.get("rewarded") else "")
         )
     if st and st.get("reflection"):
