@@ -315,3 +315,23 @@ def test_a_ledger_that_opens_but_takes_no_write_is_refused_before_the_run(tmp_pa
     assert main([*argv, "--out", str(tmp_path / "b")]) == 0
     err = capsys.readouterr().err
     assert f"the run is complete in {tmp_path / 'b'}, its trials are in its trials.csv and in no ledger" in err
+
+
+@pytest.mark.slow
+def test_a_trainings_episodes_are_trials_on_its_window(tmp_path, monkeypatch):
+    """Found in review: `fincon train` ran each episode (a scored backtest whose CR and Sharpe it prints)
+    with no ledger, so two trainings tried on a window and a backtest there were graded as 1 trial of 1.
+    Each episode is a trial of the training window's family now, in the ledger --ledger names."""
+    monkeypatch.chdir(tmp_path)
+    ledger = tmp_path / "trials.sqlite"
+    argv = ["train", "--ticker", "TSLA", "--brain", "rules", "--start", "2022-10-05", "--end", "2022-11-15",
+            "--param", "fincon.transcripts=text", "--no-progress", "--ledger", str(ledger)]  # fmt: skip
+    assert main([*argv, "--episodes", "2", "--out", "a"]) == 0
+    assert main([*argv, "--episodes", "1", "--no-cvar", "--out", "b"]) == 0
+    rows = trials.read(ledger)
+    assert [(r["strategy"], r["study"]) for r in rows] == [("fincon", "TSLA 2022-10-05..2022-11-15")] * len(rows)
+    episodes = [json.loads(x)["cr_pct"] for d in ("a", "b") for x in (tmp_path / d / "episodes.jsonl").open()]
+    assert len(episodes) == 3 and [r["cr_pct"] for r in rows] == episodes  # each episode once, as it printed
+    assert trials.family(ledger, ["TSLA"], "2022-10-05", "2022-11-15").trials == 3  # three series tried
+    assert main([*argv[:-2], "--ledger", "off", "--episodes", "1", "--out", "c"]) == 0
+    assert len(trials.read(ledger)) == 3  # off: none

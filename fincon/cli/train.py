@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fincon import data as fincon_data, workflow
+from fincon.cli.args import ledger_env
 from fincon.cli.flags import add, given
 from fincon.cli.llm import add_llm_arguments, llm_overrides
 from fincon.cli.options import (
@@ -137,7 +138,7 @@ def register(p: argparse.ArgumentParser) -> None:
     add(p, ExperimentConfig, "lr", fill=True)
     add(p, TrainArgs, "cvrf_brain")
     add_llm_arguments(p, with_cutoff_gate=True, with_masking=True)
-    add(p, TrainArgs, "out", "as_json", "no_progress", helps=OUTPUT_HELPS)
+    add(p, TrainArgs, "ledger", "out", "as_json", "no_progress", helps=OUTPUT_HELPS)
     p.set_defaults(func=run)
 
 
@@ -189,14 +190,15 @@ def run(args: argparse.Namespace) -> int:
         cvrf_brain=args.cvrf_brain,
     )
     _said_options(args.config, opts)
-    report = workflow.train(
-        cfg,
-        Path(args.out) if args.out else None,
-        opts,
-        progress=not args.no_progress,
-        require_after_cutoff=args.require_after_cutoff,
-        given=["explore"] if args.explore is not None else [],
-    )
+    with ledger_env(args):  # each episode is a trial on the training window, counted there
+        report = workflow.train(
+            cfg,
+            Path(args.out) if args.out else None,
+            opts,
+            progress=not args.no_progress,
+            require_after_cutoff=args.require_after_cutoff,
+            given=["explore"] if args.explore is not None else [],
+        )
     if args.json:
         out = {
             "train_dir": str(report.out),

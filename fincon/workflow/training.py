@@ -289,8 +289,7 @@ def train(
     return study.run(lambda: _train(cfg, out, opts, team, brain, progress), preflight=checks)
 
 
-#: the top-level names a training writes (status.claim removes a failed
-#: training's leftovers only when its folder holds nothing else)
+#: the top-level names a training writes (status.claim removes a failed training's leftovers only then)
 TRAINING_LAYOUT = frozenset(
     {"train.json", "config.yaml", "episodes", "beliefs", "episodes.jsonl", "beliefs.json", "beliefs.png",
      "llm_usage.csv", "llm_runtime.csv", "llm_audit.jsonl", "llm_calls.csv", "report.html"}
@@ -308,14 +307,12 @@ def _read_rows_lenient(path: Path) -> list[dict[str, Any]]:
         return []
 
 
-#: what a training writes before its first episode commits (a disposable folder holding more is kept)
-TRAINING_EARLY = ("train.json", "config.yaml", "beliefs/v0.json")
+TRAINING_EARLY = ("train.json", "config.yaml", "beliefs/v0.json")  # before its first episode (status.strays)
 
 
 def _nothing_kept(out: Path) -> bool:
-    """A training that failed before it wrote more than its status files
-    leaves nothing behind (the status file alone would block the corrected
-    rerun's --out for nothing)."""
+    """A training that failed before it wrote more than its status files leaves nothing behind (the
+    status file alone would block the corrected rerun's --out for nothing)."""
     leftovers = {p.name for p in out.iterdir()} if out.is_dir() else set()
     episodes = out / "episodes"
     return not (leftovers - {"train.json", "config.yaml", "episodes", "beliefs"}) and not (
@@ -393,9 +390,9 @@ def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, prog
                 if status is not None:  # a former command's episode that did not cover its window
                     rerun[k] = detail
                 ecfg = _episode_config(cfg, start_path, k, opts, brain)
-                report = workflow.run_config(
-                    ecfg, run_dir, progress=progress, replace=True, warn_knowledge=False, ledger=None, episode=True
-                )
+                # a trial in the ledger (a score on the window: the card deflated by 1 where 2 were tried)
+                report = workflow.run_config(ecfg, run_dir, progress=progress, replace=True, warn_knowledge=False,
+                                             episode=True)  # fmt: skip
                 if not report.complete:
                     days = len(report.results[TEAM].dates) if TEAM in report.results else 0
                     err = FinconError(
@@ -480,7 +477,6 @@ def _saved_beliefs(path: Path) -> Beliefs:
 def training_window(cfg: RunConfig):
     """The window and a hash of the data the beliefs are learned on
     (``--beliefs`` refuses them for a run that does not start after it)."""
-
     events = str(_team_params(cfg).get("events") or "sample")
     seen: dict[str, Any] = {"data": cfg.data.model_dump(mode="json", exclude={"cache_dir"}), "events": events}
     ds = workflow.inputs_for(cfg).dataset
