@@ -169,7 +169,10 @@ CASES: dict[str, tuple[list[str], str]] = {
     ),
     "transcribe --cache-dir in /proc": (
         ["transcribe", "{call_ogg}", "--cache-dir", "/proc/fincon-cache"],
-        "cannot write the transcript cache in /proc/fincon-cache",
+        # a run has no --cache-dir for transcripts (refused there as the yfinance cache's): the line names
+        # what a run takes (found in review)
+        "cannot write the transcript cache in /proc/fincon-cache: No such file or directory; pass a writable folder "
+        "(fincon transcribe --cache-dir, a run's --param fincon.transcript_cache=DIR, or FINCON_CACHE_DIR)",
     ),
     "backtest --llm-prices binary": (["backtest", "--llm-prices", "{binary}", "--no-progress"], "--llm-prices"),
     "train --llm-prices binary": (["train", "--llm-prices", "{binary}", *TINY], "--llm-prices"),

@@ -2012,3 +2012,18 @@ def test_a_copy_behind_its_journal_with_the_same_returns_is_no_second_trial(tmp_
     assert main(["forward", "step", "fb", "--until", "2022-10-12", "--no-progress"]) == 0
     rows = trials.read(ledger)
     assert len(rows) == 1 and rows[0]["end"] == "2022-10-12", rows
+
+
+def test_a_live_journal_offline_says_what_a_journal_can_do(tmp_path, monkeypatch, capsys):
+    """Found in review: offline, `forward init --source yfinance` advised --data or --source sample, which a
+    live journal refuses ("a live journal reads a live source"): it names the simulated journal instead."""
+    import yfinance
+
+    monkeypatch.setattr(yfinance, "download", lambda *a, **k: pd.DataFrame())
+    argv = ["forward", "init", str(tmp_path / "fw"), "--ticker", "TSLA", "--strategy", "sma-cross",
+            "--source", "yfinance", "--cache-dir", str(tmp_path / "c"), "--ledger", "off"]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("fincon: error: yfinance returned no data for TSLA (offline or unknown ticker)"), err
+    assert err.endswith("; offline, run a simulated journal with --simulate-from YYYY-MM-DD") and "--data" not in err
+    assert not (tmp_path / "fw").exists()

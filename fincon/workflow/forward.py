@@ -50,7 +50,7 @@ import yaml
 from fincon import __version__, stopping, workflow
 from fincon.config import RunConfig
 from fincon.engine.resume import Resume, StateError
-from fincon.errors import CloseOnly, ConfigError, FinconError
+from fincon.errors import CloseOnly, ConfigError, FinconError, SourceUnavailable
 from fincon.files import json_text, write_atomic
 from fincon.workflow import (
     forward_anchor,
@@ -150,6 +150,11 @@ def init(
             f"a forward journal fills each decision at the next open, and {exc.which} has close prices only: "
             "give prices with an Open column (--source yfinance, or --data with OHLCV prices)"
         ) from None
+    except SourceUnavailable as exc:  # its advice (--data, --source sample) is refused for a live journal
+        if simulate_from is not None:
+            raise
+        said = str(exc).split(". Use --data")[0]
+        raise SourceUnavailable(f"{said}; offline, run a simulated journal with --simulate-from YYYY-MM-DD") from None
     if checked.bars.name != "exchange":  # every ticker trades every day: its weekends would be traded unsealed
         t = cfg.tickers[0]
         raise ConfigError(

