@@ -335,3 +335,27 @@ def test_a_trainings_episodes_are_trials_on_its_window(tmp_path, monkeypatch):
     assert trials.family(ledger, ["TSLA"], "2022-10-05", "2022-11-15").trials == 3  # three series tried
     assert main([*argv[:-2], "--ledger", "off", "--episodes", "1", "--out", "c"]) == 0
     assert len(trials.read(ledger)) == 3  # off: none
+
+
+def test_a_coins_trials_beside_a_stocks_are_pooled_in_the_stocks_daily_units():
+    """Found in review: the card pooled the daily Sharpe ratios of a BTC family (per calendar day, 365 a
+    year) with a TSLA family's (per session, 252) as they were: BTC's read sqrt(252/365) of themselves in
+    the variance the DSR deflates by (0.002624 where 0.002126). Each is taken to the graded family's days."""
+    stock = [_row("sma-cross", "2023-01-02", "2023-06-30", d, x) for d, x in (("a", 0.02), ("b", 0.05))]
+    for r in stock:
+        r["n_days"] = 123  # sessions in 179 calendar days
+    coin = [_row("sma-cross", "2023-01-02", "2023-06-30", d, x, tickers="BTC") for d, x in (("c", 0.03), ("d", 0.09))]
+    for r in coin:
+        r["n_days"] = 179  # every day
+    fam = trials.Family(
+        "TSLA", "2023-01-02", "2023-06-30", stock, [trials.Family("BTC", "2023-01-02", "2023-06-30", coin)]
+    )
+    n, var = fam.picked_among()
+    k = (365 / 252) ** 0.5
+    assert n == 4 and var == pytest.approx(float(pd.Series([0.02, 0.05, 0.03 * k, 0.09 * k]).var()))
+    # two stock families: nothing scaled
+    other = [{**r, "tickers": "MSFT", "study": "MSFT 2023-01-02..2023-06-30", "n_days": 123} for r in coin]
+    fam = trials.Family(
+        "TSLA", "2023-01-02", "2023-06-30", stock, [trials.Family("MSFT", "2023-01-02", "2023-06-30", other)]
+    )
+    assert fam.picked_among()[1] == pytest.approx(float(pd.Series([0.02, 0.05, 0.03, 0.09]).var()))
