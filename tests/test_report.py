@@ -552,3 +552,14 @@ def test_runs_that_differ_in_settings_are_labelled_and_a_damaged_comparison_is_n
     assert "is the staging folder of a run that was stopped or still runs" in capsys.readouterr().err
     assert main(["report", str(staging), "--out", str(tmp_path / "s.html")]) == 2
     assert "is the staging folder of a run that was stopped or still runs" in capsys.readouterr().err
+
+
+def test_settings_some_runs_lack_are_no_difference_and_a_plots_legend_stays_short(tmp_path, capsys):
+    """Found in review: plot named every key one run's config lacks ("commission.maximum -,
+    commission.per_share -, ...") in every legend label, about 200 characters each, and the legend pushed
+    the axes into a third of the image. A key some runs lack is no difference; the settings wrap."""
+    from fincon.report.load import settings_apart
+
+    a = {"broker": {"commission": {"model": "percent", "rate": 0.001}, "cash": 1000}}
+    b = {"broker": {"commission": {"model": "per-share", "per_share": 0.005, "maximum": 1.0}, "cash": 1000}}
+    assert settings_apart({"a": a, "b": b}) == {"a": 'commission.model "percent"', "b": 'commission.model "per-share"'}

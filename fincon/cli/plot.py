@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import textwrap
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -154,10 +155,11 @@ def run(args: argparse.Namespace) -> int:
         )
     _check_writable(args.out)
     apart = report.settings_apart(configs)  # other costs, fills, cash or rates: said in the legend and below
-    curves = {f"{k} ({apart[k]})" if apart else k: c for k, c in curves.items()}
+    # the settings under each run's name, wrapped: on one line they pushed the axes into a third of the image
+    shown = {f"{k}\n" + textwrap.fill(f"({apart[k]})", 60) if apart else k: c for k, c in curves.items()}
 
     try:
-        engine.plot_equity(curves, args.out, args.title, software="fincon")
+        engine.plot_equity(shown, args.out, args.title, software="fincon")
     except OSError as exc:
         raise FinconError(f"cannot write {args.out}: {exc.strerror or exc}") from None
     print(f"wrote {args.out} ({len(curves)} run{'s' if len(curves) != 1 else ''})")

@@ -377,7 +377,16 @@ def settings_apart(configs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
         return {prefix.rstrip("."): text}
 
     each = {label: flat({k: c.get(k) for k in ("broker", "data", "metrics")}) for label, c in configs.items()}
-    keys = sorted({k for f in each.values() for k in f if len({g.get(k) for g in each.values()}) > 1})
+    # a key some runs lack is no setting they differ in (a per-share price beside a percent commission: the
+    # model key says it); listed, it made every legend label 200 characters long (found in review)
+    keys = sorted(
+        {
+            k
+            for f in each.values()
+            for k in f
+            if all(k in g for g in each.values()) and len({g[k] for g in each.values()}) > 1
+        }
+    )
     return (
         {label: ", ".join(f"{k.split('.', 1)[-1]} {f.get(k, '-')}" for k in keys) for label, f in each.items()}
         if keys
