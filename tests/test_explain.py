@@ -212,3 +212,23 @@ def test_an_id_two_agents_read_as_different_items_shows_each():
         "    [mem-1] news 2020-10-14: same"
     ) in text
     assert "settled 2020-10-14: P&L -0.04% (the positions' move, before costs)" in text
+
+
+def test_a_protocols_steps_and_a_debates_chunks_are_explained():
+    """Found in review: an scm day whose fix round alone fell back read "model answer invalid twice, rules
+    brain used" for the whole day (the samples, Critic and verifier had answered as the model), and the call
+    chunks a debate relied on read "(not among the agent's inputs)" like invalid citations."""
+    from fincon.agents.records import format_day
+
+    steps = {"strategist.s0": "llm", "critic": "llm", "fix": "fallback", "verify": "llm"}
+    day = {"date": "2022-10-24", "record": {"brain": "llm", "protocol": "scm", "pool": ["TSLA"], "agents": [],
+           "manager": {"via": "fallback", "calls": 5, "steps": steps, "rationale": "r"}}}  # fmt: skip
+    assert (
+        "manager (steps critic: llm | fix: fallback | strategist.s0: llm | verify: llm; model answer invalid "
+        "twice, rules used for fix; 5 call(s), 0 reflection(s) read):"
+    ) in format_day(day)
+    cite = {"id": "TSLA-call-2022Q3#c4", "source": "earnings_call", "date": "2022-11-01"}
+    final = {"insights": [{"text": "risk: a difficult quarter ahead", "citations": [cite]}]}
+    day = {"date": "2022-11-01", "record": {"brain": "rules", "protocol": "debate", "pool": ["TSLA"], "agents": [],
+           "manager": {"via": "rules", "relied_on": [cite["id"]], "debate": [{"final": final, "views": []}]}}}  # fmt: skip
+    assert "    [TSLA-call-2022Q3#c4] earnings_call 2022-11-01: risk: a difficult quarter ahead" in format_day(day)

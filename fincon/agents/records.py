@@ -106,7 +106,19 @@ def format_day(entry: dict[str, Any]) -> str:
                 if isinstance(p, dict)
             )
         )
-    how = "model answer invalid twice, rules brain used;" if m.get("via") == "fallback" else f"{m.get('via')},"
+    steps = m.get("steps")
+    if isinstance(steps, dict) and steps:  # a protocol of several questions (scm): which one fell back, not the day
+        fell = [k for k, v in sorted(steps.items()) if v == "fallback"]
+        how = "steps " + " | ".join(f"{k}: {v}" for k, v in sorted(steps.items())) + ";"
+        if fell:
+            how = f"{how} model answer invalid twice, rules used for {', '.join(fell)};"
+    else:
+        how = "model answer invalid twice, rules brain used;" if m.get("via") == "fallback" else f"{m.get('via')},"
+    for d in m.get("debate") or []:  # the call chunks a debate cited: as its roles quoted them
+        for part in (d.get("final"), d.get("report"), *(d.get("views") or [])):
+            for ins in (part or {}).get("insights", []) if isinstance(part, dict) else []:
+                for c in ins.get("citations", []):
+                    evidence.setdefault(c["id"], {}).setdefault("debate", {**c, "text": ins.get("text", "")})
     out.append(f"manager ({how} {m.get('calls', 0)} call(s), {m.get('reflections_read', 0)} reflection(s) read):")
     out.append(_wrap(m.get("rationale") or entry.get("rationale", ""), "  "))
     relied = m.get("relied_on") or entry.get("evidence") or []
