@@ -157,6 +157,19 @@ def sqlite_foreign(path: Path, tables: dict[str, tuple[str, ...]]) -> str | None
     return None
 
 
+def folder_identity(folder: Path) -> tuple[int, int] | None:
+    """Which folder is at ``folder`` (device and inode; one renamed into its place is another), None: none."""
+    try:
+        st = folder.stat()
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+#: the file in a staging folder naming the folder its --out held when the command began (swap_in reads it)
+_WAS = ".fincon-replaces"
+
+
 @dataclass(frozen=True)
 class OwnedFolder:
     """A folder one fincon command writes whole (a dataset, a sample corpus):
@@ -228,6 +241,7 @@ class OwnedFolder:
         if staging.exists():
             shutil.rmtree(staging)
         staging.mkdir()
+        (staging / _WAS).write_text(json.dumps(folder_identity(out)))
         return staging
 
     def swap_in(self, staging: Path, out: Path, replace: bool) -> None:
@@ -238,6 +252,16 @@ class OwnedFolder:
             f"--out {out} was written by another command while this one ran; nothing was changed "
             "(pass --replace to overwrite it)"
         )
+        was_file = staging / _WAS
+        try:
+            was = json.loads(was_file.read_text())
+            was_file.unlink()
+        except (OSError, ValueError):
+            was = None
+        # --replace replaces what --out held when this command began: two at once on one --out both said
+        # they wrote it, and the second deleted the first's new folder as "the earlier one" (found in review)
+        if replace and out.exists() and folder_identity(out) != (tuple(was) if was else None):
+            raise taken
         if out.is_dir() and not out.is_symlink() and not any(out.iterdir()):
             try:
                 out.rmdir()  # an empty folder given as --out: the new one takes its place

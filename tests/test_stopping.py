@@ -332,3 +332,32 @@ def test_two_replace_runs_on_one_out_keep_both(tmp_path):
     assert (tmp_path / "x" / "equity.csv").read_text() == "first"
     assert (tmp_path / "x-2" / "equity.csv").read_text() == "second"
     assert run(True, "third").commit() == tmp_path / "x"  # and a replace of what is there now still works
+
+
+def test_two_replace_imports_on_one_out_keep_the_first(tmp_path):
+    """Found in review (the sibling of backtest's): two `data sample --replace` on one --out at once both
+    printed "wrote ... to ev"; the second deleted the first's new corpus as "the earlier one". A dataset or
+    corpus replaces what --out held when its command began; another's is kept, in one line."""
+    from fincon.errors import ConfigError
+    from fincon.ownership import OwnedFolder
+
+    folder = OwnedFolder("dataset", "mark.json", "test", lambda p: {"mark.json", "a.txt"})
+    out = tmp_path / "ds"
+    out.mkdir()
+    (out / "mark.json").write_text("{}")
+    (out / "a.txt").write_text("earlier")
+
+    def staged(text):
+        s = folder.staging(out)
+        (s / "mark.json").write_text("{}")
+        (s / "a.txt").write_text(text)
+        return s
+
+    first = staged("first").rename(tmp_path / ".ds.partial-first")  # another process's staging name
+    second = staged("second")
+    folder.swap_in(first, out, replace=True)
+    with pytest.raises(ConfigError, match="was written by another command while this one ran; nothing was changed"):
+        folder.swap_in(second, out, replace=True)
+    assert (out / "a.txt").read_text() == "first" and sorted(p.name for p in out.iterdir()) == ["a.txt", "mark.json"]
+    folder.swap_in(staged("third"), out, replace=True)  # a replace of what is there now still works
+    assert (out / "a.txt").read_text() == "third"

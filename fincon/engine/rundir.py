@@ -39,7 +39,7 @@ from typing import Any
 from fincon import stopping
 from fincon.errors import ConfigError, FinconError
 from fincon.files import write_atomic
-from fincon.ownership import is_fincon_report, listing, shown, top_level
+from fincon.ownership import folder_identity, is_fincon_report, listing, shown, top_level
 
 log = logging.getLogger(__name__)
 
@@ -218,15 +218,6 @@ def sweep_stale_partials(parent: Path) -> list[Path]:
     return removed
 
 
-def _identity(folder: Path) -> tuple[int, int] | None:
-    """Which folder is at ``folder`` (device and inode; a run renamed into its place is another)."""
-    try:
-        st = folder.stat()
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino)
-
-
 class RunDir:
     """A staging directory that becomes ``final`` (or a free ``final-N``) on
     :meth:`commit`."""
@@ -239,7 +230,7 @@ class RunDir:
             check_replaceable(final, kind)
         #: the folder --replace replaces: the one at ``final`` now (None: nothing), never one written there
         #: while this run works (two --replace runs on one --out: each said its run was there, one deleted)
-        self._replaces = _identity(final) if replace else None
+        self._replaces = folder_identity(final) if replace else None
         self.staging = final.with_name(f".{final.name}.partial-{os.getpid()}@{_host()}")
         self._made_parents = [p for p in reversed(final.parents) if not p.exists()]
         try:
@@ -279,7 +270,7 @@ class RunDir:
         if self.replace and self.final.exists():
             try:
                 check_replaceable(self.final, self.kind)
-                if _identity(self.final) != self._replaces:
+                if folder_identity(self.final) != self._replaces:
                     raise ConfigError(f"{self.final} was written by another command while this run worked")
             except ConfigError as exc:
                 print(f"fincon: {exc}; not replaced", file=sys.stderr)
