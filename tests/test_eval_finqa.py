@@ -124,3 +124,24 @@ def test_the_cli_reads_finqa_and_says_where_to_get_it(capsys):
     assert "12 questions" in capsys.readouterr().out
     assert main(["eval", "numeric", "--format", "finqa"]) == 2
     assert "github.com/czyssrs/FinQA" in capsys.readouterr().err
+
+
+def test_a_figure_the_model_did_not_judge_is_unverified():
+    """Found in review (the team critic's sibling): the FinQA extraction critic recorded a figure its
+    model's answer left out as checked and right, its source value the analyst's own."""
+    from fincon.agents.critics.critics import ExtractionAnswer, FigureCheck
+
+    item = finqa.load(DATA)[0]
+    attempt = finqa.Attempt({"revenue": 120.5, "costs": 99.9}, 20.6)
+    q = finqa.extraction_question(item, attempt)
+    got = q.to_report(ExtractionAnswer(checks=[FigureCheck(figure="F1", ok=True)]))
+    assert got == [("revenue", 120.5, True, 120.5), ("costs", 99.9, True, None)]
+
+    class Said:
+        def answer(self, q):
+            from fincon.agents.brains import Answer
+
+            return Answer(q.to_report(ExtractionAnswer(checks=[FigureCheck(figure="F1", ok=True)])), "llm", 1)
+
+    rv = finqa.critique(item, finqa.Attempt({"revenue": 120.5, "costs": 99.9}, None), Said())
+    assert rv.unverified == ["extraction"]

@@ -250,8 +250,8 @@ def extraction_question(item: FinQAItem, a: Attempt) -> Question:
             (
                 nm,
                 a.figures[nm],
-                said[lb].ok if lb in said else True,
-                (said[lb].source_value if lb in said and not said[lb].ok else a.figures[nm]),
+                said[lb].ok if lb in said else True,  # not judged: stands, unverified (no source value)
+                (said[lb].source_value if not said[lb].ok else a.figures[nm]) if lb in said else None,
             )
             for lb, nm in zip(labels, names)
         ]
@@ -299,6 +299,8 @@ def critique(item: FinQAItem, a: Attempt, brain: Any) -> Review:
         for name, _, ok, src in rv.figures:
             if not ok and src is not None:
                 figures[name] = src
+        if any(ok and src is None for _, _, ok, src in rv.figures):  # a figure the model did not judge
+            rv.unverified.append("extraction")
     if a.answer is not None and figures:
         c = ask(calculation_question(item, figures, a.answer))
         if c == "unverified":
