@@ -204,7 +204,7 @@ def test_an_id_two_agents_read_as_different_items_shows_each():
         "agents": [agent("MSFT", "20-day momentum: up"), agent("JNJ", "20-day momentum: flat")],
         "manager": {"via": "rules", "calls": 0, "relied_on": ["ind-momentum-20d", "mem-1"]},
         "settled": {"day": "2020-10-14", "pnl": -0.0004}}}  # fmt: skip
-    text = format_day(day)
+    text = format_day(day, "close")
     assert (
         "    [ind-momentum-20d] the id of 2 different items (it names no ticker); each as its agent read it:\n"
         "      data-analysis/JNJ: [ind-momentum-20d] prices 2020-10-15: 20-day momentum: flat\n"
@@ -212,6 +212,9 @@ def test_an_id_two_agents_read_as_different_items_shows_each():
         "    [mem-1] news 2020-10-14: same"
     ) in text
     assert "settled 2020-10-14: P&L -0.04% (the positions' move, before costs)" in text
+    # at next-open fills the team settles on the book's value, after the fills' costs (said "before" there)
+    assert "settled 2020-10-14: P&L -0.04% (the book's value, after costs)" in format_day(day, "next_open")
+    assert "settled 2020-10-14: P&L -0.04%\n" in format_day(day) + "\n"  # a record alone: unsaid
 
 
 def test_a_protocols_steps_and_a_debates_chunks_are_explained():

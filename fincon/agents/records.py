@@ -43,7 +43,13 @@ def _wrap(text: str, indent: str) -> str:
     return textwrap.fill(" ".join(str(text).split()), WIDTH, initial_indent=indent, subsequent_indent=rest)
 
 
-def format_day(entry: dict[str, Any]) -> str:
+#: what the settled P&L is, by the run's fill (fincon.agents.team.learning): at close fills the positions'
+#: move close to close; at next-open fills the book's own value, after what the day's fills cost
+SETTLED = {"close": "the positions' move, before costs", "next_open": "the book's value, after costs"}
+
+
+def format_day(entry: dict[str, Any], fill: str | None = None) -> str:
+    """The day as text; ``fill``: the run's fill mode (``broker.fill``), which says what its settled P&L is."""
     rec = entry["record"]
     out = [
         f"{entry['date']}  brain={rec.get('brain')}  protocol={rec.get('protocol')}  "
@@ -139,7 +145,8 @@ def format_day(entry: dict[str, Any]) -> str:
     st = rec.get("settled")
     if st:
         out.append(
-            f"settled {st['day']}: P&L {st['pnl']:+.2%} (the positions' move, before costs)"
+            f"settled {st['day']}: P&L {st['pnl']:+.2%}"
+            + (f" ({SETTLED[fill]})" if fill in SETTLED else "")
             + (f"; rewarded {len(st.get('rewarded', []))} memories (+5)" if st.get("rewarded") else "")
         )
     if st and st.get("reflection"):

@@ -171,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
         print(json_text(entry, indent=2), end="")
         return 0
     try:
-        text = format_day(entry)
+        text = format_day(entry, (rec.config.get("broker") or {}).get("fill"))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         # a record edited or written by another version: its layout, not the user's input, is at fault
         raise DataError(

@@ -227,8 +227,8 @@ def section_curves(data: ReportData) -> str:
 # -- decision timeline ---------------------------------------------------------------
 
 
-def _day_text(entry: dict[str, Any]) -> str:
-    return format_day(entry)
+def _day_text(entry: dict[str, Any], config: dict[str, Any]) -> str:
+    return format_day(entry, (config.get("broker") or {}).get("fill"))
 
 
 def _day_label(entry: dict[str, Any]) -> str:
@@ -265,7 +265,7 @@ def section_timeline(data: ReportData) -> str:
             if alert:
                 head += f'<p class="alert-line">CVaR alert: {esc(str(risk.get("reason", "")))}</p>'
             try:
-                text = "\n".join(x for x in (_day_text(d), r.masked_note(str(d.get("date")))) if x)
+                text = "\n".join(x for x in (_day_text(d, r.config), r.masked_note(str(d.get("date")))) if x)
             except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a record of another format
                 text = f"(this day's record could not be laid out: {type(exc).__name__}; as stored)\n" + json.dumps(
                     d, indent=1, sort_keys=True
