@@ -150,8 +150,8 @@ def init(
             f"a forward journal fills each decision at the next open, and {exc.which} has close prices only: "
             "give prices with an Open column (--source yfinance, or --data with OHLCV prices)"
         ) from None
-    except SourceUnavailable as exc:  # its advice (--data, --source sample) is refused for a live journal
-        if simulate_from is not None:
+    except SourceUnavailable as exc:  # a price source's advice (--data, --source sample) is refused live
+        if simulate_from is not None or ". Use --data" not in str(exc):
             raise
         said = str(exc).split(". Use --data")[0]
         raise SourceUnavailable(f"{said}; offline, run a simulated journal with --simulate-from YYYY-MM-DD") from None
