@@ -523,3 +523,26 @@ def test_a_passage_of_the_corpus_is_its_topics_whatever_its_length_and_its_label
     runs = {" ".join(w[i : i + 5]) for c in chunks for w in [c.text.split()] for i in range(len(w) - 4)}
     assert len(runs) > 40 and [r for r in runs if r in prompt] == [], prompt
     assert prompt.count("topics: ") == 2 * len(chunks), prompt
+
+
+def test_the_calendar_a_word_mask_kept_is_masked():
+    """Found in review on InvestorBench news: the word mask kept holiday and shopping days (Black Friday,
+    Thanksgiving, the holiday season: 35 + 21 items, most of them in Nov 2020), an election, the months that
+    are also words (March, May), ordinals ("its 45th anniversary") and offsets ("30 days until year-end").
+    fincon's own spans ("20 trading days", "a 20-day average") are kept."""
+    m = masker_for(["MSFT"])
+    day = "2020-11-24"
+    assert m.text("Activity during Black Friday lifts sales in the holiday season.", day) == (
+        "Activity during [event] lifts sales in the [event]."
+    )
+    assert m.text("ahead of Thanksgiving, with Cyber Monday sales; Election Day passed", day) == (
+        "ahead of [event], with [event] sales; [event] passed"
+    )
+    assert m.text("Sales in March rose; the May meeting, since mid-March.", day) == (
+        "Sales in [month] rose; the [month] meeting, since mid-[month]."
+    )
+    assert m.text("its 45th anniversary, 30 days until year-end, 8 months since the launch", day) == (
+        "its [n]th anniversary, [n] days until year-end, [n] months since the launch"
+    )
+    kept = "a 20-day average over 20 trading days, the 1st of 3 steps"
+    assert m.text(kept, day) == kept

@@ -224,7 +224,7 @@ class Masker:
             kept.append(m.group(0))
             return f"\x00{chr(rules.HOLD + len(kept) - 1)}\x00"
 
-        s = rules.HELD.sub(hold, s)
+        s = rules.HELD.sub(hold, rules.calendar(s))  # an "[event]" held as the ids are
         s = self._proper(rules.numbers(s))
         return rules.HELD_BACK.sub(lambda m: kept[ord(m.group(1)) - rules.HOLD], s) if kept else s
 

@@ -99,6 +99,31 @@ NUMBER = re.compile(
     # a span of time ("20 trading days") says nothing, nor a length fincon asks for ("at most 25 words")
     rf"(?!{SP}+(?:(?:trading{SP}+)?(?:days?|sessions?|weeks?|months?)|words|characters)\b)"
 )
+#: an ordinal of two digits or more ("its 45th anniversary", "the 117th Congress": a year); "[n]th"
+ORDINAL = re.compile(r"(?<![\w.\-\[])\d{2,}(?:st|nd|rd|th)\b")
+#: a span of time that is an offset from an event ("30 days until year-end", "8 months since ..."): the
+#: spans fincon writes itself ("20 trading days") are kept, an offset the mask promised never to leave is not
+OFFSET_SPAN = re.compile(
+    rf"(?<![\w.\-\[])\d[\d,]*(?={SP}+(?:trading{SP}+)?(?:days?|sessions?|weeks?|months?|years?){SP}+"
+    r"(?:before|after|until|since|ago|into|from|left|to go)\b)"
+)
+#: words that name a day or a week of the calendar (holidays, shopping days, an election): "[event]"; and a
+#: month that is also a word (March, May: kept as financial English where the other months became names)
+CALENDAR = re.compile(
+    r"\b(?:Thanksgiving|Christmas|Easter|Hanukkah|Halloween|Diwali|Black Friday|Cyber Monday|Prime Day|"
+    r"Singles'? Day|Labou?r Day|Memorial Day|Veterans'? Day|Independence Day|Fourth of July|July 4th|"
+    r"New Year'?s(?: Day| Eve)?|Presidents'? Day|Martin Luther King(?: Jr\.?)? Day|Columbus Day|Tax Day|"
+    r"Election Day|(?:presidential|midterm) elections?|[Bb]ack-to-school|[Hh]oliday (?:season|shopping|quarter|sales))"
+    r"(?!\w)"
+)
+MONTH_WORD = re.compile(r"(?<=[a-z,;:(-] )(?:March|May)\b|(?<=mid-)(?:March|May)\b|\b(?:Mar|Sept)\.(?= \w)")
+
+
+def calendar(s: str) -> str:
+    """Holidays, shopping days, an election: "[event]"; March and May mid-sentence: "[month]"."""
+    return MONTH_WORD.sub("[month]", CALENDAR.sub("[event]", s))
+
+
 #: what the number and name rules leave alone: ids and labels in brackets, fincon's price indices
 HELD = re.compile(r"\[[^\[\]\n]{1,80}\]|price index \d+(?:\.\d+)?")
 #: a held span's stand-in: the first of Unicode's supplementary private-use characters (no rule matches one)
@@ -191,6 +216,7 @@ def numbers(s: str) -> str:
             return m.group(0)
         return f"{m.group(1)}{bucket_range(a, b)}{m.group(4)}{m.group(5)}"
 
+    s = OFFSET_SPAN.sub("[n]", ORDINAL.sub("[n]th", s))
     s = NUMBER.sub(num, UNIT_NUMBER.sub(unit, s))
     # after the numbers: a bucket's bounds are not numbers to mask; a range before its upper end
     s = PERCENT.sub(pct, PERCENT_RANGE.sub(span, s) if "-" in s or "–" in s else s)
