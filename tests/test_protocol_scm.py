@@ -551,3 +551,12 @@ def test_a_fallen_back_sample_does_not_vote():
     four.append(Proposal(alternatives=[_alt("B", {"TSLA": 0.0}, ev=())]))
     proto, decision, ans, rec = _decide(Scripted(four), samples=4)
     assert rec["majority"] == {"TSLA": 0} and proto._consensus == {"TSLA": 0.0}
+
+
+def test_a_portfolio_day_without_history_is_counted_under_scm():
+    """Found in review: scm sizes through its own FinConManager, whose days in cash for want of history
+    (under 3 returns) never reached scm's summary."""
+    proto = ScmProtocol()
+    assert "team_short_history_days" not in proto.summary()
+    proto._sizer.weights(_View(["TSLA", "MSFT"], n=3), ("TSLA", "MSFT"), {"TSLA": "buy", "MSFT": "sell"})
+    assert proto.summary()["team_short_history_days"] == 1

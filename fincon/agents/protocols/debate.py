@@ -347,4 +347,6 @@ class DebateProtocol:
             "debate_chunks": c.chunks,
             "debate_held_days": c.held_days,
             "debate_events": list(c.events),
+            # the days it left to the FinCon manager: what that manager counted (hold band, 1/N days, cash)
+            **{k: v for k, v in self.fincon.summary().items() if v},
         }

@@ -394,4 +394,6 @@ class ScmProtocol:
             "scm_moderator_overrides": t["overrides"],
             "scm_fallbacks": t["fallbacks"],
             "scm_calls": t["calls"],
+            # its sizer's days in cash for want of history, counted as the team's manager counts them
+            **({"team_short_history_days": self._sizer.short_history} if self._sizer.short_history else {}),
         }
