@@ -120,7 +120,7 @@ def add_files(directory: Path, written: list[Path]) -> None:
     if data is None or not isinstance(data.get("files"), list):
         return
     data["files"] = sorted({*data["files"], *(Path(p).relative_to(directory).as_posix() for p in written)})
-    write_atomic(directory / MANIFEST, json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    write_json(directory / MANIFEST, data)
 
 
 def check_replaceable(directory: Path, kind: str) -> None:
@@ -327,4 +327,5 @@ class RunDir:
 
 
 def write_json(path: Path, obj: Any) -> None:
-    path.write_text(json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    """``obj`` as a run's JSON, written whole or not at all (a sealed run's manifest is rewritten in place)."""
+    write_atomic(path, json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n")
