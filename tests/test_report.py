@@ -63,7 +63,7 @@ def test_backtest_report_holds_every_part(report_run, capsys):
     # the timeline: one button and one hidden article per decision day, holding fincon explain's text
     for d in days:
         assert f'data-day="{d["date"]}" aria-pressed="false"' in page
-        assert html.escape(format_day(d)) in page
+        assert html.escape(format_day(d, "close")) in page  # the run fills at the close (its default)
     assert page.count("<article ") == len(days)
     assert page.count('<span class="flag">CVaR alert</span>') == len(alerts)
     # LLM usage of a rules-brain run: no ledger, the per-agent reuse counts from the records

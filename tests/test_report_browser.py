@@ -96,7 +96,7 @@ def test_report_renders_without_errors(page, report_run, tmp_path):  # noqa: F81
 def test_clicking_a_day_shows_its_decision(page, report_run):  # noqa: F811
     days = days_of(report_run)
     day = next(d for d in days[1:] if d["record"]["risk"]["alert"])  # not the first day; one with an alert
-    text = format_day(day)
+    text = format_day(day, "close")
     rationale = day["record"]["manager"]["rationale"]
     detail = page.locator(f'article.day-detail[data-day="{day["date"]}"]')
     assert not detail.is_visible()
@@ -111,7 +111,9 @@ def test_clicking_a_day_shows_its_decision(page, report_run):  # noqa: F811
     other = days[0]
     page.click(f'button.day[data-day="{other["date"]}"]')
     assert not detail.is_visible()
-    assert page.locator(f'article.day-detail[data-day="{other["date"]}"] pre').inner_text() == format_day(other)
+    assert page.locator(f'article.day-detail[data-day="{other["date"]}"] pre').inner_text() == format_day(
+        other, "close"
+    )
     assert page.problems == []
 
 
@@ -131,5 +133,5 @@ def test_clicking_the_team_curve_opens_that_day(page, report_run):  # noqa: F811
     page.mouse.click(point["x"], point["y"])
     detail.wait_for(state="visible", timeout=5000)
     day = next(d for d in days_of(report_run) if d["date"] == point["day"])
-    assert detail.locator("pre").inner_text() == format_day(day)
+    assert detail.locator("pre").inner_text() == format_day(day, "close")
     assert page.problems == []

@@ -102,10 +102,10 @@ NUMBER = re.compile(
 #: an ordinal of two digits or more ("its 45th anniversary", "the 117th Congress": a year); "[n]th"
 ORDINAL = re.compile(r"(?<![\w.\-\[])\d{2,}(?:st|nd|rd|th)\b")
 #: a span of time that is an offset from an event ("30 days until year-end", "8 months since ..."): the
-#: spans fincon writes itself ("20 trading days") are kept, an offset the mask promised never to leave is not
+#: spans fincon writes itself ("20 trading days after", "5 sessions from") are kept, an offset the mask
+#: promised never to leave is not
 OFFSET_SPAN = re.compile(
-    rf"(?<![\w.\-\[])\d[\d,]*(?={SP}+(?:trading{SP}+)?(?:days?|sessions?|weeks?|months?|years?){SP}+"
-    r"(?:before|after|until|since|ago|into|from|left|to go)\b)"
+    rf"(?<![\w.\-\[])\d[\d,]*(?={SP}+(?:days?|weeks?|months?|years?){SP}+(?:before|after|until|since|ago|left)\b)"
 )
 #: words that name a day or a week of the calendar (holidays, shopping days, an election): "[event]"; and a
 #: month that is also a word (March, May: kept as financial English where the other months became names)
