@@ -150,8 +150,11 @@ def rules_extraction(claim: Claim) -> ExtractionVerdict:
     growths, and the first one read as "the" revenue rewrote a segment's right $13.3bn into $35.0bn on
     real MSFT filings. One the sources never state is corrected to the metric's figure when they state
     only one value for it; with several it cannot tell which was meant: not corrected (the claim dropped)."""
-    facts = stated_values(claim.sources)
     stated = [g for s in claim.sources for g in figures_in(s)]
+    facts: dict[str, Any] = {}  # the first figure stated for each metric (stated_values, from one parse)
+    for g in stated:
+        if g.metric is not None:
+            facts.setdefault(g.metric, g)
     out = []
     for metric, value, dec in _to_check(claim):
         same = [g for g in stated if (g.unit == claim.unit if metric == UNLABELLED else g.metric == metric)]
