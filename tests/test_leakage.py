@@ -164,11 +164,50 @@ def test_a_days_masked_items_together_name_firm_and_day_where_each_alone_does_no
     for line in lines:  # each alone: two stories
         assert leakage.bag_guess(line, k).firm is None
     g = leakage.bag_guess("\n".join(lines), k)
-    assert (g.firm, g.firm_cue, g.day_cue, g.exact) == ("TSLA", "topics jointly", "topics jointly", False)
-    assert dt.date(2022, 10, 4) <= g.day <= dt.date(2022, 10, 7)  # read on the day, or after a weekend
+    # a line's recency counts from the day its item became visible: one session fits both, exactly
+    assert (g.firm, g.firm_cue, g.day_cue, g.exact, g.day) == (
+        "TSLA",
+        "topics jointly",
+        "topics jointly",
+        True,
+        dt.date(2022, 10, 4),
+    )
     # a line that fits no day of that firm leaves nothing; a line of a year's span is no constraint worth its set
     assert leakage.bag_guess("\n".join([*lines, "[E3] this week: topics: dividend (tone positive)"]), k).firm is None
     assert leakage.bag_guess("\n".join([*lines, "[E3] this year: topics: dividend (tone positive)"]), k).firm == "TSLA"
+
+
+def test_a_filing_analysts_one_line_names_firm_and_day_among_its_sources_items(knowledge):
+    """The 10-Q analyst is asked on the day a 10-Q becomes visible, and its masked prompt lists that one
+    line ("the decision day: topics: ... (tone ...)"). A reader who knows the corpus and the role looks it
+    up among the corpus's 10-Qs: one with that topic and tone places firm and day exactly (an evening
+    filing: the next day). The audit scored such prompts day 0 % (found in review 2026-12-02): it joined a
+    prompt's lines only when there were two, among every source's items, where a news item of another
+    firm shares the topic and tone."""
+    from fincon.data.events.model import Event
+    from fincon.llm.masking_rules import topics
+
+    filing = TEXTS[("TSLA", "2022-10-04")]
+    events = [  # TSLA's 10-Q after the close of 10-24 (visible 10-25); PFE news with the same words that day
+        Event("q", "TSLA", "10-Q", "2022-10-24T16:05:00-04:00", filing),
+        Event("n", "PFE", "news", "2022-10-25T09:00:00-04:00", filing),
+        Event("g", "GM", "10-Q", "2022-10-25T09:00:00-04:00", TEXTS[("TSLA", "2022-10-11")]),
+    ]
+    k = leakage_inputs.knowledge_of(events, knowledge.closes)
+    tone = fincon_data.tone_label(fincon_data.LoughranMcDonald().score(filing).tone)
+    text = f"10-Q analyst. Items:\n[E1] the decision day: {topics(filing)} (tone {tone})"
+    assert leakage.bag_guess(text, k).day is None  # among every source's items: two firms fit
+    g = leakage.bag_guess(text, k, leakage.ROLE_SOURCE["10-q"])
+    assert (g.firm, g.day, g.exact, g.day_cue) == ("TSLA", dt.date(2022, 10, 25), True, "topics jointly")
+    row = leakage.audit([leakage.Prompt("r", "10-q/TSLA", "2022-10-25", "k", text, ("TSLA",))], k)
+    assert (row["overall"]["firm_and_day"]["k"], row["overall"]["firm_and_day"]["n"]) == (1, 1)
+
+
+def test_each_role_reads_the_source_the_audit_looks_it_up_among():
+    from fincon.agents.roles import analyst_notes, annual_report, earnings_call, news, quarterly_report
+
+    roles = (annual_report, analyst_notes, earnings_call, news, quarterly_report)
+    assert {m.ROLE.name: m.ROLE.sources for m in roles} == {r: (s,) for r, s in leakage.ROLE_SOURCE.items()}
 
 
 def test_a_masked_prompts_topics_name_the_firm_by_its_industry_and_never_the_day(knowledge):

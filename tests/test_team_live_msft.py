@@ -73,6 +73,6 @@ def test_what_masking_costs_the_team_replays(tmp_path):
         "days": want["days"],
         "decisions_changed": want["decisions_changed"],
     }
-    # 0 of 63 masked prompts, but 19 days: inconclusive (blind takes 35 days at 0; it read blind before 2026-11-30)
+    # 1 of 62 masked prompts (its 10-Q's day, counted since 2026-12-02), 19 days: inconclusive (read blind before 2026-11-30)
     assert got["audit"]["named"]["result"] == "not blind" and got["audit"]["masked"]["result"] == "inconclusive"
     assert got["audit"] == {k: v for k, v in want["audit"].items()}

@@ -59,12 +59,21 @@ from fincon.llm.leakage_inputs import (
     shingles,
 )
 from fincon.llm.leakage_numbers import history_caps, history_guess, price_guess
+from fincon.llm.leakage_report import report as report  # the audit as a table, `fincon eval leakage` prints
 from fincon.llm.masking_rules import ITEM_LINE, common
 from fincon.proportions import wilson
 
 SESSIONS = 5  # "within ±5 sessions"
 THRESHOLD = 0.10
 LINK = 8
+#: the one source an analyst reads (fincon.agents.roles: its ``sources``), which its prompts' items are of
+ROLE_SOURCE = {
+    "news": "news",
+    "10-k": "10-K",
+    "10-q": "10-Q",
+    "earnings-call": "earnings_call",
+    "analyst-notes": "analyst_note",
+}
 #: rare shingles a line must share with one item (and with no other as many) to name it
 MIN_SHARED = 3
 #: what the span of a masked recency phrase says of the distance from an item to the decision day (days)
@@ -157,11 +166,11 @@ def _placed(g: Guess, firms: Counter, days: list[tuple[dt.date, bool]], cue: str
     return g
 
 
-def bag_guess(text: str, k: Knowledge) -> Guess:
+def bag_guess(text: str, k: Knowledge, source: str | None = None) -> Guess:
     """Item lines of ``text`` ("[E1] this week: ...") that name one corpus item by their bag of words (no
-    5-word run of it needed), or by the topic and tone the mask gives (``Bags.named``; else together,
-    :func:`_jointly`): the firm and day, placed as corpus lines are; else the firm their topics' industry
-    names (``Bags.industry``)."""
+    5-word run of it needed), or by the topic and tone the mask gives (``Bags.named``), placed as corpus
+    lines are; and together (:func:`_jointly`, among ``source``'s items for an analyst of one source);
+    else the firm their topics' industry names (``Bags.industry``)."""
     found = [m for line in text.splitlines() if (m := ITEM_LINE.match(line))]
     if k.bags is None or not found:
         return Guess()
@@ -171,23 +180,27 @@ def bag_guess(text: str, k: Knowledge) -> Guess:
         if i is not None:
             firms[k.items[i].ticker] += 1
             days.append(_line_day(m.group(0), k.items[i].day))
-    cue = "topics" if "topics: " in text else "bag of words"
-    g = _placed(Guess(), firms, days, cue) if firms else _jointly(found, k)
+    g = _placed(Guess(), firms, days, "topics" if "topics: " in text else "bag of words") if firms else Guess()
+    if (j := _jointly(found, k, source)).firm in (None, g.firm) or g.firm is None:
+        g.take(j)
     if g.firm is None and (f := k.bags.industry([m.group(2) for m in found if m.group(2)[:8] == "topics: "], k.items)):
         g.firm, g.firm_cue = f, "topics' industry"
     return g
 
 
-def _jointly(found: Sequence[re.Match], k: Knowledge) -> Guess:
-    """A prompt's masked items together, where none alone names a story: the firm and the middle day when
-    every (firm, day) they all fit (:meth:`~fincon.llm.leakage_inputs.Bags.fitting`) is one firm's, within
-    2 x ``SESSIONS`` sessions. A line of a recency over a month long constrains too little: left out."""
+def _jointly(found: Sequence[re.Match], k: Knowledge, source: str | None = None) -> Guess:
+    """A prompt's masked items together: the firm and day when every (firm, session) they all fit
+    (:meth:`~fincon.llm.leakage_inputs.Bags.fitting`) is one firm's within 2 x ``SESSIONS`` sessions (the
+    day exactly when one). Two lines or more, or one of an analyst of one ``source`` (the 10-K analyst is
+    asked on the day a 10-K becomes visible: "the decision day: topics: revenue" among the corpus's 10-Ks).
+    A line of a recency over a month long constrains too little: left out."""
     spans = [(m.group(2), m.group(3), _span(m.group(1))) for m in found if m.group(2).startswith("topics: ")]
     lines = [(line, tone, sp[0], sp[1]) for line, tone, sp in spans if sp and sp[1] - sp[0] <= 31]
-    fits = sorted(k.bags.fitting(lines, k.items), key=lambda f: f[1]) if k.bags else []
+    every = k.bags.fitting(lines, k.items, source) if k.bags and len(lines) >= (1 if source else 2) else set()
+    fits = sorted(f for f in every if not len(k.sessions) or pd.Timestamp(f[1]) in k.sessions)  # a session
     if not fits or len({f for f, _ in fits}) > 1 or _sessions_apart(fits[0][1], fits[-1][1], k.sessions) > 2 * SESSIONS:
         return Guess()
-    return Guess(fits[0][0], "topics jointly", fits[len(fits) // 2][1], False, "topics jointly")
+    return Guess(fits[0][0], "topics jointly", fits[len(fits) // 2][1], len(fits) == 1, "topics jointly")
 
 
 def vocabulary_guess(text: str, k: Knowledge) -> Guess:
@@ -278,7 +291,7 @@ def audit(prompts: Sequence[Prompt], k: Knowledge, threshold: float = THRESHOLD)
     guesses, caps = [], history_caps(prompts)
     for p in prompts:
         g = corpus_guess(p.text, k)
-        g.take(bag_guess(p.text, k))
+        g.take(bag_guess(p.text, k, ROLE_SOURCE.get(p.kind)))
         g.take(price_guess(p.text, k))
         g.take(vocabulary_guess(p.text, k))
         g.take(history_guess(p.text, k, caps.get(p.run), g.firm))
@@ -466,35 +479,3 @@ def run_audit(root: Path, *, cache: Path | None = None, against: Iterable[Path] 
     res["masked"] = sorted({r.masked for r in runs}) == [True]
     res["runs"] = [str(r.path) for r in runs]
     return res
-
-
-def report(res: Mapping[str, Any]) -> str:
-    """The audit as a table: per agent, the shares of prompts that give away firm, day and both."""
-    head = (
-        f"leakage audit: {res.get('directory', '')} ({'masked' if res.get('masked') else 'named'}; "
-        f"{res['overall']['prompts']} prompts"
-        + (
-            f", distinct texts of {res['sent']} sent"
-            if res.get("sent", res["overall"]["prompts"]) > res["overall"]["prompts"]
-            else ""
-        )
-        + ")"
-    )
-    cols = f"{'agent':<18}{'prompts':>8}{'firm':>8}{'day =':>8}{'day ±5':>8}{'both':>8}  {'both, Wilson 95 %':<18}"
-    lines = [head, cols, "-" * len(cols)]
-
-    def pct(x: Mapping[str, Any]) -> str:
-        return f"{x['share']:.0%}" if x["share"] is not None else "n/a"
-
-    for name, b in [*res["by_agent"].items(), ("all", res["overall"])]:
-        w = b["firm_and_day"]["wilson_95"]
-        ci = f"{w[0]:.0%}-{w[1]:.0%}" if w else "n/a"
-        lines.append(
-            f"{name:<18}{b['prompts']:>8}{pct(b['firm']):>8}{pct(b['day_exact']):>8}"
-            f"{pct(b['day_within_5_sessions']):>8}{pct(b['firm_and_day']):>8}  {ci:<18}"
-        )
-    d = res["overall"]["firm_and_day_days"]  # the bound blind needs too: a day's prompts give it away together
-    ci = f"{d['wilson_95'][0]:.0%}-{d['wilson_95'][1]:.0%}" if d["wilson_95"] else "n/a"
-    lines.append(f"{'all, by day':<18}{str(d['n']) + ' d':>8}{'':>24}{pct(d):>8}  {ci:<18}")
-    lines.append(f"\nverdict: {res['verdict']}")
-    return "\n".join(lines)

@@ -21,6 +21,7 @@ import yaml
 
 from fincon import data as fincon_data
 from fincon.data.aliases import NAMES, PEOPLE, VOCABULARY
+from fincon.data.events.model import visible_day
 from fincon.data.inputs import corpus_tickers, open_events, open_inputs
 from fincon.data.terms import distinctive_terms, tokens
 from fincon.errors import DataError
@@ -177,6 +178,14 @@ class Item:
     ticker: str
     day: dt.date
     shingles: frozenset[int]
+    source: str = ""  # "news", "10-K", ...: an analyst of one source reads only its items
+    #: the first day at whose decision time it is visible (an evening's item: the next day), the day a
+    #: masked line's recency counts from; None: ``day``
+    seen: dt.date | None = None
+
+    @property
+    def visible(self) -> dt.date:
+        return self.day if self.seen is None else self.seen
 
 
 @dataclass
@@ -288,15 +297,17 @@ class Bags:
         (best, a), (_, b) = sorted(score.items(), key=lambda x: (-x[1], x[0]))[:2]
         return best if a - b >= math.log(INDUSTRY_ODDS) else None
 
-    def fitting(self, lines: Sequence[tuple[str, str, int, int]], items: Sequence[Item]) -> set[tuple[str, dt.date]]:
-        """The (firm, decision day) pairs every line fits, for two lines or more in the mask's form, each
-        with its tone as shown and the fewest and most days before the decision day it was published: an
-        item of the corpus with that topic and tone published so long before (3 days more: an item of a
-        weekend, or of an evening, is read on the next session)."""
+    def fitting(
+        self, lines: Sequence[tuple[str, str, int, int]], items: Sequence[Item], source: str | None = None
+    ) -> set[tuple[str, dt.date]]:
+        """The (firm, decision day) pairs every line fits, each line in the mask's form with its tone as
+        shown and the fewest and most days before the decision day its item became visible: an item of the
+        corpus (of ``source``, when the prompt's role reads one) with that topic and tone, visible so long
+        before (a masked line's recency counts from the day its item became visible)."""
         out: set[tuple[str, dt.date]] | None = None
-        for line, tone, lo, hi in sorted(lines, key=lambda x: x[3] - x[2]) if len(lines) > 1 else ():
-            same = self.alike(line, tone)
-            fits = {(items[i].ticker, items[i].day + dt.timedelta(days=o)) for i in same for o in range(lo, hi + 4)}
+        for line, tone, lo, hi in sorted(lines, key=lambda x: x[3] - x[2]):
+            same = [i for i in self.alike(line, tone) if source is None or items[i].source == source]
+            fits = {(items[i].ticker, items[i].visible + dt.timedelta(days=o)) for i in same for o in range(lo, hi + 1)}
             out = fits if out is None else out & fits
             if not out:
                 break
@@ -370,7 +381,8 @@ def knowledge_of(events: Iterable[Any], closes: Mapping[str, pd.Series]) -> Know
     for e in events:
         if not e.text:
             continue
-        items.append(Item(e.ticker, e.published_at.date(), frozenset(shingles(tokens(e.text)))))
+        seen = visible_day(e.published_at).date()
+        items.append(Item(e.ticker, e.published_at.date(), frozenset(shingles(tokens(e.text))), e.source, seen))
         texts.append(e.text)
         docs[e.ticker].append(e.text)
     closes = dict(closes)
