@@ -28,11 +28,17 @@ TEAM_NOTEBOOK = NOTEBOOK.parent / "team_backtest.ipynb"
 
 
 def test_team_notebook_executes_on_the_replayed_demo(tmp_path, monkeypatch):
+    """Run as Jupyter runs it, in the notebook's own folder: nothing is written there (its run went to
+    `team-demo/` beside the notebook, inside a clone: found in review 2026-12-02)."""
     from nbclient import NotebookClient
 
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    here = tmp_path / "notebooks"
+    here.mkdir()
     nb = nbformat.read(TEAM_NOTEBOOK, as_version=4)
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(here)}}).execute()
+    assert list(here.iterdir()) == []
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]
     assert any("image/png" in o.get("data", {}) for o in outputs)
