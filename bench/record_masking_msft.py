@@ -36,6 +36,7 @@ def args_for(data: Path, cache: Path, mode: str, out: Path, masked: bool) -> lis
 def compare(named: Path, masked: Path) -> dict:
     """What masking changed: each run's CR and Sharpe, the share of days whose decision differs, and
     the leakage audit of each (fincon.llm.leakage)."""
+    from fincon.agents.replayed_prompts import audit_run
     from fincon.llm import leakage
 
     def metrics(run: Path) -> dict:
@@ -53,7 +54,7 @@ def compare(named: Path, masked: Path) -> dict:
     days = sorted(set(a) & set(b))
     audits = {}
     for name, run in (("named", named), ("masked", masked)):
-        res = leakage.run_audit(run)
+        res = audit_run(run)
         audits[name] = {**leakage.summary(res), "verdict": res["verdict"]}
     return {
         "window": [START, END],

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Callable, Literal
 
 from pydantic import Field
 
-from fincon import data as fincon_data, eval as fincon_eval, llm, workflow
+from fincon import agents, data as fincon_data, eval as fincon_eval, llm, workflow
 from fincon.cli.args import check_output_file, write_text_atomic
 from fincon.cli.flags import Args, action
 from fincon.cli.llm import add_llm_arguments, settings_from_args
@@ -247,7 +247,7 @@ def _leakage(args: argparse.Namespace) -> int:
     hint = journal_hint(args.run)
     if hint:  # a journal's prompts are in its replayed run
         raise DataError(hint)
-    res = llm.leakage.run_audit(args.run, cache=args.llm_cache_path, against=args.against, threshold=args.threshold)
+    res = agents.audit_run(args.run, cache=args.llm_cache_path, against=args.against, threshold=args.threshold)
     if args.json:
         print(json_text({JSON_MARK: "fincon eval leakage", **res}, default=str), end="")
     else:
@@ -303,7 +303,7 @@ def _lookahead(args: argparse.Namespace) -> int:
     if args.run is not None:
         # before any call: a bad RUN_DIR costs nothing
         _same_window(args.run, ticker, start, end)
-        run_leakage = llm.leakage.summary(llm.leakage.run_audit(args.run))
+        run_leakage = llm.leakage.summary(agents.audit_run(args.run))
     res = _run_llm(
         args,
         lambda client: fincon_eval.lookahead.run(

@@ -40,7 +40,7 @@ import datetime as dt
 import re
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -52,6 +52,7 @@ from fincon.llm.leakage_inputs import (
     Guess,
     Knowledge,
     Prompt,
+    RunInfo,
     build_knowledge,
     prompts_of,
     read_run,
@@ -64,6 +65,7 @@ from fincon.llm.masking_rules import ITEM_LINE, common
 from fincon.proportions import wilson
 
 SESSIONS = 5  # "within ±5 sessions"
+Adversary = Callable[[Prompt], Guess]
 THRESHOLD = 0.10
 LINK = 8
 #: the one source an analyst reads (fincon.agents.roles: its ``sources``), which its prompts' items are of
@@ -282,12 +284,14 @@ def link(prompts: Sequence[Prompt]) -> list[int]:
 # -- the audit ------------------------------------------------------------------------------------------
 
 
-def audit(prompts: Sequence[Prompt], k: Knowledge, threshold: float = THRESHOLD) -> dict[str, Any]:
-    """Every adversary on every prompt, the linker over their findings, and the shares (module docstring).
-    A text sent again (by another episode, repeat or ablation asking what it asked, or the same run) is
-    one prompt, which gives away what any of its sendings does: it tells an adversary nothing new, and
-    counted again it narrowed the interval that says "blind" (a masked training of 3 episodes: 150
-    sent, 110 texts)."""
+def audit(
+    prompts: Sequence[Prompt], k: Knowledge, threshold: float = THRESHOLD, replayed: Adversary | None = None
+) -> dict[str, Any]:
+    """Every adversary on every prompt (with ``replayed``: the one that runs the agents' own pipeline over
+    the corpus, fincon.agents.replayed_prompts), the linker over their findings, and the shares (module
+    docstring). A text sent again (by another episode, repeat or ablation asking what it asked, or the same
+    run) is one prompt, which gives away what any of its sendings does: it tells an adversary nothing new,
+    and counted again it narrowed the interval that says "blind" (3 episodes: 150 sent, 110 texts)."""
     guesses, caps = [], history_caps(prompts)
     for p in prompts:
         g = corpus_guess(p.text, k)
@@ -295,6 +299,11 @@ def audit(prompts: Sequence[Prompt], k: Knowledge, threshold: float = THRESHOLD)
         g.take(price_guess(p.text, k))
         g.take(vocabulary_guess(p.text, k))
         g.take(history_guess(p.text, k, caps.get(p.run), g.firm))
+        r = replayed(p) if replayed is not None else Guess()
+        if r.firm is not None and r.firm != g.firm and r.day is not None:
+            g = r  # the lines are that firm's session's: more than a firm named by its words or topics
+        elif r.firm in (None, g.firm):
+            g.take(r)
         guesses.append(g)
     groups = link(prompts)
     by_group: dict[int, Guess] = {}
@@ -463,8 +472,16 @@ def summary(res: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_audit(root: Path, *, cache: Path | None = None, against: Iterable[Path] = (), threshold: float = THRESHOLD):
-    """Audit every run under ``root`` (a run, or a comparison of several strategies)."""
+def run_audit(
+    root: Path,
+    *,
+    replay: Callable[[Sequence[RunInfo], Knowledge], Adversary] | None,
+    cache: Path | None = None,
+    against: Iterable[Path] = (),
+    threshold: float = THRESHOLD,
+):
+    """Audit every run under ``root`` (a run, or a comparison of several strategies), with the replaying
+    adversary ``replay`` builds (fincon.agents.audit_run passes it)."""
     found = runs_in(root)
     if not found:
         raise DataError(
@@ -474,7 +491,7 @@ def run_audit(root: Path, *, cache: Path | None = None, against: Iterable[Path] 
     runs = [read_run(p, cache) for p in found]
     prompts = [p for r in runs for p in prompts_of(r)]
     k = build_knowledge(runs, tuple(against))
-    res = audit(prompts, k, threshold)
+    res = audit(prompts, k, threshold, replay(runs, k) if replay else None)
     res["directory"] = str(root)
     res["masked"] = sorted({r.masked for r in runs}) == [True]
     res["runs"] = [str(r.path) for r in runs]

@@ -82,6 +82,7 @@ class RunInfo:
     cache: Path
     data: Any  # the run config's data section
     events: str  # the corpus the run read (its spec)
+    params: Mapping[str, Any] = field(default_factory=dict)  # the strategy's (memory_k, lookback, ...)
 
 
 def runs_in(root: Path) -> list[Path]:
@@ -125,6 +126,7 @@ def run_info(path: Path, cfg: Mapping[str, Any], cache: Path | None = None) -> R
         cache=where,
         data=cfg.get("data") or {},
         events=str(params.get("events") or "sample"),
+        params=params,
     )
 
 
@@ -218,6 +220,8 @@ class Knowledge:
     returns: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)  # "-2.33" -> (ticker, day, k)
     daily: dict[str, list[str]] = field(default_factory=dict)  # ticker -> its daily returns as "-2.33" by day index
     bags: "Bags | None" = None  # every item as a bag of words and as the mask gives it, parallel to ``items``
+    events: list[Any] = field(default_factory=list)  # the items as the corpus holds them (the replay reads them)
+    corpus_of: dict[str, str] = field(default_factory=dict)  # ticker -> the corpus (its spec) that holds it
 
 
 class Bags:
@@ -356,8 +360,10 @@ def build_knowledge(runs: Sequence[RunInfo], against: Sequence[Path] = ()) -> Kn
             corpora.append((spec, tuple(ds.dataset.manifest.tickers), ds.source))
     events: list[Any] = []
     closes: dict[str, pd.Series] = {}
+    corpus_of: dict[str, str] = {}
     for spec, tickers, source in corpora:
         events += open_events(spec, tickers).all_events()
+        corpus_of.update({t: spec for t in tickers if t not in corpus_of})
         for t in tickers:
             if t in closes:
                 continue
@@ -368,13 +374,16 @@ def build_knowledge(runs: Sequence[RunInfo], against: Sequence[Path] = ()) -> Kn
             frame = bars.set_index(pd.to_datetime(bars["Date"])) if "Date" in bars.columns else bars
             col = "Adj Close" if "Adj Close" in frame.columns else "Close"
             closes[t] = frame[col].astype(float)
-    return knowledge_of(events, closes)
+    k = knowledge_of(events, closes)
+    k.corpus_of = corpus_of
+    return k
 
 
 def knowledge_of(events: Iterable[Any], closes: Mapping[str, pd.Series]) -> Knowledge:
     """The adversaries' :class:`Knowledge` of ``events`` (the items, with their
     dates) and ``closes`` (ticker -> daily closes), with each firm's terms."""
 
+    events = list(events)
     items: list[Item] = []
     texts: list[str] = []
     docs: dict[str, list[str]] = defaultdict(list)
@@ -399,6 +408,7 @@ def knowledge_of(events: Iterable[Any], closes: Mapping[str, pd.Series]) -> Know
     sessions = pd.DatetimeIndex(sorted(set().union(*(set(s.index) for s in closes.values())))) if closes else None
     k = Knowledge(items, index, closes, sessions if sessions is not None else pd.DatetimeIndex([]), dict(terms))
     k.bags = Bags(texts) if texts else None
+    k.events = [e for e in events if e.text]
     k.returns = _return_table(closes, horizons=1)
     k.daily = {
         t: ["nan"] + [f"{100.0 * (b / a - 1.0):.2f}" for a, b in zip(v, v[1:])]

@@ -12,6 +12,7 @@ from typing import Any, Collection, Mapping
 import yaml
 
 from fincon.agents.beliefs import Beliefs
+from fincon.agents.replayed_prompts import Replayed
 from fincon.config import RunConfig
 from fincon.data.aliases import NAMES
 from fincon.data.inputs import RunInputs
@@ -157,7 +158,8 @@ def with_audit(block: Mapping[str, Any], strategy: Strategy, run_path: Path, cfg
     if not settings.anonymize or not (run_path / "llm_calls.csv").is_file():
         return {**block, "audit": {"result": "not audited"}}
     info = leakage_inputs.run_info(run_path, yaml.safe_load(cfg.to_yaml()))
-    res = leakage.audit(leakage_inputs.prompts_of(info), leakage_inputs.build_knowledge([info]))
+    k = leakage_inputs.build_knowledge([info])
+    res = leakage.audit(leakage_inputs.prompts_of(info), k, replayed=Replayed([info], k))
     return {**block, "audit": leakage.summary(res)}
 
 
