@@ -232,11 +232,18 @@ def test_every_check_gives_each_of_its_verdicts_on_hand_built_evidence(tmp_path)
     )
 
     def ev(metrics=None, config=None, rolling=None, results=None, team=None, runs=()):
-        return Evidence(Path("x"), None, team, rolling, results or {}, metrics or {}, config or {}, list(runs))
+        return Evidence(Path("x"), None, team, rolling, results or {}, metrics or {}, config or {}, [], None, runs)
 
-    def sessions(results, days=pd.bdate_range):  # each window's team run: a decision a session
-        return [[{"date": f"{d:%Y-%m-%d}"} for d in days(w["test_start"], w["test_end"])]
-                for w in results["windows"] if w["strategy"] == "fincon"]  # fmt: skip
+    def sessions(results, days=pd.bdate_range):  # each window's team run: its equity.csv, a close a session
+        out = []
+        for k, w in enumerate(w for w in results["windows"] if w["strategy"] == "fincon"):
+            (run := tmp_path / f"w{len(list(tmp_path.iterdir()))}-{k}").mkdir()
+            dates = days(w["test_start"], w["test_end"])
+            pd.DataFrame({"date": [f"{d:%Y-%m-%d}" for d in dates], "value": 1.0}).to_csv(
+                run / "equity.csv", index=False
+            )
+            out.append(run)
+        return tuple(out)
 
     assert point_in_time(ev())[0] == PASS
     assert point_in_time(ev({"data_lookahead": "events after their day"})) == (FAIL, "events after their day")
@@ -1066,3 +1073,101 @@ def test_the_costs_row_names_the_commission_it_passed(tmp_path, monkeypatch):
                  "2023-03-31", "--slippage-model", "bps", "--slippage", "5", "--out", "bps", "--no-progress"]) == 0  # fmt: skip
     row = _rows(run_card(tmp_path / "bps"))["costs"]
     assert (row["verdict"], row["measured"]) == ("pass", "commission 0 %, bps slippage")
+
+
+def test_a_run_paying_exactly_the_1bp_bar_passes_both_cost_rows_and_one_under_says_by_how_much(tmp_path):
+    """Found in review: NVDA sma-cross with --commission 0.0001 (1 bp a side, the bar) and no slippage
+    failed "frictions" and "costs" as having "paid 1 bp a side ($302.16 on $3,021,642 traded): under 1 bp":
+    orders.csv's 10 digits put the fees at 0.9999999999 bp of the value, and 2 digits printed it as 1; the
+    costs row named a zero slippage "percent slippage"."""
+    from fincon.report.card import PASS, costs, frictions
+
+    def ev(fills, rate=0.0001):
+        run = tmp_path / f"r{len(list(tmp_path.iterdir()))}"
+        run.mkdir()
+        head = "date,ticker,side,requested,filled,price,commission,status,reason\n"
+        (run / "orders.csv").write_text(
+            head + "".join(f"2022-10-31,NVDA,buy,{q},{q},{p},{c},filled,\n" for q, p, c in fills)
+        )
+        (run / "metrics.json").write_text(json.dumps({"costs": {"slippage_paid": 0.0}}))
+        broker = {"commission": {"model": "percent", "rate": rate}, "slippage": {"model": "percent", "fraction": 0.0}}
+        return Evidence(tmp_path, run, None, None, {}, {}, {"broker": broker}, [])
+
+    # the run's own orders.csv, as written (fincon backtest --ticker NVDA --strategy sma-cross --start 2022-10-05
+    # --end 2023-06-09 --commission 0.0001 --fill next-open)
+    exact = ev([(7262.640802, 137.6771943, 99.9900009), (7262.640802, 139.2016907, 101.0971878),
+                (5944.775077, 170.026568, 101.0769704)])  # fmt: skip
+    assert exact.paid[0] == pytest.approx(1.0, abs=1e-9) and exact.paid[0] < 1.0  # 0.99999999990 bp
+    assert frictions(exact) == (PASS, "costs applied: commission percent, rate 0.0001; slippage percent, fraction 0.0")
+    assert costs(exact) == (PASS, "commission 0.01 %, no slippage")
+    # under the bar by a hundredth of a percent: failed, and the figure shows it under (2 digits read "1")
+    under = ev([(10000, 100.0, 99.99)])
+    assert costs(under) == (
+        FAIL,
+        "commission 0.01 %, no slippage, but the run's orders paid 0.9999 bp a side ($99.99 on $1,000,000 "
+        "traded): under 1 bp, less than a broker and the spread take (--slippage-model bps --slippage 5)",
+    )
+    assert frictions(under)[0] == FAIL and "paid 0.9999 bp a side" in frictions(under)[1]
+    # the card's own order of 100 shares at $100, under by a tenth of a percent: 0.999, not "1"
+    cheap = costs(ev([], rate=0.0000999))
+    assert cheap == (FAIL, "costs of 0.999 bp a side (100 shares at $100): under 1 bp, less than a broker and the "
+                     "spread take (--slippage-model bps --slippage 5)")  # fmt: skip
+
+
+def test_a_rolling_evaluations_long_horizon_counts_the_windows_closes_as_a_run_counts_its_days(tmp_path):
+    """Found in review: a rolling evaluation's row counted its windows' decision days ("40 sessions ... to
+    2022-12-01") where its windows' runs closed on 42 sessions to 2022-12-02 (a run makes no decision on its
+    last day), while one run's row counts its n_days: both count closes now."""
+    import pandas as pd
+
+    from fincon.report.card import long_horizons
+
+    windows, decisions, spans = [], [], [("2022-10-05", "2022-11-04"), ("2022-11-07", "2022-12-02")]
+    for k, (a, b) in enumerate(spans):
+        days = [f"{d:%Y-%m-%d}" for d in pd.bdate_range(a, b) if f"{d:%m-%d}" != "11-24"]  # Thanksgiving
+        (run := tmp_path / f"k{k}").mkdir()
+        pd.DataFrame({"date": days, "value": 1e6}).to_csv(run / "equity.csv", index=False)
+        windows.append(run)
+        decisions.append([{"date": d} for d in days[:-1]])  # one a day before the last
+    results = {"windows": [{"test_start": a, "test_end": b, "strategy": "fincon"} for a, b in spans]}
+    ev = Evidence(tmp_path, None, None, {}, results, {}, {}, decisions, None, tuple(windows))
+    assert long_horizons(ev) == (
+        FAIL,
+        "rolling evaluation: 2 test windows covering 42 sessions from 2022-10-05 to 2022-12-02, under 500 "
+        "(a longer --rolling span)",
+    )
+
+
+def test_the_selection_row_says_its_daily_sharpe_is_of_simple_returns(tmp_path):
+    """Found in review: the row's "daily Sharpe" (simple returns, per day, no risk-free rate) sat unlabelled
+    beside a headline Sharpe of log returns less the risk-free rate: a run with CR -1.7 % and Sharpe -0.145
+    read a daily Sharpe of +0.013. The numbers stay; the row says which returns they are."""
+    import numpy as np
+    import pandas as pd
+
+    from fincon.report.selection import selection
+    from fincon.risk.significance import sharpe
+    from fincon.workflow import trials
+
+    ledger = tmp_path / "l.sqlite"
+    rng = np.random.default_rng(3)
+    runs = {}
+    for name in ("a", "b"):
+        values = list(1e6 * np.cumprod(1 + rng.normal(0.0005, 0.01, 41)))
+        (run := tmp_path / name).mkdir()
+        days = pd.bdate_range("2022-10-03", periods=len(values))
+        pd.DataFrame({"date": days.strftime("%Y-%m-%d"), "value": values}).to_csv(run / "equity.csv", index=False)
+        row = trials.row(config_hash=name, strategy=name, tickers=["TSLA"], start="2022-10-03",
+                         end=str(days[-1].date()), values=values, metrics={})  # fmt: skip
+        (run / "trials.csv").write_text(trials.rows_csv([row]))
+        trials.append(ledger, [row])
+        runs[name] = (run, np.asarray(values))
+    run, v = runs["a"]
+    measured = selection(Evidence(run, run, None, None, {}, {}, {}, [], None, (), ledger))[1]
+    sr = sharpe(v[1:] / v[:-1] - 1.0)  # the simple returns' per-day figure, as before
+    assert measured.startswith(f"DSR 0.40 of a daily Sharpe {sr:.3f} over 40 days, deflated by 2 trials (2 in TSLA ")
+    assert measured.endswith(
+        "); a daily Sharpe of simple returns, not annualised, no risk-free rate (the headline Sharpe, annualised, of "
+        "log returns by default, less it, can differ in sign): under 0.95, not told apart from the best of 2 tries "
+        "with no edge"
+    )

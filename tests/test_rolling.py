@@ -495,7 +495,10 @@ def test_small_rolling_run_matches_its_windows(tmp_path, capsys):
     teams = [out / w["dir"] / json.loads((out / w["dir"] / "results.json").read_text())["median"]["full"]["run_dir"]
              for w in listing]  # fmt: skip
     runs = [[json.loads(x) for x in (t / "decisions.jsonl").read_text().splitlines()] for t in teams]
-    cal, one = calibration(*runs), calibration(runs[0])  # each window's calls against its own closes
+    from fincon.report.evidence import evidence
+
+    ev = evidence(out)  # each window's calls against its own closes, its last day's against its own files'
+    cal, one = calibration(*runs, after=[ev.closes_after(t, r) for t, r in zip(teams, runs)]), calibration(runs[0])
     assert (
         cal["days"] > one["days"]
         and f"over {cal['calls']} analyst calls on {cal['days']} days" in (rows["calibration"]["measured"])

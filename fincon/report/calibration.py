@@ -5,13 +5,16 @@ Brier score with its uncertainty (the report card's calibration and disaggregati
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Sequence
 
 
-def calibration(*runs: list[dict[str, Any]]) -> dict[str, Any] | None:
+def calibration(*runs: list[dict[str, Any]], after: Sequence[dict[str, float]] = ()) -> dict[str, Any] | None:
     """Each analyst's direction and confidence in each run's decisions against that run's next close's
     move (runs apart: a rolling evaluation's window never scores its last call against the next window's
-    first close; a date in two windows is one day, one close moved both):
+    first close; a date in two windows is one day, one close moved both). A run's last decision is scored
+    against ``after[k]``, the closes of the session after it that run k's own files hold
+    (fincon.report.evidence); without them its calls are left out, counted in ``last_unscored`` (the runs
+    whose last day went unscored: each run lost its last day before 2026-12):
     hit rate by confidence bucket, the Brier score of P(up) = 0.5 +/- conf/2
     beside the base rate's (always saying the share of rises: a bull market's
     "bullish" every day is no skill), and per analyst kind the hit rate, the
@@ -22,9 +25,11 @@ def calibration(*runs: list[dict[str, Any]]) -> dict[str, Any] | None:
     10-Q analyst's one call scored on the 60 days of a quarter is one
     judgement, not 60 independent ones). An analyst with nothing to read
     (``via: empty``) made no call: its default "neutral" is not scored."""
-    rows = []
+    rows, unscored = [], 0
     for k, decisions in enumerate(runs):
-        rows += _scored(k, decisions)
+        closes = after[k] if k < len(after) else {}
+        rows += _scored(k, [*decisions, {"record": {"closes": closes}}] if decisions else decisions)
+        unscored += any(t not in closes for t in _called(decisions[-1:]))
     if not rows:
         return None
     brier = sum((r[3] - r[4]) ** 2 for r in rows) / len(rows)
@@ -57,7 +62,18 @@ def calibration(*runs: list[dict[str, Any]]) -> dict[str, Any] | None:
         "over_base_upper_95": _upper_bound([((r[3] - r[4]) ** 2 - (base - r[4]) ** 2, r[5], r[6]) for r in rows]),
         "by_confidence": buckets,
         "by_analyst": per,
+        "last_unscored": unscored,
     }
+
+
+def _called(decisions: list[dict[str, Any]]) -> list[str]:
+    """The tickers the analysts called on (a call with nothing to read excepted) in ``decisions``."""
+    return [
+        str(a.get("agent", "")).split("/")[-1]
+        for d in decisions
+        for a in (d.get("record") or {}).get("agents") or []
+        if a.get("via") != "empty"
+    ]
 
 
 def _scored(k: int, decisions: list[dict[str, Any]]) -> list[tuple[Any, ...]]:

@@ -29,7 +29,6 @@ import math
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-import pandas as pd
 from pydantic import ValidationError
 
 from fincon.data.calendar import infer_calendar
@@ -38,7 +37,7 @@ from fincon.llm import leakage
 from fincon.llm.knowledge import AUDITED, USER_SOURCE
 from fincon.llm.settings import LLMSettings
 from fincon.proportions import wilson
-from fincon.report.evidence import FAIL, NONE, PASS, Evidence, Verdict, evidence, run_part
+from fincon.report.evidence import FAIL, MIN_COST_BP, NONE, PASS, Evidence, Verdict, evidence, run_part, under_cost
 from fincon.report.selection import selection
 from fincon.workflow.forward_anchor import settles_the_window
 from fincon.workflow.journal import REPLAY, journal_hint
@@ -49,11 +48,6 @@ LONG_DAYS = 500
 MAX_PARTICIPATION = 0.1
 #: fewer distinct tickers than this over a rolling evaluation's windows is not a broad universe
 BROAD_TICKERS = 10
-#: an order costing less than this (bp of its value, a side) is a run without frictions: IB's per-share
-#: minimum alone is 1 bp of a $10,000 order, a large cap's half spread about as much
-MIN_COST_BP = 1.0
-
-
 #: the share of the days the model was asked on which the rules may stand in for one of its answers
 #: before a run is graded as partly a rules run: one day in twenty
 MAX_FALLBACK = 0.05
@@ -105,7 +99,7 @@ def frictions(ev: Evidence) -> Verdict:
     """Were costs applied, at least MIN_COST_BP a side? On an order of 100 shares at $100 (a rate of 1e-7
     passed as "costs applied") and on the run's own orders (a per-share commission's $1 minimum is 1 bp of
     $10,000 and a quarter of a bp of the $330,000 a third of a $1M book trades)."""
-    if ev.cost_bp < MIN_COST_BP:
+    if under_cost(ev.cost_bp):
         return FAIL, "run without costs (no commission, no slippage)" if not ev.cost_bp else _too_cheap(ev)
     said = "; ".join(
         f"{kind} {m.model}" + "".join(f", {k} {v}" for k, v in m.model_dump().items() if k != "model")
@@ -119,11 +113,11 @@ def frictions(ev: Evidence) -> Verdict:
 
 def _paid_too_little(ev: Evidence) -> str:
     """What the run's own orders paid, when under MIN_COST_BP a side ("" when not, or no orders)."""
-    if ev.paid is None or ev.paid[0] >= MIN_COST_BP:
+    if ev.paid is None or not (bp := under_cost(ev.paid[0])):
         return ""
-    bp, paid, traded = ev.paid
+    _, paid, traded = ev.paid
     return (
-        f"but the run's orders paid {bp:.2g} bp a side (${paid:,.2f} on ${traded:,.0f} traded): under "
+        f"but the run's orders paid {bp} bp a side (${paid:,.2f} on ${traded:,.0f} traded): under "
         f"{MIN_COST_BP:g} bp, less than a broker and the spread take (--slippage-model bps --slippage 5)"
     )
 
@@ -186,7 +180,9 @@ def calibration_point(ev: Evidence) -> Verdict:
         f"Brier {cal['brier']:.3f} ({bound}) over {cal['calls']} analyst calls on {cal['days']} days (0.25: a "
         f"coin); the base rate (up after {cal['base_rate']:.0%} of the calls) scores {cal['brier_base']:.3f}"
         f"{excess}; hit rate of the {cal['directional']} bullish or bearish ones by confidence {buckets}"
-    )
+        + (f"; the last decision day of {n} run(s) not scored: no close after it in the run's files"
+           if (n := cal.get("last_unscored")) else "")
+    )  # fmt: skip
 
 
 def numerical_execution(ev: Evidence) -> Verdict:
@@ -324,8 +320,8 @@ def next_open_fills(ev: Evidence) -> Verdict:
 
 def _too_cheap(ev: Evidence) -> str:
     return (
-        f"costs of {ev.cost_bp:.2g} bp a side (100 shares at $100): under {MIN_COST_BP:g} bp, less than a broker "
-        "and the spread take (--slippage-model bps --slippage 5)"
+        f"costs of {under_cost(ev.cost_bp)} bp a side (100 shares at $100): under {MIN_COST_BP:g} bp, less than a "
+        "broker and the spread take (--slippage-model bps --slippage 5)"
     )
 
 
@@ -333,13 +329,13 @@ def costs(ev: Evidence) -> Verdict:
     """At least MIN_COST_BP a side, on the 100 shares at $100 and on the run's own orders (as frictions);
     a per-share commission (FINSABER's) with its minimum and its maximum named, and failed without
     either (its words then contradict its numbers)."""
-    if ev.cost_bp < MIN_COST_BP:
+    if under_cost(ev.cost_bp):
         return FAIL, _too_cheap(ev) if ev.cost_bp else "none"
     c = ev.broker.commission
     paid = _paid_too_little(ev)
     if c.model != "per-share":  # "percent costs" named a zero commission too
         rate = f"commission {100 * c.rate:g} %" if c.model == "percent" else f"{c.model} commission"  # a 0 said 0
-        said = f"{rate}, {ev.broker.slippage.model} slippage"
+        said = f"{rate}, {f'{ev.broker.slippage.model} slippage' if ev.slippage_bp else 'no slippage'}"
         return (FAIL, f"{said}, {paid}") if paid else (PASS, said)
     terms = [f"at least ${c.minimum:,.2f}" if c.minimum > 0 else "",
              f"at most {100 * c.maximum:.3g} % of the value" if c.maximum > 0 else ""]  # fmt: skip
@@ -388,16 +384,17 @@ def llm_cost(ev: Evidence) -> Verdict:
 
 def long_horizons(ev: Evidence) -> Verdict:
     """One window of LONG_DAYS sessions, or rolling test windows covering as many (two 3-month windows
-    are no long horizon), from the windows' team runs (their weekdays counted holidays: 500 for 482
-    sessions); a 24/7 calendar needs as many years (a coin: 725)."""
+    are no long horizon), counted as a run's n_days: the closes of the windows' team runs (equity.csv; weekdays
+    counted holidays, their decisions missed each last day); a 24/7 calendar needs as many years (a coin: 725)."""
     days, per_year = int(ev.metrics.get("n_days") or 0), int(ev.metrics.get("days_per_year") or 252)
     said, fix = f"one window of {days} trading days", "(fincon experiment --rolling 1y)"
     if ev.rolling is not None:
-        if not (covered := sorted({d["date"] for run in ev.decisions for d in run})):  # overlaps once
+        if not (covered := sorted({d for run in ev.windows for d in ev.record(run).equity.index})):  # overlaps once
             return NONE, "no window's team run to count its sessions in"
-        days, per_year = len(covered), infer_calendar([pd.Timestamp(d) for d in covered]).days_per_year
+        days, per_year = len(covered), infer_calendar(covered).days_per_year
         n = len({(w["test_start"], w["test_end"]) for w in ev.results.get("windows") or []})
-        said = f"rolling evaluation: {n} test windows covering {days} sessions from {covered[0]} to {covered[-1]}"
+        said = f"rolling evaluation: {n} test windows covering {days} sessions from {covered[0]:%Y-%m-%d} to "
+        said += f"{covered[-1]:%Y-%m-%d}"
         fix = "(a longer --rolling span)"
     if days >= (need := math.ceil(LONG_DAYS * per_year / 252)):
         return PASS, said

@@ -11,11 +11,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from pydantic import ValidationError
 
 from fincon.config import FLAT_COST_KEYS, BrokerConfig
 from fincon.data.dataset import open_dataset
-from fincon.engine.record import CONFIG, DECISIONS, METRICS, ORDERS, RunRecord
+from fincon.engine.record import CONFIG, DECISIONS, METRICS, ORDERS, POSITIONS, RunRecord, read_csv_rows
 from fincon.errors import DataError, FinconError
 from fincon.report.calibration import calibration
 from fincon.validation import format_validation_error
@@ -23,6 +24,9 @@ from fincon.workflow.journal import journal_hint
 from fincon.workflow.status import failure
 
 PASS, FAIL, NONE = "pass", "fail", "not measured"
+#: an order costing less than this (bp of its value, a side) is a run without frictions: IB's per-share
+#: minimum alone is 1 bp of a $10,000 order, a large cap's half spread about as much
+MIN_COST_BP = 1.0
 #: a check of fincon.report.card: what it measured in the evidence, as (verdict, the number behind it)
 Verdict = tuple[str, str]
 
@@ -32,6 +36,15 @@ def _json(path: Path) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+
+
+def under_cost(bp: float) -> str:
+    """``bp`` (a side) when under MIN_COST_BP to 6 decimals, to as many digits as show it under ("" when not):
+    orders.csv's 10 digits put a rate of 1e-4 at 0.9999999999 bp, and a run paying exactly the bar failed
+    "frictions" and "costs" as having "paid 1 bp a side ...: under 1 bp"."""
+    if round(bp, 6) >= MIN_COST_BP:
+        return ""
+    return next((said for k in range(2, 7) if float(said := f"{bp:.{k}g}") < MIN_COST_BP), f"{bp:.7g}")
 
 
 def run_part(run: Path, part: str) -> Any:
@@ -159,7 +172,34 @@ class Evidence:
 
     @cached_property
     def calibration(self) -> dict[str, Any] | None:
-        return calibration(*self.decisions)
+        """fincon.report.calibration of the team runs' decisions, each run's last one against the closes
+        of the session after it its own files hold (:meth:`closes_after`)."""
+        return calibration(*self.decisions, after=[self.closes_after(*r) for r in zip(self.team_runs, self.decisions)])
+
+    def closes_after(self, run: Path, decisions: list[dict[str, Any]]) -> dict[str, float]:
+        """Each ticker's close on the session after ``run``'s last decision, from the run's own files: its
+        weight of the book's value over the shares held (positions.csv), or, for one ticker the book did not
+        hold, its last close moved as its buy-and-hold did (benchmark_equity.csv, the same sign); {} when the
+        files hold no session after it (a run that decided on its last day, a folder without its curve)."""
+        last = decisions[-1] if decisions else {}
+        c0 = (last.get("record") or {}).get("closes") or {}
+        try:
+            rec, day = self.record(run), pd.Timestamp(str(last.get("date")))
+            later = rec.equity.index[rec.equity.index > day]
+            if not c0 or not len(later):
+                return {}
+            nxt, value = later[0], float(rec.equity[later[0]])
+            closes = {
+                r["ticker"]: round(float(r["weight"]) * value / float(r["shares"]), 6)
+                for r in read_csv_rows(run / POSITIONS)
+                if r.get("date") == f"{nxt:%Y-%m-%d}" and r.get("ticker") in c0 and float(r.get("shares") or 0)
+            }
+            bench = rec.benchmark_equity
+            if len(c0) == 1 and not closes and bench is not None and {day, nxt} <= set(bench.index) and bench[day]:
+                closes = {t: c * float(bench[nxt] / bench[day]) for t, c in c0.items()}
+        except (DataError, ValueError):
+            return {}
+        return closes
 
     @property
     def cost_bp(self) -> float:

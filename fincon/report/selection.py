@@ -94,7 +94,8 @@ def selection(ev: Evidence) -> Verdict:
     dsr = risk.significance.track_record(r, n, var)["dsr"]
     measured = (
         f"DSR {dsr:.2f} of a daily Sharpe {risk.significance.sharpe(r):.3f} over {len(r)} days, deflated by "
-        f"{n} trial{'s' * (n != 1)} ({said})"
+        f"{n} trial{'s' * (n != 1)} ({said}); a daily Sharpe of simple returns, not annualised, no risk-free rate "
+        "(the headline Sharpe, annualised, of log returns by default, less it, can differ in sign)"
     )
     if not math.isfinite(dsr):
         if not r.std() > 0:

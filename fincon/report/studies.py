@@ -269,7 +269,9 @@ def section_experiment(data: ReportData) -> str:
         out.append(placebo_table(res, "medians over repeats"))
         sig = res.get("significance") if isinstance(res.get("significance"), dict) else {}
         if sig:
-            out.append(significance_table(sig.get("summary") or [], f"the test window's {sig.get('days')} days"))
+            out.append(
+                significance_table(sig.get("summary") or [], f"the test window's {sig.get('days')} daily returns")
+            )
         units = res.get("runs") if isinstance(res.get("runs"), dict) else {}
         if units:
             out.append(

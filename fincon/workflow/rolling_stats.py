@@ -19,7 +19,8 @@ mean of the windows trading it, where windows overlap: :func:`overlay`).
 * the Wilcoxon p-values of every strategy across universes adjusted by Holm
   and by Benjamini-Hochberg.
 
-Computed in fincon.risk.significance; a row with too few days gets empty cells.
+Computed in fincon.risk.significance on daily simple returns (:func:`run_returns`), per day, without the
+risk-free rate; a row with too few days gets empty cells.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ LLM_PREFIXES = ("fincon", "llm-trader", "finmem", "finsent")
 
 
 def run_returns(run: Path) -> pd.Series:
+    """A run's daily SIMPLE returns v_t / v_(t-1) - 1, what every statistic here reads (the table's column says
+    so): the headline Sharpe is of log returns by default, less the risk-free rate, and can differ in sign."""
     eq = RunRecord(run).equity
     v = eq.to_numpy(dtype=float)
     return pd.Series(v[1:] / v[:-1] - 1.0, index=eq.index[1:])

@@ -105,12 +105,14 @@ def _pbo(r: Mapping[str, Any]) -> str:
     return _cell("{:.2f}")(r.get("pbo")) + ("" if _missing(sd) else f" ±{sd:.2f}")
 
 
-#: each strategy's statistics over its daily returns (fincon.workflow.rolling_stats, experiment_stats)
+#: each strategy's statistics over its daily returns (fincon.workflow.rolling_stats, experiment_stats): SIMPLE
+#: returns, not annualised, no risk-free rate, where the headline Sharpe is of log returns less it: a run with CR
+#: -1.7 % and Sharpe -0.145 read daily SR +0.013 unlabelled (docs/experiments.md says why the signs can differ)
 SIGNIFICANCE: list[Column] = [
     ("universe", "universe", lambda v: "" if v is None else str(v), True),
     ("strategy", "", _strategy, True),
     ("days", "days", lambda v: "n/a" if _missing(v) else str(int(v)), False),
-    ("daily SR [95% CI]", "", _ci, True),
+    ("daily SR (simple returns) [95% CI]", "", _ci, True),
     ("PSR", "psr", _cell("{:.2f}"), False),
     ("MinTRL d", "min_track_record_days", _cell("{:,.0f}"), False),
     ("DSR (trials)", "", _dsr, True),

@@ -1,0 +1,102 @@
+"""The calibration of the analysts' calls scores each run's last decision too (fincon.report.calibration,
+fincon.report.evidence.Evidence.closes_after): against the close of the session after it that the run's own
+files hold, and says so where they hold none."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fincon.cli.main import main
+from fincon.report.card import calibration_point, run_card
+from fincon.report.evidence import Evidence
+
+DAYS = ["2022-10-03", "2022-10-04", "2022-10-05"]
+
+
+def _run(folder: Path, closes: dict[str, list[float]], shares: dict[str, list[float]], decided: int = 2) -> Path:
+    """A team run as the card reads it: equity.csv (cash 1,000 plus what the book holds), positions.csv
+    (each ticker's shares and weight at each close) and ``decided`` decisions, a bullish news call and a
+    bearish 10-q call on each ticker each day (a run decides on every session but its last)."""
+    folder.mkdir()
+    values = [1000.0 + sum(shares[t][i] * closes[t][i] for t in closes) for i in range(len(DAYS))]
+    pd.DataFrame({"date": DAYS, "value": values}).to_csv(folder / "equity.csv", index=False, float_format="%.6f")
+    rows = [(d, t, shares[t][i], shares[t][i] * closes[t][i] / values[i]) for i, d in enumerate(DAYS) for t in closes]
+    pd.DataFrame(rows, columns=["date", "ticker", "shares", "weight"]).to_csv(
+        folder / "positions.csv", index=False, float_format="%.10g"
+    )
+    calls = [
+        {"agent": f"{kind}/{t}", "direction": way, "confidence": 0.6, "via": "model"}
+        for t in closes
+        for kind, way in (("news", "bullish"), ("10-q", "bearish"))
+    ]
+    decisions = [
+        {"date": d, "record": {"closes": {t: closes[t][i] for t in closes}, "agents": calls}}
+        for i, d in enumerate(DAYS[:decided])
+    ]
+    (folder / "decisions.jsonl").write_text("".join(json.dumps(d) + "\n" for d in decisions))
+    return folder
+
+
+def _ev(run: Path) -> Evidence:
+    decisions = [json.loads(x) for x in (run / "decisions.jsonl").read_text().splitlines()]
+    return Evidence(run, None, run, None, {}, {}, {}, [decisions])
+
+
+def test_a_runs_last_decision_is_scored_against_the_next_close_its_positions_hold(tmp_path):
+    """Found in review: each decision was paired with the next record, so each run's last decision day was
+    never scored (TSLA's team over 61 sessions: 354 calls on 59 days where 360 on 60 were there). The
+    close after the last decision is in the run's positions.csv: the weight of the book over the shares."""
+    # up, then down: the news analyst (bullish) hits on day 1 and misses on day 2; the 10-q one the reverse
+    run = _run(tmp_path / "held", {"T": [100.0, 101.5, 99.25]}, {"T": [10.0, 10.0, 10.0]})
+    cal = _ev(run).calibration
+    assert (cal["calls"], cal["days"], cal["last_unscored"]) == (4, 2, 0)
+    assert cal["by_analyst"]["news"] == {"n": 2, "hits": 1, "hit_rate": 0.5, "chance": 0.5, "judgements": 2}
+    assert cal["by_analyst"]["10-q"]["hits"] == 1
+    assert cal["base_rate"] == 0.5  # one rise (day 1), one fall (day 2): the last day's close read, 99.25
+    assert cal["brier"] == pytest.approx(((0.8 - 1) ** 2 + (0.2 - 1) ** 2 + 0.8**2 + 0.2**2) / 4)
+    assert _ev(run).closes_after(run, _ev(run).decisions[0]) == {"T": 99.25}
+
+
+def test_a_last_day_out_of_the_book_reads_its_buy_and_hold_or_is_left_out_and_said(tmp_path):
+    """A ticker the book did not hold after its last decision has no price in positions.csv: one ticker's
+    close moved as the run's buy-and-hold did (benchmark_equity.csv); without it the last day's calls are
+    left out, and the card's row says so."""
+    flat = _run(tmp_path / "flat", {"T": [100.0, 101.5, 99.25]}, {"T": [10.0, 10.0, 0.0]})
+    left = _ev(flat).calibration
+    assert (left["calls"], left["days"], left["last_unscored"]) == (2, 1, 1)
+    assert calibration_point(_ev(flat))[1].endswith(
+        "; the last decision day of 1 run(s) not scored: no close after it in the run's files"
+    )
+    # its buy-and-hold fell after the last decision, as the close did: scored as a fall
+    bench = pd.DataFrame({"date": DAYS, "value": [1000.0, 1015.0, 992.5]})
+    bench.to_csv(flat / "benchmark_equity.csv", index=False)
+    cal = _ev(flat).calibration
+    assert (cal["calls"], cal["days"], cal["last_unscored"], cal["base_rate"]) == (4, 2, 0, 0.5)
+    assert "not scored" not in calibration_point(_ev(flat))[1]
+    # two tickers, one held, one not: the held one's last calls scored, the other's left out (no benchmark of one)
+    two = _run(
+        tmp_path / "two", {"A": [50.0, 51.0, 52.0], "B": [20.0, 19.0, 18.0]}, {"A": [5.0] * 3, "B": [3.0, 3.0, 0]}
+    )
+    (two / "benchmark_equity.csv").write_text(bench.to_csv(index=False))
+    cal = _ev(two).calibration
+    assert (cal["calls"], cal["days"], cal["last_unscored"]) == (4 + 2, 2, 1)
+    # a run that decided on its last session too: no close after it in its files
+    every = _run(tmp_path / "every", {"T": [100.0, 101.5, 99.25]}, {"T": [10.0] * 3}, decided=3)
+    assert (_ev(every).calibration["calls"], _ev(every).calibration["last_unscored"]) == (4, 1)
+
+
+@pytest.mark.slow  # a backtest of the rules team, about 10 s on 2 cores
+def test_a_backtests_card_scores_every_day_the_team_decided_on(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", "--start", "2022-10-05",
+                 "--end", "2022-11-15", "--no-progress", "--out", "t", "--ledger", "off"]) == 0  # fmt: skip
+    decisions = [json.loads(x) for x in (tmp_path / "t" / "decisions.jsonl").read_text().splitlines()]
+    equity = pd.read_csv(tmp_path / "t" / "equity.csv")
+    assert len(decisions) == len(equity) - 1 == 29  # a decision a session but the last
+    cal = run_card(tmp_path / "t")["calibration"]
+    calls = sum(a.get("via") != "empty" for d in decisions for a in d["record"]["agents"])
+    assert (cal["days"], cal["calls"], cal["last_unscored"]) == (29, calls, 0)  # 28 days before
