@@ -236,12 +236,15 @@ class OwnedFolder:
         if out.resolve() == Path.cwd().resolve():
             raise ConfigError(f"--out {out} is the folder this command runs in; give a new folder (e.g. --out data)")
         out = out.resolve()
-        out.parent.mkdir(parents=True, exist_ok=True)
         staging = out.parent / f".{out.name}.partial-{os.getpid()}@{socket.gethostname()}"
-        if staging.exists():
-            shutil.rmtree(staging)
-        staging.mkdir()
-        (staging / _WAS).write_text(json.dumps(folder_identity(out)))
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            if staging.exists():
+                shutil.rmtree(staging)
+            staging.mkdir()
+            (staging / _WAS).write_text(json.dumps(folder_identity(out)))
+        except OSError as exc:  # a parent folder not writable: was a PermissionError traceback
+            raise ConfigError(f"cannot create {out}: {exc.strerror or exc}; choose a folder you can write") from None
         return staging
 
     def swap_in(self, staging: Path, out: Path, replace: bool) -> None:

@@ -133,17 +133,19 @@ def test_a_runs_manifest_names_the_beliefs_it_read(tmp_path, monkeypatch):
     """Found in review: the manifest hashed the beliefs file as it was when the run ended, so a file replaced
     after the team read it (a training resumed over the beliefs.json being tested) named beliefs the run
     never traded on. The hash is of the bytes the team parsed."""
-    from fincon.agents.beliefs import Beliefs
+    from fincon.agents.beliefs import Beliefs, TrainingWindow
     from fincon.agents.roles import ANALYSTS
 
     path = tmp_path / "beliefs.json"
     team = {n: r.weight for n, r in ANALYSTS.items()}  # beliefs of the team's own analysts
-    path.write_text(Beliefs.initial({**team, "news": 0.3, "data-analysis": 0.7}).dump())
+    window = {"window": TrainingWindow(start="2022-06-01", end="2022-09-30")}  # learned before the run
+    path.write_text(Beliefs.initial({**team, "news": 0.3, "data-analysis": 0.7}).model_copy(update=window).dump())
     read, want = Beliefs.read.__func__, hashlib.sha256(path.read_bytes()).hexdigest()
 
     def then_replaced(cls, given):
         got = read(cls, given)
-        path.write_text(Beliefs.initial({**team, "news": 0.9, "data-analysis": 0.1}).dump())  # after the team's read
+        replaced = Beliefs.initial({**team, "news": 0.9, "data-analysis": 0.1}).model_copy(update=window)
+        path.write_text(replaced.dump())  # after the team's read
         return got
 
     monkeypatch.setattr(Beliefs, "read", classmethod(then_replaced))

@@ -129,6 +129,11 @@ CASES: dict[str, tuple[list[str], str]] = {
     ),
     "plot into /proc": (["plot", "{run_ok}", "--out", "/proc/x.png"], "cannot write"),
     "report under a file": (["report", "{run_ok}", "--out", "{a_file}/r.html"], "is a file, not a folder"),
+    # found in review: the HTML page was written into r.png (plot refuses a name that is not .png)
+    "report into a .png": (
+        ["report", "{run_ok}", "--out", "r.png"],
+        "--out r.png: the report is an HTML page; give a .html",
+    ),
     "plot under a file": (["plot", "{run_ok}", "--out", "{a_file}/x.png"], "is a file, not a folder"),  # "File exists"
     # found in review: a path that does not exist was "not a run directory (no equity.csv)"
     "plot a path that does not exist": (["plot", "{a_file}.gone", "--out", "x.png"], "a_file.gone does not exist"),

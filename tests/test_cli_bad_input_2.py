@@ -228,6 +228,11 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["eval", "numeric", "--format", "finqa", "--data", "{missing_dir_json}"],
         "no such file",
     ),
+    # found in review: without --format finqa the synthetic set was scored, the file never read, exit 0
+    "eval numeric --data without --format finqa": (
+        ["eval", "numeric", "--data", "{finqa_dict}"],
+        "--data is FinQA's file: add --format finqa (or drop --data for the synthetic set)",
+    ),
     "eval numeric finqa not JSON": (["eval", "numeric", "--format", "finqa", "--data", "{truncated_ib}"], "not JSON"),
     "eval numeric finqa not a list": (
         ["eval", "numeric", "--format", "finqa", "--data", "{finqa_dict}"],
@@ -446,6 +451,39 @@ CASES: dict[str, tuple[list[str], str]] = {
 def test_bad_input_gets_one_line_and_exit_2(case, tmp_path, monkeypatch, capfd):
     argv, fragment = CASES[case]
     check_case(main, fixtures, argv, fragment, tmp_path, monkeypatch, capfd)
+
+
+@pytest.mark.slow  # 2 s on 2 cores: the sample corpus is generated before its folder is made
+def test_an_out_in_a_folder_that_cannot_be_written_is_one_line(tmp_path, monkeypatch, capfd):
+    """Found in review: `data import`, `data sample` and `forward init` with --out in a read-only folder
+    were PermissionError tracebacks. (Denied by a stand-in for mkdir: as root, chmod 0o500 denies nothing.)"""
+    from fincon.testing.badinput import assert_one_line_error, run_cli
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
+    ro = (tmp_path / "ro").resolve()
+    ro.mkdir()
+    mkdir = Path.mkdir
+
+    def denied(self, *args, **kwargs):
+        if ro in Path(self).resolve().parents:
+            raise PermissionError(13, "Permission denied", str(self))
+        return mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", denied)
+    days = {"2021-01-04": {"prices": 100.0, "news": ["Acme rose."]}, "2021-01-05": {"prices": 101.0, "news": []}}
+    (tmp_path / "acme.json").write_text(json.dumps(days))
+    for argv, made in (
+        (["data", "import", "investorbench", "acme.json", "--out", "ro/ds"], ro / "ds"),
+        (["data", "sample", "--tickers", "TSLA", "--no-audio", "--out", "ro/s"], ro / "s"),
+        (["forward", "init", "ro/fw", "--ticker", "TSLA", "--strategy", "sma-cross", "--simulate-from",
+          "2022-10-05"], Path("ro/fw")),
+    ):  # fmt: skip
+        code = run_cli(main, argv)
+        out, err = capfd.readouterr()
+        line = assert_one_line_error(code, out, err, f"cannot create {made}: Permission denied")
+        assert line.endswith("; choose a folder you can write"), line
+        assert list(ro.iterdir()) == []
 
 
 # -- what a failure leaves, and what the next command makes of it ---------------------------

@@ -294,6 +294,14 @@ CASES: dict[str, tuple[list[str], str]] = {
         "--param a2c.train_end=2022-11-01 is inside the test window (it starts 2022-10-05)",
     ),  # fmt: skip
     "ledger --study ''": (["ledger", "--ledger", "{ledger}", "--study", ""], "--study '': give TICKERS START..END"),
+    "ledger --study reversed": (  # found in review: accepted, the family of a window ending before it starts
+        ["ledger", "--ledger", "{ledger}", "--study", "TSLA 2022-10-20..2022-10-05"],
+        "--study 'TSLA 2022-10-20..2022-10-05': 2022-10-20 is after 2022-10-05; give START..END, the earlier day first",
+    ),
+    "ledger --study impossible day": (
+        ["ledger", "--ledger", "{ledger}", "--study", "TSLA 2022-10-05..2022-13-45"],
+        "--study '2022-13-45' is not a calendar date (YYYY-MM-DD)",
+    ),
     # 16. misleading no more
     "--brain rules on strategies without a brain": (
         [*SMA, "--brain", "rules", "--out", "{run}"],

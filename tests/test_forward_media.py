@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fincon.agents.beliefs import Beliefs
+from fincon.agents.beliefs import Beliefs, TrainingWindow
 from fincon.agents.roles import ANALYSTS
 from fincon.cli.main import main
 
@@ -31,7 +31,8 @@ def test_a_journal_replays_its_own_audio_transcripts_and_beliefs(tmp_path, monke
     for f in SAMPLE.glob("audio/TSLA-*"):
         shutil.copyfile(f, tmp_path / "ev" / "audio" / f.name)
     shutil.copytree(DEMO / "transcripts", tmp_path / "cache" / "transcripts")
-    beliefs = Beliefs.initial({**{n: r.weight for n, r in ANALYSTS.items()}, "news": 1.5}).dump()
+    learned = Beliefs.initial({**{n: r.weight for n, r in ANALYSTS.items()}, "news": 1.5})
+    beliefs = learned.model_copy(update={"window": TrainingWindow(start="2022-06-01", end="2022-09-30")}).dump()
     (tmp_path / "b.json").write_text(beliefs)
     team = ["--ticker", "TSLA", "--strategy", "fincon", "--brain", "rules", "--param", "fincon.embedder=hashing",
             "--param", f"fincon.events={tmp_path / 'ev'}", "--param", f"fincon.transcript_cache={tmp_path / 'cache'}",

@@ -309,6 +309,13 @@ BAD = [
         [],
         "row 9: published '03/01/2020' is not YYYY-MM-DD",
     ),
+    (
+        "date past the last instant",  # found in review: an OverflowError traceback
+        [*GENERIC, {**GENERIC[0], "published": "9999-12-31T23:59:59-12:00"}],
+        None,
+        [],
+        "row 9: published '9999-12-31T23:59:59-12:00' is out of range (a mistyped year?)",
+    ),
     ("bad source", [*GENERIC, {**GENERIC[0], "source": "tweet"}], None, [], "row 9: source 'tweet' is not one of"),
     ("no price file", [*GENERIC, {**GENERIC[0], "ticker": "CCC"}], None, [], "has no CCC.csv"),
 ]

@@ -318,6 +318,65 @@ def test_bare_date_in_a_user_directory_is_visible_from_the_next_session(tmp_path
     assert e.published_at == pd.Timestamp("2022-11-05T00:00:00Z").to_pydatetime()
 
 
+def test_a_published_at_that_is_not_iso_8601_or_is_far_off_is_refused_naming_the_item(tmp_path):
+    """Found in review: "now" and "today" were read as the wall clock's time (a run depended on when it ran),
+    and one item mistyped 2202 stretched the corpus' coverage to 2202; NaN, 9999-12-31T23:59:59-12:00 and a
+    list or number as metadata were tracebacks; '[[1,2]]' as metadata was read as {1: 2}."""
+    good = {"id": "n1", "ticker": "TSLA", "source": "news", "published_at": "2022-10-03T09:00:00-04:00", "text": "x"}
+    bad = {
+        "now": "bad published_at 'now': use ISO 8601, e.g. 2022-11-01T08:30:00-04:00",
+        "today": "bad published_at 'today': use ISO 8601",
+        "NaN": "bad published_at 'NaN': use ISO 8601",
+        float("nan"): "bad published_at nan: use ISO 8601",
+        20221010: "bad published_at 20221010: use ISO 8601",
+        "9999-12-31T23:59:59-12:00": "bad published_at '9999-12-31T23:59:59-12:00': out of range; a mistyped year?",
+        "2022-10-10T25:00:00": "bad published_at '2022-10-10T25:00:00': not a real date and time (hour must be",
+    }
+    for value, said in bad.items():
+        with pytest.raises(DataError) as info:
+            Event.from_dict({**good, "published_at": value})
+        assert str(info.value).startswith(f"event n1: {said}"), value
+    for meta, shown in (([1, 2], "[1, 2]"), (5, "5")):
+        with pytest.raises(DataError) as info:
+            Event.from_dict({**good, "metadata": meta})
+        assert str(info.value) == f"event n1: metadata must be a JSON object, not {shown} (give {{}} or drop it)"
+    with pytest.raises(DataError, match=r"^event n1: metadata is not a JSON object$"):
+        Event.from_dict({**good, "metadata": "[[1,2]]"})  # a CSV's JSON string: an object too
+    assert Event.from_dict({**good, "metadata": '{"title": "t"}'}).title == "t"
+    for iso in ("2022-10-03 09:00:00", "2022-10-03T13:00:00Z", "2022-10-03 13:00:00 UTC", "2022-10-03T09:00-04:00"):
+        assert Event.from_dict({**good, "published_at": iso}).published_at == dt.datetime(
+            2022, 10, 3, 13, 0, tzinfo=dt.timezone.utc
+        ), iso
+    # in an --events directory: the file and line, and a year outside 1900..2100 is refused
+    f = tmp_path / "TSLA.jsonl"
+    for day, said in (("now", "event n2: bad published_at 'now'"), ("2202-09-06T13:08:00Z", "event n2 is dated 2202-09-06, far outside any plausible span (1900..2100): a mistyped date? fix or drop it"), ("0001-01-01", "event n2 is dated 0001-01-01, far outside")):  # fmt: skip
+        f.write_text(json.dumps(good) + "\n" + json.dumps({**good, "id": "n2", "published_at": day}) + "\n")
+        with pytest.raises(DataError) as info:
+            DirectoryLoader(tmp_path).load()
+        assert str(info.value).startswith(f"{f}:2: {said}"), day
+
+
+def test_a_csv_event_file_cut_inside_a_quoted_field_is_refused_naming_the_row(tmp_path):
+    """Found in review: a CSV cut inside its last row's quoted text loaded as complete (the lenient reader
+    ended the field at the end of the file: the call lost its audio and metadata)."""
+    head = "id,ticker,source,published_at,text,audio,metadata\n"
+    first = 'n1,TSLA,news,2022-10-03,"line one\nline two",,"{""title"": ""t""}"\n'
+    f = tmp_path / "TSLA.csv"
+    f.write_text(head + first)
+    assert [e.title for e in DirectoryLoader(tmp_path).load()] == ["t"]
+    for tail, why in (
+        ('n2,TSLA,earnings-call,2022-10-04,"the call was cut', "unexpected end of data"),
+        ("n2,TSLA,news,2022-10-04,short\n", "5 fields, the header has 7"),
+        ("n2,TSLA,news,2022-10-04,long,,{},extra\n", "8 fields, the header has 7"),
+    ):
+        f.write_text(head + first + tail)
+        with pytest.raises(DataError) as info:
+            DirectoryLoader(tmp_path).load()
+        assert str(info.value) == (
+            f"{f}:4: truncated or malformed CSV row ({why}); fix its quoting and fields, or write it again"
+        )
+
+
 def test_a_loaders_window_is_the_new_york_day_of_publication():
     """``window(start, end)``: an event is in when its New York day is in
     ``[start, end]``; read against pandas' own conversion (the formula the

@@ -96,6 +96,23 @@ def test_a_line_a_stop_cut_short_was_never_sealed_and_is_written_over(tmp_path):
     assert j.path.read_text().startswith(whole) and j.path.read_text().endswith("}\n")
 
 
+def test_a_journal_holding_bytes_that_are_not_utf8_does_not_verify_in_one_line(tmp_path):
+    """Found in review: a journal with a Latin-1 byte in an entry was a UnicodeDecodeError traceback in
+    `forward status` and `forward verify`."""
+    from fincon.workflow.journal import JournalError
+
+    j = _journal(tmp_path)
+    lines = j.path.read_bytes().split(b"\n")
+    lines[1] = lines[1].replace(b'"TSLA"', b'"TSL\xc4"')
+    j.path.write_bytes(b"\n".join(lines))
+    with pytest.raises(JournalError) as info:
+        j.entries()
+    assert str(info.value) == (
+        f"{j.path}: line 2 is not the UTF-8 text fincon wrote (edited or damaged?); the journal does not verify"
+    )
+    assert info.value.exit_code == 1
+
+
 def test_a_whole_last_entry_without_its_newline_is_kept_and_not_written_over(tmp_path):
     """Found in review: a copy that dropped the final newline lost the last sealed entry without a word
     (verify read 12 of 13), and the next step wrote over it, so the git anchor then read the history as

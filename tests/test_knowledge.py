@@ -146,14 +146,17 @@ def test_beliefs_written_by_a_model_that_knew_the_window_fail_the_card_and_the_g
     refuses it, a warning says it, and the card fails it."""
     from pathlib import Path
 
-    from fincon.agents.beliefs import Beliefs
+    from fincon.agents.beliefs import Beliefs, TrainingWindow
     from fincon.agents.roles import ANALYSTS
     from fincon.report.card import FAIL, Evidence, temporal_integrity
 
     monkeypatch.chdir(tmp_path)
     writer = {"label": "in-training-data", "model": "gpt-4o", "cutoff": "2023-10-31", "source": "OpenAI model card",
               "window": {"start": "2022-10-03", "end": "2022-10-14"}}  # fmt: skip
-    learned = Beliefs.initial({n: r.weight for n, r in ANALYSTS.items()}).model_copy(update={"model_knowledge": writer})
+    window = TrainingWindow(start="2022-10-03", end="2022-10-14")
+    learned = Beliefs.initial({n: r.weight for n, r in ANALYSTS.items()}).model_copy(
+        update={"model_knowledge": writer, "window": window}
+    )
     (tmp_path / "b.json").write_text(learned.dump())
     before = tree(tmp_path)
     argv = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--brain", "llm", "--start", "2022-10-17",

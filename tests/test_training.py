@@ -141,6 +141,24 @@ def test_a_beliefs_day_that_is_not_a_date_is_named_in_one_line(tmp_path):
             Beliefs.load(tmp_path / "b.json")
 
 
+def test_beliefs_without_their_training_window_are_refused_unless_overlap_is_allowed():
+    """Found in review: a beliefs.json with no `window` passed the lookahead check unchecked, so a backtest on
+    the days it was trained on ran, and the card's point-in-time row said PASS."""
+    from fincon.agents.beliefs import check_window
+
+    b = Beliefs.initial({"news": 0.3})
+    with pytest.raises(ConfigError) as info:
+        check_window(b, "2022-10-05")
+    assert str(info.value) == (
+        "--beliefs record no training window (no `window` in the file): the days they learned from are unknown, "
+        "so lookahead cannot be ruled out (give the beliefs.json `fincon train` wrote, or --allow-overlap to run "
+        "it anyway, flagged)"
+    )
+    # --allow-overlap runs it, flagged: the warning is what the card's point-in-time row fails on
+    said = check_window(b, "2022-10-05", allow_overlap=True)
+    assert said.startswith("WARNING: --beliefs record no training window") and said.endswith("not a clean test)")
+
+
 @pytest.mark.slow
 def test_beliefs_trained_on_or_after_the_backtest_are_refused_in_one_line(tmp_path):
     from fincon.agents.beliefs import TrainingWindow, check_window

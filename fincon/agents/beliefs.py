@@ -181,9 +181,20 @@ class Beliefs(BaseModel):
 def check_window(beliefs: Beliefs, start: str, allow_overlap: bool = False) -> str | None:
     """Refuse beliefs not learned strictly before ``start`` (ConfigError, one
     line); with ``allow_overlap`` the overlap is returned as a warning to
-    print loudly. Beliefs without a recorded window pass (nothing to check)."""
+    print loudly. Beliefs without a recorded window are refused likewise (found in review: they passed
+    unchecked, and the card said point in time PASS of a run on the days they were trained on)."""
     w = beliefs.window
-    if w is None or w.end < start:
+    if w is None:
+        msg = (
+            "--beliefs record no training window (no `window` in the file): the days they learned from are "
+            "unknown, so lookahead cannot be ruled out"
+        )
+        if not allow_overlap:
+            raise ConfigError(
+                msg + " (give the beliefs.json `fincon train` wrote, or --allow-overlap to run it anyway, flagged)"
+            )
+        return "WARNING: " + msg + " (--allow-overlap: results are not a clean test)"
+    if w.end < start:
         return None
     msg = (
         f"--beliefs were trained on {w.start}..{w.end}, which is not strictly before the run's start {start}: "

@@ -400,9 +400,7 @@ def _emit(args: argparse.Namespace, table: str, res: dict[str, Any], drop: str, 
     """Print the table; with --out write the result, ``drop`` replaced by ``key``: ``rows``."""
     print(table)
     if args.out:
-        data = {k: v for k, v in res.items() if k != drop}
-        data[key] = rows
-        _write_json(args.out, data, args.eval)
+        _write_json(args.out, {**{k: v for k, v in res.items() if k != drop}, key: rows}, args.eval)
     return 0
 
 
@@ -415,6 +413,8 @@ def _write_json(path: Path | None, data: dict[str, Any], name: str) -> None:
 
 
 def _numeric(args: argparse.Namespace) -> int:
+    if args.data is not None and args.format != "finqa":  # was: the synthetic set scored, the file never read
+        raise ConfigError("--data is FinQA's file: add --format finqa (or drop --data for the synthetic set)")
     _check_json(args)
     if args.format == "finqa":
         return _finqa(args)

@@ -27,6 +27,7 @@ from fincon.cli.flags import Args, add
 from fincon.errors import ConfigError
 from fincon.files import json_text
 from fincon.flag import Flag
+from fincon.validation import parse_iso_date
 
 
 class LedgerArgs(Args):
@@ -123,6 +124,12 @@ def _study(args: argparse.Namespace, path, rows: list[dict]) -> int:
             "e.g. 'TSLA 2022-10-05..2023-06-09'"
         )
     tickers, start, end = m.group(1).split(","), m.group(2), m.group(3)
+    try:
+        first, last = parse_iso_date(start, "--study"), parse_iso_date(end, "--study")
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if first > last:  # was accepted: the family of a window that ends before it starts
+        raise ConfigError(f"--study {args.study!r}: {start} is after {end}; give START..END, the earlier day first")
     fam = workflow.trials.family_of(rows, tickers, start, end)
     if not fam.rows:
         families = [s["family"] for s in workflow.trials.summary(rows)]

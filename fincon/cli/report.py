@@ -98,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
     if args.ledger is not None:
         raise ConfigError("--ledger goes with --card (the HTML page reads no ledger, so that its bytes are the runs')")
 
+    if args.out is not None and args.out.suffix.lower() not in (".html", ".htm"):  # r.png held a page (review)
+        raise ConfigError(f"--out {args.out}: the report is an HTML page; give a .html file name")
     out = write_report(args.runs, args.out if args.out is not None else Path("report.html"))
     print(f"report: {out} ({out.stat().st_size:,} bytes)")
     return 0

@@ -177,11 +177,13 @@ def init(
                 beliefs)  # fmt: skip
     hashed = models(plan.config)  # a local model's weights hashed in full: before anything is written
     fresh = not root.exists()
-    root.mkdir(parents=True, exist_ok=True)
     try:  # the folder claimed: two inits at once both passed the check above and wrote one folder
+        root.mkdir(parents=True, exist_ok=True)
         os.close(os.open(root / JOURNAL_NAME, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))  # umask applies
     except FileExistsError:
         raise ConfigError(f"{root}: another init registers a journal there; nothing was changed") from None
+    except OSError as exc:  # a parent folder not writable: was a PermissionError traceback
+        raise ConfigError(f"cannot create {root}: {exc.strerror or exc}; choose a folder you can write") from None
     try:  # a plan without its registration (stopped between the two) was a folder every command misread
         write_atomic(root / PLAN_FILE, plan.to_yaml())
         entry = _register(root, plan, first, hashed, ledger, anchor_git)

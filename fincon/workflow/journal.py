@@ -129,7 +129,15 @@ class Journal:
         editor that dropped the final newline: dropped, a sealed decision was lost and written over)."""
         if not self.path.is_file():
             return []
-        text = self.path.read_text(encoding="utf-8")
+        raw = self.path.read_bytes()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:  # was a traceback in `forward status|verify`
+            n = raw[: exc.start].count(b"\n") + 1
+            raise JournalError(
+                f"{self.path}: line {n} is not the UTF-8 text fincon wrote (edited or damaged?); the journal "
+                "does not verify"
+            ) from None
         if text and not text.endswith("\n"):
             cut = text.rfind("\n") + 1
             text = text + "\n" if _whole(text[cut:]) else text[:cut]

@@ -88,21 +88,32 @@ def parse_timestamp(value: Any, timed: bool = False) -> dt.datetime:
         except ValueError:
             raise DataError(f"bad published_at {value!r}: not a calendar date") from None
         return dt.datetime.combine(d, DECISION_TIME, tzinfo=MARKET_TZ).astimezone(UTC)
-    else:
+    elif isinstance(value, str) and _ISO_TIME.match(value):  # ISO 8601 only: "now" or "today" read the wall clock
         try:
-            ts = pd.Timestamp(str(value)).to_pydatetime()
-        except (ValueError, TypeError) as exc:
-            raise DataError(f"bad published_at {value!r}: use ISO 8601, e.g. 2022-11-01T08:30:00-04:00") from exc
-    if ts.time() == dt.time(0, 0) and not (timed and ts.tzinfo is not None):  # a date with a midnight: the day
-        return parse_timestamp(ts.date())
-    if ts.tzinfo is None:
-        ts = ts.replace(tzinfo=MARKET_TZ)
-    return ts.astimezone(UTC)
+            ts = pd.Timestamp(value.strip()).to_pydatetime()
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise DataError(f"bad published_at {value!r}: not a real date and time ({exc})") from None
+    else:
+        raise DataError(f"bad published_at {value!r}: use ISO 8601, e.g. 2022-11-01T08:30:00-04:00")
+    if ts is pd.NaT:
+        raise DataError(f"bad published_at {value!r}: use ISO 8601, e.g. 2022-11-01T08:30:00-04:00")
+    try:
+        if ts.time() == dt.time(0, 0) and not (timed and ts.tzinfo is not None):  # a date with a midnight: the day
+            return parse_timestamp(ts.date())
+        if ts.tzinfo is None:
+            ts = ts.replace(tzinfo=MARKET_TZ)
+        return ts.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:59:59-12:00: past the last instant a datetime holds
+        raise DataError(f"bad published_at {value!r}: out of range; a mistyped year?") from None
 
 
 #: the ``time`` an importer records for an item it timed to the second (importers/timing.py)
 _CLOCK = re.compile(r"^\d{2}:\d{2}:\d{2}$")
 _BARE_DATE = re.compile(r"^\s*\d{4}-\d{2}-\d{2}\s*$")
+#: an ISO 8601 date and time, the offset optional (Z, +HH:MM, or " UTC" as FNSPID and BigQuery write it)
+_ISO_TIME = re.compile(
+    r"^\s*\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}(:\d{2}(\.\d{1,9})?)?\s*(Z|UTC|[+-]\d{2}(:?\d{2})?)?\s*$"
+)
 
 
 def is_bare_date(value: Any) -> bool:
@@ -154,8 +165,15 @@ class Event:
             raise DataError(f"event {self.id}: ticker must be upper case, got {self.ticker!r}")
         if not self.text and not self.audio:
             raise DataError(f"event {self.id}: needs text or an audio path")
+        if not isinstance(self.metadata, Mapping):
+            shown = str(self.metadata)[:40]
+            raise DataError(f"event {self.id}: metadata must be a JSON object, not {shown} (give {{}} or drop it)")
         timed = _CLOCK.match(str(self.metadata.get("time", ""))) is not None
-        object.__setattr__(self, "published_at", parse_timestamp(self.published_at, timed=timed))
+        try:
+            published = parse_timestamp(self.published_at, timed=timed)
+        except DataError as exc:
+            raise DataError(f"event {self.id}: {exc}") from None
+        object.__setattr__(self, "published_at", published)
 
     def visible_on(self, day: Any) -> bool:
         """True if published before ``day``'s decision time."""
@@ -191,12 +209,16 @@ class Event:
         missing = [k for k in ("id", "ticker", "source", "published_at") if not d.get(k)]
         if missing:
             raise DataError(f"event record {d.get('id', '?')} lacks {', '.join(missing)}")
-        meta = d.get("metadata") or {}
-        if isinstance(meta, str):
+        meta = d.get("metadata")
+        if meta is None or meta == "":
+            meta = {}
+        elif isinstance(meta, str):  # a JSON string (CSV): an object too ('[[1,2]]' was read as {1: 2})
             try:
                 meta = json.loads(meta)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"event {d['id']}: metadata is not a JSON object") from exc
+            except json.JSONDecodeError:
+                meta = None
+            if not isinstance(meta, dict):
+                raise DataError(f"event {d['id']}: metadata is not a JSON object") from None
         text = d.get("text")
         audio = d.get("audio")
         return cls(
@@ -206,7 +228,7 @@ class Event:
             published_at=d["published_at"],  # read in __post_init__, with the metadata's time
             text=str(text) if text not in (None, "") and not _isnan(text) else None,
             audio=str(audio) if audio not in (None, "") and not _isnan(audio) else None,
-            metadata=dict(meta),
+            metadata=dict(meta) if isinstance(meta, Mapping) else meta,  # anything else: refused (__post_init__)
         )
 
 

@@ -53,8 +53,11 @@ def item_time(value: Any, visibility: str) -> tuple[dt.date, dt.datetime, str]:
         if value.time() == dt.time(0, 0):
             day = value.date()
             return day, published_at(day, visibility), DATE_ONLY
-        local = value.replace(tzinfo=MARKET_TZ) if value.tzinfo is None else value.astimezone(MARKET_TZ)
-        return local.date(), local.astimezone(UTC), local.strftime("%H:%M:%S")
+        try:
+            local = value.replace(tzinfo=MARKET_TZ) if value.tzinfo is None else value.astimezone(MARKET_TZ)
+            return local.date(), local.astimezone(UTC), local.strftime("%H:%M:%S")
+        except OverflowError:  # 9999-12-31T23:59:59-12:00: past the last instant a datetime holds
+            raise BadTime("out of range (a mistyped year?)") from None
     if isinstance(value, dt.date):
         return value, published_at(value, visibility), DATE_ONLY
     if isinstance(value, str):
