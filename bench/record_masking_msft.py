@@ -24,12 +24,16 @@ NAME = "masking-MSFT-20"
 RECORDINGS = ROOT / "tests" / "recordings" / "investorbench"
 
 
+#: what a masked item shows (LLMSettings.mask_items) in the recorded masked run
+MASK_ITEMS = "topics"
+
+
 def args_for(data: Path, cache: Path, mode: str, out: Path, masked: bool) -> list[str]:
     return [
         "backtest", "--ticker", "MSFT", "--strategy", "fincon", "--brain", "llm", "--data", str(data),
         "--start", START, "--end", END, "--llm-model", "qwen2.5-coder-1.5b", "--llm-cache", mode,
         "--llm-cache-path", str(cache), "--param", "fincon.embedder=hashing", "--no-benchmark", "--no-progress",
-        "--ledger", "off", "--out", str(out), *(["--anonymize"] if masked else []),
+        "--ledger", "off", "--out", str(out), *(["--anonymize", "--mask-items", MASK_ITEMS] if masked else []),
     ]  # fmt: skip
 
 

@@ -28,36 +28,67 @@ def test_a_prompts_item_lines_are_read_without_their_labels():
     )
 
 
+def test_masked_as_tone_an_item_is_its_tone_word_and_an_indicator_loses_its_level():
+    """`--mask-items tone` (the default): an item of the corpus is "an item" beside its tone word, and
+    fincon's own risk indicators keep their words, not their bucketed levels (together they placed 13 %
+    of InvestorBench's firm-days); `topics` is the mask as it was."""
+    from fincon.llm.masking_terms import masker_for
+
+    block = (
+        "[E1]: annualised volatility about 34%\n[E2]: daily CVaR at 5%: about -4% (mean of the worst days)\n"
+        "[E3]: 20-day momentum: up against its usual range\n"
+        "[E4] 2020-10-05: Microsoft said cloud revenue rose 20% on strong demand for Azure. (tone +0.50)"
+    )
+    tone = masker_for(("MSFT",), {}, items="tone").text(block, "2020-10-05").splitlines()
+    assert tone == [
+        "[E1]: annualised volatility about [level]",
+        "[E2]: daily CVaR at [level]: about [level] (mean of the worst days)",
+        "[E3]: 20-day momentum: up against its usual range",
+        "[E4] the decision day: an item (tone positive)",
+    ]
+    topics = masker_for(("MSFT",), {}, items="topics").text(block, "2020-10-05").splitlines()
+    assert topics[0] == "[E1]: annualised volatility about 30-60%" and topics[3].startswith(
+        "[E4] the decision day: topics: "
+    )
+
+
 @pytest.mark.slow
 def test_a_masked_team_runs_news_prompts_are_placed_by_replaying_the_pipeline(tmp_path, monkeypatch, capsys):
     """The team, masked, 8 sessions of InvestorBench's MSFT, the test kit's stub model behind the OpenAI
-    path (its prompts are the team's own): the audit without the replay places no news prompt on its day;
-    with it, most, on the exact day, and the run is not blind."""
+    path (its prompts are the team's own). Each item as its topics (the mask until 2026-12-02): the audit
+    without the replay places 1 news prompt of 7 on its day; with it, 6, each on the exact day, and the run
+    is not blind. Each item as its tone word alone (the default now): 1 of 6, inconclusive."""
     monkeypatch.chdir(tmp_path)
     assert main(["data", "import", "investorbench", str(INVESTORBENCH / "msft.json.gz"), "--out", "ib"]) == 0
     with DoubleServer(TeamStub()) as url:
-        argv = ["backtest", "--data", "ib", "--ticker", "MSFT", "--strategy", "fincon", "--brain", "llm", "--param",
-                "fincon.embedder=hashing", "--llm-backend", "openai", "--llm-base-url", url, "--llm-model", "stub",
-                "--llm-knowledge-cutoff", "2019-01-01", "--llm-cache-path", "m.sqlite", "--start", "2020-10-01",
-                "--end", "2020-10-12", "--no-progress", "--out", "m", "--ledger", "off", "--no-benchmark",
-                "--anonymize"]  # fmt: skip
-        assert main(argv) == 0
-    info = leakage_inputs.read_run(tmp_path / "m")
+        for items in ("topics", "tone"):
+            argv = ["backtest", "--data", "ib", "--ticker", "MSFT", "--strategy", "fincon", "--brain", "llm",
+                    "--param", "fincon.embedder=hashing", "--llm-backend", "openai", "--llm-base-url", url,
+                    "--llm-model", "stub", "--llm-knowledge-cutoff", "2019-01-01", "--llm-cache-path", "m.sqlite",
+                    "--start", "2020-10-01", "--end", "2020-10-12", "--no-progress", "--out", items, "--ledger",
+                    "off", "--no-benchmark", "--anonymize", "--mask-items", items]  # fmt: skip
+            assert main(argv) == 0
+    news = lambda res: (res["by_agent"]["news"]["firm_and_day"]["k"], res["by_agent"]["news"]["firm_and_day"]["n"])  # noqa: E731
+    info = leakage_inputs.read_run(tmp_path / "topics")
     prompts, k = leakage_inputs.prompts_of(info), leakage_inputs.build_knowledge([info])
-    news = lambda res: res["by_agent"]["news"]["firm_and_day"]  # noqa: E731
-    before = leakage.audit(prompts, k)
-    assert (news(before)["k"], news(before)["n"]) == (1, 7)  # the topics of each line, and all together
+    assert news(leakage.audit(prompts, k)) == (1, 7)  # the topics of each line, and all together
     after = leakage.audit(prompts, k, replayed=Replayed([info], k))
-    assert (news(after)["k"], news(after)["n"]) == (6, 7)
-    assert after["by_agent"]["news"]["day_exact"]["k"] == news(after)["k"]  # each on its exact day
-    assert after["result"] == "not blind" and after["overall"]["cues"]["replayed"] >= news(after)["k"]
+    assert news(after) == (6, 7)
+    assert after["by_agent"]["news"]["day_exact"]["k"] == 6  # each on its exact day
+    assert after["result"] == "not blind" and after["overall"]["cues"]["replayed"] >= 6
     # what the run wrote as it ended, and what `fincon eval leakage` prints, count it too
     assert (
-        json.loads((tmp_path / "m" / "metrics.json").read_text())["model_knowledge"]["audit"]["result"] == "not blind"
+        json.loads((tmp_path / "topics" / "metrics.json").read_text())["model_knowledge"]["audit"]["result"]
+        == "not blind"
     )
     capsys.readouterr()
-    assert main(["eval", "leakage", "m", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["overall"]["cues"]["replayed"] >= news(after)["k"]
-    # a day's lines place it: the prompt's day is among what the table gives for its lines, and only it
+    assert main(["eval", "leakage", "topics", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["overall"]["cues"]["replayed"] >= 6
+    # a day's lines place it: the prompt's day is what the table gives for its lines, and only it
     guess = Replayed([info], k)(next(p for p in prompts if p.kind == "news" and p.day == "2020-10-05"))
     assert (guess.firm, guess.day, guess.exact) == ("MSFT", dt.date(2020, 10, 5), True)
+    # each item as its tone word alone: the same days' lines are many firm-sessions' (one still places its day)
+    tone = leakage_inputs.read_run(tmp_path / "tone")
+    res = leakage.audit(leakage_inputs.prompts_of(tone), k, replayed=Replayed([tone], k))
+    assert tone.mask_items == "tone" and all("topics:" not in p.text for p in leakage_inputs.prompts_of(tone))
+    assert (news(res), res["result"]) == ((1, 6), "inconclusive")  # from 6 of 7, not blind

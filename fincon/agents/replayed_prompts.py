@@ -57,13 +57,16 @@ class Replayed:
             k = int(params.get("memory_k", 5))
             budget = int(params.get("analyst_budget_tokens", DEFAULT_BUDGET_TOKENS))
             table = self._table(
-                ("items", run.start, source, k, budget), lambda: items_table(self.k, run.start, source, k, budget)
+                ("items", run.start, source, k, budget, run.mask_items),
+                lambda: items_table(self.k, run.start, source, k, budget, run.mask_items),
             )
             lines = item_lines(p.text)
             found = next((table[lines[:m]] for m in range(len(lines), 0, -1) if lines[:m] in table), [])
         elif p.kind == DATA_ANALYST.name:
             lookback = int(params.get("lookback", 60))
-            table = self._table(("prices", lookback), lambda: prices_table(self.k, lookback))
+            table = self._table(
+                ("prices", lookback, run.mask_items), lambda: prices_table(self.k, lookback, run.mask_items)
+            )
             found = table.get(price_lines(p.text), [])
         else:
             return Guess()
@@ -106,7 +109,7 @@ def price_lines(text: str) -> tuple[str, ...]:
     return tuple(line for line in text.splitlines() if line.startswith("[E") and "]: " in line)
 
 
-def items_table(k: Knowledge, start: dt.date, source: str, memory_k: int, budget: int) -> Table:
+def items_table(k: Knowledge, start: dt.date, source: str, memory_k: int, budget: int, items: str = "topics") -> Table:
     """Per firm and session: the masked lines of the items of ``source`` an analyst would list first (those
     visible since the session before, the newest ``memory_k`` by id, whole within ``budget``), each firm
     masked with its own names and the terms mined before ``start`` (the run's first day)."""
@@ -122,7 +125,7 @@ def items_table(k: Knowledge, start: dt.date, source: str, memory_k: int, budget
     mined = {spec: mined_terms(spec, tuple(sorted(fs)), start) for spec, fs in corpora.items()}  # once a corpus
     for firm, events in sorted(firms.items()):
         names, vocabulary = mined[k.corpus_of.get(firm)]
-        mask = masker_for((firm,), names, vocabulary=vocabulary)
+        mask = masker_for((firm,), names, vocabulary=vocabulary, items=items)
         sessions = [d.date() for d in k.closes[firm].index]
         new: dict[dt.date, list[tuple[str, dt.date, Any]]] = defaultdict(list)
         for e in events:
@@ -140,10 +143,10 @@ def items_table(k: Knowledge, start: dt.date, source: str, memory_k: int, budget
     return dict(out)
 
 
-def prices_table(k: Knowledge, lookback: int) -> Table:
+def prices_table(k: Knowledge, lookback: int, items: str = "topics") -> Table:
     """Per firm of the corpus and session: the data analyst's masked indicator lines (each distinct block
     masked once: a firm's regimes repeat for days)."""
-    mask = masker_for((), {})
+    mask = masker_for((), {}, items=items)
     out: Table = defaultdict(list)
     masked: dict[str, tuple[str, ...]] = {}
     for firm in sorted({e.ticker for e in k.events} & set(k.closes)):

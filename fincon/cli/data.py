@@ -410,7 +410,7 @@ def _masked(view: dict, ticker: str, events_dir: Path | None) -> dict:
     """``view`` as a masked run's prompts read it: the mask a run on ``ticker`` builds
     (fincon.llm.settings.attach: the bundled names, the corpus' own mined before the day, the
     default seed's secret) over each memory listed as a prompt lists it (``[E1] Oct 31: text``: read
-    as its topics at any length), each event's title and the query; ids and audio
+    as its tone word alone, at any length), each event's title and the query; ids and audio
     paths, which name the firm, left out."""
     holder = SimpleNamespace(masker=None)
     day = view["date"]

@@ -23,6 +23,8 @@ knowing what such a model could know (docs/llm.md#masked-prompts):
   from the corpus (:func:`distinctive_terms`, the statistic the mask uses).
 * **linker**: prompts of one day sharing a verbatim 8-word run no other
   day's prompts hold are one group: what one gives away, all do.
+* **replayed** (passed in: fincon.agents.replayed_prompts): the analysts' own pipeline over every firm
+  and session, a prompt's lines looked up in what it lists (a session's topics in order named it).
 
 Per agent and overall: the share of prompts whose firm, day (exactly; within
 ±5 sessions) and both are recovered, with a Wilson 95 % interval and the

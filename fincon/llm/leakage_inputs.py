@@ -83,6 +83,7 @@ class RunInfo:
     data: Any  # the run config's data section
     events: str  # the corpus the run read (its spec)
     params: Mapping[str, Any] = field(default_factory=dict)  # the strategy's (memory_k, lookback, ...)
+    mask_items: str = "topics"  # LLMSettings.mask_items (a run from before it: topics)
 
 
 def runs_in(root: Path) -> list[Path]:
@@ -127,6 +128,7 @@ def run_info(path: Path, cfg: Mapping[str, Any], cache: Path | None = None) -> R
         data=cfg.get("data") or {},
         events=str(params.get("events") or "sample"),
         params=params,
+        mask_items=str(llm.get("mask_items") or "topics"),
     )
 
 

@@ -90,6 +90,8 @@ class Masker:
     vocabulary: Mapping[str, Sequence[str]] = field(default_factory=dict)
     start_prices: dict[str, float] = field(default_factory=dict)
     secret: str = "fincon"
+    #: an item of the corpus as its "topics" and tone, or its "tone" alone (LLMSettings.mask_items)
+    items: str = "topics"
     #: an item's rewriting instead of its topics (rules.topics) (another model's paraphrase: :class:`Paraphraser`)
     rewriter: Any = None
 
@@ -236,13 +238,15 @@ class Masker:
         indicator, is kept (rules.ITEM_WORDS)."""
         text = m.group(2)
         if m.group(1).endswith("]: ") and len(text.split()) < rules.ITEM_WORDS:  # two decimals named items
+            text = rules.LEVEL.sub("[level]", text) if self.items == "tone" else text  # risk levels: a firm's
             return f"{m.group(1)}{text}{rules.tone_word(m.group(3))}"
         if self.rewriter is not None:
             new = self.rewriter(text, str(day) if day else None)
             if new:
                 again = self._mask(new, day)
                 return f"{m.group(1)}{again}{rules.tone_word(m.group(3))}"
-        return f"{m.group(1)}{rules.topics(text)}{rules.tone_word(m.group(3))}"
+        gist = rules.topics(text) if self.items == "topics" else "an item"
+        return f"{m.group(1)}{gist}{rules.tone_word(m.group(3))}"
 
     def _entity_name(self, m: re.Match) -> str:
         word = m.group(1)

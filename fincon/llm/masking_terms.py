@@ -27,6 +27,7 @@ def masker_for(
     *,
     vocabulary: Mapping[str, Sequence[str]] | None = None,
     secret: str = "fincon",
+    items: str = "topics",
 ) -> Masker:
     """The mask of a run on ``tickers``: the bundled alias and vocabulary tables plus ``extra``
     names (a dataset's, the user's ``--alias``) and ``vocabulary`` (terms mined from the corpus)."""
@@ -38,7 +39,7 @@ def masker_for(
     # Business Processes", one of MSFT's three segments, in a masked prompt)
     given = {t: (*VOCABULARY.get(t, ()), *(vocabulary or {}).get(t, ())) for t in tickers}
     vocab = {t: tuple(dict.fromkeys(v for w in given[t] for v in cases(w))) for t in tickers}
-    return Masker(tuple(tickers), names, people, vocab, secret=secret)
+    return Masker(tuple(tickers), names, people, vocab, secret=secret, items=items)
 
 
 #: words title case leaves in lower case inside a name ("Productivity and Business Processes")

@@ -62,7 +62,7 @@ FLAGS = (
     "prices",
     "knowledge_cutoff",
 )
-MASKING = ("anonymize", "paraphrase_model", "aliases")
+MASKING = ("anonymize", "mask_items", "paraphrase_model", "aliases")
 
 
 class LLMSettings(BaseModel):
@@ -155,11 +155,22 @@ class LLMSettings(BaseModel):
             "--anonymize",
             help="mask every prompt: the firm's ticker, names and people become pseudonyms ('Company A'), its "
             "products [term], other names [name], dates coarse recency, amounts [amount], percentages buckets, "
-            "items their topics; answers map back; the run is audited for leakage as it ends (docs/llm.md). The "
+            "items their tone word (--mask-items); answers map back; the run is audited for leakage as it ends (docs/llm.md). The "
             "rules brain is untouched",
             group=GROUP,
         ),
     ] = False
+    #: what a masked item of the corpus shows beside its tone word: nothing (an item), or its topics
+    mask_items: Annotated[
+        Literal["tone", "topics"],
+        Flag(
+            "--mask-items",
+            help="with --anonymize: each item of the corpus as its tone word alone ('an item (tone positive)'; "
+            "fincon's indicators without their levels), or as its topics too (until 2026-12-02: a session's "
+            "topics in order named firm and day of 80 %% of InvestorBench's firm-sessions, docs/llm.md)",
+            group=GROUP,
+        ),
+    ] = "tone"
     #: more names to mask per ticker (--alias TICKER=NAME), beside the bundled alias table
     aliases: Annotated[
         dict[str, list[str]],
@@ -179,7 +190,7 @@ class LLMSettings(BaseModel):
         _flag(
             metavar="NAME",
             help="with --anonymize: another model (same backend and server) rewrites each masked item in its own "
-            "words instead of its topics, cached like every call; never the model under test",
+            "words instead of its tone word alone or its topics, cached like every call; never the model under test",
         ),
     ] = None
 
@@ -342,7 +353,7 @@ def attach(client, settings, tickers: Sequence[str], corpus: str | None = None, 
         names, vocabulary = llm.mined_terms(corpus, tuple(sorted(tickers)), before)
         extra = llm.user_names(settings.aliases)
         extra = {t: (*extra.get(t, ()), *names.get(t, ())) for t in tickers}
-        client.masker = llm.masker_for(tickers, extra, vocabulary=vocabulary, secret=secret)
+        client.masker = llm.masker_for(tickers, extra, vocabulary=vocabulary, secret=secret, items=settings.mask_items)
         if settings.paraphrase_model:
             other = settings.model_copy(update={"model": settings.paraphrase_model, "anonymize": False,
                                                 "paraphrase_model": None})  # fmt: skip
