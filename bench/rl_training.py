@@ -52,8 +52,10 @@ def main() -> int:
         # warm: the first run in the process paid every import (6 s of a 1 s run), which subtracted from the
         # warm runs after it gave training times below zero (found in review); torch and the agents loaded too
         timed(["backtest", "--ticker", a.ticker, "--strategy", "buy-and-hold", *window], Path(tmp) / "warm")
-        import stable_baselines3  # noqa: F401
-        import torch  # noqa: F401
+        # and an agent's first model: it loads torch's optimizer machinery (torch._dynamo, 6.5 s), which was
+        # charged to whichever agent ran first (a2c: 7.5 s against ppo's 0.9 s at 200 steps; found in review)
+        timed(["backtest", "--ticker", a.ticker, "--strategy", "a2c", *window, "--param", "a2c.timesteps=100"],
+              Path(tmp) / "warm-rl")  # fmt: skip
 
         base, _ = timed(["backtest", "--ticker", a.ticker, "--strategy", "buy-and-hold", *window], Path(tmp) / "bh")
         for algo, tickers in (("a2c", a.ticker), ("ppo", a.ticker), ("dqn", a.ticker), ("finrl-a2c", a.portfolio)):
