@@ -296,7 +296,10 @@ class RunSections(Section):
         # model fills the rest with its own defaults (the team's larger context
         # and answer cap), so the defaults of the bare settings would be wrong
         # in config.yaml and would override the strategy's if read back
-        return llm.model_dump(mode="json", exclude_unset=True)
+        out = llm.model_dump(mode="json", exclude_unset=True)
+        if llm.anonymize:  # what a masked item showed: the leakage audit replays it (absent: topics, before)
+            out.setdefault("mask_items", llm.mask_items)
+        return out
 
     def sections(self) -> dict[str, Any]:
         """These sections, typed: what a unit's RunConfig is built from."""

@@ -343,7 +343,9 @@ def test_a_published_at_that_is_not_iso_8601_or_is_far_off_is_refused_naming_the
     with pytest.raises(DataError, match=r"^event n1: metadata is not a JSON object$"):
         Event.from_dict({**good, "metadata": "[[1,2]]"})  # a CSV's JSON string: an object too
     assert Event.from_dict({**good, "metadata": '{"title": "t"}'}).title == "t"
-    for iso in ("2022-10-03 09:00:00", "2022-10-03T13:00:00Z", "2022-10-03 13:00:00 UTC", "2022-10-03T09:00-04:00"):
+    # " GMT" and a lower-case t or z too, as the importers read them (refused at first: found in review)
+    for iso in ("2022-10-03 09:00:00", "2022-10-03T13:00:00Z", "2022-10-03 13:00:00 UTC", "2022-10-03T09:00-04:00",
+                "2022-10-03 13:00:00 GMT", "2022-10-03t13:00:00z"):  # fmt: skip
         assert Event.from_dict({**good, "published_at": iso}).published_at == dt.datetime(
             2022, 10, 3, 13, 0, tzinfo=dt.timezone.utc
         ), iso

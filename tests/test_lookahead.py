@@ -196,7 +196,8 @@ def test_the_live_probe_of_the_bundled_model_replays(tmp_path, monkeypatch, caps
 
     monkeypatch.chdir(tmp_path)
     argv = ["eval", "lookahead", "--ticker", "TSLA", "--start", "2022-10-05", "--end", "2023-03-31", "--samples",
-            "20", "--anonymize", "--llm-cache", "replay", "--llm-cache-path", str(RECORDED.with_suffix(".sqlite")),
+            "20", "--anonymize", "--mask-items", "topics", "--llm-cache", "replay", "--llm-cache-path",
+            str(RECORDED.with_suffix(".sqlite")),
             "--out", "probe.json"]  # fmt: skip
     assert main(argv) == 0
     got = json.loads((tmp_path / "probe.json").read_text())
@@ -226,7 +227,8 @@ def test_the_live_probe_on_investorbench_msft_replays(tmp_path, monkeypatch, cap
     assert main(["data", "import", "investorbench", str(INVESTORBENCH / "msft.json.gz"), "--out", "ib-msft"]) == 0
     recorded = IB_RECORDINGS / "lookahead-msft"
     argv = ["eval", "lookahead", "--ticker", "MSFT", "--data", "ib-msft", "--start", "2020-10-01", "--end",
-            "2021-05-06", "--samples", "20", "--anonymize", "--llm-cache", "replay", "--llm-cache-path",
+            "2021-05-06", "--samples", "20", "--anonymize", "--mask-items", "topics", "--llm-cache", "replay",
+            "--llm-cache-path",
             str(recorded.with_suffix(".sqlite")), "--out", "probe.json"]  # fmt: skip
     assert main(argv) == 0
     got = json.loads((tmp_path / "probe.json").read_text())
@@ -291,3 +293,20 @@ def test_run_must_be_of_the_probed_ticker_and_window(tmp_path, monkeypatch, caps
     assert "--run msft: a run of MSFT over 2020-10-01..2020-10-28, not of TSLA over 2022-10-05..2023-03-31" in (
         capsys.readouterr().err
     )
+
+
+@pytest.mark.slow
+def test_the_masked_probe_masks_items_as_the_runs_mask_items_says(monkeypatch):
+    """Found in review 2026-12-02: `eval lookahead --anonymize --mask-items tone` asked about items as their
+    topics (the flag was taken and ignored); the probe masks as the team it vouches for does."""
+    from fincon.llm import leakage
+
+    events, audit = build_store([{"type": "sample"}], tuple(DEFAULT_TICKERS)).all_events(), leakage.audit
+    for items, shown in (("tone", "an item"), ("topics", "topics: ")):
+        sent: list = []
+        monkeypatch.setattr(leakage, "audit", lambda prompts, *a, **k: sent.extend(prompts) or audit(prompts, *a, **k))
+        client = LLMClient(TeamStub(), ledger=UsageLedger())
+        lookahead.run(client, "TSLA", START, END, _closes(), events, name="Tesla", candidates=sorted(NAMES),
+                      samples=3, seed=3, anonymize=True, mask_items=items)  # fmt: skip
+        reid = [p.text for p in sent if p.agent == "probe-company+year"]
+        assert reid and all(shown in t for t in reid), (items, reid[:1])

@@ -109,7 +109,9 @@ def price_lines(text: str) -> tuple[str, ...]:
     return tuple(line for line in text.splitlines() if line.startswith("[E") and "]: " in line)
 
 
-def items_table(k: Knowledge, start: dt.date, source: str, memory_k: int, budget: int, items: str = "topics") -> Table:
+def items_table(
+    k: Knowledge, start: dt.date, source: str, memory_k: int, budget: int, mask_items: str = "topics"
+) -> Table:
     """Per firm and session: the masked lines of the items of ``source`` an analyst would list first (those
     visible since the session before, the newest ``memory_k`` by id, whole within ``budget``), each firm
     masked with its own names and the terms mined before ``start`` (the run's first day)."""
@@ -125,7 +127,7 @@ def items_table(k: Knowledge, start: dt.date, source: str, memory_k: int, budget
     mined = {spec: mined_terms(spec, tuple(sorted(fs)), start) for spec, fs in corpora.items()}  # once a corpus
     for firm, events in sorted(firms.items()):
         names, vocabulary = mined[k.corpus_of.get(firm)]
-        mask = masker_for((firm,), names, vocabulary=vocabulary, items=items)
+        mask = masker_for((firm,), names, vocabulary=vocabulary, items=mask_items)
         sessions = [d.date() for d in k.closes[firm].index]
         new: dict[dt.date, list[tuple[str, dt.date, Any]]] = defaultdict(list)
         for e in events:
@@ -134,19 +136,19 @@ def items_table(k: Knowledge, start: dt.date, source: str, memory_k: int, budget
             if i < len(sessions):
                 new[sessions[i]].append((e.id, seen, e))
         for day, got in new.items():
-            items = []
+            listed = []
             for _, seen, e in sorted(got, key=lambda x: x[0])[-memory_k:]:
                 text, meta = summariser.summary(e)
-                items.append(Item(e.id, str(seen), source, memory_text(text, meta["lm_tone"]), None, 1.0, True))
-            block = "\n".join(it.line(f"E{j}", str(day)) for j, it in enumerate(within_budget(items, budget), 1))
+                listed.append(Item(e.id, str(seen), source, memory_text(text, meta["lm_tone"]), None, 1.0, True))
+            block = "\n".join(it.line(f"E{j}", str(day)) for j, it in enumerate(within_budget(listed, budget), 1))
             out[item_lines(mask.text(block, str(day)))].append((firm, day))
     return dict(out)
 
 
-def prices_table(k: Knowledge, lookback: int, items: str = "topics") -> Table:
+def prices_table(k: Knowledge, lookback: int, mask_items: str = "topics") -> Table:
     """Per firm of the corpus and session: the data analyst's masked indicator lines (each distinct block
     masked once: a firm's regimes repeat for days)."""
-    mask = masker_for((), {}, items=items)
+    mask = masker_for((), {}, items=mask_items)
     out: Table = defaultdict(list)
     masked: dict[str, tuple[str, ...]] = {}
     for firm in sorted({e.ticker for e in k.events} & set(k.closes)):

@@ -309,7 +309,7 @@ def _lookahead(args: argparse.Namespace) -> int:
         lambda client: fincon_eval.lookahead.run(
             client, ticker, start, end, closes, events, name=name, candidates=candidates, samples=args.samples,
             seed=args.seed, anonymize=bool(args.anonymize), aliases=extra, knowledge=knowledge,
-            run_leakage=run_leakage, progress=not args.no_progress,
+            run_leakage=run_leakage, progress=not args.no_progress, mask_items=settings.mask_items,
         ),
     )  # fmt: skip
     print(fincon_eval.lookahead.report(res))

@@ -330,7 +330,8 @@ class RunRecord:
         )
         return (
             "masked: the model read the items above masked (firms as pseudonyms, dates as recency, an item as its "
-            f"topic and tone word; who is who in masking.json), not as printed; {sent}{found}"
+            f"{'topic and ' if llm.get('mask_items', 'topics') == 'topics' else ''}tone word; who is who in masking.json), not as "
+            f"printed; {sent}{found}"
         )
 
     @property

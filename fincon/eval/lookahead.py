@@ -305,17 +305,17 @@ def run(
     seed: int = 0,
     anonymize: bool = False,
     aliases: dict[str, Sequence[str]] | None = None,
+    mask_items: str = "topics",
     knowledge: dict[str, Any] | None = None,
     run_leakage: dict[str, Any] | None = None,
     progress: bool = False,
 ) -> dict[str, Any]:
-    """Both probes, named (and masked with ``anonymize``; ``aliases``: more
-    names to mask); ``events``: the items of every firm the corpus has (the
-    re-identification draws from each); ``knowledge``: the model's
-    ``model_knowledge`` block for the window, carried into the result;
-    ``run_leakage``: the leakage audit of a masked team run on the window
-    (``--run``), which the masked verdict cannot clear when it is not blind;
-    see the module docstring; ``progress``: a bar of the questions on stderr."""
+    """Both probes, named (and masked with ``anonymize``; ``aliases``: more names to mask; ``mask_items``:
+    an item as LLMSettings.mask_items); ``events``: the items of every firm the corpus has (the
+    re-identification draws from each); ``knowledge``: the model's ``model_knowledge`` block for the
+    window, carried into the result; ``run_leakage``: the leakage audit of a masked team run on the window
+    (``--run``), which the masked verdict cannot clear when it is not blind; see the module docstring;
+    ``progress``: a bar of the questions on stderr."""
 
     days = sample_days(closes, start, end, samples, seed)
     if not days:
@@ -330,7 +330,7 @@ def run(
     modes: list[tuple[str, Any]] = [("named", None)]
     if anonymize:
         # every firm whose items the re-identification draws is masked, not only the probed one
-        mask = masker_for(sorted({ticker, *(e.ticker for e in window_events if e.text)}), aliases)
+        mask = masker_for(sorted({ticker, *(e.ticker for e in window_events if e.text)}), aliases, items=mask_items)
         mask.start_prices[ticker] = float(closes.loc[closes.index[closes.index.date >= start][0]])
         modes.append(("masked", mask))
     rows: list[dict[str, Any]] = []

@@ -128,8 +128,16 @@ def run_info(path: Path, cfg: Mapping[str, Any], cache: Path | None = None) -> R
         data=cfg.get("data") or {},
         events=str(params.get("events") or "sample"),
         params=params,
-        mask_items=str(llm.get("mask_items") or "topics"),
+        mask_items=str(llm.get("mask_items") or _masked_as(path) or "topics"),
     )
+
+
+def _masked_as(path: Path) -> str | None:
+    """What a masked item showed, as the run's masking.json says (a run before it said: None)."""
+    try:
+        return json.loads((path / "masking.json").read_text(encoding="utf-8")).get("items")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def prompts_of(run: RunInfo) -> list[Prompt]:

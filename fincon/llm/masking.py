@@ -448,6 +448,7 @@ class Masker:
             "vocabulary": {t: list(self.vocabulary.get(t, ())) for t in sorted(self.tickers)},
             "start_prices": {t: round(v, 6) for t, v in sorted(self.start_prices.items())},
             "price_base": self.base,
+            "items": self.items,
             "paraphrase": (
                 {
                     "model": self.rewriter.model,

@@ -110,9 +110,10 @@ def parse_timestamp(value: Any, timed: bool = False) -> dt.datetime:
 #: the ``time`` an importer records for an item it timed to the second (importers/timing.py)
 _CLOCK = re.compile(r"^\d{2}:\d{2}:\d{2}$")
 _BARE_DATE = re.compile(r"^\s*\d{4}-\d{2}-\d{2}\s*$")
-#: an ISO 8601 date and time, the offset optional (Z, +HH:MM, or " UTC" as FNSPID and BigQuery write it)
+#: an ISO 8601 date and time, the offset optional (Z, +HH:MM, or " UTC"/" GMT" as FNSPID, BigQuery and
+#: fincon's importers write it; either case, as the importers read it)
 _ISO_TIME = re.compile(
-    r"^\s*\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}(:\d{2}(\.\d{1,9})?)?\s*(Z|UTC|[+-]\d{2}(:?\d{2})?)?\s*$"
+    r"^\s*\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}(:\d{2}(\.\d{1,9})?)?\s*(Z|UTC|GMT|[+-]\d{2}(:?\d{2})?)?\s*$", re.I
 )
 
 
