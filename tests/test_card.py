@@ -1136,38 +1136,3 @@ def test_a_rolling_evaluations_long_horizon_counts_the_windows_closes_as_a_run_c
         "rolling evaluation: 2 test windows covering 42 sessions from 2022-10-05 to 2022-12-02, under 500 "
         "(a longer --rolling span)",
     )
-
-
-def test_the_selection_row_says_its_daily_sharpe_is_of_simple_returns(tmp_path):
-    """Found in review: the row's "daily Sharpe" (simple returns, per day, no risk-free rate) sat unlabelled
-    beside a headline Sharpe of log returns less the risk-free rate: a run with CR -1.7 % and Sharpe -0.145
-    read a daily Sharpe of +0.013. The numbers stay; the row says which returns they are."""
-    import numpy as np
-    import pandas as pd
-
-    from fincon.report.selection import selection
-    from fincon.risk.significance import sharpe
-    from fincon.workflow import trials
-
-    ledger = tmp_path / "l.sqlite"
-    rng = np.random.default_rng(3)
-    runs = {}
-    for name in ("a", "b"):
-        values = list(1e6 * np.cumprod(1 + rng.normal(0.0005, 0.01, 41)))
-        (run := tmp_path / name).mkdir()
-        days = pd.bdate_range("2022-10-03", periods=len(values))
-        pd.DataFrame({"date": days.strftime("%Y-%m-%d"), "value": values}).to_csv(run / "equity.csv", index=False)
-        row = trials.row(config_hash=name, strategy=name, tickers=["TSLA"], start="2022-10-03",
-                         end=str(days[-1].date()), values=values, metrics={})  # fmt: skip
-        (run / "trials.csv").write_text(trials.rows_csv([row]))
-        trials.append(ledger, [row])
-        runs[name] = (run, np.asarray(values))
-    run, v = runs["a"]
-    measured = selection(Evidence(run, run, None, None, {}, {}, {}, [], None, (), ledger))[1]
-    sr = sharpe(v[1:] / v[:-1] - 1.0)  # the simple returns' per-day figure, as before
-    assert measured.startswith(f"DSR 0.40 of a daily Sharpe {sr:.3f} over 40 days, deflated by 2 trials (2 in TSLA ")
-    assert measured.endswith(
-        "); a daily Sharpe of simple returns, not annualised, no risk-free rate (the headline Sharpe, annualised, of "
-        "log returns by default, less it, can differ in sign): under 0.95, not told apart from the best of 2 tries "
-        "with no edge"
-    )

@@ -173,3 +173,26 @@ def test_one_invested_day_and_a_ruined_book_are_not_a_selection_pass(tmp_path):
     from fincon.workflow import trials
 
     assert trials.daily_sharpe([100.0, 90.0, -10.0, -5.0, 20.0]) is None  # kept out of the family's spread
+
+
+def test_the_selection_row_says_its_daily_sharpe_is_of_simple_returns(tmp_path):
+    """Found in review: the row's "daily Sharpe" (simple returns, per day, no risk-free rate) sat unlabelled
+    beside a headline Sharpe of log returns less the risk-free rate: a run with CR -1.7 % and Sharpe -0.145
+    read a daily Sharpe of +0.013. The numbers stay; the row says which returns they are."""
+    from fincon.risk.significance import sharpe
+
+    ledger = tmp_path / "l.sqlite"
+    rng = np.random.default_rng(3)
+    runs = {}
+    for name in ("a", "b"):
+        values = list(1e6 * np.cumprod(1 + rng.normal(0.0005, 0.01, 41)))
+        runs[name] = (_run(tmp_path / name, values, ledger, name), np.asarray(values))
+    run, v = runs["a"]
+    measured = selection(Evidence(run, run, None, None, {}, {}, {}, [], None, (), ledger))[1]
+    sr = sharpe(v[1:] / v[:-1] - 1.0)  # the simple returns' per-day figure, as before
+    assert measured.startswith(f"DSR 0.40 of a daily Sharpe {sr:.3f} over 40 days, deflated by 2 trials (2 in TSLA ")
+    assert measured.endswith(
+        "); a daily Sharpe of simple returns, not annualised, no risk-free rate (the headline Sharpe, annualised, of "
+        "log returns by default, less it, can differ in sign): under 0.95, not told apart from the best of 2 tries "
+        "with no edge"
+    )
