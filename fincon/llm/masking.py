@@ -416,7 +416,8 @@ class Masker:
         quoting its items' first sentences: its sentences, masked, are shown there as their topics, as
         items are (their key words, a model's answer's rewording, named an item from the week before
         to the corpus adversary in 11 of 28 manager prompts of a masked InvestorBench MSFT run)."""
-        self._remember(answer, lambda x: self.text(x, day), rules.topics)
+        gist = rules.topics if self.items == "topics" else (lambda _: "a quoted item")  # as an item is shown
+        self._remember(answer, lambda x: self.text(x, day), gist)
 
     def _remember(
         self, answer: str, form: Callable[[str], str] = str, shown: Callable[[str], str] | None = None
