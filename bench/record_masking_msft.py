@@ -25,7 +25,7 @@ RECORDINGS = ROOT / "tests" / "recordings" / "investorbench"
 
 
 #: what a masked item shows (LLMSettings.mask_items) in the recorded masked run
-MASK_ITEMS = "topics"
+MASK_ITEMS = "tone"
 
 
 def args_for(data: Path, cache: Path, mode: str, out: Path, masked: bool) -> list[str]:
