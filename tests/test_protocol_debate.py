@@ -398,21 +398,28 @@ def test_a_cvar_alert_cuts_a_debated_call_for_the_day(tmp_path):
         assert "risk alert: exposure cut to 50%" in d["rationale"]
 
 
-def test_a_masked_debates_rules_fallbacks_name_topics_never_the_words():
+def test_a_masked_debates_rules_fallbacks_show_a_chunk_as_the_mask_shows_an_item():
     """Found in review: under --anonymize a specialist's rules fallback quoted 300 characters of its chunk
     and the synthesis prompt carried them (\"a change in the estimated useful lives of server and network
     equipment\": MSFT's 10-Q of the decision day; the leakage audit read 14 of 26 prompts not blind). A
-    masked run's fallbacks (view, trust, skeptic) name the chunks' topics, as a masked item is shown."""
+    masked run's fallbacks (view, trust, skeptic) show a chunk as its mask shows an item: its topics under
+    ``topics``, and under ``tone``, the default, nothing of it (its topics were still quoted there, where
+    the items themselves showed none: found re-reading 2026-12-02)."""
     from fincon.agents.protocols.debate_chunks import Chunk
     from fincon.agents.protocols.debate_rules import rules_report, rules_skeptic, rules_trust, rules_view
+    from fincon.llm.masking_rules import topics
 
     words = "Operating income rose by 24% to $15.9 billion, aided by a change in the estimated useful lives of server and network equipment, despite litigation risk."
     chunk = Chunk("c1", "MSFT-10-Q", "MSFT", "2020-10-27", "prepared", "cfo", 1, 0, words)
-    for masked in (False, True):
-        views = [rules_view(spec, [chunk], masked) for spec in SPECIALISTS]
+    for mask in (None, "topics", "tone"):
+        views = [rules_view(spec, [chunk], mask) for spec in SPECIALISTS]
         report = rules_report(views, "MSFT", "MSFT-10-Q", "2020-10-27")
-        texts = [i.text for v in views for i in v.insights] + [i.text for i in rules_trust(report, [chunk], masked)]
-        texts += [i.text for i in rules_skeptic(report, [chunk], masked)[0]]
+        texts = [i.text for v in views for i in v.insights] + [i.text for i in rules_trust(report, [chunk], mask)]
+        texts += [i.text for i in rules_skeptic(report, [chunk], mask)[0]]
+        n = len(SPECIALISTS) + 1  # a view each and a risk (no support: the report cites the one chunk)
+        assert len(texts) == n, texts
         quoted = [t for t in texts if "useful lives of server" in t]
-        assert (quoted == []) if masked else quoted, texts
-        assert all("topics:" in t for t in texts) if masked else True
+        assert (quoted == []) if mask else len(quoted) == n, texts
+        named = [t for t in texts if topics(words) in t]
+        assert len(named) == (n if mask == "topics" else 0), texts
+        assert len([t for t in texts if "a quoted item" in t]) == (n if mask == "tone" else 0), texts

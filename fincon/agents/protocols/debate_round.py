@@ -64,8 +64,10 @@ class DebateRound:
         protocol); ``retrieve(chunks, query)``: the top chunks for a
         specialist's query; ``sampling``: the manager's sampling params."""
         self.brain, self.event, self.day = brain, event, day
-        #: under --anonymize: a rules fallback names its chunks' topics, never their words
-        self.masked = getattr(getattr(brain, "client", None), "masker", None) is not None
+        #: under --anonymize, the mask's ``items`` ("tone" or "topics"): a rules fallback quotes its chunks as
+        #: the mask shows an item, never their words
+        masker = getattr(getattr(brain, "client", None), "masker", None)
+        self.mask: str | None = None if masker is None else masker.items
         self.chunks = list(chunks)
         self.retrieve = retrieve
         self.sampling = sampling
@@ -149,7 +151,7 @@ class DebateRound:
                         horizon=a.horizon,
                         insights=_insights(a.insights, self.by_id),
                     ),
-                    lambda spec=spec, got=got: rules_view(spec, got, self.masked),
+                    lambda spec=spec, got=got: rules_view(spec, got, self.mask),
                 )
             )
         seen = list(dict.fromkeys(c.id for s in SPECIALISTS for c in retrieved[s.name]))
@@ -194,7 +196,7 @@ class DebateRound:
             ),
             TrustAnswer,
             lambda a: _insights(a.evidence, self.by_id),
-            lambda: rules_trust(report, read, self.masked),
+            lambda: rules_trust(report, read, self.mask),
         )
 
     def skeptic(
@@ -216,7 +218,7 @@ class DebateRound:
             ),
             SkepticAnswer,
             lambda a: (_insights(a.risks, self.by_id), a.hedge, a.confidence),
-            lambda: rules_skeptic(report, evidence_chunks, self.masked),
+            lambda: rules_skeptic(report, evidence_chunks, self.mask),
         )
 
     def leader(

@@ -53,11 +53,11 @@ def risk_share(chunks: Sequence[Chunk]) -> float:
     return risky / max(sc.words, 1)
 
 
-def rules_view(spec: Specialist, chunks: Sequence[Chunk], masked: bool = False) -> View:
+def rules_view(spec: Specialist, chunks: Sequence[Chunk], mask: str | None = None) -> View:
     """LM tone of the specialist's retrieved chunks; the risk specialist
     lowers it by the risk-word share (it reads risks, not just tone). Each
-    insight quotes its chunk, or, ``masked`` (a run under --anonymize), names
-    its topics as a masked item is shown: quoted, a fallback's 300 characters
+    insight quotes its chunk, or, under a ``mask`` (a run under --anonymize:
+    its ``mask_items``), shows it as a masked item is shown: quoted, a fallback's 300 characters
     of a 10-Q reached the synthesis prompt word for word ("a change in the
     estimated useful lives of server and network equipment": MSFT's 10-Q of
     the decision day)."""
@@ -68,7 +68,7 @@ def rules_view(spec: Specialist, chunks: Sequence[Chunk], masked: bool = False) 
     conf = 0.0 if d == "neutral" else round(min(1.0, abs(t)), 4)
     insights = [
         Insight(
-            text=f"{_quote(c, masked)} -> reads {_label(tone([c]))} ({tone([c]):+.2f})",
+            text=f"{_quote(c, mask)} -> reads {_label(tone([c]))} ({tone([c]):+.2f})",
             citations=[_cite(c)],
         )
         for c in chunks[:2]
@@ -104,21 +104,25 @@ def rules_report(views: Sequence[View], ticker: str, event_id: str, day: str) ->
     )
 
 
-def _quote(c: Chunk, masked: bool) -> str:
-    """A chunk as a fallback quotes it: its first 300 characters, or masked its topics (rules_view)."""
-    return topics(c.text) if masked else c.text[:300]
+def _quote(c: Chunk, mask: str | None) -> str:
+    """A chunk as a fallback quotes it: its first 300 characters, or, under a mask, as the mask shows an
+    item of the corpus (rules_view): its topics under ``topics``, nothing of it under ``tone`` (the
+    default; its topics in order placed a session where the items' lines no longer did)."""
+    if mask is None:
+        return c.text[:300]
+    return topics(c.text) if mask == "topics" else "a quoted item"
 
 
-def rules_trust(report: DebateReport, chunks: Sequence[Chunk], masked: bool = False) -> list[Insight]:
+def rules_trust(report: DebateReport, chunks: Sequence[Chunk], mask: str | None = None) -> list[Insight]:
     """Keep the report; add the retrieved chunk that most supports its direction, if any."""
     cited = set(report.cited_ids())
     s = _sign(report.direction)
     best = sorted((c for c in chunks if c.id not in cited and s * tone([c]) > 0), key=lambda c: (-s * tone([c]), c.id))
-    return [Insight(text=f"supports: {_quote(c, masked)}", citations=[_cite(c)]) for c in best[:1]]
+    return [Insight(text=f"supports: {_quote(c, mask)}", citations=[_cite(c)]) for c in best[:1]]
 
 
 def rules_skeptic(
-    report: DebateReport, chunks: Sequence[Chunk], masked: bool = False
+    report: DebateReport, chunks: Sequence[Chunk], mask: str | None = None
 ) -> tuple[list[Insight], str, float]:
     """The chunks with the highest risk-word share as risks; confidence cut by
     RISK_SCALE x the risk-word share of ``chunks`` (at most MAX_CUT). The
@@ -126,7 +130,7 @@ def rules_skeptic(
     share = risk_share(chunks)
     cut = min(MAX_CUT, RISK_SCALE * share)
     risky = sorted((c for c in chunks if risk_share([c]) > 0), key=lambda c: (-risk_share([c]), c.id))[:2]
-    risks = [Insight(text=f"risk: {_quote(c, masked)}", citations=[_cite(c)]) for c in risky]
+    risks = [Insight(text=f"risk: {_quote(c, mask)}", citations=[_cite(c)]) for c in risky]
     hedge = f"risk words are {share:.1%} of the evidence: size down by {cut:.0%}" if cut else "no hedge needed"
     return risks, hedge, round(report.confidence * (1.0 - cut), 4)
 
