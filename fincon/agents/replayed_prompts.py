@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 
 from fincon.agents.roles.base import DEFAULT_BUDGET_TOKENS, Item, memory_text, within_budget
 from fincon.agents.roles.data_analysis import ROLE as DATA_ANALYST
@@ -92,9 +91,7 @@ class Replayed:
         if not found or len({f for f, _ in found}) > 1:
             return Guess()
         days = sorted(d for _, d in found)
-        sessions = self.k.closes[found[0][0]].index
-        span = int(sessions.searchsorted(pd.Timestamp(days[-1]))) - int(sessions.searchsorted(pd.Timestamp(days[0])))
-        if span > 2 * SESSIONS:
+        if leakage.sessions_apart(days[0], days[-1], self.k.closes[found[0][0]].index) > 2 * SESSIONS:
             return Guess()
         return Guess(found[0][0], "replayed", days[len(days) // 2], len(days) == 1, "replayed")
 

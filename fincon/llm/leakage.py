@@ -202,7 +202,7 @@ def _jointly(found: Sequence[re.Match], k: Knowledge, source: str | None = None)
     lines = [(line, tone, sp[0], sp[1]) for line, tone, sp in spans if sp and sp[1] - sp[0] <= 31]
     every = k.bags.fitting(lines, k.items, source) if k.bags and len(lines) >= (1 if source else 2) else set()
     fits = sorted(f for f in every if not len(k.sessions) or pd.Timestamp(f[1]) in k.sessions)  # a session
-    if not fits or len({f for f, _ in fits}) > 1 or _sessions_apart(fits[0][1], fits[-1][1], k.sessions) > 2 * SESSIONS:
+    if not fits or len({f for f, _ in fits}) > 1 or sessions_apart(fits[0][1], fits[-1][1], k.sessions) > 2 * SESSIONS:
         return Guess()
     return Guess(fits[0][0], "topics jointly", fits[len(fits) // 2][1], len(fits) == 1, "topics jointly")
 
@@ -334,11 +334,11 @@ def audit(
     return {**summarise(list(rows.values()), threshold), "sent": len(prompts)}
 
 
-def _sessions_apart(a: dt.date, b: dt.date, sessions: pd.DatetimeIndex) -> int:
+def sessions_apart(a: dt.date, b: dt.date, sessions: pd.DatetimeIndex) -> int:
+    """How many of ``sessions`` lie between two days (weekdays when there are none)."""
     if len(sessions) == 0:
         return abs(int(np.busday_count(min(a, b), max(a, b))))
-    i, j = sessions.searchsorted(pd.Timestamp(a)), sessions.searchsorted(pd.Timestamp(b))
-    return abs(int(i) - int(j))
+    return abs(int(sessions.searchsorted(pd.Timestamp(a))) - int(sessions.searchsorted(pd.Timestamp(b))))
 
 
 def _score(p: Prompt, g: Guess, k: Knowledge) -> dict[str, Any]:
@@ -347,7 +347,7 @@ def _score(p: Prompt, g: Guess, k: Knowledge) -> dict[str, Any]:
     if p.span is not None and g.day is not None:  # a day inside the span is exact; near: within SESSIONS of it
         lo, hi = p.span
         exact = lo <= g.day <= hi
-        near = exact or min(_sessions_apart(g.day, lo, k.sessions), _sessions_apart(g.day, hi, k.sessions)) <= SESSIONS
+        near = exact or min(sessions_apart(g.day, lo, k.sessions), sessions_apart(g.day, hi, k.sessions)) <= SESSIONS
     return {
         "run": p.run,
         "agent": p.agent,
