@@ -38,16 +38,17 @@ def test_every_figure_is_in_the_papers_text():
 
 
 def test_a_block_lays_fincons_figures_beside_the_papers():
-    ours = {"fincon": {"cr_pct": -5.5, "sharpe": -1.2, "mdd_pct": 9.77}, "buy-and-hold": {"cr_pct": 16.654}}
+    ours = {"fincon": {"cr_pct": -5.5, "cr_paper_pct": 3.25, "sharpe": -1.2, "mdd_pct": 9.77},
+            "buy-and-hold": {"cr_pct": 16.654}}  # fmt: skip
     block = paper.side_by_side("MSFT", ours, "differs: the model (bundled 1.5B), the corpus (synthetic)")
     lines = block.splitlines()
     assert lines[0] == "MSFT: fincon beside the paper (published, FinCon (arXiv 2407.06567v3))"
-    assert lines[1].split() == ["paper's", "model", "fincon", "strategy", "CR", "%", "SR", "MDD", "%", "paper", "CR", "%",
-                                "paper", "SR", "paper", "MDD", "%"]  # fmt: skip
+    assert lines[1].split() == ["paper's", "model", "fincon", "strategy", "book", "CR", "%", "eq.5", "CR", "%", "SR",
+                                "MDD", "%", "paper", "CR", "%", "paper", "SR", "paper", "MDD", "%"]  # fmt: skip
     fincon = next(x for x in lines if x.startswith("FinCon "))
-    assert fincon.split() == ["FinCon", "fincon", "-5.500", "-1.200", "9.770", "31.625", "1.538", "15.010"]
-    assert next(x for x in lines if x.startswith("GA ")).split()[1:6] == ["not", "in", "fincon", "n/a", "n/a"]
-    assert next(x for x in lines if x.startswith("B&H ")).split()[2:5] == ["16.654", "n/a", "n/a"]
+    assert fincon.split() == ["FinCon", "fincon", "-5.500", "3.250", "-1.200", "9.770", "31.625", "1.538", "15.010"]
+    assert next(x for x in lines if x.startswith("GA ")).split()[1:7] == ["not", "in", "fincon", "n/a", "n/a", "n/a"]
+    assert next(x for x in lines if x.startswith("B&H ")).split()[2:6] == ["16.654", "n/a", "n/a", "n/a"]
     assert lines[-1].startswith("differs:")
     portfolio = paper.side_by_side(("TSLA", "MSFT", "PFE"), {})
     assert "portfolio TSLA, MSFT, PFE" in portfolio and "113.836" in portfolio and "finrl-a2c" in portfolio

@@ -68,6 +68,10 @@ def test_one_command_prints_both_tables_beside_the_papers_figures(tmp_path, monk
     # fincon's column is each block's own experiment: the team's median run and every baseline's run
     res = json.loads((tmp_path / "paper" / "TSLA" / "results.json").read_text())
     assert tsla["fincon"]["fincon"]["cr_pct"] == res["median"]["full"]["cr_pct"]
+    # and the paper's eq. 5 CR of that run, as its metrics.json has it (a stock's block only)
+    eq5 = json.loads((tmp_path / "paper" / "TSLA" / res["median"]["full"]["run_dir"] / "metrics.json").read_text())
+    assert tsla["fincon"]["fincon"]["cr_paper_pct"] == res["median"]["full"]["cr_paper_pct"] == eq5["cr_paper_pct"]
+    assert "cr_paper_pct" not in doc["blocks"]["portfolio-TSLA-MSFT"]["fincon"]["fincon"]
     assert set(tsla["fincon"]) == {"fincon", *SINGLE_BASELINES}
     for name in SINGLE_BASELINES:
         assert tsla["fincon"][name]["sharpe"] == res["baselines"][name]["sharpe"]
@@ -104,11 +108,11 @@ def test_one_command_prints_both_tables_beside_the_papers_figures(tmp_path, monk
     # the paper's comparison is the table paper.md prints: the same cells, laid out as HTML
     section = page[page.index('<section id="paper">') : page.index("</section>", page.index('<section id="paper">'))]
     assert "<h4>portfolio TSLA, MSFT</h4>" in section and "differs from the paper: the model is none" in section
-    cells = b_and_h.split()  # B&H, buy-and-hold, then six figures
+    cells = b_and_h.split()  # B&H, buy-and-hold, then seven figures (the book's CR, eq. 5's, SR, MDD, the paper's)
     row = "<tr><td class=text>B&amp;H</td><td class=text>buy-and-hold</td>" + "".join(
         f"<td>{c}</td>" for c in cells[2:]
     )
-    assert len(cells) == 8 and row + "</tr>" in section
+    assert len(cells) == 9 and row + "</tr>" in section
 
 
 def test_llm_rows_carry_their_windows_knowledge_label():
@@ -218,3 +222,63 @@ def test_a_users_own_paper_md_is_never_written_over(tmp_path):
     (out / "paper.json").write_text('{"mine": 1}')
     with pytest.raises(ConfigError, match="holds paper.json"):
         _claim(out, ["tsla"])
+
+
+def test_a_stocks_block_lays_the_papers_eq5_cr_beside_the_books(tmp_path):
+    """Found in review: the team's book CR (100 x the sum of its value's daily log returns, 28.292 on TSLA)
+    stood beside Table 2's CR (82.871), which is the paper's eq. 5 (the direction held times the log price
+    change, whatever the position's size), while fincon's own eq. 5 CR of that run was 106.197. A stock's
+    block shows both, each labelled, and the line under the tables says what each is; a portfolio's block,
+    which eq. 5 does not describe, keeps the book's alone. The figures are that review run's metrics.json."""
+    from pathlib import Path
+
+    from fincon.report.load import ReportData
+    from fincon.report.studies import section_paper
+    from fincon.workflow import experiment_results as er
+    from fincon.workflow.experiment import load_experiment
+    from fincon.workflow.paper_protocol import differs, figures
+
+    run = tmp_path / "full-r1"
+    run.mkdir()
+    (run / "metrics.json").write_text(json.dumps({"cr_pct": 28.291907267, "cr_paper_pct": 106.1970420263,
+                                                  "sharpe": 2.2681318491, "mdd_pct": 7.3958413395}))  # fmt: skip
+    full = {**er._metrics(run), "repeat": 1, "cr_pct_min": 28.291907267, "cr_pct_max": 28.291907267}
+    bh = {"cr_pct": 1.4797970227, "cr_paper_pct": 1.4797970241, "sharpe": 0.0339728587, "mdd_pct": 55.1098380339}
+    finsent = {"cr_pct": 81.0693427901, "cr_paper_pct": 103.392, "sharpe": 2.1145538364, "mdd_pct": 27.99122}
+    tsla = figures({"tickers": ["TSLA"], "baselines": {"buy-and-hold": bh, "finsent": finsent},
+                    "median": {"full": full}})  # fmt: skip
+    assert tsla["fincon"]["cr_paper_pct"] == 106.1970420263 and tsla["finsent"]["cr_paper_pct"] == 103.392
+    port = figures({"tickers": ["TSLA", "MSFT"], "baselines": {"equal-weight": {**bh, "cr_paper_pct": None}},
+                    "median": {"full": {**full, "cr_paper_pct": None}}})  # fmt: skip
+    assert "cr_paper_pct" not in port["fincon"] and "cr_paper_pct" not in port["equal-weight"]
+    blocks = plan({"tickers": ["TSLA", "MSFT"]})  # TSLA, MSFT, then their portfolio
+    text = tables(blocks, {"TSLA": tsla, "portfolio-TSLA-MSFT": port}, "")
+    lines = text.splitlines()
+    heads = ["paper's", "model", "fincon", "strategy", "book", "CR", "%", "eq.5", "CR", "%", "SR", "MDD", "%",
+             "paper", "CR", "%", "paper", "SR", "paper", "MDD", "%"]  # fmt: skip
+    assert lines[2].split() == heads
+    row = lambda start, model: next(x for x in lines[start:] if x.startswith(model + " ")).split()  # noqa: E731
+    assert row(2, "FinCon") == ["FinCon", "fincon", "28.292", "106.197", "2.268", "7.396", "82.871", "1.972", "29.727"]
+    assert row(2, "FinGPT") == ["FinGPT", "finsent", "81.069", "103.392", "2.115", "27.991", "1.549", "0.044", "42.400"]
+    assert row(2, "B&H") == ["B&H", "buy-and-hold", "1.480", "1.480", "0.034", "55.110", "6.425", "0.145", "58.150"]
+    at = lines.index("Table 3: portfolio management")
+    assert lines[at + 2].split() == heads[:7] + heads[10:]  # no eq.5 column
+    assert row(at, "FinCon") == ["FinCon", "fincon", "28.292", "2.268", "7.396", "n/a", "n/a", "n/a"]
+    # the line under the tables says what each CR is
+    exp = load_experiment(None, blocks[0].overrides)
+    line = differs(exp, "the sample")
+    assert (
+        "; Table 2's CR is the paper's eq. 5, 100 x the sum of ln(p_t+1 / p_t) x action_t (the direction held times "
+        "the log price change, whatever the position's size), fincon's by the same formula its eq.5 CR % column; "
+        "the book CR % column is the sum of the book value's daily log returns (what money the book made); "
+    ) in line
+    alone = differs(exp, "the sample", stocks=False)
+    assert "eq. 5" not in alone and "; the book CR % column is the sum of the book value's daily log returns" in alone
+    # the page lays the same cells out from paper.json
+    doc = {"paper": paper.PAPER, "differs": line, "blocks": {
+        "TSLA": {"tickers": ["TSLA"], "fincon": tsla, "paper_published": paper.published("TSLA")},
+        "portfolio-TSLA-MSFT": {"tickers": ["TSLA", "MSFT"], "fincon": port, "paper_published": None}}}  # fmt: skip
+    page = section_paper(ReportData([], [], [(Path("paper1"), doc)]))
+    cells = "".join(f"<td>{c}</td>" for c in ("28.292", "106.197", "2.268", "7.396", "82.871", "1.972", "29.727"))
+    assert "<td class=text>FinCon</td><td class=text>fincon</td>" + cells + "</tr>" in page
+    assert page.count("eq.5 CR %</th>") == 1 and page.count("book CR %</th>") == 2  # the portfolio: the book's

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -363,3 +364,38 @@ def test_a_placebo_is_summarised_by_the_real_runs_median_rule(monkeypatch, tmp_p
     results = {"median": {"full": {"cr_pct": 1.0, "sharpe": 0.1, "repeat": 1}}, "baselines": {}, "best_baseline": None}
     p = er.placebo_results(exp, tmp_path, results)["shuffle-news"]
     assert p["cr_pct_median"] == 1.0 and p["sharpe_median"] == 0.1 and p["profit_gap_pct"] == 0.0
+
+
+def test_a_placebos_consistency_is_its_median_runs_as_its_cr_is(monkeypatch, tmp_path):
+    """Found in review: with two repeats the placebo row took CR and Sharpe from the lower middle run by CR
+    but the prediction consistency as the median over repeats (the mean of the two), so a row read CR
+    -5.315 with 62 % where that run's own consistency was 61 %. Every figure of the row is one run's, and
+    the terminal and the page say which run it is."""
+    from fincon.report.load import Experiment, ReportData, Source
+    from fincon.report.studies import section_experiment
+    from fincon.report.text import format_results
+    from fincon.workflow import experiment_results as er
+    from fincon.workflow.experiment import load_experiment
+
+    exp = load_experiment(
+        None, {"tickers": ["TSLA"], "repeats": 2, "placebos": ["flip-tone"], "team": {"brain": "rules"}}
+    )
+    crs = {"full-r1": 2.0, "full-r2": 2.0, "placebo-flip-tone-r1": 1.0, "placebo-flip-tone-r2": 5.0}
+    monkeypatch.setattr(er, "_metrics", lambda run: {"cr_pct": crs.get(run.name, 0.0), "sharpe": 0.0})
+    days = ["2022-10-03", "2022-10-04", "2022-10-05", "2022-10-06"]
+    acts = {  # the real runs buy every day; the placebo's r1 on 3 of 4 days (75 %), its r2 on 1 of 4 (25 %)
+        "full-r1": ["buy"] * 4, "full-r2": ["buy"] * 4,
+        "placebo-flip-tone-r1": ["buy", "buy", "buy", "sell"], "placebo-flip-tone-r2": ["buy", "sell", "sell", "sell"],
+    }  # fmt: skip
+    monkeypatch.setattr(er, "_actions", lambda run: dict(zip(days, acts[run.name])))
+    monkeypatch.setattr(er, "buy_and_hold_run", lambda *a: tmp_path / "bh")
+    results = {"median": {"full": {"cr_pct": 2.0, "sharpe": 0.2, "repeat": 1}}, "baselines": {}, "best_baseline": None}
+    p = er.placebo_results(exp, tmp_path, results)["flip-tone"]
+    # the lower middle run by CR is r1 (CR 1 of 1 and 5): its 75 %, not the median over repeats' 50 %
+    assert p["cr_pct_median"] == 1.0 and p["prediction_consistency"] == 0.75 and p["input_dependency"] == 0.25
+    res = {"tickers": ["TSLA"], "train": {"start": "a", "end": "b"}, "test": {"start": "c", "end": "d"},
+           "brain": "rules", "repeats": 2, "episodes": 1, "baselines": {}, "median": {}, "placebo": {"flip-tone": p}}  # fmt: skip
+    said = "each its median run by CR; with an even count, the lower middle"
+    assert f"placebo runs of the full team ({said}):" in format_results(res)
+    data = ReportData([Source(Path("e"), "experiment", experiment=Experiment("e", Path("e"), res))], [])
+    assert f"<h4>Placebo runs of the full team ({said})</h4>" in section_experiment(data)

@@ -4,6 +4,7 @@ of the same config is the same trial, and `fincon ledger` counts them."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -154,8 +155,8 @@ def test_a_family_names_the_trials_on_other_tickers_over_the_days_it_shares(tmp_
     assert main(["ledger", "--ledger", str(ledger)]) == 0
     out = capsys.readouterr().out
     assert (
-        "TSLA 2022-10-05..2023-03-30        1       1      1         0        1.111                0          2 (3)  sma-cross"
-        in out
+        "TSLA 2022-10-05..2023-03-30        1       1      1         0               1.111                0          2 (3)  "
+        "sma-cross" in out
     )
     assert (
         "other tickers: ticker sets tried over days the family shares (their trials): a best picked among "
@@ -278,6 +279,39 @@ def test_a_familys_best_is_its_best_daily_sharpe_whatever_days_a_year_annualised
     again = {**coin_year, "sharpe": 0.10 * 252**0.5, "first_seen": "2026-01-02T00:00:00"}
     (summ,) = trials.summary([coin_year, again])
     assert summ["trials"] == 1 and summ["best_sharpe"] == pytest.approx(0.10 * 252**0.5)
+
+
+def test_the_ledger_says_its_best_is_chosen_by_the_daily_sharpe_and_shown_annualised(tmp_path, capsys):
+    """Found in review: `fincon ledger` headed "best Sharpe" a trial chosen by its daily Sharpe of simple
+    returns (what DSR deflates) and printed its annualised Sharpe of log returns: finsent's 2.115 (daily
+    0.1508) stood as the best of a family holding the team's 2.268 (daily 0.1479). The two rank otherwise
+    (log returns, annualised); the header and a line under the table say which is which."""
+    team = {**_row("fincon", "2022-09-01", "2023-06-09", "a", 0.1479), "sharpe": 2.268}
+    single = {**_row("finsent", "2022-09-01", "2023-06-09", "b", 0.1508), "sharpe": 2.115}
+    ledger = tmp_path / "t.sqlite"
+    trials.append(ledger, [team, single])
+    assert main(["ledger", "--ledger", str(ledger)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].split()[5:9] == ["best", "(by", "daily", "SR)"]
+    assert out[2].split()[6:] == ["2.115", "1", "-", "finsent"]  # the daily 0.1508 > 0.1479, shown annualised
+    assert (
+        "best (by daily SR): the trial with the highest daily Sharpe ratio of simple returns (what DSR deflates), "
+        "shown as its annualised Sharpe ratio of daily log returns (`--json`: best_sharpe_daily, best_sharpe)"
+    ) in out
+    assert main(["ledger", "--ledger", str(ledger), "--json"]) == 0
+    (fam,) = json.loads(capsys.readouterr().out)["families"]
+    assert (fam["best_strategy"], fam["best_sharpe"], fam["best_sharpe_daily"]) == ("finsent", 2.115, 0.1508)
+
+
+def test_the_ledgers_page_counts_a_trainings_episodes_as_trials_as_the_code_does():
+    """Found in review: docs/experiments.md counted each training episode as a ledger row, then said
+    "Training episodes are not trials" a paragraph later; the code records each as a trial of its training
+    window's family (test_a_trainings_episodes_are_trials_on_its_window)."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "experiments.md").read_text(encoding="utf-8")
+    section = " ".join(page.split("## The trial ledger")[1].split("\n## ")[0].split())
+    assert "each episode of a training on its training window" in section
+    assert "not trials" not in section
+    assert "Each training episode is a trial too, of its training window's family" in section
 
 
 def test_the_ledger_command_never_advises_off(tmp_path, capsys):

@@ -5,7 +5,7 @@ protocol comparison adds one row per strategy and window to the trial
 ledger (a SQLite file: $FINCON_LEDGER, else ~/.local/share/fincon/trials.sqlite);
 the same config run again is the same trial, not a new one, unless it
 traded otherwise (a model asked afresh: another draw). A best Sharpe
-ratio means little without the number of configurations tried before it:
+ratio (a family's best by daily Sharpe, shown annualised) means little without the number of configurations tried before it:
 this command lists them per family (the same tickers, test windows that
 overlap: moving a window by a day is another try at the same question),
 counting distinct daily return series (configurations that traded
@@ -85,19 +85,23 @@ def run(args: argparse.Namespace) -> int:
     )
     width = max([len(s["family"]) for s in summ] + [6])
     print(
-        f"{'family':<{width}}  {'windows':>7}  {'trials':>6}  {'runs':>5}  {'controls':>8}  {'best Sharpe':>11}  "
+        f"{'family':<{width}}  {'windows':>7}  {'trials':>6}  {'runs':>5}  {'controls':>8}  {'best (by daily SR)':>18}  "
         f"{'tried before it':>15}  {'other tickers':>13}  best strategy"
     )
     for s in summ:
         other = f"{s['other_tickers']} ({s['other_trials']})" if s["other_tickers"] else "-"
         print(
             f"{s['family']:<{width}}  {s['windows']:>7}  {s['trials']:>6}  {s['runs']:>5}  {s['controls']:>8}  "
-            f"{_num(s['best_sharpe'], '{:.3f}'):>11}  {_num(s['tried_before_best'], '{}'):>15}  {other:>13}  "
+            f"{_num(s['best_sharpe'], '{:.3f}'):>18}  {_num(s['tried_before_best'], '{}'):>15}  {other:>13}  "
             f"{s['best_strategy'] or ''}"
         )
     print(
         "trials: distinct daily return series; runs: rows recorded; a family: the same tickers (in any order), "
         "overlapping windows"
+    )
+    print(  # the best was chosen by one Sharpe and shown as another, unsaid (found in review)
+        "best (by daily SR): the trial with the highest daily Sharpe ratio of simple returns (what DSR deflates), "
+        "shown as its annualised Sharpe ratio of daily log returns (`--json`: best_sharpe_daily, best_sharpe)"
     )
     if any(s["other_tickers"] for s in summ):
         print(

@@ -11,7 +11,13 @@ from fincon.report.load import ReportData, Training
 from fincon.report.parts import COLORS, esc, num, placebo_table, plot_div, significance_table, table
 from fincon.workflow.paper import block_rows, label
 from fincon.workflow.paper_protocol import knowledge_line
-from fincon.workflow.tables import experiment as experiment_table, identical_flags, median_optimizer_flags, paper_block
+from fincon.workflow.tables import (
+    PLACEBO_RUN,
+    experiment as experiment_table,
+    identical_flags,
+    median_optimizer_flags,
+    paper_block,
+)
 
 
 def _training_chart(t: Training, div_id: str) -> str:
@@ -220,7 +226,8 @@ def section_paper(data: ReportData) -> str:
             tickers = tuple(block.get("tickers") or ())
             key = tickers[0] if len(tickers) == 1 else tickers
             out.append(f"<h4>{esc(label(key))}</h4>")
-            heads, cells, text = paper_block(block_rows(key, block.get("fincon") or {}, block.get("paper_published")))
+            rows = block_rows(key, block.get("fincon") or {}, block.get("paper_published"))
+            heads, cells, text = paper_block(rows, eq5=isinstance(key, str))
             out.append(table(heads, cells, text_cols=text))
             known = knowledge_line(block.get("model_knowledge") or {})
             if known:
@@ -266,7 +273,7 @@ def section_experiment(data: ReportData) -> str:
             out += [
                 f'<p class="note">FLAG: {esc(f)}</p>' for f in [*median_optimizer_flags(res), *identical_flags(res)]
             ]
-        out.append(placebo_table(res, "medians over repeats"))
+        out.append(placebo_table(res, PLACEBO_RUN))
         sig = res.get("significance") if isinstance(res.get("significance"), dict) else {}
         if sig:
             out.append(

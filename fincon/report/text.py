@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from fincon.workflow.tables import (
+    PLACEBO_RUN,
     experiment,
     experiment_rows,
     identical_flags,
@@ -96,7 +97,7 @@ def format_results(res: dict[str, Any], family=None) -> str:
     if measures:
         lines += ["", "protocol measures (median runs):"] + [f"  {x}" for x in measures]
     if res.get("placebo"):
-        lines += ["", "placebo runs of the full team (each its median run by CR, as the real team's):"]
+        lines += ["", f"placebo runs of the full team ({PLACEBO_RUN}):"]
         lines += [*text_table(*placebo(res)), *(f"FLAG: {f}" for f in placebo_flags(res))]
         lines += [f"note: {n}" for n in placebo_notes(res)]
     sig = res.get("significance")

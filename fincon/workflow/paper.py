@@ -115,18 +115,20 @@ def block_rows(
     ours: Mapping[str, Mapping[str, Any]],
     paper: Mapping[str, Mapping[str, float] | None] | None,
 ) -> list[dict[str, Any]]:
-    """The rows of one block (workflow.tables.PAPER): a row per paper model, fincon's CR %, SR and
-    MDD % for the strategy in its place (``ours``: strategy -> metrics), then ``paper``'s figures
+    """The rows of one block (workflow.tables.PAPER): a row per paper model, fincon's CR % (its book's,
+    and for a stock the paper's eq. 5 CR, ``cr_paper_pct``), SR and MDD % for the strategy in its place
+    (``ours``: strategy -> metrics), then ``paper``'s figures
     (:func:`published`; None: a stock, portfolio or window the paper has no figures for, its
     column empty)."""
     models = list(_T2 if isinstance(key, str) else next(iter(PORTFOLIOS.values())))
+    mine_keys = (*FIGURES, "cr_paper_pct") if isinstance(key, str) else FIGURES  # eq. 5: one ticker's
     rows = []
     for model in paper or models:
         name = STRATEGY.get(model)
         mine = (ours.get(name) if name else None) or {}
         theirs = (paper or {}).get(model) or {}
         rows.append(
-            {"model": model, "strategy": name, **{f: mine.get(f) for f in FIGURES},
+            {"model": model, "strategy": name, **{f: mine.get(f) for f in mine_keys},
              **{f"paper_{f}": theirs.get(f) for f in FIGURES}}
         )  # fmt: skip
     return rows
@@ -142,5 +144,5 @@ def side_by_side(
 
     rows = block_rows(key, ours, published(key) if papers_window else None)
     lines = [f"{label(key)}: fincon beside the paper (published, {PAPER.split(',')[0]})"]
-    lines += text_table(*paper_block(rows))
+    lines += text_table(*paper_block(rows, eq5=isinstance(key, str)))
     return "\n".join(lines + ([differs] if differs else []))

@@ -125,8 +125,10 @@ def plan(given: Mapping[str, Any], data_tickers: list[str] | None = None,
 def figures(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """An experiment's results.json as the table's rows: strategy -> CR %,
     SR, MDD % (the team: its median run of the full ablation, with the
-    repeats' CR range; each baseline: its one run)."""
-    keep = ("cr_pct", "sharpe", "mdd_pct")
+    repeats' CR range; each baseline: its one run). A stock's rows keep the
+    paper's eq. 5 CR too (``cr_paper_pct``): Table 2 prints that CR, not the
+    book's, and the two differ by much when the book is not all in."""
+    keep = ("cr_pct", "sharpe", "mdd_pct") + (("cr_paper_pct",) if len(results.get("tickers") or ()) == 1 else ())
     out = {name: {k: m.get(k) for k in keep} for name, m in results["baselines"].items()}
     full = results["median"].get("full")
     if full is not None:
@@ -154,10 +156,11 @@ def corpus_read(exp) -> str:
     return corpus + (f", with a PLANTED look-ahead ({', '.join(planted)}): never evidence of skill" if planted else "")
 
 
-def differs(exp, corpus: str) -> str:
-    """The line under each table: what is not the paper's setting (the model, the corpus, the DRL
-    agents' actions, and any of the training window, the repeats, the episodes and the broker's
-    costs that are not the preset's)."""
+def differs(exp, corpus: str, stocks: bool = True) -> str:
+    """The line under each table: what is not the paper's setting (the model, the corpus, the DRL agents'
+    actions, and any of the training window, the repeats, the episodes and the broker's costs that are
+    not the preset's), then what each CR column is (``stocks``: a single-stock block is shown, with its
+    eq. 5 column)."""
     model = exp.llm.model if exp.brain == "llm" else None
     who = "none, the rules brain decides" if exp.brain == "rules" else f"{model or 'the bundled model'}"
     team = "its median of the repeats" if exp.repeats > 1 else "its one run"
@@ -182,6 +185,12 @@ def differs(exp, corpus: str) -> str:
     if exp.metrics != default.metrics:  # a risk-free rate moved B&H's Sharpe 1.237 -> 1.365 unsaid (found in review)
         given = {k: v for k, v in exp.metrics.model_dump().items() if v != default.metrics.model_dump().get(k)}
         parts.append(f"the metrics' {', '.join(f'{k} {v}' for k, v in given.items())} (not the preset's)")
+    if stocks:  # the book's CR beside Table 2's compared two measures: 28.292 beside 82.871, eq. 5's 106.197
+        parts.append(
+            "Table 2's CR is the paper's eq. 5, 100 x the sum of ln(p_t+1 / p_t) x action_t (the direction held "
+            "times the log price change, whatever the position's size), fincon's by the same formula its eq.5 CR % column"
+        )
+    parts.append("the book CR % column is the sum of the book value's daily log returns (what money the book made)")
     return (
         f"differs from the paper: {'; '.join(parts)}; the test window ends {exp.test.end}. The paper's columns "
         "are its published figures, not rerun."
@@ -271,7 +280,7 @@ def run_paper(
     exp0 = experiments[0][1]
     corpus = corpus_read(exp0)
     same = papers_window(exp0)
-    line = differs(exp0, corpus)
+    line = differs(exp0, corpus, any(not b.portfolio for b, _ in experiments))
     if not same:
         line += (f" The test window here is {exp0.test.start}..{exp0.test.end}, not the paper's: its column is "
                  "left empty (its figures are of another period).")  # fmt: skip

@@ -234,8 +234,8 @@ def _percent(v: Any) -> str:
     return cell(v, "{:.0%}")
 
 
-#: an experiment's placebo runs (results.json ``placebo``): per placebo, the medians over repeats
-#: beside the real run's; the flags are listed under the table
+#: an experiment's placebo runs (results.json ``placebo``): per placebo, its median run by CR (every figure
+#: that one run's, as the real team's) beside the real run's; the flags are listed under the table
 PLACEBO: list[Column] = [
     ("placebo", "placebo", str, True),
     ("CR %", "cr_pct_median", _cell("{:.3f}"), False),
@@ -247,6 +247,9 @@ PLACEBO: list[Column] = [
     ("over B&H pp", "excess_pct", _cell("{:+.3f}"), False),
     ("real over B&H pp", "real_excess_pct", _cell("{:+.3f}"), False),
 ]
+
+#: which run each row of :data:`PLACEBO` is, as the terminal and the page head it
+PLACEBO_RUN = "each its median run by CR; with an even count, the lower middle"
 
 #: a rolling evaluation's placebo runs: per placebo and universe (then all windows), the medians over windows
 ROLLING_PLACEBO: list[Column] = [
@@ -359,11 +362,13 @@ def placebo_notes(res: Mapping[str, Any]) -> list[str]:
 
 
 #: one block of the paper's comparison (``paper.json``'s blocks): a row per paper model, fincon's
-#: figures for the strategy in its place, then the paper's as printed (workflow.paper.block_rows)
+#: figures for the strategy in its place (its book's CR and, for a stock, the paper's eq. 5 CR), then the
+#: paper's as printed (workflow.paper.block_rows)
 PAPER: list[Column] = [
     ("paper's model", "model", str, True),
     ("fincon strategy", "strategy", lambda v: v or "not in fincon", True),
-    ("CR %", "cr_pct", _cell("{:.3f}"), False),
+    ("book CR %", "cr_pct", _cell("{:.3f}"), False),
+    ("eq.5 CR %", "cr_paper_pct", _cell("{:.3f}"), False),
     ("SR", "sharpe", _cell("{:.3f}"), False),
     ("MDD %", "mdd_pct", _cell("{:.3f}"), False),
     ("paper CR %", "paper_cr_pct", _cell("{:.3f}"), False),
@@ -372,9 +377,12 @@ PAPER: list[Column] = [
 ]
 
 
-def paper_block(rows: Sequence[Mapping[str, Any]]) -> Table:
-    """A block of the paper's comparison, its rows from ``workflow.paper.block_rows``."""
-    return laid_out(PAPER, rows)
+def paper_block(rows: Sequence[Mapping[str, Any]], eq5: bool = True) -> Table:
+    """A block of the paper's comparison, its rows from ``workflow.paper.block_rows``; ``eq5`` False (a
+    portfolio, which eq. 5's one price and direction do not describe): without the eq.5 CR column. The
+    book's CR beside the paper's Table 2 CR compared two measures (found in review: 28.292 beside 82.871
+    where the team's own eq. 5 CR was 106.197), so a stock's block shows both."""
+    return laid_out(PAPER if eq5 else [c for c in PAPER if c[1] != "cr_paper_pct"], rows)
 
 
 def optimizer_flags(summaries: dict[str, dict[str, Any]]) -> list[str]:

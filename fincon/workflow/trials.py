@@ -460,8 +460,8 @@ def family(path: Path | None, tickers: Sequence[str], start: str, end: str) -> F
 
 def summary(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per family: its windows, the distinct trials (and how many are too short to score), the runs
-    recorded and the controls, the best Sharpe among the scorable trials, its strategy and how many
-    distinct trials came before it."""
+    recorded and the controls, the best scorable trial by daily Sharpe (what DSR deflates; its annualised
+    log Sharpe is a figure apart, and ranked otherwise), its strategy and how many came before it."""
     out = []
     fams = families(rows)
     counted = [(f.tickers, f.start, f.end, f.trials) for f in fams]
@@ -483,6 +483,7 @@ def summary(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "controls": len(f.controls),
                 "configurations": len({r["config_hash"] for r in f.trial_rows}),
                 "best_sharpe": runs[-1]["sharpe"] if best else None,  # as its latest run annualised it
+                "best_sharpe_daily": _daily(best) if best else None,  # the figure it was chosen by
                 "best_strategy": best["strategy"] if best else None,
                 "best_study": best["study"] if best else None,
                 "tried_before_best": distinct.index(best) if best else None,
