@@ -546,3 +546,31 @@ def test_the_calendar_a_word_mask_kept_is_masked():
     )
     kept = "a 20-day average over 20 trading days, the 1st of 3 steps"
     assert m.text(kept, day) == kept
+
+
+def test_an_answer_the_mask_would_change_is_reworded_where_a_later_prompt_shows_it():
+    """Found in review 2026-12-02: an analyst's answer was kept as the model wrote it, and looked for in
+    the masked prompt; a sentence the mask changes (a number of two digits, a percentage, a name) was
+    never found there, and the manager's prompt showed it whole ("Company A ... said [name] sales rose
+    7-15% in Q3 [year]"). Kept as a prompt shows it too, it is reworded as any answer is."""
+    m = masker_for(["TSLA"])
+    said = "Company A closed higher after management said sales rose 12% in the third quarter."
+    back = m.unmask(json.dumps({"text": said}), "2022-10-10")
+    assert "TSLA closed higher" in back  # the pseudonym back as its ticker: what the team keeps
+    later = m.text(f"insight: {json.loads(back)['text']} Then more.", "2022-10-12")
+    assert "closed higher after management" not in later, later
+    assert later == "insight: key words: closed, higher, management, rose, said, sales, third Then more."
+
+
+def test_a_models_earlier_reflections_are_reworded_in_a_masked_run_that_recalls_them():
+    """Found in review 2026-12-02: a training episode's carried reflections (and a backtest's learned
+    ones) were shown whole in a masked episode's prompts, where the episode that wrote them had shown
+    them as key words; the mask is told of them (Masker.recalled) and rewords them as answers."""
+    m = masker_for(["HON"])
+    text = "stub reflection 5: weigh the filings more than the day's news."
+    prompt = f"- [earlier episode, 2020-10-05] {text}"
+    assert text in m.text(prompt, "2020-10-12")  # told nothing: shown whole
+    m.recalled([text], "2020-10-12")
+    got = m.text(prompt, "2020-10-13")
+    assert "weigh the filings more" not in got, got
+    assert got == "- [earlier episode, this month] key words: day's, filings, reflection, stub, weigh", got

@@ -288,7 +288,7 @@ class Masker:
             w = m.group(1)
             got = seen.get(w)
             if got is None:
-                got = seen[w] = _proper_word(w[:-2]) + "'s" if w.endswith("'s") else _proper_word(w)
+                got = seen[w] = rules.proper_word(w[:-2]) + "'s" if w.endswith("'s") else rules.proper_word(w)
             return got
 
         return rules.PROPER.sub(one, s)
@@ -404,12 +404,22 @@ class Masker:
     def unmask(self, answer: str, day: str | None = None) -> str:
         """A raw answer with each pseudonym back as its ticker (or person), and
         each id's date token back as its date; the answer's sentences are kept
-        so that no later prompt quotes them word for word."""
+        so that no later prompt quotes them word for word: as the model wrote
+        them and as a prompt shows them, masked again (a sentence the mask
+        changes, with a number, a percentage or a name, was never found there
+        and reached the manager's prompt whole: found in review 2026-12-02)."""
         self._remember(answer)
         answer = rules.TOKEN_BACK.sub(lambda m: self._tokens.get(m.group(0), m.group(0)), answer)
-        if self._back_re is None:
-            return answer
-        return self._back_re.sub(lambda m: self._back[m.group(0)], answer)
+        if self._back_re is not None:
+            answer = self._back_re.sub(lambda m: self._back[m.group(0)], answer)
+        self._remember(answer, lambda x: self.text(x, day))
+        return answer
+
+    def recalled(self, texts: Sequence[str], day: str | None = None) -> None:
+        """Texts a model wrote that a prompt of this run will show (an answer once unmasked; a training's
+        carried reflections, learned beliefs' reflections): their sentences, masked as of ``day``, are
+        reworded there as any answer's are (carried whole into a new episode's prompts, found in review)."""
+        self._remember(json.dumps(list(texts)), lambda x: self.text(x, day))
 
     def said(self, answer: str, day: str | None = None) -> None:
         """An answer (JSON) no model gave but a later prompt shows, such as a rules fallback's insight
@@ -482,19 +492,3 @@ def _decision_day(day: str | None) -> dt.date | None:
         return dt.date.fromisoformat(day[:10]) if day else None
     except ValueError:
         return None
-
-
-def _proper_word(w: str) -> str:
-    """A capitalised word as the mask writes it: itself when it is common, generic or fincon's own, else "[name]"."""
-    if w in rules.KEEP or w in rules.prompt_words() or rules.PSEUDO.match(w) or w.isupper() and len(w) == 1:
-        return w
-    common = rules.common()
-    parts = [p for p in re.split(r"[&'.-]", w.lower()) if p]
-    if parts and all(common.get(p, 0.0) >= rules.COMMON_SHARE for p in parts) and not _inner_capital(w):
-        return w
-    return "[name]"
-
-
-def _inner_capital(w: str) -> bool:
-    """A capital inside a word (iPhone, LinkedIn, DevSecOps): a name, however common its parts."""
-    return any(c.isupper() for c in w[1:]) and not w.isupper()

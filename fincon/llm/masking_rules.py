@@ -462,3 +462,19 @@ def year_first(m: re.Match, offset: Callable[[int, int, int], str]) -> str:
         return offset(int(m.group(1)), int(m.group(3)), int(m.group(4)))
     except ValueError:
         return "[date]"
+
+
+def proper_word(w: str) -> str:
+    """A capitalised word as the mask writes it: itself when it is common, generic or fincon's own, else "[name]"."""
+    if w in KEEP or w in prompt_words() or PSEUDO.match(w) or w.isupper() and len(w) == 1:
+        return w
+    share = common()
+    parts = [p for p in re.split(r"[&'.-]", w.lower()) if p]
+    if parts and all(share.get(p, 0.0) >= COMMON_SHARE for p in parts) and not inner_capital(w):
+        return w
+    return "[name]"
+
+
+def inner_capital(w: str) -> bool:
+    """A capital inside a word (iPhone, LinkedIn, DevSecOps): a name, however common its parts."""
+    return any(c.isupper() for c in w[1:]) and not w.isupper()
