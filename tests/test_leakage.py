@@ -578,3 +578,26 @@ def test_the_paraphrase_models_calls_are_not_the_model_under_tests_prompts(tmp_p
     para = sum(",paraphrase," in c for c in calls)
     audit = json.loads((tmp_path / "pp" / "metrics.json").read_text())["model_knowledge"]["audit"]
     assert para > 5 and 10 <= audit["prompts"] <= len(calls) - para and audit["firm_and_day"] == 0, audit
+
+
+@pytest.mark.slow
+def test_a_masked_trainings_next_episode_rewords_the_reflections_it_carries(tmp_path, monkeypatch):
+    """Found in review 2026-12-02 (HON on InvestorBench, the stub model): episode 1's prompts showed a
+    reflection the model wrote as key words, and episode 2's showed it whole ("[earlier episode, days
+    later] stub reflection 5: weigh the filings more than the day's news."): the carried reflections
+    never reached the new episode's mask. They do (Masker.recalled), as learned beliefs' do."""
+    monkeypatch.chdir(tmp_path)
+    with DoubleServer(TeamStub()) as url:
+        argv = ["train", "--ticker", "TSLA", "--start", "2022-10-03", "--end", "2022-10-14", "--episodes", "2",
+                "--llm-backend", "openai", "--llm-base-url", url, "--llm-model", "stub", "--llm-knowledge-cutoff",
+                "2019-01-01", "--anonymize", "--llm-cache-path", "calls.sqlite", "--no-progress", "--out", "tr"]  # fmt: skip
+        assert main(argv) == 0
+    carried = json.loads((tmp_path / "tr" / "episodes" / "ep-02" / "reflections.json").read_text())
+    said = "weigh the filings more than the day's news."  # the stub's every reflection
+    assert len(carried) >= 3 and all(said in r["text"] for r in carried[:3]), carried
+    with sqlite3.connect(tmp_path / "calls.sqlite") as db:
+        asked = [json.loads(m)[-1]["content"] for (m,) in db.execute("select messages from calls")]
+    shown = [line for p in asked for line in p.splitlines() if line.startswith("- [earlier episode, ")]
+    assert len(shown) >= 10, shown  # episode 2's manager read them, day after day
+    assert [line for line in shown if said in line] == [], shown  # never whole
+    assert all("key words: day's, filings, reflection, stub, weigh" in line for line in shown), shown

@@ -110,6 +110,7 @@ class Learning:
         self.role_weights = {r.name: weights.get(r.name, r.weight) for r in self.roles}
         self.risk_exposure = min(1.0, weights.get(RISK, 0.5))
         start = pd.Timestamp(ctx.start or "1900-01-01")
+        self._earlier = [r.text for r in base.reflections if pd.Timestamp(r.day) < start]  # _recall_earlier
         for r in base.reflections:
             if pd.Timestamp(r.day) < start:
                 self.reflections.add(pd.Timestamp(r.day), "reflection", r.text, {"learned": True})
@@ -123,7 +124,16 @@ class Learning:
                 text = r.text if r.text.startswith("[earlier episode") else f"[earlier episode, {r.day}] {r.text}"
                 self.reflections.add(before, "reflection", text, {"carried": True, "day": r.day})
                 self.written.append(Reflection(day=r.day, text=text))
+                self._earlier.append(r.text)
         self._carried_count = len(self.written)
+
+    def _recall_earlier(self, day: str | None) -> None:
+        """Under --anonymize, the reflections a model wrote before this run (learned, carried from the last
+        episode) are reworded in its prompts as its own answers are: a new episode's prompts showed the last
+        one's whole, where that episode had shown them as key words (found in review 2026-12-02)."""
+        mask = getattr(self.client, "masker", None)
+        if mask is not None and self._earlier:
+            mask.recalled(self._earlier, day)
 
     def _remember(self, view, day: str, decision: Decision, inputs: list[RoleInputs], answers: list[Answer]) -> None:
         held = {t: float(w) for t, w in view.portfolio.weights.items()}

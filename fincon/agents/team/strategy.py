@@ -121,6 +121,7 @@ class FinConTeam(Calls, Learning, Resumable, Strategy):
             self.protocol.bind(self)
         if p.brain == "llm":
             attach(self.client, self.settings, self.universe, p.events, ctx.start)
+            self._recall_earlier(None if ctx.start is None else str(ctx.start))  # a model's earlier words, masked
             self.brain: Any = LLMBrain(self.client)
             if p.manager_temperature is not None or p.manager_seed is not None:
                 base = self.client.params
