@@ -244,11 +244,20 @@ def test_a_server_down_at_a_step_seals_nothing_says_so_once_and_the_next_step_de
     err = capsys.readouterr().err.strip().splitlines()[-1]
     # the two strategies stopped for one reason: said once, with both names
     assert err.startswith("fincon: error: 2022-10-06: the strategies could not decide (llm-trader, finsent: LLM unav")
-    assert err.count("LLM unavailable") == 1 and err.endswith("nothing sealed, the next step retries")
-    assert (tmp_path / "fw" / "journal.jsonl").read_bytes() == before
+    assert err.count("LLM unavailable") == 1 and err.endswith(
+        "no decision sealed, the next step retries (the attempt at 2022-10-06 is sealed failed: verify and score "
+        "count it)"
+    )
+    # the attempt is on the record (a server stopped to draw again is counted), no decision of it
+    after = (tmp_path / "fw" / "journal.jsonl").read_bytes()
+    failed = json.loads(after[len(before) :])
+    assert after.startswith(before) and (failed["kind"], failed["session"]) == ("failed", "2022-10-06")
+    assert failed["reason"].startswith("ForwardError: 2022-10-06: the strategies could not decide (llm-trader, finsent")
     with DoubleServer(TeamStub(), port=int(port)):
         assert main(["forward", "step", "fw", "--no-progress"]) == 0
-    assert main(["forward", "verify", "fw"]) == 0
+    capsys.readouterr()
+    assert main(["forward", "verify", "fw", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["failed"] == {"2022-10-06": 1}
 
 
 def test_a_journal_steps_from_any_directory_with_its_own_call_cache(tmp_path, monkeypatch):
@@ -1328,7 +1337,12 @@ def test_a_step_stopped_by_sigterm_says_what_it_sealed_and_kept(tmp_path):
             time.sleep(0.05)
         step.send_signal(signal.SIGTERM)
         assert step.wait(timeout=120) == 143
-    sessions = [json.loads(x) for x in journal.read_text().splitlines()][1:]
+    entries = [json.loads(x) for x in journal.read_text().splitlines()][1:]
+    sessions = [e for e in entries if e["kind"] == "session"]
+    # a stop inside a session's step, once its inputs are frozen, seals that attempt failed (last); between
+    # two sessions nothing
+    tried = [e["session"] for e in entries if e["kind"] == "failed"]
+    assert entries[len(sessions) :] == [e for e in entries if e["kind"] == "failed"] and len(tried) <= 1
     said = (tmp_path / "out.txt").read_text().splitlines()
     # each sealed session said in order; a stop between the last seal and its line may leave that one unsaid
     assert 3 <= len(sessions) < 60 and len(sessions) - 1 <= len(said) <= len(sessions)
@@ -1340,8 +1354,9 @@ def test_a_step_stopped_by_sigterm_says_what_it_sealed_and_kept(tmp_path):
             for i, e in enumerate(sessions)
         ][: len(said)]
     )
+    also = f", and its attempt at {tried[0]} is sealed failed (verify and score count it)" if tried else ""
     assert (tmp_path / "err.txt").read_text().splitlines()[-1] == (
-        f"fincon: terminated; the {len(sessions)} sessions this step sealed are kept in fw: step again to go on"
+        f"fincon: terminated; the {len(sessions)} sessions this step sealed are kept in fw{also}: step again to go on"
     )
     assert subprocess.run([*cli, "verify", "fw"], cwd=tmp_path, env=env, capture_output=True).returncode == 0
 

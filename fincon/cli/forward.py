@@ -217,7 +217,8 @@ def _verify(args: argparse.Namespace) -> int:
             anchor = workflow.forward_anchor.said(res.get("anchor"))
             print(f"{args.dir}: verified: {res['entries']} entries, the chain and every hash hold, "
                   f"{res['replayed']} decision{'' if res['replayed'] == 1 else 's'} replayed from the frozen inputs"
-                  f"{anchor}{workflow.forward_code.said(res['code'])}")  # fmt: skip
+                  f"{anchor}{workflow.forward_code.said(res['code'])}"
+                  + (f"; {workflow.forward_attempts.said(res['failed'])}" if res.get("failed") else ""))  # fmt: skip
         return 0
     print(f"fincon: verify: {res['problem']}", file=sys.stderr)
     return 1

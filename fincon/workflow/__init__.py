@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         experiment_stats as experiment_stats,
         forward as forward,
         forward_anchor as forward_anchor,
+        forward_attempts as forward_attempts,
         forward_clock as forward_clock,
         forward_code as forward_code,
         forward_score as forward_score,

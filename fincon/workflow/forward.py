@@ -42,9 +42,8 @@ import secrets
 import shutil
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
-import pandas as pd
 import yaml
 
 from fincon import __version__, stopping, workflow
@@ -54,6 +53,8 @@ from fincon.errors import CloseOnly, ConfigError, FinconError, SourceUnavailable
 from fincon.files import json_text, write_atomic
 from fincon.workflow import (
     forward_anchor,
+    forward_attempts,
+    forward_broker,
     forward_calls,
     forward_clock,
     forward_code,
@@ -61,7 +62,7 @@ from fincon.workflow import (
     forward_media,
     forward_plan,
 )
-from fincon.workflow.alpaca import AlpacaPaper, BrokerError, check_available, expected_after
+from fincon.workflow.alpaca import AlpacaPaper, check_available, expected_after
 from fincon.workflow.forward_clock import (
     EXCHANGE,
     next_session,
@@ -248,12 +249,17 @@ def step(
         _step(root, until, progress, clock, sealed)
     except BaseException as exc:
         try:  # the journal's count: a stop between a seal and its line on stdout leaves it unsaid, never uncounted
-            n = len({e["decided"] for e in journal.entries()[start:] if e["kind"] == "session"})
+            new = journal.entries()[start:]
         except FinconError:
-            n = len({e["decided"] for e in sealed if e["kind"] == "session"})
-        if n and (not isinstance(exc, FinconError) or stopping.received()):  # a stop: what the CLI says on the way out
-            exc.add_note(f"{workflow.KEPT}the {n} session{'s' if n > 1 else ''} this step sealed "
-                         f"{'are' if n > 1 else 'is'} kept in {root}: step again to go on")  # fmt: skip
+            new = list(sealed)
+        n = len({e["decided"] for e in new if e["kind"] == "session"})
+        tried = [e["session"] for e in new if e["kind"] == "failed"]
+        if (n or tried) and (not isinstance(exc, FinconError) or stopping.received()):  # a stop: said on the way out
+            said = [f"the {n} session{'s' if n > 1 else ''} this step sealed {'are' if n > 1 else 'is'} kept in {root}"]
+            if tried:  # the session under way: its attempt on the record, never re-decided as if untried
+                said = [*said[:n and 1], f"{'its' if n else f'{root}: the'} attempt at {tried[-1]} is sealed failed "
+                        "(verify and score count it)"]  # fmt: skip
+            exc.add_note(f"{workflow.KEPT}{', and '.join(said)}: step again to go on")
         raise
     return list(sealed)
 
@@ -262,6 +268,7 @@ def _step(root: Path, until: dt.date | None, progress: bool, clock: Clock, seale
     plan = Plan.load(root)
     journal = Journal(root)
     with locked(root), forward_anchor.commits_what_it_seals(root, journal):
+        forward_attempts.cut_torn_tail(root, journal, clock)  # a seal cut short: its session decided again
         entries = journal.entries()
         forward_anchor.refuse_unless_anchored(root, entries)  # before a folder the last commit holds is removed
         forward_plan.unfrozen_tail(root, entries)
@@ -279,6 +286,7 @@ def _step(root: Path, until: dt.date | None, progress: bool, clock: Clock, seale
             raise ConfigError(
                 "--until steps a simulated journal; a live one decides only the next session to open (no backfill)"
             )
+        lost: list[dt.date] = []
         if plan.simulated:
             if until is not None and until > forward_clock.last_known():
                 raise forward_clock.beyond(until, "--until")
@@ -321,15 +329,15 @@ def _step(root: Path, until: dt.date | None, progress: bool, clock: Clock, seale
                 print(f"fincon: {root}: the decision at {day}'s close is sealed missed already", file=sys.stderr)
                 return
             # sessions no step ran (since the first session, at the first step): sealed missed, or the
-            # replay, which runs from the first session, would trade them unsealed
+            # replay, which runs from the first session, would trade them unsealed; sealed by _decide once
+            # the source holds the session (a clock running fast sealed the future missed, found in review)
             gap = sessions(next_session(done[-1]), day) if done else sessions(plan.first, day)
-            for lost in [d for d in gap[:-1] if d not in gone]:
-                sealed.append(journal.miss(lost, "no step ran for this session", stamp(clock)))
+            lost = [d for d in gap[:-1] if d not in gone]
             todo = [day]
         for day in todo:
             stopping.check()  # a stop lost on its way out (fincon.stopping) ends the step here
             try:
-                for entry in _decide(root, plan, journal, day, progress, clock, code):
+                for entry in _decide(root, plan, journal, day, progress, clock, code, lost, sealed.append):
                     sealed.append(entry)
             except Late as exc:
                 sealed.append(journal.miss(day, str(exc), exc.at))
@@ -346,26 +354,36 @@ def _step(root: Path, until: dt.date | None, progress: bool, clock: Clock, seale
                         f"{root}: the session {day} is sealed, but what its step keeps beside the journal could not "
                         f"be written: {why}; free the space and step again, which writes it"
                     ) from None
+                last = journal.last() or {}  # a failed attempt is sealed if the disk had room for it
+                tried = last.get("kind") == "failed" and last.get("session") == str(day)
                 raise ForwardError(
-                    f"{root}: cannot write the session {day}'s inputs or replay: {why}; nothing sealed, the journal "
-                    "is as it was: free the space and step again"
+                    f"{root}: cannot write the session {day}'s inputs or replay: {why}; "
+                    + (
+                        "no decision sealed, the attempt sealed failed"
+                        if tried
+                        else "nothing sealed, the journal is as it was"
+                    )
+                    + ": free the space and step again"
                 ) from None
 
 
 def _decide(
     root: Path, plan: Plan, journal: Journal, day: dt.date, progress: bool, clock: Clock = wall_clock,
-    code: dict[str, Any] | None = None,
+    code: dict[str, Any] | None = None, gap: Sequence[dt.date] = (), on_gap: Callable[[dict], None] = lambda e: None,
 ) -> list:  # fmt: skip
-    """Freeze the inputs of ``day`` (:func:`frozen_inputs`), run the strategies from the first session to
-    it, check the sealed decisions come out again and seal this one's."""
+    """Freeze the inputs of ``day`` (:func:`frozen_inputs`), seal the live ``gap`` before it missed (each
+    handed to ``on_gap``), run the strategies from the first session to it, check the sealed decisions come
+    out again and seal this one's; a failure or a stop before that seal is sealed failed."""
 
-    sealed_so_far = journal.entries()
-    with frozen_inputs(root, plan, day, journal) as frozen:
+    broker = held = None
+    if plan.broker == "alpaca":  # the account must hold what the journal says before anything is decided
+        broker = AlpacaPaper()
+        held = broker.reconcile(forward_broker.expected_positions(journal.entries()))
+    with frozen_inputs(root, plan, day, journal) as frozen, forward_attempts.recorded(journal, day, frozen, clock):
+        for lost in gap:  # the source holds the session: the clock is not ahead of it
+            on_gap(journal.miss(lost, "no step ran for this session", stamp(clock)))
+        sealed_so_far = journal.entries()
         cfg = _frozen_config(root, plan, day, keep_state=True)
-        broker = held = None
-        if plan.broker == "alpaca":  # the account must hold what the journal says before anything is decided
-            broker = AlpacaPaper()
-            held = broker.reconcile(_expected_positions(sealed_so_far))
         out = root / REPLAY
         past = sealed_decisions(sealed_so_far)
         skip = frozenset(missed(sealed_so_far))  # sessions no step ran: nothing asked on them
@@ -391,7 +409,9 @@ def _decide(
             ]:
                 said.setdefault(text, []).append(name)
             why = "; ".join(f"{', '.join(names)}: {text}" for text, names in said.items())
-            raise ForwardError(f"{day}: the strategies could not decide ({why}); nothing sealed, the next step retries")
+            raise ForwardError(
+                f"{day}: the strategies could not decide ({why}); no decision sealed, the next step retries"
+            )
         for name, result in report.results.items():
             for d in result.decisions[:-1]:
                 want = past.get((name, d["date"]))
@@ -414,7 +434,9 @@ def _decide(
             orders: dict[str, Any] = {"fill": "next open", "targets": (last.get("weights") or {})}
             if broker is not None and held is not None:
                 equity = broker.equity()
-                placed = AlpacaPaper.orders_for(orders["targets"], _closes(root, cfg.tickers, day), equity, held)
+                placed = AlpacaPaper.orders_for(
+                    orders["targets"], forward_broker.closes(root, cfg.tickers, day), equity, held
+                )
                 orders["alpaca"] = {"equity": equity, "held": held, "orders": placed,
                                     "expected": expected_after(held, placed)}  # fmt: skip
             entries.append(
@@ -459,38 +481,7 @@ def _decide(
         forward_ledger.track(plan, sealed_so_far[0], report.results, day)
         if broker is not None:  # sealed first: an order placed is always on the record
             for e in sealed:
-                _place(root, broker, e)
+                forward_broker.place(root, broker, e)
         if (root / ".git").is_dir():
             forward_anchor.commit(root, f"seal {day}", f"the session {day} is sealed")
         return sealed
-
-
-def _place(root: Path, broker: Any, entry: dict[str, Any]) -> None:
-    """A sealed entry's orders placed on the broker; its answers kept beside the journal (``books/alpaca.json``)."""
-
-    planned = entry["orders"]["alpaca"]["orders"]
-    try:
-        answers = broker.submit(planned)
-    except BrokerError as exc:
-        raise BrokerError(
-            f"{exc}; the session {entry['decided']} is sealed with its orders, which did not all reach Alpaca: "
-            "the next step reports the drift (place them by hand, or start a new journal)"
-        ) from None
-    write_atomic(root / BOOKS / "alpaca.json", json_text({"session": entry["decided"], "placed": answers}))
-
-
-def _expected_positions(entries: list[dict[str, Any]]) -> dict[str, float]:
-    """The positions the broker holds once the last sealed session's orders fill (none before the first)."""
-    for e in reversed(entries):
-        if e.get("kind") == "session":
-            return dict(e["orders"].get("alpaca", {}).get("expected", {}))
-    return {}
-
-
-def _closes(root: Path, tickers: list[str], day: dt.date) -> dict[str, float]:
-    """Each ticker's close on ``day`` from the frozen inputs: what an order is sized at."""
-    out = {}
-    for t in tickers:
-        frame = pd.read_csv(root / ".replay-inputs" / "prices" / f"{t}.csv").set_index("Date")
-        out[t] = float(frame.loc[str(day), "Close"])
-    return out

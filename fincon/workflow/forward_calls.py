@@ -1,5 +1,6 @@
 """A forward journal's model calls: each decision is sealed with the calls it made, copied into
-``DIR/calls.sqlite`` with their prompt and answer hashes, which a verifier replays the decision from.
+``DIR/calls.sqlite`` with their prompt and answer hashes and token counts (what ``--charge-llm``
+charges the book), which a verifier replays the decision from.
 A call that cannot be kept stops the step (nothing sealed): a decision sealed without its calls could
 never be verified."""
 
@@ -15,6 +16,9 @@ from fincon.config import RunConfig
 from fincon.errors import ConfigError
 from fincon.llm.cache import CacheMode, CallCache, copy_calls
 from fincon.workflow.journal import CALLS, ForwardError
+
+#: a call's token counts, sealed with it
+TOKENS = ("prompt_tokens", "completion_tokens")
 
 
 def check_kept(strategies: Mapping[str, Any]) -> None:
@@ -36,7 +40,8 @@ def _cache_of(cfg: RunConfig, name: str) -> Path:
 
 def keep(root: Path, cfg: RunConfig, name: str, run_dir: Path, day: str) -> list[dict[str, Any]]:
     """The model calls of ``day`` (``name``'s llm_calls.csv), copied into ``DIR/calls.sqlite`` from the
-    strategy's call cache with their prompt and answer hashes; a call not there stops the step."""
+    strategy's call cache with their prompt and answer hashes and token counts; a call not there stops
+    the step."""
     listing = run_dir / "llm_calls.csv"
     if not listing.is_file():
         return []
@@ -47,11 +52,12 @@ def keep(root: Path, cfg: RunConfig, name: str, run_dir: Path, day: str) -> list
     cache = _cache_of(cfg, name)
     CallCache(root / CALLS, "read-write")._open()  # the call cache's own table: a verifier replays from it
     dst = sqlite3.connect(root / CALLS)
+    dst.row_factory = sqlite3.Row
     try:
         dst.execute("ATTACH DATABASE ? AS src", (f"{cache.resolve().as_uri()}?mode=ro",))
         out = []
         for r in keys:
-            row = dst.execute("SELECT messages, answer FROM src.calls WHERE key = ?", (r["key"],)).fetchone()
+            row = dst.execute("SELECT * FROM src.calls WHERE key = ?", (r["key"],)).fetchone()
             if row is None:
                 raise ForwardError(
                     f"{name}: call {r['key']} of {day} ({r['agent']}) is not in its call cache {cache}, so the "
@@ -59,8 +65,10 @@ def keep(root: Path, cfg: RunConfig, name: str, run_dir: Path, day: str) -> list
                 )
             copy_calls(dst, "src", [r["key"]])
             out.append({"key": r["key"], "agent": r["agent"],
-                        "prompt_sha256": hashlib.sha256(row[0].encode()).hexdigest(),
-                        "answer_sha256": hashlib.sha256(row[1].encode()).hexdigest()})  # fmt: skip
+                        "prompt_sha256": hashlib.sha256(row["messages"].encode()).hexdigest(),
+                        "answer_sha256": hashlib.sha256(row["answer"].encode()).hexdigest(),
+                        # what --charge-llm charges the book: an edited count moved the score, unsealed
+                        **{k: row[k] for k in TOKENS if k in row.keys()}})  # fmt: skip
         dst.commit()
         return out
     except sqlite3.Error as exc:

@@ -4,6 +4,7 @@ from its frozen inputs) and ``score`` (everything a backtest reports, to date)."
 from __future__ import annotations
 
 import datetime as dt
+import math
 import sqlite3
 import tempfile
 from contextlib import closing, contextmanager
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
+import pandas as pd
 
 from fincon import risk, workflow
 from fincon.engine.costs import total_paid
@@ -20,6 +22,7 @@ from fincon.errors import ConfigError, FinconError
 from fincon.llm.cache import CacheMode, CallCache, copy_calls
 from fincon.workflow import forward_code, trials
 from fincon.workflow.forward_anchor import anchored, said
+from fincon.workflow.forward_attempts import said as attempts_said
 from fincon.workflow.forward_clock import next_session, session_to_trade
 from fincon.workflow.forward_ledger import ledger_of
 from fincon.workflow.forward_plan import Plan, _frozen_config
@@ -30,6 +33,7 @@ from fincon.workflow.journal import (
     Journal,
     JournalError,
     decided,
+    failed,
     locked,
     missed,
     sealed_decisions,
@@ -38,6 +42,10 @@ from fincon.workflow.journal import (
     verify_chain,
 )
 from fincon.workflow.tables import MIN_STAT_DAYS, significance_flags
+
+#: how near a replayed book's every amount must come to the sealed one: 1e-6 absolute, 1e-9 relative (a
+#: tenth of a cent on a million; at 1e-6 relative a charged spend of $0.30 went unseen)
+BOOK_TOL = 1e-6
 
 
 def status(root: Path) -> dict[str, Any]:
@@ -109,10 +117,13 @@ def _verify(root: Path, into: Path | None) -> dict[str, Any]:
             "replayed": 0,
             "anchor": anchor,
             "code": forward_code.record(entries),
+            "failed": failed(entries),
         }
     with tempfile.TemporaryDirectory(prefix="fincon-verify-") as d:
-        calls = _named_calls(root, entries, Path(d) / CALLS)
         cfg = _frozen_config(root, plan, done[-1])
+        # a replay kept (``into``: score's) reads its calls beside its other inputs, where its config.yaml
+        # says, for explain and eval leakage (a temporary folder's, gone when they read it: found in review)
+        calls = _named_calls(root, entries, (Path(cfg.data.dir).parent if into else Path(d)) / CALLS)
         cfg = cfg.model_copy(
             update={"llm": cfg.llm.model_copy(update={"cache": CacheMode.REPLAY, "cache_path": calls})}
         )
@@ -134,14 +145,16 @@ def _verify(root: Path, into: Path | None) -> dict[str, Any]:
         return {"ok": False, "problem": f"the replay of {name} could not run: {why}{forward_code.hint(entries[0])}",
                 "entries": len(entries), "replayed": 0}  # fmt: skip
     sealed = sealed_decisions(entries)
-    kept = {d for _, d in sealed} | set(map(str, missed(entries)))
-    for name, result in report.results.items():  # a day the replay traded that no entry sealed or missed
+    gone = set(map(str, missed(entries)))
+    for name, result in report.results.items():  # a day the replay traded that no entry of it sealed or missed
+        kept = {d for n, d in sealed if n == name} | gone  # its own: a session sealed for another traded unsealed
         extra = next((d["date"] for d in result.decisions if d["date"] not in kept), None)
         if extra is not None:
             return {"ok": False, "problem": f"the replay of {name} decided on {extra}, a day the journal neither "
                     "sealed nor missed (its prices hold a bar on a day that is no session): its score is not the "
                     "sealed record's", "entries": len(entries), "replayed": 0}  # fmt: skip
     replayed = 0
+    last = {e["strategy"]: e for e in entries if e.get("kind") == "session"}
     for i, e in enumerate(entries):
         if e.get("kind") != "session":
             continue
@@ -158,9 +171,54 @@ def _verify(root: Path, into: Path | None) -> dict[str, Any]:
                 "entries": len(entries),
                 "replayed": replayed,
             }
+        why = _book_problem(e, result, Path(cfg.data.dir), e is last.get(e["strategy"]))
+        if why:
+            return {"ok": False, "problem": f"entry {i} (seq {e['seq']}, {e['strategy']} at {e['decided']}): {why}",
+                    "entries": len(entries), "replayed": replayed}  # fmt: skip
         replayed += 1
     return {"ok": True, "entries": len(entries), "replayed": replayed, "anchor": anchor,
-            "code": forward_code.record(entries)}  # fmt: skip
+            "code": forward_code.record(entries), "failed": failed(entries)}  # fmt: skip
+
+
+def _close(a: float, b: float) -> bool:
+    """One amount of a book and the replay's: the same computation, so equal but for float noise."""
+    return math.isclose(a, b, rel_tol=BOOK_TOL * 1e-3, abs_tol=BOOK_TOL)
+
+
+def _book_problem(e: dict[str, Any], result: Any, prices: Path, last: bool) -> str | None:
+    """Why the replay's book at ``e``'s session is not the one ``e`` sealed: its value (cash and shares at
+    the close) and each holding, and for the strategy's last entry the whole book (cash, shares, cost
+    basis, the targets pending). Found in review: with --charge-llm, token counts edited in calls.sqlite
+    moved the score (CR 9.404 to 8.254) while every decision, so verify, held."""
+    book = e.get("book")
+    if not book or result is None:
+        return None
+    day = e["decided"]
+    at = [str(d.date()) for d in result.dates]
+    if day not in at:
+        return None  # a decision the replay did not reach is named above
+    held = {str(t): float(n) for d, t, n in result.positions[["date", "ticker", "shares"]].itertuples(index=False)
+            if str(pd.Timestamp(d).date()) == day}  # fmt: skip
+    closes = {t: float(pd.read_csv(prices / f"{t}.csv").set_index("Date").loc[day, "Close"]) for t in book["shares"]}
+    value = book["cash"] + sum(n * closes[t] for t, n in book["shares"].items())
+    got = float(result.values[at.index(day)])
+    said = (
+        "; the money the replay makes is not the sealed record's (calls.sqlite's token counts, or the inputs, changed?)"
+    )
+    if not _close(value, got):
+        return f"its sealed book is worth {value:,.6f} at the close, the replay's {got:,.6f}{said}"
+    for t, n in book["shares"].items():
+        if t in held and not _close(n, held[t]):
+            return f"its sealed book holds {n:,.6f} {t} shares, the replay's {held[t]:,.6f}{said}"
+    mine = result.book.to_json() if last and result.book is not None else None
+    for k in ("cash", "shares", "basis", "pending") if mine else ():
+        a, b = book.get(k), mine.get(k)
+        same = _close(a, b) if isinstance(a, float | int) and isinstance(b, float | int) else (
+            isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys() and all(_close(a[x], b[x]) for x in a)
+        ) or a == b  # fmt: skip
+        if not same:
+            return f"its sealed book's {k} is {a}, the replay's {b}{said}"
+    return None
 
 
 def _named_calls(root: Path, entries: list[dict[str, Any]], into: Path) -> Path:
@@ -210,6 +268,7 @@ def _score(root: Path, plan: Plan) -> dict[str, Any]:
     out: dict[str, Any] = {"directory": str(root), "sessions": len(done), "missed": len(missed(entries)),
                            "first": str(plan.first), "last": str(done[-1]), "simulated": plan.simulated,
                            "strategies": {}}  # fmt: skip
+    out["failed"] = failed(entries)  # attempts stopped or failed before a seal: a redraw is on the record
     gone = f" decided, {out['missed']} missed," if out["missed"] else ""  # held through, nothing decided on them
     for name in plan.config.strategies:
         rec = RunRecord(replay / name if multi else replay)
@@ -245,7 +304,7 @@ def _score(root: Path, plan: Plan) -> dict[str, Any]:
     out["note"] = (  # what the page is, atop the report (it read as any backtest's)
         f"forward journal {root}: {clock}; {len(done)} sessions{gone} {plan.first}..{done[-1]}; verified when scored: the "
         f"chain, every hash, {checked['replayed']} decisions replayed; {said(checked.get('anchor')).removeprefix('; ')}"
-        f"{forward_code.said(checked['code'])}"
+        f"{forward_code.said(checked['code'])}{'; ' if out['failed'] else ''}{attempts_said(out['failed'])}"
     )
     out["sealed"] = {  # for the card: its temporal integrity, and the ledger its selection row counts in
         "simulated": plan.simulated,
@@ -343,6 +402,8 @@ def format_score(res: dict[str, Any]) -> str:
     if (res.get("sealed") or {}).get("ledger"):
         lines.append(f"DSR (N): N counts this family's trials in the trial ledger {res['sealed']['ledger']}, the one "
                      "the journal registered in; journals begun against another ledger count nowhere here")  # fmt: skip
+    if res.get("failed"):
+        lines.append(attempts_said(res["failed"]))
     lines += [f"FLAG: {flag}" for flag in res.get("flags", ())]
     c = res.get("card")
     if c:

@@ -16,6 +16,8 @@ reordering, inserting or editing a line breaks the chain at that line.
   answer (the call cache entries kept in ``DIR/calls.sqlite``), the
   decision and the orders;
 * a ``missed`` entry for a session no step decided (never decided later);
+* a ``failed`` entry for an attempt at a session that sealed no decision (a step stopped or failed once
+  its inputs were frozen, a write cut short: fincon.workflow.forward_attempts), which verify counts;
 * a ``fill`` entry when the paper broker fills a session's orders at the
   next open, and the book after.
 
@@ -41,6 +43,8 @@ from typing import Any, Callable, Iterator, Mapping
 from fincon import workflow
 from fincon.errors import FinconError
 from fincon.files import sha256_file
+from fincon.workflow import forward_sessions
+from fincon.workflow.forward_sessions import failed as failed
 
 JOURNAL = "journal.jsonl"
 INPUTS = "inputs"
@@ -168,14 +172,17 @@ class Journal:
         """Seal ``session`` missed (no step ran, a hole in the data, a decision too late to trade) at ``at``."""
         return self.append({"kind": "missed", "session": str(session), "sealed_at": at, "reason": reason})
 
-    def append_all(self, entries: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    def append_all(self, entries: list[Mapping[str, Any]], cut: int | None = None) -> list[dict[str, Any]]:
         """Seal ``entries`` (each one's ``seq``, ``prev_hash`` and ``hash`` set
         here, chained) and append them in one write, synced before this
         returns: a session's entries for every strategy go in together, and a
         step stopped mid-write leaves no sealed line (a torn last line is
         dropped and written over). A stop once the lines are whole keeps them
-        (a reader may have seen them); a failed write keeps none."""
-        last = self.last()
+        (a reader may have seen them); a failed write keeps none. ``cut``: the
+        journal's first ``cut`` bytes are kept and the entries written after
+        them, in the same write (fincon.workflow.forward_attempts cuts a torn
+        session back so, its cut sealed with it)."""
+        last = self.last() if cut is None else _last_before(self.path, cut)
         sealed = []
         for entry in entries:
             e = dict(entry)
@@ -187,7 +194,9 @@ class Journal:
             last = e
         self.root.mkdir(parents=True, exist_ok=True)
         keep, lead = 0, ""
-        if self.path.is_file():
+        if cut is not None:
+            keep = cut
+        elif self.path.is_file():
             data = self.path.read_bytes()
             keep = data.rfind(b"\n") + 1  # a torn last line (a stop mid-write) is not kept
             if keep < len(data) and _whole(data[keep:].decode("utf-8", "replace")):
@@ -211,6 +220,12 @@ class Journal:
                     os.ftruncate(fh.fileno(), keep)
                 raise
         return sealed
+
+
+def _last_before(path: Path, cut: int) -> dict[str, Any] | None:
+    """The last entry of the journal's first ``cut`` bytes (whole lines)."""
+    lines = path.read_bytes()[:cut].decode("utf-8").splitlines()
+    return next((json.loads(x) for x in reversed(lines) if x.strip()), None)
 
 
 #: a step's clock: UTC now (the machine's, or a test's)
@@ -295,6 +310,10 @@ def verify_chain(entries: list[dict[str, Any]], root: Path) -> Iterator[str]:
             yield f"{where}: sealed at {e['sealed_at']}, before the entry before it ({last_at.isoformat()}): a clock set back"
             return
         prev, last_at = e["hash"], at
+    incomplete = forward_sessions.incomplete(entries)
+    if incomplete:
+        yield incomplete
+        return
     named = {e["inputs"]["path"] for e in entries if isinstance(e.get("inputs"), dict) and "path" in e["inputs"]}
     folders = sorted(f"{INPUTS}/{p.name}" for p in (root / INPUTS).glob("[!.]*") if p.is_dir())
     for path in [f for f in folders if f not in named][:1]:
@@ -349,6 +368,10 @@ def _sealed_again(e: Mapping[str, Any], seen: dict[tuple[str | None, str], int])
         first = seen.get((None, day), next((k for (s, d), k in seen.items() if d == day), None))
         seen[(None, day)] = int(e.get("seq") or 0)
         return None if first is None else f"the session {day} is sealed already (seq {first})"
+    if e.get("kind") == "failed":  # an attempt that sealed nothing comes before the session's seal
+        day = str(e.get("session"))
+        first = next((k for (s, d), k in seen.items() if d == day), None)
+        return None if first is None else f"a failed attempt at the session {day}, sealed already (seq {first})"
     if e.get("kind") != "session":
         return None
     day, name = str(e.get("decided")), str(e.get("strategy"))
@@ -391,7 +414,9 @@ def _check_call(root: Path, call: Mapping[str, Any]) -> str | None:
         return f"the calls it names are not kept ({CALLS} is missing)"
     conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
     try:
-        row = conn.execute("SELECT messages, answer FROM calls WHERE key = ?", (call["key"],)).fetchone()
+        row = conn.execute(
+            "SELECT messages, answer, prompt_tokens, completion_tokens FROM calls WHERE key = ?", (call["key"],)
+        ).fetchone()
     finally:
         conn.close()
     if row is None:
@@ -400,6 +425,11 @@ def _check_call(root: Path, call: Mapping[str, Any]) -> str | None:
         return f"the prompt of call {call['key'][:16]} ({call.get('agent')}) was changed"
     if hashlib.sha256(row[1].encode()).hexdigest() != call["answer_sha256"]:
         return f"the answer of call {call['key'][:16]} ({call.get('agent')}) was changed"
+    for k, got in zip(("prompt_tokens", "completion_tokens"), row[2:]):  # what --charge-llm charges the book
+        if k in call and got != call[k]:
+            return (
+                f"the {k} of call {call['key'][:16]} ({call.get('agent')}) was changed ({call[k]} sealed, {got} kept)"
+            )
     return None
 
 
