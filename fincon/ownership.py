@@ -251,9 +251,9 @@ class OwnedFolder:
         """Rename the finished staging folder to ``out``. Another command that
         finished first into the same ``out`` wins; this one then fails with one
         line instead of overwriting it (``--replace`` swaps the old one out)."""
-        taken = ConfigError(
+        taken = ConfigError(  # with --replace given, the advice to pass it would not help (found in review)
             f"--out {out} was written by another command while this one ran; nothing was changed "
-            "(pass --replace to overwrite it)"
+            + ("(run the same command again to replace it)" if replace else "(pass --replace to overwrite it)")
         )
         was_file = staging / _WAS
         try:

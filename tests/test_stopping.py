@@ -356,8 +356,11 @@ def test_two_replace_imports_on_one_out_keep_the_first(tmp_path):
     first = staged("first").rename(tmp_path / ".ds.partial-first")  # another process's staging name
     second = staged("second")
     folder.swap_in(first, out, replace=True)
-    with pytest.raises(ConfigError, match="was written by another command while this one ran; nothing was changed"):
+    with pytest.raises(
+        ConfigError, match="was written by another command while this one ran; nothing was changed"
+    ) as e:
         folder.swap_in(second, out, replace=True)
+    assert str(e.value).endswith("(run the same command again to replace it)")  # not "pass --replace": it was
     assert (out / "a.txt").read_text() == "first" and sorted(p.name for p in out.iterdir()) == ["a.txt", "mark.json"]
     folder.swap_in(staged("third"), out, replace=True)  # a replace of what is there now still works
     assert (out / "a.txt").read_text() == "third"
