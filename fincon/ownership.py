@@ -120,6 +120,24 @@ def sqlite_wal(conn: sqlite3.Connection, seconds: float = 30.0) -> None:
             time.sleep(0.05)
 
 
+def sqlite_read_only(path: Path, timeout: float = 30.0, **kwargs) -> sqlite3.Connection:
+    """``path`` opened read only. A WAL database (every cache fincon writes) needs a ``-shm`` file beside
+    it to be read, which a read-only folder or a full disk cannot hold: a healthy cache was then called
+    "not an LLM call cache" and could not be replayed from read-only media (found in review). Without a
+    ``-wal`` file whose rows it would miss, it is then read as immutable (nothing can write there)."""
+    uri = path.resolve().as_uri()
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=timeout, **kwargs)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError:
+        wal = Path(f"{path}-wal")
+        if wal.exists() and wal.stat().st_size:
+            raise
+        conn.close()
+        conn = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, timeout=timeout, **kwargs)
+    return conn
+
+
 def sqlite_foreign(path: Path, tables: dict[str, tuple[str, ...]]) -> str | None:
     """Why the file at ``path`` is not one of fincon's SQLite files made of
     ``tables`` (name -> the columns fincon writes), or None when it is one, or
@@ -137,7 +155,9 @@ def sqlite_foreign(path: Path, tables: dict[str, tuple[str, ...]]) -> str | None
     except OSError as exc:
         return f"it cannot be read ({exc.strerror or exc})"
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+        conn = sqlite_read_only(path)
+    except sqlite3.DatabaseError as exc:  # its first read: a file whose header only is SQLite's
+        return f"it is not a readable SQLite database ({' '.join(str(exc).split())})"
     except sqlite3.Error as exc:
         return f"it cannot be opened ({exc})"
     try:

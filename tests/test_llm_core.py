@@ -818,3 +818,45 @@ def test_a_cache_answer_edited_after_it_was_recorded_is_one_line_and_an_older_ca
     assert ask().value.action == "sell"  # nothing sealed to check it against: read as recorded
     CallCache(db, "read-write").close()  # a run that writes adds the column
     assert "answer_sha256" in {r[1] for r in sqlite3.connect(db).execute("PRAGMA table_info(calls)")}
+
+
+def _read_only_mount(tmp_path):
+    """A read-only tmpfs folder (root only: skipped where mount is not allowed), and its unmount."""
+    import subprocess
+
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(ro)], capture_output=True).returncode:
+        pytest.skip("mounting a tmpfs needs root: the read-only case is checked where it can be")
+    return ro, lambda: subprocess.run(["umount", "-l", str(ro)], check=True)  # lazy: a connection may be open
+
+
+def test_a_wal_cache_on_read_only_media_replays_and_is_called_a_cache(tmp_path):
+    """Found in review 2026-12-02: a WAL cache (every cache fincon writes) on a read-only folder was
+    called "not an LLM call cache (... unable to open database file)" and could not be replayed: SQLite
+    needs a -shm file beside a WAL database to read it. Read as immutable there, it replays; with a
+    -wal file beside it, whose rows an immutable read would miss, it is refused as before."""
+    import shutil
+    import sqlite3
+    import subprocess
+
+    db = tmp_path / "llm.sqlite"
+    LLMClient(Scripted(['{"action": "sell", "confidence": 0.7}']), cache=CallCache(db, "read-write")).ask(MSGS, Verdict)
+    with sqlite3.connect(db) as conn:  # its rows in the file (a cache a run closed), still a WAL database
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert db.read_bytes()[18:20] == b"\x02\x02"
+    ro, unmount = _read_only_mount(tmp_path)
+    try:
+        shutil.copyfile(db, ro / "llm.sqlite")
+        (ro / "wal").mkdir()
+        shutil.copyfile(db, ro / "wal" / "llm.sqlite")
+        (ro / "wal" / "llm.sqlite-wal").write_bytes(b"\x00" * 64)  # rows an immutable read would not see
+        subprocess.run(["mount", "-o", "remount,ro", str(ro)], check=True)
+        res = LLMClient(Scripted([]), cache=CallCache(ro / "llm.sqlite", "replay")).ask(MSGS, Verdict)
+        assert res.usage.cache_hit and res.value.action == "sell"
+        with pytest.raises(LLMError, match="unable to open database file"):
+            CallCache(ro / "wal" / "llm.sqlite", "replay")
+        with pytest.raises(LLMError, match=r"\): its folder is read-only or its disk is full; free space, or replay"):
+            CallCache(ro / "llm.sqlite", "read-write")  # a cache, not "not a usable SQLite file"
+    finally:
+        unmount()

@@ -55,7 +55,7 @@ from fincon import llm
 from fincon.llm.errors import CacheMiss, LLMError, LLMUnavailable
 from fincon.llm.schema import canonical_json
 from fincon.llm.types import Message, SamplingParams
-from fincon.ownership import sqlite_foreign, sqlite_wal
+from fincon.ownership import sqlite_foreign, sqlite_read_only, sqlite_wal
 
 DEFAULT_CACHE_PATH = Path("runs/.cache/llm.sqlite")
 #: set by the Ray executor in its workers: the actor that owns the cache files
@@ -156,6 +156,10 @@ def answer_hash(key: str, answer: str) -> str:
     return hashlib.sha256(f"{key}\0{answer}".encode("utf-8")).hexdigest()
 
 
+#: what SQLite says of a cache whose folder takes no write (read-only media, a full disk)
+_NO_WRITE = ("unable to open database file", "disk I/O error", "readonly database", "database or disk is full")
+
+
 class CallCache:
     """Thread-safe SQLite store of calls. ``path=None`` with mode ``off``
     creates nothing on disk."""
@@ -200,8 +204,7 @@ class CallCache:
             if self.mode is CacheMode.REPLAY:
                 # read only, no -wal/-shm files: a replay may read a cache shipped
                 # inside an installed (read-only) package, like the demo's
-                uri = f"{self.path.resolve().as_uri()}?mode=ro"
-                conn = sqlite3.connect(uri, uri=True, timeout=30.0, check_same_thread=False, isolation_level=None)
+                conn = sqlite_read_only(self.path, check_same_thread=False, isolation_level=None)
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 conn = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False, isolation_level=None)
@@ -228,6 +231,13 @@ class CallCache:
                 columns.add(later)
         except sqlite3.DatabaseError as exc:
             conn.close()
+            if self.mode is not CacheMode.REPLAY and any(w in str(exc) for w in _NO_WRITE):
+                # a read-only folder or a full disk: the file is a cache, its folder takes no write (it was
+                # called "not a usable SQLite file", found in review)
+                raise LLMError(
+                    f"cannot write beside the LLM cache {self.path} ({_one_line(exc)}): its folder is read-only "
+                    "or its disk is full; free space, or replay it as it is with --llm-cache replay"
+                ) from None
             raise LLMError(
                 f"LLM cache {self.path} is not a usable SQLite file ({_one_line(exc)}); move it away or "
                 "pass another --llm-cache-path"

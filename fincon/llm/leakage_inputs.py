@@ -26,6 +26,7 @@ from fincon.data.inputs import corpus_tickers, open_events, open_inputs
 from fincon.data.terms import distinctive_terms, tokens
 from fincon.errors import DataError
 from fincon.llm.masking_rules import PARAPHRASE_AGENT, topics
+from fincon.ownership import sqlite_read_only
 
 SHINGLE = 5
 #: an item shingle shared by more items than this carries no identity (boilerplate)
@@ -153,7 +154,7 @@ def prompts_of(run: RunInfo) -> list[Prompt]:
             f"{run.path}: its call cache {run.cache} is not there, so its prompts cannot be read; "
             "give it with --llm-cache-path"
         )
-    conn = sqlite3.connect(f"{run.cache.resolve().as_uri()}?mode=ro", uri=True)
+    conn = sqlite_read_only(run.cache)
     try:
         texts: dict[str, str] = {}
         keys = sorted({c["key"] for c in calls})

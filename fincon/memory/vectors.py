@@ -33,7 +33,7 @@ from typing import Sequence
 
 import numpy as np
 
-from fincon.ownership import sqlite_wal
+from fincon.ownership import sqlite_read_only, sqlite_wal
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vec BLOB NOT NULL)"
 
@@ -60,7 +60,7 @@ class VectorCache:
                 conn.execute("PRAGMA busy_timeout=30000")
                 sqlite_wal(conn)  # as the call cache opens it
             else:  # read only, no -wal/-shm beside a recording shipped in a checkout
-                conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+                conn = sqlite_read_only(self.path)
             self._conn = conn
         return self._conn
 
