@@ -103,3 +103,34 @@ def test_a_masked_team_runs_news_prompts_are_placed_by_replaying_the_pipeline(tm
     assert "an item as its tone word;" in said and "topic" not in said
     assert main(["explain", "topics", "--date", "2020-10-05"]) == 0
     assert "an item as its topic and tone word;" in capsys.readouterr().out
+
+
+def test_two_corpora_holding_the_same_items_are_known_once(tmp_path):
+    """Found in review 2026-12-02: a forward journal's folder audited at once (its team read the journal's
+    frozen items, its llm-trader no corpus, read as the sample's) gave the adversaries every TSLA item
+    twice, and the replay placed none of the team's prompts: 0 of 51 where the team's folder alone gave
+    1 of 19. An item two corpora hold is known once, and the folder reads as its runs do."""
+    from pathlib import Path
+
+    from fincon.data.events.loaders.directory import DirectoryLoader, write_jsonl_gz
+    from fincon.testing.corpora import SAMPLE_DIR
+
+    frozen = tmp_path / "frozen"  # the sample's TSLA items, copied as a journal freezes them
+    frozen.mkdir()
+    items = [e for e in DirectoryLoader(SAMPLE_DIR).load(["TSLA"]) if not e.audio]  # text items: what is read
+    write_jsonl_gz(frozen / "TSLA.jsonl.gz", items)
+
+    def run(name: str, events: str) -> leakage_inputs.RunInfo:
+        return leakage_inputs.RunInfo(path=Path(name), strategy=name, tickers=("TSLA",), start=dt.date(2022, 10, 3),
+                                      end=dt.date(2022, 10, 14), masked=True, cache=Path("x"), data={},
+                                      events=events)  # fmt: skip
+
+    team = leakage_inputs.build_knowledge([run("fincon", str(frozen))])
+    both = leakage_inputs.build_knowledge([run("fincon", str(frozen)), run("llm-trader", "sample")])
+    tsla = {e.id for e in team.events if e.ticker == "TSLA"}
+    assert len(tsla) > 50 and tsla == {e.id for e in items if e.text}
+    ids = [e.id for e in both.events if e.ticker == "TSLA"]  # the sample's, its calls' transcripts too
+    assert len(ids) == len(set(ids)) and set(ids) - tsla == {
+        e.id for e in both.events if e.source == "earnings_call" and e.ticker == "TSLA"
+    }  # once each
+    assert len({e.ticker for e in both.events}) > 1  # the sample's other firms: more to tell apart

@@ -369,11 +369,12 @@ def build_knowledge(runs: Sequence[RunInfo], against: Sequence[Path] = ()) -> Kn
         if spec not in seen:
             seen.add(spec)
             corpora.append((spec, tuple(ds.dataset.manifest.tickers), ds.source))
-    events: list[Any] = []
-    closes: dict[str, pd.Series] = {}
-    corpus_of: dict[str, str] = {}
+    events: dict[tuple, Any] = {}  # an item two corpora hold (a journal's frozen items, the sample) once:
+    closes: dict[str, pd.Series] = {}  # held twice, every list of them was two firm-sessions' and the replay
+    corpus_of: dict[str, str] = {}  # placed none (a journal's folder audited 0 of 51 where its team's 1 of 19)
     for spec, tickers, source in corpora:
-        events += open_events(spec, tickers).all_events()
+        for e in open_events(spec, tickers).all_events():
+            events.setdefault((e.ticker, e.source, e.id, e.published_at), e)
         corpus_of.update({t: spec for t in tickers if t not in corpus_of})
         for t in tickers:
             if t in closes:
@@ -385,7 +386,7 @@ def build_knowledge(runs: Sequence[RunInfo], against: Sequence[Path] = ()) -> Kn
             frame = bars.set_index(pd.to_datetime(bars["Date"])) if "Date" in bars.columns else bars
             col = "Adj Close" if "Adj Close" in frame.columns else "Close"
             closes[t] = frame[col].astype(float)
-    k = knowledge_of(events, closes)
+    k = knowledge_of(list(events.values()), closes)
     k.corpus_of = corpus_of
     return k
 
