@@ -270,7 +270,8 @@ def test_a_stocks_block_lays_the_papers_eq5_cr_beside_the_books(tmp_path):
     assert (
         "; Table 2's CR is the paper's eq. 5, 100 x the sum of ln(p_t+1 / p_t) x action_t (the direction held times "
         "the log price change, whatever the position's size), fincon's by the same formula its eq.5 CR % column; "
-        "the book CR % column is the sum of the book value's daily log returns (what money the book made); "
+        "the book CR % column is the sum of the book value's daily log returns (what money the book made), and SR "
+        "and MDD % are the book's too; "
     ) in line
     alone = differs(exp, "the sample", stocks=False)
     assert "eq. 5" not in alone and "; the book CR % column is the sum of the book value's daily log returns" in alone

@@ -190,7 +190,10 @@ def differs(exp, corpus: str, stocks: bool = True) -> str:
             "Table 2's CR is the paper's eq. 5, 100 x the sum of ln(p_t+1 / p_t) x action_t (the direction held "
             "times the log price change, whatever the position's size), fincon's by the same formula its eq.5 CR % column"
         )
-    parts.append("the book CR % column is the sum of the book value's daily log returns (what money the book made)")
+    parts.append(
+        "the book CR % column is the sum of the book value's daily log returns (what money the book made), "
+        "and SR and MDD % are the book's too"
+    )
     return (
         f"differs from the paper: {'; '.join(parts)}; the test window ends {exp.test.end}. The paper's columns "
         "are its published figures, not rerun."
