@@ -110,6 +110,7 @@ def test_two_corpora_holding_the_same_items_are_known_once(tmp_path):
     frozen items, its llm-trader no corpus, read as the sample's) gave the adversaries every TSLA item
     twice, and the replay placed none of the team's prompts: 0 of 51 where the team's folder alone gave
     1 of 19. An item two corpora hold is known once, and the folder reads as its runs do."""
+    import dataclasses
     from pathlib import Path
 
     from fincon.data.events.loaders.directory import DirectoryLoader, write_jsonl_gz
@@ -134,3 +135,13 @@ def test_two_corpora_holding_the_same_items_are_known_once(tmp_path):
         e.id for e in both.events if e.source == "earnings_call" and e.ticker == "TSLA"
     }  # once each
     assert len({e.ticker for e in both.events}) > 1  # the sample's other firms: more to tell apart
+    # an importer numbers its items by day (TICKER-news-YYYYMMDD-N): another corpus's item of that id and
+    # time is another item when its text differs, and a prompt quoting it is placed (review of this change)
+    other = tmp_path / "other"
+    other.mkdir()
+    first = next(e for e in items if e.source == "news")
+    write_jsonl_gz(other / "TSLA.jsonl.gz", [dataclasses.replace(first, text="Another desk's words, all its own.")])
+    two = leakage_inputs.build_knowledge([run("fincon", str(frozen)), run("x", str(other))])
+    assert sorted(e.text for e in two.events if e.id == first.id) == sorted(
+        [first.text, "Another desk's words, all its own."]
+    )

@@ -374,7 +374,7 @@ def build_knowledge(runs: Sequence[RunInfo], against: Sequence[Path] = ()) -> Kn
     corpus_of: dict[str, str] = {}  # placed none (a journal's folder audited 0 of 51 where its team's 1 of 19)
     for spec, tickers, source in corpora:
         for e in open_events(spec, tickers).all_events():
-            events.setdefault((e.ticker, e.source, e.id, e.published_at), e)
+            events.setdefault((e.ticker, e.source, e.id, e.published_at, e.text), e)  # ids an importer numbers
         corpus_of.update({t: spec for t in tickers if t not in corpus_of})
         for t in tickers:
             if t in closes:

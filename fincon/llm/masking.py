@@ -404,10 +404,13 @@ class Masker:
     def unmask(self, answer: str, day: str | None = None) -> str:
         """A raw answer with each pseudonym back as its ticker (or person), and
         each id's date token back as its date; the answer's sentences are kept
-        so that no later prompt quotes them word for word: as the model wrote
-        them and as a prompt shows them, masked again (a sentence the mask
-        changes, with a number, a percentage or a name, was never found there
-        and reached the manager's prompt whole: found in review 2026-12-02)."""
+        so that a later prompt rewords them: as the model wrote them and as a
+        prompt shows them, masked again on ``day`` (a sentence the mask changes,
+        with a number, a percentage or a name, was never found there and reached
+        the manager's prompt whole: found in review 2026-12-02). A sentence with
+        a date in it masks to another recency on a later day and is not found
+        there: looking answers up before the mask would find it, and would
+        change every masked prompt (left for a change that re-records them)."""
         self._remember(answer)
         answer = rules.TOKEN_BACK.sub(lambda m: self._tokens.get(m.group(0), m.group(0)), answer)
         if self._back_re is not None:
