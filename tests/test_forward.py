@@ -1724,7 +1724,7 @@ def test_verify_refuses_inputs_no_entry_seals_and_fields_the_replay_does_not_bea
     shutil.copytree(root / "inputs" / END, root / "inputs" / "2022-10-13")
     assert verify(root)["problem"] == (
         "inputs/2022-10-13: frozen inputs no entry seals (a step that froze them and sealed nothing): a replay "
-        "and a score would read them; remove the folder (the next step freezes them again)"
+        "and a score would read them; the next step seals the attempt failed and removes them"
     )
     # found in review: a step killed (SIGKILL, power) after it froze a session's inputs left them, and every
     # later step refused the journal until a person removed them; inputs after every sealed folder are a

@@ -100,6 +100,9 @@ def test_a_scored_replay_reads_its_calls_where_its_config_says_after_the_score(t
     root = _charged_journal(tmp_path, monkeypatch)
     with score(root):
         pass
+    # a verify after the score keeps no replay: it joins its inputs in its own folder, not in the one the
+    # score's replay names (review 79: verify removed it, and eval leakage then failed on a cache "not there")
+    assert main(["forward", "verify", "fw"]) == 0
     path = Path(yaml.safe_load((root / "replay" / "config.yaml").read_text())["llm"]["cache_path"])
     assert path == (root / ".replay-inputs" / "calls.sqlite").absolute() and path.is_file()
     sealed = {
@@ -110,3 +113,64 @@ def test_a_scored_replay_reads_its_calls_where_its_config_says_after_the_score(t
     capsys.readouterr()
     assert main(["eval", "leakage", str(root / "replay"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["overall"]["prompts"] == 3
+
+
+def _edit_users_cache(tmp_path, root: Path, how: str) -> str:
+    """The call of the journal's second session, edited (its prompt tokens set to a million) or deleted in the
+    user's own call cache (trader.sqlite, the one the plan names); its key."""
+    key = [json.loads(x) for x in (root / "journal.jsonl").read_text().splitlines()][2]["calls"][0]["key"]
+    with sqlite3.connect(tmp_path / "trader.sqlite") as db:
+        if how == "edit":
+            db.execute("UPDATE calls SET prompt_tokens = 1000000 WHERE key = ?", (key,))
+        else:
+            db.execute("DELETE FROM calls WHERE key = ?", (key,))
+    return key
+
+
+@pytest.mark.slow  # four sessions of the replayed 1.5B, charged, stepped twice and verified: ~6 s on 2 cores
+@pytest.mark.parametrize("how", ["edit", "delete"])
+def test_a_charged_step_answers_past_sessions_from_the_sealed_calls(tmp_path, monkeypatch, capsys, how):
+    """Found in review: with --charge-llm a step asked every past session again from the user's call cache,
+    not the journal's calls: a token count edited there sealed a book verify then refused (and steps kept
+    sealing on top), a row deleted there failed every step ("not in trader.sqlite") though calls.sqlite held
+    it. The sealed rows are written back over the user's before the replay."""
+    root = _charged_journal(tmp_path, monkeypatch)
+    with sqlite3.connect(root / "calls.sqlite") as db:
+        sealed = db.execute("SELECT * FROM calls").fetchall()
+    key = _edit_users_cache(tmp_path, root, how)
+    capsys.readouterr()
+    assert main(["forward", "step", "fw", "--until", "2022-10-10", "--no-progress"]) == 0
+    assert capsys.readouterr().err.splitlines()[0] == (
+        "fincon: warning: fw: 1 sealed call missing or changed in the call cache was written back from "
+        "calls.sqlite (past sessions are answered as sealed)"
+    )
+    with sqlite3.connect(tmp_path / "trader.sqlite") as db:
+        assert db.execute("SELECT * FROM calls WHERE key = ?", (key,)).fetchall() == [
+            r for r in sealed if r[0] == key]  # fmt: skip
+    entries = [json.loads(x) for x in (root / "journal.jsonl").read_text().splitlines()]
+    assert [e.get("decided") for e in entries[1:]] == ["2022-10-05", "2022-10-06", "2022-10-07", "2022-10-10"]
+    assert main(["forward", "verify", "fw"]) == 0
+
+
+@pytest.mark.slow  # three sessions of the replayed 1.5B, charged, stepped once: ~4 s on 2 cores
+def test_a_step_compares_each_past_sessions_book_with_the_sealed_one(tmp_path, monkeypatch, capsys):
+    """A step checked the past decisions alone: a book its replay made otherwise (the user's token counts,
+    were they read) was sealed on, and only verify refused it. It refuses in one line, nothing sealed."""
+    from fincon.workflow import forward_calls
+
+    root = _charged_journal(tmp_path, monkeypatch)
+    monkeypatch.setattr(forward_calls, "sealed_into_caches", lambda *a: 0)  # the user's row read as it is
+    _edit_users_cache(tmp_path, root, "edit")
+    before = (root / "journal.jsonl").read_bytes()
+    capsys.readouterr()
+    assert main(["forward", "step", "fw", "--until", "2022-10-10", "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("fincon: error: llm-trader on 2022-10-07: its sealed book is worth ")
+    assert "; the money the replay makes is not the sealed record's" in err and err.count("\n") == 1
+    worth = float(err.split("is worth ")[1].split(" at the close")[0].replace(",", ""))
+    got = float(err.split("the replay's ")[1].split(";")[0].replace(",", ""))
+    assert 990 < worth - got < 1100  # the million tokens at $1,000 a million, charged at the 6th's close
+    # the attempt is on the record (a failed entry), no decision sealed
+    after = (root / "journal.jsonl").read_bytes()
+    assert after.startswith(before)
+    assert [json.loads(x)["kind"] for x in after[len(before) :].splitlines()] == ["failed"]

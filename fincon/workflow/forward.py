@@ -61,6 +61,7 @@ from fincon.workflow import (
     forward_ledger,
     forward_media,
     forward_plan,
+    forward_score,
 )
 from fincon.workflow.alpaca import AlpacaPaper, check_available, expected_after
 from fincon.workflow.forward_clock import (
@@ -76,6 +77,7 @@ from fincon.workflow.forward_plan import Plan, _frozen_config, a_hole, frozen_in
 from fincon.workflow.forward_state import keep_state, resume_for
 from fincon.workflow.journal import (
     BOOKS,
+    CALLS,
     PLAN_FILE,
     REPLAY,
     Clock,
@@ -253,7 +255,7 @@ def step(
         except FinconError:
             new = list(sealed)
         n = len({e["decided"] for e in new if e["kind"] == "session"})
-        tried = [e["session"] for e in new if e["kind"] == "failed"]
+        tried = forward_attempts.own(new)
         if (n or tried) and (not isinstance(exc, FinconError) or stopping.received()):  # a stop: said on the way out
             said = [f"the {n} session{'s' if n > 1 else ''} this step sealed {'are' if n > 1 else 'is'} kept in {root}"]
             if tried:  # the session under way: its attempt on the record, never re-decided as if untried
@@ -268,18 +270,20 @@ def _step(root: Path, until: dt.date | None, progress: bool, clock: Clock, seale
     plan = Plan.load(root)
     journal = Journal(root)
     with locked(root), forward_anchor.commits_what_it_seals(root, journal):
-        forward_attempts.cut_torn_tail(root, journal, clock)  # a seal cut short: its session decided again
-        entries = journal.entries()
-        forward_anchor.refuse_unless_anchored(root, entries)  # before a folder the last commit holds is removed
-        forward_plan.unfrozen_tail(root, entries)
-        problems = list(verify_chain(entries, root))
+        # a seal cut short, a step killed after its freeze: found, checked, then sealed failed (review 79)
+        found = forward_attempts.tail(root, journal)
+        entries = found.entries
+        forward_anchor.refuse_unless_anchored(root, entries, found.lines if found.cut is not None else None)
+        problems = list(verify_chain(entries, root, leftover=True))
         if problems:
             raise JournalError(f"{root}: {problems[0]}; no step is taken on a journal that does not verify")
+        forward_anchor.still_there(root, entries[0])
+        forward_attempts.tidy(root, journal, found, clock)
+        entries = journal.entries()
         same_weights(plan.config, entries[0])
         code = forward_code.stamp()
         if other := forward_code.other_than_registered(entries[0], code):
             print(f"fincon: warning: {root}: {other}", file=sys.stderr)
-        forward_anchor.still_there(root, entries[0])
         done = decided(entries)
         gone = missed(entries)  # sealed once
         if until is not None and not plan.simulated:
@@ -384,6 +388,10 @@ def _decide(
             on_gap(journal.miss(lost, "no step ran for this session", stamp(clock)))
         sealed_so_far = journal.entries()
         cfg = _frozen_config(root, plan, day, keep_state=True)
+        if n := forward_calls.sealed_into_caches(root, cfg, sealed_so_far):  # past sessions answer as sealed
+            print(f"fincon: warning: {root}: {n} sealed call{'s' * (n > 1)} missing or changed in the call cache "
+                  f"{'were' if n > 1 else 'was'} written back from {CALLS} (past sessions are answered as sealed)",
+                  file=sys.stderr)  # fmt: skip
         out = root / REPLAY
         past = sealed_decisions(sealed_so_far)
         skip = frozenset(missed(sealed_so_far))  # sessions no step ran: nothing asked on them
@@ -412,14 +420,8 @@ def _decide(
             raise ForwardError(
                 f"{day}: the strategies could not decide ({why}); no decision sealed, the next step retries"
             )
-        for name, result in report.results.items():
-            for d in result.decisions[:-1]:
-                want = past.get((name, d["date"]))
-                if want is not None and sealed_part(d) != want:
-                    raise JournalError(
-                        f"{name} on {d['date']}: the sealed decision is not reproduced from the frozen inputs "
-                        "(edited inputs, another model, or fincon changed); nothing sealed"
-                    )
+        if why := forward_score.past_problem(report, sealed_so_far, root):  # decisions and books, as verify
+            raise JournalError(why)
         entries = []
         books: dict[str, str] = {}
         for name, result in report.results.items():

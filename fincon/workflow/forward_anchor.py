@@ -74,13 +74,27 @@ def commit(root: Path, message: str, done: str) -> None:
         ) from None
 
 
-def refuse_unless_anchored(root: Path, entries: list[dict[str, Any]]) -> None:
+def refuse_unless_anchored(root: Path, entries: list[dict[str, Any]], keep: int | None = None) -> None:
     """A step on a journal whose git anchor shows it edited, cut or rewritten after a commit: refused, as
     verify refuses it (found in review: a step on a journal cut back to an earlier entry decided again,
     committed the new line and left the anchor showing a rewritten history for ever). Entries no commit
-    holds yet are what a step commits."""
-    if (root / ".git").is_dir() and (said := anchored(root, entries)).get("problem") and not said.get("behind"):
+    holds yet are what a step commits. ``keep``: the lines a torn tail's cut keeps, run before it; a torn
+    tail a commit holds is no write cut short, and cutting it would rewrite the anchored history."""
+    if not (root / ".git").is_dir():
+        return
+    if (said := anchored(root, entries)).get("problem") and not said.get("behind"):
         raise ForwardError(f"{root}: {said['problem']}; no step is taken on a journal that does not verify")
+    if keep is None:
+        return
+    try:
+        held = len(_git(root, "show", f"HEAD:{JOURNAL}").splitlines())
+    except subprocess.CalledProcessError:  # no commit, or none holding the journal yet
+        held = 0
+    if held > keep:
+        raise ForwardError(
+            f"{root}: the journal's last commit holds {held} lines, and a torn tail would cut it back to {keep}: "
+            "the git anchor holds what a step would cut; no step is taken on a journal that does not verify"
+        )
 
 
 @contextmanager
@@ -88,11 +102,12 @@ def commits_what_it_seals(root: Path, journal: Any) -> Iterator[None]:
     """Every entry a step seals is committed before the step ends, a session sealed missed too (left
     uncommitted, the journal failed verify until a later step decided one; found in review); a commit
     that fails while the step fails is said beside the step's own error."""
-    n = len(journal.entries())
+    n = journal.path.read_bytes() if journal.path.is_file() else b""
 
-    def left() -> None:
+    def left() -> None:  # the journal changed (a cut and its failed entry may leave as many entries as before)
         entries = journal.entries()
-        if (root / ".git").is_dir() and len(entries) > n and anchored(root, entries).get("behind"):
+        now = journal.path.read_bytes() if journal.path.is_file() else b""
+        if (root / ".git").is_dir() and now != n and anchored(root, entries).get("behind"):
             commit(root, "seal missed sessions", "the missed sessions are sealed")
 
     try:

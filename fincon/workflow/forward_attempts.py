@@ -8,12 +8,12 @@ step went on from it (found in review).
 * :func:`recorded`, around a decision once its inputs are frozen: a failure or a stop before its seal
   appends a ``failed`` entry (the session, the reason, the hash of the inputs it read); the next step
   may decide the session, and verify and score count the failed attempts;
-* :func:`cut_torn_tail`, before a step reads the journal: a torn last line, and the entries of a last
-  session sealed for some of the plan's strategies only, are cut back to the last complete session, the
-  bytes kept in ``journal.torn`` (nothing is lost), and the cut sealed, in the same write, as a
-  ``failed`` entry naming those bytes' size and SHA-256.
-
-A SIGKILL or a power cut before the seal leaves no entry (no handler runs): docs/forward.md says so.
+* :func:`tail` and :func:`tidy`, before a step decides (once its anchor and chain checks passed): a torn
+  last line, and the entries of a last session sealed for some of the plan's strategies only, are cut
+  back to the last complete session, the bytes kept in ``journal.torn`` (nothing is lost), and the cut
+  sealed, in the same write, as a ``failed`` entry naming those bytes' size and SHA-256; the inputs a
+  step killed before its seal (SIGKILL, power: no handler ran) left after every sealed folder are sealed
+  as a ``failed`` entry naming their hash, then removed.
 """
 
 from __future__ import annotations
@@ -21,19 +21,22 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
-import re
+import shutil
 import sys
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 from fincon import stopping
 from fincon.errors import ConfigError, FinconError
 from fincon.workflow.forward_sessions import planned
-from fincon.workflow.journal import Clock, Journal, Late, _whole, stamp
+from fincon.workflow.journal import INPUTS, Clock, Journal, Late, _whole, decided, missed, stamp, tree_hash
 
 #: where a cut torn tail's bytes are kept, appended to, beside the journal
 TORN = "journal.torn"
+#: a failed entry's reason for a folder a killed step left (tidy): no handler ran to seal it then
+KILLED = "a step stopped after its inputs were frozen, and no handler ran (SIGKILL or a power cut)"
 #: what a stop is called in a failed entry's reason (fincon.cli.main's SIGTERM exception, Ctrl-C's)
 STOPS = {"Terminated": "SIGTERM", "KeyboardInterrupt": "SIGINT (Ctrl-C)"}
 
@@ -72,18 +75,37 @@ def recorded(journal: Journal, day: dt.date, frozen: dict[str, Any], clock: Cloc
         raise
 
 
-def cut_torn_tail(root: Path, journal: Journal, clock: Clock) -> dict[str, Any] | None:
-    """Cut a torn tail back (module docstring) and say so in one line; the ``failed`` entry sealed, or None
-    when the journal ends with a whole, complete session (or holds no registration)."""
+@dataclass
+class Tail:
+    """What a step finds after the journal's last complete session, read before anything is written: the
+    step's anchor and chain checks run on :attr:`entries` first, and a step they refuse has changed nothing
+    (found in review: the cut ran first, and a step then refused said "nothing was sealed")."""
+
+    #: the entries the journal keeps (the whole ones, less a session sealed for some strategies only)
+    entries: list[dict[str, Any]]
+    #: the byte the journal is cut back to (None: nothing to cut), the lines before it, and the cut in words
+    cut: int | None = None
+    lines: int = 0
+    what: str = ""
+    #: the session of a partly sealed session's entries (None: only a torn line, which names nothing sure)
+    day: str | None = None
+    #: folders of frozen inputs after every sealed one, which no entry kept names: a killed step's
+    leftover: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return self.cut is None and not self.leftover
+
+
+def tail(root: Path, journal: Journal) -> Tail:
+    """A torn tail (module docstring) and the leftover inputs, found without writing anything."""
     path = journal.path
-    if not path.is_file():
-        return None
-    data = path.read_bytes()
+    entries = journal.entries()
+    data = path.read_bytes() if path.is_file() else b""
     keep = data.rfind(b"\n") + 1
     if keep < len(data) and _whole(data[keep:].decode("utf-8", "replace")):
-        data, keep = data + b"\n", len(data) + 1  # a whole entry without its newline is an entry
+        keep = len(data)  # a whole entry without its newline is an entry
     torn = data[keep:]
-    entries = journal.entries()
     want = planned(entries[0]) if entries else []
     k, day = len(entries), None
     if want and entries[-1].get("kind") == "session":
@@ -93,31 +115,81 @@ def cut_torn_tail(root: Path, journal: Journal, clock: Clock) -> dict[str, Any] 
             j -= 1
         if not set(want) <= {e.get("strategy") for e in entries[j:]}:
             k, day = j, last
+    out = Tail(entries[:k])
+    named = {e["inputs"]["path"] for e in out.entries if isinstance(e.get("inputs"), dict) and "path" in e["inputs"]}
+    after = max(named, default="")
+    out.leftover = [f"{INPUTS}/{p.name}" for p in sorted((root / INPUTS).glob("[!.]*")) if p.is_dir()
+                    and f"{INPUTS}/{p.name}" not in named and f"{INPUTS}/{p.name}" > after]  # fmt: skip
     if not torn and day is None:
-        return None
+        return out
     cut = n = 0
     for line in data[:keep].splitlines(keepends=True):  # the byte where entry k's line begins
         if n >= k:
             break
         cut, n = cut + len(line), n + bool(line.strip())
-    cut_bytes = data[cut:]
-    if day is None:  # a line torn before its session was named: its first fields may say it
-        found = re.search(rb'"(?:decided|session)":"(\d{4}-\d\d-\d\d)"', torn)
-        day = found.group(1).decode() if found else None
-    with open(root / TORN, "ab") as fh:  # kept first: a stop between the two leaves the bytes twice, not lost
-        fh.write(cut_bytes if cut_bytes.endswith(b"\n") else cut_bytes + b"\n")
-        fh.flush()
-        os.fsync(fh.fileno())
     lines = len(entries) - k
     what = f"{lines} whole entr{'y' if lines == 1 else 'ies'} of a session sealed for some strategies only"
-    what = " and ".join(x for x in (what if lines else "", f"a torn line of {len(torn)} bytes" if torn else "") if x)
-    entry = {"kind": "failed", "session": day, "sealed_at": stamp(clock),
-             "reason": f"a write cut short (a step killed mid-seal): {what}, cut back and kept in {TORN}",
-             "cut": {"file": TORN, "bytes": len(cut_bytes), "sha256": hashlib.sha256(cut_bytes).hexdigest()}}  # fmt: skip
-    (sealed,) = journal.append_all([entry], cut=cut)
-    print(f"fincon: {root}: the journal's last write was cut short: {what} (session {day or 'unknown'}) cut back, "
-          f"its {len(cut_bytes)} bytes kept in {root / TORN}, and sealed as a failed attempt", file=sys.stderr)  # fmt: skip
+    out.what = " and ".join(
+        x for x in (what if lines else "", f"a torn line of {len(torn)} bytes" if torn else "") if x
+    )
+    out.cut, out.lines, out.day = cut, n, day
+    return out
+
+
+def _session(folder: str | None, day: str | None, entries: list[dict[str, Any]]) -> str | None:
+    """The session an unsealed attempt was at: its leftover inputs folder's, else the partly sealed
+    session's; never one decided or missed already (a torn line's own bytes name any date: read from
+    them, a failed entry at a session sealed before failed verify for ever, found in review)."""
+    said = folder.rpartition("/")[2] if folder else day
+    try:
+        at = dt.date.fromisoformat(said) if said else None
+    except ValueError:
+        return None
+    return None if at is None or at in decided(entries) or at in missed(entries) else str(at)
+
+
+def tidy(root: Path, journal: Journal, found: Tail, clock: Clock) -> list[dict[str, Any]]:
+    """Seal what :func:`tail` found, once the step's checks passed: the cut (its bytes kept in
+    ``journal.torn`` first) and each leftover inputs folder as a ``failed`` entry, in one write, then
+    remove the folders (a step freezes its session again). A step killed after it froze its inputs (SIGKILL,
+    a power cut: no handler ran) left only that folder; removed unsealed, the decision it may have drawn
+    was drawn again with no trace (found in review). A kill between the write and the removal seals the
+    attempt twice, never none."""
+    if found.empty:
+        return []
+    todo = [{"kind": "failed", "session": _session(f, None, found.entries), "sealed_at": stamp(clock),
+             "reason": f"{KILLED}: its inputs {f} removed, frozen again by the step that decides the session",
+             "frozen": {"path": f, "sha256": tree_hash(root / f)}} for f in found.leftover]  # fmt: skip
+    if found.cut is not None:
+        cut_bytes = journal.path.read_bytes()[found.cut :]
+        with open(root / TORN, "ab") as fh:  # kept first: a stop between the two leaves the bytes twice, not lost
+            fh.write(cut_bytes if cut_bytes.endswith(b"\n") else cut_bytes + b"\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        first = todo[0] if todo else {"kind": "failed", "sealed_at": stamp(clock)}
+        first["session"] = _session(found.leftover[0] if found.leftover else None, found.day, found.entries)
+        first["reason"] = f"a write cut short (a step killed mid-seal): {found.what}, cut back and kept in {TORN}"
+        first["cut"] = {"file": TORN, "bytes": len(cut_bytes), "sha256": hashlib.sha256(cut_bytes).hexdigest()}
+        todo[:1] = [first]
+    sealed = journal.append_all(todo, cut=found.cut)
+    for f in found.leftover:
+        shutil.rmtree(root / f)
+    for e in sealed:
+        day = e["session"] or "unknown"
+        print(f"fincon: {root}: the journal's last write was cut short: {found.what} (session {day}) cut back, its "
+              f"{e['cut']['bytes']} bytes kept in {root / TORN}, and sealed as a failed attempt" if "cut" in e else
+              f"fincon: {root}: a step was killed after it froze {e['frozen']['path']} (session {day}), before any "
+              "seal: the attempt is sealed failed and its inputs removed", file=sys.stderr)  # fmt: skip
     return sealed
+
+
+def own(new: list[dict[str, Any]]) -> list[str | None]:
+    """The sessions a step's own attempts were sealed failed at, among the entries it appended (``new``):
+    not an earlier step's, which it sealed as it began (a cut, a leftover folder: a stop message blamed
+    the stop for them, found in review), nor a session it went on to decide."""
+    done = {e.get("decided") for e in new if e.get("kind") == "session"}
+    return [e.get("session") for e in new if e.get("kind") == "failed" and "cut" not in e
+            and not str(e.get("reason", "")).startswith(KILLED) and e.get("session") not in done]  # fmt: skip
 
 
 def said(counts: dict[str, int]) -> str:

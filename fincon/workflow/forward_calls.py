@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -75,3 +76,52 @@ def keep(root: Path, cfg: RunConfig, name: str, run_dir: Path, day: str) -> list
         raise ForwardError(f"{name}: its call cache {cache} could not be read ({exc}); nothing sealed") from None
     finally:
         dst.close()
+
+
+def sealed_into_caches(root: Path, cfg: RunConfig, entries: list[dict[str, Any]]) -> int:
+    """Write each sealed call, as ``DIR/calls.sqlite`` holds it, over the row of its key in the call cache
+    the step's replay reads (the strategy's own, where today's new calls are asked and kept) wherever that
+    row differs or is missing; the rows written. A step that asks past sessions again (``--charge-llm``, a
+    state lost) read them from the user's cache: an edited token count there sealed a book verify then
+    refused, and a row deleted there failed every step though the journal held it (found in review). The
+    cache is written only when a row differs; one that cannot be is one line, nothing sealed."""
+    written = 0
+    for name in cfg.strategies:
+        keys = sorted({c["key"] for e in entries if e.get("kind") == "session" and e.get("strategy") == name
+                       for c in e.get("calls") or ()})  # fmt: skip
+        if not keys or not (root / CALLS).is_file():
+            continue
+        cache = _cache_of(cfg, name)
+        try:
+            cols = _columns(root / CALLS)
+            if cache.is_file():
+                cols = [c for c in cols if c in _columns(cache)]
+            sealed, kept = _rows(root / CALLS, cols, keys), _rows(cache, cols, keys) if cache.is_file() else {}
+            stale = [k for k in sealed if kept.get(k) != sealed[k]]
+            if not stale:
+                continue
+            CallCache(cache, "read-write")._open()  # the call cache's own table, in a cache the user removed
+            with closing(sqlite3.connect(cache)) as db:
+                db.execute("ATTACH DATABASE ? AS sealed", (f"{(root / CALLS).resolve().as_uri()}?mode=ro",))
+                db.executemany("DELETE FROM calls WHERE key = ?", [(k,) for k in stale])
+                copy_calls(db, "sealed", stale)
+                db.commit()
+        except sqlite3.Error as exc:
+            raise ForwardError(
+                f"{name}: the sealed calls of {CALLS} could not be written into its call cache {cache} ({exc}), "
+                "where the step's replay reads the past sessions' calls; nothing sealed"
+            ) from None
+        written += len(stale)
+    return written
+
+
+def _columns(path: Path) -> list[str]:
+    with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+        return [r[1] for r in db.execute("PRAGMA table_info(calls)")]
+
+
+def _rows(path: Path, cols: list[str], keys: list[str]) -> dict[str, tuple]:
+    """The rows of ``keys`` in the call cache at ``path``, by ``cols`` (the key first), read-only."""
+    with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+        sql = f"SELECT key, {', '.join(cols)} FROM calls WHERE key IN ({', '.join('?' * len(keys))})"
+        return {r[0]: tuple(r[1:]) for r in db.execute(sql, keys)}

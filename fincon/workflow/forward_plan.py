@@ -173,17 +173,6 @@ def cache_from_anywhere(cfg: RunConfig) -> RunConfig:
     return cfg
 
 
-def unfrozen_tail(root: Path, entries: list[dict[str, Any]]) -> None:
-    """Remove the frozen inputs of a step killed before it sealed them (SIGKILL, power: no handler ran),
-    which come after every folder an entry names; a step freezes them again. Left, every later step
-    refused the journal until a person removed them. A folder before a sealed one stays for verify."""
-    named = {e["inputs"]["path"] for e in entries if e.get("inputs")}
-    last = max(named, default="")
-    for folder in sorted((root / INPUTS).glob("[!.]*")) if (root / INPUTS).is_dir() else ():
-        if folder.is_dir() and f"{INPUTS}/{folder.name}" not in named and f"{INPUTS}/{folder.name}" > last:
-            shutil.rmtree(folder)
-
-
 def freeze(root: Path, plan: Plan, day: dt.date) -> dict[str, Any]:
     """The inputs the decision at ``day``'s close reads, new since the last freeze, written into
     ``DIR/inputs/DAY/`` (prices: the bars up to ``day``; events: the items visible by its close)."""
@@ -346,12 +335,17 @@ def _frozen_days(root: Path) -> list[dt.date]:
     )
 
 
-def _frozen_config(root: Path, plan: Plan, day: dt.date, keep_state: bool = False) -> RunConfig:
+def _frozen_config(
+    root: Path, plan: Plan, day: dt.date, keep_state: bool = False, joined: Path | None = None
+) -> RunConfig:
     """The plan's config over the first session .. ``day``, reading the frozen inputs alone (every
-    freeze's prices and items joined into ``DIR/replay-inputs``). ``keep_state`` (a step, not verify):
-    an RL agent trained once is kept in ``DIR/state/NAME`` and loaded by the next step's replay."""
+    freeze's prices and items joined into ``joined``, by default ``DIR/.replay-inputs``, which the replay
+    kept in ``DIR/replay`` names: a verify that keeps no replay joins them in its own temporary folder, as
+    one into ``DIR/.replay-inputs`` removed the calls a score's replay names there, found in review).
+    ``keep_state`` (a step, not verify): an RL agent trained once is kept in ``DIR/state/NAME`` and loaded
+    by the next step's replay."""
 
-    joined = root / ".replay-inputs"
+    joined = joined or root / ".replay-inputs"
     shutil.rmtree(joined, ignore_errors=True)
     (joined / "prices").mkdir(parents=True)
     frames: dict[str, list[pd.DataFrame]] = {}

@@ -120,7 +120,7 @@ def _verify(root: Path, into: Path | None) -> dict[str, Any]:
             "failed": failed(entries),
         }
     with tempfile.TemporaryDirectory(prefix="fincon-verify-") as d:
-        cfg = _frozen_config(root, plan, done[-1])
+        cfg = _frozen_config(root, plan, done[-1], joined=None if into else Path(d) / "inputs")
         # a replay kept (``into``: score's) reads its calls beside its other inputs, where its config.yaml
         # says, for explain and eval leakage (a temporary folder's, gone when they read it: found in review)
         calls = _named_calls(root, entries, (Path(cfg.data.dir).parent if into else Path(d)) / CALLS)
@@ -171,7 +171,7 @@ def _verify(root: Path, into: Path | None) -> dict[str, Any]:
                 "entries": len(entries),
                 "replayed": replayed,
             }
-        why = _book_problem(e, result, Path(cfg.data.dir), e is last.get(e["strategy"]))
+        why = _book_problem(e, result, root / e["inputs"]["path"] / "prices", e is last.get(e["strategy"]))
         if why:
             return {"ok": False, "problem": f"entry {i} (seq {e['seq']}, {e['strategy']} at {e['decided']}): {why}",
                     "entries": len(entries), "replayed": replayed}  # fmt: skip
@@ -180,13 +180,33 @@ def _verify(root: Path, into: Path | None) -> dict[str, Any]:
             "code": forward_code.record(entries), "failed": failed(entries)}  # fmt: skip
 
 
+def past_problem(report: Any, entries: list[dict[str, Any]], root: Path) -> str | None:
+    """Why a step's replay does not bear out the sessions sealed before today's (each strategy's decisions,
+    and its book at each: cash and shares at the close), or None: a step compared decisions alone, and
+    with --charge-llm an edited token count sealed a book verify then refused (found in review)."""
+    past = sealed_decisions(entries)
+    for name, result in report.results.items():
+        for d in result.decisions[:-1]:
+            want = past.get((name, d["date"]))
+            if want is not None and sealed_part(d) != want:
+                return (f"{name} on {d['date']}: the sealed decision is not reproduced from the frozen inputs "
+                        "(edited inputs, another model, or fincon changed); nothing sealed")  # fmt: skip
+    for e in entries:
+        if e.get("kind") == "session" and (result := report.results.get(e["strategy"])) is not None:
+            why = _book_problem(e, result, root / e["inputs"]["path"] / "prices", False)
+            if why:
+                return f"{e['strategy']} on {e['decided']}: {why}; nothing sealed"
+    return None
+
+
 def _close(a: float, b: float) -> bool:
     """One amount of a book and the replay's: the same computation, so equal but for float noise."""
     return math.isclose(a, b, rel_tol=BOOK_TOL * 1e-3, abs_tol=BOOK_TOL)
 
 
 def _book_problem(e: dict[str, Any], result: Any, prices: Path, last: bool) -> str | None:
-    """Why the replay's book at ``e``'s session is not the one ``e`` sealed: its value (cash and shares at
+    """Why the replay's book at ``e``'s session is not the one ``e`` sealed (``prices``: the folder of
+    its session's frozen closes): its value (cash and shares at
     the close) and each holding, and for the strategy's last entry the whole book (cash, shares, cost
     basis, the targets pending). Found in review: with --charge-llm, token counts edited in calls.sqlite
     moved the score (CR 9.404 to 8.254) while every decision, so verify, held."""

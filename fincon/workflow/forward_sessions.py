@@ -36,9 +36,10 @@ def incomplete(entries: list[dict[str, Any]]) -> str | None:
 
 def failed(entries: list[dict[str, Any]]) -> dict[str, int]:
     """How many attempts at each session sealed no decision (``failed``: a step stopped or failed once its
-    inputs were frozen, a write cut short), by session."""
+    inputs were frozen, a write cut short), by session ("unknown": a torn line and no inputs left to name it)."""
     out: dict[str, int] = {}
     for e in entries:
-        if e.get("kind") == "failed":
-            out[str(e.get("session"))] = out.get(str(e.get("session")), 0) + 1
+        if e.get("kind") == "failed":  # a torn line after which no inputs were left names no session
+            day = str(e.get("session") or "unknown")
+            out[day] = out.get(day, 0) + 1
     return out

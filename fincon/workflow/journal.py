@@ -277,13 +277,14 @@ def journal_hint(path: Path) -> str | None:
     )
 
 
-def verify_chain(entries: list[dict[str, Any]], root: Path) -> Iterator[str]:
+def verify_chain(entries: list[dict[str, Any]], root: Path, leftover: bool = False) -> Iterator[str]:
     """Why each entry fails, in order (nothing: the chain holds). Checks the
     chain itself, the register entry first, the format, the plan file against
     the hash the register entry sealed, and the hashes of the frozen inputs
     and of the kept calls each session entry names; that no session is sealed twice, that a decision
     trades the session after its own, and that no folder of frozen inputs is named by no entry (a
-    replay and a score read every one)."""
+    replay and a score read every one). ``leftover`` (a step's check): folders after every sealed one
+    pass, as the step seals them failed before it decides (fincon.workflow.forward_attempts.tidy)."""
     prev, simulated, last_at = GENESIS, False, dt.datetime.min.replace(tzinfo=dt.timezone.utc)
     seen: dict[tuple[str | None, str], int] = {}  # (strategy, session) sealed, and a miss's (None, session)
     if not entries:  # verified as "0 entries, every hash holds", and a step was an IndexError traceback
@@ -316,12 +317,12 @@ def verify_chain(entries: list[dict[str, Any]], root: Path) -> Iterator[str]:
         return
     named = {e["inputs"]["path"] for e in entries if isinstance(e.get("inputs"), dict) and "path" in e["inputs"]}
     folders = sorted(f"{INPUTS}/{p.name}" for p in (root / INPUTS).glob("[!.]*") if p.is_dir())
-    for path in [f for f in folders if f not in named][:1]:
+    for path in [f for f in folders if f not in named and not (leftover and f > max(named, default=""))][:1]:
         said = f"{path}: frozen inputs no entry seals (a step that froze them and sealed nothing)"
         if any(f > path for f in named):
             yield f"{said}, read by the replay of every session sealed after it: those rest on bars nobody sealed"
         else:
-            yield f"{said}: a replay and a score would read them; remove the folder (the next step freezes them again)"
+            yield f"{said}: a replay and a score would read them; the next step seals the attempt failed and removes them"
 
 
 def _entry_problem(
