@@ -647,7 +647,7 @@ def test_a_full_disk_after_the_seal_does_not_say_nothing_was_sealed(tmp_path, mo
     assert main(["forward", "verify", "fw"]) == 0
 
 
-def _live_sma_journal(tmp_path, monkeypatch, fast: int, slow: int):
+def _live_sma_journal(tmp_path, monkeypatch, fast: int, slow: int, start: str = START, registered: str = "2022-10-04"):
     """A journal of sma-cross (``fast``/``slow``) on TSLA whose plan reads as live (each step is given its wall
     time): the forward module, the journal's folder and the plan loader to put back before verify."""
     import dataclasses
@@ -658,7 +658,7 @@ def _live_sma_journal(tmp_path, monkeypatch, fast: int, slow: int):
     monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
     assert main(["forward", "init", "fw", "--ticker", "TSLA", "--strategy", "sma-cross", "--no-benchmark",
                  "--param", f"sma-cross.fast={fast}", "--param", f"sma-cross.slow={slow}",
-                 "--simulate-from", START]) == 0  # fmt: skip
+                 "--simulate-from", start]) == 0  # fmt: skip
     load = forward.Plan.load
     monkeypatch.setattr(
         forward.Plan, "load", classmethod(lambda cls, root: dataclasses.replace(load(root), simulated=False))
@@ -668,7 +668,7 @@ def _live_sma_journal(tmp_path, monkeypatch, fast: int, slow: int):
     (register,) = journal.entries()
     (tmp_path / "fw" / "journal.jsonl").unlink()
     journal.append_all([{k: v for k, v in register.items() if k not in ("seq", "prev_hash", "hash")} | {
-        "simulated": False, "sealed_at": "2022-10-04T20:00:00+00:00"}])  # fmt: skip
+        "simulated": False, "sealed_at": f"{registered}T20:00:00+00:00"}])  # fmt: skip
     return forward, tmp_path / "fw", load
 
 

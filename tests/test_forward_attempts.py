@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from test_forward import _live_sma_journal
 
 from fincon.cli.main import main
 
@@ -95,25 +96,8 @@ def test_the_replay_of_each_strategy_decides_only_on_its_own_sealed_sessions(tmp
 
 def _live_journal(tmp_path, monkeypatch):
     """A journal of sma-cross 2/4 on TSLA registered for 2024-03-01 whose plan reads as live (each step is
-    given its wall time), as tests/test_forward.py's _live_sma_journal; the sample's data ends 2024-03-08."""
-    import dataclasses
-
-    from fincon.workflow import forward
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("FINCON_LEDGER", str(tmp_path / "trials.sqlite"))
-    assert main(["forward", "init", "fw", "--ticker", "TSLA", "--strategy", "sma-cross", "--no-benchmark",
-                 "--param", "sma-cross.fast=2", "--param", "sma-cross.slow=4", "--simulate-from", "2024-03-01"]) == 0  # fmt: skip
-    load = forward.Plan.load
-    monkeypatch.setattr(
-        forward.Plan, "load", classmethod(lambda cls, root: dataclasses.replace(load(root), simulated=False))
-    )
-    journal = forward.Journal(tmp_path / "fw")
-    (register,) = journal.entries()
-    (tmp_path / "fw" / "journal.jsonl").unlink()
-    journal.append_all([{k: v for k, v in register.items() if k not in ("seq", "prev_hash", "hash")} | {
-        "simulated": False, "sealed_at": "2024-02-29T20:00:00+00:00"}])  # fmt: skip
-    return forward, tmp_path / "fw", load
+    given its wall time); the sample's data ends 2024-03-08."""
+    return _live_sma_journal(tmp_path, monkeypatch, 2, 4, "2024-03-01", "2024-02-29")
 
 
 @pytest.mark.slow  # three live steps of sma-cross: ~2 s on 2 cores
