@@ -413,11 +413,11 @@ def _check_call(root: Path, call: Mapping[str, Any]) -> str | None:
     db = root / CALLS
     if not db.is_file():
         return f"the calls it names are not kept ({CALLS} is missing)"
+    counts = [k for k in ("prompt_tokens", "completion_tokens") if k in call]  # sealed since 2026-12-02
     conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
     try:
-        row = conn.execute(
-            "SELECT messages, answer, prompt_tokens, completion_tokens FROM calls WHERE key = ?", (call["key"],)
-        ).fetchone()
+        row = conn.execute(f"SELECT {', '.join(['messages', 'answer', *counts])} FROM calls WHERE key = ?",
+                           (call["key"],)).fetchone()  # fmt: skip
     finally:
         conn.close()
     if row is None:
@@ -426,8 +426,8 @@ def _check_call(root: Path, call: Mapping[str, Any]) -> str | None:
         return f"the prompt of call {call['key'][:16]} ({call.get('agent')}) was changed"
     if hashlib.sha256(row[1].encode()).hexdigest() != call["answer_sha256"]:
         return f"the answer of call {call['key'][:16]} ({call.get('agent')}) was changed"
-    for k, got in zip(("prompt_tokens", "completion_tokens"), row[2:]):  # what --charge-llm charges the book
-        if k in call and got != call[k]:
+    for k, got in zip(counts, row[2:]):  # what --charge-llm charges the book
+        if got != call[k]:
             return (
                 f"the {k} of call {call['key'][:16]} ({call.get('agent')}) was changed ({call[k]} sealed, {got} kept)"
             )
