@@ -154,3 +154,28 @@ def test_a_stop_message_names_only_the_attempt_the_step_itself_made(tmp_path, mo
     assert capsys.readouterr().err.splitlines()[-1] == (
         "fincon: interrupted; the 1 session this step sealed is kept in fw: step again to go on"
     )
+
+
+@pytest.mark.slow  # two anchored journals of three sessions, a step and a verify: ~4 s on 2 cores
+def test_a_cut_that_keeps_the_entry_count_is_committed_all_the_same(tmp_path, monkeypatch, capsys):
+    """A step killed mid-seal, before its commit, left a session sealed for one strategy and a torn line
+    after it; the next step cut both back and sealed the cut as one failed entry: as many entries as
+    before, and the anchor, which committed only when the count grew, left the journal uncommitted."""
+    root = _journal(tmp_path, monkeypatch, ARENA, "2022-10-06", anchor=True)
+    shutil.copytree(root, tmp_path / "later")
+    monkeypatch.chdir(tmp_path / "later")
+    assert main(["forward", "step", ".", "--until", "2022-10-07", "--no-progress"]) == 0
+    monkeypatch.chdir(tmp_path)
+    lines = (tmp_path / "later" / "journal.jsonl").read_bytes().splitlines(keepends=True)
+    shutil.copytree(tmp_path / "later" / "inputs" / "2022-10-07", root / "inputs" / "2022-10-07")
+    with open(root / "journal.jsonl", "ab") as fh:  # the kill: one strategy's entry whole, the next torn
+        fh.write(lines[-2] + lines[-1][:40])
+    before = len(lines) - 1  # whole entries: the torn line is none
+    capsys.readouterr()
+    assert main(["forward", "step", "fw", "--until", "2022-10-06", "--no-progress"]) == 0
+    entries = _entries(root)
+    assert len(entries) == before and entries[-1]["kind"] == "failed" and entries[-1]["session"] == "2022-10-07"
+    status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "journal.jsonl"], capture_output=True,
+                            text=True, check=True).stdout  # fmt: skip
+    assert status == ""  # committed
+    assert main(["forward", "verify", "fw"]) == 0
