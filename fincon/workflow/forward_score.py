@@ -155,6 +155,7 @@ def _verify(root: Path, into: Path | None) -> dict[str, Any]:
                     "sealed record's", "entries": len(entries), "replayed": 0}  # fmt: skip
     replayed = 0
     last = {e["strategy"]: e for e in entries if e.get("kind") == "session"}
+    days = {name: _by_day(result) for name, result in report.results.items()}
     for i, e in enumerate(entries):
         if e.get("kind") != "session":
             continue
@@ -171,7 +172,13 @@ def _verify(root: Path, into: Path | None) -> dict[str, Any]:
                 "entries": len(entries),
                 "replayed": replayed,
             }
-        why = _book_problem(e, result, root / e["inputs"]["path"] / "prices", e is last.get(e["strategy"]))
+        why = _book_problem(
+            e,
+            result,
+            days.get(e["strategy"], ({}, {})),
+            root / e["inputs"]["path"] / "prices",
+            e is last[e["strategy"]],
+        )
         if why:
             return {"ok": False, "problem": f"entry {i} (seq {e['seq']}, {e['strategy']} at {e['decided']}): {why}",
                     "entries": len(entries), "replayed": replayed}  # fmt: skip
@@ -191,9 +198,10 @@ def past_problem(report: Any, entries: list[dict[str, Any]], root: Path) -> str 
             if want is not None and sealed_part(d) != want:
                 return (f"{name} on {d['date']}: the sealed decision is not reproduced from the frozen inputs "
                         "(edited inputs, another model, or fincon changed); nothing sealed")  # fmt: skip
+    days = {name: _by_day(result) for name, result in report.results.items()}
     for e in entries:
         if e.get("kind") == "session" and (result := report.results.get(e["strategy"])) is not None:
-            why = _book_problem(e, result, root / e["inputs"]["path"] / "prices", False)
+            why = _book_problem(e, result, days[e["strategy"]], root / e["inputs"]["path"] / "prices", False)
             if why:
                 return f"{e['strategy']} on {e['decided']}: {why}; nothing sealed"
     return None
@@ -204,9 +212,20 @@ def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=BOOK_TOL * 1e-3, abs_tol=BOOK_TOL)
 
 
-def _book_problem(e: dict[str, Any], result: Any, prices: Path, last: bool) -> str | None:
-    """Why the replay's book at ``e``'s session is not the one ``e`` sealed (``prices``: the folder of
-    its session's frozen closes): its value (cash and shares at
+def _by_day(result: Any) -> tuple[dict[str, int], dict[str, dict[str, float]]]:
+    """A replay's row of each session in its values, and its holdings at each close: indexed once (looked
+    up by each entry, they were a scan of the whole replay per session, quadratic in a journal's length)."""
+    held: dict[str, dict[str, float]] = {}
+    for d, t, n in result.positions[["date", "ticker", "shares"]].itertuples(index=False):
+        held.setdefault(str(pd.Timestamp(d).date()), {})[str(t)] = float(n)
+    return {str(d.date()): i for i, d in enumerate(result.dates)}, held
+
+
+def _book_problem(
+    e: dict[str, Any], result: Any, days: tuple[dict[str, int], dict[str, dict[str, float]]], prices: Path, last: bool
+) -> str | None:
+    """Why the replay's book at ``e``'s session is not the one ``e`` sealed (``days``: :func:`_by_day` of the
+    replay; ``prices``: the folder of its session's frozen closes): its value (cash and shares at
     the close) and each holding, and for the strategy's last entry the whole book (cash, shares, cost
     basis, the targets pending). Found in review: with --charge-llm, token counts edited in calls.sqlite
     moved the score (CR 9.404 to 8.254) while every decision, so verify, held."""
@@ -214,14 +233,12 @@ def _book_problem(e: dict[str, Any], result: Any, prices: Path, last: bool) -> s
     if not book or result is None:
         return None
     day = e["decided"]
-    at = [str(d.date()) for d in result.dates]
-    if day not in at:
+    row, held = days[0].get(day), days[1].get(day, {})
+    if row is None:
         return None  # a decision the replay did not reach is named above
-    held = {str(t): float(n) for d, t, n in result.positions[["date", "ticker", "shares"]].itertuples(index=False)
-            if str(pd.Timestamp(d).date()) == day}  # fmt: skip
     closes = {t: float(pd.read_csv(prices / f"{t}.csv").set_index("Date").loc[day, "Close"]) for t in book["shares"]}
     value = book["cash"] + sum(n * closes[t] for t, n in book["shares"].items())
-    got = float(result.values[at.index(day)])
+    got = float(result.values[row])
     said = (
         "; the money the replay makes is not the sealed record's (calls.sqlite's token counts, or the inputs, changed?)"
     )
