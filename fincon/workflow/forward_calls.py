@@ -16,6 +16,7 @@ from typing import Any, Mapping
 from fincon.config import RunConfig
 from fincon.errors import ConfigError
 from fincon.llm.cache import CacheMode, CallCache, copy_calls
+from fincon.ownership import sqlite_read_only
 from fincon.workflow.journal import CALLS, ForwardError
 
 #: a call's token counts, sealed with it
@@ -116,12 +117,12 @@ def sealed_into_caches(root: Path, cfg: RunConfig, entries: list[dict[str, Any]]
 
 
 def _columns(path: Path) -> list[str]:
-    with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+    with closing(sqlite_read_only(path)) as db:
         return [r[1] for r in db.execute("PRAGMA table_info(calls)")]
 
 
 def _rows(path: Path, cols: list[str], keys: list[str]) -> dict[str, tuple]:
     """The rows of ``keys`` in the call cache at ``path``, by ``cols`` (the key first), read-only."""
-    with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+    with closing(sqlite_read_only(path)) as db:
         sql = f"SELECT key, {', '.join(cols)} FROM calls WHERE key IN ({', '.join('?' * len(keys))})"
         return {r[0]: tuple(r[1:]) for r in db.execute(sql, keys)}
