@@ -494,6 +494,24 @@ def test_a_fallback_is_shown_as_its_topics_and_a_debates_list_fallback_is_read()
         assert LLMBrain(client).answer(q).via == "fallback"
 
 
+def test_a_dated_sentence_is_reworded_on_every_later_day_its_recency_changes():
+    """A quoted sentence with a date masks to another recency on a later day ("announced on this week"
+    on 2020-10-02, "on this month" on 2020-10-20): kept as first masked only, it was looked for in vain
+    there and reached the prompt whole ("will expand its cloud business across"); it is looked for as
+    each day masks it. A forward step's saved state carries it."""
+    m = masker_for(["MSFT"])
+    quote = "Microsoft announced on October 1, 2020 that it will expand its cloud business across Europe."
+    m.said(json.dumps({"insights": [{"text": quote}]}), "2020-10-02")
+    shown = {d: m.text(f"Earlier view: {quote} Then more.", d) for d in ("2020-10-02", "2020-10-20", "2020-12-20")}
+    assert len({s.split(":", 1)[1] for s in shown.values()}) == 1, shown  # the same rewording every day
+    for d, s in shown.items():
+        assert "cloud business" not in s and "topics: " in s, (d, s)
+    again = masker_for(["MSFT"])
+    again.take_up(json.loads(json.dumps(m.learned())))
+    assert again.text(f"Earlier view: {quote}", "2021-01-20") == m.text(f"Earlier view: {quote}", "2021-01-20")
+    assert "cloud business" not in again.text(f"Earlier view: {quote}", "2021-01-20")
+
+
 def test_a_passage_of_the_corpus_is_its_topics_whatever_its_length_and_its_label():
     """Found in a real run (llama_cpp.server, --protocol debate --anonymize on the sample's TSLA call, a
     transcript without speakers cut a sentence a chunk): a chunk under twelve words was shown whole ("the

@@ -72,6 +72,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from fincon.llm import masking_rules as rules
+from fincon.llm.masking_quotes import Quotes
 from fincon.llm.types import Message
 
 
@@ -141,7 +142,7 @@ class Masker:
         self._templates: dict[str, tuple[str, list]] = {}  # a segment -> its dates as markers (see _dated)
         self._words_masked: dict[str, str] = {}
         self._schemas: dict[str, str] = {}  # an answer schema (a few per run) -> it masked
-        self._quoted: dict[str, str] = {}  # a sentence a model answered -> its rewording
+        self._quotes = Quotes()  # the sentences a model answered -> their rewording
         self._words: dict[str, str] = {}  # a capitalised word -> itself or "[name]" (decided once)
 
     # -- what it learns as a run goes on -------------------------------------------------
@@ -151,14 +152,14 @@ class Masker:
         sentences a model answered (reworded when a later prompt quotes them). A forward step
         carries it to the next (fincon.agents.team.resumable), so that every step masks as the
         whole run would; the rest of its state follows from its settings or is a memo."""
-        return {"start_prices": dict(self.start_prices), "tokens": dict(self._tokens), "quoted": dict(self._quoted)}
+        return {"start_prices": dict(self.start_prices), "tokens": dict(self._tokens), **self._quotes.learned()}
 
     def take_up(self, learned: Mapping[str, Any]) -> None:
         """Go on from :meth:`learned` (in its order: a sentence is reworded before any it contains)."""
         self.start_prices.clear()
         self.start_prices.update(learned["start_prices"])
         self._tokens = dict(learned["tokens"])
-        self._quoted = dict(learned["quoted"])
+        self._quotes.take_up(learned)
         self._memo.clear()
 
     # -- masking ------------------------------------------------------------------------
@@ -170,7 +171,9 @@ class Masker:
             hit = self._mask(s, _decision_day(day))
             if len(self._memo) < 200_000:
                 self._memo[key] = hit
-        return rules.unquote(hit, self._quoted) if self._quoted else hit
+        if not self._quotes.quoted:
+            return hit
+        return rules.unquote(hit, self._quotes.on(day, lambda said: self._mask(said, _decision_day(day))))
 
     def _mask(self, s: str, day: dt.date | None) -> str:
         s = self._prices(s)  # the whole text: a price is rebased to the last firm named before it
@@ -407,10 +410,8 @@ class Masker:
         so that a later prompt rewords them: as the model wrote them and as a
         prompt shows them, masked again on ``day`` (a sentence the mask changes,
         with a number, a percentage or a name, was never found there and reached
-        the manager's prompt whole: found in review 2026-12-02). A sentence with
-        a date in it masks to another recency on a later day and is not found
-        there: looking answers up before the mask would find it, and would
-        change every masked prompt (left for a change that re-records them)."""
+        the manager's prompt whole: found in review 2026-12-02); one with a date,
+        as each later day masks it (fincon.llm.masking_quotes)."""
         self._remember(answer)
         answer = rules.TOKEN_BACK.sub(lambda m: self._tokens.get(m.group(0), m.group(0)), answer)
         if self._back_re is not None:
@@ -433,25 +434,10 @@ class Masker:
         self._remember(answer, lambda x: self.text(x, day), gist)
 
     def _remember(
-        self, answer: str, form: Callable[[str], str] = str, shown: Callable[[str], str] | None = None
+        self, answer: str, form: Callable[[str], str] | None = None, shown: Callable[[str], str] | None = None
     ) -> None:
-        shown = shown or rules.reword  # read at the call: a module's function, as the rules are
-        try:
-            data = json.loads(answer)
-        except ValueError:
-            return
-        stack = [data]
-        while stack:
-            x = stack.pop()
-            if isinstance(x, dict):
-                stack.extend(x.values())
-            elif isinstance(x, list):
-                stack.extend(x)
-            elif isinstance(x, str):
-                for sentence in rules.SENTENCE.split(form(x)):
-                    sentence = sentence.strip()
-                    if len(sentence.split()) >= 6 and sentence not in self._quoted:
-                        self._quoted[sentence] = shown(sentence)
+        has_date = lambda said: bool(self._template(said)[1])  # noqa: E731 (a date the day reads)
+        self._quotes.remember(answer, form, shown or rules.reword, has_date)  # rules read at the call
 
     def manifest(self) -> dict[str, Any]:
         """``masking.json``: who is who, and what the mask replaced."""

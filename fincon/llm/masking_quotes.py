@@ -1,0 +1,83 @@
+"""What a run's models said, kept so that no later prompt quotes it (fincon.llm.masking).
+
+A sentence of six words or more that a model answered (or a rules fallback
+wrote, quoting its items) is kept with its rewording; wherever a later prompt
+would repeat it, the rewording stands instead (``masking_rules.unquote``). A
+sentence is kept as the model wrote it and as a prompt shows it, masked on the
+day it was said. One with a date in it is kept as written too, and masked
+again on each day it is looked for: its date reads as another recency on a
+later day ("announced this week" on one day, "this month" two weeks on), and
+the form masked on the first day was looked for in vain there (the sentence
+reached the prompt whole: found in review 2026-12-02).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Mapping
+
+from fincon.llm import masking_rules as rules
+
+
+class Quotes:
+    """The sentences to reword: ``quoted`` (as a prompt shows them) and ``dated`` (as written, with a
+    date: masked per day). Only ever added to, never removed from, as a run goes on."""
+
+    def __init__(self) -> None:
+        self.quoted: dict[str, str] = {}  # a sentence -> its rewording
+        self.dated: dict[str, str] = {}  # a sentence with a date, as written -> its rewording
+        self._on: dict[Any, tuple[int, dict[str, str]]] = {}  # a day -> (len(dated) then, its forms that day)
+
+    def learned(self) -> dict[str, dict[str, str]]:
+        return {"quoted": dict(self.quoted), "dated": dict(self.dated)}
+
+    def take_up(self, learned: Mapping[str, Any]) -> None:
+        self.quoted = dict(learned["quoted"])
+        self.dated = dict(learned.get("dated", {}))  # a state saved before 2026-12-02 has none
+        self._on.clear()
+
+    def on(self, day: Any, mask: Callable[[str], str]) -> Mapping[str, str]:
+        """The sentences to reword in a prompt of ``day``, whose mask is ``mask``."""
+        if not self.dated:
+            return self.quoted
+        n, forms = self._on.get(day, (-1, {}))
+        if n != len(self.dated):  # a sentence is only ever added: the count says whether the forms are stale
+            forms = {}
+            for said, shown in tuple(self.dated.items()):  # a copy: another analyst's answer may add one
+                forms.setdefault(mask(said).strip(), shown)
+            self._on[day] = (len(self.dated), forms)
+        return {**forms, **self.quoted}
+
+    def remember(
+        self,
+        answer: str,
+        form: Callable[[str], str] | None,
+        shown: Callable[[str], str],
+        has_date: Callable[[str], bool],
+    ) -> None:
+        """The sentences of each text in ``answer`` (JSON): ``form(text)``'s (``None``: as written),
+        each kept as ``shown`` rewords it; with a ``form``, a sentence with a date (``has_date``) is kept
+        as written too."""
+        try:
+            data = json.loads(answer)
+        except ValueError:
+            return
+        stack = [data]
+        while stack:
+            x = stack.pop()
+            if isinstance(x, dict):
+                stack.extend(x.values())
+            elif isinstance(x, list):
+                stack.extend(x)
+            elif isinstance(x, str):
+                for sentence in rules.SENTENCE.split(form(x) if form else x):
+                    sentence = sentence.strip()
+                    if len(sentence.split()) >= 6 and sentence not in self.quoted:
+                        self.quoted[sentence] = shown(sentence)
+                if form is None or not rules.DIGIT.search(x):  # every date needs a digit
+                    continue
+                for said in rules.SENTENCE.split(x):
+                    said = said.strip()
+                    if len(said.split()) >= 6 and said not in self.dated and has_date(said):
+                        masked = form(said).strip()
+                        self.dated[said] = self.quoted.get(masked) or shown(masked)
