@@ -15,7 +15,7 @@ import pytest
 from fincon import data as fincon_data
 from fincon.cli.main import main
 from fincon.data.inputs import SAMPLE
-from fincon.llm import leakage, leakage_inputs
+from fincon.llm import leakage, leakage_inputs, leakage_verdict
 from fincon.proportions import wilson
 from fincon.testing.doubles import TeamStub
 from fincon.testing.server import DoubleServer
@@ -108,6 +108,23 @@ def test_each_adversary_by_hand(knowledge):
     g = leakage.price_guess("returns: " + ", ".join(f"{x:+.2f}%" for x in r), knowledge)
     assert (g.firm, g.day, g.exact) == ("TSLA", closes.index[i].date(), True)
     assert leakage.price_guess("returns: +1.00%, -2.00%, +3.00%", knowledge).firm is None
+
+
+def test_a_reworded_sentence_in_a_report_line_is_read_by_the_bag_adversary(knowledge):
+    """Found in review (a masked InvestorBench MSFT run whose analysts fell back to rules): a quoted
+    sentence's key words in an analyst's report line ("- Company A news: ... key words: ...") named the
+    item before the decision day in 4 of 11 manager prompts, and the audit read item lines only: it
+    said "inconclusive" where reading them said "not blind". Key words anywhere are put to the bags."""
+    from fincon.llm.masking_rules import reword
+
+    small = _small(knowledge)
+    kw = reword(TEXTS[("TSLA", "2022-10-04")])
+    assert kw.startswith("key words: ")
+    g = leakage.bag_guess(f"- Company A news: bullish (confidence 0.60). {kw} [E3]", small)
+    assert (g.firm, g.firm_cue, g.exact) == ("TSLA", "bag of words", False) and 0 < (
+        g.day - dt.date(2022, 10, 4)
+    ).days <= 7
+    assert leakage.bag_guess("- Company A news: bullish (confidence 0.60). key words: video [E3]", small).firm is None
     # vocabulary: products name the firm without its name
     assert leakage.vocabulary_guess("Cybertruck orders and Gigafactory output", knowledge).firm == "TSLA"
     assert leakage.vocabulary_guess("orders and output rose", knowledge).firm is None
@@ -287,12 +304,12 @@ def test_blind_only_when_the_whole_interval_is_under_the_threshold():
     res = leakage.summarise(_rows(1, 15))  # 7 %, Wilson 1 %-30 %: the run audited by hand on JNJ
     assert res["result"] == "inconclusive" and res["blind"] is None
     assert res["verdict"].startswith("inconclusive: 1 of 15 prompts (7%, Wilson 95 % 1%-30%)")
-    need = leakage.to_settle(1, 15, 0.10)
+    need = leakage_verdict.to_settle(1, 15, 0.10)
     assert "about %d days at this rate would" % need in res["verdict"]
     assert wilson(round(need / 15), need)[1] <= 0.10 < wilson(round((need - 1) / 15), need - 1)[1]
     assert leakage.summarise(_rows(5, 40))["result"] == "not blind"  # 12.5 % > 10 %
     assert leakage.summarise(_rows(4, 40))["result"] == "inconclusive"  # 10 %, not above: upper 23 %
-    assert leakage.to_settle(4, 40, 0.10) is None  # at the threshold no sample size shows it under
+    assert leakage_verdict.to_settle(4, 40, 0.10) is None  # at the threshold no sample size shows it under
     zero = leakage.summarise(_rows(0, 500), threshold=0.0)
     assert zero["result"] == "inconclusive" and "at this rate no practical number of days would" in zero["verdict"]
     assert leakage.summarise([])["result"] == "not audited"
@@ -338,7 +355,10 @@ def test_a_days_prompts_are_one_draw_for_the_bound_that_says_blind():
     for i, r in enumerate(many):
         r["both"] = i == 0
     assert leakage.summarise(many)["result"] == "inconclusive"  # 1 of 6 days: lower end 3 %
-    assert leakage.outcome_of(0, 63, 0.1, 0, 20) == "inconclusive" and leakage.outcome_of(0, 63, 0.1, 0, 40) == "blind"
+    assert (
+        leakage_verdict.outcome_of(0, 63, 0.1, 0, 20) == "inconclusive"
+        and leakage_verdict.outcome_of(0, 63, 0.1, 0, 40) == "blind"
+    )
 
 
 @pytest.mark.slow  # two team runs through the OpenAI path (about 4 s each) and two audits

@@ -63,10 +63,9 @@ from fincon.llm.leakage_inputs import (
 )
 from fincon.llm.leakage_numbers import history_caps, history_guess, price_guess
 from fincon.llm.leakage_report import report as report  # the audit as a table, `fincon eval leakage` prints
-from fincon.llm.masking_rules import ITEM_LINE, common
-from fincon.proportions import wilson
+from fincon.llm.leakage_verdict import SESSIONS, outcome, share_of, verdict
+from fincon.llm.masking_rules import ITEM_LINE, KEY_WORDS, common
 
-SESSIONS = 5  # "within ±5 sessions"
 Adversary = Callable[[Prompt], Guess]
 THRESHOLD = 0.10
 LINK = 8
@@ -170,20 +169,31 @@ def _placed(g: Guess, firms: Counter, days: list[tuple[dt.date, bool]], cue: str
     return g
 
 
+_KEY_WORDS = re.compile(re.escape(KEY_WORDS) + r"[^\[\n…]*")
+
+
 def bag_guess(text: str, k: Knowledge, source: str | None = None) -> Guess:
     """Item lines of ``text`` ("[E1] this week: ...") that name one corpus item by their bag of words (no
     5-word run of it needed), or by the topic and tone the mask gives (``Bags.named``), placed as corpus
     lines are; and together (:func:`_jointly`, among ``source``'s items for an analyst of one source);
     else the firm their topics' industry names (``Bags.industry``)."""
     found = [m for line in text.splitlines() if (m := ITEM_LINE.match(line))]
-    if k.bags is None or not found:
+    # and a model's sentence reworded anywhere ("- Company A news: ... key words: ..."): its key words can
+    # name the item it retold (the 0.5B's, or a fallback's quote when the mask showed a clip so: review 2026-12-02)
+    asked = [(m.group(2), m.group(3), m.group(0)) for m in found] + [
+        (q.group(0), "", line)
+        for line in text.splitlines()
+        if not ITEM_LINE.match(line)
+        for q in _KEY_WORDS.finditer(line)
+    ]
+    if k.bags is None or not asked:
         return Guess()
     firms: Counter = Counter()
     days: list[tuple[dt.date, bool]] = []
-    for m, i in zip(found, k.bags.named([(m.group(2), m.group(3)) for m in found], k.items)):
+    for (_, _, line), i in zip(asked, k.bags.named([(a, tone) for a, tone, _ in asked], k.items)):
         if i is not None:
             firms[k.items[i].ticker] += 1
-            days.append(_line_day(m.group(0), k.items[i].day))
+            days.append(_line_day(line, k.items[i].day))
     g = _placed(Guess(), firms, days, "topics" if "topics: " in text else "bag of words") if firms else Guess()
     if (j := _jointly(found, k, source)).firm in (None, g.firm) or g.firm is None:
         g.take(j)
@@ -366,11 +376,6 @@ def _score(p: Prompt, g: Guess, k: Knowledge) -> dict[str, Any]:
     }
 
 
-def _share(k: int, n: int) -> dict[str, Any]:
-    lo, hi = wilson(k, n)
-    return {"k": k, "n": n, "share": (k / n) if n else None, "wilson_95": [lo, hi] if n else None}
-
-
 def summarise(rows: Sequence[Mapping[str, Any]], threshold: float = THRESHOLD) -> dict[str, Any]:
     def block(rs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         dated = [r for r in rs if r["dated"]]
@@ -381,11 +386,11 @@ def summarise(rows: Sequence[Mapping[str, Any]], threshold: float = THRESHOLD) -
             days[day] = days.get(day, False) or bool(r["both"])
         return {
             "prompts": len(rs),
-            "firm": _share(sum(r["firm"] for r in rs), len(rs)),
-            "day_exact": _share(sum(r["day_exact"] for r in dated), len(dated)),
-            "day_within_5_sessions": _share(sum(r["day_near"] for r in dated), len(dated)),
-            "firm_and_day": _share(sum(r["both"] for r in dated), len(dated)),
-            "firm_and_day_days": _share(sum(days.values()), len(days)),
+            "firm": share_of(sum(r["firm"] for r in rs), len(rs)),
+            "day_exact": share_of(sum(r["day_exact"] for r in dated), len(dated)),
+            "day_within_5_sessions": share_of(sum(r["day_near"] for r in dated), len(dated)),
+            "firm_and_day": share_of(sum(r["both"] for r in dated), len(dated)),
+            "firm_and_day_days": share_of(sum(days.values()), len(days)),
             "cues": dict(sorted(cues.items())),
         }
 
@@ -402,61 +407,6 @@ def summarise(rows: Sequence[Mapping[str, Any]], threshold: float = THRESHOLD) -
         "verdict": verdict(overall, threshold),
         "prompts": list(rows),
     }
-
-
-def outcome(fd: Mapping[str, Any], threshold: float, days: Mapping[str, Any] | None = None) -> str:
-    """``not blind`` when more than ``threshold`` of the dated prompts give away firm and day, or the
-    days' Wilson interval lies above it (6 of 6 days hid under 8 % of a summariser's many prompts);
-    ``blind`` when even the Wilson interval's upper end is at or under it, of the prompts and of the
-    decision days (``days``: a day is given away when any of its prompts is); else ``inconclusive``;
-    ``not audited`` without a dated prompt. One day's prompts are no independent draws (the linker
-    gives one's give-away to all quoting it): 0 of 63 prompts over 20 days read "blind" (upper end 6 %)
-    where 0 of 20 days reaches 16 %, so the bound is never narrower than by day, as calibration's."""
-    if not fd["n"]:
-        return "not audited"
-    if fd["share"] > threshold or (days and days["k"] and days["wilson_95"][0] > threshold):
-        return "not blind"
-    upper = max(fd["wilson_95"][1], days["wilson_95"][1] if days and days["n"] else 0.0)
-    return "blind" if upper <= threshold else "inconclusive"
-
-
-def outcome_of(k: int, n: int, threshold: float, k_days: int, n_days: int) -> str:
-    """:func:`outcome` from a stored audit's counts (k of n prompts, k_days of n_days days give away)."""
-    return outcome(_share(k, n), threshold, _share(k_days, n_days))
-
-
-def to_settle(k: int, n: int, threshold: float, most: int = 100_000) -> int | None:
-    """The fewest draws (days, as :func:`verdict` asks) whose Wilson interval would lie at or under
-    ``threshold`` if give-aways kept the rate ``k / n``; None when no number up
-    to ``most`` would (a rate at or near the threshold, or a threshold of 0)."""
-    rate = k / n
-    if threshold <= 0 or rate >= threshold:
-        return None
-    return next((m for m in range(n + 1, most + 1) if wilson(round(rate * m), m)[1] <= threshold), None)
-
-
-def verdict(overall: Mapping[str, Any], threshold: float) -> str:
-    fd, days = overall["firm_and_day"], overall["firm_and_day_days"]
-    result = outcome(fd, threshold, days)
-    if result == "not audited":
-        return "not audited: no dated prompt to attack"
-    (lo, hi), (dlo, dhi) = fd["wilson_95"], days["wilson_95"]
-    cues = ", ".join(f"{c} {n}" for c, n in sorted(overall["cues"].items(), key=lambda x: -x[1])) or "none"
-    what = (
-        f"{fd['k']} of {fd['n']} prompts ({fd['share']:.0%}, Wilson 95 % {lo:.0%}-{hi:.0%}) give away firm and day "
-        f"(within {SESSIONS} sessions), on {days['k']} of {days['n']} days (Wilson 95 % {dlo:.0%}-{dhi:.0%}: a day's "
-        f"prompts give it away together, so the bound is never narrower than by day); cues: {cues}"
-    )
-    if result == "not blind":
-        return f"not blind: {what} (threshold {threshold:.0%})"
-    if result == "blind":
-        return f"blind by this audit: {what} (threshold {threshold:.0%})"
-    need = to_settle(days["k"], days["n"], threshold)
-    more = f"about {need} days at this rate would" if need else "at this rate no practical number of days would"
-    return (
-        f"inconclusive: {what}; the interval reaches above the threshold {threshold:.0%}, so these prompts "
-        f"cannot show the mask holds ({more}: audit a longer run)"
-    )
 
 
 def summary(res: Mapping[str, Any]) -> dict[str, Any]:
