@@ -357,6 +357,21 @@ def test_a_quoted_sentence_clipped_by_the_managers_prompt_is_reworded_too():
     assert "options trade ideas" not in out and "key words: " in out and out.endswith("[E2]")
 
 
+def test_a_fallbacks_quote_clipped_by_the_managers_prompt_is_shown_as_its_whole_is():
+    """Found in review (a masked InvestorBench MSFT run whose analysts fell back to rules): a rules
+    insight quotes an item's sentences; clipped by the manager's prompt, the clip was reworded as a
+    model's sentence is, as its key words, which named the item of the session before in 4 of 11
+    manager prompts. A clip is shown as the whole sentence would be ("a quoted item", its topics)."""
+    said = ("This integration, along with free video conferencing tools for Microsoft Teams, Zoom, and "
+            "GoToMeeting, is now available to all users on Calendly's Basic plan.")  # fmt: skip
+    for items, shown in (("tone", "a quoted item"), ("topics", "topics: ")):
+        m = masker_for(["MSFT"], items=items)
+        m.said(json.dumps({"insights": [{"text": said}]}), "2020-10-12")
+        whole = m.text(f"- Company news: neutral. {said} [E3]", "2020-10-13")
+        clipped = m.text(f"- Company news: neutral. {said[:90]}… [E3]", "2020-10-13")
+        assert shown in whole and shown in clipped and "key words" not in clipped and "video" not in clipped, clipped
+
+
 def test_the_cvar_alerts_own_words_survive_the_mask():
     """Found by hand (a masked training's test run): the CVaR alert fincon writes into the manager's
     prompt read "today's [name] is -1-3%": PnL, fincon's own word, was masked as a proper name (28

@@ -405,7 +405,10 @@ def reword(sentence: str) -> str:
     is about, without a run of its words that could be found elsewhere."""
     stop = data.STOP  # once: a name read through the package's face costs a lookup each time
     words = sorted({w.lower() for w in _WORD.findall(sentence) if len(w) > 3 and w.lower() not in stop})
-    return "key words: " + ", ".join(words[:10]) if words else "[text]"
+    return KEY_WORDS + ", ".join(words[:10]) if words else "[text]"
+
+
+KEY_WORDS = "key words: "  # how a model's sentence is reworded (reword)
 
 
 #: a quoted sentence's first words: where a prompt holds them, it quotes the sentence (whole or clipped)
@@ -433,7 +436,9 @@ def unquote(s: str, quoted: Mapping[str, str]) -> str:
             if n < len(q) and s[i + n : i + n + 1] != "…":  # not clipped here: another sentence begins alike
                 start = i + 1
                 continue
-            new = quoted[q] if n == len(q) else reword(s[i : i + n])
+            # a clip of a model's sentence: its own key words; of one shown otherwise (a fallback quoting an
+            # item: "a quoted item", its topics) as the whole is (its key words named the item, review 2026-12-02)
+            new = quoted[q] if n == len(q) or not quoted[q].startswith(KEY_WORDS) else reword(s[i : i + n])
             s, start = s[:i] + new + s[i + n :], i + len(new)
     return s
 
