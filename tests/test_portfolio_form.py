@@ -8,6 +8,8 @@ Cross-checked against cvxpy solving the same problem directly.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -171,6 +173,7 @@ def test_directions_left_uninvested_are_counted_and_said():
     assert mgr.weights(_View(closes.head(3)), ("A", "B"), {"A": "hold", "B": "hold"}) == {"A": 0.0, "B": 0.0}
     s = mgr.summary()
     assert s["team_short_history_days"] == 2 and s["team_paper_zeroed"] == 1
+    assert json.loads(json.dumps(s)) == s  # summary.json: a numpy count was a traceback after the run (review)
     assert optimizer_flags({"fincon": s}) == [
         "fincon: held cash on 2 days it chose a direction (under 3 days of returns)",
         "fincon: the paper form set 1 of the manager's directions to weight 0 (the analysts' view pointed the "

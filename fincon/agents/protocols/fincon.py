@@ -245,7 +245,8 @@ class FinConManager:
         problem = MeanVarianceProblem(sigma, form="signed", risk_aversion=PAPER_RISK_AVERSION)
         problem.solve(view_score * vol, directions)
         w = np.asarray(problem.last_solution, dtype=float)
-        self.paper_zeroed += sum(d != "hold" and abs(x) < 1e-9 for d, x in zip(directions, w))
+        # an int: numpy's bools summed are an np.int64, which summary.json's writer refuses (review 2026-12-02)
+        self.paper_zeroed += sum(d != "hold" and bool(abs(x) < 1e-9) for d, x in zip(directions, w))
         gross = float(np.abs(w).sum())
         if gross > 1.0:
             w = w / gross
