@@ -180,3 +180,18 @@ def test_directions_left_uninvested_are_counted_and_said():
         "other way, the optimizer's box held it at 0)",
     ]
     assert "team_paper_zeroed" not in FinConManager(lookback=60).summary()
+
+
+def test_a_runs_json_takes_numpy_numbers_as_the_numbers_they_are(tmp_path):
+    """A count summed from numpy bools (the paper form's zeroed directions) ended a finished run in a
+    traceback with no folder written (review 2026-12-02): a run's JSON writes a numpy scalar as the
+    Python number it equals, and still refuses what JSON cannot hold."""
+    from fincon.engine import rundir
+
+    rundir.write_json(tmp_path / "s.json", {"n": np.int64(5), "b": np.bool_(True), "x": np.float64(0.25)})
+    assert json.loads((tmp_path / "s.json").read_text()) == {"n": 5, "b": True, "x": 0.25}
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        rundir.write_json(tmp_path / "t.json", {"a": np.array([1, 2])})
+    with pytest.raises(ValueError):  # NaN stays refused (allow_nan=False)
+        rundir.write_json(tmp_path / "u.json", {"x": np.float64("nan")})
+    assert not (tmp_path / "t.json").exists() and not (tmp_path / "u.json").exists()

@@ -328,4 +328,13 @@ class RunDir:
 
 def write_json(path: Path, obj: Any) -> None:
     """``obj`` as a run's JSON, written whole or not at all (a sealed run's manifest is rewritten in place)."""
-    write_atomic(path, json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    write_atomic(path, json.dumps(obj, indent=2, sort_keys=True, allow_nan=False, default=_numpy_scalar) + "\n")
+
+
+def _numpy_scalar(o: Any) -> Any:
+    """A numpy number as the Python number it equals (a count summed from numpy bools is an np.int64:
+    the paper portfolio form's ended a finished run in a traceback and no folder, review 2026-12-02).
+    Anything else is refused as json refuses it. numpy is not imported here: --help reads this module."""
+    if type(o).__module__ == "numpy" and callable(getattr(o, "item", None)) and getattr(o, "shape", None) == ():
+        return o.item()
+    raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
