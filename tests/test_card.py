@@ -960,6 +960,18 @@ def test_the_card_of_an_unfinished_experiment_says_so(tmp_path, capsys):
     assert main(["report", "--card", str(exp)]) == 2
     err = capsys.readouterr().err
     assert "is an experiment that did not finish" in err and "rerun its command" in err, err
+    # Found in review: one stopped after its baselines ran was graded as them ("report card: expK (of
+    # baselines)", exit 0) where `fincon report` says "Not a finished result" and `fincon plot` refuses it
+    base = exp / "baselines"
+    base.mkdir()
+    (base / "metrics.json").write_text(json.dumps({"cr_pct": -21.25}))
+    (base / "config.yaml").write_text("strategies: [buy-and-hold]\n")
+    (base / "equity.csv").write_text("date,value\n2022-10-05,1000000.0\n2022-10-06,988870.9\n")
+    (base / "decisions.jsonl").write_text("")
+    assert main(["report", "--card", str(exp)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is an experiment that did not finish (status interrupted: terminated)" in err[0], err
+    assert main(["report", "--card", str(base)]) == 0  # what it finished is still graded, on its own
 
 
 def test_the_card_reads_what_every_graded_run_says_of_its_lookahead_and_its_paid_slippage(tmp_path):

@@ -289,12 +289,12 @@ def evidence(root: Path, sealed: dict[str, Any] | None = None, ledger: Path | No
     rolling = _json(root / "rolling.json")
     if isinstance(rolling, dict) and (why := failure(rolling)):  # leftovers graded as a verdict (review)
         raise DataError(f"{root} is a rolling evaluation that did not finish ({why}); rerun its command to finish it")
+    state = _json(root / "experiment.json")  # before the run is sought: its baselines/ graded as its result (review)
+    if isinstance(state, dict) and (why := failure(state)):
+        raise DataError(f"{root} is an experiment that did not finish ({why}); rerun its command to finish it")
     results = _json(root / "results.json") or {}
     run = _strategy_run(root) if rolling is None else None
     if rolling is None and run is None:
-        state = _json(root / "experiment.json")  # an experiment that did not finish: its status, not "no run"
-        if isinstance(state, dict) and (why := failure(state)):
-            raise DataError(f"{root} is an experiment that did not finish ({why}); rerun its command to finish it")
         raise DataError(
             journal_hint(root) or f"{root} holds no run fincon wrote (no metrics.json with its config.yaml)"
         )
