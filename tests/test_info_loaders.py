@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 import time
 
 import httpx
@@ -254,3 +255,26 @@ def test_build_store_from_specs(tmp_path):
         build_store([{"type": "twitter"}], ["TSLA"])
     with pytest.raises(ConfigError, match="needs a path"):
         build_store([{"type": "directory"}], ["TSLA"])
+
+
+def test_a_dataset_folder_given_as_an_event_directory_says_to_give_it_as_data(tmp_path):
+    """Found in review: `--events DIR` on a dataset `fincon data import` wrote read DIR/prices/*.csv as
+    event records ("prices/JNJ.csv:2: event record ? lacks id, ticker, ..."), which says not what to do."""
+    d = tmp_path / "ib"
+    (d / "prices").mkdir(parents=True)
+    (d / "events").mkdir()
+    (d / "dataset.json").write_text(json.dumps({"fincon_dataset": 1}))
+    (d / "prices" / "JNJ.csv").write_text("Date,Open,High,Low,Close,Adj Close,Volume\n2021-01-04,1,1,1,1,1,10\n")
+    (d / "events" / "JNJ.jsonl").write_text(
+        json.dumps({"id": "n1", "ticker": "JNJ", "source": "news", "published_at": "2021-01-04", "text": "x"}) + "\n"
+    )
+    with pytest.raises(DataError) as err:
+        DirectoryLoader(d).load(["JNJ"])
+    assert str(err.value) == (
+        f"{d} is a dataset (dataset.json), not an event directory: give it as --data {d} (its prices and its "
+        f"events), or --events {d / 'events'} for its events alone"
+    )
+    assert [e.id for e in DirectoryLoader(d / "events").load(["JNJ"])] == ["n1"]  # the folder the message names
+    shutil.rmtree(d / "events")  # a dataset of prices alone (an import without items)
+    with pytest.raises(DataError, match=r"give it as --data \S+ \(its prices: it holds no events\)$"):
+        DirectoryLoader(d).load(["JNJ"])

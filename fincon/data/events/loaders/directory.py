@@ -38,6 +38,16 @@ class DirectoryLoader:
             raise DataError(
                 f"event directory {self.root} does not exist; create it or run `fincon data sample --out {self.root}`"
             )
+        if (self.root / "dataset.json").is_file():  # its prices/*.csv read as event records (review)
+            events = self.root / "events"
+            what = (
+                f" (its prices and its events), or --events {events} for its events alone"
+                if events.is_dir()
+                else " (its prices: it holds no events)"
+            )
+            raise DataError(
+                f"{self.root} is a dataset (dataset.json), not an event directory: give it as --data {self.root}{what}"
+            )
         pats = ("*.jsonl", "*.jsonl.gz", "*.csv")
         return sorted({p for pat in pats for p in self.root.rglob(pat)})
 
