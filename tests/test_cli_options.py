@@ -171,6 +171,19 @@ def _helps(parser: argparse.ArgumentParser, path: str = "fincon") -> dict[str, s
     return out
 
 
+def test_no_help_shows_a_doubled_percent_sign():
+    """Found in review: `--mask-items`'s help printed "80 %%": its text escaped the % that
+    fincon.cli.flags escapes for argparse. A help text says % once; every help of every command is read."""
+    doubled = {
+        path: line.strip()
+        for path, text in _helps(build_parser()).items()
+        for line in text.splitlines()
+        if "%%" in line
+    }
+    assert doubled == {}
+    assert "80 % of" in " ".join(_helps(build_parser("backtest"))["fincon backtest"].split())  # said once, as written
+
+
 def test_a_command_line_builds_its_one_command_and_reads_as_the_whole_parser():
     """``main`` builds only the command it was given (the others: name and
     summary): each command's help, and every help under it, is the whole

@@ -167,7 +167,7 @@ class LLMSettings(BaseModel):
             "--mask-items",
             help="with --anonymize: each item of the corpus as its tone word alone ('an item (tone positive)'; "
             "fincon's indicators without their levels), or as its topics too (until 2026-12-02: a session's "
-            "topics in order named firm and day of 80 %% of InvestorBench's firm-sessions, docs/llm.md)",
+            "topics in order named firm and day of 80 % of InvestorBench's firm-sessions, docs/llm.md)",
             group=GROUP,
         ),
     ] = "tone"
