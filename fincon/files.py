@@ -14,7 +14,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 
 def name_before(name: str, suffixes: tuple[str, ...]) -> str:
@@ -67,3 +67,20 @@ def sha256_file(path: Path | str, chunk: int = 1 << 20) -> str:
         while block := fh.read(chunk):
             h.update(block)
     return h.hexdigest()
+
+
+def corpus_hash(files: Iterable[Path], root: Path | None = None) -> str | None:
+    """One sha256 over the corpus files' names (relative to ``root``, when given) and bytes, sorted by name."""
+    h = hashlib.sha256()
+    seen = False
+    named = sorted(((f.relative_to(root).as_posix() if root is not None else f.name), f) for f in files)
+    for name, f in named:
+        h.update(name.encode() + b"\0" + f.read_bytes())
+        seen = True
+    return h.hexdigest() if seen else None
+
+
+def folder_hash(folder: Path) -> str | None:
+    """:func:`corpus_hash` of every file under ``folder`` (its audio/ too: two calls' audio swapped read
+    byte-identical otherwise), named relative to it: what a run's manifest seals of the corpus it read."""
+    return corpus_hash([p for p in sorted(folder.rglob("*")) if p.is_file()], folder)

@@ -145,3 +145,40 @@ def test_two_corpora_holding_the_same_items_are_known_once(tmp_path):
     assert sorted(e.text for e in two.events if e.id == first.id) == sorted(
         [first.text, "Another desk's words, all its own."]
     )
+
+
+@pytest.mark.slow  # three corpora read: about 3 s
+def test_a_run_is_audited_against_the_corpus_it_read_or_refused(tmp_path):
+    """Found in review 2026-12-02: the audit read whatever corpus the run's config names now; a masked
+    MSFT run whose folder was re-imported as JNJ+HON read "blind by this audit" (0 of 30) where its own
+    corpus gave 1 of 30, with no word. The corpus is checked against the run's run_manifest.json (a run
+    without one is read as it is), and a missing --against folder names --against, not --data."""
+    import json
+    from pathlib import Path
+
+    from fincon.data.events.loaders.directory import DirectoryLoader, write_jsonl_gz
+    from fincon.errors import DataError
+    from fincon.files import folder_hash
+    from fincon.testing.corpora import SAMPLE_DIR
+
+    events = tmp_path / "data" / "events"
+    events.mkdir(parents=True)
+    items = [e for e in DirectoryLoader(SAMPLE_DIR).load(["TSLA"]) if not e.audio]
+    write_jsonl_gz(events / "TSLA.jsonl.gz", items)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    seal = {"corpus": "events", "corpus_sha256": folder_hash(events)}
+    (run_dir / "run_manifest.json").write_text(json.dumps(seal))
+    run = leakage_inputs.RunInfo(path=run_dir, strategy="fincon", tickers=("TSLA",), start=dt.date(2022, 10, 3),
+                                 end=dt.date(2022, 10, 14), masked=True, cache=Path("x"), data={},
+                                 events=str(events))  # fmt: skip
+    assert len(leakage_inputs.build_knowledge([run]).events) == len([e for e in items if e.text])
+    write_jsonl_gz(events / "TSLA.jsonl.gz", items[:-1])  # re-imported since: one item fewer
+    with pytest.raises(DataError, match="holds other files than the run read"):
+        leakage_inputs.build_knowledge([run])
+    (run_dir / "run_manifest.json").write_text(json.dumps({**seal, "corpus": "other"}))  # another strategy's
+    assert leakage_inputs.build_knowledge([run]).events  # folder: the team's seal is not this one's
+    (run_dir / "run_manifest.json").unlink()
+    assert leakage_inputs.build_knowledge([run]).events  # no seal: read as it is
+    with pytest.raises(DataError, match="^--against .*nowhere: not a directory"):
+        leakage_inputs.build_knowledge([run], [tmp_path / "nowhere"])

@@ -24,10 +24,12 @@ from collections import deque
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 import pandas as pd
 import yaml
+
+from fincon.files import folder_hash
 
 ROUND_TRIP_COLUMNS = [
     "ticker",
@@ -173,17 +175,6 @@ def git_dirty() -> bool | None:
     return bool(res.stdout.strip()) if res.returncode == 0 else None
 
 
-def corpus_hash(files: Iterable[Path], root: Path | None = None) -> str | None:
-    """One sha256 over the corpus files' names (relative to ``root``, when given) and bytes, sorted by name."""
-    h = hashlib.sha256()
-    seen = False
-    named = sorted(((f.relative_to(root).as_posix() if root is not None else f.name), f) for f in files)
-    for name, f in named:
-        h.update(name.encode() + b"\0" + f.read_bytes())
-        seen = True
-    return h.hexdigest() if seen else None
-
-
 def _location_free(node: Any) -> Any:
     """The config with every absolute path cut to its last component: a
     run's config names folders where it happens to live (an experiment's
@@ -217,14 +208,12 @@ def manifest(
     data = {
         t: sha256_bytes(f.to_csv(float_format="%.10g", lineterminator="\n").encode()) for t, f in sorted(frames.items())
     }
-    # every file, its audio/ too (two calls' audio swapped read byte-identical here, and the run otherwise)
-    files = [p for p in sorted(corpus.rglob("*")) if p.is_file()] if corpus is not None and corpus.is_dir() else []
     out = {
         "packages": _versions(),
         "config_sha256": config_hash(config_yaml),
         "data_sha256": data,
         "corpus": corpus.name if corpus is not None else None,
-        "corpus_sha256": corpus_hash(files, corpus),
+        "corpus_sha256": folder_hash(corpus) if corpus is not None and corpus.is_dir() else None,
         "seeds": dict(seeds),
         "git_revision": git_revision(),
         # the commit alone named code the run did not run when the checkout had changes

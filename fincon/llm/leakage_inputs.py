@@ -21,10 +21,12 @@ import yaml
 
 from fincon import data as fincon_data
 from fincon.data.aliases import NAMES, PEOPLE, VOCABULARY
+from fincon.data.events.generator import SAMPLE_DIR
 from fincon.data.events.model import visible_day
-from fincon.data.inputs import corpus_tickers, open_events, open_inputs
+from fincon.data.inputs import SAMPLE, corpus_tickers, open_events, open_inputs
 from fincon.data.terms import distinctive_terms, tokens
 from fincon.errors import DataError
+from fincon.files import folder_hash
 from fincon.llm.masking_rules import PARAPHRASE_AGENT, topics
 from fincon.ownership import sqlite_read_only
 
@@ -354,14 +356,18 @@ def build_knowledge(runs: Sequence[RunInfo], against: Sequence[Path] = ()) -> Kn
 
     corpora: list[tuple[str, tuple[str, ...], Any]] = []  # (events spec, tickers, price source)
     seen: set[str] = set()
+    hashes: dict[str, str | None] = {}  # a corpus -> its folder's hash (once, however many runs read it)
     for r in runs:
         inputs = open_inputs(r.data.get("source", "sample"), r.data.get("dir"), r.data.get("cache_dir"))
         spec = r.events
         tickers = corpus_tickers(spec)
+        _same_corpus(r, spec, hashes)
         if spec not in seen:
             seen.add(spec)
             corpora.append((spec, tickers, inputs.source))
     for d in against:
+        if not Path(d).is_dir():  # open_inputs would name --data, a flag the user did not type
+            raise DataError(f"--against {d}: not a directory; give a dataset folder fincon data import wrote")
         ds = open_inputs("csv", d)
         if ds.dataset is None or not ds.dataset.has_events:
             raise DataError(f"--against {d}: not a dataset with events (fincon data import ...)")
@@ -389,6 +395,31 @@ def build_knowledge(runs: Sequence[RunInfo], against: Sequence[Path] = ()) -> Kn
     k = knowledge_of(list(events.values()), closes)
     k.corpus_of = corpus_of
     return k
+
+
+def _same_corpus(r: RunInfo, spec: str, hashes: dict[str, str | None]) -> None:
+    """Refuse to audit ``r`` against another corpus than it read: the folder its config names holds other
+    files than its run_manifest.json sealed (re-imported since: a masked MSFT run audited against a
+    JNJ+HON corpus read "blind" where its own gave 3 %, review 2026-12-02). A run without the seal
+    (a training's top folder, a run before it) is read as it is."""
+    if r.path is None:  # the knowledge of a corpus alone, no run's folder (tests, the bench)
+        return
+    sealed = next((m for m in (r.path, r.path.parent) if (m / "run_manifest.json").is_file()), None)
+    try:
+        seal = json.loads((sealed / "run_manifest.json").read_text(encoding="utf-8")) if sealed else {}
+    except (OSError, ValueError):
+        seal = {}
+    folder = SAMPLE_DIR if spec == SAMPLE else Path(spec).expanduser()
+    want = seal.get("corpus_sha256") if isinstance(seal, dict) and seal.get("corpus") == folder.name else None
+    if want is None:  # no seal, or the team's corpus where this strategy read another folder
+        return
+    if spec not in hashes:
+        hashes[spec] = folder_hash(folder) if folder.is_dir() else None
+    if hashes[spec] != want:
+        raise DataError(
+            f"{r.path}: the corpus {spec} holds other files than the run read (its run_manifest.json's "
+            "corpus_sha256 differs: re-imported or edited since); audit the run against the corpus it read"
+        )
 
 
 def knowledge_of(events: Iterable[Any], closes: Mapping[str, pd.Series]) -> Knowledge:

@@ -40,9 +40,9 @@ import pandas as pd
 from fincon import stopping
 from fincon.data.inputs import RunInputs
 from fincon.data.prices import validate_bars
-from fincon.engine.artifacts import code_sha256, corpus_hash, sha256_bytes
+from fincon.engine.artifacts import code_sha256, sha256_bytes
 from fincon.errors import Busy, FinconError
-from fincon.files import name_before, write_atomic
+from fincon.files import corpus_hash, name_before, write_atomic
 from fincon.workflow.status import (
     INPUTS,
     KEPT,

@@ -49,11 +49,10 @@ from fincon.agents.risk_control import Episode, RiskControl
 from fincon.agents.roles import ANALYSTS
 from fincon.agents.team import make_fincon_team
 from fincon.config import RunConfig
-from fincon.engine.artifacts import corpus_hash
 from fincon.engine.record import METRICS, RunRecord, read_json
 from fincon.engine.rundir import check_out_path
 from fincon.errors import ConfigError, DataError, FinconError
-from fincon.files import write_atomic
+from fincon.files import corpus_hash, write_atomic
 from fincon.llm.endpoint import check_server
 from fincon.llm.knowledge import model_knowledge
 from fincon.llm.settings import attach, build_client, layered
