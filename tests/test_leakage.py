@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -621,3 +622,31 @@ def test_a_masked_trainings_next_episode_rewords_the_reflections_it_carries(tmp_
     assert len(shown) >= 10, shown  # episode 2's manager read them, day after day
     assert [line for line in shown if said in line] == [], shown  # never whole
     assert all("key words: day's, filings, reflection, stub, weigh" in line for line in shown), shown
+
+
+@pytest.mark.slow
+def test_a_test_stage_rewords_the_reflections_its_training_carried(tmp_path, monkeypatch):
+    """Found in review 2026-12-02: a training's carried reflection is learned as "[earlier episode, DAY]
+    text"; the mask was told of it so, read that as an item's line when the text had a colon, and never
+    found the sentence in a test stage's prompts, where it was shown whole. It is told the text alone."""
+    from fincon.agents.beliefs import Beliefs, Reflection, TrainingWindow
+
+    monkeypatch.chdir(tmp_path)
+    said = "Lesson: cloud backlog grew strongly and the new console launch should carry the stock next quarter."
+    learned = Beliefs.initial({"news": 1.0}).model_copy(
+        update={
+            "reflections": [Reflection(day="2022-10-07", text=f"[earlier episode, 2022-10-07] {said}")],
+            "window": TrainingWindow(start="2022-10-03", end="2022-10-14"),
+        }
+    )
+    Path("beliefs.json").write_text(learned.model_dump_json())
+    with DoubleServer(TeamStub()) as url:
+        argv = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--beliefs", "beliefs.json", "--start",
+                "2022-10-17", "--end", "2022-10-18", "--param", "fincon.analysts=[news]", "--llm-backend", "openai", "--llm-base-url", url,
+                "--llm-model", "stub", "--llm-knowledge-cutoff", "2019-01-01", "--anonymize", "--llm-cache-path",
+                "calls.sqlite", "--no-progress", "--no-benchmark", "--ledger", "off", "--out", "te"]  # fmt: skip
+        assert main(argv) == 0
+    with sqlite3.connect("calls.sqlite") as db:
+        asked = [json.loads(m)[-1]["content"] for (m,) in db.execute("select messages from calls")]
+    shown = [line for p in asked for line in p.splitlines() if line.startswith("- [earlier episode, ")]
+    assert shown and [line for line in shown if "console launch" in line] == [], shown

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,7 +111,9 @@ class Learning:
         self.role_weights = {r.name: weights.get(r.name, r.weight) for r in self.roles}
         self.risk_exposure = min(1.0, weights.get(RISK, 0.5))
         start = pd.Timestamp(ctx.start or "1900-01-01")
-        self._earlier = [r.text for r in base.reflections if pd.Timestamp(r.day) < start]  # _recall_earlier
+        # _recall_earlier: as the model wrote them; a training's carried one is "[earlier episode, DAY] text",
+        # which the mask read as an item's line when the text had a colon and then never found whole (review)
+        self._earlier = [_as_written(r.text) for r in base.reflections if pd.Timestamp(r.day) < start]
         for r in base.reflections:
             if pd.Timestamp(r.day) < start:
                 self.reflections.add(pd.Timestamp(r.day), "reflection", r.text, {"learned": True})
@@ -124,7 +127,7 @@ class Learning:
                 text = r.text if r.text.startswith("[earlier episode") else f"[earlier episode, {r.day}] {r.text}"
                 self.reflections.add(before, "reflection", text, {"carried": True, "day": r.day})
                 self.written.append(Reflection(day=r.day, text=text))
-                self._earlier.append(r.text)
+                self._earlier.append(_as_written(r.text))
         self._carried_count = len(self.written)
 
     def _recall_earlier(self, day: str | None) -> None:
@@ -241,3 +244,11 @@ def relied_kinds(relied: dict[str, list[str]]) -> str:
     1.5B manager copied ids it found there into its own answer as citations
     (re-asked on every day after the first loss on real MSFT)."""
     return ", ".join(sorted({owner.split("/")[0] for owners in relied.values() for owner in owners}))
+
+
+def _as_written(text: str) -> str:
+    """A reflection's text without the "[earlier episode, DAY] " a training's carry put before it."""
+    return _EARLIER.sub("", text, count=1)
+
+
+_EARLIER = re.compile(r"^\[earlier episode, [^\]\n]*\] ")
