@@ -83,6 +83,7 @@ def test_the_line_by_line_pass_masks_as_the_whole_text_does():
         "[note: Zorblax 1234 2022-09-30] Feb 29: revenue was $21.5 billion for the quarter ended September 30, 2022.",
         "TSLA hold (gross exposure 1.00); by 2022-10-10 a loss (-0.05%). Why: filings, 4th October 2022, '21.",
         "[mem-TSLA-news-20221007-7] 12 Oct: shares traded at $230 on NYSE: TSLA; 20 trading days; FY2021 H1.",
+        "Current position (fraction of the portfolio; negative = short): TSLA -1.10",
         " ".join(f"[E{i}] [n] [amount]" for i in range(1, 9)) + ": later 12 and 13.5% of 2021",
     ]
     text = "\n".join(lines)
@@ -403,11 +404,11 @@ def test_a_sentence_that_begins_as_a_quoted_one_is_not_cut_as_a_clip_of_it():
     shares fell 1-3% ..." and "... shares fell 3-7% ..."); the first was taken for a clip of the second
     and cut it mid-sentence ("key words: fell3-7% in the latest session."). A head counts as clipped
     only where the prompt's clip mark follows it."""
-    from fincon.llm import masking_rules
+    from fincon.llm import masking_quotes
 
     quoted = {"Company A (Company A) shares fell 1-3% in the latest session.": "key words: one",
               "Company A (Company A) shares fell 3-7% in the latest session.": "key words: two"}  # fmt: skip
-    got = masking_rules.unquote("- news: Company A (Company A) shares fell 3-7% in the latest session. [E2]", quoted)
+    got = masking_quotes.unquote("- news: Company A (Company A) shares fell 3-7% in the latest session. [E2]", quoted)
     assert got == "- news: key words: two [E2]"
 
 
@@ -461,8 +462,10 @@ def test_an_answer_recorded_while_another_prompt_is_masked_does_not_break_the_ma
     size during iteration", a traceback mid-run, seen re-recording bench/record_masking_msft.py with the
     1.5B. Made certain here: the other thread's answer arrives during the scan."""
     m = masker_for(["MSFT"])
+    from fincon.llm import masking_quotes
+
     m.unmask('{"text": "Cloud demand keeps growing across every large enterprise customer."}')
-    head, arrived = rules._head, []
+    head, arrived = masking_quotes._head, []
 
     def answer_arrives(sentence):
         if not arrived:
@@ -470,7 +473,7 @@ def test_an_answer_recorded_while_another_prompt_is_masked_does_not_break_the_ma
             m.unmask('{"text": "Another analyst thinks the software margin will widen next quarter."}')
         return head(sentence)
 
-    monkeypatch.setattr(rules, "_head", answer_arrives)
+    monkeypatch.setattr(masking_quotes, "_head", answer_arrives)
     prompt = "- news: bullish (confidence 0.70). Cloud demand keeps growing across every large enterprise customer."
     assert (
         m.text(prompt, "2022-10-11")
@@ -607,3 +610,40 @@ def test_a_models_earlier_reflections_are_reworded_in_a_masked_run_that_recalls_
     got = m.text(prompt, "2020-10-13")
     assert "weigh the filings more" not in got, got
     assert got == "- [earlier episode, this month] key words: day's, filings, reflection, stub, weigh", got
+
+
+def test_a_rules_insights_score_reads_as_its_word_alone():
+    """Found in review (a masked scm run whose analysts fell back to rules): a rules insight's tail
+    "-> reads bearish (-0.69)" (fincon.agents.brains.rules_analyst) reached the masked prompts with its
+    two decimals, which narrowed the firm's day to ~2 days of a rules replay; an item's tone is a word.
+    Under the mask the reading is its word alone, whole or cut by a prompt's clip; unmasked, as it was."""
+    m = masker_for(["MSFT"])
+    said = "Only 20% of surveyed organizations have reached full DevSecOps maturity. -> reads bearish (-0.69)"
+    for shown, want in (
+        (f"- MSFT news: bearish (confidence 0.10). {said} [E1]", "-> reads bearish [E1]"),
+        (f"- E1 = news 2020-09-30: MSFT news: {said[:-3]}", "-> reads bearish"),  # a clip at the line's end
+        (f"- E1 = news 2020-09-30: MSFT news: {said[:-2]} | MSFT 10-q: more", "-> reads bearish | Company A"),
+        ("20-day momentum: down against its usual range -> reads neutral (+0.00) [E9]", "-> reads neutral [E9]"),
+    ):
+        out = m.text(shown, "2020-10-01")
+        assert want in out and "0.69" not in out and "(-0." not in out and "+0.00" not in out, out
+    assert m.text("the model reads bearish (-0.69)", "2020-10-01") == "the model reads bearish (-0.69)"
+
+
+def test_the_position_a_prompt_states_keeps_its_weights_under_the_mask():
+    """Found in review: the manager was told its position as "Company A [n]" when a weight passed 1
+    (the number rule keeps values in [-1, 1]); a weight names no firm or day, and keeps its sign and
+    value in each of the prompts' position lines. Every other text masks as before."""
+    m = masker_for(["MSFT", "JNJ"])
+    for line, want in (
+        ("negative = short): MSFT -1.10", "negative = short): Company B -1.10"),
+        ("Current position (fraction of the portfolio; negative = short): MSFT -1.10, JNJ +1.25",
+         "Current position (fraction of the portfolio; negative = short): Company B -1.10, Company A +1.25"),
+        ("Today: 2020-10-09. Current position: MSFT +1.50, JNJ -0.25",
+         "Today: the decision day. Current position: Company B +1.50, Company A -0.25"),
+        ("Today: 2020-10-09. Current position (fraction of the portfolio; negative = short): JNJ +2.00",
+         "Today: the decision day. Current position (fraction of the portfolio; negative = short): Company A +2.00"),
+        ("A: weights MSFT -1.10 (gross 1.10); Company A -1.10", "A: weights Company B [n] (gross [n]); Company A [n]"),
+        ("Current position: MSFT 12 shares, 2021", "Current position: Company B [n] shares, [year]"),
+    ):  # fmt: skip
+        assert m.text(line, "2020-10-09") == want

@@ -560,3 +560,36 @@ def test_a_portfolio_day_without_history_is_counted_under_scm():
     assert "team_short_history_days" not in proto.summary()
     proto._sizer.weights(_View(["TSLA", "MSFT"], n=3), ("TSLA", "MSFT"), {"TSLA": "buy", "MSFT": "sell"})
     assert proto.summary()["team_short_history_days"] == 1
+
+
+def test_a_fallbacks_quote_cut_by_the_scm_prompts_is_masked_as_a_clip():
+    """Found in review (a masked scm run whose analysts fell back to rules): the scm prompts cut each
+    insight at a count of characters (120 in the reports, 200 in the verifier's evidence), mid-word and
+    with no "…"; the mask took the cut head of a fallback's quote of a corpus item for another sentence,
+    and it reached the scm prompts word for word (295 prompt lines with a run of six words of the corpus).
+    The cut is found under the mask; the unmasked prompts stay as they were (a recorded day replays)."""
+    from fincon.agents.protocols.scm_checks import Day
+    from fincon.agents.protocols.scm_prompts import REPORT_CHARS, prompt_values
+    from fincon.llm.masking_terms import masker_for
+    from fincon.memory.distill import clip_sentences
+
+    item = ("Only 20% of surveyed organizations have reached full DevSecOps maturity, suggesting significant room "
+            "for improvement in integrating security into the development process. It was run by an independent "
+            "research firm over the summer.")  # fmt: skip
+    cit = Citation(id="news-1", date="2020-09-30", source="news")
+    text = f"{clip_sentences(item, 300)} -> reads bearish (-0.69)"  # as fincon.agents.brains.rules_analyst writes
+    report = AnalystReport(role="news", ticker="MSFT", direction="bearish", confidence=0.1,
+                           insights=[Insight(text=text, citations=[cit])])  # fmt: skip
+    task = ManagerTask(day="2020-10-01", tickers=("MSFT",), reports={"MSFT": [report]}, weights={"news": 1.0})
+    day = Day(task, Policies(), {cit.id: cit}, {}, {}, np.zeros((0, 1)), {"MSFT": 0.0}, labels={cit.id: "E1"})
+    values = prompt_values(day, Policies())
+    assert f"{text[:REPORT_CHARS]} [E1]" in values["reports"]  # unmasked: cut as before
+    for items, shown in (("tone", "a quoted item"), ("topics", "topics: ")):
+        m = masker_for(["MSFT"], items=items)
+        m.said(report.model_dump_json(), "2020-10-01")  # as LLMBrain tells the mask of a fallback
+        plain = masker_for(["MSFT"], items=items).text(item, "2020-10-01")  # the item masked, told nothing
+        runs = [" ".join(w[i : i + 6]) for w in (item.split(), plain.split()) for i in range(len(w) - 5)]
+        for key in ("reports", "evidence_texts"):
+            out = m.text(values[key], "2020-10-01")
+            assert shown in out and not any(r in out for r in runs), out
+            assert out.endswith("[E1]") or key == "evidence_texts", out

@@ -33,7 +33,9 @@ What is replaced, deterministically:
   written by fincon (rebased to a secret base per run: "price index ...",
   the base in ``masking.json``, never in a prompt); percentages are bucketed
   ("+3-7%"); other numbers of two digits or more are "[n]" (fincon's own
-  labels, "20-day" spans and values between -1 and 1 are kept);
+  labels, "20-day" spans, values between -1 and 1 and the weights of the
+  position a prompt states are kept); a rules insight's reading is its word
+  alone ("-> reads bearish", no score);
 * items: a listed item of the corpus, at any length, is given as its topic (the
   first it touches of a fixed list of 43, ``rules.TOPICS``: "topics:
   growth") beside its tone as a word ("(tone positive)"); its own words,
@@ -72,7 +74,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from fincon.llm import masking_rules as rules
-from fincon.llm.masking_quotes import Quotes
+from fincon.llm.masking_quotes import Quotes, unquote
 from fincon.llm.types import Message
 
 
@@ -173,7 +175,7 @@ class Masker:
                 self._memo[key] = hit
         if not self._quotes.quoted:
             return hit
-        return rules.unquote(hit, self._quotes.on(day, lambda said: self._mask(said, _decision_day(day))))
+        return unquote(hit, self._quotes.on(day, lambda said: self._mask(said, _decision_day(day))))
 
     def _mask(self, s: str, day: dt.date | None) -> str:
         s = self._prices(s)  # the whole text: a price is rebased to the last firm named before it
@@ -193,7 +195,12 @@ class Masker:
         hit = self._lines.get(key)
         if hit is None:
             cut = line.find(": ") + 2
-            if cut > 1 and line.rfind("[", 0, cut) <= line.rfind("]", 0, cut) and not rules.EXCHANGE.search(line):
+            if (
+                cut > 1
+                and line.rfind("[", 0, cut) <= line.rfind("]", 0, cut)
+                and not rules.EXCHANGE.search(line)
+                and not line[:cut].endswith(rules.POSITION_LEADS)  # the position is read after its lead
+            ):
                 (a, read_a), (b, read_b) = self._segment(line[:cut], day), self._segment(line[cut:], day)
                 hit, reads_day = a + b, read_a or read_b
             else:

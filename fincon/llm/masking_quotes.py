@@ -2,7 +2,7 @@
 
 A sentence of six words or more that a model answered (or a rules fallback
 wrote, quoting its items) is kept with its rewording; wherever a later prompt
-would repeat it, the rewording stands instead (``masking_rules.unquote``). A
+would repeat it, the rewording stands instead (:func:`unquote`). A
 sentence is kept as the model wrote it and as a prompt shows it, masked on the
 day it was said. One with a date in it is kept as written too, and masked
 again on each day it is looked for: its date reads as another recency on a
@@ -14,6 +14,9 @@ reached the prompt whole: found in review 2026-12-02).
 from __future__ import annotations
 
 import json
+import os
+import re
+from functools import lru_cache
 from typing import Any, Callable, Mapping
 
 from fincon.llm import masking_rules as rules
@@ -81,3 +84,44 @@ class Quotes:
                     if len(said.split()) >= 6 and said not in self.dated and has_date(said):
                         masked = form(said).strip()
                         self.dated[said] = self.quoted.get(masked) or shown(masked)
+
+
+#: a quoted sentence's first words: where a prompt holds them, it quotes the sentence (whole or clipped)
+_HEAD = re.compile(r"\S+(?:\s+\S+){5}")
+#: where a prompt clipped a sentence at a count of characters, mid-word and with no "…" (the scm protocol's
+#: reports and evidence, fincon.agents.protocols.scm_prompts): what is left of the word it cut (masked
+#: alone, a cut word can read other than whole: "20" of "2020" is "[n]"), then the end of the clip, the
+#: citation label after it ("[E1]", "[E1, E2]"), the next analyst's quote (" | ") or the line's end
+CLIP_END = re.compile(r"\S*(?=[^\S\n]*(?:\[E\d+[],]|\| |$))", re.M)
+
+
+@lru_cache(maxsize=65536)
+def _head(sentence: str) -> str | None:
+    m = _HEAD.match(sentence)
+    return m.group(0) if m else None
+
+
+def unquote(s: str, quoted: Mapping[str, str]) -> str:
+    """``s`` with each sentence of ``quoted`` (one a model answered, or a rules fallback wrote) that
+    it repeats as its rewording: the whole sentence, or the head a prompt clipped it to ("... seven
+    different strategies…": fincon.memory.distill.clip_sentences; or cut mid-word before a label or at
+    a line's end: :data:`CLIP_END`), from its first six words on. The longest first, so that the result
+    does not depend on the order the answers came in. The sentences are read from a copy (``tuple``
+    copies in one step under the GIL): the team's analysts ask at once, and another thread's answer may
+    add one during the scan (a sentence only ever added, never removed)."""
+    hits = [q for q in tuple(quoted) if (h := _head(q)) is not None and h in s]  # a scan per prompt
+    for q in sorted(hits, key=lambda q: (-len(q), q)):
+        head, start = _head(q), 0
+        while head is not None and (i := s.find(head, start)) >= 0:
+            n = end = len(os.path.commonprefix([s[i : i + len(q)], q]))
+            if n < len(q) and s[i + n : i + n + 1] != "…":
+                cut = CLIP_END.match(s, i + n)  # the scm protocol's clip (found in review: 295 prompt lines
+                if cut is None:  # with a run of six words of the corpus): else another sentence begins alike
+                    start = i + 1
+                    continue
+                end = cut.end() - i
+            # a clip of a model's sentence: its own key words; of one shown otherwise (a fallback quoting an
+            # item: "a quoted item", its topics) as the whole is (its key words named the item, review 2026-12-02)
+            new = quoted[q] if n == len(q) or not quoted[q].startswith(rules.KEY_WORDS) else rules.reword(s[i : i + n])
+            s, start = s[:i] + new + s[i + end :], i + len(new)
+    return s

@@ -5,7 +5,6 @@ topics an item is reduced to."""
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -124,8 +123,15 @@ def calendar(s: str) -> str:
     return MONTH_WORD.sub("[month]", CALENDAR.sub("[event]", s))
 
 
-#: what the number and name rules leave alone: ids and labels in brackets, fincon's price indices
-HELD = re.compile(r"\[[^\[\]\n]{1,80}\]|price index \d+(?:\.\d+)?")
+#: how a prompt states the position ("Current position: {position}"): a line is not split after it (Masker._line)
+POSITION_LEADS = ("Current position: ", "negative = short): ")
+#: what the number and name rules leave alone: ids and labels in brackets, fincon's price indices, and
+#: the position a prompt states ("Company A -1.10, Company B +0.50": a weight over 1 read "[n]", found in
+#: review; a weight names no firm or day)
+HELD = re.compile(
+    r"\[[^\[\]\n]{1,80}\]|price index \d+(?:\.\d+)?|(?:(?<=Current position: )|(?<=negative = short\): ))"
+    r"(?:Company [A-Z]{1,2} [+-]\d+\.\d\d(?:, (?=Company )|(?![^\n])))+"
+)
 #: a held span's stand-in: the first of Unicode's supplementary private-use characters (no rule matches one)
 HOLD = 0xF0000
 HELD_BACK = re.compile("\x00([\U000f0000-\U000ffffd])\x00")
@@ -173,10 +179,20 @@ def recency(n: int) -> str:
     return "over a year ago"
 
 
+#: a rules insight's reading with its score ("-> reads bearish (-0.69)", fincon.agents.brains): the word alone,
+#: as an item's tone is (two decimals narrowed a firm's day to ~2 days of a rules replay: found in review);
+#: its score cut by a prompt's clip ("(-0." before a label, held or not, " | " or the line's end) goes too
+READS = re.compile(
+    rf"(-> reads (?:bullish|bearish|neutral)) \((?:[+-]\d\.\d\d\)|[+-]?\d?\.?\d?(?={SP}*(?:\[|\x00|\| |$)))"
+)
+
+
 def numbers(s: str) -> str:
     """Percentages bucketed, other numbers of two digits or more "[n]"; bracketed ids and labels kept."""
     if not DIGIT.search(s):
         return s
+    if "-> reads " in s:
+        s = READS.sub(r"\1", s)
     s = s.replace("COVID-19", "\x01")
 
     def pct(m: re.Match) -> str:
@@ -409,38 +425,6 @@ def reword(sentence: str) -> str:
 
 
 KEY_WORDS = "key words: "  # how a model's sentence is reworded (reword)
-
-
-#: a quoted sentence's first words: where a prompt holds them, it quotes the sentence (whole or clipped)
-_HEAD = re.compile(r"\S+(?:\s+\S+){5}")
-
-
-@lru_cache(maxsize=65536)
-def _head(sentence: str) -> str | None:
-    m = _HEAD.match(sentence)
-    return m.group(0) if m else None
-
-
-def unquote(s: str, quoted: Mapping[str, str]) -> str:
-    """``s`` with each sentence of ``quoted`` (one a model answered, or a rules fallback wrote) that
-    it repeats as its rewording: the whole sentence, or the head a prompt clipped it to ("... seven
-    different strategies…": fincon.memory.distill.clip_sentences), from its first six words on. The
-    longest first, so that the result does not depend on the order the answers came in. The sentences
-    are read from a copy (``tuple`` copies in one step under the GIL): the team's analysts ask at once,
-    and another thread's answer may add one during the scan (a sentence only ever added, never removed)."""
-    hits = [q for q in tuple(quoted) if (h := _head(q)) is not None and h in s]  # a scan per prompt
-    for q in sorted(hits, key=lambda q: (-len(q), q)):
-        head, start = _head(q), 0
-        while head is not None and (i := s.find(head, start)) >= 0:
-            n = len(os.path.commonprefix([s[i : i + len(q)], q]))
-            if n < len(q) and s[i + n : i + n + 1] != "…":  # not clipped here: another sentence begins alike
-                start = i + 1
-                continue
-            # a clip of a model's sentence: its own key words; of one shown otherwise (a fallback quoting an
-            # item: "a quoted item", its topics) as the whole is (its key words named the item, review 2026-12-02)
-            new = quoted[q] if n == len(q) or not quoted[q].startswith(KEY_WORDS) else reword(s[i : i + n])
-            s, start = s[:i] + new + s[i + n :], i + len(new)
-    return s
 
 
 def numeric_date(m: re.Match, offset: Callable[[int, int, int], str]) -> str:

@@ -74,7 +74,9 @@ def temporal_integrity(ev: Evidence) -> Verdict:
     k, n, kd, nd = (audit.get(x) for x in ("firm_and_day", "prompts", "days_firm_and_day", "days"))
     on_days, again = (f" on {kd} of {nd} days" if nd is not None else ""), ""
     if result == "blind" and n:  # read again: an audit that counted its prompts as independent said blind early
-        result = leakage_verdict.outcome_of(k or 0, n, audit.get("threshold", 0.1), kd or 0, nd) if nd else "inconclusive"
+        result = (
+            leakage_verdict.outcome_of(k or 0, n, audit.get("threshold", 0.1), kd or 0, nd) if nd else "inconclusive"
+        )
         again = "" if nd else f"; audited before the bound counted days: fincon eval leakage {ev.run or ev.root}"
     said = (
         f"; masked, the leakage audit: {result} ({k} of {n} prompts{on_days} give away firm and day, threshold "
