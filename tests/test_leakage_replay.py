@@ -169,6 +169,8 @@ def test_a_run_is_audited_against_the_corpus_it_read_or_refused(tmp_path):
     run_dir.mkdir()
     seal = {"corpus": "events", "corpus_sha256": folder_hash(events)}
     (run_dir / "run_manifest.json").write_text(json.dumps(seal))
+    config = {"strategies": ["fincon"], "strategy_params": {"fincon": {"events": str(events)}}}
+    (run_dir / "config.yaml").write_text(json.dumps(config))  # YAML reads JSON
     run = leakage_inputs.RunInfo(path=run_dir, strategy="fincon", tickers=("TSLA",), start=dt.date(2022, 10, 3),
                                  end=dt.date(2022, 10, 14), masked=True, cache=Path("x"), data={},
                                  events=str(events))  # fmt: skip
@@ -176,8 +178,14 @@ def test_a_run_is_audited_against_the_corpus_it_read_or_refused(tmp_path):
     write_jsonl_gz(events / "TSLA.jsonl.gz", items[:-1])  # re-imported since: one item fewer
     with pytest.raises(DataError, match="holds other files than the run read"):
         leakage_inputs.build_knowledge([run])
-    (run_dir / "run_manifest.json").write_text(json.dumps({**seal, "corpus": "other"}))  # another strategy's
-    assert leakage_inputs.build_knowledge([run]).events  # folder: the team's seal is not this one's
+    with pytest.raises(DataError, match="point the run's config.yaml"):  # the way round, named
+        leakage_inputs.build_knowledge([run])
+    # a second strategy that read another folder (fincon@b): the seal is the team's corpus, not its own
+    # (the diff review: every imported corpus's folder is named events, and it was refused)
+    other = {"strategies": ["fincon", "fincon@b"], "strategy_params": {"fincon": {"events": "sample"}}}
+    (run_dir / "config.yaml").write_text(json.dumps(other))
+    assert leakage_inputs.build_knowledge([run]).events
+    (run_dir / "config.yaml").write_text(json.dumps(config))
     (run_dir / "run_manifest.json").unlink()
     assert leakage_inputs.build_knowledge([run]).events  # no seal: read as it is
     with pytest.raises(DataError, match="^--against .*nowhere: not a directory"):

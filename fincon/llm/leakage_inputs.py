@@ -407,18 +407,24 @@ def _same_corpus(r: RunInfo, spec: str, hashes: dict[str, str | None]) -> None:
     sealed = next((m for m in (r.path, r.path.parent) if (m / "run_manifest.json").is_file()), None)
     try:
         seal = json.loads((sealed / "run_manifest.json").read_text(encoding="utf-8")) if sealed else {}
-    except (OSError, ValueError):
-        seal = {}
-    folder = SAMPLE_DIR if spec == SAMPLE else Path(spec).expanduser()
-    want = seal.get("corpus_sha256") if isinstance(seal, dict) and seal.get("corpus") == folder.name else None
-    if want is None:  # no seal, or the team's corpus where this strategy read another folder
+        cfg = yaml.safe_load((sealed / "config.yaml").read_text(encoding="utf-8")) if sealed else {}
+    except (OSError, ValueError, yaml.YAMLError):
+        seal, cfg = {}, {}
+    if not isinstance(seal, dict) or not isinstance(cfg, dict) or seal.get("corpus_sha256") is None:
         return
+    # the seal is of the team's corpus (fincon.workflow.runner: the first of fincon, finmem the run holds);
+    # a strategy that read another folder is not checked against it (found in the diff review)
+    team = next((n for n in ("fincon", "finmem") if n in (cfg.get("strategies") or [])), None)
+    if team is None or str(((cfg.get("strategy_params") or {}).get(team) or {}).get("events") or SAMPLE) != spec:
+        return
+    folder = SAMPLE_DIR if spec == SAMPLE else Path(spec).expanduser()
     if spec not in hashes:
         hashes[spec] = folder_hash(folder) if folder.is_dir() else None
-    if hashes[spec] != want:
+    if hashes[spec] != seal["corpus_sha256"]:
         raise DataError(
             f"{r.path}: the corpus {spec} holds other files than the run read (its run_manifest.json's "
-            "corpus_sha256 differs: re-imported or edited since); audit the run against the corpus it read"
+            "corpus_sha256 differs: re-imported or edited since; every file under it counts); put the corpus "
+            "the run read back there, or point the run's config.yaml (events:) at where it is now"
         )
 
 
