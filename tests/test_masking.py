@@ -524,10 +524,30 @@ def test_a_dated_sentence_is_reworded_on_every_later_day_its_recency_changes():
     assert len({s.split(":", 1)[1] for s in shown.values()}) == 1, shown  # the same rewording every day
     for d, s in shown.items():
         assert "cloud business" not in s and "topics: " in s, (d, s)
+    # a model's dated sentence: its key words once, the same on every day (reworded twice, its key words
+    # gained "words" once its recency changed: 45 of 73 manager prompts of a 40-session run, diff review)
+    m2 = masker_for(["MSFT"])
+    said = "Microsoft said on October 1, 2020 that cloud revenue would expand across Europe next year."
+    m2.unmask(json.dumps({"insights": [{"text": said}]}), "2020-10-02")
+    kw = {m2.text(f"- Company A news: bullish. {said} [E1]", d) for d in ("2020-10-02", "2020-10-05", "2020-10-20")}
+    assert kw == {"- Company A news: bullish. key words: across, cloud, expand, name, next, said [E1]"}, kw
     again = masker_for(["MSFT"])
     again.take_up(json.loads(json.dumps(m.learned())))
     assert again.text(f"Earlier view: {quote}", "2021-01-20") == m.text(f"Earlier view: {quote}", "2021-01-20")
     assert "cloud business" not in again.text(f"Earlier view: {quote}", "2021-01-20")
+
+
+def test_a_prompts_own_line_that_begins_like_a_models_sentence_is_no_clip_of_it():
+    """Found in the diff review: the scm clip's rule (a quote cut at a count of characters) took a
+    prompt line that begins like a model's sentence and ends a word later for a clip of it, and
+    reworded the news prompt's own question in every later prompt. A clip ends at a word's end or
+    inside a word of the sentence, not where the two part."""
+    m = masker_for(["MSFT"])
+    echo = "What does this news mean for Company A over the next trading days is a rebound."
+    m.unmask(json.dumps({"insights": [{"text": echo}]}), "2020-10-05")
+    asked = m.text("Today is 2020-10-06. What does this news mean for MSFT over the next trading days?", "2020-10-06")
+    assert asked.endswith("What does this news mean for Company A over the next trading days?"), asked
+    assert m.text(f"- news: bullish. {echo[:60]} [E1]", "2020-10-06").startswith("- news: bullish. key words: ")
 
 
 def test_a_passage_of_the_corpus_is_its_topics_whatever_its_length_and_its_label():

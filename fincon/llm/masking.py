@@ -423,14 +423,14 @@ class Masker:
         answer = rules.TOKEN_BACK.sub(lambda m: self._tokens.get(m.group(0), m.group(0)), answer)
         if self._back_re is not None:
             answer = self._back_re.sub(lambda m: self._back[m.group(0)], answer)
-        self._remember(answer, lambda x: self.text(x, day))
+        self._remember(answer, lambda x: self.text(x, day), day=day)
         return answer
 
     def recalled(self, texts: Sequence[str], day: str | None = None) -> None:
         """Texts a model wrote that a prompt of this run will show (an answer once unmasked; a training's
         carried reflections, learned beliefs' reflections): their sentences, masked as of ``day``, are
         reworded there as any answer's are (carried whole into a new episode's prompts, found in review)."""
-        self._remember(json.dumps(list(texts)), lambda x: self.text(x, day))
+        self._remember(json.dumps(list(texts)), lambda x: self.text(x, day), day=day)
 
     def said(self, answer: str, day: str | None = None) -> None:
         """An answer (JSON) no model gave but a later prompt shows, such as a rules fallback's insight
@@ -438,13 +438,20 @@ class Masker:
         items are (their key words, a model's answer's rewording, named an item from the week before
         to the corpus adversary in 11 of 28 manager prompts of a masked InvestorBench MSFT run)."""
         gist = rules.topics if self.items == "topics" else (lambda _: "a quoted item")  # as an item is shown
-        self._remember(answer, lambda x: self.text(x, day), gist)
+        self._remember(answer, lambda x: self.text(x, day), gist, day)
 
     def _remember(
-        self, answer: str, form: Callable[[str], str] | None = None, shown: Callable[[str], str] | None = None
+        self,
+        answer: str,
+        form: Callable[[str], str] | None = None,
+        shown: Callable[[str], str] | None = None,
+        day: str | None = None,
     ) -> None:
-        has_date = lambda said: bool(self._template(said)[1])  # noqa: E731 (a date the day reads)
-        self._quotes.remember(answer, form, shown or rules.reword, has_date)  # rules read at the call
+        def dated(said: str) -> str | None:  # a sentence with a date the day reads: masked as of ``day``,
+            # without the rewording of what was said (the sentence itself was just kept: reworded twice)
+            return self._mask(said, _decision_day(day)) if self._template(said)[1] else None
+
+        self._quotes.remember(answer, form, shown or rules.reword, dated)  # rules read at the call
 
     def manifest(self) -> dict[str, Any]:
         """``masking.json``: who is who, and what the mask replaced."""

@@ -43,12 +43,15 @@ class Quotes:
         """The sentences to reword in a prompt of ``day``, whose mask is ``mask``."""
         if not self.dated:
             return self.quoted
-        n, forms = self._on.get(day, (-1, {}))
-        if n != len(self.dated):  # a sentence is only ever added: the count says whether the forms are stale
-            forms = {}
-            for said, shown in tuple(self.dated.items()):  # a copy: another analyst's answer may add one
+        n, forms = self._on.get(day, (0, {}))
+        if n != len(self.dated):  # a sentence is only ever added: those after the first n are new to this day
+            every = tuple(self.dated.items())  # a copy: another analyst's answer may add one meanwhile
+            forms = dict(forms)
+            for said, shown in every[n:]:
                 forms.setdefault(mask(said).strip(), shown)
-            self._on[day] = (len(self.dated), forms)
+            self._on[day] = (len(every), forms)
+            for gone in list(self._on)[:-4]:  # a run goes day by day: the latest few are kept
+                self._on.pop(gone, None)
         return {**forms, **self.quoted}
 
     def remember(
@@ -56,11 +59,11 @@ class Quotes:
         answer: str,
         form: Callable[[str], str] | None,
         shown: Callable[[str], str],
-        has_date: Callable[[str], bool],
+        dated: Callable[[str], str | None],
     ) -> None:
         """The sentences of each text in ``answer`` (JSON): ``form(text)``'s (``None``: as written),
-        each kept as ``shown`` rewords it; with a ``form``, a sentence with a date (``has_date``) is kept
-        as written too."""
+        each kept as ``shown`` rewords it; with a ``form``, a sentence with a date is kept as written
+        too (``dated``: its masked form, None when it has none)."""
         try:
             data = json.loads(answer)
         except ValueError:
@@ -81,9 +84,8 @@ class Quotes:
                     continue
                 for said in rules.SENTENCE.split(x):
                     said = said.strip()
-                    if len(said.split()) >= 6 and said not in self.dated and has_date(said):
-                        masked = form(said).strip()
-                        self.dated[said] = self.quoted.get(masked) or shown(masked)
+                    if len(said.split()) >= 6 and said not in self.dated and (masked := dated(said)) is not None:
+                        self.dated[said] = self.quoted.get(masked.strip()) or shown(masked.strip())
 
 
 #: a quoted sentence's first words: where a prompt holds them, it quotes the sentence (whole or clipped)
@@ -93,6 +95,7 @@ _HEAD = re.compile(r"\S+(?:\s+\S+){5}")
 #: alone, a cut word can read other than whole: "20" of "2020" is "[n]"), then the end of the clip, the
 #: citation label after it ("[E1]", "[E1, E2]"), the next analyst's quote (" | ") or the line's end
 CLIP_END = re.compile(r"\S*(?=[^\S\n]*(?:\[E\d+[],]|\| |$))", re.M)
+CLIP_AT = re.compile(r"[^\S\n]*(?:\[E\d+[],]|\| |$)", re.M)  # a clip at a word's end: the end comes next
 
 
 @lru_cache(maxsize=65536)
@@ -115,11 +118,15 @@ def unquote(s: str, quoted: Mapping[str, str]) -> str:
         while head is not None and (i := s.find(head, start)) >= 0:
             n = end = len(os.path.commonprefix([s[i : i + len(q)], q]))
             if n < len(q) and s[i + n : i + n + 1] != "…":
-                cut = CLIP_END.match(s, i + n)  # the scm protocol's clip (found in review: 295 prompt lines
-                if cut is None:  # with a run of six words of the corpus): else another sentence begins alike
+                # the scm protocol's clip (found in review: 295 prompt lines with a run of six words of the
+                # corpus): at a word's end, or inside a word; else another sentence begins alike ("... days?"
+                # of a prompt's own question is no clip of a model's "... days is a rebound.", diff review)
+                inside = s[i + n - 1 : i + n].strip() and q[n].strip()
+                cut = CLIP_END.match(s, i + n) if inside else None
+                if cut is None and CLIP_AT.match(s, i + n) is None:
                     start = i + 1
                     continue
-                end = cut.end() - i
+                end = cut.end() - i if cut is not None else len(s[i : i + n].rstrip())
             # a clip of a model's sentence: its own key words; of one shown otherwise (a fallback quoting an
             # item: "a quoted item", its topics) as the whole is (its key words named the item, review 2026-12-02)
             new = quoted[q] if n == len(q) or not quoted[q].startswith(rules.KEY_WORDS) else rules.reword(s[i : i + n])
