@@ -177,14 +177,12 @@ def bag_guess(text: str, k: Knowledge, source: str | None = None) -> Guess:
     5-word run of it needed), or by the topic and tone the mask gives (``Bags.named``), placed as corpus
     lines are; and together (:func:`_jointly`, among ``source``'s items for an analyst of one source);
     else the firm their topics' industry names (``Bags.industry``)."""
-    found = [m for line in text.splitlines() if (m := ITEM_LINE.match(line))]
+    lines = [(line, ITEM_LINE.match(line)) for line in text.splitlines()]  # each line read once
+    found = [m for _, m in lines if m is not None]
     # and a model's sentence reworded anywhere ("- Company A news: ... key words: ..."): its key words can
     # name the item it retold (the 0.5B's, or a fallback's quote when the mask showed a clip so: review 2026-12-02)
     asked = [(m.group(2), m.group(3), m.group(0)) for m in found] + [
-        (q.group(0), "", line)
-        for line in text.splitlines()
-        if not ITEM_LINE.match(line)
-        for q in _KEY_WORDS.finditer(line)
+        (q.group(0), "", line) for line, m in lines if m is None for q in _KEY_WORDS.finditer(line)
     ]
     if k.bags is None or not asked:
         return Guess()
