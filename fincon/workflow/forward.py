@@ -402,7 +402,7 @@ def _decide(
 
         def replay(resume: dict[str, Resume]):  # score draws the charts
             return workflow.run_config(cfg, out, progress=progress, replace=True, warn_knowledge=False, ledger=None,
-                              decide_last=True, plots=False, resume=resume)  # fmt: skip
+                              decide_last=True, plots=False, audit=False, resume=resume)  # fmt: skip
 
         try:
             report = replay(resume)

@@ -134,7 +134,7 @@ def _verify(root: Path, into: Path | None) -> dict[str, Any]:
                                                                          "cache_path": str(calls)}})  # fmt: skip
         try:
             report = workflow.run_config(cfg, into or Path(d) / "replay", progress=False, replace=True, warn_knowledge=False,
-                                ledger=None, decide_last=True, plots=False,
+                                ledger=None, decide_last=True, plots=False, audit=into is not None,
                                 resume={name: Resume(missed=frozenset(missed(entries))) for name in cfg.strategies})  # fmt: skip
         except FinconError as exc:
             return {"ok": False, "problem": f"the replay could not run: {exc}{forward_code.hint(entries[0])}",

@@ -229,6 +229,7 @@ def run_config(
     control: bool = False,
     decide_last: bool = False,
     plots: bool = True,
+    audit: bool = True,
     resume: Mapping[str, Resume] | None = None,
     episode: bool = False,
 ) -> RunReport:
@@ -246,7 +247,8 @@ def run_config(
     with ``control`` (an experiment's placebo run) its rows are controls,
     never counted as configurations tried. ``decide_last``: a forward step
     (fincon.workflow.forward): the window's last session is decided too.
-    ``plots`` off (a forward step's replay, whose charts ``score`` draws): no ``equity.png``.
+    ``plots`` off (a forward replay: ``score`` draws the charts): no ``equity.png``; ``audit`` off (a replay no
+    one grades: a step's, verify's; score's is audited): no leakage audit of the prompts.
     ``resume``: a forward step's strategies that take up their saved state, by name (engine ``Resume``).
     ``episode``: the run is an episode of ``fincon train`` (``RunContext.episode``).
     """
@@ -316,7 +318,8 @@ def run_config(
                 continue
             results[name] = result
             bench = benchmark if name != BENCHMARK else None
-            blocks[name] = checks.with_audit(blocks[name], strategy, run_path, single_cfg)
+            if audit:  # a masked run's prompts read back (fincon.llm.leakage): score's replay is audited
+                blocks[name] = checks.with_audit(blocks[name], strategy, run_path, single_cfg)
             write_run(
                 run_path,
                 single_cfg.to_yaml(),
