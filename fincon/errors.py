@@ -34,6 +34,12 @@ class CloseOnly(ConfigError):
         self.column, self.which = column, which
 
 
+class NoDayFinished(FinconError):
+    """Every strategy of a run stopped before its first day (a model server gone, a spent budget): nothing
+    to write. Exit 2 for a run of its own (no folder is left); a study that keeps its other units (an
+    experiment) exits 3 with it, as for any unit stopped early: the same command resumes."""
+
+
 class SourceUnavailable(FinconError):
     """An online source could not be reached and nothing usable was cached."""
 

@@ -453,6 +453,34 @@ def test_a_team_whose_server_is_down_on_day_one_leaves_no_cache_file(key_env, tm
     assert not cache.exists() and not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow  # an experiment's baselines run before its training unit stops
+def test_an_experiment_unit_whose_server_is_down_on_day_one_is_a_unit_stopped_early(key_env, tmp_path, capsys):
+    """Found in review: a unit of an experiment that stopped before its first day (nothing listens) was
+    exit 2, which --help promises leaves nothing, although the experiment keeps its folder and the same
+    command resumes it: exit 3, as for any unit stopped early. The server answers its model list and drops
+    every completion (a model that crashed after the run's check)."""
+    from fincon.cli.main import main
+    from fincon.testing.server import DoubleServer
+
+    class Crashed:
+        def complete(self, messages, schema, params):
+            raise ConnectionAbortedError("the model crashed")
+
+    out = tmp_path / "exp"
+    args = ["experiment", "--ticker", "TSLA", "--brain", "llm", "--train-start", "2022-10-03", "--train-end",
+            "2022-10-07", "--test-start", "2022-10-10", "--test-end", "2022-10-14", "--repeats", "1", "--episodes",
+            "1", "--ablations", "full", "--baselines", "buy-and-hold", "--executor", "local", "--workers", "1",
+            "--no-progress", "--ledger", "off", "--llm-backend", "openai", "--llm-model", "m", "--llm-api-key-env",
+            KEY_ENV, "--llm-cache-path", str(tmp_path / "llm.sqlite"), "--param", "fincon.analysts=[news]",
+            "--out", str(out)]  # fmt: skip
+    with DoubleServer(Crashed()) as url:
+        assert main([*args, "--llm-base-url", url]) == 3
+    err = capsys.readouterr().err
+    assert "stopped before finishing its first day: LLM unavailable on 2022-10-03" in err, err
+    assert "rerun the same command to resume" in err, err
+    assert json.loads((out / "experiment.json").read_text())["status"] == "stopped_early"
+
+
 def test_openai_needs_a_key_from_the_environment(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(LLMAuthError, match="set the environment variable OPENAI_API_KEY"):

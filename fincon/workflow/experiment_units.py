@@ -20,7 +20,7 @@ from typing import Any, Literal, Mapping
 from fincon import workflow
 from fincon.config import RunConfig
 from fincon.engine.record import METRICS
-from fincon.errors import ConfigError, FinconError
+from fincon.errors import ConfigError, FinconError, NoDayFinished
 from fincon.strategies.registry import make_strategy
 from fincon.validation import validated
 from fincon.workflow.experiment_config import SEED_STRIDE, TEAM, ExperimentConfig, Window
@@ -201,8 +201,17 @@ def unit_done(unit: Unit, exp: ExperimentConfig, root: Path) -> bool:
 
 
 def run_unit(unit: Unit, exp: ExperimentConfig, root: Path, progress: bool = False) -> str:
-    """Run one unit (resuming a training); returns its directory."""
+    """Run one unit (resuming a training); returns its directory. A unit whose run stopped before its
+    first day is a unit stopped early (exit 3: the experiment keeps the others, the same command resumes)."""
+    try:
+        return _run_unit(unit, exp, root, progress)
+    except NoDayFinished as exc:
+        err = NoDayFinished(f"{exc}; the other units are kept, rerun the same command to resume")
+        err.exit_code = 3
+        raise err from None
 
+
+def _run_unit(unit: Unit, exp: ExperimentConfig, root: Path, progress: bool) -> str:
     path = unit.path(root)
     if unit.kind == "train":
         train(

@@ -34,7 +34,7 @@ from fincon.engine.record import CHART, METRICS, RunRecord, benchmark_metrics, d
 from fincon.engine.result import BacktestResult
 from fincon.engine.resume import Resume
 from fincon.engine.rundir import RunDir, check_out_path, write_json
-from fincon.errors import CloseOnly, ConfigError, FinconError
+from fincon.errors import CloseOnly, ConfigError, NoDayFinished
 from fincon.strategies.base import RunContext, Strategy
 from fincon.strategies.registry import base_name, make_strategy, params_model, strategy_names
 from fincon.workflow import model_checks as checks, provenance, trials
@@ -235,11 +235,9 @@ def run_config(
 ) -> RunReport:
     """Run every strategy of ``cfg`` (plus the benchmark) and write the runs.
 
-    A strategy that stops before finishing its first day (a dead LLM server,
-    a spent budget) has no result to write: in a multi-strategy run it is
-    listed as ``failed`` in the top ``metrics.json`` and the others are
-    written as usual; if no strategy finished a day, the run fails with one
-    line and nothing is written.
+    A strategy that stops before finishing its first day (a dead LLM server, a spent budget) has no result
+    to write: in a multi-strategy run it is listed as ``failed`` in the top ``metrics.json`` and the others
+    are written as usual; if no strategy finished a day, nothing is written (``NoDayFinished``).
 
     Each strategy that finished is a trial: a row in ``trials.csv`` and in
     the trial ledger (``ledger``: a path, None for none, by default the
@@ -335,7 +333,7 @@ def run_config(
                 plot=plots,
             )
         if not results:
-            raise FinconError("; ".join(f"{n} stopped before finishing its first day: {r}" for n, r in failed.items()))
+            raise NoDayFinished("; ".join(f"{n} stopped before finishing its first day: {r}" for n, r in failed.items()))  # fmt: skip
         write_standard(
             staging.path,
             cfg,
