@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from fincon.cli.main import main
+from fincon.report.calibration import calibration
 from fincon.report.card import calibration_point, run_card
 from fincon.report.evidence import Evidence
 
@@ -100,3 +101,76 @@ def test_a_backtests_card_scores_every_day_the_team_decided_on(tmp_path, monkeyp
     cal = run_card(tmp_path / "t")["calibration"]
     calls = sum(a.get("via") != "empty" for d in decisions for a in d["record"]["agents"])
     assert (cal["days"], cal["calls"], cal["last_unscored"]) == (29, calls, 0)  # 28 days before
+
+
+def _ticks(n: int, rises: int) -> list[bool]:
+    """``n`` sessions, of which the first ``rises`` of each ten (in turn) are followed by a rise."""
+    return [i % 10 < rises for i in range(n)]
+
+
+def _calls(tickers: dict[str, tuple[str, list[bool]]]) -> list[dict]:
+    """One run's decisions: each ticker's 10-k analyst says the same thing every day (``tickers``: its direction
+    and whether each next close rose), its last record the closes after the last call."""
+    closes = {t: 100.0 for t in tickers}
+    days = []
+    for i in range(max(len(up) for _, up in tickers.values())):
+        agents = [{"agent": f"10-k/{t}", "direction": way, "confidence": 0.5, "via": "rules"}
+                  for t, (way, up) in tickers.items() if i < len(up)]  # fmt: skip
+        days.append({"date": f"d{i:03d}", "record": {"closes": dict(closes), "agents": agents}})
+        closes = {t: c * (1.01 if i >= len(tickers[t][1]) or tickers[t][1][i] else 0.99) for t, c in closes.items()}
+    return [*days, {"date": "end", "record": {"closes": closes}}]
+
+
+def test_chance_is_each_tickers_own_mix_weighted_by_its_calls_never_pooled_over_tickers():
+    """Found in review: a 10-k analyst bullish every day on the ticker that rose on 70 % of its days and
+    bearish every day on the one that fell on 70 % read informative (hit 70 % against a pooled chance of
+    50 %: half its calls bullish, half the days rises); each ticker's calls alone are no call. Chance is
+    each (run, analyst with its ticker)'s b u + (1 - b)(1 - u), weighted by its calls."""
+    from fincon.report.card import FAIL, disaggregation
+
+    both = _calls({"UP": ("bullish", _ticks(200, 7)), "DN": ("bearish", _ticks(120, 3))})
+    k = calibration(both)["by_analyst"]["10-k"]
+    assert (k["n"], k["hits"], k["hit_rate"]) == (320, 224, 0.7)
+    # UP: 200 calls, b 1, u 0.7 -> 0.7; DN: 120 calls, b 0, u 0.3 -> 0.7 (pooled: b 0.625, u 0.55625 -> 0.5141)
+    assert k["chance"] == pytest.approx(round((200 * 0.7 + 120 * 0.7) / 320, 4))
+    verdict, said = disaggregation(Evidence(Path("x"), None, None, None, {}, {}, {}, [both]))
+    assert verdict == FAIL and "10-k 70% [" in said and "by chance 70% (n=320)" in said, said
+    # weighted by the calls: UP bullish on a 70 % riser (0.7, 200 calls), DN bullish on a 30 % one (0.3, 120)
+    mixed = calibration(_calls({"UP": ("bullish", _ticks(200, 7)), "DN": ("bullish", _ticks(120, 3))}))
+    assert mixed["by_analyst"]["10-k"]["chance"] == pytest.approx(round((200 * 0.7 + 120 * 0.3) / 320, 4))
+    # and each run apart: bullish through a run of rises, bearish through a run of falls (pooled: 0.5)
+    runs = calibration(_calls({"T": ("bullish", _ticks(100, 10))}), _calls({"T": ("bearish", _ticks(100, 0))}))
+    assert runs["by_analyst"]["10-k"]["chance"] == 1.0 and runs["by_analyst"]["10-k"]["hit_rate"] == 1.0
+
+
+def test_one_tickers_chance_is_its_calls_mix_as_before():
+    """One ticker in one run is one group: chance is b u + (1 - b)(1 - u) of all its calls, unchanged."""
+    days = _calls({"T": ("bullish", _ticks(97, 6))})
+    for i, d in enumerate(days[:-1]):  # a mix: bearish on every third day
+        d["record"]["agents"][0]["direction"] = "bearish" if i % 3 == 0 else "bullish"
+    k = calibration(days)["by_analyst"]["10-k"]
+    up = sum(_ticks(97, 6)) / 97
+    bullish = sum(i % 3 != 0 for i in range(97)) / 97
+    assert k["chance"] == round(bullish * up + (1 - bullish) * (1 - up), 4)
+
+
+def test_the_calibration_row_prints_its_bounds_on_the_side_of_the_bar_its_verdict_read():
+    """Found in review: an upper bound of 0.2496 printed "0.250" beside a pass under 0.25, an excess of
+    -0.0004 "-0.000" beside a pass under 0: digits enough to show each on its side of its bar."""
+    from fincon.report.card import FAIL, PASS
+
+    def row(upper, over):
+        ev = Evidence(Path("x"), None, None, None, {}, {}, {}, [])
+        ev.__dict__["calibration"] = {
+            "calls": 80, "directional": 80, "brier": 0.2, "days": 40, "brier_upper_95": upper, "base_rate": 0.5,
+            "brier_base": 0.25, "over_base_upper_95": over, "by_confidence": {}, "by_analyst": {},
+            "last_unscored": 0,
+        }  # fmt: skip
+        return calibration_point(ev)
+
+    verdict, said = row(0.2496, -0.0004)
+    assert verdict == PASS and "95 % upper bound 0.2496," in said and "excess over it at most -0.0004;" in said, said
+    verdict, said = row(0.2504, 0.0004)  # on the fail side already at 3 decimals: as before
+    assert verdict == FAIL and "95 % upper bound 0.250," in said and "at most +0.000;" in said, said
+    verdict, said = row(0.2412, -0.0213)
+    assert verdict == PASS and "upper bound 0.241," in said and "at most -0.021;" in said, said

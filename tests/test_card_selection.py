@@ -196,3 +196,58 @@ def test_the_selection_row_says_its_daily_sharpe_is_of_simple_returns(tmp_path):
         "log returns by default, less it, can differ in sign): under 0.95, not told apart from the best of 2 tries "
         "with no edge"
     )
+
+
+def test_an_equity_curve_that_is_not_the_series_the_ledger_recorded_is_not_measured(tmp_path):
+    """Found in review: the row graded equity.csv but checked that the ledger holds the run by trials.csv's
+    digest alone: TSLA's trials.csv beside another curve read "DSR ..." of a series the ledger never counted.
+    One within equity.csv's rounding (6 decimals of a value) is the series, its digest aside (found by hand:
+    NVDA's sma-cross on the sample digests otherwise than the values its run held)."""
+    from fincon.workflow import trials
+
+    def card(run, ledger):
+        return selection(Evidence(run, run, None, None, {}, {}, {}, [], None, (), ledger))
+
+    ledger = tmp_path / "l.sqlite"
+    rng = np.random.default_rng(5)
+    run = _run(tmp_path / "a", list(1e6 * np.cumprod(1 + rng.normal(0.0005, 0.01, 41))), ledger, "a")
+    _run(tmp_path / "b", list(1e6 * np.cumprod(1 + rng.normal(0.0, 0.01, 41))), ledger, "b")
+    assert card(run, ledger)[1].startswith("DSR ")
+    other = 1e6 * np.cumprod(1 + rng.normal(0.003, 0.01, 41))  # another series under the same trials.csv
+    pd.DataFrame({"date": pd.bdate_range("2022-10-03", periods=41).strftime("%Y-%m-%d"), "value": other}).to_csv(
+        run / "equity.csv", index=False
+    )
+    assert card(run, ledger) == (
+        NONE,
+        "its equity.csv is not the series the trial ledger recorded of this run (its returns are not those of the "
+        "trial its trials.csv names): the tries counted beside that trial are not this series'",
+    )
+    # a run's own curve as the engine writes it (%.6f) whose digest differs from its values': the series
+    for seed in range(100):
+        values = 1e6 * np.cumprod(1 + np.random.default_rng(seed).normal(0.0005, 0.01, 61))
+        if trials.returns_digest(values) != trials.returns_digest(np.round(values, 6)):
+            break
+    else:
+        raise AssertionError("no series whose rounding changes its digest")
+    rounded = _run(tmp_path / "r", list(values), ledger, "r")
+    days = pd.bdate_range("2022-10-03", periods=61).strftime("%Y-%m-%d")
+    pd.DataFrame({"date": days, "value": values}).to_csv(rounded / "equity.csv", index=False, float_format="%.6f")
+    assert trials.returns_digest(pd.read_csv(rounded / "equity.csv")["value"]) != trials.returns_digest(values)
+    assert card(rounded, ledger)[1].startswith("DSR ")
+
+
+@pytest.mark.parametrize(
+    "dsr, verdict, said",
+    [(0.9496, FAIL, "DSR 0.9496 "), (0.94999991, FAIL, "DSR 0.9499999 "), (0.95, "pass", "DSR 0.95 "),
+     (0.9549, "pass", "DSR 0.95 "), (0.9449, FAIL, "DSR 0.94 ")],
+)  # fmt: skip
+def test_the_dsr_is_printed_on_the_side_of_the_bar_its_verdict_read(tmp_path, monkeypatch, dsr, verdict, said):
+    """Found in review: a DSR of 0.9496 printed "DSR 0.95 ...: under 0.95" and failed."""
+    from fincon.risk import significance
+
+    ledger = tmp_path / "l.sqlite"
+    rng = np.random.default_rng(3)
+    run = _run(tmp_path / "a", list(1e6 * np.cumprod(1 + rng.normal(0.0005, 0.01, 41))), ledger, "a")
+    monkeypatch.setattr(significance, "track_record", lambda r, n, var: {"dsr": dsr})
+    got = selection(Evidence(run, run, None, None, {}, {}, {}, [], None, (), ledger))
+    assert got[0] == verdict and got[1].startswith(said), got

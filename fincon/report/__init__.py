@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 from fincon.lazy import face
 
 if TYPE_CHECKING:
-    from fincon.report.card import rules_flag as rules_flag, run_card as run_card
+    from fincon.report.card import run_card as run_card
+    from fincon.report.fallbacks import rules_flag as rules_flag
     from fincon.report.html import render as render
     from fincon.report.load import load_report_data as load_report_data, settings_apart as settings_apart
     from fincon.report.text import format_card as format_card

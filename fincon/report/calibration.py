@@ -19,7 +19,8 @@ def calibration(*runs: list[dict[str, Any]], after: Sequence[dict[str, float]] =
     beside the base rate's (always saying the share of rises: a bull market's
     "bullish" every day is no skill), and per analyst kind the hit rate, the
     count of directional calls and ``chance``, the hit rate its own mix of
-    bullish and bearish calls would score on those days if it told nothing,
+    bullish and bearish calls would score on those days if it told nothing
+    (each ticker's in each run apart, weighted by its calls: :func:`_chance`),
     and ``judgements``: the calls it made afresh (a report read again with
     its inputs unchanged, ``via: reuse``, is the judgement it repeats: a
     10-Q analyst's one call scored on the 60 days of a quarter is one
@@ -46,9 +47,7 @@ def calibration(*runs: list[dict[str, Any]], after: Sequence[dict[str, float]] =
     for kind in sorted({r[0] for r in directional}):
         sel = [r for r in directional if r[0] == kind]
         hits = sum((r[1] == "bullish") == (r[4] == 1.0) for r in sel)
-        bullish, up = (sum(r[1] == "bullish" for r in sel) / len(sel), sum(r[4] for r in sel) / len(sel))
-        per[kind] = {"n": len(sel), "hits": hits, "hit_rate": round(hits / len(sel), 4),
-                     "chance": round(bullish * up + (1 - bullish) * (1 - up), 4),
+        per[kind] = {"n": len(sel), "hits": hits, "hit_rate": round(hits / len(sel), 4), "chance": _chance(sel),
                      "judgements": len({r[6] for r in sel})}  # fmt: skip
     base = sum(r[4] for r in rows) / len(rows)  # the share of calls followed by a rise: the drift, in hindsight
     return {
@@ -64,6 +63,18 @@ def calibration(*runs: list[dict[str, Any]], after: Sequence[dict[str, float]] =
         "by_analyst": per,
         "last_unscored": unscored,
     }
+
+
+def _chance(sel: list[tuple[Any, ...]]) -> float:
+    """The hit rate an analyst kind's calls ``sel`` score by chance: each of its agents' (one ticker's, in one
+    run) mix of bullish calls b over the share u of its days followed by a rise, b u + (1 - b)(1 - u), weighted
+    by its calls. Pooled over tickers, a 10-K analyst bullish every day on the one that rose and bearish on the
+    one that fell read as informative: each ticker's calls alone are no call (review)."""
+    groups: dict[Any, list[float]] = {}
+    for r in sel:  # r[6][:2]: (run, agent with its ticker)
+        g = groups.setdefault(r[6][:2], [0, 0.0, 0.0])
+        g[0], g[1], g[2] = g[0] + 1, g[1] + (r[1] == "bullish"), g[2] + r[4]
+    return round(sum(n / len(sel) * ((b / n) * (u / n) + (1 - b / n) * (1 - u / n)) for n, b, u in groups.values()), 4)
 
 
 def _called(decisions: list[dict[str, Any]]) -> list[str]:

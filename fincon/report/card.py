@@ -27,17 +27,28 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from pydantic import ValidationError
 
 from fincon.data.calendar import infer_calendar
-from fincon.engine.record import RunRecord
 from fincon.llm import leakage_verdict
 from fincon.llm.knowledge import AUDITED, USER_SOURCE
 from fincon.llm.settings import LLMSettings
 from fincon.proportions import wilson
-from fincon.report.evidence import FAIL, MIN_COST_BP, NONE, PASS, Evidence, Verdict, evidence, run_part, under_cost
+from fincon.report.evidence import (
+    FAIL,
+    MIN_COST_BP,
+    NONE,
+    PASS,
+    Evidence,
+    Verdict,
+    evidence,
+    on_its_side,
+    run_part,
+    under_cost,
+)
+from fincon.report.fallbacks import rules_stood_in
 from fincon.report.selection import selection
 from fincon.workflow.forward_anchor import settles_the_window
 from fincon.workflow.journal import REPLAY, journal_hint
@@ -48,9 +59,6 @@ LONG_DAYS = 500
 MAX_PARTICIPATION = 0.1
 #: fewer distinct tickers than this over a rolling evaluation's windows is not a broad universe
 BROAD_TICKERS = 10
-#: the share of the days the model was asked on which the rules may stand in for one of its answers
-#: before a run is graded as partly a rules run: one day in twenty
-MAX_FALLBACK = 0.05
 
 
 def temporal_integrity(ev: Evidence) -> Verdict:
@@ -176,8 +184,14 @@ def calibration_point(ev: Evidence) -> Verdict:
         return NONE, "no team records with analysts' confidences"
     buckets = ", ".join(f"{b} {v['hit_rate']:.0%} ({_n(v)})" for b, v in cal["by_confidence"].items())
     upper, over = cal["brier_upper_95"], cal["over_base_upper_95"]
-    bound = f"95 % upper bound {upper:.3f}, by day and judgement" if upper is not None else "one day: no bound"
-    excess = f", the Brier's excess over it at most {over:+.3f}" if over is not None else ""
+    bound = (
+        f"95 % upper bound {on_its_side(upper, lambda x: x < 0.25, 3)}, by day and judgement"
+        if upper is not None
+        else "one day: no bound"
+    )
+    excess = (
+        f", the Brier's excess over it at most {on_its_side(over, lambda x: x < 0, 3, '+')}" if over is not None else ""
+    )
     return PASS if upper is not None and over is not None and upper < 0.25 and over < 0 else FAIL, (
         f"Brier {cal['brier']:.3f} ({bound}) over {cal['calls']} analyst calls on {cal['days']} days (0.25: a "
         f"coin); the base rate (up after {cal['base_rate']:.0%} of the calls) scores {cal['brier_base']:.3f}"
@@ -219,7 +233,7 @@ def disaggregation(ev: Evidence) -> Verdict:
     whose hit rate is above chance by a Wilson interval that excludes it, at
     95 % over all analysts together (Bonferroni: each at 1 - 0.05/k); chance
     is a coin's 50 % or, if higher, what the analyst's own mix of bullish and
-    bearish calls scores on those days (bullish every day of a rise is no call).
+    bearish calls scores on those days, on each ticker apart (bullish every day of a rise is no call).
     The interval's n is the analyst's judgements: a report read again unchanged
     repeats one, scored on each day it is read (its hit rate stays by day)."""
 
@@ -245,48 +259,6 @@ def disaggregation(ev: Evidence) -> Verdict:
     if informative:
         return PASS, f"informative: {', '.join(informative)}; {how}"
     return FAIL, f"reported, none informative (every interval includes chance); {how}"
-
-
-def rules_stood_in(runs: Iterable[Path]) -> Verdict | None:
-    """Did the rules stand in for the model on more than ``MAX_FALLBACK`` of the days it was asked? Days
-    with a fallback (an answer invalid twice, replaced by the team's rules brain, llm-trader's momentum,
-    finsent's lexicon), from each run's ``llm_usage.csv`` (the mask's rewriter giving up is no decision:
-    left out), or on which such a report was read again (its inputs unchanged: a ``reuse`` event ``of`` a
-    fallback in ``llm_audit.jsonl``; a 10-K analyst's is read for a quarter), over the days asked; None
-    when no model was asked. The card's row and the backtest's FLAG."""
-    asked: set[tuple[Path, str]] = set()
-    fell: set[tuple[Path, str]] = set()
-    again: set[tuple[Path, str]] = set()
-    answers = 0
-    for run in runs:
-        record = RunRecord(run)
-        for row in record.usage:
-            k = int(row.get("fallbacks") or 0)
-            if row.get("agent") == "paraphrase" or not (k or int(row.get("calls") or 0)):
-                continue
-            asked.add((run, row["day"]))
-            if k:
-                fell.add((run, row["day"]))
-                answers += k
-        again |= {(run, e["day"]) for e in record.audit if e.get("event") == "reuse" and e.get("of") == "fallback"}
-    if not asked:
-        return None
-    asked |= again
-    fell |= again
-    reread = f"; on {len(again)} of them a report of theirs read again" if again else ""
-    said = f"on {len(fell)} of the {len(asked)} days the model was asked ({len(fell) / len(asked):.1%}{reread})"
-    if not fell:
-        return PASS, f"every answer the model's: the rules stood in {said}"
-    said = f"the rules stood in for {answers} answer(s) invalid twice, {said}"
-    if len(fell) > MAX_FALLBACK * len(asked):
-        return FAIL, f"{said}: more than 1 day in 20, the figures are partly the rules' (llm_audit.jsonl says which)"
-    return PASS, f"{said}: at most 1 day in 20 (llm_audit.jsonl says which)"
-
-
-def rules_flag(run: Path) -> str | None:
-    """What a backtest flags of a run whose "model decided" row fails (None when it passes)."""
-    verdict = rules_stood_in([run])
-    return verdict[1] if verdict is not None and verdict[0] == FAIL else None
 
 
 def model_decided(ev: Evidence) -> Verdict:
@@ -473,8 +445,7 @@ def run_card(root: Path, sealed: dict[str, Any] | None = None, ledger: Path | No
     return {
         "directory": str(ev.root),
         "run": str(ev.run) if ev.run else None,
-        # one strategy of a multi-strategy run: the card grades it alone, and says which
-        "graded": ev.run.name if ev.run is not None and ev.run.parent == ev.root else None,
+        "graded": ev.graded,  # one strategy of a multi-strategy run, or a team variant not full: which
         "rows": rows,
         "passed": sum(r["verdict"] == PASS for r in rows),
         "failed": sum(r["verdict"] == FAIL for r in rows),

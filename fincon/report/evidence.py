@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 from pydantic import ValidationError
@@ -55,23 +55,52 @@ def run_part(run: Path, part: str) -> Any:
         return None
 
 
-def _team_run(root: Path) -> Path | None:
-    """The directory whose decisions.jsonl holds team records (the run, its fincon sub-run, an experiment's full median)."""
+def on_its_side(x: float, passes: Callable[[float], bool], places: int, sign: str = "") -> str:
+    """``x`` to ``places`` decimals, or to as many more as show it on the side of its bar that ``x`` is
+    (``passes``: the verdict's test of it): a DSR of 0.9496 read "DSR 0.95 ...: under 0.95", a Brier's bound
+    of 0.2496 "0.250" beside a pass under 0.25."""
+    for k in range(places, 17):
+        if passes(float(said := f"{x:{sign}.{k}f}")) == passes(x):
+            return said
+    return repr(x)
+
+
+def team_variant(results: dict[str, Any], config: dict[str, Any]) -> str | None:
+    """The team variant an experiment's card grades: ``full`` if it ran, else the first in its config's
+    order, protocols then ablations (``--ablations no-beliefs`` runs no ``full``, ``--protocols scm`` runs
+    ``scm-full``); None when results.json names no team's median run."""
+    median = results.get("median") if isinstance(results, dict) else None
+    if not isinstance(median, dict) or not median:
+        return None
+    if "full" in median:
+        return "full"
+    protocols, ablations = list(config.get("protocols") or []), list(config.get("ablations") or [])
+
+    def order(v: str) -> tuple[int, int, str]:
+        m = median[v] if isinstance(median[v], dict) else {}
+        p, a = m.get("protocol", "fincon"), m.get("ablation", v)
+        return (protocols.index(p) if p in protocols else len(protocols),
+                ablations.index(a) if a in ablations else len(ablations), v)  # fmt: skip
+
+    return min(median, key=order)
+
+
+def _team_run(root: Path, config: dict[str, Any] | None = None) -> Path | None:
+    """The directory whose decisions.jsonl holds team records (the run, its fincon sub-run, an experiment's
+    median run of :func:`team_variant`, ``config`` the experiment's or its rolling evaluation's)."""
     for cand in (root, root / "fincon"):
         if (cand / DECISIONS).is_file() and '"record"' in (cand / DECISIONS).read_text()[:20000]:
             return cand
     res = _json(root / "results.json")
-    if isinstance(res, dict) and isinstance(res.get("median"), dict) and "full" in res["median"]:
-        return root / res["median"]["full"]["run_dir"]
-    return None
+    run = res["median"][v] if (v := team_variant(res, config or {})) is not None else None
+    return root / run["run_dir"] if isinstance(run, dict) and isinstance(run.get("run_dir"), str) else None
 
 
-def _strategy_run(root: Path) -> Path | None:
-    """A run directory with metrics.json and config.yaml: the team's if any, else the first that asks a
-    model (what is under test; in a run of llm-trader beside buy-and-hold the card graded buy-and-hold,
+def _strategy_run(root: Path, team: Path | None) -> Path | None:
+    """A run directory with metrics.json and config.yaml: the team's (``team``) if any, else the first that
+    asks a model (what is under test; in a run of llm-trader beside buy-and-hold the card graded buy-and-hold,
     and passed temporal integrity as "no-model"), else the first the run lists that is not buy-and-hold
     (the yardstick: a journal of sma-cross beside it was carded as buy-and-hold, first by name)."""
-    team = _team_run(root)
     if team is not None and (team / METRICS).is_file():
         return team
     runs = []
@@ -118,11 +147,13 @@ class Evidence:
     decisions: list[list[dict[str, Any]]]
     #: a forward journal's replay: whether it is simulated and its git anchor, as `forward score` verified them
     sealed: dict[str, Any] | None = None
-    #: a rolling evaluation's team run of each window (its full median), whose records the card reads
+    #: a rolling evaluation's team run of each window (its median run of :attr:`variant`), whose records the card reads
     windows: tuple[Path, ...] = ()
     #: the trial ledger that counts what was tried beside the run (None: not read; the HTML page of a run
     #: reads none, so that its bytes are the directory's; a journal's, the ledger its registration sealed)
     ledger: Path | None = None
+    #: the team variant whose median run is graded (each window's, of a rolling evaluation): :func:`team_variant`
+    variant: str | None = None
     #: each run's record, read once for every check that reads it (paid, lookahead, shorts)
     _records: dict[Path, RunRecord] = field(default_factory=dict, repr=False, compare=False)
 
@@ -130,6 +161,14 @@ class Evidence:
         if run not in self._records:
             self._records[run] = RunRecord(run)
         return self._records[run]
+
+    @property
+    def graded(self) -> str | None:
+        """What the card grades, named beside the directory: one strategy of a multi-strategy run, or an
+        experiment's team variant other than full (the median run of its first, with none named full)."""
+        if self.run is not None and self.run.parent == self.root:
+            return self.run.name
+        return None if self.variant in (None, "full") else f"team variant {self.variant}: no variant 'full' ran"
 
     @property
     def team_runs(self) -> tuple[Path, ...]:
@@ -293,7 +332,21 @@ def evidence(root: Path, sealed: dict[str, Any] | None = None, ledger: Path | No
     if isinstance(state, dict) and (why := failure(state)):
         raise DataError(f"{root} is an experiment that did not finish ({why}); rerun its command to finish it")
     results = _json(root / "results.json") or {}
-    run = _strategy_run(root) if rolling is None else None
+    # the experiment's (or the rolling evaluation's) config: the order of its team variants
+    setup: dict[str, Any] = next(
+        (s["config"] for s in (rolling, state) if isinstance(s, dict) and isinstance(s.get("config"), dict)), {}
+    )
+    team = _team_run(root, setup) if rolling is None else None
+    if rolling is None and isinstance(state, dict) and (team is None or not (team / METRICS).is_file()):
+        # never its baselines/: an experiment of --ablations no-beliefs was graded as buy-and-hold (review)
+        why = "names no team variant's median run" if (root / "results.json").is_file() else "is missing"
+        if team is not None:
+            named = team.relative_to(root) if team.is_relative_to(root) else team
+            why = f"names the team's median run {named}, which holds no {METRICS}"
+        raise DataError(
+            f"{root} is an experiment whose results.json {why}: the card grades its team, not its baselines"
+        )
+    run = _strategy_run(root, team) if rolling is None else None
     if rolling is None and run is None:
         raise DataError(
             journal_hint(root) or f"{root} holds no run fincon wrote (no metrics.json with its config.yaml)"
@@ -302,13 +355,16 @@ def evidence(root: Path, sealed: dict[str, Any] | None = None, ledger: Path | No
     if run is not None:  # the graded run read whole, once: a damaged file is named, as the page names it
         rec = RunRecord(run)
         metrics, config, _, _ = rec.metrics, rec.config, rec.equity, rec.decisions
-    team = _team_run(root) if rolling is None else None
     # a rolling evaluation: each window is an experiment folder (UNIVERSE/kNN) with its team's median run
-    windows = tuple(t for r in sorted(root.glob("*/*/results.json")) if (t := _team_run(r.parent))) if rolling else ()
+    windows = (
+        tuple(t for r in sorted(root.glob("*/*/results.json")) if (t := _team_run(r.parent, setup))) if rolling else ()
+    )
     decisions = [
         (rec if rec is not None and t == run else RunRecord(t)).decisions for t in ((team,) if team else windows)
     ]
     ev = Evidence(root, run, team, rolling, results, metrics, config or {}, decisions, sealed, windows, ledger)
+    graded = [root / "results.json"] if rolling is None else sorted(root.glob("*/*/results.json"))[:1]
+    ev.variant = next((team_variant(_json(p), setup) for p in graded), None) if team or windows else None
     if rec is not None and run is not None:
         ev._records[run] = rec  # the graded run, read whole above
     return ev

@@ -23,10 +23,12 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from fincon import risk
 from fincon.engine.record import RunRecord
 from fincon.errors import DataError
-from fincon.report.evidence import FAIL, NONE, PASS, Evidence, Verdict
+from fincon.report.evidence import FAIL, NONE, PASS, Evidence, Verdict, on_its_side
 from fincon.workflow import trials
 from fincon.workflow.tables import MIN_STAT_DAYS
 
@@ -48,6 +50,23 @@ def _trial_row(run: Path) -> dict[str, Any] | None:
                 ]
             return rows[0] if len(rows) == 1 else None
     return None
+
+
+def _recorded(eq: np.ndarray, rec: dict[str, Any]) -> bool:
+    """Is ``eq`` (equity.csv's values) the series the ledger's row ``rec`` recorded? Its returns' digest, or,
+    as equity.csv keeps 6 decimals of a value (NVDA's sma-cross on the sample digests otherwise than the
+    values the run held), its days and its daily Sharpe ratio and CR (100 x the sum of its log returns) the
+    row's to within that rounding (1e-13 and 1e-11 of NVDA's)."""
+    if trials.returns_digest(eq) == rec["returns_digest"]:
+        return True
+    cr = float(100 * np.log(eq[1:] / eq[:-1]).sum()) if len(eq) > 1 and (eq > 0).all() else None
+    said = [(trials.daily_sharpe(list(eq)), rec.get("sharpe_daily")), (cr, rec.get("cr_pct"))]
+    kept = [(float(a), float(b)) for a, b in said if a is not None and b not in (None, "")]
+    return (
+        int(rec.get("n_days") or -1) == len(eq) - 1
+        and bool(kept)
+        and all(math.isclose(a, b, rel_tol=1e-7, abs_tol=1e-7) for a, b in kept)
+    )
 
 
 def _said(fam: trials.Family) -> str:
@@ -79,6 +98,11 @@ def selection(ev: Evidence) -> Verdict:
         eq = RunRecord(ev.run).equity.to_numpy(dtype=float)
     except DataError:
         return NONE, "no equity curve to read"
+    if not any(_recorded(eq, r) for r in fam.rows if r["returns_digest"] == row["returns_digest"]):
+        return NONE, (  # an equity.csv swapped under its trials.csv was graded as the run the ledger counted (review)
+            "its equity.csv is not the series the trial ledger recorded of this run (its returns are not those "
+            "of the trial its trials.csv names): the tries counted beside that trial are not this series'"
+        )
     r = eq[1:] / eq[:-1] - 1.0
     if len(r) < MIN_STAT_DAYS:
         return NONE, f"{len(r)} daily returns: too few for a Sharpe ratio to mean anything (under {MIN_STAT_DAYS})"
@@ -93,7 +117,8 @@ def selection(ev: Evidence) -> Verdict:
     (n, var), said = fam.picked_among(), _said(fam)
     dsr = risk.significance.track_record(r, n, var)["dsr"]
     measured = (
-        f"DSR {dsr:.2f} of a daily Sharpe {risk.significance.sharpe(r):.3f} over {len(r)} days, deflated by "
+        f"DSR {on_its_side(dsr, lambda x: x >= MIN_DSR, 2)} of a daily Sharpe {risk.significance.sharpe(r):.3f} "
+        f"over {len(r)} days, deflated by "
         f"{n} trial{'s' * (n != 1)} ({said}); a daily Sharpe of simple returns, not annualised, no risk-free rate "
         "(the headline Sharpe, annualised, of log returns by default, less it, can differ in sign)"
     )
