@@ -4,12 +4,13 @@ from its call cache) and what the adversaries know (the corpus's items and the p
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime as dt
 import hashlib
 import json
 import math
 import sqlite3
-from collections import Counter, defaultdict
+from collections import Counter, OrderedDict, defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -21,12 +22,11 @@ import yaml
 
 from fincon import data as fincon_data
 from fincon.data.aliases import NAMES, PEOPLE, VOCABULARY
-from fincon.data.events.generator import SAMPLE_DIR
 from fincon.data.events.model import visible_day
-from fincon.data.inputs import SAMPLE, corpus_tickers, open_events, open_inputs
+from fincon.data.inputs import corpus_tickers, open_events, open_inputs
 from fincon.data.terms import distinctive_terms, tokens
 from fincon.errors import DataError
-from fincon.files import folder_hash
+from fincon.llm.leakage_seal import same_corpus
 from fincon.llm.masking_rules import PARAPHRASE_AGENT, topics
 from fincon.ownership import sqlite_read_only
 
@@ -361,7 +361,7 @@ def build_knowledge(runs: Sequence[RunInfo], against: Sequence[Path] = ()) -> Kn
         inputs = open_inputs(r.data.get("source", "sample"), r.data.get("dir"), r.data.get("cache_dir"))
         spec = r.events
         tickers = corpus_tickers(spec)
-        _same_corpus(r, spec, hashes)
+        same_corpus(r.path, spec, hashes)
         if spec not in seen:
             seen.add(spec)
             corpora.append((spec, tickers, inputs.source))
@@ -392,40 +392,25 @@ def build_knowledge(runs: Sequence[RunInfo], against: Sequence[Path] = ()) -> Kn
             frame = bars.set_index(pd.to_datetime(bars["Date"])) if "Date" in bars.columns else bars
             col = "Adj Close" if "Adj Close" in frame.columns else "Close"
             closes[t] = frame[col].astype(float)
-    k = knowledge_of(list(events.values()), closes)
-    k.corpus_of = corpus_of
-    return k
+    return dataclasses.replace(_known(list(events.values()), closes), corpus_of=corpus_of)
 
 
-def _same_corpus(r: RunInfo, spec: str, hashes: dict[str, str | None]) -> None:
-    """Refuse to audit ``r`` against another corpus than it read: the folder its config names holds other
-    files than its run_manifest.json sealed (re-imported since: a masked MSFT run audited against a
-    JNJ+HON corpus read "blind" where its own gave 3 %, review 2026-12-02). A run without the seal
-    (a training's top folder, a run before it) is read as it is."""
-    if r.path is None:  # the knowledge of a corpus alone, no run's folder (tests, the bench)
-        return
-    sealed = next((m for m in (r.path, r.path.parent) if (m / "run_manifest.json").is_file()), None)
-    try:
-        seal = json.loads((sealed / "run_manifest.json").read_text(encoding="utf-8")) if sealed else {}
-        cfg = yaml.safe_load((sealed / "config.yaml").read_text(encoding="utf-8")) if sealed else {}
-    except (OSError, ValueError, yaml.YAMLError):
-        seal, cfg = {}, {}
-    if not isinstance(seal, dict) or not isinstance(cfg, dict) or seal.get("corpus_sha256") is None:
-        return
-    # the seal is of the team's corpus (fincon.workflow.runner: the first of fincon, finmem the run holds);
-    # a strategy that read another folder is not checked against it (found in the diff review)
-    team = next((n for n in ("fincon", "finmem") if n in (cfg.get("strategies") or [])), None)
-    if team is None or str(((cfg.get("strategy_params") or {}).get(team) or {}).get("events") or SAMPLE) != spec:
-        return
-    folder = SAMPLE_DIR if spec == SAMPLE else Path(spec).expanduser()
-    if spec not in hashes:
-        hashes[spec] = folder_hash(folder) if folder.is_dir() else None
-    if hashes[spec] != seal["corpus_sha256"]:
-        raise DataError(
-            f"{r.path}: the corpus {spec} holds other files than the run read (its run_manifest.json's "
-            "corpus_sha256 differs: re-imported or edited since; every file under it counts); put the corpus "
-            "the run read back there, or point the run's config.yaml (events:) at where it is now"
-        )
+#: the knowledge last built, by what it is of (every item and price, compared whole): a training's episodes,
+#: an experiment's units and a test session audit one corpus again (the sample: 4.6 CPU-s to build, 1 to find)
+_KNOWN: OrderedDict[tuple, Knowledge] = OrderedDict()
+
+
+def _known(events: list[Any], closes: dict[str, pd.Series]) -> Knowledge:
+    key = (
+        tuple((e.ticker, e.source, e.id, e.published_at, e.text) for e in events),
+        tuple((t, s.index.asi8.tobytes(), s.to_numpy(dtype=float).tobytes()) for t, s in sorted(closes.items())),
+    )
+    if key not in _KNOWN:
+        _KNOWN[key] = knowledge_of(events, closes)
+        while len(_KNOWN) > 2:  # the sample's takes ~70 MB: two at most
+            _KNOWN.popitem(last=False)
+    _KNOWN.move_to_end(key)
+    return _KNOWN[key]
 
 
 def knowledge_of(events: Iterable[Any], closes: Mapping[str, pd.Series]) -> Knowledge:
