@@ -4,7 +4,7 @@ Sixty sessions of the bundled TSLA sample (2022-10-05..2022-12-29, the demo's
 window less its last day), stepped one session at a time through
 ``fincon forward``: the team with the bundled 1.5B (its answers replayed from
 the demo's recording, fincon/data/demo, copied so the shipped file is never
-written), the team's rules brain (``fincon@rules``), a single-agent baseline
+written: ``--llm-cache replay`` of its own), the team's rules brain (``fincon@rules``), a single-agent baseline
 (``llm-trader``, the bundled 1.5B live: its calls are added to the copy) and
 buy-and-hold. Then ``verify`` (must pass), ``score --json``, and ``verify`` of
 a copy with one sealed decision edited by hand (must fail, naming it).
@@ -29,10 +29,14 @@ DEMO = Path(__file__).resolve().parents[1] / "fincon" / "data" / "demo"
 START, UNTIL = "2022-10-05", "2022-12-29"
 
 
-def arena_flags(cache: Path) -> list[str]:
+def arena_flags(cache: Path, demo: Path) -> list[str]:
+    """The team answers from ``demo`` (a copy of the demo's recording, replayed: a step asks the model of a
+    read-write cache for the session it decides, whatever the cache holds), llm-trader asks the 1.5B live
+    and its calls go to ``cache``."""
     return ["--ticker", "TSLA", "--strategy", "fincon,fincon@rules,llm-trader,buy-and-hold", "--no-benchmark",
-            "--brain", "llm", "--llm-model", "qwen2.5-coder-1.5b", "--llm-cache", "read-write",
-            "--llm-cache-path", str(cache), "--llm-concurrency", "1",
+            "--param", "fincon.brain=llm", "--llm-model", "qwen2.5-coder-1.5b", "--llm-concurrency", "1",
+            "--param", "fincon.llm.cache=replay", "--param", f"fincon.llm.cache_path={demo}",
+            "--param", f"llm-trader.cache_path={cache}",
             "--param", "fincon.embedder=hashing", "--param", f"fincon.transcript_cache={DEMO}",
             "--param", "fincon@rules.brain=rules", "--param", "fincon@rules.embedder=hashing",
             "--param", f"fincon@rules.transcript_cache={DEMO}"]  # fmt: skip
@@ -54,10 +58,10 @@ def main() -> None:
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=False)
     os.environ["FINCON_LEDGER"] = str(a.out / "trials.sqlite")
-    cache = a.out / "calls-arena.sqlite"
-    shutil.copyfile(DEMO / "llm-cache.sqlite", cache)
+    cache, demo = a.out / "calls-arena.sqlite", a.out / "calls-demo.sqlite"
+    shutil.copyfile(DEMO / "llm-cache.sqlite", demo)
     journal = a.out / "arena"
-    code, *_ = run(["forward", "init", str(journal), *arena_flags(cache), "--simulate-from", START])
+    code, *_ = run(["forward", "init", str(journal), *arena_flags(cache, demo), "--simulate-from", START])
     assert code == 0
     code, _, err, t_step = run(["forward", "step", str(journal), "--until", UNTIL, "--no-progress"])
     assert code == 0, err

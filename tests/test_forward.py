@@ -648,9 +648,12 @@ def test_a_full_disk_after_the_seal_does_not_say_nothing_was_sealed(tmp_path, mo
 
 
 def _live_sma_journal(tmp_path, monkeypatch, fast: int, slow: int, start: str = START, registered: str = "2022-10-04"):
-    """A journal of sma-cross (``fast``/``slow``) on TSLA whose plan reads as live (each step is given its wall
-    time): the forward module, the journal's folder and the plan loader to put back before verify."""
-    import dataclasses
+    """A journal of sma-cross (``fast``/``slow``) on TSLA whose plan is live (each step is given its wall
+    time; its data the bundled sample's, which a live init refuses): the forward module, the journal's folder
+    and the plan loader (the one in force: a test that patches it puts this back before verify)."""
+    import hashlib
+
+    import yaml
 
     from fincon.workflow import forward
 
@@ -659,17 +662,20 @@ def _live_sma_journal(tmp_path, monkeypatch, fast: int, slow: int, start: str = 
     assert main(["forward", "init", "fw", "--ticker", "TSLA", "--strategy", "sma-cross", "--no-benchmark",
                  "--param", f"sma-cross.fast={fast}", "--param", f"sma-cross.slow={slow}",
                  "--simulate-from", start]) == 0  # fmt: skip
-    load = forward.Plan.load
-    monkeypatch.setattr(
-        forward.Plan, "load", classmethod(lambda cls, root: dataclasses.replace(load(root), simulated=False))
-    )
-    # the registration re-signed as live too: verify holds every session to the registration's word
+    # the plan and its registration re-signed as live, consistently: verify holds the registration to
+    # plan.yaml's clock (one that said simulated over a live plan switched the late checks off: review 81)
+    plan = tmp_path / "fw" / "plan.yaml"
+    text = plan.read_text()
+    assert "simulated: true\n" in text
+    plan.write_text(text.replace("simulated: true\n", "simulated: false\n"))
     journal = forward.Journal(tmp_path / "fw")
     (register,) = journal.entries()
     (tmp_path / "fw" / "journal.jsonl").unlink()
-    journal.append_all([{k: v for k, v in register.items() if k not in ("seq", "prev_hash", "hash")} | {
-        "simulated": False, "sealed_at": f"{registered}T20:00:00+00:00"}])  # fmt: skip
-    return forward, tmp_path / "fw", load
+    journal.append_all([{k: v for k, v in register.items() if k not in ("seq", "prev_hash", "hash", "format")} | {
+        "simulated": False, "sealed_at": f"{registered}T20:00:00+00:00",
+        "plan_sha256": hashlib.sha256(plan.read_bytes()).hexdigest(), "plan": yaml.safe_load(plan.read_text())}])  # fmt: skip
+    assert not forward.Plan.load(tmp_path / "fw").simulated
+    return forward, tmp_path / "fw", forward.Plan.load
 
 
 @pytest.mark.slow

@@ -170,7 +170,7 @@ def init(
         raise ConfigError(
             f"{ahead}: a forward journal seals only what was out before each session and cannot give it that; journal its point-in-time form"
         )
-    forward_calls.check_kept(checked.strategies)  # a journal replays each call it sealed
+    forward_calls.check_kept(checked.strategies, simulate_from is None)  # each call it sealed replayed, live asked
     warn_run_without_model(cfg, checked.knowledge, False, checked.strategies)  # a setting sealed for nothing: said
     check_knowledge(checked.knowledge)  # a window the model may remember: said as a backtest says it
     cfg = forward_plan.cache_from_anywhere(cfg)
@@ -387,8 +387,9 @@ def _decide(
         for lost in gap:  # the source holds the session: the clock is not ahead of it
             on_gap(journal.miss(lost, "no step ran for this session", stamp(clock)))
         sealed_so_far = journal.entries()
-        cfg = _frozen_config(root, plan, day, keep_state=True)
-        if n := forward_calls.sealed_into_caches(root, cfg, sealed_so_far):  # past sessions answer as sealed
+        own = _frozen_config(root, plan, day, keep_state=True)
+        cfg = forward_calls.asking(root, own, sealed_so_far)  # the model asked for this session, the past as sealed
+        if n := forward_calls.sealed_into_caches(root, cfg, sealed_so_far):  # a recording's past sessions as sealed
             print(f"fincon: warning: {root}: {n} sealed call{'s' * (n > 1)} missing or changed in the call cache "
                   f"{'were' if n > 1 else 'was'} written back from {CALLS} (past sessions are answered as sealed)",
                   file=sys.stderr)  # fmt: skip
@@ -480,6 +481,7 @@ def _decide(
             ) from None
         for name in report.results:  # the state each strategy stands in after this session, for the next step
             keep_state(root, name, report.run_dirs[name], day)
+        forward_calls.into_own_caches(root, own, sealed)  # the user's call cache holds what the model was asked
         forward_ledger.track(plan, sealed_so_far[0], report.results, day)
         if broker is not None:  # sealed first: an order placed is always on the record
             for e in sealed:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from fincon.errors import ConfigError
-from fincon.workflow.journal import JOURNAL, LOCK, REPLAY, STATE, ForwardError, must_precede
+from fincon.workflow.journal import JOURNAL, LOCK, REPLAY, STATE, ForwardError, clock_of, must_precede
 
 
 def _env() -> dict[str, str]:
@@ -204,12 +204,13 @@ def anchored(root: Path, entries: list[dict[str, Any]]) -> dict[str, Any]:
             "problem": f"entries {len(first)}.. are in no commit: the anchor does not date them (commit them)",
             "behind": True,  # what a step commits (its commit failed, or it stopped before it)
         }
+    simulated = clock_of(root, entries)  # the plan's clock, never an entry's own word
     late = [
         f"{e['strategy']} {e['trades']}" if e["kind"] == "session" else f"the registration (first session {b[0]})"
         for e, t in zip(entries, first)
-        if (b := must_precede(e)) is not None and dt.datetime.fromtimestamp(t, dt.timezone.utc) >= b[1]
+        if (b := must_precede(e, simulated)) is not None and dt.datetime.fromtimestamp(t, dt.timezone.utc) >= b[1]
     ]
-    return {"commits": commits, "late": late, "simulated": any(e.get("simulated") for e in entries)}
+    return {"commits": commits, "late": late, "simulated": simulated or any(e.get("simulated") for e in entries)}
 
 
 def said(a: dict[str, Any] | None) -> str:

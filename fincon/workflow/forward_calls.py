@@ -2,30 +2,43 @@
 ``DIR/calls.sqlite`` with their prompt and answer hashes and token counts (what ``--charge-llm``
 charges the book), which a verifier replays the decision from.
 A call that cannot be kept stops the step (nothing sealed): a decision sealed without its calls could
-never be verified."""
+never be verified.
+
+A step's replay of a strategy whose cache is read-write reads and writes a call cache of the step's own,
+``DIR/state/calls.sqlite``, rebuilt at each step to hold the calls the journal sealed and nothing else:
+past sessions are answered as sealed, and the session being decided asks the model (a row the user's
+cache held for its prompts, an answer forged under its keyed hash, was sealed as the model's: review
+81). The calls a session seals are then written into the user's cache too (:func:`into_own_caches`).
+A plan that replays a recording (``--llm-cache replay``) reads it, as it registered."""
 
 from __future__ import annotations
 
 import csv
 import hashlib
+import logging
 import sqlite3
 from contextlib import closing
 from pathlib import Path
 from typing import Any, Mapping
 
 from fincon.config import RunConfig
-from fincon.errors import ConfigError
+from fincon.errors import ConfigError, FinconError
 from fincon.llm.cache import CacheMode, CallCache, copy_calls
 from fincon.ownership import sqlite_read_only
-from fincon.workflow.journal import CALLS, ForwardError
+from fincon.workflow.journal import CALLS, STATE, ForwardError
 
+log = logging.getLogger(__name__)
 #: a call's token counts, sealed with it
 TOKENS = ("prompt_tokens", "completion_tokens")
+#: the call cache a step's replay reads and writes, in DIR/state/: the sealed calls, and the ones it asks
+STEP_CALLS = "calls.sqlite"
 
 
-def check_kept(strategies: Mapping[str, Any]) -> None:
+def check_kept(strategies: Mapping[str, Any], live: bool = False) -> None:
     """Refuse a plan whose model calls are not kept (``--llm-cache off``: found in review, its first step
-    was a traceback, its next ones sealed decisions without calls, and verify could never replay them)."""
+    was a traceback, its next ones sealed decisions without calls, and verify could never replay them),
+    and a ``live`` one that answers its model from a recording (``--llm-cache replay``: each decision would
+    be a file's answer, whoever wrote it, under the model's name)."""
     for name, strategy in strategies.items():
         llm = strategy.llm_settings()
         if llm is not None and llm.cache == CacheMode.OFF:
@@ -33,11 +46,79 @@ def check_kept(strategies: Mapping[str, Any]) -> None:
                 f"{name}: --llm-cache off keeps no call, and a journal seals each decision with the calls it made "
                 "(verify replays them); keep --llm-cache read-write (the default)"
             )
+        if live and llm is not None and llm.cache == CacheMode.REPLAY:
+            raise ConfigError(
+                f"{name}: --llm-cache replay answers from a recording, and a live journal asks its model each "
+                "session; keep --llm-cache read-write (the default)"
+            )
 
 
 def _cache_of(cfg: RunConfig, name: str) -> Path:
     own = (cfg.params(name) or {}).get("llm") or {}
     return Path(own.get("cache_path") or cfg.llm.cache_path)
+
+
+def _asks(cfg: RunConfig, name: str) -> bool:
+    """Whether strategy ``name``'s call cache is read-write (a miss asks the model), not a recording."""
+    own = (cfg.params(name) or {}).get("llm") or {}
+    return CacheMode(own.get("cache") or cfg.llm.cache) is CacheMode.READ_WRITE
+
+
+def named_calls(root: Path, entries: list[dict[str, Any]], into: Path) -> Path:
+    """The call cache at ``into`` (made if need be; its embedding vectors kept) holding the calls the
+    journal's ``entries`` name, as ``DIR/calls.sqlite`` keeps them (their hashes checked by verify_chain),
+    and no other: a replay answers from these, never from a row nobody sealed."""
+    CallCache(into, "read-write")._open()  # the call cache's own table
+    keys = sorted({c["key"] for e in entries for c in e.get("calls") or ()})
+    with closing(sqlite3.connect(into)) as db:
+        db.execute("DELETE FROM calls")
+        if keys and (root / CALLS).is_file():
+            db.execute("ATTACH DATABASE ? AS src", (f"{(root / CALLS).resolve().as_uri()}?mode=ro",))
+            copy_calls(db, "src", keys)
+        db.commit()
+    return into
+
+
+def asking(root: Path, cfg: RunConfig, entries: list[dict[str, Any]]) -> RunConfig:
+    """``cfg`` for a step's replay: each strategy whose call cache is read-write reads and writes
+    ``DIR/state/calls.sqlite`` instead, rebuilt here from the calls the journal sealed (past sessions are
+    answered as sealed; the session being decided asks the model, whatever the user's cache holds); a
+    strategy replaying a recording keeps it."""
+    if not any(_asks(cfg, n) for n in cfg.strategies):
+        return cfg
+    path = root / STATE / STEP_CALLS
+    if path.exists() or any(e.get("calls") for e in entries):  # else the first call makes it (a rules brain: none)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        named_calls(root, entries, path)
+    out = cfg
+    if CacheMode(cfg.llm.cache) is CacheMode.READ_WRITE:
+        out = out.model_copy(update={"llm": cfg.llm.model_copy(update={"cache_path": path})})
+    for name in cfg.strategies:
+        own = (cfg.params(name) or {}).get("llm")
+        if own and (_asks(cfg, name) or out.llm.cache_path != cfg.llm.cache_path):  # a recording keeps its own
+            where = path if _asks(cfg, name) else _cache_of(cfg, name)
+            out = out.with_params(name, {**out.params(name), "llm": {**own, "cache_path": str(where)}})
+    return out
+
+
+def into_own_caches(root: Path, cfg: RunConfig, sealed: list[dict[str, Any]]) -> None:
+    """After the seal: the calls the ``sealed`` entries name, written into the call cache ``cfg`` names for
+    each strategy that asks its model (the user's record of what it was asked, as a backtest leaves it;
+    first writer wins, a row there is kept). Its failure is a warning: the journal holds the calls."""
+    for name in cfg.strategies:
+        keys = sorted({c["key"] for e in sealed if e.get("strategy") == name for c in e.get("calls") or ()})
+        if not keys or not _asks(cfg, name):
+            continue
+        cache = _cache_of(cfg, name)
+        try:
+            CallCache(cache, "read-write")._open()
+            with closing(sqlite3.connect(cache)) as db:
+                db.execute("ATTACH DATABASE ? AS sealed", (f"{(root / CALLS).resolve().as_uri()}?mode=ro",))
+                copy_calls(db, "sealed", keys)
+                db.commit()
+        except (sqlite3.Error, FinconError) as exc:
+            log.warning("%s: the calls it sealed could not be written into its call cache %s (%s); %s holds them",
+                        name, cache, exc, root / CALLS)  # fmt: skip
 
 
 def keep(root: Path, cfg: RunConfig, name: str, run_dir: Path, day: str) -> list[dict[str, Any]]:

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import sqlite3
 import tempfile
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -19,8 +18,9 @@ from fincon.engine.costs import total_paid
 from fincon.engine.record import RunRecord, draw_charts
 from fincon.engine.resume import Resume
 from fincon.errors import ConfigError, FinconError
-from fincon.llm.cache import CacheMode, CallCache, copy_calls
-from fincon.workflow import forward_code, trials
+from fincon.llm.cache import CacheMode
+from fincon.strategies.registry import make_strategy
+from fincon.workflow import forward_calls, forward_code, trials
 from fincon.workflow.forward_anchor import anchored, said
 from fincon.workflow.forward_attempts import said as attempts_said
 from fincon.workflow.forward_clock import next_session, session_to_trade
@@ -97,10 +97,13 @@ def verify(root: Path, into: Path | None = None) -> dict[str, Any]:
 def _verify(root: Path, into: Path | None) -> dict[str, Any]:
     plan = Plan.load(root)
     entries = Journal(root).entries()
-    problems = list(verify_chain(entries, root))
-    if not problems and entries and entries[0].get("first_session") != str(plan.first):  # the late check reads it
-        problems.append(f"entry 0 (seq 0, register): its first session is written {entries[0].get('first_session')}; "
-                        f"{PLAN_FILE}'s is {plan.first}")  # fmt: skip
+    problems = list(verify_chain(entries, root))  # the registration against plan.yaml too: its clock, first session
+    if not problems and not plan.simulated:  # a live plan answered from a recording: no model was asked
+        try:
+            forward_calls.check_kept({n: make_strategy(n, plan.config.strategy_params.get(n), plan.config.llm)
+                                      for n in plan.config.strategies}, live=True)  # fmt: skip
+        except ConfigError as exc:
+            problems.append(f"{PLAN_FILE}: {exc}")
     anchor = anchored(root, entries) if (root / ".git").is_dir() else None  # a re-signed chain holds; git does not
     if anchor is None and entries and entries[0].get("anchor") == "git":  # a copy of an anchored journal
         anchor = {"unread": "registered with --anchor git, and this copy holds no .git: the anchor is not read "
@@ -123,7 +126,7 @@ def _verify(root: Path, into: Path | None) -> dict[str, Any]:
         cfg = _frozen_config(root, plan, done[-1], joined=None if into else Path(d) / "inputs")
         # a replay kept (``into``: score's) reads its calls beside its other inputs, where its config.yaml
         # says, for explain and eval leakage (a temporary folder's, gone when they read it: found in review)
-        calls = _named_calls(root, entries, (Path(cfg.data.dir).parent if into else Path(d)) / CALLS)
+        calls = forward_calls.named_calls(root, entries, (Path(cfg.data.dir).parent if into else Path(d)) / CALLS)
         cfg = cfg.model_copy(
             update={"llm": cfg.llm.model_copy(update={"cache": CacheMode.REPLAY, "cache_path": calls})}
         )
@@ -256,19 +259,6 @@ def _book_problem(
         if not same:
             return f"its sealed book's {k} is {a}, the replay's {b}{said}"
     return None
-
-
-def _named_calls(root: Path, entries: list[dict[str, Any]], into: Path) -> Path:
-    """A copy of the journal's ``calls.sqlite`` holding only the calls its entries name (their hashes
-    checked by verify_chain), at ``into``: the replay answers from these, never from a row nobody sealed."""
-    CallCache(into, "read-write")._open()  # the call cache's own table
-    keys = sorted({c["key"] for e in entries for c in e.get("calls") or ()})
-    if keys and (root / CALLS).is_file():
-        with closing(sqlite3.connect(into)) as db:
-            db.execute("ATTACH DATABASE ? AS src", (f"{(root / CALLS).resolve().as_uri()}?mode=ro",))
-            copy_calls(db, "src", keys)
-            db.commit()
-    return into
 
 
 @contextmanager

@@ -14,9 +14,11 @@ from fincon import engine, strategies
 from fincon.engine import artifacts
 from fincon.errors import DataError
 from fincon.files import json_text, write_atomic
-from fincon.workflow.journal import STATE, sealed_part
+from fincon.workflow.journal import STATE, sealed_part, tree_hash
 
 log = logging.getLogger(__name__)
+#: what a saved state says of itself (its session, code and the hash of every other file in its folder)
+META = "meta.json"
 
 
 def resume_for(
@@ -34,7 +36,7 @@ def resume_for(
     saved = folder / "resume"
     fresh = engine.Resume(save=nxt, missed=missed)
     try:
-        meta = json.loads((saved / "meta.json").read_text(encoding="utf-8"))
+        meta = json.loads((saved / META).read_text(encoding="utf-8"))
         recorded = engine.read_jsonl(saved / engine.DECISIONS)
     except (OSError, ValueError, DataError):
         return fresh
@@ -50,11 +52,12 @@ def resume_for(
         log.info("%s: no saved state at the journal's last session; asked again from the first session", name)
         return fresh
     state = saved / strategies.STATE_FILE
-    # the state written with it: another (edited, swapped, damaged) was taken up and sealed decisions
-    # no replay reproduces, session after session, until someone ran verify
-    if not state.is_file() or "state_sha256" not in meta:  # none, or kept before its hash was
+    # the state written with it, every file of it (the pickle, the mask's mask.json, the memory store):
+    # another (edited, swapped, damaged) was taken up and sealed decisions no replay reproduces, session
+    # after session, until someone ran verify (a mask.json edited to quote the firm's name: review 81)
+    if not state.is_file() or "folder_sha256" not in meta:  # none, or kept before the folder's hash was
         return fresh
-    if meta["state_sha256"] != artifacts.sha256_bytes(state.read_bytes()):
+    if meta["folder_sha256"] != tree_hash(saved, skip=(META,)):
         log.warning(
             "%s: its saved state in %s is not the one its step wrote (edited, swapped or damaged); asked "
             "again from the first session", name, saved,
@@ -71,10 +74,9 @@ def keep_state(root: Path, name: str, run_dir: Path, day: dt.date) -> None:
     if not nxt.is_dir():
         return
     shutil.copyfile(run_dir / engine.DECISIONS, nxt / engine.DECISIONS)
-    state = nxt / strategies.STATE_FILE
-    meta = {"session": str(day), "code": artifacts.code_sha256()}
-    if state.is_file():
-        meta["state_sha256"] = artifacts.sha256_bytes(state.read_bytes())
-    write_atomic(nxt / "meta.json", json_text(meta))
+    (nxt / META).unlink(missing_ok=True)
+    # every file the next step takes up, hashed: the state is a cache, but one the step wrote
+    meta = {"session": str(day), "code": artifacts.code_sha256(), "folder_sha256": tree_hash(nxt, skip=(META,))}
+    write_atomic(nxt / META, json_text(meta))
     shutil.rmtree(folder / "resume", ignore_errors=True)
     nxt.rename(folder / "resume")

@@ -38,13 +38,16 @@ import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Collection, Iterator, Mapping
+
+import yaml
 
 from fincon import workflow
 from fincon.errors import FinconError
 from fincon.files import sha256_file
 from fincon.workflow import forward_sessions
 from fincon.workflow.forward_sessions import failed as failed
+from fincon.workflow.journal_calls import check_call
 
 JOURNAL = "journal.jsonl"
 INPUTS = "inputs"
@@ -108,10 +111,11 @@ def _whole(line: str) -> bool:
     return isinstance(e, dict) and e.get("hash") == entry_hash(e)
 
 
-def tree_hash(folder: Path) -> str:
-    """SHA-256 over every file under ``folder`` (its relative path and contents, in path order)."""
+def tree_hash(folder: Path, skip: Collection[str] = ()) -> str:
+    """SHA-256 over every file under ``folder`` (its relative path and contents, in path order) but the
+    ones at the relative paths ``skip``."""
     h = hashlib.sha256()
-    for p in sorted(q for q in folder.rglob("*") if q.is_file()):
+    for p in sorted(q for q in folder.rglob("*") if q.is_file() and q.relative_to(folder).as_posix() not in skip):
         h.update(p.relative_to(folder).as_posix().encode() + b"\0" + bytes.fromhex(sha256_file(p)) + b"\0")
     return h.hexdigest()
 
@@ -285,22 +289,23 @@ def verify_chain(entries: list[dict[str, Any]], root: Path, leftover: bool = Fal
     trades the session after its own, and that no folder of frozen inputs is named by no entry (a
     replay and a score read every one). ``leftover`` (a step's check): folders after every sealed one
     pass, as the step seals them failed before it decides (fincon.workflow.forward_attempts.tidy)."""
-    prev, simulated, last_at = GENESIS, False, dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+    prev, last_at = GENESIS, dt.datetime.min.replace(tzinfo=dt.timezone.utc)
     seen: dict[tuple[str | None, str], int] = {}  # (strategy, session) sealed, and a miss's (None, session)
     if not entries:  # verified as "0 entries, every hash holds", and a step was an IndexError traceback
         yield "the journal holds no registration (an init that did not finish): remove the folder and init again"
         return
+    plan = _plan_read(root)
+    simulated = clock_of(root, entries, plan)  # the plan's clock: every entry's late check reads it, never its own
     for i, e in enumerate(entries):
         what = " ".join(str(x) for x in (e.get("kind"), e.get("strategy"), e.get("session") or e.get("decided")) if x)
         where = f"entry {i} (seq {e.get('seq')}, {what})"
         try:
-            problem = _entry_problem(i, e, prev, simulated, seen, root)
+            problem = _entry_problem(i, e, prev, simulated, seen, root, plan)
         except (KeyError, TypeError, ValueError, sqlite3.Error) as exc:  # a re-signed malformed entry, a damaged file
             problem = f"it cannot be read as a sealed entry ({type(exc).__name__}: {exc})"
         if problem:
             yield f"{where}: {problem}"
             return
-        simulated = bool(e.get("simulated")) if i == 0 else simulated
         try:  # a live clock set back: its seals out of time order (an entry without a time is the checks' above)
             at = dt.datetime.fromisoformat(e["sealed_at"]) if e.get("sealed_at") else last_at
             back = i > 0 and not simulated and at < last_at
@@ -326,10 +331,11 @@ def verify_chain(entries: list[dict[str, Any]], root: Path, leftover: bool = Fal
 
 
 def _entry_problem(
-    i: int, e: Mapping[str, Any], prev: str, simulated: bool, seen: dict[tuple[str | None, str], int], root: Path
-) -> str | None:
+    i: int, e: Mapping[str, Any], prev: str, simulated: bool, seen: dict[tuple[str | None, str], int], root: Path,
+    plan: dict[str, Any] | None = None,
+) -> str | None:  # fmt: skip
     """Why entry ``i`` fails (:func:`verify_chain`), or None; ``prev``: the hash before it, ``simulated``:
-    the registration's clock, ``seen``: what earlier entries sealed (updated)."""
+    the plan's clock, ``seen``: what earlier entries sealed (updated), ``plan``: plan.yaml as read."""
     if e.get("format") != FORMAT:
         return f"written by another journal format ({e.get('format')!r}, this fincon reads {FORMAT})"
     if e.get("hash") != entry_hash(e):
@@ -338,15 +344,15 @@ def _entry_problem(
         return "it does not follow the entry before it (an entry was removed, inserted or reordered)"
     if i == 0 and e.get("kind") != "register":
         return "the first entry is not the plan's registration"
-    if i > 0 and e.get("kind") == "session" and bool(e.get("simulated")) != simulated:  # one entry's flag switched
-        # the late-seal check off (must_precede reads each entry's own)
+    if i > 0 and e.get("kind") == "session" and bool(e.get("simulated")) != simulated:  # one entry's flag said
+        # otherwise than the plan's clock (the late-seal check once read each entry's own)
         return f"says simulated={bool(e.get('simulated'))} in a journal registered simulated={simulated}"
-    why = _sealed_again(e, seen) or _sealed_late(e)
+    path = root / PLAN_FILE
+    if e.get("plan_sha256") and path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() != e["plan_sha256"]:
+        return f"{PLAN_FILE} was changed after it was registered (its hash differs from the one sealed)"
+    why = (_register_problem(e, plan) if i == 0 else None) or _sealed_again(e, seen) or _sealed_late(e, simulated)
     if why:
         return why
-    plan = root / PLAN_FILE
-    if e.get("plan_sha256") and plan.is_file() and hashlib.sha256(plan.read_bytes()).hexdigest() != e["plan_sha256"]:
-        return f"{PLAN_FILE} was changed after it was registered (its hash differs from the one sealed)"
     inputs = e.get("inputs")
     if inputs:
         folder = root / inputs["path"]
@@ -355,7 +361,7 @@ def _entry_problem(
         if tree_hash(folder) != inputs["sha256"]:
             return f"its frozen inputs {inputs['path']} were changed or swapped (their hash differs)"
     for call in e.get("calls") or ():
-        why = _check_call(root, call)
+        why = check_call(root / CALLS, call)
         if why:
             return why
     return None
@@ -386,52 +392,58 @@ def _sealed_again(e: Mapping[str, Any], seen: dict[tuple[str | None, str], int])
     return None
 
 
-def must_precede(e: Mapping[str, Any]) -> tuple[dt.date, dt.datetime] | None:
+def _plan_read(root: Path) -> dict[str, Any] | None:
+    """``plan.yaml`` as its text reads (None: none there, or not a plan: Plan.load says why)."""
+    try:
+        data = yaml.safe_load((root / PLAN_FILE).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def clock_of(root: Path, entries: list[dict[str, Any]], plan: dict[str, Any] | None = None) -> bool:
+    """Whether the journal's clock is simulated: its plan's word (the registration's where no plan reads)."""
+    plan = plan if plan is not None else _plan_read(root)
+    if plan is not None and "simulated" in plan:
+        return bool(plan["simulated"])
+    return bool(entries[0].get("simulated")) if entries else False
+
+
+def _register_problem(e: Mapping[str, Any], plan: dict[str, Any] | None) -> str | None:
+    """Why a registration is not the plan it seals (its clock, first session or plan not ``plan.yaml``'s:
+    a re-signed registration that said simulated over a live plan switched every late-seal check off)."""
+    if plan is None:
+        return None
+    if bool(e.get("simulated")) != bool(plan.get("simulated")):
+        return (f"it says simulated={bool(e.get('simulated'))}, and {PLAN_FILE}'s clock is "
+                f"simulated={bool(plan.get('simulated'))}: a registration not of its plan")  # fmt: skip
+    if e.get("first_session") != str(plan.get("first")):  # the late check reads it
+        return f"its first session is written {e.get('first_session')}; {PLAN_FILE}'s is {plan.get('first')}"
+    if "plan" in e and canonical(e["plan"]) != canonical(plan):
+        return f"the plan it seals is not {PLAN_FILE} (re-signed with another plan)"
+    return None
+
+
+def must_precede(e: Mapping[str, Any], simulated: bool) -> tuple[dt.date, dt.datetime] | None:
     """The session a live entry must be sealed (and committed) before, and that session's open: a
-    decision's, the session it trades; a registration's, its first. None for anything else."""
+    decision's, the session it trades; a registration's, its first. None for anything else, and for
+    every entry of a journal whose plan's clock is ``simulated`` (never an entry's own word)."""
     day = e.get("trades") if e.get("kind") == "session" else e.get("first_session")
-    if e.get("simulated") or not day or e.get("kind") not in ("session", "register"):
+    if simulated or not day or e.get("kind") not in ("session", "register"):
         return None
     # the exchange's calendar through the package's face: the CLI's --help reads this module, not pandas
     session = dt.date.fromisoformat(day)
     return session, workflow.forward_clock.session_open(session)
 
 
-def _sealed_late(e: Mapping[str, Any]) -> str | None:
+def _sealed_late(e: Mapping[str, Any], simulated: bool) -> str | None:
     """Why a live entry was sealed too late to say what was known before its session (:func:`must_precede`)."""
-    bound = must_precede(e)
+    bound = must_precede(e, simulated)
     if bound is None or dt.datetime.fromisoformat(e["sealed_at"]) < bound[1]:
         return None
     what = "a decision" if e["kind"] == "session" else "a registration"
     return (f"sealed at {e['sealed_at']}, once {bound[0]} had opened ({bound[1]:%Y-%m-%d %H:%M} UTC): {what} sealed "
             "after the open of its session settles nothing")  # fmt: skip
-
-
-def _check_call(root: Path, call: Mapping[str, Any]) -> str | None:
-    """A call the entry names: its prompt and answer, as kept in ``calls.sqlite``, hash as sealed."""
-
-    db = root / CALLS
-    if not db.is_file():
-        return f"the calls it names are not kept ({CALLS} is missing)"
-    counts = [k for k in ("prompt_tokens", "completion_tokens") if k in call]  # sealed since 2026-12-02
-    conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        row = conn.execute(f"SELECT {', '.join(['messages', 'answer', *counts])} FROM calls WHERE key = ?",
-                           (call["key"],)).fetchone()  # fmt: skip
-    finally:
-        conn.close()
-    if row is None:
-        return f"call {call['key'][:16]} ({call.get('agent')}) is not in {CALLS}"
-    if hashlib.sha256(row[0].encode()).hexdigest() != call["prompt_sha256"]:
-        return f"the prompt of call {call['key'][:16]} ({call.get('agent')}) was changed"
-    if hashlib.sha256(row[1].encode()).hexdigest() != call["answer_sha256"]:
-        return f"the answer of call {call['key'][:16]} ({call.get('agent')}) was changed"
-    for k, got in zip(counts, row[2:]):  # what --charge-llm charges the book
-        if got != call[k]:
-            return (
-                f"the {k} of call {call['key'][:16]} ({call.get('agent')}) was changed ({call[k]} sealed, {got} kept)"
-            )
-    return None
 
 
 def decided(entries: list[dict[str, Any]]) -> list[dt.date]:
