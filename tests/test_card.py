@@ -972,6 +972,14 @@ def test_the_card_of_an_unfinished_experiment_says_so(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is an experiment that did not finish (status interrupted: terminated)" in err[0], err
     assert main(["report", "--card", str(base)]) == 0  # what it finished is still graded, on its own
+    # a stopped one's reason says to rerun already: said once ("...to resume); rerun its command to finish it")
+    (exp / "experiment.json").write_text(json.dumps({"schema_version": SCHEMA_VERSION, "config": {},
+                                                     "status": "stopped_early", "error": "train/full-r1 stopped "
+                                                     "early (LLM gone); rerun the same command to resume"}))  # fmt: skip
+    for argv in (["report", "--card", str(exp)], ["plot", str(exp), "--out", str(tmp_path / "p.png")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("rerun") == 1 and err.strip().endswith(("to resume)", "the finished runs inside it")), err
 
 
 def test_the_card_reads_what_every_graded_run_says_of_its_lookahead_and_its_paid_slippage(tmp_path):

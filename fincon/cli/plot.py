@@ -55,8 +55,7 @@ def _expand(run: Path) -> list[Path]:
             why = workflow.failure(workflow.read_state(run / marker))
             if why:
                 raise FinconError(
-                    f"{run} is {workflow.an(kind)} that did not finish ({why}); rerun its command to "
-                    "finish it, or plot the finished runs inside it"
+                    workflow.unfinished(run, workflow.an(kind), why, ", or plot the finished runs inside it")
                 )
             return _experiment_runs(run) if kind == "experiment" else _training_runs(run)
     if (run / "rolling.json").is_file():  # windows over different spans: one at a time

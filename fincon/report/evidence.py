@@ -21,7 +21,7 @@ from fincon.errors import DataError, FinconError
 from fincon.report.calibration import calibration
 from fincon.validation import format_validation_error
 from fincon.workflow.journal import journal_hint
-from fincon.workflow.status import failure
+from fincon.workflow.status import failure, unfinished
 
 PASS, FAIL, NONE = "pass", "fail", "not measured"
 #: an order costing less than this (bp of its value, a side) is a run without frictions: IB's per-share
@@ -327,10 +327,10 @@ def evidence(root: Path, sealed: dict[str, Any] | None = None, ledger: Path | No
             )
     rolling = _json(root / "rolling.json")
     if isinstance(rolling, dict) and (why := failure(rolling)):  # leftovers graded as a verdict (review)
-        raise DataError(f"{root} is a rolling evaluation that did not finish ({why}); rerun its command to finish it")
+        raise DataError(unfinished(root, "a rolling evaluation", why))
     state = _json(root / "experiment.json")  # before the run is sought: its baselines/ graded as its result (review)
     if isinstance(state, dict) and (why := failure(state)):
-        raise DataError(f"{root} is an experiment that did not finish ({why}); rerun its command to finish it")
+        raise DataError(unfinished(root, "an experiment", why))
     results = _json(root / "results.json") or {}
     # the experiment's (or the rolling evaluation's) config: the order of its team variants
     setup: dict[str, Any] = next(

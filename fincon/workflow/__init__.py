@@ -63,6 +63,7 @@ if TYPE_CHECKING:
         an as an,
         failure as failure,
         read_state as read_state,
+        unfinished as unfinished,
     )
     from fincon.workflow.training import TrainOptions as TrainOptions, train as train
     from fincon.workflow.trials import resolve as resolve

@@ -65,6 +65,13 @@ def failure(state: dict[str, Any] | None) -> str | None:
     return f"status {status}" + (f": {why}" if why else "")
 
 
+def unfinished(root: Any, what: str, why: str, instead: str = "") -> str:
+    """The one line refusing to read ``root``, ``what`` (a training, an experiment) that did not finish
+    (``why``: :func:`failure`'s), with the way on once: a stopped one's reason already says to rerun."""
+    again = "" if "rerun" in why else "; rerun its command to finish it"
+    return f"{root} is {what} that did not finish ({why}){again}{instead}"
+
+
 #: the version of what a training's, an experiment's and a rolling evaluation's marker says about
 #: its config (``schema_version`` beside ``config``). A directory of another version is refused in one
 #: line (its settings were written by other rules: they cannot be compared key by key); it is raised
