@@ -74,6 +74,9 @@ def test_table_shows_strategy_next_to_buy_and_hold(tmp_path, capsys):
     positions = pd.read_csv(out / "positions.csv")
     assert set(positions.columns) == {"date", "ticker", "shares", "weight"}
     assert positions.groupby("date").weight.sum().iloc[1:-1].between(0.999, 1.0 + 1e-9).all()
+    # each mu named by its ticker (it was a bare list in run order beside weights a reader reads by ticker)
+    first = json.loads((out / "decisions.jsonl").read_text().splitlines()[0])
+    assert re.fullmatch(r"mean-variance on \d+ days; mu TSLA -?[\d.]+, MSFT -?[\d.]+, PFE -?[\d.]+", first["rationale"])
 
 
 def test_a_window_too_short_for_its_ratios_is_flagged_under_the_table(tmp_path, capsys):

@@ -124,5 +124,7 @@ class Markowitz(Strategy):
         w = problem.solve(mu, directions)
         return Decision(
             weights={t: float(x) for t, x in zip(tickers, w)},
-            rationale=f"mean-variance on {len(returns)} days; mu=" + ",".join(f"{m:.5f}" for m in mu),
+            # each mu named by its ticker: the weights are read by ticker (a journal's sorted), mu was in run order
+            rationale=f"mean-variance on {len(returns)} days; mu "
+            + ", ".join(f"{t} {m:.5f}" for t, m in zip(tickers, mu)),
         )
