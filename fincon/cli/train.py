@@ -313,6 +313,10 @@ def _config(path: Path) -> dict[str, Any]:
         return {}
 
 
+def _num(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
 def format_episodes(rows: list[dict]) -> str:
     head = (
         f"{'episode':>7}  {'objective %':>11}  {'Sharpe':>7}  {'MDD %':>7}  {'alerts':>6}  {'tau':>5}  "
@@ -324,8 +328,9 @@ def format_episodes(rows: list[dict]) -> str:
         size = (upd.get("weights") or {}).get("size")
         tau = r.get("tau")
         lines.append(
-            f"{r['episode']:>7}  {r['objective']:>11.3f}  {r.get('sharpe') or 0:>7.3f}  "
-            f"{r.get('mdd_pct') or 0:>7.3f}  {r.get('alerts', 0):>6}  "
+            # an episode too short for a Sharpe has none (null in episodes.jsonl): n/a, never 0.000
+            f"{r['episode']:>7}  {r['objective']:>11.3f}  {_num(r.get('sharpe')):>7}  "
+            f"{_num(r.get('mdd_pct')):>7}  {r.get('alerts', 0):>6}  "
             f"{'-' if tau is None else f'{tau:.2f}':>5}  {'-' if size is None else f'{size:.3f}':>6}  "
             f"{', '.join(upd.get('touched', [])) or '-'}"
         )

@@ -90,7 +90,7 @@ def significance_table(rows: Iterable[dict[str, Any]], over: str) -> str:
         + "".join(f'<ul class="note"><li>{html.escape(f)}</li></ul>' for f in significance_flags(rows))
         + '<p class="note">CI: stationary block bootstrap; PSR: probabilistic Sharpe ratio against zero; MinTRL: '
         "minimum track record length at 95 %; DSR: deflated Sharpe ratio with the number of trials it deflates "
-        "by; SPA: Hansen's test against buy-and-hold and the best non-LLM baseline; StepM: Romano-Wolf at 5 %; "
+        "by; SPA: Hansen's test of each row alone against buy-and-hold and the best non-LLM baseline (not corrected for the rows tested: StepM is); StepM: Romano-Wolf at 5 %; "
         "PBO: probability of backtest overfitting by CSCV, ± its sd on pure noise of the same shape (noise gives "
         "0.5); p Holm / BH: the Wilcoxon p-values adjusted for the "
         "number of comparisons (docs/experiments.md).</p>"

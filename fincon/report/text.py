@@ -55,8 +55,8 @@ def format_significance(res: dict[str, Any], over: str = "the windows' daily ret
     lines += [f"FLAG: {f}" for f in significance_flags(res["summary"])]
     lines.append(
         f"CI: stationary block bootstrap, {res['bootstrap_reps']:,} replications; DSR deflated by the distinct series compared, its "
-        "variance over the same series (one-window trials in the ledger: `fincon ledger`); SPA: Hansen, "
-        "against buy-and-hold and the best non-LLM baseline; StepM: Romano-Wolf at 5 %; PBO: CSCV over the "
+        "variance over the same series (one-window trials in the ledger: `fincon ledger`); SPA: Hansen's, "
+        "each row alone against buy-and-hold and the best non-LLM baseline (not corrected for the rows tested: StepM is); StepM: Romano-Wolf at 5 %; PBO: CSCV over the "
         "strategies, ± its sd on pure noise of the same shape (noise gives 0.5); p Holm / BH: the Wilcoxon p-values adjusted across universes"
         if not notes
         else notes
@@ -107,7 +107,7 @@ def format_results(res: dict[str, Any], family=None) -> str:
         notes = (
             f"CI: stationary block bootstrap, {sig['bootstrap_reps']:,} replications; DSR deflated by the "
             f"{sig['trials']} distinct return series among the {configs} configurations run here, its variance "
-            f"over the same series ({held}); SPA: Hansen, against buy-and-hold and the best non-LLM baseline; StepM: "
+            f"over the same series ({held}); SPA: Hansen's, each row alone against buy-and-hold and the best non-LLM baseline (not corrected for the rows tested: StepM is); StepM: "
             f"Romano-Wolf at 5 %; PBO: CSCV over every configuration run ({sig['pbo']['splits']} splits), ± its sd "
             "on pure noise of the same shape (noise gives 0.5); "
             "p Holm / BH: the variants' Wilcoxon p-values against the best baseline adjusted across variants"

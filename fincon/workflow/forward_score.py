@@ -410,10 +410,13 @@ def format_score(res: dict[str, Any]) -> str:
     ]
     f = _cell
     for name, m in res["strategies"].items():
+        sr = (
+            "n/a" if m["days"] < 2 else f(m["sharpe_daily"], "{:+.3f}")
+        )  # fewer than 2 returns: no Sharpe (0 was printed)
         lines.append(
             f"{name:<18}{f(m['cr_pct'], '{:.3f}'):>9}{f(m['sharpe'], '{:.3f}'):>8}{f(m['mdd_pct'], '{:.2f}'):>8}"
-            f"{f(m['sharpe_daily'], '{:+.3f}'):>8}{f(m['psr'], '{:.2f}'):>6}{f(m['min_track_record_days'], '{:,.0f}') if m['sharpe_daily'] > 0 else '-':>10}"
-            f"{f(m['sessions_still_needed'], '{:,}') if m['sharpe_daily'] > 0 else 'never (SR<=0)':>15}"
+            f"{sr:>8}{f(m['psr'], '{:.2f}'):>6}{f(m['min_track_record_days'], '{:,.0f}') if m['sharpe_daily'] > 0 else '-':>10}"
+            f"{'n/a' if sr == 'n/a' else f(m['sessions_still_needed'], '{:,}') if m['sharpe_daily'] > 0 else 'never (SR<=0)':>15}"
             f"{f(m['dsr'], '{:.2f}') + ' (' + str(m['dsr_trials']) + ')':>12}"
             + (f"{f(m.get('costs_paid'), '{:,.2f}'):>13}" if costed else "")
         )
