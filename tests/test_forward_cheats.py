@@ -198,3 +198,29 @@ def test_a_live_journal_answered_from_a_recording_does_not_verify(tmp_path, monk
         "fincon: verify: plan.yaml: llm-trader: --llm-cache replay answers from a recording, and a live journal "
         "asks its model each session; keep --llm-cache read-write (the default)"
     )
+
+
+@pytest.mark.slow  # the single-agent baseline through the OpenAI path against the model double, 2 sessions
+def test_a_single_agent_baseline_with_its_own_call_cache_steps_and_seals(tmp_path, monkeypatch):
+    """Diff review 81: llm-trader's own settings are its parameters (not an ``llm`` section), so its own
+    cache_path was never seen: the step asked the model into it and found no call to seal (exit 1, the
+    arena recorder's first step). Its calls are asked into the step's cache, sealed, and then written to
+    its own cache; the next step answers the past from the sealed calls (one call a session)."""
+    from fincon.testing.server import DoubleServer
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FINCON_LEDGER", "off")
+    own = tmp_path / "own.sqlite"
+    server = DoubleServer(_Always("buy"))
+    with server as url:
+        flags = ["--ticker", "TSLA", "--strategy", "llm-trader", "--no-benchmark", "--llm-backend", "openai",
+                 "--llm-base-url", url, "--llm-model", "stub", "--param", f"llm-trader.cache_path={own}"]  # fmt: skip
+        assert main(["forward", "init", "fw", *flags, "--simulate-from", START]) == 0
+        assert main(["forward", "step", "fw", "--until", "2022-10-06", "--no-progress"]) == 0
+    assert server.calls == 2  # the second session's step answered the first from its sealed call
+    sealed = [e for e in _entries(tmp_path / "fw") if e.get("kind") == "session"]
+    assert [e["decided"] for e in sealed] == ["2022-10-05", "2022-10-06"] and all(len(e["calls"]) == 1 for e in sealed)
+    with sqlite3.connect(own) as db:
+        kept = {k for (k,) in db.execute("SELECT key FROM calls")}
+    assert kept == {e["calls"][0]["key"] for e in sealed}
+    assert main(["forward", "verify", "fw"]) == 0

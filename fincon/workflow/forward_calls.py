@@ -24,7 +24,9 @@ from typing import Any, Mapping
 from fincon.config import RunConfig
 from fincon.errors import ConfigError, FinconError
 from fincon.llm.cache import CacheMode, CallCache, copy_calls
+from fincon.llm.settings import LLMSettings
 from fincon.ownership import sqlite_read_only
+from fincon.strategies.registry import params_model
 from fincon.workflow.journal import CALLS, STATE, ForwardError
 
 log = logging.getLogger(__name__)
@@ -53,15 +55,23 @@ def check_kept(strategies: Mapping[str, Any], live: bool = False) -> None:
             )
 
 
+def _own(cfg: RunConfig, name: str) -> tuple[dict[str, Any], bool]:
+    """Strategy ``name``'s own model settings, and whether they are its parameters themselves (llm-trader's
+    are an ``LLMSettings``; the team's sit under ``llm``): llm-trader's own cache_path was never seen, its
+    step asked the model into it and found no call to seal (diff review 81)."""
+    params = dict(cfg.params(name) or {})
+    if issubclass(params_model(name), LLMSettings):
+        return params, True
+    return dict(params.get("llm") or {}), False
+
+
 def _cache_of(cfg: RunConfig, name: str) -> Path:
-    own = (cfg.params(name) or {}).get("llm") or {}
-    return Path(own.get("cache_path") or cfg.llm.cache_path)
+    return Path(_own(cfg, name)[0].get("cache_path") or cfg.llm.cache_path)
 
 
 def _asks(cfg: RunConfig, name: str) -> bool:
     """Whether strategy ``name``'s call cache is read-write (a miss asks the model), not a recording."""
-    own = (cfg.params(name) or {}).get("llm") or {}
-    return CacheMode(own.get("cache") or cfg.llm.cache) is CacheMode.READ_WRITE
+    return CacheMode(_own(cfg, name)[0].get("cache") or cfg.llm.cache) is CacheMode.READ_WRITE
 
 
 def named_calls(root: Path, entries: list[dict[str, Any]], into: Path) -> Path:
@@ -94,10 +104,10 @@ def asking(root: Path, cfg: RunConfig, entries: list[dict[str, Any]]) -> RunConf
     if CacheMode(cfg.llm.cache) is CacheMode.READ_WRITE:
         out = out.model_copy(update={"llm": cfg.llm.model_copy(update={"cache_path": path})})
     for name in cfg.strategies:
-        own = (cfg.params(name) or {}).get("llm")
+        own, flat = _own(cfg, name)
         if own and (_asks(cfg, name) or out.llm.cache_path != cfg.llm.cache_path):  # a recording keeps its own
-            where = path if _asks(cfg, name) else _cache_of(cfg, name)
-            out = out.with_params(name, {**out.params(name), "llm": {**own, "cache_path": str(where)}})
+            mine = {**own, "cache_path": str(path if _asks(cfg, name) else _cache_of(cfg, name))}
+            out = out.with_params(name, mine if flat else {**out.params(name), "llm": mine})
     return out
 
 
