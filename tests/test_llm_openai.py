@@ -562,3 +562,41 @@ def test_calls_of_one_day_run_concurrently_up_to_the_limit(proxy, key_env, tmp_p
     assert list(d.actions.items()) == list(proxy.script.items())
     assert d.weights == {"AAA": 0.25, "BBB": -0.25, "DDD": 0.25}
     assert [r.split(":")[0] for r in d.rationale.split(" | ")] == list(tickers)
+
+
+@pytest.mark.slow  # two trainings of the team's news analyst and manager through the OpenAI path
+def test_a_trainings_later_episode_that_stops_on_its_first_day_is_an_episode_stopped_early(key_env, tmp_path, capsys):
+    """Diff review 81: a training whose second episode stopped before its first day (the model gone after
+    the first) exited 2 with its folder kept and status failed; --help says 2 leaves nothing and 3 is an
+    episode stopped early (rerun to resume). Its first episode stopping so leaves nothing: exit 2."""
+    from fincon.cli.main import main
+    from fincon.testing.doubles import TeamStub
+    from fincon.testing.server import DoubleServer
+
+    class Until(TeamStub):  # the team's double, gone after ``n`` answers
+        def __init__(self, n: int | None = None):
+            super().__init__()
+            self.n, self.asked = n, 0
+
+        def complete(self, messages, schema, params):
+            self.asked += 1
+            if self.n is not None and self.asked > self.n:
+                raise ConnectionAbortedError("the model crashed")
+            return super().complete(messages, schema, params)
+
+    def train(out: str, episodes: int, double: Until) -> int:
+        with DoubleServer(double) as url:
+            return main(["train", "--ticker", "TSLA", "--brain", "llm", "--start", "2022-10-03", "--end", "2022-10-07",
+                         "--episodes", str(episodes), "--llm-backend", "openai", "--llm-model", "m", "--llm-base-url",
+                         url, "--llm-api-key-env", KEY_ENV, "--llm-cache-path", str(tmp_path / f"{out}.sqlite"),
+                         "--param", "fincon.analysts=[news]", "--param", "fincon.embedder=hashing", "--no-progress",
+                         "--out", str(tmp_path / out)])  # fmt: skip
+
+    one = Until()
+    assert train("one", 1, one) == 0  # what the first episode asks
+    capsys.readouterr()
+    assert train("two", 2, Until(one.asked)) == 3
+    err = capsys.readouterr().err
+    assert "stopped before finishing its first day" in err and "rerun the same command to run episode 2 again" in err
+    assert json.loads((tmp_path / "two" / "train.json").read_text())["status"] == "stopped_early"
+    assert train("none", 2, Until(0)) == 2 and not (tmp_path / "none").exists()

@@ -20,11 +20,12 @@ from typing import Any, Literal, Mapping
 from fincon import workflow
 from fincon.config import RunConfig
 from fincon.engine.record import METRICS
-from fincon.errors import ConfigError, FinconError, NoDayFinished
+from fincon.errors import ConfigError, FinconError
 from fincon.strategies.registry import make_strategy
 from fincon.validation import validated
 from fincon.workflow.experiment_config import SEED_STRIDE, TEAM, ExperimentConfig, Window
 from fincon.workflow.placebo import CORPUS_PLACEBOS
+from fincon.workflow.status import stopped_early
 from fincon.workflow.training import TrainOptions, train
 
 
@@ -203,12 +204,8 @@ def unit_done(unit: Unit, exp: ExperimentConfig, root: Path) -> bool:
 def run_unit(unit: Unit, exp: ExperimentConfig, root: Path, progress: bool = False) -> str:
     """Run one unit (resuming a training); returns its directory. A unit whose run stopped before its
     first day is a unit stopped early (exit 3: the experiment keeps the others, the same command resumes)."""
-    try:
+    with stopped_early(True, "the other units are kept, rerun the same command to resume"):
         return _run_unit(unit, exp, root, progress)
-    except NoDayFinished as exc:
-        err = NoDayFinished(f"{exc}; the other units are kept, rerun the same command to resume")
-        err.exit_code = 3
-        raise err from None
 
 
 def _run_unit(unit: Unit, exp: ExperimentConfig, root: Path, progress: bool) -> str:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Collection, Iterator, Mapping
 
 from fincon import stopping
-from fincon.errors import DataError, FinconError
+from fincon.errors import DataError, FinconError, NoDayFinished
 from fincon.files import write_atomic
 
 #: states in which the directory's results are not to be presented as finished
@@ -63,6 +63,21 @@ def failure(state: dict[str, Any] | None) -> str | None:
     if status == "running":
         return "status running: still running, or killed before it could record why"
     return f"status {status}" + (f": {why}" if why else "")
+
+
+@contextmanager
+def stopped_early(kept: bool, advice: str) -> Iterator[None]:
+    """A run that stopped before its first day (``NoDayFinished``: exit 2, nothing left) inside a study
+    whose folder is ``kept`` (an experiment's other units, a training's earlier episodes) is a unit stopped
+    early: exit 3, said with ``advice`` (an experiment's, a training's episode 2 exited 2: diff review 81)."""
+    try:
+        yield
+    except NoDayFinished as exc:
+        if not kept:
+            raise
+        err = NoDayFinished(f"{exc}; {advice}")
+        err.exit_code = 3
+        raise err from None
 
 
 def unfinished(root: Any, what: str, why: str, instead: str = "") -> str:

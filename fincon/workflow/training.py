@@ -59,7 +59,7 @@ from fincon.llm.settings import attach, build_client, layered
 from fincon.risk.cvrf import RULES_LR, Trajectory, overlap
 from fincon.workflow.model_checks import check_knowledge, warn_other_brain
 from fincon.workflow.provenance import planted_line
-from fincon.workflow.status import versioned
+from fincon.workflow.status import stopped_early, versioned
 from fincon.workflow.study import Study, inputs_state, run_phases
 
 TEAM = "fincon"
@@ -390,8 +390,9 @@ def _train(cfg: RunConfig, out: Path, opts: TrainOptions, team, brain: str, prog
                     rerun[k] = detail
                 ecfg = _episode_config(cfg, start_path, k, opts, brain)
                 # a trial in the ledger (a score on the window: the card deflated by 1 where 2 were tried)
-                report = workflow.run_config(ecfg, run_dir, progress=progress, replace=True, warn_knowledge=False,
-                                             episode=True)  # fmt: skip
+                with stopped_early(k > 1, f"rerun the same command to run episode {k} again from its first day"):
+                    report = workflow.run_config(ecfg, run_dir, progress=progress, replace=True,
+                                                 warn_knowledge=False, episode=True)  # fmt: skip
                 if not report.complete:
                     days = len(report.results[TEAM].dates) if TEAM in report.results else 0
                     err = FinconError(
