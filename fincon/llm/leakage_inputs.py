@@ -402,7 +402,11 @@ _KNOWN: OrderedDict[tuple, Knowledge] = OrderedDict()
 
 def _known(events: list[Any], closes: dict[str, pd.Series]) -> Knowledge:
     key = (
-        tuple((e.ticker, e.source, e.id, e.published_at, e.text) for e in events),
+        # the metadata too: the replay's summariser reads an item's (its tone, its kind)
+        tuple(
+            (e.ticker, e.source, e.id, e.published_at, e.text, json.dumps(e.metadata, sort_keys=True, default=str))
+            for e in events
+        ),  # fmt: skip
         tuple((t, s.index.asi8.tobytes(), s.to_numpy(dtype=float).tobytes()) for t, s in sorted(closes.items())),
     )
     if key not in _KNOWN:
