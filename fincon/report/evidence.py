@@ -20,6 +20,7 @@ from fincon.engine.record import CONFIG, DECISIONS, METRICS, ORDERS, POSITIONS, 
 from fincon.errors import DataError, FinconError
 from fincon.report.calibration import calibration
 from fincon.validation import format_validation_error
+from fincon.workflow.experiment_results import team_variant
 from fincon.workflow.journal import journal_hint
 from fincon.workflow.status import failure, unfinished
 
@@ -63,26 +64,6 @@ def on_its_side(x: float, passes: Callable[[float], bool], places: int, sign: st
         if passes(float(said := f"{x:{sign}.{k}f}")) == passes(x):
             return said
     return repr(x)
-
-
-def team_variant(results: dict[str, Any], config: dict[str, Any]) -> str | None:
-    """The team variant an experiment's card grades: ``full`` if it ran, else the first in its config's
-    order, protocols then ablations (``--ablations no-beliefs`` runs no ``full``, ``--protocols scm`` runs
-    ``scm-full``); None when results.json names no team's median run."""
-    median = results.get("median") if isinstance(results, dict) else None
-    if not isinstance(median, dict) or not median:
-        return None
-    if "full" in median:
-        return "full"
-    protocols, ablations = list(config.get("protocols") or []), list(config.get("ablations") or [])
-
-    def order(v: str) -> tuple[int, int, str]:
-        m = median[v] if isinstance(median[v], dict) else {}
-        p, a = m.get("protocol", "fincon"), m.get("ablation", v)
-        return (protocols.index(p) if p in protocols else len(protocols),
-                ablations.index(a) if a in ablations else len(ablations), v)  # fmt: skip
-
-    return min(median, key=order)
 
 
 def _team_run(root: Path, config: dict[str, Any] | None = None) -> Path | None:

@@ -276,7 +276,7 @@ def plot_experiment(exp: ExperimentConfig, root: Path, results: dict[str, Any]) 
         root / "equity.png",
         f"{', '.join(exp.tickers)}  test {exp.test.start} .. {exp.test.end}  ({exp.repeats} repeats, median runs)",
     )
-    v = "full" if "full" in results["median"] else next(iter(results["median"]))
+    v = team_variant(results, {"protocols": exp.protocols, "ablations": exp.ablations})  # the card's
     m = results["median"][v]
     a, rep = m.get("ablation", v), m["repeat"]
     train_dir = Unit("train", a, rep, m.get("protocol", "fincon")).path(root)
@@ -284,6 +284,26 @@ def plot_experiment(exp: ExperimentConfig, root: Path, results: dict[str, Any]) 
     if rows:
         engine.plot_beliefs(rows, root / "beliefs.png")
     write_atomic(root / "beliefs.md", belief_view(a, rep, train_dir, rows))
+
+
+def team_variant(results: dict[str, Any], config: dict[str, Any]) -> str | None:
+    """The team variant an experiment's card grades: ``full`` if it ran, else the first in its config's
+    order, protocols then ablations (``--ablations no-beliefs`` runs no ``full``, ``--protocols scm`` runs
+    ``scm-full``); None when results.json names no team's median run."""
+    median = results.get("median") if isinstance(results, dict) else None
+    if not isinstance(median, dict) or not median:
+        return None
+    if "full" in median:
+        return "full"
+    protocols, ablations = list(config.get("protocols") or []), list(config.get("ablations") or [])
+
+    def order(v: str) -> tuple[int, int, str]:
+        m = median[v] if isinstance(median[v], dict) else {}
+        p, a = m.get("protocol", "fincon"), m.get("ablation", v)
+        return (protocols.index(p) if p in protocols else len(protocols),
+                ablations.index(a) if a in ablations else len(ablations), v)  # fmt: skip
+
+    return min(median, key=order)
 
 
 def how_far(learned: Beliefs, rows: list[dict[str, Any]]) -> str:
