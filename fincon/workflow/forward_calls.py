@@ -78,15 +78,21 @@ def named_calls(root: Path, entries: list[dict[str, Any]], into: Path) -> Path:
     """The call cache at ``into`` (made if need be; its embedding vectors kept) holding the calls the
     journal's ``entries`` name, as ``DIR/calls.sqlite`` keeps them (their hashes checked by verify_chain),
     and no other: a replay answers from these, never from a row nobody sealed."""
-    CallCache(into, "read-write")._open()  # the call cache's own table
-    keys = sorted({c["key"] for e in entries for c in e.get("calls") or ()})
-    with closing(sqlite3.connect(into)) as db:
-        db.execute("DELETE FROM calls")
-        if keys and (root / CALLS).is_file():
-            db.execute("ATTACH DATABASE ? AS src", (f"{(root / CALLS).resolve().as_uri()}?mode=ro",))
-            copy_calls(db, "src", keys)
-        db.commit()
+    _copied(root, sorted({c["key"] for e in entries for c in e.get("calls") or ()}), into, only=True)
     return into
+
+
+def _copied(root: Path, keys: list[str], into: Path, only: bool = False) -> None:
+    """The calls ``keys`` of ``DIR/calls.sqlite`` copied into the call cache at ``into`` (made if need be,
+    with the call cache's own table; a row there is kept); ``only``: its other calls removed first."""
+    CallCache(into, "read-write")._open()
+    with closing(sqlite3.connect(into)) as db:
+        if only:
+            db.execute("DELETE FROM calls")
+        if keys and (root / CALLS).is_file():
+            db.execute("ATTACH DATABASE ? AS sealed", (f"{(root / CALLS).resolve().as_uri()}?mode=ro",))
+            copy_calls(db, "sealed", keys)
+        db.commit()
 
 
 def asking(root: Path, cfg: RunConfig, entries: list[dict[str, Any]]) -> RunConfig:
@@ -121,11 +127,7 @@ def into_own_caches(root: Path, cfg: RunConfig, sealed: list[dict[str, Any]]) ->
             continue
         cache = _cache_of(cfg, name)
         try:
-            CallCache(cache, "read-write")._open()
-            with closing(sqlite3.connect(cache)) as db:
-                db.execute("ATTACH DATABASE ? AS sealed", (f"{(root / CALLS).resolve().as_uri()}?mode=ro",))
-                copy_calls(db, "sealed", keys)
-                db.commit()
+            _copied(root, keys, cache)
         except (sqlite3.Error, FinconError) as exc:
             log.warning("%s: the calls it sealed could not be written into its call cache %s (%s); %s holds them",
                         name, cache, exc, root / CALLS)  # fmt: skip
