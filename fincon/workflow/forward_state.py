@@ -74,7 +74,6 @@ def keep_state(root: Path, name: str, run_dir: Path, day: dt.date) -> None:
     if not nxt.is_dir():
         return
     shutil.copyfile(run_dir / engine.DECISIONS, nxt / engine.DECISIONS)
-    (nxt / META).unlink(missing_ok=True)
     # every file the next step takes up, hashed: the state is a cache, but one the step wrote
     meta = {"session": str(day), "code": artifacts.code_sha256(), "folder_sha256": tree_hash(nxt, skip=(META,))}
     write_atomic(nxt / META, json_text(meta))
