@@ -40,7 +40,7 @@ def args_for(data: Path, cache: Path, mode: str, out: Path, masked: bool) -> lis
 def compare(named: Path, masked: Path) -> dict:
     """What masking changed: each run's CR and Sharpe, the share of days whose decision differs, and
     the leakage audit of each (fincon.llm.leakage)."""
-    from fincon.agents.replayed_prompts import audit_run
+    from fincon.agents.replayed_sessions import audit_run
     from fincon.llm import leakage
 
     def metrics(run: Path) -> dict:

@@ -97,6 +97,11 @@ def test_a_masked_team_runs_news_prompts_are_placed_by_replaying_the_pipeline(tm
     # the default, written into config.yaml and masking.json (an unset key was read back as topics)
     assert tone.mask_items == "tone" and all("topics:" not in p.text for p in leakage_inputs.prompts_of(tone))
     assert (news(res), res["result"]) == ((1, 6), "inconclusive")  # from 6 of 7, not blind
+    # read together, the run's call log names what each prompt alone does not (beside the verdict, not in it)
+    capsys.readouterr()
+    assert main(["eval", "leakage", "tone", "--against", "jnj"]) == 0
+    together = capsys.readouterr().out.splitlines()[-1]  # 2 corpora of 291 sessions: 582 windows of one
+    assert together.endswith("among up to 582 windows: 1 session: 2 of 8, 3 sessions: 6 of 6, 5 sessions: 4 of 4")
     # and `explain` of a masked day says what the model read of an item (it said "its topic and tone word")
     capsys.readouterr()
     assert main(["explain", "tone", "--date", "2020-10-05"]) == 0

@@ -17,7 +17,6 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 from collections import OrderedDict, defaultdict
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -50,26 +49,30 @@ class Replayed:
         run = self.runs.get(p.run)
         if run is None or p.day in ("-", ""):
             return Guess()
-        params: Mapping[str, Any] = run.params or {}
         if p.kind in ROLE_SOURCE:
-            source = ROLE_SOURCE[p.kind]
-            k = int(params.get("memory_k", 5))
-            budget = int(params.get("analyst_budget_tokens", DEFAULT_BUDGET_TOKENS))
-            table = self._table(
-                ("items", run.start, source, k, budget, run.mask_items),
-                lambda: items_table(self.k, run.start, source, k, budget, run.mask_items),
-            )
+            table = self.items(run, ROLE_SOURCE[p.kind])
             lines = item_lines(p.text)
             found = next((table[lines[:m]] for m in range(len(lines), 0, -1) if lines[:m] in table), [])
         elif p.kind == DATA_ANALYST.name:
-            lookback = int(params.get("lookback", 60))
-            table = self._table(
-                ("prices", lookback, run.mask_items), lambda: prices_table(self.k, lookback, run.mask_items)
-            )
-            found = table.get(price_lines(p.text), [])
+            found = self.prices(run).get(price_lines(p.text), [])
         else:
             return Guess()
         return self._placed(found)
+
+    def items(self, run: RunInfo, source: str) -> Table:
+        """What an analyst of ``source`` in ``run`` would list first, per firm and session (its settings)."""
+        params: Mapping[str, Any] = run.params or {}
+        k = int(params.get("memory_k", 5))
+        budget = int(params.get("analyst_budget_tokens", DEFAULT_BUDGET_TOKENS))
+        return self._table(
+            ("items", run.start, source, k, budget, run.mask_items),
+            lambda: items_table(self.k, run.start, source, k, budget, run.mask_items),
+        )
+
+    def prices(self, run: RunInfo) -> Table:
+        """The data analyst's masked indicator lines in ``run``, per firm and session."""
+        lookback = int((run.params or {}).get("lookback", 60))
+        return self._table(("prices", lookback, run.mask_items), lambda: prices_table(self.k, lookback, run.mask_items))
 
     def _table(self, key: tuple, build) -> Table:
         """A table, built once per process for one corpus, prices and setting (a pure function of them, 3-15
@@ -163,8 +166,3 @@ def prices_table(k: Knowledge, lookback: int, mask_items: str = "topics") -> Tab
                 masked[block] = price_lines(mask.text(block, d))
             out[masked[block]].append((firm, day.date()))
     return dict(out)
-
-
-def audit_run(root: Path, **kwargs: Any) -> dict[str, Any]:
-    """:func:`fincon.llm.leakage.run_audit` with the replaying adversary (what ``fincon eval leakage`` runs)."""
-    return leakage.run_audit(root, replay=Replayed, **kwargs)

@@ -25,6 +25,8 @@ knowing what such a model could know (docs/llm.md#masked-prompts):
   day's prompts hold are one group: what one gives away, all do.
 * **replayed** (passed in: fincon.agents.replayed_prompts): the analysts' own pipeline over every firm
   and session, a prompt's lines looked up in what it lists (a session's topics in order named it).
+* **read together** (passed in: fincon.agents.replayed_sessions): a run's prompts session after
+  session, as its call log's holder reads them; reported beside the verdict, not in it.
 
 Per agent and overall: the share of prompts whose firm, day (exactly; within
 ±5 sessions) and both are recovered, with a Wilson 95 % interval and the
@@ -426,12 +428,14 @@ def run_audit(
     root: Path,
     *,
     replay: Callable[[Sequence[RunInfo], Knowledge], Adversary] | None,
+    together: Callable[[Any, Sequence[Prompt]], dict[str, Any]] | None = None,
     cache: Path | None = None,
     against: Iterable[Path] = (),
     threshold: float = THRESHOLD,
 ):
     """Audit every run under ``root`` (a run, or a comparison of several strategies), with the replaying
-    adversary ``replay`` builds (fincon.agents.audit_run passes it)."""
+    adversary ``replay`` builds and the log reader ``together`` reading its prompts together
+    (fincon.agents.audit_run passes both)."""
     found = runs_in(root)
     if not found:
         raise DataError(
@@ -441,7 +445,12 @@ def run_audit(
     runs = [read_run(p, cache) for p in found]
     prompts = [p for r in runs for p in prompts_of(r)]
     k = build_knowledge(runs, tuple(against))
-    res = audit(prompts, k, threshold, replay(runs, k) if replay else None)
+    adversary = replay(runs, k) if replay else None
+    res = audit(prompts, k, threshold, adversary)
+    if together is not None and adversary is not None:
+        res["together"] = together(
+            adversary, prompts
+        )  # beside the verdict, not in it (fincon.agents.replayed_sessions)
     res["directory"] = str(root)
     res["masked"] = sorted({r.masked for r in runs}) == [True]
     res["runs"] = [str(r.path) for r in runs]

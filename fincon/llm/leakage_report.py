@@ -34,4 +34,18 @@ def report(res: Mapping[str, Any]) -> str:
     ci = f"{d['wilson_95'][0]:.0%}-{d['wilson_95'][1]:.0%}" if d["wilson_95"] else "n/a"
     lines.append(f"{'all, by day':<18}{str(d['n']) + ' d':>8}{'':>24}{pct(d):>8}  {ci:<18}")
     lines.append(f"\nverdict: {res['verdict']}")
+    if res.get("together"):
+        lines.append(together(res["together"]))
     return "\n".join(lines)
+
+
+def together(t: Mapping[str, Any]) -> str:
+    """The log reader's line (fincon.agents.replayed_sessions): stretches of sessions read together."""
+    said = ", ".join(f"{n} session{'s' * (n != '1')}: {x['k']} of {x['n']}" for n, x in t["lengths"].items() if x["n"])
+    if not said:
+        return "read together: no stretch of sessions of one firm's analysts to read"
+    most = max(t["windows"].values())
+    return (
+        f"read together (the run's call log, not one prompt; beside the verdict, not in it): stretches of "
+        f"consecutive sessions whose firm and window alone fit best, among up to {most:,} windows: {said}"
+    )

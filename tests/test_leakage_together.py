@@ -1,0 +1,71 @@
+"""The leakage audit's log reader (fincon.agents.replayed_sessions): a run's prompts read together,
+session after session. Found in review 2026-12-02: five sessions in a row of masked InvestorBench runs
+named firm and window where each prompt alone read inconclusive; the audit counts it now."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+
+from fincon.agents.replayed_sessions import fits, read_together
+from fincon.llm import leakage_report
+from fincon.llm.leakage_inputs import Prompt, RunInfo
+
+X = "the decision day: an item (tone positive)"
+Y = "this week: an item (tone negative)"
+DAYS = [dt.date(2020, 1, 6) + dt.timedelta(days=i) for i in range(5)]  # Monday to Friday
+
+
+def _reader(runs: list[str]):
+    """Two firms of five sessions each; A's news analyst has new lines on sessions 1 (X) and 3 (Y), B's
+    on 1 (X) and 4 (Y)."""
+    news = {(X,): [("A", DAYS[1]), ("B", DAYS[1])], (Y,): [("A", DAYS[3]), ("B", DAYS[4])]}
+    closes = {f: pd.Series(1.0, index=pd.DatetimeIndex(DAYS)) for f in ("A", "B")}
+    k = SimpleNamespace(events=[SimpleNamespace(ticker=f) for f in closes], closes=closes)
+    info = {
+        r: RunInfo(
+            path=Path(r),
+            strategy="fincon",
+            tickers=("A",),
+            start=DAYS[0],
+            end=DAYS[-1],
+            masked=True,
+            cache=Path("x"),
+            data={},
+            events="e",
+        )  # fmt: skip
+        for r in runs
+    }
+    return SimpleNamespace(k=k, runs=info, items=lambda run, source: news, prices=lambda run: {})
+
+
+def _asked(run: str) -> list[Prompt]:
+    return [
+        Prompt(run, "news/A", str(DAYS[i]), f"k{i}", f"News:\n[E1] {line}\n", ("A",)) for i, line in ((1, X), (3, Y))
+    ]
+
+
+def test_stretches_of_sessions_name_a_window_no_session_names_alone():
+    """By hand (each firm-session scores a point per observation it fits; not asked fits a session with
+    no new line): one session never names A's (session 1's X is B's too, session 3's Y is B's session
+    4's, a session not asked fits most); three in a row from session 1 score A 3 where B's best is 2,
+    from session 2 A 3 against 2, from session 0 A 3 and B 3 (a tie names nothing); all five, A 5
+    against B 4. A second run asking the same (a training's next episode) is read once."""
+    got = read_together(_reader(["ep-01", "ep-02"]), _asked("ep-01") + _asked("ep-02"))
+    counts = {n: (x["k"], x["n"]) for n, x in got["lengths"].items()}
+    assert counts == {"1": (0, 5), "3": (2, 3), "5": (1, 1), "10": (0, 0)}
+    assert got["windows"] == {"1": 10, "3": 6, "5": 2, "10": 0}
+    line = leakage_report.together(got)
+    assert line.endswith("among up to 10 windows: 1 session: 0 of 5, 3 sessions: 2 of 3, 5 sessions: 1 of 1")
+
+
+def test_an_observation_fits_the_sessions_whose_new_lines_begin_it():
+    """Asked: every firm-session whose new lines are a prefix of the prompt's (older memories may follow
+    them); not asked: None, read as every session without a new line."""
+    table = {(X,): [("A", DAYS[1])], (X, Y): [("B", DAYS[2])], (Y,): [("B", DAYS[4])]}
+    assert fits(table, (X, Y)) == [("A", DAYS[1]), ("B", DAYS[2])]
+    assert fits(table, (Y, X)) == [("B", DAYS[4])]
+    assert fits(table, ()) == [] and fits(table, None) is None
