@@ -174,3 +174,20 @@ def test_the_calibration_row_prints_its_bounds_on_the_side_of_the_bar_its_verdic
     assert verdict == FAIL and "95 % upper bound 0.250," in said and "at most +0.000;" in said, said
     verdict, said = row(0.2412, -0.0213)
     assert verdict == PASS and "upper bound 0.241," in said and "at most -0.021;" in said, said
+
+
+def test_an_interval_just_above_chance_is_printed_on_its_side_of_it():
+    """Found in review 2026-12-02: whole percents printed a lower end of 50.1 % as "[50%, ...] by chance
+    50%" beside "informative". 532 hits of 1,000: Wilson 95 % (one analyst, no Bonferroni) by hand:
+    centre (0.532 + 1.96²/2000) / (1 + 1.96²/1000) = 0.53188, half-width 1.96 sqrt(0.532 * 0.468 / 1000 +
+    1.96² / 4e6) / (1 + 1.96²/1000) = 0.03088: [0.50100, 0.56276]; printed to a decimal."""
+    from fincon.report.card import PASS, disaggregation
+
+    class Ev(Evidence):
+        calibration = {"by_analyst": {"news": {"n": 1000, "hits": 532, "hit_rate": 0.532, "chance": 0.5}}}
+
+    verdict, said = disaggregation(Ev(Path("x"), None, None, None, {}, {}, {}, []))
+    assert verdict == PASS and "news 53.2% [50.1%, 56.3%] by chance 50.0% (n=1000)" in said, said
+    # a bound under chance in whole percents stays in whole percents
+    Ev.calibration["by_analyst"]["news"].update(hits=510, hit_rate=0.51)
+    assert "news 51% [48%, 54%] by chance 50%" in disaggregation(Ev(Path("x"), None, None, None, {}, {}, {}, []))[1]

@@ -228,6 +228,12 @@ def _n(v: dict) -> str:
     return f"n={v['n']}" + (f", {m} judgement{'s' if m > 1 else ''}" if m < v["n"] else "")
 
 
+def _percent(x: float, places: int) -> str:
+    """A share as a percent to ``places`` decimals (whole percents printed an interval's lower end of
+    50.1 % as chance's "50%" beside "informative")."""
+    return f"{x * 100:.{places}f}"
+
+
 def disaggregation(ev: Evidence) -> Verdict:
     """What is each analyst's call worth? A pass needs at least one analyst
     whose hit rate is above chance by a Wilson interval that excludes it, at
@@ -250,7 +256,10 @@ def disaggregation(ev: Evidence) -> Verdict:
         lo, hi = wilson(v["hits"] / v["n"] * m, m, level)
         chance = max(0.5, v["chance"])  # its own bias on those days: all-bullish in a rise scores its share
         repeated |= m < v["n"]
-        rows.append(f"{kind} {v['hit_rate']:.0%} [{lo:.0%}, {hi:.0%}] by chance {chance:.0%} ({_n(v)})")
+        k = next((k for k in range(6) if (float(_percent(lo, k)) > float(_percent(chance, k))) == (lo > chance)), 6)
+        rows.append(
+            f"{kind} {_percent(v['hit_rate'], k)}% [{_percent(lo, k)}%, {_percent(hi, k)}%] by chance {_percent(chance, k)}% ({_n(v)})"
+        )
         if lo > chance:
             informative.append(kind)
     how = f"hit rate by analyst, Wilson {level:.1%} intervals (Bonferroni over {len(per)}): " + ", ".join(rows)
