@@ -417,3 +417,20 @@ def test_an_experiment_takes_the_broker_flags_a_backtest_does_and_each_unit_runs
         assert (b.charge_llm, b.commission.model, b.slippage.model, b.participation, b.fill) == (
             True, "per-share", "bps", 0.025, "next_open")  # fmt: skip
         assert b.slippage.bps == 5 and b.commission.minimum == 1.0
+
+
+def test_runs_of_unequal_length_are_paired_by_date():
+    """Found in review 2026-12-02: the statistics cut every run to the shortest's length by its last days,
+    so a run that stopped after 3 of 5 days was paired with the others' days 3 to 5. Paired by date: each
+    run on the days every run traded."""
+    from fincon.workflow.experiment_stats import on_common_days
+
+    days = pd.bdate_range("2022-10-03", periods=5)
+    full = pd.Series([0.01, 0.02, 0.03, 0.04, 0.05], index=days)
+    stopped = pd.Series([-0.01, -0.02, -0.03], index=days[:3])
+    got = on_common_days({"buy-and-hold": full, "fincon-full-r1": stopped})
+    assert got["buy-and-hold"].tolist() == [0.01, 0.02, 0.03] and got["fincon-full-r1"].tolist() == [
+        -0.01,
+        -0.02,
+        -0.03,
+    ]

@@ -52,12 +52,17 @@ def significance(
 
     # every run the experiment made, read once: each variant's repeats (named fincon-VARIANT-rR: the
     # team's rows are never taken for a baseline) and the baselines
-    runs = {(v, r): run_returns(Unit("test", m["ablation"], r, m["protocol"]).path(root)).to_numpy()
-            for v, m in results["median"].items() for r in range(1, exp.repeats + 1)}  # fmt: skip
-    base = {b: run_returns(baseline_dir(root, exp, b)).to_numpy() for b in exp.baselines}
-    n = min(len(s) for s in [*runs.values(), *base.values()])  # one calendar: a stopped run's days only
-    every = {f"{team_row(v)}-r{r}": s[-n:] for (v, r), s in runs.items()}
-    every.update({b: s[-n:] for b, s in base.items()})
+    every = on_common_days(
+        {
+            **{
+                f"{team_row(v)}-r{r}": run_returns(Unit("test", m["ablation"], r, m["protocol"]).path(root))
+                for v, m in results["median"].items()
+                for r in range(1, exp.repeats + 1)
+            },
+            **{b: run_returns(baseline_dir(root, exp, b)) for b in exp.baselines},
+        }
+    )
+    n = len(next(iter(every.values())))
     series = {team_row(v): every[f"{team_row(v)}-r{m['repeat']}"] for v, m in results["median"].items()}
     series.update({b: every[b] for b in exp.baselines})
     study = trials.study_of(exp.tickers, str(exp.test.start), str(exp.test.end))
@@ -92,6 +97,14 @@ def significance(
         # ablation that changed no decision, repeats that measured no spread (fincon.workflow.tables)
         "identical": [g for g in sig.same_series(every) if len(g) > 1],
     }
+
+
+def on_common_days(runs: dict[str, pd.Series]) -> dict[str, Any]:
+    """Each run's daily returns on the days every run traded, by date (one calendar: a run that stopped
+    early, its days only; each was once cut to its last n days, so a run stopped after n days was paired
+    with the others' last n)."""
+    days = sorted(set.intersection(*(set(s.index) for s in runs.values())))
+    return {k: s.loc[days].to_numpy() for k, s in runs.items()}
 
 
 def team_row(variant: str) -> str:
