@@ -504,6 +504,32 @@ def test_a_report_read_again_is_one_judgement_however_many_days_it_is_scored_on(
     assert verdict == PASS and "10-q 70% [63%, 76%] by chance 50% (n=200)" in measured, measured
 
 
+def test_the_same_call_on_the_same_items_asked_afresh_is_one_judgement():
+    """Found in review 2026-12-02: the rules analyst reads a filing's decayed weight, so it is asked afresh
+    each day (``via: rules``, never ``reuse``), and its same call on the same 10-Q counted as a new
+    judgement each day. A call whose record lists the items it read is a new judgement when they or its
+    direction change: the days above as the rules brain writes them, one 10-Q a half, are 2 judgements;
+    a record without its inputs is counted as before."""
+    from fincon.report.card import FAIL, disaggregation
+
+    def days(inputs: bool):
+        out = []
+        for i in range(200):
+            bull = i < 100
+            rise = (i % 10 < 7) == bull
+            read = {"inputs": [{"id": "10q-Q1" if bull else "10q-Q2", "source": "10-Q"}]} if inputs else {}
+            agents = [{"agent": "10-q/T", "direction": "bullish" if bull else "bearish", "confidence": 0.5 - i / 1000,
+                       "via": "rules", **read}]  # fmt: skip
+            out += [{"record": {"closes": {"T": 100.0}, "agents": agents}},
+                    {"record": {"closes": {"T": 101.0 if rise else 99.0}}}]  # fmt: skip
+        return out
+
+    assert calibration(days(True))["by_analyst"]["10-q"]["judgements"] == 2
+    verdict, measured = disaggregation(_evidence(decisions=days(True)))
+    assert verdict == FAIL and "(n=200, 2 judgements)" in measured, measured
+    assert calibration(days(False))["by_analyst"]["10-q"]["judgements"] == 200
+
+
 def test_calibrations_bound_counts_a_report_read_again_as_one_judgement():
     """The Brier's bound was clustered by day only: four calls, each read again for 10 days (right on 10,
     10, 6 and 6 of them), passed as forty (bound 0.223 < 0.25). Clustered by judgement too (Cameron,

@@ -87,10 +87,20 @@ def _called(decisions: list[dict[str, Any]]) -> list[str]:
     ]
 
 
+def _what_it_read(a: dict[str, Any]) -> Any:
+    """An analyst's call as a judgement: the items it read and its direction, when the record lists them
+    (the rules analyst, reading a filing's decayed weight, was asked afresh each day and each day's same
+    call on the same filing counted as a new judgement); else the call itself (a record without them)."""
+    if not isinstance(a.get("inputs"), list):
+        return object()  # never equal: each call not reused is a judgement, as before records listed inputs
+    return sorted(str(i.get("id")) for i in a["inputs"] if isinstance(i, dict)), a.get("direction")
+
+
 def _scored(k: int, decisions: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     """The scored calls of run ``k``: (analyst kind, direction, confidence, P(up), up, day, judgement)."""
     rows = []
     judged: dict[str, int] = {}  # each analyst's judgements so far: a report read again unchanged is none
+    last: dict[str, Any] = {}  # each analyst's last call: what it read and what it said
     for i, (d, nxt) in enumerate(zip(decisions, decisions[1:])):
         rec, rec2 = d.get("record") or {}, nxt.get("record") or {}
         c0, c1 = rec.get("closes") or {}, rec2.get("closes") or {}
@@ -98,7 +108,9 @@ def _scored(k: int, decisions: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
             if a.get("via") == "empty":  # nothing to read that day: the default "neutral" is no call
                 continue
             who = str(a.get("agent", ""))
-            judged[who] = judged.get(who, 0) + (a.get("via") != "reuse" or who not in judged)
+            said = _what_it_read(a)
+            judged[who] = judged.get(who, 0) + (who not in judged or (a.get("via") != "reuse" and said != last[who]))
+            last[who] = said
             t = who.split("/")[-1]
             if t not in c0 or t not in c1 or a.get("direction") not in ("bullish", "bearish", "neutral"):
                 continue
