@@ -19,7 +19,7 @@ Y = "this week: an item (tone negative)"
 DAYS = [dt.date(2020, 1, 6) + dt.timedelta(days=i) for i in range(5)]  # Monday to Friday
 
 
-def _reader(runs: list[str]):
+def _reader(runs: list[str], masked: bool = True):
     """Two firms of five sessions each; A's news analyst has new lines on sessions 1 (X) and 3 (Y), B's
     on 1 (X) and 4 (Y)."""
     news = {(X,): [("A", DAYS[1]), ("B", DAYS[1])], (Y,): [("A", DAYS[3]), ("B", DAYS[4])]}
@@ -32,7 +32,7 @@ def _reader(runs: list[str]):
             tickers=("A",),
             start=DAYS[0],
             end=DAYS[-1],
-            masked=True,
+            masked=masked,
             cache=Path("x"),
             data={},
             events="e",
@@ -58,6 +58,7 @@ def test_stretches_of_sessions_name_a_window_no_session_names_alone():
     counts = {n: (x["k"], x["n"]) for n, x in got["lengths"].items()}
     assert counts == {"1": (0, 5), "3": (2, 3), "5": (1, 1), "10": (0, 0)}
     assert got["windows"] == {"1": 10, "3": 6, "5": 2, "10": 0}
+    assert read_together(_reader(["ep-01"], masked=False), _asked("ep-01")) == {}  # named: no line to print
     line = leakage_report.together(got)
     assert line.endswith("among up to 10 windows: 1 session: 0 of 5, 3 sessions: 2 of 3, 5 sessions: 1 of 1")
 
@@ -69,3 +70,29 @@ def test_an_observation_fits_the_sessions_whose_new_lines_begin_it():
     assert fits(table, (X, Y)) == [("A", DAYS[1]), ("B", DAYS[2])]
     assert fits(table, (Y, X)) == [("B", DAYS[4])]
     assert fits(table, ()) == [] and fits(table, None) is None
+
+
+def test_runs_of_one_name_in_two_folders_are_two_runs(tmp_path):
+    """Found in review 2026-12-02: a prompt named its run by the folder's last name, so an experiment's two
+    trainings' ``ep-01`` were one run to the audit: the replay read one's settings for both, the linker
+    joined their days, and the log reader read one's sessions over the other's. A run is its folder."""
+    import json
+    import sqlite3
+
+    from fincon.agents.replayed_prompts import Replayed
+    from fincon.llm.leakage_inputs import prompts_of
+
+    cache = tmp_path / "calls.sqlite"
+    with sqlite3.connect(cache) as conn:
+        conn.execute("CREATE TABLE calls (key TEXT, messages TEXT)")
+        conn.execute("INSERT INTO calls VALUES ('k1', ?)", (json.dumps([{"role": "user", "content": "News: x"}]),))
+    runs = []
+    for repeat, memory_k in (("full-r1", 5), ("full-r2", 3)):
+        path = tmp_path / repeat / "episodes" / "ep-01"
+        path.mkdir(parents=True)
+        (path / "llm_calls.csv").write_text("day,agent,key\n2020-01-06,news/A,k1\n")
+        runs.append(RunInfo(path=path, strategy="fincon", tickers=("A",), start=DAYS[0], end=DAYS[-1], masked=True,
+                            cache=cache, data={}, events="e", params={"memory_k": memory_k}))  # fmt: skip
+    prompts = [p for r in runs for p in prompts_of(r)]
+    replayed = Replayed(runs, None)  # type: ignore[arg-type]  # its knowledge is read only when a prompt is placed
+    assert [replayed.runs[p.run].params["memory_k"] for p in prompts] == [5, 3]

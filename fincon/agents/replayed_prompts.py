@@ -42,7 +42,7 @@ class Replayed:
     per corpus window and setting the runs used."""
 
     def __init__(self, runs: Sequence[RunInfo], k: Knowledge):
-        self.k, self.runs = k, {r.path.name: r for r in runs}
+        self.k, self.runs = k, {str(r.path): r for r in runs}
         self._knows: int | None = None  # what the tables are of: the corpus and the prices (see _table)
 
     def __call__(self, p: Prompt) -> Guess:

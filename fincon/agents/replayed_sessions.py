@@ -59,6 +59,8 @@ def read_together(replayed: Replayed, prompts: Sequence[Prompt]) -> dict[str, An
                 seen.add(key)
                 named[n][1] += 1
                 named[n][0] += _names(scores[s : s + n], firm, cal.at[firm][sessions[s]])
+    if not named[1][1]:
+        return {}  # nothing masked to read together: no line
     return {
         "lengths": {str(n): share_of(k, total) for n, (k, total) in named.items()},
         "windows": {str(n): sum(max(0, len(c) - n + 1) for c in cal.at.values()) for n in LENGTHS},
@@ -66,11 +68,12 @@ def read_together(replayed: Replayed, prompts: Sequence[Prompt]) -> dict[str, An
 
 
 def _by_run_and_firm(replayed: Replayed, prompts: Sequence[Prompt]) -> dict[tuple[str, str], dict]:
-    """Per run and firm of one firm's prompts: per analyst kind the audit replays, its text per day."""
+    """Per masked run and firm of one firm's prompts: per analyst kind the audit replays, its text per day."""
     out: dict[tuple[str, str], dict[str, dict[dt.date, str]]] = defaultdict(lambda: defaultdict(dict))
     for p in prompts:
-        if p.run not in replayed.runs or len(p.tickers) != 1 or p.span is None or p.span[0] != p.span[1]:
-            continue
+        run = replayed.runs.get(p.run)
+        if run is None or not run.masked or len(p.tickers) != 1 or p.span is None or p.span[0] != p.span[1]:
+            continue  # a named prompt gives firm and day away alone; a manager's of a portfolio is of many firms
         if p.kind in ROLE_SOURCE or p.kind == DATA_ANALYST.name:
             out[(p.run, p.tickers[0])][p.kind].setdefault(p.span[0], p.text)
     return out

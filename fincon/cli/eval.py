@@ -213,20 +213,20 @@ Cached like every call: --llm-cache replay repeats a probe without a model."""
 LEAKAGE = """\
 Could a model that has read the corpus tell which firm and which day a
 prompt is about? The audit reads back every prompt a finished run sent (its
-llm_calls.csv and call cache) and attacks it with five adversaries that need
-no model: the corpus (word 5-grams of every item, with its date), the bag of
-words (every item's TF-IDF bag; a masked item's topic and tone looked up,
-alone and with the prompt's others, among the corpus's items masked the same
-way; the firm its topics' industry names), the prices (precise returns
-matched against every ticker's series; a count of closes shorter than the
-run's window, the data's session number), the vocabulary (each firm's names,
-products and the terms mined from the corpus) and a linker (prompts of one
-day that share a verbatim run). Per agent: the share of prompts whose firm,
-whose day (exactly; within 5 sessions) and whose both are given away, with a
-Wilson 95 % interval. More than --threshold of them giving away firm and
-day: not blind; the whole interval at or under it, of the prompts and of the
-decision days (a day's prompts give it away together): blind; between:
-inconclusive, too few days to tell (docs/llm.md#masked-prompts)."""
+llm_calls.csv and call cache) and attacks each with six adversaries that
+need no model: the corpus (word 5-grams of every item, with its date), the
+bag of words (TF-IDF bags; a masked item's tone or topic looked up among the
+corpus's items masked alike; the firm its topics' industry names), the
+prices (precise returns; a count of closes shorter than the run's window),
+the vocabulary (names, products, terms mined from the corpus), a linker
+(prompts of one day sharing a verbatim run) and a replay of the analysts'
+own pipeline over every firm and session. Per agent: the share of prompts
+whose firm, day (exactly; within 5 sessions) and both are given away, with a
+Wilson 95 % interval. More than --threshold of them: not blind; the whole
+interval at or under it, of the prompts and of the decision days: blind;
+between: inconclusive. A last line, beside the verdict and not in it: what
+the run's prompts read together, as its call log, name (stretches of 1 to
+10 sessions whose firm and window alone fit best) (docs/llm.md#masked-prompts)."""
 
 
 def _register_leakage(inner) -> None:

@@ -47,7 +47,7 @@ INDUSTRY_ODDS = 10.0
 class Prompt:
     """One call of a run: who asked, for which day, and the text the model saw."""
 
-    run: str
+    run: str  # the run's directory, as the audit was given it: two trainings' ep-01 are two runs
     agent: str
     day: str  # YYYY-MM-DD, or "-" for a call made outside a trading day
     key: str
@@ -180,7 +180,7 @@ def prompts_of(run: RunInfo) -> list[Prompt]:
         own = c["agent"].rsplit("/", 1)[1] if "/" in c["agent"] else None
         tickers = (own,) if own in run.tickers else run.tickers
         out.append(
-            Prompt(run.path.name, c["agent"], c["day"], c["key"], texts[c["key"]], tickers, (run.start, run.end))
+            Prompt(str(run.path), c["agent"], c["day"], c["key"], texts[c["key"]], tickers, (run.start, run.end))
         )
     return out
 

@@ -42,8 +42,6 @@ def report(res: Mapping[str, Any]) -> str:
 def together(t: Mapping[str, Any]) -> str:
     """The log reader's line (fincon.agents.replayed_sessions): stretches of sessions read together."""
     said = ", ".join(f"{n} session{'s' * (n != '1')}: {x['k']} of {x['n']}" for n, x in t["lengths"].items() if x["n"])
-    if not said:
-        return "read together: no stretch of sessions of one firm's analysts to read"
     most = max(t["windows"].values())
     return (
         f"read together (the run's call log, not one prompt; beside the verdict, not in it): stretches of "
