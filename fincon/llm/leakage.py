@@ -447,10 +447,8 @@ def run_audit(
     k = build_knowledge(runs, tuple(against))
     adversary = replay(runs, k) if replay else None
     res = audit(prompts, k, threshold, adversary)
-    if together is not None and adversary is not None:
-        res["together"] = together(
-            adversary, prompts
-        )  # beside the verdict, not in it (fincon.agents.replayed_sessions)
+    if together is not None and adversary is not None:  # beside the verdict, not in it
+        res["together"] = together(adversary, prompts)
     res["directory"] = str(root)
     res["masked"] = sorted({r.masked for r in runs}) == [True]
     res["runs"] = [str(r.path) for r in runs]
