@@ -333,8 +333,5 @@ class ScoreIndex:
     def access(self, row: int) -> int:
         return int(self._acc[row])
 
-    def ordinal(self, row: int) -> int:
-        return int(self._ord[row])
-
     def source(self, row: int) -> str:
         return self.sources[int(self._src[row])]

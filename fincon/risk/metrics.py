@@ -52,11 +52,6 @@ def log_returns(values: np.ndarray) -> np.ndarray:
         return np.where(ratio > 0, np.log(np.where(ratio > 0, ratio, 1.0)), np.nan)
 
 
-def simple_returns(values: np.ndarray) -> np.ndarray:
-    v = np.asarray(values, dtype=float)
-    return v[1:] / v[:-1] - 1.0
-
-
 RETURNS = ("log", "simple")
 
 
