@@ -588,6 +588,19 @@ def test_temporal_integrity_passes_a_masked_run_only_when_its_audit_shows_it_bli
         "inconclusive (0 of 185 prompts give away firm and day, threshold 10%; audited before the bound counted "
         "days: fincon eval leakage x)"
     )
+    # the log reader's stretches, beside the verdict and not in it: a blind audit still passes, and says what
+    # the call log read together names (a PASS beside 23 of 23 five-session stretches named said nothing)
+    read = {"1": {"k": 2, "n": 27}, "10": {"k": 0, "n": 0}, "3": {"k": 21, "n": 25}, "5": {"k": 23, "n": 23}}  # as kept
+    blind = ev("blind", 0, 185, 0, 60)
+    blind.metrics["model_knowledge"]["audit"]["together"] = read
+    verdict, said = temporal_integrity(blind)
+    assert verdict == PASS and said.endswith(
+        "; its call log read together (whoever holds it, not a model reading one prompt) names firm and window in "
+        "stretches of 1 session: 2 of 27, 3 sessions: 21 of 25, 5 sessions: 23 of 23"
+    )
+    none = {n: {"k": 0, "n": x["n"]} for n, x in read.items()}  # naming nothing: no words
+    blind.metrics["model_knowledge"]["audit"]["together"] = none
+    assert temporal_integrity(blind) == temporal_integrity(ev("blind", 0, 185, 0, 60))
     # a cutoff fincon does not know, only claimed (--llm-knowledge-cutoff): the row passed naming it like a
     # known one ("after-cutoff (cutoff 2019-01-01)" for the test kit's double); the claim is said as a claim
     claimed = {"label": "after-cutoff", "cutoff": "2019-01-01", "source": "given by the user (llm.knowledge_cutoff)"}

@@ -421,6 +421,12 @@ def summary(res: Mapping[str, Any]) -> dict[str, Any]:
         "share": None if fd["share"] is None else round(fd["share"], 4),
         "threshold": res["threshold"],
         "cues": res["overall"]["cues"],
+        # the log reader's stretches (fincon.agents.replayed_sessions), beside the verdict: the card prints them
+        **(
+            {"together": {n: {"k": x["k"], "n": x["n"]} for n, x in t["lengths"].items()}}
+            if (t := res.get("together"))
+            else {}
+        ),
     }
 
 

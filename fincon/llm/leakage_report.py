@@ -41,9 +41,15 @@ def report(res: Mapping[str, Any]) -> str:
 
 def together(t: Mapping[str, Any]) -> str:
     """The log reader's line (fincon.agents.replayed_sessions): stretches of sessions read together."""
-    said = ", ".join(f"{n} session{'s' * (n != '1')}: {x['k']} of {x['n']}" for n, x in t["lengths"].items() if x["n"])
+    said = stretches(t["lengths"])
     most = max(t["windows"].values())
     return (
         f"read together (the run's call log, not one prompt; beside the verdict, not in it): stretches of "
         f"consecutive sessions whose firm and window alone fit best, among up to {most:,} windows: {said}"
     )
+
+
+def stretches(lengths: Mapping[str, Mapping[str, int]]) -> str:
+    """Per stretch length, how many of the run's stretches name firm and window ("1 session: 2 of 27, ...")."""
+    ordered = sorted(lengths.items(), key=lambda nx: int(nx[0]))  # a run's metrics.json keeps them as text, sorted
+    return ", ".join(f"{n} session{'s' * (n != '1')}: {x['k']} of {x['n']}" for n, x in ordered if x["n"])

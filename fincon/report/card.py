@@ -32,7 +32,7 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from fincon.data.calendar import infer_calendar
-from fincon.llm import leakage_verdict
+from fincon.llm import leakage_report, leakage_verdict
 from fincon.llm.knowledge import AUDITED, USER_SOURCE
 from fincon.llm.settings import LLMSettings
 from fincon.proportions import wilson
@@ -92,6 +92,11 @@ def temporal_integrity(ev: Evidence) -> Verdict:
         if result in AUDITED
         else ("; prompts named, not audited" if result == "not audited" else "")
     )
+    if (t := audit.get("together")) and any(x["k"] for x in t.values()):  # beside the verdict, not in it
+        said += (
+            "; its call log read together (whoever holds it, not a model reading one prompt) names firm and "
+            f"window in stretches of {leakage_report.stretches(t)}"
+        )
     claimed = ", given by the user: fincon does not know this model's" if know.get("source") == USER_SOURCE else ""
     cutoff = f" (cutoff {know.get('cutoff')}{claimed})" if know.get("cutoff") else ""
     said += f"; {why}" if why else ""

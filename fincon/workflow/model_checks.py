@@ -13,6 +13,7 @@ import yaml
 
 from fincon.agents.beliefs import Beliefs
 from fincon.agents.replayed_prompts import Replayed
+from fincon.agents.replayed_sessions import read_together
 from fincon.config import RunConfig
 from fincon.data.aliases import NAMES
 from fincon.data.inputs import RunInputs
@@ -159,7 +160,9 @@ def with_audit(block: Mapping[str, Any], strategy: Strategy, run_path: Path, cfg
         return {**block, "audit": {"result": "not audited"}}
     info = leakage_inputs.run_info(run_path, yaml.safe_load(cfg.to_yaml()))
     k = leakage_inputs.build_knowledge([info])
-    res = leakage.audit(leakage_inputs.prompts_of(info), k, replayed=Replayed([info], k))
+    prompts, replayed = leakage_inputs.prompts_of(info), Replayed([info], k)
+    res = leakage.audit(prompts, k, replayed=replayed)
+    res["together"] = read_together(replayed, prompts)  # beside the verdict: the card prints it
     return {**block, "audit": leakage.summary(res)}
 
 
