@@ -642,7 +642,7 @@ def test_a_test_stage_rewords_the_reflections_its_training_carried(tmp_path, mon
     Path("beliefs.json").write_text(learned.model_dump_json())
     with DoubleServer(TeamStub()) as url:
         argv = ["backtest", "--ticker", "TSLA", "--strategy", "fincon", "--beliefs", "beliefs.json", "--start",
-                "2022-10-17", "--end", "2022-10-18", "--param", "fincon.analysts=[news]", "--llm-backend", "openai", "--llm-base-url", url,
+                "2022-10-17", "--end", "2022-10-18", "--param", "fincon.analysts=[news]", "--param", "fincon.embedder=hashing", "--llm-backend", "openai", "--llm-base-url", url,
                 "--llm-model", "stub", "--llm-knowledge-cutoff", "2019-01-01", "--anonymize", "--llm-cache-path",
                 "calls.sqlite", "--no-progress", "--no-benchmark", "--ledger", "off", "--out", "te"]  # fmt: skip
         assert main(argv) == 0

@@ -472,7 +472,7 @@ def test_an_experiment_unit_whose_server_is_down_on_day_one_is_a_unit_stopped_ea
             "1", "--ablations", "full", "--baselines", "buy-and-hold", "--executor", "local", "--workers", "1",
             "--no-progress", "--ledger", "off", "--llm-backend", "openai", "--llm-model", "m", "--llm-api-key-env",
             KEY_ENV, "--llm-cache-path", str(tmp_path / "llm.sqlite"), "--param", "fincon.analysts=[news]",
-            "--out", str(out)]  # fmt: skip
+            "--param", "fincon.embedder=hashing", "--out", str(out)]  # fmt: skip
     with DoubleServer(Crashed()) as url:
         assert main([*args, "--llm-base-url", url]) == 3
     err = capsys.readouterr().err
