@@ -530,6 +530,28 @@ def test_the_same_call_on_the_same_items_asked_afresh_is_one_judgement():
     assert calibration(days(False))["by_analyst"]["10-q"]["judgements"] == 200
 
 
+def test_an_indicator_that_says_something_new_under_the_same_id_is_a_new_judgement():
+    """Found in review 2026-12-03: the data analyst's indicators keep their ids day after day
+    (``ind-momentum-20d``) and their text changes; a judgement keyed by ids alone counted a run's 60
+    calls on new readings as 2 judgements and widened the card's interval to [9%, 96%]. The same
+    indicators read the same, with the same direction, stay one judgement."""
+
+    def days(texts):
+        out = []
+        for i, text in enumerate(texts):
+            read = [{"id": "ind-momentum-20d", "source": "prices", "text": f"20-day momentum: {text}"}]
+            agents = [{"agent": "data-analysis/T", "direction": "bullish", "confidence": 0.6, "via": "rules",
+                       "inputs": read}]  # fmt: skip
+            out += [{"record": {"closes": {"T": 100.0}, "agents": agents}},
+                    {"record": {"closes": {"T": 101.0 if i % 3 else 99.0}}}]  # fmt: skip
+        return out
+
+    new = calibration(days(["up", "flat", "sharply up", "down", "flat", "up"]))["by_analyst"]["data-analysis"]
+    assert (new["n"], new["judgements"]) == (6, 6)
+    same = calibration(days(["up", "up", "up", "flat", "flat", "flat"]))["by_analyst"]["data-analysis"]
+    assert (same["n"], same["judgements"]) == (6, 2)
+
+
 def test_calibrations_bound_counts_a_report_read_again_as_one_judgement():
     """The Brier's bound was clustered by day only: four calls, each read again for 10 days (right on 10,
     10, 6 and 6 of them), passed as forty (bound 0.223 < 0.25). Clustered by judgement too (Cameron,

@@ -88,12 +88,16 @@ def _called(decisions: list[dict[str, Any]]) -> list[str]:
 
 
 def _what_it_read(a: dict[str, Any]) -> Any:
-    """An analyst's call as a judgement: the items it read and its direction, when the record lists them
-    (the rules analyst, reading a filing's decayed weight, was asked afresh each day and each day's same
-    call on the same filing counted as a new judgement); else the call itself (a record without them)."""
+    """An analyst's call as a judgement: the items it read (each its id and text) and its direction, when
+    the record lists them (the rules analyst, reading a filing's decayed weight, was asked afresh each day
+    and each day's same call on the same filing counted as a new judgement); else the call itself (a
+    record without them). The text counts: the data analyst's indicators keep their ids day after day
+    and say something new when it is asked again (by ids alone, 60 of its calls read as 2 judgements)."""
     if not isinstance(a.get("inputs"), list):
         return object()  # never equal: each call not reused is a judgement, as before records listed inputs
-    return sorted(str(i.get("id")) for i in a["inputs"] if isinstance(i, dict)), a.get("direction")
+    return sorted((str(i.get("id")), str(i.get("text"))) for i in a["inputs"] if isinstance(i, dict)), a.get(
+        "direction"
+    )
 
 
 def _scored(k: int, decisions: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
