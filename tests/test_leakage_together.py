@@ -42,10 +42,14 @@ def _reader(runs: list[str], masked: bool = True):
     return SimpleNamespace(k=k, runs=info, items=lambda run, source: news, prices=lambda run: {})
 
 
-def _asked(run: str) -> list[Prompt]:
-    return [
-        Prompt(run, "news/A", str(DAYS[i]), f"k{i}", f"News:\n[E1] {line}\n", ("A",)) for i, line in ((1, X), (3, Y))
+def _asked(run: str, decided: int = 5, beliefs: str = "") -> list[Prompt]:
+    """A's news analyst asked on sessions 1 and 3, the manager on the first ``decided`` sessions (every
+    session a run decides; none on a run's last, where nothing is left to trade)."""
+    news = [
+        Prompt(run, "news/A", str(DAYS[i]), f"k{i}", f"{beliefs}News:\n[E1] {line}\n", ("A",))
+        for i, line in ((1, X), (3, Y))
     ]
+    return news + [Prompt(run, "manager", str(DAYS[i]), f"m{i}", "Decide.", ("A",)) for i in range(decided)]
 
 
 def test_stretches_of_sessions_name_a_window_no_session_names_alone():
@@ -61,6 +65,24 @@ def test_stretches_of_sessions_name_a_window_no_session_names_alone():
     assert read_together(_reader(["ep-01"], masked=False), _asked("ep-01")) == {}  # named: no line to print
     line = leakage_report.together(got)
     assert line.endswith("among up to 10 windows: 1 session: 0 of 5, 3 sessions: 2 of 3, 5 sessions: 1 of 1")
+
+
+def test_only_the_sessions_the_log_shows_decided_are_read_and_the_same_observations_once():
+    """Found in review 2026-12-03. The reader took a run's sessions from its window, so every run's last
+    session (no call: nothing left to trade) and the sessions after a run stopped were read as sessions of
+    analysts "not asked": a masked sample run read 37 of 38 five-session stretches named where its log
+    holds 37 of 37. And it keyed a stretch by its prompts' whole text, so a training's next episode,
+    sending the same lines under one more line of beliefs, was counted again (52 of 54 for 26 of 27).
+    By hand, with the manager deciding sessions 0-3 only: three in a row from session 0 tie (A 3, B 3),
+    from session 1 name A (3 against 2); no stretch of five."""
+    got = read_together(_reader(["r"]), _asked("r", decided=4))
+    assert {n: (x["k"], x["n"]) for n, x in got["lengths"].items()} == {"1": (0, 4), "3": (1, 2), "5": (0, 0),
+                                                                        "10": (0, 0)}  # fmt: skip
+    episodes = _asked("ep-01") + _asked("ep-02", beliefs="Team beliefs: weight 0.375 (was 0.300)\n")
+    got = read_together(_reader(["ep-01", "ep-02"]), episodes)
+    assert {n: (x["k"], x["n"]) for n, x in got["lengths"].items()} == {"1": (0, 5), "3": (2, 3), "5": (1, 1),
+                                                                        "10": (0, 0)}  # fmt: skip
+    assert read_together(_reader(["r"]), _asked("r", decided=0)) == {}  # no session decided: nothing to read
 
 
 def test_an_observation_fits_the_sessions_whose_new_lines_begin_it():

@@ -76,6 +76,6 @@ def test_what_masking_costs_the_team_replays(tmp_path):
     # masked as the default tone mask: 3 of 51 prompts on 3 of 19 days, inconclusive (as topics, recorded until
     # 2026-12-02: 18 of 62 on 15 of 19 days, not blind: a session's topics in order were its alone)
     assert got["audit"]["named"]["result"] == "not blind" and got["audit"]["masked"]["result"] == "inconclusive"
-    # read together, the masked run's call log names firm and window in 15 of its 16 five-session stretches
+    # read together, the masked run's call log names firm and window in all 15 of its five-session stretches
     # (kept with its audit since 2026-12-03; the verdict reads each prompt alone)
     assert got["audit"] == {k: v for k, v in want["audit"].items()}

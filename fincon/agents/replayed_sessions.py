@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from fincon.agents.protocols.fincon import FinConManager
 from fincon.agents.replayed_prompts import Replayed, Table, item_lines, price_lines
 from fincon.agents.roles.data_analysis import ROLE as DATA_ANALYST
 from fincon.llm import leakage
@@ -40,20 +41,24 @@ def audit_run(root: Path, **kwargs: Any) -> dict[str, Any]:
 
 
 def read_together(replayed: Replayed, prompts: Sequence[Prompt]) -> dict[str, Any]:
-    """Per stretch length, how many stretches of the runs' sessions name their firm and window alone; a
-    stretch sent again (a training's next episode asking what the last one asked) is counted once."""
+    """Per stretch length, how many stretches of the runs' logged sessions name their firm and window
+    alone; a stretch observed again (a training's next episode reading what the last one read) is counted
+    once."""
     cal = _Calendars(replayed)
     named = {n: [0, 0] for n in LENGTHS}
     seen: set[tuple] = set()
+    decided = _decided(prompts)
     for (run_name, firm), asked in sorted(_by_run_and_firm(replayed, prompts).items()):
         run = replayed.runs[run_name]
-        if firm not in cal.at:
+        if firm not in cal.at or run_name not in decided:
             continue
-        sessions = [d for d in cal.at[firm] if run.start <= d <= run.end]
+        first, last = decided[run_name]
+        sessions = [d for d in cal.at[firm] if first <= d <= last]
         scores = [cal.scores(replayed, run, asked, day) for day in sessions]
+        seen_on = [_observed(asked, day) for day in sessions]
         for n in LENGTHS:
             for s in range(len(sessions) - n + 1):
-                key = (n, firm, tuple(sessions[s : s + n]), tuple(_said(asked, sessions[s : s + n])))
+                key = (n, firm, tuple(sessions[s : s + n]), tuple(seen_on[s : s + n]))
                 if key in seen:
                     continue
                 seen.add(key)
@@ -79,8 +84,31 @@ def _by_run_and_firm(replayed: Replayed, prompts: Sequence[Prompt]) -> dict[tupl
     return out
 
 
-def _said(asked: dict[str, dict[dt.date, str]], days: Sequence[dt.date]) -> list[tuple[str, str | None]]:
-    return [(kind, texts.get(d)) for kind, texts in sorted(asked.items()) for d in days]
+def _decided(prompts: Sequence[Prompt]) -> dict[str, tuple[dt.date, dt.date]]:
+    """Per run, its first and last session the log shows decided: a manager's call, the last of a day's
+    (the engine asks nothing on a run's last session, and a run stopped mid-day logged some analysts of
+    that day and not the others: read from the run's window, both were sessions of analysts "not asked",
+    found in review 2026-12-03)."""
+    days: dict[str, list[dt.date]] = defaultdict(list)
+    for p in prompts:
+        if p.kind == FinConManager.agent and p.span is not None and p.span[0] == p.span[1]:
+            days[p.run].append(p.span[0])
+    return {run: (min(d), max(d)) for run, d in days.items()}
+
+
+def _observed(asked: dict[str, dict[dt.date, str]], day: dt.date) -> tuple:
+    """What the reader scores of ``day``: each analyst's new lines (None: not asked), and the data
+    analyst's indicator words, its last ones (a training's next episode sends the same with another line
+    of beliefs: keyed by its whole text, each episode's same observations counted again, found in review
+    2026-12-03)."""
+    out = []
+    for kind, texts in sorted(asked.items()):
+        if kind == DATA_ANALYST.name:
+            last = [t for d, t in sorted(texts.items()) if d <= day]
+            out.append((kind, price_lines(last[-1]) if last else None))
+        else:
+            out.append((kind, item_lines(texts[day]) if day in texts else None))
+    return tuple(out)
 
 
 def fits(table: Table, lines: tuple[str, ...] | None) -> list[tuple[str, dt.date]] | None:
