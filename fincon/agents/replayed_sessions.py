@@ -104,11 +104,17 @@ def _observed(asked: dict[str, dict[dt.date, str]], day: dt.date) -> tuple:
     out = []
     for kind, texts in sorted(asked.items()):
         if kind == DATA_ANALYST.name:
-            last = [t for d, t in sorted(texts.items()) if d <= day]
-            out.append((kind, price_lines(last[-1]) if last else None))
+            last = _last(texts, day)
+            out.append((kind, price_lines(last) if last is not None else None))
         else:
             out.append((kind, item_lines(texts[day]) if day in texts else None))
     return tuple(out)
+
+
+def _last(texts: dict[dt.date, str], day: dt.date) -> str | None:
+    """The data analyst's text of its last session asked, up to ``day`` (reused when not asked)."""
+    asked = [d for d in texts if d <= day]
+    return texts[max(asked)] if asked else None
 
 
 def fits(table: Table, lines: tuple[str, ...] | None) -> list[tuple[str, dt.date]] | None:
@@ -134,9 +140,8 @@ class _Calendars:
         total: Scores = {f: np.zeros(len(at), dtype=np.int16) for f, at in self.at.items()}
         for kind, texts in asked.items():
             if kind == DATA_ANALYST.name:  # not asked: its lines are the last session's (the same reused)
-                last = [t for d, t in sorted(texts.items()) if d <= day]
-                if last:
-                    self._point(total, replayed.prices(run).get(price_lines(last[-1]), []))
+                if (last := _last(texts, day)) is not None:
+                    self._point(total, replayed.prices(run).get(price_lines(last), []))
                 continue
             table = replayed.items(run, ROLE_SOURCE[kind])
             text = texts.get(day)
